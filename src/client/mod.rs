@@ -1,0 +1,3 @@
+//! A blocking Kubernetes API client over ureq + rustls.
+
+pub mod config;
