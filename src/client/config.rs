@@ -69,3 +69,14 @@ pub(crate) struct CachedToken {
     pub(crate) modified: Option<SystemTime>,
     pub(crate) checked_at: Instant,
 }
+
+impl Auth {
+    /// The bearer token to send, if any.
+    pub fn bearer_token(&self) -> Option<String> {
+        match self {
+            Auth::None => None,
+            Auth::Token(t) => Some(t.clone()),
+            Auth::TokenFile(f) => Some(f.cached.lock().token.clone()),
+        }
+    }
+}

@@ -1,3 +1,299 @@
 //! A blocking Kubernetes API client over ureq + rustls.
+//!
+//! [`Client`] holds the connection setup, one client-side rate limiter and one User-Agent; it
+//! is cheap to clone. As upstream, each controller gets its own [`Client::for_controller`] so
+//! that it has its own `--kube-api-qps`/`--kube-api-burst` budget and is named in the
+//! API server's audit log. Typed access to a kind goes through [`Api`].
 
+mod api;
 pub mod config;
+pub mod error;
+mod metrics;
+pub mod rate_limit;
+pub mod tls;
+mod url;
+pub mod watch;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use ureq::http;
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::{Connector, TcpConnector};
+
+pub use api::{Api, DeleteParams, Deleted, ListParams, Patch, PostParams, Preconditions, PropagationPolicy};
+pub use config::RestConfig;
+pub use error::{ApiError, Error, Result};
+pub use metrics::ClientMetrics;
+pub use watch::{WatchEvent, WatchParams, WatchReceiver, WatchStream};
+
+use rate_limit::TokenBucket;
+use tls::TlsConnector;
+
+/// The most times a request is retried when the server answers 429 or 5xx with a
+/// `Retry-After` header (client-go's `maxRetries`).
+const MAX_RETRY_AFTER_RETRIES: u32 = 10;
+/// The longest answer body we read into memory (a page of a list, an object).
+const MAX_BODY_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Per-client settings taken from the command line.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// `--kube-api-qps`; non-positive disables client-side limiting.
+    pub qps: f32,
+    /// `--kube-api-burst`.
+    pub burst: u32,
+    /// The time limit for one ordinary request (not watches).
+    pub timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions { qps: 20.0, burst: 30, timeout: Duration::from_secs(60) }
+    }
+}
+
+/// A handle to one API server for one client identity.
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+    limiter: Arc<TokenBucket>,
+    user_agent: Arc<str>,
+}
+
+/// What every client of one API server shares: the connection setup and the pool.
+struct Shared {
+    config: RestConfig,
+    options: ClientOptions,
+    connector: TlsConnector,
+    agent: ureq::Agent,
+    /// `host:port` of the server, the `host` label of the client metrics.
+    host: String,
+    metrics: &'static ClientMetrics,
+}
+
+impl Client {
+    /// Sets up a client for the server in `config`. No request is made yet.
+    pub fn new(config: RestConfig, options: ClientOptions) -> Result<Client> {
+        let tls = tls::client_config(&config.tls).map_err(Error::Request)?;
+        let connector = TlsConnector::new(Arc::new(tls), config.tls.server_name.as_deref()).map_err(Error::Request)?;
+        let host = url::host_port(&config.server).map_err(Error::Request)?;
+        let agent = new_agent(&connector);
+        let limiter = Arc::new(TokenBucket::new(options.qps, options.burst));
+        let shared = Shared { config, options, connector, agent, host, metrics: ClientMetrics::global() };
+        Ok(Client { shared: Arc::new(shared), limiter, user_agent: user_agent(None).into() })
+    }
+
+    /// A client for one controller: same server and credentials, its own rate limit budget and
+    /// a User-Agent naming the controller, as upstream's per-controller clients.
+    pub fn for_controller(&self, controller: &str) -> Client {
+        let options = &self.shared.options;
+        Client {
+            shared: self.shared.clone(),
+            limiter: Arc::new(TokenBucket::new(options.qps, options.burst)),
+            user_agent: user_agent(Some(controller)).into(),
+        }
+    }
+
+    /// The server's base URL.
+    pub fn server(&self) -> &str {
+        &self.shared.config.server
+    }
+
+    pub fn user_agent(&self) -> &str {
+        &self.user_agent
+    }
+
+    /// GETs a path (e.g. `/version`, `/apis`) and decodes the JSON answer.
+    pub fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        let response = self.send(http::Method::GET, path, None)?;
+        decode(&response)
+    }
+
+    /// Sends a request and returns the body of a 2xx answer; any other answer becomes an
+    /// [`Error::Api`]. Waits for the rate limiter first, and honours `Retry-After` on 429/5xx.
+    pub(crate) fn send(&self, method: http::Method, path_and_query: &str, body: Option<Body>) -> Result<Vec<u8>> {
+        let mut attempt = 0;
+        loop {
+            let response = self.send_once(&method, path_and_query, body.as_ref())?;
+            let (code, retry_after) = (response.code, response.retry_after);
+            let body = read_body(response.body)?;
+            if (200..300).contains(&code) {
+                return Ok(body);
+            }
+            let error = ApiError::from_response(code, &body, retry_after);
+            let retryable = error.code == 429 || error.code >= 500;
+            match error.retry_after {
+                Some(wait) if retryable && attempt < MAX_RETRY_AFTER_RETRIES => {
+                    attempt += 1;
+                    log::debug!("{method} {path_and_query}: {} {}, retrying in {wait:?} (Retry-After)", error.code, error.reason);
+                    std::thread::sleep(wait);
+                }
+                _ => return Err(error.into()),
+            }
+        }
+    }
+
+    /// Opens a streaming GET (a watch) on its own connection, closed by shutting `agent` down.
+    /// Returns the body reader of a 2xx answer.
+    pub(crate) fn open_stream(
+        &self,
+        path_and_query: &str,
+        idle_timeout: Duration,
+    ) -> Result<(ureq::Agent, ureq::BodyReader<'static>)> {
+        let agent = new_agent(&self.shared.connector);
+        let answer = self.round_trip(&agent, &http::Method::GET, path_and_query, None, Timeout::Idle(idle_timeout))?;
+        if !(200..300).contains(&answer.code) {
+            let retry_after = answer.retry_after;
+            let code = answer.code;
+            return Err(ApiError::from_response(code, &read_body(answer.body)?, retry_after).into());
+        }
+        Ok((agent, answer.body.into_with_config().reader()))
+    }
+
+    fn send_once(&self, method: &http::Method, path_and_query: &str, body: Option<&Body>) -> Result<Answer> {
+        let timeout = Timeout::Total(self.shared.options.timeout);
+        self.round_trip(&self.shared.agent, method, path_and_query, body, timeout)
+    }
+
+    /// One HTTP exchange up to the answer's headers, after waiting for the rate limiter.
+    fn round_trip(
+        &self,
+        agent: &ureq::Agent,
+        method: &http::Method,
+        path_and_query: &str,
+        body: Option<&Body>,
+        timeout: Timeout,
+    ) -> Result<Answer> {
+        self.limiter.acquire();
+        let uri = format!("{}{path_and_query}", self.shared.config.server);
+        let mut builder = http::Request::builder()
+            .method(method.clone())
+            .uri(&uri)
+            .header("Accept", "application/json")
+            .header("User-Agent", &*self.user_agent);
+        if let Some(token) = self.shared.config.auth.bearer_token() {
+            builder = builder.header("Authorization", format!("Bearer {token}"));
+        }
+        let invalid = |e: http::Error| Error::Request(format!("{method} {uri}: {e}"));
+        let started = Instant::now();
+        let result = match body {
+            Some(body) => {
+                let request = builder.header("Content-Type", body.content_type).body(body.bytes.as_slice());
+                agent.run(timeout.apply(agent, request.map_err(invalid)?))
+            }
+            None => agent.run(timeout.apply(agent, builder.body(()).map_err(invalid)?)),
+        };
+        let response = self.record(method.as_str(), started, result)?;
+        let code = response.status().as_u16();
+        let retry_after = retry_after(&response);
+        Ok(Answer { code, retry_after, body: response.into_body() })
+    }
+
+    /// Records metrics and a V(6)-style log line for one round trip.
+    fn record(
+        &self,
+        method: &str,
+        started: Instant,
+        result: std::result::Result<http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<http::Response<ureq::Body>> {
+        let elapsed = started.elapsed();
+        let host = &self.shared.host;
+        let code = match &result {
+            Ok(r) => r.status().as_u16().to_string(),
+            Err(_) => "<error>".to_string(),
+        };
+        self.shared.metrics.observe(method, &code, host, elapsed);
+        match result {
+            Ok(response) => {
+                log::trace!("{method} {host} {code} in {} milliseconds", elapsed.as_millis());
+                Ok(response)
+            }
+            Err(e) => {
+                log::trace!("{method} {host} failed after {} milliseconds: {e}", elapsed.as_millis());
+                Err(Error::Transport(format!("{method} {}: {e}", self.shared.config.server)))
+            }
+        }
+    }
+}
+
+/// A request body with its content type.
+pub(crate) struct Body {
+    pub content_type: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+impl Body {
+    pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Body> {
+        let bytes = serde_json::to_vec(value).map_err(|e| Error::Request(format!("cannot encode the body: {e}")))?;
+        Ok(Body { content_type: "application/json", bytes })
+    }
+}
+
+/// An HTTP answer whose body has not been read yet.
+struct Answer {
+    code: u16,
+    retry_after: Option<Duration>,
+    body: ureq::Body,
+}
+
+/// How long a request may take.
+#[derive(Clone, Copy)]
+enum Timeout {
+    /// The whole exchange, for ordinary requests.
+    Total(Duration),
+    /// The longest silence between two reads, for watches that stream for minutes.
+    Idle(Duration),
+}
+
+impl Timeout {
+    fn apply<S: ureq::AsSendBody>(self, agent: &ureq::Agent, request: http::Request<S>) -> http::Request<S> {
+        let config = agent.configure_request(request);
+        match self {
+            Timeout::Total(t) => config.timeout_global(Some(t)).build(),
+            Timeout::Idle(t) => config.timeout_per_read(Some(t)).build(),
+        }
+    }
+}
+
+fn read_body(body: ureq::Body) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut body.into_with_config().limit(MAX_BODY_BYTES).reader(), &mut bytes)
+        .map_err(|e| Error::Transport(format!("reading the answer: {e}")))?;
+    Ok(bytes)
+}
+
+fn retry_after<B>(response: &http::Response<B>) -> Option<Duration> {
+    let value = response.headers().get("Retry-After")?.to_str().ok()?;
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| Error::Decode(e.to_string()))
+}
+
+fn new_agent(connector: &TlsConnector) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        // Proxies would need ureq's proxy connectors in the chain; the API server is reached directly.
+        .proxy(None)
+        .max_redirects(0)
+        .build();
+    let chain = ().chain(TcpConnector::default()).chain(connector.clone());
+    ureq::Agent::with_parts(config, chain, DefaultResolver::default())
+}
+
+/// `kube-controller-manager/<version> (<os>/<arch>) <controller>`, like upstream's User-Agent.
+fn user_agent(controller: Option<&str>) -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let base = format!("kube-controller-manager/v{} ({}/{arch})", env!("CARGO_PKG_VERSION"), std::env::consts::OS);
+    match controller {
+        Some(name) => format!("{base} {name}"),
+        None => base,
+    }
+}

@@ -1,0 +1,402 @@
+//! Typed access to one kind of object: [`Api<K>`] for any `k8s_openapi` resource, namespaced or
+//! cluster-scoped, with its subresources.
+
+use std::marker::PhantomData;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Status};
+use k8s_openapi::{ClusterResourceScope, List, ListableResource, NamespaceResourceScope, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use ureq::http::Method;
+
+use super::url::query;
+use super::{Body, Client, Error, Result, decode};
+
+/// Operations on one kind `K`, in one namespace, across all namespaces, or cluster-wide.
+pub struct Api<K> {
+    client: Client,
+    /// `None`: a cluster-scoped kind, or a namespaced kind across all namespaces (list/watch only).
+    namespace: Option<String>,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for Api<K> {
+    fn clone(&self) -> Self {
+        Api { client: self.client.clone(), namespace: self.namespace.clone(), kind: PhantomData }
+    }
+}
+
+/// Whether a `k8s_openapi` scope is namespaced.
+pub trait Scope {
+    const NAMESPACED: bool;
+}
+
+impl Scope for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl Scope for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+impl<K: Resource<Scope = NamespaceResourceScope>> Api<K> {
+    /// Objects of a namespaced kind in one namespace.
+    pub fn namespaced(client: &Client, namespace: &str) -> Api<K> {
+        Api { client: client.clone(), namespace: Some(namespace.to_string()), kind: PhantomData }
+    }
+}
+
+impl<K: Resource<Scope = ClusterResourceScope>> Api<K> {
+    /// Objects of a cluster-scoped kind.
+    pub fn cluster(client: &Client) -> Api<K> {
+        Api { client: client.clone(), namespace: None, kind: PhantomData }
+    }
+}
+
+/// Options of list requests.
+#[derive(Debug, Clone, Default)]
+pub struct ListParams {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    /// Page size; `None` asks for everything at once.
+    pub limit: Option<u32>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    /// `NotOlderThan` or `Exact`, with `resource_version`.
+    pub resource_version_match: Option<String>,
+}
+
+impl ListParams {
+    fn query(&self) -> String {
+        query(&[
+            ("labelSelector", self.label_selector.clone()),
+            ("fieldSelector", self.field_selector.clone()),
+            ("limit", self.limit.map(|l| l.to_string())),
+            ("continue", self.continue_token.clone()),
+            ("resourceVersion", self.resource_version.clone()),
+            ("resourceVersionMatch", self.resource_version_match.clone()),
+        ])
+    }
+}
+
+/// Options of create, replace and patch requests.
+#[derive(Debug, Clone, Default)]
+pub struct PostParams {
+    /// Validate and admit the request without persisting it.
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+}
+
+impl PostParams {
+    fn query(&self) -> String {
+        query(&[("dryRun", self.dry_run.then(|| "All".to_string())), ("fieldManager", self.field_manager.clone())])
+    }
+}
+
+/// A patch document and its type.
+#[derive(Debug, Clone)]
+pub enum Patch {
+    /// RFC 7386 JSON merge patch.
+    Merge(serde_json::Value),
+    /// Kubernetes strategic merge patch (lists merged by their merge keys).
+    Strategic(serde_json::Value),
+    /// RFC 6902 JSON patch: an array of operations.
+    Json(serde_json::Value),
+}
+
+impl Patch {
+    fn body(&self) -> Result<Body> {
+        let (content_type, value) = match self {
+            Patch::Merge(v) => ("application/merge-patch+json", v),
+            Patch::Strategic(v) => ("application/strategic-merge-patch+json", v),
+            Patch::Json(v) => ("application/json-patch+json", v),
+        };
+        Ok(Body { content_type, ..Body::json(value)? })
+    }
+}
+
+/// How dependents are handled when their owner is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PropagationPolicy {
+    Orphan,
+    Background,
+    Foreground,
+}
+
+/// Conditions the object must still meet for a delete to proceed.
+#[derive(Debug, Clone, Default)]
+pub struct Preconditions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// Options of delete requests, sent as a `DeleteOptions` body.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteParams {
+    pub grace_period_seconds: Option<i64>,
+    pub propagation_policy: Option<PropagationPolicy>,
+    pub preconditions: Option<Preconditions>,
+    pub dry_run: bool,
+}
+
+impl DeleteParams {
+    fn body(&self) -> Result<Option<Body>> {
+        let options = DeleteOptions {
+            grace_period_seconds: self.grace_period_seconds,
+            propagation_policy: self.propagation_policy.map(|p| format!("{p:?}")),
+            preconditions: self.preconditions.as_ref().map(|p| {
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
+                    uid: p.uid.clone(),
+                    resource_version: p.resource_version.clone(),
+                }
+            }),
+            dry_run: self.dry_run.then(|| vec!["All".to_string()]),
+            ..DeleteOptions::default()
+        };
+        if options == DeleteOptions::default() {
+            return Ok(None);
+        }
+        let mut value = serde_json::to_value(&options).map_err(|e| Error::Request(e.to_string()))?;
+        value["kind"] = "DeleteOptions".into();
+        value["apiVersion"] = "v1".into();
+        Body::json(&value).map(Some)
+    }
+}
+
+/// What a delete answered: the object itself while finalizers or a grace period keep it, or a
+/// `Status` once it is gone.
+#[derive(Debug)]
+pub enum Deleted<K> {
+    Object(K),
+    Gone(Status),
+}
+
+impl<K> Api<K>
+where
+    K: Resource + DeserializeOwned,
+    K::Scope: Scope,
+{
+    /// Objects of a kind in every namespace (or cluster-wide): for list and watch.
+    pub fn all(client: &Client) -> Api<K> {
+        Api { client: client.clone(), namespace: None, kind: PhantomData }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// `/api/v1/namespaces/ns/pods`, `/apis/apps/v1/deployments`, …
+    pub(crate) fn collection_path(&self) -> String {
+        let group_version = if K::GROUP.is_empty() {
+            format!("/api/{}", K::VERSION)
+        } else {
+            format!("/apis/{}/{}", K::GROUP, K::VERSION)
+        };
+        match (&self.namespace, K::Scope::NAMESPACED) {
+            (Some(ns), true) => format!("{group_version}/namespaces/{ns}/{}", K::URL_PATH_SEGMENT),
+            _ => format!("{group_version}/{}", K::URL_PATH_SEGMENT),
+        }
+    }
+
+    fn object_path(&self, name: &str, subresource: Option<&str>) -> Result<String> {
+        if K::Scope::NAMESPACED && self.namespace.is_none() {
+            return Err(Error::Request(format!("{} {name:?}: a namespaced kind needs a namespace", K::KIND)));
+        }
+        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '%', '?', '#']) {
+            return Err(Error::Request(format!("{} name {name:?} is not a valid object name", K::KIND)));
+        }
+        let mut path = format!("{}/{name}", self.collection_path());
+        if let Some(sub) = subresource {
+            path.push('/');
+            path.push_str(sub);
+        }
+        Ok(path)
+    }
+
+    pub fn get(&self, name: &str) -> Result<K> {
+        self.get_subresource_at(name, None)
+    }
+
+    /// The object, or `None` when it does not exist.
+    pub fn get_opt(&self, name: &str) -> Result<Option<K>> {
+        match self.get(name) {
+            Ok(object) => Ok(Some(object)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// GETs a subresource such as `scale`.
+    pub fn get_subresource<T: DeserializeOwned>(&self, subresource: &str, name: &str) -> Result<T> {
+        self.get_subresource_at(name, Some(subresource))
+    }
+
+    fn get_subresource_at<T: DeserializeOwned>(&self, name: &str, subresource: Option<&str>) -> Result<T> {
+        let path = self.object_path(name, subresource)?;
+        decode(&self.client.send(Method::GET, &path, None)?)
+    }
+
+    pub fn create(&self, object: &K, params: &PostParams) -> Result<K>
+    where
+        K: Serialize,
+    {
+        if K::Scope::NAMESPACED && self.namespace.is_none() {
+            return Err(Error::Request(format!("creating a {}: a namespaced kind needs a namespace", K::KIND)));
+        }
+        let path = format!("{}{}", self.collection_path(), params.query());
+        decode(&self.client.send(Method::POST, &path, Some(Body::json(object)?))?)
+    }
+
+    /// PUTs the whole object; fails with Conflict if its resourceVersion is stale.
+    pub fn replace(&self, name: &str, object: &K, params: &PostParams) -> Result<K>
+    where
+        K: Serialize,
+    {
+        self.replace_subresource_at(name, None, object, params)
+    }
+
+    /// PUTs the object to its `status` subresource.
+    pub fn replace_status(&self, name: &str, object: &K, params: &PostParams) -> Result<K>
+    where
+        K: Serialize,
+    {
+        self.replace_subresource_at(name, Some("status"), object, params)
+    }
+
+    /// PUTs a body to a subresource (`scale`, `finalize`, `approval`).
+    pub fn replace_subresource<B: Serialize, T: DeserializeOwned>(
+        &self,
+        subresource: &str,
+        name: &str,
+        body: &B,
+        params: &PostParams,
+    ) -> Result<T> {
+        self.replace_subresource_at(name, Some(subresource), body, params)
+    }
+
+    fn replace_subresource_at<B: Serialize, T: DeserializeOwned>(
+        &self,
+        name: &str,
+        subresource: Option<&str>,
+        body: &B,
+        params: &PostParams,
+    ) -> Result<T> {
+        let path = format!("{}{}", self.object_path(name, subresource)?, params.query());
+        decode(&self.client.send(Method::PUT, &path, Some(Body::json(body)?))?)
+    }
+
+    /// POSTs a body to a subresource (`token`, `eviction`, `binding`).
+    pub fn create_subresource<B: Serialize, T: DeserializeOwned>(
+        &self,
+        subresource: &str,
+        name: &str,
+        body: &B,
+        params: &PostParams,
+    ) -> Result<T> {
+        let path = format!("{}{}", self.object_path(name, Some(subresource))?, params.query());
+        decode(&self.client.send(Method::POST, &path, Some(Body::json(body)?))?)
+    }
+
+    pub fn patch(&self, name: &str, patch: &Patch, params: &PostParams) -> Result<K> {
+        self.patch_at(name, None, patch, params)
+    }
+
+    pub fn patch_status(&self, name: &str, patch: &Patch, params: &PostParams) -> Result<K> {
+        self.patch_at(name, Some("status"), patch, params)
+    }
+
+    pub fn patch_subresource<T: DeserializeOwned>(
+        &self,
+        subresource: &str,
+        name: &str,
+        patch: &Patch,
+        params: &PostParams,
+    ) -> Result<T> {
+        self.patch_at(name, Some(subresource), patch, params)
+    }
+
+    fn patch_at<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        subresource: Option<&str>,
+        patch: &Patch,
+        params: &PostParams,
+    ) -> Result<T> {
+        let path = format!("{}{}", self.object_path(name, subresource)?, params.query());
+        decode(&self.client.send(Method::PATCH, &path, Some(patch.body()?))?)
+    }
+
+    pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<Deleted<K>> {
+        let path = self.object_path(name, None)?;
+        let body = self.client.send(Method::DELETE, &path, params.body()?)?;
+        let value: serde_json::Value = decode(&body)?;
+        if value.get("kind").and_then(|k| k.as_str()) == Some("Status") {
+            Ok(Deleted::Gone(decode(&body)?))
+        } else {
+            Ok(Deleted::Object(decode(&body)?))
+        }
+    }
+
+    /// Deletes every object in the namespace (or cluster) that the selectors match.
+    pub fn delete_collection(&self, list: &ListParams, params: &DeleteParams) -> Result<()> {
+        let path = format!("{}{}", self.collection_path(), list.query());
+        self.client.send(Method::DELETE, &path, params.body()?)?;
+        Ok(())
+    }
+
+    /// Watches the collection; see [`super::watch`].
+    pub fn watch(&self, params: &super::WatchParams) -> Result<super::WatchStream<K>> {
+        let path = format!("{}{}", self.collection_path(), params.query());
+        super::WatchStream::open(&self.client, &path, params.idle_timeout())
+    }
+
+    /// Watches the collection from a dedicated thread that hands events over a channel.
+    pub fn watch_channel(&self, params: &super::WatchParams, capacity: usize) -> Result<super::WatchReceiver<K>>
+    where
+        K: Send + 'static,
+    {
+        Ok(super::WatchReceiver::spawn(self.watch(params)?, capacity, K::KIND))
+    }
+}
+
+impl<K> Api<K>
+where
+    K: ListableResource + DeserializeOwned,
+    K::Scope: Scope,
+{
+    /// One page of the collection.
+    pub fn list(&self, params: &ListParams) -> Result<List<K>> {
+        let path = format!("{}{}", self.collection_path(), params.query());
+        decode(&self.client.send(Method::GET, &path, None)?)
+    }
+
+    /// The whole collection, page by page (`limit` per page), and the resourceVersion to
+    /// watch from. If a continue token expires between pages, the list starts over without
+    /// paging, as client-go's pager does.
+    pub fn list_all(&self, params: &ListParams) -> Result<(Vec<K>, String)> {
+        let mut params = params.clone();
+        let mut items = Vec::new();
+        loop {
+            let page = match self.list(&params) {
+                Ok(page) => page,
+                Err(e) if e.is_gone() && params.continue_token.is_some() => {
+                    log::info!("{}: continue token expired while paging; listing everything at once", K::KIND);
+                    items.clear();
+                    params.continue_token = None;
+                    params.limit = None;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            items.extend(page.items);
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params.continue_token = Some(token),
+                None => return Ok((items, page.metadata.resource_version.unwrap_or_default())),
+            }
+        }
+    }
+}

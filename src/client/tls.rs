@@ -1,0 +1,197 @@
+//! TLS to the API server with rustls 0.23, plugged into ureq as a transport connector.
+//!
+//! ureq's own rustls connector cannot check the server certificate against a name other than
+//! the URL's host, which kubeconfig's `tls-server-name` needs, so we build the rustls client
+//! config from the kubeconfig ourselves and wrap the TCP transport in it.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use ureq::unversioned::transport::{
+    Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, Transport, TransportAdapter,
+};
+
+use super::config::TlsSettings;
+
+/// Places where Linux distributions keep the system's CA bundle (as Go's crypto/x509 looks).
+const SYSTEM_CA_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
+
+/// The crypto provider used everywhere in the process (ring: small, no C toolchain needs).
+pub fn crypto_provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Builds the rustls client config for the API server from kubeconfig TLS settings.
+pub fn client_config(tls: &TlsSettings) -> Result<ClientConfig, String> {
+    let builder = ClientConfig::builder_with_provider(crypto_provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?;
+    let builder = if tls.insecure_skip_verify {
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert(crypto_provider())))
+    } else {
+        builder.with_root_certificates(root_store(tls.ca_certs.as_deref())?)
+    };
+    match &tls.client_identity {
+        Some(id) => builder
+            .with_client_auth_cert(id.cert_chain.clone(), id.key.clone_key())
+            .map_err(|e| format!("client certificate: {e}")),
+        None => Ok(builder.with_no_client_auth()),
+    }
+}
+
+fn root_store(ca_certs: Option<&[CertificateDer<'static>]>) -> Result<RootCertStore, String> {
+    let mut store = RootCertStore::empty();
+    match ca_certs {
+        Some(certs) => {
+            for cert in certs {
+                store.add(cert.clone()).map_err(|e| format!("certificate authority: {e}"))?;
+            }
+        }
+        None => {
+            let path = SYSTEM_CA_BUNDLES
+                .iter()
+                .find(|p| std::path::Path::new(p).exists())
+                .ok_or("no certificate authority given and no system CA bundle found")?;
+            let certs = CertificateDer::pem_file_iter(path).map_err(|e| format!("{path}: {e}"))?;
+            let (_added, _ignored) = store.add_parsable_certificates(certs.flatten());
+        }
+    }
+    Ok(store)
+}
+
+/// A ureq connector that wraps the chained TCP transport in TLS with our rustls config.
+#[derive(Debug, Clone)]
+pub struct TlsConnector {
+    config: Arc<ClientConfig>,
+    /// `tls-server-name`: the name to verify instead of the URL's host.
+    server_name: Option<ServerName<'static>>,
+}
+
+impl TlsConnector {
+    pub fn new(config: Arc<ClientConfig>, server_name: Option<&str>) -> Result<TlsConnector, String> {
+        let server_name = server_name
+            .map(|n| ServerName::try_from(n.to_string()).map_err(|e| format!("tls-server-name {n:?}: {e}")))
+            .transpose()?;
+        Ok(TlsConnector { config, server_name })
+    }
+
+    fn server_name(&self, details: &ConnectionDetails) -> Result<ServerName<'static>, ureq::Error> {
+        if let Some(name) = &self.server_name {
+            return Ok(name.clone());
+        }
+        let host = details.uri.host().unwrap_or_default();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        ServerName::try_from(host.to_string()).map_err(|_| ureq::Error::Tls("the server's host is not a valid TLS name"))
+    }
+}
+
+impl<In: Transport> Connector<In> for TlsConnector {
+    type Out = Either<In, TlsTransport>;
+
+    fn connect(&self, details: &ConnectionDetails, chained: Option<In>) -> Result<Option<Self::Out>, ureq::Error> {
+        let Some(transport) = chained else {
+            return Err(ureq::Error::Tls("TLS needs a TCP connection below it"));
+        };
+        if !details.needs_tls() || transport.is_tls() {
+            return Ok(Some(Either::A(transport)));
+        }
+        let mut conn = ClientConnection::new(self.config.clone(), self.server_name(details)?)?;
+        let mut sock = TransportAdapter::new(transport.boxed(), details.current_time.clone());
+        sock.set_timeout(details.timeout);
+        conn.complete_io(&mut sock)?;
+        let buffers = LazyBuffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
+        Ok(Some(Either::B(TlsTransport { buffers, stream: StreamOwned { conn, sock } })))
+    }
+}
+
+/// An established TLS connection.
+pub struct TlsTransport {
+    buffers: LazyBuffers,
+    stream: StreamOwned<ClientConnection, TransportAdapter>,
+}
+
+impl std::fmt::Debug for TlsTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsTransport").finish_non_exhaustive()
+    }
+}
+
+impl Transport for TlsTransport {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        self.stream.get_mut().set_timeout(timeout);
+        let output = &self.buffers.output()[..amount];
+        self.stream.write_all(output)?;
+        Ok(())
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.stream.get_mut().set_timeout(timeout);
+        let input = self.buffers.input_append_buf();
+        let amount = self.stream.read(input)?;
+        self.buffers.input_appended(amount);
+        Ok(amount > 0)
+    }
+
+    fn is_open(&mut self) -> bool {
+        self.stream.get_mut().get_mut().is_open()
+    }
+
+    fn is_tls(&self) -> bool {
+        true
+    }
+}
+
+/// `insecure-skip-tls-verify`: accepts any server certificate but still checks that the
+/// server holds its key, so the handshake itself stays sound.
+#[derive(Debug)]
+struct AcceptAnyServerCert(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyServerCert {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

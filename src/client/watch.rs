@@ -1,0 +1,244 @@
+//! Watch streams: the API server's chunked stream of JSON watch events, decoded into typed
+//! [`WatchEvent`]s, as a blocking iterator ([`WatchStream`]) or from a dedicated OS thread over
+//! a channel ([`WatchReceiver`]).
+//!
+//! Each watch runs on its own connection so that dropping the stream (or the receiver) can cut
+//! it at once, even while a read is blocked.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use super::url::query;
+use super::{ApiError, Client, Error, Result};
+
+/// How long a watch connection may stay silent before it is taken for dead when the caller
+/// sets no `timeout_seconds` (the server sends bookmarks about once a minute).
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// Grace beyond the server-side `timeoutSeconds` before a silent connection is taken for dead.
+const IDLE_GRACE: Duration = Duration::from_secs(30);
+
+/// One change to the watched collection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchEvent<K> {
+    Added(K),
+    Modified(K),
+    Deleted(K),
+    /// Nothing changed, but the collection is known to be at least at this resourceVersion.
+    Bookmark { resource_version: String },
+}
+
+/// Options of watch requests.
+#[derive(Debug, Clone, Default)]
+pub struct WatchParams {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    /// Start after this resourceVersion (usually the one a list returned).
+    pub resource_version: Option<String>,
+    pub allow_bookmarks: bool,
+    /// The server ends the watch after this many seconds.
+    pub timeout_seconds: Option<u32>,
+    /// The longest silence tolerated between two reads; by default `timeout_seconds` + 30 s,
+    /// or 5 minutes.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl WatchParams {
+    pub(crate) fn query(&self) -> String {
+        query(&[
+            ("watch", Some("true".to_string())),
+            ("labelSelector", self.label_selector.clone()),
+            ("fieldSelector", self.field_selector.clone()),
+            ("resourceVersion", self.resource_version.clone()),
+            ("allowWatchBookmarks", self.allow_bookmarks.then(|| "true".to_string())),
+            ("timeoutSeconds", self.timeout_seconds.map(|t| t.to_string())),
+        ])
+    }
+
+    pub(crate) fn idle_timeout(&self) -> Duration {
+        self.idle_timeout.unwrap_or_else(|| match self.timeout_seconds {
+            Some(t) => Duration::from_secs(t.into()) + IDLE_GRACE,
+            None => DEFAULT_IDLE_TIMEOUT,
+        })
+    }
+}
+
+/// A watch event as it is on the wire; the object is decoded once its type is known.
+#[derive(Deserialize)]
+struct RawEvent {
+    #[serde(rename = "type")]
+    event_type: String,
+    object: Box<RawValue>,
+}
+
+#[derive(Deserialize)]
+struct BookmarkObject {
+    metadata: BookmarkMetadata,
+}
+
+#[derive(Deserialize)]
+struct BookmarkMetadata {
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: String,
+}
+
+type EventReader = serde_json::StreamDeserializer<'static, serde_json::de::IoRead<ureq::BodyReader<'static>>, RawEvent>;
+
+/// A blocking iterator over the events of one watch request. It ends when the server closes
+/// the stream cleanly; a broken connection or an undecodable event yields one `Err` and ends
+/// it. An `ERROR` event yields `Err(Error::Api)` (e.g. 410 Gone: relist).
+pub struct WatchStream<K> {
+    agent: Option<ureq::Agent>,
+    events: EventReader,
+    finished: bool,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K: DeserializeOwned> WatchStream<K> {
+    pub(crate) fn open(client: &Client, path_and_query: &str, idle_timeout: Duration) -> Result<WatchStream<K>> {
+        let (agent, reader) = client.open_stream(path_and_query, idle_timeout)?;
+        let events = serde_json::Deserializer::from_reader(reader).into_iter::<RawEvent>();
+        Ok(WatchStream { agent: Some(agent), events, finished: false, kind: PhantomData })
+    }
+
+    /// A handle that cuts the connection from another thread.
+    pub(crate) fn stopper(&self) -> Option<ureq::Agent> {
+        self.agent.clone()
+    }
+
+    fn decode(raw: RawEvent) -> Result<WatchEvent<K>> {
+        let object = raw.object.get();
+        let typed = |o: &str| serde_json::from_str::<K>(o).map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)));
+        match raw.event_type.as_str() {
+            "ADDED" => Ok(WatchEvent::Added(typed(object)?)),
+            "MODIFIED" => Ok(WatchEvent::Modified(typed(object)?)),
+            "DELETED" => Ok(WatchEvent::Deleted(typed(object)?)),
+            "BOOKMARK" => {
+                let bookmark: BookmarkObject =
+                    serde_json::from_str(object).map_err(|e| Error::Decode(format!("watch BOOKMARK event: {e}")))?;
+                Ok(WatchEvent::Bookmark { resource_version: bookmark.metadata.resource_version })
+            }
+            "ERROR" => {
+                let status: Status =
+                    serde_json::from_str(object).map_err(|e| Error::Decode(format!("watch ERROR event: {e}")))?;
+                Err(ApiError::from_status(status, 500, None).into())
+            }
+            other => Err(Error::Decode(format!("unknown watch event type {other:?}"))),
+        }
+    }
+}
+
+impl<K: DeserializeOwned> Iterator for WatchStream<K> {
+    type Item = Result<WatchEvent<K>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        let item = match self.events.next()? {
+            Ok(raw) => Self::decode(raw),
+            Err(e) if e.is_io() || e.is_eof() => Err(Error::Transport(format!("watch stream broken: {e}"))),
+            Err(e) => Err(Error::Decode(format!("watch stream: {e}"))),
+        };
+        // After a transport or framing error the stream cannot be resynchronised.
+        self.finished = matches!(item, Err(Error::Transport(_) | Error::Decode(_)));
+        Some(item)
+    }
+}
+
+impl<K> Drop for WatchStream<K> {
+    fn drop(&mut self) {
+        if let Some(agent) = self.agent.take() {
+            agent.shutdown();
+        }
+    }
+}
+
+/// The receiving end of a watch run by a dedicated OS thread. Events arrive in order; the
+/// channel disconnects when the watch ends. Dropping the receiver closes the connection and
+/// the thread exits promptly, even if it was blocked reading.
+pub struct WatchReceiver<K> {
+    events: Receiver<Result<WatchEvent<K>>>,
+    stopper: Option<ureq::Agent>,
+}
+
+impl<K: DeserializeOwned + Send + 'static> WatchReceiver<K> {
+    /// Moves `stream` to a new thread; `capacity` bounds the events waiting in the channel (the
+    /// thread stops reading while it is full).
+    pub(crate) fn spawn(stream: WatchStream<K>, capacity: usize, kind: &str) -> WatchReceiver<K> {
+        let (tx, rx) = crossbeam_channel::bounded(capacity);
+        let stopper = stream.stopper();
+        let spawned = std::thread::Builder::new().name(format!("watch-{}", kind.to_lowercase())).spawn(move || {
+            for event in stream {
+                if tx.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            // No thread: hand the failure to the reader instead of dropping it.
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            let _ = tx.send(Err(Error::Transport(format!("cannot start a watch thread: {e}"))));
+            return WatchReceiver { events: rx, stopper };
+        }
+        WatchReceiver { events: rx, stopper }
+    }
+}
+
+impl<K> WatchReceiver<K> {
+    /// The next event; `None` once the watch has ended.
+    pub fn recv(&self) -> Option<Result<WatchEvent<K>>> {
+        self.events.recv().ok()
+    }
+
+    /// The next event if one comes within `timeout`: `Ok(None)` once the watch has ended,
+    /// `Err(())` on timeout.
+    #[allow(clippy::result_unit_err)]
+    pub fn recv_timeout(&self, timeout: Duration) -> std::result::Result<Option<Result<WatchEvent<K>>>, ()> {
+        match self.events.recv_timeout(timeout) {
+            Ok(event) => Ok(Some(event)),
+            Err(RecvTimeoutError::Disconnected) => Ok(None),
+            Err(RecvTimeoutError::Timeout) => Err(()),
+        }
+    }
+
+    /// The channel itself, for `crossbeam_channel::select!`.
+    pub fn channel(&self) -> &Receiver<Result<WatchEvent<K>>> {
+        &self.events
+    }
+}
+
+impl<K> Drop for WatchReceiver<K> {
+    fn drop(&mut self) {
+        if let Some(agent) = self.stopper.take() {
+            agent.shutdown();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_and_idle_timeout() {
+        let params = WatchParams {
+            label_selector: Some("app=web".into()),
+            resource_version: Some("42".into()),
+            allow_bookmarks: true,
+            timeout_seconds: Some(300),
+            ..WatchParams::default()
+        };
+        assert_eq!(
+            params.query(),
+            "?watch=true&labelSelector=app%3Dweb&resourceVersion=42&allowWatchBookmarks=true&timeoutSeconds=300"
+        );
+        assert_eq!(params.idle_timeout(), Duration::from_secs(330));
+        assert_eq!(WatchParams::default().idle_timeout(), DEFAULT_IDLE_TIMEOUT);
+    }
+}
