@@ -7,3 +7,6 @@ pub mod controllers;
 pub mod flags;
 pub mod logging;
 pub mod metrics;
+#[cfg(feature = "sandbox")]
+pub mod sandbox;
+pub mod x509;

@@ -1,11 +1,103 @@
 //! Where the API server is and how to talk to it: kubeconfig files and in-cluster config,
-//! loaded the way client-go does it.
+//! loaded the way client-go does it (`clientcmd.BuildConfigFromFlags`).
+//!
+//! Everything is validated up front so that a bad kubeconfig fails at startup with one line
+//! naming the file and the field, not with a TLS error on the first request.
 
-use std::path::PathBuf;
+mod in_cluster;
+mod kubeconfig;
+mod pem;
+mod token_file;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use parking_lot::Mutex;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+pub use in_cluster::{in_cluster, in_cluster_from};
+
+/// Builds the REST config from the `--kubeconfig` and `--master` flags, like client-go's
+/// `clientcmd.BuildConfigFromFlags`:
+/// - neither given: the in-cluster config (service-account token and CA);
+/// - only `master`: that server with no credentials (`http://` is allowed here because the
+///   operator asked for it explicitly and no credentials are sent);
+/// - `kubeconfig` given: its current context, with `master` (if given) replacing the
+///   cluster's `server` (and, as in client-go, dropping its `tls-server-name`).
+///
+/// Empty values count as not given, as in client-go.
+pub fn load(kubeconfig: Option<&Path>, master: Option<&str>) -> Result<RestConfig, ConfigError> {
+    let kubeconfig = kubeconfig.filter(|path| !path.as_os_str().is_empty());
+    let master = master.filter(|master| !master.is_empty());
+    match (kubeconfig, master) {
+        (Some(path), master) => kubeconfig::load(path, master),
+        (None, Some(master)) => master_only(master),
+        (None, None) => in_cluster(),
+    }
+}
+
+/// `--master` without a kubeconfig: an unauthenticated connection to that server.
+fn master_only(master: &str) -> Result<RestConfig, ConfigError> {
+    let server =
+        server_url(master, true).map_err(|e| ConfigError::new(format!("--master: {e}")))?;
+    Ok(RestConfig {
+        source: format!("--master {server}"),
+        server,
+        tls: TlsSettings::default(),
+        auth: Auth::None,
+    })
+}
+
+/// Checks an API server URL and returns it with a lowercase scheme and no trailing slash.
+/// Only `https` is accepted unless `allow_http`.
+fn server_url(raw: &str, allow_http: bool) -> Result<String, String> {
+    let expected = if allow_http {
+        "an http:// or https:// URL"
+    } else {
+        "an https:// URL"
+    };
+    let Some((scheme, rest)) = raw.split_once("://") else {
+        return Err(format!("{raw:?} is not {expected}"));
+    };
+    let rest = rest.trim_end_matches('/');
+    let scheme = scheme.to_ascii_lowercase();
+    match scheme.as_str() {
+        "https" => {}
+        "http" if allow_http => {}
+        "http" => {
+            let reason = "credentials are never sent in plaintext";
+            return Err(format!("{raw:?} is not {expected} ({reason})"));
+        }
+        _ => return Err(format!("{raw:?} is not {expected}")),
+    }
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("{raw:?} has no host"));
+    }
+    if rest.contains(['?', '#']) {
+        return Err(format!("{raw:?} must not have a query or fragment"));
+    }
+    Ok(format!("{scheme}://{rest}"))
+}
+
+/// Why a REST config could not be built: one line naming the file (or flag, or variable) and
+/// the field at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(String);
+
+impl ConfigError {
+    fn new(message: impl Into<String>) -> Self {
+        ConfigError(message.into())
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
 
 /// Everything the API client needs to reach one API server.
 #[derive(Debug)]
@@ -41,12 +133,14 @@ pub struct ClientIdentity {
 
 impl Clone for ClientIdentity {
     fn clone(&self) -> Self {
-        ClientIdentity { cert_chain: self.cert_chain.clone(), key: self.key.clone_key() }
+        ClientIdentity {
+            cert_chain: self.cert_chain.clone(),
+            key: self.key.clone_key(),
+        }
     }
 }
 
 /// How requests authenticate besides a client certificate.
-#[derive(Debug)]
 pub enum Auth {
     None,
     /// A static bearer token.
@@ -56,6 +150,28 @@ pub enum Auth {
     TokenFile(TokenFile),
 }
 
+impl Auth {
+    /// The bearer token to send now, if any (a token file is re-read when it has changed).
+    pub fn bearer_token(&self) -> Option<String> {
+        match self {
+            Auth::None => None,
+            Auth::Token(token) => Some(token.clone()),
+            Auth::TokenFile(file) => Some(file.token()),
+        }
+    }
+}
+
+// Written by hand so that logging a config never prints a credential.
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::Token(_) => f.write_str("Token(<redacted>)"),
+            Auth::TokenFile(file) => f.debug_tuple("TokenFile").field(&file.path).finish(),
+        }
+    }
+}
+
 /// A bearer token kept in a file.
 #[derive(Debug)]
 pub struct TokenFile {
@@ -63,20 +179,27 @@ pub struct TokenFile {
     pub(crate) cached: Mutex<CachedToken>,
 }
 
-#[derive(Debug)]
+/// The last good token of a [`TokenFile`] and what the file looked like when it was read.
 pub(crate) struct CachedToken {
     pub(crate) token: String,
     pub(crate) modified: Option<SystemTime>,
+    /// File size at the last read: a second change signal next to `modified`, whose
+    /// resolution can be coarse.
+    pub(crate) len: u64,
     pub(crate) checked_at: Instant,
+    /// The last re-read failure, so that a lasting problem is logged once, not every second.
+    pub(crate) last_error: Option<String>,
 }
 
-impl Auth {
-    /// The bearer token to send, if any.
-    pub fn bearer_token(&self) -> Option<String> {
-        match self {
-            Auth::None => None,
-            Auth::Token(t) => Some(t.clone()),
-            Auth::TokenFile(f) => Some(f.cached.lock().token.clone()),
-        }
+// Written by hand so that logging a config never prints a credential.
+impl fmt::Debug for CachedToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedToken")
+            .field("token", &"<redacted>")
+            .field("modified", &self.modified)
+            .field("len", &self.len)
+            .field("checked_at", &self.checked_at)
+            .field("last_error", &self.last_error)
+            .finish()
     }
 }

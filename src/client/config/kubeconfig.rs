@@ -1,0 +1,479 @@
+//! Kubeconfig files (clientcmd `v1.Config`), turned into a [`RestConfig`] for the current
+//! context the way client-go's `DirectClientConfig.ClientConfig` does, with two deliberate
+//! differences: a non-https server is an error (client-go silently drops the credentials),
+//! and credential plugins are refused instead of run.
+
+use std::collections::HashSet;
+use std::fmt::Display;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use rustls_pki_types::CertificateDer;
+use serde::{Deserialize, Deserializer};
+use serde_yaml_ng::Value;
+
+use super::pem::{self, PairError};
+use super::{Auth, ClientIdentity, ConfigError, RestConfig, TlsSettings, TokenFile, server_url};
+
+/// The parts of a kubeconfig this loader reads. Unknown fields are ignored, as in client-go.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+struct KubeconfigFile {
+    current_context: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    clusters: Vec<NamedCluster>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    contexts: Vec<NamedContext>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    users: Vec<NamedUser>,
+}
+
+#[derive(Deserialize)]
+struct NamedCluster {
+    name: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    cluster: Cluster,
+}
+
+#[derive(Deserialize)]
+struct NamedContext {
+    name: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    context: Context,
+}
+
+#[derive(Deserialize)]
+struct NamedUser {
+    name: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    user: User,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+struct Cluster {
+    server: Option<String>,
+    tls_server_name: Option<String>,
+    insecure_skip_tls_verify: Option<bool>,
+    certificate_authority: Option<String>,
+    certificate_authority_data: Option<String>,
+    proxy_url: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Context {
+    cluster: Option<String>,
+    user: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+struct User {
+    client_certificate: Option<String>,
+    client_certificate_data: Option<String>,
+    client_key: Option<String>,
+    client_key_data: Option<String>,
+    token: Option<String>,
+    #[serde(rename = "tokenFile")]
+    token_file: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+    #[serde(rename = "as")]
+    impersonate: Option<String>,
+    as_uid: Option<String>,
+    as_groups: Option<Value>,
+    as_user_extra: Option<Value>,
+    exec: Option<Value>,
+    auth_provider: Option<Value>,
+}
+
+/// kubectl writes `null` for empty lists and entries; read it as empty.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// The context, cluster and user in use, with their names.
+struct Selected<'c> {
+    context: &'c str,
+    cluster_name: &'c str,
+    cluster: &'c Cluster,
+    user_name: &'c str,
+    user: &'c User,
+}
+
+/// Loads `path` and builds the config of its current context; `master` replaces the server.
+pub(super) fn load(path: &Path, master: Option<&str>) -> Result<RestConfig, ConfigError> {
+    let file = Origin::new(path);
+    let config = file.parse()?;
+    file.check_unique_names(&config)?;
+    let selected = file.select(&config)?;
+    let cluster_field = format!("clusters[{}]", selected.cluster_name);
+    let user_field = format!("users[{}]", selected.user_name);
+    let server = match master {
+        Some(master) => server_url(master, false).map_err(|e| file.error("--master", e))?,
+        None => file.server(&cluster_field, selected.cluster)?,
+    };
+    file.refuse_unsupported(&cluster_field, selected.cluster, &user_field, selected.user)?;
+    let mut tls = file.tls(&cluster_field, selected.cluster, &user_field, selected.user)?;
+    if master.is_some() {
+        // client-go: a --master override also drops the kubeconfig's tls-server-name.
+        tls.server_name = None;
+    }
+    Ok(RestConfig {
+        server,
+        tls,
+        auth: file.auth(&user_field, selected.user)?,
+        source: file.describe(&selected, master.is_some()),
+    })
+}
+
+/// A kubeconfig file: where it is (for errors) and the folder its relative paths start from.
+struct Origin<'a> {
+    path: &'a Path,
+    dir: &'a Path,
+}
+
+impl<'a> Origin<'a> {
+    fn new(path: &'a Path) -> Self {
+        let dir = path.parent().unwrap_or(Path::new(""));
+        Origin { path, dir }
+    }
+
+    /// `kubeconfig <path>: <field>: <reason>`.
+    fn error(&self, field: &str, reason: impl Display) -> ConfigError {
+        ConfigError::new(format!(
+            "kubeconfig {}: {field}: {reason}",
+            self.path.display()
+        ))
+    }
+
+    /// A path from the file, relative to the file's folder unless absolute (client-go's
+    /// `ResolvePaths`; `~` is not expanded there either).
+    fn resolve(&self, path: &str) -> PathBuf {
+        self.dir.join(path)
+    }
+
+    /// For [`RestConfig::source`].
+    fn describe(&self, selected: &Selected, master: bool) -> String {
+        let Selected {
+            context,
+            cluster_name,
+            user_name,
+            ..
+        } = selected;
+        let overridden = if master { ", server from --master" } else { "" };
+        format!(
+            "kubeconfig {} (context {context:?}, cluster {cluster_name:?}, user {user_name:?}{overridden})",
+            self.path.display()
+        )
+    }
+
+    fn parse(&self) -> Result<KubeconfigFile, ConfigError> {
+        let whole_file = |reason: String| {
+            ConfigError::new(format!("kubeconfig {}: {reason}", self.path.display()))
+        };
+        let text =
+            fs::read_to_string(self.path).map_err(|e| whole_file(format!("cannot read: {e}")))?;
+        if text.trim().is_empty() {
+            return Ok(KubeconfigFile::default());
+        }
+        serde_yaml_ng::from_str(&text).map_err(|e| {
+            let mut reason = format!("invalid YAML: {e}");
+            // Most YAML errors already say where they are; add the line to those that do not.
+            if let Some(location) = e.location().filter(|_| !reason.contains(" line ")) {
+                reason.push_str(&format!(" at line {}", location.line()));
+            }
+            whole_file(reason)
+        })
+    }
+
+    /// Names must be unique in each list; client-go refuses duplicates too.
+    fn check_unique_names(&self, config: &KubeconfigFile) -> Result<(), ConfigError> {
+        self.unique("clusters", config.clusters.iter().map(|c| c.name.as_str()))?;
+        self.unique("contexts", config.contexts.iter().map(|c| c.name.as_str()))?;
+        self.unique("users", config.users.iter().map(|u| u.name.as_str()))
+    }
+
+    fn unique<'n>(
+        &self,
+        list: &str,
+        mut names: impl Iterator<Item = &'n str>,
+    ) -> Result<(), ConfigError> {
+        let mut seen = HashSet::new();
+        match names.find(|name| !seen.insert(*name)) {
+            Some(name) => Err(self.error(&format!("{list}[{name}]"), "defined more than once")),
+            None => Ok(()),
+        }
+    }
+
+    /// Follows `current-context` to its cluster and user, all of which must exist.
+    fn select<'c>(&self, config: &'c KubeconfigFile) -> Result<Selected<'c>, ConfigError> {
+        let context = self.required("current-context", &config.current_context)?;
+        let Some(entry) = config.contexts.iter().find(|c| c.name == context) else {
+            let reason = format!("context {context:?} is not defined in contexts");
+            return Err(self.error("current-context", reason));
+        };
+        let cluster_ref = format!("contexts[{context}].cluster");
+        let cluster_name = self.required(&cluster_ref, &entry.context.cluster)?;
+        let cluster = config.clusters.iter().find(|c| c.name == cluster_name);
+        let cluster =
+            cluster.ok_or_else(|| self.undefined(&cluster_ref, cluster_name, "clusters"))?;
+        let user_ref = format!("contexts[{context}].user");
+        let user_name = self.required(&user_ref, &entry.context.user)?;
+        let user = config.users.iter().find(|u| u.name == user_name);
+        let user = user.ok_or_else(|| self.undefined(&user_ref, user_name, "users"))?;
+        Ok(Selected {
+            context,
+            cluster_name,
+            cluster: &cluster.cluster,
+            user_name,
+            user: &user.user,
+        })
+    }
+
+    /// A string field that must be set.
+    fn required<'v>(&self, field: &str, value: &'v Option<String>) -> Result<&'v str, ConfigError> {
+        set(value).ok_or_else(|| self.error(field, "not set"))
+    }
+
+    fn undefined(&self, field: &str, name: &str, list: &str) -> ConfigError {
+        self.error(field, format!("{name:?} is not defined in {list}"))
+    }
+
+    fn server(&self, section: &str, cluster: &Cluster) -> Result<String, ConfigError> {
+        let field = format!("{section}.server");
+        let server = self.required(&field, &cluster.server)?;
+        server_url(server, false).map_err(|e| self.error(&field, e))
+    }
+
+    /// Fields whose meaning this client cannot honour; ignoring them would connect by another
+    /// route, or as someone else, than the operator asked for.
+    fn refuse_unsupported(
+        &self,
+        cluster_section: &str,
+        cluster: &Cluster,
+        user_section: &str,
+        user: &User,
+    ) -> Result<(), ConfigError> {
+        const BASIC: &str = "basic authentication is not supported";
+        const IMPERSONATION: &str = "impersonation is not supported";
+        const EXEC: &str = "exec credential plugins are not supported";
+        const AUTH_PROVIDER: &str = "auth provider plugins are not supported";
+        let refused = [
+            (
+                cluster_section,
+                "proxy-url",
+                set(&cluster.proxy_url).is_some(),
+                "proxies are not supported",
+            ),
+            (
+                user_section,
+                "username",
+                set(&user.username).is_some(),
+                BASIC,
+            ),
+            (
+                user_section,
+                "password",
+                set(&user.password).is_some(),
+                BASIC,
+            ),
+            (user_section, "exec", user.exec.is_some(), EXEC),
+            (
+                user_section,
+                "auth-provider",
+                user.auth_provider.is_some(),
+                AUTH_PROVIDER,
+            ),
+            (
+                user_section,
+                "as",
+                set(&user.impersonate).is_some(),
+                IMPERSONATION,
+            ),
+            (
+                user_section,
+                "as-uid",
+                set(&user.as_uid).is_some(),
+                IMPERSONATION,
+            ),
+            (
+                user_section,
+                "as-groups",
+                user.as_groups.is_some(),
+                IMPERSONATION,
+            ),
+            (
+                user_section,
+                "as-user-extra",
+                user.as_user_extra.is_some(),
+                IMPERSONATION,
+            ),
+        ];
+        match refused.into_iter().find(|(_, _, present, _)| *present) {
+            Some((section, field, _, reason)) => {
+                Err(self.error(&format!("{section}.{field}"), reason))
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn tls(
+        &self,
+        cluster_section: &str,
+        cluster: &Cluster,
+        user_section: &str,
+        user: &User,
+    ) -> Result<TlsSettings, ConfigError> {
+        Ok(TlsSettings {
+            ca_certs: self.ca_certs(cluster_section, cluster)?,
+            insecure_skip_verify: cluster.insecure_skip_tls_verify.unwrap_or(false),
+            server_name: set(&cluster.tls_server_name).map(str::to_owned),
+            client_identity: self.client_identity(user_section, user)?,
+        })
+    }
+
+    fn ca_certs(
+        &self,
+        section: &str,
+        cluster: &Cluster,
+    ) -> Result<Option<Vec<CertificateDer<'static>>>, ConfigError> {
+        let path = ("certificate-authority", &cluster.certificate_authority);
+        let data = (
+            "certificate-authority-data",
+            &cluster.certificate_authority_data,
+        );
+        let Some(ca) = self.material(section, path, data)? else {
+            return Ok(None);
+        };
+        if cluster.insecure_skip_tls_verify == Some(true) {
+            // The same refusal, in the same words, as client-go's transport.
+            let reason =
+                "specifying a root certificates file with the insecure flag is not allowed";
+            return Err(self.error(&format!("{section}.insecure-skip-tls-verify"), reason));
+        }
+        let certs = pem::ca_certificates(&ca.bytes).map_err(|e| self.error(&ca.field, e))?;
+        Ok(Some(certs))
+    }
+
+    /// The client certificate and key; they come as a pair and must match.
+    fn client_identity(
+        &self,
+        section: &str,
+        user: &User,
+    ) -> Result<Option<ClientIdentity>, ConfigError> {
+        let cert_path = ("client-certificate", &user.client_certificate);
+        let cert_data = ("client-certificate-data", &user.client_certificate_data);
+        let cert = self.material(section, cert_path, cert_data)?;
+        let key_path = ("client-key", &user.client_key);
+        let key_data = ("client-key-data", &user.client_key_data);
+        let key = self.material(section, key_path, key_data)?;
+        let (cert, key) = match (cert, key) {
+            (None, None) => return Ok(None),
+            (Some(cert), Some(key)) => (cert, key),
+            (Some(_), None) => {
+                let reason = "not set, but a client certificate is";
+                return Err(self.error(&format!("{section}.client-key"), reason));
+            }
+            (None, Some(_)) => {
+                let reason = "not set, but a client key is";
+                return Err(self.error(&format!("{section}.client-certificate"), reason));
+            }
+        };
+        let cert_chain = pem::certificates(&cert.bytes).map_err(|e| self.error(&cert.field, e))?;
+        let (key_der, signer) =
+            pem::private_key(&key.bytes).map_err(|e| self.error(&key.field, e))?;
+        pem::check_pair(&cert_chain, signer).map_err(|e| match e {
+            PairError::BadCertificate(reason) => self.error(&cert.field, reason),
+            PairError::KeyMismatch => self.error(
+                &key.field,
+                "private key does not match the client certificate",
+            ),
+        })?;
+        Ok(Some(ClientIdentity {
+            cert_chain,
+            key: key_der,
+        }))
+    }
+
+    fn auth(&self, section: &str, user: &User) -> Result<Auth, ConfigError> {
+        let token = set(&user.token);
+        let Some(token_file) = set(&user.token_file) else {
+            return Ok(token.map_or(Auth::None, |token| Auth::Token(token.to_owned())));
+        };
+        let path = self.resolve(token_file);
+        match (TokenFile::new(&path), token) {
+            (Ok(file), _) => Ok(Auth::TokenFile(file)),
+            // client-go: with both set the file wins whenever it can be read, `token` otherwise.
+            (Err(e), Some(token)) => {
+                log::warn!(
+                    "kubeconfig {}: {section}.tokenFile: {e}; using token until it can be read",
+                    self.path.display()
+                );
+                Ok(Auth::TokenFile(TokenFile::with_fallback(
+                    path,
+                    token.to_owned(),
+                )))
+            }
+            (Err(e), None) => Err(self.error(&format!("{section}.tokenFile"), e)),
+        }
+    }
+
+    /// PEM given either inline (`*-data`, base64) or as a file path; setting both is an error,
+    /// as in client-go's validation.
+    fn material(
+        &self,
+        section: &str,
+        (path_field, path): (&str, &Option<String>),
+        (data_field, data): (&str, &Option<String>),
+    ) -> Result<Option<Material>, ConfigError> {
+        match (set(path), set(data)) {
+            (None, None) => Ok(None),
+            (Some(_), Some(_)) => {
+                let reason = format!("{data_field} and {path_field} are both set; set only one");
+                Err(self.error(&format!("{section}.{data_field}"), reason))
+            }
+            (None, Some(data)) => self
+                .decode(format!("{section}.{data_field}"), data)
+                .map(Some),
+            (Some(path), None) => self.read(format!("{section}.{path_field}"), path).map(Some),
+        }
+    }
+
+    fn decode(&self, field: String, data: &str) -> Result<Material, ConfigError> {
+        // Go's base64 decoder skips line breaks; YAML folding can leave spaces too.
+        let compact: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+        match BASE64.decode(compact) {
+            Ok(bytes) => Ok(Material { field, bytes }),
+            Err(e) => Err(self.error(&field, format!("invalid base64: {e}"))),
+        }
+    }
+
+    fn read(&self, field: String, path: &str) -> Result<Material, ConfigError> {
+        let resolved = self.resolve(path);
+        match fs::read(&resolved) {
+            Ok(bytes) => Ok(Material {
+                field: format!("{field} ({})", resolved.display()),
+                bytes,
+            }),
+            Err(e) => Err(self.error(&field, format!("cannot read {}: {e}", resolved.display()))),
+        }
+    }
+}
+
+/// PEM bytes and the field (with its file, if any) they came from, for later errors.
+struct Material {
+    field: String,
+    bytes: Vec<u8>,
+}
+
+/// The value of an optional string field, treating an empty string as unset (as client-go).
+fn set(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
+}

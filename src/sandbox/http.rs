@@ -1,0 +1,417 @@
+//! A small threaded HTTP/1.1 server over TCP, with TLS from rustls 0.23 when configured: one
+//! thread per connection, keep-alive, chunked streaming answers for watches. It knows nothing
+//! of Kubernetes; [`Handler`] does.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rustls::{ServerConfig, ServerConnection, StreamOwned};
+use rustls_pki_types::CertificateDer;
+
+/// The longest request head (request line and headers) we accept.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The largest request body we accept (kube-apiserver's limit is 3 MiB for most objects).
+const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// How long a kept-alive connection may sit idle between requests.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One parsed request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    /// The path, percent-decoded.
+    pub path: String,
+    /// Query parameters, percent-decoded, in order.
+    pub query: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The client certificate chain, when the client presented one that verified.
+    pub peer_certificates: Vec<CertificateDer<'static>>,
+    pub remote: SocketAddr,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn query_param(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Answers requests. Called on the connection's thread; may block (watches do).
+pub trait Handler: Send + Sync + 'static {
+    fn handle(&self, request: &Request, response: &mut ResponseWriter<'_>) -> io::Result<()>;
+}
+
+/// Writes one answer: either whole, or as a chunked stream.
+pub struct ResponseWriter<'a> {
+    stream: &'a mut dyn Write,
+    /// Set once the head is written.
+    started: bool,
+    chunked: bool,
+}
+
+impl ResponseWriter<'_> {
+    /// A complete answer.
+    pub fn send(&mut self, code: u16, headers: &[(&str, &str)], body: &[u8]) -> io::Result<()> {
+        let mut head = status_line(code);
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+        self.started = true;
+        self.stream.write_all(head.as_bytes())?;
+        self.stream.write_all(body)?;
+        self.stream.flush()
+    }
+
+    /// Starts a chunked answer; follow with [`Self::chunk`] and [`Self::finish`].
+    pub fn start_stream(&mut self, code: u16, headers: &[(&str, &str)]) -> io::Result<()> {
+        let mut head = status_line(code);
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("Transfer-Encoding: chunked\r\n\r\n");
+        self.started = true;
+        self.chunked = true;
+        self.stream.write_all(head.as_bytes())?;
+        self.stream.flush()
+    }
+
+    pub fn chunk(&mut self, data: &[u8]) -> io::Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.stream.write_all(format!("{:x}\r\n", data.len()).as_bytes())?;
+        self.stream.write_all(data)?;
+        self.stream.write_all(b"\r\n")?;
+        self.stream.flush()
+    }
+
+    /// Ends a chunked answer cleanly.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.chunked = false;
+        self.stream.write_all(b"0\r\n\r\n")?;
+        self.stream.flush()
+    }
+}
+
+fn status_line(code: u16) -> String {
+    format!("HTTP/1.1 {code} {}\r\n", reason_phrase(code))
+}
+
+fn reason_phrase(code: u16) -> &'static str {
+    match code {
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        409 => "Conflict",
+        410 => "Gone",
+        413 => "Request Entity Too Large",
+        415 => "Unsupported Media Type",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Status",
+    }
+}
+
+/// A running server. Dropping it does not stop it; call [`HttpServer::stop`].
+pub struct HttpServer {
+    addr: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    connections: Arc<Connections>,
+    accept_thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Open connections, so that they can all be cut at once.
+#[derive(Default)]
+struct Connections {
+    next_id: AtomicU64,
+    open: Mutex<Vec<(u64, TcpStream)>>,
+}
+
+impl Connections {
+    fn add(&self, stream: &TcpStream) -> Option<u64> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.open.lock().push((id, stream.try_clone().ok()?));
+        Some(id)
+    }
+
+    fn remove(&self, id: u64) {
+        self.open.lock().retain(|(i, _)| *i != id);
+    }
+
+    fn cut_all(&self) {
+        for (_, stream) in self.open.lock().drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl HttpServer {
+    /// Binds `addr` and serves in background threads; TLS when `tls` is given.
+    pub fn start(addr: SocketAddr, tls: Option<Arc<ServerConfig>>, handler: Arc<dyn Handler>) -> io::Result<HttpServer> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(Connections::default());
+        let (stop, conns) = (stopping.clone(), connections.clone());
+        let accept_thread = std::thread::Builder::new().name("http-accept".into()).spawn(move || {
+            for stream in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (tls, handler, conns) = (tls.clone(), handler.clone(), conns.clone());
+                let _ = std::thread::Builder::new()
+                    .name("http-conn".into())
+                    .spawn(move || serve_connection(stream, tls, &*handler, &conns));
+            }
+        })?;
+        Ok(HttpServer { addr, stopping, connections, accept_thread: Some(accept_thread) })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Cuts every open connection (watches included); the server keeps accepting new ones.
+    pub fn cut_connections(&self) {
+        self.connections.cut_all();
+    }
+
+    /// Stops accepting, cuts every connection and frees the port.
+    pub fn stop(mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(thread) = self.accept_thread.take() {
+            let _ = thread.join();
+        }
+        self.connections.cut_all();
+    }
+}
+
+fn serve_connection(tcp: TcpStream, tls: Option<Arc<ServerConfig>>, handler: &dyn Handler, conns: &Connections) {
+    let Ok(remote) = tcp.peer_addr() else { return };
+    let _ = tcp.set_read_timeout(Some(IDLE_TIMEOUT));
+    let _ = tcp.set_nodelay(true);
+    let Some(id) = conns.add(&tcp) else { return };
+    match tls {
+        Some(config) => {
+            if let Ok(conn) = ServerConnection::new(config) {
+                let mut stream = StreamOwned::new(conn, tcp);
+                // Finish the handshake first so the client's certificate is known.
+                if complete_handshake(&mut stream).is_ok() {
+                    let peer = stream.conn.peer_certificates().map(<[_]>::to_vec).unwrap_or_default();
+                    serve_requests(stream, remote, peer, handler);
+                }
+            }
+        }
+        None => serve_requests(tcp, remote, Vec::new(), handler),
+    }
+    conns.remove(id);
+}
+
+fn complete_handshake(stream: &mut StreamOwned<ServerConnection, TcpStream>) -> io::Result<()> {
+    while stream.conn.is_handshaking() {
+        stream.conn.complete_io(&mut stream.sock)?;
+    }
+    Ok(())
+}
+
+fn serve_requests<S: Read + Write>(stream: S, remote: SocketAddr, peer: Vec<CertificateDer<'static>>, handler: &dyn Handler) {
+    let mut reader = BufReader::new(stream);
+    loop {
+        let request = match read_request(&mut reader, remote, &peer) {
+            Ok(Some(request)) => request,
+            Ok(None) => return,
+            Err(e) => {
+                let body = format!("bad request: {e}");
+                let mut writer = ResponseWriter { stream: reader.get_mut(), started: false, chunked: false };
+                let _ = writer.send(400, &[("Content-Type", "text/plain"), ("Connection", "close")], body.as_bytes());
+                return;
+            }
+        };
+        let mut writer = ResponseWriter { stream: reader.get_mut(), started: false, chunked: false };
+        let result = handler.handle(&request, &mut writer);
+        let (started, chunked) = (writer.started, writer.chunked);
+        if result.is_err() || !started || chunked {
+            // A handler that failed half-way or left a stream open: the connection is unusable.
+            return;
+        }
+        if request.header("Connection").is_some_and(|c| c.eq_ignore_ascii_case("close")) {
+            return;
+        }
+    }
+}
+
+/// Reads one request; `Ok(None)` when the client closed the connection between requests.
+fn read_request<S: Read + Write>(
+    reader: &mut BufReader<S>,
+    remote: SocketAddr,
+    peer: &[CertificateDer<'static>],
+) -> io::Result<Option<Request>> {
+    let mut head_bytes = 0;
+    let mut line = String::new();
+    // Tolerate blank lines before a request line (RFC 9112 §2.2).
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        head_bytes += n;
+        if !line.trim().is_empty() {
+            break;
+        }
+    }
+    let mut parts = line.split_whitespace();
+    let (Some(method), Some(target), Some(_version)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(invalid("malformed request line"));
+    };
+    let (method, target) = (method.to_string(), target.to_string());
+    let mut headers = Vec::new();
+    loop {
+        let mut header = String::new();
+        let n = reader.read_line(&mut header)?;
+        head_bytes += n;
+        if n == 0 || head_bytes > MAX_HEAD_BYTES {
+            return Err(invalid("request head too large or cut short"));
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (name, value) = header.split_once(':').ok_or_else(|| invalid("malformed header"))?;
+        headers.push((name.trim().to_string(), value.trim().to_string()));
+    }
+    let find = |name: &str| headers.iter().find(|(n, _): &&(String, String)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+    if find("Expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
+        reader.get_mut().write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+    }
+    let body = if find("Transfer-Encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
+        read_chunked(reader)?
+    } else {
+        let length = match find("Content-Length") {
+            Some(v) => v.parse::<usize>().map_err(|_| invalid("bad Content-Length"))?,
+            None => 0,
+        };
+        if length > MAX_BODY_BYTES {
+            return Err(invalid("request body too large"));
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        body
+    };
+    let (path, query) = split_target(&target);
+    Ok(Some(Request { method, path, query, headers, body, peer_certificates: peer.to_vec(), remote }))
+}
+
+fn read_chunked<S: Read>(reader: &mut BufReader<S>) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size_line = String::new();
+        reader.read_line(&mut size_line)?;
+        let size_text = size_line.trim().split(';').next().unwrap_or_default();
+        let size = usize::from_str_radix(size_text, 16).map_err(|_| invalid("bad chunk size"))?;
+        if body.len() + size > MAX_BODY_BYTES {
+            return Err(invalid("request body too large"));
+        }
+        if size == 0 {
+            // Trailers, up to the blank line.
+            loop {
+                let mut trailer = String::new();
+                if reader.read_line(&mut trailer)? == 0 || trailer.trim().is_empty() {
+                    return Ok(body);
+                }
+            }
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..])?;
+        let mut crlf = [0u8; 2];
+        reader.read_exact(&mut crlf)?;
+    }
+}
+
+fn split_target(target: &str) -> (String, Vec<(String, String)>) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let query = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect();
+    (percent_decode(path), query)
+}
+
+/// Decodes `%XX` escapes and `+` (as a space, in queries and paths alike: Kubernetes names
+/// never contain `+`).
+pub fn percent_decode(input: &str) -> String {
+    let bytes = input.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(hi), Some(lo)) => {
+                    out.push(hi << 4 | lo);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(digit: u8) -> Option<u8> {
+    (digit as char).to_digit(16).map(|d| d as u8)
+}
+
+fn invalid(message: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_targets() {
+        let (path, query) = split_target("/api/v1/pods?labelSelector=app%3Dweb%2Ctier+in+(a)&watch=1&x");
+        assert_eq!(path, "/api/v1/pods");
+        assert_eq!(
+            query,
+            [
+                ("labelSelector".to_string(), "app=web,tier in (a)".to_string()),
+                ("watch".to_string(), "1".to_string()),
+                ("x".to_string(), String::new())
+            ]
+        );
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz"), "%zz");
+    }
+}

@@ -1,0 +1,108 @@
+//! Just enough DER reading to learn who a client certificate names: the subject's common name
+//! (the Kubernetes user) and organisations (its groups), as kube-apiserver's x509
+//! authenticator maps them.
+
+/// The user a client certificate authenticates as.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CertificateSubject {
+    pub common_name: String,
+    pub organizations: Vec<String>,
+}
+
+const OID_COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
+const OID_ORGANIZATION: &[u8] = &[0x55, 0x04, 0x0a];
+
+/// Reads the subject of a DER-encoded X.509 certificate.
+pub fn subject(der: &[u8]) -> Result<CertificateSubject, String> {
+    let (certificate, _) = read(der, 0x30).ok_or("not a DER certificate")?;
+    let (tbs, _) = read(certificate, 0x30).ok_or("no tbsCertificate")?;
+    let mut rest = tbs;
+    // Optional explicit [0] version.
+    if rest.first() == Some(&0xa0) {
+        rest = skip(rest).ok_or("bad version")?;
+    }
+    // serialNumber, signature, issuer, validity, then subject.
+    for field in ["serialNumber", "signature", "issuer", "validity"] {
+        rest = skip(rest).ok_or_else(|| format!("bad {field}"))?;
+    }
+    let (name, _) = read(rest, 0x30).ok_or("no subject")?;
+    let mut subject = CertificateSubject::default();
+    let mut rdns = name;
+    while !rdns.is_empty() {
+        let (set, next) = read(rdns, 0x31).ok_or("bad subject RDN")?;
+        rdns = next;
+        let mut attributes = set;
+        while !attributes.is_empty() {
+            let (attribute, next) = read(attributes, 0x30).ok_or("bad subject attribute")?;
+            attributes = next;
+            let (oid, value) = read(attribute, 0x06).ok_or("bad attribute type")?;
+            let text = string_value(value).ok_or("bad attribute value")?;
+            if oid == OID_COMMON_NAME {
+                subject.common_name = text;
+            } else if oid == OID_ORGANIZATION {
+                subject.organizations.push(text);
+            }
+        }
+    }
+    Ok(subject)
+}
+
+/// A DER string value (UTF8String, PrintableString, IA5String, T61String) as text.
+fn string_value(input: &[u8]) -> Option<String> {
+    let tag = *input.first()?;
+    let (content, _) = read(input, tag)?;
+    matches!(tag, 0x0c | 0x13 | 0x16 | 0x14).then(|| String::from_utf8_lossy(content).into_owned())
+}
+
+/// Reads one element with the expected tag: its content and what follows it.
+fn read(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
+    if *input.first()? != tag {
+        return None;
+    }
+    let (len, header) = length(&input[1..])?;
+    let start = 1 + header;
+    let end = start.checked_add(len)?;
+    Some((input.get(start..end)?, input.get(end..)?))
+}
+
+/// Skips one element of any tag.
+fn skip(input: &[u8]) -> Option<&[u8]> {
+    read(input, *input.first()?).map(|(_, rest)| rest)
+}
+
+/// A DER length: its value and how many bytes it took.
+fn length(input: &[u8]) -> Option<(usize, usize)> {
+    let first = *input.first()?;
+    if first < 0x80 {
+        return Some((first as usize, 1));
+    }
+    let count = (first & 0x7f) as usize;
+    if count == 0 || count > 4 {
+        return None;
+    }
+    let bytes = input.get(1..1 + count)?;
+    Some((bytes.iter().fold(0usize, |acc, b| (acc << 8) | *b as usize), 1 + count))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_common_name_and_organizations() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(rcgen::DnType::CommonName, "system:kube-controller-manager");
+        params.distinguished_name.push(rcgen::DnType::OrganizationName, "system:masters");
+        let cert = params.self_signed(&key).unwrap();
+        let subject = subject(cert.der()).unwrap();
+        assert_eq!(subject.common_name, "system:kube-controller-manager");
+        assert_eq!(subject.organizations, ["system:masters"]);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(subject(b"not a certificate").is_err());
+        assert!(subject(&[0x30, 0x82, 0xff]).is_err());
+    }
+}
