@@ -70,9 +70,7 @@ impl Log for KlogLogger {
         if metadata.level() > self.max_level() {
             return false;
         }
-        is_ours(metadata.target())
-            || metadata.level() <= Level::Warn
-            || self.verbosity >= DEPENDENCY_VERBOSITY
+        is_ours(metadata.target()) || metadata.level() <= Level::Warn || self.verbosity >= DEPENDENCY_VERBOSITY
     }
 
     fn log(&self, record: &Record) {

@@ -127,12 +127,7 @@ struct Histogram {
 }
 
 impl HistogramVec {
-    pub fn new(
-        name: &'static str,
-        help: &'static str,
-        labels: &'static [&'static str],
-        bounds: &[f64],
-    ) -> Self {
+    pub fn new(name: &'static str, help: &'static str, labels: &'static [&'static str], bounds: &[f64]) -> Self {
         HistogramVec { name, help, label_names: labels, bounds: bounds.to_vec(), series: Mutex::new(BTreeMap::new()) }
     }
 
@@ -140,9 +135,7 @@ impl HistogramVec {
         let key = labels.iter().map(|v| v.to_string()).collect();
         let bucket = self.bounds.iter().position(|b| value <= *b).unwrap_or(self.bounds.len());
         let mut series = self.series.lock();
-        let h = series
-            .entry(key)
-            .or_insert_with(|| Histogram { counts: vec![0; self.bounds.len() + 1], sum: 0.0 });
+        let h = series.entry(key).or_insert_with(|| Histogram { counts: vec![0; self.bounds.len() + 1], sum: 0.0 });
         h.counts[bucket] += 1;
         h.sum += value;
     }
@@ -197,11 +190,7 @@ fn escape_label(value: &str) -> String {
 }
 
 fn number(v: f64) -> String {
-    if v.is_infinite() {
-        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
-    } else {
-        format!("{v}")
-    }
+    if v.is_infinite() { if v > 0.0 { "+Inf".into() } else { "-Inf".into() } } else { format!("{v}") }
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kcm::client::config::{Auth, ClientIdentity, RestConfig, TlsSettings};
 use kcm::client::{
-    Api, Client, ClientOptions, DeleteParams, Deleted, ListParams, Patch, PostParams, Preconditions,
-    PropagationPolicy, WatchEvent, WatchParams,
+    Api, Client, ClientOptions, DeleteParams, Deleted, ListParams, Patch, PostParams, Preconditions, PropagationPolicy,
+    WatchEvent, WatchParams,
 };
 use support::{CertAndKey, Reply, StreamEnd, TestCa, TestServer, certs, key, status};
 
@@ -33,7 +33,8 @@ fn rest_config(server: String, ca_pem: &str, identity: Option<&CertAndKey>, auth
         server,
         tls: TlsSettings {
             ca_certs: Some(certs(ca_pem)),
-            client_identity: identity.map(|id| ClientIdentity { cert_chain: certs(&id.cert_pem), key: key(&id.key_pem) }),
+            client_identity: identity
+                .map(|id| ClientIdentity { cert_chain: certs(&id.cert_pem), key: key(&id.key_pem) }),
             ..TlsSettings::default()
         },
         auth,
@@ -229,7 +230,9 @@ fn watch_decodes_events_bookmarks_and_a_410_error() {
     };
     let events: Vec<_> = pods.watch(&params).expect("watch").collect();
     let rv = |e: &WatchEvent<Pod>| match e {
-        WatchEvent::Added(p) | WatchEvent::Modified(p) | WatchEvent::Deleted(p) => p.metadata.resource_version.clone().unwrap(),
+        WatchEvent::Added(p) | WatchEvent::Modified(p) | WatchEvent::Deleted(p) => {
+            p.metadata.resource_version.clone().unwrap()
+        }
         WatchEvent::Bookmark { resource_version } => resource_version.clone(),
     };
     assert_eq!(events.len(), 6);
@@ -294,7 +297,8 @@ fn list_all_follows_continue_tokens() {
     let pki = pki();
     let server = TestServer::https(&pki.serving, None, |r| {
         let page = |items: &[&str], cont: &str, rv: &str| {
-            let items: Vec<serde_json::Value> = items.iter().map(|n| serde_json::from_str(&pod_json(n, "1")).unwrap()).collect();
+            let items: Vec<serde_json::Value> =
+                items.iter().map(|n| serde_json::from_str(&pod_json(n, "1")).unwrap()).collect();
             Reply::json(
                 200,
                 serde_json::json!({"kind":"PodList","apiVersion":"v1","metadata":{"continue":cont,"resourceVersion":rv},"items":items})
@@ -323,10 +327,9 @@ fn list_all_follows_continue_tokens() {
 fn writes_have_the_right_method_path_content_type_and_body() {
     let pki = pki();
     let server = TestServer::https(&pki.serving, None, |r| match (r.method.as_str(), r.path()) {
-        ("DELETE", "/api/v1/namespaces/default/configmaps/kept") => Reply::json(
-            200,
-            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kept","finalizers":["x"]}}"#,
-        ),
+        ("DELETE", "/api/v1/namespaces/default/configmaps/kept") => {
+            Reply::json(200, r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kept","finalizers":["x"]}}"#)
+        }
         ("DELETE", _) => Reply::json(200, r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#),
         (_, path) if path.starts_with("/api/v1/namespaces/default/configmaps") => {
             Reply::json(200, r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}"#)
@@ -342,7 +345,8 @@ fn writes_have_the_right_method_path_content_type_and_body() {
     cms.replace("cm", &cm, &PostParams::default()).unwrap();
     cms.patch("cm", &Patch::Merge(serde_json::json!({"data":{"a":"b"}})), &PostParams::default()).unwrap();
     cms.patch("cm", &Patch::Strategic(serde_json::json!({"data":{"a":"b"}})), &PostParams::default()).unwrap();
-    cms.patch("cm", &Patch::Json(serde_json::json!([{"op":"remove","path":"/data/a"}])), &PostParams::default()).unwrap();
+    cms.patch("cm", &Patch::Json(serde_json::json!([{"op":"remove","path":"/data/a"}])), &PostParams::default())
+        .unwrap();
     let dp = DeleteParams {
         propagation_policy: Some(PropagationPolicy::Foreground),
         preconditions: Some(Preconditions { uid: Some("u1".into()), resource_version: None }),
@@ -350,8 +354,11 @@ fn writes_have_the_right_method_path_content_type_and_body() {
     };
     assert!(matches!(cms.delete("cm", &dp).unwrap(), Deleted::Gone(_)));
     assert!(matches!(cms.delete("kept", &DeleteParams::default()).unwrap(), Deleted::Object(_)));
-    cms.delete_collection(&ListParams { label_selector: Some("x=y".into()), ..ListParams::default() }, &DeleteParams::default())
-        .unwrap();
+    cms.delete_collection(
+        &ListParams { label_selector: Some("x=y".into()), ..ListParams::default() },
+        &DeleteParams::default(),
+    )
+    .unwrap();
     let namespaces: Api<Namespace> = Api::cluster(&c);
     let ns: Namespace = serde_json::from_str(r#"{"metadata":{"name":"ns"}}"#).unwrap();
     namespaces.replace_subresource::<_, Namespace>("finalize", "ns", &ns, &PostParams::default()).unwrap();
@@ -403,6 +410,11 @@ fn requests_are_counted_in_the_client_metrics() {
 #[test]
 fn plain_http_works_for_an_explicit_master() {
     let server = TestServer::http(|_| Reply::json(200, VERSION));
-    let config = RestConfig { server: server.url("http"), tls: TlsSettings::default(), auth: Auth::None, source: "--master".into() };
+    let config = RestConfig {
+        server: server.url("http"),
+        tls: TlsSettings::default(),
+        auth: Auth::None,
+        source: "--master".into(),
+    };
     client(config).get_json::<serde_json::Value>("/version").expect("plain HTTP");
 }

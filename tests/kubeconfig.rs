@@ -48,8 +48,7 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(test: &str) -> TempDir {
-        let path =
-            std::env::temp_dir().join(format!("kcm-kubeconfig-{}-{test}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("kcm-kubeconfig-{}-{test}", std::process::id()));
         let _ = fs::remove_dir_all(&path);
         fs::create_dir_all(&path).expect("create test folder");
         TempDir(path)
@@ -89,10 +88,7 @@ fn rsa_identity() -> Identity {
 fn identity(key: KeyPair) -> Identity {
     let params = CertificateParams::new(vec!["client".to_owned()]).expect("params");
     let cert = params.self_signed(&key).expect("certificate");
-    Identity {
-        cert: cert.pem(),
-        key: key.serialize_pem(),
-    }
+    Identity { cert: cert.pem(), key: key.serialize_pem() }
 }
 
 fn ca_pem() -> String {
@@ -123,30 +119,17 @@ fn der_item(input: &[u8]) -> (u8, &[u8], &[u8]) {
         short if short < 0x80 => (usize::from(short), 2),
         long => {
             let count = usize::from(long & 0x7f);
-            let len = input[2..2 + count]
-                .iter()
-                .fold(0, |len, b| len << 8 | usize::from(*b));
+            let len = input[2..2 + count].iter().fold(0, |len, b| len << 8 | usize::from(*b));
             (len, 2 + count)
         }
     };
-    (
-        input[0],
-        &input[header..header + len],
-        &input[header + len..],
-    )
+    (input[0], &input[header..header + len], &input[header + len..])
 }
 
 fn pem(label: &str, der: &[u8]) -> String {
     let body = BASE64.encode(der);
-    let lines: Vec<&str> = body
-        .as_bytes()
-        .chunks(64)
-        .map(|c| std::str::from_utf8(c).expect("ascii"))
-        .collect();
-    format!(
-        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
-        lines.join("\n")
-    )
+    let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).expect("ascii")).collect();
+    format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
 }
 
 /// A kubeconfig whose context "ctx" uses cluster "c1" (`cluster` lines) and user "u1" (`user`
@@ -172,9 +155,7 @@ fn load(path: &Path) -> RestConfig {
 }
 
 fn load_error(path: &Path) -> String {
-    config::load(Some(path), None)
-        .expect_err("kubeconfig is refused")
-        .to_string()
+    config::load(Some(path), None).expect_err("kubeconfig is refused").to_string()
 }
 
 /// Loads each case's kubeconfig and checks the error: `kubeconfig <path>: <expected...>`.
@@ -184,10 +165,7 @@ fn assert_errors(dir: &TempDir, cases: &[(&str, String, String)]) {
         let error = load_error(&path);
         let prefix = format!("kubeconfig {}: ", path.display());
         assert!(error.starts_with(&prefix), "{name}: {error}");
-        assert!(
-            error[prefix.len()..].starts_with(expected.as_str()),
-            "{name}: {error}"
-        );
+        assert!(error[prefix.len()..].starts_with(expected.as_str()), "{name}: {error}");
     }
 }
 
@@ -199,11 +177,7 @@ fn embedded_ca_and_client_identity() {
         "server: https://api.example:6443/\ncertificate-authority-data: {}\ntls-server-name: api.internal",
         b64(&ca_pem())
     );
-    let user = format!(
-        "client-certificate-data: {}\nclient-key-data: {}",
-        b64(&client.cert),
-        b64(&client.key)
-    );
+    let user = format!("client-certificate-data: {}\nclient-key-data: {}", b64(&client.cert), b64(&client.key));
     let path = dir.write("kubeconfig", kubeconfig(&cluster, &user));
 
     let config = load(&path);
@@ -211,19 +185,12 @@ fn embedded_ca_and_client_identity() {
     assert_eq!(config.tls.ca_certs.as_ref().map(Vec::len), Some(1));
     assert_eq!(config.tls.server_name.as_deref(), Some("api.internal"));
     assert!(!config.tls.insecure_skip_verify);
-    let identity = config
-        .tls
-        .client_identity
-        .as_ref()
-        .expect("client identity");
+    let identity = config.tls.client_identity.as_ref().expect("client identity");
     assert_eq!(identity.cert_chain.len(), 1);
     assert!(matches!(identity.key, PrivateKeyDer::Pkcs8(_)));
     assert!(matches!(config.auth, Auth::None));
     assert_eq!(config.auth.bearer_token(), None);
-    let expected = format!(
-        "kubeconfig {} (context \"ctx\", cluster \"c1\", user \"u1\")",
-        path.display()
-    );
+    let expected = format!("kubeconfig {} (context \"ctx\", cluster \"c1\", user \"u1\")", path.display());
     assert_eq!(config.source, expected);
 }
 
@@ -236,18 +203,13 @@ fn relative_paths_resolve_against_the_kubeconfig_folder() {
     let key = dir.write("elsewhere/client.key", &client.key);
     let token = dir.write("conf/token", "secret-token\n");
     let cluster = "server: https://10.0.0.1:6443\ncertificate-authority: pki/ca.crt";
-    let user = format!(
-        "client-certificate: pki/client.crt\nclient-key: {}\ntokenFile: token",
-        key.display()
-    );
+    let user = format!("client-certificate: pki/client.crt\nclient-key: {}\ntokenFile: token", key.display());
     let path = dir.write("conf/kubeconfig", kubeconfig(cluster, &user));
 
     let config = load(&path);
     assert_eq!(config.tls.ca_certs.as_ref().map(Vec::len), Some(1));
     assert!(config.tls.client_identity.is_some());
-    let Auth::TokenFile(file) = &config.auth else {
-        panic!("token file auth: {:?}", config.auth)
-    };
+    let Auth::TokenFile(file) = &config.auth else { panic!("token file auth: {:?}", config.auth) };
     assert_eq!(file.path, token);
     assert_eq!(config.auth.bearer_token().as_deref(), Some("secret-token"));
 }
@@ -258,11 +220,7 @@ fn rsa_keys_in_pkcs1_and_pkcs8() {
     let client = rsa_identity();
     let pkcs1 = unwrap_pkcs8(&client.key, "RSA PRIVATE KEY");
     for (name, key) in [("pkcs8", &client.key), ("pkcs1", &pkcs1)] {
-        let user = format!(
-            "client-certificate-data: {}\nclient-key-data: {}",
-            b64(&client.cert),
-            b64(key)
-        );
+        let user = format!("client-certificate-data: {}\nclient-key-data: {}", b64(&client.cert), b64(key));
         let path = dir.write(name, kubeconfig("server: https://api:6443", &user));
         let config = load(&path);
         let identity = config.tls.client_identity.expect("client identity");
@@ -282,11 +240,7 @@ fn ec_key_in_sec1() {
     let user = "client-certificate: client.crt\nclient-key: client.key";
     let path = dir.write("kubeconfig", kubeconfig("server: https://api:6443", user));
     let identity = load(&path).tls.client_identity.expect("client identity");
-    assert!(
-        matches!(identity.key, PrivateKeyDer::Sec1(_)),
-        "{:?}",
-        identity.key
-    );
+    assert!(matches!(identity.key, PrivateKeyDer::Sec1(_)), "{:?}", identity.key);
 }
 
 #[test]
@@ -306,19 +260,10 @@ fn static_token_and_insecure_skip_verify() {
 fn token_file_wins_over_token_while_it_can_be_read() {
     let dir = TempDir::new("token-both");
     dir.write("token", "from-file");
-    let readable = dir.write(
-        "readable",
-        kubeconfig("server: https://api", "token: static\ntokenFile: token"),
-    );
-    assert_eq!(
-        load(&readable).auth.bearer_token().as_deref(),
-        Some("from-file")
-    );
+    let readable = dir.write("readable", kubeconfig("server: https://api", "token: static\ntokenFile: token"));
+    assert_eq!(load(&readable).auth.bearer_token().as_deref(), Some("from-file"));
 
-    let missing = dir.write(
-        "missing",
-        kubeconfig("server: https://api", "token: static\ntokenFile: nope"),
-    );
+    let missing = dir.write("missing", kubeconfig("server: https://api", "token: static\ntokenFile: nope"));
     let config = load(&missing);
     assert!(matches!(&config.auth, Auth::TokenFile(file) if file.path == dir.0.join("nope")));
     assert_eq!(config.auth.bearer_token().as_deref(), Some("static"));
@@ -333,17 +278,10 @@ fn master_overrides_the_server_and_its_tls_server_name() {
     assert_eq!(config.server, "https://other:6443");
     assert_eq!(config.tls.server_name, None);
     assert_eq!(config.auth.bearer_token().as_deref(), Some("abc"));
-    assert!(
-        config.source.ends_with(", server from --master)"),
-        "{}",
-        config.source
-    );
+    assert!(config.source.ends_with(", server from --master)"), "{}", config.source);
 
     let error = config::load(Some(&path), Some("http://other:8080")).expect_err("plaintext");
-    let expected = format!(
-        "kubeconfig {}: --master: \"http://other:8080\" is not an https:// URL",
-        path.display()
-    );
+    let expected = format!("kubeconfig {}: --master: \"http://other:8080\" is not an https:// URL", path.display());
     assert!(error.to_string().starts_with(&expected), "{error}");
 }
 
@@ -365,9 +303,7 @@ fn master_alone_connects_without_credentials() {
         ("https://", "has no host"),
         ("https://api/?x=1", "must not have a query or fragment"),
     ] {
-        let error = config::load(None, Some(master))
-            .expect_err(master)
-            .to_string();
+        let error = config::load(None, Some(master)).expect_err(master).to_string();
         assert_eq!(error, format!("--master: {master:?} {reason}"));
     }
 }
@@ -377,8 +313,7 @@ fn in_cluster_reads_the_service_account() {
     let dir = TempDir::new("in-cluster");
     dir.write("token", "sa-token\n");
     dir.write("ca.crt", ca_pem());
-    let config =
-        config::in_cluster_from(Some("10.96.0.1"), Some("443"), &dir.0).expect("in-cluster");
+    let config = config::in_cluster_from(Some("10.96.0.1"), Some("443"), &dir.0).expect("in-cluster");
     assert_eq!(config.server, "https://10.96.0.1:443");
     assert_eq!(config.source, "in-cluster (https://10.96.0.1:443)");
     assert_eq!(config.tls.ca_certs.as_ref().map(Vec::len), Some(1));
@@ -393,12 +328,10 @@ fn in_cluster_reads_the_service_account() {
 fn in_cluster_without_a_usable_ca_falls_back_to_system_roots() {
     let dir = TempDir::new("in-cluster-no-ca");
     dir.write("token", "sa-token");
-    let config =
-        config::in_cluster_from(Some("10.96.0.1"), Some("443"), &dir.0).expect("in-cluster");
+    let config = config::in_cluster_from(Some("10.96.0.1"), Some("443"), &dir.0).expect("in-cluster");
     assert!(config.tls.ca_certs.is_none());
     dir.write("ca.crt", "not a certificate");
-    let config =
-        config::in_cluster_from(Some("10.96.0.1"), Some("443"), &dir.0).expect("in-cluster");
+    let config = config::in_cluster_from(Some("10.96.0.1"), Some("443"), &dir.0).expect("in-cluster");
     assert!(config.tls.ca_certs.is_none());
 }
 
@@ -408,16 +341,8 @@ fn in_cluster_errors_name_what_is_missing() {
     let upstream = "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and \
                     KUBERNETES_SERVICE_PORT must be defined";
     let cases = [
-        (
-            None,
-            Some("443"),
-            format!("{upstream} (KUBERNETES_SERVICE_HOST is not set)"),
-        ),
-        (
-            Some("10.96.0.1"),
-            Some(""),
-            format!("{upstream} (KUBERNETES_SERVICE_PORT is not set)"),
-        ),
+        (None, Some("443"), format!("{upstream} (KUBERNETES_SERVICE_HOST is not set)")),
+        (Some("10.96.0.1"), Some(""), format!("{upstream} (KUBERNETES_SERVICE_PORT is not set)")),
         (None, None, format!("{upstream} (neither is set)")),
         (
             Some("10.96.0.1"),
@@ -429,12 +354,8 @@ fn in_cluster_errors_name_what_is_missing() {
         let error = config::in_cluster_from(host, port, &dir.0).expect_err("refused");
         assert_eq!(error.to_string(), expected);
     }
-    let error =
-        config::in_cluster_from(Some("10.96.0.1"), Some("443"), &dir.0).expect_err("no token");
-    let expected = format!(
-        "in-cluster config: cannot read token file {}: ",
-        dir.0.join("token").display()
-    );
+    let error = config::in_cluster_from(Some("10.96.0.1"), Some("443"), &dir.0).expect_err("no token");
+    let expected = format!("in-cluster config: cannot read token file {}: ", dir.0.join("token").display());
     assert!(error.to_string().starts_with(&expected), "{error}");
 }
 
@@ -443,17 +364,11 @@ fn file_errors() {
     let dir = TempDir::new("file-errors");
     let missing = dir.0.join("missing.yaml");
     let error = load_error(&missing);
-    assert!(
-        error.starts_with(&format!("kubeconfig {}: cannot read: ", missing.display())),
-        "{error}"
-    );
+    assert!(error.starts_with(&format!("kubeconfig {}: cannot read: ", missing.display())), "{error}");
 
     let path = dir.write("bad.yaml", "current-context: ctx\nclusters:\n  - name: [\n");
     let error = load_error(&path);
-    assert!(
-        error.starts_with(&format!("kubeconfig {}: invalid YAML: ", path.display())),
-        "{error}"
-    );
+    assert!(error.starts_with(&format!("kubeconfig {}: invalid YAML: ", path.display())), "{error}");
     assert!(error.contains("line 3"), "{error}");
 }
 
@@ -466,36 +381,16 @@ fn context_errors() {
         )
     };
     let cases = [
-        (
-            "empty",
-            String::new(),
-            "current-context: not set".to_owned(),
-        ),
+        ("empty", String::new(), "current-context: not set".to_owned()),
         (
             "unknown-context",
             "current-context: nope\ncontexts: null\n".to_owned(),
             "current-context: context \"nope\" is not defined in contexts".to_owned(),
         ),
-        (
-            "no-cluster",
-            context("c2", "u1"),
-            "contexts[ctx].cluster: \"c2\" is not defined in clusters".into(),
-        ),
-        (
-            "no-user",
-            context("c1", "u2"),
-            "contexts[ctx].user: \"u2\" is not defined in users".into(),
-        ),
-        (
-            "user-unset",
-            context("c1", "\"\""),
-            "contexts[ctx].user: not set".into(),
-        ),
-        (
-            "duplicate",
-            format!("{}- name: u1\n", context("c1", "u1")),
-            "users[u1]: defined more than once".into(),
-        ),
+        ("no-cluster", context("c2", "u1"), "contexts[ctx].cluster: \"c2\" is not defined in clusters".into()),
+        ("no-user", context("c1", "u2"), "contexts[ctx].user: \"u2\" is not defined in users".into()),
+        ("user-unset", context("c1", "\"\""), "contexts[ctx].user: not set".into()),
+        ("duplicate", format!("{}- name: u1\n", context("c1", "u1")), "users[u1]: defined more than once".into()),
     ];
     assert_errors(&dir, &cases);
 }
@@ -568,34 +463,22 @@ fn client_certificate_errors() {
     let cases = [
         (
             "mismatch-data",
-            user(&format!(
-                "client-certificate-data: {cert}\nclient-key-data: {}",
-                b64(&other.key)
-            )),
-            "users[u1].client-key-data: private key does not match the client certificate"
-                .to_owned(),
+            user(&format!("client-certificate-data: {cert}\nclient-key-data: {}", b64(&other.key))),
+            "users[u1].client-key-data: private key does not match the client certificate".to_owned(),
         ),
         (
             "mismatch-file",
-            user(&format!(
-                "client-certificate-data: {cert}\nclient-key: other.key"
-            )),
-            format!(
-                "users[u1].client-key ({other_key}): private key does not match the client certificate"
-            ),
+            user(&format!("client-certificate-data: {cert}\nclient-key: other.key")),
+            format!("users[u1].client-key ({other_key}): private key does not match the client certificate"),
         ),
         (
             "key-is-a-cert",
-            user(&format!(
-                "client-certificate-data: {cert}\nclient-key-data: {cert}"
-            )),
+            user(&format!("client-certificate-data: {cert}\nclient-key-data: {cert}")),
             "users[u1].client-key-data: no PRIVATE KEY block found".into(),
         ),
         (
             "cert-is-a-key",
-            user(&format!(
-                "client-certificate-data: {key}\nclient-key-data: {key}"
-            )),
+            user(&format!("client-certificate-data: {key}\nclient-key-data: {key}")),
             "users[u1].client-certificate-data: no CERTIFICATE block found".into(),
         ),
         (
@@ -610,9 +493,7 @@ fn client_certificate_errors() {
         ),
         (
             "both-keys",
-            user(&format!(
-                "client-certificate-data: {cert}\nclient-key-data: {key}\nclient-key: other.key"
-            )),
+            user(&format!("client-certificate-data: {cert}\nclient-key-data: {key}\nclient-key: other.key")),
             "users[u1].client-key-data: client-key-data and client-key are both set".into(),
         ),
     ];
@@ -650,11 +531,7 @@ fn credential_errors() {
             user("auth-provider:\n  name: oidc"),
             "users[u1].auth-provider: auth provider plugins are not supported".into(),
         ),
-        (
-            "impersonation",
-            user("token: t\nas: admin"),
-            "users[u1].as: impersonation is not supported".into(),
-        ),
+        ("impersonation", user("token: t\nas: admin"), "users[u1].as: impersonation is not supported".into()),
         (
             "missing-token-file",
             user("tokenFile: nope"),

@@ -168,7 +168,7 @@ impl DeleteParams {
 #[derive(Debug)]
 pub enum Deleted<K> {
     Object(K),
-    Gone(Status),
+    Gone(Box<Status>),
 }
 
 impl<K> Api<K>

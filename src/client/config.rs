@@ -39,24 +39,14 @@ pub fn load(kubeconfig: Option<&Path>, master: Option<&str>) -> Result<RestConfi
 
 /// `--master` without a kubeconfig: an unauthenticated connection to that server.
 fn master_only(master: &str) -> Result<RestConfig, ConfigError> {
-    let server =
-        server_url(master, true).map_err(|e| ConfigError::new(format!("--master: {e}")))?;
-    Ok(RestConfig {
-        source: format!("--master {server}"),
-        server,
-        tls: TlsSettings::default(),
-        auth: Auth::None,
-    })
+    let server = server_url(master, true).map_err(|e| ConfigError::new(format!("--master: {e}")))?;
+    Ok(RestConfig { source: format!("--master {server}"), server, tls: TlsSettings::default(), auth: Auth::None })
 }
 
 /// Checks an API server URL and returns it with a lowercase scheme and no trailing slash.
 /// Only `https` is accepted unless `allow_http`.
 fn server_url(raw: &str, allow_http: bool) -> Result<String, String> {
-    let expected = if allow_http {
-        "an http:// or https:// URL"
-    } else {
-        "an https:// URL"
-    };
+    let expected = if allow_http { "an http:// or https:// URL" } else { "an https:// URL" };
     let Some((scheme, rest)) = raw.split_once("://") else {
         return Err(format!("{raw:?} is not {expected}"));
     };
@@ -133,10 +123,7 @@ pub struct ClientIdentity {
 
 impl Clone for ClientIdentity {
     fn clone(&self) -> Self {
-        ClientIdentity {
-            cert_chain: self.cert_chain.clone(),
-            key: self.key.clone_key(),
-        }
+        ClientIdentity { cert_chain: self.cert_chain.clone(), key: self.key.clone_key() }
     }
 }
 

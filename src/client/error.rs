@@ -54,11 +54,8 @@ impl ApiError {
     /// Builds the error for a `Status` (from a response body or a watch ERROR event).
     pub fn from_status(status: Status, code: u16, retry_after: Option<Duration>) -> ApiError {
         let code = status.code.and_then(|c| u16::try_from(c).ok()).filter(|c| *c != 0).unwrap_or(code);
-        let reason = status
-            .reason
-            .clone()
-            .filter(|r| !r.is_empty())
-            .unwrap_or_else(|| reason_for_code(code).to_string());
+        let reason =
+            status.reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| reason_for_code(code).to_string());
         let message = status.message.clone().unwrap_or_default();
         ApiError { code, reason, message, status, retry_after }
     }
@@ -255,7 +252,10 @@ mod tests {
     fn bare_http_errors_get_a_reason_from_the_code() {
         let e = err(503, "upstream connect error");
         assert!(e.is_service_unavailable());
-        assert_eq!(e.to_string(), "the server responded with HTTP 503: upstream connect error (503 ServiceUnavailable)");
+        assert_eq!(
+            e.to_string(),
+            "the server responded with HTTP 503: upstream connect error (503 ServiceUnavailable)"
+        );
         let e = ApiError::from_response(429, b"", Some(Duration::from_secs(3)));
         let e: Error = e.into();
         assert!(e.is_too_many_requests());

@@ -127,7 +127,11 @@ impl Client {
             match error.retry_after {
                 Some(wait) if retryable && attempt < MAX_RETRY_AFTER_RETRIES => {
                     attempt += 1;
-                    log::debug!("{method} {path_and_query}: {} {}, retrying in {wait:?} (Retry-After)", error.code, error.reason);
+                    log::debug!(
+                        "{method} {path_and_query}: {} {}, retrying in {wait:?} (Retry-After)",
+                        error.code,
+                        error.reason
+                    );
                     std::thread::sleep(wait);
                 }
                 _ => return Err(error.into()),

@@ -92,7 +92,8 @@ impl TlsConnector {
         }
         let host = details.uri.host().unwrap_or_default();
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        ServerName::try_from(host.to_string()).map_err(|_| ureq::Error::Tls("the server's host is not a valid TLS name"))
+        ServerName::try_from(host.to_string())
+            .map_err(|_| ureq::Error::Tls("the server's host is not a valid TLS name"))
     }
 }
 

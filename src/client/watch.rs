@@ -30,7 +30,9 @@ pub enum WatchEvent<K> {
     Modified(K),
     Deleted(K),
     /// Nothing changed, but the collection is known to be at least at this resourceVersion.
-    Bookmark { resource_version: String },
+    Bookmark {
+        resource_version: String,
+    },
 }
 
 /// Options of watch requests.
@@ -113,7 +115,9 @@ impl<K: DeserializeOwned> WatchStream<K> {
 
     fn decode(raw: RawEvent) -> Result<WatchEvent<K>> {
         let object = raw.object.get();
-        let typed = |o: &str| serde_json::from_str::<K>(o).map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)));
+        let typed = |o: &str| {
+            serde_json::from_str::<K>(o).map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
+        };
         match raw.event_type.as_str() {
             "ADDED" => Ok(WatchEvent::Added(typed(object)?)),
             "MODIFIED" => Ok(WatchEvent::Modified(typed(object)?)),

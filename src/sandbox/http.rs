@@ -165,7 +165,11 @@ impl Connections {
 
 impl HttpServer {
     /// Binds `addr` and serves in background threads; TLS when `tls` is given.
-    pub fn start(addr: SocketAddr, tls: Option<Arc<ServerConfig>>, handler: Arc<dyn Handler>) -> io::Result<HttpServer> {
+    pub fn start(
+        addr: SocketAddr,
+        tls: Option<Arc<ServerConfig>>,
+        handler: Arc<dyn Handler>,
+    ) -> io::Result<HttpServer> {
         let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
@@ -235,7 +239,12 @@ fn complete_handshake(stream: &mut StreamOwned<ServerConnection, TcpStream>) -> 
     Ok(())
 }
 
-fn serve_requests<S: Read + Write>(stream: S, remote: SocketAddr, peer: Vec<CertificateDer<'static>>, handler: &dyn Handler) {
+fn serve_requests<S: Read + Write>(
+    stream: S,
+    remote: SocketAddr,
+    peer: Vec<CertificateDer<'static>>,
+    handler: &dyn Handler,
+) {
     let mut reader = BufReader::new(stream);
     loop {
         let request = match read_request(&mut reader, remote, &peer) {
@@ -301,7 +310,9 @@ fn read_request<S: Read + Write>(
         let (name, value) = header.split_once(':').ok_or_else(|| invalid("malformed header"))?;
         headers.push((name.trim().to_string(), value.trim().to_string()));
     }
-    let find = |name: &str| headers.iter().find(|(n, _): &&(String, String)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+    let find = |name: &str| {
+        headers.iter().find(|(n, _): &&(String, String)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())
+    };
     if find("Expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
         reader.get_mut().write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
     }

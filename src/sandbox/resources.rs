@@ -75,7 +75,8 @@ impl ResourceType {
 }
 
 const STATUS: Subresource = Subresource { name: "status", kind: "", group_version: "", verbs: Verbs::GetUpdate };
-const SCALE: Subresource = Subresource { name: "scale", kind: "Scale", group_version: "autoscaling/v1", verbs: Verbs::GetUpdate };
+const SCALE: Subresource =
+    Subresource { name: "scale", kind: "Scale", group_version: "autoscaling/v1", verbs: Verbs::GetUpdate };
 
 const fn resource(
     group: &'static str,
@@ -108,7 +109,10 @@ pub static RESOURCES: &[ResourceType] = &[
     // core/v1
     ResourceType {
         short_names: &["ns"],
-        subresources: &[STATUS, Subresource { name: "finalize", kind: "Namespace", group_version: "v1", verbs: Verbs::GetUpdate }],
+        subresources: &[
+            STATUS,
+            Subresource { name: "finalize", kind: "Namespace", group_version: "v1", verbs: Verbs::GetUpdate },
+        ],
         ..resource("", "v1", "namespaces", "namespace", "Namespace", false)
     },
     ResourceType {
@@ -122,7 +126,11 @@ pub static RESOURCES: &[ResourceType] = &[
         ..resource("", "v1", "pods", "pod", "Pod", true)
     },
     ResourceType { verbs: Verbs::Create, ..resource("", "v1", "bindings", "binding", "Binding", true) },
-    ResourceType { short_names: &["no"], subresources: &[STATUS], ..resource("", "v1", "nodes", "node", "Node", false) },
+    ResourceType {
+        short_names: &["no"],
+        subresources: &[STATUS],
+        ..resource("", "v1", "nodes", "node", "Node", false)
+    },
     ResourceType {
         short_names: &["svc"],
         categories: ALL,
@@ -132,7 +140,12 @@ pub static RESOURCES: &[ResourceType] = &[
     ResourceType { short_names: &["ep"], ..resource("", "v1", "endpoints", "endpoints", "Endpoints", true) },
     ResourceType {
         short_names: &["sa"],
-        subresources: &[Subresource { name: "token", kind: "TokenRequest", group_version: "authentication.k8s.io/v1", verbs: Verbs::Create }],
+        subresources: &[Subresource {
+            name: "token",
+            kind: "TokenRequest",
+            group_version: "authentication.k8s.io/v1",
+            verbs: Verbs::Create,
+        }],
         ..resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true)
     },
     resource("", "v1", "secrets", "secret", "Secret", true),
@@ -212,7 +225,14 @@ pub static RESOURCES: &[ResourceType] = &[
         categories: ALL,
         subresources: &[STATUS],
         tracks_generation: true,
-        ..resource("autoscaling", "v2", "horizontalpodautoscalers", "horizontalpodautoscaler", "HorizontalPodAutoscaler", true)
+        ..resource(
+            "autoscaling",
+            "v2",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            "HorizontalPodAutoscaler",
+            true,
+        )
     },
     // coordination.k8s.io/v1
     resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", true),
@@ -230,19 +250,45 @@ pub static RESOURCES: &[ResourceType] = &[
         short_names: &["csr"],
         subresources: &[
             STATUS,
-            Subresource { name: "approval", kind: "CertificateSigningRequest", group_version: "certificates.k8s.io/v1", verbs: Verbs::GetUpdate },
+            Subresource {
+                name: "approval",
+                kind: "CertificateSigningRequest",
+                group_version: "certificates.k8s.io/v1",
+                verbs: Verbs::GetUpdate,
+            },
         ],
-        ..resource("certificates.k8s.io", "v1", "certificatesigningrequests", "certificatesigningrequest", "CertificateSigningRequest", false)
+        ..resource(
+            "certificates.k8s.io",
+            "v1",
+            "certificatesigningrequests",
+            "certificatesigningrequest",
+            "CertificateSigningRequest",
+            false,
+        )
     },
     // rbac.authorization.k8s.io/v1
     resource("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true),
     resource("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", true),
     resource("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", false),
-    resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false),
+    resource(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        false,
+    ),
     // events.k8s.io/v1: the same objects as core/v1 events, in another shape.
-    ResourceType { short_names: &["ev"], storage: Some("events"), ..resource("events.k8s.io", "v1", "events", "event", "Event", true) },
+    ResourceType {
+        short_names: &["ev"],
+        storage: Some("events"),
+        ..resource("events.k8s.io", "v1", "events", "event", "Event", true)
+    },
     // storage.k8s.io/v1
-    ResourceType { short_names: &["sc"], ..resource("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false) },
+    ResourceType {
+        short_names: &["sc"],
+        ..resource("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false)
+    },
     resource("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", false),
     resource("storage.k8s.io", "v1", "csidrivers", "csidriver", "CSIDriver", false),
     ResourceType {
@@ -250,7 +296,10 @@ pub static RESOURCES: &[ResourceType] = &[
         ..resource("storage.k8s.io", "v1", "volumeattachments", "volumeattachment", "VolumeAttachment", false)
     },
     // scheduling.k8s.io/v1
-    ResourceType { short_names: &["pc"], ..resource("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false) },
+    ResourceType {
+        short_names: &["pc"],
+        ..resource("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false)
+    },
     // networking.k8s.io/v1
     ResourceType {
         short_names: &["netpol"],
@@ -262,18 +311,42 @@ pub static RESOURCES: &[ResourceType] = &[
         ..resource("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", true)
     },
     // authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews, answered and never stored.
-    ResourceType { verbs: Verbs::Create, ..resource("authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview", false) },
     ResourceType {
         verbs: Verbs::Create,
-        ..resource("authorization.k8s.io", "v1", "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview", false)
+        ..resource("authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview", false)
     },
     ResourceType {
         verbs: Verbs::Create,
-        ..resource("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "selfsubjectaccessreview", "SelfSubjectAccessReview", false)
+        ..resource(
+            "authorization.k8s.io",
+            "v1",
+            "subjectaccessreviews",
+            "subjectaccessreview",
+            "SubjectAccessReview",
+            false,
+        )
     },
     ResourceType {
         verbs: Verbs::Create,
-        ..resource("authorization.k8s.io", "v1", "localsubjectaccessreviews", "localsubjectaccessreview", "LocalSubjectAccessReview", true)
+        ..resource(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+            "selfsubjectaccessreview",
+            "SelfSubjectAccessReview",
+            false,
+        )
+    },
+    ResourceType {
+        verbs: Verbs::Create,
+        ..resource(
+            "authorization.k8s.io",
+            "v1",
+            "localsubjectaccessreviews",
+            "localsubjectaccessreview",
+            "LocalSubjectAccessReview",
+            true,
+        )
     },
 ];
 

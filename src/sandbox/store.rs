@@ -262,7 +262,12 @@ mod tests {
     }
 
     fn put(store: &Store, object: Value) {
-        store.write::<_, ()>(|txn| Ok(txn.put("pods", object))).unwrap();
+        store
+            .write::<_, ()>(|txn| {
+                txn.put("pods", object);
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[test]
@@ -271,7 +276,12 @@ mod tests {
         let sub = store.subscribe("pods", Some(0)).unwrap();
         put(&store, pod("a", "p1", "Pending"));
         put(&store, pod("a", "p1", "Running"));
-        store.write::<_, ()>(|txn| Ok(txn.remove("pods", "a", "p1"))).unwrap();
+        store
+            .write::<_, ()>(|txn| {
+                txn.remove("pods", "a", "p1");
+                Ok(())
+            })
+            .unwrap();
         let changes: Vec<_> = sub.changes.try_iter().collect();
         let kinds: Vec<_> = changes.iter().map(|c| (c.kind, c.revision)).collect();
         assert_eq!(kinds, [(ChangeKind::Added, 1), (ChangeKind::Modified, 2), (ChangeKind::Deleted, 3)]);
@@ -286,7 +296,9 @@ mod tests {
         for (ns, name) in [("b", "x"), ("a", "z"), ("a", "y"), ("ab", "w")] {
             put(&store, pod(ns, name, "Running"));
         }
-        let names = |objs: Vec<Arc<Value>>| objs.iter().map(|o| o["metadata"]["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+        let names = |objs: Vec<Arc<Value>>| {
+            objs.iter().map(|o| o["metadata"]["name"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+        };
         assert_eq!(names(store.list("pods", Some("a")).0), ["y", "z"]);
         assert_eq!(names(store.list("pods", None).0), ["y", "z", "w", "x"]);
         assert_eq!(store.list("pods", None).1, 4);
@@ -298,7 +310,12 @@ mod tests {
         put(&store, pod("a", "p1", "Pending"));
         put(&store, pod("a", "p2", "Pending"));
         put(&store, pod("a", "p1", "Running"));
-        store.write::<_, ()>(|txn| Ok(txn.remove("pods", "a", "p2"))).unwrap();
+        store
+            .write::<_, ()>(|txn| {
+                txn.remove("pods", "a", "p2");
+                Ok(())
+            })
+            .unwrap();
         let at2 = store.list_at("pods", None, 2).unwrap();
         assert_eq!(at2.len(), 2);
         assert_eq!(at2[0]["status"]["phase"], "Pending");

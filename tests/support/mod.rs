@@ -133,9 +133,14 @@ pub struct TestServer {
 impl TestServer {
     /// HTTPS with `serving` as the certificate; when `client_ca` is given, a client certificate
     /// signed by it is required.
-    pub fn https(serving: &CertAndKey, client_ca: Option<&TestCa>, handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> TestServer {
+    pub fn https(
+        serving: &CertAndKey,
+        client_ca: Option<&TestCa>,
+        handler: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> TestServer {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().unwrap();
+        let builder =
+            ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().unwrap();
         let builder = match client_ca {
             Some(ca) => {
                 let mut roots = RootCertStore::empty();
@@ -161,7 +166,8 @@ impl TestServer {
         let (requests2, closed2) = (requests.clone(), closed.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (tls, handler, requests, closed) = (tls.clone(), handler.clone(), requests2.clone(), closed2.clone());
+                let (tls, handler, requests, closed) =
+                    (tls.clone(), handler.clone(), requests2.clone(), closed2.clone());
                 std::thread::spawn(move || serve_connection(stream, tls, &*handler, &requests, &closed));
             }
         });
@@ -249,16 +255,16 @@ fn read_request<S: Read>(reader: &mut BufReader<S>) -> Option<Request> {
 fn write_reply<S: Read + Write>(reader: &mut BufReader<S>, reply: Reply, closed: &AtomicBool) -> bool {
     match reply {
         Reply::Json { code, body, headers } => {
-            let mut head = format!(
-                "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-                body.len()
-            );
+            let mut head =
+                format!("HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n", body.len());
             for (n, v) in headers {
                 head.push_str(&format!("{n}: {v}\r\n"));
             }
             head.push_str("\r\n");
             let stream = reader.get_mut();
-            stream.write_all(head.as_bytes()).is_ok() && stream.write_all(body.as_bytes()).is_ok() && stream.flush().is_ok()
+            stream.write_all(head.as_bytes()).is_ok()
+                && stream.write_all(body.as_bytes()).is_ok()
+                && stream.flush().is_ok()
         }
         Reply::Stream { chunks, end } => {
             let stream = reader.get_mut();

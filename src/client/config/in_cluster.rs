@@ -18,46 +18,27 @@ const NOT_IN_CLUSTER: &str = "unable to load in-cluster configuration, KUBERNETE
 pub fn in_cluster() -> Result<RestConfig, ConfigError> {
     let host = std::env::var("KUBERNETES_SERVICE_HOST").ok();
     let port = std::env::var("KUBERNETES_SERVICE_PORT").ok();
-    in_cluster_from(
-        host.as_deref(),
-        port.as_deref(),
-        Path::new(SERVICE_ACCOUNT_DIR),
-    )
+    in_cluster_from(host.as_deref(), port.as_deref(), Path::new(SERVICE_ACCOUNT_DIR))
 }
 
 /// [`in_cluster`] with the environment values and the service-account folder given
 /// explicitly. The token is re-read when the kubelet rotates it. An unusable `ca.crt` is
 /// logged and the system trust store used instead, as client-go does.
-pub fn in_cluster_from(
-    host: Option<&str>,
-    port: Option<&str>,
-    dir: &Path,
-) -> Result<RestConfig, ConfigError> {
+pub fn in_cluster_from(host: Option<&str>, port: Option<&str>, dir: &Path) -> Result<RestConfig, ConfigError> {
     let (host, port) = service_address(host, port)?;
     // IPv6 literals need brackets in a URL (Go's net.JoinHostPort does the same).
-    let server = if host.contains(':') {
-        format!("https://[{host}]:{port}")
-    } else {
-        format!("https://{host}:{port}")
-    };
-    let token = TokenFile::new(dir.join("token"))
-        .map_err(|e| ConfigError::new(format!("in-cluster config: {e}")))?;
+    let server = if host.contains(':') { format!("https://[{host}]:{port}") } else { format!("https://{host}:{port}") };
+    let token = TokenFile::new(dir.join("token")).map_err(|e| ConfigError::new(format!("in-cluster config: {e}")))?;
     Ok(RestConfig {
         source: format!("in-cluster ({server})"),
         server,
-        tls: TlsSettings {
-            ca_certs: ca_certs(&dir.join("ca.crt")),
-            ..TlsSettings::default()
-        },
+        tls: TlsSettings { ca_certs: ca_certs(&dir.join("ca.crt")), ..TlsSettings::default() },
         auth: Auth::TokenFile(token),
     })
 }
 
 /// The host and port variables, both required and the port numeric.
-fn service_address<'a>(
-    host: Option<&'a str>,
-    port: Option<&'a str>,
-) -> Result<(&'a str, u16), ConfigError> {
+fn service_address<'a>(host: Option<&'a str>, port: Option<&'a str>) -> Result<(&'a str, u16), ConfigError> {
     let host = host.filter(|h| !h.is_empty());
     let port = port.filter(|p| !p.is_empty());
     let (host, port) = match (host, port) {
@@ -67,9 +48,7 @@ fn service_address<'a>(
         (Some(_), None) => return Err(not_in_cluster("KUBERNETES_SERVICE_PORT is not set")),
     };
     let port = port.parse().map_err(|_| {
-        ConfigError::new(format!(
-            "in-cluster config: KUBERNETES_SERVICE_PORT {port:?} is not a port number"
-        ))
+        ConfigError::new(format!("in-cluster config: KUBERNETES_SERVICE_PORT {port:?} is not a port number"))
     })?;
     Ok((host.trim_start_matches('[').trim_end_matches(']'), port))
 }
@@ -79,9 +58,7 @@ fn not_in_cluster(detail: &str) -> ConfigError {
 }
 
 fn ca_certs(path: &Path) -> Option<Vec<rustls_pki_types::CertificateDer<'static>>> {
-    let certs = fs::read(path)
-        .map_err(|e| format!("cannot read: {e}"))
-        .and_then(|bytes| pem::ca_certificates(&bytes));
+    let certs = fs::read(path).map_err(|e| format!("cannot read: {e}")).and_then(|bytes| pem::ca_certificates(&bytes));
     match certs {
         Ok(certs) => Some(certs),
         Err(e) => {

@@ -147,10 +147,7 @@ impl<'a> Origin<'a> {
 
     /// `kubeconfig <path>: <field>: <reason>`.
     fn error(&self, field: &str, reason: impl Display) -> ConfigError {
-        ConfigError::new(format!(
-            "kubeconfig {}: {field}: {reason}",
-            self.path.display()
-        ))
+        ConfigError::new(format!("kubeconfig {}: {field}: {reason}", self.path.display()))
     }
 
     /// A path from the file, relative to the file's folder unless absolute (client-go's
@@ -161,12 +158,7 @@ impl<'a> Origin<'a> {
 
     /// For [`RestConfig::source`].
     fn describe(&self, selected: &Selected, master: bool) -> String {
-        let Selected {
-            context,
-            cluster_name,
-            user_name,
-            ..
-        } = selected;
+        let Selected { context, cluster_name, user_name, .. } = selected;
         let overridden = if master { ", server from --master" } else { "" };
         format!(
             "kubeconfig {} (context {context:?}, cluster {cluster_name:?}, user {user_name:?}{overridden})",
@@ -175,11 +167,8 @@ impl<'a> Origin<'a> {
     }
 
     fn parse(&self) -> Result<KubeconfigFile, ConfigError> {
-        let whole_file = |reason: String| {
-            ConfigError::new(format!("kubeconfig {}: {reason}", self.path.display()))
-        };
-        let text =
-            fs::read_to_string(self.path).map_err(|e| whole_file(format!("cannot read: {e}")))?;
+        let whole_file = |reason: String| ConfigError::new(format!("kubeconfig {}: {reason}", self.path.display()));
+        let text = fs::read_to_string(self.path).map_err(|e| whole_file(format!("cannot read: {e}")))?;
         if text.trim().is_empty() {
             return Ok(KubeconfigFile::default());
         }
@@ -200,11 +189,7 @@ impl<'a> Origin<'a> {
         self.unique("users", config.users.iter().map(|u| u.name.as_str()))
     }
 
-    fn unique<'n>(
-        &self,
-        list: &str,
-        mut names: impl Iterator<Item = &'n str>,
-    ) -> Result<(), ConfigError> {
+    fn unique<'n>(&self, list: &str, mut names: impl Iterator<Item = &'n str>) -> Result<(), ConfigError> {
         let mut seen = HashSet::new();
         match names.find(|name| !seen.insert(*name)) {
             Some(name) => Err(self.error(&format!("{list}[{name}]"), "defined more than once")),
@@ -222,19 +207,12 @@ impl<'a> Origin<'a> {
         let cluster_ref = format!("contexts[{context}].cluster");
         let cluster_name = self.required(&cluster_ref, &entry.context.cluster)?;
         let cluster = config.clusters.iter().find(|c| c.name == cluster_name);
-        let cluster =
-            cluster.ok_or_else(|| self.undefined(&cluster_ref, cluster_name, "clusters"))?;
+        let cluster = cluster.ok_or_else(|| self.undefined(&cluster_ref, cluster_name, "clusters"))?;
         let user_ref = format!("contexts[{context}].user");
         let user_name = self.required(&user_ref, &entry.context.user)?;
         let user = config.users.iter().find(|u| u.name == user_name);
         let user = user.ok_or_else(|| self.undefined(&user_ref, user_name, "users"))?;
-        Ok(Selected {
-            context,
-            cluster_name,
-            cluster: &cluster.cluster,
-            user_name,
-            user: &user.user,
-        })
+        Ok(Selected { context, cluster_name, cluster: &cluster.cluster, user_name, user: &user.user })
     }
 
     /// A string field that must be set.
@@ -266,60 +244,18 @@ impl<'a> Origin<'a> {
         const EXEC: &str = "exec credential plugins are not supported";
         const AUTH_PROVIDER: &str = "auth provider plugins are not supported";
         let refused = [
-            (
-                cluster_section,
-                "proxy-url",
-                set(&cluster.proxy_url).is_some(),
-                "proxies are not supported",
-            ),
-            (
-                user_section,
-                "username",
-                set(&user.username).is_some(),
-                BASIC,
-            ),
-            (
-                user_section,
-                "password",
-                set(&user.password).is_some(),
-                BASIC,
-            ),
+            (cluster_section, "proxy-url", set(&cluster.proxy_url).is_some(), "proxies are not supported"),
+            (user_section, "username", set(&user.username).is_some(), BASIC),
+            (user_section, "password", set(&user.password).is_some(), BASIC),
             (user_section, "exec", user.exec.is_some(), EXEC),
-            (
-                user_section,
-                "auth-provider",
-                user.auth_provider.is_some(),
-                AUTH_PROVIDER,
-            ),
-            (
-                user_section,
-                "as",
-                set(&user.impersonate).is_some(),
-                IMPERSONATION,
-            ),
-            (
-                user_section,
-                "as-uid",
-                set(&user.as_uid).is_some(),
-                IMPERSONATION,
-            ),
-            (
-                user_section,
-                "as-groups",
-                user.as_groups.is_some(),
-                IMPERSONATION,
-            ),
-            (
-                user_section,
-                "as-user-extra",
-                user.as_user_extra.is_some(),
-                IMPERSONATION,
-            ),
+            (user_section, "auth-provider", user.auth_provider.is_some(), AUTH_PROVIDER),
+            (user_section, "as", set(&user.impersonate).is_some(), IMPERSONATION),
+            (user_section, "as-uid", set(&user.as_uid).is_some(), IMPERSONATION),
+            (user_section, "as-groups", user.as_groups.is_some(), IMPERSONATION),
+            (user_section, "as-user-extra", user.as_user_extra.is_some(), IMPERSONATION),
         ];
         match refused.into_iter().find(|(_, _, present, _)| *present) {
-            Some((section, field, _, reason)) => {
-                Err(self.error(&format!("{section}.{field}"), reason))
-            }
+            Some((section, field, _, reason)) => Err(self.error(&format!("{section}.{field}"), reason)),
             None => Ok(()),
         }
     }
@@ -339,23 +275,15 @@ impl<'a> Origin<'a> {
         })
     }
 
-    fn ca_certs(
-        &self,
-        section: &str,
-        cluster: &Cluster,
-    ) -> Result<Option<Vec<CertificateDer<'static>>>, ConfigError> {
+    fn ca_certs(&self, section: &str, cluster: &Cluster) -> Result<Option<Vec<CertificateDer<'static>>>, ConfigError> {
         let path = ("certificate-authority", &cluster.certificate_authority);
-        let data = (
-            "certificate-authority-data",
-            &cluster.certificate_authority_data,
-        );
+        let data = ("certificate-authority-data", &cluster.certificate_authority_data);
         let Some(ca) = self.material(section, path, data)? else {
             return Ok(None);
         };
         if cluster.insecure_skip_tls_verify == Some(true) {
             // The same refusal, in the same words, as client-go's transport.
-            let reason =
-                "specifying a root certificates file with the insecure flag is not allowed";
+            let reason = "specifying a root certificates file with the insecure flag is not allowed";
             return Err(self.error(&format!("{section}.insecure-skip-tls-verify"), reason));
         }
         let certs = pem::ca_certificates(&ca.bytes).map_err(|e| self.error(&ca.field, e))?;
@@ -363,11 +291,7 @@ impl<'a> Origin<'a> {
     }
 
     /// The client certificate and key; they come as a pair and must match.
-    fn client_identity(
-        &self,
-        section: &str,
-        user: &User,
-    ) -> Result<Option<ClientIdentity>, ConfigError> {
+    fn client_identity(&self, section: &str, user: &User) -> Result<Option<ClientIdentity>, ConfigError> {
         let cert_path = ("client-certificate", &user.client_certificate);
         let cert_data = ("client-certificate-data", &user.client_certificate_data);
         let cert = self.material(section, cert_path, cert_data)?;
@@ -387,19 +311,12 @@ impl<'a> Origin<'a> {
             }
         };
         let cert_chain = pem::certificates(&cert.bytes).map_err(|e| self.error(&cert.field, e))?;
-        let (key_der, signer) =
-            pem::private_key(&key.bytes).map_err(|e| self.error(&key.field, e))?;
+        let (key_der, signer) = pem::private_key(&key.bytes).map_err(|e| self.error(&key.field, e))?;
         pem::check_pair(&cert_chain, signer).map_err(|e| match e {
             PairError::BadCertificate(reason) => self.error(&cert.field, reason),
-            PairError::KeyMismatch => self.error(
-                &key.field,
-                "private key does not match the client certificate",
-            ),
+            PairError::KeyMismatch => self.error(&key.field, "private key does not match the client certificate"),
         })?;
-        Ok(Some(ClientIdentity {
-            cert_chain,
-            key: key_der,
-        }))
+        Ok(Some(ClientIdentity { cert_chain, key: key_der }))
     }
 
     fn auth(&self, section: &str, user: &User) -> Result<Auth, ConfigError> {
@@ -416,10 +333,7 @@ impl<'a> Origin<'a> {
                     "kubeconfig {}: {section}.tokenFile: {e}; using token until it can be read",
                     self.path.display()
                 );
-                Ok(Auth::TokenFile(TokenFile::with_fallback(
-                    path,
-                    token.to_owned(),
-                )))
+                Ok(Auth::TokenFile(TokenFile::with_fallback(path, token.to_owned())))
             }
             (Err(e), None) => Err(self.error(&format!("{section}.tokenFile"), e)),
         }
@@ -439,9 +353,7 @@ impl<'a> Origin<'a> {
                 let reason = format!("{data_field} and {path_field} are both set; set only one");
                 Err(self.error(&format!("{section}.{data_field}"), reason))
             }
-            (None, Some(data)) => self
-                .decode(format!("{section}.{data_field}"), data)
-                .map(Some),
+            (None, Some(data)) => self.decode(format!("{section}.{data_field}"), data).map(Some),
             (Some(path), None) => self.read(format!("{section}.{path_field}"), path).map(Some),
         }
     }
@@ -458,10 +370,7 @@ impl<'a> Origin<'a> {
     fn read(&self, field: String, path: &str) -> Result<Material, ConfigError> {
         let resolved = self.resolve(path);
         match fs::read(&resolved) {
-            Ok(bytes) => Ok(Material {
-                field: format!("{field} ({})", resolved.display()),
-                bytes,
-            }),
+            Ok(bytes) => Ok(Material { field: format!("{field} ({})", resolved.display()), bytes }),
             Err(e) => Err(self.error(&field, format!("cannot read {}: {e}", resolved.display()))),
         }
     }

@@ -10,9 +10,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Every CERTIFICATE block, in order; other blocks are skipped. At least one is required.
 pub(super) fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_slice_iter(pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| describe(&e))?;
+    let certs = CertificateDer::pem_slice_iter(pem).collect::<Result<Vec<_>, _>>().map_err(|e| describe(&e))?;
     if certs.is_empty() {
         return Err("no CERTIFICATE block found (expected PEM)".into());
     }
@@ -24,20 +22,15 @@ pub(super) fn ca_certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>
     let certs = certificates(pem)?;
     let mut store = RootCertStore::empty();
     for (index, cert) in certs.iter().enumerate() {
-        store.add(cert.clone()).map_err(|e| {
-            format!(
-                "certificate #{} is not a usable CA certificate: {e}",
-                index + 1
-            )
-        })?;
+        store
+            .add(cert.clone())
+            .map_err(|e| format!("certificate #{} is not a usable CA certificate: {e}", index + 1))?;
     }
     Ok(certs)
 }
 
 /// The first private key (PKCS#1 RSA, PKCS#8 or SEC1 EC) and a signer for it.
-pub(super) fn private_key(
-    pem: &[u8],
-) -> Result<(PrivateKeyDer<'static>, Arc<dyn SigningKey>), String> {
+pub(super) fn private_key(pem: &[u8]) -> Result<(PrivateKeyDer<'static>, Arc<dyn SigningKey>), String> {
     let key = PrivateKeyDer::from_pem_slice(pem).map_err(|e| match e {
         pem::Error::NoItemsFound => {
             "no PRIVATE KEY block found (expected PEM: RSA, EC or PKCS#8 private key)".to_owned()
@@ -58,18 +51,11 @@ pub(super) enum PairError {
 }
 
 /// Checks that `signer` holds the private key of the first certificate in `chain`.
-pub(super) fn check_pair(
-    chain: &[CertificateDer<'static>],
-    signer: Arc<dyn SigningKey>,
-) -> Result<(), PairError> {
+pub(super) fn check_pair(chain: &[CertificateDer<'static>], signer: Arc<dyn SigningKey>) -> Result<(), PairError> {
     match CertifiedKey::new(chain.to_vec(), signer).keys_match() {
         Ok(()) => Ok(()),
-        Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
-            Err(PairError::KeyMismatch)
-        }
-        Err(e) => Err(PairError::BadCertificate(format!(
-            "not a valid X.509 certificate: {e}"
-        ))),
+        Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => Err(PairError::KeyMismatch),
+        Err(e) => Err(PairError::BadCertificate(format!("not a valid X.509 certificate: {e}"))),
     }
 }
 
@@ -81,10 +67,7 @@ fn describe(error: &pem::Error) -> String {
             format!("not valid PEM: missing \"-----END {label}-----\" line")
         }
         pem::Error::IllegalSectionStart { line } => {
-            format!(
-                "not valid PEM: malformed line {:?}",
-                String::from_utf8_lossy(line)
-            )
+            format!("not valid PEM: malformed line {:?}", String::from_utf8_lossy(line))
         }
         other => format!("not valid PEM: {other}"),
     }
@@ -97,37 +80,24 @@ mod tests {
     #[test]
     fn malformed_pem_is_described_in_words() {
         let err = certificates(b"-----BEGIN CERTIFICATE-----\nAAAA\n").expect_err("no end line");
-        assert_eq!(
-            err,
-            r#"not valid PEM: missing "-----END CERTIFICATE-----" line"#
-        );
-        let err = certificates(b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n")
-            .expect_err("bad base64");
-        assert!(
-            err.starts_with("not valid PEM: base64 decode error"),
-            "{err}"
-        );
+        assert_eq!(err, r#"not valid PEM: missing "-----END CERTIFICATE-----" line"#);
+        let err =
+            certificates(b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n").expect_err("bad base64");
+        assert!(err.starts_with("not valid PEM: base64 decode error"), "{err}");
     }
 
     #[test]
     fn files_without_the_wanted_block_are_rejected() {
-        assert_eq!(
-            certificates(b"hello").expect_err("no block"),
-            "no CERTIFICATE block found (expected PEM)"
-        );
-        let err = private_key(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
-            .expect_err("no key block");
+        assert_eq!(certificates(b"hello").expect_err("no block"), "no CERTIFICATE block found (expected PEM)");
+        let err =
+            private_key(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").expect_err("no key block");
         assert!(err.starts_with("no PRIVATE KEY block found"), "{err}");
     }
 
     #[test]
     fn garbage_inside_a_valid_envelope_is_not_a_ca() {
-        let err =
-            ca_certificates(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
-                .expect_err("not a certificate");
-        assert!(
-            err.starts_with("certificate #1 is not a usable CA certificate"),
-            "{err}"
-        );
+        let err = ca_certificates(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+            .expect_err("not a certificate");
+        assert!(err.starts_with("certificate #1 is not a usable CA certificate"), "{err}");
     }
 }

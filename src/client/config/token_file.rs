@@ -34,10 +34,7 @@ impl TokenFile {
             checked_at: Instant::now(),
             last_error: None,
         };
-        TokenFile {
-            path,
-            cached: Mutex::new(cached),
-        }
+        TokenFile { path, cached: Mutex::new(cached) }
     }
 
     /// The current token: the cached one, re-read first if the file's modification time or
@@ -64,12 +61,7 @@ impl TokenFile {
     /// Re-reads the file if it changed since the cached token was read.
     fn refresh(&self, cached: &mut CachedToken) -> Result<(), String> {
         let stamp = Stamp::of(&self.path)?;
-        if stamp
-            == (Stamp {
-                modified: cached.modified,
-                len: cached.len,
-            })
-        {
+        if stamp == (Stamp { modified: cached.modified, len: cached.len }) {
             return Ok(());
         }
         let (token, stamp) = read_token(&self.path)?;
@@ -90,12 +82,8 @@ struct Stamp {
 
 impl Stamp {
     fn of(path: &Path) -> Result<Stamp, String> {
-        let meta = fs::metadata(path)
-            .map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
-        Ok(Stamp {
-            modified: meta.modified().ok(),
-            len: meta.len(),
-        })
+        let meta = fs::metadata(path).map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
+        Ok(Stamp { modified: meta.modified().ok(), len: meta.len() })
     }
 }
 
@@ -103,8 +91,7 @@ impl Stamp {
 /// with the read shows up as a change at the next look.
 fn read_token(path: &Path) -> Result<(String, Stamp), String> {
     let stamp = Stamp::of(path)?;
-    let text = fs::read_to_string(path)
-        .map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
+    let text = fs::read_to_string(path).map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
     let token = text.trim();
     if token.is_empty() {
         return Err(format!("token file {} is empty", path.display()));
@@ -166,13 +153,7 @@ mod tests {
         let start = file.cached.lock().checked_at;
         fs::write(&path, "\n\n").expect("empty the token");
         assert_eq!(file.token_at(start + RECHECK_INTERVAL), "good");
-        assert!(
-            file.cached
-                .lock()
-                .last_error
-                .as_deref()
-                .is_some_and(|e| e.contains("is empty"))
-        );
+        assert!(file.cached.lock().last_error.as_deref().is_some_and(|e| e.contains("is empty")));
         fs::remove_file(&path).expect("remove token");
         assert_eq!(file.token_at(start + 2 * RECHECK_INTERVAL), "good");
         fs::write(&path, "fresh").expect("restore token");
@@ -198,9 +179,7 @@ mod tests {
         let err = TokenFile::new(&path).expect_err("empty token").to_string();
         assert_eq!(err, format!("token file {} is empty", path.display()));
         let missing = path.with_file_name("nope");
-        let err = TokenFile::new(&missing)
-            .expect_err("missing token")
-            .to_string();
+        let err = TokenFile::new(&missing).expect_err("missing token").to_string();
         assert!(err.starts_with(&format!("cannot read token file {}: ", missing.display())));
     }
 }
