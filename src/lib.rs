@@ -7,6 +7,8 @@ pub mod controllers;
 pub mod flags;
 pub mod logging;
 pub mod metrics;
+pub mod random;
+pub mod runtime;
 #[cfg(feature = "sandbox")]
 pub mod sandbox;
 pub mod x509;

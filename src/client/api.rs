@@ -163,8 +163,9 @@ impl DeleteParams {
     }
 }
 
-/// What a delete answered: the object itself while finalizers or a grace period keep it, or a
-/// `Status` once it is gone.
+/// What a delete answered: an object (still there while finalizers or a grace period hold it,
+/// or its last state for kinds whose registry returns the deleted object, such as pods), or a
+/// `Status` for kinds that answer with one once the object is gone.
 #[derive(Debug)]
 pub enum Deleted<K> {
     Object(K),
@@ -394,7 +395,12 @@ where
             };
             items.extend(page.items);
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
-                Some(token) => params.continue_token = Some(token),
+                Some(token) => {
+                    // Later pages are read at the first page's revision, which the token carries.
+                    params.continue_token = Some(token);
+                    params.resource_version = None;
+                    params.resource_version_match = None;
+                }
                 None => return Ok((items, page.metadata.resource_version.unwrap_or_default())),
             }
         }

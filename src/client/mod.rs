@@ -34,6 +34,8 @@ use tls::TlsConnector;
 /// The most times a request is retried when the server answers 429 or 5xx with a
 /// `Retry-After` header (client-go's `maxRetries`).
 const MAX_RETRY_AFTER_RETRIES: u32 = 10;
+/// How long opening a watch connection may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest answer body we read into memory (a page of a list, an object).
 const MAX_BODY_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -256,7 +258,8 @@ impl Timeout {
         let config = agent.configure_request(request);
         match self {
             Timeout::Total(t) => config.timeout_global(Some(t)).build(),
-            Timeout::Idle(t) => config.timeout_per_read(Some(t)).build(),
+            // Connecting still has a bound; only the streamed body may take minutes.
+            Timeout::Idle(t) => config.timeout_connect(Some(CONNECT_TIMEOUT)).timeout_per_read(Some(t)).build(),
         }
     }
 }

@@ -1,6 +1,22 @@
 //! `kcm-sandbox`: an in-memory Kubernetes API server with simulated nodes, for trying the
 //! controller manager on a machine with no cluster and for our integration tests.
 
+pub mod admission;
+pub mod api;
+pub mod auth;
+pub mod convert;
+pub mod defaults;
+pub mod discovery;
+pub mod faults;
 pub mod http;
+pub mod objects;
+pub mod patch;
+pub mod rbac;
 pub mod resources;
+pub mod selectors;
+pub mod status;
 pub mod store;
+pub mod subresources;
+pub mod watch;
+pub mod services;
+pub mod server;

@@ -72,6 +72,24 @@ impl ResourceType {
     pub fn has_status(&self) -> bool {
         self.subresource("status").is_some()
     }
+
+    /// Whether a PUT to a missing object creates it (the registries' `AllowCreateOnUpdate`).
+    pub fn create_on_update(&self) -> bool {
+        matches!(
+            (self.group, self.plural),
+            ("", "endpoints" | "events" | "limitranges")
+                | ("events.k8s.io", "events")
+                | ("coordination.k8s.io", "leases")
+                | ("discovery.k8s.io", "endpointslices")
+                | ("rbac.authorization.k8s.io", _)
+        )
+    }
+
+    /// Whether a completed DELETE answers with the object rather than a `Status` (the
+    /// registries' `ReturnDeletedObject`).
+    pub fn returns_deleted_object(&self) -> bool {
+        matches!((self.group, self.plural), ("", "pods" | "serviceaccounts") | ("storage.k8s.io", "storageclasses"))
+    }
 }
 
 const STATUS: Subresource = Subresource { name: "status", kind: "", group_version: "", verbs: Verbs::GetUpdate };

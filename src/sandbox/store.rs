@@ -139,6 +139,16 @@ impl Store {
         Ok(Subscription { backlog, changes: rx })
     }
 
+    /// The current objects of a resource and a subscription to every later change, taken
+    /// atomically (a watch from "now" that starts with the existing objects).
+    pub fn snapshot_and_subscribe(&self, storage: &'static str) -> (Vec<Arc<Value>>, u64, Receiver<Arc<Change>>) {
+        let mut state = self.state.lock();
+        let objects = collect(state.objects.get(storage), None);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        state.subscribers.push((storage, tx));
+        (objects, state.revision, rx)
+    }
+
     /// Forgets the history: any older resourceVersion is now Gone (fault injection).
     pub fn compact(&self) {
         let mut state = self.state.lock();

@@ -1,0 +1,373 @@
+//! Checks across flags, as upstream's `Validate()` and the checks its controllers and leader
+//! elector make when they start: done here so a bad combination stops the process at once
+//! with a message naming the flags, instead of failing later in a controller.
+
+use std::time::Duration;
+
+use super::FlagError;
+use super::duration::format_go_duration;
+use super::feature_gates::FeatureGates;
+use super::options::{
+    AttachDetachOptions, CloudOptions, CsrSigningOptions, LeaderElection, LogsOptions,
+    MetricsOptions, NodeIpamOptions, Options, SecureServingOptions, SignerFiles,
+};
+use super::values::{Cidr, KUBE_VERSION};
+
+/// Checks the options the way upstream v1.33 does; the first problem found is returned.
+pub(crate) fn validate(options: &Options) -> Result<(), FlagError> {
+    let controllers = &options.generic.controllers;
+    leader_election(&options.generic.leader_election)?;
+    cloud_provider(&options.cloud)?;
+    secure_serving(&options.secure_serving)?;
+    worker_counts(options)?;
+    csr_signing(&options.csr_signing)?;
+    metrics(&options.metrics)?;
+    logs(&options.logs, &options.generic.feature_gates)?;
+    if controllers.is_enabled("persistentvolume-attach-detach-controller") {
+        attach_detach(&options.attach_detach)?;
+    }
+    // Upstream checks the IPAM settings only when the node IPAM controller starts.
+    if options.node_ipam.allocate_node_cidrs && controllers.is_enabled("node-ipam-controller") {
+        node_ipam(&options.node_ipam)?;
+    }
+    Ok(())
+}
+
+fn invalid(message: String) -> Result<(), FlagError> {
+    Err(FlagError::Invalid(message))
+}
+
+/// client-go's `JitterFactor`: the renew deadline must outlast a jittered retry period.
+const LEADER_ELECTION_JITTER: f64 = 1.2;
+
+/// The leader elector's own checks (client-go `NewLeaderElector`), made only when leader
+/// election runs, plus upstream's rule that the lock is a Lease.
+fn leader_election(le: &LeaderElection) -> Result<(), FlagError> {
+    if !le.leader_elect {
+        return Ok(());
+    }
+    if le.resource_lock != "leases" {
+        return invalid(format!(
+            "--leader-elect-resource-lock must be \"leases\", the only lock kind upstream 1.33 \
+             supports, got {:?}",
+            le.resource_lock
+        ));
+    }
+    for (flag, value) in [
+        ("--leader-elect-lease-duration", le.lease_duration),
+        ("--leader-elect-renew-deadline", le.renew_deadline),
+        ("--leader-elect-retry-period", le.retry_period),
+    ] {
+        if value.is_zero() {
+            return invalid(format!("{flag} must be greater than zero"));
+        }
+    }
+    let show = format_go_duration;
+    if le.lease_duration <= le.renew_deadline {
+        return invalid(format!(
+            "--leader-elect-lease-duration ({}) must be greater than \
+             --leader-elect-renew-deadline ({})",
+            show(le.lease_duration),
+            show(le.renew_deadline)
+        ));
+    }
+    let jittered_retry = le.retry_period.mul_f64(LEADER_ELECTION_JITTER);
+    if le.renew_deadline <= jittered_retry {
+        return invalid(format!(
+            "--leader-elect-renew-deadline ({}) must be greater than {LEADER_ELECTION_JITTER} \
+             times --leader-elect-retry-period ({})",
+            show(le.renew_deadline),
+            show(le.retry_period)
+        ));
+    }
+    for (flag, value) in [
+        ("--leader-elect-resource-name", &le.resource_name),
+        ("--leader-elect-resource-namespace", &le.resource_namespace),
+    ] {
+        if value.is_empty() {
+            return invalid(format!("{flag} must not be empty"));
+        }
+    }
+    Ok(())
+}
+
+/// Upstream 1.33 has no built-in cloud providers: any other name fails when it starts.
+fn cloud_provider(cloud: &CloudOptions) -> Result<(), FlagError> {
+    if cloud.provider.is_empty() || cloud.provider == "external" {
+        return Ok(());
+    }
+    invalid(format!(
+        "--cloud-provider={:?}: built-in cloud providers were removed upstream; use \
+         --cloud-provider=external and an external cloud controller manager",
+        cloud.provider
+    ))
+}
+
+fn secure_serving(serving: &SecureServingOptions) -> Result<(), FlagError> {
+    if serving.tls_cert_file.is_empty() != serving.tls_private_key_file.is_empty() {
+        return invalid(
+            "--tls-cert-file and --tls-private-key-file must be set together".to_string(),
+        );
+    }
+    if serving.http2_max_streams_per_connection < 0 {
+        return invalid("--http2-max-streams-per-connection can not be negative".to_string());
+    }
+    Ok(())
+}
+
+/// The worker counts upstream bounds.
+fn worker_counts(options: &Options) -> Result<(), FlagError> {
+    let c = &options.concurrency;
+    for (flag, value) in [
+        ("--concurrent-cron-job-syncs", c.cron_job_syncs),
+        (
+            "--concurrent-ephemeralvolume-syncs",
+            c.ephemeral_volume_syncs,
+        ),
+        (
+            "--concurrent-horizontal-pod-autoscaler-syncs",
+            c.horizontal_pod_autoscaler_syncs,
+        ),
+        ("--concurrent-job-syncs", c.job_syncs),
+        (
+            "--concurrent-validating-admission-policy-status-syncs",
+            c.validating_admission_policy_status_syncs,
+        ),
+    ] {
+        if value < 1 {
+            return invalid(format!("{flag} must be greater than 0, but got {value}"));
+        }
+    }
+    let e = &options.endpoints;
+    for (flag, value, max) in [
+        (
+            "--concurrent-service-endpoint-syncs",
+            c.service_endpoint_syncs,
+            50,
+        ),
+        ("--max-endpoints-per-slice", e.max_endpoints_per_slice, 1000),
+        (
+            "--mirroring-concurrent-service-endpoint-syncs",
+            c.mirroring_service_endpoint_syncs,
+            50,
+        ),
+        (
+            "--mirroring-max-endpoints-per-subset",
+            e.mirroring_max_endpoints_per_subset,
+            1000,
+        ),
+    ] {
+        if !(1..=max).contains(&value) {
+            return invalid(format!(
+                "{flag} must be between 1 and {max}, but got {value}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Either one CA for every signer or per-signer CAs, and always certificate and key together.
+fn csr_signing(csr: &CsrSigningOptions) -> Result<(), FlagError> {
+    let set = |files: &SignerFiles| !files.cert_file.is_empty() || !files.key_file.is_empty();
+    let per_signer = [
+        ("kubelet-serving", &csr.kubelet_serving),
+        ("kubelet-client", &csr.kubelet_client),
+        ("kube-apiserver-client", &csr.kube_apiserver_client),
+        ("legacy-unknown", &csr.legacy_unknown),
+    ];
+    if set(&csr.cluster) {
+        if csr.cluster.cert_file.is_empty() || csr.cluster.key_file.is_empty() {
+            return invalid(
+                "cannot specify --cluster-signing-cert-file without --cluster-signing-key-file, \
+                 and vice versa"
+                    .to_string(),
+            );
+        }
+        if per_signer.iter().any(|(_, files)| set(files)) {
+            return invalid(
+                "cannot specify --cluster-signing-{cert,key}-file and other \
+                 --cluster-signing-*-file flags at the same time"
+                    .to_string(),
+            );
+        }
+    }
+    for (signer, files) in per_signer {
+        if set(files) && (files.cert_file.is_empty() || files.key_file.is_empty()) {
+            return invalid(format!(
+                "--cluster-signing-{signer}-cert-file and --cluster-signing-{signer}-key-file \
+                 must be set together"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn metrics(metrics: &MetricsOptions) -> Result<(), FlagError> {
+    let version = &metrics.show_hidden_metrics_for_version;
+    let previous = format!("{}.{}", KUBE_VERSION.major, KUBE_VERSION.minor - 1);
+    if !version.is_empty() && *version != previous {
+        return invalid(format!(
+            "--show-hidden-metrics-for-version must be omitted or have the value '{previous}'. \
+             Only the previous minor version is allowed"
+        ));
+    }
+    if let Some(key) = metrics
+        .allow_metric_labels
+        .keys()
+        .find(|key| !is_metric_label_key(key))
+    {
+        return invalid(format!(
+            "--allow-metric-labels key {key:?} must have the form metricName,labelName"
+        ));
+    }
+    Ok(())
+}
+
+/// `metricName,labelName` with Prometheus' name syntax (metric names may contain `:`).
+fn is_metric_label_key(key: &str) -> bool {
+    let name = |text: &str, colon: bool| {
+        let mut chars = text.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':'))
+    };
+    key.split_once(',')
+        .is_some_and(|(metric, label)| name(metric, true) && name(label, false))
+}
+
+/// The logging options behind feature gates, as upstream's logging configuration validation.
+fn logs(logs: &LogsOptions, gates: &FeatureGates) -> Result<(), FlagError> {
+    if logs.format == "json" && !gates.is_enabled("LoggingBetaOptions") {
+        return invalid(
+            "--logging-format=json needs the LoggingBetaOptions feature gate".to_string(),
+        );
+    }
+    let alpha = gates.is_enabled("LoggingAlphaOptions");
+    for (flag, used) in [
+        ("--log-text-split-stream", logs.text.split_stream),
+        (
+            "--log-text-info-buffer-size",
+            logs.text.info_buffer_size > 0,
+        ),
+        ("--log-json-split-stream", logs.json.split_stream),
+        (
+            "--log-json-info-buffer-size",
+            logs.json.info_buffer_size > 0,
+        ),
+    ] {
+        if used && !alpha {
+            return invalid(format!("{flag} needs the LoggingAlphaOptions feature gate"));
+        }
+    }
+    Ok(())
+}
+
+fn attach_detach(options: &AttachDetachOptions) -> Result<(), FlagError> {
+    if options.reconcile_sync_period < Duration::from_secs(1) {
+        return invalid(format!(
+            "--attach-detach-reconcile-sync-period ({}) must be at least 1s",
+            format_go_duration(options.reconcile_sync_period)
+        ));
+    }
+    Ok(())
+}
+
+/// Node CIDR mask sizes used when none is given.
+const DEFAULT_NODE_MASK_IPV4: i32 = 24;
+const DEFAULT_NODE_MASK_IPV6: i32 = 64;
+/// The range allocator's limit on how many more bits a node IPv6 CIDR may have than the
+/// cluster's (its bitmap size).
+const MAX_IPV6_SUBNET_BITS: i32 = 16;
+
+/// The node IPAM controller's start-up checks (upstream `startNodeIpamController`,
+/// `setNodeCIDRMaskSizes` and the range allocator).
+fn node_ipam(ipam: &NodeIpamOptions) -> Result<(), FlagError> {
+    match ipam.cidr_allocator_type.as_str() {
+        "RangeAllocator" => {}
+        "CloudAllocator" => {
+            return invalid(
+                "--cidr-allocator-type is set to 'CloudAllocator' but cloud provider is not \
+                 configured"
+                    .to_string(),
+            );
+        }
+        other => {
+            return invalid(format!(
+                "--cidr-allocator-type={other:?} is not a CIDR allocator type (use RangeAllocator)"
+            ));
+        }
+    }
+    if ipam.cluster_cidrs.is_empty() {
+        return invalid(
+            "--cluster-cidr is required when --allocate-node-cidrs is true".to_string(),
+        );
+    }
+    for cidr in &ipam.cluster_cidrs {
+        let (flag, mask) = node_mask(ipam, cidr)?;
+        let limit = if cidr.is_ipv6() { 128 } else { 32 };
+        let cluster_prefix = i32::from(cidr.prefix_len);
+        if !(0..=limit).contains(&mask) {
+            return invalid(format!("{flag} ({mask}) must be between 0 and {limit}"));
+        }
+        if mask < cluster_prefix {
+            return invalid(format!(
+                "{flag} ({mask}) must not be smaller than the prefix length of --cluster-cidr \
+                 {cidr}"
+            ));
+        }
+        if cidr.is_ipv6() && mask - cluster_prefix > MAX_IPV6_SUBNET_BITS {
+            return invalid(format!(
+                "{flag} ({mask}) is too large for --cluster-cidr {cidr}: node CIDRs may have at \
+                 most {MAX_IPV6_SUBNET_BITS} more bits than the cluster CIDR"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The node mask size for one cluster CIDR and the flag it comes from, with upstream's rules
+/// on which of `--node-cidr-mask-size{,-ipv4,-ipv6}` may be combined.
+fn node_mask(ipam: &NodeIpamOptions, cidr: &Cidr) -> Result<(&'static str, i32), FlagError> {
+    let generic = ipam.node_cidr_mask_size;
+    let (v4, v6) = (ipam.node_cidr_mask_size_ipv4, ipam.node_cidr_mask_size_ipv6);
+    let dual_stack = ipam.cluster_cidrs.len() > 1;
+    let fail = |message: &str| Err(FlagError::Invalid(message.to_string()));
+    if generic != 0 {
+        if dual_stack {
+            return fail("usage of --node-cidr-mask-size is not allowed with dual-stack clusters");
+        }
+        if v4 != 0 || v6 != 0 {
+            return fail(
+                "usage of --node-cidr-mask-size-ipv4 and --node-cidr-mask-size-ipv6 is not \
+                 allowed if --node-cidr-mask-size is set. For dual-stack clusters please unset it \
+                 and use IPFamily specific flags",
+            );
+        }
+        return Ok(("--node-cidr-mask-size", generic));
+    }
+    if !dual_stack {
+        if v4 != 0 && cidr.is_ipv6() {
+            return fail(
+                "usage of --node-cidr-mask-size-ipv4 is not allowed for a single-stack IPv6 cluster",
+            );
+        }
+        if v6 != 0 && !cidr.is_ipv6() {
+            return fail(
+                "usage of --node-cidr-mask-size-ipv6 is not allowed for a single-stack IPv4 cluster",
+            );
+        }
+    }
+    Ok(match (cidr.is_ipv6(), v4, v6) {
+        (false, 0, _) => (
+            "the default IPv4 node CIDR mask size",
+            DEFAULT_NODE_MASK_IPV4,
+        ),
+        (false, mask, _) => ("--node-cidr-mask-size-ipv4", mask),
+        (true, _, 0) => (
+            "the default IPv6 node CIDR mask size",
+            DEFAULT_NODE_MASK_IPV6,
+        ),
+        (true, _, mask) => ("--node-cidr-mask-size-ipv6", mask),
+    })
+}

@@ -1,0 +1,1129 @@
+//! The value types of the flags and how each parses its text, mirroring the pflag (Go) type
+//! upstream uses for the flag: Go's `strconv` number and bool syntax, pflag's CSV string
+//! slices, klog's verbosity and vmodule, Kubernetes quantities and so on.
+//!
+//! Each type is a zero-sized marker implementing [`FlagValue`]; the flag table names the marker
+//! and the field the value goes to, so one table line is all a flag needs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::duration::parse_go_duration;
+use super::feature_gates::FeatureGates;
+use crate::controllers::ControllerSelection;
+
+/// How a value is being set, for the types where repeating a flag accumulates (pflag's string
+/// slices and maps): the first explicit use replaces the default, later uses add to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SetMode {
+    /// The table default, applied before any argument is read.
+    Default,
+    /// The first time the flag appears on the command line.
+    First,
+    /// A later appearance of the same flag.
+    Repeat,
+}
+
+impl SetMode {
+    fn replaces(self) -> bool {
+        self != SetMode::Repeat
+    }
+}
+
+/// How `--help` shows a flag's default, following pflag's rules for its type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DefaultStyle {
+    /// Go-quoted (`(default "leases")`); hidden when empty.
+    Quoted,
+    /// As written (`(default 15s)`); hidden for zero values (`0`, `0s`, `false`, empty).
+    Plain,
+    /// In brackets (`(default [*])`); hidden when empty.
+    List,
+    /// In brackets even when empty (`(default [])`), as pflag does for map-like types.
+    AlwaysList,
+}
+
+/// What kind of value a flag takes, as its help line and the parser need to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueKind {
+    /// pflag's type name (`duration`, `int32`, `strings`, `bool`, ...).
+    pub type_name: &'static str,
+    /// The value used when the flag is given without one (`--leader-elect`); `None` when a
+    /// value is required. A flag with one never takes the next argument as its value.
+    pub no_value_default: Option<&'static str>,
+    pub(crate) default_style: DefaultStyle,
+}
+
+impl ValueKind {
+    const fn required(type_name: &'static str, default_style: DefaultStyle) -> ValueKind {
+        ValueKind {
+            type_name,
+            no_value_default: None,
+            default_style,
+        }
+    }
+
+    /// The `(default ...)` text of a help line for this default literal, if pflag shows one.
+    pub(crate) fn help_default(&self, literal: &str) -> Option<String> {
+        match self.default_style {
+            DefaultStyle::Quoted if literal.is_empty() => None,
+            DefaultStyle::Quoted => Some(go_quote(literal)),
+            DefaultStyle::Plain if matches!(literal, "" | "0" | "0s" | "false") => None,
+            DefaultStyle::Plain => Some(literal.to_string()),
+            DefaultStyle::List if literal.is_empty() => None,
+            DefaultStyle::List | DefaultStyle::AlwaysList => Some(format!("[{literal}]")),
+        }
+    }
+}
+
+/// A value type of a flag: where its value lives and how text becomes that value.
+pub(crate) trait FlagValue {
+    type Target: Default;
+    const KIND: ValueKind;
+    /// Parses `raw` into `target`. The error says what is wrong with the value; the caller
+    /// adds which flag and value it was.
+    fn assign(target: &mut Self::Target, raw: &str, mode: SetMode) -> Result<(), String>;
+}
+
+/// Quotes like Go's `%q` for the strings flags hold (printable text).
+pub(crate) fn go_quote(text: &str) -> String {
+    format!("{text:?}")
+}
+
+/// Go's `strconv.ParseBool`.
+pub(crate) fn parse_go_bool(text: &str) -> Result<bool, String> {
+    match text {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        _ => Err("not a boolean (use true or false)".to_string()),
+    }
+}
+
+/// Go's `strconv.ParseInt(text, 0, bits)`: optional sign, then decimal, `0x` hex, `0o`/`0`
+/// octal or `0b` binary, with `_` between digits allowed only after such a prefix.
+pub(crate) fn parse_go_int(text: &str, bits: u32) -> Result<i64, String> {
+    let not_integer = || "not an integer".to_string();
+    let (negative, body) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits, prefixed) = if let Some(rest) = lower.strip_prefix("0x") {
+        (16, rest, true)
+    } else if let Some(rest) = lower.strip_prefix("0b") {
+        (2, rest, true)
+    } else if let Some(rest) = lower.strip_prefix("0o") {
+        (8, rest, true)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, &lower[1..], true)
+    } else {
+        (10, lower.as_str(), false)
+    };
+    if digits.contains('_') && (!prefixed || digits.ends_with('_') || digits.contains("__")) {
+        return Err(not_integer());
+    }
+    let cleaned: String = digits.chars().filter(|c| *c != '_').collect();
+    if cleaned.is_empty() || !cleaned.chars().all(|c| c.is_digit(radix)) {
+        return Err(not_integer());
+    }
+    let out_of_range = || format!("value out of range for a {bits}-bit integer");
+    let magnitude = u64::from_str_radix(&cleaned, radix).map_err(|_| out_of_range())?;
+    let limit = 1u64 << (bits - 1);
+    if negative {
+        if magnitude > limit {
+            return Err(out_of_range());
+        }
+        Ok((magnitude as i64).wrapping_neg())
+    } else if magnitude >= limit {
+        Err(out_of_range())
+    } else {
+        Ok(magnitude as i64)
+    }
+}
+
+/// Go's `strconv.ParseFloat` for the decimal forms flags use, as an `f64`.
+fn parse_go_float(text: &str) -> Result<f64, String> {
+    let plain = text.trim_start_matches(['+', '-']);
+    let word = plain.eq_ignore_ascii_case("inf")
+        || plain.eq_ignore_ascii_case("infinity")
+        || plain.eq_ignore_ascii_case("nan");
+    let numeric = !plain.is_empty()
+        && plain
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
+    if !(word || numeric) {
+        return Err("not a number".to_string());
+    }
+    let value: f64 = text.parse().map_err(|_| "not a number".to_string())?;
+    if value.is_infinite() && !word {
+        return Err("value out of range".to_string());
+    }
+    Ok(value)
+}
+
+/// One record of Go's `encoding/csv` with default settings, which is how pflag splits string
+/// slices: commas separate fields, a field may be double-quoted (`""` is a quote inside it).
+pub(crate) fn read_csv_record(text: &str) -> Result<Vec<String>, String> {
+    let mut fields = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        let mut field = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next() {
+                    None => return Err("extraneous or missing \" in quoted-field".to_string()),
+                    Some('"') => match chars.peek() {
+                        Some('"') => {
+                            chars.next();
+                            field.push('"');
+                        }
+                        Some(',') | Some('\n') | Some('\r') | None => break,
+                        Some(_) => {
+                            return Err("extraneous or missing \" in quoted-field".to_string());
+                        }
+                    },
+                    Some(c) => field.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if matches!(c, ',' | '\n' | '\r') {
+                    break;
+                }
+                if c == '"' {
+                    return Err("bare \" in non-quoted-field".to_string());
+                }
+                field.push(c);
+                chars.next();
+            }
+        }
+        fields.push(field);
+        match chars.next() {
+            Some(',') => continue,
+            // A record ends at the first line break; Go's reader returns only that record.
+            _ => return Ok(fields),
+        }
+    }
+}
+
+/// pflag's string-slice syntax: empty text is an empty list, anything else one CSV record.
+fn read_list(text: &str) -> Result<Vec<String>, String> {
+    if text.is_empty() {
+        Ok(Vec::new())
+    } else {
+        read_csv_record(text)
+    }
+}
+
+/// Replaces or extends a list as pflag does for repeated slice flags.
+fn merge_list<T>(target: &mut Vec<T>, items: Vec<T>, mode: SetMode) {
+    if mode.replaces() {
+        *target = items;
+    } else {
+        target.extend(items);
+    }
+}
+
+/// `true`/`false` (pflag `bool`); the bare flag means `true`.
+pub(crate) struct Bool;
+
+impl FlagValue for Bool {
+    type Target = bool;
+    const KIND: ValueKind = ValueKind {
+        type_name: "bool",
+        no_value_default: Some("true"),
+        default_style: DefaultStyle::Plain,
+    };
+    fn assign(target: &mut bool, raw: &str, _: SetMode) -> Result<(), String> {
+        *target = parse_go_bool(raw)?;
+        Ok(())
+    }
+}
+
+/// Any text (pflag `string`).
+pub(crate) struct Str;
+
+impl FlagValue for Str {
+    type Target = String;
+    const KIND: ValueKind = ValueKind::required("string", DefaultStyle::Quoted);
+    fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), String> {
+        *target = raw.to_string();
+        Ok(())
+    }
+}
+
+/// A comma-separated list; repeating the flag appends (pflag `strings`).
+pub(crate) struct Strings;
+
+impl FlagValue for Strings {
+    type Target = Vec<String>;
+    const KIND: ValueKind = ValueKind::required("strings", DefaultStyle::List);
+    fn assign(target: &mut Vec<String>, raw: &str, mode: SetMode) -> Result<(), String> {
+        merge_list(target, read_list(raw)?, mode);
+        Ok(())
+    }
+}
+
+/// A Go duration such as `40s` or `5m0s` (pflag `duration`).
+pub(crate) struct GoDuration;
+
+impl FlagValue for GoDuration {
+    type Target = Duration;
+    const KIND: ValueKind = ValueKind::required("duration", DefaultStyle::Plain);
+    fn assign(target: &mut Duration, raw: &str, _: SetMode) -> Result<(), String> {
+        *target = parse_go_duration(raw)?;
+        Ok(())
+    }
+}
+
+/// A 32-bit integer (pflag `int32`).
+pub(crate) struct Int32;
+
+impl FlagValue for Int32 {
+    type Target = i32;
+    const KIND: ValueKind = ValueKind::required("int32", DefaultStyle::Plain);
+    fn assign(target: &mut i32, raw: &str, _: SetMode) -> Result<(), String> {
+        *target = i32::try_from(parse_go_int(raw, 32)?)
+            .map_err(|_| "value out of range for a 32-bit integer".to_string())?;
+        Ok(())
+    }
+}
+
+/// A Go `int`, 64 bits on the platforms Kubernetes ships for (pflag `int`).
+pub(crate) struct Int;
+
+impl FlagValue for Int {
+    type Target = i64;
+    const KIND: ValueKind = ValueKind::required("int", DefaultStyle::Plain);
+    fn assign(target: &mut i64, raw: &str, _: SetMode) -> Result<(), String> {
+        *target = parse_go_int(raw, 64)?;
+        Ok(())
+    }
+}
+
+/// A TCP port given as an `int`; 0 means "do not listen".
+pub(crate) struct Port;
+
+impl FlagValue for Port {
+    type Target = u16;
+    const KIND: ValueKind = ValueKind::required("int", DefaultStyle::Plain);
+    fn assign(target: &mut u16, raw: &str, _: SetMode) -> Result<(), String> {
+        let value = parse_go_int(raw, 64)?;
+        *target = u16::try_from(value)
+            .map_err(|_| "must be between 0 and 65535, inclusive (0 turns it off)".to_string())?;
+        Ok(())
+    }
+}
+
+/// A single-precision float (pflag `float32`).
+pub(crate) struct Float32;
+
+impl FlagValue for Float32 {
+    type Target = f32;
+    const KIND: ValueKind = ValueKind::required("float32", DefaultStyle::Plain);
+    fn assign(target: &mut f32, raw: &str, _: SetMode) -> Result<(), String> {
+        let value = parse_go_float(raw)?;
+        let narrowed = value as f32;
+        if narrowed.is_infinite() && value.is_finite() {
+            return Err("value out of range".to_string());
+        }
+        *target = narrowed;
+        Ok(())
+    }
+}
+
+/// A double-precision float (pflag `float64`, shown as `float`).
+pub(crate) struct Float64;
+
+impl FlagValue for Float64 {
+    type Target = f64;
+    const KIND: ValueKind = ValueKind::required("float64", DefaultStyle::Plain);
+    fn assign(target: &mut f64, raw: &str, _: SetMode) -> Result<(), String> {
+        *target = parse_go_float(raw)?;
+        Ok(())
+    }
+}
+
+/// An IPv4 or IPv6 address; empty means unset (pflag `ip`).
+pub(crate) struct Ip;
+
+impl FlagValue for Ip {
+    type Target = Option<IpAddr>;
+    const KIND: ValueKind = ValueKind::required("ip", DefaultStyle::Plain);
+    fn assign(target: &mut Option<IpAddr>, raw: &str, _: SetMode) -> Result<(), String> {
+        let text = raw.trim();
+        *target = if text.is_empty() {
+            None
+        } else {
+            Some(
+                text.parse()
+                    .map_err(|_| format!("failed to parse IP: {}", go_quote(raw)))?,
+            )
+        };
+        Ok(())
+    }
+}
+
+/// An IP network in CIDR notation, stored with the host bits cleared as Go's `ParseCIDR` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    /// The network address (host bits zero).
+    pub address: IpAddr,
+    pub prefix_len: u8,
+}
+
+impl Cidr {
+    /// Parses `10.244.0.0/16` or `fd00::/108`.
+    pub fn parse(text: &str) -> Result<Cidr, String> {
+        let invalid = || format!("invalid CIDR address: {text}");
+        let (address, prefix) = text.split_once('/').ok_or_else(invalid)?;
+        let address: IpAddr = address.parse().map_err(|_| invalid())?;
+        if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        let prefix_len: u8 = prefix.parse().map_err(|_| invalid())?;
+        let address = match address {
+            IpAddr::V4(v4) if prefix_len <= 32 => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(prefix_len))
+                    .unwrap_or(0);
+                IpAddr::V4((u32::from(v4) & mask).into())
+            }
+            IpAddr::V6(v6) if prefix_len <= 128 => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(prefix_len))
+                    .unwrap_or(0);
+                IpAddr::V6((u128::from(v6) & mask).into())
+            }
+            _ => return Err(invalid()),
+        };
+        Ok(Cidr {
+            address,
+            prefix_len,
+        })
+    }
+
+    pub fn is_ipv6(&self) -> bool {
+        self.address.is_ipv6()
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.address, self.prefix_len)
+    }
+}
+
+/// Up to two comma-separated CIDRs, one per IP family (dual-stack); shown as a `string` like
+/// upstream, which keeps these flags as plain strings and splits them where they are used.
+pub(crate) struct Cidrs;
+
+impl FlagValue for Cidrs {
+    type Target = Vec<Cidr>;
+    const KIND: ValueKind = ValueKind::required("string", DefaultStyle::Quoted);
+    fn assign(target: &mut Vec<Cidr>, raw: &str, _: SetMode) -> Result<(), String> {
+        let text = raw.trim();
+        let cidrs = if text.is_empty() {
+            Vec::new()
+        } else {
+            text.split(',')
+                .map(|item| Cidr::parse(item.trim()))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        match cidrs.as_slice() {
+            [] | [_] => {}
+            [a, b] if a.is_ipv6() != b.is_ipv6() => {}
+            [_, _] => {
+                return Err(
+                    "two CIDRs must be one IPv4 and one IPv6 range (dual-stack)".to_string()
+                );
+            }
+            _ => return Err("at most two CIDRs (one per IP family) are allowed".to_string()),
+        }
+        *target = cidrs;
+        Ok(())
+    }
+}
+
+/// `--controllers`: a string slice of controller names, checked against the known ones.
+pub(crate) struct Controllers;
+
+impl FlagValue for Controllers {
+    type Target = ControllerSelection;
+    const KIND: ValueKind = ValueKind::required("strings", DefaultStyle::List);
+    fn assign(target: &mut ControllerSelection, raw: &str, mode: SetMode) -> Result<(), String> {
+        if mode.replaces() {
+            *target = ControllerSelection::none();
+        }
+        for item in read_list(raw)? {
+            target.push(&item).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// `--feature-gates`: `[kube:]Name=bool` pairs; repeating the flag adds more.
+pub(crate) struct Gates;
+
+impl FlagValue for Gates {
+    type Target = FeatureGates;
+    const KIND: ValueKind =
+        ValueKind::required("colonSeparatedMultimapStringString", DefaultStyle::Quoted);
+    fn assign(target: &mut FeatureGates, raw: &str, _: SetMode) -> Result<(), String> {
+        target.set_from_flag(raw)
+    }
+}
+
+/// pflag `stringToString`: `key=value` pairs; with more than one pair the text is CSV.
+pub(crate) struct StringMap;
+
+impl FlagValue for StringMap {
+    type Target = BTreeMap<String, String>;
+    const KIND: ValueKind = ValueKind::required("stringToString", DefaultStyle::AlwaysList);
+    fn assign(
+        target: &mut BTreeMap<String, String>,
+        raw: &str,
+        mode: SetMode,
+    ) -> Result<(), String> {
+        let pairs = match raw.matches('=').count() {
+            0 => return Err(format!("{raw} must be formatted as key=value")),
+            1 => vec![raw.trim_matches('"').to_string()],
+            _ => read_csv_record(raw)?,
+        };
+        let mut parsed = BTreeMap::new();
+        for pair in pairs {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{pair} must be formatted as key=value"))?;
+            parsed.insert(key.to_string(), value.to_string());
+        }
+        if mode.replaces() {
+            *target = parsed;
+        } else {
+            target.extend(parsed);
+        }
+        Ok(())
+    }
+}
+
+/// A certificate and key for SNI serving, optionally with the names it serves.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NamedCertKey {
+    pub cert_file: String,
+    pub key_file: String,
+    /// Domain patterns; empty means "the names in the certificate".
+    pub names: Vec<String>,
+}
+
+/// `--tls-sni-cert-key`: `cert,key[:name,...]`, repeatable (upstream `namedCertKey`).
+pub(crate) struct NamedCertKeys;
+
+impl FlagValue for NamedCertKeys {
+    type Target = Vec<NamedCertKey>;
+    const KIND: ValueKind = ValueKind::required("namedCertKey", DefaultStyle::AlwaysList);
+    fn assign(target: &mut Vec<NamedCertKey>, raw: &str, mode: SetMode) -> Result<(), String> {
+        let (files, names) = match raw.split_once(':') {
+            Some((files, names)) => {
+                let names = names.trim();
+                if names.is_empty() {
+                    return Err("empty names list is not allowed".to_string());
+                }
+                let names = names.split(',').map(|n| n.trim().to_string()).collect();
+                (files.trim(), names)
+            }
+            None => (raw.trim(), Vec::new()),
+        };
+        let Some((cert_file, key_file)) =
+            files.split_once(',').filter(|(_, key)| !key.contains(','))
+        else {
+            return Err("expected comma separated certificate and key file paths".to_string());
+        };
+        let pair = NamedCertKey {
+            cert_file: cert_file.trim().to_string(),
+            key_file: key_file.trim().to_string(),
+            names,
+        };
+        merge_list(target, vec![pair], mode);
+        Ok(())
+    }
+}
+
+/// A Kubernetes resource quantity in bytes (`512`, `1K`, `2Ki`, `5Mi`), rounded up.
+pub(crate) struct Quantity;
+
+impl FlagValue for Quantity {
+    type Target = u64;
+    const KIND: ValueKind = ValueKind::required("quantity", DefaultStyle::Plain);
+    fn assign(target: &mut u64, raw: &str, _: SetMode) -> Result<(), String> {
+        *target = parse_quantity(raw)?;
+        Ok(())
+    }
+}
+
+/// Parses a non-negative quantity into a whole number, rounding fractions up as
+/// `Quantity.Value()` does.
+fn parse_quantity(text: &str) -> Result<u64, String> {
+    let invalid = || {
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".to_string()
+    };
+    let body = text.strip_prefix('+').unwrap_or(text);
+    if body.starts_with('-') {
+        return Err("must not be negative".to_string());
+    }
+    let number_len = body
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(body.len());
+    let (number, suffix) = body.split_at(number_len);
+    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+        return Err(invalid());
+    }
+    let value: f64 = number.parse().map_err(|_| invalid())?;
+    let multiplier: f64 = match suffix {
+        "" => 1.0,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        exponent if exponent.starts_with(['e', 'E']) => {
+            let power: i32 = exponent[1..].parse().map_err(|_| invalid())?;
+            10f64.powi(power)
+        }
+        _ => return Err(invalid()),
+    };
+    let bytes = (value * multiplier).ceil();
+    if !bytes.is_finite() || bytes > u64::MAX as f64 {
+        return Err("value out of range".to_string());
+    }
+    Ok(bytes as u64)
+}
+
+/// klog's `-v`: a non-negative 32-bit verbosity level.
+pub(crate) struct Verbosity;
+
+impl FlagValue for Verbosity {
+    type Target = u32;
+    const KIND: ValueKind = ValueKind::required("Level", DefaultStyle::Plain);
+    fn assign(target: &mut u32, raw: &str, _: SetMode) -> Result<(), String> {
+        *target = parse_level(raw)?;
+        Ok(())
+    }
+}
+
+/// Go's `strconv.ParseUint(text, 10, bits)`.
+fn parse_level(text: &str) -> Result<u32, String> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("not a non-negative integer".to_string());
+    }
+    text.parse()
+        .map_err(|_| "value out of range for a verbosity level".to_string())
+}
+
+/// One `pattern=N` item of `--vmodule`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VModuleItem {
+    /// A file name pattern (`*` and `?` wildcards, no extension), as klog matches it.
+    pub pattern: String,
+    pub verbosity: u32,
+}
+
+/// `--vmodule`: `pattern=N,...`, appended on repetition as upstream does.
+pub(crate) struct VModule;
+
+impl FlagValue for VModule {
+    type Target = Vec<VModuleItem>;
+    const KIND: ValueKind = ValueKind::required("pattern=N,...", DefaultStyle::Quoted);
+    fn assign(target: &mut Vec<VModuleItem>, raw: &str, mode: SetMode) -> Result<(), String> {
+        let mut items = Vec::new();
+        for item in raw.split(',').filter(|item| !item.is_empty()) {
+            let (pattern, level) = match item.split('=').collect::<Vec<_>>()[..] {
+                [pattern, level] if !pattern.is_empty() && !level.is_empty() => (pattern, level),
+                _ => return Err(format!("{item:?} does not have the pattern=N format")),
+            };
+            let verbosity = parse_level(level)
+                .ok()
+                .filter(|v| *v <= i32::MAX as u32)
+                .ok_or_else(|| format!("parsing verbosity in {item:?}: not a valid level"))?;
+            items.push(VModuleItem {
+                pattern: pattern.to_string(),
+                verbosity,
+            });
+        }
+        merge_list(target, items, mode);
+        Ok(())
+    }
+}
+
+/// `--logging-format`: one of the registered log formats.
+pub(crate) struct LogFormat;
+
+impl FlagValue for LogFormat {
+    type Target = String;
+    const KIND: ValueKind = Str::KIND;
+    fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), String> {
+        if !matches!(raw, "text" | "json") {
+            return Err(
+                r#"unsupported log format (permitted formats: "json", "text")"#.to_string(),
+            );
+        }
+        *target = raw.to_string();
+        Ok(())
+    }
+}
+
+/// The TLS versions `--tls-min-version` takes (Go's `crypto/tls` names).
+pub(crate) const TLS_VERSIONS: &[&str] = &[
+    "VersionTLS10",
+    "VersionTLS11",
+    "VersionTLS12",
+    "VersionTLS13",
+];
+
+/// `--tls-min-version`: empty or a Go TLS version name.
+pub(crate) struct TlsVersion;
+
+impl FlagValue for TlsVersion {
+    type Target = String;
+    const KIND: ValueKind = Str::KIND;
+    fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), String> {
+        if !raw.is_empty() && !TLS_VERSIONS.contains(&raw) {
+            return Err(format!(
+                "unknown tls version {} (use one of {})",
+                go_quote(raw),
+                TLS_VERSIONS.join(", ")
+            ));
+        }
+        *target = raw.to_string();
+        Ok(())
+    }
+}
+
+/// The cipher suite names `--tls-cipher-suites` accepts: Go's secure suites, then the insecure
+/// ones it still allows by name.
+pub(crate) const CIPHER_SUITES: &[&str] = &[
+    "TLS_AES_128_GCM_SHA256",
+    "TLS_AES_256_GCM_SHA384",
+    "TLS_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_RC4_128_SHA",
+    "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+    "TLS_ECDHE_RSA_WITH_RC4_128_SHA",
+    "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+    "TLS_RSA_WITH_AES_128_CBC_SHA",
+    "TLS_RSA_WITH_AES_128_CBC_SHA256",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256",
+    "TLS_RSA_WITH_AES_256_CBC_SHA",
+    "TLS_RSA_WITH_AES_256_GCM_SHA384",
+    "TLS_RSA_WITH_RC4_128_SHA",
+];
+
+/// `--tls-cipher-suites`: a string slice of known cipher suite names.
+pub(crate) struct CipherSuites;
+
+impl FlagValue for CipherSuites {
+    type Target = Vec<String>;
+    const KIND: ValueKind = Strings::KIND;
+    fn assign(target: &mut Vec<String>, raw: &str, mode: SetMode) -> Result<(), String> {
+        let suites = read_list(raw)?;
+        if let Some(unknown) = suites.iter().find(|s| !CIPHER_SUITES.contains(&s.as_str())) {
+            return Err(format!(
+                "cipher suite {unknown} not supported or doesn't exist"
+            ));
+        }
+        merge_list(target, suites, mode);
+        Ok(())
+    }
+}
+
+/// A Kubernetes minor version such as `1.33`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KubeVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl fmt::Display for KubeVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// The Kubernetes version whose behaviour this controller manager implements.
+pub const KUBE_VERSION: KubeVersion = KubeVersion {
+    major: 1,
+    minor: 33,
+};
+
+/// The oldest version `--emulated-version` accepts (three minors back).
+const OLDEST_EMULATED: KubeVersion = KubeVersion {
+    major: 1,
+    minor: 30,
+};
+
+/// `--emulated-version`: `[kube=]MAJOR.MINOR`, the only component being `kube`.
+pub(crate) struct EmulatedVersion;
+
+impl FlagValue for EmulatedVersion {
+    type Target = Option<KubeVersion>;
+    const KIND: ValueKind = Strings::KIND;
+    fn assign(target: &mut Option<KubeVersion>, raw: &str, _: SetMode) -> Result<(), String> {
+        for item in read_list(raw)? {
+            let (component, version) = item.split_once('=').unwrap_or(("kube", &item));
+            if component.trim() != "kube" {
+                return Err(format!(
+                    "component not registered: {}",
+                    go_quote(component.trim())
+                ));
+            }
+            let version = parse_minor_version(version.trim())?;
+            if version < OLDEST_EMULATED || version > KUBE_VERSION {
+                return Err(format!(
+                    "emulation version {version} is not between [{OLDEST_EMULATED}, {KUBE_VERSION}]"
+                ));
+            }
+            *target = Some(version);
+        }
+        Ok(())
+    }
+}
+
+/// `MAJOR.MINOR` with nothing after it.
+fn parse_minor_version(text: &str) -> Result<KubeVersion, String> {
+    let invalid = || format!("version {} must be of the form MAJOR.MINOR", go_quote(text));
+    let (major, minor) = text.split_once('.').ok_or_else(invalid)?;
+    let number = |part: &str| -> Result<u32, String> {
+        if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        part.parse().map_err(|_| invalid())
+    };
+    Ok(KubeVersion {
+        major: number(major)?,
+        minor: number(minor)?,
+    })
+}
+
+/// What `--version` asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) enum VersionRequest {
+    #[default]
+    NotRequested,
+    /// `--version` or `--version=true`: print the version and exit.
+    Print,
+    /// `--version=raw`: print the detailed version and exit.
+    Raw,
+    /// `--version=v1.33.x...`: keep running, reporting this version.
+    Report(String),
+}
+
+/// `--version[=true|false|raw|vX.Y.Z]` (upstream `verflag`).
+pub(crate) struct Version;
+
+impl FlagValue for Version {
+    type Target = VersionRequest;
+    const KIND: ValueKind = ValueKind {
+        type_name: "version",
+        no_value_default: Some("true"),
+        default_style: DefaultStyle::Plain,
+    };
+    fn assign(target: &mut VersionRequest, raw: &str, _: SetMode) -> Result<(), String> {
+        *target = if raw == "raw" {
+            VersionRequest::Raw
+        } else if let Some(version) = raw.strip_prefix('v') {
+            check_reported_version(version)?;
+            VersionRequest::Report(raw.to_string())
+        } else if parse_go_bool(raw)? {
+            VersionRequest::Print
+        } else {
+            VersionRequest::NotRequested
+        };
+        Ok(())
+    }
+}
+
+/// A version to report must be semantic (`1.33.2`, `1.33.2-rc.1+build`) and of the Kubernetes
+/// minor this binary implements, as upstream only lets the patch level's suffix differ.
+fn check_reported_version(version: &str) -> Result<(), String> {
+    let core = version.split(['-', '+']).next().unwrap_or_default();
+    let parts: Vec<&str> = core.split('.').collect();
+    let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    if parts.len() != 3 || !parts.iter().all(numeric) {
+        return Err(format!(
+            "could not parse {} as a semantic version",
+            go_quote(version)
+        ));
+    }
+    if parts[0] != KUBE_VERSION.major.to_string() || parts[1] != KUBE_VERSION.minor.to_string() {
+        return Err(format!(
+            "version v{version} must match the Kubernetes version {KUBE_VERSION} this binary implements"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set<V: FlagValue>(raw: &str) -> Result<V::Target, String> {
+        let mut target = V::Target::default();
+        V::assign(&mut target, raw, SetMode::First).map(|()| target)
+    }
+
+    #[test]
+    fn bools_take_go_spellings() {
+        for text in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert_eq!(set::<Bool>(text), Ok(true), "{text}");
+        }
+        for text in ["0", "f", "F", "FALSE", "false", "False"] {
+            assert_eq!(set::<Bool>(text), Ok(false), "{text}");
+        }
+        for text in ["", "yes", "on", "tRUE", "2"] {
+            assert!(set::<Bool>(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn integers_take_go_syntax_and_ranges() {
+        assert_eq!(set::<Int32>("42"), Ok(42));
+        assert_eq!(set::<Int32>("+42"), Ok(42));
+        assert_eq!(set::<Int32>("-42"), Ok(-42));
+        assert_eq!(set::<Int32>("0x1f"), Ok(31));
+        assert_eq!(set::<Int32>("010"), Ok(8));
+        assert_eq!(set::<Int32>("0o10"), Ok(8));
+        assert_eq!(set::<Int32>("0b101"), Ok(5));
+        assert_eq!(set::<Int32>("0x_1f"), Ok(31));
+        assert_eq!(set::<Int32>("2147483647"), Ok(i32::MAX));
+        assert_eq!(set::<Int32>("-2147483648"), Ok(i32::MIN));
+        assert_eq!(
+            set::<Int32>("2147483648"),
+            Err("value out of range for a 32-bit integer".into())
+        );
+        for text in ["", "abc", "1.5", "1_000", "0x", "09", "1e3", " 1"] {
+            assert_eq!(set::<Int32>(text), Err("not an integer".into()), "{text}");
+        }
+        assert_eq!(set::<Int>("9223372036854775807"), Ok(i64::MAX));
+        assert!(set::<Int>("9223372036854775808").is_err());
+        assert_eq!(set::<Port>("10257"), Ok(10257));
+        assert_eq!(set::<Port>("0"), Ok(0));
+        assert!(set::<Port>("65536").is_err());
+        assert!(set::<Port>("-1").is_err());
+    }
+
+    #[test]
+    fn floats_take_decimal_syntax() {
+        assert_eq!(set::<Float32>("20"), Ok(20.0));
+        assert_eq!(set::<Float32>("0.55"), Ok(0.55));
+        assert_eq!(set::<Float32>("1e2"), Ok(100.0));
+        assert_eq!(set::<Float32>("-.5"), Ok(-0.5));
+        assert_eq!(set::<Float32>("abc"), Err("not a number".into()));
+        assert_eq!(set::<Float32>(""), Err("not a number".into()));
+        assert_eq!(set::<Float32>("1e39"), Err("value out of range".into()));
+        assert_eq!(set::<Float64>("1e39"), Ok(1e39));
+        assert_eq!(set::<Float64>("1e400"), Err("value out of range".into()));
+        assert!(set::<Float64>("inf").is_ok_and(f64::is_infinite));
+    }
+
+    #[test]
+    fn string_slices_are_csv_and_repeats_append() {
+        assert_eq!(set::<Strings>(""), Ok(vec![]));
+        assert_eq!(set::<Strings>("a,b"), Ok(vec!["a".into(), "b".into()]));
+        assert_eq!(set::<Strings>("a,,b").map(|v| v.len()), Ok(3));
+        assert_eq!(
+            set::<Strings>(r#""a,b",c"#),
+            Ok(vec!["a,b".into(), "c".into()])
+        );
+        assert_eq!(
+            set::<Strings>(r#""say ""hi""""#),
+            Ok(vec![r#"say "hi""#.into()])
+        );
+        assert!(set::<Strings>(r#"a"b"#).is_err());
+        assert!(set::<Strings>(r#""open"#).is_err());
+
+        let mut list = vec!["default".to_string()];
+        Strings::assign(&mut list, "x", SetMode::First).unwrap();
+        Strings::assign(&mut list, "y,z", SetMode::Repeat).unwrap();
+        assert_eq!(list, ["x", "y", "z"]);
+    }
+
+    #[test]
+    fn ips_and_cidrs() {
+        assert_eq!(set::<Ip>("127.0.0.1"), Ok(Some([127, 0, 0, 1].into())));
+        assert_eq!(set::<Ip>("::1").map(|ip| ip.is_some()), Ok(true));
+        assert_eq!(set::<Ip>(""), Ok(None));
+        assert_eq!(
+            set::<Ip>("localhost"),
+            Err(r#"failed to parse IP: "localhost""#.into())
+        );
+
+        let cidrs = set::<Cidrs>("10.244.1.7/16").unwrap();
+        assert_eq!(cidrs[0].to_string(), "10.244.0.0/16");
+        let dual = set::<Cidrs>("10.96.0.0/12, fd00::/108").unwrap();
+        assert_eq!(dual.len(), 2);
+        assert!(dual[1].is_ipv6());
+        assert_eq!(set::<Cidrs>(""), Ok(vec![]));
+        assert!(set::<Cidrs>("10.0.0.0/8,192.168.0.0/16").is_err());
+        assert!(set::<Cidrs>("10.0.0.0/8,fd00::/64,fd01::/64").is_err());
+        for bad in [
+            "10.0.0.0",
+            "10.0.0.0/33",
+            "fd00::/129",
+            "10.0.0.0/",
+            "x/8",
+            "10.0.0.0/+8",
+        ] {
+            assert!(set::<Cidrs>(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Cidr::parse("0.0.0.0/0").map(|c| c.prefix_len), Ok(0));
+    }
+
+    #[test]
+    fn string_maps_follow_pflag() {
+        let map = set::<StringMap>("metric1,label1='v1,v2'").unwrap();
+        assert_eq!(map["metric1,label1"], "'v1,v2'");
+        let map = set::<StringMap>(r#""a,b=1","c,d=2""#).unwrap();
+        assert_eq!(map.len(), 2);
+        assert_eq!(map["c,d"], "2");
+        assert_eq!(
+            set::<StringMap>("novalue"),
+            Err("novalue must be formatted as key=value".into())
+        );
+    }
+
+    #[test]
+    fn named_cert_keys() {
+        let pairs = set::<NamedCertKeys>("foo.crt,foo.key:*.foo.com,foo.com").unwrap();
+        assert_eq!(pairs[0].cert_file, "foo.crt");
+        assert_eq!(pairs[0].names, ["*.foo.com", "foo.com"]);
+        assert_eq!(
+            set::<NamedCertKeys>("a.crt,a.key").unwrap()[0].names.len(),
+            0
+        );
+        assert!(set::<NamedCertKeys>("a.crt").is_err());
+        assert!(set::<NamedCertKeys>("a.crt,a.key,b").is_err());
+        assert!(set::<NamedCertKeys>("a.crt,a.key:").is_err());
+    }
+
+    #[test]
+    fn quantities() {
+        assert_eq!(set::<Quantity>("512"), Ok(512));
+        // Like Kubernetes quantities, the decimal kilo suffix is a lower-case `k`.
+        assert!(set::<Quantity>("1K").is_err());
+        assert_eq!(set::<Quantity>("1k"), Ok(1000));
+        assert_eq!(set::<Quantity>("2Ki"), Ok(2048));
+        assert_eq!(set::<Quantity>("5Mi"), Ok(5 * 1024 * 1024));
+        assert_eq!(set::<Quantity>("1.5k"), Ok(1500));
+        assert_eq!(set::<Quantity>("1e3"), Ok(1000));
+        assert_eq!(set::<Quantity>("1500m"), Ok(2));
+        assert_eq!(set::<Quantity>("-1"), Err("must not be negative".into()));
+        assert!(set::<Quantity>("").is_err());
+    }
+
+    #[test]
+    fn verbosity_and_vmodule() {
+        assert_eq!(set::<Verbosity>("4"), Ok(4));
+        assert!(set::<Verbosity>("-1").is_err());
+        assert!(set::<Verbosity>("x").is_err());
+        let items = set::<VModule>("foo=2,bar*=4,").unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[1].pattern, "bar*");
+        assert_eq!(items[1].verbosity, 4);
+        assert_eq!(
+            set::<VModule>("foo"),
+            Err(r#""foo" does not have the pattern=N format"#.into())
+        );
+        assert!(set::<VModule>("foo=x").is_err());
+        assert!(set::<VModule>("=3").is_err());
+    }
+
+    #[test]
+    fn restricted_strings() {
+        assert_eq!(set::<LogFormat>("json"), Ok("json".into()));
+        assert!(set::<LogFormat>("xml").is_err());
+        assert_eq!(set::<TlsVersion>("VersionTLS12"), Ok("VersionTLS12".into()));
+        assert!(set::<TlsVersion>("TLS1.2").is_err());
+        assert!(set::<CipherSuites>("TLS_AES_128_GCM_SHA256,TLS_RSA_WITH_RC4_128_SHA").is_ok());
+        assert_eq!(
+            set::<CipherSuites>("TLS_FOO"),
+            Err("cipher suite TLS_FOO not supported or doesn't exist".into())
+        );
+    }
+
+    #[test]
+    fn emulated_version() {
+        let v133 = Some(KUBE_VERSION);
+        assert_eq!(set::<EmulatedVersion>("1.33"), Ok(v133));
+        assert_eq!(set::<EmulatedVersion>("kube=1.33"), Ok(v133));
+        assert_eq!(
+            set::<EmulatedVersion>("kube=1.31").map(|v| v.map(|v| v.minor)),
+            Ok(Some(31))
+        );
+        assert_eq!(
+            set::<EmulatedVersion>("1.34"),
+            Err("emulation version 1.34 is not between [1.30, 1.33]".into())
+        );
+        assert_eq!(
+            set::<EmulatedVersion>("wardle=1.2"),
+            Err(r#"component not registered: "wardle""#.into())
+        );
+        assert!(set::<EmulatedVersion>("1.33.0").is_err());
+        assert!(set::<EmulatedVersion>("v1.33").is_err());
+    }
+
+    #[test]
+    fn version_requests() {
+        assert_eq!(set::<Version>("true"), Ok(VersionRequest::Print));
+        assert_eq!(set::<Version>("false"), Ok(VersionRequest::NotRequested));
+        assert_eq!(set::<Version>("raw"), Ok(VersionRequest::Raw));
+        assert_eq!(
+            set::<Version>("v1.33.4-gke.1+abc"),
+            Ok(VersionRequest::Report("v1.33.4-gke.1+abc".into()))
+        );
+        assert!(set::<Version>("v1.34.0").is_err());
+        assert!(set::<Version>("v1.33").is_err());
+        assert!(set::<Version>("maybe").is_err());
+    }
+
+    #[test]
+    fn help_defaults_follow_pflag() {
+        assert_eq!(Bool::KIND.help_default("false"), None);
+        assert_eq!(Bool::KIND.help_default("true").as_deref(), Some("true"));
+        assert_eq!(Str::KIND.help_default(""), None);
+        assert_eq!(
+            Str::KIND.help_default("leases").as_deref(),
+            Some("\"leases\"")
+        );
+        assert_eq!(GoDuration::KIND.help_default("0s"), None);
+        assert_eq!(Int32::KIND.help_default("0"), None);
+        assert_eq!(Strings::KIND.help_default("*").as_deref(), Some("[*]"));
+        assert_eq!(Strings::KIND.help_default(""), None);
+        assert_eq!(StringMap::KIND.help_default("").as_deref(), Some("[]"));
+    }
+}

@@ -1,0 +1,955 @@
+//! The REST layer: routes requests to resources and applies kube-apiserver's semantics to
+//! them — metadata, optimistic concurrency, the status subresource, finalizers and graceful
+//! deletion, admission — on top of the [`Store`].
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::admission::{self, AdmissionContext, Operation};
+use super::auth::{self, Tokens, UserInfo};
+use super::faults::Faults;
+use super::http::{Handler, Request, ResponseWriter};
+use super::objects::{self, finalizers, is_deleting, name_of, set_finalizers, should_remove};
+use super::resources::{self, ResourceType, Verbs};
+use super::selectors::{FieldSelector, LabelSelector};
+use super::status::{ApiError, ApiResult, FieldError, qualified};
+use super::store::{Store, Txn};
+use super::services::{self, ServiceRange};
+use super::{convert, defaults, discovery, patch, subresources, watch};
+
+/// Settings of the API layer.
+#[derive(Debug, Clone)]
+pub struct ApiOptions {
+    /// Serve requests without credentials as a cluster admin (the plain-HTTP test mode).
+    pub anonymous_is_admin: bool,
+    /// How often watches that asked for bookmarks get one.
+    pub bookmark_interval: Duration,
+    /// `--service-cluster-ip-range`: where Services get their cluster IPs.
+    pub service_range: ServiceRange,
+}
+
+impl Default for ApiOptions {
+    fn default() -> Self {
+        ApiOptions {
+            anonymous_is_admin: false,
+            bookmark_interval: Duration::from_secs(60),
+            service_range: ServiceRange::default(),
+        }
+    }
+}
+
+/// The API server's request handler.
+pub struct ApiServer {
+    pub store: Arc<Store>,
+    pub tokens: Arc<Tokens>,
+    pub faults: Arc<Faults>,
+    pub options: ApiOptions,
+}
+
+/// A request aimed at a resource: `/api/v1/namespaces/ns/pods/name/status` and the like.
+#[derive(Debug)]
+pub struct Target {
+    pub resource: &'static ResourceType,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+impl Handler for ApiServer {
+    fn handle(&self, request: &Request, response: &mut ResponseWriter<'_>) -> io::Result<()> {
+        if let Some(delay) = self.faults.latency() {
+            std::thread::sleep(delay);
+        }
+        if let Some(error) = self.faults.next_error() {
+            return send_error(response, &error);
+        }
+        let user = match auth::authenticate(&request.peer_certificates, request.header("Authorization"), &self.tokens) {
+            Some(user) => user,
+            None if self.options.anonymous_is_admin => UserInfo::new("system:admin", &["system:masters"]),
+            None if is_public_path(&request.path) => UserInfo::new("system:anonymous", &["system:unauthenticated"]),
+            None => return send_error(response, &ApiError::unauthorized()),
+        };
+        if let Some(answer) = discovery::answer(request) {
+            return match answer {
+                Ok((content_type, body)) => response.send(200, &[("Content-Type", content_type)], body.as_bytes()),
+                Err(e) => send_error(response, &e),
+            };
+        }
+        let target = match parse_target(&request.path) {
+            Ok(target) => target,
+            Err(e) => return send_error(response, &e),
+        };
+        if is_watch(request, &target) {
+            return watch::serve(self, request, &target, response);
+        }
+        match self.dispatch(request, &target, &user) {
+            Ok((code, body)) => send_json(response, code, &body),
+            Err(e) => send_error(response, &e),
+        }
+    }
+}
+
+/// Paths served without credentials, as kube-apiserver's default RBAC allows anonymous
+/// health and version checks.
+fn is_public_path(path: &str) -> bool {
+    matches!(path, "/healthz" | "/livez" | "/readyz" | "/version") || path.starts_with("/healthz/")
+}
+
+fn is_watch(request: &Request, target: &Target) -> bool {
+    request.method == "GET"
+        && target.name.is_none()
+        && request.query_param("watch").is_some_and(|w| matches!(w, "true" | "1" | "True"))
+}
+
+pub fn send_json(response: &mut ResponseWriter<'_>, code: u16, body: &Value) -> io::Result<()> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    response.send(code, &[("Content-Type", "application/json"), ("Cache-Control", "no-cache, private")], &bytes)
+}
+
+pub fn send_error(response: &mut ResponseWriter<'_>, error: &ApiError) -> io::Result<()> {
+    let bytes = serde_json::to_vec(&error.status).unwrap_or_default();
+    let retry = error.retry_after.map(|s| s.to_string());
+    let mut headers = vec![("Content-Type", "application/json"), ("Cache-Control", "no-cache, private")];
+    if let Some(seconds) = &retry {
+        headers.push(("Retry-After", seconds));
+    }
+    response.send(error.code, &headers, &bytes)
+}
+
+/// Splits a resource path into its parts.
+pub fn parse_target(path: &str) -> ApiResult<Target> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match segments.as_slice() {
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return Err(ApiError::page_not_found()),
+    };
+    let find = |plural: &str| resources::find(group, version, plural).ok_or_else(ApiError::page_not_found);
+    let owned = |s: &&str| Some(s.to_string());
+    let target = match rest {
+        // The namespace object itself and its subresources.
+        ["namespaces", name] if group.is_empty() => {
+            Target { resource: find("namespaces")?, namespace: None, name: owned(name), subresource: None }
+        }
+        ["namespaces", name, sub @ ("status" | "finalize")] if group.is_empty() => {
+            Target { resource: find("namespaces")?, namespace: None, name: owned(name), subresource: owned(sub) }
+        }
+        ["namespaces", ns, plural, tail @ ..] => {
+            let resource = find(plural)?;
+            if !resource.namespaced {
+                return Err(ApiError::page_not_found());
+            }
+            let (name, subresource) = match tail {
+                [] => (None, None),
+                [name] => (owned(name), None),
+                [name, sub] => (owned(name), owned(sub)),
+                _ => return Err(ApiError::page_not_found()),
+            };
+            Target { resource, namespace: owned(ns), name, subresource }
+        }
+        [plural, tail @ ..] => {
+            let resource = find(plural)?;
+            let (name, subresource) = match tail {
+                [] => (None, None),
+                // Object access to a namespaced kind needs its namespace in the path.
+                _ if resource.namespaced => return Err(ApiError::page_not_found()),
+                [name] => (owned(name), None),
+                [name, sub] => (owned(name), owned(sub)),
+                _ => return Err(ApiError::page_not_found()),
+            };
+            Target { resource, namespace: None, name, subresource }
+        }
+        [] => return Err(ApiError::page_not_found()),
+    };
+    if let Some(sub) = &target.subresource
+        && target.resource.subresource(sub).is_none()
+    {
+        return Err(ApiError::page_not_found());
+    }
+    Ok(target)
+}
+
+impl ApiServer {
+    fn dispatch(&self, request: &Request, target: &Target, user: &UserInfo) -> ApiResult<(u16, Value)> {
+        let resource = target.resource;
+        let verbs = match &target.subresource {
+            Some(sub) => resource.subresource(sub).map_or(Verbs::All, |s| s.verbs),
+            None => resource.verbs,
+        };
+        let method = request.method.as_str();
+        let allowed = match verbs {
+            Verbs::All => true,
+            Verbs::GetUpdate => matches!(method, "GET" | "PUT" | "PATCH"),
+            Verbs::Create => method == "POST",
+        };
+        if !allowed {
+            return Err(ApiError::method_not_allowed());
+        }
+        if let Some(sub) = target.subresource.as_deref()
+            && sub != "status"
+        {
+            return subresources::handle(self, request, target, sub, user);
+        }
+        if resource.verbs == Verbs::Create {
+            return subresources::create_only(self, request, target, user);
+        }
+        match (method, &target.name) {
+            ("GET", Some(name)) => self.get(target, name).map(|o| (200, o)),
+            ("GET", None) => self.list(request, target).map(|l| (200, l)),
+            ("POST", None) => self.create(request, target, user),
+            ("PUT", Some(name)) => self.update(request, target, name, user),
+            ("PATCH", Some(name)) => self.patch(request, target, name, user),
+            ("DELETE", Some(name)) => self.delete(request, target, name, user),
+            ("DELETE", None) => self.delete_collection(request, target, user),
+            _ => Err(ApiError::method_not_allowed()),
+        }
+    }
+
+    fn get(&self, target: &Target, name: &str) -> ApiResult<Value> {
+        let resource = target.resource;
+        let ns = target.namespace.as_deref().unwrap_or_default();
+        let object = self.store.get(resource.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
+        let object = convert::to_external(resource, &object);
+        Ok(match target.subresource.as_deref() {
+            Some("status") | None => object,
+            Some(_) => unreachable!("other subresources are routed to subresources::handle"),
+        })
+    }
+
+    fn list(&self, request: &Request, target: &Target) -> ApiResult<Value> {
+        let resource = target.resource;
+        let filter = ObjectFilter::from_request(request, resource)?;
+        let limit = request.query_param("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0);
+        let continue_token = request.query_param("continue").filter(|c| !c.is_empty());
+        let ns = target.namespace.as_deref();
+        let (objects, revision, after) = match continue_token {
+            Some(token) => {
+                let (revision, after) = decode_continue(token)?;
+                let objects = self.store.list_at(resource.storage_key(), ns, revision).map_err(|_| {
+                    ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+                })?;
+                (objects, revision, Some(after))
+            }
+            None => self.list_at_requested_version(request, resource, ns)?,
+        };
+        let mut items = Vec::new();
+        let mut next_after = None;
+        let mut remaining = 0usize;
+        for object in objects {
+            let key = format!("{}/{}", objects::namespace_of(&object), name_of(&object));
+            if after.as_ref().is_some_and(|a| key.as_str() <= a.as_str()) || !filter.matches(&object) {
+                continue;
+            }
+            if limit.is_some_and(|l| items.len() >= l) {
+                remaining += 1;
+                continue;
+            }
+            next_after = Some(key);
+            items.push(convert::to_list_item(resource, &object));
+        }
+        let mut metadata = json!({"resourceVersion": revision.to_string()});
+        if remaining > 0 {
+            metadata["continue"] = encode_continue(revision, next_after.as_deref().unwrap_or_default()).into();
+            if filter.is_everything() {
+                metadata["remainingItemCount"] = remaining.into();
+            }
+        }
+        Ok(json!({
+            "kind": format!("{}List", resource.kind),
+            "apiVersion": resource.group_version(),
+            "metadata": metadata,
+            "items": items,
+        }))
+    }
+
+    /// Honours `resourceVersion` / `resourceVersionMatch` of a first list page.
+    fn list_at_requested_version(
+        &self,
+        request: &Request,
+        resource: &ResourceType,
+        ns: Option<&str>,
+    ) -> ApiResult<(Vec<Arc<Value>>, u64, Option<String>)> {
+        let storage = resource.storage_key();
+        let requested = request.query_param("resourceVersion").filter(|v| !v.is_empty());
+        let matching = request.query_param("resourceVersionMatch").filter(|v| !v.is_empty());
+        let parse = |v: &str| {
+            v.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}")))
+        };
+        match (requested, matching) {
+            (None, Some(m)) => Err(ApiError::bad_request(format!(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided (got {m:?})"
+            ))),
+            (Some(v), Some("Exact")) => {
+                let revision = parse(v)?;
+                let current = self.store.revision();
+                if revision > current {
+                    return Err(too_large(revision, current));
+                }
+                let objects = self
+                    .store
+                    .list_at(storage, ns, revision)
+                    .map_err(|e| ApiError::expired(format!("too old resource version: {revision} ({})", e.oldest)))?;
+                Ok((objects, revision, None))
+            }
+            (Some(v), None | Some("NotOlderThan")) => {
+                let revision = parse(v)?;
+                let (objects, current) = self.store.list(storage, ns);
+                if revision > current {
+                    return Err(too_large(revision, current));
+                }
+                Ok((objects, current, None))
+            }
+            (Some(_), Some(other)) => Err(ApiError::bad_request(format!(
+                "resourceVersionMatch: Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""
+            ))),
+            (None, None) => {
+                let (objects, current) = self.store.list(storage, ns);
+                Ok((objects, current, None))
+            }
+        }
+    }
+
+    fn create(&self, request: &Request, target: &Target, user: &UserInfo) -> ApiResult<(u16, Value)> {
+        let resource = target.resource;
+        let mut object = convert::to_internal(resource, body_json(request)?)?;
+        check_kind(resource, &object)?;
+        check_namespace(target, &object)?;
+        convert::storage_type(resource, &mut object);
+        let ns = target.namespace.as_deref();
+        objects::prepare_create(resource, &mut object, ns)?;
+        defaults::apply(resource, &mut object);
+        reset_status_on_create(resource, &mut object);
+        let dry_run = is_dry_run(request)?;
+        let name = name_of(&object).to_string();
+        let stored = self.store.write(|txn| {
+            if resource.namespaced {
+                check_namespace_accepts(txn, resource, ns.unwrap_or_default(), &name)?;
+            }
+            let ctx = AdmissionContext {
+                resource,
+                subresource: None,
+                namespace: ns.unwrap_or_default(),
+                operation: Operation::Create,
+                user,
+                old: None,
+                dry_run,
+            };
+            admission::admit(&ctx, &mut object, txn)?;
+            if txn.get(resource.storage_key(), ns.unwrap_or_default(), &name).is_some() {
+                return Err(ApiError::already_exists(resource, &name));
+            }
+            if is_service(resource) {
+                services::allocate(resource, &mut object, txn, self.options.service_range)?;
+            }
+            if !dry_run {
+                object["metadata"]["resourceVersion"] = txn.next_revision().to_string().into();
+                txn.put(resource.storage_key(), object.clone());
+            }
+            Ok(object)
+        })?;
+        Ok((201, convert::to_external(resource, &stored)))
+    }
+
+    fn update(&self, request: &Request, target: &Target, name: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+        let resource = target.resource;
+        let mut object = convert::to_internal(resource, body_json(request)?)?;
+        check_kind(resource, &object)?;
+        check_namespace(target, &object)?;
+        convert::storage_type(resource, &mut object);
+        if name_of(&object) != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                name_of(&object)
+            )));
+        }
+        let dry_run = is_dry_run(request)?;
+        let ns = target.namespace.as_deref().unwrap_or_default();
+        let (code, stored) = self.store.write(|txn| {
+            let Some(old) = txn.get(resource.storage_key(), ns, name) else {
+                if resource.create_on_update() && target.subresource.is_none() {
+                    return self.create_in(txn, target, object.clone(), user, dry_run).map(|o| (201, o));
+                }
+                return Err(ApiError::not_found(resource, name));
+            };
+            check_resource_version(resource, name, &old, &object)?;
+            let updated = write_update(txn, target, &old, object.clone(), user, dry_run)?;
+            Ok((200, updated))
+        })?;
+        Ok((code, convert::to_external(resource, &stored)))
+    }
+
+    /// Creation inside an update's transaction (kinds that allow create-on-update).
+    fn create_in(&self, txn: &mut Txn<'_>, target: &Target, mut object: Value, user: &UserInfo, dry_run: bool) -> ApiResult<Value> {
+        let resource = target.resource;
+        let ns = target.namespace.as_deref();
+        objects::prepare_create(resource, &mut object, ns)?;
+        defaults::apply(resource, &mut object);
+        reset_status_on_create(resource, &mut object);
+        if resource.namespaced {
+            check_namespace_accepts(txn, resource, ns.unwrap_or_default(), name_of(&object))?;
+        }
+        let ctx = AdmissionContext {
+            resource,
+            subresource: None,
+            namespace: ns.unwrap_or_default(),
+            operation: Operation::Create,
+            user,
+            old: None,
+            dry_run,
+        };
+        admission::admit(&ctx, &mut object, txn)?;
+        if is_service(resource) {
+            services::allocate(resource, &mut object, txn, self.options.service_range)?;
+        }
+        if !dry_run {
+            object["metadata"]["resourceVersion"] = txn.next_revision().to_string().into();
+            txn.put(resource.storage_key(), object.clone());
+        }
+        Ok(object)
+    }
+
+    fn patch(&self, request: &Request, target: &Target, name: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+        let resource = target.resource;
+        let content_type = request.header("Content-Type").unwrap_or_default();
+        let content_type = content_type.split(';').next().unwrap_or_default().trim().to_string();
+        let document = body_json(request)?;
+        let dry_run = is_dry_run(request)?;
+        let ns = target.namespace.as_deref().unwrap_or_default();
+        let stored = self.store.write(|txn| {
+            let old = txn.get(resource.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
+            let external = convert::to_external(resource, &old);
+            let patched = apply_patch(resource, &content_type, &external, &document)?;
+            let mut patched = convert::to_internal(resource, patched)?;
+            convert::storage_type(resource, &mut patched);
+            if name_of(&patched) != name {
+                return Err(ApiError::bad_request("metadata.name: Invalid value: the name may not be changed by a patch"));
+            }
+            // A resourceVersion in the patch is a precondition; otherwise the patch applies
+            // to the current object.
+            check_resource_version(resource, name, &old, &patched)?;
+            write_update(txn, target, &old, patched, user, dry_run)
+        })?;
+        Ok((200, convert::to_external(resource, &stored)))
+    }
+
+    fn delete(&self, request: &Request, target: &Target, name: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+        let resource = target.resource;
+        let options = DeleteOptions::from_request(request)?;
+        let ns = target.namespace.as_deref().unwrap_or_default();
+        let outcome = self.store.write(|txn| delete_in(txn, resource, ns, name, &options, user))?;
+        Ok(deleted_answer(resource, outcome))
+    }
+
+    fn delete_collection(&self, request: &Request, target: &Target, user: &UserInfo) -> ApiResult<(u16, Value)> {
+        let resource = target.resource;
+        let filter = ObjectFilter::from_request(request, resource)?;
+        let options = DeleteOptions::from_request(request)?;
+        let ns = target.namespace.as_deref();
+        let (objects, _) = self.store.list(resource.storage_key(), ns);
+        let mut items = Vec::new();
+        for object in objects.iter().filter(|o| filter.matches(o)) {
+            let (ns, name) = (objects::namespace_of(object), name_of(object));
+            match self.store.write(|txn| delete_in(txn, resource, ns, name, &options, user)) {
+                Ok(outcome) => items.push(convert::to_list_item(resource, outcome.object())),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((
+            200,
+            json!({
+                "kind": format!("{}List", resource.kind),
+                "apiVersion": resource.group_version(),
+                "metadata": {"resourceVersion": self.store.revision().to_string()},
+                "items": items,
+            }),
+        ))
+    }
+}
+
+/// Writes an update of `old` to `new` within a transaction: keeps what the request may not
+/// change, bumps the generation on spec changes, runs admission and removes the object once
+/// nothing holds its deletion any longer. Returns the object as stored.
+pub fn write_update(
+    txn: &mut Txn<'_>,
+    target: &Target,
+    old: &Value,
+    new: Value,
+    user: &UserInfo,
+    dry_run: bool,
+) -> ApiResult<Value> {
+    let resource = target.resource;
+    let name = name_of(old).to_string();
+    let status_only = target.subresource.as_deref() == Some("status");
+    let mut object = merge_for_update(resource, old, new, status_only);
+    preserve_server_metadata(old, &mut object);
+    if is_service(resource) {
+        keep_allocations(old, &mut object);
+    }
+    check_finalizers_while_deleting(resource, &name, old, &object)?;
+    if !status_only {
+        defaults::apply(resource, &mut object);
+    }
+    if resource.tracks_generation && objects::spec_part(&object) != objects::spec_part(old) {
+        let generation = old["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
+        object["metadata"]["generation"] = generation.into();
+    }
+    let ctx = AdmissionContext {
+        resource,
+        subresource: target.subresource.as_deref(),
+        namespace: objects::namespace_of(old),
+        operation: Operation::Update,
+        user,
+        old: Some(old),
+        dry_run,
+    };
+    admission::admit(&ctx, &mut object, txn)?;
+    let mut unchanged = object.clone();
+    unchanged["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
+    if unchanged == *old {
+        // A no-op update is not written and keeps its resourceVersion, as in kube-apiserver.
+        return Ok(old.clone());
+    }
+    if dry_run {
+        return Ok(object);
+    }
+    let revision = txn.next_revision().to_string();
+    object["metadata"]["resourceVersion"] = revision.into();
+    if should_remove(&object) {
+        txn.remove(resource.storage_key(), objects::namespace_of(old), &name);
+    } else {
+        txn.put(resource.storage_key(), object.clone());
+    }
+    Ok(object)
+}
+
+/// The new object of an update: a status update changes only `status`; a main-resource update
+/// of a kind with a status subresource keeps the old `status`.
+fn merge_for_update(resource: &ResourceType, old: &Value, new: Value, status_only: bool) -> Value {
+    if status_only {
+        let mut object = old.clone();
+        object["status"] = new.get("status").cloned().unwrap_or(Value::Null);
+        if object["status"].is_null() {
+            object.as_object_mut().map(|m| m.remove("status"));
+        }
+        return object;
+    }
+    let mut object = new;
+    if resource.has_status() {
+        match old.get("status") {
+            Some(status) => object["status"] = status.clone(),
+            None => {
+                object.as_object_mut().map(|m| m.remove("status"));
+            }
+        }
+    }
+    object
+}
+
+fn is_service(resource: &ResourceType) -> bool {
+    resource.group.is_empty() && resource.plural == "services"
+}
+
+/// An update that leaves out the allocated cluster IPs or node ports keeps them (the Service
+/// registry's `patchAllocatedValues`).
+fn keep_allocations(old: &Value, object: &mut Value) {
+    for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        if object["spec"][field].is_null() && !old["spec"][field].is_null() {
+            object["spec"][field] = old["spec"][field].clone();
+        }
+    }
+    let old_ports = old["spec"]["ports"].as_array().cloned().unwrap_or_default();
+    if let Some(ports) = object["spec"]["ports"].as_array_mut() {
+        for port in ports.iter_mut().filter(|p| p["nodePort"].is_null()) {
+            let same = old_ports.iter().find(|o| o["port"] == port["port"] && o["protocol"] == port["protocol"]);
+            if let Some(node_port) = same.map(|o| o["nodePort"].clone()).filter(|n| !n.is_null()) {
+                port["nodePort"] = node_port;
+            }
+        }
+    }
+}
+
+/// uid, creationTimestamp, deletion fields and generation are the server's.
+fn preserve_server_metadata(old: &Value, object: &mut Value) {
+    let old_meta = &old["metadata"];
+    let meta = objects::metadata_mut(object);
+    for key in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"] {
+        match old_meta.get(key) {
+            Some(v) => meta.insert(key.into(), v.clone()),
+            None => meta.remove(key),
+        };
+    }
+    meta.remove("managedFields");
+    meta.remove("selfLink");
+}
+
+fn check_finalizers_while_deleting(resource: &ResourceType, name: &str, old: &Value, new: &Value) -> ApiResult<()> {
+    if !is_deleting(old) {
+        return Ok(());
+    }
+    let before = finalizers(old);
+    let added: Vec<String> = finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        resource,
+        name,
+        &[FieldError::forbidden(
+            "metadata.finalizers",
+            &format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+        )],
+    ))
+}
+
+fn check_resource_version(resource: &ResourceType, name: &str, old: &Value, new: &Value) -> ApiResult<()> {
+    match new["metadata"]["resourceVersion"].as_str().filter(|v| !v.is_empty()) {
+        Some(v) if Some(v) != old["metadata"]["resourceVersion"].as_str() => Err(ApiError::modified(resource, name)),
+        _ => Ok(()),
+    }
+}
+
+/// NamespaceLifecycle: no new objects in a namespace that is missing or being deleted.
+fn check_namespace_accepts(txn: &Txn<'_>, resource: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
+    let Some(namespace) = txn.get("namespaces", "", ns) else {
+        let namespaces = resources::find("", "v1", "namespaces").expect("namespaces are served");
+        return Err(ApiError::not_found(namespaces, ns));
+    };
+    if is_deleting(&namespace) || namespace["status"]["phase"] == "Terminating" {
+        return Err(ApiError::forbidden(
+            resource,
+            name,
+            &format!("unable to create new content in namespace {ns} because it is being terminated"),
+        ));
+    }
+    Ok(())
+}
+
+/// What kube-apiserver's create strategies do to `status`: most kinds start with an empty
+/// status; nodes keep theirs; a few get an initial phase.
+fn reset_status_on_create(resource: &ResourceType, object: &mut Value) {
+    if !resource.has_status() || (resource.group.is_empty() && resource.plural == "nodes") {
+        return;
+    }
+    let initial = match (resource.group, resource.plural) {
+        ("", "namespaces") => json!({"phase": "Active"}),
+        ("", "pods") => json!({"phase": "Pending", "qosClass": defaults::pod_qos_class(object)}),
+        ("", "persistentvolumeclaims" | "persistentvolumes") => json!({"phase": "Pending"}),
+        _ => {
+            object.as_object_mut().map(|m| m.remove("status"));
+            return;
+        }
+    };
+    object["status"] = initial;
+}
+
+fn check_kind(resource: &ResourceType, object: &Value) -> ApiResult<()> {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    if (!kind.is_empty() && kind != resource.kind) || (!api_version.is_empty() && api_version != resource.group_version()) {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            resource.group_version()
+        )));
+    }
+    Ok(())
+}
+
+fn check_namespace(target: &Target, object: &Value) -> ApiResult<()> {
+    let in_body = objects::namespace_of(object);
+    match target.namespace.as_deref() {
+        Some(ns) if !in_body.is_empty() && in_body != ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn body_json(request: &Request) -> ApiResult<Value> {
+    if request.body.is_empty() {
+        return Err(ApiError::bad_request("the request body is empty"));
+    }
+    let content_type = request.header("Content-Type").unwrap_or("application/json");
+    if content_type.contains("yaml") {
+        return serde_yaml_ng::from_slice(&request.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+    }
+    serde_json::from_slice(&request.body).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })
+}
+
+fn is_dry_run(request: &Request) -> ApiResult<bool> {
+    match request.query_param("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!("dryRun: Unsupported value: {other:?}: supported values: \"All\""))),
+    }
+}
+
+fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, document: &Value) -> ApiResult<Value> {
+    let invalid = |message: String| ApiError::new(422, "Invalid", message, None);
+    match content_type {
+        "application/merge-patch+json" => Ok(patch::json_merge_patch(current, document)),
+        "application/json-patch+json" => patch::json_patch(current, document).map_err(invalid),
+        "application/strategic-merge-patch+json" => {
+            patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind)
+                .map_err(|e| ApiError::new(422, "Invalid", e, None))
+        }
+        "application/apply-patch+yaml" => Err(ApiError::unsupported_media_type(content_type)),
+        other => Err(ApiError::unsupported_media_type(other)),
+    }
+}
+
+fn too_large(requested: u64, current: u64) -> ApiError {
+    let mut e = ApiError::new(
+        504,
+        "Timeout",
+        format!("Too large resource version: {requested}, current: {current}"),
+        Some(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})),
+    );
+    e.retry_after = Some(1);
+    e
+}
+
+fn encode_continue(revision: u64, after: &str) -> String {
+    use base64::Engine;
+    let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": format!("{after}\u{0}")});
+    base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
+}
+
+fn decode_continue(token: &str) -> ApiResult<(u64, String)> {
+    use base64::Engine;
+    let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad())?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    let revision = value["rv"].as_u64().ok_or_else(bad)?;
+    let start = value["start"].as_str().ok_or_else(bad)?.trim_end_matches('\u{0}').to_string();
+    Ok((revision, start))
+}
+
+/// Label, field and namespace filters of a list, watch or delete-collection.
+pub struct ObjectFilter {
+    labels: Option<LabelSelector>,
+    fields: Option<FieldSelector>,
+}
+
+impl ObjectFilter {
+    pub fn from_request(request: &Request, resource: &ResourceType) -> ApiResult<ObjectFilter> {
+        let labels = request
+            .query_param("labelSelector")
+            .filter(|s| !s.is_empty())
+            .map(|s| LabelSelector::parse(s).map_err(ApiError::bad_request))
+            .transpose()?;
+        let fields = request
+            .query_param("fieldSelector")
+            .filter(|s| !s.is_empty())
+            .map(|s| FieldSelector::parse(s, resource).map_err(ApiError::bad_request))
+            .transpose()?;
+        Ok(ObjectFilter { labels, fields })
+    }
+
+    pub fn matches(&self, object: &Value) -> bool {
+        self.labels.as_ref().is_none_or(|l| l.matches_object(object)) && self.fields.as_ref().is_none_or(|f| f.matches(object))
+    }
+
+    fn is_everything(&self) -> bool {
+        self.labels.is_none() && self.fields.is_none()
+    }
+}
+
+/// How a delete was asked for.
+#[derive(Debug, Default)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub propagation_policy: Option<String>,
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+    pub dry_run: bool,
+}
+
+impl DeleteOptions {
+    fn from_request(request: &Request) -> ApiResult<DeleteOptions> {
+        let body: Value = if request.body.is_empty() { json!({}) } else { body_json(request)? };
+        let query_or_body = |query: &str, field: &str| -> Option<Value> {
+            request.query_param(query).map(|v| v.into()).or_else(|| body.get(field).cloned().filter(|v| !v.is_null()))
+        };
+        let grace = match query_or_body("gracePeriodSeconds", "gracePeriodSeconds") {
+            Some(Value::String(s)) => {
+                Some(s.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {s:?}")))?)
+            }
+            Some(v) => v.as_i64(),
+            None => None,
+        };
+        let mut policy = query_or_body("propagationPolicy", "propagationPolicy").and_then(|v| v.as_str().map(str::to_string));
+        if policy.is_none() {
+            let orphan = query_or_body("orphanDependents", "orphanDependents");
+            if let Some(orphan) = orphan {
+                let orphan = orphan.as_bool().unwrap_or_else(|| orphan.as_str() == Some("true"));
+                policy = Some(if orphan { "Orphan" } else { "Background" }.to_string());
+            }
+        }
+        if let Some(p) = &policy
+            && !matches!(p.as_str(), "Orphan" | "Background" | "Foreground")
+        {
+            return Err(ApiError::bad_request(format!(
+                "propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+            )));
+        }
+        let dry_run = body["dryRun"].as_array().is_some_and(|d| d.iter().any(|v| v == "All")) || is_dry_run(request)?;
+        Ok(DeleteOptions {
+            grace_period_seconds: grace,
+            propagation_policy: policy,
+            precondition_uid: body["preconditions"]["uid"].as_str().map(str::to_string),
+            precondition_resource_version: body["preconditions"]["resourceVersion"].as_str().map(str::to_string),
+            dry_run,
+        })
+    }
+}
+
+/// What a delete did.
+pub enum DeleteOutcome {
+    /// The object is gone; its last state.
+    Removed(Value),
+    /// The object stays, marked for deletion (finalizers or a grace period hold it).
+    Marked(Value),
+}
+
+impl DeleteOutcome {
+    fn object(&self) -> &Value {
+        match self {
+            DeleteOutcome::Removed(o) | DeleteOutcome::Marked(o) => o,
+        }
+    }
+}
+
+/// Deletes one object within a transaction, as kube-apiserver's `BeforeDelete` + graceful
+/// deletion + garbage-collection finalizers.
+pub fn delete_in(
+    txn: &mut Txn<'_>,
+    resource: &ResourceType,
+    ns: &str,
+    name: &str,
+    options: &DeleteOptions,
+    _user: &UserInfo,
+) -> ApiResult<DeleteOutcome> {
+    let storage = resource.storage_key();
+    let old = txn.get(storage, ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
+    if let Some(uid) = &options.precondition_uid
+        && old["metadata"]["uid"].as_str() != Some(uid)
+    {
+        return Err(ApiError::conflict(
+            resource,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                old["metadata"]["uid"].as_str().unwrap_or_default()
+            ),
+        ));
+    }
+    if let Some(rv) = &options.precondition_resource_version
+        && old["metadata"]["resourceVersion"].as_str() != Some(rv)
+    {
+        return Err(ApiError::conflict(
+            resource,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                old["metadata"]["resourceVersion"].as_str().unwrap_or_default()
+            ),
+        ));
+    }
+    let mut object = (*old).clone();
+    let grace = grace_period(resource, &object, options.grace_period_seconds);
+    apply_propagation_policy(resource, &mut object, options.propagation_policy.as_deref());
+    let meta = objects::metadata_mut(&mut object);
+    if !meta.contains_key("deletionTimestamp") {
+        let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(grace);
+        meta.insert("deletionTimestamp".into(), at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string().into());
+        meta.insert("deletionGracePeriodSeconds".into(), grace.into());
+    } else if grace < meta.get("deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0) {
+        // A second delete may only shorten the grace period.
+        meta.insert("deletionGracePeriodSeconds".into(), grace.into());
+    }
+    if resource.group.is_empty() && resource.plural == "namespaces" {
+        object["status"]["phase"] = "Terminating".into();
+    }
+    if options.dry_run {
+        return Ok(DeleteOutcome::Marked(object));
+    }
+    object["metadata"]["resourceVersion"] = txn.next_revision().to_string().into();
+    if should_remove(&object) {
+        txn.remove(storage, ns, name);
+        Ok(DeleteOutcome::Removed(object))
+    } else {
+        txn.put(storage, object.clone());
+        Ok(DeleteOutcome::Marked(object))
+    }
+}
+
+/// Pods get a grace period while a kubelet may still run them; everything else is deleted at
+/// once (finalizers permitting).
+fn grace_period(resource: &ResourceType, object: &Value, requested: Option<i64>) -> i64 {
+    if !(resource.group.is_empty() && resource.plural == "pods") {
+        return 0;
+    }
+    let unscheduled = object["spec"]["nodeName"].as_str().unwrap_or_default().is_empty();
+    let terminal = matches!(object["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+    if unscheduled || terminal {
+        return 0;
+    }
+    requested.unwrap_or_else(|| object["spec"]["terminationGracePeriodSeconds"].as_i64().unwrap_or(30)).max(0)
+}
+
+/// `orphan` and `foregroundDeletion` finalizers, as kube-apiserver records the policy for the
+/// garbage collector.
+fn apply_propagation_policy(resource: &ResourceType, object: &mut Value, policy: Option<&str>) {
+    let policy = policy.or_else(|| default_propagation(resource));
+    let mut list = finalizers(object);
+    let already_deleting = is_deleting(object);
+    match policy {
+        Some("Orphan") if !already_deleting || list.iter().any(|f| f == "foregroundDeletion") => {
+            list.retain(|f| f != "foregroundDeletion");
+            if !list.iter().any(|f| f == "orphan") {
+                list.push("orphan".into());
+            }
+        }
+        Some("Foreground") => {
+            list.retain(|f| f != "orphan");
+            if !list.iter().any(|f| f == "foregroundDeletion") {
+                list.push("foregroundDeletion".into());
+            }
+        }
+        Some("Background") => list.retain(|f| f != "orphan" && f != "foregroundDeletion"),
+        _ => {}
+    }
+    set_finalizers(object, &list);
+}
+
+/// Kinds whose registry orphans dependents unless told otherwise (batch/v1 Jobs keep the
+/// pre-garbage-collector behaviour).
+fn default_propagation(resource: &ResourceType) -> Option<&'static str> {
+    (resource.group == "batch" && resource.plural == "jobs").then_some("Orphan")
+}
+
+fn deleted_answer(resource: &ResourceType, outcome: DeleteOutcome) -> (u16, Value) {
+    match outcome {
+        DeleteOutcome::Marked(object) => (200, convert::to_external(resource, &object)),
+        DeleteOutcome::Removed(object) if resource.returns_deleted_object() => (200, convert::to_external(resource, &object)),
+        DeleteOutcome::Removed(object) => {
+            let mut details = json!({"name": name_of(&object), "kind": resource.plural, "uid": object["metadata"]["uid"]});
+            if !resource.group.is_empty() {
+                details["group"] = resource.group.into();
+            }
+            (200, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}))
+        }
+    }
+}
+
+/// The name of the kind as `kubectl` shows it in messages (`deployment.apps/web`).
+pub fn display_name(resource: &ResourceType, name: &str) -> String {
+    format!("{}/{name}", qualified(resource))
+}

@@ -1,0 +1,245 @@
+//! Who is calling: the sandbox's own PKI (a cluster CA, a serving certificate, client
+//! certificates), bearer tokens, and the kubeconfig files it writes for its users.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use parking_lot::Mutex;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::ServerConfig;
+use rustls::server::WebPkiClientVerifier;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use serde_json::json;
+
+use crate::x509;
+
+/// An authenticated caller, as kube-apiserver's `user.Info`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+}
+
+impl UserInfo {
+    pub fn new(name: &str, groups: &[&str]) -> UserInfo {
+        let mut groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        if !groups.iter().any(|g| g == "system:authenticated") {
+            groups.push("system:authenticated".into());
+        }
+        UserInfo { name: name.into(), uid: String::new(), groups }
+    }
+
+    pub fn is_master(&self) -> bool {
+        self.groups.iter().any(|g| g == "system:masters")
+    }
+}
+
+/// A certificate and its key in PEM.
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// The sandbox's certificate authority and serving certificate.
+pub struct Pki {
+    pub ca_pem: String,
+    issuer: Issuer<'static, KeyPair>,
+    pub serving: Credentials,
+}
+
+impl Pki {
+    /// A new CA and a serving certificate for localhost, the given IP and the in-cluster names.
+    pub fn generate(ip: IpAddr) -> Result<Pki, String> {
+        let key = KeyPair::generate().map_err(|e| format!("CA key: {e}"))?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::CrlSign];
+        params.distinguished_name.push(DnType::CommonName, "kubernetes");
+        let ca = params.self_signed(&key).map_err(|e| format!("CA certificate: {e}"))?;
+        let issuer = Issuer::new(params, key);
+        let names = vec![
+            "localhost".to_string(),
+            "kubernetes".into(),
+            "kubernetes.default".into(),
+            "kubernetes.default.svc".into(),
+            "kubernetes.default.svc.cluster.local".into(),
+            "127.0.0.1".into(),
+            ip.to_string(),
+        ];
+        let serving = sign(&issuer, CertificateParams::new(names).map_err(|e| e.to_string())?)?;
+        Ok(Pki { ca_pem: ca.pem(), issuer, serving })
+    }
+
+    /// A client certificate for `user` in `groups` (subject CN and O, as kube-apiserver reads them).
+    pub fn client_credentials(&self, user: &str, groups: &[&str]) -> Result<Credentials, String> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+        params.distinguished_name.push(DnType::CommonName, user);
+        for group in groups {
+            params.distinguished_name.push(DnType::OrganizationName, *group);
+        }
+        sign(&self.issuer, params)
+    }
+
+    /// The TLS config of the server: our serving certificate; client certificates signed by our
+    /// CA are verified when presented, and bearer tokens serve clients without one.
+    pub fn server_config(&self) -> Result<Arc<ServerConfig>, String> {
+        let provider = crate::client::tls::crypto_provider();
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in pem_certs(&self.ca_pem)? {
+            roots.add(cert).map_err(|e| e.to_string())?;
+        }
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let key = PrivateKeyDer::from_pem_slice(self.serving.key_pem.as_bytes()).map_err(|e| e.to_string())?;
+        let config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(pem_certs(&self.serving.cert_pem)?, key)
+            .map_err(|e| e.to_string())?;
+        Ok(Arc::new(config))
+    }
+}
+
+fn sign(issuer: &Issuer<'static, KeyPair>, params: CertificateParams) -> Result<Credentials, String> {
+    let key = KeyPair::generate().map_err(|e| format!("key: {e}"))?;
+    let cert = params.signed_by(&key, issuer).map_err(|e| format!("certificate: {e}"))?;
+    Ok(Credentials { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}
+
+fn pem_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<_, _>>().map_err(|e| e.to_string())
+}
+
+/// Bearer tokens the server accepts: static ones and those issued by the TokenRequest API.
+#[derive(Default)]
+pub struct Tokens {
+    tokens: Mutex<HashMap<String, (UserInfo, Option<SystemTime>)>>,
+}
+
+impl Tokens {
+    pub fn add(&self, token: &str, user: UserInfo, expires: Option<SystemTime>) {
+        self.tokens.lock().insert(token.to_string(), (user, expires));
+    }
+
+    /// A new random token for `user`, valid for `lifetime`.
+    pub fn issue(&self, user: UserInfo, lifetime: Duration) -> (String, SystemTime) {
+        let token = format!("{:016x}{:016x}{:016x}", crate::random::u64(), crate::random::u64(), crate::random::u64());
+        let expires = SystemTime::now() + lifetime;
+        self.add(&token, user, Some(expires));
+        (token, expires)
+    }
+
+    pub fn lookup(&self, token: &str) -> Option<UserInfo> {
+        let tokens = self.tokens.lock();
+        let (user, expires) = tokens.get(token)?;
+        match expires {
+            Some(at) if *at <= SystemTime::now() => None,
+            _ => Some(user.clone()),
+        }
+    }
+}
+
+/// The user a request authenticates as, from its verified client certificate or its bearer token.
+pub fn authenticate(
+    peer_certificates: &[CertificateDer<'static>],
+    authorization: Option<&str>,
+    tokens: &Tokens,
+) -> Option<UserInfo> {
+    if let Some(cert) = peer_certificates.first() {
+        let subject = x509::subject(cert).ok()?;
+        let groups: Vec<&str> = subject.organizations.iter().map(String::as_str).collect();
+        return Some(UserInfo::new(&subject.common_name, &groups));
+    }
+    let token = authorization?.strip_prefix("Bearer ")?.trim();
+    tokens.lookup(token)
+}
+
+/// Writes a kubeconfig with embedded credentials for one user.
+pub fn write_kubeconfig(
+    path: &Path,
+    server: &str,
+    ca_pem: &str,
+    user: &str,
+    credentials: Option<&Credentials>,
+    token: Option<&str>,
+) -> Result<(), String> {
+    use base64::Engine;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let mut user_entry = json!({});
+    if let Some(c) = credentials {
+        user_entry["client-certificate-data"] = b64(&c.cert_pem).into();
+        user_entry["client-key-data"] = b64(&c.key_pem).into();
+    }
+    if let Some(t) = token {
+        user_entry["token"] = t.into();
+    }
+    let mut cluster = json!({"server": server});
+    if server.starts_with("https://") {
+        cluster["certificate-authority-data"] = b64(ca_pem).into();
+    }
+    let config = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "sandbox", "cluster": cluster}],
+        "users": [{"name": user, "user": user_entry}],
+        "contexts": [{"name": format!("{user}@sandbox"), "context": {"cluster": "sandbox", "user": user}}],
+        "current-context": format!("{user}@sandbox"),
+    });
+    let text = serde_yaml_ng::to_string(&config).map_err(|e| e.to_string())?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    write_private(path, text.as_bytes())
+}
+
+/// Writes a file readable by its owner only (it holds private keys).
+fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.write_all(contents).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_certificates_name_user_and_groups() {
+        let pki = Pki::generate("127.0.0.1".parse().unwrap()).unwrap();
+        let creds = pki.client_credentials("kubernetes-admin", &["system:masters"]).unwrap();
+        let certs = pem_certs(&creds.cert_pem).unwrap();
+        let user = authenticate(&certs, None, &Tokens::default()).unwrap();
+        assert_eq!(user.name, "kubernetes-admin");
+        assert!(user.is_master());
+        assert!(user.groups.contains(&"system:authenticated".to_string()));
+    }
+
+    #[test]
+    fn tokens_authenticate_until_they_expire() {
+        let tokens = Tokens::default();
+        tokens.add("static", UserInfo::new("alice", &[]), None);
+        assert_eq!(authenticate(&[], Some("Bearer static"), &tokens).unwrap().name, "alice");
+        assert!(authenticate(&[], Some("Bearer nope"), &tokens).is_none());
+        assert!(authenticate(&[], None, &tokens).is_none());
+        tokens.add("old", UserInfo::new("bob", &[]), Some(SystemTime::now() - Duration::from_secs(1)));
+        assert!(tokens.lookup("old").is_none());
+        let (fresh, _) = tokens.issue(UserInfo::new("carol", &[]), Duration::from_secs(60));
+        assert_eq!(tokens.lookup(&fresh).unwrap().name, "carol");
+    }
+}

@@ -1,0 +1,70 @@
+//! Fault injection for tests and demos: failed requests, latency, cut watches.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::status::ApiError;
+
+/// Faults the API layer applies to the next requests.
+#[derive(Default)]
+pub struct Faults {
+    errors: Mutex<VecDeque<ApiError>>,
+    latency: Mutex<Option<Duration>>,
+    /// Bumped to end every open watch.
+    watch_epoch: AtomicU64,
+}
+
+impl Faults {
+    /// Answers the next `count` API requests with `code` (500, 429 or 503; 429 and 503 carry
+    /// `retry_after` seconds when given).
+    pub fn fail_next(&self, count: usize, code: u16, retry_after: Option<u64>) -> Result<(), String> {
+        let error = match code {
+            500 => ApiError::internal("injected fault: internal error"),
+            429 => ApiError::too_many_requests("injected fault: too many requests, please try again later", retry_after),
+            503 => ApiError::service_unavailable("injected fault: the server is currently unable to handle the request", retry_after),
+            other => return Err(format!("cannot inject HTTP {other}: choose 500, 429 or 503")),
+        };
+        self.errors.lock().extend(std::iter::repeat_n(error, count));
+        Ok(())
+    }
+
+    /// Delays every API request by `latency` (`None` to stop).
+    pub fn set_latency(&self, latency: Option<Duration>) {
+        *self.latency.lock() = latency.filter(|l| !l.is_zero());
+    }
+
+    /// Ends every open watch; clients see their streams close and must re-watch.
+    pub fn close_watches(&self) {
+        self.watch_epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn watch_epoch(&self) -> u64 {
+        self.watch_epoch.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn next_error(&self) -> Option<ApiError> {
+        self.errors.lock().pop_front()
+    }
+
+    pub(crate) fn latency(&self) -> Option<Duration> {
+        *self.latency.lock()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queued_errors_are_served_once_each() {
+        let faults = Faults::default();
+        faults.fail_next(2, 429, Some(1)).unwrap();
+        assert_eq!(faults.next_error().unwrap().retry_after, Some(1));
+        assert_eq!(faults.next_error().unwrap().code, 429);
+        assert!(faults.next_error().is_none());
+        assert!(faults.fail_next(1, 404, None).is_err());
+    }
+}

@@ -1,0 +1,223 @@
+//! Object metadata rules shared by every kind: names, generated names, UIDs, timestamps,
+//! generation, finalizers and when a deleted object is really gone.
+
+use serde_json::{Map, Value, json};
+
+use super::resources::ResourceType;
+use super::status::{ApiError, ApiResult, FieldError};
+
+/// The current time in Kubernetes' `Time` format (RFC 3339, whole seconds, UTC).
+pub fn now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The current time in `MicroTime` format (microseconds).
+pub fn now_micro() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+pub fn name_of(object: &Value) -> &str {
+    object["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+pub fn namespace_of(object: &Value) -> &str {
+    object["metadata"]["namespace"].as_str().unwrap_or_default()
+}
+
+pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
+    if !object["metadata"].is_object() {
+        object["metadata"] = json!({});
+    }
+    object["metadata"].as_object_mut().expect("metadata is an object")
+}
+
+/// Whether `name` is a DNS-1123 subdomain (most kinds' names).
+pub fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+/// Whether `name` is a DNS-1123 label (namespaces, services).
+pub fn is_dns_label(name: &str) -> bool {
+    name.len() <= 63 && !name.contains('.') && is_dns_subdomain(name)
+}
+
+/// Kinds whose names must be DNS labels rather than subdomains.
+fn needs_dns_label(resource: &ResourceType) -> bool {
+    resource.group.is_empty() && matches!(resource.plural, "namespaces" | "services")
+}
+
+/// Kinds whose names are free-form path segments (RBAC roles allow `system:…`).
+fn has_path_segment_names(resource: &ResourceType) -> bool {
+    matches!(resource.plural, "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings")
+        || resource.group == "storage.k8s.io"
+}
+
+/// Checks a name as kube-apiserver's `ValidateObjectMeta` does.
+pub fn validate_name(resource: &ResourceType, name: &str) -> Result<(), FieldError> {
+    if has_path_segment_names(resource) {
+        return if name.is_empty() || name == "." || name == ".." || name.contains(['/', '%']) {
+            Err(FieldError::invalid("metadata.name", json!(name), "may not contain '/' or '%' and may not be '.' or '..'"))
+        } else {
+            Ok(())
+        };
+    }
+    if needs_dns_label(resource) {
+        if !is_dns_label(name) {
+            return Err(FieldError::invalid(
+                "metadata.name",
+                json!(name),
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            ));
+        }
+    } else if !is_dns_subdomain(name) {
+        return Err(FieldError::invalid(
+            "metadata.name",
+            json!(name),
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ));
+    }
+    Ok(())
+}
+
+/// Fills in the server-set metadata of a new object: name from `generateName`, uid,
+/// creationTimestamp, generation; clears what clients may not set.
+pub fn prepare_create(resource: &ResourceType, object: &mut Value, namespace: Option<&str>) -> ApiResult<()> {
+    let meta = metadata_mut(object);
+    if let Some(ns) = namespace {
+        meta.insert("namespace".into(), ns.into());
+    } else {
+        meta.remove("namespace");
+    }
+    let name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = if name.is_empty() {
+        match meta.get("generateName").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+            // apimachinery keeps the generated name within 63 characters.
+            Some(prefix) => format!("{}{}", truncate(prefix, 58), crate::random::name_suffix(5)),
+            None => {
+                return Err(ApiError::invalid(
+                    resource,
+                    "",
+                    &[FieldError::required("metadata.name", "name or generateName is required")],
+                ));
+            }
+        }
+    } else {
+        name
+    };
+    validate_name(resource, &name).map_err(|e| ApiError::invalid(resource, &name, &[e]))?;
+    meta.insert("name".into(), name.into());
+    meta.insert("uid".into(), crate::random::uuid().into());
+    meta.insert("creationTimestamp".into(), now().into());
+    for server_set in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"] {
+        meta.remove(server_set);
+    }
+    if resource.tracks_generation {
+        meta.insert("generation".into(), 1.into());
+    } else {
+        meta.remove("generation");
+    }
+    Ok(())
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+/// Everything of an object but `metadata` and `status`: what a spec change is measured on.
+pub fn spec_part(object: &Value) -> Value {
+    let mut rest = object.clone();
+    if let Some(map) = rest.as_object_mut() {
+        for key in ["metadata", "status", "apiVersion", "kind"] {
+            map.remove(key);
+        }
+    }
+    rest
+}
+
+pub fn finalizers(object: &Value) -> Vec<String> {
+    object["metadata"]["finalizers"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+pub fn set_finalizers(object: &mut Value, list: &[String]) {
+    let meta = metadata_mut(object);
+    if list.is_empty() {
+        meta.remove("finalizers");
+    } else {
+        meta.insert("finalizers".into(), json!(list));
+    }
+}
+
+pub fn is_deleting(object: &Value) -> bool {
+    object["metadata"]["deletionTimestamp"].is_string()
+}
+
+/// A deleted object is gone once nothing holds it: no finalizers, no namespace finalizers,
+/// no grace period still running (pods wait for their kubelet).
+pub fn should_remove(object: &Value) -> bool {
+    is_deleting(object)
+        && finalizers(object).is_empty()
+        && object["spec"]["finalizers"].as_array().is_none_or(|f| f.is_empty())
+        && object["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
+}
+
+/// The labels of an object as a map (empty when it has none).
+pub fn labels(object: &Value) -> Map<String, Value> {
+    object["metadata"]["labels"].as_object().cloned().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::resources::find;
+
+    #[test]
+    fn names_are_checked_per_kind() {
+        let pods = find("", "v1", "pods").unwrap();
+        let namespaces = find("", "v1", "namespaces").unwrap();
+        let roles = find("rbac.authorization.k8s.io", "v1", "clusterroles").unwrap();
+        assert!(validate_name(pods, "web-1.a").is_ok());
+        assert!(validate_name(pods, "Web").is_err());
+        assert!(validate_name(pods, "-web").is_err());
+        assert!(validate_name(namespaces, "a.b").is_err());
+        assert!(validate_name(roles, "system:controller:replicaset-controller").is_ok());
+    }
+
+    #[test]
+    fn generate_name_makes_a_suffixed_name() {
+        let pods = find("", "v1", "pods").unwrap();
+        let mut pod = json!({"metadata": {"generateName": "web-7d4b9c-"}});
+        prepare_create(pods, &mut pod, Some("default")).unwrap();
+        let name = name_of(&pod);
+        assert!(name.starts_with("web-7d4b9c-") && name.len() == "web-7d4b9c-".len() + 5, "{name}");
+        assert_eq!(namespace_of(&pod), "default");
+        assert!(pod["metadata"]["uid"].is_string());
+        assert!(pod["metadata"]["generation"].is_null());
+        let mut nameless = json!({"metadata": {}});
+        let err = prepare_create(pods, &mut nameless, Some("default")).unwrap_err();
+        assert_eq!(err.message(), "Pod \"\" is invalid: metadata.name: Required value: name or generateName is required");
+    }
+
+    #[test]
+    fn removal_waits_for_finalizers_and_grace() {
+        let mut o = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["x"]}});
+        assert!(!should_remove(&o));
+        set_finalizers(&mut o, &[]);
+        assert!(should_remove(&o));
+        o["metadata"]["deletionGracePeriodSeconds"] = 30.into();
+        assert!(!should_remove(&o));
+        let ns = json!({"metadata": {"deletionTimestamp": "x"}, "spec": {"finalizers": ["kubernetes"]}});
+        assert!(!should_remove(&ns));
+    }
+}

@@ -1,0 +1,300 @@
+//! The sandbox as one running thing: store, PKI, API layer, HTTP(S) listener and the objects
+//! kube-apiserver creates at start-up, with the handles tests use to inject faults.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use super::api::{ApiOptions, ApiServer};
+use super::auth::{self, Credentials, Pki, Tokens, UserInfo};
+use super::faults::Faults;
+use super::http::HttpServer;
+use super::objects;
+use super::services::ServiceRange;
+use super::store::{DEFAULT_HISTORY, Store};
+use crate::client::config::{Auth, ClientIdentity, RestConfig, TlsSettings};
+
+/// How to run the sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxOptions {
+    pub listen: SocketAddr,
+    /// Serve plain HTTP and treat callers without credentials as cluster admins (tests).
+    pub plain_http: bool,
+    /// Changes kept for watches; older resourceVersions are Gone.
+    pub history: usize,
+    pub bookmark_interval: Duration,
+    pub service_range: ServiceRange,
+}
+
+impl Default for SandboxOptions {
+    fn default() -> Self {
+        SandboxOptions {
+            listen: "127.0.0.1:6443".parse().expect("valid address"),
+            plain_http: false,
+            history: DEFAULT_HISTORY,
+            bookmark_interval: Duration::from_secs(60),
+            service_range: ServiceRange::default(),
+        }
+    }
+}
+
+/// A running sandbox API server.
+pub struct Sandbox {
+    api: Arc<ApiServer>,
+    pki: Pki,
+    admin: Credentials,
+    controller_manager: Credentials,
+    addr: SocketAddr,
+    plain_http: bool,
+    server: Mutex<Option<HttpServer>>,
+}
+
+/// The user kubeadm's admin.conf authenticates as.
+pub const ADMIN_USER: &str = "kubernetes-admin";
+/// The user kubeadm's controller-manager.conf authenticates as.
+pub const CONTROLLER_MANAGER_USER: &str = "system:kube-controller-manager";
+
+impl Sandbox {
+    pub fn start(options: SandboxOptions) -> Result<Sandbox, String> {
+        let pki = Pki::generate(options.listen.ip())?;
+        let admin = pki.client_credentials(ADMIN_USER, &["system:masters"])?;
+        let controller_manager = pki.client_credentials(CONTROLLER_MANAGER_USER, &[])?;
+        let store = Arc::new(Store::new(options.history));
+        let api = Arc::new(ApiServer {
+            store,
+            tokens: Arc::new(Tokens::default()),
+            faults: Arc::new(Faults::default()),
+            options: ApiOptions {
+                anonymous_is_admin: options.plain_http,
+                bookmark_interval: options.bookmark_interval,
+                service_range: options.service_range,
+            },
+        });
+        bootstrap(&api, options.service_range, &options.listen)?;
+        let tls = if options.plain_http { None } else { Some(pki.server_config()?) };
+        let server = HttpServer::start(options.listen, tls, api.clone())
+            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        let addr = server.addr();
+        Ok(Sandbox {
+            api,
+            pki,
+            admin,
+            controller_manager,
+            addr,
+            plain_http: options.plain_http,
+            server: Mutex::new(Some(server)),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `https://127.0.0.1:port` (or `http://`).
+    pub fn url(&self) -> String {
+        format!("{}://{}", if self.plain_http { "http" } else { "https" }, self.addr)
+    }
+
+    pub fn ca_pem(&self) -> &str {
+        &self.pki.ca_pem
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.api.store
+    }
+
+    pub fn faults(&self) -> &Faults {
+        &self.api.faults
+    }
+
+    pub fn tokens(&self) -> &Tokens {
+        &self.api.tokens
+    }
+
+    /// A client config for a cluster admin (`system:masters`), for tests and the demo.
+    pub fn admin_config(&self) -> RestConfig {
+        self.rest_config(&self.admin, ADMIN_USER)
+    }
+
+    /// A client config for `system:kube-controller-manager`, as kubeadm's controller-manager.conf.
+    pub fn controller_manager_config(&self) -> RestConfig {
+        self.rest_config(&self.controller_manager, CONTROLLER_MANAGER_USER)
+    }
+
+    /// A client config authenticating with a client certificate for any user.
+    pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, String> {
+        let credentials = self.pki.client_credentials(user, groups)?;
+        Ok(self.rest_config(&credentials, user))
+    }
+
+    /// A bearer token the server accepts for `user`.
+    pub fn add_token(&self, token: &str, user: &str, groups: &[&str]) {
+        self.api.tokens.add(token, UserInfo::new(user, groups), None);
+    }
+
+    fn rest_config(&self, credentials: &Credentials, user: &str) -> RestConfig {
+        use rustls_pki_types::pem::PemObject;
+        let certs = |pem: &str| rustls_pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()).flatten().collect::<Vec<_>>();
+        let identity = (!self.plain_http).then(|| ClientIdentity {
+            cert_chain: certs(&credentials.cert_pem),
+            key: rustls_pki_types::PrivateKeyDer::from_pem_slice(credentials.key_pem.as_bytes()).expect("generated key"),
+        });
+        RestConfig {
+            server: self.url(),
+            tls: TlsSettings {
+                ca_certs: (!self.plain_http).then(|| certs(&self.pki.ca_pem)),
+                client_identity: identity,
+                ..TlsSettings::default()
+            },
+            auth: Auth::None,
+            source: format!("sandbox ({user})"),
+        }
+    }
+
+    /// Writes `admin.conf`-style kubeconfigs: the admin's at `path`, the controller manager's
+    /// beside it as `controller-manager.conf`. Returns both paths.
+    pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), String> {
+        let server = self.url();
+        auth::write_kubeconfig(path, &server, &self.pki.ca_pem, ADMIN_USER, Some(&self.admin), None)?;
+        let kcm = path.with_file_name("controller-manager.conf");
+        auth::write_kubeconfig(&kcm, &server, &self.pki.ca_pem, CONTROLLER_MANAGER_USER, Some(&self.controller_manager), None)?;
+        Ok((path.to_path_buf(), kcm))
+    }
+
+    /// Ends every open watch (clients must re-watch) and cuts idle connections.
+    pub fn close_watches(&self) {
+        self.api.faults.close_watches();
+        if let Some(server) = self.server.lock().as_ref() {
+            server.cut_connections();
+        }
+    }
+
+    /// Forgets the change history: resourceVersions from before now are Gone.
+    pub fn compact(&self) {
+        self.api.store.compact();
+    }
+
+    /// Stops listening, as a crashed or restarting API server; the state is kept.
+    pub fn pause(&self) {
+        self.api.faults.close_watches();
+        if let Some(server) = self.server.lock().take() {
+            server.stop();
+        }
+    }
+
+    /// Listens again on the same address after [`Sandbox::pause`].
+    pub fn resume(&self) -> Result<(), String> {
+        let mut slot = self.server.lock();
+        if slot.is_some() {
+            return Ok(());
+        }
+        let tls = if self.plain_http { None } else { Some(self.pki.server_config()?) };
+        // The old socket may linger briefly; retry the bind for a moment.
+        let mut last_error = String::new();
+        for _ in 0..50 {
+            match HttpServer::start(self.addr, tls.clone(), self.api.clone()) {
+                Ok(server) => {
+                    *slot = Some(server);
+                    return Ok(());
+                }
+                Err(e) => last_error = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!("cannot listen on {} again: {last_error}", self.addr))
+    }
+
+    /// Stops the server for good.
+    pub fn stop(&self) {
+        self.pause();
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// What kube-apiserver creates when it starts: the four system namespaces, the `kubernetes`
+/// Service and its endpoints, the system PriorityClasses and the cluster-admin binding.
+fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr) -> Result<(), String> {
+    let now = objects::now();
+    let meta = |name: &str, ns: Option<&str>| {
+        let mut m = json!({"name": name, "uid": crate::random::uuid(), "creationTimestamp": now});
+        if let Some(ns) = ns {
+            m["namespace"] = ns.into();
+        }
+        m
+    };
+    let mut objects: Vec<(&'static str, Value)> = Vec::new();
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        objects.push((
+            "namespaces",
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": labelled(meta(ns, None), json!({"kubernetes.io/metadata.name": ns})),
+                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
+        ));
+    }
+    let cluster_ip = range.first().to_string();
+    let port = listen.port();
+    objects.push((
+        "services",
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": labelled(meta("kubernetes", Some("default")), json!({"component": "apiserver", "provider": "kubernetes"})),
+            "spec": {"type": "ClusterIP", "clusterIP": cluster_ip, "clusterIPs": [cluster_ip], "ipFamilies": ["IPv4"],
+                "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+            "status": {"loadBalancer": {}}}),
+    ));
+    let host = listen.ip().to_string();
+    objects.push((
+        "endpoints",
+        json!({"apiVersion": "v1", "kind": "Endpoints",
+            "metadata": labelled(meta("kubernetes", Some("default")), json!({"endpointslice.kubernetes.io/skip-mirror": "true"})),
+            "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]}),
+    ));
+    objects.push((
+        "endpointslices",
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": labelled(meta("kubernetes", Some("default")), json!({"kubernetes.io/service-name": "kubernetes"})),
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [host], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}),
+    ));
+    for (name, value) in [("system-node-critical", 2000001000), ("system-cluster-critical", 2000000000)] {
+        objects.push((
+            "priorityclasses",
+            json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": meta(name, None),
+                "value": value, "preemptionPolicy": "PreemptLowerPriority",
+                "description": "Used for system critical pods that must not be moved from their current node."}),
+        ));
+    }
+    objects.push((
+        "clusterroles",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta("cluster-admin", None),
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}]}),
+    ));
+    objects.push((
+        "clusterrolebindings",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta("cluster-admin", None),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}]}),
+    ));
+    api.store.write::<_, String>(|txn| {
+        for (storage, object) in objects {
+            txn.put(storage, object);
+        }
+        Ok(())
+    })
+}
+
+/// Metadata with labels.
+fn labelled(mut meta: Value, labels: Value) -> Value {
+    meta["labels"] = labels;
+    meta
+}

@@ -1,0 +1,246 @@
+//! Error answers as kube-apiserver words them: `Status` objects with the same reason, code,
+//! message and details, so clients (ours, kubectl, client-go) branch on them the same way.
+
+use serde_json::{Value, json};
+
+use super::resources::ResourceType;
+
+/// A failed request: the HTTP code and the `Status` body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub code: u16,
+    pub status: Value,
+    /// `Retry-After` seconds, for 429 and 5xx answers that carry one.
+    pub retry_after: Option<u64>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(code: u16, reason: &str, message: impl Into<String>, details: Option<Value>) -> ApiError {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message.into(),
+            "reason": reason,
+            "code": code,
+        });
+        if let Some(details) = details {
+            status["details"] = details;
+        }
+        ApiError { code, status, retry_after: None }
+    }
+
+    pub fn message(&self) -> &str {
+        self.status["message"].as_str().unwrap_or_default()
+    }
+
+    pub fn reason(&self) -> &str {
+        self.status["reason"].as_str().unwrap_or_default()
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "BadRequest", message, None)
+    }
+
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(401, "Unauthorized", "Unauthorized", None)
+    }
+
+    pub fn forbidden(resource: &ResourceType, name: &str, why: &str) -> ApiError {
+        let message = if name.is_empty() {
+            format!("{} is forbidden: {why}", qualified(resource))
+        } else {
+            format!("{} \"{name}\" is forbidden: {why}", qualified(resource))
+        };
+        ApiError::new(403, "Forbidden", message, Some(details(resource, name)))
+    }
+
+    pub fn not_found(resource: &ResourceType, name: &str) -> ApiError {
+        ApiError::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(resource)), Some(details(resource, name)))
+    }
+
+    /// A path the server does not serve at all.
+    pub fn page_not_found() -> ApiError {
+        ApiError::new(404, "NotFound", "the server could not find the requested resource", Some(json!({})))
+    }
+
+    pub fn method_not_allowed() -> ApiError {
+        ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", Some(json!({})))
+    }
+
+    pub fn already_exists(resource: &ResourceType, name: &str) -> ApiError {
+        ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(resource)),
+            Some(details(resource, name)),
+        )
+    }
+
+    pub fn conflict(resource: &ResourceType, name: &str, why: &str) -> ApiError {
+        ApiError::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified(resource)),
+            Some(details(resource, name)),
+        )
+    }
+
+    /// The stale-resourceVersion conflict of optimistic concurrency.
+    pub fn modified(resource: &ResourceType, name: &str) -> ApiError {
+        Self::conflict(
+            resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 410 for a resourceVersion older than the kept history.
+    pub fn expired(message: impl Into<String>) -> ApiError {
+        ApiError::new(410, "Expired", message, None)
+    }
+
+    /// 422 with field causes: `(field, cause reason, message)`.
+    pub fn invalid(resource: &ResourceType, name: &str, causes: &[FieldError]) -> ApiError {
+        let summary: Vec<String> = causes.iter().map(FieldError::to_string).collect();
+        let summary = if summary.len() == 1 { summary[0].clone() } else { format!("[{}]", summary.join(", ")) };
+        let kind = if resource.group.is_empty() {
+            resource.kind.to_string()
+        } else {
+            format!("{}.{}", resource.kind, resource.group)
+        };
+        let causes: Vec<Value> =
+            causes.iter().map(|c| json!({"reason": c.reason, "message": c.cause_message(), "field": c.field})).collect();
+        let mut details = json!({"name": name, "kind": resource.kind, "causes": causes});
+        if !resource.group.is_empty() {
+            details["group"] = resource.group.into();
+        }
+        ApiError::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {summary}"), Some(details))
+    }
+
+    pub fn unsupported_media_type(content_type: &str) -> ApiError {
+        ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type:?})"), None)
+    }
+
+    pub fn too_many_requests(message: impl Into<String>, retry_after: Option<u64>) -> ApiError {
+        let mut e = ApiError::new(429, "TooManyRequests", message, None);
+        if let Some(seconds) = retry_after {
+            e.status["details"] = json!({"retryAfterSeconds": seconds});
+        }
+        e.retry_after = retry_after;
+        e
+    }
+
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(500, "InternalError", message, None)
+    }
+
+    pub fn service_unavailable(message: impl Into<String>, retry_after: Option<u64>) -> ApiError {
+        let mut e = ApiError::new(503, "ServiceUnavailable", message, None);
+        e.retry_after = retry_after;
+        e
+    }
+}
+
+/// One invalid field, as in apimachinery's `field.Error`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub field: String,
+    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueForbidden`, …
+    pub reason: &'static str,
+    /// The value shown after "Invalid value:", JSON-rendered, for invalid values.
+    pub value: Option<Value>,
+    pub detail: String,
+}
+
+impl FieldError {
+    pub fn required(field: &str, detail: &str) -> FieldError {
+        FieldError { field: field.into(), reason: "FieldValueRequired", value: None, detail: detail.into() }
+    }
+
+    pub fn invalid(field: &str, value: Value, detail: &str) -> FieldError {
+        FieldError { field: field.into(), reason: "FieldValueInvalid", value: Some(value), detail: detail.into() }
+    }
+
+    pub fn forbidden(field: &str, detail: &str) -> FieldError {
+        FieldError { field: field.into(), reason: "FieldValueForbidden", value: None, detail: detail.into() }
+    }
+
+    fn label(&self) -> &'static str {
+        match self.reason {
+            "FieldValueRequired" => "Required value",
+            "FieldValueForbidden" => "Forbidden",
+            "FieldValueDuplicate" => "Duplicate value",
+            "FieldValueNotSupported" => "Unsupported value",
+            _ => "Invalid value",
+        }
+    }
+
+    /// The message of the cause entry (without the field).
+    fn cause_message(&self) -> String {
+        match &self.value {
+            Some(v) => format!("{}: {}: {}", self.label(), render(v), self.detail),
+            None if self.detail.is_empty() => self.label().to_string(),
+            None => format!("{}: {}", self.label(), self.detail),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.cause_message())
+    }
+}
+
+fn render(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// `deployments.apps`, or `pods` for the core group.
+pub fn qualified(resource: &ResourceType) -> String {
+    if resource.group.is_empty() { resource.plural.to_string() } else { format!("{}.{}", resource.plural, resource.group) }
+}
+
+fn details(resource: &ResourceType, name: &str) -> Value {
+    let mut details = json!({"name": name, "kind": resource.plural});
+    if !resource.group.is_empty() {
+        details["group"] = resource.group.into();
+    }
+    details
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::resources::find;
+
+    #[test]
+    fn messages_match_kube_apiserver() {
+        let deployments = find("apps", "v1", "deployments").unwrap();
+        let pods = find("", "v1", "pods").unwrap();
+        assert_eq!(ApiError::not_found(pods, "x").message(), "pods \"x\" not found");
+        assert_eq!(ApiError::not_found(deployments, "web").message(), "deployments.apps \"web\" not found");
+        assert_eq!(ApiError::not_found(deployments, "web").status["details"]["group"], "apps");
+        assert_eq!(
+            ApiError::modified(pods, "x").message(),
+            "Operation cannot be fulfilled on pods \"x\": the object has been modified; please apply your changes to the latest version and try again"
+        );
+        let invalid = ApiError::invalid(
+            deployments,
+            "web",
+            &[FieldError::invalid("spec.replicas", json!(-1), "must be greater than or equal to 0")],
+        );
+        assert_eq!(
+            invalid.message(),
+            "Deployment.apps \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+        );
+        assert_eq!(invalid.status["details"]["causes"][0]["field"], "spec.replicas");
+        assert_eq!(invalid.code, 422);
+    }
+}

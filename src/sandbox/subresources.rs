@@ -1,0 +1,340 @@
+//! Subresources with their own semantics (`scale`, `binding`, `eviction`, `token`,
+//! `finalize`, `approval`) and the create-only review and binding resources.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::api::{self, ApiServer, DeleteOptions, DeleteOutcome, Target};
+use super::auth::UserInfo;
+use super::http::Request;
+use super::objects::{self, name_of, now};
+use super::patch;
+use super::rbac;
+use super::resources::{self, ResourceType};
+use super::selectors::LabelSelector;
+use super::status::{ApiError, ApiResult};
+use super::store::Txn;
+
+/// TokenRequest's default and bounds on `expirationSeconds`.
+const DEFAULT_TOKEN_SECONDS: i64 = 3600;
+const MIN_TOKEN_SECONDS: i64 = 600;
+
+pub fn handle(api: &ApiServer, request: &Request, target: &Target, sub: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+    let name = target.name.as_deref().ok_or_else(ApiError::method_not_allowed)?;
+    match (sub, request.method.as_str()) {
+        ("scale", "GET") => {
+            let object = get_object(api, target, name)?;
+            Ok((200, scale_of(target.resource, &object)))
+        }
+        ("scale", "PUT" | "PATCH") => update_scale(api, request, target, name, user),
+        ("binding", "POST") => bind(api, request, target.namespace.as_deref().unwrap_or_default(), name),
+        ("eviction", "POST") => evict(api, request, target, name, user),
+        ("token", "POST") => issue_token(api, request, target, name),
+        ("finalize", "PUT") | ("approval", "PUT") => replace_part(api, request, target, name, sub, user),
+        ("finalize" | "approval", "GET") => Ok((200, get_object(api, target, name)?)),
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// Create-only resources that are not subresources: bindings and the review APIs.
+pub fn create_only(api: &ApiServer, request: &Request, target: &Target, user: &UserInfo) -> ApiResult<(u16, Value)> {
+    let body = body(request)?;
+    let resource = target.resource;
+    match (resource.group, resource.plural) {
+        ("", "bindings") => {
+            let pod = name_of(&body).to_string();
+            bind(api, request, target.namespace.as_deref().unwrap_or_default(), &pod)
+        }
+        ("authentication.k8s.io", "tokenreviews") => {
+            let token = body["spec"]["token"].as_str().unwrap_or_default();
+            let status = match api.tokens.lookup(token) {
+                Some(u) => json!({"authenticated": true, "user": {"username": u.name, "uid": u.uid, "groups": u.groups}}),
+                None => json!({"authenticated": false, "error": "invalid bearer token"}),
+            };
+            Ok((201, review_answer(resource, body, status)))
+        }
+        ("authorization.k8s.io", _) => {
+            let namespace = target.namespace.as_deref();
+            let (subject, attributes) = rbac::review_request(resource.plural, &body, user, namespace)?;
+            let decision = api.store.write::<_, ApiError>(|txn| Ok(rbac::authorize(txn, &subject, &attributes)))?;
+            Ok((201, review_answer(resource, body, decision.to_status())))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn review_answer(resource: &ResourceType, mut body: Value, status: Value) -> Value {
+    body["apiVersion"] = resource.group_version().into();
+    body["kind"] = resource.kind.into();
+    if !body["metadata"].is_object() {
+        body["metadata"] = json!({});
+    }
+    body["metadata"]["creationTimestamp"] = Value::Null;
+    body["status"] = status;
+    body
+}
+
+fn body(request: &Request) -> ApiResult<Value> {
+    serde_json::from_slice(&request.body).map_err(|e| ApiError::bad_request(format!("cannot decode the request body: {e}")))
+}
+
+fn get_object(api: &ApiServer, target: &Target, name: &str) -> ApiResult<Value> {
+    let ns = target.namespace.as_deref().unwrap_or_default();
+    let object =
+        api.store.get(target.resource.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(target.resource, name))?;
+    Ok(super::convert::to_external(target.resource, &object))
+}
+
+/// autoscaling/v1 Scale of a scalable object.
+fn scale_of(resource: &ResourceType, object: &Value) -> Value {
+    let meta = &object["metadata"];
+    let selector = &object["spec"]["selector"];
+    // ReplicationControllers have a plain label map; apps kinds a LabelSelector.
+    let selector_text = if selector.get("matchLabels").is_some() || selector.get("matchExpressions").is_some() {
+        LabelSelector::from_label_selector_object(selector).map(|s| s.to_string()).unwrap_or_default()
+    } else {
+        let mut pairs: Vec<String> = selector
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect())
+            .unwrap_or_default();
+        pairs.sort();
+        pairs.join(",")
+    };
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"],
+            "resourceVersion": meta["resourceVersion"], "creationTimestamp": meta["creationTimestamp"],
+        },
+        "spec": {"replicas": object["spec"]["replicas"].as_i64().unwrap_or(0)},
+        "status": {"replicas": object["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector_text},
+    })
+}
+
+fn update_scale(api: &ApiServer, request: &Request, target: &Target, name: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+    let resource = target.resource;
+    let ns = target.namespace.as_deref().unwrap_or_default().to_string();
+    let document = body(request)?;
+    let main = Target { resource, namespace: target.namespace.clone(), name: Some(name.into()), subresource: None };
+    let stored = api.store.write(|txn| {
+        let old = txn.get(resource.storage_key(), &ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
+        let current = scale_of(resource, &old);
+        let scale = if request.method == "PATCH" {
+            let content_type = request.header("Content-Type").unwrap_or_default();
+            if content_type.starts_with("application/json-patch+json") {
+                patch::json_patch(&current, &document).map_err(|e| ApiError::new(422, "Invalid", e, None))?
+            } else {
+                // Scale has no list fields: merge and strategic merge patches agree.
+                patch::json_merge_patch(&current, &document)
+            }
+        } else {
+            document.clone()
+        };
+        if let Some(rv) = scale["metadata"]["resourceVersion"].as_str().filter(|v| !v.is_empty())
+            && Some(rv) != old["metadata"]["resourceVersion"].as_str()
+        {
+            return Err(ApiError::modified(resource, name));
+        }
+        let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
+        if replicas < 0 {
+            let causes = [super::status::FieldError::invalid(
+                "spec.replicas",
+                json!(replicas),
+                "must be greater than or equal to 0",
+            )];
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                format!("Scale.autoscaling \"{name}\" is invalid: {}", causes[0]),
+                None,
+            ));
+        }
+        let mut updated = (*old).clone();
+        updated["spec"]["replicas"] = replicas.into();
+        updated["metadata"]["resourceVersion"] = Value::Null;
+        api::write_update(txn, &main, &old, updated, user, false)
+    })?;
+    Ok((200, scale_of(resource, &stored)))
+}
+
+/// Assigns a pod to a node (what the scheduler does), refusing a pod that is already bound.
+fn bind(api: &ApiServer, request: &Request, ns: &str, pod_name: &str) -> ApiResult<(u16, Value)> {
+    let binding = body(request)?;
+    let node = binding["target"]["name"].as_str().unwrap_or_default().to_string();
+    let pods = resources::find("", "v1", "pods").expect("pods are served");
+    if node.is_empty() {
+        return Err(ApiError::invalid(
+            pods,
+            pod_name,
+            &[super::status::FieldError::required("target.name", "")],
+        ));
+    }
+    api.store.write(|txn| {
+        let pod = txn.get("pods", ns, pod_name).ok_or_else(|| ApiError::not_found(pods, pod_name))?;
+        if objects::is_deleting(&pod) {
+            return Err(ApiError::conflict(pods, pod_name, "pod is being deleted, cannot be assigned to a host"));
+        }
+        if let Some(bound) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+            return Err(ApiError::conflict(pods, pod_name, &format!("pod {pod_name} is already assigned to node \"{bound}\"")));
+        }
+        let mut pod = (*pod).clone();
+        pod["spec"]["nodeName"] = node.clone().into();
+        set_condition(&mut pod, "PodScheduled", "True");
+        txn.put("pods", pod);
+        Ok(())
+    })?;
+    Ok((201, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+}
+
+/// Sets a pod condition, keeping its transition time when the status does not change.
+pub fn set_condition(pod: &mut Value, kind: &str, status: &str) {
+    let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let mut found = false;
+    let mut updated: Vec<Value> = conditions
+        .into_iter()
+        .map(|mut c| {
+            if c["type"] == kind {
+                found = true;
+                if c["status"] != status {
+                    c["status"] = status.into();
+                    c["lastTransitionTime"] = now().into();
+                }
+            }
+            c
+        })
+        .collect();
+    if !found {
+        updated.push(json!({"type": kind, "status": status, "lastProbeTime": null, "lastTransitionTime": now()}));
+    }
+    pod["status"]["conditions"] = Value::Array(updated);
+}
+
+/// The Eviction API: deletes a pod unless a PodDisruptionBudget forbids it.
+fn evict(api: &ApiServer, request: &Request, target: &Target, name: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+    let eviction = body(request)?;
+    let ns = target.namespace.as_deref().unwrap_or_default().to_string();
+    let options = DeleteOptions {
+        grace_period_seconds: eviction["deleteOptions"]["gracePeriodSeconds"].as_i64(),
+        precondition_uid: eviction["deleteOptions"]["preconditions"]["uid"].as_str().map(str::to_string),
+        ..DeleteOptions::default()
+    };
+    let pods = target.resource;
+    api.store.write(|txn| {
+        let pod = txn.get("pods", &ns, name).ok_or_else(|| ApiError::not_found(pods, name))?;
+        let terminal = matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+        if !terminal && !objects::is_deleting(&pod) {
+            charge_disruption_budget(txn, &ns, &pod)?;
+        }
+        match api::delete_in(txn, pods, &ns, name, &options, user)? {
+            DeleteOutcome::Removed(_) | DeleteOutcome::Marked(_) => Ok(()),
+        }
+    })?;
+    Ok((201, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+}
+
+/// Takes one allowed disruption from the budget covering the pod, or refuses with 429.
+fn charge_disruption_budget(txn: &mut Txn<'_>, ns: &str, pod: &Value) -> ApiResult<()> {
+    let budgets: Vec<_> = txn
+        .list("poddisruptionbudgets", Some(ns))
+        .into_iter()
+        .filter(|pdb| {
+            LabelSelector::from_label_selector_object(&pdb["spec"]["selector"]).is_ok_and(|s| s.matches_object(pod))
+        })
+        .collect();
+    let budget = match budgets.as_slice() {
+        [] => return Ok(()),
+        [one] => one,
+        _ => {
+            return Err(ApiError::internal(
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            ));
+        }
+    };
+    let allowed = budget["status"]["disruptionsAllowed"].as_i64().unwrap_or(0);
+    if allowed <= 0 {
+        let mut e = ApiError::too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.", None);
+        e.status["details"] = json!({"causes": [{"reason": "DisruptionBudget", "message": format!(
+            "The disruption budget {} needs {} healthy pods and has {} currently",
+            name_of(budget),
+            budget["status"]["desiredHealthy"].as_i64().unwrap_or(0),
+            budget["status"]["currentHealthy"].as_i64().unwrap_or(0)
+        )}]});
+        return Err(e);
+    }
+    let mut budget = (**budget).clone();
+    budget["status"]["disruptionsAllowed"] = (allowed - 1).into();
+    budget["status"]["disruptedPods"][name_of(pod)] = now().into();
+    txn.put("poddisruptionbudgets", budget);
+    Ok(())
+}
+
+/// TokenRequest: a bearer token for the service account, valid for `expirationSeconds`.
+fn issue_token(api: &ApiServer, request: &Request, target: &Target, name: &str) -> ApiResult<(u16, Value)> {
+    let ns = target.namespace.as_deref().unwrap_or_default();
+    let account = api.store.get("serviceaccounts", ns, name).ok_or_else(|| ApiError::not_found(target.resource, name))?;
+    let mut token_request = body(request)?;
+    let seconds = token_request["spec"]["expirationSeconds"].as_i64().unwrap_or(DEFAULT_TOKEN_SECONDS);
+    if seconds < MIN_TOKEN_SECONDS {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            format!("TokenRequest.authentication.k8s.io \"{name}\" is invalid: spec.expirationSeconds: Invalid value: {seconds}: may not specify a duration less than 10 minutes"),
+            None,
+        ));
+    }
+    let user = UserInfo {
+        name: format!("system:serviceaccount:{ns}:{name}"),
+        uid: account["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
+        groups: vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{ns}"), "system:authenticated".into()],
+    };
+    let (token, expires) = api.tokens.issue(user, Duration::from_secs(seconds as u64));
+    let expires: jiff::Timestamp = expires.try_into().map_err(|_| ApiError::internal("token expiry out of range"))?;
+    token_request["apiVersion"] = "authentication.k8s.io/v1".into();
+    token_request["kind"] = "TokenRequest".into();
+    token_request["metadata"] = json!({"name": name, "namespace": ns, "creationTimestamp": now()});
+    token_request["spec"]["expirationSeconds"] = seconds.into();
+    if token_request["spec"]["audiences"].is_null() {
+        token_request["spec"]["audiences"] = json!(["https://kubernetes.default.svc.cluster.local"]);
+    }
+    token_request["status"] =
+        json!({"token": token, "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()});
+    Ok((201, token_request))
+}
+
+/// `namespaces/x/finalize` (only `spec.finalizers` changes) and
+/// `certificatesigningrequests/x/approval` (only `status.conditions` changes).
+fn replace_part(api: &ApiServer, request: &Request, target: &Target, name: &str, sub: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+    let resource = target.resource;
+    let ns = target.namespace.as_deref().unwrap_or_default().to_string();
+    let document = body(request)?;
+    if name_of(&document) != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            name_of(&document)
+        )));
+    }
+    // Approval changes status only, so it is written as a status update; finalize changes spec.
+    let part = (sub == "approval").then(|| "status".to_string());
+    let main = Target { resource, namespace: target.namespace.clone(), name: Some(name.into()), subresource: part };
+    let stored = api.store.write(|txn| {
+        let old = txn.get(resource.storage_key(), &ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
+        if let Some(rv) = document["metadata"]["resourceVersion"].as_str().filter(|v| !v.is_empty())
+            && Some(rv) != old["metadata"]["resourceVersion"].as_str()
+        {
+            return Err(ApiError::modified(resource, name));
+        }
+        let mut updated = (*old).clone();
+        if sub == "finalize" {
+            updated["spec"]["finalizers"] = document["spec"]["finalizers"].clone();
+            if updated["spec"]["finalizers"].is_null() {
+                updated["spec"].as_object_mut().map(|m| m.remove("finalizers"));
+            }
+        } else {
+            updated["status"]["conditions"] = document["status"]["conditions"].clone();
+        }
+        api::write_update(txn, &main, &old, updated, user, false)
+    })?;
+    Ok((200, super::convert::to_external(resource, &stored)))
+}

@@ -1,0 +1,194 @@
+//! Watch streams: chunked JSON watch events from a resourceVersion, filtered by namespace and
+//! selectors, with bookmarks and kube-apiserver's 410 answer for a too-old resourceVersion.
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use serde_json::{Value, json};
+
+use super::api::{ApiServer, ObjectFilter, Target, send_error};
+use super::convert;
+use super::http::{Request, ResponseWriter};
+use super::objects::namespace_of;
+use super::resources::ResourceType;
+use super::status::ApiError;
+use super::store::{Change, ChangeKind};
+
+/// How often a watch loop wakes to check that it should still run.
+const TICK: Duration = Duration::from_millis(250);
+
+/// The parameters of one watch request.
+struct WatchRequest {
+    filter: ObjectFilter,
+    namespace: Option<String>,
+    bookmarks: bool,
+    deadline: Instant,
+    start: Start,
+}
+
+enum Start {
+    /// Existing objects as ADDED events, then changes (`resourceVersion` unset or "0").
+    Snapshot { initial_events_end: bool },
+    /// Changes after this revision.
+    After(u64),
+}
+
+pub fn serve(api: &ApiServer, request: &Request, target: &Target, response: &mut ResponseWriter<'_>) -> io::Result<()> {
+    let watch = match parse(request, target) {
+        Ok(watch) => watch,
+        Err(e) => return send_error(response, &e),
+    };
+    let storage = target.resource.storage_key();
+    let epoch = api.faults.watch_epoch();
+    let (initial, backlog, mut last_revision, changes) = match watch.start {
+        Start::Snapshot { .. } => {
+            let (objects, revision, rx) = api.store.snapshot_and_subscribe(storage);
+            (objects, Vec::new(), revision, rx)
+        }
+        Start::After(from) => match api.store.subscribe(storage, Some(from)) {
+            Ok(sub) => (Vec::new(), sub.backlog, from, sub.changes),
+            Err(too_old) => {
+                response.start_stream(200, &[("Content-Type", "application/json")])?;
+                let error = ApiError::expired(format!("too old resource version: {from} ({})", too_old.oldest));
+                write_event(response, "ERROR", &error.status)?;
+                return response.finish();
+            }
+        },
+    };
+    response.start_stream(200, &[("Content-Type", "application/json"), ("Cache-Control", "no-cache, private")])?;
+    let resource = target.resource;
+    for object in &initial {
+        if watch.in_scope(object) {
+            write_event(response, "ADDED", &convert::to_external(resource, object))?;
+        }
+    }
+    for change in &backlog {
+        deliver(resource, &watch, change, &mut last_revision, response)?;
+    }
+    if let Start::Snapshot { initial_events_end: true } = watch.start {
+        let mut bookmark = bookmark(resource, last_revision);
+        bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        write_event(response, "BOOKMARK", &bookmark)?;
+    }
+    stream_changes(api, resource, &watch, &changes, &mut last_revision, epoch, response)
+}
+
+fn stream_changes(
+    api: &ApiServer,
+    resource: &ResourceType,
+    watch: &WatchRequest,
+    changes: &Receiver<Arc<Change>>,
+    last_revision: &mut u64,
+    epoch: u64,
+    response: &mut ResponseWriter<'_>,
+) -> io::Result<()> {
+    let interval = api.options.bookmark_interval;
+    let mut next_bookmark = Instant::now() + interval;
+    loop {
+        if api.faults.watch_epoch() != epoch {
+            // Cut, not finished: the client sees a broken stream, as when a server goes away.
+            return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "watch closed by fault injection"));
+        }
+        let now = Instant::now();
+        if now >= watch.deadline {
+            return response.finish();
+        }
+        if watch.bookmarks && now >= next_bookmark {
+            // Every change up to the store's revision is already in our channel: deliver them,
+            // then the bookmark can claim that revision.
+            let revision = api.store.revision();
+            for change in changes.try_iter() {
+                deliver(resource, watch, &change, last_revision, response)?;
+            }
+            *last_revision = (*last_revision).max(revision);
+            write_event(response, "BOOKMARK", &bookmark(resource, *last_revision))?;
+            next_bookmark = now + interval;
+        }
+        match changes.recv_timeout(TICK) {
+            Ok(change) => deliver(resource, watch, &change, last_revision, response)?,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return response.finish(),
+        }
+    }
+}
+
+/// Writes a change as the event this watcher sees: an object entering the selection is
+/// ADDED, one leaving it is DELETED, as kube-apiserver's watch cache does.
+fn deliver(
+    resource: &ResourceType,
+    watch: &WatchRequest,
+    change: &Change,
+    last_revision: &mut u64,
+    response: &mut ResponseWriter<'_>,
+) -> io::Result<()> {
+    if change.revision <= *last_revision {
+        return Ok(());
+    }
+    *last_revision = change.revision;
+    let now_in = watch.in_scope(&change.object);
+    let was_in = change.previous.as_ref().is_some_and(|p| watch.in_scope(p));
+    let event = match (change.kind, was_in, now_in) {
+        (ChangeKind::Added, _, true) => "ADDED",
+        (ChangeKind::Modified, true, true) => "MODIFIED",
+        (ChangeKind::Modified, false, true) => "ADDED",
+        (ChangeKind::Modified, true, false) => "DELETED",
+        (ChangeKind::Deleted, true, _) => "DELETED",
+        _ => return Ok(()),
+    };
+    write_event(response, event, &convert::to_external(resource, &change.object))
+}
+
+impl WatchRequest {
+    fn in_scope(&self, object: &Value) -> bool {
+        self.namespace.as_deref().is_none_or(|ns| namespace_of(object) == ns) && self.filter.matches(object)
+    }
+}
+
+fn parse(request: &Request, target: &Target) -> Result<WatchRequest, ApiError> {
+    let filter = ObjectFilter::from_request(request, target.resource)?;
+    let bookmarks = request.query_param("allowWatchBookmarks").is_some_and(|v| v == "true" || v == "1");
+    let timeout = match request.query_param("timeoutSeconds") {
+        Some(t) => Duration::from_secs(
+            t.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
+        ),
+        // kube-apiserver's default: a random time between --min-request-timeout (30 min) and twice that.
+        None => Duration::from_secs(1800 + crate::random::below(1800)),
+    };
+    let initial_events = request.query_param("sendInitialEvents").is_some_and(|v| v == "true");
+    let requested = request.query_param("resourceVersion").filter(|v| !v.is_empty());
+    let start = if initial_events {
+        if request.query_param("resourceVersionMatch") != Some("NotOlderThan") || !bookmarks {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                "sendInitialEvents requires allowWatchBookmarks=true and resourceVersionMatch=NotOlderThan",
+                None,
+            ));
+        }
+        Start::Snapshot { initial_events_end: true }
+    } else {
+        match requested {
+            None | Some("0") => Start::Snapshot { initial_events_end: false },
+            Some(v) => Start::After(
+                v.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}")))?,
+            ),
+        }
+    };
+    Ok(WatchRequest { filter, namespace: target.namespace.clone(), bookmarks, deadline: Instant::now() + timeout, start })
+}
+
+fn bookmark(resource: &ResourceType, revision: u64) -> Value {
+    json!({
+        "kind": resource.kind,
+        "apiVersion": resource.group_version(),
+        "metadata": {"resourceVersion": revision.to_string(), "creationTimestamp": null},
+    })
+}
+
+fn write_event(response: &mut ResponseWriter<'_>, event_type: &str, object: &Value) -> io::Result<()> {
+    let mut line = serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
+    line.push(b'\n');
+    response.chunk(&line)
+}

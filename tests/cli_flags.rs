@@ -1,0 +1,119 @@
+//! The command line of the real binary: help, version and the errors that stop it before it
+//! talks to any API server.
+
+use std::process::{Command, Output};
+
+fn kcm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kube-controller-manager"))
+        .args(args)
+        .output()
+        .expect("run kube-controller-manager")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts exit status 2 with exactly one line on stderr, and returns that line.
+fn usage_error(args: &[&str]) -> String {
+    let output = kcm(args);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+    assert!(output.stdout.is_empty(), "{args:?} wrote to stdout");
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    err.trim_end().to_string()
+}
+
+#[test]
+fn help_lists_groups_and_defaults() {
+    for flag in ["--help", "-h"] {
+        let output = kcm(&[flag]);
+        assert_eq!(output.status.code(), Some(0));
+        assert!(output.stderr.is_empty());
+        let help = stdout(&output);
+        assert!(help.contains("Usage:\n  kube-controller-manager [flags]\n"));
+        for section in [
+            "Generic flags:",
+            "Secure serving flags:",
+            "Authentication flags:",
+            "Authorization flags:",
+            "Node-lifecycle-controller flags:",
+            "Logs flags:",
+            "Misc flags:",
+            "Global flags:",
+        ] {
+            assert!(help.contains(&format!("\n{section}\n")), "{section}");
+        }
+        for line in [
+            "--leader-elect-lease-duration duration",
+            "(default 15s)",
+            "--secure-port int",
+            "(default 10257)",
+            "--node-monitor-grace-period duration",
+            "(default 50s)",
+            "(default [/healthz,/readyz,/livez])",
+            "(default \"kube-controller-manager\")",
+            "--kubeconfig string",
+            "-v, --v Level",
+        ] {
+            assert!(help.contains(line), "{line}");
+        }
+    }
+}
+
+#[test]
+fn version_prints_and_exits() {
+    let output = kcm(&["--version"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stdout(&output),
+        format!("kube-controller-manager v{} (Rust; Kubernetes API v1.33)\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn unknown_flag() {
+    assert_eq!(usage_error(&["--foo"]), "Error: unknown flag: --foo");
+}
+
+#[test]
+fn malformed_values_name_the_flag() {
+    assert_eq!(
+        usage_error(&["--kube-api-qps=abc"]),
+        r#"Error: invalid argument "abc" for "--kube-api-qps" flag: not a number"#
+    );
+    assert_eq!(
+        usage_error(&["--leader-elect-retry-period", "2"]),
+        r#"Error: invalid argument "2" for "--leader-elect-retry-period" flag: time: missing unit in duration "2""#
+    );
+    assert_eq!(usage_error(&["--kubeconfig"]), "Error: flag needs an argument: --kubeconfig");
+}
+
+#[test]
+fn lease_must_outlast_renew_deadline() {
+    assert_eq!(
+        usage_error(&["--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"]),
+        "Error: --leader-elect-lease-duration (10s) must be greater than \
+         --leader-elect-renew-deadline (10s)"
+    );
+}
+
+#[test]
+fn unknown_controller() {
+    assert_eq!(
+        usage_error(&["--controllers=nope"]),
+        r#"Error: invalid argument "nope" for "--controllers" flag: "nope" is not in the list of known controllers"#
+    );
+}
+
+#[test]
+fn positional_arguments_are_refused() {
+    assert_eq!(
+        usage_error(&["--leader-elect", "false"]),
+        r#"Error: "kube-controller-manager" does not take any arguments, got ["false"]"#
+    );
+}
