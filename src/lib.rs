@@ -7,6 +7,7 @@ pub mod controllers;
 pub mod flags;
 pub mod logging;
 pub mod metrics;
+pub mod quantity;
 pub mod random;
 pub mod runtime;
 #[cfg(feature = "sandbox")]

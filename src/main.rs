@@ -51,8 +51,27 @@ fn run(options: &Options) -> Result<(), String> {
         ..ClientOptions::default()
     };
     let client = Client::new(rest, client_options).map_err(|e| format!("cannot set up the API client: {e}"))?;
-    let version: serde_json::Value =
-        client.get_json("/version").map_err(|e| format!("cannot reach the API server at {}: {e}", client.server()))?;
+    let version = wait_for_api_server(&client)?;
     log::info!("connected to {} (Kubernetes {})", client.server(), version["gitVersion"].as_str().unwrap_or("unknown"));
     kcm::runtime::run(options, &client)
+}
+
+/// How long start-up waits for the API server (it may be starting alongside us, as static Pods do).
+const API_SERVER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Asks the server for its version until it answers or [`API_SERVER_WAIT`] has passed.
+fn wait_for_api_server(client: &Client) -> Result<serde_json::Value, String> {
+    let deadline = std::time::Instant::now() + API_SERVER_WAIT;
+    loop {
+        match client.get_json::<serde_json::Value>("/version") {
+            Ok(version) => return Ok(version),
+            Err(e)
+                if (e.is_transport() || e.code().is_some_and(|c| c >= 500)) && std::time::Instant::now() < deadline =>
+            {
+                log::info!("waiting for the API server at {}: {e}", client.server());
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            Err(e) => return Err(format!("cannot reach the API server at {}: {e}", client.server())),
+        }
+    }
 }

@@ -191,6 +191,15 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
 ];
 
 /// Finds a controller by its canonical name or one of its aliases.
+/// The controllers this implementation has built so far, by canonical name. The runtime starts
+/// only these; the rest of a `--controllers` selection is reported as not built yet.
+pub const IMPLEMENTED: &[&str] = &[];
+
+/// Whether a controller (canonical name) is implemented.
+pub fn is_implemented(name: &str) -> bool {
+    IMPLEMENTED.contains(&name)
+}
+
 pub fn resolve(name_or_alias: &str) -> Option<&'static ControllerName> {
     KNOWN_CONTROLLERS
         .iter()

@@ -18,6 +18,7 @@ use super::selectors::{FieldSelector, LabelSelector};
 use super::status::{ApiError, ApiResult, FieldError, qualified};
 use super::store::{Store, Txn};
 use super::services::{self, ServiceRange};
+use super::typed::{self, FieldValidation};
 use super::{convert, defaults, discovery, patch, subresources, watch};
 
 /// Settings of the API layer.
@@ -318,6 +319,7 @@ impl ApiServer {
         check_kind(resource, &object)?;
         check_namespace(target, &object)?;
         convert::storage_type(resource, &mut object);
+        let mut object = typed::normalize(resource, object, field_validation(request)?)?;
         let ns = target.namespace.as_deref();
         objects::prepare_create(resource, &mut object, ns)?;
         defaults::apply(resource, &mut object);
@@ -338,6 +340,7 @@ impl ApiServer {
                 dry_run,
             };
             admission::admit(&ctx, &mut object, txn)?;
+            set_qos_class(resource, &mut object);
             if txn.get(resource.storage_key(), ns.unwrap_or_default(), &name).is_some() {
                 return Err(ApiError::already_exists(resource, &name));
             }
@@ -359,6 +362,7 @@ impl ApiServer {
         check_kind(resource, &object)?;
         check_namespace(target, &object)?;
         convert::storage_type(resource, &mut object);
+        let object = typed::normalize(resource, object, field_validation(request)?)?;
         if name_of(&object) != name {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({}) does not match the name on the URL ({name})",
@@ -401,6 +405,7 @@ impl ApiServer {
             dry_run,
         };
         admission::admit(&ctx, &mut object, txn)?;
+        set_qos_class(resource, &mut object);
         if is_service(resource) {
             services::allocate(resource, &mut object, txn, self.options.service_range)?;
         }
@@ -417,6 +422,7 @@ impl ApiServer {
         let content_type = content_type.split(';').next().unwrap_or_default().trim().to_string();
         let document = body_json(request)?;
         let dry_run = is_dry_run(request)?;
+        let validation = field_validation(request)?;
         let ns = target.namespace.as_deref().unwrap_or_default();
         let stored = self.store.write(|txn| {
             let old = txn.get(resource.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
@@ -424,6 +430,7 @@ impl ApiServer {
             let patched = apply_patch(resource, &content_type, &external, &document)?;
             let mut patched = convert::to_internal(resource, patched)?;
             convert::storage_type(resource, &mut patched);
+            let patched = typed::normalize(resource, patched, validation)?;
             if name_of(&patched) != name {
                 return Err(ApiError::bad_request("metadata.name: Invalid value: the name may not be changed by a patch"));
             }
@@ -492,6 +499,7 @@ pub fn write_update(
     check_finalizers_while_deleting(resource, &name, old, &object)?;
     if !status_only {
         defaults::apply(resource, &mut object);
+        defaults::prepare_update(resource, old, &mut object);
     }
     if resource.tracks_generation && objects::spec_part(&object) != objects::spec_part(old) {
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
@@ -636,7 +644,8 @@ fn reset_status_on_create(resource: &ResourceType, object: &mut Value) {
     }
     let initial = match (resource.group, resource.plural) {
         ("", "namespaces") => json!({"phase": "Active"}),
-        ("", "pods") => json!({"phase": "Pending", "qosClass": defaults::pod_qos_class(object)}),
+        // qosClass is set after admission (LimitRanger may add resources).
+        ("", "pods") => json!({"phase": "Pending"}),
         ("", "persistentvolumeclaims" | "persistentvolumes") => json!({"phase": "Pending"}),
         _ => {
             object.as_object_mut().map(|m| m.remove("status"));
@@ -644,6 +653,13 @@ fn reset_status_on_create(resource: &ResourceType, object: &mut Value) {
         }
     };
     object["status"] = initial;
+}
+
+/// A new pod's `status.qosClass`, from its resources as admission left them.
+fn set_qos_class(resource: &ResourceType, object: &mut Value) {
+    if resource.group.is_empty() && resource.plural == "pods" {
+        object["status"]["qosClass"] = defaults::pod_qos_class(object).into();
+    }
 }
 
 fn check_kind(resource: &ResourceType, object: &Value) -> ApiResult<()> {
@@ -673,6 +689,10 @@ fn body_json(request: &Request) -> ApiResult<Value> {
         return Err(ApiError::bad_request("the request body is empty"));
     }
     let content_type = request.header("Content-Type").unwrap_or("application/json");
+    let media_type = content_type.split(';').next().unwrap_or_default().trim();
+    if !(media_type.is_empty() || media_type.ends_with("json") || media_type.ends_with("yaml")) {
+        return Err(ApiError::unsupported_media_type(media_type));
+    }
     if content_type.contains("yaml") {
         return serde_yaml_ng::from_slice(&request.body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
@@ -680,6 +700,10 @@ fn body_json(request: &Request) -> ApiResult<Value> {
     serde_json::from_slice(&request.body).map_err(|e| {
         ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
     })
+}
+
+fn field_validation(request: &Request) -> ApiResult<FieldValidation> {
+    FieldValidation::parse(request.query_param("fieldValidation"))
 }
 
 fn is_dry_run(request: &Request) -> ApiResult<bool> {
@@ -691,16 +715,28 @@ fn is_dry_run(request: &Request) -> ApiResult<bool> {
 }
 
 fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, document: &Value) -> ApiResult<Value> {
-    let invalid = |message: String| ApiError::new(422, "Invalid", message, None);
     match content_type {
         "application/merge-patch+json" => Ok(patch::json_merge_patch(current, document)),
-        "application/json-patch+json" => patch::json_patch(current, document).map_err(invalid),
+        "application/json-patch+json" => patch::json_patch(current, document).map_err(|e| {
+            if e.starts_with("json: cannot unmarshal") { ApiError::bad_request(e) } else { ApiError::new(422, "Invalid", e, None) }
+        }),
         "application/strategic-merge-patch+json" => {
-            patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind)
-                .map_err(|e| ApiError::new(422, "Invalid", e, None))
+            patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind).map_err(strategic_error)
         }
-        "application/apply-patch+yaml" => Err(ApiError::unsupported_media_type(content_type)),
         other => Err(ApiError::unsupported_media_type(other)),
+    }
+}
+
+/// The status kube-apiserver answers each strategic-merge-patch failure with.
+fn strategic_error(message: String) -> ApiError {
+    if message.starts_with("strategic merge patch is not supported") {
+        ApiError::new(415, "UnsupportedMediaType", message, None)
+    } else if message.starts_with("json: cannot unmarshal") || message.starts_with("invalid patch format") {
+        ApiError::bad_request(message)
+    } else if message.contains("lists of lists are not supported") {
+        ApiError::new(422, "Invalid", message, None)
+    } else {
+        ApiError::internal(message)
     }
 }
 

@@ -35,13 +35,16 @@ pub fn answer(request: &Request) -> Option<ApiResult<(&'static str, String)>> {
             Some(content_type) => Some(Ok((content_type, aggregated(false, content_type).to_string()))),
             None => json_answer(group_list()),
         },
-        "/openapi/v2" | "/openapi/v3" => Some(Err(ApiError::page_not_found())),
+        "/openapi/v2" => Some(Err(ApiError::page_not_found())),
+        "/openapi/v3" => json_answer(openapi_root()),
         _ => {
             let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
             match segments.as_slice() {
                 ["api", version] => json_answer(resource_list("", version)?),
                 ["apis", group, version] => json_answer(resource_list(group, version)?),
                 ["apis", group] => json_answer(group_entry(group)?),
+                ["openapi", "v3", "api", version] => json_answer(openapi_document("", version)?),
+                ["openapi", "v3", "apis", group, version] => json_answer(openapi_document(group, version)?),
                 _ => None,
             }
         }
@@ -70,6 +73,61 @@ fn version() -> Value {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
     })
+}
+
+/// `/openapi/v3`: where each group/version's document is.
+fn openapi_root() -> Value {
+    let mut paths = serde_json::Map::new();
+    for (group, version) in resources::groups() {
+        let key = if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") };
+        paths.insert(key.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash=kcm-sandbox")}));
+    }
+    json!({"paths": paths})
+}
+
+/// A group/version's OpenAPI v3 document. It describes the operations and their parameters
+/// (kubectl reads it to learn that the server validates fields itself, `fieldValidation`); the
+/// object schemas are not included.
+fn openapi_document(group: &str, version: &str) -> Option<Value> {
+    let served: Vec<&ResourceType> = RESOURCES.iter().filter(|r| r.group == group && r.version == version).collect();
+    if served.is_empty() {
+        return None;
+    }
+    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let mut paths = serde_json::Map::new();
+    for r in served {
+        let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
+        let collection = if r.namespaced {
+            format!("{prefix}/namespaces/{{namespace}}/{}", r.plural)
+        } else {
+            format!("{prefix}/{}", r.plural)
+        };
+        let operation = |verb: &str| {
+            json!({
+                "operationId": format!("{verb}{}", r.kind),
+                "x-kubernetes-action": verb,
+                "x-kubernetes-group-version-kind": gvk,
+                "parameters": [
+                    {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                    {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                ],
+                "responses": {"200": {"description": "OK"}},
+            })
+        };
+        if r.verbs.names().contains(&"create") {
+            paths.insert(collection.clone(), json!({"post": operation("post")}));
+        }
+        if r.verbs.names().contains(&"update") {
+            paths.insert(format!("{collection}/{{name}}"), json!({"put": operation("put"), "patch": operation("patch")}));
+        }
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": format!("v{}.{}.0", VERSION.0, VERSION.1)},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }))
 }
 
 /// The aggregated discovery format the client accepts, if any (kubectl asks for it first).

@@ -25,7 +25,7 @@ pub fn handle(api: &ApiServer, request: &Request, target: &Target, sub: &str, us
     match (sub, request.method.as_str()) {
         ("scale", "GET") => {
             let object = get_object(api, target, name)?;
-            Ok((200, scale_of(target.resource, &object)))
+            Ok((200, scale_of(&object)))
         }
         ("scale", "PUT" | "PATCH") => update_scale(api, request, target, name, user),
         ("binding", "POST") => bind(api, request, target.namespace.as_deref().unwrap_or_default(), name),
@@ -87,7 +87,7 @@ fn get_object(api: &ApiServer, target: &Target, name: &str) -> ApiResult<Value> 
 }
 
 /// autoscaling/v1 Scale of a scalable object.
-fn scale_of(resource: &ResourceType, object: &Value) -> Value {
+fn scale_of(object: &Value) -> Value {
     let meta = &object["metadata"];
     let selector = &object["spec"]["selector"];
     // ReplicationControllers have a plain label map; apps kinds a LabelSelector.
@@ -120,11 +120,13 @@ fn update_scale(api: &ApiServer, request: &Request, target: &Target, name: &str,
     let main = Target { resource, namespace: target.namespace.clone(), name: Some(name.into()), subresource: None };
     let stored = api.store.write(|txn| {
         let old = txn.get(resource.storage_key(), &ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
-        let current = scale_of(resource, &old);
+        let current = scale_of(&old);
         let scale = if request.method == "PATCH" {
             let content_type = request.header("Content-Type").unwrap_or_default();
             if content_type.starts_with("application/json-patch+json") {
-                patch::json_patch(&current, &document).map_err(|e| ApiError::new(422, "Invalid", e, None))?
+                patch::json_patch(&current, &document).map_err(|e| {
+                    if e.starts_with("json: cannot unmarshal") { ApiError::bad_request(e) } else { ApiError::new(422, "Invalid", e, None) }
+                })?
             } else {
                 // Scale has no list fields: merge and strategic merge patches agree.
                 patch::json_merge_patch(&current, &document)
@@ -156,7 +158,7 @@ fn update_scale(api: &ApiServer, request: &Request, target: &Target, name: &str,
         updated["metadata"]["resourceVersion"] = Value::Null;
         api::write_update(txn, &main, &old, updated, user, false)
     })?;
-    Ok((200, scale_of(resource, &stored)))
+    Ok((200, scale_of(&stored)))
 }
 
 /// Assigns a pod to a node (what the scheduler does), refusing a pod that is already bound.

@@ -1,0 +1,47 @@
+//! TaintNodesByCondition (`plugin/pkg/admission/nodetaint`): a new node starts with the
+//! `node.kubernetes.io/not-ready:NoSchedule` taint, which the node lifecycle controller removes
+//! once the node reports Ready, so nothing is scheduled onto it before that.
+
+use serde_json::{Value, json};
+
+use super::{AdmissionContext, array_mut, items, spec_mut, text};
+
+const NOT_READY: &str = "node.kubernetes.io/not-ready";
+
+/// Node creations (upstream's handler), not subresources.
+pub(super) fn taint_nodes_by_condition(ctx: &AdmissionContext<'_>, node: &mut Value) {
+    if !ctx.is_core("nodes") || !ctx.is_create() {
+        return;
+    }
+    let tainted =
+        items(node, "/spec/taints").iter().any(|t| text(t, "/key") == NOT_READY && text(t, "/effect") == "NoSchedule");
+    if tainted {
+        return;
+    }
+    spec_mut(node);
+    if let Some(taints) = array_mut(node, "/spec", "taints") {
+        taints.push(json!({"key": NOT_READY, "effect": "NoSchedule"}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::testing::*;
+    use crate::sandbox::store::Store;
+
+    #[test]
+    fn new_nodes_are_tainted_not_ready_once() {
+        let store = Store::default();
+        let stored = create(&store, "", "nodes", "", json!({"metadata": {"name": "n1"}})).unwrap();
+        assert_eq!(stored["spec"]["taints"], json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]));
+        let own = json!({"metadata": {"name": "n2"}, "spec": {"taints": [
+            {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule", "value": "x"}]}});
+        let stored = create(&store, "", "nodes", "", own).unwrap();
+        assert_eq!(stored["spec"]["taints"].as_array().map(Vec::len), Some(1));
+        // Updates are left alone (the node lifecycle controller removes the taint).
+        let updated = update(&store, "", "nodes", json!({"metadata": {"name": "n1"}, "spec": {}})).unwrap();
+        assert_eq!(updated["spec"], json!({}));
+    }
+}

@@ -1,0 +1,355 @@
+//! `kcm-sandbox demo`: starts the sandbox with simulated nodes, starts the real
+//! `kube-controller-manager` against it, and narrates a scenario as it happens, reading every
+//! fact back from the API. Steps that need a controller this build does not have yet are
+//! skipped, saying so; the demo fails only when something that should happen does not.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use lexopt::prelude::*;
+use serde_json::json;
+
+use super::nodes::{NodeOptions, SimulatedNodes};
+use super::server::{Sandbox, SandboxOptions};
+use crate::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
+use crate::controllers::is_implemented;
+
+/// Options of `demo`.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    pub controller_manager: PathBuf,
+    pub nodes: usize,
+}
+
+/// How long one step may take to converge.
+const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn parse(parser: &mut lexopt::Parser) -> Result<DemoOptions, String> {
+    let mut options = DemoOptions { controller_manager: default_controller_manager(), nodes: 3 };
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("controller-manager") => {
+                options.controller_manager = PathBuf::from(parser.value().map_err(|e| e.to_string())?);
+            }
+            Long("nodes") => {
+                let raw = parser.value().map_err(|e| e.to_string())?.string().map_err(|_| "--nodes: not UTF-8")?;
+                options.nodes = raw.parse().map_err(|_| format!("invalid argument {raw:?} for --nodes"))?;
+                if options.nodes < 2 {
+                    return Err("--nodes: the demo needs at least 2 nodes".into());
+                }
+            }
+            other => return Err(format!("demo: {}", other.unexpected())),
+        }
+    }
+    Ok(options)
+}
+
+/// `kube-controller-manager` next to this executable (both are built together).
+fn default_controller_manager() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("kube-controller-manager")))
+        .unwrap_or_else(|| PathBuf::from("kube-controller-manager"))
+}
+
+/// Prints what happens, with the time since the demo started.
+struct Narrator {
+    started: Instant,
+    converged: usize,
+    skipped: Vec<String>,
+}
+
+impl Narrator {
+    fn line(&self, mark: &str, text: &str) {
+        println!("[{:>6.1}s] {mark} {text}", self.started.elapsed().as_secs_f64());
+    }
+
+    fn step(&self, text: &str) {
+        println!();
+        self.line("▶", text);
+    }
+
+    fn ok(&mut self, text: &str) {
+        self.converged += 1;
+        self.line("✓", text);
+    }
+
+    fn info(&self, text: &str) {
+        self.line(" ", text);
+    }
+
+    /// A step that needs controllers this build does not have.
+    fn skip(&mut self, what: &str, controllers: &[&str]) {
+        let missing: Vec<&str> = controllers.iter().copied().filter(|c| !is_implemented(c)).collect();
+        self.line("–", &format!("skipped: {what} needs {}, not implemented yet", missing.join(", ")));
+        self.skipped.push(what.to_string());
+    }
+}
+
+fn all_implemented(controllers: &[&str]) -> bool {
+    controllers.iter().all(|c| is_implemented(c))
+}
+
+/// Polls `check` until it returns `Some` or `timeout` passes.
+fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Result<Option<T>, String>) -> Result<T, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check()? {
+            return Ok(value);
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("timed out after {timeout:?} waiting for {what}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+pub fn run(options: DemoOptions) -> Result<ExitCode, String> {
+    let mut narrator = Narrator { started: Instant::now(), converged: 0, skipped: Vec::new() };
+    let workdir = std::env::temp_dir().join(format!("kcm-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir).map_err(|e| format!("{}: {e}", workdir.display()))?;
+    let outcome = scenario(&options, &workdir, &mut narrator);
+    println!();
+    match outcome {
+        Ok(()) => {
+            println!(
+                "demo converged: {} checks passed, {} steps skipped until their controllers are built{}",
+                narrator.converged,
+                narrator.skipped.len(),
+                if narrator.skipped.is_empty() { String::new() } else { format!(" ({})", narrator.skipped.join("; ")) }
+            );
+            println!("controller manager log: {}", workdir.join("kube-controller-manager.log").display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(reason) => {
+            println!("demo FAILED: {reason}");
+            println!("controller manager log: {}", workdir.join("kube-controller-manager.log").display());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step("Starting the sandbox API server");
+    let sandbox = Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().expect("address"), ..SandboxOptions::default() })?;
+    let (admin_kubeconfig, kcm_kubeconfig) = sandbox.write_kubeconfigs(&workdir.join("admin.conf"))?;
+    narrator.ok(&format!("serving {} (admin kubeconfig: {})", sandbox.url(), admin_kubeconfig.display()));
+    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).map_err(|e| e.to_string())?;
+
+    narrator.step(&format!("Registering {} simulated nodes", options.nodes));
+    let names: Vec<String> = (1..=options.nodes).map(|i| format!("node-{i}")).collect();
+    let nodes = SimulatedNodes::start(sandbox.admin_config(), names.clone(), NodeOptions::default())?;
+    wait_for("every node Ready", STEP_TIMEOUT, || {
+        let (nodes, _) = Api::<Node>::all(&client).list_all(&ListParams::default()).map_err(|e| e.to_string())?;
+        Ok((nodes.iter().filter(|n| node_ready(n) == Some("True")).count() == options.nodes).then_some(()))
+    })?;
+    narrator.ok(&format!("{} are Ready and renew their Leases in kube-node-lease", names.join(", ")));
+
+    narrator.step("Starting kube-controller-manager against it");
+    let mut kcm = ControllerManager::start(&options.controller_manager, &kcm_kubeconfig, workdir)?;
+    kcm.wait_for_log("connected to", STEP_TIMEOUT)?;
+    narrator.ok(&format!("{} (pid {}) connected as system:kube-controller-manager", options.controller_manager.display(), kcm.child.id()));
+    if crate::controllers::IMPLEMENTED.is_empty() {
+        narrator.info("this build implements no controllers yet: the steps that need them are skipped below");
+    } else {
+        narrator.info(&format!("controllers in this build: {}", crate::controllers::IMPLEMENTED.join(", ")));
+    }
+    let result = workloads(&client, &nodes, narrator);
+    kcm.stop();
+    nodes.stop();
+    result
+}
+
+fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -> Result<(), String> {
+    let ns = "demo";
+    narrator.step("Creating namespace \"demo\"");
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).map_err(|e| e.to_string())?;
+    Api::<Namespace>::cluster(client).create(&namespace, &PostParams::default()).map_err(|e| e.to_string())?;
+    ensure_default_service_account(client, ns, narrator)?;
+
+    narrator.step("A bare Pod is scheduled and started by the simulated kubelets");
+    let pods = Api::<Pod>::namespaced(client, ns);
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "hello", "labels": {"app": "hello"}},
+        "spec": {"containers": [{"name": "hello", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}))
+    .map_err(|e| e.to_string())?;
+    pods.create(&pod, &PostParams::default()).map_err(|e| e.to_string())?;
+    let node = wait_for("pod hello Running", STEP_TIMEOUT, || {
+        let pod = pods.get("hello").map_err(|e| e.to_string())?;
+        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        Ok(running.then(|| pod.spec.and_then(|s| s.node_name).unwrap_or_default()))
+    })?;
+    narrator.ok(&format!("pod hello is Running on {node}"));
+
+    deployment_steps(client, ns, narrator)?;
+    node_failure_steps(client, nodes, &node, narrator)?;
+    namespace_deletion_steps(client, ns, narrator)
+}
+
+/// The `default` ServiceAccount is the serviceaccount-controller's to create; without it, pod
+/// admission refuses every pod.
+fn ensure_default_service_account(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let accounts = Api::<ServiceAccount>::namespaced(client, ns);
+    if is_implemented("serviceaccount-controller") {
+        wait_for("the default ServiceAccount", STEP_TIMEOUT, || accounts.get_opt("default").map_err(|e| e.to_string()))?;
+        narrator.ok("serviceaccount-controller created the \"default\" ServiceAccount");
+    } else {
+        let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "default"}})).map_err(|e| e.to_string())?;
+        accounts.create(&account, &PostParams::default()).map_err(|e| e.to_string())?;
+        narrator.info("created the \"default\" ServiceAccount by hand (serviceaccount-controller is not implemented yet)");
+    }
+    Ok(())
+}
+
+fn deployment_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let needed = ["deployment-controller", "replicaset-controller"];
+    narrator.step("Deployment web (3 replicas) → ReplicaSet → Pods");
+    let deployments = Api::<Deployment>::namespaced(client, ns);
+    let deployment: Deployment = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {"replicas": 3,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}}))
+    .map_err(|e| e.to_string())?;
+    deployments.create(&deployment, &PostParams::default()).map_err(|e| e.to_string())?;
+    if !all_implemented(&needed) {
+        narrator.skip("Deployment rollout, scaling and rolling update", &needed);
+        return Ok(());
+    }
+    wait_running_pods(client, ns, "app=web", 3)?;
+    let (sets, _) = Api::<ReplicaSet>::namespaced(client, ns).list_all(&ListParams::default()).map_err(|e| e.to_string())?;
+    let names: Vec<String> = sets.iter().filter_map(|s| s.metadata.name.clone()).collect();
+    narrator.ok(&format!("ReplicaSet {} runs 3 Running pods", names.join(", ")));
+    for replicas in [5, 2] {
+        narrator.step(&format!("Scaling web to {replicas}"));
+        deployments
+            .patch("web", &Patch::Merge(json!({"spec": {"replicas": replicas}})), &PostParams::default())
+            .map_err(|e| e.to_string())?;
+        wait_running_pods(client, ns, "app=web", replicas)?;
+        narrator.ok(&format!("{replicas} pods Running"));
+    }
+    narrator.step("Rolling update to nginx:1.28");
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.28"}]}}}});
+    deployments.patch("web", &Patch::Strategic(patch), &PostParams::default()).map_err(|e| e.to_string())?;
+    wait_for("the rollout to finish", STEP_TIMEOUT, || {
+        let d = deployments.get("web").map_err(|e| e.to_string())?;
+        let status = d.status.unwrap_or_default();
+        let done = status.updated_replicas == Some(2) && status.available_replicas == Some(2) && status.replicas == Some(2);
+        Ok(done.then_some(()))
+    })?;
+    narrator.ok("all replicas run nginx:1.28; the old ReplicaSet is scaled to 0");
+    Ok(())
+}
+
+fn node_failure_steps(client: &Client, nodes: &SimulatedNodes, node: &str, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step(&format!("{node} stops heartbeating (its kubelet dies)"));
+    nodes.stop_heartbeat(node);
+    let leases = Api::<Lease>::namespaced(client, "kube-node-lease");
+    let renew_time = |lease: &Lease| lease.spec.as_ref().and_then(|s| s.renew_time.clone()).map(|t| t.0.to_string());
+    let before = renew_time(&leases.get(node).map_err(|e| e.to_string())?);
+    std::thread::sleep(Duration::from_secs(12));
+    let after = renew_time(&leases.get(node).map_err(|e| e.to_string())?);
+    if before != after {
+        return Err(format!("the Lease of {node} was still renewed after its heartbeat stopped"));
+    }
+    narrator.ok(&format!("the Lease of {node} is no longer renewed (last renewTime {})", after.unwrap_or_default()));
+    let needed = ["node-lifecycle-controller", "taint-eviction-controller"];
+    if !all_implemented(&needed) {
+        narrator.skip(&format!("marking {node} NotReady and evicting its pods"), &needed);
+        return Ok(());
+    }
+    wait_for(&format!("{node} to be marked Unknown"), STEP_TIMEOUT * 2, || {
+        let n = Api::<Node>::all(client).get(node).map_err(|e| e.to_string())?;
+        Ok((node_ready(&n) == Some("Unknown")).then_some(()))
+    })?;
+    narrator.ok(&format!("node-lifecycle-controller marked {node} Ready=Unknown and tainted it unreachable"));
+    Ok(())
+}
+
+fn namespace_deletion_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step("Deleting namespace \"demo\" with everything in it");
+    let namespaces = Api::<Namespace>::cluster(client);
+    namespaces.delete(ns, &DeleteParams::default()).map_err(|e| e.to_string())?;
+    let phase = namespaces.get(ns).map_err(|e| e.to_string())?.status.and_then(|s| s.phase).unwrap_or_default();
+    narrator.ok(&format!("namespace demo is {phase}: new objects are refused while it terminates"));
+    let needed = ["namespace-controller"];
+    if !all_implemented(&needed) {
+        narrator.skip("emptying and removing the namespace", &needed);
+        return Ok(());
+    }
+    wait_for("the namespace to disappear", STEP_TIMEOUT, || Ok(namespaces.get_opt(ns).map_err(|e| e.to_string())?.is_none().then_some(())))?;
+    narrator.ok("namespace-controller deleted its content and removed the namespace");
+    Ok(())
+}
+
+fn node_ready(node: &Node) -> Option<&str> {
+    let conditions = node.status.as_ref()?.conditions.as_ref()?;
+    conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.status.as_str())
+}
+
+fn wait_running_pods(client: &Client, ns: &str, selector: &str, count: usize) -> Result<(), String> {
+    let pods = Api::<Pod>::namespaced(client, ns);
+    let params = ListParams { label_selector: Some(selector.into()), ..ListParams::default() };
+    wait_for(&format!("{count} Running pods matching {selector}"), STEP_TIMEOUT, || {
+        let (list, _) = pods.list_all(&params).map_err(|e| e.to_string())?;
+        let running = list
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .count();
+        let total = list.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count();
+        Ok((running == count && total == count).then_some(()))
+    })
+}
+
+/// The controller manager as a child process, its log in the work folder.
+struct ControllerManager {
+    child: Child,
+    log: PathBuf,
+}
+
+impl ControllerManager {
+    fn start(binary: &Path, kubeconfig: &Path, workdir: &Path) -> Result<ControllerManager, String> {
+        let log = workdir.join("kube-controller-manager.log");
+        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let child = Command::new(binary)
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .args(["--leader-elect=true", "--controllers=*", "--v=2"])
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e} (build it with `cargo build --bins`)", binary.display()))?;
+        Ok(ControllerManager { child, log })
+    }
+
+    fn wait_for_log(&mut self, needle: &str, timeout: Duration) -> Result<(), String> {
+        let log = self.log.clone();
+        wait_for(&format!("kube-controller-manager to log {needle:?}"), timeout, || {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                return Err(format!("kube-controller-manager exited ({status}):\n{text}"));
+            }
+            Ok(std::fs::read_to_string(&log).unwrap_or_default().contains(needle).then_some(()))
+        })
+    }
+
+    /// SIGTERM, then a bounded wait, then SIGKILL.
+    fn stop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill(2) with a child's pid and a valid signal number has no memory effects.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
