@@ -6,6 +6,7 @@
 //! (`replicaset-controller`) and, when it predates the naming scheme, the short alias it used to
 //! have (`replicaset`). Both are accepted anywhere a controller is named.
 
+use crate::runtime::controller::ControllerDescriptor;
 use std::fmt;
 
 /// One controller of the upstream controller manager.
@@ -191,13 +192,18 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
 ];
 
 /// Finds a controller by its canonical name or one of its aliases.
-/// The controllers this implementation has built so far, by canonical name. The runtime starts
-/// only these; the rest of a `--controllers` selection is reported as not built yet.
-pub const IMPLEMENTED: &[&str] = &[];
+/// The controllers this implementation has built so far. The runtime starts only these; the
+/// rest of a `--controllers` selection is reported as not built yet.
+pub static DESCRIPTORS: &[ControllerDescriptor] = &[];
 
 /// Whether a controller (canonical name) is implemented.
 pub fn is_implemented(name: &str) -> bool {
-    IMPLEMENTED.contains(&name)
+    DESCRIPTORS.iter().any(|d| d.name == name)
+}
+
+/// The canonical names of the implemented controllers.
+pub fn implemented() -> Vec<&'static str> {
+    DESCRIPTORS.iter().map(|d| d.name).collect()
 }
 
 pub fn resolve(name_or_alias: &str) -> Option<&'static ControllerName> {

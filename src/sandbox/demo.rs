@@ -153,10 +153,11 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
     let mut kcm = ControllerManager::start(&options.controller_manager, &kcm_kubeconfig, workdir)?;
     kcm.wait_for_log("connected to", STEP_TIMEOUT)?;
     narrator.ok(&format!("{} (pid {}) connected as system:kube-controller-manager", options.controller_manager.display(), kcm.child.id()));
-    if crate::controllers::IMPLEMENTED.is_empty() {
+    let implemented = crate::controllers::implemented();
+    if implemented.is_empty() {
         narrator.info("this build implements no controllers yet: the steps that need them are skipped below");
     } else {
-        narrator.info(&format!("controllers in this build: {}", crate::controllers::IMPLEMENTED.join(", ")));
+        narrator.info(&format!("controllers in this build: {}", implemented.join(", ")));
     }
     let result = workloads(&client, &nodes, narrator);
     kcm.stop();
@@ -173,9 +174,15 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
 
     narrator.step("A bare Pod is scheduled and started by the simulated kubelets");
     let pods = Api::<Pod>::namespaced(client, ns);
-    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "hello", "labels": {"app": "hello"}},
-        "spec": {"containers": [{"name": "hello", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}))
-    .map_err(|e| e.to_string())?;
+    let mut pod = json!({"metadata": {"name": "hello", "labels": {"app": "hello"}},
+        "spec": {"containers": [{"name": "hello", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}});
+    if !is_implemented("node-lifecycle-controller") {
+        // New nodes carry node.kubernetes.io/not-ready:NoSchedule until node-lifecycle-controller
+        // removes it (TaintNodesByCondition admission), so the pod must tolerate it meanwhile.
+        pod["spec"]["tolerations"] = not_ready_toleration();
+        narrator.info("nodes keep their not-ready:NoSchedule taint without node-lifecycle-controller; the pod tolerates it");
+    }
+    let pod: Pod = serde_json::from_value(pod).map_err(|e| e.to_string())?;
     pods.create(&pod, &PostParams::default()).map_err(|e| e.to_string())?;
     let node = wait_for("pod hello Running", STEP_TIMEOUT, || {
         let pod = pods.get("hello").map_err(|e| e.to_string())?;
@@ -208,10 +215,13 @@ fn deployment_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Resul
     let needed = ["deployment-controller", "replicaset-controller"];
     narrator.step("Deployment web (3 replicas) → ReplicaSet → Pods");
     let deployments = Api::<Deployment>::namespaced(client, ns);
-    let deployment: Deployment = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {"replicas": 3,
+    let mut deployment = json!({"metadata": {"name": "web"}, "spec": {"replicas": 3,
         "selector": {"matchLabels": {"app": "web"}},
-        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}}))
-    .map_err(|e| e.to_string())?;
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}});
+    if !is_implemented("node-lifecycle-controller") {
+        deployment["spec"]["template"]["spec"]["tolerations"] = not_ready_toleration();
+    }
+    let deployment: Deployment = serde_json::from_value(deployment).map_err(|e| e.to_string())?;
     deployments.create(&deployment, &PostParams::default()).map_err(|e| e.to_string())?;
     if !all_implemented(&needed) {
         narrator.skip("Deployment rollout, scaling and rolling update", &needed);
@@ -272,7 +282,12 @@ fn namespace_deletion_steps(client: &Client, ns: &str, narrator: &mut Narrator) 
     let namespaces = Api::<Namespace>::cluster(client);
     namespaces.delete(ns, &DeleteParams::default()).map_err(|e| e.to_string())?;
     let phase = namespaces.get(ns).map_err(|e| e.to_string())?.status.and_then(|s| s.phase).unwrap_or_default();
-    narrator.ok(&format!("namespace demo is {phase}: new objects are refused while it terminates"));
+    let late: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "late"}})).map_err(|e| e.to_string())?;
+    match Api::<ServiceAccount>::namespaced(client, ns).create(&late, &PostParams::default()) {
+        Err(e) if e.is_forbidden() => narrator.ok(&format!("namespace demo is {phase}; new objects are refused: {e}")),
+        Err(e) => return Err(format!("creating in a terminating namespace failed oddly: {e}")),
+        Ok(_) => return Err("a terminating namespace accepted a new object".into()),
+    }
     let needed = ["namespace-controller"];
     if !all_implemented(&needed) {
         narrator.skip("emptying and removing the namespace", &needed);
@@ -281,6 +296,11 @@ fn namespace_deletion_steps(client: &Client, ns: &str, narrator: &mut Narrator) 
     wait_for("the namespace to disappear", STEP_TIMEOUT, || Ok(namespaces.get_opt(ns).map_err(|e| e.to_string())?.is_none().then_some(())))?;
     narrator.ok("namespace-controller deleted its content and removed the namespace");
     Ok(())
+}
+
+/// Tolerates the taint new nodes keep until node-lifecycle-controller sees them Ready.
+fn not_ready_toleration() -> serde_json::Value {
+    json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}])
 }
 
 fn node_ready(node: &Node) -> Option<&str> {

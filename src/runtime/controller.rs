@@ -1,0 +1,177 @@
+//! The controller abstraction and the machinery that runs controllers: each controller has an
+//! upstream name, its own API client identity, the shared informers it reads, a workqueue of
+//! object keys fed by informer event handlers, and a pool of worker threads that call its
+//! `sync(key)`, as client-go controllers do.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::client::Client;
+use crate::flags::Options;
+
+use super::events::EventRecorder;
+use super::informer::{Event, Informer, SharedInformerFactory, object_key};
+use super::workqueue::WorkQueue;
+
+/// A controller's reconcile logic: make the world match the object named by `key`
+/// (`namespace/name`, or `name` for cluster-scoped objects).
+pub trait Reconciler: Send + Sync + 'static {
+    /// An `Err` re-queues the key with the queue's rate limit.
+    fn sync(&self, key: &str) -> Result<(), String>;
+}
+
+/// What a controller's constructor is given.
+pub struct ControllerContext<'a> {
+    /// The controller's upstream name, e.g. `replicaset-controller`.
+    pub name: &'static str,
+    /// A client of its own: own User-Agent, own `--kube-api-qps`/`--kube-api-burst` budget.
+    pub client: Client,
+    pub informers: &'a SharedInformerFactory,
+    pub options: &'a Options,
+    /// Records Events with `source.component` = the controller's name.
+    pub recorder: EventRecorder,
+}
+
+/// A constructed controller, ready to run.
+pub struct ControllerHandle {
+    pub queue: WorkQueue<String>,
+    pub reconciler: Arc<dyn Reconciler>,
+    /// Worker threads (its `--concurrent-*-syncs`).
+    pub workers: usize,
+}
+
+/// How to build one controller.
+pub struct ControllerDescriptor {
+    /// Upstream's canonical name (see `crate::controllers::KNOWN_CONTROLLERS`).
+    pub name: &'static str,
+    pub init: fn(&ControllerContext<'_>) -> Result<ControllerHandle, String>,
+}
+
+/// Enqueues the key of every object an informer reports: the usual mapping for a controller
+/// whose queue holds keys of the kind it watches.
+pub fn enqueue_object_keys<K>(informer: &Informer<K>, queue: &WorkQueue<String>)
+where
+    K: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> + Send + Sync + 'static,
+{
+    let queue = queue.clone();
+    informer.add_handler(move |event: &Event<K>| {
+        let object = match event {
+            Event::Added(o) | Event::Updated { new: o, .. } | Event::Deleted { object: o, .. } => o,
+        };
+        queue.add(object_key(object.metadata()));
+    });
+}
+
+/// A controller that is running or ready to run.
+struct Running {
+    name: &'static str,
+    handle: ControllerHandle,
+    recorder: EventRecorder,
+    workers: Vec<JoinHandle<()>>,
+}
+
+/// The set of controllers of one process, with their shared informers.
+pub struct ControllerSet {
+    informers: SharedInformerFactory,
+    controllers: Vec<Running>,
+}
+
+impl ControllerSet {
+    /// Builds every controller of `descriptors` that `options` selects and starts the
+    /// informers they asked for. Workers do not run yet: see [`ControllerSet::run_workers`].
+    pub fn start(client: &Client, options: &Options, descriptors: &[ControllerDescriptor]) -> Result<ControllerSet, String> {
+        let informers = SharedInformerFactory::new(client.clone(), options.generic.min_resync_period);
+        let mut controllers = Vec::new();
+        for descriptor in descriptors.iter().filter(|d| options.starts_controller(d.name)) {
+            let controller_client = client.for_controller(descriptor.name);
+            let recorder = EventRecorder::new(controller_client.clone(), descriptor.name);
+            let context = ControllerContext {
+                name: descriptor.name,
+                client: controller_client,
+                informers: &informers,
+                options,
+                recorder: recorder.clone(),
+            };
+            let handle = (descriptor.init)(&context).map_err(|e| format!("starting {}: {e}", descriptor.name))?;
+            log::info!("started {} ({} workers)", descriptor.name, handle.workers);
+            controllers.push(Running { name: descriptor.name, handle, recorder, workers: Vec::new() });
+        }
+        informers.start();
+        Ok(ControllerSet { informers, controllers })
+    }
+
+    /// The names of the controllers in the set.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.controllers.iter().map(|c| c.name).collect()
+    }
+
+    /// Waits until every informer has its first full list.
+    pub fn wait_for_sync(&self, timeout: Duration) -> bool {
+        self.informers.wait_for_sync(timeout)
+    }
+
+    /// Starts every controller's worker threads (only ever while this process may act, i.e.
+    /// while it leads).
+    pub fn run_workers(&mut self) {
+        for controller in &mut self.controllers {
+            if !controller.workers.is_empty() {
+                continue;
+            }
+            for index in 0..controller.handle.workers.max(1) {
+                let queue = controller.handle.queue.clone();
+                let reconciler = controller.handle.reconciler.clone();
+                let name = controller.name;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("{name}-{index}"))
+                    .spawn(move || work(name, &queue, reconciler.as_ref()));
+                match spawned {
+                    Ok(thread) => controller.workers.push(thread),
+                    Err(e) => log::error!("{name}: cannot start worker {index}: {e}"),
+                }
+            }
+        }
+    }
+
+    /// Stops taking work, lets running syncs finish within `drain`, stops the informers and
+    /// flushes pending Events.
+    pub fn stop(self, drain: Duration) {
+        let deadline = Instant::now() + drain;
+        for controller in &self.controllers {
+            controller.handle.queue.shut_down();
+        }
+        for controller in &self.controllers {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !controller.handle.queue.shut_down_with_drain(left) {
+                log::warn!("{}: syncs still running after {drain:?}; leaving them", controller.name);
+            }
+        }
+        self.informers.shutdown();
+        for controller in self.controllers {
+            let left = deadline.saturating_duration_since(Instant::now());
+            controller.recorder.flush(left);
+            controller.recorder.shutdown();
+            for worker in controller.workers {
+                if worker.is_finished() {
+                    let _ = worker.join();
+                }
+            }
+        }
+    }
+}
+
+/// One worker: takes keys until the queue shuts down.
+fn work(name: &str, queue: &WorkQueue<String>, reconciler: &dyn Reconciler) {
+    while let Some(key) = queue.get() {
+        let started = Instant::now();
+        match reconciler.sync(&key) {
+            Ok(()) => queue.forget(&key),
+            Err(e) => {
+                log::error!("{name}: error syncing {key:?}, requeuing: {e}");
+                queue.add_rate_limited(key.clone());
+            }
+        }
+        log::trace!("{name}: synced {key:?} in {:?}", started.elapsed());
+        queue.done(&key);
+    }
+}

@@ -1,0 +1,969 @@
+//! Simulated nodes: kubelets (and a scheduler) that talk to the API server over HTTP with our
+//! own client, as real ones talk to kube-apiserver, so that controllers see realistic Nodes,
+//! Leases and Pods.
+//!
+//! What each simulated kubelet does, as the real one:
+//! - registers its Node (or adopts an existing one) with the kubelet's labels, the
+//!   controller-managed attach/detach annotation, no taints of its own and no pod CIDR, and a
+//!   full status;
+//! - renews its Lease in `kube-node-lease` every `lease_renew_interval`, and reports its
+//!   status when a condition differs from what it would say (e.g. after the controller manager
+//!   marked it Unknown) or every `status_report_interval`;
+//! - runs the pods bound to it: `ContainerCreating`, then Running and Ready with IPs after
+//!   `pod_start_delay`; pods that run to completion (Job pods, restartPolicy Never/OnFailure)
+//!   succeed after `job_pod_run_time`;
+//! - stops deleted pods: their containers are killed (exit 137, phase Failed), then the pod is
+//!   deleted for good with `gracePeriodSeconds: 0` and a UID precondition;
+//! - when its Node is deleted, does not register it again until it is restarted
+//!   ([`SimulatedNodes::resume_heartbeat`] after [`SimulatedNodes::stop_heartbeat`]), unless
+//!   [`NodeOptions::reregister_deleted_nodes`] is set.
+//!
+//! The scheduler binds pending pods of `default-scheduler` to the live, Ready node with the
+//! fewest pods among those they fit (kube-scheduler's default filters, in the `scheduler`
+//! module), or marks them PodScheduled=False with kube-scheduler's message. One liberty: unless
+//! [`NodeOptions::strict_not_ready_taint`], it ignores the `node.kubernetes.io/not-ready`
+//! NoSchedule taint that kube-apiserver puts on every new Node while the node is Ready, so that
+//! pods run before (or without) a node lifecycle controller to remove it.
+//!
+//! One background thread does all of it, from list+watch caches of pods and nodes.
+
+mod kubelet;
+mod mirror;
+mod node;
+mod scheduler;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use self::kubelet::{KILLED_EXIT_CODE, Stage};
+use self::mirror::{Mirror, Source, WATCH_CAPACITY, is_transient};
+use self::node::{CONTROLLER_MANAGED_ATTACH, LEASE_NAMESPACE, Machine};
+use self::scheduler::{Candidate, Placement};
+use crate::client::{Api, Client, ClientOptions, DeleteParams, Error, Patch, PostParams, Preconditions, RestConfig};
+
+/// How the simulated nodes behave.
+#[derive(Debug, Clone)]
+pub struct NodeOptions {
+    /// How often each kubelet renews its Lease (kubelet: 10 s, for a 40 s lease). Node status
+    /// is checked at the same pace (the kubelet's `nodeStatusUpdateFrequency`).
+    pub lease_renew_interval: Duration,
+    /// How often the node status is reported when nothing changed (kubelet's
+    /// `nodeStatusReportFrequency` is 5 m; 1 m here).
+    pub status_report_interval: Duration,
+    /// How long a pod's containers take to start once its kubelet saw it.
+    pub pod_start_delay: Duration,
+    /// How long pods that run to completion (Job pods, restartPolicy Never/OnFailure) run
+    /// before they succeed.
+    pub job_pod_run_time: Duration,
+    /// How often the nodes look at their pods.
+    pub tick: Duration,
+    /// If not empty, node `i` gets `topology.kubernetes.io/zone = zones[i % len]` and the
+    /// matching region label.
+    pub zones: Vec<String>,
+    /// Register a deleted Node again while its kubelet runs. A real kubelet does not (it keeps
+    /// failing to update the missing Node until restarted; kubernetes/kubernetes#71398).
+    pub reregister_deleted_nodes: bool,
+    /// Make the scheduler respect the `node.kubernetes.io/not-ready:NoSchedule` taint that
+    /// kube-apiserver's TaintNodesByCondition admission puts on every new Node even once the
+    /// node is Ready, as kube-scheduler does: pods then wait until the node lifecycle controller
+    /// removes it. Off by default, so that pods run without a controller manager.
+    pub strict_not_ready_taint: bool,
+}
+
+impl Default for NodeOptions {
+    fn default() -> Self {
+        NodeOptions {
+            lease_renew_interval: Duration::from_secs(10),
+            status_report_interval: Duration::from_secs(60),
+            pod_start_delay: Duration::from_secs(1),
+            job_pod_run_time: Duration::from_secs(3),
+            tick: Duration::from_millis(200),
+            zones: Vec::new(),
+            reregister_deleted_nodes: false,
+            strict_not_ready_taint: false,
+        }
+    }
+}
+
+/// The longest a kubelet waits before killing a deleted pod's containers, whatever its grace
+/// period (simulated containers stop at once on SIGTERM).
+const MAX_KILL_DELAY: Duration = Duration::from_secs(1);
+/// How long the scheduler counts a pod it bound on a node before the watch shows the binding.
+const ASSUME_TTL: Duration = Duration::from_secs(30);
+/// How long a kubelet waits before writing a pod status again after the server refused it.
+const WRITE_RETRY: Duration = Duration::from_secs(1);
+/// How long before a kubelet repeats a DELETE that did not take effect (e.g. finalizers hold
+/// the pod).
+const DELETE_RETRY: Duration = Duration::from_secs(5);
+
+/// Running simulated nodes; dropping them stops them too.
+pub struct SimulatedNodes {
+    shared: Arc<Shared>,
+    stop: Option<Sender<()>>,
+    worker: Option<JoinHandle<()>>,
+}
+
+/// What the handle and the worker thread share.
+struct Shared {
+    client: Client,
+    /// Node names in the order given.
+    names: Vec<String>,
+    /// Each node's InternalIP.
+    host_ips: BTreeMap<String, String>,
+    /// Each kubelet's life. The worker holds a node's lock while it writes for that node, so
+    /// that once `stop_heartbeat` returns nothing more is written for it.
+    controls: BTreeMap<String, Mutex<Control>>,
+    stopping: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Control {
+    alive: bool,
+    /// The kubelet came back: it registers again and reports at once.
+    restarted: bool,
+}
+
+impl SimulatedNodes {
+    /// Registers the nodes (with their Leases), then runs them on a background thread.
+    pub fn start(config: RestConfig, names: Vec<String>, options: NodeOptions) -> Result<SimulatedNodes, String> {
+        let unique: BTreeSet<&String> = names.iter().collect();
+        if unique.len() != names.len() {
+            return Err(format!("simulated node names must be unique: {names:?}"));
+        }
+        let nodes = names.len().max(1) as f32;
+        let client_options =
+            ClientOptions { qps: 50.0 * nodes, burst: (100.0 * nodes) as u32, timeout: Duration::from_secs(15) };
+        let client = Client::new(config, client_options)
+            .map_err(|e| format!("simulated nodes: cannot set up the API client: {e}"))?
+            .for_controller("sandbox-kubelet");
+        let machines: Vec<Machine> =
+            names.iter().enumerate().map(|(i, name)| Machine::new(name, i, &options.zones)).collect();
+        let shared = Arc::new(Shared {
+            client: client.clone(),
+            names: names.clone(),
+            host_ips: machines.iter().map(|m| (m.name.clone(), m.internal_ip.clone())).collect(),
+            controls: names
+                .iter()
+                .map(|n| (n.clone(), Mutex::new(Control { alive: true, restarted: false })))
+                .collect(),
+            stopping: AtomicBool::new(false),
+        });
+        let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
+        let mut worker = Worker::new(shared.clone(), machines, options, stop_rx);
+        worker.start_up()?;
+        let handle = std::thread::Builder::new()
+            .name("sandbox-nodes".into())
+            .spawn(move || worker.run())
+            .map_err(|e| format!("simulated nodes: cannot start the worker thread: {e}"))?;
+        Ok(SimulatedNodes { shared, stop: Some(stop_tx), worker: Some(handle) })
+    }
+
+    /// The kubelet of `node` dies: no more lease renewals, status reports or pod work there.
+    /// Returns false for a node that is not simulated here.
+    pub fn stop_heartbeat(&self, node: &str) -> bool {
+        let Some(control) = self.shared.controls.get(node) else { return false };
+        let mut control = control.lock();
+        if control.alive {
+            log::debug!("simulated kubelet {node} stopped");
+        }
+        control.alive = false;
+        true
+    }
+
+    /// The kubelet of `node` comes back, as after a restart: it registers its Node again if
+    /// needed, renews its Lease, reports Ready and takes up its pods.
+    pub fn resume_heartbeat(&self, node: &str) -> bool {
+        let Some(control) = self.shared.controls.get(node) else { return false };
+        let mut control = control.lock();
+        if !control.alive {
+            log::debug!("simulated kubelet {node} restarted");
+            control.alive = true;
+            control.restarted = true;
+        }
+        true
+    }
+
+    /// Marks a pod Failed as its kubelet would when its containers fail: every container
+    /// terminated with exit code 1 (reason `Error`). The pod must be bound and not terminated.
+    pub fn fail_pod(&self, namespace: &str, name: &str) -> Result<(), String> {
+        let pods = Api::<Pod>::namespaced(&self.shared.client, namespace);
+        let what = format!("pod {namespace}/{name}");
+        for _ in 0..10 {
+            let pod = pods.get(name).map_err(|e| format!("{what}: {e}"))?;
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+            if node.is_empty() {
+                return Err(format!("{what} is not bound to a node"));
+            }
+            let phase = phase_of(&pod);
+            if is_terminal(phase) {
+                return Err(format!("{what} has already terminated ({phase})"));
+            }
+            let status = pod.status.clone().unwrap_or_default();
+            let host_ip = status.host_ip.or_else(|| self.shared.host_ips.get(&node).cloned()).unwrap_or_default();
+            let patch = kubelet::status_patch(&pod, Stage::Failed(1), &host_ip, status.pod_ip.as_deref(), &node::now());
+            match pods.patch_status(name, &Patch::Merge(patch), &PostParams::default()) {
+                Ok(_) => {
+                    log::debug!("kubelet {node}: {what} failed (exit code 1)");
+                    return Ok(());
+                }
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => return Err(format!("{what}: {e}")),
+            }
+        }
+        Err(format!("{what}: the pod kept changing; gave up marking it Failed"))
+    }
+
+    /// The simulated nodes' names.
+    pub fn names(&self) -> Vec<String> {
+        self.shared.names.clone()
+    }
+
+    /// Stops every kubelet and the scheduler; nothing is written after this returns.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        // Disconnecting the channel wakes the worker.
+        self.stop.take();
+        if let Some(worker) = self.worker.take()
+            && worker.join().is_err()
+        {
+            log::error!("the simulated nodes' worker thread panicked");
+        }
+    }
+}
+
+impl Drop for SimulatedNodes {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// One simulated kubelet's state, kept by the worker.
+struct Kubelet {
+    machine: Machine,
+    /// Registration done since the kubelet (re)started.
+    registered: bool,
+    /// The Lease as last written.
+    lease: Option<Lease>,
+    next_renew: Instant,
+    next_status_check: Instant,
+    last_report: Option<Instant>,
+    /// Report status at the next check even if nothing changed (after registration).
+    force_report: bool,
+    /// Logged that the Node is gone.
+    noted_missing: bool,
+}
+
+/// What a kubelet remembers of one of its pods.
+#[derive(Debug)]
+struct PodRecord {
+    /// When the kubelet first saw the pod (containers start `pod_start_delay` later).
+    seen: Instant,
+    running_since: Option<Instant>,
+    /// When the containers of a deleted pod are killed.
+    kill_at: Option<Instant>,
+    delete_sent: Option<Instant>,
+    /// The pod IP given to it.
+    ip: Option<String>,
+    /// The resourceVersion whose conditions were last found current.
+    checked: Option<String>,
+    /// After a refused status write (other than a conflict), no new attempt before this.
+    retry_at: Option<Instant>,
+}
+
+impl PodRecord {
+    fn new(seen: Instant) -> PodRecord {
+        PodRecord {
+            seen,
+            running_since: None,
+            kill_at: None,
+            delete_sent: None,
+            ip: None,
+            checked: None,
+            retry_at: None,
+        }
+    }
+}
+
+/// The background thread: all kubelets and the scheduler.
+struct Worker {
+    shared: Arc<Shared>,
+    options: NodeOptions,
+    kubelets: Vec<Kubelet>,
+    pods: Mirror<Pod>,
+    nodes: Mirror<Node>,
+    /// Kubelet memory per pod UID.
+    records: HashMap<String, PodRecord>,
+    /// Pods the scheduler bound that the watch has not shown bound yet: UID → (pod as bound, when).
+    assumed: HashMap<String, (Pod, Instant)>,
+    stop: Receiver<()>,
+}
+
+impl Worker {
+    fn new(shared: Arc<Shared>, machines: Vec<Machine>, options: NodeOptions, stop: Receiver<()>) -> Worker {
+        let client = shared.client.clone();
+        let now = Instant::now();
+        let kubelets = machines
+            .into_iter()
+            .map(|machine| Kubelet {
+                machine,
+                registered: false,
+                lease: None,
+                next_renew: now,
+                next_status_check: now,
+                last_report: None,
+                force_report: false,
+                noted_missing: false,
+            })
+            .collect();
+        let (pod_list, pod_watch) = (Api::<Pod>::all(&client), Api::<Pod>::all(&client));
+        let (node_list, node_watch) = (Api::<Node>::all(&client), Api::<Node>::all(&client));
+        let pods = Mirror::new(Source {
+            list: Box::new(move |params| pod_list.list_all(params)),
+            watch: Box::new(move |params| pod_watch.watch_channel(params, WATCH_CAPACITY)),
+        });
+        let nodes = Mirror::new(Source {
+            list: Box::new(move |params| node_list.list_all(params)),
+            watch: Box::new(move |params| node_watch.watch_channel(params, WATCH_CAPACITY)),
+        });
+        Worker { shared, options, kubelets, pods, nodes, records: HashMap::new(), assumed: HashMap::new(), stop }
+    }
+
+    /// Lists pods and nodes, then registers every node with its Lease; any failure is fatal.
+    fn start_up(&mut self) -> Result<(), String> {
+        self.nodes.sync().map_err(|e| format!("simulated nodes: cannot list nodes: {e}"))?;
+        self.pods.sync().map_err(|e| format!("simulated nodes: cannot list pods: {e}"))?;
+        for i in 0..self.kubelets.len() {
+            let name = self.kubelets[i].machine.name.clone();
+            self.register(i).map_err(|e| format!("simulated node {name}: cannot register: {e}"))?;
+            self.renew_lease(i).map_err(|e| format!("simulated node {name}: cannot create its Lease: {e}"))?;
+        }
+        Ok(())
+    }
+
+    fn run(mut self) {
+        // A message or a disconnected channel means stop.
+        while let Err(RecvTimeoutError::Timeout) = self.stop.recv_timeout(self.options.tick) {
+            self.tick();
+        }
+        log::debug!("simulated nodes stopped");
+    }
+
+    fn stopping(&self) -> bool {
+        self.shared.stopping.load(Ordering::SeqCst)
+    }
+
+    fn tick(&mut self) {
+        for (what, result) in [("pods", self.pods.sync()), ("nodes", self.nodes.sync())] {
+            if let Err(e) = result {
+                log::debug!("simulated nodes: cannot sync {what}: {e}");
+            }
+        }
+        for i in 0..self.kubelets.len() {
+            if self.stopping() {
+                return;
+            }
+            self.heartbeat(i);
+        }
+        self.schedule();
+        self.run_pods();
+        self.forget_gone();
+    }
+
+    /// Runs `f` while holding node `name`'s lock, if its kubelet is alive. `f` gets whether the
+    /// kubelet has restarted since the last call.
+    fn with_live_kubelet<T>(&mut self, name: &str, f: impl FnOnce(&mut Worker, bool) -> T) -> Option<T> {
+        let shared = self.shared.clone();
+        let mut control = shared.controls.get(name)?.lock();
+        if !control.alive || self.stopping() {
+            return None;
+        }
+        let restarted = std::mem::take(&mut control.restarted);
+        Some(f(self, restarted))
+    }
+
+    fn alive_nodes(&self) -> BTreeSet<String> {
+        self.shared.controls.iter().filter(|(_, c)| c.lock().alive).map(|(name, _)| name.clone()).collect()
+    }
+
+    // ---- Heartbeats: registration, Lease, node status ----
+
+    fn heartbeat(&mut self, i: usize) {
+        let name = self.kubelets[i].machine.name.clone();
+        self.with_live_kubelet(&name, |worker, restarted| {
+            let now = Instant::now();
+            if restarted {
+                let kubelet = &mut worker.kubelets[i];
+                kubelet.registered = false;
+                kubelet.lease = None;
+                kubelet.next_renew = now;
+            }
+            if !worker.kubelets[i].registered
+                && let Err(e) = worker.register(i)
+            {
+                log::debug!("kubelet {name}: cannot register: {e}");
+                return;
+            }
+            if now >= worker.kubelets[i].next_renew
+                && let Err(e) = worker.renew_lease(i)
+            {
+                log::debug!("kubelet {name}: cannot renew its Lease: {e}");
+            }
+            if now >= worker.kubelets[i].next_status_check {
+                worker.check_node_status(i);
+            }
+        });
+    }
+
+    /// Creates the Node, or adopts the existing one as the kubelet's `tryRegisterWithAPIServer`
+    /// does: its default labels and the attach/detach annotation are set again, and its status
+    /// reported at once.
+    fn register(&mut self, i: usize) -> Result<(), Error> {
+        let machine = self.kubelets[i].machine.clone();
+        let api = Api::<Node>::cluster(&self.shared.client);
+        let node: Node = serde_json::from_value(machine.initial_node()).map_err(|e| Error::Request(e.to_string()))?;
+        match api.create(&node, &PostParams::default()) {
+            Ok(created) => {
+                log::debug!("kubelet {}: registered node", machine.name);
+                self.nodes.observe(created);
+            }
+            Err(e) if e.is_already_exists() => {
+                let existing = api.get(&machine.name)?;
+                let labels = existing.metadata.labels.clone().unwrap_or_default();
+                let annotations = existing.metadata.annotations.clone().unwrap_or_default();
+                let stale_labels: BTreeMap<String, String> =
+                    machine.labels().into_iter().filter(|(k, v)| labels.get(k) != Some(v)).collect();
+                let adopted = if stale_labels.is_empty()
+                    && annotations.get(CONTROLLER_MANAGED_ATTACH).map(String::as_str) == Some("true")
+                {
+                    existing
+                } else {
+                    let patch = json!({"metadata": {"labels": stale_labels,
+                        "annotations": {CONTROLLER_MANAGED_ATTACH: "true"}}});
+                    api.patch(&machine.name, &Patch::Merge(patch), &PostParams::default())?
+                };
+                log::debug!("kubelet {}: node was previously registered", machine.name);
+                self.nodes.observe(adopted);
+                self.kubelets[i].force_report = true;
+                self.kubelets[i].next_status_check = Instant::now();
+            }
+            Err(e) => return Err(e),
+        }
+        let kubelet = &mut self.kubelets[i];
+        kubelet.registered = true;
+        kubelet.noted_missing = false;
+        kubelet.last_report.get_or_insert_with(Instant::now);
+        Ok(())
+    }
+
+    /// Renews the Lease (creating it if missing), as the kubelet's lease controller: an update
+    /// of the Lease as last written, falling back to reading it after a failure.
+    fn renew_lease(&mut self, i: usize) -> Result<(), Error> {
+        let name = self.kubelets[i].machine.name.clone();
+        let api = Api::<Lease>::namespaced(&self.shared.client, LEASE_NAMESPACE);
+        // Retry at the next tick unless this renewal succeeds.
+        self.kubelets[i].next_renew = Instant::now();
+        let current = match self.kubelets[i].lease.take() {
+            Some(lease) => Some(lease),
+            None => api.get_opt(&name)?,
+        };
+        let node_uid = self.nodes.get("", &name).and_then(|n| n.metadata.uid.clone());
+        let lease = node::renewed_lease(current, &name, node_uid.as_deref());
+        let written = if lease.metadata.resource_version.is_some() {
+            api.replace(&name, &lease, &PostParams::default())?
+        } else {
+            api.create(&lease, &PostParams::default())?
+        };
+        log::trace!("kubelet {name}: renewed its Lease");
+        let kubelet = &mut self.kubelets[i];
+        kubelet.lease = Some(written);
+        kubelet.next_renew = Instant::now() + self.options.lease_renew_interval;
+        Ok(())
+    }
+
+    /// Reports the node status if a condition changed (or was changed by someone else) or the
+    /// report interval has passed.
+    fn check_node_status(&mut self, i: usize) {
+        let now = Instant::now();
+        let name = self.kubelets[i].machine.name.clone();
+        self.kubelets[i].next_status_check = now + self.options.lease_renew_interval;
+        let Some(node) = self.nodes.get("", &name).cloned() else {
+            self.node_missing(i);
+            return;
+        };
+        let kubelet = &self.kubelets[i];
+        let due = kubelet.force_report
+            || kubelet.last_report.is_none_or(|t| now.duration_since(t) >= self.options.status_report_interval)
+            || node::conditions_differ(&node);
+        if !due {
+            return;
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": node.metadata.resource_version},
+            "status": kubelet.machine.status(Some(&node), &node::now()),
+        });
+        match Api::<Node>::cluster(&self.shared.client).patch_status(
+            &name,
+            &Patch::Merge(patch),
+            &PostParams::default(),
+        ) {
+            Ok(updated) => {
+                log::debug!("kubelet {name}: reported node status");
+                self.nodes.observe(updated);
+                let kubelet = &mut self.kubelets[i];
+                kubelet.last_report = Some(now);
+                kubelet.force_report = false;
+            }
+            Err(e) => {
+                if e.is_not_found() {
+                    self.nodes.forget("", &name);
+                }
+                log::debug!("kubelet {name}: cannot report node status: {e}");
+                // Try again at the next tick.
+                self.kubelets[i].next_status_check = now;
+            }
+        }
+    }
+
+    /// The Node is gone while its kubelet runs.
+    fn node_missing(&mut self, i: usize) {
+        if !self.nodes.is_listed() {
+            return;
+        }
+        let kubelet = &mut self.kubelets[i];
+        if self.options.reregister_deleted_nodes {
+            kubelet.registered = false;
+        } else if !kubelet.noted_missing {
+            kubelet.noted_missing = true;
+            log::debug!(
+                "kubelet {}: its Node was deleted; like a real kubelet it registers again only when restarted",
+                kubelet.machine.name
+            );
+        }
+    }
+
+    // ---- Scheduler ----
+
+    /// Binds every pending pod it can; marks the others unschedulable.
+    fn schedule(&mut self) {
+        let mut pending: Vec<Pod> = self
+            .pods
+            .values()
+            .filter(|p| needs_scheduling(p) && !self.assumed.contains_key(uid_of(p)))
+            .cloned()
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        // The scheduling queue's order: higher priority first, then older first.
+        pending.sort_by(|a, b| {
+            let priority = |p: &Pod| p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+            priority(b).cmp(&priority(a)).then_with(|| {
+                let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+                created(a).cmp(&created(b))
+            })
+        });
+        let decisions = self.decide(&pending);
+        for (pod, placement) in pending.iter().zip(decisions) {
+            if self.stopping() {
+                return;
+            }
+            match placement {
+                Placement::Node(node) => self.bind(pod, &node),
+                Placement::Unschedulable(message) => self.mark_unschedulable(pod, &message),
+            }
+        }
+    }
+
+    /// Places the pending pods one after the other, each counting on the nodes the ones
+    /// placed before it.
+    fn decide(&self, pending: &[Pod]) -> Vec<Placement> {
+        let alive = self.alive_nodes();
+        let mut bound: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+        for pod in self.pods.values().chain(self.assumed.values().map(|(p, _)| p)) {
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
+            if !node.is_empty() && !is_terminal(phase_of(pod)) {
+                bound.entry(node).or_default().push(pod);
+            }
+        }
+        let mut decisions = Vec::with_capacity(pending.len());
+        for pod in pending {
+            let candidates: Vec<Candidate<'_>> = self
+                .nodes
+                .values()
+                .map(|node| {
+                    let name = node.metadata.name.as_deref().unwrap_or_default();
+                    Candidate { node, alive: alive.contains(name), pods: bound.get(name).cloned().unwrap_or_default() }
+                })
+                .collect();
+            let placement = scheduler::place(pod, &candidates, self.options.strict_not_ready_taint);
+            if let Placement::Node(node) = &placement
+                && let Some(name) = self.nodes.get("", node).and_then(|n| n.metadata.name.as_deref())
+            {
+                bound.entry(name).or_default().push(pod);
+            }
+            decisions.push(placement);
+        }
+        decisions
+    }
+
+    /// POSTs the pod's Binding; the scheduler counts the pod on the node until the watch shows
+    /// it bound.
+    fn bind(&mut self, pod: &Pod, node: &str) {
+        let (namespace, name) = namespace_and_name(pod);
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(namespace.to_string()),
+                uid: pod.metadata.uid.clone(),
+                ..ObjectMeta::default()
+            },
+            target: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(node.to_string()),
+                ..ObjectReference::default()
+            },
+        };
+        let api = Api::<Pod>::namespaced(&self.shared.client, namespace);
+        match api.create_subresource::<_, Value>("binding", name, &binding, &PostParams::default()) {
+            Ok(_) => {
+                log::debug!("scheduler: bound pod {namespace}/{name} to {node}");
+                let mut bound = pod.clone();
+                bound.spec.get_or_insert_default().node_name = Some(node.to_string());
+                self.assumed.insert(uid_of(pod).to_string(), (bound, Instant::now()));
+            }
+            Err(e) => log_error(&format!("scheduler: cannot bind pod {namespace}/{name} to {node}"), &e),
+        }
+    }
+
+    /// Sets PodScheduled=False (reason Unschedulable) with the scheduler's message, if the pod
+    /// does not say so already.
+    fn mark_unschedulable(&mut self, pod: &Pod, message: &str) {
+        let conditions = pod.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+        let current = conditions.iter().find(|c| c.type_ == "PodScheduled");
+        if current.is_some_and(|c| {
+            c.status == "False" && c.reason.as_deref() == Some("Unschedulable") && c.message.as_deref() == Some(message)
+        }) {
+            return;
+        }
+        let transition = match current {
+            Some(c) if c.status == "False" => {
+                c.last_transition_time.as_ref().map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            }
+            _ => None,
+        };
+        let condition = json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+            "lastProbeTime": null, "lastTransitionTime": transition.unwrap_or_else(node::now)});
+        let mut list: Vec<Value> = conditions
+            .iter()
+            .map(|c| {
+                if c.type_ == "PodScheduled" { condition.clone() } else { serde_json::to_value(c).unwrap_or_default() }
+            })
+            .collect();
+        if current.is_none() {
+            list.push(condition);
+        }
+        let patch =
+            json!({"metadata": {"resourceVersion": pod.metadata.resource_version}, "status": {"conditions": list}});
+        let (namespace, name) = namespace_and_name(pod);
+        match Api::<Pod>::namespaced(&self.shared.client, namespace).patch_status(
+            name,
+            &Patch::Merge(patch),
+            &PostParams::default(),
+        ) {
+            Ok(updated) => {
+                log::debug!("scheduler: pod {namespace}/{name} is unschedulable: {message}");
+                self.pods.observe(updated);
+            }
+            Err(e) => log_error(&format!("scheduler: cannot update pod {namespace}/{name}"), &e),
+        }
+    }
+
+    // ---- Kubelets: pods ----
+
+    /// Moves every pod of a live kubelet one step along its life.
+    fn run_pods(&mut self) {
+        let now = Instant::now();
+        let alive = self.alive_nodes();
+        let work: Vec<(Pod, String)> = self
+            .pods
+            .values()
+            .filter_map(|pod| {
+                let node = pod.spec.as_ref().and_then(|s| s.node_name.clone())?;
+                (alive.contains(&node) && self.needs_work(pod, now)).then(|| (pod.clone(), node))
+            })
+            .collect();
+        for (pod, node) in work {
+            let Some(i) = self.kubelets.iter().position(|k| k.machine.name == node) else { continue };
+            self.with_live_kubelet(&node, |worker, _| worker.sync_pod(&pod, i, now));
+        }
+    }
+
+    /// Whether a pod of a live kubelet may need a write now (cheap; no clones).
+    fn needs_work(&self, pod: &Pod, now: Instant) -> bool {
+        let record = self.records.get(uid_of(pod));
+        if record.and_then(|r| r.retry_at).is_some_and(|at| now < at) {
+            return false;
+        }
+        let phase = phase_of(pod);
+        if pod.metadata.deletion_timestamp.is_some() {
+            return !is_terminal(phase)
+                || record.and_then(|r| r.delete_sent).is_none_or(|t| now.duration_since(t) >= DELETE_RETRY);
+        }
+        match phase {
+            "Pending" | "" => true,
+            "Running" => {
+                runs_to_completion(pod)
+                    || record.is_none_or(|r| r.checked.as_deref() != pod.metadata.resource_version.as_deref())
+            }
+            _ => false,
+        }
+    }
+
+    /// One step of one pod on kubelet `i`.
+    fn sync_pod(&mut self, pod: &Pod, i: usize, now: Instant) {
+        let uid = uid_of(pod).to_string();
+        let record = self.records.entry(uid.clone()).or_insert_with(|| PodRecord::new(now));
+        let phase = phase_of(pod).to_string();
+        if pod.metadata.deletion_timestamp.is_some() {
+            if is_terminal(&phase) {
+                self.delete_pod(pod, i);
+                return;
+            }
+            let grace = Duration::from_secs(pod.metadata.deletion_grace_period_seconds.unwrap_or(0).max(0) as u64);
+            let kill_at = *record.kill_at.get_or_insert(now + grace.min(MAX_KILL_DELAY));
+            if now >= kill_at
+                && let Some(stopped) =
+                    self.write_status(pod, i, Stage::Failed(KILLED_EXIT_CODE), "killed its containers")
+            {
+                self.delete_pod(&stopped, i);
+            }
+            return;
+        }
+        let seen = record.seen;
+        let running_since = match phase.as_str() {
+            "Running" => Some(*record.running_since.get_or_insert(now)),
+            _ => None,
+        };
+        let started = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref()).is_some_and(|c| !c.is_empty());
+        match (phase.as_str(), running_since) {
+            ("Pending" | "", _) if !started => {
+                self.write_status(pod, i, Stage::Creating, "creating containers");
+            }
+            ("Pending" | "", _) => {
+                if now.duration_since(seen) >= self.options.pod_start_delay
+                    && self.write_status(pod, i, Stage::Running, "started").is_some()
+                    && let Some(record) = self.records.get_mut(&uid)
+                {
+                    record.running_since = Some(now);
+                }
+            }
+            ("Running", Some(since)) => {
+                if runs_to_completion(pod) && now.duration_since(since) >= self.options.job_pod_run_time {
+                    self.write_status(pod, i, Stage::Succeeded, "completed");
+                } else if kubelet::conditions_current(pod, Stage::Running) {
+                    if let Some(record) = self.records.get_mut(&uid) {
+                        record.checked = pod.metadata.resource_version.clone();
+                    }
+                } else {
+                    self.write_status(pod, i, Stage::Running, "updated readiness");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Writes the pod's status for `stage` through the `status` subresource; returns the
+    /// updated pod.
+    fn write_status(&mut self, pod: &Pod, i: usize, stage: Stage, what: &str) -> Option<Pod> {
+        let host_ip = self.kubelets[i].machine.internal_ip.clone();
+        let pod_ip = match stage {
+            Stage::Creating => None,
+            _ => self.pod_ip(pod, i),
+        };
+        let patch = kubelet::status_patch(pod, stage, &host_ip, pod_ip.as_deref(), &node::now());
+        let (namespace, name) = namespace_and_name(pod);
+        let node = &self.kubelets[i].machine.name;
+        match Api::<Pod>::namespaced(&self.shared.client, namespace).patch_status(
+            name,
+            &Patch::Merge(patch),
+            &PostParams::default(),
+        ) {
+            Ok(updated) => {
+                log::debug!("kubelet {node}: pod {namespace}/{name} {what} ({:?})", stage);
+                self.pods.observe(updated.clone());
+                Some(updated)
+            }
+            Err(e) => {
+                log_error(&format!("kubelet {node}: cannot update the status of pod {namespace}/{name}"), &e);
+                // A conflict is retried at the next tick, with the newer pod; anything else later.
+                if !e.is_conflict()
+                    && let Some(record) = self.records.get_mut(uid_of(pod))
+                {
+                    record.retry_at = Some(Instant::now() + WRITE_RETRY);
+                }
+                None
+            }
+        }
+    }
+
+    /// The pod's IP: the one it has, the node's for host-network pods, else the next free
+    /// address of the node's pod CIDR.
+    fn pod_ip(&mut self, pod: &Pod, i: usize) -> Option<String> {
+        if let Some(ip) = pod.status.as_ref().and_then(|s| s.pod_ip.clone()) {
+            return Some(ip);
+        }
+        let machine = &self.kubelets[i].machine;
+        if pod.spec.as_ref().and_then(|s| s.host_network) == Some(true) {
+            return Some(machine.internal_ip.clone());
+        }
+        let uid = uid_of(pod).to_string();
+        if let Some(ip) = self.records.get(&uid).and_then(|r| r.ip.clone()) {
+            return Some(ip);
+        }
+        let node = self.nodes.get("", &machine.name);
+        let cidr = node.and_then(|n| n.spec.as_ref()).and_then(|s| s.pod_cidr.clone());
+        let range = cidr.as_deref().and_then(ipv4_range).or_else(|| ipv4_range(&machine.fallback_pod_cidr()))?;
+        let mut used: BTreeSet<String> = self
+            .pods
+            .values()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(machine.name.as_str()))
+            .filter(|p| !is_terminal(phase_of(p)))
+            .filter_map(|p| p.status.as_ref().and_then(|s| s.pod_ip.clone()))
+            .collect();
+        used.extend(self.records.values().filter_map(|r| r.ip.clone()));
+        let ip =
+            (range.0 + 2..range.1).map(|n| std::net::Ipv4Addr::from(n).to_string()).find(|ip| !used.contains(ip))?;
+        if let Some(record) = self.records.get_mut(&uid) {
+            record.ip = Some(ip.clone());
+        }
+        Some(ip)
+    }
+
+    /// Deletes a terminated pod for good, as the kubelet's status manager does once it has
+    /// stopped it: grace period 0, and the pod's UID as precondition.
+    fn delete_pod(&mut self, pod: &Pod, i: usize) {
+        let (namespace, name) = namespace_and_name(pod);
+        let node = self.kubelets[i].machine.name.clone();
+        if let Some(record) = self.records.get_mut(uid_of(pod)) {
+            record.delete_sent = Some(Instant::now());
+        }
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions { uid: pod.metadata.uid.clone(), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        match Api::<Pod>::namespaced(&self.shared.client, namespace).delete(name, &params) {
+            Ok(_) => log::debug!("kubelet {node}: deleted pod {namespace}/{name}"),
+            Err(e) if e.is_not_found() || e.is_conflict() => {}
+            Err(e) => log_error(&format!("kubelet {node}: cannot delete pod {namespace}/{name}"), &e),
+        }
+    }
+
+    /// Drops memory of pods that are gone, and assumptions the watch has confirmed.
+    fn forget_gone(&mut self) {
+        if !self.pods.is_listed() {
+            return;
+        }
+        let present: HashMap<&str, &Pod> = self.pods.values().map(|p| (uid_of(p), p)).collect();
+        self.records.retain(|uid, _| present.contains_key(uid.as_str()));
+        let now = Instant::now();
+        self.assumed.retain(|uid, (_, since)| {
+            let unconfirmed = present
+                .get(uid.as_str())
+                .is_some_and(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default().is_empty());
+            unconfirmed && now.duration_since(*since) < ASSUME_TTL
+        });
+    }
+}
+
+/// A pending pod for the default scheduler: unbound, not being deleted, not gated.
+fn needs_scheduling(pod: &Pod) -> bool {
+    let Some(spec) = pod.spec.as_ref() else { return false };
+    spec.node_name.as_deref().unwrap_or_default().is_empty()
+        && matches!(spec.scheduler_name.as_deref(), None | Some("") | Some("default-scheduler"))
+        && spec.scheduling_gates.as_ref().is_none_or(|g| g.is_empty())
+        && pod.metadata.deletion_timestamp.is_none()
+        && !is_terminal(phase_of(pod))
+}
+
+/// Pods whose containers exit when done: Job pods and pods that are not restarted.
+fn runs_to_completion(pod: &Pod) -> bool {
+    let owned_by_job =
+        pod.metadata.owner_references.iter().flatten().any(|o| o.kind == "Job" && o.api_version == "batch/v1");
+    let restart = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always");
+    owned_by_job || matches!(restart, "Never" | "OnFailure")
+}
+
+fn phase_of(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
+}
+
+fn is_terminal(phase: &str) -> bool {
+    matches!(phase, "Succeeded" | "Failed")
+}
+
+fn uid_of(pod: &Pod) -> &str {
+    pod.metadata.uid.as_deref().unwrap_or_default()
+}
+
+fn namespace_and_name(pod: &Pod) -> (&str, &str) {
+    (pod.metadata.namespace.as_deref().unwrap_or_default(), pod.metadata.name.as_deref().unwrap_or_default())
+}
+
+/// The addresses of an IPv4 CIDR as `[network, broadcast)`; `None` for IPv6 or nonsense.
+fn ipv4_range(cidr: &str) -> Option<(u32, u32)> {
+    let (address, prefix) = cidr.split_once('/')?;
+    let address: std::net::Ipv4Addr = address.parse().ok()?;
+    let prefix: u32 = prefix.parse().ok().filter(|p| *p <= 30)?;
+    let size = 1u64 << (32 - prefix);
+    let network = u32::from(address) & (u64::from(u32::MAX) << (32 - prefix)) as u32;
+    Some((network, (u64::from(network) + size - 1).min(u64::from(u32::MAX)) as u32))
+}
+
+/// Logs a failed write: conflicts and an unreachable server are routine (the next tick retries).
+fn log_error(what: &str, error: &Error) {
+    if is_transient(error) || error.is_not_found() {
+        log::debug!("{what}: {error}");
+    } else {
+        log::warn!("{what}: {error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_cidrs() {
+        let (start, end) = ipv4_range("10.244.3.0/24").expect("a range");
+        assert_eq!(std::net::Ipv4Addr::from(start + 2).to_string(), "10.244.3.2");
+        assert_eq!(std::net::Ipv4Addr::from(end).to_string(), "10.244.3.255");
+        assert!(ipv4_range("fd00::/64").is_none());
+        assert!(ipv4_range("10.0.0.0/31").is_none());
+    }
+
+    #[test]
+    fn completion_follows_owner_and_restart_policy() {
+        let pod = |v: Value| serde_json::from_value::<Pod>(v).expect("a Pod");
+        assert!(!runs_to_completion(&pod(json!({"spec": {"containers": []}}))));
+        assert!(runs_to_completion(&pod(json!({"spec": {"containers": [], "restartPolicy": "Never"}}))));
+        let job = json!({"metadata": {"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u"}]},
+            "spec": {"containers": []}});
+        assert!(runs_to_completion(&pod(job)));
+    }
+}

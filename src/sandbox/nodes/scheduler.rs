@@ -1,0 +1,500 @@
+//! The scheduler's part: which nodes a pending pod fits, with kube-scheduler's filter plugins
+//! in their default order (NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts,
+//! NodeResourcesFit), the fewest-pods node among them, and kube-scheduler's `FitError`
+//! message when none fits.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Taint, Toleration,
+};
+
+const NOT_READY: &str = "node.kubernetes.io/not-ready";
+
+/// What the scheduler knows of one node besides its object.
+pub struct Candidate<'a> {
+    pub node: &'a Node,
+    /// A simulated kubelet runs it and is alive.
+    pub alive: bool,
+    /// The non-terminal pods bound (or being bound) to it.
+    pub pods: Vec<&'a Pod>,
+}
+
+/// Where a pod goes, or why it goes nowhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    Node(String),
+    /// kube-scheduler's message for the PodScheduled=False condition.
+    Unschedulable(String),
+}
+
+/// Picks the node for `pod` among `candidates` (all nodes of the cluster). Unless
+/// `strict_not_ready`, the `node.kubernetes.io/not-ready:NoSchedule` taint is ignored on a node
+/// that is Ready with a live kubelet (the taint TaintNodesByCondition puts on new nodes, which
+/// only the node lifecycle controller removes).
+pub fn place(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -> Placement {
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut resource_failures = 0;
+    let mut best: Option<(&Candidate<'_>, usize)> = None;
+    for candidate in candidates {
+        match filter(pod, candidate, strict_not_ready) {
+            Ok(()) => {
+                let load = candidate.pods.len();
+                if best.is_none_or(|(_, fewest)| load < fewest) {
+                    best = Some((candidate, load));
+                }
+            }
+            Err(Failure { reasons: node_reasons, resources }) => {
+                resource_failures += usize::from(resources);
+                for reason in node_reasons {
+                    *reasons.entry(reason).or_default() += 1;
+                }
+            }
+        }
+    }
+    match best {
+        Some((candidate, _)) => Placement::Node(candidate.node.metadata.name.clone().unwrap_or_default()),
+        None => Placement::Unschedulable(fit_error(candidates.len(), &reasons, resource_failures)),
+    }
+}
+
+/// Why one node was filtered out: the failing plugin's reasons (kube-scheduler stops at the
+/// first plugin that fails), and whether that plugin was NodeResourcesFit.
+struct Failure {
+    reasons: Vec<String>,
+    resources: bool,
+}
+
+impl Failure {
+    fn one(reason: impl Into<String>) -> Failure {
+        Failure { reasons: vec![reason.into()], resources: false }
+    }
+}
+
+fn filter(pod: &Pod, candidate: &Candidate<'_>, strict_not_ready: bool) -> Result<(), Failure> {
+    let spec = pod.spec.as_ref().cloned().unwrap_or_default();
+    let node = candidate.node;
+    let node_spec = node.spec.clone().unwrap_or_default();
+    let tolerations = spec.tolerations.clone().unwrap_or_default();
+    // NodeUnschedulable.
+    let unschedulable_taint = taint("node.kubernetes.io/unschedulable", "NoSchedule");
+    if node_spec.unschedulable == Some(true) && !tolerated(&tolerations, &unschedulable_taint) {
+        return Err(Failure::one("node(s) were unschedulable"));
+    }
+    // TaintToleration, over the node's taints and the ones the node lifecycle controller adds
+    // to a node that is not Ready (or whose kubelet is gone) — it may not have got to it yet.
+    let implicit = implicit_taints(candidate);
+    let mut taints = node_spec.taints.unwrap_or_default();
+    if !strict_not_ready && implicit.is_empty() {
+        taints.retain(|t| !(t.key == NOT_READY && t.effect == "NoSchedule"));
+    }
+    taints.extend(implicit);
+    let untolerated = taints
+        .iter()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .find(|t| !tolerated(&tolerations, t));
+    if let Some(t) = untolerated {
+        return Err(Failure::one(format!(
+            "node(s) had untolerated taint {{{}: {}}}",
+            t.key,
+            t.value.as_deref().unwrap_or_default()
+        )));
+    }
+    // NodeAffinity.
+    if !matches_node_selector(&spec, node) {
+        return Err(Failure::one("node(s) didn't match Pod's node affinity/selector"));
+    }
+    // NodePorts.
+    let wanted = host_ports(&spec);
+    if !wanted.is_empty() {
+        let used: BTreeSet<_> = candidate.pods.iter().filter_map(|p| p.spec.as_ref()).flat_map(host_ports).collect();
+        if wanted.iter().any(|w| used.iter().any(|u| ports_conflict(w, u))) {
+            return Err(Failure::one("node(s) didn't have free ports for the requested pod ports"));
+        }
+    }
+    // NodeResourcesFit.
+    let reasons = insufficient_resources(&spec, candidate);
+    if !reasons.is_empty() {
+        return Err(Failure { reasons, resources: true });
+    }
+    Ok(())
+}
+
+fn taint(key: &str, effect: &str) -> Taint {
+    Taint { key: key.into(), effect: effect.into(), ..Taint::default() }
+}
+
+/// The taints the node lifecycle controller puts on a node that is not Ready: `not-ready` when
+/// Ready is False, `unreachable` when it is Unknown or its kubelet stopped.
+fn implicit_taints(candidate: &Candidate<'_>) -> Vec<Taint> {
+    let ready = candidate
+        .node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.status.as_str());
+    let key = match ready {
+        Some("True") if candidate.alive => return Vec::new(),
+        Some("False") => NOT_READY,
+        _ => "node.kubernetes.io/unreachable",
+    };
+    vec![taint(key, "NoSchedule")]
+}
+
+/// Whether any toleration tolerates the taint (`Toleration.ToleratesTaint`).
+pub fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
+    tolerations.iter().any(|t| tolerates(t, taint))
+}
+
+fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+    let effect = toleration.effect.as_deref().unwrap_or_default();
+    if !effect.is_empty() && effect != taint.effect {
+        return false;
+    }
+    let key = toleration.key.as_deref().unwrap_or_default();
+    if !key.is_empty() && key != taint.key {
+        return false;
+    }
+    match toleration.operator.as_deref().unwrap_or_default() {
+        "" | "Equal" => toleration.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default(),
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+/// `spec.nodeSelector` and `requiredDuringSchedulingIgnoredDuringExecution` node affinity.
+pub fn matches_node_selector(spec: &PodSpec, node: &Node) -> bool {
+    let labels = node.metadata.labels.clone().unwrap_or_default();
+    let selector = spec.node_selector.clone().unwrap_or_default();
+    if !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+        return false;
+    }
+    let required = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
+    match required {
+        // The terms are ORed; an empty list matches nothing.
+        Some(selector) => selector.node_selector_terms.iter().any(|term| term_matches(term, node, &labels)),
+        None => true,
+    }
+}
+
+/// A term matches when all its expressions and fields do; a term with neither matches nothing.
+fn term_matches(term: &NodeSelectorTerm, node: &Node, labels: &BTreeMap<String, String>) -> bool {
+    let expressions = term.match_expressions.as_deref().unwrap_or_default();
+    let fields = term.match_fields.as_deref().unwrap_or_default();
+    if expressions.is_empty() && fields.is_empty() {
+        return false;
+    }
+    let name = node.metadata.name.clone().unwrap_or_default();
+    expressions.iter().all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
+        && fields.iter().all(|r| {
+            // Only metadata.name is a supported field (In and NotIn).
+            r.key == "metadata.name"
+                && matches!(r.operator.as_str(), "In" | "NotIn")
+                && requirement_matches(r, Some(&name))
+        })
+}
+
+fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
+    let values = requirement.values.as_deref().unwrap_or_default();
+    let number = |v: &str| v.parse::<i64>().ok();
+    match requirement.operator.as_str() {
+        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" | "Lt" => {
+            let (Some(have), [want]) = (value.and_then(number), values) else { return false };
+            let Some(want) = number(want) else { return false };
+            if requirement.operator == "Gt" { have > want } else { have < want }
+        }
+        _ => false,
+    }
+}
+
+/// (protocol, hostIP, hostPort) of every container port that claims a host port.
+fn host_ports(spec: &PodSpec) -> Vec<(String, String, i32)> {
+    let containers = spec.init_containers.iter().flatten().chain(spec.containers.iter());
+    containers
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            let port = p.host_port.filter(|p| *p > 0)?;
+            let ip = p.host_ip.clone().filter(|ip| !ip.is_empty()).unwrap_or_else(|| "0.0.0.0".into());
+            Some((p.protocol.clone().unwrap_or_else(|| "TCP".into()), ip, port))
+        })
+        .collect()
+}
+
+fn ports_conflict(a: &(String, String, i32), b: &(String, String, i32)) -> bool {
+    a.0 == b.0 && a.2 == b.2 && (a.1 == b.1 || a.1 == "0.0.0.0" || b.1 == "0.0.0.0")
+}
+
+/// NodeResourcesFit's reasons: too many pods, or not enough allocatable cpu or memory left.
+fn insufficient_resources(spec: &PodSpec, candidate: &Candidate<'_>) -> Vec<String> {
+    let allocatable = candidate.node.status.as_ref().and_then(|s| s.allocatable.clone()).unwrap_or_default();
+    let capacity_of = |name: &str| allocatable.get(name).and_then(|q| parse_quantity(&q.0));
+    let mut reasons = Vec::new();
+    if let Some(pods) = capacity_of("pods")
+        && candidate.pods.len() as f64 + 1.0 > pods
+    {
+        reasons.push("Too many pods".to_string());
+    }
+    let wanted = pod_requests(spec);
+    for resource in ["cpu", "memory"] {
+        let want = wanted.get(resource).copied().unwrap_or(0.0);
+        if want <= 0.0 {
+            continue;
+        }
+        let used: f64 = candidate
+            .pods
+            .iter()
+            .filter_map(|p| p.spec.as_ref())
+            .map(|s| pod_requests(s).get(resource).copied().unwrap_or(0.0))
+            .sum();
+        if capacity_of(resource).is_some_and(|capacity| used + want > capacity + 1e-9) {
+            reasons.push(format!("Insufficient {resource}"));
+        }
+    }
+    reasons
+}
+
+/// A pod's effective requests: the larger of its containers' sum (with restartable init
+/// containers) and its largest init container, plus the pod overhead.
+pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, f64> {
+    let requests = |c: &Container| -> BTreeMap<String, f64> {
+        let resources = c.resources.as_ref();
+        let explicit = resources.and_then(|r| r.requests.clone()).unwrap_or_default();
+        // Without a request, a limit is the request (the API server's defaulting).
+        let limits = resources.and_then(|r| r.limits.clone()).unwrap_or_default();
+        let mut out = BTreeMap::new();
+        for (name, quantity) in limits.iter().chain(explicit.iter()) {
+            if let Some(value) = parse_quantity(&quantity.0) {
+                out.insert(name.clone(), value);
+            }
+        }
+        out
+    };
+    let add = |total: &mut BTreeMap<String, f64>, more: &BTreeMap<String, f64>| {
+        for (name, value) in more {
+            *total.entry(name.clone()).or_default() += value;
+        }
+    };
+    let mut sum = BTreeMap::new();
+    for container in &spec.containers {
+        add(&mut sum, &requests(container));
+    }
+    let mut init_max: BTreeMap<String, f64> = BTreeMap::new();
+    for init in spec.init_containers.iter().flatten() {
+        if init.restart_policy.as_deref() == Some("Always") {
+            add(&mut sum, &requests(init));
+        } else {
+            for (name, value) in requests(init) {
+                let entry = init_max.entry(name).or_default();
+                *entry = entry.max(value);
+            }
+        }
+    }
+    for (name, value) in init_max {
+        let entry = sum.entry(name).or_default();
+        *entry = entry.max(value);
+    }
+    let overhead: BTreeMap<String, f64> = spec
+        .overhead
+        .iter()
+        .flatten()
+        .filter_map(|(name, q)| parse_quantity(&q.0).map(|v| (name.clone(), v)))
+        .collect();
+    add(&mut sum, &overhead);
+    sum
+}
+
+/// A resource quantity (`500m`, `2`, `1.5Gi`, `1e3`, `16674816Ki`) as a number of base units.
+pub fn parse_quantity(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let multiplier = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        exponent if exponent.starts_with(['e', 'E']) => 10f64.powi(exponent[1..].parse().ok()?),
+        _ => return None,
+    };
+    Some(number * multiplier)
+}
+
+/// kube-scheduler's `FitError` text: `0/3 nodes are available: 1 Insufficient cpu, 2 node(s)
+/// had untolerated taint {k: v}. preemption: 0/3 nodes are available: …`.
+fn fit_error(nodes: usize, reasons: &BTreeMap<String, usize>, resource_failures: usize) -> String {
+    if nodes == 0 {
+        return "no nodes available to schedule pods".to_string();
+    }
+    let mut histogram: Vec<String> = reasons.iter().map(|(reason, count)| format!("{count} {reason}")).collect();
+    histogram.sort();
+    let mut message = format!("0/{nodes} nodes are available:");
+    if !histogram.is_empty() {
+        message.push(' ');
+        message.push_str(&histogram.join(", "));
+    }
+    message.push('.');
+    // DefaultPreemption's verdict: only nodes that failed on resources could be helped by
+    // evicting lower-priority pods (and there are none to evict here).
+    let mut preemption = Vec::new();
+    if resource_failures > 0 {
+        preemption.push(format!("{resource_failures} No preemption victims found for incoming pod"));
+    }
+    if nodes > resource_failures {
+        preemption.push(format!("{} Preemption is not helpful for scheduling", nodes - resource_failures));
+    }
+    preemption.sort();
+    format!("{message} preemption: 0/{nodes} nodes are available: {}.", preemption.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn node(name: &str, labels: serde_json::Value, taints: serde_json::Value) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": taints},
+            "status": {"allocatable": {"cpu": "4", "memory": "16674816Ki", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}]},
+        }))
+        .expect("a Node")
+    }
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        let mut spec = spec;
+        if spec.get("containers").is_none() {
+            spec["containers"] = json!([{"name": "c", "image": "nginx"}]);
+        }
+        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})).expect("a Pod")
+    }
+
+    fn candidates(nodes: &[Node]) -> Vec<Candidate<'_>> {
+        nodes.iter().map(|node| Candidate { node, alive: true, pods: Vec::new() }).collect()
+    }
+
+    #[test]
+    fn tolerations_match_as_upstream() {
+        let t = |v: serde_json::Value| serde_json::from_value::<Toleration>(v).expect("toleration");
+        let taint = Taint { key: "k".into(), value: Some("v".into()), effect: "NoSchedule".into(), ..Taint::default() };
+        assert!(tolerates(&t(json!({"key": "k", "value": "v"})), &taint));
+        assert!(tolerates(&t(json!({"key": "k", "operator": "Exists"})), &taint));
+        assert!(tolerates(&t(json!({"operator": "Exists"})), &taint));
+        assert!(tolerates(&t(json!({"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"})), &taint));
+        assert!(!tolerates(&t(json!({"key": "k", "value": "w"})), &taint));
+        assert!(!tolerates(&t(json!({"key": "k", "operator": "Exists", "effect": "NoExecute"})), &taint));
+        assert!(!tolerates(&t(json!({"key": "other", "operator": "Exists"})), &taint));
+    }
+
+    #[test]
+    fn node_affinity_and_selector() {
+        let nodes =
+            [node("a", json!({"zone": "1", "gen": "3"}), json!([])), node("b", json!({"zone": "2"}), json!([]))];
+        let by_zone = pod(json!({"nodeSelector": {"zone": "2"}}));
+        assert_eq!(place(&by_zone, &candidates(&nodes), true), Placement::Node("b".into()));
+        let affinity = |terms: serde_json::Value| {
+            pod(
+                json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}),
+            )
+        };
+        let gt = affinity(json!([{"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["2"]}]}]));
+        assert_eq!(place(&gt, &candidates(&nodes), true), Placement::Node("a".into()));
+        let missing = affinity(json!([{"matchExpressions": [{"key": "gen", "operator": "DoesNotExist"}]}]));
+        assert_eq!(place(&missing, &candidates(&nodes), true), Placement::Node("b".into()));
+        let not_in = affinity(json!([{"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["1"]}]}]));
+        assert_eq!(place(&not_in, &candidates(&nodes), true), Placement::Node("b".into()));
+        let by_name = affinity(json!([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]}]}]));
+        assert_eq!(place(&by_name, &candidates(&nodes), true), Placement::Node("a".into()));
+        let either = affinity(json!([{}, {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["2"]}]}]));
+        assert_eq!(place(&either, &candidates(&nodes), true), Placement::Node("b".into()));
+        let nothing = pod(json!({"nodeSelector": {"zone": "3"}}));
+        assert_eq!(
+            place(&nothing, &candidates(&nodes), true),
+            Placement::Unschedulable(
+                "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.".into()
+            )
+        );
+    }
+
+    #[test]
+    fn taints_and_unschedulable_nodes_are_avoided() {
+        let mut cordoned = node("c", json!({}), json!([]));
+        cordoned.spec.get_or_insert_default().unschedulable = Some(true);
+        let nodes =
+            [node("t", json!({}), json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}])), cordoned];
+        let plain = pod(json!({}));
+        assert_eq!(
+            place(&plain, &candidates(&nodes), true),
+            Placement::Unschedulable(
+                "0/2 nodes are available: 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) were unschedulable. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.".into()
+            )
+        );
+        let tolerant = pod(json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "db"}]}));
+        assert_eq!(place(&tolerant, &candidates(&nodes), true), Placement::Node("t".into()));
+        let mut gone = candidates(&nodes[..1]);
+        gone[0].alive = false;
+        let Placement::Unschedulable(message) = place(&tolerant, &gone, true) else { panic!("placed on a dead node") };
+        assert!(message.contains("untolerated taint {node.kubernetes.io/unreachable: }"), "{message}");
+    }
+
+    #[test]
+    fn the_not_ready_taint_of_a_ready_node_is_ignored_unless_strict() {
+        let nodes = [node("n", json!({}), json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]))];
+        assert_eq!(place(&pod(json!({})), &candidates(&nodes), false), Placement::Node("n".into()));
+        let Placement::Unschedulable(message) = place(&pod(json!({})), &candidates(&nodes), true) else {
+            panic!("placed despite the taint")
+        };
+        assert!(message.contains("1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }"), "{message}");
+    }
+
+    #[test]
+    fn resources_and_spreading() {
+        let nodes = [node("a", json!({}), json!([])), node("b", json!({}), json!([]))];
+        let big = pod(json!({"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "3"}}}]}));
+        let mut with_load = candidates(&nodes);
+        with_load[0].pods.push(&big);
+        // b has fewer pods.
+        assert_eq!(place(&pod(json!({})), &with_load, true), Placement::Node("b".into()));
+        with_load[1].pods.push(&big);
+        let Placement::Unschedulable(message) = place(&big, &with_load, true) else { panic!("overcommitted") };
+        assert_eq!(
+            message,
+            "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        );
+        let requests = pod_requests(&big.spec.clone().unwrap_or_default());
+        assert_eq!(requests.get("cpu"), Some(&3.0));
+    }
+
+    #[test]
+    fn quantities() {
+        assert_eq!(parse_quantity("500m"), Some(0.5));
+        assert_eq!(parse_quantity("2"), Some(2.0));
+        assert_eq!(parse_quantity("1Ki"), Some(1024.0));
+        assert_eq!(parse_quantity("1.5Gi"), Some(1.5 * 1024f64.powi(3)));
+        assert_eq!(parse_quantity("1e3"), Some(1000.0));
+        assert_eq!(parse_quantity("12Q"), None);
+    }
+}

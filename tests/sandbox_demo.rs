@@ -1,0 +1,20 @@
+//! The README's run command: `kcm-sandbox demo` with the real controller manager binary
+//! converges (steps whose controllers are not built yet are skipped, saying so).
+
+use std::process::Command;
+
+#[test]
+fn the_demo_converges() {
+    let sandbox = env!("CARGO_BIN_EXE_kcm-sandbox");
+    let controller_manager = env!("CARGO_BIN_EXE_kube-controller-manager");
+    let output = Command::new(sandbox)
+        .args(["demo", "--controller-manager", controller_manager])
+        .output()
+        .expect("run kcm-sandbox demo");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "demo failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("demo converged"), "{stdout}");
+    assert!(stdout.contains("pod hello is Running"), "{stdout}");
+    assert!(stdout.contains("is no longer renewed"), "{stdout}");
+    assert!(stdout.contains("unable to create new content in namespace demo"), "{stdout}");
+}
