@@ -22,7 +22,7 @@ use ureq::http;
 use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::{Connector, TcpConnector};
 
-pub use api::{Api, DeleteParams, Deleted, ListParams, Patch, PostParams, Preconditions, PropagationPolicy};
+pub use api::{Api, DeleteParams, Deleted, ListParams, Patch, PostParams, Preconditions, PropagationPolicy, Scope};
 pub use config::RestConfig;
 pub use error::{ApiError, Error, Result};
 pub use metrics::ClientMetrics;
@@ -118,7 +118,16 @@ impl Client {
     pub(crate) fn send(&self, method: http::Method, path_and_query: &str, body: Option<Body>) -> Result<Vec<u8>> {
         let mut attempt = 0;
         loop {
-            let response = self.send_once(&method, path_and_query, body.as_ref())?;
+            let response = match self.send_once(&method, path_and_query, body.as_ref()) {
+                // A pooled connection the server closed meanwhile fails at once; a read is safe to
+                // send again on a fresh one, as client-go retries GETs.
+                Err(e) if e.is_transport() && method == http::Method::GET && attempt == 0 => {
+                    attempt += 1;
+                    log::debug!("{method} {path_and_query}: {e}; retrying once");
+                    self.send_once(&method, path_and_query, body.as_ref())?
+                }
+                other => other?,
+            };
             let (code, retry_after) = (response.code, response.retry_after);
             let body = read_body(response.body)?;
             if (200..300).contains(&code) {

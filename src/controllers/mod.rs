@@ -27,13 +27,7 @@ pub struct ControllerName {
 
 /// Shorthand for the table below: an always-on controller without gates.
 const fn plain(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
-    ControllerName {
-        name,
-        aliases,
-        enabled_by_default: true,
-        cloud_provider: false,
-        feature_gates: &[],
-    }
+    ControllerName { name, aliases, enabled_by_default: true, cloud_provider: false, feature_gates: &[] }
 }
 
 /// A default-enabled controller that upstream starts only when its feature gates are on.
@@ -42,153 +36,74 @@ const fn gated(
     aliases: &'static [&'static str],
     feature_gates: &'static [&'static str],
 ) -> ControllerName {
-    ControllerName {
-        feature_gates,
-        ..plain(name, aliases)
-    }
+    ControllerName { feature_gates, ..plain(name, aliases) }
 }
 
 /// A controller that only runs with an in-tree cloud provider.
 const fn cloud(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
-    ControllerName {
-        cloud_provider: true,
-        ..plain(name, aliases)
-    }
+    ControllerName { cloud_provider: true, ..plain(name, aliases) }
 }
 
 /// A controller that `*` leaves off; it has to be named in `--controllers`.
 const fn off_by_default(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
-    ControllerName {
-        enabled_by_default: false,
-        ..plain(name, aliases)
-    }
+    ControllerName { enabled_by_default: false, ..plain(name, aliases) }
 }
 
 /// Every controller upstream v1.33 knows, sorted by canonical name as `--help` lists them.
 pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
     off_by_default("bootstrap-signer-controller", &["bootstrapsigner"]),
-    plain(
-        "certificatesigningrequest-approving-controller",
-        &["csrapproving"],
-    ),
-    plain(
-        "certificatesigningrequest-cleaner-controller",
-        &["csrcleaner"],
-    ),
-    plain(
-        "certificatesigningrequest-signing-controller",
-        &["csrsigning"],
-    ),
+    plain("certificatesigningrequest-approving-controller", &["csrapproving"]),
+    plain("certificatesigningrequest-cleaner-controller", &["csrcleaner"]),
+    plain("certificatesigningrequest-signing-controller", &["csrsigning"]),
     cloud("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
-    plain(
-        "clusterrole-aggregation-controller",
-        &["clusterrole-aggregation"],
-    ),
+    plain("clusterrole-aggregation-controller", &["clusterrole-aggregation"]),
     plain("cronjob-controller", &["cronjob"]),
     plain("daemonset-controller", &["daemonset"]),
     plain("deployment-controller", &["deployment"]),
-    gated(
-        "device-taint-eviction-controller",
-        &[],
-        &["DynamicResourceAllocation", "DRADeviceTaints"],
-    ),
+    gated("device-taint-eviction-controller", &[], &["DynamicResourceAllocation", "DRADeviceTaints"]),
     plain("disruption-controller", &["disruption"]),
     plain("endpoints-controller", &["endpoint"]),
     plain("endpointslice-controller", &["endpointslice"]),
-    plain(
-        "endpointslice-mirroring-controller",
-        &["endpointslicemirroring"],
-    ),
+    plain("endpointslice-mirroring-controller", &["endpointslicemirroring"]),
     plain("ephemeral-volume-controller", &["ephemeral-volume"]),
     plain("garbage-collector-controller", &["garbagecollector"]),
-    plain(
-        "horizontal-pod-autoscaler-controller",
-        &["horizontalpodautoscaling"],
-    ),
+    plain("horizontal-pod-autoscaler-controller", &["horizontalpodautoscaling"]),
     plain("job-controller", &["job"]),
-    gated(
-        "kube-apiserver-serving-clustertrustbundle-publisher-controller",
-        &[],
-        &["ClusterTrustBundle"],
-    ),
-    plain(
-        "legacy-serviceaccount-token-cleaner-controller",
-        &["legacy-service-account-token-cleaner"],
-    ),
+    gated("kube-apiserver-serving-clustertrustbundle-publisher-controller", &[], &["ClusterTrustBundle"]),
+    plain("legacy-serviceaccount-token-cleaner-controller", &["legacy-service-account-token-cleaner"]),
     plain("namespace-controller", &["namespace"]),
     plain("node-ipam-controller", &["nodeipam"]),
     plain("node-lifecycle-controller", &["nodelifecycle"]),
     cloud("node-route-controller", &["route"]),
-    plain(
-        "persistentvolume-attach-detach-controller",
-        &["attachdetach"],
-    ),
-    plain(
-        "persistentvolume-binder-controller",
-        &["persistentvolume-binder"],
-    ),
-    plain(
-        "persistentvolume-expander-controller",
-        &["persistentvolume-expander"],
-    ),
+    plain("persistentvolume-attach-detach-controller", &["attachdetach"]),
+    plain("persistentvolume-binder-controller", &["persistentvolume-binder"]),
+    plain("persistentvolume-expander-controller", &["persistentvolume-expander"]),
     plain("persistentvolume-protection-controller", &["pv-protection"]),
-    plain(
-        "persistentvolumeclaim-protection-controller",
-        &["pvc-protection"],
-    ),
+    plain("persistentvolumeclaim-protection-controller", &["pvc-protection"]),
     plain("pod-garbage-collector-controller", &["podgc"]),
     plain("replicaset-controller", &["replicaset"]),
-    plain(
-        "replicationcontroller-controller",
-        &["replicationcontroller"],
-    ),
-    gated(
-        "resourceclaim-controller",
-        &["resource-claim-controller"],
-        &["DynamicResourceAllocation"],
-    ),
+    plain("replicationcontroller-controller", &["replicationcontroller"]),
+    gated("resourceclaim-controller", &["resource-claim-controller"], &["DynamicResourceAllocation"]),
     plain("resourcequota-controller", &["resourcequota"]),
-    plain(
-        "root-ca-certificate-publisher-controller",
-        &["root-ca-cert-publisher"],
-    ),
-    ControllerName {
-        enabled_by_default: false,
-        ..gated("selinux-warning-controller", &[], &["SELinuxChangePolicy"])
-    },
-    gated(
-        "service-cidr-controller",
-        &[],
-        &["MultiCIDRServiceAllocator"],
-    ),
+    plain("root-ca-certificate-publisher-controller", &["root-ca-cert-publisher"]),
+    ControllerName { enabled_by_default: false, ..gated("selinux-warning-controller", &[], &["SELinuxChangePolicy"]) },
+    gated("service-cidr-controller", &[], &["MultiCIDRServiceAllocator"]),
     cloud("service-lb-controller", &["service"]),
     plain("serviceaccount-controller", &["serviceaccount"]),
     plain("serviceaccount-token-controller", &["serviceaccount-token"]),
     plain("statefulset-controller", &["statefulset"]),
-    gated(
-        "storage-version-migrator-controller",
-        &[],
-        &["StorageVersionMigrator"],
-    ),
+    gated("storage-version-migrator-controller", &[], &["StorageVersionMigrator"]),
     gated(
         "storageversion-garbage-collector-controller",
         &["storage-version-gc"],
         &["APIServerIdentity", "StorageVersionAPI"],
     ),
-    gated(
-        "taint-eviction-controller",
-        &[],
-        &["SeparateTaintEvictionController"],
-    ),
+    gated("taint-eviction-controller", &[], &["SeparateTaintEvictionController"]),
     off_by_default("token-cleaner-controller", &["tokencleaner"]),
     plain("ttl-after-finished-controller", &["ttl-after-finished"]),
     plain("ttl-controller", &["ttl"]),
     plain("validatingadmissionpolicy-status-controller", &[]),
-    gated(
-        "volumeattributesclass-protection-controller",
-        &[],
-        &["VolumeAttributesClass"],
-    ),
+    gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"]),
 ];
 
 /// Finds a controller by its canonical name or one of its aliases.
@@ -207,9 +122,7 @@ pub fn implemented() -> Vec<&'static str> {
 }
 
 pub fn resolve(name_or_alias: &str) -> Option<&'static ControllerName> {
-    KNOWN_CONTROLLERS
-        .iter()
-        .find(|c| c.name == name_or_alias || c.aliases.contains(&name_or_alias))
+    KNOWN_CONTROLLERS.iter().find(|c| c.name == name_or_alias || c.aliases.contains(&name_or_alias))
 }
 
 /// A name in `--controllers` that is neither a known controller nor an alias of one.
@@ -247,18 +160,14 @@ pub struct ControllerSelection {
 impl Default for ControllerSelection {
     /// Upstream's default `--controllers=*`.
     fn default() -> Self {
-        ControllerSelection {
-            choices: vec![Choice::Defaults],
-        }
+        ControllerSelection { choices: vec![Choice::Defaults] }
     }
 }
 
 impl ControllerSelection {
     /// A selection that enables nothing (`--controllers=` with an empty list).
     pub fn none() -> Self {
-        ControllerSelection {
-            choices: Vec::new(),
-        }
+        ControllerSelection { choices: Vec::new() }
     }
 
     /// Builds a selection from `--controllers` items (`*`, `name`, `-name`, aliases allowed).
@@ -323,9 +232,7 @@ impl ControllerSelection {
 }
 
 fn canonical(name: &str) -> Result<&'static str, UnknownController> {
-    resolve(name)
-        .map(|c| c.name)
-        .ok_or_else(|| UnknownController(name.to_string()))
+    resolve(name).map(|c| c.name).ok_or_else(|| UnknownController(name.to_string()))
 }
 
 #[cfg(test)]
@@ -343,11 +250,7 @@ mod tests {
         sorted.sort_unstable();
         assert_eq!(names, sorted);
         let mut all: Vec<&str> = names.clone();
-        all.extend(
-            KNOWN_CONTROLLERS
-                .iter()
-                .flat_map(|c| c.aliases.iter().copied()),
-        );
+        all.extend(KNOWN_CONTROLLERS.iter().flat_map(|c| c.aliases.iter().copied()));
         let count = all.len();
         all.sort_unstable();
         all.dedup();
@@ -357,39 +260,16 @@ mod tests {
 
     #[test]
     fn only_three_controllers_are_off_by_default() {
-        let off: Vec<&str> = KNOWN_CONTROLLERS
-            .iter()
-            .filter(|c| !c.enabled_by_default)
-            .map(|c| c.name)
-            .collect();
-        assert_eq!(
-            off,
-            [
-                "bootstrap-signer-controller",
-                "selinux-warning-controller",
-                "token-cleaner-controller"
-            ]
-        );
+        let off: Vec<&str> = KNOWN_CONTROLLERS.iter().filter(|c| !c.enabled_by_default).map(|c| c.name).collect();
+        assert_eq!(off, ["bootstrap-signer-controller", "selinux-warning-controller", "token-cleaner-controller"]);
     }
 
     #[test]
     fn resolves_names_and_aliases() {
-        assert_eq!(
-            resolve("replicaset").map(|c| c.name),
-            Some("replicaset-controller")
-        );
-        assert_eq!(
-            resolve("replicaset-controller").map(|c| c.name),
-            Some("replicaset-controller")
-        );
-        assert_eq!(
-            resolve("bootstrapsigner").map(|c| c.name),
-            Some("bootstrap-signer-controller")
-        );
-        assert_eq!(
-            resolve("attachdetach").map(|c| c.name),
-            Some("persistentvolume-attach-detach-controller")
-        );
+        assert_eq!(resolve("replicaset").map(|c| c.name), Some("replicaset-controller"));
+        assert_eq!(resolve("replicaset-controller").map(|c| c.name), Some("replicaset-controller"));
+        assert_eq!(resolve("bootstrapsigner").map(|c| c.name), Some("bootstrap-signer-controller"));
+        assert_eq!(resolve("attachdetach").map(|c| c.name), Some("persistentvolume-attach-detach-controller"));
         assert_eq!(resolve("nope"), None);
         assert_eq!(resolve(""), None);
         assert!(resolve("service").is_some_and(|c| c.cloud_provider));
@@ -413,14 +293,7 @@ mod tests {
         assert!(s.is_enabled("bootstrap-signer-controller"));
         assert!(s.is_enabled("tokencleaner"));
         assert!(s.is_enabled("deployment-controller"));
-        assert_eq!(
-            s.canonical_items(),
-            [
-                "*",
-                "bootstrap-signer-controller",
-                "token-cleaner-controller"
-            ]
-        );
+        assert_eq!(s.canonical_items(), ["*", "bootstrap-signer-controller", "token-cleaner-controller"]);
     }
 
     #[test]
@@ -457,15 +330,9 @@ mod tests {
 
     #[test]
     fn unknown_names_are_errors_naming_them() {
-        assert_eq!(
-            ControllerSelection::parse(&["*", "foo"]).map(|_| ()),
-            Err(UnknownController("foo".into()))
-        );
+        assert_eq!(ControllerSelection::parse(&["*", "foo"]).map(|_| ()), Err(UnknownController("foo".into())));
         let err = ControllerSelection::parse(&["-nope"]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            r#""nope" is not in the list of known controllers"#
-        );
+        assert_eq!(err.to_string(), r#""nope" is not in the list of known controllers"#);
         assert!(ControllerSelection::parse(&[""]).is_err());
         assert!(!ControllerSelection::default().is_enabled("nope"));
     }

@@ -44,20 +44,15 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
         if whole_digits == 0 && fraction_digits == 0 {
             return Err(invalid());
         }
-        let unit_len = rest
-            .find(|c: char| c == '.' || c.is_ascii_digit())
-            .unwrap_or(rest.len());
+        let unit_len = rest.find(|c: char| c == '.' || c.is_ascii_digit()).unwrap_or(rest.len());
         if unit_len == 0 {
             return Err(format!("time: missing unit in duration {text:?}"));
         }
         let (unit_text, after_unit) = rest.split_at(unit_len);
         rest = after_unit;
-        let unit = unit_nanos(unit_text)
-            .ok_or_else(|| format!("time: unknown unit {unit_text:?} in duration {text:?}"))?;
-        let mut value = whole
-            .checked_mul(unit)
-            .filter(|v| *v <= 1 << 63)
-            .ok_or_else(invalid)?;
+        let unit =
+            unit_nanos(unit_text).ok_or_else(|| format!("time: unknown unit {unit_text:?} in duration {text:?}"))?;
+        let mut value = whole.checked_mul(unit).filter(|v| *v <= 1 << 63).ok_or_else(invalid)?;
         if fraction > 0 {
             // As Go: float64 keeps nanosecond accuracy for fractions of the largest unit (hours).
             value += (fraction as f64 * (unit as f64 / scale)) as u64;
@@ -65,17 +60,10 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
                 return Err(invalid());
             }
         }
-        total = total
-            .checked_add(value)
-            .filter(|v| *v <= 1 << 63)
-            .ok_or_else(invalid)?;
+        total = total.checked_add(value).filter(|v| *v <= 1 << 63).ok_or_else(invalid)?;
     }
     if negative {
-        return if total == 0 {
-            Ok(Duration::ZERO)
-        } else {
-            Err(format!("negative duration {text:?} is not allowed"))
-        };
+        return if total == 0 { Ok(Duration::ZERO) } else { Err(format!("negative duration {text:?} is not allowed")) };
     }
     if total > MAX_NANOS {
         return Err(invalid());
@@ -176,11 +164,7 @@ pub fn format_go_duration(duration: Duration) -> String {
 fn decimal(value: u128, digits: u32) -> String {
     let divisor = 10u128.pow(digits);
     let fraction = fraction_digits(value % divisor, digits);
-    if fraction.is_empty() {
-        (value / divisor).to_string()
-    } else {
-        format!("{}.{fraction}", value / divisor)
-    }
+    if fraction.is_empty() { (value / divisor).to_string() } else { format!("{}.{fraction}", value / divisor) }
 }
 
 /// The `digits`-wide zero-padded decimal form of `value` without trailing zeros.
@@ -224,10 +208,7 @@ mod tests {
             ("5.s", d(5, 0)),
             ("1h1m1s1ms1us1ns", d(3661, 1_001_001)),
             ("8760h0m0s", d(8760 * 3600, 0)),
-            (
-                "2562047h47m16.854775807s",
-                Duration::from_nanos(i64::MAX as u64),
-            ),
+            ("2562047h47m16.854775807s", Duration::from_nanos(i64::MAX as u64)),
         ];
         for (text, want) in cases {
             assert_eq!(parse_go_duration(text), Ok(*want), "{text}");
@@ -246,14 +227,8 @@ mod tests {
             (".s", r#"time: invalid duration ".s""#),
             ("-", r#"time: invalid duration "-""#),
             ("1h-5m", r#"time: unknown unit "h-" in duration "1h-5m""#),
-            (
-                "2562047h47m16.854775808s",
-                r#"time: invalid duration "2562047h47m16.854775808s""#,
-            ),
-            (
-                "99999999999999999999s",
-                r#"time: invalid duration "99999999999999999999s""#,
-            ),
+            ("2562047h47m16.854775808s", r#"time: invalid duration "2562047h47m16.854775808s""#),
+            ("99999999999999999999s", r#"time: invalid duration "99999999999999999999s""#),
             ("-5s", r#"negative duration "-5s" is not allowed"#),
         ];
         for (text, want) in cases {
@@ -293,10 +268,7 @@ mod tests {
     fn format_then_parse_round_trips() {
         for nanos in [1, 999, 1_000, 1_500_000, 59_999_999_999, 3_600_000_000_001] {
             let duration = Duration::from_nanos(nanos);
-            assert_eq!(
-                parse_go_duration(&format_go_duration(duration)),
-                Ok(duration)
-            );
+            assert_eq!(parse_go_duration(&format_go_duration(duration)), Ok(duration));
         }
     }
 }

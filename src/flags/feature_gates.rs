@@ -20,11 +20,7 @@ struct KnownGate {
 }
 
 const fn gate(name: &'static str, stage: Stage, default: bool) -> KnownGate {
-    KnownGate {
-        name,
-        stage,
-        default,
-    }
+    KnownGate { name, stage, default }
 }
 
 /// Defaults in upstream v1.33 of the gates this code looks at; any other gate is off unless set.
@@ -84,9 +80,7 @@ impl FeatureGates {
                 _ => ("kube", item),
             };
             if component != "kube" {
-                return Err(format!(
-                    "unknown component {component:?}: only \"kube\" feature gates exist"
-                ));
+                return Err(format!("unknown component {component:?}: only \"kube\" feature gates exist"));
             }
             let Some((name, value)) = pair.split_once('=') else {
                 return Err(format!("missing bool value for {}", pair.trim()));
@@ -95,8 +89,7 @@ impl FeatureGates {
             if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric()) {
                 return Err(format!("invalid feature gate name {name:?}"));
             }
-            let enabled = parse_go_bool(value)
-                .map_err(|e| format!("invalid value of {name}={value}: {e}"))?;
+            let enabled = parse_go_bool(value).map_err(|e| format!("invalid value of {name}={value}: {e}"))?;
             self.explicit.insert(name.to_string(), enabled);
         }
         Ok(())
@@ -118,12 +111,8 @@ mod tests {
     #[test]
     fn parses_pairs_with_optional_component() {
         let g = gates(&["A=true,B=false", "kube:C=1", " D = T ,"]).unwrap();
-        let explicit: Vec<(&str, bool)> =
-            g.explicit().iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        assert_eq!(
-            explicit,
-            [("A", true), ("B", false), ("C", true), ("D", true)]
-        );
+        let explicit: Vec<(&str, bool)> = g.explicit().iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(explicit, [("A", true), ("B", false), ("C", true), ("D", true)]);
         // Repeating the flag adds gates and the last value wins.
         let g = gates(&["A=true", "A=false,B=true"]).unwrap();
         assert!(!g.is_enabled("A"));
@@ -134,10 +123,7 @@ mod tests {
     #[test]
     fn rejects_malformed_items() {
         assert_eq!(gates(&["A"]), Err("missing bool value for A".into()));
-        assert_eq!(
-            gates(&["A=maybe"]),
-            Err("invalid value of A=maybe: not a boolean (use true or false)".into())
-        );
+        assert_eq!(gates(&["A=maybe"]), Err("invalid value of A=maybe: not a boolean (use true or false)".into()));
         assert!(gates(&["wardle:A=true"]).is_err());
         assert!(gates(&["=true"]).is_err());
         assert!(gates(&["Foo Bar=true"]).is_err());

@@ -15,16 +15,12 @@ replica sets, endpoints, namespaces, service accounts and more.";
 pub(crate) fn render() -> String {
     let mut out = format!("{DESCRIPTION}\n\nUsage:\n  kube-controller-manager [flags]\n");
     for group in Group::ALL {
-        let mut flags: Vec<&FlagSpec> = FLAGS
-            .iter()
-            .filter(|f| f.group == group && !f.status.hidden())
-            .collect();
+        let mut flags: Vec<&FlagSpec> = FLAGS.iter().filter(|f| f.group == group && !f.status.hidden()).collect();
         if flags.is_empty() {
             continue;
         }
         flags.sort_by_key(|f| f.name);
-        let lines: Vec<(String, String)> =
-            flags.iter().map(|f| (left_column(f), usage(f))).collect();
+        let lines: Vec<(String, String)> = flags.iter().map(|f| (left_column(f), usage(f))).collect();
         let width = lines.iter().map(|(left, _)| left.len()).max().unwrap_or(0);
         // pflag puts three spaces after the widest name column and indents continuation lines
         // of multi-line help to the help column.
@@ -70,12 +66,7 @@ fn usage(flag: &FlagSpec) -> String {
     let mut text = flag.help.to_string();
     if flag.name == "controllers" {
         let names = |filter: fn(&&crate::controllers::ControllerName) -> bool| {
-            KNOWN_CONTROLLERS
-                .iter()
-                .filter(filter)
-                .map(|c| c.name)
-                .collect::<Vec<_>>()
-                .join(", ")
+            KNOWN_CONTROLLERS.iter().filter(filter).map(|c| c.name).collect::<Vec<_>>().join(", ")
         };
         let _ = write!(
             text,
@@ -98,9 +89,7 @@ mod tests {
     fn sections_follow_upstream_order_and_layout() {
         let help = render();
         assert!(help.starts_with("The Kubernetes controller manager is a daemon"));
-        assert!(
-            help.contains("\n\nUsage:\n  kube-controller-manager [flags]\n\nDebugging flags:\n\n")
-        );
+        assert!(help.contains("\n\nUsage:\n  kube-controller-manager [flags]\n\nDebugging flags:\n\n"));
         let debugging = help.find("\nDebugging flags:").unwrap();
         let generic = help.find("\nGeneric flags:").unwrap();
         let lifecycle = help.find("\nNode-lifecycle-controller flags:").unwrap();
@@ -129,10 +118,7 @@ mod tests {
         assert!(line("--kube-api-qps float32").ends_with("(default 20)"));
         assert!(line("--secure-port int").ends_with("(default 10257)"));
         assert!(line("--horizontal-pod-autoscaler-tolerance float").ends_with("(default 0.1)"));
-        assert!(
-            line("--authorization-always-allow-paths strings")
-                .ends_with("(default [/healthz,/readyz,/livez])")
-        );
+        assert!(line("--authorization-always-allow-paths strings").ends_with("(default [/healthz,/readyz,/livez])"));
         assert!(line("--allow-metric-labels stringToString").ends_with("(default [])"));
         assert!(line("--tls-sni-cert-key namedCertKey").ends_with("(default [])"));
         assert!(line("--version version[=true]").contains("--version=raw"));
@@ -150,22 +136,11 @@ mod tests {
     #[test]
     fn hidden_flags_stay_out_and_columns_align() {
         let help = render();
-        for hidden in [
-            "--port ",
-            "--address ",
-            "--pod-eviction-timeout",
-            "--node-sync-period",
-        ] {
+        for hidden in ["--port ", "--address ", "--pod-eviction-timeout", "--node-sync-period"] {
             assert!(!help.contains(hidden), "{hidden}");
         }
         // Within a section every help text starts in the same column.
-        let section: Vec<&str> = help
-            .split("\nLeader-migration flags:\n\n")
-            .nth(1)
-            .unwrap()
-            .lines()
-            .take(2)
-            .collect();
+        let section: Vec<&str> = help.split("\nLeader-migration flags:\n\n").nth(1).unwrap().lines().take(2).collect();
         let column = |line: &str| {
             let name = line.find("--").unwrap();
             let gap = name + line[name..].find("   ").unwrap();

@@ -27,11 +27,10 @@ use lexopt::Arg;
 pub use duration::{format_go_duration, parse_go_duration};
 pub use feature_gates::FeatureGates;
 pub use options::{
-    AttachDetachOptions, AuthenticationOptions, AuthorizationOptions, ClientConnection,
-    CloudOptions, ConcurrencyOptions, CsrSigningOptions, Debugging, EndpointsOptions,
-    GarbageCollectorOptions, GenericOptions, HpaOptions, LeaderElection, LeaderMigration,
-    LogStreamOptions, LogsOptions, MetricsOptions, NamespaceOptions, NodeIpamOptions,
-    NodeLifecycleOptions, Options, PersistentVolumeOptions, PodGcOptions, RecyclerOptions,
+    AttachDetachOptions, AuthenticationOptions, AuthorizationOptions, ClientConnection, CloudOptions,
+    ConcurrencyOptions, CsrSigningOptions, Debugging, EndpointsOptions, GarbageCollectorOptions, GenericOptions,
+    HpaOptions, LeaderElection, LeaderMigration, LogStreamOptions, LogsOptions, MetricsOptions, NamespaceOptions,
+    NodeIpamOptions, NodeLifecycleOptions, Options, PersistentVolumeOptions, PodGcOptions, RecyclerOptions,
     ResourceQuotaOptions, SecureServingOptions, ServiceAccountOptions, SignerFiles,
 };
 pub use table::{FLAGS, FlagSpec, FlagStatus, Group, lookup};
@@ -79,30 +78,17 @@ impl fmt::Display for FlagError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FlagError::UnknownFlag(flag) => write!(f, "unknown flag: {}", one_line(flag)),
-            FlagError::UnknownShorthand { letter, rest } => write!(
-                f,
-                "unknown shorthand flag: '{}' in -{}",
-                letter.escape_debug(),
-                one_line(rest)
-            ),
+            FlagError::UnknownShorthand { letter, rest } => {
+                write!(f, "unknown shorthand flag: '{}' in -{}", letter.escape_debug(), one_line(rest))
+            }
             FlagError::BadSyntax(arg) => write!(f, "bad flag syntax: {}", one_line(arg)),
             FlagError::MissingValue(flag) => write!(f, "flag needs an argument: {flag}"),
-            FlagError::InvalidValue {
-                flag,
-                value,
-                reason,
-            } => write!(
-                f,
-                "invalid argument {} for \"{flag}\" flag: {reason}",
-                values::go_quote(value)
-            ),
+            FlagError::InvalidValue { flag, value, reason } => {
+                write!(f, "invalid argument {} for \"{flag}\" flag: {reason}", values::go_quote(value))
+            }
             FlagError::UnexpectedArguments(args) => {
                 let quoted: Vec<String> = args.iter().map(|a| values::go_quote(a)).collect();
-                write!(
-                    f,
-                    "\"kube-controller-manager\" does not take any arguments, got [{}]",
-                    quoted.join(" ")
-                )
+                write!(f, "\"kube-controller-manager\" does not take any arguments, got [{}]", quoted.join(" "))
             }
             FlagError::Invalid(message) => f.write_str(message),
         }
@@ -126,10 +112,7 @@ fn one_line(text: &str) -> String {
 
 /// `kube-controller-manager v0.1.0 (Rust; Kubernetes API v1.33)`.
 pub fn version_string() -> String {
-    format!(
-        "kube-controller-manager v{} (Rust; Kubernetes API v{KUBE_VERSION})",
-        env!("CARGO_PKG_VERSION")
-    )
+    format!("kube-controller-manager v{} (Rust; Kubernetes API v{KUBE_VERSION})", env!("CARGO_PKG_VERSION"))
 }
 
 /// `--version=raw`: the version line plus the details upstream prints as a struct.
@@ -161,10 +144,7 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, FlagE
     let mut short_pos = 1;
     loop {
         if let Some(raw) = parser.try_raw_args() {
-            arg_text = raw
-                .peek()
-                .map(|a| a.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            arg_text = raw.peek().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
             short_pos = 1;
         }
         let arg = match parser.next() {
@@ -177,8 +157,7 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, FlagE
                 if name.is_empty() || name.starts_with('-') {
                     return Err(FlagError::BadSyntax(arg_text));
                 }
-                let flag = table::lookup(name)
-                    .ok_or_else(|| FlagError::UnknownFlag(format!("--{name}")))?;
+                let flag = table::lookup(name).ok_or_else(|| FlagError::UnknownFlag(format!("--{name}")))?;
                 let missing = format!("--{}", flag.name);
                 let value = take_value(&mut parser, flag, true, missing)?;
                 set(&mut state, flag, &value)?;
@@ -186,15 +165,10 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, FlagE
             Arg::Short(letter) => {
                 let rest = arg_text.get(short_pos..).unwrap_or_default().to_string();
                 short_pos += letter.len_utf8();
-                let flag =
-                    table::lookup_shorthand(letter).ok_or_else(|| FlagError::UnknownShorthand {
-                        letter,
-                        rest: rest.clone(),
-                    })?;
+                let flag = table::lookup_shorthand(letter)
+                    .ok_or_else(|| FlagError::UnknownShorthand { letter, rest: rest.clone() })?;
                 // A one-letter boolean takes a value only as `-h=false`; `-hv2` is `-h -v2`.
-                let attached = arg_text
-                    .get(short_pos..)
-                    .is_some_and(|r| r.starts_with('='));
+                let attached = arg_text.get(short_pos..).is_some_and(|r| r.starts_with('='));
                 let missing = format!("'{letter}' in -{rest}");
                 let value = take_value(&mut parser, flag, attached, missing)?;
                 set(&mut state, flag, &value)?;
@@ -219,9 +193,7 @@ fn take_value(
             Some(value) => value,
             None => OsString::from(implicit),
         },
-        None => parser
-            .value()
-            .map_err(|_| FlagError::MissingValue(missing))?,
+        None => parser.value().map_err(|_| FlagError::MissingValue(missing))?,
     };
     raw.into_string().map_err(|raw| FlagError::InvalidValue {
         flag: flag.display_name(),
@@ -289,18 +261,16 @@ impl Options {
                 let name = flag.name;
                 match flag.status {
                     FlagStatus::Implemented => None,
-                    FlagStatus::NotYetBuilt => Some(format!(
-                        "flag --{name} is accepted but its feature is not built yet; it has no effect"
-                    )),
-                    FlagStatus::Deprecated(message) => Some(format!(
-                        "flag --{name} has been deprecated, {message} It has no effect."
-                    )),
-                    FlagStatus::Removed(why) => Some(format!(
-                        "flag --{name} was removed upstream and has no effect: {why}"
-                    )),
-                    FlagStatus::NoEffect(why) => {
-                        Some(format!("flag --{name} has no effect: {why}"))
+                    FlagStatus::NotYetBuilt => {
+                        Some(format!("flag --{name} is accepted but its feature is not built yet; it has no effect"))
                     }
+                    FlagStatus::Deprecated(message) => {
+                        Some(format!("flag --{name} has been deprecated, {message} It has no effect."))
+                    }
+                    FlagStatus::Removed(why) => {
+                        Some(format!("flag --{name} was removed upstream and has no effect: {why}"))
+                    }
+                    FlagStatus::NoEffect(why) => Some(format!("flag --{name} has no effect: {why}")),
                 }
             })
             .collect()
@@ -361,50 +331,22 @@ mod tests {
         assert_eq!(o.authentication.kubeconfig, conf);
         assert_eq!(o.authorization.kubeconfig, conf);
         assert_eq!(o.generic.client_connection.kubeconfig, conf);
-        assert_eq!(
-            o.secure_serving.bind_address,
-            Some(IpAddr::from([127, 0, 0, 1]))
-        );
-        assert_eq!(
-            o.authentication.client_ca_file,
-            "/etc/kubernetes/pki/ca.crt"
-        );
-        assert_eq!(
-            o.node_ipam.cluster_cidrs,
-            [Cidr::parse("10.244.0.0/16").unwrap()]
-        );
+        assert_eq!(o.secure_serving.bind_address, Some(IpAddr::from([127, 0, 0, 1])));
+        assert_eq!(o.authentication.client_ca_file, "/etc/kubernetes/pki/ca.crt");
+        assert_eq!(o.node_ipam.cluster_cidrs, [Cidr::parse("10.244.0.0/16").unwrap()]);
         assert_eq!(o.generic.cluster_name, "kubernetes");
-        assert_eq!(
-            o.csr_signing.cluster.cert_file,
-            "/etc/kubernetes/pki/ca.crt"
-        );
+        assert_eq!(o.csr_signing.cluster.cert_file, "/etc/kubernetes/pki/ca.crt");
         assert_eq!(o.csr_signing.cluster.key_file, "/etc/kubernetes/pki/ca.key");
         let controllers = &o.generic.controllers;
-        assert_eq!(
-            controllers.canonical_items(),
-            [
-                "*",
-                "bootstrap-signer-controller",
-                "token-cleaner-controller"
-            ]
-        );
+        assert_eq!(controllers.canonical_items(), ["*", "bootstrap-signer-controller", "token-cleaner-controller"]);
         assert!(controllers.is_enabled("token-cleaner-controller"));
         assert!(controllers.is_enabled("node-ipam-controller"));
         assert!(!controllers.is_enabled("selinux-warning-controller"));
         assert!(o.generic.leader_election.leader_elect);
-        assert_eq!(
-            o.authentication.requestheader_client_ca_file,
-            "/etc/kubernetes/pki/front-proxy-ca.crt"
-        );
+        assert_eq!(o.authentication.requestheader_client_ca_file, "/etc/kubernetes/pki/front-proxy-ca.crt");
         assert_eq!(o.service_account.root_ca_file, "/etc/kubernetes/pki/ca.crt");
-        assert_eq!(
-            o.service_account.private_key_file,
-            "/etc/kubernetes/pki/sa.key"
-        );
-        assert_eq!(
-            o.node_ipam.service_cidrs,
-            [Cidr::parse("10.96.0.0/12").unwrap()]
-        );
+        assert_eq!(o.service_account.private_key_file, "/etc/kubernetes/pki/sa.key");
+        assert_eq!(o.node_ipam.service_cidrs, [Cidr::parse("10.96.0.0/12").unwrap()]);
         assert!(o.generic.use_service_account_credentials);
         assert_eq!(o.explicitly_set.len(), KUBEADM.len());
         assert!(o.is_set("controllers") && !o.is_set("master"));
@@ -419,10 +361,7 @@ mod tests {
         let g = &o.generic;
         assert_eq!(g.client_connection.master, "");
         assert_eq!(g.client_connection.kubeconfig, "");
-        assert_eq!(
-            g.client_connection.content_type,
-            "application/vnd.kubernetes.protobuf"
-        );
+        assert_eq!(g.client_connection.content_type, "application/vnd.kubernetes.protobuf");
         assert_eq!(g.client_connection.qps, 20.0);
         assert_eq!(g.client_connection.burst, 30);
         assert_eq!(g.controllers.canonical_items(), ["*"]);
@@ -451,25 +390,13 @@ mod tests {
         assert_eq!(s.port, 10257);
         assert_eq!(s.cert_dir, "");
         assert!(s.tls_cipher_suites.is_empty() && s.sni_cert_keys.is_empty());
-        assert_eq!(
-            o.authorization.always_allow_paths,
-            ["/healthz", "/readyz", "/livez"]
-        );
+        assert_eq!(o.authorization.always_allow_paths, ["/healthz", "/readyz", "/livez"]);
         assert_eq!(o.authorization.webhook_cache_authorized_ttl, secs(10));
         assert_eq!(o.authorization.webhook_cache_unauthorized_ttl, secs(10));
         assert_eq!(o.authentication.token_webhook_cache_ttl, secs(10));
-        assert_eq!(
-            o.authentication.requestheader_username_headers,
-            ["x-remote-user"]
-        );
-        assert_eq!(
-            o.authentication.requestheader_group_headers,
-            ["x-remote-group"]
-        );
-        assert_eq!(
-            o.authentication.requestheader_extra_headers_prefix,
-            ["x-remote-extra-"]
-        );
+        assert_eq!(o.authentication.requestheader_username_headers, ["x-remote-user"]);
+        assert_eq!(o.authentication.requestheader_group_headers, ["x-remote-group"]);
+        assert_eq!(o.authentication.requestheader_extra_headers_prefix, ["x-remote-extra-"]);
 
         let c = &o.concurrency;
         assert_eq!(
@@ -515,14 +442,7 @@ mod tests {
         assert!(!ipam.allocate_node_cidrs);
         assert!(ipam.cluster_cidrs.is_empty() && ipam.service_cidrs.is_empty());
         assert_eq!(ipam.cidr_allocator_type, "RangeAllocator");
-        assert_eq!(
-            [
-                ipam.node_cidr_mask_size,
-                ipam.node_cidr_mask_size_ipv4,
-                ipam.node_cidr_mask_size_ipv6
-            ],
-            [0, 0, 0]
-        );
+        assert_eq!([ipam.node_cidr_mask_size, ipam.node_cidr_mask_size_ipv4, ipam.node_cidr_mask_size_ipv6], [0, 0, 0]);
 
         let nl = &o.node_lifecycle;
         assert_eq!(nl.node_monitor_period, secs(5));
@@ -536,10 +456,7 @@ mod tests {
         let pv = &o.persistent_volume;
         assert_eq!(pv.claim_binder_sync_period, secs(15));
         assert!(pv.enable_dynamic_provisioning && !pv.enable_hostpath_provisioner);
-        assert_eq!(
-            pv.flex_volume_plugin_dir,
-            "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/"
-        );
+        assert_eq!(pv.flex_volume_plugin_dir, "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/");
         assert_eq!(
             [
                 pv.recycler.minimum_timeout_nfs,
@@ -551,10 +468,7 @@ mod tests {
         );
         assert_eq!(o.pod_gc.terminated_pod_gc_threshold, 12500);
         assert_eq!(o.resource_quota.sync_period, secs(300));
-        assert_eq!(
-            o.service_account.legacy_token_clean_up_period,
-            secs(8760 * 3600)
-        );
+        assert_eq!(o.service_account.legacy_token_clean_up_period, secs(8760 * 3600));
 
         let logs = &o.logs;
         assert_eq!(logs.verbosity, 0);
@@ -571,13 +485,7 @@ mod tests {
 
     #[test]
     fn value_syntaxes() {
-        let o = run(&[
-            "--kubeconfig",
-            "/k",
-            "--master=https://h:6443",
-            "--kube-api-qps=50.5",
-        ])
-        .unwrap();
+        let o = run(&["--kubeconfig", "/k", "--master=https://h:6443", "--kube-api-qps=50.5"]).unwrap();
         assert_eq!(o.generic.client_connection.kubeconfig, "/k");
         assert_eq!(o.generic.client_connection.master, "https://h:6443");
         assert_eq!(o.generic.client_connection.qps, 50.5);
@@ -599,26 +507,9 @@ mod tests {
 
     #[test]
     fn booleans_as_pflag() {
-        assert!(
-            !run(&["--leader-elect=false"])
-                .unwrap()
-                .generic
-                .leader_election
-                .leader_elect
-        );
-        assert!(
-            run(&["--leader-elect"])
-                .unwrap()
-                .generic
-                .leader_election
-                .leader_elect
-        );
-        let o = run(&[
-            "--profiling=0",
-            "--enable-garbage-collector=F",
-            "--use-service-account-credentials=T",
-        ])
-        .unwrap();
+        assert!(!run(&["--leader-elect=false"]).unwrap().generic.leader_election.leader_elect);
+        assert!(run(&["--leader-elect"]).unwrap().generic.leader_election.leader_elect);
+        let o = run(&["--profiling=0", "--enable-garbage-collector=F", "--use-service-account-credentials=T"]).unwrap();
         assert!(!o.generic.debugging.profiling);
         assert!(!o.garbage_collector.enabled);
         assert!(o.generic.use_service_account_credentials);
@@ -639,20 +530,11 @@ mod tests {
 
     #[test]
     fn verbosity_forms() {
-        for args in [
-            &["-v", "2"][..],
-            &["-v=2"],
-            &["-v2"],
-            &["--v=2"],
-            &["--v", "2"],
-        ] {
+        for args in [&["-v", "2"][..], &["-v=2"], &["-v2"], &["--v=2"], &["--v", "2"]] {
             assert_eq!(run(args).unwrap().logs.verbosity, 2, "{args:?}");
         }
         assert_eq!(error(&["-v"]), "flag needs an argument: 'v' in -v");
-        assert_eq!(
-            error(&["-v=x"]),
-            r#"invalid argument "x" for "-v, --v" flag: not a non-negative integer"#
-        );
+        assert_eq!(error(&["-v=x"]), r#"invalid argument "x" for "-v, --v" flag: not a non-negative integer"#);
         let o = run(&["--vmodule=controller*=4", "--vmodule", "gc=5"]).unwrap();
         assert_eq!(o.logs.vmodule.len(), 2);
     }
@@ -660,44 +542,23 @@ mod tests {
     #[test]
     fn slices_and_maps_accumulate() {
         let o = run(&["--controllers=replicaset", "--controllers=-ttl,*"]).unwrap();
-        assert_eq!(
-            o.generic.controllers.canonical_items(),
-            ["replicaset-controller", "-ttl-controller", "*"]
-        );
-        let o = run(&[
-            "--authorization-always-allow-paths=/a",
-            "--authorization-always-allow-paths=/b,/c",
-        ])
-        .unwrap();
+        assert_eq!(o.generic.controllers.canonical_items(), ["replicaset-controller", "-ttl-controller", "*"]);
+        let o = run(&["--authorization-always-allow-paths=/a", "--authorization-always-allow-paths=/b,/c"]).unwrap();
         assert_eq!(o.authorization.always_allow_paths, ["/a", "/b", "/c"]);
         let o = run(&["--controllers="]).unwrap();
         assert_eq!(o.generic.controllers.enabled().count(), 0);
-        let o = run(&[
-            "--feature-gates=A=true,B=false",
-            "--feature-gates",
-            "kube:C=true",
-        ])
-        .unwrap();
+        let o = run(&["--feature-gates=A=true,B=false", "--feature-gates", "kube:C=true"]).unwrap();
         assert_eq!(o.generic.feature_gates.explicit().len(), 3);
         assert!(o.generic.feature_gates.is_enabled("C"));
         let o = run(&["--allow-metric-labels=metric1,label1='v1,v2'"]).unwrap();
         assert_eq!(o.metrics.allow_metric_labels["metric1,label1"], "'v1,v2'");
-        let o = run(&[
-            "--tls-sni-cert-key=a.crt,a.key",
-            "--tls-sni-cert-key=b.crt,b.key:b.com",
-        ])
-        .unwrap();
+        let o = run(&["--tls-sni-cert-key=a.crt,a.key", "--tls-sni-cert-key=b.crt,b.key:b.com"]).unwrap();
         assert_eq!(o.secure_serving.sni_cert_keys.len(), 2);
     }
 
     #[test]
     fn help_and_version() {
-        for args in [
-            &["--help"][..],
-            &["-h"],
-            &["--kubeconfig=/k", "-h"],
-            &["--help", "--version"],
-        ] {
+        for args in [&["--help"][..], &["-h"], &["--kubeconfig=/k", "-h"], &["--help", "--version"]] {
             match parse(args.iter().map(OsString::from)) {
                 Ok(Command::Help(text)) => assert!(text.contains("Generic flags:")),
                 other => panic!("{args:?}: {other:?}"),
@@ -705,10 +566,7 @@ mod tests {
         }
         // A bad flag is reported even with --help, as upstream.
         assert_eq!(error(&["--help", "--nope"]), "unknown flag: --nope");
-        assert!(matches!(
-            parse([OsString::from("--help=false")]),
-            Ok(Command::Run(_))
-        ));
+        assert!(matches!(parse([OsString::from("--help=false")]), Ok(Command::Run(_))));
         match parse([OsString::from("--version")]) {
             Ok(Command::Version(text)) => assert_eq!(text, version_string()),
             other => panic!("{other:?}"),
@@ -719,10 +577,7 @@ mod tests {
             Ok(Command::Version(text)) => assert!(text.contains("kubernetesVersion: v1.33")),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(
-            parse([OsString::from("--version=false")]),
-            Ok(Command::Run(_))
-        ));
+        assert!(matches!(parse([OsString::from("--version=false")]), Ok(Command::Run(_))));
         let o = run(&["--version=v1.33.1-custom"]).unwrap();
         assert_eq!(o.reported_version.as_deref(), Some("v1.33.1-custom"));
     }
@@ -732,17 +587,11 @@ mod tests {
         assert_eq!(error(&["--foo"]), "unknown flag: --foo");
         assert_eq!(error(&["--foo=bar"]), "unknown flag: --foo");
         assert_eq!(error(&["-x"]), "unknown shorthand flag: 'x' in -x");
-        assert_eq!(
-            error(&["-leader-elect"]),
-            "unknown shorthand flag: 'l' in -leader-elect"
-        );
+        assert_eq!(error(&["-leader-elect"]), "unknown shorthand flag: 'l' in -leader-elect");
         assert_eq!(error(&["-hx"]), "unknown shorthand flag: 'x' in -x");
         assert_eq!(error(&["---x"]), "bad flag syntax: ---x");
         assert_eq!(error(&["--=x"]), "bad flag syntax: --=x");
-        assert_eq!(
-            error(&["--kubeconfig"]),
-            "flag needs an argument: --kubeconfig"
-        );
+        assert_eq!(error(&["--kubeconfig"]), "flag needs an argument: --kubeconfig");
         assert_eq!(
             error(&["somefile", ""]),
             r#""kube-controller-manager" does not take any arguments, got ["somefile" ""]"#
@@ -757,14 +606,8 @@ mod tests {
     #[test]
     fn value_errors_name_flag_and_value() {
         let cases: &[(&[&str], &str)] = &[
-            (
-                &["--kube-api-qps=abc"],
-                r#"invalid argument "abc" for "--kube-api-qps" flag: not a number"#,
-            ),
-            (
-                &["--kube-api-burst=1.5"],
-                r#"invalid argument "1.5" for "--kube-api-burst" flag: not an integer"#,
-            ),
+            (&["--kube-api-qps=abc"], r#"invalid argument "abc" for "--kube-api-qps" flag: not a number"#),
+            (&["--kube-api-burst=1.5"], r#"invalid argument "1.5" for "--kube-api-burst" flag: not an integer"#),
             (
                 &["--kube-api-burst=3000000000"],
                 r#"invalid argument "3000000000" for "--kube-api-burst" flag: value out of range for a 32-bit integer"#,
@@ -817,10 +660,7 @@ mod tests {
                 &["--emulated-version=1.40"],
                 r#"invalid argument "1.40" for "--emulated-version" flag: emulation version 1.40 is not between [1.30, 1.33]"#,
             ),
-            (
-                &["--port=x"],
-                r#"invalid argument "x" for "--port" flag: not an integer"#,
-            ),
+            (&["--port=x"], r#"invalid argument "x" for "--port" flag: not an integer"#),
             (
                 &["--version=v2.0.0"],
                 r#"invalid argument "v2.0.0" for "--version" flag: version v2.0.0 must match the Kubernetes version 1.33 this binary implements"#,
@@ -842,18 +682,12 @@ mod tests {
             "--leader-elect-renew-deadline (2.4s) must be greater than 1.2 times --leader-elect-retry-period (2s)"
         );
         assert!(run(&["--leader-elect-renew-deadline=2401ms"]).is_ok());
-        assert_eq!(
-            error(&["--leader-elect-retry-period=0s"]),
-            "--leader-elect-retry-period must be greater than zero"
-        );
+        assert_eq!(error(&["--leader-elect-retry-period=0s"]), "--leader-elect-retry-period must be greater than zero");
         assert_eq!(
             error(&["--leader-elect-resource-lock=endpoints"]),
             r#"--leader-elect-resource-lock must be "leases", the only lock kind upstream 1.33 supports, got "endpoints""#
         );
-        assert_eq!(
-            error(&["--leader-elect-resource-name="]),
-            "--leader-elect-resource-name must not be empty"
-        );
+        assert_eq!(error(&["--leader-elect-resource-name="]), "--leader-elect-resource-name must not be empty");
         // Without leader election the lease settings are not used and not checked.
         assert!(
             run(&[
@@ -874,22 +708,13 @@ mod tests {
         };
         assert!(ok(&["--cluster-cidr=10.244.0.0/16"]).is_ok());
         assert!(ok(&["--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size=16"]).is_ok());
-        assert!(
-            ok(&[
-                "--cluster-cidr=10.244.0.0/16,fd00::/56",
-                "--node-cidr-mask-size-ipv6=72"
-            ])
-            .is_ok()
-        );
+        assert!(ok(&["--cluster-cidr=10.244.0.0/16,fd00::/56", "--node-cidr-mask-size-ipv6=72"]).is_ok());
         assert!(ok(&["--cluster-cidr=fd00::/48"]).is_ok());
         // Not allocating (or the controller is off): nothing is checked.
         assert!(run(&["--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size=8"]).is_ok());
         assert!(ok(&["--controllers=*,-nodeipam"]).is_ok());
         let cases: &[(&[&str], &str)] = &[
-            (
-                &[],
-                "--cluster-cidr is required when --allocate-node-cidrs is true",
-            ),
+            (&[], "--cluster-cidr is required when --allocate-node-cidrs is true"),
             (
                 &["--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size=8"],
                 "--node-cidr-mask-size (8) must not be smaller than the prefix length of --cluster-cidr 10.244.0.0/16",
@@ -899,10 +724,7 @@ mod tests {
                 "the default IPv4 node CIDR mask size (24) must not be smaller than the prefix length of --cluster-cidr 10.244.0.0/25",
             ),
             (
-                &[
-                    "--cluster-cidr=10.244.0.0/16",
-                    "--node-cidr-mask-size-ipv4=33",
-                ],
+                &["--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size-ipv4=33"],
                 "--node-cidr-mask-size-ipv4 (33) must be between 0 and 32",
             ),
             (
@@ -910,25 +732,15 @@ mod tests {
                 "the default IPv6 node CIDR mask size (64) is too large for --cluster-cidr fd00::/47: node CIDRs may have at most 16 more bits than the cluster CIDR",
             ),
             (
-                &[
-                    "--cluster-cidr=10.244.0.0/16,fd00::/56",
-                    "--node-cidr-mask-size=24",
-                ],
+                &["--cluster-cidr=10.244.0.0/16,fd00::/56", "--node-cidr-mask-size=24"],
                 "usage of --node-cidr-mask-size is not allowed with dual-stack clusters",
             ),
             (
-                &[
-                    "--cluster-cidr=10.244.0.0/16",
-                    "--node-cidr-mask-size=24",
-                    "--node-cidr-mask-size-ipv4=24",
-                ],
+                &["--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size=24", "--node-cidr-mask-size-ipv4=24"],
                 "usage of --node-cidr-mask-size-ipv4 and --node-cidr-mask-size-ipv6 is not allowed if --node-cidr-mask-size is set. For dual-stack clusters please unset it and use IPFamily specific flags",
             ),
             (
-                &[
-                    "--cluster-cidr=10.244.0.0/16",
-                    "--node-cidr-mask-size-ipv6=64",
-                ],
+                &["--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size-ipv6=64"],
                 "usage of --node-cidr-mask-size-ipv6 is not allowed for a single-stack IPv4 cluster",
             ),
             (
@@ -936,26 +748,16 @@ mod tests {
                 "usage of --node-cidr-mask-size-ipv4 is not allowed for a single-stack IPv6 cluster",
             ),
             (
-                &[
-                    "--cluster-cidr=10.244.0.0/16",
-                    "--cidr-allocator-type=CloudAllocator",
-                ],
+                &["--cluster-cidr=10.244.0.0/16", "--cidr-allocator-type=CloudAllocator"],
                 "--cidr-allocator-type is set to 'CloudAllocator' but cloud provider is not configured",
             ),
             (
-                &[
-                    "--cluster-cidr=10.244.0.0/16",
-                    "--cidr-allocator-type=Magic",
-                ],
+                &["--cluster-cidr=10.244.0.0/16", "--cidr-allocator-type=Magic"],
                 r#"--cidr-allocator-type="Magic" is not a CIDR allocator type (use RangeAllocator)"#,
             ),
         ];
         for (args, want) in cases {
-            assert_eq!(
-                ok(args).map(|_| ()),
-                Err(FlagError::Invalid(want.to_string())),
-                "{args:?}"
-            );
+            assert_eq!(ok(args).map(|_| ()), Err(FlagError::Invalid(want.to_string())), "{args:?}");
         }
     }
 
@@ -966,18 +768,9 @@ mod tests {
                 &["--cloud-provider=aws"],
                 r#"--cloud-provider="aws": built-in cloud providers were removed upstream; use --cloud-provider=external and an external cloud controller manager"#,
             ),
-            (
-                &["--tls-cert-file=/c"],
-                "--tls-cert-file and --tls-private-key-file must be set together",
-            ),
-            (
-                &["--http2-max-streams-per-connection=-1"],
-                "--http2-max-streams-per-connection can not be negative",
-            ),
-            (
-                &["--concurrent-job-syncs=0"],
-                "--concurrent-job-syncs must be greater than 0, but got 0",
-            ),
+            (&["--tls-cert-file=/c"], "--tls-cert-file and --tls-private-key-file must be set together"),
+            (&["--http2-max-streams-per-connection=-1"], "--http2-max-streams-per-connection can not be negative"),
+            (&["--concurrent-job-syncs=0"], "--concurrent-job-syncs must be greater than 0, but got 0"),
             (
                 &["--concurrent-horizontal-pod-autoscaler-syncs=-1"],
                 "--concurrent-horizontal-pod-autoscaler-syncs must be greater than 0, but got -1",
@@ -986,10 +779,7 @@ mod tests {
                 &["--concurrent-service-endpoint-syncs=51"],
                 "--concurrent-service-endpoint-syncs must be between 1 and 50, but got 51",
             ),
-            (
-                &["--max-endpoints-per-slice=0"],
-                "--max-endpoints-per-slice must be between 1 and 1000, but got 0",
-            ),
+            (&["--max-endpoints-per-slice=0"], "--max-endpoints-per-slice must be between 1 and 1000, but got 0"),
             (
                 &["--cluster-signing-cert-file=/c"],
                 "cannot specify --cluster-signing-cert-file without --cluster-signing-key-file, and vice versa",
@@ -1015,15 +805,9 @@ mod tests {
                 &["--allow-metric-labels=metric1=v1"],
                 r#"--allow-metric-labels key "metric1" must have the form metricName,labelName"#,
             ),
+            (&["--log-text-split-stream"], "--log-text-split-stream needs the LoggingAlphaOptions feature gate"),
             (
-                &["--log-text-split-stream"],
-                "--log-text-split-stream needs the LoggingAlphaOptions feature gate",
-            ),
-            (
-                &[
-                    "--logging-format=json",
-                    "--feature-gates=LoggingBetaOptions=false",
-                ],
+                &["--logging-format=json", "--feature-gates=LoggingBetaOptions=false"],
                 "--logging-format=json needs the LoggingBetaOptions feature gate",
             ),
             (
@@ -1036,27 +820,12 @@ mod tests {
         }
         assert!(run(&["--cloud-provider=external"]).is_ok());
         assert!(run(&["--show-hidden-metrics-for-version=1.32"]).is_ok());
-        assert!(
-            run(&[
-                "--log-text-split-stream",
-                "--feature-gates=LoggingAlphaOptions=true"
-            ])
-            .is_ok()
-        );
+        assert!(run(&["--log-text-split-stream", "--feature-gates=LoggingAlphaOptions=true"]).is_ok());
         assert!(run(&["--logging-format=json"]).is_ok());
+        assert!(run(&["--attach-detach-reconcile-sync-period=500ms", "--controllers=*,-attachdetach"]).is_ok());
         assert!(
-            run(&[
-                "--attach-detach-reconcile-sync-period=500ms",
-                "--controllers=*,-attachdetach"
-            ])
-            .is_ok()
-        );
-        assert!(
-            run(&[
-                "--cluster-signing-kubelet-serving-cert-file=/s",
-                "--cluster-signing-kubelet-serving-key-file=/t"
-            ])
-            .is_ok()
+            run(&["--cluster-signing-kubelet-serving-cert-file=/s", "--cluster-signing-kubelet-serving-key-file=/t"])
+                .is_ok()
         );
     }
 

@@ -135,9 +135,7 @@ impl Group {
             Group::HorizontalPodAutoscalerController => "Horizontal-pod-autoscaler-controller",
             Group::JobController => "Job-controller",
             Group::CronJobController => "Cronjob-controller",
-            Group::LegacyServiceAccountTokenCleanerController => {
-                "Legacy-serviceaccount-token-cleaner-controller"
-            }
+            Group::LegacyServiceAccountTokenCleanerController => "Legacy-serviceaccount-token-cleaner-controller",
             Group::NamespaceController => "Namespace-controller",
             Group::NodeIpamController => "Node-ipam-controller",
             Group::NodeLifecycleController => "Node-lifecycle-controller",
@@ -148,9 +146,7 @@ impl Group {
             Group::ResourceQuotaController => "Resourcequota-controller",
             Group::ServiceAccountController => "Serviceaccount-controller",
             Group::TtlAfterFinishedController => "Ttl-after-finished-controller",
-            Group::ValidatingAdmissionPolicyStatusController => {
-                "Validatingadmissionpolicy-status-controller"
-            }
+            Group::ValidatingAdmissionPolicyStatusController => "Validatingadmissionpolicy-status-controller",
             Group::Metrics => "Metrics",
             Group::Logs => "Logs",
             Group::Misc => "Misc",
@@ -210,11 +206,7 @@ pub(crate) fn lookup_shorthand(short: char) -> Option<&'static FlagSpec> {
 
 /// Options with every table default applied: upstream's defaults.
 pub(crate) fn default_state() -> ParseState {
-    let mut state = ParseState {
-        options: Options::zeroed(),
-        help: false,
-        version: VersionRequest::NotRequested,
-    };
+    let mut state = ParseState { options: Options::zeroed(), help: false, version: VersionRequest::NotRequested };
     for flag in FLAGS.iter().filter(|f| !f.default.is_empty()) {
         // The table test checks that every default parses; a bad one would be a table bug.
         if let Err(e) = (flag.set)(&mut state, flag.default, SetMode::Default) {
@@ -269,11 +261,9 @@ const UNTAGGED_CLOUD: FlagStatus = FlagStatus::Deprecated(
     "This flag is deprecated and will be removed in a future release. A cluster-id will be \
      required on cloud instances.",
 );
-const TAINT_EVICTION: FlagStatus = FlagStatus::Removed(
-    "upstream removed it; evictions follow taints and tolerations (tolerationSeconds)",
-);
-const NO_OP: FlagStatus =
-    FlagStatus::Deprecated("This flag is currently no-op and will be deleted.");
+const TAINT_EVICTION: FlagStatus =
+    FlagStatus::Removed("upstream removed it; evictions follow taints and tolerations (tolerationSeconds)");
+const NO_OP: FlagStatus = FlagStatus::Deprecated("This flag is currently no-op and will be deleted.");
 
 /// Every flag, grouped as `--help` shows them.
 #[rustfmt::skip]
@@ -634,10 +624,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), count, "a flag is in the table twice");
-        assert_eq!(
-            lookup("concurrent_rc_syncs").map(|f| f.name),
-            Some("concurrent-rc-syncs")
-        );
+        assert_eq!(lookup("concurrent_rc_syncs").map(|f| f.name), Some("concurrent-rc-syncs"));
         assert!(lookup("nope").is_none());
         assert_eq!(lookup_shorthand('v').map(|f| f.name), Some("v"));
         assert_eq!(lookup_shorthand('h').map(|f| f.name), Some("help"));
@@ -652,9 +639,7 @@ mod tests {
             if flag.kind.type_name == "duration" {
                 let parsed = super::super::duration::parse_go_duration(flag.default);
                 assert_eq!(
-                    parsed
-                        .map(super::super::duration::format_go_duration)
-                        .as_deref(),
+                    parsed.map(super::super::duration::format_go_duration).as_deref(),
                     Ok(flag.default),
                     "--{}",
                     flag.name
@@ -669,11 +654,7 @@ mod tests {
             assert!(Group::ALL.contains(&flag.group));
             assert!(!flag.help.is_empty(), "--{}", flag.name);
         }
-        let hidden: Vec<&str> = FLAGS
-            .iter()
-            .filter(|f| f.status.hidden())
-            .map(|f| f.name)
-            .collect();
+        let hidden: Vec<&str> = FLAGS.iter().filter(|f| f.status.hidden()).map(|f| f.name).collect();
         assert_eq!(
             hidden,
             [

@@ -8,8 +8,8 @@ use super::FlagError;
 use super::duration::format_go_duration;
 use super::feature_gates::FeatureGates;
 use super::options::{
-    AttachDetachOptions, CloudOptions, CsrSigningOptions, LeaderElection, LogsOptions,
-    MetricsOptions, NodeIpamOptions, Options, SecureServingOptions, SignerFiles,
+    AttachDetachOptions, CloudOptions, CsrSigningOptions, LeaderElection, LogsOptions, MetricsOptions, NodeIpamOptions,
+    Options, SecureServingOptions, SignerFiles,
 };
 use super::values::{Cidr, KUBE_VERSION};
 
@@ -105,9 +105,7 @@ fn cloud_provider(cloud: &CloudOptions) -> Result<(), FlagError> {
 
 fn secure_serving(serving: &SecureServingOptions) -> Result<(), FlagError> {
     if serving.tls_cert_file.is_empty() != serving.tls_private_key_file.is_empty() {
-        return invalid(
-            "--tls-cert-file and --tls-private-key-file must be set together".to_string(),
-        );
+        return invalid("--tls-cert-file and --tls-private-key-file must be set together".to_string());
     }
     if serving.http2_max_streams_per_connection < 0 {
         return invalid("--http2-max-streams-per-connection can not be negative".to_string());
@@ -120,19 +118,10 @@ fn worker_counts(options: &Options) -> Result<(), FlagError> {
     let c = &options.concurrency;
     for (flag, value) in [
         ("--concurrent-cron-job-syncs", c.cron_job_syncs),
-        (
-            "--concurrent-ephemeralvolume-syncs",
-            c.ephemeral_volume_syncs,
-        ),
-        (
-            "--concurrent-horizontal-pod-autoscaler-syncs",
-            c.horizontal_pod_autoscaler_syncs,
-        ),
+        ("--concurrent-ephemeralvolume-syncs", c.ephemeral_volume_syncs),
+        ("--concurrent-horizontal-pod-autoscaler-syncs", c.horizontal_pod_autoscaler_syncs),
         ("--concurrent-job-syncs", c.job_syncs),
-        (
-            "--concurrent-validating-admission-policy-status-syncs",
-            c.validating_admission_policy_status_syncs,
-        ),
+        ("--concurrent-validating-admission-policy-status-syncs", c.validating_admission_policy_status_syncs),
     ] {
         if value < 1 {
             return invalid(format!("{flag} must be greater than 0, but got {value}"));
@@ -140,27 +129,13 @@ fn worker_counts(options: &Options) -> Result<(), FlagError> {
     }
     let e = &options.endpoints;
     for (flag, value, max) in [
-        (
-            "--concurrent-service-endpoint-syncs",
-            c.service_endpoint_syncs,
-            50,
-        ),
+        ("--concurrent-service-endpoint-syncs", c.service_endpoint_syncs, 50),
         ("--max-endpoints-per-slice", e.max_endpoints_per_slice, 1000),
-        (
-            "--mirroring-concurrent-service-endpoint-syncs",
-            c.mirroring_service_endpoint_syncs,
-            50,
-        ),
-        (
-            "--mirroring-max-endpoints-per-subset",
-            e.mirroring_max_endpoints_per_subset,
-            1000,
-        ),
+        ("--mirroring-concurrent-service-endpoint-syncs", c.mirroring_service_endpoint_syncs, 50),
+        ("--mirroring-max-endpoints-per-subset", e.mirroring_max_endpoints_per_subset, 1000),
     ] {
         if !(1..=max).contains(&value) {
-            return invalid(format!(
-                "{flag} must be between 1 and {max}, but got {value}"
-            ));
+            return invalid(format!("{flag} must be between 1 and {max}, but got {value}"));
         }
     }
     Ok(())
@@ -211,14 +186,8 @@ fn metrics(metrics: &MetricsOptions) -> Result<(), FlagError> {
              Only the previous minor version is allowed"
         ));
     }
-    if let Some(key) = metrics
-        .allow_metric_labels
-        .keys()
-        .find(|key| !is_metric_label_key(key))
-    {
-        return invalid(format!(
-            "--allow-metric-labels key {key:?} must have the form metricName,labelName"
-        ));
+    if let Some(key) = metrics.allow_metric_labels.keys().find(|key| !is_metric_label_key(key)) {
+        return invalid(format!("--allow-metric-labels key {key:?} must have the form metricName,labelName"));
     }
     Ok(())
 }
@@ -227,34 +196,23 @@ fn metrics(metrics: &MetricsOptions) -> Result<(), FlagError> {
 fn is_metric_label_key(key: &str) -> bool {
     let name = |text: &str, colon: bool| {
         let mut chars = text.chars();
-        chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
+        chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
             && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':'))
     };
-    key.split_once(',')
-        .is_some_and(|(metric, label)| name(metric, true) && name(label, false))
+    key.split_once(',').is_some_and(|(metric, label)| name(metric, true) && name(label, false))
 }
 
 /// The logging options behind feature gates, as upstream's logging configuration validation.
 fn logs(logs: &LogsOptions, gates: &FeatureGates) -> Result<(), FlagError> {
     if logs.format == "json" && !gates.is_enabled("LoggingBetaOptions") {
-        return invalid(
-            "--logging-format=json needs the LoggingBetaOptions feature gate".to_string(),
-        );
+        return invalid("--logging-format=json needs the LoggingBetaOptions feature gate".to_string());
     }
     let alpha = gates.is_enabled("LoggingAlphaOptions");
     for (flag, used) in [
         ("--log-text-split-stream", logs.text.split_stream),
-        (
-            "--log-text-info-buffer-size",
-            logs.text.info_buffer_size > 0,
-        ),
+        ("--log-text-info-buffer-size", logs.text.info_buffer_size > 0),
         ("--log-json-split-stream", logs.json.split_stream),
-        (
-            "--log-json-info-buffer-size",
-            logs.json.info_buffer_size > 0,
-        ),
+        ("--log-json-info-buffer-size", logs.json.info_buffer_size > 0),
     ] {
         if used && !alpha {
             return invalid(format!("{flag} needs the LoggingAlphaOptions feature gate"));
@@ -299,9 +257,7 @@ fn node_ipam(ipam: &NodeIpamOptions) -> Result<(), FlagError> {
         }
     }
     if ipam.cluster_cidrs.is_empty() {
-        return invalid(
-            "--cluster-cidr is required when --allocate-node-cidrs is true".to_string(),
-        );
+        return invalid("--cluster-cidr is required when --allocate-node-cidrs is true".to_string());
     }
     for cidr in &ipam.cluster_cidrs {
         let (flag, mask) = node_mask(ipam, cidr)?;
@@ -348,26 +304,16 @@ fn node_mask(ipam: &NodeIpamOptions, cidr: &Cidr) -> Result<(&'static str, i32),
     }
     if !dual_stack {
         if v4 != 0 && cidr.is_ipv6() {
-            return fail(
-                "usage of --node-cidr-mask-size-ipv4 is not allowed for a single-stack IPv6 cluster",
-            );
+            return fail("usage of --node-cidr-mask-size-ipv4 is not allowed for a single-stack IPv6 cluster");
         }
         if v6 != 0 && !cidr.is_ipv6() {
-            return fail(
-                "usage of --node-cidr-mask-size-ipv6 is not allowed for a single-stack IPv4 cluster",
-            );
+            return fail("usage of --node-cidr-mask-size-ipv6 is not allowed for a single-stack IPv4 cluster");
         }
     }
     Ok(match (cidr.is_ipv6(), v4, v6) {
-        (false, 0, _) => (
-            "the default IPv4 node CIDR mask size",
-            DEFAULT_NODE_MASK_IPV4,
-        ),
+        (false, 0, _) => ("the default IPv4 node CIDR mask size", DEFAULT_NODE_MASK_IPV4),
         (false, mask, _) => ("--node-cidr-mask-size-ipv4", mask),
-        (true, _, 0) => (
-            "the default IPv6 node CIDR mask size",
-            DEFAULT_NODE_MASK_IPV6,
-        ),
+        (true, _, 0) => ("the default IPv6 node CIDR mask size", DEFAULT_NODE_MASK_IPV6),
         (true, _, mask) => ("--node-cidr-mask-size-ipv6", mask),
     })
 }

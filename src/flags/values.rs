@@ -58,11 +58,7 @@ pub struct ValueKind {
 
 impl ValueKind {
     const fn required(type_name: &'static str, default_style: DefaultStyle) -> ValueKind {
-        ValueKind {
-            type_name,
-            no_value_default: None,
-            default_style,
-        }
+        ValueKind { type_name, no_value_default: None, default_style }
     }
 
     /// The `(default ...)` text of a help line for this default literal, if pflag shows one.
@@ -150,10 +146,8 @@ fn parse_go_float(text: &str) -> Result<f64, String> {
     let word = plain.eq_ignore_ascii_case("inf")
         || plain.eq_ignore_ascii_case("infinity")
         || plain.eq_ignore_ascii_case("nan");
-    let numeric = !plain.is_empty()
-        && plain
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
+    let numeric =
+        !plain.is_empty() && plain.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
     if !(word || numeric) {
         return Err("not a number".to_string());
     }
@@ -212,11 +206,7 @@ pub(crate) fn read_csv_record(text: &str) -> Result<Vec<String>, String> {
 
 /// pflag's string-slice syntax: empty text is an empty list, anything else one CSV record.
 fn read_list(text: &str) -> Result<Vec<String>, String> {
-    if text.is_empty() {
-        Ok(Vec::new())
-    } else {
-        read_csv_record(text)
-    }
+    if text.is_empty() { Ok(Vec::new()) } else { read_csv_record(text) }
 }
 
 /// Replaces or extends a list as pflag does for repeated slice flags.
@@ -233,11 +223,8 @@ pub(crate) struct Bool;
 
 impl FlagValue for Bool {
     type Target = bool;
-    const KIND: ValueKind = ValueKind {
-        type_name: "bool",
-        no_value_default: Some("true"),
-        default_style: DefaultStyle::Plain,
-    };
+    const KIND: ValueKind =
+        ValueKind { type_name: "bool", no_value_default: Some("true"), default_style: DefaultStyle::Plain };
     fn assign(target: &mut bool, raw: &str, _: SetMode) -> Result<(), String> {
         *target = parse_go_bool(raw)?;
         Ok(())
@@ -287,8 +274,8 @@ impl FlagValue for Int32 {
     type Target = i32;
     const KIND: ValueKind = ValueKind::required("int32", DefaultStyle::Plain);
     fn assign(target: &mut i32, raw: &str, _: SetMode) -> Result<(), String> {
-        *target = i32::try_from(parse_go_int(raw, 32)?)
-            .map_err(|_| "value out of range for a 32-bit integer".to_string())?;
+        *target =
+            i32::try_from(parse_go_int(raw, 32)?).map_err(|_| "value out of range for a 32-bit integer".to_string())?;
         Ok(())
     }
 }
@@ -313,8 +300,8 @@ impl FlagValue for Port {
     const KIND: ValueKind = ValueKind::required("int", DefaultStyle::Plain);
     fn assign(target: &mut u16, raw: &str, _: SetMode) -> Result<(), String> {
         let value = parse_go_int(raw, 64)?;
-        *target = u16::try_from(value)
-            .map_err(|_| "must be between 0 and 65535, inclusive (0 turns it off)".to_string())?;
+        *target =
+            u16::try_from(value).map_err(|_| "must be between 0 and 65535, inclusive (0 turns it off)".to_string())?;
         Ok(())
     }
 }
@@ -359,10 +346,7 @@ impl FlagValue for Ip {
         *target = if text.is_empty() {
             None
         } else {
-            Some(
-                text.parse()
-                    .map_err(|_| format!("failed to parse IP: {}", go_quote(raw)))?,
-            )
+            Some(text.parse().map_err(|_| format!("failed to parse IP: {}", go_quote(raw)))?)
         };
         Ok(())
     }
@@ -388,23 +372,16 @@ impl Cidr {
         let prefix_len: u8 = prefix.parse().map_err(|_| invalid())?;
         let address = match address {
             IpAddr::V4(v4) if prefix_len <= 32 => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(prefix_len))
-                    .unwrap_or(0);
+                let mask = u32::MAX.checked_shl(32 - u32::from(prefix_len)).unwrap_or(0);
                 IpAddr::V4((u32::from(v4) & mask).into())
             }
             IpAddr::V6(v6) if prefix_len <= 128 => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(prefix_len))
-                    .unwrap_or(0);
+                let mask = u128::MAX.checked_shl(128 - u32::from(prefix_len)).unwrap_or(0);
                 IpAddr::V6((u128::from(v6) & mask).into())
             }
             _ => return Err(invalid()),
         };
-        Ok(Cidr {
-            address,
-            prefix_len,
-        })
+        Ok(Cidr { address, prefix_len })
     }
 
     pub fn is_ipv6(&self) -> bool {
@@ -430,17 +407,13 @@ impl FlagValue for Cidrs {
         let cidrs = if text.is_empty() {
             Vec::new()
         } else {
-            text.split(',')
-                .map(|item| Cidr::parse(item.trim()))
-                .collect::<Result<Vec<_>, _>>()?
+            text.split(',').map(|item| Cidr::parse(item.trim())).collect::<Result<Vec<_>, _>>()?
         };
         match cidrs.as_slice() {
             [] | [_] => {}
             [a, b] if a.is_ipv6() != b.is_ipv6() => {}
             [_, _] => {
-                return Err(
-                    "two CIDRs must be one IPv4 and one IPv6 range (dual-stack)".to_string()
-                );
+                return Err("two CIDRs must be one IPv4 and one IPv6 range (dual-stack)".to_string());
             }
             _ => return Err("at most two CIDRs (one per IP family) are allowed".to_string()),
         }
@@ -471,8 +444,7 @@ pub(crate) struct Gates;
 
 impl FlagValue for Gates {
     type Target = FeatureGates;
-    const KIND: ValueKind =
-        ValueKind::required("colonSeparatedMultimapStringString", DefaultStyle::Quoted);
+    const KIND: ValueKind = ValueKind::required("colonSeparatedMultimapStringString", DefaultStyle::Quoted);
     fn assign(target: &mut FeatureGates, raw: &str, _: SetMode) -> Result<(), String> {
         target.set_from_flag(raw)
     }
@@ -484,11 +456,7 @@ pub(crate) struct StringMap;
 impl FlagValue for StringMap {
     type Target = BTreeMap<String, String>;
     const KIND: ValueKind = ValueKind::required("stringToString", DefaultStyle::AlwaysList);
-    fn assign(
-        target: &mut BTreeMap<String, String>,
-        raw: &str,
-        mode: SetMode,
-    ) -> Result<(), String> {
+    fn assign(target: &mut BTreeMap<String, String>, raw: &str, mode: SetMode) -> Result<(), String> {
         let pairs = match raw.matches('=').count() {
             0 => return Err(format!("{raw} must be formatted as key=value")),
             1 => vec![raw.trim_matches('"').to_string()],
@@ -496,9 +464,7 @@ impl FlagValue for StringMap {
         };
         let mut parsed = BTreeMap::new();
         for pair in pairs {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| format!("{pair} must be formatted as key=value"))?;
+            let (key, value) = pair.split_once('=').ok_or_else(|| format!("{pair} must be formatted as key=value"))?;
             parsed.insert(key.to_string(), value.to_string());
         }
         if mode.replaces() {
@@ -537,16 +503,11 @@ impl FlagValue for NamedCertKeys {
             }
             None => (raw.trim(), Vec::new()),
         };
-        let Some((cert_file, key_file)) =
-            files.split_once(',').filter(|(_, key)| !key.contains(','))
-        else {
+        let Some((cert_file, key_file)) = files.split_once(',').filter(|(_, key)| !key.contains(',')) else {
             return Err("expected comma separated certificate and key file paths".to_string());
         };
-        let pair = NamedCertKey {
-            cert_file: cert_file.trim().to_string(),
-            key_file: key_file.trim().to_string(),
-            names,
-        };
+        let pair =
+            NamedCertKey { cert_file: cert_file.trim().to_string(), key_file: key_file.trim().to_string(), names };
         merge_list(target, vec![pair], mode);
         Ok(())
     }
@@ -567,16 +528,13 @@ impl FlagValue for Quantity {
 /// Parses a non-negative quantity into a whole number, rounding fractions up as
 /// `Quantity.Value()` does.
 fn parse_quantity(text: &str) -> Result<u64, String> {
-    let invalid = || {
-        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".to_string()
-    };
+    let invalid =
+        || "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".to_string();
     let body = text.strip_prefix('+').unwrap_or(text);
     if body.starts_with('-') {
         return Err("must not be negative".to_string());
     }
-    let number_len = body
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(body.len());
+    let number_len = body.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(body.len());
     let (number, suffix) = body.split_at(number_len);
     if number.is_empty() || number == "." || number.matches('.').count() > 1 {
         return Err(invalid());
@@ -629,8 +587,7 @@ fn parse_level(text: &str) -> Result<u32, String> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err("not a non-negative integer".to_string());
     }
-    text.parse()
-        .map_err(|_| "value out of range for a verbosity level".to_string())
+    text.parse().map_err(|_| "value out of range for a verbosity level".to_string())
 }
 
 /// One `pattern=N` item of `--vmodule`.
@@ -658,10 +615,7 @@ impl FlagValue for VModule {
                 .ok()
                 .filter(|v| *v <= i32::MAX as u32)
                 .ok_or_else(|| format!("parsing verbosity in {item:?}: not a valid level"))?;
-            items.push(VModuleItem {
-                pattern: pattern.to_string(),
-                verbosity,
-            });
+            items.push(VModuleItem { pattern: pattern.to_string(), verbosity });
         }
         merge_list(target, items, mode);
         Ok(())
@@ -676,9 +630,7 @@ impl FlagValue for LogFormat {
     const KIND: ValueKind = Str::KIND;
     fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), String> {
         if !matches!(raw, "text" | "json") {
-            return Err(
-                r#"unsupported log format (permitted formats: "json", "text")"#.to_string(),
-            );
+            return Err(r#"unsupported log format (permitted formats: "json", "text")"#.to_string());
         }
         *target = raw.to_string();
         Ok(())
@@ -686,12 +638,7 @@ impl FlagValue for LogFormat {
 }
 
 /// The TLS versions `--tls-min-version` takes (Go's `crypto/tls` names).
-pub(crate) const TLS_VERSIONS: &[&str] = &[
-    "VersionTLS10",
-    "VersionTLS11",
-    "VersionTLS12",
-    "VersionTLS13",
-];
+pub(crate) const TLS_VERSIONS: &[&str] = &["VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13"];
 
 /// `--tls-min-version`: empty or a Go TLS version name.
 pub(crate) struct TlsVersion;
@@ -701,11 +648,7 @@ impl FlagValue for TlsVersion {
     const KIND: ValueKind = Str::KIND;
     fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), String> {
         if !raw.is_empty() && !TLS_VERSIONS.contains(&raw) {
-            return Err(format!(
-                "unknown tls version {} (use one of {})",
-                go_quote(raw),
-                TLS_VERSIONS.join(", ")
-            ));
+            return Err(format!("unknown tls version {} (use one of {})", go_quote(raw), TLS_VERSIONS.join(", ")));
         }
         *target = raw.to_string();
         Ok(())
@@ -753,9 +696,7 @@ impl FlagValue for CipherSuites {
     fn assign(target: &mut Vec<String>, raw: &str, mode: SetMode) -> Result<(), String> {
         let suites = read_list(raw)?;
         if let Some(unknown) = suites.iter().find(|s| !CIPHER_SUITES.contains(&s.as_str())) {
-            return Err(format!(
-                "cipher suite {unknown} not supported or doesn't exist"
-            ));
+            return Err(format!("cipher suite {unknown} not supported or doesn't exist"));
         }
         merge_list(target, suites, mode);
         Ok(())
@@ -776,16 +717,10 @@ impl fmt::Display for KubeVersion {
 }
 
 /// The Kubernetes version whose behaviour this controller manager implements.
-pub const KUBE_VERSION: KubeVersion = KubeVersion {
-    major: 1,
-    minor: 33,
-};
+pub const KUBE_VERSION: KubeVersion = KubeVersion { major: 1, minor: 33 };
 
 /// The oldest version `--emulated-version` accepts (three minors back).
-const OLDEST_EMULATED: KubeVersion = KubeVersion {
-    major: 1,
-    minor: 30,
-};
+const OLDEST_EMULATED: KubeVersion = KubeVersion { major: 1, minor: 30 };
 
 /// `--emulated-version`: `[kube=]MAJOR.MINOR`, the only component being `kube`.
 pub(crate) struct EmulatedVersion;
@@ -797,16 +732,11 @@ impl FlagValue for EmulatedVersion {
         for item in read_list(raw)? {
             let (component, version) = item.split_once('=').unwrap_or(("kube", &item));
             if component.trim() != "kube" {
-                return Err(format!(
-                    "component not registered: {}",
-                    go_quote(component.trim())
-                ));
+                return Err(format!("component not registered: {}", go_quote(component.trim())));
             }
             let version = parse_minor_version(version.trim())?;
             if version < OLDEST_EMULATED || version > KUBE_VERSION {
-                return Err(format!(
-                    "emulation version {version} is not between [{OLDEST_EMULATED}, {KUBE_VERSION}]"
-                ));
+                return Err(format!("emulation version {version} is not between [{OLDEST_EMULATED}, {KUBE_VERSION}]"));
             }
             *target = Some(version);
         }
@@ -824,10 +754,7 @@ fn parse_minor_version(text: &str) -> Result<KubeVersion, String> {
         }
         part.parse().map_err(|_| invalid())
     };
-    Ok(KubeVersion {
-        major: number(major)?,
-        minor: number(minor)?,
-    })
+    Ok(KubeVersion { major: number(major)?, minor: number(minor)? })
 }
 
 /// What `--version` asked for.
@@ -848,11 +775,8 @@ pub(crate) struct Version;
 
 impl FlagValue for Version {
     type Target = VersionRequest;
-    const KIND: ValueKind = ValueKind {
-        type_name: "version",
-        no_value_default: Some("true"),
-        default_style: DefaultStyle::Plain,
-    };
+    const KIND: ValueKind =
+        ValueKind { type_name: "version", no_value_default: Some("true"), default_style: DefaultStyle::Plain };
     fn assign(target: &mut VersionRequest, raw: &str, _: SetMode) -> Result<(), String> {
         *target = if raw == "raw" {
             VersionRequest::Raw
@@ -875,10 +799,7 @@ fn check_reported_version(version: &str) -> Result<(), String> {
     let parts: Vec<&str> = core.split('.').collect();
     let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
     if parts.len() != 3 || !parts.iter().all(numeric) {
-        return Err(format!(
-            "could not parse {} as a semantic version",
-            go_quote(version)
-        ));
+        return Err(format!("could not parse {} as a semantic version", go_quote(version)));
     }
     if parts[0] != KUBE_VERSION.major.to_string() || parts[1] != KUBE_VERSION.minor.to_string() {
         return Err(format!(
@@ -922,10 +843,7 @@ mod tests {
         assert_eq!(set::<Int32>("0x_1f"), Ok(31));
         assert_eq!(set::<Int32>("2147483647"), Ok(i32::MAX));
         assert_eq!(set::<Int32>("-2147483648"), Ok(i32::MIN));
-        assert_eq!(
-            set::<Int32>("2147483648"),
-            Err("value out of range for a 32-bit integer".into())
-        );
+        assert_eq!(set::<Int32>("2147483648"), Err("value out of range for a 32-bit integer".into()));
         for text in ["", "abc", "1.5", "1_000", "0x", "09", "1e3", " 1"] {
             assert_eq!(set::<Int32>(text), Err("not an integer".into()), "{text}");
         }
@@ -956,14 +874,8 @@ mod tests {
         assert_eq!(set::<Strings>(""), Ok(vec![]));
         assert_eq!(set::<Strings>("a,b"), Ok(vec!["a".into(), "b".into()]));
         assert_eq!(set::<Strings>("a,,b").map(|v| v.len()), Ok(3));
-        assert_eq!(
-            set::<Strings>(r#""a,b",c"#),
-            Ok(vec!["a,b".into(), "c".into()])
-        );
-        assert_eq!(
-            set::<Strings>(r#""say ""hi""""#),
-            Ok(vec![r#"say "hi""#.into()])
-        );
+        assert_eq!(set::<Strings>(r#""a,b",c"#), Ok(vec!["a,b".into(), "c".into()]));
+        assert_eq!(set::<Strings>(r#""say ""hi""""#), Ok(vec![r#"say "hi""#.into()]));
         assert!(set::<Strings>(r#"a"b"#).is_err());
         assert!(set::<Strings>(r#""open"#).is_err());
 
@@ -978,10 +890,7 @@ mod tests {
         assert_eq!(set::<Ip>("127.0.0.1"), Ok(Some([127, 0, 0, 1].into())));
         assert_eq!(set::<Ip>("::1").map(|ip| ip.is_some()), Ok(true));
         assert_eq!(set::<Ip>(""), Ok(None));
-        assert_eq!(
-            set::<Ip>("localhost"),
-            Err(r#"failed to parse IP: "localhost""#.into())
-        );
+        assert_eq!(set::<Ip>("localhost"), Err(r#"failed to parse IP: "localhost""#.into()));
 
         let cidrs = set::<Cidrs>("10.244.1.7/16").unwrap();
         assert_eq!(cidrs[0].to_string(), "10.244.0.0/16");
@@ -991,14 +900,7 @@ mod tests {
         assert_eq!(set::<Cidrs>(""), Ok(vec![]));
         assert!(set::<Cidrs>("10.0.0.0/8,192.168.0.0/16").is_err());
         assert!(set::<Cidrs>("10.0.0.0/8,fd00::/64,fd01::/64").is_err());
-        for bad in [
-            "10.0.0.0",
-            "10.0.0.0/33",
-            "fd00::/129",
-            "10.0.0.0/",
-            "x/8",
-            "10.0.0.0/+8",
-        ] {
+        for bad in ["10.0.0.0", "10.0.0.0/33", "fd00::/129", "10.0.0.0/", "x/8", "10.0.0.0/+8"] {
             assert!(set::<Cidrs>(bad).is_err(), "{bad}");
         }
         assert_eq!(Cidr::parse("0.0.0.0/0").map(|c| c.prefix_len), Ok(0));
@@ -1011,10 +913,7 @@ mod tests {
         let map = set::<StringMap>(r#""a,b=1","c,d=2""#).unwrap();
         assert_eq!(map.len(), 2);
         assert_eq!(map["c,d"], "2");
-        assert_eq!(
-            set::<StringMap>("novalue"),
-            Err("novalue must be formatted as key=value".into())
-        );
+        assert_eq!(set::<StringMap>("novalue"), Err("novalue must be formatted as key=value".into()));
     }
 
     #[test]
@@ -1022,10 +921,7 @@ mod tests {
         let pairs = set::<NamedCertKeys>("foo.crt,foo.key:*.foo.com,foo.com").unwrap();
         assert_eq!(pairs[0].cert_file, "foo.crt");
         assert_eq!(pairs[0].names, ["*.foo.com", "foo.com"]);
-        assert_eq!(
-            set::<NamedCertKeys>("a.crt,a.key").unwrap()[0].names.len(),
-            0
-        );
+        assert_eq!(set::<NamedCertKeys>("a.crt,a.key").unwrap()[0].names.len(), 0);
         assert!(set::<NamedCertKeys>("a.crt").is_err());
         assert!(set::<NamedCertKeys>("a.crt,a.key,b").is_err());
         assert!(set::<NamedCertKeys>("a.crt,a.key:").is_err());
@@ -1055,10 +951,7 @@ mod tests {
         assert_eq!(items.len(), 2);
         assert_eq!(items[1].pattern, "bar*");
         assert_eq!(items[1].verbosity, 4);
-        assert_eq!(
-            set::<VModule>("foo"),
-            Err(r#""foo" does not have the pattern=N format"#.into())
-        );
+        assert_eq!(set::<VModule>("foo"), Err(r#""foo" does not have the pattern=N format"#.into()));
         assert!(set::<VModule>("foo=x").is_err());
         assert!(set::<VModule>("=3").is_err());
     }
@@ -1070,10 +963,7 @@ mod tests {
         assert_eq!(set::<TlsVersion>("VersionTLS12"), Ok("VersionTLS12".into()));
         assert!(set::<TlsVersion>("TLS1.2").is_err());
         assert!(set::<CipherSuites>("TLS_AES_128_GCM_SHA256,TLS_RSA_WITH_RC4_128_SHA").is_ok());
-        assert_eq!(
-            set::<CipherSuites>("TLS_FOO"),
-            Err("cipher suite TLS_FOO not supported or doesn't exist".into())
-        );
+        assert_eq!(set::<CipherSuites>("TLS_FOO"), Err("cipher suite TLS_FOO not supported or doesn't exist".into()));
     }
 
     #[test]
@@ -1081,18 +971,9 @@ mod tests {
         let v133 = Some(KUBE_VERSION);
         assert_eq!(set::<EmulatedVersion>("1.33"), Ok(v133));
         assert_eq!(set::<EmulatedVersion>("kube=1.33"), Ok(v133));
-        assert_eq!(
-            set::<EmulatedVersion>("kube=1.31").map(|v| v.map(|v| v.minor)),
-            Ok(Some(31))
-        );
-        assert_eq!(
-            set::<EmulatedVersion>("1.34"),
-            Err("emulation version 1.34 is not between [1.30, 1.33]".into())
-        );
-        assert_eq!(
-            set::<EmulatedVersion>("wardle=1.2"),
-            Err(r#"component not registered: "wardle""#.into())
-        );
+        assert_eq!(set::<EmulatedVersion>("kube=1.31").map(|v| v.map(|v| v.minor)), Ok(Some(31)));
+        assert_eq!(set::<EmulatedVersion>("1.34"), Err("emulation version 1.34 is not between [1.30, 1.33]".into()));
+        assert_eq!(set::<EmulatedVersion>("wardle=1.2"), Err(r#"component not registered: "wardle""#.into()));
         assert!(set::<EmulatedVersion>("1.33.0").is_err());
         assert!(set::<EmulatedVersion>("v1.33").is_err());
     }
@@ -1102,10 +983,7 @@ mod tests {
         assert_eq!(set::<Version>("true"), Ok(VersionRequest::Print));
         assert_eq!(set::<Version>("false"), Ok(VersionRequest::NotRequested));
         assert_eq!(set::<Version>("raw"), Ok(VersionRequest::Raw));
-        assert_eq!(
-            set::<Version>("v1.33.4-gke.1+abc"),
-            Ok(VersionRequest::Report("v1.33.4-gke.1+abc".into()))
-        );
+        assert_eq!(set::<Version>("v1.33.4-gke.1+abc"), Ok(VersionRequest::Report("v1.33.4-gke.1+abc".into())));
         assert!(set::<Version>("v1.34.0").is_err());
         assert!(set::<Version>("v1.33").is_err());
         assert!(set::<Version>("maybe").is_err());
@@ -1116,10 +994,7 @@ mod tests {
         assert_eq!(Bool::KIND.help_default("false"), None);
         assert_eq!(Bool::KIND.help_default("true").as_deref(), Some("true"));
         assert_eq!(Str::KIND.help_default(""), None);
-        assert_eq!(
-            Str::KIND.help_default("leases").as_deref(),
-            Some("\"leases\"")
-        );
+        assert_eq!(Str::KIND.help_default("leases").as_deref(), Some("\"leases\""));
         assert_eq!(GoDuration::KIND.help_default("0s"), None);
         assert_eq!(Int32::KIND.help_default("0"), None);
         assert_eq!(Strings::KIND.help_default("*").as_deref(), Some("[*]"));

@@ -4,6 +4,7 @@
 //! `sync(key)`, as client-go controllers do.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -75,12 +76,18 @@ struct Running {
 pub struct ControllerSet {
     informers: SharedInformerFactory,
     controllers: Vec<Running>,
+    /// Set when workers must take no further keys (shutdown, lost leadership).
+    stopping: Arc<AtomicBool>,
 }
 
 impl ControllerSet {
     /// Builds every controller of `descriptors` that `options` selects and starts the
     /// informers they asked for. Workers do not run yet: see [`ControllerSet::run_workers`].
-    pub fn start(client: &Client, options: &Options, descriptors: &[ControllerDescriptor]) -> Result<ControllerSet, String> {
+    pub fn start(
+        client: &Client,
+        options: &Options,
+        descriptors: &[ControllerDescriptor],
+    ) -> Result<ControllerSet, String> {
         let informers = SharedInformerFactory::new(client.clone(), options.generic.min_resync_period);
         let mut controllers = Vec::new();
         for descriptor in descriptors.iter().filter(|d| options.starts_controller(d.name)) {
@@ -98,7 +105,7 @@ impl ControllerSet {
             controllers.push(Running { name: descriptor.name, handle, recorder, workers: Vec::new() });
         }
         informers.start();
-        Ok(ControllerSet { informers, controllers })
+        Ok(ControllerSet { informers, controllers, stopping: Arc::new(AtomicBool::new(false)) })
     }
 
     /// The names of the controllers in the set.
@@ -122,9 +129,10 @@ impl ControllerSet {
                 let queue = controller.handle.queue.clone();
                 let reconciler = controller.handle.reconciler.clone();
                 let name = controller.name;
+                let stopping = self.stopping.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("{name}-{index}"))
-                    .spawn(move || work(name, &queue, reconciler.as_ref()));
+                    .spawn(move || work(name, &queue, reconciler.as_ref(), &stopping));
                 match spawned {
                     Ok(thread) => controller.workers.push(thread),
                     Err(e) => log::error!("{name}: cannot start worker {index}: {e}"),
@@ -137,6 +145,7 @@ impl ControllerSet {
     /// flushes pending Events.
     pub fn stop(self, drain: Duration) {
         let deadline = Instant::now() + drain;
+        self.stopping.store(true, Ordering::SeqCst);
         for controller in &self.controllers {
             controller.handle.queue.shut_down();
         }
@@ -160,9 +169,13 @@ impl ControllerSet {
     }
 }
 
-/// One worker: takes keys until the queue shuts down.
-fn work(name: &str, queue: &WorkQueue<String>, reconciler: &dyn Reconciler) {
+/// One worker: takes keys until the queue shuts down or the set is stopping.
+fn work(name: &str, queue: &WorkQueue<String>, reconciler: &dyn Reconciler, stopping: &AtomicBool) {
     while let Some(key) = queue.get() {
+        if stopping.load(Ordering::SeqCst) {
+            queue.done(&key);
+            return;
+        }
         let started = Instant::now();
         match reconciler.sync(&key) {
             Ok(()) => queue.forget(&key),

@@ -15,9 +15,9 @@ use super::http::{Handler, Request, ResponseWriter};
 use super::objects::{self, finalizers, is_deleting, name_of, set_finalizers, should_remove};
 use super::resources::{self, ResourceType, Verbs};
 use super::selectors::{FieldSelector, LabelSelector};
+use super::services::{self, ServiceRange};
 use super::status::{ApiError, ApiResult, FieldError, qualified};
 use super::store::{Store, Txn};
-use super::services::{self, ServiceRange};
 use super::typed::{self, FieldValidation};
 use super::{convert, defaults, discovery, patch, subresources, watch};
 
@@ -212,7 +212,8 @@ impl ApiServer {
     fn get(&self, target: &Target, name: &str) -> ApiResult<Value> {
         let resource = target.resource;
         let ns = target.namespace.as_deref().unwrap_or_default();
-        let object = self.store.get(resource.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
+        let object =
+            self.store.get(resource.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
         let object = convert::to_external(resource, &object);
         Ok(match target.subresource.as_deref() {
             Some("status") | None => object,
@@ -276,9 +277,8 @@ impl ApiServer {
         let storage = resource.storage_key();
         let requested = request.query_param("resourceVersion").filter(|v| !v.is_empty());
         let matching = request.query_param("resourceVersionMatch").filter(|v| !v.is_empty());
-        let parse = |v: &str| {
-            v.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}")))
-        };
+        let parse =
+            |v: &str| v.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}")));
         match (requested, matching) {
             (None, Some(m)) => Err(ApiError::bad_request(format!(
                 "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided (got {m:?})"
@@ -386,7 +386,14 @@ impl ApiServer {
     }
 
     /// Creation inside an update's transaction (kinds that allow create-on-update).
-    fn create_in(&self, txn: &mut Txn<'_>, target: &Target, mut object: Value, user: &UserInfo, dry_run: bool) -> ApiResult<Value> {
+    fn create_in(
+        &self,
+        txn: &mut Txn<'_>,
+        target: &Target,
+        mut object: Value,
+        user: &UserInfo,
+        dry_run: bool,
+    ) -> ApiResult<Value> {
         let resource = target.resource;
         let ns = target.namespace.as_deref();
         objects::prepare_create(resource, &mut object, ns)?;
@@ -432,7 +439,9 @@ impl ApiServer {
             convert::storage_type(resource, &mut patched);
             let patched = typed::normalize(resource, patched, validation)?;
             if name_of(&patched) != name {
-                return Err(ApiError::bad_request("metadata.name: Invalid value: the name may not be changed by a patch"));
+                return Err(ApiError::bad_request(
+                    "metadata.name: Invalid value: the name may not be changed by a patch",
+                ));
             }
             // A resourceVersion in the patch is a precondition; otherwise the patch applies
             // to the current object.
@@ -584,7 +593,9 @@ fn keep_allocations(old: &Value, object: &mut Value) {
 fn preserve_server_metadata(old: &Value, object: &mut Value) {
     let old_meta = &old["metadata"];
     let meta = objects::metadata_mut(object);
-    for key in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"] {
+    for key in
+        ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"]
+    {
         match old_meta.get(key) {
             Some(v) => meta.insert(key.into(), v.clone()),
             None => meta.remove(key),
@@ -665,7 +676,9 @@ fn set_qos_class(resource: &ResourceType, object: &mut Value) {
 fn check_kind(resource: &ResourceType, object: &Value) -> ApiResult<()> {
     let kind = object["kind"].as_str().unwrap_or_default();
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    if (!kind.is_empty() && kind != resource.kind) || (!api_version.is_empty() && api_version != resource.group_version()) {
+    if (!kind.is_empty() && kind != resource.kind)
+        || (!api_version.is_empty() && api_version != resource.group_version())
+    {
         return Err(ApiError::bad_request(format!(
             "the API version in the data ({api_version}) does not match the expected API version ({})",
             resource.group_version()
@@ -697,9 +710,8 @@ fn body_json(request: &Request) -> ApiResult<Value> {
         return serde_yaml_ng::from_slice(&request.body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
     }
-    serde_json::from_slice(&request.body).map_err(|e| {
-        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-    })
+    serde_json::from_slice(&request.body)
+        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
 }
 
 fn field_validation(request: &Request) -> ApiResult<FieldValidation> {
@@ -710,7 +722,9 @@ fn is_dry_run(request: &Request) -> ApiResult<bool> {
     match request.query_param("dryRun") {
         None | Some("") => Ok(false),
         Some("All") => Ok(true),
-        Some(other) => Err(ApiError::bad_request(format!("dryRun: Unsupported value: {other:?}: supported values: \"All\""))),
+        Some(other) => {
+            Err(ApiError::bad_request(format!("dryRun: Unsupported value: {other:?}: supported values: \"All\"")))
+        }
     }
 }
 
@@ -718,10 +732,15 @@ fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, doc
     match content_type {
         "application/merge-patch+json" => Ok(patch::json_merge_patch(current, document)),
         "application/json-patch+json" => patch::json_patch(current, document).map_err(|e| {
-            if e.starts_with("json: cannot unmarshal") { ApiError::bad_request(e) } else { ApiError::new(422, "Invalid", e, None) }
+            if e.starts_with("json: cannot unmarshal") {
+                ApiError::bad_request(e)
+            } else {
+                ApiError::new(422, "Invalid", e, None)
+            }
         }),
         "application/strategic-merge-patch+json" => {
-            patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind).map_err(strategic_error)
+            patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind)
+                .map_err(strategic_error)
         }
         other => Err(ApiError::unsupported_media_type(other)),
     }
@@ -745,7 +764,9 @@ fn too_large(requested: u64, current: u64) -> ApiError {
         504,
         "Timeout",
         format!("Too large resource version: {requested}, current: {current}"),
-        Some(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})),
+        Some(
+            json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}),
+        ),
     );
     e.retry_after = Some(1);
     e
@@ -759,7 +780,11 @@ fn encode_continue(revision: u64, after: &str) -> String {
 
 fn decode_continue(token: &str) -> ApiResult<(u64, String)> {
     use base64::Engine;
-    let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    let bad = || {
+        ApiError::bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        )
+    };
     let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad())?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     let revision = value["rv"].as_u64().ok_or_else(bad)?;
@@ -789,7 +814,8 @@ impl ObjectFilter {
     }
 
     pub fn matches(&self, object: &Value) -> bool {
-        self.labels.as_ref().is_none_or(|l| l.matches_object(object)) && self.fields.as_ref().is_none_or(|f| f.matches(object))
+        self.labels.as_ref().is_none_or(|l| l.matches_object(object))
+            && self.fields.as_ref().is_none_or(|f| f.matches(object))
     }
 
     fn is_everything(&self) -> bool {
@@ -820,7 +846,8 @@ impl DeleteOptions {
             Some(v) => v.as_i64(),
             None => None,
         };
-        let mut policy = query_or_body("propagationPolicy", "propagationPolicy").and_then(|v| v.as_str().map(str::to_string));
+        let mut policy =
+            query_or_body("propagationPolicy", "propagationPolicy").and_then(|v| v.as_str().map(str::to_string));
         if policy.is_none() {
             let orphan = query_or_body("orphanDependents", "orphanDependents");
             if let Some(orphan) = orphan {
@@ -974,13 +1001,19 @@ fn default_propagation(resource: &ResourceType) -> Option<&'static str> {
 fn deleted_answer(resource: &ResourceType, outcome: DeleteOutcome) -> (u16, Value) {
     match outcome {
         DeleteOutcome::Marked(object) => (200, convert::to_external(resource, &object)),
-        DeleteOutcome::Removed(object) if resource.returns_deleted_object() => (200, convert::to_external(resource, &object)),
+        DeleteOutcome::Removed(object) if resource.returns_deleted_object() => {
+            (200, convert::to_external(resource, &object))
+        }
         DeleteOutcome::Removed(object) => {
-            let mut details = json!({"name": name_of(&object), "kind": resource.plural, "uid": object["metadata"]["uid"]});
+            let mut details =
+                json!({"name": name_of(&object), "kind": resource.plural, "uid": object["metadata"]["uid"]});
             if !resource.group.is_empty() {
                 details["group"] = resource.group.into();
             }
-            (200, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}))
+            (
+                200,
+                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+            )
         }
     }
 }

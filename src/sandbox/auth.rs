@@ -59,7 +59,8 @@ impl Pki {
         let key = KeyPair::generate().map_err(|e| format!("CA key: {e}"))?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::CrlSign];
+        params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::CrlSign];
         params.distinguished_name.push(DnType::CommonName, "kubernetes");
         let ca = params.self_signed(&key).map_err(|e| format!("CA certificate: {e}"))?;
         let issuer = Issuer::new(params, key);

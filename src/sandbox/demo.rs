@@ -95,7 +95,11 @@ fn all_implemented(controllers: &[&str]) -> bool {
 }
 
 /// Polls `check` until it returns `Some` or `timeout` passes.
-fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Result<Option<T>, String>) -> Result<T, String> {
+fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut check: impl FnMut() -> Result<Option<T>, String>,
+) -> Result<T, String> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(value) = check()? {
@@ -135,7 +139,10 @@ pub fn run(options: DemoOptions) -> Result<ExitCode, String> {
 
 fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> Result<(), String> {
     narrator.step("Starting the sandbox API server");
-    let sandbox = Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().expect("address"), ..SandboxOptions::default() })?;
+    let sandbox = Sandbox::start(SandboxOptions {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        ..SandboxOptions::default()
+    })?;
     let (admin_kubeconfig, kcm_kubeconfig) = sandbox.write_kubeconfigs(&workdir.join("admin.conf"))?;
     narrator.ok(&format!("serving {} (admin kubeconfig: {})", sandbox.url(), admin_kubeconfig.display()));
     let client = Client::new(sandbox.admin_config(), ClientOptions::default()).map_err(|e| e.to_string())?;
@@ -152,7 +159,11 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
     narrator.step("Starting kube-controller-manager against it");
     let mut kcm = ControllerManager::start(&options.controller_manager, &kcm_kubeconfig, workdir)?;
     kcm.wait_for_log("connected to", STEP_TIMEOUT)?;
-    narrator.ok(&format!("{} (pid {}) connected as system:kube-controller-manager", options.controller_manager.display(), kcm.child.id()));
+    narrator.ok(&format!(
+        "{} (pid {}) connected as system:kube-controller-manager",
+        options.controller_manager.display(),
+        kcm.child.id()
+    ));
     let implemented = crate::controllers::implemented();
     if implemented.is_empty() {
         narrator.info("this build implements no controllers yet: the steps that need them are skipped below");
@@ -180,7 +191,9 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
         // New nodes carry node.kubernetes.io/not-ready:NoSchedule until node-lifecycle-controller
         // removes it (TaintNodesByCondition admission), so the pod must tolerate it meanwhile.
         pod["spec"]["tolerations"] = not_ready_toleration();
-        narrator.info("nodes keep their not-ready:NoSchedule taint without node-lifecycle-controller; the pod tolerates it");
+        narrator.info(
+            "nodes keep their not-ready:NoSchedule taint without node-lifecycle-controller; the pod tolerates it",
+        );
     }
     let pod: Pod = serde_json::from_value(pod).map_err(|e| e.to_string())?;
     pods.create(&pod, &PostParams::default()).map_err(|e| e.to_string())?;
@@ -201,12 +214,16 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
 fn ensure_default_service_account(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
     let accounts = Api::<ServiceAccount>::namespaced(client, ns);
     if is_implemented("serviceaccount-controller") {
-        wait_for("the default ServiceAccount", STEP_TIMEOUT, || accounts.get_opt("default").map_err(|e| e.to_string()))?;
+        wait_for("the default ServiceAccount", STEP_TIMEOUT, || {
+            accounts.get_opt("default").map_err(|e| e.to_string())
+        })?;
         narrator.ok("serviceaccount-controller created the \"default\" ServiceAccount");
     } else {
-        let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "default"}})).map_err(|e| e.to_string())?;
+        let account: ServiceAccount =
+            serde_json::from_value(json!({"metadata": {"name": "default"}})).map_err(|e| e.to_string())?;
         accounts.create(&account, &PostParams::default()).map_err(|e| e.to_string())?;
-        narrator.info("created the \"default\" ServiceAccount by hand (serviceaccount-controller is not implemented yet)");
+        narrator
+            .info("created the \"default\" ServiceAccount by hand (serviceaccount-controller is not implemented yet)");
     }
     Ok(())
 }
@@ -228,7 +245,8 @@ fn deployment_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Resul
         return Ok(());
     }
     wait_running_pods(client, ns, "app=web", 3)?;
-    let (sets, _) = Api::<ReplicaSet>::namespaced(client, ns).list_all(&ListParams::default()).map_err(|e| e.to_string())?;
+    let (sets, _) =
+        Api::<ReplicaSet>::namespaced(client, ns).list_all(&ListParams::default()).map_err(|e| e.to_string())?;
     let names: Vec<String> = sets.iter().filter_map(|s| s.metadata.name.clone()).collect();
     narrator.ok(&format!("ReplicaSet {} runs 3 Running pods", names.join(", ")));
     for replicas in [5, 2] {
@@ -245,14 +263,20 @@ fn deployment_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Resul
     wait_for("the rollout to finish", STEP_TIMEOUT, || {
         let d = deployments.get("web").map_err(|e| e.to_string())?;
         let status = d.status.unwrap_or_default();
-        let done = status.updated_replicas == Some(2) && status.available_replicas == Some(2) && status.replicas == Some(2);
+        let done =
+            status.updated_replicas == Some(2) && status.available_replicas == Some(2) && status.replicas == Some(2);
         Ok(done.then_some(()))
     })?;
     narrator.ok("all replicas run nginx:1.28; the old ReplicaSet is scaled to 0");
     Ok(())
 }
 
-fn node_failure_steps(client: &Client, nodes: &SimulatedNodes, node: &str, narrator: &mut Narrator) -> Result<(), String> {
+fn node_failure_steps(
+    client: &Client,
+    nodes: &SimulatedNodes,
+    node: &str,
+    narrator: &mut Narrator,
+) -> Result<(), String> {
     narrator.step(&format!("{node} stops heartbeating (its kubelet dies)"));
     nodes.stop_heartbeat(node);
     let leases = Api::<Lease>::namespaced(client, "kube-node-lease");
@@ -282,7 +306,8 @@ fn namespace_deletion_steps(client: &Client, ns: &str, narrator: &mut Narrator) 
     let namespaces = Api::<Namespace>::cluster(client);
     namespaces.delete(ns, &DeleteParams::default()).map_err(|e| e.to_string())?;
     let phase = namespaces.get(ns).map_err(|e| e.to_string())?.status.and_then(|s| s.phase).unwrap_or_default();
-    let late: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "late"}})).map_err(|e| e.to_string())?;
+    let late: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "late"}})).map_err(|e| e.to_string())?;
     match Api::<ServiceAccount>::namespaced(client, ns).create(&late, &PostParams::default()) {
         Err(e) if e.is_forbidden() => narrator.ok(&format!("namespace demo is {phase}; new objects are refused: {e}")),
         Err(e) => return Err(format!("creating in a terminating namespace failed oddly: {e}")),
@@ -293,7 +318,9 @@ fn namespace_deletion_steps(client: &Client, ns: &str, narrator: &mut Narrator) 
         narrator.skip("emptying and removing the namespace", &needed);
         return Ok(());
     }
-    wait_for("the namespace to disappear", STEP_TIMEOUT, || Ok(namespaces.get_opt(ns).map_err(|e| e.to_string())?.is_none().then_some(())))?;
+    wait_for("the namespace to disappear", STEP_TIMEOUT, || {
+        Ok(namespaces.get_opt(ns).map_err(|e| e.to_string())?.is_none().then_some(()))
+    })?;
     narrator.ok("namespace-controller deleted its content and removed the namespace");
     Ok(())
 }

@@ -119,7 +119,10 @@ fn openapi_document(group: &str, version: &str) -> Option<Value> {
             paths.insert(collection.clone(), json!({"post": operation("post")}));
         }
         if r.verbs.names().contains(&"update") {
-            paths.insert(format!("{collection}/{{name}}"), json!({"put": operation("put"), "patch": operation("patch")}));
+            paths.insert(
+                format!("{collection}/{{name}}"),
+                json!({"put": operation("put"), "patch": operation("patch")}),
+            );
         }
     }
     Some(json!({
@@ -221,7 +224,8 @@ fn split_gv(gv: &str) -> (&str, &str) {
 
 /// apidiscovery.k8s.io/v2 `APIGroupDiscoveryList` for `/api` (core) or `/apis`.
 fn aggregated(core: bool, content_type: &str) -> Value {
-    let api_version = if content_type == AGGREGATED_V2 { "apidiscovery.k8s.io/v2" } else { "apidiscovery.k8s.io/v2beta1" };
+    let api_version =
+        if content_type == AGGREGATED_V2 { "apidiscovery.k8s.io/v2" } else { "apidiscovery.k8s.io/v2beta1" };
     let items: Vec<Value> = resources::groups()
         .into_iter()
         .filter(|(group, _)| group.is_empty() == core)

@@ -23,8 +23,13 @@ impl Faults {
     pub fn fail_next(&self, count: usize, code: u16, retry_after: Option<u64>) -> Result<(), String> {
         let error = match code {
             500 => ApiError::internal("injected fault: internal error"),
-            429 => ApiError::too_many_requests("injected fault: too many requests, please try again later", retry_after),
-            503 => ApiError::service_unavailable("injected fault: the server is currently unable to handle the request", retry_after),
+            429 => {
+                ApiError::too_many_requests("injected fault: too many requests, please try again later", retry_after)
+            }
+            503 => ApiError::service_unavailable(
+                "injected fault: the server is currently unable to handle the request",
+                retry_after,
+            ),
             other => return Err(format!("cannot inject HTTP {other}: choose 500, 429 or 503")),
         };
         self.errors.lock().extend(std::iter::repeat_n(error, count));

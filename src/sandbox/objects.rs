@@ -62,7 +62,11 @@ fn has_path_segment_names(resource: &ResourceType) -> bool {
 pub fn validate_name(resource: &ResourceType, name: &str) -> Result<(), FieldError> {
     if has_path_segment_names(resource) {
         return if name.is_empty() || name == "." || name == ".." || name.contains(['/', '%']) {
-            Err(FieldError::invalid("metadata.name", json!(name), "may not contain '/' or '%' and may not be '.' or '..'"))
+            Err(FieldError::invalid(
+                "metadata.name",
+                json!(name),
+                "may not contain '/' or '%' and may not be '.' or '..'",
+            ))
         } else {
             Ok(())
         };
@@ -114,7 +118,9 @@ pub fn prepare_create(resource: &ResourceType, object: &mut Value, namespace: Op
     meta.insert("name".into(), name.into());
     meta.insert("uid".into(), crate::random::uuid().into());
     meta.insert("creationTimestamp".into(), now().into());
-    for server_set in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"] {
+    for server_set in
+        ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"]
+    {
         meta.remove(server_set);
     }
     if resource.tracks_generation {
@@ -206,7 +212,10 @@ mod tests {
         assert!(pod["metadata"]["generation"].is_null());
         let mut nameless = json!({"metadata": {}});
         let err = prepare_create(pods, &mut nameless, Some("default")).unwrap_err();
-        assert_eq!(err.message(), "Pod \"\" is invalid: metadata.name: Required value: name or generateName is required");
+        assert_eq!(
+            err.message(),
+            "Pod \"\" is invalid: metadata.name: Required value: name or generateName is required"
+        );
     }
 
     #[test]

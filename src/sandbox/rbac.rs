@@ -50,8 +50,10 @@ pub fn review_request(
         requester.clone()
     } else {
         let user = spec["user"].as_str().unwrap_or_default();
-        let groups: Vec<String> =
-            spec["groups"].as_array().map(|g| g.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
+        let groups: Vec<String> = spec["groups"]
+            .as_array()
+            .map(|g| g.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
         if user.is_empty() && groups.is_empty() {
             return Err(ApiError::new(
                 422,
@@ -112,7 +114,13 @@ pub fn authorize(txn: &Txn<'_>, subject: &UserInfo, attributes: &Attributes) -> 
 }
 
 /// The reason text when `binding` grants the request.
-fn grant(txn: &Txn<'_>, binding: &Value, binding_kind: &str, subject: &UserInfo, attributes: &Attributes) -> Option<String> {
+fn grant(
+    txn: &Txn<'_>,
+    binding: &Value,
+    binding_kind: &str,
+    subject: &UserInfo,
+    attributes: &Attributes,
+) -> Option<String> {
     let binding_ns = binding["metadata"]["namespace"].as_str().unwrap_or_default();
     let who = binding["subjects"].as_array()?.iter().find_map(|s| subject_matches(s, subject, binding_ns))?;
     let role_kind = binding["roleRef"]["kind"].as_str()?;
@@ -139,20 +147,25 @@ fn subject_matches(s: &Value, subject: &UserInfo, binding_ns: &str) -> Option<St
         "Group" if subject.groups.iter().any(|g| g == name) => Some(format!("Group \"{name}\"")),
         "ServiceAccount" => {
             let ns = s["namespace"].as_str().filter(|n| !n.is_empty()).unwrap_or(binding_ns);
-            (subject.name == format!("system:serviceaccount:{ns}:{name}")).then(|| format!("ServiceAccount \"{name}/{ns}\""))
+            (subject.name == format!("system:serviceaccount:{ns}:{name}"))
+                .then(|| format!("ServiceAccount \"{name}/{ns}\""))
         }
         _ => None,
     }
 }
 
 fn rule_allows(rule: &Value, a: &Attributes) -> bool {
-    let list = |key: &str| -> Vec<&str> { rule[key].as_array().map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default() };
+    let list = |key: &str| -> Vec<&str> {
+        rule[key].as_array().map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+    };
     let verbs = list("verbs");
     if !verbs.iter().any(|v| *v == "*" || *v == a.verb) {
         return false;
     }
     if let Some(path) = &a.path {
-        return list("nonResourceURLs").iter().any(|u| *u == "*" || *u == path || u.strip_suffix('*').is_some_and(|p| path.starts_with(p)));
+        return list("nonResourceURLs")
+            .iter()
+            .any(|u| *u == "*" || *u == path || u.strip_suffix('*').is_some_and(|p| path.starts_with(p)));
     }
     let groups = list("apiGroups");
     if !groups.iter().any(|g| *g == "*" || *g == a.group) {
@@ -161,7 +174,10 @@ fn rule_allows(rule: &Value, a: &Attributes) -> bool {
     let full = if a.subresource.is_empty() { a.resource.clone() } else { format!("{}/{}", a.resource, a.subresource) };
     let resources = list("resources");
     let resource_ok = resources.iter().any(|r| {
-        *r == "*" || *r == full || (a.subresource.is_empty() && *r == a.resource) || (*r == format!("*/{}", a.subresource) && !a.subresource.is_empty())
+        *r == "*"
+            || *r == full
+            || (a.subresource.is_empty() && *r == a.resource)
+            || (*r == format!("*/{}", a.subresource) && !a.subresource.is_empty())
     });
     let names = list("resourceNames");
     resource_ok && (names.is_empty() || names.contains(&a.name.as_str()))
@@ -198,7 +214,10 @@ mod tests {
         let metrics = Attributes { verb: "get".into(), path: Some("/metrics".into()), ..Attributes::default() };
         let decision = ask(&store, UserInfo::new("prometheus", &[]), metrics.clone());
         assert!(decision.allowed);
-        assert_eq!(decision.reason, "RBAC: allowed by ClusterRoleBinding \"prometheus\" of ClusterRole \"metrics-reader\" to User \"prometheus\"");
+        assert_eq!(
+            decision.reason,
+            "RBAC: allowed by ClusterRoleBinding \"prometheus\" of ClusterRole \"metrics-reader\" to User \"prometheus\""
+        );
         assert!(!ask(&store, UserInfo::new("mallory", &[]), metrics.clone()).allowed);
         assert!(ask(&store, UserInfo::new("root", &["system:masters"]), metrics).allowed);
         let pods = Attributes { verb: "list".into(), resource: "pods".into(), ..Attributes::default() };

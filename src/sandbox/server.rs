@@ -138,10 +138,12 @@ impl Sandbox {
 
     fn rest_config(&self, credentials: &Credentials, user: &str) -> RestConfig {
         use rustls_pki_types::pem::PemObject;
-        let certs = |pem: &str| rustls_pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()).flatten().collect::<Vec<_>>();
+        let certs =
+            |pem: &str| rustls_pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()).flatten().collect::<Vec<_>>();
         let identity = (!self.plain_http).then(|| ClientIdentity {
             cert_chain: certs(&credentials.cert_pem),
-            key: rustls_pki_types::PrivateKeyDer::from_pem_slice(credentials.key_pem.as_bytes()).expect("generated key"),
+            key: rustls_pki_types::PrivateKeyDer::from_pem_slice(credentials.key_pem.as_bytes())
+                .expect("generated key"),
         });
         RestConfig {
             server: self.url(),
@@ -161,11 +163,19 @@ impl Sandbox {
         let server = self.url();
         auth::write_kubeconfig(path, &server, &self.pki.ca_pem, ADMIN_USER, Some(&self.admin), None)?;
         let kcm = path.with_file_name("controller-manager.conf");
-        auth::write_kubeconfig(&kcm, &server, &self.pki.ca_pem, CONTROLLER_MANAGER_USER, Some(&self.controller_manager), None)?;
+        auth::write_kubeconfig(
+            &kcm,
+            &server,
+            &self.pki.ca_pem,
+            CONTROLLER_MANAGER_USER,
+            Some(&self.controller_manager),
+            None,
+        )?;
         Ok((path.to_path_buf(), kcm))
     }
 
-    /// Ends every open watch (clients must re-watch) and cuts idle connections.
+    /// Ends every open watch (clients must re-watch) and cuts every open connection, requests
+    /// in flight included, as a restarting API server would.
     pub fn close_watches(&self) {
         self.api.faults.close_watches();
         if let Some(server) = self.server.lock().as_ref() {

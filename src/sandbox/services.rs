@@ -57,9 +57,13 @@ pub fn allocate(resource: &ResourceType, service: &mut Value, txn: &Txn<'_>, ran
             .ok_or_else(|| ApiError::internal("failed to allocate a serviceIP: range is full"))?
             .to_string(),
         wanted => {
-            let parsed: Ipv4Addr = wanted.parse().map_err(|_| invalid_ip(resource, &name, wanted, "must be a valid IP address"))?;
+            let parsed: Ipv4Addr =
+                wanted.parse().map_err(|_| invalid_ip(resource, &name, wanted, "must be a valid IP address"))?;
             if !range.contains(parsed) {
-                let detail = format!("the provided IP ({wanted}) is not in the valid range. The range of valid IPs is {}/{}", range.base, range.prefix);
+                let detail = format!(
+                    "the provided IP ({wanted}) is not in the valid range. The range of valid IPs is {}/{}",
+                    range.base, range.prefix
+                );
                 return Err(invalid_ip(resource, &name, wanted, &detail));
             }
             if taken.contains(&parsed) {
@@ -94,7 +98,9 @@ fn used_addresses(txn: &Txn<'_>) -> Vec<Ipv4Addr> {
 
 fn next_free(range: ServiceRange, taken: &[Ipv4Addr]) -> Option<Ipv4Addr> {
     // Skip the network address; hand out the lowest free one, as the bitmap allocator does.
-    (1..range.size().saturating_sub(1)).map(|offset| Ipv4Addr::from(u32::from(range.base) + offset)).find(|ip| !taken.contains(ip))
+    (1..range.size().saturating_sub(1))
+        .map(|offset| Ipv4Addr::from(u32::from(range.base) + offset))
+        .find(|ip| !taken.contains(ip))
 }
 
 fn allocate_node_ports(service: &mut Value, txn: &Txn<'_>) -> ApiResult<()> {
@@ -107,7 +113,10 @@ fn allocate_node_ports(service: &mut Value, txn: &Txn<'_>) -> ApiResult<()> {
     if let Some(ports) = service["spec"]["ports"].as_array_mut() {
         for port in ports {
             if port["nodePort"].as_i64().is_none_or(|p| p == 0) {
-                let free = NODE_PORTS.clone().find(|p| !taken.contains(p)).ok_or_else(|| ApiError::internal("node port range is full"))?;
+                let free = NODE_PORTS
+                    .clone()
+                    .find(|p| !taken.contains(p))
+                    .ok_or_else(|| ApiError::internal("node port range is full"))?;
                 port["nodePort"] = free.into();
                 taken.push(free);
             }

@@ -59,7 +59,12 @@ impl ApiError {
     }
 
     pub fn not_found(resource: &ResourceType, name: &str) -> ApiError {
-        ApiError::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(resource)), Some(details(resource, name)))
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(resource)),
+            Some(details(resource, name)),
+        )
     }
 
     /// A path the server does not serve at all.
@@ -68,7 +73,12 @@ impl ApiError {
     }
 
     pub fn method_not_allowed() -> ApiError {
-        ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", Some(json!({})))
+        ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+            Some(json!({})),
+        )
     }
 
     pub fn already_exists(resource: &ResourceType, name: &str) -> ApiError {
@@ -112,8 +122,10 @@ impl ApiError {
         } else {
             format!("{}.{}", resource.kind, resource.group)
         };
-        let causes: Vec<Value> =
-            causes.iter().map(|c| json!({"reason": c.reason, "message": c.cause_message(), "field": c.field})).collect();
+        let causes: Vec<Value> = causes
+            .iter()
+            .map(|c| json!({"reason": c.reason, "message": c.cause_message(), "field": c.field}))
+            .collect();
         let mut details = json!({"name": name, "kind": resource.kind, "causes": causes});
         if !resource.group.is_empty() {
             details["group"] = resource.group.into();
@@ -210,7 +222,11 @@ fn render(value: &Value) -> String {
 
 /// `deployments.apps`, or `pods` for the core group.
 pub fn qualified(resource: &ResourceType) -> String {
-    if resource.group.is_empty() { resource.plural.to_string() } else { format!("{}.{}", resource.plural, resource.group) }
+    if resource.group.is_empty() {
+        resource.plural.to_string()
+    } else {
+        format!("{}.{}", resource.plural, resource.group)
+    }
 }
 
 fn details(resource: &ResourceType, name: &str) -> Value {

@@ -20,7 +20,13 @@ use super::store::Txn;
 const DEFAULT_TOKEN_SECONDS: i64 = 3600;
 const MIN_TOKEN_SECONDS: i64 = 600;
 
-pub fn handle(api: &ApiServer, request: &Request, target: &Target, sub: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+pub fn handle(
+    api: &ApiServer,
+    request: &Request,
+    target: &Target,
+    sub: &str,
+    user: &UserInfo,
+) -> ApiResult<(u16, Value)> {
     let name = target.name.as_deref().ok_or_else(ApiError::method_not_allowed)?;
     match (sub, request.method.as_str()) {
         ("scale", "GET") => {
@@ -49,7 +55,9 @@ pub fn create_only(api: &ApiServer, request: &Request, target: &Target, user: &U
         ("authentication.k8s.io", "tokenreviews") => {
             let token = body["spec"]["token"].as_str().unwrap_or_default();
             let status = match api.tokens.lookup(token) {
-                Some(u) => json!({"authenticated": true, "user": {"username": u.name, "uid": u.uid, "groups": u.groups}}),
+                Some(u) => {
+                    json!({"authenticated": true, "user": {"username": u.name, "uid": u.uid, "groups": u.groups}})
+                }
                 None => json!({"authenticated": false, "error": "invalid bearer token"}),
             };
             Ok((201, review_answer(resource, body, status)))
@@ -76,13 +84,16 @@ fn review_answer(resource: &ResourceType, mut body: Value, status: Value) -> Val
 }
 
 fn body(request: &Request) -> ApiResult<Value> {
-    serde_json::from_slice(&request.body).map_err(|e| ApiError::bad_request(format!("cannot decode the request body: {e}")))
+    serde_json::from_slice(&request.body)
+        .map_err(|e| ApiError::bad_request(format!("cannot decode the request body: {e}")))
 }
 
 fn get_object(api: &ApiServer, target: &Target, name: &str) -> ApiResult<Value> {
     let ns = target.namespace.as_deref().unwrap_or_default();
-    let object =
-        api.store.get(target.resource.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(target.resource, name))?;
+    let object = api
+        .store
+        .get(target.resource.storage_key(), ns, name)
+        .ok_or_else(|| ApiError::not_found(target.resource, name))?;
     Ok(super::convert::to_external(target.resource, &object))
 }
 
@@ -113,7 +124,13 @@ fn scale_of(object: &Value) -> Value {
     })
 }
 
-fn update_scale(api: &ApiServer, request: &Request, target: &Target, name: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+fn update_scale(
+    api: &ApiServer,
+    request: &Request,
+    target: &Target,
+    name: &str,
+    user: &UserInfo,
+) -> ApiResult<(u16, Value)> {
     let resource = target.resource;
     let ns = target.namespace.as_deref().unwrap_or_default().to_string();
     let document = body(request)?;
@@ -125,7 +142,11 @@ fn update_scale(api: &ApiServer, request: &Request, target: &Target, name: &str,
             let content_type = request.header("Content-Type").unwrap_or_default();
             if content_type.starts_with("application/json-patch+json") {
                 patch::json_patch(&current, &document).map_err(|e| {
-                    if e.starts_with("json: cannot unmarshal") { ApiError::bad_request(e) } else { ApiError::new(422, "Invalid", e, None) }
+                    if e.starts_with("json: cannot unmarshal") {
+                        ApiError::bad_request(e)
+                    } else {
+                        ApiError::new(422, "Invalid", e, None)
+                    }
                 })?
             } else {
                 // Scale has no list fields: merge and strategic merge patches agree.
@@ -167,11 +188,7 @@ fn bind(api: &ApiServer, request: &Request, ns: &str, pod_name: &str) -> ApiResu
     let node = binding["target"]["name"].as_str().unwrap_or_default().to_string();
     let pods = resources::find("", "v1", "pods").expect("pods are served");
     if node.is_empty() {
-        return Err(ApiError::invalid(
-            pods,
-            pod_name,
-            &[super::status::FieldError::required("target.name", "")],
-        ));
+        return Err(ApiError::invalid(pods, pod_name, &[super::status::FieldError::required("target.name", "")]));
     }
     api.store.write(|txn| {
         let pod = txn.get("pods", ns, pod_name).ok_or_else(|| ApiError::not_found(pods, pod_name))?;
@@ -179,7 +196,11 @@ fn bind(api: &ApiServer, request: &Request, ns: &str, pod_name: &str) -> ApiResu
             return Err(ApiError::conflict(pods, pod_name, "pod is being deleted, cannot be assigned to a host"));
         }
         if let Some(bound) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-            return Err(ApiError::conflict(pods, pod_name, &format!("pod {pod_name} is already assigned to node \"{bound}\"")));
+            return Err(ApiError::conflict(
+                pods,
+                pod_name,
+                &format!("pod {pod_name} is already assigned to node \"{bound}\""),
+            ));
         }
         let mut pod = (*pod).clone();
         pod["spec"]["nodeName"] = node.clone().into();
@@ -256,7 +277,8 @@ fn charge_disruption_budget(txn: &mut Txn<'_>, ns: &str, pod: &Value) -> ApiResu
     };
     let allowed = budget["status"]["disruptionsAllowed"].as_i64().unwrap_or(0);
     if allowed <= 0 {
-        let mut e = ApiError::too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.", None);
+        let mut e =
+            ApiError::too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.", None);
         e.status["details"] = json!({"causes": [{"reason": "DisruptionBudget", "message": format!(
             "The disruption budget {} needs {} healthy pods and has {} currently",
             name_of(budget),
@@ -275,21 +297,28 @@ fn charge_disruption_budget(txn: &mut Txn<'_>, ns: &str, pod: &Value) -> ApiResu
 /// TokenRequest: a bearer token for the service account, valid for `expirationSeconds`.
 fn issue_token(api: &ApiServer, request: &Request, target: &Target, name: &str) -> ApiResult<(u16, Value)> {
     let ns = target.namespace.as_deref().unwrap_or_default();
-    let account = api.store.get("serviceaccounts", ns, name).ok_or_else(|| ApiError::not_found(target.resource, name))?;
+    let account =
+        api.store.get("serviceaccounts", ns, name).ok_or_else(|| ApiError::not_found(target.resource, name))?;
     let mut token_request = body(request)?;
     let seconds = token_request["spec"]["expirationSeconds"].as_i64().unwrap_or(DEFAULT_TOKEN_SECONDS);
     if seconds < MIN_TOKEN_SECONDS {
         return Err(ApiError::new(
             422,
             "Invalid",
-            format!("TokenRequest.authentication.k8s.io \"{name}\" is invalid: spec.expirationSeconds: Invalid value: {seconds}: may not specify a duration less than 10 minutes"),
+            format!(
+                "TokenRequest.authentication.k8s.io \"{name}\" is invalid: spec.expirationSeconds: Invalid value: {seconds}: may not specify a duration less than 10 minutes"
+            ),
             None,
         ));
     }
     let user = UserInfo {
         name: format!("system:serviceaccount:{ns}:{name}"),
         uid: account["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
-        groups: vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{ns}"), "system:authenticated".into()],
+        groups: vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{ns}"),
+            "system:authenticated".into(),
+        ],
     };
     let (token, expires) = api.tokens.issue(user, Duration::from_secs(seconds as u64));
     let expires: jiff::Timestamp = expires.try_into().map_err(|_| ApiError::internal("token expiry out of range"))?;
@@ -307,7 +336,14 @@ fn issue_token(api: &ApiServer, request: &Request, target: &Target, name: &str) 
 
 /// `namespaces/x/finalize` (only `spec.finalizers` changes) and
 /// `certificatesigningrequests/x/approval` (only `status.conditions` changes).
-fn replace_part(api: &ApiServer, request: &Request, target: &Target, name: &str, sub: &str, user: &UserInfo) -> ApiResult<(u16, Value)> {
+fn replace_part(
+    api: &ApiServer,
+    request: &Request,
+    target: &Target,
+    name: &str,
+    sub: &str,
+    user: &UserInfo,
+) -> ApiResult<(u16, Value)> {
     let resource = target.resource;
     let ns = target.namespace.as_deref().unwrap_or_default().to_string();
     let document = body(request)?;

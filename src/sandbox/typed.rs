@@ -92,8 +92,20 @@ fn via<T: DeserializeOwned + Serialize>(object: &Value) -> Result<Value, String>
 }
 
 /// Maps whose values are resource quantities; JSON numbers there are quantities too.
-const QUANTITY_MAPS: &[&str] =
-    &["limits", "requests", "hard", "used", "capacity", "allocatable", "min", "max", "default", "defaultRequest", "maxLimitRequestRatio", "overhead"];
+const QUANTITY_MAPS: &[&str] = &[
+    "limits",
+    "requests",
+    "hard",
+    "used",
+    "capacity",
+    "allocatable",
+    "min",
+    "max",
+    "default",
+    "defaultRequest",
+    "maxLimitRequestRatio",
+    "overhead",
+];
 
 /// Decodes `object` (in its stored form) through its type and returns what the type keeps.
 pub fn normalize(resource: &ResourceType, object: Value, validation: FieldValidation) -> ApiResult<Value> {
@@ -197,10 +209,18 @@ mod tests {
     #[test]
     fn wrong_types_are_bad_requests() {
         let deployments = find("apps", "v1", "deployments").unwrap();
-        let err = normalize(deployments, json!({"metadata": {"name": "web"}, "spec": {"replicas": "three"}}), FieldValidation::Warn)
-            .unwrap_err();
+        let err = normalize(
+            deployments,
+            json!({"metadata": {"name": "web"}, "spec": {"replicas": "three"}}),
+            FieldValidation::Warn,
+        )
+        .unwrap_err();
         assert_eq!(err.code, 400);
-        assert!(err.message().starts_with("Deployment in version \"v1\" cannot be handled as a Deployment:"), "{}", err.message());
+        assert!(
+            err.message().starts_with("Deployment in version \"v1\" cannot be handled as a Deployment:"),
+            "{}",
+            err.message()
+        );
     }
 
     #[test]
@@ -210,7 +230,12 @@ mod tests {
         let kept = normalize(pods, pod, FieldValidation::Strict).unwrap();
         assert_eq!(kept["spec"]["containers"][0]["resources"]["limits"]["cpu"], "1");
         let secrets = find("", "v1", "secrets").unwrap();
-        let secret = normalize(secrets, json!({"metadata": {"name": "s"}, "stringData": {"user": "admin"}}), FieldValidation::Strict).unwrap();
+        let secret = normalize(
+            secrets,
+            json!({"metadata": {"name": "s"}, "stringData": {"user": "admin"}}),
+            FieldValidation::Strict,
+        )
+        .unwrap();
         assert_eq!(secret["data"]["user"], "YWRtaW4=");
         assert!(secret.get("stringData").is_none());
     }

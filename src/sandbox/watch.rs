@@ -176,7 +176,13 @@ fn parse(request: &Request, target: &Target) -> Result<WatchRequest, ApiError> {
             ),
         }
     };
-    Ok(WatchRequest { filter, namespace: target.namespace.clone(), bookmarks, deadline: Instant::now() + timeout, start })
+    Ok(WatchRequest {
+        filter,
+        namespace: target.namespace.clone(),
+        bookmarks,
+        deadline: Instant::now() + timeout,
+        start,
+    })
 }
 
 fn bookmark(resource: &ResourceType, revision: u64) -> Value {

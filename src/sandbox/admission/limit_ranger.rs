@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::quantity::{Quantity, common_precision, fits_milli};
 use super::resource_list::{self, ResourceList};
 use super::{AdmissionContext, Operation, Phase, forbidden, items, text};
+use crate::quantity::{Quantity, common_precision, fits_milli};
 use crate::sandbox::objects::{is_deleting, metadata_mut};
 use crate::sandbox::status::ApiResult;
 use crate::sandbox::store::Txn;

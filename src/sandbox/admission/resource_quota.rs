@@ -10,10 +10,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::quantity::Quantity;
 use super::resource_list::{self, ResourceList};
 use super::storage::claim_class;
 use super::{AdmissionContext, Operation, Phase, forbidden, items, text};
+use crate::quantity::Quantity;
 use crate::sandbox::objects::name_of;
 use crate::sandbox::resources::ResourceType;
 use crate::sandbox::status::ApiResult;

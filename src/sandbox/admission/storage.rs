@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::quantity::Quantity;
 use super::{AdmissionContext, Phase, annotation, forbidden, spec_mut, text};
+use crate::quantity::Quantity;
 use crate::sandbox::objects::{finalizers, set_finalizers};
 use crate::sandbox::status::ApiResult;
 use crate::sandbox::store::Txn;

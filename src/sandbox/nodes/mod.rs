@@ -593,7 +593,15 @@ impl Worker {
     fn decide(&self, pending: &[Pod]) -> Vec<Placement> {
         let alive = self.alive_nodes();
         let mut bound: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
-        for pod in self.pods.values().chain(self.assumed.values().map(|(p, _)| p)) {
+        // An assumption the watch already confirmed is counted once, from the watch.
+        let confirmed: std::collections::HashSet<&str> = self
+            .pods
+            .values()
+            .filter(|p| !p.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default().is_empty())
+            .map(uid_of)
+            .collect();
+        let assumed = self.assumed.iter().filter(|(uid, _)| !confirmed.contains(uid.as_str())).map(|(_, (p, _))| p);
+        for pod in self.pods.values().chain(assumed) {
             let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
             if !node.is_empty() && !is_terminal(phase_of(pod)) {
                 bound.entry(node).or_default().push(pod);

@@ -1,0 +1,152 @@
+//! Time sources for the runtime (k8s.io/utils/clock).
+//!
+//! Code that schedules work by time asks a [`Clock`] instead of calling `Instant::now()`, so that
+//! tests can drive time by hand with a [`FakeClock`]. Nothing here sleeps: a component that waits
+//! for a point in time waits on its own condition variable with a real-time timeout, and, to
+//! notice a fake clock jumping forward, [`Clock::subscribe`]s a [`ClockListener`] that wakes it.
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+/// A source of the current time.
+pub trait Clock: Send + Sync + 'static {
+    /// The current time.
+    fn now(&self) -> Instant;
+
+    /// Asks to be told whenever this clock's time changes other than by the passing of real time.
+    /// Real time never jumps, so the default keeps nothing; [`FakeClock`] calls every listener
+    /// that is still alive after each [`FakeClock::advance`] or [`FakeClock::set`]. Listeners are
+    /// held weakly: dropping one unsubscribes it.
+    fn subscribe(&self, _listener: Weak<dyn ClockListener>) {}
+}
+
+/// Something waiting on a clock, to be woken when the clock's time jumps.
+pub trait ClockListener: Send + Sync {
+    /// Called after the time changed. Called without any of the clock's locks held, so it may
+    /// take its own locks and read the clock.
+    fn time_changed(&self);
+}
+
+/// The system's monotonic clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RealClock;
+
+impl Clock for RealClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// A clock that only moves when told to, for tests.
+pub struct FakeClock {
+    now: Mutex<Instant>,
+    listeners: Mutex<Vec<Weak<dyn ClockListener>>>,
+}
+
+impl FakeClock {
+    /// A fake clock reading the current real time, which it keeps until moved.
+    pub fn new() -> Self {
+        FakeClock { now: Mutex::new(Instant::now()), listeners: Mutex::new(Vec::new()) }
+    }
+
+    /// Moves the time forward by `step` and wakes everything waiting on this clock.
+    pub fn advance(&self, step: Duration) {
+        {
+            let mut now = self.now.lock();
+            *now += step;
+        }
+        self.notify();
+    }
+
+    /// Sets the time (forwards or backwards) and wakes everything waiting on this clock.
+    pub fn set(&self, time: Instant) {
+        *self.now.lock() = time;
+        self.notify();
+    }
+
+    /// Calls the live listeners, with no lock held so that they may read the clock.
+    fn notify(&self) {
+        let live: Vec<Arc<dyn ClockListener>> = {
+            let mut listeners = self.listeners.lock();
+            listeners.retain(|l| l.strong_count() > 0);
+            listeners.iter().filter_map(Weak::upgrade).collect()
+        };
+        for listener in live {
+            listener.time_changed();
+        }
+    }
+}
+
+impl Default for FakeClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for FakeClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeClock").field("now", &*self.now.lock()).finish_non_exhaustive()
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> Instant {
+        *self.now.lock()
+    }
+
+    fn subscribe(&self, listener: Weak<dyn ClockListener>) {
+        let mut listeners = self.listeners.lock();
+        listeners.retain(|l| l.strong_count() > 0);
+        listeners.push(listener);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Default)]
+    struct Counter(AtomicUsize);
+
+    impl ClockListener for Counter {
+        fn time_changed(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn fake_clock_moves_only_when_told() {
+        let clock = FakeClock::new();
+        let start = clock.now();
+        assert_eq!(clock.now(), start);
+        clock.advance(Duration::from_secs(3));
+        assert_eq!(clock.now(), start + Duration::from_secs(3));
+        clock.set(start);
+        assert_eq!(clock.now(), start);
+    }
+
+    #[test]
+    fn fake_clock_wakes_live_listeners_only() {
+        let clock = FakeClock::new();
+        let kept = Arc::new(Counter::default());
+        let dropped = Arc::new(Counter::default());
+        let kept_weak: Weak<dyn ClockListener> = Arc::downgrade(&kept) as Weak<dyn ClockListener>;
+        let dropped_weak: Weak<dyn ClockListener> = Arc::downgrade(&dropped) as Weak<dyn ClockListener>;
+        clock.subscribe(kept_weak);
+        clock.subscribe(dropped_weak);
+        clock.advance(Duration::from_millis(1));
+        drop(dropped);
+        clock.set(clock.now());
+        assert_eq!(kept.0.load(Ordering::SeqCst), 2);
+        assert_eq!(clock.listeners.lock().len(), 1);
+    }
+
+    #[test]
+    fn real_clock_is_monotonic() {
+        let a = RealClock.now();
+        assert!(RealClock.now() >= a);
+    }
+}

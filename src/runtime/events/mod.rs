@@ -1,0 +1,420 @@
+//! Recording core/v1 Events the way client-go's `tools/record` does for the upstream
+//! controllers: an [`EventRecorder`] per controller (upstream's recorder and its broadcaster)
+//! builds each Event and hands it, without ever blocking, to two threads:
+//!
+//! - the sink thread, which correlates events (aggregation, counting of repeats, the spam
+//!   filter: see `correlator.rs`) and writes them to the API server, retrying while the server
+//!   cannot be reached (see `sink.rs`);
+//! - the log thread, which logs each event at info level like upstream's
+//!   `StartStructuredLogging`.
+//!
+//! Each thread has its own queue of 1000 events (upstream's `maxQueuedEvents`); when the sink's
+//! queue is full the event is dropped with an error logged, as upstream's `ActionOrDrop`.
+//!
+//! Fidelity notes: as in the upstream controller manager, the event source names only the
+//! component, so `source.host` is unset and `reportingInstance` is empty (set
+//! [`RecorderOptions::host`] to fill both, e.g. with [`host_name`]). client-go does not shorten
+//! messages and the API server puts no limit on core/v1 Event messages, so neither do we.
+//! Unlike upstream, which abandons queued events on shutdown, [`EventRecorder::shutdown`]
+//! writes them first, one try each and within a time bound.
+
+mod correlator;
+mod sink;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::{Metadata, Resource};
+use parking_lot::{Mutex, RwLock};
+
+use crate::client::Client;
+use correlator::{Clock, EventCorrelator, SystemClock, event_name};
+use sink::{ApiSink, EventSink, Progress, SinkWorker, describe};
+
+pub use correlator::CorrelatorOptions;
+
+/// Events queued per recorder thread before new ones are dropped (upstream's `maxQueuedEvents`).
+pub const MAX_QUEUED_EVENTS: usize = 1000;
+/// The namespace of Events about cluster-scoped objects (`metav1.NamespaceDefault`).
+const DEFAULT_NAMESPACE: &str = "default";
+
+/// The type of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Everything is going as expected.
+    Normal,
+    /// Something may need attention.
+    Warning,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// How a recorder writes events.
+#[derive(Debug, Clone)]
+pub struct RecorderOptions {
+    /// The sleep between tries of an event the API server could not be reached for; the
+    /// first sleep is a random part of it. Upstream: 10 s.
+    pub retry_interval: Duration,
+    /// `source.host` and `reportingInstance`; the upstream controller manager sets neither.
+    pub host: Option<String>,
+    /// How long [`EventRecorder::shutdown`] may spend writing the events still queued.
+    pub shutdown_timeout: Duration,
+    /// Aggregation and spam filter settings.
+    pub correlator: CorrelatorOptions,
+}
+
+impl Default for RecorderOptions {
+    fn default() -> Self {
+        RecorderOptions {
+            retry_interval: Duration::from_secs(10),
+            host: None,
+            shutdown_timeout: Duration::from_secs(10),
+            correlator: CorrelatorOptions::default(),
+        }
+    }
+}
+
+/// Records events about objects for one component (a controller); cheap to clone.
+#[derive(Clone)]
+pub struct EventRecorder {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    source: EventSource,
+    clock: Arc<dyn Clock>,
+    /// The queues to the threads; `None` once shut down.
+    queues: RwLock<Option<Queues>>,
+    progress: Arc<Progress>,
+    /// The sink thread and the channel it signals its end on.
+    sink_thread: Mutex<Option<(JoinHandle<()>, Receiver<()>)>>,
+    shutdown_timeout: Duration,
+}
+
+/// The senders of one recorder. Dropping them ends both threads once their queues are empty.
+struct Queues {
+    sink: Sender<Arc<Event>>,
+    log: Sender<Arc<Event>>,
+    /// Never sent on: dropping it wakes the sink thread from a retry sleep.
+    _stop: Sender<()>,
+}
+
+impl EventRecorder {
+    /// A recorder for `component` (e.g. `replicaset-controller`) writing through `client`, with
+    /// upstream's settings. Starts its threads.
+    pub fn new(client: Client, component: &str) -> EventRecorder {
+        EventRecorder::with_options(client, component, RecorderOptions::default())
+    }
+
+    /// A recorder with other settings (a short retry interval for tests, a host).
+    pub fn with_options(client: Client, component: &str, options: RecorderOptions) -> EventRecorder {
+        EventRecorder::start(Box::new(ApiSink(client)), component, options, Arc::new(SystemClock))
+    }
+
+    fn start(sink: Box<dyn EventSink>, component: &str, options: RecorderOptions, clock: Arc<dyn Clock>) -> Self {
+        let (sink_tx, sink_rx) = crossbeam_channel::bounded(MAX_QUEUED_EVENTS);
+        let (log_tx, log_rx) = crossbeam_channel::bounded(MAX_QUEUED_EVENTS);
+        let (stop_tx, stop_rx) = crossbeam_channel::bounded(0);
+        let progress = Arc::new(Progress::default());
+        let worker = SinkWorker {
+            sink,
+            correlator: EventCorrelator::new(&options.correlator, clock.clone()),
+            retry_interval: options.retry_interval,
+            stop: stop_rx,
+            progress: progress.clone(),
+        };
+        let sink_thread = spawn_sink_thread(component, worker, sink_rx, options.shutdown_timeout);
+        spawn_log_thread(component, log_rx);
+        let source = EventSource { component: Some(component.to_string()), host: options.host };
+        let inner = Inner {
+            source,
+            clock,
+            queues: RwLock::new(Some(Queues { sink: sink_tx, log: log_tx, _stop: stop_tx })),
+            progress,
+            sink_thread: Mutex::new(Some(sink_thread)),
+            shutdown_timeout: options.shutdown_timeout,
+        };
+        EventRecorder { inner: Arc::new(inner) }
+    }
+
+    /// Records an event about the referenced object. Never blocks: when the queue is full the
+    /// event is dropped and an error logged.
+    pub fn event(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str) {
+        let event = Arc::new(self.make_event(object, event_type, reason, message));
+        let queues = self.inner.queues.read();
+        let Some(queues) = queues.as_ref() else {
+            log::error!(
+                "Unable to record event (will not retry!): the recorder is shut down; event={}",
+                describe(&event)
+            );
+            return;
+        };
+        match queues.sink.try_send(event.clone()) {
+            Ok(()) => self.inner.progress.accept(),
+            Err(TrySendError::Full(_)) => {
+                log::error!("Unable to record event: too many queued events, dropped event {}", describe(&event));
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                log::error!(
+                    "Unable to record event (will not retry!): the sink thread ended; event={}",
+                    describe(&event)
+                );
+            }
+        }
+        // Upstream's watchers drop silently when their own queue is full.
+        let _ = queues.log.try_send(event);
+    }
+
+    /// Records an event about an object, referenced like upstream's `ref.GetReference`.
+    pub fn event_for<K: Resource + Metadata<Ty = ObjectMeta>>(
+        &self,
+        object: &K,
+        event_type: EventType,
+        reason: &str,
+        message: &str,
+    ) {
+        self.event(&object_reference(object), event_type, reason, message);
+    }
+
+    /// Waits until the events recorded so far were written (or given up or dropped); false if
+    /// `timeout` passed first.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        self.inner.progress.wait(timeout)
+    }
+
+    /// Stops recording: later events are dropped, queued ones get one try each within the
+    /// shutdown timeout, then the threads end. Waits for the sink thread, within a bound.
+    pub fn shutdown(&self) {
+        drop(self.inner.queues.write().take());
+        let Some((thread, done)) = self.inner.sink_thread.lock().take() else {
+            return;
+        };
+        // The drain may end with one request in flight: allow for the client's own timeout.
+        match done.recv_timeout(self.inner.shutdown_timeout + Duration::from_secs(5)) {
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                log::warn!("the event sink thread did not stop in time; leaving it behind");
+            }
+            _ => {
+                let _ = thread.join();
+            }
+        }
+    }
+
+    /// Upstream's `makeEvent` with the recorder's source: a new Event, count 1, in the object's
+    /// namespace (`default` for cluster-scoped objects).
+    fn make_event(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str) -> Event {
+        let now = self.inner.clock.now();
+        let namespace = object.namespace.as_deref().filter(|ns| !ns.is_empty()).unwrap_or(DEFAULT_NAMESPACE);
+        let source = &self.inner.source;
+        Event {
+            metadata: ObjectMeta {
+                name: Some(event_name(object.name.as_deref().unwrap_or_default(), now)),
+                namespace: Some(namespace.to_string()),
+                ..ObjectMeta::default()
+            },
+            involved_object: object.clone(),
+            reason: Some(reason.to_string()),
+            message: Some(message.to_string()),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            count: Some(1),
+            type_: Some(event_type.as_str().to_string()),
+            source: Some(source.clone()),
+            reporting_component: source.component.clone(),
+            reporting_instance: Some(source.host.clone().unwrap_or_default()),
+            ..Event::default()
+        }
+    }
+}
+
+fn spawn_sink_thread(
+    component: &str,
+    worker: SinkWorker,
+    events: Receiver<Arc<Event>>,
+    drain_timeout: Duration,
+) -> (JoinHandle<()>, Receiver<()>) {
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    let thread = std::thread::Builder::new()
+        .name(format!("events-{component}"))
+        .spawn(move || {
+            worker.run(events, drain_timeout);
+            let _ = done_tx.send(());
+        })
+        .expect("cannot start the event sink thread");
+    (thread, done_rx)
+}
+
+fn spawn_log_thread(component: &str, events: Receiver<Arc<Event>>) {
+    std::thread::Builder::new()
+        .name(format!("event-log-{component}"))
+        .spawn(move || events.iter().for_each(|event| log::info!("{}", log_line(&event))))
+        .expect("cannot start the event log thread");
+}
+
+/// Upstream's structured "Event occurred" line, in klog's key=value form.
+fn log_line(event: &Event) -> String {
+    let object = &event.involved_object;
+    let name = object.name.as_deref().unwrap_or_default();
+    let reference = match object.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_string(),
+    };
+    let field = |value: &Option<String>| format!("{:?}", value.as_deref().unwrap_or_default());
+    format!(
+        "\"Event occurred\" object={reference:?} fieldPath={} kind={} apiVersion={} type={} reason={} message={}",
+        field(&object.field_path),
+        field(&object.kind),
+        field(&object.api_version),
+        field(&event.type_),
+        field(&event.reason),
+        field(&event.message)
+    )
+}
+
+/// A reference to an object, like upstream's `ref.GetReference`: kind, apiVersion, namespace,
+/// name, uid and resourceVersion.
+pub fn object_reference<K: Resource + Metadata<Ty = ObjectMeta>>(object: &K) -> ObjectReference {
+    let meta = object.metadata();
+    let present = |value: &Option<String>| value.clone().filter(|v| !v.is_empty());
+    ObjectReference {
+        kind: Some(K::KIND.to_string()),
+        api_version: Some(K::API_VERSION.to_string()),
+        namespace: present(&meta.namespace),
+        name: present(&meta.name),
+        uid: present(&meta.uid),
+        resource_version: present(&meta.resource_version),
+        field_path: None,
+    }
+}
+
+/// This machine's host name, from `/proc/sys/kernel/hostname` or `$HOSTNAME`, for
+/// [`RecorderOptions::host`].
+pub fn host_name() -> Option<String> {
+    let from_proc = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    let name = from_proc.or_else(|| std::env::var("HOSTNAME").ok())?;
+    Some(name.trim().to_string()).filter(|n| !n.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::correlator::tests::FakeClock;
+    use super::*;
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use serde_json::Value;
+
+    /// A sink that keeps what it was asked to create.
+    #[derive(Clone, Default)]
+    struct Recording(Arc<Mutex<Vec<Event>>>);
+
+    impl EventSink for Recording {
+        fn create(&self, event: &Event) -> crate::client::Result<Event> {
+            self.0.lock().push(event.clone());
+            Ok(event.clone())
+        }
+
+        fn patch(&self, event: &Event, _patch: &Value) -> crate::client::Result<Event> {
+            Ok(event.clone())
+        }
+    }
+
+    fn pod() -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("web-1".into()),
+                namespace: Some("shop".into()),
+                uid: Some("u-1".into()),
+                resource_version: Some("12".into()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        }
+    }
+
+    fn node() -> Node {
+        Node { metadata: ObjectMeta { name: Some("n1".into()), ..ObjectMeta::default() }, ..Node::default() }
+    }
+
+    #[test]
+    fn references_name_the_object() {
+        let reference = object_reference(&pod());
+        assert_eq!(reference.kind.as_deref(), Some("Pod"));
+        assert_eq!(reference.api_version.as_deref(), Some("v1"));
+        assert_eq!(reference.namespace.as_deref(), Some("shop"));
+        assert_eq!(reference.name.as_deref(), Some("web-1"));
+        assert_eq!(reference.uid.as_deref(), Some("u-1"));
+        assert_eq!(reference.resource_version.as_deref(), Some("12"));
+        assert_eq!(object_reference(&node()).namespace, None);
+    }
+
+    #[test]
+    fn events_are_built_like_upstream() {
+        let clock = FakeClock::new();
+        let sink = Recording::default();
+        let recorder =
+            EventRecorder::start(Box::new(sink.clone()), "test-controller", RecorderOptions::default(), clock.clone());
+        let long = "x".repeat(5000);
+        recorder.event_for(&pod(), EventType::Warning, "Failed", &long);
+        recorder.event_for(&node(), EventType::Normal, "Ready", "ok");
+        assert!(recorder.flush(Duration::from_secs(30)));
+        let events = sink.0.lock().clone();
+        let [pod_event, node_event] = &events[..] else { panic!("{events:?}") };
+        assert_eq!(pod_event.metadata.name, Some(event_name("web-1", clock.now())));
+        assert_eq!(pod_event.metadata.namespace.as_deref(), Some("shop"));
+        assert_eq!(pod_event.message.as_deref(), Some(long.as_str()), "messages are not shortened");
+        assert_eq!(pod_event.type_.as_deref(), Some("Warning"));
+        assert_eq!(pod_event.count, Some(1));
+        assert_eq!(pod_event.first_timestamp, Some(Time(clock.now())));
+        assert_eq!(pod_event.source.as_ref().unwrap().component.as_deref(), Some("test-controller"));
+        assert_eq!(pod_event.source.as_ref().unwrap().host, None);
+        assert_eq!(pod_event.reporting_component.as_deref(), Some("test-controller"));
+        assert_eq!(pod_event.reporting_instance.as_deref(), Some(""));
+        assert_eq!(node_event.metadata.namespace.as_deref(), Some("default"));
+        recorder.shutdown();
+    }
+
+    #[test]
+    fn shut_down_recorders_drop_events() {
+        let sink = Recording::default();
+        let options = RecorderOptions { host: Some("node-a".into()), ..RecorderOptions::default() };
+        let recorder = EventRecorder::start(Box::new(sink.clone()), "c", options, FakeClock::new());
+        recorder.event_for(&pod(), EventType::Normal, "Before", "m");
+        recorder.shutdown();
+        recorder.event_for(&pod(), EventType::Normal, "After", "m");
+        assert!(recorder.flush(Duration::from_secs(5)));
+        recorder.shutdown();
+        let events = sink.0.lock().clone();
+        assert_eq!(events.len(), 1, "queued events are written on shutdown, later ones dropped");
+        assert_eq!(events[0].reporting_instance.as_deref(), Some("node-a"));
+        assert_eq!(events[0].source.as_ref().unwrap().host.as_deref(), Some("node-a"));
+    }
+
+    #[test]
+    fn log_lines_are_upstreams_structured_line() {
+        let recorder =
+            EventRecorder::start(Box::new(Recording::default()), "c", RecorderOptions::default(), FakeClock::new());
+        let event = recorder.make_event(&object_reference(&pod()), EventType::Normal, "Created", "made \"it\"");
+        assert_eq!(
+            log_line(&event),
+            r#""Event occurred" object="shop/web-1" fieldPath="" kind="Pod" apiVersion="v1" type="Normal" reason="Created" message="made \"it\"""#
+        );
+    }
+
+    #[test]
+    fn host_names_are_trimmed() {
+        if let Some(name) = host_name() {
+            assert_eq!(name, name.trim());
+            assert!(!name.is_empty());
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! Shared informers, after client-go's `tools/cache`: one cache per kind, shared by every
+//! controller of the process, kept current by a list-and-watch loop and announcing each change
+//! to the handlers the controllers registered.
+//!
+//! # Threads
+//!
+//! [`SharedInformerFactory::start`] starts one *reflector* thread per requested kind. It lists
+//! the kind, then watches it (each watch is read by its own thread, see
+//! [`crate::client::WatchReceiver`]); it alone writes the informer's [`Store`] and, right after
+//! each write, calls the handlers with the matching [`Event`], so handlers see the changes of an
+//! object in order and the store already holds the new state when they run. See the
+//! `reflector` module for the list, watch, relist and backoff policy.
+//!
+//! # Handlers must not block
+//!
+//! Handlers run on the reflector thread (client-go gives each listener a goroutine and an
+//! unbounded buffer instead): while one runs, the informer takes no new event. A handler only
+//! maps the event to work-queue keys and enqueues them; the per-controller workqueue is the
+//! buffer, and the controller's workers do the work. A handler must not call back into
+//! [`Informer::add_handler`]; reading stores is fine.
+//!
+//! # Events
+//!
+//! Watch events map to [`Event::Added`], [`Event::Updated`] and [`Event::Deleted`] by what the
+//! cache held, as client-go's shared informer does. After a `410 Gone` the relist delivers only
+//! the difference against the cache: Added for new keys, Updated for a changed
+//! resourceVersion, and Deleted with `final_state_unknown` (client-go's
+//! `DeletedFinalStateUnknown`) for objects deleted while the watch was away, carrying their
+//! last known state. Every resync period, each cached object is delivered as
+//! `Updated { old, new }` with `old` and `new` the same `Arc`.
+
+mod reflector;
+mod store;
+
+use std::any::{Any, TypeId};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use k8s_openapi::Metadata;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use parking_lot::Mutex;
+
+use crate::client::Client;
+use reflector::Reflector;
+pub use reflector::{Informable, InformerScope};
+pub use store::{NAMESPACE_INDEX, OWNER_UID_INDEX, Store, object_key, split_key};
+
+/// How often [`SharedInformerFactory::wait_for_sync`] checks the informers (client-go's poll).
+const SYNC_POLL: Duration = Duration::from_millis(100);
+
+/// A change to a cached object, as handlers receive it.
+#[derive(Debug)]
+pub enum Event<K> {
+    Added(Arc<K>),
+    /// The object changed; on a periodic resync, `old` and `new` are the same `Arc`.
+    Updated {
+        old: Arc<K>,
+        new: Arc<K>,
+    },
+    /// The object is gone. `final_state_unknown`: the deletion was missed while the watch was
+    /// away (client-go's `DeletedFinalStateUnknown`) and `object` is the last state cached.
+    Deleted {
+        object: Arc<K>,
+        final_state_unknown: bool,
+    },
+}
+
+impl<K> Event<K> {
+    /// The object's latest known state.
+    pub fn object(&self) -> &Arc<K> {
+        match self {
+            Event::Added(object) | Event::Updated { new: object, .. } | Event::Deleted { object, .. } => object,
+        }
+    }
+}
+
+type Handler<K> = Box<dyn Fn(&Event<K>) + Send + Sync>;
+
+/// The cache of one kind with its event handlers.
+pub struct Informer<K> {
+    /// client-go's name for the kind in logs, e.g. `*v1.ConfigMap`.
+    type_name: String,
+    resync: Option<Duration>,
+    store: Store<K>,
+    /// The handlers. The lock is held while a change is written and delivered, so that a
+    /// handler added meanwhile sees every object exactly once: in its replay or as an event.
+    handlers: Mutex<Vec<Handler<K>>>,
+    synced: AtomicBool,
+}
+
+impl<K: Metadata<Ty = ObjectMeta>> Informer<K> {
+    /// An empty informer; `resync`: how often to deliver every object again (`None`: never).
+    fn new(resync: Option<Duration>) -> Self {
+        Informer {
+            type_name: format!("*{}.{}", K::VERSION, K::KIND),
+            resync,
+            store: Store::new(),
+            handlers: Mutex::new(Vec::new()),
+            synced: AtomicBool::new(false),
+        }
+    }
+
+    /// The cache. It is empty until [`Informer::has_synced`].
+    pub fn store(&self) -> &Store<K> {
+        &self.store
+    }
+
+    /// Whether the first full list has been delivered to the cache and the handlers.
+    pub fn has_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// How often every cached object is delivered again as `Updated { old == new }`.
+    pub fn resync_period(&self) -> Option<Duration> {
+        self.resync
+    }
+
+    /// Registers a handler. It runs on the reflector thread and must not block (see the module
+    /// docs). Added after the informer has objects, it first receives `Added` for each of them
+    /// on the calling thread (client-go's `AddEventHandler` replay), then every later change.
+    pub fn add_handler(&self, handler: impl Fn(&Event<K>) + Send + Sync + 'static) {
+        let mut handlers = self.handlers.lock();
+        for object in self.store.list() {
+            handler(&Event::Added(object));
+        }
+        handlers.push(Box::new(handler));
+    }
+
+    /// Adds an index for [`Store::by_index`], e.g. pods by `spec.nodeName`. Meant to be called
+    /// before the informer starts; a later index is filled from the cached objects. A name
+    /// already taken (including the built-in `namespace` and `owner-uid`) is ignored.
+    pub fn add_index(&self, name: &'static str, index: impl Fn(&K) -> Vec<String> + Send + Sync + 'static) {
+        if !self.store.add_index(name, Box::new(index)) {
+            log::warn!("{}: an index named {name:?} exists already; keeping it", self.type_name);
+        }
+    }
+
+    fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    fn mark_synced(&self) {
+        self.synced.store(true, Ordering::Release);
+    }
+
+    /// Caches an added or modified object and announces it.
+    fn upsert(&self, object: K) {
+        let handlers = self.handlers.lock();
+        let new = Arc::new(object);
+        let event = match self.store.insert(object_key(new.metadata()), new.clone()) {
+            Some(old) => Event::Updated { old, new },
+            None => Event::Added(new),
+        };
+        dispatch(&handlers, &event);
+    }
+
+    /// Drops a deleted object (`object` is its final state) and announces it.
+    fn delete(&self, object: K) {
+        let handlers = self.handlers.lock();
+        self.store.remove(&object_key(object.metadata()));
+        dispatch(&handlers, &Event::Deleted { object: Arc::new(object), final_state_unknown: false });
+    }
+
+    /// Makes the cache equal to a full list and announces the difference (client-go's
+    /// `Replace`, without events for unchanged objects): listed objects first, in list order,
+    /// then the deletions of cached objects the list no longer has.
+    fn replace(&self, listed: Vec<K>) {
+        let handlers = self.handlers.lock();
+        let mut seen = HashSet::with_capacity(listed.len());
+        for object in listed {
+            let key = object_key(object.metadata());
+            seen.insert(key.clone());
+            let cached = self.store.get(&key);
+            if cached.as_ref().is_some_and(|c| c.metadata().resource_version == object.metadata().resource_version) {
+                continue;
+            }
+            let new = Arc::new(object);
+            let event = match self.store.insert(key, new.clone()) {
+                Some(old) => Event::Updated { old, new },
+                None => Event::Added(new),
+            };
+            dispatch(&handlers, &event);
+        }
+        for key in self.store.keys() {
+            if seen.contains(&key) {
+                continue;
+            }
+            if let Some(object) = self.store.remove(&key) {
+                dispatch(&handlers, &Event::Deleted { object, final_state_unknown: true });
+            }
+        }
+    }
+
+    /// Delivers every cached object as `Updated { old == new }`.
+    fn resync(&self) {
+        let handlers = self.handlers.lock();
+        for object in self.store.list() {
+            dispatch(&handlers, &Event::Updated { old: object.clone(), new: object });
+        }
+    }
+}
+
+fn dispatch<K>(handlers: &[Handler<K>], event: &Event<K>) {
+    for handler in handlers {
+        handler(event);
+    }
+}
+
+/// What the factory needs of an informer whose kind it does not know.
+trait Managed: Send + Sync {
+    fn has_synced(&self) -> bool;
+    /// Starts the informer's reflector thread.
+    fn spawn(self: Arc<Self>, client: Client, stop: Receiver<()>) -> std::io::Result<JoinHandle<()>>;
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
+
+impl<K: Informable> Managed for Informer<K> {
+    fn has_synced(&self) -> bool {
+        Informer::has_synced(self)
+    }
+
+    fn spawn(self: Arc<Self>, client: Client, stop: Receiver<()>) -> std::io::Result<JoinHandle<()>> {
+        let reflector = Reflector::new(self, client, stop);
+        std::thread::Builder::new().name(format!("informer-{}", K::KIND.to_lowercase())).spawn(move || reflector.run())
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+/// One kind's informer as the factory keeps it.
+struct Registered {
+    kind: TypeId,
+    informer: Arc<dyn Managed>,
+    started: bool,
+}
+
+struct FactoryState {
+    informers: Vec<Registered>,
+    threads: Vec<JoinHandle<()>>,
+    /// Dropped by shutdown: every reflector sees `stop` disconnect and returns.
+    stop_sender: Option<Sender<()>>,
+    stop: Receiver<()>,
+}
+
+/// Hands out one shared [`Informer`] per kind, across all namespaces and without selectors,
+/// and runs their reflector threads.
+pub struct SharedInformerFactory {
+    client: Client,
+    resync: Duration,
+    state: Mutex<FactoryState>,
+}
+
+impl SharedInformerFactory {
+    /// `resync`: `--min-resync-period`; each informer resyncs at a random 1–2× of it, as
+    /// upstream's `ResyncPeriod`. Zero disables resyncs.
+    pub fn new(client: Client, resync: Duration) -> Self {
+        let (stop_sender, stop) = crossbeam_channel::bounded(0);
+        let state = FactoryState { informers: Vec::new(), threads: Vec::new(), stop_sender: Some(stop_sender), stop };
+        SharedInformerFactory { client, resync, state: Mutex::new(state) }
+    }
+
+    /// The informer of kind `K`, created on first request; later requests share it. It runs
+    /// once [`SharedInformerFactory::start`] is called (again).
+    pub fn informer<K: Informable>(&self) -> Arc<Informer<K>> {
+        let mut state = self.state.lock();
+        let existing = state.informers.iter().find(|r| r.kind == TypeId::of::<K>());
+        if let Some(informer) = existing.and_then(|r| r.informer.clone().into_any().downcast::<Informer<K>>().ok()) {
+            return informer;
+        }
+        let informer = Arc::new(Informer::<K>::new(randomized(self.resync)));
+        state.informers.push(Registered { kind: TypeId::of::<K>(), informer: informer.clone(), started: false });
+        informer
+    }
+
+    /// Starts the reflector of every informer requested and not started yet. Does nothing
+    /// after [`SharedInformerFactory::shutdown`].
+    pub fn start(&self) {
+        let mut state = self.state.lock();
+        if state.stop_sender.is_none() {
+            log::warn!("the informer factory is shut down; not starting informers");
+            return;
+        }
+        let FactoryState { informers, threads, stop, .. } = &mut *state;
+        for registered in informers.iter_mut().filter(|r| !r.started) {
+            match registered.informer.clone().spawn(self.client.clone(), stop.clone()) {
+                Ok(thread) => {
+                    threads.push(thread);
+                    registered.started = true;
+                }
+                Err(e) => log::error!("cannot start an informer thread: {e}"),
+            }
+        }
+    }
+
+    /// Waits until every started informer has synced; `false` if `timeout` passed first.
+    pub fn wait_for_sync(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let started: Vec<_> =
+                self.state.lock().informers.iter().filter(|r| r.started).map(|r| r.informer.clone()).collect();
+            if started.iter().all(|informer| informer.has_synced()) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            std::thread::sleep(SYNC_POLL.min(deadline - now));
+        }
+    }
+
+    /// Stops every reflector thread (their watches close) and waits for them to end.
+    pub fn shutdown(&self) {
+        let threads = {
+            let mut state = self.state.lock();
+            state.stop_sender = None;
+            std::mem::take(&mut state.threads)
+        };
+        for thread in threads {
+            if thread.join().is_err() {
+                log::error!("an informer thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for SharedInformerFactory {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A random 1–2× of `period` (upstream's `ResyncPeriod`); `None` for zero.
+fn randomized(period: Duration) -> Option<Duration> {
+    (!period.is_zero()).then(|| period.mul_f64(1.0 + crate::random::unit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn config_map(name: &str, version: &str) -> ConfigMap {
+        let metadata = ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            resource_version: Some(version.into()),
+            ..ObjectMeta::default()
+        };
+        ConfigMap { metadata, ..ConfigMap::default() }
+    }
+
+    /// Events as `kind key@version`.
+    fn recorded(informer: &Informer<ConfigMap>) -> Arc<Mutex<Vec<String>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        informer.add_handler(move |event: &Event<ConfigMap>| {
+            let at = |o: &ConfigMap| {
+                format!("{}@{}", object_key(&o.metadata), o.metadata.resource_version.as_deref().unwrap_or(""))
+            };
+            sink.lock().push(match event {
+                Event::Added(o) => format!("added {}", at(o)),
+                Event::Updated { old, new } if Arc::ptr_eq(old, new) => format!("resynced {}", at(new)),
+                Event::Updated { old, new } => format!("updated {} to {}", at(old), at(new)),
+                Event::Deleted { object, final_state_unknown: true } => format!("vanished {}", at(object)),
+                Event::Deleted { object, .. } => format!("deleted {}", at(object)),
+            });
+        });
+        seen
+    }
+
+    #[test]
+    fn watch_changes_map_to_events_by_what_the_cache_held() {
+        let informer = Informer::<ConfigMap>::new(None);
+        let seen = recorded(&informer);
+        informer.upsert(config_map("a", "1"));
+        informer.upsert(config_map("a", "2"));
+        informer.delete(config_map("a", "3"));
+        informer.resync();
+        assert_eq!(*seen.lock(), ["added ns/a@1", "updated ns/a@1 to ns/a@2", "deleted ns/a@3"]);
+        assert!(informer.store().is_empty());
+    }
+
+    #[test]
+    fn a_relist_delivers_only_the_difference() {
+        let informer = Informer::<ConfigMap>::new(None);
+        informer.replace(vec![config_map("same", "1"), config_map("changed", "2"), config_map("gone", "3")]);
+        let seen = recorded(&informer);
+        assert_eq!(seen.lock().len(), 3, "the replay");
+        seen.lock().clear();
+        informer.replace(vec![config_map("same", "1"), config_map("changed", "5"), config_map("new", "6")]);
+        assert_eq!(*seen.lock(), ["updated ns/changed@2 to ns/changed@5", "added ns/new@6", "vanished ns/gone@3"]);
+        let mut keys = informer.store().keys();
+        keys.sort();
+        assert_eq!(keys, ["ns/changed", "ns/new", "ns/same"]);
+        seen.lock().clear();
+        informer.resync();
+        assert_eq!(seen.lock().len(), 3);
+        assert!(seen.lock().iter().all(|s| s.starts_with("resynced")));
+    }
+
+    #[test]
+    fn resync_periods_are_one_to_two_times_the_minimum() {
+        assert_eq!(randomized(Duration::ZERO), None);
+        for _ in 0..100 {
+            let period = randomized(Duration::from_secs(10)).unwrap_or_default();
+            assert!(period >= Duration::from_secs(10) && period < Duration::from_secs(20), "{period:?}");
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The informer's cache: client-go's thread-safe store with indexes. Objects are kept behind
+//! `Arc` under one `RwLock`, keyed by `namespace/name` (`name` for cluster-scoped kinds), and
+//! every index maps an index value to the keys of the objects that produce it.
+//!
+//! Only the informer's reflector thread writes; any thread may read.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use k8s_openapi::Metadata;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use parking_lot::RwLock;
+
+/// The built-in index of objects by `metadata.namespace` (client-go's `NamespaceIndex`).
+pub const NAMESPACE_INDEX: &str = "namespace";
+/// The built-in index of objects by the `uid` of each of their `metadata.ownerReferences`.
+pub const OWNER_UID_INDEX: &str = "owner-uid";
+
+/// Computes the index values of an object (client-go's `IndexFunc`).
+pub(super) type IndexFn<K> = Box<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+/// client-go's `MetaNamespaceKeyFunc`: `namespace/name`, or `name` for cluster-scoped objects.
+pub fn object_key(meta: &ObjectMeta) -> String {
+    let name = meta.name.as_deref().unwrap_or_default();
+    match meta.namespace.as_deref() {
+        Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+/// client-go's `SplitMetaNamespaceKey`: `(namespace, name)`; the namespace is empty for a
+/// cluster-scoped key. Object names never contain `/`, so the first one separates the parts.
+pub fn split_key(key: &str) -> (&str, &str) {
+    key.split_once('/').unwrap_or(("", key))
+}
+
+/// A thread-safe, indexed cache of one kind of object.
+pub struct Store<K> {
+    inner: RwLock<Inner<K>>,
+}
+
+struct Inner<K> {
+    items: HashMap<String, Arc<K>>,
+    indexes: HashMap<&'static str, Index<K>>,
+}
+
+/// One index: its function and, for every value, the keys of the objects that have it.
+struct Index<K> {
+    function: IndexFn<K>,
+    keys_by_value: HashMap<String, HashSet<String>>,
+}
+
+impl<K> Index<K> {
+    fn add(&mut self, key: &str, object: &K) {
+        for value in (self.function)(object) {
+            self.keys_by_value.entry(value).or_default().insert(key.to_string());
+        }
+    }
+
+    fn remove(&mut self, key: &str, object: &K) {
+        for value in (self.function)(object) {
+            if let Some(keys) = self.keys_by_value.get_mut(&value) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.keys_by_value.remove(&value);
+                }
+            }
+        }
+    }
+}
+
+impl<K: Metadata<Ty = ObjectMeta>> Default for Store<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Metadata<Ty = ObjectMeta>> Store<K> {
+    /// An empty store with the built-in `namespace` and `owner-uid` indexes.
+    pub(super) fn new() -> Self {
+        let store = Store { inner: RwLock::new(Inner { items: HashMap::new(), indexes: HashMap::new() }) };
+        store.add_index(NAMESPACE_INDEX, Box::new(|o: &K| vec![o.metadata().namespace.clone().unwrap_or_default()]));
+        store.add_index(OWNER_UID_INDEX, Box::new(|o: &K| owner_uids(o.metadata())));
+        store
+    }
+}
+
+impl<K> Store<K> {
+    /// The object with this key (`namespace/name`, or `name` for cluster-scoped kinds).
+    pub fn get(&self, key: &str) -> Option<Arc<K>> {
+        self.inner.read().items.get(key).cloned()
+    }
+
+    /// The object `name` in `namespace` (empty for cluster-scoped kinds).
+    pub fn get_by_name(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
+        if namespace.is_empty() { self.get(name) } else { self.get(&format!("{namespace}/{name}")) }
+    }
+
+    /// Every cached object, in no particular order.
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.inner.read().items.values().cloned().collect()
+    }
+
+    /// The cached objects of one namespace (the built-in `namespace` index).
+    pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
+        self.by_index(NAMESPACE_INDEX, namespace)
+    }
+
+    /// The objects whose index function returned `value`, in no particular order. Built-in
+    /// indexes are `namespace` and `owner-uid`; an unknown index yields nothing.
+    pub fn by_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
+        let inner = self.inner.read();
+        let Some(keys) = inner.indexes.get(index).and_then(|i| i.keys_by_value.get(value)) else {
+            return Vec::new();
+        };
+        keys.iter().filter_map(|key| inner.items.get(key).cloned()).collect()
+    }
+
+    /// Whether an index of this name exists.
+    pub fn has_index(&self, index: &str) -> bool {
+        self.inner.read().indexes.contains_key(index)
+    }
+
+    /// The keys of every cached object.
+    pub fn keys(&self) -> Vec<String> {
+        self.inner.read().items.keys().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.read().items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inner.read().items.is_empty()
+    }
+
+    /// Adds an index and fills it from the objects already cached. Returns `false`, leaving
+    /// the existing index in place, when the name is taken.
+    pub(super) fn add_index(&self, name: &'static str, function: IndexFn<K>) -> bool {
+        let mut inner = self.inner.write();
+        if inner.indexes.contains_key(name) {
+            return false;
+        }
+        let mut index = Index { function, keys_by_value: HashMap::new() };
+        for (key, object) in &inner.items {
+            index.add(key, object);
+        }
+        inner.indexes.insert(name, index);
+        true
+    }
+
+    /// Stores `object` under `key` and returns what it replaced.
+    pub(super) fn insert(&self, key: String, object: Arc<K>) -> Option<Arc<K>> {
+        let mut inner = self.inner.write();
+        let Inner { items, indexes } = &mut *inner;
+        let old = items.insert(key.clone(), object.clone());
+        for index in indexes.values_mut() {
+            if let Some(old) = &old {
+                index.remove(&key, old);
+            }
+            index.add(&key, &object);
+        }
+        old
+    }
+
+    /// Removes the object under `key` and returns it.
+    pub(super) fn remove(&self, key: &str) -> Option<Arc<K>> {
+        let mut inner = self.inner.write();
+        let Inner { items, indexes } = &mut *inner;
+        let old = items.remove(key)?;
+        for index in indexes.values_mut() {
+            index.remove(key, &old);
+        }
+        Some(old)
+    }
+}
+
+/// The UIDs of an object's owners.
+fn owner_uids(meta: &ObjectMeta) -> Vec<String> {
+    meta.owner_references.iter().flatten().map(|owner| owner.uid.clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    fn config_map(namespace: &str, name: &str, owner: Option<&str>, color: &str) -> Arc<ConfigMap> {
+        let owner_references = owner.map(|uid| {
+            vec![OwnerReference { uid: uid.into(), name: "owner".into(), kind: "X".into(), ..Default::default() }]
+        });
+        let labels = [("color".to_string(), color.to_string())].into();
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                owner_references,
+                labels: Some(labels),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    fn names(mut objects: Vec<Arc<ConfigMap>>) -> Vec<String> {
+        objects.sort_by_key(|o| object_key(&o.metadata));
+        objects.iter().map(|o| object_key(&o.metadata)).collect()
+    }
+
+    fn color(o: &ConfigMap) -> Vec<String> {
+        o.metadata.labels.iter().flatten().filter(|(k, _)| *k == "color").map(|(_, v)| v.clone()).collect()
+    }
+
+    #[test]
+    fn keys_follow_meta_namespace_key_func() {
+        let namespaced = ObjectMeta { namespace: Some("ns".into()), name: Some("a".into()), ..Default::default() };
+        let cluster = ObjectMeta { name: Some("node-1".into()), ..Default::default() };
+        assert_eq!(object_key(&namespaced), "ns/a");
+        assert_eq!(object_key(&cluster), "node-1");
+        assert_eq!(split_key("ns/a"), ("ns", "a"));
+        assert_eq!(split_key("node-1"), ("", "node-1"));
+    }
+
+    #[test]
+    fn indexes_follow_inserts_updates_and_removals() {
+        let store = Store::<ConfigMap>::new();
+        assert!(store.add_index("color", Box::new(color)));
+        assert!(!store.add_index("color", Box::new(color)), "a taken name is refused");
+        store.insert("a/one".into(), config_map("a", "one", Some("u1"), "red"));
+        store.insert("a/two".into(), config_map("a", "two", Some("u1"), "blue"));
+        store.insert("b/three".into(), config_map("b", "three", None, "red"));
+        assert_eq!(names(store.list_namespace("a")), ["a/one", "a/two"]);
+        assert_eq!(names(store.by_index(OWNER_UID_INDEX, "u1")), ["a/one", "a/two"]);
+        assert_eq!(names(store.by_index("color", "red")), ["a/one", "b/three"]);
+
+        let old = store.insert("a/one".into(), config_map("a", "one", None, "blue"));
+        assert_eq!(old.map(|o| color(&o)), Some(vec!["red".to_string()]));
+        assert_eq!(names(store.by_index("color", "red")), ["b/three"]);
+        assert_eq!(names(store.by_index(OWNER_UID_INDEX, "u1")), ["a/two"]);
+
+        assert!(store.remove("a/two").is_some());
+        assert!(store.remove("a/two").is_none());
+        assert!(store.by_index(OWNER_UID_INDEX, "u1").is_empty());
+        assert_eq!(names(store.by_index("color", "blue")), ["a/one"]);
+        assert!(store.by_index("no-such-index", "x").is_empty());
+        assert_eq!(store.len(), 2);
+        assert_eq!(store.get_by_name("b", "three").map(|o| object_key(&o.metadata)), Some("b/three".into()));
+    }
+
+    #[test]
+    fn a_late_index_covers_cached_objects() {
+        let store = Store::<ConfigMap>::new();
+        store.insert("a/one".into(), config_map("a", "one", None, "red"));
+        store.add_index("color", Box::new(color));
+        assert_eq!(names(store.by_index("color", "red")), ["a/one"]);
+    }
+}

@@ -1,0 +1,567 @@
+//! Shared informers against the sandbox over HTTPS: list and watch convergence with paging,
+//! handler event order and replay, indexes, cut watches, a forced relist after 410 Gone,
+//! server errors, resyncs and shutdown.
+//!
+//! Every test waits for what it expects with a generous deadline and never asserts on timing,
+//! so that it holds on a loaded machine. Each test runs its own sandbox: cutting watches cuts
+//! every connection of a sandbox.
+
+#![cfg(feature = "sandbox")]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
+use kcm::runtime::informer::{Event, Informer, SharedInformerFactory, object_key, split_key};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use parking_lot::Mutex;
+use serde_json::json;
+
+/// The longest any expected change may take.
+const DEADLINE: Duration = Duration::from_secs(90);
+const POLL: Duration = Duration::from_millis(50);
+/// No resyncs unless a test asks for them.
+const NO_RESYNC: Duration = Duration::ZERO;
+
+fn sandbox_with(options: SandboxOptions) -> Sandbox {
+    let listen = "127.0.0.1:0".parse().expect("an address");
+    Sandbox::start(SandboxOptions { listen, ..options }).expect("the sandbox starts")
+}
+
+fn sandbox() -> Sandbox {
+    sandbox_with(SandboxOptions::default())
+}
+
+fn client(sandbox: &Sandbox) -> Client {
+    let options = ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(30) };
+    Client::new(sandbox.admin_config(), options).expect("a client")
+}
+
+/// Polls `check` until it holds, failing the test with `what` after [`DEADLINE`].
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Retries a write cut by `close_watches` (which drops every connection) until it gets an
+/// answer from the server.
+fn retry<T>(mut call: impl FnMut() -> kcm::client::Result<T>) -> kcm::client::Result<T> {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        match call() {
+            Err(e) if e.is_transport() && Instant::now() < deadline => std::thread::sleep(POLL),
+            other => return other,
+        }
+    }
+}
+
+fn config_maps(client: &Client) -> Api<ConfigMap> {
+    Api::namespaced(client, "default")
+}
+
+fn config_map(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    ConfigMap {
+        metadata: ObjectMeta { name: Some(name.into()), labels: Some(labels), ..ObjectMeta::default() },
+        data: Some([("value".to_string(), "0".to_string())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+/// Creates a ConfigMap in `default`; a create whose answer was cut but which went through is fine.
+fn create(client: &Client, object: &ConfigMap) {
+    match retry(|| config_maps(client).create(object, &PostParams::default())) {
+        Ok(_) => {}
+        Err(e) if e.is_already_exists() => {}
+        Err(e) => panic!("creating {:?}: {e}", object.metadata.name),
+    }
+}
+
+fn update(client: &Client, name: &str, value: &str) {
+    let patch = Patch::Merge(json!({"data": {"value": value}}));
+    retry(|| config_maps(client).patch(name, &patch, &PostParams::default()))
+        .unwrap_or_else(|e| panic!("updating {name}: {e}"));
+}
+
+fn delete(client: &Client, name: &str) {
+    match retry(|| config_maps(client).delete(name, &DeleteParams::default())) {
+        Ok(_) => {}
+        Err(e) if e.is_not_found() => {}
+        Err(e) => panic!("deleting {name}: {e}"),
+    }
+}
+
+/// Creates `count` ConfigMaps `prefix-N` from a few threads.
+fn create_many(client: &Client, prefix: &str, count: usize) {
+    const THREADS: usize = 4;
+    std::thread::scope(|scope| {
+        for thread in 0..THREADS {
+            scope.spawn(move || {
+                for i in (thread..count).step_by(THREADS) {
+                    create(client, &config_map(&format!("{prefix}-{i}"), &[]));
+                }
+            });
+        }
+    });
+}
+
+/// Every ConfigMap on the server: key → resourceVersion.
+fn server_config_maps(client: &Client) -> BTreeMap<String, String> {
+    let (items, _) = retry(|| Api::<ConfigMap>::all(client).list_all(&ListParams::default())).expect("a list");
+    items.iter().map(|o| (object_key(&o.metadata), o.metadata.resource_version.clone().unwrap_or_default())).collect()
+}
+
+fn cached(informer: &Informer<ConfigMap>) -> BTreeMap<String, String> {
+    let objects = informer.store().list();
+    objects.iter().map(|o| (object_key(&o.metadata), o.metadata.resource_version.clone().unwrap_or_default())).collect()
+}
+
+/// Waits until the cache holds exactly the server's ConfigMaps, at the same resourceVersions.
+fn assert_converges(informer: &Informer<ConfigMap>, client: &Client) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let (server, cache) = (server_config_maps(client), cached(informer));
+        if server == cache {
+            return;
+        }
+        if Instant::now() >= deadline {
+            let missing: Vec<_> = server.iter().filter(|(k, v)| cache.get(*k) != Some(v)).take(5).collect();
+            let extra: Vec<_> = cache.iter().filter(|(k, v)| server.get(*k) != Some(v)).take(5).collect();
+            panic!("the cache never matched the server: stale or missing {missing:?}, phantom or stale {extra:?}");
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// What a handler saw, by key and resourceVersion.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    Added { key: String, version: String },
+    Updated { key: String, old: String, new: String, same_arc: bool },
+    Deleted { key: String, version: String, final_state_unknown: bool },
+}
+
+impl Seen {
+    fn of(event: &Event<ConfigMap>) -> Seen {
+        let key = |o: &ConfigMap| object_key(&o.metadata);
+        let version = |o: &ConfigMap| o.metadata.resource_version.clone().unwrap_or_default();
+        match event {
+            Event::Added(o) => Seen::Added { key: key(o), version: version(o) },
+            Event::Updated { old, new } => {
+                Seen::Updated { key: key(new), old: version(old), new: version(new), same_arc: Arc::ptr_eq(old, new) }
+            }
+            Event::Deleted { object, final_state_unknown } => {
+                Seen::Deleted { key: key(object), version: version(object), final_state_unknown: *final_state_unknown }
+            }
+        }
+    }
+
+    fn key(&self) -> &str {
+        match self {
+            Seen::Added { key, .. } | Seen::Updated { key, .. } | Seen::Deleted { key, .. } => key,
+        }
+    }
+}
+
+/// Records every event a handler receives.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<Seen>>>);
+
+impl Recorder {
+    fn attach(informer: &Informer<ConfigMap>) -> Recorder {
+        let recorder = Recorder::default();
+        let seen = recorder.0.clone();
+        informer.add_handler(move |event| seen.lock().push(Seen::of(event)));
+        recorder
+    }
+
+    fn all(&self) -> Vec<Seen> {
+        self.0.lock().clone()
+    }
+
+    fn of(&self, key: &str) -> Vec<Seen> {
+        self.all().into_iter().filter(|s| s.key() == key).collect()
+    }
+}
+
+fn version(informer: &Informer<ConfigMap>, key: &str) -> Option<String> {
+    informer.store().get(key).and_then(|o| o.metadata.resource_version.clone())
+}
+
+#[test]
+fn caches_converge_after_list_and_watch_with_paging() {
+    // Bookmarks every second, so that watches see them.
+    let sandbox =
+        sandbox_with(SandboxOptions { bookmark_interval: Duration::from_secs(1), ..SandboxOptions::default() });
+    let client = client(&sandbox);
+    create_many(&client, "before", 1200);
+    let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
+    let informer = factory.informer::<ConfigMap>();
+    assert!(Arc::ptr_eq(&informer, &factory.informer::<ConfigMap>()), "one informer per kind");
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE), "the ConfigMap informer syncs");
+    assert!(informer.has_synced());
+    assert_eq!(informer.store().len(), 1200, "the paged list is complete");
+    assert!(informer.store().list().iter().all(|o| o.metadata.managed_fields.is_none()));
+
+    create_many(&client, "after", 30);
+    for i in 0..10 {
+        update(&client, &format!("before-{i}"), "changed");
+        delete(&client, &format!("before-{}", 100 + i));
+    }
+    assert_converges(&informer, &client);
+    assert_eq!(
+        informer.store().get_by_name("default", "after-7").map(|o| object_key(&o.metadata)),
+        Some("default/after-7".into())
+    );
+
+    // An informer requested after start runs once start is called again.
+    let secret =
+        Secret { metadata: ObjectMeta { name: Some("token".into()), ..ObjectMeta::default() }, ..Secret::default() };
+    Api::<Secret>::namespaced(&client, "default").create(&secret, &PostParams::default()).expect("a Secret");
+    let secrets = factory.informer::<Secret>();
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE), "the Secret informer syncs");
+    assert!(secrets.store().get("default/token").is_some());
+    factory.shutdown();
+}
+
+#[test]
+fn handler_sees_added_updated_deleted_in_order() {
+    let sandbox = sandbox();
+    let client = client(&sandbox);
+    let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
+    let informer = factory.informer::<ConfigMap>();
+    let recorder = Recorder::attach(&informer);
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE));
+
+    create(&client, &config_map("one", &[]));
+    update(&client, "one", "1");
+    update(&client, "one", "2");
+    delete(&client, "one");
+    eventually("the deletion of one", || matches!(recorder.of("default/one").last(), Some(Seen::Deleted { .. })));
+
+    let seen = recorder.of("default/one");
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    let Seen::Added { version: v1, .. } = &seen[0] else { panic!("{seen:?}") };
+    let Seen::Updated { old: o2, new: v2, same_arc: false, .. } = &seen[1] else { panic!("{seen:?}") };
+    let Seen::Updated { old: o3, new: v3, same_arc: false, .. } = &seen[2] else { panic!("{seen:?}") };
+    let Seen::Deleted { version: v4, final_state_unknown: false, .. } = &seen[3] else { panic!("{seen:?}") };
+    assert_eq!((o2, o3), (v1, v2), "each update starts from the previous state");
+    let numbers: Vec<u64> = [v1, v2, v3, v4].iter().map(|v| v.parse().expect("a numeric resourceVersion")).collect();
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
+    assert!(informer.store().get("default/one").is_none());
+    factory.shutdown();
+}
+
+#[test]
+fn a_handler_added_after_sync_gets_the_replay() {
+    let sandbox = sandbox();
+    let client = client(&sandbox);
+    create_many(&client, "early", 5);
+    let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
+    let informer = factory.informer::<ConfigMap>();
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE));
+
+    let recorder = Recorder::attach(&informer);
+    let mut replayed: Vec<String> = recorder.all().iter().map(|s| s.key().to_string()).collect();
+    replayed.sort();
+    assert_eq!(replayed, (0..5).map(|i| format!("default/early-{i}")).collect::<Vec<_>>());
+    assert!(recorder.all().iter().all(|s| matches!(s, Seen::Added { .. })));
+
+    create(&client, &config_map("late", &[]));
+    eventually("the late object", || recorder.of("default/late").len() == 1);
+    assert_eq!(recorder.all().len(), 6);
+    factory.shutdown();
+}
+
+#[test]
+fn custom_and_built_in_indexes() {
+    let sandbox = sandbox();
+    let client = client(&sandbox);
+    let other = Namespace {
+        metadata: ObjectMeta { name: Some("other".into()), ..ObjectMeta::default() },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::cluster(&client).create(&other, &PostParams::default()).expect("a namespace");
+    let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
+    let informer = factory.informer::<ConfigMap>();
+    informer.add_index("team", |cm: &ConfigMap| {
+        cm.metadata.labels.iter().flatten().filter(|(k, _)| *k == "team").map(|(_, v)| v.clone()).collect()
+    });
+    create(&client, &config_map("a1", &[("team", "a")]));
+    create(&client, &config_map("b1", &[("team", "b")]));
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE));
+
+    let mut owned = config_map("a2", &[("team", "a")]);
+    owned.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: "a1".into(),
+        uid: "owner-uid-1".into(),
+        ..OwnerReference::default()
+    }]);
+    create(&client, &owned);
+    let mut elsewhere = config_map("c1", &[("team", "c")]);
+    elsewhere.metadata.namespace = Some("other".into());
+    Api::<ConfigMap>::namespaced(&client, "other").create(&elsewhere, &PostParams::default()).expect("c1");
+
+    let keys = |objects: Vec<Arc<ConfigMap>>| {
+        let mut keys: Vec<String> = objects.iter().map(|o| object_key(&o.metadata)).collect();
+        keys.sort();
+        keys
+    };
+    eventually("team a indexed", || keys(informer.store().by_index("team", "a")) == ["default/a1", "default/a2"]);
+    assert_eq!(keys(informer.store().by_index("owner-uid", "owner-uid-1")), ["default/a2"]);
+    eventually("namespace other indexed", || keys(informer.store().list_namespace("other")) == ["other/c1"]);
+    assert_eq!(keys(informer.store().by_index("namespace", "default")).len(), 3);
+
+    // A relabelled object moves between index values.
+    let patch = Patch::Merge(json!({"metadata": {"labels": {"team": "b"}}}));
+    config_maps(&client).patch("a1", &patch, &PostParams::default()).expect("relabel");
+    eventually("a1 moved to team b", || keys(informer.store().by_index("team", "b")) == ["default/a1", "default/b1"]);
+    assert_eq!(keys(informer.store().by_index("team", "a")), ["default/a2"]);
+    assert_eq!(split_key("other/c1"), ("other", "c1"));
+    factory.shutdown();
+}
+
+#[test]
+fn cut_watches_lose_no_update_and_leave_no_phantom() {
+    let sandbox = sandbox();
+    let client = client(&sandbox);
+    let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
+    let informer = factory.informer::<ConfigMap>();
+    let recorder = Recorder::attach(&informer);
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE));
+
+    let writing = AtomicBool::new(true);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut round = 0;
+            while writing.load(Ordering::Relaxed) || round < 20 {
+                let name = format!("w-{}", round % 15);
+                create(&client, &config_map(&name, &[]));
+                update(&client, &name, &round.to_string());
+                if round % 3 == 0 {
+                    delete(&client, &format!("w-{}", (round + 7) % 15));
+                }
+                round += 1;
+            }
+        });
+        for _ in 0..8 {
+            std::thread::sleep(Duration::from_millis(300));
+            sandbox.close_watches();
+        }
+        writing.store(false, Ordering::Relaxed);
+    });
+    assert_converges(&informer, &client);
+
+    // Per object, the events chain: each one starts where the previous ended.
+    let seen = recorder.all();
+    let mut last: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+    for event in &seen {
+        let previous = last.get(event.key()).copied().flatten();
+        match event {
+            Seen::Added { key, version } => {
+                assert_eq!(previous, None, "{key} added twice");
+                last.insert(key, Some(version));
+            }
+            Seen::Updated { key, old, new, .. } => {
+                assert_eq!(previous, Some(old.as_str()), "{key}: an update from an unseen state");
+                last.insert(key, Some(new));
+            }
+            Seen::Deleted { key, .. } => {
+                assert!(previous.is_some(), "{key}: deleted but never added");
+                last.insert(key, None);
+            }
+        }
+    }
+    factory.shutdown();
+}
+
+/// Blocks the informer's handlers (and so its reflector) at the first update of `gate` until
+/// released: the informer sits on an old resourceVersion while the test writes, compacts the
+/// history and cuts the watch, which forces a 410 and a relist.
+#[test]
+fn gone_relists_and_delivers_the_difference() {
+    // No bookmarks: they would move the informer's resourceVersion past the compaction.
+    let sandbox =
+        sandbox_with(SandboxOptions { bookmark_interval: Duration::from_secs(3600), ..SandboxOptions::default() });
+    let client = client(&sandbox);
+    for name in ["keep", "doomed-1", "doomed-2", "doomed-3", "changed", "reborn", "gate"] {
+        create(&client, &config_map(name, &[]));
+    }
+    let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
+    let informer = factory.informer::<ConfigMap>();
+    let recorder = Recorder::attach(&informer);
+    // Declared after the factory, so dropped before it on a failure: the gate then opens.
+    let (blocked_tx, blocked) = crossbeam_channel::bounded::<()>(1);
+    let (release, release_rx) = crossbeam_channel::bounded::<()>(1);
+    let armed = AtomicBool::new(true);
+    informer.add_handler(move |event| {
+        let is_gate = event.object().metadata.name.as_deref() == Some("gate");
+        if is_gate && matches!(event, Event::Updated { .. }) && armed.swap(false, Ordering::SeqCst) {
+            let _ = blocked_tx.send(());
+            let _ = release_rx.recv_timeout(DEADLINE);
+        }
+    });
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE));
+
+    update(&client, "gate", "closed");
+    blocked.recv_timeout(DEADLINE).expect("the handler blocks on the gate");
+    let gate_version = version(&informer, "default/gate");
+    sandbox.close_watches();
+    for name in ["doomed-1", "doomed-2", "doomed-3", "reborn"] {
+        delete(&client, name);
+    }
+    update(&client, "changed", "1");
+    create(&client, &config_map("new", &[]));
+    create(&client, &config_map("reborn", &[]));
+    sandbox.compact();
+    let _ = release.send(());
+
+    eventually("the relist", || recorder.of("default/new").len() == 1);
+    assert_converges(&informer, &client);
+    assert_ne!(version(&informer, "default/gate"), None);
+    assert_eq!(version(&informer, "default/gate"), gate_version, "the gate did not change");
+    for doomed in ["default/doomed-1", "default/doomed-2", "default/doomed-3"] {
+        let seen = recorder.of(doomed);
+        assert!(
+            matches!(seen.last(), Some(Seen::Deleted { final_state_unknown: true, .. })),
+            "{doomed} was deleted while the watch was away: {seen:?}"
+        );
+    }
+    assert!(matches!(recorder.of("default/new").as_slice(), [Seen::Added { .. }]));
+    assert!(matches!(recorder.of("default/changed").last(), Some(Seen::Updated { same_arc: false, .. })));
+    // Deleted and created again while away: one update to the new incarnation.
+    assert!(matches!(recorder.of("default/reborn").last(), Some(Seen::Updated { .. })));
+    let unchanged = recorder.of("default/keep");
+    assert_eq!(unchanged.len(), 1, "an unchanged object gets no event from the relist: {unchanged:?}");
+    factory.shutdown();
+}
+
+#[test]
+fn server_errors_are_retried_until_the_caches_sync() {
+    let sandbox = sandbox();
+    let client = client(&sandbox);
+    create(&client, &config_map("there", &[]));
+    sandbox.faults().fail_next(5, 500, None).expect("a fault");
+    let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
+    let informer = factory.informer::<ConfigMap>();
+    let secrets = factory.informer::<Secret>();
+    let namespaces = factory.informer::<Namespace>();
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE), "the informers sync despite the 500s");
+    assert!(informer.store().get("default/there").is_some());
+    assert!(secrets.has_synced());
+    assert!(namespaces.store().get("kube-system").is_some(), "cluster-scoped keys are bare names");
+
+    // Throttled with Retry-After while the watches re-open: they wait and come back.
+    sandbox.faults().fail_next(4, 429, Some(1)).expect("a fault");
+    sandbox.close_watches();
+    create(&client, &config_map("later", &[]));
+    assert_converges(&informer, &client);
+    factory.shutdown();
+}
+
+#[test]
+fn resync_delivers_updates_with_the_same_object() {
+    let sandbox = sandbox();
+    let client = client(&sandbox);
+    create(&client, &config_map("steady", &[]));
+    let factory = SharedInformerFactory::new(client.clone(), Duration::from_millis(200));
+    let informer = factory.informer::<ConfigMap>();
+    let period = informer.resync_period().expect("a resync period");
+    assert!(period >= Duration::from_millis(200) && period <= Duration::from_millis(400), "{period:?}");
+    let recorder = Recorder::attach(&informer);
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE));
+    let resyncs =
+        || recorder.of("default/steady").iter().filter(|s| matches!(s, Seen::Updated { same_arc: true, .. })).count();
+    eventually("two resyncs", || resyncs() >= 2);
+    let seen = recorder.of("default/steady");
+    assert!(matches!(seen.first(), Some(Seen::Added { .. })));
+    assert!(seen[1..].iter().all(|s| matches!(s, Seen::Updated { old, new, same_arc: true, .. } if old == new)));
+    factory.shutdown();
+}
+
+/// Names of this process's threads (Linux), to see reflector threads come and go.
+#[cfg(target_os = "linux")]
+fn threads_named(prefix: &str) -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .filter(|name| name.trim_end().starts_with(prefix))
+        .count()
+}
+
+/// Shuts the factory down on another thread; fails if that does not return in time.
+fn shutdown_within_deadline(factory: SharedInformerFactory) {
+    let (done, finished) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        factory.shutdown();
+        let _ = done.send(());
+    });
+    finished.recv_timeout(DEADLINE).expect("shutdown returns");
+}
+
+// PriorityClass informers (cluster-scoped) appear in this test only, so that their thread
+// names identify them.
+#[test]
+fn shutdown_stops_the_threads_promptly() {
+    let sandbox = sandbox();
+    let client = client(&sandbox);
+    let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
+    let informer = factory.informer::<PriorityClass>();
+    let events = Arc::new(AtomicUsize::new(0));
+    let counter = events.clone();
+    informer.add_handler(move |_: &Event<PriorityClass>| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE));
+    assert!(informer.store().get("system-node-critical").is_some());
+    #[cfg(target_os = "linux")]
+    assert_eq!(threads_named("informer-priori"), 1);
+    shutdown_within_deadline(factory);
+    // A joined thread may linger in /proc for a moment.
+    #[cfg(target_os = "linux")]
+    eventually("the reflector thread to end", || threads_named("informer-priori") == 0);
+
+    // The informer no longer follows the server.
+    let before = events.load(Ordering::SeqCst);
+    let class = PriorityClass {
+        metadata: ObjectMeta { name: Some("late".into()), ..ObjectMeta::default() },
+        value: 10,
+        ..PriorityClass::default()
+    };
+    Api::<PriorityClass>::cluster(&client).create(&class, &PostParams::default()).expect("a PriorityClass");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(events.load(Ordering::SeqCst), before);
+    assert!(informer.store().get("late").is_none());
+
+    // A reflector backing off from an unreachable server stops promptly too.
+    sandbox.pause();
+    let factory = SharedInformerFactory::new(client, NO_RESYNC);
+    let unsynced = factory.informer::<PriorityClass>();
+    factory.start();
+    assert!(!factory.wait_for_sync(Duration::from_millis(300)));
+    assert!(!unsynced.has_synced());
+    shutdown_within_deadline(factory);
+    #[cfg(target_os = "linux")]
+    eventually("the reflector thread to end", || threads_named("informer-priori") == 0);
+}
