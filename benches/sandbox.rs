@@ -10,6 +10,9 @@ use kcm::client::{Api, Client, ClientOptions, PostParams, WatchEvent, WatchParam
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::json;
 
+mod common;
+use common::{realistic_pod, resident_bytes};
+
 const PODS: usize = 10_000;
 const WATCHERS: usize = 10;
 const CREATE_THREADS: usize = 4;
@@ -85,29 +88,4 @@ fn main() {
         rss_after.saturating_sub(rss_before) as f64 / 1024.0 / PODS as f64,
         rss_after as f64 / (1024.0 * 1024.0)
     );
-}
-
-/// A pod of the size a real workload's has: labels, owner, two containers with env and probes.
-fn realistic_pod(i: usize) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": format!("web-{i:05}"), "labels": {"app": "web", "pod-template-hash": "7d4b9c8f5d", "tier": "frontend"},
-            "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-22T05:00:00Z"}},
-        "spec": {"containers": [
-            {"name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 80, "name": "http"}],
-             "env": [{"name": "MODE", "value": "production"}, {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-             "readinessProbe": {"httpGet": {"path": "/healthz", "port": 80}, "periodSeconds": 5}},
-            {"name": "sidecar", "image": "busybox:1.36", "command": ["sh", "-c", "sleep infinity"]}
-        ]}
-    }))
-    .expect("pod")
-}
-
-fn resident_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
 }

@@ -528,46 +528,13 @@ impl FlagValue for Quantity {
 /// Parses a non-negative quantity into a whole number, rounding fractions up as
 /// `Quantity.Value()` does.
 fn parse_quantity(text: &str) -> Result<u64, String> {
-    let invalid =
-        || "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".to_string();
-    let body = text.strip_prefix('+').unwrap_or(text);
-    if body.starts_with('-') {
+    let quantity = crate::quantity::Quantity::parse(text).map_err(|_| {
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".to_string()
+    })?;
+    if quantity.is_negative() {
         return Err("must not be negative".to_string());
     }
-    let number_len = body.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(body.len());
-    let (number, suffix) = body.split_at(number_len);
-    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-        return Err(invalid());
-    }
-    let value: f64 = number.parse().map_err(|_| invalid())?;
-    let multiplier: f64 = match suffix {
-        "" => 1.0,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        exponent if exponent.starts_with(['e', 'E']) => {
-            let power: i32 = exponent[1..].parse().map_err(|_| invalid())?;
-            10f64.powi(power)
-        }
-        _ => return Err(invalid()),
-    };
-    let bytes = (value * multiplier).ceil();
-    if !bytes.is_finite() || bytes > u64::MAX as f64 {
-        return Err("value out of range".to_string());
-    }
-    Ok(bytes as u64)
+    u64::try_from(quantity.value()).map_err(|_| "too large".to_string())
 }
 
 /// klog's `-v`: a non-negative 32-bit verbosity level.

@@ -314,31 +314,8 @@ pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, f64> {
 
 /// A resource quantity (`500m`, `2`, `1.5Gi`, `1e3`, `16674816Ki`) as a number of base units.
 pub fn parse_quantity(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let multiplier = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        exponent if exponent.starts_with(['e', 'E']) => 10f64.powi(exponent[1..].parse().ok()?),
-        _ => return None,
-    };
-    Some(number * multiplier)
+    let quantity = crate::quantity::Quantity::parse(text.trim()).ok()?;
+    Some(quantity.nano_value() as f64 / 1e9)
 }
 
 /// kube-scheduler's `FitError` text: `0/3 nodes are available: 1 Insufficient cpu, 2 node(s)

@@ -1,0 +1,625 @@
+//! The election itself, free of threads and HTTP: client-go's `tryAcquireOrRenew`, `release`
+//! and `maybeReportTransition` over any [`Lock`], with an injectable [`Clock`].
+//!
+//! As upstream, a candidate never compares the record's timestamps with its own clock. It
+//! remembers when, by its local monotonic clock, it last saw the record *change*; the holder's
+//! term runs out `leaseDurationSeconds` after that moment. Clock skew between machines thus
+//! does not matter, only their clock rates do.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use parking_lot::{Condvar, Mutex};
+
+use super::record::{Record, micro};
+
+/// Where the election reads the time: the monotonic clock for expiry, the wall clock for the
+/// record's informational timestamps. Tests inject a manual one.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Instant;
+    fn wall(&self) -> Timestamp;
+}
+
+/// The process' clocks.
+pub struct RealClock;
+
+impl Clock for RealClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn wall(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
+/// Why a lock operation failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockError {
+    /// The request failed or got no answer in time (worded for the log).
+    Failed(String),
+    /// The elector is stopping: the caller no longer waits for answers.
+    Cancelled,
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::Failed(message) => f.write_str(message),
+            LockError::Cancelled => f.write_str("the leader elector is stopping"),
+        }
+    }
+}
+
+/// The object that carries the record (client-go's `resourcelock.Interface`). Every write is
+/// conditional on the object last read or written being current (optimistic concurrency).
+pub trait Lock {
+    /// `namespace/name`, for logs.
+    fn describe(&self) -> &str;
+    /// The current record, or `None` when the object does not exist.
+    fn get(&mut self, deadline: Instant) -> Result<Option<Record>, LockError>;
+    fn create(&mut self, record: &Record, deadline: Instant) -> Result<(), LockError>;
+    /// Replaces the record of the object last read or written; fails if it changed since.
+    fn update(&mut self, record: &Record, deadline: Instant) -> Result<(), LockError>;
+}
+
+/// Why an attempt to acquire or renew did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptError {
+    /// Another candidate holds a term that has not run out yet.
+    HeldBy(String),
+    Get(LockError),
+    Create(LockError),
+    Update(LockError),
+}
+
+impl fmt::Display for AttemptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttemptError::HeldBy(holder) => write!(f, "lock is held by {holder} and has not yet expired"),
+            AttemptError::Get(e) => write!(f, "error retrieving resource lock: {e}"),
+            AttemptError::Create(e) => write!(f, "error initially creating leader election record: {e}"),
+            AttemptError::Update(e) => write!(f, "failed to update lock: {e}"),
+        }
+    }
+}
+
+/// The record as last seen, and when it was seen to change (local monotonic time).
+#[derive(Clone, Debug)]
+pub struct Observed {
+    pub record: Record,
+    pub at: Instant,
+}
+
+impl Observed {
+    /// Whether the holder's term is still running at `now`: the record has not changed for
+    /// less than its `leaseDurationSeconds` (client-go's `isLeaseValid`).
+    pub fn is_valid(&self, now: Instant) -> bool {
+        let duration = Duration::from_secs(u64::try_from(self.record.lease_duration_seconds).unwrap_or(0));
+        self.at + duration > now
+    }
+}
+
+#[derive(Default)]
+struct State {
+    observed: Option<Observed>,
+    /// Between acquiring and stopping or losing the lease.
+    leading: bool,
+    /// The election thread has ended.
+    finished: bool,
+}
+
+/// The election's state, written by the election thread and read by the elector's handle.
+pub struct Shared {
+    pub identity: String,
+    /// The lock's name, for the health check's error.
+    pub name: String,
+    pub lease_duration: Duration,
+    clock: Arc<dyn Clock>,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    pub fn new(identity: &str, name: &str, lease_duration: Duration, clock: Arc<dyn Clock>) -> Shared {
+        Shared {
+            identity: identity.to_string(),
+            name: name.to_string(),
+            lease_duration,
+            clock,
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    pub fn observed(&self) -> Option<Observed> {
+        self.state.lock().observed.clone()
+    }
+
+    /// Remembers `record` as seen now (client-go's `setObservedRecord`).
+    fn set_observed(&self, record: Record) -> Observed {
+        let observed = Observed { record, at: self.clock.now() };
+        self.state.lock().observed = Some(observed.clone());
+        self.changed.notify_all();
+        observed
+    }
+
+    /// Whether the last record seen names us as holder (client-go's `IsLeader`).
+    #[cfg(test)]
+    pub fn holds_lock(&self) -> bool {
+        self.holds(&self.state.lock())
+    }
+
+    fn holds(&self, state: &State) -> bool {
+        state.observed.as_ref().is_some_and(|o| o.record.holder_identity == self.identity)
+    }
+
+    /// Leading: we acquired the lease, have not stopped or lost it, and the record still names us.
+    pub fn is_leader(&self) -> bool {
+        let state = self.state.lock();
+        state.leading && self.holds(&state)
+    }
+
+    pub fn set_leading(&self, leading: bool) {
+        self.state.lock().leading = leading;
+        self.changed.notify_all();
+    }
+
+    /// Marks the election thread as ended: nobody will lead through this elector any more.
+    pub fn finish(&self) {
+        let mut state = self.state.lock();
+        state.leading = false;
+        state.finished = true;
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Waits until we lead, the election ends, or `timeout` passes; whether we lead.
+    pub fn wait_until_leader(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state.lock();
+        loop {
+            if state.leading && self.holds(&state) {
+                return true;
+            }
+            if state.finished || self.changed.wait_until(&mut state, deadline).timed_out() {
+                return state.leading && self.holds(&state);
+            }
+        }
+    }
+
+    /// client-go's `Check`: an error when the record names us but we have not renewed it for
+    /// longer than the lease duration plus `tolerance`. Standbys are always healthy.
+    pub fn check(&self, tolerance: Duration) -> Result<(), String> {
+        let state = self.state.lock();
+        let Some(observed) = state.observed.as_ref().filter(|_| self.holds(&state)) else {
+            return Ok(());
+        };
+        if self.clock.now().saturating_duration_since(observed.at) > self.lease_duration + tolerance {
+            return Err(format!("failed election to renew leadership on lease {}", self.name));
+        }
+        Ok(())
+    }
+}
+
+/// One candidate's view of the election over a lock.
+pub struct Election<L> {
+    pub lock: L,
+    shared: Arc<Shared>,
+    /// The term we ask for, in the whole seconds a Lease records.
+    lease_duration_seconds: i32,
+    /// The last holder reported as new leader (client-go's `reportedLeader`).
+    reported_leader: String,
+}
+
+impl<L: Lock> Election<L> {
+    pub fn new(lock: L, shared: Arc<Shared>) -> Election<L> {
+        let lease_duration_seconds = i32::try_from(shared.lease_duration.as_secs()).unwrap_or(i32::MAX);
+        Election { lock, shared, lease_duration_seconds, reported_leader: String::new() }
+    }
+
+    /// One attempt to take the lock, or to renew it when we hold it (client-go's
+    /// `tryAcquireOrRenew`). Requests give up at `deadline`.
+    pub fn try_acquire_or_renew(&mut self, deadline: Instant) -> Result<(), AttemptError> {
+        let now = self.shared.clock.now();
+        let desired = self.desired_record();
+        // 1. Fast path: the holder updates on top of the object it last wrote.
+        if let Some(observed) = self.shared.observed().filter(|o| self.is_ours(&o.record) && o.is_valid(now)) {
+            let renewal = Self::continued(desired.clone(), &observed.record);
+            match self.lock.update(&renewal, deadline) {
+                Ok(()) => {
+                    self.shared.set_observed(renewal);
+                    return Ok(());
+                }
+                Err(LockError::Cancelled) => return Err(AttemptError::Update(LockError::Cancelled)),
+                Err(e) => {
+                    log::error!(
+                        "failed to update lock {} optimistically: {e}, falling back to slow path",
+                        self.describe()
+                    )
+                }
+            }
+        }
+        // 2. Read the record, or create it.
+        let Some(current) = self.lock.get(deadline).map_err(AttemptError::Get)? else {
+            self.lock.create(&desired, deadline).map_err(AttemptError::Create)?;
+            self.shared.set_observed(desired);
+            return Ok(());
+        };
+        // 3. The clock of the holder's term restarts whenever the record changes.
+        let observed = match self.shared.observed() {
+            Some(o) if o.record == current => o,
+            _ => self.shared.set_observed(current.clone()),
+        };
+        let ours = self.is_ours(&current);
+        if !current.holder_identity.is_empty() && observed.is_valid(now) && !ours {
+            return Err(AttemptError::HeldBy(current.holder_identity));
+        }
+        // 4. Renew our term, or start a new one.
+        let record = if ours {
+            Self::continued(desired, &current)
+        } else {
+            Record { leader_transitions: current.leader_transitions.saturating_add(1), ..desired }
+        };
+        self.lock.update(&record, deadline).map_err(AttemptError::Update)?;
+        self.shared.set_observed(record);
+        Ok(())
+    }
+
+    /// Gives the lock up if the record names us (client-go's `release`): no holder, a
+    /// one-second term, both times set to now, the transition count kept. Whether we released.
+    pub fn release(&mut self, deadline: Instant) -> Result<bool, LockError> {
+        let Some(observed) = self.shared.observed().filter(|o| self.is_ours(&o.record)) else {
+            return Ok(false);
+        };
+        let now = Some(micro(self.shared.clock.wall()));
+        let record = Record {
+            holder_identity: String::new(),
+            lease_duration_seconds: 1,
+            acquire_time: now,
+            renew_time: now,
+            leader_transitions: observed.record.leader_transitions,
+        };
+        self.lock.update(&record, deadline)?;
+        self.shared.set_observed(record);
+        Ok(true)
+    }
+
+    /// The holder just seen, when it differs from the last one seen (client-go's
+    /// `maybeReportTransition`). The first holder seen counts as new. An empty holder (a
+    /// released lock) is noted but not reported: it is nobody.
+    pub fn take_new_leader(&mut self) -> Option<String> {
+        let holder = self.shared.observed().map(|o| o.record.holder_identity).unwrap_or_default();
+        if holder == self.reported_leader {
+            return None;
+        }
+        self.reported_leader.clone_from(&holder);
+        (!holder.is_empty()).then_some(holder)
+    }
+
+    pub fn describe(&self) -> &str {
+        self.lock.describe()
+    }
+
+    /// A fresh term for us starting now.
+    fn desired_record(&self) -> Record {
+        let now = Some(micro(self.shared.clock.wall()));
+        Record {
+            holder_identity: self.shared.identity.clone(),
+            lease_duration_seconds: self.lease_duration_seconds,
+            acquire_time: now,
+            renew_time: now,
+            leader_transitions: 0,
+        }
+    }
+
+    /// `desired` as a renewal of our term in `current`: same acquire time and transition count.
+    fn continued(desired: Record, current: &Record) -> Record {
+        Record { acquire_time: current.acquire_time, leader_transitions: current.leader_transitions, ..desired }
+    }
+
+    fn is_ours(&self, record: &Record) -> bool {
+        record.holder_identity == self.shared.identity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A clock that moves only when told.
+    struct ManualClock {
+        start: (Instant, Timestamp),
+        elapsed: Mutex<Duration>,
+    }
+
+    impl ManualClock {
+        fn new() -> Arc<ManualClock> {
+            let wall: Timestamp = "2026-11-22T10:00:00Z".parse().expect("timestamp");
+            Arc::new(ManualClock { start: (Instant::now(), wall), elapsed: Mutex::new(Duration::ZERO) })
+        }
+
+        fn advance(&self, by: Duration) {
+            *self.elapsed.lock() += by;
+        }
+    }
+
+    impl Clock for ManualClock {
+        fn now(&self) -> Instant {
+            self.start.0 + *self.elapsed.lock()
+        }
+
+        fn wall(&self) -> Timestamp {
+            let elapsed = jiff::SignedDuration::try_from(*self.elapsed.lock()).expect("small duration");
+            self.start.1 + elapsed
+        }
+    }
+
+    /// An in-memory object with a resourceVersion, shared by the candidates of a test.
+    #[derive(Default)]
+    struct Store {
+        object: Option<(Record, u64)>,
+        next_version: u64,
+    }
+
+    /// One candidate's handle on the store: remembers the version it last read or wrote.
+    struct MemoryLock {
+        store: Arc<Mutex<Store>>,
+        seen: Option<u64>,
+        /// Answer every call as a stopping elector's lock does.
+        cancelled: bool,
+        calls: usize,
+    }
+
+    impl MemoryLock {
+        fn new(store: &Arc<Mutex<Store>>) -> MemoryLock {
+            MemoryLock { store: store.clone(), seen: None, cancelled: false, calls: 0 }
+        }
+
+        fn call(&mut self) -> Result<(), LockError> {
+            self.calls += 1;
+            if self.cancelled { Err(LockError::Cancelled) } else { Ok(()) }
+        }
+    }
+
+    impl Lock for MemoryLock {
+        fn describe(&self) -> &str {
+            "kube-system/test"
+        }
+
+        fn get(&mut self, _: Instant) -> Result<Option<Record>, LockError> {
+            self.call()?;
+            let store = self.store.lock();
+            self.seen = store.object.as_ref().map(|(_, version)| *version);
+            Ok(store.object.as_ref().map(|(record, _)| record.clone()))
+        }
+
+        fn create(&mut self, record: &Record, _: Instant) -> Result<(), LockError> {
+            self.call()?;
+            let mut store = self.store.lock();
+            if store.object.is_some() {
+                return Err(LockError::Failed("already exists".into()));
+            }
+            store.next_version += 1;
+            store.object = Some((record.clone(), store.next_version));
+            self.seen = Some(store.next_version);
+            Ok(())
+        }
+
+        fn update(&mut self, record: &Record, _: Instant) -> Result<(), LockError> {
+            self.call()?;
+            let mut store = self.store.lock();
+            let current = store.object.as_ref().map(|(_, version)| *version);
+            if self.seen.is_none() || current != self.seen {
+                return Err(LockError::Failed("conflict".into()));
+            }
+            store.next_version += 1;
+            store.object = Some((record.clone(), store.next_version));
+            self.seen = Some(store.next_version);
+            Ok(())
+        }
+    }
+
+    const LEASE: Duration = Duration::from_secs(15);
+
+    fn candidate(name: &str, store: &Arc<Mutex<Store>>, clock: &Arc<ManualClock>) -> Election<MemoryLock> {
+        let shared = Arc::new(Shared::new(name, "test", LEASE, clock.clone()));
+        Election::new(MemoryLock::new(store), shared)
+    }
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(3600)
+    }
+
+    fn stored(store: &Arc<Mutex<Store>>) -> Record {
+        store.lock().object.clone().expect("the lock exists").0
+    }
+
+    /// Rewrites the stored record as another writer would, bumping its version.
+    fn overwrite(store: &Arc<Mutex<Store>>, edit: impl FnOnce(&mut Record)) {
+        let mut store = store.lock();
+        let mut record = store.object.clone().expect("the lock exists").0;
+        edit(&mut record);
+        store.next_version += 1;
+        store.object = Some((record, store.next_version));
+    }
+
+    #[test]
+    fn first_candidate_creates_the_lock() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        let record = stored(&store);
+        assert_eq!(record.holder_identity, "a");
+        assert_eq!(record.lease_duration_seconds, 15);
+        assert_eq!(record.leader_transitions, 0);
+        assert_eq!(record.acquire_time, Some(clock.wall()));
+        assert_eq!(record.renew_time, Some(clock.wall()));
+        assert!(a.shared.holds_lock());
+        assert_eq!(a.take_new_leader().as_deref(), Some("a"));
+        assert_eq!(a.take_new_leader(), None);
+    }
+
+    #[test]
+    fn standby_waits_a_full_lease_duration_of_local_time() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        // The holder's clock is an hour behind: its timestamps must not make the term look over.
+        let skewed = clock.wall() - jiff::SignedDuration::from_hours(1);
+        overwrite(&store, |r| r.renew_time = Some(skewed));
+        let mut b = candidate("b", &store, &clock);
+        assert_eq!(b.try_acquire_or_renew(far()), Err(AttemptError::HeldBy("a".into())));
+        clock.advance(Duration::from_millis(14_900));
+        assert_eq!(b.try_acquire_or_renew(far()), Err(AttemptError::HeldBy("a".into())));
+        clock.advance(Duration::from_millis(200));
+        b.try_acquire_or_renew(far()).expect("taken over after expiry");
+        let record = stored(&store);
+        assert_eq!(record.holder_identity, "b");
+        assert_eq!(record.leader_transitions, 1);
+        assert_eq!(record.acquire_time, Some(clock.wall()));
+    }
+
+    #[test]
+    fn future_timestamps_do_not_extend_a_term() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        let ahead = clock.wall() + jiff::SignedDuration::from_hours(1);
+        overwrite(&store, |r| r.renew_time = Some(ahead));
+        let mut b = candidate("b", &store, &clock);
+        assert!(b.try_acquire_or_renew(far()).is_err());
+        clock.advance(LEASE + Duration::from_millis(1));
+        b.try_acquire_or_renew(far()).expect("taken over after expiry");
+    }
+
+    #[test]
+    fn the_term_runs_from_the_last_change_seen() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        let mut b = candidate("b", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        assert!(b.try_acquire_or_renew(far()).is_err());
+        clock.advance(Duration::from_secs(10));
+        a.try_acquire_or_renew(far()).expect("renewed");
+        assert!(b.try_acquire_or_renew(far()).is_err(), "the renewal is seen at t=10s");
+        clock.advance(Duration::from_secs(10));
+        assert!(b.try_acquire_or_renew(far()).is_err(), "t=20s is within 15s of the change seen at t=10s");
+        clock.advance(Duration::from_millis(5_100));
+        b.try_acquire_or_renew(far()).expect("taken over at t=25.1s");
+    }
+
+    #[test]
+    fn expiry_uses_the_duration_in_the_record() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        let shared = Arc::new(Shared::new("b", "test", Duration::from_secs(60), clock.clone()));
+        let mut b = Election::new(MemoryLock::new(&store), shared);
+        assert!(b.try_acquire_or_renew(far()).is_err());
+        clock.advance(LEASE + Duration::from_millis(1));
+        b.try_acquire_or_renew(far()).expect("the holder's 15s term is over");
+        assert_eq!(stored(&store).lease_duration_seconds, 60);
+    }
+
+    #[test]
+    fn renewal_keeps_the_acquire_time_and_survives_a_foreign_write() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        let acquired = clock.wall();
+        clock.advance(Duration::from_secs(2));
+        a.try_acquire_or_renew(far()).expect("renewed on the fast path");
+        // Someone else wrote the object (a label, say): the fast path conflicts, the slow path
+        // re-reads and renews.
+        overwrite(&store, |_| {});
+        clock.advance(Duration::from_secs(2));
+        a.try_acquire_or_renew(far()).expect("renewed on the slow path");
+        let record = stored(&store);
+        assert_eq!(record.acquire_time, Some(acquired));
+        assert_eq!(record.renew_time, Some(clock.wall()));
+        assert_eq!(record.leader_transitions, 0);
+    }
+
+    #[test]
+    fn a_stopping_elector_does_not_fall_back_to_the_slow_path() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        a.lock.cancelled = true;
+        a.lock.calls = 0;
+        assert_eq!(a.try_acquire_or_renew(far()), Err(AttemptError::Update(LockError::Cancelled)));
+        assert_eq!(a.lock.calls, 1, "no read after the cancelled renewal");
+    }
+
+    #[test]
+    fn a_holder_whose_term_was_taken_cannot_renew() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        let mut b = candidate("b", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        assert!(b.try_acquire_or_renew(far()).is_err());
+        clock.advance(LEASE + Duration::from_secs(1));
+        b.try_acquire_or_renew(far()).expect("taken over");
+        assert_eq!(a.try_acquire_or_renew(far()), Err(AttemptError::HeldBy("b".into())));
+        assert!(!a.shared.holds_lock());
+        assert_eq!(a.take_new_leader().as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn a_released_lock_is_taken_at_once() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        let mut b = candidate("b", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        assert_eq!(a.take_new_leader().as_deref(), Some("a"));
+        assert!(b.try_acquire_or_renew(far()).is_err());
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(a.release(far()), Ok(true));
+        let released = stored(&store);
+        assert_eq!(released.holder_identity, "");
+        assert_eq!(released.lease_duration_seconds, 1);
+        assert_eq!(released.acquire_time, Some(clock.wall()));
+        assert_eq!(released.renew_time, Some(clock.wall()));
+        assert_eq!(released.leader_transitions, 0);
+        assert!(!a.shared.holds_lock());
+        assert_eq!(a.release(far()), Ok(false), "nothing left to release");
+        assert_eq!(b.take_new_leader().as_deref(), Some("a"));
+        b.try_acquire_or_renew(far()).expect("taken at once");
+        assert_eq!(stored(&store).leader_transitions, 1);
+        assert_eq!(b.take_new_leader().as_deref(), Some("b"));
+        assert_eq!(a.take_new_leader(), None, "the empty holder a released to is nobody");
+    }
+
+    #[test]
+    fn health_check_fails_once_renewals_stall_past_the_tolerance() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        let b = candidate("b", &store, &clock);
+        let tolerance = Duration::from_secs(20);
+        assert_eq!(a.shared.check(tolerance), Ok(()));
+        a.try_acquire_or_renew(far()).expect("acquired");
+        clock.advance(LEASE + tolerance);
+        assert_eq!(a.shared.check(tolerance), Ok(()));
+        clock.advance(Duration::from_millis(1));
+        let error = a.shared.check(tolerance).expect_err("stalled");
+        assert_eq!(error, "failed election to renew leadership on lease test");
+        assert_eq!(b.shared.check(tolerance), Ok(()), "standbys are healthy");
+    }
+
+    #[test]
+    fn leading_needs_the_record_to_name_us() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let mut a = candidate("a", &store, &clock);
+        a.shared.set_leading(true);
+        assert!(!a.shared.is_leader(), "no record seen yet");
+        a.try_acquire_or_renew(far()).expect("acquired");
+        assert!(a.shared.is_leader());
+        assert!(a.shared.wait_until_leader(Duration::ZERO));
+        a.shared.finish();
+        assert!(!a.shared.is_leader());
+        assert!(!a.shared.wait_until_leader(Duration::from_secs(5)), "returns at once when finished");
+    }
+}

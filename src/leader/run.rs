@@ -1,0 +1,255 @@
+//! The election thread (client-go's `Run`, `acquire` and `renew`): try to acquire every retry
+//! period with jitter; once leading, renew every retry period, retrying failed renewals until
+//! the renew deadline since the last successful one; then lose the lease, or on a graceful stop
+//! release it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+
+use super::LeaderEvent;
+use super::election::{AttemptError, Election, Shared};
+use super::lease_lock::RemoteLock;
+use super::metrics::LeaderMetrics;
+
+/// client-go's `JitterFactor`: acquisition retries wait between 1 and 2.2 retry periods.
+pub const JITTER_FACTOR: f64 = 1.2;
+
+/// The election's durations (see [`super::LeaderElectionConfig`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
+}
+
+/// Everything the election thread owns.
+pub struct Runner {
+    pub election: Election<RemoteLock>,
+    pub shared: Arc<Shared>,
+    pub timing: Timing,
+    /// The lease name, the metric's label.
+    pub name: String,
+    pub release_on_cancel: bool,
+    /// Disconnected when the elector stops.
+    pub stop: Receiver<()>,
+    /// Set before a stop that must look like a crash: no release, no events.
+    pub abandoned: Arc<AtomicBool>,
+    pub events: Sender<LeaderEvent>,
+    /// Receives one message when leadership is lost involuntarily.
+    pub lost: Sender<()>,
+    pub metrics: &'static LeaderMetrics,
+}
+
+/// Why leading ended.
+enum Ended {
+    Stopped,
+    Lost,
+}
+
+impl Runner {
+    /// The thread's body: acquire, lead, then lose or give up the lease.
+    pub fn run(mut self) {
+        let _finish = FinishGuard {
+            shared: self.shared.clone(),
+            metrics: self.metrics,
+            name: self.name.clone(),
+            lost: self.lost.clone(),
+        };
+        log::info!("attempting to acquire leader lease {}...", self.election.describe());
+        let Some(acquired_at) = self.acquire() else {
+            return;
+        };
+        self.start_leading();
+        match self.renew(acquired_at) {
+            Ended::Lost => self.lose(),
+            Ended::Stopped => self.stop_leading(),
+        }
+    }
+
+    /// Tries to acquire until it succeeds (returns when the successful attempt started) or the
+    /// elector stops (`None`).
+    fn acquire(&mut self) -> Option<Instant> {
+        loop {
+            let started = Instant::now();
+            let result = self.election.try_acquire_or_renew(started + self.timing.renew_deadline);
+            self.report_new_leader();
+            if self.stopping() {
+                // Told to stop as the attempt ended: give up a lease it may just have won.
+                self.give_up();
+                return None;
+            }
+            match result {
+                Ok(()) => return Some(started),
+                Err(AttemptError::HeldBy(holder)) => {
+                    log::debug!("lock is held by {holder} and has not yet expired: {}", self.election.describe())
+                }
+                Err(e) => log::error!("failed to acquire lease {}: {e}", self.election.describe()),
+            }
+            if self.sleep(jittered(self.timing.retry_period)) {
+                return None;
+            }
+        }
+    }
+
+    fn start_leading(&mut self) {
+        self.shared.set_leading(true);
+        self.election.lock.record_event("became leader", Instant::now() + self.timing.renew_deadline);
+        self.metrics.leader_on(&self.name);
+        log::info!("successfully acquired lease {}", self.election.describe());
+        self.emit(LeaderEvent::StartedLeading);
+    }
+
+    /// Renews every retry period until a renewal round fails or the elector stops.
+    fn renew(&mut self, acquired_at: Instant) -> Ended {
+        let mut last_renewal = acquired_at;
+        loop {
+            if self.sleep(self.timing.retry_period) {
+                return Ended::Stopped;
+            }
+            match self.renew_round(last_renewal) {
+                Ok(renewed_at) => last_renewal = renewed_at,
+                Err(ended) => return ended,
+            }
+        }
+    }
+
+    /// Tries to renew every retry period until it succeeds (returns when the successful
+    /// attempt started), or the renew deadline since `last_renewal` passes. Measuring from the
+    /// start of the last successful attempt is conservative: the write landed after it, and
+    /// standbys count the lease duration from when they saw the write.
+    fn renew_round(&mut self, last_renewal: Instant) -> Result<Instant, Ended> {
+        let deadline = last_renewal + self.timing.renew_deadline;
+        loop {
+            let started = Instant::now();
+            if started >= deadline {
+                return Err(Ended::Lost);
+            }
+            let result = self.election.try_acquire_or_renew(deadline);
+            self.report_new_leader();
+            if self.stopping() {
+                return Err(Ended::Stopped);
+            }
+            match result {
+                Ok(()) => {
+                    log::trace!("successfully renewed lease {}", self.election.describe());
+                    return Ok(started);
+                }
+                Err(e) => log::info!("failed to renew lease {}: {e}", self.election.describe()),
+            }
+            let pause = self.timing.retry_period.min(deadline.saturating_duration_since(Instant::now()));
+            if self.sleep(pause) {
+                return Err(Ended::Stopped);
+            }
+        }
+    }
+
+    /// Leadership lost involuntarily: stop claiming it, then tell. The lease is not released:
+    /// our controllers may still be winding down, so a standby must wait for the lease to
+    /// expire.
+    fn lose(&mut self) {
+        self.shared.set_leading(false);
+        self.metrics.leader_off(&self.name);
+        log::error!(
+            "failed to renew lease {}: no successful renewal within {:?}; leaderelection lost",
+            self.election.describe(),
+            self.timing.renew_deadline
+        );
+        self.election.lock.record_event("stopped leading", Instant::now() + self.timing.renew_deadline);
+        self.emit(LeaderEvent::StoppedLeading);
+        let _ = self.lost.try_send(());
+    }
+
+    /// Stopped while leading: stop claiming leadership, release the lease if configured, and
+    /// tell (unless abandoned, as a crash would not).
+    fn stop_leading(&mut self) {
+        self.shared.set_leading(false);
+        self.metrics.leader_off(&self.name);
+        if self.give_up() {
+            self.election.lock.record_event("stopped leading", Instant::now() + self.timing.renew_deadline);
+            self.emit(LeaderEvent::StoppedLeading);
+        } else {
+            log::info!("abandoned lease {} without releasing it", self.election.describe());
+        }
+    }
+
+    /// On a stop, releases the lease if the record names us and `release_on_cancel` is set;
+    /// an abandoned elector keeps it until it expires. Whether the stop was graceful.
+    fn give_up(&mut self) -> bool {
+        if self.abandoned.load(Ordering::SeqCst) {
+            return false;
+        }
+        if self.release_on_cancel {
+            self.election.lock.ignore_stop();
+            match self.election.release(Instant::now() + self.timing.renew_deadline) {
+                Ok(true) => log::info!("released lease {}", self.election.describe()),
+                Ok(false) => {}
+                Err(e) => log::error!("failed to release lock {}: {e}", self.election.describe()),
+            }
+        }
+        true
+    }
+
+    fn report_new_leader(&mut self) {
+        if let Some(leader) = self.election.take_new_leader() {
+            log::info!("new leader elected: {leader}");
+            self.emit(LeaderEvent::NewLeader(leader));
+        }
+    }
+
+    fn emit(&self, event: LeaderEvent) {
+        // The dispatcher outlives this thread; a send fails only if it panicked.
+        let _ = self.events.send(event);
+    }
+
+    /// Whether the elector was told to stop.
+    fn stopping(&self) -> bool {
+        matches!(self.stop.try_recv(), Err(TryRecvError::Disconnected))
+    }
+
+    /// Sleeps for `duration`, or less if the elector is told to stop; whether it was.
+    fn sleep(&self, duration: Duration) -> bool {
+        !matches!(self.stop.recv_timeout(duration), Err(RecvTimeoutError::Timeout))
+    }
+}
+
+/// Marks the election as over when the thread ends, however it ends. A panic counts as
+/// losing the lease: nobody renews it any more.
+struct FinishGuard {
+    shared: Arc<Shared>,
+    metrics: &'static LeaderMetrics,
+    name: String,
+    lost: Sender<()>,
+}
+
+impl Drop for FinishGuard {
+    fn drop(&mut self) {
+        let was_leading = self.shared.is_leader();
+        self.shared.finish();
+        if std::thread::panicking() && was_leading {
+            log::error!("the leader election thread for {} panicked; leaderelection lost", self.name);
+            self.metrics.leader_off(&self.name);
+            let _ = self.lost.try_send(());
+        }
+    }
+}
+
+/// `period` stretched by a random factor in [1, 1 + JITTER_FACTOR) (apimachinery's `wait.Jitter`).
+fn jittered(period: Duration) -> Duration {
+    period + period.mul_f64(JITTER_FACTOR * crate::random::unit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_the_factor() {
+        let period = Duration::from_millis(100);
+        for _ in 0..1000 {
+            let wait = jittered(period);
+            assert!(wait >= period && wait < period.mul_f64(1.0 + JITTER_FACTOR), "{wait:?}");
+        }
+    }
+}

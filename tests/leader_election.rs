@@ -1,0 +1,380 @@
+//! Lease-based leader election against a real sandbox API server: acquiring, one leader among
+//! several candidates, hand-over on release, take-over after a crash only once the lease
+//! expired, a leader cut off from the API giving up before a standby can take over, and the
+//! healthz watchdog.
+//!
+//! Every wait is bounded by a generous deadline; timing assertions only compare times the
+//! election itself guarantees an order for, so that the tests hold on a loaded machine.
+
+#![cfg(feature = "sandbox")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Event;
+use kcm::client::{Api, Client, ClientOptions, ListParams};
+use kcm::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent, identity};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use parking_lot::Mutex;
+
+/// The longest any expected change may take.
+const DEADLINE: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(20);
+const NAMESPACE: &str = "kube-system";
+
+/// Lease, renew deadline and retry period of one test.
+#[derive(Clone, Copy)]
+struct Timing {
+    lease: Duration,
+    renew: Duration,
+    retry: Duration,
+}
+
+/// Short terms, for the tests about losing and taking over.
+const FAST: Timing = Timing { lease: secs(2.0), renew: secs(1.5), retry: secs(0.3) };
+/// Terms a loaded machine cannot miss, for the tests about a steady leader.
+const STEADY: Timing = Timing { lease: secs(6.0), renew: secs(5.0), retry: secs(0.3) };
+
+const fn secs(s: f64) -> Duration {
+    Duration::from_millis((s * 1000.0) as u64)
+}
+
+struct Cluster {
+    sandbox: Sandbox,
+    client: Client,
+}
+
+fn cluster() -> Cluster {
+    let listen = "127.0.0.1:0".parse().expect("an address");
+    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
+    let options = ClientOptions { qps: -1.0, burst: 1, timeout: DEADLINE };
+    let client = Client::new(sandbox.admin_config(), options).expect("a client");
+    Cluster { sandbox, client }
+}
+
+/// A running elector and the events it delivered, with when they arrived.
+struct Candidate {
+    id: String,
+    elector: LeaderElector,
+    events: Arc<Mutex<Vec<(LeaderEvent, Timestamp)>>>,
+}
+
+impl Candidate {
+    fn start(cluster: &Cluster, lease: &str, timing: Timing, release_on_cancel: bool) -> Candidate {
+        let id = identity();
+        let config = LeaderElectionConfig {
+            namespace: NAMESPACE.into(),
+            name: lease.into(),
+            identity: id.clone(),
+            lease_duration: timing.lease,
+            renew_deadline: timing.renew,
+            retry_period: timing.retry,
+            release_on_cancel,
+        };
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = events.clone();
+        let elector = LeaderElector::start(cluster.client.clone(), config, move |e: &LeaderEvent| {
+            sink.lock().push((e.clone(), Timestamp::now()))
+        })
+        .expect("the elector starts");
+        Candidate { id, elector, events }
+    }
+
+    fn events(&self) -> Vec<LeaderEvent> {
+        self.events.lock().iter().map(|(e, _)| e.clone()).collect()
+    }
+
+    /// When `event` was delivered, if it was.
+    fn time_of(&self, event: &LeaderEvent) -> Option<Timestamp> {
+        self.events.lock().iter().find(|(e, _)| e == event).map(|(_, at)| *at)
+    }
+
+    fn wait_for_event(&self, event: &LeaderEvent) -> Timestamp {
+        wait_for(&format!("{event:?} delivered to {}", self.id), || self.time_of(event))
+    }
+}
+
+/// Polls `probe` until it answers, failing the test after [`DEADLINE`].
+fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        assert!(started.elapsed() < DEADLINE, "timed out waiting for {what}");
+        std::thread::sleep(POLL);
+    }
+}
+
+fn lease_spec(cluster: &Cluster, name: &str) -> LeaseSpec {
+    let lease = Api::<Lease>::namespaced(&cluster.client, NAMESPACE).get(name).expect("the Lease exists");
+    lease.spec.expect("the Lease has a spec")
+}
+
+fn holder(spec: &LeaseSpec) -> &str {
+    spec.holder_identity.as_deref().unwrap_or_default()
+}
+
+fn renew_time(spec: &LeaseSpec) -> Timestamp {
+    spec.renew_time.as_ref().expect("renewTime is set").0
+}
+
+fn acquire_time(spec: &LeaseSpec) -> Timestamp {
+    spec.acquire_time.as_ref().expect("acquireTime is set").0
+}
+
+/// The Lease's renewTime as stored, read without the HTTP API (works while it is paused).
+fn stored_renew_time(cluster: &Cluster, name: &str) -> Timestamp {
+    let lease = cluster.sandbox.store().get("leases", NAMESPACE, name).expect("the Lease is stored");
+    lease["spec"]["renewTime"].as_str().expect("renewTime is set").parse().expect("a timestamp")
+}
+
+fn master_status(name: &str) -> Option<String> {
+    let metrics = kcm::metrics::global().render();
+    let series = format!("leader_election_master_status{{name=\"{name}\"}} ");
+    metrics.lines().find_map(|line| line.strip_prefix(&series).map(str::to_string))
+}
+
+fn leader_elections(cluster: &Cluster, message: &str) -> Vec<Event> {
+    let events = Api::<Event>::namespaced(&cluster.client, NAMESPACE).list(&ListParams::default()).expect("events");
+    events.items.into_iter().filter(|e| e.message.as_deref() == Some(message)).collect()
+}
+
+#[test]
+fn a_single_candidate_acquires_renews_and_releases() {
+    let cluster = cluster();
+    let a = Candidate::start(&cluster, "le-single", FAST, true);
+    assert!(a.elector.wait_until_leader(DEADLINE), "the only candidate leads");
+    assert!(a.elector.is_leader());
+
+    let spec = lease_spec(&cluster, "le-single");
+    assert_eq!(holder(&spec), a.id);
+    assert_eq!(spec.lease_duration_seconds, Some(2));
+    assert_eq!(spec.lease_transitions, Some(0));
+    assert!(acquire_time(&spec) <= renew_time(&spec));
+    assert_eq!(master_status("le-single").as_deref(), Some("1"));
+    assert_eq!(a.elector.check(), Ok(()));
+
+    let message = format!("{} became leader", a.id);
+    let event = wait_for("the LeaderElection event", || leader_elections(&cluster, &message).pop());
+    let lease = Api::<Lease>::namespaced(&cluster.client, NAMESPACE).get("le-single").expect("the Lease");
+    assert_eq!(event.reason.as_deref(), Some("LeaderElection"));
+    assert_eq!(event.type_.as_deref(), Some("Normal"));
+    assert_eq!(event.source.and_then(|s| s.component).as_deref(), Some("kube-controller-manager"));
+    assert!(event.metadata.name.as_deref().is_some_and(|n| n.starts_with("le-single.")));
+    let reference = event.involved_object;
+    assert_eq!(reference.kind.as_deref(), Some("Lease"));
+    assert_eq!(reference.api_version.as_deref(), Some("coordination.k8s.io/v1"));
+    assert_eq!(reference.name.as_deref(), Some("le-single"));
+    assert_eq!(reference.namespace.as_deref(), Some(NAMESPACE));
+    assert_eq!(reference.uid, lease.metadata.uid);
+
+    a.wait_for_event(&LeaderEvent::StartedLeading);
+    assert_eq!(a.events(), [LeaderEvent::NewLeader(a.id.clone()), LeaderEvent::StartedLeading]);
+
+    let renewed = wait_for("a renewal", || {
+        let now = lease_spec(&cluster, "le-single");
+        (renew_time(&now) > renew_time(&spec)).then_some(now)
+    });
+    assert_eq!(acquire_time(&renewed), acquire_time(&spec), "renewals keep the acquire time");
+    assert_eq!(renewed.lease_transitions, Some(0));
+
+    let events = a.events.clone();
+    a.elector.stop();
+    let released = lease_spec(&cluster, "le-single");
+    assert_eq!(holder(&released), "", "released on a graceful stop");
+    assert_eq!(released.lease_duration_seconds, Some(1));
+    assert_eq!(released.lease_transitions, Some(0));
+    assert_eq!(master_status("le-single").as_deref(), Some("0"));
+    assert_eq!(events.lock().last().map(|(e, _)| e.clone()), Some(LeaderEvent::StoppedLeading));
+}
+
+/// Starts `count` candidates on one Lease and checks, over a few seconds, that exactly one of
+/// them leads at every sample and that it is the one the Lease names.
+fn exactly_one_leads(count: usize, lease: &str) {
+    let cluster = cluster();
+    let candidates: Vec<Candidate> = (0..count).map(|_| Candidate::start(&cluster, lease, STEADY, true)).collect();
+    let first = wait_for("a leader", || candidates.iter().position(|c| c.elector.is_leader()));
+    let sampling = Instant::now();
+    let mut samples = 0;
+    while sampling.elapsed() < Duration::from_secs(3) {
+        let leaders: Vec<&str> = candidates.iter().filter(|c| c.elector.is_leader()).map(|c| c.id.as_str()).collect();
+        let spec = lease_spec(&cluster, lease);
+        assert_eq!(leaders, [holder(&spec)], "exactly one leader, the Lease's holder");
+        samples += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(samples >= 3, "sampled {samples} times");
+    let leader = candidates[first].id.clone();
+    assert_eq!(lease_spec(&cluster, lease).lease_transitions, Some(0), "nobody took over");
+    for standby in candidates.iter().filter(|c| c.id != leader) {
+        standby.wait_for_event(&LeaderEvent::NewLeader(leader.clone()));
+        assert!(!standby.events().contains(&LeaderEvent::StartedLeading));
+        assert_eq!(standby.elector.check(), Ok(()), "standbys are healthy");
+    }
+    for candidate in candidates {
+        let (events, was_leader) = (candidate.events.clone(), candidate.id == leader);
+        candidate.elector.stop();
+        let stopped = events.lock().iter().any(|(e, _)| *e == LeaderEvent::StoppedLeading);
+        assert_eq!(stopped, was_leader, "only the leader stops leading");
+    }
+}
+
+#[test]
+fn of_two_candidates_exactly_one_leads() {
+    exactly_one_leads(2, "le-two");
+}
+
+#[test]
+fn of_three_candidates_exactly_one_leads() {
+    exactly_one_leads(3, "le-three");
+}
+
+#[test]
+fn a_graceful_stop_hands_over_to_a_standby_at_once() {
+    // A long lease: a standby that leads within a few retry periods took a released lease, it
+    // did not wait for it to expire.
+    let timing = Timing { lease: secs(10.0), renew: secs(8.0), retry: secs(0.3) };
+    let cluster = cluster();
+    let a = Candidate::start(&cluster, "le-release", timing, true);
+    assert!(a.elector.wait_until_leader(DEADLINE));
+    let b = Candidate::start(&cluster, "le-release", timing, true);
+    b.wait_for_event(&LeaderEvent::NewLeader(a.id.clone()));
+    assert!(!b.elector.is_leader());
+
+    let stopping = Instant::now();
+    a.elector.stop();
+    assert!(b.elector.wait_until_leader(DEADLINE));
+    let waited = stopping.elapsed();
+    assert!(waited < timing.lease, "took over after {waited:?}, before the lease would have expired");
+    let spec = lease_spec(&cluster, "le-release");
+    assert_eq!(holder(&spec), b.id);
+    assert_eq!(spec.lease_transitions, Some(1), "the take-over counts as a transition");
+    assert_eq!(spec.lease_duration_seconds, Some(10));
+    b.wait_for_event(&LeaderEvent::StartedLeading);
+    assert_eq!(
+        b.events(),
+        [LeaderEvent::NewLeader(a.id.clone()), LeaderEvent::NewLeader(b.id.clone()), LeaderEvent::StartedLeading]
+    );
+}
+
+#[test]
+fn a_crashed_leader_is_replaced_only_after_its_lease_expired() {
+    let cluster = cluster();
+    let a = Candidate::start(&cluster, "le-crash", FAST, true);
+    assert!(a.elector.wait_until_leader(DEADLINE));
+    let b = Candidate::start(&cluster, "le-crash", FAST, true);
+    b.wait_for_event(&LeaderEvent::NewLeader(a.id.clone()));
+
+    let a_id = a.id.clone();
+    a.elector.abandon();
+    // Follow the Lease until the standby holds it; the last record A wrote is its last renewal.
+    let mut last_renewal = None;
+    let taken = wait_for("the take-over", || {
+        let spec = lease_spec(&cluster, "le-crash");
+        match holder(&spec) {
+            h if h == a_id => {
+                last_renewal = Some(renew_time(&spec));
+                None
+            }
+            h if h == b.id => Some(spec),
+            other => panic!("unexpected holder {other:?}: a crashed leader does not release"),
+        }
+    });
+    let last_renewal = last_renewal.expect("the Lease was seen held by the crashed leader");
+    let gap = acquire_time(&taken).duration_since(last_renewal);
+    assert!(
+        gap >= SignedDuration::try_from(FAST.lease).expect("a small duration"),
+        "taken over {gap:?} after the last renewal, before the {:?} lease expired",
+        FAST.lease
+    );
+    assert_eq!(taken.lease_transitions, Some(1));
+    assert!(b.elector.wait_until_leader(DEADLINE));
+}
+
+#[test]
+fn a_leader_cut_off_from_the_api_stops_before_a_standby_can_take_over() {
+    let cluster = cluster();
+    let a = Candidate::start(&cluster, "le-cut", FAST, true);
+    assert!(a.elector.wait_until_leader(DEADLINE));
+    let b = Candidate::start(&cluster, "le-cut", FAST, true);
+    b.wait_for_event(&LeaderEvent::NewLeader(a.id.clone()));
+
+    // The API server goes away for a little longer than the lease, whatever the leader does;
+    // the standby, which last saw the record before that, takes over as soon as it is back.
+    cluster.sandbox.pause();
+    std::thread::sleep(FAST.lease + FAST.retry);
+    let last_renewal = stored_renew_time(&cluster, "le-cut");
+    cluster.sandbox.resume().expect("the sandbox listens again");
+
+    assert_eq!(a.elector.leader_lost().recv_timeout(DEADLINE), Ok(()), "the leader noticed it lost the lease");
+    assert!(!a.elector.is_leader());
+    let lost_at = a.wait_for_event(&LeaderEvent::StoppedLeading);
+    assert!(b.elector.wait_until_leader(DEADLINE));
+    let spec = lease_spec(&cluster, "le-cut");
+    assert_eq!(holder(&spec), b.id);
+    let renew_deadline = SignedDuration::try_from(FAST.renew).expect("a small duration");
+    assert!(last_renewal + renew_deadline < acquire_time(&spec), "the standby took over after the renew deadline");
+    assert!(lost_at < acquire_time(&spec), "the old leader stopped before the standby started");
+    assert_eq!(spec.lease_transitions, Some(1));
+    assert!(a.elector.leader_lost().try_recv().is_err(), "leader_lost fires once");
+}
+
+#[test]
+fn a_leader_whose_requests_hang_gives_up_at_its_renew_deadline() {
+    let cluster = cluster();
+    let a = Candidate::start(&cluster, "le-hang", FAST, true);
+    assert!(a.elector.wait_until_leader(DEADLINE));
+    let b = Candidate::start(&cluster, "le-hang", FAST, true);
+    b.wait_for_event(&LeaderEvent::NewLeader(a.id.clone()));
+
+    // Every request now takes longer than the renew deadline; had the leader waited for its
+    // renewal to be answered, it would have gone on leading.
+    let latency = Duration::from_secs(5);
+    let slowed = Instant::now();
+    cluster.sandbox.faults().set_latency(Some(latency));
+    assert_eq!(a.elector.leader_lost().recv_timeout(DEADLINE), Ok(()));
+    let waited = slowed.elapsed();
+    assert!(waited < latency, "gave up after {waited:?}, without waiting for the hung renewal");
+    let lost_at = a.wait_for_event(&LeaderEvent::StoppedLeading);
+    cluster.sandbox.faults().set_latency(None);
+
+    assert!(b.elector.wait_until_leader(DEADLINE));
+    let spec = lease_spec(&cluster, "le-hang");
+    assert_eq!(holder(&spec), b.id);
+    assert!(lost_at < acquire_time(&spec), "the old leader stopped before the standby started");
+}
+
+#[test]
+fn the_health_check_fails_when_renewals_stall() {
+    let cluster = cluster();
+    let a = Candidate::start(&cluster, "le-healthz", FAST, true);
+    assert!(a.elector.wait_until_leader(DEADLINE));
+    let tolerance = Duration::from_millis(500);
+    let healthy = Instant::now();
+    while healthy.elapsed() < Duration::from_secs(2) {
+        assert_eq!(a.elector.check_with_tolerance(tolerance), Ok(()), "renewing leaders are healthy");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    cluster.sandbox.pause();
+    assert_eq!(a.elector.leader_lost().recv_timeout(DEADLINE), Ok(()));
+    let error = wait_for("the health check to fail", || a.elector.check_with_tolerance(tolerance).err());
+    assert_eq!(error, "failed election to renew leadership on lease le-healthz");
+    assert_eq!(a.elector.check(), Ok(()), "the default tolerance is 20s past the lease");
+}
+
+#[test]
+fn without_release_on_cancel_a_stop_keeps_the_lease() {
+    let cluster = cluster();
+    let a = Candidate::start(&cluster, "le-keep", FAST, false);
+    assert!(a.elector.wait_until_leader(DEADLINE));
+    let (id, events) = (a.id.clone(), a.events.clone());
+    a.elector.stop();
+    let spec = lease_spec(&cluster, "le-keep");
+    assert_eq!(holder(&spec), id, "the lease is left to expire");
+    assert_eq!(spec.lease_duration_seconds, Some(2));
+    assert_eq!(events.lock().last().map(|(e, _)| e.clone()), Some(LeaderEvent::StoppedLeading));
+}
