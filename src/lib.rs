@@ -5,6 +5,7 @@
 pub mod client;
 pub mod controllers;
 pub mod flags;
+pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod quantity;
@@ -12,4 +13,5 @@ pub mod random;
 pub mod runtime;
 #[cfg(feature = "sandbox")]
 pub mod sandbox;
+pub mod server;
 pub mod x509;

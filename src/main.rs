@@ -27,7 +27,8 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     match run(&options) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(kcm::runtime::Exit::Signalled) => ExitCode::SUCCESS,
+        Ok(kcm::runtime::Exit::LeaderElectionLost) => ExitCode::FAILURE,
         Err(message) => {
             log::error!("{message}");
             ExitCode::FAILURE
@@ -35,7 +36,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(options: &Options) -> Result<(), String> {
+fn run(options: &Options) -> Result<kcm::runtime::Exit, String> {
     log::info!("{}", kcm::flags::version_string());
     for warning in options.warnings() {
         log::warn!("{warning}");

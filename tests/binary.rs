@@ -72,7 +72,13 @@ fn connects_with_a_kubeconfig_and_stops_on_sigterm() {
     let client = ca.client_cert("system:kube-controller-manager", "");
     let kubeconfig = write_kubeconfig(&dir, &server.url("https"), &ca, &client);
     let mut child = Command::new(BINARY)
-        .args(["--kubeconfig", kubeconfig.to_str().unwrap(), "--leader-elect=false", "--allocate-node-cidrs=true"])
+        .args([
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--leader-elect=false",
+            "--secure-port=0",
+            "--allocate-node-cidrs=true",
+        ])
         .arg("--cluster-cidr=10.244.0.0/16")
         .stderr(Stdio::piped())
         .spawn()

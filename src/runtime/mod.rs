@@ -2,6 +2,11 @@
 //! workqueues (`workqueue`, `clock`), the Event recorder (`events`) and the controller
 //! abstraction with its worker pools (`controller`). A controller file holds only its own
 //! reconcile logic.
+//!
+//! [`run`] is the controller manager's life: informers warm up at once, workers run only while
+//! this process holds the leader Lease (or always with `--leader-elect=false`), a lost Lease
+//! stops all work and ends the process with an error, and SIGTERM stops the workers, then
+//! releases the Lease so a standby takes over within about one retry period.
 
 pub mod clock;
 pub mod controller;
@@ -11,35 +16,149 @@ pub mod workqueue;
 
 use std::time::Duration;
 
+use crossbeam_channel::{Receiver, select};
+
 use crate::client::Client;
 use crate::controllers::{DESCRIPTORS, KNOWN_CONTROLLERS, is_implemented};
 use crate::flags::Options;
+use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent};
+use crate::server::{HealthChecks, SecureServer};
 use controller::ControllerSet;
 
 /// How long running syncs may take to finish after SIGTERM.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs the controller manager until SIGINT or SIGTERM, then shuts down cleanly.
-pub fn run(options: &Options, client: &Client) -> Result<(), String> {
+/// Why the controller manager stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// SIGINT or SIGTERM: a clean stop (exit status 0).
+    Signalled,
+    /// The Lease was lost: upstream exits with "leaderelection lost" (non-zero), so that the
+    /// kubelet or systemd restarts it as a candidate.
+    LeaderElectionLost,
+}
+
+/// Runs the controller manager until a signal or the loss of the Lease.
+pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
+    let signals = signal_channel()?;
+    report_selection(options);
+    let checks = HealthChecks::new();
+    let server = SecureServer::start(options, checks.clone())?;
+    if let Some(server) = &server {
+        log::info!("serving securely on {}", server.addr());
+    }
+    let mut controllers = ControllerSet::start(client, options, DESCRIPTORS)?;
+    for name in controllers.names() {
+        // As upstream's default controller health check: the controller is running.
+        checks.add(name, || Ok(()));
+    }
+    let elector = start_election(options, client)?.map(std::sync::Arc::new);
+    if let Some(elector) = &elector {
+        let elector = elector.clone();
+        checks.add("leaderElection", move || elector.check());
+    }
+    let outcome = lead_and_work(&mut controllers, elector.as_deref(), &signals);
+    match outcome {
+        Exit::Signalled => {
+            controllers.stop(DRAIN_TIMEOUT);
+            if let Some(server) = server {
+                server.stop();
+            }
+            // The health check holds the elector too; with it gone the elector can be stopped
+            // (and the Lease released).
+            drop(checks);
+            if let Some(elector) = elector.and_then(std::sync::Arc::into_inner) {
+                elector.stop();
+            }
+            log::info!("stopped");
+        }
+        Exit::LeaderElectionLost => {
+            // Stop taking work at once; no release: another candidate may already lead.
+            controllers.stop(Duration::ZERO);
+            log::error!("leaderelection lost");
+        }
+    }
+    Ok(outcome)
+}
+
+/// Waits for the caches and the Lease, runs the workers, and returns what ended it.
+fn lead_and_work(controllers: &mut ControllerSet, elector: Option<&LeaderElector>, signals: &Receiver<i32>) -> Exit {
+    let never = crossbeam_channel::never();
+    let lost = elector.map_or(&never, |e| e.leader_lost());
+    let tick = Duration::from_millis(200);
+    while !controllers.wait_for_sync(tick) {
+        if let Some(exit) = interrupted(signals, lost) {
+            return exit;
+        }
+    }
+    if let Some(elector) = elector {
+        log::info!("caches synced; waiting to acquire the leader lease");
+        while !elector.wait_until_leader(tick) {
+            if let Some(exit) = interrupted(signals, lost) {
+                return exit;
+            }
+        }
+    }
+    controllers.run_workers();
+    log::info!("workers of {} controllers running", controllers.names().len());
+    select! {
+        recv(signals) -> signal => {
+            log::info!("received signal {}; shutting down", signal.unwrap_or_default());
+            Exit::Signalled
+        }
+        recv(lost) -> _ => Exit::LeaderElectionLost,
+    }
+}
+
+fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>) -> Option<Exit> {
+    if let Ok(signal) = signals.try_recv() {
+        log::info!("received signal {signal}; shutting down");
+        return Some(Exit::Signalled);
+    }
+    lost.try_recv().ok().map(|()| Exit::LeaderElectionLost)
+}
+
+/// Starts the election when `--leader-elect` is on.
+fn start_election(options: &Options, client: &Client) -> Result<Option<LeaderElector>, String> {
+    let flags = &options.generic.leader_election;
+    if !flags.leader_elect {
+        log::info!("leader election is off (--leader-elect=false): controllers run at once");
+        return Ok(None);
+    }
+    let config = LeaderElectionConfig {
+        namespace: flags.resource_namespace.clone(),
+        name: flags.resource_name.clone(),
+        identity: crate::leader::identity(),
+        lease_duration: flags.lease_duration,
+        renew_deadline: flags.renew_deadline,
+        retry_period: flags.retry_period,
+        release_on_cancel: true,
+    };
+    log::info!("attempting to acquire leader lease {}/{} as {}", config.namespace, config.name, config.identity);
+    let elector = LeaderElector::start(client.clone(), config, |event| match event {
+        LeaderEvent::StartedLeading => log::info!("started leading"),
+        LeaderEvent::StoppedLeading => log::info!("stopped leading"),
+        LeaderEvent::NewLeader(identity) => log::info!("new leader elected: {identity}"),
+    })?;
+    Ok(Some(elector))
+}
+
+/// SIGINT and SIGTERM as a channel.
+fn signal_channel() -> Result<Receiver<i32>, String> {
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    report_selection(options);
-    let mut controllers = ControllerSet::start(client, options, DESCRIPTORS)?;
-    let mut signalled = None;
-    while signalled.is_none() && !controllers.wait_for_sync(Duration::from_millis(200)) {
-        signalled = signals.pending().next();
-    }
-    if signalled.is_none() {
-        controllers.run_workers();
-        log::info!("caches synced; workers of {} controllers running", controllers.names().len());
-        signalled = signals.forever().next();
-    }
-    if let Some(signal) = signalled {
-        log::info!("received signal {signal}; shutting down");
-    }
-    controllers.stop(DRAIN_TIMEOUT);
-    log::info!("stopped");
-    Ok(())
+    let (tx, rx) = crossbeam_channel::bounded(4);
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if tx.send(signal).is_err() {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+    Ok(rx)
 }
 
 /// Logs which selected controllers run and which are not built yet.

@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 use super::admission::{self, AdmissionContext, Operation};
 use super::auth::{self, Tokens, UserInfo};
 use super::faults::Faults;
-use super::http::{Handler, Request, ResponseWriter};
 use super::objects::{self, finalizers, is_deleting, name_of, set_finalizers, should_remove};
 use super::resources::{self, ResourceType, Verbs};
 use super::selectors::{FieldSelector, LabelSelector};
@@ -20,6 +19,7 @@ use super::status::{ApiError, ApiResult, FieldError, qualified};
 use super::store::{Store, Txn};
 use super::typed::{self, FieldValidation};
 use super::{convert, defaults, discovery, patch, subresources, watch};
+use crate::server::http::{Handler, Request, ResponseWriter};
 
 /// Settings of the API layer.
 #[derive(Debug, Clone)]

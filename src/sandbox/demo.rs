@@ -164,6 +164,12 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
         options.controller_manager.display(),
         kcm.child.id()
     ));
+    let leases = Api::<Lease>::namespaced(&client, "kube-system");
+    let holder = wait_for("the leader Lease", STEP_TIMEOUT, || {
+        let lease = leases.get_opt("kube-controller-manager").map_err(|e| e.to_string())?;
+        Ok(lease.and_then(|l| l.spec).and_then(|s| s.holder_identity).filter(|h| !h.is_empty()))
+    })?;
+    narrator.ok(&format!("it holds the leader Lease kube-system/kube-controller-manager as {holder}"));
     let implemented = crate::controllers::implemented();
     if implemented.is_empty() {
         narrator.info("this build implements no controllers yet: the steps that need them are skipped below");
@@ -360,9 +366,13 @@ impl ControllerManager {
     fn start(binary: &Path, kubeconfig: &Path, workdir: &Path) -> Result<ControllerManager, String> {
         let log = workdir.join("kube-controller-manager.log");
         let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        // The secure port on loopback, on a free port, so the demo never clashes with a real one.
+        let port =
+            std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0);
         let child = Command::new(binary)
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .args(["--leader-elect=true", "--controllers=*", "--v=2"])
+            .args(["--leader-elect=true", "--controllers=*", "--v=2", "--bind-address=127.0.0.1"])
+            .arg(format!("--secure-port={port}"))
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

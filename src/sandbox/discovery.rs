@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::http::Request;
 use super::resources::{self, RESOURCES, ResourceType};
 use super::status::{ApiError, ApiResult};
+use crate::server::http::Request;
 
 /// The Kubernetes version the sandbox speaks.
 pub const VERSION: (&str, &str) = ("1", "33");

@@ -10,7 +10,6 @@ pub mod defaults;
 pub mod demo;
 pub mod discovery;
 pub mod faults;
-pub mod http;
 pub mod nodes;
 pub mod objects;
 pub mod patch;

@@ -12,11 +12,11 @@ use serde_json::{Value, json};
 use super::api::{ApiOptions, ApiServer};
 use super::auth::{self, Credentials, Pki, Tokens, UserInfo};
 use super::faults::Faults;
-use super::http::HttpServer;
 use super::objects;
 use super::services::ServiceRange;
 use super::store::{DEFAULT_HISTORY, Store};
 use crate::client::config::{Auth, ClientIdentity, RestConfig, TlsSettings};
+use crate::server::http::HttpServer;
 
 /// How to run the sandbox.
 #[derive(Debug, Clone)]

@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 
 use super::api::{self, ApiServer, DeleteOptions, DeleteOutcome, Target};
 use super::auth::UserInfo;
-use super::http::Request;
 use super::objects::{self, name_of, now};
 use super::patch;
 use super::rbac;
@@ -15,6 +14,7 @@ use super::resources::{self, ResourceType};
 use super::selectors::LabelSelector;
 use super::status::{ApiError, ApiResult};
 use super::store::Txn;
+use crate::server::http::Request;
 
 /// TokenRequest's default and bounds on `expirationSeconds`.
 const DEFAULT_TOKEN_SECONDS: i64 = 3600;

@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 
 use super::api::{ApiServer, ObjectFilter, Target, send_error};
 use super::convert;
-use super::http::{Request, ResponseWriter};
 use super::objects::namespace_of;
 use super::resources::ResourceType;
 use super::status::ApiError;
 use super::store::{Change, ChangeKind};
+use crate::server::http::{Request, ResponseWriter};
 
 /// How often a watch loop wakes to check that it should still run.
 const TICK: Duration = Duration::from_millis(250);

@@ -2,11 +2,13 @@
 //! thread per connection, keep-alive, chunked streaming answers for watches. It knows nothing
 //! of Kubernetes; [`Handler`] does.
 
+use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
@@ -16,8 +18,29 @@ use rustls_pki_types::CertificateDer;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// The largest request body we accept (kube-apiserver's limit is 3 MiB for most objects).
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
-/// How long a kept-alive connection may sit idle between requests.
+/// How long a kept-alive connection may sit idle between requests, by default.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What one server allows its clients. The default is the development server's: no cap on
+/// connections and a per-read idle timeout only.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once; further ones are closed as soon as they are accepted.
+    pub max_connections: Option<usize>,
+    /// The longest wait for the next request on a kept-alive connection, and for any one read.
+    pub idle_timeout: Duration,
+    /// The longest a TLS handshake, or one request (head and body, from its first byte), may
+    /// take to arrive, so that a client sending a byte at a time cannot hold a thread for ever.
+    pub request_timeout: Option<Duration>,
+    /// The longest any one write of an answer may block on a client that does not read.
+    pub write_timeout: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_connections: None, idle_timeout: IDLE_TIMEOUT, request_timeout: None, write_timeout: None }
+    }
+}
 
 /// One parsed request.
 #[derive(Debug, Clone)]
@@ -143,6 +166,17 @@ pub struct HttpServer {
 struct Connections {
     next_id: AtomicU64,
     open: Mutex<Vec<(u64, TcpStream)>>,
+    /// Connections accepted and not yet finished (counted before their thread starts).
+    active: AtomicUsize,
+}
+
+/// Counts a connection as active until dropped.
+struct ActiveGuard(Arc<Connections>);
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Connections {
@@ -170,6 +204,16 @@ impl HttpServer {
         tls: Option<Arc<ServerConfig>>,
         handler: Arc<dyn Handler>,
     ) -> io::Result<HttpServer> {
+        Self::start_with_limits(addr, tls, handler, Limits::default())
+    }
+
+    /// [`HttpServer::start`] with explicit limits on connections and timeouts.
+    pub fn start_with_limits(
+        addr: SocketAddr,
+        tls: Option<Arc<ServerConfig>>,
+        handler: Arc<dyn Handler>,
+        limits: Limits,
+    ) -> io::Result<HttpServer> {
         let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
@@ -181,10 +225,18 @@ impl HttpServer {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                let (tls, handler, conns) = (tls.clone(), handler.clone(), conns.clone());
-                let _ = std::thread::Builder::new()
-                    .name("http-conn".into())
-                    .spawn(move || serve_connection(stream, tls, &*handler, &conns));
+                let active = conns.active.fetch_add(1, Ordering::SeqCst) + 1;
+                let guard = ActiveGuard(conns.clone());
+                if limits.max_connections.is_some_and(|max| active > max) {
+                    // Refuse at once: closing is cheaper than any answer, and TLS has none yet.
+                    let _ = stream.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let (tls, handler, conns, limits) = (tls.clone(), handler.clone(), conns.clone(), limits.clone());
+                let _ = std::thread::Builder::new().name("http-conn".into()).spawn(move || {
+                    let _guard = guard;
+                    serve_connection(stream, tls, &*handler, &conns, &limits)
+                });
             }
         })?;
         Ok(HttpServer { addr, stopping, connections, accept_thread: Some(accept_thread) })
@@ -211,32 +263,94 @@ impl HttpServer {
     }
 }
 
-fn serve_connection(tcp: TcpStream, tls: Option<Arc<ServerConfig>>, handler: &dyn Handler, conns: &Connections) {
+fn serve_connection(
+    tcp: TcpStream,
+    tls: Option<Arc<ServerConfig>>,
+    handler: &dyn Handler,
+    conns: &Connections,
+    limits: &Limits,
+) {
     let Ok(remote) = tcp.peer_addr() else { return };
-    let _ = tcp.set_read_timeout(Some(IDLE_TIMEOUT));
+    let _ = tcp.set_read_timeout(Some(limits.idle_timeout));
+    let _ = tcp.set_write_timeout(limits.write_timeout);
     let _ = tcp.set_nodelay(true);
     let Some(id) = conns.add(&tcp) else { return };
+    let deadline = Rc::new(Cell::new(None));
+    let timed = TimedStream { inner: tcp, idle: limits.idle_timeout, deadline: deadline.clone() };
+    let timing = RequestTiming { deadline, request_timeout: limits.request_timeout };
     match tls {
         Some(config) => {
             if let Ok(conn) = ServerConnection::new(config) {
-                let mut stream = StreamOwned::new(conn, tcp);
+                let mut stream = StreamOwned::new(conn, timed);
                 // Finish the handshake first so the client's certificate is known.
+                timing.start();
                 if complete_handshake(&mut stream).is_ok() {
+                    timing.stop();
                     let peer = stream.conn.peer_certificates().map(<[_]>::to_vec).unwrap_or_default();
-                    serve_requests(stream, remote, peer, handler);
+                    serve_requests(stream, remote, peer, handler, &timing);
                 }
             }
         }
-        None => serve_requests(tcp, remote, Vec::new(), handler),
+        None => serve_requests(timed, remote, Vec::new(), handler, &timing),
     }
     conns.remove(id);
 }
 
-fn complete_handshake(stream: &mut StreamOwned<ServerConnection, TcpStream>) -> io::Result<()> {
+fn complete_handshake(stream: &mut StreamOwned<ServerConnection, TimedStream>) -> io::Result<()> {
     while stream.conn.is_handshaking() {
         stream.conn.complete_io(&mut stream.sock)?;
     }
     Ok(())
+}
+
+/// A TCP stream whose reads end at a shared deadline as well as after the idle timeout.
+struct TimedStream {
+    inner: TcpStream,
+    idle: Duration,
+    deadline: Rc<Cell<Option<Instant>>>,
+}
+
+impl Read for TimedStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let timeout = match self.deadline.get() {
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "request took too long"));
+                }
+                left.min(self.idle)
+            }
+            None => self.idle,
+        };
+        self.inner.set_read_timeout(Some(timeout))?;
+        self.inner.read(buf)
+    }
+}
+
+impl Write for TimedStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Sets and clears the deadline of a connection's [`TimedStream`].
+struct RequestTiming {
+    deadline: Rc<Cell<Option<Instant>>>,
+    request_timeout: Option<Duration>,
+}
+
+impl RequestTiming {
+    fn start(&self) {
+        self.deadline.set(self.request_timeout.map(|t| Instant::now() + t));
+    }
+
+    fn stop(&self) {
+        self.deadline.set(None);
+    }
 }
 
 fn serve_requests<S: Read + Write>(
@@ -244,10 +358,19 @@ fn serve_requests<S: Read + Write>(
     remote: SocketAddr,
     peer: Vec<CertificateDer<'static>>,
     handler: &dyn Handler,
+    timing: &RequestTiming,
 ) {
     let mut reader = BufReader::new(stream);
     loop {
-        let request = match read_request(&mut reader, remote, &peer) {
+        // Wait for the next request up to the idle timeout; from its first byte on, it must
+        // arrive whole within the request timeout.
+        match reader.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(_) => timing.start(),
+        }
+        let request = read_request(&mut reader, remote, &peer);
+        timing.stop();
+        let request = match request {
             Ok(Some(request)) => request,
             Ok(None) => return,
             Err(e) => {
@@ -409,6 +532,56 @@ fn invalid(message: &str) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Ok200;
+
+    impl Handler for Ok200 {
+        fn handle(&self, _: &Request, response: &mut ResponseWriter<'_>) -> io::Result<()> {
+            response.send(200, &[], b"ok")
+        }
+    }
+
+    fn limited(limits: Limits) -> HttpServer {
+        HttpServer::start_with_limits("127.0.0.1:0".parse().unwrap(), None, Arc::new(Ok200), limits).unwrap()
+    }
+
+    /// Reads until the server closes; whatever it answered.
+    fn read_all(stream: &mut TcpStream) -> String {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut out = Vec::new();
+        let _ = stream.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn a_request_dribbled_in_is_cut_at_the_request_timeout() {
+        let timeout = Duration::from_millis(300);
+        let server = limited(Limits { request_timeout: Some(timeout), ..Limits::default() });
+        let mut stream = TcpStream::connect(server.addr()).unwrap();
+        let started = Instant::now();
+        // Each byte comes well within the idle timeout, but the head never completes in time.
+        for byte in b"GET / HTTP/1.1\r\nX-Slow: ".iter().cycle().take(40) {
+            if stream.write_all(&[*byte]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let answer = read_all(&mut stream);
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        server.stop();
+    }
+
+    #[test]
+    fn connections_over_the_cap_are_closed() {
+        let server = limited(Limits { max_connections: Some(1), ..Limits::default() });
+        let mut first = TcpStream::connect(server.addr()).unwrap();
+        let mut second = TcpStream::connect(server.addr()).unwrap();
+        assert_eq!(read_all(&mut second), "");
+        first.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+        assert!(read_all(&mut first).ends_with("\r\n\r\nok"));
+        server.stop();
+    }
 
     #[test]
     fn decodes_targets() {

@@ -1,0 +1,173 @@
+//! The controller manager's secure port (`--secure-port`, 10257 by default): `/healthz`,
+//! `/livez`, `/readyz` and `/metrics` over HTTPS, behind upstream's delegated authentication
+//! and authorization (k8s.io/apiserver's `SecureServingOptions`,
+//! `DelegatingAuthenticationOptions` and `DelegatingAuthorizationOptions`).
+//!
+//! Every request goes through the same steps as upstream's handler chain: authenticate (a
+//! failure is 401; no credentials is `system:anonymous`), authorize (`system:masters` and the
+//! always-allowed paths pass, anything else needs a SubjectAccessReview; 403 otherwise), then
+//! route (404 for unknown paths).
+
+pub mod auth;
+pub mod authz;
+mod cache;
+pub mod certs;
+pub mod health;
+pub mod http;
+pub mod process_metrics;
+mod responses;
+mod tls;
+
+use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use health::HealthChecks;
+
+use auth::Authenticator;
+use authz::{Authorizer, Decision};
+use http::{Handler, HttpServer, Limits, Request, ResponseWriter};
+use responses::Answer;
+
+/// Connections served at once; more are closed on accept. Probes and scrapers need a few.
+const MAX_CONNECTIONS: usize = 64;
+/// Upstream's `IdleTimeout` for kept-alive connections.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Upstream's `ReadHeaderTimeout`; here it bounds the TLS handshake and each whole request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(32);
+/// The longest one write to a client that does not read may block.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The running HTTPS server.
+pub struct SecureServer {
+    server: HttpServer,
+}
+
+impl SecureServer {
+    /// Starts serving on `--bind-address`:`--secure-port`; `None` when the port is 0. Fails
+    /// when a certificate, CA or kubeconfig file is unusable or the port cannot be bound.
+    pub fn start(options: &crate::flags::Options, checks: Arc<HealthChecks>) -> Result<Option<SecureServer>, String> {
+        let serving = &options.secure_serving;
+        if serving.port == 0 {
+            return Ok(None);
+        }
+        if !serving.sni_cert_keys.is_empty() {
+            log::warn!("--tls-sni-cert-key is not supported yet: every name gets the default serving certificate");
+        }
+        process_metrics::register();
+        let authn = Authenticator::new(&options.authentication)?;
+        let authz = Authorizer::new(&options.authorization)?;
+        let bind = serving.bind_address.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let cert =
+            certs::load_or_generate(&serving.tls_cert_file, &serving.tls_private_key_file, &serving.cert_dir, bind)?;
+        let tls = tls::server_config(serving, cert, &authn.client_cas())?;
+        let handler = Arc::new(SecureHandler { authn, authz, checks });
+        let server = listen(bind, serving.port, tls, handler)?;
+        log::info!("Serving securely on {}", server.addr());
+        Ok(Some(SecureServer { server }))
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr()
+    }
+
+    /// Stops listening and cuts open connections.
+    pub fn stop(self) {
+        self.server.stop();
+    }
+}
+
+/// Binds the port. An unspecified IPv4 address listens on `[::]` (both families, as Go does)
+/// and falls back to `0.0.0.0` on hosts without IPv6.
+fn listen(
+    bind: IpAddr,
+    port: u16,
+    tls: Arc<rustls::ServerConfig>,
+    handler: Arc<SecureHandler>,
+) -> Result<HttpServer, String> {
+    let limits = Limits {
+        max_connections: Some(MAX_CONNECTIONS),
+        idle_timeout: IDLE_TIMEOUT,
+        request_timeout: Some(REQUEST_TIMEOUT),
+        write_timeout: Some(WRITE_TIMEOUT),
+    };
+    let start = |ip: IpAddr| {
+        let addr = SocketAddr::new(ip, port);
+        HttpServer::start_with_limits(addr, Some(tls.clone()), handler.clone(), limits.clone())
+            .map_err(|e| format!("failed to create listener: failed to listen on {addr}: {e}"))
+    };
+    if bind == IpAddr::from([0, 0, 0, 0]) {
+        if let Ok(server) = start(IpAddr::V6(Ipv6Addr::UNSPECIFIED)) {
+            return Ok(server);
+        }
+    }
+    start(bind)
+}
+
+/// Authenticates, authorizes and routes each request.
+struct SecureHandler {
+    authn: Authenticator,
+    authz: Authorizer,
+    checks: Arc<HealthChecks>,
+}
+
+impl Handler for SecureHandler {
+    fn handle(&self, request: &Request, response: &mut ResponseWriter<'_>) -> io::Result<()> {
+        let started = Instant::now();
+        let answer = self.answer(request);
+        log::debug!(
+            "HTTP verb={} URI={} latency={:?} userAgent={:?} srcIP={} resp={}",
+            request.method,
+            request.path,
+            started.elapsed(),
+            request.header("User-Agent").unwrap_or_default(),
+            request.remote,
+            answer.code
+        );
+        answer.send(response)
+    }
+}
+
+impl SecureHandler {
+    fn answer(&self, request: &Request) -> Answer {
+        let user = match self.authn.authenticate(request) {
+            Ok(user) => user,
+            Err(e) => {
+                log::error!("Unable to authenticate the request: {e}");
+                return Answer::unauthorized(request);
+            }
+        };
+        // Non-resource requests: the verb is the lower-cased method.
+        let verb = request.method.to_ascii_lowercase();
+        match self.authz.authorize(&user, &verb, &request.path) {
+            Decision::Allow => self.route(request),
+            Decision::Deny(reason) => {
+                log::debug!("Forbidden: URI={} reason={reason:?}", request.path);
+                Answer::forbidden(request, &user.name, &verb, &reason)
+            }
+            Decision::Error(e) => {
+                log::error!("authorizing {} for {}: {e}", request.path, user.name);
+                Answer::internal_error(request, &e)
+            }
+        }
+    }
+
+    fn route(&self, request: &Request) -> Answer {
+        let path = request.path.as_str();
+        if path == "/metrics" {
+            let body = crate::metrics::global().render().into_bytes();
+            return Answer { code: 200, content_type: responses::METRICS_TEXT, nosniff: false, body };
+        }
+        for root in ["healthz", "livez", "readyz"] {
+            let Some(rest) = path.strip_prefix('/').and_then(|p| p.strip_prefix(root)) else { continue };
+            let answer = match rest.strip_prefix('/') {
+                None if rest.is_empty() => Some(self.checks.root(root, &request.query)),
+                Some(check) => self.checks.single(check),
+                None => None,
+            };
+            return answer.map_or_else(Answer::not_found, |a| Answer::text(a.code, a.body));
+        }
+        Answer::not_found()
+    }
+}

@@ -1,0 +1,160 @@
+//! The rustls server configuration of the secure port: serving certificate, `--tls-min-version`,
+//! `--tls-cipher-suites`, and client certificates requested but not verified during the
+//! handshake, as Go's `tls.RequestClientCert` does: the authenticators verify them against
+//! `--client-ca-file` or `--requestheader-client-ca-file` afterwards, so that a certificate from
+//! another authority fails authentication (401) rather than the handshake.
+
+use std::sync::Arc;
+
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureScheme, SupportedProtocolVersion};
+use rustls_pki_types::{CertificateDer, UnixTime};
+
+use super::certs::ServingCert;
+use crate::flags::SecureServingOptions;
+
+/// The server config for `serving`, asking clients for a certificate issued by one of
+/// `client_cas` (none: no certificate is asked for).
+pub fn server_config(
+    options: &SecureServingOptions,
+    serving: ServingCert,
+    client_cas: &[CertificateDer<'static>],
+) -> Result<Arc<ServerConfig>, String> {
+    let provider = Arc::new(provider(&options.tls_cipher_suites)?);
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(protocol_versions(&options.tls_min_version))
+        .map_err(|e| format!("TLS setup: {e}"))?;
+    let builder = if client_cas.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        builder.with_client_cert_verifier(Arc::new(RequestClientCert::new(provider, client_cas)?))
+    };
+    let config =
+        builder.with_single_cert(serving.chain, serving.key).map_err(|e| format!("serving certificate: {e}"))?;
+    Ok(Arc::new(config))
+}
+
+/// TLS 1.3 only for `VersionTLS13`; otherwise 1.2 and 1.3 (rustls has nothing older, so
+/// `VersionTLS10`/`VersionTLS11` mean 1.2).
+fn protocol_versions(min_version: &str) -> &'static [&'static SupportedProtocolVersion] {
+    static TLS13_ONLY: [&SupportedProtocolVersion; 1] = [&rustls::version::TLS13];
+    if min_version == "VersionTLS13" { &TLS13_ONLY } else { rustls::ALL_VERSIONS }
+}
+
+/// The process's crypto provider, with its TLS 1.2 suites narrowed to `names` when given. As
+/// in Go, the list does not restrict TLS 1.3. Named suites rustls does not implement (CBC, RC4,
+/// 3DES, RSA key exchange) are ignored with a warning.
+fn provider(names: &[String]) -> Result<CryptoProvider, String> {
+    let mut provider = (*crate::client::tls::crypto_provider()).clone();
+    if names.is_empty() {
+        return Ok(provider);
+    }
+    let wanted = |suite: &rustls::SupportedCipherSuite| {
+        let name = suite.suite().as_str().unwrap_or_default();
+        names.iter().any(|n| n == name || format!("{n}_SHA256") == name)
+    };
+    for name in names {
+        let known = provider.cipher_suites.iter().any(|s| {
+            let own = s.suite().as_str().unwrap_or_default();
+            own == name || own == format!("{name}_SHA256") || own.replacen("TLS13_", "TLS_", 1) == *name
+        });
+        if !known {
+            log::warn!("--tls-cipher-suites: {name} is not supported by this build; ignored");
+        }
+    }
+    provider.cipher_suites.retain(|s| s.version() == &rustls::version::TLS13 || wanted(s));
+    Ok(provider)
+}
+
+/// Asks for a client certificate naming `root_hints` as acceptable issuers, accepts any chain
+/// whose holder proves its key, and leaves trusting the chain to the authenticators.
+#[derive(Debug)]
+struct RequestClientCert {
+    provider: Arc<CryptoProvider>,
+    root_hints: Vec<DistinguishedName>,
+}
+
+impl RequestClientCert {
+    fn new(provider: Arc<CryptoProvider>, cas: &[CertificateDer<'static>]) -> Result<Self, String> {
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in cas {
+            roots.add(ca.clone()).map_err(|e| format!("client certificate authority: {e}"))?;
+        }
+        Ok(RequestClientCert { provider, root_hints: roots.subjects() })
+    }
+}
+
+impl ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &self.root_hints
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn suite_names(provider: &CryptoProvider) -> Vec<&'static str> {
+        provider.cipher_suites.iter().map(|s| s.suite().as_str().unwrap_or_default()).collect()
+    }
+
+    #[test]
+    fn cipher_suites_narrow_tls12_only() {
+        let all = provider(&[]).unwrap();
+        let narrowed = provider(&["TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305".to_string()]).unwrap();
+        let names = suite_names(&narrowed);
+        assert!(names.contains(&"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"), "{names:?}");
+        assert!(!names.contains(&"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"), "{names:?}");
+        let tls13 =
+            |p: &CryptoProvider| p.cipher_suites.iter().filter(|s| s.version() == &rustls::version::TLS13).count();
+        assert_eq!(tls13(&narrowed), tls13(&all));
+    }
+
+    #[test]
+    fn min_version_13_drops_tls12() {
+        assert_eq!(protocol_versions("VersionTLS13").len(), 1);
+        assert_eq!(protocol_versions("").len(), rustls::ALL_VERSIONS.len());
+        assert_eq!(protocol_versions("VersionTLS10").len(), rustls::ALL_VERSIONS.len());
+    }
+}
