@@ -113,6 +113,12 @@ impl Client {
         decode(&response)
     }
 
+    /// GETs a path whose answer is text (e.g. `/metrics`, `/healthz`).
+    pub fn get_text(&self, path: &str) -> Result<String> {
+        let body = self.send(http::Method::GET, path, None)?;
+        String::from_utf8(body).map_err(|e| Error::Decode(e.to_string()))
+    }
+
     /// Sends a request and returns the body of a 2xx answer; any other answer becomes an
     /// [`Error::Api`]. Waits for the rate limiter first, and honours `Retry-After` on 429/5xx.
     pub(crate) fn send(&self, method: http::Method, path_and_query: &str, body: Option<Body>) -> Result<Vec<u8>> {
