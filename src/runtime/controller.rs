@@ -125,6 +125,7 @@ impl ControllerSet {
             if !controller.workers.is_empty() {
                 continue;
             }
+            running_controllers().set(&["kube-controller-manager", controller.name], 1.0);
             for index in 0..controller.handle.workers.max(1) {
                 let queue = controller.handle.queue.clone();
                 let reconciler = controller.handle.reconciler.clone();
@@ -148,6 +149,7 @@ impl ControllerSet {
         self.stopping.store(true, Ordering::SeqCst);
         for controller in &self.controllers {
             controller.handle.queue.shut_down();
+            running_controllers().set(&["kube-controller-manager", controller.name], 0.0);
         }
         for controller in &self.controllers {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -167,6 +169,20 @@ impl ControllerSet {
             }
         }
     }
+}
+
+/// `running_managed_controllers{manager,name}`: 1 for each controller whose workers run.
+fn running_controllers() -> &'static crate::metrics::GaugeVec {
+    static GAUGE: std::sync::OnceLock<Arc<crate::metrics::GaugeVec>> = std::sync::OnceLock::new();
+    GAUGE.get_or_init(|| {
+        let gauge = Arc::new(crate::metrics::GaugeVec::gauge(
+            "running_managed_controllers",
+            "Indicates where instances of a controller are currently running",
+            &["manager", "name"],
+        ));
+        crate::metrics::global().register(gauge.clone());
+        gauge
+    })
 }
 
 /// One worker: takes keys until the queue shuts down or the set is stopping.
