@@ -21,6 +21,8 @@ use super::typed::{self, FieldValidation};
 use super::{convert, defaults, discovery, patch, subresources, watch};
 use crate::server::http::{Handler, Request, ResponseWriter};
 
+mod validation;
+
 /// Settings of the API layer.
 #[derive(Debug, Clone)]
 pub struct ApiOptions {
@@ -30,6 +32,8 @@ pub struct ApiOptions {
     pub bookmark_interval: Duration,
     /// `--service-cluster-ip-range`: where Services get their cluster IPs.
     pub service_range: ServiceRange,
+    /// The `WatchList` feature gate (`sendInitialEvents` on watches); off in v1.33.
+    pub watch_list: bool,
 }
 
 impl Default for ApiOptions {
@@ -38,6 +42,7 @@ impl Default for ApiOptions {
             anonymous_is_admin: false,
             bookmark_interval: Duration::from_secs(60),
             service_range: ServiceRange::default(),
+            watch_list: false,
         }
     }
 }
@@ -86,8 +91,11 @@ impl Handler for ApiServer {
         if is_watch(request, &target) {
             return watch::serve(self, request, &target, response);
         }
-        match self.dispatch(request, &target, &user) {
-            Ok((code, body)) => send_json(response, code, &body),
+        typed::take_warnings();
+        let answer = self.dispatch(request, &target, &user);
+        let warnings: Vec<String> = typed::take_warnings().iter().map(|w| warning_header(w)).collect();
+        match answer {
+            Ok((code, body)) => send_json_with(response, code, &body, &warnings),
             Err(e) => send_error(response, &e),
         }
     }
@@ -106,8 +114,20 @@ fn is_watch(request: &Request, target: &Target) -> bool {
 }
 
 pub fn send_json(response: &mut ResponseWriter<'_>, code: u16, body: &Value) -> io::Result<()> {
+    send_json_with(response, code, body, &[])
+}
+
+/// A JSON answer with `Warning` headers (already formatted, see [`warning_header`]).
+fn send_json_with(response: &mut ResponseWriter<'_>, code: u16, body: &Value, warnings: &[String]) -> io::Result<()> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
-    response.send(code, &[("Content-Type", "application/json"), ("Cache-Control", "no-cache, private")], &bytes)
+    let mut headers = vec![("Content-Type", "application/json"), ("Cache-Control", "no-cache, private")];
+    headers.extend(warnings.iter().map(|w| ("Warning", w.as_str())));
+    response.send(code, &headers, &bytes)
+}
+
+/// An RFC 7234 warning as kube-apiserver writes it: `299 - "<text>"`, the text escaped.
+fn warning_header(text: &str) -> String {
+    format!("299 - \"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 pub fn send_error(response: &mut ResponseWriter<'_>, error: &ApiError) -> io::Result<()> {
@@ -223,19 +243,28 @@ impl ApiServer {
 
     fn list(&self, request: &Request, target: &Target) -> ApiResult<Value> {
         let resource = target.resource;
+        validate_list_options(request, false, self.options.watch_list)?;
         let filter = ObjectFilter::from_request(request, resource)?;
-        let limit = request.query_param("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0);
+        // A list at resourceVersion "0" is served from the watch cache, which does not page.
+        let from_cache = request.query_param("resourceVersion") == Some("0");
+        let limit =
+            request.query_param("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0 && !from_cache);
         let continue_token = request.query_param("continue").filter(|c| !c.is_empty());
         let ns = target.namespace.as_deref();
         let (objects, revision, after) = match continue_token {
             Some(token) => {
+                if request.query_param("resourceVersion").is_some_and(|v| !v.is_empty() && v != "0") {
+                    return Err(ApiError::bad_request(
+                        "specifying resource version is not allowed when using continue",
+                    ));
+                }
                 let (revision, after) = decode_continue(token)?;
                 let objects = self.store.list_at(resource.storage_key(), ns, revision).map_err(|_| {
                     ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
                 })?;
                 (objects, revision, Some(after))
             }
-            None => self.list_at_requested_version(request, resource, ns)?,
+            None => self.list_at_requested_version(request, resource, ns, limit.is_some())?,
         };
         let mut items = Vec::new();
         let mut next_after = None;
@@ -273,17 +302,18 @@ impl ApiServer {
         request: &Request,
         resource: &ResourceType,
         ns: Option<&str>,
+        paged: bool,
     ) -> ApiResult<(Vec<Arc<Value>>, u64, Option<String>)> {
         let storage = resource.storage_key();
         let requested = request.query_param("resourceVersion").filter(|v| !v.is_empty());
         let matching = request.query_param("resourceVersionMatch").filter(|v| !v.is_empty());
         let parse =
             |v: &str| v.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}")));
+        // The combinations `validate_list_options` lets through. A paged list at a
+        // resourceVersion without a match is an exact one (etcd's legacy case).
+        let legacy_exact = paged && matching.is_none() && requested.is_some_and(|v| v != "0");
         match (requested, matching) {
-            (None, Some(m)) => Err(ApiError::bad_request(format!(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided (got {m:?})"
-            ))),
-            (Some(v), Some("Exact")) => {
+            (Some(v), Some("Exact")) | (Some(v), None) if legacy_exact || matching == Some("Exact") => {
                 let revision = parse(v)?;
                 let current = self.store.revision();
                 if revision > current {
@@ -303,10 +333,7 @@ impl ApiServer {
                 }
                 Ok((objects, current, None))
             }
-            (Some(_), Some(other)) => Err(ApiError::bad_request(format!(
-                "resourceVersionMatch: Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""
-            ))),
-            (None, None) => {
+            _ => {
                 let (objects, current) = self.store.list(storage, ns);
                 Ok((objects, current, None))
             }
@@ -320,8 +347,10 @@ impl ApiServer {
         check_namespace(target, &object)?;
         convert::storage_type(resource, &mut object);
         let mut object = typed::normalize(resource, object, field_validation(request)?)?;
+        let sent_resource_version = has_resource_version(&object);
         let ns = target.namespace.as_deref();
         objects::prepare_create(resource, &mut object, ns)?;
+        subresources::csr_prepare_for_create(resource, &mut object, user);
         defaults::apply(resource, &mut object);
         reset_status_on_create(resource, &mut object);
         let dry_run = is_dry_run(request)?;
@@ -341,6 +370,9 @@ impl ApiServer {
             };
             admission::admit(&ctx, &mut object, txn)?;
             set_qos_class(resource, &mut object);
+            if sent_resource_version && !dry_run {
+                return Err(resource_version_on_create());
+            }
             if txn.get(resource.storage_key(), ns.unwrap_or_default(), &name).is_some() {
                 return Err(ApiError::already_exists(resource, &name));
             }
@@ -373,7 +405,9 @@ impl ApiServer {
         let ns = target.namespace.as_deref().unwrap_or_default();
         let (code, stored) = self.store.write(|txn| {
             let Some(old) = txn.get(resource.storage_key(), ns, name) else {
-                if resource.create_on_update() && target.subresource.is_none() {
+                // Creating through an update needs no resourceVersion; one that expects an
+                // existing object finds none.
+                if resource.create_on_update() && target.subresource.is_none() && !has_resource_version(&object) {
                     return self.create_in(txn, target, object.clone(), user, dry_run).map(|o| (201, o));
                 }
                 return Err(ApiError::not_found(resource, name));
@@ -437,7 +471,7 @@ impl ApiServer {
             let patched = apply_patch(resource, &content_type, &external, &document)?;
             let mut patched = convert::to_internal(resource, patched)?;
             convert::storage_type(resource, &mut patched);
-            let patched = typed::normalize(resource, patched, validation)?;
+            let patched = typed::normalize_patched(resource, patched, validation)?;
             if name_of(&patched) != name {
                 return Err(ApiError::bad_request(
                     "metadata.name: Invalid value: the name may not be changed by a patch",
@@ -500,8 +534,13 @@ pub fn write_update(
     let resource = target.resource;
     let name = name_of(old).to_string();
     let status_only = target.subresource.as_deref() == Some("status");
+    check_uid_unchanged(resource, old, &new)?;
     let mut object = merge_for_update(resource, old, new, status_only);
     preserve_server_metadata(old, &mut object);
+    let errors = objects::metadata_errors(&object);
+    if !status_only && !errors.is_empty() {
+        return Err(ApiError::invalid(resource, &name, &errors));
+    }
     if is_service(resource) {
         keep_allocations(old, &mut object);
     }
@@ -509,6 +548,10 @@ pub fn write_update(
     if !status_only {
         defaults::apply(resource, &mut object);
         defaults::prepare_update(resource, old, &mut object);
+        subresources::csr_prepare_for_update(resource, old, &mut object);
+        validation::validate_update(resource, old, &mut object)?;
+    } else {
+        subresources::populate_condition_timestamps(resource, old, &mut object);
     }
     if resource.tracks_generation && objects::spec_part(&object) != objects::spec_part(old) {
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
@@ -524,6 +567,7 @@ pub fn write_update(
         dry_run,
     };
     admission::admit(&ctx, &mut object, txn)?;
+    status_zero_values(resource, &mut object);
     let mut unchanged = object.clone();
     unchanged["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
     if unchanged == *old {
@@ -589,6 +633,18 @@ fn keep_allocations(old: &Value, object: &mut Value) {
     }
 }
 
+/// `ValidateObjectMetaUpdate`: a uid sent with an update must be the object's.
+fn check_uid_unchanged(resource: &ResourceType, old: &Value, new: &Value) -> ApiResult<()> {
+    match new["metadata"]["uid"].as_str().filter(|uid| !uid.is_empty()) {
+        Some(uid) if Some(uid) != old["metadata"]["uid"].as_str() => Err(ApiError::invalid(
+            resource,
+            name_of(old),
+            &[FieldError::invalid("metadata.uid", json!(uid), "field is immutable")],
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// uid, creationTimestamp, deletion fields and generation are the server's.
 fn preserve_server_metadata(old: &Value, object: &mut Value) {
     let old_meta = &old["metadata"];
@@ -610,16 +666,22 @@ fn check_finalizers_while_deleting(resource: &ResourceType, name: &str, old: &Va
         return Ok(());
     }
     let before = finalizers(old);
-    let added: Vec<String> = finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
+    let mut added: Vec<String> = finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
     if added.is_empty() {
         return Ok(());
     }
+    // `sets.String.List()`: sorted, without duplicates; shown with Go's `%#v`.
+    added.sort();
+    added.dedup();
     Err(ApiError::invalid(
         resource,
         name,
         &[FieldError::forbidden(
             "metadata.finalizers",
-            &format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+            &format!(
+                "no new finalizers can be added if the object is being deleted, found new finalizers {}",
+                validation::go_string_slice(Some(&added))
+            ),
         )],
     ))
 }
@@ -629,6 +691,18 @@ fn check_resource_version(resource: &ResourceType, name: &str, old: &Value, new:
         Some(v) if Some(v) != old["metadata"]["resourceVersion"].as_str() => Err(ApiError::modified(resource, name)),
         _ => Ok(()),
     }
+}
+
+fn has_resource_version(object: &Value) -> bool {
+    object["metadata"]["resourceVersion"].as_str().is_some_and(|v| !v.is_empty())
+}
+
+/// etcd3's store refuses to create an object that carries a resourceVersion; the error is not
+/// a `Status`, so kube-apiserver answers 500 with no reason.
+fn resource_version_on_create() -> ApiError {
+    let mut e = ApiError::new(500, "", "resourceVersion should not be set on objects to be created", None);
+    e.status.as_object_mut().map(|s| s.remove("reason"));
+    e
 }
 
 /// NamespaceLifecycle: no new objects in a namespace that is missing or being deleted.
@@ -660,10 +734,41 @@ fn reset_status_on_create(resource: &ResourceType, object: &mut Value) {
         ("", "persistentvolumeclaims" | "persistentvolumes") => json!({"phase": "Pending"}),
         _ => {
             object.as_object_mut().map(|m| m.remove("status"));
+            status_zero_values(resource, object);
             return;
         }
     };
     object["status"] = initial;
+}
+
+/// The status fields Go's JSON encoding always writes for a kind: its status is a struct, not a
+/// pointer, so an empty one reads back as `status: {}`, and fields without `omitempty` as
+/// zeros (`replicas: 0`). Filled in wherever missing, on every write.
+fn status_zero_values(resource: &ResourceType, object: &mut Value) {
+    let zeros = match (resource.group, resource.plural) {
+        ("apps", "deployments") | ("batch", "jobs" | "cronjobs") | ("", "resourcequotas") => json!({}),
+        ("certificates.k8s.io", "certificatesigningrequests") => json!({}),
+        ("apps", "replicasets") | ("", "replicationcontrollers") => json!({"replicas": 0}),
+        ("apps", "statefulsets") => json!({"replicas": 0, "availableReplicas": 0}),
+        ("apps", "daemonsets") => {
+            json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0})
+        }
+        ("autoscaling", "horizontalpodautoscalers") => json!({"desiredReplicas": 0}),
+        ("policy", "poddisruptionbudgets") => {
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+        }
+        ("", "services") | ("networking.k8s.io", "ingresses") => json!({"loadBalancer": {}}),
+        ("storage.k8s.io", "volumeattachments") => json!({"attached": false}),
+        _ => return,
+    };
+    if !object["status"].is_object() {
+        object["status"] = json!({});
+    }
+    for (field, zero) in zeros.as_object().expect("an object") {
+        if object["status"][field].is_null() {
+            object["status"][field] = zero.clone();
+        }
+    }
 }
 
 /// A new pod's `status.qosClass`, from its resources as admission left them.
@@ -759,7 +864,13 @@ fn strategic_error(message: String) -> ApiError {
     }
 }
 
-fn too_large(requested: u64, current: u64) -> ApiError {
+/// `ValidateListOptions` for a list or a watch, with the `WatchList` feature gate as configured:
+/// 422 on `ListOptions.meta.k8s.io` (see [`validation::list_options`]).
+pub fn validate_list_options(request: &Request, watch: bool, watch_list: bool) -> ApiResult<()> {
+    validation::list_options(request, watch, watch_list)
+}
+
+pub fn too_large(requested: u64, current: u64) -> ApiError {
     let mut e = ApiError::new(
         504,
         "Timeout",
@@ -928,16 +1039,9 @@ pub fn delete_in(
     let mut object = (*old).clone();
     let grace = grace_period(resource, &object, options.grace_period_seconds);
     apply_propagation_policy(resource, &mut object, options.propagation_policy.as_deref());
-    let meta = objects::metadata_mut(&mut object);
-    if !meta.contains_key("deletionTimestamp") {
-        let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(grace);
-        meta.insert("deletionTimestamp".into(), at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string().into());
-        meta.insert("deletionGracePeriodSeconds".into(), grace.into());
-    } else if grace < meta.get("deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0) {
-        // A second delete may only shorten the grace period.
-        meta.insert("deletionGracePeriodSeconds".into(), grace.into());
-    }
-    if resource.group.is_empty() && resource.plural == "namespaces" {
+    let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
+    mark_deleting(&mut object, grace, is_namespace);
+    if is_namespace {
         object["status"]["phase"] = "Terminating".into();
     }
     if options.dry_run {
@@ -953,8 +1057,39 @@ pub fn delete_in(
     }
 }
 
+/// Sets the deletion fields as `rest.BeforeDelete` and the store's `markAsDeleting` do. The first
+/// delete stamps `deletionTimestamp` (now + grace) and the grace period, and bumps a tracked
+/// generation (fencing controllers' in-flight writes); a later one may only shorten the grace
+/// period, moving the timestamp with it. The namespace registry sets the timestamp alone.
+fn mark_deleting(object: &mut Value, grace: i64, is_namespace: bool) {
+    let meta = objects::metadata_mut(object);
+    let Some(stamped) = meta.get("deletionTimestamp").and_then(Value::as_str) else {
+        let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(grace);
+        meta.insert("deletionTimestamp".into(), format_time(at).into());
+        if !is_namespace {
+            meta.insert("deletionGracePeriodSeconds".into(), grace.into());
+        }
+        if let Some(generation) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+            meta.insert("generation".into(), (generation + 1).into());
+        }
+        return;
+    };
+    let current = meta.get("deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0);
+    if grace < current {
+        if let Ok(at) = stamped.parse::<jiff::Timestamp>() {
+            let moved = at - jiff::SignedDuration::from_secs(current) + jiff::SignedDuration::from_secs(grace);
+            meta.insert("deletionTimestamp".into(), format_time(moved).into());
+        }
+        meta.insert("deletionGracePeriodSeconds".into(), grace.into());
+    }
+}
+
+fn format_time(at: jiff::Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
 /// Pods get a grace period while a kubelet may still run them; everything else is deleted at
-/// once (finalizers permitting).
+/// once (finalizers permitting). A negative grace period counts as 1 second.
 fn grace_period(resource: &ResourceType, object: &Value, requested: Option<i64>) -> i64 {
     if !(resource.group.is_empty() && resource.plural == "pods") {
         return 0;
@@ -964,7 +1099,8 @@ fn grace_period(resource: &ResourceType, object: &Value, requested: Option<i64>)
     if unscheduled || terminal {
         return 0;
     }
-    requested.unwrap_or_else(|| object["spec"]["terminationGracePeriodSeconds"].as_i64().unwrap_or(30)).max(0)
+    let grace = requested.unwrap_or_else(|| object["spec"]["terminationGracePeriodSeconds"].as_i64().unwrap_or(30));
+    if grace < 0 { 1 } else { grace }
 }
 
 /// `orphan` and `foregroundDeletion` finalizers, as kube-apiserver records the policy for the

@@ -28,6 +28,9 @@ pub struct SandboxOptions {
     pub history: usize,
     pub bookmark_interval: Duration,
     pub service_range: ServiceRange,
+    /// The `WatchList` feature gate: watches with `sendInitialEvents`. Off by default, as in
+    /// kube-apiserver v1.33, which refuses such watches with 422.
+    pub watch_list: bool,
 }
 
 impl Default for SandboxOptions {
@@ -38,6 +41,7 @@ impl Default for SandboxOptions {
             history: DEFAULT_HISTORY,
             bookmark_interval: Duration::from_secs(60),
             service_range: ServiceRange::default(),
+            watch_list: false,
         }
     }
 }
@@ -72,6 +76,7 @@ impl Sandbox {
                 anonymous_is_admin: options.plain_http,
                 bookmark_interval: options.bookmark_interval,
                 service_range: options.service_range,
+                watch_list: options.watch_list,
             },
         });
         bootstrap(&api, options.service_range, &options.listen)?;

@@ -190,25 +190,58 @@ fn bind(api: &ApiServer, request: &Request, ns: &str, pod_name: &str) -> ApiResu
     if node.is_empty() {
         return Err(ApiError::invalid(pods, pod_name, &[super::status::FieldError::required("target.name", "")]));
     }
+    if !name_of(&binding).is_empty() && name_of(&binding) != pod_name {
+        return Err(ApiError::bad_request("name in URL does not match name in Binding object"));
+    }
     api.store.write(|txn| {
         let pod = txn.get("pods", ns, pod_name).ok_or_else(|| ApiError::not_found(pods, pod_name))?;
+        check_binding_preconditions(pods, &binding, &pod)?;
         if objects::is_deleting(&pod) {
-            return Err(ApiError::conflict(pods, pod_name, "pod is being deleted, cannot be assigned to a host"));
+            return Err(binding_conflict(
+                pod_name,
+                &format!("pod {pod_name} is being deleted, cannot be assigned to a host"),
+            ));
         }
         if let Some(bound) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-            return Err(ApiError::conflict(
-                pods,
-                pod_name,
-                &format!("pod {pod_name} is already assigned to node \"{bound}\""),
-            ));
+            return Err(binding_conflict(pod_name, &format!("pod {pod_name} is already assigned to node \"{bound}\"")));
         }
         let mut pod = (*pod).clone();
         pod["spec"]["nodeName"] = node.clone().into();
+        // The binding's annotations are copied to the pod (`setPodNodeAndMetadata`).
+        if let Some(annotations) = binding["metadata"]["annotations"].as_object() {
+            for (key, value) in annotations {
+                pod["metadata"]["annotations"][key] = value.clone();
+            }
+        }
         set_condition(&mut pod, "PodScheduled", "True");
         txn.put("pods", pod);
         Ok(())
     })?;
     Ok((201, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+}
+
+/// A Binding's `metadata.uid` and `metadata.resourceVersion` are preconditions on the pod.
+fn check_binding_preconditions(pods: &ResourceType, binding: &Value, pod: &Value) -> ApiResult<()> {
+    for (field, label) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
+        let wanted = binding["metadata"][field].as_str().filter(|v| !v.is_empty());
+        let actual = pod["metadata"][field].as_str().unwrap_or_default();
+        if let Some(wanted) = wanted.filter(|w| *w != actual) {
+            let why =
+                format!("Precondition failed: {label} in precondition: {wanted}, {label} in object meta: {actual}");
+            return Err(ApiError::conflict(pods, name_of(pod), &why));
+        }
+    }
+    Ok(())
+}
+
+/// A refused binding: the pod registry reports it as a conflict on `pods/binding`.
+fn binding_conflict(pod: &str, why: &str) -> ApiError {
+    ApiError::new(
+        409,
+        "Conflict",
+        format!("Operation cannot be fulfilled on pods/binding \"{pod}\": {why}"),
+        Some(json!({"name": pod, "kind": "pods/binding"})),
+    )
 }
 
 /// Sets a pod condition, keeping its transition time when the status does not change.
@@ -246,8 +279,7 @@ fn evict(api: &ApiServer, request: &Request, target: &Target, name: &str, user: 
     let pods = target.resource;
     api.store.write(|txn| {
         let pod = txn.get("pods", &ns, name).ok_or_else(|| ApiError::not_found(pods, name))?;
-        let terminal = matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
-        if !terminal && !objects::is_deleting(&pod) {
+        if !can_ignore_budget(&pod) {
             charge_disruption_budget(txn, &ns, &pod)?;
         }
         match api::delete_in(txn, pods, &ns, name, &options, user)? {
@@ -257,7 +289,20 @@ fn evict(api: &ApiServer, request: &Request, target: &Target, name: &str, user: 
     Ok((201, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
 }
 
-/// Takes one allowed disruption from the budget covering the pod, or refuses with 429.
+/// `canIgnorePDB`: pods that are done, not running yet, or already going need no budget.
+fn can_ignore_budget(pod: &Value) -> bool {
+    matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed" | "Pending")) || objects::is_deleting(pod)
+}
+
+fn is_ready(pod: &Value) -> bool {
+    pod["status"]["conditions"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+}
+
+/// Finds the budget covering the pod and takes one allowed disruption from it, or refuses.
+/// An unready pod is let go without charge when the budget allows unhealthy evictions or is
+/// healthy enough without it.
 fn charge_disruption_budget(txn: &mut Txn<'_>, ns: &str, pod: &Value) -> ApiResult<()> {
     let budgets: Vec<_> = txn
         .list("poddisruptionbudgets", Some(ns))
@@ -271,27 +316,90 @@ fn charge_disruption_budget(txn: &mut Txn<'_>, ns: &str, pod: &Value) -> ApiResu
         [one] => one,
         _ => {
             return Err(ApiError::internal(
-                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+                "Internal error occurred: This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
             ));
         }
     };
-    let allowed = budget["status"]["disruptionsAllowed"].as_i64().unwrap_or(0);
-    if allowed <= 0 {
-        let mut e =
-            ApiError::too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.", None);
-        e.status["details"] = json!({"causes": [{"reason": "DisruptionBudget", "message": format!(
-            "The disruption budget {} needs {} healthy pods and has {} currently",
-            name_of(budget),
-            budget["status"]["desiredHealthy"].as_i64().unwrap_or(0),
-            budget["status"]["currentHealthy"].as_i64().unwrap_or(0)
-        )}]});
-        return Err(e);
+    let status = &budget["status"];
+    if !is_ready(pod) {
+        let always_allow = budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow";
+        let desired = status["desiredHealthy"].as_i64().unwrap_or(0);
+        if always_allow || (status["currentHealthy"].as_i64().unwrap_or(0) >= desired && desired > 0) {
+            return Ok(());
+        }
     }
-    let mut budget = (**budget).clone();
+    check_and_decrement(txn, budget, pod)
+}
+
+/// The eviction registry's `checkAndDecrement`.
+fn check_and_decrement(txn: &mut Txn<'_>, budget: &Value, pod: &Value) -> ApiResult<()> {
+    const REFUSED: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
+    /// `MaxDisruptedPodSize`.
+    const MAX_DISRUPTED_PODS: usize = 2000;
+    let name = name_of(budget);
+    let status = &budget["status"];
+    let refuse = |retry_after: Option<u64>, cause: String| {
+        let mut e = ApiError::too_many_requests(REFUSED, retry_after);
+        e.status["details"]["causes"] = json!([{"reason": "DisruptionBudget", "message": cause}]);
+        e
+    };
+    if status["observedGeneration"].as_i64().unwrap_or(0) < budget["metadata"]["generation"].as_i64().unwrap_or(0) {
+        return Err(refuse(Some(10), format!("The disruption budget {name} is still being processed by the server.")));
+    }
+    let allowed = status["disruptionsAllowed"].as_i64().unwrap_or(0);
+    let budget_forbidden = |why: &str| {
+        ApiError::new(
+            403,
+            "Forbidden",
+            format!("poddisruptionbudget.policy \"{name}\" is forbidden: {why}"),
+            Some(json!({"name": name, "group": "policy", "kind": "poddisruptionbudget"})),
+        )
+    };
+    if allowed < 0 {
+        return Err(budget_forbidden("pdb disruptions allowed is negative"));
+    }
+    if status["disruptedPods"].as_object().is_some_and(|p| p.len() > MAX_DISRUPTED_PODS) {
+        return Err(budget_forbidden("DisruptedPods map too big - too many evictions not confirmed by PDB controller"));
+    }
+    if allowed == 0 {
+        return Err(refuse(
+            None,
+            format!(
+                "The disruption budget {name} needs {} healthy pods and has {} currently",
+                status["desiredHealthy"].as_i64().unwrap_or(0),
+                status["currentHealthy"].as_i64().unwrap_or(0)
+            ),
+        ));
+    }
+    let mut budget = budget.clone();
     budget["status"]["disruptionsAllowed"] = (allowed - 1).into();
+    if allowed == 1 {
+        insufficient_pods_condition(&mut budget);
+    }
     budget["status"]["disruptedPods"][name_of(pod)] = now().into();
     txn.put("poddisruptionbudgets", budget);
     Ok(())
+}
+
+/// `UpdateDisruptionAllowedCondition` once no disruption is left: `DisruptionAllowed` False
+/// with reason `InsufficientPods` (`meta.SetStatusCondition` semantics).
+fn insufficient_pods_condition(budget: &mut Value) {
+    let observed = budget["status"]["observedGeneration"].clone();
+    let mut conditions = budget["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    match conditions.iter_mut().find(|c| c["type"] == "DisruptionAllowed") {
+        Some(condition) => {
+            if condition["status"] != "False" {
+                condition["status"] = "False".into();
+                condition["lastTransitionTime"] = now().into();
+            }
+            condition["reason"] = "InsufficientPods".into();
+            condition["message"] = "".into();
+            condition["observedGeneration"] = observed;
+        }
+        None => conditions.push(json!({"type": "DisruptionAllowed", "status": "False", "reason": "InsufficientPods",
+            "message": "", "observedGeneration": observed, "lastTransitionTime": now()})),
+    }
+    budget["status"]["conditions"] = Value::Array(conditions);
 }
 
 /// TokenRequest: a bearer token for the service account, valid for `expirationSeconds`.
@@ -375,4 +483,68 @@ fn replace_part(
         api::write_update(txn, &main, &old, updated, user, false)
     })?;
     Ok((200, super::convert::to_external(resource, &stored)))
+}
+
+fn is_csr(resource: &ResourceType) -> bool {
+    resource.group == "certificates.k8s.io" && resource.plural == "certificatesigningrequests"
+}
+
+/// The CSR strategy's `PrepareForCreate`: the requesting user is recorded in the spec, whatever
+/// the client sent, and the status starts empty (no pre-approved requests).
+pub fn csr_prepare_for_create(resource: &ResourceType, csr: &mut Value, user: &UserInfo) {
+    if !is_csr(resource) {
+        return;
+    }
+    let Some(spec) = csr["spec"].as_object_mut() else { return };
+    for field in ["username", "uid", "groups", "extra"] {
+        spec.remove(field);
+    }
+    spec.insert("username".into(), user.name.clone().into());
+    if !user.uid.is_empty() {
+        spec.insert("uid".into(), user.uid.clone().into());
+    }
+    if !user.groups.is_empty() {
+        spec.insert("groups".into(), json!(user.groups));
+    }
+    csr.as_object_mut().map(|m| m.remove("status"));
+}
+
+/// The CSR strategy's `PrepareForUpdate`: an update of the object itself changes neither the
+/// spec nor the status.
+pub fn csr_prepare_for_update(resource: &ResourceType, old: &Value, csr: &mut Value) {
+    if !is_csr(resource) {
+        return;
+    }
+    for part in ["spec", "status"] {
+        match old.get(part) {
+            Some(v) => csr[part] = v.clone(),
+            None => {
+                csr.as_object_mut().map(|m| m.remove(part));
+            }
+        }
+    }
+}
+
+/// `populateConditionTimestamps` of CSR status and approval updates: conditions get
+/// `lastUpdateTime` now, and `lastTransitionTime` from the same condition before, or now.
+pub fn populate_condition_timestamps(resource: &ResourceType, old: &Value, csr: &mut Value) {
+    if !is_csr(resource) {
+        return;
+    }
+    let before = old["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let Some(conditions) = csr["status"]["conditions"].as_array_mut() else { return };
+    for condition in conditions {
+        if condition["lastUpdateTime"].as_str().is_none_or(str::is_empty) {
+            condition["lastUpdateTime"] = now().into();
+        }
+        if condition["lastTransitionTime"].as_str().is_none_or(str::is_empty) {
+            let previous = before.iter().find(|c| {
+                c["type"] == condition["type"]
+                    && c["status"] == condition["status"]
+                    && c["lastTransitionTime"].is_string()
+            });
+            condition["lastTransitionTime"] =
+                previous.map_or_else(|| now().into(), |c| c["lastTransitionTime"].clone());
+        }
+    }
 }

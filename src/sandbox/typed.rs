@@ -107,8 +107,20 @@ const QUANTITY_MAPS: &[&str] = &[
     "overhead",
 ];
 
-/// Decodes `object` (in its stored form) through its type and returns what the type keeps.
+/// Decodes a request body (create or update, in its stored form) through its type and returns
+/// what the type keeps. Errors read as the create and update handlers' `transformDecodeError`:
+/// `<Kind> in version "<v>" cannot be handled as a <Kind>: …`.
 pub fn normalize(resource: &ResourceType, object: Value, validation: FieldValidation) -> ApiResult<Value> {
+    decode(resource, object, validation, true)
+}
+
+/// [`normalize`] for the result of a patch, whose strict-decoding errors the patch handler
+/// reports bare (`strict decoding error: …`).
+pub fn normalize_patched(resource: &ResourceType, object: Value, validation: FieldValidation) -> ApiResult<Value> {
+    decode(resource, object, validation, false)
+}
+
+fn decode(resource: &ResourceType, object: Value, validation: FieldValidation, body: bool) -> ApiResult<Value> {
     let mut object = object;
     quantities_as_strings(&mut object, false);
     if resource.group.is_empty() && resource.kind == "Secret" {
@@ -116,18 +128,32 @@ pub fn normalize(resource: &ResourceType, object: Value, validation: FieldValida
     }
     let (group, kind) = storage_group_kind(resource);
     let Some(result) = round_trip(group, kind, &object) else { return Ok(object) };
-    let decoded = result.map_err(|e| {
-        ApiError::bad_request(format!("{kind} in version \"{}\" cannot be handled as a {kind}: {e}", resource.version))
-    })?;
-    if validation == FieldValidation::Strict {
-        let mut unknown = Vec::new();
-        unknown_fields(&object, &decoded, "", &mut unknown);
-        if !unknown.is_empty() {
-            let list: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
-            return Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))));
-        }
+    let cannot_handle =
+        |e: String| format!("{kind} in version \"{}\" cannot be handled as a {kind}: {e}", resource.version);
+    let decoded = result.map_err(|e| ApiError::bad_request(cannot_handle(e)))?;
+    if validation == FieldValidation::Ignore {
+        return Ok(decoded);
     }
+    let mut unknown = Vec::new();
+    unknown_fields(&object, &decoded, "", &mut unknown);
+    let list: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+    if validation == FieldValidation::Strict && !list.is_empty() {
+        let message = format!("strict decoding error: {}", list.join(", "));
+        return Err(ApiError::bad_request(if body { cannot_handle(message) } else { message }));
+    }
+    WARNINGS.with(|w| w.borrow_mut().extend(list));
     Ok(decoded)
+}
+
+thread_local! {
+    /// Warnings for the request this thread is serving (each connection has its own thread).
+    static WARNINGS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Takes the warnings gathered while serving the current request: the unknown fields that
+/// `fieldValidation=Warn` (the default) dropped, sent back as `Warning` headers.
+pub fn take_warnings() -> Vec<String> {
+    WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()))
 }
 
 /// events.k8s.io Events are stored as core Events.
@@ -202,7 +228,7 @@ mod tests {
         let err = normalize(deployments, object, FieldValidation::Strict).unwrap_err();
         assert_eq!(
             err.message(),
-            "strict decoding error: unknown field \"spec.bogus\", unknown field \"spec.template.spec.containers[0].colour\""
+            "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown field \"spec.bogus\", unknown field \"spec.template.spec.containers[0].colour\""
         );
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::{Value, json};
 
-use super::api::{ApiServer, ObjectFilter, Target, send_error};
+use super::api::{ApiServer, ObjectFilter, Target, send_error, too_large, validate_list_options};
 use super::convert;
 use super::objects::namespace_of;
 use super::resources::ResourceType;
@@ -29,14 +29,17 @@ struct WatchRequest {
 }
 
 enum Start {
-    /// Existing objects as ADDED events, then changes (`resourceVersion` unset or "0").
+    /// Existing objects as ADDED events, then changes (`resourceVersion` unset or "0"). With
+    /// `sendInitialEvents=true` and bookmarks, a bookmark marks the end of the initial events.
     Snapshot { initial_events_end: bool },
     /// Changes after this revision.
     After(u64),
+    /// Changes from now on (`sendInitialEvents=false` without a resourceVersion).
+    Now,
 }
 
 pub fn serve(api: &ApiServer, request: &Request, target: &Target, response: &mut ResponseWriter<'_>) -> io::Result<()> {
-    let watch = match parse(request, target) {
+    let watch = match parse(request, target, api.options.watch_list) {
         Ok(watch) => watch,
         Err(e) => return send_error(response, &e),
     };
@@ -46,6 +49,14 @@ pub fn serve(api: &ApiServer, request: &Request, target: &Target, response: &mut
         Start::Snapshot { .. } => {
             let (objects, revision, rx) = api.store.snapshot_and_subscribe(storage);
             (objects, Vec::new(), revision, rx)
+        }
+        Start::Now => {
+            let (_, revision, rx) = api.store.snapshot_and_subscribe(storage);
+            (Vec::new(), Vec::new(), revision, rx)
+        }
+        Start::After(from) if from > api.store.revision() => {
+            // The watch cache waits a moment for a future revision, then gives up.
+            return send_error(response, &too_large(from, api.store.revision()));
         }
         Start::After(from) => match api.store.subscribe(storage, Some(from)) {
             Ok(sub) => (Vec::new(), sub.backlog, from, sub.changes),
@@ -85,17 +96,15 @@ fn stream_changes(
     response: &mut ResponseWriter<'_>,
 ) -> io::Result<()> {
     let interval = api.options.bookmark_interval;
-    let mut next_bookmark = Instant::now() + interval;
+    let mut next_bookmark = next_bookmark_time(Instant::now(), interval, watch.deadline);
     loop {
         if api.faults.watch_epoch() != epoch {
             // Cut, not finished: the client sees a broken stream, as when a server goes away.
             return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "watch closed by fault injection"));
         }
         let now = Instant::now();
-        if now >= watch.deadline {
-            return response.finish();
-        }
-        if watch.bookmarks && now >= next_bookmark {
+        // A bookmark due before the deadline goes out even if this thread woke up late.
+        if watch.bookmarks && next_bookmark.is_some_and(|at| now >= at) {
             // Every change up to the store's revision is already in our channel: deliver them,
             // then the bookmark can claim that revision.
             let revision = api.store.revision();
@@ -104,7 +113,10 @@ fn stream_changes(
             }
             *last_revision = (*last_revision).max(revision);
             write_event(response, "BOOKMARK", &bookmark(resource, *last_revision))?;
-            next_bookmark = now + interval;
+            next_bookmark = next_bookmark_time(now, interval, watch.deadline);
+        }
+        if now >= watch.deadline {
+            return response.finish();
         }
         match changes.recv_timeout(TICK) {
             Ok(change) => deliver(resource, watch, &change, last_revision, response)?,
@@ -112,6 +124,18 @@ fn stream_changes(
             Err(RecvTimeoutError::Disconnected) => return response.finish(),
         }
     }
+}
+
+/// When the next bookmark is due, as the watch cache's `nextBookmarkTime`: one interval from
+/// now, or 2 s before the watch's deadline if that is sooner (so that a client resuming after
+/// the timeout starts from a recent resourceVersion); none once that moment has passed.
+fn next_bookmark_time(now: Instant, interval: Duration, deadline: Instant) -> Option<Instant> {
+    let heartbeat = now + interval;
+    let at = match deadline.checked_sub(Duration::from_secs(2)) {
+        Some(pre_timeout) if pre_timeout < heartbeat => pre_timeout,
+        _ => heartbeat,
+    };
+    (at > now).then_some(at)
 }
 
 /// Writes a change as the event this watcher sees: an object entering the selection is
@@ -146,7 +170,8 @@ impl WatchRequest {
     }
 }
 
-fn parse(request: &Request, target: &Target) -> Result<WatchRequest, ApiError> {
+fn parse(request: &Request, target: &Target, watch_list: bool) -> Result<WatchRequest, ApiError> {
+    validate_list_options(request, true, watch_list)?;
     let filter = ObjectFilter::from_request(request, target.resource)?;
     let bookmarks = request.query_param("allowWatchBookmarks").is_some_and(|v| v == "true" || v == "1");
     let timeout = match request.query_param("timeoutSeconds") {
@@ -156,25 +181,16 @@ fn parse(request: &Request, target: &Target) -> Result<WatchRequest, ApiError> {
         // kube-apiserver's default: a random time between --min-request-timeout (30 min) and twice that.
         None => Duration::from_secs(1800 + crate::random::below(1800)),
     };
-    let initial_events = request.query_param("sendInitialEvents").is_some_and(|v| v == "true");
-    let requested = request.query_param("resourceVersion").filter(|v| !v.is_empty());
-    let start = if initial_events {
-        if request.query_param("resourceVersionMatch") != Some("NotOlderThan") || !bookmarks {
-            return Err(ApiError::new(
-                422,
-                "Invalid",
-                "sendInitialEvents requires allowWatchBookmarks=true and resourceVersionMatch=NotOlderThan",
-                None,
-            ));
-        }
-        Start::Snapshot { initial_events_end: true }
-    } else {
-        match requested {
-            None | Some("0") => Start::Snapshot { initial_events_end: false },
-            Some(v) => Start::After(
-                v.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}")))?,
-            ),
-        }
+    // Validated above: `sendInitialEvents` only comes with the WatchList gate on.
+    let initial_events = request.query_param("sendInitialEvents").map(|v| matches!(v, "true" | "1" | "True"));
+    let requested = request.query_param("resourceVersion").filter(|v| !v.is_empty() && *v != "0");
+    let revision =
+        |v: &str| v.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}")));
+    let start = match (initial_events, requested) {
+        (Some(true), _) => Start::Snapshot { initial_events_end: bookmarks },
+        (Some(false), None) => Start::Now,
+        (None, None) => Start::Snapshot { initial_events_end: false },
+        (_, Some(v)) => Start::After(revision(v)?),
     };
     Ok(WatchRequest {
         filter,
