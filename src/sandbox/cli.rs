@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lexopt::prelude::*;
@@ -25,6 +26,8 @@ serve options:
   --bookmark-interval DUR     how often watches get a BOOKMARK (default 1m0s)
   --fail-next N:CODE[:SECS]   answer the next N requests with HTTP CODE (500, 429, 503), Retry-After SECS
   --latency DUR               delay every request by DUR
+  --close-watches-every DUR   cut every open watch (and connection) this often
+  --compact-every DUR         forget the change history this often (older resourceVersions are Gone)
 
 demo options:
   --controller-manager PATH   the kube-controller-manager binary (default: next to kcm-sandbox)
@@ -57,6 +60,8 @@ pub struct ServeOptions {
     pub kubeconfig_out: PathBuf,
     pub fail_next: Option<(usize, u16, Option<u64>)>,
     pub latency: Option<Duration>,
+    pub close_watches_every: Option<Duration>,
+    pub compact_every: Option<Duration>,
 }
 
 fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
@@ -66,6 +71,8 @@ fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
         kubeconfig_out: PathBuf::from("sandbox/admin.conf"),
         fail_next: None,
         latency: None,
+        close_watches_every: None,
+        compact_every: None,
     };
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         let flag = match &arg {
@@ -81,6 +88,8 @@ fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
             Long("bookmark-interval") => options.sandbox.bookmark_interval = duration(parser, &flag)?,
             Long("latency") => options.latency = Some(duration(parser, &flag)?),
             Long("fail-next") => options.fail_next = Some(parse_fail_next(&text(parser, &flag)?)?),
+            Long("close-watches-every") => options.close_watches_every = Some(duration(parser, &flag)?),
+            Long("compact-every") => options.compact_every = Some(duration(parser, &flag)?),
             Long("help") => {
                 print!("{USAGE}");
                 std::process::exit(0);
@@ -120,8 +129,14 @@ fn parse_fail_next(raw: &str) -> Result<(usize, u16, Option<u64>), String> {
 }
 
 /// Starts the sandbox with its nodes, writes the kubeconfigs and serves until a signal.
-pub fn start(options: &ServeOptions) -> Result<(Sandbox, Option<super::nodes::SimulatedNodes>), String> {
-    let sandbox = Sandbox::start(options.sandbox.clone())?;
+pub fn start(options: &ServeOptions) -> Result<(Arc<Sandbox>, Option<super::nodes::SimulatedNodes>), String> {
+    let sandbox = Arc::new(Sandbox::start(options.sandbox.clone())?);
+    if let Some(every) = options.close_watches_every {
+        repeat(&sandbox, every, Sandbox::close_watches);
+    }
+    if let Some(every) = options.compact_every {
+        repeat(&sandbox, every, Sandbox::compact);
+    }
     if let Some((count, code, retry)) = options.fail_next {
         sandbox.faults().fail_next(count, code, retry)?;
     }
@@ -132,6 +147,20 @@ pub fn start(options: &ServeOptions) -> Result<(Sandbox, Option<super::nodes::Si
         super::nodes::SimulatedNodes::start(sandbox.admin_config(), names, super::nodes::NodeOptions::default())
     });
     Ok((sandbox, nodes.transpose()?))
+}
+
+/// Runs a fault every `period` for as long as the sandbox lives.
+fn repeat(sandbox: &Arc<Sandbox>, period: Duration, fault: fn(&Sandbox)) {
+    let weak = Arc::downgrade(sandbox);
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(period);
+            match weak.upgrade() {
+                Some(sandbox) => fault(&sandbox),
+                None => return,
+            }
+        }
+    });
 }
 
 fn serve(options: ServeOptions) -> Result<ExitCode, String> {

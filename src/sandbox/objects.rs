@@ -335,7 +335,7 @@ mod tests {
         assert!(name.starts_with("web-7d4b9c-") && name.len() == "web-7d4b9c-".len() + 5, "{name}");
         assert_eq!(namespace_of(&pod), "default");
         assert!(pod["metadata"]["uid"].is_string());
-        assert!(pod["metadata"]["generation"].is_null());
+        assert_eq!(pod["metadata"]["generation"], 1, "pods track generation since v1.33");
         let mut nameless = json!({"metadata": {}});
         let err = prepare_create(pods, &mut nameless, Some("default")).unwrap_err();
         assert_eq!(

@@ -141,6 +141,8 @@ pub static RESOURCES: &[ResourceType] = &[
             Subresource { name: "binding", kind: "Binding", group_version: "v1", verbs: Verbs::Create },
             Subresource { name: "eviction", kind: "Eviction", group_version: "policy/v1", verbs: Verbs::Create },
         ],
+        // Pods carry metadata.generation since v1.33 (KEP-5067).
+        tracks_generation: true,
         ..resource("", "v1", "pods", "pod", "Pod", true)
     },
     ResourceType { verbs: Verbs::Create, ..resource("", "v1", "bindings", "binding", "Binding", true) },
