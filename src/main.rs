@@ -63,8 +63,9 @@ const API_SERVER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Asks the server for its version until it answers or [`API_SERVER_WAIT`] has passed.
 fn wait_for_api_server(client: &Client) -> Result<serde_json::Value, String> {
     let deadline = std::time::Instant::now() + API_SERVER_WAIT;
+    let probe = client.with_request_timeout(std::time::Duration::from_secs(5));
     loop {
-        match client.get_json::<serde_json::Value>("/version") {
+        match probe.get_json::<serde_json::Value>("/version") {
             Ok(version) => return Ok(version),
             Err(e)
                 if (e.is_transport() || e.code().is_some_and(|c| c >= 500)) && std::time::Instant::now() < deadline =>

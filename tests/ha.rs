@@ -51,7 +51,7 @@ impl Candidate {
         Some(line.ends_with(" 1"))
     }
 
-    fn identity_prefix(&self) -> String {
+    fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -76,9 +76,10 @@ fn holder(leases: &Api<Lease>) -> Option<String> {
     lease.spec?.holder_identity.filter(|h| !h.is_empty())
 }
 
-/// Which candidate (by index) a holder identity belongs to: each logs its identity.
+/// Which candidate (by index) a holder identity belongs to: each logs its own identity as
+/// "attempting to acquire leader lease … as <identity>" (others only mention it as the new leader).
 fn holder_index(candidates: &[Candidate], holder: &str) -> Option<usize> {
-    candidates.iter().position(|c| c.identity_prefix().contains(holder))
+    candidates.iter().position(|c| c.log_text().contains(&format!(" as {holder}")))
 }
 
 fn wait<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> (T, Duration) {

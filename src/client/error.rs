@@ -176,6 +176,11 @@ impl Error {
         matches!(self, Error::Transport(_))
     }
 
+    /// A transport error because the request ran out of time.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Transport(m) if m.contains("timeout") || m.contains("timed out"))
+    }
+
     /// How long the server asked us to wait before retrying.
     pub fn retry_after(&self) -> Option<Duration> {
         self.api().and_then(|e| e.retry_after)

@@ -36,6 +36,8 @@ use tls::TlsConnector;
 const MAX_RETRY_AFTER_RETRIES: u32 = 10;
 /// How long opening a watch connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest `Retry-After` honoured in one wait, so a server cannot park a worker for hours.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// The longest answer body we read into memory (a page of a list, an object).
 const MAX_BODY_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -62,6 +64,8 @@ pub struct Client {
     shared: Arc<Shared>,
     limiter: Arc<TokenBucket>,
     user_agent: Arc<str>,
+    /// The time limit of one ordinary request.
+    timeout: Duration,
 }
 
 /// What every client of one API server shares: the connection setup and the pool.
@@ -83,8 +87,9 @@ impl Client {
         let host = url::host_port(&config.server).map_err(Error::Request)?;
         let agent = new_agent(&connector);
         let limiter = Arc::new(TokenBucket::new(options.qps, options.burst));
+        let timeout = options.timeout;
         let shared = Shared { config, options, connector, agent, host, metrics: ClientMetrics::global() };
-        Ok(Client { shared: Arc::new(shared), limiter, user_agent: user_agent(None).into() })
+        Ok(Client { shared: Arc::new(shared), limiter, user_agent: user_agent(None).into(), timeout })
     }
 
     /// A client for one controller: same server and credentials, its own rate limit budget and
@@ -95,7 +100,13 @@ impl Client {
             shared: self.shared.clone(),
             limiter: Arc::new(TokenBucket::new(options.qps, options.burst)),
             user_agent: user_agent(Some(controller)).into(),
+            timeout: self.timeout,
         }
+    }
+
+    /// The same client with another time limit for each ordinary request (e.g. a short probe).
+    pub fn with_request_timeout(&self, timeout: Duration) -> Client {
+        Client { timeout, ..self.clone() }
     }
 
     /// The server's base URL.
@@ -123,12 +134,13 @@ impl Client {
     /// [`Error::Api`]. Waits for the rate limiter first, and honours `Retry-After` on 429/5xx.
     pub(crate) fn send(&self, method: http::Method, path_and_query: &str, body: Option<Body>) -> Result<Vec<u8>> {
         let mut attempt = 0;
+        let mut retried_transport = false;
         loop {
             let response = match self.send_once(&method, path_and_query, body.as_ref()) {
                 // A pooled connection the server closed meanwhile fails at once; a read is safe to
-                // send again on a fresh one, as client-go retries GETs.
-                Err(e) if e.is_transport() && method == http::Method::GET && attempt == 0 => {
-                    attempt += 1;
+                // send again on a fresh one, as client-go retries GETs (but not after a timeout).
+                Err(e) if e.is_transport() && method == http::Method::GET && !retried_transport && !e.is_timeout() => {
+                    retried_transport = true;
                     log::debug!("{method} {path_and_query}: {e}; retrying once");
                     self.send_once(&method, path_and_query, body.as_ref())?
                 }
@@ -144,6 +156,7 @@ impl Client {
             match error.retry_after {
                 Some(wait) if retryable && attempt < MAX_RETRY_AFTER_RETRIES => {
                     attempt += 1;
+                    let wait = wait.min(MAX_RETRY_AFTER);
                     log::debug!(
                         "{method} {path_and_query}: {} {}, retrying in {wait:?} (Retry-After)",
                         error.code,
@@ -174,7 +187,7 @@ impl Client {
     }
 
     fn send_once(&self, method: &http::Method, path_and_query: &str, body: Option<&Body>) -> Result<Answer> {
-        let timeout = Timeout::Total(self.shared.options.timeout);
+        let timeout = Timeout::Total(self.timeout);
         self.round_trip(&self.shared.agent, method, path_and_query, body, timeout)
     }
 

@@ -59,12 +59,16 @@ fn root_store(ca_certs: Option<&[CertificateDer<'static>]>) -> Result<RootCertSt
             }
         }
         None => {
-            let path = SYSTEM_CA_BUNDLES
-                .iter()
-                .find(|p| std::path::Path::new(p).exists())
+            // As Go's crypto/x509: $SSL_CERT_FILE first, then the distributions' bundles.
+            let from_env = std::env::var("SSL_CERT_FILE").ok().filter(|p| !p.is_empty());
+            let path = from_env
+                .or_else(|| SYSTEM_CA_BUNDLES.iter().find(|p| std::path::Path::new(p).exists()).map(|p| p.to_string()))
                 .ok_or("no certificate authority given and no system CA bundle found")?;
-            let certs = CertificateDer::pem_file_iter(path).map_err(|e| format!("{path}: {e}"))?;
-            let (_added, _ignored) = store.add_parsable_certificates(certs.flatten());
+            let certs = CertificateDer::pem_file_iter(&path).map_err(|e| format!("{path}: {e}"))?;
+            let (added, _ignored) = store.add_parsable_certificates(certs.flatten());
+            if added == 0 {
+                return Err(format!("the system CA bundle {path} holds no usable certificate"));
+            }
         }
     }
     Ok(store)

@@ -184,13 +184,16 @@ impl<K: DeserializeOwned + Send + 'static> WatchReceiver<K> {
                 }
             }
         });
-        if let Err(e) = spawned {
-            // No thread: hand the failure to the reader instead of dropping it.
-            let (tx, rx) = crossbeam_channel::bounded(1);
-            let _ = tx.send(Err(Error::Transport(format!("cannot start a watch thread: {e}"))));
-            return WatchReceiver { events: rx, stopper };
-        }
-        WatchReceiver { events: rx, stopper }
+        let events = match spawned {
+            Ok(_) => rx,
+            Err(e) => {
+                // No thread: hand the failure to the reader instead of dropping it.
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                let _ = tx.send(Err(Error::Transport(format!("cannot start a watch thread: {e}"))));
+                rx
+            }
+        };
+        WatchReceiver { events, stopper }
     }
 }
 

@@ -97,13 +97,7 @@ pub fn identity() -> String {
 
 /// The kernel's host name, else `$HOSTNAME`, else `localhost`.
 fn hostname() -> String {
-    let from_kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
-    [from_kernel, std::env::var("HOSTNAME").ok()]
-        .into_iter()
-        .flatten()
-        .map(|name| name.trim().to_string())
-        .find(|name| !name.is_empty())
-        .unwrap_or_else(|| "localhost".into())
+    crate::hostname().unwrap_or_else(|| "localhost".into())
 }
 
 /// What the election tells its caller, in order, on a dedicated thread.

@@ -158,10 +158,14 @@ impl ControllerSet {
             }
         }
         self.informers.shutdown();
+        // One deadline for every recorder's pending Events; none at all after a lost Lease.
+        for controller in &self.controllers {
+            controller.recorder.flush(deadline.saturating_duration_since(Instant::now()));
+        }
         for controller in self.controllers {
-            let left = deadline.saturating_duration_since(Instant::now());
-            controller.recorder.flush(left);
-            controller.recorder.shutdown();
+            if !drain.is_zero() {
+                controller.recorder.shutdown();
+            }
             for worker in controller.workers {
                 if worker.is_finished() {
                     let _ = worker.join();

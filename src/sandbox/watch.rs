@@ -174,13 +174,14 @@ fn parse(request: &Request, target: &Target, watch_list: bool) -> Result<WatchRe
     validate_list_options(request, true, watch_list)?;
     let filter = ObjectFilter::from_request(request, target.resource)?;
     let bookmarks = request.query_param("allowWatchBookmarks").is_some_and(|v| v == "true" || v == "1");
-    let timeout = match request.query_param("timeoutSeconds") {
-        Some(t) => Duration::from_secs(
-            t.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
-        ),
-        // kube-apiserver's default: a random time between --min-request-timeout (30 min) and twice that.
-        None => Duration::from_secs(1800 + crate::random::below(1800)),
+    let requested_timeout = match request.query_param("timeoutSeconds") {
+        Some(t) => t.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
+        None => 0,
     };
+    // 0 means the default: a random time between --min-request-timeout (30 min) and twice that.
+    let seconds = if requested_timeout == 0 { 1800 + crate::random::below(1800) } else { requested_timeout };
+    // A year is "forever" for a watch; it also keeps the deadline arithmetic in range.
+    let timeout = Duration::from_secs(seconds.min(365 * 24 * 3600));
     // Validated above: `sendInitialEvents` only comes with the WatchList gate on.
     let initial_events = request.query_param("sendInitialEvents").map(|v| matches!(v, "true" | "1" | "True"));
     let requested = request.query_param("resourceVersion").filter(|v| !v.is_empty() && *v != "0");

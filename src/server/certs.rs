@@ -119,15 +119,19 @@ fn write_pair(pair: &PemPair, cert: &Path, key: &Path) -> Result<(), String> {
                 .map_err(|e| format!("{}: {e}", dir.display()))?;
         }
     }
+    // Written beside the target and renamed into place, so a crash never leaves half a pair and
+    // an existing file's looser permissions are never inherited.
     let write = |path: &Path, contents: &str, mode: u32| {
         use std::io::Write;
+        let temporary = path.with_extension("tmp");
+        let _ = std::fs::remove_file(&temporary);
         std::fs::OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .mode(mode)
-            .open(path)
-            .and_then(|mut f| f.write_all(contents.as_bytes()))
+            .open(&temporary)
+            .and_then(|mut f| f.write_all(contents.as_bytes()).and_then(|()| f.sync_all()))
+            .and_then(|()| std::fs::rename(&temporary, path))
             .map_err(|e| format!("{}: {e}", path.display()))
     };
     write(cert, &pair.cert_pem, 0o644)?;
@@ -137,8 +141,8 @@ fn write_pair(pair: &PemPair, cert: &Path, key: &Path) -> Result<(), String> {
 /// `localhost` and this host's name (when it has one and it differs).
 fn dns_names() -> Vec<String> {
     let mut names = vec!["localhost".to_string()];
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let host = host.trim();
+    let host = crate::hostname().unwrap_or_default();
+    let host = host.as_str();
     if !host.is_empty() && host != "localhost" && host.parse::<IpAddr>().is_err() {
         names.push(host.to_string());
     }

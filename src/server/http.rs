@@ -16,6 +16,8 @@ use rustls_pki_types::CertificateDer;
 
 /// The longest request head (request line and headers) we accept.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The longest chunk-size or trailer line of a chunked body.
+const MAX_CHUNK_LINE: usize = 4096;
 /// The largest request body we accept (kube-apiserver's limit is 3 MiB for most objects).
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// How long a kept-alive connection may sit idle between requests, by default.
@@ -224,7 +226,15 @@ impl HttpServer {
                 if stop.load(Ordering::SeqCst) {
                     break;
                 }
-                let Ok(stream) = stream else { continue };
+                let stream = match stream {
+                    Ok(stream) => stream,
+                    Err(e) => {
+                        // Out of descriptors and the like: back off instead of spinning, as Go's Serve does.
+                        log::warn!("accept failed: {e}");
+                        std::thread::sleep(Duration::from_millis(100));
+                        continue;
+                    }
+                };
                 let active = conns.active.fetch_add(1, Ordering::SeqCst) + 1;
                 let guard = ActiveGuard(conns.clone());
                 if limits.max_connections.is_some_and(|max| active > max) {
@@ -393,6 +403,16 @@ fn serve_requests<S: Read + Write>(
     }
 }
 
+/// Reads one line of at most `limit` bytes (a line that does not end within it is an error,
+/// so a client cannot grow our memory with an endless line).
+fn read_bounded_line<S: Read>(reader: &mut BufReader<S>, line: &mut String, limit: usize) -> io::Result<usize> {
+    let n = reader.by_ref().take(limit as u64 + 1).read_line(line)?;
+    if n > limit || (n > 0 && !line.ends_with('\n')) {
+        return Err(invalid("line too long or cut short"));
+    }
+    Ok(n)
+}
+
 /// Reads one request; `Ok(None)` when the client closed the connection between requests.
 fn read_request<S: Read + Write>(
     reader: &mut BufReader<S>,
@@ -404,7 +424,7 @@ fn read_request<S: Read + Write>(
     // Tolerate blank lines before a request line (RFC 9112 §2.2).
     loop {
         line.clear();
-        let n = reader.read_line(&mut line)?;
+        let n = read_bounded_line(reader, &mut line, MAX_HEAD_BYTES.saturating_sub(head_bytes))?;
         if n == 0 {
             return Ok(None);
         }
@@ -421,7 +441,7 @@ fn read_request<S: Read + Write>(
     let mut headers = Vec::new();
     loop {
         let mut header = String::new();
-        let n = reader.read_line(&mut header)?;
+        let n = read_bounded_line(reader, &mut header, MAX_HEAD_BYTES.saturating_sub(head_bytes))?;
         head_bytes += n;
         if n == 0 || head_bytes > MAX_HEAD_BYTES {
             return Err(invalid("request head too large or cut short"));
@@ -461,17 +481,17 @@ fn read_chunked<S: Read>(reader: &mut BufReader<S>) -> io::Result<Vec<u8>> {
     let mut body = Vec::new();
     loop {
         let mut size_line = String::new();
-        reader.read_line(&mut size_line)?;
+        read_bounded_line(reader, &mut size_line, MAX_CHUNK_LINE)?;
         let size_text = size_line.trim().split(';').next().unwrap_or_default();
         let size = usize::from_str_radix(size_text, 16).map_err(|_| invalid("bad chunk size"))?;
-        if body.len() + size > MAX_BODY_BYTES {
+        if size > MAX_BODY_BYTES - body.len() {
             return Err(invalid("request body too large"));
         }
         if size == 0 {
             // Trailers, up to the blank line.
             loop {
                 let mut trailer = String::new();
-                if reader.read_line(&mut trailer)? == 0 || trailer.trim().is_empty() {
+                if read_bounded_line(reader, &mut trailer, MAX_CHUNK_LINE)? == 0 || trailer.trim().is_empty() {
                     return Ok(body);
                 }
             }
@@ -581,6 +601,16 @@ mod tests {
         first.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
         assert!(read_all(&mut first).ends_with("\r\n\r\nok"));
         server.stop();
+    }
+
+    #[test]
+    fn chunked_bodies_cannot_overflow_or_grow_unbounded() {
+        let huge = b"1\r\na\r\nffffffffffffffff\r\n".to_vec();
+        assert!(read_chunked(&mut BufReader::new(huge.as_slice())).is_err());
+        let endless = vec![b'1'; 10_000];
+        assert!(read_chunked(&mut BufReader::new(endless.as_slice())).is_err());
+        let good = b"3\r\nabc\r\n0\r\n\r\n".to_vec();
+        assert_eq!(read_chunked(&mut BufReader::new(good.as_slice())).unwrap(), b"abc");
     }
 
     #[test]

@@ -301,9 +301,7 @@ pub fn object_reference<K: Resource + Metadata<Ty = ObjectMeta>>(object: &K) -> 
 /// This machine's host name, from `/proc/sys/kernel/hostname` or `$HOSTNAME`, for
 /// [`RecorderOptions::host`].
 pub fn host_name() -> Option<String> {
-    let from_proc = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
-    let name = from_proc.or_else(|| std::env::var("HOSTNAME").ok())?;
-    Some(name.trim().to_string()).filter(|n| !n.is_empty())
+    crate::hostname()
 }
 
 #[cfg(test)]
