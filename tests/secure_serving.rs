@@ -18,9 +18,8 @@ use kcm::client::{Api, Client, ClientOptions, PostParams};
 use kcm::flags::{Command, Options};
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use kcm::server::{HealthChecks, SecureServer};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
-use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned};
+use rustls::client::danger::ServerCertVerifier;
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use support::{TestCa, certs, key};
 
@@ -132,7 +131,9 @@ impl<'a> Get<'a> {
         let builder =
             ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().unwrap();
         let builder = match self.trust {
-            Trust::Any => builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAny(provider))),
+            Trust::Any => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(kcm::client::tls::AcceptAnyServerCert(provider))),
             Trust::Root(cert) => {
                 let mut roots = RootCertStore::empty();
                 roots.add(cert).unwrap();
@@ -177,45 +178,6 @@ fn read_answer(mut reader: impl BufRead, server_cert: CertificateDer<'static>) -
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     Ok(Answer { code, headers, body: String::from_utf8(body).unwrap(), server_cert })
-}
-
-/// Accepts any server certificate (the handshake signature is still checked).
-#[derive(Debug)]
-struct AcceptAny(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// Whether `cert` is a valid server certificate for `name` when trusted as its own root.

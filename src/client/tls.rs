@@ -164,7 +164,7 @@ impl Transport for TlsTransport {
 /// `insecure-skip-tls-verify`: accepts any server certificate but still checks that the
 /// server holds its key, so the handshake itself stays sound.
 #[derive(Debug)]
-struct AcceptAnyServerCert(Arc<CryptoProvider>);
+pub struct AcceptAnyServerCert(pub Arc<CryptoProvider>);
 
 impl ServerCertVerifier for AcceptAnyServerCert {
     fn verify_server_cert(

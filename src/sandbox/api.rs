@@ -346,45 +346,12 @@ impl ApiServer {
         check_kind(resource, &object)?;
         check_namespace(target, &object)?;
         convert::storage_type(resource, &mut object);
-        let mut object = typed::normalize(resource, object, field_validation(request)?)?;
-        let sent_resource_version = has_resource_version(&object);
-        let ns = target.namespace.as_deref();
-        objects::prepare_create(resource, &mut object, ns)?;
-        subresources::csr_prepare_for_create(resource, &mut object, user);
-        defaults::apply(resource, &mut object);
-        reset_status_on_create(resource, &mut object);
+        let object = typed::normalize(resource, object, field_validation(request)?)?;
+        if has_resource_version(&object) && !is_dry_run(request)? {
+            return Err(resource_version_on_create());
+        }
         let dry_run = is_dry_run(request)?;
-        let name = name_of(&object).to_string();
-        let stored = self.store.write(|txn| {
-            if resource.namespaced {
-                check_namespace_accepts(txn, resource, ns.unwrap_or_default(), &name)?;
-            }
-            let ctx = AdmissionContext {
-                resource,
-                subresource: None,
-                namespace: ns.unwrap_or_default(),
-                operation: Operation::Create,
-                user,
-                old: None,
-                dry_run,
-            };
-            admission::admit(&ctx, &mut object, txn)?;
-            set_qos_class(resource, &mut object);
-            if sent_resource_version && !dry_run {
-                return Err(resource_version_on_create());
-            }
-            if txn.get(resource.storage_key(), ns.unwrap_or_default(), &name).is_some() {
-                return Err(ApiError::already_exists(resource, &name));
-            }
-            if is_service(resource) {
-                services::allocate(resource, &mut object, txn, self.options.service_range)?;
-            }
-            if !dry_run {
-                object["metadata"]["resourceVersion"] = txn.next_revision().to_string().into();
-                txn.put(resource.storage_key(), object.clone());
-            }
-            Ok(object)
-        })?;
+        let stored = self.store.write(|txn| self.create_in(txn, target, object, user, dry_run))?;
         Ok((201, convert::to_external(resource, &stored)))
     }
 
@@ -419,7 +386,9 @@ impl ApiServer {
         Ok((code, convert::to_external(resource, &stored)))
     }
 
-    /// Creation inside an update's transaction (kinds that allow create-on-update).
+    /// Creates an object within a transaction: server-set metadata, defaults, the initial
+    /// status, NamespaceLifecycle, admission, allocations. Used by POST and by PUT for kinds
+    /// that allow create-on-update.
     fn create_in(
         &self,
         txn: &mut Txn<'_>,
@@ -431,10 +400,12 @@ impl ApiServer {
         let resource = target.resource;
         let ns = target.namespace.as_deref();
         objects::prepare_create(resource, &mut object, ns)?;
+        subresources::csr_prepare_for_create(resource, &mut object, user);
         defaults::apply(resource, &mut object);
         reset_status_on_create(resource, &mut object);
+        let name = name_of(&object).to_string();
         if resource.namespaced {
-            check_namespace_accepts(txn, resource, ns.unwrap_or_default(), name_of(&object))?;
+            check_namespace_accepts(txn, resource, ns.unwrap_or_default(), &name)?;
         }
         let ctx = AdmissionContext {
             resource,
@@ -447,6 +418,9 @@ impl ApiServer {
         };
         admission::admit(&ctx, &mut object, txn)?;
         set_qos_class(resource, &mut object);
+        if txn.get(resource.storage_key(), ns.unwrap_or_default(), &name).is_some() {
+            return Err(ApiError::already_exists(resource, &name));
+        }
         if is_service(resource) {
             services::allocate(resource, &mut object, txn, self.options.service_range)?;
         }
