@@ -210,6 +210,7 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
     })?;
     narrator.ok(&format!("pod hello is Running on {node}"));
 
+    replicaset_steps(client, ns, narrator)?;
     deployment_steps(client, ns, narrator)?;
     node_failure_steps(client, nodes, &node, narrator)?;
     namespace_deletion_steps(client, ns, narrator)
@@ -231,6 +232,35 @@ fn ensure_default_service_account(client: &Client, ns: &str, narrator: &mut Narr
         narrator
             .info("created the \"default\" ServiceAccount by hand (serviceaccount-controller is not implemented yet)");
     }
+    Ok(())
+}
+
+fn replicaset_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let needed = ["replicaset-controller"];
+    narrator.step("ReplicaSet cache (3 replicas) → Pods");
+    if !all_implemented(&needed) {
+        narrator.skip("ReplicaSet pods and scaling", &needed);
+        return Ok(());
+    }
+    let mut replica_set = json!({"metadata": {"name": "cache"}, "spec": {"replicas": 3,
+        "selector": {"matchLabels": {"app": "cache"}},
+        "template": {"metadata": {"labels": {"app": "cache"}}, "spec": {"containers": [{"name": "redis", "image": "redis:7"}]}}}});
+    if !is_implemented("node-lifecycle-controller") {
+        replica_set["spec"]["template"]["spec"]["tolerations"] = not_ready_toleration();
+    }
+    let replica_set: ReplicaSet = serde_json::from_value(replica_set).map_err(|e| e.to_string())?;
+    let sets = Api::<ReplicaSet>::namespaced(client, ns);
+    sets.create(&replica_set, &PostParams::default()).map_err(|e| e.to_string())?;
+    wait_running_pods(client, ns, "app=cache", 3)?;
+    narrator.ok("replicaset-controller created 3 pods; the simulated kubelets run them");
+    sets.patch("cache", &Patch::Merge(json!({"spec": {"replicas": 1}})), &PostParams::default())
+        .map_err(|e| e.to_string())?;
+    wait_running_pods(client, ns, "app=cache", 1)?;
+    wait_for("the ReplicaSet status", STEP_TIMEOUT, || {
+        let status = sets.get("cache").map_err(|e| e.to_string())?.status.unwrap_or_default();
+        Ok((status.replicas == 1 && status.ready_replicas == Some(1)).then_some(()))
+    })?;
+    narrator.ok("scaled to 1: surplus pods deleted, status.replicas and readyReplicas report 1");
     Ok(())
 }
 
