@@ -538,9 +538,9 @@ pub static FLAGS: &[FlagSpec] = &[
     // Remaining controllers
     flag!("terminated-pod-gc-threshold", PodGarbageCollectorController, Int32, "12500", LATER, pod_gc.terminated_pod_gc_threshold,
         "Number of terminated pods kept before the pod garbage collector deletes terminated pods; 0 or less disables that."),
-    flag!("concurrent-replicaset-syncs", ReplicaSetController, Int32, "5", LATER, concurrency.replicaset_syncs,
+    flag!("concurrent-replicaset-syncs", ReplicaSetController, Int32, "5", BUILT, concurrency.replicaset_syncs,
         "Number of replica sets synced concurrently. More is more responsive but uses more CPU and network."),
-    flag!("concurrent-rc-syncs", ReplicationControllerController, Int32, "5", LATER, concurrency.rc_syncs,
+    flag!("concurrent-rc-syncs", ReplicationControllerController, Int32, "5", BUILT, concurrency.rc_syncs,
         "Number of replication controllers synced concurrently. More is more responsive but uses more CPU and network."),
     flag!("concurrent-resource-quota-syncs", ResourceQuotaController, Int32, "5", LATER, concurrency.resource_quota_syncs,
         "Number of resource quotas synced concurrently. More is more responsive but uses more CPU and network."),

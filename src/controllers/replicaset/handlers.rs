@@ -1,0 +1,138 @@
+//! Informer event handlers of upstream's ReplicaSet controller (`addRS`, `updateRS`,
+//! `deleteRS`, `addPod`, `updatePod`, `deletePod`): they map changes to controller keys and
+//! lower expectations as pods are seen created or deleted.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+use super::ReplicaManager;
+use super::kind::ReplicaKind;
+use super::pods::{controller_of, is_ready, pod_key};
+use crate::runtime::informer::{Event, object_key};
+
+impl<K: ReplicaKind> ReplicaManager<K> {
+    /// `addRS` / `updateRS` / `deleteRS`.
+    pub(super) fn on_controller_event(&self, event: &Event<K>) {
+        match event {
+            Event::Added(rs) => self.enqueue(rs),
+            Event::Updated { old, new } => {
+                if old.metadata().uid != new.metadata().uid {
+                    self.on_controller_deleted(old);
+                }
+                self.enqueue(new);
+            }
+            Event::Deleted { object, .. } => self.on_controller_deleted(object),
+        }
+    }
+
+    fn on_controller_deleted(&self, rs: &K) {
+        let key = object_key(rs.metadata());
+        self.expectations.delete(&key);
+        self.queue.add(key);
+    }
+
+    fn enqueue(&self, rs: &K) {
+        self.queue.add(object_key(rs.metadata()));
+    }
+
+    /// `addPod` / `updatePod` / `deletePod`.
+    pub(super) fn on_pod_event(&self, event: &Event<Pod>) {
+        match event {
+            Event::Added(pod) => self.on_pod_added(pod),
+            Event::Updated { old, new } => self.on_pod_updated(old, new),
+            Event::Deleted { object, .. } => self.on_pod_deleted(object),
+        }
+    }
+
+    /// `resolveControllerRef`: the controller a reference names, if it is of our kind and the
+    /// cached object has the referenced UID.
+    fn resolve(&self, namespace: &str, owner: &OwnerReference) -> Option<Arc<K>> {
+        if owner.kind != K::KIND {
+            return None;
+        }
+        let rs = self.controllers.store().get_by_name(namespace, &owner.name)?;
+        (rs.metadata().uid.as_deref() == Some(owner.uid.as_str())).then_some(rs)
+    }
+
+    /// `getPodReplicaSets`: the controllers whose selector matches an orphan pod.
+    fn selecting(&self, pod: &Pod) -> Vec<Arc<K>> {
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+        let matching: Vec<Arc<K>> = (self.controllers.store().list_namespace(namespace).into_iter())
+            .filter(|rs| rs.selector().is_ok_and(|s| !s.is_empty() && s.matches(pod.metadata.labels.as_ref())))
+            .collect();
+        if matching.len() > 1 {
+            log::info!("user error: more than one {} selects pod {}", K::KIND, pod_key(pod));
+        }
+        matching
+    }
+
+    fn namespace(pod: &Pod) -> &str {
+        pod.metadata.namespace.as_deref().unwrap_or("")
+    }
+
+    fn on_pod_added(&self, pod: &Pod) {
+        if pod.metadata.deletion_timestamp.is_some() {
+            // On a restart the controller can see a pod already being deleted.
+            self.on_pod_deleted(pod);
+            return;
+        }
+        if let Some(owner) = controller_of(pod) {
+            if let Some(rs) = self.resolve(Self::namespace(pod), owner) {
+                let key = object_key(rs.metadata());
+                self.expectations.creation_observed(&key);
+                self.queue.add(key);
+            }
+            return;
+        }
+        for rs in self.selecting(pod) {
+            self.enqueue(&rs);
+        }
+    }
+
+    fn on_pod_updated(&self, old: &Pod, new: &Pod) {
+        if old.metadata.resource_version == new.metadata.resource_version {
+            return; // A periodic resync: nothing changed.
+        }
+        let labels_changed = old.metadata.labels != new.metadata.labels;
+        if new.metadata.deletion_timestamp.is_some() {
+            // A graceful deletion started: the pod no longer counts, count it as deleted now.
+            self.on_pod_deleted(new);
+            if labels_changed {
+                self.on_pod_deleted(old);
+            }
+            return;
+        }
+        let (old_owner, new_owner) = (controller_of(old), controller_of(new));
+        let owner_changed = old_owner != new_owner;
+        if owner_changed && let Some(rs) = old_owner.and_then(|o| self.resolve(Self::namespace(old), o)) {
+            self.enqueue(&rs);
+        }
+        if let Some(owner) = new_owner {
+            let Some(rs) = self.resolve(Self::namespace(new), owner) else { return };
+            self.enqueue(&rs);
+            let min_ready = rs.min_ready_seconds();
+            if !is_ready(old) && is_ready(new) && min_ready > 0 {
+                // Check availability again once minReadySeconds passed (plus a second of slack).
+                let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
+                self.queue.add_after(object_key(rs.metadata()), delay);
+            }
+            return;
+        }
+        if labels_changed || owner_changed {
+            for rs in self.selecting(new) {
+                self.enqueue(&rs);
+            }
+        }
+    }
+
+    fn on_pod_deleted(&self, pod: &Pod) {
+        let Some(owner) = controller_of(pod) else { return };
+        let Some(rs) = self.resolve(Self::namespace(pod), owner) else { return };
+        let key = object_key(rs.metadata());
+        self.expectations.deletion_observed(&key, &pod_key(pod));
+        self.queue.add(key);
+    }
+}

@@ -1,0 +1,301 @@
+//! The ReplicaSet controller (`replicaset-controller`) and the ReplicationController manager
+//! (`replicationcontroller-controller`), after upstream v1.33's `pkg/controller/replicaset`
+//! (`replica_set.go`, `replica_set_utils.go`) and `pkg/controller/replication`, which runs the
+//! same controller over RCs. One generic [`ReplicaManager`] serves both kinds through the
+//! [`kind::ReplicaKind`] trait.
+//!
+//! A sync (`syncReplicaSet`) lists the namespace's active pods from the informer, claims them
+//! (adopting matching orphans, releasing owned pods that stopped matching), creates or deletes
+//! pods to reach `spec.replicas` when earlier writes have been observed (the expectations), and
+//! writes the status.
+
+mod claim;
+mod expectations;
+mod handlers;
+pub mod kind;
+mod pods;
+mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use crate::client::{Api, Client, DeleteParams, Error, PostParams};
+use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::informer::{Event, Informer, OWNER_UID_INDEX, split_key};
+use crate::runtime::workqueue::WorkQueue;
+
+use expectations::Expectations;
+use kind::ReplicaKind;
+use pods::{controller_of, is_active, pod_key, pods_to_delete, slow_start_batch};
+
+/// `replicaset-controller`.
+pub const REPLICASET: ControllerDescriptor =
+    ControllerDescriptor { name: "replicaset-controller", init: init_replica_sets };
+/// `replicationcontroller-controller`.
+pub const REPLICATION_CONTROLLER: ControllerDescriptor =
+    ControllerDescriptor { name: "replicationcontroller-controller", init: init_replication_controllers };
+
+/// `BurstReplicas`: at most this many pods are created or deleted in one sync.
+pub const BURST_REPLICAS: usize = 500;
+
+/// Event reasons of upstream's `RealPodControl`.
+const SUCCESSFUL_CREATE: &str = "SuccessfulCreate";
+const FAILED_CREATE: &str = "FailedCreate";
+const SUCCESSFUL_DELETE: &str = "SuccessfulDelete";
+const FAILED_DELETE: &str = "FailedDelete";
+
+fn init_replica_sets(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    start::<ReplicaSet>(context, context.options.concurrency.replicaset_syncs)
+}
+
+fn init_replication_controllers(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    start::<ReplicationController>(context, context.options.concurrency.rc_syncs)
+}
+
+/// `NewBaseController` + `Run`: informers of the kind and of pods, handlers feeding the queue.
+fn start<K: ReplicaKind>(context: &ControllerContext<'_>, workers: i32) -> Result<ControllerHandle, String> {
+    let queue = WorkQueue::new(context.name);
+    let manager = Arc::new(ReplicaManager {
+        client: context.client.clone(),
+        controllers: context.informers.informer::<K>(),
+        pods: context.informers.informer::<Pod>(),
+        expectations: Expectations::default(),
+        queue: queue.clone(),
+        recorder: context.recorder.clone(),
+    });
+    let handler = manager.clone();
+    manager.controllers.add_handler(move |event: &Event<K>| handler.on_controller_event(event));
+    let handler = manager.clone();
+    manager.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
+    let workers = usize::try_from(workers).unwrap_or(1).max(1);
+    Ok(ControllerHandle { queue, reconciler: manager, workers })
+}
+
+/// The controller of one kind (upstream's `ReplicaSetController`).
+pub struct ReplicaManager<K: ReplicaKind> {
+    client: Client,
+    controllers: Arc<Informer<K>>,
+    pods: Arc<Informer<Pod>>,
+    expectations: Expectations,
+    queue: WorkQueue<String>,
+    recorder: EventRecorder,
+}
+
+impl<K: ReplicaKind> Reconciler for ReplicaManager<K> {
+    fn sync(&self, key: &str) -> Result<(), String> {
+        self.sync_replica_set(key)
+    }
+}
+
+/// The text of an error as Go's `err.Error()` gives it: an API error's message.
+fn error_text(error: &Error) -> String {
+    match error {
+        Error::Api(e) if !e.message.is_empty() => e.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `HasStatusCause(err, NamespaceTerminatingCause)`.
+fn namespace_terminating(error: &Error) -> bool {
+    let Error::Api(e) = error else { return false };
+    let causes = e.status.details.as_ref().and_then(|d| d.causes.as_ref());
+    causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
+}
+
+fn name_of(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or("")
+}
+
+fn namespace_of(meta: &ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or("")
+}
+
+impl<K: ReplicaKind> ReplicaManager<K> {
+    /// `syncReplicaSet`.
+    fn sync_replica_set(&self, key: &str) -> Result<(), String> {
+        let Some(rs) = self.controllers.store().get(key) else {
+            log::debug!("{} {key} has been deleted", K::KIND);
+            self.expectations.delete(key);
+            return Ok(());
+        };
+        let needs_sync = self.expectations.satisfied(key);
+        let selector = match rs.selector() {
+            Ok(selector) => selector,
+            Err(e) => {
+                log::error!("error converting pod selector to selector for {} {key}: {e}", K::KIND);
+                return Ok(());
+            }
+        };
+        let (namespace, _) = split_key(key);
+        let active: Vec<Arc<Pod>> =
+            self.pods.store().list_namespace(namespace).into_iter().filter(|p| is_active(p)).collect();
+        let pods = self.claim_pods(&rs, &selector, active)?;
+        let manage_error = if needs_sync && rs.metadata().deletion_timestamp.is_none() {
+            self.manage_replicas(&pods, &rs).err()
+        } else {
+            None
+        };
+        let new_status = status::calculate_status(&*rs, &pods, manage_error.as_deref(), Timestamp::now());
+        let updated = status::update_status(&self.client, &*rs, new_status)?;
+        self.requeue_for_availability(key, &updated, manage_error.is_none());
+        manage_error.map_or(Ok(()), Err)
+    }
+
+    /// Resync after `minReadySeconds` when all pods are ready but some not available yet.
+    fn requeue_for_availability(&self, key: &str, rs: &K, managed: bool) {
+        let (min_ready, status) = (rs.min_ready_seconds(), rs.status());
+        if managed
+            && min_ready > 0
+            && status.ready_replicas == rs.replicas()
+            && status.available_replicas != rs.replicas()
+        {
+            self.queue.add_after(key.to_string(), Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)));
+        }
+    }
+
+    /// `manageReplicas`: creates or deletes pods to reach `spec.replicas`.
+    fn manage_replicas(&self, pods: &[Arc<Pod>], rs: &K) -> Result<(), String> {
+        let wanted = usize::try_from(rs.replicas()).unwrap_or(0);
+        if pods.len() < wanted {
+            self.create_replicas((wanted - pods.len()).min(BURST_REPLICAS), rs)
+        } else if pods.len() > wanted {
+            self.delete_replicas(pods, (pods.len() - wanted).min(BURST_REPLICAS), rs)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The creating half of `manageReplicas`: slow-start batches, expectations lowered for
+    /// the creations that were skipped or failed.
+    fn create_replicas(&self, count: usize, rs: &K) -> Result<(), String> {
+        let key = crate::runtime::informer::object_key(rs.metadata());
+        self.expectations.expect_creations(&key, count);
+        log::debug!("too few replicas for {} {key}: creating {count}", K::KIND);
+        let (created, error) = slow_start_batch(count, || self.create_pod(rs));
+        for _ in created..count {
+            self.expectations.creation_observed(&key);
+        }
+        error.map_or(Ok(()), Err)
+    }
+
+    /// `NewControllerRef`.
+    fn controller_ref(&self, rs: &K) -> OwnerReference {
+        OwnerReference {
+            api_version: K::API_VERSION.to_string(),
+            kind: K::KIND.to_string(),
+            name: name_of(rs.metadata()).to_string(),
+            uid: rs.metadata().uid.clone().unwrap_or_default(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    /// `GetPodFromTemplate`: a pod named `<rs-name>-<random>` from the template.
+    fn pod_from_template(&self, rs: &K) -> Pod {
+        let template = rs.template().cloned().unwrap_or_default();
+        let template_meta = template.metadata.unwrap_or_default();
+        let metadata = ObjectMeta {
+            generate_name: Some(format!("{}-", name_of(rs.metadata()))),
+            namespace: rs.metadata().namespace.clone(),
+            labels: template_meta.labels,
+            annotations: template_meta.annotations,
+            finalizers: template_meta.finalizers,
+            owner_references: Some(vec![self.controller_ref(rs)]),
+            ..ObjectMeta::default()
+        };
+        Pod { metadata, spec: template.spec, status: None }
+    }
+
+    /// `RealPodControl.CreatePods`, recording SuccessfulCreate or FailedCreate.
+    fn create_pod(&self, rs: &K) -> Result<(), String> {
+        let pod = self.pod_from_template(rs);
+        if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
+            return Err("unable to create pods, no labels".into());
+        }
+        let api = Api::<Pod>::namespaced(&self.client, namespace_of(rs.metadata()));
+        match api.create(&pod, &PostParams::default()) {
+            Ok(created) => {
+                let message = format!("Created pod: {}", name_of(&created.metadata));
+                self.recorder.event_for(rs, EventType::Normal, SUCCESSFUL_CREATE, &message);
+                Ok(())
+            }
+            // Creations in a terminating namespace fail quietly and count as done.
+            Err(e) if namespace_terminating(&e) => Ok(()),
+            Err(e) => {
+                let text = error_text(&e);
+                self.recorder.event_for(rs, EventType::Warning, FAILED_CREATE, &format!("Error creating: {text}"));
+                Err(text)
+            }
+        }
+    }
+
+    /// The deleting half of `manageReplicas`: the lowest-ranked pods are deleted concurrently;
+    /// the expectations of failed deletions are lowered; the first error is returned.
+    fn delete_replicas(&self, pods: &[Arc<Pod>], count: usize, rs: &K) -> Result<(), String> {
+        let key = crate::runtime::informer::object_key(rs.metadata());
+        let related = self.indirectly_related_pods(rs);
+        let doomed = pods_to_delete(pods.to_vec(), &related, count, Timestamp::now());
+        self.expectations.expect_deletions(&key, doomed.iter().map(|p| pod_key(p)).collect());
+        log::debug!("too many replicas for {} {key}: deleting {count}", K::KIND);
+        let results: Vec<Result<(), Option<String>>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = doomed.iter().map(|pod| scope.spawn(|| self.delete_pod(rs, pod))).collect();
+            threads.into_iter().filter_map(|t| t.join().ok()).collect()
+        });
+        let errors = results.into_iter().filter_map(Result::err);
+        errors.into_iter().flatten().next().map_or(Ok(()), Err)
+    }
+
+    /// `RealPodControl.DeletePod`, recording SuccessfulDelete or FailedDelete. `Err(None)`: the
+    /// pod was gone already; `Err(Some(_))`: the deletion failed. Either lowers the expectations.
+    fn delete_pod(&self, rs: &K, pod: &Pod) -> Result<(), Option<String>> {
+        let key = crate::runtime::informer::object_key(rs.metadata());
+        let name = name_of(&pod.metadata);
+        let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
+        match api.delete(name, &DeleteParams::default()) {
+            Ok(_) => {
+                self.recorder.event_for(rs, EventType::Normal, SUCCESSFUL_DELETE, &format!("Deleted pod: {name}"));
+                Ok(())
+            }
+            Err(e) => {
+                self.expectations.deletion_observed(&key, &pod_key(pod));
+                if e.is_not_found() {
+                    return Err(None);
+                }
+                let text = error_text(&e);
+                self.recorder.event_for(rs, EventType::Warning, FAILED_DELETE, &format!("Error deleting: {text}"));
+                Err(Some(format!("unable to delete pods: {text}")))
+            }
+        }
+    }
+
+    /// `getIndirectlyRelatedPods`: the pods controlled by any controller object with the same
+    /// owner as `rs` (e.g. all ReplicaSets of a Deployment), or by `rs` alone.
+    fn indirectly_related_pods(&self, rs: &K) -> Vec<Arc<Pod>> {
+        let meta = rs.metadata();
+        let owner = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true));
+        let siblings: Vec<String> = match owner {
+            None => meta.uid.clone().into_iter().collect(),
+            Some(owner) => (self.controllers.store().list_namespace(namespace_of(meta)).into_iter())
+                .filter(|other| {
+                    let refs = other.metadata().owner_references.iter().flatten();
+                    refs.into_iter().any(|r| r.controller == Some(true) && r.uid == owner.uid)
+                })
+                .filter_map(|other| other.metadata().uid.clone())
+                .collect(),
+        };
+        let mut related: Vec<Arc<Pod>> = Vec::new();
+        for uid in &siblings {
+            let controlled = self.pods.store().by_index(OWNER_UID_INDEX, uid);
+            related.extend(controlled.into_iter().filter(|p| controller_of(p).is_some_and(|r| &r.uid == uid)));
+        }
+        related.sort_by(|a, b| a.metadata.uid.cmp(&b.metadata.uid));
+        related.dedup_by(|a, b| a.metadata.uid == b.metadata.uid);
+        related
+    }
+}

@@ -1,0 +1,295 @@
+//! Pod helpers of `pkg/controller/controller_utils.go` and `pkg/api/v1/pod`: activity,
+//! readiness, availability, the deletion ranking (`ActivePodsWithRanks`) and `slowStartBatch`.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+/// `PodDeletionCost` annotation (`controller.kubernetes.io/pod-deletion-cost`).
+pub const DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
+
+/// `namespace/name` of a pod (`controller.PodKey`).
+pub fn pod_key(pod: &Pod) -> String {
+    format!("{}/{}", pod.metadata.namespace.as_deref().unwrap_or(""), pod.metadata.name.as_deref().unwrap_or(""))
+}
+
+/// `metav1.GetControllerOf`: the owner reference with `controller: true`.
+pub fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
+    pod.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true))
+}
+
+/// `IsPodActive`: not Succeeded, not Failed and not being deleted.
+pub fn is_active(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    !matches!(phase, Some("Succeeded" | "Failed")) && pod.metadata.deletion_timestamp.is_none()
+}
+
+fn phase(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+/// `GetPodReadyCondition`.
+fn ready_condition(pod: &Pod) -> Option<&PodCondition> {
+    pod.status.as_ref()?.conditions.iter().flatten().find(|c| c.type_ == "Ready")
+}
+
+/// `podutil.IsPodReady`.
+pub fn is_ready(pod: &Pod) -> bool {
+    ready_condition(pod).is_some_and(|c| c.status == "True")
+}
+
+/// `podutil.IsPodAvailable`: ready for at least `min_ready_seconds` at `now`.
+pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+    if !is_ready(pod) {
+        return false;
+    }
+    if min_ready_seconds <= 0 {
+        return true;
+    }
+    let since = ready_condition(pod).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0);
+    since.is_some_and(|t| t.as_second() + i64::from(min_ready_seconds) < now.as_second())
+}
+
+/// `podReadyTime`: when a ready pod became ready (None when unknown or not ready).
+fn ready_time(pod: &Pod) -> Option<Timestamp> {
+    if !is_ready(pod) {
+        return None;
+    }
+    ready_condition(pod).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
+}
+
+/// `podPhaseToOrdinal`: Pending (and anything unlisted) < Unknown < Running.
+fn phase_ordinal(pod: &Pod) -> u8 {
+    match phase(pod) {
+        "Unknown" => 1,
+        "Running" => 2,
+        _ => 0,
+    }
+}
+
+/// `GetDeletionCostFromPodAnnotations`; an invalid value counts as 0.
+fn deletion_cost(pod: &Pod) -> i32 {
+    let annotations = pod.metadata.annotations.as_ref();
+    annotations.and_then(|a| a.get(DELETION_COST_ANNOTATION)).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+/// `maxContainerRestarts`: the most restarts of a regular container and of a sidecar (an init
+/// container with `restartPolicy: Always`).
+fn max_restarts(pod: &Pod) -> (i32, i32) {
+    let Some(status) = pod.status.as_ref() else { return (0, 0) };
+    let regular = status.container_statuses.iter().flatten().map(|c| c.restart_count).max().unwrap_or(0);
+    let spec = pod.spec.as_ref();
+    let is_sidecar = |name: &str| {
+        spec.and_then(|s| s.init_containers.as_ref())
+            .is_some_and(|i| i.iter().any(|c| c.name == name && c.restart_policy.as_deref() == Some("Always")))
+    };
+    let sidecar = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| is_sidecar(&c.name))
+        .map(|c| c.restart_count)
+        .max()
+        .unwrap_or(0);
+    (regular, sidecar)
+}
+
+/// `afterOrZero`: a missing time sorts first, then later times before earlier ones.
+fn after_or_zero(a: Option<Timestamp>, b: Option<Timestamp>) -> Ordering {
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(a), Some(b)) => b.cmp(&a),
+    }
+}
+
+/// `logarithmicRankDiff` ordering: times compared by the power-of-two bucket of their age,
+/// younger bucket first; None when in the same bucket.
+fn logarithmic_order(a: Timestamp, b: Timestamp, now: Timestamp) -> Option<Ordering> {
+    let bucket = |t: Timestamp| {
+        let age = now.as_nanosecond() - t.as_nanosecond();
+        if age > 0 { (age as f64).log2() as i64 } else { -1 }
+    };
+    let diff = bucket(a) - bucket(b);
+    (diff != 0).then(|| diff.cmp(&0))
+}
+
+/// Compares two times as upstream's ranking does with `LogarithmicScaleDown` (on by
+/// default): a missing time first, then by logarithmic age bucket, then by UID.
+fn time_order(a: Option<Timestamp>, b: Option<Timestamp>, now: Timestamp, uids: (&str, &str)) -> Ordering {
+    match (a, b) {
+        (Some(x), Some(y)) => logarithmic_order(x, y, now).unwrap_or_else(|| uids.0.cmp(uids.1)),
+        _ => after_or_zero(a, b),
+    }
+}
+
+fn uid(pod: &Pod) -> &str {
+    pod.metadata.uid.as_deref().unwrap_or("")
+}
+
+/// `ActivePodsWithRanks.Less`: which of two pods to delete first. `rank_*`: how many related
+/// pods share each pod's node.
+pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Timestamp) -> Ordering {
+    let node = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+    let (node_a, node_b) = (node(a), node(b));
+    // 1. Unassigned < assigned.
+    if node_a != node_b && (node_a.is_empty() || node_b.is_empty()) {
+        return if node_a.is_empty() { Ordering::Less } else { Ordering::Greater };
+    }
+    // 2. Pending < Unknown < Running.
+    let by_phase = phase_ordinal(a).cmp(&phase_ordinal(b));
+    if by_phase != Ordering::Equal {
+        return by_phase;
+    }
+    // 3. Not ready < ready.
+    if is_ready(a) != is_ready(b) {
+        return if is_ready(a) { Ordering::Greater } else { Ordering::Less };
+    }
+    // 4. Lower pod-deletion-cost < higher.
+    let by_cost = deletion_cost(a).cmp(&deletion_cost(b));
+    if by_cost != Ordering::Equal {
+        return by_cost;
+    }
+    // 5. Doubled up < not doubled up.
+    if rank_a != rank_b {
+        return rank_b.cmp(&rank_a);
+    }
+    // 6. Ready for a shorter time < longer.
+    if is_ready(a) && is_ready(b) {
+        let (ta, tb) = (ready_time(a), ready_time(b));
+        if ta != tb {
+            return time_order(ta, tb, now, (uid(a), uid(b)));
+        }
+    }
+    // 7. More container restarts < fewer.
+    let (ra, rb) = (max_restarts(a), max_restarts(b));
+    if ra.0 != rb.0 {
+        return rb.0.cmp(&ra.0);
+    }
+    if ra.1 != rb.1 {
+        return rb.1.cmp(&ra.1);
+    }
+    // 8. Newer < older.
+    let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let (ca, cb) = (created(a), created(b));
+    if ca != cb {
+        return time_order(ca, cb, now, (uid(a), uid(b)));
+    }
+    Ordering::Equal
+}
+
+/// `getPodsToDelete` with `getPodsRankedByRelatedPodsOnSameNode`: the first `count` pods to
+/// delete, ranking pods on nodes crowded with related pods first.
+pub fn pods_to_delete(mut pods: Vec<Arc<Pod>>, related: &[Arc<Pod>], count: usize, now: Timestamp) -> Vec<Arc<Pod>> {
+    if count < pods.len() {
+        let mut on_node: HashMap<String, usize> = HashMap::new();
+        for pod in related.iter().filter(|p| is_active(p)) {
+            *on_node.entry(node_of(pod)).or_default() += 1;
+        }
+        let rank = |p: &Pod| on_node.get(&node_of(p)).copied().unwrap_or(0);
+        pods.sort_by(|a, b| deletion_order(a, rank(a), b, rank(b), now));
+    }
+    pods.truncate(count);
+    pods
+}
+
+fn node_of(pod: &Pod) -> String {
+    pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default()
+}
+
+/// `SlowStartInitialBatchSize`.
+pub const SLOW_START_INITIAL_BATCH: usize = 1;
+
+/// `slowStartBatch`: calls `call` `count` times in batches of 1, 2, 4, … running each batch
+/// concurrently, and stops after the first batch with a failure. Returns how many calls
+/// succeeded and the first error.
+pub fn slow_start_batch<E: Send>(count: usize, call: impl Fn() -> Result<(), E> + Sync) -> (usize, Option<E>) {
+    let mut remaining = count;
+    let mut successes = 0;
+    let mut batch = remaining.min(SLOW_START_INITIAL_BATCH);
+    while batch > 0 {
+        let results: Vec<Result<(), E>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..batch).map(|_| scope.spawn(&call)).collect();
+            threads.into_iter().filter_map(|t| t.join().ok()).collect()
+        });
+        let failed = batch - results.iter().filter(|r| r.is_ok()).count();
+        successes += batch - failed;
+        if failed > 0 {
+            return (successes, results.into_iter().find_map(Result::err));
+        }
+        remaining -= batch;
+        batch = (2 * batch).min(remaining);
+    }
+    (successes, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+
+    fn pod(name: &str, node: &str, phase: &str, ready: Option<&str>) -> Arc<Pod> {
+        let mut conditions = vec![];
+        if let Some(since) = ready {
+            conditions.push(json!({"type": "Ready", "status": "True", "lastTransitionTime": since}));
+        }
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": name,
+                         "creationTimestamp": "2024-01-01T00:00:00Z"},
+            "spec": {"nodeName": node, "containers": []},
+            "status": {"phase": phase, "conditions": conditions},
+        }))
+        .map(Arc::new)
+        .expect("a pod")
+    }
+
+    fn names(pods: &[Arc<Pod>]) -> Vec<&str> {
+        pods.iter().map(|p| p.metadata.name.as_deref().unwrap_or("")).collect()
+    }
+
+    #[test]
+    fn deletion_prefers_unassigned_pending_and_unready_pods() {
+        let now: Timestamp = "2024-01-02T00:00:00Z".parse().expect("a time");
+        let pods = vec![
+            pod("running-ready", "n1", "Running", Some("2024-01-01T00:00:10Z")),
+            pod("running-unready", "n1", "Running", None),
+            pod("pending", "n1", "Pending", None),
+            pod("unassigned", "", "Pending", None),
+            pod("ready-recently", "n2", "Running", Some("2024-01-01T23:59:00Z")),
+        ];
+        let order = pods_to_delete(pods.clone(), &[], 4, now);
+        assert_eq!(names(&order), ["unassigned", "pending", "running-unready", "ready-recently"]);
+        // Deleting them all needs no ranking (upstream does not sort then).
+        assert_eq!(pods_to_delete(pods.clone(), &[], 5, now).len(), 5);
+        assert_eq!(names(&pods_to_delete(pods, &[], 2, now)), ["unassigned", "pending"]);
+    }
+
+    #[test]
+    fn doubled_up_pods_go_first() {
+        let now: Timestamp = "2024-01-02T00:00:00Z".parse().expect("a time");
+        let a = pod("alone", "n1", "Running", None);
+        let b = pod("crowded", "n2", "Running", None);
+        let related = vec![b.clone(), pod("other", "n2", "Running", None), a.clone()];
+        assert_eq!(names(&pods_to_delete(vec![a, b], &related, 1, now)), ["crowded"]);
+    }
+
+    #[test]
+    fn slow_start_stops_after_the_first_failing_batch() {
+        let calls = AtomicUsize::new(0);
+        let (ok, err) = slow_start_batch(10, || {
+            let n = calls.fetch_add(1, AtomicOrdering::SeqCst);
+            if n >= 4 { Err("quota") } else { Ok(()) }
+        });
+        // Batches 1, 2, 4: the third batch has one success and three failures.
+        assert_eq!(calls.load(AtomicOrdering::SeqCst), 7);
+        assert_eq!((ok, err), (4, Some("quota")));
+        assert_eq!(slow_start_batch::<()>(5, || Ok(())), (5, None));
+        assert_eq!(slow_start_batch::<()>(0, || Ok(())), (0, None));
+    }
+}

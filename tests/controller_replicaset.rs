@@ -1,0 +1,303 @@
+//! The ReplicaSet and ReplicationController controllers against the sandbox with simulated
+//! nodes: pods are created, adopted, released and deleted to match `spec.replicas`, the status
+//! follows, and a quota refusal shows as the ReplicaFailure condition.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Event, Pod, ReplicationController, ResourceQuota, ServiceAccount};
+use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
+use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
+use kcm::runtime::controller::ControllerSet;
+use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// Generous: the machine may be loaded.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A sandbox with two simulated nodes and both controllers running.
+struct Cluster {
+    client: Client,
+    set: Option<ControllerSet>,
+    nodes: Option<SimulatedNodes>,
+    _sandbox: Sandbox,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(set) = self.set.take() {
+            set.stop(Duration::from_secs(5));
+        }
+        if let Some(nodes) = self.nodes.take() {
+            nodes.stop();
+        }
+    }
+}
+
+fn from<T: DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("a valid object")
+}
+
+fn start() -> Cluster {
+    let listen = "127.0.0.1:0".parse().expect("an address");
+    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
+    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
+    // Pod admission needs the namespace's default ServiceAccount.
+    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
+    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("account");
+    let options = NodeOptions {
+        pod_start_delay: Duration::from_millis(200),
+        tick: Duration::from_millis(50),
+        ..NodeOptions::default()
+    };
+    let names = vec!["node-a".to_string(), "node-b".to_string()];
+    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
+    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
+    let options = match kcm::flags::parse(["--controllers=*".into()]) {
+        Ok(kcm::flags::Command::Run(options)) => options,
+        other => panic!("unexpected {other:?}"),
+    };
+    let mut set = ControllerSet::start(&kcm, &options, &[REPLICASET, REPLICATION_CONTROLLER]).expect("controllers");
+    assert_eq!(set.names(), ["replicaset-controller", "replicationcontroller-controller"]);
+    assert!(set.wait_for_sync(DEADLINE), "caches sync");
+    set.run_workers();
+    Cluster { client, set: Some(set), nodes: Some(nodes), _sandbox: sandbox }
+}
+
+/// Polls `check` until it gives a value, or fails with `what`.
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Cluster {
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(&self.client, "default")
+    }
+
+    fn replica_sets(&self) -> Api<ReplicaSet> {
+        Api::namespaced(&self.client, "default")
+    }
+
+    /// Active pods whose controller is the object with `uid`, by name.
+    fn owned_pods(&self, uid: &str) -> Vec<Pod> {
+        let pods = self.pods().list(&Default::default()).expect("pods").items;
+        pods.into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| {
+                let refs = p.metadata.owner_references.iter().flatten();
+                refs.into_iter().any(|r| r.uid == uid && r.controller == Some(true))
+            })
+            .collect()
+    }
+
+    fn names(pods: &[Pod]) -> BTreeSet<String> {
+        pods.iter().filter_map(|p| p.metadata.name.clone()).collect()
+    }
+
+    /// Waits until the object with `uid` controls exactly `count` live pods.
+    fn wait_owned(&self, uid: &str, count: usize) -> Vec<Pod> {
+        eventually(&format!("{count} pods of {uid}"), || {
+            let pods = self.owned_pods(uid);
+            (pods.len() == count).then_some(pods)
+        })
+    }
+
+    fn create_pod(&self, name: &str, labels: Value, node_selector: Option<Value>) -> Pod {
+        let mut spec = json!({"containers": [{"name": "app", "image": "nginx:1.27"}]});
+        if let Some(selector) = node_selector {
+            spec["nodeSelector"] = selector;
+        }
+        let pod: Pod = from(json!({"metadata": {"name": name, "labels": labels}, "spec": spec}));
+        self.pods().create(&pod, &PostParams::default()).expect("pod created")
+    }
+
+    fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet {
+        let rs: ReplicaSet = from(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+                },
+            },
+        }));
+        self.replica_sets().create(&rs, &PostParams::default()).expect("replicaset created")
+    }
+
+    fn scale(&self, name: &str, replicas: i32) {
+        let patch = Patch::Merge(json!({"spec": {"replicas": replicas}}));
+        self.replica_sets().patch(name, &patch, &PostParams::default()).expect("scaled");
+    }
+
+    /// Events about `name` with `reason`, by message.
+    fn events(&self, name: &str, reason: &str) -> Vec<String> {
+        let events = Api::<Event>::namespaced(&self.client, "default").list(&Default::default()).expect("events");
+        events
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason))
+            .filter_map(|e| e.message)
+            .collect()
+    }
+
+    /// Waits until the ReplicaSet reports `replicas` replicas, all ready and available, for its
+    /// current generation.
+    fn wait_rs_status(&self, name: &str, replicas: i32) -> ReplicaSet {
+        eventually(&format!("{name} status of {replicas}"), || {
+            let rs = self.replica_sets().get(name).ok()?;
+            let status = rs.status.clone()?;
+            let settled = status.replicas == replicas
+                && status.ready_replicas.unwrap_or(0) == replicas
+                && status.available_replicas.unwrap_or(0) == replicas
+                && status.fully_labeled_replicas.unwrap_or(0) == replicas
+                && status.observed_generation == rs.metadata.generation;
+            settled.then_some(rs)
+        })
+    }
+}
+
+fn uid_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    meta.uid.clone().expect("a uid")
+}
+
+#[test]
+fn replica_set_creates_scales_and_reports_status() {
+    let cluster = start();
+    let rs = cluster.create_replica_set("web", 3);
+    let uid = uid_of(&rs.metadata);
+    let pods = cluster.wait_owned(&uid, 3);
+    for pod in &pods {
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        assert!(name.starts_with("web-") && name.len() == "web-".len() + 5, "{name}");
+        let owner = &pod.metadata.owner_references.as_ref().expect("owner references")[0];
+        assert_eq!((owner.kind.as_str(), owner.api_version.as_str()), ("ReplicaSet", "apps/v1"));
+        assert_eq!((owner.controller, owner.block_owner_deletion), (Some(true), Some(true)));
+    }
+    let created = eventually("SuccessfulCreate events", || {
+        let events = cluster.events("web", "SuccessfulCreate");
+        (events.len() == 3).then_some(events)
+    });
+    for pod in &pods {
+        let expected = format!("Created pod: {}", pod.metadata.name.as_deref().unwrap_or(""));
+        assert!(created.contains(&expected), "{expected} in {created:?}");
+    }
+    cluster.wait_rs_status("web", 3);
+
+    cluster.scale("web", 5);
+    cluster.wait_owned(&uid, 5);
+    cluster.wait_rs_status("web", 5);
+
+    cluster.scale("web", 1);
+    let left = cluster.wait_owned(&uid, 1);
+    cluster.wait_rs_status("web", 1);
+    eventually("SuccessfulDelete events", || (cluster.events("web", "SuccessfulDelete").len() == 4).then_some(()));
+    let deleted = cluster.events("web", "SuccessfulDelete");
+    let kept = format!("Deleted pod: {}", left[0].metadata.name.as_deref().unwrap_or(""));
+    assert!(!deleted.contains(&kept), "the kept pod was not deleted: {deleted:?}");
+}
+
+#[test]
+fn orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first() {
+    let cluster = start();
+    // An orphan that exists before the ReplicaSet is adopted and counts as a replica.
+    cluster.create_pod("stray", json!({"app": "api"}), None);
+    let rs = cluster.create_replica_set("api", 3);
+    let uid = uid_of(&rs.metadata);
+    let pods = cluster.wait_owned(&uid, 3);
+    assert!(Cluster::names(&pods).contains("stray"), "adopted: {:?}", Cluster::names(&pods));
+    cluster.wait_rs_status("api", 3);
+    assert_eq!(cluster.events("api", "SuccessfulCreate").len(), 2, "only two pods created");
+
+    // A matching pod that can never be scheduled is adopted, then deleted first as surplus.
+    cluster.create_pod("pinned", json!({"app": "api"}), Some(json!({"no-such-label": "x"})));
+    eventually("pinned deleted as the surplus pod", || {
+        let deleted = cluster.events("api", "SuccessfulDelete");
+        (deleted == ["Deleted pod: pinned"]).then_some(())
+    });
+    let after = cluster.wait_owned(&uid, 3);
+    assert_eq!(Cluster::names(&after), Cluster::names(&pods), "the running pods stay");
+
+    // A pod whose labels stop matching is released and replaced.
+    let patch = Patch::Merge(json!({"metadata": {"labels": {"app": "debug"}}}));
+    cluster.pods().patch("stray", &patch, &PostParams::default()).expect("relabelled");
+    let released = eventually("stray released", || {
+        let pod = cluster.pods().get("stray").ok()?;
+        pod.metadata.owner_references.as_ref().is_none_or(|r| r.is_empty()).then_some(pod)
+    });
+    assert_eq!(released.metadata.labels.and_then(|l| l.get("app").cloned()).as_deref(), Some("debug"));
+    let replaced = cluster.wait_owned(&uid, 3);
+    assert!(!Cluster::names(&replaced).contains("stray"));
+    cluster.wait_rs_status("api", 3);
+}
+
+#[test]
+fn quota_refusals_show_as_replica_failure() {
+    let cluster = start();
+    let quotas = Api::<ResourceQuota>::namespaced(&cluster.client, "default");
+    let quota: ResourceQuota = from(json!({"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}}));
+    let mut quota = quotas.create(&quota, &PostParams::default()).expect("quota created");
+    // No quota controller runs: publish the hard limit as it would.
+    quota.status = Some(from(json!({"hard": {"pods": "2"}, "used": {"pods": "0"}})));
+    quotas.replace_status("pods", &quota, &PostParams::default()).expect("quota status");
+
+    let rs = cluster.create_replica_set("capped", 3);
+    cluster.wait_owned(&uid_of(&rs.metadata), 2);
+    let condition = eventually("the ReplicaFailure condition", || {
+        let rs = cluster.replica_sets().get("capped").ok()?;
+        let conditions = rs.status?.conditions.unwrap_or_default();
+        conditions.into_iter().find(|c| c.type_ == "ReplicaFailure")
+    });
+    assert_eq!((condition.status.as_str(), condition.reason.as_deref()), ("True", Some("FailedCreate")));
+    assert!(condition.message.as_deref().unwrap_or("").contains("exceeded quota"), "{condition:?}");
+    let failed = eventually("a FailedCreate event", || {
+        let events = cluster.events("capped", "FailedCreate");
+        (!events.is_empty()).then_some(events)
+    });
+    assert!(failed[0].starts_with("Error creating: ") && failed[0].contains("exceeded quota"), "{failed:?}");
+}
+
+#[test]
+fn replication_controllers_work_the_same() {
+    let cluster = start();
+    let rcs = Api::<ReplicationController>::namespaced(&cluster.client, "default");
+    let rc: ReplicationController = from(json!({
+        "metadata": {"name": "legacy"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"app": "legacy"},
+            "template": {
+                "metadata": {"labels": {"app": "legacy"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+            },
+        },
+    }));
+    let rc = rcs.create(&rc, &PostParams::default()).expect("rc created");
+    let pods = cluster.wait_owned(&uid_of(&rc.metadata), 2);
+    for pod in &pods {
+        assert!(pod.metadata.name.as_deref().unwrap_or("").starts_with("legacy-"));
+        let owner = &pod.metadata.owner_references.as_ref().expect("owner references")[0];
+        assert_eq!((owner.kind.as_str(), owner.api_version.as_str()), ("ReplicationController", "v1"));
+    }
+    eventually("rc status", || {
+        let rc = rcs.get("legacy").ok()?;
+        let status = rc.status?;
+        let settled = status.replicas == 2
+            && status.ready_replicas == Some(2)
+            && status.available_replicas == Some(2)
+            && status.observed_generation == rc.metadata.generation;
+        settled.then_some(())
+    });
+    assert_eq!(cluster.events("legacy", "SuccessfulCreate").len(), 2);
+}
