@@ -33,7 +33,8 @@ impl<V: Clone> TtlCache<V> {
     }
 
     /// Stores `value` for `ttl`; a zero `ttl` stores nothing. When full, expired entries are
-    /// dropped first, and everything if that is not enough.
+    /// dropped first, then the entry closest to expiry, so a flood of new keys cannot flush the
+    /// answers already cached.
     pub fn insert(&self, key: String, value: V, ttl: Duration) {
         if ttl.is_zero() {
             return;
@@ -42,8 +43,10 @@ impl<V: Clone> TtlCache<V> {
         let mut entries = self.entries.lock();
         if entries.len() >= MAX_ENTRIES && !entries.contains_key(&key) {
             entries.retain(|_, (expires, _)| *expires > now);
-            if entries.len() >= MAX_ENTRIES {
-                entries.clear();
+            if entries.len() >= MAX_ENTRIES
+                && let Some(oldest) = entries.iter().min_by_key(|(_, (expires, _))| *expires).map(|(k, _)| k.clone())
+            {
+                entries.remove(&oldest);
             }
         }
         entries.insert(key, (now + ttl, value));
