@@ -379,6 +379,7 @@ where
     /// watch from. If a continue token expires between pages, the list starts over without
     /// paging, as client-go's pager does.
     pub fn list_all(&self, params: &ListParams) -> Result<(Vec<K>, String)> {
+        let original = params;
         let mut params = params.clone();
         let mut items = Vec::new();
         loop {
@@ -387,8 +388,8 @@ where
                 Err(e) if e.is_gone() && params.continue_token.is_some() => {
                     log::info!("{}: continue token expired while paging; listing everything at once", K::KIND);
                     items.clear();
-                    params.continue_token = None;
-                    params.limit = None;
+                    // As client-go's pager: the original request (its resourceVersion too), unpaged.
+                    params = ListParams { limit: None, continue_token: None, ..original.clone() };
                     continue;
                 }
                 Err(e) => return Err(e),
