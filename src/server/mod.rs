@@ -97,10 +97,10 @@ fn listen(
         HttpServer::start_with_limits(addr, Some(tls.clone()), handler.clone(), limits.clone())
             .map_err(|e| format!("failed to create listener: failed to listen on {addr}: {e}"))
     };
-    if bind == IpAddr::from([0, 0, 0, 0]) {
-        if let Ok(server) = start(IpAddr::V6(Ipv6Addr::UNSPECIFIED)) {
-            return Ok(server);
-        }
+    if bind == IpAddr::from([0, 0, 0, 0])
+        && let Ok(server) = start(IpAddr::V6(Ipv6Addr::UNSPECIFIED))
+    {
+        return Ok(server);
     }
     start(bind)
 }

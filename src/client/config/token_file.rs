@@ -48,11 +48,11 @@ impl TokenFile {
         let mut cached = self.cached.lock();
         if now.saturating_duration_since(cached.checked_at) >= RECHECK_INTERVAL {
             cached.checked_at = now;
-            if let Err(error) = self.refresh(&mut cached) {
-                if cached.last_error.as_ref() != Some(&error) {
-                    log::warn!("{error}; keeping the previous token");
-                    cached.last_error = Some(error);
-                }
+            if let Err(error) = self.refresh(&mut cached)
+                && cached.last_error.as_ref() != Some(&error)
+            {
+                log::warn!("{error}; keeping the previous token");
+                cached.last_error = Some(error);
             }
         }
         cached.token.clone()
