@@ -1,6 +1,7 @@
 //! The ReplicaSet and ReplicationController controllers against the sandbox with simulated
 //! nodes: pods are created, adopted, released and deleted to match `spec.replicas`, the status
 //! follows, and a quota refusal shows as the ReplicaFailure condition.
+#![cfg(feature = "sandbox")]
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

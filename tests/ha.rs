@@ -2,6 +2,7 @@
 //! sandbox. Exactly one leads (the Lease and each process's `leader_election_master_status`
 //! agree), SIGKILL hands over after the lease expires, SIGTERM hands over at once (the Lease is
 //! released), and a leader cut off from the API stops and exits with "leaderelection lost".
+#![cfg(feature = "sandbox")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

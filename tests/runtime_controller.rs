@@ -1,6 +1,7 @@
 //! The controller runtime end to end against the sandbox: a test controller built from a
 //! descriptor gets its informer, its queue fed by events, worker threads calling its sync,
 //! rate-limited retries of failures, and a clean stop.
+#![cfg(feature = "sandbox")]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! kcm-sandbox against kube-apiserver v1.33's API semantics, over real HTTPS: metadata, writes,
 //! deletion, reads, watches, subresources, admission, errors, discovery, authentication and
 //! fault injection. Each test starts its own sandbox on a free port.
+#![cfg(feature = "sandbox")]
 
 mod support;
 

@@ -1,5 +1,6 @@
 //! `kcm-sandbox serve` as a process: it prints one line when ready, writes the kubeconfigs,
 //! applies the fault-injection flags and stops cleanly on SIGTERM.
+#![cfg(feature = "sandbox")]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -1,5 +1,6 @@
 //! The README's run command: `kcm-sandbox demo` with the real controller manager binary
 //! converges (steps whose controllers are not built yet are skipped, saying so).
+#![cfg(feature = "sandbox")]
 
 use std::process::Command;
 

@@ -2,6 +2,7 @@
 //! commands must work as against kube-apiserver. Skipped (with a note) where kubectl is not
 //! installed. kubectl's generator subcommands (`create namespace`, `run`) send protobuf, which
 //! the sandbox refuses, so objects are created from manifests.
+#![cfg(feature = "sandbox")]
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
