@@ -4,10 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
-use k8s_openapi::api::core::v1::{
-    PodTemplateSpec, ReplicationController, ReplicationControllerCondition, ReplicationControllerStatus,
-};
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition};
+use k8s_openapi::api::core::v1::{PodTemplateSpec, ReplicationController, ReplicationControllerCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::{NamespaceResourceScope, Resource};
 use serde::Serialize;
@@ -53,124 +51,79 @@ fn non_zero(value: i32) -> Option<i32> {
     (value != 0).then_some(value)
 }
 
-impl ReplicaKind for ReplicaSet {
-    fn replicas(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
-    }
+/// Both kinds share the shape of spec, status and conditions field for field (only the types
+/// differ), so one body serves both; `$selector` reads each kind's selector.
+macro_rules! replica_kind {
+    ($kind:ty, $condition:ident, $selector:expr) => {
+        impl ReplicaKind for $kind {
+            fn replicas(&self) -> i32 {
+                self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+            }
 
-    fn min_ready_seconds(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0)
-    }
+            fn min_ready_seconds(&self) -> i32 {
+                self.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0)
+            }
 
-    fn selector(&self) -> Result<Selector, String> {
-        Selector::from_label_selector(&self.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default())
-    }
+            fn selector(&self) -> Result<Selector, String> {
+                let select: fn(&$kind) -> Result<Selector, String> = $selector;
+                select(self)
+            }
 
-    fn template(&self) -> Option<&PodTemplateSpec> {
-        self.spec.as_ref().and_then(|s| s.template.as_ref())
-    }
+            fn template(&self) -> Option<&PodTemplateSpec> {
+                self.spec.as_ref().and_then(|s| s.template.as_ref())
+            }
 
-    fn status(&self) -> ReplicaStatus {
-        let status = self.status.clone().unwrap_or_default();
-        let conditions = status.conditions.unwrap_or_default().into_iter().map(|c| Condition {
-            type_: c.type_,
-            status: c.status,
-            reason: c.reason,
-            message: c.message,
-            last_transition_time: c.last_transition_time,
-        });
-        ReplicaStatus {
-            replicas: status.replicas,
-            fully_labeled_replicas: status.fully_labeled_replicas.unwrap_or(0),
-            ready_replicas: status.ready_replicas.unwrap_or(0),
-            available_replicas: status.available_replicas.unwrap_or(0),
-            observed_generation: status.observed_generation.unwrap_or(0),
-            conditions: conditions.collect(),
+            fn status(&self) -> ReplicaStatus {
+                let status = self.status.clone().unwrap_or_default();
+                let conditions = status.conditions.unwrap_or_default().into_iter().map(|c| Condition {
+                    type_: c.type_,
+                    status: c.status,
+                    reason: c.reason,
+                    message: c.message,
+                    last_transition_time: c.last_transition_time,
+                });
+                ReplicaStatus {
+                    replicas: status.replicas,
+                    fully_labeled_replicas: status.fully_labeled_replicas.unwrap_or(0),
+                    ready_replicas: status.ready_replicas.unwrap_or(0),
+                    available_replicas: status.available_replicas.unwrap_or(0),
+                    observed_generation: status.observed_generation.unwrap_or(0),
+                    conditions: conditions.collect(),
+                }
+            }
+
+            fn with_status(&self, status: &ReplicaStatus) -> Self {
+                let conditions: Vec<$condition> = status
+                    .conditions
+                    .iter()
+                    .map(|c| $condition {
+                        type_: c.type_.clone(),
+                        status: c.status.clone(),
+                        reason: c.reason.clone(),
+                        message: c.message.clone(),
+                        last_transition_time: c.last_transition_time.clone(),
+                    })
+                    .collect();
+                // Fields the common shape lacks (e.g. terminatingReplicas) are kept.
+                let mut written = self.status.clone().unwrap_or_default();
+                written.replicas = status.replicas;
+                written.fully_labeled_replicas = non_zero(status.fully_labeled_replicas);
+                written.ready_replicas = non_zero(status.ready_replicas);
+                written.available_replicas = non_zero(status.available_replicas);
+                written.observed_generation = Some(status.observed_generation);
+                written.conditions = (!conditions.is_empty()).then_some(conditions);
+                let mut object = self.clone();
+                object.status = Some(written);
+                object
+            }
         }
-    }
-
-    fn with_status(&self, status: &ReplicaStatus) -> Self {
-        let conditions: Vec<ReplicaSetCondition> = status
-            .conditions
-            .iter()
-            .map(|c| ReplicaSetCondition {
-                type_: c.type_.clone(),
-                status: c.status.clone(),
-                reason: c.reason.clone(),
-                message: c.message.clone(),
-                last_transition_time: c.last_transition_time.clone(),
-            })
-            .collect();
-        let old = self.status.clone().unwrap_or_default();
-        let status = ReplicaSetStatus {
-            replicas: status.replicas,
-            fully_labeled_replicas: non_zero(status.fully_labeled_replicas),
-            ready_replicas: non_zero(status.ready_replicas),
-            available_replicas: non_zero(status.available_replicas),
-            observed_generation: Some(status.observed_generation),
-            conditions: (!conditions.is_empty()).then_some(conditions),
-            ..old
-        };
-        ReplicaSet { status: Some(status), ..self.clone() }
-    }
+    };
 }
 
-impl ReplicaKind for ReplicationController {
-    fn replicas(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
-    }
+replica_kind!(ReplicaSet, ReplicaSetCondition, |rs| {
+    Selector::from_label_selector(&rs.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default())
+});
 
-    fn min_ready_seconds(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0)
-    }
-
-    fn selector(&self) -> Result<Selector, String> {
-        Ok(Selector::from_map(self.spec.as_ref().and_then(|s| s.selector.as_ref()).unwrap_or(&BTreeMap::new())))
-    }
-
-    fn template(&self) -> Option<&PodTemplateSpec> {
-        self.spec.as_ref().and_then(|s| s.template.as_ref())
-    }
-
-    fn status(&self) -> ReplicaStatus {
-        let status = self.status.clone().unwrap_or_default();
-        let conditions = status.conditions.unwrap_or_default().into_iter().map(|c| Condition {
-            type_: c.type_,
-            status: c.status,
-            reason: c.reason,
-            message: c.message,
-            last_transition_time: c.last_transition_time,
-        });
-        ReplicaStatus {
-            replicas: status.replicas,
-            fully_labeled_replicas: status.fully_labeled_replicas.unwrap_or(0),
-            ready_replicas: status.ready_replicas.unwrap_or(0),
-            available_replicas: status.available_replicas.unwrap_or(0),
-            observed_generation: status.observed_generation.unwrap_or(0),
-            conditions: conditions.collect(),
-        }
-    }
-
-    fn with_status(&self, status: &ReplicaStatus) -> Self {
-        let conditions: Vec<ReplicationControllerCondition> = status
-            .conditions
-            .iter()
-            .map(|c| ReplicationControllerCondition {
-                type_: c.type_.clone(),
-                status: c.status.clone(),
-                reason: c.reason.clone(),
-                message: c.message.clone(),
-                last_transition_time: c.last_transition_time.clone(),
-            })
-            .collect();
-        let status = ReplicationControllerStatus {
-            replicas: status.replicas,
-            fully_labeled_replicas: non_zero(status.fully_labeled_replicas),
-            ready_replicas: non_zero(status.ready_replicas),
-            available_replicas: non_zero(status.available_replicas),
-            observed_generation: Some(status.observed_generation),
-            conditions: (!conditions.is_empty()).then_some(conditions),
-        };
-        ReplicationController { status: Some(status), ..self.clone() }
-    }
-}
+replica_kind!(ReplicationController, ReplicationControllerCondition, |rc| {
+    Ok(Selector::from_map(rc.spec.as_ref().and_then(|s| s.selector.as_ref()).unwrap_or(&BTreeMap::new())))
+});
