@@ -42,7 +42,22 @@ fn from<T: DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).expect("a valid object")
 }
 
+/// A bare nginx pod with `labels`.
+fn new_pod(name: &str, labels: Value, node_selector: Option<Value>) -> Pod {
+    let mut spec = json!({"containers": [{"name": "app", "image": "nginx:1.27"}]});
+    if let Some(selector) = node_selector {
+        spec["nodeSelector"] = selector;
+    }
+    from(json!({"metadata": {"name": name, "labels": labels}, "spec": spec}))
+}
+
 fn start() -> Cluster {
+    start_with(|_| ())
+}
+
+/// Like `start`, with `prepare` run against the API before the controllers start, so that what it
+/// creates is in the controllers' first list rather than racing their watches.
+fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
     let listen = "127.0.0.1:0".parse().expect("an address");
     let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
     let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
@@ -56,6 +71,7 @@ fn start() -> Cluster {
     };
     let names = vec!["node-a".to_string(), "node-b".to_string()];
     let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
+    prepare(&client);
     let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
     let options = match kcm::flags::parse(["--controllers=*".into()]) {
         Ok(kcm::flags::Command::Run(options)) => options,
@@ -114,12 +130,7 @@ impl Cluster {
     }
 
     fn create_pod(&self, name: &str, labels: Value, node_selector: Option<Value>) -> Pod {
-        let mut spec = json!({"containers": [{"name": "app", "image": "nginx:1.27"}]});
-        if let Some(selector) = node_selector {
-            spec["nodeSelector"] = selector;
-        }
-        let pod: Pod = from(json!({"metadata": {"name": name, "labels": labels}, "spec": spec}));
-        self.pods().create(&pod, &PostParams::default()).expect("pod created")
+        self.pods().create(&new_pod(name, labels, node_selector), &PostParams::default()).expect("pod created")
     }
 
     fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet {
@@ -211,9 +222,13 @@ fn replica_set_creates_scales_and_reports_status() {
 
 #[test]
 fn orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first() {
-    let cluster = start();
-    // An orphan that exists before the ReplicaSet is adopted and counts as a replica.
-    cluster.create_pod("stray", json!({"app": "api"}), None);
+    // An orphan that exists before the ReplicaSet is adopted and counts as a replica. It is created
+    // before the controllers start: created after, the ReplicaSet's watch event may overtake the
+    // pod's, and the controller would rightly create a third pod (upstream would too).
+    let cluster = start_with(|client| {
+        let pod = new_pod("stray", json!({"app": "api"}), None);
+        Api::<Pod>::namespaced(client, "default").create(&pod, &PostParams::default()).expect("pod created");
+    });
     let rs = cluster.create_replica_set("api", 3);
     let uid = uid_of(&rs.metadata);
     let pods = cluster.wait_owned(&uid, 3);
