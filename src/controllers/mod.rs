@@ -6,6 +6,7 @@
 //! (`replicaset-controller`) and, when it predates the naming scheme, the short alias it used to
 //! have (`replicaset`). Both are accepted anywhere a controller is named.
 
+pub mod deployment;
 pub mod replicaset;
 
 use crate::runtime::controller::ControllerDescriptor;

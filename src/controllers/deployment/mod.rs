@@ -1,0 +1,1 @@
+pub mod pod_template_hash;
