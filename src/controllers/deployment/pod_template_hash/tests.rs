@@ -168,3 +168,26 @@ fn parse_quantity_takes_the_inf_dec_path_for_large_values() {
     let dec = parsed("-1Pi").dec.expect("inf.Dec path");
     assert!(dec.negative);
 }
+
+/// The sandbox's defaulting turns a bare Deployment template into what kube-apiserver stores:
+/// the same hash as the hand-written stored form of the `minimal` case.
+#[cfg(feature = "sandbox")]
+#[test]
+fn sandbox_defaulted_template_hashes_like_upstreams_stored_one() {
+    use crate::sandbox::{defaults, resources};
+    let mut deployment = serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "nginx", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "nginx"}},
+            "template": {
+                "metadata": {"labels": {"app": "nginx"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}
+            }
+        }
+    });
+    defaults::apply(resources::by_kind("apps/v1", "Deployment").expect("served kind"), &mut deployment);
+    assert_eq!(deployment["spec"]["template"], minimal());
+    assert_eq!(pod_template_hash(&template(deployment["spec"]["template"].clone()), None), "8ff954c69");
+}
