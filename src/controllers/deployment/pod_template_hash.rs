@@ -124,14 +124,7 @@ fn print_typed(out: &mut String, go_type: &str, kind: &Kind, value: Option<&Valu
     out.push('(');
     out.push_str(go_type);
     out.push(')');
-    match kind {
-        // A nil pointer prints as `(*T)<nil>`, a set one as `(*T)` and its target untyped.
-        Kind::Ptr(target) => match present(value) {
-            Some(value) => print_untyped(out, target, Some(value)),
-            None => out.push_str("<nil>"),
-        },
-        _ => print_untyped(out, kind, value),
-    }
+    print_untyped(out, kind, value);
 }
 
 /// A value without its type, as go-spew prints slice elements, map values and pointer targets.
@@ -144,6 +137,7 @@ fn print_untyped(out: &mut String, kind: &Kind, value: Option<&Value>) {
         Kind::Str => out.push_str(value.and_then(Value::as_str).unwrap_or("")),
         Kind::Bytes => print_bytes(out, value),
         Kind::Struct(fields) => print_struct(out, fields, value.and_then(Value::as_object)),
+        // A nil pointer prints as `(*T)<nil>`, a set one as `(*T)` and its target untyped.
         Kind::Ptr(target) => match value {
             Some(value) => print_untyped(out, target, Some(value)),
             None => out.push_str("<nil>"),
