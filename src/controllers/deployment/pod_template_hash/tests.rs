@@ -42,6 +42,7 @@ const GOLDEN: &[(&str, &str)] = &[
     ("volumes", "ff8d76b75"),
     ("scheduling", "b96d75d64"),
     ("metadata-and-security", "86c45b99b5"),
+    ("metadata-fields", "76d65c4ff4"),
 ];
 
 #[test]
