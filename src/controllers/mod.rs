@@ -6,7 +6,12 @@
 //! (`replicaset-controller`) and, when it predates the naming scheme, the short alias it used to
 //! have (`replicaset`). Both are accepted anywhere a controller is named.
 
+pub mod nodeipam;
+pub mod nodeutil;
+pub mod podgc;
+pub mod podutil;
 pub mod replicaset;
+pub mod ttl;
 
 use crate::runtime::controller::ControllerDescriptor;
 use std::fmt;
@@ -111,7 +116,13 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
 /// Finds a controller by its canonical name or one of its aliases.
 /// The controllers this implementation has built so far. The runtime starts only these; the
 /// rest of a `--controllers` selection is reported as not built yet.
-pub static DESCRIPTORS: &[ControllerDescriptor] = &[replicaset::REPLICASET, replicaset::REPLICATION_CONTROLLER];
+pub static DESCRIPTORS: &[ControllerDescriptor] = &[
+    replicaset::REPLICASET,
+    replicaset::REPLICATION_CONTROLLER,
+    nodeipam::NODE_IPAM,
+    podgc::POD_GC,
+    ttl::TTL,
+];
 
 /// Whether a controller (canonical name) is implemented.
 pub fn is_implemented(name: &str) -> bool {

@@ -35,6 +35,7 @@ pub use options::{
 };
 pub use table::{FLAGS, FlagSpec, FlagStatus, Group, lookup};
 pub use values::{Cidr, KUBE_VERSION, KubeVersion, NamedCertKey, VModuleItem, ValueKind};
+pub use validate::node_cidr_mask_sizes;
 
 use table::ParseState;
 use values::{SetMode, VersionRequest};
