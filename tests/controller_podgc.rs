@@ -153,9 +153,7 @@ fn terminated_pods_beyond_the_threshold_go_oldest_first() {
         }
         cluster.create_pod(name, json!({"restartPolicy": "Never"}), &[]);
     }
-    eventually("the newest completed pod alone left", || {
-        (cluster.names() == ["a-newest", "keeper"]).then_some(())
-    });
+    eventually("the newest completed pod alone left", || (cluster.names() == ["a-newest", "keeper"]).then_some(()));
     let newest = cluster.pod("a-newest").expect("kept");
     eventually("a-newest completes", || (phase(&cluster.pod("a-newest")?) == "Succeeded").then_some(()));
     assert_eq!(newest.metadata.deletion_timestamp, None);

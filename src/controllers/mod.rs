@@ -116,13 +116,8 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
 /// Finds a controller by its canonical name or one of its aliases.
 /// The controllers this implementation has built so far. The runtime starts only these; the
 /// rest of a `--controllers` selection is reported as not built yet.
-pub static DESCRIPTORS: &[ControllerDescriptor] = &[
-    replicaset::REPLICASET,
-    replicaset::REPLICATION_CONTROLLER,
-    nodeipam::NODE_IPAM,
-    podgc::POD_GC,
-    ttl::TTL,
-];
+pub static DESCRIPTORS: &[ControllerDescriptor] =
+    &[replicaset::REPLICASET, replicaset::REPLICATION_CONTROLLER, nodeipam::NODE_IPAM, podgc::POD_GC, ttl::TTL];
 
 /// Whether a controller (canonical name) is implemented.
 pub fn is_implemented(name: &str) -> bool {

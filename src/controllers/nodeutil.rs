@@ -52,9 +52,11 @@ mod tests {
 
     #[test]
     fn readiness_and_taints() {
-        let ready = node(json!({"metadata": {"name": "a"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
-        let unknown =
-            node(json!({"metadata": {"name": "b"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}));
+        let ready =
+            node(json!({"metadata": {"name": "a"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+        let unknown = node(
+            json!({"metadata": {"name": "b"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}),
+        );
         assert!(is_node_ready(&ready));
         assert!(!is_node_ready(&unknown));
         assert!(!is_node_ready(&node(json!({"metadata": {"name": "c"}}))));

@@ -414,7 +414,8 @@ mod tests {
             pod("e", 5, "Running", on("missing")),
         ];
         let node = |name: &str, ready: &str, taint: bool| -> Arc<Node> {
-            let taints = if taint { json!([{"key": TAINT_NODE_OUT_OF_SERVICE, "effect": "NoExecute"}]) } else { json!([]) };
+            let taints =
+                if taint { json!([{"key": TAINT_NODE_OUT_OF_SERVICE, "effect": "NoExecute"}]) } else { json!([]) };
             Arc::new(
                 serde_json::from_value(json!({
                     "metadata": {"name": name},

@@ -103,7 +103,13 @@ fn object_diff(before: &Map<String, Value>, after: &Map<String, Value>) -> Map<S
 /// A list merged by `merge_key`: `$setElementOrder/<field>` with the new order, then the
 /// added and changed elements (changed ones as their difference plus the key) and
 /// `$patch: delete` for removed ones, by key.
-fn merge_keyed_list_diff(diff: &mut Map<String, Value>, field: &str, before: &[Value], after: &[Value], merge_key: &str) {
+fn merge_keyed_list_diff(
+    diff: &mut Map<String, Value>,
+    field: &str,
+    before: &[Value],
+    after: &[Value],
+    merge_key: &str,
+) {
     let key_of = |v: &Value| v.get(merge_key).cloned().unwrap_or(Value::Null);
     let find = |list: &[Value], key: &Value| list.iter().find(|v| key_of(v) == *key).cloned();
     let mut entries: Vec<(String, Value)> = Vec::new();

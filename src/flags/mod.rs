@@ -34,8 +34,8 @@ pub use options::{
     ResourceQuotaOptions, SecureServingOptions, ServiceAccountOptions, SignerFiles,
 };
 pub use table::{FLAGS, FlagSpec, FlagStatus, Group, lookup};
-pub use values::{Cidr, KUBE_VERSION, KubeVersion, NamedCertKey, VModuleItem, ValueKind};
 pub use validate::node_cidr_mask_sizes;
+pub use values::{Cidr, KUBE_VERSION, KubeVersion, NamedCertKey, VModuleItem, ValueKind};
 
 use table::ParseState;
 use values::{SetMode, VersionRequest};

@@ -32,9 +32,9 @@ pub enum CidrSetError {
 impl fmt::Display for CidrSetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CidrSetError::NoCidrsRemaining => {
-                f.write_str("CIDR allocation failed; there are no remaining CIDRs left to allocate in the accepted range")
-            }
+            CidrSetError::NoCidrsRemaining => f.write_str(
+                "CIDR allocation failed; there are no remaining CIDRs left to allocate in the accepted range",
+            ),
             CidrSetError::SubNetTooBig => f.write_str("New CIDR set failed; the node CIDR size is too big"),
             CidrSetError::BadMaskSize { cluster, node_mask } => {
                 write!(f, "node CIDR mask size {node_mask} does not fit cluster CIDR {cluster}")
@@ -150,7 +150,14 @@ impl CidrSet {
         if cluster.is_ipv6() && diff > CLUSTER_SUBNET_MAX_DIFF {
             return Err(CidrSetError::SubNetTooBig);
         }
-        Ok(CidrSet { cluster, node_mask, max_cidrs: 1 << diff, allocated: 0, next_candidate: 0, used: Bitmap::default() })
+        Ok(CidrSet {
+            cluster,
+            node_mask,
+            max_cidrs: 1 << diff,
+            allocated: 0,
+            next_candidate: 0,
+            used: Bitmap::default(),
+        })
     }
 
     /// The cluster CIDR the blocks come from.
@@ -273,10 +280,9 @@ mod tests {
     /// Upstream `TestCIDRSetFullyAllocated`.
     #[test]
     fn a_set_with_one_block_is_full_after_one_allocation() {
-        for (cluster, mask, expected) in [
-            ("127.123.234.0/30", 30, "127.123.234.0/30"),
-            ("beef:1234::/30", 30, "beef:1234::/30"),
-        ] {
+        for (cluster, mask, expected) in
+            [("127.123.234.0/30", 30, "127.123.234.0/30"), ("beef:1234::/30", 30, "beef:1234::/30")]
+        {
             let mut s = set(cluster, mask);
             assert_eq!(s.allocate_next().unwrap().to_string(), expected);
             assert_eq!(s.allocate_next(), Err(CidrSetError::NoCidrsRemaining));
@@ -334,9 +340,10 @@ mod tests {
     /// Upstream `TestCIDRSet_RandomishAllocation` / `TestCIDRSet_AllocationOccupied`.
     #[test]
     fn allocates_in_order_then_reuses_released_blocks() {
-        for (cluster, first, last) in
-            [("127.123.234.0/16", "127.123.0.0/24", "127.123.255.0/24"), ("beef:1234::/16", "beef::/24", "beef:ff00::/24")]
-        {
+        for (cluster, first, last) in [
+            ("127.123.234.0/16", "127.123.0.0/24", "127.123.255.0/24"),
+            ("beef:1234::/16", "beef::/24", "beef:ff00::/24"),
+        ] {
             let mut s = set(cluster, 24);
             let blocks = allocate_all(&mut s);
             assert_eq!(blocks.len(), 256);
@@ -414,7 +421,11 @@ mod tests {
             ("10.42.9.0/24", false, 4),
             ("10.42.4.0/22", false, 3),
         ] {
-            if occupy { s.occupy(&cidr(sub)).unwrap() } else { s.release(&cidr(sub)).unwrap() }
+            if occupy {
+                s.occupy(&cidr(sub)).unwrap()
+            } else {
+                s.release(&cidr(sub)).unwrap()
+            }
             assert_eq!(s.allocated(), count, "after {sub}");
         }
         assert_eq!(allocate_all(&mut s).len(), 256 - 3);
