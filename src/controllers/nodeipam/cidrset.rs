@@ -7,8 +7,10 @@
 
 use std::fmt;
 use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
 
 use crate::flags::Cidr;
+use crate::metrics::{HistogramVec, ValueFamily};
 
 /// `clusterSubnetMaxDiff`: IPv6 node CIDRs may have at most this many more bits than the
 /// cluster CIDR (upstream's uncompressed bitmap).
@@ -50,6 +52,57 @@ impl fmt::Display for CidrSetError {
 }
 
 impl std::error::Error for CidrSetError {}
+
+/// Upstream's `node_ipam_controller_cidrset_*` metrics, by cluster CIDR.
+struct Metrics {
+    allocations: Arc<ValueFamily>,
+    releases: Arc<ValueFamily>,
+    max_cidrs: Arc<ValueFamily>,
+    usage: Arc<ValueFamily>,
+    tries: Arc<HistogramVec>,
+}
+
+fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(|| {
+        const LABELS: &[&str] = &["clusterCIDR"];
+        let metrics = Metrics {
+            allocations: Arc::new(ValueFamily::counter(
+                "node_ipam_controller_cidrset_cidrs_allocations_total",
+                "Counter measuring total number of CIDR allocations.",
+                LABELS,
+            )),
+            releases: Arc::new(ValueFamily::counter(
+                "node_ipam_controller_cidrset_cidrs_releases_total",
+                "Counter measuring total number of CIDR releases.",
+                LABELS,
+            )),
+            // Upstream's name, typo included.
+            max_cidrs: Arc::new(ValueFamily::gauge(
+                "node_ipam_controller_cirdset_max_cidrs",
+                "Maximum number of CIDRs that can be allocated.",
+                LABELS,
+            )),
+            usage: Arc::new(ValueFamily::gauge(
+                "node_ipam_controller_cidrset_usage_cidrs",
+                "Gauge measuring percentage of allocated CIDRs.",
+                LABELS,
+            )),
+            tries: Arc::new(HistogramVec::new(
+                "node_ipam_controller_cidrset_allocation_tries_per_request",
+                "Number of endpoints added on each Service sync",
+                LABELS,
+                &crate::metrics::exponential_buckets(1.0, 5.0, 5),
+            )),
+        };
+        let registry = crate::metrics::global();
+        for family in [&metrics.allocations, &metrics.releases, &metrics.max_cidrs, &metrics.usage] {
+            registry.register(family.clone());
+        }
+        registry.register(metrics.tries.clone());
+        metrics
+    })
+}
 
 /// Address arithmetic on both families as 128-bit integers.
 fn address_bits(address: IpAddr) -> u32 {
@@ -150,14 +203,25 @@ impl CidrSet {
         if cluster.is_ipv6() && diff > CLUSTER_SUBNET_MAX_DIFF {
             return Err(CidrSetError::SubNetTooBig);
         }
-        Ok(CidrSet {
+        let set = CidrSet {
             cluster,
             node_mask,
             max_cidrs: 1 << diff,
             allocated: 0,
             next_candidate: 0,
             used: Bitmap::default(),
-        })
+        };
+        metrics().max_cidrs.set(&[&set.label()], set.max_cidrs as f64);
+        Ok(set)
+    }
+
+    /// The metrics label: the cluster CIDR.
+    fn label(&self) -> String {
+        self.cluster.to_string()
+    }
+
+    fn report_usage(&self) {
+        metrics().usage.set(&[&self.label()], self.allocated as f64 / self.max_cidrs as f64);
     }
 
     /// The cluster CIDR the blocks come from.
@@ -193,15 +257,18 @@ impl CidrSet {
             return Err(CidrSetError::NoCidrsRemaining);
         }
         let mut candidate = self.next_candidate;
-        for _ in 0..self.max_cidrs {
-            if !self.used.get(candidate) {
-                break;
-            }
+        let mut tries = 0;
+        while tries < self.max_cidrs && self.used.get(candidate) {
             candidate = (candidate + 1) % self.max_cidrs;
+            tries += 1;
         }
         self.next_candidate = (candidate + 1) % self.max_cidrs;
         self.used.set(candidate, true);
         self.allocated += 1;
+        let label = self.label();
+        metrics().allocations.inc(&[&label]);
+        metrics().tries.observe(&[&label], tries as f64);
+        self.report_usage();
         Ok(self.block(candidate))
     }
 
@@ -235,24 +302,30 @@ impl CidrSet {
     /// `Occupy`: marks every block `cidr` covers as used (already used ones stay used).
     pub fn occupy(&mut self, cidr: &Cidr) -> Result<(), CidrSetError> {
         let (begin, end) = self.indices(cidr)?;
+        let before = self.allocated;
         for index in begin..=end {
             if !self.used.get(index) {
                 self.used.set(index, true);
                 self.allocated += 1;
             }
         }
+        metrics().allocations.add(&[&self.label()], (self.allocated - before) as f64);
+        self.report_usage();
         Ok(())
     }
 
     /// `Release`: marks every block `cidr` covers as free.
     pub fn release(&mut self, cidr: &Cidr) -> Result<(), CidrSetError> {
         let (begin, end) = self.indices(cidr)?;
+        let before = self.allocated;
         for index in begin..=end {
             if self.used.get(index) {
                 self.used.set(index, false);
                 self.allocated -= 1;
             }
         }
+        metrics().releases.add(&[&self.label()], (before - self.allocated) as f64);
+        self.report_usage();
         Ok(())
     }
 }
@@ -451,6 +524,23 @@ mod tests {
         assert_eq!(s.allocate_next().unwrap().to_string(), "2001:beef:1234:3690::/64");
         assert_eq!(s.allocate_next().unwrap().to_string(), "2001:beef:1234:3691::/64");
         assert!(CidrSet::new(cidr("10.0.0.0/16"), 8).is_err(), "a node mask shorter than the cluster's");
+    }
+
+    /// Upstream `TestCidrSetMetricsHistogram` (the label is unique to this test).
+    #[test]
+    fn metrics_count_allocations_releases_and_tries() {
+        let label = ["10.123.0.0/16"];
+        let mut s = set(label[0], 24);
+        assert_eq!(metrics().max_cidrs.get(&label), 256.0);
+        s.occupy(&cidr("10.123.0.0/17")).unwrap();
+        assert_eq!(metrics().allocations.get(&label), 128.0);
+        assert_eq!(metrics().usage.get(&label), 0.5);
+        s.allocate_next().unwrap();
+        assert_eq!(metrics().allocations.get(&label), 129.0);
+        assert_eq!(metrics().tries.count(&label), 1);
+        s.release(&cidr(label[0])).unwrap();
+        assert_eq!(metrics().releases.get(&label), 129.0);
+        assert_eq!(metrics().usage.get(&label), 0.0);
     }
 
     #[test]
