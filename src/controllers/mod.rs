@@ -7,7 +7,12 @@
 //! have (`replicaset`). Both are accepted anywhere a controller is named.
 
 pub mod deployment;
+pub mod nodeipam;
+pub mod nodeutil;
+pub mod podgc;
+pub mod podutil;
 pub mod replicaset;
+pub mod ttl;
 
 use crate::runtime::controller::ControllerDescriptor;
 use std::fmt;
@@ -112,7 +117,14 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
 /// Finds a controller by its canonical name or one of its aliases.
 /// The controllers this implementation has built so far. The runtime starts only these; the
 /// rest of a `--controllers` selection is reported as not built yet.
-pub static DESCRIPTORS: &[ControllerDescriptor] = &[replicaset::REPLICASET, replicaset::REPLICATION_CONTROLLER];
+#[rustfmt::skip]
+pub static DESCRIPTORS: &[ControllerDescriptor] = &[
+    nodeipam::NODE_IPAM,
+    podgc::POD_GC,
+    replicaset::REPLICASET,
+    replicaset::REPLICATION_CONTROLLER,
+    ttl::TTL,
+];
 
 /// Whether a controller (canonical name) is implemented.
 pub fn is_implemented(name: &str) -> bool {

@@ -38,7 +38,9 @@ pub struct ControllerContext<'a> {
 pub struct ControllerHandle {
     pub queue: WorkQueue<String>,
     pub reconciler: Arc<dyn Reconciler>,
-    /// Worker threads (its `--concurrent-*-syncs`).
+    /// Worker threads (its `--concurrent-*-syncs`). Zero: the controller declined to start
+    /// (upstream's `started == false`, e.g. node IPAM without `--allocate-node-cidrs`), and the
+    /// set leaves it out.
     pub workers: usize,
 }
 
@@ -101,6 +103,11 @@ impl ControllerSet {
                 recorder: recorder.clone(),
             };
             let handle = (descriptor.init)(&context).map_err(|e| format!("starting {}: {e}", descriptor.name))?;
+            if handle.workers == 0 {
+                log::info!("skipping controller {}", descriptor.name);
+                recorder.shutdown();
+                continue;
+            }
             log::info!("started {} ({} workers)", descriptor.name, handle.workers);
             controllers.push(Running { name: descriptor.name, handle, recorder, workers: Vec::new() });
         }
