@@ -6,7 +6,10 @@
 //! (`replicaset-controller`) and, when it predates the naming scheme, the short alias it used to
 //! have (`replicaset`). Both are accepted anywhere a controller is named.
 
+pub mod client_names;
 pub mod replicaset;
+pub mod root_ca_publisher;
+pub mod serviceaccount;
 
 use crate::runtime::controller::ControllerDescriptor;
 use std::fmt;
@@ -111,7 +114,15 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
 /// Finds a controller by its canonical name or one of its aliases.
 /// The controllers this implementation has built so far. The runtime starts only these; the
 /// rest of a `--controllers` selection is reported as not built yet.
-pub static DESCRIPTORS: &[ControllerDescriptor] = &[replicaset::REPLICASET, replicaset::REPLICATION_CONTROLLER];
+pub static DESCRIPTORS: &[ControllerDescriptor] = &[
+    replicaset::REPLICASET,
+    replicaset::REPLICATION_CONTROLLER,
+    // The token controller first, as upstream starts it before the others.
+    serviceaccount::SERVICE_ACCOUNT_TOKEN,
+    serviceaccount::SERVICE_ACCOUNT,
+    serviceaccount::LEGACY_TOKEN_CLEANER,
+    root_ca_publisher::ROOT_CA_PUBLISHER,
+];
 
 /// Whether a controller (canonical name) is implemented.
 pub fn is_implemented(name: &str) -> bool {
