@@ -164,6 +164,57 @@ pub fn authenticate(
     tokens.lookup(token)
 }
 
+/// The user of a legacy service-account token (a JWT from a token Secret), as kube-apiserver's
+/// `--service-account-key-file` authenticator with `--service-account-lookup=true` (the
+/// default) decides it: signed by `key` with the legacy issuer (`JWTTokenAuthenticator`), its
+/// claims consistent, and its Secret and ServiceAccount still there and unchanged
+/// (`legacyValidator`); a Secret labelled `kubernetes.io/legacy-token-invalid-since` is refused
+/// (`LegacyServiceAccountTokenCleanUp`).
+pub fn authenticate_legacy_token(
+    authorization: Option<&str>,
+    key: &crate::jwt::PublicKey,
+    store: &super::store::Store,
+) -> Option<UserInfo> {
+    use crate::jwt;
+    let token = authorization?.strip_prefix("Bearer ")?.trim();
+    let unverified = jwt::decode_unverified(token).ok()?;
+    if unverified.claims.get("iss").and_then(|v| v.as_str()) != Some(jwt::LEGACY_ISSUER) {
+        return None;
+    }
+    let claims = jwt::verify(token, key).ok()?.claims;
+    let claim = |name: &str| claims.get(name).and_then(|v| v.as_str()).filter(|v| !v.is_empty());
+    let namespace = claim(jwt::NAMESPACE_CLAIM)?;
+    let secret_name = claim(jwt::SECRET_NAME_CLAIM)?;
+    let account_name = claim(jwt::SERVICE_ACCOUNT_NAME_CLAIM)?;
+    let account_uid = claim(jwt::SERVICE_ACCOUNT_UID_CLAIM)?;
+    if claim("sub")? != jwt::service_account_username(namespace, account_name) {
+        return None;
+    }
+    let secret = store.get("secrets", namespace, secret_name)?;
+    let stored_token = secret["data"]["token"].as_str().and_then(|t| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.decode(t).ok()
+    });
+    let invalidated = !secret["metadata"]["labels"]["kubernetes.io/legacy-token-invalid-since"].is_null();
+    if !secret["metadata"]["deletionTimestamp"].is_null() || stored_token.as_deref() != Some(token.as_bytes()) || invalidated
+    {
+        return None;
+    }
+    let account = store.get("serviceaccounts", namespace, account_name)?;
+    if !account["metadata"]["deletionTimestamp"].is_null() || account["metadata"]["uid"].as_str() != Some(account_uid) {
+        return None;
+    }
+    Some(UserInfo {
+        name: jwt::service_account_username(namespace, account_name),
+        uid: account_uid.to_string(),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{namespace}"),
+            "system:authenticated".into(),
+        ],
+    })
+}
+
 /// Writes a kubeconfig with embedded credentials for one user.
 pub fn write_kubeconfig(
     path: &Path,
@@ -203,7 +254,7 @@ pub fn write_kubeconfig(
 }
 
 /// Writes a file readable by its owner only (it holds private keys).
-fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
+pub(super) fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
