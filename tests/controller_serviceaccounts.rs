@@ -65,7 +65,8 @@ fn start(test: &str, descriptors: &[ControllerDescriptor], flags: &[&str], prepa
     let key_file = std::env::temp_dir().join(format!("kcm-sa-{}-{test}.key", std::process::id()));
     std::fs::write(&key_file, sandbox.service_account_key_pem()).expect("key written");
     prepare(&client);
-    let mut args = vec!["--controllers=*".to_string(), format!("--service-account-private-key-file={}", key_file.display())];
+    let mut args =
+        vec!["--controllers=*".to_string(), format!("--service-account-private-key-file={}", key_file.display())];
     args.extend(flags.iter().map(|f| f.to_string()));
     let options = match kcm::flags::parse(args.into_iter().map(Into::into)) {
         Ok(kcm::flags::Command::Run(options)) => options,
@@ -138,7 +139,8 @@ fn default_service_account_and_root_ca_follow_namespaces() {
     // so once "team" has its account again, "doomed" has been handled.
     cluster.create_namespace("doomed");
     cluster.wait_account("doomed", "default", None);
-    let Deleted::Object(_) = Api::<Namespace>::cluster(&cluster.client).delete("doomed", &DeleteParams::default()).unwrap()
+    let Deleted::Object(_) =
+        Api::<Namespace>::cluster(&cluster.client).delete("doomed", &DeleteParams::default()).unwrap()
     else {
         panic!("the namespace is kept while it terminates");
     };
@@ -207,11 +209,12 @@ fn token_secrets_get_a_verifiable_jwt_and_go_with_their_account() {
 
 #[test]
 fn controllers_act_as_their_own_service_accounts() {
-    let cluster = start("credentials", &[REPLICASET, SERVICE_ACCOUNT], &["--use-service-account-credentials=true"], |c| {
-        // Pod admission needs the namespace's default ServiceAccount before the controllers run.
-        let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-        Api::<ServiceAccount>::namespaced(c, "default").create(&account, &PostParams::default()).expect("account");
-    });
+    let cluster =
+        start("credentials", &[REPLICASET, SERVICE_ACCOUNT], &["--use-service-account-credentials=true"], |c| {
+            // Pod admission needs the namespace's default ServiceAccount before the controllers run.
+            let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
+            Api::<ServiceAccount>::namespaced(c, "default").create(&account, &PostParams::default()).expect("account");
+        });
     for name in ["replicaset-controller", "service-account-controller"] {
         cluster.wait_account("kube-system", name, None);
     }

@@ -76,7 +76,8 @@ impl TokenSource {
             Ok(issued) => {
                 let now = self.clock.now();
                 let token = issued.token.clone();
-                *cached = Some(Cached { token: issued.token, expiry: now + usable_life(issued.lifetime), obtained: now });
+                *cached =
+                    Some(Cached { token: issued.token, expiry: now + usable_life(issued.lifetime), obtained: now });
                 Ok(token)
             }
             Err(error) => match cached.as_ref() {
@@ -107,7 +108,12 @@ fn usable_life(lifetime: Duration) -> Duration {
 
 /// A client for `controller` authenticating as the ServiceAccount `namespace/account`, which is
 /// created with `root` if missing (`DynamicControllerClientBuilder.Config`).
-pub fn service_account_client(root: &Client, namespace: &str, account: &str, controller: &str) -> super::Result<Client> {
+pub fn service_account_client(
+    root: &Client,
+    namespace: &str,
+    account: &str,
+    controller: &str,
+) -> super::Result<Client> {
     get_or_create_service_account(root, namespace, account)?;
     let (root_for_tokens, namespace_owned, account_owned) = (root.clone(), namespace.to_string(), account.to_string());
     let fetch = move || fetch_with_backoff(&root_for_tokens, &namespace_owned, &account_owned);
@@ -201,7 +207,10 @@ mod tests {
 
     /// A source whose fetches hand out `token-1`, `token-2`, … with `lifetime`, or fail while
     /// `failing` is set.
-    fn counting_source(clock: Arc<FakeClock>, lifetime: Duration) -> (Arc<TokenSource>, Arc<AtomicU32>, Arc<AtomicU32>) {
+    fn counting_source(
+        clock: Arc<FakeClock>,
+        lifetime: Duration,
+    ) -> (Arc<TokenSource>, Arc<AtomicU32>, Arc<AtomicU32>) {
         let fetches = Arc::new(AtomicU32::new(0));
         let failing = Arc::new(AtomicU32::new(0));
         let (f, fail) = (fetches.clone(), failing.clone());

@@ -258,7 +258,10 @@ mod tests {
         );
         assert!(terminating.has_status_cause("NamespaceTerminating"));
         assert!(!terminating.has_status_cause("FieldValueRequired"));
-        assert!(!err(403, r#"{"status":"Failure","reason":"Forbidden","code":403}"#).has_status_cause("NamespaceTerminating"));
+        assert!(
+            !err(403, r#"{"status":"Failure","reason":"Forbidden","code":403}"#)
+                .has_status_cause("NamespaceTerminating")
+        );
     }
 
     #[test]

@@ -92,7 +92,13 @@ impl Client {
         let limiter = Arc::new(TokenBucket::new(options.qps, options.burst));
         let timeout = options.timeout;
         let shared = Shared { config, options, connector, agent, host, metrics: ClientMetrics::global() };
-        Ok(Client { shared: Arc::new(shared), limiter, user_agent: user_agent(None).into(), timeout, token_source: None })
+        Ok(Client {
+            shared: Arc::new(shared),
+            limiter,
+            user_agent: user_agent(None).into(),
+            timeout,
+            token_source: None,
+        })
     }
 
     /// A client for one controller: same server and credentials, its own rate limit budget and

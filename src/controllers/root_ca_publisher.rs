@@ -102,7 +102,10 @@ impl Reconciler for Publisher {
         }
         let mut cm = (*cached).clone();
         cm.data = Some(self.wanted_data());
-        cm.metadata.annotations.get_or_insert_default().insert(DESCRIPTION_ANNOTATION.to_string(), DESCRIPTION.to_string());
+        cm.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(DESCRIPTION_ANNOTATION.to_string(), DESCRIPTION.to_string());
         api.replace(CONFIG_MAP_NAME, &cm, &PostParams::default()).map(|_| ()).map_err(|e| e.to_string())
     }
 }

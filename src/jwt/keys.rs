@@ -237,7 +237,8 @@ mod tests {
 
     #[test]
     fn pkcs8_ec_keys_pick_the_algorithm_by_curve_and_match_rcgens_spki() {
-        for (alg, expected) in [(&rcgen::PKCS_ECDSA_P256_SHA256, Algorithm::Es256), (&rcgen::PKCS_ECDSA_P384_SHA384, Algorithm::Es384)]
+        for (alg, expected) in
+            [(&rcgen::PKCS_ECDSA_P256_SHA256, Algorithm::Es256), (&rcgen::PKCS_ECDSA_P384_SHA384, Algorithm::Es384)]
         {
             let generated = rcgen::KeyPair::generate_for(alg).expect("key");
             let key = SigningKey::from_pem(generated.serialize_pem().as_bytes()).expect("PKCS#8 EC key");

@@ -196,7 +196,9 @@ pub fn authenticate_legacy_token(
         base64::engine::general_purpose::STANDARD.decode(t).ok()
     });
     let invalidated = !secret["metadata"]["labels"]["kubernetes.io/legacy-token-invalid-since"].is_null();
-    if !secret["metadata"]["deletionTimestamp"].is_null() || stored_token.as_deref() != Some(token.as_bytes()) || invalidated
+    if !secret["metadata"]["deletionTimestamp"].is_null()
+        || stored_token.as_deref() != Some(token.as_bytes())
+        || invalidated
     {
         return None;
     }

@@ -40,7 +40,9 @@ const EVALUATE_KEY: &str = "evaluate";
 pub(super) fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let period = context.options.service_account.legacy_token_clean_up_period;
     if period.is_zero() {
-        return Err(format!("failed to start the legacy service account token cleaner: invalid CleanUpPeriod: {period:?}"));
+        return Err(format!(
+            "failed to start the legacy service account token cleaner: invalid CleanUpPeriod: {period:?}"
+        ));
     }
     let queue = WorkQueue::new(context.name);
     let cleaner = Arc::new(LegacyTokenCleaner {
@@ -93,7 +95,9 @@ impl LegacyTokenCleaner {
         let mounted_in = |namespace: &str| {
             mounted
                 .entry(namespace.to_string())
-                .or_insert_with(|| self.pods.store().list_namespace(namespace).iter().flat_map(|p| pod_secret_names(p)).collect())
+                .or_insert_with(|| {
+                    self.pods.store().list_namespace(namespace).iter().flat_map(|p| pod_secret_names(p)).collect()
+                })
                 .clone()
         };
         for action in plan(now, tracked_since, self.period, &secrets, account, mounted_in) {
@@ -105,7 +109,9 @@ impl LegacyTokenCleaner {
     fn apply(&self, action: Action) {
         match action {
             Action::MarkInvalid { namespace, name, uid, date } => {
-                log::info!("Mark the auto-generated service account token as invalid invalidSince={date} secret={namespace}/{name}");
+                log::info!(
+                    "Mark the auto-generated service account token as invalid invalidSince={date} secret={namespace}/{name}"
+                );
                 let patch = json!({"kind": "Secret", "apiVersion": "v1",
                     "metadata": {"name": name, "namespace": namespace, "uid": uid, "labels": {INVALID_SINCE_LABEL: date}}});
                 let api = Api::<Secret>::namespaced(&self.client, &namespace);
@@ -288,7 +294,10 @@ mod tests {
 
     fn account(listed: &[&str]) -> Arc<ServiceAccount> {
         let secrets: Vec<Value> = listed.iter().map(|n| json!({"name": n})).collect();
-        Arc::new(serde_json::from_value(json!({"metadata": {"name": "builder", "uid": "sa-uid"}, "secrets": secrets})).unwrap())
+        Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": "builder", "uid": "sa-uid"}, "secrets": secrets}))
+                .unwrap(),
+        )
     }
 
     fn run(now: &str, secrets: &[Arc<Secret>], mounted: &[&str]) -> Vec<Action> {
@@ -321,7 +330,12 @@ mod tests {
         assert_eq!(
             actions,
             [
-                Action::MarkInvalid { namespace: "ns".into(), name: "old".into(), uid: "uid-old".into(), date: "2025-06-01".into() },
+                Action::MarkInvalid {
+                    namespace: "ns".into(),
+                    name: "old".into(),
+                    uid: "uid-old".into(),
+                    date: "2025-06-01".into()
+                },
                 Action::Delete { namespace: "ns".into(), name: "invalid-long".into(), resource_version: "7".into() },
             ]
         );

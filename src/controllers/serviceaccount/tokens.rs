@@ -183,7 +183,8 @@ impl TokensController {
 
     /// `syncSecret`.
     fn sync_secret(&self, namespace: &str, name: &str, uid: &str, account: &str, account_uid: &str) -> Step {
-        let cached = self.secrets.store().get_by_name(namespace, name).filter(|s| s.metadata.uid.as_deref() == Some(uid));
+        let cached =
+            self.secrets.store().get_by_name(namespace, name).filter(|s| s.metadata.uid.as_deref() == Some(uid));
         let Some(secret) = cached else {
             // The Secret is gone: drop it from its account's `secrets`.
             if self.account(namespace, account, account_uid, false)?.is_some()
@@ -204,7 +205,13 @@ impl TokensController {
 
     /// `getServiceAccount`: from the cache, or (`fetch_on_miss`) from the server; an account
     /// whose UID differs from a given `uid` does not count.
-    fn account(&self, namespace: &str, name: &str, uid: &str, fetch_on_miss: bool) -> Result<Option<ServiceAccount>, (bool, String)> {
+    fn account(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        fetch_on_miss: bool,
+    ) -> Result<Option<ServiceAccount>, (bool, String)> {
         let matches = |sa: &ServiceAccount| uid.is_empty() || sa.metadata.uid.as_deref() == Some(uid);
         if let Some(sa) = self.accounts.store().get_by_name(namespace, name).filter(|sa| matches(sa)) {
             return Ok(Some((*sa).clone()));
@@ -225,7 +232,8 @@ impl TokensController {
             if !is_token_of(&secret, name, uid) {
                 continue;
             }
-            if let Err((retriable, e)) = self.delete_token(namespace, &text(&secret.metadata.name), &text(&secret.metadata.uid))
+            if let Err((retriable, e)) =
+                self.delete_token(namespace, &text(&secret.metadata.name), &text(&secret.metadata.uid))
             {
                 retry |= retriable;
                 errors.push(e);
@@ -236,17 +244,21 @@ impl TokensController {
 
     /// `deleteToken`, with the Secret's UID as precondition; gone or replaced is fine.
     fn delete_token(&self, namespace: &str, name: &str, uid: &str) -> Step {
-        let preconditions = (!uid.is_empty()).then(|| Preconditions { uid: Some(uid.to_string()), resource_version: None });
+        let preconditions =
+            (!uid.is_empty()).then(|| Preconditions { uid: Some(uid.to_string()), resource_version: None });
         let params = DeleteParams { preconditions, ..DeleteParams::default() };
         match Api::<Secret>::namespaced(&self.client, namespace).delete(name, &params) {
-            Err(e) if !e.is_not_found() && !e.is_conflict() => Err((true, format!("deleting token {namespace}/{name}: {e}"))),
+            Err(e) if !e.is_not_found() && !e.is_conflict() => {
+                Err((true, format!("deleting token {namespace}/{name}: {e}")))
+            }
             _ => Ok(()),
         }
     }
 
     /// `secretUpdateNeeded`: (CA, namespace, token) missing or, for the CA, different.
     fn update_needed(&self, secret: &Secret) -> (bool, bool, bool) {
-        let data = |key: &str| secret.data.as_ref().and_then(|d| d.get(key)).map(|b| b.0.as_slice()).unwrap_or_default();
+        let data =
+            |key: &str| secret.data.as_ref().and_then(|d| d.get(key)).map(|b| b.0.as_slice()).unwrap_or_default();
         let needs_ca = !self.root_ca.is_empty() && data(ROOT_CA_KEY) != self.root_ca.as_bytes();
         (needs_ca, data(NAMESPACE_KEY).is_empty(), data(TOKEN_KEY).is_empty())
     }
@@ -300,7 +312,13 @@ impl TokensController {
     }
 
     /// `removeSecretReference` under `RetryOnConflict(RemoveTokenBackoff, …)`.
-    fn remove_secret_reference(&self, namespace: &str, account: &str, account_uid: &str, secret: &str) -> Result<(), String> {
+    fn remove_secret_reference(
+        &self,
+        namespace: &str,
+        account: &str,
+        account_uid: &str,
+        secret: &str,
+    ) -> Result<(), String> {
         let api = Api::<ServiceAccount>::namespaced(&self.client, namespace);
         for attempt in 1..=REMOVE_REFERENCE_TRIES {
             let Some(mut sa) = api.get_opt(account).map_err(|e| e.to_string())? else { return Ok(()) };
