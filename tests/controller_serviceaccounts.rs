@@ -58,13 +58,18 @@ fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 
 /// A sandbox with `descriptors` running under `flags`; the sandbox's service-account key is
 /// passed as `--service-account-private-key-file`.
-fn start(test: &str, descriptors: &[ControllerDescriptor], flags: &[&str], prepare: impl FnOnce(&Client)) -> Cluster {
+fn start(
+    test: &str,
+    descriptors: &[ControllerDescriptor],
+    flags: &[&str],
+    prepare: impl FnOnce(&Client, &Sandbox),
+) -> Cluster {
     let listen = "127.0.0.1:0".parse().expect("an address");
     let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
     let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
     let key_file = std::env::temp_dir().join(format!("kcm-sa-{}-{test}.key", std::process::id()));
     std::fs::write(&key_file, sandbox.service_account_key_pem()).expect("key written");
-    prepare(&client);
+    prepare(&client, &sandbox);
     let mut args =
         vec!["--controllers=*".to_string(), format!("--service-account-private-key-file={}", key_file.display())];
     args.extend(flags.iter().map(|f| f.to_string()));
@@ -117,7 +122,7 @@ fn data(secret: &Secret, key: &str) -> Option<String> {
 
 #[test]
 fn default_service_account_and_root_ca_follow_namespaces() {
-    let cluster = start("defaults", &[SERVICE_ACCOUNT, ROOT_CA_PUBLISHER], &[], |_| ());
+    let cluster = start("defaults", &[SERVICE_ACCOUNT, ROOT_CA_PUBLISHER], &[], |_, _| ());
     cluster.create_namespace("team");
     let first = cluster.wait_account("team", "default", None);
     cluster.accounts("team").delete("default", &DeleteParams::default()).expect("deleted");
@@ -153,7 +158,7 @@ fn default_service_account_and_root_ca_follow_namespaces() {
 
 #[test]
 fn token_secrets_get_a_verifiable_jwt_and_go_with_their_account() {
-    let cluster = start("tokens", &[SERVICE_ACCOUNT_TOKEN, SERVICE_ACCOUNT, LEGACY_TOKEN_CLEANER], &[], |_| ());
+    let cluster = start("tokens", &[SERVICE_ACCOUNT_TOKEN, SERVICE_ACCOUNT, LEGACY_TOKEN_CLEANER], &[], |_, _| ());
     cluster.create_namespace("builds");
     let account: ServiceAccount = from(json!({"metadata": {"name": "builder"}}));
     let account = cluster.accounts("builds").create(&account, &PostParams::default()).expect("account");
@@ -190,27 +195,98 @@ fn token_secrets_get_a_verifiable_jwt_and_go_with_their_account() {
     assert_eq!(claims, expected);
 
     // The sandbox, like kube-apiserver with --service-account-key-file, accepts it.
-    let config = RestConfig {
-        server: cluster.sandbox.url(),
-        tls: TlsSettings { ca_certs: cluster.client.config().tls.ca_certs.clone(), ..TlsSettings::default() },
-        auth: Auth::Token(token.clone()),
-        source: "legacy token".into(),
-    };
-    let as_builder = Client::new(config, ClientOptions::default()).expect("a client");
+    let as_builder = token_client(&cluster, &token);
     Api::<Secret>::namespaced(&as_builder, "builds").list(&ListParams::default()).expect("authenticated");
     let audit = cluster.sandbox.audit().entries();
     assert!(audit.iter().any(|e| e.user == "system:serviceaccount:builds:builder" && e.resource == "secrets"));
+    // Legacy token tracking labels the Secret with the day of use.
+    let used = secrets.get("builder-token").expect("get");
+    let labels = used.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("kubernetes.io/legacy-token-last-used"), Some(&today()));
 
     cluster.accounts("builds").delete("builder", &DeleteParams::default()).expect("account deleted");
     eventually("the token Secret deleted", || secrets.get_opt("builder-token").expect("get").is_none().then_some(()));
     let refused = Api::<Secret>::namespaced(&as_builder, "builds").list(&ListParams::default());
     assert!(refused.is_err_and(|e| e.is_unauthorized()), "a deleted token no longer authenticates");
+
+    // A token of an account that was deleted and recreated under the same name goes too.
+    let deployer: ServiceAccount = from(json!({"metadata": {"name": "deployer"}}));
+    cluster.accounts("builds").create(&deployer, &PostParams::default()).expect("account");
+    let secret: Secret = from(json!({"metadata": {"name": "deployer-token",
+        "annotations": {"kubernetes.io/service-account.name": "deployer"}},
+        "type": "kubernetes.io/service-account-token"}));
+    secrets.create(&secret, &PostParams::default()).expect("secret");
+    eventually("the deployer token filled", || data(&secrets.get("deployer-token").expect("get"), "token"));
+    cluster.accounts("builds").delete("deployer", &DeleteParams::default()).expect("account deleted");
+    cluster.accounts("builds").create(&deployer, &PostParams::default()).expect("account recreated");
+    eventually("the old deployer token deleted", || {
+        secrets.get_opt("deployer-token").expect("get").is_none().then_some(())
+    });
+}
+
+/// Today's date in UTC, as token labels carry it.
+fn today() -> String {
+    jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC).date().strftime("%Y-%m-%d").to_string()
+}
+
+/// A client authenticating with `token` only.
+fn token_client(cluster: &Cluster, token: &str) -> Client {
+    let config = RestConfig {
+        server: cluster.sandbox.url(),
+        tls: TlsSettings { ca_certs: cluster.client.config().tls.ca_certs.clone(), ..TlsSettings::default() },
+        auth: Auth::Token(token.to_string()),
+        source: "legacy token".into(),
+    };
+    Client::new(config, ClientOptions::default()).expect("a client")
+}
+
+#[test]
+fn unused_legacy_tokens_are_invalidated_once_use_was_tracked_for_a_period() {
+    let mut token = String::new();
+    let prepare = |c: &Client, sandbox: &Sandbox| {
+        // Tracking began long ago; an account lists a token Secret nobody used since.
+        let tracking = Patch::Merge(json!({"data": {"since": "2020-01-01"}}));
+        Api::<ConfigMap>::namespaced(c, "kube-system")
+            .patch("kube-apiserver-legacy-service-account-token-tracking", &tracking, &PostParams::default())
+            .expect("tracking ConfigMap");
+        let ns: Namespace = from(json!({"metadata": {"name": "legacy"}}));
+        Api::<Namespace>::cluster(c).create(&ns, &PostParams::default()).expect("namespace");
+        let accounts = Api::<ServiceAccount>::namespaced(c, "legacy");
+        let robot: ServiceAccount = from(json!({"metadata": {"name": "robot"}, "secrets": [{"name": "robot-token"}]}));
+        let uid = accounts.create(&robot, &PostParams::default()).expect("account").metadata.uid.unwrap();
+        token = sign_legacy_token(sandbox, "legacy", "robot", &uid, "robot-token");
+        let secret: Secret = from(json!({"metadata": {"name": "robot-token",
+            "annotations": {"kubernetes.io/service-account.name": "robot", "kubernetes.io/service-account.uid": uid}},
+            "type": "kubernetes.io/service-account-token", "stringData": {"token": token}}));
+        Api::<Secret>::namespaced(c, "legacy").create(&secret, &PostParams::default()).expect("secret");
+        // Older than the one-second period when the cleaner first looks.
+        std::thread::sleep(Duration::from_millis(2100));
+    };
+    let flags = ["--legacy-service-account-token-clean-up-period=1s"];
+    let cluster = start("cleaner", &[LEGACY_TOKEN_CLEANER], &flags, prepare);
+    let secrets = Api::<Secret>::namespaced(&cluster.client, "legacy");
+    let invalid_since = eventually("the invalid-since label", || {
+        let labels = secrets.get("robot-token").expect("get").metadata.labels.unwrap_or_default();
+        labels.get("kubernetes.io/legacy-token-invalid-since").cloned()
+    });
+    assert_eq!(invalid_since, today());
+    // kube-apiserver refuses an invalidated token, but records the attempt.
+    let refused = Api::<Secret>::namespaced(&token_client(&cluster, &token), "legacy").list(&ListParams::default());
+    assert!(refused.is_err_and(|e| e.is_unauthorized()));
+    let labels = secrets.get("robot-token").expect("get").metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("kubernetes.io/legacy-token-last-used"), Some(&today()));
+}
+
+/// A legacy token for `namespace/account` signed with the sandbox's service-account key.
+fn sign_legacy_token(sandbox: &Sandbox, namespace: &str, account: &str, uid: &str, secret: &str) -> String {
+    let key = jwt::SigningKey::from_pem(sandbox.service_account_key_pem().as_bytes()).expect("key");
+    jwt::sign(&key, &jwt::legacy_claims(namespace, account, uid, secret)).expect("signed")
 }
 
 #[test]
 fn controllers_act_as_their_own_service_accounts() {
     let cluster =
-        start("credentials", &[REPLICASET, SERVICE_ACCOUNT], &["--use-service-account-credentials=true"], |c| {
+        start("credentials", &[REPLICASET, SERVICE_ACCOUNT], &["--use-service-account-credentials=true"], |c, _| {
             // Pod admission needs the namespace's default ServiceAccount before the controllers run.
             let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
             Api::<ServiceAccount>::namespaced(c, "default").create(&account, &PostParams::default()).expect("account");

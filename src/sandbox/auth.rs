@@ -195,15 +195,15 @@ pub fn authenticate_legacy_token(
         use base64::Engine;
         base64::engine::general_purpose::STANDARD.decode(t).ok()
     });
-    let invalidated = !secret["metadata"]["labels"]["kubernetes.io/legacy-token-invalid-since"].is_null();
-    if !secret["metadata"]["deletionTimestamp"].is_null()
-        || stored_token.as_deref() != Some(token.as_bytes())
-        || invalidated
-    {
+    if !secret["metadata"]["deletionTimestamp"].is_null() || stored_token.as_deref() != Some(token.as_bytes()) {
         return None;
     }
     let account = store.get("serviceaccounts", namespace, account_name)?;
     if !account["metadata"]["deletionTimestamp"].is_null() || account["metadata"]["uid"].as_str() != Some(account_uid) {
+        return None;
+    }
+    mark_last_used(store, &secret);
+    if !secret["metadata"]["labels"][INVALID_SINCE_LABEL].is_null() {
         return None;
     }
     Some(UserInfo {
@@ -215,6 +215,33 @@ pub fn authenticate_legacy_token(
             "system:authenticated".into(),
         ],
     })
+}
+
+const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
+const INVALID_SINCE_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
+
+/// Legacy token tracking: a used token's Secret is labelled with the day of use (UTC), written
+/// at most once a day (unless already labelled today or, across a clock skew, tomorrow).
+fn mark_last_used(store: &super::store::Store, secret: &serde_json::Value) {
+    let today = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC).date();
+    let day = |d: jiff::civil::Date| d.strftime("%Y-%m-%d").to_string();
+    let current_days = [Some(day(today)), today.tomorrow().ok().map(day)];
+    let last_used = secret["metadata"]["labels"][LAST_USED_LABEL].as_str().map(str::to_string);
+    if last_used.is_some() && current_days.contains(&last_used) {
+        return;
+    }
+    let meta = &secret["metadata"];
+    let (namespace, name, uid) = (meta["namespace"].as_str(), meta["name"].as_str(), meta["uid"].clone());
+    let (Some(namespace), Some(name)) = (namespace, name) else { return };
+    let _ = store.write::<_, String>(|txn| {
+        let Some(current) = txn.get("secrets", namespace, name).filter(|c| c["metadata"]["uid"] == uid) else {
+            return Ok(());
+        };
+        let mut updated = (*current).clone();
+        updated["metadata"]["labels"][LAST_USED_LABEL] = day(today).into();
+        txn.put("secrets", updated);
+        Ok(())
+    });
 }
 
 /// Writes a kubeconfig with embedded credentials for one user.
