@@ -122,7 +122,11 @@ fn data(secret: &Secret, key: &str) -> Option<String> {
 
 #[test]
 fn default_service_account_and_root_ca_follow_namespaces() {
-    let cluster = start("defaults", &[SERVICE_ACCOUNT, ROOT_CA_PUBLISHER], &[], |_, _| ());
+    // Without a private key the token controller is skipped, as upstream.
+    let descriptors = [SERVICE_ACCOUNT_TOKEN, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER];
+    let cluster = start("defaults", &descriptors, &["--service-account-private-key-file="], |_, _| ());
+    let names = cluster.set.as_ref().unwrap().names();
+    assert_eq!(names, ["serviceaccount-controller", "root-ca-certificate-publisher-controller"]);
     cluster.create_namespace("team");
     let first = cluster.wait_account("team", "default", None);
     cluster.accounts("team").delete("default", &DeleteParams::default()).expect("deleted");
@@ -291,9 +295,6 @@ fn controllers_act_as_their_own_service_accounts() {
             let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
             Api::<ServiceAccount>::namespaced(c, "default").create(&account, &PostParams::default()).expect("account");
         });
-    for name in ["replicaset-controller", "service-account-controller"] {
-        cluster.wait_account("kube-system", name, None);
-    }
     let rs: ReplicaSet = from(json!({"metadata": {"name": "web"}, "spec": {"replicas": 1,
         "selector": {"matchLabels": {"app": "web"}},
         "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}));
@@ -304,6 +305,10 @@ fn controllers_act_as_their_own_service_accounts() {
     });
     cluster.create_namespace("fresh");
     cluster.wait_account("fresh", "default", None);
+    // Each account was created (with the root credentials) for its controller's first token.
+    for name in ["replicaset-controller", "service-account-controller"] {
+        cluster.wait_account("kube-system", name, None);
+    }
 
     let audit = cluster.sandbox.audit().entries();
     let did = |user: &str, verb: &str, resource: &str| {
@@ -315,4 +320,31 @@ fn controllers_act_as_their_own_service_accounts() {
     // The shared informers and the service-account set-up use the root credentials.
     assert!(did(CONTROLLER_MANAGER_USER, "list", "replicasets"));
     assert!(audit.iter().any(|e| e.user == CONTROLLER_MANAGER_USER && e.subresource == "token"));
+}
+
+#[test]
+fn a_bad_private_key_file_is_an_error_naming_it() {
+    let path = std::env::temp_dir().join(format!("kcm-sa-{}-bad.key", std::process::id()));
+    std::fs::write(&path, "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").expect("written");
+    let args = ["--controllers=*".to_string(), format!("--service-account-private-key-file={}", path.display())];
+    let Ok(kcm::flags::Command::Run(options)) = kcm::flags::parse(args.into_iter().map(Into::into)) else {
+        panic!("flags parse");
+    };
+    let config = RestConfig {
+        server: "https://127.0.0.1:1".into(),
+        tls: TlsSettings::default(),
+        auth: Auth::None,
+        source: "test".into(),
+    };
+    let client = Client::new(config, ClientOptions::default()).expect("a client");
+    let error = ControllerSet::start(&client, &options, &[SERVICE_ACCOUNT_TOKEN]).err().expect("refused");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        error,
+        format!(
+            "starting serviceaccount-token-controller: error reading key for service account token controller: \
+             private key file {}: data does not contain a valid RSA or ECDSA private key",
+            path.display()
+        )
+    );
 }

@@ -107,14 +107,16 @@ fn usable_life(lifetime: Duration) -> Duration {
 }
 
 /// A client for `controller` authenticating as the ServiceAccount `namespace/account`, which is
-/// created with `root` if missing (`DynamicControllerClientBuilder.Config`).
+/// created with `root` if missing (`DynamicControllerClientBuilder.Config`). Upstream builds the
+/// clients once it leads; here they are built while the informers warm up, so the account is
+/// looked up (and created) with the first token, when the controller makes its first request:
+/// a standby writes nothing.
 pub fn service_account_client(
     root: &Client,
     namespace: &str,
     account: &str,
     controller: &str,
 ) -> super::Result<Client> {
-    get_or_create_service_account(root, namespace, account)?;
     let (root_for_tokens, namespace_owned, account_owned) = (root.clone(), namespace.to_string(), account.to_string());
     let fetch = move || fetch_with_backoff(&root_for_tokens, &namespace_owned, &account_owned);
     let source = Arc::new(TokenSource::new(fetch, Arc::new(RealClock)));
