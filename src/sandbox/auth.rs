@@ -312,6 +312,42 @@ mod tests {
     }
 
     #[test]
+    fn legacy_tokens_authenticate_while_their_secret_and_account_match() {
+        use crate::jwt;
+        use base64::Engine;
+        let key_pem = KeyPair::generate().unwrap().serialize_pem();
+        let key = jwt::SigningKey::from_pem(key_pem.as_bytes()).unwrap();
+        let token = jwt::sign(&key, &jwt::legacy_claims("ns", "robot", "sa-uid", "robot-token")).unwrap();
+        let store = super::super::store::Store::new(100);
+        let put = |storage: &'static str, object: serde_json::Value| {
+            store.write::<_, String>(|txn| Ok(txn.put(storage, object))).unwrap();
+        };
+        put("serviceaccounts", json!({"metadata": {"name": "robot", "namespace": "ns", "uid": "sa-uid"}}));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&token);
+        put(
+            "secrets",
+            json!({"metadata": {"name": "robot-token", "namespace": "ns", "uid": "s-uid"},
+            "type": "kubernetes.io/service-account-token", "data": {"token": encoded}}),
+        );
+        let bearer = format!("Bearer {token}");
+        let user = authenticate_legacy_token(Some(&bearer), key.public_key(), &store).expect("authenticated");
+        assert_eq!(user.name, "system:serviceaccount:ns:robot");
+        assert_eq!(user.groups, ["system:serviceaccounts", "system:serviceaccounts:ns", "system:authenticated"]);
+        let secret = store.get("secrets", "ns", "robot-token").unwrap();
+        assert!(secret["metadata"]["labels"][LAST_USED_LABEL].is_string(), "use is tracked");
+
+        let other = jwt::SigningKey::from_pem(KeyPair::generate().unwrap().serialize_pem().as_bytes()).unwrap();
+        assert!(authenticate_legacy_token(Some(&bearer), other.public_key(), &store).is_none(), "another key");
+        let mut labelled = (*secret).clone();
+        labelled["metadata"]["labels"][INVALID_SINCE_LABEL] = "2024-01-01".into();
+        put("secrets", labelled);
+        assert!(authenticate_legacy_token(Some(&bearer), key.public_key(), &store).is_none(), "invalidated");
+        put("serviceaccounts", json!({"metadata": {"name": "robot", "namespace": "ns", "uid": "new-uid"}}));
+        put("secrets", (*secret).clone());
+        assert!(authenticate_legacy_token(Some(&bearer), key.public_key(), &store).is_none(), "account recreated");
+    }
+
+    #[test]
     fn tokens_authenticate_until_they_expire() {
         let tokens = Tokens::default();
         tokens.add("static", UserInfo::new("alice", &[]), None);
