@@ -320,7 +320,12 @@ mod tests {
         let token = jwt::sign(&key, &jwt::legacy_claims("ns", "robot", "sa-uid", "robot-token")).unwrap();
         let store = super::super::store::Store::new(100);
         let put = |storage: &'static str, object: serde_json::Value| {
-            store.write::<_, String>(|txn| Ok(txn.put(storage, object))).unwrap();
+            store
+                .write::<_, String>(|txn| {
+                    txn.put(storage, object);
+                    Ok(())
+                })
+                .unwrap();
         };
         put("serviceaccounts", json!({"metadata": {"name": "robot", "namespace": "ns", "uid": "sa-uid"}}));
         let encoded = base64::engine::general_purpose::STANDARD.encode(&token);
