@@ -49,3 +49,53 @@ pub fn root_ca(options: &Options, client: &Client) -> Result<String, String> {
         Err(e) => Err(parse_error(e.to_string())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::config::{Auth, RestConfig, TlsSettings};
+    use crate::client::{Client, ClientOptions};
+
+    fn options(root_ca_file: &str) -> Options {
+        let args = [format!("--root-ca-file={root_ca_file}")];
+        match crate::flags::parse(args.into_iter().map(Into::into)) {
+            Ok(crate::flags::Command::Run(options)) => *options,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn client(ca_certs: Option<Vec<CertificateDer<'static>>>) -> Client {
+        let tls = TlsSettings { ca_certs, ..TlsSettings::default() };
+        let config = RestConfig { server: "https://127.0.0.1:1".into(), tls, auth: Auth::None, source: "test".into() };
+        Client::new(config, ClientOptions::default()).expect("client")
+    }
+
+    #[test]
+    fn root_ca_comes_from_the_file_or_else_the_kubeconfig() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = params.self_signed(&key).unwrap();
+        let path = std::env::temp_dir().join(format!("kcm-root-ca-{}.crt", std::process::id()));
+        std::fs::write(&path, ca.pem()).unwrap();
+        let from_file = root_ca(&options(&path.to_string_lossy()), &client(None));
+        assert_eq!(from_file.as_deref(), Ok(ca.pem().as_str()));
+
+        std::fs::write(&path, "not a certificate").unwrap();
+        let err = root_ca(&options(&path.to_string_lossy()), &client(None)).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "error parsing root-ca-file at {}: data does not contain any valid RSA or ECDSA certificates",
+                path.display()
+            )
+        );
+        let _ = std::fs::remove_file(&path);
+
+        let kubeconfig_ca = client(Some(vec![ca.der().clone()]));
+        let pem = root_ca(&options(""), &kubeconfig_ca).unwrap();
+        let parsed: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<_, _>>().unwrap();
+        assert_eq!(parsed, [ca.der().clone()]);
+        assert_eq!(root_ca(&options(""), &client(None)).as_deref(), Ok(""), "no CA data: empty, as upstream");
+    }
+}
