@@ -515,6 +515,7 @@ fn namespaces_must_exist_and_accept_content() {
         refused.message,
         "configmaps \"c\" is forbidden: unable to create new content in namespace doomed because it is being terminated"
     );
+    assert!(kcm::client::Error::Api(Box::new(refused)).has_status_cause("NamespaceTerminating"));
 }
 
 #[test]

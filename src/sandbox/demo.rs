@@ -403,6 +403,8 @@ impl ControllerManager {
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .args(["--leader-elect=true", "--controllers=*", "--v=2", "--bind-address=127.0.0.1"])
             .arg(format!("--secure-port={port}"))
+            // The sandbox's service-account key, written beside the kubeconfigs.
+            .arg(format!("--service-account-private-key-file={}", kubeconfig.with_file_name("sa.key").display()))
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

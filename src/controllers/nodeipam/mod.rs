@@ -150,12 +150,11 @@ fn list_nodes_with_retries(client: &Client) -> Result<Vec<Node>, String> {
 }
 
 fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    let queue = WorkQueue::new("cidrallocator_node");
     let ipam = &context.options.node_ipam;
     if !ipam.allocate_node_cidrs {
-        // Upstream does not start the controller at all.
-        return Ok(ControllerHandle { queue, reconciler: Arc::new(Idle), workers: 0 });
+        return Ok(ControllerHandle::disabled(context.name, "--allocate-node-cidrs is false"));
     }
+    let queue = WorkQueue::new("cidrallocator_node");
     if ipam.cidr_allocator_type != "RangeAllocator" {
         return Err(format!("invalid CIDR allocator type: {}", ipam.cidr_allocator_type));
     }
@@ -179,15 +178,6 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let handler_queue = queue.clone();
     allocator.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event, &handler_queue));
     Ok(ControllerHandle { queue, reconciler: allocator, workers: CIDR_UPDATE_WORKERS })
-}
-
-/// The reconciler of a controller that does not run.
-struct Idle;
-
-impl Reconciler for Idle {
-    fn sync(&self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
 }
 
 /// Upstream's `rangeAllocator`.
