@@ -165,7 +165,9 @@ impl Cluster {
         let uid = d.metadata.uid.clone().unwrap_or_default();
         let mut sets: Vec<ReplicaSet> = (replica_sets_api(&self.client).list(&Default::default()).expect("rs").items)
             .into_iter()
-            .filter(|rs| rs.metadata.owner_references.iter().flatten().any(|r| r.uid == uid && r.controller == Some(true)))
+            .filter(|rs| {
+                rs.metadata.owner_references.iter().flatten().any(|r| r.uid == uid && r.controller == Some(true))
+            })
             .collect();
         sets.sort_by_key(|rs| annotation(&rs.metadata, REVISION).and_then(|r| r.parse::<i64>().ok()));
         sets
@@ -247,7 +249,10 @@ fn creates_a_hash_named_replica_set_with_status_and_conditions_then_scales() {
     assert_eq!((status.replicas, status.updated_replicas, status.ready_replicas), (Some(3), Some(3), Some(3)));
     assert_eq!(status.observed_generation, Some(1));
     let available = condition(&d, "Available").unwrap();
-    assert_eq!(available, ("True".into(), "MinimumReplicasAvailable".into(), "Deployment has minimum availability.".into()));
+    assert_eq!(
+        available,
+        ("True".into(), "MinimumReplicasAvailable".into(), "Deployment has minimum availability.".into())
+    );
     let progressing = condition(&d, "Progressing").unwrap();
     assert_eq!(progressing.2, format!("ReplicaSet {rs_name:?} has successfully progressed."));
     assert_eq!(cluster.live_pods("web").len(), 3);
@@ -271,7 +276,8 @@ fn creates_a_hash_named_replica_set_with_status_and_conditions_then_scales() {
 #[test]
 fn rolling_update_stays_within_max_surge_and_max_unavailable() {
     let cluster = start();
-    let strategy = json!({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}});
+    let strategy =
+        json!({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}});
     cluster.create(&deployment("roll", 4, "nginx:1.27", strategy));
     let before = cluster.wait_complete("roll");
     let (old_name, _) = expected_rs_name(&before);
@@ -319,9 +325,10 @@ fn recreate_removes_old_pods_before_creating_new_ones() {
         let owner = |p: &Pod| -> Option<String> {
             p.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true)).map(|r| r.uid.clone())
         };
-        let running_old = pods.iter().filter(|p| owner(p).as_deref() == Some(old_uid.as_str())).any(|p| {
-            !matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Failed" | "Succeeded"))
-        });
+        let running_old = pods
+            .iter()
+            .filter(|p| owner(p).as_deref() == Some(old_uid.as_str()))
+            .any(|p| !matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Failed" | "Succeeded")));
         let new = pods.iter().filter(|p| owner(p).is_some_and(|o| o != old_uid)).count();
         assert!(!(running_old && new > 0), "new pods exist while old ones still run");
         let d = cluster.get("batch");
@@ -362,7 +369,11 @@ fn a_paused_deployment_scales_but_does_not_roll_out() {
     let sets = cluster.replica_sets(&d);
     assert_eq!(sets.len(), 2, "the rollout happens once resumed");
     assert_eq!(rs_replicas(&sets[1]), 3);
-    cluster.wait_event("pause", "ScalingReplicaSet", &format!("Scaled up replica set {} from 0 to 1", expected_rs_name(&d).0));
+    cluster.wait_event(
+        "pause",
+        "ScalingReplicaSet",
+        &format!("Scaled up replica set {} from 0 to 1", expected_rs_name(&d).0),
+    );
 }
 
 /// kubectl on PATH, if it runs.
@@ -475,7 +486,10 @@ fn a_rollout_that_never_becomes_ready_exceeds_its_progress_deadline() {
     assert_eq!(progressing.0, "False");
     assert_eq!(progressing.2, format!("ReplicaSet {rs_name:?} has timed out progressing."));
     let available = condition(&d, "Available").unwrap();
-    assert_eq!(available, ("False".into(), "MinimumReplicasUnavailable".into(), "Deployment does not have minimum availability.".into()));
+    assert_eq!(
+        available,
+        ("False".into(), "MinimumReplicasUnavailable".into(), "Deployment does not have minimum availability.".into())
+    );
     let status = d.status.unwrap();
     assert_eq!((status.replicas, status.ready_replicas, status.unavailable_replicas), (Some(2), None, Some(2)));
 }
@@ -483,7 +497,8 @@ fn a_rollout_that_never_becomes_ready_exceeds_its_progress_deadline() {
 #[test]
 fn a_controller_restart_mid_rollout_creates_no_duplicates() {
     let mut cluster = start();
-    let strategy = json!({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}});
+    let strategy =
+        json!({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}});
     cluster.create(&deployment("restart", 4, "nginx:1.27", strategy));
     cluster.wait_complete("restart");
     cluster.set_image("restart", "nginx:1.28");

@@ -170,9 +170,8 @@ impl DeploymentController {
     fn replica_sets_for_deployment(&self, d: &Deployment) -> SyncResult<Vec<ReplicaSet>> {
         let all: Vec<ReplicaSet> =
             self.replica_sets.store().list_namespace(namespace(d)).into_iter().map(|rs| (*rs).clone()).collect();
-        let selector = Selector::from_label_selector(&selector_of(d)).map_err(|e| {
-            format!("deployment {}/{} has invalid label selector: {e}", namespace(d), name(d))
-        })?;
+        let selector = Selector::from_label_selector(&selector_of(d))
+            .map_err(|e| format!("deployment {}/{} has invalid label selector: {e}", namespace(d), name(d)))?;
         let can_adopt = || self.recheck_deletion_timestamp(d);
         let manager = ControllerRefManager {
             client: &self.client,
@@ -186,7 +185,8 @@ impl DeploymentController {
 
     /// `RecheckDeletionTimestamp`: adoption needs a fresh read showing the same, live Deployment.
     fn recheck_deletion_timestamp(&self, d: &Deployment) -> Result<(), String> {
-        let fresh = Api::<Deployment>::namespaced(&self.client, namespace(d)).get(name(d)).map_err(|e| e.to_string())?;
+        let fresh =
+            Api::<Deployment>::namespaced(&self.client, namespace(d)).get(name(d)).map_err(|e| e.to_string())?;
         if fresh.metadata.uid != d.metadata.uid {
             return Err(format!(
                 "original Deployment {}/{} is gone: got uid {}, wanted {}",

@@ -45,6 +45,9 @@ mod tests {
         assert!(hash.bytes().all(|b| ALPHANUMS.contains(&b)), "{hash}");
         assert_ne!(hash, pod_template_hash(&template("nginx:1.28"), None));
         assert_ne!(hash, pod_template_hash(&template("nginx:1.27"), Some(1)));
-        assert_ne!(pod_template_hash(&template("nginx:1.27"), Some(1)), pod_template_hash(&template("nginx:1.27"), Some(2)));
+        assert_ne!(
+            pod_template_hash(&template("nginx:1.27"), Some(1)),
+            pod_template_hash(&template("nginx:1.27"), Some(2))
+        );
     }
 }

@@ -22,7 +22,12 @@ pub(super) fn old_pods_running(new_rs: Option<&ReplicaSet>, old: &[ReplicaSet], 
 
 impl DeploymentController {
     /// `rolloutRecreate`.
-    pub(super) fn rollout_recreate(&self, d: &mut Deployment, rs_list: Vec<ReplicaSet>, pod_map: &PodMap) -> SyncResult {
+    pub(super) fn rollout_recreate(
+        &self,
+        d: &mut Deployment,
+        rs_list: Vec<ReplicaSet>,
+        pod_map: &PodMap,
+    ) -> SyncResult {
         // No new ReplicaSet yet: scale down before scaling up.
         let (mut new_rs, mut old) = self.all_replica_sets_and_sync_revision(d, rs_list.clone(), false)?;
         let mut all: Vec<ReplicaSet> = old.iter().cloned().chain(new_rs.clone()).collect();

@@ -60,7 +60,8 @@ impl DeploymentController {
             util::set_deployment_annotations_to(d, rs);
             true
         } else {
-            let message = format!("The rollback revision contains the same template as current deployment {:?}", name(d));
+            let message =
+                format!("The rollback revision contains the same template as current deployment {:?}", name(d));
             self.rollback_warning(d, util::ROLLBACK_TEMPLATE_UNCHANGED, &message);
             false
         };

@@ -177,9 +177,11 @@ impl DeploymentController {
                     return Err(format!("replicaset.apps {:?} not found", rs_name(&new_rs)).into());
                 };
                 let ours = controller_of(&found.metadata).is_some_and(|r| Some(&r.uid) == d.metadata.uid.as_ref());
-                let same = found.spec.as_ref().and_then(|s| s.template.as_ref()).is_some_and(|t| {
-                    util::equal_ignore_hash(&util::template(d), t)
-                });
+                let same = found
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.template.as_ref())
+                    .is_some_and(|t| util::equal_ignore_hash(&util::template(d), t));
                 if !(ours && same) {
                     let status = d.status.get_or_insert_with(Default::default);
                     let before = status.collision_count.unwrap_or(0);
@@ -200,8 +202,13 @@ impl DeploymentController {
             Err(e) => {
                 let message = format!("Failed to create new replica set {:?}: {}", rs_name(&new_rs), error_text(&e));
                 if util::progress_deadline(d).is_some() {
-                    let condition =
-                        util::new_condition(util::PROGRESSING, "False", util::FAILED_RS_CREATE, &message, Timestamp::now());
+                    let condition = util::new_condition(
+                        util::PROGRESSING,
+                        "False",
+                        util::FAILED_RS_CREATE,
+                        &message,
+                        Timestamp::now(),
+                    );
                     util::set_condition(d.status.get_or_insert_with(Default::default), condition);
                     // The bigger issue is reported below; this write's result does not matter.
                     let _ = self.update_status(d);
@@ -246,13 +253,15 @@ impl DeploymentController {
             return Ok(sets.replace(rs_name(&rs), &rs, &PostParams::default())?);
         }
         // The ReplicaSet's revision is the reliable one; the Deployment copies it.
-        let revision = rs.metadata.annotations.as_ref().and_then(|a| a.get(util::REVISION)).cloned().unwrap_or_default();
+        let revision =
+            rs.metadata.annotations.as_ref().and_then(|a| a.get(util::REVISION)).cloned().unwrap_or_default();
         let mut needs_update = util::set_deployment_revision(d, &revision);
         let has_deadline = util::progress_deadline(d).is_some();
         let status = d.status.get_or_insert_with(Default::default);
         if has_deadline && util::get_condition(status, util::PROGRESSING).is_none() {
             let message = format!("Found new replica set {:?}", rs_name(&rs));
-            let condition = util::new_condition(util::PROGRESSING, "True", util::FOUND_NEW_RS, &message, Timestamp::now());
+            let condition =
+                util::new_condition(util::PROGRESSING, "True", util::FOUND_NEW_RS, &message, Timestamp::now());
             util::set_condition(status, condition);
             needs_update = true;
         }
@@ -294,7 +303,7 @@ impl DeploymentController {
     /// `scale`: a scaling event or a paused Deployment. The only active ReplicaSet (or the
     /// newest) takes the full size; a saturated new one leaves the old at 0; otherwise the
     /// difference is shared proportionally, the leftover going to the largest.
-    pub(super) fn scale(&self, d: &Deployment, new_rs: Option<&ReplicaSet>, old: &mut Vec<ReplicaSet>) -> SyncResult {
+    pub(super) fn scale(&self, d: &Deployment, new_rs: Option<&ReplicaSet>, old: &mut [ReplicaSet]) -> SyncResult {
         if let Some(target) = util::find_active_or_latest(new_rs, old) {
             if rs_replicas(&target) == replicas(d) {
                 return Ok(());
@@ -361,7 +370,8 @@ impl DeploymentController {
         let sets = Api::<ReplicaSet>::namespaced(&self.client, namespace(d));
         let updated = sets.replace(rs_name(rs), &copy, &PostParams::default())?;
         if size_needs_update {
-            let message = format!("Scaled {operation} replica set {} from {old_scale} to {new_scale}", rs_name(&updated));
+            let message =
+                format!("Scaled {operation} replica set {} from {old_scale} to {new_scale}", rs_name(&updated));
             self.recorder.event_for(d, EventType::Normal, "ScalingReplicaSet", &message);
         }
         Ok((size_needs_update, updated))
@@ -371,7 +381,8 @@ impl DeploymentController {
     /// fully scaled down, observed and not being deleted.
     pub(super) fn cleanup_deployment(&self, old: &[ReplicaSet], d: &Deployment) -> SyncResult {
         let Some(limit) = util::revision_history_limit(d) else { return Ok(()) };
-        let mut cleanable: Vec<&ReplicaSet> = old.iter().filter(|rs| rs.metadata.deletion_timestamp.is_none()).collect();
+        let mut cleanable: Vec<&ReplicaSet> =
+            old.iter().filter(|rs| rs.metadata.deletion_timestamp.is_none()).collect();
         let diff = cleanable.len() as i64 - i64::from(limit);
         if diff <= 0 {
             return Ok(());
@@ -394,7 +405,12 @@ impl DeploymentController {
     }
 
     /// `syncDeploymentStatus`: writes the calculated status when it changed.
-    pub(super) fn sync_deployment_status(&self, all: &[ReplicaSet], new_rs: Option<&ReplicaSet>, d: &mut Deployment) -> SyncResult {
+    pub(super) fn sync_deployment_status(
+        &self,
+        all: &[ReplicaSet],
+        new_rs: Option<&ReplicaSet>,
+        d: &mut Deployment,
+    ) -> SyncResult {
         let status = calculate_status(all, new_rs, d, Timestamp::now());
         if normalized(&d.status.clone().unwrap_or_default()) == normalized(&status) {
             return Ok(());

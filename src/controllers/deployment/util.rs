@@ -124,7 +124,7 @@ pub fn scaled_value(value: &IntOrString, total: i32, round_up: bool) -> Result<i
             let percent: i64 = s
                 .strip_suffix('%')
                 .and_then(|p| p.parse().ok())
-                .ok_or_else(|| format!("invalid value for IntOrString: invalid type: string is not a percentage"))?;
+                .ok_or_else(|| "invalid value for IntOrString: invalid type: string is not a percentage".to_string())?;
             let product = percent * i64::from(total);
             let value = if round_up { (product + 99).div_euclid(100) } else { product.div_euclid(100) };
             Ok(value as i32)
@@ -295,8 +295,14 @@ fn copy_deployment_annotations(d: &Deployment, rs: &mut ReplicaSet) -> bool {
 /// `SetDeploymentAnnotationsTo`: on rollback the Deployment takes the ReplicaSet's annotations
 /// (those that are copied), keeping its own skipped ones.
 pub fn set_deployment_annotations_to(d: &mut Deployment, rs: &ReplicaSet) {
-    let mut annotations: BTreeMap<String, String> =
-        d.metadata.annotations.iter().flatten().filter(|(k, _)| skip_copy_annotation(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut annotations: BTreeMap<String, String> = d
+        .metadata
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| skip_copy_annotation(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     for (key, value) in rs.metadata.annotations.iter().flatten() {
         if !skip_copy_annotation(key) {
             annotations.insert(key.clone(), value.clone());
@@ -434,7 +440,9 @@ fn semantic(value: Value) -> Value {
                 .map(|(k, v)| (k, semantic(v)))
                 .filter(|(k, v)| match v {
                     Value::Array(a) => !a.is_empty(),
-                    Value::Object(o) => !(o.is_empty() && matches!(k.as_str(), "labels" | "annotations" | "nodeSelector")),
+                    Value::Object(o) => {
+                        !(o.is_empty() && matches!(k.as_str(), "labels" | "annotations" | "nodeSelector"))
+                    }
                     _ => true,
                 })
                 .collect(),
@@ -489,7 +497,9 @@ pub fn by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
 pub fn find_new_replica_set(d: &Deployment, rss: &mut [ReplicaSet]) -> Option<ReplicaSet> {
     rss.sort_by(by_creation);
     let wanted = template(d);
-    rss.iter().find(|rs| rs.spec.as_ref().and_then(|s| s.template.as_ref()).is_some_and(|t| equal_ignore_hash(t, &wanted))).cloned()
+    rss.iter()
+        .find(|rs| rs.spec.as_ref().and_then(|s| s.template.as_ref()).is_some_and(|t| equal_ignore_hash(t, &wanted)))
+        .cloned()
 }
 
 /// `FindOldReplicaSets`: every ReplicaSet but the new one.

@@ -175,8 +175,7 @@ fn revisions_and_revision_history() {
 #[test]
 fn rollback_takes_the_replica_sets_template_and_annotations() {
     let mut d = deployment(1, json!(1), json!(0));
-    d.metadata.annotations =
-        Some([("cause".to_string(), "edit".to_string()), (REVISION.into(), "2".into())].into());
+    d.metadata.annotations = Some([("cause".to_string(), "edit".to_string()), (REVISION.into(), "2".into())].into());
     let rs = replica_set("old", 0, 0, 0, json!({"cause": "create", REVISION: "1"}));
     set_from_replica_set_template(&mut d, rs.spec.as_ref().unwrap().template.as_ref().unwrap());
     set_deployment_annotations_to(&mut d, &rs);
@@ -240,10 +239,12 @@ fn progress_is_reported_until_complete_then_timed_out_when_stuck() {
 fn replica_failures_of_the_new_replica_set_win() {
     let d = deployment(2, json!(1), json!(0));
     let failure = |rs: &mut ReplicaSet, message: &str| {
-        rs.status.as_mut().unwrap().conditions = Some(vec![serde_json::from_value(json!({
+        rs.status.as_mut().unwrap().conditions = Some(vec![
+            serde_json::from_value(json!({
             "type": REPLICA_FAILURE, "status": "True", "reason": "FailedCreate", "message": message,
             "lastTransitionTime": time(0)}))
-        .unwrap()]);
+            .unwrap(),
+        ]);
     };
     let mut old = replica_set("old", 0, 1, 1, json!({}));
     let mut new = replica_set("new", 10, 1, 0, json!({}));
@@ -295,7 +296,8 @@ fn recreate_waits_for_every_old_pod_to_be_terminal_or_gone() {
     let old = replica_set("old", 0, 0, 0, json!({}));
     let mut old_scaled = old.clone();
     old_scaled.status.as_mut().unwrap().replicas = 0;
-    let pod = |phase: &str| -> Arc<Pod> { Arc::new(serde_json::from_value(json!({"status": {"phase": phase}})).unwrap()) };
+    let pod =
+        |phase: &str| -> Arc<Pod> { Arc::new(serde_json::from_value(json!({"status": {"phase": phase}})).unwrap()) };
     let mut map: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
     map.insert("old-uid".into(), vec![pod("Succeeded"), pod("Failed")]);
     assert!(!old_pods_running(None, std::slice::from_ref(&old_scaled), &map));
