@@ -4,6 +4,7 @@
 //! else are never touched. The patches are upstream's `ownerRefControllerPatch` and
 //! `GenerateDeleteOwnerRefStrategicMergeBytes`.
 
+use std::borrow::Borrow;
 use std::cell::OnceCell;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -46,15 +47,17 @@ pub struct ControllerRefManager<'a> {
 impl ControllerRefManager<'_> {
     /// `ClaimObject` over every object: those owned afterwards. Errors of single adoptions or
     /// releases are joined and returned after all objects were looked at.
-    pub fn claim<K>(&self, objects: Vec<K>) -> Result<Vec<K>, String>
+    /// `objects` are of kind `K`, owned or shared (`Arc<K>`).
+    pub fn claim<K, T>(&self, objects: Vec<T>) -> Result<Vec<T>, String>
     where
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+        T: Borrow<K>,
     {
         let can_adopt = OnceCell::new();
         let mut claimed = Vec::new();
         let mut errors = Vec::new();
         for object in objects {
-            match self.claim_one::<K>(object.metadata(), &can_adopt) {
+            match self.claim_one::<K>(object.borrow().metadata(), &can_adopt) {
                 Ok(true) => claimed.push(object),
                 Ok(false) => {}
                 Err(e) => errors.push(e),

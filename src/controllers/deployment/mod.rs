@@ -69,16 +69,16 @@ pub struct SyncError {
     namespace_terminating: bool,
 }
 
+/// `HasStatusCause(err, NamespaceTerminatingCause)`.
+fn namespace_terminating(error: &crate::client::Error) -> bool {
+    let crate::client::Error::Api(e) = error else { return false };
+    let causes = e.status.details.as_ref().and_then(|d| d.causes.as_ref());
+    causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
+}
+
 impl From<crate::client::Error> for SyncError {
     fn from(error: crate::client::Error) -> Self {
-        let namespace_terminating = match &error {
-            crate::client::Error::Api(e) => {
-                let causes = e.status.details.as_ref().and_then(|d| d.causes.as_ref());
-                causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
-            }
-            _ => false,
-        };
-        SyncError { message: error.to_string(), namespace_terminating }
+        SyncError { namespace_terminating: namespace_terminating(&error), message: error.to_string() }
     }
 }
 
@@ -180,7 +180,7 @@ impl DeploymentController {
             selector: &selector,
             can_adopt: &can_adopt,
         };
-        Ok(manager.claim(all)?)
+        Ok(manager.claim::<ReplicaSet, _>(all)?)
     }
 
     /// `RecheckDeletionTimestamp`: adoption needs a fresh read showing the same, live Deployment.

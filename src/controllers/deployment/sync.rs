@@ -7,17 +7,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::pod_template_hash::pod_template_hash;
 use super::util::{self, POD_TEMPLATE_HASH, replicas, rs_name, rs_replicas};
-use super::{DeploymentController, SyncResult, name, namespace};
+use super::{DeploymentController, SyncResult, name, namespace, namespace_terminating};
 use crate::client::{Api, DeleteParams, PostParams};
 use crate::runtime::controller_ref::{controller_of, controller_ref};
 use crate::runtime::events::EventType;
-
-/// `NamespaceTerminatingCause`.
-fn namespace_terminating(error: &crate::client::Error) -> bool {
-    let crate::client::Error::Api(e) = error else { return false };
-    let causes = e.status.details.as_ref().and_then(|d| d.causes.as_ref());
-    causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
-}
 
 fn non_zero(value: i32) -> Option<i32> {
     (value != 0).then_some(value)

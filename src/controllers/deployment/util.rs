@@ -606,8 +606,8 @@ pub fn deployment_timed_out(d: &Deployment, status: &DeploymentStatus, now: Time
         Some(NEW_RS_AVAILABLE) => false,
         Some(TIMED_OUT) => true,
         _ => {
-            let from = condition.last_update_time.as_ref().map_or(0, |t| t.0.as_second());
-            from + i64::from(deadline) < now.as_second()
+            let from = condition.last_update_time.as_ref().map_or(0, |t| t.0.as_millisecond());
+            from + i64::from(deadline) * 1000 < now.as_millisecond()
         }
     }
 }

@@ -266,6 +266,8 @@ fn timed_out_needs_a_deadline_and_a_stale_condition() {
     set_condition(&mut status, new_condition(PROGRESSING, "True", REPLICA_SET_UPDATED, "", at(0)));
     assert!(!deployment_timed_out(&d, &status, at(600)));
     assert!(deployment_timed_out(&d, &status, at(601)));
+    // Go compares instants, not whole seconds.
+    assert!(deployment_timed_out(&d, &status, at(600).checked_add(jiff::SignedDuration::from_millis(1)).unwrap()));
     d.spec.as_mut().unwrap().progress_deadline_seconds = Some(i32::MAX);
     assert!(!deployment_timed_out(&d, &status, at(10_000)));
 }
