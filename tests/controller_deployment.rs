@@ -557,3 +557,25 @@ fn an_upstream_named_orphan_replica_set_is_adopted() {
         "nothing was created"
     );
 }
+
+#[test]
+fn a_hash_collision_bumps_the_collision_count() {
+    let cluster = start_with(|client| {
+        // Another ReplicaSet already has the name the Deployment's template hashes to.
+        let d = deployments(client).create(&deployment("clash", 1, "nginx:1.27", json!({})), &PostParams::default());
+        let (name, _) = expected_rs_name(&d.expect("deployment created"));
+        let squatter = from(json!({"metadata": {"name": name, "labels": {"app": "squatter"}},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "squatter"}},
+                "template": {"metadata": {"labels": {"app": "squatter"}},
+                    "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}}}}));
+        replica_sets_api(client).create(&squatter, &PostParams::default()).expect("squatter created");
+    });
+    let d = cluster.wait_complete("clash");
+    assert_eq!(d.status.as_ref().and_then(|s| s.collision_count), Some(1));
+    let (name, _) = expected_rs_name(&d);
+    let sets = cluster.replica_sets(&d);
+    assert_eq!(sets.len(), 1);
+    assert_eq!(sets[0].metadata.name.as_deref(), Some(name.as_str()), "named by the hash salted with collisionCount 1");
+    let squatter = replica_sets_api(&cluster.client).list(&Default::default()).expect("rs").items;
+    assert!(squatter.iter().any(|rs| rs.metadata.owner_references.is_none()), "the squatter is left alone");
+}
