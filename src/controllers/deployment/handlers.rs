@@ -96,6 +96,9 @@ impl DeploymentController {
 
     /// `getDeploymentsForReplicaSet`: Deployments whose (non-empty) selector matches an orphan.
     fn selecting(&self, rs: &ReplicaSet) -> Vec<Arc<Deployment>> {
+        if rs.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
+            return Vec::new(); // A ReplicaSet without labels belongs to no Deployment.
+        }
         let namespace = rs.metadata.namespace.as_deref().unwrap_or("");
         let matching: Vec<Arc<Deployment>> = (self.deployments.store().list_namespace(namespace).into_iter())
             .filter(|d| {
