@@ -123,6 +123,7 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
 pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     // The token controller first, as upstream starts it before the others.
     serviceaccount::SERVICE_ACCOUNT_TOKEN,
+    deployment::DEPLOYMENT,
     nodeipam::NODE_IPAM,
     podgc::POD_GC,
     replicaset::REPLICASET,

@@ -430,7 +430,7 @@ pub static FLAGS: &[FlagSpec] = &[
     flag!("cluster-signing-legacy-unknown-key-file", CsrSigningController, Str, "", LATER, csr_signing.legacy_unknown.key_file,
         "PEM private key of the kubernetes.io/legacy-unknown signer; excludes --cluster-signing-{cert,key}-file."),
     // Workload controllers
-    flag!("concurrent-deployment-syncs", DeploymentController, Int32, "5", LATER, concurrency.deployment_syncs,
+    flag!("concurrent-deployment-syncs", DeploymentController, Int32, "5", BUILT, concurrency.deployment_syncs,
         "Number of deployments synced concurrently. More is more responsive but uses more CPU and network."),
     flag!("concurrent-statefulset-syncs", StatefulSetController, Int32, "5", LATER, concurrency.statefulset_syncs,
         "Number of stateful sets synced concurrently. More is more responsive but uses more CPU and network."),

@@ -594,6 +594,16 @@ fn merge_for_update(resource: &ResourceType, old: &Value, new: Value, status_onl
         if object["status"].is_null() {
             object.as_object_mut().map(|m| m.remove("status"));
         }
+        if status_update_keeps_metadata(resource) && new["metadata"].is_object() {
+            // Only spec and labels are reset; the server's own fields are restored later.
+            object["metadata"] = new["metadata"].clone();
+            match old["metadata"].get("labels") {
+                Some(labels) => object["metadata"]["labels"] = labels.clone(),
+                None => {
+                    objects::metadata_mut(&mut object).remove("labels");
+                }
+            }
+        }
         return object;
     }
     let mut object = new;
@@ -606,6 +616,13 @@ fn merge_for_update(resource: &ResourceType, old: &Value, new: Value, status_onl
         }
     }
     object
+}
+
+/// Kinds whose status strategy resets only `spec` and `metadata.labels`, so that a status
+/// update also writes the other metadata (kube-apiserver's `deploymentStatusStrategy`; the
+/// Deployment controller records the revision annotation that way).
+fn status_update_keeps_metadata(resource: &ResourceType) -> bool {
+    resource.group == "apps" && resource.plural == "deployments"
 }
 
 fn is_service(resource: &ResourceType) -> bool {
