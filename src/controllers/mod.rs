@@ -7,6 +7,7 @@
 //! have (`replicaset`). Both are accepted anywhere a controller is named.
 
 pub mod endpoint;
+pub mod endpointslice;
 pub mod endpointutil;
 pub mod replicaset;
 
@@ -117,6 +118,7 @@ pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     replicaset::REPLICASET,
     replicaset::REPLICATION_CONTROLLER,
     endpoint::ENDPOINTS,
+    endpointslice::ENDPOINTSLICE,
 ];
 
 /// Whether a controller (canonical name) is implemented.
