@@ -8,6 +8,7 @@
 
 pub mod endpoint;
 pub mod endpointslice;
+pub mod endpointslicemirroring;
 pub mod endpointutil;
 pub mod replicaset;
 
@@ -119,6 +120,7 @@ pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     replicaset::REPLICATION_CONTROLLER,
     endpoint::ENDPOINTS,
     endpointslice::ENDPOINTSLICE,
+    endpointslicemirroring::ENDPOINTSLICE_MIRRORING,
 ];
 
 /// Whether a controller (canonical name) is implemented.

@@ -45,7 +45,9 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         stale: Mutex::new(HashMap::new()),
     });
     let handler = controller.clone();
-    controller.services.add_handler(move |event: &Event<Service>| handler.queue.add(object_key(&event.object().metadata)));
+    controller
+        .services
+        .add_handler(move |event: &Event<Service>| handler.queue.add(object_key(&event.object().metadata)));
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
     let handler = controller.clone();
@@ -170,8 +172,11 @@ impl EndpointsController {
     fn write(&self, key: &str, current: &Endpoints, desired: &Endpoints, create: bool) -> Result<(), String> {
         let (namespace, name) = split_key(key);
         let api = Api::<Endpoints>::namespaced(&self.client, namespace);
-        let result =
-            if create { api.create(desired, &PostParams::default()) } else { api.replace(name, desired, &PostParams::default()) };
+        let result = if create {
+            api.create(desired, &PostParams::default())
+        } else {
+            api.replace(name, desired, &PostParams::default())
+        };
         match result {
             Ok(updated) => {
                 let before = current.metadata.resource_version.clone().unwrap_or_default();
@@ -235,7 +240,8 @@ fn endpoint_port(service_port: &ServicePort, number: i32) -> EndpointPort {
 
 /// `addEndpointSubset`: one subset with the address as ready or not ready.
 fn single_subset(address: EndpointAddress, port: Option<EndpointPort>, ready: bool) -> EndpointSubset {
-    let (addresses, not_ready_addresses) = if ready { (Some(vec![address]), None) } else { (None, Some(vec![address])) };
+    let (addresses, not_ready_addresses) =
+        if ready { (Some(vec![address]), None) } else { (None, Some(vec![address])) };
     EndpointSubset { addresses, not_ready_addresses, ports: Some(port.into_iter().collect()) }
 }
 
@@ -265,7 +271,9 @@ pub fn desired_subsets(service: &Service, pods: &[Arc<Pod>]) -> Vec<EndpointSubs
         }
         for service_port in &service_ports {
             match util::find_port(pod, service_port) {
-                Ok(number) => subsets.push(single_subset(address.clone(), Some(endpoint_port(service_port, number)), ready)),
+                Ok(number) => {
+                    subsets.push(single_subset(address.clone(), Some(endpoint_port(service_port, number)), ready))
+                }
                 Err(e) => log::debug!("failed to find port for service {}: {e}", object_key(&service.metadata)),
             }
         }
@@ -319,7 +327,10 @@ fn address_count(subsets: &[EndpointSubset]) -> (usize, usize) {
 }
 
 /// `capacityAnnotationSetCorrectly`: under capacity and without the annotation.
-fn capacity_annotation_set_correctly(annotations: Option<&BTreeMap<String, String>>, subsets: &[EndpointSubset]) -> bool {
+fn capacity_annotation_set_correctly(
+    annotations: Option<&BTreeMap<String, String>>,
+    subsets: &[EndpointSubset],
+) -> bool {
     let (ready, not_ready) = address_count(subsets);
     ready + not_ready <= MAX_CAPACITY && !annotations.is_some_and(|a| a.contains_key(ANNOTATION_OVER_CAPACITY))
 }

@@ -81,7 +81,7 @@ pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
                 (!list.is_empty()).then_some(list)
             };
             let mut ports = ports;
-            ports.sort_by(|a, b| port_key(a).cmp(&port_key(b)));
+            ports.sort_by_key(port_key);
             EndpointSubset {
                 addresses: pick(true),
                 not_ready_addresses: pick(false),

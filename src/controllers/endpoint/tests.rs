@@ -30,8 +30,10 @@ fn merge(target: &mut Value, patch: Value) {
 }
 
 fn service(spec: Value) -> Service {
-    serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "ns", "labels": {"team": "a"}}, "spec": spec}))
-        .expect("a service")
+    serde_json::from_value(
+        json!({"metadata": {"name": "web", "namespace": "ns", "labels": {"team": "a"}}, "spec": spec}),
+    )
+    .expect("a service")
 }
 
 fn ips(list: &Option<Vec<EndpointAddress>>) -> Vec<&str> {
@@ -53,13 +55,15 @@ fn ready_and_unready_pods_with_named_ports() {
     let subset = &subsets[0];
     assert_eq!(ips(&subset.addresses), ["10.0.0.2"]);
     assert_eq!(ips(&subset.not_ready_addresses), ["10.0.0.1"]);
-    let ports: Vec<(Option<&str>, i32)> =
-        subset.ports.iter().flatten().map(|p| (p.name.as_deref(), p.port)).collect();
+    let ports: Vec<(Option<&str>, i32)> = subset.ports.iter().flatten().map(|p| (p.name.as_deref(), p.port)).collect();
     assert_eq!(ports, [(Some("alt"), 9000), (Some("http"), 8080)]);
     let address = &subset.addresses.as_ref().unwrap()[0];
     assert_eq!(address.node_name.as_deref(), Some("node-a"));
     let target = address.target_ref.as_ref().unwrap();
-    assert_eq!((target.kind.as_deref(), target.name.as_deref(), target.uid.as_deref()), (Some("Pod"), Some("b"), Some("uid-b")));
+    assert_eq!(
+        (target.kind.as_deref(), target.name.as_deref(), target.uid.as_deref()),
+        (Some("Pod"), Some("b"), Some("uid-b"))
+    );
 }
 
 #[test]
@@ -99,7 +103,9 @@ fn the_service_ip_family_picks_the_pod_ip() {
 }
 
 fn addresses(count: usize, prefix: &str) -> Vec<EndpointAddress> {
-    (0..count).map(|i| EndpointAddress { ip: format!("{prefix}.{}.{}", i / 250, i % 250), ..Default::default() }).collect()
+    (0..count)
+        .map(|i| EndpointAddress { ip: format!("{prefix}.{}.{}", i / 250, i % 250), ..Default::default() })
+        .collect()
 }
 
 #[test]
@@ -107,15 +113,29 @@ fn over_capacity_truncates_not_ready_first_then_ready_in_proportion() {
     let mut small = vec![EndpointSubset { addresses: Some(addresses(10, "10.0")), ..Default::default() }];
     assert!(!truncate_endpoints(&mut small));
     let mut subsets = vec![
-        EndpointSubset { addresses: Some(addresses(600, "10.1")), not_ready_addresses: Some(addresses(300, "10.2")), ports: None },
-        EndpointSubset { addresses: Some(addresses(200, "10.3")), not_ready_addresses: Some(addresses(100, "10.4")), ports: None },
+        EndpointSubset {
+            addresses: Some(addresses(600, "10.1")),
+            not_ready_addresses: Some(addresses(300, "10.2")),
+            ports: None,
+        },
+        EndpointSubset {
+            addresses: Some(addresses(200, "10.3")),
+            not_ready_addresses: Some(addresses(100, "10.4")),
+            ports: None,
+        },
     ];
     assert!(truncate_endpoints(&mut subsets));
-    let counts: Vec<(usize, usize)> =
-        subsets.iter().map(|s| (s.addresses.as_ref().unwrap().len(), s.not_ready_addresses.as_ref().unwrap().len())).collect();
+    let counts: Vec<(usize, usize)> = subsets
+        .iter()
+        .map(|s| (s.addresses.as_ref().unwrap().len(), s.not_ready_addresses.as_ref().unwrap().len()))
+        .collect();
     assert_eq!(counts, [(600, 150), (200, 50)]);
     let mut ready_only = vec![
-        EndpointSubset { addresses: Some(addresses(900, "10.5")), not_ready_addresses: Some(addresses(5, "10.6")), ports: None },
+        EndpointSubset {
+            addresses: Some(addresses(900, "10.5")),
+            not_ready_addresses: Some(addresses(5, "10.6")),
+            ports: None,
+        },
         EndpointSubset { addresses: Some(addresses(300, "10.7")), ..Default::default() },
     ];
     assert!(truncate_endpoints(&mut ready_only));

@@ -54,7 +54,9 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         },
     });
     let handler = controller.clone();
-    controller.services.add_handler(move |event: &Event<Service>| handler.queue.add(object_key(&event.object().metadata)));
+    controller
+        .services
+        .add_handler(move |event: &Event<Service>| handler.queue.add(object_key(&event.object().metadata)));
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| {
         for key in util::services_for_pod_event(handler.services.store(), event) {
@@ -105,8 +107,11 @@ pub fn slices_of(
     controller_name: &str,
 ) -> Vec<Arc<EndpointSlice>> {
     let selector = Selector::from_map(
-        &[(LABEL_SERVICE_NAME.to_string(), service.to_string()), (LABEL_MANAGED_BY.to_string(), controller_name.into())]
-            .into(),
+        &[
+            (LABEL_SERVICE_NAME.to_string(), service.to_string()),
+            (LABEL_MANAGED_BY.to_string(), controller_name.into()),
+        ]
+        .into(),
     );
     let mut found: Vec<Arc<EndpointSlice>> = (slices.store().list_namespace(namespace).into_iter())
         .filter(|s| selector.matches(s.metadata.labels.as_ref()))

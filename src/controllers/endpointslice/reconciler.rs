@@ -92,7 +92,10 @@ impl SliceReconciler {
         for slice in unsupported {
             if let Err(e) = self.delete_slice(service, &slice) {
                 let name = slice.metadata.name.as_deref().unwrap_or("");
-                errors.push(format!("error deleting {name} EndpointSlice for Service {}: {e}", object_key(&service.metadata)));
+                errors.push(format!(
+                    "error deleting {name} EndpointSlice for Service {}: {e}",
+                    object_key(&service.metadata)
+                ));
             }
         }
         aggregate(errors)
@@ -268,7 +271,9 @@ impl SliceReconciler {
             let name = slice.metadata.name.clone().unwrap_or_default();
             match api.replace(&name, &slice, &PostParams::default()) {
                 Ok(updated) => self.tracker.update(&updated),
-                Err(e) => return Err(format!("failed to update {name} EndpointSlice for Service {key}: {}", e.message())),
+                Err(e) => {
+                    return Err(format!("failed to update {name} EndpointSlice for Service {key}: {}", e.message()));
+                }
             }
         }
         for slice in plan.delete {

@@ -227,7 +227,10 @@ pub fn services_to_update_on_pod_change(services: &[Arc<Service>], old: &Pod, ne
 }
 
 /// The Service keys a pod event concerns (the pod handlers of all three controllers).
-pub fn services_for_pod_event(services: &Store<Service>, event: &crate::runtime::informer::Event<Pod>) -> BTreeSet<String> {
+pub fn services_for_pod_event(
+    services: &Store<Service>,
+    event: &crate::runtime::informer::Event<Pod>,
+) -> BTreeSet<String> {
     use crate::runtime::informer::Event;
     match event {
         Event::Added(pod) | Event::Deleted { object: pod, .. } => {

@@ -60,9 +60,8 @@ fn terminal_ipless_and_deleted_pods_are_left_out() {
     pending.status.as_mut().unwrap().pod_ips = None;
     assert!(!should_pod_be_in_endpoints(&pending, true));
     let mut deleting = ready.clone();
-    deleting.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        "2025-01-01T00:00:00Z".parse().unwrap(),
-    ));
+    deleting.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time("2025-01-01T00:00:00Z".parse().unwrap()));
     assert!(!should_pod_be_in_endpoints(&deleting, false));
     assert!(should_pod_be_in_endpoints(&deleting, true));
 }
@@ -113,7 +112,8 @@ fn pod_changes_map_to_the_services_they_concern() {
 #[test]
 fn trigger_time_is_the_creation_first_then_the_earliest_new_transition() {
     let tracker = TriggerTimeTracker::default();
-    let svc = service(json!({"metadata": {"name": "web", "namespace": "ns", "creationTimestamp": "2025-01-01T00:00:00Z"}}));
+    let svc =
+        service(json!({"metadata": {"name": "web", "namespace": "ns", "creationTimestamp": "2025-01-01T00:00:00Z"}}));
     let first = Arc::new(web_pod());
     let created: jiff::Timestamp = "2025-01-01T00:00:00Z".parse().unwrap();
     assert_eq!(tracker.compute(&svc, std::slice::from_ref(&first)), Some(created));

@@ -79,7 +79,10 @@ fn new_endpoints_are_packed_into_full_slices() {
     assert_eq!(slice.metadata.generate_name.as_deref(), Some("web-"));
     let labels = slice.metadata.labels.clone().unwrap();
     assert_eq!(labels.get("kubernetes.io/service-name").map(String::as_str), Some("web"));
-    assert_eq!(labels.get("endpointslice.kubernetes.io/managed-by").map(String::as_str), Some("endpointslice-controller.k8s.io"));
+    assert_eq!(
+        labels.get("endpointslice.kubernetes.io/managed-by").map(String::as_str),
+        Some("endpointslice-controller.k8s.io")
+    );
     assert_eq!(labels.get("team").map(String::as_str), Some("a"));
     let owner = &slice.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!((owner.kind.as_str(), owner.uid.as_str(), owner.controller), ("Service", "svc-uid", Some(true)));
