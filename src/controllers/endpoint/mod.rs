@@ -228,10 +228,11 @@ pub fn pod_address_for_service(service: &Service, pod: &Pod) -> Result<EndpointA
     })
 }
 
-/// `endpointPortFromServicePort`.
+/// `endpointPortFromServicePort`. The name of a core `EndpointPort` is a plain string that
+/// the API leaves out when empty, so an unnamed port has none.
 fn endpoint_port(service_port: &ServicePort, number: i32) -> EndpointPort {
     EndpointPort {
-        name: Some(service_port.name.clone().unwrap_or_default()),
+        name: service_port.name.clone().filter(|n| !n.is_empty()),
         port: number,
         protocol: service_port.protocol.clone(),
         app_protocol: service_port.app_protocol.clone(),

@@ -162,3 +162,24 @@ fn desired_endpoints_carry_labels_and_annotations() {
     assert!(!again.metadata.labels.unwrap().contains_key(LABEL_HEADLESS));
     assert!(!again.metadata.annotations.unwrap().contains_key(ANNOTATION_TRIGGER_TIME));
 }
+
+#[test]
+fn written_endpoints_read_back_as_up_to_date() {
+    let svc = service(json!({"selector": {"app": "web"}, "clusterIP": "10.96.0.10", "ipFamilies": ["IPv4"],
+        "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}));
+    let pods = [pod("a", "10.0.0.1", true, json!({})), pod("b", "10.0.0.2", false, json!({}))];
+    let subsets = desired_subsets(&svc, &pods);
+    let written = desired_endpoints(&Endpoints::default(), subsets.clone(), &svc, None);
+    // As the API server stores it: empty strings of plain fields left out, versions added.
+    let mut stored = serde_json::to_value(&written).expect("json");
+    stored["metadata"]["resourceVersion"] = "12".into();
+    stored["subsets"][0]["addresses"][0]["targetRef"]["resourceVersion"] = "99".into();
+    let stored: Endpoints = serde_json::from_value(stored).expect("endpoints");
+    assert!(stored.subsets.as_ref().unwrap()[0].ports.as_ref().unwrap()[0].name.is_none());
+    assert!(up_to_date(&stored, &subsets, &svc));
+    let fewer = desired_subsets(&svc, &pods[..1]);
+    assert!(!up_to_date(&stored, &fewer, &svc));
+    let mut relabelled = svc.clone();
+    relabelled.metadata.labels = None;
+    assert!(!up_to_date(&stored, &subsets, &relabelled));
+}
