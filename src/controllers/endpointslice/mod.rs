@@ -4,6 +4,7 @@
 //! EndpointSlices (per address type, at most `--max-endpoints-per-slice` endpoints each)
 //! listing the selected pods with their conditions, owned by the Service.
 
+mod hints;
 pub mod reconciler;
 pub mod utils;
 

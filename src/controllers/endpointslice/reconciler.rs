@@ -130,6 +130,7 @@ impl SliceReconciler {
         address_type: &str,
     ) -> Plan {
         let existing_count = existing.len();
+        let all_existing = existing.clone();
         let mut plan = Plan::default();
         let mut existing_by_ports: BTreeMap<String, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
         for slice in existing {
@@ -153,6 +154,16 @@ impl SliceReconciler {
                 plan.create.push(placeholder);
             }
         }
+        // `unchangedSlices`: neither updated nor deleted.
+        let touched: BTreeSet<Option<String>> = plan
+            .update
+            .iter()
+            .map(|s| s.metadata.name.clone())
+            .chain(plan.delete.iter().map(|s| s.metadata.name.clone()))
+            .collect();
+        let unchanged: Vec<Arc<EndpointSlice>> =
+            all_existing.into_iter().filter(|s| !touched.contains(&s.metadata.name)).collect();
+        super::hints::reconcile_hints(service, &mut plan.create, &mut plan.update, &unchanged);
         recycle_deletions(service, &mut plan);
         plan
     }

@@ -156,3 +156,55 @@ fn foreign_slices_are_deleted_and_deletions_recycled() {
     assert!(plan.create.is_empty() && plan.delete.is_empty());
     assert_eq!(sizes(&plan.update), [("gone".to_string(), 2)]);
 }
+
+fn zoned(mut slice: EndpointSlice) -> EndpointSlice {
+    for endpoint in &mut slice.endpoints {
+        endpoint.zone = Some("zone-a".into());
+    }
+    slice
+}
+
+#[test]
+fn prefer_close_services_get_zone_hints_and_others_none() {
+    let mut close = service();
+    close.spec.as_mut().unwrap().traffic_distribution = Some("PreferClose".into());
+    let mut wanted = desired(0..2);
+    let set = &mut wanted.values_mut().next().unwrap().endpoints;
+    let mut unready = endpoint(1, false);
+    unready.zone = Some("zone-a".into());
+    set.insert(unready);
+    let mut zoned_ready = endpoint(0, true);
+    zoned_ready.zone = Some("zone-a".into());
+    set.insert(zoned_ready);
+    let plan = reconciler(100).plan(&close, Vec::new(), wanted, "IPv4");
+    let hints: Vec<Option<String>> = (plan.create[0].endpoints.iter())
+        .map(|e| e.hints.as_ref().and_then(|h| h.for_zones.as_ref()).map(|z| z[0].name.clone()))
+        .collect();
+    assert_eq!(hints, [Some("zone-a".to_string()), None], "ready endpoints with a zone only");
+
+    // An unchanged slice without hints is updated to get them; with them it is left alone.
+    let current = Arc::new(zoned((*existing("a", 0..2)).clone()));
+    let mut wanted = BTreeMap::new();
+    let mut set = Desired { ports: ports(), ..Desired::default() };
+    current.endpoints.iter().for_each(|e| set.endpoints.insert(e.clone()));
+    wanted.insert(port_map_key(&ports()), set);
+    let plan = reconciler(100).plan(&close, vec![current.clone()], wanted, "IPv4");
+    assert_eq!(sizes(&plan.update), [("a".to_string(), 2)]);
+    assert!(plan.update[0].endpoints.iter().all(|e| e.hints.is_some()));
+    let hinted = Arc::new(plan.update[0].clone());
+    let mut wanted = BTreeMap::new();
+    let mut set = Desired { ports: ports(), ..Desired::default() };
+    current.endpoints.iter().for_each(|e| set.endpoints.insert(e.clone()));
+    wanted.insert(port_map_key(&ports()), set);
+    let plan = reconciler(100).plan(&close, vec![hinted.clone()], wanted, "IPv4");
+    assert!(plan.update.is_empty() && plan.create.is_empty());
+
+    // Without a traffic distribution, slices written anyway lose their hints.
+    let mut wanted = BTreeMap::new();
+    let mut set = Desired { ports: ports(), ..Desired::default() };
+    current.endpoints.iter().take(1).for_each(|e| set.endpoints.insert(e.clone()));
+    wanted.insert(port_map_key(&ports()), set);
+    let plan = reconciler(100).plan(&service(), vec![hinted], wanted, "IPv4");
+    assert_eq!(sizes(&plan.update), [("a".to_string(), 1)]);
+    assert!(plan.update[0].endpoints[0].hints.is_none());
+}
