@@ -314,6 +314,27 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set() {
         (slice_endpoints(&slices).into_keys().collect::<Vec<_>>() == left_ip).then_some(())
     });
 
+    // The last pod is deleted while its kubelet is down, so it stays terminating (and Ready):
+    // it leaves the Endpoints; its slice endpoint is terminating, not ready, serving if Ready.
+    let last = &left[0];
+    let node = last.spec.as_ref().and_then(|s| s.node_name.clone()).expect("a node");
+    assert!(cluster.nodes.as_ref().expect("nodes").stop_heartbeat(&node));
+    let conditions = last.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+    let serving = conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+    let last_name = last.metadata.name.as_deref().unwrap_or("");
+    cluster.api::<Pod>().delete(last_name, &DeleteParams::default()).expect("deleted");
+    eventually("no address left", || cluster.endpoints("web").filter(|e| addresses(e) == (vec![], vec![])));
+    eventually("a terminating endpoint", || {
+        let slices = cluster.slices("web", "endpointslice-controller.k8s.io");
+        let endpoint = slices.iter().flat_map(|s| &s.endpoints).next()?.clone();
+        let c = endpoint.conditions.unwrap_or_default();
+        (endpoint.addresses == left_ip
+            && c.ready == Some(false)
+            && c.serving == Some(true)
+            && c.terminating == Some(true))
+        .then_some(())
+    });
+
     // The Service goes: so do its Endpoints (its slices are the garbage collector's).
     cluster.api::<Service>().delete("web", &DeleteParams::default()).expect("deleted");
     eventually("the Endpoints deleted", || cluster.endpoints("web").is_none().then_some(()));
