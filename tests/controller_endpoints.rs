@@ -330,7 +330,7 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set() {
         let c = endpoint.conditions.unwrap_or_default();
         (endpoint.addresses == left_ip
             && c.ready == Some(false)
-            && c.serving == Some(true)
+            && c.serving == Some(serving)
             && c.terminating == Some(true))
         .then_some(())
     });
