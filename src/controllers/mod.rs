@@ -8,6 +8,10 @@
 
 pub mod client_names;
 pub mod deployment;
+pub mod endpoint;
+pub mod endpointslice;
+pub mod endpointslicemirroring;
+pub mod endpointutil;
 pub mod nodeipam;
 pub mod nodeutil;
 pub mod podgc;
@@ -124,6 +128,9 @@ pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     // The token controller first, as upstream starts it before the others.
     serviceaccount::SERVICE_ACCOUNT_TOKEN,
     deployment::DEPLOYMENT,
+    endpoint::ENDPOINTS,
+    endpointslice::ENDPOINTSLICE,
+    endpointslicemirroring::ENDPOINTSLICE_MIRRORING,
     nodeipam::NODE_IPAM,
     podgc::POD_GC,
     replicaset::REPLICASET,

@@ -551,7 +551,9 @@ pub fn write_update(
     } else {
         subresources::populate_condition_timestamps(resource, old, &mut object);
     }
-    if resource.tracks_generation && objects::spec_part(&object) != objects::spec_part(old) {
+    // `endpointSliceStrategy.PrepareForUpdate` also counts label changes.
+    let labels_changed = resource.kind == "EndpointSlice" && object["metadata"]["labels"] != old["metadata"]["labels"];
+    if resource.tracks_generation && (labels_changed || objects::spec_part(&object) != objects::spec_part(old)) {
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
         object["metadata"]["generation"] = generation.into();
     }
