@@ -188,13 +188,6 @@ impl Error {
         matches!(self, Error::Transport(m) if m.contains("timeout") || m.contains("timed out"))
     }
 
-    /// `apierrors.HasStatusCause`: the Status lists a cause of this type, e.g.
-    /// `NamespaceTerminating` when creating in a terminating namespace.
-    pub fn has_status_cause(&self, cause: &str) -> bool {
-        let causes = self.api().and_then(|e| e.status.details.as_ref()).and_then(|d| d.causes.as_ref());
-        causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some(cause))
-    }
-
     /// The text of the error as Go's `err.Error()` gives it: an API error's message alone.
     pub fn message(&self) -> String {
         match self {
