@@ -52,6 +52,14 @@ impl fmt::Display for GroupResource {
     }
 }
 
+/// `legacyObjectCountAliases`: core resources whose object count also goes by an older name.
+pub const LEGACY_OBJECT_COUNT_ALIASES: &[(&str, &str)] = &[
+    ("configmaps", "configmaps"),
+    ("resourcequotas", "resourcequotas"),
+    ("replicationcontrollers", "replicationcontrollers"),
+    ("secrets", "secrets"),
+];
+
 /// What the controller needs of an evaluator (`quota.Evaluator` without the admission half,
 /// which the admission plugin takes from the object-level functions).
 pub trait Evaluator: Send + Sync {

@@ -27,7 +27,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 
 use super::QuotaController;
 use crate::quota::generic::{ListFn, ListingEvaluator};
-use crate::quota::{GroupResource, claims, pods, services};
+use crate::quota::{GroupResource, LEGACY_OBJECT_COUNT_ALIASES, claims, pods, services};
 use crate::runtime::controller::ControllerContext;
 use crate::runtime::informer::{Event, Informable, Informer};
 
@@ -135,14 +135,17 @@ fn register_core_evaluators(context: &ControllerContext<'_>, controller: &QuotaC
         crate::quota::generic::matches_no_scope,
         Box::new(claims::usage),
     )));
-    legacy_count::<ConfigMap>(context, controller, "configmaps");
-    legacy_count::<ResourceQuota>(context, controller, "resourcequotas");
-    legacy_count::<ReplicationController>(context, controller, "replicationcontrollers");
-    legacy_count::<Secret>(context, controller, "secrets");
+    legacy_count::<ConfigMap>(context, controller);
+    legacy_count::<ResourceQuota>(context, controller);
+    legacy_count::<ReplicationController>(context, controller);
+    legacy_count::<Secret>(context, controller);
 }
 
-fn legacy_count<K: Informable>(context: &ControllerContext<'_>, controller: &QuotaController, alias: &str) {
-    let evaluator = ListingEvaluator::object_count(group_resource::<K>(), lister(context.informers.informer::<K>()), Some(alias));
+/// An object count with its legacy name (`LEGACY_OBJECT_COUNT_ALIASES`).
+fn legacy_count<K: Informable>(context: &ControllerContext<'_>, controller: &QuotaController) {
+    let alias = LEGACY_OBJECT_COUNT_ALIASES.iter().find(|(resource, _)| K::GROUP.is_empty() && *resource == K::URL_PATH_SEGMENT);
+    let lister = lister(context.informers.informer::<K>());
+    let evaluator = ListingEvaluator::object_count(group_resource::<K>(), lister, alias.map(|(_, alias)| *alias));
     controller.registry.add(Arc::new(evaluator));
 }
 
