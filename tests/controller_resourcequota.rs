@@ -68,7 +68,9 @@ fn start(namespaces: &[&str], prepare: impl FnOnce(&Client)) -> Cluster {
         let ns: Namespace = from(json!({"metadata": {"name": namespace}}));
         Api::<Namespace>::cluster(&client).create(&ns, &PostParams::default()).expect("namespace");
         let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-        Api::<ServiceAccount>::namespaced(&client, namespace).create(&account, &PostParams::default()).expect("account");
+        Api::<ServiceAccount>::namespaced(&client, namespace)
+            .create(&account, &PostParams::default())
+            .expect("account");
     }
     let options = NodeOptions {
         pod_start_delay: Duration::from_millis(200),
@@ -103,7 +105,9 @@ fn eventually<T>(what: &str, mut check: impl FnMut() -> Result<T, String>) -> T 
     }
 }
 
-fn quantities(list: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>) -> BTreeMap<String, Quantity> {
+fn quantities(
+    list: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+) -> BTreeMap<String, Quantity> {
     let entries = list.into_iter().flatten();
     entries.map(|(name, q)| (name.clone(), Quantity::parse(&q.0).expect("a quantity"))).collect()
 }
@@ -124,7 +128,8 @@ impl Cluster {
         eventually(&format!("usage of {namespace}/{name}"), || {
             let quota = self.quota(namespace, name);
             let status = quota.status.as_ref();
-            let (hard, seen) = (quantities(status.and_then(|s| s.hard.as_ref())), quantities(status.and_then(|s| s.used.as_ref())));
+            let (hard, seen) =
+                (quantities(status.and_then(|s| s.hard.as_ref())), quantities(status.and_then(|s| s.used.as_ref())));
             let spec_hard = quantities(quota.spec.as_ref().and_then(|s| s.hard.as_ref()));
             if seen == want && hard == spec_hard {
                 Ok(quota)
@@ -139,7 +144,10 @@ impl Cluster {
 
     fn delete<K>(&self, namespace: &str, name: &str)
     where
-        K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope> + DeserializeOwned + Clone + std::fmt::Debug,
+        K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + DeserializeOwned
+            + Clone
+            + std::fmt::Debug,
     {
         Api::<K>::namespaced(&self.client, namespace).delete(name, &DeleteParams::default()).expect("deleted");
     }
@@ -192,8 +200,16 @@ fn usage_matches_a_hand_count_after_creates_and_deletes() {
     cluster.wait_for_usage("counts", "objects", &zeros);
 
     let client = &cluster.client;
-    create::<Pod>(client, "counts", pod("a", json!({"cpu": "100m", "memory": "1.5Gi"}), json!({"cpu": "1", "memory": "2Gi"})));
-    create::<Pod>(client, "counts", pod("b", json!({"cpu": "0.9", "memory": "512Mi"}), json!({"cpu": "2", "memory": "2e9"})));
+    create::<Pod>(
+        client,
+        "counts",
+        pod("a", json!({"cpu": "100m", "memory": "1.5Gi"}), json!({"cpu": "1", "memory": "2Gi"})),
+    );
+    create::<Pod>(
+        client,
+        "counts",
+        pod("b", json!({"cpu": "0.9", "memory": "512Mi"}), json!({"cpu": "2", "memory": "2e9"})),
+    );
     create::<Service>(client, "counts", service("cluster-ip", "ClusterIP", &[80]));
     create::<Service>(client, "counts", service("node-port", "NodePort", &[80, 443]));
     create::<Service>(client, "counts", service("balancer", "LoadBalancer", &[8080]));
@@ -203,9 +219,13 @@ fn usage_matches_a_hand_count_after_creates_and_deletes() {
     create::<PersistentVolumeClaim>(client, "counts", claim("gold-big", Some("gold"), "1.5Gi"));
     create::<PersistentVolumeClaim>(client, "counts", claim("gold-small", Some("gold"), "2e3"));
     create::<PersistentVolumeClaim>(client, "counts", claim("silver", Some("silver"), "1Gi"));
-    create::<Deployment>(client, "counts", json!({"metadata": {"name": "web"}, "spec": {"replicas": 0,
+    create::<Deployment>(
+        client,
+        "counts",
+        json!({"metadata": {"name": "web"}, "spec": {"replicas": 0,
         "selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}));
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}),
+    );
 
     // 100m + 0.9 = 1; 1.5Gi + 512Mi = 2Gi; 2Gi + 2e9; 1.5Gi + 2e3 (+ 1Gi).
     let quota = cluster.wait_for_usage(
@@ -242,7 +262,9 @@ fn usage_matches_a_hand_count_after_creates_and_deletes() {
     cluster.delete::<PersistentVolumeClaim>("counts", "gold-small");
     // Stand in for the pvc-protection controller: the claim is not in use.
     let claims = Api::<PersistentVolumeClaim>::namespaced(client, "counts");
-    claims.patch("gold-small", &Patch::Merge(json!({"metadata": {"finalizers": null}})), &PostParams::default()).expect("unprotected");
+    claims
+        .patch("gold-small", &Patch::Merge(json!({"metadata": {"finalizers": null}})), &PostParams::default())
+        .expect("unprotected");
 
     cluster.wait_for_usage(
         "counts",
@@ -282,10 +304,16 @@ fn scopes_select_pods_and_terminal_pods_stop_counting() {
         quota("not-best-effort", json!({"scopes": ["NotBestEffort"]}));
         quota("terminating", json!({"scopes": ["Terminating"]}));
         quota("not-terminating", json!({"scopes": ["NotTerminating"]}));
-        quota("high", json!({"scopeSelector": {"matchExpressions": [
-            {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}));
-        quota("not-high", json!({"scopeSelector": {"matchExpressions": [
-            {"scopeName": "PriorityClass", "operator": "NotIn", "values": ["high"]}]}}));
+        quota(
+            "high",
+            json!({"scopeSelector": {"matchExpressions": [
+            {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}),
+        );
+        quota(
+            "not-high",
+            json!({"scopeSelector": {"matchExpressions": [
+            {"scopeName": "PriorityClass", "operator": "NotIn", "values": ["high"]}]}}),
+        );
     });
     let client = &cluster.client;
     create::<Pod>(client, "scopes", pod("plain", json!({}), json!({})));
@@ -319,7 +347,11 @@ fn scopes_select_pods_and_terminal_pods_stop_counting() {
 #[test]
 fn status_hard_follows_spec_hard() {
     let cluster = start(&["edits"], |client| {
-        create::<ResourceQuota>(client, "edits", json!({"metadata": {"name": "q"}, "spec": {"hard": {"configmaps": "5"}}}));
+        create::<ResourceQuota>(
+            client,
+            "edits",
+            json!({"metadata": {"name": "q"}, "spec": {"hard": {"configmaps": "5"}}}),
+        );
         create::<ConfigMap>(client, "edits", json!({"metadata": {"name": "one"}}));
         create::<Secret>(client, "edits", json!({"metadata": {"name": "s1"}}));
         create::<Secret>(client, "edits", json!({"metadata": {"name": "s2"}}));

@@ -105,16 +105,28 @@ mod tests {
         let u = usage(&annotated);
         assert_eq!(u["bronze.storageclass.storage.k8s.io/requests.storage"].canonical(), "1Ki");
         assert!(!u.contains_key("gold.storageclass.storage.k8s.io/persistentvolumeclaims"));
-        let fractional = claim(json!({"metadata": {"name": "c"}, "spec": {"resources": {"requests": {"storage": "1001m"}}}}));
-        assert_eq!(pretty(&usage(&fractional)), "count/persistentvolumeclaims=1,persistentvolumeclaims=1,requests.storage=2");
+        let fractional =
+            claim(json!({"metadata": {"name": "c"}, "spec": {"resources": {"requests": {"storage": "1001m"}}}}));
+        assert_eq!(
+            pretty(&usage(&fractional)),
+            "count/persistentvolumeclaims=1,persistentvolumeclaims=1,requests.storage=2"
+        );
         assert!(requires_quota_replenish(&gold, &gold));
     }
 
     #[test]
     fn matching_resources_by_suffix() {
-        let input: Vec<String> = ["requests.storage", "pods", "gold.storageclass.storage.k8s.io/requests.storage",
-            "gold.storageclass.storage.k8s.io/persistentvolumeclaims", "count/persistentvolumeclaims", "x/requests.storage"]
-            .iter().map(|s| s.to_string()).collect();
+        let input: Vec<String> = [
+            "requests.storage",
+            "pods",
+            "gold.storageclass.storage.k8s.io/requests.storage",
+            "gold.storageclass.storage.k8s.io/persistentvolumeclaims",
+            "count/persistentvolumeclaims",
+            "x/requests.storage",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         assert_eq!(matching_resources(&input).len(), 4);
     }
 }

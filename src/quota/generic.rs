@@ -155,8 +155,12 @@ mod tests {
 
     #[test]
     fn object_counts_with_legacy_alias() {
-        let evaluator = ListingEvaluator::object_count(GroupResource::new("", "configmaps"), config_maps(3), Some("configmaps"));
-        assert_eq!(evaluator.matching_resources(&strings(&["configmaps", "pods", "count/configmaps"])), ["configmaps", "count/configmaps"]);
+        let evaluator =
+            ListingEvaluator::object_count(GroupResource::new("", "configmaps"), config_maps(3), Some("configmaps"));
+        assert_eq!(
+            evaluator.matching_resources(&strings(&["configmaps", "pods", "count/configmaps"])),
+            ["configmaps", "count/configmaps"]
+        );
         let resources = strings(&["configmaps", "count/configmaps"]);
         let options = UsageStatsOptions { namespace: "ns", scopes: &[], resources: &resources, scope_selector: &[] };
         assert_eq!(pretty(&evaluator.usage_stats(&options).expect("usage")), "configmaps=3,count/configmaps=3");
@@ -172,9 +176,14 @@ mod tests {
     fn calculate_usage_masks_to_measured_hard_resources() {
         let registry = Registry::new(vec![
             Arc::new(pod_evaluator(vec![pod("a", Some("100m")), pod("b", Some("0.9")), pod("c", None)])),
-            Arc::new(ListingEvaluator::object_count(GroupResource::new("", "configmaps"), config_maps(2), Some("configmaps"))),
+            Arc::new(ListingEvaluator::object_count(
+                GroupResource::new("", "configmaps"),
+                config_maps(2),
+                Some("configmaps"),
+            )),
         ]);
-        let limits = hard(&[("requests.cpu", "2"), ("pods", "10"), ("configmaps", "5"), ("unknown.example.com/x", "1")]);
+        let limits =
+            hard(&[("requests.cpu", "2"), ("pods", "10"), ("configmaps", "5"), ("unknown.example.com/x", "1")]);
         let (usage, errors) = calculate_usage("ns", &[], &limits, &registry, &[]);
         assert!(errors.is_empty());
         assert_eq!(pretty(&usage), "configmaps=2,pods=3,requests.cpu=1");
@@ -203,7 +212,8 @@ mod tests {
         let mut high = pod("a", Some("1"));
         high.spec.as_mut().expect("spec").priority_class_name = Some("high".into());
         let registry = Registry::new(vec![Arc::new(pod_evaluator(vec![high]))]);
-        let (usage, errors) = calculate_usage("ns", &strings(&["PriorityClass"]), &hard(&[("pods", "1")]), &registry, &[]);
+        let (usage, errors) =
+            calculate_usage("ns", &strings(&["PriorityClass"]), &hard(&[("pods", "1")]), &registry, &[]);
         assert!(errors.is_empty());
         assert_eq!(pretty(&usage), "pods=0");
     }

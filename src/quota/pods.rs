@@ -124,7 +124,8 @@ fn crosses_namespaces(term: &PodAffinityTerm) -> bool {
 pub fn uses_cross_namespace_pod_affinity(pod: &Pod) -> bool {
     let Some(affinity) = pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else { return false };
     let terms = |required: Option<&Vec<PodAffinityTerm>>, preferred: Option<Vec<&PodAffinityTerm>>| {
-        required.into_iter().flatten().any(crosses_namespaces) || preferred.into_iter().flatten().any(crosses_namespaces)
+        required.into_iter().flatten().any(crosses_namespaces)
+            || preferred.into_iter().flatten().any(crosses_namespaces)
     };
     let affinity_crosses = affinity.pod_affinity.as_ref().is_some_and(|a| {
         let preferred = a.preferred_during_scheduling_ignored_during_execution.as_ref();
@@ -237,7 +238,10 @@ fn statuses_by_name(pod: &Pod) -> BTreeMap<&str, &ContainerStatus> {
 /// `IsPodResizeInfeasible`.
 fn is_resize_infeasible(pod: &Pod) -> bool {
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref()).into_iter().flatten();
-    conditions.into_iter().find(|c| c.type_ == "PodResizePending").is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
+    conditions
+        .into_iter()
+        .find(|c| c.type_ == "PodResizePending")
+        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
 }
 
 /// Requests or limits (`field`) of one container, with the kubelet's view when it reports one
@@ -438,9 +442,19 @@ mod tests {
 
     #[test]
     fn matching_resources_as_upstream() {
-        let input = names(&["count/pods", "pods", "requests.hugepages-1Gi", "requests.example.com/gpu", "secrets",
-            "example.com/gpu", "requests.kubernetes.io/x"]);
-        assert_eq!(matching_resources(&input), ["count/pods", "pods", "requests.hugepages-1Gi", "requests.example.com/gpu"]);
+        let input = names(&[
+            "count/pods",
+            "pods",
+            "requests.hugepages-1Gi",
+            "requests.example.com/gpu",
+            "secrets",
+            "example.com/gpu",
+            "requests.kubernetes.io/x",
+        ]);
+        assert_eq!(
+            matching_resources(&input),
+            ["count/pods", "pods", "requests.hugepages-1Gi", "requests.example.com/gpu"]
+        );
     }
 
     #[test]
@@ -456,7 +470,8 @@ mod tests {
         assert_eq!(matches_scope(&scope("NotTerminating"), &best_effort), Ok(true));
         assert_eq!(matches_scope(&scope("PriorityClass"), &burstable), Ok(true));
         assert_eq!(matches_scope(&scope("PriorityClass"), &best_effort), Ok(false));
-        let r#in = ScopeRequirement { scope_name: "PriorityClass".into(), operator: "In".into(), values: names(&["high"]) };
+        let r#in =
+            ScopeRequirement { scope_name: "PriorityClass".into(), operator: "In".into(), values: names(&["high"]) };
         assert_eq!(matches_scope(&r#in, &burstable), Ok(true));
         let not_in = ScopeRequirement { operator: "NotIn".into(), ..r#in.clone() };
         assert_eq!(matches_scope(&not_in, &burstable), Ok(false));

@@ -29,9 +29,10 @@ impl ScopeRequirement {
     pub fn matches_label(&self, value: Option<&str>) -> Result<bool, String> {
         let in_values = || value.is_some_and(|v| self.values.iter().any(|x| x == v));
         match self.operator.as_str() {
-            "In" | "NotIn" if self.values.is_empty() => {
-                Err(format!("{}: values: Invalid value: for 'in', 'notin' operators, values set can't be empty", self.scope_name))
-            }
+            "In" | "NotIn" if self.values.is_empty() => Err(format!(
+                "{}: values: Invalid value: for 'in', 'notin' operators, values set can't be empty",
+                self.scope_name
+            )),
             "Exists" | "DoesNotExist" if !self.values.is_empty() => Err(format!(
                 "{}: values: Invalid value: values set must be empty for exists and does not exist",
                 self.scope_name

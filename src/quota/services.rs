@@ -42,10 +42,8 @@ pub fn usage(service: &Service) -> ResourceList {
 
 /// `GetQuotaServiceType`: `NodePort`, `LoadBalancer`, or `""` for types quota does not track.
 pub fn quota_service_type(service: &Service) -> &str {
-    match service.spec.as_ref().and_then(|s| s.type_.as_deref()) {
-        Some(t @ ("NodePort" | "LoadBalancer")) => t,
-        _ => "",
-    }
+    let service_type = service.spec.as_ref().and_then(|s| s.type_.as_deref()).unwrap_or_default();
+    if matches!(service_type, "NodePort" | "LoadBalancer") { service_type } else { "" }
 }
 
 #[cfg(test)]

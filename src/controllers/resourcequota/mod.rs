@@ -107,7 +107,8 @@ impl QuotaController {
             return;
         }
         let evaluators = self.registry.list();
-        let measurable = |name: &String| evaluators.iter().any(|e| !e.matching_resources(&[name.clone()]).is_empty());
+        let measurable =
+            |name: &String| evaluators.iter().any(|e| !e.matching_resources(std::slice::from_ref(name)).is_empty());
         if status_hard.keys().any(|name| !used.contains_key(name) && measurable(name)) {
             self.missing_usage.add(key);
             return;

@@ -61,12 +61,18 @@ impl Monitored for Pod {
 fn resources_changed(old: &Pod, new: &Pod) -> bool {
     let statuses = |pod: &Pod, init: bool| -> Vec<ContainerStatus> {
         let status = pod.status.as_ref();
-        let list = if init { status.and_then(|s| s.init_container_statuses.clone()) } else { status.and_then(|s| s.container_statuses.clone()) };
+        let list = if init {
+            status.and_then(|s| s.init_container_statuses.clone())
+        } else {
+            status.and_then(|s| s.container_statuses.clone())
+        };
         list.unwrap_or_default()
     };
     [false, true].into_iter().any(|init| {
         let news = statuses(new, init);
-        statuses(old, init).iter().any(|o| news.iter().find(|n| n.name == o.name).is_some_and(|n| n.resources != o.resources))
+        statuses(old, init)
+            .iter()
+            .any(|o| news.iter().find(|n| n.name == o.name).is_some_and(|n| n.resources != o.resources))
     })
 }
 
@@ -87,9 +93,30 @@ macro_rules! monitored {
 }
 
 monitored!(
-    ConfigMap, Endpoints, LimitRange, PodTemplate, ReplicationController, ResourceQuota, Secret, ServiceAccount,
-    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet, HorizontalPodAutoscaler, CronJob, Job, Lease,
-    EndpointSlice, EventsEvent, Ingress, NetworkPolicy, PodDisruptionBudget, Role, RoleBinding,
+    ConfigMap,
+    Endpoints,
+    LimitRange,
+    PodTemplate,
+    ReplicationController,
+    ResourceQuota,
+    Secret,
+    ServiceAccount,
+    ControllerRevision,
+    DaemonSet,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    HorizontalPodAutoscaler,
+    CronJob,
+    Job,
+    Lease,
+    EndpointSlice,
+    EventsEvent,
+    Ingress,
+    NetworkPolicy,
+    PodDisruptionBudget,
+    Role,
+    RoleBinding,
 );
 
 /// The group/resource of a kind (`pods`, `deployments.apps`).
@@ -100,7 +127,8 @@ fn group_resource<K: Informable>() -> GroupResource {
 /// `ListerFuncForResourceFunc` + `ListResourceUsingListerFunc`: the namespace's cached objects,
 /// an error until the informer has synced.
 fn lister<K: Informable>(informer: Arc<Informer<K>>) -> ListFn<K> {
-    let group_version = if K::GROUP.is_empty() { K::VERSION.to_string() } else { format!("{}/{}", K::GROUP, K::VERSION) };
+    let group_version =
+        if K::GROUP.is_empty() { K::VERSION.to_string() } else { format!("{}/{}", K::GROUP, K::VERSION) };
     let not_ready = format!("{group_version}, Resource={} not yet synced", K::URL_PATH_SEGMENT);
     Box::new(move |namespace| {
         if !informer.has_synced() {
@@ -143,7 +171,9 @@ fn register_core_evaluators(context: &ControllerContext<'_>, controller: &QuotaC
 
 /// An object count with its legacy name (`LEGACY_OBJECT_COUNT_ALIASES`).
 fn legacy_count<K: Informable>(context: &ControllerContext<'_>, controller: &QuotaController) {
-    let alias = LEGACY_OBJECT_COUNT_ALIASES.iter().find(|(resource, _)| K::GROUP.is_empty() && *resource == K::URL_PATH_SEGMENT);
+    let alias = LEGACY_OBJECT_COUNT_ALIASES
+        .iter()
+        .find(|(resource, _)| K::GROUP.is_empty() && *resource == K::URL_PATH_SEGMENT);
     let lister = lister(context.informers.informer::<K>());
     let evaluator = ListingEvaluator::object_count(group_resource::<K>(), lister, alias.map(|(_, alias)| *alias));
     controller.registry.add(Arc::new(evaluator));

@@ -54,7 +54,9 @@ impl Evaluator {
             ("", "persistentvolumeclaims") => Evaluator::Claim,
             _ => {
                 let mut names = vec![group_resource.object_count_name()];
-                let legacy = LEGACY_OBJECT_COUNT_ALIASES.iter().find(|(r, _)| resource.group.is_empty() && *r == resource.plural);
+                let legacy = LEGACY_OBJECT_COUNT_ALIASES
+                    .iter()
+                    .find(|(r, _)| resource.group.is_empty() && *r == resource.plural);
                 names.extend(legacy.map(|(_, alias)| alias.to_string()));
                 Evaluator::Count(names)
             }
