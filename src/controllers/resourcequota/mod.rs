@@ -97,23 +97,15 @@ impl QuotaController {
         }
     }
 
-    /// `addQuota`: the priority queue for quotas whose status lacks the spec's limits or lacks
-    /// usage of a resource some evaluator measures, the primary queue otherwise.
+    /// `addQuota`: the priority queue for quotas missing usage information, the primary queue
+    /// otherwise.
     fn add_quota(&self, quota: &ResourceQuota) {
         let key = object_key(&quota.metadata);
-        let (status_hard, used) = status_of(quota);
-        if !resources::equals(&spec_hard(quota), &status_hard) {
+        if missing_usage(quota, &self.registry) {
             self.missing_usage.add(key);
-            return;
+        } else {
+            self.queue.add(key);
         }
-        let evaluators = self.registry.list();
-        let measurable =
-            |name: &String| evaluators.iter().any(|e| !e.matching_resources(std::slice::from_ref(name)).is_empty());
-        if status_hard.keys().any(|name| !used.contains_key(name) && measurable(name)) {
-            self.missing_usage.add(key);
-            return;
-        }
-        self.queue.add(key);
     }
 
     /// `enqueueAll`: every quota into the primary queue, for a full recalculation.
@@ -154,28 +146,11 @@ impl QuotaController {
     /// limits or the usage differ from what it says. On counting errors the resources that
     /// could be counted are still written, and the errors returned (the key is requeued).
     fn sync_resource_quota(&self, quota: &ResourceQuota) -> Result<(), String> {
-        let (status_hard, status_used) = status_of(quota);
-        let hard = spec_hard(quota);
-        let status = quota.status.as_ref();
-        let mut dirty = !resources::equals(&hard, &status_hard)
-            || status.and_then(|s| s.hard.as_ref()).is_none()
-            || status.and_then(|s| s.used.as_ref()).is_none();
-
-        let namespace = quota.metadata.namespace.as_deref().unwrap_or("");
-        let spec = quota.spec.as_ref();
-        let scopes = spec.and_then(|s| s.scopes.clone()).unwrap_or_default();
-        let selector = selector_requirements(spec.and_then(|s| s.scope_selector.as_ref()));
-        let (new_usage, mut errors) = calculate_usage(namespace, &scopes, &hard, &self.registry, &selector);
-        let mut used = status_used.clone();
-        used.extend(new_usage);
-        let used = resources::mask(&used, &resources::resource_names(&hard));
-
-        dirty = dirty || !resources::equals(&used, &status_used);
-        if dirty {
+        let (status, mut errors) = updated_status(quota, &self.registry);
+        if let Some(status) = status {
             let mut usage = quota.clone();
-            // Empty lists are left out, as Go's `omitempty` does.
-            let non_empty = |list: &ResourceList| (!list.is_empty()).then(|| to_api(list));
-            usage.status = Some(ResourceQuotaStatus { hard: non_empty(&hard), used: non_empty(&used) });
+            usage.status = Some(status);
+            let namespace = quota.metadata.namespace.as_deref().unwrap_or("");
             let api = Api::<ResourceQuota>::namespaced(&self.client, namespace);
             let name = quota.metadata.name.as_deref().unwrap_or("");
             if let Err(e) = api.replace_status(name, &usage, &PostParams::default()) {
@@ -184,6 +159,47 @@ impl QuotaController {
         }
         aggregate(errors)
     }
+}
+
+/// Whether `addQuota` puts the quota in the priority queue: its status lacks the spec's hard
+/// limits, or lacks usage of a resource some evaluator measures.
+fn missing_usage(quota: &ResourceQuota, registry: &Registry) -> bool {
+    let (status_hard, used) = status_of(quota);
+    if !resources::equals(&spec_hard(quota), &status_hard) {
+        return true;
+    }
+    let evaluators = registry.list();
+    let measurable =
+        |name: &String| evaluators.iter().any(|e| !e.matching_resources(std::slice::from_ref(name)).is_empty());
+    status_hard.keys().any(|name| !used.contains_key(name) && measurable(name))
+}
+
+/// The counting half of `syncResourceQuota`: the status to write (`None` when hard limits and
+/// usage are what the status says, compared by value as `quota.Equals` does) and the counting
+/// errors. Resources that could not be counted keep their last usage.
+fn updated_status(quota: &ResourceQuota, registry: &Registry) -> (Option<ResourceQuotaStatus>, Vec<String>) {
+    let (status_hard, status_used) = status_of(quota);
+    let hard = spec_hard(quota);
+    let status = quota.status.as_ref();
+    // The first sync always writes: the status has no hard limits or no usage yet.
+    let mut dirty = !resources::equals(&hard, &status_hard)
+        || status.and_then(|s| s.hard.as_ref()).is_none()
+        || status.and_then(|s| s.used.as_ref()).is_none();
+
+    let namespace = quota.metadata.namespace.as_deref().unwrap_or("");
+    let spec = quota.spec.as_ref();
+    let scopes = spec.and_then(|s| s.scopes.clone()).unwrap_or_default();
+    let selector = selector_requirements(spec.and_then(|s| s.scope_selector.as_ref()));
+    let (new_usage, errors) = calculate_usage(namespace, &scopes, &hard, registry, &selector);
+    let mut used = status_used.clone();
+    used.extend(new_usage);
+    let used = resources::mask(&used, &resources::resource_names(&hard));
+
+    dirty = dirty || !resources::equals(&used, &status_used);
+    // Empty lists are left out, as Go's `omitempty` does.
+    let non_empty = |list: &ResourceList| (!list.is_empty()).then(|| to_api(list));
+    let status = dirty.then(|| ResourceQuotaStatus { hard: non_empty(&hard), used: non_empty(&used) });
+    (status, errors)
 }
 
 /// `utilerrors.NewAggregate(errs).Error()`: nothing, the one message, or `[a, b]`.
@@ -223,7 +239,99 @@ fn spawn_full_resync(controller: Arc<QuotaController>, period: Duration) -> Resu
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    use serde_json::json;
+
     use super::*;
+    use crate::quota::generic::ListingEvaluator;
+    use crate::quota::pods;
+
+    fn quota(spec: serde_json::Value, status: serde_json::Value) -> ResourceQuota {
+        serde_json::from_value(json!({"metadata": {"name": "q", "namespace": "ns"}, "spec": spec, "status": status}))
+            .expect("a quota")
+    }
+
+    /// Pods `a` (100m cpu) and `b` (0.9 cpu, BestEffort-free), and configmaps that cannot be
+    /// listed yet.
+    fn registry() -> Registry {
+        let pod = |name: &str, cpu: &str| -> Arc<Pod> {
+            Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}))
+                .expect("a pod"),
+            )
+        };
+        let listed = vec![pod("a", "100m"), pod("b", "0.9")];
+        Registry::new(vec![
+            Arc::new(ListingEvaluator::new(
+                GroupResource::new("", "pods"),
+                Box::new(move |_| Ok(listed.clone())),
+                Box::new(pods::matching_resources),
+                pods::matches_scope,
+                Box::new(|pod| pods::usage(pod, jiff::Timestamp::now(), true)),
+            )),
+            Arc::new(ListingEvaluator::<ConfigMap>::object_count(
+                GroupResource::new("", "configmaps"),
+                Box::new(|_| Err("/v1, Resource=configmaps not yet synced".into())),
+                Some("configmaps"),
+            )),
+        ])
+    }
+
+    fn text(
+        list: Option<&std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+    ) -> String {
+        list.into_iter().flatten().map(|(n, q)| format!("{n}={}", q.0)).collect::<Vec<_>>().join(",")
+    }
+
+    #[test]
+    fn first_sync_writes_hard_and_exact_usage() {
+        let q = quota(json!({"hard": {"pods": "5", "requests.cpu": "2", "configmaps": "3"}}), json!({}));
+        let (status, errors) = updated_status(&q, &registry());
+        let status = status.expect("a first sync writes");
+        assert_eq!(text(status.hard.as_ref()), "configmaps=3,pods=5,requests.cpu=2");
+        // configmaps could not be counted: no usage for it, and the error is reported.
+        assert_eq!(text(status.used.as_ref()), "pods=2,requests.cpu=1");
+        assert_eq!(errors, ["failed to list content: /v1, Resource=configmaps not yet synced"]);
+    }
+
+    #[test]
+    fn unchanged_usage_is_not_written_and_uncounted_usage_is_kept() {
+        let synced = quota(
+            json!({"hard": {"pods": "5", "requests.cpu": "2", "configmaps": "3"}}),
+            json!({"hard": {"pods": "5", "requests.cpu": "2000m", "configmaps": "3"},
+                "used": {"pods": "2", "requests.cpu": "1000m", "configmaps": "1"}}),
+        );
+        let (status, _) = updated_status(&synced, &registry());
+        assert!(status.is_none(), "equal by value: no write");
+        // A new hard limit is written, with the last usage of what could not be counted.
+        let edited = quota(
+            json!({"hard": {"pods": "1", "requests.cpu": "2", "configmaps": "3"}}),
+            synced.status.clone().map(|s| serde_json::to_value(s).expect("json")).unwrap_or_default(),
+        );
+        let status = updated_status(&edited, &registry()).0.expect("a write");
+        assert_eq!(text(status.hard.as_ref()), "configmaps=3,pods=1,requests.cpu=2");
+        assert_eq!(text(status.used.as_ref()), "configmaps=1,pods=2,requests.cpu=1");
+        // Usage of resources no longer limited is dropped.
+        let fewer =
+            quota(json!({"hard": {"pods": "5"}}), json!({"hard": {"pods": "5"}, "used": {"pods": "2", "cpu": "1"}}));
+        let status = updated_status(&fewer, &registry()).0.expect("a write");
+        assert_eq!(text(status.used.as_ref()), "pods=2");
+    }
+
+    #[test]
+    fn quotas_missing_usage_go_first() {
+        let registry = registry();
+        let unsynced = quota(json!({"hard": {"pods": "5"}}), json!({}));
+        assert!(missing_usage(&unsynced, &registry));
+        let synced = quota(json!({"hard": {"pods": "5"}}), json!({"hard": {"pods": "5"}, "used": {"pods": "0"}}));
+        assert!(!missing_usage(&synced, &registry));
+        let no_usage = quota(json!({"hard": {"pods": "5"}}), json!({"hard": {"pods": "5"}}));
+        assert!(missing_usage(&no_usage, &registry));
+        // Usage nothing can measure is not waited for.
+        let unmeasurable = quota(json!({"hard": {"example.com/x": "5"}}), json!({"hard": {"example.com/x": "5"}}));
+        assert!(!missing_usage(&unmeasurable, &registry));
+    }
 
     #[test]
     fn aggregate_errors_as_upstream() {
