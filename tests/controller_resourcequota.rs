@@ -192,70 +192,74 @@ const COUNTED: &[(&str, &str)] = &[
 
 #[test]
 fn usage_matches_a_hand_count_after_creates_and_deletes() {
+    // Everything exists before the controller starts, so that the usage checked is the
+    // controller's own count from its caches (objects created later are charged by admission,
+    // and a recount may run before the controller's caches have them, as upstream).
     let cluster = start(&["counts"], |client| {
         let hard: BTreeMap<&str, &str> = COUNTED.iter().copied().collect();
         create::<ResourceQuota>(client, "counts", json!({"metadata": {"name": "objects"}, "spec": {"hard": hard}}));
+        let a = pod("a", json!({"cpu": "100m", "memory": "1.5Gi"}), json!({"cpu": "1", "memory": "2Gi"}));
+        create::<Pod>(client, "counts", a);
+        let b = pod("b", json!({"cpu": "0.9", "memory": "512Mi"}), json!({"cpu": "2", "memory": "2e9"}));
+        create::<Pod>(client, "counts", b);
+        create::<Service>(client, "counts", service("cluster-ip", "ClusterIP", &[80]));
+        create::<Service>(client, "counts", service("node-port", "NodePort", &[80, 443]));
+        create::<Service>(client, "counts", service("balancer", "LoadBalancer", &[8080]));
+        create::<ConfigMap>(client, "counts", json!({"metadata": {"name": "one"}, "data": {"k": "v"}}));
+        create::<ConfigMap>(client, "counts", json!({"metadata": {"name": "two"}}));
+        create::<Secret>(client, "counts", json!({"metadata": {"name": "token"}, "stringData": {"k": "v"}}));
+        create::<PersistentVolumeClaim>(client, "counts", claim("gold-big", Some("gold"), "1.5Gi"));
+        create::<PersistentVolumeClaim>(client, "counts", claim("gold-small", Some("gold"), "2e3"));
+        create::<PersistentVolumeClaim>(client, "counts", claim("silver", Some("silver"), "1Gi"));
+        create::<Deployment>(
+            client,
+            "counts",
+            json!({"metadata": {"name": "web"}, "spec": {"replicas": 0,
+            "selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}),
+        );
     });
-    let zeros: Vec<(&str, &str)> = COUNTED.iter().map(|(name, _)| (*name, "0")).collect();
-    cluster.wait_for_usage("counts", "objects", &zeros);
-
     let client = &cluster.client;
-    create::<Pod>(
-        client,
-        "counts",
-        pod("a", json!({"cpu": "100m", "memory": "1.5Gi"}), json!({"cpu": "1", "memory": "2Gi"})),
-    );
-    create::<Pod>(
-        client,
-        "counts",
-        pod("b", json!({"cpu": "0.9", "memory": "512Mi"}), json!({"cpu": "2", "memory": "2e9"})),
-    );
-    create::<Service>(client, "counts", service("cluster-ip", "ClusterIP", &[80]));
-    create::<Service>(client, "counts", service("node-port", "NodePort", &[80, 443]));
-    create::<Service>(client, "counts", service("balancer", "LoadBalancer", &[8080]));
-    create::<ConfigMap>(client, "counts", json!({"metadata": {"name": "one"}, "data": {"k": "v"}}));
-    create::<ConfigMap>(client, "counts", json!({"metadata": {"name": "two"}}));
-    create::<Secret>(client, "counts", json!({"metadata": {"name": "token"}, "stringData": {"k": "v"}}));
-    create::<PersistentVolumeClaim>(client, "counts", claim("gold-big", Some("gold"), "1.5Gi"));
-    create::<PersistentVolumeClaim>(client, "counts", claim("gold-small", Some("gold"), "2e3"));
-    create::<PersistentVolumeClaim>(client, "counts", claim("silver", Some("silver"), "1Gi"));
-    create::<Deployment>(
-        client,
-        "counts",
-        json!({"metadata": {"name": "web"}, "spec": {"replicas": 0,
-        "selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}),
-    );
 
     // 100m + 0.9 = 1; 1.5Gi + 512Mi = 2Gi; 2Gi + 2e9; 1.5Gi + 2e3 (+ 1Gi).
-    let quota = cluster.wait_for_usage(
-        "counts",
-        "objects",
-        &[
-            ("pods", "2"),
-            ("count/pods", "2"),
-            ("requests.cpu", "1"),
-            ("requests.memory", "2Gi"),
-            ("limits.cpu", "3"),
-            ("limits.memory", "4147483648"),
-            ("services", "3"),
-            ("services.nodeports", "3"),
-            ("services.loadbalancers", "1"),
-            ("configmaps", "2"),
-            ("secrets", "1"),
-            ("persistentvolumeclaims", "3"),
-            ("requests.storage", "2684356560"),
-            ("gold.storageclass.storage.k8s.io/requests.storage", "1610614736"),
-            ("gold.storageclass.storage.k8s.io/persistentvolumeclaims", "2"),
-            ("count/deployments.apps", "1"),
-        ],
-    );
+    let counted = vec![
+        ("pods", "2"),
+        ("count/pods", "2"),
+        ("requests.cpu", "1"),
+        ("requests.memory", "2Gi"),
+        ("limits.cpu", "3"),
+        ("limits.memory", "4147483648"),
+        ("services", "3"),
+        ("services.nodeports", "3"),
+        ("services.loadbalancers", "1"),
+        ("configmaps", "2"),
+        ("secrets", "1"),
+        ("persistentvolumeclaims", "3"),
+        ("requests.storage", "2684356560"),
+        ("gold.storageclass.storage.k8s.io/requests.storage", "1610614736"),
+        ("gold.storageclass.storage.k8s.io/persistentvolumeclaims", "2"),
+        ("count/deployments.apps", "1"),
+    ];
+    let quota = cluster.wait_for_usage("counts", "objects", &counted);
     let used = quota.status.and_then(|s| s.used).expect("usage");
     assert_eq!(used["requests.cpu"].0, "1", "exact sums in canonical form");
     assert_eq!(used["requests.memory"].0, "2Gi");
 
+    // A NodePort Service turned ClusterIP frees its node ports: the type change alone makes the
+    // controller recount (nothing else changed meanwhile).
+    let ports = json!([{"name": "p80", "port": 80}, {"name": "p443", "port": 443}]);
+    let to_cluster_ip = json!({"spec": {"type": "ClusterIP", "ports": ports, "externalTrafficPolicy": null}});
+    let services = Api::<Service>::namespaced(client, "counts");
+    services.patch("node-port", &Patch::Merge(to_cluster_ip), &PostParams::default()).expect("retyped");
+    let mut after_retype: Vec<(&str, &str)> = counted.clone();
+    for (name, value) in after_retype.iter_mut() {
+        if *name == "services.nodeports" {
+            *value = "1";
+        }
+    }
+    cluster.wait_for_usage("counts", "objects", &after_retype);
+
     cluster.delete::<Pod>("counts", "b");
-    cluster.delete::<Service>("counts", "node-port");
     cluster.delete::<ConfigMap>("counts", "two");
     cluster.delete::<Secret>("counts", "token");
     cluster.delete::<Deployment>("counts", "web");
@@ -276,7 +280,7 @@ fn usage_matches_a_hand_count_after_creates_and_deletes() {
             ("requests.memory", "1.5Gi"),
             ("limits.cpu", "1"),
             ("limits.memory", "2Gi"),
-            ("services", "2"),
+            ("services", "3"),
             ("services.nodeports", "1"),
             ("services.loadbalancers", "1"),
             ("configmaps", "1"),
