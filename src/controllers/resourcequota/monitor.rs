@@ -17,7 +17,7 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
     ConfigMap, ContainerStatus, Endpoints, LimitRange, PersistentVolumeClaim, Pod, PodTemplate, ReplicationController,
-    ResourceQuota, Secret, Service, ServiceAccount,
+    ResourceQuota, ResourceRequirements, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::events::v1::Event as EventsEvent;
@@ -27,6 +27,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 
 use super::QuotaController;
 use crate::quota::generic::{ListFn, ListingEvaluator};
+use crate::quota::resources::{self, from_api};
 use crate::quota::{GroupResource, LEGACY_OBJECT_COUNT_ALIASES, claims, pods, services};
 use crate::runtime::controller::ControllerContext;
 use crate::runtime::informer::{Event, Informable, Informer};
@@ -37,7 +38,8 @@ const IGNORED_RESOURCES: &[(&str, &str)] = &[("", "events")];
 /// A kind the quota monitor watches, with `DefaultUpdateFilter`'s verdict on its updates.
 pub(super) trait Monitored: Informable {
     /// Whether an update may lower usage (`DefaultUpdateFilter`); other kinds: never.
-    fn update_requires_replenishment(_old: &Self, _new: &Self, _controller: &QuotaController) -> bool {
+    /// `resizing`: the InPlacePodVerticalScaling gate.
+    fn update_requires_replenishment(_old: &Self, _new: &Self, _resizing: bool) -> bool {
         false
     }
 }
@@ -45,8 +47,8 @@ pub(super) trait Monitored: Informable {
 impl Monitored for Pod {
     /// Resized resources (InPlacePodVerticalScaling), a changed Terminating scope, or the pod
     /// ceasing to be charged (`QuotaV1Pod` turned false).
-    fn update_requires_replenishment(old: &Pod, new: &Pod, controller: &QuotaController) -> bool {
-        if controller.use_status_resources && resources_changed(old, new) {
+    fn update_requires_replenishment(old: &Pod, new: &Pod, resizing: bool) -> bool {
+        if resizing && resources_changed(old, new) {
             return true;
         }
         if pods::is_terminating(old) != pods::is_terminating(new) {
@@ -57,33 +59,45 @@ impl Monitored for Pod {
     }
 }
 
-/// `hasResourcesChanged`: a container's reported resources changed.
-fn resources_changed(old: &Pod, new: &Pod) -> bool {
-    let statuses = |pod: &Pod, init: bool| -> Vec<ContainerStatus> {
-        let status = pod.status.as_ref();
-        let list = if init {
-            status.and_then(|s| s.init_container_statuses.clone())
-        } else {
-            status.and_then(|s| s.container_statuses.clone())
-        };
-        list.unwrap_or_default()
+fn statuses(pod: &Pod, init: bool) -> &[ContainerStatus] {
+    let status = pod.status.as_ref();
+    let list = if init {
+        status.and_then(|s| s.init_container_statuses.as_deref())
+    } else {
+        status.and_then(|s| s.container_statuses.as_deref())
     };
+    list.unwrap_or_default()
+}
+
+/// Reported requests and limits compared by value (`apiequality.Semantic`).
+fn same_resources(a: Option<&ResourceRequirements>, b: Option<&ResourceRequirements>) -> bool {
+    let requests = |r: Option<&ResourceRequirements>| from_api(r.and_then(|r| r.requests.as_ref()));
+    let limits = |r: Option<&ResourceRequirements>| from_api(r.and_then(|r| r.limits.as_ref()));
+    a.is_some() == b.is_some()
+        && resources::equals(&requests(a), &requests(b))
+        && resources::equals(&limits(a), &limits(b))
+}
+
+/// `hasResourcesChanged`: the reported resources of a container present in both changed.
+fn resources_changed(old: &Pod, new: &Pod) -> bool {
     [false, true].into_iter().any(|init| {
         let news = statuses(new, init);
-        statuses(old, init)
-            .iter()
-            .any(|o| news.iter().find(|n| n.name == o.name).is_some_and(|n| n.resources != o.resources))
+        statuses(old, init).iter().any(|o| {
+            news.iter()
+                .find(|n| n.name == o.name)
+                .is_some_and(|n| !same_resources(o.resources.as_ref(), n.resources.as_ref()))
+        })
     })
 }
 
 impl Monitored for Service {
-    fn update_requires_replenishment(old: &Service, new: &Service, _: &QuotaController) -> bool {
+    fn update_requires_replenishment(old: &Service, new: &Service, _: bool) -> bool {
         services::quota_service_type(old) != services::quota_service_type(new)
     }
 }
 
 impl Monitored for PersistentVolumeClaim {
-    fn update_requires_replenishment(old: &Self, new: &Self, _: &QuotaController) -> bool {
+    fn update_requires_replenishment(old: &Self, new: &Self, _: bool) -> bool {
         claims::requires_quota_replenish(new, old)
     }
 }
@@ -195,7 +209,9 @@ fn monitor<K: Monitored>(context: &ControllerContext<'_>, controller: &Arc<Quota
     informer.add_handler(move |event: &Event<K>| {
         let changed = match event {
             Event::Added(_) => None,
-            Event::Updated { old, new } => K::update_requires_replenishment(old, new, &controller).then_some(new),
+            Event::Updated { old, new } => {
+                K::update_requires_replenishment(old, new, controller.use_status_resources).then_some(new)
+            }
             Event::Deleted { object, .. } => Some(object),
         };
         if let Some(object) = changed {
@@ -240,4 +256,48 @@ fn monitor_typed_resources(context: &ControllerContext<'_>, controller: &Arc<Quo
 pub(super) fn register_evaluators_and_monitors(context: &ControllerContext<'_>, controller: &Arc<QuotaController>) {
     register_core_evaluators(context, controller);
     monitor_typed_resources(context, controller);
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(spec: serde_json::Value, status: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec, "status": status})).expect("a pod")
+    }
+
+    fn running(cpu: &str) -> serde_json::Value {
+        json!({"phase": "Running", "containerStatuses": [{"name": "c", "image": "x", "imageID": "", "ready": true,
+            "restartCount": 0, "resources": {"requests": {"cpu": cpu}}}]})
+    }
+
+    #[test]
+    fn pod_updates_that_may_lower_usage() {
+        let spec = json!({"containers": [{"name": "c", "image": "x"}]});
+        let (old, new) = (pod(spec.clone(), running("1")), pod(spec.clone(), running("1000m")));
+        assert!(!Pod::update_requires_replenishment(&old, &new, true), "equal by value");
+        let resized = pod(spec.clone(), running("500m"));
+        assert!(Pod::update_requires_replenishment(&old, &resized, true));
+        assert!(!Pod::update_requires_replenishment(&old, &resized, false), "without InPlacePodVerticalScaling");
+        let done = pod(spec.clone(), json!({"phase": "Succeeded"}));
+        assert!(Pod::update_requires_replenishment(&old, &done, false));
+        assert!(!Pod::update_requires_replenishment(&done, &old, false));
+        let mut deadline = spec;
+        deadline["activeDeadlineSeconds"] = json!(5);
+        assert!(Pod::update_requires_replenishment(&old, &pod(deadline, running("1")), false));
+    }
+
+    #[test]
+    fn service_type_changes_and_claim_updates_replenish() {
+        let service = |t: &str| -> Service {
+            serde_json::from_value(json!({"metadata": {"name": "s"}, "spec": {"type": t}})).expect("a service")
+        };
+        assert!(Service::update_requires_replenishment(&service("NodePort"), &service("ClusterIP"), true));
+        assert!(!Service::update_requires_replenishment(&service("ClusterIP"), &service("ExternalName"), true));
+        let claim = PersistentVolumeClaim::default();
+        assert!(PersistentVolumeClaim::update_requires_replenishment(&claim, &claim, true));
+        assert!(!ConfigMap::update_requires_replenishment(&ConfigMap::default(), &ConfigMap::default(), true));
+    }
 }
