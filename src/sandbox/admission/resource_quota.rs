@@ -103,13 +103,11 @@ impl Evaluator {
     /// What the object uses.
     fn usage(&self, object: &Typed) -> ResourceList {
         match (self, object) {
+            (Evaluator::Count(names), _) => names.iter().map(|n| (n.clone(), Quantity::from_units(1))).collect(),
             (_, Typed::Pod(pod)) => pods::usage(pod, jiff::Timestamp::now(), true),
             (_, Typed::Service(service)) => services::usage(service),
             (_, Typed::Claim(claim)) => claims::usage(claim),
-            (Evaluator::Count(names), Typed::Other) => {
-                names.iter().map(|n| (n.clone(), Quantity::from_units(1))).collect()
-            }
-            _ => ResourceList::new(),
+            (_, Typed::Other) => ResourceList::new(),
         }
     }
 
