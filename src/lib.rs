@@ -11,6 +11,7 @@ pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod quantity;
+pub mod quota;
 pub mod random;
 pub mod runtime;
 #[cfg(feature = "sandbox")]

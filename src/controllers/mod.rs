@@ -17,6 +17,7 @@ pub mod nodeutil;
 pub mod podgc;
 pub mod podutil;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod serviceaccount;
 pub mod ttl;
@@ -135,6 +136,7 @@ pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     podgc::POD_GC,
     replicaset::REPLICASET,
     replicaset::REPLICATION_CONTROLLER,
+    resourcequota::RESOURCE_QUOTA,
     root_ca_publisher::ROOT_CA_PUBLISHER,
     serviceaccount::LEGACY_TOKEN_CLEANER,
     serviceaccount::SERVICE_ACCOUNT,

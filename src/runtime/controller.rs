@@ -20,6 +20,13 @@ use super::workqueue::WorkQueue;
 pub trait Reconciler: Send + Sync + 'static {
     /// An `Err` re-queues the key with the queue's rate limit.
     fn sync(&self, key: &str) -> Result<(), String>;
+
+    /// Further queues whose keys go to the same `sync`, each served by its own pool of as many
+    /// workers as the main queue (e.g. the resource quota controller's priority queue). They
+    /// are shut down with the main queue.
+    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
+        Vec::new()
+    }
 }
 
 /// What a controller's constructor is given.
@@ -57,6 +64,13 @@ impl ControllerHandle {
         }
         log::info!("{name}: {why}");
         ControllerHandle { queue: WorkQueue::new(name), reconciler: Arc::new(Idle), workers: 0 }
+    }
+
+    /// The main queue, then the reconciler's extra queues.
+    fn queues(&self) -> Vec<WorkQueue<String>> {
+        let mut queues = vec![self.queue.clone()];
+        queues.extend(self.reconciler.extra_queues());
+        queues
     }
 }
 
@@ -156,17 +170,21 @@ impl ControllerSet {
                 continue;
             }
             running_controllers().set(&["kube-controller-manager", controller.name], 1.0);
-            for index in 0..controller.handle.workers.max(1) {
-                let queue = controller.handle.queue.clone();
-                let reconciler = controller.handle.reconciler.clone();
-                let name = controller.name;
-                let stopping = self.stopping.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("{name}-{index}"))
-                    .spawn(move || work(name, &queue, reconciler.as_ref(), &stopping));
-                match spawned {
-                    Ok(thread) => controller.workers.push(thread),
-                    Err(e) => log::error!("{name}: cannot start worker {index}: {e}"),
+            let mut index = 0;
+            for queue in controller.handle.queues() {
+                for _ in 0..controller.handle.workers.max(1) {
+                    let queue = queue.clone();
+                    let reconciler = controller.handle.reconciler.clone();
+                    let name = controller.name;
+                    let stopping = self.stopping.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("{name}-{index}"))
+                        .spawn(move || work(name, &queue, reconciler.as_ref(), &stopping));
+                    match spawned {
+                        Ok(thread) => controller.workers.push(thread),
+                        Err(e) => log::error!("{name}: cannot start worker {index}: {e}"),
+                    }
+                    index += 1;
                 }
             }
         }
@@ -178,13 +196,15 @@ impl ControllerSet {
         let deadline = Instant::now() + drain;
         self.stopping.store(true, Ordering::SeqCst);
         for controller in &self.controllers {
-            controller.handle.queue.shut_down();
+            controller.handle.queues().iter().for_each(WorkQueue::shut_down);
             running_controllers().set(&["kube-controller-manager", controller.name], 0.0);
         }
         for controller in &self.controllers {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if !controller.handle.queue.shut_down_with_drain(left) {
-                log::warn!("{}: syncs still running after {drain:?}; leaving them", controller.name);
+            for queue in controller.handle.queues() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if !queue.shut_down_with_drain(left) {
+                    log::warn!("{}: syncs still running after {drain:?}; leaving them", controller.name);
+                }
             }
         }
         self.informers.shutdown();
