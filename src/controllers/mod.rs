@@ -6,7 +6,10 @@
 //! (`replicaset-controller`) and, when it predates the naming scheme, the short alias it used to
 //! have (`replicaset`). Both are accepted anywhere a controller is named.
 
+pub mod nodelifecycle;
+pub mod nodeutil;
 pub mod replicaset;
+pub mod tainteviction;
 
 use crate::runtime::controller::ControllerDescriptor;
 use std::fmt;
@@ -111,7 +114,12 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
 /// Finds a controller by its canonical name or one of its aliases.
 /// The controllers this implementation has built so far. The runtime starts only these; the
 /// rest of a `--controllers` selection is reported as not built yet.
-pub static DESCRIPTORS: &[ControllerDescriptor] = &[replicaset::REPLICASET, replicaset::REPLICATION_CONTROLLER];
+pub static DESCRIPTORS: &[ControllerDescriptor] = &[
+    replicaset::REPLICASET,
+    replicaset::REPLICATION_CONTROLLER,
+    nodelifecycle::NODE_LIFECYCLE,
+    tainteviction::TAINT_EVICTION,
+];
 
 /// Whether a controller (canonical name) is implemented.
 pub fn is_implemented(name: &str) -> bool {
