@@ -190,7 +190,11 @@ fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers() {
         cluster.wait_node(name, "the admission's not-ready:NoSchedule taint removed once Ready", |n| {
             condition(n, "Ready").is_some_and(|c| c.0 == "True") && !has_taint(n, NOT_READY, "NoSchedule")
         });
-        cluster.wait_event("RegisteredNode", &format!("Node {name} event: Registered Node {name} in Controller"), "node-controller");
+        cluster.wait_event(
+            "RegisteredNode",
+            &format!("Node {name} event: Registered Node {name} in Controller"),
+            "node-controller",
+        );
     }
 
     // The unschedulable taint mirrors spec.unschedulable.
@@ -205,7 +209,9 @@ fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers() {
     let added = taints(&cordoned).into_iter().find(|t| t.key == "node.kubernetes.io/unschedulable");
     assert!(added.and_then(|t| t.time_added).is_some(), "the controller stamps the taints it adds");
     cordon(false);
-    cluster.wait_node("node-a", "no unschedulable taint", |n| !has_taint(n, "node.kubernetes.io/unschedulable", "NoSchedule"));
+    cluster.wait_node("node-a", "no unschedulable taint", |n| {
+        !has_taint(n, "node.kubernetes.io/unschedulable", "NoSchedule")
+    });
 
     // Pods on node-b: one tolerating its failure for 1 s, one forever, one with admission's 300 s.
     cluster.run_pod("short", "node-b", node_failure_tolerations(Some(1)));
@@ -216,7 +222,8 @@ fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers() {
     assert_eq!(seconds, [Some(300), Some(300)], "DefaultTolerationSeconds admission");
 
     assert!(cluster.simulated().stop_heartbeat("node-b"));
-    let silent = cluster.wait_node("node-b", "Ready Unknown", |n| condition(n, "Ready").is_some_and(|c| c.0 == "Unknown"));
+    let silent =
+        cluster.wait_node("node-b", "Ready Unknown", |n| condition(n, "Ready").is_some_and(|c| c.0 == "Unknown"));
     let unknown = (
         "Unknown".to_string(),
         Some("NodeStatusUnknown".to_string()),
@@ -262,7 +269,11 @@ fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers() {
             && !has_taint(n, UNREACHABLE, "NoSchedule")
     });
     assert_eq!(condition(&healthy, "MemoryPressure").map(|c| c.0), Some("False".into()), "the kubelet's again");
-    cluster.wait_event("TaintManagerEviction", "Cancelling deletion of Pod default/default", "taint-eviction-controller");
+    cluster.wait_event(
+        "TaintManagerEviction",
+        "Cancelling deletion of Pod default/default",
+        "taint-eviction-controller",
+    );
     assert!(cluster.pod("default").metadata.deletion_timestamp.is_none());
 }
 

@@ -253,7 +253,12 @@ pub fn update_pod_condition(status: &mut PodStatus, mut condition: PodCondition,
 
 /// `MarkPodsNotReady`: sets the Ready condition of each pod on `node_name` to False (through
 /// `pods/status`) and records `NodeNotReady` on it. Errors other than NotFound are collected.
-pub fn mark_pods_not_ready(client: &Client, recorder: &EventRecorder, pods: &[Pod], node_name: &str) -> Result<(), String> {
+pub fn mark_pods_not_ready(
+    client: &Client,
+    recorder: &EventRecorder,
+    pods: &[Pod],
+    node_name: &str,
+) -> Result<(), String> {
     log::debug!("update ready status of pods on node {node_name}");
     let mut errors = Vec::new();
     for pod in pods {

@@ -5,7 +5,10 @@ use std::sync::{Arc, OnceLock};
 
 use crate::metrics::{CounterVec, GaugeVec, HistogramVec, exponential_buckets, global};
 
-fn registered<T: crate::metrics::Collector + 'static>(cell: &'static OnceLock<Arc<T>>, make: impl FnOnce() -> T) -> &'static T {
+fn registered<T: crate::metrics::Collector + 'static>(
+    cell: &'static OnceLock<Arc<T>>,
+    make: impl FnOnce() -> T,
+) -> &'static T {
     cell.get_or_init(|| {
         let metric = Arc::new(make());
         global().register(metric.clone());
@@ -17,7 +20,11 @@ fn registered<T: crate::metrics::Collector + 'static>(cell: &'static OnceLock<Ar
 pub fn zone_health() -> &'static GaugeVec {
     static CELL: OnceLock<Arc<GaugeVec>> = OnceLock::new();
     registered(&CELL, || {
-        GaugeVec::gauge("node_collector_zone_health", "Gauge measuring percentage of healthy nodes per zone.", &["zone"])
+        GaugeVec::gauge(
+            "node_collector_zone_health",
+            "Gauge measuring percentage of healthy nodes per zone.",
+            &["zone"],
+        )
     })
 }
 

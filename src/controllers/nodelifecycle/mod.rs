@@ -88,8 +88,15 @@ fn condition_taint(kind: &str, status: &str) -> Option<&'static str> {
 
 /// `taintKeyToNodeConditionMap`: the taint keys that stand for a condition.
 fn is_condition_taint(key: &str) -> bool {
-    [TAINT_NOT_READY, TAINT_UNREACHABLE, TAINT_NETWORK_UNAVAILABLE, TAINT_MEMORY_PRESSURE, TAINT_DISK_PRESSURE, TAINT_PID_PRESSURE]
-        .contains(&key)
+    [
+        TAINT_NOT_READY,
+        TAINT_UNREACHABLE,
+        TAINT_NETWORK_UNAVAILABLE,
+        TAINT_MEMORY_PRESSURE,
+        TAINT_DISK_PRESSURE,
+        TAINT_PID_PRESSURE,
+    ]
+    .contains(&key)
 }
 
 /// The flags of the controller.
@@ -341,8 +348,12 @@ impl NodeLifecycle {
                 return (true, Duration::ZERO);
             }
         };
-        let done =
-            nodeutil::swap_node_controller_taint(&self.client, &[taint(add, NO_EXECUTE)], &[taint(opposite, NO_EXECUTE)], &node);
+        let done = nodeutil::swap_node_controller_taint(
+            &self.client,
+            &[taint(add, NO_EXECUTE)],
+            &[taint(opposite, NO_EXECUTE)],
+            &node,
+        );
         if done {
             metrics::evictions_total().inc(&[&zone_key(&node)]);
         }
@@ -504,7 +515,9 @@ impl NodeLifecycle {
                 match self.mark_node_as_reachable(node) {
                     Ok(true) => log::debug!("node {name} is healthy again, removed all taints"),
                     Ok(false) => {}
-                    Err(e) => log::error!("failed to remove taints from node {name}; will retry in next iteration: {e}"),
+                    Err(e) => {
+                        log::error!("failed to remove taints from node {name}; will retry in next iteration: {e}")
+                    }
                 }
                 return;
             }
@@ -577,7 +590,9 @@ impl NodeLifecycle {
 
 /// The NoSchedule taints to add and remove so that they mirror the node's conditions and
 /// `spec.unschedulable` (`doNoScheduleTaintingPass`).
-pub fn no_schedule_taint_changes(node: &Node) -> (Vec<k8s_openapi::api::core::v1::Taint>, Vec<k8s_openapi::api::core::v1::Taint>) {
+pub fn no_schedule_taint_changes(
+    node: &Node,
+) -> (Vec<k8s_openapi::api::core::v1::Taint>, Vec<k8s_openapi::api::core::v1::Taint>) {
     let conditions = node.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
     let mut wanted: Vec<_> = conditions
         .iter()

@@ -130,11 +130,12 @@ impl RateLimitedTimedQueue {
             }
             let (done, wait) = f(&value);
             let mut queue = self.queue.lock();
-            if let Some(mut queued) = queue.take(&value.value) {
-                if !done {
-                    queued.process_at = now + wait + Duration::from_nanos(1);
-                    queue.push(queued);
-                }
+            // Done: off the queue (still in the set). Not done: back for later.
+            if let Some(mut queued) = queue.take(&value.value)
+                && !done
+            {
+                queued.process_at = now + wait + Duration::from_nanos(1);
+                queue.push(queued);
             }
             drop(queue);
             head = self.head();
@@ -154,10 +155,10 @@ impl RateLimitedTimedQueue {
         }
         let now = self.clock.now();
         let replacement = Limiter::new(qps, now);
-        if let Limiter::Bucket(bucket) = &replacement {
-            if !limiter.try_accept(now) {
-                bucket.try_accept(now);
-            }
+        if let Limiter::Bucket(bucket) = &replacement
+            && !limiter.try_accept(now)
+        {
+            bucket.try_accept(now);
         }
         *limiter = replacement;
     }

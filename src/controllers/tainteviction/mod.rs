@@ -394,11 +394,15 @@ mod tests {
             serde_json::from_value(json!({"type": "Ready", "status": "True"})).expect("a condition");
         let old = PodStatus { conditions: Some(vec![ready.clone()]), ..PodStatus::default() };
         let mut new = old.clone();
-        let target = PodCondition { type_: "DisruptionTarget".into(), status: "True".into(), ..PodCondition::default() };
+        let target =
+            PodCondition { type_: "DisruptionTarget".into(), status: "True".into(), ..PodCondition::default() };
         update_pod_condition(&mut new, target, Timestamp::UNIX_EPOCH);
         let patch = pod_status_patch("u1", &old, &new);
         assert_eq!(patch["metadata"]["uid"], "u1");
-        assert_eq!(patch["status"]["$setElementOrder/conditions"], json!([{"type": "Ready"}, {"type": "DisruptionTarget"}]));
+        assert_eq!(
+            patch["status"]["$setElementOrder/conditions"],
+            json!([{"type": "Ready"}, {"type": "DisruptionTarget"}])
+        );
         assert_eq!(patch["status"]["conditions"][0]["type"], "DisruptionTarget");
         assert_eq!(patch["status"]["conditions"].as_array().map(Vec::len), Some(1));
     }

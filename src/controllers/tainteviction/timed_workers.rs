@@ -134,7 +134,10 @@ mod tests {
     use super::*;
     use crate::runtime::clock::FakeClock;
 
-    fn workers() -> (Arc<FakeClock>, Arc<Mutex<Vec<(String, Duration)>>>, TimedWorkers) {
+    /// What the workers asked to be scheduled: key and delay.
+    type ScheduleLog = Arc<Mutex<Vec<(String, Duration)>>>;
+
+    fn workers() -> (Arc<FakeClock>, ScheduleLog, TimedWorkers) {
         let clock = Arc::new(FakeClock::new());
         let scheduled = Arc::new(Mutex::new(Vec::new()));
         let sink = scheduled.clone();
