@@ -47,6 +47,11 @@ fn from<T: DeserializeOwned>(value: Value) -> T {
 /// monitor period and 5 s grace periods. The scheduler honours the not-ready:NoSchedule taint
 /// of new nodes, as kube-scheduler does: pods run only once the controller removed it.
 fn start() -> Cluster {
+    start_with_flags(&[])
+}
+
+/// Like `start`, with more flags.
+fn start_with_flags(extra: &[&str]) -> Cluster {
     let listen = "127.0.0.1:0".parse().expect("an address");
     let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
     let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
@@ -62,18 +67,18 @@ fn start() -> Cluster {
     let names = vec!["node-a".to_string(), "node-b".to_string()];
     let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
     let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let flags = [
+    let mut flags = vec![
         "--controllers=*",
         "--node-monitor-period=1s",
         "--node-monitor-grace-period=5s",
         "--node-startup-grace-period=5s",
     ];
+    flags.extend_from_slice(extra);
     let options = match kcm::flags::parse(flags.iter().map(|f| f.into())) {
         Ok(kcm::flags::Command::Run(options)) => options,
         other => panic!("unexpected {other:?}"),
     };
     let mut set = ControllerSet::start(&kcm, &options, &[NODE_LIFECYCLE, TAINT_EVICTION]).expect("controllers");
-    assert_eq!(set.names(), ["node-lifecycle-controller", "taint-eviction-controller"]);
     assert!(set.wait_for_sync(DEADLINE), "caches sync");
     set.run_workers();
     Cluster { client, set: Some(set), nodes: Some(nodes), _sandbox: sandbox }
@@ -112,6 +117,10 @@ fn pod_condition(pod: &Pod, kind: &str) -> Option<(String, Option<String>)> {
 }
 
 impl Cluster {
+    fn names(&self) -> Vec<&'static str> {
+        self.set.as_ref().map(ControllerSet::names).unwrap_or_default()
+    }
+
     fn nodes(&self) -> Api<Node> {
         Api::cluster(&self.client)
     }
@@ -186,6 +195,7 @@ fn node_failure_tolerations(seconds: Option<i64>) -> Value {
 #[test]
 fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers() {
     let cluster = start();
+    assert_eq!(cluster.names(), ["node-lifecycle-controller", "taint-eviction-controller"]);
     for name in ["node-a", "node-b"] {
         cluster.wait_node(name, "the admission's not-ready:NoSchedule taint removed once Ready", |n| {
             condition(n, "Ready").is_some_and(|c| c.0 == "True") && !has_taint(n, NOT_READY, "NoSchedule")
@@ -304,4 +314,15 @@ fn with_every_node_of_the_only_zone_down_nothing_is_evicted() {
     // One node back: the zone leaves full disruption and the other node is tainted.
     assert!(cluster.simulated().resume_heartbeat("node-a"));
     cluster.wait_node("node-b", "the unreachable NoExecute taint", |n| has_taint(n, UNREACHABLE, "NoExecute"));
+}
+
+#[test]
+fn without_the_separate_controller_gate_the_node_lifecycle_controller_evicts() {
+    let cluster = start_with_flags(&["--feature-gates=SeparateTaintEvictionController=false"]);
+    assert_eq!(cluster.names(), ["node-lifecycle-controller"], "the taint manager runs inside it, as upstream");
+    cluster.wait_node("node-b", "Ready without the not-ready taint", |n| !has_taint(n, NOT_READY, "NoSchedule"));
+    cluster.run_pod("short", "node-b", node_failure_tolerations(Some(1)));
+    assert!(cluster.simulated().stop_heartbeat("node-b"));
+    eventually("pod short deleted", || cluster.pod("short").metadata.deletion_timestamp.map(|_| ()));
+    cluster.wait_event("TaintManagerEviction", "Marking for deletion Pod default/short", "taint-eviction-controller");
 }

@@ -44,6 +44,8 @@ use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
 
+use super::tainteviction::TaintEviction;
+
 use health::{GracePeriods, NodeHealth};
 use rate_limited_queue::Outcome;
 use zones::{Disruption, ZoneConfig, Zones};
@@ -71,6 +73,12 @@ const LABELS_TO_RECONCILE: [(&str, &str); 2] =
 const MONITOR_KEY: &str = "tick/monitor-node-health";
 const TAINTING_PASS_KEY: &str = "tick/no-execute-tainting-pass";
 const NODE_PREFIX: &str = "node/";
+/// Keys of the embedded taint eviction controller.
+const TAINT_MANAGER_PREFIX: &str = "taint-manager/";
+/// The feature gate that runs taint eviction as a controller of its own (beta, on in 1.33).
+const SEPARATE_TAINT_EVICTION: &str = "SeparateTaintEvictionController";
+/// The name upstream gives the taint manager (`taintEvictionController`).
+const TAINT_EVICTION_NAME: &str = "taint-eviction-controller";
 const POD_PREFIX: &str = "pod/";
 
 /// `nodeConditionToTaintKeyStatusMap`: the NoSchedule taint of a condition in a status.
@@ -145,12 +153,19 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         zones: Mutex::new(Zones::new(config.zones, Arc::new(RealClock))),
         nodes_to_retry: Mutex::new(HashSet::new()),
         monitor_lock: Mutex::new(()),
+        taint_manager: Mutex::new(None),
     });
     add_node_name_index(&controller.pods);
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
     let handler = controller.clone();
     controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event));
+    let taint_manager = (!context.options.generic.feature_gates.is_enabled(SEPARATE_TAINT_EVICTION)).then(|| {
+        log::info!("running taint-eviction-controller as part of node-lifecycle-controller");
+        let recorder = EventRecorder::new(context.client.for_controller(NODE_CONTROLLER), TAINT_EVICTION_NAME);
+        TaintEviction::start(context, recorder, queue.clone(), TAINT_MANAGER_PREFIX)
+    });
+    *controller.taint_manager.lock() = taint_manager;
     log::info!("node-lifecycle-controller will reconcile labels");
     queue.add(MONITOR_KEY.to_string());
     queue.add(TAINTING_PASS_KEY.to_string());
@@ -193,6 +208,9 @@ pub struct NodeLifecycle {
     nodes_to_retry: Mutex<HashSet<String>>,
     /// Held by a monitor pass (one at a time, as upstream's single goroutine).
     monitor_lock: Mutex<()>,
+    /// The taint eviction controller run inside this one when the SeparateTaintEvictionController
+    /// feature gate is off (its keys carry [`TAINT_MANAGER_PREFIX`]).
+    taint_manager: Mutex<Option<Arc<TaintEviction>>>,
 }
 
 impl Reconciler for NodeLifecycle {
@@ -211,6 +229,10 @@ impl Reconciler for NodeLifecycle {
                 Ok(())
             }
             _ => {
+                if let Some(rest) = key.strip_prefix(TAINT_MANAGER_PREFIX) {
+                    let manager = self.taint_manager.lock().clone();
+                    return manager.map_or(Ok(()), |m| m.sync(rest));
+                }
                 if let Some(name) = key.strip_prefix(NODE_PREFIX) {
                     self.process_node(name);
                     Ok(())

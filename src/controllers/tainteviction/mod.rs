@@ -29,7 +29,7 @@ use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
 
-use timed_workers::TimedWorkers;
+use timed_workers::{Scheduled, TimedWorkers};
 
 /// `taint-eviction-controller`.
 pub const TAINT_EVICTION: ControllerDescriptor = ControllerDescriptor { name: "taint-eviction-controller", init };
@@ -46,20 +46,7 @@ const EVICT_PREFIX: &str = "evict/";
 
 fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let queue = WorkQueue::new("noexec_taint_node");
-    let clock: Arc<dyn Clock> = Arc::new(RealClock);
-    let controller = Arc::new(TaintEviction::new(
-        context.client.for_controller(NODE_CONTROLLER),
-        context.recorder.clone(),
-        queue.clone(),
-        context.informers.informer::<Node>(),
-        context.informers.informer::<Pod>(),
-        clock,
-    ));
-    add_node_name_index(&controller.pods);
-    let handler = controller.clone();
-    controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
-    let handler = controller.clone();
-    controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event));
+    let controller = TaintEviction::start(context, context.recorder.clone(), queue.clone(), "");
     Ok(ControllerHandle { queue, reconciler: controller, workers: WORKERS })
 }
 
@@ -75,9 +62,12 @@ pub struct TaintEviction {
     tainted_nodes: Mutex<HashMap<String, Vec<Taint>>>,
     /// `taintEvictionQueue`, keyed by `namespace/name`.
     evictions: TimedWorkers,
+    /// Put before every key of this controller on `queue` (empty unless the queue is shared).
+    prefix: &'static str,
 }
 
 impl Reconciler for TaintEviction {
+    /// `key` without this controller's prefix.
     fn sync(&self, key: &str) -> Result<(), String> {
         if let Some(node) = key.strip_prefix(NODE_PREFIX) {
             self.handle_node_update(node);
@@ -114,6 +104,36 @@ pub fn min_toleration_time(tolerations: &[&Toleration]) -> Option<Duration> {
     shortest.map(|s| Duration::from_secs(s.unsigned_abs()))
 }
 
+/// What `processPodOnNode` does with a pod on a node with NoExecute taints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// A taint is not tolerated: cancel any scheduled deletion and delete now.
+    DeleteNow,
+    /// Every taint is tolerated forever: cancel any scheduled deletion.
+    Cancel,
+    /// A deletion is scheduled already and stays as it is.
+    Keep,
+    /// Schedule the deletion (cancelling the scheduled one first when `replace`).
+    Schedule { created_at: Instant, fire_at: Instant, replace: bool },
+}
+
+/// The decision of `processPodOnNode` at `now`, given the deletion already scheduled (if any).
+/// A scheduled deletion is kept unless it was created `now`: a later change of the
+/// tolerations does not move it, as upstream.
+pub fn decide(tolerations: &[Toleration], taints: &[Taint], scheduled: Option<Scheduled>, now: Instant) -> Decision {
+    let (all_tolerated, used) = matching_tolerations(taints, tolerations);
+    if !all_tolerated {
+        return Decision::DeleteNow;
+    }
+    let Some(min_toleration) = min_toleration_time(&used) else { return Decision::Cancel };
+    let trigger = now + min_toleration;
+    match scheduled {
+        Some(scheduled) if scheduled.created_at + min_toleration < trigger => Decision::Keep,
+        Some(scheduled) => Decision::Schedule { created_at: scheduled.created_at, fire_at: trigger, replace: true },
+        None => Decision::Schedule { created_at: now, fire_at: trigger, replace: false },
+    }
+}
+
 fn pod_node(pod: &Pod) -> &str {
     pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default()
 }
@@ -123,28 +143,36 @@ fn pod_tolerations(pod: &Pod) -> &[Toleration] {
 }
 
 impl TaintEviction {
-    /// A controller whose scheduled deletions come back on `queue` (as `evict/` keys).
-    pub fn new(
-        client: Client,
+    /// `New`: the controller, fed by the shared node and pod informers, with its keys (each
+    /// after `prefix`) and its scheduled deletions on `queue`. Deletions use a
+    /// `node-controller` client, as upstream.
+    pub fn start(
+        context: &ControllerContext<'_>,
         recorder: EventRecorder,
         queue: WorkQueue<String>,
-        nodes: Arc<Informer<Node>>,
-        pods: Arc<Informer<Pod>>,
-        clock: Arc<dyn Clock>,
-    ) -> TaintEviction {
+        prefix: &'static str,
+    ) -> Arc<TaintEviction> {
         let timer = queue.clone();
         let schedule: timed_workers::Schedule =
-            Box::new(move |key, delay| timer.add_after(format!("{EVICT_PREFIX}{key}"), delay));
-        TaintEviction {
-            client,
+            Box::new(move |key, delay| timer.add_after(format!("{prefix}{EVICT_PREFIX}{key}"), delay));
+        let clock: Arc<dyn Clock> = Arc::new(RealClock);
+        let controller = Arc::new(TaintEviction {
+            client: context.client.for_controller(NODE_CONTROLLER),
             recorder,
             queue,
-            nodes,
-            pods,
+            nodes: context.informers.informer::<Node>(),
+            pods: context.informers.informer::<Pod>(),
             clock: clock.clone(),
             tainted_nodes: Mutex::new(HashMap::new()),
             evictions: TimedWorkers::new(clock, schedule),
-        }
+            prefix,
+        });
+        add_node_name_index(&controller.pods);
+        let handler = controller.clone();
+        controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
+        let handler = controller.clone();
+        controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event));
+        controller
     }
 
     // ---- Informer handlers ----
@@ -160,7 +188,7 @@ impl TaintEviction {
             }
             Event::Added(pod) | Event::Deleted { object: pod, .. } => pod,
         };
-        self.queue.add(format!("{POD_PREFIX}{}", object_key(&pod.metadata)));
+        self.queue.add(format!("{}{POD_PREFIX}{}", self.prefix, object_key(&pod.metadata)));
     }
 
     /// `NodeUpdated`: additions, deletions and changes of the NoExecute taints.
@@ -174,7 +202,8 @@ impl TaintEviction {
             }
             Event::Added(node) | Event::Deleted { object: node, .. } => node,
         };
-        self.queue.add(format!("{NODE_PREFIX}{}", node.metadata.name.as_deref().unwrap_or_default()));
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        self.queue.add(format!("{}{NODE_PREFIX}{name}", self.prefix));
     }
 
     // ---- Updates ----
@@ -234,28 +263,24 @@ impl TaintEviction {
         if taints.is_empty() {
             self.cancel_work_with_event(key);
         }
-        let (all_tolerated, used) = matching_tolerations(taints, tolerations);
-        if !all_tolerated {
-            log::debug!("not all taints are tolerated after update for pod {key} on node {node}");
-            self.cancel_work_with_event(key);
-            self.evictions.add_work(key, now, now);
-            return;
-        }
-        let Some(min_toleration) = min_toleration_time(&used) else {
-            log::debug!("current tolerations for pod {key} tolerate forever, cancelling any scheduled deletion");
-            self.cancel_work_with_event(key);
-            return;
-        };
-        let mut start = now;
-        let trigger = now + min_toleration;
-        if let Some(scheduled) = self.evictions.get_worker(key) {
-            start = scheduled.created_at;
-            if start + min_toleration < trigger {
-                return;
+        match decide(tolerations, taints, self.evictions.get_worker(key), now) {
+            Decision::DeleteNow => {
+                log::debug!("not all taints are tolerated after update for pod {key} on node {node}");
+                self.cancel_work_with_event(key);
+                self.evictions.add_work(key, now, now);
             }
-            self.cancel_work_with_event(key);
+            Decision::Cancel => {
+                log::debug!("current tolerations for pod {key} tolerate forever, cancelling any scheduled deletion");
+                self.cancel_work_with_event(key);
+            }
+            Decision::Keep => {}
+            Decision::Schedule { created_at, fire_at, replace } => {
+                if replace {
+                    self.cancel_work_with_event(key);
+                }
+                self.evictions.add_work(key, created_at, fire_at);
+            }
         }
-        self.evictions.add_work(key, start, trigger);
     }
 
     /// `cancelWorkWithEvent`.
@@ -386,6 +411,32 @@ mod tests {
         assert_eq!(min_toleration_time(&[&forever]), None);
         assert_eq!(min_toleration_time(&[&five, &forever, &three]), Some(Duration::from_secs(3)));
         assert_eq!(min_toleration_time(&[&five, &negative]), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn decisions_follow_process_pod_on_node() {
+        let taints =
+            [Taint { key: "node.kubernetes.io/unreachable".into(), effect: NO_EXECUTE.into(), ..Taint::default() }];
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_secs(7);
+        assert_eq!(decide(&[], &taints, None, t0), Decision::DeleteNow);
+        let forever = [toleration(json!({"key": "node.kubernetes.io/unreachable", "operator": "Exists"}))];
+        assert_eq!(decide(&forever, &taints, None, t0), Decision::Cancel);
+        let short = [toleration(json!({"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2}))];
+        let first = decide(&short, &taints, None, t0);
+        let fire_at = t0 + Duration::from_secs(2);
+        assert_eq!(first, Decision::Schedule { created_at: t0, fire_at, replace: false });
+        // Seen again later: the scheduled deletion stays.
+        let scheduled = Scheduled { created_at: t0, fire_at };
+        assert_eq!(decide(&short, &taints, Some(scheduled), later), Decision::Keep);
+        // Seen again in the same instant: rescheduled from the original creation.
+        assert_eq!(
+            decide(&short, &taints, Some(scheduled), t0),
+            Decision::Schedule { created_at: t0, fire_at, replace: true }
+        );
+        // A toleration of another effect does not count.
+        let other = [toleration(json!({"operator": "Exists", "effect": "NoSchedule"}))];
+        assert_eq!(decide(&other, &taints, Some(scheduled), later), Decision::DeleteNow);
     }
 
     #[test]
