@@ -82,6 +82,7 @@ fn connects_with_a_kubeconfig_and_stops_on_sigterm() {
         .arg("--cluster-cidr=10.244.0.0/16")
         // This scripted server only answers /version: run no controller that would list.
         .arg("--controllers=*,-replicaset-controller,-replicationcontroller-controller")
+        .arg("--controllers=-node-lifecycle-controller,-taint-eviction-controller")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
