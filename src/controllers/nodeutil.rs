@@ -1,9 +1,9 @@
-//! Node helpers shared by the node controllers, after upstream's `pkg/controller/util/node`
-//! (`controller_utils.go`), the taint helpers of `pkg/controller/controller_utils.go`
+//! Node helpers several controllers share, after upstream's `pkg/controller/util/node`
+//! (`controller_utils.go`: `RecordNodeStatusChange`, `MarkPodsNotReady`, ...), `pkg/util/node`
+//! (`IsNodeReady`), the taint helpers of `pkg/controller/controller_utils.go`
 //! (`AddOrUpdateTaintOnNode`, `RemoveTaintOffNode`, `PatchNodeTaints`), `pkg/util/taints`,
 //! `k8s.io/api/core/v1` `Toleration.ToleratesTaint`, `pkg/apis/core/v1/helper`
-//! `GetMatchingTolerations`, `pkg/api/v1/pod` `UpdatePodCondition` and
-//! `k8s.io/component-helpers/node/topology` `GetZoneKey`.
+//! `GetMatchingTolerations` and `k8s.io/component-helpers/node/topology` `GetZoneKey`.
 
 use std::time::Duration;
 
@@ -15,7 +15,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 
 use crate::client::{Api, Client, Error, Patch, PostParams};
+use crate::controllers::podutil::update_pod_condition;
 use crate::runtime::events::{EventRecorder, EventType};
+
+/// `v1.TaintNodeOutOfService`.
+pub const TAINT_NODE_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
 
 pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
 pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
@@ -117,22 +121,35 @@ pub fn record_node_event(recorder: &EventRecorder, node: &Node, event_type: Even
     recorder.event(&node_reference(node), event_type, reason, &format!("Node {name} event: {event}"));
 }
 
-/// `RecordNodeStatusChange`: `Node <name> status is now: <status>`.
-pub fn record_node_status_change(recorder: &EventRecorder, node: &Node, status: &str) {
+/// `RecordNodeStatusChange`: an Event with reason `new_status` and the message
+/// "Node <name> status is now: <new_status>".
+pub fn record_node_status_change(recorder: &EventRecorder, node: &Node, event_type: EventType, new_status: &str) {
     let name = name_of(node);
-    log::debug!("recording status change event {status} for node {name}");
-    recorder.event(&node_reference(node), EventType::Normal, status, &format!("Node {name} status is now: {status}"));
+    log::debug!("recording status change event message for node {name}: {new_status}");
+    let message = format!("Node {name} status is now: {new_status}");
+    recorder.event(&node_reference(node), event_type, new_status, &message);
 }
 
-fn node_reference(node: &Node) -> ObjectReference {
+/// The reference upstream's node events use: `v1` `Node` with name and UID, no namespace
+/// (the Event then lands in `default`).
+pub fn node_reference(node: &Node) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Node".into()),
         name: node.metadata.name.clone(),
         uid: node.metadata.uid.clone(),
-        namespace: Some(String::new()),
         ..ObjectReference::default()
     }
+}
+
+/// `IsNodeReady`: the node's Ready condition is True.
+pub fn is_node_ready(node: &Node) -> bool {
+    node_condition(node.status.as_ref(), "Ready").is_some_and(|c| c.status == "True")
+}
+
+/// `TaintKeyExists`.
+pub fn taint_key_exists(taints: Option<&Vec<Taint>>, key: &str) -> bool {
+    taints.into_iter().flatten().any(|t| t.key == key)
 }
 
 /// `SwapNodeControllerTaint`: adds `to_add` (stamped with the time now) and removes
@@ -230,27 +247,6 @@ fn patch_node_taints(api: &Api<Node>, node: &Node, taints: &[Taint]) -> Result<N
     api.patch(name_of(node), &Patch::Strategic(patch), &PostParams::default())
 }
 
-/// `UpdatePodCondition`: sets `condition` (its transition time kept when the status does not
-/// change); whether anything changed.
-pub fn update_pod_condition(status: &mut PodStatus, mut condition: PodCondition, now: Timestamp) -> bool {
-    condition.last_transition_time = Some(Time(now));
-    let conditions = status.conditions.get_or_insert_with(Vec::new);
-    let Some(old) = conditions.iter_mut().find(|c| c.type_ == condition.type_) else {
-        conditions.push(condition);
-        return true;
-    };
-    if condition.status == old.status {
-        condition.last_transition_time = old.last_transition_time.clone();
-    }
-    let equal = condition.status == old.status
-        && condition.reason == old.reason
-        && condition.message == old.message
-        && condition.last_probe_time == old.last_probe_time
-        && condition.last_transition_time == old.last_transition_time;
-    *old = condition;
-    !equal
-}
-
 /// `MarkPodsNotReady`: sets the Ready condition of each pod on `node_name` to False (through
 /// `pods/status`) and records `NodeNotReady` on it. Errors other than NotFound are collected.
 pub fn mark_pods_not_ready(
@@ -292,6 +288,10 @@ pub fn mark_pods_not_ready(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn node(value: serde_json::Value) -> Node {
+        serde_json::from_value(value).expect("a node")
+    }
 
     fn toleration(value: Value) -> Toleration {
         serde_json::from_value(value).expect("a toleration")
@@ -336,24 +336,39 @@ mod tests {
 
     #[test]
     fn zone_keys_join_region_and_zone() {
-        let node = |labels: Value| -> Node { serde_json::from_value(json!({"metadata": {"labels": labels}})).unwrap() };
-        assert_eq!(zone_key(&node(json!({}))), "");
+        let labelled = |labels: Value| node(json!({"metadata": {"labels": labels}}));
+        assert_eq!(zone_key(&labelled(json!({}))), "");
         let labels = json!({"topology.kubernetes.io/zone": "us-east-1a", "topology.kubernetes.io/region": "us-east-1"});
-        assert_eq!(zone_key(&node(labels)), "us-east-1:\0:us-east-1a");
-        assert_eq!(zone_key(&node(json!({"failure-domain.beta.kubernetes.io/zone": "z"}))), ":\0:z");
+        assert_eq!(zone_key(&labelled(labels)), "us-east-1:\0:us-east-1a");
+        assert_eq!(zone_key(&labelled(json!({"failure-domain.beta.kubernetes.io/zone": "z"}))), ":\0:z");
     }
 
     #[test]
-    fn pod_conditions_keep_their_transition_time_unless_the_status_changes() {
-        let t0 = Timestamp::UNIX_EPOCH;
-        let t1 = t0 + jiff::SignedDuration::from_secs(60);
-        let mut status = PodStatus::default();
-        let ready = |s: &str| PodCondition { type_: "Ready".into(), status: s.into(), ..PodCondition::default() };
-        assert!(update_pod_condition(&mut status, ready("True"), t0));
-        assert!(!update_pod_condition(&mut status, ready("True"), t1));
-        assert!(update_pod_condition(&mut status, ready("False"), t1));
-        let conditions = status.conditions.unwrap_or_default();
-        assert_eq!(conditions.len(), 1);
-        assert_eq!(conditions[0].last_transition_time, Some(Time(t1)));
+    fn readiness_and_taints() {
+        let ready =
+            node(json!({"metadata": {"name": "a"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+        let unknown = node(
+            json!({"metadata": {"name": "b"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}),
+        );
+        assert!(is_node_ready(&ready));
+        assert!(!is_node_ready(&unknown));
+        assert!(!is_node_ready(&node(json!({"metadata": {"name": "c"}}))));
+        let tainted = node(json!({"metadata": {"name": "d"}, "spec": {"taints": [
+            {"key": TAINT_NODE_OUT_OF_SERVICE, "effect": "NoExecute"}
+        ]}}));
+        let taints = tainted.spec.as_ref().and_then(|s| s.taints.as_ref());
+        assert!(taint_key_exists(taints, TAINT_NODE_OUT_OF_SERVICE));
+        assert!(!taint_key_exists(taints, "other"));
+        assert!(!taint_key_exists(None, TAINT_NODE_OUT_OF_SERVICE));
+    }
+
+    #[test]
+    fn node_references_have_no_namespace() {
+        let n = node(json!({"metadata": {"name": "a", "uid": "u", "resourceVersion": "7"}}));
+        let reference = node_reference(&n);
+        assert_eq!(reference.kind.as_deref(), Some("Node"));
+        assert_eq!(reference.uid.as_deref(), Some("u"));
+        assert_eq!(reference.namespace, None);
+        assert_eq!(reference.resource_version, None);
     }
 }

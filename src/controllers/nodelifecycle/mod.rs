@@ -483,7 +483,7 @@ impl NodeLifecycle {
             let needs_retry = self.nodes_to_retry.lock().contains(&name);
             let became_not_ready = current.status != "True" && observed.status == "True";
             if became_not_ready {
-                nodeutil::record_node_status_change(&self.recorder, &node, "NodeNotReady");
+                nodeutil::record_node_status_change(&self.recorder, &node, EventType::Normal, "NodeNotReady");
             }
             if (became_not_ready || (needs_retry && observed.status != "True"))
                 && let Err(e) = nodeutil::mark_pods_not_ready(&self.client, &self.recorder, &pods, &name)

@@ -186,14 +186,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
 
     /// `NewControllerRef`.
     fn controller_ref(&self, rs: &K) -> OwnerReference {
-        OwnerReference {
-            api_version: K::API_VERSION.to_string(),
-            kind: K::KIND.to_string(),
-            name: name_of(rs.metadata()).to_string(),
-            uid: rs.metadata().uid.clone().unwrap_or_default(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
+        crate::runtime::controller_ref::controller_ref(rs)
     }
 
     /// `GetPodFromTemplate`: a pod named `<rs-name>-<random>` from the template.

@@ -16,13 +16,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, PodCondition, PodStatus, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, PodCondition, Taint, Toleration};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
 
-use crate::client::{Api, Client, DeleteParams, Error, Patch, PostParams};
+use crate::client::{Api, Client, DeleteParams, Error};
 use crate::controllers::nodelifecycle::{NODE_CONTROLLER, add_node_name_index, pods_on_node};
-use crate::controllers::nodeutil::{NO_EXECUTE, matching_tolerations, update_pod_condition};
+use crate::controllers::nodeutil::{NO_EXECUTE, matching_tolerations};
+use crate::controllers::podutil::{patch_pod_status, update_pod_condition};
 use crate::runtime::clock::{Clock, RealClock};
 use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
 use crate::runtime::events::{EventRecorder, EventType};
@@ -320,8 +320,7 @@ impl TaintEviction {
     fn add_condition_and_delete_pod(&self, namespace: &str, name: &str) -> Result<(), Error> {
         let api = Api::<Pod>::namespaced(&self.client, namespace);
         let pod = api.get(name)?;
-        let old = pod.status.clone().unwrap_or_default();
-        let mut new = old.clone();
+        let mut new = pod.status.clone().unwrap_or_default();
         let condition = PodCondition {
             type_: "DisruptionTarget".into(),
             status: "True".into(),
@@ -330,8 +329,7 @@ impl TaintEviction {
             ..PodCondition::default()
         };
         if update_pod_condition(&mut new, condition, Timestamp::now()) {
-            let patch = pod_status_patch(pod.metadata.uid.as_deref().unwrap_or_default(), &old, &new);
-            api.patch_status(name, &Patch::Strategic(patch), &PostParams::default())?;
+            patch_pod_status(&self.client, &pod, &new)?;
         }
         api.delete(name, &DeleteParams::default()).map(|_| ())
     }
@@ -348,20 +346,6 @@ impl TaintEviction {
         };
         self.recorder.event(&reference, EventType::Normal, "TaintManagerEviction", message);
     }
-}
-
-/// `PatchPodStatus`'s two-way strategic merge patch for a change of conditions: the UID as
-/// precondition, the changed conditions, and the order of all of them.
-fn pod_status_patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Value {
-    let old_conditions = old.conditions.as_deref().unwrap_or_default();
-    let new_conditions = new.conditions.as_deref().unwrap_or_default();
-    let changed: Vec<Value> = new_conditions
-        .iter()
-        .filter(|c| !old_conditions.contains(c))
-        .filter_map(|c| serde_json::to_value(c).ok())
-        .collect();
-    let order: Vec<Value> = new_conditions.iter().map(|c| json!({"type": c.type_})).collect();
-    json!({"metadata": {"uid": uid}, "status": {"$setElementOrder/conditions": order, "conditions": changed}})
 }
 
 /// `taint_eviction_controller_pod_deletions_total`.
@@ -396,6 +380,7 @@ fn pod_deletion_duration() -> &'static crate::metrics::HistogramVec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
     fn toleration(value: Value) -> Toleration {
         serde_json::from_value(value).expect("a toleration")
@@ -437,24 +422,5 @@ mod tests {
         // A toleration of another effect does not count.
         let other = [toleration(json!({"operator": "Exists", "effect": "NoSchedule"}))];
         assert_eq!(decide(&other, &taints, Some(scheduled), later), Decision::DeleteNow);
-    }
-
-    #[test]
-    fn the_status_patch_carries_the_new_condition_and_the_order() {
-        let ready: PodCondition =
-            serde_json::from_value(json!({"type": "Ready", "status": "True"})).expect("a condition");
-        let old = PodStatus { conditions: Some(vec![ready.clone()]), ..PodStatus::default() };
-        let mut new = old.clone();
-        let target =
-            PodCondition { type_: "DisruptionTarget".into(), status: "True".into(), ..PodCondition::default() };
-        update_pod_condition(&mut new, target, Timestamp::UNIX_EPOCH);
-        let patch = pod_status_patch("u1", &old, &new);
-        assert_eq!(patch["metadata"]["uid"], "u1");
-        assert_eq!(
-            patch["status"]["$setElementOrder/conditions"],
-            json!([{"type": "Ready"}, {"type": "DisruptionTarget"}])
-        );
-        assert_eq!(patch["status"]["conditions"][0]["type"], "DisruptionTarget");
-        assert_eq!(patch["status"]["conditions"].as_array().map(Vec::len), Some(1));
     }
 }
