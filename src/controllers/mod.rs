@@ -13,6 +13,7 @@ pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod endpointutil;
 pub mod nodeipam;
+pub mod nodelifecycle;
 pub mod nodeutil;
 pub mod podgc;
 pub mod podutil;
@@ -20,6 +21,7 @@ pub mod replicaset;
 pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod serviceaccount;
+pub mod tainteviction;
 pub mod ttl;
 
 use crate::runtime::controller::ControllerDescriptor;
@@ -133,6 +135,7 @@ pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     endpointslice::ENDPOINTSLICE,
     endpointslicemirroring::ENDPOINTSLICE_MIRRORING,
     nodeipam::NODE_IPAM,
+    nodelifecycle::NODE_LIFECYCLE,
     podgc::POD_GC,
     replicaset::REPLICASET,
     replicaset::REPLICATION_CONTROLLER,
@@ -140,6 +143,7 @@ pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     root_ca_publisher::ROOT_CA_PUBLISHER,
     serviceaccount::LEGACY_TOKEN_CLEANER,
     serviceaccount::SERVICE_ACCOUNT,
+    tainteviction::TAINT_EVICTION,
     ttl::TTL,
 ];
 

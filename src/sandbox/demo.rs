@@ -212,7 +212,7 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
 
     replicaset_steps(client, ns, narrator)?;
     deployment_steps(client, ns, narrator)?;
-    node_failure_steps(client, nodes, &node, narrator)?;
+    node_failure_steps(client, nodes, ns, &node, narrator)?;
     namespace_deletion_steps(client, ns, narrator)
 }
 
@@ -391,9 +391,14 @@ fn deployment_rollback_step(client: &Client, ns: &str, narrator: &mut Narrator) 
 fn node_failure_steps(
     client: &Client,
     nodes: &SimulatedNodes,
+    ns: &str,
     node: &str,
     narrator: &mut Narrator,
 ) -> Result<(), String> {
+    let evicting = all_implemented(&EVICTION_CONTROLLERS);
+    // With the controllers that move pods off a failed node, fail a node that runs some.
+    let node = if evicting { failover_replica_set(client, ns, narrator)? } else { node.to_string() };
+    let node = node.as_str();
     narrator.step(&format!("{node} stops heartbeating (its kubelet dies)"));
     nodes.stop_heartbeat(node);
     let leases = Api::<Lease>::namespaced(client, "kube-node-lease");
@@ -414,7 +419,90 @@ fn node_failure_steps(
         let n = Api::<Node>::all(client).get(node).map_err(|e| e.to_string())?;
         Ok((node_ready(&n) == Some("Unknown")).then_some(()))
     })?;
-    narrator.ok(&format!("node-lifecycle-controller marked {node} Ready=Unknown and tainted it unreachable"));
+    narrator.ok(&format!(
+        "node-lifecycle-controller marked {node} Ready=Unknown (NodeStatusUnknown) after --node-monitor-grace-period (50s)"
+    ));
+    if evicting { node_eviction_steps(client, ns, node, narrator) } else { Ok(()) }
+}
+
+/// The controllers that move pods off a failed node.
+const EVICTION_CONTROLLERS: [&str; 3] =
+    ["node-lifecycle-controller", "taint-eviction-controller", "replicaset-controller"];
+/// The labels of the pods the node failure moves.
+const FAILOVER_SELECTOR: &str = "app=failover";
+/// How long the failover pods tolerate a failed node (admission's default is 300 s).
+const FAILOVER_TOLERATION_SECONDS: i64 = 5;
+
+/// Creates the ReplicaSet `failover` whose pods tolerate a failed node for 5 s, and returns the
+/// node its first pod runs on.
+fn failover_replica_set(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<String, String> {
+    narrator.step(&format!(
+        "ReplicaSet failover (2 replicas) whose pods tolerate an unreachable node for {FAILOVER_TOLERATION_SECONDS}s"
+    ));
+    let toleration = |key: &str| json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": FAILOVER_TOLERATION_SECONDS});
+    let replica_set = json!({"metadata": {"name": "failover"}, "spec": {"replicas": 2,
+        "selector": {"matchLabels": {"app": "failover"}},
+        "template": {"metadata": {"labels": {"app": "failover"}}, "spec": {
+            "tolerations": [toleration("node.kubernetes.io/unreachable"), toleration("node.kubernetes.io/not-ready")],
+            "containers": [{"name": "app", "image": "nginx:1.27"}]}}}});
+    let replica_set: ReplicaSet = serde_json::from_value(replica_set).map_err(|e| e.to_string())?;
+    Api::<ReplicaSet>::namespaced(client, ns)
+        .create(&replica_set, &PostParams::default())
+        .map_err(|e| e.to_string())?;
+    wait_running_pods(client, ns, FAILOVER_SELECTOR, 2)?;
+    let placement = failover_placement(client, ns)?;
+    narrator.ok(&format!(
+        "failover pods run on {}",
+        placement.iter().map(|(p, n)| format!("{p}@{n}")).collect::<Vec<_>>().join(", ")
+    ));
+    placement.first().map(|(_, node)| node.clone()).ok_or_else(|| "no failover pod".to_string())
+}
+
+/// The live (not deleting) failover pods and their nodes, by pod name.
+fn failover_placement(client: &Client, ns: &str) -> Result<Vec<(String, String)>, String> {
+    let params = ListParams { label_selector: Some(FAILOVER_SELECTOR.into()), ..ListParams::default() };
+    let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params).map_err(|e| e.to_string())?;
+    let mut placement: Vec<(String, String)> = pods
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| (p.metadata.name.unwrap_or_default(), p.spec.and_then(|s| s.node_name).unwrap_or_default()))
+        .collect();
+    placement.sort();
+    Ok(placement)
+}
+
+/// The failed node is tainted, its failover pods are evicted after their toleration and
+/// replaced on healthy nodes by their ReplicaSet.
+fn node_eviction_steps(client: &Client, ns: &str, node: &str, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step(&format!("{node} is tainted and its pods are evicted"));
+    wait_for(&format!("the unreachable NoExecute taint on {node}"), STEP_TIMEOUT, || {
+        let n = Api::<Node>::all(client).get(node).map_err(|e| e.to_string())?;
+        let taints = n.spec.and_then(|s| s.taints).unwrap_or_default();
+        Ok(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute").then_some(()))
+    })?;
+    narrator.ok(&format!("node-lifecycle-controller tainted {node} node.kubernetes.io/unreachable:NoExecute"));
+    let pods = Api::<Pod>::namespaced(client, ns);
+    let params = ListParams { label_selector: Some(FAILOVER_SELECTOR.into()), ..ListParams::default() };
+    let evicted = wait_for("the failover pods of the failed node to be evicted", STEP_TIMEOUT, || {
+        let (list, _) = pods.list_all(&params).map_err(|e| e.to_string())?;
+        let on_node: Vec<&Pod> =
+            list.iter().filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node)).collect();
+        let all_evicted = !on_node.is_empty() && on_node.iter().all(|p| p.metadata.deletion_timestamp.is_some());
+        Ok(all_evicted.then(|| on_node.iter().filter_map(|p| p.metadata.name.clone()).collect::<Vec<_>>()))
+    })?;
+    narrator.ok(&format!(
+        "taint-eviction-controller deleted {} after its {FAILOVER_TOLERATION_SECONDS}s toleration (condition DisruptionTarget, reason DeletionByTaintManager)",
+        evicted.join(", ")
+    ));
+    wait_running_pods(client, ns, FAILOVER_SELECTOR, 2)?;
+    let placement = failover_placement(client, ns)?;
+    if placement.iter().any(|(_, n)| n == node) {
+        return Err(format!("a failover pod was placed on the failed node {node}"));
+    }
+    narrator.ok(&format!(
+        "replicaset-controller replaced them on healthy nodes: {}",
+        placement.iter().map(|(p, n)| format!("{p}@{n}")).collect::<Vec<_>>().join(", ")
+    ));
     Ok(())
 }
 
