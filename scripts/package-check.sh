@@ -32,6 +32,14 @@ echo "-- shipped flags are accepted by the binary"
 args=$(set -a && . packaging/$name.env && echo "$KUBE_CONTROLLER_MANAGER_ARGS")
 # shellcheck disable=SC2086
 "$binary" $args --version >/dev/null || fail "packaging/$name.env has flags the binary rejects"
+# systemd reads the file with its own parser (the one environment.d uses): same flags, one line.
+generator=/usr/lib/systemd/user-environment-generators/30-systemd-environment-d-generator
+if [ -x "$generator" ]; then
+    mkdir -p "$work/env/environment.d"
+    cp packaging/$name.env "$work/env/environment.d/10-kcm.conf"
+    parsed=$(XDG_CONFIG_HOME=$work/env "$generator" | sed -n 's/^KUBE_CONTROLLER_MANAGER_ARGS="\(.*\)"$/\1/p')
+    same "$parsed" "$args" "the flags as systemd reads packaging/$name.env"
+fi
 pod_args=$(sed -n 's/^    - \(--.*\)$/\1/p' packaging/static-pod/$name.yaml)
 [ -n "$pod_args" ] || fail "no flags found in the static Pod manifest"
 # shellcheck disable=SC2086
@@ -141,5 +149,6 @@ dpkg -r $name >/dev/null 2>&1
 dpkg -P $name >/dev/null 2>&1
 [ ! -e /etc/default/$name ] && [ ! -e /var/lib/$name ] || fail "purge left the configuration or the state"
 [ ! -e /etc/systemd/system/multi-user.target.wants/$name.service ] || fail "purge left the service enabled"
+[ ! -L /etc/systemd/system/$name.service ] || fail "purge left the service masked"
 ! dpkg -s $name >/dev/null 2>&1 || fail "the package is still known to dpkg"
 echo "package check passed"

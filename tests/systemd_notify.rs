@@ -35,7 +35,8 @@ fn ready_watchdog_and_stopping_over_notify_socket() {
     std::fs::create_dir_all(&dir).unwrap();
     let (_, kubeconfig) = sandbox.write_kubeconfigs(&dir.join("admin.conf")).unwrap();
     let text = std::fs::read_to_string(&kubeconfig).unwrap();
-    let by_name = text.replace(&format!("https://{}", sandbox.addr()), &format!("https://localhost:{}", sandbox.addr().port()));
+    let by_name =
+        text.replace(&format!("https://{}", sandbox.addr()), &format!("https://localhost:{}", sandbox.addr().port()));
     assert_ne!(text, by_name, "the kubeconfig names the server");
     std::fs::write(&kubeconfig, by_name).unwrap();
 

@@ -171,9 +171,7 @@ pub fn decode_answer(message: &[u8], name: &str, record: RecordType) -> Result<A
         if class == CLASS_IN && kind == record as u16 {
             match (record, data.len()) {
                 (RecordType::A, 4) => addresses.push(IpAddr::from(<[u8; 4]>::try_from(data).unwrap_or_default())),
-                (RecordType::Aaaa, 16) => {
-                    addresses.push(IpAddr::from(<[u8; 16]>::try_from(data).unwrap_or_default()))
-                }
+                (RecordType::Aaaa, 16) => addresses.push(IpAddr::from(<[u8; 16]>::try_from(data).unwrap_or_default())),
                 _ => return Err(malformed()),
             }
         }
@@ -226,7 +224,8 @@ pub(crate) mod tests {
     /// (type, data), each named by a pointer to the question's name.
     pub(crate) fn reply(query: &[u8], rcode: u16, truncated: bool, records: &[(u16, Vec<u8>)]) -> Vec<u8> {
         let mut message = query[..2].to_vec();
-        let flags = FLAG_RESPONSE | FLAG_RECURSION_DESIRED | 0x0080 | rcode | if truncated { FLAG_TRUNCATED } else { 0 };
+        let flags =
+            FLAG_RESPONSE | FLAG_RECURSION_DESIRED | 0x0080 | rcode | if truncated { FLAG_TRUNCATED } else { 0 };
         for word in [flags, 1, records.len() as u16, 0, 0] {
             message.extend_from_slice(&word.to_be_bytes());
         }
@@ -244,12 +243,8 @@ pub(crate) mod tests {
     #[test]
     fn encodes_a_standard_query() {
         let query = encode_query(0xabcd, "api.k8s", RecordType::Aaaa).unwrap();
-        let expected = [
-            &[0xab, 0xcd, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0][..],
-            b"\x03api\x03k8s\x00",
-            &[0, 28, 0, 1],
-        ]
-        .concat();
+        let expected =
+            [&[0xab, 0xcd, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0][..], b"\x03api\x03k8s\x00", &[0, 28, 0, 1]].concat();
         assert_eq!(query, expected);
         assert!(encode_query(1, "a..b", RecordType::A).unwrap_err().contains("not a valid DNS name"));
         assert!(encode_query(1, &"x".repeat(64), RecordType::A).is_err());

@@ -185,7 +185,8 @@ fn nxdomain_moves_on_to_the_next_candidate() {
     let (hosts, conf) = files("nxdomain", "", conf);
     let resolver = NameResolver::with_files(hosts, conf).with_dns_port(dns.port);
     assert_eq!(resolver.lookup("api.internal", None).unwrap(), ips(&["10.0.0.8"]));
-    let expected = asked(&[("api.internal.cluster.example", 1, false), ("api.internal", 1, false), ("api.internal", 28, false)]);
+    let expected =
+        asked(&[("api.internal.cluster.example", 1, false), ("api.internal", 1, false), ("api.internal", 28, false)]);
     assert_eq!(dns.asked(), expected, "no AAAA question for a name that does not exist");
 }
 
@@ -196,8 +197,12 @@ fn a_truncated_answer_is_asked_again_over_tcp() {
     let (hosts, conf) = files("tcp", "", "nameserver 127.0.0.1\n");
     let resolver = NameResolver::with_files(hosts, conf).with_dns_port(dns.port);
     assert_eq!(resolver.lookup("big.example", None).unwrap(), ips(&["10.0.1.1", "10.0.1.2", "10.0.1.3"]));
-    let expected =
-        asked(&[("big.example", 1, false), ("big.example", 1, true), ("big.example", 28, false), ("big.example", 28, true)]);
+    let expected = asked(&[
+        ("big.example", 1, false),
+        ("big.example", 1, true),
+        ("big.example", 28, false),
+        ("big.example", 28, true),
+    ]);
     assert_eq!(dns.asked(), expected);
 }
 
