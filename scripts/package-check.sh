@@ -26,6 +26,8 @@ grep -qE 'not a dynamic executable|statically linked' <<<"$ldd_says" || fail "ld
 ! readelf -lW "$binary" | grep -q 'program interpreter' || fail "the binary needs a program interpreter"
 "$binary" --version | grep -q "^$name v$version " || fail "--version: $("$binary" --version)"
 scripts/size-budget.sh "$binary"
+! cargo tree --quiet -e normal --no-default-features --prefix none | grep -q '^rcgen ' ||
+    fail "the packaged build contains the development API server's rcgen"
 
 echo "-- shipped flags are accepted by the binary"
 # shellcheck disable=SC1091
