@@ -80,25 +80,35 @@ impl NameResolver {
         };
         for name in conf.candidates(host) {
             match self.ask_servers(&conf, &name, deadline) {
-                Ok(found) if !found.is_empty() => return Ok(found),
-                Ok(_) => tried.push(format!("{name}: no A or AAAA records")),
+                Ok(Some(found)) if !found.is_empty() => return Ok(found),
+                Ok(Some(_)) => tried.push(format!("{name}: no A or AAAA records")),
+                Ok(None) => tried.push(format!("{name}: no such name (NXDOMAIN)")),
                 Err(e) => tried.push(format!("{name}: {e}")),
             }
         }
         Err(format!("cannot resolve host {host:?}: {}", tried.join("; ")))
     }
 
-    /// The A, then AAAA addresses of one fully qualified name. `Ok(empty)` when it has none or
-    /// does not exist; an error when no server answered.
-    fn ask_servers(&self, conf: &ResolvConf, name: &str, deadline: Option<Instant>) -> Result<Vec<IpAddr>, String> {
-        let mut addresses = Vec::new();
-        for record in [RecordType::A, RecordType::Aaaa] {
-            match self.ask_one_type(conf, name, record, deadline)? {
-                Answer::NoSuchName => return Ok(Vec::new()),
-                Answer::Addresses(found) => addresses.extend(found),
-            }
+    /// The A, then AAAA addresses of one fully qualified name; `None` when it does not exist, an
+    /// error when no server answered. A name with IPv4 addresses is usable even if its AAAA
+    /// question goes unanswered (some servers drop those).
+    fn ask_servers(
+        &self,
+        conf: &ResolvConf,
+        name: &str,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Vec<IpAddr>>, String> {
+        let mut addresses = match self.ask_one_type(conf, name, RecordType::A, deadline)? {
+            Answer::NoSuchName => return Ok(None),
+            Answer::Addresses(v4) => v4,
+        };
+        match self.ask_one_type(conf, name, RecordType::Aaaa, deadline) {
+            Ok(Answer::Addresses(v6)) => addresses.extend(v6),
+            Ok(Answer::NoSuchName) => {}
+            Err(e) if !addresses.is_empty() => log::debug!("{name}: no AAAA answer ({e}); using its A records"),
+            Err(e) => return Err(e),
         }
-        Ok(addresses)
+        Ok(Some(addresses))
     }
 
     /// glibc's retry scheme: `attempts` rounds over the servers in order, each waiting `timeout`.

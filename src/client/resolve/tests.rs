@@ -19,7 +19,8 @@ use super::dns::tests::reply;
 type Asked = (String, u16, bool);
 
 /// Answers from a table; names not in it are NXDOMAIN. Names in `truncated` get an empty,
-/// truncated UDP answer and their records over TCP only.
+/// truncated UDP answer and their records over TCP only; AAAA questions about names in
+/// `unanswered_aaaa` get no answer at all.
 struct Responder {
     port: u16,
     asked: Arc<Mutex<Vec<Asked>>>,
@@ -30,20 +31,30 @@ type Table = HashMap<(String, u16), Vec<IpAddr>>;
 
 impl Responder {
     fn start(records: &[(&str, &str)], truncated: &[&str]) -> Responder {
+        Responder::start_with(records, truncated, &[])
+    }
+
+    fn start_with(records: &[(&str, &str)], truncated: &[&str], unanswered_aaaa: &[&str]) -> Responder {
         let mut table: Table = HashMap::new();
         for (name, ip) in records {
+            // "none": the name exists without addresses (its A and AAAA answers are empty).
+            if *ip == "none" {
+                table.insert((name.to_string(), 0), Vec::new());
+                continue;
+            }
             let ip: IpAddr = ip.parse().unwrap();
             let kind = if ip.is_ipv4() { 1 } else { 28 };
             table.entry((name.to_string(), kind)).or_default().push(ip);
         }
         let table = Arc::new(table);
-        let truncated: Arc<Vec<String>> = Arc::new(truncated.iter().map(|s| s.to_string()).collect());
+        let owned = |names: &[&str]| -> Vec<String> { names.iter().map(|s| s.to_string()).collect() };
+        let (truncated, unanswered) = (Arc::new(owned(truncated)), owned(unanswered_aaaa));
         let (udp, tcp) = bind_pair();
         let port = udp.local_addr().unwrap().port();
         let asked = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (t, tr, a, s) = (table.clone(), truncated.clone(), asked.clone(), stop.clone());
-        std::thread::spawn(move || serve_udp(udp, &t, &tr, &a, &s));
+        std::thread::spawn(move || serve_udp(udp, &t, (&tr, &unanswered), &a, &s));
         let (a, s) = (asked.clone(), stop.clone());
         std::thread::spawn(move || serve_tcp(tcp, &table, &a, &s));
         Responder { port, asked, stop }
@@ -100,7 +111,13 @@ fn answer(query: &[u8], table: &Table, truncate: bool) -> Vec<u8> {
     reply(query, 0, false, &records)
 }
 
-fn serve_udp(socket: UdpSocket, table: &Table, truncated: &[String], asked: &Mutex<Vec<Asked>>, stop: &AtomicBool) {
+fn serve_udp(
+    socket: UdpSocket,
+    table: &Table,
+    (truncated, unanswered_aaaa): (&[String], &[String]),
+    asked: &Mutex<Vec<Asked>>,
+    stop: &AtomicBool,
+) {
     socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
     let mut buffer = [0; 512];
     while !stop.load(Ordering::SeqCst) {
@@ -108,8 +125,11 @@ fn serve_udp(socket: UdpSocket, table: &Table, truncated: &[String], asked: &Mut
         let query = &buffer[..n];
         let (name, kind) = question(query);
         let truncate = truncated.contains(&name);
+        let silent = kind == 28 && unanswered_aaaa.contains(&name);
         asked.lock().push((name, kind, false));
-        let _ = socket.send_to(&answer(query, table, truncate), from);
+        if !silent {
+            let _ = socket.send_to(&answer(query, table, truncate), from);
+        }
     }
 }
 
@@ -207,13 +227,22 @@ fn a_truncated_answer_is_asked_again_over_tcp() {
 }
 
 #[test]
+fn an_unanswered_aaaa_question_keeps_the_a_records() {
+    let dns = Responder::start_with(&[("v4only.example", "10.0.2.1")], &[], &["v4only.example"]);
+    let (hosts, conf) = files("aaaa", "", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
+    let resolver = NameResolver::with_files(hosts, conf).with_dns_port(dns.port);
+    assert_eq!(resolver.lookup("v4only.example", None).unwrap(), ips(&["10.0.2.1"]));
+    assert_eq!(dns.asked(), asked(&[("v4only.example", 1, false), ("v4only.example", 28, false)]));
+}
+
+#[test]
 fn failure_names_the_host_and_what_was_tried() {
-    let dns = Responder::start(&[], &[]);
+    let dns = Responder::start(&[("nowhere", "none")], &[]);
     let (hosts, conf) = files("missing", "", "nameserver 127.0.0.1\nsearch corp.example\noptions ndots:1\n");
     let resolver = NameResolver::with_files(&hosts, conf).with_dns_port(dns.port);
     let error = resolver.lookup("nowhere", None).unwrap_err();
     let expected = format!(
-        "cannot resolve host \"nowhere\": not in {}; nowhere.corp.example: no A or AAAA records; nowhere: no A or AAAA records",
+        "cannot resolve host \"nowhere\": not in {}; nowhere.corp.example: no such name (NXDOMAIN); nowhere: no A or AAAA records",
         hosts.display()
     );
     assert_eq!(error, expected);
