@@ -76,12 +76,11 @@ drwxr-xr-x root/root /var/lib/
 drwxr-x--- root/root /var/lib/$name/
 EOF2
 )" ".deb file list"
-same "$(dpkg-deb -f "$deb" Package Version Architecture Pre-Depends Depends)" \
+same "$(dpkg-deb -f "$deb" Package Version Architecture Depends)" \
     "Package: $name
 Version: $version-1
 Architecture: $(dpkg --print-architecture)
-Pre-Depends: init-system-helpers (>= 1.54~)
-Depends: passwd" ".deb control fields"
+Depends: init-system-helpers (>= 1.54~), passwd" ".deb control fields"
 dpkg-deb -e "$deb" "$work/control"
 same "$(cat "$work/control/conffiles")" "/etc/default/$name" ".deb conffiles"
 for script in postinst prerm postrm; do
