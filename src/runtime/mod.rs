@@ -13,6 +13,7 @@ pub mod controller;
 pub mod controller_ref;
 pub mod events;
 pub mod informer;
+pub mod sd_notify;
 pub mod workqueue;
 
 use std::time::Duration;
@@ -58,7 +59,20 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
         let elector = elector.clone();
         checks.add("leaderElection", move || elector.check());
     }
+    // The secure port listens and the election runs: a standby is as ready as the leader.
+    let notifier = sd_notify::Notifier::from_env().map(std::sync::Arc::new);
+    let watchdog = match &notifier {
+        Some(notifier) => {
+            notifier.notify("READY=1\nSTATUS=serving; leader election started");
+            sd_notify::Watchdog::start(notifier.clone(), checks.clone())?
+        }
+        None => None,
+    };
     let outcome = lead_and_work(&mut controllers, elector.as_deref(), &signals);
+    drop(watchdog);
+    if let Some(notifier) = &notifier {
+        notifier.notify("STOPPING=1");
+    }
     match outcome {
         Exit::Signalled => {
             controllers.stop(DRAIN_TIMEOUT);

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Prints the release-size budget of a kube-controller-manager binary and fails when it is over:
+#   scripts/size-budget.sh <binary>
+# Binary size, and the dependency tree of the packaged build (no dev API server): how many
+# crates and how deep. Limits can be raised deliberately with KCM_MAX_BINARY_MIB,
+# KCM_MAX_CRATES and KCM_MAX_DEPTH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+binary=${1:?usage: $0 <binary>}
+max_mib=${KCM_MAX_BINARY_MIB:-16}
+max_crates=${KCM_MAX_CRATES:-70}
+max_depth=${KCM_MAX_DEPTH:-7}
+
+bytes=$(stat -c %s "$binary")
+tree=$(cargo tree --quiet -e normal --no-default-features --prefix depth)
+# Lines read "<depth><name> v<version> ...": count distinct name+version below the root.
+read -r crates depth < <(sed -E 's/^([0-9]+)([^ ]+) (v[^ ]+).*/\1 \2 \3/' <<<"$tree" |
+    awk 'NR > 1 { seen[$2 " " $3] = 1; if ($1 > max) max = $1 } END { print length(seen), max + 0 }')
+
+printf 'release-size budget:\n'
+printf '  binary       %s: %d bytes (%.1f MiB; budget %d MiB)\n' "$(basename "$binary")" "$bytes" \
+    "$(awk -v b="$bytes" 'BEGIN { print b / 1048576 }')" "$max_mib"
+printf '  dependencies %d crates (budget %d), tree depth %d (budget %d)\n' "$crates" "$max_crates" "$depth" "$max_depth"
+
+over=0
+[ "$bytes" -le $((max_mib * 1048576)) ] || { echo "the binary is over its size budget" >&2; over=1; }
+[ "$crates" -le "$max_crates" ] || { echo "the dependency tree has more crates than budgeted" >&2; over=1; }
+[ "$depth" -le "$max_depth" ] || { echo "the dependency tree is deeper than budgeted" >&2; over=1; }
+exit $over
