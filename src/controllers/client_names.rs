@@ -62,6 +62,26 @@ pub fn service_account_for(controller: &str) -> Option<&'static str> {
     Some(name)
 }
 
+/// The name a controller's client is built under (`ClientOrDie("<name>")`), which its
+/// User-Agent ends with: the service-account name, else the controller's own name.
+pub fn client_name_for(controller: &'static str) -> &'static str {
+    service_account_for(controller).unwrap_or(controller)
+}
+
+/// The `source.component` of a controller's Events, as its upstream constructor names its
+/// recorder (`EventSource{Component: ...}`); most use the controller's canonical name.
+pub fn event_component_for(controller: &'static str) -> &'static str {
+    match controller {
+        "replicationcontroller-controller" => "replication-controller",
+        "endpoints-controller" => "endpoint-controller",
+        "endpointslice-controller" => "endpoint-slice-controller",
+        "endpointslice-mirroring-controller" => "endpoint-slice-mirroring-controller",
+        "node-lifecycle-controller" => "node-controller",
+        "node-ipam-controller" => "cidrAllocator",
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +100,13 @@ mod tests {
         assert_eq!(service_account_for("node-lifecycle-controller"), Some("node-controller"));
         assert_eq!(service_account_for("garbage-collector-controller"), Some("generic-garbage-collector"));
         assert_eq!(service_account_for("nope"), None);
+    }
+
+    #[test]
+    fn client_names_and_event_components_follow_upstream() {
+        assert_eq!(client_name_for("node-lifecycle-controller"), "node-controller");
+        assert_eq!(client_name_for("serviceaccount-token-controller"), "serviceaccount-token-controller");
+        assert_eq!(event_component_for("endpointslice-controller"), "endpoint-slice-controller");
+        assert_eq!(event_component_for("deployment-controller"), "deployment-controller");
     }
 }

@@ -5,6 +5,7 @@
 //! `k8s.io/api/core/v1` `Toleration.ToleratesTaint`, `pkg/apis/core/v1/helper`
 //! `GetMatchingTolerations` and `k8s.io/component-helpers/node/topology` `GetZoneKey`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 use crate::client::{Api, Client, Error, Patch, PostParams};
 use crate::controllers::podutil::update_pod_condition;
 use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::informer::Informer;
 
 /// `v1.TaintNodeOutOfService`.
 pub const TAINT_NODE_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
@@ -282,6 +284,24 @@ pub fn mark_pods_not_ready(
         recorder.event_for(&pod, EventType::Warning, "NodeNotReady", "Node is not ready");
     }
     if errors.is_empty() { Ok(()) } else { Err(errors.join(", ")) }
+}
+
+/// The pod index by `spec.nodeName` both node controllers use (`nodeNameKeyIndex`).
+pub const NODE_NAME_INDEX: &str = "spec.nodeName";
+
+/// Indexes pods by `spec.nodeName` (unless another node controller did already).
+pub fn add_node_name_index(pods: &Informer<Pod>) {
+    if pods.store().has_index(NODE_NAME_INDEX) {
+        return;
+    }
+    pods.add_index(NODE_NAME_INDEX, |pod: &Pod| {
+        pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty()).into_iter().collect()
+    });
+}
+
+/// The pods bound to `node` (`getPodsAssignedToNode`).
+pub fn pods_on_node(pods: &Informer<Pod>, node: &str) -> Vec<Arc<Pod>> {
+    pods.store().by_index(NODE_NAME_INDEX, node)
 }
 
 #[cfg(test)]

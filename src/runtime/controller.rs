@@ -130,7 +130,8 @@ impl ControllerSet {
         }
         for descriptor in descriptors.iter().filter(|d| options.starts_controller(d.name)) {
             let controller_client = controller_client(client, options, descriptor.name)?;
-            let recorder = EventRecorder::new(controller_client.clone(), descriptor.name);
+            let component = crate::controllers::client_names::event_component_for(descriptor.name);
+            let recorder = EventRecorder::new(controller_client.clone(), component);
             let context = ControllerContext {
                 name: descriptor.name,
                 client: controller_client,
@@ -229,13 +230,13 @@ impl ControllerSet {
 /// authenticates as its own ServiceAccount (upstream's dynamic client builder); otherwise the
 /// root credentials with its own User-Agent and rate limit (the simple client builder).
 fn controller_client(root: &Client, options: &Options, name: &'static str) -> Result<Client, String> {
-    use crate::controllers::client_names::{SERVICE_ACCOUNT_NAMESPACE, service_account_for};
+    use crate::controllers::client_names::{SERVICE_ACCOUNT_NAMESPACE, client_name_for, service_account_for};
     match service_account_for(name) {
         Some(account) if options.generic.use_service_account_credentials => {
             crate::client::credentials::service_account_client(root, SERVICE_ACCOUNT_NAMESPACE, account, name)
                 .map_err(|e| format!("{name}: cannot set up the credentials of service account {account}: {e}"))
         }
-        _ => Ok(root.for_controller(name)),
+        _ => Ok(root.for_controller(client_name_for(name))),
     }
 }
 

@@ -42,8 +42,6 @@ const CIDR_UPDATE_RETRIES: usize = 3;
 /// `nodePollInterval` and `apiserverStartupGracePeriod`: how the first list of Nodes is retried.
 const NODE_POLL_INTERVAL: Duration = Duration::from_secs(10);
 const APISERVER_STARTUP_GRACE_PERIOD: Duration = Duration::from_secs(600);
-/// The Event source of the range allocator.
-const EVENT_COMPONENT: &str = "cidrAllocator";
 
 /// What the range allocator is built from (upstream `CIDRAllocatorParams`).
 #[derive(Debug, Clone, PartialEq)]
@@ -172,7 +170,7 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         params,
         sets: Mutex::new(sets),
         primed: Mutex::new(false),
-        recorder: EventRecorder::new(context.client.clone(), EVENT_COMPONENT),
+        recorder: context.recorder.clone(),
     });
     let handler = allocator.clone();
     let handler_queue = queue.clone();

@@ -38,6 +38,7 @@ use crate::controllers::nodeutil::{
     TAINT_NOT_READY, TAINT_PID_PRESSURE, TAINT_UNREACHABLE, TAINT_UNSCHEDULABLE, node_condition, node_taints, taint,
     taint_exists, zone_key,
 };
+use crate::controllers::nodeutil::{add_node_name_index, pods_on_node};
 use crate::runtime::clock::RealClock;
 use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
 use crate::runtime::events::{EventRecorder, EventType};
@@ -55,8 +56,6 @@ pub const NODE_LIFECYCLE: ControllerDescriptor = ControllerDescriptor { name: "n
 
 /// The event source component and client identity upstream uses for this controller.
 pub const NODE_CONTROLLER: &str = "node-controller";
-/// The pod index by `spec.nodeName` both node controllers use (`nodeNameKeyIndex`).
-pub const NODE_NAME_INDEX: &str = "spec.nodeName";
 /// `NodeEvictionPeriod`: how often the NoExecute tainting pass runs.
 pub const NODE_EVICTION_PERIOD: Duration = Duration::from_millis(100);
 /// `nodeUpdateWorkerSize`: nodes judged in parallel, and this controller's workers.
@@ -136,8 +135,9 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     if config.monitor_period.is_zero() {
         return Err("--node-monitor-period must be greater than zero".into());
     }
-    let client = context.client.for_controller(NODE_CONTROLLER);
-    let recorder = EventRecorder::new(client.clone(), NODE_CONTROLLER);
+    // The context's client and recorder are upstream's `node-controller` ones.
+    let client = context.client.clone();
+    let recorder = context.recorder.clone();
     let queue = WorkQueue::new("node_lifecycle_controller");
     let controller = Arc::new(NodeLifecycle {
         client,
@@ -162,7 +162,7 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event));
     let taint_manager = (!context.options.generic.feature_gates.is_enabled(SEPARATE_TAINT_EVICTION)).then(|| {
         log::info!("running taint-eviction-controller as part of node-lifecycle-controller");
-        let recorder = EventRecorder::new(context.client.for_controller(NODE_CONTROLLER), TAINT_EVICTION_NAME);
+        let recorder = EventRecorder::new(context.client.clone(), TAINT_EVICTION_NAME);
         TaintEviction::start(context, recorder, queue.clone(), TAINT_MANAGER_PREFIX)
     });
     *controller.taint_manager.lock() = taint_manager;
@@ -170,21 +170,6 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     queue.add(MONITOR_KEY.to_string());
     queue.add(TAINTING_PASS_KEY.to_string());
     Ok(ControllerHandle { queue, reconciler: controller, workers: NODE_UPDATE_WORKERS })
-}
-
-/// Indexes pods by `spec.nodeName` (unless another node controller did already).
-pub fn add_node_name_index(pods: &Informer<Pod>) {
-    if pods.store().has_index(NODE_NAME_INDEX) {
-        return;
-    }
-    pods.add_index(NODE_NAME_INDEX, |pod: &Pod| {
-        pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty()).into_iter().collect()
-    });
-}
-
-/// The pods bound to `node` (`getPodsAssignedToNode`).
-pub fn pods_on_node(pods: &Informer<Pod>, node: &str) -> Vec<Arc<Pod>> {
-    pods.store().by_index(NODE_NAME_INDEX, node)
 }
 
 /// upstream's `Controller`.

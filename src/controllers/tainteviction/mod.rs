@@ -20,8 +20,8 @@ use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, PodCondition, Taint
 use parking_lot::Mutex;
 
 use crate::client::{Api, Client, DeleteParams, Error};
-use crate::controllers::nodelifecycle::{NODE_CONTROLLER, add_node_name_index, pods_on_node};
 use crate::controllers::nodeutil::{NO_EXECUTE, matching_tolerations};
+use crate::controllers::nodeutil::{add_node_name_index, pods_on_node};
 use crate::controllers::podutil::{patch_pod_status, update_pod_condition};
 use crate::runtime::clock::{Clock, RealClock};
 use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
@@ -157,7 +157,7 @@ impl TaintEviction {
             Box::new(move |key, delay| timer.add_after(format!("{prefix}{EVICT_PREFIX}{key}"), delay));
         let clock: Arc<dyn Clock> = Arc::new(RealClock);
         let controller = Arc::new(TaintEviction {
-            client: context.client.for_controller(NODE_CONTROLLER),
+            client: context.client.clone(),
             recorder,
             queue,
             nodes: context.informers.informer::<Node>(),
