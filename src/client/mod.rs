@@ -108,6 +108,13 @@ impl Client {
         }
     }
 
+    /// The same client with its own rate limiter allowing `factor` × `--kube-api-qps` (burst
+    /// unchanged), as upstream raises the garbage collector's QPS.
+    pub fn with_qps_factor(&self, factor: f32) -> Client {
+        let options = &self.shared.options;
+        Client { limiter: Arc::new(TokenBucket::new(options.qps * factor, options.burst)), ..self.clone() }
+    }
+
     /// The same client with another time limit for each ordinary request (e.g. a short probe).
     pub fn with_request_timeout(&self, timeout: Duration) -> Client {
         Client { timeout, ..self.clone() }

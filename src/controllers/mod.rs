@@ -6,6 +6,7 @@
 //! (`replicaset-controller`) and, when it predates the naming scheme, the short alias it used to
 //! have (`replicaset`). Both are accepted anywhere a controller is named.
 
+pub mod garbagecollector;
 pub mod replicaset;
 
 use crate::runtime::controller::ControllerDescriptor;
@@ -111,7 +112,8 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
 /// Finds a controller by its canonical name or one of its aliases.
 /// The controllers this implementation has built so far. The runtime starts only these; the
 /// rest of a `--controllers` selection is reported as not built yet.
-pub static DESCRIPTORS: &[ControllerDescriptor] = &[replicaset::REPLICASET, replicaset::REPLICATION_CONTROLLER];
+pub static DESCRIPTORS: &[ControllerDescriptor] =
+    &[garbagecollector::GARBAGE_COLLECTOR, replicaset::REPLICASET, replicaset::REPLICATION_CONTROLLER];
 
 /// Whether a controller (canonical name) is implemented.
 pub fn is_implemented(name: &str) -> bool {
