@@ -192,7 +192,7 @@ impl GarbageCollector {
         }
     }
 
-    /// `syncMonitors` + `startMonitors`: a monitor for each of `resources`, none for the rest.
+    /// `syncMonitors`: a monitor for each of `resources`, none for the rest.
     fn resync_monitors(&self, resources: &[ApiResource], known: &mut BTreeSet<String>) -> Result<(), String> {
         let wanted: BTreeMap<String, &ApiResource> = resources.iter().map(|r| (monitor_key(r), r)).collect();
         let mut monitors = self.monitors.lock();
@@ -213,7 +213,6 @@ impl GarbageCollector {
         drop(monitors);
         log::debug!("synced monitors; added {added}, kept {}, removed {}", wanted.len() - added, gone.len());
         *known = wanted.keys().cloned().collect();
-        self.informers.start();
         Ok(())
     }
 
@@ -279,6 +278,9 @@ impl GarbageCollector {
                 sync_errors().inc(&[]);
                 continue;
             }
+            // `startMonitors`: the informers of new monitors start now (those of the first
+            // sync start with every other controller's).
+            self.informers.start();
             if self.wait_for_monitors(SYNC_PERIOD) {
                 log::debug!("synced garbage collector");
             } else {
