@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcm::client::discovery::{self, ApiResource};
 use kcm::client::metadata::{MetadataApi, PartialObjectMetadata};
-use kcm::client::{Api, Client, ClientOptions, DeleteParams, Deleted, ListParams, Patch, PostParams, WatchEvent, WatchParams};
+use kcm::client::{
+    Api, Client, ClientOptions, DeleteParams, Deleted, ListParams, Patch, PostParams, WatchEvent, WatchParams,
+};
 use kcm::runtime::informer::{Event, SharedInformerFactory};
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;

@@ -4,7 +4,6 @@
 //! kind, and invalid ownerReferences across namespaces and scopes.
 #![cfg(feature = "sandbox")]
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -67,7 +66,10 @@ fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
     };
     let descriptors = [GARBAGE_COLLECTOR, REPLICASET, REPLICATION_CONTROLLER];
     let mut set = ControllerSet::start(&kcm, &options, &descriptors).expect("controllers");
-    assert_eq!(set.names(), ["garbage-collector-controller", "replicaset-controller", "replicationcontroller-controller"]);
+    assert_eq!(
+        set.names(),
+        ["garbage-collector-controller", "replicaset-controller", "replicationcontroller-controller"]
+    );
     assert!(set.wait_for_sync(DEADLINE), "caches sync");
     set.run_workers();
     Cluster { client, set: Some(set), nodes: Some(nodes), sandbox }
@@ -127,9 +129,7 @@ impl Cluster {
     /// Pods (terminating or not) that name `uid` as owner, by name.
     fn pods_owned_by(&self, uid: &str) -> Vec<Pod> {
         let pods = self.pods().list(&Default::default()).expect("pods").items;
-        pods.into_iter()
-            .filter(|p| p.metadata.owner_references.iter().flatten().any(|r| r.uid == uid))
-            .collect()
+        pods.into_iter().filter(|p| p.metadata.owner_references.iter().flatten().any(|r| r.uid == uid)).collect()
     }
 
     fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet {
@@ -307,7 +307,9 @@ fn invalid_owner_references_across_namespaces_and_scopes() {
 
     // A dependent naming an owner of another namespace: reported, then collected, since no
     // such owner exists in its own namespace.
-    let expected = format!("ownerRef [v1/ConfigMap, namespace: b, name: owner, uid: {owner_uid}] does not exist in namespace \"b\"");
+    let expected = format!(
+        "ownerRef [v1/ConfigMap, namespace: b, name: owner, uid: {owner_uid}] does not exist in namespace \"b\""
+    );
     eventually("the OwnerRefInvalidNamespace event", || {
         cluster.events("b", "stray", "OwnerRefInvalidNamespace").contains(&expected).then_some(())
     });
@@ -317,7 +319,8 @@ fn invalid_owner_references_across_namespaces_and_scopes() {
     assert!(cluster.config_maps("a").get_opt("owner").expect("get").is_some(), "the owner elsewhere is untouched");
 
     // A cluster-scoped dependent of a namespaced owner: reported, and never collected.
-    let expected = format!("ownerRef [v1/ConfigMap, namespace: , name: root, uid: {root_uid}] does not exist in namespace \"\"");
+    let expected =
+        format!("ownerRef [v1/ConfigMap, namespace: , name: root, uid: {root_uid}] does not exist in namespace \"\"");
     eventually("the OwnerRefInvalidNamespace event of the cluster role", || {
         cluster.events("default", "scoped-wrong", "OwnerRefInvalidNamespace").contains(&expected).then_some(())
     });
@@ -326,7 +329,10 @@ fn invalid_owner_references_across_namespaces_and_scopes() {
         cluster.config_maps("default").get_opt("leaf").expect("get").is_none().then_some(())
     });
     let roles = Api::<ClusterRole>::cluster(&cluster.client);
-    assert!(roles.get_opt("scoped-wrong").expect("get").is_some(), "cluster-scoped objects never name namespaced owners");
+    assert!(
+        roles.get_opt("scoped-wrong").expect("get").is_some(),
+        "cluster-scoped objects never name namespaced owners"
+    );
 }
 
 /// `kubectl` with the sandbox's admin kubeconfig, or `None` where it is not installed.
@@ -361,7 +367,7 @@ fn kubectl(cluster: &Cluster, dir: &std::path::Path) -> Option<impl Fn(&[&str]) 
 #[test]
 fn kubectl_delete_cascade_modes() {
     let cluster = start_with(|_| ());
-    let dir = PathBuf::from(std::env::temp_dir()).join(format!("kcm-gc-kubectl-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("kcm-gc-kubectl-{}", std::process::id()));
     let Some(kubectl) = kubectl(&cluster, &dir) else { return };
 
     let (uid, _) = cluster.replica_set_with_pods("bg", 1);

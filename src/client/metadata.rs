@@ -138,7 +138,8 @@ impl MetadataApi {
     /// Deletes one object: its remaining metadata while finalizers or a grace period hold it,
     /// or the server's `Status` once it is gone.
     pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<Deleted<PartialObjectMetadata>> {
-        let body = self.client.send_accepting(Method::DELETE, &self.object_path(name)?, params.body()?, ACCEPT_OBJECT)?;
+        let body =
+            self.client.send_accepting(Method::DELETE, &self.object_path(name)?, params.body()?, ACCEPT_OBJECT)?;
         let value: serde_json::Value = decode(&body)?;
         if value.get("kind").and_then(|k| k.as_str()) == Some("Status") {
             Ok(Deleted::Gone(decode(&body)?))

@@ -211,7 +211,13 @@ impl Client {
         Ok((agent, answer.body.into_with_config().reader()))
     }
 
-    fn send_once(&self, method: &http::Method, path_and_query: &str, body: Option<&Body>, accept: &str) -> Result<Answer> {
+    fn send_once(
+        &self,
+        method: &http::Method,
+        path_and_query: &str,
+        body: Option<&Body>,
+        accept: &str,
+    ) -> Result<Answer> {
         let timeout = Timeout::Total(self.timeout);
         self.round_trip(&self.shared.agent, method, path_and_query, body, timeout, accept)
     }

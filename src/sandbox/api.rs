@@ -1113,7 +1113,10 @@ fn apply_propagation_policy(resource: &ResourceType, object: &mut Value, policy:
 /// ReplicationControllers (the pre-garbage-collector behaviour); apps/v1 workloads and every
 /// other kind default to deleting dependents (in the background: no finalizer).
 fn default_propagation(resource: &ResourceType) -> Option<&'static str> {
-    let legacy = matches!((resource.group, resource.version, resource.plural), ("batch", "v1", "jobs") | ("", "v1", "replicationcontrollers"));
+    let legacy = matches!(
+        (resource.group, resource.version, resource.plural),
+        ("batch", "v1", "jobs") | ("", "v1", "replicationcontrollers")
+    );
     legacy.then_some("Orphan")
 }
 

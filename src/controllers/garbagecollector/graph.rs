@@ -58,7 +58,10 @@ impl ObjectReference {
 
     /// `ownerReferenceMatchesCoordinates`.
     fn matches(&self, owner: &OwnerReference) -> bool {
-        owner.uid == self.uid && owner.name == self.name && owner.kind == self.kind && owner.api_version == self.api_version
+        owner.uid == self.uid
+            && owner.name == self.name
+            && owner.kind == self.kind
+            && owner.api_version == self.api_version
     }
 
     /// upstream `referenceLessThan`: kind, apiVersion, namespace, name, uid.
@@ -228,7 +231,11 @@ fn references_diffs(
 }
 
 impl GraphBuilder {
-    pub fn new(queue: WorkQueue<String>, absent_owners: Arc<ReferenceCache>, report_invalid: InvalidOwnerReporter) -> Self {
+    pub fn new(
+        queue: WorkQueue<String>,
+        absent_owners: Arc<ReferenceCache>,
+        report_invalid: InvalidOwnerReporter,
+    ) -> Self {
         GraphBuilder { nodes: Mutex::new(HashMap::new()), queue, absent_owners, report_invalid }
     }
 
@@ -493,7 +500,10 @@ impl GraphBuilder {
         }
         if deletion_starts_with_finalizer(old, new, FINALIZER_DELETE_DEPENDENTS) {
             let Some(node) = nodes.get_mut(uid) else { return };
-            log::debug!("add item {} to attemptToDelete, because it's waiting for its dependents to be deleted", node.identity);
+            log::debug!(
+                "add item {} to attemptToDelete, because it's waiting for its dependents to be deleted",
+                node.identity
+            );
             node.deleting_dependents = true;
             node.dependents.iter().for_each(|d| self.enqueue_delete(d));
             self.enqueue_delete(uid);
@@ -555,7 +565,8 @@ fn alternate_owner_identity(
     let (mut first, mut first_following): (Option<ObjectReference>, Option<ObjectReference>) = (None, None);
     for dependent in dependents.iter().filter_map(|uid| nodes.get(uid)) {
         for reference in dependent.owners.iter().filter(|r| r.uid == absent.uid) {
-            if absent.matches(reference) && (absent_cluster_scoped || absent.namespace == dependent.identity.namespace) {
+            if absent.matches(reference) && (absent_cluster_scoped || absent.namespace == dependent.identity.namespace)
+            {
                 continue;
             }
             let mut candidate = ObjectReference::of_owner(reference, &dependent.identity.namespace);
@@ -605,7 +616,14 @@ mod tests {
     }
 
     fn event(event_type: EventType, object: Arc<PartialObjectMetadata>) -> GraphEvent {
-        GraphEvent { virtual_: false, event_type, api_version: "v1".into(), kind: "ConfigMap".into(), object, old: None }
+        GraphEvent {
+            virtual_: false,
+            event_type,
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            object,
+            old: None,
+        }
     }
 
     struct Harness {
@@ -684,9 +702,8 @@ mod tests {
         h.drain();
         let deleting = |finalizer: &str| {
             let mut meta = object("ns", "parent", "p1", vec![]).metadata.clone();
-            meta.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                jiff::Timestamp::UNIX_EPOCH,
-            ));
+            meta.deletion_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH));
             meta.finalizers = Some(vec![finalizer.to_string()]);
             Arc::new(PartialObjectMetadata::from_metadata(meta))
         };

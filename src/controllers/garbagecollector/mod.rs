@@ -40,13 +40,14 @@ use crate::runtime::events::{EventRecorder, EventType as RecordedEventType};
 use crate::runtime::informer::{Event, ResourceInformer, SharedInformerFactory};
 use crate::runtime::workqueue::WorkQueue;
 
-use graph::{EventType, FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN, GraphBuilder, GraphEvent, Node, ObjectReference};
+use graph::{
+    EventType, FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN, GraphBuilder, GraphEvent, Node, ObjectReference,
+};
 use operations::{GcError, Operations, RestMapper};
 use uid_cache::{ABSENT_OWNER_CACHE_SIZE, ReferenceCache};
 
 /// `garbage-collector-controller`.
-pub const GARBAGE_COLLECTOR: ControllerDescriptor =
-    ControllerDescriptor { name: "garbage-collector-controller", init };
+pub const GARBAGE_COLLECTOR: ControllerDescriptor = ControllerDescriptor { name: "garbage-collector-controller", init };
 
 /// How often discovery is read again (`syncPeriod` in `startGarbageCollectorController`).
 pub const SYNC_PERIOD: Duration = Duration::from_secs(30);
@@ -112,7 +113,11 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
 }
 
 fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> Result<(), String> {
-    std::thread::Builder::new().name(name.into()).spawn(work).map(|_| ()).map_err(|e| format!("cannot start {name}: {e}"))
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(work)
+        .map(|_| ())
+        .map_err(|e| format!("cannot start {name}: {e}"))
 }
 
 /// `reportInvalidNamespaceOwnerRef`: a Warning Event on the dependent.
@@ -163,6 +168,9 @@ pub struct GarbageCollector {
     monitors: Mutex<HashMap<String, Monitor>>,
     informers: SharedInformerFactory,
 }
+
+/// An item's references by what their owners are: (solid, dangling, waitingForDependentsDeletion).
+type Classified = (Vec<OwnerReference>, Vec<OwnerReference>, Vec<OwnerReference>);
 
 /// What a queue item's processing asks for (`workQueueItemAction`).
 type Outcome = Result<(), String>;
@@ -220,7 +228,8 @@ impl GarbageCollector {
     fn monitor(&self, resource: &ApiResource) -> Monitor {
         let informer = self.informers.for_resource(resource);
         let active = Arc::new(AtomicBool::new(true));
-        let (changes, api_version, kind, on) = (self.changes.clone(), resource.api_version(), resource.kind.clone(), active.clone());
+        let (changes, api_version, kind, on) =
+            (self.changes.clone(), resource.api_version(), resource.kind.clone(), active.clone());
         informer.add_metadata_handler(Box::new(move |event: &Event<PartialObjectMetadata>| {
             if !on.load(Ordering::Acquire) {
                 return;
@@ -232,7 +241,14 @@ impl GarbageCollector {
                 Event::Updated { old, new } => (EventType::Update, new.clone(), Some(old.clone())),
                 Event::Deleted { object, .. } => (EventType::Delete, object.clone(), None),
             };
-            let event = GraphEvent { virtual_: false, event_type, api_version: api_version.clone(), kind: kind.clone(), object, old };
+            let event = GraphEvent {
+                virtual_: false,
+                event_type,
+                api_version: api_version.clone(),
+                kind: kind.clone(),
+                object,
+                old,
+            };
             let _ = changes.send(event);
         }));
         Monitor { resource: resource.clone(), informer, active }
@@ -271,7 +287,9 @@ impl GarbageCollector {
             }
             let added: Vec<&String> = wanted.difference(&known).collect();
             let removed: Vec<&String> = known.difference(&wanted).collect();
-            log::debug!("syncing garbage collector with updated resources from discovery: added: {added:?}, removed: {removed:?}");
+            log::debug!(
+                "syncing garbage collector with updated resources from discovery: added: {added:?}, removed: {removed:?}"
+            );
             self.operations.mapper.reset(Arc::new(discovered));
             if let Err(e) = self.resync_monitors(&resources, &mut known) {
                 log::error!("failed to sync resource monitors: {e}");
@@ -389,7 +407,9 @@ impl GarbageCollector {
             // or those owners would wait forever.
             let owner_uids: Vec<String> = dangling.iter().chain(&waiting).map(|r| r.uid.clone()).collect();
             let strategic = operations::delete_owner_refs_strategic_patch(&item.identity.uid, &owner_uids);
-            self.operations.patch(&item.identity, strategic, |live| operations::delete_owner_refs_merge_patch(live, &owner_uids))?;
+            self.operations.patch(&item.identity, strategic, |live| {
+                operations::delete_owner_refs_merge_patch(live, &owner_uids)
+            })?;
             return Ok(());
         }
         let policy = if !waiting.is_empty() && !self.graph.dependents(&item.identity.uid).is_empty() {
@@ -430,18 +450,18 @@ impl GarbageCollector {
             return self.operations.remove_finalizer(item, FINALIZER_DELETE_DEPENDENTS);
         }
         for dependent in blocking.iter().filter(|d| !d.deleting_dependents) {
-            log::debug!("adding dependent {} to attemptToDelete, because its owner {} is deletingDependents", dependent.identity, item.identity);
+            log::debug!(
+                "adding dependent {} to attemptToDelete, because its owner {} is deletingDependents",
+                dependent.identity,
+                item.identity
+            );
             self.queue.add(graph::delete_key(&dependent.identity.uid));
         }
         Ok(())
     }
 
     /// `classifyReferences`: (solid, dangling, waitingForDependentsDeletion).
-    fn classify_references(
-        &self,
-        item: &Node,
-        references: &[OwnerReference],
-    ) -> Result<(Vec<OwnerReference>, Vec<OwnerReference>, Vec<OwnerReference>), GcError> {
+    fn classify_references(&self, item: &Node, references: &[OwnerReference]) -> Result<Classified, GcError> {
         let (mut solid, mut dangling, mut waiting) = (Vec::new(), Vec::new(), Vec::new());
         for reference in references {
             match self.is_dangling(reference, item)? {
@@ -474,7 +494,12 @@ impl GarbageCollector {
             key.namespace.clear();
         }
         if item.identity.namespace.is_empty() && resource.namespaced {
-            log::debug!("item {} is cluster-scoped, but refers to a namespaced owner of type {}/{}", item.identity, reference.api_version, reference.kind);
+            log::debug!(
+                "item {} is cluster-scoped, but refers to a namespaced owner of type {}/{}",
+                item.identity,
+                reference.api_version,
+                reference.kind
+            );
             return Err(GcError::NamespacedOwnerOfClusterScoped);
         }
         match self.operations.get_owner(&resource, &item.identity.namespace, &reference.name) {
@@ -500,9 +525,9 @@ impl GarbageCollector {
         for dependent in &dependents {
             let owner_uids = [owner.identity.uid.clone()];
             let strategic = operations::delete_owner_refs_strategic_patch(&dependent.identity.uid, &owner_uids);
-            let result = self
-                .operations
-                .patch(&dependent.identity, strategic, |live| operations::delete_owner_refs_merge_patch(live, &owner_uids));
+            let result = self.operations.patch(&dependent.identity, strategic, |live| {
+                operations::delete_owner_refs_merge_patch(live, &owner_uids)
+            });
             match result {
                 // A dependent already gone needs no orphaning.
                 Err(e) if !e.is_not_found() => errors.push(format!("orphaning {} failed, {e}", dependent.identity)),

@@ -123,7 +123,12 @@ impl Operations {
     }
 
     /// Reads an owner named by `reference` from a dependent in `namespace`.
-    pub fn get_owner(&self, resource: &ApiResource, namespace: &str, name: &str) -> Result<PartialObjectMetadata, Error> {
+    pub fn get_owner(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<PartialObjectMetadata, Error> {
         MetadataApi::new(&self.client, resource, Some(namespace)).get(name)
     }
 
@@ -153,10 +158,7 @@ impl Operations {
                 };
                 let meta = &live.metadata;
                 let same_owners = meta.owner_references.as_deref().unwrap_or_default() == owners_at_resource_version;
-                if meta.uid.as_deref() == Some(item.uid.as_str())
-                    && meta.resource_version != version
-                    && same_owners
-                {
+                if meta.uid.as_deref() == Some(item.uid.as_str()) && meta.resource_version != version && same_owners {
                     api.delete(&item.name, &params(meta.resource_version.clone()))?;
                     return Ok(());
                 }
@@ -205,7 +207,11 @@ impl Operations {
                 log::trace!("the {finalizer} finalizer is already removed from object {}", owner.identity);
                 return Ok(());
             }
-            let patch = finalizers_patch(object.metadata.resource_version.as_deref().unwrap_or_default(), &finalizers, finalizer);
+            let patch = finalizers_patch(
+                object.metadata.resource_version.as_deref().unwrap_or_default(),
+                &finalizers,
+                finalizer,
+            );
             let api = self.api_for(&owner.identity)?;
             match api.patch(&owner.identity.name, &Patch::Merge(patch), &PostParams::default()) {
                 Ok(_) => return Ok(()),

@@ -48,8 +48,8 @@ use parking_lot::Mutex;
 use crate::client::Client;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::PartialObjectMetadata;
-use reflector::{MetadataOnly, Reflector, Typed};
 pub use reflector::{Cached, Informable, InformerScope, ListerWatcher, Page};
+use reflector::{MetadataOnly, Reflector, Typed};
 pub use resource::{MetadataHandler, ResourceInformer};
 pub use store::{NAMESPACE_INDEX, OWNER_UID_INDEX, Store, object_key, split_key};
 

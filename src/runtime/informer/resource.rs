@@ -10,8 +10,8 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use k8s_openapi::api::{apps, batch, core, coordination, discovery, networking, policy, rbac, storage};
 use k8s_openapi::api::{admissionregistration, autoscaling, certificates, node, scheduling};
+use k8s_openapi::api::{apps, batch, coordination, core, discovery, networking, policy, rbac, storage};
 
 use super::{Cached, Event, Informer, SharedInformerFactory};
 use crate::client::discovery::ApiResource;
