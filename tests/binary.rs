@@ -81,7 +81,7 @@ fn connects_with_a_kubeconfig_and_stops_on_sigterm() {
         ])
         .arg("--cluster-cidr=10.244.0.0/16")
         // This scripted server only answers /version: run no controller that would list.
-        .arg("--controllers=*,-replicaset-controller,-replicationcontroller-controller")
+        .arg("--controllers=*,-garbage-collector-controller,-replicaset-controller,-replicationcontroller-controller")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

@@ -2,6 +2,15 @@
 //! controller of the process, kept current by a list-and-watch loop and announcing each change
 //! to the handlers the controllers registered.
 //!
+//! # Kinds known at compile time, and resources found at run time
+//!
+//! [`SharedInformerFactory::informer`] gives the typed informer of a `k8s_openapi` kind.
+//! [`SharedInformerFactory::metadata_informer`] gives a metadata-only informer
+//! ([`PartialObjectMetadata`] objects, client-go's `metadatainformer`) of any resource that
+//! discovery reported ([`ApiResource`]), and [`SharedInformerFactory::for_resource`] gives
+//! either as a [`ResourceInformer`] (the typed one for built-in kinds, so that one watch
+//! serves both). Both kinds of informer run the same reflector, over a [`ListerWatcher`].
+//!
 //! # Threads
 //!
 //! [`SharedInformerFactory::start`] starts one *reflector* thread per requested kind. It lists
