@@ -148,12 +148,18 @@ impl Cluster {
     }
 
     /// A ReplicaSet whose `replicas` pods exist; returns its uid and pod names.
+    ///
+    /// It waits for the ReplicaSet's status to count the pods: the ReplicaSet controller reads
+    /// them from the pod informer the collector shares, so the collector's graph has received
+    /// them before any later change of the ReplicaSet (its deletion) reaches it.
     fn replica_set_with_pods(&self, name: &str, replicas: usize) -> (String, Vec<String>) {
         let uid = uid_of(&self.create_replica_set(name, replicas as i32).metadata);
-        let pods = eventually(&format!("{replicas} pods of {name}"), || {
-            let pods = self.pods_owned_by(&uid);
-            (pods.len() == replicas).then_some(pods)
+        eventually(&format!("the status of {name} counting {replicas} pods"), || {
+            let rs = self.replica_sets().get(name).expect("get");
+            (rs.status.map(|s| s.replicas) == Some(replicas as i32)).then_some(())
         });
+        let pods = self.pods_owned_by(&uid);
+        assert_eq!(pods.len(), replicas);
         (uid, pods.into_iter().filter_map(|p| p.metadata.name).collect())
     }
 
@@ -232,10 +238,13 @@ fn replication_controllers_orphan_by_default_in_v1() {
     }));
     let rcs = Api::<ReplicationController>::namespaced(&cluster.client, "default");
     let uid = uid_of(&rcs.create(&rc, &PostParams::default()).expect("created").metadata);
-    let pods = eventually("2 pods of the rc", || {
-        let pods = cluster.pods_owned_by(&uid);
-        (pods.len() == 2).then_some(pods)
+    // Counted in the status: the collector's graph has the pods (see `replica_set_with_pods`).
+    eventually("the status of the rc counting 2 pods", || {
+        let rc = rcs.get("legacy").expect("get");
+        (rc.status.map(|s| s.replicas) == Some(2)).then_some(())
     });
+    let pods = cluster.pods_owned_by(&uid);
+    assert_eq!(pods.len(), 2);
     // No propagationPolicy: the v1 ReplicationController registry's default is Orphan.
     rcs.delete("legacy", &delete_with(None)).expect("deleted");
     eventually("the rc gone", || rcs.get_opt("legacy").expect("get").is_none().then_some(()));
@@ -373,6 +382,16 @@ fn kubectl_delete_cascade_modes() {
     let (uid, _) = cluster.replica_set_with_pods("bg", 1);
     let out = kubectl(&["delete", "rs", "bg", "--cascade=background", "--wait=false"]);
     assert!(out.contains("replicaset.apps \"bg\" deleted"), "{out}");
+    cluster.wait_no_pods_of(&uid);
+
+    // kubectl's default is `--cascade=background`.
+    let (uid, _) = cluster.replica_set_with_pods("plain", 1);
+    kubectl(&["delete", "rs", "plain", "--wait=false"]);
+    cluster.wait_no_pods_of(&uid);
+
+    // kubectl's default is `--cascade=background`.
+    let (uid, _) = cluster.replica_set_with_pods("plain", 1);
+    kubectl(&["delete", "rs", "plain", "--wait=false"]);
     cluster.wait_no_pods_of(&uid);
 
     let (uid, _) = cluster.replica_set_with_pods("fg", 1);

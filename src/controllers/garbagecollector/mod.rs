@@ -73,6 +73,8 @@ fn sync_errors() -> &'static crate::metrics::ValueFamily {
 }
 
 fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    // Registered at start, as upstream's `metrics.Register()`, so that it reads 0 until an error.
+    sync_errors();
     // Each deletion takes two requests: upstream doubles the collector's QPS.
     let client = context.client.for_controller(CLIENT_NAME).with_qps_factor(2.0);
     let queue = WorkQueue::new("garbage_collector_attempt_to_delete");
@@ -546,5 +548,39 @@ impl GarbageCollector {
         self.operations
             .remove_finalizer(&owner, FINALIZER_ORPHAN)
             .map_err(|e| format!("removeOrphanFinalizer for {} failed with {e}", owner.identity))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(group: &str, plural: &str, verbs: &[&str]) -> ApiResource {
+        ApiResource {
+            group: group.into(),
+            version: "v1".into(),
+            kind: plural.into(),
+            plural: plural.into(),
+            namespaced: true,
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn deletable_resources_need_delete_list_watch_and_skip_events() {
+        let all = ["create", "delete", "get", "list", "watch"];
+        let discovered = Discovery {
+            all: vec![
+                resource("", "pods", &all),
+                resource("", "events", &all),
+                resource("events.k8s.io", "events", &all),
+                resource("", "bindings", &["create"]),
+                resource("authorization.k8s.io", "selfsubjectreviews", &["create"]),
+                resource("apps", "replicasets", &["delete", "list", "watch"]),
+            ],
+            failed: BTreeMap::new(),
+        };
+        let names: Vec<String> = deletable_resources(&discovered).iter().map(ApiResource::group_resource).collect();
+        assert_eq!(names, ["pods", "replicasets.apps"]);
     }
 }
