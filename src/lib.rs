@@ -5,11 +5,13 @@
 pub mod client;
 pub mod controllers;
 pub mod flags;
+pub mod jwt;
 pub mod labels;
 pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod quantity;
+pub mod quota;
 pub mod random;
 pub mod runtime;
 #[cfg(feature = "sandbox")]

@@ -139,12 +139,12 @@ impl Quantity {
         div_away_from_zero(self.nanos, NANOS_PER_UNIT)
     }
 
-    /// The value in milli-units, rounded away from zero (`Quantity.MilliValue`).
     /// The exact value in nano-units.
     pub fn nano_value(&self) -> i128 {
         self.nanos
     }
 
+    /// The value in milli-units, rounded away from zero (`Quantity.MilliValue`).
     pub fn milli_value(&self) -> i128 {
         div_away_from_zero(self.nanos, 1_000_000)
     }

@@ -17,5 +17,6 @@ fn the_demo_converges() {
     assert!(stdout.contains("demo converged"), "{stdout}");
     assert!(stdout.contains("pod hello is Running"), "{stdout}");
     assert!(stdout.contains("is no longer renewed"), "{stdout}");
+    assert!(stdout.contains("replicaset-controller replaced them on healthy nodes"), "{stdout}");
     assert!(stdout.contains("unable to create new content in namespace demo"), "{stdout}");
 }

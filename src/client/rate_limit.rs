@@ -24,8 +24,13 @@ struct BucketState {
 
 impl TokenBucket {
     pub fn new(qps: f32, burst: u32) -> TokenBucket {
+        TokenBucket::starting_at(qps, burst, Instant::now())
+    }
+
+    /// A full bucket at `now` (of the caller's clock, e.g. a fake one in tests).
+    pub fn starting_at(qps: f32, burst: u32, now: Instant) -> TokenBucket {
         let burst = f64::from(burst.max(1));
-        TokenBucket { qps: f64::from(qps), burst, state: Mutex::new(BucketState { tokens: burst, at: Instant::now() }) }
+        TokenBucket { qps: f64::from(qps), burst, state: Mutex::new(BucketState { tokens: burst, at: now }) }
     }
 
     /// Blocks until a token is available.
@@ -48,6 +53,29 @@ impl TokenBucket {
         state.at = now.max(state.at);
         state.tokens -= 1.0;
         if state.tokens >= 0.0 { Duration::ZERO } else { Duration::from_secs_f64(-state.tokens / self.qps) }
+    }
+
+    /// client-go's `TryAccept`: takes a token at `now` if one is available, without waiting.
+    /// A non-positive `qps` accepts everything, as [`TokenBucket::reserve`] does.
+    pub fn try_accept(&self, now: Instant) -> bool {
+        if self.qps <= 0.0 {
+            return true;
+        }
+        let mut state = self.state.lock();
+        let elapsed = now.saturating_duration_since(state.at).as_secs_f64();
+        let tokens = (state.tokens + elapsed * self.qps).min(self.burst);
+        state.at = now.max(state.at);
+        state.tokens = tokens;
+        if tokens < 1.0 {
+            return false;
+        }
+        state.tokens -= 1.0;
+        true
+    }
+
+    /// The refill rate in tokens per second.
+    pub fn qps(&self) -> f64 {
+        self.qps
     }
 }
 
@@ -79,6 +107,18 @@ mod tests {
         assert_eq!(bucket.reserve(later), Duration::from_millis(100));
         // Half a period later the reserved token is half refilled.
         assert_eq!(bucket.reserve(later + Duration::from_millis(50)), Duration::from_millis(150));
+    }
+
+    #[test]
+    fn try_accept_takes_a_token_only_when_one_is_there() {
+        let bucket = TokenBucket::new(0.1, 1);
+        let t0 = Instant::now();
+        assert!(bucket.try_accept(t0), "the bucket starts full");
+        assert!(!bucket.try_accept(t0));
+        assert!(!bucket.try_accept(t0 + Duration::from_secs(9)), "a refused try takes nothing");
+        assert!(bucket.try_accept(t0 + Duration::from_millis(10_500)));
+        assert!(!bucket.try_accept(t0 + Duration::from_millis(10_500)));
+        assert!(TokenBucket::new(0.0, 1).try_accept(t0));
     }
 
     #[test]

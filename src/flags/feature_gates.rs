@@ -29,6 +29,7 @@ const KNOWN_GATES: &[KnownGate] = &[
     gate("ClusterTrustBundle", Stage::Beta, false),
     gate("DRADeviceTaints", Stage::Alpha, false),
     gate("DynamicResourceAllocation", Stage::Beta, false),
+    gate("InPlacePodVerticalScaling", Stage::Beta, true),
     gate("LoggingAlphaOptions", Stage::Alpha, false),
     gate("LoggingBetaOptions", Stage::Beta, true),
     gate("MultiCIDRServiceAllocator", Stage::Ga, true),

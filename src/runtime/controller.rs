@@ -20,6 +20,13 @@ use super::workqueue::WorkQueue;
 pub trait Reconciler: Send + Sync + 'static {
     /// An `Err` re-queues the key with the queue's rate limit.
     fn sync(&self, key: &str) -> Result<(), String>;
+
+    /// Further queues whose keys go to the same `sync`, each served by its own pool of as many
+    /// workers as the main queue (e.g. the resource quota controller's priority queue). They
+    /// are shut down with the main queue.
+    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
+        Vec::new()
+    }
 }
 
 /// What a controller's constructor is given.
@@ -38,8 +45,33 @@ pub struct ControllerContext<'a> {
 pub struct ControllerHandle {
     pub queue: WorkQueue<String>,
     pub reconciler: Arc<dyn Reconciler>,
-    /// Worker threads (its `--concurrent-*-syncs`).
+    /// Worker threads (its `--concurrent-*-syncs`). Zero: the controller declined to start
+    /// (upstream's `started == false`, e.g. node IPAM without `--allocate-node-cidrs`), and the
+    /// set leaves it out.
     pub workers: usize,
+}
+
+impl ControllerHandle {
+    /// What an init function returns when upstream's answers "not started" (e.g. the token
+    /// controller without `--service-account-private-key-file`): the set logs `why` and leaves
+    /// the controller out.
+    pub fn disabled(name: &str, why: &str) -> ControllerHandle {
+        struct Idle;
+        impl Reconciler for Idle {
+            fn sync(&self, _key: &str) -> Result<(), String> {
+                Ok(())
+            }
+        }
+        log::info!("{name}: {why}");
+        ControllerHandle { queue: WorkQueue::new(name), reconciler: Arc::new(Idle), workers: 0 }
+    }
+
+    /// The main queue, then the reconciler's extra queues.
+    fn queues(&self) -> Vec<WorkQueue<String>> {
+        let mut queues = vec![self.queue.clone()];
+        queues.extend(self.reconciler.extra_queues());
+        queues
+    }
 }
 
 /// How to build one controller.
@@ -90,8 +122,14 @@ impl ControllerSet {
     ) -> Result<ControllerSet, String> {
         let informers = SharedInformerFactory::new(client.clone(), options.generic.min_resync_period);
         let mut controllers = Vec::new();
+        if options.generic.use_service_account_credentials && options.service_account.private_key_file.is_empty() {
+            // Another controller manager may be minting the tokens; if none is, TokenRequest still works.
+            log::info!(
+                "Warning: --use-service-account-credentials was specified without providing a --service-account-private-key-file"
+            );
+        }
         for descriptor in descriptors.iter().filter(|d| options.starts_controller(d.name)) {
-            let controller_client = client.for_controller(descriptor.name);
+            let controller_client = controller_client(client, options, descriptor.name)?;
             let recorder = EventRecorder::new(controller_client.clone(), descriptor.name);
             let context = ControllerContext {
                 name: descriptor.name,
@@ -101,6 +139,12 @@ impl ControllerSet {
                 recorder: recorder.clone(),
             };
             let handle = (descriptor.init)(&context).map_err(|e| format!("starting {}: {e}", descriptor.name))?;
+            if handle.workers == 0 {
+                handle.queue.shut_down();
+                recorder.shutdown();
+                log::warn!("Skipping controller {}", descriptor.name);
+                continue;
+            }
             log::info!("started {} ({} workers)", descriptor.name, handle.workers);
             controllers.push(Running { name: descriptor.name, handle, recorder, workers: Vec::new() });
         }
@@ -126,17 +170,21 @@ impl ControllerSet {
                 continue;
             }
             running_controllers().set(&["kube-controller-manager", controller.name], 1.0);
-            for index in 0..controller.handle.workers.max(1) {
-                let queue = controller.handle.queue.clone();
-                let reconciler = controller.handle.reconciler.clone();
-                let name = controller.name;
-                let stopping = self.stopping.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("{name}-{index}"))
-                    .spawn(move || work(name, &queue, reconciler.as_ref(), &stopping));
-                match spawned {
-                    Ok(thread) => controller.workers.push(thread),
-                    Err(e) => log::error!("{name}: cannot start worker {index}: {e}"),
+            let mut index = 0;
+            for queue in controller.handle.queues() {
+                for _ in 0..controller.handle.workers.max(1) {
+                    let queue = queue.clone();
+                    let reconciler = controller.handle.reconciler.clone();
+                    let name = controller.name;
+                    let stopping = self.stopping.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("{name}-{index}"))
+                        .spawn(move || work(name, &queue, reconciler.as_ref(), &stopping));
+                    match spawned {
+                        Ok(thread) => controller.workers.push(thread),
+                        Err(e) => log::error!("{name}: cannot start worker {index}: {e}"),
+                    }
+                    index += 1;
                 }
             }
         }
@@ -148,13 +196,15 @@ impl ControllerSet {
         let deadline = Instant::now() + drain;
         self.stopping.store(true, Ordering::SeqCst);
         for controller in &self.controllers {
-            controller.handle.queue.shut_down();
+            controller.handle.queues().iter().for_each(WorkQueue::shut_down);
             running_controllers().set(&["kube-controller-manager", controller.name], 0.0);
         }
         for controller in &self.controllers {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if !controller.handle.queue.shut_down_with_drain(left) {
-                log::warn!("{}: syncs still running after {drain:?}; leaving them", controller.name);
+            for queue in controller.handle.queues() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if !queue.shut_down_with_drain(left) {
+                    log::warn!("{}: syncs still running after {drain:?}; leaving them", controller.name);
+                }
             }
         }
         self.informers.shutdown();
@@ -172,6 +222,20 @@ impl ControllerSet {
                 }
             }
         }
+    }
+}
+
+/// The client a controller runs with: with `--use-service-account-credentials`, one that
+/// authenticates as its own ServiceAccount (upstream's dynamic client builder); otherwise the
+/// root credentials with its own User-Agent and rate limit (the simple client builder).
+fn controller_client(root: &Client, options: &Options, name: &'static str) -> Result<Client, String> {
+    use crate::controllers::client_names::{SERVICE_ACCOUNT_NAMESPACE, service_account_for};
+    match service_account_for(name) {
+        Some(account) if options.generic.use_service_account_credentials => {
+            crate::client::credentials::service_account_client(root, SERVICE_ACCOUNT_NAMESPACE, account, name)
+                .map_err(|e| format!("{name}: cannot set up the credentials of service account {account}: {e}"))
+        }
+        _ => Ok(root.for_controller(name)),
     }
 }
 

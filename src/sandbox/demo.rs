@@ -212,7 +212,7 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
 
     replicaset_steps(client, ns, narrator)?;
     deployment_steps(client, ns, narrator)?;
-    node_failure_steps(client, nodes, &node, narrator)?;
+    node_failure_steps(client, nodes, ns, &node, narrator)?;
     namespace_deletion_steps(client, ns, narrator)
 }
 
@@ -277,42 +277,128 @@ fn deployment_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Resul
     let deployment: Deployment = serde_json::from_value(deployment).map_err(|e| e.to_string())?;
     deployments.create(&deployment, &PostParams::default()).map_err(|e| e.to_string())?;
     if !all_implemented(&needed) {
-        narrator.skip("Deployment rollout, scaling and rolling update", &needed);
+        narrator.skip("Deployment rollout, scaling, rolling update and rollback", &needed);
         return Ok(());
     }
-    wait_running_pods(client, ns, "app=web", 3)?;
-    let (sets, _) =
-        Api::<ReplicaSet>::namespaced(client, ns).list_all(&ListParams::default()).map_err(|e| e.to_string())?;
-    let names: Vec<String> = sets.iter().filter_map(|s| s.metadata.name.clone()).collect();
-    narrator.ok(&format!("ReplicaSet {} runs 3 Running pods", names.join(", ")));
+    deployment_create_step(client, ns, narrator)?;
+    deployment_scale_steps(client, ns, narrator)?;
+    deployment_rollout_step(client, ns, narrator)?;
+    deployment_rollback_step(client, ns, narrator)
+}
+
+/// The revision annotation deployment-controller keeps on ReplicaSets.
+const REVISION: &str = "deployment.kubernetes.io/revision";
+
+/// The ReplicaSets of Deployment `web` as (name, revision, replicas), by revision.
+fn describe_web_replica_sets(client: &Client, ns: &str) -> Result<Vec<(String, String, i32)>, String> {
+    let params = ListParams { label_selector: Some("app=web".into()), ..ListParams::default() };
+    let (sets, _) = Api::<ReplicaSet>::namespaced(client, ns).list_all(&params).map_err(|e| e.to_string())?;
+    let mut described: Vec<(String, String, i32)> = sets
+        .iter()
+        .map(|rs| {
+            let revision = rs.metadata.annotations.as_ref().and_then(|a| a.get(REVISION)).cloned().unwrap_or_default();
+            let replicas = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+            (rs.metadata.name.clone().unwrap_or_default(), revision, replicas)
+        })
+        .collect();
+    described.sort_by_key(|(_, revision, _)| revision.parse::<i64>().unwrap_or(0));
+    Ok(described)
+}
+
+/// Waits until Deployment `web` reports its rollout of the current generation complete with
+/// every replica running `image`; returns the Progressing condition's message.
+fn wait_web_rolled_out(client: &Client, ns: &str, replicas: i32, image: &str) -> Result<String, String> {
+    let deployments = Api::<Deployment>::namespaced(client, ns);
+    let message = wait_for(&format!("Deployment web: {replicas} replicas of {image} available"), STEP_TIMEOUT, || {
+        let d = deployments.get("web").map_err(|e| e.to_string())?;
+        let current = d.spec.as_ref().and_then(|s| s.template.spec.as_ref()).map(|s| s.containers[0].image.clone());
+        let status = d.status.clone().unwrap_or_default();
+        let progressing = status.conditions.iter().flatten().find(|c| c.type_ == "Progressing");
+        let done = current.flatten().as_deref() == Some(image)
+            && status.observed_generation == d.metadata.generation
+            && status.updated_replicas == Some(replicas)
+            && status.available_replicas == Some(replicas)
+            && status.replicas == Some(replicas)
+            && progressing.is_some_and(|c| c.reason.as_deref() == Some("NewReplicaSetAvailable"));
+        Ok(done.then(|| progressing.and_then(|c| c.message.clone()).unwrap_or_default()))
+    })?;
+    wait_running_pods(client, ns, "app=web", usize::try_from(replicas).unwrap_or(0))?;
+    Ok(message)
+}
+
+fn deployment_create_step(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let message = wait_web_rolled_out(client, ns, 3, "nginx:1.27")?;
+    let sets = describe_web_replica_sets(client, ns)?;
+    let [(name, revision, _)] = sets.as_slice() else {
+        return Err(format!("Deployment web should have one ReplicaSet, has {sets:?}"));
+    };
+    narrator.ok(&format!("deployment-controller created ReplicaSet {name} (revision {revision}); 3 pods Running"));
+    narrator.info(&format!("Progressing: {message}"));
+    Ok(())
+}
+
+fn deployment_scale_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let deployments = Api::<Deployment>::namespaced(client, ns);
     for replicas in [5, 2] {
         narrator.step(&format!("Scaling web to {replicas}"));
         deployments
             .patch("web", &Patch::Merge(json!({"spec": {"replicas": replicas}})), &PostParams::default())
             .map_err(|e| e.to_string())?;
-        wait_running_pods(client, ns, "app=web", replicas)?;
-        narrator.ok(&format!("{replicas} pods Running"));
+        wait_web_rolled_out(client, ns, replicas, "nginx:1.27")?;
+        narrator
+            .ok(&format!("the ReplicaSet was scaled: {replicas} pods Running, status reports {replicas} available"));
     }
-    narrator.step("Rolling update to nginx:1.28");
+    Ok(())
+}
+
+fn deployment_rollout_step(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step("Rolling update of web to nginx:1.28 (maxSurge 25%, maxUnavailable 25%)");
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.28"}]}}}});
+    let deployments = Api::<Deployment>::namespaced(client, ns);
     deployments.patch("web", &Patch::Strategic(patch), &PostParams::default()).map_err(|e| e.to_string())?;
-    wait_for("the rollout to finish", STEP_TIMEOUT, || {
-        let d = deployments.get("web").map_err(|e| e.to_string())?;
-        let status = d.status.unwrap_or_default();
-        let done =
-            status.updated_replicas == Some(2) && status.available_replicas == Some(2) && status.replicas == Some(2);
-        Ok(done.then_some(()))
+    wait_web_rolled_out(client, ns, 2, "nginx:1.28")?;
+    let sets = describe_web_replica_sets(client, ns)?;
+    let [(old, _, 0), (new, revision, 2)] = sets.as_slice() else {
+        return Err(format!("after the rollout web should have an old ReplicaSet at 0 and a new one at 2: {sets:?}"));
+    };
+    narrator.ok(&format!("new ReplicaSet {new} (revision {revision}) runs 2 pods of nginx:1.28; {old} is scaled to 0"));
+    Ok(())
+}
+
+fn deployment_rollback_step(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step("Rolling web back to nginx:1.27 (as `kubectl rollout undo` does: the old template is set back)");
+    let before = describe_web_replica_sets(client, ns)?;
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}});
+    let deployments = Api::<Deployment>::namespaced(client, ns);
+    deployments.patch("web", &Patch::Strategic(patch), &PostParams::default()).map_err(|e| e.to_string())?;
+    wait_web_rolled_out(client, ns, 2, "nginx:1.27")?;
+    let after = wait_for("the old ReplicaSet to take revision 3", STEP_TIMEOUT, || {
+        let sets = describe_web_replica_sets(client, ns)?;
+        Ok((sets.last().is_some_and(|(_, revision, _)| revision == "3")).then_some(sets))
     })?;
-    narrator.ok("all replicas run nginx:1.28; the old ReplicaSet is scaled to 0");
+    if after.len() != before.len() {
+        return Err(format!("rolling back created a ReplicaSet: before {before:?}, after {after:?}"));
+    }
+    let (name, _, replicas) = &after[after.len() - 1];
+    if Some(name) != before.first().map(|(n, _, _)| n) || *replicas != 2 {
+        return Err(format!("the first ReplicaSet should serve the rollback with 2 replicas: {after:?}"));
+    }
+    narrator
+        .ok(&format!("the original ReplicaSet {name} is back at 2 replicas as revision 3; no ReplicaSet was created"));
     Ok(())
 }
 
 fn node_failure_steps(
     client: &Client,
     nodes: &SimulatedNodes,
+    ns: &str,
     node: &str,
     narrator: &mut Narrator,
 ) -> Result<(), String> {
+    let evicting = all_implemented(&EVICTION_CONTROLLERS);
+    // With the controllers that move pods off a failed node, fail a node that runs some.
+    let node = if evicting { failover_replica_set(client, ns, narrator)? } else { node.to_string() };
+    let node = node.as_str();
     narrator.step(&format!("{node} stops heartbeating (its kubelet dies)"));
     nodes.stop_heartbeat(node);
     let leases = Api::<Lease>::namespaced(client, "kube-node-lease");
@@ -333,7 +419,90 @@ fn node_failure_steps(
         let n = Api::<Node>::all(client).get(node).map_err(|e| e.to_string())?;
         Ok((node_ready(&n) == Some("Unknown")).then_some(()))
     })?;
-    narrator.ok(&format!("node-lifecycle-controller marked {node} Ready=Unknown and tainted it unreachable"));
+    narrator.ok(&format!(
+        "node-lifecycle-controller marked {node} Ready=Unknown (NodeStatusUnknown) after --node-monitor-grace-period (50s)"
+    ));
+    if evicting { node_eviction_steps(client, ns, node, narrator) } else { Ok(()) }
+}
+
+/// The controllers that move pods off a failed node.
+const EVICTION_CONTROLLERS: [&str; 3] =
+    ["node-lifecycle-controller", "taint-eviction-controller", "replicaset-controller"];
+/// The labels of the pods the node failure moves.
+const FAILOVER_SELECTOR: &str = "app=failover";
+/// How long the failover pods tolerate a failed node (admission's default is 300 s).
+const FAILOVER_TOLERATION_SECONDS: i64 = 5;
+
+/// Creates the ReplicaSet `failover` whose pods tolerate a failed node for 5 s, and returns the
+/// node its first pod runs on.
+fn failover_replica_set(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<String, String> {
+    narrator.step(&format!(
+        "ReplicaSet failover (2 replicas) whose pods tolerate an unreachable node for {FAILOVER_TOLERATION_SECONDS}s"
+    ));
+    let toleration = |key: &str| json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": FAILOVER_TOLERATION_SECONDS});
+    let replica_set = json!({"metadata": {"name": "failover"}, "spec": {"replicas": 2,
+        "selector": {"matchLabels": {"app": "failover"}},
+        "template": {"metadata": {"labels": {"app": "failover"}}, "spec": {
+            "tolerations": [toleration("node.kubernetes.io/unreachable"), toleration("node.kubernetes.io/not-ready")],
+            "containers": [{"name": "app", "image": "nginx:1.27"}]}}}});
+    let replica_set: ReplicaSet = serde_json::from_value(replica_set).map_err(|e| e.to_string())?;
+    Api::<ReplicaSet>::namespaced(client, ns)
+        .create(&replica_set, &PostParams::default())
+        .map_err(|e| e.to_string())?;
+    wait_running_pods(client, ns, FAILOVER_SELECTOR, 2)?;
+    let placement = failover_placement(client, ns)?;
+    narrator.ok(&format!(
+        "failover pods run on {}",
+        placement.iter().map(|(p, n)| format!("{p}@{n}")).collect::<Vec<_>>().join(", ")
+    ));
+    placement.first().map(|(_, node)| node.clone()).ok_or_else(|| "no failover pod".to_string())
+}
+
+/// The live (not deleting) failover pods and their nodes, by pod name.
+fn failover_placement(client: &Client, ns: &str) -> Result<Vec<(String, String)>, String> {
+    let params = ListParams { label_selector: Some(FAILOVER_SELECTOR.into()), ..ListParams::default() };
+    let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params).map_err(|e| e.to_string())?;
+    let mut placement: Vec<(String, String)> = pods
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| (p.metadata.name.unwrap_or_default(), p.spec.and_then(|s| s.node_name).unwrap_or_default()))
+        .collect();
+    placement.sort();
+    Ok(placement)
+}
+
+/// The failed node is tainted, its failover pods are evicted after their toleration and
+/// replaced on healthy nodes by their ReplicaSet.
+fn node_eviction_steps(client: &Client, ns: &str, node: &str, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step(&format!("{node} is tainted and its pods are evicted"));
+    wait_for(&format!("the unreachable NoExecute taint on {node}"), STEP_TIMEOUT, || {
+        let n = Api::<Node>::all(client).get(node).map_err(|e| e.to_string())?;
+        let taints = n.spec.and_then(|s| s.taints).unwrap_or_default();
+        Ok(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute").then_some(()))
+    })?;
+    narrator.ok(&format!("node-lifecycle-controller tainted {node} node.kubernetes.io/unreachable:NoExecute"));
+    let pods = Api::<Pod>::namespaced(client, ns);
+    let params = ListParams { label_selector: Some(FAILOVER_SELECTOR.into()), ..ListParams::default() };
+    let evicted = wait_for("the failover pods of the failed node to be evicted", STEP_TIMEOUT, || {
+        let (list, _) = pods.list_all(&params).map_err(|e| e.to_string())?;
+        let on_node: Vec<&Pod> =
+            list.iter().filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node)).collect();
+        let all_evicted = !on_node.is_empty() && on_node.iter().all(|p| p.metadata.deletion_timestamp.is_some());
+        Ok(all_evicted.then(|| on_node.iter().filter_map(|p| p.metadata.name.clone()).collect::<Vec<_>>()))
+    })?;
+    narrator.ok(&format!(
+        "taint-eviction-controller deleted {} after its {FAILOVER_TOLERATION_SECONDS}s toleration (condition DisruptionTarget, reason DeletionByTaintManager)",
+        evicted.join(", ")
+    ));
+    wait_running_pods(client, ns, FAILOVER_SELECTOR, 2)?;
+    let placement = failover_placement(client, ns)?;
+    if placement.iter().any(|(_, n)| n == node) {
+        return Err(format!("a failover pod was placed on the failed node {node}"));
+    }
+    narrator.ok(&format!(
+        "replicaset-controller replaced them on healthy nodes: {}",
+        placement.iter().map(|(p, n)| format!("{p}@{n}")).collect::<Vec<_>>().join(", ")
+    ));
     Ok(())
 }
 
@@ -403,6 +572,8 @@ impl ControllerManager {
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .args(["--leader-elect=true", "--controllers=*", "--v=2", "--bind-address=127.0.0.1"])
             .arg(format!("--secure-port={port}"))
+            // The sandbox's service-account key, written beside the kubeconfigs.
+            .arg(format!("--service-account-private-key-file={}", kubeconfig.with_file_name("sa.key").display()))
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

@@ -51,8 +51,6 @@ pub const GARBAGE_COLLECTOR: ControllerDescriptor = ControllerDescriptor { name:
 
 /// How often discovery is read again (`syncPeriod` in `startGarbageCollectorController`).
 pub const SYNC_PERIOD: Duration = Duration::from_secs(30);
-/// The client name upstream gives the collector.
-const CLIENT_NAME: &str = "generic-garbage-collector";
 /// Resources never monitored (`DefaultIgnoredResources`): events, in both groups.
 const IGNORED_RESOURCES: &[(&str, &str)] = &[("", "events"), ("events.k8s.io", "events")];
 /// How often the graph thread and the sync loop look whether the collector is stopping.
@@ -75,8 +73,9 @@ fn sync_errors() -> &'static crate::metrics::ValueFamily {
 fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     // Registered at start, as upstream's `metrics.Register()`, so that it reads 0 until an error.
     sync_errors();
-    // Each deletion takes two requests: upstream doubles the collector's QPS.
-    let client = context.client.for_controller(CLIENT_NAME).with_qps_factor(2.0);
+    // Each deletion takes two requests: upstream doubles the collector's QPS. (The client's
+    // identity, `generic-garbage-collector`, comes with the context.)
+    let client = context.client.with_qps_factor(2.0);
     let queue = WorkQueue::new("garbage_collector_attempt_to_delete");
     let (changes, changes_rx) = crossbeam_channel::unbounded();
     let discovered = discovery::server_resources(&client).unwrap_or_else(|e| {

@@ -1,53 +1,16 @@
-//! Resource lists (`corev1.ResourceList`: resource name → quantity) and a pod's effective
-//! requests and limits, as `k8s.io/component-helpers/resource` computes them.
+//! Resource lists (`corev1.ResourceList`: resource name → quantity) read from JSON objects,
+//! and a pod's aggregate container requests or limits as `k8s.io/component-helpers/resource`
+//! computes them (for the LimitRanger; ResourceQuota uses the typed [`crate::quota::pods`]).
 
-use std::collections::BTreeMap;
-
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::quantity::Quantity;
-
-/// Resource name → quantity, in name order.
-pub type ResourceList = BTreeMap<String, Quantity>;
+pub use crate::quota::resources::{ResourceList, add_into, max_into};
 
 /// The list in a JSON map; entries that are not quantities are left out (validation refuses them).
 pub fn parse(value: &Value) -> ResourceList {
     let Some(map) = value.as_object() else { return ResourceList::new() };
     map.iter().filter_map(|(name, q)| Some((name.clone(), Quantity::from_json(q)?))).collect()
-}
-
-/// The list as JSON, each quantity in its canonical form.
-pub fn to_json(list: &ResourceList) -> Value {
-    Value::Object(list.iter().map(|(name, q)| (name.clone(), Value::String(q.canonical()))).collect::<Map<_, _>>())
-}
-
-/// `quota.prettyPrint`: `cpu=1,pods=2`, in name order.
-pub fn pretty(list: &ResourceList) -> String {
-    list.iter().map(|(name, q)| format!("{name}={q}")).collect::<Vec<_>>().join(",")
-}
-
-/// Adds every entry of `other` into `list` (`addResourceList`).
-pub fn add_into(list: &mut ResourceList, other: &ResourceList) {
-    for (name, q) in other {
-        list.entry(name.clone()).and_modify(|sum| *sum = sum.add(q)).or_insert(*q);
-    }
-}
-
-/// Raises every entry of `list` to the one in `other` where that is greater (`maxResourceList`).
-pub fn max_into(list: &mut ResourceList, other: &ResourceList) {
-    for (name, q) in other {
-        match list.get(name) {
-            Some(current) if q <= current => {}
-            _ => {
-                list.insert(name.clone(), *q);
-            }
-        }
-    }
-}
-
-/// The entries of `list` whose names are in `names` (`quota.Mask`).
-pub fn mask<'n>(list: &ResourceList, names: impl IntoIterator<Item = &'n String>) -> ResourceList {
-    names.into_iter().filter_map(|name| list.get(name).map(|q| (name.clone(), *q))).collect()
 }
 
 /// The requests or limits (`field`) of one container.
@@ -82,25 +45,6 @@ pub fn aggregate_containers(pod: &Value, field: &str) -> ResourceList {
     total
 }
 
-/// A pod's effective requests, with its overhead (`resourcehelper.PodRequests`).
-pub fn pod_requests(pod: &Value) -> ResourceList {
-    let mut requests = aggregate_containers(pod, "requests");
-    add_into(&mut requests, &parse(&pod["spec"]["overhead"]));
-    requests
-}
-
-/// A pod's effective limits; overhead adds to the resources that have a limit
-/// (`resourcehelper.PodLimits`).
-pub fn pod_limits(pod: &Value) -> ResourceList {
-    let mut limits = aggregate_containers(pod, "limits");
-    for (name, q) in parse(&pod["spec"]["overhead"]) {
-        if let Some(limit) = limits.get_mut(&name) {
-            *limit = limit.add(&q);
-        }
-    }
-    limits
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -118,13 +62,11 @@ mod tests {
                 {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"cpu": "50m"}}},
                 {"name": "init", "resources": {"requests": {"cpu": "1", "memory": "32Mi"}}},
             ],
-            "overhead": {"cpu": "10m"},
         }});
-        let requests = pod_requests(&pod);
-        // max(100m + 200m + 50m, 1 + 50m) + 10m overhead
-        assert_eq!(requests["cpu"].canonical(), "1060m");
+        let requests = aggregate_containers(&pod, "requests");
+        // max(100m + 200m + 50m, 1 + 50m)
+        assert_eq!(requests["cpu"].canonical(), "1050m");
         assert_eq!(requests["memory"].canonical(), "64Mi");
-        assert!(pod_limits(&pod).is_empty());
-        assert_eq!(pretty(&requests), "cpu=1060m,memory=64Mi");
+        assert!(aggregate_containers(&pod, "limits").is_empty());
     }
 }

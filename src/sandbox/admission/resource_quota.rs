@@ -8,61 +8,58 @@
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::resource_list::{self, ResourceList};
-use super::storage::claim_class;
-use super::{AdmissionContext, Operation, Phase, forbidden, items, text};
+use super::{AdmissionContext, Operation, Phase, forbidden, text};
 use crate::quantity::Quantity;
+use crate::quota::resources::{self, intersection, mask, pretty, subtract_non_negative};
+use crate::quota::scopes::{ScopeRequirement, quota_scope_requirements};
+use crate::quota::{GroupResource, LEGACY_OBJECT_COUNT_ALIASES, claims, pods, services};
 use crate::sandbox::objects::name_of;
 use crate::sandbox::resources::ResourceType;
 use crate::sandbox::status::ApiResult;
 use crate::sandbox::store::Txn;
 
-/// Resources whose compute usage a pod is charged for (`podResources`).
-const POD_RESOURCES: &[&str] = &[
-    "count/pods",
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-    "pods",
-];
-/// A quota on these requires every container to state them (upstream's `validationSet`).
-const MUST_SPECIFY: &[&str] = &["cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"];
-const SERVICE_RESOURCES: &[&str] = &["count/services", "services", "services.nodeports", "services.loadbalancers"];
-const STORAGE_CLASS_SUFFIX: &str = ".storageclass.storage.k8s.io/";
-
-/// How usage of a resource is measured (upstream's registry of evaluators).
+/// How usage of a resource is measured: the shared evaluators of [`crate::quota`] (upstream's
+/// registry of evaluators, as the admission plugin uses it).
 enum Evaluator {
     Pod,
     Service,
     Claim,
-    /// Any other resource: one object counts 1 towards these names.
+    /// Any other resource: one object counts 1 towards these names (`NewObjectCountEvaluator`).
     Count(Vec<String>),
+}
+
+/// An object as the typed evaluators take it.
+enum Typed {
+    Pod(Box<Pod>),
+    Service(Box<Service>),
+    Claim(Box<PersistentVolumeClaim>),
+    Other,
+}
+
+fn decode<K: DeserializeOwned>(object: &Value) -> Result<Box<K>, String> {
+    serde_json::from_value(object.clone()).map(Box::new).map_err(|e| format!("cannot decode the object for quota: {e}"))
 }
 
 impl Evaluator {
     fn for_resource(resource: &ResourceType) -> Evaluator {
-        let count_name = if resource.group.is_empty() {
-            format!("count/{}", resource.plural)
-        } else {
-            format!("count/{}.{}", resource.plural, resource.group)
-        };
+        let group_resource = GroupResource::new(resource.group, resource.plural);
         match (resource.group, resource.plural) {
             ("", "pods") => Evaluator::Pod,
             ("", "services") => Evaluator::Service,
             ("", "persistentvolumeclaims") => Evaluator::Claim,
-            // The legacy names of object counts.
-            ("", legacy @ ("configmaps" | "resourcequotas" | "replicationcontrollers" | "secrets")) => {
-                Evaluator::Count(vec![count_name, legacy.to_string()])
+            _ => {
+                let mut names = vec![group_resource.object_count_name()];
+                let legacy = LEGACY_OBJECT_COUNT_ALIASES
+                    .iter()
+                    .find(|(r, _)| resource.group.is_empty() && *r == resource.plural);
+                names.extend(legacy.map(|(_, alias)| alias.to_string()));
+                Evaluator::Count(names)
             }
-            _ => Evaluator::Count(vec![count_name]),
         }
     }
 
@@ -75,79 +72,52 @@ impl Evaluator {
         }
     }
 
-    /// The names among a quota's hard resources that this evaluator measures.
-    fn matching_resources<'n>(&self, hard: impl Iterator<Item = &'n String>) -> Vec<String> {
-        hard.filter(|name| match self {
-            Evaluator::Pod => {
-                POD_RESOURCES.contains(&name.as_str())
-                    || name.starts_with("hugepages-")
-                    || name.starts_with("requests.hugepages-")
-                    || (name.starts_with("requests.") && is_extended(name))
-            }
-            Evaluator::Service => SERVICE_RESOURCES.contains(&name.as_str()),
-            Evaluator::Claim => {
-                ["count/persistentvolumeclaims", "persistentvolumeclaims", "requests.storage"].contains(&name.as_str())
-                    || ["persistentvolumeclaims", "requests.storage"]
-                        .iter()
-                        .any(|r| name.ends_with(&format!("{STORAGE_CLASS_SUFFIX}{r}")))
-            }
-            Evaluator::Count(names) => names.contains(name),
+    /// The object in the evaluator's type.
+    fn decode(&self, object: &Value) -> Result<Typed, String> {
+        Ok(match self {
+            Evaluator::Pod => Typed::Pod(decode(object)?),
+            Evaluator::Service => Typed::Service(decode(object)?),
+            Evaluator::Claim => Typed::Claim(decode(object)?),
+            Evaluator::Count(_) => Typed::Other,
         })
-        .cloned()
-        .collect()
+    }
+
+    /// The names among a quota's hard resources that this evaluator measures.
+    fn matching_resources(&self, hard: &[String]) -> Vec<String> {
+        match self {
+            Evaluator::Pod => pods::matching_resources(hard),
+            Evaluator::Service => services::matching_resources(hard),
+            Evaluator::Claim => claims::matching_resources(hard),
+            Evaluator::Count(names) => intersection(hard, names),
+        }
     }
 
     /// Whether the object is in a quota scope; only pods have scopes.
-    fn matches_scope(&self, selector: &ScopeSelector, object: &Value) -> bool {
-        match self {
-            Evaluator::Pod => pod_matches_scope(selector, object),
-            _ => false,
+    fn matches_scope(selector: &ScopeRequirement, object: &Typed) -> Result<bool, String> {
+        match object {
+            Typed::Pod(pod) => pods::matches_scope(selector, pod),
+            _ => Ok(false),
         }
     }
 
     /// What the object uses.
-    fn usage(&self, object: &Value) -> ResourceList {
-        match self {
-            Evaluator::Pod => pod_usage(object),
-            Evaluator::Service => service_usage(object),
-            Evaluator::Claim => claim_usage(object),
-            Evaluator::Count(names) => names.iter().map(|n| (n.clone(), Quantity::from_units(1))).collect(),
+    fn usage(&self, object: &Typed) -> ResourceList {
+        match (self, object) {
+            (Evaluator::Count(names), _) => names.iter().map(|n| (n.clone(), Quantity::from_units(1))).collect(),
+            (_, Typed::Pod(pod)) => pods::usage(pod, jiff::Timestamp::now(), true),
+            (_, Typed::Service(service)) => services::usage(service),
+            (_, Typed::Claim(claim)) => claims::usage(claim),
+            (_, Typed::Other) => ResourceList::new(),
         }
     }
 
     /// Requirements a matching quota puts on the object itself.
-    fn constraints(&self, required: &[String], object: &Value) -> Result<(), String> {
-        match self {
-            Evaluator::Pod => pod_constraints(required, object),
+    fn constraints(required: &[String], object: &Typed) -> Result<(), String> {
+        match object {
+            Typed::Pod(pod) => pods::constraints(required, pod),
             _ => Ok(()),
         }
     }
-}
-
-/// Extended resources (`example.com/gpu`): prefixed and not in the kubernetes.io namespace.
-fn is_extended(name: &str) -> bool {
-    name.contains('/') && !name.contains("kubernetes.io/")
-}
-
-/// A quota's scopes, each as a selector requirement (`getScopeSelectorsFromQuota`).
-struct ScopeSelector {
-    scope: String,
-    operator: String,
-    values: Vec<String>,
-}
-
-fn scope_selectors(quota: &Value) -> Vec<ScopeSelector> {
-    let scopes = items(quota, "/spec/scopes").iter().map(|s| ScopeSelector {
-        scope: s.as_str().unwrap_or_default().to_string(),
-        operator: "Exists".to_string(),
-        values: Vec::new(),
-    });
-    let expressions = items(quota, "/spec/scopeSelector/matchExpressions").iter().map(|e| ScopeSelector {
-        scope: text(e, "/scopeName").to_string(),
-        operator: text(e, "/operator").to_string(),
-        values: items(e, "/values").iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
-    });
-    scopes.chain(expressions).collect()
 }
 
 /// Refuses or charges a write (`QuotaAdmission.Validate` and `CheckRequest`).
@@ -169,18 +139,22 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &mut Txn
         return Ok(());
     }
     let refuse = |why: String| forbidden(ctx, object, Phase::Validating, &why);
+    let typed = evaluator.decode(object).map_err(refuse)?;
 
     // The quotas that cover this object, checking their constraints on the way.
     let mut covering = Vec::new();
     for quota in &quotas {
         let hard = resource_list::parse(&quota["status"]["hard"]);
-        let matching = evaluator.matching_resources(hard.keys());
-        let in_scope = scope_selectors(quota).iter().all(|s| evaluator.matches_scope(s, object));
+        let matching = evaluator.matching_resources(&resources::resource_names(&hard));
+        let mut in_scope = true;
+        for selector in quota_scope_requirements(typed_spec(quota).as_ref()) {
+            in_scope &= Evaluator::matches_scope(&selector, &typed).map_err(&refuse)?;
+        }
         if matching.is_empty() || !in_scope {
             continue;
         }
         let name = name_of(quota);
-        evaluator.constraints(&matching, object).map_err(|e| refuse(format!("failed quota: {name}: {e}")))?;
+        Evaluator::constraints(&matching, &typed).map_err(|e| refuse(format!("failed quota: {name}: {e}")))?;
         let used = resource_list::parse(&quota["status"]["used"]);
         let unknown: BTreeSet<&String> = matching.iter().filter(|r| !used.contains_key(*r)).collect();
         if !unknown.is_empty() {
@@ -190,15 +164,16 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &mut Txn
         covering.push(quota.clone());
     }
 
-    let mut delta = evaluator.usage(object);
-    let negative: Vec<&str> = delta.iter().filter(|(_, q)| q.is_negative()).map(|(n, _)| n.as_str()).collect();
+    let mut delta = evaluator.usage(&typed);
+    let negative = resources::is_negative(&delta);
     if !negative.is_empty() {
         return Err(refuse(format!("quota usage is negative for resource(s): {}", negative.join(","))));
     }
     if ctx.operation == Operation::Update
         && let Some(old) = ctx.old.filter(|old| !text(old, "/metadata/resourceVersion").is_empty())
     {
-        delta = subtract_non_negative(&delta, &evaluator.usage(old));
+        let old = evaluator.decode(old).map_err(refuse)?;
+        delta = subtract_non_negative(&delta, &evaluator.usage(&old));
     }
     delta.retain(|_, q| !q.is_zero());
     if delta.is_empty() || covering.is_empty() {
@@ -209,9 +184,8 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &mut Txn
     for quota in covering {
         let hard = resource_list::parse(&quota["status"]["hard"]);
         let used = resource_list::parse(&quota["status"]["used"]);
-        let requested = resource_list::mask(&delta, hard.keys());
-        let mut new_used = used.clone();
-        resource_list::add_into(&mut new_used, &requested);
+        let requested = mask(&delta, &resources::resource_names(&hard));
+        let new_used = resources::add(&used, &requested);
         let exceeded: Vec<String> = hard
             .iter()
             .filter(|(name, limit)| requested.contains_key(*name) && new_used.get(*name).is_some_and(|u| u > *limit))
@@ -221,9 +195,9 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &mut Txn
             return Err(refuse(format!(
                 "exceeded quota: {}, requested: {}, used: {}, limited: {}",
                 name_of(&quota),
-                resource_list::pretty(&resource_list::mask(&requested, &exceeded)),
-                resource_list::pretty(&resource_list::mask(&used, &exceeded)),
-                resource_list::pretty(&resource_list::mask(&hard, &exceeded)),
+                pretty(&mask(&requested, &exceeded)),
+                pretty(&mask(&used, &exceeded)),
+                pretty(&mask(&hard, &exceeded)),
             )));
         }
         if !requested.is_empty() {
@@ -245,196 +219,9 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &mut Txn
     Ok(())
 }
 
-/// `quota.SubtractWithNonNegativeResult`.
-fn subtract_non_negative(a: &ResourceList, b: &ResourceList) -> ResourceList {
-    let mut result = ResourceList::new();
-    for (name, q) in a {
-        let diff = b.get(name).map_or(*q, |other| q.sub(other));
-        result.insert(name.clone(), if diff > Quantity::zero() { diff } else { Quantity::zero() });
-    }
-    for name in b.keys() {
-        result.entry(name.clone()).or_insert(Quantity::zero());
-    }
-    result
-}
-
-/// A pod's usage (`PodUsageFunc`): `count/pods` always; `pods` and compute resources only
-/// while it is not terminal.
-fn pod_usage(pod: &Value) -> ResourceList {
-    let mut usage = ResourceList::from([("count/pods".to_string(), Quantity::from_units(1))]);
-    if !counts_for_quota(pod) {
-        return usage;
-    }
-    resource_list::add_into(
-        &mut usage,
-        &compute_usage(&resource_list::pod_requests(pod), &resource_list::pod_limits(pod)),
-    );
-    usage
-}
-
-/// `QuotaV1Pod`: terminal pods, and pods whose deletion grace period has run out, are free.
-fn counts_for_quota(pod: &Value) -> bool {
-    if matches!(text(pod, "/status/phase"), "Failed" | "Succeeded") {
-        return false;
-    }
-    let deleted = text(pod, "/metadata/deletionTimestamp").parse::<jiff::Timestamp>();
-    if let (Ok(deleted), Some(grace)) = (deleted, pod["metadata"]["deletionGracePeriodSeconds"].as_i64()) {
-        let deadline = deleted.as_second().saturating_add(grace);
-        if jiff::Timestamp::now().as_second() > deadline {
-            return false;
-        }
-    }
-    true
-}
-
-/// Quota names for requests and limits (`podComputeUsageHelper`).
-fn compute_usage(requests: &ResourceList, limits: &ResourceList) -> ResourceList {
-    let mut usage = ResourceList::from([("pods".to_string(), Quantity::from_units(1))]);
-    for resource in ["cpu", "memory", "ephemeral-storage"] {
-        if let Some(q) = requests.get(resource) {
-            usage.insert(resource.to_string(), *q);
-            usage.insert(format!("requests.{resource}"), *q);
-        }
-        if let Some(q) = limits.get(resource) {
-            usage.insert(format!("limits.{resource}"), *q);
-        }
-    }
-    for (name, q) in requests {
-        if name.starts_with("hugepages-") {
-            usage.insert(name.clone(), *q);
-            usage.insert(format!("requests.{name}"), *q);
-        }
-        if is_extended(name) && !name.starts_with("requests.") {
-            usage.insert(format!("requests.{name}"), *q);
-        }
-    }
-    usage
-}
-
-/// A quota on cpu or memory makes every container state them (`podEvaluator.Constraints`).
-fn pod_constraints(required: &[String], pod: &Value) -> Result<(), String> {
-    let required: BTreeSet<&str> = required.iter().map(String::as_str).filter(|r| MUST_SPECIFY.contains(r)).collect();
-    let mut missing: std::collections::BTreeMap<&str, BTreeSet<String>> = Default::default();
-    for list in ["containers", "initContainers"] {
-        for container in pod["spec"][list].as_array().into_iter().flatten() {
-            let usage = compute_usage(
-                &resource_list::container_resources(container, "requests"),
-                &resource_list::container_resources(container, "limits"),
-            );
-            for resource in required.iter().filter(|r| !usage.contains_key(**r)) {
-                missing.entry(resource).or_default().insert(text(container, "/name").to_string());
-            }
-        }
-    }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let parts: Vec<String> = missing
-        .iter()
-        .map(|(resource, containers)| {
-            format!("{resource} for: {}", containers.iter().cloned().collect::<Vec<_>>().join(","))
-        })
-        .collect();
-    Err(format!("must specify {}", parts.join("; ")))
-}
-
-/// `podMatchesScopeFunc`.
-fn pod_matches_scope(selector: &ScopeSelector, pod: &Value) -> bool {
-    let terminating = pod["spec"]["activeDeadlineSeconds"].as_i64().is_some_and(|s| s >= 0);
-    match selector.scope.as_str() {
-        "Terminating" => terminating,
-        "NotTerminating" => !terminating,
-        "BestEffort" => is_best_effort(pod),
-        "NotBestEffort" => !is_best_effort(pod),
-        "PriorityClass" => {
-            let class = text(pod, "/spec/priorityClassName");
-            let has = !class.is_empty();
-            let listed = selector.values.iter().any(|v| v == class);
-            match selector.operator.as_str() {
-                "Exists" => has,
-                "DoesNotExist" => !has,
-                "In" => has && listed,
-                "NotIn" => !has || !listed,
-                _ => false,
-            }
-        }
-        "CrossNamespacePodAffinity" => uses_cross_namespace_affinity(pod),
-        _ => false,
-    }
-}
-
-/// BestEffort QoS: no container asks for or limits cpu or memory (`ComputePodQOS`). Computed
-/// from the spec: upstream reads `status.qosClass`, which is set from the spec after the
-/// mutating plugins (LimitRanger may have added resources).
-fn is_best_effort(pod: &Value) -> bool {
-    let zero = Quantity::zero();
-    !["containers", "initContainers"].iter().flat_map(|list| pod["spec"][*list].as_array().into_iter().flatten()).any(
-        |container| {
-            ["requests", "limits"].iter().any(|field| {
-                let list = resource_list::container_resources(container, field);
-                ["cpu", "memory"].iter().any(|r| list.get(*r).is_some_and(|q| *q > zero))
-            })
-        },
-    )
-}
-
-/// Whether any pod (anti-)affinity term reaches other namespaces (`usesCrossNamespacePodAffinity`).
-fn uses_cross_namespace_affinity(pod: &Value) -> bool {
-    let crosses = |term: &Value| !items(term, "/namespaces").is_empty() || !term["namespaceSelector"].is_null();
-    ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
-        let affinity = &pod["spec"]["affinity"][*kind];
-        items(affinity, "/requiredDuringSchedulingIgnoredDuringExecution").iter().any(crosses)
-            || items(affinity, "/preferredDuringSchedulingIgnoredDuringExecution")
-                .iter()
-                .any(|weighted| crosses(&weighted["podAffinityTerm"]))
-    })
-}
-
-/// A service's usage (`serviceEvaluator.Usage`): node ports by type, load balancers.
-fn service_usage(service: &Value) -> ResourceList {
-    let ports = items(service, "/spec/ports");
-    let node_ports = match text(service, "/spec/type") {
-        "NodePort" => ports.len(),
-        // Without node port allocation, only explicitly set node ports count.
-        "LoadBalancer" if service["spec"]["allocateLoadBalancerNodePorts"] == false => {
-            ports.iter().filter(|p| p["nodePort"].as_i64().is_some_and(|n| n != 0)).count()
-        }
-        "LoadBalancer" => ports.len(),
-        _ => 0,
-    };
-    let load_balancers = i64::from(text(service, "/spec/type") == "LoadBalancer");
-    ResourceList::from([
-        ("count/services".to_string(), Quantity::from_units(1)),
-        ("services".to_string(), Quantity::from_units(1)),
-        ("services.nodeports".to_string(), Quantity::from_units(node_ports as i64)),
-        ("services.loadbalancers".to_string(), Quantity::from_units(load_balancers)),
-    ])
-}
-
-/// A claim's usage (`pvcEvaluator.Usage`): the claim, its storage (whole bytes, or the larger
-/// allocated size), also per storage class.
-fn claim_usage(claim: &Value) -> ResourceList {
-    let class = claim_class(claim);
-    let mut usage = ResourceList::from([
-        ("persistentvolumeclaims".to_string(), Quantity::from_units(1)),
-        ("count/persistentvolumeclaims".to_string(), Quantity::from_units(1)),
-    ]);
-    if !class.is_empty() {
-        usage.insert(format!("{class}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims"), Quantity::from_units(1));
-    }
-    let requested = Quantity::from_json(&claim["spec"]["resources"]["requests"]["storage"]).map(|q| q.round_up_units());
-    let allocated = Quantity::from_json(&claim["status"]["allocatedResources"]["storage"]).map(|q| q.round_up_units());
-    let storage = match (requested, allocated) {
-        (Some(r), Some(a)) if a > r => Some(a),
-        (r, _) => r,
-    };
-    if let Some(storage) = storage {
-        usage.insert("requests.storage".to_string(), storage);
-        if !class.is_empty() {
-            usage.insert(format!("{class}{STORAGE_CLASS_SUFFIX}requests.storage"), storage);
-        }
-    }
-    usage
+/// The quota's spec, typed, for its scopes.
+fn typed_spec(quota: &Value) -> Option<k8s_openapi::api::core::v1::ResourceQuotaSpec> {
+    serde_json::from_value(quota["spec"].clone()).ok()
 }
 
 #[cfg(test)]

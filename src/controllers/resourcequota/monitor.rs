@@ -1,0 +1,303 @@
+//! The quota monitor (`resource_quota_monitor.go`) and the evaluator registry of
+//! `startResourceQuotaController`: the evaluators with special logic (pods, services, claims)
+//! and the legacy object counts (`NewEvaluators`), then one monitor per quotable resource,
+//! which adds an object-count evaluator (`count/<resource>.<group>`) for a resource that has
+//! none and replenishes quotas on deletions and on updates `DefaultUpdateFilter` lets through.
+//!
+//! Upstream discovers the quotable resources (namespaced, with create, list, watch and delete)
+//! and watches them through the metadata informer factory. Here they are the kinds with typed
+//! informers the API server serves ([`monitor_typed_resources`]); a discovered resource plugs
+//! in the same way through [`QuotaController::replenish_quota`] and `Registry::add`.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ContainerStatus, Endpoints, LimitRange, PersistentVolumeClaim, Pod, PodTemplate, ReplicationController,
+    ResourceQuota, ResourceRequirements, Secret, Service, ServiceAccount,
+};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::events::v1::Event as EventsEvent;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+
+use super::QuotaController;
+use crate::quota::generic::{ListFn, ListingEvaluator};
+use crate::quota::resources::{self, from_api};
+use crate::quota::{GroupResource, LEGACY_OBJECT_COUNT_ALIASES, claims, pods, services};
+use crate::runtime::controller::ControllerContext;
+use crate::runtime::informer::{Event, Informable, Informer};
+
+/// `ignoredResources` of the quota configuration for controllers.
+const IGNORED_RESOURCES: &[(&str, &str)] = &[("", "events")];
+
+/// A kind the quota monitor watches, with `DefaultUpdateFilter`'s verdict on its updates.
+pub(super) trait Monitored: Informable {
+    /// Whether an update may lower usage (`DefaultUpdateFilter`); other kinds: never.
+    /// `resizing`: the InPlacePodVerticalScaling gate.
+    fn update_requires_replenishment(_old: &Self, _new: &Self, _resizing: bool) -> bool {
+        false
+    }
+}
+
+impl Monitored for Pod {
+    /// Resized resources (InPlacePodVerticalScaling), a changed Terminating scope, or the pod
+    /// ceasing to be charged (`QuotaV1Pod` turned false).
+    fn update_requires_replenishment(old: &Pod, new: &Pod, resizing: bool) -> bool {
+        if resizing && resources_changed(old, new) {
+            return true;
+        }
+        if pods::is_terminating(old) != pods::is_terminating(new) {
+            return true;
+        }
+        let now = jiff::Timestamp::now();
+        pods::quota_v1_pod(old, now) && !pods::quota_v1_pod(new, now)
+    }
+}
+
+fn statuses(pod: &Pod, init: bool) -> &[ContainerStatus] {
+    let status = pod.status.as_ref();
+    let list = if init {
+        status.and_then(|s| s.init_container_statuses.as_deref())
+    } else {
+        status.and_then(|s| s.container_statuses.as_deref())
+    };
+    list.unwrap_or_default()
+}
+
+/// Reported requests and limits compared by value (`apiequality.Semantic`).
+fn same_resources(a: Option<&ResourceRequirements>, b: Option<&ResourceRequirements>) -> bool {
+    let requests = |r: Option<&ResourceRequirements>| from_api(r.and_then(|r| r.requests.as_ref()));
+    let limits = |r: Option<&ResourceRequirements>| from_api(r.and_then(|r| r.limits.as_ref()));
+    a.is_some() == b.is_some()
+        && resources::equals(&requests(a), &requests(b))
+        && resources::equals(&limits(a), &limits(b))
+}
+
+/// `hasResourcesChanged`: the reported resources of a container present in both changed.
+fn resources_changed(old: &Pod, new: &Pod) -> bool {
+    [false, true].into_iter().any(|init| {
+        let news = statuses(new, init);
+        statuses(old, init).iter().any(|o| {
+            news.iter()
+                .find(|n| n.name == o.name)
+                .is_some_and(|n| !same_resources(o.resources.as_ref(), n.resources.as_ref()))
+        })
+    })
+}
+
+impl Monitored for Service {
+    fn update_requires_replenishment(old: &Service, new: &Service, _: bool) -> bool {
+        services::quota_service_type(old) != services::quota_service_type(new)
+    }
+}
+
+impl Monitored for PersistentVolumeClaim {
+    fn update_requires_replenishment(old: &Self, new: &Self, _: bool) -> bool {
+        claims::requires_quota_replenish(new, old)
+    }
+}
+
+macro_rules! monitored {
+    ($($kind:ty),* $(,)?) => { $(impl Monitored for $kind {})* };
+}
+
+monitored!(
+    ConfigMap,
+    Endpoints,
+    LimitRange,
+    PodTemplate,
+    ReplicationController,
+    ResourceQuota,
+    Secret,
+    ServiceAccount,
+    ControllerRevision,
+    DaemonSet,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    HorizontalPodAutoscaler,
+    CronJob,
+    Job,
+    Lease,
+    EndpointSlice,
+    EventsEvent,
+    Ingress,
+    NetworkPolicy,
+    PodDisruptionBudget,
+    Role,
+    RoleBinding,
+);
+
+/// The group/resource of a kind (`pods`, `deployments.apps`).
+fn group_resource<K: Informable>() -> GroupResource {
+    GroupResource::new(K::GROUP, K::URL_PATH_SEGMENT)
+}
+
+/// `ListerFuncForResourceFunc` + `ListResourceUsingListerFunc`: the namespace's cached objects,
+/// an error until the informer has synced.
+fn lister<K: Informable>(informer: Arc<Informer<K>>) -> ListFn<K> {
+    let group_version =
+        if K::GROUP.is_empty() { K::VERSION.to_string() } else { format!("{}/{}", K::GROUP, K::VERSION) };
+    let not_ready = format!("{group_version}, Resource={} not yet synced", K::URL_PATH_SEGMENT);
+    Box::new(move |namespace| {
+        if !informer.has_synced() {
+            return Err(not_ready.clone());
+        }
+        Ok(informer.store().list_namespace(namespace))
+    })
+}
+
+/// `NewEvaluators`: pods, services and claims, and the object counts with legacy names.
+fn register_core_evaluators(context: &ControllerContext<'_>, controller: &QuotaController) {
+    let registry = &controller.registry;
+    let use_status_resources = controller.use_status_resources;
+    registry.add(Arc::new(ListingEvaluator::new(
+        group_resource::<Pod>(),
+        lister(context.informers.informer::<Pod>()),
+        Box::new(pods::matching_resources),
+        pods::matches_scope,
+        Box::new(move |pod| pods::usage(pod, jiff::Timestamp::now(), use_status_resources)),
+    )));
+    registry.add(Arc::new(ListingEvaluator::new(
+        group_resource::<Service>(),
+        lister(context.informers.informer::<Service>()),
+        Box::new(services::matching_resources),
+        crate::quota::generic::matches_no_scope,
+        Box::new(services::usage),
+    )));
+    registry.add(Arc::new(ListingEvaluator::new(
+        group_resource::<PersistentVolumeClaim>(),
+        lister(context.informers.informer::<PersistentVolumeClaim>()),
+        Box::new(claims::matching_resources),
+        crate::quota::generic::matches_no_scope,
+        Box::new(claims::usage),
+    )));
+    legacy_count::<ConfigMap>(context, controller);
+    legacy_count::<ResourceQuota>(context, controller);
+    legacy_count::<ReplicationController>(context, controller);
+    legacy_count::<Secret>(context, controller);
+}
+
+/// An object count with its legacy name (`LEGACY_OBJECT_COUNT_ALIASES`).
+fn legacy_count<K: Informable>(context: &ControllerContext<'_>, controller: &QuotaController) {
+    let alias = LEGACY_OBJECT_COUNT_ALIASES
+        .iter()
+        .find(|(resource, _)| K::GROUP.is_empty() && *resource == K::URL_PATH_SEGMENT);
+    let lister = lister(context.informers.informer::<K>());
+    let evaluator = ListingEvaluator::object_count(group_resource::<K>(), lister, alias.map(|(_, alias)| *alias));
+    controller.registry.add(Arc::new(evaluator));
+}
+
+/// `controllerFor` + the evaluator half of `SyncMonitors` for one kind.
+fn monitor<K: Monitored>(context: &ControllerContext<'_>, controller: &Arc<QuotaController>) {
+    let resource = group_resource::<K>();
+    if IGNORED_RESOURCES.contains(&(resource.group.as_str(), resource.resource.as_str())) {
+        return;
+    }
+    let informer = context.informers.informer::<K>();
+    if controller.registry.get(&resource).is_none() {
+        let evaluator = ListingEvaluator::object_count(resource.clone(), lister(informer.clone()), None);
+        controller.registry.add(Arc::new(evaluator));
+        log::info!("QuotaMonitor created object count evaluator for {resource}");
+    }
+    let controller = controller.clone();
+    informer.add_handler(move |event: &Event<K>| {
+        let changed = match event {
+            Event::Added(_) => None,
+            Event::Updated { old, new } => {
+                K::update_requires_replenishment(old, new, controller.use_status_resources).then_some(new)
+            }
+            Event::Deleted { object, .. } => Some(object),
+        };
+        if let Some(object) = changed {
+            controller.replenish_quota(&resource, object.metadata().namespace.as_deref().unwrap_or(""));
+        }
+    });
+}
+
+/// The quotable resources with typed informers: namespaced kinds the API server serves with
+/// create, list, watch and delete.
+fn monitor_typed_resources(context: &ControllerContext<'_>, controller: &Arc<QuotaController>) {
+    monitor::<Pod>(context, controller);
+    monitor::<Service>(context, controller);
+    monitor::<PersistentVolumeClaim>(context, controller);
+    monitor::<ConfigMap>(context, controller);
+    monitor::<Secret>(context, controller);
+    monitor::<ReplicationController>(context, controller);
+    monitor::<ResourceQuota>(context, controller);
+    monitor::<Endpoints>(context, controller);
+    monitor::<LimitRange>(context, controller);
+    monitor::<PodTemplate>(context, controller);
+    monitor::<ServiceAccount>(context, controller);
+    monitor::<ControllerRevision>(context, controller);
+    monitor::<DaemonSet>(context, controller);
+    monitor::<Deployment>(context, controller);
+    monitor::<ReplicaSet>(context, controller);
+    monitor::<StatefulSet>(context, controller);
+    monitor::<HorizontalPodAutoscaler>(context, controller);
+    monitor::<CronJob>(context, controller);
+    monitor::<Job>(context, controller);
+    monitor::<Lease>(context, controller);
+    monitor::<EndpointSlice>(context, controller);
+    monitor::<EventsEvent>(context, controller);
+    monitor::<Ingress>(context, controller);
+    monitor::<NetworkPolicy>(context, controller);
+    monitor::<PodDisruptionBudget>(context, controller);
+    monitor::<Role>(context, controller);
+    monitor::<RoleBinding>(context, controller);
+}
+
+/// The registry and the monitors, as `NewController` sets them up.
+pub(super) fn register_evaluators_and_monitors(context: &ControllerContext<'_>, controller: &Arc<QuotaController>) {
+    register_core_evaluators(context, controller);
+    monitor_typed_resources(context, controller);
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(spec: serde_json::Value, status: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec, "status": status})).expect("a pod")
+    }
+
+    fn running(cpu: &str) -> serde_json::Value {
+        json!({"phase": "Running", "containerStatuses": [{"name": "c", "image": "x", "imageID": "", "ready": true,
+            "restartCount": 0, "resources": {"requests": {"cpu": cpu}}}]})
+    }
+
+    #[test]
+    fn pod_updates_that_may_lower_usage() {
+        let spec = json!({"containers": [{"name": "c", "image": "x"}]});
+        let (old, new) = (pod(spec.clone(), running("1")), pod(spec.clone(), running("1000m")));
+        assert!(!Pod::update_requires_replenishment(&old, &new, true), "equal by value");
+        let resized = pod(spec.clone(), running("500m"));
+        assert!(Pod::update_requires_replenishment(&old, &resized, true));
+        assert!(!Pod::update_requires_replenishment(&old, &resized, false), "without InPlacePodVerticalScaling");
+        let done = pod(spec.clone(), json!({"phase": "Succeeded"}));
+        assert!(Pod::update_requires_replenishment(&old, &done, false));
+        assert!(!Pod::update_requires_replenishment(&done, &old, false));
+        let mut deadline = spec;
+        deadline["activeDeadlineSeconds"] = json!(5);
+        assert!(Pod::update_requires_replenishment(&old, &pod(deadline, running("1")), false));
+    }
+
+    #[test]
+    fn service_type_changes_and_claim_updates_replenish() {
+        let service = |t: &str| -> Service {
+            serde_json::from_value(json!({"metadata": {"name": "s"}, "spec": {"type": t}})).expect("a service")
+        };
+        assert!(Service::update_requires_replenishment(&service("NodePort"), &service("ClusterIP"), true));
+        assert!(!Service::update_requires_replenishment(&service("ClusterIP"), &service("ExternalName"), true));
+        let claim = PersistentVolumeClaim::default();
+        assert!(PersistentVolumeClaim::update_requires_replenishment(&claim, &claim, true));
+        assert!(!ConfigMap::update_requires_replenishment(&ConfigMap::default(), &ConfigMap::default(), true));
+    }
+}
