@@ -67,7 +67,7 @@ pub struct ListParams {
 }
 
 impl ListParams {
-    fn query(&self) -> String {
+    pub(crate) fn query(&self) -> String {
         query(&[
             ("labelSelector", self.label_selector.clone()),
             ("fieldSelector", self.field_selector.clone()),
@@ -88,7 +88,7 @@ pub struct PostParams {
 }
 
 impl PostParams {
-    fn query(&self) -> String {
+    pub(crate) fn query(&self) -> String {
         query(&[("dryRun", self.dry_run.then(|| "All".to_string())), ("fieldManager", self.field_manager.clone())])
     }
 }
@@ -105,7 +105,7 @@ pub enum Patch {
 }
 
 impl Patch {
-    fn body(&self) -> Result<Body> {
+    pub(crate) fn body(&self) -> Result<Body> {
         let (content_type, value) = match self {
             Patch::Merge(v) => ("application/merge-patch+json", v),
             Patch::Strategic(v) => ("application/strategic-merge-patch+json", v),
@@ -140,7 +140,7 @@ pub struct DeleteParams {
 }
 
 impl DeleteParams {
-    fn body(&self) -> Result<Option<Body>> {
+    pub(crate) fn body(&self) -> Result<Option<Body>> {
         let options = DeleteOptions {
             grace_period_seconds: self.grace_period_seconds,
             propagation_policy: self.propagation_policy.map(|p| format!("{p:?}")),

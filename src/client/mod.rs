@@ -8,7 +8,9 @@
 mod api;
 pub mod config;
 pub mod credentials;
+pub mod discovery;
 pub mod error;
+pub mod metadata;
 mod metrics;
 pub mod rate_limit;
 pub mod resolve;
@@ -42,6 +44,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// The longest answer body we read into memory (a page of a list, an object).
 const MAX_BODY_BYTES: u64 = 256 * 1024 * 1024;
+/// The `Accept` header of ordinary requests.
+pub(crate) const ACCEPT_JSON: &str = "application/json";
 
 /// Per-client settings taken from the command line.
 #[derive(Debug, Clone)]
@@ -115,6 +119,13 @@ impl Client {
         }
     }
 
+    /// The same client with its own rate limiter allowing `factor` × `--kube-api-qps` (burst
+    /// unchanged), as upstream raises the garbage collector's QPS.
+    pub fn with_qps_factor(&self, factor: f32) -> Client {
+        let options = &self.shared.options;
+        Client { limiter: Arc::new(TokenBucket::new(options.qps * factor, options.burst)), ..self.clone() }
+    }
+
     /// A client for `controller` on its own connection setup from `config` (an anonymous copy
     /// of this client's), authenticating as `username` with tokens from `source`; same
     /// options as this one, its own rate limit budget.
@@ -174,16 +185,28 @@ impl Client {
     /// Sends a request and returns the body of a 2xx answer; any other answer becomes an
     /// [`Error::Api`]. Waits for the rate limiter first, and honours `Retry-After` on 429/5xx.
     pub(crate) fn send(&self, method: http::Method, path_and_query: &str, body: Option<Body>) -> Result<Vec<u8>> {
+        self.send_accepting(method, path_and_query, body, ACCEPT_JSON)
+    }
+
+    /// [`Client::send`] asking for another representation (`Accept`), e.g. the metadata-only
+    /// `application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`.
+    pub(crate) fn send_accepting(
+        &self,
+        method: http::Method,
+        path_and_query: &str,
+        body: Option<Body>,
+        accept: &str,
+    ) -> Result<Vec<u8>> {
         let mut attempt = 0;
         let mut retried_transport = false;
         loop {
-            let response = match self.send_once(&method, path_and_query, body.as_ref()) {
+            let response = match self.send_once(&method, path_and_query, body.as_ref(), accept) {
                 // A pooled connection the server closed meanwhile fails at once; a read is safe to
                 // send again on a fresh one, as client-go retries GETs (but not after a timeout).
                 Err(e) if e.is_transport() && method == http::Method::GET && !retried_transport && !e.is_timeout() => {
                     retried_transport = true;
                     log::debug!("{method} {path_and_query}: {e}; retrying once");
-                    self.send_once(&method, path_and_query, body.as_ref())?
+                    self.send_once(&method, path_and_query, body.as_ref(), accept)?
                 }
                 other => other?,
             };
@@ -216,9 +239,11 @@ impl Client {
         &self,
         path_and_query: &str,
         idle_timeout: Duration,
+        accept: &str,
     ) -> Result<(ureq::Agent, ureq::BodyReader<'static>)> {
         let agent = new_agent(&self.shared.connector);
-        let answer = self.round_trip(&agent, &http::Method::GET, path_and_query, None, Timeout::Idle(idle_timeout))?;
+        let timeout = Timeout::Idle(idle_timeout);
+        let answer = self.round_trip(&agent, &http::Method::GET, path_and_query, None, timeout, accept)?;
         if !(200..300).contains(&answer.code) {
             let retry_after = answer.retry_after;
             let code = answer.code;
@@ -227,9 +252,15 @@ impl Client {
         Ok((agent, answer.body.into_with_config().reader()))
     }
 
-    fn send_once(&self, method: &http::Method, path_and_query: &str, body: Option<&Body>) -> Result<Answer> {
+    fn send_once(
+        &self,
+        method: &http::Method,
+        path_and_query: &str,
+        body: Option<&Body>,
+        accept: &str,
+    ) -> Result<Answer> {
         let timeout = Timeout::Total(self.timeout);
-        self.round_trip(&self.shared.agent, method, path_and_query, body, timeout)
+        self.round_trip(&self.shared.agent, method, path_and_query, body, timeout, accept)
     }
 
     /// One HTTP exchange up to the answer's headers, after waiting for the rate limiter.
@@ -240,6 +271,7 @@ impl Client {
         path_and_query: &str,
         body: Option<&Body>,
         timeout: Timeout,
+        accept: &str,
     ) -> Result<Answer> {
         self.limiter.acquire();
         let uri = format!("{}{path_and_query}", self.shared.config.server);
@@ -247,7 +279,7 @@ impl Client {
         let mut builder = http::Request::builder()
             .method(method.clone())
             .uri(&uri)
-            .header("Accept", "application/json")
+            .header("Accept", accept)
             .header("User-Agent", &*self.user_agent);
         let token = match &self.token_source {
             Some(source) => Some(source.token().map_err(|e| Error::Transport(format!("{method} {uri}: {e}")))?),

@@ -103,7 +103,17 @@ pub struct WatchStream<K> {
 
 impl<K: DeserializeOwned> WatchStream<K> {
     pub(crate) fn open(client: &Client, path_and_query: &str, idle_timeout: Duration) -> Result<WatchStream<K>> {
-        let (agent, reader) = client.open_stream(path_and_query, idle_timeout)?;
+        Self::open_accepting(client, path_and_query, idle_timeout, super::ACCEPT_JSON)
+    }
+
+    /// Opens a watch asking for another representation of the objects (`Accept`).
+    pub(crate) fn open_accepting(
+        client: &Client,
+        path_and_query: &str,
+        idle_timeout: Duration,
+        accept: &str,
+    ) -> Result<WatchStream<K>> {
+        let (agent, reader) = client.open_stream(path_and_query, idle_timeout, accept)?;
         let events = serde_json::Deserializer::from_reader(reader).into_iter::<RawEvent>();
         Ok(WatchStream { agent: Some(agent), events, finished: false, kind: PhantomData })
     }

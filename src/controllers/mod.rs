@@ -12,6 +12,7 @@ pub mod endpoint;
 pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod endpointutil;
+pub mod garbagecollector;
 pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod nodeutil;
@@ -134,6 +135,7 @@ pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     endpoint::ENDPOINTS,
     endpointslice::ENDPOINTSLICE,
     endpointslicemirroring::ENDPOINTSLICE_MIRRORING,
+    garbagecollector::GARBAGE_COLLECTOR,
     nodeipam::NODE_IPAM,
     nodelifecycle::NODE_LIFECYCLE,
     podgc::POD_GC,

@@ -246,7 +246,10 @@ impl Options {
             return false;
         };
         let gates = &self.generic.feature_gates;
+        // `--enable-garbage-collector=false` keeps the garbage collector off even when selected.
+        let disabled_by_flag = controller.name == "garbage-collector-controller" && !self.garbage_collector.enabled;
         self.generic.controllers.is_enabled(controller.name)
+            && !disabled_by_flag
             && !controller.cloud_provider
             && controller.feature_gates.iter().all(|g| gates.is_enabled(g))
     }

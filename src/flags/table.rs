@@ -456,9 +456,9 @@ pub static FLAGS: &[FlagSpec] = &[
     // Other controllers
     flag!("concurrent-ephemeralvolume-syncs", EphemeralVolumeController, Int32, "5", LATER, concurrency.ephemeral_volume_syncs,
         "Number of ephemeral volumes synced concurrently (at least 1)."),
-    flag!("concurrent-gc-syncs", GarbageCollectorController, Int32, "20", LATER, concurrency.gc_syncs,
+    flag!("concurrent-gc-syncs", GarbageCollectorController, Int32, "20", BUILT, concurrency.gc_syncs,
         "Number of garbage collector workers."),
-    flag!("enable-garbage-collector", GarbageCollectorController, Bool, "true", LATER, garbage_collector.enabled,
+    flag!("enable-garbage-collector", GarbageCollectorController, Bool, "true", BUILT, garbage_collector.enabled,
         "Enable the garbage collector. Must match the kube-apiserver setting."),
     flag!("concurrent-horizontal-pod-autoscaler-syncs", HorizontalPodAutoscalerController, Int32, "5", LATER, concurrency.horizontal_pod_autoscaler_syncs,
         "Number of horizontal pod autoscalers synced concurrently (at least 1)."),

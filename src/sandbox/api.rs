@@ -19,7 +19,7 @@ use super::services::{self, ServiceRange};
 use super::status::{ApiError, ApiResult, FieldError, qualified};
 use super::store::{Store, Txn};
 use super::typed::{self, FieldValidation};
-use super::{convert, defaults, discovery, patch, subresources, watch};
+use super::{convert, defaults, discovery, metadata, patch, subresources, watch};
 use crate::server::http::{Handler, Request, ResponseWriter};
 
 mod validation;
@@ -98,14 +98,20 @@ impl Handler for ApiServer {
             Err(e) => return send_error(response, &e),
         };
         self.audit(request, &target, &user);
-        if is_watch(request, &target) {
-            return watch::serve(self, request, &target, response);
+        let watching = is_watch(request, &target);
+        let is_list = request.method == "GET" && target.name.is_none() && !watching;
+        let rendering = match metadata::negotiate(request.header("Accept"), is_list) {
+            Ok(rendering) => rendering,
+            Err(e) => return send_error(response, &e),
+        };
+        if watching {
+            return watch::serve(self, request, &target, rendering, response);
         }
         typed::take_warnings();
         let answer = self.dispatch(request, &target, &user);
         let warnings: Vec<String> = typed::take_warnings().iter().map(|w| warning_header(w)).collect();
         match answer {
-            Ok((code, body)) => send_json_with(response, code, &body, &warnings),
+            Ok((code, body)) => send_json_with(response, code, &metadata::render(rendering, body), &warnings),
             Err(e) => send_error(response, &e),
         }
     }
@@ -1150,10 +1156,16 @@ fn apply_propagation_policy(resource: &ResourceType, object: &mut Value, policy:
     set_finalizers(object, &list);
 }
 
-/// Kinds whose registry orphans dependents unless told otherwise (batch/v1 Jobs keep the
-/// pre-garbage-collector behaviour).
+/// Kinds whose registry orphans dependents unless told otherwise: the strategies'
+/// `DefaultGarbageCollectionPolicy` returns `OrphanDependents` for batch/v1 Jobs and v1
+/// ReplicationControllers (the pre-garbage-collector behaviour); apps/v1 workloads and every
+/// other kind default to deleting dependents (in the background: no finalizer).
 fn default_propagation(resource: &ResourceType) -> Option<&'static str> {
-    (resource.group == "batch" && resource.plural == "jobs").then_some("Orphan")
+    let legacy = matches!(
+        (resource.group, resource.version, resource.plural),
+        ("batch", "v1", "jobs") | ("", "v1", "replicationcontrollers")
+    );
+    legacy.then_some("Orphan")
 }
 
 fn deleted_answer(resource: &ResourceType, outcome: DeleteOutcome) -> (u16, Value) {

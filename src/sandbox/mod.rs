@@ -11,6 +11,7 @@ pub mod defaults;
 pub mod demo;
 pub mod discovery;
 pub mod faults;
+pub mod metadata;
 pub mod nodes;
 pub mod objects;
 pub mod patch;

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::api::{ApiServer, ObjectFilter, Target, send_error, too_large, validate_list_options};
 use super::convert;
+use super::metadata::{self, Rendering};
 use super::objects::namespace_of;
 use super::resources::ResourceType;
 use super::status::ApiError;
@@ -21,6 +22,8 @@ const TICK: Duration = Duration::from_millis(250);
 
 /// The parameters of one watch request.
 struct WatchRequest {
+    /// How event objects are represented (metadata only for the metadata client).
+    rendering: Rendering,
     filter: ObjectFilter,
     namespace: Option<String>,
     bookmarks: bool,
@@ -38,8 +41,15 @@ enum Start {
     Now,
 }
 
-pub fn serve(api: &ApiServer, request: &Request, target: &Target, response: &mut ResponseWriter<'_>) -> io::Result<()> {
-    let watch = match parse(request, target, api.options.watch_list) {
+/// Serves a watch; `rendering`: the negotiated representation of event objects.
+pub fn serve(
+    api: &ApiServer,
+    request: &Request,
+    target: &Target,
+    rendering: Rendering,
+    response: &mut ResponseWriter<'_>,
+) -> io::Result<()> {
+    let watch = match parse(request, target, api.options.watch_list, rendering) {
         Ok(watch) => watch,
         Err(e) => return send_error(response, &e),
     };
@@ -72,7 +82,7 @@ pub fn serve(api: &ApiServer, request: &Request, target: &Target, response: &mut
     let resource = target.resource;
     for object in &initial {
         if watch.in_scope(object) {
-            write_event(response, "ADDED", &convert::to_external(resource, object))?;
+            write_event(response, "ADDED", &watch.render(convert::to_external(resource, object)))?;
         }
     }
     for change in &backlog {
@@ -81,7 +91,7 @@ pub fn serve(api: &ApiServer, request: &Request, target: &Target, response: &mut
     if let Start::Snapshot { initial_events_end: true } = watch.start {
         let mut bookmark = bookmark(resource, last_revision);
         bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-        write_event(response, "BOOKMARK", &bookmark)?;
+        write_event(response, "BOOKMARK", &watch.render(bookmark))?;
     }
     stream_changes(api, resource, &watch, &changes, &mut last_revision, epoch, response)
 }
@@ -112,7 +122,7 @@ fn stream_changes(
                 deliver(resource, watch, &change, last_revision, response)?;
             }
             *last_revision = (*last_revision).max(revision);
-            write_event(response, "BOOKMARK", &bookmark(resource, *last_revision))?;
+            write_event(response, "BOOKMARK", &watch.render(bookmark(resource, *last_revision)))?;
             next_bookmark = next_bookmark_time(now, interval, watch.deadline);
         }
         if now >= watch.deadline {
@@ -161,16 +171,21 @@ fn deliver(
         (ChangeKind::Deleted, true, _) => "DELETED",
         _ => return Ok(()),
     };
-    write_event(response, event, &convert::to_external(resource, &change.object))
+    write_event(response, event, &watch.render(convert::to_external(resource, &change.object)))
 }
 
 impl WatchRequest {
+    /// An event's object in the negotiated representation.
+    fn render(&self, object: Value) -> Value {
+        metadata::render(self.rendering, object)
+    }
+
     fn in_scope(&self, object: &Value) -> bool {
         self.namespace.as_deref().is_none_or(|ns| namespace_of(object) == ns) && self.filter.matches(object)
     }
 }
 
-fn parse(request: &Request, target: &Target, watch_list: bool) -> Result<WatchRequest, ApiError> {
+fn parse(request: &Request, target: &Target, watch_list: bool, rendering: Rendering) -> Result<WatchRequest, ApiError> {
     validate_list_options(request, true, watch_list)?;
     let filter = ObjectFilter::from_request(request, target.resource)?;
     let bookmarks = request.query_param("allowWatchBookmarks").is_some_and(|v| v == "true" || v == "1");
@@ -194,6 +209,7 @@ fn parse(request: &Request, target: &Target, watch_list: bool) -> Result<WatchRe
         (_, Some(v)) => Start::After(revision(v)?),
     };
     Ok(WatchRequest {
+        rendering,
         filter,
         namespace: target.namespace.clone(),
         bookmarks,

@@ -2,6 +2,15 @@
 //! controller of the process, kept current by a list-and-watch loop and announcing each change
 //! to the handlers the controllers registered.
 //!
+//! # Kinds known at compile time, and resources found at run time
+//!
+//! [`SharedInformerFactory::informer`] gives the typed informer of a `k8s_openapi` kind.
+//! [`SharedInformerFactory::metadata_informer`] gives a metadata-only informer
+//! ([`PartialObjectMetadata`] objects, client-go's `metadatainformer`) of any resource that
+//! discovery reported ([`ApiResource`]), and [`SharedInformerFactory::for_resource`] gives
+//! either as a [`ResourceInformer`] (the typed one for built-in kinds, so that one watch
+//! serves both). Both kinds of informer run the same reflector, over a [`ListerWatcher`].
+//!
 //! # Threads
 //!
 //! [`SharedInformerFactory::start`] starts one *reflector* thread per requested kind. It lists
@@ -30,6 +39,7 @@
 //! `Updated { old, new }` with `old` and `new` the same `Arc`.
 
 mod reflector;
+mod resource;
 mod store;
 
 use std::any::{Any, TypeId};
@@ -45,8 +55,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
 
 use crate::client::Client;
-use reflector::Reflector;
-pub use reflector::{Informable, InformerScope};
+use crate::client::discovery::ApiResource;
+use crate::client::metadata::PartialObjectMetadata;
+pub use reflector::{Cached, Informable, InformerScope, ListerWatcher, Page};
+use reflector::{MetadataOnly, Reflector, Typed};
+pub use resource::{MetadataHandler, ResourceInformer};
 pub use store::{NAMESPACE_INDEX, OWNER_UID_INDEX, Store, object_key, split_key};
 
 /// How often [`SharedInformerFactory::wait_for_sync`] checks the informers (client-go's poll).
@@ -84,6 +97,8 @@ type Handler<K> = Box<dyn Fn(&Event<K>) + Send + Sync>;
 pub struct Informer<K> {
     /// client-go's name for the kind in logs, e.g. `*v1.ConfigMap`.
     type_name: String,
+    /// How its reflector lists and watches.
+    source: Arc<dyn ListerWatcher<K>>,
     resync: Option<Duration>,
     store: Store<K>,
     /// The handlers. The lock is held while a change is written and delivered, so that a
@@ -92,11 +107,27 @@ pub struct Informer<K> {
     synced: AtomicBool,
 }
 
-impl<K: Metadata<Ty = ObjectMeta>> Informer<K> {
-    /// An empty informer; `resync`: how often to deliver every object again (`None`: never).
+impl<K: Informable> Informer<K> {
+    /// An empty informer of a `k8s_openapi` kind; `resync`: how often to deliver every object
+    /// again (`None`: never).
     fn new(resync: Option<Duration>) -> Self {
+        Informer::with_source(resync, Arc::new(Typed::<K>::new()))
+    }
+}
+
+impl Informer<PartialObjectMetadata> {
+    /// An empty metadata-only informer of a resource found by discovery.
+    fn metadata_only(resync: Option<Duration>, resource: &ApiResource) -> Self {
+        Informer::with_source(resync, Arc::new(MetadataOnly(resource.clone())))
+    }
+}
+
+impl<K: Metadata<Ty = ObjectMeta>> Informer<K> {
+    /// An empty informer fed by `source`.
+    fn with_source(resync: Option<Duration>, source: Arc<dyn ListerWatcher<K>>) -> Self {
         Informer {
             type_name: format!("*{}.{}", K::VERSION, K::KIND),
+            source,
             resync,
             store: Store::new(),
             handlers: Mutex::new(Vec::new()),
@@ -141,6 +172,10 @@ impl<K: Metadata<Ty = ObjectMeta>> Informer<K> {
 
     fn type_name(&self) -> &str {
         &self.type_name
+    }
+
+    fn source(&self) -> Arc<dyn ListerWatcher<K>> {
+        self.source.clone()
     }
 
     fn mark_synced(&self) {
@@ -218,14 +253,15 @@ trait Managed: Send + Sync {
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
-impl<K: Informable> Managed for Informer<K> {
+impl<K: Cached> Managed for Informer<K> {
     fn has_synced(&self) -> bool {
         Informer::has_synced(self)
     }
 
     fn spawn(self: Arc<Self>, client: Client, stop: Receiver<()>) -> std::io::Result<JoinHandle<()>> {
+        let name = format!("informer-{}", self.source.label());
         let reflector = Reflector::new(self, client, stop);
-        std::thread::Builder::new().name(format!("informer-{}", K::KIND.to_lowercase())).spawn(move || reflector.run())
+        std::thread::Builder::new().name(name).spawn(move || reflector.run())
     }
 
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
@@ -233,9 +269,22 @@ impl<K: Informable> Managed for Informer<K> {
     }
 }
 
-/// One kind's informer as the factory keeps it.
+/// What an informer of the factory is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Key {
+    /// A `k8s_openapi` kind.
+    Typed(TypeId),
+    /// A resource as metadata only: `group/version/plural`.
+    Metadata(String),
+}
+
+fn metadata_key(resource: &ApiResource) -> Key {
+    Key::Metadata(format!("{}/{}/{}", resource.group, resource.version, resource.plural))
+}
+
+/// One informer as the factory keeps it.
 struct Registered {
-    kind: TypeId,
+    key: Key,
     informer: Arc<dyn Managed>,
     started: bool,
 }
@@ -248,9 +297,15 @@ struct FactoryState {
     stop: Receiver<()>,
 }
 
-/// Hands out one shared [`Informer`] per kind, across all namespaces and without selectors,
-/// and runs their reflector threads.
+/// Hands out one shared [`Informer`] per kind (or per resource discovered at run time),
+/// across all namespaces and without selectors, and runs their reflector threads. Clones
+/// share the same informers (a controller that adds informers later keeps a clone).
+#[derive(Clone)]
 pub struct SharedInformerFactory {
+    inner: Arc<FactoryInner>,
+}
+
+struct FactoryInner {
     client: Client,
     resync: Duration,
     state: Mutex<FactoryState>,
@@ -262,33 +317,52 @@ impl SharedInformerFactory {
     pub fn new(client: Client, resync: Duration) -> Self {
         let (stop_sender, stop) = crossbeam_channel::bounded(0);
         let state = FactoryState { informers: Vec::new(), threads: Vec::new(), stop_sender: Some(stop_sender), stop };
-        SharedInformerFactory { client, resync, state: Mutex::new(state) }
+        SharedInformerFactory { inner: Arc::new(FactoryInner { client, resync, state: Mutex::new(state) }) }
     }
 
     /// The informer of kind `K`, created on first request; later requests share it. It runs
     /// once [`SharedInformerFactory::start`] is called (again).
     pub fn informer<K: Informable>(&self) -> Arc<Informer<K>> {
-        let mut state = self.state.lock();
-        let existing = state.informers.iter().find(|r| r.kind == TypeId::of::<K>());
+        self.shared(Key::Typed(TypeId::of::<K>()), || Informer::<K>::new(randomized(self.inner.resync)))
+    }
+
+    /// The metadata-only informer of a resource found by discovery (client-go's
+    /// `metadatainformer.SharedInformerFactory.ForResource`), created on first request.
+    pub fn metadata_informer(&self, resource: &ApiResource) -> Arc<Informer<PartialObjectMetadata>> {
+        let resync = randomized(self.inner.resync);
+        self.shared(metadata_key(resource), || Informer::metadata_only(resync, resource))
+    }
+
+    /// The informer of a resource for handlers that only need metadata, as upstream's
+    /// `informerfactory.ForResource`: the typed informer when `resource` is a built-in kind
+    /// (so controllers reading that kind share one watch with it), else the metadata-only one.
+    pub fn for_resource(&self, resource: &ApiResource) -> Arc<dyn ResourceInformer> {
+        resource::typed_for_resource(self, resource).unwrap_or_else(|| self.metadata_informer(resource))
+    }
+
+    /// The informer registered under `key`, or a new one from `create`.
+    fn shared<K: Cached>(&self, key: Key, create: impl FnOnce() -> Informer<K>) -> Arc<Informer<K>> {
+        let mut state = self.inner.state.lock();
+        let existing = state.informers.iter().find(|r| r.key == key);
         if let Some(informer) = existing.and_then(|r| r.informer.clone().into_any().downcast::<Informer<K>>().ok()) {
             return informer;
         }
-        let informer = Arc::new(Informer::<K>::new(randomized(self.resync)));
-        state.informers.push(Registered { kind: TypeId::of::<K>(), informer: informer.clone(), started: false });
+        let informer = Arc::new(create());
+        state.informers.push(Registered { key, informer: informer.clone(), started: false });
         informer
     }
 
     /// Starts the reflector of every informer requested and not started yet. Does nothing
     /// after [`SharedInformerFactory::shutdown`].
     pub fn start(&self) {
-        let mut state = self.state.lock();
+        let mut state = self.inner.state.lock();
         if state.stop_sender.is_none() {
             log::warn!("the informer factory is shut down; not starting informers");
             return;
         }
         let FactoryState { informers, threads, stop, .. } = &mut *state;
         for registered in informers.iter_mut().filter(|r| !r.started) {
-            match registered.informer.clone().spawn(self.client.clone(), stop.clone()) {
+            match registered.informer.clone().spawn(self.inner.client.clone(), stop.clone()) {
                 Ok(thread) => {
                     threads.push(thread);
                     registered.started = true;
@@ -303,7 +377,7 @@ impl SharedInformerFactory {
         let deadline = Instant::now() + timeout;
         loop {
             let started: Vec<_> =
-                self.state.lock().informers.iter().filter(|r| r.started).map(|r| r.informer.clone()).collect();
+                self.inner.state.lock().informers.iter().filter(|r| r.started).map(|r| r.informer.clone()).collect();
             if started.iter().all(|informer| informer.has_synced()) {
                 return true;
             }
@@ -317,6 +391,12 @@ impl SharedInformerFactory {
 
     /// Stops every reflector thread (their watches close) and waits for them to end.
     pub fn shutdown(&self) {
+        self.inner.shutdown();
+    }
+}
+
+impl FactoryInner {
+    fn shutdown(&self) {
         let threads = {
             let mut state = self.state.lock();
             state.stop_sender = None;
@@ -330,7 +410,7 @@ impl SharedInformerFactory {
     }
 }
 
-impl Drop for SharedInformerFactory {
+impl Drop for FactoryInner {
     fn drop(&mut self) {
         self.shutdown();
     }

@@ -18,6 +18,7 @@
 //! the reflector itself only ever waits in `select!` with its stop channel and ends at once on
 //! shutdown; an abandoned helper finishes its request and exits on its own.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,8 @@ use k8s_openapi::{ClusterResourceScope, List, ListableResource, Metadata, Namesp
 use serde::de::DeserializeOwned;
 
 use super::Informer;
+use crate::client::discovery::ApiResource;
+use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
 use crate::client::{Api, Client, Error, ListParams, Result, WatchEvent, WatchParams, WatchReceiver};
 
 /// Objects per list page (client-go's pager default).
@@ -105,6 +108,87 @@ impl<K> Informable for K where
 {
 }
 
+/// What an informer caches: any object with `ObjectMeta`, typed or metadata-only.
+pub trait Cached: Metadata<Ty = ObjectMeta> + Send + Sync + 'static {}
+
+impl<K: Metadata<Ty = ObjectMeta> + Send + Sync + 'static> Cached for K {}
+
+/// One page of a list.
+pub struct Page<K> {
+    pub items: Vec<K>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// How a reflector lists and watches its collection (client-go's `ListerWatcher`): typed
+/// through [`Api`] for `k8s_openapi` kinds, metadata-only through [`MetadataApi`] for
+/// resources discovered at run time.
+pub trait ListerWatcher<K>: Send + Sync + 'static {
+    /// One page of the collection across all namespaces (or cluster-wide).
+    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page<K>>;
+
+    /// Opens a watch of the collection, read by its own thread.
+    fn watch(&self, client: &Client, params: &WatchParams, capacity: usize) -> Result<WatchReceiver<K>>;
+
+    /// A short lowercase name for threads and logs (`pod`, `replicasets.apps`).
+    fn label(&self) -> String;
+}
+
+/// Lists and watches a `k8s_openapi` kind.
+pub(super) struct Typed<K>(PhantomData<fn() -> K>);
+
+impl<K> Typed<K> {
+    pub(super) fn new() -> Self {
+        Typed(PhantomData)
+    }
+}
+
+impl<K: Informable> ListerWatcher<K> for Typed<K> {
+    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page<K>> {
+        let list = K::Scope::list_page::<K>(client, params)?;
+        Ok(Page {
+            items: list.items,
+            continue_token: list.metadata.continue_,
+            resource_version: list.metadata.resource_version,
+        })
+    }
+
+    fn watch(&self, client: &Client, params: &WatchParams, capacity: usize) -> Result<WatchReceiver<K>> {
+        K::Scope::watch::<K>(client, params, capacity)
+    }
+
+    fn label(&self) -> String {
+        K::KIND.to_lowercase()
+    }
+}
+
+/// Lists and watches any resource as metadata only.
+pub(super) struct MetadataOnly(pub(super) ApiResource);
+
+impl ListerWatcher<PartialObjectMetadata> for MetadataOnly {
+    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page<PartialObjectMetadata>> {
+        let list = MetadataApi::new(client, &self.0, None).list(params)?;
+        Ok(Page {
+            items: list.items,
+            continue_token: list.metadata.continue_,
+            resource_version: list.metadata.resource_version,
+        })
+    }
+
+    fn watch(
+        &self,
+        client: &Client,
+        params: &WatchParams,
+        capacity: usize,
+    ) -> Result<WatchReceiver<PartialObjectMetadata>> {
+        MetadataApi::new(client, &self.0, None).watch_channel(params, capacity)
+    }
+
+    fn label(&self) -> String {
+        self.0.group_resource()
+    }
+}
+
 /// The reflector was told to stop.
 pub(super) struct Stopped;
 
@@ -129,6 +213,7 @@ enum WatchEnd {
 /// One informer's list-and-watch loop; runs on the informer's thread until stopped.
 pub(super) struct Reflector<K> {
     informer: Arc<Informer<K>>,
+    source: Arc<dyn ListerWatcher<K>>,
     client: Client,
     stop: Receiver<()>,
     resource_version: String,
@@ -139,10 +224,11 @@ pub(super) struct Reflector<K> {
     resync: Option<Resync>,
 }
 
-impl<K: Informable> Reflector<K> {
+impl<K: Cached> Reflector<K> {
     pub(super) fn new(informer: Arc<Informer<K>>, client: Client, stop: Receiver<()>) -> Self {
         let resync = informer.resync_period().map(Resync::new);
         Reflector {
+            source: informer.source(),
             informer,
             client,
             stop,
@@ -186,7 +272,8 @@ impl<K: Informable> Reflector<K> {
         let from = self.list_resource_version();
         log::debug!("Listing and watching {} from resourceVersion {from:?}", self.name());
         let client = self.client.clone();
-        let answer = background(format!("list-{}", K::KIND.to_lowercase()), move || list_pages::<K>(&client, from));
+        let source = self.source.clone();
+        let answer = background(format!("list-{}", source.label()), move || list_pages(source.as_ref(), &client, from));
         let (objects, resource_version) = match self.wait(&answer, None)? {
             Wait::Got(Ok(listed)) => listed,
             Wait::Got(Err(e)) => return Ok(Err(e)),
@@ -220,8 +307,9 @@ impl<K: Informable> Reflector<K> {
         };
         log::debug!("{}: watching from resourceVersion {}", self.name(), self.resource_version);
         let client = self.client.clone();
-        let thread = format!("watch-open-{}", K::KIND.to_lowercase());
-        let opening = background(thread, move || K::Scope::watch::<K>(&client, &params, WATCH_BUFFER));
+        let source = self.source.clone();
+        let thread = format!("watch-open-{}", source.label());
+        let opening = background(thread, move || source.watch(&client, &params, WATCH_BUFFER));
         let receiver = match self.wait(&opening, None)? {
             Wait::Got(Ok(receiver)) => receiver,
             Wait::Got(Err(e)) => return Ok(self.watch_failed(e)),
@@ -331,7 +419,7 @@ impl<K: Informable> Reflector<K> {
 
 /// Lists the whole collection page by page, dropping `managedFields` as pages arrive. If a
 /// continue token expires between pages, lists everything at once, as client-go's pager does.
-fn list_pages<K: Informable>(client: &Client, from: String) -> Result<(Vec<K>, String)> {
+fn list_pages<K: Cached>(source: &dyn ListerWatcher<K>, client: &Client, from: String) -> Result<(Vec<K>, String)> {
     let first = ListParams {
         limit: Some(PAGE_SIZE),
         resource_version: (!from.is_empty()).then_some(from),
@@ -340,10 +428,10 @@ fn list_pages<K: Informable>(client: &Client, from: String) -> Result<(Vec<K>, S
     let mut params = first.clone();
     let mut objects = Vec::new();
     loop {
-        let page = match K::Scope::list_page::<K>(client, &params) {
+        let page = match source.list_page(client, &params) {
             Ok(page) => page,
             Err(e) if e.is_gone() && params.continue_token.is_some() => {
-                log::info!("{}: continue token expired while paging; listing everything at once", K::KIND);
+                log::info!("{}: continue token expired while paging; listing everything at once", source.label());
                 objects.clear();
                 params = ListParams { limit: None, ..first.clone() };
                 continue;
@@ -351,16 +439,16 @@ fn list_pages<K: Informable>(client: &Client, from: String) -> Result<(Vec<K>, S
             Err(e) => return Err(e),
         };
         objects.extend(page.items.into_iter().map(ingest));
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+        match page.continue_token.filter(|c| !c.is_empty()) {
             Some(token) => {
                 // Later pages are read at the first page's revision, which the token carries.
                 params.continue_token = Some(token);
                 params.resource_version = None;
             }
             None => {
-                let version = page.metadata.resource_version.filter(|v| !v.is_empty());
+                let version = page.resource_version.filter(|v| !v.is_empty());
                 let version =
-                    version.ok_or_else(|| Error::Decode(format!("{} list without resourceVersion", K::KIND)))?;
+                    version.ok_or_else(|| Error::Decode(format!("{} list without resourceVersion", source.label())))?;
                 return Ok((objects, version));
             }
         }

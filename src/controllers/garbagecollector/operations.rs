@@ -1,0 +1,328 @@
+//! The collector's API calls, after upstream's `operations.go` and `patch.go`: every object is
+//! read, patched and deleted through the metadata client, its resource found by a REST mapping
+//! over discovery.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use parking_lot::RwLock;
+use serde_json::{Value, json};
+
+use super::graph::{Node, ObjectReference};
+use crate::client::discovery::{self, ApiResource, Discovery};
+use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
+use crate::client::{Client, DeleteParams, Error, Patch, PostParams, Preconditions, PropagationPolicy};
+
+/// A REST mapping is looked up again at most this often when a kind is unknown (the
+/// deferred discovery mapper's reset on a miss).
+const MAPPER_REFRESH_ON_MISS: Duration = Duration::from_secs(5);
+/// `retry.DefaultBackoff`: 4 steps of 10 ms × 5, jitter 0.1.
+const RETRY_STEPS: u32 = 4;
+const RETRY_FIRST: Duration = Duration::from_millis(10);
+
+/// Why an attempt did not complete.
+#[derive(Debug)]
+pub enum GcError {
+    /// A virtual delete event was produced; the graph builder handles it (`enqueuedVirtualDeleteEventErr`).
+    VirtualDeleteEnqueued,
+    /// A cluster-scoped object names a namespaced owner: retrying cannot help.
+    NamespacedOwnerOfClusterScoped,
+    /// The kind of a reference has no REST mapping (`restMappingError`).
+    RestMapping(String),
+    Api(Error),
+    Other(String),
+}
+
+impl From<Error> for GcError {
+    fn from(e: Error) -> Self {
+        GcError::Api(e)
+    }
+}
+
+impl std::fmt::Display for GcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GcError::VirtualDeleteEnqueued => f.write_str("enqueued virtual delete event"),
+            GcError::NamespacedOwnerOfClusterScoped => {
+                f.write_str("cluster-scoped objects cannot refer to namespaced owners")
+            }
+            GcError::RestMapping(message) | GcError::Other(message) => f.write_str(message),
+            GcError::Api(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl GcError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, GcError::Api(e) if e.is_not_found())
+    }
+}
+
+/// Kinds to resources, from the last discovery (upstream's reset-able REST mapper).
+pub struct RestMapper {
+    client: Client,
+    state: RwLock<(Arc<Discovery>, Instant)>,
+}
+
+impl RestMapper {
+    pub fn new(client: Client, discovery: Arc<Discovery>) -> RestMapper {
+        RestMapper { client, state: RwLock::new((discovery, Instant::now())) }
+    }
+
+    /// Replaces the discovery the mapping is based on.
+    pub fn reset(&self, discovery: Arc<Discovery>) {
+        *self.state.write() = (discovery, Instant::now());
+    }
+
+    /// `apiResource`: the resource of `kind` objects in `api_version`. On a miss, discovery
+    /// is read again (at most every few seconds) in case the kind is new.
+    pub fn resource(&self, api_version: &str, kind: &str) -> Result<ApiResource, GcError> {
+        if let Some(found) = self.lookup(api_version, kind) {
+            return Ok(found);
+        }
+        let stale = self.state.read().1.elapsed() >= MAPPER_REFRESH_ON_MISS;
+        if stale && let Ok(fresh) = discovery::server_resources(&self.client) {
+            self.reset(Arc::new(fresh));
+            if let Some(found) = self.lookup(api_version, kind) {
+                return Ok(found);
+            }
+        }
+        let version_kind = format!("{api_version}/{kind}");
+        Err(GcError::RestMapping(format!(
+            "unable to get REST mapping for {version_kind}.  If {version_kind} is an invalid resource, then you should manually remove ownerReferences that refer to {version_kind} objects."
+        )))
+    }
+
+    fn lookup(&self, api_version: &str, kind: &str) -> Option<ApiResource> {
+        self.state.read().0.resource_for(api_version, kind).cloned()
+    }
+}
+
+/// The collector's view of the API.
+pub struct Operations {
+    pub client: Client,
+    pub mapper: RestMapper,
+}
+
+impl Operations {
+    /// A metadata client for the item's resource, in its namespace when the resource is namespaced.
+    fn api_for(&self, item: &ObjectReference) -> Result<MetadataApi, GcError> {
+        let resource = self.mapper.resource(&item.api_version, &item.kind)?;
+        Ok(MetadataApi::new(&self.client, &resource, Some(&item.namespace)))
+    }
+
+    /// `getObject`. A namespaced resource without a namespace (a virtual owner named from a
+    /// cluster-scoped object) cannot exist: NotFound, as the API server answers that path.
+    pub fn get_object(&self, item: &ObjectReference) -> Result<PartialObjectMetadata, GcError> {
+        let resource = self.mapper.resource(&item.api_version, &item.kind)?;
+        if resource.namespaced && item.namespace.is_empty() {
+            return Err(GcError::Api(not_found(&resource, &item.name)));
+        }
+        Ok(MetadataApi::new(&self.client, &resource, Some(&item.namespace)).get(&item.name)?)
+    }
+
+    /// Reads an owner named by `reference` from a dependent in `namespace`.
+    pub fn get_owner(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<PartialObjectMetadata, Error> {
+        MetadataApi::new(&self.client, resource, Some(namespace)).get(name)
+    }
+
+    /// `deleteObject`: deletes with the uid (and resourceVersion) as preconditions; when only
+    /// the resourceVersion moved and the ownerReferences are the same, once more at the new one.
+    pub fn delete_object(
+        &self,
+        item: &ObjectReference,
+        resource_version: &str,
+        owners_at_resource_version: &[OwnerReference],
+        policy: PropagationPolicy,
+    ) -> Result<(), GcError> {
+        let api = self.api_for(item)?;
+        let params = |version: Option<String>| DeleteParams {
+            propagation_policy: Some(policy),
+            preconditions: Some(Preconditions { uid: Some(item.uid.clone()), resource_version: version }),
+            ..DeleteParams::default()
+        };
+        let version = Some(resource_version.to_string()).filter(|v| !v.is_empty());
+        match api.delete(&item.name, &params(version.clone())) {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_conflict() && version.is_some() => {
+                let live = match api.get(&item.name) {
+                    Ok(live) => live,
+                    Err(get_error) if get_error.is_not_found() => return Ok(()),
+                    Err(_) => return Err(e.into()),
+                };
+                let meta = &live.metadata;
+                let same_owners = meta.owner_references.as_deref().unwrap_or_default() == owners_at_resource_version;
+                if meta.uid.as_deref() == Some(item.uid.as_str()) && meta.resource_version != version && same_owners {
+                    api.delete(&item.name, &params(meta.resource_version.clone()))?;
+                    return Ok(());
+                }
+                Err(e.into())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `patch`: a strategic merge patch, or when the resource does not take one (415, custom
+    /// resources) the JSON merge patch `json_merge` builds from the live object.
+    pub fn patch(
+        &self,
+        item: &ObjectReference,
+        strategic: Value,
+        json_merge: impl FnOnce(&PartialObjectMetadata) -> Value,
+    ) -> Result<PartialObjectMetadata, GcError> {
+        let api = self.api_for(item)?;
+        match api.patch(&item.name, &Patch::Strategic(strategic), &PostParams::default()) {
+            Ok(patched) => Ok(patched),
+            Err(Error::Api(e)) if e.code == 415 => {
+                let live = api.get(&item.name)?;
+                Ok(api.patch(&item.name, &Patch::Merge(json_merge(&live)), &PostParams::default())?)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `removeFinalizer`: drops `finalizer` from the owner with a merge patch at its
+    /// resourceVersion, retrying conflicts as `retry.RetryOnConflict(DefaultBackoff)`.
+    pub fn remove_finalizer(&self, owner: &Node, finalizer: &str) -> Result<(), GcError> {
+        let mut delay = RETRY_FIRST;
+        for step in 0..RETRY_STEPS {
+            let object = match self.get_object(&owner.identity) {
+                Ok(object) => object,
+                Err(e) if e.is_not_found() => return Ok(()),
+                Err(e) => {
+                    return Err(GcError::Other(format!(
+                        "cannot finalize owner {}, because cannot get it: {e}. The garbage collector will retry later",
+                        owner.identity
+                    )));
+                }
+            };
+            let finalizers = object.metadata.finalizers.clone().unwrap_or_default();
+            if !finalizers.iter().any(|f| f == finalizer) {
+                log::trace!("the {finalizer} finalizer is already removed from object {}", owner.identity);
+                return Ok(());
+            }
+            let patch = finalizers_patch(
+                object.metadata.resource_version.as_deref().unwrap_or_default(),
+                &finalizers,
+                finalizer,
+            );
+            let api = self.api_for(&owner.identity)?;
+            match api.patch(&owner.identity.name, &Patch::Merge(patch), &PostParams::default()) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.is_conflict() && step + 1 < RETRY_STEPS => {
+                    std::thread::sleep(delay.mul_f64(1.0 + 0.1 * crate::random::unit()));
+                    delay *= 5;
+                }
+                Err(e) if e.is_conflict() => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(GcError::Other(format!(
+            "updateMaxRetries({RETRY_STEPS}) has reached. The garbage collector will retry later for owner {}",
+            owner.identity
+        )))
+    }
+}
+
+/// A NotFound error for an object that cannot exist.
+fn not_found(resource: &ApiResource, name: &str) -> Error {
+    let body = json!({
+        "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404,
+        "message": format!("{} \"{name}\" not found", resource.group_resource()),
+    });
+    Error::Api(Box::new(crate::client::ApiError::from_response(404, body.to_string().as_bytes(), None)))
+}
+
+/// `objectForFinalizersPatch`: the finalizers without `removed`, at `resource_version`
+/// (`null` when none is left).
+pub fn finalizers_patch(resource_version: &str, finalizers: &[String], removed: &str) -> Value {
+    let kept: Vec<&String> = finalizers.iter().filter(|f| *f != removed).collect();
+    let kept = if kept.is_empty() { Value::Null } else { json!(kept) };
+    json!({"metadata": {"resourceVersion": resource_version, "finalizers": kept}})
+}
+
+/// `GenerateDeleteOwnerRefStrategicMergeBytes`: removes the references to `owner_uids`, with
+/// the dependent's uid as a precondition.
+pub fn delete_owner_refs_strategic_patch(dependent_uid: &str, owner_uids: &[String]) -> Value {
+    let references: Vec<Value> = owner_uids.iter().map(|uid| json!({"$patch": "delete", "uid": uid})).collect();
+    json!({"metadata": {"uid": dependent_uid, "ownerReferences": references}})
+}
+
+/// `deleteOwnerRefJSONMergePatch`: the live object's references without `owner_uids`.
+pub fn delete_owner_refs_merge_patch(live: &PartialObjectMetadata, owner_uids: &[String]) -> Value {
+    let kept: Vec<&OwnerReference> =
+        live.metadata.owner_references.iter().flatten().filter(|r| !owner_uids.contains(&r.uid)).collect();
+    let kept = if kept.is_empty() { Value::Null } else { json!(kept) };
+    json!({"metadata": {"resourceVersion": live.metadata.resource_version, "ownerReferences": kept}})
+}
+
+/// `unblockOwnerReferencesStrategicMergePatch`: the node's blocking references set to
+/// `blockOwnerDeletion: false`, with its uid as a precondition.
+pub fn unblock_owner_refs_strategic_patch(node: &Node) -> Value {
+    let unblocked: Vec<OwnerReference> = node
+        .owners
+        .iter()
+        .filter(|r| r.block_owner_deletion == Some(true))
+        .map(|r| OwnerReference { block_owner_deletion: Some(false), ..r.clone() })
+        .collect();
+    json!({"metadata": {"uid": node.identity.uid, "ownerReferences": unblocked}})
+}
+
+/// `unblockOwnerReferencesJSONMergePatch`: every live reference with blocking turned off.
+pub fn unblock_owner_refs_merge_patch(live: &PartialObjectMetadata) -> Value {
+    let references: Vec<OwnerReference> = live
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|r| match r.block_owner_deletion {
+            Some(true) => OwnerReference { block_owner_deletion: Some(false), ..r.clone() },
+            _ => r.clone(),
+        })
+        .collect();
+    json!({"metadata": {"resourceVersion": live.metadata.resource_version, "ownerReferences": references}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patches_have_upstream_shapes() {
+        assert_eq!(
+            delete_owner_refs_strategic_patch("d1", &["o1".into()]),
+            json!({"metadata": {"uid": "d1", "ownerReferences": [{"$patch": "delete", "uid": "o1"}]}})
+        );
+        assert_eq!(
+            finalizers_patch("7", &["orphan".into(), "x/y".into()], "orphan"),
+            json!({"metadata": {"resourceVersion": "7", "finalizers": ["x/y"]}})
+        );
+        assert_eq!(
+            finalizers_patch("7", &["orphan".into()], "orphan"),
+            json!({"metadata": {"resourceVersion": "7", "finalizers": null}})
+        );
+        let owner = |uid: &str, block: Option<bool>| OwnerReference {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: uid.into(),
+            uid: uid.into(),
+            block_owner_deletion: block,
+            controller: None,
+        };
+        let mut live = PartialObjectMetadata::default();
+        live.metadata.resource_version = Some("9".into());
+        live.metadata.owner_references = Some(vec![owner("a", Some(true)), owner("b", None)]);
+        let merged = delete_owner_refs_merge_patch(&live, &["a".into()]);
+        assert_eq!(merged["metadata"]["ownerReferences"].as_array().map(Vec::len), Some(1));
+        assert_eq!(merged["metadata"]["ownerReferences"][0]["uid"], "b");
+        let unblocked = unblock_owner_refs_merge_patch(&live);
+        assert_eq!(unblocked["metadata"]["ownerReferences"][0]["blockOwnerDeletion"], false);
+        assert!(unblocked["metadata"]["ownerReferences"][1].get("blockOwnerDeletion").is_none());
+    }
+}

@@ -1,0 +1,407 @@
+//! The garbage collector against the sandbox with simulated nodes and the ReplicaSet and
+//! ReplicationController controllers: background, foreground and orphan cascades (through the
+//! API and `kubectl delete --cascade`), owners recreated under the same name, owners of any
+//! kind, and invalid ownerReferences across namespaces and scopes.
+#![cfg(feature = "sandbox")]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, ReplicationController, ServiceAccount};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kcm::client::{Api, Client, ClientOptions, DeleteParams, PostParams, PropagationPolicy};
+use kcm::controllers::garbagecollector::GARBAGE_COLLECTOR;
+use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
+use kcm::runtime::controller::ControllerSet;
+use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// Generous: the machine may be loaded.
+const DEADLINE: Duration = Duration::from_secs(90);
+
+struct Cluster {
+    client: Client,
+    set: Option<ControllerSet>,
+    nodes: Option<SimulatedNodes>,
+    sandbox: Sandbox,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(set) = self.set.take() {
+            set.stop(Duration::from_secs(5));
+        }
+        if let Some(nodes) = self.nodes.take() {
+            nodes.stop();
+        }
+    }
+}
+
+fn from<T: DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("a valid object")
+}
+
+/// A sandbox with two simulated nodes; `prepare` runs before the controllers start.
+fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
+    let listen = "127.0.0.1:0".parse().expect("an address");
+    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
+    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
+    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
+    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("account");
+    let options = NodeOptions {
+        pod_start_delay: Duration::from_millis(200),
+        tick: Duration::from_millis(50),
+        ..NodeOptions::default()
+    };
+    let names = vec!["node-a".to_string(), "node-b".to_string()];
+    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
+    prepare(&client);
+    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
+    let options = match kcm::flags::parse(["--controllers=*".into()]) {
+        Ok(kcm::flags::Command::Run(options)) => options,
+        other => panic!("unexpected {other:?}"),
+    };
+    let descriptors = [GARBAGE_COLLECTOR, REPLICASET, REPLICATION_CONTROLLER];
+    let mut set = ControllerSet::start(&kcm, &options, &descriptors).expect("controllers");
+    assert_eq!(
+        set.names(),
+        ["garbage-collector-controller", "replicaset-controller", "replicationcontroller-controller"]
+    );
+    assert!(set.wait_for_sync(DEADLINE), "caches sync");
+    set.run_workers();
+    Cluster { client, set: Some(set), nodes: Some(nodes), sandbox }
+}
+
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn uid_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    meta.uid.clone().expect("a uid")
+}
+
+fn owner_ref(api_version: &str, kind: &str, name: &str, uid: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "blockOwnerDeletion": true})
+}
+
+fn config_map(namespace: &str, name: &str, owners: Value) -> ConfigMap {
+    from(json!({"metadata": {"name": name, "namespace": namespace, "ownerReferences": owners}}))
+}
+
+fn create_config_map(client: &Client, namespace: &str, name: &str, owners: Value) -> ConfigMap {
+    Api::<ConfigMap>::namespaced(client, namespace)
+        .create(&config_map(namespace, name, owners), &PostParams::default())
+        .expect("config map created")
+}
+
+fn create_namespace(client: &Client, name: &str) {
+    let namespace: Namespace = from(json!({"metadata": {"name": name}}));
+    Api::<Namespace>::cluster(client).create(&namespace, &PostParams::default()).expect("namespace created");
+}
+
+fn delete_with(policy: Option<PropagationPolicy>) -> DeleteParams {
+    DeleteParams { propagation_policy: policy, ..DeleteParams::default() }
+}
+
+impl Cluster {
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(&self.client, "default")
+    }
+
+    fn replica_sets(&self) -> Api<ReplicaSet> {
+        Api::namespaced(&self.client, "default")
+    }
+
+    fn config_maps(&self, namespace: &str) -> Api<ConfigMap> {
+        Api::namespaced(&self.client, namespace)
+    }
+
+    /// Pods (terminating or not) that name `uid` as owner, by name.
+    fn pods_owned_by(&self, uid: &str) -> Vec<Pod> {
+        let pods = self.pods().list(&Default::default()).expect("pods").items;
+        pods.into_iter().filter(|p| p.metadata.owner_references.iter().flatten().any(|r| r.uid == uid)).collect()
+    }
+
+    fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet {
+        let rs: ReplicaSet = from(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+                },
+            },
+        }));
+        self.replica_sets().create(&rs, &PostParams::default()).expect("replicaset created")
+    }
+
+    /// A ReplicaSet whose `replicas` pods exist; returns its uid and pod names.
+    ///
+    /// It waits for the ReplicaSet's status to count the pods: the ReplicaSet controller reads
+    /// them from the pod informer the collector shares, so the collector's graph has received
+    /// them before any later change of the ReplicaSet (its deletion) reaches it.
+    fn replica_set_with_pods(&self, name: &str, replicas: usize) -> (String, Vec<String>) {
+        let uid = uid_of(&self.create_replica_set(name, replicas as i32).metadata);
+        eventually(&format!("the status of {name} counting {replicas} pods"), || {
+            let rs = self.replica_sets().get(name).expect("get");
+            (rs.status.map(|s| s.replicas) == Some(replicas as i32)).then_some(())
+        });
+        let pods = self.pods_owned_by(&uid);
+        assert_eq!(pods.len(), replicas);
+        (uid, pods.into_iter().filter_map(|p| p.metadata.name).collect())
+    }
+
+    fn wait_gone_replica_set(&self, name: &str) {
+        eventually(&format!("{name} gone"), || self.replica_sets().get_opt(name).expect("get").is_none().then_some(()));
+    }
+
+    /// Waits until no pod names `uid` as owner any more (deleted by the collector, then
+    /// finished by the kubelet).
+    fn wait_no_pods_of(&self, uid: &str) {
+        eventually(&format!("pods of {uid} gone"), || self.pods_owned_by(uid).is_empty().then_some(()));
+    }
+
+    /// Waits until `names` exist without owner references and are not being deleted.
+    fn wait_orphaned(&self, names: &[String]) {
+        for name in names {
+            eventually(&format!("{name} orphaned"), || {
+                let pod = self.pods().get(name).expect("the pod stays");
+                assert!(pod.metadata.deletion_timestamp.is_none(), "{name} must not be deleted");
+                pod.metadata.owner_references.is_none_or(|r| r.is_empty()).then_some(())
+            });
+        }
+    }
+
+    /// Warning Events with `reason` about `name` in `namespace`, by message.
+    fn events(&self, namespace: &str, name: &str, reason: &str) -> Vec<String> {
+        let events = Api::<Event>::namespaced(&self.client, namespace).list(&Default::default()).expect("events");
+        events
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason))
+            .filter_map(|e| e.message)
+            .collect()
+    }
+}
+
+#[test]
+fn replica_set_cascades_background_foreground_and_orphan() {
+    let cluster = start_with(|_| ());
+
+    // Background: the ReplicaSet goes at once, the collector deletes its pods.
+    let (uid, _) = cluster.replica_set_with_pods("background", 2);
+    cluster.replica_sets().delete("background", &delete_with(Some(PropagationPolicy::Background))).expect("deleted");
+    assert!(cluster.replica_sets().get_opt("background").expect("get").is_none(), "no finalizer holds it");
+    cluster.wait_no_pods_of(&uid);
+
+    // Foreground: the ReplicaSet waits with foregroundDeletion until its pods are gone.
+    let (uid, _) = cluster.replica_set_with_pods("foreground", 2);
+    cluster.replica_sets().delete("foreground", &delete_with(Some(PropagationPolicy::Foreground))).expect("deleted");
+    let waiting = cluster.replica_sets().get("foreground").expect("still there while its pods exist");
+    assert!(waiting.metadata.deletion_timestamp.is_some());
+    assert_eq!(waiting.metadata.finalizers.as_deref(), Some(&["foregroundDeletion".to_string()][..]));
+    cluster.wait_gone_replica_set("foreground");
+    assert!(cluster.pods_owned_by(&uid).is_empty(), "the owner goes only after its blocking dependents");
+
+    // Orphan: the ReplicaSet goes, its pods stay without the reference.
+    let (_, pods) = cluster.replica_set_with_pods("orphan", 2);
+    cluster.replica_sets().delete("orphan", &delete_with(Some(PropagationPolicy::Orphan))).expect("deleted");
+    cluster.wait_gone_replica_set("orphan");
+    cluster.wait_orphaned(&pods);
+}
+
+#[test]
+fn replication_controllers_orphan_by_default_in_v1() {
+    let cluster = start_with(|_| ());
+    let rc: ReplicationController = from(json!({
+        "metadata": {"name": "legacy"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"app": "legacy"},
+            "template": {
+                "metadata": {"labels": {"app": "legacy"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+            },
+        },
+    }));
+    let rcs = Api::<ReplicationController>::namespaced(&cluster.client, "default");
+    let uid = uid_of(&rcs.create(&rc, &PostParams::default()).expect("created").metadata);
+    // Counted in the status: the collector's graph has the pods (see `replica_set_with_pods`).
+    eventually("the status of the rc counting 2 pods", || {
+        let rc = rcs.get("legacy").expect("get");
+        (rc.status.map(|s| s.replicas) == Some(2)).then_some(())
+    });
+    let pods = cluster.pods_owned_by(&uid);
+    assert_eq!(pods.len(), 2);
+    // No propagationPolicy: the v1 ReplicationController registry's default is Orphan.
+    rcs.delete("legacy", &delete_with(None)).expect("deleted");
+    eventually("the rc gone", || rcs.get_opt("legacy").expect("get").is_none().then_some(()));
+    let names: Vec<String> = pods.into_iter().filter_map(|p| p.metadata.name).collect();
+    cluster.wait_orphaned(&names);
+}
+
+#[test]
+fn owners_of_any_kind_and_owners_recreated_under_the_same_name() {
+    let cluster = start_with(|_| ());
+    let client = &cluster.client;
+
+    // A ConfigMap owned by a ConfigMap goes with it.
+    let owner = create_config_map(client, "default", "owner", json!([]));
+    let owner_uid = uid_of(&owner.metadata);
+    create_config_map(client, "default", "owned", json!([owner_ref("v1", "ConfigMap", "owner", &owner_uid)]));
+    // One more owner keeps the second dependent alive; only the gone owner's reference goes.
+    let keeper = create_config_map(client, "default", "keeper", json!([]));
+    let keeper_uid = uid_of(&keeper.metadata);
+    create_config_map(
+        client,
+        "default",
+        "shared",
+        json!([owner_ref("v1", "ConfigMap", "owner", &owner_uid), owner_ref("v1", "ConfigMap", "keeper", &keeper_uid)]),
+    );
+    cluster.config_maps("default").delete("owner", &delete_with(None)).expect("deleted");
+    eventually("the owned config map gone", || {
+        cluster.config_maps("default").get_opt("owned").expect("get").is_none().then_some(())
+    });
+    eventually("the shared config map keeps only its live owner", || {
+        let shared = cluster.config_maps("default").get("shared").expect("the shared config map stays");
+        let owners: Vec<String> = shared.metadata.owner_references.iter().flatten().map(|r| r.uid.clone()).collect();
+        (owners == [keeper_uid.clone()]).then_some(())
+    });
+
+    // An owner deleted and recreated under the same name has another uid: dependents of the
+    // old uid are garbage.
+    let first = create_config_map(client, "default", "phoenix", json!([]));
+    let old_uid = uid_of(&first.metadata);
+    cluster.config_maps("default").delete("phoenix", &delete_with(None)).expect("deleted");
+    let second = create_config_map(client, "default", "phoenix", json!([]));
+    assert_ne!(uid_of(&second.metadata), old_uid);
+    create_config_map(client, "default", "ash", json!([owner_ref("v1", "ConfigMap", "phoenix", &old_uid)]));
+    eventually("the dependent of the old uid gone", || {
+        cluster.config_maps("default").get_opt("ash").expect("get").is_none().then_some(())
+    });
+    assert!(cluster.config_maps("default").get_opt("phoenix").expect("get").is_some(), "the new owner stays");
+}
+
+#[test]
+fn invalid_owner_references_across_namespaces_and_scopes() {
+    let mut uids = (String::new(), String::new());
+    let cluster = start_with(|client| {
+        create_namespace(client, "a");
+        create_namespace(client, "b");
+        let owner = create_config_map(client, "a", "owner", json!([]));
+        uids.0 = uid_of(&owner.metadata);
+        create_config_map(client, "b", "stray", json!([owner_ref("v1", "ConfigMap", "owner", &uids.0)]));
+        let root = create_config_map(client, "default", "root", json!([]));
+        uids.1 = uid_of(&root.metadata);
+        let role: ClusterRole = from(json!({
+            "metadata": {"name": "scoped-wrong", "ownerReferences": [owner_ref("v1", "ConfigMap", "root", &uids.1)]},
+            "rules": [],
+        }));
+        Api::<ClusterRole>::cluster(client).create(&role, &PostParams::default()).expect("cluster role");
+        create_config_map(client, "default", "leaf", json!([owner_ref("v1", "ConfigMap", "root", &uids.1)]));
+    });
+    let (owner_uid, root_uid) = uids;
+
+    // A dependent naming an owner of another namespace: reported, then collected, since no
+    // such owner exists in its own namespace.
+    let expected = format!(
+        "ownerRef [v1/ConfigMap, namespace: b, name: owner, uid: {owner_uid}] does not exist in namespace \"b\""
+    );
+    eventually("the OwnerRefInvalidNamespace event", || {
+        cluster.events("b", "stray", "OwnerRefInvalidNamespace").contains(&expected).then_some(())
+    });
+    eventually("the stray dependent gone", || {
+        cluster.config_maps("b").get_opt("stray").expect("get").is_none().then_some(())
+    });
+    assert!(cluster.config_maps("a").get_opt("owner").expect("get").is_some(), "the owner elsewhere is untouched");
+
+    // A cluster-scoped dependent of a namespaced owner: reported, and never collected.
+    let expected =
+        format!("ownerRef [v1/ConfigMap, namespace: , name: root, uid: {root_uid}] does not exist in namespace \"\"");
+    eventually("the OwnerRefInvalidNamespace event of the cluster role", || {
+        cluster.events("default", "scoped-wrong", "OwnerRefInvalidNamespace").contains(&expected).then_some(())
+    });
+    cluster.config_maps("default").delete("root", &delete_with(None)).expect("deleted");
+    eventually("the namespaced dependent of root gone", || {
+        cluster.config_maps("default").get_opt("leaf").expect("get").is_none().then_some(())
+    });
+    let roles = Api::<ClusterRole>::cluster(&cluster.client);
+    assert!(
+        roles.get_opt("scoped-wrong").expect("get").is_some(),
+        "cluster-scoped objects never name namespaced owners"
+    );
+}
+
+/// `kubectl` with the sandbox's admin kubeconfig, or `None` where it is not installed.
+fn kubectl(cluster: &Cluster, dir: &std::path::Path) -> Option<impl Fn(&[&str]) -> String> {
+    match Command::new("kubectl").args(["version", "--client"]).output() {
+        Ok(output) if output.status.success() => {}
+        _ => {
+            eprintln!("note: kubectl cannot run here; skipping the kubectl cascade test");
+            return None;
+        }
+    }
+    std::fs::create_dir_all(dir).expect("a directory");
+    let (kubeconfig, _) = cluster.sandbox.write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig written");
+    let cache = dir.join("cache");
+    Some(move |args: &[&str]| {
+        let output = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .args(args)
+            .stdin(Stdio::null())
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("kubectl runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "kubectl {args:?} failed: {stderr}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    })
+}
+
+#[test]
+fn kubectl_delete_cascade_modes() {
+    let cluster = start_with(|_| ());
+    let dir = std::env::temp_dir().join(format!("kcm-gc-kubectl-{}", std::process::id()));
+    let Some(kubectl) = kubectl(&cluster, &dir) else { return };
+
+    let (uid, _) = cluster.replica_set_with_pods("bg", 1);
+    let out = kubectl(&["delete", "rs", "bg", "--cascade=background", "--wait=false"]);
+    assert!(out.contains("replicaset.apps \"bg\" deleted"), "{out}");
+    cluster.wait_no_pods_of(&uid);
+
+    // kubectl's default is `--cascade=background`.
+    let (uid, _) = cluster.replica_set_with_pods("plain", 1);
+    kubectl(&["delete", "rs", "plain", "--wait=false"]);
+    cluster.wait_no_pods_of(&uid);
+
+    // kubectl's default is `--cascade=background`.
+    let (uid, _) = cluster.replica_set_with_pods("plain", 1);
+    kubectl(&["delete", "rs", "plain", "--wait=false"]);
+    cluster.wait_no_pods_of(&uid);
+
+    let (uid, _) = cluster.replica_set_with_pods("fg", 1);
+    kubectl(&["delete", "rs", "fg", "--cascade=foreground", "--wait=false"]);
+    cluster.wait_gone_replica_set("fg");
+    assert!(cluster.pods_owned_by(&uid).is_empty(), "foreground: the pods went first");
+
+    let (_, pods) = cluster.replica_set_with_pods("keep", 1);
+    kubectl(&["delete", "rs", "keep", "--cascade=orphan", "--wait=false"]);
+    cluster.wait_gone_replica_set("keep");
+    cluster.wait_orphaned(&pods);
+    let _ = std::fs::remove_dir_all(&dir);
+}
