@@ -23,6 +23,7 @@ pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod serviceaccount;
 pub mod tainteviction;
+pub mod taintmanager;
 pub mod ttl;
 
 use crate::runtime::controller::ControllerDescriptor;

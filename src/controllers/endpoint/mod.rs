@@ -4,8 +4,6 @@
 //! ports, repacked into canonical subsets, written only when it changed; the Endpoints of a
 //! deleted Service are deleted.
 
-mod repack;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,14 +12,14 @@ use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
 
-use super::endpointutil::{self as util, ANNOTATION_OVER_CAPACITY, ANNOTATION_TRIGGER_TIME, LABEL_HEADLESS};
+use super::endpointutil::{
+    self as util, ANNOTATION_OVER_CAPACITY, ANNOTATION_TRIGGER_TIME, LABEL_HEADLESS, repack_subsets,
+};
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::WorkQueue;
-
-pub use repack::repack_subsets;
 
 /// `endpoints-controller`.
 pub const ENDPOINTS: ControllerDescriptor = ControllerDescriptor { name: "endpoints-controller", init };

@@ -14,8 +14,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use crate::controllers::endpointutil::{self as util, EndpointSliceTracker, LABEL_MANAGED_BY, LABEL_SERVICE_NAME};
-use crate::labels::Selector;
+use crate::controllers::endpointutil::{self as util, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, slices_of};
 use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
@@ -91,34 +90,8 @@ impl Reconciler for EndpointSliceController {
     }
 }
 
-/// Whether the slice is managed by the controller named `controller_name`.
-pub fn managed_by(slice: &EndpointSlice, controller_name: &str) -> bool {
-    slice.metadata.labels.as_ref().and_then(|l| l.get(LABEL_MANAGED_BY)).map(String::as_str) == Some(controller_name)
-}
-
 fn service_name_label(slice: &EndpointSlice) -> Option<&String> {
     slice.metadata.labels.as_ref().and_then(|l| l.get(LABEL_SERVICE_NAME))
-}
-
-/// The slices of a Service managed by `controller_name` in a slice cache.
-pub fn slices_of(
-    slices: &Informer<EndpointSlice>,
-    namespace: &str,
-    service: &str,
-    controller_name: &str,
-) -> Vec<Arc<EndpointSlice>> {
-    let selector = Selector::from_map(
-        &[
-            (LABEL_SERVICE_NAME.to_string(), service.to_string()),
-            (LABEL_MANAGED_BY.to_string(), controller_name.into()),
-        ]
-        .into(),
-    );
-    let mut found: Vec<Arc<EndpointSlice>> = (slices.store().list_namespace(namespace).into_iter())
-        .filter(|s| selector.matches(s.metadata.labels.as_ref()))
-        .collect();
-    found.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    found
 }
 
 impl EndpointSliceController {
@@ -155,7 +128,7 @@ impl EndpointSliceController {
 
     /// `queueServiceForEndpointSlice`.
     fn queue_service_of(&self, slice: &EndpointSlice) {
-        match utils::service_key_of(slice) {
+        match util::service_key_of(slice) {
             Some(key) => self.queue.add_after(key, SLICE_CHANGE_MIN_SYNC_DELAY.max(self.batch_period)),
             None => log::error!(
                 "couldn't get key for EndpointSlice {}: missing {LABEL_SERVICE_NAME} label",

@@ -7,14 +7,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::controllers::endpointutil::{
-    self as util, ANNOTATION_TRIGGER_TIME, LABEL_HEADLESS, LABEL_MANAGED_BY, LABEL_SERVICE_NAME, LABEL_ZONE,
+    self as util, ANNOTATION_TRIGGER_TIME, IPV4, IPV6, LABEL_HEADLESS, LABEL_MANAGED_BY, LABEL_SERVICE_NAME,
+    LABEL_ZONE, controller_ref, endpoint_slice_prefix,
 };
-
-pub const IPV4: &str = "IPv4";
-pub const IPV6: &str = "IPv6";
 
 /// `podToEndpoint`: the pod's addresses of `address_type`, its conditions (`ready` is never
 /// true for a terminating pod unless the Service publishes not-ready addresses), node, zone,
@@ -73,18 +71,6 @@ fn meta_key(meta: &ObjectMeta) -> String {
     crate::runtime::informer::object_key(meta)
 }
 
-/// `metav1.NewControllerRef` of an object of core `v1`.
-pub fn controller_ref(meta: &ObjectMeta, kind: &str) -> OwnerReference {
-    OwnerReference {
-        api_version: "v1".into(),
-        kind: kind.into(),
-        name: meta.name.clone().unwrap_or_default(),
-        uid: meta.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
-
 /// `newEndpointSlice`: an empty slice of the Service named `<service>-<random>`, owned by it.
 pub fn new_endpoint_slice(
     service: &Service,
@@ -106,11 +92,6 @@ pub fn new_endpoint_slice(
     };
     slice.metadata.labels = Some(endpoint_slice_labels(&slice, service, controller_name).0);
     slice
-}
-
-/// `getEndpointSlicePrefix`: `<name>-`, or the bare name when the dash would make it too long.
-pub fn endpoint_slice_prefix(name: &str) -> String {
-    if name.len() < 253 { format!("{name}-") } else { name.to_string() }
 }
 
 /// `ownedBy`: the slice has an owner reference to the Service.
@@ -192,12 +173,6 @@ pub fn set_trigger_time(slice: &mut EndpointSlice, trigger_time: Option<jiff::Ti
         Some(time) => annotations.insert(ANNOTATION_TRIGGER_TIME.into(), util::format_trigger_time(time)),
         None => annotations.remove(ANNOTATION_TRIGGER_TIME),
     };
-}
-
-/// `ServiceControllerKey`: the key of the Service a slice belongs to, by its label.
-pub fn service_key_of(slice: &EndpointSlice) -> Option<String> {
-    let name = slice.metadata.labels.as_ref().and_then(|l| l.get(LABEL_SERVICE_NAME)).filter(|n| !n.is_empty())?;
-    Some(format!("{}/{name}", slice.metadata.namespace.as_deref().unwrap_or("")))
 }
 
 /// The slices of `existing` that are not being deleted (`dropEndpointSlicesPendingDeletion`).

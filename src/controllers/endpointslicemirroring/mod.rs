@@ -13,8 +13,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use crate::controllers::endpointslice::{managed_by, slices_of, utils::service_key_of};
-use crate::controllers::endpointutil::{self as util, ANNOTATION_LEADER, EndpointSliceTracker, LABEL_SERVICE_NAME};
+use crate::controllers::endpointutil::{
+    self as util, ANNOTATION_LEADER, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, service_key_of, slices_of,
+};
 use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::WorkQueue;

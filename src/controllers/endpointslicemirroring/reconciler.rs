@@ -11,11 +11,10 @@ use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::client::{Api, Client, DeleteParams, PostParams};
-use crate::controllers::endpoint::repack_subsets;
-use crate::controllers::endpointslice::utils::{IPV4, IPV6, controller_ref, endpoint_slice_prefix};
 use crate::controllers::endpointutil::{
-    self as util, ANNOTATION_LAST_APPLIED, ANNOTATION_TRIGGER_TIME, EndpointSet, EndpointSliceTracker,
-    LABEL_MANAGED_BY, LABEL_SERVICE_NAME, endpoints_equal_beyond_hash, port_map_key,
+    self as util, ANNOTATION_LAST_APPLIED, ANNOTATION_TRIGGER_TIME, EndpointSet, EndpointSliceTracker, IPV4, IPV6,
+    LABEL_MANAGED_BY, LABEL_SERVICE_NAME, controller_ref, endpoint_slice_prefix, endpoints_equal_beyond_hash,
+    port_map_key, repack_subsets,
 };
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::object_key;

@@ -5,7 +5,9 @@
 //! resolved for a Service, which Services a pod change concerns, and the retry policy.
 
 mod endpoint_set;
+mod repack;
 mod slice_tracker;
+mod slices;
 mod trigger_time;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,7 +24,9 @@ use crate::runtime::informer::Store;
 use crate::runtime::workqueue::{BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, WorkQueue};
 
 pub use endpoint_set::{EndpointSet, endpoints_equal_beyond_hash, port_map_key};
+pub use repack::repack_subsets;
 pub use slice_tracker::EndpointSliceTracker;
+pub use slices::{IPV4, IPV6, controller_ref, endpoint_slice_prefix, managed_by, service_key_of, slices_of};
 pub use trigger_time::TriggerTimeTracker;
 
 /// `discovery.LabelServiceName`.

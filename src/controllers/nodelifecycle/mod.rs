@@ -45,7 +45,7 @@ use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
 
-use super::tainteviction::TaintEviction;
+use crate::controllers::taintmanager::TaintEviction;
 
 use health::{GracePeriods, NodeHealth};
 use rate_limited_queue::Outcome;

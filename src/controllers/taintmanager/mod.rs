@@ -1,5 +1,7 @@
-//! The taint eviction controller (`taint-eviction-controller`), after upstream v1.33's
-//! `pkg/controller/tainteviction/taint_eviction.go`: pods on a node with NoExecute taints they
+//! The NoExecute taint manager, after upstream v1.33's
+//! `pkg/controller/tainteviction/taint_eviction.go`, shared (as upstream's package is) by
+//! `taint-eviction-controller` and, with `SeparateTaintEvictionController=false`,
+//! `node-lifecycle-controller`: pods on a node with NoExecute taints they
 //! do not tolerate are deleted at once; pods tolerating them for `tolerationSeconds` are
 //! deleted when the shortest such toleration runs out, unless the taints go (or the pod goes)
 //! first. Before deleting, the pod gets the `DisruptionTarget` condition.
@@ -24,18 +26,13 @@ use crate::controllers::nodeutil::{NO_EXECUTE, matching_tolerations};
 use crate::controllers::nodeutil::{add_node_name_index, pods_on_node};
 use crate::controllers::podutil::{patch_pod_status, update_pod_condition};
 use crate::runtime::clock::{Clock, RealClock};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{ControllerContext, Reconciler};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
 
 use timed_workers::{Scheduled, TimedWorkers};
 
-/// `taint-eviction-controller`.
-pub const TAINT_EVICTION: ControllerDescriptor = ControllerDescriptor { name: "taint-eviction-controller", init };
-
-/// `UpdateWorkerSize`.
-const WORKERS: usize = 8;
 /// `retries` of a deletion, 10 ms apart.
 const DELETE_TRIES: usize = 5;
 const DELETE_RETRY_SLEEP: Duration = Duration::from_millis(10);
@@ -43,12 +40,6 @@ const DELETE_RETRY_SLEEP: Duration = Duration::from_millis(10);
 const NODE_PREFIX: &str = "node/";
 const POD_PREFIX: &str = "pod/";
 const EVICT_PREFIX: &str = "evict/";
-
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    let queue = WorkQueue::new("noexec_taint_node");
-    let controller = TaintEviction::start(context, context.recorder.clone(), queue.clone(), "");
-    Ok(ControllerHandle { queue, reconciler: controller, workers: WORKERS })
-}
 
 /// upstream's `tainteviction.Controller`.
 pub struct TaintEviction {
