@@ -5,6 +5,7 @@
 pub mod client;
 pub mod controllers;
 pub mod flags;
+pub mod jwt;
 pub mod labels;
 pub mod leader;
 pub mod logging;

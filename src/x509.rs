@@ -48,6 +48,19 @@ pub fn subject(der: &[u8]) -> Result<CertificateSubject, String> {
 }
 
 /// A DER string value (UTF8String, PrintableString, IA5String, T61String) as text.
+/// A PEM block of `label` around `der`, base64 in 64-column lines as Go's `pem.Encode`.
+pub fn pem_encode(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in body.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap_or_default());
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
 fn string_value(input: &[u8]) -> Option<String> {
     let tag = *input.first()?;
     let (content, _) = read(input, tag)?;
@@ -98,6 +111,16 @@ mod tests {
         let subject = subject(cert.der()).unwrap();
         assert_eq!(subject.common_name, "system:kube-controller-manager");
         assert_eq!(subject.organizations, ["system:masters"]);
+    }
+
+    #[test]
+    fn pem_encodes_in_64_column_lines() {
+        let pem = pem_encode("CERTIFICATE", &[0xAB; 60]);
+        let lines: Vec<&str> = pem.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0], "-----BEGIN CERTIFICATE-----");
+        assert_eq!(lines[1].len(), 64);
+        assert_eq!(lines[3], "-----END CERTIFICATE-----");
     }
 
     #[test]

@@ -515,6 +515,7 @@ fn namespaces_must_exist_and_accept_content() {
         refused.message,
         "configmaps \"c\" is forbidden: unable to create new content in namespace doomed because it is being terminated"
     );
+    assert!(kcm::client::Error::Api(Box::new(refused)).has_status_cause("NamespaceTerminating"));
 }
 
 #[test]
@@ -702,11 +703,16 @@ fn status_is_written_apart_from_the_spec() {
     let mut both = after.clone();
     both["spec"]["replicas"] = json!(5);
     both["metadata"]["labels"]["sneaky"] = json!("yes");
+    both["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "1"});
     both["status"] = json!({"replicas": 2, "observedGeneration": 2});
     let after = value(&deployments.replace_status("web", &from(both), &PostParams::default()).unwrap());
     assert_eq!(after["spec"]["replicas"], 2);
     assert_eq!(after["status"]["replicas"], 2);
-    assert!(after["metadata"]["labels"]["sneaky"].is_null(), "status updates keep metadata: {after}");
+    assert!(after["metadata"]["labels"]["sneaky"].is_null(), "status updates keep the labels: {after}");
+    // deploymentStatusStrategy resets only spec and labels: the controller's revision annotation
+    // is written through the status subresource.
+    assert_eq!(after["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "1", "{after}");
+    assert_eq!(after["metadata"]["generation"], 2);
     let status: Deployment = deployments.get_subresource("status", "web").unwrap();
     assert_eq!(status.status.unwrap().replicas, Some(2));
 

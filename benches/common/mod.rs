@@ -1,4 +1,4 @@
-//! What both benchmarks need: a Pod of realistic size and the process's resident memory.
+//! What the benchmarks share: a Pod of realistic size and the process's resident memory.
 
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
@@ -27,6 +27,17 @@ pub fn resident_bytes() -> u64 {
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// VmHWM (peak resident set) of process `pid`, in bytes; 0 when it cannot be read.
+#[allow(dead_code)] // Only the deployments benchmark measures a child process.
+pub fn peak_resident_bytes_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
 }

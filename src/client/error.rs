@@ -125,6 +125,13 @@ impl Error {
         self.has_reason("NotFound", 404)
     }
 
+    /// apimachinery's `HasStatusCause`: the Status lists a cause of type `cause` (e.g.
+    /// `NamespaceTerminating` when creating in a namespace being deleted).
+    pub fn has_status_cause(&self, cause: &str) -> bool {
+        let causes = self.api().and_then(|e| e.status.details.as_ref()).and_then(|d| d.causes.as_ref());
+        causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some(cause))
+    }
+
     pub fn is_already_exists(&self) -> bool {
         self.has_reason("AlreadyExists", 409)
     }
@@ -179,6 +186,14 @@ impl Error {
     /// A transport error because the request ran out of time.
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Transport(m) if m.contains("timeout") || m.contains("timed out"))
+    }
+
+    /// The text of the error as Go's `err.Error()` gives it: an API error's message alone.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Api(e) if !e.message.is_empty() => e.message.clone(),
+            other => other.to_string(),
+        }
     }
 
     /// How long the server asked us to wait before retrying.
@@ -240,6 +255,21 @@ mod tests {
         assert!(err(401, r#"{"status":"Failure","reason":"Unauthorized","code":401}"#).is_unauthorized());
         assert!(err(504, r#"{"status":"Failure","reason":"Timeout","code":504}"#).is_server_timeout());
         assert!(err(500, r#"{"status":"Failure","reason":"ServerTimeout","code":500}"#).is_server_timeout());
+    }
+
+    #[test]
+    fn finds_status_causes() {
+        let terminating = err(
+            403,
+            r#"{"status":"Failure","reason":"Forbidden","code":403,
+               "details":{"causes":[{"reason":"NamespaceTerminating","message":"namespace ns is being terminated"}]}}"#,
+        );
+        assert!(terminating.has_status_cause("NamespaceTerminating"));
+        assert!(!terminating.has_status_cause("FieldValueRequired"));
+        assert!(
+            !err(403, r#"{"status":"Failure","reason":"Forbidden","code":403}"#)
+                .has_status_cause("NamespaceTerminating")
+        );
     }
 
     #[test]

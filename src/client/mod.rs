@@ -7,6 +7,7 @@
 
 mod api;
 pub mod config;
+pub mod credentials;
 pub mod discovery;
 pub mod error;
 pub mod metadata;
@@ -70,6 +71,8 @@ pub struct Client {
     user_agent: Arc<str>,
     /// The time limit of one ordinary request.
     timeout: Duration,
+    /// Per-client bearer tokens (a controller's service account) instead of the config's auth.
+    token_source: Option<Arc<credentials::TokenSource>>,
 }
 
 /// What every client of one API server shares: the connection setup and the pool.
@@ -93,7 +96,13 @@ impl Client {
         let limiter = Arc::new(TokenBucket::new(options.qps, options.burst));
         let timeout = options.timeout;
         let shared = Shared { config, options, connector, agent, host, metrics: ClientMetrics::global() };
-        Ok(Client { shared: Arc::new(shared), limiter, user_agent: user_agent(None).into(), timeout })
+        Ok(Client {
+            shared: Arc::new(shared),
+            limiter,
+            user_agent: user_agent(None).into(),
+            timeout,
+            token_source: None,
+        })
     }
 
     /// A client for one controller: same server and credentials, its own rate limit budget and
@@ -105,6 +114,7 @@ impl Client {
             limiter: Arc::new(TokenBucket::new(options.qps, options.burst)),
             user_agent: user_agent(Some(controller)).into(),
             timeout: self.timeout,
+            token_source: self.token_source.clone(),
         }
     }
 
@@ -113,6 +123,36 @@ impl Client {
     pub fn with_qps_factor(&self, factor: f32) -> Client {
         let options = &self.shared.options;
         Client { limiter: Arc::new(TokenBucket::new(options.qps * factor, options.burst)), ..self.clone() }
+    }
+
+    /// A client for `controller` on its own connection setup from `config` (an anonymous copy
+    /// of this client's), authenticating as `username` with tokens from `source`; same
+    /// options as this one, its own rate limit budget.
+    pub fn with_token_source(
+        &self,
+        config: RestConfig,
+        source: Arc<credentials::TokenSource>,
+        username: &str,
+        controller: &str,
+    ) -> Result<Client> {
+        let mut client = Client::new(config, self.shared.options.clone())?;
+        client.user_agent = user_agent(Some(username)).into();
+        client.timeout = self.timeout;
+        client.token_source = Some(source);
+        log::debug!("{controller}: authenticating as {username}");
+        Ok(client)
+    }
+
+    /// The connection settings this client was made from.
+    pub fn config(&self) -> &RestConfig {
+        &self.shared.config
+    }
+
+    /// The CA certificates that verify the server, PEM-encoded (the kubeconfig's CA data), or
+    /// `None` when the system trust store is used.
+    pub fn ca_pem(&self) -> Option<String> {
+        let certs = self.shared.config.tls.ca_certs.as_ref()?;
+        Some(certs.iter().map(|cert| crate::x509::pem_encode("CERTIFICATE", cert.as_ref())).collect())
     }
 
     /// The same client with another time limit for each ordinary request (e.g. a short probe).
@@ -234,16 +274,20 @@ impl Client {
     ) -> Result<Answer> {
         self.limiter.acquire();
         let uri = format!("{}{path_and_query}", self.shared.config.server);
+        let started = Instant::now();
         let mut builder = http::Request::builder()
             .method(method.clone())
             .uri(&uri)
             .header("Accept", accept)
             .header("User-Agent", &*self.user_agent);
-        if let Some(token) = self.shared.config.auth.bearer_token() {
+        let token = match &self.token_source {
+            Some(source) => Some(source.token().map_err(|e| Error::Transport(format!("{method} {uri}: {e}")))?),
+            None => self.shared.config.auth.bearer_token(),
+        };
+        if let Some(token) = token {
             builder = builder.header("Authorization", format!("Bearer {token}"));
         }
         let invalid = |e: http::Error| Error::Request(format!("{method} {uri}: {e}"));
-        let started = Instant::now();
         let result = match body {
             Some(body) => {
                 let request = builder.header("Content-Type", body.content_type).body(body.bytes.as_slice());
@@ -253,6 +297,11 @@ impl Client {
         };
         let response = self.record(method.as_str(), started, result)?;
         let code = response.status().as_u16();
+        if code == 401
+            && let Some(source) = &self.token_source
+        {
+            source.reset_older_than(started);
+        }
         let retry_after = retry_after(&response);
         Ok(Answer { code, retry_after, body: response.into_body() })
     }

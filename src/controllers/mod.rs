@@ -6,8 +6,21 @@
 //! (`replicaset-controller`) and, when it predates the naming scheme, the short alias it used to
 //! have (`replicaset`). Both are accepted anywhere a controller is named.
 
+pub mod client_names;
+pub mod deployment;
+pub mod endpoint;
+pub mod endpointslice;
+pub mod endpointslicemirroring;
+pub mod endpointutil;
 pub mod garbagecollector;
+pub mod nodeipam;
+pub mod nodeutil;
+pub mod podgc;
+pub mod podutil;
 pub mod replicaset;
+pub mod root_ca_publisher;
+pub mod serviceaccount;
+pub mod ttl;
 
 use crate::runtime::controller::ControllerDescriptor;
 use std::fmt;
@@ -109,11 +122,26 @@ pub const KNOWN_CONTROLLERS: &[ControllerName] = &[
     gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"]),
 ];
 
-/// Finds a controller by its canonical name or one of its aliases.
 /// The controllers this implementation has built so far. The runtime starts only these; the
 /// rest of a `--controllers` selection is reported as not built yet.
-pub static DESCRIPTORS: &[ControllerDescriptor] =
-    &[garbagecollector::GARBAGE_COLLECTOR, replicaset::REPLICASET, replicaset::REPLICATION_CONTROLLER];
+#[rustfmt::skip]
+pub static DESCRIPTORS: &[ControllerDescriptor] = &[
+    // The token controller first, as upstream starts it before the others.
+    serviceaccount::SERVICE_ACCOUNT_TOKEN,
+    deployment::DEPLOYMENT,
+    endpoint::ENDPOINTS,
+    endpointslice::ENDPOINTSLICE,
+    endpointslicemirroring::ENDPOINTSLICE_MIRRORING,
+    garbagecollector::GARBAGE_COLLECTOR,
+    nodeipam::NODE_IPAM,
+    podgc::POD_GC,
+    replicaset::REPLICASET,
+    replicaset::REPLICATION_CONTROLLER,
+    root_ca_publisher::ROOT_CA_PUBLISHER,
+    serviceaccount::LEGACY_TOKEN_CLEANER,
+    serviceaccount::SERVICE_ACCOUNT,
+    ttl::TTL,
+];
 
 /// Whether a controller (canonical name) is implemented.
 pub fn is_implemented(name: &str) -> bool {
@@ -125,6 +153,7 @@ pub fn implemented() -> Vec<&'static str> {
     DESCRIPTORS.iter().map(|d| d.name).collect()
 }
 
+/// Finds a controller by its canonical name or one of its aliases.
 pub fn resolve(name_or_alias: &str) -> Option<&'static ControllerName> {
     KNOWN_CONTROLLERS.iter().find(|c| c.name == name_or_alias || c.aliases.contains(&name_or_alias))
 }

@@ -34,6 +34,7 @@ pub use options::{
     ResourceQuotaOptions, SecureServingOptions, ServiceAccountOptions, SignerFiles,
 };
 pub use table::{FLAGS, FlagSpec, FlagStatus, Group, lookup};
+pub use validate::node_cidr_mask_sizes;
 pub use values::{Cidr, KUBE_VERSION, KubeVersion, NamedCertKey, VModuleItem, ValueKind};
 
 use table::ParseState;
@@ -868,7 +869,7 @@ mod tests {
     fn warnings_follow_status() {
         let o = run(&[
             "--kubeconfig=/k",
-            "--allocate-node-cidrs=false",
+            "--pvclaimbinder-sync-period=30s",
             "--pod-eviction-timeout=2m0s",
             "--port=0",
             "--node-sync-period=10s",
@@ -879,7 +880,7 @@ mod tests {
         assert_eq!(
             o.warnings(),
             [
-                "flag --allocate-node-cidrs is accepted but its feature is not built yet; it has no effect",
+                "flag --pvclaimbinder-sync-period is accepted but its feature is not built yet; it has no effect",
                 "flag --pod-eviction-timeout was removed upstream and has no effect: upstream removed it; evictions follow taints and tolerations (tolerationSeconds)",
                 "flag --port was removed upstream and has no effect: insecure serving was removed upstream; use --secure-port",
                 "flag --node-sync-period has been deprecated, This flag is currently no-op and will be deleted. It has no effect.",

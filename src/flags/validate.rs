@@ -282,6 +282,15 @@ fn node_ipam(ipam: &NodeIpamOptions) -> Result<(), FlagError> {
     Ok(())
 }
 
+/// The node CIDR mask size for each `--cluster-cidr`, in order (upstream `setNodeCIDRMaskSizes`),
+/// for the node IPAM controller; the same checks as at start-up.
+pub fn node_cidr_mask_sizes(ipam: &NodeIpamOptions) -> Result<Vec<u8>, FlagError> {
+    node_ipam(ipam)?;
+    let masks = ipam.cluster_cidrs.iter().map(|cidr| node_mask(ipam, cidr).map(|(_, mask)| mask));
+    // `node_ipam` bounded every mask to the address length, so each fits a u8.
+    masks.map(|mask| mask.map(|m| u8::try_from(m).unwrap_or(u8::MAX))).collect()
+}
+
 /// The node mask size for one cluster CIDR and the flag it comes from, with upstream's rules
 /// on which of `--node-cidr-mask-size{,-ipv4,-ipv6}` may be combined.
 fn node_mask(ipam: &NodeIpamOptions, cidr: &Cidr) -> Result<(&'static str, i32), FlagError> {

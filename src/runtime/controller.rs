@@ -38,8 +38,26 @@ pub struct ControllerContext<'a> {
 pub struct ControllerHandle {
     pub queue: WorkQueue<String>,
     pub reconciler: Arc<dyn Reconciler>,
-    /// Worker threads (its `--concurrent-*-syncs`).
+    /// Worker threads (its `--concurrent-*-syncs`). Zero: the controller declined to start
+    /// (upstream's `started == false`, e.g. node IPAM without `--allocate-node-cidrs`), and the
+    /// set leaves it out.
     pub workers: usize,
+}
+
+impl ControllerHandle {
+    /// What an init function returns when upstream's answers "not started" (e.g. the token
+    /// controller without `--service-account-private-key-file`): the set logs `why` and leaves
+    /// the controller out.
+    pub fn disabled(name: &str, why: &str) -> ControllerHandle {
+        struct Idle;
+        impl Reconciler for Idle {
+            fn sync(&self, _key: &str) -> Result<(), String> {
+                Ok(())
+            }
+        }
+        log::info!("{name}: {why}");
+        ControllerHandle { queue: WorkQueue::new(name), reconciler: Arc::new(Idle), workers: 0 }
+    }
 }
 
 /// How to build one controller.
@@ -90,8 +108,14 @@ impl ControllerSet {
     ) -> Result<ControllerSet, String> {
         let informers = SharedInformerFactory::new(client.clone(), options.generic.min_resync_period);
         let mut controllers = Vec::new();
+        if options.generic.use_service_account_credentials && options.service_account.private_key_file.is_empty() {
+            // Another controller manager may be minting the tokens; if none is, TokenRequest still works.
+            log::info!(
+                "Warning: --use-service-account-credentials was specified without providing a --service-account-private-key-file"
+            );
+        }
         for descriptor in descriptors.iter().filter(|d| options.starts_controller(d.name)) {
-            let controller_client = client.for_controller(descriptor.name);
+            let controller_client = controller_client(client, options, descriptor.name)?;
             let recorder = EventRecorder::new(controller_client.clone(), descriptor.name);
             let context = ControllerContext {
                 name: descriptor.name,
@@ -101,6 +125,12 @@ impl ControllerSet {
                 recorder: recorder.clone(),
             };
             let handle = (descriptor.init)(&context).map_err(|e| format!("starting {}: {e}", descriptor.name))?;
+            if handle.workers == 0 {
+                handle.queue.shut_down();
+                recorder.shutdown();
+                log::warn!("Skipping controller {}", descriptor.name);
+                continue;
+            }
             log::info!("started {} ({} workers)", descriptor.name, handle.workers);
             controllers.push(Running { name: descriptor.name, handle, recorder, workers: Vec::new() });
         }
@@ -172,6 +202,20 @@ impl ControllerSet {
                 }
             }
         }
+    }
+}
+
+/// The client a controller runs with: with `--use-service-account-credentials`, one that
+/// authenticates as its own ServiceAccount (upstream's dynamic client builder); otherwise the
+/// root credentials with its own User-Agent and rate limit (the simple client builder).
+fn controller_client(root: &Client, options: &Options, name: &'static str) -> Result<Client, String> {
+    use crate::controllers::client_names::{SERVICE_ACCOUNT_NAMESPACE, service_account_for};
+    match service_account_for(name) {
+        Some(account) if options.generic.use_service_account_credentials => {
+            crate::client::credentials::service_account_client(root, SERVICE_ACCOUNT_NAMESPACE, account, name)
+                .map_err(|e| format!("{name}: cannot set up the credentials of service account {account}: {e}"))
+        }
+        _ => Ok(root.for_controller(name)),
     }
 }
 

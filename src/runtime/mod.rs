@@ -10,6 +10,7 @@
 
 pub mod clock;
 pub mod controller;
+pub mod controller_ref;
 pub mod events;
 pub mod informer;
 pub mod workqueue;

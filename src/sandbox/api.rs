@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::admission::{self, AdmissionContext, Operation};
+use super::audit::{self, AuditEntry, AuditLog};
 use super::auth::{self, Tokens, UserInfo};
 use super::faults::Faults;
 use super::objects::{self, finalizers, is_deleting, name_of, set_finalizers, should_remove};
@@ -51,6 +52,9 @@ impl Default for ApiOptions {
 pub struct ApiServer {
     pub store: Arc<Store>,
     pub tokens: Arc<Tokens>,
+    /// Verifies legacy service-account tokens (kube-apiserver's `--service-account-key-file`).
+    pub service_account_key: Option<crate::jwt::PublicKey>,
+    pub audit: Arc<AuditLog>,
     pub faults: Arc<Faults>,
     pub options: ApiOptions,
 }
@@ -72,7 +76,12 @@ impl Handler for ApiServer {
         if let Some(error) = self.faults.next_error() {
             return send_error(response, &error);
         }
-        let user = match auth::authenticate(&request.peer_certificates, request.header("Authorization"), &self.tokens) {
+        let authorization = request.header("Authorization");
+        let legacy = || {
+            let key = self.service_account_key.as_ref()?;
+            auth::authenticate_legacy_token(authorization, key, &self.store)
+        };
+        let user = match auth::authenticate(&request.peer_certificates, authorization, &self.tokens).or_else(legacy) {
             Some(user) => user,
             None if self.options.anonymous_is_admin => UserInfo::new("system:admin", &["system:masters"]),
             None if is_public_path(&request.path) => UserInfo::new("system:anonymous", &["system:unauthenticated"]),
@@ -88,6 +97,7 @@ impl Handler for ApiServer {
             Ok(target) => target,
             Err(e) => return send_error(response, &e),
         };
+        self.audit(request, &target, &user);
         let watching = is_watch(request, &target);
         let is_list = request.method == "GET" && target.name.is_none() && !watching;
         let rendering = match metadata::negotiate(request.header("Accept"), is_list) {
@@ -200,6 +210,20 @@ pub fn parse_target(path: &str) -> ApiResult<Target> {
 }
 
 impl ApiServer {
+    /// Records who asked for what (see [`AuditLog`]).
+    fn audit(&self, request: &Request, target: &Target, user: &UserInfo) {
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        self.audit.record(AuditEntry {
+            user: user.name.clone(),
+            verb: audit::verb(&request.method, target.name.is_some(), is_watch(request, target)).to_string(),
+            resource: target.resource.plural.to_string(),
+            subresource: text(&target.subresource),
+            namespace: text(&target.namespace),
+            name: text(&target.name),
+            user_agent: request.header("User-Agent").unwrap_or_default().to_string(),
+        });
+    }
+
     fn dispatch(&self, request: &Request, target: &Target, user: &UserInfo) -> ApiResult<(u16, Value)> {
         let resource = target.resource;
         let verbs = match &target.subresource {
@@ -533,7 +557,9 @@ pub fn write_update(
     } else {
         subresources::populate_condition_timestamps(resource, old, &mut object);
     }
-    if resource.tracks_generation && objects::spec_part(&object) != objects::spec_part(old) {
+    // `endpointSliceStrategy.PrepareForUpdate` also counts label changes.
+    let labels_changed = resource.kind == "EndpointSlice" && object["metadata"]["labels"] != old["metadata"]["labels"];
+    if resource.tracks_generation && (labels_changed || objects::spec_part(&object) != objects::spec_part(old)) {
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
         object["metadata"]["generation"] = generation.into();
     }
@@ -576,6 +602,16 @@ fn merge_for_update(resource: &ResourceType, old: &Value, new: Value, status_onl
         if object["status"].is_null() {
             object.as_object_mut().map(|m| m.remove("status"));
         }
+        if status_update_keeps_metadata(resource) && new["metadata"].is_object() {
+            // Only spec and labels are reset; the server's own fields are restored later.
+            object["metadata"] = new["metadata"].clone();
+            match old["metadata"].get("labels") {
+                Some(labels) => object["metadata"]["labels"] = labels.clone(),
+                None => {
+                    objects::metadata_mut(&mut object).remove("labels");
+                }
+            }
+        }
         return object;
     }
     let mut object = new;
@@ -588,6 +624,13 @@ fn merge_for_update(resource: &ResourceType, old: &Value, new: Value, status_onl
         }
     }
     object
+}
+
+/// Kinds whose status strategy resets only `spec` and `metadata.labels`, so that a status
+/// update also writes the other metadata (kube-apiserver's `deploymentStatusStrategy`; the
+/// Deployment controller records the revision annotation that way).
+fn status_update_keeps_metadata(resource: &ResourceType) -> bool {
+    resource.group == "apps" && resource.plural == "deployments"
 }
 
 fn is_service(resource: &ResourceType) -> bool {
@@ -692,11 +735,16 @@ fn check_namespace_accepts(txn: &Txn<'_>, resource: &ResourceType, ns: &str, nam
         return Err(ApiError::not_found(namespaces, ns));
     };
     if is_deleting(&namespace) || namespace["status"]["phase"] == "Terminating" {
-        return Err(ApiError::forbidden(
+        let mut error = ApiError::forbidden(
             resource,
             name,
             &format!("unable to create new content in namespace {ns} because it is being terminated"),
-        ));
+        );
+        // The cause clients test with `HasStatusCause(err, NamespaceTerminatingCause)`.
+        let cause = json!({"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"),
+            "field": "metadata.namespace"});
+        error.status["details"]["causes"] = json!([cause]);
+        return Err(error);
     }
     Ok(())
 }

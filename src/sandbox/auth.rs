@@ -164,6 +164,86 @@ pub fn authenticate(
     tokens.lookup(token)
 }
 
+/// The user of a legacy service-account token (a JWT from a token Secret), as kube-apiserver's
+/// `--service-account-key-file` authenticator with `--service-account-lookup=true` (the
+/// default) decides it: signed by `key` with the legacy issuer (`JWTTokenAuthenticator`), its
+/// claims consistent, and its Secret and ServiceAccount still there and unchanged
+/// (`legacyValidator`); a Secret labelled `kubernetes.io/legacy-token-invalid-since` is refused
+/// (`LegacyServiceAccountTokenCleanUp`).
+pub fn authenticate_legacy_token(
+    authorization: Option<&str>,
+    key: &crate::jwt::PublicKey,
+    store: &super::store::Store,
+) -> Option<UserInfo> {
+    use crate::jwt;
+    let token = authorization?.strip_prefix("Bearer ")?.trim();
+    let unverified = jwt::decode_unverified(token).ok()?;
+    if unverified.claims.get("iss").and_then(|v| v.as_str()) != Some(jwt::LEGACY_ISSUER) {
+        return None;
+    }
+    let claims = jwt::verify(token, key).ok()?.claims;
+    let claim = |name: &str| claims.get(name).and_then(|v| v.as_str()).filter(|v| !v.is_empty());
+    let namespace = claim(jwt::NAMESPACE_CLAIM)?;
+    let secret_name = claim(jwt::SECRET_NAME_CLAIM)?;
+    let account_name = claim(jwt::SERVICE_ACCOUNT_NAME_CLAIM)?;
+    let account_uid = claim(jwt::SERVICE_ACCOUNT_UID_CLAIM)?;
+    if claim("sub")? != jwt::service_account_username(namespace, account_name) {
+        return None;
+    }
+    let secret = store.get("secrets", namespace, secret_name)?;
+    let stored_token = secret["data"]["token"].as_str().and_then(|t| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.decode(t).ok()
+    });
+    if !secret["metadata"]["deletionTimestamp"].is_null() || stored_token.as_deref() != Some(token.as_bytes()) {
+        return None;
+    }
+    let account = store.get("serviceaccounts", namespace, account_name)?;
+    if !account["metadata"]["deletionTimestamp"].is_null() || account["metadata"]["uid"].as_str() != Some(account_uid) {
+        return None;
+    }
+    mark_last_used(store, &secret);
+    if !secret["metadata"]["labels"][INVALID_SINCE_LABEL].is_null() {
+        return None;
+    }
+    Some(UserInfo {
+        name: jwt::service_account_username(namespace, account_name),
+        uid: account_uid.to_string(),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{namespace}"),
+            "system:authenticated".into(),
+        ],
+    })
+}
+
+const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
+const INVALID_SINCE_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
+
+/// Legacy token tracking: a used token's Secret is labelled with the day of use (UTC), written
+/// at most once a day (unless already labelled today or, across a clock skew, tomorrow).
+fn mark_last_used(store: &super::store::Store, secret: &serde_json::Value) {
+    let today = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC).date();
+    let day = |d: jiff::civil::Date| d.strftime("%Y-%m-%d").to_string();
+    let current_days = [Some(day(today)), today.tomorrow().ok().map(day)];
+    let last_used = secret["metadata"]["labels"][LAST_USED_LABEL].as_str().map(str::to_string);
+    if last_used.is_some() && current_days.contains(&last_used) {
+        return;
+    }
+    let meta = &secret["metadata"];
+    let (namespace, name, uid) = (meta["namespace"].as_str(), meta["name"].as_str(), meta["uid"].clone());
+    let (Some(namespace), Some(name)) = (namespace, name) else { return };
+    let _ = store.write::<_, String>(|txn| {
+        let Some(current) = txn.get("secrets", namespace, name).filter(|c| c["metadata"]["uid"] == uid) else {
+            return Ok(());
+        };
+        let mut updated = (*current).clone();
+        updated["metadata"]["labels"][LAST_USED_LABEL] = day(today).into();
+        txn.put("secrets", updated);
+        Ok(())
+    });
+}
+
 /// Writes a kubeconfig with embedded credentials for one user.
 pub fn write_kubeconfig(
     path: &Path,
@@ -203,7 +283,7 @@ pub fn write_kubeconfig(
 }
 
 /// Writes a file readable by its owner only (it holds private keys).
-fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
+pub(super) fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
@@ -229,6 +309,47 @@ mod tests {
         assert_eq!(user.name, "kubernetes-admin");
         assert!(user.is_master());
         assert!(user.groups.contains(&"system:authenticated".to_string()));
+    }
+
+    #[test]
+    fn legacy_tokens_authenticate_while_their_secret_and_account_match() {
+        use crate::jwt;
+        use base64::Engine;
+        let key_pem = KeyPair::generate().unwrap().serialize_pem();
+        let key = jwt::SigningKey::from_pem(key_pem.as_bytes()).unwrap();
+        let token = jwt::sign(&key, &jwt::legacy_claims("ns", "robot", "sa-uid", "robot-token")).unwrap();
+        let store = super::super::store::Store::new(100);
+        let put = |storage: &'static str, object: serde_json::Value| {
+            store
+                .write::<_, String>(|txn| {
+                    txn.put(storage, object);
+                    Ok(())
+                })
+                .unwrap();
+        };
+        put("serviceaccounts", json!({"metadata": {"name": "robot", "namespace": "ns", "uid": "sa-uid"}}));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&token);
+        put(
+            "secrets",
+            json!({"metadata": {"name": "robot-token", "namespace": "ns", "uid": "s-uid"},
+            "type": "kubernetes.io/service-account-token", "data": {"token": encoded}}),
+        );
+        let bearer = format!("Bearer {token}");
+        let user = authenticate_legacy_token(Some(&bearer), key.public_key(), &store).expect("authenticated");
+        assert_eq!(user.name, "system:serviceaccount:ns:robot");
+        assert_eq!(user.groups, ["system:serviceaccounts", "system:serviceaccounts:ns", "system:authenticated"]);
+        let secret = store.get("secrets", "ns", "robot-token").unwrap();
+        assert!(secret["metadata"]["labels"][LAST_USED_LABEL].is_string(), "use is tracked");
+
+        let other = jwt::SigningKey::from_pem(KeyPair::generate().unwrap().serialize_pem().as_bytes()).unwrap();
+        assert!(authenticate_legacy_token(Some(&bearer), other.public_key(), &store).is_none(), "another key");
+        let mut labelled = (*secret).clone();
+        labelled["metadata"]["labels"][INVALID_SINCE_LABEL] = "2024-01-01".into();
+        put("secrets", labelled);
+        assert!(authenticate_legacy_token(Some(&bearer), key.public_key(), &store).is_none(), "invalidated");
+        put("serviceaccounts", json!({"metadata": {"name": "robot", "namespace": "ns", "uid": "new-uid"}}));
+        put("secrets", (*secret).clone());
+        assert!(authenticate_legacy_token(Some(&bearer), key.public_key(), &store).is_none(), "account recreated");
     }
 
     #[test]

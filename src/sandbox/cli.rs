@@ -19,7 +19,7 @@ Usage:
 serve options:
   --listen ADDR               address to listen on (default 127.0.0.1:6443; port 0 picks a free one)
   --nodes N                   simulated nodes to register (default 0)
-  --kubeconfig-out PATH       write the admin kubeconfig here, and controller-manager.conf beside it
+  --kubeconfig-out PATH       write the admin kubeconfig here, controller-manager.conf and sa.key beside it
                               (default ./sandbox/admin.conf)
   --plain-http                serve plain HTTP; requests without credentials act as a cluster admin
   --history N                 changes kept for watches; older resourceVersions are Gone (default 10000)
@@ -174,7 +174,7 @@ fn serve(options: ServeOptions) -> Result<ExitCode, String> {
         }
     };
     println!(
-        "kcm-sandbox: serving {} with {} simulated node(s); admin kubeconfig {} (controller-manager.conf beside it)",
+        "kcm-sandbox: serving {} with {} simulated node(s); admin kubeconfig {} (controller-manager.conf and sa.key beside it)",
         sandbox.url(),
         options.nodes,
         options.kubeconfig_out.display()

@@ -277,33 +277,114 @@ fn deployment_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Resul
     let deployment: Deployment = serde_json::from_value(deployment).map_err(|e| e.to_string())?;
     deployments.create(&deployment, &PostParams::default()).map_err(|e| e.to_string())?;
     if !all_implemented(&needed) {
-        narrator.skip("Deployment rollout, scaling and rolling update", &needed);
+        narrator.skip("Deployment rollout, scaling, rolling update and rollback", &needed);
         return Ok(());
     }
-    wait_running_pods(client, ns, "app=web", 3)?;
-    let (sets, _) =
-        Api::<ReplicaSet>::namespaced(client, ns).list_all(&ListParams::default()).map_err(|e| e.to_string())?;
-    let names: Vec<String> = sets.iter().filter_map(|s| s.metadata.name.clone()).collect();
-    narrator.ok(&format!("ReplicaSet {} runs 3 Running pods", names.join(", ")));
+    deployment_create_step(client, ns, narrator)?;
+    deployment_scale_steps(client, ns, narrator)?;
+    deployment_rollout_step(client, ns, narrator)?;
+    deployment_rollback_step(client, ns, narrator)
+}
+
+/// The revision annotation deployment-controller keeps on ReplicaSets.
+const REVISION: &str = "deployment.kubernetes.io/revision";
+
+/// The ReplicaSets of Deployment `web` as (name, revision, replicas), by revision.
+fn describe_web_replica_sets(client: &Client, ns: &str) -> Result<Vec<(String, String, i32)>, String> {
+    let params = ListParams { label_selector: Some("app=web".into()), ..ListParams::default() };
+    let (sets, _) = Api::<ReplicaSet>::namespaced(client, ns).list_all(&params).map_err(|e| e.to_string())?;
+    let mut described: Vec<(String, String, i32)> = sets
+        .iter()
+        .map(|rs| {
+            let revision = rs.metadata.annotations.as_ref().and_then(|a| a.get(REVISION)).cloned().unwrap_or_default();
+            let replicas = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+            (rs.metadata.name.clone().unwrap_or_default(), revision, replicas)
+        })
+        .collect();
+    described.sort_by_key(|(_, revision, _)| revision.parse::<i64>().unwrap_or(0));
+    Ok(described)
+}
+
+/// Waits until Deployment `web` reports its rollout of the current generation complete with
+/// every replica running `image`; returns the Progressing condition's message.
+fn wait_web_rolled_out(client: &Client, ns: &str, replicas: i32, image: &str) -> Result<String, String> {
+    let deployments = Api::<Deployment>::namespaced(client, ns);
+    let message = wait_for(&format!("Deployment web: {replicas} replicas of {image} available"), STEP_TIMEOUT, || {
+        let d = deployments.get("web").map_err(|e| e.to_string())?;
+        let current = d.spec.as_ref().and_then(|s| s.template.spec.as_ref()).map(|s| s.containers[0].image.clone());
+        let status = d.status.clone().unwrap_or_default();
+        let progressing = status.conditions.iter().flatten().find(|c| c.type_ == "Progressing");
+        let done = current.flatten().as_deref() == Some(image)
+            && status.observed_generation == d.metadata.generation
+            && status.updated_replicas == Some(replicas)
+            && status.available_replicas == Some(replicas)
+            && status.replicas == Some(replicas)
+            && progressing.is_some_and(|c| c.reason.as_deref() == Some("NewReplicaSetAvailable"));
+        Ok(done.then(|| progressing.and_then(|c| c.message.clone()).unwrap_or_default()))
+    })?;
+    wait_running_pods(client, ns, "app=web", usize::try_from(replicas).unwrap_or(0))?;
+    Ok(message)
+}
+
+fn deployment_create_step(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let message = wait_web_rolled_out(client, ns, 3, "nginx:1.27")?;
+    let sets = describe_web_replica_sets(client, ns)?;
+    let [(name, revision, _)] = sets.as_slice() else {
+        return Err(format!("Deployment web should have one ReplicaSet, has {sets:?}"));
+    };
+    narrator.ok(&format!("deployment-controller created ReplicaSet {name} (revision {revision}); 3 pods Running"));
+    narrator.info(&format!("Progressing: {message}"));
+    Ok(())
+}
+
+fn deployment_scale_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let deployments = Api::<Deployment>::namespaced(client, ns);
     for replicas in [5, 2] {
         narrator.step(&format!("Scaling web to {replicas}"));
         deployments
             .patch("web", &Patch::Merge(json!({"spec": {"replicas": replicas}})), &PostParams::default())
             .map_err(|e| e.to_string())?;
-        wait_running_pods(client, ns, "app=web", replicas)?;
-        narrator.ok(&format!("{replicas} pods Running"));
+        wait_web_rolled_out(client, ns, replicas, "nginx:1.27")?;
+        narrator
+            .ok(&format!("the ReplicaSet was scaled: {replicas} pods Running, status reports {replicas} available"));
     }
-    narrator.step("Rolling update to nginx:1.28");
+    Ok(())
+}
+
+fn deployment_rollout_step(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step("Rolling update of web to nginx:1.28 (maxSurge 25%, maxUnavailable 25%)");
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.28"}]}}}});
+    let deployments = Api::<Deployment>::namespaced(client, ns);
     deployments.patch("web", &Patch::Strategic(patch), &PostParams::default()).map_err(|e| e.to_string())?;
-    wait_for("the rollout to finish", STEP_TIMEOUT, || {
-        let d = deployments.get("web").map_err(|e| e.to_string())?;
-        let status = d.status.unwrap_or_default();
-        let done =
-            status.updated_replicas == Some(2) && status.available_replicas == Some(2) && status.replicas == Some(2);
-        Ok(done.then_some(()))
+    wait_web_rolled_out(client, ns, 2, "nginx:1.28")?;
+    let sets = describe_web_replica_sets(client, ns)?;
+    let [(old, _, 0), (new, revision, 2)] = sets.as_slice() else {
+        return Err(format!("after the rollout web should have an old ReplicaSet at 0 and a new one at 2: {sets:?}"));
+    };
+    narrator.ok(&format!("new ReplicaSet {new} (revision {revision}) runs 2 pods of nginx:1.28; {old} is scaled to 0"));
+    Ok(())
+}
+
+fn deployment_rollback_step(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step("Rolling web back to nginx:1.27 (as `kubectl rollout undo` does: the old template is set back)");
+    let before = describe_web_replica_sets(client, ns)?;
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}});
+    let deployments = Api::<Deployment>::namespaced(client, ns);
+    deployments.patch("web", &Patch::Strategic(patch), &PostParams::default()).map_err(|e| e.to_string())?;
+    wait_web_rolled_out(client, ns, 2, "nginx:1.27")?;
+    let after = wait_for("the old ReplicaSet to take revision 3", STEP_TIMEOUT, || {
+        let sets = describe_web_replica_sets(client, ns)?;
+        Ok((sets.last().is_some_and(|(_, revision, _)| revision == "3")).then_some(sets))
     })?;
-    narrator.ok("all replicas run nginx:1.28; the old ReplicaSet is scaled to 0");
+    if after.len() != before.len() {
+        return Err(format!("rolling back created a ReplicaSet: before {before:?}, after {after:?}"));
+    }
+    let (name, _, replicas) = &after[after.len() - 1];
+    if Some(name) != before.first().map(|(n, _, _)| n) || *replicas != 2 {
+        return Err(format!("the first ReplicaSet should serve the rollback with 2 replicas: {after:?}"));
+    }
+    narrator
+        .ok(&format!("the original ReplicaSet {name} is back at 2 replicas as revision 3; no ReplicaSet was created"));
     Ok(())
 }
 
@@ -403,6 +484,8 @@ impl ControllerManager {
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .args(["--leader-elect=true", "--controllers=*", "--v=2", "--bind-address=127.0.0.1"])
             .arg(format!("--secure-port={port}"))
+            // The sandbox's service-account key, written beside the kubeconfigs.
+            .arg(format!("--service-account-private-key-file={}", kubeconfig.with_file_name("sa.key").display()))
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

@@ -3,6 +3,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod convert;

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::api::{ApiOptions, ApiServer};
+use super::audit::AuditLog;
 use super::auth::{self, Credentials, Pki, Tokens, UserInfo};
 use super::faults::Faults;
 use super::objects;
@@ -50,6 +51,8 @@ impl Default for SandboxOptions {
 pub struct Sandbox {
     api: Arc<ApiServer>,
     pki: Pki,
+    /// The service-account signing key (kubeadm's `sa.key`), PKCS#8 PEM.
+    service_account_key_pem: String,
     admin: Credentials,
     controller_manager: Credentials,
     addr: SocketAddr,
@@ -68,9 +71,14 @@ impl Sandbox {
         let admin = pki.client_credentials(ADMIN_USER, &["system:masters"])?;
         let controller_manager = pki.client_credentials(CONTROLLER_MANAGER_USER, &[])?;
         let store = Arc::new(Store::new(options.history));
+        let service_account_key_pem =
+            rcgen::KeyPair::generate().map_err(|e| format!("service account key: {e}"))?.serialize_pem();
+        let service_account_key = crate::jwt::SigningKey::from_pem(service_account_key_pem.as_bytes())?;
         let api = Arc::new(ApiServer {
             store,
             tokens: Arc::new(Tokens::default()),
+            service_account_key: Some(service_account_key.public_key().clone()),
+            audit: Arc::new(AuditLog::default()),
             faults: Arc::new(Faults::default()),
             options: ApiOptions {
                 anonymous_is_admin: options.plain_http,
@@ -87,6 +95,7 @@ impl Sandbox {
         Ok(Sandbox {
             api,
             pki,
+            service_account_key_pem,
             admin,
             controller_manager,
             addr,
@@ -118,6 +127,17 @@ impl Sandbox {
 
     pub fn tokens(&self) -> &Tokens {
         &self.api.tokens
+    }
+
+    /// Who made which request, most recent last.
+    pub fn audit(&self) -> &AuditLog {
+        &self.api.audit
+    }
+
+    /// The private key whose public half verifies legacy service-account tokens: what
+    /// `--service-account-private-key-file` of the controller manager should hold.
+    pub fn service_account_key_pem(&self) -> &str {
+        &self.service_account_key_pem
     }
 
     /// A client config for a cluster admin (`system:masters`), for tests and the demo.
@@ -163,7 +183,8 @@ impl Sandbox {
     }
 
     /// Writes `admin.conf`-style kubeconfigs: the admin's at `path`, the controller manager's
-    /// beside it as `controller-manager.conf`. Returns both paths.
+    /// beside it as `controller-manager.conf`, and the service-account key as `sa.key`. Returns
+    /// both kubeconfig paths.
     pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), String> {
         let server = self.url();
         auth::write_kubeconfig(path, &server, &self.pki.ca_pem, ADMIN_USER, Some(&self.admin), None)?;
@@ -176,6 +197,8 @@ impl Sandbox {
             Some(&self.controller_manager),
             None,
         )?;
+        // kubeadm's sa.key, for `--service-account-private-key-file`.
+        auth::write_private(&path.with_file_name("sa.key"), self.service_account_key_pem.as_bytes())?;
         Ok((path.to_path_buf(), kcm))
     }
 
@@ -280,6 +303,14 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr) -> Resul
             "addressType": "IPv4",
             "endpoints": [{"addresses": [host], "conditions": {"ready": true}}],
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}),
+    ));
+    // The legacy token tracking controller records when kube-apiserver began tracking use.
+    let today = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC).date().strftime("%Y-%m-%d").to_string();
+    objects.push((
+        "configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": meta("kube-apiserver-legacy-service-account-token-tracking", Some("kube-system")),
+            "data": {"since": today}}),
     ));
     for (name, value) in [("system-node-critical", 2000001000), ("system-cluster-critical", 2000000000)] {
         objects.push((

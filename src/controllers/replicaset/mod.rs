@@ -24,7 +24,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use crate::client::{Api, Client, DeleteParams, Error, PostParams};
+use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, OWNER_UID_INDEX, split_key};
@@ -91,21 +91,6 @@ impl<K: ReplicaKind> Reconciler for ReplicaManager<K> {
     fn sync(&self, key: &str) -> Result<(), String> {
         self.sync_replica_set(key)
     }
-}
-
-/// The text of an error as Go's `err.Error()` gives it: an API error's message.
-fn error_text(error: &Error) -> String {
-    match error {
-        Error::Api(e) if !e.message.is_empty() => e.message.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// `HasStatusCause(err, NamespaceTerminatingCause)`.
-fn namespace_terminating(error: &Error) -> bool {
-    let Error::Api(e) = error else { return false };
-    let causes = e.status.details.as_ref().and_then(|d| d.causes.as_ref());
-    causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
 }
 
 fn name_of(meta: &ObjectMeta) -> &str {
@@ -186,14 +171,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
 
     /// `NewControllerRef`.
     fn controller_ref(&self, rs: &K) -> OwnerReference {
-        OwnerReference {
-            api_version: K::API_VERSION.to_string(),
-            kind: K::KIND.to_string(),
-            name: name_of(rs.metadata()).to_string(),
-            uid: rs.metadata().uid.clone().unwrap_or_default(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
+        crate::runtime::controller_ref::controller_ref(rs)
     }
 
     /// `GetPodFromTemplate`: a pod named `<rs-name>-<random>` from the template.
@@ -226,9 +204,9 @@ impl<K: ReplicaKind> ReplicaManager<K> {
                 Ok(())
             }
             // Creations in a terminating namespace fail quietly and count as done.
-            Err(e) if namespace_terminating(&e) => Ok(()),
+            Err(e) if e.has_status_cause("NamespaceTerminating") => Ok(()),
             Err(e) => {
-                let text = error_text(&e);
+                let text = e.message();
                 self.recorder.event_for(rs, EventType::Warning, FAILED_CREATE, &format!("Error creating: {text}"));
                 Err(text)
             }
@@ -267,7 +245,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
                 if e.is_not_found() {
                     return Err(None);
                 }
-                let text = error_text(&e);
+                let text = e.message();
                 self.recorder.event_for(rs, EventType::Warning, FAILED_DELETE, &format!("Error deleting: {text}"));
                 Err(Some(format!("unable to delete pods: {text}")))
             }

@@ -172,6 +172,7 @@ pub fn validate_update(resource: &ResourceType, old: &Value, new: &mut Value) ->
         ("", "pods") => pod_update(old, new),
         ("batch", "jobs") => job_update(old, new),
         ("", "configmaps") => immutable_data(old, new, &["data", "binaryData"]),
+        ("", "nodes") => node_update(old, new),
         ("", "secrets") => secret_update(old, new),
         ("", "services") => {
             normalize_cluster_ips(old, new);
@@ -180,6 +181,21 @@ pub fn validate_update(resource: &ResourceType, old: &Value, new: &mut Value) ->
         _ => Vec::new(),
     };
     if causes.is_empty() { Ok(()) } else { Err(invalid(resource, name_of(old), &causes)) }
+}
+
+/// `ValidateNodeUpdate`: pod CIDRs, once set, never change (the node IPAM controller relies
+/// on it); one error per changed entry, as upstream.
+fn node_update(old: &Value, new: &Value) -> Vec<Cause> {
+    const DETAIL: &str = "node updates may not change podCIDR except from \"\" to valid";
+    let list = |node: &Value| node["spec"]["podCIDRs"].as_array().cloned().unwrap_or_default();
+    let (before, after) = (list(old), list(new));
+    if before.is_empty() {
+        return Vec::new();
+    }
+    if before.len() != after.len() {
+        return vec![Cause::forbidden("spec.podCIDRs", DETAIL)];
+    }
+    before.iter().zip(&after).filter(|(a, b)| a != b).map(|_| Cause::forbidden("spec.podCIDRs", DETAIL)).collect()
 }
 
 /// apps/v1 selectors are immutable (the strategies' `ValidateUpdate`).
@@ -496,6 +512,22 @@ mod tests {
     fn semantic_equality_ignores_empty_values() {
         assert!(semantically_equal(&json!({"a": [], "b": null, "c": {"d": {}}}), &json!({})));
         assert!(!semantically_equal(&json!({"a": [1]}), &json!({})));
+    }
+
+    #[test]
+    fn node_pod_cidrs_are_set_once() {
+        let unset = json!({"spec": {}});
+        let set = json!({"spec": {"podCIDR": "10.0.1.0/24", "podCIDRs": ["10.0.1.0/24"]}});
+        assert!(node_update(&unset, &set).is_empty());
+        assert!(node_update(&set, &set).is_empty());
+        let changed = json!({"spec": {"podCIDRs": ["10.0.2.0/24"]}});
+        let errors = node_update(&set, &changed);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].field, "spec.podCIDRs");
+        assert_eq!(errors[0].body, "Forbidden: node updates may not change podCIDR except from \"\" to valid");
+        let added = json!({"spec": {"podCIDRs": ["10.0.1.0/24", "fd00::/64"]}});
+        assert_eq!(node_update(&set, &added).len(), 1);
+        assert_eq!(node_update(&set, &unset).len(), 1);
     }
 
     #[test]

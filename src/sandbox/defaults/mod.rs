@@ -11,9 +11,9 @@
 //! emits inside pod templates (`resources: {}`, `metadata.creationTimestamp: null`), so objects
 //! read back exactly as from kube-apiserver v1.33.
 //!
-//! Not here: resource quantities are not canonicalized (`SetDefaults_ResourceList` rounds to
-//! milli-units and Go re-formats them), and admission plugins (priority, service-account
-//! volumes, default tolerations) run elsewhere.
+//! Resource lists in pod specs get `SetDefaults_ResourceList` (milli-unit round-up, written back
+//! canonical); other quantities keep the text they were written with. Not here: admission
+//! plugins (priority, service-account volumes, default tolerations) run elsewhere.
 
 mod core;
 mod fields;

@@ -9,6 +9,7 @@ use super::fields::{
     remove, set, str_at, val,
 };
 use super::image;
+use crate::quantity::Quantity;
 
 /// Whether a pod spec belongs to a Pod or to a template: `SetDefaults_Pod` only runs on Pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +152,9 @@ fn pod_spec(spec: &mut Value, owner: Owner) {
     }
     fill(spec, POD_SPEC);
     service_account_alias(spec);
+    resource_list(spec, &["overhead"]);
+    resource_list(spec, &["resources", "limits"]);
+    resource_list(spec, &["resources", "requests"]);
     for volume in items(spec, "volumes") {
         pod_volume(volume);
     }
@@ -200,6 +204,24 @@ fn service_account_alias(spec: &mut Value) {
     }
 }
 
+/// `SetDefaults_ResourceList` on the resource list at `path`: each value rounds up to
+/// milli-units (`RoundUp(-3)`) and is written back in canonical form, as kube-apiserver
+/// re-serializes it (`0.5` becomes `500m`, `1n` becomes `1m`). Pod-template hashes depend on
+/// the stored values.
+fn resource_list(object: &mut Value, path: &[&str]) {
+    let Some(list) = path.iter().try_fold(object, |v, key| v.get_mut(*key)).and_then(Value::as_object_mut) else {
+        return;
+    };
+    for value in list.values_mut() {
+        let Some(quantity) = Quantity::from_json(value) else { continue };
+        let rounded = match i64::try_from(quantity.milli_value()) {
+            Ok(millis) => Quantity::from_millis(millis, quantity.format()),
+            Err(_) => quantity,
+        };
+        *value = Value::String(rounded.canonical());
+    }
+}
+
 /// Copies each limit that has no request into `requests`.
 fn requests_from_limits(resources: &mut Value) {
     let Some(limits) = resources.get("limits").and_then(Value::as_object).filter(|l| !l.is_empty()).cloned() else {
@@ -236,6 +258,8 @@ fn container(container: &mut Value) {
             fill(http_get, HTTP_GET);
         }
     }
+    resource_list(container, &["resources", "limits"]);
+    resource_list(container, &["resources", "requests"]);
     // Wire shape: `resources` is a struct value, so Go always writes it (`resources: {}`).
     entry(container, "resources");
 }
@@ -280,6 +304,8 @@ fn pod_volume(volume: &mut Value) {
         embedded_metadata(claim);
         if let Some(spec) = child(claim, "spec") {
             fill(spec, PVC_SPEC);
+            resource_list(spec, &["resources", "limits"]);
+            resource_list(spec, &["resources", "requests"]);
         }
     }
     persistent_sources(volume);

@@ -127,6 +127,28 @@ fn deployment_keeps_what_is_set() {
 }
 
 #[test]
+fn resource_lists_round_up_to_milli_units_in_canonical_form() {
+    let deployment = json!({"spec": {"template": template(json!({
+        "overhead": {"cpu": "0.25"},
+        "resources": {"limits": {"memory": "1.5Gi"}},
+        "volumes": [{"name": "v", "ephemeral": {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": "1024Mi"}}}}}}],
+    }))}});
+    let mut deployment = deployment;
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"] =
+        json!({"requests": {"cpu": "0.0001", "memory": "1000000"}, "limits": {"cpu": 2, "example.com/x": "1n"}});
+    let got = defaulted("apps", "Deployment", deployment);
+    let spec = &got["spec"]["template"]["spec"];
+    assert_eq!(spec["containers"][0]["resources"]["requests"], json!({"cpu": "1m", "memory": "1M"}));
+    assert_eq!(spec["containers"][0]["resources"]["limits"], json!({"cpu": "2", "example.com/x": "1m"}));
+    assert_eq!(spec["overhead"], json!({"cpu": "250m"}));
+    assert_eq!(spec["resources"]["limits"], json!({"memory": "1536Mi"}));
+    assert_eq!(
+        spec["volumes"][0]["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"]["requests"],
+        json!({"storage": "1Gi"})
+    );
+}
+
+#[test]
 fn pod_requests_default_to_limits_but_template_requests_do_not() {
     let resources = json!({"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "100m"}});
     let pod = json!({

@@ -1,0 +1,229 @@
+//! The Deployment controller (`deployment-controller`), after upstream v1.33's
+//! `pkg/controller/deployment` (`deployment_controller.go`, `sync.go`, `rolling.go`,
+//! `recreate.go`, `rollback.go`, `progress.go`) and `util/deployment_util.go`.
+//!
+//! A sync (`syncDeployment`) claims the namespace's ReplicaSets that the Deployment's selector
+//! matches (adopting orphans, releasing those that stopped matching), then either only scales
+//! (paused, or a scaling event), rolls back (the deprecated rollback annotation), or rolls out
+//! with the Deployment's strategy, and writes the status. Pods are the ReplicaSet controller's.
+
+mod handlers;
+pub mod pod_template_hash;
+mod progress;
+mod recreate;
+mod rollback;
+mod rolling;
+mod sync;
+pub mod util;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::client::{Api, Client, PostParams};
+use crate::labels::Selector;
+use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller_ref::{ControllerRefManager, controller_of, controller_ref};
+use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::informer::Informer;
+use crate::runtime::workqueue::WorkQueue;
+
+/// `deployment-controller`.
+pub const DEPLOYMENT: ControllerDescriptor = ControllerDescriptor { name: "deployment-controller", init };
+
+/// `maxRetries`: a Deployment failing this many syncs in a row is dropped from the queue.
+const MAX_RETRIES: u32 = 15;
+
+fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    let queue = WorkQueue::new("deployment");
+    let controller = Arc::new(DeploymentController {
+        client: context.client.clone(),
+        deployments: context.informers.informer::<Deployment>(),
+        replica_sets: context.informers.informer::<ReplicaSet>(),
+        pods: context.informers.informer::<Pod>(),
+        queue: queue.clone(),
+        recorder: context.recorder.clone(),
+    });
+    controller.add_handlers();
+    let workers = usize::try_from(context.options.concurrency.deployment_syncs).unwrap_or(1).max(1);
+    Ok(ControllerHandle { queue, reconciler: controller, workers })
+}
+
+/// Upstream's `DeploymentController`.
+pub struct DeploymentController {
+    client: Client,
+    deployments: Arc<Informer<Deployment>>,
+    replica_sets: Arc<Informer<ReplicaSet>>,
+    pods: Arc<Informer<Pod>>,
+    queue: WorkQueue<String>,
+    recorder: EventRecorder,
+}
+
+/// Why a sync failed; a terminating namespace is not retried (`handleErr`).
+#[derive(Debug)]
+pub struct SyncError {
+    message: String,
+    namespace_terminating: bool,
+}
+
+/// `HasStatusCause(err, NamespaceTerminatingCause)`.
+fn namespace_terminating(error: &crate::client::Error) -> bool {
+    let crate::client::Error::Api(e) = error else { return false };
+    let causes = e.status.details.as_ref().and_then(|d| d.causes.as_ref());
+    causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
+}
+
+impl From<crate::client::Error> for SyncError {
+    fn from(error: crate::client::Error) -> Self {
+        SyncError { namespace_terminating: namespace_terminating(&error), message: error.to_string() }
+    }
+}
+
+impl From<String> for SyncError {
+    fn from(message: String) -> Self {
+        SyncError { message, namespace_terminating: false }
+    }
+}
+
+pub type SyncResult<T = ()> = Result<T, SyncError>;
+
+/// Pods of the Deployment grouped by the uid of their controlling ReplicaSet (`podMap`).
+pub type PodMap = HashMap<String, Vec<Arc<Pod>>>;
+
+impl Reconciler for DeploymentController {
+    /// `processNextWorkItem` + `handleErr`.
+    fn sync(&self, key: &str) -> Result<(), String> {
+        match self.sync_deployment(key) {
+            Ok(()) => Ok(()),
+            Err(e) if e.namespace_terminating => Ok(()),
+            Err(e) if self.queue.num_requeues(&key.to_string()) < MAX_RETRIES => Err(e.message),
+            Err(e) => {
+                log::info!("Dropping deployment out of the queue: deployment {key}: {}", e.message);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn selector_of(d: &Deployment) -> LabelSelector {
+    d.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default()
+}
+
+fn namespace(d: &Deployment) -> &str {
+    d.metadata.namespace.as_deref().unwrap_or("")
+}
+
+fn name(d: &Deployment) -> &str {
+    d.metadata.name.as_deref().unwrap_or("")
+}
+
+impl DeploymentController {
+    /// `syncDeployment`.
+    fn sync_deployment(&self, key: &str) -> SyncResult {
+        let Some(cached) = self.deployments.store().get(key) else {
+            log::debug!("Deployment {key} has been deleted");
+            return Ok(());
+        };
+        let mut d = (*cached).clone();
+        let selector = selector_of(&d);
+        if selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
+            && selector.match_expressions.as_ref().is_none_or(|e| e.is_empty())
+        {
+            let message = "This deployment is selecting all pods. A non-empty selector is required.";
+            self.recorder.event_for(&d, EventType::Warning, "SelectingAll", message);
+            let generation = d.metadata.generation.unwrap_or(0);
+            let status = d.status.get_or_insert_with(Default::default);
+            if status.observed_generation.unwrap_or(0) < generation {
+                status.observed_generation = Some(generation);
+                // Upstream ignores the result of this write.
+                let _ = self.update_status(&d);
+            }
+            return Ok(());
+        }
+        let rs_list = self.replica_sets_for_deployment(&d)?;
+        let pod_map = self.pod_map_for_deployment(&d, &rs_list)?;
+        if d.metadata.deletion_timestamp.is_some() {
+            return self.sync_status_only(&mut d, rs_list);
+        }
+        self.check_paused_conditions(&mut d)?;
+        if util::paused(&d) {
+            return self.sync(&mut d, rs_list);
+        }
+        if rollback::rollback_to(&d).is_some() {
+            return self.rollback(&mut d, rs_list);
+        }
+        if self.is_scaling_event(&mut d, rs_list.clone())? {
+            return self.sync(&mut d, rs_list);
+        }
+        match util::strategy_type(&d) {
+            "Recreate" => self.rollout_recreate(&mut d, rs_list, &pod_map),
+            "RollingUpdate" => self.rollout_rolling(&mut d, rs_list),
+            other => Err(format!("unexpected deployment strategy type: {other}").into()),
+        }
+    }
+
+    /// `getReplicaSetsForDeployment`: the namespace's ReplicaSets, claimed (adopted or released)
+    /// through the Deployment's selector.
+    fn replica_sets_for_deployment(&self, d: &Deployment) -> SyncResult<Vec<ReplicaSet>> {
+        let all: Vec<ReplicaSet> =
+            self.replica_sets.store().list_namespace(namespace(d)).into_iter().map(|rs| (*rs).clone()).collect();
+        let selector = Selector::from_label_selector(&selector_of(d))
+            .map_err(|e| format!("deployment {}/{} has invalid label selector: {e}", namespace(d), name(d)))?;
+        let can_adopt = || self.recheck_deletion_timestamp(d);
+        let manager = ControllerRefManager {
+            client: &self.client,
+            owner: &d.metadata,
+            owner_ref: controller_ref(d),
+            selector: &selector,
+            can_adopt: &can_adopt,
+        };
+        Ok(manager.claim::<ReplicaSet, _>(all)?)
+    }
+
+    /// `RecheckDeletionTimestamp`: adoption needs a fresh read showing the same, live Deployment.
+    fn recheck_deletion_timestamp(&self, d: &Deployment) -> Result<(), String> {
+        let fresh =
+            Api::<Deployment>::namespaced(&self.client, namespace(d)).get(name(d)).map_err(|e| e.to_string())?;
+        if fresh.metadata.uid != d.metadata.uid {
+            return Err(format!(
+                "original Deployment {}/{} is gone: got uid {}, wanted {}",
+                namespace(d),
+                name(d),
+                fresh.metadata.uid.as_deref().unwrap_or(""),
+                d.metadata.uid.as_deref().unwrap_or("")
+            ));
+        }
+        if let Some(at) = &fresh.metadata.deletion_timestamp {
+            return Err(format!("{}/{} has just been deleted at {}", namespace(d), name(d), at.0));
+        }
+        Ok(())
+    }
+
+    /// `getPodMapForDeployment`: the pods the selector matches, by controlling ReplicaSet
+    /// (inactive ones too: Recreate waits for old pods to be gone).
+    fn pod_map_for_deployment(&self, d: &Deployment, rs_list: &[ReplicaSet]) -> SyncResult<PodMap> {
+        let selector = Selector::from_label_selector(&selector_of(d))?;
+        let mut map: PodMap = rs_list.iter().map(|rs| (util::rs_uid(rs).to_string(), Vec::new())).collect();
+        for pod in self.pods.store().list_namespace(namespace(d)) {
+            if !selector.matches(pod.metadata.labels.as_ref()) {
+                continue;
+            }
+            if let Some(pods) = controller_of(&pod.metadata).and_then(|r| map.get_mut(&r.uid)) {
+                pods.push(pod);
+            }
+        }
+        Ok(map)
+    }
+
+    /// `UpdateStatus` of the Deployment (the status subresource also takes its annotations).
+    fn update_status(&self, d: &Deployment) -> Result<Deployment, crate::client::Error> {
+        Api::<Deployment>::namespaced(&self.client, namespace(d)).replace_status(name(d), d, &PostParams::default())
+    }
+
+    fn key(d: &Deployment) -> String {
+        crate::runtime::informer::object_key(&d.metadata)
+    }
+}

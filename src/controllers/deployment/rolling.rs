@@ -1,0 +1,134 @@
+//! Upstream's `rolling.go`: the RollingUpdate strategy. The new ReplicaSet grows within
+//! maxSurge, old ones shrink within maxUnavailable, unhealthy old replicas go first.
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+
+use super::util::{self, replicas, rs_available, rs_replicas};
+use super::{DeploymentController, SyncResult};
+
+/// `reconcileOldReplicaSets`'s bound: how many old replicas may go now, keeping
+/// `replicas - maxUnavailable` available and counting the new ReplicaSet's unavailable ones.
+pub(super) fn max_scaled_down(d: &Deployment, all: &[ReplicaSet], new_rs: &ReplicaSet) -> i32 {
+    let all_pods = util::spec_replicas_sum(all);
+    let min_available = replicas(d) - util::max_unavailable(d);
+    let new_unavailable = rs_replicas(new_rs) - rs_available(new_rs);
+    all_pods - min_available - new_unavailable
+}
+
+impl DeploymentController {
+    /// `rolloutRolling`.
+    pub(super) fn rollout_rolling(&self, d: &mut Deployment, rs_list: Vec<ReplicaSet>) -> SyncResult {
+        let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, rs_list, true)?;
+        let Some(new_rs) = new_rs else {
+            return Err("the new replica set was not created".to_string().into());
+        };
+        let all: Vec<ReplicaSet> = old.iter().cloned().chain(std::iter::once(new_rs.clone())).collect();
+        if self.reconcile_new_replica_set(&all, &new_rs, d)? {
+            return self.sync_rollout_status(&all, Some(&new_rs), d);
+        }
+        if self.reconcile_old_replica_sets(&all, util::active(&old), &new_rs, d)? {
+            return self.sync_rollout_status(&all, Some(&new_rs), d);
+        }
+        let status = d.status.clone().unwrap_or_default();
+        if util::deployment_complete(d, &status) {
+            self.cleanup_deployment(&old, d)?;
+        }
+        self.sync_rollout_status(&all, Some(&new_rs), d)
+    }
+
+    /// `reconcileNewReplicaSet`: scales the new ReplicaSet toward `replicas` within maxSurge.
+    fn reconcile_new_replica_set(&self, all: &[ReplicaSet], new_rs: &ReplicaSet, d: &Deployment) -> SyncResult<bool> {
+        let wanted = replicas(d);
+        if rs_replicas(new_rs) == wanted {
+            return Ok(false);
+        }
+        if rs_replicas(new_rs) > wanted {
+            return Ok(self.scale_replica_set_and_record_event(new_rs, wanted, d)?.0);
+        }
+        let new_count = util::new_rs_new_replicas(d, all, new_rs)?;
+        Ok(self.scale_replica_set_and_record_event(new_rs, new_count, d)?.0)
+    }
+
+    /// `reconcileOldReplicaSets`: scales old ReplicaSets down, unhealthy replicas first, as far
+    /// as maxUnavailable allows. Errors of the scaling steps end the step quietly, as upstream.
+    fn reconcile_old_replica_sets(
+        &self,
+        all: &[ReplicaSet],
+        old: Vec<ReplicaSet>,
+        new_rs: &ReplicaSet,
+        d: &Deployment,
+    ) -> SyncResult<bool> {
+        if util::spec_replicas_sum(&old) == 0 {
+            return Ok(false);
+        }
+        let max_scaled_down = max_scaled_down(d, all, new_rs);
+        if max_scaled_down <= 0 {
+            return Ok(false);
+        }
+        let Ok((old, cleaned_up)) = self.cleanup_unhealthy_replicas(old, d, max_scaled_down) else {
+            return Ok(false);
+        };
+        log::debug!("Cleaned up unhealthy replicas from old RSes: {cleaned_up}");
+        let all: Vec<ReplicaSet> = old.iter().cloned().chain(std::iter::once(new_rs.clone())).collect();
+        let Ok(scaled_down) = self.scale_down_old_replica_sets_for_rolling_update(&all, old, d) else {
+            return Ok(false);
+        };
+        Ok(cleaned_up + scaled_down > 0)
+    }
+
+    /// `cleanupUnhealthyReplicas`: scales old ReplicaSets down by their unavailable replicas,
+    /// oldest first, at most `max_cleanup` in all.
+    fn cleanup_unhealthy_replicas(
+        &self,
+        mut old: Vec<ReplicaSet>,
+        d: &Deployment,
+        max_cleanup: i32,
+    ) -> SyncResult<(Vec<ReplicaSet>, i32)> {
+        old.sort_by(util::by_creation);
+        let mut total = 0;
+        for rs in old.iter_mut() {
+            if total >= max_cleanup {
+                break;
+            }
+            let (size, available) = (rs_replicas(rs), rs_available(rs));
+            if size == 0 || size == available {
+                continue;
+            }
+            let count = (max_cleanup - total).min(size - available);
+            let (_, updated) = self.scale_replica_set_and_record_event(rs, size - count, d)?;
+            total += count;
+            *rs = updated;
+        }
+        Ok((old, total))
+    }
+
+    /// `scaleDownOldReplicaSetsForRollingUpdate`: scales old ReplicaSets down, oldest first, while
+    /// more than `replicas - maxUnavailable` are available.
+    fn scale_down_old_replica_sets_for_rolling_update(
+        &self,
+        all: &[ReplicaSet],
+        mut old: Vec<ReplicaSet>,
+        d: &Deployment,
+    ) -> SyncResult<i32> {
+        let min_available = replicas(d) - util::max_unavailable(d);
+        let available = util::available_replicas_sum(all);
+        if available <= min_available {
+            return Ok(0);
+        }
+        old.sort_by(util::by_creation);
+        let wanted = available - min_available;
+        let mut total = 0;
+        for rs in &old {
+            if total >= wanted {
+                break;
+            }
+            if rs_replicas(rs) == 0 {
+                continue;
+            }
+            let count = rs_replicas(rs).min(wanted - total);
+            self.scale_replica_set_and_record_event(rs, rs_replicas(rs) - count, d)?;
+            total += count;
+        }
+        Ok(total)
+    }
+}

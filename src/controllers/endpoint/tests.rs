@@ -1,0 +1,185 @@
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{EndpointAddress, EndpointSubset, Pod, Service};
+use serde_json::{Value, json};
+
+use super::*;
+
+fn pod(name: &str, ip: &str, ready: bool, extra: Value) -> Arc<Pod> {
+    let mut value = json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"), "labels": {"app": "web"}},
+        "spec": {"nodeName": "node-a", "containers": [{"name": "app", "image": "nginx",
+            "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]}]},
+        "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+            "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}
+    });
+    merge(&mut value, extra);
+    Arc::new(serde_json::from_value(value).expect("a pod"))
+}
+
+/// Merges `patch` into `target` (objects merged key by key, anything else replaced).
+fn merge(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(target), Value::Object(patch)) => {
+            for (key, value) in patch {
+                merge(target.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (target, patch) => *target = patch,
+    }
+}
+
+fn service(spec: Value) -> Service {
+    serde_json::from_value(
+        json!({"metadata": {"name": "web", "namespace": "ns", "labels": {"team": "a"}}, "spec": spec}),
+    )
+    .expect("a service")
+}
+
+fn ips(list: &Option<Vec<EndpointAddress>>) -> Vec<&str> {
+    list.iter().flatten().map(|a| a.ip.as_str()).collect()
+}
+
+#[test]
+fn ready_and_unready_pods_with_named_ports() {
+    let svc = service(json!({"selector": {"app": "web"}, "clusterIP": "10.96.0.10", "ipFamilies": ["IPv4"],
+        "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"},
+                  {"name": "alt", "port": 81, "targetPort": 9000, "protocol": "TCP"}]}));
+    let pods = [
+        pod("b", "10.0.0.2", true, json!({})),
+        pod("a", "10.0.0.1", false, json!({})),
+        pod("done", "10.0.0.3", true, json!({"status": {"phase": "Succeeded"}})),
+    ];
+    let subsets = desired_subsets(&svc, &pods);
+    assert_eq!(subsets.len(), 1);
+    let subset = &subsets[0];
+    assert_eq!(ips(&subset.addresses), ["10.0.0.2"]);
+    assert_eq!(ips(&subset.not_ready_addresses), ["10.0.0.1"]);
+    let ports: Vec<(Option<&str>, i32)> = subset.ports.iter().flatten().map(|p| (p.name.as_deref(), p.port)).collect();
+    assert_eq!(ports, [(Some("alt"), 9000), (Some("http"), 8080)]);
+    let address = &subset.addresses.as_ref().unwrap()[0];
+    assert_eq!(address.node_name.as_deref(), Some("node-a"));
+    let target = address.target_ref.as_ref().unwrap();
+    assert_eq!(
+        (target.kind.as_deref(), target.name.as_deref(), target.uid.as_deref()),
+        (Some("Pod"), Some("b"), Some("uid-b"))
+    );
+}
+
+#[test]
+fn publish_not_ready_and_terminating_pods() {
+    let spec = json!({"selector": {"app": "web"}, "clusterIP": "None", "ports": [{"port": 80, "targetPort": 80, "protocol": "TCP"}]});
+    let deleting = json!({"metadata": {"deletionTimestamp": "2025-01-01T00:00:00Z"}});
+    let pods = [pod("a", "10.0.0.1", false, json!({})), pod("b", "10.0.0.2", true, deleting)];
+    let subsets = desired_subsets(&service(spec.clone()), &pods);
+    assert_eq!(ips(&subsets[0].not_ready_addresses), ["10.0.0.1"]);
+    assert!(subsets[0].addresses.is_none(), "a terminating pod is left out");
+    let mut publish = spec;
+    publish["publishNotReadyAddresses"] = true.into();
+    let subsets = desired_subsets(&service(publish), &pods);
+    assert_eq!(ips(&subsets[0].addresses), ["10.0.0.1", "10.0.0.2"]);
+}
+
+#[test]
+fn headless_services_without_ports_and_hostnames() {
+    let svc = service(json!({"selector": {"app": "web"}, "clusterIP": "None"}));
+    let named = json!({"spec": {"hostname": "w0", "subdomain": "web"}});
+    let subsets = desired_subsets(&svc, &[pod("a", "10.0.0.1", true, named)]);
+    assert_eq!(subsets.len(), 1);
+    assert!(subsets[0].ports.is_none());
+    assert_eq!(subsets[0].addresses.as_ref().unwrap()[0].hostname.as_deref(), Some("w0"));
+    // A Service with a cluster IP and no ports gets no addresses.
+    let svc = service(json!({"selector": {"app": "web"}, "clusterIP": "10.96.0.10"}));
+    assert!(desired_subsets(&svc, &[pod("a", "10.0.0.1", true, json!({}))]).is_empty());
+}
+
+#[test]
+fn the_service_ip_family_picks_the_pod_ip() {
+    let dual = json!({"status": {"podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}]}});
+    let svc = service(json!({"selector": {}, "clusterIP": "fd00:96::1", "ipFamilies": ["IPv6"],
+        "ports": [{"port": 80, "targetPort": 80, "protocol": "TCP"}]}));
+    let subsets = desired_subsets(&svc, &[pod("a", "10.0.0.1", true, dual), pod("b", "10.0.0.2", true, json!({}))]);
+    assert_eq!(ips(&subsets[0].addresses), ["fd00::1"], "an IPv4-only pod has no address for an IPv6 Service");
+}
+
+fn addresses(count: usize, prefix: &str) -> Vec<EndpointAddress> {
+    (0..count)
+        .map(|i| EndpointAddress { ip: format!("{prefix}.{}.{}", i / 250, i % 250), ..Default::default() })
+        .collect()
+}
+
+#[test]
+fn over_capacity_truncates_not_ready_first_then_ready_in_proportion() {
+    let mut small = vec![EndpointSubset { addresses: Some(addresses(10, "10.0")), ..Default::default() }];
+    assert!(!truncate_endpoints(&mut small));
+    let mut subsets = vec![
+        EndpointSubset {
+            addresses: Some(addresses(600, "10.1")),
+            not_ready_addresses: Some(addresses(300, "10.2")),
+            ports: None,
+        },
+        EndpointSubset {
+            addresses: Some(addresses(200, "10.3")),
+            not_ready_addresses: Some(addresses(100, "10.4")),
+            ports: None,
+        },
+    ];
+    assert!(truncate_endpoints(&mut subsets));
+    let counts: Vec<(usize, usize)> = subsets
+        .iter()
+        .map(|s| (s.addresses.as_ref().unwrap().len(), s.not_ready_addresses.as_ref().unwrap().len()))
+        .collect();
+    assert_eq!(counts, [(600, 150), (200, 50)]);
+    let mut ready_only = vec![
+        EndpointSubset {
+            addresses: Some(addresses(900, "10.5")),
+            not_ready_addresses: Some(addresses(5, "10.6")),
+            ports: None,
+        },
+        EndpointSubset { addresses: Some(addresses(300, "10.7")), ..Default::default() },
+    ];
+    assert!(truncate_endpoints(&mut ready_only));
+    let counts: Vec<(usize, usize)> = ready_only
+        .iter()
+        .map(|s| (s.addresses.as_ref().unwrap().len(), s.not_ready_addresses.as_ref().map_or(0, Vec::len)))
+        .collect();
+    assert_eq!(counts, [(750, 0), (250, 0)]);
+}
+
+#[test]
+fn desired_endpoints_carry_labels_and_annotations() {
+    let headless = service(json!({"selector": {"app": "web"}, "clusterIP": "None"}));
+    let current = Endpoints::default();
+    let time: jiff::Timestamp = "2025-01-01T00:00:00Z".parse().unwrap();
+    let desired = desired_endpoints(&current, Vec::new(), &headless, Some(time));
+    let labels = desired.metadata.labels.clone().unwrap();
+    assert_eq!(labels.get(LABEL_HEADLESS).map(String::as_str), Some(""));
+    assert_eq!(labels.get("team").map(String::as_str), Some("a"));
+    let annotations = desired.metadata.annotations.clone().unwrap();
+    assert_eq!(annotations.get(ANNOTATION_TRIGGER_TIME).map(String::as_str), Some("2025-01-01T00:00:00Z"));
+    assert!(up_to_date(&desired, &[], &headless), "the headless label does not count as a difference");
+    let again = desired_endpoints(&desired, Vec::new(), &service(json!({"clusterIP": "10.96.0.1"})), None);
+    assert!(!again.metadata.labels.unwrap().contains_key(LABEL_HEADLESS));
+    assert!(!again.metadata.annotations.unwrap().contains_key(ANNOTATION_TRIGGER_TIME));
+}
+
+#[test]
+fn written_endpoints_read_back_as_up_to_date() {
+    let svc = service(json!({"selector": {"app": "web"}, "clusterIP": "10.96.0.10", "ipFamilies": ["IPv4"],
+        "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}));
+    let pods = [pod("a", "10.0.0.1", true, json!({})), pod("b", "10.0.0.2", false, json!({}))];
+    let subsets = desired_subsets(&svc, &pods);
+    let written = desired_endpoints(&Endpoints::default(), subsets.clone(), &svc, None);
+    // As the API server stores it: empty strings of plain fields left out, versions added.
+    let mut stored = serde_json::to_value(&written).expect("json");
+    stored["metadata"]["resourceVersion"] = "12".into();
+    stored["subsets"][0]["addresses"][0]["targetRef"]["resourceVersion"] = "99".into();
+    let stored: Endpoints = serde_json::from_value(stored).expect("endpoints");
+    assert!(stored.subsets.as_ref().unwrap()[0].ports.as_ref().unwrap()[0].name.is_none());
+    assert!(up_to_date(&stored, &subsets, &svc));
+    let fewer = desired_subsets(&svc, &pods[..1]);
+    assert!(!up_to_date(&stored, &fewer, &svc));
+    let mut relabelled = svc.clone();
+    relabelled.metadata.labels = None;
+    assert!(!up_to_date(&stored, &subsets, &relabelled));
+}

@@ -1,0 +1,196 @@
+//! The EndpointSlice controller (`endpointslice-controller`), after upstream v1.33's
+//! `pkg/controller/endpointslice/endpointslice_controller.go` and the staging
+//! `k8s.io/endpointslice` reconciler: for every Service with a selector, `discovery.k8s.io/v1`
+//! EndpointSlices (per address type, at most `--max-endpoints-per-slice` endpoints each)
+//! listing the selected pods with their conditions, owned by the Service.
+
+mod hints;
+pub mod reconciler;
+pub mod utils;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use crate::controllers::endpointutil::{self as util, EndpointSliceTracker, LABEL_MANAGED_BY, LABEL_SERVICE_NAME};
+use crate::labels::Selector;
+use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::informer::{Event, Informer, object_key, split_key};
+use crate::runtime::workqueue::WorkQueue;
+use reconciler::SliceReconciler;
+
+/// `endpointslice-controller`.
+pub const ENDPOINTSLICE: ControllerDescriptor = ControllerDescriptor { name: "endpointslice-controller", init };
+
+/// `ControllerName`: the managed-by label value of the slices it manages.
+pub const CONTROLLER_NAME: &str = "endpointslice-controller.k8s.io";
+/// `maxSyncBackOff`.
+const MAX_SYNC_BACKOFF: Duration = Duration::from_secs(1000);
+/// `endpointSliceChangeMinSyncDelay`: a Service is synced at least this long after a change
+/// to one of its slices, so that several changes are handled at once.
+const SLICE_CHANGE_MIN_SYNC_DELAY: Duration = Duration::from_secs(1);
+
+fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    let queue = util::slice_queue("endpoint_slice", MAX_SYNC_BACKOFF);
+    let tracker = Arc::new(EndpointSliceTracker::default());
+    let max = usize::try_from(context.options.endpoints.max_endpoints_per_slice).unwrap_or(100).max(1);
+    let controller = Arc::new(EndpointSliceController {
+        services: context.informers.informer::<Service>(),
+        pods: context.informers.informer::<Pod>(),
+        nodes: context.informers.informer::<Node>(),
+        slices: context.informers.informer::<EndpointSlice>(),
+        queue: queue.clone(),
+        recorder: context.recorder.clone(),
+        batch_period: context.options.endpoints.endpointslice_updates_batch_period,
+        trigger_times: util::TriggerTimeTracker::default(),
+        tracker: tracker.clone(),
+        reconciler: SliceReconciler {
+            client: context.client.clone(),
+            max_endpoints_per_slice: max,
+            tracker,
+            controller_name: CONTROLLER_NAME,
+        },
+    });
+    let handler = controller.clone();
+    controller
+        .services
+        .add_handler(move |event: &Event<Service>| handler.queue.add(object_key(&event.object().metadata)));
+    let handler = controller.clone();
+    controller.pods.add_handler(move |event: &Event<Pod>| {
+        for key in util::services_for_pod_event(handler.services.store(), event) {
+            handler.queue.add_after(key, handler.batch_period);
+        }
+    });
+    let handler = controller.clone();
+    controller.slices.add_handler(move |event: &Event<EndpointSlice>| handler.on_slice_event(event));
+    let workers = usize::try_from(context.options.concurrency.service_endpoint_syncs).unwrap_or(1).max(1);
+    Ok(ControllerHandle { queue, reconciler: controller, workers })
+}
+
+/// Upstream's endpointslice `Controller`.
+pub struct EndpointSliceController {
+    services: Arc<Informer<Service>>,
+    pods: Arc<Informer<Pod>>,
+    nodes: Arc<Informer<Node>>,
+    slices: Arc<Informer<EndpointSlice>>,
+    queue: WorkQueue<String>,
+    recorder: EventRecorder,
+    /// `--endpointslice-updates-batch-period`.
+    batch_period: Duration,
+    trigger_times: util::TriggerTimeTracker,
+    tracker: Arc<EndpointSliceTracker>,
+    reconciler: SliceReconciler,
+}
+
+impl Reconciler for EndpointSliceController {
+    fn sync(&self, key: &str) -> Result<(), String> {
+        util::retry_or_drop(&self.queue, key, self.sync_service(key))
+    }
+}
+
+/// Whether the slice is managed by the controller named `controller_name`.
+pub fn managed_by(slice: &EndpointSlice, controller_name: &str) -> bool {
+    slice.metadata.labels.as_ref().and_then(|l| l.get(LABEL_MANAGED_BY)).map(String::as_str) == Some(controller_name)
+}
+
+fn service_name_label(slice: &EndpointSlice) -> Option<&String> {
+    slice.metadata.labels.as_ref().and_then(|l| l.get(LABEL_SERVICE_NAME))
+}
+
+/// The slices of a Service managed by `controller_name` in a slice cache.
+pub fn slices_of(
+    slices: &Informer<EndpointSlice>,
+    namespace: &str,
+    service: &str,
+    controller_name: &str,
+) -> Vec<Arc<EndpointSlice>> {
+    let selector = Selector::from_map(
+        &[
+            (LABEL_SERVICE_NAME.to_string(), service.to_string()),
+            (LABEL_MANAGED_BY.to_string(), controller_name.into()),
+        ]
+        .into(),
+    );
+    let mut found: Vec<Arc<EndpointSlice>> = (slices.store().list_namespace(namespace).into_iter())
+        .filter(|s| selector.matches(s.metadata.labels.as_ref()))
+        .collect();
+    found.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    found
+}
+
+impl EndpointSliceController {
+    /// `onEndpointSliceAdd` / `onEndpointSliceUpdate` / `onEndpointSliceDelete`: only changes
+    /// the controller did not make itself (per the tracker) queue the Service.
+    fn on_slice_event(&self, event: &Event<EndpointSlice>) {
+        match event {
+            Event::Added(slice) => {
+                if managed_by(slice, CONTROLLER_NAME) && self.tracker.should_sync(slice) {
+                    self.queue_service_of(slice);
+                }
+            }
+            Event::Updated { old, new } => {
+                if service_name_label(old) != service_name_label(new) {
+                    self.queue_service_of(new);
+                    self.queue_service_of(old);
+                    return;
+                }
+                let managed_changed = managed_by(old, CONTROLLER_NAME) != managed_by(new, CONTROLLER_NAME);
+                if managed_changed || (managed_by(new, CONTROLLER_NAME) && self.tracker.should_sync(new)) {
+                    self.queue_service_of(new);
+                }
+            }
+            Event::Deleted { object, .. } => {
+                if managed_by(object, CONTROLLER_NAME)
+                    && self.tracker.has(object)
+                    && !self.tracker.handle_deletion(object)
+                {
+                    self.queue_service_of(object);
+                }
+            }
+        }
+    }
+
+    /// `queueServiceForEndpointSlice`.
+    fn queue_service_of(&self, slice: &EndpointSlice) {
+        match utils::service_key_of(slice) {
+            Some(key) => self.queue.add_after(key, SLICE_CHANGE_MIN_SYNC_DELAY.max(self.batch_period)),
+            None => log::error!(
+                "couldn't get key for EndpointSlice {}: missing {LABEL_SERVICE_NAME} label",
+                object_key(&slice.metadata)
+            ),
+        }
+    }
+
+    /// `syncService`.
+    fn sync_service(&self, key: &str) -> Result<(), String> {
+        let (namespace, name) = split_key(key);
+        let Some(service) = self.services.store().get(key) else {
+            self.trigger_times.delete_service(namespace, name);
+            self.tracker.delete_service(namespace, name);
+            return Ok(());
+        };
+        if util::is_external_name(&service) {
+            return Ok(());
+        }
+        let Some(selector) = util::service_selector(&service) else {
+            return Ok(());
+        };
+        let pods = util::selected_pods(self.pods.store(), &service, &selector);
+        let existing = utils::drop_pending_deletion(slices_of(&self.slices, namespace, name, CONTROLLER_NAME));
+        if self.tracker.stale_slices(&service, &existing) {
+            return Err("EndpointSlice informer cache is out of date".into());
+        }
+        let trigger_time = self.trigger_times.compute(&service, &pods);
+        let nodes = self.nodes.store();
+        let node = |name: &str| nodes.get(name);
+        if let Err(e) = self.reconciler.reconcile(&service, &pods, existing, trigger_time, &node) {
+            let message = format!("Error updating Endpoint Slices for Service {key}: {e}");
+            self.recorder.event_for(&*service, EventType::Warning, "FailedToUpdateEndpointSlices", &message);
+            return Err(e);
+        }
+        Ok(())
+    }
+}

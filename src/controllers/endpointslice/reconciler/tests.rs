@@ -1,0 +1,210 @@
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ObjectReference, Service};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use serde_json::json;
+
+use super::*;
+use crate::client::{Client, ClientOptions};
+
+fn service() -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "ns", "uid": "svc-uid", "labels": {"team": "a"}},
+        "spec": {"selector": {"app": "web"}, "clusterIP": "10.96.0.10", "ipFamilies": ["IPv4"]}
+    }))
+    .expect("a service")
+}
+
+fn reconciler(max: usize) -> SliceReconciler {
+    // Planning never calls the API; the client only has to exist.
+    let config = crate::client::config::load(None, Some("https://127.0.0.1:1")).expect("a config");
+    SliceReconciler {
+        client: Client::new(config, ClientOptions::default()).expect("a client"),
+        max_endpoints_per_slice: max,
+        tracker: Arc::new(EndpointSliceTracker::default()),
+        controller_name: "endpointslice-controller.k8s.io",
+    }
+}
+
+fn ports() -> Vec<EndpointPort> {
+    vec![EndpointPort { name: Some("http".into()), port: Some(8080), protocol: Some("TCP".into()), app_protocol: None }]
+}
+
+fn endpoint(i: usize, ready: bool) -> Endpoint {
+    Endpoint {
+        addresses: vec![format!("10.0.{}.{}", i / 250, i % 250)],
+        conditions: Some(EndpointConditions { ready: Some(ready), serving: Some(ready), terminating: Some(false) }),
+        target_ref: Some(ObjectReference {
+            kind: Some("Pod".into()),
+            namespace: Some("ns".into()),
+            name: Some(format!("pod-{i}")),
+            ..ObjectReference::default()
+        }),
+        node_name: Some("node-a".into()),
+        ..Endpoint::default()
+    }
+}
+
+fn desired(range: impl IntoIterator<Item = usize>) -> BTreeMap<String, Desired> {
+    let mut wanted = Desired { ports: ports(), ..Desired::default() };
+    for i in range {
+        wanted.endpoints.insert(endpoint(i, true));
+    }
+    [(port_map_key(&ports()), wanted)].into()
+}
+
+fn existing(name: &str, range: std::ops::Range<usize>) -> Arc<EndpointSlice> {
+    let r = reconciler(100);
+    let mut slice = new_endpoint_slice(&service(), ports(), "IPv4", r.controller_name);
+    slice.metadata.name = Some(name.into());
+    slice.metadata.resource_version = Some("5".into());
+    slice.endpoints = range.map(|i| endpoint(i, true)).collect();
+    Arc::new(slice)
+}
+
+fn sizes(slices: &[EndpointSlice]) -> Vec<(String, usize)> {
+    slices.iter().map(|s| (s.metadata.name.clone().unwrap_or_default(), s.endpoints.len())).collect()
+}
+
+fn names(slices: &[Arc<EndpointSlice>]) -> Vec<String> {
+    slices.iter().map(|s| s.metadata.name.clone().unwrap_or_default()).collect()
+}
+
+#[test]
+fn new_endpoints_are_packed_into_full_slices() {
+    let plan = reconciler(100).plan(&service(), Vec::new(), desired(0..250), "IPv4");
+    assert_eq!(sizes(&plan.create), [(String::new(), 100), (String::new(), 100), (String::new(), 50)]);
+    assert!(plan.update.is_empty() && plan.delete.is_empty());
+    let slice = &plan.create[0];
+    assert_eq!(slice.metadata.generate_name.as_deref(), Some("web-"));
+    let labels = slice.metadata.labels.clone().unwrap();
+    assert_eq!(labels.get("kubernetes.io/service-name").map(String::as_str), Some("web"));
+    assert_eq!(
+        labels.get("endpointslice.kubernetes.io/managed-by").map(String::as_str),
+        Some("endpointslice-controller.k8s.io")
+    );
+    assert_eq!(labels.get("team").map(String::as_str), Some("a"));
+    let owner = &slice.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!((owner.kind.as_str(), owner.uid.as_str(), owner.controller), ("Service", "svc-uid", Some(true)));
+}
+
+#[test]
+fn slices_being_updated_are_filled_before_new_ones() {
+    // "full" keeps all of its endpoints; "partial" loses ten, so it is updated and takes the
+    // twenty new endpoints.
+    let current = vec![existing("full", 0..100), existing("partial", 100..140)];
+    let plan = reconciler(100).plan(&service(), current, desired((0..100).chain(110..160)), "IPv4");
+    assert!(plan.create.is_empty(), "{:?}", sizes(&plan.create));
+    assert_eq!(sizes(&plan.update), [("partial".to_string(), 50)]);
+    assert!(plan.delete.is_empty());
+}
+
+#[test]
+fn leftovers_go_into_the_unchanged_slice_they_fill_best() {
+    let current = vec![existing("roomy", 0..10), existing("snug", 100..190)];
+    let plan = reconciler(100).plan(&service(), current, desired((0..10).chain(100..195)), "IPv4");
+    assert!(plan.create.is_empty());
+    assert_eq!(sizes(&plan.update), [("snug".to_string(), 95)]);
+    // Too many leftovers for any slice: a new one.
+    let current = vec![existing("snug", 100..190)];
+    let plan = reconciler(100).plan(&service(), current, desired((100..190).chain(300..320)), "IPv4");
+    assert_eq!(sizes(&plan.create), [(String::new(), 20)]);
+    assert!(plan.update.is_empty());
+}
+
+#[test]
+fn changed_conditions_and_labels_update_in_place() {
+    let mut wanted = desired(0..3);
+    let set = &mut wanted.values_mut().next().unwrap().endpoints;
+    set.insert(endpoint(1, false));
+    let plan = reconciler(100).plan(&service(), vec![existing("a", 0..3)], wanted, "IPv4");
+    assert_eq!(sizes(&plan.update), [("a".to_string(), 3)]);
+    let mut relabelled = service();
+    relabelled.metadata.labels = Some([("team".to_string(), "b".to_string())].into());
+    let plan = reconciler(100).plan(&relabelled, vec![existing("a", 0..3)], desired(0..3), "IPv4");
+    let labels = plan.update[0].metadata.labels.clone().unwrap();
+    assert_eq!(labels.get("team").map(String::as_str), Some("b"));
+    let plan = reconciler(100).plan(&service(), vec![existing("a", 0..3)], desired(0..3), "IPv4");
+    assert!(plan.create.is_empty() && plan.update.is_empty() && plan.delete.is_empty(), "nothing to do");
+}
+
+#[test]
+fn a_service_without_endpoints_keeps_one_placeholder() {
+    let plan = reconciler(100).plan(&service(), Vec::new(), BTreeMap::new(), "IPv4");
+    assert_eq!(sizes(&plan.create), [(String::new(), 0)]);
+    assert_eq!(plan.create[0].ports.as_deref(), Some(&[][..]));
+    let mut placeholder = plan.create[0].clone();
+    placeholder.metadata.name = Some("web-abcde".into());
+    let plan = reconciler(100).plan(&service(), vec![Arc::new(placeholder)], BTreeMap::new(), "IPv4");
+    assert!(plan.create.is_empty() && plan.update.is_empty() && plan.delete.is_empty(), "the placeholder stays");
+    // Emptied slices are recycled into the placeholder rather than deleted and created.
+    let plan = reconciler(100).plan(&service(), vec![existing("old", 0..5)], BTreeMap::new(), "IPv4");
+    assert!(plan.create.is_empty() && plan.delete.is_empty());
+    assert_eq!(sizes(&plan.update), [("old".to_string(), 0)]);
+    assert_eq!(plan.update[0].ports.as_deref(), Some(&[][..]));
+}
+
+#[test]
+fn foreign_slices_are_deleted_and_deletions_recycled() {
+    let mut foreign = (*existing("foreign", 0..5)).clone();
+    foreign.metadata.owner_references.as_mut().unwrap()[0].uid = "old-service".into();
+    let plan = reconciler(100).plan(&service(), vec![Arc::new(foreign)], desired(0..5), "IPv4");
+    assert_eq!(sizes(&plan.create), [(String::new(), 5)], "a foreign slice is not reused");
+    assert_eq!(names(&plan.delete), ["foreign"]);
+    // A slice whose endpoints all went away is reused for the new ones.
+    let plan = reconciler(100).plan(&service(), vec![existing("gone", 0..5)], desired(10..12), "IPv4");
+    assert!(plan.create.is_empty() && plan.delete.is_empty());
+    assert_eq!(sizes(&plan.update), [("gone".to_string(), 2)]);
+}
+
+fn zoned(mut slice: EndpointSlice) -> EndpointSlice {
+    for endpoint in &mut slice.endpoints {
+        endpoint.zone = Some("zone-a".into());
+    }
+    slice
+}
+
+#[test]
+fn prefer_close_services_get_zone_hints_and_others_none() {
+    let mut close = service();
+    close.spec.as_mut().unwrap().traffic_distribution = Some("PreferClose".into());
+    let mut wanted = desired(0..2);
+    let set = &mut wanted.values_mut().next().unwrap().endpoints;
+    let mut unready = endpoint(1, false);
+    unready.zone = Some("zone-a".into());
+    set.insert(unready);
+    let mut zoned_ready = endpoint(0, true);
+    zoned_ready.zone = Some("zone-a".into());
+    set.insert(zoned_ready);
+    let plan = reconciler(100).plan(&close, Vec::new(), wanted, "IPv4");
+    let hints: Vec<Option<String>> = (plan.create[0].endpoints.iter())
+        .map(|e| e.hints.as_ref().and_then(|h| h.for_zones.as_ref()).map(|z| z[0].name.clone()))
+        .collect();
+    assert_eq!(hints, [Some("zone-a".to_string()), None], "ready endpoints with a zone only");
+
+    // An unchanged slice without hints is updated to get them; with them it is left alone.
+    let current = Arc::new(zoned((*existing("a", 0..2)).clone()));
+    let mut wanted = BTreeMap::new();
+    let mut set = Desired { ports: ports(), ..Desired::default() };
+    current.endpoints.iter().for_each(|e| set.endpoints.insert(e.clone()));
+    wanted.insert(port_map_key(&ports()), set);
+    let plan = reconciler(100).plan(&close, vec![current.clone()], wanted, "IPv4");
+    assert_eq!(sizes(&plan.update), [("a".to_string(), 2)]);
+    assert!(plan.update[0].endpoints.iter().all(|e| e.hints.is_some()));
+    let hinted = Arc::new(plan.update[0].clone());
+    let mut wanted = BTreeMap::new();
+    let mut set = Desired { ports: ports(), ..Desired::default() };
+    current.endpoints.iter().for_each(|e| set.endpoints.insert(e.clone()));
+    wanted.insert(port_map_key(&ports()), set);
+    let plan = reconciler(100).plan(&close, vec![hinted.clone()], wanted, "IPv4");
+    assert!(plan.update.is_empty() && plan.create.is_empty());
+
+    // Without a traffic distribution, slices written anyway lose their hints.
+    let mut wanted = BTreeMap::new();
+    let mut set = Desired { ports: ports(), ..Desired::default() };
+    current.endpoints.iter().take(1).for_each(|e| set.endpoints.insert(e.clone()));
+    wanted.insert(port_map_key(&ports()), set);
+    let plan = reconciler(100).plan(&service(), vec![hinted], wanted, "IPv4");
+    assert_eq!(sizes(&plan.update), [("a".to_string(), 1)]);
+    assert!(plan.update[0].endpoints[0].hints.is_none());
+}

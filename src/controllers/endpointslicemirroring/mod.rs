@@ -1,0 +1,182 @@
+//! The EndpointSlice mirroring controller (`endpointslice-mirroring-controller`), after
+//! upstream v1.33's `pkg/controller/endpointslicemirroring/endpointslicemirroring_controller.go`:
+//! the Endpoints of a Service without a selector (written by hand or by another controller)
+//! are mirrored into EndpointSlices managed by `endpointslicemirroring-controller.k8s.io`;
+//! Endpoints labelled `endpointslice.kubernetes.io/skip-mirror: "true"` and leader-election
+//! locks are not.
+
+pub mod reconciler;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Endpoints, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use crate::controllers::endpointslice::{managed_by, slices_of, utils::service_key_of};
+use crate::controllers::endpointutil::{self as util, ANNOTATION_LEADER, EndpointSliceTracker, LABEL_SERVICE_NAME};
+use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::informer::{Event, Informer, object_key, split_key};
+use crate::runtime::workqueue::WorkQueue;
+use reconciler::{CONTROLLER_NAME, MirroringReconciler};
+
+/// `endpointslice-mirroring-controller`.
+pub const ENDPOINTSLICE_MIRRORING: ControllerDescriptor =
+    ControllerDescriptor { name: "endpointslice-mirroring-controller", init };
+
+/// `maxSyncBackOff` of the mirroring controller.
+const MAX_SYNC_BACKOFF: Duration = Duration::from_secs(100);
+
+fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    let queue = util::slice_queue("endpoint_slice_mirroring", MAX_SYNC_BACKOFF);
+    let tracker = Arc::new(EndpointSliceTracker::default());
+    let max = usize::try_from(context.options.endpoints.mirroring_max_endpoints_per_subset).unwrap_or(1000).max(1);
+    let controller = Arc::new(MirroringController {
+        services: context.informers.informer::<Service>(),
+        endpoints: context.informers.informer::<Endpoints>(),
+        slices: context.informers.informer::<EndpointSlice>(),
+        queue: queue.clone(),
+        batch_period: context.options.endpoints.mirroring_updates_batch_period,
+        tracker: tracker.clone(),
+        reconciler: MirroringReconciler {
+            client: context.client.clone(),
+            tracker,
+            recorder: context.recorder.clone(),
+            max_endpoints_per_subset: max,
+        },
+    });
+    let handler = controller.clone();
+    controller.services.add_handler(move |event: &Event<Service>| handler.on_service_event(event));
+    let handler = controller.clone();
+    controller.endpoints.add_handler(move |event: &Event<Endpoints>| handler.on_endpoints_event(event));
+    let handler = controller.clone();
+    controller.slices.add_handler(move |event: &Event<EndpointSlice>| handler.on_slice_event(event));
+    let workers = usize::try_from(context.options.concurrency.mirroring_service_endpoint_syncs).unwrap_or(1).max(1);
+    Ok(ControllerHandle { queue, reconciler: controller, workers })
+}
+
+/// Upstream's mirroring `Controller`.
+pub struct MirroringController {
+    services: Arc<Informer<Service>>,
+    endpoints: Arc<Informer<Endpoints>>,
+    slices: Arc<Informer<EndpointSlice>>,
+    queue: WorkQueue<String>,
+    /// `--mirroring-endpointslice-updates-batch-period`.
+    batch_period: Duration,
+    tracker: Arc<EndpointSliceTracker>,
+    reconciler: MirroringReconciler,
+}
+
+impl Reconciler for MirroringController {
+    fn sync(&self, key: &str) -> Result<(), String> {
+        util::retry_or_drop(&self.queue, key, self.sync_endpoints(key))
+    }
+}
+
+/// `shouldMirror`: neither labelled skip-mirror nor a leader-election lock.
+pub fn should_mirror(endpoints: &Endpoints) -> bool {
+    let skip = endpoints.metadata.labels.as_ref().and_then(|l| l.get(util::LABEL_SKIP_MIRROR)).map(String::as_str);
+    let leader = endpoints.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(ANNOTATION_LEADER));
+    skip != Some("true") && !leader
+}
+
+fn has_selector(service: &Service) -> bool {
+    service.spec.as_ref().is_some_and(|s| s.selector.is_some())
+}
+
+impl MirroringController {
+    /// `onServiceAdd` / `onServiceUpdate` / `onServiceDelete`: only selector-less Services, or
+    /// a selector appearing or going away.
+    fn on_service_event(&self, event: &Event<Service>) {
+        let relevant = match event {
+            Event::Added(service) | Event::Deleted { object: service, .. } => !has_selector(service),
+            Event::Updated { old, new } => has_selector(old) != has_selector(new),
+        };
+        if relevant {
+            self.queue.add(object_key(&event.object().metadata));
+        }
+    }
+
+    /// `onEndpointsAdd` / `onEndpointsUpdate` / `onEndpointsDelete`.
+    fn on_endpoints_event(&self, event: &Event<Endpoints>) {
+        let relevant = match event {
+            Event::Added(endpoints) | Event::Deleted { object: endpoints, .. } => should_mirror(endpoints),
+            Event::Updated { old, new } => should_mirror(old) || should_mirror(new),
+        };
+        if relevant {
+            self.queue.add(object_key(&event.object().metadata));
+        }
+    }
+
+    /// `onEndpointSliceAdd` / `onEndpointSliceUpdate` / `onEndpointSliceDelete`.
+    fn on_slice_event(&self, event: &Event<EndpointSlice>) {
+        match event {
+            Event::Added(slice) => {
+                if managed_by(slice, CONTROLLER_NAME) && self.tracker.should_sync(slice) {
+                    self.queue_endpoints_of(slice);
+                }
+            }
+            Event::Updated { old, new } => {
+                let label =
+                    |s: &EndpointSlice| s.metadata.labels.as_ref().and_then(|l| l.get(LABEL_SERVICE_NAME)).cloned();
+                if label(old) != label(new) {
+                    self.queue_endpoints_of(new);
+                    self.queue_endpoints_of(old);
+                    return;
+                }
+                let managed_changed = managed_by(old, CONTROLLER_NAME) != managed_by(new, CONTROLLER_NAME);
+                if managed_changed || (managed_by(new, CONTROLLER_NAME) && self.tracker.should_sync(new)) {
+                    self.queue_endpoints_of(new);
+                }
+            }
+            Event::Deleted { object, .. } => {
+                if managed_by(object, CONTROLLER_NAME)
+                    && self.tracker.has(object)
+                    && !self.tracker.handle_deletion(object)
+                {
+                    self.queue_endpoints_of(object);
+                }
+            }
+        }
+    }
+
+    /// `queueEndpointsForEndpointSlice`.
+    fn queue_endpoints_of(&self, slice: &EndpointSlice) {
+        match service_key_of(slice) {
+            Some(key) => self.queue.add_after(key, self.batch_period),
+            None => log::error!(
+                "couldn't get key for EndpointSlice {}: missing {LABEL_SERVICE_NAME} label",
+                object_key(&slice.metadata)
+            ),
+        }
+    }
+
+    /// `deleteMirroredSlices`.
+    fn delete_mirrored(&self, namespace: &str, name: &str) -> Result<(), String> {
+        let slices = slices_of(&self.slices, namespace, name, CONTROLLER_NAME);
+        self.tracker.delete_service(namespace, name);
+        self.reconciler.delete_all(namespace, name, &slices)
+    }
+
+    /// `syncEndpoints`.
+    fn sync_endpoints(&self, key: &str) -> Result<(), String> {
+        let (namespace, name) = split_key(key);
+        let Some(endpoints) = self.endpoints.store().get(key) else {
+            return self.delete_mirrored(namespace, name);
+        };
+        if !should_mirror(&endpoints) {
+            return self.delete_mirrored(namespace, name);
+        }
+        let Some(service) = self.services.store().get(key) else {
+            return self.delete_mirrored(namespace, name);
+        };
+        if has_selector(&service) {
+            return self.delete_mirrored(namespace, name);
+        }
+        let existing = slices_of(&self.slices, namespace, name, CONTROLLER_NAME);
+        if self.tracker.stale_slices(&service, &existing) {
+            return Err("EndpointSlice informer cache is out of date".into());
+        }
+        self.reconciler.reconcile(&endpoints, existing)
+    }
+}

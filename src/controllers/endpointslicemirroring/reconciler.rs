@@ -1,0 +1,350 @@
+//! Upstream's `pkg/controller/endpointslicemirroring/reconciler.go` (with `utils.go` and
+//! `reconciler_helpers.go`): the subsets of a custom Endpoints object, repacked, become
+//! EndpointSlices, one per subset and address type, each holding at most
+//! `--mirroring-max-endpoints-per-subset` addresses.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{EndpointAddress, Endpoints};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::client::{Api, Client, DeleteParams, PostParams};
+use crate::controllers::endpoint::repack_subsets;
+use crate::controllers::endpointslice::utils::{IPV4, IPV6, controller_ref, endpoint_slice_prefix};
+use crate::controllers::endpointutil::{
+    self as util, ANNOTATION_LAST_APPLIED, ANNOTATION_TRIGGER_TIME, EndpointSet, EndpointSliceTracker,
+    LABEL_MANAGED_BY, LABEL_SERVICE_NAME, endpoints_equal_beyond_hash, port_map_key,
+};
+use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::informer::object_key;
+
+/// `controllerName`: the managed-by label value of mirrored slices.
+pub const CONTROLLER_NAME: &str = "endpointslicemirroring-controller.k8s.io";
+/// Event reasons.
+const INVALID_IP_ADDRESS: &str = "InvalidIPAddress";
+const TOO_MANY_ADDRESSES_TO_MIRROR: &str = "TooManyAddressesToMirror";
+
+/// The endpoints wanted for one (address type, ports) key.
+#[derive(Debug, Default)]
+pub struct Desired {
+    pub address_type: &'static str,
+    pub ports: Vec<EndpointPort>,
+    pub endpoints: EndpointSet,
+}
+
+/// What one reconciliation writes (`slicesByAction`).
+#[derive(Debug, Default, PartialEq)]
+pub struct Plan {
+    pub create: Vec<EndpointSlice>,
+    pub update: Vec<EndpointSlice>,
+    pub delete: Vec<EndpointSlice>,
+}
+
+/// `newAddrTypePortMapKey`: the address type, then the ports.
+fn key_of(address_type: &str, ports: &[EndpointPort]) -> String {
+    format!("{address_type}-{}", port_map_key(ports))
+}
+
+/// `epPortsToEpsPorts`.
+fn slice_ports(ports: &[k8s_openapi::api::core::v1::EndpointPort]) -> Vec<EndpointPort> {
+    (ports.iter())
+        .map(|p| EndpointPort {
+            name: Some(p.name.clone().unwrap_or_default()),
+            port: Some(p.port),
+            protocol: Some(p.protocol.clone().unwrap_or_default()),
+            app_protocol: p.app_protocol.clone(),
+        })
+        .collect()
+}
+
+/// `addressToEndpoint`: the address (canonical IP) as an endpoint and its address type;
+/// `None` for an invalid IP.
+fn address_to_endpoint(address: &EndpointAddress, ready: bool) -> Option<(Endpoint, &'static str)> {
+    let ip = util::parse_ip_sloppy(&address.ip)?;
+    let address_type = match ip {
+        std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => IPV6,
+        _ => IPV4,
+    };
+    let endpoint = Endpoint {
+        addresses: vec![ip.to_canonical().to_string()],
+        conditions: Some(EndpointConditions { ready: Some(ready), ..EndpointConditions::default() }),
+        target_ref: address.target_ref.clone(),
+        node_name: address.node_name.clone(),
+        hostname: address.hostname.clone().filter(|h| !h.is_empty()),
+        ..Endpoint::default()
+    };
+    Some((endpoint, address_type))
+}
+
+/// What the desired state calculation found besides the endpoints.
+#[derive(Debug, Default, PartialEq)]
+pub struct Skipped {
+    pub invalid: usize,
+    /// Addresses not mirrored, invalid ones included.
+    pub total: usize,
+}
+
+/// `newDesiredCalc` + the loop of `reconcile`: per repacked subset, its ready then not-ready
+/// addresses, at most `max_per_subset` of them.
+pub fn desired_state(endpoints: &Endpoints, max_per_subset: usize) -> (BTreeMap<String, Desired>, Skipped) {
+    let mut desired: BTreeMap<String, Desired> = BTreeMap::new();
+    let mut skipped = Skipped::default();
+    for subset in repack_subsets(endpoints.subsets.as_deref().unwrap_or(&[])) {
+        let ports = slice_ports(subset.ports.as_deref().unwrap_or(&[]));
+        for address_type in [IPV4, IPV6] {
+            let entry = desired.entry(key_of(address_type, &ports)).or_default();
+            entry.address_type = address_type;
+            entry.ports = ports.clone();
+        }
+        let ready = subset.addresses.iter().flatten().map(|a| (a, true));
+        let not_ready = subset.not_ready_addresses.iter().flatten().map(|a| (a, false));
+        let total =
+            subset.addresses.as_ref().map_or(0, Vec::len) + subset.not_ready_addresses.as_ref().map_or(0, Vec::len);
+        let mut added = 0;
+        for (address, is_ready) in ready.chain(not_ready) {
+            if added >= max_per_subset {
+                break;
+            }
+            match address_to_endpoint(address, is_ready) {
+                Some((endpoint, address_type)) => {
+                    if let Some(entry) = desired.get_mut(&key_of(address_type, &ports)) {
+                        entry.endpoints.insert(endpoint);
+                    }
+                    added += 1;
+                }
+                None => {
+                    skipped.invalid += 1;
+                    log::info!(
+                        "Address in Endpoints {} is not a valid IP, it will not be mirrored to an EndpointSlice: {}",
+                        object_key(&endpoints.metadata),
+                        address.ip
+                    );
+                }
+            }
+        }
+        skipped.total += total - added;
+    }
+    (desired, skipped)
+}
+
+/// `newEndpointSlice`: a slice of the Endpoints with its labels and annotations (but the
+/// trigger time and kubectl's last applied configuration), owned by it.
+pub fn new_endpoint_slice(
+    endpoints: &Endpoints,
+    ports: Vec<EndpointPort>,
+    address_type: &str,
+    name: Option<String>,
+) -> EndpointSlice {
+    let endpoints_name = endpoints.metadata.name.clone().unwrap_or_default();
+    let mut labels = endpoints.metadata.labels.clone().unwrap_or_default();
+    labels.insert(LABEL_SERVICE_NAME.into(), endpoints_name.clone());
+    labels.insert(LABEL_MANAGED_BY.into(), CONTROLLER_NAME.into());
+    let annotations = (endpoints.metadata.annotations.iter().flatten())
+        .filter(|(k, _)| k.as_str() != ANNOTATION_TRIGGER_TIME && k.as_str() != ANNOTATION_LAST_APPLIED)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let generate_name = name.is_none().then(|| endpoint_slice_prefix(&endpoints_name));
+    EndpointSlice {
+        metadata: ObjectMeta {
+            name,
+            generate_name,
+            namespace: endpoints.metadata.namespace.clone(),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            owner_references: Some(vec![controller_ref(&endpoints.metadata, "Endpoints")]),
+            ..ObjectMeta::default()
+        },
+        address_type: address_type.into(),
+        endpoints: Vec::new(),
+        ports: Some(ports),
+    }
+}
+
+/// `totalChanges` reduced to whether the slice already holds exactly the desired endpoints.
+fn holds_exactly(slice: &EndpointSlice, desired: &EndpointSet) -> bool {
+    let mut matches = 0;
+    for endpoint in &slice.endpoints {
+        match desired.get(endpoint) {
+            Some(wanted) if endpoints_equal_beyond_hash(wanted, endpoint) => matches += 1,
+            _ => return false,
+        }
+    }
+    matches == desired.len()
+}
+
+fn without(map: Option<&BTreeMap<String, String>>, keys: &[&str]) -> BTreeMap<String, String> {
+    (map.into_iter().flatten())
+        .filter(|(k, _)| !keys.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// `reconcileByPortMapping`: all but the first existing slice go; the first is kept as is if
+/// it already matches (endpoints, labels, annotations), else rewritten in place.
+fn reconcile_port_mapping(
+    endpoints: &Endpoints,
+    mut existing: Vec<Arc<EndpointSlice>>,
+    mut desired: Desired,
+    max_per_subset: usize,
+) -> Plan {
+    let mut plan = Plan::default();
+    if desired.endpoints.is_empty() {
+        plan.delete = existing.iter().map(|s| (**s).clone()).collect();
+        return plan;
+    }
+    let mut name = None;
+    if !existing.is_empty() {
+        let first = existing.remove(0);
+        plan.delete = existing.iter().map(|s| (**s).clone()).collect();
+        let annotations =
+            without(endpoints.metadata.annotations.as_ref(), &[ANNOTATION_TRIGGER_TIME, ANNOTATION_LAST_APPLIED]);
+        let labels = without(first.metadata.labels.as_ref(), &[LABEL_MANAGED_BY, LABEL_SERVICE_NAME]);
+        if holds_exactly(&first, &desired.endpoints)
+            && labels == without(endpoints.metadata.labels.as_ref(), &[])
+            && annotations == without(first.metadata.annotations.as_ref(), &[])
+        {
+            return plan;
+        }
+        name = first.metadata.name.clone();
+    }
+    let mut slice = new_endpoint_slice(endpoints, desired.ports.clone(), desired.address_type, name);
+    while slice.endpoints.len() < max_per_subset {
+        let Some(endpoint) = desired.endpoints.pop() else { break };
+        slice.endpoints.push(endpoint);
+    }
+    if slice.metadata.name.is_some() {
+        plan.update.push(slice)
+    } else {
+        plan.create.push(slice)
+    }
+    plan
+}
+
+/// `recycleSlices`: per address type, creations become updates of slices to delete.
+fn recycle_slices(plan: &mut Plan) {
+    for address_type in [IPV4, IPV6] {
+        loop {
+            let create = plan.create.iter().position(|s| s.address_type == address_type);
+            let delete = plan.delete.iter().position(|s| s.address_type == address_type);
+            let (Some(create), Some(delete)) = (create, delete) else { break };
+            let mut slice = plan.create.remove(create);
+            let doomed = plan.delete.remove(delete);
+            slice.metadata.name = doomed.metadata.name;
+            slice.metadata.generate_name = None;
+            slice.metadata.resource_version = doomed.metadata.resource_version;
+            plan.update.push(slice);
+        }
+    }
+}
+
+/// Everything `reconcile` decides before `finalize` writes it.
+pub fn plan(
+    endpoints: &Endpoints,
+    existing: Vec<Arc<EndpointSlice>>,
+    desired: BTreeMap<String, Desired>,
+    max: usize,
+) -> Plan {
+    let mut existing_by_key: BTreeMap<String, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
+    for slice in existing {
+        existing_by_key
+            .entry(key_of(&slice.address_type, slice.ports.as_deref().unwrap_or(&[])))
+            .or_default()
+            .push(slice);
+    }
+    let mut plan = Plan::default();
+    for (key, wanted) in desired {
+        let slices = existing_by_key.remove(&key).unwrap_or_default();
+        let part = reconcile_port_mapping(endpoints, slices, wanted, max);
+        plan.create.extend(part.create);
+        plan.update.extend(part.update);
+        plan.delete.extend(part.delete);
+    }
+    plan.delete.extend(existing_by_key.into_values().flatten().map(|s| (*s).clone()));
+    recycle_slices(&mut plan);
+    plan
+}
+
+/// Upstream's mirroring `reconciler`.
+pub struct MirroringReconciler {
+    pub client: Client,
+    pub tracker: Arc<EndpointSliceTracker>,
+    pub recorder: EventRecorder,
+    /// `--mirroring-max-endpoints-per-subset`.
+    pub max_endpoints_per_subset: usize,
+}
+
+impl MirroringReconciler {
+    /// `reconcile`: events for skipped addresses, then the writes.
+    pub fn reconcile(&self, endpoints: &Endpoints, existing: Vec<Arc<EndpointSlice>>) -> Result<(), String> {
+        let max = self.max_endpoints_per_subset;
+        let (desired, skipped) = desired_state(endpoints, max);
+        if skipped.invalid > 0 {
+            let message = format!("Skipped {} invalid IP addresses when mirroring to EndpointSlices", skipped.invalid);
+            self.recorder.event_for(endpoints, EventType::Warning, INVALID_IP_ADDRESS, &message);
+        }
+        if skipped.total > skipped.invalid {
+            let message = format!(
+                "A max of {max} addresses can be mirrored to EndpointSlices per Endpoints subset. {} addresses were skipped",
+                skipped.total
+            );
+            self.recorder.event_for(endpoints, EventType::Warning, TOO_MANY_ADDRESSES_TO_MIRROR, &message);
+        }
+        self.finalize(endpoints, plan(endpoints, existing, desired, max))
+    }
+
+    /// `finalize`.
+    fn finalize(&self, endpoints: &Endpoints, plan: Plan) -> Result<(), String> {
+        let key = object_key(&endpoints.metadata);
+        let api = Api::<EndpointSlice>::namespaced(&self.client, endpoints.metadata.namespace.as_deref().unwrap_or(""));
+        if endpoints.metadata.deletion_timestamp.is_none() {
+            for slice in plan.create {
+                match api.create(&slice, &PostParams::default()) {
+                    Ok(created) => self.tracker.update(&created),
+                    Err(e) if e.has_status_cause(util::NAMESPACE_TERMINATING) => return Ok(()),
+                    Err(e) => {
+                        return Err(format!("failed to create EndpointSlice for Endpoints {key}: {}", e.message()));
+                    }
+                }
+            }
+        }
+        for slice in plan.update {
+            let name = slice.metadata.name.clone().unwrap_or_default();
+            match api.replace(&name, &slice, &PostParams::default()) {
+                Ok(updated) => self.tracker.update(&updated),
+                Err(e) => {
+                    return Err(format!("failed to update {name} EndpointSlice for Endpoints {key}: {}", e.message()));
+                }
+            }
+        }
+        for slice in plan.delete {
+            let name = slice.metadata.name.clone().unwrap_or_default();
+            if let Err(e) = api.delete(&name, &DeleteParams::default()) {
+                return Err(format!("failed to delete {name} EndpointSlice for Endpoints {key}: {}", e.message()));
+            }
+            self.tracker.expect_deletion(&slice);
+        }
+        Ok(())
+    }
+
+    /// `deleteEndpoints`: deletes every mirrored slice of the Endpoints.
+    pub fn delete_all(&self, namespace: &str, name: &str, slices: &[Arc<EndpointSlice>]) -> Result<(), String> {
+        let api = Api::<EndpointSlice>::namespaced(&self.client, namespace);
+        let errors: Vec<String> = (slices.iter())
+            .filter_map(|s| api.delete(s.metadata.name.as_deref().unwrap_or(""), &DeleteParams::default()).err())
+            .map(|e| e.message())
+            .collect();
+        match errors.first() {
+            None => Ok(()),
+            Some(first) => Err(format!(
+                "error(s) deleting {}/{} EndpointSlices for {namespace}/{name} Endpoints, including: {first}",
+                errors.len(),
+                slices.len()
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,436 @@
+//! The node IPAM controller (`node-ipam-controller`) with upstream v1.33's range allocator:
+//! `cmd/kube-controller-manager/app/core.go` (`startNodeIpamController`),
+//! `pkg/controller/nodeipam/node_ipam_controller.go` and `ipam/range_allocator.go`.
+//!
+//! With `--allocate-node-cidrs`, every Node without `spec.podCIDRs` gets one block of each
+//! `--cluster-cidr` (IPv4 and/or IPv6), patched in as `spec.podCIDR` + `spec.podCIDRs`. Blocks
+//! that nodes already have are occupied first, from a fresh list of all Nodes: when the
+//! controller is built (a CIDR that does not fit the cluster CIDRs stops the start, as
+//! upstream) and again when its workers first run, i.e. when this process becomes the leader,
+//! so nothing another leader handed out meanwhile is handed out twice. The blocks of
+//! `--service-cluster-ip-range` that overlap a cluster CIDR are never handed out. A deleted
+//! Node's blocks go back to the pool. When a range is full the node gets a `CIDRNotAvailable`
+//! Event (source `cidrAllocator`) and is retried with backoff; like upstream's range allocator
+//! (unlike its cloud allocator) no node condition is set.
+
+pub mod cidrset;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Node;
+use parking_lot::Mutex;
+use serde_json::json;
+
+use crate::client::{Api, Client, Error, ListParams, Patch, PostParams};
+use crate::controllers::nodeutil::record_node_status_change;
+use crate::flags::{Cidr, NodeIpamOptions};
+use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::informer::{Event, Informer, object_key};
+use crate::runtime::workqueue::WorkQueue;
+
+use cidrset::CidrSet;
+
+/// `node-ipam-controller`.
+pub const NODE_IPAM: ControllerDescriptor = ControllerDescriptor { name: "node-ipam-controller", init };
+
+/// `cidrUpdateWorkers`.
+const CIDR_UPDATE_WORKERS: usize = 30;
+/// `cidrUpdateRetries`: tries of the Node patch before giving up on this sync.
+const CIDR_UPDATE_RETRIES: usize = 3;
+/// `nodePollInterval` and `apiserverStartupGracePeriod`: how the first list of Nodes is retried.
+const NODE_POLL_INTERVAL: Duration = Duration::from_secs(10);
+const APISERVER_STARTUP_GRACE_PERIOD: Duration = Duration::from_secs(600);
+/// The Event source of the range allocator.
+const EVENT_COMPONENT: &str = "cidrAllocator";
+
+/// What the range allocator is built from (upstream `CIDRAllocatorParams`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllocatorParams {
+    pub cluster_cidrs: Vec<Cidr>,
+    pub service_cidr: Option<Cidr>,
+    pub secondary_service_cidr: Option<Cidr>,
+    /// The node mask size for each cluster CIDR.
+    pub node_masks: Vec<u8>,
+}
+
+impl AllocatorParams {
+    /// From the flags, with the start-up checks (`startNodeIpamController`).
+    pub fn from_options(ipam: &NodeIpamOptions) -> Result<AllocatorParams, String> {
+        let node_masks = crate::flags::node_cidr_mask_sizes(ipam).map_err(|e| e.to_string())?;
+        Ok(AllocatorParams {
+            cluster_cidrs: ipam.cluster_cidrs.clone(),
+            service_cidr: ipam.service_cidrs.first().copied(),
+            secondary_service_cidr: ipam.service_cidrs.get(1).copied(),
+            node_masks,
+        })
+    }
+
+    /// Fresh CIDR sets with the service ranges taken out and every block `nodes` have occupied
+    /// (`NewCIDRRangeAllocator`). A node CIDR that does not fit is an error.
+    fn build_sets(&self, nodes: &[Node]) -> Result<Vec<CidrSet>, String> {
+        let mut sets = Vec::with_capacity(self.cluster_cidrs.len());
+        for (cidr, mask) in self.cluster_cidrs.iter().zip(&self.node_masks) {
+            sets.push(CidrSet::new(*cidr, *mask).map_err(|e| e.to_string())?);
+        }
+        for service in [&self.service_cidr, &self.secondary_service_cidr].into_iter().flatten() {
+            filter_out_service_range(&mut sets, service);
+        }
+        for node in nodes {
+            change_node_cidrs(&mut sets, node, Change::Occupy)?;
+        }
+        Ok(sets)
+    }
+}
+
+/// `filterOutServiceRange`: the blocks of a service range in any cluster CIDR it overlaps are
+/// marked used.
+fn filter_out_service_range(sets: &mut [CidrSet], service: &Cidr) {
+    for set in sets.iter_mut().filter(|s| cidrset::overlaps(s.cluster(), service)) {
+        if let Err(e) = set.occupy(service) {
+            log::error!("error filtering out service cidr {service} from cluster cidr {}: {e}", set.cluster());
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Occupy,
+    Release,
+}
+
+fn node_name(node: &Node) -> &str {
+    node.metadata.name.as_deref().unwrap_or_default()
+}
+
+fn pod_cidrs(node: &Node) -> &[String] {
+    node.spec.as_ref().and_then(|s| s.pod_cidrs.as_deref()).unwrap_or_default()
+}
+
+/// `occupyCIDRs` / `ReleaseCIDR`: the node's `podCIDRs[i]` in cluster CIDR `i`.
+fn change_node_cidrs(sets: &mut [CidrSet], node: &Node, change: Change) -> Result<(), String> {
+    let name = node_name(node);
+    for (index, text) in pod_cidrs(node).iter().enumerate() {
+        let cidr = Cidr::parse(text).map_err(|_| format!("failed to parse node {name}, CIDR {text}"))?;
+        let Some(set) = sets.get_mut(index) else {
+            return Err(format!(
+                "node:{name} has an allocated cidr: {text} at index:{index} that does not exist in cluster cidrs \
+                 configuration"
+            ));
+        };
+        match change {
+            Change::Occupy => set.occupy(&cidr).map_err(|e| {
+                format!("failed to mark cidr[{cidr}] at idx [{index}] as occupied for node: {name}: {e}")
+            })?,
+            Change::Release => set.release(&cidr).map_err(|e| format!("error when releasing CIDR {text}: {e}"))?,
+        }
+    }
+    Ok(())
+}
+
+/// `listNodes`: every Node, retried while the API server cannot answer.
+fn list_nodes_with_retries(client: &Client) -> Result<Vec<Node>, String> {
+    let deadline = Instant::now() + APISERVER_STARTUP_GRACE_PERIOD;
+    loop {
+        match Api::<Node>::all(client).list_all(&ListParams::default()) {
+            Ok((nodes, _)) => return Ok(nodes),
+            Err(e) if Instant::now() + NODE_POLL_INTERVAL < deadline => {
+                log::error!("failed to list all nodes: {e}");
+                std::thread::sleep(NODE_POLL_INTERVAL);
+            }
+            Err(e) => {
+                return Err(format!(
+                    "failed to list all nodes in {APISERVER_STARTUP_GRACE_PERIOD:?}, cannot proceed without updating \
+                     CIDR map: {e}"
+                ));
+            }
+        }
+    }
+}
+
+fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    let ipam = &context.options.node_ipam;
+    if !ipam.allocate_node_cidrs {
+        return Ok(ControllerHandle::disabled(context.name, "--allocate-node-cidrs is false"));
+    }
+    let queue = WorkQueue::new("cidrallocator_node");
+    if ipam.cidr_allocator_type != "RangeAllocator" {
+        return Err(format!("invalid CIDR allocator type: {}", ipam.cidr_allocator_type));
+    }
+    let params = AllocatorParams::from_options(ipam)?;
+    for (service, what) in [(&params.service_cidr, "Service"), (&params.secondary_service_cidr, "Secondary Service")] {
+        if service.is_none() {
+            log::info!("No {what} CIDR provided. Skipping filtering out {} addresses", what.to_lowercase());
+        }
+    }
+    let nodes = list_nodes_with_retries(&context.client)?;
+    let sets = params.build_sets(&nodes)?;
+    let allocator = Arc::new(RangeAllocator {
+        client: context.client.clone(),
+        nodes: context.informers.informer::<Node>(),
+        params,
+        sets: Mutex::new(sets),
+        primed: Mutex::new(false),
+        recorder: EventRecorder::new(context.client.clone(), EVENT_COMPONENT),
+    });
+    let handler = allocator.clone();
+    let handler_queue = queue.clone();
+    allocator.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event, &handler_queue));
+    Ok(ControllerHandle { queue, reconciler: allocator, workers: CIDR_UPDATE_WORKERS })
+}
+
+/// Upstream's `rangeAllocator`.
+pub struct RangeAllocator {
+    client: Client,
+    nodes: Arc<Informer<Node>>,
+    params: AllocatorParams,
+    /// One set per cluster CIDR, in flag order; one lock so that a node's blocks of both
+    /// families are taken together.
+    sets: Mutex<Vec<CidrSet>>,
+    /// Whether the sets were rebuilt from a fresh list since the workers started.
+    primed: Mutex<bool>,
+    recorder: EventRecorder,
+}
+
+impl Reconciler for RangeAllocator {
+    fn sync(&self, key: &str) -> Result<(), String> {
+        self.ensure_primed()?;
+        self.sync_node(key)
+    }
+}
+
+impl RangeAllocator {
+    /// The informer handlers: every change queues the node; a deletion first releases its
+    /// blocks (the cache no longer has it when the key is synced).
+    fn on_node_event(&self, event: &Event<Node>, queue: &WorkQueue<String>) {
+        if let Event::Deleted { object, .. } = event
+            && let Err(e) = change_node_cidrs(&mut self.sets.lock(), object, Change::Release)
+        {
+            log::error!("error while processing CIDR Release: {e}");
+        }
+        queue.add(object_key(&event.object().metadata));
+    }
+
+    /// Rebuilds the sets from a fresh list of Nodes the first time a worker runs, i.e. once
+    /// this process leads: another leader may have handed out blocks since this one started.
+    /// The sets stay locked meanwhile, so that a deletion seen during the list is released
+    /// from the new sets.
+    fn ensure_primed(&self) -> Result<(), String> {
+        let mut primed = self.primed.lock();
+        if *primed {
+            return Ok(());
+        }
+        let mut sets = self.sets.lock();
+        let (nodes, _) = Api::<Node>::all(&self.client)
+            .list_all(&ListParams::default())
+            .map_err(|e| format!("failed to list all nodes: {e}"))?;
+        *sets = self.params.build_sets(&nodes)?;
+        *primed = true;
+        Ok(())
+    }
+
+    /// `syncNode`.
+    fn sync_node(&self, key: &str) -> Result<(), String> {
+        let Some(node) = self.nodes.store().get(key) else {
+            log::debug!("node {key} has been deleted");
+            return Ok(());
+        };
+        if node.metadata.deletion_timestamp.is_some() {
+            log::debug!("node {key} is being deleted");
+            return change_node_cidrs(&mut self.sets.lock(), &node, Change::Release);
+        }
+        self.allocate_or_occupy(&node)
+    }
+
+    /// `AllocateOrOccupyCIDR`.
+    fn allocate_or_occupy(&self, node: &Node) -> Result<(), String> {
+        if !pod_cidrs(node).is_empty() {
+            return change_node_cidrs(&mut self.sets.lock(), node, Change::Occupy);
+        }
+        let allocated = {
+            let mut sets = self.sets.lock();
+            let mut allocated = Vec::with_capacity(sets.len());
+            for index in 0..sets.len() {
+                match sets[index].allocate_next() {
+                    Ok(cidr) => allocated.push(cidr),
+                    Err(e) => {
+                        // Upstream keeps the blocks of the families before this one; each retry
+                        // would then take more. Give them back.
+                        release_all(&mut sets, &allocated);
+                        drop(sets);
+                        record_node_status_change(&self.recorder, node, EventType::Warning, "CIDRNotAvailable");
+                        return Err(format!("failed to allocate cidr from cluster cidr at idx:{index}: {e}"));
+                    }
+                }
+            }
+            allocated
+        };
+        log::debug!("putting node {} with CIDRs {allocated:?} into the work queue", node_name(node));
+        self.update_cidrs_allocation(node_name(node), &allocated)
+    }
+
+    /// `updateCIDRsAllocation`: patches the reserved blocks into the Node, unless it has
+    /// blocks by now.
+    fn update_cidrs_allocation(&self, name: &str, allocated: &[Cidr]) -> Result<(), String> {
+        let wanted: Vec<String> = allocated.iter().map(Cidr::to_string).collect();
+        let Some(node) = self.nodes.store().get(name) else {
+            release_all(&mut self.sets.lock(), allocated);
+            return Err(format!("failed while getting node {name} for updating Node.Spec.PodCIDRs: not found"));
+        };
+        if pod_cidrs(&node) == wanted.as_slice() {
+            log::debug!("node {name} already has allocated CIDR {wanted:?}; it matches the proposed one");
+            return Ok(());
+        }
+        if !pod_cidrs(&node).is_empty() {
+            log::error!("node {name} already has a CIDR allocated {:?}; releasing the new one", pod_cidrs(&node));
+            release_all(&mut self.sets.lock(), allocated);
+            return Ok(());
+        }
+        let mut last_error = None;
+        for _ in 0..CIDR_UPDATE_RETRIES {
+            match patch_node_cidrs(&self.client, name, &wanted) {
+                Ok(()) => {
+                    log::info!("Set node PodCIDR node={name:?} podCIDRs={wanted:?}");
+                    return Ok(());
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        let timed_out = last_error.as_ref().is_some_and(Error::is_server_timeout);
+        let error = last_error.map_or_else(String::new, |e| e.to_string());
+        log::error!("failed to update node {name} PodCIDR {wanted:?} after multiple attempts: {error}");
+        record_node_status_change(&self.recorder, &node, EventType::Warning, "CIDRAssignmentFailed");
+        // A timed-out patch may still have gone through: then keep the blocks (a restart
+        // returns falsely kept ones to the pool); otherwise give them back.
+        if !timed_out {
+            release_all(&mut self.sets.lock(), allocated);
+        }
+        Err(format!("failed to patch node CIDR: {error}"))
+    }
+}
+
+fn release_all(sets: &mut [CidrSet], allocated: &[Cidr]) {
+    for (set, cidr) in sets.iter_mut().zip(allocated) {
+        if let Err(e) = set.release(cidr) {
+            log::error!("error when releasing CIDR {cidr}: {e}");
+        }
+    }
+}
+
+/// `PatchNodeCIDRs` (component-helpers): a strategic merge patch setting `spec.podCIDR` to
+/// the first block and `spec.podCIDRs` to all.
+pub fn patch_node_cidrs(client: &Client, name: &str, cidrs: &[String]) -> Result<(), Error> {
+    let patch = node_cidrs_patch(cidrs);
+    log::trace!("cidrs patch bytes: {patch}");
+    Api::<Node>::all(client).patch(name, &Patch::Strategic(patch), &PostParams::default()).map(|_| ())
+}
+
+/// upstream's `nodeForCIDRMergePatch`: `podCIDR` always, `podCIDRs` when not empty.
+fn node_cidrs_patch(cidrs: &[String]) -> serde_json::Value {
+    let mut spec = json!({"podCIDR": cidrs.first().map_or("", String::as_str)});
+    if !cidrs.is_empty() {
+        spec["podCIDRs"] = json!(cidrs);
+    }
+    json!({"spec": spec})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cidr(text: &str) -> Cidr {
+        Cidr::parse(text).expect("a CIDR")
+    }
+
+    fn node(name: &str, cidrs: &[&str]) -> Node {
+        let mut value = json!({"metadata": {"name": name}, "spec": {}});
+        if !cidrs.is_empty() {
+            value["spec"] = json!({"podCIDR": cidrs[0], "podCIDRs": cidrs});
+        }
+        serde_json::from_value(value).expect("a node")
+    }
+
+    fn params(cluster: &[&str], masks: &[u8], services: &[&str]) -> AllocatorParams {
+        AllocatorParams {
+            cluster_cidrs: cluster.iter().map(|c| cidr(c)).collect(),
+            service_cidr: services.first().map(|c| cidr(c)),
+            secondary_service_cidr: services.get(1).map(|c| cidr(c)),
+            node_masks: masks.to_vec(),
+        }
+    }
+
+    fn next(sets: &mut [CidrSet]) -> Vec<String> {
+        sets.iter_mut().map(|s| s.allocate_next().map(|c| c.to_string()).unwrap_or_else(|e| e.to_string())).collect()
+    }
+
+    /// Upstream `TestAllocateOrOccupyCIDRSuccess` cases: the service range is skipped, existing
+    /// node blocks are occupied.
+    #[test]
+    fn service_ranges_and_existing_node_blocks_are_not_handed_out() {
+        let p = params(&["127.123.234.0/24"], &[30], &["127.123.234.0/26"]);
+        let mut sets = p.build_sets(&[]).unwrap();
+        assert_eq!(next(&mut sets), ["127.123.234.64/30"]);
+
+        let p = params(&["10.0.0.0/16", "fd00::/48"], &[24, 64], &["10.0.0.0/23", "fd00::/108"]);
+        let existing = [node("a", &["10.0.2.0/24", "fd00:0:0:1::/64"])];
+        let mut sets = p.build_sets(&existing).unwrap();
+        assert_eq!(next(&mut sets), ["10.0.3.0/24", "fd00:0:0:2::/64"]);
+
+        // A service range in another part of the address space takes nothing.
+        let p = params(&["10.244.0.0/16"], &[24], &["10.96.0.0/12"]);
+        let mut sets = p.build_sets(&[]).unwrap();
+        assert_eq!(next(&mut sets), ["10.244.0.0/24"]);
+    }
+
+    #[test]
+    fn node_blocks_that_do_not_fit_stop_the_start() {
+        let p = params(&["10.0.0.0/16"], &[24], &[]);
+        let err = p.build_sets(&[node("a", &["10.1.0.0/24"])]).unwrap_err();
+        assert!(err.contains("failed to mark cidr[10.1.0.0/24] at idx [0] as occupied for node: a"), "{err}");
+        let err = p.build_sets(&[node("b", &["10.0.1.0/24", "fd00::/64"])]).unwrap_err();
+        assert!(err.contains("that does not exist in cluster cidrs configuration"), "{err}");
+        let err = p.build_sets(&[node("c", &["garbage"])]).unwrap_err();
+        assert_eq!(err, "failed to parse node c, CIDR garbage");
+    }
+
+    #[test]
+    fn released_blocks_return_to_the_pool() {
+        let p = params(&["10.0.0.0/30"], &[31], &[]);
+        let mut sets = p.build_sets(&[node("a", &["10.0.0.0/31"])]).unwrap();
+        assert_eq!(next(&mut sets), ["10.0.0.2/31"]);
+        assert!(next(&mut sets)[0].starts_with("CIDR allocation failed"));
+        change_node_cidrs(&mut sets, &node("a", &["10.0.0.0/31"]), Change::Release).unwrap();
+        assert_eq!(next(&mut sets), ["10.0.0.0/31"]);
+    }
+
+    #[test]
+    fn params_come_from_the_flags() {
+        let ipam = NodeIpamOptions {
+            allocate_node_cidrs: true,
+            cluster_cidrs: vec![cidr("10.244.0.0/16"), cidr("fd00::/56")],
+            cidr_allocator_type: "RangeAllocator".into(),
+            service_cidrs: vec![cidr("10.96.0.0/12"), cidr("fd01::/108")],
+            node_cidr_mask_size_ipv6: 64,
+            ..NodeIpamOptions::default()
+        };
+        let p = AllocatorParams::from_options(&ipam).unwrap();
+        assert_eq!(p.node_masks, [24, 64]);
+        assert_eq!(p.secondary_service_cidr, Some(cidr("fd01::/108")));
+        let bad = NodeIpamOptions { node_cidr_mask_size: 24, ..ipam };
+        assert_eq!(
+            AllocatorParams::from_options(&bad).unwrap_err(),
+            "usage of --node-cidr-mask-size is not allowed with dual-stack clusters"
+        );
+    }
+
+    #[test]
+    fn the_patch_sets_both_fields() {
+        let cidrs = ["10.0.1.0/24".to_string(), "fd00::/64".to_string()];
+        assert_eq!(
+            node_cidrs_patch(&cidrs),
+            json!({"spec": {"podCIDR": "10.0.1.0/24", "podCIDRs": ["10.0.1.0/24", "fd00::/64"]}})
+        );
+        assert_eq!(node_cidrs_patch(&[]), json!({"spec": {"podCIDR": ""}}));
+    }
+}

@@ -1,0 +1,111 @@
+//! `root-ca-certificate-publisher-controller`, after upstream's `Publisher`
+//! (`pkg/controller/certificates/rootcacertpublisher/publisher.go`): every namespace gets the
+//! ConfigMap `kube-root-ca.crt` holding the cluster CA bundle as `ca.crt`, put back when it is
+//! edited or deleted. The queue holds namespace names.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::client::{Api, Client, PostParams};
+use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::informer::{Event, Informer};
+use crate::runtime::workqueue::WorkQueue;
+
+/// `root-ca-certificate-publisher-controller`.
+pub const ROOT_CA_PUBLISHER: ControllerDescriptor =
+    ControllerDescriptor { name: "root-ca-certificate-publisher-controller", init };
+
+/// `RootCACertConfigMapName`.
+pub const CONFIG_MAP_NAME: &str = "kube-root-ca.crt";
+/// The data key of the bundle.
+pub const CA_KEY: &str = "ca.crt";
+/// `DescriptionAnnotation` and its `Description`.
+pub const DESCRIPTION_ANNOTATION: &str = "kubernetes.io/description";
+pub const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+
+/// `startRootCACertPublisher` runs one worker.
+const WORKERS: usize = 1;
+
+/// `startRootCACertPublisher`: the bundle of `--root-ca-file`, else the CA of the client's
+/// kubeconfig.
+fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    let root_ca = super::serviceaccount::root_ca(context.options, &context.client)?;
+    let queue = WorkQueue::new("root_ca_cert_publisher");
+    let publisher = Arc::new(Publisher {
+        client: context.client.clone(),
+        root_ca,
+        config_maps: context.informers.informer::<ConfigMap>(),
+    });
+    let on_config_map = queue.clone();
+    publisher.config_maps.add_handler(move |event: &Event<ConfigMap>| {
+        // `configMapUpdated` / `configMapDeleted`: only ours matters.
+        let cm = match event {
+            Event::Added(_) => return,
+            Event::Updated { new, .. } => new,
+            Event::Deleted { object, .. } => object,
+        };
+        if cm.metadata.name.as_deref() == Some(CONFIG_MAP_NAME) {
+            on_config_map.add(cm.metadata.namespace.clone().unwrap_or_default());
+        }
+    });
+    let on_namespace = queue.clone();
+    context.informers.informer::<Namespace>().add_handler(move |event: &Event<Namespace>| match event {
+        Event::Added(ns) => on_namespace.add(ns.metadata.name.clone().unwrap_or_default()),
+        // `namespaceUpdated` skips namespaces that are not active.
+        Event::Updated { new, .. } if new.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Active") => {
+            on_namespace.add(new.metadata.name.clone().unwrap_or_default())
+        }
+        _ => {}
+    });
+    Ok(ControllerHandle { queue, reconciler: publisher, workers: WORKERS })
+}
+
+struct Publisher {
+    client: Client,
+    root_ca: String,
+    config_maps: Arc<Informer<ConfigMap>>,
+}
+
+impl Publisher {
+    fn wanted_data(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(CA_KEY.to_string(), self.root_ca.clone())])
+    }
+}
+
+impl Reconciler for Publisher {
+    /// `syncNamespace`.
+    fn sync(&self, namespace: &str) -> Result<(), String> {
+        let api = Api::<ConfigMap>::namespaced(&self.client, namespace);
+        let Some(cached) = self.config_maps.store().get_by_name(namespace, CONFIG_MAP_NAME) else {
+            let cm = ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some(CONFIG_MAP_NAME.to_string()),
+                    annotations: Some(BTreeMap::from([(DESCRIPTION_ANNOTATION.to_string(), DESCRIPTION.to_string())])),
+                    ..ObjectMeta::default()
+                },
+                data: Some(self.wanted_data()),
+                ..ConfigMap::default()
+            };
+            return match api.create(&cm, &PostParams::default()) {
+                // No retry when the namespace is gone or terminating.
+                Err(e) if e.is_not_found() || e.has_status_cause("NamespaceTerminating") => Ok(()),
+                Err(e) => Err(e.to_string()),
+                Ok(_) => Ok(()),
+            };
+        };
+        let described = cached.metadata.annotations.as_ref().and_then(|a| a.get(DESCRIPTION_ANNOTATION));
+        if cached.data.as_ref() == Some(&self.wanted_data()) && described.is_some_and(|d| !d.is_empty()) {
+            return Ok(());
+        }
+        let mut cm = (*cached).clone();
+        cm.data = Some(self.wanted_data());
+        cm.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(DESCRIPTION_ANNOTATION.to_string(), DESCRIPTION.to_string());
+        api.replace(CONFIG_MAP_NAME, &cm, &PostParams::default()).map(|_| ()).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,155 @@
+//! Upstream's `BaseControllerRefManager.ClaimObject` (`pkg/controller/controller_ref_manager.go`)
+//! for any namespaced kind: a controller claims the objects its selector matches, adopting
+//! orphans and releasing owned objects that stopped matching; objects controlled by someone
+//! else are never touched. The patches are upstream's `ownerRefControllerPatch` and
+//! `GenerateDeleteOwnerRefStrategicMergeBytes`.
+
+use std::borrow::Borrow;
+use std::cell::OnceCell;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::{Metadata, NamespaceResourceScope, Resource};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::client::{Api, Client, Error, Patch, PostParams};
+use crate::labels::Selector;
+
+/// `metav1.GetControllerOf`: the owner reference with `controller: true`.
+pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
+    meta.owner_references.iter().flatten().find(|r| r.controller == Some(true))
+}
+
+/// `metav1.NewControllerRef`.
+pub fn controller_ref<O: Resource + Metadata<Ty = ObjectMeta>>(owner: &O) -> OwnerReference {
+    OwnerReference {
+        api_version: O::API_VERSION.to_string(),
+        kind: O::KIND.to_string(),
+        name: owner.metadata().name.clone().unwrap_or_default(),
+        uid: owner.metadata().uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// What one claim needs to know of the controller.
+pub struct ControllerRefManager<'a> {
+    pub client: &'a Client,
+    /// The controller's own metadata (uid, namespace, deletionTimestamp).
+    pub owner: &'a ObjectMeta,
+    /// Its controller reference, as adoption writes it.
+    pub owner_ref: OwnerReference,
+    pub selector: &'a Selector,
+    /// `RecheckDeletionTimestamp`: called once, before the first adoption.
+    pub can_adopt: &'a dyn Fn() -> Result<(), String>,
+}
+
+impl ControllerRefManager<'_> {
+    /// `ClaimObject` over every object: those owned afterwards. Errors of single adoptions or
+    /// releases are joined and returned after all objects were looked at.
+    /// `objects` are of kind `K`, owned or shared (`Arc<K>`).
+    pub fn claim<K, T>(&self, objects: Vec<T>) -> Result<Vec<T>, String>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+        T: Borrow<K>,
+    {
+        let can_adopt = OnceCell::new();
+        let mut claimed = Vec::new();
+        let mut errors = Vec::new();
+        for object in objects {
+            match self.claim_one::<K>(object.borrow().metadata(), &can_adopt) {
+                Ok(true) => claimed.push(object),
+                Ok(false) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() { Ok(claimed) } else { Err(errors.join("; ")) }
+    }
+
+    fn claim_one<K>(&self, meta: &ObjectMeta, can_adopt: &OnceCell<Result<(), String>>) -> Result<bool, String>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+    {
+        let matches = self.selector.matches(meta.labels.as_ref());
+        if let Some(owner) = controller_of(meta) {
+            if Some(&owner.uid) != self.owner.uid.as_ref() {
+                return Ok(false);
+            }
+            if matches {
+                return Ok(true);
+            }
+            // Being deleted: no new adoptions or releases.
+            if self.owner.deletion_timestamp.is_some() {
+                return Ok(false);
+            }
+            return self.release::<K>(meta).map(|()| false);
+        }
+        if self.owner.deletion_timestamp.is_some() || !matches || meta.deletion_timestamp.is_some() {
+            return Ok(false);
+        }
+        if meta.namespace != self.owner.namespace {
+            return Ok(false);
+        }
+        can_adopt.get_or_init(|| (self.can_adopt)()).clone()?;
+        self.adopt::<K>(meta)
+    }
+
+    /// Adopts an orphan; one gone meanwhile is not claimed.
+    fn adopt<K>(&self, meta: &ObjectMeta) -> Result<bool, String>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+    {
+        let patch = json!({"metadata": {"ownerReferences": [self.owner_ref], "uid": meta.uid}});
+        match patch_object::<K>(self.client, meta, patch) {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Removes our owner reference; an object gone or changed meanwhile is fine.
+    fn release<K>(&self, meta: &ObjectMeta) -> Result<(), String>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+    {
+        let delete = json!({"$patch": "delete", "uid": self.owner.uid});
+        let patch = json!({"metadata": {"ownerReferences": [delete], "uid": meta.uid}});
+        match patch_object::<K>(self.client, meta, patch) {
+            Err(e) if !e.is_not_found() && !e.is_invalid() => Err(e.to_string()),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn patch_object<K>(client: &Client, meta: &ObjectMeta, patch: Value) -> Result<(), Error>
+where
+    K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+{
+    let namespace = meta.namespace.as_deref().unwrap_or("");
+    let name = meta.name.as_deref().unwrap_or("");
+    Api::<K>::namespaced(client, namespace).patch(name, &Patch::Strategic(patch), &PostParams::default())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    #[test]
+    fn controller_ref_names_the_owner_and_blocks_deletion() {
+        let owner: Deployment =
+            serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "ns", "uid": "u-1"}})).unwrap();
+        let reference = controller_ref(&owner);
+        assert_eq!(
+            serde_json::to_value(&reference).unwrap(),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u-1",
+                "controller": true, "blockOwnerDeletion": true})
+        );
+        let mut meta = ObjectMeta::default();
+        assert!(controller_of(&meta).is_none());
+        let other = OwnerReference { controller: None, ..reference.clone() };
+        meta.owner_references = Some(vec![other, reference.clone()]);
+        assert_eq!(controller_of(&meta), Some(&reference));
+    }
+}

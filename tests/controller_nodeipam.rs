@@ -1,0 +1,281 @@
+//! The node IPAM controller against the sandbox: every Node gets its own pod CIDR blocks in
+//! allocation order, blocks nodes already have are kept and never handed out again (also
+//! across a restart), deleted nodes' blocks are reused, service ranges are skipped, a full
+//! range gives the `CIDRNotAvailable` Event, dual-stack nodes get one block per family, and bad
+//! flags stop the real binary.
+#![cfg(feature = "sandbox")]
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Event, Node};
+use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, PostParams};
+use kcm::controllers::nodeipam::NODE_IPAM;
+use kcm::runtime::controller::ControllerSet;
+use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use serde_json::json;
+
+/// Generous: the machine may be loaded.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+struct Cluster {
+    client: Client,
+    kcm: Client,
+    set: Option<ControllerSet>,
+    nodes: Option<SimulatedNodes>,
+    _sandbox: Sandbox,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(set) = self.set.take() {
+            set.stop(Duration::from_secs(5));
+        }
+        if let Some(nodes) = self.nodes.take() {
+            nodes.stop();
+        }
+    }
+}
+
+fn parse(args: &[&str]) -> Box<kcm::flags::Options> {
+    match kcm::flags::parse(args.iter().map(|a| a.into())) {
+        Ok(kcm::flags::Command::Run(options)) => options,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// The controller manager's options with `--allocate-node-cidrs` and `flags`.
+fn options(flags: &[&str]) -> Box<kcm::flags::Options> {
+    let mut args = vec!["--controllers=*", "--allocate-node-cidrs"];
+    args.extend_from_slice(flags);
+    parse(&args)
+}
+
+/// A sandbox with `simulated` kubelet-run nodes; `prepare` runs before the controller starts.
+fn start(flags: &[&str], simulated: &[&str], prepare: impl FnOnce(&Client)) -> Cluster {
+    let listen = "127.0.0.1:0".parse().expect("an address");
+    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
+    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
+    let names = simulated.iter().map(|n| n.to_string()).collect();
+    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, NodeOptions::default()).expect("the nodes start");
+    prepare(&client);
+    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
+    let mut cluster = Cluster { client, kcm, set: None, nodes: Some(nodes), _sandbox: sandbox };
+    cluster.start_controller(flags);
+    cluster
+}
+
+/// Polls `check` until it gives a value, or fails with `what`.
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn bare_node(name: &str, cidr: Option<&str>) -> Node {
+    let mut value = json!({"metadata": {"name": name}});
+    if let Some(cidr) = cidr {
+        value["spec"] = json!({"podCIDR": cidr});
+    }
+    serde_json::from_value(value).expect("a node")
+}
+
+fn cidrs_of(node: &Node) -> Vec<String> {
+    node.spec.as_ref().and_then(|s| s.pod_cidrs.clone()).unwrap_or_default()
+}
+
+impl Cluster {
+    fn start_controller(&mut self, flags: &[&str]) {
+        let mut set = ControllerSet::start(&self.kcm, &options(flags), &[NODE_IPAM]).expect("the controller starts");
+        assert_eq!(set.names(), ["node-ipam-controller"]);
+        assert!(set.wait_for_sync(DEADLINE), "caches sync");
+        set.run_workers();
+        self.set = Some(set);
+    }
+
+    fn restart_controller(&mut self, flags: &[&str]) {
+        if let Some(set) = self.set.take() {
+            set.stop(Duration::from_secs(5));
+        }
+        self.start_controller(flags);
+    }
+
+    fn nodes(&self) -> Api<Node> {
+        Api::all(&self.client)
+    }
+
+    fn create_node(&self, name: &str, cidr: Option<&str>) {
+        self.nodes().create(&bare_node(name, cidr), &PostParams::default()).expect("node created");
+    }
+
+    fn delete_node(&self, name: &str) {
+        self.nodes().delete(name, &DeleteParams::default()).expect("node deleted");
+    }
+
+    /// Waits until `name` has pod CIDRs and returns them.
+    fn cidrs(&self, name: &str) -> Vec<String> {
+        eventually(&format!("pod CIDRs of {name}"), || {
+            let node = self.nodes().get(name).ok()?;
+            let cidrs = cidrs_of(&node);
+            let spec = node.spec.as_ref()?;
+            (!cidrs.is_empty()).then(|| {
+                assert_eq!(spec.pod_cidr.as_ref(), cidrs.first(), "podCIDR is the first of podCIDRs");
+                cidrs
+            })
+        })
+    }
+
+    fn all_cidrs(&self) -> Vec<String> {
+        let nodes = self.nodes().list(&ListParams::default()).expect("nodes").items;
+        nodes.iter().flat_map(cidrs_of).collect()
+    }
+
+    /// Waits for the `CIDRNotAvailable` Event about `node`.
+    fn wait_not_available_event(&self, node: &str) -> Event {
+        let events = Api::<Event>::namespaced(&self.client, "default");
+        eventually(&format!("the CIDRNotAvailable event of {node}"), || {
+            let list = events.list(&ListParams::default()).ok()?.items;
+            list.into_iter().find(|e| {
+                e.reason.as_deref() == Some("CIDRNotAvailable") && e.involved_object.name.as_deref() == Some(node)
+            })
+        })
+    }
+}
+
+#[test]
+fn nodes_get_distinct_blocks_in_order_and_keep_them_across_a_restart() {
+    // 8 blocks of /24; the last one is the service range; `preset` has the second one.
+    let flags =
+        ["--cluster-cidr=10.244.0.0/21", "--node-cidr-mask-size=24", "--service-cluster-ip-range=10.244.7.0/24"];
+    let mut cluster = start(&flags, &["node-a"], |client| {
+        Api::<Node>::all(client).create(&bare_node("preset", Some("10.244.1.0/24")), &PostParams::default()).unwrap();
+    });
+    // The kubelet's node, there before the controller, gets the first free block.
+    assert_eq!(cluster.cidrs("node-a"), ["10.244.0.0/24"]);
+    for (i, name) in ["n2", "n3", "n4", "n5", "n6"].iter().enumerate() {
+        cluster.create_node(name, None);
+        assert_eq!(cluster.cidrs(name), [format!("10.244.{}.0/24", i + 2)], "{name}");
+    }
+    assert_eq!(cluster.cidrs("preset"), ["10.244.1.0/24"], "a node keeps the block it came with");
+
+    // The range is full: the next node gets an Event and no block.
+    cluster.create_node("late", None);
+    let event = cluster.wait_not_available_event("late");
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(event.message.as_deref(), Some("Node late status is now: CIDRNotAvailable"));
+    assert_eq!(event.source.as_ref().and_then(|s| s.component.as_deref()), Some("cidrAllocator"));
+    assert_eq!(event.involved_object.kind.as_deref(), Some("Node"));
+    assert!(cidrs_of(&cluster.nodes().get("late").unwrap()).is_empty());
+
+    // A deleted node's block goes to the node that waited for one.
+    cluster.delete_node("n3");
+    assert_eq!(cluster.cidrs("late"), ["10.244.3.0/24"]);
+
+    // After a restart the blocks nodes have are occupied again: a new node gets the one freed.
+    cluster.delete_node("n5");
+    cluster.restart_controller(&flags);
+    cluster.create_node("after-restart", None);
+    assert_eq!(cluster.cidrs("after-restart"), ["10.244.5.0/24"]);
+    let all = cluster.all_cidrs();
+    let unique: BTreeSet<&String> = all.iter().collect();
+    assert_eq!(all.len(), unique.len(), "no block is handed out twice: {all:?}");
+    assert_eq!(all.len(), 7);
+}
+
+#[test]
+fn blocks_stay_unique_across_many_nodes_and_a_restart() {
+    let flags = ["--cluster-cidr=10.0.0.0/16", "--service-cluster-ip-range=10.0.0.0/24"];
+    let mut cluster = start(&flags, &[], |client| {
+        let nodes = Api::<Node>::all(client);
+        for i in 0..150 {
+            nodes.create(&bare_node(&format!("early-{i}"), None), &PostParams::default()).unwrap();
+        }
+    });
+    let wait_all = |cluster: &Cluster, count: usize| {
+        eventually(&format!("{count} nodes with blocks"), || {
+            let all = cluster.all_cidrs();
+            (all.len() == count).then_some(all)
+        })
+    };
+    wait_all(&cluster, 150);
+    cluster.restart_controller(&flags);
+    for i in 0..105 {
+        cluster.create_node(&format!("late-{i}"), None);
+    }
+    let all = wait_all(&cluster, 255);
+    let unique: BTreeSet<&String> = all.iter().collect();
+    assert_eq!(unique.len(), 255, "every block once");
+    assert!(!unique.contains(&"10.0.0.0/24".to_string()), "the service range is never handed out");
+    cluster.create_node("one-too-many", None);
+    cluster.wait_not_available_event("one-too-many");
+}
+
+#[test]
+fn dual_stack_nodes_get_a_block_of_each_family_in_flag_order() {
+    let flags = ["--cluster-cidr=fd00:10:244::/56,10.244.0.0/16", "--node-cidr-mask-size-ipv4=25"];
+    let cluster = start(&flags, &[], |_| ());
+    cluster.create_node("a", None);
+    assert_eq!(cluster.cidrs("a"), ["fd00:10:244::/64", "10.244.0.0/25"]);
+    cluster.create_node("b", None);
+    assert_eq!(cluster.cidrs("b"), ["fd00:10:244:1::/64", "10.244.0.128/25"]);
+}
+
+#[test]
+fn the_controller_runs_only_when_allocating_and_refuses_nodes_with_foreign_blocks() {
+    let cluster = start(&["--cluster-cidr=10.244.0.0/16"], &[], |_| ());
+    cluster.create_node("stray", Some("192.168.0.0/24"));
+    // A controller manager starting now finds a block that does not fit and refuses to start.
+    let refused = ControllerSet::start(&cluster.kcm, &options(&["--cluster-cidr=10.244.0.0/16"]), &[NODE_IPAM]);
+    let err = refused.err().expect("a block outside the cluster CIDR stops the start");
+    assert!(err.starts_with("starting node-ipam-controller: failed to mark cidr[192.168.0.0/24]"), "{err}");
+    let off = parse(&["--controllers=*"]);
+    let set = ControllerSet::start(&cluster.kcm, &off, &[NODE_IPAM]).expect("starts");
+    assert!(set.names().is_empty(), "without --allocate-node-cidrs the controller does not run");
+    set.stop(Duration::ZERO);
+}
+
+/// Runs the real binary with `args` and returns its exit code and stderr.
+fn binary(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_kube-controller-manager"))
+        .args(args)
+        .output()
+        .expect("run kube-controller-manager");
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[test]
+fn bad_ipam_flags_stop_the_binary() {
+    for (flags, message) in [
+        (&["--allocate-node-cidrs"][..], "--cluster-cidr is required when --allocate-node-cidrs is true"),
+        (
+            &["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16,fd00::/48", "--node-cidr-mask-size=24"],
+            "usage of --node-cidr-mask-size is not allowed with dual-stack clusters",
+        ),
+        (
+            &["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size-ipv6=64"],
+            "usage of --node-cidr-mask-size-ipv6 is not allowed for a single-stack IPv4 cluster",
+        ),
+        (
+            &["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size=8"],
+            "must not be smaller than the prefix length of --cluster-cidr 10.244.0.0/16",
+        ),
+        (&["--allocate-node-cidrs", "--cluster-cidr=fd00::/40"], "is too large for --cluster-cidr fd00::/40"),
+        (&["--cluster-cidr=10.0.0.0/8,192.168.0.0/16"], "two CIDRs must be one IPv4 and one IPv6 range"),
+        (
+            &["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--cidr-allocator-type=CloudAllocator"],
+            "--cidr-allocator-type is set to 'CloudAllocator' but cloud provider is not configured",
+        ),
+    ] {
+        let (code, stderr) = binary(flags);
+        assert_ne!(code, Some(0), "{flags:?} must fail");
+        assert!(code.is_some(), "{flags:?} exits rather than being killed");
+        assert!(stderr.contains(message), "{flags:?}: {stderr}");
+    }
+}

@@ -1,0 +1,215 @@
+//! The pod garbage collector against the sandbox with a simulated node, with a short period
+//! and quarantine (upstream's `NewPodGCInternal`): terminated pods beyond the threshold go
+//! oldest first, pods bound to a missing node are marked Failed with the `DisruptionTarget`
+//! condition and force-deleted, as are terminating pods never scheduled and terminating pods
+//! on an out-of-service node.
+#![cfg(feature = "sandbox")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount};
+use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
+use kcm::controllers::podgc;
+use kcm::runtime::clock::RealClock;
+use kcm::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, ControllerSet};
+use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// Generous: the machine may be loaded.
+const DEADLINE: Duration = Duration::from_secs(60);
+/// Holds pods after their deletion so that the test can look at them.
+const HOLD: &str = "example.com/hold";
+
+fn fast_pod_gc(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    podgc::init_with_timings(context, Duration::from_secs(1), Duration::from_secs(3), Arc::new(RealClock))
+}
+
+/// The controller with a 1 s period and a 3 s quarantine.
+const FAST_POD_GC: ControllerDescriptor = ControllerDescriptor { name: podgc::POD_GC.name, init: fast_pod_gc };
+
+struct Cluster {
+    client: Client,
+    set: Option<ControllerSet>,
+    nodes: Option<SimulatedNodes>,
+    _sandbox: Sandbox,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(set) = self.set.take() {
+            set.stop(Duration::from_secs(5));
+        }
+        if let Some(nodes) = self.nodes.take() {
+            nodes.stop();
+        }
+    }
+}
+
+fn from<T: DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("a valid object")
+}
+
+fn start() -> Cluster {
+    let listen = "127.0.0.1:0".parse().expect("an address");
+    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
+    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
+    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
+    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("account");
+    let options = NodeOptions {
+        pod_start_delay: Duration::from_millis(200),
+        job_pod_run_time: Duration::from_millis(300),
+        tick: Duration::from_millis(50),
+        ..NodeOptions::default()
+    };
+    let nodes = SimulatedNodes::start(sandbox.admin_config(), vec!["node-a".into()], options).expect("nodes start");
+    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
+    let args = ["--controllers=*", "--terminated-pod-gc-threshold=1"];
+    let options = match kcm::flags::parse(args.iter().map(|a| a.into())) {
+        Ok(kcm::flags::Command::Run(options)) => options,
+        other => panic!("unexpected {other:?}"),
+    };
+    let mut set = ControllerSet::start(&kcm, &options, &[FAST_POD_GC]).expect("the controller starts");
+    assert_eq!(set.names(), ["pod-garbage-collector-controller"]);
+    assert!(set.wait_for_sync(DEADLINE), "caches sync");
+    set.run_workers();
+    Cluster { client, set: Some(set), nodes: Some(nodes), _sandbox: sandbox }
+}
+
+/// Polls `check` until it gives a value, or fails with `what`.
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn phase(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
+}
+
+impl Cluster {
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(&self.client, "default")
+    }
+
+    fn create_pod(&self, name: &str, spec: Value, finalizers: &[&str]) -> Pod {
+        let mut full = json!({"containers": [{"name": "app", "image": "nginx:1.27"}]});
+        if let (Some(target), Value::Object(extra)) = (full.as_object_mut(), spec) {
+            target.extend(extra);
+        }
+        let pod = from(json!({"metadata": {"name": name, "finalizers": finalizers}, "spec": full}));
+        self.pods().create(&pod, &PostParams::default()).expect("pod created")
+    }
+
+    fn pod(&self, name: &str) -> Option<Pod> {
+        self.pods().get_opt(name).expect("a pod read")
+    }
+
+    fn names(&self) -> Vec<String> {
+        let pods = self.pods().list(&ListParams::default()).expect("pods").items;
+        let mut names: Vec<String> = pods.into_iter().filter_map(|p| p.metadata.name).collect();
+        names.sort();
+        names
+    }
+
+    /// Waits until the pod is being deleted with phase Failed (held by its finalizer).
+    fn wait_failed_and_deleted(&self, name: &str) -> Pod {
+        eventually(&format!("{name} marked Failed and deleted"), || {
+            let pod = self.pod(name)?;
+            (pod.metadata.deletion_timestamp.is_some() && phase(&pod) == "Failed").then_some(pod)
+        })
+    }
+
+    /// Lets a held pod go and waits until it is gone.
+    fn release(&self, name: &str) {
+        let patch = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+        self.pods().patch(name, &patch, &PostParams::default()).expect("finalizer removed");
+        eventually(&format!("{name} gone"), || self.pod(name).is_none().then_some(()));
+    }
+}
+
+fn disruption_target(pod: &Pod) -> Option<Value> {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref())?;
+    let condition = conditions.iter().find(|c| c.type_ == "DisruptionTarget")?;
+    Some(json!([condition.status, condition.reason, condition.message]))
+}
+
+#[test]
+fn terminated_pods_beyond_the_threshold_go_oldest_first() {
+    let cluster = start();
+    let keeper = cluster.create_pod("keeper", json!({}), &[]);
+    // Names in the opposite order of creation: the creation time decides, not the name.
+    for (i, name) in ["z-oldest", "y-middle", "a-newest"].iter().enumerate() {
+        if i > 0 {
+            // Creation timestamps have a resolution of one second.
+            std::thread::sleep(Duration::from_millis(1100));
+        }
+        cluster.create_pod(name, json!({"restartPolicy": "Never"}), &[]);
+    }
+    eventually("the newest completed pod alone left", || (cluster.names() == ["a-newest", "keeper"]).then_some(()));
+    let newest = cluster.pod("a-newest").expect("kept");
+    eventually("a-newest completes", || (phase(&cluster.pod("a-newest")?) == "Succeeded").then_some(()));
+    assert_eq!(newest.metadata.deletion_timestamp, None);
+    assert_eq!(cluster.pod("keeper").and_then(|p| p.metadata.uid), keeper.metadata.uid, "running pods stay");
+}
+
+#[test]
+fn pods_of_a_missing_node_are_failed_with_a_disruption_condition_and_deleted() {
+    let cluster = start();
+    cluster.create_pod("orphan", json!({"nodeName": "ghost"}), &[HOLD]);
+    let bound = cluster.create_pod("bound", json!({"nodeName": "node-a"}), &[]);
+    let pod = cluster.wait_failed_and_deleted("orphan");
+    assert_eq!(
+        disruption_target(&pod),
+        Some(json!(["True", "DeletionByPodGC", "PodGC: node no longer exists"])),
+        "{:?}",
+        pod.status
+    );
+    assert_eq!(pod.metadata.deletion_grace_period_seconds, Some(0), "force-deleted");
+    cluster.release("orphan");
+    let still = cluster.pod("bound").expect("a pod on an existing node stays");
+    assert_eq!(still.metadata.uid, bound.metadata.uid);
+    assert_eq!(still.metadata.deletion_timestamp, None);
+}
+
+#[test]
+fn terminating_pods_never_scheduled_or_on_out_of_service_nodes_are_force_deleted() {
+    let cluster = start();
+    // Nodes fenced off with the out-of-service taint, one of them still Ready; no kubelets.
+    let nodes = Api::<Node>::all(&cluster.client);
+    for (name, ready) in [("fenced", "False"), ("fenced-but-ready", "True")] {
+        let node: Node = from(json!({
+            "metadata": {"name": name},
+            "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}]},
+        }));
+        nodes.create(&node, &PostParams::default()).expect("node created");
+        let status = json!({"status": {"conditions": [{"type": "Ready", "status": ready, "reason": "Test"}]}});
+        nodes.patch_status(name, &Patch::Merge(status), &PostParams::default()).expect("status set");
+    }
+    // Deleted first: whatever pass sees the other pods terminating sees this one too.
+    cluster.create_pod("on-ready", json!({"nodeName": "fenced-but-ready"}), &[HOLD]);
+    cluster.create_pod("unscheduled", json!({"schedulerName": "nobody"}), &[HOLD]);
+    cluster.create_pod("on-fenced", json!({"nodeName": "fenced"}), &[HOLD]);
+    for name in ["on-ready", "unscheduled", "on-fenced"] {
+        cluster.pods().delete(name, &DeleteParams::default()).expect("deletion started");
+    }
+    for name in ["unscheduled", "on-fenced"] {
+        let pod = cluster.wait_failed_and_deleted(name);
+        assert_eq!(disruption_target(&pod), None, "{name}: only orphans get the condition");
+        cluster.release(name);
+    }
+    let pod = cluster.pod("on-ready").expect("held");
+    assert_ne!(phase(&pod), "Failed", "a Ready node's terminating pods are left to its kubelet");
+    assert_ne!(pod.metadata.deletion_grace_period_seconds, Some(0));
+    // Without a kubelet, what would stop it: a deletion with no grace period.
+    let now = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
+    cluster.pods().delete("on-ready", &now).expect("force-deleted");
+    cluster.release("on-ready");
+}
