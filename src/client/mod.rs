@@ -125,6 +125,14 @@ impl Client {
         Client { limiter: Arc::new(TokenBucket::new(options.qps * factor, options.burst)), ..self.clone() }
     }
 
+    /// The same client with its own rate limiter allowing `qps_factor` × `--kube-api-qps` and
+    /// `burst_factor` × `--kube-api-burst`, as upstream raises the namespace controller's.
+    pub fn with_rate_limit_factors(&self, qps_factor: f32, burst_factor: u32) -> Client {
+        let options = &self.shared.options;
+        let burst = options.burst.saturating_mul(burst_factor);
+        Client { limiter: Arc::new(TokenBucket::new(options.qps * qps_factor, burst)), ..self.clone() }
+    }
+
     /// A client for `controller` on its own connection setup from `config` (an anonymous copy
     /// of this client's), authenticating as `username` with tokens from `source`; same
     /// options as this one, its own rate limit budget.

@@ -13,6 +13,7 @@ pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod endpointutil;
 pub mod garbagecollector;
+pub mod namespace;
 pub mod nodeipam;
 pub mod nodeutil;
 pub mod podgc;
@@ -133,6 +134,7 @@ pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     endpointslice::ENDPOINTSLICE,
     endpointslicemirroring::ENDPOINTSLICE_MIRRORING,
     garbagecollector::GARBAGE_COLLECTOR,
+    namespace::NAMESPACE,
     nodeipam::NODE_IPAM,
     podgc::POD_GC,
     replicaset::REPLICASET,
