@@ -102,7 +102,8 @@ impl Handler for ApiServer {
         };
         self.audit(request, &target, &user);
         let watching = is_watch(request, &target);
-        let is_list = request.method == "GET" && target.name.is_none() && !watching;
+        // A collection GET or DELETE (`deletecollection`) answers with a list.
+        let is_list = matches!(request.method.as_str(), "GET" | "DELETE") && target.name.is_none() && !watching;
         let rendering = match metadata::negotiate(request.header("Accept"), is_list) {
             Ok(rendering) => rendering,
             Err(e) => return send_error(response, &e),
