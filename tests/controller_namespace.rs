@@ -11,7 +11,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, NamespaceCondition, Pod, 
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::deployment::DEPLOYMENT;
 use kcm::controllers::namespace::NAMESPACE;
-use kcm::controllers::namespace::conditions::{CONDITION_TYPES, CONTENT_REMAINING, DISCOVERY_FAILURE, FINALIZERS_REMAINING};
+use kcm::controllers::namespace::conditions::{
+    CONDITION_TYPES, CONTENT_REMAINING, DISCOVERY_FAILURE, FINALIZERS_REMAINING,
+};
 use kcm::controllers::replicaset::REPLICASET;
 use kcm::runtime::controller::ControllerSet;
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
@@ -193,13 +195,17 @@ fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
         let remaining = find(&conditions, CONTENT_REMAINING)?.message.clone()?;
         remaining.contains("pods. has").then_some(remaining)
     });
-    assert!(first.starts_with("Some resources are remaining: configmaps. has 1 resource instances, pods. has "), "{first}");
+    assert!(
+        first.starts_with("Some resources are remaining: configmaps. has 1 resource instances, pods. has "),
+        "{first}"
+    );
 
     // Then only what the finalizers hold.
     let conditions = eventually("only finalized content remaining", || {
         let conditions = cluster.conditions("team");
         let remaining = summary(find(&conditions, CONTENT_REMAINING)?).2.to_string();
-        let wanted = "Some resources are remaining: configmaps. has 1 resource instances, pods. has 1 resource instances";
+        let wanted =
+            "Some resources are remaining: configmaps. has 1 resource instances, pods. has 1 resource instances";
         (remaining == wanted).then_some(conditions)
     });
     let types: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();

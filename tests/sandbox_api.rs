@@ -1048,13 +1048,14 @@ fn finalized_namespaces_wait_for_their_metadata_finalizers() {
     let sandbox = start();
     let c = client(&sandbox);
     let namespaces = Api::<Namespace>::cluster(&c);
-    let held: Namespace = serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}))
-        .unwrap();
+    let held: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})).unwrap();
     namespaces.create(&held, &PostParams::default()).unwrap();
     namespaces.delete("held", &DeleteParams::default()).unwrap();
     let mut finalized = value(&namespaces.get("held").unwrap());
     finalized["spec"]["finalizers"] = json!([]);
-    let after: Namespace = namespaces.replace_subresource("finalize", "held", &finalized, &PostParams::default()).unwrap();
+    let after: Namespace =
+        namespaces.replace_subresource("finalize", "held", &finalized, &PostParams::default()).unwrap();
     assert_eq!(after.spec.unwrap().finalizers.unwrap_or_default(), Vec::<String>::new());
     // spec.finalizers are done; metadata.finalizers still hold it, and a delete now goes through.
     namespaces.delete("held", &DeleteParams::default()).unwrap();

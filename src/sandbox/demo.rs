@@ -579,7 +579,8 @@ fn garbage_collection_steps(client: &Client, ns: &str, narrator: &mut Narrator) 
     let set_names: Vec<String> = owned.into_iter().filter_map(|rs| rs.metadata.name).collect();
     let pods = live_pod_names(client, ns, "app=worker")?;
     narrator.info(&format!("worker owns ReplicaSet {} which owns pods {}", set_names.join(", "), pods.join(", ")));
-    let background = DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
+    let background =
+        DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
     deployments.delete("worker", &background).map_err(api_error)?;
     wait_for("the ReplicaSets and pods of worker to go", STEP_TIMEOUT, || {
         let (left, _) = sets.list_all(&by_label).map_err(api_error)?;
@@ -623,14 +624,13 @@ fn service_addresses(client: &Client, ns: &str, name: &str) -> Result<(Vec<Strin
     let mut from_endpoints: Vec<String> =
         subsets.iter().flat_map(|s| s.addresses.iter().flatten()).map(|a| a.ip.clone()).collect();
     from_endpoints.sort();
-    let params = ListParams {
-        label_selector: Some(format!("kubernetes.io/service-name={name}")),
-        ..ListParams::default()
-    };
+    let params =
+        ListParams { label_selector: Some(format!("kubernetes.io/service-name={name}")), ..ListParams::default() };
     let (slices, _) = Api::<EndpointSlice>::namespaced(client, ns).list_all(&params).map_err(api_error)?;
-    let ready = slices.iter().flat_map(|s| s.endpoints.iter()).filter(|e| {
-        e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
-    });
+    let ready = slices
+        .iter()
+        .flat_map(|s| s.endpoints.iter())
+        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true));
     let mut from_slices: Vec<String> = ready.flat_map(|e| e.addresses.iter().cloned()).collect();
     from_slices.sort();
     Ok((from_endpoints, from_slices))
@@ -707,8 +707,8 @@ fn namespace_content_steps(client: &Client, narrator: &mut Narrator) -> Result<(
         .create(&deployment_manifest("shop", 2)?, &PostParams::default())
         .map_err(api_error)?;
     for name in ["settings", "feature-flags"] {
-        let cm: ConfigMap =
-            serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).map_err(|e| e.to_string())?;
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}}))
+            .map_err(|e| e.to_string())?;
         Api::<ConfigMap>::namespaced(client, ns).create(&cm, &PostParams::default()).map_err(api_error)?;
     }
     let service: Service = serde_json::from_value(json!({"metadata": {"name": "shop"},
@@ -725,7 +725,8 @@ fn namespace_content_steps(client: &Client, narrator: &mut Narrator) -> Result<(
     wait_for("the content of namespace shop to be removed", STEP_TIMEOUT, || {
         let current = namespaces.get_opt(ns).map_err(api_error)?;
         let conditions = current.and_then(|n| n.status).and_then(|s| s.conditions).unwrap_or_default();
-        if let Some(remaining) = conditions.iter().find(|c| c.type_ == "NamespaceContentRemaining" && c.status == "True")
+        if let Some(remaining) =
+            conditions.iter().find(|c| c.type_ == "NamespaceContentRemaining" && c.status == "True")
         {
             reported = remaining.message.clone();
         }

@@ -64,7 +64,8 @@ impl Faults {
     pub(crate) fn unavailable_api_error(&self, path: &str) -> Option<ApiError> {
         let apis = self.unavailable_apis.lock();
         let rest = path.strip_prefix("/apis/")?;
-        let hit = apis.iter().any(|gv| rest.strip_prefix(gv.as_str()).is_some_and(|r| r.is_empty() || r.starts_with('/')));
+        let hit =
+            apis.iter().any(|gv| rest.strip_prefix(gv.as_str()).is_some_and(|r| r.is_empty() || r.starts_with('/')));
         hit.then(|| ApiError::service_unavailable("the server is currently unable to handle the request", None))
     }
 

@@ -149,7 +149,9 @@ impl ConditionUpdater {
                     conditions.push(wanted);
                     changed = true;
                 }
-                Some(old) if old.status != wanted.status || old.message != wanted.message || old.reason != wanted.reason => {
+                Some(old)
+                    if old.status != wanted.status || old.message != wanted.message || old.reason != wanted.reason =>
+                {
                     if old.status != wanted.status {
                         old.last_transition_time = wanted.last_transition_time;
                     }
@@ -220,7 +222,11 @@ mod tests {
     fn remaining_content_messages_match_upstream() {
         let mut updater = ConditionUpdater::new(at(100));
         updater.process_content_totals(&RemainingContent {
-            by_resource: BTreeMap::from([("pods.".into(), 2), ("configmaps.".into(), 1), ("widgets.example.com".into(), 0)]),
+            by_resource: BTreeMap::from([
+                ("pods.".into(), 2),
+                ("configmaps.".into(), 1),
+                ("widgets.example.com".into(), 0),
+            ]),
             by_finalizer: BTreeMap::from([("example.com/block".into(), 1)]),
         });
         let mut status = NamespaceStatus::default();
@@ -262,7 +268,10 @@ mod tests {
                 "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: x/v1: down".into()
             )
         );
-        assert_eq!(by_type(&status, GROUP_VERSION_PARSING_FAILURE).reason.as_deref(), Some("GroupVersionParsingFailed"));
+        assert_eq!(
+            by_type(&status, GROUP_VERSION_PARSING_FAILURE).reason.as_deref(),
+            Some("GroupVersionParsingFailed")
+        );
         assert_eq!(
             summary(by_type(&status, CONTENT_FAILURE)),
             (

@@ -344,7 +344,8 @@ impl Deleter {
         }
         // Background: no orphan finalizer; this controller purges everything itself.
         let params = background();
-        match MetadataApi::new(&self.client, resource, Some(namespace)).delete_collection(&ListParams::default(), &params)
+        match MetadataApi::new(&self.client, resource, Some(namespace))
+            .delete_collection(&ListParams::default(), &params)
         {
             Ok(()) => Ok(true),
             Err(e) if e.is_method_not_supported() || e.is_not_found() => {

@@ -69,7 +69,11 @@ fn enqueue_namespace(queue: &WorkQueue<String>, namespace: &Namespace) {
 /// The handler's resync (`AddEventHandlerWithResyncPeriod(…, --namespace-sync-period)`): every
 /// period each cached namespace goes through [`enqueue_namespace`] again, until the queue shuts
 /// down. A zero period disables it, as in client-go.
-fn start_resync(namespaces: &Arc<Informer<Namespace>>, queue: &WorkQueue<String>, period: Duration) -> Result<(), String> {
+fn start_resync(
+    namespaces: &Arc<Informer<Namespace>>,
+    queue: &WorkQueue<String>,
+    period: Duration,
+) -> Result<(), String> {
     if period.is_zero() {
         return Ok(());
     }
@@ -139,8 +143,10 @@ mod tests {
     fn only_namespaces_being_deleted_are_queued() {
         let clock = Arc::new(FakeClock::new());
         let queue = WorkQueue::with_parts("", Box::new(rate_limiter()), clock.clone());
-        let mut namespace =
-            Namespace { metadata: ObjectMeta { name: Some("team".into()), ..ObjectMeta::default() }, ..Namespace::default() };
+        let mut namespace = Namespace {
+            metadata: ObjectMeta { name: Some("team".into()), ..ObjectMeta::default() },
+            ..Namespace::default()
+        };
         enqueue_namespace(&queue, &namespace);
         namespace.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::now()));
         enqueue_namespace(&queue, &namespace);
