@@ -1,6 +1,7 @@
 //! The namespace controller against the sandbox with simulated nodes, beside the ReplicaSet and
-//! Deployment controllers: a deleted namespace is Terminating, its content is deleted, what
-//! finalizers hold is reported in the conditions, and the namespace goes once they are released;
+//! Deployment controllers: a deleted namespace is Terminating, its pods are deleted first and
+//! alone (OrderedNamespaceDeletion), then the rest; what finalizers hold is reported in the
+//! conditions, and the namespace goes once they are released;
 //! a group whose discovery fails is reported, and the namespace finishes once it recovers.
 #![cfg(feature = "sandbox")]
 
@@ -139,11 +140,17 @@ impl Cluster {
         pods.iter().filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")).count()
     }
 
-    fn release(&self, namespace: &str) {
+    fn release_pod(&self, namespace: &str) {
         let patch = Patch::Merge(json!({"metadata": {"finalizers": null}}));
-        let params = PostParams::default();
-        Api::<ConfigMap>::namespaced(&self.client, namespace).patch("blocked", &patch, &params).expect("released");
-        Api::<Pod>::namespaced(&self.client, namespace).patch("held", &patch, &params).expect("released");
+        Api::<Pod>::namespaced(&self.client, namespace)
+            .patch("held", &patch, &PostParams::default())
+            .expect("released");
+    }
+
+    fn release_config_map(&self, namespace: &str) {
+        let patch = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+        let config_maps = Api::<ConfigMap>::namespaced(&self.client, namespace);
+        config_maps.patch("blocked", &patch, &PostParams::default()).expect("released");
     }
 }
 
@@ -189,41 +196,32 @@ fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
         .expect_err("refused");
     assert!(refused.has_status_cause("NamespaceTerminating"), "{refused}");
 
-    // While the pods terminate, they are part of what remains.
-    let first = eventually("content remaining, pods included", || {
-        let conditions = cluster.conditions("team");
-        let remaining = find(&conditions, CONTENT_REMAINING)?.message.clone()?;
-        remaining.contains("pods. has").then_some(remaining)
-    });
-    assert!(
-        first.starts_with("Some resources are remaining: configmaps. has 1 resource instances, pods. has "),
-        "{first}"
-    );
+    // OrderedNamespaceDeletion (on in v1.33): pods first; nothing else goes while one remains.
+    eventually("every pod but the held one gone", || (cluster.names::<Pod>("team") == ["held"]).then_some(()));
+    eventually("a deletion pass to set the conditions", || (cluster.conditions("team").len() == 5).then_some(()));
+    assert_eq!(cluster.names::<ConfigMap>("team"), ["blocked", "settings"]);
+    assert_eq!(cluster.names::<Secret>("team"), ["password"]);
+    assert_eq!(cluster.names::<ReplicaSet>("team").len(), 2, "web and the Deployment's");
+    cluster.release_pod("team");
 
-    // Then only what the finalizers hold.
+    // Then everything else, but for what a finalizer holds.
     let conditions = eventually("only finalized content remaining", || {
         let conditions = cluster.conditions("team");
         let remaining = summary(find(&conditions, CONTENT_REMAINING)?).2.to_string();
-        let wanted =
-            "Some resources are remaining: configmaps. has 1 resource instances, pods. has 1 resource instances";
-        (remaining == wanted).then_some(conditions)
+        (remaining == "Some resources are remaining: configmaps. has 1 resource instances").then_some(conditions)
     });
     let types: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();
     assert_eq!(types, CONDITION_TYPES, "conditions in upstream's order");
     assert_eq!(
         summary(find(&conditions, CONTENT_REMAINING).unwrap()),
-        (
-            "True",
-            "SomeResourcesRemain",
-            "Some resources are remaining: configmaps. has 1 resource instances, pods. has 1 resource instances"
-        )
+        ("True", "SomeResourcesRemain", "Some resources are remaining: configmaps. has 1 resource instances")
     );
     assert_eq!(
         summary(find(&conditions, FINALIZERS_REMAINING).unwrap()),
         (
             "True",
             "SomeFinalizersRemain",
-            "Some content in the namespace has finalizers remaining: example.com/block in 2 resource instances"
+            "Some content in the namespace has finalizers remaining: example.com/block in 1 resource instances"
         )
     );
     assert_eq!(
@@ -231,7 +229,7 @@ fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
         ("False", "ResourcesDiscovered", "All resources successfully discovered")
     );
     assert_eq!(cluster.names::<ConfigMap>("team"), ["blocked"]);
-    assert_eq!(cluster.names::<Pod>("team"), ["held"]);
+    assert!(cluster.names::<Pod>("team").is_empty());
     assert!(cluster.names::<Secret>("team").is_empty());
     assert!(cluster.names::<ServiceAccount>("team").is_empty());
     assert!(cluster.names::<ReplicaSet>("team").is_empty());
@@ -239,7 +237,7 @@ fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
     let namespace = cluster.namespaces().get("team").expect("held by its content");
     assert_eq!(namespace.spec.and_then(|s| s.finalizers), Some(vec!["kubernetes".to_string()]));
 
-    cluster.release("team");
+    cluster.release_config_map("team");
     eventually("the namespace gone", || cluster.namespaces().get_opt("team").expect("a get").is_none().then_some(()));
 }
 

@@ -2,7 +2,8 @@
 //! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`
 //! (`namespacedResourcesDeleter`): every namespaced resource discovery reports with the
 //! `delete` verb is emptied (delete-collection where served, else list and delete each item,
-//! in the background), what remains is counted by resource and by finalizer into the
+//! in the background; pods first and alone while any remain, with the `OrderedNamespaceDeletion`
+//! gate, beta and on in v1.33), what remains is counted by resource and by finalizer into the
 //! namespace's conditions, and once nothing remains the `kubernetes` finalizer is removed
 //! through `namespaces/<name>/finalize`.
 
@@ -144,12 +145,14 @@ struct ResourceDeletion {
 pub struct Deleter {
     client: Client,
     op_cache: OperationCache,
+    /// The `OrderedNamespaceDeletion` feature gate: pods go before everything else.
+    pods_first: bool,
 }
 
 impl Deleter {
     /// `NewNamespacedResourcesDeleter`, with the op cache pre-filled from discovery.
-    pub fn new(client: Client) -> Deleter {
-        let deleter = Deleter { client, op_cache: OperationCache::default() };
+    pub fn new(client: Client, pods_first: bool) -> Deleter {
+        let deleter = Deleter { client, op_cache: OperationCache::default(), pods_first };
         let (resources, error) = preferred_namespaced_resources(&deleter.client);
         if let Some(e) = error {
             log::error!("namespace-controller: {e}");
@@ -263,7 +266,26 @@ impl Deleter {
         });
         let mut totals = RemainingContent::default();
         let mut estimate = 0;
-        for resource in &deletable {
+        let pods = deletable.iter().find(|r| is_pods(r)).filter(|_| self.pods_first);
+        if let Some(pods) = pods {
+            // OrderedNamespaceDeletion: nothing else is deleted while pods remain, so that no pod
+            // runs on without, say, the NetworkPolicy that guarded it.
+            let (deletion, error) = self.delete_all_content_for_resource(pods, &name, deleted_at);
+            if let Some(e) = error {
+                conditions.process_delete_content_error(&e);
+                errors.push(format!("failed to delete pods for namespace: {name}, err: {e}"));
+            }
+            estimate = estimate.max(deletion.estimate);
+            if deletion.remaining > 0 {
+                log::debug!(
+                    "namespace-controller: pods still remain in {name:?}, delaying deletion of other resources"
+                );
+                // As upstream, the conditions are written without the content totals here.
+                self.write_conditions(&mut namespace, conditions);
+                return aggregate(estimate, errors);
+            }
+        }
+        for resource in deletable.iter().filter(|r| pods.is_none() || !is_pods(r)) {
             let (deletion, error) = self.delete_all_content_for_resource(resource, &name, deleted_at);
             if let Some(e) = error {
                 conditions.process_delete_content_error(&e);
@@ -279,17 +301,19 @@ impl Deleter {
         }
         conditions.process_content_totals(&totals);
         // Always written when changed: a condition may have gone back to "ok".
-        let status = namespace.status.get_or_insert_default();
-        if conditions.update(status)
-            && let Err(e) = self.namespaces().replace_status(&name, &namespace, &PostParams::default())
+        self.write_conditions(&mut namespace, conditions);
+        log::debug!("namespace-controller: deleteAllContent {name:?}: estimate {estimate}, errors {errors:?}");
+        aggregate(estimate, errors)
+    }
+
+    /// Sets the deletion conditions and writes the status if they changed; a failed write is
+    /// only logged (the next pass writes them again).
+    fn write_conditions(&self, namespace: &mut Namespace, conditions: ConditionUpdater) {
+        let name = name_of(namespace).to_string();
+        if conditions.update(namespace.status.get_or_insert_default())
+            && let Err(e) = self.namespaces().replace_status(&name, namespace, &PostParams::default())
         {
             log::error!("namespace-controller: couldn't update status condition for namespace {name:?}: {e}");
-        }
-        log::debug!("namespace-controller: deleteAllContent {name:?}: estimate {estimate}, errors {errors:?}");
-        match errors.len() {
-            0 => Ok(estimate),
-            1 => Err(errors.remove(0)),
-            _ => Err(format!("[{}]", errors.join(", "))),
         }
     }
 
@@ -393,6 +417,19 @@ impl Deleter {
             }
         }
         Ok(())
+    }
+}
+
+fn is_pods(resource: &ApiResource) -> bool {
+    resource.group.is_empty() && resource.version == "v1" && resource.plural == "pods"
+}
+
+/// `utilerrors.NewAggregate`: the estimate, or the errors (one alone, several in brackets).
+fn aggregate(estimate: i64, mut errors: Vec<String>) -> Result<i64, String> {
+    match errors.len() {
+        0 => Ok(estimate),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
     }
 }
 
@@ -553,6 +590,15 @@ mod tests {
             "unable to retrieve the complete list of server APIs: a.example.com/v1: cannot decode the server's \
              answer: bad, metrics.k8s.io/v1beta1: transport error: down"
         );
+    }
+
+    #[test]
+    fn errors_aggregate_like_utilerrors_and_pods_are_core_v1() {
+        assert_eq!(aggregate(15, Vec::new()), Ok(15));
+        assert_eq!(aggregate(15, vec!["a".into()]), Err("a".into()));
+        assert_eq!(aggregate(0, vec!["a".into(), "b".into()]), Err("[a, b]".into()));
+        assert!(is_pods(&resource("", "v1", "pods", &[])));
+        assert!(!is_pods(&resource("metrics.k8s.io", "v1beta1", "pods", &[])));
     }
 
     #[test]

@@ -45,7 +45,9 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         Event::Deleted { .. } => {}
     });
     start_resync(&namespaces, &queue, context.options.namespace.sync_period)?;
-    let controller = Arc::new(NamespaceController { deleter: Deleter::new(client), queue: queue.clone(), namespaces });
+    let pods_first = context.options.generic.feature_gates.is_enabled("OrderedNamespaceDeletion");
+    let deleter = Deleter::new(client, pods_first);
+    let controller = Arc::new(NamespaceController { deleter, queue: queue.clone(), namespaces });
     let workers = usize::try_from(context.options.concurrency.namespace_syncs).unwrap_or(0).max(1);
     Ok(ControllerHandle { queue, reconciler: controller, workers })
 }
