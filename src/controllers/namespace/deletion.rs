@@ -372,10 +372,9 @@ impl Deleter {
             .delete_collection(&ListParams::default(), &params)
         {
             Ok(()) => Ok(true),
-            Err(e) if e.is_method_not_supported() || e.is_not_found() => {
-                self.op_cache.set_not_supported(Operation::DeleteCollection, resource);
-                Ok(false)
-            }
+            // A resource discovery lists but that serves no such verb (kubernetes#22413) may
+            // answer 404 rather than 405. Not cached: only discovery fills the op cache.
+            Err(e) if e.is_method_not_supported() || e.is_not_found() => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -396,10 +395,7 @@ impl Deleter {
                     })
                     .collect(),
             )),
-            Err(e) if e.is_method_not_supported() || e.is_not_found() => {
-                self.op_cache.set_not_supported(Operation::List, resource);
-                Ok(None)
-            }
+            Err(e) if e.is_method_not_supported() || e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
     }
