@@ -117,6 +117,8 @@ impl Reconciler for NamespaceController {
                 let wait = requeue_delay(estimate);
                 log::debug!("namespace-controller: content remaining in namespace {key}, waiting {wait:?}");
                 self.queue.add_after(key.to_string(), wait);
+                // Upstream keeps the key's failure count here; returning Ok resets it (the
+                // runtime forgets the key), which only shortens a later error backoff.
                 Ok(())
             }
         }
