@@ -101,6 +101,10 @@ fn metadata_informers_sync_and_deliver_changes() {
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = seen.clone();
     informer.add_handler(move |event: &Event<PartialObjectMetadata>| {
+        // The sandbox's own objects (kube-system's token-tracking ConfigMap) are not this test's.
+        if event.object().metadata.namespace.as_deref() != Some("default") {
+            return;
+        }
         let name = event.object().metadata.name.clone().unwrap_or_default();
         if name != "before" && name != "after" {
             return; // the sandbox's own config maps
@@ -115,6 +119,10 @@ fn metadata_informers_sync_and_deliver_changes() {
     factory.start();
     assert!(factory.wait_for_sync(DEADLINE));
     assert!(informer.store().get("default/before").is_some_and(|o| o.kind == "PartialObjectMetadata"));
+    assert_eq!(
+        informer.store().list().iter().filter(|o| o.metadata.namespace.as_deref() == Some("default")).count(),
+        1
+    );
     create_config_map(&client, "after");
     Api::<ConfigMap>::namespaced(&client, "default").delete("before", &DeleteParams::default()).expect("deleted");
     let deadline = Instant::now() + DEADLINE;

@@ -1028,11 +1028,41 @@ fn namespaces_terminate_until_finalized() {
     namespaces.delete("gone", &DeleteParams::default()).unwrap();
     let terminating = namespaces.get("gone").unwrap();
     assert_eq!(terminating.status.as_ref().unwrap().phase.as_deref(), Some("Terminating"));
+    // The registry refuses a second delete while the content is being purged.
+    let again = namespaces.delete("gone", &DeleteParams::default()).unwrap_err();
+    assert!(again.is_conflict(), "{again}");
+    assert_eq!(
+        again.message(),
+        "Operation cannot be fulfilled on namespaces \"gone\": The system is ensuring all content is removed from \
+         this namespace.  Upon completion, this namespace will automatically be purged by the system."
+    );
     // What the namespace controller does once the content is gone.
     let mut finalized = value(&terminating);
     finalized["spec"]["finalizers"] = json!([]);
     let _: Namespace = namespaces.replace_subresource("finalize", "gone", &finalized, &PostParams::default()).unwrap();
     assert!(namespaces.get_opt("gone").unwrap().is_none());
+}
+
+#[test]
+fn finalized_namespaces_wait_for_their_metadata_finalizers() {
+    let sandbox = start();
+    let c = client(&sandbox);
+    let namespaces = Api::<Namespace>::cluster(&c);
+    let held: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})).unwrap();
+    namespaces.create(&held, &PostParams::default()).unwrap();
+    namespaces.delete("held", &DeleteParams::default()).unwrap();
+    let mut finalized = value(&namespaces.get("held").unwrap());
+    finalized["spec"]["finalizers"] = json!([]);
+    let after: Namespace =
+        namespaces.replace_subresource("finalize", "held", &finalized, &PostParams::default()).unwrap();
+    assert_eq!(after.spec.unwrap().finalizers.unwrap_or_default(), Vec::<String>::new());
+    // spec.finalizers are done; metadata.finalizers still hold it, and a delete now goes through.
+    namespaces.delete("held", &DeleteParams::default()).unwrap();
+    let mut released = namespaces.get("held").unwrap();
+    released.metadata.finalizers = None;
+    namespaces.replace("held", &released, &PostParams::default()).unwrap();
+    assert!(namespaces.get_opt("held").unwrap().is_none());
 }
 
 // ---------------------------------------------------------------------------------------------

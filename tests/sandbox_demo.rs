@@ -19,4 +19,17 @@ fn the_demo_converges() {
     assert!(stdout.contains("is no longer renewed"), "{stdout}");
     assert!(stdout.contains("replicaset-controller replaced them on healthy nodes"), "{stdout}");
     assert!(stdout.contains("unable to create new content in namespace demo"), "{stdout}");
+    // Steps whose controllers this build has.
+    let built = |names: &[&str]| names.iter().all(|n| kcm::controllers::is_implemented(n));
+    if built(&["garbage-collector-controller", "deployment-controller", "replicaset-controller"]) {
+        assert!(stdout.contains("garbage-collector-controller deleted the ReplicaSet, then its pods"), "{stdout}");
+        assert!(stdout.contains("keep running with no owner"), "{stdout}");
+    }
+    if built(&["endpoints-controller", "endpointslice-controller", "deployment-controller", "replicaset-controller"]) {
+        assert!(stdout.contains("now list 4 addresses"), "{stdout}");
+    }
+    if built(&["namespace-controller", "deployment-controller", "replicaset-controller"]) {
+        assert!(stdout.contains("namespace shop is Terminating"), "{stdout}");
+        assert!(stdout.contains("removed through /finalize and the namespace is gone"), "{stdout}");
+    }
 }

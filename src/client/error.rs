@@ -125,6 +125,11 @@ impl Error {
         self.has_reason("NotFound", 404)
     }
 
+    /// `IsMethodNotSupported`: the resource does not serve this verb (405).
+    pub fn is_method_not_supported(&self) -> bool {
+        self.has_reason("MethodNotAllowed", 405)
+    }
+
     /// apimachinery's `HasStatusCause`: the Status lists a cause of type `cause` (e.g.
     /// `NamespaceTerminating` when creating in a namespace being deleted).
     pub fn has_status_cause(&self, cause: &str) -> bool {

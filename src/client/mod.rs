@@ -119,11 +119,13 @@ impl Client {
         }
     }
 
-    /// The same client with its own rate limiter allowing `factor` × `--kube-api-qps` (burst
-    /// unchanged), as upstream raises the garbage collector's QPS.
-    pub fn with_qps_factor(&self, factor: f32) -> Client {
+    /// The same client with its own rate limiter allowing `qps_factor` × `--kube-api-qps` and
+    /// `burst_factor` × `--kube-api-burst`, as upstream raises the garbage collector's and the namespace
+    /// controller's.
+    pub fn with_rate_limit_factors(&self, qps_factor: f32, burst_factor: u32) -> Client {
         let options = &self.shared.options;
-        Client { limiter: Arc::new(TokenBucket::new(options.qps * factor, options.burst)), ..self.clone() }
+        let burst = options.burst.saturating_mul(burst_factor);
+        Client { limiter: Arc::new(TokenBucket::new(options.qps * qps_factor, burst)), ..self.clone() }
     }
 
     /// A client for `controller` on its own connection setup from `config` (an anonymous copy

@@ -13,6 +13,7 @@ pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod endpointutil;
 pub mod garbagecollector;
+pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod nodeutil;
@@ -137,6 +138,7 @@ pub static DESCRIPTORS: &[ControllerDescriptor] = &[
     endpointslice::ENDPOINTSLICE,
     endpointslicemirroring::ENDPOINTSLICE_MIRRORING,
     garbagecollector::GARBAGE_COLLECTOR,
+    namespace::NAMESPACE,
     nodeipam::NODE_IPAM,
     nodelifecycle::NODE_LIFECYCLE,
     podgc::POD_GC,

@@ -33,6 +33,7 @@ const KNOWN_GATES: &[KnownGate] = &[
     gate("LoggingAlphaOptions", Stage::Alpha, false),
     gate("LoggingBetaOptions", Stage::Beta, true),
     gate("MultiCIDRServiceAllocator", Stage::Ga, true),
+    gate("OrderedNamespaceDeletion", Stage::Beta, true),
     gate("SELinuxChangePolicy", Stage::Beta, true),
     gate("SeparateTaintEvictionController", Stage::Beta, true),
     gate("StorageVersionAPI", Stage::Alpha, false),

@@ -482,9 +482,9 @@ pub static FLAGS: &[FlagSpec] = &[
         "Number of cron jobs synced concurrently (at least 1)."),
     flag!("legacy-service-account-token-clean-up-period", LegacyServiceAccountTokenCleanerController, GoDuration, "8760h0m0s", BUILT, service_account.legacy_token_clean_up_period,
         "How long after its last use a legacy service account token may be deleted."),
-    flag!("concurrent-namespace-syncs", NamespaceController, Int32, "10", LATER, concurrency.namespace_syncs,
+    flag!("concurrent-namespace-syncs", NamespaceController, Int32, "10", BUILT, concurrency.namespace_syncs,
         "Number of namespaces synced concurrently. More terminates namespaces faster but uses more CPU and network."),
-    flag!("namespace-sync-period", NamespaceController, GoDuration, "5m0s", LATER, namespace.sync_period,
+    flag!("namespace-sync-period", NamespaceController, GoDuration, "5m0s", BUILT, namespace.sync_period,
         "Period of syncing namespace lifecycle updates."),
     // Node IPAM
     flag!("node-cidr-mask-size", NodeIpamController, Int32, "", BUILT, node_ipam.node_cidr_mask_size,

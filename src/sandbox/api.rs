@@ -87,6 +87,9 @@ impl Handler for ApiServer {
             None if is_public_path(&request.path) => UserInfo::new("system:anonymous", &["system:unauthenticated"]),
             None => return send_error(response, &ApiError::unauthorized()),
         };
+        if let Some(error) = self.faults.unavailable_api_error(request.path.trim_end_matches('/')) {
+            return send_error(response, &error);
+        }
         if let Some(answer) = discovery::answer(request) {
             return match answer {
                 Ok((content_type, body)) => response.send(200, &[("Content-Type", content_type)], body.as_bytes()),
@@ -99,7 +102,8 @@ impl Handler for ApiServer {
         };
         self.audit(request, &target, &user);
         let watching = is_watch(request, &target);
-        let is_list = request.method == "GET" && target.name.is_none() && !watching;
+        // A collection GET or DELETE (`deletecollection`) answers with a list.
+        let is_list = matches!(request.method.as_str(), "GET" | "DELETE") && target.name.is_none() && !watching;
         let rendering = match metadata::negotiate(request.header("Accept"), is_list) {
             Ok(rendering) => rendering,
             Err(e) => return send_error(response, &e),
@@ -1028,6 +1032,9 @@ impl DeleteOutcome {
     }
 }
 
+/// Why a namespace being purged cannot be deleted again (`pkg/registry/core/namespace/storage`).
+const NAMESPACE_PURGING: &str = "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.";
+
 /// Deletes one object within a transaction, as kube-apiserver's `BeforeDelete` + graceful
 /// deletion + garbage-collection finalizers.
 pub fn delete_in(
@@ -1064,10 +1071,14 @@ pub fn delete_in(
             ),
         ));
     }
+    let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
+    if is_namespace && is_deleting(&old) && old["spec"]["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
+        // The namespace registry's `Delete`: no second delete while its content is purged.
+        return Err(ApiError::conflict(resource, name, NAMESPACE_PURGING));
+    }
     let mut object = (*old).clone();
     let grace = grace_period(resource, &object, options.grace_period_seconds);
     apply_propagation_policy(resource, &mut object, options.propagation_policy.as_deref());
-    let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
     mark_deleting(&mut object, grace, is_namespace);
     if is_namespace {
         object["status"]["phase"] = "Terminating".into();

@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Node, Pod, Service, ServiceAccount};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use lexopt::prelude::*;
 use serde_json::json;
 
 use super::nodes::{NodeOptions, SimulatedNodes};
 use super::server::{Sandbox, SandboxOptions};
-use crate::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
+use crate::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams, PropagationPolicy};
 use crate::controllers::is_implemented;
 
 /// Options of `demo`.
@@ -212,6 +213,9 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
 
     replicaset_steps(client, ns, narrator)?;
     deployment_steps(client, ns, narrator)?;
+    garbage_collection_steps(client, ns, narrator)?;
+    endpoints_steps(client, ns, narrator)?;
+    namespace_content_steps(client, narrator)?;
     node_failure_steps(client, nodes, ns, &node, narrator)?;
     namespace_deletion_steps(client, ns, narrator)
 }
@@ -401,6 +405,21 @@ fn node_failure_steps(
     let node = node.as_str();
     narrator.step(&format!("{node} stops heartbeating (its kubelet dies)"));
     nodes.stop_heartbeat(node);
+    let outcome = failed_node_steps(client, ns, node, evicting, narrator);
+    // Pods on a dead kubelet never finish terminating; the namespace deletion at the end needs it back.
+    nodes.resume_heartbeat(node);
+    narrator.info(&format!("the kubelet of {node} restarts and takes up its pods again"));
+    outcome
+}
+
+/// What the cluster does about `node` once its kubelet has stopped.
+fn failed_node_steps(
+    client: &Client,
+    ns: &str,
+    node: &str,
+    evicting: bool,
+    narrator: &mut Narrator,
+) -> Result<(), String> {
     let leases = Api::<Lease>::namespaced(client, "kube-node-lease");
     let renew_time = |lease: &Lease| lease.spec.as_ref().and_then(|s| s.renew_time.clone()).map(|t| t.0.to_string());
     let before = renew_time(&leases.get(node).map_err(|e| e.to_string())?);
@@ -610,4 +629,227 @@ impl ControllerManager {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Garbage collection, endpoints following pods, and a namespace deleted with its content.
+// ---------------------------------------------------------------------------------------------
+
+fn api_error(e: crate::client::Error) -> String {
+    e.to_string()
+}
+
+/// Pods matching `selector` that are not being deleted, by name.
+fn live_pod_names(client: &Client, ns: &str, selector: &str) -> Result<Vec<String>, String> {
+    let params = ListParams { label_selector: Some(selector.into()), ..ListParams::default() };
+    let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params).map_err(api_error)?;
+    let live = pods.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none());
+    let mut names: Vec<String> = live.filter_map(|p| p.metadata.name).collect();
+    names.sort();
+    Ok(names)
+}
+
+/// A Deployment of `replicas` busybox pods labelled `app: <name>`.
+fn deployment_manifest(name: &str, replicas: i32) -> Result<Deployment, String> {
+    let mut deployment = json!({"metadata": {"name": name}, "spec": {"replicas": replicas,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}}});
+    if !is_implemented("node-lifecycle-controller") {
+        deployment["spec"]["template"]["spec"]["tolerations"] = not_ready_toleration();
+    }
+    serde_json::from_value(deployment).map_err(|e| e.to_string())
+}
+
+/// Deletes Deployment `worker` in the background: the garbage collector removes its
+/// ReplicaSet, then the pods; then an orphaning delete of ReplicaSet `cache` leaves its pod.
+fn garbage_collection_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let needed = ["garbage-collector-controller", "deployment-controller", "replicaset-controller"];
+    narrator.step("Garbage collection: deleting Deployment worker (cascade: background)");
+    if !all_implemented(&needed) {
+        narrator.skip("cascading and orphaning deletes", &needed);
+        return Ok(());
+    }
+    let deployments = Api::<Deployment>::namespaced(client, ns);
+    deployments.create(&deployment_manifest("worker", 2)?, &PostParams::default()).map_err(api_error)?;
+    wait_running_pods(client, ns, "app=worker", 2)?;
+    let sets = Api::<ReplicaSet>::namespaced(client, ns);
+    let by_label = ListParams { label_selector: Some("app=worker".into()), ..ListParams::default() };
+    let (owned, _) = sets.list_all(&by_label).map_err(api_error)?;
+    let set_names: Vec<String> = owned.into_iter().filter_map(|rs| rs.metadata.name).collect();
+    let pods = live_pod_names(client, ns, "app=worker")?;
+    narrator.info(&format!("worker owns ReplicaSet {} which owns pods {}", set_names.join(", "), pods.join(", ")));
+    let background =
+        DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
+    deployments.delete("worker", &background).map_err(api_error)?;
+    wait_for("the ReplicaSets and pods of worker to go", STEP_TIMEOUT, || {
+        let (left, _) = sets.list_all(&by_label).map_err(api_error)?;
+        let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&by_label).map_err(api_error)?;
+        Ok((left.is_empty() && pods.is_empty()).then_some(()))
+    })?;
+    narrator.ok("garbage-collector-controller deleted the ReplicaSet, then its pods, once their owner was gone");
+
+    narrator.step("Deleting ReplicaSet cache with cascade: orphan");
+    let cache_pods = live_pod_names(client, ns, "app=cache")?;
+    let orphan = DeleteParams { propagation_policy: Some(PropagationPolicy::Orphan), ..DeleteParams::default() };
+    sets.delete("cache", &orphan).map_err(api_error)?;
+    let pods = Api::<Pod>::namespaced(client, ns);
+    wait_for("ReplicaSet cache gone and its pods released", STEP_TIMEOUT, || {
+        let gone = sets.get_opt("cache").map_err(api_error)?.is_none();
+        let mut released = true;
+        for name in &cache_pods {
+            let pod = pods.get(name).map_err(api_error)?;
+            released &= pod.metadata.owner_references.as_ref().is_none_or(|refs| refs.is_empty());
+        }
+        Ok((gone && released).then_some(()))
+    })?;
+    narrator.ok(&format!(
+        "the ReplicaSet is gone; its pods {} keep running with no owner (the orphan finalizer ran first)",
+        cache_pods.join(", ")
+    ));
+    let by_cache = ListParams { label_selector: Some("app=cache".into()), ..ListParams::default() };
+    pods.delete_collection(&by_cache, &DeleteParams::default()).map_err(api_error)?;
+    wait_for("the orphaned pods to go", STEP_TIMEOUT, || {
+        let (left, _) = pods.list_all(&by_cache).map_err(api_error)?;
+        Ok(left.is_empty().then_some(()))
+    })?;
+    narrator.ok("the orphaned pods were deleted by hand");
+    Ok(())
+}
+
+/// The ready addresses of Endpoints `name` and of its EndpointSlices, each sorted.
+fn service_addresses(client: &Client, ns: &str, name: &str) -> Result<(Vec<String>, Vec<String>), String> {
+    let endpoints = Api::<Endpoints>::namespaced(client, ns).get_opt(name).map_err(api_error)?;
+    let subsets = endpoints.and_then(|e| e.subsets).unwrap_or_default();
+    let mut from_endpoints: Vec<String> =
+        subsets.iter().flat_map(|s| s.addresses.iter().flatten()).map(|a| a.ip.clone()).collect();
+    from_endpoints.sort();
+    let params =
+        ListParams { label_selector: Some(format!("kubernetes.io/service-name={name}")), ..ListParams::default() };
+    let (slices, _) = Api::<EndpointSlice>::namespaced(client, ns).list_all(&params).map_err(api_error)?;
+    let ready = slices
+        .iter()
+        .flat_map(|s| s.endpoints.iter())
+        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true));
+    let mut from_slices: Vec<String> = ready.flat_map(|e| e.addresses.iter().cloned()).collect();
+    from_slices.sort();
+    Ok((from_endpoints, from_slices))
+}
+
+/// The pod IPs of the running pods matching `selector`, sorted.
+fn running_pod_ips(client: &Client, ns: &str, selector: &str) -> Result<Vec<String>, String> {
+    let params = ListParams { label_selector: Some(selector.into()), ..ListParams::default() };
+    let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params).map_err(api_error)?;
+    let running = pods.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none());
+    let mut ips: Vec<String> = running
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| p.status.and_then(|s| s.pod_ip))
+        .collect();
+    ips.sort();
+    Ok(ips)
+}
+
+/// Waits until Endpoints and EndpointSlices of Service `web` list exactly the running web pods.
+fn wait_web_addresses(client: &Client, ns: &str, count: usize) -> Result<Vec<String>, String> {
+    wait_for(&format!("{count} ready addresses for Service web"), STEP_TIMEOUT, || {
+        let ips = running_pod_ips(client, ns, "app=web")?;
+        let (endpoints, slices) = service_addresses(client, ns, "web")?;
+        Ok((ips.len() == count && endpoints == ips && slices == ips).then_some(ips))
+    })
+}
+
+/// Service `web` selects the Deployment's pods; its Endpoints and EndpointSlices follow them.
+fn endpoints_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let needed = ["endpoints-controller", "endpointslice-controller", "deployment-controller", "replicaset-controller"];
+    narrator.step("Service web selecting the web pods → Endpoints and EndpointSlices");
+    if !all_implemented(&needed) {
+        narrator.skip("Service endpoints following pods", &needed);
+        return Ok(());
+    }
+    let service: Service = serde_json::from_value(json!({"metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 80}]}}))
+    .map_err(|e| e.to_string())?;
+    Api::<Service>::namespaced(client, ns).create(&service, &PostParams::default()).map_err(api_error)?;
+    let replicas = Api::<Deployment>::namespaced(client, ns)
+        .get("web")
+        .map_err(api_error)?
+        .spec
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let count = usize::try_from(replicas).unwrap_or(0);
+    let ips = wait_web_addresses(client, ns, count)?;
+    narrator.ok(&format!("Endpoints web and its EndpointSlice list the {count} ready pods: {}", ips.join(", ")));
+
+    narrator.step("Scaling web to 4: new pods join the Service as they become ready");
+    Api::<Deployment>::namespaced(client, ns)
+        .patch("web", &Patch::Merge(json!({"spec": {"replicas": 4}})), &PostParams::default())
+        .map_err(api_error)?;
+    let ips = wait_web_addresses(client, ns, 4)?;
+    narrator.ok(&format!("Endpoints web and its EndpointSlice now list 4 addresses: {}", ips.join(", ")));
+    Ok(())
+}
+
+/// Namespace `shop` with a Deployment, ConfigMaps and a Service is deleted: Terminating, then
+/// its content is removed by namespace-controller, then the namespace goes.
+fn namespace_content_steps(client: &Client, narrator: &mut Narrator) -> Result<(), String> {
+    let ns = "shop";
+    let needed = ["namespace-controller", "deployment-controller", "replicaset-controller"];
+    narrator.step("Namespace shop with a Deployment, ConfigMaps and a Service, deleted with all of it");
+    if !all_implemented(&needed) {
+        narrator.skip("deleting namespace shop with its content", &needed);
+        return Ok(());
+    }
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).map_err(|e| e.to_string())?;
+    let namespaces = Api::<Namespace>::cluster(client);
+    namespaces.create(&namespace, &PostParams::default()).map_err(api_error)?;
+    ensure_default_service_account(client, ns, narrator)?;
+    Api::<Deployment>::namespaced(client, ns)
+        .create(&deployment_manifest("shop", 2)?, &PostParams::default())
+        .map_err(api_error)?;
+    for name in ["settings", "feature-flags"] {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}}))
+            .map_err(|e| e.to_string())?;
+        Api::<ConfigMap>::namespaced(client, ns).create(&cm, &PostParams::default()).map_err(api_error)?;
+    }
+    let service: Service = serde_json::from_value(json!({"metadata": {"name": "shop"},
+        "spec": {"selector": {"app": "shop"}, "ports": [{"port": 80}]}}))
+    .map_err(|e| e.to_string())?;
+    Api::<Service>::namespaced(client, ns).create(&service, &PostParams::default()).map_err(api_error)?;
+    wait_running_pods(client, ns, "app=shop", 2)?;
+    narrator.ok("shop holds Deployment shop (2 pods Running), ConfigMaps settings and feature-flags, Service shop");
+
+    namespaces.delete(ns, &DeleteParams::default()).map_err(api_error)?;
+    let phase = namespaces.get(ns).map_err(api_error)?.status.and_then(|s| s.phase).unwrap_or_default();
+    narrator.ok(&format!("namespace shop is {phase}; namespace-controller starts 5 s later"));
+    let mut reported = None;
+    wait_for("the content of namespace shop to be removed", STEP_TIMEOUT, || {
+        let current = namespaces.get_opt(ns).map_err(api_error)?;
+        let conditions = current.and_then(|n| n.status).and_then(|s| s.conditions).unwrap_or_default();
+        if let Some(remaining) =
+            conditions.iter().find(|c| c.type_ == "NamespaceContentRemaining" && c.status == "True")
+        {
+            reported = remaining.message.clone();
+        }
+        Ok(namespace_is_empty(client, ns)?.then_some(()))
+    })?;
+    if let Some(message) = reported {
+        narrator.info(&format!("NamespaceContentRemaining: {message}"));
+    }
+    narrator.ok("its Deployment, ReplicaSet, pods, ConfigMaps, Service and ServiceAccount are gone");
+    wait_for("namespace shop to disappear", STEP_TIMEOUT, || {
+        Ok(namespaces.get_opt(ns).map_err(api_error)?.is_none().then_some(()))
+    })?;
+    narrator.ok("the kubernetes finalizer was removed through /finalize and the namespace is gone");
+    Ok(())
+}
+
+/// Whether the kinds the demo put in `ns` are all gone.
+fn namespace_is_empty(client: &Client, ns: &str) -> Result<bool, String> {
+    let all = ListParams::default();
+    Ok(Api::<Pod>::namespaced(client, ns).list(&all).map_err(api_error)?.items.is_empty()
+        && Api::<Deployment>::namespaced(client, ns).list(&all).map_err(api_error)?.items.is_empty()
+        && Api::<ReplicaSet>::namespaced(client, ns).list(&all).map_err(api_error)?.items.is_empty()
+        && Api::<ConfigMap>::namespaced(client, ns).list(&all).map_err(api_error)?.items.is_empty()
+        && Api::<Service>::namespaced(client, ns).list(&all).map_err(api_error)?.items.is_empty()
+        && Api::<ServiceAccount>::namespaced(client, ns).list(&all).map_err(api_error)?.items.is_empty())
 }

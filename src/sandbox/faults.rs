@@ -1,6 +1,6 @@
 //! Fault injection for tests and demos: failed requests, latency, cut watches.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -15,6 +15,8 @@ pub struct Faults {
     latency: Mutex<Option<Duration>>,
     /// Bumped to end every open watch.
     watch_epoch: AtomicU64,
+    /// Group versions answered with 503, as an unavailable aggregated API (APIService) is.
+    unavailable_apis: Mutex<BTreeSet<String>>,
 }
 
 impl Faults {
@@ -46,6 +48,27 @@ impl Faults {
         self.watch_epoch.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Makes every request under `/apis/<group_version>` (its discovery document included) fail
+    /// with 503, as kube-apiserver answers for an APIService whose backend is down; `false`
+    /// restores it.
+    pub fn set_api_unavailable(&self, group_version: &str, unavailable: bool) {
+        let mut apis = self.unavailable_apis.lock();
+        if unavailable {
+            apis.insert(group_version.trim_matches('/').to_string());
+        } else {
+            apis.remove(group_version.trim_matches('/'));
+        }
+    }
+
+    /// The 503 for a request to an unavailable group version.
+    pub(crate) fn unavailable_api_error(&self, path: &str) -> Option<ApiError> {
+        let apis = self.unavailable_apis.lock();
+        let rest = path.strip_prefix("/apis/")?;
+        let hit =
+            apis.iter().any(|gv| rest.strip_prefix(gv.as_str()).is_some_and(|r| r.is_empty() || r.starts_with('/')));
+        hit.then(|| ApiError::service_unavailable("the server is currently unable to handle the request", None))
+    }
+
     pub(crate) fn watch_epoch(&self) -> u64 {
         self.watch_epoch.load(Ordering::SeqCst)
     }
@@ -71,5 +94,17 @@ mod tests {
         assert_eq!(faults.next_error().unwrap().code, 429);
         assert!(faults.next_error().is_none());
         assert!(faults.fail_next(1, 404, None).is_err());
+    }
+
+    #[test]
+    fn unavailable_group_versions_fail_until_restored() {
+        let faults = Faults::default();
+        faults.set_api_unavailable("metrics.k8s.io/v1beta1", true);
+        assert_eq!(faults.unavailable_api_error("/apis/metrics.k8s.io/v1beta1").map(|e| e.code), Some(503));
+        assert!(faults.unavailable_api_error("/apis/metrics.k8s.io/v1beta1/pods").is_some());
+        assert!(faults.unavailable_api_error("/apis/metrics.k8s.io/v1beta10").is_none());
+        assert!(faults.unavailable_api_error("/apis/apps/v1").is_none());
+        faults.set_api_unavailable("metrics.k8s.io/v1beta1", false);
+        assert!(faults.unavailable_api_error("/apis/metrics.k8s.io/v1beta1").is_none());
     }
 }

@@ -75,7 +75,7 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     sync_errors();
     // Each deletion takes two requests: upstream doubles the collector's QPS. (The client's
     // identity, `generic-garbage-collector`, comes with the context.)
-    let client = context.client.with_qps_factor(2.0);
+    let client = context.client.with_rate_limit_factors(2.0, 1);
     let queue = WorkQueue::new("garbage_collector_attempt_to_delete");
     let (changes, changes_rx) = crossbeam_channel::unbounded();
     let discovered = discovery::server_resources(&client).unwrap_or_else(|e| {

@@ -1,0 +1,271 @@
+//! The namespace controller against the sandbox with simulated nodes, beside the ReplicaSet and
+//! Deployment controllers: a deleted namespace is Terminating, its pods are deleted first and
+//! alone (OrderedNamespaceDeletion), then the rest; what finalizers hold is reported in the
+//! conditions, and the namespace goes once they are released;
+//! a group whose discovery fails is reported, and the namespace finishes once it recovers.
+#![cfg(feature = "sandbox")]
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, NamespaceCondition, Pod, Secret, ServiceAccount};
+use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
+use kcm::controllers::deployment::DEPLOYMENT;
+use kcm::controllers::namespace::NAMESPACE;
+use kcm::controllers::namespace::conditions::{
+    CONDITION_TYPES, CONTENT_REMAINING, DISCOVERY_FAILURE, FINALIZERS_REMAINING,
+};
+use kcm::controllers::replicaset::REPLICASET;
+use kcm::runtime::controller::ControllerSet;
+use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// Generous: the machine may be loaded (the controller waits 5 s before its first pass).
+const DEADLINE: Duration = Duration::from_secs(90);
+const BLOCK: &str = "example.com/block";
+
+struct Cluster {
+    client: Client,
+    set: Option<ControllerSet>,
+    nodes: Option<SimulatedNodes>,
+    sandbox: Sandbox,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(set) = self.set.take() {
+            set.stop(Duration::from_secs(5));
+        }
+        if let Some(nodes) = self.nodes.take() {
+            nodes.stop();
+        }
+    }
+}
+
+fn from<T: DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("a valid object")
+}
+
+fn create<K>(client: &Client, namespace: &str, object: Value)
+where
+    K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + serde::Serialize
+        + DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client, namespace).create(&from(object), &PostParams::default()).expect("created");
+}
+
+fn create_namespace(client: &Client, name: &str) {
+    let namespace: Namespace = from(json!({"metadata": {"name": name}}));
+    Api::<Namespace>::cluster(client).create(&namespace, &PostParams::default()).expect("namespace");
+    // Pod admission needs the namespace's default ServiceAccount.
+    create::<ServiceAccount>(client, name, json!({"metadata": {"name": "default"}}));
+}
+
+fn pod_template(app: &str) -> Value {
+    json!({
+        "metadata": {"labels": {"app": app}},
+        "spec": {"terminationGracePeriodSeconds": 30, "containers": [{"name": "app", "image": "nginx:1.27"}]},
+    })
+}
+
+/// A sandbox with two simulated nodes; `prepare` runs before the controllers start.
+fn start_with(prepare: impl FnOnce(&Sandbox, &Client)) -> Cluster {
+    let listen = "127.0.0.1:0".parse().expect("an address");
+    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
+    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
+    let options = NodeOptions {
+        pod_start_delay: Duration::from_millis(200),
+        tick: Duration::from_millis(50),
+        ..NodeOptions::default()
+    };
+    let names = vec!["node-a".to_string(), "node-b".to_string()];
+    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
+    prepare(&sandbox, &client);
+    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
+    let options = match kcm::flags::parse(["--controllers=*".into()]) {
+        Ok(kcm::flags::Command::Run(options)) => options,
+        other => panic!("unexpected {other:?}"),
+    };
+    let mut set = ControllerSet::start(&kcm, &options, &[NAMESPACE, REPLICASET, DEPLOYMENT]).expect("controllers");
+    assert!(set.wait_for_sync(DEADLINE), "caches sync");
+    set.run_workers();
+    Cluster { client, set: Some(set), nodes: Some(nodes), sandbox }
+}
+
+/// Polls `check` until it gives a value, or fails with `what`.
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Cluster {
+    fn namespaces(&self) -> Api<Namespace> {
+        Api::cluster(&self.client)
+    }
+
+    fn conditions(&self, name: &str) -> Vec<NamespaceCondition> {
+        let namespace = self.namespaces().get(name).expect("the namespace");
+        namespace.status.and_then(|s| s.conditions).unwrap_or_default()
+    }
+
+    fn names<K>(&self, namespace: &str) -> Vec<String>
+    where
+        K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + serde::Serialize
+            + DeserializeOwned
+            + Clone
+            + std::fmt::Debug
+            + k8s_openapi::ListableResource
+            + k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+    {
+        let items = Api::<K>::namespaced(&self.client, namespace).list(&ListParams::default()).expect("a list").items;
+        let mut names: Vec<String> = items.iter().filter_map(|o| o.metadata().name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    fn running_pods(&self, namespace: &str) -> usize {
+        let pods = Api::<Pod>::namespaced(&self.client, namespace).list(&ListParams::default()).expect("pods").items;
+        pods.iter().filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")).count()
+    }
+
+    fn release_pod(&self, namespace: &str) {
+        let patch = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+        Api::<Pod>::namespaced(&self.client, namespace)
+            .patch("held", &patch, &PostParams::default())
+            .expect("released");
+    }
+
+    fn release_config_map(&self, namespace: &str) {
+        let patch = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+        let config_maps = Api::<ConfigMap>::namespaced(&self.client, namespace);
+        config_maps.patch("blocked", &patch, &PostParams::default()).expect("released");
+    }
+}
+
+fn summary(condition: &NamespaceCondition) -> (&str, &str, &str) {
+    (condition.status.as_str(), condition.reason.as_deref().unwrap_or(""), condition.message.as_deref().unwrap_or(""))
+}
+
+fn find<'a>(conditions: &'a [NamespaceCondition], type_: &str) -> Option<&'a NamespaceCondition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+#[test]
+fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
+    let cluster = start_with(|_, client| {
+        create_namespace(client, "team");
+        create::<ReplicaSet>(
+            client,
+            "team",
+            json!({"metadata": {"name": "web"}, "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": pod_template("web")}}),
+        );
+        create::<Deployment>(
+            client,
+            "team",
+            json!({"metadata": {"name": "api"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "api"}},
+                "template": pod_template("api")}}),
+        );
+        create::<ConfigMap>(client, "team", json!({"metadata": {"name": "settings"}, "data": {"a": "1"}}));
+        create::<ConfigMap>(client, "team", json!({"metadata": {"name": "blocked", "finalizers": [BLOCK]}}));
+        create::<Secret>(client, "team", json!({"metadata": {"name": "password"}, "stringData": {"p": "x"}}));
+        let mut held = pod_template("held");
+        held["metadata"] = json!({"name": "held", "finalizers": [BLOCK]});
+        create::<Pod>(client, "team", held);
+    });
+    eventually("the four pods running", || (cluster.running_pods("team") == 4).then_some(()));
+
+    cluster.namespaces().delete("team", &DeleteParams::default()).expect("deleted");
+    let terminating = cluster.namespaces().get("team").expect("still there");
+    assert_eq!(terminating.status.and_then(|s| s.phase).as_deref(), Some("Terminating"));
+    // Nothing new may be created in it.
+    let refused = Api::<ConfigMap>::namespaced(&cluster.client, "team")
+        .create(&from(json!({"metadata": {"name": "late"}})), &PostParams::default())
+        .expect_err("refused");
+    assert!(refused.has_status_cause("NamespaceTerminating"), "{refused}");
+
+    // OrderedNamespaceDeletion (on in v1.33): pods first; nothing else goes while one remains.
+    eventually("every pod but the held one gone", || (cluster.names::<Pod>("team") == ["held"]).then_some(()));
+    eventually("a deletion pass to set the conditions", || (cluster.conditions("team").len() == 5).then_some(()));
+    assert_eq!(cluster.names::<ConfigMap>("team"), ["blocked", "settings"]);
+    assert_eq!(cluster.names::<Secret>("team"), ["password"]);
+    assert_eq!(cluster.names::<ReplicaSet>("team").len(), 2, "web and the Deployment's");
+    cluster.release_pod("team");
+
+    // Then everything else, but for what a finalizer holds.
+    let conditions = eventually("only finalized content remaining", || {
+        let conditions = cluster.conditions("team");
+        let remaining = summary(find(&conditions, CONTENT_REMAINING)?).2.to_string();
+        (remaining == "Some resources are remaining: configmaps. has 1 resource instances").then_some(conditions)
+    });
+    let types: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();
+    assert_eq!(types, CONDITION_TYPES, "conditions in upstream's order");
+    assert_eq!(
+        summary(find(&conditions, CONTENT_REMAINING).unwrap()),
+        ("True", "SomeResourcesRemain", "Some resources are remaining: configmaps. has 1 resource instances")
+    );
+    assert_eq!(
+        summary(find(&conditions, FINALIZERS_REMAINING).unwrap()),
+        (
+            "True",
+            "SomeFinalizersRemain",
+            "Some content in the namespace has finalizers remaining: example.com/block in 1 resource instances"
+        )
+    );
+    assert_eq!(
+        summary(find(&conditions, DISCOVERY_FAILURE).unwrap()),
+        ("False", "ResourcesDiscovered", "All resources successfully discovered")
+    );
+    assert_eq!(cluster.names::<ConfigMap>("team"), ["blocked"]);
+    assert!(cluster.names::<Pod>("team").is_empty());
+    assert!(cluster.names::<Secret>("team").is_empty());
+    assert!(cluster.names::<ServiceAccount>("team").is_empty());
+    assert!(cluster.names::<ReplicaSet>("team").is_empty());
+    assert!(cluster.names::<Deployment>("team").is_empty());
+    let namespace = cluster.namespaces().get("team").expect("held by its content");
+    assert_eq!(namespace.spec.and_then(|s| s.finalizers), Some(vec!["kubernetes".to_string()]));
+
+    cluster.release_config_map("team");
+    eventually("the namespace gone", || cluster.namespaces().get_opt("team").expect("a get").is_none().then_some(()));
+}
+
+#[test]
+fn a_failing_group_discovery_is_reported_and_the_namespace_finishes_once_it_recovers() {
+    let cluster = start_with(|sandbox, client| {
+        create_namespace(client, "flaky");
+        create::<ConfigMap>(client, "flaky", json!({"metadata": {"name": "settings"}}));
+        sandbox.faults().set_api_unavailable("batch/v1", true);
+    });
+    cluster.namespaces().delete("flaky", &DeleteParams::default()).expect("deleted");
+    let failure = eventually("the discovery failure", || {
+        let conditions = cluster.conditions("flaky");
+        find(&conditions, DISCOVERY_FAILURE).filter(|c| c.status == "True").cloned()
+    });
+    assert_eq!(
+        summary(&failure),
+        (
+            "True",
+            "DiscoveryFailed",
+            "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: \
+             batch/v1: the server is currently unable to handle the request"
+        )
+    );
+    // What was discovered is still emptied, but the namespace is not finalized meanwhile.
+    eventually("the configmap deleted", || cluster.names::<ConfigMap>("flaky").is_empty().then_some(()));
+    assert!(cluster.namespaces().get_opt("flaky").expect("a get").is_some());
+
+    cluster.sandbox.faults().set_api_unavailable("batch/v1", false);
+    eventually("the namespace gone", || cluster.namespaces().get_opt("flaky").expect("a get").is_none().then_some(()));
+}
