@@ -121,7 +121,11 @@ impl QuotaController {
     fn replenish_quota(&self, resource: &GroupResource, namespace: &str) {
         let Some(evaluator) = self.registry.get(resource) else { return };
         for quota in self.quotas.store().list_namespace(namespace) {
-            let (hard, _) = status_of(&quota);
+            // Upstream looks at `status.hard` only. The cached quota may not show this
+            // controller's first status write yet, and a replenishment dropped then would wait
+            // for the next full resync: `spec.hard` is consulted as well.
+            let (mut hard, _) = status_of(&quota);
+            hard.extend(spec_hard(&quota));
             if !evaluator.matching_resources(&resources::resource_names(&hard)).is_empty() {
                 self.queue.add(object_key(&quota.metadata));
             }
