@@ -7,96 +7,43 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Event, Pod, ServiceAccount};
-use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kcm::client::{Api, Client, Patch, PostParams};
 use kcm::controllers::deployment::DEPLOYMENT;
 use kcm::controllers::deployment::pod_template_hash::pod_template_hash;
 use kcm::controllers::replicaset::REPLICASET;
-use kcm::runtime::controller::ControllerSet;
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
-use serde::de::DeserializeOwned;
+use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
+
+mod harness;
+
+use harness::{Cluster, from};
 
 /// Generous: the machine may be loaded.
 const DEADLINE: Duration = Duration::from_secs(90);
 
 const REVISION: &str = "deployment.kubernetes.io/revision";
 
-struct Cluster {
-    client: Client,
-    controller_client: Client,
-    set: Option<ControllerSet>,
-    nodes: Option<SimulatedNodes>,
-    sandbox: Sandbox,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        if let Some(nodes) = self.nodes.take() {
-            nodes.stop();
-        }
-    }
-}
-
-fn from<T: DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
-
-fn start_controllers(client: &Client) -> ControllerSet {
-    let options = match kcm::flags::parse(["--controllers=*".into()]) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    };
-    let mut set = ControllerSet::start(client, &options, &[DEPLOYMENT, REPLICASET]).expect("controllers");
-    assert_eq!(set.names(), ["deployment-controller", "replicaset-controller"]);
-    assert!(set.wait_for_sync(DEADLINE), "caches sync");
-    set.run_workers();
-    set
+/// Two simulated nodes whose pods take a moment to start, so that rollouts move in visible
+/// steps, and both controllers; `prepare` runs before the controllers start.
+fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
+    let nodes = NodeOptions { pod_start_delay: Duration::from_millis(500), ..harness::fast_nodes() };
+    harness::with(&[DEPLOYMENT, REPLICASET])
+        .names(&["deployment-controller", "replicaset-controller"])
+        .node_options(nodes)
+        .deadline(DEADLINE)
+        .start_with(|client, _| prepare(client))
 }
 
 fn start() -> Cluster {
     start_with(|_| ())
 }
 
-/// Like `start`, with `prepare` run before the controllers start.
-fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
-    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("account");
-    // Pods take a moment to start, so that rollouts move in visible steps.
-    let options = NodeOptions {
-        pod_start_delay: Duration::from_millis(500),
-        tick: Duration::from_millis(50),
-        ..NodeOptions::default()
-    };
-    let names = vec!["node-a".to_string(), "node-b".to_string()];
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
-    prepare(&client);
-    let controller_client =
-        Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let set = start_controllers(&controller_client);
-    Cluster { client, controller_client, set: Some(set), nodes: Some(nodes), sandbox }
-}
-
-/// Polls `check` until it gives a value, or fails with `what`.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    harness::eventually_within(DEADLINE, what, check)
 }
 
 /// A Deployment `name` (label app=name) of nginx `image`; `extra` is merged into its spec.
@@ -506,9 +453,7 @@ fn a_controller_restart_mid_rollout_creates_no_duplicates() {
         let sets = cluster.replica_sets(&cluster.get("restart"));
         (sets.len() == 2 && sets.iter().all(|rs| rs_replicas(rs) > 0)).then_some(())
     });
-    cluster.set.take().expect("running").stop(Duration::from_secs(5));
-    let set = start_controllers(&cluster.controller_client);
-    cluster.set = Some(set);
+    cluster.restart_controllers();
     let d = cluster.wait_complete("restart");
     let sets = cluster.replica_sets(&d);
     assert_eq!(sets.len(), 2, "no second new ReplicaSet");

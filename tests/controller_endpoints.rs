@@ -5,88 +5,34 @@
 #![cfg(feature = "sandbox")]
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, PodCondition, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, PodCondition, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
+use kcm::client::{Api, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::endpoint::ENDPOINTS;
 use kcm::controllers::endpointslice::ENDPOINTSLICE;
 use kcm::controllers::endpointslicemirroring::ENDPOINTSLICE_MIRRORING;
 use kcm::controllers::replicaset::REPLICASET;
-use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm::runtime::controller::ControllerDescriptor;
+use kcm::sandbox::nodes::NodeOptions;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-/// Generous: the machine may be loaded.
-const DEADLINE: Duration = Duration::from_secs(60);
+mod harness;
+
+use harness::{Cluster, eventually, from};
+
 const READY_GATE: &str = "example.com/in-rotation";
 const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 const SERVICE_NAME: &str = "kubernetes.io/service-name";
 
-struct Cluster {
-    client: Client,
-    set: Option<ControllerSet>,
-    nodes: Option<SimulatedNodes>,
-    _sandbox: Sandbox,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        if let Some(nodes) = self.nodes.take() {
-            nodes.stop();
-        }
-    }
-}
-
-fn from<T: DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
-
-/// A sandbox running `controllers`, with two simulated nodes if `with_nodes`.
+/// A sandbox running `controllers`, with two simulated nodes in zones a and b if `with_nodes`.
 fn start(controllers: &[ControllerDescriptor], with_nodes: bool) -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
-    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("account");
-    let nodes = with_nodes.then(|| {
-        let options = NodeOptions {
-            pod_start_delay: Duration::from_millis(200),
-            tick: Duration::from_millis(50),
-            zones: vec!["zone-a".into(), "zone-b".into()],
-            ..NodeOptions::default()
-        };
-        let names = vec!["node-a".to_string(), "node-b".to_string()];
-        SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start")
-    });
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let options = match kcm::flags::parse(["--controllers=*".into()]) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    };
-    let mut set = ControllerSet::start(&kcm, &options, controllers).expect("controllers");
-    assert!(set.wait_for_sync(DEADLINE), "caches sync");
-    set.run_workers();
-    Cluster { client, set: Some(set), nodes, _sandbox: sandbox }
-}
-
-/// Polls `check` until it gives a value, or fails with `what`.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let harness = harness::with(controllers)
+        .node_options(NodeOptions { zones: vec!["zone-a".into(), "zone-b".into()], ..harness::fast_nodes() });
+    if with_nodes { harness.start() } else { harness.without_nodes().start() }
 }
 
 /// The IPs of a list of Endpoints addresses, sorted.

@@ -5,85 +5,33 @@
 #![cfg(feature = "sandbox")]
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, ReplicationController, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, ReplicationController};
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use kcm::client::{Api, Client, ClientOptions, DeleteParams, PostParams, PropagationPolicy};
+use kcm::client::{Api, Client, DeleteParams, PostParams, PropagationPolicy};
 use kcm::controllers::garbagecollector::GARBAGE_COLLECTOR;
 use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
-use kcm::runtime::controller::ControllerSet;
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+mod harness;
+
+use harness::{Cluster, from};
 
 /// Generous: the machine may be loaded.
 const DEADLINE: Duration = Duration::from_secs(90);
 
-struct Cluster {
-    client: Client,
-    set: Option<ControllerSet>,
-    nodes: Option<SimulatedNodes>,
-    sandbox: Sandbox,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        if let Some(nodes) = self.nodes.take() {
-            nodes.stop();
-        }
-    }
-}
-
-fn from<T: DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
-
 /// A sandbox with two simulated nodes; `prepare` runs before the controllers start.
 fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
-    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("account");
-    let options = NodeOptions {
-        pod_start_delay: Duration::from_millis(200),
-        tick: Duration::from_millis(50),
-        ..NodeOptions::default()
-    };
-    let names = vec!["node-a".to_string(), "node-b".to_string()];
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
-    prepare(&client);
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let options = match kcm::flags::parse(["--controllers=*".into()]) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    };
-    let descriptors = [GARBAGE_COLLECTOR, REPLICASET, REPLICATION_CONTROLLER];
-    let mut set = ControllerSet::start(&kcm, &options, &descriptors).expect("controllers");
-    assert_eq!(
-        set.names(),
-        ["garbage-collector-controller", "replicaset-controller", "replicationcontroller-controller"]
-    );
-    assert!(set.wait_for_sync(DEADLINE), "caches sync");
-    set.run_workers();
-    Cluster { client, set: Some(set), nodes: Some(nodes), sandbox }
+    harness::with(&[GARBAGE_COLLECTOR, REPLICASET, REPLICATION_CONTROLLER])
+        .names(&["garbage-collector-controller", "replicaset-controller", "replicationcontroller-controller"])
+        .deadline(DEADLINE)
+        .start_with(|client, _| prepare(client))
 }
 
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    harness::eventually_within(DEADLINE, what, check)
 }
 
 fn uid_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {

@@ -5,48 +5,28 @@
 //! a group whose discovery fails is reported, and the namespace finishes once it recovers.
 #![cfg(feature = "sandbox")]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, NamespaceCondition, Pod, Secret, ServiceAccount};
-use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
+use kcm::client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::deployment::DEPLOYMENT;
 use kcm::controllers::namespace::NAMESPACE;
 use kcm::controllers::namespace::conditions::{
     CONDITION_TYPES, CONTENT_REMAINING, DISCOVERY_FAILURE, FINALIZERS_REMAINING,
 };
 use kcm::controllers::replicaset::REPLICASET;
-use kcm::runtime::controller::ControllerSet;
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm::sandbox::server::Sandbox;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+mod harness;
+
+use harness::{Cluster, from};
 
 /// Generous: the machine may be loaded (the controller waits 5 s before its first pass).
 const DEADLINE: Duration = Duration::from_secs(90);
 const BLOCK: &str = "example.com/block";
-
-struct Cluster {
-    client: Client,
-    set: Option<ControllerSet>,
-    nodes: Option<SimulatedNodes>,
-    sandbox: Sandbox,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        if let Some(nodes) = self.nodes.take() {
-            nodes.stop();
-        }
-    }
-}
-
-fn from<T: DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
 
 fn create<K>(client: &Client, namespace: &str, object: Value)
 where
@@ -74,39 +54,12 @@ fn pod_template(app: &str) -> Value {
 }
 
 /// A sandbox with two simulated nodes; `prepare` runs before the controllers start.
-fn start_with(prepare: impl FnOnce(&Sandbox, &Client)) -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
-    let options = NodeOptions {
-        pod_start_delay: Duration::from_millis(200),
-        tick: Duration::from_millis(50),
-        ..NodeOptions::default()
-    };
-    let names = vec!["node-a".to_string(), "node-b".to_string()];
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
-    prepare(&sandbox, &client);
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let options = match kcm::flags::parse(["--controllers=*".into()]) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    };
-    let mut set = ControllerSet::start(&kcm, &options, &[NAMESPACE, REPLICASET, DEPLOYMENT]).expect("controllers");
-    assert!(set.wait_for_sync(DEADLINE), "caches sync");
-    set.run_workers();
-    Cluster { client, set: Some(set), nodes: Some(nodes), sandbox }
+fn start_with(prepare: impl FnOnce(&Client, &Sandbox)) -> Cluster {
+    harness::with(&[NAMESPACE, REPLICASET, DEPLOYMENT]).without_default_account().deadline(DEADLINE).start_with(prepare)
 }
 
-/// Polls `check` until it gives a value, or fails with `what`.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    harness::eventually_within(DEADLINE, what, check)
 }
 
 impl Cluster {
@@ -164,7 +117,7 @@ fn find<'a>(conditions: &'a [NamespaceCondition], type_: &str) -> Option<&'a Nam
 
 #[test]
 fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
-    let cluster = start_with(|_, client| {
+    let cluster = start_with(|client, _| {
         create_namespace(client, "team");
         create::<ReplicaSet>(
             client,
@@ -243,7 +196,7 @@ fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
 
 #[test]
 fn a_failing_group_discovery_is_reported_and_the_namespace_finishes_once_it_recovers() {
-    let cluster = start_with(|sandbox, client| {
+    let cluster = start_with(|client, sandbox| {
         create_namespace(client, "flaky");
         create::<ConfigMap>(client, "flaky", json!({"metadata": {"name": "settings"}}));
         sandbox.faults().set_api_unavailable("batch/v1", true);

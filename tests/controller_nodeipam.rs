@@ -7,76 +7,36 @@
 
 use std::collections::BTreeSet;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node};
-use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, PostParams};
+use kcm::client::{Api, Client, DeleteParams, ListParams, PostParams};
 use kcm::controllers::nodeipam::NODE_IPAM;
 use kcm::runtime::controller::ControllerSet;
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm::sandbox::nodes::NodeOptions;
 use serde_json::json;
 
-/// Generous: the machine may be loaded.
-const DEADLINE: Duration = Duration::from_secs(60);
+mod harness;
 
-struct Cluster {
-    client: Client,
-    kcm: Client,
-    set: Option<ControllerSet>,
-    nodes: Option<SimulatedNodes>,
-    _sandbox: Sandbox,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        if let Some(nodes) = self.nodes.take() {
-            nodes.stop();
-        }
-    }
-}
-
-fn parse(args: &[&str]) -> Box<kcm::flags::Options> {
-    match kcm::flags::parse(args.iter().map(|a| a.into())) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    }
-}
+use harness::{Cluster, eventually};
 
 /// The controller manager's options with `--allocate-node-cidrs` and `flags`.
 fn options(flags: &[&str]) -> Box<kcm::flags::Options> {
-    let mut args = vec!["--controllers=*", "--allocate-node-cidrs"];
+    let mut args = vec!["--allocate-node-cidrs"];
     args.extend_from_slice(flags);
-    parse(&args)
+    harness::options(&args)
 }
 
 /// A sandbox with `simulated` kubelet-run nodes; `prepare` runs before the controller starts.
 fn start(flags: &[&str], simulated: &[&str], prepare: impl FnOnce(&Client)) -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
-    let names = simulated.iter().map(|n| n.to_string()).collect();
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, NodeOptions::default()).expect("the nodes start");
-    prepare(&client);
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let mut cluster = Cluster { client, kcm, set: None, nodes: Some(nodes), _sandbox: sandbox };
-    cluster.start_controller(flags);
-    cluster
-}
-
-/// Polls `check` until it gives a value, or fails with `what`.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    harness::with(&[NODE_IPAM])
+        .names(&["node-ipam-controller"])
+        .without_default_account()
+        .nodes(simulated)
+        .node_options(NodeOptions::default())
+        .flags(&["--allocate-node-cidrs"])
+        .flags(flags)
+        .start_with(|client, _| prepare(client))
 }
 
 fn bare_node(name: &str, cidr: Option<&str>) -> Node {
@@ -92,21 +52,6 @@ fn cidrs_of(node: &Node) -> Vec<String> {
 }
 
 impl Cluster {
-    fn start_controller(&mut self, flags: &[&str]) {
-        let mut set = ControllerSet::start(&self.kcm, &options(flags), &[NODE_IPAM]).expect("the controller starts");
-        assert_eq!(set.names(), ["node-ipam-controller"]);
-        assert!(set.wait_for_sync(DEADLINE), "caches sync");
-        set.run_workers();
-        self.set = Some(set);
-    }
-
-    fn restart_controller(&mut self, flags: &[&str]) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        self.start_controller(flags);
-    }
-
     fn nodes(&self) -> Api<Node> {
         Api::all(&self.client)
     }
@@ -180,7 +125,7 @@ fn nodes_get_distinct_blocks_in_order_and_keep_them_across_a_restart() {
 
     // After a restart the blocks nodes have are occupied again: a new node gets the one freed.
     cluster.delete_node("n5");
-    cluster.restart_controller(&flags);
+    cluster.restart_controllers();
     cluster.create_node("after-restart", None);
     assert_eq!(cluster.cidrs("after-restart"), ["10.244.5.0/24"]);
     let all = cluster.all_cidrs();
@@ -205,7 +150,7 @@ fn blocks_stay_unique_across_many_nodes_and_a_restart() {
         })
     };
     wait_all(&cluster, 150);
-    cluster.restart_controller(&flags);
+    cluster.restart_controllers();
     for i in 0..105 {
         cluster.create_node(&format!("late-{i}"), None);
     }
@@ -235,7 +180,7 @@ fn the_controller_runs_only_when_allocating_and_refuses_nodes_with_foreign_block
     let refused = ControllerSet::start(&cluster.kcm, &options(&["--cluster-cidr=10.244.0.0/16"]), &[NODE_IPAM]);
     let err = refused.err().expect("a block outside the cluster CIDR stops the start");
     assert!(err.starts_with("starting node-ipam-controller: failed to mark cidr[192.168.0.0/24]"), "{err}");
-    let off = parse(&["--controllers=*"]);
+    let off = harness::options(&[]);
     let set = ControllerSet::start(&cluster.kcm, &off, &[NODE_IPAM]).expect("starts");
     assert!(set.names().is_empty(), "without --allocate-node-cidrs the controller does not run");
     set.stop(Duration::ZERO);

@@ -4,44 +4,21 @@
 //! taints follow the nodes; with every node of the only zone down nothing is evicted.
 #![cfg(feature = "sandbox")]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Node, Pod, ServiceAccount, Taint};
-use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint};
+use kcm::client::{Api, Patch, PostParams};
 use kcm::controllers::nodelifecycle::NODE_LIFECYCLE;
 use kcm::controllers::tainteviction::TAINT_EVICTION;
-use kcm::runtime::controller::ControllerSet;
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
-use serde::de::DeserializeOwned;
+use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
-/// Generous: the machine may be loaded.
-const DEADLINE: Duration = Duration::from_secs(60);
+mod harness;
+
+use harness::{Cluster, eventually, from};
+
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
-
-struct Cluster {
-    client: Client,
-    set: Option<ControllerSet>,
-    nodes: Option<SimulatedNodes>,
-    _sandbox: Sandbox,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        if let Some(nodes) = self.nodes.take() {
-            nodes.stop();
-        }
-    }
-}
-
-fn from<T: DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
 
 /// Two nodes whose kubelets renew their Leases every 500 ms, and both controllers with a 1 s
 /// monitor period and 5 s grace periods. The scheduler honours the not-ready:NoSchedule taint
@@ -52,48 +29,16 @@ fn start() -> Cluster {
 
 /// Like `start`, with more flags.
 fn start_with_flags(extra: &[&str]) -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
-    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("account");
-    let options = NodeOptions {
+    let nodes = NodeOptions {
         lease_renew_interval: Duration::from_millis(500),
-        pod_start_delay: Duration::from_millis(200),
-        tick: Duration::from_millis(50),
         strict_not_ready_taint: true,
-        ..NodeOptions::default()
+        ..harness::fast_nodes()
     };
-    let names = vec!["node-a".to_string(), "node-b".to_string()];
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let mut flags = vec![
-        "--controllers=*",
-        "--node-monitor-period=1s",
-        "--node-monitor-grace-period=5s",
-        "--node-startup-grace-period=5s",
-    ];
-    flags.extend_from_slice(extra);
-    let options = match kcm::flags::parse(flags.iter().map(|f| f.into())) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    };
-    let mut set = ControllerSet::start(&kcm, &options, &[NODE_LIFECYCLE, TAINT_EVICTION]).expect("controllers");
-    assert!(set.wait_for_sync(DEADLINE), "caches sync");
-    set.run_workers();
-    Cluster { client, set: Some(set), nodes: Some(nodes), _sandbox: sandbox }
-}
-
-/// Polls `check` until it gives a value, or fails with `what`.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    harness::with(&[NODE_LIFECYCLE, TAINT_EVICTION])
+        .node_options(nodes)
+        .flags(&["--node-monitor-period=1s", "--node-monitor-grace-period=5s", "--node-startup-grace-period=5s"])
+        .flags(extra)
+        .start()
 }
 
 fn taints(node: &Node) -> Vec<Taint> {
@@ -117,20 +62,12 @@ fn pod_condition(pod: &Pod, kind: &str) -> Option<(String, Option<String>)> {
 }
 
 impl Cluster {
-    fn names(&self) -> Vec<&'static str> {
-        self.set.as_ref().map(ControllerSet::names).unwrap_or_default()
-    }
-
     fn nodes(&self) -> Api<Node> {
         Api::cluster(&self.client)
     }
 
     fn pods(&self) -> Api<Pod> {
         Api::namespaced(&self.client, "default")
-    }
-
-    fn simulated(&self) -> &SimulatedNodes {
-        self.nodes.as_ref().expect("the nodes run")
     }
 
     fn node(&self, name: &str) -> Node {
@@ -195,7 +132,7 @@ fn node_failure_tolerations(seconds: Option<i64>) -> Value {
 #[test]
 fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers() {
     let cluster = start();
-    assert_eq!(cluster.names(), ["node-lifecycle-controller", "taint-eviction-controller"]);
+    assert_eq!(cluster.controller_names(), ["node-lifecycle-controller", "taint-eviction-controller"]);
     for name in ["node-a", "node-b"] {
         cluster.wait_node(name, "the admission's not-ready:NoSchedule taint removed once Ready", |n| {
             condition(n, "Ready").is_some_and(|c| c.0 == "True") && !has_taint(n, NOT_READY, "NoSchedule")
@@ -319,7 +256,11 @@ fn with_every_node_of_the_only_zone_down_nothing_is_evicted() {
 #[test]
 fn without_the_separate_controller_gate_the_node_lifecycle_controller_evicts() {
     let cluster = start_with_flags(&["--feature-gates=SeparateTaintEvictionController=false"]);
-    assert_eq!(cluster.names(), ["node-lifecycle-controller"], "the taint manager runs inside it, as upstream");
+    assert_eq!(
+        cluster.controller_names(),
+        ["node-lifecycle-controller"],
+        "the taint manager runs inside it, as upstream"
+    );
     cluster.wait_node("node-b", "Ready without the not-ready taint", |n| !has_taint(n, NOT_READY, "NoSchedule"));
     cluster.run_pod("short", "node-b", node_failure_tolerations(Some(1)));
     assert!(cluster.simulated().stop_heartbeat("node-b"));

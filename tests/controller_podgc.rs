@@ -6,20 +6,20 @@
 #![cfg(feature = "sandbox")]
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount};
-use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kcm::client::{Api, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::podgc;
 use kcm::runtime::clock::RealClock;
-use kcm::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, ControllerSet};
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
-use serde::de::DeserializeOwned;
+use kcm::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle};
+use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
-/// Generous: the machine may be loaded.
-const DEADLINE: Duration = Duration::from_secs(60);
+mod harness;
+
+use harness::{Cluster, eventually, from};
+
 /// Holds pods after their deletion so that the test can look at them.
 const HOLD: &str = "example.com/hold";
 
@@ -30,64 +30,13 @@ fn fast_pod_gc(context: &ControllerContext<'_>) -> Result<ControllerHandle, Stri
 /// The controller with a 1 s period and a 3 s quarantine.
 const FAST_POD_GC: ControllerDescriptor = ControllerDescriptor { name: podgc::POD_GC.name, init: fast_pod_gc };
 
-struct Cluster {
-    client: Client,
-    set: Option<ControllerSet>,
-    nodes: Option<SimulatedNodes>,
-    _sandbox: Sandbox,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        if let Some(nodes) = self.nodes.take() {
-            nodes.stop();
-        }
-    }
-}
-
-fn from<T: DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
-
 fn start() -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
-    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("account");
-    let options = NodeOptions {
-        pod_start_delay: Duration::from_millis(200),
-        job_pod_run_time: Duration::from_millis(300),
-        tick: Duration::from_millis(50),
-        ..NodeOptions::default()
-    };
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), vec!["node-a".into()], options).expect("nodes start");
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let args = ["--controllers=*", "--terminated-pod-gc-threshold=1"];
-    let options = match kcm::flags::parse(args.iter().map(|a| a.into())) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    };
-    let mut set = ControllerSet::start(&kcm, &options, &[FAST_POD_GC]).expect("the controller starts");
-    assert_eq!(set.names(), ["pod-garbage-collector-controller"]);
-    assert!(set.wait_for_sync(DEADLINE), "caches sync");
-    set.run_workers();
-    Cluster { client, set: Some(set), nodes: Some(nodes), _sandbox: sandbox }
-}
-
-/// Polls `check` until it gives a value, or fails with `what`.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    harness::with(&[FAST_POD_GC])
+        .names(&["pod-garbage-collector-controller"])
+        .nodes(&["node-a"])
+        .node_options(NodeOptions { job_pod_run_time: Duration::from_millis(300), ..harness::fast_nodes() })
+        .flags(&["--terminated-pod-gc-threshold=1"])
+        .start()
 }
 
 fn phase(pod: &Pod) -> &str {

@@ -4,43 +4,16 @@
 #![cfg(feature = "sandbox")]
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Event, Pod, ReplicationController, ResourceQuota, ServiceAccount};
-use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
+use k8s_openapi::api::core::v1::{Event, Pod, ReplicationController, ResourceQuota};
+use kcm::client::{Api, Client, Patch, PostParams};
 use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
-use kcm::runtime::controller::ControllerSet;
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-/// Generous: the machine may be loaded.
-const DEADLINE: Duration = Duration::from_secs(60);
+mod harness;
 
-/// A sandbox with two simulated nodes and both controllers running.
-struct Cluster {
-    client: Client,
-    set: Option<ControllerSet>,
-    nodes: Option<SimulatedNodes>,
-    _sandbox: Sandbox,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        if let Some(nodes) = self.nodes.take() {
-            nodes.stop();
-        }
-    }
-}
-
-fn from<T: DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
+use harness::{Cluster, eventually, from};
 
 /// A bare nginx pod with `labels`.
 fn new_pod(name: &str, labels: Value, node_selector: Option<Value>) -> Pod {
@@ -55,45 +28,13 @@ fn start() -> Cluster {
     start_with(|_| ())
 }
 
-/// Like `start`, with `prepare` run against the API before the controllers start, so that what it
-/// creates is in the controllers' first list rather than racing their watches.
+/// A sandbox with two simulated nodes and both controllers running; `prepare` runs against the
+/// API before the controllers start, so that what it creates is in the controllers' first list
+/// rather than racing their watches.
 fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
-    // Pod admission needs the namespace's default ServiceAccount.
-    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("account");
-    let options = NodeOptions {
-        pod_start_delay: Duration::from_millis(200),
-        tick: Duration::from_millis(50),
-        ..NodeOptions::default()
-    };
-    let names = vec!["node-a".to_string(), "node-b".to_string()];
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
-    prepare(&client);
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let options = match kcm::flags::parse(["--controllers=*".into()]) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    };
-    let mut set = ControllerSet::start(&kcm, &options, &[REPLICASET, REPLICATION_CONTROLLER]).expect("controllers");
-    assert_eq!(set.names(), ["replicaset-controller", "replicationcontroller-controller"]);
-    assert!(set.wait_for_sync(DEADLINE), "caches sync");
-    set.run_workers();
-    Cluster { client, set: Some(set), nodes: Some(nodes), _sandbox: sandbox }
-}
-
-/// Polls `check` until it gives a value, or fails with `what`.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    harness::with(&[REPLICASET, REPLICATION_CONTROLLER])
+        .names(&["replicaset-controller", "replicationcontroller-controller"])
+        .start_with(|client, _| prepare(client))
 }
 
 impl Cluster {

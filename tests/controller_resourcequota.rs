@@ -8,43 +8,18 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service, ServiceAccount,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kcm::client::{Api, Client, ClientOptions, DeleteParams, Patch, PostParams};
+use kcm::client::{Api, Client, DeleteParams, Patch, PostParams};
 use kcm::controllers::resourcequota::RESOURCE_QUOTA;
 use kcm::quantity::Quantity;
-use kcm::runtime::controller::ControllerSet;
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm::sandbox::nodes::NodeOptions;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-/// Generous: the machine may be loaded.
-const DEADLINE: Duration = Duration::from_secs(60);
+mod harness;
 
-struct Cluster {
-    client: Client,
-    set: Option<ControllerSet>,
-    nodes: Option<SimulatedNodes>,
-    _sandbox: Sandbox,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        if let Some(nodes) = self.nodes.take() {
-            nodes.stop();
-        }
-    }
-}
-
-fn from<T: DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
+use harness::{Cluster, DEADLINE, from};
 
 fn create<K>(client: &Client, namespace: &str, object: Value) -> K
 where
@@ -61,36 +36,12 @@ where
 /// A sandbox with two simulated nodes, namespaces `namespaces` (with their default
 /// ServiceAccount), what `prepare` creates, then the quota controller running.
 fn start(namespaces: &[&str], prepare: impl FnOnce(&Client)) -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
-    for namespace in namespaces {
-        let ns: Namespace = from(json!({"metadata": {"name": namespace}}));
-        Api::<Namespace>::cluster(&client).create(&ns, &PostParams::default()).expect("namespace");
-        let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-        Api::<ServiceAccount>::namespaced(&client, namespace)
-            .create(&account, &PostParams::default())
-            .expect("account");
-    }
-    let options = NodeOptions {
-        pod_start_delay: Duration::from_millis(200),
-        job_pod_run_time: Duration::from_secs(1),
-        tick: Duration::from_millis(50),
-        ..NodeOptions::default()
-    };
-    let names = vec!["node-a".to_string(), "node-b".to_string()];
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
-    prepare(&client);
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let options = match kcm::flags::parse(["--controllers=*".into()]) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    };
-    let mut set = ControllerSet::start(&kcm, &options, &[RESOURCE_QUOTA]).expect("controllers");
-    assert_eq!(set.names(), ["resourcequota-controller"]);
-    assert!(set.wait_for_sync(DEADLINE), "caches sync");
-    set.run_workers();
-    Cluster { client, set: Some(set), nodes: Some(nodes), _sandbox: sandbox }
+    harness::with(&[RESOURCE_QUOTA])
+        .names(&["resourcequota-controller"])
+        .without_default_account()
+        .namespaces(namespaces)
+        .node_options(NodeOptions { job_pod_run_time: Duration::from_secs(1), ..harness::fast_nodes() })
+        .start_with(|client, _| prepare(client))
 }
 
 /// Polls `check` until it gives a value, or fails with `what` and the last thing seen.

@@ -5,8 +5,7 @@
 #![cfg(feature = "sandbox")]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
@@ -17,44 +16,12 @@ use kcm::controllers::root_ca_publisher::{self, ROOT_CA_PUBLISHER};
 use kcm::controllers::serviceaccount::{LEGACY_TOKEN_CLEANER, SERVICE_ACCOUNT, SERVICE_ACCOUNT_TOKEN};
 use kcm::jwt;
 use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
-use kcm::sandbox::server::{CONTROLLER_MANAGER_USER, Sandbox, SandboxOptions};
-use serde::de::DeserializeOwned;
+use kcm::sandbox::server::{CONTROLLER_MANAGER_USER, Sandbox};
 use serde_json::{Value, json};
 
-/// Generous: the machine may be loaded.
-const DEADLINE: Duration = Duration::from_secs(60);
+mod harness;
 
-struct Cluster {
-    client: Client,
-    set: Option<ControllerSet>,
-    sandbox: Sandbox,
-    key_file: PathBuf,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(set) = self.set.take() {
-            set.stop(Duration::from_secs(5));
-        }
-        let _ = std::fs::remove_file(&self.key_file);
-    }
-}
-
-fn from<T: DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
-
-/// Polls `check` until it gives a value, or fails with `what`.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use harness::{Cluster, eventually, from};
 
 /// A sandbox with `descriptors` running under `flags`; the sandbox's service-account key is
 /// passed as `--service-account-private-key-file`.
@@ -64,24 +31,18 @@ fn start(
     flags: &[&str],
     prepare: impl FnOnce(&Client, &Sandbox),
 ) -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
     let key_file = std::env::temp_dir().join(format!("kcm-sa-{}-{test}.key", std::process::id()));
-    std::fs::write(&key_file, sandbox.service_account_key_pem()).expect("key written");
-    prepare(&client, &sandbox);
-    let mut args =
-        vec!["--controllers=*".to_string(), format!("--service-account-private-key-file={}", key_file.display())];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    let options = match kcm::flags::parse(args.into_iter().map(Into::into)) {
-        Ok(kcm::flags::Command::Run(options)) => options,
-        other => panic!("unexpected {other:?}"),
-    };
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-    let mut set = ControllerSet::start(&kcm, &options, descriptors).expect("controllers");
-    assert!(set.wait_for_sync(DEADLINE), "caches sync");
-    set.run_workers();
-    Cluster { client, set: Some(set), sandbox, key_file }
+    let key_flag = format!("--service-account-private-key-file={}", key_file.display());
+    harness::with(descriptors)
+        .without_default_account()
+        .without_nodes()
+        .flags(&[key_flag.as_str()])
+        .flags(flags)
+        .remove_on_drop(key_file.clone())
+        .start_with(|client, sandbox| {
+            std::fs::write(&key_file, sandbox.service_account_key_pem()).expect("key written");
+            prepare(client, sandbox);
+        })
 }
 
 impl Cluster {
@@ -125,7 +86,7 @@ fn default_service_account_and_root_ca_follow_namespaces() {
     // Without a private key the token controller is skipped, as upstream.
     let descriptors = [SERVICE_ACCOUNT_TOKEN, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER];
     let cluster = start("defaults", &descriptors, &["--service-account-private-key-file="], |_, _| ());
-    let names = cluster.set.as_ref().unwrap().names();
+    let names = cluster.controller_names();
     assert_eq!(names, ["serviceaccount-controller", "root-ca-certificate-publisher-controller"]);
     cluster.create_namespace("team");
     let first = cluster.wait_account("team", "default", None);

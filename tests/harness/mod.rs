@@ -1,0 +1,253 @@
+//! Harness shared by the controller integration tests: an in-process sandbox API server, simulated
+//! nodes (a kubelet and scheduler), and a `ControllerSet` running the controllers under test.
+//!
+//! The order of `Builder::start_with` is fixed: sandbox, namespaces with their default
+//! ServiceAccount, nodes, the test's `prepare` hook, then the controllers. What `prepare` creates
+//! is therefore in the controllers' first list rather than racing their watches.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kcm::client::{Api, Client, ClientOptions, PostParams};
+use kcm::flags::Options;
+use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
+use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// Generous: the machine may be loaded.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Deserializes a test object written as JSON.
+pub fn from<T: DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("a valid object")
+}
+
+/// Polls `check` until it gives a value, or fails with `what` after `DEADLINE`.
+pub fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    eventually_within(DEADLINE, what, check)
+}
+
+/// Polls `check` every 100 ms until it gives a value, or fails with `what` after `deadline`.
+pub fn eventually_within<T>(deadline: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + deadline;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The controller manager's options for `--controllers=*` followed by `flags`.
+pub fn options(flags: &[&str]) -> Box<Options> {
+    let args = std::iter::once("--controllers=*").chain(flags.iter().copied());
+    match kcm::flags::parse(args.map(Into::into)) {
+        Ok(kcm::flags::Command::Run(options)) => options,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// Nodes whose pods start after 200 ms, ticking every 50 ms.
+pub fn fast_nodes() -> NodeOptions {
+    NodeOptions {
+        pod_start_delay: Duration::from_millis(200),
+        tick: Duration::from_millis(50),
+        ..NodeOptions::default()
+    }
+}
+
+/// A sandbox with its nodes and controllers; stops them when dropped.
+pub struct Cluster {
+    /// The admin's client.
+    pub client: Client,
+    /// The controller manager's client.
+    pub kcm: Client,
+    pub set: Option<ControllerSet>,
+    pub nodes: Option<SimulatedNodes>,
+    pub sandbox: Sandbox,
+    descriptors: Vec<ControllerDescriptor>,
+    expected_names: Option<Vec<&'static str>>,
+    options: Box<Options>,
+    deadline: Duration,
+    temp_files: Vec<PathBuf>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(set) = self.set.take() {
+            set.stop(Duration::from_secs(5));
+        }
+        if let Some(nodes) = self.nodes.take() {
+            nodes.stop();
+        }
+        for file in &self.temp_files {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
+impl Cluster {
+    /// The names of the running controllers.
+    pub fn controller_names(&self) -> Vec<&'static str> {
+        self.set.as_ref().map(ControllerSet::names).unwrap_or_default()
+    }
+
+    pub fn simulated(&self) -> &SimulatedNodes {
+        self.nodes.as_ref().expect("the nodes run")
+    }
+
+    /// Stops the controllers and starts them again with the same descriptors and flags.
+    pub fn restart_controllers(&mut self) {
+        if let Some(set) = self.set.take() {
+            set.stop(Duration::from_secs(5));
+        }
+        self.start_controllers();
+    }
+
+    fn start_controllers(&mut self) {
+        let descriptors: Vec<ControllerDescriptor> =
+            self.descriptors.iter().map(|d| ControllerDescriptor { name: d.name, init: d.init }).collect();
+        let mut set = ControllerSet::start(&self.kcm, &self.options, &descriptors).expect("controllers");
+        if let Some(names) = &self.expected_names {
+            assert_eq!(&set.names(), names);
+        }
+        assert!(set.wait_for_sync(self.deadline), "caches sync");
+        set.run_workers();
+        self.set = Some(set);
+    }
+}
+
+/// How to start a `Cluster`; see [`with`].
+pub struct Builder {
+    descriptors: Vec<ControllerDescriptor>,
+    expected_names: Option<Vec<&'static str>>,
+    flags: Vec<String>,
+    namespaces: Vec<String>,
+    default_account: bool,
+    node_names: Option<Vec<String>>,
+    node_options: NodeOptions,
+    deadline: Duration,
+    temp_files: Vec<PathBuf>,
+}
+
+/// A cluster running `descriptors` under `--controllers=*`, with the `default` ServiceAccount in
+/// `default` and simulated nodes node-a and node-b with `fast_nodes()` options.
+pub fn with(descriptors: &[ControllerDescriptor]) -> Builder {
+    Builder {
+        descriptors: descriptors.iter().map(|d| ControllerDescriptor { name: d.name, init: d.init }).collect(),
+        expected_names: None,
+        flags: Vec::new(),
+        namespaces: Vec::new(),
+        default_account: true,
+        node_names: Some(vec!["node-a".into(), "node-b".into()]),
+        node_options: fast_nodes(),
+        deadline: DEADLINE,
+        temp_files: Vec::new(),
+    }
+}
+
+impl Builder {
+    /// Asserts that the controllers start under these names (at every start).
+    pub fn names(mut self, names: &[&'static str]) -> Self {
+        self.expected_names = Some(names.to_vec());
+        self
+    }
+
+    /// Flags after `--controllers=*`.
+    pub fn flags(mut self, flags: &[&str]) -> Self {
+        self.flags.extend(flags.iter().map(|f| f.to_string()));
+        self
+    }
+
+    /// Namespaces created first, each with its `default` ServiceAccount.
+    pub fn namespaces(mut self, names: &[&str]) -> Self {
+        self.namespaces.extend(names.iter().map(|n| n.to_string()));
+        self
+    }
+
+    /// No `default` ServiceAccount in `default` (pods there cannot be admitted until one exists).
+    pub fn without_default_account(mut self) -> Self {
+        self.default_account = false;
+        self
+    }
+
+    /// The simulated nodes' names (none is an empty set of nodes, still running).
+    pub fn nodes(mut self, names: &[&str]) -> Self {
+        self.node_names = Some(names.iter().map(|n| n.to_string()).collect());
+        self
+    }
+
+    /// No simulated nodes at all.
+    pub fn without_nodes(mut self) -> Self {
+        self.node_names = None;
+        self
+    }
+
+    pub fn node_options(mut self, options: NodeOptions) -> Self {
+        self.node_options = options;
+        self
+    }
+
+    /// How long the controllers' caches may take to sync.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// A file the cluster removes when dropped, after stopping the controllers.
+    pub fn remove_on_drop(mut self, file: PathBuf) -> Self {
+        self.temp_files.push(file);
+        self
+    }
+
+    pub fn start(self) -> Cluster {
+        self.start_with(|_, _| ())
+    }
+
+    /// Starts the cluster, with `prepare` run against the API before the controllers start.
+    pub fn start_with(self, prepare: impl FnOnce(&Client, &Sandbox)) -> Cluster {
+        let listen = "127.0.0.1:0".parse().expect("an address");
+        let sandbox =
+            Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
+        let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
+        // Pod admission needs the namespace's default ServiceAccount.
+        if self.default_account {
+            create_default_account(&client, "default");
+        }
+        for namespace in &self.namespaces {
+            let ns: Namespace = from(json!({"metadata": {"name": namespace}}));
+            Api::<Namespace>::cluster(&client).create(&ns, &PostParams::default()).expect("namespace");
+            create_default_account(&client, namespace);
+        }
+        let nodes = self.node_names.map(|names| {
+            SimulatedNodes::start(sandbox.admin_config(), names, self.node_options).expect("the nodes start")
+        });
+        prepare(&client, &sandbox);
+        let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        let mut cluster = Cluster {
+            client,
+            kcm,
+            set: None,
+            nodes,
+            sandbox,
+            descriptors: self.descriptors,
+            expected_names: self.expected_names,
+            options: options(&flags),
+            deadline: self.deadline,
+            temp_files: self.temp_files,
+        };
+        cluster.start_controllers();
+        cluster
+    }
+}
+
+fn create_default_account(client: &Client, namespace: &str) {
+    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
+    Api::<ServiceAccount>::namespaced(client, namespace).create(&account, &PostParams::default()).expect("account");
+}
