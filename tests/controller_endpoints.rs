@@ -17,12 +17,11 @@ use kcm::controllers::endpointslicemirroring::ENDPOINTSLICE_MIRRORING;
 use kcm::controllers::replicaset::REPLICASET;
 use kcm::runtime::controller::ControllerDescriptor;
 use kcm::sandbox::nodes::NodeOptions;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, eventually, from};
+use harness::{Cluster, Namespaced, eventually, from};
 
 const READY_GATE: &str = "example.com/in-rotation";
 const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
@@ -60,25 +59,11 @@ fn slice_endpoints(slices: &[EndpointSlice]) -> BTreeMap<String, Option<bool>> {
 }
 
 impl Cluster {
-    fn api<K>(&self) -> Api<K>
-    where
-        K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-            + serde::Serialize
-            + DeserializeOwned
-            + Clone
-            + std::fmt::Debug,
-    {
+    fn api<K: Namespaced>(&self) -> Api<K> {
         Api::namespaced(&self.client, "default")
     }
 
-    fn create<K>(&self, value: Value) -> K
-    where
-        K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-            + serde::Serialize
-            + DeserializeOwned
-            + Clone
-            + std::fmt::Debug,
-    {
+    fn create<K: Namespaced>(&self, value: Value) -> K {
         self.api::<K>().create(&from(value), &PostParams::default()).expect("created")
     }
 

@@ -17,27 +17,15 @@ use kcm::controllers::namespace::conditions::{
 };
 use kcm::controllers::replicaset::REPLICASET;
 use kcm::sandbox::server::Sandbox;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, from};
+use harness::{Cluster, Namespaced, create, from};
 
 /// Generous: the machine may be loaded (the controller waits 5 s before its first pass).
 const DEADLINE: Duration = Duration::from_secs(90);
 const BLOCK: &str = "example.com/block";
-
-fn create<K>(client: &Client, namespace: &str, object: Value)
-where
-    K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-        + serde::Serialize
-        + DeserializeOwned
-        + Clone
-        + std::fmt::Debug,
-{
-    Api::<K>::namespaced(client, namespace).create(&from(object), &PostParams::default()).expect("created");
-}
 
 fn create_namespace(client: &Client, name: &str) {
     let namespace: Namespace = from(json!({"metadata": {"name": name}}));
@@ -74,11 +62,7 @@ impl Cluster {
 
     fn names<K>(&self, namespace: &str) -> Vec<String>
     where
-        K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-            + serde::Serialize
-            + DeserializeOwned
-            + Clone
-            + std::fmt::Debug
+        K: Namespaced
             + k8s_openapi::ListableResource
             + k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
     {

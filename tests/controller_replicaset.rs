@@ -75,17 +75,7 @@ impl Cluster {
     }
 
     fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet {
-        let rs: ReplicaSet = from(json!({
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": name}},
-                "template": {
-                    "metadata": {"labels": {"app": name}},
-                    "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-                },
-            },
-        }));
+        let rs = harness::nginx_replica_set(name, replicas);
         self.replica_sets().create(&rs, &PostParams::default()).expect("replicaset created")
     }
 

@@ -14,24 +14,11 @@ use kcm::client::{Api, Client, DeleteParams, Patch, PostParams};
 use kcm::controllers::resourcequota::RESOURCE_QUOTA;
 use kcm::quantity::Quantity;
 use kcm::sandbox::nodes::NodeOptions;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, DEADLINE, from};
-
-fn create<K>(client: &Client, namespace: &str, object: Value) -> K
-where
-    K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-        + serde::Serialize
-        + DeserializeOwned
-        + Clone
-        + std::fmt::Debug,
-{
-    let object: K = from(object);
-    Api::<K>::namespaced(client, namespace).create(&object, &PostParams::default()).expect("created")
-}
+use harness::{Cluster, DEADLINE, Namespaced, create, from};
 
 /// A sandbox with two simulated nodes, namespaces `namespaces` (with their default
 /// ServiceAccount), what `prepare` creates, then the quota controller running.
@@ -93,13 +80,7 @@ impl Cluster {
         })
     }
 
-    fn delete<K>(&self, namespace: &str, name: &str)
-    where
-        K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-            + DeserializeOwned
-            + Clone
-            + std::fmt::Debug,
-    {
+    fn delete<K: Namespaced>(&self, namespace: &str, name: &str) {
         Api::<K>::namespaced(&self.client, namespace).delete(name, &DeleteParams::default()).expect("deleted");
     }
 }

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kcm::client::{Api, Client, ClientOptions, PostParams};
 use kcm::flags::Options;
@@ -41,6 +42,46 @@ pub fn eventually_within<T>(deadline: Duration, what: &str, mut check: impl FnMu
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A namespaced kind the typed client can read and write.
+pub trait Namespaced:
+    k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+    + serde::Serialize
+    + DeserializeOwned
+    + Clone
+    + std::fmt::Debug
+{
+}
+
+impl<K> Namespaced for K where
+    K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + serde::Serialize
+        + DeserializeOwned
+        + Clone
+        + std::fmt::Debug
+{
+}
+
+/// Creates `object` (JSON of a `K`) in `namespace`; returns what the server stored.
+pub fn create<K: Namespaced>(client: &Client, namespace: &str, object: Value) -> K {
+    let object: K = from(object);
+    Api::<K>::namespaced(client, namespace).create(&object, &PostParams::default()).expect("created")
+}
+
+/// A ReplicaSet `name` of `replicas` nginx pods labelled app=`name`.
+pub fn nginx_replica_set(name: &str, replicas: i32) -> ReplicaSet {
+    from(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+            },
+        },
+    }))
 }
 
 /// The controller manager's options for `--controllers=*` followed by `flags`.

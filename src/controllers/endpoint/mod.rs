@@ -128,10 +128,7 @@ impl EndpointsController {
             self.stale.lock().remove(key);
             return Ok(());
         };
-        if util::is_external_name(&service) {
-            return Ok(());
-        }
-        let Some(selector) = util::service_selector(&service) else {
+        let Some(selector) = util::endpoints_selector(&service) else {
             return Ok(());
         };
         let pods = util::selected_pods(self.pods.store(), &service, &selector);

@@ -145,10 +145,7 @@ impl EndpointSliceController {
             self.tracker.delete_service(namespace, name);
             return Ok(());
         };
-        if util::is_external_name(&service) {
-            return Ok(());
-        }
-        let Some(selector) = util::service_selector(&service) else {
+        let Some(selector) = util::endpoints_selector(&service) else {
             return Ok(());
         };
         let pods = util::selected_pods(self.pods.store(), &service, &selector);

@@ -170,6 +170,16 @@ pub fn is_external_name(service: &Service) -> bool {
     service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName")
 }
 
+/// The selector of the pods that make a Service's endpoints; `None` for a Service the endpoint
+/// controllers leave alone: `type: ExternalName`, or one without a selector (both controllers'
+/// `syncService` return early for these, in this order).
+pub fn endpoints_selector(service: &Service) -> Option<Selector> {
+    if is_external_name(service) {
+        return None;
+    }
+    service_selector(service)
+}
+
 /// `publishNotReadyAddresses`.
 pub fn publish_not_ready(service: &Service) -> bool {
     service.spec.as_ref().and_then(|s| s.publish_not_ready_addresses).unwrap_or(false)

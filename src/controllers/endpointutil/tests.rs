@@ -213,3 +213,16 @@ fn ips_parse_sloppily_and_port_keys_ignore_order() {
     assert_eq!(port_map_key(&[port(1), port(2)]), port_map_key(&[port(2), port(1)]));
     assert_ne!(port_map_key(&[port(1)]), port_map_key(&[port(2)]));
 }
+
+#[test]
+fn endpoints_selector_skips_external_name_and_selectorless_services() {
+    let selector = json!({"app": "web"});
+    let cluster_ip = service(json!({"metadata": {"name": "web"}, "spec": {"selector": selector}}));
+    let external =
+        service(json!({"metadata": {"name": "ext"}, "spec": {"type": "ExternalName", "selector": selector}}));
+    let manual = service(json!({"metadata": {"name": "manual"}, "spec": {}}));
+    let labels = [("app".to_string(), "web".to_string())].into_iter().collect();
+    assert!(endpoints_selector(&cluster_ip).expect("a selector").matches(Some(&labels)));
+    assert!(endpoints_selector(&external).is_none());
+    assert!(endpoints_selector(&manual).is_none());
+}

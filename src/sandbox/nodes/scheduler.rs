@@ -9,6 +9,8 @@ use k8s_openapi::api::core::v1::{
     Container, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Taint, Toleration,
 };
 
+use crate::controllers::nodeutil::tolerates;
+
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 
 /// What the scheduler knows of one node besides its object.
@@ -145,22 +147,6 @@ fn implicit_taints(candidate: &Candidate<'_>) -> Vec<Taint> {
 /// Whether any toleration tolerates the taint (`Toleration.ToleratesTaint`).
 pub fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
     tolerations.iter().any(|t| tolerates(t, taint))
-}
-
-fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != taint.effect {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => toleration.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default(),
-        "Exists" => true,
-        _ => false,
-    }
 }
 
 /// `spec.nodeSelector` and `requiredDuringSchedulingIgnoredDuringExecution` node affinity.
