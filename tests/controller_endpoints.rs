@@ -59,10 +59,6 @@ fn slice_endpoints(slices: &[EndpointSlice]) -> BTreeMap<String, Option<bool>> {
 }
 
 impl Cluster {
-    fn api<K: Namespaced>(&self) -> Api<K> {
-        Api::namespaced(&self.client, "default")
-    }
-
     fn create<K: Namespaced>(&self, value: Value) -> K {
         self.api::<K>().create(&from(value), &PostParams::default()).expect("created")
     }

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, ReplicationController};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ReplicationController};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kcm::client::{Api, Client, DeleteParams, PostParams, PropagationPolicy};
 use kcm::controllers::garbagecollector::GARBAGE_COLLECTOR;
@@ -62,27 +62,19 @@ fn delete_with(policy: Option<PropagationPolicy>) -> DeleteParams {
 }
 
 impl Cluster {
-    fn pods(&self) -> Api<Pod> {
-        Api::namespaced(&self.client, "default")
-    }
-
-    fn replica_sets(&self) -> Api<ReplicaSet> {
-        Api::namespaced(&self.client, "default")
-    }
-
     fn config_maps(&self, namespace: &str) -> Api<ConfigMap> {
         Api::namespaced(&self.client, namespace)
     }
 
     /// Pods (terminating or not) that name `uid` as owner, by name.
     fn pods_owned_by(&self, uid: &str) -> Vec<Pod> {
-        let pods = self.pods().list(&Default::default()).expect("pods").items;
+        let pods = self.api::<Pod>().list(&Default::default()).expect("pods").items;
         pods.into_iter().filter(|p| p.metadata.owner_references.iter().flatten().any(|r| r.uid == uid)).collect()
     }
 
     fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet {
         let rs = harness::nginx_replica_set(name, replicas);
-        self.replica_sets().create(&rs, &PostParams::default()).expect("replicaset created")
+        self.api::<ReplicaSet>().create(&rs, &PostParams::default()).expect("replicaset created")
     }
 
     /// A ReplicaSet whose `replicas` pods exist; returns its uid and pod names.
@@ -93,7 +85,7 @@ impl Cluster {
     fn replica_set_with_pods(&self, name: &str, replicas: usize) -> (String, Vec<String>) {
         let uid = uid_of(&self.create_replica_set(name, replicas as i32).metadata);
         eventually(&format!("the status of {name} counting {replicas} pods"), || {
-            let rs = self.replica_sets().get(name).expect("get");
+            let rs = self.api::<ReplicaSet>().get(name).expect("get");
             (rs.status.map(|s| s.replicas) == Some(replicas as i32)).then_some(())
         });
         let pods = self.pods_owned_by(&uid);
@@ -102,7 +94,9 @@ impl Cluster {
     }
 
     fn wait_gone_replica_set(&self, name: &str) {
-        eventually(&format!("{name} gone"), || self.replica_sets().get_opt(name).expect("get").is_none().then_some(()));
+        eventually(&format!("{name} gone"), || {
+            self.api::<ReplicaSet>().get_opt(name).expect("get").is_none().then_some(())
+        });
     }
 
     /// Waits until no pod names `uid` as owner any more (deleted by the collector, then
@@ -115,22 +109,11 @@ impl Cluster {
     fn wait_orphaned(&self, names: &[String]) {
         for name in names {
             eventually(&format!("{name} orphaned"), || {
-                let pod = self.pods().get(name).expect("the pod stays");
+                let pod = self.api::<Pod>().get(name).expect("the pod stays");
                 assert!(pod.metadata.deletion_timestamp.is_none(), "{name} must not be deleted");
                 pod.metadata.owner_references.is_none_or(|r| r.is_empty()).then_some(())
             });
         }
-    }
-
-    /// Warning Events with `reason` about `name` in `namespace`, by message.
-    fn events(&self, namespace: &str, name: &str, reason: &str) -> Vec<String> {
-        let events = Api::<Event>::namespaced(&self.client, namespace).list(&Default::default()).expect("events");
-        events
-            .items
-            .into_iter()
-            .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason))
-            .filter_map(|e| e.message)
-            .collect()
     }
 }
 
@@ -140,14 +123,20 @@ fn replica_set_cascades_background_foreground_and_orphan() {
 
     // Background: the ReplicaSet goes at once, the collector deletes its pods.
     let (uid, _) = cluster.replica_set_with_pods("background", 2);
-    cluster.replica_sets().delete("background", &delete_with(Some(PropagationPolicy::Background))).expect("deleted");
-    assert!(cluster.replica_sets().get_opt("background").expect("get").is_none(), "no finalizer holds it");
+    cluster
+        .api::<ReplicaSet>()
+        .delete("background", &delete_with(Some(PropagationPolicy::Background)))
+        .expect("deleted");
+    assert!(cluster.api::<ReplicaSet>().get_opt("background").expect("get").is_none(), "no finalizer holds it");
     cluster.wait_no_pods_of(&uid);
 
     // Foreground: the ReplicaSet waits with foregroundDeletion until its pods are gone.
     let (uid, _) = cluster.replica_set_with_pods("foreground", 2);
-    cluster.replica_sets().delete("foreground", &delete_with(Some(PropagationPolicy::Foreground))).expect("deleted");
-    let waiting = cluster.replica_sets().get("foreground").expect("still there while its pods exist");
+    cluster
+        .api::<ReplicaSet>()
+        .delete("foreground", &delete_with(Some(PropagationPolicy::Foreground)))
+        .expect("deleted");
+    let waiting = cluster.api::<ReplicaSet>().get("foreground").expect("still there while its pods exist");
     assert!(waiting.metadata.deletion_timestamp.is_some());
     assert_eq!(waiting.metadata.finalizers.as_deref(), Some(&["foregroundDeletion".to_string()][..]));
     cluster.wait_gone_replica_set("foreground");
@@ -155,7 +144,7 @@ fn replica_set_cascades_background_foreground_and_orphan() {
 
     // Orphan: the ReplicaSet goes, its pods stay without the reference.
     let (_, pods) = cluster.replica_set_with_pods("orphan", 2);
-    cluster.replica_sets().delete("orphan", &delete_with(Some(PropagationPolicy::Orphan))).expect("deleted");
+    cluster.api::<ReplicaSet>().delete("orphan", &delete_with(Some(PropagationPolicy::Orphan))).expect("deleted");
     cluster.wait_gone_replica_set("orphan");
     cluster.wait_orphaned(&pods);
 }
@@ -163,17 +152,7 @@ fn replica_set_cascades_background_foreground_and_orphan() {
 #[test]
 fn replication_controllers_orphan_by_default_in_v1() {
     let cluster = start_with(|_| ());
-    let rc: ReplicationController = from(json!({
-        "metadata": {"name": "legacy"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"app": "legacy"},
-            "template": {
-                "metadata": {"labels": {"app": "legacy"}},
-                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-            },
-        },
-    }));
+    let rc = harness::nginx_replication_controller("legacy", 2);
     let rcs = Api::<ReplicationController>::namespaced(&cluster.client, "default");
     let uid = uid_of(&rcs.create(&rc, &PostParams::default()).expect("created").metadata);
     // Counted in the status: the collector's graph has the pods (see `replica_set_with_pods`).
@@ -258,7 +237,7 @@ fn invalid_owner_references_across_namespaces_and_scopes() {
         "ownerRef [v1/ConfigMap, namespace: b, name: owner, uid: {owner_uid}] does not exist in namespace \"b\""
     );
     eventually("the OwnerRefInvalidNamespace event", || {
-        cluster.events("b", "stray", "OwnerRefInvalidNamespace").contains(&expected).then_some(())
+        cluster.event_messages("b", "stray", "OwnerRefInvalidNamespace").contains(&expected).then_some(())
     });
     eventually("the stray dependent gone", || {
         cluster.config_maps("b").get_opt("stray").expect("get").is_none().then_some(())
@@ -269,7 +248,7 @@ fn invalid_owner_references_across_namespaces_and_scopes() {
     let expected =
         format!("ownerRef [v1/ConfigMap, namespace: , name: root, uid: {root_uid}] does not exist in namespace \"\"");
     eventually("the OwnerRefInvalidNamespace event of the cluster role", || {
-        cluster.events("default", "scoped-wrong", "OwnerRefInvalidNamespace").contains(&expected).then_some(())
+        cluster.event_messages("default", "scoped-wrong", "OwnerRefInvalidNamespace").contains(&expected).then_some(())
     });
     cluster.config_maps("default").delete("root", &delete_with(None)).expect("deleted");
     eventually("the namespaced dependent of root gone", || {

@@ -38,17 +38,9 @@ fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
 }
 
 impl Cluster {
-    fn pods(&self) -> Api<Pod> {
-        Api::namespaced(&self.client, "default")
-    }
-
-    fn replica_sets(&self) -> Api<ReplicaSet> {
-        Api::namespaced(&self.client, "default")
-    }
-
     /// Active pods whose controller is the object with `uid`, by name.
     fn owned_pods(&self, uid: &str) -> Vec<Pod> {
-        let pods = self.pods().list(&Default::default()).expect("pods").items;
+        let pods = self.api::<Pod>().list(&Default::default()).expect("pods").items;
         pods.into_iter()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
             .filter(|p| {
@@ -71,35 +63,24 @@ impl Cluster {
     }
 
     fn create_pod(&self, name: &str, labels: Value, node_selector: Option<Value>) -> Pod {
-        self.pods().create(&new_pod(name, labels, node_selector), &PostParams::default()).expect("pod created")
+        self.api::<Pod>().create(&new_pod(name, labels, node_selector), &PostParams::default()).expect("pod created")
     }
 
     fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet {
         let rs = harness::nginx_replica_set(name, replicas);
-        self.replica_sets().create(&rs, &PostParams::default()).expect("replicaset created")
+        self.api::<ReplicaSet>().create(&rs, &PostParams::default()).expect("replicaset created")
     }
 
     fn scale(&self, name: &str, replicas: i32) {
         let patch = Patch::Merge(json!({"spec": {"replicas": replicas}}));
-        self.replica_sets().patch(name, &patch, &PostParams::default()).expect("scaled");
-    }
-
-    /// Events about `name` with `reason`, by message.
-    fn events(&self, name: &str, reason: &str) -> Vec<String> {
-        let events = Api::<Event>::namespaced(&self.client, "default").list(&Default::default()).expect("events");
-        events
-            .items
-            .into_iter()
-            .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason))
-            .filter_map(|e| e.message)
-            .collect()
+        self.api::<ReplicaSet>().patch(name, &patch, &PostParams::default()).expect("scaled");
     }
 
     /// Waits until the ReplicaSet reports `replicas` replicas, all ready and available, for its
     /// current generation.
     fn wait_rs_status(&self, name: &str, replicas: i32) -> ReplicaSet {
         eventually(&format!("{name} status of {replicas}"), || {
-            let rs = self.replica_sets().get(name).ok()?;
+            let rs = self.api::<ReplicaSet>().get(name).ok()?;
             let status = rs.status.clone()?;
             let settled = status.replicas == replicas
                 && status.ready_replicas.unwrap_or(0) == replicas
@@ -129,7 +110,7 @@ fn replica_set_creates_scales_and_reports_status() {
         assert_eq!((owner.controller, owner.block_owner_deletion), (Some(true), Some(true)));
     }
     let created = eventually("SuccessfulCreate events", || {
-        let events = cluster.events("web", "SuccessfulCreate");
+        let events = cluster.event_messages("default", "web", "SuccessfulCreate");
         (events.len() == 3).then_some(events)
     });
     for pod in &pods {
@@ -145,8 +126,10 @@ fn replica_set_creates_scales_and_reports_status() {
     cluster.scale("web", 1);
     let left = cluster.wait_owned(&uid, 1);
     cluster.wait_rs_status("web", 1);
-    eventually("SuccessfulDelete events", || (cluster.events("web", "SuccessfulDelete").len() == 4).then_some(()));
-    let deleted = cluster.events("web", "SuccessfulDelete");
+    eventually("SuccessfulDelete events", || {
+        (cluster.event_messages("default", "web", "SuccessfulDelete").len() == 4).then_some(())
+    });
+    let deleted = cluster.event_messages("default", "web", "SuccessfulDelete");
     let kept = format!("Deleted pod: {}", left[0].metadata.name.as_deref().unwrap_or(""));
     assert!(!deleted.contains(&kept), "the kept pod was not deleted: {deleted:?}");
 }
@@ -165,12 +148,12 @@ fn orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first(
     let pods = cluster.wait_owned(&uid, 3);
     assert!(Cluster::names(&pods).contains("stray"), "adopted: {:?}", Cluster::names(&pods));
     cluster.wait_rs_status("api", 3);
-    assert_eq!(cluster.events("api", "SuccessfulCreate").len(), 2, "only two pods created");
+    assert_eq!(cluster.event_messages("default", "api", "SuccessfulCreate").len(), 2, "only two pods created");
 
     // A matching pod that can never be scheduled is adopted, then deleted first as surplus.
     cluster.create_pod("pinned", json!({"app": "api"}), Some(json!({"no-such-label": "x"})));
     eventually("pinned deleted as the surplus pod", || {
-        let deleted = cluster.events("api", "SuccessfulDelete");
+        let deleted = cluster.event_messages("default", "api", "SuccessfulDelete");
         (deleted == ["Deleted pod: pinned"]).then_some(())
     });
     let after = cluster.wait_owned(&uid, 3);
@@ -178,9 +161,9 @@ fn orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first(
 
     // A pod whose labels stop matching is released and replaced.
     let patch = Patch::Merge(json!({"metadata": {"labels": {"app": "debug"}}}));
-    cluster.pods().patch("stray", &patch, &PostParams::default()).expect("relabelled");
+    cluster.api::<Pod>().patch("stray", &patch, &PostParams::default()).expect("relabelled");
     let released = eventually("stray released", || {
-        let pod = cluster.pods().get("stray").ok()?;
+        let pod = cluster.api::<Pod>().get("stray").ok()?;
         pod.metadata.owner_references.as_ref().is_none_or(|r| r.is_empty()).then_some(pod)
     });
     assert_eq!(released.metadata.labels.and_then(|l| l.get("app").cloned()).as_deref(), Some("debug"));
@@ -202,14 +185,14 @@ fn quota_refusals_show_as_replica_failure() {
     let rs = cluster.create_replica_set("capped", 3);
     cluster.wait_owned(&uid_of(&rs.metadata), 2);
     let condition = eventually("the ReplicaFailure condition", || {
-        let rs = cluster.replica_sets().get("capped").ok()?;
+        let rs = cluster.api::<ReplicaSet>().get("capped").ok()?;
         let conditions = rs.status?.conditions.unwrap_or_default();
         conditions.into_iter().find(|c| c.type_ == "ReplicaFailure")
     });
     assert_eq!((condition.status.as_str(), condition.reason.as_deref()), ("True", Some("FailedCreate")));
     assert!(condition.message.as_deref().unwrap_or("").contains("exceeded quota"), "{condition:?}");
     let failed = eventually("a FailedCreate event", || {
-        let events = cluster.events("capped", "FailedCreate");
+        let events = cluster.event_messages("default", "capped", "FailedCreate");
         (!events.is_empty()).then_some(events)
     });
     assert!(failed[0].starts_with("Error creating: ") && failed[0].contains("exceeded quota"), "{failed:?}");
@@ -219,17 +202,7 @@ fn quota_refusals_show_as_replica_failure() {
 fn replication_controllers_work_the_same() {
     let cluster = start();
     let rcs = Api::<ReplicationController>::namespaced(&cluster.client, "default");
-    let rc: ReplicationController = from(json!({
-        "metadata": {"name": "legacy"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"app": "legacy"},
-            "template": {
-                "metadata": {"labels": {"app": "legacy"}},
-                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-            },
-        },
-    }));
+    let rc = harness::nginx_replication_controller("legacy", 2);
     let rc = rcs.create(&rc, &PostParams::default()).expect("rc created");
     let pods = cluster.wait_owned(&uid_of(&rc.metadata), 2);
     for pod in &pods {
@@ -246,5 +219,5 @@ fn replication_controllers_work_the_same() {
             && status.observed_generation == rc.metadata.generation;
         settled.then_some(())
     });
-    assert_eq!(cluster.events("legacy", "SuccessfulCreate").len(), 2);
+    assert_eq!(cluster.event_messages("default", "legacy", "SuccessfulCreate").len(), 2);
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::{Event, Namespace, ReplicationController, ServiceAccount};
 use kcm::client::{Api, Client, ClientOptions, PostParams};
 use kcm::flags::Options;
 use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
@@ -84,6 +84,21 @@ pub fn nginx_replica_set(name: &str, replicas: i32) -> ReplicaSet {
     }))
 }
 
+/// A ReplicationController `name` of `replicas` nginx pods labelled app=`name`.
+pub fn nginx_replication_controller(name: &str, replicas: i32) -> ReplicationController {
+    from(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"app": name},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+            },
+        },
+    }))
+}
+
 /// The controller manager's options for `--controllers=*` followed by `flags`.
 pub fn options(flags: &[&str]) -> Box<Options> {
     let args = std::iter::once("--controllers=*").chain(flags.iter().copied());
@@ -136,6 +151,22 @@ impl Cluster {
     /// The names of the running controllers.
     pub fn controller_names(&self) -> Vec<&'static str> {
         self.set.as_ref().map(ControllerSet::names).unwrap_or_default()
+    }
+
+    /// The admin's API for `K` in the `default` namespace.
+    pub fn api<K: Namespaced>(&self) -> Api<K> {
+        Api::namespaced(&self.client, "default")
+    }
+
+    /// The messages of the Events with `reason` about `name` in `namespace`.
+    pub fn event_messages(&self, namespace: &str, name: &str, reason: &str) -> Vec<String> {
+        let events = Api::<Event>::namespaced(&self.client, namespace).list(&Default::default()).expect("events");
+        events
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason))
+            .filter_map(|e| e.message)
+            .collect()
     }
 
     pub fn simulated(&self) -> &SimulatedNodes {
