@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Event, Pod, ReplicationController, ResourceQuota};
+use k8s_openapi::api::core::v1::{Pod, ReplicationController, ResourceQuota};
 use kcm::client::{Api, Client, Patch, PostParams};
 use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
 use serde_json::{Value, json};
