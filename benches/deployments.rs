@@ -8,7 +8,7 @@
 //! (release profile).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -20,7 +20,7 @@ use serde_json::json;
 
 #[allow(dead_code)] // realistic_pod and resident_bytes serve the other benchmarks.
 mod common;
-use common::peak_resident_bytes_of;
+use common::{peak_resident_bytes_of, start_controller_manager, stop};
 
 const DEPLOYMENTS: usize = 100;
 const REPLICAS: i32 = 10;
@@ -64,28 +64,14 @@ fn run(binary: &Path, flags: &[&str]) -> Result<(Duration, u64), String> {
     let names: Vec<String> = (0..NODES).map(|i| format!("node-{i}")).collect();
     let nodes = SimulatedNodes::start(sandbox.admin_config(), names, NodeOptions::default())?;
 
-    let mut child = start_controller_manager(binary, &kcm_kubeconfig, &dir, flags)?;
+    let controllers = "--controllers=deployment-controller,replicaset-controller";
+    let mut child = start_controller_manager(binary, &kcm_kubeconfig, &dir, &[&[controllers], flags].concat())?;
     let result = measure(&client, &child);
     let peak = peak_resident_bytes_of(child.id());
     stop(&mut child);
     nodes.stop();
     let _ = std::fs::remove_dir_all(&dir);
     result.map(|elapsed| (elapsed, peak))
-}
-
-fn start_controller_manager(binary: &Path, kubeconfig: &Path, dir: &Path, flags: &[&str]) -> Result<Child, String> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0);
-    let log = std::fs::File::create(dir.join("kube-controller-manager.log")).map_err(|e| e.to_string())?;
-    Command::new(binary)
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .args(["--leader-elect=false", "--controllers=deployment-controller,replicaset-controller"])
-        .args(["--bind-address=127.0.0.1", "--v=1"])
-        .arg(format!("--secure-port={port}"))
-        .args(flags)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", binary.display()))
 }
 
 /// Creates the Deployments and waits until every one reports all replicas available.
@@ -120,23 +106,4 @@ fn measure(client: &Client, child: &Child) -> Result<Duration, String> {
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-}
-
-/// SIGTERM, then a bounded wait, then SIGKILL.
-fn stop(child: &mut Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // SAFETY: kill(2) with our child's pid and a valid signal number has no memory effects.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }

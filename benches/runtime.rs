@@ -15,6 +15,7 @@ use kcm::runtime::workqueue::WorkQueue;
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::json;
 
+#[allow(dead_code)] // the child-process helpers serve the controller benchmarks.
 mod common;
 use common::{realistic_pod, resident_bytes};
 

@@ -10,6 +10,7 @@ use kcm::client::{Api, Client, ClientOptions, PostParams, WatchEvent, WatchParam
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::json;
 
+#[allow(dead_code)] // the child-process helpers serve the controller benchmarks.
 mod common;
 use common::{realistic_pod, resident_bytes};
 

@@ -1,4 +1,9 @@
-//! What the benchmarks share: a Pod of realistic size and the process's resident memory.
+//! What the benchmarks share: a Pod of realistic size, resident memory, and the real
+//! `kube-controller-manager` run as a child process.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
@@ -32,7 +37,6 @@ pub fn resident_bytes() -> u64 {
 }
 
 /// VmHWM (peak resident set) of process `pid`, in bytes; 0 when it cannot be read.
-#[allow(dead_code)] // Only the deployments benchmark measures a child process.
 pub fn peak_resident_bytes_of(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
@@ -40,4 +44,39 @@ pub fn peak_resident_bytes_of(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
+}
+
+/// Starts the real controller manager against `kubeconfig` without leader election, its secure
+/// port on a free loopback port and its log in `dir`; `flags` choose the controllers and more.
+pub fn start_controller_manager(binary: &Path, kubeconfig: &Path, dir: &Path, flags: &[&str]) -> Result<Child, String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0);
+    let log = std::fs::File::create(dir.join("kube-controller-manager.log")).map_err(|e| e.to_string())?;
+    Command::new(binary)
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .args(["--leader-elect=false", "--bind-address=127.0.0.1", "--v=1"])
+        .arg(format!("--secure-port={port}"))
+        .args(flags)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", binary.display()))
+}
+
+/// SIGTERM, then a bounded wait, then SIGKILL.
+pub fn stop(child: &mut Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) with our child's pid and a valid signal number has no memory effects.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
