@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 binary=${1:?usage: $0 <binary>}
-max_mib=${KCM_MAX_BINARY_MIB:-16}
+max_mib=${KCM_MAX_BINARY_MIB:-20}
 max_crates=${KCM_MAX_CRATES:-70}
 max_depth=${KCM_MAX_DEPTH:-7}
 
