@@ -9,7 +9,7 @@
 //!   every node and its pods, and one status write per node);
 //! - the child's peak resident memory at that size.
 //!
-//! Nobody renews the nodes' heartbeats, so `--node-monitor-grace-period` (shortened to 30s here)
+//! Nobody renews the nodes' heartbeats, so `--node-monitor-grace-period` (90s here, longer than the first passes take)
 //! after the controller first saw them they all go `Unknown` together. Run with
 //! `cargo bench --bench nodelifecycle` (release profile); it takes a few minutes.
 
@@ -63,7 +63,7 @@ fn run(binary: &std::path::Path) -> Result<Vec<String>, String> {
 
     let flags = [
         "--controllers=node-lifecycle-controller",
-        "--node-monitor-grace-period=30s",
+        "--node-monitor-grace-period=90s",
         "--kube-api-qps=1000",
         "--kube-api-burst=2000",
     ];
