@@ -9,8 +9,8 @@
 //!   every node and its pods, and one status write per node);
 //! - the child's peak resident memory at that size.
 //!
-//! Nobody renews the nodes' heartbeats, so `--node-monitor-grace-period` (90s here, longer than the first passes take)
-//! after the controller first saw them they all go `Unknown` together. Run with
+//! Nobody renews the nodes' heartbeats, so `--node-monitor-grace-period` (90s here, longer than
+//! the first passes take) after the controller first saw them they all go `Unknown` together. Run with
 //! `cargo bench --bench nodelifecycle` (release profile); it takes a few minutes.
 
 use std::path::PathBuf;
