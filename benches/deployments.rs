@@ -12,15 +12,13 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ServiceAccount;
-use kcm::client::{Api, Client, ClientOptions, ListParams, PostParams};
+use kcm::client::{Api, Client, ListParams, PostParams};
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::json;
 
 #[allow(dead_code)] // realistic_pod and resident_bytes serve the other benchmarks.
 mod common;
-use common::{peak_resident_bytes_of, start_controller_manager, stop};
+use common::{create_default_account, peak_resident_bytes_of, sandbox_and_admin, start_controller_manager, stop};
 
 const DEPLOYMENTS: usize = 100;
 const REPLICAS: i32 = 10;
@@ -48,19 +46,12 @@ fn main() {
 
 /// One run: returns the time to full availability and the child's peak RSS in bytes.
 fn run(binary: &Path, flags: &[&str]) -> Result<(Duration, u64), String> {
-    let sandbox =
-        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })?;
+    let (sandbox, client) = sandbox_and_admin(Duration::from_secs(60))?;
     let dir =
         std::env::temp_dir().join(format!("kcm-bench-deployments-{}-{}", std::process::id(), sandbox.addr().port()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let (_, kcm_kubeconfig) = sandbox.write_kubeconfigs(&dir.join("admin.conf"))?;
-    let client =
-        Client::new(sandbox.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(60) })
-            .map_err(|e| e.to_string())?;
-    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
-    Api::<ServiceAccount>::namespaced(&client, "default")
-        .create(&account, &PostParams::default())
-        .map_err(|e| e.to_string())?;
+    create_default_account(&client, "default")?;
     let names: Vec<String> = (0..NODES).map(|i| format!("node-{i}")).collect();
     let nodes = SimulatedNodes::start(sandbox.admin_config(), names, NodeOptions::default())?;
 

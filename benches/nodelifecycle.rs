@@ -17,15 +17,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
-use kcm::client::{Api, Client, ClientOptions, ListParams, PostParams};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kcm::client::{Api, Client, ListParams, PostParams};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
 #[allow(dead_code)] // realistic_pod and resident_bytes serve the other benchmarks.
 mod common;
-use common::{peak_resident_bytes_of, start_controller_manager, stop};
+use common::{create_default_account, peak_resident_bytes_of, sandbox_and_admin, start_controller_manager, stop};
 
 const NODES: usize = 5_000;
 const PODS: usize = 150_000;
@@ -47,14 +46,10 @@ fn main() {
 }
 
 fn run(binary: &std::path::Path) -> Result<Vec<String>, String> {
-    let options = SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() };
-    let sandbox = Sandbox::start(options)?;
+    let (sandbox, client) = sandbox_and_admin(Duration::from_secs(120))?;
     let dir = std::env::temp_dir().join(format!("kcm-bench-nodelifecycle-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let (_, kcm_kubeconfig) = sandbox.write_kubeconfigs(&dir.join("admin.conf"))?;
-    let client =
-        Client::new(sandbox.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(120) })
-            .map_err(|e| e.to_string())?;
 
     let started = Instant::now();
     create_nodes(&client)?;
@@ -107,10 +102,7 @@ fn create_nodes(client: &Client) -> Result<(), String> {
 fn create_pods(client: &Client) -> Result<(), String> {
     let namespace: Namespace = from(json!({"metadata": {"name": NAMESPACE}}));
     Api::<Namespace>::all(client).create(&namespace, &PostParams::default()).map_err(|e| e.to_string())?;
-    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
-    Api::<ServiceAccount>::namespaced(client, NAMESPACE)
-        .create(&account, &PostParams::default())
-        .map_err(|e| e.to_string())?;
+    create_default_account(client, NAMESPACE)?;
     in_parallel(PODS, |i| {
         let pod: Pod = from(json!({"metadata": {"name": format!("pod-{i:06}"), "labels": {"app": "bench"}},
             "spec": {"nodeName": format!("node-{:04}", i % NODES),

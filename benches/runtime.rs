@@ -8,29 +8,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
-use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
+use k8s_openapi::api::core::v1::Pod;
+use kcm::client::{Api, Client, Patch, PostParams};
 use kcm::runtime::informer::{Event, SharedInformerFactory, object_key};
 use kcm::runtime::workqueue::WorkQueue;
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::json;
 
 #[allow(dead_code)] // the child-process helpers serve the controller benchmarks.
 mod common;
-use common::{realistic_pod, resident_bytes};
+use common::{create_default_account, realistic_pod, resident_bytes, sandbox_and_admin};
 
 const PODS: usize = 10_000;
 const WRITERS: usize = 4;
 
 fn main() {
-    let sandbox =
-        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
-            .expect("sandbox");
-    let client =
-        Client::new(sandbox.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(60) })
-            .expect("client");
-    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
-    Api::<ServiceAccount>::namespaced(&client, "default").create(&account, &PostParams::default()).expect("sa");
+    let (_sandbox, client) = sandbox_and_admin(Duration::from_secs(60)).expect("sandbox");
+    create_default_account(&client, "default").expect("service account");
     parallel(&client, |pods, i| {
         pods.create(&realistic_pod(i), &PostParams::default()).expect("create");
     });

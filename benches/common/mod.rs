@@ -5,7 +5,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use kcm::client::{Api, Client, ClientOptions, PostParams};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::json;
 
 /// A pod of the size a real workload's has: labels, an owner, two containers with env, resources
@@ -79,4 +81,23 @@ pub fn stop(child: &mut Child) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// An in-process sandbox on a free loopback port, and an admin client without a client-side rate
+/// limit whose requests time out after `timeout`.
+pub fn sandbox_and_admin(timeout: Duration) -> Result<(Sandbox, Client), String> {
+    let sandbox =
+        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })?;
+    let client = Client::new(sandbox.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout })
+        .map_err(|e| e.to_string())?;
+    Ok((sandbox, client))
+}
+
+/// Creates the `default` ServiceAccount of `namespace`, which pod admission requires.
+pub fn create_default_account(client: &Client, namespace: &str) -> Result<(), String> {
+    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
+    Api::<ServiceAccount>::namespaced(client, namespace)
+        .create(&account, &PostParams::default())
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
