@@ -117,3 +117,11 @@ fn positional_arguments_are_refused() {
         r#"Error: "kube-controller-manager" does not take any arguments, got ["false"]"#
     );
 }
+
+#[test]
+fn node_cidr_mask_must_fit_the_cluster_cidr() {
+    assert_eq!(
+        usage_error(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size=8"]),
+        "Error: --node-cidr-mask-size (8) must not be smaller than the prefix length of --cluster-cidr 10.244.0.0/16"
+    );
+}

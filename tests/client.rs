@@ -394,6 +394,47 @@ fn writes_have_the_right_method_path_content_type_and_body() {
 }
 
 #[test]
+fn scale_and_eviction_subresources_and_a_grace_period_reach_the_server() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::autoscaling::v1::Scale;
+    use k8s_openapi::api::policy::v1::Eviction;
+    let pki = pki();
+    let scale = r#"{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web"},"spec":{"replicas":3}}"#;
+    let server = TestServer::https(&pki.serving, None, move |r| match r.method.as_str() {
+        "DELETE" => Reply::json(200, r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#),
+        "POST" => Reply::json(201, r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#),
+        _ => Reply::json(200, scale),
+    });
+    let c = client(rest_config(server.url("https"), &pki.ca.cert_pem, None, Auth::None));
+    let deployments: Api<Deployment> = Api::namespaced(&c, "default");
+    let mut got: Scale = deployments.get_subresource("scale", "web").unwrap();
+    assert_eq!(got.spec.as_ref().and_then(|s| s.replicas), Some(3));
+    got.spec.as_mut().unwrap().replicas = Some(5);
+    let _: Scale = deployments.replace_subresource("scale", "web", &got, &PostParams::default()).unwrap();
+    let pods: Api<Pod> = Api::namespaced(&c, "default");
+    let mut eviction = Eviction::default();
+    eviction.metadata.name = Some("p".into());
+    let _: serde_json::Value = pods.create_subresource("eviction", "p", &eviction, &PostParams::default()).unwrap();
+    pods.delete("p", &DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() }).unwrap();
+
+    let requests = server.requests();
+    let seen: Vec<(&str, &str)> = requests.iter().map(|r| (r.method.as_str(), r.target.as_str())).collect();
+    assert_eq!(
+        seen,
+        [
+            ("GET", "/apis/apps/v1/namespaces/default/deployments/web/scale"),
+            ("PUT", "/apis/apps/v1/namespaces/default/deployments/web/scale"),
+            ("POST", "/api/v1/namespaces/default/pods/p/eviction"),
+            ("DELETE", "/api/v1/namespaces/default/pods/p"),
+        ]
+    );
+    let body = |i: usize| serde_json::from_slice::<serde_json::Value>(&requests[i].body).unwrap();
+    assert_eq!(body(1)["spec"]["replicas"], 5);
+    assert_eq!(body(2)["metadata"]["name"], "p");
+    assert_eq!(body(3), serde_json::json!({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0}));
+}
+
+#[test]
 fn requests_are_counted_in_the_client_metrics() {
     let pki = pki();
     let server = TestServer::https(&pki.serving, None, |_| Reply::json(200, VERSION));

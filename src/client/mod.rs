@@ -298,7 +298,7 @@ impl Client {
             }
             None => agent.run(timeout.apply(agent, builder.body(()).map_err(invalid)?)),
         };
-        let response = self.record(method.as_str(), started, result)?;
+        let response = self.record(method.as_str(), &uri, started, result)?;
         let code = response.status().as_u16();
         if code == 401
             && let Some(source) = &self.token_source
@@ -309,10 +309,11 @@ impl Client {
         Ok(Answer { code, retry_after, body: response.into_body() })
     }
 
-    /// Records metrics and a V(6)-style log line for one round trip.
+    /// Records metrics and a log line for one round trip, worded as client-go's V(6) line.
     fn record(
         &self,
         method: &str,
+        uri: &str,
         started: Instant,
         result: std::result::Result<http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<http::Response<ureq::Body>> {
@@ -325,12 +326,13 @@ impl Client {
         self.shared.metrics.observe(method, &code, host, elapsed);
         match result {
             Ok(response) => {
-                log::trace!("{method} {host} {code} in {} milliseconds", elapsed.as_millis());
+                let reason = response.status().canonical_reason().unwrap_or("");
+                log::trace!("{method} {uri} {code} {reason} in {} milliseconds", elapsed.as_millis());
                 Ok(response)
             }
             Err(e) => {
-                log::trace!("{method} {host} failed after {} milliseconds: {e}", elapsed.as_millis());
-                Err(Error::Transport(format!("{method} {}: {e}", self.shared.config.server)))
+                log::trace!("{method} {uri} failed after {} milliseconds: {e}", elapsed.as_millis());
+                Err(Error::Transport(format!("{method} {uri}: {e}")))
             }
         }
     }

@@ -360,6 +360,33 @@ mod tests {
     }
 
     #[test]
+    fn node_lifecycle_and_client_flags_parse_into_typed_values() {
+        let o = run(&[
+            "--node-monitor-period=2s",
+            "--node-monitor-grace-period=40s",
+            "--node-startup-grace-period=2m",
+            "--node-eviction-rate=0.5",
+            "--secondary-node-eviction-rate=0.05",
+            "--unhealthy-zone-threshold=0.7",
+            "--large-cluster-size-threshold=20",
+            "--kube-api-qps=50",
+            "--kube-api-burst=100",
+            "--kube-api-content-type=application/json",
+            "--port=0",
+        ])
+        .unwrap();
+        let n = &o.node_lifecycle;
+        assert_eq!(n.node_monitor_period, secs(2));
+        assert_eq!(n.node_monitor_grace_period, secs(40));
+        assert_eq!(n.node_startup_grace_period, secs(120));
+        assert_eq!((n.node_eviction_rate, n.secondary_node_eviction_rate), (0.5, 0.05));
+        assert_eq!((n.unhealthy_zone_threshold, n.large_cluster_size_threshold), (0.7, 20));
+        let c = &o.generic.client_connection;
+        assert_eq!((c.qps, c.burst, c.content_type.as_str()), (50.0, 100, "application/json"));
+        assert!(o.is_set("port"));
+    }
+
+    #[test]
     fn defaults_are_upstreams() {
         let o = run(&[]).unwrap();
         let g = &o.generic;

@@ -496,6 +496,9 @@ pub static FLAGS: &[FlagSpec] = &[
     flag!("service-cluster-ip-range", NodeIpamController, Cidrs, "", BUILT, node_ipam.service_cidrs,
         "Service CIDR range of the cluster (one per IP family, comma-separated). Only used when --allocate-node-cidrs=true."),
     // Node lifecycle
+    flag!("enable-taint-manager", NodeLifecycleController, Bool, "true",
+        FlagStatus::Removed("taint-based eviction is always on (taint-eviction-controller)"), _,
+        "Evict pods of failed nodes through NoExecute taints."),
     flag!("large-cluster-size-threshold", NodeLifecycleController, Int32, "50", BUILT, node_lifecycle.large_cluster_size_threshold,
         "Zones with more nodes than this count as large for eviction; in smaller ones --secondary-node-eviction-rate is 0. Applies to each zone separately."),
     flag!("node-eviction-rate", NodeLifecycleController, Float32, "0.1", BUILT, node_lifecycle.node_eviction_rate,
@@ -664,6 +667,7 @@ mod tests {
                 "port",
                 "horizontal-pod-autoscaler-downscale-delay",
                 "horizontal-pod-autoscaler-upscale-delay",
+                "enable-taint-manager",
                 "pod-eviction-timeout",
                 "volume-host-allow-local-loopback",
                 "volume-host-cidr-denylist",

@@ -186,6 +186,6 @@ fn report_selection(options: &Options) {
         log::warn!("selected but not built yet: {}", not_built.join(", "));
     }
     if built.is_empty() {
-        log::warn!("no controllers are implemented yet; the controller manager idles until it is stopped");
+        log::warn!("none of the selected controllers is built; the controller manager idles until it is stopped");
     }
 }
