@@ -114,3 +114,116 @@ fn controllers_sync_retry_and_stop() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(marked(&admin, "too-late"), None, "no work after stop");
 }
+
+/// Counts its syncs of the Leases it reads; its informer cannot sync while the sandbox
+/// answers 503 for coordination.k8s.io/v1.
+struct LeaseCounter;
+
+static LEASE_SYNCS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Reconciler for LeaseCounter {
+    fn sync(&self, _key: &str) -> Result<(), String> {
+        LEASE_SYNCS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+fn init_lease_counter(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    let leases = context.informers.informer::<k8s_openapi::api::coordination::v1::Lease>();
+    let queue = WorkQueue::new(context.name);
+    enqueue_object_keys(&leases, &queue);
+    Ok(ControllerHandle { queue, reconciler: Arc::new(LeaseCounter), workers: 1 })
+}
+
+static TWO_CONTROLLERS: &[ControllerDescriptor] = &[
+    ControllerDescriptor { name: "ttl-controller", init },
+    ControllerDescriptor { name: "pod-garbage-collector-controller", init: init_lease_counter },
+];
+
+#[test]
+fn each_controller_waits_only_for_its_own_caches() {
+    let sandbox =
+        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() }).unwrap();
+    let admin = Client::new(sandbox.admin_config(), ClientOptions::default()).unwrap();
+    create(&admin, "before");
+    sandbox.faults().set_api_unavailable("coordination.k8s.io/v1", true);
+    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).unwrap();
+    let options = match kcm::flags::parse(["--controllers=*".into()]).unwrap() {
+        kcm::flags::Command::Run(options) => options,
+        other => panic!("unexpected {other:?}"),
+    };
+    let mut set = ControllerSet::start(&kcm, &options, TWO_CONTROLLERS).unwrap();
+    set.run_workers();
+    // The ConfigMap controller works although the Lease cache cannot sync.
+    wait_marked(&admin, "before");
+    assert_eq!(LEASE_SYNCS.load(std::sync::atomic::Ordering::SeqCst), 0, "no sync before the Lease cache synced");
+
+    sandbox.faults().set_api_unavailable("coordination.k8s.io/v1", false);
+    let lease: k8s_openapi::api::coordination::v1::Lease =
+        serde_json::from_value(json!({"metadata": {"name": "l"}})).unwrap();
+    Api::namespaced(&admin, "default").create(&lease, &PostParams::default()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while LEASE_SYNCS.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the Lease controller never ran after its cache synced");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    set.stop(Duration::from_secs(10));
+}
+
+/// A controller whose sync of `stuck` blocks until the test releases it; other keys are marked
+/// by the `Marker` controller beside it, which must not be held up.
+struct Stuck {
+    released: Arc<std::sync::atomic::AtomicBool>,
+}
+
+static RELEASE_STUCK: std::sync::OnceLock<Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+
+impl Reconciler for Stuck {
+    fn sync(&self, _key: &str) -> Result<(), String> {
+        while !self.released.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+}
+
+fn init_stuck(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+    let configmaps = context.informers.informer::<ConfigMap>();
+    let queue = WorkQueue::new(context.name);
+    enqueue_object_keys(&configmaps, &queue);
+    let released = RELEASE_STUCK.get_or_init(Arc::default).clone();
+    Ok(ControllerHandle { queue, reconciler: Arc::new(Stuck { released }), workers: 1 })
+}
+
+static STUCK_AND_MARKER: &[ControllerDescriptor] = &[
+    ControllerDescriptor { name: "ttl-controller", init },
+    ControllerDescriptor { name: "pod-garbage-collector-controller", init: init_stuck },
+];
+
+#[test]
+fn a_stuck_controller_neither_stalls_others_nor_shutdown() {
+    let sandbox =
+        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() }).unwrap();
+    let admin = Client::new(sandbox.admin_config(), ClientOptions::default()).unwrap();
+    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).unwrap();
+    let options = match kcm::flags::parse(["--controllers=*".into()]).unwrap() {
+        kcm::flags::Command::Run(options) => options,
+        other => panic!("unexpected {other:?}"),
+    };
+    let mut set = ControllerSet::start(&kcm, &options, STUCK_AND_MARKER).unwrap();
+    set.run_workers();
+    // The stuck controller's worker holds its first key; both share the ConfigMap informer,
+    // whose handlers only enqueue, so the marker keeps up with a stream of new objects.
+    for i in 0..50 {
+        create(&admin, &format!("cm-{i}"));
+    }
+    for i in 0..50 {
+        wait_marked(&admin, &format!("cm-{i}"));
+    }
+    // SIGTERM's drain is bounded although a sync never finishes.
+    let started = Instant::now();
+    set.stop(Duration::from_secs(2));
+    let took = started.elapsed();
+    RELEASE_STUCK.get_or_init(Arc::default).store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(took < Duration::from_secs(20), "stop waited {took:?} for a stuck sync");
+}

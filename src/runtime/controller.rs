@@ -12,7 +12,7 @@ use crate::client::Client;
 use crate::flags::Options;
 
 use super::events::EventRecorder;
-use super::informer::{Event, Informer, SharedInformerFactory, object_key};
+use super::informer::{CacheSet, Event, Informer, SharedInformerFactory, object_key};
 use super::workqueue::WorkQueue;
 
 /// A controller's reconcile logic: make the world match the object named by `key`
@@ -26,6 +26,13 @@ pub trait Reconciler: Send + Sync + 'static {
     /// are shut down with the main queue.
     fn extra_queues(&self) -> Vec<WorkQueue<String>> {
         Vec::new()
+    }
+
+    /// Starts the controller's own loops besides its workers (upstream's goroutines of `Run`,
+    /// e.g. the garbage collector's graph builder). Called once, when the workers start: only
+    /// while this process leads, so nothing a controller does writes as a standby.
+    fn run_background(self: Arc<Self>) -> Result<(), String> {
+        Ok(())
     }
 }
 
@@ -96,10 +103,16 @@ where
     });
 }
 
+/// How long after the drain deadline an Event sink may take to finish the write it has in
+/// flight at shutdown.
+const IN_FLIGHT_EVENT_WRITE: Duration = Duration::from_secs(5);
+
 /// A controller that is running or ready to run.
 struct Running {
     name: &'static str,
     handle: ControllerHandle,
+    /// The informers its constructor asked for: its workers wait for them to sync.
+    caches: CacheSet,
     recorder: EventRecorder,
     workers: Vec<JoinHandle<()>>,
 }
@@ -139,7 +152,8 @@ impl ControllerSet {
                 options,
                 recorder: recorder.clone(),
             };
-            let handle = (descriptor.init)(&context).map_err(|e| format!("starting {}: {e}", descriptor.name))?;
+            let (handle, caches) = informers.recording(|| (descriptor.init)(&context));
+            let handle = handle.map_err(|e| format!("starting {}: {e}", descriptor.name))?;
             if handle.workers == 0 {
                 handle.queue.shut_down();
                 recorder.shutdown();
@@ -147,7 +161,7 @@ impl ControllerSet {
                 continue;
             }
             log::info!("started {} ({} workers)", descriptor.name, handle.workers);
-            controllers.push(Running { name: descriptor.name, handle, recorder, workers: Vec::new() });
+            controllers.push(Running { name: descriptor.name, handle, caches, recorder, workers: Vec::new() });
         }
         informers.start();
         Ok(ControllerSet { informers, controllers, stopping: Arc::new(AtomicBool::new(false)) })
@@ -163,14 +177,19 @@ impl ControllerSet {
         self.informers.wait_for_sync(timeout)
     }
 
-    /// Starts every controller's worker threads (only ever while this process may act, i.e.
-    /// while it leads).
+    /// Starts every controller's background loops and worker threads (only ever while this
+    /// process may act, i.e. while it leads). Each controller's workers take keys once its
+    /// own caches have synced, so a cache that never syncs holds back only its readers.
     pub fn run_workers(&mut self) {
         for controller in &mut self.controllers {
             if !controller.workers.is_empty() {
                 continue;
             }
             running_controllers().set(&["kube-controller-manager", controller.name], 1.0);
+            if let Err(e) = controller.handle.reconciler.clone().run_background() {
+                log::error!("{}: {e}", controller.name);
+            }
+            let synced = Arc::new(CacheSync::new(controller.name, controller.caches.clone()));
             let mut index = 0;
             for queue in controller.handle.queues() {
                 for _ in 0..controller.handle.workers.max(1) {
@@ -178,9 +197,12 @@ impl ControllerSet {
                     let reconciler = controller.handle.reconciler.clone();
                     let name = controller.name;
                     let stopping = self.stopping.clone();
-                    let spawned = std::thread::Builder::new()
-                        .name(format!("{name}-{index}"))
-                        .spawn(move || work(name, &queue, reconciler.as_ref(), &stopping));
+                    let synced = synced.clone();
+                    let spawned = std::thread::Builder::new().name(format!("{name}-{index}")).spawn(move || {
+                        if synced.wait(&stopping) {
+                            work(name, &queue, reconciler.as_ref(), &stopping);
+                        }
+                    });
                     match spawned {
                         Ok(thread) => controller.workers.push(thread),
                         Err(e) => log::error!("{name}: cannot start worker {index}: {e}"),
@@ -213,10 +235,17 @@ impl ControllerSet {
         for controller in &self.controllers {
             controller.recorder.flush(deadline.saturating_duration_since(Instant::now()));
         }
-        for controller in self.controllers {
-            if !drain.is_zero() {
-                controller.recorder.shutdown();
+        if !drain.is_zero() {
+            // Close every recorder first, then wait for all of them against the same deadline
+            // (plus the one request a sink may have in flight), so that many controllers
+            // with unwritable Events cannot add up to more than one bound.
+            self.controllers.iter().for_each(|c| c.recorder.close());
+            let deadline = deadline + IN_FLIGHT_EVENT_WRITE;
+            for controller in &self.controllers {
+                controller.recorder.wait_stopped(deadline.saturating_duration_since(Instant::now()));
             }
+        }
+        for controller in self.controllers {
             for worker in controller.workers {
                 if worker.is_finished() {
                     let _ = worker.join();
@@ -253,6 +282,40 @@ fn running_controllers() -> &'static crate::metrics::GaugeVec {
         gauge
     })
 }
+
+/// One controller's wait for its caches (upstream's `WaitForNamedCacheSync`), shared by its
+/// workers: the first to see the caches synced logs it.
+struct CacheSync {
+    name: &'static str,
+    caches: CacheSet,
+    logged: AtomicBool,
+}
+
+impl CacheSync {
+    fn new(name: &'static str, caches: CacheSet) -> CacheSync {
+        if !caches.has_synced() {
+            log::info!("Waiting for caches to sync for {name}");
+        }
+        CacheSync { name, caches, logged: AtomicBool::new(false) }
+    }
+
+    /// Blocks until the caches have synced (true) or the set is stopping (false).
+    fn wait(&self, stopping: &AtomicBool) -> bool {
+        while !self.caches.has_synced() {
+            if stopping.load(Ordering::SeqCst) {
+                return false;
+            }
+            std::thread::sleep(CACHE_SYNC_POLL);
+        }
+        if !self.logged.swap(true, Ordering::SeqCst) {
+            log::info!("Caches are synced for {}", self.name);
+        }
+        true
+    }
+}
+
+/// How often a waiting worker looks at its caches (client-go polls every 100 ms).
+const CACHE_SYNC_POLL: Duration = Duration::from_millis(100);
 
 /// One worker: takes keys until the queue shuts down or the set is stopping.
 fn work(name: &str, queue: &WorkQueue<String>, reconciler: &dyn Reconciler, stopping: &AtomicBool) {

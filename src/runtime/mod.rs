@@ -50,10 +50,6 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
         log::info!("serving securely on {}", server.addr());
     }
     let mut controllers = ControllerSet::start(client, options, DESCRIPTORS)?;
-    for name in controllers.names() {
-        // As upstream's default controller health check: the controller is running.
-        checks.add(name, || Ok(()));
-    }
     let elector = start_election(options, client)?.map(std::sync::Arc::new);
     if let Some(elector) = &elector {
         let elector = elector.clone();
@@ -68,7 +64,7 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
         }
         None => None,
     };
-    let outcome = lead_and_work(&mut controllers, elector.as_deref(), &signals);
+    let outcome = lead_and_work(&mut controllers, elector.as_deref(), &signals, &checks);
     drop(watchdog);
     if let Some(notifier) = &notifier {
         notifier.notify("STOPPING=1");
@@ -96,18 +92,19 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     Ok(outcome)
 }
 
-/// Waits for the caches and the Lease, runs the workers, and returns what ended it.
-fn lead_and_work(controllers: &mut ControllerSet, elector: Option<&LeaderElector>, signals: &Receiver<i32>) -> Exit {
+/// Waits for the Lease, runs the workers (each controller's once its own caches synced), and
+/// returns what ended it.
+fn lead_and_work(
+    controllers: &mut ControllerSet,
+    elector: Option<&LeaderElector>,
+    signals: &Receiver<i32>,
+    checks: &HealthChecks,
+) -> Exit {
     let never = crossbeam_channel::never();
     let lost = elector.map_or(&never, |e| e.leader_lost());
     let tick = Duration::from_millis(200);
-    while !controllers.wait_for_sync(tick) {
-        if let Some(exit) = interrupted(signals, lost) {
-            return exit;
-        }
-    }
     if let Some(elector) = elector {
-        log::info!("caches synced; waiting to acquire the leader lease");
+        log::info!("waiting to acquire the leader lease");
         while !elector.wait_until_leader(tick) {
             if let Some(exit) = interrupted(signals, lost) {
                 return exit;
@@ -115,6 +112,11 @@ fn lead_and_work(controllers: &mut ControllerSet, elector: Option<&LeaderElector
         }
     }
     controllers.run_workers();
+    for name in controllers.names() {
+        // As upstream, whose controller checks are added once the controllers start (after
+        // `leaderElection`): the default check of a running controller passes.
+        checks.add(name, || Ok(()));
+    }
     log::info!("workers of {} controllers running", controllers.names().len());
     select! {
         recv(signals) -> signal => {

@@ -93,20 +93,8 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         changes,
         monitors: Mutex::new(HashMap::new()),
         informers: context.informers.clone(),
+        startup: Mutex::new(Some(Startup { changes: changes_rx, discovered, client })),
     });
-    log::info!("Starting controller garbagecollector");
-    let mut known = BTreeSet::new();
-    if let Err(e) = collector.resync_monitors(&deletable_resources(&discovered), &mut known) {
-        log::error!("failed to sync resource monitors: {e}");
-    }
-    spawn("garbage-collector-graph", {
-        let collector = collector.clone();
-        move || collector.run_graph_changes(&changes_rx)
-    })?;
-    spawn("garbage-collector-sync", {
-        let collector = collector.clone();
-        move || collector.sync_loop(known, &client)
-    })?;
     let workers = usize::try_from(context.options.concurrency.gc_syncs).unwrap_or(0).max(1);
     // One queue carries both kinds of work (`delete/<uid>`, `orphan/<uid>`); upstream runs
     // `--concurrent-gc-syncs` workers for each.
@@ -168,6 +156,15 @@ pub struct GarbageCollector {
     changes: Sender<GraphEvent>,
     monitors: Mutex<HashMap<String, Monitor>>,
     informers: SharedInformerFactory,
+    /// What [`Reconciler::run_background`] starts from, taken once.
+    startup: Mutex<Option<Startup>>,
+}
+
+/// The graph's input and the first discovery, kept from `init` until the collector runs.
+struct Startup {
+    changes: Receiver<GraphEvent>,
+    discovered: Arc<Discovery>,
+    client: Client,
 }
 
 /// An item's references by what their owners are: (solid, dangling, waitingForDependentsDeletion).
@@ -186,6 +183,25 @@ impl Reconciler for GarbageCollector {
             log::error!("garbage collector: unexpected queue item {key:?}");
             Ok(())
         }
+    }
+
+    /// `Run`: the monitors, the graph builder and the discovery loop start only while leading,
+    /// as upstream's (the graph reports invalid owner references as Events).
+    fn run_background(self: Arc<Self>) -> Result<(), String> {
+        let Some(Startup { changes, discovered, client }) = self.startup.lock().take() else {
+            return Ok(());
+        };
+        log::info!("Starting controller garbagecollector");
+        let mut known = BTreeSet::new();
+        if let Err(e) = self.resync_monitors(&deletable_resources(&discovered), &mut known) {
+            log::error!("failed to sync resource monitors: {e}");
+        }
+        self.informers.start();
+        spawn("garbage-collector-graph", {
+            let collector = self.clone();
+            move || collector.run_graph_changes(&changes)
+        })?;
+        spawn("garbage-collector-sync", move || self.sync_loop(known, &client))
     }
 }
 

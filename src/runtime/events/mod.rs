@@ -196,17 +196,32 @@ impl EventRecorder {
     /// Stops recording: later events are dropped, queued ones get one try each within the
     /// shutdown timeout, then the threads end. Waits for the sink thread, within a bound.
     pub fn shutdown(&self) {
-        drop(self.inner.queues.write().take());
-        let Some((thread, done)) = self.inner.sink_thread.lock().take() else {
-            return;
-        };
+        self.close();
         // The drain may end with one request in flight: allow for the client's own timeout.
-        match done.recv_timeout(self.inner.shutdown_timeout + Duration::from_secs(5)) {
+        self.wait_stopped(self.inner.shutdown_timeout + Duration::from_secs(5));
+    }
+
+    /// The first half of [`EventRecorder::shutdown`]: later events are dropped and the sink
+    /// thread drains what is queued. Lets a caller close many recorders, then wait for all
+    /// of them against one deadline.
+    pub fn close(&self) {
+        drop(self.inner.queues.write().take());
+    }
+
+    /// Waits up to `timeout` for the sink thread of a closed recorder to end; false (leaving
+    /// the thread behind) when it did not.
+    pub fn wait_stopped(&self, timeout: Duration) -> bool {
+        let Some((thread, done)) = self.inner.sink_thread.lock().take() else {
+            return true;
+        };
+        match done.recv_timeout(timeout) {
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
                 log::warn!("the event sink thread did not stop in time; leaving it behind");
+                false
             }
             _ => {
                 let _ = thread.join();
+                true
             }
         }
     }

@@ -269,6 +269,27 @@ impl<K: Cached> Managed for Informer<K> {
     }
 }
 
+/// The informers one controller reads; see [`SharedInformerFactory::recording`].
+#[derive(Clone, Default)]
+pub struct CacheSet(Vec<Arc<dyn Managed>>);
+
+impl CacheSet {
+    /// Whether every informer of the set has its first full list.
+    pub fn has_synced(&self) -> bool {
+        self.0.iter().all(|informer| informer.has_synced())
+    }
+
+    /// How many informers the set holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the set holds no informer.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// What an informer of the factory is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Key {
@@ -291,6 +312,8 @@ struct Registered {
 
 struct FactoryState {
     informers: Vec<Registered>,
+    /// While [`SharedInformerFactory::recording`] runs: the informers requested meanwhile.
+    recorded: Option<Vec<Arc<dyn Managed>>>,
     threads: Vec<JoinHandle<()>>,
     /// Dropped by shutdown: every reflector sees `stop` disconnect and returns.
     stop_sender: Option<Sender<()>>,
@@ -316,7 +339,13 @@ impl SharedInformerFactory {
     /// upstream's `ResyncPeriod`. Zero disables resyncs.
     pub fn new(client: Client, resync: Duration) -> Self {
         let (stop_sender, stop) = crossbeam_channel::bounded(0);
-        let state = FactoryState { informers: Vec::new(), threads: Vec::new(), stop_sender: Some(stop_sender), stop };
+        let state = FactoryState {
+            informers: Vec::new(),
+            recorded: None,
+            threads: Vec::new(),
+            stop_sender: Some(stop_sender),
+            stop,
+        };
         SharedInformerFactory { inner: Arc::new(FactoryInner { client, resync, state: Mutex::new(state) }) }
     }
 
@@ -344,12 +373,32 @@ impl SharedInformerFactory {
     fn shared<K: Cached>(&self, key: Key, create: impl FnOnce() -> Informer<K>) -> Arc<Informer<K>> {
         let mut state = self.inner.state.lock();
         let existing = state.informers.iter().find(|r| r.key == key);
-        if let Some(informer) = existing.and_then(|r| r.informer.clone().into_any().downcast::<Informer<K>>().ok()) {
-            return informer;
+        let informer = match existing.and_then(|r| r.informer.clone().into_any().downcast::<Informer<K>>().ok()) {
+            Some(informer) => informer,
+            None => {
+                let informer = Arc::new(create());
+                state.informers.push(Registered { key, informer: informer.clone(), started: false });
+                informer
+            }
+        };
+        if let Some(recorded) = &mut state.recorded {
+            let managed: Arc<dyn Managed> = informer.clone();
+            if !recorded.iter().any(|r| Arc::ptr_eq(r, &managed)) {
+                recorded.push(managed);
+            }
         }
-        let informer = Arc::new(create());
-        state.informers.push(Registered { key, informer: informer.clone(), started: false });
         informer
+    }
+
+    /// Runs `build` (a controller's constructor) and returns, with its result, the informers
+    /// it requested: the caches that controller waits for before its workers take keys, as
+    /// upstream's per-controller `WaitForNamedCacheSync`.
+    pub fn recording<T>(&self, build: impl FnOnce() -> T) -> (T, CacheSet) {
+        let previous = self.inner.state.lock().recorded.replace(Vec::new());
+        assert!(previous.is_none(), "informer requests are recorded for one constructor at a time");
+        let built = build();
+        let recorded = self.inner.state.lock().recorded.take().unwrap_or_default();
+        (built, CacheSet(recorded))
     }
 
     /// Starts the reflector of every informer requested and not started yet. Does nothing
