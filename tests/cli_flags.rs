@@ -94,6 +94,18 @@ fn malformed_values_name_the_flag() {
 }
 
 #[test]
+fn unknown_and_locked_feature_gates_are_refused() {
+    assert_eq!(
+        usage_error(&["--feature-gates=NoSuchGate=true"]),
+        r#"Error: invalid argument "NoSuchGate=true" for "--feature-gates" flag: unrecognized feature gate: NoSuchGate"#
+    );
+    assert_eq!(
+        usage_error(&["--feature-gates", "SidecarContainers=false"]),
+        r#"Error: invalid argument "SidecarContainers=false" for "--feature-gates" flag: cannot set feature gate SidecarContainers to false, feature is locked to true"#
+    );
+}
+
+#[test]
 fn lease_must_outlast_renew_deadline() {
     assert_eq!(
         usage_error(&["--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"]),

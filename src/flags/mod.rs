@@ -256,7 +256,8 @@ impl Options {
 
     /// One line per explicitly set flag that has no effect here: its feature is not built
     /// yet, it is deprecated or removed upstream, or it concerns what this implementation
-    /// does not have. Meant to be logged as warnings at start-up.
+    /// does not have; then upstream's warnings for GA and deprecated feature gates set with
+    /// `--feature-gates`. Meant to be logged as warnings at start-up.
     pub fn warnings(&self) -> Vec<String> {
         self.explicitly_set
             .iter()
@@ -277,6 +278,7 @@ impl Options {
                     FlagStatus::NoEffect(why) => Some(format!("flag --{name} has no effect: {why}")),
                 }
             })
+            .chain(self.generic.feature_gates.warnings())
             .collect()
     }
 }
@@ -578,9 +580,10 @@ mod tests {
         assert_eq!(o.authorization.always_allow_paths, ["/a", "/b", "/c"]);
         let o = run(&["--controllers="]).unwrap();
         assert_eq!(o.generic.controllers.enabled().count(), 0);
-        let o = run(&["--feature-gates=A=true,B=false", "--feature-gates", "kube:C=true"]).unwrap();
+        let o = run(&["--feature-gates=NodeSwap=true,WatchList=false", "--feature-gates", "kube:HPAScaleToZero=true"])
+            .unwrap();
         assert_eq!(o.generic.feature_gates.explicit().len(), 3);
-        assert!(o.generic.feature_gates.is_enabled("C"));
+        assert!(o.generic.feature_gates.is_enabled("HPAScaleToZero"));
         let o = run(&["--allow-metric-labels=metric1,label1='v1,v2'"]).unwrap();
         assert_eq!(o.metrics.allow_metric_labels["metric1,label1"], "'v1,v2'");
         let o = run(&["--tls-sni-cert-key=a.crt,a.key", "--tls-sni-cert-key=b.crt,b.key:b.com"]).unwrap();
@@ -902,6 +905,7 @@ mod tests {
             "--node-sync-period=10s",
             "--cloud-config=/c",
             "-v=3",
+            "--feature-gates=KMSv1=false",
         ])
         .unwrap();
         assert_eq!(
@@ -912,6 +916,7 @@ mod tests {
                 "flag --port was removed upstream and has no effect: insecure serving was removed upstream; use --secure-port",
                 "flag --node-sync-period has been deprecated, This flag is currently no-op and will be deleted. It has no effect.",
                 "flag --cloud-config has no effect: it configures in-tree cloud provider integration, which upstream removed and this controller manager does not have",
+                "Setting deprecated feature gate KMSv1=false. It will be removed in a future release.",
             ]
         );
         // Removed and deprecated flags still check their values.

@@ -325,7 +325,7 @@ pub static FLAGS: &[FlagSpec] = &[
         "Namespace of the leader election lock object."),
     flag!("leader-elect-retry-period", Generic, GoDuration, "2s", BUILT, generic.leader_election.retry_period,
         "How long candidates wait between attempts to acquire or renew the lease."),
-    flag!("min-resync-period", Generic, GoDuration, "12h0m0s", LATER, generic.min_resync_period,
+    flag!("min-resync-period", Generic, GoDuration, "12h0m0s", BUILT, generic.min_resync_period,
         "Informers resync at a random period between this and twice this."),
     flag!("node-monitor-period", Generic, GoDuration, "5s", BUILT, node_lifecycle.node_monitor_period,
         "Period of checking node status in the node lifecycle controllers."),
