@@ -69,6 +69,9 @@ pub(super) const KNOWN_GATES: &[KnownGate] = &[
     open("ContainerStopSignals", Alpha, false),
     open("ContextualLogging", Beta, true),
     open("CoordinatedLeaderElection", Beta, false),
+    // Kept although the v1.34-cycle list no longer has them (an earlier v1.33 snapshot does):
+    // accepting a gate upstream might refuse is the safer mistake.
+    locked("CPUManager", Ga, true),
     open("CPUManagerPolicyAlphaOptions", Alpha, false),
     open("CPUManagerPolicyBetaOptions", Beta, true),
     locked("CPUManagerPolicyOptions", Ga, true),
@@ -92,6 +95,7 @@ pub(super) const KNOWN_GATES: &[KnownGate] = &[
     open("DRAPrioritizedList", Alpha, false),
     open("DRAResourceClaimDeviceStatus", Beta, true),
     open("DynamicResourceAllocation", Beta, false),
+    locked("ElasticIndexedJob", Ga, true),
     open("EventedPLEG", Alpha, false),
     open("ExecProbeTimeout", Ga, true),
     open("ExternalServiceAccountTokenSigner", Alpha, false),
