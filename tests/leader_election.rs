@@ -22,6 +22,8 @@ use parking_lot::Mutex;
 /// The longest any expected change may take.
 const DEADLINE: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(20);
+/// Room for a loaded 2-core machine in upper bounds on hand-over times.
+const SLACK: Duration = Duration::from_secs(5);
 const NAMESPACE: &str = "kube-system";
 
 /// Lease, renew deadline and retry period of one test.
@@ -192,10 +194,11 @@ fn a_single_candidate_acquires_renews_and_releases() {
 }
 
 /// Starts `count` candidates on one Lease and checks, over a few seconds, that exactly one of
-/// them leads at every sample and that it is the one the Lease names.
+/// them leads at every sample and that it is the one the Lease names; then stops the leader
+/// and checks, at every sample until a standby leads, that no standby leads outside its term.
 fn exactly_one_leads(count: usize, lease: &str) {
     let cluster = cluster();
-    let candidates: Vec<Candidate> = (0..count).map(|_| Candidate::start(&cluster, lease, STEADY, true)).collect();
+    let mut candidates: Vec<Candidate> = (0..count).map(|_| Candidate::start(&cluster, lease, STEADY, true)).collect();
     let first = wait_for("a leader", || candidates.iter().position(|c| c.elector.is_leader()));
     let sampling = Instant::now();
     let mut samples = 0;
@@ -207,19 +210,44 @@ fn exactly_one_leads(count: usize, lease: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(samples >= 3, "sampled {samples} times");
-    let leader = candidates[first].id.clone();
+    let leader = candidates.remove(first);
     assert_eq!(lease_spec(&cluster, lease).lease_transitions, Some(0), "nobody took over");
-    for standby in candidates.iter().filter(|c| c.id != leader) {
-        standby.wait_for_event(&LeaderEvent::NewLeader(leader.clone()));
+    for standby in &candidates {
+        standby.wait_for_event(&LeaderEvent::NewLeader(leader.id.clone()));
         assert!(!standby.events().contains(&LeaderEvent::StartedLeading));
         assert_eq!(standby.elector.check(), Ok(()), "standbys are healthy");
     }
-    for candidate in candidates {
-        let (events, was_leader) = (candidate.events.clone(), candidate.id == leader);
-        candidate.elector.stop();
-        let stopped = events.lock().iter().any(|(e, _)| *e == LeaderEvent::StoppedLeading);
-        assert_eq!(stopped, was_leader, "only the leader stops leading");
+
+    // The leader stops (and releases) on another thread while the standbys are sampled.
+    let (old_id, old_events) = (leader.id.clone(), leader.events.clone());
+    let stopping = std::thread::spawn(move || leader.elector.stop());
+    let new_leader = wait_for("a standby to lead", || {
+        let before = lease_spec(&cluster, lease);
+        let leaders: Vec<usize> = (0..candidates.len()).filter(|i| candidates[*i].elector.is_leader()).collect();
+        let after = lease_spec(&cluster, lease);
+        assert!(leaders.len() <= 1, "two standbys lead at once");
+        let leader = leaders.first()?;
+        // A standby leads only once the Lease names it (the term may change between the reads).
+        let id = candidates[*leader].id.as_str();
+        assert!(holder(&before) == id || holder(&after) == id, "{id} leads outside its term: {after:?}");
+        Some(*leader)
+    });
+    stopping.join().expect("the old leader stops");
+    assert!(old_events.lock().iter().any(|(e, _)| *e == LeaderEvent::StoppedLeading), "{old_id} stopped leading");
+    let spec = lease_spec(&cluster, lease);
+    assert_eq!(holder(&spec), candidates[new_leader].id);
+    assert_eq!(spec.lease_transitions, Some(1));
+
+    // Standbys first: stopping the leader first would release the Lease to one of them.
+    let new_leader = candidates.remove(new_leader);
+    for standby in candidates {
+        let events = standby.events.clone();
+        standby.elector.stop();
+        assert!(!events.lock().iter().any(|(e, _)| *e == LeaderEvent::StoppedLeading), "only the leader stops leading");
     }
+    let events = new_leader.events.clone();
+    new_leader.elector.stop();
+    assert!(events.lock().iter().any(|(e, _)| *e == LeaderEvent::StoppedLeading));
 }
 
 #[test]
@@ -290,6 +318,10 @@ fn a_crashed_leader_is_replaced_only_after_its_lease_expired() {
         "taken over {gap:?} after the last renewal, before the {:?} lease expired",
         FAST.lease
     );
+    // The standby saw the last renewal within one jittered retry period and retried within
+    // another after the lease expired (client-go: JitterFactor 1.2); plus room for a loaded machine.
+    let bound = FAST.lease + FAST.retry.mul_f64(2.2) * 2 + SLACK;
+    assert!(gap < SignedDuration::try_from(bound).expect("a small duration"), "taken over {gap:?} (bound {bound:?})");
     assert_eq!(taken.lease_transitions, Some(1));
     assert!(b.elector.wait_until_leader(DEADLINE));
 }

@@ -52,8 +52,10 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     let mut controllers = ControllerSet::start(client, options, DESCRIPTORS)?;
     let elector = start_election(options, client)?.map(std::sync::Arc::new);
     if let Some(elector) = &elector {
-        let elector = elector.clone();
-        checks.add("leaderElection", move || elector.check());
+        // Held weakly: a connection thread the server has not reaped yet must not keep the
+        // elector from being stopped (and the Lease from being released) on SIGTERM.
+        let elector = std::sync::Arc::downgrade(elector);
+        checks.add("leaderElection", move || elector.upgrade().map_or(Ok(()), |e| e.check()));
     }
     // The secure port listens and the election runs: a standby is as ready as the leader.
     let notifier = sd_notify::Notifier::from_env().map(std::sync::Arc::new);
@@ -75,11 +77,9 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
             if let Some(server) = server {
                 server.stop();
             }
-            // The health check holds the elector too; with it gone the elector can be stopped
-            // (and the Lease released).
             drop(checks);
-            if let Some(elector) = elector.and_then(std::sync::Arc::into_inner) {
-                elector.stop();
+            if let Some(elector) = elector {
+                stop_elector(elector);
             }
             log::info!("stopped");
         }
@@ -133,6 +133,20 @@ fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>) -> Option<Exit> {
         return Some(Exit::Signalled);
     }
     lost.try_recv().ok().map(|()| Exit::LeaderElectionLost)
+}
+
+/// Stops the elector, which releases the Lease, once no health check running on a server
+/// thread still holds it (checks upgrade their weak reference only for the length of a check).
+fn stop_elector(mut elector: std::sync::Arc<LeaderElector>) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match std::sync::Arc::try_unwrap(elector) {
+            Ok(elector) => return elector.stop(),
+            Err(shared) if std::time::Instant::now() < deadline => elector = shared,
+            Err(_) => return log::error!("the leader elector is still in use; the Lease is left to expire"),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Starts the election when `--leader-elect` is on.
