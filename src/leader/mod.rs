@@ -203,6 +203,14 @@ impl LeaderElector {
         self.shared.check(HEALTHZ_TOLERANCE)
     }
 
+    /// [`LeaderElector::check`] as a closure for the health server. It holds only the
+    /// election's shared state, not the elector, so a server thread running a check never keeps
+    /// the elector from being stopped (and the Lease from being released).
+    pub fn health_check(&self) -> impl Fn() -> Result<(), String> + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || shared.check(HEALTHZ_TOLERANCE)
+    }
+
     /// [`LeaderElector::check`] with another tolerance than [`HEALTHZ_TOLERANCE`] (tests).
     #[doc(hidden)]
     pub fn check_with_tolerance(&self, tolerance: Duration) -> Result<(), String> {

@@ -50,12 +50,9 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
         log::info!("serving securely on {}", server.addr());
     }
     let mut controllers = ControllerSet::start(client, options, DESCRIPTORS)?;
-    let elector = start_election(options, client)?.map(std::sync::Arc::new);
+    let elector = start_election(options, client)?;
     if let Some(elector) = &elector {
-        // Held weakly: a connection thread the server has not reaped yet must not keep the
-        // elector from being stopped (and the Lease from being released) on SIGTERM.
-        let elector = std::sync::Arc::downgrade(elector);
-        checks.add("leaderElection", move || elector.upgrade().map_or(Ok(()), |e| e.check()));
+        checks.add("leaderElection", elector.health_check());
     }
     // The secure port listens and the election runs: a standby is as ready as the leader.
     let notifier = sd_notify::Notifier::from_env().map(std::sync::Arc::new);
@@ -66,7 +63,7 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
         }
         None => None,
     };
-    let outcome = lead_and_work(&mut controllers, elector.as_deref(), &signals, &checks);
+    let outcome = lead_and_work(&mut controllers, elector.as_ref(), &signals, &checks);
     drop(watchdog);
     if let Some(notifier) = &notifier {
         notifier.notify("STOPPING=1");
@@ -77,9 +74,8 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
             if let Some(server) = server {
                 server.stop();
             }
-            drop(checks);
             if let Some(elector) = elector {
-                stop_elector(elector);
+                elector.stop();
             }
             log::info!("stopped");
         }
@@ -133,20 +129,6 @@ fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>) -> Option<Exit> {
         return Some(Exit::Signalled);
     }
     lost.try_recv().ok().map(|()| Exit::LeaderElectionLost)
-}
-
-/// Stops the elector, which releases the Lease, once no health check running on a server
-/// thread still holds it (checks upgrade their weak reference only for the length of a check).
-fn stop_elector(mut elector: std::sync::Arc<LeaderElector>) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        match std::sync::Arc::try_unwrap(elector) {
-            Ok(elector) => return elector.stop(),
-            Err(shared) if std::time::Instant::now() < deadline => elector = shared,
-            Err(_) => return log::error!("the leader elector is still in use; the Lease is left to expire"),
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Starts the election when `--leader-elect` is on.
