@@ -1660,6 +1660,20 @@ fn service_account_tokens_authenticate() {
     assert!(!token.is_empty());
     assert_eq!(issued.spec.expiration_seconds, Some(3600));
     assert_eq!(issued.spec.audiences, ["https://kubernetes.default.svc.cluster.local"]);
+    // A bound token: a JWT signed with the service-account key, with upstream's claims.
+    let key = kcm::jwt::SigningKey::from_pem(sandbox.service_account_key_pem().as_bytes()).unwrap();
+    let claims = kcm::jwt::verify(&token, key.public_key()).expect("signed with sa.key").claims;
+    let account_uid = Api::<ServiceAccount>::namespaced(&c, "work").get("builder").unwrap().metadata.uid.unwrap();
+    assert_eq!(claims["sub"], "system:serviceaccount:work:builder");
+    assert_eq!(claims["iss"], "https://kubernetes.default.svc.cluster.local");
+    assert_eq!(claims["aud"], json!(["https://kubernetes.default.svc.cluster.local"]));
+    assert_eq!(
+        claims["kubernetes.io"],
+        json!({"namespace": "work", "serviceaccount": {"name": "builder", "uid": account_uid}})
+    );
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 3600);
+    assert_eq!(claims["nbf"], claims["iat"]);
+    assert!(claims["jti"].as_str().is_some_and(|j| j.len() == 36));
 
     // TokenReview names the account...
     let review: TokenReview = from(json!({"spec": {"token": token}}));

@@ -52,8 +52,9 @@ impl Default for ApiOptions {
 pub struct ApiServer {
     pub store: Arc<Store>,
     pub tokens: Arc<Tokens>,
-    /// Verifies legacy service-account tokens (kube-apiserver's `--service-account-key-file`).
-    pub service_account_key: Option<crate::jwt::PublicKey>,
+    /// Signs TokenRequest tokens (kube-apiserver's `--service-account-signing-key-file`) and
+    /// verifies legacy service-account tokens (`--service-account-key-file`).
+    pub service_account_key: Option<Arc<crate::jwt::SigningKey>>,
     pub audit: Arc<AuditLog>,
     pub faults: Arc<Faults>,
     pub options: ApiOptions,
@@ -79,7 +80,7 @@ impl Handler for ApiServer {
         let authorization = request.header("Authorization");
         let legacy = || {
             let key = self.service_account_key.as_ref()?;
-            auth::authenticate_legacy_token(authorization, key, &self.store)
+            auth::authenticate_legacy_token(authorization, key.public_key(), &self.store)
         };
         let user = match auth::authenticate(&request.peer_certificates, authorization, &self.tokens).or_else(legacy) {
             Some(user) => user,

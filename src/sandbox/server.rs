@@ -77,7 +77,7 @@ impl Sandbox {
         let api = Arc::new(ApiServer {
             store,
             tokens: Arc::new(Tokens::default()),
-            service_account_key: Some(service_account_key.public_key().clone()),
+            service_account_key: Some(Arc::new(service_account_key)),
             audit: Arc::new(AuditLog::default()),
             faults: Arc::new(Faults::default()),
             options: ApiOptions {

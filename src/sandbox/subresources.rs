@@ -428,18 +428,58 @@ fn issue_token(api: &ApiServer, request: &Request, target: &Target, name: &str) 
             "system:authenticated".into(),
         ],
     };
-    let (token, expires) = api.tokens.issue(user, Duration::from_secs(seconds as u64));
+    if token_request["spec"]["audiences"].as_array().is_none_or(Vec::is_empty) {
+        token_request["spec"]["audiences"] = json!([SERVICE_ACCOUNT_ISSUER]);
+    }
+    let lifetime = Duration::from_secs(seconds as u64);
+    let (token, expires) = match &api.service_account_key {
+        Some(key) => {
+            let claims = bound_token_claims(&user, ns, name, &token_request["spec"]["audiences"], lifetime);
+            let token = crate::jwt::sign(key, &claims).map_err(|e| ApiError::internal(&e))?;
+            let expires = std::time::SystemTime::now() + lifetime;
+            api.tokens.add(&token, user, Some(expires));
+            (token, expires)
+        }
+        None => api.tokens.issue(user, lifetime),
+    };
     let expires: jiff::Timestamp = expires.try_into().map_err(|_| ApiError::internal("token expiry out of range"))?;
     token_request["apiVersion"] = "authentication.k8s.io/v1".into();
     token_request["kind"] = "TokenRequest".into();
     token_request["metadata"] = json!({"name": name, "namespace": ns, "creationTimestamp": now()});
     token_request["spec"]["expirationSeconds"] = seconds.into();
-    if token_request["spec"]["audiences"].is_null() {
-        token_request["spec"]["audiences"] = json!(["https://kubernetes.default.svc.cluster.local"]);
-    }
     token_request["status"] =
         json!({"token": token, "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()});
     Ok((201, token_request))
+}
+
+/// The issuer of bound tokens: kubeadm's `--service-account-issuer`, also the default audience.
+const SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// The claims of a bound service-account token, as kube-apiserver's `serviceaccount.Claims`
+/// (with `ServiceAccountTokenJTI`, on by default since v1.30): subject, audiences, issue, not-
+/// before and expiry times, a `jti`, and the `kubernetes.io` private claims.
+fn bound_token_claims(
+    user: &UserInfo,
+    namespace: &str,
+    account: &str,
+    audiences: &Value,
+    lifetime: Duration,
+) -> serde_json::Map<String, Value> {
+    let now = jiff::Timestamp::now().as_second();
+    let claims = json!({
+        "aud": audiences,
+        "exp": now + lifetime.as_secs() as i64,
+        "iat": now,
+        "iss": SERVICE_ACCOUNT_ISSUER,
+        "jti": crate::random::uuid(),
+        "kubernetes.io": {"namespace": namespace, "serviceaccount": {"name": account, "uid": user.uid}},
+        "nbf": now,
+        "sub": user.name,
+    });
+    match claims {
+        Value::Object(map) => map,
+        _ => unreachable!("json! of an object"),
+    }
 }
 
 /// `namespaces/x/finalize` (only `spec.finalizers` changes) and
