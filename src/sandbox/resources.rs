@@ -316,6 +316,7 @@ pub static RESOURCES: &[ResourceType] = &[
     },
     resource("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", false),
     resource("storage.k8s.io", "v1", "csidrivers", "csidriver", "CSIDriver", false),
+    resource("storage.k8s.io", "v1", "csistoragecapacities", "csistoragecapacity", "CSIStorageCapacity", true),
     ResourceType {
         subresources: &[STATUS],
         ..resource("storage.k8s.io", "v1", "volumeattachments", "volumeattachment", "VolumeAttachment", false)

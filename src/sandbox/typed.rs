@@ -81,6 +81,7 @@ typed_kinds! {
     "storage.k8s.io" / "CSINode" => k8s_openapi::api::storage::v1::CSINode,
     "storage.k8s.io" / "CSIDriver" => k8s_openapi::api::storage::v1::CSIDriver,
     "storage.k8s.io" / "VolumeAttachment" => k8s_openapi::api::storage::v1::VolumeAttachment,
+    "storage.k8s.io" / "CSIStorageCapacity" => k8s_openapi::api::storage::v1::CSIStorageCapacity,
     "scheduling.k8s.io" / "PriorityClass" => k8s_openapi::api::scheduling::v1::PriorityClass,
     "networking.k8s.io" / "NetworkPolicy" => k8s_openapi::api::networking::v1::NetworkPolicy,
     "networking.k8s.io" / "Ingress" => k8s_openapi::api::networking::v1::Ingress,
