@@ -235,7 +235,7 @@ def generate():
            "//! A field is f(number, JSON name, kind, label, omit_zero): omit_zero marks a Go value (non-pointer)",
            "//! field, which gogo-protobuf always writes and whose zero value JSON `omitempty` leaves out.",
            "",
-           "use super::{field as f, message as m, Kind as K, Label as L, Message};",
+           "use super::{Kind as K, Label as L, Message, field as f, message as m};",
            "",
            "#[rustfmt::skip]",
            "pub static MESSAGES: &[Message] = &["]

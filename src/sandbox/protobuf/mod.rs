@@ -119,7 +119,10 @@ pub fn decode_body(body: &[u8]) -> Result<Value, String> {
     }
     let index = message_for(&envelope.api_version, &envelope.kind).ok_or_else(|| {
         let version = if envelope.api_version.is_empty() { "v1" } else { envelope.api_version.as_str() };
-        format!("no kind {:?} is registered for version {version:?} in scheme \"pkg/runtime/scheme.go:100\"", envelope.kind)
+        format!(
+            "no kind {:?} is registered for version {version:?} in scheme \"pkg/runtime/scheme.go:100\"",
+            envelope.kind
+        )
     })?;
     let decoded = decode_message(&envelope.raw, index, 0)?;
     let mut object = Map::new();
@@ -182,7 +185,8 @@ fn message_for(api_version: &str, kind: &str) -> Option<usize> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let package = if group.is_empty() { "core" } else { group.split('.').next().unwrap_or(group) };
     let version = if version.is_empty() { "v1" } else { version };
-    let names = [format!("k8s.io.api.{package}.{version}.{kind}"), format!("k8s.io.apimachinery.pkg.apis.meta.v1.{kind}")];
+    let names =
+        [format!("k8s.io.api.{package}.{version}.{kind}"), format!("k8s.io.apimachinery.pkg.apis.meta.v1.{kind}")];
     names.iter().find_map(|name| message_index(name))
 }
 
@@ -297,7 +301,9 @@ fn decode_message(data: &[u8], index: usize, depth: usize) -> Result<Value, Stri
                 if wire == WIRE_LEN && is_packable(field.kind) {
                     let mut packed = Reader::new(reader.bytes()?);
                     while !packed.done() {
-                        items.push(decode_value(&mut packed, packed_wire(field.kind), field.kind, depth).map_err(context)?);
+                        items.push(
+                            decode_value(&mut packed, packed_wire(field.kind), field.kind, depth).map_err(context)?,
+                        );
                     }
                 } else {
                     items.push(decode_value(&mut reader, wire, field.kind, depth).map_err(context)?);
@@ -383,11 +389,7 @@ fn packed_wire(kind: Kind) -> u8 {
 }
 
 fn expect_wire(actual: u8, expected: u8) -> Result<(), String> {
-    if actual == expected {
-        Ok(())
-    } else {
-        Err(format!("proto: wrong wireType = {actual}, expected {expected}"))
-    }
+    if actual == expected { Ok(()) } else { Err(format!("proto: wrong wireType = {actual}, expected {expected}")) }
 }
 
 fn decode_value(reader: &mut Reader, wire: u8, kind: Kind, depth: usize) -> Result<Value, String> {
@@ -425,9 +427,7 @@ fn float(v: f64) -> Value {
 fn special(kind: Kind, data: &[u8]) -> Result<Value, String> {
     let fields = small_fields(data)?;
     let int = |n: u32| fields.iter().rev().find(|(number, _)| *number == n).and_then(|(_, v)| v.as_int());
-    let text = |n: u32| {
-        fields.iter().rev().find(|(number, _)| *number == n).and_then(|(_, v)| v.as_bytes()).map(utf8)
-    };
+    let text = |n: u32| fields.iter().rev().find(|(number, _)| *number == n).and_then(|(_, v)| v.as_bytes()).map(utf8);
     Ok(match kind {
         // time_proto.go: an empty message is the zero Time (JSON null); nanoseconds are dropped.
         Kind::Time if data.is_empty() => Value::Null,
