@@ -203,6 +203,21 @@ fn kubectl_typed_commands_write_protobuf_and_the_sandbox_stores_their_objects() 
     assert_eq!(exposed["spec"]["ports"][0]["targetPort"], 8080);
     assert_eq!(exposed["spec"]["selector"], json!({"app": "web"}));
 
+    // SelfSubjectAccessReview, a create-only review resource.
+    assert_eq!(bed.ok(&["auth", "can-i", "delete", "deployments", "-n", "team-a"]).trim(), "yes");
+
+    bed.ok(&["create", "ingress", "web", "--rule=example.com/*=web:80", "-n", "team-a"]);
+    let ingress = bed.get(&["ingress", "web", "-n", "team-a"]);
+    let path = &ingress["spec"]["rules"][0]["http"]["paths"][0];
+    assert_eq!(ingress["spec"]["rules"][0]["host"], "example.com");
+    assert_eq!((&path["path"], &path["pathType"]), (&json!("/"), &json!("Prefix")));
+    assert_eq!(path["backend"], json!({"service": {"name": "web", "port": {"number": 80}}}));
+
+    bed.ok(&["create", "clusterrole", "node-reader", "--verb=get", "--resource=nodes"]);
+    bed.ok(&["create", "clusterrolebinding", "node-readers", "--clusterrole=node-reader", "--group=ops"]);
+    let binding = bed.get(&["clusterrolebinding", "node-readers"]);
+    assert_eq!(binding["subjects"], json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "ops"}]));
+
     bed.ok(&["create", "rolebinding", "read", "--role=reader", "--serviceaccount=team-a:builder", "-n", "team-a"]);
     let binding = bed.get(&["rolebinding", "read", "-n", "team-a"]);
     assert_eq!(binding["roleRef"], json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"}));

@@ -72,6 +72,8 @@ pub enum Label {
     Rep,
     /// `map<key, value>`: the field's kind is the value's.
     Map(Kind),
+    /// A Go struct embedded with `json:",inline"`: its fields join the parent's object.
+    Inline,
 }
 
 #[derive(Debug)]
@@ -307,6 +309,11 @@ fn decode_message(data: &[u8], index: usize, depth: usize) -> Result<Value, Stri
                     }
                 } else {
                     items.push(decode_value(&mut reader, wire, field.kind, depth).map_err(context)?);
+                }
+            }
+            Label::Inline => {
+                if let Value::Object(fields) = decode_value(&mut reader, wire, field.kind, depth).map_err(context)? {
+                    object.extend(fields);
                 }
             }
             Label::Map(key_kind) => {

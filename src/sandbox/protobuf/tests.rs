@@ -259,3 +259,22 @@ fn content_type_detection() {
     assert!(!is_protobuf(Some("application/json")));
     assert!(!is_protobuf(None));
 }
+
+#[test]
+fn inline_structs_join_their_parent() {
+    // Volume{name, volumeSource: {configMap: {localObjectReference: {name}, defaultMode}}}
+    let config_map = Enc::default().msg(1, Enc::default().str(1, "settings")).varint(3, 0o644);
+    let volume = Enc::default().str(1, "conf").msg(2, Enc::default().msg(19, config_map));
+    // Probe{handler: {exec: {command}}, periodSeconds}
+    let probe = Enc::default().msg(1, Enc::default().msg(1, Enc::default().str(1, "true"))).varint(4, 5);
+    let container = Enc::default().str(1, "c").msg(10, probe);
+    let pod = decode("v1", "Pod", Enc::default().msg(2, Enc::default().msg(1, volume).msg(2, container)));
+    assert_eq!(
+        pod["spec"]["volumes"],
+        json!([{"name": "conf", "configMap": {"name": "settings", "defaultMode": 420}}])
+    );
+    assert_eq!(
+        pod["spec"]["containers"][0]["livenessProbe"],
+        json!({"exec": {"command": ["true"]}, "periodSeconds": 5})
+    );
+}
