@@ -110,14 +110,15 @@ pub fn decode_body(body: &[u8]) -> Result<Value, String> {
         return Err("empty data".into());
     }
     let Some(data) = body.strip_prefix(MAGIC) else {
-        return Err(format!("provided data does not appear to be a protobuf message, expected prefix {MAGIC:?}"));
+        // Go prints the prefix with `%v`.
+        return Err("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]".into());
     };
     if data.is_empty() {
         return Err("empty body".into());
     }
     let envelope = Envelope::parse(data)?;
     if envelope.kind.is_empty() {
-        return Err(format!("Object 'Kind' is missing in '{}'", describe(data)));
+        return Err(format!("Object 'Kind' is missing in the protobuf envelope ({} bytes)", data.len()));
     }
     let index = message_for(&envelope.api_version, &envelope.kind).ok_or_else(|| {
         let version = if envelope.api_version.is_empty() { "v1" } else { envelope.api_version.as_str() };
@@ -136,10 +137,6 @@ pub fn decode_body(body: &[u8]) -> Result<Value, String> {
         object.extend(fields);
     }
     Ok(Value::Object(object))
-}
-
-fn describe(data: &[u8]) -> String {
-    format!("{} bytes of protobuf", data.len())
 }
 
 /// `runtime.Unknown` (runtime/generated.proto): typeMeta = 1 {apiVersion = 1, kind = 2}, raw = 2,
