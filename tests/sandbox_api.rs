@@ -1907,6 +1907,11 @@ fn errors_are_status_objects() {
     );
     assert_eq!(garbage.code, 400);
     assert_eq!(garbage.json()["reason"], "BadRequest");
+    let unknown_media =
+        raw(&sandbox, "POST", "/api/v1/namespaces/default/configmaps", &[("Content-Type", "text/plain")], b"data");
+    assert_eq!(unknown_media.code, 415);
+    assert_eq!(unknown_media.json()["reason"], "UnsupportedMediaType");
+    // Protobuf is decoded (src/sandbox/protobuf): an envelope without an object is a bad request.
     let protobuf = raw(
         &sandbox,
         "POST",
@@ -1914,8 +1919,7 @@ fn errors_are_status_objects() {
         &[("Content-Type", "application/vnd.kubernetes.protobuf")],
         b"k8s\0",
     );
-    assert_eq!(protobuf.code, 415);
-    assert_eq!(protobuf.json()["reason"], "UnsupportedMediaType");
+    assert_eq!((protobuf.code, protobuf.json()["message"].as_str()), (400, Some("empty body")));
     let wrong_kind = raw(
         &sandbox,
         "POST",

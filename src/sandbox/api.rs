@@ -19,7 +19,7 @@ use super::services::{self, ServiceRange};
 use super::status::{ApiError, ApiResult, FieldError, qualified};
 use super::store::{Store, Txn};
 use super::typed::{self, FieldValidation};
-use super::{convert, defaults, discovery, metadata, patch, subresources, watch};
+use super::{convert, defaults, discovery, metadata, patch, protobuf, subresources, watch};
 use crate::server::http::{Handler, Request, ResponseWriter};
 
 mod validation;
@@ -840,6 +840,9 @@ fn body_json(request: &Request) -> ApiResult<Value> {
         return Err(ApiError::bad_request("the request body is empty"));
     }
     let content_type = request.header("Content-Type").unwrap_or("application/json");
+    if protobuf::is_protobuf(Some(content_type)) {
+        return protobuf::decode_body(&request.body).map_err(ApiError::bad_request);
+    }
     let media_type = content_type.split(';').next().unwrap_or_default().trim();
     if !(media_type.is_empty() || media_type.ends_with("json") || media_type.ends_with("yaml")) {
         return Err(ApiError::unsupported_media_type(media_type));

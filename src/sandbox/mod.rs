@@ -15,6 +15,7 @@ pub mod metadata;
 pub mod nodes;
 pub mod objects;
 pub mod patch;
+pub mod protobuf;
 pub mod rbac;
 pub mod resources;
 pub mod selectors;

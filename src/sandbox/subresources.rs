@@ -9,6 +9,7 @@ use super::api::{self, ApiServer, DeleteOptions, DeleteOutcome, Target};
 use super::auth::UserInfo;
 use super::objects::{self, name_of, now};
 use super::patch;
+use super::protobuf;
 use super::rbac;
 use super::resources::{self, ResourceType};
 use super::selectors::LabelSelector;
@@ -84,6 +85,9 @@ fn review_answer(resource: &ResourceType, mut body: Value, status: Value) -> Val
 }
 
 fn body(request: &Request) -> ApiResult<Value> {
+    if protobuf::is_protobuf(request.header("Content-Type")) {
+        return protobuf::decode_body(&request.body).map_err(ApiError::bad_request);
+    }
     serde_json::from_slice(&request.body)
         .map_err(|e| ApiError::bad_request(format!("cannot decode the request body: {e}")))
 }
