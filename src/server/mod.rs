@@ -30,8 +30,14 @@ use authz::{Authorizer, Decision};
 use http::{Handler, HttpServer, Limits, Request, ResponseWriter};
 use responses::Answer;
 
-/// Connections served at once; more are closed on accept. Probes and scrapers need a few.
-const MAX_CONNECTIONS: usize = 64;
+/// Connections served at once (one thread each); more are closed on accept.
+const MAX_CONNECTIONS: usize = 256;
+/// Connections served at once from one address, so that idle connections from one client
+/// cannot take every slot and starve the kubelet's probes. Probes and scrapers need a few.
+const MAX_CONNECTIONS_PER_IP: usize = 16;
+/// The longest a connection may take from accept to a complete TLS handshake and first
+/// request head: a connection that asks nothing frees its slot after this.
+const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Upstream's `IdleTimeout` for kept-alive connections.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Upstream's `ReadHeaderTimeout`; here it bounds the TLS handshake and each whole request.
@@ -88,6 +94,8 @@ fn listen(
 ) -> Result<HttpServer, String> {
     let limits = Limits {
         max_connections: Some(MAX_CONNECTIONS),
+        max_connections_per_ip: Some(MAX_CONNECTIONS_PER_IP),
+        first_request_timeout: Some(FIRST_REQUEST_TIMEOUT),
         idle_timeout: IDLE_TIMEOUT,
         request_timeout: Some(REQUEST_TIMEOUT),
         write_timeout: Some(WRITE_TIMEOUT),
