@@ -52,6 +52,7 @@ impl LeaderMetrics {
     }
 
     /// How often the holder of `name` renewed on the slow path.
+    #[cfg(test)]
     pub fn slowpath_count(&self, name: &str) -> f64 {
         self.slowpath.get(&[name])
     }

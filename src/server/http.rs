@@ -58,6 +58,10 @@ impl Default for Limits {
     }
 }
 
+/// The TLS configuration for each new connection: a function, so that it can change while
+/// the server runs (new client CAs, say).
+pub type TlsSource = Arc<dyn Fn() -> Arc<ServerConfig> + Send + Sync>;
+
 /// One parsed request.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -247,13 +251,14 @@ impl HttpServer {
         tls: Option<Arc<ServerConfig>>,
         handler: Arc<dyn Handler>,
     ) -> io::Result<HttpServer> {
+        let tls = tls.map(|config| Arc::new(move || config.clone()) as TlsSource);
         Self::start_with_limits(addr, tls, handler, Limits::default())
     }
 
     /// [`HttpServer::start`] with explicit limits on connections and timeouts.
     pub fn start_with_limits(
         addr: SocketAddr,
-        tls: Option<Arc<ServerConfig>>,
+        tls: Option<TlsSource>,
         handler: Arc<dyn Handler>,
         limits: Limits,
     ) -> io::Result<HttpServer> {
@@ -288,6 +293,7 @@ impl HttpServer {
                 let (tls, handler, conns, limits) = (tls.clone(), handler.clone(), conns.clone(), limits.clone());
                 let _ = std::thread::Builder::new().name("http-conn".into()).spawn(move || {
                     let _guard = guard;
+                    let tls = tls.map(|source| source());
                     serve_connection(stream, accepted, tls, &*handler, &conns, &limits)
                 });
             }
