@@ -6,12 +6,13 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kcm::client::config::ClientIdentity;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
@@ -504,6 +505,78 @@ fn front_proxy_headers_are_trusted_only_from_allowed_proxies() {
     };
     assert_eq!(through_proxy("front-proxy-client").code, 200);
     assert_eq!(through_proxy("someone-else").code, 401);
+    server.stop();
+}
+
+/// The delegation kubeconfigs only: the client CA must come from the cluster.
+fn kubeconfig_flags(cluster: &Cluster) -> Vec<String> {
+    vec![
+        format!("--authentication-kubeconfig={}", cluster.kubeconfig),
+        format!("--authorization-kubeconfig={}", cluster.kubeconfig),
+    ]
+}
+
+#[test]
+fn client_ca_is_looked_up_in_the_cluster() {
+    let cluster = Cluster::new();
+    let client = Client::new(cluster.sandbox.admin_config(), ClientOptions::default()).unwrap();
+    let published =
+        Api::<ConfigMap>::namespaced(&client, "kube-system").get("extension-apiserver-authentication").unwrap();
+    let data = published.data.unwrap_or_default();
+    assert_eq!(data.get("client-ca-file").map(String::as_str), Some(cluster.sandbox.ca_pem()));
+    assert!(!data.contains_key("requestheader-client-ca-file"), "the sandbox has no front-proxy CA");
+
+    let server = start(&kubeconfig_flags(&cluster), HealthChecks::new());
+    let master =
+        Get::new("/metrics").identity(cluster.identity("root", &["system:masters"])).send(server.addr()).unwrap();
+    assert_eq!(master.code, 200, "{}", master.body);
+    server.stop();
+}
+
+#[test]
+fn the_looked_up_client_ca_follows_the_configmap() {
+    let cluster = Cluster::new();
+    let options = options(&kubeconfig_flags(&cluster));
+    let authn = kcm::server::auth::Authenticator::new(&options.authentication).unwrap();
+    assert_eq!(authn.client_cas(), certs(cluster.sandbox.ca_pem()));
+    let client = Client::new(cluster.sandbox.admin_config(), ClientOptions::default()).unwrap();
+    let configmaps = Api::<ConfigMap>::namespaced(&client, "kube-system");
+    let mut configmap = configmaps.get("extension-apiserver-authentication").unwrap();
+    let rotated = TestCa::new("rotated-client-ca");
+    configmap.data.get_or_insert_default().insert("client-ca-file".into(), rotated.cert_pem.clone());
+    configmaps.replace("extension-apiserver-authentication", &configmap, &PostParams::default()).unwrap();
+    let generation = authn.generation();
+    authn.refresh().unwrap();
+    assert_eq!(authn.client_cas(), certs(&rotated.cert_pem));
+    assert_ne!(authn.generation(), generation, "the TLS setup must learn of the new CA");
+    configmaps.delete("extension-apiserver-authentication", &Default::default()).unwrap();
+    authn.refresh().unwrap();
+    assert!(authn.client_cas().is_empty(), "a deleted ConfigMap's CA is no longer trusted");
+}
+
+#[test]
+fn skip_lookup_leaves_client_certificates_unchecked() {
+    let cluster = Cluster::new();
+    let mut flags = kubeconfig_flags(&cluster);
+    flags.push("--authentication-skip-lookup=true".into());
+    let server = start(&flags, HealthChecks::new());
+    let master =
+        Get::new("/metrics").identity(cluster.identity("root", &["system:masters"])).send(server.addr()).unwrap();
+    assert_eq!((master.code, master.body.trim_end()), (403, FORBIDDEN_ANONYMOUS));
+    server.stop();
+}
+
+#[test]
+fn a_missing_authentication_configmap_is_tolerated() {
+    let cluster = Cluster::new();
+    let client = Client::new(cluster.sandbox.admin_config(), ClientOptions::default()).unwrap();
+    Api::<ConfigMap>::namespaced(&client, "kube-system")
+        .delete("extension-apiserver-authentication", &Default::default())
+        .unwrap();
+    let server = start(&kubeconfig_flags(&cluster), HealthChecks::new());
+    let master =
+        Get::new("/metrics").identity(cluster.identity("root", &["system:masters"])).send(server.addr()).unwrap();
+    assert_eq!((master.code, master.body.trim_end()), (403, FORBIDDEN_ANONYMOUS));
     server.stop();
 }
 

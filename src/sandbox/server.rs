@@ -313,7 +313,10 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
             "metadata": meta("kube-apiserver-legacy-service-account-token-tracking", Some("kube-system")),
             "data": {"since": today}}),
     ));
-    objects.push(("configmaps", extension_apiserver_authentication(meta(AUTHENTICATION_CONFIGMAP, Some("kube-system")), client_ca_pem)));
+    objects.push((
+        "configmaps",
+        extension_apiserver_authentication(meta(AUTHENTICATION_CONFIGMAP, Some("kube-system")), client_ca_pem),
+    ));
     for (name, value) in [("system-node-critical", 2000001000), ("system-cluster-critical", 2000000000)] {
         objects.push((
             "priorityclasses",

@@ -172,8 +172,12 @@ impl Authenticator {
             Err(e) if tolerate_failure => {
                 *self.request_header.write() = None;
                 log::warn!("Error looking up in-cluster authentication configuration: {e}");
-                log::warn!("Continuing without authentication configuration. This may treat all requests as anonymous.");
-                log::warn!("To require authentication configuration lookup to succeed, set --authentication-tolerate-lookup-failure=false");
+                log::warn!(
+                    "Continuing without authentication configuration. This may treat all requests as anonymous."
+                );
+                log::warn!(
+                    "To require authentication configuration lookup to succeed, set --authentication-tolerate-lookup-failure=false"
+                );
                 Ok(())
             }
             Err(e) => Err(format!("unable to load configmap based request-header-client-ca-file: {e}")),
@@ -186,16 +190,14 @@ impl Authenticator {
     pub fn refresh(&self) -> Result<(), String> {
         let Some(lookup) = &self.lookup else { return Ok(()) };
         let configmap = read_configmap(&lookup.client)?;
-        let mut errors = Vec::new();
         if lookup.client_ca {
             self.update_client_ca(configmap.as_ref());
         }
-        if lookup.request_header && self.request_header.read().is_some() {
-            if let Err(e) = self.update_request_header(configmap.as_ref()) {
-                errors.push(e);
-            }
+        // (A request-header lookup that failed at start and was tolerated stays off.)
+        if lookup.request_header {
+            self.update_request_header(configmap.as_ref())?;
         }
-        if errors.is_empty() { Ok(()) } else { Err(errors.join(", ")) }
+        Ok(())
     }
 
     /// Whether the ConfigMap is read at all (and so worth re-reading).
@@ -211,7 +213,8 @@ impl Authenticator {
     /// Takes the client CA from the ConfigMap: a deleted ConfigMap removes it; an empty or
     /// unreadable bundle keeps the last one (upstream's `ConfigMapCAController.loadCABundle`).
     fn update_client_ca(&self, configmap: Option<&ConfigMap>) {
-        let name = format!("client-ca::{AUTHENTICATION_CONFIGMAP_NAMESPACE}::{AUTHENTICATION_CONFIGMAP}::{CLIENT_CA_KEY}");
+        let name =
+            format!("client-ca::{AUTHENTICATION_CONFIGMAP_NAMESPACE}::{AUTHENTICATION_CONFIGMAP}::{CLIENT_CA_KEY}");
         let current = self.client_cert.read().clone();
         match ca_from_configmap(configmap, CLIENT_CA_KEY, &name, current.as_deref()) {
             Ok(CaChange::Same) => {}
@@ -246,7 +249,7 @@ impl Authenticator {
             }
             Err(e) => log::error!("{AUTHENTICATION_CONFIGMAP_NAMESPACE}/{AUTHENTICATION_CONFIGMAP} failed with : {e}"),
         }
-        let headers = configmap.map(|c| RequestHeaderNames::from_configmap(c)).transpose();
+        let headers = configmap.map(RequestHeaderNames::from_configmap).transpose();
         let result = match headers {
             Ok(Some(names)) => {
                 if names != next.names {

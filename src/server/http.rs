@@ -3,8 +3,8 @@
 //! of Kubernetes; [`Handler`] does.
 
 use std::cell::Cell;
-use std::io::{self, BufRead, BufReader, Read, Write};
 use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::rc::Rc;
 use std::sync::Arc;

@@ -97,7 +97,11 @@ fn spawn_lookup_refresh(authn: Arc<Authenticator>, period: Duration) -> crossbea
     let spawned = std::thread::Builder::new().name("authn-configmap".into()).spawn(move || {
         while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
             if let Err(e) = authn.refresh() {
-                log::error!("{}/{} failed with : {e}", auth::AUTHENTICATION_CONFIGMAP_NAMESPACE, auth::AUTHENTICATION_CONFIGMAP);
+                log::error!(
+                    "{}/{} failed with : {e}",
+                    auth::AUTHENTICATION_CONFIGMAP_NAMESPACE,
+                    auth::AUTHENTICATION_CONFIGMAP
+                );
             }
         }
     });
@@ -109,12 +113,7 @@ fn spawn_lookup_refresh(authn: Arc<Authenticator>, period: Duration) -> crossbea
 
 /// Binds the port. An unspecified IPv4 address listens on `[::]` (both families, as Go does)
 /// and falls back to `0.0.0.0` on hosts without IPv6.
-fn listen(
-    bind: IpAddr,
-    port: u16,
-    tls: TlsSource,
-    handler: Arc<SecureHandler>,
-) -> Result<HttpServer, String> {
+fn listen(bind: IpAddr, port: u16, tls: TlsSource, handler: Arc<SecureHandler>) -> Result<HttpServer, String> {
     let limits = Limits {
         max_connections: Some(MAX_CONNECTIONS),
         max_connections_per_ip: Some(MAX_CONNECTIONS_PER_IP),

@@ -61,7 +61,11 @@ impl ServerConfigs {
 
     /// The config for CA generation `generation`, built from `client_cas` when it is new. A
     /// config that cannot be built keeps the last one (and is not tried again for it).
-    pub fn current(&self, generation: u64, client_cas: impl FnOnce() -> Vec<CertificateDer<'static>>) -> Arc<ServerConfig> {
+    pub fn current(
+        &self,
+        generation: u64,
+        client_cas: impl FnOnce() -> Vec<CertificateDer<'static>>,
+    ) -> Arc<ServerConfig> {
         let mut built = self.built.lock();
         if built.0 != generation {
             match server_config(&self.options, clone_cert(&self.serving), &client_cas()) {
@@ -193,6 +197,22 @@ mod tests {
         let tls13 =
             |p: &CryptoProvider| p.cipher_suites.iter().filter(|s| s.version() == &rustls::version::TLS13).count();
         assert_eq!(tls13(&narrowed), tls13(&all));
+    }
+
+    #[test]
+    fn configs_are_rebuilt_only_for_a_new_ca_generation() {
+        use rustls_pki_types::pem::PemObject;
+        let pair = super::super::certs::self_signed(&["localhost".into()], &[]).unwrap();
+        let serving = ServingCert {
+            chain: CertificateDer::pem_slice_iter(pair.cert_pem.as_bytes()).collect::<Result<_, _>>().unwrap(),
+            key: rustls_pki_types::PrivateKeyDer::from_pem_slice(pair.key_pem.as_bytes()).unwrap(),
+        };
+        let ca = serving.chain[0].clone();
+        let configs = ServerConfigs::new(&SecureServingOptions::default(), serving, 0, &[]).unwrap();
+        let first = configs.current(0, || unreachable!("generation 0 is built"));
+        let second = configs.current(1, || vec![ca.clone()]);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(Arc::ptr_eq(&second, &configs.current(1, || unreachable!("generation 1 is built"))));
     }
 
     #[test]
