@@ -581,6 +581,29 @@ fn a_missing_authentication_configmap_is_tolerated() {
 }
 
 #[test]
+fn a_failed_lookup_stops_the_start_unless_tolerated() {
+    let cluster = Cluster::new();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let flags = |extra: &[&str]| {
+        let mut flags = vec![
+            "--bind-address=127.0.0.1".to_string(),
+            format!("--secure-port={port}"),
+            format!("--authentication-kubeconfig={}", cluster.kubeconfig),
+        ];
+        flags.extend(extra.iter().map(|f| f.to_string()));
+        options(&flags)
+    };
+    // The ConfigMap read (the first request of each start) fails.
+    cluster.sandbox.faults().fail_next(1, 500, None).unwrap();
+    let refused = SecureServer::start(&flags(&[]), HealthChecks::new()).err().expect("the start fails");
+    assert!(refused.starts_with("unable to load configmap based request-header-client-ca-file: "), "{refused}");
+    cluster.sandbox.faults().fail_next(1, 500, None).unwrap();
+    let tolerated =
+        SecureServer::start(&flags(&["--authentication-tolerate-lookup-failure=true"]), HealthChecks::new());
+    tolerated.expect("a tolerated lookup failure").expect("a server").stop();
+}
+
+#[test]
 fn idle_connections_from_one_address_do_not_starve_others() {
     let server = start(&[], HealthChecks::new());
     let (busy, other) = (Ipv4Addr::new(127, 0, 0, 1), Ipv4Addr::new(127, 0, 0, 2));
