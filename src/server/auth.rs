@@ -243,7 +243,11 @@ impl Authenticator {
         match ca_from_configmap(configmap, REQUEST_HEADER_CA_KEY, &name, current.verifier.as_deref()) {
             Ok(CaChange::Same) => {}
             Ok(CaChange::To(verifier)) => {
-                log::info!("Loaded a new CA Bundle and Verifier name={name:?}");
+                if verifier.is_none() {
+                    log::info!("Cleared CA bundle, configmap was deleted name={name:?}");
+                } else {
+                    log::info!("Loaded a new CA Bundle and Verifier name={name:?}");
+                }
                 next.verifier = verifier.map(Arc::new);
                 self.generation.fetch_add(1, Ordering::SeqCst);
             }
