@@ -6,12 +6,13 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kcm::client::config::ClientIdentity;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
@@ -100,11 +101,13 @@ struct Get<'a> {
     trust: Trust,
     identity: Option<ClientIdentity>,
     headers: Vec<(&'a str, String)>,
+    /// The local address to connect from (any, when `None`).
+    source: Option<Ipv4Addr>,
 }
 
 impl<'a> Get<'a> {
     fn new(path: &'a str) -> Get<'a> {
-        Get { path, trust: Trust::Any, identity: None, headers: Vec::new() }
+        Get { path, trust: Trust::Any, identity: None, headers: Vec::new(), source: None }
     }
 
     fn trust(mut self, trust: Trust) -> Self {
@@ -119,6 +122,11 @@ impl<'a> Get<'a> {
 
     fn header(mut self, name: &'a str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
+        self
+    }
+
+    fn from(mut self, source: Ipv4Addr) -> Self {
+        self.source = Some(source);
         self
     }
 
@@ -146,7 +154,11 @@ impl<'a> Get<'a> {
         };
         let name = ServerName::try_from("localhost").unwrap();
         let conn = ClientConnection::new(Arc::new(config), name).unwrap();
-        let tcp = TcpStream::connect(addr).map_err(|e| e.to_string())?;
+        let tcp = match self.source {
+            Some(source) => connect_from(source, addr),
+            None => TcpStream::connect(addr),
+        }
+        .map_err(|e| e.to_string())?;
         tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut stream = StreamOwned::new(conn, tcp);
         let mut head = format!("GET {} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n", self.path);
@@ -158,6 +170,39 @@ impl<'a> Get<'a> {
         let server_cert = stream.conn.peer_certificates().ok_or("no server certificate")?[0].clone();
         read_answer(BufReader::new(stream), server_cert).map_err(|e| e.to_string())
     }
+}
+
+/// A TCP connection to `to` (IPv4) from the local address `source`, e.g. 127.0.0.2, which
+/// Linux routes over loopback like 127.0.0.1 (std cannot bind before connecting).
+fn connect_from(source: Ipv4Addr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(to) = to else { panic!("connect_from needs an IPv4 address, not {to}") };
+    let sockaddr = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: socket(2) has no memory effects; the descriptor is owned by the TcpStream below
+    // (which closes it) before any early return can leak it.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh socket that nothing else owns.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    let (local, remote) = (sockaddr(source, 0), sockaddr(*to.ip(), to.port()));
+    // SAFETY: both addresses are valid sockaddr_in values of `len` bytes that outlive the calls.
+    let bound = unsafe { libc::bind(fd, (&raw const local).cast(), len) };
+    if bound != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::connect(fd, (&raw const remote).cast(), len) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(stream)
 }
 
 fn read_answer(mut reader: impl BufRead, server_cert: CertificateDer<'static>) -> std::io::Result<Answer> {
@@ -463,16 +508,113 @@ fn front_proxy_headers_are_trusted_only_from_allowed_proxies() {
     server.stop();
 }
 
+/// The delegation kubeconfigs only: the client CA must come from the cluster.
+fn kubeconfig_flags(cluster: &Cluster) -> Vec<String> {
+    vec![
+        format!("--authentication-kubeconfig={}", cluster.kubeconfig),
+        format!("--authorization-kubeconfig={}", cluster.kubeconfig),
+    ]
+}
+
 #[test]
-fn connections_over_the_limit_are_closed_at_once() {
+fn client_ca_is_looked_up_in_the_cluster() {
+    let cluster = Cluster::new();
+    let client = Client::new(cluster.sandbox.admin_config(), ClientOptions::default()).unwrap();
+    let published =
+        Api::<ConfigMap>::namespaced(&client, "kube-system").get("extension-apiserver-authentication").unwrap();
+    let data = published.data.unwrap_or_default();
+    assert_eq!(data.get("client-ca-file").map(String::as_str), Some(cluster.sandbox.ca_pem()));
+    assert!(!data.contains_key("requestheader-client-ca-file"), "the sandbox has no front-proxy CA");
+
+    let server = start(&kubeconfig_flags(&cluster), HealthChecks::new());
+    let master =
+        Get::new("/metrics").identity(cluster.identity("root", &["system:masters"])).send(server.addr()).unwrap();
+    assert_eq!(master.code, 200, "{}", master.body);
+    server.stop();
+}
+
+#[test]
+fn the_looked_up_client_ca_follows_the_configmap() {
+    let cluster = Cluster::new();
+    let options = options(&kubeconfig_flags(&cluster));
+    let authn = kcm::server::auth::Authenticator::new(&options.authentication).unwrap();
+    assert_eq!(authn.client_cas(), certs(cluster.sandbox.ca_pem()));
+    let client = Client::new(cluster.sandbox.admin_config(), ClientOptions::default()).unwrap();
+    let configmaps = Api::<ConfigMap>::namespaced(&client, "kube-system");
+    let mut configmap = configmaps.get("extension-apiserver-authentication").unwrap();
+    let rotated = TestCa::new("rotated-client-ca");
+    configmap.data.get_or_insert_default().insert("client-ca-file".into(), rotated.cert_pem.clone());
+    configmaps.replace("extension-apiserver-authentication", &configmap, &PostParams::default()).unwrap();
+    let generation = authn.generation();
+    authn.refresh().unwrap();
+    assert_eq!(authn.client_cas(), certs(&rotated.cert_pem));
+    assert_ne!(authn.generation(), generation, "the TLS setup must learn of the new CA");
+    configmaps.delete("extension-apiserver-authentication", &Default::default()).unwrap();
+    authn.refresh().unwrap();
+    assert!(authn.client_cas().is_empty(), "a deleted ConfigMap's CA is no longer trusted");
+}
+
+#[test]
+fn skip_lookup_leaves_client_certificates_unchecked() {
+    let cluster = Cluster::new();
+    let mut flags = kubeconfig_flags(&cluster);
+    flags.push("--authentication-skip-lookup=true".into());
+    let server = start(&flags, HealthChecks::new());
+    let master =
+        Get::new("/metrics").identity(cluster.identity("root", &["system:masters"])).send(server.addr()).unwrap();
+    assert_eq!((master.code, master.body.trim_end()), (403, FORBIDDEN_ANONYMOUS));
+    server.stop();
+}
+
+#[test]
+fn a_missing_authentication_configmap_is_tolerated() {
+    let cluster = Cluster::new();
+    let client = Client::new(cluster.sandbox.admin_config(), ClientOptions::default()).unwrap();
+    Api::<ConfigMap>::namespaced(&client, "kube-system")
+        .delete("extension-apiserver-authentication", &Default::default())
+        .unwrap();
+    let server = start(&kubeconfig_flags(&cluster), HealthChecks::new());
+    let master =
+        Get::new("/metrics").identity(cluster.identity("root", &["system:masters"])).send(server.addr()).unwrap();
+    assert_eq!((master.code, master.body.trim_end()), (403, FORBIDDEN_ANONYMOUS));
+    server.stop();
+}
+
+#[test]
+fn a_failed_lookup_stops_the_start_unless_tolerated() {
+    let cluster = Cluster::new();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let flags = |extra: &[&str]| {
+        let mut flags = vec![
+            "--bind-address=127.0.0.1".to_string(),
+            format!("--secure-port={port}"),
+            format!("--authentication-kubeconfig={}", cluster.kubeconfig),
+        ];
+        flags.extend(extra.iter().map(|f| f.to_string()));
+        options(&flags)
+    };
+    // The ConfigMap read (the first request of each start) fails.
+    cluster.sandbox.faults().fail_next(1, 500, None).unwrap();
+    let refused = SecureServer::start(&flags(&[]), HealthChecks::new()).err().expect("the start fails");
+    assert!(refused.starts_with("unable to load configmap based request-header-client-ca-file: "), "{refused}");
+    cluster.sandbox.faults().fail_next(1, 500, None).unwrap();
+    let tolerated =
+        SecureServer::start(&flags(&["--authentication-tolerate-lookup-failure=true"]), HealthChecks::new());
+    tolerated.expect("a tolerated lookup failure").expect("a server").stop();
+}
+
+#[test]
+fn idle_connections_from_one_address_do_not_starve_others() {
     let server = start(&[], HealthChecks::new());
-    // Idle connections that never start a handshake hold their slots.
-    let held: Vec<TcpStream> = (0..64).map(|_| TcpStream::connect(server.addr()).unwrap()).collect();
-    let mut extra = TcpStream::connect(server.addr()).unwrap();
-    extra.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let started = Instant::now();
-    let closed = matches!(extra.read(&mut [0u8; 1]), Ok(0) | Err(_));
-    assert!(closed && started.elapsed() < Duration::from_secs(10), "connection 65 was not refused");
+    let (busy, other) = (Ipv4Addr::new(127, 0, 0, 1), Ipv4Addr::new(127, 0, 0, 2));
+    // Idle connections that never start a handshake hold their slots, up to 16 per address.
+    let held: Vec<TcpStream> = (0..16).map(|_| connect_from(busy, server.addr()).unwrap()).collect();
+    // (They are cut 10 s after accept; everything below happens well before.)
+    let extra = Get::new("/healthz").from(busy).send(server.addr());
+    assert!(extra.is_err(), "connection 17 from {busy} was served");
+    // Another client (the kubelet's probe, say) is still served at once.
+    let probe = Get::new("/healthz").from(other).send(server.addr()).unwrap();
+    assert_eq!((probe.code, probe.body.as_str()), (200, "ok"));
     drop(held);
     // Once the held connections are gone, requests are served again.
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -257,8 +257,10 @@ impl<L: Lock> Election<L> {
         if !current.holder_identity.is_empty() && observed.is_valid(now) && !ours {
             return Err(AttemptError::HeldBy(current.holder_identity));
         }
-        // 4. Renew our term, or start a new one.
+        // 4. Renew our term, or start a new one. A renewal here is client-go's slow path,
+        // counted where `tryAcquireOrRenew` counts it: after the read, before the update.
         let record = if ours {
+            super::metrics::LeaderMetrics::global().slowpath_exercised(&self.shared.name);
             Self::continued(desired, &current)
         } else {
             Record { leader_transitions: current.leader_transitions.saturating_add(1), ..desired }
@@ -541,6 +543,29 @@ mod tests {
         assert_eq!(record.acquire_time, Some(acquired));
         assert_eq!(record.renew_time, Some(clock.wall()));
         assert_eq!(record.leader_transitions, 0);
+    }
+
+    #[test]
+    fn only_renewals_after_a_read_count_as_the_slow_path() {
+        let (store, clock) = (Arc::default(), ManualClock::new());
+        let name = format!("slowpath-{}", crate::random::u64());
+        let shared = Arc::new(Shared::new("a", &name, LEASE, clock.clone()));
+        let mut a = Election::new(MemoryLock::new(&store), shared);
+        let slowpath = || super::super::metrics::LeaderMetrics::global().slowpath_count(&name);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        clock.advance(Duration::from_secs(2));
+        a.try_acquire_or_renew(far()).expect("renewed on the fast path");
+        assert_eq!(slowpath(), 0.0, "creating and fast renewals are not the slow path");
+        overwrite(&store, |_| {});
+        clock.advance(Duration::from_secs(2));
+        a.try_acquire_or_renew(far()).expect("renewed on the slow path");
+        assert_eq!(slowpath(), 1.0);
+        // Taking over another holder's expired term reads first too, but is no renewal.
+        let mut b = Election::new(MemoryLock::new(&store), Arc::new(Shared::new("b", &name, LEASE, clock.clone())));
+        assert!(b.try_acquire_or_renew(far()).is_err(), "a's term runs from when b first saw it");
+        clock.advance(LEASE + Duration::from_secs(1));
+        b.try_acquire_or_renew(far()).expect("the term is over");
+        assert_eq!(slowpath(), 1.0);
     }
 
     #[test]

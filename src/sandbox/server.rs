@@ -87,7 +87,7 @@ impl Sandbox {
                 watch_list: options.watch_list,
             },
         });
-        bootstrap(&api, options.service_range, &options.listen)?;
+        bootstrap(&api, options.service_range, &options.listen, &pki.ca_pem)?;
         let tls = if options.plain_http { None } else { Some(pki.server_config()?) };
         let server = HttpServer::start(options.listen, tls, api.clone())
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
@@ -259,8 +259,9 @@ impl Drop for Sandbox {
 }
 
 /// What kube-apiserver creates when it starts: the four system namespaces, the `kubernetes`
-/// Service and its endpoints, the system PriorityClasses and the cluster-admin binding.
-fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr) -> Result<(), String> {
+/// Service and its endpoints, the system PriorityClasses, the cluster-admin binding, and the
+/// ConfigMaps of its start-up hooks. `client_ca_pem` is the CA of its client certificates.
+fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_ca_pem: &str) -> Result<(), String> {
     let now = objects::now();
     let meta = |name: &str, ns: Option<&str>| {
         let mut m = json!({"name": name, "uid": crate::random::uuid(), "creationTimestamp": now});
@@ -312,6 +313,10 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr) -> Resul
             "metadata": meta("kube-apiserver-legacy-service-account-token-tracking", Some("kube-system")),
             "data": {"since": today}}),
     ));
+    objects.push((
+        "configmaps",
+        extension_apiserver_authentication(meta(AUTHENTICATION_CONFIGMAP, Some("kube-system")), client_ca_pem),
+    ));
     for (name, value) in [("system-node-critical", 2000001000), ("system-cluster-critical", 2000000000)] {
         objects.push((
             "priorityclasses",
@@ -337,6 +342,17 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr) -> Resul
         }
         Ok(())
     })
+}
+
+/// The ConfigMap in kube-system that tells delegating servers how kube-apiserver
+/// authenticates clients.
+pub const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
+
+/// kube-apiserver's `ClientCARegistrationHook` (pkg/controlplane/apiserver/client_ca_hook.go):
+/// `client-ca-file` holds its client CA bundle. The `requestheader-*` keys are written only
+/// with a front-proxy CA (`--requestheader-client-ca-file`), which the sandbox does not have.
+fn extension_apiserver_authentication(metadata: Value, client_ca_pem: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {"client-ca-file": client_ca_pem}})
 }
 
 /// Metadata with labels.

@@ -3,13 +3,20 @@
 //! certificates, then bearer tokens reviewed by the API server, the first that succeeds
 //! winning. A request with no credentials is `system:anonymous`; a request whose credentials
 //! all fail is refused (401), even on the always-allowed paths.
+//!
+//! CA bundles not given as files are looked up in the `kube-system/extension-apiserver-authentication`
+//! ConfigMap that kube-apiserver publishes (unless `--authentication-skip-lookup`), and kept
+//! up to date by re-reading it every minute ([`Authenticator::refresh`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::core::v1::ConfigMap;
+use parking_lot::RwLock;
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
 use rustls_pki_types::pem::PemObject;
@@ -26,6 +33,20 @@ const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
 const ALL_AUTHENTICATED: &str = "system:authenticated";
 /// How long one TokenReview or SubjectAccessReview may take (upstream's client timeout).
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+/// Where kube-apiserver publishes how it authenticates clients (upstream's
+/// `authenticationConfigMapNamespace`/`authenticationConfigMapName`).
+pub const AUTHENTICATION_CONFIGMAP_NAMESPACE: &str = "kube-system";
+pub const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
+/// How often the ConfigMap is read again (upstream's `FileRefreshDuration`, the periodic
+/// re-check of `ConfigMapCAController`; upstream also watches it, we only re-read).
+pub const LOOKUP_REFRESH: Duration = Duration::from_secs(60);
+const CLIENT_CA_KEY: &str = "client-ca-file";
+const REQUEST_HEADER_CA_KEY: &str = "requestheader-client-ca-file";
+const ALLOWED_NAMES_KEY: &str = "requestheader-allowed-names";
+const USERNAME_HEADERS_KEY: &str = "requestheader-username-headers";
+const UID_HEADERS_KEY: &str = "requestheader-uid-headers";
+const GROUP_HEADERS_KEY: &str = "requestheader-group-headers";
+const EXTRA_HEADERS_PREFIX_KEY: &str = "requestheader-extra-headers-prefix";
 
 /// Who is calling, as upstream's `user.Info`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,23 +85,42 @@ enum Outcome {
 
 /// The union of the configured authenticators, falling back to anonymous.
 pub struct Authenticator {
-    request_header: Option<RequestHeader>,
-    client_cert: Option<CertVerifier>,
+    /// The front-proxy authenticator; none when not configured (or its lookup failed and was
+    /// tolerated).
+    request_header: RwLock<Option<Arc<RequestHeader>>>,
+    /// The client certificate CA: from `--client-ca-file`, or the ConfigMap (none until read).
+    client_cert: RwLock<Option<Arc<CertVerifier>>>,
     tokens: Option<TokenReviewer>,
+    /// Which parts come from the ConfigMap, and the client to read it with.
+    lookup: Option<Lookup>,
+    /// Bumped whenever a CA bundle changes, so that the TLS setup can follow.
+    generation: AtomicU64,
+}
+
+/// The in-cluster lookup of missing authentication configuration.
+struct Lookup {
+    client: Client,
+    client_ca: bool,
+    request_header: bool,
 }
 
 impl Authenticator {
-    /// Builds the authenticators the flags configure. The client CA files are read now.
+    /// Builds the authenticators the flags configure: the client CA files are read now, and so
+    /// is the ConfigMap for what they leave out (upstream's `DelegatingAuthenticationOptions.ApplyTo`).
     pub fn new(options: &AuthenticationOptions) -> Result<Authenticator, String> {
-        let request_header = match options.requestheader_client_ca_file.as_str() {
-            "" => None,
-            file => Some(RequestHeader::new(options, CertVerifier::from_file(file)?)),
-        };
+        let client = delegation_client(&options.kubeconfig, "authentication")?;
         let client_cert = match options.client_ca_file.as_str() {
             "" => None,
-            file => Some(CertVerifier::from_file(file)?),
+            file => Some(Arc::new(CertVerifier::from_file(file)?)),
         };
-        let tokens = delegation_client(&options.kubeconfig, "authentication")?.map(|client| TokenReviewer {
+        let request_header = match options.requestheader_client_ca_file.as_str() {
+            "" => None,
+            file => Some(Arc::new(RequestHeader::from_flags(options, CertVerifier::from_file(file)?))),
+        };
+        let lookup_client_ca = client_cert.is_none() && wants_lookup(options, &client, "client-ca-file", "client");
+        let lookup_request_header =
+            request_header.is_none() && wants_lookup(options, &client, REQUEST_HEADER_CA_KEY, "request-header client");
+        let tokens = client.clone().map(|client| TokenReviewer {
             client,
             ttl: options.token_webhook_cache_ttl,
             cache: TtlCache::new(),
@@ -88,25 +128,168 @@ impl Authenticator {
         if tokens.is_none() {
             log::warn!("No authentication-kubeconfig provided, so TokenReview of bearer tokens won't work.");
         }
-        if client_cert.is_none() && request_header.is_none() {
-            log::warn!("No client-ca-file provided, so client certificate authentication won't work.");
-        }
-        Ok(Authenticator { request_header, client_cert, tokens })
+        let lookup = client.filter(|_| lookup_client_ca || lookup_request_header).map(|client| Lookup {
+            client,
+            client_ca: lookup_client_ca,
+            request_header: lookup_request_header,
+        });
+        let authn = Authenticator {
+            request_header: RwLock::new(request_header),
+            client_cert: RwLock::new(client_cert),
+            tokens,
+            lookup,
+            generation: AtomicU64::new(0),
+        };
+        authn.first_lookup(options.tolerate_lookup_failure)?;
+        Ok(authn)
     }
 
-    /// The certificate authorities whose client certificates are asked for in the handshake.
+    /// The first read of the ConfigMap. Failing to read the client CA is never fatal (upstream's
+    /// `ConfigMapCAController.RunOnce`); failing to read the request-header configuration is,
+    /// unless `--authentication-tolerate-lookup-failure`, which then leaves it out for good. A
+    /// missing ConfigMap is no failure.
+    fn first_lookup(&self, tolerate_failure: bool) -> Result<(), String> {
+        let Some(lookup) = &self.lookup else { return Ok(()) };
+        let configmap = read_configmap(&lookup.client);
+        if lookup.client_ca {
+            log::info!(
+                "Starting controller name=\"client-ca::{AUTHENTICATION_CONFIGMAP_NAMESPACE}::{AUTHENTICATION_CONFIGMAP}::{CLIENT_CA_KEY}\""
+            );
+            match &configmap {
+                Ok(configmap) => self.update_client_ca(configmap.as_ref()),
+                Err(e) => log::debug!("looking up the client CA: {e}"),
+            }
+        }
+        if !lookup.request_header {
+            return Ok(());
+        }
+        let result = configmap.and_then(|configmap| {
+            *self.request_header.write() = Some(Arc::new(RequestHeader::empty()));
+            self.update_request_header(configmap.as_ref())
+        });
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if tolerate_failure => {
+                *self.request_header.write() = None;
+                log::warn!("Error looking up in-cluster authentication configuration: {e}");
+                log::warn!(
+                    "Continuing without authentication configuration. This may treat all requests as anonymous."
+                );
+                log::warn!(
+                    "To require authentication configuration lookup to succeed, set --authentication-tolerate-lookup-failure=false"
+                );
+                Ok(())
+            }
+            Err(e) => Err(format!("unable to load configmap based request-header-client-ca-file: {e}")),
+        }
+    }
+
+    /// Reads the ConfigMap again and takes in what changed; errors keep what was loaded (the
+    /// periodic re-check of upstream's `ConfigMapCAController` and
+    /// `RequestHeaderAuthRequestController`).
+    pub fn refresh(&self) -> Result<(), String> {
+        let Some(lookup) = &self.lookup else { return Ok(()) };
+        let configmap = read_configmap(&lookup.client)?;
+        if lookup.client_ca {
+            self.update_client_ca(configmap.as_ref());
+        }
+        // (A request-header lookup that failed at start and was tolerated stays off.)
+        if lookup.request_header {
+            self.update_request_header(configmap.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// Whether the ConfigMap is read at all (and so worth re-reading).
+    pub fn looks_up(&self) -> bool {
+        self.lookup.is_some()
+    }
+
+    /// Changes whenever a CA bundle does.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Takes the client CA from the ConfigMap: a deleted ConfigMap removes it; an empty or
+    /// unreadable bundle keeps the last one (upstream's `ConfigMapCAController.loadCABundle`).
+    fn update_client_ca(&self, configmap: Option<&ConfigMap>) {
+        let name =
+            format!("client-ca::{AUTHENTICATION_CONFIGMAP_NAMESPACE}::{AUTHENTICATION_CONFIGMAP}::{CLIENT_CA_KEY}");
+        let current = self.client_cert.read().clone();
+        match ca_from_configmap(configmap, CLIENT_CA_KEY, &name, current.as_deref()) {
+            Ok(CaChange::Same) => {}
+            Ok(CaChange::To(verifier)) => {
+                if verifier.is_none() {
+                    log::info!("Cleared CA bundle, configmap was deleted name={name:?}");
+                } else {
+                    log::info!("Loaded a new CA Bundle and Verifier name={name:?}");
+                }
+                *self.client_cert.write() = verifier.map(Arc::new);
+                self.generation.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(e) => log::error!("{AUTHENTICATION_CONFIGMAP_NAMESPACE}/{AUTHENTICATION_CONFIGMAP} failed with : {e}"),
+        }
+    }
+
+    /// Takes the front-proxy CA and header names from the ConfigMap (upstream's
+    /// `DynamicRequestHeaderController`): the CA as [`Self::update_client_ca`] does; the header
+    /// names, JSON string arrays, are kept when the ConfigMap is missing or one is malformed.
+    fn update_request_header(&self, configmap: Option<&ConfigMap>) -> Result<(), String> {
+        let name = format!(
+            "request-header::{AUTHENTICATION_CONFIGMAP_NAMESPACE}::{AUTHENTICATION_CONFIGMAP}::{REQUEST_HEADER_CA_KEY}"
+        );
+        let Some(current) = self.request_header.read().clone() else { return Ok(()) };
+        let mut next = (*current).clone();
+        match ca_from_configmap(configmap, REQUEST_HEADER_CA_KEY, &name, current.verifier.as_deref()) {
+            Ok(CaChange::Same) => {}
+            Ok(CaChange::To(verifier)) => {
+                if verifier.is_none() {
+                    log::info!("Cleared CA bundle, configmap was deleted name={name:?}");
+                } else {
+                    log::info!("Loaded a new CA Bundle and Verifier name={name:?}");
+                }
+                next.verifier = verifier.map(Arc::new);
+                self.generation.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(e) => log::error!("{AUTHENTICATION_CONFIGMAP_NAMESPACE}/{AUTHENTICATION_CONFIGMAP} failed with : {e}"),
+        }
+        let headers = configmap.map(RequestHeaderNames::from_configmap).transpose();
+        let result = match headers {
+            Ok(Some(names)) => {
+                if names != next.names {
+                    log::debug!("Loaded a new request header values for RequestHeaderAuthRequestController");
+                }
+                next.names = names;
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        *self.request_header.write() = Some(Arc::new(next));
+        result
+    }
+
+    /// The certificate authorities whose client certificates are asked for in the handshake:
+    /// the front-proxy CA and the client CA (upstream's `ApplyClientCert` union).
     pub fn client_cas(&self) -> Vec<CertificateDer<'static>> {
-        let header_cas = self.request_header.iter().flat_map(|h| h.verifier.cas.iter());
-        header_cas.chain(self.client_cert.iter().flat_map(|v| v.cas.iter())).cloned().collect()
+        let mut cas = Vec::new();
+        if let Some(verifier) = self.request_header.read().as_ref().and_then(|h| h.verifier.clone()) {
+            cas.extend(verifier.cas.iter().cloned());
+        }
+        if let Some(verifier) = self.client_cert.read().as_ref() {
+            cas.extend(verifier.cas.iter().cloned());
+        }
+        cas
     }
 
     /// The caller: the first authenticator that accepts the request decides; if none does,
     /// any failure refuses the request, and no credentials at all make it anonymous.
     pub fn authenticate(&self, request: &Request) -> Result<User, String> {
         let mut failures = Vec::new();
+        let (request_header, client_cert) = (self.request_header.read().clone(), self.client_cert.read().clone());
         let outcomes = [
-            self.request_header.as_ref().map(|h| h.authenticate(request)),
-            self.client_cert.as_ref().map(|v| client_certificate_user(v, request)),
+            request_header.map(|h| h.authenticate(request)),
+            client_cert.map(|v| client_certificate_user(&v, request)),
             self.tokens.as_ref().map(|t| t.authenticate(request)),
         ];
         for outcome in outcomes.into_iter().flatten() {
@@ -142,7 +325,65 @@ pub fn delegation_client(kubeconfig: &str, purpose: &str) -> Result<Option<Clien
     Client::new(rest, options).map(Some).map_err(|e| format!("delegated {purpose} client: {e}"))
 }
 
+/// Whether to look `what` up in the cluster, warning as upstream does when it cannot be.
+fn wants_lookup(options: &AuthenticationOptions, client: &Option<Client>, key: &str, what: &str) -> bool {
+    if options.skip_lookup {
+        return false;
+    }
+    if client.is_none() {
+        log::warn!(
+            "No authentication-kubeconfig provided in order to lookup {key} in configmap/{AUTHENTICATION_CONFIGMAP} in \
+             {AUTHENTICATION_CONFIGMAP_NAMESPACE}, so {what} certificate authentication won't work."
+        );
+        return false;
+    }
+    true
+}
+
+/// The ConfigMap; `None` when it does not exist.
+fn read_configmap(client: &Client) -> Result<Option<ConfigMap>, String> {
+    match Api::<ConfigMap>::namespaced(client, AUTHENTICATION_CONFIGMAP_NAMESPACE).get(AUTHENTICATION_CONFIGMAP) {
+        Ok(configmap) => Ok(Some(configmap)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) if e.is_forbidden() => {
+            log::warn!(
+                "Unable to get configmap/{AUTHENTICATION_CONFIGMAP} in {AUTHENTICATION_CONFIGMAP_NAMESPACE}.  Usually fixed by \
+                 'kubectl create rolebinding -n {AUTHENTICATION_CONFIGMAP_NAMESPACE} ROLEBINDING_NAME \
+                 --role=extension-apiserver-authentication-reader --serviceaccount=YOUR_NS:YOUR_SA'"
+            );
+            Err(e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What a ConfigMap says about one CA bundle, against the one loaded.
+#[derive(Debug)]
+enum CaChange {
+    Same,
+    /// A new bundle, or none (the ConfigMap is gone).
+    To(Option<CertVerifier>),
+}
+
+fn ca_from_configmap(
+    configmap: Option<&ConfigMap>,
+    key: &str,
+    name: &str,
+    current: Option<&CertVerifier>,
+) -> Result<CaChange, String> {
+    let Some(configmap) = configmap else {
+        return Ok(if current.is_some() { CaChange::To(None) } else { CaChange::Same });
+    };
+    let bundle = configmap.data.as_ref().and_then(|d| d.get(key)).map(String::as_str).unwrap_or_default();
+    if bundle.is_empty() {
+        return Err(format!("missing content for CA bundle {name:?}"));
+    }
+    let verifier = CertVerifier::from_pem(bundle.as_bytes(), name)?;
+    Ok(if current.is_some_and(|c| c.cas == verifier.cas) { CaChange::Same } else { CaChange::To(Some(verifier)) })
+}
+
 /// Verifies client certificate chains against one CA bundle.
+#[derive(Debug)]
 struct CertVerifier {
     cas: Vec<CertificateDer<'static>>,
     verifier: Arc<dyn ClientCertVerifier>,
@@ -150,20 +391,26 @@ struct CertVerifier {
 
 impl CertVerifier {
     fn from_file(path: &str) -> Result<CertVerifier, String> {
-        let cas = CertificateDer::pem_file_iter(path)
-            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| format!("unable to load client CA file {path}: {e}"))?;
+        let pem = std::fs::read(path).map_err(|e| format!("unable to load client CA file {path}: {e}"))?;
+        Self::from_pem(&pem, path).map_err(|e| format!("unable to load client CA file {path}: {e}"))
+    }
+
+    /// From a PEM bundle; `name` says where it came from.
+    fn from_pem(pem: &[u8], name: &str) -> Result<CertVerifier, String> {
+        let cas = CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("CA bundle {name:?}: {e}"))?;
         if cas.is_empty() {
-            return Err(format!("unable to load client CA file {path}: no CERTIFICATE block found"));
+            return Err(format!("CA bundle {name:?}: no CERTIFICATE block found"));
         }
         let mut roots = rustls::RootCertStore::empty();
         for ca in &cas {
-            roots.add(ca.clone()).map_err(|e| format!("unable to load client CA file {path}: {e}"))?;
+            roots.add(ca.clone()).map_err(|e| format!("CA bundle {name:?}: {e}"))?;
         }
         let verifier =
             WebPkiClientVerifier::builder_with_provider(Arc::new(roots), crate::client::tls::crypto_provider())
                 .build()
-                .map_err(|e| format!("unable to load client CA file {path}: {e}"))?;
+                .map_err(|e| format!("CA bundle {name:?}: {e}"))?;
         Ok(CertVerifier { cas, verifier })
     }
 
@@ -192,8 +439,16 @@ fn client_certificate_user(verifier: &CertVerifier, request: &Request) -> Outcom
 
 /// The front-proxy authenticator: trusts user headers from clients whose certificate the
 /// request-header CA signed (and, when set, whose common name is allowed).
+#[derive(Clone)]
 struct RequestHeader {
-    verifier: CertVerifier,
+    /// None while the ConfigMap has given no CA: no certificate is then trusted.
+    verifier: Option<Arc<CertVerifier>>,
+    names: RequestHeaderNames,
+}
+
+/// The header names and allowed proxy names of the front-proxy authenticator.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct RequestHeaderNames {
     allowed_names: Vec<String>,
     username_headers: Vec<String>,
     uid_headers: Vec<String>,
@@ -201,20 +456,48 @@ struct RequestHeader {
     extra_prefixes: Vec<String>,
 }
 
+impl RequestHeaderNames {
+    /// The `requestheader-*` keys, JSON string arrays; a missing key is an empty list
+    /// (upstream's `deserializeStrings`).
+    fn from_configmap(configmap: &ConfigMap) -> Result<RequestHeaderNames, String> {
+        let list = |key: &str| -> Result<Vec<String>, String> {
+            match configmap.data.as_ref().and_then(|d| d.get(key)).map(String::as_str).unwrap_or_default() {
+                "" => Ok(Vec::new()),
+                json => serde_json::from_str(json).map_err(|e| format!("{key}: {e}")),
+            }
+        };
+        Ok(RequestHeaderNames {
+            allowed_names: list(ALLOWED_NAMES_KEY)?,
+            username_headers: list(USERNAME_HEADERS_KEY)?,
+            uid_headers: list(UID_HEADERS_KEY)?,
+            group_headers: list(GROUP_HEADERS_KEY)?,
+            extra_prefixes: list(EXTRA_HEADERS_PREFIX_KEY)?,
+        })
+    }
+}
+
 impl RequestHeader {
-    fn new(options: &AuthenticationOptions, verifier: CertVerifier) -> RequestHeader {
+    fn from_flags(options: &AuthenticationOptions, verifier: CertVerifier) -> RequestHeader {
         RequestHeader {
-            verifier,
-            allowed_names: options.requestheader_allowed_names.clone(),
-            username_headers: options.requestheader_username_headers.clone(),
-            uid_headers: options.requestheader_uid_headers.clone(),
-            group_headers: options.requestheader_group_headers.clone(),
-            extra_prefixes: options.requestheader_extra_headers_prefix.clone(),
+            verifier: Some(Arc::new(verifier)),
+            names: RequestHeaderNames {
+                allowed_names: options.requestheader_allowed_names.clone(),
+                username_headers: options.requestheader_username_headers.clone(),
+                uid_headers: options.requestheader_uid_headers.clone(),
+                group_headers: options.requestheader_group_headers.clone(),
+                extra_prefixes: options.requestheader_extra_headers_prefix.clone(),
+            },
         }
     }
 
+    /// Nothing loaded yet: trusts no certificate.
+    fn empty() -> RequestHeader {
+        RequestHeader { verifier: None, names: RequestHeaderNames::default() }
+    }
+
     fn authenticate(&self, request: &Request) -> Outcome {
-        match self.verifier.verify(request) {
+        let Some(verifier) = &self.verifier else { return Outcome::NoCredentials };
+        match verifier.verify(request) {
             None => return Outcome::NoCredentials,
             Some(Err(e)) => return Outcome::Failed(e),
             Some(Ok(())) => {}
@@ -222,24 +505,25 @@ impl RequestHeader {
         if let Err(e) = self.check_allowed_name(request) {
             return Outcome::Failed(e);
         }
-        let name = first_header(request, &self.username_headers);
+        let names = &self.names;
+        let name = first_header(request, &names.username_headers);
         if name.is_empty() {
             return Outcome::NoCredentials;
         }
         Outcome::User(User {
             name,
-            uid: first_header(request, &self.uid_headers),
-            groups: all_headers(request, &self.group_headers),
-            extra: extra_headers(request, &self.extra_prefixes),
+            uid: first_header(request, &names.uid_headers),
+            groups: all_headers(request, &names.group_headers),
+            extra: extra_headers(request, &names.extra_prefixes),
         })
     }
 
     fn check_allowed_name(&self, request: &Request) -> Result<(), String> {
-        if self.allowed_names.is_empty() {
+        if self.names.allowed_names.is_empty() {
             return Ok(());
         }
         let cn = crate::x509::subject(&request.peer_certificates[0]).map(|s| s.common_name).unwrap_or_default();
-        if self.allowed_names.contains(&cn) {
+        if self.names.allowed_names.contains(&cn) {
             Ok(())
         } else {
             Err(format!("x509: subject with cn={cn} is not in the allowed list"))
@@ -396,8 +680,98 @@ mod tests {
 
     #[test]
     fn no_authenticators_means_anonymous() {
-        let authn = Authenticator { request_header: None, client_cert: None, tokens: None };
+        let authn = Authenticator {
+            request_header: RwLock::new(None),
+            client_cert: RwLock::new(None),
+            tokens: None,
+            lookup: None,
+            generation: AtomicU64::new(0),
+        };
         assert_eq!(authn.authenticate(&request(&[("Authorization", "Bearer x")])).unwrap(), User::anonymous());
+    }
+
+    fn ca_pem(name: &str) -> String {
+        crate::server::certs::self_signed(&[name.to_string()], &[]).unwrap().cert_pem
+    }
+
+    fn configmap(data: &[(&str, &str)]) -> ConfigMap {
+        ConfigMap {
+            data: Some(data.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+            ..ConfigMap::default()
+        }
+    }
+
+    /// An authenticator that takes both CAs from the ConfigMap, as `first_lookup` sets it up.
+    fn looking_up() -> Authenticator {
+        Authenticator {
+            request_header: RwLock::new(Some(Arc::new(RequestHeader::empty()))),
+            client_cert: RwLock::new(None),
+            tokens: None,
+            lookup: None,
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    #[test]
+    fn client_ca_follows_the_configmap() {
+        let authn = looking_up();
+        let (first, second) = (ca_pem("first"), ca_pem("second"));
+        authn.update_client_ca(Some(&configmap(&[(CLIENT_CA_KEY, &first)])));
+        assert_eq!(authn.client_cas().len(), 1);
+        let generation = authn.generation();
+        // The same bundle again changes nothing.
+        authn.update_client_ca(Some(&configmap(&[(CLIENT_CA_KEY, &first)])));
+        assert_eq!(authn.generation(), generation);
+        // An empty or broken bundle keeps the last good one.
+        authn.update_client_ca(Some(&configmap(&[])));
+        authn.update_client_ca(Some(&configmap(&[(CLIENT_CA_KEY, "not a certificate")])));
+        assert_eq!((authn.generation(), authn.client_cas().len()), (generation, 1));
+        authn.update_client_ca(Some(&configmap(&[(CLIENT_CA_KEY, &second)])));
+        assert!(authn.generation() > generation);
+        assert_eq!(authn.client_cas(), certs_of(&second));
+        // A deleted ConfigMap stops trusting it.
+        authn.update_client_ca(None);
+        assert!(authn.client_cert.read().is_none());
+    }
+
+    fn certs_of(pem: &str) -> Vec<CertificateDer<'static>> {
+        CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<_, _>>().unwrap()
+    }
+
+    #[test]
+    fn request_header_settings_come_from_json_lists() {
+        let authn = looking_up();
+        let proxy_ca = ca_pem("front-proxy-ca");
+        let full = configmap(&[
+            (REQUEST_HEADER_CA_KEY, &proxy_ca),
+            (ALLOWED_NAMES_KEY, r#"["front-proxy-client"]"#),
+            (USERNAME_HEADERS_KEY, r#"["X-Remote-User"]"#),
+            (GROUP_HEADERS_KEY, r#"["X-Remote-Group"]"#),
+            (EXTRA_HEADERS_PREFIX_KEY, r#"["X-Remote-Extra-"]"#),
+        ]);
+        authn.update_request_header(Some(&full)).unwrap();
+        let loaded = authn.request_header.read().clone().unwrap();
+        assert_eq!(loaded.verifier.as_ref().unwrap().cas, certs_of(&proxy_ca));
+        assert_eq!(loaded.names.allowed_names, ["front-proxy-client"]);
+        assert_eq!(loaded.names.username_headers, ["X-Remote-User"]);
+        assert!(loaded.names.uid_headers.is_empty(), "a missing key is an empty list");
+        assert_eq!(authn.client_cas(), certs_of(&proxy_ca));
+        // A malformed list is an error and keeps the names loaded before.
+        let broken = configmap(&[(REQUEST_HEADER_CA_KEY, &proxy_ca), (USERNAME_HEADERS_KEY, "X-Remote-User")]);
+        assert!(authn.update_request_header(Some(&broken)).is_err());
+        assert_eq!(authn.request_header.read().as_ref().unwrap().names, loaded.names);
+        // Without the ConfigMap the names stay and the CA goes.
+        authn.update_request_header(None).unwrap();
+        let after = authn.request_header.read().clone().unwrap();
+        assert!(after.verifier.is_none());
+        assert_eq!(after.names, loaded.names);
+    }
+
+    #[test]
+    fn a_front_proxy_without_a_ca_trusts_nobody() {
+        let mut r = request(&[("X-Remote-User", "root")]);
+        r.peer_certificates = certs_of(&ca_pem("anyone"));
+        assert!(matches!(RequestHeader::empty().authenticate(&r), Outcome::NoCredentials));
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! of Kubernetes; [`Handler`] does.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -29,6 +30,12 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 pub struct Limits {
     /// Connections served at once; further ones are closed as soon as they are accepted.
     pub max_connections: Option<usize>,
+    /// Connections served at once from one client address, so that one client cannot take
+    /// every slot of `max_connections`; further ones are closed as soon as they are accepted.
+    pub max_connections_per_ip: Option<usize>,
+    /// The longest the TLS handshake and the first request's head may take to arrive, counted
+    /// from the accept, so that connections that never ask anything free their slot soon.
+    pub first_request_timeout: Option<Duration>,
     /// The longest wait for the next request on a kept-alive connection, and for any one read.
     pub idle_timeout: Duration,
     /// The longest a TLS handshake, or one request (head and body, from its first byte), may
@@ -40,9 +47,20 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_connections: None, idle_timeout: IDLE_TIMEOUT, request_timeout: None, write_timeout: None }
+        Limits {
+            max_connections: None,
+            max_connections_per_ip: None,
+            first_request_timeout: None,
+            idle_timeout: IDLE_TIMEOUT,
+            request_timeout: None,
+            write_timeout: None,
+        }
     }
 }
+
+/// The TLS configuration for each new connection: a function, so that it can change while
+/// the server runs (new client CAs, say).
+pub type TlsSource = Arc<dyn Fn() -> Arc<ServerConfig> + Send + Sync>;
 
 /// One parsed request.
 #[derive(Debug, Clone)]
@@ -170,14 +188,41 @@ struct Connections {
     open: Mutex<Vec<(u64, TcpStream)>>,
     /// Connections accepted and not yet finished (counted before their thread starts).
     active: AtomicUsize,
+    /// The same, by client address (IPv4-mapped IPv6 addresses counted as IPv4).
+    active_by_ip: Mutex<HashMap<IpAddr, usize>>,
 }
 
-/// Counts a connection as active until dropped.
-struct ActiveGuard(Arc<Connections>);
+/// Counts a connection as active, in all and for its client address, until dropped.
+struct ActiveGuard {
+    connections: Arc<Connections>,
+    ip: IpAddr,
+}
+
+impl ActiveGuard {
+    /// Counts a new connection from `ip`; returns the guard with the counts including it.
+    fn count(connections: &Arc<Connections>, ip: IpAddr) -> (ActiveGuard, usize, usize) {
+        let ip = ip.to_canonical();
+        let active = connections.active.fetch_add(1, Ordering::SeqCst) + 1;
+        let from_ip = {
+            let mut by_ip = connections.active_by_ip.lock();
+            let n = by_ip.entry(ip).or_insert(0);
+            *n += 1;
+            *n
+        };
+        (ActiveGuard { connections: connections.clone(), ip }, active, from_ip)
+    }
+}
 
 impl Drop for ActiveGuard {
     fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::SeqCst);
+        self.connections.active.fetch_sub(1, Ordering::SeqCst);
+        let mut by_ip = self.connections.active_by_ip.lock();
+        if let Some(n) = by_ip.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                by_ip.remove(&self.ip);
+            }
+        }
     }
 }
 
@@ -206,13 +251,14 @@ impl HttpServer {
         tls: Option<Arc<ServerConfig>>,
         handler: Arc<dyn Handler>,
     ) -> io::Result<HttpServer> {
+        let tls = tls.map(|config| Arc::new(move || config.clone()) as TlsSource);
         Self::start_with_limits(addr, tls, handler, Limits::default())
     }
 
     /// [`HttpServer::start`] with explicit limits on connections and timeouts.
     pub fn start_with_limits(
         addr: SocketAddr,
-        tls: Option<Arc<ServerConfig>>,
+        tls: Option<TlsSource>,
         handler: Arc<dyn Handler>,
         limits: Limits,
     ) -> io::Result<HttpServer> {
@@ -235,9 +281,11 @@ impl HttpServer {
                         continue;
                     }
                 };
-                let active = conns.active.fetch_add(1, Ordering::SeqCst) + 1;
-                let guard = ActiveGuard(conns.clone());
-                if limits.max_connections.is_some_and(|max| active > max) {
+                let Ok(peer) = stream.peer_addr() else { continue };
+                let accepted = Instant::now();
+                let (guard, active, from_ip) = ActiveGuard::count(&conns, peer.ip());
+                let over = |cap: Option<usize>, n: usize| cap.is_some_and(|max| n > max);
+                if over(limits.max_connections, active) || over(limits.max_connections_per_ip, from_ip) {
                     // Refuse at once: closing is cheaper than any answer, and TLS has none yet.
                     let _ = stream.shutdown(Shutdown::Both);
                     continue;
@@ -245,7 +293,8 @@ impl HttpServer {
                 let (tls, handler, conns, limits) = (tls.clone(), handler.clone(), conns.clone(), limits.clone());
                 let _ = std::thread::Builder::new().name("http-conn".into()).spawn(move || {
                     let _guard = guard;
-                    serve_connection(stream, tls, &*handler, &conns, &limits)
+                    let tls = tls.map(|source| source());
+                    serve_connection(stream, accepted, tls, &*handler, &conns, &limits)
                 });
             }
         })?;
@@ -275,6 +324,7 @@ impl HttpServer {
 
 fn serve_connection(
     tcp: TcpStream,
+    accepted: Instant,
     tls: Option<Arc<ServerConfig>>,
     handler: &dyn Handler,
     conns: &Connections,
@@ -285,9 +335,10 @@ fn serve_connection(
     let _ = tcp.set_write_timeout(limits.write_timeout);
     let _ = tcp.set_nodelay(true);
     let Some(id) = conns.add(&tcp) else { return };
-    let deadline = Rc::new(Cell::new(None));
+    let first_request_deadline = limits.first_request_timeout.map(|t| accepted + t);
+    let deadline = Rc::new(Cell::new(first_request_deadline));
     let timed = TimedStream { inner: tcp, idle: limits.idle_timeout, deadline: deadline.clone() };
-    let timing = RequestTiming { deadline, request_timeout: limits.request_timeout };
+    let timing = RequestTiming { deadline, request_timeout: limits.request_timeout, first_request_deadline };
     match tls {
         Some(config) => {
             if let Ok(conn) = ServerConnection::new(config) {
@@ -297,11 +348,11 @@ fn serve_connection(
                 if complete_handshake(&mut stream).is_ok() {
                     timing.stop();
                     let peer = stream.conn.peer_certificates().map(<[_]>::to_vec).unwrap_or_default();
-                    serve_requests(stream, remote, peer, handler, &timing);
+                    serve_requests(stream, remote, peer, handler, timing);
                 }
             }
         }
-        None => serve_requests(timed, remote, Vec::new(), handler, &timing),
+        None => serve_requests(timed, remote, Vec::new(), handler, timing),
     }
     conns.remove(id);
 }
@@ -351,15 +402,35 @@ impl Write for TimedStream {
 struct RequestTiming {
     deadline: Rc<Cell<Option<Instant>>>,
     request_timeout: Option<Duration>,
+    /// Until the first request has been read: when the handshake and that request must have
+    /// arrived by (Go's `ReadHeaderTimeout` also bounds the handshake and first request).
+    first_request_deadline: Option<Instant>,
 }
 
 impl RequestTiming {
+    /// Starts timing the handshake or one request.
     fn start(&self) {
-        self.deadline.set(self.request_timeout.map(|t| Instant::now() + t));
+        let request = self.request_timeout.map(|t| Instant::now() + t);
+        self.deadline.set(earliest(request, self.first_request_deadline));
     }
 
+    /// Between requests: only the idle timeout counts, or the first request's deadline while
+    /// none has been read yet.
     fn stop(&self) {
+        self.deadline.set(self.first_request_deadline);
+    }
+
+    /// The first request has been read: from now on the idle and request timeouts rule.
+    fn first_request_read(&mut self) {
+        self.first_request_deadline = None;
         self.deadline.set(None);
+    }
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -368,7 +439,7 @@ fn serve_requests<S: Read + Write>(
     remote: SocketAddr,
     peer: Vec<CertificateDer<'static>>,
     handler: &dyn Handler,
-    timing: &RequestTiming,
+    mut timing: RequestTiming,
 ) {
     let mut reader = BufReader::new(stream);
     loop {
@@ -379,7 +450,7 @@ fn serve_requests<S: Read + Write>(
             Ok(_) => timing.start(),
         }
         let request = read_request(&mut reader, remote, &peer);
-        timing.stop();
+        timing.first_request_read();
         let request = match request {
             Ok(Some(request)) => request,
             Ok(None) => return,
@@ -600,6 +671,57 @@ mod tests {
         assert_eq!(read_all(&mut second), "");
         first.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
         assert!(read_all(&mut first).ends_with("\r\n\r\nok"));
+        server.stop();
+    }
+
+    #[test]
+    fn connections_are_counted_per_client_address_until_they_end() {
+        let connections = Arc::new(Connections::default());
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        let (first, _, from_local) = ActiveGuard::count(&connections, local);
+        assert_eq!(from_local, 1);
+        // Through a dual-stack listener the same client shows as an IPv4-mapped address.
+        let (mapped, _, from_local) = ActiveGuard::count(&connections, "::ffff:127.0.0.1".parse().unwrap());
+        assert_eq!(from_local, 2);
+        let (other, active, from_other) = ActiveGuard::count(&connections, "127.0.0.2".parse().unwrap());
+        assert_eq!((active, from_other), (3, 1));
+        drop((first, mapped, other));
+        assert_eq!(connections.active.load(Ordering::SeqCst), 0);
+        assert!(connections.active_by_ip.lock().is_empty(), "no address keeps a count of zero");
+    }
+
+    #[test]
+    fn connections_from_one_address_over_its_cap_are_closed() {
+        let server = limited(Limits { max_connections_per_ip: Some(1), ..Limits::default() });
+        let mut first = TcpStream::connect(server.addr()).unwrap();
+        let mut second = TcpStream::connect(server.addr()).unwrap();
+        assert_eq!(read_all(&mut second), "");
+        first.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+        assert!(read_all(&mut first).ends_with("\r\n\r\nok"));
+        server.stop();
+    }
+
+    #[test]
+    fn a_connection_that_asks_nothing_is_cut_at_the_first_request_timeout() {
+        let first_request_timeout = Some(Duration::from_millis(300));
+        let server = limited(Limits { first_request_timeout, ..Limits::default() });
+        let mut silent = TcpStream::connect(server.addr()).unwrap();
+        let started = Instant::now();
+        assert_eq!(read_all(&mut silent), "");
+        assert!(started.elapsed() < Duration::from_secs(5), "cut long after the first request timeout");
+        // Once a request has been read, the connection may idle between requests as usual.
+        let mut kept = TcpStream::connect(server.addr()).unwrap();
+        kept.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        for close in ["", "Connection: close\r\n"] {
+            kept.write_all(format!("GET / HTTP/1.1\r\n{close}\r\n").as_bytes()).unwrap();
+            let mut answer = Vec::new();
+            while !answer.ends_with(b"\r\n\r\nok") {
+                let mut byte = [0u8];
+                assert_eq!(kept.read(&mut byte).unwrap(), 1, "closed after {:?}", String::from_utf8_lossy(&answer));
+                answer.push(byte[0]);
+            }
+            std::thread::sleep(Duration::from_millis(600));
+        }
         server.stop();
     }
 

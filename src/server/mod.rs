@@ -27,11 +27,17 @@ pub use health::HealthChecks;
 
 use auth::Authenticator;
 use authz::{Authorizer, Decision};
-use http::{Handler, HttpServer, Limits, Request, ResponseWriter};
+use http::{Handler, HttpServer, Limits, Request, ResponseWriter, TlsSource};
 use responses::Answer;
 
-/// Connections served at once; more are closed on accept. Probes and scrapers need a few.
-const MAX_CONNECTIONS: usize = 64;
+/// Connections served at once (one thread each); more are closed on accept.
+const MAX_CONNECTIONS: usize = 256;
+/// Connections served at once from one address, so that idle connections from one client
+/// cannot take every slot and starve the kubelet's probes. Probes and scrapers need a few.
+const MAX_CONNECTIONS_PER_IP: usize = 16;
+/// The longest a connection may take from accept to a complete TLS handshake and first
+/// request head: a connection that asks nothing frees its slot after this.
+const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Upstream's `IdleTimeout` for kept-alive connections.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Upstream's `ReadHeaderTimeout`; here it bounds the TLS handshake and each whole request.
@@ -42,6 +48,8 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The running HTTPS server.
 pub struct SecureServer {
     server: HttpServer,
+    /// Dropped to stop the re-reads of the authentication ConfigMap.
+    _stop_refresh: Option<crossbeam_channel::Sender<()>>,
 }
 
 impl SecureServer {
@@ -56,16 +64,21 @@ impl SecureServer {
             log::warn!("--tls-sni-cert-key is not supported yet: every name gets the default serving certificate");
         }
         process_metrics::register();
-        let authn = Authenticator::new(&options.authentication)?;
+        let authn = Arc::new(Authenticator::new(&options.authentication)?);
         let authz = Authorizer::new(&options.authorization)?;
         let bind = serving.bind_address.unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let cert =
             certs::load_or_generate(&serving.tls_cert_file, &serving.tls_private_key_file, &serving.cert_dir, bind)?;
-        let tls = tls::server_config(serving, cert, &authn.client_cas())?;
-        let handler = Arc::new(SecureHandler { authn, authz, checks });
-        let server = listen(bind, serving.port, tls, handler)?;
+        let configs = tls::ServerConfigs::new(serving, cert, authn.generation(), &authn.client_cas())?;
+        let tls_source: TlsSource = {
+            let authn = authn.clone();
+            Arc::new(move || configs.current(authn.generation(), || authn.client_cas()))
+        };
+        let handler = Arc::new(SecureHandler { authn: authn.clone(), authz, checks });
+        let server = listen(bind, serving.port, tls_source, handler)?;
         log::info!("Serving securely on {}", server.addr());
-        Ok(Some(SecureServer { server }))
+        let stop_refresh = authn.looks_up().then(|| spawn_lookup_refresh(authn, auth::LOOKUP_REFRESH));
+        Ok(Some(SecureServer { server, _stop_refresh: stop_refresh }))
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -78,16 +91,33 @@ impl SecureServer {
     }
 }
 
+/// Re-reads the authentication ConfigMap every `period` until the returned sender is dropped.
+fn spawn_lookup_refresh(authn: Arc<Authenticator>, period: Duration) -> crossbeam_channel::Sender<()> {
+    let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+    let spawned = std::thread::Builder::new().name("authn-configmap".into()).spawn(move || {
+        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
+            if let Err(e) = authn.refresh() {
+                log::error!(
+                    "{}/{} failed with : {e}",
+                    auth::AUTHENTICATION_CONFIGMAP_NAMESPACE,
+                    auth::AUTHENTICATION_CONFIGMAP
+                );
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        log::error!("cannot start re-reading the authentication ConfigMap: {e}");
+    }
+    stop
+}
+
 /// Binds the port. An unspecified IPv4 address listens on `[::]` (both families, as Go does)
 /// and falls back to `0.0.0.0` on hosts without IPv6.
-fn listen(
-    bind: IpAddr,
-    port: u16,
-    tls: Arc<rustls::ServerConfig>,
-    handler: Arc<SecureHandler>,
-) -> Result<HttpServer, String> {
+fn listen(bind: IpAddr, port: u16, tls: TlsSource, handler: Arc<SecureHandler>) -> Result<HttpServer, String> {
     let limits = Limits {
         max_connections: Some(MAX_CONNECTIONS),
+        max_connections_per_ip: Some(MAX_CONNECTIONS_PER_IP),
+        first_request_timeout: Some(FIRST_REQUEST_TIMEOUT),
         idle_timeout: IDLE_TIMEOUT,
         request_timeout: Some(REQUEST_TIMEOUT),
         write_timeout: Some(WRITE_TIMEOUT),
@@ -107,7 +137,7 @@ fn listen(
 
 /// Authenticates, authorizes and routes each request.
 struct SecureHandler {
-    authn: Authenticator,
+    authn: Arc<Authenticator>,
     authz: Authorizer,
     checks: Arc<HealthChecks>,
 }

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
@@ -34,6 +36,52 @@ pub fn server_config(
     let config =
         builder.with_single_cert(serving.chain, serving.key).map_err(|e| format!("serving certificate: {e}"))?;
     Ok(Arc::new(config))
+}
+
+/// The server config, rebuilt when the client CAs change, as upstream's
+/// `DynamicServingCertificateController` rebuilds its `tls.Config` when a CA provider notifies:
+/// the handshake then names the new authorities.
+pub struct ServerConfigs {
+    options: SecureServingOptions,
+    serving: ServingCert,
+    /// The CA generation the config was built for, and the config.
+    built: Mutex<(u64, Arc<ServerConfig>)>,
+}
+
+impl ServerConfigs {
+    pub fn new(
+        options: &SecureServingOptions,
+        serving: ServingCert,
+        generation: u64,
+        client_cas: &[CertificateDer<'static>],
+    ) -> Result<ServerConfigs, String> {
+        let first = server_config(options, clone_cert(&serving), client_cas)?;
+        Ok(ServerConfigs { options: options.clone(), serving, built: Mutex::new((generation, first)) })
+    }
+
+    /// The config for CA generation `generation`, built from `client_cas` when it is new. A
+    /// config that cannot be built keeps the last one (and is not tried again for it).
+    pub fn current(
+        &self,
+        generation: u64,
+        client_cas: impl FnOnce() -> Vec<CertificateDer<'static>>,
+    ) -> Arc<ServerConfig> {
+        let mut built = self.built.lock();
+        if built.0 != generation {
+            match server_config(&self.options, clone_cert(&self.serving), &client_cas()) {
+                Ok(config) => *built = (generation, config),
+                Err(e) => {
+                    log::error!("rebuilding the TLS configuration for new client CAs: {e}");
+                    built.0 = generation;
+                }
+            }
+        }
+        built.1.clone()
+    }
+}
+
+fn clone_cert(cert: &ServingCert) -> ServingCert {
+    ServingCert { chain: cert.chain.clone(), key: cert.key.clone_key() }
 }
 
 /// TLS 1.3 only for `VersionTLS13`; otherwise 1.2 and 1.3 (rustls has nothing older, so
@@ -149,6 +197,22 @@ mod tests {
         let tls13 =
             |p: &CryptoProvider| p.cipher_suites.iter().filter(|s| s.version() == &rustls::version::TLS13).count();
         assert_eq!(tls13(&narrowed), tls13(&all));
+    }
+
+    #[test]
+    fn configs_are_rebuilt_only_for_a_new_ca_generation() {
+        use rustls_pki_types::pem::PemObject;
+        let pair = super::super::certs::self_signed(&["localhost".into()], &[]).unwrap();
+        let serving = ServingCert {
+            chain: CertificateDer::pem_slice_iter(pair.cert_pem.as_bytes()).collect::<Result<_, _>>().unwrap(),
+            key: rustls_pki_types::PrivateKeyDer::from_pem_slice(pair.key_pem.as_bytes()).unwrap(),
+        };
+        let ca = serving.chain[0].clone();
+        let configs = ServerConfigs::new(&SecureServingOptions::default(), serving, 0, &[]).unwrap();
+        let first = configs.current(0, || unreachable!("generation 0 is built"));
+        let second = configs.current(1, || vec![ca.clone()]);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(Arc::ptr_eq(&second, &configs.current(1, || unreachable!("generation 1 is built"))));
     }
 
     #[test]
