@@ -219,11 +219,7 @@ impl Authenticator {
         match ca_from_configmap(configmap, CLIENT_CA_KEY, &name, current.as_deref()) {
             Ok(CaChange::Same) => {}
             Ok(CaChange::To(verifier)) => {
-                if verifier.is_none() {
-                    log::info!("Cleared CA bundle, configmap was deleted name={name:?}");
-                } else {
-                    log::info!("Loaded a new CA Bundle and Verifier name={name:?}");
-                }
+                log_ca_change(&name, verifier.is_some());
                 *self.client_cert.write() = verifier.map(Arc::new);
                 self.generation.fetch_add(1, Ordering::SeqCst);
             }
@@ -243,11 +239,7 @@ impl Authenticator {
         match ca_from_configmap(configmap, REQUEST_HEADER_CA_KEY, &name, current.verifier.as_deref()) {
             Ok(CaChange::Same) => {}
             Ok(CaChange::To(verifier)) => {
-                if verifier.is_none() {
-                    log::info!("Cleared CA bundle, configmap was deleted name={name:?}");
-                } else {
-                    log::info!("Loaded a new CA Bundle and Verifier name={name:?}");
-                }
+                log_ca_change(&name, verifier.is_some());
                 next.verifier = verifier.map(Arc::new);
                 self.generation.fetch_add(1, Ordering::SeqCst);
             }
@@ -623,6 +615,15 @@ fn bearer_token(request: &Request) -> Option<&str> {
 fn token_key(token: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Upstream's log lines when a CA bundle from the ConfigMap changes.
+fn log_ca_change(name: &str, loaded: bool) {
+    if loaded {
+        log::info!("Loaded a new CA Bundle and Verifier name={name:?}");
+    } else {
+        log::info!("Cleared CA bundle, configmap was deleted name={name:?}");
+    }
 }
 
 #[cfg(test)]
