@@ -1037,7 +1037,8 @@ fn delete_options_are_validated() {
                 "message": "Unsupported value: \"Bogus\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
                 "field": "propagationPolicy"}]}, "code": 422})
     );
-    let both = raw(&sandbox, "DELETE", path, &json_body, br#"{"orphanDependents": true, "propagationPolicy": "Foreground"}"#);
+    let both =
+        raw(&sandbox, "DELETE", path, &json_body, br#"{"orphanDependents": true, "propagationPolicy": "Foreground"}"#);
     assert_eq!(both.code, 422);
     assert_eq!(
         both.json()["message"],
@@ -1263,7 +1264,11 @@ fn an_expired_continue_token_offers_an_inconsistent_continuation() {
     configmaps.create(&config_map("cm-5", json!({})), &PostParams::default()).unwrap();
     sandbox.compact();
 
-    let e = api_error(configmaps.list(&ListParams { limit: Some(2), continue_token: Some(token), ..ListParams::default() }));
+    let e = api_error(configmaps.list(&ListParams {
+        limit: Some(2),
+        continue_token: Some(token),
+        ..ListParams::default()
+    }));
     assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
     assert_eq!(
         e.message,
@@ -1271,9 +1276,8 @@ fn an_expired_continue_token_offers_an_inconsistent_continuation() {
     );
     let fresh = e.status.metadata.continue_.clone().expect("a token continuing at the latest revision");
     // It continues after cm-2, at the current state: cm-3 is gone, cm-5 shows up.
-    let rest = configmaps
-        .list(&ListParams { limit: Some(10), continue_token: Some(fresh), ..ListParams::default() })
-        .unwrap();
+    let rest =
+        configmaps.list(&ListParams { limit: Some(10), continue_token: Some(fresh), ..ListParams::default() }).unwrap();
     assert_eq!(names(&rest.items), ["cm-4", "cm-5"]);
     assert_eq!(rest.metadata.resource_version, Some(sandbox.store().revision().to_string()));
 }

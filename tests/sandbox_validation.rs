@@ -18,11 +18,9 @@ use serde_json::{Value, json};
 fn start() -> (Sandbox, Client) {
     let options = SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() };
     let sandbox = Sandbox::start(options).expect("sandbox starts");
-    let client = Client::new(
-        sandbox.admin_config(),
-        ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(30) },
-    )
-    .expect("client");
+    let client =
+        Client::new(sandbox.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(30) })
+            .expect("client");
     Api::<ServiceAccount>::namespaced(&client, "default")
         .create(&from(json!({"metadata": {"name": "default"}})), &PostParams::default())
         .expect("default service account");
@@ -98,7 +96,9 @@ fn a_deployment_whose_selector_does_not_match_its_template_is_refused() {
 fn updates_are_validated_like_creates() {
     let (_sandbox, c) = start();
     let deployments = Api::<Deployment>::namespaced(&c, "default");
-    deployments.create(&deployment("web", json!({"app": "web"}), json!({"app": "web"})), &PostParams::default()).unwrap();
+    deployments
+        .create(&deployment("web", json!({"app": "web"}), json!({"app": "web"})), &PostParams::default())
+        .unwrap();
     let patch = Patch::Merge(json!({"spec": {"template": {"metadata": {"labels": {"app": "other"}}}}}));
     let (message, _) = invalid(deployments.patch("web", &patch, &PostParams::default()));
     assert_eq!(
@@ -138,13 +138,16 @@ fn status_updates_get_the_status_rules_only() {
 #[test]
 fn workload_selectors_are_required_and_not_empty() {
     let (_sandbox, c) = start();
-    let rs: ReplicaSet = from(json!({"metadata": {"name": "rs"}, "spec": {"selector": {}, "template": template(json!({"a": "b"}))}}));
+    let rs: ReplicaSet =
+        from(json!({"metadata": {"name": "rs"}, "spec": {"selector": {}, "template": template(json!({"a": "b"}))}}));
     let (message, _) = invalid(Api::<ReplicaSet>::namespaced(&c, "default").create(&rs, &PostParams::default()));
     assert_eq!(
         message,
         "ReplicaSet.apps \"rs\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"
     );
-    let sts: StatefulSet = from(json!({"metadata": {"name": "db"}, "spec": {"serviceName": "db", "template": template(json!({"a": "b"}))}}));
+    let sts: StatefulSet = from(
+        json!({"metadata": {"name": "db"}, "spec": {"serviceName": "db", "template": template(json!({"a": "b"}))}}),
+    );
     let (message, _) = invalid(Api::<StatefulSet>::namespaced(&c, "default").create(&sts, &PostParams::default()));
     // k8s-openapi writes a missing (required) selector as `{}`: an empty selector.
     assert_eq!(
@@ -195,7 +198,8 @@ fn pods_need_valid_containers() {
 #[test]
 fn jobs_and_cron_jobs_are_validated() {
     let (_sandbox, c) = start();
-    let job: Job = from(json!({"metadata": {"name": "j"}, "spec": {"backoffLimit": -1, "template": template(json!({}))}}));
+    let job: Job =
+        from(json!({"metadata": {"name": "j"}, "spec": {"backoffLimit": -1, "template": template(json!({}))}}));
     let (message, _) = invalid(Api::<Job>::namespaced(&c, "default").create(&job, &PostParams::default()));
     assert_eq!(
         message,
@@ -241,7 +245,8 @@ fn services_are_validated() {
         message,
         "Service \"s\" is invalid: spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services"
     );
-    let fine: Service = from(json!({"metadata": {"name": "s"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}));
+    let fine: Service =
+        from(json!({"metadata": {"name": "s"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}));
     services.create(&fine, &PostParams::default()).unwrap();
     let (message, _) =
         invalid(services.patch("s", &Patch::Merge(json!({"spec": {"ports": [{"port": 0}]}})), &PostParams::default()));

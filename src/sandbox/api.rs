@@ -328,7 +328,9 @@ impl ApiServer {
         }
         let mut metadata = json!({"resourceVersion": revision.to_string()});
         if remaining > 0 {
-            metadata["continue"] = encode_continue(i64::try_from(revision).unwrap_or(i64::MAX), next_after.as_deref().unwrap_or_default()).into();
+            metadata["continue"] =
+                encode_continue(i64::try_from(revision).unwrap_or(i64::MAX), next_after.as_deref().unwrap_or_default())
+                    .into();
             if filter.is_everything() {
                 metadata["remainingItemCount"] = remaining.into();
             }
@@ -1019,7 +1021,8 @@ impl DeleteOptions {
             Some(v) => v.as_i64(),
             None => None,
         };
-        let policy = query_or_body("propagationPolicy", "propagationPolicy").and_then(|v| v.as_str().map(str::to_string));
+        let policy =
+            query_or_body("propagationPolicy", "propagationPolicy").and_then(|v| v.as_str().map(str::to_string));
         let orphan = query_or_body("orphanDependents", "orphanDependents")
             .map(|orphan| orphan.as_bool().unwrap_or_else(|| orphan.as_str() == Some("true")));
         validation::delete_options(policy.as_deref(), orphan.is_some())?;
@@ -1094,7 +1097,12 @@ pub fn delete_in(
 
 /// `rest.BeforeDelete`'s early precondition checks: 409 Conflict naming the object by its kind
 /// (`GroupResource{Group: gvk.Group, Resource: gvk.Kind}`), as upstream does.
-fn check_delete_preconditions(resource: &ResourceType, name: &str, old: &Value, options: &DeleteOptions) -> ApiResult<()> {
+fn check_delete_preconditions(
+    resource: &ResourceType,
+    name: &str,
+    old: &Value,
+    options: &DeleteOptions,
+) -> ApiResult<()> {
     let field = |key: &str| old["metadata"][key].as_str().unwrap_or_default().to_string();
     let why = if let Some(uid) = options.precondition_uid.as_ref().filter(|uid| **uid != field("uid")) {
         format!(
@@ -1111,12 +1119,21 @@ fn check_delete_preconditions(resource: &ResourceType, name: &str, old: &Value, 
     } else {
         return Ok(());
     };
-    let kind = if resource.group.is_empty() { resource.kind.to_string() } else { format!("{}.{}", resource.kind, resource.group) };
+    let kind = if resource.group.is_empty() {
+        resource.kind.to_string()
+    } else {
+        format!("{}.{}", resource.kind, resource.group)
+    };
     let mut details = json!({"name": name, "kind": resource.kind});
     if !resource.group.is_empty() {
         details["group"] = resource.group.into();
     }
-    Err(ApiError::new(409, "Conflict", format!("Operation cannot be fulfilled on {kind} \"{name}\": {why}"), Some(details)))
+    Err(ApiError::new(
+        409,
+        "Conflict",
+        format!("Operation cannot be fulfilled on {kind} \"{name}\": {why}"),
+        Some(details),
+    ))
 }
 
 /// Sets the deletion fields as `rest.BeforeDelete` and the store's `markAsDeleting` do. The first

@@ -69,7 +69,8 @@ fn forbidden(user: &str, a: &Attributes) -> ApiError {
         let message = format!("forbidden: User \"{user}\" cannot {} path \"{path}\"", a.verb);
         return ApiError::new(403, "Forbidden", message, Some(json!({})));
     }
-    let resource = if a.subresource.is_empty() { a.resource.clone() } else { format!("{}/{}", a.resource, a.subresource) };
+    let resource =
+        if a.subresource.is_empty() { a.resource.clone() } else { format!("{}/{}", a.resource, a.subresource) };
     let scope = if a.namespace.is_empty() {
         "at the cluster scope".to_string()
     } else {
@@ -109,7 +110,8 @@ mod tests {
             "pods is forbidden: User \"system:anonymous\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
         );
         assert_eq!(e.status["details"], json!({"kind": "pods"}));
-        let nodes = Attributes { verb: "get".into(), resource: "nodes".into(), name: "n1".into(), ..Attributes::default() };
+        let nodes =
+            Attributes { verb: "get".into(), resource: "nodes".into(), name: "n1".into(), ..Attributes::default() };
         assert_eq!(
             forbidden("system:anonymous", &nodes).status["message"],
             "nodes \"n1\" is forbidden: User \"system:anonymous\" cannot get resource \"nodes\" in API group \"\" at the cluster scope"

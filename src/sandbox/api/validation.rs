@@ -123,7 +123,11 @@ pub fn delete_options(policy: Option<&str>, orphan_given: bool) -> Result<(), Ap
             causes.push(Cause::invalid("propagationPolicy", go_quote(policy), detail));
         }
         if !matches!(policy, "Foreground" | "Background" | "Orphan") {
-            causes.push(Cause::not_supported("propagationPolicy", policy, &["Foreground", "Background", "Orphan", "nil"]));
+            causes.push(Cause::not_supported(
+                "propagationPolicy",
+                policy,
+                &["Foreground", "Background", "Orphan", "nil"],
+            ));
         }
     }
     if causes.is_empty() { Ok(()) } else { Err(new_invalid("meta.k8s.io", "DeleteOptions", "", &causes)) }

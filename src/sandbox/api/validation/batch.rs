@@ -66,11 +66,9 @@ fn job_spec(spec: &Value, path: &str) -> Vec<Cause> {
     match text(spec, "completionMode") {
         "" | "NonIndexed" => {}
         "Indexed" => causes.extend(indexed_limits(spec, path)),
-        other => causes.push(Cause::not_supported(
-            &format!("{path}.completionMode"),
-            other,
-            &["NonIndexed", "Indexed"],
-        )),
+        other => {
+            causes.push(Cause::not_supported(&format!("{path}.completionMode"), other, &["NonIndexed", "Indexed"]))
+        }
     }
     let template_path = format!("{path}.template");
     causes.extend(pod::template(&spec["template"], &template_path));
@@ -197,8 +195,11 @@ struct Bounds {
 const MINUTES: Bounds = Bounds { min: 0, max: 59, names: &[] };
 const HOURS: Bounds = Bounds { min: 0, max: 23, names: &[] };
 const DAYS_OF_MONTH: Bounds = Bounds { min: 1, max: 31, names: &[] };
-const MONTHS: Bounds =
-    Bounds { min: 1, max: 12, names: &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"] };
+const MONTHS: Bounds = Bounds {
+    min: 1,
+    max: 12,
+    names: &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
+};
 const DAYS_OF_WEEK: Bounds = Bounds { min: 0, max: 6, names: &["sun", "mon", "tue", "wed", "thu", "fri", "sat"] };
 
 /// robfig/cron v3's `ParseStandard`: five fields or a descriptor, with its error messages.
@@ -231,7 +232,9 @@ fn descriptor(spec: &str) -> Result<(), String> {
         "@yearly" | "@annually" | "@monthly" | "@weekly" | "@daily" | "@midnight" | "@hourly" => Ok(()),
         _ => match spec.strip_prefix("@every ") {
             Some(duration) if is_go_duration(duration) => Ok(()),
-            Some(duration) => Err(format!("failed to parse duration {spec}: time: invalid duration {}", go_quote(duration))),
+            Some(duration) => {
+                Err(format!("failed to parse duration {spec}: time: invalid duration {}", go_quote(duration)))
+            }
             None => Err(format!("unrecognized descriptor: {spec}")),
         },
     }
@@ -315,11 +318,14 @@ fn int_or_name(text: &str, names: &[&str]) -> Result<u64, String> {
 fn parse_int(text: &str) -> Result<u64, String> {
     let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("failed to parse int from {text}: strconv.Atoi: parsing {}: invalid syntax", go_quote(text)));
+        return Err(format!(
+            "failed to parse int from {text}: strconv.Atoi: parsing {}: invalid syntax",
+            go_quote(text)
+        ));
     }
-    let number: i64 = text
-        .parse()
-        .map_err(|_| format!("failed to parse int from {text}: strconv.Atoi: parsing {}: value out of range", go_quote(text)))?;
+    let number: i64 = text.parse().map_err(|_| {
+        format!("failed to parse int from {text}: strconv.Atoi: parsing {}: value out of range", go_quote(text))
+    })?;
     u64::try_from(number).map_err(|_| format!("negative number ({number}) not allowed: {text}"))
 }
 
@@ -330,7 +336,9 @@ mod tests {
 
     #[test]
     fn schedules_parse_as_robfig_cron_does() {
-        for good in ["*/5 * * * *", "0 0 1 jan-dec MON-fri", "@hourly", "@every 1h30m", "TZ=UTC 0 * * * *", "5,10 1-3/2 ? * 0"] {
+        for good in
+            ["*/5 * * * *", "0 0 1 jan-dec MON-fri", "@hourly", "@every 1h30m", "TZ=UTC 0 * * * *", "5,10 1-3/2 ? * 0"]
+        {
             assert_eq!(parse_standard(good), Ok(()), "{good}");
         }
         let cases = [
@@ -356,9 +364,12 @@ mod tests {
             "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
                 "containers": [{"name": "c", "image": "i", "imagePullPolicy": "Always"}]}}}});
         let lines: Vec<String> = job(&job_object, true).iter().map(|c| format!("{}: {}", c.field, c.body)).collect();
-        assert_eq!(lines, [
-            "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
-            "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
-        ]);
+        assert_eq!(
+            lines,
+            [
+                "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+                "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+            ]
+        );
     }
 }

@@ -75,10 +75,8 @@ fn selector_requirement(requirement: &Value, path: &str) -> Vec<Cause> {
     let values = requirement["values"].as_array().map(Vec::as_slice).unwrap_or_default();
     let operator = text(requirement, "operator");
     match operator {
-        "In" | "NotIn" if values.is_empty() => causes.push(Cause::required(
-            &format!("{path}.values"),
-            "must be specified when `operator` is 'In' or 'NotIn'",
-        )),
+        "In" | "NotIn" if values.is_empty() => causes
+            .push(Cause::required(&format!("{path}.values"), "must be specified when `operator` is 'In' or 'NotIn'")),
         "Exists" | "DoesNotExist" if !values.is_empty() => causes.push(Cause::forbidden(
             &format!("{path}.values"),
             "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
@@ -161,8 +159,11 @@ mod tests {
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(
             fields,
-            ["spec.selector.matchExpressions[0].values", "spec.selector.matchExpressions[1].values",
-             "spec.selector.matchExpressions[2].operator"]
+            [
+                "spec.selector.matchExpressions[0].values",
+                "spec.selector.matchExpressions[1].values",
+                "spec.selector.matchExpressions[2].operator"
+            ]
         );
         assert_eq!(causes[2].body, "Invalid value: \"Near\": not a valid selector operator");
     }

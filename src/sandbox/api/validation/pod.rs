@@ -209,7 +209,7 @@ fn resources(requirements: &Value, path: &str) -> Vec<Cause> {
     }
     for (name, value) in sorted_entries(&requirements["requests"]) {
         let Some(request) = quantity(value) else { continue };
-        causes.extend(negative_quantity(Some(request.clone()), &format!("{requests_path}[{name}]")));
+        causes.extend(negative_quantity(Some(request), &format!("{requests_path}[{name}]")));
         match requirements["limits"].get(name.as_str()).and_then(quantity) {
             Some(limit) if request != limit && !overcommit_allowed(name) => causes.push(Cause::invalid(
                 &requests_path,
@@ -266,9 +266,10 @@ mod tests {
                 "spec.containers[2].imagePullPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"IfNotPresent\", \"Never\"",
             ]
         );
-        assert_eq!(bodies(&pod_spec(&json!({"restartPolicy": "Always", "dnsPolicy": "Default"}), "spec")), [
-            "spec.containers: Required value"
-        ]);
+        assert_eq!(
+            bodies(&pod_spec(&json!({"restartPolicy": "Always", "dnsPolicy": "Default"}), "spec")),
+            ["spec.containers: Required value"]
+        );
     }
 
     #[test]

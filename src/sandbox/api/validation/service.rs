@@ -139,12 +139,15 @@ mod tests {
         let svc = json!({"spec": {"type": "ClusterIP", "sessionAffinity": "None", "ports": [
             {"port": 80, "protocol": "TCP", "targetPort": 80},
             {"port": 70000, "protocol": "HTTP", "targetPort": "web_port", "name": "b"}]}});
-        assert_eq!(lines(&svc), [
-            "spec.ports[0].name: Required value",
-            "spec.ports[1].port: Invalid value: 70000: must be between 1 and 65535, inclusive",
-            "spec.ports[1].protocol: Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
-            "spec.ports[1].targetPort: Invalid value: \"web_port\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
-        ]);
+        assert_eq!(
+            lines(&svc),
+            [
+                "spec.ports[0].name: Required value",
+                "spec.ports[1].port: Invalid value: 70000: must be between 1 and 65535, inclusive",
+                "spec.ports[1].protocol: Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
+                "spec.ports[1].targetPort: Invalid value: \"web_port\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+            ]
+        );
     }
 
     #[test]
@@ -152,11 +155,17 @@ mod tests {
         let svc = json!({"spec": {"type": "NodePort", "clusterIP": "None", "sessionAffinity": "None",
             "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}, {"port": 80, "protocol": "TCP", "targetPort": 81}]}});
         let found = lines(&svc);
-        assert_eq!(found[0], "spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services");
+        assert_eq!(
+            found[0],
+            "spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services"
+        );
         assert!(found.last().unwrap().starts_with("spec.ports[1]: Duplicate value: core.ServicePort{"), "{found:?}");
         let unknown = json!({"spec": {"type": "Public", "sessionAffinity": "None", "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}});
-        assert_eq!(lines(&unknown), [
-            "spec.type: Unsupported value: \"Public\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\""
-        ]);
+        assert_eq!(
+            lines(&unknown),
+            [
+                "spec.type: Unsupported value: \"Public\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\""
+            ]
+        );
     }
 }

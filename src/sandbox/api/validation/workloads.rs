@@ -206,7 +206,11 @@ fn deployment_strategy(strategy: &Value) -> Vec<Cause> {
             let rendered = format!(
                 "apps.DeploymentStrategy{{Type:{}, RollingUpdate:{}}}",
                 go_quote(other),
-                if rolling.is_null() { "(*apps.RollingUpdateDeployment)(nil)" } else { "(*apps.RollingUpdateDeployment)(…)" }
+                if rolling.is_null() {
+                    "(*apps.RollingUpdateDeployment)(nil)"
+                } else {
+                    "(*apps.RollingUpdateDeployment)(…)"
+                }
             );
             vec![Cause::not_supported_rendered("spec.strategy", rendered, &["Recreate", "RollingUpdate"])]
         }
@@ -257,7 +261,11 @@ fn daemon_set_strategy(strategy: &Value) -> Vec<Cause> {
             let rendered = format!(
                 "apps.DaemonSetUpdateStrategy{{Type:{}, RollingUpdate:{}}}",
                 go_quote(other),
-                if rolling.is_null() { "(*apps.RollingUpdateDaemonSet)(nil)" } else { "(*apps.RollingUpdateDaemonSet)(…)" }
+                if rolling.is_null() {
+                    "(*apps.RollingUpdateDaemonSet)(nil)"
+                } else {
+                    "(*apps.RollingUpdateDaemonSet)(…)"
+                }
             );
             vec![Cause::not_supported_rendered(path, rendered, &["RollingUpdate", "OnDelete"])]
         }
@@ -278,7 +286,8 @@ fn stateful_set_strategy(strategy: &Value) -> Vec<Cause> {
         "OnDelete" => Vec::new(),
         "RollingUpdate" if rolling.is_null() => Vec::new(),
         "RollingUpdate" => {
-            let mut causes: Vec<Cause> = nonnegative(rolling, "partition", &format!("{path}.rollingUpdate")).into_iter().collect();
+            let mut causes: Vec<Cause> =
+                nonnegative(rolling, "partition", &format!("{path}.rollingUpdate")).into_iter().collect();
             let unavailable = &rolling["maxUnavailable"];
             if !unavailable.is_null() {
                 let field = format!("{path}.rollingUpdate.maxUnavailable");
@@ -307,15 +316,23 @@ fn stateful_set_strategy(strategy: &Value) -> Vec<Cause> {
 
 fn go_stateful_set_rolling_update(rolling: &Value) -> String {
     let unavailable = &rolling["maxUnavailable"];
-    let unavailable =
-        if unavailable.is_null() { "(*intstr.IntOrString)(nil)".to_string() } else { "(*intstr.IntOrString)(…)".into() };
-    format!("apps.RollingUpdateStatefulSetStrategy{{Partition:{}, MaxUnavailable:{unavailable}}}", int(rolling, "partition"))
+    let unavailable = if unavailable.is_null() {
+        "(*intstr.IntOrString)(nil)".to_string()
+    } else {
+        "(*intstr.IntOrString)(…)".into()
+    };
+    format!(
+        "apps.RollingUpdateStatefulSetStrategy{{Partition:{}, MaxUnavailable:{unavailable}}}",
+        int(rolling, "partition")
+    )
 }
 
 /// `ValidatePositiveIntOrPercent`.
 fn positive_int_or_percent(value: &Value, field: &str) -> Vec<Cause> {
     match value {
-        Value::String(text) if !is_percent(text) => vec![Cause::invalid(field, go_int_or_string(value), PERCENT_MESSAGE)],
+        Value::String(text) if !is_percent(text) => {
+            vec![Cause::invalid(field, go_int_or_string(value), PERCENT_MESSAGE)]
+        }
         Value::Number(n) => n.as_i64().and_then(|n| Cause::nonnegative(field, n)).into_iter().collect(),
         _ => Vec::new(),
     }
@@ -365,7 +382,8 @@ pub(super) fn status_causes(resource: &ResourceType, old: &Value, new: &Value) -
             causes
         }
         ("apps", "replicasets") | ("", "replicationcontrollers") => {
-            let fields = ["replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration"];
+            let fields =
+                ["replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration"];
             let mut causes = nonnegative_fields(status, &fields);
             causes.extend(not_above(status, "fullyLabeledReplicas", "replicas", "status.replicas"));
             causes.extend(not_above(status, "readyReplicas", "replicas", "status.replicas"));
@@ -417,8 +435,9 @@ fn nonnegative_fields(status: &Value, fields: &[&str]) -> Vec<Cause> {
 /// `status.<field>` may not exceed `status.<limit>` (`shown`: the limit as the message names it).
 fn not_above(status: &Value, field: &str, limit: &str, shown: &str) -> Option<Cause> {
     let value = int(status, field);
-    (value > int(status, limit))
-        .then(|| Cause::invalid(&format!("status.{field}"), value.to_string(), &format!("cannot be greater than {shown}")))
+    (value > int(status, limit)).then(|| {
+        Cause::invalid(&format!("status.{field}"), value.to_string(), &format!("cannot be greater than {shown}"))
+    })
 }
 
 #[cfg(test)]
@@ -462,23 +481,35 @@ mod tests {
                 "spec.progressDeadlineSeconds: Invalid value: 600: must be greater than minReadySeconds",
             ]
         );
-        let zero = deployment_with(json!({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}}}));
-        assert_eq!(lines(&deployment(&zero)), [
-            "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"0%\"}: may not be 0 when `maxSurge` is 0"
-        ]);
+        let zero = deployment_with(
+            json!({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}}}),
+        );
+        assert_eq!(
+            lines(&deployment(&zero)),
+            [
+                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"0%\"}: may not be 0 when `maxSurge` is 0"
+            ]
+        );
         let recreate = deployment_with(json!({"strategy": {"type": "Recreate", "rollingUpdate": {}}}));
-        assert_eq!(lines(&deployment(&recreate)), [
-            "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
-        ]);
+        assert_eq!(
+            lines(&deployment(&recreate)),
+            ["spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"]
+        );
         let no_selector = deployment_with(json!({"selector": null}));
-        assert_eq!(lines(&deployment(&no_selector)), [
-            "spec.selector: Required value",
-            "spec.template.metadata.labels: Invalid value: map[string]string{\"a\":\"b\"}: `selector` does not match template `labels`",
-        ]);
+        assert_eq!(
+            lines(&deployment(&no_selector)),
+            [
+                "spec.selector: Required value",
+                "spec.template.metadata.labels: Invalid value: map[string]string{\"a\":\"b\"}: `selector` does not match template `labels`",
+            ]
+        );
         let empty = deployment_with(json!({"selector": {}}));
-        assert_eq!(lines(&deployment(&empty)), [
-            "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"
-        ]);
+        assert_eq!(
+            lines(&deployment(&empty)),
+            [
+                "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"
+            ]
+        );
     }
 
     #[test]
@@ -486,10 +517,13 @@ mod tests {
         let rc = json!({"spec": {"replicas": 1, "selector": {},
             "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "OnFailure",
                 "dnsPolicy": "ClusterFirst", "containers": [{"name": "c", "image": "i", "imagePullPolicy": "Always"}]}}}});
-        assert_eq!(lines(&replication_controller(&rc)), [
-            "spec.selector: Required value",
-            "spec.template.spec.restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\"",
-        ]);
+        assert_eq!(
+            lines(&replication_controller(&rc)),
+            [
+                "spec.selector: Required value",
+                "spec.template.spec.restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\"",
+            ]
+        );
     }
 
     #[test]
@@ -497,15 +531,19 @@ mod tests {
         let rs = crate::sandbox::resources::find("apps", "v1", "replicasets").unwrap();
         let old = json!({"status": {"replicas": 1}});
         let new = json!({"status": {"replicas": 1, "readyReplicas": 2, "availableReplicas": -1}});
-        assert_eq!(lines(&status_causes(rs, &old, &new)), [
-            "status.availableReplicas: Invalid value: -1: must be greater than or equal to 0",
-            "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas",
-        ]);
+        assert_eq!(
+            lines(&status_causes(rs, &old, &new)),
+            [
+                "status.availableReplicas: Invalid value: -1: must be greater than or equal to 0",
+                "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas",
+            ]
+        );
         let deployments = crate::sandbox::resources::find("apps", "v1", "deployments").unwrap();
         let old = json!({"status": {"collisionCount": 2}});
         let new = json!({"status": {"collisionCount": 1}});
-        assert_eq!(lines(&status_causes(deployments, &old, &new)), [
-            "status.collisionCount: Invalid value: 1: cannot be decremented"
-        ]);
+        assert_eq!(
+            lines(&status_causes(deployments, &old, &new)),
+            ["status.collisionCount: Invalid value: 1: cannot be decremented"]
+        );
     }
 }
