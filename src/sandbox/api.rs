@@ -22,6 +22,7 @@ use super::typed::{self, FieldValidation};
 use super::{convert, defaults, discovery, metadata, patch, protobuf, subresources, watch};
 use crate::server::http::{Handler, Request, ResponseWriter};
 
+mod anonymous;
 mod validation;
 
 /// Settings of the API layer.
@@ -85,8 +86,15 @@ impl Handler for ApiServer {
         let user = match auth::authenticate(&request.peer_certificates, authorization, &self.tokens).or_else(legacy) {
             Some(user) => user,
             None if self.options.anonymous_is_admin => UserInfo::new("system:admin", &["system:masters"]),
-            None if is_public_path(&request.path) => UserInfo::new("system:anonymous", &["system:unauthenticated"]),
-            None => return send_error(response, &ApiError::unauthorized()),
+            // Credentials that do not authenticate are refused; none at all is anonymous.
+            None if authorization.is_some() => return send_error(response, &ApiError::unauthorized()),
+            None => {
+                let anonymous = anonymous::user();
+                if let Err(e) = anonymous::authorize(self, request, &anonymous) {
+                    return send_error(response, &e);
+                }
+                anonymous
+            }
         };
         if let Some(error) = self.faults.unavailable_api_error(request.path.trim_end_matches('/')) {
             return send_error(response, &error);
@@ -120,12 +128,6 @@ impl Handler for ApiServer {
             Err(e) => send_error(response, &e),
         }
     }
-}
-
-/// Paths served without credentials, as kube-apiserver's default RBAC allows anonymous
-/// health and version checks.
-fn is_public_path(path: &str) -> bool {
-    matches!(path, "/healthz" | "/livez" | "/readyz" | "/version") || path.starts_with("/healthz/")
 }
 
 fn is_watch(request: &Request, target: &Target) -> bool {
@@ -238,6 +240,7 @@ impl ApiServer {
         let method = request.method.as_str();
         let allowed = match verbs {
             Verbs::All => true,
+            Verbs::AllButDeleteCollection => !(method == "DELETE" && target.name.is_none()),
             Verbs::GetUpdate => matches!(method, "GET" | "PUT" | "PATCH"),
             Verbs::Create => method == "POST",
         };
@@ -294,9 +297,17 @@ impl ApiServer {
                     ));
                 }
                 let (revision, after) = decode_continue(token)?;
-                let objects = self.store.list_at(resource.storage_key(), ns, revision).map_err(|_| {
-                    ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
-                })?;
+                let (objects, revision) = match revision {
+                    Some(revision) => {
+                        let objects = self
+                            .store
+                            .list_at(resource.storage_key(), ns, revision)
+                            .map_err(|_| inconsistent_continue(&after))?;
+                        (objects, revision)
+                    }
+                    // A token from an expired-continue answer: the rest of the list, now.
+                    None => self.store.list(resource.storage_key(), ns),
+                };
                 (objects, revision, Some(after))
             }
             None => self.list_at_requested_version(request, resource, ns, limit.is_some())?,
@@ -318,7 +329,9 @@ impl ApiServer {
         }
         let mut metadata = json!({"resourceVersion": revision.to_string()});
         if remaining > 0 {
-            metadata["continue"] = encode_continue(revision, next_after.as_deref().unwrap_or_default()).into();
+            metadata["continue"] =
+                encode_continue(i64::try_from(revision).unwrap_or(i64::MAX), next_after.as_deref().unwrap_or_default())
+                    .into();
             if filter.is_everything() {
                 metadata["remainingItemCount"] = remaining.into();
             }
@@ -452,6 +465,7 @@ impl ApiServer {
             dry_run,
         };
         admission::admit(&ctx, &mut object, txn)?;
+        validation::validate_create(resource, &object)?;
         set_qos_class(resource, &mut object);
         if txn.get(resource.storage_key(), ns.unwrap_or_default(), &name).is_some() {
             return Err(ApiError::already_exists(resource, &name));
@@ -561,6 +575,7 @@ pub fn write_update(
         validation::validate_update(resource, old, &mut object)?;
     } else {
         subresources::populate_condition_timestamps(resource, old, &mut object);
+        validation::validate_status_update(resource, old, &object)?;
     }
     // `endpointSliceStrategy.PrepareForUpdate` also counts label changes.
     let labels_changed = resource.kind == "EndpointSlice" && object["metadata"]["labels"] != old["metadata"]["labels"];
@@ -919,13 +934,27 @@ pub fn too_large(requested: u64, current: u64) -> ApiError {
     e
 }
 
-fn encode_continue(revision: u64, after: &str) -> String {
+/// The text of a 410 for a continue token whose revision was compacted away.
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// etcd3's `handleCompactedErrorForPaging`: 410 Expired whose `metadata.continue` carries a
+/// token (resourceVersion -1) that continues the list from the same key at the latest revision.
+fn inconsistent_continue(after: &str) -> ApiError {
+    let mut error = ApiError::expired(INCONSISTENT_CONTINUE);
+    error.status["metadata"]["continue"] = encode_continue(-1, after).into();
+    error
+}
+
+/// `storage.EncodeContinue`; a revision of -1 means "at the latest revision".
+fn encode_continue(revision: i64, after: &str) -> String {
     use base64::Engine;
     let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": format!("{after}\u{0}")});
     base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
 }
 
-fn decode_continue(token: &str) -> ApiResult<(u64, String)> {
+/// `storage.DecodeContinue`: the revision (`None`: the latest, from a -1 token) and the key
+/// the list continues after.
+fn decode_continue(token: &str) -> ApiResult<(Option<u64>, String)> {
     use base64::Engine;
     let bad = || {
         ApiError::bad_request(
@@ -934,7 +963,10 @@ fn decode_continue(token: &str) -> ApiResult<(u64, String)> {
     };
     let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad())?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    let revision = value["rv"].as_u64().ok_or_else(bad)?;
+    let revision = match value["rv"].as_i64().ok_or_else(bad)? {
+        -1 => None,
+        rv => Some(u64::try_from(rv).ok().filter(|rv| *rv > 0).ok_or_else(bad)?),
+    };
     let start = value["start"].as_str().ok_or_else(bad)?.trim_end_matches('\u{0}').to_string();
     Ok((revision, start))
 }
@@ -993,22 +1025,12 @@ impl DeleteOptions {
             Some(v) => v.as_i64(),
             None => None,
         };
-        let mut policy =
+        let policy =
             query_or_body("propagationPolicy", "propagationPolicy").and_then(|v| v.as_str().map(str::to_string));
-        if policy.is_none() {
-            let orphan = query_or_body("orphanDependents", "orphanDependents");
-            if let Some(orphan) = orphan {
-                let orphan = orphan.as_bool().unwrap_or_else(|| orphan.as_str() == Some("true"));
-                policy = Some(if orphan { "Orphan" } else { "Background" }.to_string());
-            }
-        }
-        if let Some(p) = &policy
-            && !matches!(p.as_str(), "Orphan" | "Background" | "Foreground")
-        {
-            return Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
-            )));
-        }
+        let orphan = query_or_body("orphanDependents", "orphanDependents")
+            .map(|orphan| orphan.as_bool().unwrap_or_else(|| orphan.as_str() == Some("true")));
+        validation::delete_options(policy.as_deref(), orphan.is_some())?;
+        let policy = policy.or_else(|| orphan.map(|o| if o { "Orphan" } else { "Background" }.to_string()));
         let dry_run = body["dryRun"].as_array().is_some_and(|d| d.iter().any(|v| v == "All")) || is_dry_run(request)?;
         Ok(DeleteOptions {
             grace_period_seconds: grace,
@@ -1051,30 +1073,7 @@ pub fn delete_in(
 ) -> ApiResult<DeleteOutcome> {
     let storage = resource.storage_key();
     let old = txn.get(storage, ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
-    if let Some(uid) = &options.precondition_uid
-        && old["metadata"]["uid"].as_str() != Some(uid)
-    {
-        return Err(ApiError::conflict(
-            resource,
-            name,
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                old["metadata"]["uid"].as_str().unwrap_or_default()
-            ),
-        ));
-    }
-    if let Some(rv) = &options.precondition_resource_version
-        && old["metadata"]["resourceVersion"].as_str() != Some(rv)
-    {
-        return Err(ApiError::conflict(
-            resource,
-            name,
-            &format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                old["metadata"]["resourceVersion"].as_str().unwrap_or_default()
-            ),
-        ));
-    }
+    check_delete_preconditions(resource, name, &old, options)?;
     let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
     if is_namespace && is_deleting(&old) && old["spec"]["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
         // The namespace registry's `Delete`: no second delete while its content is purged.
@@ -1098,6 +1097,47 @@ pub fn delete_in(
         txn.put(storage, object.clone());
         Ok(DeleteOutcome::Marked(object))
     }
+}
+
+/// `rest.BeforeDelete`'s early precondition checks: 409 Conflict naming the object by its kind
+/// (`GroupResource{Group: gvk.Group, Resource: gvk.Kind}`), as upstream does.
+fn check_delete_preconditions(
+    resource: &ResourceType,
+    name: &str,
+    old: &Value,
+    options: &DeleteOptions,
+) -> ApiResult<()> {
+    let field = |key: &str| old["metadata"][key].as_str().unwrap_or_default().to_string();
+    let why = if let Some(uid) = options.precondition_uid.as_ref().filter(|uid| **uid != field("uid")) {
+        format!(
+            "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+            field("uid")
+        )
+    } else if let Some(rv) =
+        options.precondition_resource_version.as_ref().filter(|rv| **rv != field("resourceVersion"))
+    {
+        format!(
+            "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+            field("resourceVersion")
+        )
+    } else {
+        return Ok(());
+    };
+    let kind = if resource.group.is_empty() {
+        resource.kind.to_string()
+    } else {
+        format!("{}.{}", resource.kind, resource.group)
+    };
+    let mut details = json!({"name": name, "kind": resource.kind});
+    if !resource.group.is_empty() {
+        details["group"] = resource.group.into();
+    }
+    Err(ApiError::new(
+        409,
+        "Conflict",
+        format!("Operation cannot be fulfilled on {kind} \"{name}\": {why}"),
+        Some(details),
+    ))
 }
 
 /// Sets the deletion fields as `rest.BeforeDelete` and the store's `markAsDeleting` do. The first

@@ -39,6 +39,8 @@ pub struct Subresource {
 pub enum Verbs {
     /// create, delete, deletecollection, get, list, patch, update, watch.
     All,
+    /// All but deletecollection (the namespace registry has no `DeleteCollection`).
+    AllButDeleteCollection,
     /// get, patch, update (status-like subresources).
     GetUpdate,
     /// create only (bindings, reviews, tokens, evictions).
@@ -49,6 +51,7 @@ impl Verbs {
     pub fn names(self) -> &'static [&'static str] {
         match self {
             Verbs::All => &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+            Verbs::AllButDeleteCollection => &["create", "delete", "get", "list", "patch", "update", "watch"],
             Verbs::GetUpdate => &["get", "patch", "update"],
             Verbs::Create => &["create"],
         }
@@ -131,6 +134,7 @@ pub static RESOURCES: &[ResourceType] = &[
             STATUS,
             Subresource { name: "finalize", kind: "Namespace", group_version: "v1", verbs: Verbs::GetUpdate },
         ],
+        verbs: Verbs::AllButDeleteCollection,
         ..resource("", "v1", "namespaces", "namespace", "Namespace", false)
     },
     ResourceType {

@@ -2,8 +2,17 @@
 //! keeps fixed once an object exists, refused with kube-apiserver's 422 and its messages. Bad
 //! values are rendered as Go's `%#v` renders them where that is feasible (label selectors,
 //! string slices); a pod template is shown elided.
+//!
+//! Create and update also run each kind's spec validation (`ValidateX`, in the submodules), and
+//! status updates the status rules of the workload kinds.
 
 use serde_json::{Map, Value, json};
+
+mod batch;
+mod meta;
+mod pod;
+mod service;
+mod workloads;
 
 use crate::sandbox::objects::name_of;
 use crate::sandbox::resources::ResourceType;
@@ -39,13 +48,41 @@ pub struct Cause {
 }
 
 impl Cause {
+    /// `field.Required`: the body is "Required value", with the detail when there is one.
+    pub fn required(field: &str, detail: &str) -> Cause {
+        let body = if detail.is_empty() { "Required value".to_string() } else { format!("Required value: {detail}") };
+        Cause { field: field.into(), reason: "FieldValueRequired", body }
+    }
+
+    /// `field.Duplicate` with an already rendered value.
+    pub fn duplicate(field: &str, rendered: String) -> Cause {
+        Cause { field: field.into(), reason: "FieldValueDuplicate", body: format!("Duplicate value: {rendered}") }
+    }
+
+    /// `field.TooLong` without a value (`may not be more than N bytes`).
+    pub fn too_long(field: &str, limit: usize) -> Cause {
+        let body = format!("Too long: may not be more than {limit} bytes");
+        Cause { field: field.into(), reason: "FieldValueTooLong", body }
+    }
+
+    /// `ValidateNonnegativeField`.
+    pub fn nonnegative(field: &str, value: i64) -> Option<Cause> {
+        (value < 0).then(|| Cause::invalid(field, value.to_string(), "must be greater than or equal to 0"))
+    }
+
     /// `field.Invalid(path, value, "field is immutable")` with an already rendered value.
     fn immutable(field: &str, rendered: String) -> Cause {
         Cause::invalid(field, rendered, "field is immutable")
     }
 
-    fn invalid(field: &str, rendered: String, detail: &str) -> Cause {
-        Cause { field: field.into(), reason: "FieldValueInvalid", body: format!("Invalid value: {rendered}: {detail}") }
+    /// `field.Invalid` with an already rendered value (an empty detail adds nothing).
+    pub fn invalid(field: &str, rendered: String, detail: &str) -> Cause {
+        let body = if detail.is_empty() {
+            format!("Invalid value: {rendered}")
+        } else {
+            format!("Invalid value: {rendered}: {detail}")
+        };
+        Cause { field: field.into(), reason: "FieldValueInvalid", body }
     }
 
     pub fn forbidden(field: &str, detail: &str) -> Cause {
@@ -54,8 +91,13 @@ impl Cause {
 
     /// `field.NotSupported`: the value and the quoted supported ones.
     pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Cause {
+        Cause::not_supported_rendered(field, go_quote(value), supported)
+    }
+
+    /// `field.NotSupported` with an already rendered value (a struct shown with `%#v`).
+    pub fn not_supported_rendered(field: &str, rendered: String, supported: &[&str]) -> Cause {
         let quoted: Vec<String> = supported.iter().map(|v| go_quote(v)).collect();
-        let body = format!("Unsupported value: {}: supported values: {}", go_quote(value), quoted.join(", "));
+        let body = format!("Unsupported value: {rendered}: supported values: {}", quoted.join(", "));
         Cause { field: field.into(), reason: "FieldValueNotSupported", body }
     }
 }
@@ -68,6 +110,27 @@ pub fn invalid(resource: &ResourceType, name: &str, causes: &[Cause]) -> ApiErro
 /// `errors.NewInvalid` for `ListOptions.meta.k8s.io` (bad list or watch parameters).
 pub fn invalid_options(causes: &[Cause]) -> ApiError {
     new_invalid("meta.k8s.io", "ListOptions", "", causes)
+}
+
+/// `ValidateDeleteOptions` (the delete handlers): `orphanDependents` and `propagationPolicy`
+/// exclude each other, and the policy is one of the three (or nil). 422 on
+/// `DeleteOptions.meta.k8s.io`.
+pub fn delete_options(policy: Option<&str>, orphan_given: bool) -> Result<(), ApiError> {
+    let mut causes = Vec::new();
+    if let Some(policy) = policy {
+        if orphan_given {
+            let detail = "orphanDependents and deletionPropagation cannot be both set";
+            causes.push(Cause::invalid("propagationPolicy", go_quote(policy), detail));
+        }
+        if !matches!(policy, "Foreground" | "Background" | "Orphan") {
+            causes.push(Cause::not_supported(
+                "propagationPolicy",
+                policy,
+                &["Foreground", "Background", "Orphan", "nil"],
+            ));
+        }
+    }
+    if causes.is_empty() { Ok(()) } else { Err(new_invalid("meta.k8s.io", "DeleteOptions", "", &causes)) }
 }
 
 fn new_invalid(group: &str, kind: &str, name: &str, causes: &[Cause]) -> ApiError {
@@ -163,10 +226,56 @@ fn list_option_causes(params: &ListParams<'_>) -> Vec<Cause> {
     causes
 }
 
-/// Checks an update of the main resource (`old` → `new`, defaults applied). A Service's
-/// `clusterIPs` are first reconciled with a changed `clusterIP`, as its strategy does.
+/// `ValidateX` on create: the kind's spec rules (object metadata is checked when the object is
+/// prepared, see `objects::prepare_create`).
+pub fn validate_create(resource: &ResourceType, object: &Value) -> Result<(), ApiError> {
+    let causes = spec_causes(resource, object, None);
+    if causes.is_empty() { Ok(()) } else { Err(invalid(resource, name_of(object), &causes)) }
+}
+
+/// Checks an update of the main resource (`old` → `new`, defaults applied): `ValidateXUpdate`,
+/// the spec rules of a create followed by what may not change. A Service's `clusterIPs` are
+/// first reconciled with a changed `clusterIP`, as its strategy does.
 pub fn validate_update(resource: &ResourceType, old: &Value, new: &mut Value) -> Result<(), ApiError> {
-    let causes = match (resource.group, resource.plural) {
+    if is_kind(resource, "", "services") {
+        normalize_cluster_ips(old, new);
+    }
+    let mut causes = spec_causes(resource, new, Some(old));
+    causes.extend(immutability_causes(resource, old, new));
+    if causes.is_empty() { Ok(()) } else { Err(invalid(resource, name_of(old), &causes)) }
+}
+
+/// `ValidateXStatusUpdate` for the workload kinds: counts are not negative, do not exceed
+/// `status.replicas`, and the collision count does not go down.
+pub fn validate_status_update(resource: &ResourceType, old: &Value, new: &Value) -> Result<(), ApiError> {
+    let causes = workloads::status_causes(resource, old, new);
+    if causes.is_empty() { Ok(()) } else { Err(invalid(resource, name_of(old), &causes)) }
+}
+
+fn is_kind(resource: &ResourceType, group: &str, plural: &str) -> bool {
+    resource.group == group && resource.plural == plural
+}
+
+/// The spec rules of each kind's `ValidateX` (`old`: the stored object on an update).
+fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> Vec<Cause> {
+    match (resource.group, resource.plural) {
+        ("apps", "deployments") => workloads::deployment(object),
+        ("apps", "replicasets") => workloads::replica_set(object),
+        ("apps", "statefulsets") => workloads::stateful_set(object),
+        ("apps", "daemonsets") => workloads::daemon_set(object),
+        ("", "replicationcontrollers") => workloads::replication_controller(object),
+        ("batch", "jobs") => batch::job(object, old.is_none()),
+        ("batch", "cronjobs") => batch::cron_job(object, old),
+        ("", "pods") => pod::pod(object, old.is_none()),
+        ("", "podtemplates") => pod::template(&object["template"], "template"),
+        ("", "services") => service::service(object),
+        _ => Vec::new(),
+    }
+}
+
+/// The fields each kind keeps fixed once the object exists.
+fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec<Cause> {
+    match (resource.group, resource.plural) {
         ("apps", "deployments" | "replicasets" | "daemonsets") => immutable_selector(old, new),
         ("apps", "statefulsets") => statefulset_update(old, new),
         ("", "pods") => pod_update(old, new),
@@ -174,13 +283,9 @@ pub fn validate_update(resource: &ResourceType, old: &Value, new: &mut Value) ->
         ("", "configmaps") => immutable_data(old, new, &["data", "binaryData"]),
         ("", "nodes") => node_update(old, new),
         ("", "secrets") => secret_update(old, new),
-        ("", "services") => {
-            normalize_cluster_ips(old, new);
-            service_update(old, new)
-        }
+        ("", "services") => service_update(old, new),
         _ => Vec::new(),
-    };
-    if causes.is_empty() { Ok(()) } else { Err(invalid(resource, name_of(old), &causes)) }
+    }
 }
 
 /// `ValidateNodeUpdate`: pod CIDRs, once set, never change (the node IPAM controller relies
@@ -440,7 +545,20 @@ pub fn go_label_selector(selector: &Value) -> String {
     if selector.is_null() {
         return "null".into();
     }
-    let labels = match selector["matchLabels"].as_object() {
+    let labels = go_string_map(&selector["matchLabels"]);
+    let expressions = match selector["matchExpressions"].as_array() {
+        Some(list) => {
+            let rendered: Vec<String> = list.iter().map(go_requirement).collect();
+            format!("[]v1.LabelSelectorRequirement{{{}}}", rendered.join(", "))
+        }
+        None => "[]v1.LabelSelectorRequirement(nil)".into(),
+    };
+    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
+}
+
+/// Go's `%#v` of a `map[string]string` (keys sorted, as `fmt` prints maps; null: a nil map).
+pub fn go_string_map(map: &Value) -> String {
+    match map.as_object() {
         Some(map) => {
             let mut pairs: Vec<(&String, &Value)> = map.iter().collect();
             pairs.sort_by(|a, b| a.0.cmp(b.0));
@@ -451,15 +569,7 @@ pub fn go_label_selector(selector: &Value) -> String {
             format!("map[string]string{{{}}}", pairs.join(", "))
         }
         None => "map[string]string(nil)".into(),
-    };
-    let expressions = match selector["matchExpressions"].as_array() {
-        Some(list) => {
-            let rendered: Vec<String> = list.iter().map(go_requirement).collect();
-            format!("[]v1.LabelSelectorRequirement{{{}}}", rendered.join(", "))
-        }
-        None => "[]v1.LabelSelectorRequirement(nil)".into(),
-    };
-    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
+    }
 }
 
 fn go_requirement(requirement: &Value) -> String {
