@@ -245,7 +245,9 @@ fn kubectl_get_prints_the_servers_tables() {
     bed.ok(&["scale", "deploy", "web", "--replicas=3"]);
     let watched = eventually("the watch to print the scaled deployment", || {
         let text = text();
-        text.lines().any(|l| l.starts_with("web ") && l.split_whitespace().nth(1).is_some_and(|r| r.ends_with("/3"))).then_some(text)
+        text.lines()
+            .any(|l| l.starts_with("web ") && l.split_whitespace().nth(1).is_some_and(|r| r.ends_with("/3")))
+            .then_some(text)
     });
     let _ = watch.kill();
     let _ = watch.wait();

@@ -38,11 +38,7 @@ pub fn human_duration(nanos: i128) -> String {
         return format!("{}d", hours / 24);
     } else if hours < 24 * 365 * 8 {
         let days = (hours / 24) % 365;
-        return if days == 0 {
-            format!("{}y", hours / 24 / 365)
-        } else {
-            format!("{}y{days}d", hours / 24 / 365)
-        };
+        return if days == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{days}d", hours / 24 / 365) };
     }
     format!("{}y", hours / 24 / 365)
 }

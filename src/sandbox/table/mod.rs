@@ -6,6 +6,7 @@
 //! `rest.NewDefaultTableConvertor` (Name and Created At).
 
 pub mod duration;
+mod others;
 mod printers;
 
 use std::cell::Cell;

@@ -12,8 +12,8 @@ use super::duration::{between, human_duration, since, timestamp};
 pub const NAME_DOC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 /// `metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]`.
 pub const CREATED_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
-const CONTAINERS_DOC: &str = "Names of each container in the template.";
-const IMAGES_DOC: &str = "Images referenced by each container in the template.";
+pub(super) const CONTAINERS_DOC: &str = "Names of each container in the template.";
+pub(super) const IMAGES_DOC: &str = "Images referenced by each container in the template.";
 const SELECTOR_DOC: &str = "A label query over pods that should match the replica count. Label keys and values that must match in order to be controlled by this replica set. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
 
 /// A `metav1.TableColumnDefinition`.
@@ -49,18 +49,18 @@ impl Column {
     }
 }
 
-const NAME: Column = Column::new("Name", "string", "name", NAME_DOC, 0);
-const AGE: Column = Column::new("Age", "string", "", CREATED_DOC, 0);
+pub(super) const NAME: Column = Column::new("Name", "string", "name", NAME_DOC, 0);
+pub(super) const AGE: Column = Column::new("Age", "string", "", CREATED_DOC, 0);
 
-const fn string(name: &'static str, description: &'static str) -> Column {
+pub(super) const fn string(name: &'static str, description: &'static str) -> Column {
     Column::new(name, "string", "", description, 0)
 }
 
-const fn integer(name: &'static str, description: &'static str) -> Column {
+pub(super) const fn integer(name: &'static str, description: &'static str) -> Column {
     Column::new(name, "integer", "", description, 0)
 }
 
-const fn wide(name: &'static str, description: &'static str) -> Column {
+pub(super) const fn wide(name: &'static str, description: &'static str) -> Column {
     Column::new(name, "string", "", description, 1)
 }
 
@@ -106,26 +106,26 @@ pub fn printer_for(group: &str, kind: &str) -> Option<&'static Printer> {
         ("coordination.k8s.io", "Lease") => &LEASE,
         ("discovery.k8s.io", "EndpointSlice") => &ENDPOINT_SLICE,
         ("policy", "PodDisruptionBudget") => &POD_DISRUPTION_BUDGET,
-        _ => return None,
+        _ => return super::others::printer_for(group, kind),
     };
     Some(printer)
 }
 
 // --- JSON access -------------------------------------------------------------------------
 
-fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
+pub(super) fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
     object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn int(object: &Value, pointer: &str) -> i64 {
+pub(super) fn int(object: &Value, pointer: &str) -> i64 {
     object.pointer(pointer).and_then(Value::as_i64).unwrap_or_default()
 }
 
-fn array<'a>(object: &'a Value, pointer: &str) -> &'a [Value] {
+pub(super) fn array<'a>(object: &'a Value, pointer: &str) -> &'a [Value] {
     object.pointer(pointer).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 
-fn len_of(object: &Value, pointer: &str) -> i64 {
+pub(super) fn len_of(object: &Value, pointer: &str) -> i64 {
     match object.pointer(pointer) {
         Some(Value::Array(items)) => items.len() as i64,
         Some(Value::Object(map)) => map.len() as i64,
@@ -133,20 +133,20 @@ fn len_of(object: &Value, pointer: &str) -> i64 {
     }
 }
 
-fn name(object: &Value) -> Value {
+pub(super) fn name(object: &Value) -> Value {
     json!(text(object, "/metadata/name"))
 }
 
-fn age(object: &Value, now: Timestamp) -> Value {
+pub(super) fn age(object: &Value, now: Timestamp) -> Value {
     json!(since(object.pointer("/metadata/creationTimestamp"), now))
 }
 
-fn or(value: &str, fallback: &str) -> String {
+pub(super) fn or(value: &str, fallback: &str) -> String {
     if value.is_empty() { fallback.into() } else { value.into() }
 }
 
 /// `layoutContainerCells`: container names and images, comma-separated.
-fn containers(object: &Value, pointer: &str) -> (Value, Value) {
+pub(super) fn containers(object: &Value, pointer: &str) -> (Value, Value) {
     let containers = array(object, pointer);
     let names: Vec<&str> = containers.iter().map(|c| text(c, "/name")).collect();
     let images: Vec<&str> = containers.iter().map(|c| text(c, "/image")).collect();
@@ -154,7 +154,7 @@ fn containers(object: &Value, pointer: &str) -> (Value, Value) {
 }
 
 /// `labels.FormatLabels`: sorted `k=v` pairs, "<none>" for none.
-fn format_labels(map: Option<&Value>) -> String {
+pub(super) fn format_labels(map: Option<&Value>) -> String {
     let mut pairs: Vec<String> = map
         .and_then(Value::as_object)
         .into_iter()
@@ -194,7 +194,7 @@ fn selector_string(selector: Option<&Value>) -> String {
 }
 
 /// `metav1.FormatLabelSelector`: like [`selector_string`], "<none>" when empty.
-fn format_label_selector(selector: Option<&Value>) -> String {
+pub(super) fn format_label_selector(selector: Option<&Value>) -> String {
     or(&selector_string(selector), "<none>")
 }
 
@@ -259,13 +259,15 @@ fn later_restart(current: Option<Timestamp>, status: &Value) -> Option<Timestamp
 /// deletion, RESTARTS with the age of the last restart.
 fn pod_row(pod: &Value, now: Timestamp) -> Row {
     let init_specs = array(pod, "/spec/initContainers");
-    let total = array(pod, "/spec/containers").len() + init_specs.iter().filter(|c| c["restartPolicy"] == "Always").count();
+    let total =
+        array(pod, "/spec/containers").len() + init_specs.iter().filter(|c| c["restartPolicy"] == "Always").count();
     let mut ready = 0;
     let (mut restarts, mut sidecar_restarts) = (0i64, 0i64);
     let (mut last_restart, mut last_sidecar_restart) = (None, None);
     let phase = text(pod, "/status/phase");
     let mut reason = or(text(pod, "/status/reason"), phase);
-    if array(pod, "/status/conditions").iter().any(|c| c["type"] == "PodScheduled" && c["reason"] == "SchedulingGated") {
+    if array(pod, "/status/conditions").iter().any(|c| c["type"] == "PodScheduled" && c["reason"] == "SchedulingGated")
+    {
         reason = "SchedulingGated".into();
     }
     let mut conditions = Vec::new();
@@ -383,8 +385,14 @@ fn completed_condition(reason: &str, message: &str) -> Value {
 const REPLICA_SET: Printer = Printer {
     columns: &[
         NAME,
-        integer("Desired", "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"),
-        integer("Current", "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"),
+        integer(
+            "Desired",
+            "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+        ),
+        integer(
+            "Current",
+            "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+        ),
         integer("Ready", "The number of ready replicas for this replica set."),
         AGE,
         wide("Containers", CONTAINERS_DOC),
@@ -412,13 +420,22 @@ fn replica_set_row(rs: &Value, now: Timestamp) -> Row {
 const REPLICATION_CONTROLLER: Printer = Printer {
     columns: &[
         NAME,
-        integer("Desired", "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller"),
-        integer("Current", "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller"),
+        integer(
+            "Desired",
+            "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+        ),
+        integer(
+            "Current",
+            "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+        ),
         integer("Ready", "The number of ready replicas for this replication controller."),
         AGE,
         wide("Containers", CONTAINERS_DOC),
         wide("Images", IMAGES_DOC),
-        wide("Selector", "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+        wide(
+            "Selector",
+            "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+        ),
     ],
     row: replication_controller_row,
 };
@@ -442,12 +459,21 @@ const DEPLOYMENT: Printer = Printer {
     columns: &[
         NAME,
         string("Ready", "Number of the pod with ready state"),
-        string("Up-to-date", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
-        string("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+        string(
+            "Up-to-date",
+            "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+        ),
+        string(
+            "Available",
+            "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+        ),
         AGE,
         wide("Containers", CONTAINERS_DOC),
         wide("Images", IMAGES_DOC),
-        wide("Selector", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment."),
+        wide(
+            "Selector",
+            "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+        ),
     ],
     row: deployment_row,
 };
@@ -493,16 +519,34 @@ fn stateful_set_row(set: &Value, now: Timestamp) -> Row {
 const DAEMON_SET: Printer = Printer {
     columns: &[
         NAME,
-        integer("Desired", "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-        integer("Current", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-        integer("Ready", "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
+        integer(
+            "Desired",
+            "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
+        ),
+        integer(
+            "Current",
+            "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
+        ),
+        integer(
+            "Ready",
+            "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
+        ),
         integer("Up-to-date", "The total number of nodes that are running updated daemon pod"),
-        integer("Available", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)"),
-        string("Node Selector", "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"),
+        integer(
+            "Available",
+            "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)",
+        ),
+        string(
+            "Node Selector",
+            "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/",
+        ),
         AGE,
         wide("Containers", CONTAINERS_DOC),
         wide("Images", IMAGES_DOC),
-        wide("Selector", "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+        wide(
+            "Selector",
+            "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+        ),
     ],
     row: daemon_set_row,
 };
@@ -529,12 +573,18 @@ const JOB: Printer = Printer {
     columns: &[
         NAME,
         string("Status", "Status of the job."),
-        string("Completions", "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs."),
+        string(
+            "Completions",
+            "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs.",
+        ),
         string("Duration", "Time required to complete the job."),
         AGE,
         wide("Containers", CONTAINERS_DOC),
         wide("Images", IMAGES_DOC),
-        wide("Selector", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+        wide(
+            "Selector",
+            "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+        ),
     ],
     row: job_row,
 };
@@ -589,14 +639,26 @@ const CRON_JOB: Printer = Printer {
     columns: &[
         NAME,
         string("Schedule", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
-        string("Timezone", "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid time zone names and the time zone offset is loaded from the system-wide time zone database by the API server during CronJob validation and the controller manager during execution. If no system-wide time zone database can be found a bundled version of the database is used instead. If the time zone name becomes invalid during the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones"),
-        Column::new("Suspend", "boolean", "", "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.  Defaults to false.", 0),
+        string(
+            "Timezone",
+            "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid time zone names and the time zone offset is loaded from the system-wide time zone database by the API server during CronJob validation and the controller manager during execution. If no system-wide time zone database can be found a bundled version of the database is used instead. If the time zone name becomes invalid during the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones",
+        ),
+        Column::new(
+            "Suspend",
+            "boolean",
+            "",
+            "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.  Defaults to false.",
+            0,
+        ),
         integer("Active", "A list of pointers to currently running jobs."),
         string("Last Schedule", "Information when was the last time the job was successfully scheduled."),
         AGE,
         wide("Containers", CONTAINERS_DOC),
         wide("Images", IMAGES_DOC),
-        wide("Selector", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+        wide(
+            "Selector",
+            "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+        ),
     ],
     row: cron_job_row,
 };
@@ -659,11 +721,20 @@ const NODE: Printer = Printer {
         string("Roles", "The roles of the node"),
         AGE,
         string("Version", "Kubelet Version reported by the node."),
-        wide("Internal-IP", "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP)."),
-        wide("External-IP", "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP)."),
+        wide(
+            "Internal-IP",
+            "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP).",
+        ),
+        wide(
+            "External-IP",
+            "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP).",
+        ),
         wide("OS-Image", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy))."),
         wide("Kernel-Version", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64)."),
-        wide("Container-Runtime", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2)."),
+        wide(
+            "Container-Runtime",
+            "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
+        ),
     ],
     row: node_row,
 };
@@ -721,12 +792,27 @@ fn namespace_row(namespace: &Value, now: Timestamp) -> Row {
 const SERVICE: Printer = Printer {
     columns: &[
         NAME,
-        string("Type", "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the specified externalName. Several other fields do not apply to ExternalName services. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types"),
-        string("Cluster-IP", "clusterIP is the IP address of the service and is usually assigned randomly. If an address is specified manually, is in-range (as per system configuration), and is not in use, it will be allocated to the service; otherwise creation of the service will fail. This field may not be changed through updates unless the type field is also being changed to ExternalName (which requires this field to be blank) or the type field is being changed from ExternalName (in which case this field may optionally be specified, as describe above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. Setting this to \"None\" makes a \"headless service\" (no virtual IP), which is useful when direct endpoint connections are preferred and proxying is not required.  Only applies to types ClusterIP, NodePort, and LoadBalancer. If this field is specified when creating a Service of type ExternalName, creation will fail. This field will be wiped when updating a Service to type ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies"),
-        string("External-IP", "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.  These IPs are not managed by Kubernetes.  The user is responsible for ensuring that traffic arrives at a node with this IP.  A common example is external load-balancers that are not part of the Kubernetes system."),
-        string("Port(s)", "The list of ports that are exposed by this service. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies"),
+        string(
+            "Type",
+            "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the specified externalName. Several other fields do not apply to ExternalName services. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types",
+        ),
+        string(
+            "Cluster-IP",
+            "clusterIP is the IP address of the service and is usually assigned randomly. If an address is specified manually, is in-range (as per system configuration), and is not in use, it will be allocated to the service; otherwise creation of the service will fail. This field may not be changed through updates unless the type field is also being changed to ExternalName (which requires this field to be blank) or the type field is being changed from ExternalName (in which case this field may optionally be specified, as describe above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. Setting this to \"None\" makes a \"headless service\" (no virtual IP), which is useful when direct endpoint connections are preferred and proxying is not required.  Only applies to types ClusterIP, NodePort, and LoadBalancer. If this field is specified when creating a Service of type ExternalName, creation will fail. This field will be wiped when updating a Service to type ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
+        ),
+        string(
+            "External-IP",
+            "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.  These IPs are not managed by Kubernetes.  The user is responsible for ensuring that traffic arrives at a node with this IP.  A common example is external load-balancers that are not part of the Kubernetes system.",
+        ),
+        string(
+            "Port(s)",
+            "The list of ports that are exposed by this service. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
+        ),
         AGE,
-        wide("Selector", "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/"),
+        wide(
+            "Selector",
+            "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/",
+        ),
     ],
     row: service_row,
 };
@@ -778,7 +864,10 @@ fn service_external_ip(service: &Value) -> String {
 const ENDPOINTS: Printer = Printer {
     columns: &[
         NAME,
-        string("Endpoints", "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service."),
+        string(
+            "Endpoints",
+            "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service.",
+        ),
         AGE,
     ],
     row: endpoints_row,
@@ -824,9 +913,18 @@ fn format_endpoints(endpoints: &Value) -> String {
 const ENDPOINT_SLICE: Printer = Printer {
     columns: &[
         NAME,
-        string("AddressType", "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name."),
-        string("Ports", "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. When ports is empty, it indicates that there are no defined ports. When a port is defined with a nil port value, it indicates \"all ports\". Each slice may include a maximum of 100 ports."),
-        string("Endpoints", "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints."),
+        string(
+            "AddressType",
+            "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name.",
+        ),
+        string(
+            "Ports",
+            "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. When ports is empty, it indicates that there are no defined ports. When a port is defined with a nil port value, it indicates \"all ports\". Each slice may include a maximum of 100 ports.",
+        ),
+        string(
+            "Endpoints",
+            "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.",
+        ),
         AGE,
     ],
     row: endpoint_slice_row,
@@ -864,13 +962,19 @@ fn list_with_more(items: impl Iterator<Item = String>) -> String {
     }
 }
 
-const EVENT: Printer = Printer {
+pub(super) const EVENT: Printer = Printer {
     columns: &[
         string("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
         string("Type", "Type of this event (Normal, Warning), new types could be added in the future"),
-        string("Reason", "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
+        string(
+            "Reason",
+            "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
+        ),
         string("Object", "The object that this event is about."),
-        wide("Subobject", "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a part of an object."),
+        wide(
+            "Subobject",
+            "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a part of an object.",
+        ),
         wide("Source", "The component reporting this event. Should be a short machine understandable string."),
         string("Message", "A human-readable description of the status of this operation."),
         wide("First Seen", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)"),
@@ -882,7 +986,7 @@ const EVENT: Printer = Printer {
 
 /// `printEvent`: LAST SEEN from lastTimestamp, the series or the first sighting; OBJECT as
 /// `kind/name` in lower case; the count is 1 for a singleton event of the new API.
-fn event_row(event: &Value, now: Timestamp) -> Row {
+pub(super) fn event_row(event: &Value, now: Timestamp) -> Row {
     let present = |pointer: &str| event.pointer(pointer).filter(|v| !v.is_null());
     let first_seen = match present("/firstTimestamp") {
         Some(at) => since(Some(at), now),
@@ -926,7 +1030,10 @@ fn event_row(event: &Value, now: Timestamp) -> Row {
 const SERVICE_ACCOUNT: Printer = Printer {
     columns: &[
         NAME,
-        integer("Secrets", "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret"),
+        integer(
+            "Secrets",
+            "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret",
+        ),
         AGE,
     ],
     row: service_account_row,
@@ -940,8 +1047,14 @@ fn service_account_row(account: &Value, now: Timestamp) -> Row {
 const SECRET: Printer = Printer {
     columns: &[
         NAME,
-        string("Type", "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
-        string("Data", "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"),
+        string(
+            "Type",
+            "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
+        ),
+        string(
+            "Data",
+            "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4",
+        ),
         AGE,
     ],
     row: secret_row,
@@ -955,7 +1068,10 @@ fn secret_row(secret: &Value, now: Timestamp) -> Row {
 const CONFIG_MAP: Printer = Printer {
     columns: &[
         NAME,
-        string("Data", "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process."),
+        string(
+            "Data",
+            "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.",
+        ),
         AGE,
     ],
     row: config_map_row,
@@ -970,7 +1086,10 @@ fn config_map_row(config_map: &Value, now: Timestamp) -> Row {
 const LEASE: Printer = Printer {
     columns: &[
         NAME,
-        string("Holder", "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field."),
+        string(
+            "Holder",
+            "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.",
+        ),
         AGE,
     ],
     row: lease_row,
@@ -986,7 +1105,10 @@ const RESOURCE_QUOTA: Printer = Printer {
         NAME,
         AGE,
         string("Request", "Request represents a minimum amount of cpu/memory that a container may consume."),
-        string("Limit", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+        string(
+            "Limit",
+            "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
+        ),
     ],
     row: resource_quota_row,
 };
@@ -1008,6 +1130,6 @@ fn resource_quota_row(quota: &Value, now: Timestamp) -> Row {
 }
 
 /// `Quantity.String()`: the canonical form; an absent quantity is "0".
-fn canonical(quantity: Option<&Value>) -> String {
+pub(super) fn canonical(quantity: Option<&Value>) -> String {
     quantity.and_then(crate::quantity::Quantity::from_json).map_or("0".into(), |q| q.canonical())
 }

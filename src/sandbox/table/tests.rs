@@ -141,14 +141,19 @@ fn sidecars_count_towards_ready_and_readiness_gates_are_counted() {
         "containerStatuses": [running("app", 0, None)],
     }));
     object["spec"]["initContainers"] = json!([{"name": "proxy", "restartPolicy": "Always"}]);
-    object["spec"]["readinessGates"] = json!([{"conditionType": "example.com/lb"}, {"conditionType": "example.com/other"}]);
+    object["spec"]["readinessGates"] =
+        json!([{"conditionType": "example.com/lb"}, {"conditionType": "example.com/other"}]);
     let cells = cells("", "Pod", object);
-    assert_eq!((&cells[1], &cells[2], &cells[3], &cells[8]), (&json!("2/3"), &json!("Running"), &json!("1"), &json!("1/2")));
+    assert_eq!(
+        (&cells[1], &cells[2], &cells[3], &cells[8]),
+        (&json!("2/3"), &json!("Running"), &json!("1"), &json!("1/2"))
+    );
 }
 
 #[test]
 fn workload_rows() {
-    let template = json!({"spec": {"containers": [{"name": "app", "image": "nginx:1.27"}, {"name": "log", "image": "busybox"}]}});
+    let template =
+        json!({"spec": {"containers": [{"name": "app", "image": "nginx:1.27"}, {"name": "log", "image": "busybox"}]}});
     let deployment = json!({
         "metadata": meta("web", "2025-06-01T10:30:00Z"),
         "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]}]}, "template": template},
@@ -156,7 +161,16 @@ fn workload_rows() {
     });
     assert_eq!(
         cells("apps", "Deployment", deployment),
-        [json!("web"), json!("2/3"), json!(3), json!(2), json!("90m"), json!("app,log"), json!("nginx:1.27,busybox"), json!("app=web,tier in (a,b)")]
+        [
+            json!("web"),
+            json!("2/3"),
+            json!(3),
+            json!(2),
+            json!("90m"),
+            json!("app,log"),
+            json!("nginx:1.27,busybox"),
+            json!("app=web,tier in (a,b)")
+        ]
     );
     let rs = json!({
         "metadata": meta("web-5d4f", "2025-05-31T11:00:00Z"),
@@ -165,12 +179,27 @@ fn workload_rows() {
     });
     assert_eq!(
         cells("apps", "ReplicaSet", rs),
-        [json!("web-5d4f"), json!(3), json!(3), json!(1), json!("25h"), json!("app,log"), json!("nginx:1.27,busybox"), json!("app=web,pod-template-hash=5d4f")]
+        [
+            json!("web-5d4f"),
+            json!(3),
+            json!(3),
+            json!(1),
+            json!("25h"),
+            json!("app,log"),
+            json!("nginx:1.27,busybox"),
+            json!("app=web,pod-template-hash=5d4f")
+        ]
     );
     let rc = json!({"metadata": meta("old", "2025-05-29T07:00:00Z"), "spec": {"replicas": 1, "selector": {"b": "2", "a": "1"}, "template": template}, "status": {"replicas": 1}});
-    assert_eq!(cells("", "ReplicationController", rc)[1..], [json!(1), json!(1), json!(0), json!("3d5h"), json!("app,log"), json!("nginx:1.27,busybox"), json!("a=1,b=2")]);
+    assert_eq!(
+        cells("", "ReplicationController", rc)[1..],
+        [json!(1), json!(1), json!(0), json!("3d5h"), json!("app,log"), json!("nginx:1.27,busybox"), json!("a=1,b=2")]
+    );
     let sts = json!({"metadata": meta("db", "2025-06-01T11:59:00Z"), "spec": {"replicas": 2, "template": template}, "status": {"readyReplicas": 2}});
-    assert_eq!(column_names("apps", "StatefulSet"), [("Name", 0), ("Ready", 0), ("Age", 0), ("Containers", 1), ("Images", 1)]);
+    assert_eq!(
+        column_names("apps", "StatefulSet"),
+        [("Name", 0), ("Ready", 0), ("Age", 0), ("Containers", 1), ("Images", 1)]
+    );
     assert_eq!(cells("apps", "StatefulSet", sts)[1..3], [json!("2/2"), json!("60s")]);
     let ds = json!({
         "metadata": meta("agent", "2025-06-01T11:00:00Z"),
@@ -179,7 +208,19 @@ fn workload_rows() {
     });
     assert_eq!(
         cells("apps", "DaemonSet", ds),
-        [json!("agent"), json!(3), json!(3), json!(2), json!(3), json!(2), json!("kubernetes.io/os=linux"), json!("60m"), json!(""), json!(""), json!("app=agent")]
+        [
+            json!("agent"),
+            json!(3),
+            json!(3),
+            json!(2),
+            json!(3),
+            json!(2),
+            json!("kubernetes.io/os=linux"),
+            json!("60m"),
+            json!(""),
+            json!(""),
+            json!("app=agent")
+        ]
     );
 }
 
@@ -187,7 +228,16 @@ fn workload_rows() {
 fn job_and_cron_job_rows() {
     assert_eq!(
         column_names("batch", "Job"),
-        [("Name", 0), ("Status", 0), ("Completions", 0), ("Duration", 0), ("Age", 0), ("Containers", 1), ("Images", 1), ("Selector", 1)]
+        [
+            ("Name", 0),
+            ("Status", 0),
+            ("Completions", 0),
+            ("Duration", 0),
+            ("Age", 0),
+            ("Containers", 1),
+            ("Images", 1),
+            ("Selector", 1)
+        ]
     );
     let job = |spec: Value, status: Value| json!({"metadata": meta("pi", "2025-06-01T11:50:00Z"), "spec": spec, "status": status});
     let done = job(
@@ -209,7 +259,18 @@ fn job_and_cron_job_rows() {
     });
     assert_eq!(
         cells("batch", "CronJob", cron),
-        [json!("nightly"), json!("0 3 * * *"), json!("<none>"), json!("False"), json!(1), json!("9h"), json!("12d"), json!("c"), json!("i"), json!("<none>")]
+        [
+            json!("nightly"),
+            json!("0 3 * * *"),
+            json!("<none>"),
+            json!("False"),
+            json!(1),
+            json!("9h"),
+            json!("12d"),
+            json!("c"),
+            json!("i"),
+            json!("<none>")
+        ]
     );
 }
 
@@ -226,10 +287,34 @@ fn node_rows() {
     });
     assert_eq!(
         cells("", "Node", node),
-        [json!("node-a"), json!("Ready,SchedulingDisabled"), json!("control-plane,worker"), json!("3d"), json!("v1.33.0"), json!("10.1.0.4"), json!("<none>"), json!("Ubuntu 24.04"), json!("6.8.0"), json!("containerd://2.0.0")]
+        [
+            json!("node-a"),
+            json!("Ready,SchedulingDisabled"),
+            json!("control-plane,worker"),
+            json!("3d"),
+            json!("v1.33.0"),
+            json!("10.1.0.4"),
+            json!("<none>"),
+            json!("Ubuntu 24.04"),
+            json!("6.8.0"),
+            json!("containerd://2.0.0")
+        ]
     );
     let bare = json!({"metadata": {"name": "n"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}});
-    assert_eq!(cells("", "Node", bare)[1..], [json!("NotReady"), json!("<none>"), json!("<unknown>"), json!(""), json!("<none>"), json!("<none>"), json!("<unknown>"), json!("<unknown>"), json!("<unknown>")]);
+    assert_eq!(
+        cells("", "Node", bare)[1..],
+        [
+            json!("NotReady"),
+            json!("<none>"),
+            json!("<unknown>"),
+            json!(""),
+            json!("<none>"),
+            json!("<none>"),
+            json!("<unknown>"),
+            json!("<unknown>"),
+            json!("<unknown>")
+        ]
+    );
     assert_eq!(cells("", "Node", json!({"metadata": {"name": "n"}}))[1], "Unknown");
 }
 
@@ -240,20 +325,40 @@ fn service_and_endpoint_rows() {
         json!({"type": "ClusterIP", "clusterIPs": ["10.96.0.10"], "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}], "selector": {"k8s-app": "dns"}}),
         json!({}),
     );
-    assert_eq!(cells("", "Service", cluster_ip), [json!("web"), json!("ClusterIP"), json!("10.96.0.10"), json!("<none>"), json!("53/UDP,53/TCP"), json!("60m"), json!("k8s-app=dns")]);
+    assert_eq!(
+        cells("", "Service", cluster_ip),
+        [
+            json!("web"),
+            json!("ClusterIP"),
+            json!("10.96.0.10"),
+            json!("<none>"),
+            json!("53/UDP,53/TCP"),
+            json!("60m"),
+            json!("k8s-app=dns")
+        ]
+    );
     let lb = service(
         json!({"type": "LoadBalancer", "clusterIPs": ["10.96.0.11"], "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}], "externalIPs": ["1.2.3.4"]}),
         json!({"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}, {"ip": "5.6.7.8"}]}}),
     );
-    assert_eq!(cells("", "Service", lb)[2..5], [json!("10.96.0.11"), json!("5.6.7.8,lb.example.com,1.2.3.4"), json!("80:30080/TCP")]);
+    assert_eq!(
+        cells("", "Service", lb)[2..5],
+        [json!("10.96.0.11"), json!("5.6.7.8,lb.example.com,1.2.3.4"), json!("80:30080/TCP")]
+    );
     let pending = service(json!({"type": "LoadBalancer", "clusterIPs": ["None"]}), json!({}));
-    assert_eq!(cells("", "Service", pending)[2..], [json!("None"), json!("<pending>"), json!("<none>"), json!("60m"), json!("<none>")]);
+    assert_eq!(
+        cells("", "Service", pending)[2..],
+        [json!("None"), json!("<pending>"), json!("<none>"), json!("60m"), json!("<none>")]
+    );
     let external = service(json!({"type": "ExternalName", "externalName": "db.example.com"}), json!({}));
     assert_eq!(cells("", "Service", external)[2..4], [json!("<none>"), json!("db.example.com")]);
 
     let addresses = json!([{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}, {"ip": "fd00::3"}]);
     let endpoints = json!({"metadata": meta("web", "2025-06-01T11:59:58Z"), "subsets": [{"addresses": addresses, "ports": [{"port": 80}, {"port": 443}]}]});
-    assert_eq!(cells("", "Endpoints", endpoints), [json!("web"), json!("10.0.0.1:80,10.0.0.2:80,[fd00::3]:80 + 3 more..."), json!("2s")]);
+    assert_eq!(
+        cells("", "Endpoints", endpoints),
+        [json!("web"), json!("10.0.0.1:80,10.0.0.2:80,[fd00::3]:80 + 3 more..."), json!("2s")]
+    );
     let headless = json!({"metadata": meta("h", NOW), "subsets": [{"addresses": [{"ip": "10.0.0.9"}]}]});
     assert_eq!(cells("", "Endpoints", headless)[1], "10.0.0.9");
     assert_eq!(cells("", "Endpoints", json!({"metadata": meta("e", NOW)}))[1], "<none>");
@@ -263,7 +368,16 @@ fn service_and_endpoint_rows() {
         "ports": [{"port": 80, "name": "http"}, {"name": "named"}, {}],
         "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2", "10.0.0.3"]}, {"addresses": ["10.0.0.4"]}],
     });
-    assert_eq!(cells("discovery.k8s.io", "EndpointSlice", slice), [json!("web-abc"), json!("IPv4"), json!("80,named,*"), json!("10.0.0.1,10.0.0.2,10.0.0.3 + 1 more..."), json!("0s")]);
+    assert_eq!(
+        cells("discovery.k8s.io", "EndpointSlice", slice),
+        [
+            json!("web-abc"),
+            json!("IPv4"),
+            json!("80,named,*"),
+            json!("10.0.0.1,10.0.0.2,10.0.0.3 + 1 more..."),
+            json!("0s")
+        ]
+    );
     let empty = json!({"metadata": meta("e", NOW), "addressType": "IPv6"});
     assert_eq!(cells("discovery.k8s.io", "EndpointSlice", empty)[2..4], [json!("<unset>"), json!("<unset>")]);
 }
@@ -272,7 +386,18 @@ fn service_and_endpoint_rows() {
 fn event_rows() {
     assert_eq!(
         column_names("", "Event"),
-        [("Last Seen", 0), ("Type", 0), ("Reason", 0), ("Object", 0), ("Subobject", 1), ("Source", 1), ("Message", 0), ("First Seen", 1), ("Count", 1), ("Name", 1)]
+        [
+            ("Last Seen", 0),
+            ("Type", 0),
+            ("Reason", 0),
+            ("Object", 0),
+            ("Subobject", 1),
+            ("Source", 1),
+            ("Message", 0),
+            ("First Seen", 1),
+            ("Count", 1),
+            ("Name", 1)
+        ]
     );
     let event = json!({
         "metadata": meta("web.1", "2025-06-01T11:00:00Z"),
@@ -283,14 +408,28 @@ fn event_rows() {
     });
     assert_eq!(
         cells("", "Event", event),
-        [json!("2m"), json!("Normal"), json!("SuccessfulCreate"), json!("replicaset/web-5d4f"), json!(""), json!("replicaset-controller"), json!("Created pod: web-5d4f-x"), json!("60m"), json!(4), json!("web.1")]
+        [
+            json!("2m"),
+            json!("Normal"),
+            json!("SuccessfulCreate"),
+            json!("replicaset/web-5d4f"),
+            json!(""),
+            json!("replicaset-controller"),
+            json!("Created pod: web-5d4f-x"),
+            json!("60m"),
+            json!(4),
+            json!("web.1")
+        ]
     );
     let new_api = json!({
         "metadata": meta("n.2", NOW), "involvedObject": {"kind": "Node"}, "type": "Warning", "reason": "R", "message": "m",
         "eventTime": "2025-06-01T11:59:50.123456Z", "reportingComponent": "kubelet", "reportingInstance": "node-a",
         "firstTimestamp": null, "lastTimestamp": null,
     });
-    assert_eq!(cells("", "Event", new_api.clone())[..6], [json!("9s"), json!("Warning"), json!("R"), json!("node"), json!(""), json!("kubelet, node-a")]);
+    assert_eq!(
+        cells("", "Event", new_api.clone())[..6],
+        [json!("9s"), json!("Warning"), json!("R"), json!("node"), json!(""), json!("kubelet, node-a")]
+    );
     assert_eq!(cells("", "Event", new_api.clone())[8], 1);
     let mut series = new_api;
     series["series"] = json!({"count": 7, "lastObservedTime": "2025-06-01T11:59:59.000000Z"});
@@ -309,15 +448,29 @@ fn configuration_rows() {
     let cm = json!({"metadata": meta("c", NOW), "data": {"a": ""}, "binaryData": {"b": ""}});
     assert_eq!(cells("", "ConfigMap", cm), [json!("c"), json!(2), json!("0s")]);
     let lease = json!({"metadata": meta("kube-controller-manager", NOW), "spec": {"holderIdentity": "host_1234"}});
-    assert_eq!(cells("coordination.k8s.io", "Lease", lease), [json!("kube-controller-manager"), json!("host_1234"), json!("0s")]);
+    assert_eq!(
+        cells("coordination.k8s.io", "Lease", lease),
+        [json!("kube-controller-manager"), json!("host_1234"), json!("0s")]
+    );
     assert_eq!(cells("coordination.k8s.io", "Lease", json!({"metadata": meta("l", NOW), "spec": {}}))[1], "");
     let quota = json!({
         "metadata": meta("q", NOW),
         "status": {"hard": {"pods": "10", "limits.memory": "2Gi", "requests.cpu": "1", "limits.cpu": "2000m"}, "used": {"pods": "3", "requests.cpu": "500m"}},
     });
-    assert_eq!(cells("", "ResourceQuota", quota), [json!("q"), json!("0s"), json!("pods: 3/10, requests.cpu: 500m/1"), json!("limits.cpu: 0/2, limits.memory: 0/2Gi")]);
+    assert_eq!(
+        cells("", "ResourceQuota", quota),
+        [
+            json!("q"),
+            json!("0s"),
+            json!("pods: 3/10, requests.cpu: 500m/1"),
+            json!("limits.cpu: 0/2, limits.memory: 0/2Gi")
+        ]
+    );
     let pdb = json!({"metadata": meta("p", NOW), "spec": {"minAvailable": "50%"}, "status": {"disruptionsAllowed": 1}});
-    assert_eq!(cells("policy", "PodDisruptionBudget", pdb), [json!("p"), json!("50%"), json!("N/A"), json!(1), json!("0s")]);
+    assert_eq!(
+        cells("policy", "PodDisruptionBudget", pdb),
+        [json!("p"), json!("50%"), json!("N/A"), json!(1), json!("0s")]
+    );
 }
 
 fn table(include_object: IncludeObject) -> TableRequest {
@@ -333,11 +486,17 @@ fn lists_become_tables_with_list_metadata() {
     assert_eq!((rendered["kind"].as_str(), rendered["apiVersion"].as_str()), (Some("Table"), Some("meta.k8s.io/v1")));
     assert_eq!(rendered["metadata"], json!({"resourceVersion": "40", "continue": "abc", "remainingItemCount": 5}));
     assert_eq!(rendered["columnDefinitions"].as_array().unwrap().len(), 9);
-    assert_eq!(rendered["columnDefinitions"][0], json!({"name": "Name", "type": "string", "format": "name", "description": super::printers::NAME_DOC, "priority": 0}));
+    assert_eq!(
+        rendered["columnDefinitions"][0],
+        json!({"name": "Name", "type": "string", "format": "name", "description": super::printers::NAME_DOC, "priority": 0})
+    );
     assert_eq!(rendered["columnDefinitions"][5]["priority"], 1);
     let row = &rendered["rows"][0];
     assert_eq!(row["cells"][0], "web-1");
-    assert_eq!(row["object"], json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": object["metadata"]}));
+    assert_eq!(
+        row["object"],
+        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": object["metadata"]})
+    );
     assert!(row.get("conditions").is_none());
 
     let empty = json!({"kind": "PodList", "metadata": {"resourceVersion": "41"}, "items": []});
@@ -356,7 +515,8 @@ fn single_objects_and_include_object_options() {
     let none = table(IncludeObject::Nothing).render(pods, object.clone(), false, now());
     assert_eq!(none["rows"][0]["object"], Value::Null);
     assert_eq!(none["columnDefinitions"], Value::Null);
-    let beta = TableRequest { v1beta1: true, include_object: IncludeObject::Metadata }.render(pods, object, true, now());
+    let beta =
+        TableRequest { v1beta1: true, include_object: IncludeObject::Metadata }.render(pods, object, true, now());
     assert_eq!(beta["apiVersion"], "meta.k8s.io/v1beta1");
     assert_eq!(beta["rows"][0]["object"]["apiVersion"], "meta.k8s.io/v1beta1");
     let status = json!({"kind": "Status", "status": "Failure", "code": 404});
@@ -366,13 +526,20 @@ fn single_objects_and_include_object_options() {
 #[test]
 fn kinds_without_a_printer_get_the_default_table() {
     let roles = resources::find("rbac.authorization.k8s.io", "v1", "roles").unwrap();
-    let role = json!({"metadata": {"name": "reader", "creationTimestamp": "2025-06-01T11:00:00Z", "resourceVersion": "3"}});
+    let role =
+        json!({"metadata": {"name": "reader", "creationTimestamp": "2025-06-01T11:00:00Z", "resourceVersion": "3"}});
     let rendered = table(IncludeObject::Metadata).render(roles, role, true, now());
-    let columns: Vec<&str> = rendered["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let columns: Vec<&str> =
+        rendered["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(columns, ["Name", "Created At"]);
     assert_eq!(rendered["columnDefinitions"][1]["type"], "date");
     assert_eq!(rendered["rows"][0]["cells"], json!(["reader", "2025-06-01T11:00:00Z"]));
-    let empty = table(IncludeObject::Metadata).render(roles, json!({"kind": "RoleList", "metadata": {}, "items": []}), true, now());
+    let empty = table(IncludeObject::Metadata).render(
+        roles,
+        json!({"kind": "RoleList", "metadata": {}, "items": []}),
+        true,
+        now(),
+    );
     assert_eq!(empty["rows"], Value::Null);
     let unset = table(IncludeObject::Metadata).render(roles, json!({"metadata": {"name": "x"}}), true, now());
     assert_eq!(unset["rows"][0]["cells"][1], "0001-01-01T00:00:00Z");
