@@ -51,6 +51,15 @@ spec:
   ports:
   - port: 80
     protocol: TCP
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: reader
+rules:
+- apiGroups: [\"\"]
+  resources: [pods]
+  verbs: [get]
 ";
 
 fn kubectl_available() -> bool {
@@ -231,6 +240,15 @@ fn kubectl_get_prints_the_servers_tables() {
     let namespaces = bed.ok(&["get", "ns", "default"]);
     assert_eq!(lines(&namespaces)[0], "NAME STATUS AGE");
     assert_eq!(row(&namespaces, "default").unwrap()[1], "Active");
+
+    // Node Leases name their holder; a Role has the default columns (Name, Created At).
+    let leases = bed.ok(&["get", "leases", "-n", "kube-node-lease"]);
+    assert_eq!(lines(&leases)[0], "NAME HOLDER AGE");
+    assert_eq!(row(&leases, "node-a").unwrap()[1], "node-a");
+    let roles = bed.ok(&["get", "roles"]);
+    assert_eq!(lines(&roles)[0], "NAME CREATED AT");
+    let reader = row(&roles, "reader").expect("the Role's row");
+    assert!(reader[1].ends_with('Z') && reader[1].contains('T'), "{roles}");
 
     // A watch prints the header once and a row per change.
     let mut watch = bed

@@ -25,6 +25,8 @@ pub fn printer_for(group: &str, kind: &str) -> Option<&'static Printer> {
         ("", "PersistentVolumeClaim") => &PERSISTENT_VOLUME_CLAIM,
         ("storage.k8s.io", "StorageClass") => &STORAGE_CLASS,
         ("storage.k8s.io", "CSINode") => &CSI_NODE,
+        ("storage.k8s.io", "CSIDriver") => &CSI_DRIVER,
+        ("autoscaling", "HorizontalPodAutoscaler") => &HORIZONTAL_POD_AUTOSCALER,
         ("storage.k8s.io", "VolumeAttachment") => &VOLUME_ATTACHMENT,
         ("scheduling.k8s.io", "PriorityClass") => &PRIORITY_CLASS,
         ("networking.k8s.io", "NetworkPolicy") => &NETWORK_POLICY,
@@ -356,9 +358,13 @@ fn csi_node_row(node: &Value, now: Timestamp) -> Row {
 const VOLUME_ATTACHMENT: Printer = Printer {
     columns: &[
         NAME,
-        string(
+        // Upstream marks this column, too, as a name.
+        Column::new(
             "Attacher",
+            "string",
+            "name",
             "attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().",
+            0,
         ),
         string("PV", "persistentVolumeName represents the name of the persistent volume to attach."),
         string("Node", "nodeName represents the node that the volume should be attached to."),
@@ -381,6 +387,166 @@ fn volume_attachment_row(attachment: &Value, now: Timestamp) -> Row {
         json!(flag(attachment, "/status/attached", false)),
         age(attachment, now),
     ])
+}
+
+const CSI_DRIVER: Printer = Printer {
+    columns: &[
+        NAME,
+        boolean(
+            "AttachRequired",
+            "attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting. The CSI external-attacher coordinates with CSI volume driver and updates the volumeattachment status when the attach operation is complete. If the value is set to false, the attach operation will be skipped. Otherwise the attach operation will be called.\n\nThis field is immutable.",
+        ),
+        boolean(
+            "PodInfoOnMount",
+            "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. Default is false.",
+        ),
+        boolean(
+            "StorageCapacity",
+            "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true.",
+        ),
+        string(
+            "TokenRequests",
+            "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication. Kubelet will pass the tokens in VolumeContext in the CSI NodePublishVolume calls. The CSI driver should parse and validate the following VolumeContext: \"csi.storage.k8s.io/serviceAccount.tokens\": {\n  \"<audience>\": {\n    \"token\": <token>,\n    \"expirationTimestamp\": <expiration timestamp in RFC3339>,\n  },\n  ...\n}\n\nNote: Audience in each TokenRequest should be different and at most one token is empty string. To receive a new token after expiry, RequiresRepublish can be used to trigger NodePublishVolume periodically.",
+        ),
+        boolean(
+            "RequiresRepublish",
+            "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume. This field defaults to false.\n\nNote: After a successful initial NodePublishVolume call, subsequent calls to NodePublishVolume should only update the contents of the volume. New mount points will not be seen by a running container.",
+        ),
+        string(
+            "Modes",
+            "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports. The default if the list is empty is \"Persistent\", which is the usage defined by the CSI specification and implemented in Kubernetes via the usual PV/PVC mechanism.\n\nThe other mode is \"Ephemeral\". In this mode, volumes are defined inline inside the pod spec with CSIVolumeSource and their lifecycle is tied to the lifecycle of that pod. A driver has to be aware of this because it is only going to get a NodePublishVolume call for such a volume.\n\nFor more information about implementing this mode, see https://kubernetes-csi.github.io/docs/ephemeral-local-volumes.html A driver can support one or more of these modes and more modes may be added in the future.\n\nThis field is beta. This field is immutable.",
+        ),
+        AGE,
+    ],
+    row: csi_driver_row,
+};
+
+/// `printCSIDriver`: attach required unless said otherwise; the token audiences.
+fn csi_driver_row(driver: &Value, now: Timestamp) -> Row {
+    let token_requests = match driver.pointer("/spec/tokenRequests").and_then(Value::as_array) {
+        Some(requests) => requests.iter().map(|r| text(r, "/audience")).collect::<Vec<_>>().join(","),
+        None => "<unset>".into(),
+    };
+    let modes: Vec<&str> = array(driver, "/spec/volumeLifecycleModes").iter().filter_map(Value::as_str).collect();
+    Row::new(vec![
+        name(driver),
+        json!(flag(driver, "/spec/attachRequired", true)),
+        json!(flag(driver, "/spec/podInfoOnMount", false)),
+        json!(flag(driver, "/spec/storageCapacity", false)),
+        json!(token_requests),
+        json!(flag(driver, "/spec/requiresRepublish", false)),
+        json!(or(&modes.join(","), "<none>")),
+        age(driver, now),
+    ])
+}
+
+const HORIZONTAL_POD_AUTOSCALER: Printer = Printer {
+    columns: &[
+        NAME,
+        string(
+            "Reference",
+            "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.",
+        ),
+        string(
+            "Targets",
+            "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond. If not set, the default metric will be set to 80% average CPU utilization.",
+        ),
+        string(
+            "MinPods",
+            "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.",
+        ),
+        string(
+            "MaxPods",
+            "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.",
+        ),
+        string(
+            "Replicas",
+            "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.",
+        ),
+        AGE,
+    ],
+    row: horizontal_pod_autoscaler_row,
+};
+
+/// `printHorizontalPodAutoscaler`.
+fn horizontal_pod_autoscaler_row(hpa: &Value, now: Timestamp) -> Row {
+    let reference = format!("{}/{}", text(hpa, "/spec/scaleTargetRef/kind"), text(hpa, "/spec/scaleTargetRef/name"));
+    let min_pods = hpa.pointer("/spec/minReplicas").and_then(Value::as_i64).map_or("<unset>".into(), |m| m.to_string());
+    Row::new(vec![
+        name(hpa),
+        json!(reference),
+        json!(format_hpa_metrics(array(hpa, "/spec/metrics"), array(hpa, "/status/currentMetrics"))),
+        json!(min_pods),
+        json!(hpa.pointer("/spec/maxReplicas").and_then(Value::as_i64).unwrap_or_default()),
+        json!(hpa.pointer("/status/currentReplicas").and_then(Value::as_i64).unwrap_or_default()),
+        age(hpa, now),
+    ])
+}
+
+/// `formatHPAMetrics`: "current/target" per metric (resources prefixed by their name), two
+/// at most, then "+ N more...".
+fn format_hpa_metrics(specs: &[Value], statuses: &[Value]) -> String {
+    const MAX: usize = 2;
+    if specs.is_empty() {
+        return "<none>".into();
+    }
+    let list: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let status = statuses.get(i);
+            let source = |field: &str| status.and_then(|s| s.get(field)).filter(|v| v.is_object());
+            let quantity = |value: Option<&Value>| canonical(value);
+            match text(spec, "/type") {
+                kind @ ("External" | "Object") => {
+                    let field = if kind == "External" { "external" } else { "object" };
+                    let target = &spec[field]["target"];
+                    if target.get("averageValue").is_some_and(|v| !v.is_null()) {
+                        let current = source(field)
+                            .and_then(|s| s.pointer("/current/averageValue"))
+                            .filter(|v| !v.is_null())
+                            .map_or("<unknown>".into(), |v| quantity(Some(v)));
+                        format!("{current}/{} (avg)", quantity(target.get("averageValue")))
+                    } else {
+                        let current =
+                            source(field).map_or("<unknown>".into(), |s| quantity(s.pointer("/current/value")));
+                        format!("{current}/{}", quantity(target.get("value")))
+                    }
+                }
+                "Pods" => {
+                    let current =
+                        source("pods").map_or("<unknown>".into(), |s| quantity(s.pointer("/current/averageValue")));
+                    format!("{current}/{}", quantity(spec.pointer("/pods/target/averageValue")))
+                }
+                kind @ ("Resource" | "ContainerResource") => {
+                    let field = if kind == "Resource" { "resource" } else { "containerResource" };
+                    let metric = &spec[field];
+                    let resource = text(metric, "/name");
+                    if metric.pointer("/target/averageValue").is_some_and(|v| !v.is_null()) {
+                        let current =
+                            source(field).map_or("<unknown>".into(), |s| quantity(s.pointer("/current/averageValue")));
+                        format!("{resource}: {current}/{}", quantity(metric.pointer("/target/averageValue")))
+                    } else {
+                        let current = source(field)
+                            .and_then(|s| s.pointer("/current/averageUtilization"))
+                            .and_then(Value::as_i64)
+                            .map_or("<unknown>".into(), |u| format!("{u}%"));
+                        let target = metric
+                            .pointer("/target/averageUtilization")
+                            .and_then(Value::as_i64)
+                            .map_or("<auto>".into(), |u| format!("{u}%"));
+                        format!("{resource}: {current}/{target}")
+                    }
+                }
+                _ => "<unknown type>".into(),
+            }
+        })
+        .collect();
+    if list.len() > MAX {
+        format!("{} + {} more...", list[..MAX].join(", "), list.len() - MAX)
+    } else {
+        list.join(", ")
+    }
 }
 
 // --- Scheduling, networking, certificates ------------------------------------------------
@@ -440,7 +606,7 @@ fn network_policy_row(policy: &Value, now: Timestamp) -> Row {
 const INGRESS: Printer = Printer {
     columns: &[
         NAME,
-        string("Class", "The name of the IngressClass resource to use"),
+        string("Class", "The name of the IngressClass resource that should be used for additional configuration"),
         string("Hosts", "Hosts that incoming requests are matched against before the ingress rule"),
         string("Address", "Address is a list containing ingress points for the load-balancer"),
         string("Ports", "Ports of TLS configurations that open"),
@@ -485,12 +651,19 @@ const CERTIFICATE_SIGNING_REQUEST: Printer = Printer {
         NAME,
         AGE,
         string("SignerName", "signerName indicates the requested signer, and is a qualified name."),
-        string("Requestor", "Name of the user requesting the certificate"),
+        // Upstream describes REQUESTOR with the `request` field's documentation.
+        string(
+            "Requestor",
+            "request contains an x509 certificate signing request encoded in a \"CERTIFICATE REQUEST\" PEM block. When serialized as JSON or YAML, the data is additionally base64-encoded.",
+        ),
         string(
             "RequestedDuration",
-            "expirationSeconds is the requested duration of validity of the issued certificate.",
+            "expirationSeconds is the requested duration of validity of the issued certificate. The certificate signer may issue a certificate with a different validity duration so a client must check the delta between the notBefore and and notAfter fields in the issued certificate to determine the actual duration.\n\nThe v1.22+ in-tree implementations of the well-known Kubernetes signers will honor this field as long as the requested duration is not greater than the maximum duration they will honor per the --cluster-signing-duration CLI flag to the Kubernetes controller manager.\n\nCertificate signers may not honor this field for various reasons:\n\n  1. Old signer that is unaware of the field (such as the in-tree\n     implementations prior to v1.22)\n  2. Signer whose configured maximum is shorter than the requested duration\n  3. Signer whose configured minimum is longer than the requested duration\n\nThe minimum valid value for expirationSeconds is 600, i.e. 10 minutes.",
         ),
-        string("Condition", "The status of the certificate signing request"),
+        string(
+            "Condition",
+            "conditions applied to the request. Known conditions are \"Approved\", \"Denied\", and \"Failed\".",
+        ),
     ],
     row: certificate_signing_request_row,
 };
@@ -706,6 +879,62 @@ mod tests {
         assert_eq!(
             cells("certificates.k8s.io", "CertificateSigningRequest", denied)[2..],
             [json!("<none>"), json!(""), json!("<none>"), json!("Denied,Failed")]
+        );
+    }
+    #[test]
+    fn autoscalers_and_csi_drivers() {
+        let hpa = json!({
+            "metadata": meta("web"),
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "minReplicas": 1, "maxReplicas": 10, "metrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}},
+                {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "500Mi"}}},
+                {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "1k"}}},
+            ]},
+            "status": {"currentReplicas": 3, "currentMetrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 42, "averageValue": "210m"}}},
+            ]},
+        });
+        assert_eq!(
+            cells("autoscaling", "HorizontalPodAutoscaler", hpa),
+            [
+                json!("web"),
+                json!("Deployment/web"),
+                json!("cpu: 42%/80%, memory: <unknown>/500Mi + 1 more..."),
+                json!("1"),
+                json!(10),
+                json!(3),
+                json!("60m")
+            ]
+        );
+        let external = json!({"metadata": meta("q"), "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "w"}, "maxReplicas": 2, "metrics": [
+            {"type": "External", "external": {"metric": {"name": "queue"}, "target": {"type": "AverageValue", "averageValue": "30"}}},
+            {"type": "Object", "object": {"metric": {"name": "rps"}, "target": {"type": "Value", "value": "2k"}}},
+        ]}, "status": {"currentMetrics": [{}, {"type": "Object", "object": {"current": {"value": "1500"}}}]}});
+        assert_eq!(
+            cells("autoscaling", "HorizontalPodAutoscaler", external)[2..4],
+            [json!("<unknown>/30 (avg), 1500/2k"), json!("<unset>")]
+        );
+        let none = json!({"metadata": meta("n"), "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "w"}, "maxReplicas": 1}});
+        assert_eq!(cells("autoscaling", "HorizontalPodAutoscaler", none)[2], "<none>");
+
+        let driver = json!({"metadata": meta("ebs.csi.aws.com"), "spec": {"tokenRequests": [{"audience": "a"}, {"audience": "b"}], "volumeLifecycleModes": ["Persistent", "Ephemeral"]}});
+        assert_eq!(
+            cells("storage.k8s.io", "CSIDriver", driver),
+            [
+                json!("ebs.csi.aws.com"),
+                json!(true),
+                json!(false),
+                json!(false),
+                json!("a,b"),
+                json!(false),
+                json!("Persistent,Ephemeral"),
+                json!("60m")
+            ]
+        );
+        let bare = json!({"metadata": meta("x"), "spec": {"attachRequired": false}});
+        assert_eq!(
+            cells("storage.k8s.io", "CSIDriver", bare)[1..7],
+            [json!(false), json!(false), json!(false), json!("<unset>"), json!(false), json!("<none>")]
         );
     }
 }
