@@ -192,6 +192,14 @@ fn kubectl_get_prints_the_servers_tables() {
     assert!(["node-a", "node-b"].contains(&pod[6]), "{wide}");
     assert_eq!(pod[7..], ["<none>", "<none>"]);
 
+    // Label columns come from the rows' metadata; sorting asks for whole objects (includeObject=Object).
+    let labelled = bed.ok(&["get", "pods", "--show-labels"]);
+    assert_eq!(lines(&labelled)[0], "NAME READY STATUS RESTARTS AGE LABELS");
+    assert!(row(&labelled, "web-").unwrap()[5].contains("app=web"), "{labelled}");
+    let sorted = bed.ok(&["get", "pods", "--sort-by=.spec.nodeName", "-o", "wide"]);
+    let nodes: Vec<&str> = sorted.lines().skip(1).filter_map(|l| l.split_whitespace().nth(6)).collect();
+    assert!(nodes.len() == 2 && nodes.is_sorted(), "{sorted}");
+
     // Nodes: STATUS ROLES AGE VERSION; a cordoned node is Ready,SchedulingDisabled.
     bed.ok(&["cordon", "node-b"]);
     let nodes = bed.ok(&["get", "nodes"]);

@@ -77,7 +77,7 @@ impl TableRequest {
                     Some(printer) => (printer.row)(object, now),
                     None => default_row(object),
                 };
-                self.row_json(row, object)
+                self.row_json(resource, row, object)
             })
             .collect();
         let mut metadata = serde_json::Map::new();
@@ -108,10 +108,19 @@ impl TableRequest {
         })
     }
 
-    fn row_json(&self, row: Row, object: &Value) -> Value {
+    fn row_json(&self, resource: &ResourceType, row: Row, object: &Value) -> Value {
         let object = match self.include_object {
             IncludeObject::Nothing => Value::Null,
-            IncludeObject::Object => object.clone(),
+            // Converted to the resource's version, as `asTable` does: list items get their
+            // kind and apiVersion, which clients need to decode the row's object.
+            IncludeObject::Object => {
+                let mut object = object.clone();
+                if let Some(fields) = object.as_object_mut() {
+                    fields.insert("kind".into(), json!(resource.kind));
+                    fields.insert("apiVersion".into(), json!(resource.group_version()));
+                }
+                object
+            }
             IncludeObject::Metadata => json!({
                 "kind": "PartialObjectMetadata",
                 "apiVersion": self.api_version(),

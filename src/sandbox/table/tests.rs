@@ -511,7 +511,13 @@ fn single_objects_and_include_object_options() {
     let whole = table(IncludeObject::Object).render(pods, object.clone(), true, now());
     assert_eq!(whole["metadata"], json!({"resourceVersion": "12"}));
     assert_eq!(whole["rows"].as_array().unwrap().len(), 1);
-    assert_eq!(whole["rows"][0]["object"], object);
+    let mut typed = object.clone();
+    typed["kind"] = json!("Pod");
+    typed["apiVersion"] = json!("v1");
+    assert_eq!(whole["rows"][0]["object"], typed);
+    let list = json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [object.clone()]});
+    let whole = table(IncludeObject::Object).render(pods, list, true, now());
+    assert_eq!(whole["rows"][0]["object"], typed);
     let none = table(IncludeObject::Nothing).render(pods, object.clone(), false, now());
     assert_eq!(none["rows"][0]["object"], Value::Null);
     assert_eq!(none["columnDefinitions"], Value::Null);
