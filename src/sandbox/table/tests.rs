@@ -561,3 +561,30 @@ fn watch_tables_send_columns_once() {
     assert_eq!(second["columnDefinitions"], Value::Null);
     assert_eq!(second["rows"][0]["cells"][2], "Running");
 }
+
+fn request(query: &[(&str, &str)]) -> crate::server::http::Request {
+    crate::server::http::Request {
+        method: "GET".into(),
+        path: "/api/v1/pods".into(),
+        query: query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        headers: vec![],
+        body: vec![],
+        peer_certificates: vec![],
+        remote: "127.0.0.1:1".parse().unwrap(),
+    }
+}
+
+#[test]
+fn include_object_is_validated() {
+    let parsed = |query: &[(&str, &str)]| TableRequest::from_request(&request(query), false).map(|t| t.include_object);
+    assert_eq!(parsed(&[]), Ok(IncludeObject::Metadata));
+    assert_eq!(parsed(&[("includeObject", "Metadata")]), Ok(IncludeObject::Metadata));
+    assert_eq!(parsed(&[("includeObject", "None")]), Ok(IncludeObject::Nothing));
+    assert_eq!(parsed(&[("includeObject", "Object")]), Ok(IncludeObject::Object));
+    let error = parsed(&[("includeObject", "All")]).unwrap_err();
+    assert_eq!((error.code, error.reason()), (400, "BadRequest"));
+    assert_eq!(
+        error.status["message"],
+        "Unable to convert to Table as requested: includeObject: Unsupported value: \"All\": supported values: \"Metadata\", \"None\", \"Object\""
+    );
+}
