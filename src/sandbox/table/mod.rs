@@ -160,12 +160,15 @@ const DEFAULT_COLUMNS: &[Column] = &[
     Column::new("Created At", "date", "", printers::CREATED_DOC, 0),
 ];
 
-/// `rest.defaultTableConvertor`'s row: the name and the creation time in RFC 3339 (UTC).
+/// `rest.defaultTableConvertor`'s row: the name and the creation time in RFC 3339 (UTC); an
+/// object without one shows Go's zero time.
 fn default_row(object: &Value) -> Row {
-    let created = duration::timestamp(object.pointer("/metadata/creationTimestamp"))
-        .unwrap_or(Timestamp::UNIX_EPOCH.checked_sub(jiff::SignedDuration::from_secs(62_135_596_800)).unwrap());
+    let created = match duration::timestamp(object.pointer("/metadata/creationTimestamp")) {
+        Some(at) => at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        None => "0001-01-01T00:00:00Z".to_string(),
+    };
     let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    Row::new(vec![json!(name), json!(created.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())])
+    Row::new(vec![json!(name), json!(created)])
 }
 
 #[cfg(test)]
