@@ -19,7 +19,7 @@ use super::services::{self, ServiceRange};
 use super::status::{ApiError, ApiResult, FieldError, qualified};
 use super::store::{Store, Txn};
 use super::typed::{self, FieldValidation};
-use super::{convert, defaults, discovery, metadata, patch, protobuf, subresources, watch};
+use super::{convert, defaults, discovery, metadata, patch, protobuf, subresources, table, watch};
 use crate::server::http::{Handler, Request, ResponseWriter};
 
 mod anonymous;
@@ -120,11 +120,24 @@ impl Handler for ApiServer {
         if watching {
             return watch::serve(self, request, &target, rendering, response);
         }
+        let table = match rendering {
+            metadata::Rendering::Table { v1beta1 } => match table::TableRequest::from_request(request, v1beta1) {
+                Ok(table) => Some(table),
+                Err(e) => return send_error(response, &e),
+            },
+            _ => None,
+        };
         typed::take_warnings();
         let answer = self.dispatch(request, &target, &user);
         let warnings: Vec<String> = typed::take_warnings().iter().map(|w| warning_header(w)).collect();
         match answer {
-            Ok((code, body)) => send_json_with(response, code, &metadata::render(rendering, body), &warnings),
+            Ok((code, body)) => {
+                let body = match table {
+                    Some(table) => table.render(target.resource, body, true, jiff::Timestamp::now()),
+                    None => metadata::render(rendering, body),
+                };
+                send_json_with(response, code, &body, &warnings)
+            }
             Err(e) => send_error(response, &e),
         }
     }

@@ -1,10 +1,11 @@
 //! Content negotiation of resource answers, as kube-apiserver's `negotiation` package and
 //! `transformResponseObject` do for the representations the sandbox serves: plain JSON, and
 //! metadata only (`application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`, and
-//! `as=PartialObjectMetadataList` for lists) as client-go's metadata client asks for.
+//! `as=PartialObjectMetadataList` for lists) as client-go's metadata client asks for, and
+//! tables (`as=Table`, rendered by [`super::table`]) as `kubectl get` asks for.
 //!
 //! The `Accept` header is a list tried in order; options the sandbox cannot produce (YAML,
-//! protobuf, `as=Table`) are skipped, and when none is left the answer is 406 Not Acceptable.
+//! protobuf) are skipped, and when none is left the answer is 406 Not Acceptable.
 
 use serde_json::{Value, json};
 
@@ -19,6 +20,8 @@ pub enum Rendering {
     PartialObject,
     /// A list as a `PartialObjectMetadataList`.
     PartialList,
+    /// A `meta.k8s.io` Table (of one object, a list, or each watch event's object).
+    Table { v1beta1: bool },
 }
 
 /// The media types kube-apiserver lists in a 406 answer for JSON-capable resources.
@@ -48,6 +51,9 @@ pub fn negotiate(accept: Option<&str>, list: bool) -> ApiResult<Rendering> {
         }
         match target {
             (None, _, _) => return Ok(Rendering::Full),
+            (Some("Table"), Some("meta.k8s.io"), Some(version @ ("v1" | "v1beta1"))) => {
+                return Ok(Rendering::Table { v1beta1: version == "v1beta1" });
+            }
             (Some(kind), Some("meta.k8s.io"), Some("v1" | "v1beta1")) => match (kind, list) {
                 ("PartialObjectMetadata", false) => return Ok(Rendering::PartialObject),
                 ("PartialObjectMetadataList", true) => return Ok(Rendering::PartialList),
@@ -59,13 +65,14 @@ pub fn negotiate(accept: Option<&str>, list: bool) -> ApiResult<Rendering> {
     Err(ApiError::new(406, "NotAcceptable", format!("only the following media types are accepted: {ACCEPTED}"), None))
 }
 
-/// Renders an answer body. `Status` answers (errors, deletions that finished) pass through.
+/// Renders an answer body. `Status` answers (errors, deletions that finished) pass through,
+/// and so do bodies for a table (see [`super::table`]), which needs the resource to render.
 pub fn render(rendering: Rendering, body: Value) -> Value {
     if body["kind"] == "Status" {
         return body;
     }
     match rendering {
-        Rendering::Full => body,
+        Rendering::Full | Rendering::Table { .. } => body,
         Rendering::PartialObject => partial(&body),
         Rendering::PartialList => {
             let items: Vec<Value> = body["items"].as_array().into_iter().flatten().map(partial).collect();
@@ -101,9 +108,13 @@ mod tests {
         assert_eq!(negotiate(Some("application/json"), true), Ok(Rendering::Full));
         assert_eq!(negotiate(Some(OBJECT), false), Ok(Rendering::PartialObject));
         assert_eq!(negotiate(Some(LIST), true), Ok(Rendering::PartialList));
-        // kubectl get: tables first, which the sandbox cannot produce, then plain JSON.
+        // kubectl get: tables first, for lists and single objects alike.
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(negotiate(Some(kubectl), true), Ok(Rendering::Full));
+        assert_eq!(negotiate(Some(kubectl), true), Ok(Rendering::Table { v1beta1: false }));
+        assert_eq!(negotiate(Some(kubectl), false), Ok(Rendering::Table { v1beta1: false }));
+        let beta = "application/json;as=Table;v=v1beta1;g=meta.k8s.io";
+        assert_eq!(negotiate(Some(beta), false), Ok(Rendering::Table { v1beta1: true }));
+        assert!(negotiate(Some("application/json;as=Table;v=v2;g=meta.k8s.io"), true).is_err());
         // A list asked for as a single object's kind, an unknown `as=`, or only YAML: 406.
         for (accept, list) in [(OBJECT, true), (LIST, false), ("application/json;as=Widget;g=x;v=v1", false)] {
             let error = negotiate(Some(accept), list).expect_err(accept);

@@ -24,5 +24,6 @@ pub mod services;
 pub mod status;
 pub mod store;
 pub mod subresources;
+pub mod table;
 pub mod typed;
 pub mod watch;

@@ -15,6 +15,7 @@ use super::objects::namespace_of;
 use super::resources::ResourceType;
 use super::status::ApiError;
 use super::store::{Change, ChangeKind};
+use super::table::{TableRequest, WatchTable};
 use crate::server::http::{Request, ResponseWriter};
 
 /// How often a watch loop wakes to check that it should still run.
@@ -24,6 +25,8 @@ const TICK: Duration = Duration::from_millis(250);
 struct WatchRequest {
     /// How event objects are represented (metadata only for the metadata client).
     rendering: Rendering,
+    /// With `as=Table`: each event's object as a one-row Table.
+    table: Option<(&'static ResourceType, WatchTable)>,
     filter: ObjectFilter,
     namespace: Option<String>,
     bookmarks: bool,
@@ -177,7 +180,10 @@ fn deliver(
 impl WatchRequest {
     /// An event's object in the negotiated representation.
     fn render(&self, object: Value) -> Value {
-        metadata::render(self.rendering, object)
+        match &self.table {
+            Some((resource, table)) => table.render(resource, object),
+            None => metadata::render(self.rendering, object),
+        }
     }
 
     fn in_scope(&self, object: &Value) -> bool {
@@ -208,8 +214,15 @@ fn parse(request: &Request, target: &Target, watch_list: bool, rendering: Render
         (None, None) => Start::Snapshot { initial_events_end: false },
         (_, Some(v)) => Start::After(revision(v)?),
     };
+    let table = match rendering {
+        Rendering::Table { v1beta1 } => {
+            Some((target.resource, WatchTable::new(TableRequest::from_request(request, v1beta1)?)))
+        }
+        _ => None,
+    };
     Ok(WatchRequest {
         rendering,
+        table,
         filter,
         namespace: target.namespace.clone(),
         bookmarks,
