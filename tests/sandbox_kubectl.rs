@@ -4,18 +4,17 @@
 //! protobuf, are covered by `sandbox_protobuf.rs`.
 #![cfg(feature = "sandbox")]
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::Arc;
+mod kubectl;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kubectl::{Kubectl, PATIENCE, collect_stdout, wait_with_deadline};
 use parking_lot::Mutex;
 use serde_json::Value;
-
-/// The longest any one kubectl command may take on a loaded machine.
-const PATIENCE: Duration = Duration::from_secs(60);
 
 const DEPLOYMENT: &str = "\
 apiVersion: apps/v1
@@ -41,21 +40,10 @@ spec:
         image: busybox:1.36
 ";
 
-fn kubectl_available() -> bool {
-    match Command::new("kubectl").args(["version", "--client"]).output() {
-        Ok(output) if output.status.success() => true,
-        _ => {
-            eprintln!("note: `kubectl version --client` cannot run here; skipping the kubectl test");
-            false
-        }
-    }
-}
-
-/// A sandbox, its admin kubeconfig and a private kubectl cache directory.
+/// A sandbox and kubectl pointed at it as its admin.
 struct Bed {
+    kubectl: Kubectl,
     _sandbox: Sandbox,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
 }
 
 impl Bed {
@@ -63,83 +51,19 @@ impl Bed {
         let sandbox =
             Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
                 .expect("sandbox starts");
-        let dir = std::env::temp_dir().join(format!("kcm-kubectl-{}-{}", std::process::id(), sandbox.addr().port()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (kubeconfig, _) = sandbox.write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig written");
-        Bed { _sandbox: sandbox, dir, kubeconfig }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("kubectl");
-        command.arg("--kubeconfig").arg(&self.kubeconfig).arg("--cache-dir").arg(self.dir.join("cache")).args(args);
-        command.stdin(Stdio::null()).env_remove("KUBECONFIG");
-        command
-    }
-
-    /// Runs kubectl to completion (killing it after [`PATIENCE`]).
-    fn run(&self, args: &[&str]) -> Output {
-        let child = self.command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("kubectl starts");
-        wait_with_deadline(child, args)
-    }
-
-    /// Runs kubectl and returns its stdout, failing the test if it fails.
-    fn ok(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-        assert!(output.status.success(), "kubectl {args:?} failed: {stderr}\n{stdout}");
-        stdout.into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        serde_json::from_str(&self.ok(args)).expect("kubectl printed JSON")
-    }
-
-    fn write(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.dir.join(name);
-        std::fs::write(&path, contents).unwrap();
-        path
+        Bed { kubectl: Kubectl::for_sandbox(&sandbox, "kubectl"), _sandbox: sandbox }
     }
 }
 
-impl Drop for Bed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn wait_with_deadline(mut child: Child, args: &[&str]) -> Output {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if child.try_wait().expect("wait for kubectl").is_some() {
-            return child.wait_with_output().expect("kubectl output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("kubectl {args:?} did not finish within {PATIENCE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+impl std::ops::Deref for Bed {
+    type Target = Kubectl;
+    fn deref(&self) -> &Kubectl {
+        &self.kubectl
     }
 }
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
-}
-
-/// Reads a child's stdout on a thread into a shared buffer.
-fn collect_stdout(child: &mut Child) -> Arc<Mutex<Vec<u8>>> {
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let sink = buffer.clone();
-    std::thread::spawn(move || {
-        let mut chunk = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().extend_from_slice(&chunk[..n]);
-        }
-    });
-    buffer
 }
 
 /// The JSON objects printed so far (kubectl -o json prints one document per event).
@@ -170,7 +94,7 @@ fn images(deployment: &Value) -> Vec<(String, String)> {
 
 #[test]
 fn kubectl_manages_a_deployment() {
-    if !kubectl_available() {
+    if !kubectl::available("the kubectl test") {
         return;
     }
     let bed = Bed::start();
@@ -246,7 +170,7 @@ fn kubectl_manages_a_deployment() {
 
 #[test]
 fn kubectl_discovers_resources_and_lists_namespaces() {
-    if !kubectl_available() {
+    if !kubectl::available("the kubectl test") {
         return;
     }
     let bed = Bed::start();

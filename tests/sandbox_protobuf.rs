@@ -4,36 +4,22 @@
 //! what the command asked for. Skipped (with a note) where kubectl is not installed.
 #![cfg(feature = "sandbox")]
 
+mod kubectl;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use base64::Engine;
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kubectl::{Kubectl, PATIENCE};
 use rustls::{ClientConnection, StreamOwned};
 use serde_json::{Value, json};
 
-/// The longest any one kubectl command may take on a loaded machine.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-fn kubectl_available() -> bool {
-    match Command::new("kubectl").args(["version", "--client"]).output() {
-        Ok(output) if output.status.success() => true,
-        _ => {
-            eprintln!("note: `kubectl version --client` cannot run here; skipping the kubectl protobuf test");
-            false
-        }
-    }
-}
-
-/// A sandbox, its admin kubeconfig and a private kubectl cache directory.
+/// A sandbox and kubectl pointed at it as its admin.
 struct Bed {
+    kubectl: Kubectl,
     _sandbox: Sandbox,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
 }
 
 impl Bed {
@@ -41,55 +27,20 @@ impl Bed {
         let sandbox =
             Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
                 .expect("sandbox starts");
-        let dir = std::env::temp_dir().join(format!("kcm-protobuf-{}-{}", std::process::id(), sandbox.addr().port()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (kubeconfig, _) = sandbox.write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig written");
-        Bed { _sandbox: sandbox, dir, kubeconfig }
-    }
-
-    /// Runs kubectl to completion (killing it after [`PATIENCE`]).
-    fn run(&self, args: &[&str]) -> Output {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.dir.join("cache"))
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl starts");
-        let deadline = Instant::now() + PATIENCE;
-        while child.try_wait().expect("wait for kubectl").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("kubectl {args:?} did not finish within {PATIENCE:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child.wait_with_output().expect("kubectl output")
-    }
-
-    /// Runs kubectl and returns its stdout, failing the test if it fails.
-    fn ok(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-        assert!(output.status.success(), "kubectl {args:?} failed: {stderr}\n{stdout}");
-        stdout.into_owned()
+        Bed { kubectl: Kubectl::for_sandbox(&sandbox, "protobuf"), _sandbox: sandbox }
     }
 
     /// The stored object, read back as JSON.
     fn get(&self, args: &[&str]) -> Value {
         let args: Vec<&str> = ["get"].iter().chain(args).chain(&["-o", "json"]).copied().collect();
-        serde_json::from_str(&self.ok(&args)).expect("kubectl printed JSON")
+        self.kubectl.json(&args)
     }
 }
 
-impl Drop for Bed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+impl std::ops::Deref for Bed {
+    type Target = Kubectl;
+    fn deref(&self) -> &Kubectl {
+        &self.kubectl
     }
 }
 
@@ -100,7 +51,7 @@ fn decoded(data: &Value, key: &str) -> String {
 
 #[test]
 fn kubectl_typed_commands_write_protobuf_and_the_sandbox_stores_their_objects() {
-    if !kubectl_available() {
+    if !kubectl::available("the kubectl protobuf test") {
         return;
     }
     let bed = Bed::start();

@@ -4,23 +4,18 @@
 //! note) where kubectl is not installed.
 #![cfg(feature = "sandbox")]
 
-use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod kubectl;
+
+use std::process::Stdio;
 
 use kcm::controllers::deployment::DEPLOYMENT;
 use kcm::controllers::endpoint::ENDPOINTS;
 use kcm::controllers::replicaset::REPLICASET;
-use parking_lot::Mutex;
 
 mod harness;
 
 use harness::{Cluster, eventually};
-
-/// The longest any one kubectl command may take on a loaded machine.
-const PATIENCE: Duration = Duration::from_secs(60);
+use kubectl::{Kubectl, collect_stdout};
 
 const MANIFEST: &str = "\
 apiVersion: apps/v1
@@ -62,65 +57,23 @@ rules:
   verbs: [get]
 ";
 
-fn kubectl_available() -> bool {
-    match Command::new("kubectl").args(["version", "--client"]).output() {
-        Ok(output) if output.status.success() => true,
-        _ => {
-            eprintln!("note: `kubectl version --client` cannot run here; skipping the kubectl table test");
-            false
-        }
-    }
-}
-
-/// A cluster, its admin kubeconfig and a private kubectl cache directory.
+/// A cluster and kubectl pointed at it as its admin.
 struct Bed {
+    kubectl: Kubectl,
     _cluster: Cluster,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
 }
 
 impl Bed {
     fn start() -> Bed {
         let cluster = harness::with(&[DEPLOYMENT, REPLICASET, ENDPOINTS]).start();
-        let dir =
-            std::env::temp_dir().join(format!("kcm-table-{}-{}", std::process::id(), cluster.sandbox.addr().port()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (kubeconfig, _) = cluster.sandbox.write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig written");
-        Bed { _cluster: cluster, dir, kubeconfig }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("kubectl");
-        command.arg("--kubeconfig").arg(&self.kubeconfig).arg("--cache-dir").arg(self.dir.join("cache")).args(args);
-        command.stdin(Stdio::null()).env_remove("KUBECONFIG");
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        let mut child = self.command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("kubectl");
-        let deadline = Instant::now() + PATIENCE;
-        while child.try_wait().expect("wait for kubectl").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("kubectl {args:?} did not finish within {PATIENCE:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child.wait_with_output().expect("kubectl output")
-    }
-
-    /// Runs kubectl and returns its stdout, failing the test if it fails.
-    fn ok(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-        assert!(output.status.success(), "kubectl {args:?} failed: {stderr}\n{stdout}");
-        stdout.into_owned()
+        Bed { kubectl: Kubectl::for_sandbox(&cluster.sandbox, "table"), _cluster: cluster }
     }
 }
 
-impl Drop for Bed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+impl std::ops::Deref for Bed {
+    type Target = Kubectl;
+    fn deref(&self) -> &Kubectl {
+        &self.kubectl
     }
 }
 
@@ -138,26 +91,9 @@ fn is_age(cell: &str) -> bool {
     cell.ends_with('s') || cell.ends_with('m') && cell[..cell.len() - 1].chars().all(|c| c.is_ascii_digit())
 }
 
-/// Reads a child's stdout on a thread into a shared buffer.
-fn collect_stdout(child: &mut Child) -> Arc<Mutex<Vec<u8>>> {
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let sink = buffer.clone();
-    std::thread::spawn(move || {
-        let mut chunk = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().extend_from_slice(&chunk[..n]);
-        }
-    });
-    buffer
-}
-
 #[test]
 fn kubectl_get_prints_the_servers_tables() {
-    if !kubectl_available() {
+    if !kubectl::available("the kubectl table test") {
         return;
     }
     let bed = Bed::start();
