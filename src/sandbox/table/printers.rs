@@ -404,16 +404,22 @@ const REPLICA_SET: Printer = Printer {
 
 /// `printReplicaSet`.
 fn replica_set_row(rs: &Value, now: Timestamp) -> Row {
-    let (names, images) = containers(rs, "/spec/template/spec/containers");
+    replicas_row(rs, now, selector_string(rs.pointer("/spec/selector")))
+}
+
+/// The row of a ReplicaSet or ReplicationController: desired, current and ready replicas, age,
+/// then the wide columns (`selector` as each kind prints it).
+fn replicas_row(object: &Value, now: Timestamp, selector: String) -> Row {
+    let (names, images) = containers(object, "/spec/template/spec/containers");
     Row::new(vec![
-        name(rs),
-        json!(int(rs, "/spec/replicas")),
-        json!(int(rs, "/status/replicas")),
-        json!(int(rs, "/status/readyReplicas")),
-        age(rs, now),
+        name(object),
+        json!(int(object, "/spec/replicas")),
+        json!(int(object, "/status/replicas")),
+        json!(int(object, "/status/readyReplicas")),
+        age(object, now),
         names,
         images,
-        json!(selector_string(rs.pointer("/spec/selector"))),
+        json!(selector),
     ])
 }
 
@@ -442,17 +448,7 @@ const REPLICATION_CONTROLLER: Printer = Printer {
 
 /// `printReplicationController`.
 fn replication_controller_row(rc: &Value, now: Timestamp) -> Row {
-    let (names, images) = containers(rc, "/spec/template/spec/containers");
-    Row::new(vec![
-        name(rc),
-        json!(int(rc, "/spec/replicas")),
-        json!(int(rc, "/status/replicas")),
-        json!(int(rc, "/status/readyReplicas")),
-        age(rc, now),
-        names,
-        images,
-        json!(format_labels(rc.pointer("/spec/selector"))),
-    ])
+    replicas_row(rc, now, format_labels(rc.pointer("/spec/selector")))
 }
 
 const DEPLOYMENT: Printer = Printer {
