@@ -8,7 +8,8 @@
 //! Severity letters are klog's (`I`, `W`, `E`). klog's `-v` verbosity maps onto `log` levels:
 //! `info!` is always shown (V(0)–V(3)), `debug!` from `-v=4`, `trace!` (API requests, as
 //! client-go logs them at V(6)) from `-v=6`. Messages from dependencies (ureq, rustls) are shown
-//! only when they are warnings or errors, or from `-v=9`. Times are UTC.
+//! only when they are warnings or errors, or from `-v=9`. Times are local, as klog's (the zone from
+//! `TZ` or `/etc/localtime`; UTC when neither says).
 
 use std::io::Write;
 
@@ -25,11 +26,14 @@ const DEPENDENCY_VERBOSITY: u32 = 9;
 pub struct KlogLogger {
     verbosity: u32,
     pid: u32,
+    /// The local time zone, read once at start.
+    time_zone: jiff::tz::TimeZone,
 }
 
 impl KlogLogger {
     pub fn new(verbosity: u32) -> KlogLogger {
-        KlogLogger { verbosity, pid: std::process::id() }
+        let time_zone = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
+        KlogLogger { verbosity, pid: std::process::id(), time_zone }
     }
 
     fn max_level(&self) -> LevelFilter {
@@ -53,7 +57,7 @@ impl KlogLogger {
         let file = file.rsplit(['/', '\\']).next().unwrap_or(file);
         format!(
             "{severity}{} {:>7} {file}:{}] {}",
-            now.strftime("%m%d %H:%M:%S%.6f"),
+            now.to_zoned(self.time_zone.clone()).strftime("%m%d %H:%M:%S%.6f"),
             self.pid,
             record.line().unwrap_or(0),
             record.args()
@@ -116,32 +120,36 @@ mod tests {
 
     #[test]
     fn formats_like_klog() {
-        let logger = KlogLogger { verbosity: 0, pid: 1234 };
+        let logger = KlogLogger { verbosity: 0, pid: 1234, time_zone: jiff::tz::TimeZone::UTC };
         assert_eq!(
             line(&logger, Level::Info, "kcm::runtime").unwrap(),
             "I1122 03:33:51.123456    1234 informer.rs:42] synced 3 objects"
         );
         assert!(line(&logger, Level::Warn, "kcm").unwrap().starts_with("W1122 "));
         assert!(line(&logger, Level::Error, "kcm").unwrap().starts_with("E1122 "));
+        // In the local zone, as klog: 03:33 UTC is 12:33 in Tokyo (UTC+9, no DST).
+        let tokyo = jiff::tz::TimeZone::fixed(jiff::tz::offset(9));
+        let local = KlogLogger { verbosity: 0, pid: 1234, time_zone: tokyo };
+        assert!(line(&local, Level::Info, "kcm").unwrap().starts_with("I1122 12:33:51.123456 "));
     }
 
     #[test]
     fn verbosity_gates_debug_and_trace() {
-        let quiet = KlogLogger { verbosity: 2, pid: 1 };
+        let quiet = KlogLogger { verbosity: 2, pid: 1, time_zone: jiff::tz::TimeZone::UTC };
         assert!(line(&quiet, Level::Debug, "kcm").is_none());
-        let debug = KlogLogger { verbosity: 4, pid: 1 };
+        let debug = KlogLogger { verbosity: 4, pid: 1, time_zone: jiff::tz::TimeZone::UTC };
         assert!(line(&debug, Level::Debug, "kcm").unwrap().starts_with("I1122 "));
         assert!(line(&debug, Level::Trace, "kcm").is_none());
-        let trace = KlogLogger { verbosity: 6, pid: 1 };
+        let trace = KlogLogger { verbosity: 6, pid: 1, time_zone: jiff::tz::TimeZone::UTC };
         assert!(line(&trace, Level::Trace, "kcm").is_some());
     }
 
     #[test]
     fn dependency_chatter_needs_high_verbosity() {
-        let logger = KlogLogger { verbosity: 6, pid: 1 };
+        let logger = KlogLogger { verbosity: 6, pid: 1, time_zone: jiff::tz::TimeZone::UTC };
         assert!(line(&logger, Level::Debug, "ureq::run").is_none());
         assert!(line(&logger, Level::Warn, "rustls::conn").is_some());
-        let loud = KlogLogger { verbosity: 9, pid: 1 };
+        let loud = KlogLogger { verbosity: 9, pid: 1, time_zone: jiff::tz::TimeZone::UTC };
         assert!(line(&loud, Level::Debug, "ureq::run").is_some());
     }
 }
