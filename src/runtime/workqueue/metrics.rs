@@ -147,15 +147,18 @@ pub(super) struct QueueMetrics<T> {
 }
 
 impl<T: Clone + Eq + Hash> QueueMetrics<T> {
-    /// Creates the queue's series at zero, as upstream does when a named queue is created.
-    pub(super) fn new(name: &str) -> Self {
+    /// Creates the queue's series at zero, as upstream does when a named queue is created (the
+    /// retries series only for a delaying queue, as upstream's `newDelayingQueue`).
+    pub(super) fn new(name: &str, delaying: bool) -> Self {
         let families = families();
         let labels = [name];
         families.depth.ensure(&labels);
         families.adds.ensure(&labels);
         families.queue_duration.ensure(&labels);
         families.work_duration.ensure(&labels);
-        families.retries.ensure(&labels);
+        if delaying {
+            families.retries.ensure(&labels);
+        }
         QueueMetrics { name: name.to_string(), add_times: HashMap::new(), processing_starts: HashMap::new() }
     }
 

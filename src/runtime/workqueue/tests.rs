@@ -495,3 +495,12 @@ fn every_series_exists_from_the_queue_creation() {
     let first_bucket = format!("workqueue_queue_duration_seconds_bucket{{name=\"{name}\",le=\"1e-08\"}} 0\n");
     assert!(rendered.contains(&first_bucket), "{rendered}");
 }
+
+#[test]
+fn plain_queues_have_no_retries_series_at_creation() {
+    let name = "wq_test_plain";
+    let _q = WorkQueue::<u8>::plain(name);
+    let rendered = crate::metrics::global().render();
+    assert!(rendered.contains(&format!("workqueue_depth{{name=\"{name}\"}} 0\n")), "{rendered}");
+    assert!(!rendered.contains(&format!("workqueue_retries_total{{name=\"{name}\"}}")), "{rendered}");
+}
