@@ -645,7 +645,12 @@ mod tests {
         let report: InvalidOwnerReporter = Box::new(move |dependent, owner| {
             sink.lock().push(format!("{} -> {owner}", dependent.name));
         });
-        Harness { builder: GraphBuilder::new(queue.clone(), queue.clone(), absent.clone(), report), queue, reports, absent }
+        Harness {
+            builder: GraphBuilder::new(queue.clone(), queue.clone(), absent.clone(), report),
+            queue,
+            reports,
+            absent,
+        }
     }
 
     impl Harness {

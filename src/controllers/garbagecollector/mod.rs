@@ -89,7 +89,7 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
             orphan_queue.clone(),
             Arc::new(ReferenceCache::new(ABSENT_OWNER_CACHE_SIZE)),
             {
-            let recorder = context.recorder.clone();
+                let recorder = context.recorder.clone();
                 Box::new(move |dependent, owner| report_invalid_namespace(&recorder, dependent, owner))
             },
         ),

@@ -26,7 +26,8 @@ const UNFINISHED_WORK_HELP: &str = "[ALPHA] How many seconds of work has done th
      work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the \
      rate at which this increases.";
 const LONGEST_RUNNING: &str = "workqueue_longest_running_processor_seconds";
-const LONGEST_RUNNING_HELP: &str = "[ALPHA] How many seconds has the longest running processor for workqueue been running.";
+const LONGEST_RUNNING_HELP: &str =
+    "[ALPHA] How many seconds has the longest running processor for workqueue been running.";
 const LABELS: &[&str] = &["name"];
 
 /// Upstream v1.33's `ExponentialBuckets(10e-9, 10, 10)`: 10ns to 10s.
