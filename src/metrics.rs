@@ -115,7 +115,7 @@ impl Collector for ValueFamily {
             return;
         }
         write_header(out, self.name, self.help, kind);
-        for (values, v) in values.iter() {
+        for (values, v) in in_go_order(self.label_names, values.iter()) {
             let _ = writeln!(out, "{}{} {}", self.name, label_set(self.label_names, values, None), go_float(*v));
         }
     }
@@ -172,7 +172,7 @@ impl Collector for HistogramVec {
             return;
         }
         write_header(out, self.name, self.help, "histogram");
-        for (values, h) in series.iter() {
+        for (values, h) in in_go_order(self.label_names, series.iter()) {
             // Go's text format writes counts as floats too (`float64(count)` through `writeFloat`).
             let mut cumulative = 0u64;
             for (i, count) in h.counts.iter().enumerate() {
@@ -220,14 +220,33 @@ fn family_name(block: &str) -> &str {
     block.strip_prefix("# HELP ").and_then(|rest| rest.split(' ').next()).unwrap_or(block)
 }
 
+/// The family's `# HELP` and `# TYPE` lines; help is escaped as Go's `escaper` does.
 fn write_header(out: &mut String, name: &str, help: &str, kind: &str) {
+    let help = help.replace('\\', "\\\\").replace('\n', "\\n");
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
+/// The indices of `names` sorted by name: Go's client writes a series' labels sorted by name.
+fn sorted_label_indices(names: &[&str]) -> Vec<usize> {
+    let mut indices: Vec<usize> = (0..names.len()).collect();
+    indices.sort_by_key(|&i| names[i]);
+    indices
+}
+
+/// A family's series in Go's order: by label values, taken in label-name order.
+fn in_go_order<'a, V>(names: &[&str], series: impl Iterator<Item = (&'a Vec<String>, V)>) -> Vec<(&'a Vec<String>, V)> {
+    let order = sorted_label_indices(names);
+    let mut series: Vec<_> = series.collect();
+    series.sort_by(|(a, _), (b, _)| order.iter().map(|&i| &a[i]).cmp(order.iter().map(|&i| &b[i])));
+    series
+}
+
 fn label_set(names: &[&str], values: &[String], le: Option<&str>) -> String {
-    let mut pairs: Vec<String> =
-        names.iter().zip(values).map(|(n, v)| format!("{n}=\"{}\"", escape_label(v))).collect();
+    let mut pairs: Vec<String> = sorted_label_indices(names)
+        .into_iter()
+        .map(|i| format!("{}=\"{}\"", names[i], escape_label(&values[i])))
+        .collect();
     if let Some(le) = le {
         pairs.push(format!("le=\"{le}\""));
     }
@@ -424,6 +443,38 @@ mod tests {
             registry.render(),
             "# HELP a_total A.\n# TYPE a_total counter\na_total 1\n# HELP b B.\n# TYPE b gauge\nb 2\n"
         );
+    }
+
+    #[test]
+    fn labels_and_series_come_in_go_order() {
+        let c = CounterVec::counter("r_total", "R.", &["code", "method", "host"]);
+        c.inc(&["200", "GET", "b"]);
+        c.inc(&["200", "PUT", "a"]);
+        let h = HistogramVec::new("d", "D.", &["verb", "host"], &[]);
+        h.observe(&["GET", "x"], 1.0);
+        let mut out = String::new();
+        c.write_to(&mut out);
+        h.write_to(&mut out);
+        let samples: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "r_total{code=\"200\",host=\"a\",method=\"PUT\"} 1",
+                "r_total{code=\"200\",host=\"b\",method=\"GET\"} 1",
+                "d_bucket{host=\"x\",verb=\"GET\",le=\"+Inf\"} 1",
+                "d_sum{host=\"x\",verb=\"GET\"} 1",
+                "d_count{host=\"x\",verb=\"GET\"} 1",
+            ]
+        );
+    }
+
+    #[test]
+    fn help_is_escaped_as_go_does() {
+        let g = GaugeVec::gauge("g", "a\\b\nc", &[]);
+        g.set(&[], 1.0);
+        let mut out = String::new();
+        g.write_to(&mut out);
+        assert!(out.starts_with("# HELP g a\\\\b\\nc\n"), "{out}");
     }
 
     #[test]
