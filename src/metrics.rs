@@ -24,13 +24,14 @@ impl Registry {
         self.collectors.lock().push(collector);
     }
 
-    /// The whole registry in Prometheus text format.
+    /// The whole registry in Prometheus text format, families sorted by name as Go's
+    /// `prometheus.Registry.Gather` sorts them.
     pub fn render(&self) -> String {
         let mut out = String::new();
         for collector in self.collectors.lock().iter() {
             collector.write_to(&mut out);
         }
-        out
+        sort_families(&out)
     }
 }
 
@@ -87,6 +88,12 @@ impl ValueFamily {
         self.values.lock().insert(self.key(labels), value);
     }
 
+    /// Creates the series at 0 unless it exists (Go's `WithLabelValues`), so that it is exported
+    /// before its first change.
+    pub fn ensure(&self, labels: &[&str]) {
+        self.values.lock().entry(self.key(labels)).or_insert(0.0);
+    }
+
     pub fn get(&self, labels: &[&str]) -> f64 {
         self.values.lock().get(&self.key(labels)).copied().unwrap_or(0.0)
     }
@@ -103,9 +110,13 @@ impl Collector for ValueFamily {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
         };
+        let values = self.values.lock();
+        if values.is_empty() {
+            return;
+        }
         write_header(out, self.name, self.help, kind);
-        for (values, v) in self.values.lock().iter() {
-            let _ = writeln!(out, "{}{} {}", self.name, label_set(self.label_names, values, None), number(*v));
+        for (values, v) in in_go_order(self.label_names, values.iter()) {
+            let _ = writeln!(out, "{}{} {}", self.name, label_set(self.label_names, values, None), go_float(*v));
         }
     }
 }
@@ -132,35 +143,47 @@ impl HistogramVec {
     }
 
     pub fn observe(&self, labels: &[&str], value: f64) {
-        let key = labels.iter().map(|v| v.to_string()).collect();
         let bucket = self.bounds.iter().position(|b| value <= *b).unwrap_or(self.bounds.len());
         let mut series = self.series.lock();
-        let h = series.entry(key).or_insert_with(|| Histogram { counts: vec![0; self.bounds.len() + 1], sum: 0.0 });
+        let h = series.entry(key_of(labels)).or_insert_with(|| self.empty());
         h.counts[bucket] += 1;
         h.sum += value;
     }
 
+    /// Creates the series with no observations unless it exists (Go's `WithLabelValues`).
+    pub fn ensure(&self, labels: &[&str]) {
+        self.series.lock().entry(key_of(labels)).or_insert_with(|| self.empty());
+    }
+
+    fn empty(&self) -> Histogram {
+        Histogram { counts: vec![0; self.bounds.len() + 1], sum: 0.0 }
+    }
+
     /// How many observations a series has.
     pub fn count(&self, labels: &[&str]) -> u64 {
-        let key: Vec<String> = labels.iter().map(|v| v.to_string()).collect();
-        self.series.lock().get(&key).map_or(0, |h| h.counts.iter().sum())
+        self.series.lock().get(&key_of(labels)).map_or(0, |h| h.counts.iter().sum())
     }
 }
 
 impl Collector for HistogramVec {
     fn write_to(&self, out: &mut String) {
+        let series = self.series.lock();
+        if series.is_empty() {
+            return;
+        }
         write_header(out, self.name, self.help, "histogram");
-        for (values, h) in self.series.lock().iter() {
-            let mut cumulative = 0;
+        for (values, h) in in_go_order(self.label_names, series.iter()) {
+            // Go's text format writes counts as floats too (`float64(count)` through `writeFloat`).
+            let mut cumulative = 0u64;
             for (i, count) in h.counts.iter().enumerate() {
                 cumulative += count;
-                let le = self.bounds.get(i).map_or("+Inf".to_string(), |b| number(*b));
+                let le = go_float(self.bounds.get(i).copied().unwrap_or(f64::INFINITY));
                 let labels = label_set(self.label_names, values, Some(&le));
-                let _ = writeln!(out, "{}_bucket{labels} {cumulative}", self.name);
+                let _ = writeln!(out, "{}_bucket{labels} {}", self.name, go_float(cumulative as f64));
             }
             let labels = label_set(self.label_names, values, None);
-            let _ = writeln!(out, "{}_sum{labels} {}", self.name, number(h.sum));
-            let _ = writeln!(out, "{}_count{labels} {cumulative}", self.name);
+            let _ = writeln!(out, "{}_sum{labels} {}", self.name, go_float(h.sum));
+            let _ = writeln!(out, "{}_count{labels} {}", self.name, go_float(cumulative as f64));
         }
     }
 }
@@ -171,14 +194,59 @@ pub fn exponential_buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
     std::iter::successors(Some(start), |b| Some(b * factor)).take(count).collect()
 }
 
+fn key_of(labels: &[&str]) -> Vec<String> {
+    labels.iter().map(|v| v.to_string()).collect()
+}
+
+/// Reorders a rendered exposition so that its families (each a `# HELP` block) come sorted by
+/// name, as Go's registry gathers them.
+fn sort_families(text: &str) -> String {
+    let mut families: Vec<&str> = Vec::new();
+    let mut start = 0;
+    for (at, _) in text.match_indices("# HELP ") {
+        if at > start && text.as_bytes()[at - 1] == b'\n' {
+            families.push(&text[start..at]);
+            start = at;
+        }
+    }
+    families.push(&text[start..]);
+    families.retain(|f| !f.is_empty());
+    // Stable: two collectors exporting one name keep their order.
+    families.sort_by_key(|f| family_name(f));
+    families.concat()
+}
+
+fn family_name(block: &str) -> &str {
+    block.strip_prefix("# HELP ").and_then(|rest| rest.split(' ').next()).unwrap_or(block)
+}
+
+/// The family's `# HELP` and `# TYPE` lines; help is escaped as Go's `escaper` does.
 fn write_header(out: &mut String, name: &str, help: &str, kind: &str) {
+    let help = help.replace('\\', "\\\\").replace('\n', "\\n");
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
+/// The indices of `names` sorted by name: Go's client writes a series' labels sorted by name.
+fn sorted_label_indices(names: &[&str]) -> Vec<usize> {
+    let mut indices: Vec<usize> = (0..names.len()).collect();
+    indices.sort_by_key(|&i| names[i]);
+    indices
+}
+
+/// A family's series in Go's order: by label values, taken in label-name order.
+fn in_go_order<'a, V>(names: &[&str], series: impl Iterator<Item = (&'a Vec<String>, V)>) -> Vec<(&'a Vec<String>, V)> {
+    let order = sorted_label_indices(names);
+    let mut series: Vec<_> = series.collect();
+    series.sort_by(|(a, _), (b, _)| order.iter().map(|&i| &a[i]).cmp(order.iter().map(|&i| &b[i])));
+    series
+}
+
 fn label_set(names: &[&str], values: &[String], le: Option<&str>) -> String {
-    let mut pairs: Vec<String> =
-        names.iter().zip(values).map(|(n, v)| format!("{n}=\"{}\"", escape_label(v))).collect();
+    let mut pairs: Vec<String> = sorted_label_indices(names)
+        .into_iter()
+        .map(|i| format!("{}=\"{}\"", names[i], escape_label(&values[i])))
+        .collect();
     if let Some(le) = le {
         pairs.push(format!("le=\"{le}\""));
     }
@@ -189,8 +257,42 @@ fn escape_label(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-fn number(v: f64) -> String {
-    if v.is_infinite() { if v > 0.0 { "+Inf".into() } else { "-Inf".into() } } else { format!("{v}") }
+/// A sample value or bucket bound exactly as Go's Prometheus client writes it (prometheus/common
+/// expfmt `writeFloat`: `strconv.AppendFloat(f, 'g', -1, 64)` with `+Inf`, `-Inf` and `NaN`):
+/// the shortest digits that read back as `v`, in exponent form when the decimal exponent is
+/// below -4 or at least 6 (`1e+06`, `9.999999999999999e-06`), otherwise plain (`123456`, `0.0001`).
+pub fn go_float(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    // Rust's `{:e}` gives the same shortest round-trip digits as Go's strconv.
+    let scientific = format!("{:e}", v.abs());
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let sign = if v < 0.0 { "-" } else { "" };
+    if !(-4..6).contains(&exponent) {
+        let (first, rest) = digits.split_at(1);
+        let fraction = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        let exponent_sign = if exponent < 0 { '-' } else { '+' };
+        return format!("{sign}{first}{fraction}e{exponent_sign}{:02}", exponent.abs());
+    }
+    if exponent < 0 {
+        let zeros = "0".repeat((-exponent - 1) as usize);
+        return format!("{sign}0.{zeros}{digits}");
+    }
+    let integer_digits = exponent as usize + 1;
+    if digits.len() <= integer_digits {
+        format!("{sign}{digits}{}", "0".repeat(integer_digits - digits.len()))
+    } else {
+        format!("{sign}{}.{}", &digits[..integer_digits], &digits[integer_digits..])
+    }
 }
 
 #[cfg(test)]
@@ -243,6 +345,136 @@ mod tests {
         let mut out = String::new();
         c.write_to(&mut out);
         assert!(out.contains("x_total{path=\"a\\\"b\\\\c\"} 1"));
+    }
+
+    /// Expected strings printed by Go 1.x `strconv.FormatFloat(v, 'g', -1, 64)`.
+    #[test]
+    fn floats_render_as_go_formats_them() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "0"),
+            (1.0, "1"),
+            (-1.0, "-1"),
+            (0.5, "0.5"),
+            (5.55, "5.55"),
+            (-2.5, "-2.5"),
+            (100.0, "100"),
+            (123456.0, "123456"),
+            (1e6, "1e+06"),
+            (1234567.0, "1.234567e+06"),
+            (1e20, "1e+20"),
+            (1e21, "1e+21"),
+            (u64::MAX as f64, "1.8446744073709552e+19"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1e-7, "1e-07"),
+            (3e-300, "3e-300"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (f64::NAN, "NaN"),
+        ];
+        for (v, expected) in cases {
+            assert_eq!(go_float(*v), *expected, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn exponential_bucket_bounds_render_as_go_does() {
+        let bounds: Vec<String> = exponential_buckets(10e-9, 10.0, 10).into_iter().map(go_float).collect();
+        assert_eq!(
+            bounds,
+            [
+                "1e-08",
+                "1e-07",
+                "1e-06",
+                "9.999999999999999e-06",
+                "9.999999999999999e-05",
+                "0.001",
+                "0.01",
+                "0.1",
+                "1",
+                "10"
+            ]
+        );
+    }
+
+    #[test]
+    fn ensured_series_render_at_zero_and_empty_families_not_at_all() {
+        let c = CounterVec::counter("a_total", "A.", &["name"]);
+        let h = HistogramVec::new("h_seconds", "H.", &["name"], &[1e6]);
+        let empty = GaugeVec::gauge("e", "E.", &["name"]);
+        c.ensure(&["q"]);
+        h.ensure(&["q"]);
+        let mut out = String::new();
+        c.write_to(&mut out);
+        h.write_to(&mut out);
+        empty.write_to(&mut out);
+        assert_eq!(
+            out,
+            "# HELP a_total A.\n# TYPE a_total counter\na_total{name=\"q\"} 0\n\
+             # HELP h_seconds H.\n# TYPE h_seconds histogram\n\
+             h_seconds_bucket{name=\"q\",le=\"1e+06\"} 0\nh_seconds_bucket{name=\"q\",le=\"+Inf\"} 0\n\
+             h_seconds_sum{name=\"q\"} 0\nh_seconds_count{name=\"q\"} 0\n"
+        );
+    }
+
+    #[test]
+    fn large_counts_render_as_go_floats() {
+        let h = HistogramVec::new("h", "H.", &[], &[1.0]);
+        for _ in 0..1_000_000 {
+            h.observe(&[], 0.0);
+        }
+        let mut out = String::new();
+        h.write_to(&mut out);
+        assert!(out.contains("h_bucket{le=\"1\"} 1e+06\n"), "{out}");
+        assert!(out.contains("h_count 1e+06\n"), "{out}");
+    }
+
+    #[test]
+    fn registry_sorts_families_by_name() {
+        let registry = Registry::default();
+        let b = Arc::new(GaugeVec::gauge("b", "B.", &[]));
+        let a = Arc::new(CounterVec::counter("a_total", "A.", &[]));
+        b.set(&[], 2.0);
+        a.inc(&[]);
+        registry.register(b);
+        registry.register(a);
+        assert_eq!(
+            registry.render(),
+            "# HELP a_total A.\n# TYPE a_total counter\na_total 1\n# HELP b B.\n# TYPE b gauge\nb 2\n"
+        );
+    }
+
+    #[test]
+    fn labels_and_series_come_in_go_order() {
+        let c = CounterVec::counter("r_total", "R.", &["code", "method", "host"]);
+        c.inc(&["200", "GET", "b"]);
+        c.inc(&["200", "PUT", "a"]);
+        let h = HistogramVec::new("d", "D.", &["verb", "host"], &[]);
+        h.observe(&["GET", "x"], 1.0);
+        let mut out = String::new();
+        c.write_to(&mut out);
+        h.write_to(&mut out);
+        let samples: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "r_total{code=\"200\",host=\"a\",method=\"PUT\"} 1",
+                "r_total{code=\"200\",host=\"b\",method=\"GET\"} 1",
+                "d_bucket{host=\"x\",verb=\"GET\",le=\"+Inf\"} 1",
+                "d_sum{host=\"x\",verb=\"GET\"} 1",
+                "d_count{host=\"x\",verb=\"GET\"} 1",
+            ]
+        );
+    }
+
+    #[test]
+    fn help_is_escaped_as_go_does() {
+        let g = GaugeVec::gauge("g", "a\\b\nc", &[]);
+        g.set(&[], 1.0);
+        let mut out = String::new();
+        g.write_to(&mut out);
+        assert!(out.starts_with("# HELP g a\\\\b\\nc\n"), "{out}");
     }
 
     #[test]

@@ -70,7 +70,8 @@ impl ControllerHandle {
             }
         }
         log::info!("{name}: {why}");
-        ControllerHandle { queue: WorkQueue::new(name), reconciler: Arc::new(Idle), workers: 0 }
+        // Unnamed: a controller that does not start exports no queue metrics, as upstream.
+        ControllerHandle { queue: WorkQueue::new(""), reconciler: Arc::new(Idle), workers: 0 }
     }
 
     /// The main queue, then the reconciler's extra queues.

@@ -59,6 +59,8 @@ impl Collector for ProcessCollector {
 }
 
 fn sample(out: &mut String, name: &str, help: &str, kind: &str, value: f64) {
+    // As Go writes it: `process_virtual_memory_max_bytes 1.8446744073709552e+19`.
+    let value = crate::metrics::go_float(value);
     let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
 }
 
@@ -128,6 +130,13 @@ mod tests {
         assert_eq!(limit(limits, "Max open files"), Some(1024.0));
         assert_eq!(limit(limits, "Max address space"), Some(u64::MAX as f64));
         assert_eq!(status_kib("Name:\tx\nVmRSS:\t    2172 kB\n", "VmRSS:"), Some(2172.0));
+    }
+
+    #[test]
+    fn samples_are_written_as_go_writes_floats() {
+        let mut out = String::new();
+        sample(&mut out, "m", "H.", "gauge", u64::MAX as f64);
+        assert_eq!(out, "# HELP m H.\n# TYPE m gauge\nm 1.8446744073709552e+19\n");
     }
 
     #[test]

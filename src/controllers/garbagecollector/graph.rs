@@ -184,11 +184,14 @@ impl GraphEvent {
 /// dependent names it)`.
 pub type InvalidOwnerReporter = Box<dyn Fn(&ObjectReference, &ObjectReference) + Send + Sync>;
 
-/// The graph and what changing it feeds: the attemptToDelete/attemptToOrphan queue and the
-/// absent-owner cache.
+/// The graph and what changing it feeds: the attemptToDelete and attemptToOrphan queues and
+/// the absent-owner cache.
 pub struct GraphBuilder {
     nodes: Mutex<HashMap<String, Node>>,
+    /// `attemptToDelete` (`delete/<uid>` keys).
     queue: WorkQueue<String>,
+    /// `attemptToOrphan` (`orphan/<uid>` keys).
+    orphan_queue: WorkQueue<String>,
     absent_owners: Arc<ReferenceCache>,
     report_invalid: InvalidOwnerReporter,
 }
@@ -233,10 +236,11 @@ fn references_diffs(
 impl GraphBuilder {
     pub fn new(
         queue: WorkQueue<String>,
+        orphan_queue: WorkQueue<String>,
         absent_owners: Arc<ReferenceCache>,
         report_invalid: InvalidOwnerReporter,
     ) -> Self {
-        GraphBuilder { nodes: Mutex::new(HashMap::new()), queue, absent_owners, report_invalid }
+        GraphBuilder { nodes: Mutex::new(HashMap::new()), queue, orphan_queue, absent_owners, report_invalid }
     }
 
     /// The cache of owners known not to exist.
@@ -495,7 +499,7 @@ impl GraphBuilder {
     ) {
         if deletion_starts_with_finalizer(old, new, FINALIZER_ORPHAN) {
             log::trace!("add item {uid} to attemptToOrphan");
-            self.queue.add(orphan_key(uid));
+            self.orphan_queue.add(orphan_key(uid));
             return;
         }
         if deletion_starts_with_finalizer(old, new, FINALIZER_DELETE_DEPENDENTS) {
@@ -634,14 +638,19 @@ mod tests {
     }
 
     fn harness() -> Harness {
-        let queue = WorkQueue::new("test");
+        let queue = WorkQueue::new("");
         let reports = Arc::new(PlMutex::new(Vec::new()));
         let sink = reports.clone();
         let absent = Arc::new(ReferenceCache::new(10));
         let report: InvalidOwnerReporter = Box::new(move |dependent, owner| {
             sink.lock().push(format!("{} -> {owner}", dependent.name));
         });
-        Harness { builder: GraphBuilder::new(queue.clone(), absent.clone(), report), queue, reports, absent }
+        Harness {
+            builder: GraphBuilder::new(queue.clone(), queue.clone(), absent.clone(), report),
+            queue,
+            reports,
+            absent,
+        }
     }
 
     impl Harness {

@@ -23,11 +23,11 @@ pub mod operations;
 pub mod uid_cache;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use k8s_openapi::api::core::v1::ObjectReference as CoreObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use parking_lot::Mutex;
@@ -38,7 +38,7 @@ use crate::client::{Client, PropagationPolicy};
 use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
 use crate::runtime::events::{EventRecorder, EventType as RecordedEventType};
 use crate::runtime::informer::{Event, ResourceInformer, SharedInformerFactory};
-use crate::runtime::workqueue::WorkQueue;
+use crate::runtime::workqueue::{Timeout, WorkQueue};
 
 use graph::{
     EventType, FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN, GraphBuilder, GraphEvent, Node, ObjectReference,
@@ -77,28 +77,73 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     // identity, `generic-garbage-collector`, comes with the context.)
     let client = context.client.with_rate_limit_factors(2.0, 1);
     let queue = WorkQueue::new("garbage_collector_attempt_to_delete");
-    let (changes, changes_rx) = crossbeam_channel::unbounded();
+    let orphan_queue = WorkQueue::new("garbage_collector_attempt_to_orphan");
     let discovered = discovery::server_resources(&client).unwrap_or_else(|e| {
         log::info!("failed to discover preferred resources: {e}");
         Discovery::default()
     });
     let discovered = Arc::new(discovered);
     let collector = Arc::new(GarbageCollector {
-        graph: GraphBuilder::new(queue.clone(), Arc::new(ReferenceCache::new(ABSENT_OWNER_CACHE_SIZE)), {
-            let recorder = context.recorder.clone();
-            Box::new(move |dependent, owner| report_invalid_namespace(&recorder, dependent, owner))
-        }),
+        graph: GraphBuilder::new(
+            queue.clone(),
+            orphan_queue.clone(),
+            Arc::new(ReferenceCache::new(ABSENT_OWNER_CACHE_SIZE)),
+            {
+                let recorder = context.recorder.clone();
+                Box::new(move |dependent, owner| report_invalid_namespace(&recorder, dependent, owner))
+            },
+        ),
         operations: Operations { client: client.clone(), mapper: RestMapper::new(client.clone(), discovered.clone()) },
         queue: queue.clone(),
-        changes,
+        orphan_queue,
+        changes: Arc::new(GraphChanges::new()),
         monitors: Mutex::new(HashMap::new()),
         informers: context.informers.clone(),
-        startup: Mutex::new(Some(Startup { changes: changes_rx, discovered, client })),
+        startup: Mutex::new(Some(Startup { discovered, client })),
     });
+    // `--concurrent-gc-syncs` workers for each of the two queues, as upstream.
     let workers = usize::try_from(context.options.concurrency.gc_syncs).unwrap_or(0).max(1);
-    // One queue carries both kinds of work (`delete/<uid>`, `orphan/<uid>`); upstream runs
-    // `--concurrent-gc-syncs` workers for each.
-    Ok(ControllerHandle { queue, reconciler: collector, workers: 2 * workers })
+    Ok(ControllerHandle { queue, reconciler: collector, workers })
+}
+
+/// One graph change on the `garbage_collector_graph_changes` queue. Upstream queues `*event`
+/// pointers, each one distinct, so identity here is a sequence number.
+#[derive(Clone, Debug)]
+struct GraphChange {
+    sequence: u64,
+    event: Arc<GraphEvent>,
+}
+
+impl PartialEq for GraphChange {
+    fn eq(&self, other: &Self) -> bool {
+        self.sequence == other.sequence
+    }
+}
+
+impl Eq for GraphChange {}
+
+impl Hash for GraphChange {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.sequence.hash(state);
+    }
+}
+
+/// The graph builder's input, upstream's `graphChanges`: a rate-limiting work queue named
+/// `garbage_collector_graph_changes`, so that its metrics are upstream's.
+struct GraphChanges {
+    queue: WorkQueue<GraphChange>,
+    next: AtomicU64,
+}
+
+impl GraphChanges {
+    fn new() -> Self {
+        GraphChanges { queue: WorkQueue::new("garbage_collector_graph_changes"), next: AtomicU64::new(0) }
+    }
+
+    fn send(&self, event: GraphEvent) {
+        let sequence = self.next.fetch_add(1, Ordering::Relaxed);
+        self.queue.add(GraphChange { sequence, event: Arc::new(event) });
+    }
 }
 
 fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> Result<(), String> {
@@ -151,18 +196,20 @@ struct Monitor {
 pub struct GarbageCollector {
     graph: GraphBuilder,
     operations: Operations,
+    /// `attemptToDelete`, the main queue.
     queue: WorkQueue<String>,
+    /// `attemptToOrphan`, with workers of its own.
+    orphan_queue: WorkQueue<String>,
     /// The graph builder's input (upstream's `graphChanges`).
-    changes: Sender<GraphEvent>,
+    changes: Arc<GraphChanges>,
     monitors: Mutex<HashMap<String, Monitor>>,
     informers: SharedInformerFactory,
     /// What [`Reconciler::run_background`] starts from, taken once.
     startup: Mutex<Option<Startup>>,
 }
 
-/// The graph's input and the first discovery, kept from `init` until the collector runs.
+/// The first discovery, kept from `init` until the collector runs.
 struct Startup {
-    changes: Receiver<GraphEvent>,
     discovered: Arc<Discovery>,
     client: Client,
 }
@@ -174,6 +221,10 @@ type Classified = (Vec<OwnerReference>, Vec<OwnerReference>, Vec<OwnerReference>
 type Outcome = Result<(), String>;
 
 impl Reconciler for GarbageCollector {
+    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
+        vec![self.orphan_queue.clone()]
+    }
+
     fn sync(&self, key: &str) -> Outcome {
         if let Some(uid) = key.strip_prefix("delete/") {
             self.attempt_to_delete_worker(uid)
@@ -188,7 +239,7 @@ impl Reconciler for GarbageCollector {
     /// `Run`: the monitors, the graph builder and the discovery loop start only while leading,
     /// as upstream's (the graph reports invalid owner references as Events).
     fn run_background(self: Arc<Self>) -> Result<(), String> {
-        let Some(Startup { changes, discovered, client }) = self.startup.lock().take() else {
+        let Some(Startup { discovered, client }) = self.startup.lock().take() else {
             return Ok(());
         };
         log::info!("Starting controller garbagecollector");
@@ -199,7 +250,7 @@ impl Reconciler for GarbageCollector {
         self.informers.start();
         spawn("garbage-collector-graph", {
             let collector = self.clone();
-            move || collector.run_graph_changes(&changes)
+            move || collector.run_graph_changes()
         })?;
         spawn("garbage-collector-sync", move || self.sync_loop(known, &client))
     }
@@ -207,12 +258,16 @@ impl Reconciler for GarbageCollector {
 
 impl GarbageCollector {
     /// The graph builder's loop, until the collector stops.
-    fn run_graph_changes(&self, changes: &Receiver<GraphEvent>) {
+    fn run_graph_changes(&self) {
+        let changes = &self.changes.queue;
         while !self.queue.is_shutting_down() {
-            match changes.recv_timeout(STOP_POLL) {
-                Ok(event) => self.graph.process_graph_change(&event),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
+            match changes.get_timeout(STOP_POLL) {
+                Ok(Some(change)) => {
+                    self.graph.process_graph_change(&change.event);
+                    changes.done(&change);
+                }
+                Ok(None) => return,
+                Err(Timeout) => {}
             }
         }
     }
@@ -266,7 +321,7 @@ impl GarbageCollector {
                 object,
                 old,
             };
-            let _ = changes.send(event);
+            changes.send(event);
         }));
         Monitor { resource: resource.clone(), informer, active }
     }
@@ -367,7 +422,7 @@ impl GarbageCollector {
     }
 
     fn enqueue_virtual_delete(&self, identity: &ObjectReference) {
-        let _ = self.changes.send(GraphEvent::virtual_delete(identity));
+        self.changes.send(GraphEvent::virtual_delete(identity));
     }
 
     /// `attemptToDeleteWorker`.

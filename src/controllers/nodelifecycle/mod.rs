@@ -11,10 +11,12 @@
 //!   OS/arch labels follow the stable ones (`reconcileNodeLabels`).
 //! - A pod newly bound to a node that is not Ready is marked NotReady (`processPod`).
 //!
-//! All of it runs on the controller's workers, from one queue: `node/<name>` and
-//! `pod/<namespace>/<name>` keys from the informers, and two keys that re-queue themselves
-//! after their period (the monitor pass and the tainting pass), so that nothing runs before
-//! the workers (i.e. leadership) and everything stops with the queue. Events are recorded as
+//! All of it runs on the controller's workers, from upstream's two queues, `node/<name>` keys on
+//! `node_lifecycle_controller` and `pod/<namespace>/<name>` keys on
+//! `node_lifecycle_controller_pods`, and from an unnamed queue (no metrics: upstream runs these
+//! as `wait.Until` loops) holding two keys that re-queue themselves after their period (the
+//! monitor pass and the tainting pass), so that nothing runs before the workers (i.e.
+//! leadership) and everything stops with the queues. Events are recorded as
 //! upstream's `node-controller` component, through a `node-controller` client.
 
 pub mod health;
@@ -138,11 +140,14 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     // The context's client and recorder are upstream's `node-controller` ones.
     let client = context.client.clone();
     let recorder = context.recorder.clone();
-    let queue = WorkQueue::new("node_lifecycle_controller");
+    let queue = WorkQueue::plain("node_lifecycle_controller");
+    let ticks = WorkQueue::new("");
     let controller = Arc::new(NodeLifecycle {
         client,
         recorder,
         queue: queue.clone(),
+        pod_queue: WorkQueue::new("node_lifecycle_controller_pods"),
+        ticks: ticks.clone(),
         nodes: context.informers.informer::<Node>(),
         pods: context.informers.informer::<Pod>(),
         leases: context.informers.informer::<Lease>(),
@@ -163,12 +168,12 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let taint_manager = (!context.options.generic.feature_gates.is_enabled(SEPARATE_TAINT_EVICTION)).then(|| {
         log::info!("running taint-eviction-controller as part of node-lifecycle-controller");
         let recorder = EventRecorder::new(context.client.clone(), TAINT_EVICTION_NAME);
-        TaintEviction::start(context, recorder, queue.clone(), TAINT_MANAGER_PREFIX)
+        TaintEviction::start(context, recorder, TAINT_MANAGER_PREFIX)
     });
     *controller.taint_manager.lock() = taint_manager;
     log::info!("node-lifecycle-controller will reconcile labels");
-    queue.add(MONITOR_KEY.to_string());
-    queue.add(TAINTING_PASS_KEY.to_string());
+    ticks.add(MONITOR_KEY.to_string());
+    ticks.add(TAINTING_PASS_KEY.to_string());
     Ok(ControllerHandle { queue, reconciler: controller, workers: NODE_UPDATE_WORKERS })
 }
 
@@ -176,7 +181,12 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
 pub struct NodeLifecycle {
     client: Client,
     recorder: EventRecorder,
+    /// `nodeUpdateQueue` (`node/` keys), a plain queue as upstream's.
     queue: WorkQueue<String>,
+    /// `podUpdateQueue` (`pod/` keys).
+    pod_queue: WorkQueue<String>,
+    /// The two periodic passes (upstream's `wait.Until` loops), on a queue without metrics.
+    ticks: WorkQueue<String>,
     nodes: Arc<Informer<Node>>,
     pods: Arc<Informer<Pod>>,
     leases: Arc<Informer<Lease>>,
@@ -199,18 +209,26 @@ pub struct NodeLifecycle {
 }
 
 impl Reconciler for NodeLifecycle {
+    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
+        let mut queues = vec![self.pod_queue.clone(), self.ticks.clone()];
+        if let Some(manager) = self.taint_manager.lock().as_ref() {
+            queues.extend(manager.queues());
+        }
+        queues
+    }
+
     fn sync(&self, key: &str) -> Result<(), String> {
         match key {
             MONITOR_KEY => {
                 let started = Instant::now();
                 self.monitor_node_health();
                 metrics::update_all_nodes_health_duration().observe(&[], started.elapsed().as_secs_f64());
-                self.queue.add_after(key.to_string(), self.config.monitor_period);
+                self.ticks.add_after(key.to_string(), self.config.monitor_period);
                 Ok(())
             }
             TAINTING_PASS_KEY => {
                 self.do_no_execute_tainting_pass();
-                self.queue.add_after(key.to_string(), NODE_EVICTION_PERIOD);
+                self.ticks.add_after(key.to_string(), NODE_EVICTION_PERIOD);
                 Ok(())
             }
             _ => {
@@ -247,7 +265,7 @@ impl NodeLifecycle {
         if !bound.is_empty() && old.is_none_or(|old| node(old) != bound) {
             let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
             let name = new.metadata.name.as_deref().unwrap_or_default();
-            self.queue.add(format!("{POD_PREFIX}{namespace}/{name}"));
+            self.pod_queue.add(format!("{POD_PREFIX}{namespace}/{name}"));
         }
     }
 

@@ -51,16 +51,21 @@ const SUCCESSFUL_DELETE: &str = "SuccessfulDelete";
 const FAILED_DELETE: &str = "FailedDelete";
 
 fn init_replica_sets(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    start::<ReplicaSet>(context, context.options.concurrency.replicaset_syncs)
+    start::<ReplicaSet>(context, "replicaset", context.options.concurrency.replicaset_syncs)
 }
 
 fn init_replication_controllers(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    start::<ReplicationController>(context, context.options.concurrency.rc_syncs)
+    start::<ReplicationController>(context, "replicationmanager", context.options.concurrency.rc_syncs)
 }
 
-/// `NewBaseController` + `Run`: informers of the kind and of pods, handlers feeding the queue.
-fn start<K: ReplicaKind>(context: &ControllerContext<'_>, workers: i32) -> Result<ControllerHandle, String> {
-    let queue = WorkQueue::new(context.name);
+/// `NewBaseController` + `Run`: informers of the kind and of pods, handlers feeding the queue,
+/// named `queue_name` as upstream's (its `queueName`: `replicaset`, `replicationmanager`).
+fn start<K: ReplicaKind>(
+    context: &ControllerContext<'_>,
+    queue_name: &str,
+    workers: i32,
+) -> Result<ControllerHandle, String> {
+    let queue = WorkQueue::new(queue_name);
     let manager = Arc::new(ReplicaManager {
         client: context.client.clone(),
         controllers: context.informers.informer::<K>(),

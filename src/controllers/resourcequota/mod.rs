@@ -13,6 +13,7 @@
 mod monitor;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaStatus};
@@ -39,6 +40,8 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         quotas: quotas.clone(),
         queue: WorkQueue::new("resourcequota_primary"),
         missing_usage: WorkQueue::new("resourcequota_priority"),
+        resource_changes: WorkQueue::new("resource_quota_controller_resource_changes"),
+        next_change: AtomicU64::new(0),
         registry: registry.clone(),
         use_status_resources: context.options.generic.feature_gates.is_enabled("InPlacePodVerticalScaling"),
     });
@@ -58,18 +61,33 @@ pub struct QuotaController {
     queue: WorkQueue<String>,
     /// `resourcequota_priority`: quotas missing usage information.
     missing_usage: WorkQueue<String>,
+    /// The quota monitor's `resourceChanges`: one [`RESOURCE_CHANGE_PREFIX`] key per change
+    /// that may lower usage (upstream queues each `*event`, so keys are numbered to stay
+    /// distinct).
+    resource_changes: WorkQueue<String>,
+    next_change: AtomicU64,
     registry: Arc<Registry>,
     /// The InPlacePodVerticalScaling gate: pods are charged what the kubelet reports when larger.
     use_status_resources: bool,
 }
 
+/// Starts the keys of `resource_changes`: `change:<n>:<group>:<resource>:<namespace>`. No quota
+/// key (`namespace/name`) starts so, and none of the parts can hold a `:`.
+const RESOURCE_CHANGE_PREFIX: &str = "change:";
+
 impl Reconciler for QuotaController {
     fn sync(&self, key: &str) -> Result<(), String> {
-        self.sync_resource_quota_from_key(key)
+        match key.strip_prefix(RESOURCE_CHANGE_PREFIX) {
+            Some(change) => {
+                self.process_resource_change(change);
+                Ok(())
+            }
+            None => self.sync_resource_quota_from_key(key),
+        }
     }
 
     fn extra_queues(&self) -> Vec<WorkQueue<String>> {
-        vec![self.missing_usage.clone()]
+        vec![self.missing_usage.clone(), self.resource_changes.clone()]
     }
 }
 
@@ -114,6 +132,25 @@ impl QuotaController {
             self.queue.add(object_key(&quota.metadata));
         }
         log::debug!("resource quota controller queued all resource quota for full calculation of usage");
+    }
+
+    /// The quota monitor's handlers: a change of a `resource` object in `namespace` that may
+    /// lower usage, queued on `resource_quota_controller_resource_changes`.
+    fn resource_changed(&self, resource: &GroupResource, namespace: &str) {
+        let n = self.next_change.fetch_add(1, Ordering::Relaxed);
+        let (group, plural) = (&resource.group, &resource.resource);
+        self.resource_changes.add(format!("{RESOURCE_CHANGE_PREFIX}{n}:{group}:{plural}:{namespace}"));
+    }
+
+    /// `processResourceChanges` for one key (without its prefix): the quotas are replenished.
+    fn process_resource_change(&self, change: &str) {
+        let parts: Vec<&str> = change.splitn(4, ':').collect();
+        let [_, group, resource, namespace] = parts[..] else {
+            log::error!("resource quota controller: malformed resource change {change:?}");
+            return;
+        };
+        let resource = GroupResource { group: group.to_string(), resource: resource.to_string() };
+        self.replenish_quota(&resource, namespace);
     }
 
     /// `replenishQuota`: a `resource` object in `namespace` changed so that usage may drop; the

@@ -7,7 +7,8 @@
 //! Upstream discovers the quotable resources (namespaced, with create, list, watch and delete)
 //! and watches them through the metadata informer factory. Here they are the kinds with typed
 //! informers the API server serves ([`monitor_typed_resources`]); a discovered resource plugs
-//! in the same way through [`QuotaController::replenish_quota`] and `Registry::add`.
+//! in the same way through [`QuotaController::resource_changed`] and `Registry::add`. Changes
+//! go through upstream's `resource_quota_controller_resource_changes` queue.
 
 use std::sync::Arc;
 
@@ -215,7 +216,7 @@ fn monitor<K: Monitored>(context: &ControllerContext<'_>, controller: &Arc<Quota
             Event::Deleted { object, .. } => Some(object),
         };
         if let Some(object) = changed {
-            controller.replenish_quota(&resource, object.metadata().namespace.as_deref().unwrap_or(""));
+            controller.resource_changed(&resource, object.metadata().namespace.as_deref().unwrap_or(""));
         }
     });
 }

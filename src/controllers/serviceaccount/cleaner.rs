@@ -5,8 +5,10 @@
 //! `kubernetes.io/legacy-token-invalid-since=<today>` (kube-apiserver then refuses them), and
 //! deleted once that label is itself a period old.
 //!
-//! Upstream evaluates every Secret each `DefaultCleanerSyncInterval` (24 h): here the queue holds
-//! one key that each evaluation re-adds after the interval.
+//! Upstream evaluates every Secret each `DefaultCleanerSyncInterval` (24 h) from a
+//! `wait.UntilWithContext` loop, without a workqueue: here an unnamed queue (one without
+//! metrics, so `/metrics` shows no queue upstream lacks) holds one key that each evaluation
+//! re-adds after the interval.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -44,7 +46,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, 
             "failed to start the legacy service account token cleaner: invalid CleanUpPeriod: {period:?}"
         ));
     }
-    let queue = WorkQueue::new(context.name);
+    let queue = WorkQueue::new("");
     let cleaner = Arc::new(LegacyTokenCleaner {
         client: context.client.clone(),
         accounts: context.informers.informer::<ServiceAccount>(),

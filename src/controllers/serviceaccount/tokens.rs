@@ -5,8 +5,8 @@
 //! whose ServiceAccount is gone (or was recreated with another UID) are deleted, and a deleted
 //! token Secret is dropped from its account's `secrets`.
 //!
-//! Upstream runs two queues (accounts and secrets) with N workers each; here one queue carries
-//! both kinds of key, JSON-encoded, with 2N workers.
+//! As upstream, two queues with N workers each: `serviceaccount_tokens_service` carries the
+//! accounts' keys and `serviceaccount_tokens_secret` the secrets' (keys JSON-encoded).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -44,19 +44,21 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, 
         .map_err(|e| format!("error reading key for service account token controller: {e}"))?;
     let root_ca = super::root_ca(context.options, &context.client)?;
     let queue = WorkQueue::new("serviceaccount_tokens_service");
+    let secret_queue = WorkQueue::new("serviceaccount_tokens_secret");
     let controller = Arc::new(TokensController {
         client: context.client.clone(),
         key,
         root_ca,
         accounts: context.informers.informer::<ServiceAccount>(),
         secrets: context.informers.informer::<Secret>(),
-        queue: queue.clone(),
+        account_queue: queue.clone(),
+        secret_queue: secret_queue.clone(),
     });
     let on_account = queue.clone();
     controller.accounts.add_handler(move |event: &Event<ServiceAccount>| {
         on_account.add(Key::of_account(event.object()).encode());
     });
-    let on_secret = queue.clone();
+    let on_secret = secret_queue;
     controller.secrets.add_handler(move |event: &Event<Secret>| {
         let secret = event.object();
         if secret.type_.as_deref() == Some(TOKEN_SECRET_TYPE) {
@@ -64,7 +66,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, 
         }
     });
     let workers = usize::try_from(context.options.concurrency.serviceaccount_token_syncs).unwrap_or(0);
-    Ok(ControllerHandle { queue, reconciler: controller, workers: (2 * workers).max(1) })
+    Ok(ControllerHandle { queue, reconciler: controller, workers: workers.max(1) })
 }
 
 /// A queue key: `serviceAccountQueueKey` or `secretQueueKey`.
@@ -147,22 +149,31 @@ struct TokensController {
     root_ca: String,
     accounts: Arc<Informer<ServiceAccount>>,
     secrets: Arc<Informer<Secret>>,
-    queue: WorkQueue<String>,
+    /// `syncServiceAccountQueue`, the main queue.
+    account_queue: WorkQueue<String>,
+    /// `syncSecretQueue`.
+    secret_queue: WorkQueue<String>,
 }
 
 impl Reconciler for TokensController {
+    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
+        vec![self.secret_queue.clone()]
+    }
+
     fn sync(&self, key: &str) -> Result<(), String> {
-        let step = match Key::decode(key) {
-            Err(e) => Err((false, e)),
-            Ok(Key::Account { namespace, name, uid }) => self.sync_account(&namespace, &name, &uid),
+        let (step, queue) = match Key::decode(key) {
+            Err(e) => (Err((false, e)), &self.account_queue),
+            Ok(Key::Account { namespace, name, uid }) => {
+                (self.sync_account(&namespace, &name, &uid), &self.account_queue)
+            }
             Ok(Key::Secret { namespace, name, uid, account, account_uid }) => {
-                self.sync_secret(&namespace, &name, &uid, &account, &account_uid)
+                (self.sync_secret(&namespace, &name, &uid, &account, &account_uid), &self.secret_queue)
             }
         };
         match step {
             Ok(()) => Ok(()),
             // `retryOrForget`: requeue a retriable failure up to MAX_RETRIES times.
-            Err((true, e)) if self.queue.num_requeues(&key.to_string()) < MAX_RETRIES => Err(e),
+            Err((true, e)) if queue.num_requeues(&key.to_string()) < MAX_RETRIES => Err(e),
             Err((_, e)) => {
                 log::error!("serviceaccount-token-controller: {e}");
                 Ok(())

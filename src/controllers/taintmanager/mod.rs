@@ -6,8 +6,11 @@
 //! deleted when the shortest such toleration runs out, unless the taints go (or the pod goes)
 //! first. Before deleting, the pod gets the `DisruptionTarget` condition.
 //!
-//! One queue carries `node/<name>` and `pod/<namespace>/<name>` keys from the informers and
-//! `evict/<namespace>/<name>` keys for the scheduled deletions (see [`timed_workers`]).
+//! Upstream's two queues carry the informers' keys: `noexec_taint_node` the `node/<name>` keys
+//! and `noexec_taint_pod` the `pod/<namespace>/<name>` keys (plain queues, as upstream's, so
+//! `/metrics` shows the same series). A third, unnamed queue (no metrics: upstream uses
+//! `time.AfterFunc` timers) carries `evict/<namespace>/<name>` keys for the scheduled deletions
+//! (see [`timed_workers`]).
 //! Deletions go through a `node-controller` client, as upstream; Events name the
 //! `taint-eviction-controller` component.
 
@@ -45,7 +48,12 @@ const EVICT_PREFIX: &str = "evict/";
 pub struct TaintEviction {
     client: Client,
     recorder: EventRecorder,
-    queue: WorkQueue<String>,
+    /// `nodeUpdateQueue`.
+    node_queue: WorkQueue<String>,
+    /// `podUpdateQueue`.
+    pod_queue: WorkQueue<String>,
+    /// The scheduled deletions' timer (`evict/` keys).
+    timer_queue: WorkQueue<String>,
     nodes: Arc<Informer<Node>>,
     pods: Arc<Informer<Pod>>,
     clock: Arc<dyn Clock>,
@@ -53,7 +61,8 @@ pub struct TaintEviction {
     tainted_nodes: Mutex<HashMap<String, Vec<Taint>>>,
     /// `taintEvictionQueue`, keyed by `namespace/name`.
     evictions: TimedWorkers,
-    /// Put before every key of this controller on `queue` (empty unless the queue is shared).
+    /// Put before every key of this controller (empty unless another controller's `sync`
+    /// routes keys to this one's).
     prefix: &'static str,
 }
 
@@ -135,22 +144,20 @@ fn pod_tolerations(pod: &Pod) -> &[Toleration] {
 
 impl TaintEviction {
     /// `New`: the controller, fed by the shared node and pod informers, with its keys (each
-    /// after `prefix`) and its scheduled deletions on `queue`. Deletions use a
-    /// `node-controller` client, as upstream.
-    pub fn start(
-        context: &ControllerContext<'_>,
-        recorder: EventRecorder,
-        queue: WorkQueue<String>,
-        prefix: &'static str,
-    ) -> Arc<TaintEviction> {
-        let timer = queue.clone();
+    /// after `prefix`) on its [`TaintEviction::queues`]. Deletions use a `node-controller`
+    /// client, as upstream.
+    pub fn start(context: &ControllerContext<'_>, recorder: EventRecorder, prefix: &'static str) -> Arc<TaintEviction> {
+        let timer_queue = WorkQueue::new("");
+        let timer = timer_queue.clone();
         let schedule: timed_workers::Schedule =
             Box::new(move |key, delay| timer.add_after(format!("{prefix}{EVICT_PREFIX}{key}"), delay));
         let clock: Arc<dyn Clock> = Arc::new(RealClock);
         let controller = Arc::new(TaintEviction {
             client: context.client.clone(),
             recorder,
-            queue,
+            node_queue: WorkQueue::plain("noexec_taint_node"),
+            pod_queue: WorkQueue::plain("noexec_taint_pod"),
+            timer_queue,
             nodes: context.informers.informer::<Node>(),
             pods: context.informers.informer::<Pod>(),
             clock: clock.clone(),
@@ -166,6 +173,13 @@ impl TaintEviction {
         controller
     }
 
+    /// Its queues: the node updates', the pod updates' and the deletion timer's. Whoever runs
+    /// the controller gives each of them workers that call [`Reconciler::sync`] (after
+    /// stripping the prefix).
+    pub fn queues(&self) -> Vec<WorkQueue<String>> {
+        vec![self.node_queue.clone(), self.pod_queue.clone(), self.timer_queue.clone()]
+    }
+
     // ---- Informer handlers ----
 
     /// `PodUpdated`: changes of the node or the tolerations, additions and deletions.
@@ -179,7 +193,7 @@ impl TaintEviction {
             }
             Event::Added(pod) | Event::Deleted { object: pod, .. } => pod,
         };
-        self.queue.add(format!("{}{POD_PREFIX}{}", self.prefix, object_key(&pod.metadata)));
+        self.pod_queue.add(format!("{}{POD_PREFIX}{}", self.prefix, object_key(&pod.metadata)));
     }
 
     /// `NodeUpdated`: additions, deletions and changes of the NoExecute taints.
@@ -194,7 +208,7 @@ impl TaintEviction {
             Event::Added(node) | Event::Deleted { object: node, .. } => node,
         };
         let name = node.metadata.name.as_deref().unwrap_or_default();
-        self.queue.add(format!("{}{NODE_PREFIX}{name}", self.prefix));
+        self.node_queue.add(format!("{}{NODE_PREFIX}{name}", self.prefix));
     }
 
     // ---- Updates ----

@@ -7,6 +7,10 @@
 //! are computed when scraped, by asking every live queue (held weakly), so no thread is needed.
 //! Queues sharing a name are summed for `workqueue_unfinished_work_seconds` and maxed for
 //! `workqueue_longest_running_processor_seconds`.
+//!
+//! As in v1.33 (before their promotion to BETA in 1.35), the families are ALPHA: component-base
+//! prefixes their help with `[ALPHA] `. Every series of a queue exists from the queue's creation
+//! (upstream's `newQueueMetrics` calls `WithLabelValues(name)` for each), at zero.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
@@ -18,16 +22,17 @@ use parking_lot::Mutex;
 use crate::metrics::{self, Collector, CounterVec, GaugeVec, HistogramVec};
 
 const UNFINISHED_WORK: &str = "workqueue_unfinished_work_seconds";
-const UNFINISHED_WORK_HELP: &str = "How many seconds of work has done that is in progress and hasn't been observed by \
+const UNFINISHED_WORK_HELP: &str = "[ALPHA] How many seconds of work has done that is in progress and hasn't been observed by \
      work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the \
      rate at which this increases.";
 const LONGEST_RUNNING: &str = "workqueue_longest_running_processor_seconds";
-const LONGEST_RUNNING_HELP: &str = "How many seconds has the longest running processor for workqueue been running.";
+const LONGEST_RUNNING_HELP: &str =
+    "[ALPHA] How many seconds has the longest running processor for workqueue been running.";
 const LABELS: &[&str] = &["name"];
 
-/// Upstream's `ExponentialBuckets(10e-7, 10, 10)`: 1µs to 1000s.
+/// Upstream v1.33's `ExponentialBuckets(10e-9, 10, 10)`: 10ns to 10s.
 fn duration_buckets() -> Vec<f64> {
-    metrics::exponential_buckets(10e-7, 10.0, 10)
+    metrics::exponential_buckets(10e-9, 10.0, 10)
 }
 
 /// The process-wide workqueue metric families.
@@ -46,27 +51,27 @@ pub(super) fn families() -> &'static Families {
     FAMILIES.get_or_init(|| {
         let buckets = duration_buckets();
         let families = Families {
-            depth: Arc::new(GaugeVec::gauge("workqueue_depth", "Current depth of workqueue", LABELS)),
+            depth: Arc::new(GaugeVec::gauge("workqueue_depth", "[ALPHA] Current depth of workqueue", LABELS)),
             adds: Arc::new(CounterVec::counter(
                 "workqueue_adds_total",
-                "Total number of adds handled by workqueue",
+                "[ALPHA] Total number of adds handled by workqueue",
                 LABELS,
             )),
             queue_duration: Arc::new(HistogramVec::new(
                 "workqueue_queue_duration_seconds",
-                "How long in seconds an item stays in workqueue before being requested.",
+                "[ALPHA] How long in seconds an item stays in workqueue before being requested.",
                 LABELS,
                 &buckets,
             )),
             work_duration: Arc::new(HistogramVec::new(
                 "workqueue_work_duration_seconds",
-                "How long in seconds processing an item from workqueue takes.",
+                "[ALPHA] How long in seconds processing an item from workqueue takes.",
                 LABELS,
                 &buckets,
             )),
             retries: Arc::new(CounterVec::counter(
                 "workqueue_retries_total",
-                "Total number of retries handled by workqueue",
+                "[ALPHA] Total number of retries handled by workqueue",
                 LABELS,
             )),
             in_flight: Arc::new(InFlightCollector::default()),
@@ -143,7 +148,18 @@ pub(super) struct QueueMetrics<T> {
 }
 
 impl<T: Clone + Eq + Hash> QueueMetrics<T> {
-    pub(super) fn new(name: &str) -> Self {
+    /// Creates the queue's series at zero, as upstream does when a named queue is created (the
+    /// retries series only for a delaying queue, as upstream's `newDelayingQueue`).
+    pub(super) fn new(name: &str, delaying: bool) -> Self {
+        let families = families();
+        let labels = [name];
+        families.depth.ensure(&labels);
+        families.adds.ensure(&labels);
+        families.queue_duration.ensure(&labels);
+        families.work_duration.ensure(&labels);
+        if delaying {
+            families.retries.ensure(&labels);
+        }
         QueueMetrics { name: name.to_string(), add_times: HashMap::new(), processing_starts: HashMap::new() }
     }
 
@@ -195,9 +211,19 @@ mod tests {
 
     #[test]
     fn buckets_match_upstream() {
-        let buckets = duration_buckets();
+        let buckets: Vec<String> = duration_buckets().into_iter().map(metrics::go_float).collect();
+        assert_eq!(buckets.first().map(String::as_str), Some("1e-08"));
+        assert_eq!(buckets.last().map(String::as_str), Some("10"));
         assert_eq!(buckets.len(), 10);
-        assert!((buckets[0] - 1e-6).abs() < 1e-18);
-        assert!((buckets[9] - 1e3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn help_carries_the_alpha_stability_prefix() {
+        let mut out = String::new();
+        let families = families();
+        families.depth.ensure(&["help_test"]);
+        families.depth.write_to(&mut out);
+        let header = "# HELP workqueue_depth [ALPHA] Current depth of workqueue\n# TYPE workqueue_depth gauge\n";
+        assert!(out.starts_with(header), "{out}");
     }
 }

@@ -128,8 +128,21 @@ impl<T: QueueItem> WorkQueue<T> {
         Self::with_parts(name, Box::new(limiter), clock)
     }
 
+    /// Client-go's plain queue (`workqueue.NewTypedWithConfig`), for a queue that is never
+    /// delayed: the same queue, but like upstream's its metrics have no `workqueue_retries_total`
+    /// series (only delaying queues create one).
+    pub fn plain(name: &str) -> Self {
+        let clock: Arc<dyn Clock> = Arc::new(RealClock);
+        let limiter = default_controller_rate_limiter(clock.clone());
+        Self::build(name, false, Box::new(limiter), clock)
+    }
+
     /// A queue with the given rate limiter and clock, reporting metrics under `name`.
     pub fn with_parts(name: &str, limiter: Box<dyn RateLimiter<T>>, clock: Arc<dyn Clock>) -> Self {
+        Self::build(name, true, limiter, clock)
+    }
+
+    fn build(name: &str, delaying: bool, limiter: Box<dyn RateLimiter<T>>, clock: Arc<dyn Clock>) -> Self {
         let state = State {
             queue: VecDeque::new(),
             dirty: HashSet::new(),
@@ -139,7 +152,7 @@ impl<T: QueueItem> WorkQueue<T> {
             waiting: Waiting::new(),
             timer: None,
             timer_started: false,
-            metrics: (!name.is_empty()).then(|| QueueMetrics::new(name)),
+            metrics: (!name.is_empty()).then(|| QueueMetrics::new(name, delaying)),
         };
         let shared = Arc::new(Shared {
             clock,

@@ -474,3 +474,33 @@ fn debug_shows_the_queue_shape() {
     let shown = format!("{q:?}");
     assert!(shown.contains("name: \"wq_test_debug\"") && shown.contains("len: 1"), "{shown}");
 }
+
+#[test]
+fn every_series_exists_from_the_queue_creation() {
+    let name = "wq_test_created";
+    let (_q, _clock) = fake_queue::<u8>(name);
+    let rendered = crate::metrics::global().render();
+    let line = |metric: &str, value: &str| format!("{metric}{{name=\"{name}\"}} {value}\n");
+    for metric in [
+        "workqueue_depth",
+        "workqueue_adds_total",
+        "workqueue_retries_total",
+        "workqueue_unfinished_work_seconds",
+        "workqueue_longest_running_processor_seconds",
+        "workqueue_queue_duration_seconds_count",
+        "workqueue_work_duration_seconds_count",
+    ] {
+        assert!(rendered.contains(&line(metric, "0")), "{metric} at creation:\n{rendered}");
+    }
+    let first_bucket = format!("workqueue_queue_duration_seconds_bucket{{name=\"{name}\",le=\"1e-08\"}} 0\n");
+    assert!(rendered.contains(&first_bucket), "{rendered}");
+}
+
+#[test]
+fn plain_queues_have_no_retries_series_at_creation() {
+    let name = "wq_test_plain";
+    let _q = WorkQueue::<u8>::plain(name);
+    let rendered = crate::metrics::global().render();
+    assert!(rendered.contains(&format!("workqueue_depth{{name=\"{name}\"}} 0\n")), "{rendered}");
+    assert!(!rendered.contains(&format!("workqueue_retries_total{{name=\"{name}\"}}")), "{rendered}");
+}

@@ -1,0 +1,72 @@
+//! The work queues of every built controller carry upstream v1.33's names, so that dashboards
+//! built on `workqueue_*{name=...}` keep working: every controller of `DESCRIPTORS` starts
+//! against the sandbox and `/metrics` lists exactly upstream's queue names, each from its
+//! queue's creation (depth 0 before the first add is fine).
+#![cfg(feature = "sandbox")]
+
+use std::collections::BTreeSet;
+
+use kcm::controllers::DESCRIPTORS;
+
+mod harness;
+
+/// Upstream's names (`workqueue.*QueueWithConfig{Name: ...}` in `pkg/controller/...`).
+const UPSTREAM_QUEUES: &[&str] = &[
+    "cidrallocator_node",
+    "deployment",
+    "endpoint",
+    "endpoint_slice",
+    "endpoint_slice_mirroring",
+    "garbage_collector_attempt_to_delete",
+    "garbage_collector_attempt_to_orphan",
+    "garbage_collector_graph_changes",
+    "namespace",
+    "noexec_taint_node",
+    "noexec_taint_pod",
+    "node_lifecycle_controller",
+    "node_lifecycle_controller_pods",
+    "orphaned_pods_nodes",
+    "replicaset",
+    "replicationmanager",
+    "resource_quota_controller_resource_changes",
+    "resourcequota_primary",
+    "resourcequota_priority",
+    "root_ca_cert_publisher",
+    "serviceaccount",
+    "serviceaccount_tokens_secret",
+    "serviceaccount_tokens_service",
+    "ttlcontroller",
+];
+
+/// Upstream's plain (not delaying) queues: no `workqueue_retries_total` series.
+const PLAIN_QUEUES: &[&str] = &["noexec_taint_node", "noexec_taint_pod", "node_lifecycle_controller"];
+
+/// The `name` label of every series of `metric` in `text`.
+fn names_of(text: &str, metric: &str) -> BTreeSet<String> {
+    let prefix = format!("{metric}{{name=\"");
+    text.lines()
+        .filter_map(|line| line.strip_prefix(&prefix))
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_built_controller_names_its_queues_as_upstream() {
+    let key_file = std::env::temp_dir().join(format!("kcm-wq-names-{}.key", std::process::id()));
+    let key_flag = format!("--service-account-private-key-file={}", key_file.display());
+    let cluster = harness::with(DESCRIPTORS)
+        .without_nodes()
+        .flags(&[key_flag.as_str(), "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"])
+        .remove_on_drop(key_file.clone())
+        .start_with(|_, sandbox| std::fs::write(&key_file, sandbox.service_account_key_pem()).expect("key written"));
+    assert_eq!(cluster.controller_names().len(), DESCRIPTORS.len(), "every built controller started");
+
+    let text = kcm::metrics::global().render();
+    let expected: BTreeSet<String> = UPSTREAM_QUEUES.iter().map(|n| n.to_string()).collect();
+    assert_eq!(names_of(&text, "workqueue_depth"), expected);
+    assert_eq!(names_of(&text, "workqueue_adds_total"), expected);
+    assert_eq!(names_of(&text, "workqueue_work_duration_seconds_count"), expected);
+    let delaying: BTreeSet<String> = expected.iter().filter(|n| !PLAIN_QUEUES.contains(&n.as_str())).cloned().collect();
+    assert_eq!(names_of(&text, "workqueue_retries_total"), delaying);
+}
