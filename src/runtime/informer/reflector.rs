@@ -404,17 +404,19 @@ impl<K: Cached> Reflector<K> {
         WatchEnd::Relist(e)
     }
 
-    /// The watch delivered an ERROR event (or one that could not be decoded).
+    /// The watch delivered an ERROR event (or one that could not be decoded): back off and
+    /// watch again after a 429, else relist.
     fn watch_error(&self, e: Error) -> WatchEnd {
-        match () {
+        if e.is_too_many_requests() {
+            log::debug!("{}: watch returned 429 - backing off", self.name());
+            return WatchEnd::RewatchAfterBackoff(e);
+        }
+        if e.is_gone() {
             // The list at the last synced resourceVersion is "not older than" it: it does not
             // need the compacted history, so the resourceVersion is not marked unavailable.
-            _ if e.is_gone() => log::debug!("{}: watch closed with: {e}", self.name()),
-            _ if e.is_too_many_requests() => {
-                log::debug!("{}: watch returned 429 - backing off", self.name());
-                return WatchEnd::RewatchAfterBackoff(e);
-            }
-            _ => log::info!("{}: watch ended with: {e}", self.name()),
+            log::debug!("{}: watch closed with: {e}", self.name());
+        } else {
+            log::info!("{}: watch ended with: {e}", self.name());
         }
         WatchEnd::Relist(e)
     }
