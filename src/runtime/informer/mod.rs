@@ -105,6 +105,8 @@ pub struct Informer<K> {
     /// handler added meanwhile sees every object exactly once: in its replay or as an event.
     handlers: Mutex<Vec<Handler<K>>>,
     synced: AtomicBool,
+    /// Written by the reflector (see `reflector.rs`).
+    last_sync_resource_version: Mutex<String>,
 }
 
 impl<K: Informable> Informer<K> {
@@ -132,6 +134,7 @@ impl<K: Metadata<Ty = ObjectMeta>> Informer<K> {
             store: Store::new(),
             handlers: Mutex::new(Vec::new()),
             synced: AtomicBool::new(false),
+            last_sync_resource_version: Mutex::new(String::new()),
         }
     }
 

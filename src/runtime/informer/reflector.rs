@@ -1,13 +1,36 @@
 //! The reflector: the thread that keeps one informer in step with the API server, as client-go's
-//! `Reflector` and the shared informer's delta processing do together. There is no DeltaFIFO:
-//! the thread applies each change to the cache itself and calls the handlers, in order.
+//! `Reflector` (v0.33 `tools/cache/reflector.go`) and the shared informer's delta processing do
+//! together. There is no DeltaFIFO: the thread applies each change to the cache itself and calls
+//! the handlers, in order.
 //!
-//! The cycle: list the kind (pages of 500, `managedFields` dropped as they arrive) and deliver
-//! the difference against the cache; then watch from the list's resourceVersion, with
-//! bookmarks and a server-side timeout of 5–10 minutes, re-opening each watch that ends from
-//! the last resourceVersion seen. A `410 Gone` (the resourceVersion was compacted away) ends
-//! the cycle: the next list is a consistent read whose difference against the cache is
-//! delivered (Deleted with `final_state_unknown` for objects that vanished meanwhile).
+//! # The cycle (client-go's `Run` → `BackoffUntil(ListAndWatch)`)
+//!
+//! A *list* delivers the difference against the cache, then *watches* run from the list's
+//! resourceVersion, with bookmarks and a server-side timeout of 5–10 minutes. Every event,
+//! bookmarks included, moves the last synced resourceVersion forward, so a re-watch starts
+//! from a recent revision even when the watched kind itself is quiet. `managedFields` are
+//! dropped as objects arrive.
+//!
+//! Which resourceVersion a list asks for (`relistResourceVersion`): "0" at first (any recent
+//! state, from the watch cache), then the last synced one (a list "not older than" it, also
+//! served by the watch cache), or "" (a consistent read) once a list at the last synced one
+//! was answered 410 Expired or "too large resource version"
+//! (`isLastSyncResourceVersionUnavailable`, cleared by the next successful list). Lists at "0"
+//! and "" ask for pages of 500 and fall back to one full list when a continue token expires
+//! (client-go's pager); a list at a specific resourceVersion is not paged, so that the watch
+//! cache can serve it. A list answered 410 or "too large" is retried at once at "" with the
+//! same page size, as upstream's `list` reuses its pager.
+//!
+//! How a watch ends decides what follows (client-go's `watch` loop):
+//! - it closed, cleanly or with a broken connection, after a second or after any event:
+//!   watch again at once from the last synced resourceVersion;
+//! - it could not be opened because the connection was refused, or it was answered 429:
+//!   back off, then watch again;
+//! - anything else — an ERROR event such as 410 "too old resource version", an open that
+//!   failed otherwise, or a "very short watch" (closed within a second without any event) —
+//!   ends `ListAndWatch`: back off, then relist at the last synced resourceVersion. A 410 on
+//!   a watch does not make the resourceVersion unavailable for the list: the list's "not older
+//!   than" semantics serve it from the watch cache.
 //!
 //! Failures back off as client-go's backoff manager does: 800 ms doubling to 30 s, each wait
 //! stretched by up to 100 % jitter, reset when no backoff happened for 2 minutes; a
@@ -200,14 +223,15 @@ enum Wait<T> {
     TimedOut,
 }
 
-/// How a watch ended.
+/// What follows the end of a watch (client-go's `watch` loop; see the module documentation).
+#[derive(Debug)]
 enum WatchEnd {
-    /// Cleanly, or cut after a while: watch again from the last resourceVersion.
-    Reopen,
-    /// The resourceVersion is gone: list again.
-    Relist,
-    /// It failed: back off, then watch again from the last resourceVersion.
-    Retry(Error),
+    /// Watch again at once from the last synced resourceVersion.
+    Rewatch,
+    /// Back off (or wait out the server's `Retry-After`), then watch again.
+    RewatchAfterBackoff(Error),
+    /// `ListAndWatch` ends: back off, then list again.
+    Relist(Error),
 }
 
 /// One informer's list-and-watch loop; runs on the informer's thread until stopped.
@@ -216,10 +240,14 @@ pub(super) struct Reflector<K> {
     source: Arc<dyn ListerWatcher<K>>,
     client: Client,
     stop: Receiver<()>,
+    /// The resourceVersion of the last list, event or bookmark (`lastSyncResourceVersion`).
     resource_version: String,
-    /// The last list or watch was answered 410: the next list reads the latest state
-    /// (client-go's `isLastSyncResourceVersionUnavailable`).
-    relist_from_latest: bool,
+    /// A list at `resource_version` was answered 410 or "too large": the next list reads the
+    /// latest state (client-go's `isLastSyncResourceVersionUnavailable`).
+    resource_version_unavailable: bool,
+    /// The first list, at "0", came back in pages: the server does not serve lists from a
+    /// watch cache, so later lists keep paging (client-go's `paginatedResult`).
+    paginated_result: bool,
     backoff: Backoff,
     resync: Option<Resync>,
 }
@@ -233,17 +261,23 @@ impl<K: Cached> Reflector<K> {
             client,
             stop,
             resource_version: String::new(),
-            relist_from_latest: false,
+            resource_version_unavailable: false,
+            paginated_result: false,
             backoff: Backoff::default(),
             resync,
         }
     }
 
-    /// Lists and watches until the stop channel closes.
+    /// Lists and watches until the stop channel closes: client-go's `Run`, a
+    /// `BackoffUntil(ListAndWatch)` that backs off after each return.
     pub(super) fn run(mut self) {
         let resync = self.informer.resync_period().map_or("no resync".to_string(), |p| format!("resync every {p:?}"));
         log::debug!("Starting reflector {} ({resync})", self.name());
-        while self.list_and_watch().is_ok() {}
+        while let Ok(why) = self.list_and_watch() {
+            if self.pause(Some(&why)).is_err() {
+                break;
+            }
+        }
         log::debug!("Stopping reflector {}", self.name());
     }
 
@@ -251,53 +285,75 @@ impl<K: Cached> Reflector<K> {
         self.informer.type_name()
     }
 
-    /// One list, then watches until the resourceVersion is gone; returns ready for the next list.
-    fn list_and_watch(&mut self) -> Result<(), Stopped> {
+    /// client-go's `ListAndWatch`: one list, then watches until one ends in a way that calls
+    /// for a relist; returns why.
+    fn list_and_watch(&mut self) -> Result<Error, Stopped> {
         if let Err(e) = self.list()? {
             log::info!("Failed to watch {0}: failed to list {0}: {e}", self.name());
-            self.relist_from_latest |= e.is_gone();
-            return self.pause(Some(&e));
+            return Ok(e);
         }
         loop {
             match self.watch()? {
-                WatchEnd::Reopen => {}
-                WatchEnd::Relist => return self.pause(None),
-                WatchEnd::Retry(e) => self.pause(Some(&e))?,
+                WatchEnd::Rewatch => {}
+                WatchEnd::RewatchAfterBackoff(e) => self.pause(Some(&e))?,
+                WatchEnd::Relist(e) => return Ok(e),
             }
         }
     }
 
-    /// Lists the kind and delivers the difference against the cache.
+    /// Lists the kind and delivers the difference against the cache (client-go's `list`).
     fn list(&mut self) -> Result<Result<()>, Stopped> {
         let from = self.list_resource_version();
+        let page_size = self.page_size(&from);
         log::debug!("Listing and watching {} from resourceVersion {from:?}", self.name());
         let client = self.client.clone();
         let source = self.source.clone();
-        let answer = background(format!("list-{}", source.label()), move || list_pages(source.as_ref(), &client, from));
-        let (objects, resource_version) = match self.wait(&answer, None)? {
-            Wait::Got(Ok(listed)) => listed,
-            Wait::Got(Err(e)) => return Ok(Err(e)),
+        let thread = format!("list-{}", source.label());
+        let answer = background(thread, move || list_with_fallback(source.as_ref(), &client, &from, page_size));
+        let listed = match self.wait(&answer, None)? {
+            Wait::Got(listed) => listed,
             Wait::Closed | Wait::TimedOut => return Ok(Err(Error::Transport("the list thread gave no answer".into()))),
         };
+        self.resource_version_unavailable |= listed.resource_version_unavailable;
+        let (objects, resource_version) = match listed.result {
+            Ok(listed) => listed,
+            Err(e) => return Ok(Err(e)),
+        };
         log::debug!("{}: listed {} objects at resourceVersion {resource_version}", self.name(), objects.len());
+        if listed.requested == "0" && listed.paginated {
+            self.paginated_result = true;
+        }
+        self.resource_version_unavailable = false;
         self.informer.replace(objects);
-        self.resource_version = resource_version;
-        self.relist_from_latest = false;
+        self.set_resource_version(resource_version);
         self.informer.mark_synced();
         Ok(Ok(()))
     }
 
     /// client-go's `relistResourceVersion`: "0" (any recent state) at first, "" (the latest,
-    /// a consistent read) after a 410, else the last resourceVersion seen.
+    /// a consistent read) when the last synced one is unavailable, else the last synced one.
     fn list_resource_version(&self) -> String {
-        match (self.relist_from_latest, self.resource_version.is_empty()) {
+        match (self.resource_version_unavailable, self.resource_version.is_empty()) {
             (true, _) => String::new(),
             (false, true) => "0".into(),
             (false, false) => self.resource_version.clone(),
         }
     }
 
-    /// Opens one watch from the last resourceVersion and applies its events until it ends.
+    /// The pager's page size for a list from `from`: `None` (no limit) at a specific
+    /// resourceVersion unless an earlier list proved that the server pages anyway.
+    fn page_size(&self, from: &str) -> Option<u32> {
+        let specific = !from.is_empty() && from != "0";
+        (self.paginated_result || !specific).then_some(PAGE_SIZE)
+    }
+
+    fn set_resource_version(&mut self, version: String) {
+        self.informer.set_last_sync_resource_version(&version);
+        self.resource_version = version;
+    }
+
+    /// Opens one watch from the last synced resourceVersion and applies its events until it
+    /// ends; says what comes next.
     fn watch(&mut self) -> Result<WatchEnd, Stopped> {
         let params = WatchParams {
             resource_version: Some(self.resource_version.clone()),
@@ -309,15 +365,16 @@ impl<K: Cached> Reflector<K> {
         let client = self.client.clone();
         let source = self.source.clone();
         let thread = format!("watch-open-{}", source.label());
+        // The clock starts before the request, as upstream's: a proxy may hold the headers back.
+        let opened = Instant::now();
         let opening = background(thread, move || source.watch(&client, &params, WATCH_BUFFER));
         let receiver = match self.wait(&opening, None)? {
             Wait::Got(Ok(receiver)) => receiver,
-            Wait::Got(Err(e)) => return Ok(self.watch_failed(e)),
+            Wait::Got(Err(e)) => return Ok(self.open_failed(e)),
             Wait::Closed | Wait::TimedOut => {
-                return Ok(self.watch_failed(Error::Transport("the watch thread gave no answer".into())));
+                return Ok(self.open_failed(Error::Transport("the watch thread gave no answer".into())));
             }
         };
-        let opened = Instant::now();
         let mut events = 0usize;
         loop {
             match self.wait(receiver.channel(), None)? {
@@ -325,32 +382,57 @@ impl<K: Cached> Reflector<K> {
                     events += 1;
                     self.apply(event);
                 }
-                // The connection broke: as a watch that ended.
-                Wait::Got(Err(e)) if e.is_transport() => return Ok(self.watch_ended(opened, events, Some(e))),
-                Wait::Got(Err(e)) => return Ok(self.watch_failed(e)),
-                Wait::Closed | Wait::TimedOut => return Ok(self.watch_ended(opened, events, None)),
+                // A broken connection ends the stream as a close does (client-go's
+                // `StreamWatcher` treats a probable EOF as the end of the watch).
+                Wait::Got(Err(e)) if e.is_transport() => {
+                    return Ok(self.watch_closed(opened.elapsed(), events, Some(e)));
+                }
+                Wait::Got(Err(e)) => return Ok(self.watch_error(e)),
+                Wait::Closed | Wait::TimedOut => return Ok(self.watch_closed(opened.elapsed(), events, None)),
             }
         }
     }
 
-    fn watch_failed(&mut self, e: Error) -> WatchEnd {
-        if e.is_gone() {
-            log::debug!("{}: watch closed with: {e}; relisting", self.name());
-            self.relist_from_latest = true;
-            return WatchEnd::Relist;
+    /// The watch request failed: back off and watch again if the server was unreachable or
+    /// throttling (`isWatchErrorRetriable`), else relist.
+    fn open_failed(&self, e: Error) -> WatchEnd {
+        if is_connection_refused(&e) || e.is_too_many_requests() {
+            log::debug!("{}: watch returned {e} - backing off", self.name());
+            return WatchEnd::RewatchAfterBackoff(e);
         }
         log::info!("Failed to watch {}: {e}", self.name());
-        WatchEnd::Retry(e)
+        WatchEnd::Relist(e)
     }
 
-    fn watch_ended(&self, opened: Instant, events: usize, error: Option<Error>) -> WatchEnd {
-        let why = error.map(|e| format!(" ({e})")).unwrap_or_default();
-        if events == 0 && opened.elapsed() < SHORT_WATCH {
-            log::info!("{}: watch ended with: very short watch{why}", self.name());
-            return WatchEnd::Retry(Error::Transport(format!("very short watch{why}")));
+    /// The watch delivered an ERROR event (or one that could not be decoded): back off and
+    /// watch again after a 429, else relist.
+    fn watch_error(&self, e: Error) -> WatchEnd {
+        if e.is_too_many_requests() {
+            log::debug!("{}: watch returned 429 - backing off", self.name());
+            return WatchEnd::RewatchAfterBackoff(e);
         }
-        log::debug!("{}: watch ended after {events} events{why}; watching again", self.name());
-        WatchEnd::Reopen
+        if e.is_gone() {
+            // The list at the last synced resourceVersion is "not older than" it: it does not
+            // need the compacted history, so the resourceVersion is not marked unavailable.
+            log::debug!("{}: watch closed with: {e}", self.name());
+        } else {
+            log::info!("{}: watch ended with: {e}", self.name());
+        }
+        WatchEnd::Relist(e)
+    }
+
+    fn watch_closed(&self, lasted: Duration, events: usize, error: Option<Error>) -> WatchEnd {
+        let why = error.map(|e| format!(" ({e})")).unwrap_or_default();
+        if events == 0 && lasted < SHORT_WATCH {
+            let message = format!(
+                "very short watch: {}: Unexpected watch close - watch lasted less than a second and no items received{why}",
+                self.name()
+            );
+            log::info!("{}: watch ended with: {message}", self.name());
+            return WatchEnd::Relist(Error::Transport(message));
+        }
+        log::debug!("{}: watch closed after {events} events{why}", self.name());
+        WatchEnd::Rewatch
     }
 
     fn apply(&mut self, event: WatchEvent<K>) {
@@ -364,7 +446,7 @@ impl<K: Cached> Reflector<K> {
                 self.informer.delete(ingest(object));
             }
             WatchEvent::Bookmark { resource_version } if !resource_version.is_empty() => {
-                self.resource_version = resource_version;
+                self.set_resource_version(resource_version);
             }
             WatchEvent::Bookmark { .. } => {}
         }
@@ -372,7 +454,7 @@ impl<K: Cached> Reflector<K> {
 
     fn advance(&mut self, object: &K) {
         if let Some(version) = object.metadata().resource_version.as_ref().filter(|v| !v.is_empty()) {
-            self.resource_version.clone_from(version);
+            self.set_resource_version(version.clone());
         }
     }
 
@@ -417,12 +499,64 @@ impl<K: Cached> Reflector<K> {
     }
 }
 
-/// Lists the whole collection page by page, dropping `managedFields` as pages arrive. If a
-/// continue token expires between pages, lists everything at once, as client-go's pager does.
-fn list_pages<K: Cached>(source: &dyn ListerWatcher<K>, client: &Client, from: String) -> Result<(Vec<K>, String)> {
+impl<K> Informer<K> {
+    /// The resourceVersion the informer's reflector last synced to, from a list, an event or
+    /// a bookmark; empty before the first list (client-go's `LastSyncResourceVersion`).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.last_sync_resource_version.lock().clone()
+    }
+
+    fn set_last_sync_resource_version(&self, version: &str) {
+        version.clone_into(&mut self.last_sync_resource_version.lock());
+    }
+}
+
+/// What one list gave.
+struct Listed<K> {
+    /// The resourceVersion first asked for.
+    requested: String,
+    result: Result<(Vec<K>, String)>,
+    /// Whether any answer came in more than one page.
+    paginated: bool,
+    /// The list at `requested` was answered 410 or "too large", so it was retried at "".
+    resource_version_unavailable: bool,
+}
+
+/// The requests of client-go's `Reflector.list`: a list from `from` with the pager; if that
+/// is answered 410 Expired or "too large resource version", at once a list of the latest
+/// state ("") with the same pager (so with the same page size).
+fn list_with_fallback<K: Cached>(
+    source: &dyn ListerWatcher<K>,
+    client: &Client,
+    from: &str,
+    page_size: Option<u32>,
+) -> Listed<K> {
+    let mut paginated = false;
+    let result = list_pages(source, client, from, page_size, &mut paginated);
+    match result {
+        Err(e) if e.is_gone() || is_too_large_resource_version(&e) => {
+            log::debug!("{}: list at resourceVersion {from:?} failed: {e}; listing the latest", source.label());
+            let result = list_pages(source, client, "", page_size, &mut paginated);
+            Listed { requested: from.to_string(), result, paginated, resource_version_unavailable: true }
+        }
+        result => Listed { requested: from.to_string(), result, paginated, resource_version_unavailable: false },
+    }
+}
+
+/// Lists the whole collection as client-go's pager does: pages of `page_size` (`None`: one
+/// request without a limit), dropping `managedFields` as pages arrive. If a continue token
+/// expires between pages, lists everything at once at the requested resourceVersion.
+/// `paginated` is set when an answer carried a continue token.
+fn list_pages<K: Cached>(
+    source: &dyn ListerWatcher<K>,
+    client: &Client,
+    from: &str,
+    page_size: Option<u32>,
+    paginated: &mut bool,
+) -> Result<(Vec<K>, String)> {
     let first = ListParams {
-        limit: Some(PAGE_SIZE),
-        resource_version: (!from.is_empty()).then_some(from),
+        limit: page_size,
+        resource_version: (!from.is_empty()).then(|| from.to_string()),
         ..ListParams::default()
     };
     let mut params = first.clone();
@@ -442,6 +576,7 @@ fn list_pages<K: Cached>(source: &dyn ListerWatcher<K>, client: &Client, from: S
         match page.continue_token.filter(|c| !c.is_empty()) {
             Some(token) => {
                 // Later pages are read at the first page's revision, which the token carries.
+                *paginated = true;
                 params.continue_token = Some(token);
                 params.resource_version = None;
             }
@@ -453,6 +588,19 @@ fn list_pages<K: Cached>(source: &dyn ListerWatcher<K>, client: &Client, from: S
             }
         }
     }
+}
+
+/// client-go's `isTooLargeResourceVersionError`: the server has not caught up with the
+/// requested resourceVersion (504 with the `ResourceVersionTooLarge` cause, or the older
+/// servers' message).
+fn is_too_large_resource_version(e: &Error) -> bool {
+    e.has_status_cause("ResourceVersionTooLarge")
+        || (e.is_server_timeout() && e.message().contains("Too large resource version"))
+}
+
+/// apimachinery's `IsConnectionRefused`, on the transport error's text.
+fn is_connection_refused(e: &Error) -> bool {
+    e.is_transport() && e.to_string().to_lowercase().contains("connection refused")
 }
 
 /// Drops what the cache does not need (`metadata.managedFields`, often most of an object).
@@ -533,6 +681,269 @@ impl Resync {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::ApiError;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Status, StatusCause, StatusDetails};
+    use parking_lot::Mutex;
+
+    fn config_map(name: &str, version: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                resource_version: Some(version.into()),
+                managed_fields: Some(vec![ManagedFieldsEntry {
+                    manager: Some("kubectl".into()),
+                    operation: Some("Apply".into()),
+                    ..ManagedFieldsEntry::default()
+                }]),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    fn api_error(code: u16, reason: &str, message: &str, cause: Option<&str>) -> Error {
+        let details = cause.map(|c| StatusDetails {
+            causes: Some(vec![StatusCause { reason: Some(c.into()), ..StatusCause::default() }]),
+            ..StatusDetails::default()
+        });
+        let status = Status {
+            code: Some(code.into()),
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            details,
+            ..Status::default()
+        };
+        ApiError::from_status(status, code, None).into()
+    }
+
+    fn expired() -> Error {
+        api_error(410, "Expired", "too old resource version: 5 (9)", None)
+    }
+
+    /// One list request as the fake saw it.
+    #[derive(Debug, Clone, PartialEq)]
+    struct Request {
+        resource_version: Option<String>,
+        limit: Option<u32>,
+        continued: bool,
+    }
+
+    /// A fake `ListerWatcher` with `objects` objects named `cm-0000`… at revision 100. It pages
+    /// as etcd does (continue tokens carry the last key), and `failures` are answered to the
+    /// next requests, in order, instead of serving them (`None`: serve that one).
+    #[derive(Default)]
+    struct FakeLister {
+        objects: usize,
+        failures: Mutex<Vec<Option<Error>>>,
+        requests: Mutex<Vec<Request>>,
+    }
+
+    impl FakeLister {
+        fn with(objects: usize, failures: Vec<Option<Error>>) -> Self {
+            FakeLister { objects, failures: Mutex::new(failures), requests: Mutex::default() }
+        }
+
+        fn requests(&self) -> Vec<Request> {
+            self.requests.lock().clone()
+        }
+    }
+
+    impl ListerWatcher<ConfigMap> for FakeLister {
+        fn list_page(&self, _: &Client, params: &ListParams) -> Result<Page<ConfigMap>> {
+            self.requests.lock().push(Request {
+                resource_version: params.resource_version.clone(),
+                limit: params.limit,
+                continued: params.continue_token.is_some(),
+            });
+            let mut failures = self.failures.lock();
+            if !failures.is_empty()
+                && let Some(e) = failures.remove(0)
+            {
+                return Err(e);
+            }
+            let start: usize = params.continue_token.as_deref().map_or(0, |t| t.parse().expect("a numeric token"));
+            let end = params.limit.map_or(self.objects, |l| (start + l as usize).min(self.objects));
+            Ok(Page {
+                items: (start..end).map(|i| config_map(&format!("cm-{i:04}"), "100")).collect(),
+                continue_token: (end < self.objects).then(|| end.to_string()),
+                resource_version: Some("100".into()),
+            })
+        }
+
+        fn watch(&self, _: &Client, _: &WatchParams, _: usize) -> Result<WatchReceiver<ConfigMap>> {
+            Err(Error::Transport("the fake does not watch".into()))
+        }
+
+        fn label(&self) -> String {
+            "configmap".into()
+        }
+    }
+
+    fn unreachable_client() -> Client {
+        let config = crate::client::RestConfig {
+            server: "https://127.0.0.1:1".into(),
+            tls: Default::default(),
+            auth: crate::client::config::Auth::None,
+            source: "test".into(),
+        };
+        Client::new(config, crate::client::ClientOptions::default()).expect("a client")
+    }
+
+    fn request(resource_version: Option<&str>, limit: Option<u32>, continued: bool) -> Request {
+        Request { resource_version: resource_version.map(str::to_string), limit, continued }
+    }
+
+    /// A reflector over `fake`, with the stop channel's sender to keep it running.
+    fn reflector(fake: Arc<FakeLister>) -> (Reflector<ConfigMap>, crossbeam_channel::Sender<()>) {
+        let informer = Arc::new(Informer::with_source(None, fake));
+        let (stop_tx, stop) = crossbeam_channel::bounded(0);
+        (Reflector::new(informer, unreachable_client(), stop), stop_tx)
+    }
+
+    #[test]
+    fn ingest_drops_managed_fields() {
+        let object = config_map("a", "1");
+        assert!(object.metadata.managed_fields.is_some());
+        let kept = ingest(object);
+        assert_eq!(kept.metadata.managed_fields, None);
+        assert_eq!(kept.metadata.name.as_deref(), Some("a"), "the rest is kept");
+    }
+
+    #[test]
+    fn lists_in_pages_of_500_following_continue_tokens() {
+        let fake = FakeLister::with(1200, vec![]);
+        let mut paginated = false;
+        let (objects, version) =
+            list_pages(&fake, &unreachable_client(), "", Some(PAGE_SIZE), &mut paginated).expect("a list");
+        assert_eq!(version, "100");
+        assert_eq!(objects.len(), 1200);
+        let mut names: Vec<_> = objects.iter().filter_map(|o| o.metadata.name.clone()).collect();
+        names.dedup();
+        assert_eq!(names.len(), 1200, "no object twice");
+        assert!(objects.iter().all(|o| o.metadata.managed_fields.is_none()), "managedFields dropped on ingest");
+        assert!(paginated);
+        assert_eq!(
+            fake.requests(),
+            [request(None, Some(500), false), request(None, Some(500), true), request(None, Some(500), true)]
+        );
+    }
+
+    #[test]
+    fn an_expired_continue_token_falls_back_to_one_full_list() {
+        // The second page's token has expired (etcd compacted its revision meanwhile).
+        let fake = FakeLister::with(1200, vec![None, Some(expired())]);
+        let mut paginated = false;
+        let (objects, _) =
+            list_pages(&fake, &unreachable_client(), "0", Some(PAGE_SIZE), &mut paginated).expect("a list");
+        assert_eq!(objects.len(), 1200, "the first page is not kept twice");
+        assert_eq!(
+            fake.requests(),
+            [
+                request(Some("0"), Some(500), false),
+                request(None, Some(500), true),
+                // The full list, at the resourceVersion first asked for.
+                request(Some("0"), None, false),
+            ]
+        );
+        // An expired first page is the caller's problem: the pager does not retry it.
+        let fake = FakeLister::with(10, vec![Some(expired())]);
+        assert!(list_pages(&fake, &unreachable_client(), "7", None, &mut paginated).is_err_and(|e| e.is_gone()));
+        assert_eq!(fake.requests().len(), 1);
+    }
+
+    #[test]
+    fn a_list_at_the_last_synced_version_is_not_paged_and_falls_back_to_the_latest() {
+        let fake = Arc::new(FakeLister::with(600, vec![]));
+        let (mut reflector, _stop) = reflector(fake.clone());
+        // The first list: at "0", paged (the watch cache ignores the limit; the fake does not).
+        assert!(matches!(reflector.list(), Ok(Ok(()))));
+        assert_eq!(fake.requests()[0], request(Some("0"), Some(500), false));
+        assert_eq!(reflector.informer.store().len(), 600);
+        assert_eq!(reflector.informer.last_sync_resource_version(), "100");
+
+        // A paginated answer at "0": the server does not serve from a watch cache, keep paging.
+        assert!(reflector.paginated_result);
+        reflector.paginated_result = false;
+
+        // After a watch ended with 410: a list at the last synced version, without a limit.
+        let end = reflector.watch_error(expired());
+        assert!(matches!(end, WatchEnd::Relist(_)), "{end:?}");
+        assert!(!reflector.resource_version_unavailable, "a watch 410 leaves the version available");
+        fake.requests.lock().clear();
+        assert!(matches!(reflector.list(), Ok(Ok(()))));
+        assert_eq!(fake.requests(), [request(Some("100"), None, false)]);
+
+        // That list answered 410: retried at once at "" with the same (no) page size.
+        fake.requests.lock().clear();
+        *fake.failures.lock() = vec![Some(expired())];
+        assert!(matches!(reflector.list(), Ok(Ok(()))));
+        assert_eq!(fake.requests(), [request(Some("100"), None, false), request(None, None, false)]);
+        assert!(!reflector.resource_version_unavailable, "cleared by the successful list");
+
+        // "Too large resource version" is handled the same way; if the retry fails too, the
+        // next list is a consistent one, paged by 500.
+        let too_large =
+            api_error(504, "Timeout", "Too large resource version: 200, current: 100", Some("ResourceVersionTooLarge"));
+        let internal = api_error(500, "InternalError", "etcd is sad", None);
+        fake.requests.lock().clear();
+        *fake.failures.lock() = vec![Some(too_large), Some(internal)];
+        assert!(matches!(reflector.list(), Ok(Err(e)) if e.is_internal_error()));
+        assert!(reflector.resource_version_unavailable);
+        assert!(matches!(reflector.list(), Ok(Ok(()))));
+        assert_eq!(
+            fake.requests(),
+            [
+                request(Some("100"), None, false),
+                request(None, None, false),
+                request(None, Some(500), false),
+                request(None, Some(500), true),
+            ]
+        );
+        assert!(!reflector.resource_version_unavailable);
+    }
+
+    #[test]
+    fn bookmarks_and_events_move_the_last_synced_version() {
+        let fake = Arc::new(FakeLister::with(1, vec![]));
+        let (mut reflector, _stop) = reflector(fake);
+        assert!(matches!(reflector.list(), Ok(Ok(()))));
+        reflector.apply(WatchEvent::Modified(config_map("cm-0000", "120")));
+        assert_eq!(reflector.list_resource_version(), "120");
+        reflector.apply(WatchEvent::Bookmark { resource_version: "150".into() });
+        assert_eq!(reflector.list_resource_version(), "150");
+        assert_eq!(reflector.informer.last_sync_resource_version(), "150");
+        let cached = reflector.informer.store().get("default/cm-0000").expect("cached");
+        assert_eq!(cached.metadata.resource_version.as_deref(), Some("120"));
+        assert!(cached.metadata.managed_fields.is_none(), "managedFields dropped from watch events too");
+    }
+
+    #[test]
+    fn how_a_watch_ends_decides_between_rewatch_and_relist() {
+        let (reflector, _stop) = reflector(Arc::new(FakeLister::default()));
+        let second = Duration::from_secs(1);
+        let broken = || Some(Error::Transport("watch stream broken: connection reset".into()));
+        assert!(matches!(reflector.watch_closed(second * 300, 0, None), WatchEnd::Rewatch));
+        assert!(matches!(reflector.watch_closed(Duration::ZERO, 1, broken()), WatchEnd::Rewatch));
+        assert!(matches!(reflector.watch_closed(second * 2, 0, broken()), WatchEnd::Rewatch));
+        assert!(matches!(reflector.watch_closed(Duration::from_millis(10), 0, None), WatchEnd::Relist(_)));
+
+        let throttled = api_error(429, "TooManyRequests", "slow down", None);
+        assert!(matches!(reflector.watch_error(throttled), WatchEnd::RewatchAfterBackoff(_)));
+        assert!(matches!(reflector.watch_error(expired()), WatchEnd::Relist(_)));
+        let internal = api_error(500, "InternalError", "unable to decode an event from the watch stream", None);
+        assert!(matches!(reflector.watch_error(internal), WatchEnd::Relist(_)));
+
+        let refused = Error::Transport("GET https://127.0.0.1:1/api: io: Connection refused (os error 111)".into());
+        assert!(matches!(reflector.open_failed(refused), WatchEnd::RewatchAfterBackoff(_)));
+        let throttled = api_error(429, "TooManyRequests", "slow down", None);
+        assert!(matches!(reflector.open_failed(throttled), WatchEnd::RewatchAfterBackoff(_)));
+        let reset = Error::Transport("GET https://127.0.0.1:1/api: io: Connection reset by peer".into());
+        assert!(matches!(reflector.open_failed(reset), WatchEnd::Relist(_)));
+        let forbidden = api_error(403, "Forbidden", "no", None);
+        assert!(matches!(reflector.open_failed(forbidden), WatchEnd::Relist(_)));
+    }
 
     #[test]
     fn backoff_doubles_with_jitter_up_to_the_cap() {
