@@ -153,7 +153,10 @@ fn the_bootstrap_policy_is_upstreams() {
     assert_eq!(role["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"], "true");
     assert!(role["metadata"]["uid"].is_string() && role["metadata"]["creationTimestamp"].is_string());
     let binding = store.get("clusterrolebindings", "", "system:controller:deployment-controller").unwrap();
-    assert_eq!(binding["subjects"][0], json!({"kind": "ServiceAccount", "name": "deployment-controller", "namespace": "kube-system"}));
+    assert_eq!(
+        binding["subjects"][0],
+        json!({"kind": "ServiceAccount", "name": "deployment-controller", "namespace": "kube-system"})
+    );
     for (ns, name) in [
         ("kube-system", "system::leader-locking-kube-controller-manager"),
         ("kube-system", "extension-apiserver-authentication-reader"),
@@ -170,8 +173,8 @@ fn the_bootstrap_policy_is_upstreams() {
     let admin_rules = store.get("clusterroles", "", "admin").unwrap()["rules"].as_array().unwrap().len();
     assert!(admin_rules > 10, "admin is pre-aggregated");
     // The default mode keeps the sandbox's two hand-made objects only.
-    let plain = Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
-        .unwrap();
+    let plain =
+        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() }).unwrap();
     assert_eq!(plain.store().list("clusterroles", None).0.len(), 1);
 }
 
@@ -270,7 +273,9 @@ fn kubeadms_controller_manager_needs_nothing_upstreams_roles_do_not_grant() {
     eventually(&sandbox, "the default ServiceAccount in shop", || {
         Api::<ServiceAccount>::namespaced(&admin, "shop").get_opt("default").unwrap()
     });
-    eventually(&sandbox, "kube-root-ca.crt in shop", || Api::<ConfigMap>::namespaced(&admin, "shop").get_opt("kube-root-ca.crt").unwrap());
+    eventually(&sandbox, "kube-root-ca.crt in shop", || {
+        Api::<ConfigMap>::namespaced(&admin, "shop").get_opt("kube-root-ca.crt").unwrap()
+    });
 
     // A Deployment reaches its replicas, then scales.
     let deployments = Api::<Deployment>::namespaced(&admin, "shop");
@@ -297,7 +302,8 @@ fn kubeadms_controller_manager_needs_nothing_upstreams_roles_do_not_grant() {
         (count == 3).then_some(())
     });
     eventually(&sandbox, "an EndpointSlice with 3 endpoints", || {
-        let params = ListParams { label_selector: Some("kubernetes.io/service-name=web".into()), ..ListParams::default() };
+        let params =
+            ListParams { label_selector: Some("kubernetes.io/service-name=web".into()), ..ListParams::default() };
         let slices = Api::<EndpointSlice>::namespaced(&admin, "shop").list(&params).unwrap().items;
         (slices.iter().map(|s| s.endpoints.len()).sum::<usize>() == 3).then_some(())
     });
@@ -325,7 +331,8 @@ fn kubeadms_controller_manager_needs_nothing_upstreams_roles_do_not_grant() {
         "subsets": [{"addresses": [{"ip": "192.0.2.10"}], "ports": [{"port": 443}]}]}));
     Api::<Endpoints>::namespaced(&admin, "shop").create(&endpoints, &PostParams::default()).unwrap();
     eventually(&sandbox, "the mirrored EndpointSlice", || {
-        let params = ListParams { label_selector: Some("kubernetes.io/service-name=external".into()), ..ListParams::default() };
+        let params =
+            ListParams { label_selector: Some("kubernetes.io/service-name=external".into()), ..ListParams::default() };
         let slices = Api::<EndpointSlice>::namespaced(&admin, "shop").list(&params).unwrap().items;
         (!slices.is_empty()).then_some(())
     });
@@ -340,7 +347,8 @@ fn kubeadms_controller_manager_needs_nothing_upstreams_roles_do_not_grant() {
     eventually(&sandbox, "pod CIDRs and TTL annotations on the nodes", || {
         let nodes = Api::<Node>::cluster(&admin).list(&ListParams::default()).unwrap().items;
         let done = |n: &Node| {
-            let annotated = n.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("node.alpha.kubernetes.io/ttl"));
+            let annotated =
+                n.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("node.alpha.kubernetes.io/ttl"));
             annotated && n.spec.as_ref().and_then(|s| s.pod_cidr.as_ref()).is_some()
         };
         (nodes.len() == 3 && nodes.iter().all(done)).then_some(())
@@ -357,7 +365,9 @@ fn kubeadms_controller_manager_needs_nothing_upstreams_roles_do_not_grant() {
 
     // A namespace deletion completes (namespace controller).
     Api::<Namespace>::cluster(&admin).delete("shop", &DeleteParams::default()).unwrap();
-    eventually(&sandbox, "the namespace gone", || Api::<Namespace>::cluster(&admin).get_opt("shop").unwrap().is_none().then_some(()));
+    eventually(&sandbox, "the namespace gone", || {
+        Api::<Namespace>::cluster(&admin).get_opt("shop").unwrap().is_none().then_some(())
+    });
 
     let entries = sandbox.audit().entries();
     assert!(

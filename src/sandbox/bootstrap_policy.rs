@@ -68,7 +68,8 @@ fn text(v: &Value) -> String {
 }
 
 fn cluster_role_binding(name: &str, role: &str, subjects: Value) -> Value {
-    let mut binding = json!({"metadata": {"name": name}, "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role}});
+    let mut binding =
+        json!({"metadata": {"name": name}, "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role}});
     if !subjects.is_null() {
         binding["subjects"] = subjects;
     }

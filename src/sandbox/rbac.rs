@@ -180,7 +180,13 @@ enum Grant {
 }
 
 /// What `binding` says about the request.
-fn grant(policy: &dyn Policy, binding: &Value, binding_kind: &str, subject: &UserInfo, attributes: &Attributes) -> Grant {
+fn grant(
+    policy: &dyn Policy,
+    binding: &Value,
+    binding_kind: &str,
+    subject: &UserInfo,
+    attributes: &Attributes,
+) -> Grant {
     let binding_ns = binding["metadata"]["namespace"].as_str().unwrap_or_default();
     let Some(who) = binding["subjects"]
         .as_array()
@@ -196,7 +202,10 @@ fn grant(policy: &dyn Policy, binding: &Value, binding_kind: &str, subject: &Use
         _ => return Grant::No,
     };
     let Some(role) = role else {
-        return Grant::MissingRole(format!("{}.rbac.authorization.k8s.io \"{role_name}\" not found", role_kind.to_lowercase()));
+        return Grant::MissingRole(format!(
+            "{}.rbac.authorization.k8s.io \"{role_name}\" not found",
+            role_kind.to_lowercase()
+        ));
     };
     let allowed = role["rules"].as_array().is_some_and(|rules| rules.iter().any(|rule| rule_allows(rule, attributes)));
     if !allowed {
@@ -261,7 +270,8 @@ fn rule_allows(rule: &Value, a: &Attributes) -> bool {
 /// whose verb is the lower-cased method.
 pub fn request_attributes(request: &Request) -> Attributes {
     let path = request.path.as_str();
-    let non_resource = || Attributes { verb: request.method.to_lowercase(), path: Some(path.to_string()), ..Attributes::default() };
+    let non_resource =
+        || Attributes { verb: request.method.to_lowercase(), path: Some(path.to_string()), ..Attributes::default() };
     let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
     if parts.len() < 3 {
         return non_resource();
@@ -288,13 +298,13 @@ pub fn request_attributes(request: &Request) -> Attributes {
         }
         .to_string();
     }
-    if rest.first() == Some(&"namespaces") {
-        if let Some(ns) = rest.get(1) {
-            a.namespace = ns.to_string();
-            // `/namespaces/<ns>/<resource>/...`, unless it is the namespace's own subresource.
-            if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
-                rest = &rest[2..];
-            }
+    if rest.first() == Some(&"namespaces")
+        && let Some(ns) = rest.get(1)
+    {
+        a.namespace = ns.to_string();
+        // `/namespaces/<ns>/<resource>/...`, unless it is the namespace's own subresource.
+        if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
+            rest = &rest[2..];
         }
     }
     if rest.len() >= 3 && a.verb != "proxy" {
@@ -307,7 +317,8 @@ pub fn request_attributes(request: &Request) -> Attributes {
         a.resource = resource.to_string();
     }
     if a.name.is_empty() && a.verb == "get" {
-        let watch = request.query_param("watch").is_some_and(|w| matches!(w, "true" | "1" | "t" | "T" | "True" | "TRUE"));
+        let watch =
+            request.query_param("watch").is_some_and(|w| matches!(w, "true" | "1" | "t" | "T" | "True" | "TRUE"));
         a.verb = if watch { "watch" } else { "list" }.to_string();
         a.name = field_selector_name(request.query_param("fieldSelector").unwrap_or_default()).unwrap_or_default();
     }
@@ -342,7 +353,10 @@ pub fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiError {
             } else {
                 format!("in the namespace \"{}\"", a.namespace)
             };
-            format!("User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}", user.name, a.verb, a.group)
+            format!(
+                "User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}",
+                user.name, a.verb, a.group
+            )
         }
     };
     if !reason.is_empty() {
@@ -486,7 +500,10 @@ mod tests {
             a("PUT", "/apis/apps/v1/namespaces/ns/deployments/web/status"),
             attrs("update", "apps", "deployments", "status", "ns", "web")
         );
-        assert_eq!(a("PUT", "/api/v1/namespaces/ns/finalize"), attrs("update", "", "namespaces", "finalize", "ns", "ns"));
+        assert_eq!(
+            a("PUT", "/api/v1/namespaces/ns/finalize"),
+            attrs("update", "", "namespaces", "finalize", "ns", "ns")
+        );
         assert_eq!(a("DELETE", "/api/v1/namespaces/ns"), attrs("delete", "", "namespaces", "", "ns", "ns"));
         assert_eq!(a("DELETE", "/api/v1/namespaces/ns/pods"), attrs("deletecollection", "", "pods", "", "ns", ""));
         assert_eq!(a("POST", "/api/v1/nodes"), attrs("create", "", "nodes", "", "", ""));
@@ -515,7 +532,10 @@ mod tests {
         );
         assert_eq!(error.status["details"], json!({"name": "web", "group": "apps", "kind": "deployments"}));
         let path = Attributes { verb: "get".into(), path: Some("/metrics".into()), ..Attributes::default() };
-        assert_eq!(forbidden(&alice, &path, "").status["message"], "forbidden: User \"alice\" cannot get path \"/metrics\"");
+        assert_eq!(
+            forbidden(&alice, &path, "").status["message"],
+            "forbidden: User \"alice\" cannot get path \"/metrics\""
+        );
     }
 
     #[test]
@@ -526,13 +546,19 @@ mod tests {
                 for (storage, object) in crate::sandbox::bootstrap_policy::objects() {
                     txn.put(storage, object);
                 }
-                txn.put("rolebindings", json!({"metadata": {"name": "viewers", "namespace": "team-a"},
+                txn.put(
+                    "rolebindings",
+                    json!({"metadata": {"name": "viewers", "namespace": "team-a"},
                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
                     "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "team-a"},
-                                 {"kind": "User", "name": "ghost-role-user"}]}));
-                txn.put("rolebindings", json!({"metadata": {"name": "ghost", "namespace": "team-a"},
+                                 {"kind": "User", "name": "ghost-role-user"}]}),
+                );
+                txn.put(
+                    "rolebindings",
+                    json!({"metadata": {"name": "ghost", "namespace": "team-a"},
                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "missing"},
-                    "subjects": [{"kind": "User", "name": "ghost-role-user"}]}));
+                    "subjects": [{"kind": "User", "name": "ghost-role-user"}]}),
+                );
                 Ok(())
             })
             .unwrap();
@@ -549,7 +575,11 @@ mod tests {
         let node = UserInfo::new("system:node:node-1", &["system:nodes"]);
         assert!(ask(&store, node.clone(), attrs("patch", "", "nodes", "status", "", "node-1")).allowed);
         assert!(!ask(&store, node, attrs("delete", "", "nodes", "", "", "node-1")).allowed);
-        let anonymous = UserInfo { name: "system:anonymous".into(), uid: String::new(), groups: vec!["system:unauthenticated".into()] };
+        let anonymous = UserInfo {
+            name: "system:anonymous".into(),
+            uid: String::new(),
+            groups: vec!["system:unauthenticated".into()],
+        };
         let health = Attributes { verb: "get".into(), path: Some("/healthz".into()), ..Attributes::default() };
         assert!(ask(&store, anonymous.clone(), health).allowed);
         let apis = Attributes { verb: "get".into(), path: Some("/apis".into()), ..Attributes::default() };

@@ -54,7 +54,9 @@ impl std::str::FromStr for AuthorizationMode {
     fn from_str(raw: &str) -> Result<AuthorizationMode, String> {
         let modes: Vec<&str> = raw.split(',').map(str::trim).collect();
         if let Some(bad) = modes.iter().find(|m| !matches!(**m, "AlwaysAllow" | "RBAC" | "Node")) {
-            return Err(format!("authorization mode {bad:?} is not supported by the sandbox (AlwaysAllow, Node, RBAC)"));
+            return Err(format!(
+                "authorization mode {bad:?} is not supported by the sandbox (AlwaysAllow, Node, RBAC)"
+            ));
         }
         match (modes.contains(&"RBAC"), modes.contains(&"Node")) {
             (true, _) => Ok(AuthorizationMode::Rbac),
