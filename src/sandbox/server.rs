@@ -407,3 +407,17 @@ fn labelled(mut meta: Value, labels: Value) -> Value {
     meta["labels"] = labels;
     meta
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorization_modes_parse_as_kube_apiservers_flag() {
+        assert_eq!("AlwaysAllow".parse::<AuthorizationMode>(), Ok(AuthorizationMode::AlwaysAllow));
+        assert_eq!("RBAC".parse::<AuthorizationMode>(), Ok(AuthorizationMode::Rbac));
+        assert_eq!("Node,RBAC".parse::<AuthorizationMode>(), Ok(AuthorizationMode::Rbac));
+        assert!("Node".parse::<AuthorizationMode>().unwrap_err().contains("Node,RBAC"));
+        assert!("Webhook,RBAC".parse::<AuthorizationMode>().unwrap_err().contains("\"Webhook\""));
+    }
+}
