@@ -24,7 +24,7 @@ pub fn service_account_for(controller: &str) -> Option<&'static str> {
         "disruption-controller" => "disruption-controller",
         "endpoints-controller" => "endpoint-controller",
         "endpointslice-controller" => "endpointslice-controller",
-        "endpointslice-mirroring-controller" => "endpointslice-mirroring-controller",
+        "endpointslice-mirroring-controller" => "endpointslicemirroring-controller",
         "ephemeral-volume-controller" => "ephemeral-volume-controller",
         "garbage-collector-controller" => "generic-garbage-collector",
         "horizontal-pod-autoscaler-controller" => "horizontal-pod-autoscaler",

@@ -36,6 +36,9 @@ pub struct ApiOptions {
     pub service_range: ServiceRange,
     /// The `WatchList` feature gate (`sendInitialEvents` on watches); off in v1.33.
     pub watch_list: bool,
+    /// `--authorization-mode=Node,RBAC`: authorize every request with RBAC (see `rbac.rs`);
+    /// off, every authenticated request is allowed (`AlwaysAllow`).
+    pub rbac: bool,
 }
 
 impl Default for ApiOptions {
@@ -45,6 +48,7 @@ impl Default for ApiOptions {
             bookmark_interval: Duration::from_secs(60),
             service_range: ServiceRange::default(),
             watch_list: false,
+            rbac: false,
         }
     }
 }
@@ -96,6 +100,10 @@ impl Handler for ApiServer {
                 anonymous
             }
         };
+        // Authorization (RBAC when on), after authentication as in kube-apiserver's chain.
+        if let Err(error) = self.authorize(&user, request) {
+            return send_error(response, &error);
+        }
         if let Some(error) = self.faults.unavailable_api_error(request.path.trim_end_matches('/')) {
             return send_error(response, &error);
         }
@@ -241,6 +249,7 @@ impl ApiServer {
             namespace: text(&target.namespace),
             name: text(&target.name),
             user_agent: request.header("User-Agent").unwrap_or_default().to_string(),
+            forbidden: false,
         });
     }
 

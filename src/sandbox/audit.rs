@@ -22,6 +22,9 @@ pub struct AuditEntry {
     pub namespace: String,
     pub name: String,
     pub user_agent: String,
+    /// Authorization refused the request (403 Forbidden). For a refused non-resource request
+    /// `resource` is empty and `name` holds the path.
+    pub forbidden: bool,
 }
 
 /// The most recent requests.
@@ -85,6 +88,7 @@ mod tests {
                 namespace: String::new(),
                 name: String::new(),
                 user_agent: String::new(),
+                forbidden: false,
             });
         }
         let entries = log.entries();

@@ -22,6 +22,8 @@ serve options:
   --kubeconfig-out PATH       write the admin kubeconfig here, controller-manager.conf and sa.key beside it
                               (default ./sandbox/admin.conf)
   --plain-http                serve plain HTTP; requests without credentials act as a cluster admin
+  --authorization-mode MODE   AlwaysAllow (default) or RBAC (also Node,RBAC): enforce upstream's bootstrap
+                              RBAC policy; simulated nodes act as the admin
   --history N                 changes kept for watches; older resourceVersions are Gone (default 10000)
   --bookmark-interval DUR     how often watches get a BOOKMARK (default 1m0s)
   --fail-next N:CODE[:SECS]   answer the next N requests with HTTP CODE (500, 429, 503), Retry-After SECS
@@ -81,6 +83,7 @@ fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
         };
         match arg {
             Long("plain-http") => options.sandbox.plain_http = true,
+            Long("authorization-mode") => options.sandbox.authorization_mode = value(parser, &flag)?,
             Long("listen") => options.sandbox.listen = value(parser, &flag)?,
             Long("nodes") => options.nodes = value(parser, &flag)?,
             Long("kubeconfig-out") => options.kubeconfig_out = PathBuf::from(text(parser, &flag)?),

@@ -5,6 +5,7 @@ pub mod admission;
 pub mod api;
 pub mod audit;
 pub mod auth;
+pub mod bootstrap_policy;
 pub mod cli;
 pub mod convert;
 pub mod defaults;

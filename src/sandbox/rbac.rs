@@ -1,12 +1,45 @@
-//! Answers SubjectAccessReviews with RBAC's rules: `system:masters` may do anything; anyone
-//! else what their (Cluster)RoleBindings grant. The sandbox does not enforce RBAC on its own
-//! requests; it answers the question for clients that ask (delegated authorization).
+//! RBAC, as kube-apiserver's `--authorization-mode=Node,RBAC`: one engine that answers
+//! SubjectAccessReviews (delegated authorization) and, when the sandbox runs with RBAC on,
+//! authorizes every request (`ApiServer::authorize`). `system:masters` may do anything (the
+//! superuser shortcut of the authorizer chain); anyone else what their (Cluster)RoleBindings
+//! grant (plugin/pkg/auth/authorizer/rbac/rbac.go). The Node authorizer is approximated: a user
+//! `system:node:<name>` in group `system:nodes` may do what the `system:node` ClusterRole allows,
+//! without the Node authorizer's per-node graph restrictions.
+
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::api::ApiServer;
+use super::audit::AuditEntry;
 use super::auth::UserInfo;
 use super::status::{ApiError, ApiResult};
-use super::store::Txn;
+use super::store::{Store, Txn};
+use crate::server::http::Request;
+
+/// Where the RBAC objects are read from: the store (requests) or a transaction (reviews).
+pub trait Policy {
+    fn objects(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>>;
+    fn object(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>>;
+}
+
+impl Policy for Txn<'_> {
+    fn objects(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        self.list(storage, namespace)
+    }
+    fn object(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.get(storage, namespace, name)
+    }
+}
+
+impl Policy for Store {
+    fn objects(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        self.list(storage, namespace).0
+    }
+    fn object(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.get(storage, namespace, name)
+    }
+}
 
 /// What is being asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -93,50 +126,97 @@ pub fn review_request(
     Ok((subject, attributes))
 }
 
-/// RBAC's decision for `subject` doing `attributes`.
-pub fn authorize(txn: &Txn<'_>, subject: &UserInfo, attributes: &Attributes) -> Decision {
+/// The decision of the authorizer chain `Node,RBAC` behind the `system:masters` shortcut, for
+/// `subject` doing `attributes`. A denial's reason names the roles that bindings of the subject
+/// refer to but that do not exist, as rbac.go's `RBAC: ...` reason.
+pub fn authorize(policy: &dyn Policy, subject: &UserInfo, attributes: &Attributes) -> Decision {
     if subject.groups.iter().any(|g| g == "system:masters") {
         return Decision { allowed: true, reason: String::new() };
     }
-    for binding in txn.list("clusterrolebindings", None) {
-        if let Some(reason) = grant(txn, &binding, "ClusterRoleBinding", subject, attributes) {
-            return Decision { allowed: true, reason };
+    if node_allows(policy, subject, attributes) {
+        return Decision { allowed: true, reason: String::new() };
+    }
+    let mut missing = Vec::new();
+    for binding in policy.objects("clusterrolebindings", None) {
+        match grant(policy, &binding, "ClusterRoleBinding", subject, attributes) {
+            Grant::Allowed(reason) => return Decision { allowed: true, reason },
+            Grant::MissingRole(error) => missing.push(error),
+            Grant::No => {}
         }
     }
     if !attributes.namespace.is_empty() {
-        for binding in txn.list("rolebindings", Some(&attributes.namespace)) {
-            if let Some(reason) = grant(txn, &binding, "RoleBinding", subject, attributes) {
-                return Decision { allowed: true, reason };
+        for binding in policy.objects("rolebindings", Some(&attributes.namespace)) {
+            match grant(policy, &binding, "RoleBinding", subject, attributes) {
+                Grant::Allowed(reason) => return Decision { allowed: true, reason },
+                Grant::MissingRole(error) => missing.push(error),
+                Grant::No => {}
             }
         }
     }
-    Decision { allowed: false, reason: String::new() }
+    let reason = match missing.len() {
+        0 => String::new(),
+        1 => format!("RBAC: {}", missing[0]),
+        _ => format!("RBAC: [{}]", missing.join(", ")),
+    };
+    Decision { allowed: false, reason }
 }
 
-/// The reason text when `binding` grants the request.
+/// The approximated Node authorizer: nodes get the `system:node` ClusterRole's rules.
+fn node_allows(policy: &dyn Policy, subject: &UserInfo, attributes: &Attributes) -> bool {
+    if !subject.name.starts_with("system:node:") || !subject.groups.iter().any(|g| g == "system:nodes") {
+        return false;
+    }
+    policy.object("clusterroles", "", "system:node").is_some_and(|role| {
+        role["rules"].as_array().is_some_and(|rules| rules.iter().any(|rule| rule_allows(rule, attributes)))
+    })
+}
+
+enum Grant {
+    /// The binding names the subject and its role allows the request; the reason text.
+    Allowed(String),
+    /// The binding names the subject but its role does not exist; the error text.
+    MissingRole(String),
+    No,
+}
+
+/// What `binding` says about the request.
 fn grant(
-    txn: &Txn<'_>,
+    policy: &dyn Policy,
     binding: &Value,
     binding_kind: &str,
     subject: &UserInfo,
     attributes: &Attributes,
-) -> Option<String> {
+) -> Grant {
     let binding_ns = binding["metadata"]["namespace"].as_str().unwrap_or_default();
-    let who = binding["subjects"].as_array()?.iter().find_map(|s| subject_matches(s, subject, binding_ns))?;
-    let role_kind = binding["roleRef"]["kind"].as_str()?;
-    let role_name = binding["roleRef"]["name"].as_str()?;
-    let role = match role_kind {
-        "ClusterRole" => txn.get("clusterroles", "", role_name)?,
-        "Role" => txn.get("roles", binding_ns, role_name)?,
-        _ => return None,
+    let Some(who) = binding["subjects"]
+        .as_array()
+        .and_then(|subjects| subjects.iter().find_map(|s| subject_matches(s, subject, binding_ns)))
+    else {
+        return Grant::No;
     };
-    let allowed = role["rules"].as_array()?.iter().any(|rule| rule_allows(rule, attributes));
-    allowed.then(|| {
-        let binding_name = binding["metadata"]["name"].as_str().unwrap_or_default();
-        let place = if binding_ns.is_empty() { String::new() } else { format!(" in namespace \"{binding_ns}\"") };
+    let role_kind = binding["roleRef"]["kind"].as_str().unwrap_or_default();
+    let role_name = binding["roleRef"]["name"].as_str().unwrap_or_default();
+    let role = match role_kind {
+        "ClusterRole" => policy.object("clusterroles", "", role_name),
+        "Role" => policy.object("roles", binding_ns, role_name),
+        _ => return Grant::No,
+    };
+    let Some(role) = role else {
+        return Grant::MissingRole(format!(
+            "{}.rbac.authorization.k8s.io \"{role_name}\" not found",
+            role_kind.to_lowercase()
+        ));
+    };
+    let allowed = role["rules"].as_array().is_some_and(|rules| rules.iter().any(|rule| rule_allows(rule, attributes)));
+    if !allowed {
+        return Grant::No;
+    }
+    let binding_name = binding["metadata"]["name"].as_str().unwrap_or_default();
+    let place = if binding_ns.is_empty() { String::new() } else { format!(" in namespace \"{binding_ns}\"") };
+    Grant::Allowed(
         format!("RBAC: allowed by {binding_kind} \"{binding_name}/{binding_ns}\" of {role_kind} \"{role_name}\" to {who}{place}")
-            .replace("/\" of", "\" of")
-    })
+            .replace("/\" of", "\" of"),
+    )
 }
 
 /// Describes the matching subject (`User "alice"`), if `s` names the caller.
@@ -183,6 +263,149 @@ fn rule_allows(rule: &Value, a: &Attributes) -> bool {
     resource_ok && (names.is_empty() || names.contains(&a.name.as_str()))
 }
 
+/// The authorization attributes of an HTTP request, as kube-apiserver's `RequestInfoFactory`
+/// (staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go `NewRequestInfo`) reads
+/// them from the path alone: `/api/v1/...` and `/apis/<group>/<version>/...` with at least one
+/// part after the version are resource requests; everything else is a non-resource request
+/// whose verb is the lower-cased method.
+pub fn request_attributes(request: &Request) -> Attributes {
+    let path = request.path.as_str();
+    let non_resource =
+        || Attributes { verb: request.method.to_lowercase(), path: Some(path.to_string()), ..Attributes::default() };
+    let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
+    if parts.len() < 3 {
+        return non_resource();
+    }
+    let (group, mut rest) = match parts[0] {
+        "api" => ("", &parts[2..]),
+        "apis" if parts.len() >= 4 => (parts[1], &parts[3..]),
+        _ => return non_resource(),
+    };
+    let mut a = Attributes { group: group.to_string(), ..Attributes::default() };
+    // `/watch/...` and `/proxy/...` name their verb in the path.
+    let special = matches!(rest.first(), Some(&("watch" | "proxy"))) && rest.len() >= 2;
+    if special {
+        a.verb = rest[0].to_string();
+        rest = &rest[1..];
+    } else {
+        a.verb = match request.method.as_str() {
+            "POST" => "create",
+            "GET" | "HEAD" => "get",
+            "PUT" => "update",
+            "PATCH" => "patch",
+            "DELETE" => "delete",
+            _ => "",
+        }
+        .to_string();
+    }
+    if rest.first() == Some(&"namespaces")
+        && let Some(ns) = rest.get(1)
+    {
+        a.namespace = ns.to_string();
+        // `/namespaces/<ns>/<resource>/...`, unless it is the namespace's own subresource.
+        if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
+            rest = &rest[2..];
+        }
+    }
+    if rest.len() >= 3 && a.verb != "proxy" {
+        a.subresource = rest[2].to_string();
+    }
+    if rest.len() >= 2 {
+        a.name = rest[1].to_string();
+    }
+    if let Some(resource) = rest.first() {
+        a.resource = resource.to_string();
+    }
+    if a.name.is_empty() && a.verb == "get" {
+        let watch =
+            request.query_param("watch").is_some_and(|w| matches!(w, "true" | "1" | "t" | "T" | "True" | "TRUE"));
+        a.verb = if watch { "watch" } else { "list" }.to_string();
+        a.name = field_selector_name(request.query_param("fieldSelector").unwrap_or_default()).unwrap_or_default();
+    }
+    if a.name.is_empty() && a.verb == "delete" {
+        a.verb = "deletecollection".to_string();
+    }
+    a
+}
+
+/// The name a field selector requires (`metadata.name=x` or `==x`), which list and watch
+/// requests are authorized with.
+fn field_selector_name(selector: &str) -> Option<String> {
+    selector.split(',').find_map(|requirement| {
+        let value = requirement.trim().strip_prefix("metadata.name")?;
+        let value = value.strip_prefix("==").or_else(|| value.strip_prefix('='))?;
+        let valid = !value.is_empty() && value != "." && value != ".." && !value.contains(['/', '%']);
+        valid.then(|| value.to_string())
+    })
+}
+
+/// kube-apiserver's answer to a denied request: a 403 Forbidden Status with the text of
+/// responsewriters/errors.go `Forbidden` and `forbiddenMessage`, wrapped by
+/// `apierrors.NewForbidden` (details: name, group, kind = the resource).
+pub fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiError {
+    let mut why = match &a.path {
+        Some(path) => format!("User \"{}\" cannot {} path \"{path}\"", user.name, a.verb),
+        None => {
+            let resource =
+                if a.subresource.is_empty() { a.resource.clone() } else { format!("{}/{}", a.resource, a.subresource) };
+            let scope = if a.namespace.is_empty() {
+                "at the cluster scope".to_string()
+            } else {
+                format!("in the namespace \"{}\"", a.namespace)
+            };
+            format!(
+                "User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}",
+                user.name, a.verb, a.group
+            )
+        }
+    };
+    if !reason.is_empty() {
+        why = format!("{why}: {reason}");
+    }
+    let qualified = if a.group.is_empty() { a.resource.clone() } else { format!("{}.{}", a.resource, a.group) };
+    let message = if qualified.is_empty() {
+        format!("forbidden: {why}")
+    } else if a.name.is_empty() {
+        format!("{qualified} is forbidden: {why}")
+    } else {
+        format!("{qualified} \"{}\" is forbidden: {why}", a.name)
+    };
+    let mut details = serde_json::Map::new();
+    for (key, value) in [("name", &a.name), ("group", &a.group), ("kind", &a.resource)] {
+        if !value.is_empty() {
+            details.insert(key.to_string(), value.clone().into());
+        }
+    }
+    ApiError::new(403, "Forbidden", message, Some(Value::Object(details)))
+}
+
+impl ApiServer {
+    /// The authorization step of kube-apiserver's handler chain (`WithAuthorization`): with RBAC
+    /// on, a request its user may not make is answered 403 and recorded in the audit log as
+    /// forbidden. With RBAC off (`AlwaysAllow`) every authenticated request passes.
+    pub fn authorize(&self, user: &UserInfo, request: &Request) -> ApiResult<()> {
+        if !self.options.rbac {
+            return Ok(());
+        }
+        let attributes = request_attributes(request);
+        let decision = authorize(self.store.as_ref(), user, &attributes);
+        if decision.allowed {
+            return Ok(());
+        }
+        self.audit.record(AuditEntry {
+            user: user.name.clone(),
+            verb: attributes.verb.clone(),
+            resource: attributes.resource.clone(),
+            subresource: attributes.subresource.clone(),
+            namespace: attributes.namespace.clone(),
+            name: attributes.path.clone().unwrap_or_else(|| attributes.name.clone()),
+            user_agent: request.header("User-Agent").unwrap_or_default().to_string(),
+            forbidden: true,
+        });
+        Err(forbidden(user, &attributes, &decision.reason))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,5 +447,143 @@ mod tests {
         assert!(ask(&store, UserInfo::new("prometheus", &[]), pods.clone()).allowed);
         let delete = Attributes { verb: "delete".into(), ..pods };
         assert!(!ask(&store, UserInfo::new("prometheus", &[]), delete).allowed);
+    }
+
+    fn request(method: &str, path_and_query: &str) -> Request {
+        let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
+        let query = query
+            .split('&')
+            .filter(|q| !q.is_empty())
+            .map(|q| {
+                let (k, v) = q.split_once('=').unwrap_or((q, ""));
+                (k.to_string(), v.to_string())
+            })
+            .collect();
+        Request {
+            method: method.into(),
+            path: path.into(),
+            query,
+            headers: Vec::new(),
+            body: Vec::new(),
+            peer_certificates: Vec::new(),
+            remote: "127.0.0.1:1".parse().unwrap(),
+        }
+    }
+
+    fn attrs(verb: &str, group: &str, resource: &str, sub: &str, ns: &str, name: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: sub.into(),
+            namespace: ns.into(),
+            name: name.into(),
+            path: None,
+        }
+    }
+
+    #[test]
+    fn request_attributes_follow_request_info() {
+        let a = |m: &str, p: &str| request_attributes(&request(m, p));
+        assert_eq!(a("GET", "/api/v1/namespaces/ns/pods"), attrs("list", "", "pods", "", "ns", ""));
+        assert_eq!(a("GET", "/api/v1/pods?watch=true"), attrs("watch", "", "pods", "", "", ""));
+        assert_eq!(a("GET", "/api/v1/watch/namespaces/ns/pods"), attrs("watch", "", "pods", "", "ns", ""));
+        assert_eq!(
+            a("GET", "/api/v1/namespaces/kube-system/configmaps?fieldSelector=metadata.name%3Dx,a=b"),
+            attrs("list", "", "configmaps", "", "kube-system", "")
+        );
+        assert_eq!(
+            a("GET", "/api/v1/namespaces/kube-system/configmaps?fieldSelector=metadata.name=x"),
+            attrs("list", "", "configmaps", "", "kube-system", "x")
+        );
+        assert_eq!(
+            a("PUT", "/apis/apps/v1/namespaces/ns/deployments/web/status"),
+            attrs("update", "apps", "deployments", "status", "ns", "web")
+        );
+        assert_eq!(
+            a("PUT", "/api/v1/namespaces/ns/finalize"),
+            attrs("update", "", "namespaces", "finalize", "ns", "ns")
+        );
+        assert_eq!(a("DELETE", "/api/v1/namespaces/ns"), attrs("delete", "", "namespaces", "", "ns", "ns"));
+        assert_eq!(a("DELETE", "/api/v1/namespaces/ns/pods"), attrs("deletecollection", "", "pods", "", "ns", ""));
+        assert_eq!(a("POST", "/api/v1/nodes"), attrs("create", "", "nodes", "", "", ""));
+        for (path, verb) in [("/apis/apps/v1", "get"), ("/api", "get"), ("/metrics", "get"), ("/healthz", "post")] {
+            let method = verb.to_uppercase();
+            let got = a(&method, path);
+            assert_eq!(got, Attributes { verb: verb.into(), path: Some(path.into()), ..Attributes::default() });
+        }
+    }
+
+    #[test]
+    fn forbidden_reads_as_kube_apiservers() {
+        let alice = UserInfo::new("alice", &[]);
+        let error = forbidden(&alice, &attrs("list", "", "pods", "", "team-b", ""), "");
+        assert_eq!(error.code, 403);
+        assert_eq!(error.status["reason"], "Forbidden");
+        assert_eq!(
+            error.status["message"],
+            "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"team-b\""
+        );
+        assert_eq!(error.status["details"], json!({"kind": "pods"}));
+        let error = forbidden(&alice, &attrs("update", "apps", "deployments", "status", "", "web"), "");
+        assert_eq!(
+            error.status["message"],
+            "deployments.apps \"web\" is forbidden: User \"alice\" cannot update resource \"deployments/status\" in API group \"apps\" at the cluster scope"
+        );
+        assert_eq!(error.status["details"], json!({"name": "web", "group": "apps", "kind": "deployments"}));
+        let path = Attributes { verb: "get".into(), path: Some("/metrics".into()), ..Attributes::default() };
+        assert_eq!(
+            forbidden(&alice, &path, "").status["message"],
+            "forbidden: User \"alice\" cannot get path \"/metrics\""
+        );
+    }
+
+    #[test]
+    fn roles_bind_in_their_namespace_and_nodes_get_the_node_role() {
+        let store = Store::default();
+        store
+            .write::<_, ()>(|txn| {
+                for (storage, object) in crate::sandbox::bootstrap_policy::objects() {
+                    txn.put(storage, object);
+                }
+                txn.put(
+                    "rolebindings",
+                    json!({"metadata": {"name": "viewers", "namespace": "team-a"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "team-a"},
+                                 {"kind": "User", "name": "ghost-role-user"}]}),
+                );
+                txn.put(
+                    "rolebindings",
+                    json!({"metadata": {"name": "ghost", "namespace": "team-a"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "missing"},
+                    "subjects": [{"kind": "User", "name": "ghost-role-user"}]}),
+                );
+                Ok(())
+            })
+            .unwrap();
+        let reader = UserInfo::new("system:serviceaccount:team-a:reader", &[]);
+        let decision = ask(&store, reader.clone(), attrs("list", "", "pods", "", "team-a", ""));
+        assert_eq!(
+            decision.reason,
+            "RBAC: allowed by RoleBinding \"viewers/team-a\" of ClusterRole \"view\" to ServiceAccount \"reader/team-a\" in namespace \"team-a\""
+        );
+        assert!(!ask(&store, reader.clone(), attrs("list", "", "pods", "", "team-b", "")).allowed);
+        assert!(!ask(&store, reader, attrs("delete", "", "pods", "", "team-a", "p")).allowed);
+        let denied = ask(&store, UserInfo::new("ghost-role-user", &[]), attrs("create", "", "pods", "", "team-a", ""));
+        assert_eq!(denied.reason, "RBAC: role.rbac.authorization.k8s.io \"missing\" not found");
+        let node = UserInfo::new("system:node:node-1", &["system:nodes"]);
+        assert!(ask(&store, node.clone(), attrs("patch", "", "nodes", "status", "", "node-1")).allowed);
+        assert!(!ask(&store, node, attrs("delete", "", "nodes", "", "", "node-1")).allowed);
+        let anonymous = UserInfo {
+            name: "system:anonymous".into(),
+            uid: String::new(),
+            groups: vec!["system:unauthenticated".into()],
+        };
+        let health = Attributes { verb: "get".into(), path: Some("/healthz".into()), ..Attributes::default() };
+        assert!(ask(&store, anonymous.clone(), health).allowed);
+        let apis = Attributes { verb: "get".into(), path: Some("/apis".into()), ..Attributes::default() };
+        assert!(!ask(&store, anonymous, apis.clone()).allowed);
+        assert!(ask(&store, UserInfo::new("bob", &[]), apis).allowed, "system:discovery for system:authenticated");
     }
 }

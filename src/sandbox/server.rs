@@ -32,6 +32,38 @@ pub struct SandboxOptions {
     /// The `WatchList` feature gate: watches with `sendInitialEvents`. Off by default, as in
     /// kube-apiserver v1.33, which refuses such watches with 422.
     pub watch_list: bool,
+    /// kube-apiserver's `--authorization-mode`. `AlwaysAllow` (the default here) lets every
+    /// authenticated request through; `RBAC` (kubeadm's `Node,RBAC`) creates the bootstrap
+    /// policy at start and enforces it.
+    pub authorization_mode: AuthorizationMode,
+}
+
+/// How requests are authorized (kube-apiserver's `--authorization-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthorizationMode {
+    #[default]
+    AlwaysAllow,
+    /// RBAC, with the Node authorizer approximated (see `rbac.rs`).
+    Rbac,
+}
+
+impl std::str::FromStr for AuthorizationMode {
+    type Err = String;
+
+    /// A comma-separated list as kube-apiserver takes it: `AlwaysAllow`, `RBAC`, `Node,RBAC`.
+    fn from_str(raw: &str) -> Result<AuthorizationMode, String> {
+        let modes: Vec<&str> = raw.split(',').map(str::trim).collect();
+        if let Some(bad) = modes.iter().find(|m| !matches!(**m, "AlwaysAllow" | "RBAC" | "Node")) {
+            return Err(format!(
+                "authorization mode {bad:?} is not supported by the sandbox (AlwaysAllow, Node, RBAC)"
+            ));
+        }
+        match (modes.contains(&"RBAC"), modes.contains(&"Node")) {
+            (true, _) => Ok(AuthorizationMode::Rbac),
+            (false, true) => Err("authorization mode Node needs RBAC in the sandbox: use Node,RBAC".into()),
+            (false, false) => Ok(AuthorizationMode::AlwaysAllow),
+        }
+    }
 }
 
 impl Default for SandboxOptions {
@@ -43,6 +75,7 @@ impl Default for SandboxOptions {
             bookmark_interval: Duration::from_secs(60),
             service_range: ServiceRange::default(),
             watch_list: false,
+            authorization_mode: AuthorizationMode::AlwaysAllow,
         }
     }
 }
@@ -85,6 +118,7 @@ impl Sandbox {
                 bookmark_interval: options.bookmark_interval,
                 service_range: options.service_range,
                 watch_list: options.watch_list,
+                rbac: options.authorization_mode == AuthorizationMode::Rbac,
             },
         });
         bootstrap(&api, options.service_range, &options.listen, &pki.ca_pem)?;
@@ -325,17 +359,30 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
                 "description": "Used for system critical pods that must not be moved from their current node."}),
         ));
     }
-    objects.push((
-        "clusterroles",
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta("cluster-admin", None),
-            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}]}),
-    ));
-    objects.push((
-        "clusterrolebindings",
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta("cluster-admin", None),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}]}),
-    ));
+    if api.options.rbac {
+        // The rbac/bootstrap-roles post-start hook.
+        for (storage, mut object) in super::bootstrap_policy::objects() {
+            let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
+            let fresh = meta(&name, ns.as_deref());
+            for key in ["uid", "creationTimestamp"] {
+                object["metadata"][key] = fresh[key].clone();
+            }
+            objects.push((storage, object));
+        }
+    } else {
+        objects.push((
+            "clusterroles",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta("cluster-admin", None),
+                "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}]}),
+        ));
+        objects.push((
+            "clusterrolebindings",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta("cluster-admin", None),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}]}),
+        ));
+    }
     api.store.write::<_, String>(|txn| {
         for (storage, object) in objects {
             txn.put(storage, object);
@@ -359,4 +406,18 @@ fn extension_apiserver_authentication(metadata: Value, client_ca_pem: &str) -> V
 fn labelled(mut meta: Value, labels: Value) -> Value {
     meta["labels"] = labels;
     meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorization_modes_parse_as_kube_apiservers_flag() {
+        assert_eq!("AlwaysAllow".parse::<AuthorizationMode>(), Ok(AuthorizationMode::AlwaysAllow));
+        assert_eq!("RBAC".parse::<AuthorizationMode>(), Ok(AuthorizationMode::Rbac));
+        assert_eq!("Node,RBAC".parse::<AuthorizationMode>(), Ok(AuthorizationMode::Rbac));
+        assert!("Node".parse::<AuthorizationMode>().unwrap_err().contains("Node,RBAC"));
+        assert!("Webhook,RBAC".parse::<AuthorizationMode>().unwrap_err().contains("\"Webhook\""));
+    }
 }

@@ -1,0 +1,174 @@
+//! kube-apiserver's default RBAC policy, which its `rbac/bootstrap-roles` post-start hook
+//! (pkg/registry/rbac/rest/storage_rbac.go `PostStartHook`) creates when RBAC is on: the
+//! ClusterRoles, ClusterRoleBindings, Roles and RoleBindings of upstream's
+//! plugin/pkg/auth/authorizer/rbac/bootstrappolicy (policy.go, controller_policy.go,
+//! namespace_policy.go).
+//!
+//! The data files under `bootstrap_policy/` are upstream's rendered policy (its `testdata/*.yaml`)
+//! in YAML flow style; each names the upstream commit it was transcribed from and how it was
+//! set to v1.33's default feature gates. Every object gets the label
+//! `kubernetes.io/bootstrapping: rbac-defaults` and the annotation
+//! `rbac.authorization.kubernetes.io/autoupdate: "true"`, as upstream's `addDefaultMetadata`.
+//!
+//! The aggregated ClusterRoles (`admin`, `edit`, `view`) are filled here, at start, with the
+//! rules of the ClusterRoles their `aggregationRule` selects — the job of kube-controller-manager's
+//! clusterrole-aggregation-controller, which we do not build.
+
+use serde_json::{Map, Value, json};
+
+const CLUSTER_ROLES: &str = include_str!("bootstrap_policy/cluster-roles.yaml");
+const CLUSTER_ROLE_BINDINGS: &str = include_str!("bootstrap_policy/cluster-role-bindings.yaml");
+const CONTROLLER_ROLES: &str = include_str!("bootstrap_policy/controller-roles.yaml");
+const NAMESPACE_POLICY: &str = include_str!("bootstrap_policy/namespace-policy.yaml");
+
+const RBAC_GROUP_VERSION: &str = "rbac.authorization.k8s.io/v1";
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+/// The prefix of the controllers' roles and service-account bindings (controller_policy.go `saRolePrefix`).
+const CONTROLLER_ROLE_PREFIX: &str = "system:controller:";
+
+/// Every bootstrap object as (storage, object), without uid or creationTimestamp.
+pub fn objects() -> Vec<(&'static str, Value)> {
+    let mut objects = Vec::new();
+    let mut cluster_roles: Vec<Value> = parse(CLUSTER_ROLES, "cluster-roles.yaml");
+    for controller in parse(CONTROLLER_ROLES, "controller-roles.yaml") {
+        let name = format!("{CONTROLLER_ROLE_PREFIX}{}", text(&controller["name"]));
+        cluster_roles.push(json!({"metadata": {"name": name}, "rules": controller["rules"]}));
+    }
+    aggregate(&mut cluster_roles);
+    for role in cluster_roles {
+        objects.push(("clusterroles", finish(role, "ClusterRole")));
+    }
+    for binding in parse(CLUSTER_ROLE_BINDINGS, "cluster-role-bindings.yaml") {
+        let name = text(&binding["name"]);
+        objects.push(("clusterrolebindings", cluster_role_binding(&name, &name, binding["subjects"].clone())));
+    }
+    // controller-role-bindings.yaml: each controller role bound to its service account.
+    for controller in parse(CONTROLLER_ROLES, "controller-roles.yaml") {
+        let account = text(&controller["name"]);
+        let name = format!("{CONTROLLER_ROLE_PREFIX}{account}");
+        let subject = json!([{"kind": "ServiceAccount", "name": account, "namespace": "kube-system"}]);
+        objects.push(("clusterrolebindings", cluster_role_binding(&name, &name, subject)));
+    }
+    let namespaced: Value = serde_yaml_ng::from_str(NAMESPACE_POLICY).expect("namespace-policy.yaml is valid YAML");
+    for role in namespaced["roles"].as_array().cloned().unwrap_or_default() {
+        objects.push(("roles", finish(role, "Role")));
+    }
+    for binding in namespaced["roleBindings"].as_array().cloned().unwrap_or_default() {
+        objects.push(("rolebindings", finish(binding, "RoleBinding")));
+    }
+    objects
+}
+
+fn parse(yaml: &str, file: &str) -> Vec<Value> {
+    serde_yaml_ng::from_str(yaml).unwrap_or_else(|e| panic!("{file} is not a valid list: {e}"))
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+fn cluster_role_binding(name: &str, role: &str, subjects: Value) -> Value {
+    let mut binding =
+        json!({"metadata": {"name": name}, "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role}});
+    if !subjects.is_null() {
+        binding["subjects"] = subjects;
+    }
+    finish(binding, "ClusterRoleBinding")
+}
+
+/// Adds apiVersion, kind and upstream's default label and annotation.
+fn finish(mut object: Value, kind: &str) -> Value {
+    object["apiVersion"] = RBAC_GROUP_VERSION.into();
+    object["kind"] = kind.into();
+    let metadata = &mut object["metadata"];
+    if !metadata["labels"].is_object() {
+        metadata["labels"] = json!({});
+    }
+    metadata["labels"]["kubernetes.io/bootstrapping"] = "rbac-defaults".into();
+    metadata["annotations"] = json!({"rbac.authorization.kubernetes.io/autoupdate": "true"});
+    object
+}
+
+/// Fills each ClusterRole that has an `aggregationRule` with the rules of the ClusterRoles its
+/// selectors match, in name order, skipping rules it already has — as the
+/// clusterrole-aggregation-controller (pkg/controller/clusterroleaggregation) does. Repeats until
+/// nothing changes, since aggregated roles feed one another (`view` into `edit` into `admin`).
+fn aggregate(roles: &mut [Value]) {
+    roles.sort_by_key(|r| text(&r["metadata"]["name"]));
+    loop {
+        let mut changed = false;
+        for i in 0..roles.len() {
+            let Some(selectors) = roles[i]["aggregationRule"]["clusterRoleSelectors"].as_array().cloned() else {
+                continue;
+            };
+            let mut rules: Vec<Value> = Vec::new();
+            for (j, source) in roles.iter().enumerate() {
+                let labels = source["metadata"]["labels"].as_object().cloned().unwrap_or_default();
+                if j == i || !selectors.iter().any(|s| matches_labels(&s["matchLabels"], &labels)) {
+                    continue;
+                }
+                for rule in source["rules"].as_array().into_iter().flatten() {
+                    if !rules.contains(rule) {
+                        rules.push(rule.clone());
+                    }
+                }
+            }
+            let rules = Value::Array(rules);
+            if roles[i]["rules"] != rules {
+                roles[i]["rules"] = rules;
+                changed = true;
+            }
+        }
+        if !changed {
+            return;
+        }
+    }
+}
+
+fn matches_labels(wanted: &Value, labels: &Map<String, Value>) -> bool {
+    wanted.as_object().is_some_and(|w| w.iter().all(|(k, v)| labels.get(k) == Some(v)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find<'a>(objects: &'a [(&'static str, Value)], storage: &str, name: &str) -> &'a Value {
+        objects
+            .iter()
+            .find(|(s, o)| *s == storage && o["metadata"]["name"] == name)
+            .map(|(_, o)| o)
+            .unwrap_or_else(|| panic!("{storage} {name} missing"))
+    }
+
+    #[test]
+    fn controller_roles_are_bound_to_their_service_accounts() {
+        let objects = objects();
+        let role = find(&objects, "clusterroles", "system:controller:replicaset-controller");
+        assert_eq!(role["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults");
+        assert_eq!(role["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"], "true");
+        let binding = find(&objects, "clusterrolebindings", "system:controller:replicaset-controller");
+        assert_eq!(binding["roleRef"]["name"], "system:controller:replicaset-controller");
+        assert_eq!(
+            binding["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "replicaset-controller", "namespace": "kube-system"}])
+        );
+        let leader = find(&objects, "rolebindings", "system::leader-locking-kube-controller-manager");
+        assert_eq!(leader["metadata"]["namespace"], "kube-system");
+        assert!(!objects.iter().any(|(_, o)| o["metadata"]["name"] == "system:controller:resource-claim-controller"));
+    }
+
+    #[test]
+    fn aggregated_roles_collect_the_selected_rules() {
+        let objects = objects();
+        let rules = |name: &str| find(&objects, "clusterroles", name)["rules"].as_array().unwrap().clone();
+        let view = rules("view");
+        assert_eq!(view, rules("system:aggregate-to-view"));
+        let edit = rules("edit");
+        assert!(view.iter().all(|r| edit.contains(r)), "edit includes view");
+        assert!(rules("system:aggregate-to-edit").iter().all(|r| edit.contains(r)));
+        let admin = rules("admin");
+        assert!(edit.iter().all(|r| admin.contains(r)), "admin includes edit");
+        assert!(rules("system:aggregate-to-admin").iter().all(|r| admin.contains(r)));
+    }
+}
