@@ -40,12 +40,52 @@ pub fn resident_bytes() -> u64 {
 
 /// VmHWM (peak resident set) of process `pid`, in bytes; 0 when it cannot be read.
 pub fn peak_resident_bytes_of(pid: u32) -> u64 {
+    status_bytes_of(pid, "VmHWM:")
+}
+
+/// VmRSS (resident set now) of process `pid`, in bytes; 0 when it cannot be read.
+pub fn resident_bytes_of(pid: u32) -> u64 {
+    status_bytes_of(pid, "VmRSS:")
+}
+
+/// A `kB` field of `/proc/<pid>/status`, in bytes.
+fn status_bytes_of(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
+}
+
+/// `kcm-sandbox serve` as a child process on a free loopback port, its kubeconfigs in `dir`,
+/// once it has printed its ready line; returns the child and the admin kubeconfig's path.
+pub fn start_sandbox_server(binary: &Path, dir: &Path, flags: &[&str]) -> Result<(Child, std::path::PathBuf), String> {
+    use std::io::BufRead;
+    let kubeconfig = dir.join("admin.conf");
+    let mut child = Command::new(binary)
+        .args(["serve", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+        .arg(&kubeconfig)
+        .args(flags)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+    let mut ready = String::new();
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    std::io::BufReader::new(stdout).read_line(&mut ready).map_err(|e| e.to_string())?;
+    if !ready.starts_with("kcm-sandbox: serving") {
+        stop(&mut child);
+        return Err(format!("kcm-sandbox did not start: {ready:?}"));
+    }
+    Ok((child, kubeconfig))
+}
+
+/// An admin client of a sandbox started by [`start_sandbox_server`], without a client-side rate
+/// limit, whose requests time out after `timeout`.
+pub fn admin_client(kubeconfig: &Path, timeout: Duration) -> Result<Client, String> {
+    let config = kcm::client::config::load(Some(kubeconfig), None).map_err(|e| e.to_string())?;
+    Client::new(config, ClientOptions { qps: -1.0, burst: 1, timeout }).map_err(|e| e.to_string())
 }
 
 /// Starts the real controller manager against `kubeconfig` without leader election, its secure

@@ -76,10 +76,7 @@ pub struct Target {
 
 impl Handler for ApiServer {
     fn handle(&self, request: &Request, response: &mut ResponseWriter<'_>) -> io::Result<()> {
-        if let Some(delay) = self.faults.latency() {
-            std::thread::sleep(delay);
-        }
-        if let Some(error) = self.faults.next_error() {
+        if let Some(error) = self.faults.before_request(&request.path) {
             return send_error(response, &error);
         }
         let authorization = request.header("Authorization");

@@ -3,17 +3,20 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use lexopt::prelude::*;
+use parking_lot::Mutex;
 
 use super::server::{Sandbox, SandboxOptions};
 use crate::flags::parse_go_duration;
 
 const USAGE: &str = "\
 Usage:
-  kcm-sandbox serve [options]   run the development API server until SIGINT/SIGTERM
+  kcm-sandbox serve [options]   run the development API server until SIGINT/SIGTERM; prints one line
+                                when ready, and /readyz answers ok from then on (faults spare the
+                                health probes; only a restart's downtime interrupts them)
   kcm-sandbox demo [options]    run the server, simulated nodes and kube-controller-manager, and narrate
 
 serve options:
@@ -26,10 +29,20 @@ serve options:
                               RBAC policy; simulated nodes act as the admin
   --history N                 changes kept for watches; older resourceVersions are Gone (default 10000)
   --bookmark-interval DUR     how often watches get a BOOKMARK (default 1m0s)
-  --fail-next N:CODE[:SECS]   answer the next N requests with HTTP CODE (500, 429, 503), Retry-After SECS
-  --latency DUR               delay every request by DUR
+
+serve faults (health probes /healthz, /livez, /readyz are never failed nor delayed):
+  --fail-next N:CODE[:SECS]   answer the next N API requests with HTTP CODE (500, 429, 503), Retry-After SECS
+  --latency DUR               delay every API request by DUR
   --close-watches-every DUR   cut every open watch (and connection) this often
   --compact-every DUR         forget the change history this often (older resourceVersions are Gone)
+  --restart-every DUR         stop the server this often and listen again on the same port after
+                              --restart-downtime, the stored objects kept (open watches end)
+  --restart-downtime DUR      how long a restart leaves the port closed (default 1s)
+
+serve signals:
+  SIGUSR1                     close every open watch (and connection) now
+  SIGUSR2                     restart now: stop, wait --restart-downtime, listen on the same port, state kept
+  SIGINT, SIGTERM             stop and exit
 
 demo options:
   --controller-manager PATH   the kube-controller-manager binary (default: next to kcm-sandbox)
@@ -64,7 +77,13 @@ pub struct ServeOptions {
     pub latency: Option<Duration>,
     pub close_watches_every: Option<Duration>,
     pub compact_every: Option<Duration>,
+    pub restart_every: Option<Duration>,
+    /// How long a restart (periodic or by SIGUSR2) keeps the port closed.
+    pub restart_downtime: Duration,
 }
+
+/// The port stays closed this long during a restart unless `--restart-downtime` says otherwise.
+pub const DEFAULT_RESTART_DOWNTIME: Duration = Duration::from_secs(1);
 
 fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
     let mut options = ServeOptions {
@@ -75,6 +94,8 @@ fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
         latency: None,
         close_watches_every: None,
         compact_every: None,
+        restart_every: None,
+        restart_downtime: DEFAULT_RESTART_DOWNTIME,
     };
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         let flag = match &arg {
@@ -91,8 +112,10 @@ fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
             Long("bookmark-interval") => options.sandbox.bookmark_interval = duration(parser, &flag)?,
             Long("latency") => options.latency = Some(duration(parser, &flag)?),
             Long("fail-next") => options.fail_next = Some(parse_fail_next(&text(parser, &flag)?)?),
-            Long("close-watches-every") => options.close_watches_every = Some(duration(parser, &flag)?),
-            Long("compact-every") => options.compact_every = Some(duration(parser, &flag)?),
+            Long("close-watches-every") => options.close_watches_every = Some(period(parser, &flag)?),
+            Long("compact-every") => options.compact_every = Some(period(parser, &flag)?),
+            Long("restart-every") => options.restart_every = Some(period(parser, &flag)?),
+            Long("restart-downtime") => options.restart_downtime = duration(parser, &flag)?,
             Long("help") => {
                 print!("{USAGE}");
                 std::process::exit(0);
@@ -120,6 +143,15 @@ fn duration(parser: &mut lexopt::Parser, flag: &str) -> Result<Duration, String>
     parse_go_duration(&raw).map_err(|e| format!("invalid argument {raw:?} for {flag}: {e}"))
 }
 
+/// The period of a repeated fault: a positive duration.
+fn period(parser: &mut lexopt::Parser, flag: &str) -> Result<Duration, String> {
+    let period = duration(parser, flag)?;
+    if period.is_zero() {
+        return Err(format!("invalid argument for {flag}: the period must be positive"));
+    }
+    Ok(period)
+}
+
 fn parse_fail_next(raw: &str) -> Result<(usize, u16, Option<u64>), String> {
     let bad = || format!("invalid argument {raw:?} for --fail-next: want COUNT:CODE or COUNT:CODE:RETRY_AFTER_SECONDS");
     let parts: Vec<&str> = raw.split(':').collect();
@@ -131,14 +163,25 @@ fn parse_fail_next(raw: &str) -> Result<(usize, u16, Option<u64>), String> {
     Ok((count.parse().map_err(|_| bad())?, code.parse().map_err(|_| bad())?, retry))
 }
 
-/// Starts the sandbox with its nodes, writes the kubeconfigs and serves until a signal.
-pub fn start(options: &ServeOptions) -> Result<(Arc<Sandbox>, Option<super::nodes::SimulatedNodes>), String> {
+/// A running `serve`: the sandbox, its simulated nodes and what restarts it.
+pub struct Served {
+    pub sandbox: Arc<Sandbox>,
+    pub nodes: Option<super::nodes::SimulatedNodes>,
+    pub restarter: Arc<Restarter>,
+}
+
+/// Starts the sandbox with its nodes, applies the fault flags and writes the kubeconfigs.
+pub fn start(options: &ServeOptions) -> Result<Served, String> {
     let sandbox = Arc::new(Sandbox::start(options.sandbox.clone())?);
+    let restarter = Arc::new(Restarter::new(&sandbox, options.restart_downtime));
     if let Some(every) = options.close_watches_every {
         repeat(&sandbox, every, Sandbox::close_watches);
     }
     if let Some(every) = options.compact_every {
         repeat(&sandbox, every, Sandbox::compact);
+    }
+    if let Some(every) = options.restart_every {
+        restarter.repeat(every);
     }
     if let Some((count, code, retry)) = options.fail_next {
         sandbox.faults().fail_next(count, code, retry)?;
@@ -149,7 +192,7 @@ pub fn start(options: &ServeOptions) -> Result<(Arc<Sandbox>, Option<super::node
         let names = (1..=options.nodes).map(|i| format!("node-{i}")).collect();
         super::nodes::SimulatedNodes::start(sandbox.admin_config(), names, super::nodes::NodeOptions::default())
     });
-    Ok((sandbox, nodes.transpose()?))
+    Ok(Served { sandbox, nodes: nodes.transpose()?, restarter })
 }
 
 /// Runs a fault every `period` for as long as the sandbox lives.
@@ -166,11 +209,73 @@ fn repeat(sandbox: &Arc<Sandbox>, period: Duration, fault: fn(&Sandbox)) {
     });
 }
 
+/// Stops the server and listens again on the same address after a downtime, the store kept, as
+/// a kube-apiserver restarting in front of the same etcd. One restart runs at a time, and none
+/// after [`Restarter::shut_down`], so a restart in progress cannot reopen a stopped server.
+pub struct Restarter {
+    sandbox: Weak<Sandbox>,
+    downtime: Duration,
+    /// Held for the whole of a restart; `true` once shut down.
+    shut_down: Mutex<bool>,
+}
+
+impl Restarter {
+    pub fn new(sandbox: &Arc<Sandbox>, downtime: Duration) -> Restarter {
+        Restarter { sandbox: Arc::downgrade(sandbox), downtime, shut_down: Mutex::new(false) }
+    }
+
+    /// Restarts the server now; `Ok(false)` when the sandbox is gone or shut down.
+    pub fn restart(&self) -> Result<bool, String> {
+        let shut_down = self.shut_down.lock();
+        let Some(sandbox) = self.sandbox.upgrade().filter(|_| !*shut_down) else {
+            return Ok(false);
+        };
+        log::info!("restarting: the server stops for {:?}, its state kept", self.downtime);
+        sandbox.pause();
+        std::thread::sleep(self.downtime);
+        sandbox.resume()?;
+        log::info!("restarted: serving {} again", sandbox.url());
+        Ok(true)
+    }
+
+    /// Restarts in the background (for a signal handler), logging a failure.
+    pub fn restart_in_background(self: &Arc<Self>) {
+        let restarter = self.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = restarter.restart() {
+                log::error!("restart failed: {e}");
+            }
+        });
+    }
+
+    /// Restarts every `period` until the sandbox is gone or shut down.
+    fn repeat(self: &Arc<Self>, period: Duration) {
+        let restarter = Arc::downgrade(self);
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(period);
+                let Some(restarter) = restarter.upgrade() else { return };
+                match restarter.restart() {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(e) => log::error!("restart failed: {e}"),
+                }
+            }
+        });
+    }
+
+    /// Waits for a restart in progress and prevents any further one.
+    pub fn shut_down(&self) {
+        *self.shut_down.lock() = true;
+    }
+}
+
 fn serve(options: ServeOptions) -> Result<ExitCode, String> {
-    let signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
+    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1, SIGUSR2])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let (sandbox, nodes) = match start(&options) {
-        Ok(started) => started,
+    let Served { sandbox, nodes, restarter } = match start(&options) {
+        Ok(served) => served,
         Err(e) => {
             eprintln!("kcm-sandbox: {e}");
             return Ok(ExitCode::FAILURE);
@@ -182,13 +287,80 @@ fn serve(options: ServeOptions) -> Result<ExitCode, String> {
         options.nodes,
         options.kubeconfig_out.display()
     );
-    let mut signals = signals;
-    if let Some(signal) = signals.forever().next() {
-        log::info!("received signal {signal}; shutting down");
+    for signal in signals.forever() {
+        match signal {
+            SIGUSR1 => {
+                log::info!("SIGUSR1: closing every open watch");
+                sandbox.close_watches();
+            }
+            SIGUSR2 => {
+                log::info!("SIGUSR2: restarting the server");
+                restarter.restart_in_background();
+            }
+            _ => {
+                log::info!("received signal {signal}; shutting down");
+                break;
+            }
+        }
     }
+    restarter.shut_down();
     if let Some(nodes) = nodes {
         nodes.stop();
     }
     sandbox.stop();
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ServeOptions, String> {
+        let mut parser = lexopt::Parser::from_iter(std::iter::once("kcm-sandbox").chain(args.iter().copied()));
+        parse_serve(&mut parser)
+    }
+
+    #[test]
+    fn fault_flags_parse() {
+        let options = parse(&[
+            "--fail-next",
+            "3:429:2",
+            "--latency",
+            "250ms",
+            "--close-watches-every",
+            "30s",
+            "--compact-every",
+            "1m",
+            "--restart-every",
+            "2m",
+            "--restart-downtime",
+            "3s",
+        ])
+        .unwrap();
+        assert_eq!(options.fail_next, Some((3, 429, Some(2))));
+        assert_eq!(options.latency, Some(Duration::from_millis(250)));
+        assert_eq!(options.close_watches_every, Some(Duration::from_secs(30)));
+        assert_eq!(options.compact_every, Some(Duration::from_secs(60)));
+        assert_eq!(options.restart_every, Some(Duration::from_secs(120)));
+        assert_eq!(options.restart_downtime, Duration::from_secs(3));
+    }
+
+    #[test]
+    fn restarts_default_to_none_with_a_one_second_downtime() {
+        let options = parse(&[]).unwrap();
+        assert_eq!((options.restart_every, options.restart_downtime), (None, DEFAULT_RESTART_DOWNTIME));
+    }
+
+    #[test]
+    fn bad_fault_flags_are_refused_by_name() {
+        for (args, needle) in [
+            (["--restart-every", "0s"], "--restart-every: the period must be positive"),
+            (["--close-watches-every", "0"], "--close-watches-every: the period must be positive"),
+            (["--restart-downtime", "soon"], "for --restart-downtime"),
+            (["--fail-next", "2"], "for --fail-next"),
+        ] {
+            let error = parse(&args).unwrap_err();
+            assert!(error.contains(needle), "{error}");
+        }
+    }
 }

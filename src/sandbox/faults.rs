@@ -1,4 +1,7 @@
-//! Fault injection for tests and demos: failed requests, latency, cut watches.
+//! Fault injection for tests and demos: failed requests, latency, cut watches. Health probes
+//! (`/healthz`, `/livez`, `/readyz`) are spared the injected errors and latency, so a sandbox
+//! reports ready for as long as it listens; stopping it (`Sandbox::pause`) is the fault that
+//! takes readiness away.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,7 +41,7 @@ impl Faults {
         Ok(())
     }
 
-    /// Delays every API request by `latency` (`None` to stop).
+    /// Delays every API request by `latency` (`None` to stop); health probes are not delayed.
     pub fn set_latency(&self, latency: Option<Duration>) {
         *self.latency.lock() = latency.filter(|l| !l.is_zero());
     }
@@ -73,13 +76,26 @@ impl Faults {
         self.watch_epoch.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn next_error(&self) -> Option<ApiError> {
+    /// Applies the request faults to a request for `path`: waits the injected latency, then
+    /// takes the next injected error, if any, for the caller to answer with. Health probes pass
+    /// untouched and leave the queued errors to the next API request.
+    pub(crate) fn before_request(&self, path: &str) -> Option<ApiError> {
+        if is_health_path(path) {
+            return None;
+        }
+        let latency = *self.latency.lock();
+        if let Some(delay) = latency {
+            std::thread::sleep(delay);
+        }
         self.errors.lock().pop_front()
     }
+}
 
-    pub(crate) fn latency(&self) -> Option<Duration> {
-        *self.latency.lock()
-    }
+/// `/healthz`, `/livez`, `/readyz` and their per-check subpaths (`/readyz/etcd`, ...).
+pub fn is_health_path(path: &str) -> bool {
+    ["/healthz", "/livez", "/readyz"]
+        .iter()
+        .any(|root| path.strip_prefix(root).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
 }
 
 #[cfg(test)]
@@ -90,10 +106,31 @@ mod tests {
     fn queued_errors_are_served_once_each() {
         let faults = Faults::default();
         faults.fail_next(2, 429, Some(1)).unwrap();
-        assert_eq!(faults.next_error().unwrap().retry_after, Some(1));
-        assert_eq!(faults.next_error().unwrap().code, 429);
-        assert!(faults.next_error().is_none());
+        assert_eq!(faults.before_request("/api/v1/pods").unwrap().retry_after, Some(1));
+        assert_eq!(faults.before_request("/version").unwrap().code, 429);
+        assert!(faults.before_request("/api/v1/pods").is_none());
         assert!(faults.fail_next(1, 404, None).is_err());
+    }
+
+    #[test]
+    fn health_probes_leave_queued_errors_to_api_requests() {
+        let faults = Faults::default();
+        faults.fail_next(1, 503, Some(2)).unwrap();
+        for probe in ["/readyz", "/livez", "/healthz", "/readyz/etcd", "/healthz/ping", "/livez/"] {
+            assert!(faults.before_request(probe).is_none(), "{probe}");
+        }
+        let error = faults.before_request("/api/v1/namespaces").expect("the queued error");
+        assert_eq!((error.code, error.retry_after), (503, Some(2)));
+    }
+
+    #[test]
+    fn health_paths_are_the_probe_roots_and_their_subpaths() {
+        for path in ["/healthz", "/livez", "/readyz", "/readyz/ping", "/livez/etcd", "/healthz/log"] {
+            assert!(is_health_path(path), "{path}");
+        }
+        for path in ["/readyzz", "/api/v1/readyz", "/version", "/", "/healthzx/ping"] {
+            assert!(!is_health_path(path), "{path}");
+        }
     }
 
     #[test]
