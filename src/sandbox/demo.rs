@@ -15,7 +15,7 @@ use lexopt::prelude::*;
 use serde_json::json;
 
 use super::nodes::{NodeOptions, SimulatedNodes};
-use super::server::{Sandbox, SandboxOptions};
+use super::server::{AuthorizationMode, Sandbox, SandboxOptions};
 use crate::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams, PropagationPolicy};
 use crate::controllers::is_implemented;
 
@@ -140,8 +140,11 @@ pub fn run(options: DemoOptions) -> Result<ExitCode, String> {
 
 fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> Result<(), String> {
     narrator.step("Starting the sandbox API server");
+    // Like a kubeadm cluster: RBAC enforced with upstream's bootstrap policy, so the controllers
+    // (each with its own service account) can do only what upstream's roles allow.
     let sandbox = Sandbox::start(SandboxOptions {
         listen: "127.0.0.1:0".parse().expect("address"),
+        authorization_mode: AuthorizationMode::Rbac,
         ..SandboxOptions::default()
     })?;
     let (admin_kubeconfig, kcm_kubeconfig) = sandbox.write_kubeconfigs(&workdir.join("admin.conf"))?;
@@ -165,6 +168,10 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
         options.controller_manager.display(),
         kcm.child.id()
     ));
+    narrator.info(
+        "as kubeadm runs it: RBAC is enforced with upstream's bootstrap policy, and each controller \
+         acts as its own kube-system ServiceAccount (--use-service-account-credentials)",
+    );
     let leases = Api::<Lease>::namespaced(&client, "kube-system");
     let holder = wait_for("the leader Lease", STEP_TIMEOUT, || {
         let lease = leases.get_opt("kube-controller-manager").map_err(|e| e.to_string())?;
@@ -591,8 +598,11 @@ impl ControllerManager {
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .args(["--leader-elect=true", "--controllers=*", "--v=2", "--bind-address=127.0.0.1"])
             .arg(format!("--secure-port={port}"))
-            // The sandbox's service-account key, written beside the kubeconfigs.
+            // As kubeadm runs it: each controller with its own service account's credentials; the
+            // sandbox's service-account key and CA, written beside the kubeconfigs.
+            .arg("--use-service-account-credentials=true")
             .arg(format!("--service-account-private-key-file={}", kubeconfig.with_file_name("sa.key").display()))
+            .arg(format!("--root-ca-file={}", kubeconfig.with_file_name("ca.crt").display()))
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

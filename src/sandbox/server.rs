@@ -217,7 +217,8 @@ impl Sandbox {
     }
 
     /// Writes `admin.conf`-style kubeconfigs: the admin's at `path`, the controller manager's
-    /// beside it as `controller-manager.conf`, and the service-account key as `sa.key`. Returns
+    /// beside it as `controller-manager.conf`, the service-account key as `sa.key` and the CA as
+    /// `ca.crt`. Returns
     /// both kubeconfig paths.
     pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), String> {
         let server = self.url();
@@ -231,8 +232,11 @@ impl Sandbox {
             Some(&self.controller_manager),
             None,
         )?;
-        // kubeadm's sa.key, for `--service-account-private-key-file`.
+        // kubeadm's sa.key, for `--service-account-private-key-file`, and ca.crt, for
+        // `--root-ca-file` / `--client-ca-file`.
         auth::write_private(&path.with_file_name("sa.key"), self.service_account_key_pem.as_bytes())?;
+        let ca = path.with_file_name("ca.crt");
+        std::fs::write(&ca, &self.pki.ca_pem).map_err(|e| format!("cannot write {}: {e}", ca.display()))?;
         Ok((path.to_path_buf(), kcm))
     }
 
