@@ -34,6 +34,13 @@ pub trait Reconciler: Send + Sync + 'static {
     fn run_background(self: Arc<Self>) -> Result<(), String> {
         Ok(())
     }
+
+    /// Whether state the controller builds itself (beyond the informers its constructor asked
+    /// for) is ready for its workers, e.g. the garbage collector's dependency graph; the
+    /// workers wait for it as for their caches.
+    fn has_synced(&self) -> bool {
+        true
+    }
 }
 
 /// What a controller's constructor is given.
@@ -200,7 +207,7 @@ impl ControllerSet {
                     let stopping = self.stopping.clone();
                     let synced = synced.clone();
                     let spawned = std::thread::Builder::new().name(format!("{name}-{index}")).spawn(move || {
-                        if synced.wait(&stopping) {
+                        if synced.wait(reconciler.as_ref(), &stopping) {
                             work(name, &queue, reconciler.as_ref(), &stopping);
                         }
                     });
@@ -300,9 +307,10 @@ impl CacheSync {
         CacheSync { name, caches, logged: AtomicBool::new(false) }
     }
 
-    /// Blocks until the caches have synced (true) or the set is stopping (false).
-    fn wait(&self, stopping: &AtomicBool) -> bool {
-        while !self.caches.has_synced() {
+    /// Blocks until the caches and the reconciler's own state have synced (true) or the set is
+    /// stopping (false).
+    fn wait(&self, reconciler: &dyn Reconciler, stopping: &AtomicBool) -> bool {
+        while !(self.caches.has_synced() && reconciler.has_synced()) {
             if stopping.load(Ordering::SeqCst) {
                 return false;
             }

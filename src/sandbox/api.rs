@@ -22,7 +22,6 @@ use super::typed::{self, FieldValidation};
 use super::{convert, defaults, discovery, metadata, patch, protobuf, subresources, table, watch};
 use crate::server::http::{Handler, Request, ResponseWriter};
 
-mod anonymous;
 mod validation;
 
 /// Settings of the API layer.
@@ -89,13 +88,7 @@ impl Handler for ApiServer {
             None if self.options.anonymous_is_admin => UserInfo::new("system:admin", &["system:masters"]),
             // Credentials that do not authenticate are refused; none at all is anonymous.
             None if authorization.is_some() => return send_error(response, &ApiError::unauthorized()),
-            None => {
-                let anonymous = anonymous::user();
-                if let Err(e) = anonymous::authorize(self, request, &anonymous) {
-                    return send_error(response, &e);
-                }
-                anonymous
-            }
+            None => super::rbac::anonymous_user(),
         };
         // Authorization (RBAC when on), after authentication as in kube-apiserver's chain.
         if let Err(error) = self.authorize(&user, request) {

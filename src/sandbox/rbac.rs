@@ -379,12 +379,33 @@ pub fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiError {
     ApiError::new(403, "Forbidden", message, Some(Value::Object(details)))
 }
 
+/// The user of requests without credentials, as kube-apiserver's default
+/// `--anonymous-auth=true` authenticates them; authorization then decides (everyone may read
+/// the health and version endpoints; anything else needs an RBAC grant).
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+
+/// The identity of a request that presented no credentials.
+pub fn anonymous_user() -> UserInfo {
+    UserInfo::new(ANONYMOUS_USER, &["system:unauthenticated"])
+}
+
+/// The non-resource URLs `system:public-info-viewer` grants `get` on (and their subpaths, as
+/// its `/healthz/*`-style rules).
+fn is_public_info_path(path: &str) -> bool {
+    ["/healthz", "/livez", "/readyz", "/version"]
+        .iter()
+        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|rest| rest.starts_with('/')))
+}
+
 impl ApiServer {
     /// The authorization step of kube-apiserver's handler chain (`WithAuthorization`): with RBAC
     /// on, a request its user may not make is answered 403 and recorded in the audit log as
-    /// forbidden. With RBAC off (`AlwaysAllow`) every authenticated request passes.
+    /// forbidden. With RBAC off (`AlwaysAllow`) every authenticated request passes; an
+    /// anonymous one passes for the public-info endpoints (the bootstrap policy's
+    /// `system:public-info-viewer`, which this mode does not create) or an RBAC grant.
     pub fn authorize(&self, user: &UserInfo, request: &Request) -> ApiResult<()> {
-        if !self.options.rbac {
+        let anonymous = user.name == ANONYMOUS_USER;
+        if !self.options.rbac && (!anonymous || is_public_info_path(&request.path)) {
             return Ok(());
         }
         let attributes = request_attributes(request);
@@ -585,5 +606,33 @@ mod tests {
         let apis = Attributes { verb: "get".into(), path: Some("/apis".into()), ..Attributes::default() };
         assert!(!ask(&store, anonymous, apis.clone()).allowed);
         assert!(ask(&store, UserInfo::new("bob", &[]), apis).allowed, "system:discovery for system:authenticated");
+    }
+
+    #[test]
+    fn forbidden_messages_name_the_request() {
+        let list = Attributes {
+            verb: "list".into(),
+            namespace: "default".into(),
+            resource: "pods".into(),
+            ..Attributes::default()
+        };
+        let anonymous = anonymous_user();
+        let e = forbidden(&anonymous, &list, "");
+        assert_eq!(
+            e.status["message"],
+            "pods is forbidden: User \"system:anonymous\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+        );
+        assert_eq!(e.status["details"], json!({"kind": "pods"}));
+        let nodes =
+            Attributes { verb: "get".into(), resource: "nodes".into(), name: "n1".into(), ..Attributes::default() };
+        assert_eq!(
+            forbidden(&anonymous, &nodes, "").status["message"],
+            "nodes \"n1\" is forbidden: User \"system:anonymous\" cannot get resource \"nodes\" in API group \"\" at the cluster scope"
+        );
+        let path = Attributes { verb: "get".into(), path: Some("/api".into()), ..Attributes::default() };
+        assert_eq!(
+            forbidden(&anonymous, &path, "").status["message"],
+            "forbidden: User \"system:anonymous\" cannot get path \"/api\""
+        );
     }
 }

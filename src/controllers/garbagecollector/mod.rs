@@ -236,6 +236,11 @@ impl Reconciler for GarbageCollector {
         }
     }
 
+    /// `Run` waits for `dependencyGraphBuilder.IsSynced` before its workers start.
+    fn has_synced(&self) -> bool {
+        self.is_synced()
+    }
+
     /// `Run`: the monitors, the graph builder and the discovery loop start only while leading,
     /// as upstream's (the graph reports invalid owner references as Events).
     fn run_background(self: Arc<Self>) -> Result<(), String> {

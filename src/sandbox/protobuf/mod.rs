@@ -498,42 +498,10 @@ fn rfc3339(seconds: i64, nanos: i64, micro: bool) -> Result<String, String> {
     Ok(if micro { format!("{base}.{:06}Z", nanos.clamp(0, 999_999_999) / 1000) } else { format!("{base}Z") })
 }
 
-/// Go's `time.Duration.String()`: "1h2m3.5s", "1.5ms", "0s".
+/// A Go `time.Duration` (nanoseconds) as Go prints it.
 fn go_duration(nanos: i64) -> String {
-    if nanos == 0 {
-        return "0s".into();
-    }
-    let sign = if nanos < 0 { "-" } else { "" };
-    let n = nanos.unsigned_abs();
-    if n < 1_000_000_000 {
-        let (unit, scale) = if n < 1_000 {
-            ("ns", 1)
-        } else if n < 1_000_000 {
-            ("µs", 1_000)
-        } else {
-            ("ms", 1_000_000)
-        };
-        return format!("{sign}{}{unit}", fraction(n, scale));
-    }
-    let (hours, rest) = (n / 3_600_000_000_000, n % 3_600_000_000_000);
-    let (minutes, rest) = (rest / 60_000_000_000, rest % 60_000_000_000);
-    let seconds = fraction(rest, 1_000_000_000);
-    match (hours, minutes) {
-        (0, 0) => format!("{sign}{seconds}s"),
-        (0, m) => format!("{sign}{m}m{seconds}s"),
-        (h, m) => format!("{sign}{h}h{m}m{seconds}s"),
-    }
-}
-
-/// `value / scale` with the fraction's trailing zeros dropped ("1.5", "2").
-fn fraction(value: u64, scale: u64) -> String {
-    let (whole, part) = (value / scale, value % scale);
-    if part == 0 {
-        return whole.to_string();
-    }
-    let width = scale.ilog10() as usize;
-    let digits = format!("{part:0width$}");
-    format!("{whole}.{}", digits.trim_end_matches('0'))
+    let text = crate::flags::format_go_duration(std::time::Duration::from_nanos(nanos.unsigned_abs()));
+    if nanos < 0 { format!("-{text}") } else { text }
 }
 
 /// The zero value of a Go scalar, which `omitempty` leaves out. Go keeps value-field structs (`"status": {}`,

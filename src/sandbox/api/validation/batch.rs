@@ -231,38 +231,18 @@ fn descriptor(spec: &str) -> Result<(), String> {
     match spec {
         "@yearly" | "@annually" | "@monthly" | "@weekly" | "@daily" | "@midnight" | "@hourly" => Ok(()),
         _ => match spec.strip_prefix("@every ") {
-            Some(duration) if is_go_duration(duration) => Ok(()),
+            // Go's `time.ParseDuration` also takes negative durations.
+            Some(duration)
+                if crate::flags::parse_go_duration(duration.strip_prefix('-').unwrap_or(duration)).is_ok() =>
+            {
+                Ok(())
+            }
             Some(duration) => {
                 Err(format!("failed to parse duration {spec}: time: invalid duration {}", go_quote(duration)))
             }
             None => Err(format!("unrecognized descriptor: {spec}")),
         },
     }
-}
-
-/// Whether `text` is a Go duration such as `1h30m` or `1.5s`.
-fn is_go_duration(text: &str) -> bool {
-    let text = text.strip_prefix(['+', '-']).unwrap_or(text);
-    if text == "0" {
-        return true;
-    }
-    let mut rest = text;
-    if rest.is_empty() {
-        return false;
-    }
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        if digits == 0 {
-            return false;
-        }
-        rest = &rest[digits..];
-        let unit = ["ns", "us", "µs", "μs", "ms", "s", "m", "h"].iter().find(|u| rest.starts_with(**u));
-        match unit {
-            Some(unit) => rest = &rest[unit.len()..],
-            None => return false,
-        }
-    }
-    true
 }
 
 /// `getRange`: `*`, `N`, `N-M`, each with an optional `/step`.
