@@ -127,8 +127,13 @@ pub struct Tokens {
 }
 
 impl Tokens {
+    /// Accepts `token` for `user` until `expires`; expired tokens are forgotten meanwhile, so
+    /// the table does not grow with every TokenRequest.
     pub fn add(&self, token: &str, user: UserInfo, expires: Option<SystemTime>) {
-        self.tokens.lock().insert(token.to_string(), (user, expires));
+        let now = SystemTime::now();
+        let mut tokens = self.tokens.lock();
+        tokens.retain(|_, (_, expiry)| expiry.is_none_or(|at| at > now));
+        tokens.insert(token.to_string(), (user, expires));
     }
 
     /// A new random token for `user`, valid for `lifetime`.

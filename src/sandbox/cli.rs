@@ -197,13 +197,21 @@ pub fn start(options: &ServeOptions) -> Result<Served, String> {
 
 /// Runs a fault every `period` for as long as the sandbox lives.
 fn repeat(sandbox: &Arc<Sandbox>, period: Duration, fault: fn(&Sandbox)) {
-    let weak = Arc::downgrade(sandbox);
+    every(Arc::downgrade(sandbox), period, move |sandbox| {
+        fault(sandbox);
+        true
+    });
+}
+
+/// Calls `tick` on `target` every `period` on a thread of its own, until the target is gone or
+/// `tick` answers false.
+fn every<T: Send + Sync + 'static>(target: Weak<T>, period: Duration, tick: impl Fn(&T) -> bool + Send + 'static) {
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(period);
-            match weak.upgrade() {
-                Some(sandbox) => fault(&sandbox),
-                None => return,
+            let Some(target) = target.upgrade() else { return };
+            if !tick(&target) {
+                return;
             }
         }
     });
@@ -250,16 +258,11 @@ impl Restarter {
 
     /// Restarts every `period` until the sandbox is gone or shut down.
     fn repeat(self: &Arc<Self>, period: Duration) {
-        let restarter = Arc::downgrade(self);
-        std::thread::spawn(move || {
-            loop {
-                std::thread::sleep(period);
-                let Some(restarter) = restarter.upgrade() else { return };
-                match restarter.restart() {
-                    Ok(true) => {}
-                    Ok(false) => return,
-                    Err(e) => log::error!("restart failed: {e}"),
-                }
+        every(Arc::downgrade(self), period, |restarter| match restarter.restart() {
+            Ok(keep_going) => keep_going,
+            Err(e) => {
+                log::error!("restart failed: {e}");
+                true
             }
         });
     }

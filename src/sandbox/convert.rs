@@ -60,6 +60,13 @@ pub fn to_internal(resource: &ResourceType, mut object: Value) -> ApiResult<Valu
     Ok(object)
 }
 
+/// An events.k8s.io/v1 Event's fields under their core/v1 names (pkg/apis/events/v1 conversion).
+pub fn events_v1_as_core(event: &Value) -> Value {
+    let mut core = event.clone();
+    rename_fields(&mut core, EVENT_FIELDS.iter().map(|(core, v1)| (*v1, *core)));
+    core
+}
+
 /// The stored form's type of an object whose body was checked already.
 pub fn storage_type(resource: &ResourceType, object: &mut Value) {
     if is_events_v1(resource) {

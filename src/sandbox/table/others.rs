@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use jiff::Timestamp;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::duration::{human_duration, since};
 use super::printers::{
@@ -52,33 +52,7 @@ fn flag(object: &Value, pointer: &str, default: bool) -> bool {
 const EVENTS_V1: Printer = Printer { columns: EVENT.columns, row: events_v1_row };
 
 fn events_v1_row(event: &Value, now: Timestamp) -> Row {
-    event_row(&core_event(event), now)
-}
-
-/// The events.k8s.io/v1 fields under their core/v1 names (pkg/apis/events/v1 conversion).
-fn core_event(event: &Value) -> Value {
-    let mut core = Map::new();
-    let renames = [
-        ("metadata", "metadata"),
-        ("regarding", "involvedObject"),
-        ("note", "message"),
-        ("reason", "reason"),
-        ("type", "type"),
-        ("deprecatedSource", "source"),
-        ("deprecatedFirstTimestamp", "firstTimestamp"),
-        ("deprecatedLastTimestamp", "lastTimestamp"),
-        ("deprecatedCount", "count"),
-        ("eventTime", "eventTime"),
-        ("series", "series"),
-        ("reportingController", "reportingComponent"),
-        ("reportingInstance", "reportingInstance"),
-    ];
-    for (from, to) in renames {
-        if let Some(value) = event.get(from) {
-            core.insert(to.into(), value.clone());
-        }
-    }
-    Value::Object(core)
+    event_row(&crate::sandbox::convert::events_v1_as_core(event), now)
 }
 
 // --- RBAC --------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::duration::{between, human_duration, since, timestamp};
+use crate::sandbox::selectors::LabelSelector;
 
 /// `metav1.ObjectMeta{}.SwaggerDoc()["name"]`.
 pub const NAME_DOC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
@@ -166,31 +167,12 @@ pub(super) fn format_labels(map: Option<&Value>) -> String {
 }
 
 /// `metav1.LabelSelectorAsSelector(s).String()`: requirements sorted by key; "" for an empty
-/// or absent selector, "<invalid>" for an operator it does not know.
+/// or absent selector, "<invalid>" for one that does not parse.
 fn selector_string(selector: Option<&Value>) -> String {
     let Some(selector) = selector.filter(|s| s.is_object()) else {
         return String::new();
     };
-    let mut requirements: Vec<(String, String)> = Vec::new();
-    for (key, value) in selector["matchLabels"].as_object().into_iter().flatten() {
-        requirements.push((key.clone(), format!("{key}={}", value.as_str().unwrap_or_default())));
-    }
-    for expression in array(selector, "/matchExpressions") {
-        let key = text(expression, "/key");
-        let mut values: Vec<&str> = array(expression, "/values").iter().filter_map(Value::as_str).collect();
-        values.sort_unstable();
-        values.dedup();
-        let requirement = match text(expression, "/operator") {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.to_string(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => return "<invalid>".into(),
-        };
-        requirements.push((key.to_string(), requirement));
-    }
-    requirements.sort_by(|a, b| a.0.cmp(&b.0));
-    requirements.into_iter().map(|(_, r)| r).collect::<Vec<_>>().join(",")
+    LabelSelector::from_label_selector_object(selector).map_or_else(|_| "<invalid>".into(), |s| s.to_string())
 }
 
 /// `metav1.FormatLabelSelector`: like [`selector_string`], "<none>" when empty.
