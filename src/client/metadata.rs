@@ -22,11 +22,11 @@ pub const ACCEPT_LIST: &str = "application/json;as=PartialObjectMetadataList;g=m
 /// `metav1.PartialObjectMetadata`: an object of any kind, metadata only.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PartialObjectMetadata {
-    #[serde(rename = "apiVersion", default)]
+    #[serde(rename = "apiVersion", default, deserialize_with = "crate::client::null_as_default")]
     pub api_version: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::client::null_as_default")]
     pub kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::client::null_as_default")]
     pub metadata: ObjectMeta,
 }
 
@@ -68,9 +68,10 @@ impl k8s_openapi::Metadata for PartialObjectMetadata {
 /// `metav1.PartialObjectMetadataList`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct PartialObjectMetadataList {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::client::null_as_default")]
     pub metadata: ListMeta,
-    #[serde(default)]
+    /// kube-apiserver sends `null` for an empty metadata-only list.
+    #[serde(default, deserialize_with = "crate::client::null_as_default")]
     pub items: Vec<PartialObjectMetadata>,
 }
 
@@ -171,5 +172,21 @@ mod tests {
         assert_eq!(object.metadata.owner_references.as_ref().map(Vec::len), Some(1));
         let built = PartialObjectMetadata::from_metadata(object.metadata.clone());
         assert_eq!(built, object);
+    }
+
+    #[test]
+    fn an_empty_list_decodes_as_kube_apiserver_sends_it() {
+        // Byte for byte what kube-apiserver v1.33 answers for an empty metadata-only list.
+        let list: PartialObjectMetadataList = serde_json::from_str(
+            r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1",
+                "metadata":{"resourceVersion":"205"},"items":null}"#,
+        )
+        .expect("decodes");
+        assert!(list.items.is_empty());
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("205"));
+        let bare: PartialObjectMetadataList =
+            serde_json::from_str(r#"{"metadata":null,"items":[{"metadata":null,"kind":null}],"extra":1}"#)
+                .expect("decodes");
+        assert_eq!(bare.items, vec![PartialObjectMetadata::default()]);
     }
 }

@@ -390,6 +390,17 @@ fn retry_after<B>(response: &http::Response<B>) -> Option<Duration> {
     value.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
+/// Reads an explicit `null` as the type's default. Go encodes a nil slice or map as `null`: kubectl
+/// writes kubeconfigs so, and kube-apiserver answers an empty metadata-only list with
+/// `"items": null`. `#[serde(default)]` alone covers only an absent field.
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    Ok(<Option<T> as serde::Deserialize>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
     serde_json::from_slice(body).map_err(|e| Error::Decode(e.to_string()))
 }

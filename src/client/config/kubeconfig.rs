@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rustls_pki_types::CertificateDer;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_yaml_ng::Value;
 
 use super::pem::{self, PairError};
+use crate::client::null_as_default;
+
 use super::{Auth, ClientIdentity, ConfigError, RestConfig, TlsSettings, TokenFile, server_url};
 
 /// The parts of a kubeconfig this loader reads. Unknown fields are ignored, as in client-go.
@@ -87,15 +89,6 @@ struct User {
     as_user_extra: Option<Value>,
     exec: Option<Value>,
     auth_provider: Option<Value>,
-}
-
-/// kubectl writes `null` for empty lists and entries; read it as empty.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// The context, cluster and user in use, with their names.
