@@ -303,12 +303,12 @@ impl ApiServer {
         let ns = target.namespace.as_deref();
         let (objects, revision, after) = match continue_token {
             Some(token) => {
+                let (revision, after) = decode_continue(token)?;
                 if request.query_param("resourceVersion").is_some_and(|v| !v.is_empty() && v != "0") {
                     return Err(ApiError::bad_request(
                         "specifying resource version is not allowed when using continue",
                     ));
                 }
-                let (revision, after) = decode_continue(token)?;
                 let (objects, revision) = match revision {
                     Some(revision) => {
                         let objects = self
@@ -533,13 +533,14 @@ impl ApiServer {
         let filter = ObjectFilter::from_request(request, resource)?;
         let options = DeleteOptions::from_request(request)?;
         let ns = target.namespace.as_deref();
-        let (objects, _) = self.store.list(resource.storage_key(), ns);
+        let (objects, revision) = self.store.list(resource.storage_key(), ns);
+        // As the registry's `DeleteCollection`, the answer is the list as it was read before
+        // the deletions (objects without deletion marks), at that list's revision.
         let mut items = Vec::new();
         for object in objects.iter().filter(|o| filter.matches(o)) {
             let (ns, name) = (objects::namespace_of(object), name_of(object));
             match self.store.write(|txn| delete_in(txn, resource, ns, name, &options, user)) {
-                Ok(outcome) => items.push(convert::to_list_item(resource, outcome.object())),
-                Err(e) if e.code == 404 => {}
+                Ok(_) | Err(ApiError { code: 404, .. }) => items.push(convert::to_list_item(resource, object)),
                 Err(e) => return Err(e),
             }
         }
@@ -548,7 +549,7 @@ impl ApiServer {
             json!({
                 "kind": format!("{}List", resource.kind),
                 "apiVersion": resource.group_version(),
-                "metadata": {"resourceVersion": self.store.revision().to_string()},
+                "metadata": {"resourceVersion": revision.to_string()},
                 "items": items,
             }),
         ))
@@ -728,17 +729,16 @@ fn check_finalizers_while_deleting(resource: &ResourceType, name: &str, old: &Va
     // `sets.String.List()`: sorted, without duplicates; shown with Go's `%#v`.
     added.sort();
     added.dedup();
-    Err(ApiError::invalid(
-        resource,
-        name,
-        &[FieldError::forbidden(
-            "metadata.finalizers",
-            &format!(
-                "no new finalizers can be added if the object is being deleted, found new finalizers {}",
-                validation::go_string_slice(Some(&added))
-            ),
-        )],
-    ))
+    let error = FieldError::forbidden(
+        "metadata.finalizers",
+        &format!(
+            "no new finalizers can be added if the object is being deleted, found new finalizers {}",
+            validation::go_string_slice(Some(&added))
+        ),
+    );
+    // `ValidateObjectMetaUpdate` runs twice, in `rest.BeforeUpdate` and in the kind's own
+    // `ValidateUpdate`: the cause is listed twice (the message names it once).
+    Err(ApiError::invalid(resource, name, &[error.clone(), error]))
 }
 
 fn check_resource_version(resource: &ResourceType, name: &str, old: &Value, new: &Value) -> ApiResult<()> {
@@ -838,12 +838,33 @@ fn set_qos_class(resource: &ResourceType, object: &mut Value) {
     }
 }
 
+/// The body's kind and apiVersion, checked as the create and update handlers' decoding does:
+/// another kind fails to convert into the resource's (`transformDecodeError`), another version
+/// of the same kind is refused by name.
 fn check_kind(resource: &ResourceType, object: &Value) -> ApiResult<()> {
     let kind = object["kind"].as_str().unwrap_or_default();
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    if (!kind.is_empty() && kind != resource.kind)
-        || (!api_version.is_empty() && api_version != resource.group_version())
-    {
+    if !kind.is_empty() && kind != resource.kind {
+        let version = api_version.rsplit('/').next().unwrap_or_default();
+        let why = match resources::by_kind(api_version, kind) {
+            Some(_) => {
+                // Go's type names: the external `v1.Secret` into the internal `core.ConfigMap`.
+                let internal = match resource.group.split('.').next().unwrap_or_default() {
+                    "" | "events" => "core",
+                    group => group,
+                };
+                format!("converting ({version}.{kind}) to ({internal}.{}): unknown conversion", resource.kind)
+            }
+            None => format!(
+                "no kind \"{kind}\" is registered for version \"{api_version}\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
+            ),
+        };
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {}: {why}",
+            resource.kind
+        )));
+    }
+    if !api_version.is_empty() && api_version != resource.group_version() {
         return Err(ApiError::bad_request(format!(
             "the API version in the data ({api_version}) does not match the expected API version ({})",
             resource.group_version()
@@ -961,26 +982,58 @@ fn inconsistent_continue(after: &str) -> ApiError {
 fn encode_continue(revision: i64, after: &str) -> String {
     use base64::Engine;
     let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": format!("{after}\u{0}")});
-    base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
 }
 
-/// `storage.DecodeContinue`: the revision (`None`: the latest, from a -1 token) and the key
-/// the list continues after.
+/// `storage.DecodeContinue` behind `ValidateListOptions`: the revision (`None`: the latest,
+/// from a -1 token) and the key the list continues after; errors worded as kube-apiserver's
+/// (`invalid continue token: continue key is not valid: …`).
 fn decode_continue(token: &str) -> ApiResult<(Option<u64>, String)> {
     use base64::Engine;
-    let bad = || {
-        ApiError::bad_request(
-            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
-        )
+    const INVALID: &str = "continue key is not valid";
+    let bad = |why: String| ApiError::bad_request(format!("invalid continue token: {why}"));
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|e| {
+        // Go's base64.CorruptInputError.
+        let at = match e {
+            base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => at,
+            _ => token.len() / 4 * 4,
+        };
+        bad(format!("{INVALID}: illegal base64 data at input byte {at}"))
+    })?;
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("{INVALID}: {}", go_json_error(&bytes, &e))))?;
+    match value["v"].as_str().unwrap_or_default() {
+        "meta.k8s.io/v1" => {}
+        other => return Err(bad(format!("{INVALID}: server does not recognize this encoded version {other}"))),
+    }
+    let revision = match value["rv"].as_i64().unwrap_or(0) {
+        0 => return Err(bad(format!("{INVALID}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))),
+        rv if rv < 0 => None,
+        rv => Some(rv as u64),
     };
-    let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad())?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    let revision = match value["rv"].as_i64().ok_or_else(bad)? {
-        -1 => None,
-        rv => Some(u64::try_from(rv).ok().filter(|rv| *rv > 0).ok_or_else(bad)?),
-    };
-    let start = value["start"].as_str().ok_or_else(bad)?.trim_end_matches('\u{0}').to_string();
-    Ok((revision, start))
+    let start = value["start"].as_str().unwrap_or_default();
+    if start.is_empty() {
+        return Err(bad(format!("{INVALID}: encoded start key empty (version meta.k8s.io/v1)")));
+    }
+    Ok((revision, start.trim_end_matches('\u{0}').to_string()))
+}
+
+/// encoding/json's wording of a syntax error where it can be told from the first byte (the
+/// usual case for a token that is not ours), else serde's.
+fn go_json_error(bytes: &[u8], error: &serde_json::Error) -> String {
+    match bytes.iter().find(|b| !b" \t\r\n".contains(b)) {
+        None => "unexpected end of JSON input".to_string(),
+        Some(&b) if !b"{[\"-0123456789tfn".contains(&b) => {
+            let quoted = match b {
+                b'\'' => "\\'".to_string(),
+                b'"' => "\"".to_string(),
+                0x20..=0x7e => (b as char).to_string(),
+                _ => format!("\\u{b:04x}"),
+            };
+            format!("invalid character '{quoted}' looking for beginning of value")
+        }
+        _ => error.to_string(),
+    }
 }
 
 /// Label, field and namespace filters of a list, watch or delete-collection.
@@ -1062,16 +1115,8 @@ pub enum DeleteOutcome {
     Marked(Value),
 }
 
-impl DeleteOutcome {
-    fn object(&self) -> &Value {
-        match self {
-            DeleteOutcome::Removed(o) | DeleteOutcome::Marked(o) => o,
-        }
-    }
-}
-
-/// Why a namespace being purged cannot be deleted again (`pkg/registry/core/namespace/storage`).
-const NAMESPACE_PURGING: &str = "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.";
+/// The namespaces NamespaceLifecycle admission never lets anyone delete.
+const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
 /// Deletes one object within a transaction, as kube-apiserver's `BeforeDelete` + graceful
 /// deletion + garbage-collection finalizers.
@@ -1087,9 +1132,14 @@ pub fn delete_in(
     let old = txn.get(storage, ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
     check_delete_preconditions(resource, name, &old, options)?;
     let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
+    if is_namespace && IMMORTAL_NAMESPACES.contains(&name) {
+        // The NamespaceLifecycle admission plugin.
+        return Err(ApiError::forbidden(resource, name, "this namespace may not be deleted"));
+    }
     if is_namespace && is_deleting(&old) && old["spec"]["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
-        // The namespace registry's `Delete`: no second delete while its content is purged.
-        return Err(ApiError::conflict(resource, name, NAMESPACE_PURGING));
+        // The namespace registry's `Delete`: while its content is purged, a second delete
+        // answers with the namespace as it is.
+        return Ok(DeleteOutcome::Marked((*old).clone()));
     }
     let mut object = (*old).clone();
     let grace = grace_period(resource, &object, options.grace_period_seconds);

@@ -76,6 +76,8 @@ pub fn render(rendering: Rendering, body: Value) -> Value {
         Rendering::PartialObject => partial(&body),
         Rendering::PartialList => {
             let items: Vec<Value> = body["items"].as_array().into_iter().flatten().map(partial).collect();
+            // Go's nil slice: kube-apiserver converts an empty list into `items: null`.
+            let items = if items.is_empty() { Value::Null } else { Value::Array(items) };
             json!({
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
@@ -137,6 +139,8 @@ mod tests {
         assert_eq!(rendered["metadata"]["resourceVersion"], "7");
         assert_eq!(rendered["items"][0]["kind"], "PartialObjectMetadata");
         assert!(rendered["items"][0].get("spec").is_none());
+        let empty = json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": []});
+        assert_eq!(render(Rendering::PartialList, empty)["items"], Value::Null);
         let status = json!({"kind": "Status", "status": "Success"});
         assert_eq!(render(Rendering::PartialObject, status.clone()), status);
     }

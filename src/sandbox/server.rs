@@ -122,6 +122,10 @@ impl Sandbox {
             },
         });
         bootstrap(&api, options.service_range, &options.listen, &pki.ca_pem)?;
+        // kube-apiserver's watch cache starts at the revision it first lists, after its
+        // bootstrap: watches from older resourceVersions (`resourceVersion=1`) are too old from
+        // the start, while lists at them are served from etcd until it compacts.
+        api.store.start_watch_window();
         let tls = if options.plain_http { None } else { Some(pki.server_config()?) };
         let server = HttpServer::start(options.listen, tls, api.clone())
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;

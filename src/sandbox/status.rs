@@ -115,7 +115,13 @@ impl ApiError {
 
     /// 422 with field causes: `(field, cause reason, message)`.
     pub fn invalid(resource: &ResourceType, name: &str, causes: &[FieldError]) -> ApiError {
-        let summary: Vec<String> = causes.iter().map(FieldError::to_string).collect();
+        // `ErrorList.ToAggregate`: each message once (the causes keep every error).
+        let mut summary: Vec<String> = Vec::new();
+        for message in causes.iter().map(FieldError::to_string) {
+            if !summary.contains(&message) {
+                summary.push(message);
+            }
+        }
         let summary = if summary.len() == 1 { summary[0].clone() } else { format!("[{}]", summary.join(", ")) };
         let kind = if resource.group.is_empty() {
             resource.kind.to_string()

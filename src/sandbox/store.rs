@@ -55,6 +55,9 @@ struct State {
     history: VecDeque<Arc<Change>>,
     /// Every change after this revision is in `history`.
     compacted: u64,
+    /// Watches may not start before this revision (kube-apiserver's watch cache begins where it
+    /// first listed), though lists at an older revision still can (etcd keeps the history).
+    watch_floor: u64,
     history_limit: usize,
     subscribers: Vec<(&'static str, Sender<Arc<Change>>)>,
 }
@@ -130,7 +133,9 @@ impl Store {
     pub fn subscribe(&self, storage: &'static str, from: Option<u64>) -> Result<Subscription, TooOld> {
         let mut state = self.state.lock();
         let backlog = match from {
-            Some(from) if from < state.compacted => return Err(TooOld { oldest: state.compacted }),
+            Some(from) if from < state.compacted.max(state.watch_floor) => {
+                return Err(TooOld { oldest: state.compacted.max(state.watch_floor) });
+            }
             Some(from) => state.history.iter().filter(|c| c.revision > from && c.storage == storage).cloned().collect(),
             None => Vec::new(),
         };
@@ -147,6 +152,13 @@ impl Store {
         let (tx, rx) = crossbeam_channel::unbounded();
         state.subscribers.push((storage, tx));
         (objects, state.revision, rx)
+    }
+
+    /// Starts the watch window at the current revision: watches from an older resourceVersion
+    /// are too old from now on, lists at one are still served.
+    pub fn start_watch_window(&self) {
+        let mut state = self.state.lock();
+        state.watch_floor = state.revision;
     }
 
     /// Forgets the history: any older resourceVersion is now Gone (fault injection).

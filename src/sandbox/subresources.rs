@@ -518,7 +518,8 @@ fn replace_part(
         let mut updated = (*old).clone();
         if sub == "finalize" {
             updated["spec"]["finalizers"] = document["spec"]["finalizers"].clone();
-            if updated["spec"]["finalizers"].is_null() {
+            // `finalizers` is `omitempty`: an empty list is not stored.
+            if updated["spec"]["finalizers"].as_array().is_none_or(Vec::is_empty) {
                 updated["spec"].as_object_mut().map(|m| m.remove("finalizers"));
             }
         } else {

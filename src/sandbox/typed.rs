@@ -123,6 +123,7 @@ pub fn normalize_patched(resource: &ResourceType, object: Value, validation: Fie
 
 fn decode(resource: &ResourceType, object: Value, validation: FieldValidation, body: bool) -> ApiResult<Value> {
     let mut object = object;
+    drop_empty_metadata(&mut object);
     quantities_as_strings(&mut object, false);
     if resource.group.is_empty() && resource.kind == "Secret" {
         merge_string_data(&mut object);
@@ -144,6 +145,22 @@ fn decode(resource: &ResourceType, object: Value, validation: FieldValidation, b
     }
     WARNINGS.with(|w| w.borrow_mut().extend(list));
     Ok(decoded)
+}
+
+/// ObjectMeta's maps and lists are `omitempty`: Go stores an empty `labels: {}` or
+/// `finalizers: []` as nothing, so it never reads back.
+fn drop_empty_metadata(object: &mut Value) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    for field in ["labels", "annotations", "finalizers", "ownerReferences", "managedFields"] {
+        let empty = match metadata.get(field) {
+            Some(Value::Object(map)) => map.is_empty(),
+            Some(Value::Array(list)) => list.is_empty(),
+            _ => false,
+        };
+        if empty {
+            metadata.remove(field);
+        }
+    }
 }
 
 thread_local! {

@@ -81,6 +81,8 @@ pub fn serve(
             }
         },
     };
+    // As the watch cache, a bookmark only ever moves the client past where it started.
+    let start = last_revision;
     response.start_stream(200, &[("Content-Type", "application/json"), ("Cache-Control", "no-cache, private")])?;
     let resource = target.resource;
     for object in &initial {
@@ -96,7 +98,7 @@ pub fn serve(
         bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         write_event(response, "BOOKMARK", &watch.render(bookmark))?;
     }
-    stream_changes(api, resource, &watch, &changes, &mut last_revision, epoch, response)
+    stream_changes(api, resource, &watch, &changes, (start, &mut last_revision), epoch, response)
 }
 
 fn stream_changes(
@@ -104,7 +106,7 @@ fn stream_changes(
     resource: &ResourceType,
     watch: &WatchRequest,
     changes: &Receiver<Arc<Change>>,
-    last_revision: &mut u64,
+    (start, last_revision): (u64, &mut u64),
     epoch: u64,
     response: &mut ResponseWriter<'_>,
 ) -> io::Result<()> {
@@ -125,7 +127,9 @@ fn stream_changes(
                 deliver(resource, watch, &change, last_revision, response)?;
             }
             *last_revision = (*last_revision).max(revision);
-            write_event(response, "BOOKMARK", &watch.render(bookmark(resource, *last_revision)))?;
+            if *last_revision > start {
+                write_event(response, "BOOKMARK", &watch.render(bookmark(resource, *last_revision)))?;
+            }
             next_bookmark = next_bookmark_time(now, interval, watch.deadline);
         }
         if now >= watch.deadline {
