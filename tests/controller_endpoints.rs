@@ -154,6 +154,7 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set() {
     assert!(address.node_name.as_deref().is_some_and(|n| n.starts_with("node-")));
     let labels = endpoints.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels.get("team").map(String::as_str), Some("a"));
+    assert_eq!(labels.get("endpoints.kubernetes.io/managed-by").map(String::as_str), Some("endpoint-controller"));
     assert!(!labels.contains_key("service.kubernetes.io/headless"));
     let all_unready: BTreeMap<String, Option<bool>> = all_ips.iter().map(|ip| (ip.clone(), Some(false))).collect();
     let slices = eventually("a slice with 3 unready endpoints", || {

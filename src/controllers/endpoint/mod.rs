@@ -28,6 +28,10 @@ pub const ENDPOINTS: ControllerDescriptor = ControllerDescriptor { name: "endpoi
 pub const MAX_CAPACITY: usize = 1000;
 /// The value of the over-capacity annotation.
 const TRUNCATED: &str = "truncated";
+/// `LabelManagedBy` and `ControllerName` (v1.33): the label on every Endpoints this controller
+/// writes, so that it can tell them from ones written by others.
+pub const LABEL_MANAGED_BY: &str = "endpoints.kubernetes.io/managed-by";
+pub const CONTROLLER_NAME: &str = "endpoint-controller";
 
 fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let queue = WorkQueue::new("endpoint");
@@ -305,15 +309,23 @@ fn labels_or_empty(labels: Option<&BTreeMap<String, String>>) -> BTreeMap<String
     labels.cloned().unwrap_or_default()
 }
 
-/// Whether the Endpoints already have these subsets, the Service's labels (the headless label
-/// aside) and a correct over-capacity annotation.
+/// Whether the Endpoints already have these subsets, the Service's labels with the managed-by
+/// label (the headless label aside) and a correct over-capacity annotation. Endpoints without
+/// the managed-by label (written before v1.33) are rewritten to get it.
 fn up_to_date(current: &Endpoints, subsets: &[EndpointSubset], service: &Service) -> bool {
     let mut labels = labels_or_empty(current.metadata.labels.as_ref());
     labels.remove(LABEL_HEADLESS);
     let current_subsets = current.subsets.as_deref().unwrap_or(&[]);
     normalized(current_subsets) == normalized(subsets)
-        && labels == labels_or_empty(service.metadata.labels.as_ref())
+        && labels == service_labels(service)
         && capacity_annotation_set_correctly(current.metadata.annotations.as_ref(), current_subsets)
+}
+
+/// The Service's labels and the managed-by label.
+fn service_labels(service: &Service) -> BTreeMap<String, String> {
+    let mut labels = labels_or_empty(service.metadata.labels.as_ref());
+    labels.insert(LABEL_MANAGED_BY.into(), CONTROLLER_NAME.into());
+    labels
 }
 
 fn address_count(subsets: &[EndpointSubset]) -> (usize, usize) {
@@ -332,7 +344,7 @@ fn capacity_annotation_set_correctly(
 }
 
 /// The Endpoints to write: `current` with the subsets, the Service's labels (plus the
-/// headless label when the Service has no cluster IP), the trigger time and, past
+/// managed-by label, and the headless label when the Service has no cluster IP), the trigger time and, past
 /// [`MAX_CAPACITY`] addresses, truncated subsets with the over-capacity annotation.
 fn desired_endpoints(
     current: &Endpoints,
@@ -353,7 +365,7 @@ fn desired_endpoints(
         annotations.remove(ANNOTATION_OVER_CAPACITY);
     }
     desired.metadata.annotations = Some(annotations);
-    let mut labels = labels_or_empty(service.metadata.labels.as_ref());
+    let mut labels = service_labels(service);
     if util::is_service_ip_set(service) {
         labels.remove(LABEL_HEADLESS);
     } else {

@@ -155,6 +155,7 @@ fn desired_endpoints_carry_labels_and_annotations() {
     let labels = desired.metadata.labels.clone().unwrap();
     assert_eq!(labels.get(LABEL_HEADLESS).map(String::as_str), Some(""));
     assert_eq!(labels.get("team").map(String::as_str), Some("a"));
+    assert_eq!(labels.get(LABEL_MANAGED_BY).map(String::as_str), Some("endpoint-controller"));
     let annotations = desired.metadata.annotations.clone().unwrap();
     assert_eq!(annotations.get(ANNOTATION_TRIGGER_TIME).map(String::as_str), Some("2025-01-01T00:00:00Z"));
     assert!(up_to_date(&desired, &[], &headless), "the headless label does not count as a difference");
@@ -182,4 +183,8 @@ fn written_endpoints_read_back_as_up_to_date() {
     let mut relabelled = svc.clone();
     relabelled.metadata.labels = None;
     assert!(!up_to_date(&stored, &subsets, &relabelled));
+    // Endpoints written before v1.33, without the managed-by label, are rewritten.
+    let mut unlabelled = stored.clone();
+    unlabelled.metadata.labels.as_mut().unwrap().remove(LABEL_MANAGED_BY);
+    assert!(!up_to_date(&unlabelled, &subsets, &svc));
 }

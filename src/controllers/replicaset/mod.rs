@@ -27,12 +27,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
 use crate::runtime::events::{EventRecorder, EventType};
-use crate::runtime::informer::{Event, Informer, OWNER_UID_INDEX, split_key};
+use crate::runtime::informer::{Event, Informer, split_key};
 use crate::runtime::workqueue::WorkQueue;
 
 use expectations::Expectations;
 use kind::ReplicaKind;
-use pods::{controller_of, is_active, pod_key, pods_to_delete, slow_start_batch};
+use pods::{is_active, pod_key, pods_to_delete, slow_start_batch};
 
 /// `replicaset-controller`.
 pub const REPLICASET: ControllerDescriptor =
@@ -257,28 +257,32 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         }
     }
 
-    /// `getIndirectlyRelatedPods`: the pods controlled by any controller object with the same
-    /// owner as `rs` (e.g. all ReplicaSets of a Deployment), or by `rs` alone.
+    /// `getIndirectlyRelatedPods`: the pods selected by any controller object with the same
+    /// controlling owner as `rs` (e.g. all ReplicaSets of a Deployment), each pod once. An
+    /// object without a controlling owner has no related pods (`getReplicaSetsWithSameController`
+    /// answers nothing), so the deletion ranking does not count co-located pods for it.
     fn indirectly_related_pods(&self, rs: &K) -> Vec<Arc<Pod>> {
         let meta = rs.metadata();
-        let owner = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true));
-        let siblings: Vec<String> = match owner {
-            None => meta.uid.clone().into_iter().collect(),
-            Some(owner) => (self.controllers.store().list_namespace(namespace_of(meta)).into_iter())
-                .filter(|other| {
-                    let refs = other.metadata().owner_references.iter().flatten();
-                    refs.into_iter().any(|r| r.controller == Some(true) && r.uid == owner.uid)
-                })
-                .filter_map(|other| other.metadata().uid.clone())
-                .collect(),
+        let Some(owner) = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)) else {
+            log::debug!("{} {}/{} has no controller", K::KIND, namespace_of(meta), name_of(meta));
+            return Vec::new();
         };
+        let namespace = namespace_of(meta);
+        let siblings = self.controllers.store().list_namespace(namespace).into_iter().filter(|other| {
+            let refs = other.metadata().owner_references.iter().flatten();
+            refs.into_iter().any(|r| r.controller == Some(true) && r.uid == owner.uid)
+        });
+        let pods = self.pods.store().list_namespace(namespace);
+        let mut seen = std::collections::HashSet::new();
         let mut related: Vec<Arc<Pod>> = Vec::new();
-        for uid in &siblings {
-            let controlled = self.pods.store().by_index(OWNER_UID_INDEX, uid);
-            related.extend(controlled.into_iter().filter(|p| controller_of(p).is_some_and(|r| &r.uid == uid)));
+        for sibling in siblings {
+            let Ok(selector) = sibling.selector() else { continue };
+            for pod in pods.iter().filter(|p| selector.matches(p.metadata.labels.as_ref())) {
+                if seen.insert(pod.metadata.uid.clone()) {
+                    related.push(pod.clone());
+                }
+            }
         }
-        related.sort_by(|a, b| a.metadata.uid.cmp(&b.metadata.uid));
-        related.dedup_by(|a, b| a.metadata.uid == b.metadata.uid);
         related
     }
 }
