@@ -7,6 +7,7 @@
 
 mod assets;
 pub mod process;
+pub mod sidebyside;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};

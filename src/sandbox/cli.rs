@@ -1,4 +1,4 @@
-//! The `kcm-sandbox` command line: `serve` and `demo`.
+//! The `kcm-sandbox` command line: `serve`, `demo` and `side-by-side`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -18,6 +18,9 @@ Usage:
                                 when ready, and /readyz answers ok from then on (faults spare the
                                 health probes; only a restart's downtime interrupts them)
   kcm-sandbox demo [options]    run the server, simulated nodes and kube-controller-manager, and narrate
+  kcm-sandbox side-by-side [options]
+                                run scripted scenarios on a real kube-apiserver, once with upstream's
+                                kube-controller-manager and once with ours, and print what differs
 
 serve options:
   --listen ADDR               address to listen on (default 127.0.0.1:6443; port 0 picks a free one)
@@ -47,6 +50,13 @@ serve signals:
 demo options:
   --controller-manager PATH   the kube-controller-manager binary (default: next to kcm-sandbox)
   --nodes N                   simulated nodes (default 3)
+
+side-by-side options:
+  --scenario NAME             run only this scenario (repeatable; default: all of them)
+  --list                      list the scenarios and exit
+  --ours PATH                 our kube-controller-manager (default: next to kcm-sandbox)
+  --upstream PATH             upstream's (default: the real control plane's assets)
+  --logs DIR                  where the controller managers' logs go (default: a temporary folder)
 ";
 
 /// Runs the command line; `Err` is a usage error (exit status 2).
@@ -63,6 +73,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, String>
     match command.as_str() {
         "serve" => serve(parse_serve(&mut parser)?),
         "demo" => super::demo::run(super::demo::parse(&mut parser)?),
+        "side-by-side" => side_by_side(&mut parser),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     }
 }
@@ -312,6 +323,46 @@ fn serve(options: ServeOptions) -> Result<ExitCode, String> {
     }
     sandbox.stop();
     Ok(ExitCode::SUCCESS)
+}
+
+/// `side-by-side`: runs the chosen scenarios and prints each one's differences; fails when a run
+/// failed or a difference is not a known one.
+fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
+    use crate::envtest::sidebyside::{self, RunOptions, SCENARIOS};
+    let mut chosen = Vec::new();
+    let mut options = RunOptions {
+        ours: super::demo::default_controller_manager(),
+        upstream: None,
+        log_dir: std::env::temp_dir().join(format!("kcm-side-by-side-{}", std::process::id())),
+    };
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("scenario") => {
+                let name = text(parser, "--scenario")?;
+                let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                chosen.push(sidebyside::scenario(&name).ok_or(format!("unknown scenario {name:?}; known: {known:?}"))?);
+            }
+            Long("list") => {
+                SCENARIOS.iter().for_each(|s| println!("{:<24} {}", s.name, s.summary));
+                return Ok(ExitCode::SUCCESS);
+            }
+            Long("ours") => options.ours = PathBuf::from(text(parser, "--ours")?),
+            Long("upstream") => options.upstream = Some(PathBuf::from(text(parser, "--upstream")?)),
+            Long("logs") => options.log_dir = PathBuf::from(text(parser, "--logs")?),
+            other => return Err(format!("side-by-side: {}", other.unexpected())),
+        }
+    }
+    if chosen.is_empty() {
+        chosen = SCENARIOS.iter().collect();
+    }
+    let mut clean = true;
+    for scenario in chosen {
+        println!("--- {}: {} (upstream, then ours)", scenario.name, scenario.summary);
+        let outcome = sidebyside::compare(scenario, &options)?;
+        print!("{outcome}");
+        clean &= outcome.upstream.error.is_none() && outcome.ours.error.is_none() && outcome.unexpected().is_empty();
+    }
+    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 #[cfg(test)]

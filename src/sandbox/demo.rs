@@ -50,7 +50,7 @@ pub fn parse(parser: &mut lexopt::Parser) -> Result<DemoOptions, String> {
 }
 
 /// `kube-controller-manager` next to this executable (both are built together).
-fn default_controller_manager() -> PathBuf {
+pub fn default_controller_manager() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|dir| dir.join("kube-controller-manager")))
