@@ -1,8 +1,9 @@
 //! The node IPAM controller against the sandbox: every Node gets its own pod CIDR blocks in
 //! allocation order, blocks nodes already have are kept and never handed out again (also
 //! across a restart), deleted nodes' blocks are reused, service ranges are skipped, a full
-//! range gives the `CIDRNotAvailable` Event, dual-stack nodes get one block per family, and bad
-//! flags stop the real binary.
+//! range gives the `CIDRNotAvailable` Event, dual-stack nodes get one block per family, a node
+//! whose block the cache does not show yet gets no second one, and bad flags stop the real
+//! binary.
 #![cfg(feature = "sandbox")]
 
 use std::collections::BTreeSet;
@@ -132,6 +133,39 @@ fn nodes_get_distinct_blocks_in_order_and_keep_them_across_a_restart() {
     let unique: BTreeSet<&String> = all.iter().collect();
     assert_eq!(all.len(), unique.len(), "no block is handed out twice: {all:?}");
     assert_eq!(all.len(), 7);
+}
+
+/// Issue 13: a node queued again while the cache does not show yet the block the controller has
+/// just patched in (on a real cluster: the TTL controller's annotation or a label arriving
+/// first) must not get a second block, which kube-apiserver merges into `podCIDRs` and refuses
+/// with 422. Here the sandbox holds every watch's events back, so the cache keeps showing the
+/// node without a block, and the informer's 1-2 s resync queues it again.
+#[test]
+fn a_node_queued_again_before_the_cache_shows_its_block_gets_no_second_one() {
+    let cluster = harness::with(&[NODE_IPAM])
+        .without_default_account()
+        .without_nodes()
+        .flags(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--min-resync-period=1s"])
+        .start_with(|client, sandbox| {
+            Api::<Node>::all(client).create(&bare_node("a", None), &PostParams::default()).unwrap();
+            sandbox.faults().hold_watch_events(true);
+        });
+    assert_eq!(cluster.cidrs("a"), ["10.244.0.0/24"]);
+    // Long enough for at least one resync of the stale cache (each 1-2 s).
+    std::thread::sleep(Duration::from_secs(5));
+    let requests = |verb: &str| {
+        let audit = cluster.sandbox.audit().entries();
+        audit.iter().filter(|e| e.verb == verb && e.resource == "nodes" && e.name == "a").count()
+    };
+    assert_eq!(requests("patch"), 1, "one patch, no second block proposed");
+    assert!(requests("get") >= 2, "the node was synced again and read from the API server");
+    assert_eq!(cluster.cidrs("a"), ["10.244.0.0/24"]);
+
+    // Nothing leaked: once the cache catches up, the next node gets the next block.
+    cluster.sandbox.faults().hold_watch_events(false);
+    cluster.create_node("b", None);
+    assert_eq!(cluster.cidrs("b"), ["10.244.1.0/24"]);
+    assert!(cluster.event_messages("default", "a", "CIDRAssignmentFailed").is_empty());
 }
 
 #[test]
