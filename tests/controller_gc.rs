@@ -271,7 +271,7 @@ fn kubectl(cluster: &Cluster, dir: &std::path::Path) -> Option<impl Fn(&[&str]) 
         }
     }
     std::fs::create_dir_all(dir).expect("a directory");
-    let (kubeconfig, _) = cluster.sandbox.write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig written");
+    let (kubeconfig, _) = cluster.sandbox().write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig written");
     let cache = dir.join("cache");
     Some(move |args: &[&str]| {
         let output = Command::new("kubectl")

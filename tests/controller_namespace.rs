@@ -16,12 +16,11 @@ use kcm::controllers::namespace::conditions::{
     CONDITION_TYPES, CONTENT_REMAINING, DISCOVERY_FAILURE, FINALIZERS_REMAINING,
 };
 use kcm::controllers::replicaset::REPLICASET;
-use kcm::sandbox::server::Sandbox;
 use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, Namespaced, create, from};
+use harness::{Cluster, Namespaced, TestServer, create, from};
 
 /// Generous: the machine may be loaded (the controller waits 5 s before its first pass).
 const DEADLINE: Duration = Duration::from_secs(90);
@@ -42,7 +41,7 @@ fn pod_template(app: &str) -> Value {
 }
 
 /// A sandbox with two simulated nodes; `prepare` runs before the controllers start.
-fn start_with(prepare: impl FnOnce(&Client, &Sandbox)) -> Cluster {
+fn start_with(prepare: impl FnOnce(&Client, &TestServer)) -> Cluster {
     harness::with(&[NAMESPACE, REPLICASET, DEPLOYMENT]).without_default_account().deadline(DEADLINE).start_with(prepare)
 }
 
@@ -180,10 +179,10 @@ fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
 
 #[test]
 fn a_failing_group_discovery_is_reported_and_the_namespace_finishes_once_it_recovers() {
-    let cluster = start_with(|client, sandbox| {
+    let cluster = start_with(|client, server| {
         create_namespace(client, "flaky");
         create::<ConfigMap>(client, "flaky", json!({"metadata": {"name": "settings"}}));
-        sandbox.faults().set_api_unavailable("batch/v1", true);
+        server.sandbox().expect("the sandbox").faults().set_api_unavailable("batch/v1", true);
     });
     cluster.namespaces().delete("flaky", &DeleteParams::default()).expect("deleted");
     let failure = eventually("the discovery failure", || {
@@ -203,6 +202,6 @@ fn a_failing_group_discovery_is_reported_and_the_namespace_finishes_once_it_reco
     eventually("the configmap deleted", || cluster.names::<ConfigMap>("flaky").is_empty().then_some(()));
     assert!(cluster.namespaces().get_opt("flaky").expect("a get").is_some());
 
-    cluster.sandbox.faults().set_api_unavailable("batch/v1", false);
+    cluster.sandbox().faults().set_api_unavailable("batch/v1", false);
     eventually("the namespace gone", || cluster.namespaces().get_opt("flaky").expect("a get").is_none().then_some(()));
 }

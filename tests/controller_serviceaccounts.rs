@@ -17,12 +17,12 @@ use kcm::controllers::root_ca_publisher::{self, ROOT_CA_PUBLISHER};
 use kcm::controllers::serviceaccount::{LEGACY_TOKEN_CLEANER, SERVICE_ACCOUNT, SERVICE_ACCOUNT_TOKEN};
 use kcm::jwt;
 use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
-use kcm::sandbox::server::{CONTROLLER_MANAGER_USER, Sandbox};
+use kcm::sandbox::server::CONTROLLER_MANAGER_USER;
 use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, eventually, from};
+use harness::{Cluster, TestServer, eventually, from};
 
 /// A sandbox with `descriptors` running under `flags`; the sandbox's service-account key is
 /// passed as `--service-account-private-key-file`.
@@ -30,7 +30,7 @@ fn start(
     test: &str,
     descriptors: &[ControllerDescriptor],
     flags: &[&str],
-    prepare: impl FnOnce(&Client, &Sandbox),
+    prepare: impl FnOnce(&Client, &TestServer),
 ) -> Cluster {
     let key_file = std::env::temp_dir().join(format!("kcm-sa-{}-{test}.key", std::process::id()));
     let key_flag = format!("--service-account-private-key-file={}", key_file.display());
@@ -72,7 +72,7 @@ impl Cluster {
     fn wait_root_ca(&self, ns: &str, not_version: Option<&str>) -> ConfigMap {
         eventually(&format!("kube-root-ca.crt in {ns}"), || {
             let cm = self.config_maps(ns).get_opt(root_ca_publisher::CONFIG_MAP_NAME).expect("get")?;
-            let current = cm.data.as_ref().and_then(|d| d.get("ca.crt")) == Some(&self.sandbox.ca_pem().to_string());
+            let current = cm.data.as_ref().and_then(|d| d.get("ca.crt")) == Some(&self.server.ca_pem().to_string());
             (current && cm.metadata.resource_version.as_deref() != not_version).then_some(cm)
         })
     }
@@ -140,12 +140,12 @@ fn token_secrets_get_a_verifiable_jwt_and_go_with_their_account() {
         data(&secret, "token").is_some().then_some(secret)
     });
     assert_eq!(data(&filled, "namespace").as_deref(), Some("builds"));
-    assert_eq!(data(&filled, "ca.crt").as_deref(), Some(cluster.sandbox.ca_pem()), "the kubeconfig's CA");
+    assert_eq!(data(&filled, "ca.crt").as_deref(), Some(cluster.server.ca_pem()), "the kubeconfig's CA");
     let annotations = filled.metadata.annotations.clone().unwrap_or_default();
     assert_eq!(annotations.get("kubernetes.io/service-account.uid"), Some(&account_uid));
 
     let token = data(&filled, "token").unwrap();
-    let key = jwt::SigningKey::from_pem(cluster.sandbox.service_account_key_pem().as_bytes()).expect("key");
+    let key = jwt::SigningKey::from_pem(cluster.server.service_account_key_pem().as_bytes()).expect("key");
     let verified = jwt::verify(&token, key.public_key()).expect("signed with the service-account key");
     assert_eq!(verified.header["alg"], "ES256");
     assert_eq!(verified.header["kid"], key.public_key().key_id.as_str());
@@ -163,7 +163,7 @@ fn token_secrets_get_a_verifiable_jwt_and_go_with_their_account() {
     // The sandbox, like kube-apiserver with --service-account-key-file, accepts it.
     let as_builder = token_client(&cluster, &token);
     Api::<Secret>::namespaced(&as_builder, "builds").list(&ListParams::default()).expect("authenticated");
-    let audit = cluster.sandbox.audit().entries();
+    let audit = cluster.sandbox().audit().entries();
     assert!(audit.iter().any(|e| e.user == "system:serviceaccount:builds:builder" && e.resource == "secrets"));
     // Legacy token tracking labels the Secret with the day of use.
     let used = secrets.get("builder-token").expect("get");
@@ -198,7 +198,7 @@ fn today() -> String {
 /// A client authenticating with `token` only.
 fn token_client(cluster: &Cluster, token: &str) -> Client {
     let config = RestConfig {
-        server: cluster.sandbox.url(),
+        server: cluster.server.url(),
         tls: TlsSettings { ca_certs: cluster.client.config().tls.ca_certs.clone(), ..TlsSettings::default() },
         auth: Auth::Token(token.to_string()),
         source: "legacy token".into(),
@@ -209,7 +209,7 @@ fn token_client(cluster: &Cluster, token: &str) -> Client {
 #[test]
 fn unused_legacy_tokens_are_invalidated_once_use_was_tracked_for_a_period() {
     let mut token = String::new();
-    let prepare = |c: &Client, sandbox: &Sandbox| {
+    let prepare = |c: &Client, server: &TestServer| {
         // Tracking began long ago; an account lists a token Secret nobody used since.
         let tracking = Patch::Merge(json!({"data": {"since": "2020-01-01"}}));
         Api::<ConfigMap>::namespaced(c, "kube-system")
@@ -220,7 +220,7 @@ fn unused_legacy_tokens_are_invalidated_once_use_was_tracked_for_a_period() {
         let accounts = Api::<ServiceAccount>::namespaced(c, "legacy");
         let robot: ServiceAccount = from(json!({"metadata": {"name": "robot"}, "secrets": [{"name": "robot-token"}]}));
         let uid = accounts.create(&robot, &PostParams::default()).expect("account").metadata.uid.unwrap();
-        token = sign_legacy_token(sandbox, "legacy", "robot", &uid, "robot-token");
+        token = sign_legacy_token(server, "legacy", "robot", &uid, "robot-token");
         let secret: Secret = from(json!({"metadata": {"name": "robot-token",
             "annotations": {"kubernetes.io/service-account.name": "robot", "kubernetes.io/service-account.uid": uid}},
             "type": "kubernetes.io/service-account-token", "stringData": {"token": token}}));
@@ -244,8 +244,8 @@ fn unused_legacy_tokens_are_invalidated_once_use_was_tracked_for_a_period() {
 }
 
 /// A legacy token for `namespace/account` signed with the sandbox's service-account key.
-fn sign_legacy_token(sandbox: &Sandbox, namespace: &str, account: &str, uid: &str, secret: &str) -> String {
-    let key = jwt::SigningKey::from_pem(sandbox.service_account_key_pem().as_bytes()).expect("key");
+fn sign_legacy_token(server: &TestServer, namespace: &str, account: &str, uid: &str, secret: &str) -> String {
+    let key = jwt::SigningKey::from_pem(server.service_account_key_pem().as_bytes()).expect("key");
     jwt::sign(&key, &jwt::legacy_claims(namespace, account, uid, secret)).expect("signed")
 }
 
@@ -272,7 +272,7 @@ fn controllers_act_as_their_own_service_accounts() {
         cluster.wait_account("kube-system", name, None);
     }
 
-    let audit = cluster.sandbox.audit().entries();
+    let audit = cluster.sandbox().audit().entries();
     let did = |user: &str, verb: &str, resource: &str| {
         audit.iter().any(|e| e.user == user && e.verb == verb && e.resource == resource && e.subresource.is_empty())
     };

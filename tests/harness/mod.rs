@@ -1,7 +1,11 @@
-//! Harness shared by the controller integration tests: an in-process sandbox API server, simulated
-//! nodes (a kubelet and scheduler), and a `ControllerSet` running the controllers under test.
+//! Harness shared by the controller integration tests: an API server (the in-process sandbox or a
+//! real etcd + kube-apiserver, see [`Backend`]), simulated nodes (a kubelet and scheduler), and a
+//! `ControllerSet` running the controllers under test.
 //!
-//! The order of `Builder::start_with` is fixed: sandbox, namespaces with their default
+//! A test written once runs on both backends with [`on_both_backends!`]: `on_both_backends!(name)`
+//! beside `fn name(backend: Backend)` makes the tests `name::sandbox` and `name::real_server`.
+//!
+//! The order of `Builder::start_with` is fixed: API server, namespaces with their default
 //! ServiceAccount, nodes, the test's `prepare` hook, then the controllers. What `prepare` creates
 //! is therefore in the controllers' first list rather than racing their watches.
 #![allow(dead_code)]
@@ -12,12 +16,40 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Namespace, ReplicationController, ServiceAccount};
 use kcm::client::{Api, Client, ClientOptions, PostParams};
+pub use kcm::envtest::{Backend, TestServer};
 use kcm::flags::Options;
 use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm::sandbox::server::Sandbox;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+/// Makes `name::sandbox` and `name::real_server`, two tests that call `fn name(backend: Backend)`
+/// with each backend. The real-server test passes without running where the real binaries are
+/// missing, after one loud line naming what is missing (see `Backend::available`).
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn sandbox() {
+                $crate::harness::run_on($crate::harness::Backend::Sandbox, super::$name);
+            }
+
+            #[test]
+            fn real_server() {
+                $crate::harness::run_on($crate::harness::Backend::Real, super::$name);
+            }
+        }
+    )+};
+}
+
+/// Runs `test` on `backend` when `KCM_TEST_BACKENDS` selects it and it is available here.
+pub fn run_on(backend: Backend, test: fn(Backend)) {
+    if backend.selected() && backend.available() {
+        test(backend);
+    }
+}
 
 /// Generous: the machine may be loaded.
 pub const DEADLINE: Duration = Duration::from_secs(60);
@@ -117,7 +149,7 @@ pub fn fast_nodes() -> NodeOptions {
     }
 }
 
-/// A sandbox with its nodes and controllers; stops them when dropped.
+/// An API server with its nodes and controllers; stops them when dropped.
 pub struct Cluster {
     /// The admin's client.
     pub client: Client,
@@ -125,7 +157,7 @@ pub struct Cluster {
     pub kcm: Client,
     pub set: Option<ControllerSet>,
     pub nodes: Option<SimulatedNodes>,
-    pub sandbox: Sandbox,
+    pub server: TestServer,
     descriptors: Vec<ControllerDescriptor>,
     expected_names: Option<Vec<&'static str>>,
     options: Box<Options>,
@@ -148,6 +180,15 @@ impl Drop for Cluster {
 }
 
 impl Cluster {
+    /// The sandbox, for tests of what only it offers (faults, audit log); panics on a real server.
+    pub fn sandbox(&self) -> &Sandbox {
+        self.server.sandbox().expect("this test needs the sandbox")
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.server.backend()
+    }
+
     /// The names of the running controllers.
     pub fn controller_names(&self) -> Vec<&'static str> {
         self.set.as_ref().map(ControllerSet::names).unwrap_or_default()
@@ -196,6 +237,7 @@ impl Cluster {
 
 /// How to start a `Cluster`; see [`with`].
 pub struct Builder {
+    backend: Backend,
     descriptors: Vec<ControllerDescriptor>,
     expected_names: Option<Vec<&'static str>>,
     flags: Vec<String>,
@@ -211,6 +253,7 @@ pub struct Builder {
 /// `default` and simulated nodes node-a and node-b with `fast_nodes()` options.
 pub fn with(descriptors: &[ControllerDescriptor]) -> Builder {
     Builder {
+        backend: Backend::Sandbox,
         descriptors: descriptors.iter().map(|d| ControllerDescriptor { name: d.name, init: d.init }).collect(),
         expected_names: None,
         flags: Vec::new(),
@@ -224,6 +267,12 @@ pub fn with(descriptors: &[ControllerDescriptor]) -> Builder {
 }
 
 impl Builder {
+    /// The API server to run on (default: the sandbox).
+    pub fn on(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
     /// Asserts that the controllers start under these names (at every start).
     pub fn names(mut self, names: &[&'static str]) -> Self {
         self.expected_names = Some(names.to_vec());
@@ -282,11 +331,9 @@ impl Builder {
     }
 
     /// Starts the cluster, with `prepare` run against the API before the controllers start.
-    pub fn start_with(self, prepare: impl FnOnce(&Client, &Sandbox)) -> Cluster {
-        let listen = "127.0.0.1:0".parse().expect("an address");
-        let sandbox =
-            Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-        let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
+    pub fn start_with(self, prepare: impl FnOnce(&Client, &TestServer)) -> Cluster {
+        let server = TestServer::start(self.backend).expect("the API server starts");
+        let client = Client::new(server.admin_config(), ClientOptions::default()).expect("a client");
         // Pod admission needs the namespace's default ServiceAccount.
         if self.default_account {
             create_default_account(&client, "default");
@@ -297,17 +344,21 @@ impl Builder {
             create_default_account(&client, namespace);
         }
         let nodes = self.node_names.map(|names| {
-            SimulatedNodes::start(sandbox.admin_config(), names, self.node_options).expect("the nodes start")
+            SimulatedNodes::start(server.admin_config(), names, self.node_options).expect("the nodes start")
         });
-        prepare(&client, &sandbox);
-        let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
-        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        prepare(&client, &server);
+        let kcm = Client::new(server.controller_manager_config(), ClientOptions::default()).expect("a client");
+        let mut flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        if server.backend() == Backend::Real {
+            // As kubeadm: RBAC is on, and each controller acts as its own ServiceAccount.
+            flags.push("--use-service-account-credentials=true");
+        }
         let mut cluster = Cluster {
             client,
             kcm,
             set: None,
             nodes,
-            sandbox,
+            server,
             descriptors: self.descriptors,
             expected_names: self.expected_names,
             options: options(&flags),
