@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, TestServer, eventually, from};
+use harness::{Backend, Cluster, TestServer, eventually, from};
 
 /// A sandbox with `descriptors` running under `flags`; the sandbox's service-account key is
 /// passed as `--service-account-private-key-file`.
@@ -32,9 +32,21 @@ fn start(
     flags: &[&str],
     prepare: impl FnOnce(&Client, &TestServer),
 ) -> Cluster {
+    start_on(Backend::Sandbox, test, descriptors, flags, prepare)
+}
+
+/// [`start`] on `backend`.
+fn start_on(
+    backend: Backend,
+    test: &str,
+    descriptors: &[ControllerDescriptor],
+    flags: &[&str],
+    prepare: impl FnOnce(&Client, &TestServer),
+) -> Cluster {
     let key_file = std::env::temp_dir().join(format!("kcm-sa-{}-{test}.key", std::process::id()));
     let key_flag = format!("--service-account-private-key-file={}", key_file.display());
     harness::with(descriptors)
+        .on(backend)
         .without_default_account()
         .without_nodes()
         .flags(&[key_flag.as_str()])
@@ -306,13 +318,14 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 15] = [
     "ttl-controller",
 ];
 
+on_both_backends!(every_started_controllers_account_exists_once_the_controllers_start);
 /// Issue 13: every started controller's ServiceAccount exists as soon as the controllers start,
 /// before any of them has had work (there are no nodes, workloads or quotas here), not only
 /// those of the controllers that have written something.
-#[test]
-fn every_started_controllers_account_exists_once_the_controllers_start() {
+fn every_started_controllers_account_exists_once_the_controllers_start(backend: Backend) {
     let flags = ["--use-service-account-credentials=true", "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"];
-    let cluster = start("at-start", DESCRIPTORS, &flags, |_, _| ());
+    let test = format!("at-start-{}", backend.name().replace(' ', "-"));
+    let cluster = start_on(backend, &test, DESCRIPTORS, &flags, |_, _| ());
     let started = cluster.controller_names();
     assert_eq!(started.len(), DESCRIPTORS.len(), "every built controller starts: {started:?}");
     let listed = cluster.accounts("kube-system").list(&ListParams::default()).expect("accounts").items;
@@ -321,8 +334,9 @@ fn every_started_controllers_account_exists_once_the_controllers_start() {
         listed.into_iter().filter_map(|a| a.metadata.name).filter(|name| name != "default").collect();
     let expected: BTreeSet<String> = UPSTREAM_CONTROLLER_ACCOUNTS.iter().map(|a| a.to_string()).collect();
     assert_eq!(accounts, expected);
+    let Some(sandbox) = cluster.server.sandbox() else { return };
     // Created with the root credentials.
-    let audit = cluster.sandbox.audit().entries();
+    let audit = sandbox.audit().entries();
     let created = audit
         .iter()
         .filter(|e| e.verb == "create" && e.resource == "serviceaccounts" && e.subresource.is_empty())
