@@ -102,7 +102,7 @@ fn controllers_sync_retry_and_stop() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(marked(&admin, "before"), None);
 
-    set.run_workers();
+    set.run_workers().unwrap();
     let mark = wait_marked(&admin, "before");
     assert!(mark.ends_with(" ttl-controller"), "the controller's own client identity: {mark}");
     wait_marked(&admin, "flaky");
@@ -153,7 +153,7 @@ fn each_controller_waits_only_for_its_own_caches() {
         other => panic!("unexpected {other:?}"),
     };
     let mut set = ControllerSet::start(&kcm, &options, TWO_CONTROLLERS).unwrap();
-    set.run_workers();
+    set.run_workers().unwrap();
     // The ConfigMap controller works although the Lease cache cannot sync.
     wait_marked(&admin, "before");
     assert_eq!(LEASE_SYNCS.load(std::sync::atomic::Ordering::SeqCst), 0, "no sync before the Lease cache synced");
@@ -211,7 +211,7 @@ fn a_stuck_controller_neither_stalls_others_nor_shutdown() {
         other => panic!("unexpected {other:?}"),
     };
     let mut set = ControllerSet::start(&kcm, &options, STUCK_AND_MARKER).unwrap();
-    set.run_workers();
+    set.run_workers().unwrap();
     // The stuck controller's worker holds its first key; both share the ConfigMap informer,
     // whose handlers only enqueue, so the marker keeps up with a stream of new objects.
     for i in 0..50 {
