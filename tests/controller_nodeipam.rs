@@ -246,7 +246,7 @@ fn the_controller_runs_only_when_allocating_and_refuses_nodes_with_foreign_block
     // A controller manager leading now finds a block that does not fit and refuses to start.
     let mut set = ControllerSet::start(&cluster.kcm, &options(&["--cluster-cidr=10.244.0.0/16"]), &[NODE_IPAM])
         .expect("built: the controller lists nodes when it starts, once leading");
-    let err = set.run_workers().err().expect("a block outside the cluster CIDR stops the start");
+    let err = set.run_workers().expect_err("a block outside the cluster CIDR stops the start");
     assert!(err.starts_with("starting node-ipam-controller: failed to mark cidr[192.168.0.0/24]"), "{err}");
     set.stop(Duration::ZERO);
     let off = harness::options(&[]);
