@@ -140,6 +140,17 @@ pub fn options(flags: &[&str]) -> Box<Options> {
     }
 }
 
+/// The options for `--controllers=*` followed by `flags`, and on the real server
+/// `--use-service-account-credentials=true`: as kubeadm, with RBAC on, each controller acts as
+/// its own ServiceAccount.
+pub fn options_on(backend: Backend, flags: &[&str]) -> Box<Options> {
+    let mut flags = flags.to_vec();
+    if backend == Backend::Real {
+        flags.push("--use-service-account-credentials=true");
+    }
+    options(&flags)
+}
+
 /// Nodes whose pods start after 200 ms, ticking every 50 ms.
 pub fn fast_nodes() -> NodeOptions {
     NodeOptions {
@@ -348,11 +359,8 @@ impl Builder {
         });
         prepare(&client, &server);
         let kcm = Client::new(server.controller_manager_config(), ClientOptions::default()).expect("a client");
-        let mut flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
-        if server.backend() == Backend::Real {
-            // As kubeadm: RBAC is on, and each controller acts as its own ServiceAccount.
-            flags.push("--use-service-account-credentials=true");
-        }
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        let options = options_on(server.backend(), &flags);
         let mut cluster = Cluster {
             client,
             kcm,
@@ -361,7 +369,7 @@ impl Builder {
             server,
             descriptors: self.descriptors,
             expected_names: self.expected_names,
-            options: options(&flags),
+            options,
             deadline: self.deadline,
             temp_files: self.temp_files,
         };
