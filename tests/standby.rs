@@ -1,7 +1,7 @@
 //! A standby writes nothing: while another process holds the Lease, the real binary's
 //! controllers neither create objects nor record Events (the garbage collector's graph, which
 //! reports invalid owner references as Events, runs only while leading), and once the Lease is
-//! released they catch up.
+//! released they catch up. On both backends.
 #![cfg(feature = "sandbox")]
 
 use std::process::{Child, Command, Stdio};
@@ -13,8 +13,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, ServiceAccoun
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kcm::client::{Api, Client, ClientOptions, ListParams, PostParams};
 use kcm::sandbox::nodes::SimulatedNodes;
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::json;
+
+mod harness;
+
+use harness::{Backend, TestServer};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -52,15 +55,14 @@ fn invalid_owner_events(client: &Client) -> usize {
     events.iter().filter(|e| e.reason.as_deref() == Some("OwnerRefInvalidNamespace")).count()
 }
 
-#[test]
-fn a_standby_writes_nothing_until_it_leads() {
-    let sandbox =
-        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() }).unwrap();
-    let dir = std::env::temp_dir().join(format!("kcm-standby-{}", std::process::id()));
+on_both_backends!(a_standby_writes_nothing_until_it_leads);
+fn a_standby_writes_nothing_until_it_leads(backend: Backend) {
+    let server = TestServer::start(backend).unwrap();
+    let dir = std::env::temp_dir().join(format!("kcm-standby-{}-{backend:?}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (_, kubeconfig) = sandbox.write_kubeconfigs(&dir.join("admin.conf")).unwrap();
-    let admin = Client::new(sandbox.admin_config(), ClientOptions::default()).unwrap();
-    let _nodes = SimulatedNodes::start(sandbox.admin_config(), vec!["node-1".into()], Default::default()).unwrap();
+    let (_, kubeconfig) = server.write_kubeconfigs(&dir.join("admin.conf")).unwrap();
+    let admin = Client::new(server.admin_config(), ClientOptions::default()).unwrap();
+    let _nodes = SimulatedNodes::start(server.admin_config(), vec!["node-1".into()], Default::default()).unwrap();
     let post = PostParams::default();
     // The serviceaccount controller stands by too: pods need the account for admission.
     let account = from::<ServiceAccount>(json!({"metadata": {"name": "default"}}));
@@ -91,9 +93,17 @@ fn a_standby_writes_nothing_until_it_leads() {
     Api::<ConfigMap>::namespaced(&admin, "default").create(&from(dependent), &post).unwrap();
 
     let log = dir.join("kcm.log");
+    let mut kubeadm_flags = Vec::new();
+    if backend == Backend::Real {
+        // kubeadm's: with RBAC on, each controller acts as its own ServiceAccount.
+        kubeadm_flags.push("--use-service-account-credentials=true".to_string());
+        kubeadm_flags.push(format!("--service-account-private-key-file={}", dir.join("sa.key").display()));
+        kubeadm_flags.push(format!("--root-ca-file={}", dir.join("ca.crt").display()));
+    }
     let _process = Process(
         Command::new(BINARY)
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .args(&kubeadm_flags)
             .args(["--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s"])
             .args(["--leader-elect-retry-period=500ms", "--secure-port=0", "-v=2"])
             .stderr(std::fs::File::create(&log).unwrap())
