@@ -42,6 +42,7 @@ pub struct ControlPlane {
     assets: Assets,
     /// kube-apiserver's flags, to start it again on the same port.
     apiserver_flags: Vec<String>,
+    etcd_url: String,
 }
 
 impl ControlPlane {
@@ -84,6 +85,7 @@ impl ControlPlane {
             service_account_key_pem: files.service_account_key_pem,
             assets: assets.clone(),
             apiserver_flags,
+            etcd_url,
         };
         plane.wait_until_ready()?;
         Ok(plane)
@@ -126,6 +128,12 @@ impl ControlPlane {
 
     pub fn ca_pem(&self) -> &str {
         &self.pki.ca_pem
+    }
+
+    /// etcd's client URL (plain HTTP on loopback), e.g. to read what kube-apiserver stored
+    /// through etcd's JSON gateway while kube-apiserver is down or stopped.
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
     }
 
     /// The folder holding the PKI, etcd's data and both logs (removed when dropped).
