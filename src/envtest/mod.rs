@@ -40,6 +40,9 @@ pub struct ControlPlane {
     controller_manager: Credentials,
     service_account_key_pem: String,
     assets: Assets,
+    /// kube-apiserver's flags, to start it again on the same port.
+    apiserver_flags: Vec<String>,
+    etcd_url: String,
 }
 
 impl ControlPlane {
@@ -67,8 +70,9 @@ impl ControlPlane {
             .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}"))
             .arg(format!("--initial-cluster=envtest=http://127.0.0.1:{etcd_peer}"));
         let etcd = OwnedProcess::spawn("etcd", etcd, &dir.join("etcd.log"))?;
+        let apiserver_flags = files.apiserver_flags(&etcd_url, secure);
         let mut apiserver = Command::new(&assets.kube_apiserver);
-        apiserver.args(files.apiserver_flags(&etcd_url, secure));
+        apiserver.args(&apiserver_flags);
         let apiserver = OwnedProcess::spawn("kube-apiserver", apiserver, &dir.join("kube-apiserver.log"))?;
         let mut plane = ControlPlane {
             apiserver,
@@ -80,6 +84,8 @@ impl ControlPlane {
             controller_manager: files.controller_manager,
             service_account_key_pem: files.service_account_key_pem,
             assets: assets.clone(),
+            apiserver_flags,
+            etcd_url,
         };
         plane.wait_until_ready()?;
         Ok(plane)
@@ -122,6 +128,12 @@ impl ControlPlane {
 
     pub fn ca_pem(&self) -> &str {
         &self.pki.ca_pem
+    }
+
+    /// etcd's client URL (plain HTTP on loopback), e.g. to read what kube-apiserver stored
+    /// through etcd's JSON gateway while kube-apiserver is down or stopped.
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
     }
 
     /// The folder holding the PKI, etcd's data and both logs (removed when dropped).
@@ -170,6 +182,20 @@ impl ControlPlane {
     /// kube-apiserver's process, to stop, stall (SIGSTOP) or read the log of.
     pub fn apiserver(&mut self) -> &mut OwnedProcess {
         &mut self.apiserver
+    }
+
+    /// Stops kube-apiserver unless it has ended (SIGTERM, then SIGKILL after 5 s; send SIGKILL
+    /// through [`ControlPlane::apiserver`] first for a crash) and starts it again with the same
+    /// flags, on the same port, against the same etcd; waits until it is ready. Its clients'
+    /// connections and watches are cut, and its watch cache starts afresh: a watch from an
+    /// older resourceVersion gets 410 Gone.
+    pub fn restart_apiserver(&mut self) -> Result<(), String> {
+        self.apiserver.stop(Duration::from_secs(5));
+        let mut command = Command::new(&self.assets.kube_apiserver);
+        command.args(&self.apiserver_flags);
+        let log = self.dir.join("kube-apiserver.log");
+        self.apiserver = OwnedProcess::spawn("kube-apiserver", command, &log)?;
+        self.wait_until_ready()
     }
 
     /// etcd's process.
