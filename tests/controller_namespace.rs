@@ -236,9 +236,10 @@ fn a_failing_group_discovery_is_reported_and_the_namespace_finishes_once_it_reco
         let conditions = cluster.conditions("flaky");
         find(&conditions, DISCOVERY_FAILURE).filter(|c| c.status == "True").cloned()
     });
+    // Aggregated discovery, as client-go reads it, marks the unreachable group version Stale.
     let message = format!(
         "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: \
-         {group_version}: the server is currently unable to handle the request"
+         {group_version}: stale GroupVersion discovery: {group_version}"
     );
     assert_eq!(summary(&failure), ("True", "DiscoveryFailed", message.as_str()));
     // What was discovered is still emptied, but the namespace is not finalized meanwhile.

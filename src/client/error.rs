@@ -17,6 +17,9 @@ pub enum Error {
     Decode(String),
     /// The request could not be built (bad name, unsupported body).
     Request(String),
+    /// Aggregated discovery marked this group-version `Stale`: the server could not reach the
+    /// aggregated API serving it (client-go's `StaleGroupVersionError`).
+    StaleGroupVersion(String),
 }
 
 /// An error `Status` from the API server (or one synthesised from a bare HTTP error code, as
@@ -256,6 +259,7 @@ impl fmt::Display for Error {
             Error::Transport(m) => write!(f, "transport error: {m}"),
             Error::Decode(m) => write!(f, "cannot decode the server's answer: {m}"),
             Error::Request(m) => write!(f, "invalid request: {m}"),
+            Error::StaleGroupVersion(gv) => write!(f, "stale GroupVersion discovery: {gv}"),
         }
     }
 }
