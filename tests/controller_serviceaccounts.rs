@@ -5,7 +5,7 @@
 //! `--use-service-account-credentials`.
 #![cfg(feature = "sandbox")]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -14,6 +14,7 @@ use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
 use kcm::client::config::{Auth, RestConfig, TlsSettings};
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, Deleted, ListParams, Patch, PostParams};
+use kcm::controllers::DESCRIPTORS;
 use kcm::controllers::replicaset::REPLICASET;
 use kcm::controllers::root_ca_publisher::{self, ROOT_CA_PUBLISHER};
 use kcm::controllers::serviceaccount::{LEGACY_TOKEN_CLEANER, SERVICE_ACCOUNT, SERVICE_ACCOUNT_TOKEN};
@@ -326,6 +327,55 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
         .create(&review, &PostParams::default())
         .expect("a SubjectAccessReview");
     review.status.is_some_and(|s| s.allowed)
+}
+
+/// The ServiceAccounts upstream v1.33's `kube-controller-manager --use-service-account-credentials`
+/// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
+/// each; the token controller uses the root credentials). Checked against the upstream binary on
+/// a real kube-apiserver with the same `--controllers` selection.
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 15] = [
+    "deployment-controller",
+    "endpoint-controller",
+    "endpointslice-controller",
+    "endpointslicemirroring-controller",
+    "generic-garbage-collector",
+    "legacy-service-account-token-cleaner",
+    "namespace-controller",
+    "node-controller",
+    "pod-garbage-collector",
+    "replicaset-controller",
+    "replication-controller",
+    "resourcequota-controller",
+    "root-ca-cert-publisher",
+    "service-account-controller",
+    "ttl-controller",
+];
+
+on_both_backends!(every_started_controllers_account_exists_once_the_controllers_start);
+/// Issue 13: every started controller's ServiceAccount exists as soon as the controllers start,
+/// before any of them has had work (there are no nodes, workloads or quotas here), not only
+/// those of the controllers that have written something.
+fn every_started_controllers_account_exists_once_the_controllers_start(backend: Backend) {
+    let flags = ["--use-service-account-credentials=true", "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"];
+    let test = format!("at-start-{}", backend.name().replace(' ', "-"));
+    let cluster = start(backend, &test, DESCRIPTORS, &flags, |_, _| ());
+    let started = cluster.controller_names();
+    assert_eq!(started.len(), DESCRIPTORS.len(), "every built controller starts: {started:?}");
+    let listed = cluster.accounts("kube-system").list(&ListParams::default()).expect("accounts").items;
+    // The service-account controller may have added kube-system's `default` meanwhile.
+    let accounts: BTreeSet<String> =
+        listed.into_iter().filter_map(|a| a.metadata.name).filter(|name| name != "default").collect();
+    let expected: BTreeSet<String> = UPSTREAM_CONTROLLER_ACCOUNTS.iter().map(|a| a.to_string()).collect();
+    assert_eq!(accounts, expected);
+    let Some(sandbox) = cluster.server.sandbox() else { return };
+    // Created with the root credentials.
+    let audit = sandbox.audit().entries();
+    let created = audit
+        .iter()
+        .filter(|e| e.verb == "create" && e.resource == "serviceaccounts" && e.subresource.is_empty())
+        .filter(|e| e.namespace == "kube-system" && e.user == CONTROLLER_MANAGER_USER)
+        .count();
+    assert_eq!(created, expected.len());
 }
 
 #[test]

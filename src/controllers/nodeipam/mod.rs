@@ -8,7 +8,10 @@
 //! controller is built (a CIDR that does not fit the cluster CIDRs stops the start, as
 //! upstream) and again when its workers first run, i.e. when this process becomes the leader,
 //! so nothing another leader handed out meanwhile is handed out twice. The blocks of
-//! `--service-cluster-ip-range` that overlap a cluster CIDR are never handed out. A deleted
+//! `--service-cluster-ip-range` that overlap a cluster CIDR are never handed out. A node the
+//! cache shows without blocks is read from the API server before a block is reserved for it,
+//! so a cache that lags behind this controller's own patch never leads to a second block
+//! (which kube-apiserver would merge into `podCIDRs` and refuse). A deleted
 //! Node's blocks go back to the pool. When a range is full the node gets a `CIDRNotAvailable`
 //! Event (source `cidrAllocator`) and is retried with backoff; like upstream's range allocator
 //! (unlike its cloud allocator) no node condition is set.
@@ -241,10 +244,29 @@ impl RangeAllocator {
         self.allocate_or_occupy(&node)
     }
 
-    /// `AllocateOrOccupyCIDR`.
-    fn allocate_or_occupy(&self, node: &Node) -> Result<(), String> {
-        if !pod_cidrs(node).is_empty() {
-            return change_node_cidrs(&mut self.sets.lock(), node, Change::Occupy);
+    /// `AllocateOrOccupyCIDR`. A node the cache shows without blocks is read again from the API
+    /// server before any block is reserved for it: the cache may not show yet the blocks this
+    /// controller patched in a moment ago (another change, such as the TTL controller's
+    /// annotation or a label, queued the node again before the watch brought the patch back),
+    /// or blocks another leader handed out. Reserving and patching a block then would propose a
+    /// second one: `podCIDRs` is a merge list in a strategic merge patch, so kube-apiserver
+    /// would see both and refuse the update (422, "may specify no more than one CIDR for each IP
+    /// family"). Upstream v1.33 trusts its lister here and logs those 422s in the same race.
+    fn allocate_or_occupy(&self, cached: &Node) -> Result<(), String> {
+        if !pod_cidrs(cached).is_empty() {
+            return change_node_cidrs(&mut self.sets.lock(), cached, Change::Occupy);
+        }
+        let name = node_name(cached);
+        let fresh = Api::<Node>::all(&self.client)
+            .get_opt(name)
+            .map_err(|e| format!("failed while getting node {name} for updating Node.Spec.PodCIDRs: {e}"))?;
+        let Some(node) = fresh else {
+            log::debug!("node {name} has been deleted");
+            return Ok(());
+        };
+        if !pod_cidrs(&node).is_empty() {
+            log::debug!("node {name} already has allocated CIDRs {:?}; the cache is behind", pod_cidrs(&node));
+            return change_node_cidrs(&mut self.sets.lock(), &node, Change::Occupy);
         }
         let allocated = {
             let mut sets = self.sets.lock();
@@ -257,34 +279,23 @@ impl RangeAllocator {
                         // would then take more. Give them back.
                         release_all(&mut sets, &allocated);
                         drop(sets);
-                        record_node_status_change(&self.recorder, node, EventType::Warning, "CIDRNotAvailable");
+                        record_node_status_change(&self.recorder, &node, EventType::Warning, "CIDRNotAvailable");
                         return Err(format!("failed to allocate cidr from cluster cidr at idx:{index}: {e}"));
                     }
                 }
             }
             allocated
         };
-        log::debug!("putting node {} with CIDRs {allocated:?} into the work queue", node_name(node));
-        self.update_cidrs_allocation(node_name(node), &allocated)
+        log::debug!("putting node {name} with CIDRs {allocated:?} into the work queue");
+        self.update_cidrs_allocation(&node, &allocated)
     }
 
-    /// `updateCIDRsAllocation`: patches the reserved blocks into the Node, unless it has
-    /// blocks by now.
-    fn update_cidrs_allocation(&self, name: &str, allocated: &[Cidr]) -> Result<(), String> {
+    /// `updateCIDRsAllocation`: patches the reserved blocks into `node`, which the API server
+    /// has just shown without any (upstream checks its lister here instead; see
+    /// [`RangeAllocator::allocate_or_occupy`]).
+    fn update_cidrs_allocation(&self, node: &Node, allocated: &[Cidr]) -> Result<(), String> {
+        let name = node_name(node);
         let wanted: Vec<String> = allocated.iter().map(Cidr::to_string).collect();
-        let Some(node) = self.nodes.store().get(name) else {
-            release_all(&mut self.sets.lock(), allocated);
-            return Err(format!("failed while getting node {name} for updating Node.Spec.PodCIDRs: not found"));
-        };
-        if pod_cidrs(&node) == wanted.as_slice() {
-            log::debug!("node {name} already has allocated CIDR {wanted:?}; it matches the proposed one");
-            return Ok(());
-        }
-        if !pod_cidrs(&node).is_empty() {
-            log::error!("node {name} already has a CIDR allocated {:?}; releasing the new one", pod_cidrs(&node));
-            release_all(&mut self.sets.lock(), allocated);
-            return Ok(());
-        }
         let mut last_error = None;
         for _ in 0..CIDR_UPDATE_RETRIES {
             match patch_node_cidrs(&self.client, name, &wanted) {
@@ -298,7 +309,7 @@ impl RangeAllocator {
         let timed_out = last_error.as_ref().is_some_and(Error::is_server_timeout);
         let error = last_error.map_or_else(String::new, |e| e.to_string());
         log::error!("failed to update node {name} PodCIDR {wanted:?} after multiple attempts: {error}");
-        record_node_status_change(&self.recorder, &node, EventType::Warning, "CIDRAssignmentFailed");
+        record_node_status_change(&self.recorder, node, EventType::Warning, "CIDRAssignmentFailed");
         // A timed-out patch may still have gone through: then keep the blocks (a restart
         // returns falsely kept ones to the pool); otherwise give them back.
         if !timed_out {
