@@ -4,6 +4,8 @@
 
 pub mod client;
 pub mod controllers;
+#[cfg(feature = "sandbox")]
+pub mod envtest;
 pub mod flags;
 pub mod jwt;
 pub mod labels;

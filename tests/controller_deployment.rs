@@ -342,7 +342,7 @@ fn run_kubectl(cluster: &Cluster, dir: &std::path::Path, args: &[&str]) -> Strin
         .expect("kubectl runs");
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
     assert!(output.status.success(), "kubectl {args:?}: {stdout}{}", String::from_utf8_lossy(&output.stderr));
-    let _ = &cluster.sandbox;
+    let _ = cluster.sandbox();
     stdout
 }
 
@@ -357,11 +357,12 @@ fn rollback_reuses_the_old_replica_set_with_a_new_revision() {
     let (v2_name, _) = expected_rs_name(&v2);
     assert_ne!(v1_name, v2_name);
 
-    let dir = std::env::temp_dir().join(format!("kcm-deploy-{}-{}", std::process::id(), cluster.sandbox.addr().port()));
+    let dir =
+        std::env::temp_dir().join(format!("kcm-deploy-{}-{}", std::process::id(), cluster.sandbox().addr().port()));
     std::fs::create_dir_all(&dir).unwrap();
     let used_kubectl = match kubectl() {
         Some(_) => {
-            cluster.sandbox.write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig");
+            cluster.sandbox().write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig");
             let out = run_kubectl(&cluster, &dir, &["rollout", "undo", "deployment/undo"]);
             assert!(out.contains("rolled back"), "{out}");
             let out = run_kubectl(&cluster, &dir, &["rollout", "status", "deployment/undo", "--timeout=90s"]);

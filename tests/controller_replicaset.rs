@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, eventually, from};
+use harness::{Backend, Cluster, eventually, from};
 
 /// A bare nginx pod with `labels`.
 fn new_pod(name: &str, labels: Value, node_selector: Option<Value>) -> Pod {
@@ -24,15 +24,16 @@ fn new_pod(name: &str, labels: Value, node_selector: Option<Value>) -> Pod {
     from(json!({"metadata": {"name": name, "labels": labels}, "spec": spec}))
 }
 
-fn start() -> Cluster {
-    start_with(|_| ())
+fn start(backend: Backend) -> Cluster {
+    start_with(backend, |_| ())
 }
 
 /// A sandbox with two simulated nodes and both controllers running; `prepare` runs against the
 /// API before the controllers start, so that what it creates is in the controllers' first list
 /// rather than racing their watches.
-fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
+fn start_with(backend: Backend, prepare: impl FnOnce(&Client)) -> Cluster {
     harness::with(&[REPLICASET, REPLICATION_CONTROLLER])
+        .on(backend)
         .names(&["replicaset-controller", "replicationcontroller-controller"])
         .start_with(|client, _| prepare(client))
 }
@@ -96,9 +97,9 @@ fn uid_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> 
     meta.uid.clone().expect("a uid")
 }
 
-#[test]
-fn replica_set_creates_scales_and_reports_status() {
-    let cluster = start();
+on_both_backends!(replica_set_creates_scales_and_reports_status);
+fn replica_set_creates_scales_and_reports_status(backend: Backend) {
+    let cluster = start(backend);
     let rs = cluster.create_replica_set("web", 3);
     let uid = uid_of(&rs.metadata);
     let pods = cluster.wait_owned(&uid, 3);
@@ -134,12 +135,12 @@ fn replica_set_creates_scales_and_reports_status() {
     assert!(!deleted.contains(&kept), "the kept pod was not deleted: {deleted:?}");
 }
 
-#[test]
-fn orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first() {
+on_both_backends!(orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first);
+fn orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first(backend: Backend) {
     // An orphan that exists before the ReplicaSet is adopted and counts as a replica. It is created
     // before the controllers start: created after, the ReplicaSet's watch event may overtake the
     // pod's, and the controller would rightly create a third pod (upstream would too).
-    let cluster = start_with(|client| {
+    let cluster = start_with(backend, |client| {
         let pod = new_pod("stray", json!({"app": "api"}), None);
         Api::<Pod>::namespaced(client, "default").create(&pod, &PostParams::default()).expect("pod created");
     });
@@ -172,9 +173,9 @@ fn orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first(
     cluster.wait_rs_status("api", 3);
 }
 
-#[test]
-fn quota_refusals_show_as_replica_failure() {
-    let cluster = start();
+on_both_backends!(quota_refusals_show_as_replica_failure);
+fn quota_refusals_show_as_replica_failure(backend: Backend) {
+    let cluster = start(backend);
     let quotas = Api::<ResourceQuota>::namespaced(&cluster.client, "default");
     let quota: ResourceQuota = from(json!({"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}}));
     let mut quota = quotas.create(&quota, &PostParams::default()).expect("quota created");
@@ -198,9 +199,9 @@ fn quota_refusals_show_as_replica_failure() {
     assert!(failed[0].starts_with("Error creating: ") && failed[0].contains("exceeded quota"), "{failed:?}");
 }
 
-#[test]
-fn replication_controllers_work_the_same() {
-    let cluster = start();
+on_both_backends!(replication_controllers_work_the_same);
+fn replication_controllers_work_the_same(backend: Backend) {
+    let cluster = start(backend);
     let rcs = Api::<ReplicationController>::namespaced(&cluster.client, "default");
     let rc = harness::nginx_replication_controller("legacy", 2);
     let rc = rcs.create(&rc, &PostParams::default()).expect("rc created");

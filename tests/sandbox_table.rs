@@ -66,7 +66,7 @@ struct Bed {
 impl Bed {
     fn start() -> Bed {
         let cluster = harness::with(&[DEPLOYMENT, REPLICASET, ENDPOINTS]).start();
-        Bed { kubectl: Kubectl::for_sandbox(&cluster.sandbox, "table"), _cluster: cluster }
+        Bed { kubectl: Kubectl::for_sandbox(cluster.sandbox(), "table"), _cluster: cluster }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -15,6 +15,8 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
 
+use crate::client::RestConfig;
+use crate::client::config::{Auth, ClientIdentity, TlsSettings};
 use crate::x509;
 
 /// An authenticated caller, as kube-apiserver's `user.Info`.
@@ -249,6 +251,49 @@ fn mark_last_used(store: &super::store::Store, secret: &serde_json::Value) {
     });
 }
 
+/// A client config for `server`, trusting `ca_pem` and presenting `credentials` (neither for a
+/// plain-HTTP server).
+pub fn rest_config(
+    server: &str,
+    ca_pem: Option<&str>,
+    credentials: Option<&Credentials>,
+    source: String,
+) -> RestConfig {
+    let certs = |pem: &str| CertificateDer::pem_slice_iter(pem.as_bytes()).flatten().collect::<Vec<_>>();
+    let identity = credentials.map(|c| ClientIdentity {
+        cert_chain: certs(&c.cert_pem),
+        key: PrivateKeyDer::from_pem_slice(c.key_pem.as_bytes()).expect("generated key"),
+    });
+    RestConfig {
+        server: server.to_string(),
+        tls: TlsSettings { ca_certs: ca_pem.map(certs), client_identity: identity, ..TlsSettings::default() },
+        auth: Auth::None,
+        source,
+    }
+}
+
+/// Writes what kubeadm leaves in /etc/kubernetes for a controller manager: the admin's kubeconfig
+/// at `path` and, beside it, `controller-manager.conf`, the service-account key `sa.key` (for
+/// `--service-account-private-key-file`) and the CA `ca.crt` (for `--root-ca-file` /
+/// `--client-ca-file`). Returns both kubeconfig paths.
+pub fn write_kubeadm_files(
+    path: &Path,
+    server: &str,
+    ca_pem: &str,
+    admin: &Credentials,
+    controller_manager: &Credentials,
+    service_account_key_pem: &str,
+) -> Result<(PathBuf, PathBuf), String> {
+    use crate::sandbox::server::{ADMIN_USER, CONTROLLER_MANAGER_USER};
+    write_kubeconfig(path, server, ca_pem, ADMIN_USER, Some(admin), None)?;
+    let kcm = path.with_file_name("controller-manager.conf");
+    write_kubeconfig(&kcm, server, ca_pem, CONTROLLER_MANAGER_USER, Some(controller_manager), None)?;
+    write_private(&path.with_file_name("sa.key"), service_account_key_pem.as_bytes())?;
+    let ca = path.with_file_name("ca.crt");
+    std::fs::write(&ca, ca_pem).map_err(|e| format!("cannot write {}: {e}", ca.display()))?;
+    Ok((path.to_path_buf(), kcm))
+}
+
 /// Writes a kubeconfig with embedded credentials for one user.
 pub fn write_kubeconfig(
     path: &Path,
@@ -288,7 +333,7 @@ pub fn write_kubeconfig(
 }
 
 /// Writes a file readable by its owner only (it holds private keys).
-pub(super) fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
+pub(crate) fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()

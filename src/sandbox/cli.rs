@@ -50,6 +50,8 @@ serve signals:
 demo options:
   --controller-manager PATH   the kube-controller-manager binary (default: next to kcm-sandbox)
   --nodes N                   simulated nodes (default 3)
+  --real-server               run against etcd + kube-apiserver v1.33.5 (../shared/k8s, or
+                              KCM_K8S_ASSETS; etcd from PATH or KCM_ETCD) instead of the sandbox
 ";
 
 /// Runs the command line; `Err` is a usage error (exit status 2).

@@ -76,6 +76,9 @@ pub fn render(rendering: Rendering, body: Value) -> Value {
         Rendering::PartialObject => partial(&body),
         Rendering::PartialList => {
             let items: Vec<Value> = body["items"].as_array().into_iter().flatten().map(partial).collect();
+            // kube-apiserver builds the list by appending to a nil slice, which Go encodes as
+            // `null` when nothing was appended.
+            let items = if items.is_empty() { Value::Null } else { Value::Array(items) };
             json!({
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
@@ -139,5 +142,8 @@ mod tests {
         assert!(rendered["items"][0].get("spec").is_none());
         let status = json!({"kind": "Status", "status": "Success"});
         assert_eq!(render(Rendering::PartialObject, status.clone()), status);
+        // As kube-apiserver: an empty metadata-only list has `"items": null`.
+        let empty = json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": []});
+        assert_eq!(render(Rendering::PartialList, empty)["items"], Value::Null);
     }
 }

@@ -16,7 +16,7 @@ use super::faults::Faults;
 use super::objects;
 use super::services::ServiceRange;
 use super::store::{DEFAULT_HISTORY, Store};
-use crate::client::config::{Auth, ClientIdentity, RestConfig, TlsSettings};
+use crate::client::config::RestConfig;
 use crate::server::http::HttpServer;
 
 /// How to run the sandbox.
@@ -196,24 +196,10 @@ impl Sandbox {
     }
 
     fn rest_config(&self, credentials: &Credentials, user: &str) -> RestConfig {
-        use rustls_pki_types::pem::PemObject;
-        let certs =
-            |pem: &str| rustls_pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()).flatten().collect::<Vec<_>>();
-        let identity = (!self.plain_http).then(|| ClientIdentity {
-            cert_chain: certs(&credentials.cert_pem),
-            key: rustls_pki_types::PrivateKeyDer::from_pem_slice(credentials.key_pem.as_bytes())
-                .expect("generated key"),
-        });
-        RestConfig {
-            server: self.url(),
-            tls: TlsSettings {
-                ca_certs: (!self.plain_http).then(|| certs(&self.pki.ca_pem)),
-                client_identity: identity,
-                ..TlsSettings::default()
-            },
-            auth: Auth::None,
-            source: format!("sandbox ({user})"),
+        if self.plain_http {
+            return auth::rest_config(&self.url(), None, None, format!("sandbox ({user})"));
         }
+        auth::rest_config(&self.url(), Some(&self.pki.ca_pem), Some(credentials), format!("sandbox ({user})"))
     }
 
     /// Writes `admin.conf`-style kubeconfigs: the admin's at `path`, the controller manager's
@@ -221,23 +207,14 @@ impl Sandbox {
     /// `ca.crt`. Returns
     /// both kubeconfig paths.
     pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), String> {
-        let server = self.url();
-        auth::write_kubeconfig(path, &server, &self.pki.ca_pem, ADMIN_USER, Some(&self.admin), None)?;
-        let kcm = path.with_file_name("controller-manager.conf");
-        auth::write_kubeconfig(
-            &kcm,
-            &server,
+        auth::write_kubeadm_files(
+            path,
+            &self.url(),
             &self.pki.ca_pem,
-            CONTROLLER_MANAGER_USER,
-            Some(&self.controller_manager),
-            None,
-        )?;
-        // kubeadm's sa.key, for `--service-account-private-key-file`, and ca.crt, for
-        // `--root-ca-file` / `--client-ca-file`.
-        auth::write_private(&path.with_file_name("sa.key"), self.service_account_key_pem.as_bytes())?;
-        let ca = path.with_file_name("ca.crt");
-        std::fs::write(&ca, &self.pki.ca_pem).map_err(|e| format!("cannot write {}: {e}", ca.display()))?;
-        Ok((path.to_path_buf(), kcm))
+            &self.admin,
+            &self.controller_manager,
+            &self.service_account_key_pem,
+        )
     }
 
     /// Ends every open watch (clients must re-watch) and cuts every open connection, requests

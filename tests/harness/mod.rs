@@ -1,7 +1,11 @@
-//! Harness shared by the controller integration tests: an in-process sandbox API server, simulated
-//! nodes (a kubelet and scheduler), and a `ControllerSet` running the controllers under test.
+//! Harness shared by the controller integration tests: an API server (the in-process sandbox or a
+//! real etcd + kube-apiserver, see [`Backend`]), simulated nodes (a kubelet and scheduler), and a
+//! `ControllerSet` running the controllers under test.
 //!
-//! The order of `Builder::start_with` is fixed: sandbox, namespaces with their default
+//! A test written once runs on both backends with [`on_both_backends!`]: `on_both_backends!(name)`
+//! beside `fn name(backend: Backend)` makes the tests `name::sandbox` and `name::real_server`.
+//!
+//! The order of `Builder::start_with` is fixed: API server, namespaces with their default
 //! ServiceAccount, nodes, the test's `prepare` hook, then the controllers. What `prepare` creates
 //! is therefore in the controllers' first list rather than racing their watches.
 #![allow(dead_code)]
@@ -12,12 +16,40 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Namespace, ReplicationController, ServiceAccount};
 use kcm::client::{Api, Client, ClientOptions, PostParams};
+pub use kcm::envtest::{Backend, TestServer};
 use kcm::flags::Options;
 use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm::sandbox::server::Sandbox;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+/// Makes `name::sandbox` and `name::real_server`, two tests that call `fn name(backend: Backend)`
+/// with each backend. The real-server test passes without running where the real binaries are
+/// missing, after one loud line naming what is missing (see `Backend::available`).
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn sandbox() {
+                $crate::harness::run_on($crate::harness::Backend::Sandbox, super::$name);
+            }
+
+            #[test]
+            fn real_server() {
+                $crate::harness::run_on($crate::harness::Backend::Real, super::$name);
+            }
+        }
+    )+};
+}
+
+/// Runs `test` on `backend` when `KCM_TEST_BACKENDS` selects it and it is available here.
+pub fn run_on(backend: Backend, test: fn(Backend)) {
+    if backend.selected() && backend.available() {
+        test(backend);
+    }
+}
 
 /// Generous: the machine may be loaded.
 pub const DEADLINE: Duration = Duration::from_secs(60);
@@ -41,6 +73,32 @@ pub fn eventually_within<T>(deadline: Duration, what: &str, mut check: impl FnMu
         }
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// An object as the API server stored it, read beside its HTTP API, so that it can be read while
+/// the API is down or stalled: the sandbox's store, or kube-apiserver's etcd key
+/// `/registry/<resource>/[<namespace>/]<name>` (most kinds' key; nodes and services differ)
+/// through etcd's JSON gateway, decoded from protobuf.
+pub fn stored_object(server: &TestServer, resource: &str, namespace: &str, name: &str) -> Option<Value> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    match server {
+        TestServer::Sandbox(sandbox) => sandbox.store().get(resource, namespace, name).map(|o| (*o).clone()),
+        TestServer::Real(plane) => {
+            let key = match namespace {
+                "" => format!("/registry/{resource}/{name}"),
+                namespace => format!("/registry/{resource}/{namespace}/{name}"),
+            };
+            let request = json!({"key": BASE64.encode(&key)}).to_string();
+            let url = format!("{}/v3/kv/range", plane.etcd_url());
+            let response = ureq::post(&url).send(&request).unwrap_or_else(|e| panic!("etcd at {url}: {e}"));
+            let text = response.into_body().read_to_string().expect("etcd's answer");
+            let answer: Value = serde_json::from_str(&text).expect("etcd answers JSON");
+            let value = answer["kvs"][0]["value"].as_str()?;
+            let bytes = BASE64.decode(value).expect("base64 from etcd");
+            Some(kcm::sandbox::protobuf::decode_body(&bytes).unwrap_or_else(|e| panic!("{key}: {e}")))
+        }
     }
 }
 
@@ -108,6 +166,17 @@ pub fn options(flags: &[&str]) -> Box<Options> {
     }
 }
 
+/// The options for `--controllers=*` followed by `flags`, and on the real server
+/// `--use-service-account-credentials=true`: as kubeadm, with RBAC on, each controller acts as
+/// its own ServiceAccount.
+pub fn options_on(backend: Backend, flags: &[&str]) -> Box<Options> {
+    let mut flags = flags.to_vec();
+    if backend == Backend::Real {
+        flags.push("--use-service-account-credentials=true");
+    }
+    options(&flags)
+}
+
 /// Nodes whose pods start after 200 ms, ticking every 50 ms.
 pub fn fast_nodes() -> NodeOptions {
     NodeOptions {
@@ -117,7 +186,7 @@ pub fn fast_nodes() -> NodeOptions {
     }
 }
 
-/// A sandbox with its nodes and controllers; stops them when dropped.
+/// An API server with its nodes and controllers; stops them when dropped.
 pub struct Cluster {
     /// The admin's client.
     pub client: Client,
@@ -125,7 +194,7 @@ pub struct Cluster {
     pub kcm: Client,
     pub set: Option<ControllerSet>,
     pub nodes: Option<SimulatedNodes>,
-    pub sandbox: Sandbox,
+    pub server: TestServer,
     descriptors: Vec<ControllerDescriptor>,
     expected_names: Option<Vec<&'static str>>,
     options: Box<Options>,
@@ -148,6 +217,15 @@ impl Drop for Cluster {
 }
 
 impl Cluster {
+    /// The sandbox, for tests of what only it offers (faults, audit log); panics on a real server.
+    pub fn sandbox(&self) -> &Sandbox {
+        self.server.sandbox().expect("this test needs the sandbox")
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.server.backend()
+    }
+
     /// The names of the running controllers.
     pub fn controller_names(&self) -> Vec<&'static str> {
         self.set.as_ref().map(ControllerSet::names).unwrap_or_default()
@@ -189,13 +267,14 @@ impl Cluster {
             assert_eq!(&set.names(), names);
         }
         assert!(set.wait_for_sync(self.deadline), "caches sync");
-        set.run_workers();
+        set.run_workers().expect("the controllers start");
         self.set = Some(set);
     }
 }
 
 /// How to start a `Cluster`; see [`with`].
 pub struct Builder {
+    backend: Backend,
     descriptors: Vec<ControllerDescriptor>,
     expected_names: Option<Vec<&'static str>>,
     flags: Vec<String>,
@@ -211,6 +290,7 @@ pub struct Builder {
 /// `default` and simulated nodes node-a and node-b with `fast_nodes()` options.
 pub fn with(descriptors: &[ControllerDescriptor]) -> Builder {
     Builder {
+        backend: Backend::Sandbox,
         descriptors: descriptors.iter().map(|d| ControllerDescriptor { name: d.name, init: d.init }).collect(),
         expected_names: None,
         flags: Vec::new(),
@@ -224,6 +304,12 @@ pub fn with(descriptors: &[ControllerDescriptor]) -> Builder {
 }
 
 impl Builder {
+    /// The API server to run on (default: the sandbox).
+    pub fn on(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
     /// Asserts that the controllers start under these names (at every start).
     pub fn names(mut self, names: &[&'static str]) -> Self {
         self.expected_names = Some(names.to_vec());
@@ -282,11 +368,9 @@ impl Builder {
     }
 
     /// Starts the cluster, with `prepare` run against the API before the controllers start.
-    pub fn start_with(self, prepare: impl FnOnce(&Client, &Sandbox)) -> Cluster {
-        let listen = "127.0.0.1:0".parse().expect("an address");
-        let sandbox =
-            Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
-        let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
+    pub fn start_with(self, prepare: impl FnOnce(&Client, &TestServer)) -> Cluster {
+        let server = TestServer::start(self.backend).expect("the API server starts");
+        let client = Client::new(server.admin_config(), ClientOptions::default()).expect("a client");
         // Pod admission needs the namespace's default ServiceAccount.
         if self.default_account {
             create_default_account(&client, "default");
@@ -297,20 +381,21 @@ impl Builder {
             create_default_account(&client, namespace);
         }
         let nodes = self.node_names.map(|names| {
-            SimulatedNodes::start(sandbox.admin_config(), names, self.node_options).expect("the nodes start")
+            SimulatedNodes::start(server.admin_config(), names, self.node_options).expect("the nodes start")
         });
-        prepare(&client, &sandbox);
-        let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).expect("a client");
+        prepare(&client, &server);
+        let kcm = Client::new(server.controller_manager_config(), ClientOptions::default()).expect("a client");
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        let options = options_on(server.backend(), &flags);
         let mut cluster = Cluster {
             client,
             kcm,
             set: None,
             nodes,
-            sandbox,
+            server,
             descriptors: self.descriptors,
             expected_names: self.expected_names,
-            options: options(&flags),
+            options,
             deadline: self.deadline,
             temp_files: self.temp_files,
         };

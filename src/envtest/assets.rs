@@ -1,0 +1,114 @@
+//! Where the real control plane's binaries are: kube-apiserver and upstream's
+//! kube-controller-manager (Kubernetes v1.33.5, from `../shared/k8s`) and etcd (Debian's
+//! `etcd-server`). One environment variable each, as controller-runtime's `KUBEBUILDER_ASSETS`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// A folder holding `kube-apiserver` and `kube-controller-manager`.
+pub const ASSETS_ENV: &str = "KCM_K8S_ASSETS";
+/// The etcd binary (default: `etcd` on `PATH`).
+pub const ETCD_ENV: &str = "KCM_ETCD";
+/// The Kubernetes version of the binaries in `../shared/k8s`.
+pub const KUBERNETES_VERSION: &str = "v1.33.5";
+
+/// The binaries a [`super::ControlPlane`] runs, and upstream's controller manager for
+/// side-by-side runs.
+#[derive(Debug, Clone)]
+pub struct Assets {
+    pub kube_apiserver: PathBuf,
+    pub kube_controller_manager: PathBuf,
+    pub etcd: PathBuf,
+}
+
+impl Assets {
+    /// Finds the binaries once per process: `$KCM_K8S_ASSETS`, else the folder
+    /// `../shared/k8s/unpack.sh` unpacks into (unpacking it when it has not been), and
+    /// `$KCM_ETCD`, else `etcd` on `PATH`. The error names what is missing and how to get it.
+    pub fn locate() -> Result<Assets, String> {
+        static ASSETS: OnceLock<Result<Assets, String>> = OnceLock::new();
+        ASSETS.get_or_init(find).clone()
+    }
+}
+
+fn find() -> Result<Assets, String> {
+    let dir = match std::env::var_os(ASSETS_ENV) {
+        Some(dir) => PathBuf::from(dir),
+        None => unpacked_shared_binaries()?,
+    };
+    let binary = |name: &str| {
+        let path = dir.join(name);
+        if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{name} not found in {} (set {ASSETS_ENV} to a folder holding kube-apiserver and \
+                 kube-controller-manager {KUBERNETES_VERSION}, or unpack ../shared/k8s with its unpack.sh)",
+                dir.display()
+            ))
+        }
+    };
+    Ok(Assets {
+        kube_apiserver: binary("kube-apiserver")?,
+        kube_controller_manager: binary("kube-controller-manager")?,
+        etcd: etcd()?,
+    })
+}
+
+/// The folder `../shared/k8s/unpack.sh` unpacks into; runs it when the binaries are not there yet
+/// (it checks their checksums, and is cheap when they are).
+fn unpacked_shared_binaries() -> Result<PathBuf, String> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .ok_or_else(|| format!("neither {ASSETS_ENV}, XDG_CACHE_HOME nor HOME is set"))?;
+    let dir = cache.join("kcm-k8s").join(KUBERNETES_VERSION);
+    if is_executable(&dir.join("kube-apiserver")) && is_executable(&dir.join("kube-controller-manager")) {
+        return Ok(dir);
+    }
+    let unpack = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/k8s/unpack.sh");
+    if !unpack.exists() {
+        return Err(format!(
+            "kube-apiserver not found: {} is empty and {} does not exist (set {ASSETS_ENV} to a folder \
+             holding kube-apiserver and kube-controller-manager {KUBERNETES_VERSION})",
+            dir.display(),
+            unpack.display()
+        ));
+    }
+    let output = Command::new("bash")
+        .arg(&unpack)
+        .arg(&dir)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", unpack.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} failed ({}): {}",
+            unpack.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(dir)
+}
+
+fn etcd() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(ETCD_ENV) {
+        let path = PathBuf::from(path);
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(format!("{ETCD_ENV}={} is not an executable file", path.display()))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("etcd"))
+        .find(|candidate| is_executable(candidate))
+        .ok_or_else(|| format!("etcd not found on PATH (apt-get install etcd-server, or set {ETCD_ENV})"))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
