@@ -120,7 +120,7 @@ fn lead_and_work(
             }
         }
     }
-    controllers.run_workers()?;
+    exit_if_lost_meanwhile(lost, || controllers.run_workers())?;
     for name in controllers.names() {
         // As upstream, whose controller checks are added once the controllers start (after
         // `leaderElection`): the default check of a running controller passes.
@@ -134,6 +134,31 @@ fn lead_and_work(
         }
         recv(lost) -> _ => Exit::LeaderElectionLost,
     })
+}
+
+/// Runs `start` (the controllers' start once leading, which may wait long on an unreachable API
+/// server: ServiceAccounts, discovery, node-ipam's first list) while watching the Lease: if it
+/// is lost meanwhile, the process exits at once with "leaderelection lost", as upstream's fatal
+/// `OnStoppedLeading` does, so that nothing this process starts acts after a standby may lead.
+fn exit_if_lost_meanwhile<T>(lost: &Receiver<()>, start: impl FnOnce() -> T) -> T {
+    let (started, done) = crossbeam_channel::bounded::<()>(0);
+    let lost = lost.clone();
+    let guard = std::thread::Builder::new().name("lease-guard".into()).spawn(move || {
+        select! {
+            recv(lost) -> message => if message.is_ok() {
+                log::error!("leaderelection lost");
+                log::logger().flush();
+                std::process::exit(1);
+            },
+            recv(done) -> _ => {}
+        }
+    });
+    let result = start();
+    drop(started);
+    if let Ok(guard) = guard {
+        let _ = guard.join();
+    }
+    result
 }
 
 fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>) -> Option<Exit> {
