@@ -1,8 +1,9 @@
 //! The node IPAM controller against the sandbox: every Node gets its own pod CIDR blocks in
 //! allocation order, blocks nodes already have are kept and never handed out again (also
 //! across a restart), deleted nodes' blocks are reused, service ranges are skipped, a full
-//! range gives the `CIDRNotAvailable` Event, dual-stack nodes get one block per family, and bad
-//! flags stop the real binary.
+//! range gives the `CIDRNotAvailable` Event, dual-stack nodes get one block per family, a node
+//! whose block the cache does not show yet gets no second one, and bad flags stop the real
+//! binary.
 #![cfg(feature = "sandbox")]
 
 use std::collections::BTreeSet;
@@ -10,15 +11,16 @@ use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node};
-use kcm::client::{Api, Client, DeleteParams, ListParams, PostParams};
+use kcm::client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::nodeipam::NODE_IPAM;
+use kcm::controllers::ttl::TTL;
 use kcm::runtime::controller::ControllerSet;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::json;
 
 mod harness;
 
-use harness::{Cluster, eventually};
+use harness::{Backend, Cluster, eventually};
 
 /// The controller manager's options with `--allocate-node-cidrs` and `flags`.
 fn options(flags: &[&str]) -> Box<kcm::flags::Options> {
@@ -134,6 +136,71 @@ fn nodes_get_distinct_blocks_in_order_and_keep_them_across_a_restart() {
     assert_eq!(all.len(), 7);
 }
 
+/// Issue 13: a node queued again while the cache does not show yet the block the controller has
+/// just patched in (on a real cluster: the TTL controller's annotation or a label arriving
+/// first) must not get a second block, which kube-apiserver merges into `podCIDRs` and refuses
+/// with 422. Here the sandbox holds every watch's events back, so the cache keeps showing the
+/// node without a block, and the informer's 1-2 s resync queues it again.
+#[test]
+fn a_node_queued_again_before_the_cache_shows_its_block_gets_no_second_one() {
+    let cluster = harness::with(&[NODE_IPAM])
+        .without_default_account()
+        .without_nodes()
+        .flags(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--min-resync-period=1s"])
+        .start_with(|client, server| {
+            Api::<Node>::all(client).create(&bare_node("a", None), &PostParams::default()).unwrap();
+            server.sandbox().expect("the sandbox").faults().hold_watch_events(true);
+        });
+    assert_eq!(cluster.cidrs("a"), ["10.244.0.0/24"]);
+    // Long enough for at least one resync of the stale cache (each 1-2 s).
+    std::thread::sleep(Duration::from_secs(5));
+    let requests = |verb: &str| {
+        let audit = cluster.sandbox().audit().entries();
+        audit.iter().filter(|e| e.verb == verb && e.resource == "nodes" && e.name == "a").count()
+    };
+    assert_eq!(requests("patch"), 1, "one patch, no second block proposed");
+    assert!(requests("get") >= 2, "the node was synced again and read from the API server");
+    assert_eq!(cluster.cidrs("a"), ["10.244.0.0/24"]);
+
+    // Nothing leaked: once the cache catches up, the next node gets the next block.
+    cluster.sandbox().faults().hold_watch_events(false);
+    cluster.create_node("b", None);
+    assert_eq!(cluster.cidrs("b"), ["10.244.1.0/24"]);
+    assert!(cluster.event_messages("default", "a", "CIDRAssignmentFailed").is_empty());
+}
+
+on_both_backends!(nodes_changed_right_after_they_appear_get_one_block_each);
+/// Issue 13 as it was seen on a real kube-apiserver: nodes created in a burst and labelled at
+/// once, with the TTL controller annotating them too, are queued again while the controller's
+/// own patch is on its way back through the watch. Every node gets exactly one block, no patch
+/// is refused (`CIDRAssignmentFailed`), and no block was reserved twice: the ten nodes have the
+/// first ten blocks.
+fn nodes_changed_right_after_they_appear_get_one_block_each(backend: Backend) {
+    let cluster = harness::with(&[NODE_IPAM, TTL])
+        .on(backend)
+        .without_default_account()
+        .without_nodes()
+        .flags(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"])
+        .start();
+    let names: Vec<String> = (1..=10).map(|i| format!("sim-node-{i}")).collect();
+    for name in &names {
+        cluster.create_node(name, None);
+    }
+    for name in &names {
+        let label = Patch::Merge(json!({"metadata": {"labels": {"issue": "13"}}}));
+        cluster.nodes().patch(name, &label, &PostParams::default()).expect("node labelled");
+    }
+    let mut all: Vec<String> = names.iter().flat_map(|name| cluster.cidrs(name)).collect();
+    all.sort_by_key(|cidr| cidr.split('.').nth(2).and_then(|n| n.parse::<u32>().ok()));
+    let first_ten: Vec<String> = (0..10).map(|i| format!("10.244.{i}.0/24")).collect();
+    assert_eq!(all, first_ten, "one block each, none reserved twice");
+    // A refused second patch would follow the first within milliseconds; its Event a bit later.
+    std::thread::sleep(Duration::from_secs(2));
+    for name in &names {
+        assert!(cluster.event_messages("default", name, "CIDRAssignmentFailed").is_empty(), "{name}");
+    }
+}
+
 #[test]
 fn blocks_stay_unique_across_many_nodes_and_a_restart() {
     let flags = ["--cluster-cidr=10.0.0.0/16", "--service-cluster-ip-range=10.0.0.0/24"];
@@ -176,10 +243,12 @@ fn dual_stack_nodes_get_a_block_of_each_family_in_flag_order() {
 fn the_controller_runs_only_when_allocating_and_refuses_nodes_with_foreign_blocks() {
     let cluster = start(&["--cluster-cidr=10.244.0.0/16"], &[], |_| ());
     cluster.create_node("stray", Some("192.168.0.0/24"));
-    // A controller manager starting now finds a block that does not fit and refuses to start.
-    let refused = ControllerSet::start(&cluster.kcm, &options(&["--cluster-cidr=10.244.0.0/16"]), &[NODE_IPAM]);
-    let err = refused.err().expect("a block outside the cluster CIDR stops the start");
+    // A controller manager leading now finds a block that does not fit and refuses to start.
+    let mut set = ControllerSet::start(&cluster.kcm, &options(&["--cluster-cidr=10.244.0.0/16"]), &[NODE_IPAM])
+        .expect("built: the controller lists nodes when it starts, once leading");
+    let err = set.run_workers().expect_err("a block outside the cluster CIDR stops the start");
     assert!(err.starts_with("starting node-ipam-controller: failed to mark cidr[192.168.0.0/24]"), "{err}");
+    set.stop(Duration::ZERO);
     let off = harness::options(&[]);
     let set = ControllerSet::start(&cluster.kcm, &off, &[NODE_IPAM]).expect("starts");
     assert!(set.names().is_empty(), "without --allocate-node-cidrs the controller does not run");

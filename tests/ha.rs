@@ -1,5 +1,6 @@
 //! High availability with real processes: two or three `kube-controller-manager`s against one
-//! sandbox, each reaching it through its own TCP proxy so that one can be cut off alone.
+//! API server (of either backend), each reaching it through its own TCP proxy so that one can
+//! be cut off alone.
 //!
 //! A sampler follows every test: at each sample at most one process's
 //! `leader_election_master_status` is 1, and it is the Lease holder's. SIGKILL hands over once
@@ -23,8 +24,11 @@ use std::time::{Duration, Instant};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kcm::client::{Api, Client, ClientOptions};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
+
+mod harness;
+
+use harness::{Backend, TestServer};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 const LEASE_NAMESPACE: &str = "kube-system";
@@ -75,27 +79,30 @@ impl Terms {
     }
 }
 
-/// A sandbox and what the processes need to reach it.
+/// An API server and what the processes need to reach it.
 struct Bed {
-    sandbox: Sandbox,
+    server: TestServer,
     dir: PathBuf,
-    /// The controller manager's kubeconfig, aimed at the sandbox.
+    /// The controller manager's kubeconfig, aimed at the API server.
     kubeconfig: String,
     ca: PathBuf,
+    /// The API server's address, which the proxies forward to.
+    upstream: SocketAddr,
 }
 
 impl Bed {
-    fn start(name: &str) -> Bed {
-        let sandbox =
-            Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() }).unwrap();
-        let dir = std::env::temp_dir().join(format!("kcm-ha-{}-{name}", std::process::id()));
+    fn start(name: &str, backend: Backend) -> Bed {
+        let server = TestServer::start(backend).unwrap();
+        let dir = std::env::temp_dir().join(format!("kcm-ha-{}-{name}-{backend:?}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let (_, kubeconfig) = sandbox.write_kubeconfigs(&dir.join("admin.conf")).unwrap();
+        let (_, kubeconfig) = server.write_kubeconfigs(&dir.join("admin.conf")).unwrap();
         let kubeconfig = std::fs::read_to_string(kubeconfig).unwrap();
-        assert!(kubeconfig.contains(&sandbox.url()), "the kubeconfig names the sandbox's URL");
+        assert!(kubeconfig.contains(&server.url()), "the kubeconfig names the API server's URL");
         let ca = dir.join("ca.crt");
-        std::fs::write(&ca, sandbox.ca_pem()).unwrap();
-        Bed { sandbox, dir, kubeconfig, ca }
+        std::fs::write(&ca, server.ca_pem()).unwrap();
+        let url = server.url();
+        let upstream = url.strip_prefix("https://").and_then(|a| a.parse().ok()).expect("https://<ip>:<port>");
+        Bed { server, dir, kubeconfig, ca, upstream }
     }
 
     fn start_candidates(&self, count: usize, terms: Terms) -> Vec<Candidate> {
@@ -106,10 +113,10 @@ impl Bed {
         candidates
     }
 
-    /// The Lease as stored (no HTTP round trip, so polling it is cheap and never times out).
+    /// The Lease as stored (beside the API, so polling it is cheap and never times out).
     fn lease(&self) -> Option<LeaseSpec> {
-        let lease = self.sandbox.store().get("leases", LEASE_NAMESPACE, LEASE_NAME)?;
-        serde_json::from_value::<Lease>((*lease).clone()).expect("a Lease").spec
+        let lease = harness::stored_object(&self.server, "leases", LEASE_NAMESPACE, LEASE_NAME)?;
+        serde_json::from_value::<Lease>(lease).expect("a Lease").spec
     }
 
     fn holder(&self) -> String {
@@ -138,7 +145,7 @@ struct Candidate {
     /// Its secure port, serving `/metrics`.
     port: u16,
     log: PathBuf,
-    /// Its own way to the sandbox.
+    /// Its own way to the API server.
     proxy: Proxy,
     /// Its name in the Lease.
     identity: String,
@@ -146,14 +153,22 @@ struct Candidate {
 
 impl Candidate {
     fn start(bed: &Bed, index: usize, terms: Terms) -> Candidate {
-        let proxy = Proxy::start(bed.sandbox.addr());
+        let proxy = Proxy::start(bed.upstream);
         let kubeconfig = bed.dir.join(format!("kcm-{index}.conf"));
         let url = format!("https://127.0.0.1:{}", proxy.port);
-        std::fs::write(&kubeconfig, bed.kubeconfig.replace(&bed.sandbox.url(), &url)).unwrap();
+        std::fs::write(&kubeconfig, bed.kubeconfig.replace(&bed.server.url(), &url)).unwrap();
         let port = free_port();
         let log = bed.dir.join(format!("kcm-{index}.log"));
+        let mut kubeadm_flags = Vec::new();
+        if bed.server.backend() == Backend::Real {
+            // kubeadm's: with RBAC on, each controller acts as its own ServiceAccount.
+            kubeadm_flags.push("--use-service-account-credentials=true".to_string());
+            kubeadm_flags.push(format!("--service-account-private-key-file={}", bed.dir.join("sa.key").display()));
+            kubeadm_flags.push(format!("--root-ca-file={}", bed.ca.display()));
+        }
         let child = Command::new(BINARY)
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .args(&kubeadm_flags)
             .args(terms.flags())
             .args(["--bind-address=127.0.0.1", "-v=2"])
             .arg(format!("--secure-port={port}"))
@@ -222,7 +237,7 @@ fn signed(d: Duration) -> SignedDuration {
     SignedDuration::try_from(d).expect("a small duration")
 }
 
-/// A TCP forwarder from a local port to the sandbox. [`Proxy::cut`] partitions its process from
+/// A TCP forwarder from a local port to the API server. [`Proxy::cut`] partitions its process from
 /// the API: open connections are cut and new ones accepted but never answered, so requests
 /// hang as behind a dead network.
 struct Proxy {
@@ -336,7 +351,7 @@ impl Sampler {
     fn start(bed: &Bed, candidates: &[Candidate]) -> Sampler {
         let probes: Vec<(String, Client)> =
             candidates.iter().map(|c| (c.identity.clone(), metrics_client(bed, c.port))).collect();
-        let admin = Client::new(bed.sandbox.admin_config(), ClientOptions::default()).unwrap();
+        let admin = Client::new(bed.server.admin_config(), ClientOptions::default()).unwrap();
         let leases = Api::<Lease>::namespaced(&admin, LEASE_NAMESPACE);
         let lease = move || Term::of(leases.get_opt(LEASE_NAME).expect("the Lease can be read").and_then(|l| l.spec));
         let stop = Arc::new(AtomicBool::new(false));
@@ -387,9 +402,9 @@ impl Sampler {
     }
 }
 
-/// A client for a process's secure port, as an admin (its `--client-ca-file` is the sandbox's).
+/// A client for a process's secure port, as an admin (its `--client-ca-file` is the API server's).
 fn metrics_client(bed: &Bed, port: u16) -> Client {
-    let mut config = bed.sandbox.admin_config();
+    let mut config = bed.server.admin_config();
     config.server = format!("https://127.0.0.1:{port}");
     config.tls.ca_certs = None;
     config.tls.insecure_skip_verify = true;
@@ -432,12 +447,12 @@ fn the_sample_check_accepts_handovers_and_flags_two_leaders() {
     assert!(check_sample(&term("a", 0), &ids(&["c"]), &term("b", 1)).is_err());
 }
 
+on_both_backends!(of_three_processes_one_leads_and_sigkill_hands_over_after_the_lease);
 /// Three processes: one leads at every sample; a SIGKILL'd leader keeps the Lease until it
 /// expires, then a standby takes it within a lease plus two jittered retry periods (one to see
 /// the last renewal, one to retry after expiry: client-go's `isLeaseValid` + `wait.JitterUntil`).
-#[test]
-fn of_three_processes_one_leads_and_sigkill_hands_over_after_the_lease() {
-    let bed = Bed::start("kill");
+fn of_three_processes_one_leads_and_sigkill_hands_over_after_the_lease(backend: Backend) {
+    let bed = Bed::start("kill", backend);
     let mut candidates = bed.start_candidates(3, SHORT);
     let sampler = Sampler::start(&bed, &candidates);
     let first = bed.wait_for_leader(&candidates);
@@ -462,12 +477,12 @@ fn of_three_processes_one_leads_and_sigkill_hands_over_after_the_lease() {
     assert!(samples.count >= 10, "{samples:?}");
 }
 
+on_both_backends!(of_two_processes_one_leads_and_sigterm_hands_over_at_once);
 /// Two processes, a 30 s lease: SIGTERM releases the Lease (client-go's `ReleaseOnCancel`) and
 /// the standby leads within [`RELEASE_HANDOVER`]; waiting for the lease would take 30 s. The
 /// last process, SIGTERM'd, leaves the Lease released: no holder, a one-second term.
-#[test]
-fn of_two_processes_one_leads_and_sigterm_hands_over_at_once() {
-    let bed = Bed::start("term");
+fn of_two_processes_one_leads_and_sigterm_hands_over_at_once(backend: Backend) {
+    let bed = Bed::start("term", backend);
     let mut candidates = bed.start_candidates(2, LONG);
     let sampler = Sampler::start(&bed, &candidates);
     let first = bed.wait_for_leader(&candidates);
@@ -505,12 +520,12 @@ fn of_two_processes_one_leads_and_sigterm_hands_over_at_once() {
     assert_eq!(samples.leaders, [leader, candidates[second].identity.clone()], "{samples:?}");
 }
 
+on_both_backends!(of_two_processes_a_cut_off_leader_exits_before_the_standby_takes_over);
 /// Two processes; the leader's network to the API is cut. It fails to renew, gives up at its
 /// renew deadline and exits with "leaderelection lost" before the standby, which still reaches
 /// the API, acquires the expired Lease: the old leader's work ended before the new one's began.
-#[test]
-fn of_two_processes_a_cut_off_leader_exits_before_the_standby_takes_over() {
-    let bed = Bed::start("cut");
+fn of_two_processes_a_cut_off_leader_exits_before_the_standby_takes_over(backend: Backend) {
+    let bed = Bed::start("cut", backend);
     let mut candidates = bed.start_candidates(2, SHORT);
     let sampler = Sampler::start(&bed, &candidates);
     let first = bed.wait_for_leader(&candidates);

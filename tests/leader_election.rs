@@ -1,7 +1,8 @@
-//! Lease-based leader election against a real sandbox API server: acquiring, one leader among
-//! several candidates, hand-over on release, take-over after a crash only once the lease
-//! expired, a leader cut off from the API giving up before a standby can take over, and the
-//! healthz watchdog.
+//! Lease-based leader election against both backends: acquiring, one leader among several
+//! candidates, hand-over on release, take-over after a crash only once the lease expired, a
+//! leader cut off from the API giving up before a standby can take over, and the healthz
+//! watchdog. On the real server the API goes away by killing kube-apiserver (and starting it
+//! again), and hangs by stopping it (SIGSTOP, then SIGCONT).
 //!
 //! Every wait is bounded by a generous deadline; timing assertions only compare times the
 //! election itself guarantees an order for, so that the tests hold on a loaded machine.
@@ -16,8 +17,11 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Event;
 use kcm::client::{Api, Client, ClientOptions, ListParams};
 use kcm::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent, identity};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
+
+mod harness;
+
+use harness::{Backend, TestServer};
 
 /// The longest any expected change may take.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -44,16 +48,50 @@ const fn secs(s: f64) -> Duration {
 }
 
 struct Cluster {
-    sandbox: Sandbox,
+    server: TestServer,
     client: Client,
 }
 
-fn cluster() -> Cluster {
-    let listen = "127.0.0.1:0".parse().expect("an address");
-    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
+fn cluster(backend: Backend) -> Cluster {
+    let server = TestServer::start(backend).expect("the API server starts");
     let options = ClientOptions { qps: -1.0, burst: 1, timeout: DEADLINE };
-    let client = Client::new(sandbox.admin_config(), options).expect("a client");
-    Cluster { sandbox, client }
+    let client = Client::new(server.admin_config(), options).expect("a client");
+    Cluster { server, client }
+}
+
+impl Cluster {
+    /// The Lease `base` of this backend's run: `leader_election_master_status{name}` is the
+    /// process's, shared by the runs on either backend.
+    fn lease(&self, base: &str) -> String {
+        match self.server.backend() {
+            Backend::Sandbox => format!("{base}-sandbox"),
+            Backend::Real => format!("{base}-real"),
+        }
+    }
+
+    /// The API goes away: the sandbox stops listening; kube-apiserver is killed.
+    fn go_down(&mut self) {
+        match &mut self.server {
+            TestServer::Sandbox(sandbox) => sandbox.pause(),
+            TestServer::Real(plane) => {
+                plane.apiserver().signal(libc::SIGKILL);
+            }
+        }
+    }
+
+    /// Back after [`Cluster::go_down`] (kube-apiserver is started again, with the same etcd).
+    fn come_back(&mut self) {
+        match &mut self.server {
+            TestServer::Sandbox(sandbox) => sandbox.resume().expect("the sandbox listens again"),
+            TestServer::Real(plane) => plane.restart_apiserver().expect("kube-apiserver starts again"),
+        }
+    }
+
+    /// kube-apiserver's process gets `signal` (SIGSTOP: every request hangs; SIGCONT).
+    fn signal_apiserver(&mut self, signal: i32) {
+        let TestServer::Real(plane) = &mut self.server else { panic!("the sandbox has no process to signal") };
+        plane.apiserver().signal(signal);
+    }
 }
 
 /// A running elector and the events it delivered, with when they arrived.
@@ -127,9 +165,9 @@ fn acquire_time(spec: &LeaseSpec) -> Timestamp {
     spec.acquire_time.as_ref().expect("acquireTime is set").0
 }
 
-/// The Lease's renewTime as stored, read without the HTTP API (works while it is paused).
+/// The Lease's renewTime as stored, read without the HTTP API (works while it is down).
 fn stored_renew_time(cluster: &Cluster, name: &str) -> Timestamp {
-    let lease = cluster.sandbox.store().get("leases", NAMESPACE, name).expect("the Lease is stored");
+    let lease = harness::stored_object(&cluster.server, "leases", NAMESPACE, name).expect("the Lease is stored");
     lease["spec"]["renewTime"].as_str().expect("renewTime is set").parse().expect("a timestamp")
 }
 
@@ -144,32 +182,33 @@ fn leader_elections(cluster: &Cluster, message: &str) -> Vec<Event> {
     events.items.into_iter().filter(|e| e.message.as_deref() == Some(message)).collect()
 }
 
-#[test]
-fn a_single_candidate_acquires_renews_and_releases() {
-    let cluster = cluster();
-    let a = Candidate::start(&cluster, "le-single", FAST, true);
+on_both_backends!(a_single_candidate_acquires_renews_and_releases);
+fn a_single_candidate_acquires_renews_and_releases(backend: Backend) {
+    let cluster = cluster(backend);
+    let name = cluster.lease("le-single");
+    let a = Candidate::start(&cluster, &name, FAST, true);
     assert!(a.elector.wait_until_leader(DEADLINE), "the only candidate leads");
     assert!(a.elector.is_leader());
 
-    let spec = lease_spec(&cluster, "le-single");
+    let spec = lease_spec(&cluster, &name);
     assert_eq!(holder(&spec), a.id);
     assert_eq!(spec.lease_duration_seconds, Some(2));
     assert_eq!(spec.lease_transitions, Some(0));
     assert!(acquire_time(&spec) <= renew_time(&spec));
-    assert_eq!(master_status("le-single").as_deref(), Some("1"));
+    assert_eq!(master_status(&name).as_deref(), Some("1"));
     assert_eq!(a.elector.check(), Ok(()));
 
     let message = format!("{} became leader", a.id);
     let event = wait_for("the LeaderElection event", || leader_elections(&cluster, &message).pop());
-    let lease = Api::<Lease>::namespaced(&cluster.client, NAMESPACE).get("le-single").expect("the Lease");
+    let lease = Api::<Lease>::namespaced(&cluster.client, NAMESPACE).get(&name).expect("the Lease");
     assert_eq!(event.reason.as_deref(), Some("LeaderElection"));
     assert_eq!(event.type_.as_deref(), Some("Normal"));
     assert_eq!(event.source.and_then(|s| s.component).as_deref(), Some("kube-controller-manager"));
-    assert!(event.metadata.name.as_deref().is_some_and(|n| n.starts_with("le-single.")));
+    assert!(event.metadata.name.as_deref().is_some_and(|n| n.starts_with(&format!("{name}."))));
     let reference = event.involved_object;
     assert_eq!(reference.kind.as_deref(), Some("Lease"));
     assert_eq!(reference.api_version.as_deref(), Some("coordination.k8s.io/v1"));
-    assert_eq!(reference.name.as_deref(), Some("le-single"));
+    assert_eq!(reference.name.as_deref(), Some(name.as_str()));
     assert_eq!(reference.namespace.as_deref(), Some(NAMESPACE));
     assert_eq!(reference.uid, lease.metadata.uid);
 
@@ -177,7 +216,7 @@ fn a_single_candidate_acquires_renews_and_releases() {
     assert_eq!(a.events(), [LeaderEvent::NewLeader(a.id.clone()), LeaderEvent::StartedLeading]);
 
     let renewed = wait_for("a renewal", || {
-        let now = lease_spec(&cluster, "le-single");
+        let now = lease_spec(&cluster, &name);
         (renew_time(&now) > renew_time(&spec)).then_some(now)
     });
     assert_eq!(acquire_time(&renewed), acquire_time(&spec), "renewals keep the acquire time");
@@ -185,19 +224,21 @@ fn a_single_candidate_acquires_renews_and_releases() {
 
     let events = a.events.clone();
     a.elector.stop();
-    let released = lease_spec(&cluster, "le-single");
+    let released = lease_spec(&cluster, &name);
     assert_eq!(holder(&released), "", "released on a graceful stop");
     assert_eq!(released.lease_duration_seconds, Some(1));
     assert_eq!(released.lease_transitions, Some(0));
-    assert_eq!(master_status("le-single").as_deref(), Some("0"));
+    assert_eq!(master_status(&name).as_deref(), Some("0"));
     assert_eq!(events.lock().last().map(|(e, _)| e.clone()), Some(LeaderEvent::StoppedLeading));
 }
 
 /// Starts `count` candidates on one Lease and checks, over a few seconds, that exactly one of
 /// them leads at every sample and that it is the one the Lease names; then stops the leader
 /// and checks, at every sample until a standby leads, that no standby leads outside its term.
-fn exactly_one_leads(count: usize, lease: &str) {
-    let cluster = cluster();
+fn exactly_one_leads(backend: Backend, count: usize, base: &str) {
+    let cluster = cluster(backend);
+    let lease = cluster.lease(base);
+    let lease = lease.as_str();
     let mut candidates: Vec<Candidate> = (0..count).map(|_| Candidate::start(&cluster, lease, STEADY, true)).collect();
     let first = wait_for("a leader", || candidates.iter().position(|c| c.elector.is_leader()));
     let sampling = Instant::now();
@@ -250,25 +291,26 @@ fn exactly_one_leads(count: usize, lease: &str) {
     assert!(events.lock().iter().any(|(e, _)| *e == LeaderEvent::StoppedLeading));
 }
 
-#[test]
-fn of_two_candidates_exactly_one_leads() {
-    exactly_one_leads(2, "le-two");
+on_both_backends!(of_two_candidates_exactly_one_leads);
+fn of_two_candidates_exactly_one_leads(backend: Backend) {
+    exactly_one_leads(backend, 2, "le-two");
 }
 
-#[test]
-fn of_three_candidates_exactly_one_leads() {
-    exactly_one_leads(3, "le-three");
+on_both_backends!(of_three_candidates_exactly_one_leads);
+fn of_three_candidates_exactly_one_leads(backend: Backend) {
+    exactly_one_leads(backend, 3, "le-three");
 }
 
-#[test]
-fn a_graceful_stop_hands_over_to_a_standby_at_once() {
+on_both_backends!(a_graceful_stop_hands_over_to_a_standby_at_once);
+fn a_graceful_stop_hands_over_to_a_standby_at_once(backend: Backend) {
     // A long lease: a standby that leads within a few retry periods took a released lease, it
     // did not wait for it to expire.
     let timing = Timing { lease: secs(10.0), renew: secs(8.0), retry: secs(0.3) };
-    let cluster = cluster();
-    let a = Candidate::start(&cluster, "le-release", timing, true);
+    let cluster = cluster(backend);
+    let name = cluster.lease("le-release");
+    let a = Candidate::start(&cluster, &name, timing, true);
     assert!(a.elector.wait_until_leader(DEADLINE));
-    let b = Candidate::start(&cluster, "le-release", timing, true);
+    let b = Candidate::start(&cluster, &name, timing, true);
     b.wait_for_event(&LeaderEvent::NewLeader(a.id.clone()));
     assert!(!b.elector.is_leader());
 
@@ -277,7 +319,7 @@ fn a_graceful_stop_hands_over_to_a_standby_at_once() {
     assert!(b.elector.wait_until_leader(DEADLINE));
     let waited = stopping.elapsed();
     assert!(waited < timing.lease, "took over after {waited:?}, before the lease would have expired");
-    let spec = lease_spec(&cluster, "le-release");
+    let spec = lease_spec(&cluster, &name);
     assert_eq!(holder(&spec), b.id);
     assert_eq!(spec.lease_transitions, Some(1), "the take-over counts as a transition");
     assert_eq!(spec.lease_duration_seconds, Some(10));
@@ -288,12 +330,13 @@ fn a_graceful_stop_hands_over_to_a_standby_at_once() {
     );
 }
 
-#[test]
-fn a_crashed_leader_is_replaced_only_after_its_lease_expired() {
-    let cluster = cluster();
-    let a = Candidate::start(&cluster, "le-crash", FAST, true);
+on_both_backends!(a_crashed_leader_is_replaced_only_after_its_lease_expired);
+fn a_crashed_leader_is_replaced_only_after_its_lease_expired(backend: Backend) {
+    let cluster = cluster(backend);
+    let name = cluster.lease("le-crash");
+    let a = Candidate::start(&cluster, &name, FAST, true);
     assert!(a.elector.wait_until_leader(DEADLINE));
-    let b = Candidate::start(&cluster, "le-crash", FAST, true);
+    let b = Candidate::start(&cluster, &name, FAST, true);
     b.wait_for_event(&LeaderEvent::NewLeader(a.id.clone()));
 
     let a_id = a.id.clone();
@@ -301,7 +344,7 @@ fn a_crashed_leader_is_replaced_only_after_its_lease_expired() {
     // Follow the Lease until the standby holds it; the last record A wrote is its last renewal.
     let mut last_renewal = None;
     let taken = wait_for("the take-over", || {
-        let spec = lease_spec(&cluster, "le-crash");
+        let spec = lease_spec(&cluster, &name);
         match holder(&spec) {
             h if h == a_id => {
                 last_renewal = Some(renew_time(&spec));
@@ -326,26 +369,27 @@ fn a_crashed_leader_is_replaced_only_after_its_lease_expired() {
     assert!(b.elector.wait_until_leader(DEADLINE));
 }
 
-#[test]
-fn a_leader_cut_off_from_the_api_stops_before_a_standby_can_take_over() {
-    let cluster = cluster();
-    let a = Candidate::start(&cluster, "le-cut", FAST, true);
+on_both_backends!(a_leader_cut_off_from_the_api_stops_before_a_standby_can_take_over);
+fn a_leader_cut_off_from_the_api_stops_before_a_standby_can_take_over(backend: Backend) {
+    let mut cluster = cluster(backend);
+    let name = cluster.lease("le-cut");
+    let a = Candidate::start(&cluster, &name, FAST, true);
     assert!(a.elector.wait_until_leader(DEADLINE));
-    let b = Candidate::start(&cluster, "le-cut", FAST, true);
+    let b = Candidate::start(&cluster, &name, FAST, true);
     b.wait_for_event(&LeaderEvent::NewLeader(a.id.clone()));
 
     // The API server goes away for a little longer than the lease, whatever the leader does;
     // the standby, which last saw the record before that, takes over as soon as it is back.
-    cluster.sandbox.pause();
+    cluster.go_down();
     std::thread::sleep(FAST.lease + FAST.retry);
-    let last_renewal = stored_renew_time(&cluster, "le-cut");
-    cluster.sandbox.resume().expect("the sandbox listens again");
+    let last_renewal = stored_renew_time(&cluster, &name);
+    cluster.come_back();
 
     assert_eq!(a.elector.leader_lost().recv_timeout(DEADLINE), Ok(()), "the leader noticed it lost the lease");
     assert!(!a.elector.is_leader());
     let lost_at = a.wait_for_event(&LeaderEvent::StoppedLeading);
     assert!(b.elector.wait_until_leader(DEADLINE));
-    let spec = lease_spec(&cluster, "le-cut");
+    let spec = lease_spec(&cluster, &name);
     assert_eq!(holder(&spec), b.id);
     let renew_deadline = SignedDuration::try_from(FAST.renew).expect("a small duration");
     assert!(last_renewal + renew_deadline < acquire_time(&spec), "the standby took over after the renew deadline");
@@ -354,35 +398,44 @@ fn a_leader_cut_off_from_the_api_stops_before_a_standby_can_take_over() {
     assert!(a.elector.leader_lost().try_recv().is_err(), "leader_lost fires once");
 }
 
-#[test]
-fn a_leader_whose_requests_hang_gives_up_at_its_renew_deadline() {
-    let cluster = cluster();
-    let a = Candidate::start(&cluster, "le-hang", FAST, true);
+on_both_backends!(a_leader_whose_requests_hang_gives_up_at_its_renew_deadline);
+fn a_leader_whose_requests_hang_gives_up_at_its_renew_deadline(backend: Backend) {
+    let mut cluster = cluster(backend);
+    let name = cluster.lease("le-hang");
+    let a = Candidate::start(&cluster, &name, FAST, true);
     assert!(a.elector.wait_until_leader(DEADLINE));
-    let b = Candidate::start(&cluster, "le-hang", FAST, true);
+    let b = Candidate::start(&cluster, &name, FAST, true);
     b.wait_for_event(&LeaderEvent::NewLeader(a.id.clone()));
 
     // Every request now takes longer than the renew deadline; had the leader waited for its
     // renewal to be answered, it would have gone on leading.
+    // On the real server they hang until kube-apiserver is continued, after the leader gave up.
     let latency = Duration::from_secs(5);
     let slowed = Instant::now();
-    cluster.sandbox.faults().set_latency(Some(latency));
+    match &cluster.server {
+        TestServer::Sandbox(sandbox) => sandbox.faults().set_latency(Some(latency)),
+        TestServer::Real(_) => cluster.signal_apiserver(libc::SIGSTOP),
+    }
     assert_eq!(a.elector.leader_lost().recv_timeout(DEADLINE), Ok(()));
     let waited = slowed.elapsed();
     assert!(waited < latency, "gave up after {waited:?}, without waiting for the hung renewal");
     let lost_at = a.wait_for_event(&LeaderEvent::StoppedLeading);
-    cluster.sandbox.faults().set_latency(None);
+    match &cluster.server {
+        TestServer::Sandbox(sandbox) => sandbox.faults().set_latency(None),
+        TestServer::Real(_) => cluster.signal_apiserver(libc::SIGCONT),
+    }
 
     assert!(b.elector.wait_until_leader(DEADLINE));
-    let spec = lease_spec(&cluster, "le-hang");
+    let spec = lease_spec(&cluster, &name);
     assert_eq!(holder(&spec), b.id);
     assert!(lost_at < acquire_time(&spec), "the old leader stopped before the standby started");
 }
 
-#[test]
-fn the_health_check_fails_when_renewals_stall() {
-    let cluster = cluster();
-    let a = Candidate::start(&cluster, "le-healthz", FAST, true);
+on_both_backends!(the_health_check_fails_when_renewals_stall);
+fn the_health_check_fails_when_renewals_stall(backend: Backend) {
+    let mut cluster = cluster(backend);
+    let name = cluster.lease("le-healthz");
+    let a = Candidate::start(&cluster, &name, FAST, true);
     assert!(a.elector.wait_until_leader(DEADLINE));
     let tolerance = Duration::from_millis(500);
     let healthy = Instant::now();
@@ -391,21 +444,29 @@ fn the_health_check_fails_when_renewals_stall() {
         std::thread::sleep(Duration::from_millis(100));
     }
 
-    cluster.sandbox.pause();
+    // Renewals stall: the sandbox stops listening; kube-apiserver is stopped (requests hang).
+    match &cluster.server {
+        TestServer::Sandbox(sandbox) => sandbox.pause(),
+        TestServer::Real(_) => cluster.signal_apiserver(libc::SIGSTOP),
+    }
     assert_eq!(a.elector.leader_lost().recv_timeout(DEADLINE), Ok(()));
     let error = wait_for("the health check to fail", || a.elector.check_with_tolerance(tolerance).err());
-    assert_eq!(error, "failed election to renew leadership on lease le-healthz");
+    assert_eq!(error, format!("failed election to renew leadership on lease {name}"));
     assert_eq!(a.elector.check(), Ok(()), "the default tolerance is 20s past the lease");
+    if backend == Backend::Real {
+        cluster.signal_apiserver(libc::SIGCONT);
+    }
 }
 
-#[test]
-fn without_release_on_cancel_a_stop_keeps_the_lease() {
-    let cluster = cluster();
-    let a = Candidate::start(&cluster, "le-keep", FAST, false);
+on_both_backends!(without_release_on_cancel_a_stop_keeps_the_lease);
+fn without_release_on_cancel_a_stop_keeps_the_lease(backend: Backend) {
+    let cluster = cluster(backend);
+    let name = cluster.lease("le-keep");
+    let a = Candidate::start(&cluster, &name, FAST, false);
     assert!(a.elector.wait_until_leader(DEADLINE));
     let (id, events) = (a.id.clone(), a.events.clone());
     a.elector.stop();
-    let spec = lease_spec(&cluster, "le-keep");
+    let spec = lease_spec(&cluster, &name);
     assert_eq!(holder(&spec), id, "the lease is left to expire");
     assert_eq!(spec.lease_duration_seconds, Some(2));
     assert_eq!(events.lock().last().map(|(e, _)| e.clone()), Some(LeaderEvent::StoppedLeading));

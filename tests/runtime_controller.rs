@@ -1,4 +1,4 @@
-//! The controller runtime end to end against the sandbox: a test controller built from a
+//! The controller runtime end to end against both backends: a test controller built from a
 //! descriptor gets its informer, its queue fed by events, worker threads calling its sync,
 //! rate-limited retries of failures, and a clean stop.
 #![cfg(feature = "sandbox")]
@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
 use kcm::runtime::controller::{
     ControllerContext, ControllerDescriptor, ControllerHandle, ControllerSet, Reconciler, enqueue_object_keys,
@@ -16,6 +17,10 @@ use kcm::runtime::workqueue::WorkQueue;
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
 use serde_json::json;
+
+mod harness;
+
+use harness::{Backend, TestServer};
 
 /// Marks every ConfigMap it sees with an annotation; the one named `flaky` fails once first.
 struct Marker {
@@ -60,6 +65,30 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
 /// Borrows an upstream name so that `--controllers` selects it.
 static DESCRIPTORS: &[ControllerDescriptor] = &[ControllerDescriptor { name: "ttl-controller", init }];
 
+/// An API server, its admin's client and the controller manager's client. The test controller
+/// patches ConfigMaps, which neither the controller manager's user nor `ttl-controller`'s
+/// ServiceAccount may do under kube-apiserver's bootstrap RBAC: a controller of its own needs a
+/// role of its own, granted here (the sandbox of these tests does not authorize).
+fn start(backend: Backend) -> (TestServer, Client, Client) {
+    let server = TestServer::start(backend).expect("the API server starts");
+    let admin = Client::new(server.admin_config(), ClientOptions::default()).unwrap();
+    let role: ClusterRole = serde_json::from_value(json!({"metadata": {"name": "configmap-marker"}, "rules": [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "patch"]}]}))
+    .unwrap();
+    Api::<ClusterRole>::cluster(&admin).create(&role, &PostParams::default()).unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+    "metadata": {"name": "configmap-marker"},
+    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "configmap-marker"},
+    "subjects": [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-controller-manager"},
+        {"kind": "ServiceAccount", "namespace": "kube-system", "name": "ttl-controller"},
+    ]}))
+    .unwrap();
+    Api::<ClusterRoleBinding>::cluster(&admin).create(&binding, &PostParams::default()).unwrap();
+    let kcm = Client::new(server.controller_manager_config(), ClientOptions::default()).unwrap();
+    (server, admin, kcm)
+}
+
 fn create(client: &Client, name: &str) {
     let configmap: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
     Api::<ConfigMap>::namespaced(client, "default").create(&configmap, &PostParams::default()).unwrap();
@@ -81,19 +110,13 @@ fn wait_marked(client: &Client, name: &str) -> String {
     }
 }
 
-#[test]
-fn controllers_sync_retry_and_stop() {
-    let sandbox =
-        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() }).unwrap();
-    let admin = Client::new(sandbox.admin_config(), ClientOptions::default()).unwrap();
+on_both_backends!(controllers_sync_retry_and_stop);
+fn controllers_sync_retry_and_stop(backend: Backend) {
+    let (_server, admin, kcm) = start(backend);
     for name in ["before", "flaky"] {
         create(&admin, name);
     }
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).unwrap();
-    let options = match kcm::flags::parse(["--controllers=*".into()]).unwrap() {
-        kcm::flags::Command::Run(options) => options,
-        other => panic!("unexpected {other:?}"),
-    };
+    let options = harness::options_on(backend, &[]);
     let mut set = ControllerSet::start(&kcm, &options, DESCRIPTORS).unwrap();
     assert_eq!(set.names(), ["ttl-controller"]);
     assert!(set.wait_for_sync(Duration::from_secs(30)), "caches sync");
@@ -102,9 +125,15 @@ fn controllers_sync_retry_and_stop() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(marked(&admin, "before"), None);
 
-    set.run_workers();
+    set.run_workers().unwrap();
     let mark = wait_marked(&admin, "before");
-    assert!(mark.ends_with(" ttl-controller"), "the controller's own client identity: {mark}");
+    // With --use-service-account-credentials (the real server's runs) the controller acts as its
+    // ServiceAccount, and its User-Agent names that user, as upstream's.
+    let identity = match backend {
+        Backend::Sandbox => " ttl-controller",
+        Backend::Real => " system:serviceaccount:kube-system:ttl-controller",
+    };
+    assert!(mark.ends_with(identity), "the controller's own client identity: {mark}");
     wait_marked(&admin, "flaky");
     create(&admin, "after");
     wait_marked(&admin, "after");
@@ -140,6 +169,7 @@ static TWO_CONTROLLERS: &[ControllerDescriptor] = &[
     ControllerDescriptor { name: "pod-garbage-collector-controller", init: init_lease_counter },
 ];
 
+// Sandbox only: it needs one API group answering 503 while the others work.
 #[test]
 fn each_controller_waits_only_for_its_own_caches() {
     let sandbox =
@@ -153,7 +183,7 @@ fn each_controller_waits_only_for_its_own_caches() {
         other => panic!("unexpected {other:?}"),
     };
     let mut set = ControllerSet::start(&kcm, &options, TWO_CONTROLLERS).unwrap();
-    set.run_workers();
+    set.run_workers().unwrap();
     // The ConfigMap controller works although the Lease cache cannot sync.
     wait_marked(&admin, "before");
     assert_eq!(LEASE_SYNCS.load(std::sync::atomic::Ordering::SeqCst), 0, "no sync before the Lease cache synced");
@@ -177,6 +207,8 @@ struct Stuck {
 }
 
 static RELEASE_STUCK: std::sync::OnceLock<Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+/// Held by a test using [`RELEASE_STUCK`], which the runs on either backend share.
+static STUCK_TEST: Mutex<()> = Mutex::new(());
 
 impl Reconciler for Stuck {
     fn sync(&self, _key: &str) -> Result<(), String> {
@@ -200,18 +232,14 @@ static STUCK_AND_MARKER: &[ControllerDescriptor] = &[
     ControllerDescriptor { name: "pod-garbage-collector-controller", init: init_stuck },
 ];
 
-#[test]
-fn a_stuck_controller_neither_stalls_others_nor_shutdown() {
-    let sandbox =
-        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() }).unwrap();
-    let admin = Client::new(sandbox.admin_config(), ClientOptions::default()).unwrap();
-    let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).unwrap();
-    let options = match kcm::flags::parse(["--controllers=*".into()]).unwrap() {
-        kcm::flags::Command::Run(options) => options,
-        other => panic!("unexpected {other:?}"),
-    };
+on_both_backends!(a_stuck_controller_neither_stalls_others_nor_shutdown);
+fn a_stuck_controller_neither_stalls_others_nor_shutdown(backend: Backend) {
+    let _serial = STUCK_TEST.lock();
+    RELEASE_STUCK.get_or_init(Arc::default).store(false, std::sync::atomic::Ordering::SeqCst);
+    let (_server, admin, kcm) = start(backend);
+    let options = harness::options_on(backend, &[]);
     let mut set = ControllerSet::start(&kcm, &options, STUCK_AND_MARKER).unwrap();
-    set.run_workers();
+    set.run_workers().unwrap();
     // The stuck controller's worker holds its first key; both share the ConfigMap informer,
     // whose handlers only enqueue, so the marker keeps up with a stream of new objects.
     for i in 0..50 {

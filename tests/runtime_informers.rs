@@ -1,10 +1,11 @@
-//! Shared informers against the sandbox over HTTPS: list and watch convergence, bookmarks,
+//! Shared informers against both backends over HTTPS: list and watch convergence, bookmarks,
 //! handler event order and replay, indexes, cut watches, a forced relist after 410 Gone,
 //! server errors, resyncs and shutdown.
 //!
 //! Every test waits for what it expects with a generous deadline and never asserts on timing,
-//! so that it holds on a loaded machine. Each test runs its own sandbox: cutting watches cuts
-//! every connection of a sandbox.
+//! so that it holds on a loaded machine. Each test runs its own API server: cutting watches cuts
+//! every connection of a sandbox, and on the real server means killing kube-apiserver and
+//! starting it again (whose fresh watch cache then answers older resourceVersions with 410).
 
 #![cfg(feature = "sandbox")]
 
@@ -16,11 +17,15 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
+use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams, RestConfig};
 use kcm::runtime::informer::{Event, Informer, SharedInformerFactory, object_key, split_key};
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
 use serde_json::json;
+
+mod harness;
+
+use harness::{Backend, TestServer};
 
 /// The longest any expected change may take.
 const DEADLINE: Duration = Duration::from_secs(90);
@@ -37,9 +42,34 @@ fn sandbox() -> Sandbox {
     sandbox_with(SandboxOptions::default())
 }
 
-fn client(sandbox: &Sandbox) -> Client {
+/// A sandbox started with `options`, or a real control plane (whose options are kubeadm's).
+fn server_with(backend: Backend, options: SandboxOptions) -> TestServer {
+    match backend {
+        Backend::Sandbox => TestServer::Sandbox(sandbox_with(options)),
+        Backend::Real => TestServer::start(backend).expect("the control plane starts"),
+    }
+}
+
+fn server(backend: Backend) -> TestServer {
+    server_with(backend, SandboxOptions::default())
+}
+
+fn client(config: RestConfig) -> Client {
     let options = ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(30) };
-    Client::new(sandbox.admin_config(), options).expect("a client")
+    Client::new(config, options).expect("a client")
+}
+
+/// Cuts every watch (and every other connection): the sandbox drops them; kube-apiserver is
+/// killed and started again. Call it from the test's own thread (the control plane's processes
+/// die with the thread that started them).
+fn cut_watches(server: &mut TestServer) {
+    match server {
+        TestServer::Sandbox(sandbox) => sandbox.close_watches(),
+        TestServer::Real(plane) => {
+            plane.apiserver().signal(libc::SIGKILL);
+            plane.restart_apiserver().expect("kube-apiserver starts again");
+        }
+    }
 }
 
 /// Polls `check` until it holds, failing the test with `what` after [`DEADLINE`].
@@ -51,13 +81,19 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
-/// Retries a write cut by `close_watches` (which drops every connection) until it gets an
-/// answer from the server.
+/// Retries a write cut by [`cut_watches`] (which drops every connection) until the server
+/// answers it, through a restarting kube-apiserver's refusals (429 while its storage
+/// initializes, 5xx) too.
 fn retry<T>(mut call: impl FnMut() -> kcm::client::Result<T>) -> kcm::client::Result<T> {
     let deadline = Instant::now() + DEADLINE;
     loop {
         match call() {
-            Err(e) if e.is_transport() && Instant::now() < deadline => std::thread::sleep(POLL),
+            Err(e)
+                if (e.is_transport() || e.code().is_some_and(|c| c == 429 || c >= 500))
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(POLL)
+            }
             other => return other,
         }
     }
@@ -196,12 +232,12 @@ fn version(informer: &Informer<ConfigMap>, key: &str) -> Option<String> {
     informer.store().get(key).and_then(|o| o.metadata.resource_version.clone())
 }
 
-#[test]
-fn caches_converge_after_list_and_watch() {
-    // Bookmarks every second, so that watches see them.
-    let sandbox =
-        sandbox_with(SandboxOptions { bookmark_interval: Duration::from_secs(1), ..SandboxOptions::default() });
-    let client = client(&sandbox);
+on_both_backends!(caches_converge_after_list_and_watch);
+fn caches_converge_after_list_and_watch(backend: Backend) {
+    // Bookmarks every second on the sandbox, so that watches see them.
+    let options = SandboxOptions { bookmark_interval: Duration::from_secs(1), ..SandboxOptions::default() };
+    let server = server_with(backend, options);
+    let client = client(server.admin_config());
     create_many(&client, "before", 1200);
     let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
     let informer = factory.informer::<ConfigMap>();
@@ -234,10 +270,10 @@ fn caches_converge_after_list_and_watch() {
     factory.shutdown();
 }
 
-#[test]
-fn handler_sees_added_updated_deleted_in_order() {
-    let sandbox = sandbox();
-    let client = client(&sandbox);
+on_both_backends!(handler_sees_added_updated_deleted_in_order);
+fn handler_sees_added_updated_deleted_in_order(backend: Backend) {
+    let server = server(backend);
+    let client = client(server.admin_config());
     let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
     let informer = factory.informer::<ConfigMap>();
     let recorder = Recorder::attach(&informer);
@@ -263,10 +299,10 @@ fn handler_sees_added_updated_deleted_in_order() {
     factory.shutdown();
 }
 
-#[test]
-fn a_handler_added_after_sync_gets_the_replay() {
-    let sandbox = sandbox();
-    let client = client(&sandbox);
+on_both_backends!(a_handler_added_after_sync_gets_the_replay);
+fn a_handler_added_after_sync_gets_the_replay(backend: Backend) {
+    let server = server(backend);
+    let client = client(server.admin_config());
     create_many(&client, "early", 5);
     let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
     let informer = factory.informer::<ConfigMap>();
@@ -288,10 +324,10 @@ fn a_handler_added_after_sync_gets_the_replay() {
     factory.shutdown();
 }
 
-#[test]
-fn custom_and_built_in_indexes() {
-    let sandbox = sandbox();
-    let client = client(&sandbox);
+on_both_backends!(custom_and_built_in_indexes);
+fn custom_and_built_in_indexes(backend: Backend) {
+    let server = server(backend);
+    let client = client(server.admin_config());
     let other = Namespace {
         metadata: ObjectMeta { name: Some("other".into()), ..ObjectMeta::default() },
         ..Namespace::default()
@@ -339,10 +375,10 @@ fn custom_and_built_in_indexes() {
     factory.shutdown();
 }
 
-#[test]
-fn cut_watches_lose_no_update_and_leave_no_phantom() {
-    let sandbox = sandbox();
-    let client = client(&sandbox);
+on_both_backends!(cut_watches_lose_no_update_and_leave_no_phantom);
+fn cut_watches_lose_no_update_and_leave_no_phantom(backend: Backend) {
+    let mut server = server(backend);
+    let client = client(server.admin_config());
     let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
     let informer = factory.informer::<ConfigMap>();
     let recorder = Recorder::attach(&informer);
@@ -363,9 +399,11 @@ fn cut_watches_lose_no_update_and_leave_no_phantom() {
                 round += 1;
             }
         });
-        for _ in 0..8 {
+        // A kube-apiserver restart takes seconds: fewer cuts there, each a longer gap.
+        let cuts = if backend == Backend::Real { 3 } else { 8 };
+        for _ in 0..cuts {
             std::thread::sleep(Duration::from_millis(300));
-            sandbox.close_watches();
+            cut_watches(&mut server);
         }
         writing.store(false, Ordering::Relaxed);
     });
@@ -394,7 +432,7 @@ fn cut_watches_lose_no_update_and_leave_no_phantom() {
     factory.shutdown();
 }
 
-/// Requests of `verb` on ConfigMaps the sandbox has served so far.
+/// Requests of `verb` on ConfigMaps the sandbox has served so far (its audit log).
 fn config_map_requests(sandbox: &Sandbox, verb: &str) -> usize {
     sandbox.audit().entries().iter().filter(|e| e.resource == "configmaps" && e.verb == verb).count()
 }
@@ -402,11 +440,14 @@ fn config_map_requests(sandbox: &Sandbox, verb: &str) -> usize {
 /// Bookmarks carry the revision of writes to other kinds: after the history is compacted past
 /// the last ConfigMap change and the watch is cut, the reflector watches again from the
 /// bookmark's resourceVersion, which the server still has, instead of relisting.
+// Sandbox only: kube-apiserver sends bookmarks about once a minute, keeps no request log a test
+// can read, and compacts on its own schedule; restarting it resets its watch cache, after which
+// every older resourceVersion is Gone.
 #[test]
 fn bookmarks_let_a_quiet_informer_rewatch_after_compaction_without_relisting() {
     let sandbox =
         sandbox_with(SandboxOptions { bookmark_interval: Duration::from_secs(1), ..SandboxOptions::default() });
-    let client = client(&sandbox);
+    let client = client(sandbox.admin_config());
     create(&client, &config_map("quiet", &[]));
     let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
     let informer = factory.informer::<ConfigMap>();
@@ -441,15 +482,17 @@ fn bookmarks_let_a_quiet_informer_rewatch_after_compaction_without_relisting() {
     factory.shutdown();
 }
 
+on_both_backends!(gone_relists_and_delivers_the_difference);
 /// Blocks the informer's handlers (and so its reflector) at the first update of `gate` until
 /// released: the informer sits on an old resourceVersion while the test writes, compacts the
-/// history and cuts the watch, which forces a 410 and a relist.
-#[test]
-fn gone_relists_and_delivers_the_difference() {
+/// history and cuts the watch, which forces a 410 and a relist. On the real server the watch is
+/// cut by restarting kube-apiserver, whose new watch cache starts past the informer's
+/// resourceVersion (a Secret written first moves the revision on): the same 410.
+fn gone_relists_and_delivers_the_difference(backend: Backend) {
     // No bookmarks: they would move the informer's resourceVersion past the compaction.
-    let sandbox =
-        sandbox_with(SandboxOptions { bookmark_interval: Duration::from_secs(3600), ..SandboxOptions::default() });
-    let client = client(&sandbox);
+    let options = SandboxOptions { bookmark_interval: Duration::from_secs(3600), ..SandboxOptions::default() };
+    let mut server = server_with(backend, options);
+    let client = client(server.admin_config());
     for name in ["keep", "doomed-1", "doomed-2", "doomed-3", "changed", "reborn", "gate"] {
         create(&client, &config_map(name, &[]));
     }
@@ -473,14 +516,23 @@ fn gone_relists_and_delivers_the_difference() {
     update(&client, "gate", "closed");
     blocked.recv_timeout(DEADLINE).expect("the handler blocks on the gate");
     let gate_version = version(&informer, "default/gate");
-    sandbox.close_watches();
+    if backend == Backend::Real {
+        let secret = Secret {
+            metadata: ObjectMeta { name: Some("elsewhere".into()), ..ObjectMeta::default() },
+            ..Secret::default()
+        };
+        Api::<Secret>::namespaced(&client, "default").create(&secret, &PostParams::default()).expect("a Secret");
+    }
+    cut_watches(&mut server);
     for name in ["doomed-1", "doomed-2", "doomed-3", "reborn"] {
         delete(&client, name);
     }
     update(&client, "changed", "1");
     create(&client, &config_map("new", &[]));
     create(&client, &config_map("reborn", &[]));
-    sandbox.compact();
+    if let Some(sandbox) = server.sandbox() {
+        sandbox.compact();
+    }
     let _ = release.send(());
 
     eventually("the relist", || recorder.of("default/new").len() == 1);
@@ -503,10 +555,11 @@ fn gone_relists_and_delivers_the_difference() {
     factory.shutdown();
 }
 
+// Sandbox only: it needs injected 500 and 429 answers.
 #[test]
 fn server_errors_are_retried_until_the_caches_sync() {
     let sandbox = sandbox();
-    let client = client(&sandbox);
+    let client = client(sandbox.admin_config());
     create(&client, &config_map("there", &[]));
     sandbox.faults().fail_next(5, 500, None).expect("a fault");
     let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
@@ -527,10 +580,10 @@ fn server_errors_are_retried_until_the_caches_sync() {
     factory.shutdown();
 }
 
-#[test]
-fn resync_delivers_updates_with_the_same_object() {
-    let sandbox = sandbox();
-    let client = client(&sandbox);
+on_both_backends!(resync_delivers_updates_with_the_same_object);
+fn resync_delivers_updates_with_the_same_object(backend: Backend) {
+    let server = server(backend);
+    let client = client(server.admin_config());
     create(&client, &config_map("steady", &[]));
     let factory = SharedInformerFactory::new(client.clone(), Duration::from_millis(200));
     let informer = factory.informer::<ConfigMap>();
@@ -569,12 +622,17 @@ fn shutdown_within_deadline(factory: SharedInformerFactory) {
     finished.recv_timeout(DEADLINE).expect("shutdown returns");
 }
 
+/// Held by the one test that counts this process's reflector threads, which its runs on either
+/// backend would otherwise both start.
+static THREAD_COUNTING: Mutex<()> = Mutex::new(());
+
 // PriorityClass informers (cluster-scoped) appear in this test only, so that their thread
 // names identify them.
-#[test]
-fn shutdown_stops_the_threads_promptly() {
-    let sandbox = sandbox();
-    let client = client(&sandbox);
+on_both_backends!(shutdown_stops_the_threads_promptly);
+fn shutdown_stops_the_threads_promptly(backend: Backend) {
+    let _serial = THREAD_COUNTING.lock();
+    let mut server = server(backend);
+    let client = client(server.admin_config());
     let factory = SharedInformerFactory::new(client.clone(), NO_RESYNC);
     let informer = factory.informer::<PriorityClass>();
     let events = Arc::new(AtomicUsize::new(0));
@@ -605,7 +663,12 @@ fn shutdown_stops_the_threads_promptly() {
     assert!(informer.store().get("late").is_none());
 
     // A reflector backing off from an unreachable server stops promptly too.
-    sandbox.pause();
+    match &mut server {
+        TestServer::Sandbox(sandbox) => sandbox.pause(),
+        TestServer::Real(plane) => {
+            plane.apiserver().stop(Duration::from_secs(5));
+        }
+    }
     let factory = SharedInformerFactory::new(client, NO_RESYNC);
     let unsynced = factory.informer::<PriorityClass>();
     factory.start();

@@ -2221,6 +2221,39 @@ fn closed_watches_end_and_compaction_makes_old_versions_gone() {
 }
 
 #[test]
+fn held_watch_events_wait_in_order_while_reads_stay_current() {
+    let sandbox = start();
+    let c = client(&sandbox);
+    let configmaps = Api::<ConfigMap>::namespaced(&c, "default");
+    let created = configmaps.create(&config_map("held", json!({})), &PostParams::default()).unwrap();
+    let from = created.metadata.resource_version;
+    let watch = configmaps
+        .watch_channel(&WatchParams { resource_version: from.clone(), ..WatchParams::default() }, 16)
+        .unwrap();
+    sandbox.faults().hold_watch_events(true);
+    for value in ["two", "three"] {
+        configmaps.patch("held", &Patch::Merge(json!({"data": {"key": value}})), &PostParams::default()).unwrap();
+    }
+    // A watch started meanwhile is held back too (its backlog included).
+    let late = configmaps.watch_channel(&WatchParams { resource_version: from, ..WatchParams::default() }, 16).unwrap();
+    assert!(watch.recv_timeout(Duration::from_millis(500)).is_err(), "no event while held");
+    assert!(late.recv_timeout(Duration::from_millis(100)).is_err(), "no backlog while held");
+    let current = configmaps.get("held").unwrap().data.unwrap_or_default();
+    assert_eq!(current.get("key").map(String::as_str), Some("three"), "reads are current");
+    sandbox.faults().hold_watch_events(false);
+    let next_value = |stream: &WatchReceiver<ConfigMap>| loop {
+        match next_event(stream) {
+            WatchEvent::Modified(cm) => break cm.data.unwrap_or_default().get("key").cloned().unwrap_or_default(),
+            WatchEvent::Bookmark { .. } => continue,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    for stream in [&watch, &late] {
+        assert_eq!([next_value(stream), next_value(stream)], ["two", "three"], "in order");
+    }
+}
+
+#[test]
 fn pause_and_resume_keep_state_and_port() {
     let sandbox = start();
     let c = client(&sandbox);

@@ -1,15 +1,30 @@
 //! The README's run command: `kcm-sandbox demo` with the real controller manager binary
-//! converges (steps whose controllers are not built yet are skipped, saying so).
+//! converges (steps whose controllers are not built yet are skipped, saying so), on the sandbox
+//! and with `--real-server` on etcd + kube-apiserver v1.33.5.
 #![cfg(feature = "sandbox")]
 
 use std::process::Command;
 
+use kcm::envtest::Backend;
+
 #[test]
-fn the_demo_converges() {
+fn the_demo_converges_on_the_sandbox() {
+    the_demo_converges(&[]);
+}
+
+#[test]
+fn the_demo_converges_on_the_real_server() {
+    if Backend::Real.selected() && Backend::Real.available() {
+        the_demo_converges(&["--real-server"]);
+    }
+}
+
+fn the_demo_converges(extra: &[&str]) {
     let sandbox = env!("CARGO_BIN_EXE_kcm-sandbox");
     let controller_manager = env!("CARGO_BIN_EXE_kube-controller-manager");
     let output = Command::new(sandbox)
         .args(["demo", "--controller-manager", controller_manager])
+        .args(extra)
         .output()
         .expect("run kcm-sandbox demo");
     let stdout = String::from_utf8_lossy(&output.stdout);

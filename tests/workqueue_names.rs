@@ -1,6 +1,6 @@
 //! The work queues of every built controller carry upstream v1.33's names, so that dashboards
 //! built on `workqueue_*{name=...}` keep working: every controller of `DESCRIPTORS` starts
-//! against the sandbox and `/metrics` lists exactly upstream's queue names, each from its
+//! against each backend and `/metrics` lists exactly upstream's queue names, each from its
 //! queue's creation (depth 0 before the first add is fine).
 #![cfg(feature = "sandbox")]
 
@@ -9,6 +9,8 @@ use std::collections::BTreeSet;
 use kcm::controllers::DESCRIPTORS;
 
 mod harness;
+
+use harness::Backend;
 
 /// Upstream's names (`workqueue.*QueueWithConfig{Name: ...}` in `pkg/controller/...`).
 const UPSTREAM_QUEUES: &[&str] = &[
@@ -51,15 +53,17 @@ fn names_of(text: &str, metric: &str) -> BTreeSet<String> {
         .collect()
 }
 
-#[test]
-fn every_built_controller_names_its_queues_as_upstream() {
-    let key_file = std::env::temp_dir().join(format!("kcm-wq-names-{}.key", std::process::id()));
+on_both_backends!(every_built_controller_names_its_queues_as_upstream);
+fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
+    // The metrics are the process's: both backends' runs register the same queue names.
+    let key_file = std::env::temp_dir().join(format!("kcm-wq-names-{}-{backend:?}.key", std::process::id()));
     let key_flag = format!("--service-account-private-key-file={}", key_file.display());
     let cluster = harness::with(DESCRIPTORS)
+        .on(backend)
         .without_nodes()
         .flags(&[key_flag.as_str(), "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"])
         .remove_on_drop(key_file.clone())
-        .start_with(|_, sandbox| std::fs::write(&key_file, sandbox.service_account_key_pem()).expect("key written"));
+        .start_with(|_, server| std::fs::write(&key_file, server.service_account_key_pem()).expect("key written"));
     assert_eq!(cluster.controller_names().len(), DESCRIPTORS.len(), "every built controller started");
 
     let text = kcm::metrics::global().render();

@@ -3,9 +3,9 @@
 //! client-go's `transport.NewCachedTokenSource` / `ResettableTokenSourceWrapTransport`.
 //!
 //! Each controller runs as the ServiceAccount `kube-system/<name>`, created with the root
-//! credentials if missing. Its client is an anonymous copy of the root config (no client
-//! certificate, no token) that sends a bearer token obtained from the TokenRequest API: one hour
-//! is asked for, the token is used until 80% of its life (less client-go's 10 s cache leeway),
+//! credentials if missing when the controller starts. Its client is an anonymous copy of the
+//! root config (no client certificate, no token) that sends a bearer token obtained from the
+//! TokenRequest API: one hour is asked for, the token is used until 80% of its life (less client-go's 10 s cache leeway),
 //! and a 401 answer drops it so the next request fetches a fresh one.
 
 use std::sync::Arc;
@@ -106,11 +106,14 @@ fn usable_life(lifetime: Duration) -> Duration {
     lifetime - lifetime * LEEWAY_PERCENT / 100
 }
 
-/// A client for `controller` authenticating as the ServiceAccount `namespace/account`, which is
-/// created with `root` if missing (`DynamicControllerClientBuilder.Config`). Upstream builds the
-/// clients once it leads; here they are built while the informers warm up, so the account is
-/// looked up (and created) with the first token, when the controller makes its first request:
-/// a standby writes nothing.
+/// A client for `controller` authenticating as the ServiceAccount `namespace/account`
+/// (`DynamicControllerClientBuilder.Config`). Upstream builds the clients once it leads, and
+/// `Config` creates the account then; here the clients are built with the controllers, while
+/// the informers warm up, and make no request until the controller starts once this process
+/// leads (a standby creates no account and acts as no controller): the runtime then creates the
+/// account with [`get_or_create_service_account`] before starting the controller. Each token
+/// fetch gets or creates the account again first (`tokenSourceImpl.Token`), so one deleted
+/// later comes back.
 pub fn service_account_client(
     root: &Client,
     namespace: &str,
@@ -173,8 +176,9 @@ fn request_token(root: &Client, namespace: &str, account: &str) -> super::Result
 }
 
 /// `getOrCreateServiceAccount`: the account, created (with its namespace, if that is missing
-/// and we may create it) when it does not exist.
-fn get_or_create_service_account(root: &Client, namespace: &str, name: &str) -> super::Result<ServiceAccount> {
+/// and we may create it) when it does not exist. Also what upstream's `ClientOrDie(name)` does
+/// for each controller it starts with `--use-service-account-credentials`.
+pub fn get_or_create_service_account(root: &Client, namespace: &str, name: &str) -> super::Result<ServiceAccount> {
     let accounts = Api::<ServiceAccount>::namespaced(root, namespace);
     if let Some(account) = accounts.get_opt(name)? {
         return Ok(account);

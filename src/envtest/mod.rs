@@ -28,6 +28,23 @@ pub const SERVICE_CLUSTER_IP_RANGE: &str = "10.96.0.0/12";
 const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 /// How long kube-apiserver may take to become ready on a loaded machine.
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// The audit log's file in the control plane's folder (see [`ControlPlane::audit_log`]).
+const AUDIT_LOG: &str = "audit.log";
+/// kube-apiserver's audit policy: updates of Deployments and ReplicaSets (status included) at
+/// RequestResponse level, so that a test sees which resourceVersion each write was based on and
+/// what it produced; nothing else.
+const AUDIT_POLICY: &str = "\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: RequestResponse
+  verbs: [update]
+  resources:
+  - group: apps
+    resources: [deployments, deployments/status, replicasets, replicasets/status]
+- level: None
+";
 
 /// etcd and kube-apiserver, running until dropped.
 pub struct ControlPlane {
@@ -41,6 +58,9 @@ pub struct ControlPlane {
     controller_manager: Credentials,
     service_account_key_pem: String,
     assets: Assets,
+    /// kube-apiserver's flags, to start it again on the same port.
+    apiserver_flags: Vec<String>,
+    etcd_url: String,
 }
 
 impl ControlPlane {
@@ -68,8 +88,9 @@ impl ControlPlane {
             .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}"))
             .arg(format!("--initial-cluster=envtest=http://127.0.0.1:{etcd_peer}"));
         let etcd = OwnedProcess::spawn("etcd", etcd, &dir.join("etcd.log"))?;
+        let apiserver_flags = files.apiserver_flags(&etcd_url, secure);
         let mut apiserver = Command::new(&assets.kube_apiserver);
-        apiserver.args(files.apiserver_flags(&etcd_url, secure));
+        apiserver.args(&apiserver_flags);
         let apiserver = OwnedProcess::spawn("kube-apiserver", apiserver, &dir.join("kube-apiserver.log"))?;
         let mut plane = ControlPlane {
             apiserver,
@@ -81,6 +102,8 @@ impl ControlPlane {
             controller_manager: files.controller_manager,
             service_account_key_pem: files.service_account_key_pem,
             assets: assets.clone(),
+            apiserver_flags,
+            etcd_url,
         };
         plane.wait_until_ready()?;
         Ok(plane)
@@ -125,9 +148,21 @@ impl ControlPlane {
         &self.pki.ca_pem
     }
 
+    /// etcd's client URL (plain HTTP on loopback), e.g. to read what kube-apiserver stored
+    /// through etcd's JSON gateway while kube-apiserver is down or stopped.
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
+    }
+
     /// The folder holding the PKI, etcd's data and both logs (removed when dropped).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// kube-apiserver's audit log (JSON lines, written as requests complete): the updates of
+    /// Deployments and ReplicaSets with their request and response objects.
+    pub fn audit_log(&self) -> PathBuf {
+        self.dir.join(AUDIT_LOG)
     }
 
     pub fn assets(&self) -> &Assets {
@@ -171,6 +206,20 @@ impl ControlPlane {
     /// kube-apiserver's process, to stop, stall (SIGSTOP) or read the log of.
     pub fn apiserver(&mut self) -> &mut OwnedProcess {
         &mut self.apiserver
+    }
+
+    /// Stops kube-apiserver unless it has ended (SIGTERM, then SIGKILL after 5 s; send SIGKILL
+    /// through [`ControlPlane::apiserver`] first for a crash) and starts it again with the same
+    /// flags, on the same port, against the same etcd; waits until it is ready. Its clients'
+    /// connections and watches are cut, and its watch cache starts afresh: a watch from an
+    /// older resourceVersion gets 410 Gone.
+    pub fn restart_apiserver(&mut self) -> Result<(), String> {
+        self.apiserver.stop(Duration::from_secs(5));
+        let mut command = Command::new(&self.assets.kube_apiserver);
+        command.args(&self.apiserver_flags);
+        let log = self.dir.join("kube-apiserver.log");
+        self.apiserver = OwnedProcess::spawn("kube-apiserver", command, &log)?;
+        self.wait_until_ready()
     }
 
     /// etcd's process.
@@ -217,6 +266,7 @@ impl Files {
         write("front-proxy-client.key", &front_proxy_client.key_pem)?;
         write("sa.key", &service_account_key_pem)?;
         write("sa.pub", &service_account_key.public_key_pem())?;
+        write("audit-policy.yaml", AUDIT_POLICY)?;
         Ok(Files {
             dir: dir.to_path_buf(),
             admin: pki.client_credentials(ADMIN_USER, &["system:masters"])?,
@@ -226,7 +276,8 @@ impl Files {
         })
     }
 
-    /// kubeadm v1.33's kube-apiserver flags, on loopback.
+    /// kubeadm v1.33's kube-apiserver flags, on loopback, with an audit log of Deployment and
+    /// ReplicaSet updates.
     fn apiserver_flags(&self, etcd_url: &str, secure_port: u16) -> Vec<String> {
         let file = |name: &str| self.dir.join(name).display().to_string();
         vec![
@@ -255,6 +306,8 @@ impl Files {
             format!("--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}"),
             format!("--tls-cert-file={}", file("apiserver.crt")),
             format!("--tls-private-key-file={}", file("apiserver.key")),
+            format!("--audit-policy-file={}", file("audit-policy.yaml")),
+            format!("--audit-log-path={}", file(AUDIT_LOG)),
         ]
     }
 }

@@ -28,9 +28,14 @@ pub trait Reconciler: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Starts the controller's own loops besides its workers (upstream's goroutines of `Run`,
-    /// e.g. the garbage collector's graph builder). Called once, when the workers start: only
-    /// while this process leads, so nothing a controller does writes as a standby.
+    /// Starts the controller: what upstream's constructor does with the API (discovery, a first
+    /// list through the controller's own client, e.g. node IPAM's CIDR map) and the controller's
+    /// own loops besides its workers (upstream's goroutines of `Run`, e.g. the garbage
+    /// collector's graph builder). Called once, when this process starts leading, before the
+    /// workers: a constructor only wires up informers and queues, so that a standby neither
+    /// writes nor makes any request as the controller (upstream builds its controllers only
+    /// once it leads). An error stops the process, as a controller that fails to start stops
+    /// upstream's.
     fn run_background(self: Arc<Self>) -> Result<(), String> {
         Ok(())
     }
@@ -43,11 +48,15 @@ pub trait Reconciler: Send + Sync + 'static {
     }
 }
 
-/// What a controller's constructor is given.
+/// What a controller's constructor is given. The constructor runs on a standby too (its
+/// informers warm up, as the controller manager's own identity): it must make no request with
+/// `client`, and leave such work to [`Reconciler::run_background`].
 pub struct ControllerContext<'a> {
     /// The controller's upstream name, e.g. `replicaset-controller`.
     pub name: &'static str,
-    /// A client of its own: own User-Agent, own `--kube-api-qps`/`--kube-api-burst` budget.
+    /// A client of its own: own User-Agent, own `--kube-api-qps`/`--kube-api-burst` budget;
+    /// with `--use-service-account-credentials`, its own ServiceAccount, whose first request
+    /// gets or creates that account. For the workers and `run_background` only.
     pub client: Client,
     pub informers: &'a SharedInformerFactory,
     pub options: &'a Options,
@@ -118,6 +127,9 @@ const IN_FLIGHT_EVENT_WRITE: Duration = Duration::from_secs(5);
 /// A controller that is running or ready to run.
 struct Running {
     name: &'static str,
+    /// The ServiceAccount it acts as (`--use-service-account-credentials`), created when its
+    /// workers start.
+    service_account: Option<&'static str>,
     handle: ControllerHandle,
     /// The informers its constructor asked for: its workers wait for them to sync.
     caches: CacheSet,
@@ -127,6 +139,8 @@ struct Running {
 
 /// The set of controllers of one process, with their shared informers.
 pub struct ControllerSet {
+    /// The root credentials' client, which creates the controllers' ServiceAccounts.
+    root: Client,
     informers: SharedInformerFactory,
     controllers: Vec<Running>,
     /// Set when workers must take no further keys (shutdown, lost leadership).
@@ -169,10 +183,18 @@ impl ControllerSet {
                 continue;
             }
             log::info!("started {} ({} workers)", descriptor.name, handle.workers);
-            controllers.push(Running { name: descriptor.name, handle, caches, recorder, workers: Vec::new() });
+            let service_account = controller_service_account(options, descriptor.name);
+            controllers.push(Running {
+                name: descriptor.name,
+                service_account,
+                handle,
+                caches,
+                recorder,
+                workers: Vec::new(),
+            });
         }
         informers.start();
-        Ok(ControllerSet { informers, controllers, stopping: Arc::new(AtomicBool::new(false)) })
+        Ok(ControllerSet { root: client.clone(), informers, controllers, stopping: Arc::new(AtomicBool::new(false)) })
     }
 
     /// The names of the controllers in the set.
@@ -188,15 +210,33 @@ impl ControllerSet {
     /// Starts every controller's background loops and worker threads (only ever while this
     /// process may act, i.e. while it leads). Each controller's workers take keys once its
     /// own caches have synced, so a cache that never syncs holds back only its readers.
-    pub fn run_workers(&mut self) {
+    ///
+    /// With `--use-service-account-credentials` each controller's ServiceAccount is got or
+    /// created first, in start order, as upstream's `ClientOrDie(name)` does when it starts a
+    /// controller: the accounts of all started controllers exist before any of them works, not
+    /// only those of the controllers that have written something.
+    ///
+    /// A controller whose [`Reconciler::run_background`] fails stops the start: the error
+    /// (`starting <name>: …`) is for the caller to end the process with, as upstream exits when
+    /// a controller fails to start in `OnStartedLeading`.
+    pub fn run_workers(&mut self) -> Result<(), String> {
+        let mut ensured = std::collections::HashSet::new();
         for controller in &mut self.controllers {
             if !controller.workers.is_empty() {
                 continue;
             }
-            running_controllers().set(&["kube-controller-manager", controller.name], 1.0);
-            if let Err(e) = controller.handle.reconciler.clone().run_background() {
-                log::error!("{}: {e}", controller.name);
+            if let Some(account) = controller.service_account
+                && ensured.insert(account)
+            {
+                ensure_service_account(&self.root, controller.name, account);
             }
+            controller
+                .handle
+                .reconciler
+                .clone()
+                .run_background()
+                .map_err(|e| format!("starting {}: {e}", controller.name))?;
+            running_controllers().set(&["kube-controller-manager", controller.name], 1.0);
             let synced = Arc::new(CacheSync::new(controller.name, controller.caches.clone()));
             let mut index = 0;
             for queue in controller.handle.queues() {
@@ -219,6 +259,7 @@ impl ControllerSet {
                 }
             }
         }
+        Ok(())
     }
 
     /// Stops taking work, lets running syncs finish within `drain`, stops the informers and
@@ -263,17 +304,39 @@ impl ControllerSet {
     }
 }
 
+/// The ServiceAccount a controller acts as: with `--use-service-account-credentials`, the one
+/// its upstream client name gives (none for the token controller, which uses the root
+/// credentials).
+fn controller_service_account(options: &Options, name: &str) -> Option<&'static str> {
+    options
+        .generic
+        .use_service_account_credentials
+        .then(|| crate::controllers::client_names::service_account_for(name))
+        .flatten()
+}
+
+/// Gets or creates `kube-system/<account>` for `controller`. A failure is logged and the
+/// controller starts anyway: its client gets or creates the account again before its first
+/// token (upstream's `ClientOrDie` exits the process instead).
+fn ensure_service_account(root: &Client, controller: &str, account: &str) {
+    use crate::controllers::client_names::SERVICE_ACCOUNT_NAMESPACE;
+    if let Err(e) = crate::client::credentials::get_or_create_service_account(root, SERVICE_ACCOUNT_NAMESPACE, account)
+    {
+        log::error!("{controller}: cannot get or create service account {SERVICE_ACCOUNT_NAMESPACE}/{account}: {e}");
+    }
+}
+
 /// The client a controller runs with: with `--use-service-account-credentials`, one that
 /// authenticates as its own ServiceAccount (upstream's dynamic client builder); otherwise the
 /// root credentials with its own User-Agent and rate limit (the simple client builder).
 fn controller_client(root: &Client, options: &Options, name: &'static str) -> Result<Client, String> {
-    use crate::controllers::client_names::{SERVICE_ACCOUNT_NAMESPACE, client_name_for, service_account_for};
-    match service_account_for(name) {
-        Some(account) if options.generic.use_service_account_credentials => {
+    use crate::controllers::client_names::{SERVICE_ACCOUNT_NAMESPACE, client_name_for};
+    match controller_service_account(options, name) {
+        Some(account) => {
             crate::client::credentials::service_account_client(root, SERVICE_ACCOUNT_NAMESPACE, account, name)
                 .map_err(|e| format!("{name}: cannot set up the credentials of service account {account}: {e}"))
         }
-        _ => Ok(root.for_controller(client_name_for(name))),
+        None => Ok(root.for_controller(client_name_for(name))),
     }
 }
 

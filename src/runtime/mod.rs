@@ -3,10 +3,11 @@
 //! abstraction with its worker pools (`controller`). A controller file holds only its own
 //! reconcile logic.
 //!
-//! [`run`] is the controller manager's life: informers warm up at once, workers run only while
-//! this process holds the leader Lease (or always with `--leader-elect=false`), a lost Lease
-//! stops all work and ends the process with an error, and SIGTERM stops the workers, then
-//! releases the Lease so a standby takes over within about one retry period.
+//! [`run`] is the controller manager's life: informers warm up at once; controllers start (and
+//! make requests as themselves) and their workers run only while this process holds the leader
+//! Lease (or always with `--leader-elect=false`); a controller that fails to start, like a lost
+//! Lease, stops all work and ends the process with an error; and SIGTERM stops the workers,
+//! then releases the Lease so a standby takes over within about one retry period.
 
 pub mod clock;
 pub mod controller;
@@ -68,6 +69,18 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     if let Some(notifier) = &notifier {
         notifier.notify("STOPPING=1");
     }
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // A controller failed to start: upstream logs "Error starting controllers" and exits
+            // at once, without releasing the Lease.
+            controllers.stop(Duration::ZERO);
+            if let Some(elector) = elector {
+                elector.abandon();
+            }
+            return Err(format!("error starting controllers: {e}"));
+        }
+    };
     match outcome {
         Exit::Signalled => {
             controllers.stop(DRAIN_TIMEOUT);
@@ -88,14 +101,14 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     Ok(outcome)
 }
 
-/// Waits for the Lease, runs the workers (each controller's once its own caches synced), and
-/// returns what ended it.
+/// Waits for the Lease, starts the controllers and runs their workers (each controller's once
+/// its own caches synced), and returns what ended it, or why a controller could not start.
 fn lead_and_work(
     controllers: &mut ControllerSet,
     elector: Option<&LeaderElector>,
     signals: &Receiver<i32>,
     checks: &HealthChecks,
-) -> Exit {
+) -> Result<Exit, String> {
     let never = crossbeam_channel::never();
     let lost = elector.map_or(&never, |e| e.leader_lost());
     let tick = Duration::from_millis(200);
@@ -103,24 +116,49 @@ fn lead_and_work(
         log::info!("waiting to acquire the leader lease");
         while !elector.wait_until_leader(tick) {
             if let Some(exit) = interrupted(signals, lost) {
-                return exit;
+                return Ok(exit);
             }
         }
     }
-    controllers.run_workers();
+    exit_if_lost_meanwhile(lost, || controllers.run_workers())?;
     for name in controllers.names() {
         // As upstream, whose controller checks are added once the controllers start (after
         // `leaderElection`): the default check of a running controller passes.
         checks.add(name, || Ok(()));
     }
     log::info!("workers of {} controllers running", controllers.names().len());
-    select! {
+    Ok(select! {
         recv(signals) -> signal => {
             log::info!("received signal {}; shutting down", signal.unwrap_or_default());
             Exit::Signalled
         }
         recv(lost) -> _ => Exit::LeaderElectionLost,
+    })
+}
+
+/// Runs `start` (the controllers' start once leading, which may wait long on an unreachable API
+/// server: ServiceAccounts, discovery, node-ipam's first list) while watching the Lease: if it
+/// is lost meanwhile, the process exits at once with "leaderelection lost", as upstream's fatal
+/// `OnStoppedLeading` does, so that nothing this process starts acts after a standby may lead.
+fn exit_if_lost_meanwhile<T>(lost: &Receiver<()>, start: impl FnOnce() -> T) -> T {
+    let (started, done) = crossbeam_channel::bounded::<()>(0);
+    let lost = lost.clone();
+    let guard = std::thread::Builder::new().name("lease-guard".into()).spawn(move || {
+        select! {
+            recv(lost) -> message => if message.is_ok() {
+                log::error!("leaderelection lost");
+                log::logger().flush();
+                std::process::exit(1);
+            },
+            recv(done) -> _ => {}
+        }
+    });
+    let result = start();
+    drop(started);
+    if let Ok(guard) = guard {
+        let _ = guard.join();
     }
+    result
 }
 
 fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>) -> Option<Exit> {

@@ -1,4 +1,4 @@
-//! The `kcm-sandbox` command line: `serve`, `demo` and `side-by-side`.
+//! The `kcm-sandbox` command line: `serve`, `demo`, `nodes` and `side-by-side`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -18,6 +18,9 @@ Usage:
                                 when ready, and /readyz answers ok from then on (faults spare the
                                 health probes; only a restart's downtime interrupts them)
   kcm-sandbox demo [options]    run the server, simulated nodes and kube-controller-manager, and narrate
+  kcm-sandbox nodes --kubeconfig F --names a,b,c
+                                run simulated nodes (kubelets and a scheduler) against any API server,
+                                e.g. a real kube-apiserver, until SIGINT/SIGTERM
   kcm-sandbox side-by-side [options]
                                 run scripted scenarios on a real kube-apiserver, once with upstream's
                                 kube-controller-manager and once with ours, and print what differs
@@ -50,6 +53,8 @@ serve signals:
 demo options:
   --controller-manager PATH   the kube-controller-manager binary (default: next to kcm-sandbox)
   --nodes N                   simulated nodes (default 3)
+  --real-server               run against etcd + kube-apiserver v1.33.5 (../shared/k8s, or
+                              KCM_K8S_ASSETS; etcd from PATH or KCM_ETCD) instead of the sandbox
 
 side-by-side options:
   --scenario NAME             run only this scenario (repeatable; default: all of them)
@@ -73,6 +78,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, String>
     match command.as_str() {
         "serve" => serve(parse_serve(&mut parser)?),
         "demo" => super::demo::run(super::demo::parse(&mut parser)?),
+        "nodes" => nodes(parse_nodes(&mut parser)?),
         "side-by-side" => side_by_side(&mut parser),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     }
@@ -325,6 +331,38 @@ fn serve(options: ServeOptions) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `nodes`: the kubeconfig and the node names.
+fn parse_nodes(parser: &mut lexopt::Parser) -> Result<(PathBuf, Vec<String>), String> {
+    let (mut kubeconfig, mut names) = (None, Vec::new());
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("kubeconfig") => kubeconfig = Some(PathBuf::from(text(parser, "--kubeconfig")?)),
+            Long("names") => names = text(parser, "--names")?.split(',').map(str::to_string).collect(),
+            other => return Err(format!("{}\n{USAGE}", other.unexpected())),
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    let kubeconfig = kubeconfig.ok_or("nodes: --kubeconfig is required")?;
+    if names.is_empty() {
+        return Err("nodes: --names is required".into());
+    }
+    Ok((kubeconfig, names))
+}
+
+/// Runs simulated nodes against the server of `kubeconfig` until SIGINT/SIGTERM.
+fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let config = crate::client::config::load(Some(&kubeconfig), None).map_err(|e| e.to_string())?;
+    let count = names.len();
+    let nodes = super::nodes::SimulatedNodes::start(config, names, super::nodes::NodeOptions::default())?;
+    println!("kcm-sandbox: running {count} simulated node(s)");
+    signals.forever().next();
+    nodes.stop();
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `side-by-side`: runs the chosen scenarios and prints each one's differences; fails when a run
 /// failed or a difference is not a known one.
 fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
@@ -372,6 +410,19 @@ mod tests {
     fn parse(args: &[&str]) -> Result<ServeOptions, String> {
         let mut parser = lexopt::Parser::from_iter(std::iter::once("kcm-sandbox").chain(args.iter().copied()));
         parse_serve(&mut parser)
+    }
+
+    #[test]
+    fn nodes_need_a_kubeconfig_and_names() {
+        let nodes = |args: &[&str]| {
+            let mut parser = lexopt::Parser::from_iter(std::iter::once("kcm-sandbox").chain(args.iter().copied()));
+            parse_nodes(&mut parser)
+        };
+        let (kubeconfig, names) = nodes(&["--kubeconfig", "a.conf", "--names", "n1,n2,"]).unwrap();
+        assert_eq!((kubeconfig, names), (PathBuf::from("a.conf"), vec!["n1".to_string(), "n2".to_string()]));
+        assert!(nodes(&["--names", "n1"]).unwrap_err().contains("--kubeconfig"));
+        assert!(nodes(&["--kubeconfig", "a.conf"]).unwrap_err().contains("--names"));
+        assert!(nodes(&["--kubeconfig", "a.conf", "--names", "n1", "--bogus"]).is_err());
     }
 
     #[test]

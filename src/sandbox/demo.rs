@@ -1,10 +1,10 @@
-//! `kcm-sandbox demo`: starts the sandbox with simulated nodes, starts the real
-//! `kube-controller-manager` against it, and narrates a scenario as it happens, reading every
-//! fact back from the API. Steps that need a controller this build does not have yet are
+//! `kcm-sandbox demo`: starts the sandbox (or, with `--real-server`, etcd and kube-apiserver
+//! v1.33.5: [`crate::envtest`]) with simulated nodes, starts the real `kube-controller-manager`
+//! against it, and narrates a scenario as it happens, reading every fact back from the API. Steps that need a controller this build does not have yet are
 //! skipped, saying so; the demo fails only when something that should happen does not.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -18,19 +18,23 @@ use super::nodes::{NodeOptions, SimulatedNodes};
 use super::server::{AuthorizationMode, Sandbox, SandboxOptions};
 use crate::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams, PropagationPolicy};
 use crate::controllers::is_implemented;
+use crate::envtest::process::OwnedProcess;
+use crate::envtest::{ControlPlane, TestServer};
 
 /// Options of `demo`.
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
     pub controller_manager: PathBuf,
     pub nodes: usize,
+    /// Run against a real kube-apiserver ([`ControlPlane`]) instead of the sandbox.
+    pub real_server: bool,
 }
 
 /// How long one step may take to converge.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub fn parse(parser: &mut lexopt::Parser) -> Result<DemoOptions, String> {
-    let mut options = DemoOptions { controller_manager: default_controller_manager(), nodes: 3 };
+    let mut options = DemoOptions { controller_manager: default_controller_manager(), nodes: 3, real_server: false };
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
             Long("controller-manager") => {
@@ -43,6 +47,7 @@ pub fn parse(parser: &mut lexopt::Parser) -> Result<DemoOptions, String> {
                     return Err("--nodes: the demo needs at least 2 nodes".into());
                 }
             }
+            Long("real-server") => options.real_server = true,
             other => return Err(format!("demo: {}", other.unexpected())),
         }
     }
@@ -139,21 +144,14 @@ pub fn run(options: DemoOptions) -> Result<ExitCode, String> {
 }
 
 fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> Result<(), String> {
-    narrator.step("Starting the sandbox API server");
-    // Like a kubeadm cluster: RBAC enforced with upstream's bootstrap policy, so the controllers
-    // (each with its own service account) can do only what upstream's roles allow.
-    let sandbox = Sandbox::start(SandboxOptions {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        authorization_mode: AuthorizationMode::Rbac,
-        ..SandboxOptions::default()
-    })?;
-    let (admin_kubeconfig, kcm_kubeconfig) = sandbox.write_kubeconfigs(&workdir.join("admin.conf"))?;
-    narrator.ok(&format!("serving {} (admin kubeconfig: {})", sandbox.url(), admin_kubeconfig.display()));
-    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).map_err(|e| e.to_string())?;
+    let server = start_server(options.real_server, narrator)?;
+    let (admin_kubeconfig, kcm_kubeconfig) = server.write_kubeconfigs(&workdir.join("admin.conf"))?;
+    narrator.ok(&format!("serving {} (admin kubeconfig: {})", server.url(), admin_kubeconfig.display()));
+    let client = Client::new(server.admin_config(), ClientOptions::default()).map_err(|e| e.to_string())?;
 
     narrator.step(&format!("Registering {} simulated nodes", options.nodes));
     let names: Vec<String> = (1..=options.nodes).map(|i| format!("node-{i}")).collect();
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), names.clone(), NodeOptions::default())?;
+    let nodes = SimulatedNodes::start(server.admin_config(), names.clone(), NodeOptions::default())?;
     wait_for("every node Ready", STEP_TIMEOUT, || {
         let (nodes, _) = Api::<Node>::all(&client).list_all(&ListParams::default()).map_err(|e| e.to_string())?;
         Ok((nodes.iter().filter(|n| node_ready(n) == Some("True")).count() == options.nodes).then_some(()))
@@ -166,7 +164,7 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
     narrator.ok(&format!(
         "{} (pid {}) connected as system:kube-controller-manager",
         options.controller_manager.display(),
-        kcm.child.id()
+        kcm.process.pid()
     ));
     narrator.info(
         "as kubeadm runs it: RBAC is enforced with upstream's bootstrap policy, and each controller \
@@ -188,6 +186,28 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
     kcm.stop();
     nodes.stop();
     result
+}
+
+/// Like a kubeadm cluster either way: RBAC enforced with upstream's bootstrap policy, so the
+/// controllers (each with its own service account) can do only what upstream's roles allow.
+fn start_server(real_server: bool, narrator: &mut Narrator) -> Result<TestServer, String> {
+    if real_server {
+        narrator.step("Starting etcd and kube-apiserver (Kubernetes v1.33.5, kubeadm's flags)");
+        let plane = ControlPlane::start()?;
+        narrator.info(&format!(
+            "binaries: {}; etcd: {}",
+            plane.assets().kube_apiserver.display(),
+            plane.assets().etcd.display()
+        ));
+        return Ok(TestServer::Real(plane));
+    }
+    narrator.step("Starting the sandbox API server");
+    let sandbox = Sandbox::start(SandboxOptions {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        authorization_mode: AuthorizationMode::Rbac,
+        ..SandboxOptions::default()
+    })?;
+    Ok(TestServer::Sandbox(sandbox))
 }
 
 fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -> Result<(), String> {
@@ -583,37 +603,34 @@ fn wait_running_pods(client: &Client, ns: &str, selector: &str, count: usize) ->
 
 /// The controller manager as a child process, its log in the work folder.
 struct ControllerManager {
-    child: Child,
-    log: PathBuf,
+    process: OwnedProcess,
 }
 
 impl ControllerManager {
     fn start(binary: &Path, kubeconfig: &Path, workdir: &Path) -> Result<ControllerManager, String> {
         let log = workdir.join("kube-controller-manager.log");
-        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         // The secure port on loopback, on a free port, so the demo never clashes with a real one.
         let port =
             std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0);
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .args(["--leader-elect=true", "--controllers=*", "--v=2", "--bind-address=127.0.0.1"])
             .arg(format!("--secure-port={port}"))
             // As kubeadm runs it: each controller with its own service account's credentials; the
-            // sandbox's service-account key and CA, written beside the kubeconfigs.
+            // server's service-account key and CA, written beside the kubeconfigs.
             .arg("--use-service-account-credentials=true")
             .arg(format!("--service-account-private-key-file={}", kubeconfig.with_file_name("sa.key").display()))
-            .arg(format!("--root-ca-file={}", kubeconfig.with_file_name("ca.crt").display()))
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e} (build it with `cargo build --bins`)", binary.display()))?;
-        Ok(ControllerManager { child, log })
+            .arg(format!("--root-ca-file={}", kubeconfig.with_file_name("ca.crt").display()));
+        let process = OwnedProcess::spawn("kube-controller-manager", command, &log)
+            .map_err(|e| format!("{e} (build it with `cargo build --bins`)"))?;
+        Ok(ControllerManager { process })
     }
 
     fn wait_for_log(&mut self, needle: &str, timeout: Duration) -> Result<(), String> {
-        let log = self.log.clone();
+        let log = self.process.log_path().to_path_buf();
         wait_for(&format!("kube-controller-manager to log {needle:?}"), timeout, || {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Some(status) = self.process.exited() {
                 let text = std::fs::read_to_string(&log).unwrap_or_default();
                 return Err(format!("kube-controller-manager exited ({status}):\n{text}"));
             }
@@ -621,23 +638,8 @@ impl ControllerManager {
         })
     }
 
-    /// SIGTERM, then a bounded wait, then SIGKILL.
     fn stop(&mut self) {
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            // SAFETY: kill(2) with a child's pid and a valid signal number has no memory effects.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.stop(Duration::from_secs(10));
     }
 }
 

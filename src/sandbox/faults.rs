@@ -4,7 +4,7 @@
 //! takes readiness away.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -18,6 +18,8 @@ pub struct Faults {
     latency: Mutex<Option<Duration>>,
     /// Bumped to end every open watch.
     watch_epoch: AtomicU64,
+    /// Set while watches hold their events back.
+    watch_events_held: AtomicBool,
     /// Group versions answered with 503, as an unavailable aggregated API (APIService) is.
     unavailable_apis: Mutex<BTreeSet<String>>,
 }
@@ -51,6 +53,17 @@ impl Faults {
         self.watch_epoch.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// While `true`, open and new watches send no events (changes wait, in order, in each
+    /// watch's queue; lists and gets are current): clients' caches fall behind the store, as
+    /// when kube-apiserver's watch cache lags. `false` lets the held events go.
+    pub fn hold_watch_events(&self, hold: bool) {
+        self.watch_events_held.store(hold, Ordering::SeqCst);
+    }
+
+    pub(crate) fn watch_events_held(&self) -> bool {
+        self.watch_events_held.load(Ordering::SeqCst)
+    }
+
     /// Makes every request under `/apis/<group_version>` (its discovery document included) fail
     /// with 503, as kube-apiserver answers for an APIService whose backend is down; `false`
     /// restores it.
@@ -61,6 +74,11 @@ impl Faults {
         } else {
             apis.remove(group_version.trim_matches('/'));
         }
+    }
+
+    /// The group versions made unavailable, which aggregated discovery marks `Stale`.
+    pub(crate) fn unavailable_apis(&self) -> BTreeSet<String> {
+        self.unavailable_apis.lock().clone()
     }
 
     /// The 503 for a request to an unavailable group version.

@@ -76,7 +76,8 @@ pub fn render(rendering: Rendering, body: Value) -> Value {
         Rendering::PartialObject => partial(&body),
         Rendering::PartialList => {
             let items: Vec<Value> = body["items"].as_array().into_iter().flatten().map(partial).collect();
-            // Go's nil slice: kube-apiserver converts an empty list into `items: null`.
+            // kube-apiserver builds the list by appending to a nil slice, which Go encodes as
+            // `null` when nothing was appended.
             let items = if items.is_empty() { Value::Null } else { Value::Array(items) };
             json!({
                 "kind": "PartialObjectMetadataList",
@@ -139,9 +140,10 @@ mod tests {
         assert_eq!(rendered["metadata"]["resourceVersion"], "7");
         assert_eq!(rendered["items"][0]["kind"], "PartialObjectMetadata");
         assert!(rendered["items"][0].get("spec").is_none());
-        let empty = json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": []});
-        assert_eq!(render(Rendering::PartialList, empty)["items"], Value::Null);
         let status = json!({"kind": "Status", "status": "Success"});
         assert_eq!(render(Rendering::PartialObject, status.clone()), status);
+        // As kube-apiserver: an empty metadata-only list has `"items": null`.
+        let empty = json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": []});
+        assert_eq!(render(Rendering::PartialList, empty)["items"], Value::Null);
     }
 }

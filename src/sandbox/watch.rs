@@ -20,6 +20,8 @@ use crate::server::http::{Request, ResponseWriter};
 
 /// How often a watch loop wakes to check that it should still run.
 const TICK: Duration = Duration::from_millis(250);
+/// How often a watch whose events are held (`Faults::hold_watch_events`) looks again.
+const HOLD_POLL: Duration = Duration::from_millis(20);
 
 /// The parameters of one watch request.
 struct WatchRequest {
@@ -91,7 +93,7 @@ pub fn serve(
         }
     }
     for change in &backlog {
-        deliver(resource, &watch, change, &mut last_revision, response)?;
+        deliver(api, epoch, resource, &watch, change, &mut last_revision, response)?;
     }
     if let Start::Snapshot { initial_events_end: true } = watch.start {
         let mut bookmark = bookmark(resource, last_revision);
@@ -115,7 +117,7 @@ fn stream_changes(
     loop {
         if api.faults.watch_epoch() != epoch {
             // Cut, not finished: the client sees a broken stream, as when a server goes away.
-            return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "watch closed by fault injection"));
+            return Err(cut());
         }
         let now = Instant::now();
         // A bookmark due before the deadline goes out even if this thread woke up late.
@@ -124,7 +126,7 @@ fn stream_changes(
             // then the bookmark can claim that revision.
             let revision = api.store.revision();
             for change in changes.try_iter() {
-                deliver(resource, watch, &change, last_revision, response)?;
+                deliver(api, epoch, resource, watch, &change, last_revision, response)?;
             }
             *last_revision = (*last_revision).max(revision);
             if *last_revision > start {
@@ -136,11 +138,27 @@ fn stream_changes(
             return response.finish();
         }
         match changes.recv_timeout(TICK) {
-            Ok(change) => deliver(resource, watch, &change, last_revision, response)?,
+            Ok(change) => deliver(api, epoch, resource, watch, &change, last_revision, response)?,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return response.finish(),
         }
     }
+}
+
+/// The error that ends a watch cut by fault injection.
+fn cut() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, "watch closed by fault injection")
+}
+
+/// Waits while the watches' events are held; a cut ends the watch.
+fn wait_while_held(api: &ApiServer, epoch: u64) -> io::Result<()> {
+    while api.faults.watch_events_held() {
+        if api.faults.watch_epoch() != epoch {
+            return Err(cut());
+        }
+        std::thread::sleep(HOLD_POLL);
+    }
+    Ok(())
 }
 
 /// When the next bookmark is due, as the watch cache's `nextBookmarkTime`: one interval from
@@ -156,14 +174,18 @@ fn next_bookmark_time(now: Instant, interval: Duration, deadline: Instant) -> Op
 }
 
 /// Writes a change as the event this watcher sees: an object entering the selection is
-/// ADDED, one leaving it is DELETED, as kube-apiserver's watch cache does.
+/// ADDED, one leaving it is DELETED, as kube-apiserver's watch cache does. Waits first while
+/// the events are held (`Faults::hold_watch_events`).
 fn deliver(
+    api: &ApiServer,
+    epoch: u64,
     resource: &ResourceType,
     watch: &WatchRequest,
     change: &Change,
     last_revision: &mut u64,
     response: &mut ResponseWriter<'_>,
 ) -> io::Result<()> {
+    wait_while_held(api, epoch)?;
     if change.revision <= *last_revision {
         return Ok(());
     }

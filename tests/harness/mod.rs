@@ -76,6 +76,32 @@ pub fn eventually_within<T>(deadline: Duration, what: &str, mut check: impl FnMu
     }
 }
 
+/// An object as the API server stored it, read beside its HTTP API, so that it can be read while
+/// the API is down or stalled: the sandbox's store, or kube-apiserver's etcd key
+/// `/registry/<resource>/[<namespace>/]<name>` (most kinds' key; nodes and services differ)
+/// through etcd's JSON gateway, decoded from protobuf.
+pub fn stored_object(server: &TestServer, resource: &str, namespace: &str, name: &str) -> Option<Value> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    match server {
+        TestServer::Sandbox(sandbox) => sandbox.store().get(resource, namespace, name).map(|o| (*o).clone()),
+        TestServer::Real(plane) => {
+            let key = match namespace {
+                "" => format!("/registry/{resource}/{name}"),
+                namespace => format!("/registry/{resource}/{namespace}/{name}"),
+            };
+            let request = json!({"key": BASE64.encode(&key)}).to_string();
+            let url = format!("{}/v3/kv/range", plane.etcd_url());
+            let response = ureq::post(&url).send(&request).unwrap_or_else(|e| panic!("etcd at {url}: {e}"));
+            let text = response.into_body().read_to_string().expect("etcd's answer");
+            let answer: Value = serde_json::from_str(&text).expect("etcd answers JSON");
+            let value = answer["kvs"][0]["value"].as_str()?;
+            let bytes = BASE64.decode(value).expect("base64 from etcd");
+            Some(kcm::sandbox::protobuf::decode_body(&bytes).unwrap_or_else(|e| panic!("{key}: {e}")))
+        }
+    }
+}
+
 /// A namespaced kind the typed client can read and write.
 pub trait Namespaced:
     k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
@@ -138,6 +164,17 @@ pub fn options(flags: &[&str]) -> Box<Options> {
         Ok(kcm::flags::Command::Run(options)) => options,
         other => panic!("unexpected {other:?}"),
     }
+}
+
+/// The options for `--controllers=*` followed by `flags`, and on the real server
+/// `--use-service-account-credentials=true`: as kubeadm, with RBAC on, each controller acts as
+/// its own ServiceAccount.
+pub fn options_on(backend: Backend, flags: &[&str]) -> Box<Options> {
+    let mut flags = flags.to_vec();
+    if backend == Backend::Real {
+        flags.push("--use-service-account-credentials=true");
+    }
+    options(&flags)
 }
 
 /// Nodes whose pods start after 200 ms, ticking every 50 ms.
@@ -230,7 +267,7 @@ impl Cluster {
             assert_eq!(&set.names(), names);
         }
         assert!(set.wait_for_sync(self.deadline), "caches sync");
-        set.run_workers();
+        set.run_workers().expect("the controllers start");
         self.set = Some(set);
     }
 }
@@ -348,11 +385,8 @@ impl Builder {
         });
         prepare(&client, &server);
         let kcm = Client::new(server.controller_manager_config(), ClientOptions::default()).expect("a client");
-        let mut flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
-        if server.backend() == Backend::Real {
-            // As kubeadm: RBAC is on, and each controller acts as its own ServiceAccount.
-            flags.push("--use-service-account-credentials=true");
-        }
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        let options = options_on(server.backend(), &flags);
         let mut cluster = Cluster {
             client,
             kcm,
@@ -361,7 +395,7 @@ impl Builder {
             server,
             descriptors: self.descriptors,
             expected_names: self.expected_names,
-            options: options(&flags),
+            options,
             deadline: self.deadline,
             temp_files: self.temp_files,
         };

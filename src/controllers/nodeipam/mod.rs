@@ -4,11 +4,14 @@
 //!
 //! With `--allocate-node-cidrs`, every Node without `spec.podCIDRs` gets one block of each
 //! `--cluster-cidr` (IPv4 and/or IPv6), patched in as `spec.podCIDR` + `spec.podCIDRs`. Blocks
-//! that nodes already have are occupied first, from a fresh list of all Nodes: when the
-//! controller is built (a CIDR that does not fit the cluster CIDRs stops the start, as
-//! upstream) and again when its workers first run, i.e. when this process becomes the leader,
-//! so nothing another leader handed out meanwhile is handed out twice. The blocks of
-//! `--service-cluster-ip-range` that overlap a cluster CIDR are never handed out. A deleted
+//! that nodes already have are occupied first, from a fresh list of all Nodes when the
+//! controller starts, i.e. when this process becomes the leader (as upstream, which builds the
+//! allocator then), so nothing another leader handed out before is handed out twice; a CIDR that
+//! does not fit the cluster CIDRs stops the start, as upstream. The blocks of
+//! `--service-cluster-ip-range` that overlap a cluster CIDR are never handed out. A node the
+//! cache shows without blocks is read from the API server before a block is reserved for it,
+//! so a cache that lags behind this controller's own patch never leads to a second block
+//! (which kube-apiserver would merge into `podCIDRs` and refuse). A deleted
 //! Node's blocks go back to the pool. When a range is full the node gets a `CIDRNotAvailable`
 //! Event (source `cidrAllocator`) and is retried with backoff; like upstream's range allocator
 //! (unlike its cloud allocator) no node condition is set.
@@ -127,26 +130,6 @@ fn change_node_cidrs(sets: &mut [CidrSet], node: &Node, change: Change) -> Resul
     Ok(())
 }
 
-/// `listNodes`: every Node, retried while the API server cannot answer.
-fn list_nodes_with_retries(client: &Client) -> Result<Vec<Node>, String> {
-    let deadline = Instant::now() + APISERVER_STARTUP_GRACE_PERIOD;
-    loop {
-        match Api::<Node>::all(client).list_all(&ListParams::default()) {
-            Ok((nodes, _)) => return Ok(nodes),
-            Err(e) if Instant::now() + NODE_POLL_INTERVAL < deadline => {
-                log::error!("failed to list all nodes: {e}");
-                std::thread::sleep(NODE_POLL_INTERVAL);
-            }
-            Err(e) => {
-                return Err(format!(
-                    "failed to list all nodes in {APISERVER_STARTUP_GRACE_PERIOD:?}, cannot proceed without updating \
-                     CIDR map: {e}"
-                ));
-            }
-        }
-    }
-}
-
 fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let ipam = &context.options.node_ipam;
     if !ipam.allocate_node_cidrs {
@@ -162,14 +145,15 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
             log::info!("No {what} CIDR provided. Skipping filtering out {} addresses", what.to_lowercase());
         }
     }
-    let nodes = list_nodes_with_retries(&context.client)?;
-    let sets = params.build_sets(&nodes)?;
+    // The blocks nodes have are occupied when the controller starts (`run_background`, once this
+    // process leads): the list goes through the controller's own client. Until then the sets
+    // only check the flags.
+    let sets = params.build_sets(&[])?;
     let allocator = Arc::new(RangeAllocator {
         client: context.client.clone(),
         nodes: context.informers.informer::<Node>(),
         params,
         sets: Mutex::new(sets),
-        primed: Mutex::new(false),
         recorder: context.recorder.clone(),
     });
     let handler = allocator.clone();
@@ -186,15 +170,18 @@ pub struct RangeAllocator {
     /// One set per cluster CIDR, in flag order; one lock so that a node's blocks of both
     /// families are taken together.
     sets: Mutex<Vec<CidrSet>>,
-    /// Whether the sets were rebuilt from a fresh list since the workers started.
-    primed: Mutex<bool>,
     recorder: EventRecorder,
 }
 
 impl Reconciler for RangeAllocator {
     fn sync(&self, key: &str) -> Result<(), String> {
-        self.ensure_primed()?;
         self.sync_node(key)
+    }
+
+    /// `NewCIDRRangeAllocator`'s list of all Nodes, once this process leads and before the
+    /// workers run: another leader may have handed out blocks since this one started.
+    fn run_background(self: Arc<Self>) -> Result<(), String> {
+        self.occupy_listed_nodes()
     }
 }
 
@@ -210,22 +197,32 @@ impl RangeAllocator {
         queue.add(object_key(&event.object().metadata));
     }
 
-    /// Rebuilds the sets from a fresh list of Nodes the first time a worker runs, i.e. once
-    /// this process leads: another leader may have handed out blocks since this one started.
-    /// The sets stay locked meanwhile, so that a deletion seen during the list is released
-    /// from the new sets.
-    fn ensure_primed(&self) -> Result<(), String> {
-        let mut primed = self.primed.lock();
-        if *primed {
-            return Ok(());
+    /// Rebuilds the sets from a fresh list of Nodes (`listNodes`, retried while the API server
+    /// cannot answer). The sets stay locked during each attempt, so that a deletion seen during
+    /// the list is released from the new sets; not between attempts, so that a slow API server
+    /// holds back no informer handler for long.
+    fn occupy_listed_nodes(&self) -> Result<(), String> {
+        let deadline = Instant::now() + APISERVER_STARTUP_GRACE_PERIOD;
+        loop {
+            let mut sets = self.sets.lock();
+            match Api::<Node>::all(&self.client).list_all(&ListParams::default()) {
+                Ok((nodes, _)) => {
+                    *sets = self.params.build_sets(&nodes)?;
+                    return Ok(());
+                }
+                Err(e) if Instant::now() + NODE_POLL_INTERVAL < deadline => {
+                    drop(sets);
+                    log::error!("failed to list all nodes: {e}");
+                    std::thread::sleep(NODE_POLL_INTERVAL);
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "failed to list all nodes in {APISERVER_STARTUP_GRACE_PERIOD:?}, cannot proceed without \
+                         updating CIDR map: {e}"
+                    ));
+                }
+            }
         }
-        let mut sets = self.sets.lock();
-        let (nodes, _) = Api::<Node>::all(&self.client)
-            .list_all(&ListParams::default())
-            .map_err(|e| format!("failed to list all nodes: {e}"))?;
-        *sets = self.params.build_sets(&nodes)?;
-        *primed = true;
-        Ok(())
     }
 
     /// `syncNode`.
@@ -241,10 +238,29 @@ impl RangeAllocator {
         self.allocate_or_occupy(&node)
     }
 
-    /// `AllocateOrOccupyCIDR`.
-    fn allocate_or_occupy(&self, node: &Node) -> Result<(), String> {
-        if !pod_cidrs(node).is_empty() {
-            return change_node_cidrs(&mut self.sets.lock(), node, Change::Occupy);
+    /// `AllocateOrOccupyCIDR`. A node the cache shows without blocks is read again from the API
+    /// server before any block is reserved for it: the cache may not show yet the blocks this
+    /// controller patched in a moment ago (another change, such as the TTL controller's
+    /// annotation or a label, queued the node again before the watch brought the patch back),
+    /// or blocks another leader handed out. Reserving and patching a block then would propose a
+    /// second one: `podCIDRs` is a merge list in a strategic merge patch, so kube-apiserver
+    /// would see both and refuse the update (422, "may specify no more than one CIDR for each IP
+    /// family"). Upstream v1.33 trusts its lister here and logs those 422s in the same race.
+    fn allocate_or_occupy(&self, cached: &Node) -> Result<(), String> {
+        if !pod_cidrs(cached).is_empty() {
+            return change_node_cidrs(&mut self.sets.lock(), cached, Change::Occupy);
+        }
+        let name = node_name(cached);
+        let fresh = Api::<Node>::all(&self.client)
+            .get_opt(name)
+            .map_err(|e| format!("failed while getting node {name} for updating Node.Spec.PodCIDRs: {e}"))?;
+        let Some(node) = fresh else {
+            log::debug!("node {name} has been deleted");
+            return Ok(());
+        };
+        if !pod_cidrs(&node).is_empty() {
+            log::debug!("node {name} already has allocated CIDRs {:?}; the cache is behind", pod_cidrs(&node));
+            return change_node_cidrs(&mut self.sets.lock(), &node, Change::Occupy);
         }
         let allocated = {
             let mut sets = self.sets.lock();
@@ -257,34 +273,23 @@ impl RangeAllocator {
                         // would then take more. Give them back.
                         release_all(&mut sets, &allocated);
                         drop(sets);
-                        record_node_status_change(&self.recorder, node, EventType::Warning, "CIDRNotAvailable");
+                        record_node_status_change(&self.recorder, &node, EventType::Warning, "CIDRNotAvailable");
                         return Err(format!("failed to allocate cidr from cluster cidr at idx:{index}: {e}"));
                     }
                 }
             }
             allocated
         };
-        log::debug!("putting node {} with CIDRs {allocated:?} into the work queue", node_name(node));
-        self.update_cidrs_allocation(node_name(node), &allocated)
+        log::debug!("putting node {name} with CIDRs {allocated:?} into the work queue");
+        self.update_cidrs_allocation(&node, &allocated)
     }
 
-    /// `updateCIDRsAllocation`: patches the reserved blocks into the Node, unless it has
-    /// blocks by now.
-    fn update_cidrs_allocation(&self, name: &str, allocated: &[Cidr]) -> Result<(), String> {
+    /// `updateCIDRsAllocation`: patches the reserved blocks into `node`, which the API server
+    /// has just shown without any (upstream checks its lister here instead; see
+    /// [`RangeAllocator::allocate_or_occupy`]).
+    fn update_cidrs_allocation(&self, node: &Node, allocated: &[Cidr]) -> Result<(), String> {
+        let name = node_name(node);
         let wanted: Vec<String> = allocated.iter().map(Cidr::to_string).collect();
-        let Some(node) = self.nodes.store().get(name) else {
-            release_all(&mut self.sets.lock(), allocated);
-            return Err(format!("failed while getting node {name} for updating Node.Spec.PodCIDRs: not found"));
-        };
-        if pod_cidrs(&node) == wanted.as_slice() {
-            log::debug!("node {name} already has allocated CIDR {wanted:?}; it matches the proposed one");
-            return Ok(());
-        }
-        if !pod_cidrs(&node).is_empty() {
-            log::error!("node {name} already has a CIDR allocated {:?}; releasing the new one", pod_cidrs(&node));
-            release_all(&mut self.sets.lock(), allocated);
-            return Ok(());
-        }
         let mut last_error = None;
         for _ in 0..CIDR_UPDATE_RETRIES {
             match patch_node_cidrs(&self.client, name, &wanted) {
@@ -298,7 +303,7 @@ impl RangeAllocator {
         let timed_out = last_error.as_ref().is_some_and(Error::is_server_timeout);
         let error = last_error.map_or_else(String::new, |e| e.to_string());
         log::error!("failed to update node {name} PodCIDR {wanted:?} after multiple attempts: {error}");
-        record_node_status_change(&self.recorder, &node, EventType::Warning, "CIDRAssignmentFailed");
+        record_node_status_change(&self.recorder, node, EventType::Warning, "CIDRAssignmentFailed");
         // A timed-out patch may still have gone through: then keep the blocks (a restart
         // returns falsely kept ones to the pool); otherwise give them back.
         if !timed_out {

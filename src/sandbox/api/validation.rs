@@ -9,6 +9,7 @@
 use serde_json::{Map, Value, json};
 
 mod batch;
+mod events;
 mod meta;
 mod pod;
 mod service;
@@ -269,6 +270,8 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("", "pods") => pod::pod(object, old.is_none()),
         ("", "podtemplates") => pod::template(&object["template"], "template"),
         ("", "services") => service::service(object),
+        ("", "events") => events::event(object, old, false),
+        ("events.k8s.io", "events") => events::event(object, old, true),
         _ => Vec::new(),
     }
 }
