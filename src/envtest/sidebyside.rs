@@ -1531,7 +1531,13 @@ fn node_ipam(steps: &mut Steps) -> Result<(), String> {
         json!({"metadata": {"name": "static-1"}, "spec": {"podCIDR": "10.244.9.0/24", "podCIDRs": ["10.244.9.0/24"]}}),
     )?;
     steps.create("/api/v1/nodes", json!({"metadata": {"name": "static-2"}}))?;
-    steps.wait("5 nodes with pod CIDRs", all_allocated(5))
+    steps.wait("5 nodes with pod CIDRs", all_allocated(5))?;
+    // The node lifecycle controller registers new nodes at its next monitor pass (every 5 s).
+    steps.wait("the new nodes registered", |s| {
+        let events = s.list("/api/v1/namespaces/default/events?fieldSelector=reason%3DRegisteredNode")?;
+        let registered = |node: &str| events.iter().any(|e| e["involvedObject"]["name"] == node);
+        Ok((registered("static-1") && registered("static-2")).then_some(()))
+    })
 }
 
 #[cfg(test)]
