@@ -5,8 +5,8 @@
 //!
 //! [`run`] is the controller manager's life: informers warm up at once, workers run only while
 //! this process holds the leader Lease (or always with `--leader-elect=false`), a lost Lease
-//! stops all work and ends the process with an error, and SIGTERM stops the workers, then
-//! releases the Lease so a standby takes over within about one retry period.
+//! ends the process at once with an error, and SIGTERM stops the workers, then releases the
+//! Lease so a standby takes over within about one retry period.
 
 pub mod clock;
 pub mod controller;
@@ -18,7 +18,7 @@ pub mod workqueue;
 
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, select};
+use crossbeam_channel::Receiver;
 
 use crate::client::Client;
 use crate::controllers::{DESCRIPTORS, KNOWN_CONTROLLERS, is_implemented};
@@ -30,17 +30,15 @@ use controller::ControllerSet;
 /// How long running syncs may take to finish after SIGTERM.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Why the controller manager stopped.
+/// Why the controller manager stopped. A lost Lease does not return: the process exits at
+/// once with status 1 (see [`exit_when_lost`]).
 #[derive(Debug, PartialEq, Eq)]
 pub enum Exit {
     /// SIGINT or SIGTERM: a clean stop (exit status 0).
     Signalled,
-    /// The Lease was lost: upstream exits with "leaderelection lost" (non-zero), so that the
-    /// kubelet or systemd restarts it as a candidate.
-    LeaderElectionLost,
 }
 
-/// Runs the controller manager until a signal or the loss of the Lease.
+/// Runs the controller manager until a signal; the loss of the Lease ends the process.
 pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     let signals = signal_channel()?;
     report_selection(options);
@@ -53,6 +51,7 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     let elector = start_election(options, client)?;
     if let Some(elector) = &elector {
         checks.add("leaderElection", elector.health_check());
+        exit_when_lost(elector.leader_lost().clone())?;
     }
     // The secure port listens and the election runs: a standby is as ready as the leader.
     let notifier = sd_notify::Notifier::from_env().map(std::sync::Arc::new);
@@ -68,41 +67,51 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     if let Some(notifier) = &notifier {
         notifier.notify("STOPPING=1");
     }
-    match outcome {
-        Exit::Signalled => {
-            controllers.stop(DRAIN_TIMEOUT);
-            if let Some(server) = server {
-                server.stop();
-            }
-            if let Some(elector) = elector {
-                elector.stop();
-            }
-            log::info!("stopped");
-        }
-        Exit::LeaderElectionLost => {
-            // Stop taking work at once; no release: another candidate may already lead.
-            controllers.stop(Duration::ZERO);
-            log::error!("leaderelection lost");
-        }
+    controllers.stop(DRAIN_TIMEOUT);
+    if let Some(server) = server {
+        server.stop();
     }
+    if let Some(elector) = elector {
+        elector.stop();
+    }
+    log::info!("stopped");
     Ok(outcome)
 }
 
+/// Upstream's `OnStoppedLeading`: once the Lease is lost, "leaderelection lost" and the process
+/// exits at once with status 1, whatever it is doing. The main thread may be blocked on a request
+/// that the network which cost the Lease holds (starting a controller gets or creates its
+/// ServiceAccount), and a standby may lead as soon as the lease expires, only the lease duration
+/// minus the renew deadline later; no work may go on meanwhile. Nothing is stopped, flushed or
+/// released first (another candidate may already lead): the workers end with the process.
+fn exit_when_lost(lost: Receiver<()>) -> Result<(), String> {
+    let watch = move || {
+        // Disconnected when the elector is stopped gracefully: nothing to do.
+        if lost.recv().is_ok() {
+            log::error!("leaderelection lost");
+            log::logger().flush();
+            std::process::exit(1);
+        }
+    };
+    match std::thread::Builder::new().name("leader-lost".into()).spawn(watch) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("cannot start the leader-lost thread: {e}")),
+    }
+}
+
 /// Waits for the Lease, runs the workers (each controller's once its own caches synced), and
-/// returns what ended it.
+/// returns what ended it (a lost Lease ends the process: [`exit_when_lost`]).
 fn lead_and_work(
     controllers: &mut ControllerSet,
     elector: Option<&LeaderElector>,
     signals: &Receiver<i32>,
     checks: &HealthChecks,
 ) -> Exit {
-    let never = crossbeam_channel::never();
-    let lost = elector.map_or(&never, |e| e.leader_lost());
     let tick = Duration::from_millis(200);
     if let Some(elector) = elector {
         log::info!("waiting to acquire the leader lease");
         while !elector.wait_until_leader(tick) {
-            if let Some(exit) = interrupted(signals, lost) {
+            if let Some(exit) = interrupted(signals) {
                 return exit;
             }
         }
@@ -114,21 +123,15 @@ fn lead_and_work(
         checks.add(name, || Ok(()));
     }
     log::info!("workers of {} controllers running", controllers.names().len());
-    select! {
-        recv(signals) -> signal => {
-            log::info!("received signal {}; shutting down", signal.unwrap_or_default());
-            Exit::Signalled
-        }
-        recv(lost) -> _ => Exit::LeaderElectionLost,
-    }
+    let signal = signals.recv();
+    log::info!("received signal {}; shutting down", signal.unwrap_or_default());
+    Exit::Signalled
 }
 
-fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>) -> Option<Exit> {
-    if let Ok(signal) = signals.try_recv() {
-        log::info!("received signal {signal}; shutting down");
-        return Some(Exit::Signalled);
-    }
-    lost.try_recv().ok().map(|()| Exit::LeaderElectionLost)
+fn interrupted(signals: &Receiver<i32>) -> Option<Exit> {
+    let signal = signals.try_recv().ok()?;
+    log::info!("received signal {signal}; shutting down");
+    Some(Exit::Signalled)
 }
 
 /// Starts the election when `--leader-elect` is on.
