@@ -1,4 +1,4 @@
-//! The endpoints, EndpointSlice and EndpointSlice mirroring controllers against the sandbox:
+//! The endpoints, EndpointSlice and EndpointSlice mirroring controllers on both backends:
 //! pods of a ReplicaSet run on simulated nodes and the Endpoints and EndpointSlices of their
 //! Service follow them becoming ready, not ready and fewer; custom Endpoints of a selector-less
 //! Service are mirrored into slices; many pods spread over several slices.
@@ -21,15 +21,16 @@ use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, Namespaced, eventually, from};
+use harness::{Backend, Cluster, Namespaced, eventually, from};
 
 const READY_GATE: &str = "example.com/in-rotation";
 const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 const SERVICE_NAME: &str = "kubernetes.io/service-name";
 
 /// A sandbox running `controllers`, with two simulated nodes in zones a and b if `with_nodes`.
-fn start(controllers: &[ControllerDescriptor], with_nodes: bool) -> Cluster {
+fn start(backend: Backend, controllers: &[ControllerDescriptor], with_nodes: bool) -> Cluster {
     let harness = harness::with(controllers)
+        .on(backend)
         .node_options(NodeOptions { zones: vec!["zone-a".into(), "zone-b".into()], ..harness::fast_nodes() });
     if with_nodes { harness.start() } else { harness.without_nodes().start() }
 }
@@ -112,9 +113,9 @@ fn pod_ips(pods: &[Pod]) -> Vec<String> {
     ips
 }
 
-#[test]
-fn endpoints_and_slices_follow_the_pods_of_a_replica_set() {
-    let cluster = start(&[REPLICASET, ENDPOINTS, ENDPOINTSLICE], true);
+on_both_backends!(endpoints_and_slices_follow_the_pods_of_a_replica_set);
+fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
+    let cluster = start(backend, &[REPLICASET, ENDPOINTS, ENDPOINTSLICE], true);
     let service: Service = cluster.create(json!({
         "metadata": {"name": "web", "labels": {"team": "a"}},
         "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}
@@ -267,9 +268,9 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set() {
     eventually("the Endpoints deleted", || cluster.endpoints("web").is_none().then_some(()));
 }
 
-#[test]
-fn custom_endpoints_of_selectorless_services_are_mirrored() {
-    let cluster = start(&[ENDPOINTS, ENDPOINTSLICE, ENDPOINTSLICE_MIRRORING], false);
+on_both_backends!(custom_endpoints_of_selectorless_services_are_mirrored);
+fn custom_endpoints_of_selectorless_services_are_mirrored(backend: Backend) {
+    let cluster = start(backend, &[ENDPOINTS, ENDPOINTSLICE, ENDPOINTSLICE_MIRRORING], false);
     for name in ["db", "skipped"] {
         cluster.create::<Service>(json!({
             "metadata": {"name": name},
@@ -330,9 +331,9 @@ fn custom_endpoints_of_selectorless_services_are_mirrored() {
     eventually("the mirrored slice deleted", || cluster.slices("db", mirror).is_empty().then_some(()));
 }
 
-#[test]
-fn many_endpoints_are_spread_over_slices() {
-    let cluster = start(&[ENDPOINTS, ENDPOINTSLICE], false);
+on_both_backends!(many_endpoints_are_spread_over_slices);
+fn many_endpoints_are_spread_over_slices(backend: Backend) {
+    let cluster = start(backend, &[ENDPOINTS, ENDPOINTSLICE], false);
     let node: Node = from(json!({"metadata": {"name": "node-x", "labels": {"topology.kubernetes.io/zone": "zone-x"}}}));
     Api::<Node>::cluster(&cluster.client).create(&node, &PostParams::default()).expect("node");
     cluster.create::<Service>(json!({
@@ -368,9 +369,9 @@ fn many_endpoints_are_spread_over_slices() {
     assert!(!endpoints.metadata.annotations.unwrap_or_default().contains_key("endpoints.kubernetes.io/over-capacity"));
 }
 
-#[test]
-fn sandbox_bumps_the_generation_of_endpoint_slices_like_kube_apiserver() {
-    let cluster = start(&[], false);
+on_both_backends!(endpoint_slices_get_a_new_generation_for_labels_and_endpoints_not_annotations);
+fn endpoint_slices_get_a_new_generation_for_labels_and_endpoints_not_annotations(backend: Backend) {
+    let cluster = start(backend, &[], false);
     let created: EndpointSlice = cluster.create(json!({
         "metadata": {"name": "manual"}, "addressType": "IPv4",
         "endpoints": [{"addresses": ["10.0.0.1"]}]

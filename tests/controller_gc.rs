@@ -1,30 +1,32 @@
-//! The garbage collector against the sandbox with simulated nodes and the ReplicaSet and
+//! The garbage collector on both backends with simulated nodes and the ReplicaSet and
 //! ReplicationController controllers: background, foreground and orphan cascades (through the
-//! API and `kubectl delete --cascade`), owners recreated under the same name, owners of any
-//! kind, and invalid ownerReferences across namespaces and scopes.
+//! API and `kubectl delete --cascade`, a Deployment's too), owners recreated under the same name,
+//! owners of any kind, and invalid ownerReferences across namespaces and scopes.
 #![cfg(feature = "sandbox")]
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ReplicationController};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kcm::client::{Api, Client, DeleteParams, PostParams, PropagationPolicy};
+use kcm::controllers::deployment::DEPLOYMENT;
 use kcm::controllers::garbagecollector::GARBAGE_COLLECTOR;
 use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
 use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, from};
+use harness::{Backend, Cluster, from};
 
 /// Generous: the machine may be loaded.
 const DEADLINE: Duration = Duration::from_secs(90);
 
 /// A sandbox with two simulated nodes; `prepare` runs before the controllers start.
-fn start_with(prepare: impl FnOnce(&Client)) -> Cluster {
+fn start_with(backend: Backend, prepare: impl FnOnce(&Client)) -> Cluster {
     harness::with(&[GARBAGE_COLLECTOR, REPLICASET, REPLICATION_CONTROLLER])
+        .on(backend)
         .names(&["garbage-collector-controller", "replicaset-controller", "replicationcontroller-controller"])
         .deadline(DEADLINE)
         .start_with(|client, _| prepare(client))
@@ -93,6 +95,29 @@ impl Cluster {
         (uid, pods.into_iter().filter_map(|p| p.metadata.name).collect())
     }
 
+    /// A Deployment whose ReplicaSet counts `replicas` pods; returns the uids of both.
+    fn deployment_with_pods(&self, name: &str, replicas: i32) -> (String, String) {
+        let deployment: Deployment = from(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+                },
+            },
+        }));
+        let created = self.api::<Deployment>().create(&deployment, &PostParams::default()).expect("created");
+        let uid = uid_of(&created.metadata);
+        let rs_uid = eventually(&format!("the ReplicaSet of {name} counting {replicas} pods"), || {
+            let sets = self.api::<ReplicaSet>().list(&Default::default()).expect("replicasets").items;
+            let rs = sets.into_iter().find(|rs| rs.metadata.owner_references.iter().flatten().any(|r| r.uid == uid))?;
+            (rs.status.map(|s| s.replicas) == Some(replicas)).then(|| uid_of(&rs.metadata))
+        });
+        (uid, rs_uid)
+    }
+
     fn wait_gone_replica_set(&self, name: &str) {
         eventually(&format!("{name} gone"), || {
             self.api::<ReplicaSet>().get_opt(name).expect("get").is_none().then_some(())
@@ -117,9 +142,9 @@ impl Cluster {
     }
 }
 
-#[test]
-fn replica_set_cascades_background_foreground_and_orphan() {
-    let cluster = start_with(|_| ());
+on_both_backends!(replica_set_cascades_background_foreground_and_orphan);
+fn replica_set_cascades_background_foreground_and_orphan(backend: Backend) {
+    let cluster = start_with(backend, |_| ());
 
     // Background: the ReplicaSet goes at once, the collector deletes its pods.
     let (uid, _) = cluster.replica_set_with_pods("background", 2);
@@ -149,9 +174,9 @@ fn replica_set_cascades_background_foreground_and_orphan() {
     cluster.wait_orphaned(&pods);
 }
 
-#[test]
-fn replication_controllers_orphan_by_default_in_v1() {
-    let cluster = start_with(|_| ());
+on_both_backends!(replication_controllers_orphan_by_default_in_v1);
+fn replication_controllers_orphan_by_default_in_v1(backend: Backend) {
+    let cluster = start_with(backend, |_| ());
     let rc = harness::nginx_replication_controller("legacy", 2);
     let rcs = Api::<ReplicationController>::namespaced(&cluster.client, "default");
     let uid = uid_of(&rcs.create(&rc, &PostParams::default()).expect("created").metadata);
@@ -169,9 +194,9 @@ fn replication_controllers_orphan_by_default_in_v1() {
     cluster.wait_orphaned(&names);
 }
 
-#[test]
-fn owners_of_any_kind_and_owners_recreated_under_the_same_name() {
-    let cluster = start_with(|_| ());
+on_both_backends!(owners_of_any_kind_and_owners_recreated_under_the_same_name);
+fn owners_of_any_kind_and_owners_recreated_under_the_same_name(backend: Backend) {
+    let cluster = start_with(backend, |_| ());
     let client = &cluster.client;
 
     // A ConfigMap owned by a ConfigMap goes with it.
@@ -211,10 +236,10 @@ fn owners_of_any_kind_and_owners_recreated_under_the_same_name() {
     assert!(cluster.config_maps("default").get_opt("phoenix").expect("get").is_some(), "the new owner stays");
 }
 
-#[test]
-fn invalid_owner_references_across_namespaces_and_scopes() {
+on_both_backends!(invalid_owner_references_across_namespaces_and_scopes);
+fn invalid_owner_references_across_namespaces_and_scopes(backend: Backend) {
     let mut uids = (String::new(), String::new());
-    let cluster = start_with(|client| {
+    let cluster = start_with(backend, |client| {
         create_namespace(client, "a");
         create_namespace(client, "b");
         let owner = create_config_map(client, "a", "owner", json!([]));
@@ -261,7 +286,7 @@ fn invalid_owner_references_across_namespaces_and_scopes() {
     );
 }
 
-/// `kubectl` with the sandbox's admin kubeconfig, or `None` where it is not installed.
+/// `kubectl` with the server's admin kubeconfig, or `None` where it is not installed.
 fn kubectl(cluster: &Cluster, dir: &std::path::Path) -> Option<impl Fn(&[&str]) -> String> {
     match Command::new("kubectl").args(["version", "--client"]).output() {
         Ok(output) if output.status.success() => {}
@@ -271,7 +296,7 @@ fn kubectl(cluster: &Cluster, dir: &std::path::Path) -> Option<impl Fn(&[&str]) 
         }
     }
     std::fs::create_dir_all(dir).expect("a directory");
-    let (kubeconfig, _) = cluster.sandbox().write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig written");
+    let (kubeconfig, _) = cluster.server.write_kubeconfigs(&dir.join("admin.conf")).expect("kubeconfig written");
     let cache = dir.join("cache");
     Some(move |args: &[&str]| {
         let output = Command::new("kubectl")
@@ -290,10 +315,15 @@ fn kubectl(cluster: &Cluster, dir: &std::path::Path) -> Option<impl Fn(&[&str]) 
     })
 }
 
-#[test]
-fn kubectl_delete_cascade_modes() {
-    let cluster = start_with(|_| ());
-    let dir = std::env::temp_dir().join(format!("kcm-gc-kubectl-{}", std::process::id()));
+on_both_backends!(kubectl_delete_cascade_modes);
+fn kubectl_delete_cascade_modes(backend: Backend) {
+    let cluster = harness::with(&[GARBAGE_COLLECTOR, REPLICASET, DEPLOYMENT])
+        .on(backend)
+        .names(&["garbage-collector-controller", "replicaset-controller", "deployment-controller"])
+        .deadline(DEADLINE)
+        .start();
+    // One folder per backend: both tests of this process run at once.
+    let dir = std::env::temp_dir().join(format!("kcm-gc-kubectl-{}-{backend:?}", std::process::id()));
     let Some(kubectl) = kubectl(&cluster, &dir) else { return };
 
     let (uid, _) = cluster.replica_set_with_pods("bg", 1);
@@ -306,10 +336,15 @@ fn kubectl_delete_cascade_modes() {
     kubectl(&["delete", "rs", "plain", "--wait=false"]);
     cluster.wait_no_pods_of(&uid);
 
-    // kubectl's default is `--cascade=background`.
-    let (uid, _) = cluster.replica_set_with_pods("plain", 1);
-    kubectl(&["delete", "rs", "plain", "--wait=false"]);
-    cluster.wait_no_pods_of(&uid);
+    // A Deployment takes its ReplicaSet, which takes its pods.
+    let (deployment_uid, rs_uid) = cluster.deployment_with_pods("web", 2);
+    kubectl(&["delete", "deployment", "web", "--wait=false"]);
+    eventually("the deployment's ReplicaSet gone", || {
+        let sets = cluster.api::<ReplicaSet>().list(&Default::default()).expect("replicasets").items;
+        let owned = |rs: &ReplicaSet| rs.metadata.owner_references.iter().flatten().any(|r| r.uid == deployment_uid);
+        (!sets.iter().any(owned)).then_some(())
+    });
+    cluster.wait_no_pods_of(&rs_uid);
 
     let (uid, _) = cluster.replica_set_with_pods("fg", 1);
     kubectl(&["delete", "rs", "fg", "--cascade=foreground", "--wait=false"]);

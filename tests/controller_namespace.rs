@@ -1,4 +1,4 @@
-//! The namespace controller against the sandbox with simulated nodes, beside the ReplicaSet and
+//! The namespace controller on both backends with simulated nodes, beside the ReplicaSet and
 //! Deployment controllers: a deleted namespace is Terminating, its pods are deleted first and
 //! alone (OrderedNamespaceDeletion), then the rest; what finalizers hold is reported in the
 //! conditions, and the namespace goes once they are released;
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, Namespaced, TestServer, create, from};
+use harness::{Backend, Cluster, Namespaced, TestServer, create, from};
 
 /// Generous: the machine may be loaded (the controller waits 5 s before its first pass).
 const DEADLINE: Duration = Duration::from_secs(90);
@@ -41,8 +41,12 @@ fn pod_template(app: &str) -> Value {
 }
 
 /// A sandbox with two simulated nodes; `prepare` runs before the controllers start.
-fn start_with(prepare: impl FnOnce(&Client, &TestServer)) -> Cluster {
-    harness::with(&[NAMESPACE, REPLICASET, DEPLOYMENT]).without_default_account().deadline(DEADLINE).start_with(prepare)
+fn start_with(backend: Backend, prepare: impl FnOnce(&Client, &TestServer)) -> Cluster {
+    harness::with(&[NAMESPACE, REPLICASET, DEPLOYMENT])
+        .on(backend)
+        .without_default_account()
+        .deadline(DEADLINE)
+        .start_with(prepare)
 }
 
 fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
@@ -98,9 +102,9 @@ fn find<'a>(conditions: &'a [NamespaceCondition], type_: &str) -> Option<&'a Nam
     conditions.iter().find(|c| c.type_ == type_)
 }
 
-#[test]
-fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
-    let cluster = start_with(|client, _| {
+on_both_backends!(a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes);
+fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes(backend: Backend) {
+    let cluster = start_with(backend, |client, _| {
         create_namespace(client, "team");
         create::<ReplicaSet>(
             client,
@@ -177,31 +181,71 @@ fn a_deleted_namespace_is_emptied_waits_for_finalizers_and_goes() {
     eventually("the namespace gone", || cluster.namespaces().get_opt("team").expect("a get").is_none().then_some(()));
 }
 
-#[test]
-fn a_failing_group_discovery_is_reported_and_the_namespace_finishes_once_it_recovers() {
-    let cluster = start_with(|client, server| {
+/// kube-aggregator's APIService, which k8s-openapi lacks: enough to register one.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+struct ApiService(Value);
+
+impl k8s_openapi::Resource for ApiService {
+    const API_VERSION: &'static str = "apiregistration.k8s.io/v1";
+    const GROUP: &'static str = "apiregistration.k8s.io";
+    const KIND: &'static str = "APIService";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "apiservices";
+    type Scope = k8s_openapi::ClusterResourceScope;
+}
+
+/// Makes a group version's discovery fail with 503, or recover: on the sandbox through its
+/// faults; on kube-apiserver as in a real cluster, with an APIService whose Service is missing
+/// (its group is listed, its document answered with 503).
+fn set_unavailable(client: &Client, server: &TestServer, group_version: &str, unavailable: bool) {
+    if let Some(sandbox) = server.sandbox() {
+        sandbox.faults().set_api_unavailable(group_version, unavailable);
+        return;
+    }
+    let (group, version) = group_version.split_once('/').expect("group/version");
+    let name = format!("{version}.{group}");
+    let services = Api::<ApiService>::cluster(client);
+    if unavailable {
+        let service = ApiService(json!({
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": name},
+            "spec": {"group": group, "version": version, "groupPriorityMinimum": 1000, "versionPriority": 15,
+                "insecureSkipTLSVerify": true, "service": {"namespace": "default", "name": "missing"}},
+        }));
+        services.create(&service, &PostParams::default()).expect("APIService created");
+    } else {
+        services.delete(&name, &DeleteParams::default()).expect("APIService deleted");
+    }
+}
+
+on_both_backends!(a_failing_group_discovery_is_reported_and_the_namespace_finishes_once_it_recovers);
+fn a_failing_group_discovery_is_reported_and_the_namespace_finishes_once_it_recovers(backend: Backend) {
+    // A group of its own on the real server: kube-apiserver's own groups cannot fail.
+    let group_version = match backend {
+        Backend::Sandbox => "batch/v1",
+        Backend::Real => "example.com/v1",
+    };
+    let cluster = start_with(backend, |client, server| {
         create_namespace(client, "flaky");
         create::<ConfigMap>(client, "flaky", json!({"metadata": {"name": "settings"}}));
-        server.sandbox().expect("the sandbox").faults().set_api_unavailable("batch/v1", true);
+        set_unavailable(client, server, group_version, true);
     });
     cluster.namespaces().delete("flaky", &DeleteParams::default()).expect("deleted");
     let failure = eventually("the discovery failure", || {
         let conditions = cluster.conditions("flaky");
         find(&conditions, DISCOVERY_FAILURE).filter(|c| c.status == "True").cloned()
     });
-    assert_eq!(
-        summary(&failure),
-        (
-            "True",
-            "DiscoveryFailed",
-            "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: \
-             batch/v1: the server is currently unable to handle the request"
-        )
+    // Aggregated discovery, as client-go reads it, marks the unreachable group version Stale.
+    let message = format!(
+        "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: \
+         {group_version}: stale GroupVersion discovery: {group_version}"
     );
+    assert_eq!(summary(&failure), ("True", "DiscoveryFailed", message.as_str()));
     // What was discovered is still emptied, but the namespace is not finalized meanwhile.
     eventually("the configmap deleted", || cluster.names::<ConfigMap>("flaky").is_empty().then_some(()));
     assert!(cluster.namespaces().get_opt("flaky").expect("a get").is_some());
 
-    cluster.sandbox().faults().set_api_unavailable("batch/v1", false);
+    set_unavailable(&cluster.client, &cluster.server, group_version, false);
     eventually("the namespace gone", || cluster.namespaces().get_opt("flaky").expect("a get").is_none().then_some(()));
 }

@@ -243,10 +243,12 @@ fn dual_stack_nodes_get_a_block_of_each_family_in_flag_order() {
 fn the_controller_runs_only_when_allocating_and_refuses_nodes_with_foreign_blocks() {
     let cluster = start(&["--cluster-cidr=10.244.0.0/16"], &[], |_| ());
     cluster.create_node("stray", Some("192.168.0.0/24"));
-    // A controller manager starting now finds a block that does not fit and refuses to start.
-    let refused = ControllerSet::start(&cluster.kcm, &options(&["--cluster-cidr=10.244.0.0/16"]), &[NODE_IPAM]);
-    let err = refused.err().expect("a block outside the cluster CIDR stops the start");
+    // A controller manager leading now finds a block that does not fit and refuses to start.
+    let mut set = ControllerSet::start(&cluster.kcm, &options(&["--cluster-cidr=10.244.0.0/16"]), &[NODE_IPAM])
+        .expect("built: the controller lists nodes when it starts, once leading");
+    let err = set.run_workers().expect_err("a block outside the cluster CIDR stops the start");
     assert!(err.starts_with("starting node-ipam-controller: failed to mark cidr[192.168.0.0/24]"), "{err}");
+    set.stop(Duration::ZERO);
     let off = harness::options(&[]);
     let set = ControllerSet::start(&cluster.kcm, &off, &[NODE_IPAM]).expect("starts");
     assert!(set.names().is_empty(), "without --allocate-node-cidrs the controller does not run");

@@ -1,4 +1,4 @@
-//! The node lifecycle and taint eviction controllers against the sandbox with simulated nodes
+//! The node lifecycle and taint eviction controllers on both backends with simulated nodes
 //! and shortened node timings: a silent node goes Unknown, is tainted, its pods turn NotReady
 //! and are evicted after their tolerations; it recovers when its kubelet comes back; condition
 //! taints follow the nodes; with every node of the only zone down nothing is evicted.
@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, eventually, from};
+use harness::{Backend, Cluster, eventually, from};
 
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -23,18 +23,19 @@ const NOT_READY: &str = "node.kubernetes.io/not-ready";
 /// Two nodes whose kubelets renew their Leases every 500 ms, and both controllers with a 1 s
 /// monitor period and 5 s grace periods. The scheduler honours the not-ready:NoSchedule taint
 /// of new nodes, as kube-scheduler does: pods run only once the controller removed it.
-fn start() -> Cluster {
-    start_with_flags(&[])
+fn start(backend: Backend) -> Cluster {
+    start_with_flags(backend, &[])
 }
 
 /// Like `start`, with more flags.
-fn start_with_flags(extra: &[&str]) -> Cluster {
+fn start_with_flags(backend: Backend, extra: &[&str]) -> Cluster {
     let nodes = NodeOptions {
         lease_renew_interval: Duration::from_millis(500),
         strict_not_ready_taint: true,
         ..harness::fast_nodes()
     };
     harness::with(&[NODE_LIFECYCLE, TAINT_EVICTION])
+        .on(backend)
         .node_options(nodes)
         .flags(&["--node-monitor-period=1s", "--node-monitor-grace-period=5s", "--node-startup-grace-period=5s"])
         .flags(extra)
@@ -129,9 +130,9 @@ fn node_failure_tolerations(seconds: Option<i64>) -> Value {
     json!([toleration(UNREACHABLE), toleration(NOT_READY)])
 }
 
-#[test]
-fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers() {
-    let cluster = start();
+on_both_backends!(a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers);
+fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers(backend: Backend) {
+    let cluster = start(backend);
     assert_eq!(cluster.controller_names(), ["node-lifecycle-controller", "taint-eviction-controller"]);
     for name in ["node-a", "node-b"] {
         cluster.wait_node(name, "the admission's not-ready:NoSchedule taint removed once Ready", |n| {
@@ -224,9 +225,9 @@ fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers() {
     assert!(cluster.pod("default").metadata.deletion_timestamp.is_none());
 }
 
-#[test]
-fn with_every_node_of_the_only_zone_down_nothing_is_evicted() {
-    let cluster = start();
+on_both_backends!(with_every_node_of_the_only_zone_down_nothing_is_evicted);
+fn with_every_node_of_the_only_zone_down_nothing_is_evicted(backend: Backend) {
+    let cluster = start(backend);
     cluster.wait_node("node-a", "Ready without the not-ready taint", |n| !has_taint(n, NOT_READY, "NoSchedule"));
     cluster.run_pod("short", "node-a", node_failure_tolerations(Some(1)));
     for name in ["node-a", "node-b"] {
@@ -253,9 +254,9 @@ fn with_every_node_of_the_only_zone_down_nothing_is_evicted() {
     cluster.wait_node("node-b", "the unreachable NoExecute taint", |n| has_taint(n, UNREACHABLE, "NoExecute"));
 }
 
-#[test]
-fn without_the_separate_controller_gate_the_node_lifecycle_controller_evicts() {
-    let cluster = start_with_flags(&["--feature-gates=SeparateTaintEvictionController=false"]);
+on_both_backends!(without_the_separate_controller_gate_the_node_lifecycle_controller_evicts);
+fn without_the_separate_controller_gate_the_node_lifecycle_controller_evicts(backend: Backend) {
+    let cluster = start_with_flags(backend, &["--feature-gates=SeparateTaintEvictionController=false"]);
     assert_eq!(
         cluster.controller_names(),
         ["node-lifecycle-controller"],

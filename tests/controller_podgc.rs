@@ -1,4 +1,4 @@
-//! The pod garbage collector against the sandbox with a simulated node, with a short period
+//! The pod garbage collector on both backends with a simulated node, with a short period
 //! and quarantine (upstream's `NewPodGCInternal`): terminated pods beyond the threshold go
 //! oldest first, pods bound to a missing node are marked Failed with the `DisruptionTarget`
 //! condition and force-deleted, as are terminating pods never scheduled and terminating pods
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, eventually, from};
+use harness::{Backend, Cluster, eventually, from};
 
 /// Holds pods after their deletion so that the test can look at them.
 const HOLD: &str = "example.com/hold";
@@ -30,8 +30,9 @@ fn fast_pod_gc(context: &ControllerContext<'_>) -> Result<ControllerHandle, Stri
 /// The controller with a 1 s period and a 3 s quarantine.
 const FAST_POD_GC: ControllerDescriptor = ControllerDescriptor { name: podgc::POD_GC.name, init: fast_pod_gc };
 
-fn start() -> Cluster {
+fn start(backend: Backend) -> Cluster {
     harness::with(&[FAST_POD_GC])
+        .on(backend)
         .names(&["pod-garbage-collector-controller"])
         .nodes(&["node-a"])
         .node_options(NodeOptions { job_pod_run_time: Duration::from_millis(300), ..harness::fast_nodes() })
@@ -90,9 +91,9 @@ fn disruption_target(pod: &Pod) -> Option<Value> {
     Some(json!([condition.status, condition.reason, condition.message]))
 }
 
-#[test]
-fn terminated_pods_beyond_the_threshold_go_oldest_first() {
-    let cluster = start();
+on_both_backends!(terminated_pods_beyond_the_threshold_go_oldest_first);
+fn terminated_pods_beyond_the_threshold_go_oldest_first(backend: Backend) {
+    let cluster = start(backend);
     let keeper = cluster.create_pod("keeper", json!({}), &[]);
     // Names in the opposite order of creation: the creation time decides, not the name.
     for (i, name) in ["z-oldest", "y-middle", "a-newest"].iter().enumerate() {
@@ -109,9 +110,9 @@ fn terminated_pods_beyond_the_threshold_go_oldest_first() {
     assert_eq!(cluster.pod("keeper").and_then(|p| p.metadata.uid), keeper.metadata.uid, "running pods stay");
 }
 
-#[test]
-fn pods_of_a_missing_node_are_failed_with_a_disruption_condition_and_deleted() {
-    let cluster = start();
+on_both_backends!(pods_of_a_missing_node_are_failed_with_a_disruption_condition_and_deleted);
+fn pods_of_a_missing_node_are_failed_with_a_disruption_condition_and_deleted(backend: Backend) {
+    let cluster = start(backend);
     cluster.create_pod("orphan", json!({"nodeName": "ghost"}), &[HOLD]);
     let bound = cluster.create_pod("bound", json!({"nodeName": "node-a"}), &[]);
     let pod = cluster.wait_failed_and_deleted("orphan");
@@ -128,9 +129,9 @@ fn pods_of_a_missing_node_are_failed_with_a_disruption_condition_and_deleted() {
     assert_eq!(still.metadata.deletion_timestamp, None);
 }
 
-#[test]
-fn terminating_pods_never_scheduled_or_on_out_of_service_nodes_are_force_deleted() {
-    let cluster = start();
+on_both_backends!(terminating_pods_never_scheduled_or_on_out_of_service_nodes_are_force_deleted);
+fn terminating_pods_never_scheduled_or_on_out_of_service_nodes_are_force_deleted(backend: Backend) {
+    let cluster = start(backend);
     // Nodes fenced off with the out-of-service taint, one of them still Ready; no kubelets.
     let nodes = Api::<Node>::all(&cluster.client);
     for (name, ready) in [("fenced", "False"), ("fenced-but-ready", "True")] {

@@ -1,4 +1,4 @@
-//! The resource quota controller against the sandbox with simulated nodes: `status.used`
+//! The resource quota controller on both backends with simulated nodes: `status.used`
 //! matches a hand count after creates and deletes of pods, services, configmaps, secrets,
 //! claims per storage class and deployments; scopes select pods; a terminal pod stops counting;
 //! `status.hard` follows `spec.hard`.
@@ -18,12 +18,13 @@ use serde_json::{Value, json};
 
 mod harness;
 
-use harness::{Cluster, DEADLINE, Namespaced, create, from};
+use harness::{Backend, Cluster, DEADLINE, Namespaced, create, from};
 
 /// A sandbox with two simulated nodes, namespaces `namespaces` (with their default
 /// ServiceAccount), what `prepare` creates, then the quota controller running.
-fn start(namespaces: &[&str], prepare: impl FnOnce(&Client)) -> Cluster {
+fn start(backend: Backend, namespaces: &[&str], prepare: impl FnOnce(&Client)) -> Cluster {
     harness::with(&[RESOURCE_QUOTA])
+        .on(backend)
         .names(&["resourcequota-controller"])
         .without_default_account()
         .namespaces(namespaces)
@@ -122,12 +123,12 @@ const COUNTED: &[(&str, &str)] = &[
     ("count/deployments.apps", "5"),
 ];
 
-#[test]
-fn usage_matches_a_hand_count_after_creates_and_deletes() {
+on_both_backends!(usage_matches_a_hand_count_after_creates_and_deletes);
+fn usage_matches_a_hand_count_after_creates_and_deletes(backend: Backend) {
     // Everything exists before the controller starts, so that the usage checked is the
     // controller's own count from its caches (objects created later are charged by admission,
     // and a recount may run before the controller's caches have them, as upstream).
-    let cluster = start(&["counts"], |client| {
+    let cluster = start(backend, &["counts"], |client| {
         let hard: BTreeMap<&str, &str> = COUNTED.iter().copied().collect();
         create::<ResourceQuota>(client, "counts", json!({"metadata": {"name": "objects"}, "spec": {"hard": hard}}));
         let a = pod("a", json!({"cpu": "100m", "memory": "1.5Gi"}), json!({"cpu": "1", "memory": "2Gi"}));
@@ -226,9 +227,9 @@ fn usage_matches_a_hand_count_after_creates_and_deletes() {
     );
 }
 
-#[test]
-fn scopes_select_pods_and_terminal_pods_stop_counting() {
-    let cluster = start(&["scopes"], |client| {
+on_both_backends!(scopes_select_pods_and_terminal_pods_stop_counting);
+fn scopes_select_pods_and_terminal_pods_stop_counting(backend: Backend) {
+    let cluster = start(backend, &["scopes"], |client| {
         let high: PriorityClass = from(json!({"metadata": {"name": "high"}, "value": 1000}));
         Api::<PriorityClass>::cluster(client).create(&high, &PostParams::default()).expect("priority class");
         let quota = |name: &str, spec: Value| {
@@ -280,9 +281,9 @@ fn scopes_select_pods_and_terminal_pods_stop_counting() {
     cluster.wait_for_usage("scopes", "not-best-effort", &[("pods", "0"), ("count/pods", "1")]);
 }
 
-#[test]
-fn status_hard_follows_spec_hard() {
-    let cluster = start(&["edits"], |client| {
+on_both_backends!(status_hard_follows_spec_hard);
+fn status_hard_follows_spec_hard(backend: Backend) {
+    let cluster = start(backend, &["edits"], |client| {
         create::<ResourceQuota>(
             client,
             "edits",

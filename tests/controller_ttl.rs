@@ -1,4 +1,4 @@
-//! The TTL controller against the sandbox with simulated nodes: every Node gets the
+//! The TTL controller on both backends with simulated nodes: every Node gets the
 //! `node.alpha.kubernetes.io/ttl` annotation, 0 for a small cluster, and it is put back when
 //! someone changes it.
 #![cfg(feature = "sandbox")]
@@ -11,16 +11,17 @@ use serde_json::json;
 
 mod harness;
 
-use harness::eventually;
+use harness::{Backend, eventually};
 
 fn ttl_of(nodes: &Api<Node>, name: &str) -> Option<String> {
     let node = nodes.get(name).ok()?;
     node.metadata.annotations?.get(OBJECT_TTL_ANNOTATION).cloned()
 }
 
-#[test]
-fn nodes_of_a_small_cluster_get_a_ttl_of_zero() {
-    let cluster = harness::with(&[TTL]).without_default_account().node_options(NodeOptions::default()).start();
+on_both_backends!(nodes_of_a_small_cluster_get_a_ttl_of_zero);
+fn nodes_of_a_small_cluster_get_a_ttl_of_zero(backend: Backend) {
+    let cluster =
+        harness::with(&[TTL]).on(backend).without_default_account().node_options(NodeOptions::default()).start();
 
     let nodes = Api::<Node>::all(&cluster.client);
     for name in ["node-a", "node-b"] {

@@ -125,7 +125,7 @@ fn controllers_sync_retry_and_stop(backend: Backend) {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(marked(&admin, "before"), None);
 
-    set.run_workers();
+    set.run_workers().unwrap();
     let mark = wait_marked(&admin, "before");
     // With --use-service-account-credentials (the real server's runs) the controller acts as its
     // ServiceAccount, and its User-Agent names that user, as upstream's.
@@ -183,7 +183,7 @@ fn each_controller_waits_only_for_its_own_caches() {
         other => panic!("unexpected {other:?}"),
     };
     let mut set = ControllerSet::start(&kcm, &options, TWO_CONTROLLERS).unwrap();
-    set.run_workers();
+    set.run_workers().unwrap();
     // The ConfigMap controller works although the Lease cache cannot sync.
     wait_marked(&admin, "before");
     assert_eq!(LEASE_SYNCS.load(std::sync::atomic::Ordering::SeqCst), 0, "no sync before the Lease cache synced");
@@ -239,7 +239,7 @@ fn a_stuck_controller_neither_stalls_others_nor_shutdown(backend: Backend) {
     let (_server, admin, kcm) = start(backend);
     let options = harness::options_on(backend, &[]);
     let mut set = ControllerSet::start(&kcm, &options, STUCK_AND_MARKER).unwrap();
-    set.run_workers();
+    set.run_workers().unwrap();
     // The stuck controller's worker holds its first key; both share the ConfigMap informer,
     // whose handlers only enqueue, so the marker keeps up with a stream of new objects.
     for i in 0..50 {

@@ -108,10 +108,12 @@ fn usable_life(lifetime: Duration) -> Duration {
 
 /// A client for `controller` authenticating as the ServiceAccount `namespace/account`
 /// (`DynamicControllerClientBuilder.Config`). Upstream builds the clients once it leads, and
-/// `Config` creates the account then; here the clients are built while the informers warm up,
-/// so that a standby writes nothing, and the runtime creates the account with
-/// [`get_or_create_service_account`] when it starts the controller's workers. Each token fetch gets or
-/// creates the account again first (`tokenSourceImpl.Token`), so one deleted later comes back.
+/// `Config` creates the account then; here the clients are built with the controllers, while
+/// the informers warm up, and make no request until the controller starts once this process
+/// leads (a standby creates no account and acts as no controller): the runtime then creates the
+/// account with [`get_or_create_service_account`] before starting the controller. Each token
+/// fetch gets or creates the account again first (`tokenSourceImpl.Token`), so one deleted
+/// later comes back.
 pub fn service_account_client(
     root: &Client,
     namespace: &str,

@@ -1,11 +1,13 @@
 //! API discovery, after client-go's `discovery` package: which resources the server serves, in
 //! which group-versions, with which verbs and scope.
 //!
-//! [`server_resources`] reads the legacy discovery documents (`/api`, `/api/v1`, `/apis`, and
-//! `/apis/<group>/<version>` for every version of every group), as client-go's
-//! `ServerGroupsAndResources` does when the server has no aggregated discovery. A group-version
-//! whose document cannot be read does not fail the whole discovery: its error is kept in
-//! [`Discovery::failed`] and the other groups are still returned (upstream's
+//! [`server_resources`] asks `/api` and `/apis` for aggregated discovery
+//! (`apidiscovery.k8s.io/v2`, every group, version and resource in two documents), as
+//! client-go's `ServerGroupsAndResources` does; a server without it answers with the legacy
+//! group lists, and then each group-version's document (`/api/v1`, `/apis/<group>/<version>`)
+//! is read. A group-version that cannot be read (an aggregated API whose server is down: `Stale`
+//! in aggregated discovery, a 503 in legacy) does not fail the whole discovery: its error is kept
+//! in [`Discovery::failed`] and the other groups are still returned (upstream's
 //! `ErrGroupDiscoveryFailed`), so callers can keep what they knew about the failed groups.
 //!
 //! [`Discovery::preferred`] is client-go's `ServerPreferredResources`: each group's resources
@@ -119,18 +121,62 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
     api_version.split_once('/').unwrap_or(("", api_version))
 }
 
+/// What client-go asks `/api` and `/apis` for: aggregated discovery, else the legacy lists.
+const ACCEPT_DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\
+                                application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,\
+                                application/json";
+
 /// Reads the server's discovery documents (see the module docs). Fails only when the group
 /// lists themselves (`/api`, `/apis`) cannot be read.
 pub fn server_resources(client: &Client) -> Result<Discovery> {
     let mut discovery = Discovery::default();
-    let core: Value = client.get_json("/api")?;
-    let groups: Value = client.get_json("/apis")?;
-    for group_version in group_versions(&core, &groups) {
-        let path = if group_version.contains('/') {
-            format!("/apis/{group_version}")
+    for root in ["/api", "/apis"] {
+        let body = client.send_accepting(ureq::http::Method::GET, root, None, ACCEPT_DISCOVERY)?;
+        let document: Value = serde_json::from_slice(&body).map_err(|e| Error::Decode(format!("{root}: {e}")))?;
+        if document["kind"] == "APIGroupDiscoveryList" {
+            add_aggregated(&mut discovery, &document);
         } else {
-            format!("/api/{group_version}")
-        };
+            add_legacy(client, &mut discovery, root, &document);
+        }
+    }
+    Ok(discovery)
+}
+
+/// The resources of an `APIGroupDiscoveryList` (client-go's `SplitGroupsAndResources`): every
+/// version of every group, preferred first; a `Stale` version fails.
+fn add_aggregated(discovery: &mut Discovery, list: &Value) {
+    for group in list["items"].as_array().into_iter().flatten() {
+        let name = group["metadata"]["name"].as_str().unwrap_or_default();
+        for version in group["versions"].as_array().into_iter().flatten() {
+            let version_name = version["version"].as_str().unwrap_or_default();
+            let group_version =
+                if name.is_empty() { version_name.to_string() } else { format!("{name}/{version_name}") };
+            if version["freshness"] == "Stale" {
+                discovery.failed.insert(group_version.clone(), Error::StaleGroupVersion(group_version));
+                continue;
+            }
+            let resources = version["resources"].as_array().into_iter().flatten();
+            // A resource without its kind is only the parent of its subresources (dropped here).
+            discovery.all.extend(resources.filter_map(|r| {
+                let kind = r["responseKind"]["kind"].as_str().filter(|k| !k.is_empty())?;
+                Some(ApiResource {
+                    group: name.to_string(),
+                    version: version_name.to_string(),
+                    kind: kind.to_string(),
+                    plural: r["resource"].as_str()?.to_string(),
+                    namespaced: r["scope"] == "Namespaced",
+                    verbs: r["verbs"].as_array().into_iter().flatten().filter_map(as_string).collect(),
+                })
+            }));
+        }
+    }
+}
+
+/// The resources of each group-version of a legacy `APIVersions` (`/api`) or `APIGroupList`
+/// (`/apis`), each read from its own document.
+fn add_legacy(client: &Client, discovery: &mut Discovery, root: &str, list: &Value) {
+    for group_version in group_versions(list) {
+        let path = format!("{root}/{group_version}");
         match client.get_json::<Value>(&path).and_then(|list| resources_of(&group_version, &list)) {
             Ok(resources) => discovery.all.extend(resources),
             Err(e) => {
@@ -138,13 +184,13 @@ pub fn server_resources(client: &Client) -> Result<Discovery> {
             }
         }
     }
-    Ok(discovery)
 }
 
-/// Every group-version, core first, each group's preferred version before its others.
-fn group_versions(core: &Value, groups: &Value) -> Vec<String> {
-    let mut out: Vec<String> = core["versions"].as_array().into_iter().flatten().filter_map(as_string).collect();
-    for group in groups["groups"].as_array().into_iter().flatten() {
+/// Every group-version of `/api` (`versions`) or `/apis` (`groups`), each group's preferred
+/// version before its others.
+fn group_versions(list: &Value) -> Vec<String> {
+    let mut out: Vec<String> = list["versions"].as_array().into_iter().flatten().filter_map(as_string).collect();
+    for group in list["groups"].as_array().into_iter().flatten() {
         let preferred = group["preferredVersion"]["groupVersion"].as_str().map(str::to_string);
         out.extend(preferred.clone());
         let versions = group["versions"].as_array().into_iter().flatten();
@@ -202,7 +248,31 @@ mod tests {
              "preferredVersion": {"groupVersion": "autoscaling/v2"}},
             {"name": "apps", "versions": [{"groupVersion": "apps/v1"}], "preferredVersion": {"groupVersion": "apps/v1"}},
         ]});
-        assert_eq!(group_versions(&core, &groups), ["v1", "autoscaling/v2", "autoscaling/v1", "apps/v1"]);
+        assert_eq!(group_versions(&core), ["v1"]);
+        assert_eq!(group_versions(&groups), ["autoscaling/v2", "autoscaling/v1", "apps/v1"]);
+    }
+
+    #[test]
+    fn aggregated_discovery_drops_subresources_and_fails_stale_versions() {
+        let list = json!({"kind": "APIGroupDiscoveryList", "items": [
+            {"metadata": {"name": ""}, "versions": [{"version": "v1", "freshness": "Current", "resources": [
+                {"resource": "pods", "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
+                 "scope": "Namespaced", "verbs": ["list", "watch"],
+                 "subresources": [{"subresource": "status", "responseKind": {"kind": "Pod"}, "verbs": ["get"]}]},
+                {"resource": "nodes", "responseKind": {"group": "", "version": "v1", "kind": "Node"},
+                 "scope": "Cluster", "verbs": ["list"]},
+                {"resource": "parents", "scope": "Cluster", "verbs": []},
+            ]}]},
+            {"metadata": {"name": "metrics.k8s.io"}, "versions": [{"version": "v1beta1", "freshness": "Stale"}]},
+        ]});
+        let mut discovery = Discovery::default();
+        add_aggregated(&mut discovery, &list);
+        let names: Vec<String> = discovery.all.iter().map(|r| r.to_string()).collect();
+        assert_eq!(names, ["v1, Resource=pods", "v1, Resource=nodes"]);
+        assert!(discovery.all[0].namespaced && !discovery.all[1].namespaced);
+        assert_eq!(discovery.all[0].kind, "Pod");
+        let failed: Vec<String> = discovery.failed.iter().map(|(gv, e)| format!("{gv}: {}", e.message())).collect();
+        assert_eq!(failed, ["metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
 
 /// Why a call to the API server failed.
 #[derive(Debug)]
@@ -17,6 +17,9 @@ pub enum Error {
     Decode(String),
     /// The request could not be built (bad name, unsupported body).
     Request(String),
+    /// Aggregated discovery marked this group-version `Stale`: the server could not reach the
+    /// aggregated API serving it (client-go's `StaleGroupVersionError`).
+    StaleGroupVersion(String),
 }
 
 /// An error `Status` from the API server (or one synthesised from a bare HTTP error code, as
@@ -37,17 +40,15 @@ pub struct ApiError {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl ApiError {
-    /// Builds the error for an HTTP error answer whose body may or may not be a `Status`.
+    /// Builds the error for an HTTP error answer whose body may or may not be a `Status`. A body
+    /// that is not a Status (a proxy's or an aggregated API's text) gives client-go's generic
+    /// error for the code (`NewGenericServerResponse`), the body kept as its
+    /// `UnexpectedServerResponse` cause.
     pub fn from_response(code: u16, body: &[u8], retry_after: Option<Duration>) -> ApiError {
         let status: Status = serde_json::from_slice::<Status>(body)
             .ok()
             .filter(|s| s.status.as_deref() == Some("Failure") || s.reason.is_some())
-            .unwrap_or_else(|| Status {
-                code: Some(code.into()),
-                message: Some(fallback_message(code, body)),
-                status: Some("Failure".into()),
-                ..Status::default()
-            });
+            .unwrap_or_else(|| generic_status(code, body));
         Self::from_status(status, code, retry_after)
     }
 
@@ -66,7 +67,10 @@ impl ApiError {
         causes
             .into_iter()
             .flatten()
-            .map(|c| format!("{}: {}", c.field.as_deref().unwrap_or(""), c.message.as_deref().unwrap_or("")))
+            .map(|c| match c.field.as_deref().filter(|f| !f.is_empty()) {
+                Some(field) => format!("{field}: {}", c.message.as_deref().unwrap_or("")),
+                None => c.message.clone().unwrap_or_default(),
+            })
             .collect()
     }
 }
@@ -86,21 +90,55 @@ fn reason_for_code(code: u16) -> &'static str {
         415 => "UnsupportedMediaType",
         422 => "Invalid",
         429 => "TooManyRequests",
-        500 => "InternalError",
         503 => "ServiceUnavailable",
         504 => "Timeout",
+        500.. => "InternalError",
         _ => "Unknown",
     }
 }
 
-fn fallback_message(code: u16, body: &[u8]) -> String {
+/// client-go's `NewGenericServerResponse` for an error answer whose body is not a Status: the
+/// reason and message that the code implies, the server's own text (capped, as client-go does)
+/// as the one cause.
+fn generic_status(code: u16, body: &[u8]) -> Status {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
-    if text.is_empty() {
-        format!("the server responded with HTTP {code} and no body")
-    } else {
-        let cut: String = text.chars().take(512).collect();
-        format!("the server responded with HTTP {code}: {cut}")
+    let server_message: String = if text.is_empty() { "unknown".into() } else { text.chars().take(1024).collect() };
+    let message = match code {
+        409 => "the server reported a conflict".to_string(),
+        404 => "the server could not find the requested resource".to_string(),
+        400 => "the server rejected our request for an unknown reason".to_string(),
+        401 => "the server has asked for the client to provide credentials".to_string(),
+        // The server's text says who may not do what, or which types are acceptable.
+        403 | 415 => server_message.clone(),
+        406 if server_message == "unknown" => {
+            "the server was unable to respond with a content type that the client supports".to_string()
+        }
+        406 => server_message.clone(),
+        405 => "the server does not allow this method on the requested resource".to_string(),
+        422 => "the server rejected our request due to an error in our request".to_string(),
+        503 => "the server is currently unable to handle the request".to_string(),
+        504 => "the server was unable to return a response in the time allotted, but may still be processing the \
+                request"
+            .to_string(),
+        429 => "the server has received too many requests and has asked us to try again later".to_string(),
+        500.. => format!("an error on the server ({server_message:?}) has prevented the request from succeeding"),
+        _ => format!("the server responded with the status code {code} but did not return more information"),
+    };
+    Status {
+        code: Some(code.into()),
+        message: Some(message),
+        reason: Some(reason_for_code(code).into()),
+        status: Some("Failure".into()),
+        details: Some(StatusDetails {
+            causes: Some(vec![StatusCause {
+                reason: Some("UnexpectedServerResponse".into()),
+                message: Some(server_message),
+                ..StatusCause::default()
+            }]),
+            ..StatusDetails::default()
+        }),
+        ..Status::default()
     }
 }
 
@@ -221,6 +259,7 @@ impl fmt::Display for Error {
             Error::Transport(m) => write!(f, "transport error: {m}"),
             Error::Decode(m) => write!(f, "cannot decode the server's answer: {m}"),
             Error::Request(m) => write!(f, "invalid request: {m}"),
+            Error::StaleGroupVersion(gv) => write!(f, "stale GroupVersion discovery: {gv}"),
         }
     }
 }
@@ -294,7 +333,15 @@ mod tests {
         assert!(e.is_service_unavailable());
         assert_eq!(
             e.to_string(),
-            "the server responded with HTTP 503: upstream connect error (503 ServiceUnavailable)"
+            "the server is currently unable to handle the request (503 ServiceUnavailable): upstream connect error"
+        );
+        assert_eq!(e.message(), "the server is currently unable to handle the request", "as client-go's");
+        let e = err(502, "bad gateway");
+        assert!(e.is_internal_error());
+        assert_eq!(e.message(), "an error on the server (\"bad gateway\") has prevented the request from succeeding");
+        assert_eq!(
+            err(418, "").message(),
+            "the server responded with the status code 418 but did not return more information"
         );
         let e = ApiError::from_response(429, b"", Some(Duration::from_secs(3)));
         let e: Error = e.into();

@@ -225,8 +225,8 @@ impl LeaderElector {
         self.shutdown();
     }
 
-    /// Stops as a crash would (tests): no release, no further events; the Lease stays ours
-    /// until it expires.
+    /// Stops as a crash would (tests; and a controller that fails to start, upon which upstream
+    /// exits at once): no release, no further events; the Lease stays ours until it expires.
     #[doc(hidden)]
     pub fn abandon(mut self) {
         self.abandoned.store(true, Ordering::SeqCst);

@@ -28,9 +28,14 @@ pub trait Reconciler: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Starts the controller's own loops besides its workers (upstream's goroutines of `Run`,
-    /// e.g. the garbage collector's graph builder). Called once, when the workers start: only
-    /// while this process leads, so nothing a controller does writes as a standby.
+    /// Starts the controller: what upstream's constructor does with the API (discovery, a first
+    /// list through the controller's own client, e.g. node IPAM's CIDR map) and the controller's
+    /// own loops besides its workers (upstream's goroutines of `Run`, e.g. the garbage
+    /// collector's graph builder). Called once, when this process starts leading, before the
+    /// workers: a constructor only wires up informers and queues, so that a standby neither
+    /// writes nor makes any request as the controller (upstream builds its controllers only
+    /// once it leads). An error stops the process, as a controller that fails to start stops
+    /// upstream's.
     fn run_background(self: Arc<Self>) -> Result<(), String> {
         Ok(())
     }
@@ -43,11 +48,15 @@ pub trait Reconciler: Send + Sync + 'static {
     }
 }
 
-/// What a controller's constructor is given.
+/// What a controller's constructor is given. The constructor runs on a standby too (its
+/// informers warm up, as the controller manager's own identity): it must make no request with
+/// `client`, and leave such work to [`Reconciler::run_background`].
 pub struct ControllerContext<'a> {
     /// The controller's upstream name, e.g. `replicaset-controller`.
     pub name: &'static str,
-    /// A client of its own: own User-Agent, own `--kube-api-qps`/`--kube-api-burst` budget.
+    /// A client of its own: own User-Agent, own `--kube-api-qps`/`--kube-api-burst` budget;
+    /// with `--use-service-account-credentials`, its own ServiceAccount, whose first request
+    /// gets or creates that account. For the workers and `run_background` only.
     pub client: Client,
     pub informers: &'a SharedInformerFactory,
     pub options: &'a Options,
@@ -206,7 +215,11 @@ impl ControllerSet {
     /// created first, in start order, as upstream's `ClientOrDie(name)` does when it starts a
     /// controller: the accounts of all started controllers exist before any of them works, not
     /// only those of the controllers that have written something.
-    pub fn run_workers(&mut self) {
+    ///
+    /// A controller whose [`Reconciler::run_background`] fails stops the start: the error
+    /// (`starting <name>: …`) is for the caller to end the process with, as upstream exits when
+    /// a controller fails to start in `OnStartedLeading`.
+    pub fn run_workers(&mut self) -> Result<(), String> {
         let mut ensured = std::collections::HashSet::new();
         for controller in &mut self.controllers {
             if !controller.workers.is_empty() {
@@ -217,10 +230,13 @@ impl ControllerSet {
             {
                 ensure_service_account(&self.root, controller.name, account);
             }
+            controller
+                .handle
+                .reconciler
+                .clone()
+                .run_background()
+                .map_err(|e| format!("starting {}: {e}", controller.name))?;
             running_controllers().set(&["kube-controller-manager", controller.name], 1.0);
-            if let Err(e) = controller.handle.reconciler.clone().run_background() {
-                log::error!("{}: {e}", controller.name);
-            }
             let synced = Arc::new(CacheSync::new(controller.name, controller.caches.clone()));
             let mut index = 0;
             for queue in controller.handle.queues() {
@@ -243,6 +259,7 @@ impl ControllerSet {
                 }
             }
         }
+        Ok(())
     }
 
     /// Stops taking work, lets running syncs finish within `drain`, stops the informers and

@@ -3,10 +3,11 @@
 //! abstraction with its worker pools (`controller`). A controller file holds only its own
 //! reconcile logic.
 //!
-//! [`run`] is the controller manager's life: informers warm up at once, workers run only while
-//! this process holds the leader Lease (or always with `--leader-elect=false`), a lost Lease
-//! ends the process at once with an error, and SIGTERM stops the workers, then releases the
-//! Lease so a standby takes over within about one retry period.
+//! [`run`] is the controller manager's life: informers warm up at once; controllers start (and
+//! make requests as themselves) and their workers run only while this process holds the leader
+//! Lease (or always with `--leader-elect=false`); a controller that fails to start stops all
+//! work and ends the process with an error, and a lost Lease ends it at once; and SIGTERM stops
+//! the workers, then releases the Lease so a standby takes over within about one retry period.
 
 pub mod clock;
 pub mod controller;
@@ -31,7 +32,8 @@ use controller::ControllerSet;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why the controller manager stopped. A lost Lease does not return: the process exits at
-/// once with status 1 (see [`exit_when_lost`]).
+/// once with status 1 (see [`exit_when_lost`]), so that the kubelet or systemd restarts it as a
+/// candidate.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Exit {
     /// SIGINT or SIGTERM: a clean stop (exit status 0).
@@ -67,6 +69,18 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     if let Some(notifier) = &notifier {
         notifier.notify("STOPPING=1");
     }
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // A controller failed to start: upstream logs "Error starting controllers" and exits
+            // at once, without releasing the Lease.
+            controllers.stop(Duration::ZERO);
+            if let Some(elector) = elector {
+                elector.abandon();
+            }
+            return Err(format!("error starting controllers: {e}"));
+        }
+    };
     controllers.stop(DRAIN_TIMEOUT);
     if let Some(server) = server {
         server.stop();
@@ -80,10 +94,11 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
 
 /// Upstream's `OnStoppedLeading`: once the Lease is lost, "leaderelection lost" and the process
 /// exits at once with status 1, whatever it is doing. The main thread may be blocked on a request
-/// that the network which cost the Lease holds (starting a controller gets or creates its
-/// ServiceAccount), and a standby may lead as soon as the lease expires, only the lease duration
-/// minus the renew deadline later; no work may go on meanwhile. Nothing is stopped, flushed or
-/// released first (another candidate may already lead): the workers end with the process.
+/// that the network which cost the Lease holds (starting a controller makes requests: its
+/// ServiceAccount, its first reads), and a standby may lead as soon as the lease expires, only
+/// the lease duration minus the renew deadline later; no work may go on meanwhile. Nothing is
+/// stopped, flushed or released first (another candidate may already lead): the workers end
+/// with the process.
 fn exit_when_lost(lost: Receiver<()>) -> Result<(), String> {
     let watch = move || {
         // Disconnected when the elector is stopped gracefully: nothing to do.
@@ -99,24 +114,25 @@ fn exit_when_lost(lost: Receiver<()>) -> Result<(), String> {
     }
 }
 
-/// Waits for the Lease, runs the workers (each controller's once its own caches synced), and
-/// returns what ended it (a lost Lease ends the process: [`exit_when_lost`]).
+/// Waits for the Lease, starts the controllers and runs their workers (each controller's once
+/// its own caches synced), and returns what ended it, or why a controller could not start (a
+/// lost Lease ends the process: [`exit_when_lost`]).
 fn lead_and_work(
     controllers: &mut ControllerSet,
     elector: Option<&LeaderElector>,
     signals: &Receiver<i32>,
     checks: &HealthChecks,
-) -> Exit {
+) -> Result<Exit, String> {
     let tick = Duration::from_millis(200);
     if let Some(elector) = elector {
         log::info!("waiting to acquire the leader lease");
         while !elector.wait_until_leader(tick) {
             if let Some(exit) = interrupted(signals) {
-                return exit;
+                return Ok(exit);
             }
         }
     }
-    controllers.run_workers();
+    controllers.run_workers()?;
     for name in controllers.names() {
         // As upstream, whose controller checks are added once the controllers start (after
         // `leaderElection`): the default check of a running controller passes.
@@ -125,7 +141,7 @@ fn lead_and_work(
     log::info!("workers of {} controllers running", controllers.names().len());
     let signal = signals.recv();
     log::info!("received signal {}; shutting down", signal.unwrap_or_default());
-    Exit::Signalled
+    Ok(Exit::Signalled)
 }
 
 fn interrupted(signals: &Receiver<i32>) -> Option<Exit> {

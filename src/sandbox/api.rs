@@ -97,7 +97,7 @@ impl Handler for ApiServer {
         if let Some(error) = self.faults.unavailable_api_error(request.path.trim_end_matches('/')) {
             return send_error(response, &error);
         }
-        if let Some(answer) = discovery::answer(request) {
+        if let Some(answer) = discovery::answer(request, &self.faults.unavailable_apis()) {
             return match answer {
                 Ok((content_type, body)) => response.send(200, &[("Content-Type", content_type)], body.as_bytes()),
                 Err(e) => send_error(response, &e),

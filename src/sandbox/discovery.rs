@@ -1,6 +1,8 @@
 //! The non-resource paths: discovery (legacy and aggregated, as kubectl asks for them),
 //! `/version`, and the health endpoints.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Value, json};
 
 use super::resources::{self, RESOURCES, ResourceType};
@@ -14,7 +16,9 @@ const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIG
 const AGGREGATED_V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 
 /// Answers a non-resource request: `(content type, body)`, or `None` for resource paths.
-pub fn answer(request: &Request) -> Option<ApiResult<(&'static str, String)>> {
+/// Aggregated discovery marks the group versions in `stale` `Stale`, without resources, as
+/// kube-apiserver does for an APIService it cannot reach.
+pub fn answer(request: &Request, stale: &BTreeSet<String>) -> Option<ApiResult<(&'static str, String)>> {
     let path = request.path.trim_end_matches('/');
     let json_answer = |v: Value| Some(Ok(("application/json", v.to_string())));
     if request.method != "GET" && !matches!(path, "/healthz" | "/livez" | "/readyz") {
@@ -24,7 +28,7 @@ pub fn answer(request: &Request) -> Option<ApiResult<(&'static str, String)>> {
         "/healthz" | "/livez" | "/readyz" => Some(Ok(("text/plain; charset=utf-8", health(path, request)))),
         "/version" => json_answer(version()),
         "/api" => match aggregated_format(request) {
-            Some(content_type) => Some(Ok((content_type, aggregated(true, content_type).to_string()))),
+            Some(content_type) => Some(Ok((content_type, aggregated(true, content_type, stale).to_string()))),
             None => json_answer(json!({
                 "kind": "APIVersions",
                 "versions": ["v1"],
@@ -32,7 +36,7 @@ pub fn answer(request: &Request) -> Option<ApiResult<(&'static str, String)>> {
             })),
         },
         "/apis" => match aggregated_format(request) {
-            Some(content_type) => Some(Ok((content_type, aggregated(false, content_type).to_string()))),
+            Some(content_type) => Some(Ok((content_type, aggregated(false, content_type, stale).to_string()))),
             None => json_answer(group_list()),
         },
         "/openapi/v2" => Some(Err(ApiError::page_not_found())),
@@ -223,13 +227,20 @@ fn split_gv(gv: &str) -> (&str, &str) {
 }
 
 /// apidiscovery.k8s.io/v2 `APIGroupDiscoveryList` for `/api` (core) or `/apis`.
-fn aggregated(core: bool, content_type: &str) -> Value {
+fn aggregated(core: bool, content_type: &str, stale: &BTreeSet<String>) -> Value {
     let api_version =
         if content_type == AGGREGATED_V2 { "apidiscovery.k8s.io/v2" } else { "apidiscovery.k8s.io/v2beta1" };
     let items: Vec<Value> = resources::groups()
         .into_iter()
         .filter(|(group, _)| group.is_empty() == core)
         .map(|(group, version)| {
+            let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+            if stale.contains(&group_version) {
+                return json!({
+                    "metadata": {"name": group, "creationTimestamp": null},
+                    "versions": [{"version": version, "freshness": "Stale"}],
+                });
+            }
             let resources: Vec<Value> = RESOURCES
                 .iter()
                 .filter(|r| r.group == group && r.version == version)
@@ -295,7 +306,7 @@ mod tests {
             peer_certificates: vec![],
             remote: "127.0.0.1:1".parse().unwrap(),
         };
-        let (ct, body) = answer(&request).unwrap().unwrap();
+        let (ct, body) = answer(&request, &BTreeSet::new()).unwrap().unwrap();
         (ct.to_string(), serde_json::from_str(&body).unwrap_or(Value::Null))
     }
 

@@ -76,6 +76,11 @@ impl Faults {
         }
     }
 
+    /// The group versions made unavailable, which aggregated discovery marks `Stale`.
+    pub(crate) fn unavailable_apis(&self) -> BTreeSet<String> {
+        self.unavailable_apis.lock().clone()
+    }
+
     /// The 503 for a request to an unavailable group version.
     pub(crate) fn unavailable_api_error(&self, path: &str) -> Option<ApiError> {
         let apis = self.unavailable_apis.lock();

@@ -347,6 +347,10 @@ pub static RESOURCES: &[ResourceType] = &[
     },
     ResourceType {
         verbs: Verbs::Create,
+        ..resource("authentication.k8s.io", "v1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", false)
+    },
+    ResourceType {
+        verbs: Verbs::Create,
         ..resource(
             "authorization.k8s.io",
             "v1",

@@ -63,6 +63,14 @@ pub fn create_only(api: &ApiServer, request: &Request, target: &Target, user: &U
             };
             Ok((201, review_answer(resource, body, status)))
         }
+        // `kubectl auth whoami`: who the requester is, as the authenticator saw them.
+        ("authentication.k8s.io", "selfsubjectreviews") => {
+            let mut user_info = json!({"username": user.name, "groups": user.groups});
+            if !user.uid.is_empty() {
+                user_info["uid"] = user.uid.clone().into();
+            }
+            Ok((201, review_answer(resource, body, json!({"userInfo": user_info}))))
+        }
         ("authorization.k8s.io", _) => {
             let namespace = target.namespace.as_deref();
             let (subject, attributes) = rbac::review_request(resource.plural, &body, user, namespace)?;

@@ -267,7 +267,7 @@ impl Cluster {
             assert_eq!(&set.names(), names);
         }
         assert!(set.wait_for_sync(self.deadline), "caches sync");
-        set.run_workers();
+        set.run_workers().expect("the controllers start");
         self.set = Some(set);
     }
 }

@@ -78,11 +78,8 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let client = context.client.with_rate_limit_factors(2.0, 1);
     let queue = WorkQueue::new("garbage_collector_attempt_to_delete");
     let orphan_queue = WorkQueue::new("garbage_collector_attempt_to_orphan");
-    let discovered = discovery::server_resources(&client).unwrap_or_else(|e| {
-        log::info!("failed to discover preferred resources: {e}");
-        Discovery::default()
-    });
-    let discovered = Arc::new(discovered);
+    // Discovery is read when the collector starts (`run_background`, once this process leads):
+    // the client acts as the collector's own identity, which a standby must not use.
     let collector = Arc::new(GarbageCollector {
         graph: GraphBuilder::new(
             queue.clone(),
@@ -93,13 +90,16 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
                 Box::new(move |dependent, owner| report_invalid_namespace(&recorder, dependent, owner))
             },
         ),
-        operations: Operations { client: client.clone(), mapper: RestMapper::new(client.clone(), discovered.clone()) },
+        operations: Operations {
+            client: client.clone(),
+            mapper: RestMapper::new(client.clone(), Arc::new(Discovery::default())),
+        },
         queue: queue.clone(),
         orphan_queue,
         changes: Arc::new(GraphChanges::new()),
         monitors: Mutex::new(HashMap::new()),
         informers: context.informers.clone(),
-        startup: Mutex::new(Some(Startup { discovered, client })),
+        startup: Mutex::new(Some(client)),
     });
     // `--concurrent-gc-syncs` workers for each of the two queues, as upstream.
     let workers = usize::try_from(context.options.concurrency.gc_syncs).unwrap_or(0).max(1);
@@ -204,14 +204,9 @@ pub struct GarbageCollector {
     changes: Arc<GraphChanges>,
     monitors: Mutex<HashMap<String, Monitor>>,
     informers: SharedInformerFactory,
-    /// What [`Reconciler::run_background`] starts from, taken once.
-    startup: Mutex<Option<Startup>>,
-}
-
-/// The first discovery, kept from `init` until the collector runs.
-struct Startup {
-    discovered: Arc<Discovery>,
-    client: Client,
+    /// The client [`Reconciler::run_background`] reads discovery with (the collector's own),
+    /// taken once.
+    startup: Mutex<Option<Client>>,
 }
 
 /// An item's references by what their owners are: (solid, dangling, waitingForDependentsDeletion).
@@ -241,12 +236,19 @@ impl Reconciler for GarbageCollector {
         self.is_synced()
     }
 
-    /// `Run`: the monitors, the graph builder and the discovery loop start only while leading,
-    /// as upstream's (the graph reports invalid owner references as Events).
+    /// `startGarbageCollectorController` and `Run`: the first discovery (as the collector's own
+    /// identity), the monitors, the graph builder and the discovery loop start only while
+    /// leading, as upstream's (the graph reports invalid owner references as Events).
     fn run_background(self: Arc<Self>) -> Result<(), String> {
-        let Some(Startup { discovered, client }) = self.startup.lock().take() else {
+        let Some(client) = self.startup.lock().take() else {
             return Ok(());
         };
+        let discovered = discovery::server_resources(&client).unwrap_or_else(|e| {
+            log::info!("failed to discover preferred resources: {e}");
+            Discovery::default()
+        });
+        let discovered = Arc::new(discovered);
+        self.operations.mapper.reset(discovered.clone());
         log::info!("Starting controller garbagecollector");
         let mut known = BTreeSet::new();
         if let Err(e) = self.resync_monitors(&deletable_resources(&discovered), &mut known) {

@@ -150,15 +150,20 @@ pub struct Deleter {
 }
 
 impl Deleter {
-    /// `NewNamespacedResourcesDeleter`, with the op cache pre-filled from discovery.
+    /// `NewNamespacedResourcesDeleter`, but its request, the discovery that pre-fills the op
+    /// cache, is [`Deleter::init_op_cache`]'s: the client acts as the namespace controller,
+    /// which only the leader may do.
     pub fn new(client: Client, pods_first: bool) -> Deleter {
-        let deleter = Deleter { client, op_cache: OperationCache::default(), pods_first };
-        let (resources, error) = preferred_namespaced_resources(&deleter.client);
+        Deleter { client, op_cache: OperationCache::default(), pods_first }
+    }
+
+    /// `initOpCache`: pre-fills the op cache from discovery (a failure is logged, as upstream's).
+    pub fn init_op_cache(&self) {
+        let (resources, error) = preferred_namespaced_resources(&self.client);
         if let Some(e) = error {
             log::error!("namespace-controller: {e}");
         }
-        deleter.op_cache.learn_from_discovery(&resources);
-        deleter
+        self.op_cache.learn_from_discovery(&resources);
     }
 
     fn namespaces(&self) -> Api<Namespace> {

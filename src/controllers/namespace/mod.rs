@@ -105,6 +105,12 @@ struct NamespaceController {
 }
 
 impl Reconciler for NamespaceController {
+    /// The deleter's discovery, which upstream's constructor reads, once this process leads.
+    fn run_background(self: Arc<Self>) -> Result<(), String> {
+        self.deleter.init_op_cache();
+        Ok(())
+    }
+
     /// `syncNamespaceFromKey` and the worker's handling of `ResourcesRemainingError`.
     fn sync(&self, key: &str) -> Result<(), String> {
         if self.namespaces.store().get_by_name("", key).is_none() {

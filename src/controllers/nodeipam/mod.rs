@@ -4,10 +4,10 @@
 //!
 //! With `--allocate-node-cidrs`, every Node without `spec.podCIDRs` gets one block of each
 //! `--cluster-cidr` (IPv4 and/or IPv6), patched in as `spec.podCIDR` + `spec.podCIDRs`. Blocks
-//! that nodes already have are occupied first, from a fresh list of all Nodes: when the
-//! controller is built (a CIDR that does not fit the cluster CIDRs stops the start, as
-//! upstream) and again when its workers first run, i.e. when this process becomes the leader,
-//! so nothing another leader handed out meanwhile is handed out twice. The blocks of
+//! that nodes already have are occupied first, from a fresh list of all Nodes when the
+//! controller starts, i.e. when this process becomes the leader (as upstream, which builds the
+//! allocator then), so nothing another leader handed out before is handed out twice; a CIDR that
+//! does not fit the cluster CIDRs stops the start, as upstream. The blocks of
 //! `--service-cluster-ip-range` that overlap a cluster CIDR are never handed out. A node the
 //! cache shows without blocks is read from the API server before a block is reserved for it,
 //! so a cache that lags behind this controller's own patch never leads to a second block
@@ -130,26 +130,6 @@ fn change_node_cidrs(sets: &mut [CidrSet], node: &Node, change: Change) -> Resul
     Ok(())
 }
 
-/// `listNodes`: every Node, retried while the API server cannot answer.
-fn list_nodes_with_retries(client: &Client) -> Result<Vec<Node>, String> {
-    let deadline = Instant::now() + APISERVER_STARTUP_GRACE_PERIOD;
-    loop {
-        match Api::<Node>::all(client).list_all(&ListParams::default()) {
-            Ok((nodes, _)) => return Ok(nodes),
-            Err(e) if Instant::now() + NODE_POLL_INTERVAL < deadline => {
-                log::error!("failed to list all nodes: {e}");
-                std::thread::sleep(NODE_POLL_INTERVAL);
-            }
-            Err(e) => {
-                return Err(format!(
-                    "failed to list all nodes in {APISERVER_STARTUP_GRACE_PERIOD:?}, cannot proceed without updating \
-                     CIDR map: {e}"
-                ));
-            }
-        }
-    }
-}
-
 fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let ipam = &context.options.node_ipam;
     if !ipam.allocate_node_cidrs {
@@ -165,14 +145,15 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
             log::info!("No {what} CIDR provided. Skipping filtering out {} addresses", what.to_lowercase());
         }
     }
-    let nodes = list_nodes_with_retries(&context.client)?;
-    let sets = params.build_sets(&nodes)?;
+    // The blocks nodes have are occupied when the controller starts (`run_background`, once this
+    // process leads): the list goes through the controller's own client. Until then the sets
+    // only check the flags.
+    let sets = params.build_sets(&[])?;
     let allocator = Arc::new(RangeAllocator {
         client: context.client.clone(),
         nodes: context.informers.informer::<Node>(),
         params,
         sets: Mutex::new(sets),
-        primed: Mutex::new(false),
         recorder: context.recorder.clone(),
     });
     let handler = allocator.clone();
@@ -189,15 +170,18 @@ pub struct RangeAllocator {
     /// One set per cluster CIDR, in flag order; one lock so that a node's blocks of both
     /// families are taken together.
     sets: Mutex<Vec<CidrSet>>,
-    /// Whether the sets were rebuilt from a fresh list since the workers started.
-    primed: Mutex<bool>,
     recorder: EventRecorder,
 }
 
 impl Reconciler for RangeAllocator {
     fn sync(&self, key: &str) -> Result<(), String> {
-        self.ensure_primed()?;
         self.sync_node(key)
+    }
+
+    /// `NewCIDRRangeAllocator`'s list of all Nodes, once this process leads and before the
+    /// workers run: another leader may have handed out blocks since this one started.
+    fn run_background(self: Arc<Self>) -> Result<(), String> {
+        self.occupy_listed_nodes()
     }
 }
 
@@ -213,22 +197,32 @@ impl RangeAllocator {
         queue.add(object_key(&event.object().metadata));
     }
 
-    /// Rebuilds the sets from a fresh list of Nodes the first time a worker runs, i.e. once
-    /// this process leads: another leader may have handed out blocks since this one started.
-    /// The sets stay locked meanwhile, so that a deletion seen during the list is released
-    /// from the new sets.
-    fn ensure_primed(&self) -> Result<(), String> {
-        let mut primed = self.primed.lock();
-        if *primed {
-            return Ok(());
+    /// Rebuilds the sets from a fresh list of Nodes (`listNodes`, retried while the API server
+    /// cannot answer). The sets stay locked during each attempt, so that a deletion seen during
+    /// the list is released from the new sets; not between attempts, so that a slow API server
+    /// holds back no informer handler for long.
+    fn occupy_listed_nodes(&self) -> Result<(), String> {
+        let deadline = Instant::now() + APISERVER_STARTUP_GRACE_PERIOD;
+        loop {
+            let mut sets = self.sets.lock();
+            match Api::<Node>::all(&self.client).list_all(&ListParams::default()) {
+                Ok((nodes, _)) => {
+                    *sets = self.params.build_sets(&nodes)?;
+                    return Ok(());
+                }
+                Err(e) if Instant::now() + NODE_POLL_INTERVAL < deadline => {
+                    drop(sets);
+                    log::error!("failed to list all nodes: {e}");
+                    std::thread::sleep(NODE_POLL_INTERVAL);
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "failed to list all nodes in {APISERVER_STARTUP_GRACE_PERIOD:?}, cannot proceed without \
+                         updating CIDR map: {e}"
+                    ));
+                }
+            }
         }
-        let mut sets = self.sets.lock();
-        let (nodes, _) = Api::<Node>::all(&self.client)
-            .list_all(&ListParams::default())
-            .map_err(|e| format!("failed to list all nodes: {e}"))?;
-        *sets = self.params.build_sets(&nodes)?;
-        *primed = true;
-        Ok(())
     }
 
     /// `syncNode`.

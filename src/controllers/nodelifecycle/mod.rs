@@ -578,9 +578,15 @@ impl NodeLifecycle {
 
     /// `markNodeAsReachable`: removes both NoExecute taints and takes the node off its queue.
     fn mark_node_as_reachable(&self, node: &Node) -> Result<bool, Error> {
+        self.mark_reachable(node, Some(node))
+    }
+
+    /// [`Self::mark_node_as_reachable`], skipping the API when `seen` (the node as last seen)
+    /// has neither taint; with `None` the node is read from the API.
+    fn mark_reachable(&self, node: &Node, seen: Option<&Node>) -> Result<bool, Error> {
         let name = name_of(node);
-        nodeutil::remove_taints(&self.client, name, Some(node), &[taint(TAINT_UNREACHABLE, NO_EXECUTE)])?;
-        nodeutil::remove_taints(&self.client, name, Some(node), &[taint(TAINT_NOT_READY, NO_EXECUTE)])?;
+        nodeutil::remove_taints(&self.client, name, seen, &[taint(TAINT_UNREACHABLE, NO_EXECUTE)])?;
+        nodeutil::remove_taints(&self.client, name, seen, &[taint(TAINT_NOT_READY, NO_EXECUTE)])?;
         let zones = self.zones.lock();
         Ok(zones.tainter(&zone_key(node)).is_some_and(|t| t.remove(name)))
     }
@@ -592,8 +598,12 @@ impl NodeLifecycle {
         match disruption {
             Disruption::Unchanged => {}
             Disruption::Entered => {
+                // Every node is read afresh: the tainting pass may have tainted one since this
+                // pass listed it (until the limiters stopped above, which waited for it), and
+                // upstream's check against the listed node would then keep that NoExecute
+                // taint, and evict for it, through the whole disruption.
                 for node in nodes {
-                    if let Err(e) = self.mark_node_as_reachable(node) {
+                    if let Err(e) = self.mark_reachable(node, None) {
                         log::error!("failed to remove taints from node {}: {e}", name_of(node));
                     }
                 }

@@ -199,7 +199,7 @@ fn is_final(error: &Error, event: &Event) -> bool {
             log::error!("Server rejected event (will not retry!) event={}: {error}", describe(event));
             true
         }
-        Error::Transport(_) | Error::Decode(_) => {
+        Error::Transport(_) | Error::Decode(_) | Error::StaleGroupVersion(_) => {
             log::error!("Unable to write event (may retry after sleeping) event={}: {error}", describe(event));
             false
         }
