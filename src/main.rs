@@ -28,6 +28,7 @@ fn main() -> ExitCode {
     }
     match run(&options) {
         Ok(kcm::runtime::Exit::Signalled) => ExitCode::SUCCESS,
+        Ok(kcm::runtime::Exit::LeaderElectionLost) => ExitCode::FAILURE,
         Err(message) => {
             log::error!("{message}");
             ExitCode::FAILURE

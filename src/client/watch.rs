@@ -5,6 +5,7 @@
 //! Each watch runs on its own connection so that dropping the stream (or the receiver) can cut
 //! it at once, even while a read is blocked.
 
+use std::io::BufReader;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -89,7 +90,15 @@ struct BookmarkMetadata {
     resource_version: String,
 }
 
-type EventReader = serde_json::StreamDeserializer<'static, serde_json::de::IoRead<ureq::BodyReader<'static>>, RawEvent>;
+/// serde_json reads its input a byte at a time and does not buffer it: without a buffer every
+/// byte of an event would be one call down through the body, chunk and TLS readers, which makes
+/// decoding (and so the informers) lag behind the server. A `BufReader` returns what the
+/// connection has as soon as it has it, so it adds no latency.
+type EventReader =
+    serde_json::StreamDeserializer<'static, serde_json::de::IoRead<BufReader<ureq::BodyReader<'static>>>, RawEvent>;
+
+/// Bytes read from the connection at once (a large watch event is a few tens of KiB).
+const READ_BUFFER: usize = 64 * 1024;
 
 /// A blocking iterator over the events of one watch request. It ends when the server closes
 /// the stream cleanly; a broken connection or an undecodable event yields one `Err` and ends
@@ -114,7 +123,8 @@ impl<K: DeserializeOwned> WatchStream<K> {
         accept: &str,
     ) -> Result<WatchStream<K>> {
         let (agent, reader) = client.open_stream(path_and_query, idle_timeout, accept)?;
-        let events = serde_json::Deserializer::from_reader(reader).into_iter::<RawEvent>();
+        let events = serde_json::Deserializer::from_reader(BufReader::with_capacity(READ_BUFFER, reader))
+            .into_iter::<RawEvent>();
         Ok(WatchStream { agent: Some(agent), events, finished: false, kind: PhantomData })
     }
 

@@ -27,6 +27,23 @@ pub const SERVICE_CLUSTER_IP_RANGE: &str = "10.96.0.0/12";
 const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 /// How long kube-apiserver may take to become ready on a loaded machine.
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// The audit log's file in the control plane's folder (see [`ControlPlane::audit_log`]).
+const AUDIT_LOG: &str = "audit.log";
+/// kube-apiserver's audit policy: updates of Deployments and ReplicaSets (status included) at
+/// RequestResponse level, so that a test sees which resourceVersion each write was based on and
+/// what it produced; nothing else.
+const AUDIT_POLICY: &str = "\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: RequestResponse
+  verbs: [update]
+  resources:
+  - group: apps
+    resources: [deployments, deployments/status, replicasets, replicasets/status]
+- level: None
+";
 
 /// etcd and kube-apiserver, running until dropped.
 pub struct ControlPlane {
@@ -141,6 +158,12 @@ impl ControlPlane {
         &self.dir
     }
 
+    /// kube-apiserver's audit log (JSON lines, written as requests complete): the updates of
+    /// Deployments and ReplicaSets with their request and response objects.
+    pub fn audit_log(&self) -> PathBuf {
+        self.dir.join(AUDIT_LOG)
+    }
+
     pub fn assets(&self) -> &Assets {
         &self.assets
     }
@@ -242,6 +265,7 @@ impl Files {
         write("front-proxy-client.key", &front_proxy_client.key_pem)?;
         write("sa.key", &service_account_key_pem)?;
         write("sa.pub", &service_account_key.public_key_pem())?;
+        write("audit-policy.yaml", AUDIT_POLICY)?;
         Ok(Files {
             dir: dir.to_path_buf(),
             admin: pki.client_credentials(ADMIN_USER, &["system:masters"])?,
@@ -251,7 +275,8 @@ impl Files {
         })
     }
 
-    /// kubeadm v1.33's kube-apiserver flags, on loopback.
+    /// kubeadm v1.33's kube-apiserver flags, on loopback, with an audit log of Deployment and
+    /// ReplicaSet updates.
     fn apiserver_flags(&self, etcd_url: &str, secure_port: u16) -> Vec<String> {
         let file = |name: &str| self.dir.join(name).display().to_string();
         vec![
@@ -280,6 +305,8 @@ impl Files {
             format!("--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}"),
             format!("--tls-cert-file={}", file("apiserver.crt")),
             format!("--tls-private-key-file={}", file("apiserver.key")),
+            format!("--audit-policy-file={}", file("audit-policy.yaml")),
+            format!("--audit-log-path={}", file(AUDIT_LOG)),
         ]
     }
 }

@@ -147,9 +147,12 @@ impl Runner {
         }
     }
 
-    /// Leadership lost involuntarily: stop claiming it, then tell. The lease is not released:
-    /// our controllers may still be winding down, so a standby must wait for the lease to
-    /// expire.
+    /// Leadership lost involuntarily: stop claiming it, tell, then record the Event. The lease
+    /// is not released: our controllers may still be winding down, so a standby must wait for
+    /// the lease to expire. The Event comes last: the API may be out of reach (that is often
+    /// why renewing failed), and waiting for it would keep the process working past its renew
+    /// deadline, towards the moment a standby may take over (client-go records it
+    /// asynchronously for the same reason).
     fn lose(&mut self) {
         self.shared.set_leading(false);
         self.metrics.leader_off(&self.name);
@@ -158,9 +161,9 @@ impl Runner {
             self.election.describe(),
             self.timing.renew_deadline
         );
-        self.election.lock.record_event("stopped leading", Instant::now() + self.timing.renew_deadline);
         self.emit(LeaderEvent::StoppedLeading);
         let _ = self.lost.try_send(());
+        self.election.lock.record_event("stopped leading", Instant::now() + self.timing.renew_deadline);
     }
 
     /// Stopped while leading: stop claiming leadership, release the lease if configured, and

@@ -5,9 +5,9 @@
 //!
 //! [`run`] is the controller manager's life: informers warm up at once; controllers start (and
 //! make requests as themselves) and their workers run only while this process holds the leader
-//! Lease (or always with `--leader-elect=false`); a controller that fails to start stops all
-//! work and ends the process with an error, and a lost Lease ends it at once; and SIGTERM stops
-//! the workers, then releases the Lease so a standby takes over within about one retry period.
+//! Lease (or always with `--leader-elect=false`); a controller that fails to start, like a lost
+//! Lease, stops all work and ends the process with an error; and SIGTERM stops the workers,
+//! then releases the Lease so a standby takes over within about one retry period.
 
 pub mod clock;
 pub mod controller;
@@ -19,7 +19,7 @@ pub mod workqueue;
 
 use std::time::Duration;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, select};
 
 use crate::client::Client;
 use crate::controllers::{DESCRIPTORS, KNOWN_CONTROLLERS, is_implemented};
@@ -31,16 +31,17 @@ use controller::ControllerSet;
 /// How long running syncs may take to finish after SIGTERM.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Why the controller manager stopped. A lost Lease does not return: the process exits at
-/// once with status 1 (see [`exit_when_lost`]), so that the kubelet or systemd restarts it as a
-/// candidate.
+/// Why the controller manager stopped.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Exit {
     /// SIGINT or SIGTERM: a clean stop (exit status 0).
     Signalled,
+    /// The Lease was lost: upstream exits with "leaderelection lost" (non-zero), so that the
+    /// kubelet or systemd restarts it as a candidate.
+    LeaderElectionLost,
 }
 
-/// Runs the controller manager until a signal; the loss of the Lease ends the process.
+/// Runs the controller manager until a signal or the loss of the Lease.
 pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     let signals = signal_channel()?;
     report_selection(options);
@@ -53,7 +54,6 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     let elector = start_election(options, client)?;
     if let Some(elector) = &elector {
         checks.add("leaderElection", elector.health_check());
-        exit_when_lost(elector.leader_lost().clone())?;
     }
     // The secure port listens and the election runs: a standby is as ready as the leader.
     let notifier = sd_notify::Notifier::from_env().map(std::sync::Arc::new);
@@ -81,73 +81,92 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
             return Err(format!("error starting controllers: {e}"));
         }
     };
-    controllers.stop(DRAIN_TIMEOUT);
-    if let Some(server) = server {
-        server.stop();
+    match outcome {
+        Exit::Signalled => {
+            controllers.stop(DRAIN_TIMEOUT);
+            if let Some(server) = server {
+                server.stop();
+            }
+            if let Some(elector) = elector {
+                elector.stop();
+            }
+            log::info!("stopped");
+        }
+        Exit::LeaderElectionLost => {
+            // Stop taking work at once; no release: another candidate may already lead.
+            controllers.stop(Duration::ZERO);
+            log::error!("leaderelection lost");
+        }
     }
-    if let Some(elector) = elector {
-        elector.stop();
-    }
-    log::info!("stopped");
     Ok(outcome)
 }
 
-/// Upstream's `OnStoppedLeading`: once the Lease is lost, "leaderelection lost" and the process
-/// exits at once with status 1, whatever it is doing. The main thread may be blocked on a request
-/// that the network which cost the Lease holds (starting a controller makes requests: its
-/// ServiceAccount, its first reads), and a standby may lead as soon as the lease expires, only
-/// the lease duration minus the renew deadline later; no work may go on meanwhile. Nothing is
-/// stopped, flushed or released first (another candidate may already lead): the workers end
-/// with the process.
-fn exit_when_lost(lost: Receiver<()>) -> Result<(), String> {
-    let watch = move || {
-        // Disconnected when the elector is stopped gracefully: nothing to do.
-        if lost.recv().is_ok() {
-            log::error!("leaderelection lost");
-            log::logger().flush();
-            std::process::exit(1);
-        }
-    };
-    match std::thread::Builder::new().name("leader-lost".into()).spawn(watch) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(format!("cannot start the leader-lost thread: {e}")),
-    }
-}
-
 /// Waits for the Lease, starts the controllers and runs their workers (each controller's once
-/// its own caches synced), and returns what ended it, or why a controller could not start (a
-/// lost Lease ends the process: [`exit_when_lost`]).
+/// its own caches synced), and returns what ended it, or why a controller could not start.
 fn lead_and_work(
     controllers: &mut ControllerSet,
     elector: Option<&LeaderElector>,
     signals: &Receiver<i32>,
     checks: &HealthChecks,
 ) -> Result<Exit, String> {
+    let never = crossbeam_channel::never();
+    let lost = elector.map_or(&never, |e| e.leader_lost());
     let tick = Duration::from_millis(200);
     if let Some(elector) = elector {
         log::info!("waiting to acquire the leader lease");
         while !elector.wait_until_leader(tick) {
-            if let Some(exit) = interrupted(signals) {
+            if let Some(exit) = interrupted(signals, lost) {
                 return Ok(exit);
             }
         }
     }
-    controllers.run_workers()?;
+    exit_if_lost_meanwhile(lost, || controllers.run_workers())?;
     for name in controllers.names() {
         // As upstream, whose controller checks are added once the controllers start (after
         // `leaderElection`): the default check of a running controller passes.
         checks.add(name, || Ok(()));
     }
     log::info!("workers of {} controllers running", controllers.names().len());
-    let signal = signals.recv();
-    log::info!("received signal {}; shutting down", signal.unwrap_or_default());
-    Ok(Exit::Signalled)
+    Ok(select! {
+        recv(signals) -> signal => {
+            log::info!("received signal {}; shutting down", signal.unwrap_or_default());
+            Exit::Signalled
+        }
+        recv(lost) -> _ => Exit::LeaderElectionLost,
+    })
 }
 
-fn interrupted(signals: &Receiver<i32>) -> Option<Exit> {
-    let signal = signals.try_recv().ok()?;
-    log::info!("received signal {signal}; shutting down");
-    Some(Exit::Signalled)
+/// Runs `start` (the controllers' start once leading, which may wait long on an unreachable API
+/// server: ServiceAccounts, discovery, node-ipam's first list) while watching the Lease: if it
+/// is lost meanwhile, the process exits at once with "leaderelection lost", as upstream's fatal
+/// `OnStoppedLeading` does, so that nothing this process starts acts after a standby may lead.
+fn exit_if_lost_meanwhile<T>(lost: &Receiver<()>, start: impl FnOnce() -> T) -> T {
+    let (started, done) = crossbeam_channel::bounded::<()>(0);
+    let lost = lost.clone();
+    let guard = std::thread::Builder::new().name("lease-guard".into()).spawn(move || {
+        select! {
+            recv(lost) -> message => if message.is_ok() {
+                log::error!("leaderelection lost");
+                log::logger().flush();
+                std::process::exit(1);
+            },
+            recv(done) -> _ => {}
+        }
+    });
+    let result = start();
+    drop(started);
+    if let Ok(guard) = guard {
+        let _ = guard.join();
+    }
+    result
+}
+
+fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>) -> Option<Exit> {
+    if let Ok(signal) = signals.try_recv() {
+        log::info!("received signal {signal}; shutting down");
+        return Some(Exit::Signalled);
+    }
+    lost.try_recv().ok().map(|()| Exit::LeaderElectionLost)
 }
 
 /// Starts the election when `--leader-elect` is on.

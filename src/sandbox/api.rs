@@ -107,26 +107,37 @@ impl Handler for ApiServer {
             Ok(target) => target,
             Err(e) => return send_error(response, &e),
         };
-        self.audit(request, &target, &user);
+        let audit = |code: u16, answer: Option<&Value>| self.audit(request, &target, &user, code, answer);
         let watching = is_watch(request, &target);
         // A collection GET or DELETE (`deletecollection`) answers with a list.
         let is_list = matches!(request.method.as_str(), "GET" | "DELETE") && target.name.is_none() && !watching;
         let rendering = match metadata::negotiate(request.header("Accept"), is_list) {
             Ok(rendering) => rendering,
-            Err(e) => return send_error(response, &e),
+            Err(e) => {
+                audit(e.code, None);
+                return send_error(response, &e);
+            }
         };
         if watching {
+            audit(200, None);
             return watch::serve(self, request, &target, rendering, response);
         }
         let table = match rendering {
             metadata::Rendering::Table { v1beta1 } => match table::TableRequest::from_request(request, v1beta1) {
                 Ok(table) => Some(table),
-                Err(e) => return send_error(response, &e),
+                Err(e) => {
+                    audit(e.code, None);
+                    return send_error(response, &e);
+                }
             },
             _ => None,
         };
         typed::take_warnings();
         let answer = self.dispatch(request, &target, &user);
+        match &answer {
+            Ok((code, body)) => audit(*code, Some(body)),
+            Err(e) => audit(e.code, None),
+        }
         let warnings: Vec<String> = typed::take_warnings().iter().map(|w| warning_header(w)).collect();
         match answer {
             Ok((code, body)) => {
@@ -228,9 +239,19 @@ pub fn parse_target(path: &str) -> ApiResult<Target> {
 }
 
 impl ApiServer {
-    /// Records who asked for what (see [`AuditLog`]).
-    fn audit(&self, request: &Request, target: &Target, user: &UserInfo) {
+    /// Records who asked for what, the answer's status code and, for an update, the
+    /// resourceVersions it was based on and produced (see [`AuditLog`]).
+    fn audit(&self, request: &Request, target: &Target, user: &UserInfo, code: u16, answer: Option<&Value>) {
         let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        let version = |object: &Value| {
+            object.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string()
+        };
+        let (request_resource_version, response_resource_version) = if request.method == "PUT" {
+            let sent = serde_json::from_slice::<Value>(&request.body).map(|body| version(&body)).unwrap_or_default();
+            (sent, answer.map(version).unwrap_or_default())
+        } else {
+            Default::default()
+        };
         self.audit.record(AuditEntry {
             user: user.name.clone(),
             verb: audit::verb(&request.method, target.name.is_some(), is_watch(request, target)).to_string(),
@@ -240,6 +261,9 @@ impl ApiServer {
             name: text(&target.name),
             user_agent: request.header("User-Agent").unwrap_or_default().to_string(),
             forbidden: false,
+            code,
+            request_resource_version,
+            response_resource_version,
         });
     }
 

@@ -1,6 +1,8 @@
-//! A small audit log: who made which resource request, like the `user`, `verb` and
-//! `objectRef` of kube-apiserver's audit events at the Metadata level. Tests read it to check
-//! which identity a controller acts as.
+//! A small audit log: who made which resource request, like the `user`, `verb`, `objectRef`
+//! and `responseStatus.code` of kube-apiserver's audit events at the Metadata level. Tests read
+//! it to check which identity a controller acts as, and how its writes were answered (e.g. how
+//! many met a 409 Conflict, and whether a writer sent a copy older than its own last write).
+//! A request is logged once answered (a watch once it starts).
 
 use std::collections::VecDeque;
 
@@ -25,6 +27,13 @@ pub struct AuditEntry {
     /// Authorization refused the request (403 Forbidden). For a refused non-resource request
     /// `resource` is empty and `name` holds the path.
     pub forbidden: bool,
+    /// The HTTP status code of the answer (200 for a watch that started).
+    pub code: u16,
+    /// Of an update (PUT): the resourceVersion of the object sent, which the write was based
+    /// on (a Conflict when it is not the stored one); empty otherwise.
+    pub request_resource_version: String,
+    /// Of a successful update: the resourceVersion the write produced; empty otherwise.
+    pub response_resource_version: String,
 }
 
 /// The most recent requests.
@@ -89,6 +98,9 @@ mod tests {
                 name: String::new(),
                 user_agent: String::new(),
                 forbidden: false,
+                code: 200,
+                request_resource_version: String::new(),
+                response_resource_version: String::new(),
             });
         }
         let entries = log.entries();

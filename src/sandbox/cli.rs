@@ -18,6 +18,9 @@ Usage:
                                 when ready, and /readyz answers ok from then on (faults spare the
                                 health probes; only a restart's downtime interrupts them)
   kcm-sandbox demo [options]    run the server, simulated nodes and kube-controller-manager, and narrate
+  kcm-sandbox nodes --kubeconfig F --names a,b,c
+                                run simulated nodes (kubelets and a scheduler) against any API server,
+                                e.g. a real kube-apiserver, until SIGINT/SIGTERM
 
 serve options:
   --listen ADDR               address to listen on (default 127.0.0.1:6443; port 0 picks a free one)
@@ -65,6 +68,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, String>
     match command.as_str() {
         "serve" => serve(parse_serve(&mut parser)?),
         "demo" => super::demo::run(super::demo::parse(&mut parser)?),
+        "nodes" => nodes(parse_nodes(&mut parser)?),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     }
 }
@@ -316,6 +320,38 @@ fn serve(options: ServeOptions) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `nodes`: the kubeconfig and the node names.
+fn parse_nodes(parser: &mut lexopt::Parser) -> Result<(PathBuf, Vec<String>), String> {
+    let (mut kubeconfig, mut names) = (None, Vec::new());
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("kubeconfig") => kubeconfig = Some(PathBuf::from(text(parser, "--kubeconfig")?)),
+            Long("names") => names = text(parser, "--names")?.split(',').map(str::to_string).collect(),
+            other => return Err(format!("{}\n{USAGE}", other.unexpected())),
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    let kubeconfig = kubeconfig.ok_or("nodes: --kubeconfig is required")?;
+    if names.is_empty() {
+        return Err("nodes: --names is required".into());
+    }
+    Ok((kubeconfig, names))
+}
+
+/// Runs simulated nodes against the server of `kubeconfig` until SIGINT/SIGTERM.
+fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let config = crate::client::config::load(Some(&kubeconfig), None).map_err(|e| e.to_string())?;
+    let count = names.len();
+    let nodes = super::nodes::SimulatedNodes::start(config, names, super::nodes::NodeOptions::default())?;
+    println!("kcm-sandbox: running {count} simulated node(s)");
+    signals.forever().next();
+    nodes.stop();
+    Ok(ExitCode::SUCCESS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +359,19 @@ mod tests {
     fn parse(args: &[&str]) -> Result<ServeOptions, String> {
         let mut parser = lexopt::Parser::from_iter(std::iter::once("kcm-sandbox").chain(args.iter().copied()));
         parse_serve(&mut parser)
+    }
+
+    #[test]
+    fn nodes_need_a_kubeconfig_and_names() {
+        let nodes = |args: &[&str]| {
+            let mut parser = lexopt::Parser::from_iter(std::iter::once("kcm-sandbox").chain(args.iter().copied()));
+            parse_nodes(&mut parser)
+        };
+        let (kubeconfig, names) = nodes(&["--kubeconfig", "a.conf", "--names", "n1,n2,"]).unwrap();
+        assert_eq!((kubeconfig, names), (PathBuf::from("a.conf"), vec!["n1".to_string(), "n2".to_string()]));
+        assert!(nodes(&["--names", "n1"]).unwrap_err().contains("--kubeconfig"));
+        assert!(nodes(&["--kubeconfig", "a.conf"]).unwrap_err().contains("--names"));
+        assert!(nodes(&["--kubeconfig", "a.conf", "--names", "n1", "--bogus"]).is_err());
     }
 
     #[test]

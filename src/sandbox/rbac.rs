@@ -422,6 +422,9 @@ impl ApiServer {
             name: attributes.path.clone().unwrap_or_else(|| attributes.name.clone()),
             user_agent: request.header("User-Agent").unwrap_or_default().to_string(),
             forbidden: true,
+            code: 403,
+            request_resource_version: String::new(),
+            response_resource_version: String::new(),
         });
         Err(forbidden(user, &attributes, &decision.reason))
     }

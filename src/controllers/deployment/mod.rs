@@ -123,7 +123,9 @@ fn name(d: &Deployment) -> &str {
 impl DeploymentController {
     /// `syncDeployment`.
     fn sync_deployment(&self, key: &str) -> SyncResult {
-        let Some(cached) = self.deployments.store().get(key) else {
+        // Our own last write, if the watch has not brought it yet: a status written by the
+        // previous sync is not written again from the older copy (a Conflict).
+        let Some(cached) = self.deployments.get_newest(key) else {
             log::debug!("Deployment {key} has been deleted");
             return Ok(());
         };
@@ -139,11 +141,11 @@ impl DeploymentController {
             if status.observed_generation.unwrap_or(0) < generation {
                 status.observed_generation = Some(generation);
                 // Upstream ignores the result of this write.
-                let _ = self.update_status(&d);
+                let _ = self.update_status(&mut d);
             }
             return Ok(());
         }
-        let rs_list = self.replica_sets_for_deployment(&d)?;
+        let mut rs_list = self.replica_sets_for_deployment(&d)?;
         let pod_map = self.pod_map_for_deployment(&d, &rs_list)?;
         if d.metadata.deletion_timestamp.is_some() {
             return self.sync_status_only(&mut d, rs_list);
@@ -155,7 +157,8 @@ impl DeploymentController {
         if rollback::rollback_to(&d).is_some() {
             return self.rollback(&mut d, rs_list);
         }
-        if self.is_scaling_event(&mut d, rs_list.clone())? {
+        // It may sync the new ReplicaSet's annotations: the list then holds the written one.
+        if self.is_scaling_event(&mut d, &mut rs_list)? {
             return self.sync(&mut d, rs_list);
         }
         match util::strategy_type(&d) {
@@ -168,8 +171,9 @@ impl DeploymentController {
     /// `getReplicaSetsForDeployment`: the namespace's ReplicaSets, claimed (adopted or released)
     /// through the Deployment's selector.
     fn replica_sets_for_deployment(&self, d: &Deployment) -> SyncResult<Vec<ReplicaSet>> {
-        let all: Vec<ReplicaSet> =
-            self.replica_sets.store().list_namespace(namespace(d)).into_iter().map(|rs| (*rs).clone()).collect();
+        let all: Vec<ReplicaSet> = (self.replica_sets.store().list_namespace(namespace(d)).into_iter())
+            .map(|rs| (*self.replica_sets.newest(rs)).clone())
+            .collect();
         let selector = Selector::from_label_selector(&selector_of(d))
             .map_err(|e| format!("deployment {}/{} has invalid label selector: {e}", namespace(d), name(d)))?;
         let can_adopt = || self.recheck_deletion_timestamp(d);
@@ -219,8 +223,29 @@ impl DeploymentController {
     }
 
     /// `UpdateStatus` of the Deployment (the status subresource also takes its annotations).
-    fn update_status(&self, d: &Deployment) -> Result<Deployment, crate::client::Error> {
-        Api::<Deployment>::namespaced(&self.client, namespace(d)).replace_status(name(d), d, &PostParams::default())
+    /// `d` becomes the Deployment as written, so that a later write of this sync carries its
+    /// resourceVersion (upstream goes on with the old one and meets a Conflict), and the
+    /// informer gives it to the next sync until the watch brings it.
+    fn update_status(&self, d: &mut Deployment) -> Result<(), crate::client::Error> {
+        let written = Api::<Deployment>::namespaced(&self.client, namespace(d)).replace_status(
+            name(d),
+            d,
+            &PostParams::default(),
+        )?;
+        *d = (*self.deployments.mutation(written)).clone();
+        Ok(())
+    }
+
+    /// `Update` of a ReplicaSet: the ReplicaSet as written, also given to the next syncs until
+    /// the watch brings it.
+    fn update_replica_set(&self, rs: &ReplicaSet) -> Result<ReplicaSet, crate::client::Error> {
+        let namespace = rs.metadata.namespace.as_deref().unwrap_or("");
+        let written = Api::<ReplicaSet>::namespaced(&self.client, namespace).replace(
+            util::rs_name(rs),
+            rs,
+            &PostParams::default(),
+        )?;
+        Ok((*self.replica_sets.mutation(written)).clone())
     }
 
     fn key(d: &Deployment) -> String {

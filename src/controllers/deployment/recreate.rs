@@ -25,11 +25,11 @@ impl DeploymentController {
     pub(super) fn rollout_recreate(
         &self,
         d: &mut Deployment,
-        rs_list: Vec<ReplicaSet>,
+        mut rs_list: Vec<ReplicaSet>,
         pod_map: &PodMap,
     ) -> SyncResult {
         // No new ReplicaSet yet: scale down before scaling up.
-        let (mut new_rs, mut old) = self.all_replica_sets_and_sync_revision(d, rs_list.clone(), false)?;
+        let (mut new_rs, mut old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, false)?;
         let mut all: Vec<ReplicaSet> = old.iter().cloned().chain(new_rs.clone()).collect();
         if self.scale_down_old_replica_sets_for_recreate(&util::active(&old), d)? {
             return self.sync_rollout_status(&all, new_rs.as_ref(), d);
@@ -38,7 +38,7 @@ impl DeploymentController {
             return self.sync_rollout_status(&all, new_rs.as_ref(), d);
         }
         if new_rs.is_none() {
-            (new_rs, old) = self.all_replica_sets_and_sync_revision(d, rs_list, true)?;
+            (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, true)?;
             all = old.iter().cloned().chain(new_rs.clone()).collect();
         }
         if let Some(rs) = &new_rs {

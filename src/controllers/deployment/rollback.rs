@@ -22,8 +22,8 @@ pub(super) fn rollback_to(d: &Deployment) -> Option<i64> {
 
 impl DeploymentController {
     /// `rollback`.
-    pub(super) fn rollback(&self, d: &mut Deployment, rs_list: Vec<ReplicaSet>) -> SyncResult {
-        let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, rs_list, true)?;
+    pub(super) fn rollback(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> SyncResult {
+        let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, true)?;
         let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs).collect();
         let mut revision = rollback_to(d).unwrap_or(0);
         if revision == 0 {
@@ -78,7 +78,9 @@ impl DeploymentController {
         if let Some(annotations) = d.metadata.annotations.as_mut() {
             annotations.remove(DEPRECATED_ROLLBACK_TO);
         }
-        Api::<Deployment>::namespaced(&self.client, namespace(d)).replace(name(d), d, &PostParams::default())?;
+        let written =
+            Api::<Deployment>::namespaced(&self.client, namespace(d)).replace(name(d), d, &PostParams::default())?;
+        *d = (*self.deployments.mutation(written)).clone();
         Ok(())
     }
 }

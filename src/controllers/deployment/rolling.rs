@@ -17,8 +17,8 @@ pub(super) fn max_scaled_down(d: &Deployment, all: &[ReplicaSet], new_rs: &Repli
 
 impl DeploymentController {
     /// `rolloutRolling`.
-    pub(super) fn rollout_rolling(&self, d: &mut Deployment, rs_list: Vec<ReplicaSet>) -> SyncResult {
-        let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, rs_list, true)?;
+    pub(super) fn rollout_rolling(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> SyncResult {
+        let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, true)?;
         let Some(new_rs) = new_rs else {
             return Err("the new replica set was not created".to_string().into());
         };

@@ -78,15 +78,15 @@ pub(super) fn calculate_status(
 
 impl DeploymentController {
     /// `syncStatusOnly`: a Deployment being deleted only gets its status written.
-    pub(super) fn sync_status_only(&self, d: &mut Deployment, rs_list: Vec<ReplicaSet>) -> SyncResult {
-        let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, rs_list, false)?;
+    pub(super) fn sync_status_only(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> SyncResult {
+        let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, false)?;
         let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs.clone()).collect();
         self.sync_deployment_status(&all, new_rs.as_ref(), d)
     }
 
     /// `sync`: scaling events and paused Deployments — scale, clean up when paused, status.
-    pub(super) fn sync(&self, d: &mut Deployment, rs_list: Vec<ReplicaSet>) -> SyncResult {
-        let (new_rs, mut old) = self.all_replica_sets_and_sync_revision(d, rs_list, false)?;
+    pub(super) fn sync(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> SyncResult {
+        let (new_rs, mut old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, false)?;
         self.scale(d, new_rs.as_ref(), &mut old)?;
         if util::paused(d) && super::rollback::rollback_to(d).is_none() {
             self.cleanup_deployment(&old, d)?;
@@ -116,22 +116,31 @@ impl DeploymentController {
             return Ok(());
         };
         util::set_condition(d.status.get_or_insert_with(Default::default), condition);
-        // As upstream, the sync goes on with the object as it was read (a later write of it
-        // meets a Conflict and the Deployment is synced again).
+        // Upstream goes on with the object as it was read, and its next status write of this
+        // sync meets a Conflict; this sync goes on with the Deployment as written.
         self.update_status(d)?;
         Ok(())
     }
 
     /// `getAllReplicaSetsAndSyncRevision`: the new ReplicaSet (created if asked) with its
-    /// revision synced, and all old ones.
+    /// revision synced, and all old ones. A new ReplicaSet that was written (created, or its
+    /// annotations synced) takes the place of the one read in `rs_list`, so that a second call
+    /// of the same sync (after `isScalingEvent`) does not write it again from the old copy, as
+    /// upstream does (a Conflict).
     pub(super) fn all_replica_sets_and_sync_revision(
         &self,
         d: &mut Deployment,
-        mut rs_list: Vec<ReplicaSet>,
+        rs_list: &mut Vec<ReplicaSet>,
         create: bool,
     ) -> SyncResult<(Option<ReplicaSet>, Vec<ReplicaSet>)> {
-        let old = util::find_old_replica_sets(d, &mut rs_list);
-        let new_rs = self.new_replica_set(d, &mut rs_list, &old, create)?;
+        let old = util::find_old_replica_sets(d, rs_list);
+        let new_rs = self.new_replica_set(d, rs_list, &old, create)?;
+        if let Some(rs) = &new_rs {
+            match rs_list.iter_mut().find(|listed| util::rs_uid(listed) == util::rs_uid(rs)) {
+                Some(listed) => *listed = rs.clone(),
+                None => rs_list.push(rs.clone()),
+            }
+        }
         Ok((new_rs, old))
     }
 
@@ -162,7 +171,7 @@ impl DeploymentController {
         util::set_new_rs_annotations(d, &mut new_rs, &new_revision, false, util::MAX_REV_HISTORY_LENGTH);
         let mut already_exists = false;
         let created = match sets.create(&new_rs, &PostParams::default()) {
-            Ok(created) => created,
+            Ok(created) => (*self.replica_sets.mutation(created)).clone(),
             Err(e) if e.is_already_exists() => {
                 // A slow cache or a hash collision: ours only if we control it with our template.
                 already_exists = true;
@@ -242,8 +251,7 @@ impl DeploymentController {
         let min_ready = util::min_ready_seconds(d);
         if annotations_updated || spec.min_ready_seconds.unwrap_or(0) != min_ready {
             spec.min_ready_seconds = Some(min_ready);
-            let sets = Api::<ReplicaSet>::namespaced(&self.client, namespace(d));
-            return Ok(sets.replace(rs_name(&rs), &rs, &PostParams::default())?);
+            return Ok(self.update_replica_set(&rs)?);
         }
         // The ReplicaSet's revision is the reliable one; the Deployment copies it.
         let revision =
@@ -360,8 +368,7 @@ impl DeploymentController {
         let mut copy = rs.clone();
         util::set_rs_replicas(&mut copy, new_scale);
         util::set_replicas_annotations(&mut copy, replicas(d), max);
-        let sets = Api::<ReplicaSet>::namespaced(&self.client, namespace(d));
-        let updated = sets.replace(rs_name(rs), &copy, &PostParams::default())?;
+        let updated = self.update_replica_set(&copy)?;
         if size_needs_update {
             let message =
                 format!("Scaled {operation} replica set {} from {old_scale} to {new_scale}", rs_name(&updated));
@@ -414,7 +421,7 @@ impl DeploymentController {
     }
 
     /// `isScalingEvent`: an active ReplicaSet was sized for a different Deployment size.
-    pub(super) fn is_scaling_event(&self, d: &mut Deployment, rs_list: Vec<ReplicaSet>) -> SyncResult<bool> {
+    pub(super) fn is_scaling_event(&self, d: &mut Deployment, rs_list: &mut Vec<ReplicaSet>) -> SyncResult<bool> {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, rs_list, false)?;
         let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs).collect();
         Ok(util::active(&all)

@@ -109,7 +109,10 @@ fn namespace_of(meta: &ObjectMeta) -> &str {
 impl<K: ReplicaKind> ReplicaManager<K> {
     /// `syncReplicaSet`.
     fn sync_replica_set(&self, key: &str) -> Result<(), String> {
-        let Some(rs) = self.controllers.store().get(key) else {
+        // Our own last status write, if the watch has not brought it yet (a sync queued while
+        // the previous one ran starts right after it): its next write then does not carry the
+        // old resourceVersion and meet a Conflict.
+        let Some(rs) = self.controllers.get_newest(key) else {
             log::debug!("{} {key} has been deleted", K::KIND);
             self.expectations.delete(key);
             return Ok(());
@@ -133,6 +136,9 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         };
         let new_status = status::calculate_status(&*rs, &pods, manage_error.as_deref(), Timestamp::now());
         let updated = status::update_status(&self.client, &*rs, new_status)?;
+        if updated.metadata().resource_version != rs.metadata().resource_version {
+            self.controllers.mutation(updated.clone());
+        }
         self.requeue_for_availability(key, &updated, manage_error.is_none());
         manage_error.map_or(Ok(()), Err)
     }

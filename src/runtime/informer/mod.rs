@@ -38,6 +38,7 @@
 //! last known state. Every resync period, each cached object is delivered as
 //! `Updated { old, new }` with `old` and `new` the same `Arc`.
 
+mod mutation_cache;
 mod reflector;
 mod resource;
 mod store;
@@ -57,6 +58,7 @@ use parking_lot::Mutex;
 use crate::client::Client;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::PartialObjectMetadata;
+pub use mutation_cache::MutationCache;
 pub use reflector::{Cached, Informable, InformerScope, ListerWatcher, Page};
 use reflector::{MetadataOnly, Reflector, Typed};
 pub use resource::{MetadataHandler, ResourceInformer};
@@ -107,6 +109,9 @@ pub struct Informer<K> {
     synced: AtomicBool,
     /// Written by the reflector (see `reflector.rs`).
     last_sync_resource_version: Mutex<String>,
+    /// What the writes of this process's controllers returned, for those that read their
+    /// writes (see [`Informer::get_newest`]).
+    mutations: MutationCache<K>,
 }
 
 impl<K: Informable> Informer<K> {
@@ -135,12 +140,32 @@ impl<K: Metadata<Ty = ObjectMeta>> Informer<K> {
             handlers: Mutex::new(Vec::new()),
             synced: AtomicBool::new(false),
             last_sync_resource_version: Mutex::new(String::new()),
+            mutations: MutationCache::default(),
         }
     }
 
     /// The cache. It is empty until [`Informer::has_synced`].
     pub fn store(&self) -> &Store<K> {
         &self.store
+    }
+
+    /// Records the object a controller's write (update, create) returned, so that
+    /// [`Informer::get_newest`] and [`Informer::newest`] give it until the watch brings it
+    /// (client-go's `MutationCache.Mutation`). Returns it.
+    pub fn mutation(&self, written: K) -> Arc<K> {
+        self.mutations.mutation(written)
+    }
+
+    /// The cached object of `key`, or what a recorded write returned if that is newer: a
+    /// controller that syncs an object again right after writing it reads its own write, and
+    /// its next write does not meet a Conflict. Objects the cache does not have are `None`.
+    pub fn get_newest(&self, key: &str) -> Option<Arc<K>> {
+        self.store.get(key).map(|cached| self.mutations.newest(cached))
+    }
+
+    /// [`Informer::get_newest`] for an object taken from the store (e.g. by a list).
+    pub fn newest(&self, cached: Arc<K>) -> Arc<K> {
+        self.mutations.newest(cached)
     }
 
     /// Whether the first full list has been delivered to the cache and the handlers.
