@@ -388,7 +388,10 @@ fn a_leader_cut_off_from_the_api_stops_before_a_standby_can_take_over(backend: B
     assert_eq!(a.elector.leader_lost().recv_timeout(DEADLINE), Ok(()), "the leader noticed it lost the lease");
     assert!(!a.elector.is_leader());
     let lost_at = a.wait_for_event(&LeaderEvent::StoppedLeading);
-    assert!(b.elector.wait_until_leader(DEADLINE));
+    // The standby took over. Whether it still leads when asked is not this test's business: a
+    // kube-apiserver that is still starting may answer its acquisition so late that it gives
+    // up at its renew deadline, as it must.
+    b.wait_for_event(&LeaderEvent::StartedLeading);
     let spec = lease_spec(&cluster, &name);
     assert_eq!(holder(&spec), b.id);
     let renew_deadline = SignedDuration::try_from(FAST.renew).expect("a small duration");
@@ -425,7 +428,9 @@ fn a_leader_whose_requests_hang_gives_up_at_its_renew_deadline(backend: Backend)
         TestServer::Real(_) => cluster.signal_apiserver(libc::SIGCONT),
     }
 
-    assert!(b.elector.wait_until_leader(DEADLINE));
+    // The standby took over (a continued kube-apiserver works through a backlog first, which
+    // may cost the standby its first renew deadline: see the cut-off test).
+    b.wait_for_event(&LeaderEvent::StartedLeading);
     let spec = lease_spec(&cluster, &name);
     assert_eq!(holder(&spec), b.id);
     assert!(lost_at < acquire_time(&spec), "the old leader stopped before the standby started");

@@ -101,16 +101,18 @@ impl Runner {
         self.emit(LeaderEvent::StartedLeading);
     }
 
-    /// Renews every retry period until a renewal round fails or the elector stops.
+    /// Renews until a renewal round fails or the elector stops: a round at once (client-go's
+    /// `wait.Until` runs its first round without waiting, so an acquisition that took long is
+    /// followed by a renewal straight away), then one a retry period after each success.
     fn renew(&mut self, acquired_at: Instant) -> Ended {
         let mut last_renewal = acquired_at;
         loop {
-            if self.sleep(self.timing.retry_period) {
-                return Ended::Stopped;
-            }
             match self.renew_round(last_renewal) {
                 Ok(renewed_at) => last_renewal = renewed_at,
                 Err(ended) => return ended,
+            }
+            if self.sleep(self.timing.retry_period) {
+                return Ended::Stopped;
             }
         }
     }
