@@ -97,17 +97,7 @@ impl Cluster {
 
     /// A Deployment whose ReplicaSet counts `replicas` pods; returns the uids of both.
     fn deployment_with_pods(&self, name: &str, replicas: i32) -> (String, String) {
-        let deployment: Deployment = from(json!({
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": name}},
-                "template": {
-                    "metadata": {"labels": {"app": name}},
-                    "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-                },
-            },
-        }));
+        let deployment = harness::nginx_deployment(name, replicas);
         let created = self.api::<Deployment>().create(&deployment, &PostParams::default()).expect("created");
         let uid = uid_of(&created.metadata);
         let rs_uid = eventually(&format!("the ReplicaSet of {name} counting {replicas} pods"), || {

@@ -189,4 +189,21 @@ mod tests {
                 .expect("decodes");
         assert_eq!(bare.items, vec![PartialObjectMetadata::default()]);
     }
+
+    #[test]
+    fn typed_lists_accept_null_items_and_unknown_fields_too() {
+        // What `Api::<K>::list` decodes (k8s-openapi's `List`): a Go nil slice, fields a newer
+        // server adds, and objects whose optional fields are null or absent.
+        let list: k8s_openapi::List<k8s_openapi::api::core::v1::Pod> = serde_json::from_str(
+            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7","remainingItemCount":null},
+                "items":null,"futureField":{"a":1}}"#,
+        )
+        .expect("decodes");
+        assert!(list.items.is_empty());
+        let list: k8s_openapi::List<k8s_openapi::api::core::v1::Pod> = serde_json::from_str(
+            r#"{"metadata":{},"items":[{"metadata":{"name":"p","labels":null},"spec":null,"status":{}}]}"#,
+        )
+        .expect("decodes");
+        assert_eq!(list.items[0].metadata.name.as_deref(), Some("p"));
+    }
 }

@@ -127,19 +127,26 @@ pub fn create<K: Namespaced>(client: &Client, namespace: &str, object: Value) ->
     Api::<K>::namespaced(client, namespace).create(&object, &PostParams::default()).expect("created")
 }
 
+/// The spec of a ReplicaSet or Deployment of `replicas` nginx pods labelled app=`name`.
+fn nginx_workload_spec(name: &str, replicas: i32) -> Value {
+    json!({
+        "replicas": replicas,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+        },
+    })
+}
+
 /// A ReplicaSet `name` of `replicas` nginx pods labelled app=`name`.
 pub fn nginx_replica_set(name: &str, replicas: i32) -> ReplicaSet {
-    from(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-            },
-        },
-    }))
+    from(json!({"metadata": {"name": name}, "spec": nginx_workload_spec(name, replicas)}))
+}
+
+/// A Deployment `name` of `replicas` nginx pods labelled app=`name`.
+pub fn nginx_deployment(name: &str, replicas: i32) -> k8s_openapi::api::apps::v1::Deployment {
+    from(json!({"metadata": {"name": name}, "spec": nginx_workload_spec(name, replicas)}))
 }
 
 /// A ReplicationController `name` of `replicas` nginx pods labelled app=`name`.
