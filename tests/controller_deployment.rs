@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod};
+use kcm::app::controllers::named;
 use kcm::client::{Api, Client, Patch, PostParams};
-use kcm::controllers::deployment::DEPLOYMENT;
 use kcm::controllers::deployment::pod_template_hash::pod_template_hash;
-use kcm::controllers::replicaset::REPLICASET;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
@@ -40,7 +39,7 @@ fn start_on(backend: Backend) -> Cluster {
 /// steps, and both controllers; `prepare` runs before the controllers start.
 fn start_on_with(backend: Backend, prepare: impl FnOnce(&Client)) -> Cluster {
     let nodes = NodeOptions { pod_start_delay: Duration::from_millis(500), ..harness::fast_nodes() };
-    harness::with(&[DEPLOYMENT, REPLICASET])
+    harness::with(&[named("deployment-controller"), named("replicaset-controller")])
         .on(backend)
         .names(&["deployment-controller", "replicaset-controller"])
         .node_options(nodes)

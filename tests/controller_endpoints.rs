@@ -10,12 +10,9 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, PodCondition, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kcm::app::controllers::ControllerDescriptor;
+use kcm::app::controllers::named;
 use kcm::client::{Api, DeleteParams, ListParams, Patch, PostParams};
-use kcm::controllers::endpoint::ENDPOINTS;
-use kcm::controllers::endpointslice::ENDPOINTSLICE;
-use kcm::controllers::endpointslicemirroring::ENDPOINTSLICE_MIRRORING;
-use kcm::controllers::replicaset::REPLICASET;
-use kcm::runtime::controller::ControllerDescriptor;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
@@ -115,7 +112,11 @@ fn pod_ips(pods: &[Pod]) -> Vec<String> {
 
 on_both_backends!(endpoints_and_slices_follow_the_pods_of_a_replica_set);
 fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
-    let cluster = start(backend, &[REPLICASET, ENDPOINTS, ENDPOINTSLICE], true);
+    let cluster = start(
+        backend,
+        &[named("replicaset-controller"), named("endpoints-controller"), named("endpointslice-controller")],
+        true,
+    );
     let service: Service = cluster.create(json!({
         "metadata": {"name": "web", "labels": {"team": "a"}},
         "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}
@@ -271,7 +272,15 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
 
 on_both_backends!(custom_endpoints_of_selectorless_services_are_mirrored);
 fn custom_endpoints_of_selectorless_services_are_mirrored(backend: Backend) {
-    let cluster = start(backend, &[ENDPOINTS, ENDPOINTSLICE, ENDPOINTSLICE_MIRRORING], false);
+    let cluster = start(
+        backend,
+        &[
+            named("endpoints-controller"),
+            named("endpointslice-controller"),
+            named("endpointslice-mirroring-controller"),
+        ],
+        false,
+    );
     for name in ["db", "skipped"] {
         cluster.create::<Service>(json!({
             "metadata": {"name": name},
@@ -334,7 +343,7 @@ fn custom_endpoints_of_selectorless_services_are_mirrored(backend: Backend) {
 
 on_both_backends!(many_endpoints_are_spread_over_slices);
 fn many_endpoints_are_spread_over_slices(backend: Backend) {
-    let cluster = start(backend, &[ENDPOINTS, ENDPOINTSLICE], false);
+    let cluster = start(backend, &[named("endpoints-controller"), named("endpointslice-controller")], false);
     let node: Node = from(json!({"metadata": {"name": "node-x", "labels": {"topology.kubernetes.io/zone": "zone-x"}}}));
     Api::<Node>::cluster(&cluster.client).create(&node, &PostParams::default()).expect("node");
     cluster.create::<Service>(json!({

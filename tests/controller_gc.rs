@@ -10,10 +10,8 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ReplicationController};
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use kcm::app::controllers::named;
 use kcm::client::{Api, Client, DeleteParams, PostParams, PropagationPolicy};
-use kcm::controllers::deployment::DEPLOYMENT;
-use kcm::controllers::garbagecollector::GARBAGE_COLLECTOR;
-use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
 use serde_json::{Value, json};
 
 mod harness;
@@ -25,11 +23,15 @@ const DEADLINE: Duration = Duration::from_secs(90);
 
 /// A sandbox with two simulated nodes; `prepare` runs before the controllers start.
 fn start_with(backend: Backend, prepare: impl FnOnce(&Client)) -> Cluster {
-    harness::with(&[GARBAGE_COLLECTOR, REPLICASET, REPLICATION_CONTROLLER])
-        .on(backend)
-        .names(&["garbage-collector-controller", "replicaset-controller", "replicationcontroller-controller"])
-        .deadline(DEADLINE)
-        .start_with(|client, _| prepare(client))
+    harness::with(&[
+        named("garbage-collector-controller"),
+        named("replicaset-controller"),
+        named("replicationcontroller-controller"),
+    ])
+    .on(backend)
+    .names(&["garbage-collector-controller", "replicaset-controller", "replicationcontroller-controller"])
+    .deadline(DEADLINE)
+    .start_with(|client, _| prepare(client))
 }
 
 fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
@@ -307,11 +309,15 @@ fn kubectl(cluster: &Cluster, dir: &std::path::Path) -> Option<impl Fn(&[&str]) 
 
 on_both_backends!(kubectl_delete_cascade_modes);
 fn kubectl_delete_cascade_modes(backend: Backend) {
-    let cluster = harness::with(&[GARBAGE_COLLECTOR, REPLICASET, DEPLOYMENT])
-        .on(backend)
-        .names(&["garbage-collector-controller", "replicaset-controller", "deployment-controller"])
-        .deadline(DEADLINE)
-        .start();
+    let cluster = harness::with(&[
+        named("garbage-collector-controller"),
+        named("replicaset-controller"),
+        named("deployment-controller"),
+    ])
+    .on(backend)
+    .names(&["garbage-collector-controller", "replicaset-controller", "deployment-controller"])
+    .deadline(DEADLINE)
+    .start();
     // One folder per backend: both tests of this process run at once.
     let dir = std::env::temp_dir().join(format!("kcm-gc-kubectl-{}-{backend:?}", std::process::id()));
     let Some(kubectl) = kubectl(&cluster, &dir) else { return };

@@ -9,13 +9,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, NamespaceCondition, Pod, Secret, ServiceAccount};
+use kcm::app::controllers::named;
 use kcm::client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
-use kcm::controllers::deployment::DEPLOYMENT;
-use kcm::controllers::namespace::NAMESPACE;
 use kcm::controllers::namespace::conditions::{
     CONDITION_TYPES, CONTENT_REMAINING, DISCOVERY_FAILURE, FINALIZERS_REMAINING,
 };
-use kcm::controllers::replicaset::REPLICASET;
 use serde_json::{Value, json};
 
 mod harness;
@@ -42,7 +40,7 @@ fn pod_template(app: &str) -> Value {
 
 /// A sandbox with two simulated nodes; `prepare` runs before the controllers start.
 fn start_with(backend: Backend, prepare: impl FnOnce(&Client, &TestServer)) -> Cluster {
-    harness::with(&[NAMESPACE, REPLICASET, DEPLOYMENT])
+    harness::with(&[named("namespace-controller"), named("replicaset-controller"), named("deployment-controller")])
         .on(backend)
         .without_default_account()
         .deadline(DEADLINE)

@@ -11,10 +11,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node};
+use kcm::app::controllers::named;
 use kcm::client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
-use kcm::controllers::nodeipam::NODE_IPAM;
-use kcm::controllers::ttl::TTL;
-use kcm::runtime::controller::ControllerSet;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::json;
 
@@ -23,7 +21,7 @@ mod harness;
 use harness::{Backend, Cluster, eventually};
 
 /// The controller manager's options with `--allocate-node-cidrs` and `flags`.
-fn options(flags: &[&str]) -> Box<kcm::flags::Options> {
+fn options(flags: &[&str]) -> Box<kcm::app::flags::Options> {
     let mut args = vec!["--allocate-node-cidrs"];
     args.extend_from_slice(flags);
     harness::options(&args)
@@ -31,7 +29,7 @@ fn options(flags: &[&str]) -> Box<kcm::flags::Options> {
 
 /// A sandbox with `simulated` kubelet-run nodes; `prepare` runs before the controller starts.
 fn start(flags: &[&str], simulated: &[&str], prepare: impl FnOnce(&Client)) -> Cluster {
-    harness::with(&[NODE_IPAM])
+    harness::with(&[named("node-ipam-controller")])
         .names(&["node-ipam-controller"])
         .without_default_account()
         .nodes(simulated)
@@ -137,13 +135,13 @@ fn nodes_get_distinct_blocks_in_order_and_keep_them_across_a_restart() {
 }
 
 /// Issue 13: a node queued again while the cache does not show yet the block the controller has
-/// just patched in (on a real cluster: the TTL controller's annotation or a label arriving
+/// just patched in (on a real cluster: the named("ttl-controller") controller's annotation or a label arriving
 /// first) must not get a second block, which kube-apiserver merges into `podCIDRs` and refuses
 /// with 422. Here the sandbox holds every watch's events back, so the cache keeps showing the
 /// node without a block, and the informer's 1-2 s resync queues it again.
 #[test]
 fn a_node_queued_again_before_the_cache_shows_its_block_gets_no_second_one() {
-    let cluster = harness::with(&[NODE_IPAM])
+    let cluster = harness::with(&[named("node-ipam-controller")])
         .without_default_account()
         .without_nodes()
         .flags(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--min-resync-period=1s"])
@@ -171,12 +169,12 @@ fn a_node_queued_again_before_the_cache_shows_its_block_gets_no_second_one() {
 
 on_both_backends!(nodes_changed_right_after_they_appear_get_one_block_each);
 /// Issue 13 as it was seen on a real kube-apiserver: nodes created in a burst and labelled at
-/// once, with the TTL controller annotating them too, are queued again while the controller's
+/// once, with the named("ttl-controller") controller annotating them too, are queued again while the controller's
 /// own patch is on its way back through the watch. Every node gets exactly one block, no patch
 /// is refused (`CIDRAssignmentFailed`), and no block was reserved twice: the ten nodes have the
 /// first ten blocks.
 fn nodes_changed_right_after_they_appear_get_one_block_each(backend: Backend) {
-    let cluster = harness::with(&[NODE_IPAM, TTL])
+    let cluster = harness::with(&[named("node-ipam-controller"), named("ttl-controller")])
         .on(backend)
         .without_default_account()
         .without_nodes()
@@ -244,13 +242,17 @@ fn the_controller_runs_only_when_allocating_and_refuses_nodes_with_foreign_block
     let cluster = start(&["--cluster-cidr=10.244.0.0/16"], &[], |_| ());
     cluster.create_node("stray", Some("192.168.0.0/24"));
     // A controller manager leading now finds a block that does not fit and refuses to start.
-    let mut set = ControllerSet::start(&cluster.kcm, &options(&["--cluster-cidr=10.244.0.0/16"]), &[NODE_IPAM])
-        .expect("built: the controller lists nodes when it starts, once leading");
+    let mut set = kcm::app::start_controllers(
+        &cluster.kcm,
+        &options(&["--cluster-cidr=10.244.0.0/16"]),
+        &[named("node-ipam-controller")],
+    )
+    .expect("built: the controller lists nodes when it starts, once leading");
     let err = set.run_workers().expect_err("a block outside the cluster CIDR stops the start");
     assert!(err.starts_with("starting node-ipam-controller: failed to mark cidr[192.168.0.0/24]"), "{err}");
     set.stop(Duration::ZERO);
     let off = harness::options(&[]);
-    let set = ControllerSet::start(&cluster.kcm, &off, &[NODE_IPAM]).expect("starts");
+    let set = kcm::app::start_controllers(&cluster.kcm, &off, &[named("node-ipam-controller")]).expect("starts");
     assert!(set.names().is_empty(), "without --allocate-node-cidrs the controller does not run");
     set.stop(Duration::ZERO);
 }

@@ -7,9 +7,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint};
+use kcm::app::controllers::named;
 use kcm::client::{Api, Patch, PostParams};
-use kcm::controllers::nodelifecycle::NODE_LIFECYCLE;
-use kcm::controllers::tainteviction::TAINT_EVICTION;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
@@ -34,7 +33,7 @@ fn start_with_flags(backend: Backend, extra: &[&str]) -> Cluster {
         strict_not_ready_taint: true,
         ..harness::fast_nodes()
     };
-    harness::with(&[NODE_LIFECYCLE, TAINT_EVICTION])
+    harness::with(&[named("node-lifecycle-controller"), named("taint-eviction-controller")])
         .on(backend)
         .node_options(nodes)
         .flags(&["--node-monitor-period=1s", "--node-monitor-grace-period=5s", "--node-startup-grace-period=5s"])

@@ -9,10 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kcm::app::controllers::named;
+use kcm::app::flags::Options;
 use kcm::client::{Api, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::podgc;
 use kcm::runtime::clock::RealClock;
-use kcm::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle};
+use kcm::runtime::controller::{Controller, ControllerContext};
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
@@ -23,15 +25,19 @@ use harness::{Backend, Cluster, eventually, from};
 /// Holds pods after their deletion so that the test can look at them.
 const HOLD: &str = "example.com/hold";
 
-fn fast_pod_gc(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    podgc::init_with_timings(context, Duration::from_secs(1), Duration::from_secs(3), Arc::new(RealClock))
+/// The controller with a 1 s period and a 3 s quarantine.
+fn fast_pod_gc(context: &ControllerContext<'_>, options: &Options) -> Result<Controller, String> {
+    let config = podgc::Config {
+        terminated_pod_threshold: options.pod_gc.terminated_pod_gc_threshold,
+        period: Duration::from_secs(1),
+        quarantine: Duration::from_secs(3),
+        clock: Arc::new(RealClock),
+    };
+    podgc::new(context, config)
 }
 
-/// The controller with a 1 s period and a 3 s quarantine.
-const FAST_POD_GC: ControllerDescriptor = ControllerDescriptor { name: podgc::POD_GC.name, init: fast_pod_gc };
-
 fn start(backend: Backend) -> Cluster {
-    harness::with(&[FAST_POD_GC])
+    harness::with(&[named("pod-garbage-collector-controller").started_by(fast_pod_gc)])
         .on(backend)
         .names(&["pod-garbage-collector-controller"])
         .nodes(&["node-a"])

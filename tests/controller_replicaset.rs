@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController, ResourceQuota};
+use kcm::app::controllers::named;
 use kcm::client::{Api, Client, Patch, PostParams};
-use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
 use serde_json::{Value, json};
 
 mod harness;
@@ -32,7 +32,7 @@ fn start(backend: Backend) -> Cluster {
 /// API before the controllers start, so that what it creates is in the controllers' first list
 /// rather than racing their watches.
 fn start_with(backend: Backend, prepare: impl FnOnce(&Client)) -> Cluster {
-    harness::with(&[REPLICASET, REPLICATION_CONTROLLER])
+    harness::with(&[named("replicaset-controller"), named("replicationcontroller-controller")])
         .on(backend)
         .names(&["replicaset-controller", "replicationcontroller-controller"])
         .start_with(|client, _| prepare(client))

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kcm::app::controllers::named;
 use kcm::client::{Api, Client, DeleteParams, Patch, PostParams};
-use kcm::controllers::resourcequota::RESOURCE_QUOTA;
 use kcm::quantity::Quantity;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
@@ -23,7 +23,7 @@ use harness::{Backend, Cluster, DEADLINE, Namespaced, create, from};
 /// A sandbox with two simulated nodes, namespaces `namespaces` (with their default
 /// ServiceAccount), what `prepare` creates, then the quota controller running.
 fn start(backend: Backend, namespaces: &[&str], prepare: impl FnOnce(&Client)) -> Cluster {
-    harness::with(&[RESOURCE_QUOTA])
+    harness::with(&[named("resourcequota-controller")])
         .on(backend)
         .names(&["resourcequota-controller"])
         .without_default_account()

@@ -12,14 +12,12 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
+use kcm::app::controllers::ControllerDescriptor;
+use kcm::app::controllers::named;
 use kcm::client::config::{Auth, RestConfig, TlsSettings};
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, Deleted, ListParams, Patch, PostParams};
-use kcm::controllers::DESCRIPTORS;
-use kcm::controllers::replicaset::REPLICASET;
-use kcm::controllers::root_ca_publisher::{self, ROOT_CA_PUBLISHER};
-use kcm::controllers::serviceaccount::{LEGACY_TOKEN_CLEANER, SERVICE_ACCOUNT, SERVICE_ACCOUNT_TOKEN};
+use kcm::controllers::root_ca_publisher::{self};
 use kcm::jwt;
-use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
 use kcm::sandbox::server::CONTROLLER_MANAGER_USER;
 use serde_json::{Value, json};
 
@@ -90,7 +88,11 @@ fn data(secret: &Secret, key: &str) -> Option<String> {
 on_both_backends!(default_service_account_and_root_ca_follow_namespaces);
 fn default_service_account_and_root_ca_follow_namespaces(backend: Backend) {
     // Without a private key the token controller is skipped, as upstream.
-    let descriptors = [SERVICE_ACCOUNT_TOKEN, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER];
+    let descriptors = [
+        named("serviceaccount-token-controller"),
+        named("serviceaccount-controller"),
+        named("root-ca-certificate-publisher-controller"),
+    ];
     let cluster = start(backend, "defaults", &descriptors, &["--service-account-private-key-file="], |_, _| ());
     let names = cluster.controller_names();
     assert_eq!(names, ["serviceaccount-controller", "root-ca-certificate-publisher-controller"]);
@@ -129,8 +131,17 @@ fn default_service_account_and_root_ca_follow_namespaces(backend: Backend) {
 
 on_both_backends!(token_secrets_get_a_verifiable_jwt_and_go_with_their_account);
 fn token_secrets_get_a_verifiable_jwt_and_go_with_their_account(backend: Backend) {
-    let cluster =
-        start(backend, "tokens", &[SERVICE_ACCOUNT_TOKEN, SERVICE_ACCOUNT, LEGACY_TOKEN_CLEANER], &[], |_, _| ());
+    let cluster = start(
+        backend,
+        "tokens",
+        &[
+            named("serviceaccount-token-controller"),
+            named("serviceaccount-controller"),
+            named("legacy-serviceaccount-token-cleaner-controller"),
+        ],
+        &[],
+        |_, _| (),
+    );
     cluster.create_namespace("builds");
     let account: ServiceAccount = from(json!({"metadata": {"name": "builder"}}));
     let account = cluster.accounts("builds").create(&account, &PostParams::default()).expect("account");
@@ -247,7 +258,8 @@ fn unused_legacy_tokens_are_invalidated_once_use_was_tracked_for_a_period(backen
         std::thread::sleep(Duration::from_millis(2100));
     };
     let flags = ["--legacy-service-account-token-clean-up-period=1s"];
-    let cluster = start(backend, "cleaner", &[LEGACY_TOKEN_CLEANER], &flags, prepare);
+    let cluster =
+        start(backend, "cleaner", &[named("legacy-serviceaccount-token-cleaner-controller")], &flags, prepare);
     let secrets = Api::<Secret>::namespaced(&cluster.client, "legacy");
     let invalid_since = eventually("the invalid-since label", || {
         let labels = secrets.get("robot-token").expect("get").metadata.labels.unwrap_or_default();
@@ -275,7 +287,7 @@ fn controllers_act_as_their_own_service_accounts(backend: Backend) {
     let cluster = start(
         backend,
         "credentials",
-        &[REPLICASET, SERVICE_ACCOUNT],
+        &[named("replicaset-controller"), named("serviceaccount-controller")],
         &["--use-service-account-credentials=true"],
         |c, _| {
             // Pod admission needs the namespace's default ServiceAccount before the controllers run.
@@ -358,9 +370,9 @@ on_both_backends!(every_started_controllers_account_exists_once_the_controllers_
 fn every_started_controllers_account_exists_once_the_controllers_start(backend: Backend) {
     let flags = ["--use-service-account-credentials=true", "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"];
     let test = format!("at-start-{}", backend.name().replace(' ', "-"));
-    let cluster = start(backend, &test, DESCRIPTORS, &flags, |_, _| ());
+    let cluster = start(backend, &test, &kcm::app::controllers::built(), &flags, |_, _| ());
     let started = cluster.controller_names();
-    assert_eq!(started.len(), DESCRIPTORS.len(), "every built controller starts: {started:?}");
+    assert_eq!(started.len(), kcm::app::controllers::built().len(), "every built controller starts: {started:?}");
     let listed = cluster.accounts("kube-system").list(&ListParams::default()).expect("accounts").items;
     // The service-account controller may have added kube-system's `default` meanwhile.
     let accounts: BTreeSet<String> =
@@ -383,7 +395,7 @@ fn a_bad_private_key_file_is_an_error_naming_it() {
     let path = std::env::temp_dir().join(format!("kcm-sa-{}-bad.key", std::process::id()));
     std::fs::write(&path, "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").expect("written");
     let args = ["--controllers=*".to_string(), format!("--service-account-private-key-file={}", path.display())];
-    let Ok(kcm::flags::Command::Run(options)) = kcm::flags::parse(args.into_iter().map(Into::into)) else {
+    let Ok(kcm::app::flags::Command::Run(options)) = kcm::app::flags::parse(args.into_iter().map(Into::into)) else {
         panic!("flags parse");
     };
     let config = RestConfig {
@@ -393,7 +405,9 @@ fn a_bad_private_key_file_is_an_error_naming_it() {
         source: "test".into(),
     };
     let client = Client::new(config, ClientOptions::default()).expect("a client");
-    let error = ControllerSet::start(&client, &options, &[SERVICE_ACCOUNT_TOKEN]).err().expect("refused");
+    let error = kcm::app::start_controllers(&client, &options, &[named("serviceaccount-token-controller")])
+        .err()
+        .expect("refused");
     let _ = std::fs::remove_file(&path);
     assert_eq!(
         error,

@@ -1,11 +1,12 @@
-//! The TTL controller on both backends with simulated nodes: every Node gets the
+//! The named("ttl-controller") controller on both backends with simulated nodes: every Node gets the
 //! `node.alpha.kubernetes.io/ttl` annotation, 0 for a small cluster, and it is put back when
 //! someone changes it.
 #![cfg(feature = "sandbox")]
 
 use k8s_openapi::api::core::v1::Node;
+use kcm::app::controllers::named;
 use kcm::client::{Api, Patch, PostParams};
-use kcm::controllers::ttl::{OBJECT_TTL_ANNOTATION, TTL};
+use kcm::controllers::ttl::OBJECT_TTL_ANNOTATION;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::json;
 
@@ -20,8 +21,11 @@ fn ttl_of(nodes: &Api<Node>, name: &str) -> Option<String> {
 
 on_both_backends!(nodes_of_a_small_cluster_get_a_ttl_of_zero);
 fn nodes_of_a_small_cluster_get_a_ttl_of_zero(backend: Backend) {
-    let cluster =
-        harness::with(&[TTL]).on(backend).without_default_account().node_options(NodeOptions::default()).start();
+    let cluster = harness::with(&[named("ttl-controller")])
+        .on(backend)
+        .without_default_account()
+        .node_options(NodeOptions::default())
+        .start();
 
     let nodes = Api::<Node>::all(&cluster.client);
     for name in ["node-a", "node-b"] {

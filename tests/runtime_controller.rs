@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kcm::app::controllers::{ControllerDescriptor, named};
+use kcm::app::flags::Options;
 use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
-use kcm::runtime::controller::{
-    ControllerContext, ControllerDescriptor, ControllerHandle, ControllerSet, Reconciler, enqueue_object_keys,
-};
+use kcm::runtime::controller::{Controller, ControllerContext, SyncResult, enqueue_object_keys};
 use kcm::runtime::informer::{Informer, split_key};
 use kcm::runtime::workqueue::WorkQueue;
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
@@ -31,8 +31,8 @@ struct Marker {
 
 const MARK: &str = "example.com/seen-by";
 
-impl Reconciler for Marker {
-    fn sync(&self, key: &str) -> Result<(), String> {
+impl Marker {
+    fn sync(&self, key: &str) -> SyncResult {
         let (namespace, name) = split_key(key);
         let Some(configmap) = self.configmaps.store().get(key) else { return Ok(()) };
         if name == "flaky" {
@@ -50,20 +50,22 @@ impl Reconciler for Marker {
         Api::<ConfigMap>::namespaced(&self.client, namespace)
             .patch(name, &patch, &PostParams::default())
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string().into())
     }
 }
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+fn init(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, String> {
     let configmaps = context.informers.informer::<ConfigMap>();
     let queue = WorkQueue::new(context.name);
     enqueue_object_keys(&configmaps, &queue);
-    let reconciler = Marker { configmaps, client: context.client.clone(), failed_once: Mutex::new(false) };
-    Ok(ControllerHandle { queue, reconciler: Arc::new(reconciler), workers: 2 })
+    let marker = Marker { configmaps, client: context.client.clone(), failed_once: Mutex::new(false) };
+    Ok(Controller::new().with_queue(&queue, 2, move |key: &String| marker.sync(key)))
 }
 
 /// Borrows an upstream name so that `--controllers` selects it.
-static DESCRIPTORS: &[ControllerDescriptor] = &[ControllerDescriptor { name: "ttl-controller", init }];
+fn marker_controller() -> ControllerDescriptor {
+    named("ttl-controller").started_by(init)
+}
 
 /// An API server, its admin's client and the controller manager's client. The test controller
 /// patches ConfigMaps, which neither the controller manager's user nor `ttl-controller`'s
@@ -117,7 +119,7 @@ fn controllers_sync_retry_and_stop(backend: Backend) {
         create(&admin, name);
     }
     let options = harness::options_on(backend, &[]);
-    let mut set = ControllerSet::start(&kcm, &options, DESCRIPTORS).unwrap();
+    let mut set = kcm::app::start_controllers(&kcm, &options, &[marker_controller()]).unwrap();
     assert_eq!(set.names(), ["ttl-controller"]);
     assert!(set.wait_for_sync(Duration::from_secs(30)), "caches sync");
 
@@ -150,24 +152,23 @@ struct LeaseCounter;
 
 static LEASE_SYNCS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-impl Reconciler for LeaseCounter {
-    fn sync(&self, _key: &str) -> Result<(), String> {
+impl LeaseCounter {
+    fn sync(&self, _key: &str) -> SyncResult {
         LEASE_SYNCS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
 
-fn init_lease_counter(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+fn init_lease_counter(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, String> {
     let leases = context.informers.informer::<k8s_openapi::api::coordination::v1::Lease>();
     let queue = WorkQueue::new(context.name);
     enqueue_object_keys(&leases, &queue);
-    Ok(ControllerHandle { queue, reconciler: Arc::new(LeaseCounter), workers: 1 })
+    Ok(Controller::new().with_queue(&queue, 1, move |key: &String| LeaseCounter.sync(key)))
 }
 
-static TWO_CONTROLLERS: &[ControllerDescriptor] = &[
-    ControllerDescriptor { name: "ttl-controller", init },
-    ControllerDescriptor { name: "pod-garbage-collector-controller", init: init_lease_counter },
-];
+fn two_controllers() -> [ControllerDescriptor; 2] {
+    [marker_controller(), named("pod-garbage-collector-controller").started_by(init_lease_counter)]
+}
 
 // Sandbox only: it needs one API group answering 503 while the others work.
 #[test]
@@ -178,11 +179,11 @@ fn each_controller_waits_only_for_its_own_caches() {
     create(&admin, "before");
     sandbox.faults().set_api_unavailable("coordination.k8s.io/v1", true);
     let kcm = Client::new(sandbox.controller_manager_config(), ClientOptions::default()).unwrap();
-    let options = match kcm::flags::parse(["--controllers=*".into()]).unwrap() {
-        kcm::flags::Command::Run(options) => options,
+    let options = match kcm::app::flags::parse(["--controllers=*".into()]).unwrap() {
+        kcm::app::flags::Command::Run(options) => options,
         other => panic!("unexpected {other:?}"),
     };
-    let mut set = ControllerSet::start(&kcm, &options, TWO_CONTROLLERS).unwrap();
+    let mut set = kcm::app::start_controllers(&kcm, &options, &two_controllers()).unwrap();
     set.run_workers().unwrap();
     // The ConfigMap controller works although the Lease cache cannot sync.
     wait_marked(&admin, "before");
@@ -210,8 +211,8 @@ static RELEASE_STUCK: std::sync::OnceLock<Arc<std::sync::atomic::AtomicBool>> = 
 /// Held by a test using [`RELEASE_STUCK`], which the runs on either backend share.
 static STUCK_TEST: Mutex<()> = Mutex::new(());
 
-impl Reconciler for Stuck {
-    fn sync(&self, _key: &str) -> Result<(), String> {
+impl Stuck {
+    fn sync(&self, _key: &str) -> SyncResult {
         while !self.released.load(std::sync::atomic::Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -219,18 +220,17 @@ impl Reconciler for Stuck {
     }
 }
 
-fn init_stuck(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+fn init_stuck(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, String> {
     let configmaps = context.informers.informer::<ConfigMap>();
     let queue = WorkQueue::new(context.name);
     enqueue_object_keys(&configmaps, &queue);
-    let released = RELEASE_STUCK.get_or_init(Arc::default).clone();
-    Ok(ControllerHandle { queue, reconciler: Arc::new(Stuck { released }), workers: 1 })
+    let stuck = Stuck { released: RELEASE_STUCK.get_or_init(Arc::default).clone() };
+    Ok(Controller::new().with_queue(&queue, 1, move |key: &String| stuck.sync(key)))
 }
 
-static STUCK_AND_MARKER: &[ControllerDescriptor] = &[
-    ControllerDescriptor { name: "ttl-controller", init },
-    ControllerDescriptor { name: "pod-garbage-collector-controller", init: init_stuck },
-];
+fn stuck_and_marker() -> [ControllerDescriptor; 2] {
+    [marker_controller(), named("pod-garbage-collector-controller").started_by(init_stuck)]
+}
 
 on_both_backends!(a_stuck_controller_neither_stalls_others_nor_shutdown);
 fn a_stuck_controller_neither_stalls_others_nor_shutdown(backend: Backend) {
@@ -238,7 +238,7 @@ fn a_stuck_controller_neither_stalls_others_nor_shutdown(backend: Backend) {
     RELEASE_STUCK.get_or_init(Arc::default).store(false, std::sync::atomic::Ordering::SeqCst);
     let (_server, admin, kcm) = start(backend);
     let options = harness::options_on(backend, &[]);
-    let mut set = ControllerSet::start(&kcm, &options, STUCK_AND_MARKER).unwrap();
+    let mut set = kcm::app::start_controllers(&kcm, &options, &stuck_and_marker()).unwrap();
     set.run_workers().unwrap();
     // The stuck controller's worker holds its first key; both share the ConfigMap informer,
     // whose handlers only enqueue, so the marker keeps up with a stream of new objects.

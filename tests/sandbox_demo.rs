@@ -35,7 +35,7 @@ fn the_demo_converges(extra: &[&str]) {
     assert!(stdout.contains("replicaset-controller replaced them on healthy nodes"), "{stdout}");
     assert!(stdout.contains("unable to create new content in namespace demo"), "{stdout}");
     // Steps whose controllers this build has.
-    let built = |names: &[&str]| names.iter().all(|n| kcm::controllers::is_implemented(n));
+    let built = |names: &[&str]| names.iter().all(|n| kcm::app::controllers::is_implemented(n));
     if built(&["garbage-collector-controller", "deployment-controller", "replicaset-controller"]) {
         assert!(stdout.contains("garbage-collector-controller deleted the ReplicaSet, then its pods"), "{stdout}");
         assert!(stdout.contains("keep running with no owner"), "{stdout}");

@@ -8,9 +8,7 @@ mod kubectl;
 
 use std::process::Stdio;
 
-use kcm::controllers::deployment::DEPLOYMENT;
-use kcm::controllers::endpoint::ENDPOINTS;
-use kcm::controllers::replicaset::REPLICASET;
+use kcm::app::controllers::named;
 
 mod harness;
 
@@ -65,7 +63,12 @@ struct Bed {
 
 impl Bed {
     fn start() -> Bed {
-        let cluster = harness::with(&[DEPLOYMENT, REPLICASET, ENDPOINTS]).start();
+        let cluster = harness::with(&[
+            named("deployment-controller"),
+            named("replicaset-controller"),
+            named("endpoints-controller"),
+        ])
+        .start();
         Bed { kubectl: Kubectl::for_sandbox(cluster.sandbox(), "table"), _cluster: cluster }
     }
 }

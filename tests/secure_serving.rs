@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use kcm::app::flags::{Command, Options};
 use kcm::client::config::ClientIdentity;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
-use kcm::flags::{Command, Options};
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use kcm::server::{HealthChecks, SecureServer};
 use rustls::client::danger::ServerCertVerifier;
@@ -51,7 +51,7 @@ impl Drop for TempDir {
 }
 
 fn options(args: &[String]) -> Options {
-    match kcm::flags::parse(args.iter().map(Into::into)) {
+    match kcm::app::flags::parse(args.iter().map(Into::into)) {
         Ok(Command::Run(options)) => *options,
         other => panic!("flags {args:?}: {:?}", other.err()),
     }
@@ -63,7 +63,7 @@ fn start(flags: &[String], checks: Arc<HealthChecks>) -> SecureServer {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let mut args = vec!["--bind-address=127.0.0.1".to_string(), format!("--secure-port={port}")];
         args.extend_from_slice(flags);
-        match SecureServer::start(&options(&args), checks.clone()) {
+        match kcm::app::serve_securely(&options(&args), checks.clone()) {
             Ok(Some(server)) => return server,
             Ok(None) => panic!("no server started"),
             Err(e) if e.contains("failed to create listener") => continue,
@@ -307,7 +307,7 @@ fn kcm_meta(name: &str) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Objec
 #[test]
 fn secure_port_zero_serves_nothing() {
     let options = options(&["--secure-port=0".to_string()]);
-    assert!(SecureServer::start(&options, HealthChecks::new()).unwrap().is_none());
+    assert!(kcm::app::serve_securely(&options, HealthChecks::new()).unwrap().is_none());
 }
 
 #[test]
@@ -595,11 +595,11 @@ fn a_failed_lookup_stops_the_start_unless_tolerated() {
     };
     // The ConfigMap read (the first request of each start) fails.
     cluster.sandbox.faults().fail_next(1, 500, None).unwrap();
-    let refused = SecureServer::start(&flags(&[]), HealthChecks::new()).err().expect("the start fails");
+    let refused = kcm::app::serve_securely(&flags(&[]), HealthChecks::new()).err().expect("the start fails");
     assert!(refused.starts_with("unable to load configmap based request-header-client-ca-file: "), "{refused}");
     cluster.sandbox.faults().fail_next(1, 500, None).unwrap();
     let tolerated =
-        SecureServer::start(&flags(&["--authentication-tolerate-lookup-failure=true"]), HealthChecks::new());
+        kcm::app::serve_securely(&flags(&["--authentication-tolerate-lookup-failure=true"]), HealthChecks::new());
     tolerated.expect("a tolerated lookup failure").expect("a server").stop();
 }
 

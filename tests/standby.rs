@@ -16,7 +16,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kcm::client::{Api, Client, ClientOptions, ListParams, PostParams};
-use kcm::controllers::client_names::{SERVICE_ACCOUNT_NAMESPACE, service_account_for};
+use kcm::runtime::controller::SERVICE_ACCOUNT_NAMESPACE;
 use kcm::sandbox::nodes::SimulatedNodes;
 use serde_json::json;
 
@@ -188,12 +188,12 @@ const AS_CONTROLLERS: &[&str] =
 
 /// The ServiceAccounts the controllers the binary starts with `flags` act as.
 fn controller_accounts(flags: &[&str]) -> BTreeSet<&'static str> {
-    let options = match kcm::flags::parse(flags.iter().map(|f| (*f).into())) {
-        Ok(kcm::flags::Command::Run(options)) => options,
+    let options = match kcm::app::flags::parse(flags.iter().map(|f| (*f).into())) {
+        Ok(kcm::app::flags::Command::Run(options)) => options,
         other => panic!("unexpected {other:?}"),
     };
-    let started = kcm::controllers::DESCRIPTORS.iter().filter(|d| options.starts_controller(d.name));
-    started.filter_map(|d| service_account_for(d.name)).collect()
+    let started = kcm::app::controllers::built().into_iter().filter(|d| options.starts_controller(d.name));
+    started.filter_map(|d| d.service_account).collect()
 }
 
 fn existing_accounts(admin: &Client) -> BTreeSet<String> {

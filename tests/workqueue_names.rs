@@ -6,8 +6,6 @@
 
 use std::collections::BTreeSet;
 
-use kcm::controllers::DESCRIPTORS;
-
 mod harness;
 
 use harness::Backend;
@@ -58,13 +56,17 @@ fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
     // The metrics are the process's: both backends' runs register the same queue names.
     let key_file = std::env::temp_dir().join(format!("kcm-wq-names-{}-{backend:?}.key", std::process::id()));
     let key_flag = format!("--service-account-private-key-file={}", key_file.display());
-    let cluster = harness::with(DESCRIPTORS)
+    let cluster = harness::with(&kcm::app::controllers::built())
         .on(backend)
         .without_nodes()
         .flags(&[key_flag.as_str(), "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"])
         .remove_on_drop(key_file.clone())
         .start_with(|_, server| std::fs::write(&key_file, server.service_account_key_pem()).expect("key written"));
-    assert_eq!(cluster.controller_names().len(), DESCRIPTORS.len(), "every built controller started");
+    assert_eq!(
+        cluster.controller_names().len(),
+        kcm::app::controllers::built().len(),
+        "every built controller started"
+    );
 
     let text = kcm::metrics::global().render();
     let expected: BTreeSet<String> = UPSTREAM_QUEUES.iter().map(|n| n.to_string()).collect();

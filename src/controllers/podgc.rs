@@ -27,12 +27,9 @@ use crate::controllers::nodeutil::{TAINT_NODE_OUT_OF_SERVICE, is_node_ready, tai
 use crate::controllers::podutil::{patch_pod_status, update_pod_condition};
 use crate::metrics::ValueFamily;
 use crate::runtime::clock::{Clock, RealClock};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::Informer;
 use crate::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
-
-/// `pod-garbage-collector-controller`.
-pub const POD_GC: ControllerDescriptor = ControllerDescriptor { name: "pod-garbage-collector-controller", init };
 
 /// `gcCheckPeriod`.
 pub const GC_CHECK_PERIOD: Duration = Duration::from_secs(20);
@@ -40,8 +37,6 @@ pub const GC_CHECK_PERIOD: Duration = Duration::from_secs(20);
 /// pods count as orphaned.
 pub const QUARANTINE_TIME: Duration = Duration::from_secs(40);
 
-/// The one key of the controller's queue: a garbage collection pass.
-const GC_PASS: &str = "gc";
 /// How many deletions of one pass run at once (upstream starts a goroutine per pod).
 const PARALLEL_DELETIONS: usize = 16;
 
@@ -51,29 +46,42 @@ const REASON_OUT_OF_SERVICE: &str = "out-of-service";
 const REASON_ORPHANED: &str = "orphaned";
 const REASON_UNSCHEDULED: &str = "unscheduled";
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    init_with_timings(context, GC_CHECK_PERIOD, QUARANTINE_TIME, Arc::new(RealClock))
+/// The controller's settings; the timings other than upstream's are for tests
+/// (`NewPodGCInternal`).
+#[derive(Clone)]
+pub struct Config {
+    /// `--terminated-pod-gc-threshold`.
+    pub terminated_pod_threshold: i32,
+    /// `gcCheckPeriod`.
+    pub period: Duration,
+    /// `quarantineTime`.
+    pub quarantine: Duration,
+    pub clock: Arc<dyn Clock>,
 }
 
-/// The controller with other timings (upstream's `NewPodGCInternal`, meant for tests only).
-pub fn init_with_timings(
-    context: &ControllerContext<'_>,
-    period: Duration,
-    quarantine: Duration,
-    clock: Arc<dyn Clock>,
-) -> Result<ControllerHandle, String> {
-    let queue = WorkQueue::new("");
-    queue.add(GC_PASS.to_string());
+impl Default for Config {
+    /// Upstream's timings and default threshold.
+    fn default() -> Self {
+        Config {
+            terminated_pod_threshold: 12500,
+            period: GC_CHECK_PERIOD,
+            quarantine: QUARANTINE_TIME,
+            clock: Arc::new(RealClock),
+        }
+    }
+}
+
+/// `NewPodGC`: a garbage collection pass every period.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    let Config { terminated_pod_threshold, period, quarantine, clock } = config;
     let controller = PodGc {
         client: context.client.clone(),
         pods: context.informers.informer::<Pod>(),
         nodes: context.informers.informer::<Node>(),
         quarantine: Quarantine::new(quarantine, clock),
-        terminated_pod_threshold: context.options.pod_gc.terminated_pod_gc_threshold,
-        period,
-        queue: queue.clone(),
+        terminated_pod_threshold,
     };
-    Ok(ControllerHandle { queue, reconciler: Arc::new(controller), workers: 1 })
+    Ok(Controller::new().every("gc", period, move || controller.gc()))
 }
 
 /// Upstream's `PodGCController`.
@@ -83,17 +91,6 @@ pub struct PodGc {
     nodes: Arc<Informer<Node>>,
     quarantine: Quarantine,
     terminated_pod_threshold: i32,
-    period: Duration,
-    queue: WorkQueue<String>,
-}
-
-impl Reconciler for PodGc {
-    /// One pass, then the next one a period later (`wait.UntilWithContext`).
-    fn sync(&self, _: &str) -> Result<(), String> {
-        self.gc();
-        self.queue.add_after(GC_PASS.to_string(), self.period);
-        Ok(())
-    }
 }
 
 /// `isPodTerminated`.

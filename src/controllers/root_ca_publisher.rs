@@ -10,13 +10,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::client::{Api, Client, PostParams};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
-
-/// `root-ca-certificate-publisher-controller`.
-pub const ROOT_CA_PUBLISHER: ControllerDescriptor =
-    ControllerDescriptor { name: "root-ca-certificate-publisher-controller", init };
 
 /// `RootCACertConfigMapName`.
 pub const CONFIG_MAP_NAME: &str = "kube-root-ca.crt";
@@ -31,8 +27,16 @@ const WORKERS: usize = 1;
 
 /// `startRootCACertPublisher`: the bundle of `--root-ca-file`, else the CA of the client's
 /// kubeconfig.
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    let root_ca = super::serviceaccount::root_ca(context.options, &context.client)?;
+/// The controller's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The CA bundle to publish (`--root-ca-file`, else the kubeconfig's CA data).
+    pub root_ca: String,
+}
+
+/// `NewPublisher`.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    let root_ca = config.root_ca;
     let queue = WorkQueue::new("root_ca_cert_publisher");
     let publisher = Arc::new(Publisher {
         client: context.client.clone(),
@@ -60,7 +64,8 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         }
         _ => {}
     });
-    Ok(ControllerHandle { queue, reconciler: publisher, workers: WORKERS })
+    Ok(Controller::new()
+        .with_queue(&queue, WORKERS, move |key: &String| publisher.sync(key).map_err(SyncError::Failed)))
 }
 
 struct Publisher {
@@ -75,7 +80,7 @@ impl Publisher {
     }
 }
 
-impl Reconciler for Publisher {
+impl Publisher {
     /// `syncNamespace`.
     fn sync(&self, namespace: &str) -> Result<(), String> {
         let api = Api::<ConfigMap>::namespaced(&self.client, namespace);

@@ -13,12 +13,9 @@ use parking_lot::RwLock;
 use serde_json::json;
 
 use crate::client::{Api, Client, Patch, PostParams};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
-
-/// `ttl-controller`.
-pub const TTL: ControllerDescriptor = ControllerDescriptor { name: "ttl-controller", init };
 
 /// `v1.ObjectTTLAnnotationKey`.
 pub const OBJECT_TTL_ANNOTATION: &str = "node.alpha.kubernetes.io/ttl";
@@ -71,7 +68,8 @@ impl ClusterSize {
     }
 }
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+/// `NewTTLController`.
+pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
     let queue = WorkQueue::new("ttlcontroller");
     let controller = Arc::new(TtlController {
         client: context.client.clone(),
@@ -81,7 +79,9 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let handler = controller.clone();
     let handler_queue = queue.clone();
     controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event, &handler_queue));
-    Ok(ControllerHandle { queue, reconciler: controller, workers: WORKERS })
+    Ok(Controller::new().with_queue(&queue, WORKERS, move |key: &String| {
+        controller.update_node_if_needed(key).map_err(SyncError::Failed)
+    }))
 }
 
 /// Upstream's TTL `Controller`.
@@ -89,12 +89,6 @@ pub struct TtlController {
     client: Client,
     nodes: Arc<Informer<Node>>,
     size: RwLock<ClusterSize>,
-}
-
-impl Reconciler for TtlController {
-    fn sync(&self, key: &str) -> Result<(), String> {
-        self.update_node_if_needed(key)
-    }
 }
 
 /// `getIntFromAnnotation`: the annotation as an integer, if it is one.

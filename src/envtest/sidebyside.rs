@@ -365,7 +365,7 @@ fn node_options() -> NodeOptions {
 /// the implemented controllers only, no serving, `-v=6` for the request log.
 pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) -> Vec<String> {
     let beside = |name: &str| kubeconfig.with_file_name(name).display().to_string();
-    let mut controllers = crate::controllers::implemented().join(",");
+    let mut controllers = crate::app::controllers::implemented().join(",");
     if side == Side::Upstream {
         // The unpacked v1.33.5 build carries an OpenShift controller that `*` would not select,
         // but that it knows; it is named off so the selections are the same.

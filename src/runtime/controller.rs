@@ -1,108 +1,285 @@
-//! The controller abstraction and the machinery that runs controllers: each controller has an
-//! upstream name, its own API client identity, the shared informers it reads, a workqueue of
-//! object keys fed by informer event handlers, and a pool of worker threads that call its
-//! `sync(key)`, as client-go controllers do.
+//! The controller harness: what a controller declares ([`Controller`]: typed queues with their
+//! handlers and worker counts, periodic tasks, what its workers wait for, what it does when it
+//! starts leading) and the machinery that runs a set of them ([`ControllerSet`]), as
+//! client-go controllers do with their informers, workqueues and `wait.Until` loops.
+//!
+//! A controller knows nothing of flags or of other controllers: the composition root
+//! (`crate::app`) builds it from a plain config struct and hands it a [`ControllerContext`].
 
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
 use crate::client::Client;
-use crate::flags::Options;
 
 use super::events::EventRecorder;
 use super::informer::{CacheSet, Event, Informer, SharedInformerFactory, object_key};
-use super::workqueue::WorkQueue;
+use super::workqueue::{QueueItem, WorkQueue};
 
-/// A controller's reconcile logic: make the world match the object named by `key`
-/// (`namespace/name`, or `name` for cluster-scoped objects).
-pub trait Reconciler: Send + Sync + 'static {
-    /// An `Err` re-queues the key with the queue's rate limit.
-    fn sync(&self, key: &str) -> Result<(), String>;
+/// What a queue handler returns.
+pub type SyncResult = Result<(), SyncError>;
 
-    /// Further queues whose keys go to the same `sync`, each served by its own pool of as many
-    /// workers as the main queue (e.g. the resource quota controller's priority queue). They
-    /// are shut down with the main queue.
-    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
-        Vec::new()
+/// Why a handler could not finish a key, and so what its worker does with the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncError {
+    /// The object changed under the handler (409): requeued at the queue's per-item backoff,
+    /// whose first step is 5 ms, as upstream's `AddRateLimited`; the informer has the newer
+    /// object by then.
+    Conflict(String),
+    /// The server asked to come back later (429/5xx with `Retry-After`): requeued after that
+    /// delay instead of the backoff.
+    RetryAfter { delay: Duration, message: String },
+    /// What the key names no longer exists and there is nothing left to do: the key is dropped
+    /// and its backoff forgotten.
+    Gone(String),
+    /// Anything else: logged and requeued with the queue's rate limit.
+    Failed(String),
+}
+
+impl SyncError {
+    /// A failure with this message.
+    pub fn failed(message: impl Into<String>) -> SyncError {
+        SyncError::Failed(message.into())
     }
 
-    /// Starts the controller: what upstream's constructor does with the API (discovery, a first
-    /// list through the controller's own client, e.g. node IPAM's CIDR map) and the controller's
-    /// own loops besides its workers (upstream's goroutines of `Run`, e.g. the garbage
-    /// collector's graph builder). Called once, when this process starts leading, before the
-    /// workers: a constructor only wires up informers and queues, so that a standby neither
-    /// writes nor makes any request as the controller (upstream builds its controllers only
-    /// once it leads). An error stops the process, as a controller that fails to start stops
-    /// upstream's.
-    fn run_background(self: Arc<Self>) -> Result<(), String> {
-        Ok(())
+    /// The error's message, whatever its kind.
+    pub fn message(&self) -> &str {
+        match self {
+            SyncError::Conflict(m) | SyncError::Gone(m) | SyncError::Failed(m) => m,
+            SyncError::RetryAfter { message, .. } => message,
+        }
     }
 
-    /// Whether state the controller builds itself (beyond the informers its constructor asked
-    /// for) is ready for its workers, e.g. the garbage collector's dependency graph; the
-    /// workers wait for it as for their caches.
-    fn has_synced(&self) -> bool {
-        true
+    /// The same kind of error with `context: ` before its message.
+    pub fn context(self, context: impl fmt::Display) -> SyncError {
+        let wrap = |m: String| format!("{context}: {m}");
+        match self {
+            SyncError::Conflict(m) => SyncError::Conflict(wrap(m)),
+            SyncError::Gone(m) => SyncError::Gone(wrap(m)),
+            SyncError::Failed(m) => SyncError::Failed(wrap(m)),
+            SyncError::RetryAfter { delay, message } => SyncError::RetryAfter { delay, message: wrap(message) },
+        }
+    }
+}
+
+impl fmt::Display for SyncError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for SyncError {}
+
+impl From<String> for SyncError {
+    fn from(message: String) -> SyncError {
+        SyncError::Failed(message)
+    }
+}
+
+impl From<&str> for SyncError {
+    fn from(message: &str) -> SyncError {
+        SyncError::Failed(message.to_string())
+    }
+}
+
+/// Conflicts and `Retry-After` answers keep their kind; a 404 stays a failure, because it may
+/// name another object than the key's (e.g. the namespace of a pod being created).
+impl From<crate::client::Error> for SyncError {
+    fn from(error: crate::client::Error) -> SyncError {
+        if error.is_conflict() {
+            SyncError::Conflict(error.to_string())
+        } else if let Some(delay) = error.retry_after() {
+            SyncError::RetryAfter { delay, message: error.to_string() }
+        } else {
+            SyncError::Failed(error.to_string())
+        }
     }
 }
 
 /// What a controller's constructor is given. The constructor runs on a standby too (its
 /// informers warm up, as the controller manager's own identity): it must make no request with
-/// `client`, and leave such work to [`Reconciler::run_background`].
+/// `client`, and leave such work to [`Controller::on_start`] and its handlers.
 pub struct ControllerContext<'a> {
-    /// The controller's upstream name, e.g. `replicaset-controller`.
+    /// The controller's upstream name, e.g. `replicaset-controller`, for its logs.
     pub name: &'static str,
     /// A client of its own: own User-Agent, own `--kube-api-qps`/`--kube-api-burst` budget;
     /// with `--use-service-account-credentials`, its own ServiceAccount, whose first request
-    /// gets or creates that account. For the workers and `run_background` only.
+    /// gets or creates that account.
     pub client: Client,
     pub informers: &'a SharedInformerFactory,
-    pub options: &'a Options,
-    /// Records Events with `source.component` = the controller's name.
+    /// Records Events with the controller's `source.component`.
     pub recorder: EventRecorder,
 }
 
-/// A constructed controller, ready to run.
-pub struct ControllerHandle {
-    pub queue: WorkQueue<String>,
-    pub reconciler: Arc<dyn Reconciler>,
-    /// Worker threads (its `--concurrent-*-syncs`). Zero: the controller declined to start
-    /// (upstream's `started == false`, e.g. node IPAM without `--allocate-node-cidrs`), and the
-    /// set leaves it out.
-    pub workers: usize,
+type StartHook = Box<dyn FnOnce() -> Result<(), String> + Send>;
+type ReadyCheck = Box<dyn Fn() -> bool + Send + Sync>;
+
+/// A constructed controller: its queues and their handlers, its periodic tasks, what its
+/// workers wait for and what it does when this process starts leading. Built by its
+/// constructor with the `with_*`/`every`/`on_start` methods; run by a [`ControllerSet`].
+#[derive(Default)]
+pub struct Controller {
+    queues: Vec<Box<dyn QueueWorkers>>,
+    periodic: Vec<PeriodicTask>,
+    ready: Vec<ReadyCheck>,
+    on_start: Vec<StartHook>,
+    disabled: Option<String>,
 }
 
-impl ControllerHandle {
-    /// What an init function returns when upstream's answers "not started" (e.g. the token
-    /// controller without `--service-account-private-key-file`): the set logs `why` and leaves
-    /// the controller out.
-    pub fn disabled(name: &str, why: &str) -> ControllerHandle {
-        struct Idle;
-        impl Reconciler for Idle {
-            fn sync(&self, _key: &str) -> Result<(), String> {
-                Ok(())
-            }
+impl Controller {
+    /// A controller with nothing declared yet.
+    pub fn new() -> Controller {
+        Controller::default()
+    }
+
+    /// What a constructor returns when upstream's answers "not started" (e.g. node IPAM
+    /// without `--allocate-node-cidrs`): the set logs `why` and leaves the controller out.
+    pub fn disabled(why: impl Into<String>) -> Controller {
+        Controller { disabled: Some(why.into()), ..Controller::default() }
+    }
+
+    /// Serves `queue` with `workers` threads (at least one) calling `handler` for each key.
+    pub fn with_queue<K: QueueItem>(
+        mut self,
+        queue: &WorkQueue<K>,
+        workers: usize,
+        handler: impl Fn(&K) -> SyncResult + Send + Sync + 'static,
+    ) -> Controller {
+        let queue =
+            TypedQueue { queue: queue.clone(), workers: workers.max(1), gated: true, handler: Arc::new(handler) };
+        self.queues.push(Box::new(queue));
+        self
+    }
+
+    /// Like [`Controller::with_queue`], but its workers start as soon as this process leads,
+    /// without waiting for the caches: for a queue whose processing is what makes the
+    /// controller ready (the garbage collector's graph builder consumes its monitors' events).
+    pub fn with_queue_before_sync<K: QueueItem>(
+        mut self,
+        queue: &WorkQueue<K>,
+        workers: usize,
+        handler: impl Fn(&K) -> SyncResult + Send + Sync + 'static,
+    ) -> Controller {
+        let queue =
+            TypedQueue { queue: queue.clone(), workers: workers.max(1), gated: false, handler: Arc::new(handler) };
+        self.queues.push(Box::new(queue));
+        self
+    }
+
+    /// Runs `task` every `period` (measured from the end of one run to the start of the next,
+    /// as `wait.Until`), from when the caches have synced until the set stops.
+    pub fn every(
+        mut self,
+        name: &'static str,
+        period: Duration,
+        task: impl Fn() + Send + Sync + 'static,
+    ) -> Controller {
+        self.periodic.push(PeriodicTask { name, period, first_after_period: false, once: false, task: Arc::new(task) });
+        self
+    }
+
+    /// Runs `task` once, as soon as the caches have synced (a `Run` goroutine started after
+    /// `WaitForNamedCacheSync`, e.g. the endpoints controller's leftover check).
+    pub fn once_synced(mut self, name: &'static str, task: impl Fn() + Send + Sync + 'static) -> Controller {
+        let task = Arc::new(task);
+        self.periodic.push(PeriodicTask { name, period: Duration::ZERO, first_after_period: false, once: true, task });
+        self
+    }
+
+    /// Runs `task` every `period`, the first time one period after the caches have synced: an
+    /// informer handler's resync (`AddEventHandlerWithResyncPeriod`). A zero period never runs
+    /// it, as in client-go.
+    pub fn resync_every(
+        mut self,
+        name: &'static str,
+        period: Duration,
+        task: impl Fn() + Send + Sync + 'static,
+    ) -> Controller {
+        if !period.is_zero() {
+            let task = Arc::new(task);
+            self.periodic.push(PeriodicTask { name, period, first_after_period: true, once: false, task });
         }
-        log::info!("{name}: {why}");
-        // Unnamed: a controller that does not start exports no queue metrics, as upstream.
-        ControllerHandle { queue: WorkQueue::new(""), reconciler: Arc::new(Idle), workers: 0 }
+        self
     }
 
-    /// The main queue, then the reconciler's extra queues.
-    fn queues(&self) -> Vec<WorkQueue<String>> {
-        let mut queues = vec![self.queue.clone()];
-        queues.extend(self.reconciler.extra_queues());
-        queues
+    /// Makes the workers and periodic tasks also wait for `ready` (state the controller builds
+    /// itself, e.g. the garbage collector's dependency graph), as for their caches.
+    pub fn wait_for(mut self, ready: impl Fn() -> bool + Send + Sync + 'static) -> Controller {
+        self.ready.push(Box::new(ready));
+        self
+    }
+
+    /// Runs `start` once, when this process starts leading, before the workers: what upstream's
+    /// constructor does with the API (discovery, a first list through the controller's own
+    /// client). An error stops the process, as a controller that fails to start stops
+    /// upstream's.
+    pub fn on_start(mut self, start: impl FnOnce() -> Result<(), String> + Send + 'static) -> Controller {
+        self.on_start.push(Box::new(start));
+        self
+    }
+
+    /// The total number of workers over its queues.
+    fn worker_count(&self) -> usize {
+        self.queues.iter().map(|q| q.workers()).sum()
     }
 }
 
-/// How to build one controller.
-pub struct ControllerDescriptor {
-    /// Upstream's canonical name (see `crate::controllers::KNOWN_CONTROLLERS`).
-    pub name: &'static str,
-    pub init: fn(&ControllerContext<'_>) -> Result<ControllerHandle, String>,
+/// One queue of a controller with its handler, behind a type-erased face for the set.
+trait QueueWorkers: Send + Sync {
+    fn workers(&self) -> usize;
+    /// Starts one worker thread named `thread`.
+    fn spawn(&self, thread: String, gate: Arc<StartGate>) -> std::io::Result<JoinHandle<()>>;
+    fn shut_down(&self);
+    fn shut_down_with_drain(&self, timeout: Duration) -> bool;
+}
+
+type Handler<K> = Arc<dyn Fn(&K) -> SyncResult + Send + Sync>;
+
+struct TypedQueue<K: QueueItem> {
+    queue: WorkQueue<K>,
+    workers: usize,
+    /// Whether its workers wait for the caches.
+    gated: bool,
+    handler: Handler<K>,
+}
+
+impl<K: QueueItem> QueueWorkers for TypedQueue<K> {
+    fn workers(&self) -> usize {
+        self.workers
+    }
+
+    fn spawn(&self, thread: String, gate: Arc<StartGate>) -> std::io::Result<JoinHandle<()>> {
+        let queue = self.queue.clone();
+        let (handler, gated) = (self.handler.clone(), self.gated);
+        std::thread::Builder::new().name(thread).spawn(move || {
+            if !gated || gate.wait() {
+                work(gate.name, &queue, handler.as_ref(), &gate.stopping);
+            }
+        })
+    }
+
+    fn shut_down(&self) {
+        self.queue.shut_down();
+    }
+
+    fn shut_down_with_drain(&self, timeout: Duration) -> bool {
+        self.queue.shut_down_with_drain(timeout)
+    }
+}
+
+/// A task a controller runs on a period while it leads.
+struct PeriodicTask {
+    name: &'static str,
+    period: Duration,
+    /// Waits one period before the first run.
+    first_after_period: bool,
+    /// Runs only once.
+    once: bool,
+    task: Arc<dyn Fn() + Send + Sync>,
 }
 
 /// Enqueues the key of every object an informer reports: the usual mapping for a controller
@@ -120,21 +297,50 @@ where
     });
 }
 
+/// Who a controller is to the API server and in its Events: what the composition root tells
+/// the set about each controller it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControllerIdentity {
+    /// Upstream's canonical name, e.g. `replicaset-controller`.
+    pub name: &'static str,
+    /// The name its client is built under when it runs on the root credentials (its User-Agent
+    /// ends with it).
+    pub client_name: &'static str,
+    /// The ServiceAccount it acts as, in [`SERVICE_ACCOUNT_NAMESPACE`]
+    /// (`--use-service-account-credentials`); `None`: the root credentials.
+    pub service_account: Option<&'static str>,
+    /// The `source.component` of its Events.
+    pub event_component: &'static str,
+}
+
+/// The namespace of the controllers' service accounts (`metav1.NamespaceSystem`).
+pub const SERVICE_ACCOUNT_NAMESPACE: &str = "kube-system";
+
+/// Builds a controller in its context.
+pub type BuildFn<'a> = Box<dyn FnOnce(&ControllerContext<'_>) -> Result<Controller, String> + 'a>;
+
+/// One controller for [`ControllerSet::start`]: who it is and how to build it.
+pub struct ControllerSpec<'a> {
+    pub identity: ControllerIdentity,
+    pub build: BuildFn<'a>,
+}
+
 /// How long after the drain deadline an Event sink may take to finish the write it has in
 /// flight at shutdown.
 const IN_FLIGHT_EVENT_WRITE: Duration = Duration::from_secs(5);
 
 /// A controller that is running or ready to run.
 struct Running {
-    name: &'static str,
-    /// The ServiceAccount it acts as (`--use-service-account-credentials`), created when its
-    /// workers start.
-    service_account: Option<&'static str>,
-    handle: ControllerHandle,
+    identity: ControllerIdentity,
+    queues: Vec<Box<dyn QueueWorkers>>,
+    periodic: Vec<PeriodicTask>,
+    ready: Arc<Vec<ReadyCheck>>,
+    on_start: Vec<StartHook>,
     /// The informers its constructor asked for: its workers wait for them to sync.
     caches: CacheSet,
     recorder: EventRecorder,
-    workers: Vec<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
+    started: bool,
 }
 
 /// The set of controllers of one process, with their shared informers.
@@ -145,61 +351,68 @@ pub struct ControllerSet {
     controllers: Vec<Running>,
     /// Set when workers must take no further keys (shutdown, lost leadership).
     stopping: Arc<AtomicBool>,
+    /// Dropped at stop: wakes the periodic tasks out of their wait.
+    stop_periodic: Option<Sender<()>>,
+    periodic_stopped: Receiver<()>,
 }
 
 impl ControllerSet {
-    /// Builds every controller of `descriptors` that `options` selects and starts the
-    /// informers they asked for. Workers do not run yet: see [`ControllerSet::run_workers`].
+    /// Builds every controller of `specs` (in order) and starts the informers they asked for.
+    /// Workers do not run yet: see [`ControllerSet::run_workers`].
     pub fn start(
-        client: &Client,
-        options: &Options,
-        descriptors: &[ControllerDescriptor],
+        root: &Client,
+        min_resync_period: Duration,
+        specs: Vec<ControllerSpec<'_>>,
     ) -> Result<ControllerSet, String> {
-        let informers = SharedInformerFactory::new(client.clone(), options.generic.min_resync_period);
+        let informers = SharedInformerFactory::new(root.clone(), min_resync_period);
         let mut controllers = Vec::new();
-        if options.generic.use_service_account_credentials && options.service_account.private_key_file.is_empty() {
-            // Another controller manager may be minting the tokens; if none is, TokenRequest still works.
-            log::info!(
-                "Warning: --use-service-account-credentials was specified without providing a --service-account-private-key-file"
-            );
-        }
-        for descriptor in descriptors.iter().filter(|d| options.starts_controller(d.name)) {
-            let controller_client = controller_client(client, options, descriptor.name)?;
-            let component = crate::controllers::client_names::event_component_for(descriptor.name);
-            let recorder = EventRecorder::new(controller_client.clone(), component);
+        for spec in specs {
+            let identity = spec.identity;
+            let name = identity.name;
+            let controller_client = controller_client(root, &identity)?;
+            let recorder = EventRecorder::new(controller_client.clone(), identity.event_component);
             let context = ControllerContext {
-                name: descriptor.name,
+                name,
                 client: controller_client,
                 informers: &informers,
-                options,
                 recorder: recorder.clone(),
             };
-            let (handle, caches) = informers.recording(|| (descriptor.init)(&context));
-            let handle = handle.map_err(|e| format!("starting {}: {e}", descriptor.name))?;
-            if handle.workers == 0 {
-                handle.queue.shut_down();
+            let (built, caches) = informers.recording(|| (spec.build)(&context));
+            let controller = built.map_err(|e| format!("starting {name}: {e}"))?;
+            if let Some(why) = controller.disabled {
+                log::info!("{name}: {why}");
                 recorder.shutdown();
-                log::warn!("Skipping controller {}", descriptor.name);
+                log::warn!("Skipping controller {name}");
                 continue;
             }
-            log::info!("started {} ({} workers)", descriptor.name, handle.workers);
-            let service_account = controller_service_account(options, descriptor.name);
+            log::info!("started {name} ({} workers)", controller.worker_count());
             controllers.push(Running {
-                name: descriptor.name,
-                service_account,
-                handle,
+                identity,
+                queues: controller.queues,
+                periodic: controller.periodic,
+                ready: Arc::new(controller.ready),
+                on_start: controller.on_start,
                 caches,
                 recorder,
-                workers: Vec::new(),
+                threads: Vec::new(),
+                started: false,
             });
         }
         informers.start();
-        Ok(ControllerSet { root: client.clone(), informers, controllers, stopping: Arc::new(AtomicBool::new(false)) })
+        let (stop_periodic, periodic_stopped) = crossbeam_channel::bounded(0);
+        Ok(ControllerSet {
+            root: root.clone(),
+            informers,
+            controllers,
+            stopping: Arc::new(AtomicBool::new(false)),
+            stop_periodic: Some(stop_periodic),
+            periodic_stopped,
+        })
     }
 
     /// The names of the controllers in the set.
     pub fn names(&self) -> Vec<&'static str> {
-        self.controllers.iter().map(|c| c.name).collect()
+        self.controllers.iter().map(|c| c.identity.name).collect()
     }
 
     /// Waits until every informer has its first full list.
@@ -207,82 +420,83 @@ impl ControllerSet {
         self.informers.wait_for_sync(timeout)
     }
 
-    /// Starts every controller's background loops and worker threads (only ever while this
-    /// process may act, i.e. while it leads). Each controller's workers take keys once its
-    /// own caches have synced, so a cache that never syncs holds back only its readers.
+    /// Starts every controller's start hooks, worker threads and periodic tasks (only ever
+    /// while this process may act, i.e. while it leads). Each controller's workers take keys
+    /// once its own caches have synced, so a cache that never syncs holds back only its readers.
     ///
     /// With `--use-service-account-credentials` each controller's ServiceAccount is got or
     /// created first, in start order, as upstream's `ClientOrDie(name)` does when it starts a
-    /// controller: the accounts of all started controllers exist before any of them works, not
-    /// only those of the controllers that have written something.
+    /// controller: the accounts of all started controllers exist before any of them works.
     ///
-    /// A controller whose [`Reconciler::run_background`] fails stops the start: the error
-    /// (`starting <name>: …`) is for the caller to end the process with, as upstream exits when
-    /// a controller fails to start in `OnStartedLeading`.
+    /// A failing start hook stops the start: the error (`starting <name>: …`) is for the caller
+    /// to end the process with, as upstream exits when a controller fails to start.
     pub fn run_workers(&mut self) -> Result<(), String> {
         let mut ensured = std::collections::HashSet::new();
-        for controller in &mut self.controllers {
-            if !controller.workers.is_empty() {
+        for running in &mut self.controllers {
+            if running.started {
                 continue;
             }
-            if let Some(account) = controller.service_account
+            running.started = true;
+            let name = running.identity.name;
+            if let Some(account) = running.identity.service_account
                 && ensured.insert(account)
             {
-                ensure_service_account(&self.root, controller.name, account);
+                ensure_service_account(&self.root, name, account);
             }
-            controller
-                .handle
-                .reconciler
-                .clone()
-                .run_background()
-                .map_err(|e| format!("starting {}: {e}", controller.name))?;
-            running_controllers().set(&["kube-controller-manager", controller.name], 1.0);
-            let synced = Arc::new(CacheSync::new(controller.name, controller.caches.clone()));
+            for start in running.on_start.drain(..) {
+                start().map_err(|e| format!("starting {name}: {e}"))?;
+            }
+            running_controllers().set(&["kube-controller-manager", name], 1.0);
+            let gate = Arc::new(StartGate::new(name, running.caches.clone(), running.ready.clone(), &self.stopping));
             let mut index = 0;
-            for queue in controller.handle.queues() {
-                for _ in 0..controller.handle.workers.max(1) {
-                    let queue = queue.clone();
-                    let reconciler = controller.handle.reconciler.clone();
-                    let name = controller.name;
-                    let stopping = self.stopping.clone();
-                    let synced = synced.clone();
-                    let spawned = std::thread::Builder::new().name(format!("{name}-{index}")).spawn(move || {
-                        if synced.wait(reconciler.as_ref(), &stopping) {
-                            work(name, &queue, reconciler.as_ref(), &stopping);
-                        }
-                    });
-                    match spawned {
-                        Ok(thread) => controller.workers.push(thread),
+            for queue in &running.queues {
+                for _ in 0..queue.workers() {
+                    match queue.spawn(format!("{name}-{index}"), gate.clone()) {
+                        Ok(thread) => running.threads.push(thread),
                         Err(e) => log::error!("{name}: cannot start worker {index}: {e}"),
                     }
                     index += 1;
+                }
+            }
+            for task in &running.periodic {
+                let stop = self.periodic_stopped.clone();
+                let gate = gate.clone();
+                let (period, wait_first, once) = (task.period, task.first_after_period, task.once);
+                let run = task.task.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("{name}-{}", task.name))
+                    .spawn(move || run_periodic(&gate, (period, wait_first, once), run.as_ref(), &stop));
+                match spawned {
+                    Ok(thread) => running.threads.push(thread),
+                    Err(e) => log::error!("{name}: cannot start {}: {e}", task.name),
                 }
             }
         }
         Ok(())
     }
 
-    /// Stops taking work, lets running syncs finish within `drain`, stops the informers and
-    /// flushes pending Events.
-    pub fn stop(self, drain: Duration) {
+    /// Stops taking work, lets running syncs and periodic runs finish within `drain`, stops
+    /// the informers and flushes pending Events.
+    pub fn stop(mut self, drain: Duration) {
         let deadline = Instant::now() + drain;
         self.stopping.store(true, Ordering::SeqCst);
-        for controller in &self.controllers {
-            controller.handle.queues().iter().for_each(WorkQueue::shut_down);
-            running_controllers().set(&["kube-controller-manager", controller.name], 0.0);
+        drop(self.stop_periodic.take());
+        for running in &self.controllers {
+            running.queues.iter().for_each(|q| q.shut_down());
+            running_controllers().set(&["kube-controller-manager", running.identity.name], 0.0);
         }
-        for controller in &self.controllers {
-            for queue in controller.handle.queues() {
+        for running in &self.controllers {
+            for queue in &running.queues {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if !queue.shut_down_with_drain(left) {
-                    log::warn!("{}: syncs still running after {drain:?}; leaving them", controller.name);
+                    log::warn!("{}: syncs still running after {drain:?}; leaving them", running.identity.name);
                 }
             }
         }
         self.informers.shutdown();
         // One deadline for every recorder's pending Events; none at all after a lost Lease.
-        for controller in &self.controllers {
-            controller.recorder.flush(deadline.saturating_duration_since(Instant::now()));
+        for running in &self.controllers {
+            running.recorder.flush(deadline.saturating_duration_since(Instant::now()));
         }
         if !drain.is_zero() {
             // Close every recorder first, then wait for all of them against the same deadline
@@ -290,53 +504,71 @@ impl ControllerSet {
             // with unwritable Events cannot add up to more than one bound.
             self.controllers.iter().for_each(|c| c.recorder.close());
             let deadline = deadline + IN_FLIGHT_EVENT_WRITE;
-            for controller in &self.controllers {
-                controller.recorder.wait_stopped(deadline.saturating_duration_since(Instant::now()));
+            for running in &self.controllers {
+                running.recorder.wait_stopped(deadline.saturating_duration_since(Instant::now()));
             }
         }
-        for controller in self.controllers {
-            for worker in controller.workers {
-                if worker.is_finished() {
-                    let _ = worker.join();
-                }
+        join_finished(std::mem::take(&mut self.controllers), deadline);
+    }
+}
+
+/// Joins the workers and periodic tasks that finish by `deadline`; the rest (a sync stuck on
+/// the network) are left to end with the process.
+fn join_finished(controllers: Vec<Running>, deadline: Instant) {
+    for running in controllers {
+        for thread in running.threads {
+            while !thread.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
             }
         }
     }
 }
 
-/// The ServiceAccount a controller acts as: with `--use-service-account-credentials`, the one
-/// its upstream client name gives (none for the token controller, which uses the root
-/// credentials).
-fn controller_service_account(options: &Options, name: &str) -> Option<&'static str> {
-    options
-        .generic
-        .use_service_account_credentials
-        .then(|| crate::controllers::client_names::service_account_for(name))
-        .flatten()
+/// One periodic task: waits for the controller's caches (and one period when `wait_first`),
+/// then runs `task` (once, or every `period`) until the set stops (the sender of `stop` is
+/// dropped).
+fn run_periodic(
+    gate: &StartGate,
+    (period, wait_first, once): (Duration, bool, bool),
+    task: &(dyn Fn() + Send + Sync),
+    stop: &Receiver<()>,
+) {
+    let pause = || matches!(stop.recv_timeout(period), Err(RecvTimeoutError::Timeout));
+    if !gate.wait() || (wait_first && !pause()) {
+        return;
+    }
+    loop {
+        task();
+        if once || !pause() {
+            return;
+        }
+    }
 }
 
 /// Gets or creates `kube-system/<account>` for `controller`. A failure is logged and the
 /// controller starts anyway: its client gets or creates the account again before its first
 /// token (upstream's `ClientOrDie` exits the process instead).
 fn ensure_service_account(root: &Client, controller: &str, account: &str) {
-    use crate::controllers::client_names::SERVICE_ACCOUNT_NAMESPACE;
     if let Err(e) = crate::client::credentials::get_or_create_service_account(root, SERVICE_ACCOUNT_NAMESPACE, account)
     {
         log::error!("{controller}: cannot get or create service account {SERVICE_ACCOUNT_NAMESPACE}/{account}: {e}");
     }
 }
 
-/// The client a controller runs with: with `--use-service-account-credentials`, one that
-/// authenticates as its own ServiceAccount (upstream's dynamic client builder); otherwise the
-/// root credentials with its own User-Agent and rate limit (the simple client builder).
-fn controller_client(root: &Client, options: &Options, name: &'static str) -> Result<Client, String> {
-    use crate::controllers::client_names::{SERVICE_ACCOUNT_NAMESPACE, client_name_for};
-    match controller_service_account(options, name) {
+/// The client a controller runs with: as its ServiceAccount when it has one (upstream's
+/// dynamic client builder); otherwise the root credentials with its own User-Agent and rate
+/// limit (the simple client builder).
+fn controller_client(root: &Client, identity: &ControllerIdentity) -> Result<Client, String> {
+    let name = identity.name;
+    match identity.service_account {
         Some(account) => {
             crate::client::credentials::service_account_client(root, SERVICE_ACCOUNT_NAMESPACE, account, name)
                 .map_err(|e| format!("{name}: cannot set up the credentials of service account {account}: {e}"))
         }
-        None => Ok(root.for_controller(client_name_for(name))),
+        None => Ok(root.for_controller(identity.client_name)),
     }
 }
 
@@ -355,26 +587,28 @@ fn running_controllers() -> &'static crate::metrics::GaugeVec {
 }
 
 /// One controller's wait for its caches (upstream's `WaitForNamedCacheSync`), shared by its
-/// workers: the first to see the caches synced logs it.
-struct CacheSync {
+/// workers and periodic tasks: the first to see the caches synced logs it.
+struct StartGate {
     name: &'static str,
     caches: CacheSet,
+    ready: Arc<Vec<ReadyCheck>>,
+    stopping: Arc<AtomicBool>,
     logged: AtomicBool,
 }
 
-impl CacheSync {
-    fn new(name: &'static str, caches: CacheSet) -> CacheSync {
+impl StartGate {
+    fn new(name: &'static str, caches: CacheSet, ready: Arc<Vec<ReadyCheck>>, stopping: &Arc<AtomicBool>) -> StartGate {
         if !caches.has_synced() {
             log::info!("Waiting for caches to sync for {name}");
         }
-        CacheSync { name, caches, logged: AtomicBool::new(false) }
+        StartGate { name, caches, ready, stopping: stopping.clone(), logged: AtomicBool::new(false) }
     }
 
-    /// Blocks until the caches and the reconciler's own state have synced (true) or the set is
+    /// Blocks until the caches and the controller's own state are ready (true) or the set is
     /// stopping (false).
-    fn wait(&self, reconciler: &dyn Reconciler, stopping: &AtomicBool) -> bool {
-        while !(self.caches.has_synced() && reconciler.has_synced()) {
-            if stopping.load(Ordering::SeqCst) {
+    fn wait(&self) -> bool {
+        while !(self.caches.has_synced() && self.ready.iter().all(|ready| ready())) {
+            if self.stopping.load(Ordering::SeqCst) {
                 return false;
             }
             std::thread::sleep(CACHE_SYNC_POLL);
@@ -382,25 +616,39 @@ impl CacheSync {
         if !self.logged.swap(true, Ordering::SeqCst) {
             log::info!("Caches are synced for {}", self.name);
         }
-        true
+        !self.stopping.load(Ordering::SeqCst)
     }
 }
 
 /// How often a waiting worker looks at its caches (client-go polls every 100 ms).
 const CACHE_SYNC_POLL: Duration = Duration::from_millis(100);
 
-/// One worker: takes keys until the queue shuts down or the set is stopping.
-fn work(name: &str, queue: &WorkQueue<String>, reconciler: &dyn Reconciler, stopping: &AtomicBool) {
+/// One worker: takes keys until the queue shuts down or the set is stopping, and acts on each
+/// handler's outcome.
+fn work<K: QueueItem>(
+    name: &str,
+    queue: &WorkQueue<K>,
+    handler: &(dyn Fn(&K) -> SyncResult + Send + Sync),
+    stopping: &AtomicBool,
+) {
     while let Some(key) = queue.get() {
         if stopping.load(Ordering::SeqCst) {
             queue.done(&key);
             return;
         }
         let started = Instant::now();
-        match reconciler.sync(&key) {
+        match handler(&key) {
             Ok(()) => queue.forget(&key),
-            Err(e) => {
-                log::error!("{name}: error syncing {key:?}, requeuing: {e}");
+            Err(SyncError::Gone(why)) => {
+                log::debug!("{name}: dropping {key:?}: {why}");
+                queue.forget(&key);
+            }
+            Err(SyncError::RetryAfter { delay, message }) => {
+                log::error!("{name}: error syncing {key:?}, retrying after {delay:?}: {message}");
+                queue.add_after(key.clone(), delay);
+            }
+            Err(SyncError::Conflict(message) | SyncError::Failed(message)) => {
+                log::error!("{name}: error syncing {key:?}, requeuing: {message}");
                 queue.add_rate_limited(key.clone());
             }
         }

@@ -16,8 +16,8 @@ use serde_json::json;
 
 use super::nodes::{NodeOptions, SimulatedNodes};
 use super::server::{AuthorizationMode, Sandbox, SandboxOptions};
+use crate::app::controllers::is_implemented;
 use crate::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams, PropagationPolicy};
-use crate::controllers::is_implemented;
 use crate::envtest::process::OwnedProcess;
 use crate::envtest::{ControlPlane, TestServer};
 
@@ -176,7 +176,7 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
         Ok(lease.and_then(|l| l.spec).and_then(|s| s.holder_identity).filter(|h| !h.is_empty()))
     })?;
     narrator.ok(&format!("it holds the leader Lease kube-system/kube-controller-manager as {holder}"));
-    let implemented = crate::controllers::implemented();
+    let implemented = crate::app::controllers::implemented();
     if implemented.is_empty() {
         narrator.info("this build implements no controllers yet: the steps that need them are skipped below");
     } else {

@@ -25,7 +25,7 @@ use rustls_pki_types::{CertificateDer, UnixTime};
 use super::cache::TtlCache;
 use super::http::Request;
 use crate::client::{Api, Client, ClientOptions, PostParams, config};
-use crate::flags::AuthenticationOptions;
+use crate::server::options::AuthenticationOptions;
 
 /// The user of requests without credentials.
 pub const ANONYMOUS: &str = "system:anonymous";

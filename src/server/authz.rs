@@ -13,7 +13,7 @@ use k8s_openapi::api::authorization::v1::{
 use super::auth::{User, delegation_client};
 use super::cache::TtlCache;
 use crate::client::{Api, Client, PostParams};
-use crate::flags::AuthorizationOptions;
+use crate::server::options::AuthorizationOptions;
 
 /// Groups allowed everything without asking (upstream's default `AlwaysAllowGroups`).
 const PRIVILEGED_GROUPS: &[&str] = &["system:masters"];

@@ -14,6 +14,7 @@ mod cache;
 pub mod certs;
 pub mod health;
 pub mod http;
+pub mod options;
 pub mod process_metrics;
 mod responses;
 mod tls;
@@ -28,6 +29,7 @@ pub use health::HealthChecks;
 use auth::Authenticator;
 use authz::{Authorizer, Decision};
 use http::{Handler, HttpServer, Limits, Request, ResponseWriter, TlsSource};
+use options::{AuthenticationOptions, AuthorizationOptions, SecureServingOptions};
 use responses::Answer;
 
 /// Connections served at once (one thread each); more are closed on accept.
@@ -55,8 +57,12 @@ pub struct SecureServer {
 impl SecureServer {
     /// Starts serving on `--bind-address`:`--secure-port`; `None` when the port is 0. Fails
     /// when a certificate, CA or kubeconfig file is unusable or the port cannot be bound.
-    pub fn start(options: &crate::flags::Options, checks: Arc<HealthChecks>) -> Result<Option<SecureServer>, String> {
-        let serving = &options.secure_serving;
+    pub fn start(
+        serving: &SecureServingOptions,
+        authentication: &AuthenticationOptions,
+        authorization: &AuthorizationOptions,
+        checks: Arc<HealthChecks>,
+    ) -> Result<Option<SecureServer>, String> {
         if serving.port == 0 {
             return Ok(None);
         }
@@ -64,8 +70,8 @@ impl SecureServer {
             log::warn!("--tls-sni-cert-key is not supported yet: every name gets the default serving certificate");
         }
         process_metrics::register();
-        let authn = Arc::new(Authenticator::new(&options.authentication)?);
-        let authz = Authorizer::new(&options.authorization)?;
+        let authn = Arc::new(Authenticator::new(authentication)?);
+        let authz = Authorizer::new(authorization)?;
         let bind = serving.bind_address.unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let cert =
             certs::load_or_generate(&serving.tls_cert_file, &serving.tls_private_key_file, &serving.cert_dir, bind)?;

@@ -15,7 +15,7 @@ use rustls::{DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureSc
 use rustls_pki_types::{CertificateDer, UnixTime};
 
 use super::certs::ServingCert;
-use crate::flags::SecureServingOptions;
+use crate::server::options::SecureServingOptions;
 
 /// The server config for `serving`, asking clients for a certificate issued by one of
 /// `client_cas` (none: no certificate is asked for).

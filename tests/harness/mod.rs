@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Namespace, ReplicationController, ServiceAccount};
+use kcm::app::controllers::ControllerDescriptor;
+use kcm::app::flags::Options;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
 pub use kcm::envtest::{Backend, TestServer};
-use kcm::flags::Options;
-use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
+use kcm::runtime::controller::ControllerSet;
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
 use kcm::sandbox::server::Sandbox;
 use serde::de::DeserializeOwned;
@@ -167,8 +168,8 @@ pub fn nginx_replication_controller(name: &str, replicas: i32) -> ReplicationCon
 /// The controller manager's options for `--controllers=*` followed by `flags`.
 pub fn options(flags: &[&str]) -> Box<Options> {
     let args = std::iter::once("--controllers=*").chain(flags.iter().copied());
-    match kcm::flags::parse(args.map(Into::into)) {
-        Ok(kcm::flags::Command::Run(options)) => options,
+    match kcm::app::flags::parse(args.map(Into::into)) {
+        Ok(kcm::app::flags::Command::Run(options)) => options,
         other => panic!("unexpected {other:?}"),
     }
 }
@@ -267,9 +268,7 @@ impl Cluster {
     }
 
     fn start_controllers(&mut self) {
-        let descriptors: Vec<ControllerDescriptor> =
-            self.descriptors.iter().map(|d| ControllerDescriptor { name: d.name, init: d.init }).collect();
-        let mut set = ControllerSet::start(&self.kcm, &self.options, &descriptors).expect("controllers");
+        let mut set = kcm::app::start_controllers(&self.kcm, &self.options, &self.descriptors).expect("controllers");
         if let Some(names) = &self.expected_names {
             assert_eq!(&set.names(), names);
         }
@@ -298,7 +297,7 @@ pub struct Builder {
 pub fn with(descriptors: &[ControllerDescriptor]) -> Builder {
     Builder {
         backend: Backend::Sandbox,
-        descriptors: descriptors.iter().map(|d| ControllerDescriptor { name: d.name, init: d.init }).collect(),
+        descriptors: descriptors.to_vec(),
         expected_names: None,
         flags: Vec::new(),
         namespaces: Vec::new(),

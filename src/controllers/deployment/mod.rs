@@ -25,19 +25,24 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::client::{Api, Client, PostParams};
 use crate::labels::Selector;
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::{ControllerRefManager, controller_of, controller_ref};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::Informer;
 use crate::runtime::workqueue::WorkQueue;
 
-/// `deployment-controller`.
-pub const DEPLOYMENT: ControllerDescriptor = ControllerDescriptor { name: "deployment-controller", init };
-
 /// `maxRetries`: a Deployment failing this many syncs in a row is dropped from the queue.
 const MAX_RETRIES: u32 = 15;
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+/// The controller's settings (`DeploymentControllerConfiguration`).
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--concurrent-deployment-syncs`.
+    pub workers: usize,
+}
+
+/// `NewDeploymentController`.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     let queue = WorkQueue::new("deployment");
     let controller = Arc::new(DeploymentController {
         client: context.client.clone(),
@@ -48,8 +53,8 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         recorder: context.recorder.clone(),
     });
     controller.add_handlers();
-    let workers = usize::try_from(context.options.concurrency.deployment_syncs).unwrap_or(1).max(1);
-    Ok(ControllerHandle { queue, reconciler: controller, workers })
+    Ok(Controller::new()
+        .with_queue(&queue, config.workers, move |key: &String| controller.process_key(key).map_err(SyncError::Failed)))
 }
 
 /// Upstream's `DeploymentController`.
@@ -64,7 +69,7 @@ pub struct DeploymentController {
 
 /// Why a sync failed; a terminating namespace is not retried (`handleErr`).
 #[derive(Debug)]
-pub struct SyncError {
+pub struct DeploymentError {
     message: String,
     namespace_terminating: bool,
 }
@@ -76,26 +81,26 @@ fn namespace_terminating(error: &crate::client::Error) -> bool {
     causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
 }
 
-impl From<crate::client::Error> for SyncError {
+impl From<crate::client::Error> for DeploymentError {
     fn from(error: crate::client::Error) -> Self {
-        SyncError { namespace_terminating: namespace_terminating(&error), message: error.to_string() }
+        DeploymentError { namespace_terminating: namespace_terminating(&error), message: error.to_string() }
     }
 }
 
-impl From<String> for SyncError {
+impl From<String> for DeploymentError {
     fn from(message: String) -> Self {
-        SyncError { message, namespace_terminating: false }
+        DeploymentError { message, namespace_terminating: false }
     }
 }
 
-pub type SyncResult<T = ()> = Result<T, SyncError>;
+pub type DeploymentResult<T = ()> = Result<T, DeploymentError>;
 
 /// Pods of the Deployment grouped by the uid of their controlling ReplicaSet (`podMap`).
 pub type PodMap = HashMap<String, Vec<Arc<Pod>>>;
 
-impl Reconciler for DeploymentController {
+impl DeploymentController {
     /// `processNextWorkItem` + `handleErr`.
-    fn sync(&self, key: &str) -> Result<(), String> {
+    fn process_key(&self, key: &str) -> Result<(), String> {
         match self.sync_deployment(key) {
             Ok(()) => Ok(()),
             Err(e) if e.namespace_terminating => Ok(()),
@@ -122,7 +127,7 @@ fn name(d: &Deployment) -> &str {
 
 impl DeploymentController {
     /// `syncDeployment`.
-    fn sync_deployment(&self, key: &str) -> SyncResult {
+    fn sync_deployment(&self, key: &str) -> DeploymentResult {
         // Our own last write, if the watch has not brought it yet: a status written by the
         // previous sync is not written again from the older copy (a Conflict).
         let Some(cached) = self.deployments.get_newest(key) else {
@@ -170,7 +175,7 @@ impl DeploymentController {
 
     /// `getReplicaSetsForDeployment`: the namespace's ReplicaSets, claimed (adopted or released)
     /// through the Deployment's selector.
-    fn replica_sets_for_deployment(&self, d: &Deployment) -> SyncResult<Vec<ReplicaSet>> {
+    fn replica_sets_for_deployment(&self, d: &Deployment) -> DeploymentResult<Vec<ReplicaSet>> {
         let all: Vec<ReplicaSet> = (self.replica_sets.store().list_namespace(namespace(d)).into_iter())
             .map(|rs| (*self.replica_sets.newest(rs)).clone())
             .collect();
@@ -208,7 +213,7 @@ impl DeploymentController {
 
     /// `getPodMapForDeployment`: the pods the selector matches, by controlling ReplicaSet
     /// (inactive ones too: Recreate waits for old pods to be gone).
-    fn pod_map_for_deployment(&self, d: &Deployment, rs_list: &[ReplicaSet]) -> SyncResult<PodMap> {
+    fn pod_map_for_deployment(&self, d: &Deployment, rs_list: &[ReplicaSet]) -> DeploymentResult<PodMap> {
         let selector = Selector::from_label_selector(&selector_of(d))?;
         let mut map: PodMap = rs_list.iter().map(|rs| (util::rs_uid(rs).to_string(), Vec::new())).collect();
         for pod in self.pods.store().list_namespace(namespace(d)) {

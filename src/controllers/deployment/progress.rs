@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStat
 
 use super::sync::{calculate_status, normalized};
 use super::util::{self, PROGRESSING};
-use super::{DeploymentController, SyncResult, name};
+use super::{DeploymentController, DeploymentResult, name};
 
 /// The status `syncRolloutStatus` writes: `calculateStatus` plus the Progressing condition
 /// (when there is a deadline) and the ReplicaFailure condition.
@@ -116,7 +116,7 @@ impl DeploymentController {
         all: &[ReplicaSet],
         new_rs: Option<&ReplicaSet>,
         d: &mut Deployment,
-    ) -> SyncResult {
+    ) -> DeploymentResult {
         let now = Timestamp::now();
         let status = rollout_status(all, new_rs, d, now);
         if normalized(&d.status.clone().unwrap_or_default()) == normalized(&status) {

@@ -4,7 +4,7 @@
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use super::util::{self, replicas, rs_replicas, rs_uid};
-use super::{DeploymentController, PodMap, SyncResult};
+use super::{DeploymentController, DeploymentResult, PodMap};
 
 /// `oldPodsRunning`: an old ReplicaSet still reports pods, or a pod of one is not terminal.
 pub(super) fn old_pods_running(new_rs: Option<&ReplicaSet>, old: &[ReplicaSet], pod_map: &PodMap) -> bool {
@@ -27,7 +27,7 @@ impl DeploymentController {
         d: &mut Deployment,
         mut rs_list: Vec<ReplicaSet>,
         pod_map: &PodMap,
-    ) -> SyncResult {
+    ) -> DeploymentResult {
         // No new ReplicaSet yet: scale down before scaling up.
         let (mut new_rs, mut old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, false)?;
         let mut all: Vec<ReplicaSet> = old.iter().cloned().chain(new_rs.clone()).collect();
@@ -52,7 +52,7 @@ impl DeploymentController {
     }
 
     /// `scaleDownOldReplicaSetsForRecreate`: every active old ReplicaSet to zero.
-    fn scale_down_old_replica_sets_for_recreate(&self, old: &[ReplicaSet], d: &Deployment) -> SyncResult<bool> {
+    fn scale_down_old_replica_sets_for_recreate(&self, old: &[ReplicaSet], d: &Deployment) -> DeploymentResult<bool> {
         let mut scaled = false;
         for rs in old.iter().filter(|rs| rs_replicas(rs) != 0) {
             scaled |= self.scale_replica_set_and_record_event(rs, 0, d)?.0;

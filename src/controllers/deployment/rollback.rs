@@ -7,7 +7,7 @@
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use super::util::{self, DEPRECATED_ROLLBACK_TO};
-use super::{DeploymentController, SyncResult, name, namespace};
+use super::{DeploymentController, DeploymentResult, name, namespace};
 use crate::client::{Api, PostParams};
 use crate::runtime::events::EventType;
 
@@ -22,7 +22,7 @@ pub(super) fn rollback_to(d: &Deployment) -> Option<i64> {
 
 impl DeploymentController {
     /// `rollback`.
-    pub(super) fn rollback(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> SyncResult {
+    pub(super) fn rollback(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> DeploymentResult {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, true)?;
         let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs).collect();
         let mut revision = rollback_to(d).unwrap_or(0);
@@ -52,7 +52,7 @@ impl DeploymentController {
     }
 
     /// `rollbackToTemplate`: whether the template was changed.
-    fn rollback_to_template(&self, d: &mut Deployment, rs: &ReplicaSet) -> SyncResult<bool> {
+    fn rollback_to_template(&self, d: &mut Deployment, rs: &ReplicaSet) -> DeploymentResult<bool> {
         let template = rs.spec.as_ref().and_then(|s| s.template.clone()).unwrap_or_default();
         let performed = if !util::equal_ignore_hash(&util::template(d), &template) {
             util::set_from_replica_set_template(d, &template);
@@ -74,7 +74,7 @@ impl DeploymentController {
     }
 
     /// `updateDeploymentAndClearRollbackTo`.
-    fn update_deployment_and_clear_rollback_to(&self, d: &mut Deployment) -> SyncResult {
+    fn update_deployment_and_clear_rollback_to(&self, d: &mut Deployment) -> DeploymentResult {
         if let Some(annotations) = d.metadata.annotations.as_mut() {
             annotations.remove(DEPRECATED_ROLLBACK_TO);
         }

@@ -4,7 +4,7 @@
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use super::util::{self, replicas, rs_available, rs_replicas};
-use super::{DeploymentController, SyncResult};
+use super::{DeploymentController, DeploymentResult};
 
 /// `reconcileOldReplicaSets`'s bound: how many old replicas may go now, keeping
 /// `replicas - maxUnavailable` available and counting the new ReplicaSet's unavailable ones.
@@ -17,7 +17,7 @@ pub(super) fn max_scaled_down(d: &Deployment, all: &[ReplicaSet], new_rs: &Repli
 
 impl DeploymentController {
     /// `rolloutRolling`.
-    pub(super) fn rollout_rolling(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> SyncResult {
+    pub(super) fn rollout_rolling(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> DeploymentResult {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, true)?;
         let Some(new_rs) = new_rs else {
             return Err("the new replica set was not created".to_string().into());
@@ -37,7 +37,12 @@ impl DeploymentController {
     }
 
     /// `reconcileNewReplicaSet`: scales the new ReplicaSet toward `replicas` within maxSurge.
-    fn reconcile_new_replica_set(&self, all: &[ReplicaSet], new_rs: &ReplicaSet, d: &Deployment) -> SyncResult<bool> {
+    fn reconcile_new_replica_set(
+        &self,
+        all: &[ReplicaSet],
+        new_rs: &ReplicaSet,
+        d: &Deployment,
+    ) -> DeploymentResult<bool> {
         let wanted = replicas(d);
         if rs_replicas(new_rs) == wanted {
             return Ok(false);
@@ -57,7 +62,7 @@ impl DeploymentController {
         old: Vec<ReplicaSet>,
         new_rs: &ReplicaSet,
         d: &Deployment,
-    ) -> SyncResult<bool> {
+    ) -> DeploymentResult<bool> {
         if util::spec_replicas_sum(&old) == 0 {
             return Ok(false);
         }
@@ -83,7 +88,7 @@ impl DeploymentController {
         mut old: Vec<ReplicaSet>,
         d: &Deployment,
         max_cleanup: i32,
-    ) -> SyncResult<(Vec<ReplicaSet>, i32)> {
+    ) -> DeploymentResult<(Vec<ReplicaSet>, i32)> {
         old.sort_by(util::by_creation);
         let mut total = 0;
         for rs in old.iter_mut() {
@@ -109,7 +114,7 @@ impl DeploymentController {
         all: &[ReplicaSet],
         mut old: Vec<ReplicaSet>,
         d: &Deployment,
-    ) -> SyncResult<i32> {
+    ) -> DeploymentResult<i32> {
         let min_available = replicas(d) - util::max_unavailable(d);
         let available = util::available_replicas_sum(all);
         if available <= min_available {

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::pod_template_hash::pod_template_hash;
 use super::util::{self, POD_TEMPLATE_HASH, replicas, rs_name, rs_replicas};
-use super::{DeploymentController, SyncResult, name, namespace, namespace_terminating};
+use super::{DeploymentController, DeploymentResult, name, namespace, namespace_terminating};
 use crate::client::{Api, DeleteParams, PostParams};
 use crate::runtime::controller_ref::{controller_of, controller_ref};
 use crate::runtime::events::EventType;
@@ -78,14 +78,14 @@ pub(super) fn calculate_status(
 
 impl DeploymentController {
     /// `syncStatusOnly`: a Deployment being deleted only gets its status written.
-    pub(super) fn sync_status_only(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> SyncResult {
+    pub(super) fn sync_status_only(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> DeploymentResult {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, false)?;
         let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs.clone()).collect();
         self.sync_deployment_status(&all, new_rs.as_ref(), d)
     }
 
     /// `sync`: scaling events and paused Deployments — scale, clean up when paused, status.
-    pub(super) fn sync(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> SyncResult {
+    pub(super) fn sync(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> DeploymentResult {
         let (new_rs, mut old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, false)?;
         self.scale(d, new_rs.as_ref(), &mut old)?;
         if util::paused(d) && super::rollback::rollback_to(d).is_none() {
@@ -97,7 +97,7 @@ impl DeploymentController {
 
     /// `checkPausedConditions`: a paused or resumed Deployment gets Progressing=Unknown, so that
     /// the time it was paused does not count against its progress deadline.
-    pub(super) fn check_paused_conditions(&self, d: &mut Deployment) -> SyncResult {
+    pub(super) fn check_paused_conditions(&self, d: &mut Deployment) -> DeploymentResult {
         if util::progress_deadline(d).is_none() {
             return Ok(());
         }
@@ -132,7 +132,7 @@ impl DeploymentController {
         d: &mut Deployment,
         rs_list: &mut Vec<ReplicaSet>,
         create: bool,
-    ) -> SyncResult<(Option<ReplicaSet>, Vec<ReplicaSet>)> {
+    ) -> DeploymentResult<(Option<ReplicaSet>, Vec<ReplicaSet>)> {
         let old = util::find_old_replica_sets(d, rs_list);
         let new_rs = self.new_replica_set(d, rs_list, &old, create)?;
         if let Some(rs) = &new_rs {
@@ -154,7 +154,7 @@ impl DeploymentController {
         rs_list: &mut [ReplicaSet],
         old: &[ReplicaSet],
         create: bool,
-    ) -> SyncResult<Option<ReplicaSet>> {
+    ) -> DeploymentResult<Option<ReplicaSet>> {
         let existing = util::find_new_replica_set(d, rs_list);
         let new_revision = (util::max_revision(old) + 1).to_string();
         let sets = Api::<ReplicaSet>::namespaced(&self.client, namespace(d));
@@ -243,7 +243,7 @@ impl DeploymentController {
         d: &mut Deployment,
         existing: ReplicaSet,
         new_revision: &str,
-    ) -> SyncResult<ReplicaSet> {
+    ) -> DeploymentResult<ReplicaSet> {
         let mut rs = existing;
         let annotations_updated =
             util::set_new_rs_annotations(d, &mut rs, new_revision, true, util::MAX_REV_HISTORY_LENGTH);
@@ -304,7 +304,12 @@ impl DeploymentController {
     /// `scale`: a scaling event or a paused Deployment. The only active ReplicaSet (or the
     /// newest) takes the full size; a saturated new one leaves the old at 0; otherwise the
     /// difference is shared proportionally, the leftover going to the largest.
-    pub(super) fn scale(&self, d: &Deployment, new_rs: Option<&ReplicaSet>, old: &mut [ReplicaSet]) -> SyncResult {
+    pub(super) fn scale(
+        &self,
+        d: &Deployment,
+        new_rs: Option<&ReplicaSet>,
+        old: &mut [ReplicaSet],
+    ) -> DeploymentResult {
         if let Some(target) = util::find_active_or_latest(new_rs, old) {
             if rs_replicas(&target) == replicas(d) {
                 return Ok(());
@@ -342,7 +347,7 @@ impl DeploymentController {
         rs: &ReplicaSet,
         new_scale: i32,
         d: &Deployment,
-    ) -> SyncResult<(bool, ReplicaSet)> {
+    ) -> DeploymentResult<(bool, ReplicaSet)> {
         if rs_replicas(rs) == new_scale {
             return Ok((false, rs.clone()));
         }
@@ -358,7 +363,7 @@ impl DeploymentController {
         new_scale: i32,
         d: &Deployment,
         operation: &str,
-    ) -> SyncResult<(bool, ReplicaSet)> {
+    ) -> DeploymentResult<(bool, ReplicaSet)> {
         let size_needs_update = rs_replicas(rs) != new_scale;
         let max = replicas(d) + util::max_surge(d);
         if !size_needs_update && !util::replicas_annotations_need_update(rs, replicas(d), max) {
@@ -379,7 +384,7 @@ impl DeploymentController {
 
     /// `cleanupDeployment`: deletes the oldest ReplicaSets beyond revisionHistoryLimit that are
     /// fully scaled down, observed and not being deleted.
-    pub(super) fn cleanup_deployment(&self, old: &[ReplicaSet], d: &Deployment) -> SyncResult {
+    pub(super) fn cleanup_deployment(&self, old: &[ReplicaSet], d: &Deployment) -> DeploymentResult {
         let Some(limit) = util::revision_history_limit(d) else { return Ok(()) };
         let mut cleanable: Vec<&ReplicaSet> =
             old.iter().filter(|rs| rs.metadata.deletion_timestamp.is_none()).collect();
@@ -410,7 +415,7 @@ impl DeploymentController {
         all: &[ReplicaSet],
         new_rs: Option<&ReplicaSet>,
         d: &mut Deployment,
-    ) -> SyncResult {
+    ) -> DeploymentResult {
         let status = calculate_status(all, new_rs, d, Timestamp::now());
         if normalized(&d.status.clone().unwrap_or_default()) == normalized(&status) {
             return Ok(());
@@ -421,7 +426,7 @@ impl DeploymentController {
     }
 
     /// `isScalingEvent`: an active ReplicaSet was sized for a different Deployment size.
-    pub(super) fn is_scaling_event(&self, d: &mut Deployment, rs_list: &mut Vec<ReplicaSet>) -> SyncResult<bool> {
+    pub(super) fn is_scaling_event(&self, d: &mut Deployment, rs_list: &mut Vec<ReplicaSet>) -> DeploymentResult<bool> {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, rs_list, false)?;
         let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs).collect();
         Ok(util::active(&all)

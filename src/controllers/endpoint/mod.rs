@@ -16,13 +16,10 @@ use super::endpointutil::{
     self as util, ANNOTATION_OVER_CAPACITY, ANNOTATION_TRIGGER_TIME, LABEL_HEADLESS, repack_subsets,
 };
 use crate::client::{Api, Client, DeleteParams, PostParams};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::WorkQueue;
-
-/// `endpoints-controller`.
-pub const ENDPOINTS: ControllerDescriptor = ControllerDescriptor { name: "endpoints-controller", init };
 
 /// `maxCapacity`: the most addresses one Endpoints object holds.
 pub const MAX_CAPACITY: usize = 1000;
@@ -33,7 +30,17 @@ const TRUNCATED: &str = "truncated";
 pub const LABEL_MANAGED_BY: &str = "endpoints.kubernetes.io/managed-by";
 pub const CONTROLLER_NAME: &str = "endpoint-controller";
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+/// The controller's settings (`EndpointControllerConfiguration`).
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--concurrent-endpoint-syncs`.
+    pub workers: usize,
+    /// `--endpoint-updates-batch-period`.
+    pub batch_period: Duration,
+}
+
+/// `NewEndpointController`.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     let queue = WorkQueue::new("endpoint");
     let controller = Arc::new(EndpointsController {
         client: context.client.clone(),
@@ -42,7 +49,7 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         endpoints: context.informers.informer::<Endpoints>(),
         queue: queue.clone(),
         recorder: context.recorder.clone(),
-        batch_period: context.options.endpoints.endpoint_updates_batch_period,
+        batch_period: config.batch_period,
         trigger_times: util::TriggerTimeTracker::default(),
         stale: Mutex::new(HashMap::new()),
     });
@@ -58,34 +65,24 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
             handler.queue.add(object_key(&object.metadata));
         }
     });
-    spawn_leftover_check(controller.clone())?;
-    let workers = usize::try_from(context.options.concurrency.endpoint_syncs).unwrap_or(1).max(1);
-    Ok(ControllerHandle { queue, reconciler: controller, workers })
+    let leftovers = controller.clone();
+    Ok(Controller::new()
+        .with_queue(&queue, config.workers, move |key: &String| controller.sync(key).map_err(SyncError::Failed))
+        .once_synced("leftovers", move || leftovers.check_leftover_endpoints()))
 }
 
-/// `checkLeftoverEndpoints`, once the Endpoints cache is filled: every Endpoints object but
-/// leader-election locks is queued, so that those whose Service is gone get deleted.
-fn spawn_leftover_check(controller: Arc<EndpointsController>) -> Result<(), String> {
-    let check = move || {
-        while !controller.endpoints.has_synced() {
-            if controller.queue.is_shutting_down() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        for endpoints in controller.endpoints.store().list() {
+impl EndpointsController {
+    /// `checkLeftoverEndpoints`, once the caches are filled: every Endpoints object but
+    /// leader-election locks is queued, so that those whose Service is gone get deleted.
+    fn check_leftover_endpoints(&self) {
+        for endpoints in self.endpoints.store().list() {
             let annotations = endpoints.metadata.annotations.as_ref();
             if annotations.is_some_and(|a| a.contains_key(util::ANNOTATION_LEADER)) {
                 continue;
             }
-            controller.queue.add(object_key(&endpoints.metadata));
+            self.queue.add(object_key(&endpoints.metadata));
         }
-    };
-    std::thread::Builder::new()
-        .name("endpoints-leftovers".into())
-        .spawn(check)
-        .map(|_| ())
-        .map_err(|e| format!("cannot start the leftover Endpoints check: {e}"))
+    }
 }
 
 /// Upstream's endpoint `Controller`.
@@ -104,7 +101,7 @@ pub struct EndpointsController {
     stale: Mutex<HashMap<String, String>>,
 }
 
-impl Reconciler for EndpointsController {
+impl EndpointsController {
     fn sync(&self, key: &str) -> Result<(), String> {
         util::retry_or_drop(&self.queue, key, self.sync_service(key))
     }

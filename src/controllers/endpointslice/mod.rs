@@ -15,14 +15,11 @@ use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::controllers::endpointutil::{self as util, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, slices_of};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::WorkQueue;
 use reconciler::SliceReconciler;
-
-/// `endpointslice-controller`.
-pub const ENDPOINTSLICE: ControllerDescriptor = ControllerDescriptor { name: "endpointslice-controller", init };
 
 /// `ControllerName`: the managed-by label value of the slices it manages.
 pub const CONTROLLER_NAME: &str = "endpointslice-controller.k8s.io";
@@ -32,10 +29,22 @@ const MAX_SYNC_BACKOFF: Duration = Duration::from_secs(1000);
 /// to one of its slices, so that several changes are handled at once.
 const SLICE_CHANGE_MIN_SYNC_DELAY: Duration = Duration::from_secs(1);
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+/// The controller's settings (`EndpointSliceControllerConfiguration`).
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--concurrent-service-endpoint-syncs`.
+    pub workers: usize,
+    /// `--max-endpoints-per-slice`.
+    pub max_endpoints_per_slice: usize,
+    /// `--endpointslice-updates-batch-period`.
+    pub batch_period: Duration,
+}
+
+/// `NewController`.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     let queue = util::slice_queue("endpoint_slice", MAX_SYNC_BACKOFF);
     let tracker = Arc::new(EndpointSliceTracker::default());
-    let max = usize::try_from(context.options.endpoints.max_endpoints_per_slice).unwrap_or(100).max(1);
+    let max = config.max_endpoints_per_slice;
     let controller = Arc::new(EndpointSliceController {
         services: context.informers.informer::<Service>(),
         pods: context.informers.informer::<Pod>(),
@@ -43,7 +52,7 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         slices: context.informers.informer::<EndpointSlice>(),
         queue: queue.clone(),
         recorder: context.recorder.clone(),
-        batch_period: context.options.endpoints.endpointslice_updates_batch_period,
+        batch_period: config.batch_period,
         trigger_times: util::TriggerTimeTracker::default(),
         tracker: tracker.clone(),
         reconciler: SliceReconciler {
@@ -65,8 +74,8 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     });
     let handler = controller.clone();
     controller.slices.add_handler(move |event: &Event<EndpointSlice>| handler.on_slice_event(event));
-    let workers = usize::try_from(context.options.concurrency.service_endpoint_syncs).unwrap_or(1).max(1);
-    Ok(ControllerHandle { queue, reconciler: controller, workers })
+    Ok(Controller::new()
+        .with_queue(&queue, config.workers, move |key: &String| controller.sync(key).map_err(SyncError::Failed)))
 }
 
 /// Upstream's endpointslice `Controller`.
@@ -84,7 +93,7 @@ pub struct EndpointSliceController {
     reconciler: SliceReconciler,
 }
 
-impl Reconciler for EndpointSliceController {
+impl EndpointSliceController {
     fn sync(&self, key: &str) -> Result<(), String> {
         util::retry_or_drop(&self.queue, key, self.sync_service(key))
     }

@@ -16,28 +16,36 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use crate::controllers::endpointutil::{
     self as util, ANNOTATION_LEADER, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, service_key_of, slices_of,
 };
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::WorkQueue;
 use reconciler::{CONTROLLER_NAME, MirroringReconciler};
 
-/// `endpointslice-mirroring-controller`.
-pub const ENDPOINTSLICE_MIRRORING: ControllerDescriptor =
-    ControllerDescriptor { name: "endpointslice-mirroring-controller", init };
-
 /// `maxSyncBackOff` of the mirroring controller.
 const MAX_SYNC_BACKOFF: Duration = Duration::from_secs(100);
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+/// The controller's settings (`EndpointSliceMirroringControllerConfiguration`).
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--mirroring-concurrent-service-endpoint-syncs`.
+    pub workers: usize,
+    /// `--mirroring-max-endpoints-per-subset`.
+    pub max_endpoints_per_subset: usize,
+    /// `--mirroring-endpointslice-updates-batch-period`.
+    pub batch_period: Duration,
+}
+
+/// `NewController`.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     let queue = util::slice_queue("endpoint_slice_mirroring", MAX_SYNC_BACKOFF);
     let tracker = Arc::new(EndpointSliceTracker::default());
-    let max = usize::try_from(context.options.endpoints.mirroring_max_endpoints_per_subset).unwrap_or(1000).max(1);
+    let max = config.max_endpoints_per_subset;
     let controller = Arc::new(MirroringController {
         services: context.informers.informer::<Service>(),
         endpoints: context.informers.informer::<Endpoints>(),
         slices: context.informers.informer::<EndpointSlice>(),
         queue: queue.clone(),
-        batch_period: context.options.endpoints.mirroring_updates_batch_period,
+        batch_period: config.batch_period,
         tracker: tracker.clone(),
         reconciler: MirroringReconciler {
             client: context.client.clone(),
@@ -52,8 +60,8 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     controller.endpoints.add_handler(move |event: &Event<Endpoints>| handler.on_endpoints_event(event));
     let handler = controller.clone();
     controller.slices.add_handler(move |event: &Event<EndpointSlice>| handler.on_slice_event(event));
-    let workers = usize::try_from(context.options.concurrency.mirroring_service_endpoint_syncs).unwrap_or(1).max(1);
-    Ok(ControllerHandle { queue, reconciler: controller, workers })
+    Ok(Controller::new()
+        .with_queue(&queue, config.workers, move |key: &String| controller.sync(key).map_err(SyncError::Failed)))
 }
 
 /// Upstream's mirroring `Controller`.
@@ -68,7 +76,7 @@ pub struct MirroringController {
     reconciler: MirroringReconciler,
 }
 
-impl Reconciler for MirroringController {
+impl MirroringController {
     fn sync(&self, key: &str) -> Result<(), String> {
         util::retry_or_drop(&self.queue, key, self.sync_endpoints(key))
     }

@@ -3,8 +3,7 @@
 //! observed yet), each with its owners (the object's ownerReferences) and its dependents.
 //!
 //! Upstream's nodes are pointers shared by the graph and the queues; here nodes live in one
-//! map keyed by uid, dependents are sets of uids, and the queues carry uids (`delete/<uid>`,
-//! `orphan/<uid>`): a worker reads the node's current state from the graph. Graph changes are
+//! map keyed by uid, dependents are sets of uids, and the two queues carry uids: a worker reads the node's current state from the graph. Graph changes are
 //! applied by a single thread ([`GraphBuilder::process_graph_change`]); workers only read, or
 //! mark nodes (`deletingDependents`) as upstream's workers do.
 
@@ -23,16 +22,6 @@ use crate::runtime::workqueue::WorkQueue;
 pub const FINALIZER_ORPHAN: &str = "orphan";
 /// `metav1.FinalizerDeleteDependents`.
 pub const FINALIZER_DELETE_DEPENDENTS: &str = "foregroundDeletion";
-
-/// The attemptToDelete queue key of a node.
-pub fn delete_key(uid: &str) -> String {
-    format!("delete/{uid}")
-}
-
-/// The attemptToOrphan queue key of a node.
-pub fn orphan_key(uid: &str) -> String {
-    format!("orphan/{uid}")
-}
 
 /// Upstream's `objectReference`: an owner reference's coordinates plus a namespace.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -188,9 +177,9 @@ pub type InvalidOwnerReporter = Box<dyn Fn(&ObjectReference, &ObjectReference) +
 /// the absent-owner cache.
 pub struct GraphBuilder {
     nodes: Mutex<HashMap<String, Node>>,
-    /// `attemptToDelete` (`delete/<uid>` keys).
+    /// `attemptToDelete`, of node uids.
     queue: WorkQueue<String>,
-    /// `attemptToOrphan` (`orphan/<uid>` keys).
+    /// `attemptToOrphan`, of node uids.
     orphan_queue: WorkQueue<String>,
     absent_owners: Arc<ReferenceCache>,
     report_invalid: InvalidOwnerReporter,
@@ -281,7 +270,7 @@ impl GraphBuilder {
     }
 
     fn enqueue_delete(&self, uid: &str) {
-        self.queue.add(delete_key(uid));
+        self.queue.add(uid.to_string());
     }
 
     /// `processGraphChanges` for one event.
@@ -386,7 +375,7 @@ impl GraphBuilder {
                         if let Some(node) = nodes.get_mut(uid) {
                             node.identity = replacement;
                         }
-                        self.queue.add_rate_limited(delete_key(uid));
+                        self.queue.add_rate_limited(uid.to_string());
                     }
                 }
             } else if existing.identity != deleted {
@@ -499,7 +488,7 @@ impl GraphBuilder {
     ) {
         if deletion_starts_with_finalizer(old, new, FINALIZER_ORPHAN) {
             log::trace!("add item {uid} to attemptToOrphan");
-            self.orphan_queue.add(orphan_key(uid));
+            self.orphan_queue.add(uid.to_string());
             return;
         }
         if deletion_starts_with_finalizer(old, new, FINALIZER_DELETE_DEPENDENTS) {
@@ -633,12 +622,13 @@ mod tests {
     struct Harness {
         builder: GraphBuilder,
         queue: WorkQueue<String>,
+        orphan_queue: WorkQueue<String>,
         reports: Arc<PlMutex<Vec<String>>>,
         absent: Arc<ReferenceCache>,
     }
 
     fn harness() -> Harness {
-        let queue = WorkQueue::new("");
+        let (queue, orphan_queue) = (WorkQueue::new(""), WorkQueue::new(""));
         let reports = Arc::new(PlMutex::new(Vec::new()));
         let sink = reports.clone();
         let absent = Arc::new(ReferenceCache::new(10));
@@ -646,21 +636,24 @@ mod tests {
             sink.lock().push(format!("{} -> {owner}", dependent.name));
         });
         Harness {
-            builder: GraphBuilder::new(queue.clone(), queue.clone(), absent.clone(), report),
+            builder: GraphBuilder::new(queue.clone(), orphan_queue.clone(), absent.clone(), report),
             queue,
+            orphan_queue,
             reports,
             absent,
         }
     }
 
     impl Harness {
-        /// Every key queued so far, sorted.
+        /// Every uid queued so far, as `delete/<uid>` or `orphan/<uid>` by queue, sorted.
         fn drain(&self) -> Vec<String> {
             let mut keys = Vec::new();
-            while !self.queue.is_empty() {
-                let Some(key) = self.queue.get() else { break };
-                self.queue.done(&key);
-                keys.push(key);
+            for (queue, label) in [(&self.queue, "delete"), (&self.orphan_queue, "orphan")] {
+                while !queue.is_empty() {
+                    let Some(uid) = queue.get() else { break };
+                    queue.done(&uid);
+                    keys.push(format!("{label}/{uid}"));
+                }
             }
             keys.sort();
             keys

@@ -35,10 +35,10 @@ use parking_lot::Mutex;
 use crate::client::discovery::{self, ApiResource, Discovery};
 use crate::client::metadata::PartialObjectMetadata;
 use crate::client::{Client, PropagationPolicy};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType as RecordedEventType};
 use crate::runtime::informer::{Event, ResourceInformer, SharedInformerFactory};
-use crate::runtime::workqueue::{Timeout, WorkQueue};
+use crate::runtime::workqueue::WorkQueue;
 
 use graph::{
     EventType, FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN, GraphBuilder, GraphEvent, Node, ObjectReference,
@@ -46,15 +46,10 @@ use graph::{
 use operations::{GcError, Operations, RestMapper};
 use uid_cache::{ABSENT_OWNER_CACHE_SIZE, ReferenceCache};
 
-/// `garbage-collector-controller`.
-pub const GARBAGE_COLLECTOR: ControllerDescriptor = ControllerDescriptor { name: "garbage-collector-controller", init };
-
 /// How often discovery is read again (`syncPeriod` in `startGarbageCollectorController`).
 pub const SYNC_PERIOD: Duration = Duration::from_secs(30);
 /// Resources never monitored (`DefaultIgnoredResources`): events, in both groups.
 const IGNORED_RESOURCES: &[(&str, &str)] = &[("", "events"), ("events.k8s.io", "events")];
-/// How often the graph thread and the sync loop look whether the collector is stopping.
-const STOP_POLL: Duration = Duration::from_millis(500);
 
 /// `garbagecollector_controller_resources_sync_error_total`.
 fn sync_errors() -> &'static crate::metrics::ValueFamily {
@@ -70,7 +65,17 @@ fn sync_errors() -> &'static crate::metrics::ValueFamily {
     })
 }
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+/// The controller's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--concurrent-gc-syncs`, for each of the two queues.
+    pub workers: usize,
+}
+
+/// `NewGarbageCollector` + `Run`: the attemptToDelete and attemptToOrphan workers, the graph
+/// builder (which feeds them from the monitors' events, so it does not wait for them to sync)
+/// and the discovery resync every [`SYNC_PERIOD`].
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     // Registered at start, as upstream's `metrics.Register()`, so that it reads 0 until an error.
     sync_errors();
     // Each deletion takes two requests: upstream doubles the collector's QPS. (The client's
@@ -78,7 +83,7 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let client = context.client.with_rate_limit_factors(2.0, 1);
     let queue = WorkQueue::new("garbage_collector_attempt_to_delete");
     let orphan_queue = WorkQueue::new("garbage_collector_attempt_to_orphan");
-    // Discovery is read when the collector starts (`run_background`, once this process leads):
+    // Discovery is read when the collector starts (`on_start`, once this process leads):
     // the client acts as the collector's own identity, which a standby must not use.
     let collector = Arc::new(GarbageCollector {
         graph: GraphBuilder::new(
@@ -99,11 +104,28 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         changes: Arc::new(GraphChanges::new()),
         monitors: Mutex::new(HashMap::new()),
         informers: context.informers.clone(),
-        startup: Mutex::new(Some(client)),
+        client,
+        known: Mutex::new(BTreeSet::new()),
     });
-    // `--concurrent-gc-syncs` workers for each of the two queues, as upstream.
-    let workers = usize::try_from(context.options.concurrency.gc_syncs).unwrap_or(0).max(1);
-    Ok(ControllerHandle { queue, reconciler: collector, workers })
+    let c = |collector: &Arc<GarbageCollector>| collector.clone();
+    let (deleter, orphaner, graph, synced, starter) =
+        (c(&collector), c(&collector), c(&collector), c(&collector), c(&collector));
+    let changes = collector.changes.queue.clone();
+    Ok(Controller::new()
+        .with_queue(&queue, config.workers, move |uid: &String| {
+            deleter.attempt_to_delete_worker(uid).map_err(SyncError::Failed)
+        })
+        .with_queue(&collector.orphan_queue, config.workers, move |uid: &String| {
+            orphaner.attempt_to_orphan_worker(uid).map_err(SyncError::Failed)
+        })
+        .with_queue_before_sync(&changes, 1, move |change: &GraphChange| {
+            graph.graph.process_graph_change(&change.event);
+            Ok(())
+        })
+        // `Run` waits for `dependencyGraphBuilder.IsSynced` before its workers start.
+        .wait_for(move || synced.is_synced())
+        .on_start(move || starter.start())
+        .resync_every("discovery", SYNC_PERIOD, move || collector.resync_discovery()))
 }
 
 /// One graph change on the `garbage_collector_graph_changes` queue. Upstream queues `*event`
@@ -144,14 +166,6 @@ impl GraphChanges {
         let sequence = self.next.fetch_add(1, Ordering::Relaxed);
         self.queue.add(GraphChange { sequence, event: Arc::new(event) });
     }
-}
-
-fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> Result<(), String> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(work)
-        .map(|_| ())
-        .map_err(|e| format!("cannot start {name}: {e}"))
 }
 
 /// `reportInvalidNamespaceOwnerRef`: a Warning Event on the dependent.
@@ -204,9 +218,10 @@ pub struct GarbageCollector {
     changes: Arc<GraphChanges>,
     monitors: Mutex<HashMap<String, Monitor>>,
     informers: SharedInformerFactory,
-    /// The client [`Reconciler::run_background`] reads discovery with (the collector's own),
-    /// taken once.
-    startup: Mutex<Option<Client>>,
+    /// The client discovery is read with (the collector's own identity), only while leading.
+    client: Client,
+    /// The monitored resources, by monitor key, as of the last discovery.
+    known: Mutex<BTreeSet<String>>,
 }
 
 /// An item's references by what their owners are: (solid, dangling, waitingForDependentsDeletion).
@@ -215,70 +230,28 @@ type Classified = (Vec<OwnerReference>, Vec<OwnerReference>, Vec<OwnerReference>
 /// What a queue item's processing asks for (`workQueueItemAction`).
 type Outcome = Result<(), String>;
 
-impl Reconciler for GarbageCollector {
-    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
-        vec![self.orphan_queue.clone()]
-    }
-
-    fn sync(&self, key: &str) -> Outcome {
-        if let Some(uid) = key.strip_prefix("delete/") {
-            self.attempt_to_delete_worker(uid)
-        } else if let Some(uid) = key.strip_prefix("orphan/") {
-            self.attempt_to_orphan_worker(uid)
-        } else {
-            log::error!("garbage collector: unexpected queue item {key:?}");
-            Ok(())
-        }
-    }
-
-    /// `Run` waits for `dependencyGraphBuilder.IsSynced` before its workers start.
-    fn has_synced(&self) -> bool {
-        self.is_synced()
-    }
-
+impl GarbageCollector {
     /// `startGarbageCollectorController` and `Run`: the first discovery (as the collector's own
-    /// identity), the monitors, the graph builder and the discovery loop start only while
-    /// leading, as upstream's (the graph reports invalid owner references as Events).
-    fn run_background(self: Arc<Self>) -> Result<(), String> {
-        let Some(client) = self.startup.lock().take() else {
-            return Ok(());
-        };
-        let discovered = discovery::server_resources(&client).unwrap_or_else(|e| {
+    /// identity) and the monitors start only while leading, as upstream's (the graph reports
+    /// invalid owner references as Events).
+    fn start(&self) -> Result<(), String> {
+        let discovered = discovery::server_resources(&self.client).unwrap_or_else(|e| {
             log::info!("failed to discover preferred resources: {e}");
             Discovery::default()
         });
         let discovered = Arc::new(discovered);
         self.operations.mapper.reset(discovered.clone());
         log::info!("Starting controller garbagecollector");
-        let mut known = BTreeSet::new();
+        let mut known = self.known.lock();
         if let Err(e) = self.resync_monitors(&deletable_resources(&discovered), &mut known) {
             log::error!("failed to sync resource monitors: {e}");
         }
         self.informers.start();
-        spawn("garbage-collector-graph", {
-            let collector = self.clone();
-            move || collector.run_graph_changes()
-        })?;
-        spawn("garbage-collector-sync", move || self.sync_loop(known, &client))
+        Ok(())
     }
 }
 
 impl GarbageCollector {
-    /// The graph builder's loop, until the collector stops.
-    fn run_graph_changes(&self) {
-        let changes = &self.changes.queue;
-        while !self.queue.is_shutting_down() {
-            match changes.get_timeout(STOP_POLL) {
-                Ok(Some(change)) => {
-                    self.graph.process_graph_change(&change.event);
-                    changes.done(&change);
-                }
-                Ok(None) => return,
-                Err(Timeout) => {}
-            }
-        }
-    }
-
     /// `syncMonitors`: a monitor for each of `resources`, none for the rest.
     fn resync_monitors(&self, resources: &[ApiResource], known: &mut BTreeSet<String>) -> Result<(), String> {
         let wanted: BTreeMap<String, &ApiResource> = resources.iter().map(|r| (monitor_key(r), r)).collect();
@@ -339,10 +312,11 @@ impl GarbageCollector {
         !monitors.is_empty() && monitors.values().all(|m| m.informer.has_synced())
     }
 
-    /// `Sync`: reads discovery every period and follows the resources that appear and go.
-    fn sync_loop(&self, mut known: BTreeSet<String>, client: &Client) {
-        while self.sleep(SYNC_PERIOD) {
-            let (discovered, error) = match discovery::server_resources(client) {
+    /// One pass of `Sync`: reads discovery and follows the resources that appear and go.
+    fn resync_discovery(&self) {
+        let mut known = self.known.lock();
+        {
+            let (discovered, error) = match discovery::server_resources(&self.client) {
                 Ok(d) => (d, None),
                 Err(e) => (Discovery::default(), Some(e)),
             };
@@ -356,13 +330,13 @@ impl GarbageCollector {
             if resources.is_empty() {
                 log::debug!("no resources reported by discovery, skipping garbage collector sync");
                 sync_errors().inc(&[]);
-                continue;
+                return;
             }
             self.keep_failed_groups(&discovered, &mut resources);
             let wanted: BTreeSet<String> = resources.iter().map(monitor_key).collect();
-            if wanted == known {
+            if wanted == *known {
                 log::trace!("no resource updates from discovery, skipping garbage collector sync");
-                continue;
+                return;
             }
             let added: Vec<&String> = wanted.difference(&known).collect();
             let removed: Vec<&String> = known.difference(&wanted).collect();
@@ -373,7 +347,7 @@ impl GarbageCollector {
             if let Err(e) = self.resync_monitors(&resources, &mut known) {
                 log::error!("failed to sync resource monitors: {e}");
                 sync_errors().inc(&[]);
-                continue;
+                return;
             }
             // `startMonitors`: the informers of new monitors start now (those of the first
             // sync start with every other controller's).
@@ -406,26 +380,12 @@ impl GarbageCollector {
     fn wait_for_monitors(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         while !self.is_synced() {
-            if Instant::now() >= deadline || !self.sleep(Duration::from_millis(100)) {
+            if Instant::now() >= deadline || self.queue.is_shutting_down() {
                 return false;
             }
+            std::thread::sleep(Duration::from_millis(100));
         }
         true
-    }
-
-    /// Sleeps up to `duration`; false once the collector is stopping.
-    fn sleep(&self, duration: Duration) -> bool {
-        let deadline = Instant::now() + duration;
-        loop {
-            if self.queue.is_shutting_down() {
-                return false;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return true;
-            }
-            std::thread::sleep(STOP_POLL.min(deadline - now));
-        }
     }
 
     fn enqueue_virtual_delete(&self, identity: &ObjectReference) {
@@ -534,7 +494,7 @@ impl GarbageCollector {
                 dependent.identity,
                 item.identity
             );
-            self.queue.add(graph::delete_key(&dependent.identity.uid));
+            self.queue.add(dependent.identity.uid.clone());
         }
         Ok(())
     }

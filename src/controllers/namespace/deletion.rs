@@ -143,6 +143,8 @@ struct ResourceDeletion {
 
 /// `namespacedResourcesDeleter`.
 pub struct Deleter {
+    /// The controller's name, for its logs.
+    name: &'static str,
     client: Client,
     op_cache: OperationCache,
     /// The `OrderedNamespaceDeletion` feature gate: pods go before everything else.
@@ -153,15 +155,15 @@ impl Deleter {
     /// `NewNamespacedResourcesDeleter`, but its request, the discovery that pre-fills the op
     /// cache, is [`Deleter::init_op_cache`]'s: the client acts as the namespace controller,
     /// which only the leader may do.
-    pub fn new(client: Client, pods_first: bool) -> Deleter {
-        Deleter { client, op_cache: OperationCache::default(), pods_first }
+    pub fn new(name: &'static str, client: Client, pods_first: bool) -> Deleter {
+        Deleter { name, client, op_cache: OperationCache::default(), pods_first }
     }
 
     /// `initOpCache`: pre-fills the op cache from discovery (a failure is logged, as upstream's).
     pub fn init_op_cache(&self) {
         let (resources, error) = preferred_namespaced_resources(&self.client);
         if let Some(e) = error {
-            log::error!("namespace-controller: {e}");
+            log::error!("{}: {e}", self.name);
         }
         self.op_cache.learn_from_discovery(&resources);
     }
@@ -282,9 +284,7 @@ impl Deleter {
             }
             estimate = estimate.max(deletion.estimate);
             if deletion.remaining > 0 {
-                log::debug!(
-                    "namespace-controller: pods still remain in {name:?}, delaying deletion of other resources"
-                );
+                log::debug!("{}: pods still remain in {name:?}, delaying deletion of other resources", self.name);
                 // As upstream, the conditions are written without the content totals here.
                 self.write_conditions(&mut namespace, conditions);
                 return aggregate(estimate, errors);
@@ -307,7 +307,7 @@ impl Deleter {
         conditions.process_content_totals(&totals);
         // Always written when changed: a condition may have gone back to "ok".
         self.write_conditions(&mut namespace, conditions);
-        log::debug!("namespace-controller: deleteAllContent {name:?}: estimate {estimate}, errors {errors:?}");
+        log::debug!("{}: deleteAllContent {name:?}: estimate {estimate}, errors {errors:?}", self.name);
         aggregate(estimate, errors)
     }
 
@@ -318,7 +318,7 @@ impl Deleter {
         if conditions.update(namespace.status.get_or_insert_default())
             && let Err(e) = self.namespaces().replace_status(&name, namespace, &PostParams::default())
         {
-            log::error!("namespace-controller: couldn't update status condition for namespace {name:?}: {e}");
+            log::error!("{}: couldn't update status condition for namespace {name:?}: {e}", self.name);
         }
     }
 

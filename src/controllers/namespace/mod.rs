@@ -11,19 +11,16 @@ pub mod conditions;
 pub mod deletion;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 
 use crate::runtime::clock::RealClock;
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::{BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, WorkQueue};
 
 use deletion::{Deleter, Outcome};
-
-/// `namespace-controller`.
-pub const NAMESPACE: ControllerDescriptor = ControllerDescriptor { name: "namespace-controller", init };
 
 /// `namespaceDeletionGracePeriod`: lets HA API servers' lifecycle admission see the deletion
 /// and last-minute creations land before the namespace is purged.
@@ -32,10 +29,19 @@ pub const DELETION_GRACE_PERIOD: Duration = Duration::from_secs(5);
 /// (discovery, then many deletes).
 const QPS_FACTOR: f32 = 20.0;
 const BURST_FACTOR: u32 = 100;
-/// How often the resync thread looks whether the controller is stopping.
-const STOP_POLL: Duration = Duration::from_millis(500);
+/// The controller's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--concurrent-namespace-syncs`.
+    pub workers: usize,
+    /// `--namespace-sync-period`: how often every namespace is looked at again.
+    pub resync_period: Duration,
+    /// The OrderedNamespaceDeletion gate: pods go first.
+    pub ordered_deletion: bool,
+}
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+/// `NewNamespaceController`.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     let client = context.client.with_rate_limit_factors(QPS_FACTOR, BURST_FACTOR);
     let queue = WorkQueue::with_parts("namespace", Box::new(rate_limiter()), Arc::new(RealClock));
     let namespaces = context.informers.informer::<Namespace>();
@@ -44,12 +50,19 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         Event::Added(ns) | Event::Updated { new: ns, .. } => enqueue_namespace(&on_event, ns),
         Event::Deleted { .. } => {}
     });
-    start_resync(&namespaces, &queue, context.options.namespace.sync_period)?;
-    let pods_first = context.options.generic.feature_gates.is_enabled("OrderedNamespaceDeletion");
-    let deleter = Deleter::new(client, pods_first);
-    let controller = Arc::new(NamespaceController { deleter, queue: queue.clone(), namespaces });
-    let workers = usize::try_from(context.options.concurrency.namespace_syncs).unwrap_or(0).max(1);
-    Ok(ControllerHandle { queue, reconciler: controller, workers })
+    let deleter = Deleter::new(context.name, client, config.ordered_deletion);
+    let name = context.name;
+    let controller =
+        Arc::new(NamespaceController { name, deleter, queue: queue.clone(), namespaces: namespaces.clone() });
+    let (worker, starter, resync) = (controller.clone(), controller, queue.clone());
+    Ok(Controller::new()
+        .with_queue(&queue, config.workers, move |name: &String| worker.sync(name).map_err(SyncError::Failed))
+        .on_start(move || starter.run_background())
+        // The handler's resync (`AddEventHandlerWithResyncPeriod(…, --namespace-sync-period)`):
+        // each cached namespace goes through `enqueue_namespace` again.
+        .resync_every("resync", config.resync_period, move || {
+            namespaces.store().list().iter().for_each(|ns| enqueue_namespace(&resync, ns));
+        }))
 }
 
 /// `nsControllerRateLimiter`: retries at least every minute, and overall at 10 qps (burst 100).
@@ -68,43 +81,15 @@ fn enqueue_namespace(queue: &WorkQueue<String>, namespace: &Namespace) {
     queue.add_after(namespace.metadata.name.clone().unwrap_or_default(), DELETION_GRACE_PERIOD);
 }
 
-/// The handler's resync (`AddEventHandlerWithResyncPeriod(…, --namespace-sync-period)`): every
-/// period each cached namespace goes through [`enqueue_namespace`] again, until the queue shuts
-/// down. A zero period disables it, as in client-go.
-fn start_resync(
-    namespaces: &Arc<Informer<Namespace>>,
-    queue: &WorkQueue<String>,
-    period: Duration,
-) -> Result<(), String> {
-    if period.is_zero() {
-        return Ok(());
-    }
-    let (namespaces, queue) = (namespaces.clone(), queue.clone());
-    let resync = move || {
-        let mut next = Instant::now() + period;
-        while !queue.is_shutting_down() {
-            std::thread::sleep(STOP_POLL.min(next.saturating_duration_since(Instant::now())));
-            if Instant::now() >= next {
-                namespaces.store().list().iter().for_each(|ns| enqueue_namespace(&queue, ns));
-                next = Instant::now() + period;
-            }
-        }
-    };
-    std::thread::Builder::new()
-        .name("namespace-resync".into())
-        .spawn(resync)
-        .map(|_| ())
-        .map_err(|e| format!("namespace-controller: cannot start the resync thread: {e}"))
-}
-
 /// `NamespaceController`.
 struct NamespaceController {
+    name: &'static str,
     deleter: Deleter,
     queue: WorkQueue<String>,
     namespaces: Arc<Informer<Namespace>>,
 }
 
-impl Reconciler for NamespaceController {
+impl NamespaceController {
     /// The deleter's discovery, which upstream's constructor reads, once this process leads.
     fn run_background(self: Arc<Self>) -> Result<(), String> {
         self.deleter.init_op_cache();
@@ -114,14 +99,14 @@ impl Reconciler for NamespaceController {
     /// `syncNamespaceFromKey` and the worker's handling of `ResourcesRemainingError`.
     fn sync(&self, key: &str) -> Result<(), String> {
         if self.namespaces.store().get_by_name("", key).is_none() {
-            log::info!("namespace-controller: namespace has been deleted: {key}");
+            log::info!("{}: namespace has been deleted: {key}", self.name);
             return Ok(());
         }
         match self.deleter.delete(key)? {
             Outcome::Done => Ok(()),
             Outcome::ResourcesRemaining(estimate) => {
                 let wait = requeue_delay(estimate);
-                log::debug!("namespace-controller: content remaining in namespace {key}, waiting {wait:?}");
+                log::debug!("{}: content remaining in namespace {key}, waiting {wait:?}", self.name);
                 self.queue.add_after(key.to_string(), wait);
                 // Upstream keeps the key's failure count here; returning Ok resets it (the
                 // runtime forgets the key), which only shortens a later error backoff.

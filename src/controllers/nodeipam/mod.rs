@@ -25,18 +25,15 @@ use k8s_openapi::api::core::v1::Node;
 use parking_lot::Mutex;
 use serde_json::json;
 
+use crate::app::flags::Cidr;
 use crate::client::{Api, Client, Error, ListParams, Patch, PostParams};
 use crate::controllers::nodeutil::record_node_status_change;
-use crate::flags::{Cidr, NodeIpamOptions};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
 
 use cidrset::CidrSet;
-
-/// `node-ipam-controller`.
-pub const NODE_IPAM: ControllerDescriptor = ControllerDescriptor { name: "node-ipam-controller", init };
 
 /// `cidrUpdateWorkers`.
 const CIDR_UPDATE_WORKERS: usize = 30;
@@ -57,17 +54,6 @@ pub struct AllocatorParams {
 }
 
 impl AllocatorParams {
-    /// From the flags, with the start-up checks (`startNodeIpamController`).
-    pub fn from_options(ipam: &NodeIpamOptions) -> Result<AllocatorParams, String> {
-        let node_masks = crate::flags::node_cidr_mask_sizes(ipam).map_err(|e| e.to_string())?;
-        Ok(AllocatorParams {
-            cluster_cidrs: ipam.cluster_cidrs.clone(),
-            service_cidr: ipam.service_cidrs.first().copied(),
-            secondary_service_cidr: ipam.service_cidrs.get(1).copied(),
-            node_masks,
-        })
-    }
-
     /// Fresh CIDR sets with the service ranges taken out and every block `nodes` have occupied
     /// (`NewCIDRRangeAllocator`). A node CIDR that does not fit is an error.
     fn build_sets(&self, nodes: &[Node]) -> Result<Vec<CidrSet>, String> {
@@ -130,16 +116,9 @@ fn change_node_cidrs(sets: &mut [CidrSet], node: &Node, change: Change) -> Resul
     Ok(())
 }
 
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    let ipam = &context.options.node_ipam;
-    if !ipam.allocate_node_cidrs {
-        return Ok(ControllerHandle::disabled(context.name, "--allocate-node-cidrs is false"));
-    }
+/// `NewNodeIpamController` with the range allocator (`NewCIDRRangeAllocator`).
+pub fn new(context: &ControllerContext<'_>, params: AllocatorParams) -> Result<Controller, String> {
     let queue = WorkQueue::new("cidrallocator_node");
-    if ipam.cidr_allocator_type != "RangeAllocator" {
-        return Err(format!("invalid CIDR allocator type: {}", ipam.cidr_allocator_type));
-    }
-    let params = AllocatorParams::from_options(ipam)?;
     for (service, what) in [(&params.service_cidr, "Service"), (&params.secondary_service_cidr, "Secondary Service")] {
         if service.is_none() {
             log::info!("No {what} CIDR provided. Skipping filtering out {} addresses", what.to_lowercase());
@@ -159,7 +138,10 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let handler = allocator.clone();
     let handler_queue = queue.clone();
     allocator.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event, &handler_queue));
-    Ok(ControllerHandle { queue, reconciler: allocator, workers: CIDR_UPDATE_WORKERS })
+    let (workers, starter) = (allocator.clone(), allocator);
+    Ok(Controller::new()
+        .with_queue(&queue, CIDR_UPDATE_WORKERS, move |key: &String| workers.sync_node(key).map_err(SyncError::Failed))
+        .on_start(move || starter.occupy_listed_nodes()))
 }
 
 /// Upstream's `rangeAllocator`.
@@ -171,18 +153,6 @@ pub struct RangeAllocator {
     /// families are taken together.
     sets: Mutex<Vec<CidrSet>>,
     recorder: EventRecorder,
-}
-
-impl Reconciler for RangeAllocator {
-    fn sync(&self, key: &str) -> Result<(), String> {
-        self.sync_node(key)
-    }
-
-    /// `NewCIDRRangeAllocator`'s list of all Nodes, once this process leads and before the
-    /// workers run: another leader may have handed out blocks since this one started.
-    fn run_background(self: Arc<Self>) -> Result<(), String> {
-        self.occupy_listed_nodes()
-    }
 }
 
 impl RangeAllocator {
@@ -405,26 +375,6 @@ mod tests {
         assert!(next(&mut sets)[0].starts_with("CIDR allocation failed"));
         change_node_cidrs(&mut sets, &node("a", &["10.0.0.0/31"]), Change::Release).unwrap();
         assert_eq!(next(&mut sets), ["10.0.0.0/31"]);
-    }
-
-    #[test]
-    fn params_come_from_the_flags() {
-        let ipam = NodeIpamOptions {
-            allocate_node_cidrs: true,
-            cluster_cidrs: vec![cidr("10.244.0.0/16"), cidr("fd00::/56")],
-            cidr_allocator_type: "RangeAllocator".into(),
-            service_cidrs: vec![cidr("10.96.0.0/12"), cidr("fd01::/108")],
-            node_cidr_mask_size_ipv6: 64,
-            ..NodeIpamOptions::default()
-        };
-        let p = AllocatorParams::from_options(&ipam).unwrap();
-        assert_eq!(p.node_masks, [24, 64]);
-        assert_eq!(p.secondary_service_cidr, Some(cidr("fd01::/108")));
-        let bad = NodeIpamOptions { node_cidr_mask_size: 24, ..ipam };
-        assert_eq!(
-            AllocatorParams::from_options(&bad).unwrap_err(),
-            "usage of --node-cidr-mask-size is not allowed with dual-stack clusters"
-        );
     }
 
     #[test]

@@ -42,19 +42,18 @@ use crate::controllers::nodeutil::{
 };
 use crate::controllers::nodeutil::{add_node_name_index, pods_on_node};
 use crate::runtime::clock::RealClock;
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
 
-use crate::controllers::taintmanager::TaintEviction;
+use crate::controllers::tainteviction::TaintEviction;
 
-use health::{GracePeriods, NodeHealth};
+pub use health::GracePeriods;
+use health::NodeHealth;
 use rate_limited_queue::Outcome;
-use zones::{Disruption, ZoneConfig, Zones};
-
-/// `node-lifecycle-controller`.
-pub const NODE_LIFECYCLE: ControllerDescriptor = ControllerDescriptor { name: "node-lifecycle-controller", init };
+pub use zones::ZoneConfig;
+use zones::{Disruption, Zones};
 
 /// The event source component and client identity upstream uses for this controller.
 pub const NODE_CONTROLLER: &str = "node-controller";
@@ -70,17 +69,6 @@ const LABEL_EXCLUDE_DISRUPTION: &str = "node.kubernetes.io/exclude-disruption";
 /// `labelReconcileInfo`: the beta labels follow the stable ones.
 const LABELS_TO_RECONCILE: [(&str, &str); 2] =
     [("kubernetes.io/os", "beta.kubernetes.io/os"), ("kubernetes.io/arch", "beta.kubernetes.io/arch")];
-
-const MONITOR_KEY: &str = "tick/monitor-node-health";
-const TAINTING_PASS_KEY: &str = "tick/no-execute-tainting-pass";
-const NODE_PREFIX: &str = "node/";
-/// Keys of the embedded taint eviction controller.
-const TAINT_MANAGER_PREFIX: &str = "taint-manager/";
-/// The feature gate that runs taint eviction as a controller of its own (beta, on in 1.33).
-const SEPARATE_TAINT_EVICTION: &str = "SeparateTaintEvictionController";
-/// The name upstream gives the taint manager (`taintEvictionController`).
-const TAINT_EVICTION_NAME: &str = "taint-eviction-controller";
-const POD_PREFIX: &str = "pod/";
 
 /// `nodeConditionToTaintKeyStatusMap`: the NoSchedule taint of a condition in a status.
 fn condition_taint(kind: &str, status: &str) -> Option<&'static str> {
@@ -114,26 +102,14 @@ pub struct Config {
     pub monitor_period: Duration,
     pub grace: GracePeriods,
     pub zones: ZoneConfig,
+    /// With the SeparateTaintEvictionController gate off, the taint eviction controller runs
+    /// inside this one, recording Events as this component (upstream's `taintEvictionController`).
+    pub embedded_taint_eviction: Option<&'static str>,
 }
 
-impl Config {
-    fn from_options(options: &crate::flags::Options) -> Config {
-        let flags = &options.node_lifecycle;
-        Config {
-            monitor_period: flags.node_monitor_period,
-            grace: GracePeriods { startup: flags.node_startup_grace_period, monitor: flags.node_monitor_grace_period },
-            zones: ZoneConfig {
-                eviction_qps: flags.node_eviction_rate,
-                secondary_eviction_qps: flags.secondary_node_eviction_rate,
-                large_cluster_threshold: flags.large_cluster_size_threshold,
-                unhealthy_zone_threshold: flags.unhealthy_zone_threshold,
-            },
-        }
-    }
-}
-
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    let config = Config::from_options(context.options);
+/// `NewNodeLifecycleController` + `Run`: node and pod updates on their queues, the health
+/// monitor every `--node-monitor-period` and the NoExecute tainting pass every 100 ms.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     if config.monitor_period.is_zero() {
         return Err("--node-monitor-period must be greater than zero".into());
     }
@@ -141,13 +117,11 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
     let client = context.client.clone();
     let recorder = context.recorder.clone();
     let queue = WorkQueue::plain("node_lifecycle_controller");
-    let ticks = WorkQueue::new("");
     let controller = Arc::new(NodeLifecycle {
         client,
         recorder,
         queue: queue.clone(),
         pod_queue: WorkQueue::new("node_lifecycle_controller_pods"),
-        ticks: ticks.clone(),
         nodes: context.informers.informer::<Node>(),
         pods: context.informers.informer::<Pod>(),
         leases: context.informers.informer::<Lease>(),
@@ -158,23 +132,33 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         zones: Mutex::new(Zones::new(config.zones, Arc::new(RealClock))),
         nodes_to_retry: Mutex::new(HashSet::new()),
         monitor_lock: Mutex::new(()),
-        taint_manager: Mutex::new(None),
     });
     add_node_name_index(&controller.pods);
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
     let handler = controller.clone();
     controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event));
-    let taint_manager = (!context.options.generic.feature_gates.is_enabled(SEPARATE_TAINT_EVICTION)).then(|| {
-        log::info!("running taint-eviction-controller as part of node-lifecycle-controller");
-        let recorder = EventRecorder::new(context.client.clone(), TAINT_EVICTION_NAME);
-        TaintEviction::start(context, recorder, TAINT_MANAGER_PREFIX)
+    let name = context.name;
+    let taint_manager = config.embedded_taint_eviction.map(|component| {
+        log::info!("running {component} as part of {name}");
+        TaintEviction::start(component, context, EventRecorder::new(context.client.clone(), component))
     });
-    *controller.taint_manager.lock() = taint_manager;
-    log::info!("node-lifecycle-controller will reconcile labels");
-    ticks.add(MONITOR_KEY.to_string());
-    ticks.add(TAINTING_PASS_KEY.to_string());
-    Ok(ControllerHandle { queue, reconciler: controller, workers: NODE_UPDATE_WORKERS })
+    log::info!("{name} will reconcile labels");
+    let (nodes, pods, monitor, tainting) = (controller.clone(), controller.clone(), controller.clone(), controller);
+    let built = Controller::new()
+        .with_queue(&queue, NODE_UPDATE_WORKERS, move |name: &String| {
+            nodes.process_node(name);
+            Ok(())
+        })
+        .with_queue(&monitor.pod_queue.clone(), NODE_UPDATE_WORKERS, move |key: &String| {
+            pods.process_pod(key).map_err(SyncError::Failed)
+        })
+        .every("monitor", config.monitor_period, move || monitor.monitor_pass())
+        .every("tainting", NODE_EVICTION_PERIOD, move || tainting.do_no_execute_tainting_pass());
+    Ok(match taint_manager {
+        Some(manager) => manager.serve(built, NODE_UPDATE_WORKERS),
+        None => built,
+    })
 }
 
 /// upstream's `Controller`.
@@ -185,8 +169,6 @@ pub struct NodeLifecycle {
     queue: WorkQueue<String>,
     /// `podUpdateQueue` (`pod/` keys).
     pod_queue: WorkQueue<String>,
-    /// The two periodic passes (upstream's `wait.Until` loops), on a queue without metrics.
-    ticks: WorkQueue<String>,
     nodes: Arc<Informer<Node>>,
     pods: Arc<Informer<Pod>>,
     leases: Arc<Informer<Lease>>,
@@ -203,50 +185,14 @@ pub struct NodeLifecycle {
     nodes_to_retry: Mutex<HashSet<String>>,
     /// Held by a monitor pass (one at a time, as upstream's single goroutine).
     monitor_lock: Mutex<()>,
-    /// The taint eviction controller run inside this one when the SeparateTaintEvictionController
-    /// feature gate is off (its keys carry [`TAINT_MANAGER_PREFIX`]).
-    taint_manager: Mutex<Option<Arc<TaintEviction>>>,
 }
 
-impl Reconciler for NodeLifecycle {
-    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
-        let mut queues = vec![self.pod_queue.clone(), self.ticks.clone()];
-        if let Some(manager) = self.taint_manager.lock().as_ref() {
-            queues.extend(manager.queues());
-        }
-        queues
-    }
-
-    fn sync(&self, key: &str) -> Result<(), String> {
-        match key {
-            MONITOR_KEY => {
-                let started = Instant::now();
-                self.monitor_node_health();
-                metrics::update_all_nodes_health_duration().observe(&[], started.elapsed().as_secs_f64());
-                self.ticks.add_after(key.to_string(), self.config.monitor_period);
-                Ok(())
-            }
-            TAINTING_PASS_KEY => {
-                self.do_no_execute_tainting_pass();
-                self.ticks.add_after(key.to_string(), NODE_EVICTION_PERIOD);
-                Ok(())
-            }
-            _ => {
-                if let Some(rest) = key.strip_prefix(TAINT_MANAGER_PREFIX) {
-                    let manager = self.taint_manager.lock().clone();
-                    return manager.map_or(Ok(()), |m| m.sync(rest));
-                }
-                if let Some(name) = key.strip_prefix(NODE_PREFIX) {
-                    self.process_node(name);
-                    Ok(())
-                } else if let Some(pod) = key.strip_prefix(POD_PREFIX) {
-                    self.process_pod(pod)
-                } else {
-                    log::error!("node-lifecycle-controller: unexpected key {key:?}");
-                    Ok(())
-                }
-            }
-        }
+impl NodeLifecycle {
+    /// One `monitorNodeHealth` pass, timed for `node_collector_update_all_nodes_health_duration_seconds`.
+    fn monitor_pass(&self) {
+        let started = Instant::now();
+        self.monitor_node_health();
+        metrics::update_all_nodes_health_duration().observe(&[], started.elapsed().as_secs_f64());
     }
 }
 
@@ -265,14 +211,14 @@ impl NodeLifecycle {
         if !bound.is_empty() && old.is_none_or(|old| node(old) != bound) {
             let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
             let name = new.metadata.name.as_deref().unwrap_or_default();
-            self.pod_queue.add(format!("{POD_PREFIX}{namespace}/{name}"));
+            self.pod_queue.add(format!("{namespace}/{name}"));
         }
     }
 
     fn on_node_event(&self, event: &Event<Node>) {
         match event {
             Event::Added(node) | Event::Updated { new: node, .. } => {
-                self.queue.add(format!("{NODE_PREFIX}{}", name_of(node)));
+                self.queue.add(name_of(node).to_string());
             }
             Event::Deleted { object, .. } => {
                 self.nodes_to_retry.lock().remove(name_of(object));

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::client::{Api, Client, DeleteParams, PostParams};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, split_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -33,13 +33,6 @@ use crate::runtime::workqueue::WorkQueue;
 use expectations::Expectations;
 use kind::ReplicaKind;
 use pods::{is_active, pod_key, pods_to_delete, slow_start_batch};
-
-/// `replicaset-controller`.
-pub const REPLICASET: ControllerDescriptor =
-    ControllerDescriptor { name: "replicaset-controller", init: init_replica_sets };
-/// `replicationcontroller-controller`.
-pub const REPLICATION_CONTROLLER: ControllerDescriptor =
-    ControllerDescriptor { name: "replicationcontroller-controller", init: init_replication_controllers };
 
 /// `BurstReplicas`: at most this many pods are created or deleted in one sync.
 pub const BURST_REPLICAS: usize = 500;
@@ -50,12 +43,21 @@ const FAILED_CREATE: &str = "FailedCreate";
 const SUCCESSFUL_DELETE: &str = "SuccessfulDelete";
 const FAILED_DELETE: &str = "FailedDelete";
 
-fn init_replica_sets(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    start::<ReplicaSet>(context, "replicaset", context.options.concurrency.replicaset_syncs)
+/// The settings of either controller.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--concurrent-replicaset-syncs` or `--concurrent-rc-syncs`.
+    pub workers: usize,
 }
 
-fn init_replication_controllers(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    start::<ReplicationController>(context, "replicationmanager", context.options.concurrency.rc_syncs)
+/// `NewReplicaSetController`.
+pub fn new_replica_sets(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    start::<ReplicaSet>(context, "replicaset", config.workers)
+}
+
+/// `NewReplicationManager`.
+pub fn new_replication_controllers(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    start::<ReplicationController>(context, "replicationmanager", config.workers)
 }
 
 /// `NewBaseController` + `Run`: informers of the kind and of pods, handlers feeding the queue,
@@ -63,8 +65,8 @@ fn init_replication_controllers(context: &ControllerContext<'_>) -> Result<Contr
 fn start<K: ReplicaKind>(
     context: &ControllerContext<'_>,
     queue_name: &str,
-    workers: i32,
-) -> Result<ControllerHandle, String> {
+    workers: usize,
+) -> Result<Controller, String> {
     let queue = WorkQueue::new(queue_name);
     let manager = Arc::new(ReplicaManager {
         client: context.client.clone(),
@@ -78,8 +80,8 @@ fn start<K: ReplicaKind>(
     manager.controllers.add_handler(move |event: &Event<K>| handler.on_controller_event(event));
     let handler = manager.clone();
     manager.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
-    let workers = usize::try_from(workers).unwrap_or(1).max(1);
-    Ok(ControllerHandle { queue, reconciler: manager, workers })
+    Ok(Controller::new()
+        .with_queue(&queue, workers, move |key: &String| manager.sync_replica_set(key).map_err(SyncError::Failed)))
 }
 
 /// The controller of one kind (upstream's `ReplicaSetController`).
@@ -90,12 +92,6 @@ pub struct ReplicaManager<K: ReplicaKind> {
     expectations: Expectations,
     queue: WorkQueue<String>,
     recorder: EventRecorder,
-}
-
-impl<K: ReplicaKind> Reconciler for ReplicaManager<K> {
-    fn sync(&self, key: &str) -> Result<(), String> {
-        self.sync_replica_set(key)
-    }
 }
 
 fn name_of(meta: &ObjectMeta) -> &str {

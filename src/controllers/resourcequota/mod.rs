@@ -22,17 +22,25 @@ use crate::client::{Api, Client, PostParams};
 use crate::quota::resources::{self, ResourceList, from_api, to_api};
 use crate::quota::scopes::selector_requirements;
 use crate::quota::{GroupResource, Registry, calculate_usage};
-use crate::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
 
-pub const RESOURCE_QUOTA: ControllerDescriptor = ControllerDescriptor { name: "resourcequota-controller", init };
-
-/// How often the full-resync thread looks whether the controller is stopping.
-const STOP_POLL: Duration = Duration::from_secs(1);
-
 /// `startResourceQuotaController` + `NewController`.
-fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+/// The controller's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--concurrent-resource-quota-syncs`.
+    pub workers: usize,
+    /// `--resource-quota-sync-period`: how often every quota is recounted; zero never.
+    pub resync_period: Duration,
+    /// The InPlacePodVerticalScaling gate: pods are charged what the kubelet reports when larger.
+    pub use_status_resources: bool,
+}
+
+/// `NewController` + `Run`: the primary and priority queues of quota keys, the monitors'
+/// resource changes, and the periodic full recount.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     let quotas = context.informers.informer::<ResourceQuota>();
     let registry = Arc::new(Registry::default());
     let controller = Arc::new(QuotaController {
@@ -43,14 +51,29 @@ fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
         resource_changes: WorkQueue::new("resource_quota_controller_resource_changes"),
         next_change: AtomicU64::new(0),
         registry: registry.clone(),
-        use_status_resources: context.options.generic.feature_gates.is_enabled("InPlacePodVerticalScaling"),
+        use_status_resources: config.use_status_resources,
     });
     monitor::register_evaluators_and_monitors(context, &controller);
     let handler = controller.clone();
     quotas.add_handler(move |event: &Event<ResourceQuota>| handler.on_quota_event(event));
-    spawn_full_resync(controller.clone(), context.options.resource_quota.sync_period)?;
-    let workers = usize::try_from(context.options.concurrency.resource_quota_syncs).unwrap_or(1).max(1);
-    Ok(ControllerHandle { queue: controller.queue.clone(), reconciler: controller, workers })
+    let workers = config.workers;
+    let (primary, priority, changes) = (controller.clone(), controller.clone(), controller.clone());
+    let built = Controller::new()
+        .with_queue(&controller.queue, workers, move |key: &String| {
+            primary.sync_resource_quota_from_key(key).map_err(SyncError::Failed)
+        })
+        .with_queue(&controller.missing_usage, workers, move |key: &String| {
+            priority.sync_resource_quota_from_key(key).map_err(SyncError::Failed)
+        })
+        .with_queue(&controller.resource_changes, workers, move |change: &ResourceChange| {
+            changes.replenish_quota(&change.resource, &change.namespace);
+            Ok(())
+        });
+    if config.resync_period.is_zero() {
+        log::info!("periodic quota controller resync disabled");
+        return Ok(built);
+    }
+    Ok(built.every("resync", config.resync_period, move || controller.enqueue_all()))
 }
 
 /// The controller (upstream's `resourcequota.Controller`).
@@ -61,34 +84,21 @@ pub struct QuotaController {
     queue: WorkQueue<String>,
     /// `resourcequota_priority`: quotas missing usage information.
     missing_usage: WorkQueue<String>,
-    /// The quota monitor's `resourceChanges`: one [`RESOURCE_CHANGE_PREFIX`] key per change
-    /// that may lower usage (upstream queues each `*event`, so keys are numbered to stay
-    /// distinct).
-    resource_changes: WorkQueue<String>,
+    /// The quota monitor's `resourceChanges`: one item per change that may lower usage.
+    resource_changes: WorkQueue<ResourceChange>,
     next_change: AtomicU64,
     registry: Arc<Registry>,
     /// The InPlacePodVerticalScaling gate: pods are charged what the kubelet reports when larger.
     use_status_resources: bool,
 }
 
-/// Starts the keys of `resource_changes`: `change:<n>:<group>:<resource>:<namespace>`. No quota
-/// key (`namespace/name`) starts so, and none of the parts can hold a `:`.
-const RESOURCE_CHANGE_PREFIX: &str = "change:";
-
-impl Reconciler for QuotaController {
-    fn sync(&self, key: &str) -> Result<(), String> {
-        match key.strip_prefix(RESOURCE_CHANGE_PREFIX) {
-            Some(change) => {
-                self.process_resource_change(change);
-                Ok(())
-            }
-            None => self.sync_resource_quota_from_key(key),
-        }
-    }
-
-    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
-        vec![self.missing_usage.clone(), self.resource_changes.clone()]
-    }
+/// A change of a `resource` object in `namespace` that may lower usage. Upstream queues each
+/// `*event`, so changes are numbered (`seq`) to stay distinct in the queue.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ResourceChange {
+    seq: u64,
+    resource: GroupResource,
+    namespace: String,
 }
 
 fn status_of(quota: &ResourceQuota) -> (ResourceList, ResourceList) {
@@ -137,20 +147,8 @@ impl QuotaController {
     /// The quota monitor's handlers: a change of a `resource` object in `namespace` that may
     /// lower usage, queued on `resource_quota_controller_resource_changes`.
     fn resource_changed(&self, resource: &GroupResource, namespace: &str) {
-        let n = self.next_change.fetch_add(1, Ordering::Relaxed);
-        let (group, plural) = (&resource.group, &resource.resource);
-        self.resource_changes.add(format!("{RESOURCE_CHANGE_PREFIX}{n}:{group}:{plural}:{namespace}"));
-    }
-
-    /// `processResourceChanges` for one key (without its prefix): the quotas are replenished.
-    fn process_resource_change(&self, change: &str) {
-        let parts: Vec<&str> = change.splitn(4, ':').collect();
-        let [_, group, resource, namespace] = parts[..] else {
-            log::error!("resource quota controller: malformed resource change {change:?}");
-            return;
-        };
-        let resource = GroupResource { group: group.to_string(), resource: resource.to_string() };
-        self.replenish_quota(&resource, namespace);
+        let seq = self.next_change.fetch_add(1, Ordering::Relaxed);
+        self.resource_changes.add(ResourceChange { seq, resource: resource.clone(), namespace: namespace.to_string() });
     }
 
     /// `replenishQuota`: a `resource` object in `namespace` changed so that usage may drop; the
@@ -250,32 +248,6 @@ fn aggregate(errors: Vec<String>) -> Result<(), String> {
         1 => Err(errors.into_iter().next().unwrap_or_default()),
         _ => Err(format!("[{}]", errors.join(", "))),
     }
-}
-
-/// The timer of upstream's `Run`: `enqueueAll` at once, then every `period` (none when zero),
-/// until the controller's queue shuts down.
-fn spawn_full_resync(controller: Arc<QuotaController>, period: Duration) -> Result<(), String> {
-    if period.is_zero() {
-        log::info!("periodic quota controller resync disabled");
-        return Ok(());
-    }
-    let run = move || {
-        loop {
-            controller.enqueue_all();
-            let next = Instant::now() + period;
-            while Instant::now() < next {
-                if controller.queue.is_shutting_down() {
-                    return;
-                }
-                std::thread::sleep(STOP_POLL.min(next.saturating_duration_since(Instant::now())));
-            }
-        }
-    };
-    std::thread::Builder::new()
-        .name("resourcequota-resync".into())
-        .spawn(run)
-        .map(drop)
-        .map_err(|e| format!("cannot start the quota resync thread: {e}"))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::client::{Api, Client, PostParams};
-use crate::runtime::controller::{ControllerContext, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
 
@@ -19,7 +19,8 @@ pub const ACCOUNTS_TO_ENSURE: &[&str] = &["default"];
 /// `startServiceAccountController` runs one worker.
 const WORKERS: usize = 1;
 
-pub(super) fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
+/// `NewServiceAccountsController`.
+pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
     let queue = WorkQueue::new("serviceaccount");
     let controller = Arc::new(ServiceAccountsController {
         client: context.client.clone(),
@@ -41,7 +42,8 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, 
             on_account.add(object.metadata.namespace.clone().unwrap_or_default());
         }
     });
-    Ok(ControllerHandle { queue, reconciler: controller, workers: WORKERS })
+    Ok(Controller::new()
+        .with_queue(&queue, WORKERS, move |namespace: &String| controller.sync(namespace).map_err(SyncError::Failed)))
 }
 
 struct ServiceAccountsController {
@@ -50,7 +52,7 @@ struct ServiceAccountsController {
     accounts: Arc<Informer<ServiceAccount>>,
 }
 
-impl Reconciler for ServiceAccountsController {
+impl ServiceAccountsController {
     /// `syncNamespace`.
     fn sync(&self, namespace: &str) -> Result<(), String> {
         let Some(ns) = self.namespaces.store().get(namespace) else {

@@ -22,9 +22,8 @@ use serde_json::{Value, json};
 
 use super::{SERVICE_ACCOUNT_NAME_ANNOTATION, SERVICE_ACCOUNT_UID_ANNOTATION, TOKEN_SECRET_TYPE};
 use crate::client::{Api, Client, DeleteParams, Patch, PostParams, Preconditions};
-use crate::runtime::controller::{ControllerContext, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::Informer;
-use crate::runtime::workqueue::WorkQueue;
 
 /// `DefaultCleanerSyncInterval`.
 pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -37,44 +36,49 @@ pub const TRACKING_CONFIG_MAP: &str = "kube-apiserver-legacy-service-account-tok
 const TRACKING_SINCE_KEY: &str = "since";
 /// Go's `"2006-01-02"`.
 const DATE_FORMAT: &str = "%Y-%m-%d";
-const EVALUATE_KEY: &str = "evaluate";
 
-pub(super) fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    let period = context.options.service_account.legacy_token_clean_up_period;
+/// The controller's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// `--legacy-service-account-token-clean-up-period`: how long a token may go unused.
+    pub period: Duration,
+}
+
+/// `NewLegacySATokenCleaner`.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    let period = config.period;
     if period.is_zero() {
         return Err(format!(
             "failed to start the legacy service account token cleaner: invalid CleanUpPeriod: {period:?}"
         ));
     }
-    let queue = WorkQueue::new("");
     let cleaner = Arc::new(LegacyTokenCleaner {
+        name: context.name,
         client: context.client.clone(),
         accounts: context.informers.informer::<ServiceAccount>(),
         secrets: context.informers.informer::<Secret>(),
         pods: context.informers.informer::<Pod>(),
         period,
-        queue: queue.clone(),
     });
-    queue.add(EVALUATE_KEY.to_string());
-    Ok(ControllerHandle { queue, reconciler: cleaner, workers: 1 })
+    Ok(Controller::new().every("evaluate", DEFAULT_SYNC_INTERVAL, move || cleaner.evaluate_now()))
 }
 
 struct LegacyTokenCleaner {
+    /// The controller's name, for its logs.
+    name: &'static str,
     client: Client,
     accounts: Arc<Informer<ServiceAccount>>,
     secrets: Arc<Informer<Secret>>,
     pods: Arc<Informer<Pod>>,
     period: Duration,
-    queue: WorkQueue<String>,
 }
 
-impl Reconciler for LegacyTokenCleaner {
-    fn sync(&self, key: &str) -> Result<(), String> {
+impl LegacyTokenCleaner {
+    /// One pass of `wait.Until(evaluateSATokens, syncInterval)`.
+    fn evaluate_now(&self) {
         if let Err(e) = self.evaluate(Timestamp::now()) {
-            log::error!("legacy-serviceaccount-token-cleaner-controller: {e}");
+            log::error!("{}: {e}", self.name);
         }
-        self.queue.add_after(key.to_string(), DEFAULT_SYNC_INTERVAL);
-        Ok(())
     }
 }
 

@@ -6,22 +6,20 @@
 //! token Secret is dropped from its account's `secrets`.
 //!
 //! As upstream, two queues with N workers each: `serviceaccount_tokens_service` carries the
-//! accounts' keys and `serviceaccount_tokens_secret` the secrets' (keys JSON-encoded).
+//! accounts' keys and `serviceaccount_tokens_secret` the secrets'.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
-use serde_json::json;
 
 use super::{SERVICE_ACCOUNT_NAME_ANNOTATION, SERVICE_ACCOUNT_UID_ANNOTATION, TOKEN_SECRET_TYPE};
 use crate::client::{Api, Client, DeleteParams, PostParams, Preconditions};
 use crate::jwt::{self, SigningKey};
-use crate::runtime::controller::{ControllerContext, ControllerHandle, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer};
-use crate::runtime::workqueue::WorkQueue;
+use crate::runtime::workqueue::{QueueItem, WorkQueue};
 
 /// The data keys of a token Secret (`v1.ServiceAccountTokenKey` & co.).
 pub const TOKEN_KEY: &str = "token";
@@ -34,18 +32,26 @@ const MAX_RETRIES: u32 = 10;
 const REMOVE_REFERENCE_TRIES: u32 = 10;
 const REMOVE_REFERENCE_INTERVAL: Duration = Duration::from_millis(100);
 
-/// `startServiceAccountTokenController`: skipped without a private key.
-pub(super) fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, String> {
-    let key_file = &context.options.service_account.private_key_file;
-    if key_file.is_empty() {
-        return Ok(ControllerHandle::disabled(context.name, "Controller is disabled because there is no private key"));
-    }
-    let key = SigningKey::from_pem_file(Path::new(key_file))
+/// The controller's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--concurrent-serviceaccount-token-syncs`.
+    pub workers: usize,
+    /// `--service-account-private-key-file`.
+    pub private_key_file: std::path::PathBuf,
+    /// The CA bundle put in token Secrets.
+    pub root_ca: String,
+}
+
+/// `NewTokensController`.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    let key = SigningKey::from_pem_file(&config.private_key_file)
         .map_err(|e| format!("error reading key for service account token controller: {e}"))?;
-    let root_ca = super::root_ca(context.options, &context.client)?;
+    let root_ca = config.root_ca;
     let queue = WorkQueue::new("serviceaccount_tokens_service");
     let secret_queue = WorkQueue::new("serviceaccount_tokens_secret");
     let controller = Arc::new(TokensController {
+        name: context.name,
         client: context.client.clone(),
         key,
         root_ca,
@@ -56,24 +62,37 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<ControllerHandle, 
     });
     let on_account = queue.clone();
     controller.accounts.add_handler(move |event: &Event<ServiceAccount>| {
-        on_account.add(Key::of_account(event.object()).encode());
+        on_account.add(AccountKey::of(event.object()));
     });
-    let on_secret = secret_queue;
+    let on_secret = secret_queue.clone();
     controller.secrets.add_handler(move |event: &Event<Secret>| {
         let secret = event.object();
         if secret.type_.as_deref() == Some(TOKEN_SECRET_TYPE) {
-            on_secret.add(Key::of_secret(secret).encode());
+            on_secret.add(SecretKey::of(secret));
         }
     });
-    let workers = usize::try_from(context.options.concurrency.serviceaccount_token_syncs).unwrap_or(0);
-    Ok(ControllerHandle { queue, reconciler: controller, workers: workers.max(1) })
+    let secrets = controller.clone();
+    Ok(Controller::new()
+        .with_queue(&queue, config.workers, move |key: &AccountKey| controller.sync_account_key(key))
+        .with_queue(&secret_queue, config.workers, move |key: &SecretKey| secrets.sync_secret_key(key)))
 }
 
-/// A queue key: `serviceAccountQueueKey` or `secretQueueKey`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Key {
-    Account { namespace: String, name: String, uid: String },
-    Secret { namespace: String, name: String, uid: String, account: String, account_uid: String },
+/// `serviceAccountQueueKey`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct AccountKey {
+    namespace: String,
+    name: String,
+    uid: String,
+}
+
+/// `secretQueueKey`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SecretKey {
+    namespace: String,
+    name: String,
+    uid: String,
+    account: String,
+    account_uid: String,
 }
 
 fn text(value: &Option<String>) -> String {
@@ -84,15 +103,25 @@ fn annotation(secret: &Secret, key: &str) -> String {
     secret.metadata.annotations.as_ref().and_then(|a| a.get(key)).cloned().unwrap_or_default()
 }
 
-impl Key {
-    fn of_account(account: &ServiceAccount) -> Key {
+impl AccountKey {
+    fn of(account: &ServiceAccount) -> AccountKey {
         let meta = &account.metadata;
-        Key::Account { namespace: text(&meta.namespace), name: text(&meta.name), uid: text(&meta.uid) }
+        AccountKey { namespace: text(&meta.namespace), name: text(&meta.name), uid: text(&meta.uid) }
     }
 
-    fn of_secret(secret: &Secret) -> Key {
+    /// `parseServiceAccountKey`'s rules: every part is required.
+    fn check(&self) -> Result<(), String> {
+        match [&self.namespace, &self.name, &self.uid].iter().any(|part| part.is_empty()) {
+            true => Err(format!("invalid key {self:?}")),
+            false => Ok(()),
+        }
+    }
+}
+
+impl SecretKey {
+    fn of(secret: &Secret) -> SecretKey {
         let meta = &secret.metadata;
-        Key::Secret {
+        SecretKey {
             namespace: text(&meta.namespace),
             name: text(&meta.name),
             uid: text(&meta.uid),
@@ -101,42 +130,12 @@ impl Key {
         }
     }
 
-    fn encode(&self) -> String {
-        let parts = match self {
-            Key::Account { namespace, name, uid } => json!(["serviceaccount", namespace, name, uid]),
-            Key::Secret { namespace, name, uid, account, account_uid } => {
-                json!(["secret", namespace, name, uid, account, account_uid])
-            }
-        };
-        parts.to_string()
-    }
-
-    /// `parseServiceAccountKey` / `parseSecretQueueKey`: every part but the account UID is
-    /// required.
-    fn decode(key: &str) -> Result<Key, String> {
-        let parts: Vec<String> = serde_json::from_str(key).map_err(|e| format!("invalid key {key:?}: {e}"))?;
-        let parsed = match parts.as_slice() {
-            [kind, namespace, name, uid] if kind == "serviceaccount" => {
-                Key::Account { namespace: namespace.clone(), name: name.clone(), uid: uid.clone() }
-            }
-            [kind, namespace, name, uid, account, account_uid] if kind == "secret" && !account.is_empty() => {
-                Key::Secret {
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    uid: uid.clone(),
-                    account: account.clone(),
-                    account_uid: account_uid.clone(),
-                }
-            }
-            _ => return Err(format!("invalid key {key:?}")),
-        };
-        let (namespace, name, uid) = match &parsed {
-            Key::Account { namespace, name, uid } | Key::Secret { namespace, name, uid, .. } => (namespace, name, uid),
-        };
-        if namespace.is_empty() || name.is_empty() || uid.is_empty() {
-            return Err(format!("invalid key {key:?}"));
+    /// `parseSecretQueueKey`'s rules: every part but the account UID is required.
+    fn check(&self) -> Result<(), String> {
+        match [&self.namespace, &self.name, &self.uid, &self.account].iter().any(|part| part.is_empty()) {
+            true => Err(format!("invalid key {self:?}")),
+            false => Ok(()),
         }
-        Ok(parsed)
     }
 }
 
@@ -144,38 +143,42 @@ impl Key {
 type Step = Result<(), (bool, String)>;
 
 struct TokensController {
+    /// The controller's name, for its logs.
+    name: &'static str,
     client: Client,
     key: SigningKey,
     root_ca: String,
     accounts: Arc<Informer<ServiceAccount>>,
     secrets: Arc<Informer<Secret>>,
     /// `syncServiceAccountQueue`, the main queue.
-    account_queue: WorkQueue<String>,
+    account_queue: WorkQueue<AccountKey>,
     /// `syncSecretQueue`.
-    secret_queue: WorkQueue<String>,
+    secret_queue: WorkQueue<SecretKey>,
 }
 
-impl Reconciler for TokensController {
-    fn extra_queues(&self) -> Vec<WorkQueue<String>> {
-        vec![self.secret_queue.clone()]
+impl TokensController {
+    /// `syncServiceAccount` for one key of its queue.
+    fn sync_account_key(&self, key: &AccountKey) -> SyncResult {
+        let step = key.check().map_err(|e| (false, e));
+        let step = step.and_then(|()| self.sync_account(&key.namespace, &key.name, &key.uid));
+        self.retry_or_forget(step, &self.account_queue, key)
     }
 
-    fn sync(&self, key: &str) -> Result<(), String> {
-        let (step, queue) = match Key::decode(key) {
-            Err(e) => (Err((false, e)), &self.account_queue),
-            Ok(Key::Account { namespace, name, uid }) => {
-                (self.sync_account(&namespace, &name, &uid), &self.account_queue)
-            }
-            Ok(Key::Secret { namespace, name, uid, account, account_uid }) => {
-                (self.sync_secret(&namespace, &name, &uid, &account, &account_uid), &self.secret_queue)
-            }
-        };
+    /// `syncSecret` for one key of its queue.
+    fn sync_secret_key(&self, key: &SecretKey) -> SyncResult {
+        let step = key.check().map_err(|e| (false, e));
+        let SecretKey { namespace, name, uid, account, account_uid } = key;
+        let step = step.and_then(|()| self.sync_secret(namespace, name, uid, account, account_uid));
+        self.retry_or_forget(step, &self.secret_queue, key)
+    }
+
+    /// `retryOrForget`: requeue a retriable failure up to MAX_RETRIES times.
+    fn retry_or_forget<K: QueueItem>(&self, step: Step, queue: &WorkQueue<K>, key: &K) -> SyncResult {
         match step {
             Ok(()) => Ok(()),
-            // `retryOrForget`: requeue a retriable failure up to MAX_RETRIES times.
-            Err((true, e)) if queue.num_requeues(&key.to_string()) < MAX_RETRIES => Err(e),
+            Err((true, e)) if queue.num_requeues(key) < MAX_RETRIES => Err(SyncError::Failed(e)),
             Err((_, e)) => {
-                log::error!("serviceaccount-token-controller: {e}");
+                log::error!("{}: {e}", self.name);
                 Ok(())
             }
         }
@@ -366,22 +369,22 @@ pub fn is_token_of(secret: &Secret, account: &str, account_uid: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
-    fn keys_round_trip_and_need_their_parts() {
-        let account = Key::Account { namespace: "ns".into(), name: "a".into(), uid: "u".into() };
-        assert_eq!(Key::decode(&account.encode()), Ok(account));
-        let secret = Key::Secret {
+    fn keys_need_their_parts() {
+        let account = AccountKey { namespace: "ns".into(), name: "a".into(), uid: "u".into() };
+        assert_eq!(account.check(), Ok(()));
+        let secret = SecretKey {
             namespace: "ns".into(),
             name: "a-token".into(),
             uid: "s".into(),
             account: "odd/name\"".into(),
             account_uid: "".into(),
         };
-        assert_eq!(Key::decode(&secret.encode()), Ok(secret));
-        assert!(Key::decode(r#"["serviceaccount","ns","a",""]"#).is_err(), "no uid");
-        assert!(Key::decode(r#"["secret","ns","s","u","",""]"#).is_err(), "no account name");
-        assert!(Key::decode("ns/a").is_err());
+        assert_eq!(secret.check(), Ok(()));
+        assert!(AccountKey { uid: "".into(), ..account }.check().is_err(), "no uid");
+        assert!(SecretKey { account: "".into(), ..secret }.check().is_err(), "no account name");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::duration::parse_go_duration;
 use super::feature_gates::FeatureGates;
-use crate::controllers::ControllerSelection;
+use crate::app::controllers::ControllerSelection;
 
 /// How a value is being set, for the types where repeating a flag accumulates (pflag's string
 /// slices and maps): the first explicit use replaces the default, later uses add to it.
@@ -476,14 +476,7 @@ impl FlagValue for StringMap {
     }
 }
 
-/// A certificate and key for SNI serving, optionally with the names it serves.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct NamedCertKey {
-    pub cert_file: String,
-    pub key_file: String,
-    /// Domain patterns; empty means "the names in the certificate".
-    pub names: Vec<String>,
-}
+pub use crate::server::options::NamedCertKey;
 
 /// `--tls-sni-cert-key`: `cert,key[:name,...]`, repeatable (upstream `namedCertKey`).
 pub(crate) struct NamedCertKeys;

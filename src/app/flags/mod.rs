@@ -16,7 +16,7 @@ mod feature_gates;
 mod help;
 mod options;
 mod table;
-mod validate;
+pub(crate) mod validate;
 mod values;
 
 use std::ffi::OsString;
@@ -242,12 +242,12 @@ impl Options {
     /// options: `--controllers` selects it, it needs no cloud provider (upstream 1.33 has no
     /// in-tree ones, so those never start) and all its feature gates are on.
     pub fn starts_controller(&self, name: &str) -> bool {
-        let Some(controller) = crate::controllers::resolve(name) else {
+        let Some(controller) = crate::app::controllers::resolve(name) else {
             return false;
         };
         let gates = &self.generic.feature_gates;
-        // `--enable-garbage-collector=false` keeps the garbage collector off even when selected.
-        let disabled_by_flag = controller.name == "garbage-collector-controller" && !self.garbage_collector.enabled;
+        // E.g. `--enable-garbage-collector=false` keeps the garbage collector off when selected.
+        let disabled_by_flag = controller.turned_off_by.is_some_and(|off| off(self));
         self.generic.controllers.is_enabled(controller.name)
             && !disabled_by_flag
             && !controller.cloud_provider

@@ -1,18 +1,16 @@
-//! The NoExecute taint manager, after upstream v1.33's
-//! `pkg/controller/tainteviction/taint_eviction.go`, shared (as upstream's package is) by
-//! `taint-eviction-controller` and, with `SeparateTaintEvictionController=false`,
-//! `node-lifecycle-controller`: pods on a node with NoExecute taints they
+//! The taint eviction controller, after upstream v1.33's
+//! `pkg/controller/tainteviction/taint_eviction.go`: run as a controller of its own (the
+//! `SeparateTaintEvictionController` gate, on by default in 1.33) or, with the gate off,
+//! inside the node lifecycle controller (as upstream's package is shared): pods on a node with NoExecute taints they
 //! do not tolerate are deleted at once; pods tolerating them for `tolerationSeconds` are
 //! deleted when the shortest such toleration runs out, unless the taints go (or the pod goes)
 //! first. Before deleting, the pod gets the `DisruptionTarget` condition.
 //!
-//! Upstream's two queues carry the informers' keys: `noexec_taint_node` the `node/<name>` keys
-//! and `noexec_taint_pod` the `pod/<namespace>/<name>` keys (plain queues, as upstream's, so
-//! `/metrics` shows the same series). A third, unnamed queue (no metrics: upstream uses
-//! `time.AfterFunc` timers) carries `evict/<namespace>/<name>` keys for the scheduled deletions
-//! (see [`timed_workers`]).
-//! Deletions go through a `node-controller` client, as upstream; Events name the
-//! `taint-eviction-controller` component.
+//! Upstream's two queues carry the informers' keys: `noexec_taint_node` node names and
+//! `noexec_taint_pod` `<namespace>/<name>` pod keys (plain queues, as upstream's, so `/metrics`
+//! shows the same series). A third, unnamed queue (no metrics: upstream uses `time.AfterFunc`
+//! timers) carries the pod keys of the scheduled deletions (see [`timed_workers`]).
+//! Deletions go through a `node-controller` client, as upstream.
 
 pub mod timed_workers;
 
@@ -29,7 +27,7 @@ use crate::controllers::nodeutil::{NO_EXECUTE, matching_tolerations};
 use crate::controllers::nodeutil::{add_node_name_index, pods_on_node};
 use crate::controllers::podutil::{patch_pod_status, update_pod_condition};
 use crate::runtime::clock::{Clock, RealClock};
-use crate::runtime::controller::{ControllerContext, Reconciler};
+use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -40,12 +38,19 @@ use timed_workers::{Scheduled, TimedWorkers};
 const DELETE_TRIES: usize = 5;
 const DELETE_RETRY_SLEEP: Duration = Duration::from_millis(10);
 
-const NODE_PREFIX: &str = "node/";
-const POD_PREFIX: &str = "pod/";
-const EVICT_PREFIX: &str = "evict/";
+/// `UpdateWorkerSize`: the workers of each queue when it runs on its own.
+const WORKERS: usize = 8;
+
+/// `New` + `Run`: the controller on its own.
+pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+    let controller = TaintEviction::start(context.name, context, context.recorder.clone());
+    Ok(controller.serve(Controller::new(), WORKERS))
+}
 
 /// upstream's `tainteviction.Controller`.
 pub struct TaintEviction {
+    /// The name it logs under (its own, also when it runs inside the node lifecycle controller).
+    name: &'static str,
     client: Client,
     recorder: EventRecorder,
     /// `nodeUpdateQueue`.
@@ -61,24 +66,26 @@ pub struct TaintEviction {
     tainted_nodes: Mutex<HashMap<String, Vec<Taint>>>,
     /// `taintEvictionQueue`, keyed by `namespace/name`.
     evictions: TimedWorkers,
-    /// Put before every key of this controller (empty unless another controller's `sync`
-    /// routes keys to this one's).
-    prefix: &'static str,
 }
 
-impl Reconciler for TaintEviction {
-    /// `key` without this controller's prefix.
-    fn sync(&self, key: &str) -> Result<(), String> {
-        if let Some(node) = key.strip_prefix(NODE_PREFIX) {
-            self.handle_node_update(node);
-        } else if let Some(pod) = key.strip_prefix(POD_PREFIX) {
-            self.handle_pod_update(pod);
-        } else if let Some(pod) = key.strip_prefix(EVICT_PREFIX) {
-            self.run_due_eviction(pod);
-        } else {
-            log::error!("taint-eviction-controller: unexpected key {key:?}");
-        }
-        Ok(())
+impl TaintEviction {
+    /// Adds its three queues, `workers` each, to `controller`: the node updates', the pod
+    /// updates' and the scheduled deletions'.
+    pub fn serve(self: &Arc<Self>, controller: Controller, workers: usize) -> Controller {
+        let (nodes, pods, deletions) = (self.clone(), self.clone(), self.clone());
+        controller
+            .with_queue(&self.node_queue, workers, move |name: &String| {
+                nodes.handle_node_update(name);
+                Ok(())
+            })
+            .with_queue(&self.pod_queue, workers, move |key: &String| {
+                pods.handle_pod_update(key);
+                Ok(())
+            })
+            .with_queue(&self.timer_queue, workers, move |key: &String| {
+                deletions.run_due_eviction(key);
+                Ok(())
+            })
     }
 }
 
@@ -144,15 +151,15 @@ fn pod_tolerations(pod: &Pod) -> &[Toleration] {
 
 impl TaintEviction {
     /// `New`: the controller, fed by the shared node and pod informers, with its keys (each
-    /// after `prefix`) on its [`TaintEviction::queues`]. Deletions use a `node-controller`
-    /// client, as upstream.
-    pub fn start(context: &ControllerContext<'_>, recorder: EventRecorder, prefix: &'static str) -> Arc<TaintEviction> {
+    /// on its queues (see [`TaintEviction::serve`]). Deletions use a `node-controller` client,
+    /// as upstream.
+    pub fn start(name: &'static str, context: &ControllerContext<'_>, recorder: EventRecorder) -> Arc<TaintEviction> {
         let timer_queue = WorkQueue::new("");
         let timer = timer_queue.clone();
-        let schedule: timed_workers::Schedule =
-            Box::new(move |key, delay| timer.add_after(format!("{prefix}{EVICT_PREFIX}{key}"), delay));
+        let schedule: timed_workers::Schedule = Box::new(move |key, delay| timer.add_after(key.to_string(), delay));
         let clock: Arc<dyn Clock> = Arc::new(RealClock);
         let controller = Arc::new(TaintEviction {
+            name,
             client: context.client.clone(),
             recorder,
             node_queue: WorkQueue::plain("noexec_taint_node"),
@@ -163,7 +170,6 @@ impl TaintEviction {
             clock: clock.clone(),
             tainted_nodes: Mutex::new(HashMap::new()),
             evictions: TimedWorkers::new(clock, schedule),
-            prefix,
         });
         add_node_name_index(&controller.pods);
         let handler = controller.clone();
@@ -171,13 +177,6 @@ impl TaintEviction {
         let handler = controller.clone();
         controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event));
         controller
-    }
-
-    /// Its queues: the node updates', the pod updates' and the deletion timer's. Whoever runs
-    /// the controller gives each of them workers that call [`Reconciler::sync`] (after
-    /// stripping the prefix).
-    pub fn queues(&self) -> Vec<WorkQueue<String>> {
-        vec![self.node_queue.clone(), self.pod_queue.clone(), self.timer_queue.clone()]
     }
 
     // ---- Informer handlers ----
@@ -193,7 +192,7 @@ impl TaintEviction {
             }
             Event::Added(pod) | Event::Deleted { object: pod, .. } => pod,
         };
-        self.pod_queue.add(format!("{}{POD_PREFIX}{}", self.prefix, object_key(&pod.metadata)));
+        self.pod_queue.add(object_key(&pod.metadata));
     }
 
     /// `NodeUpdated`: additions, deletions and changes of the NoExecute taints.
@@ -208,7 +207,7 @@ impl TaintEviction {
             Event::Added(node) | Event::Deleted { object: node, .. } => node,
         };
         let name = node.metadata.name.as_deref().unwrap_or_default();
-        self.node_queue.add(format!("{}{NODE_PREFIX}{name}", self.prefix));
+        self.node_queue.add(name.to_string());
     }
 
     // ---- Updates ----
@@ -300,7 +299,7 @@ impl TaintEviction {
     /// A scheduled deletion came up (`deletePodHandler`, run by the timed worker).
     fn run_due_eviction(&self, key: &str) {
         let Some(started) = self.evictions.start_due(key) else { return };
-        log::info!("taint-eviction-controller: deleting pod {key}");
+        log::info!("{}: deleting pod {key}", self.name);
         self.emit(key, &format!("Marking for deletion Pod {key}"));
         let (namespace, name) = crate::runtime::informer::split_key(key);
         let mut result = Err(String::new());
@@ -315,7 +314,7 @@ impl TaintEviction {
             std::thread::sleep(DELETE_RETRY_SLEEP);
         }
         if let Err(e) = result {
-            log::error!("taint-eviction-controller: timed worker failed for pod {key}: {e}");
+            log::error!("{}: timed worker failed for pod {key}: {e}", self.name);
         }
         self.evictions.finish(key, started);
     }

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::table::{FLAGS, FlagSpec, Group};
-use crate::controllers::KNOWN_CONTROLLERS;
+use crate::app::controllers::CONTROLLERS;
 
 const DESCRIPTION: &str = "The Kubernetes controller manager is a daemon that embeds the core \
 control loops of Kubernetes. A controller is a loop that watches the shared state of the cluster \
@@ -65,8 +65,8 @@ fn left_column(flag: &FlagSpec) -> String {
 fn usage(flag: &FlagSpec) -> String {
     let mut text = flag.help.to_string();
     if flag.name == "controllers" {
-        let names = |filter: fn(&&crate::controllers::ControllerName) -> bool| {
-            KNOWN_CONTROLLERS.iter().filter(filter).map(|c| c.name).collect::<Vec<_>>().join(", ")
+        let names = |filter: fn(&&crate::app::controllers::ControllerDescriptor) -> bool| {
+            CONTROLLERS.iter().filter(filter).map(|c| c.name).collect::<Vec<_>>().join(", ")
         };
         let _ = write!(
             text,

@@ -280,7 +280,7 @@ pub static FLAGS: &[FlagSpec] = &[
         "Path of the LeaderMigrationConfiguration file (controllermanager.config.k8s.io/v1alpha1); empty means the built-in default configuration."),
     // Generic
     flag!("allocate-node-cidrs", Generic, Bool, "", BUILT, node_ipam.allocate_node_cidrs,
-        "Allocate a pod CIDR to every node from --cluster-cidr (node-ipam-controller). Requires --cluster-cidr."),
+        "Allocate a pod CIDR to every node from --cluster-cidr (the node IPAM controller). Requires --cluster-cidr."),
     flag!("allow-untagged-cloud", Generic, Bool, "", UNTAGGED_CLOUD, _,
         "Allow the cluster to run without the cluster-id on cloud instances."),
     flag!("cidr-allocator-type", Generic, Str, "RangeAllocator", BUILT, node_ipam.cidr_allocator_type,
@@ -497,7 +497,7 @@ pub static FLAGS: &[FlagSpec] = &[
         "Service CIDR range of the cluster (one per IP family, comma-separated). Only used when --allocate-node-cidrs=true."),
     // Node lifecycle
     flag!("enable-taint-manager", NodeLifecycleController, Bool, "true",
-        FlagStatus::Removed("taint-based eviction is always on (taint-eviction-controller)"), _,
+        FlagStatus::Removed("taint-based eviction is always on (the taint eviction controller)"), _,
         "Evict pods of failed nodes through NoExecute taints."),
     flag!("large-cluster-size-threshold", NodeLifecycleController, Int32, "50", BUILT, node_lifecycle.large_cluster_size_threshold,
         "Zones with more nodes than this count as large for eviction; in smaller ones --secondary-node-eviction-rate is 0. Applies to each zone separately."),
@@ -556,7 +556,7 @@ pub static FLAGS: &[FlagSpec] = &[
     flag!("service-account-private-key-file", ServiceAccountController, Str, "", BUILT, service_account.private_key_file,
         "PEM RSA or ECDSA private key that signs legacy service account tokens; setting it enables legacy Secret-based tokens."),
     flag!("concurrent-ttl-after-finished-syncs", TtlAfterFinishedController, Int32, "5", LATER, concurrency.ttl_after_finished_syncs,
-        "Number of ttl-after-finished-controller workers."),
+        "Number of workers of the TTL-after-finished controller."),
     flag!("concurrent-validating-admission-policy-status-syncs", ValidatingAdmissionPolicyStatusController, Int32, "5", LATER, concurrency.validating_admission_policy_status_syncs,
         "Number of ValidatingAdmissionPolicy status workers (at least 1)."),
     // Metrics

@@ -8,10 +8,11 @@ use super::FlagError;
 use super::duration::format_go_duration;
 use super::feature_gates::FeatureGates;
 use super::options::{
-    AttachDetachOptions, CloudOptions, CsrSigningOptions, LeaderElection, LogsOptions, MetricsOptions, NodeIpamOptions,
-    Options, SecureServingOptions, SignerFiles,
+    CloudOptions, CsrSigningOptions, LeaderElection, LogsOptions, MetricsOptions, NodeIpamOptions, Options,
+    SecureServingOptions, SignerFiles,
 };
 use super::values::{Cidr, KUBE_VERSION};
+use crate::app::controllers::CONTROLLERS;
 
 /// Checks the options the way upstream v1.33 does; the first problem found is returned.
 pub(crate) fn validate(options: &Options) -> Result<(), FlagError> {
@@ -23,12 +24,11 @@ pub(crate) fn validate(options: &Options) -> Result<(), FlagError> {
     csr_signing(&options.csr_signing)?;
     metrics(&options.metrics)?;
     logs(&options.logs, &options.generic.feature_gates)?;
-    if controllers.is_enabled("persistentvolume-attach-detach-controller") {
-        attach_detach(&options.attach_detach)?;
-    }
-    // Upstream checks the IPAM settings only when the node IPAM controller starts.
-    if options.node_ipam.allocate_node_cidrs && controllers.is_enabled("node-ipam-controller") {
-        node_ipam(&options.node_ipam)?;
+    // The checks of a selected controller's own flags (its row's `check_flags`).
+    for controller in CONTROLLERS.iter().filter(|c| controllers.is_enabled(c.name)) {
+        if let Some(check) = controller.check_flags {
+            check(options)?;
+        }
     }
     Ok(())
 }
@@ -221,7 +221,9 @@ fn logs(logs: &LogsOptions, gates: &FeatureGates) -> Result<(), FlagError> {
     Ok(())
 }
 
-fn attach_detach(options: &AttachDetachOptions) -> Result<(), FlagError> {
+/// The attach-detach controller's flags.
+pub(crate) fn attach_detach(options: &Options) -> Result<(), FlagError> {
+    let options = &options.attach_detach;
     if options.reconcile_sync_period < Duration::from_secs(1) {
         return invalid(format!(
             "--attach-detach-reconcile-sync-period ({}) must be at least 1s",
@@ -238,9 +240,18 @@ const DEFAULT_NODE_MASK_IPV6: i32 = 64;
 /// cluster's (its bitmap size).
 const MAX_IPV6_SUBNET_BITS: i32 = 16;
 
+/// The node IPAM controller's flags, with `--allocate-node-cidrs` (upstream checks them only
+/// when the controller starts).
+pub(crate) fn node_ipam(options: &Options) -> Result<(), FlagError> {
+    match options.node_ipam.allocate_node_cidrs {
+        true => check_node_ipam(&options.node_ipam),
+        false => Ok(()),
+    }
+}
+
 /// The node IPAM controller's start-up checks (upstream `startNodeIpamController`,
 /// `setNodeCIDRMaskSizes` and the range allocator).
-fn node_ipam(ipam: &NodeIpamOptions) -> Result<(), FlagError> {
+fn check_node_ipam(ipam: &NodeIpamOptions) -> Result<(), FlagError> {
     match ipam.cidr_allocator_type.as_str() {
         "RangeAllocator" => {}
         "CloudAllocator" => {
@@ -285,7 +296,7 @@ fn node_ipam(ipam: &NodeIpamOptions) -> Result<(), FlagError> {
 /// The node CIDR mask size for each `--cluster-cidr`, in order (upstream `setNodeCIDRMaskSizes`),
 /// for the node IPAM controller; the same checks as at start-up.
 pub fn node_cidr_mask_sizes(ipam: &NodeIpamOptions) -> Result<Vec<u8>, FlagError> {
-    node_ipam(ipam)?;
+    check_node_ipam(ipam)?;
     let masks = ipam.cluster_cidrs.iter().map(|cidr| node_mask(ipam, cidr).map(|(_, mask)| mask));
     // `node_ipam` bounded every mask to the address length, so each fits a u8.
     masks.map(|mask| mask.map(|m| u8::try_from(m).unwrap_or(u8::MAX))).collect()

@@ -1,0 +1,215 @@
+//! The controller manager's life: informers warm up at once; controllers start (and make
+//! requests as themselves) and their workers run only while this process holds the leader
+//! Lease (or always with `--leader-elect=false`); a controller that fails to start, like a lost
+//! Lease, stops all work and ends the process with an error; and SIGTERM stops the workers,
+//! then releases the Lease so a standby takes over within about one retry period.
+
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, select};
+
+use super::controllers::{CONTROLLERS, is_implemented};
+use super::sd_notify;
+use crate::app::flags::Options;
+use crate::client::Client;
+use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent};
+use crate::runtime::controller::ControllerSet;
+use crate::server::HealthChecks;
+
+/// How long running syncs may take to finish after SIGTERM.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the controller manager stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// SIGINT or SIGTERM: a clean stop (exit status 0).
+    Signalled,
+    /// The Lease was lost: upstream exits with "leaderelection lost" (non-zero), so that the
+    /// kubelet or systemd restarts it as a candidate.
+    LeaderElectionLost,
+}
+
+/// Runs the controller manager until a signal or the loss of the Lease.
+pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
+    let signals = signal_channel()?;
+    report_selection(options);
+    let checks = HealthChecks::new();
+    let server = super::serve_securely(options, checks.clone())?;
+    if let Some(server) = &server {
+        log::info!("serving securely on {}", server.addr());
+    }
+    let mut controllers = super::start_controllers(client, options, CONTROLLERS)?;
+    let elector = start_election(options, client)?;
+    if let Some(elector) = &elector {
+        checks.add("leaderElection", elector.health_check());
+    }
+    // The secure port listens and the election runs: a standby is as ready as the leader.
+    let notifier = sd_notify::Notifier::from_env().map(std::sync::Arc::new);
+    let watchdog = match &notifier {
+        Some(notifier) => {
+            notifier.notify("READY=1\nSTATUS=serving; leader election started");
+            sd_notify::Watchdog::start(notifier.clone(), checks.clone())?
+        }
+        None => None,
+    };
+    let outcome = lead_and_work(&mut controllers, elector.as_ref(), &signals, &checks);
+    drop(watchdog);
+    if let Some(notifier) = &notifier {
+        notifier.notify("STOPPING=1");
+    }
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // A controller failed to start: upstream logs "Error starting controllers" and exits
+            // at once, without releasing the Lease.
+            controllers.stop(Duration::ZERO);
+            if let Some(elector) = elector {
+                elector.abandon();
+            }
+            return Err(format!("error starting controllers: {e}"));
+        }
+    };
+    match outcome {
+        Exit::Signalled => {
+            controllers.stop(DRAIN_TIMEOUT);
+            if let Some(server) = server {
+                server.stop();
+            }
+            if let Some(elector) = elector {
+                elector.stop();
+            }
+            log::info!("stopped");
+        }
+        Exit::LeaderElectionLost => {
+            // Stop taking work at once; no release: another candidate may already lead.
+            controllers.stop(Duration::ZERO);
+            log::error!("leaderelection lost");
+        }
+    }
+    Ok(outcome)
+}
+
+/// Waits for the Lease, starts the controllers and runs their workers (each controller's once
+/// its own caches synced), and returns what ended it, or why a controller could not start.
+fn lead_and_work(
+    controllers: &mut ControllerSet,
+    elector: Option<&LeaderElector>,
+    signals: &Receiver<i32>,
+    checks: &HealthChecks,
+) -> Result<Exit, String> {
+    let never = crossbeam_channel::never();
+    let lost = elector.map_or(&never, |e| e.leader_lost());
+    let tick = Duration::from_millis(200);
+    if let Some(elector) = elector {
+        log::info!("waiting to acquire the leader lease");
+        while !elector.wait_until_leader(tick) {
+            if let Some(exit) = interrupted(signals, lost) {
+                return Ok(exit);
+            }
+        }
+    }
+    exit_if_lost_meanwhile(lost, || controllers.run_workers())?;
+    for name in controllers.names() {
+        // As upstream, whose controller checks are added once the controllers start (after
+        // `leaderElection`): the default check of a running controller passes.
+        checks.add(name, || Ok(()));
+    }
+    log::info!("workers of {} controllers running", controllers.names().len());
+    Ok(select! {
+        recv(signals) -> signal => {
+            log::info!("received signal {}; shutting down", signal.unwrap_or_default());
+            Exit::Signalled
+        }
+        recv(lost) -> _ => Exit::LeaderElectionLost,
+    })
+}
+
+/// Runs `start` (the controllers' start once leading, which may wait long on an unreachable API
+/// server: ServiceAccounts, discovery, node-ipam's first list) while watching the Lease: if it
+/// is lost meanwhile, the process exits at once with "leaderelection lost", as upstream's fatal
+/// `OnStoppedLeading` does, so that nothing this process starts acts after a standby may lead.
+fn exit_if_lost_meanwhile<T>(lost: &Receiver<()>, start: impl FnOnce() -> T) -> T {
+    let (started, done) = crossbeam_channel::bounded::<()>(0);
+    let lost = lost.clone();
+    let guard = std::thread::Builder::new().name("lease-guard".into()).spawn(move || {
+        select! {
+            recv(lost) -> message => if message.is_ok() {
+                log::error!("leaderelection lost");
+                log::logger().flush();
+                std::process::exit(1);
+            },
+            recv(done) -> _ => {}
+        }
+    });
+    let result = start();
+    drop(started);
+    if let Ok(guard) = guard {
+        let _ = guard.join();
+    }
+    result
+}
+
+fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>) -> Option<Exit> {
+    if let Ok(signal) = signals.try_recv() {
+        log::info!("received signal {signal}; shutting down");
+        return Some(Exit::Signalled);
+    }
+    lost.try_recv().ok().map(|()| Exit::LeaderElectionLost)
+}
+
+/// Starts the election when `--leader-elect` is on.
+fn start_election(options: &Options, client: &Client) -> Result<Option<LeaderElector>, String> {
+    let flags = &options.generic.leader_election;
+    if !flags.leader_elect {
+        log::info!("leader election is off (--leader-elect=false): controllers run at once");
+        return Ok(None);
+    }
+    let config = LeaderElectionConfig {
+        namespace: flags.resource_namespace.clone(),
+        name: flags.resource_name.clone(),
+        identity: crate::leader::identity(),
+        lease_duration: flags.lease_duration,
+        renew_deadline: flags.renew_deadline,
+        retry_period: flags.retry_period,
+        release_on_cancel: true,
+    };
+    log::info!("attempting to acquire leader lease {}/{} as {}", config.namespace, config.name, config.identity);
+    let elector = LeaderElector::start(client.clone(), config, |event| match event {
+        LeaderEvent::StartedLeading => log::info!("started leading"),
+        LeaderEvent::StoppedLeading => log::info!("stopped leading"),
+        LeaderEvent::NewLeader(identity) => log::info!("new leader elected: {identity}"),
+    })?;
+    Ok(Some(elector))
+}
+
+/// SIGINT and SIGTERM as a channel.
+fn signal_channel() -> Result<Receiver<i32>, String> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let (tx, rx) = crossbeam_channel::bounded(4);
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if tx.send(signal).is_err() {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+    Ok(rx)
+}
+
+/// Logs which selected controllers run and which are not built yet.
+fn report_selection(options: &Options) {
+    let selected: Vec<&str> =
+        CONTROLLERS.iter().map(|c| c.name).filter(|name| options.starts_controller(name)).collect();
+    log::info!("{} controllers selected by --controllers: {}", selected.len(), selected.join(", "));
+    let (built, not_built): (Vec<&str>, Vec<&str>) = selected.iter().partition(|name| is_implemented(name));
+    if !not_built.is_empty() {
+        log::warn!("selected but not built yet: {}", not_built.join(", "));
+    }
+    if built.is_empty() {
+        log::warn!("none of the selected controllers is built; the controller manager idles until it is stopped");
+    }
+}
