@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kcm::apimachinery::clock::RealClock;
 use kcm::client::{Api, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::podgc;
-use kcm::runtime::clock::RealClock;
 use kcm::runtime::controller::{ControllerContext, ControllerDescriptor, ControllerHandle};
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};

@@ -1,5 +1,5 @@
 //! The machinery every controller runs on: shared informers (`informer`), client-go
-//! workqueues (`workqueue`, `clock`), the Event recorder (`events`) and the controller
+//! workqueues (`workqueue`), the Event recorder (`events`) and the controller
 //! abstraction with its worker pools (`controller`). A controller file holds only its own
 //! reconcile logic.
 //!
@@ -9,7 +9,6 @@
 //! Lease, stops all work and ends the process with an error; and SIGTERM stops the workers,
 //! then releases the Lease so a standby takes over within about one retry period.
 
-pub mod clock;
 pub mod controller;
 pub mod controller_ref;
 pub mod events;
