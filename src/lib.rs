@@ -2,13 +2,13 @@
 //! controller manager. The binary in `main.rs` is a thin shell around this library so that
 //! tests and the development API server reuse every part.
 
+pub mod apimachinery;
 pub mod app;
 pub mod client;
 pub mod controllers;
 #[cfg(feature = "sandbox")]
 pub mod envtest;
 pub mod jwt;
-pub mod labels;
 pub mod leader;
 pub mod logging;
 pub mod metrics;

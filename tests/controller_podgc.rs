@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kcm::apimachinery::clock::RealClock;
 use kcm::app::controllers::named;
 use kcm::app::flags::Options;
 use kcm::client::{Api, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::podgc;
-use kcm::runtime::clock::RealClock;
 use kcm::runtime::controller::{Controller, ControllerContext};
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};

@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 
 use super::config::{Auth, RestConfig, TlsSettings};
 use super::{Api, Client, PostParams};
-use crate::runtime::clock::{Clock, RealClock};
+use crate::apimachinery::clock::{Clock, RealClock};
 
 /// `defaultExpirationSeconds`: the lifetime asked for.
 pub const EXPIRATION_SECONDS: i64 = 3600;
@@ -208,7 +208,7 @@ fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::clock::FakeClock;
+    use crate::apimachinery::clock::FakeClock;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     /// A source whose fetches hand out `token-1`, `token-2`, … with `lifetime`, or fail while

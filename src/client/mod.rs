@@ -32,7 +32,7 @@ pub use error::{ApiError, Error, Result};
 pub use metrics::ClientMetrics;
 pub use watch::{WatchEvent, WatchParams, WatchReceiver, WatchStream};
 
-use rate_limit::TokenBucket;
+use rate_limit::RequestLimiter;
 use tls::TlsConnector;
 
 /// The most times a request is retried when the server answers 429 or 5xx with a
@@ -68,7 +68,7 @@ impl Default for ClientOptions {
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,
-    limiter: Arc<TokenBucket>,
+    limiter: Arc<RequestLimiter>,
     user_agent: Arc<str>,
     /// The time limit of one ordinary request.
     timeout: Duration,
@@ -94,7 +94,7 @@ impl Client {
         let connector = TlsConnector::new(Arc::new(tls), config.tls.server_name.as_deref()).map_err(Error::Request)?;
         let host = url::host_port(&config.server).map_err(Error::Request)?;
         let agent = new_agent(&connector);
-        let limiter = Arc::new(TokenBucket::new(options.qps, options.burst));
+        let limiter = Arc::new(RequestLimiter::new(options.qps, options.burst));
         let timeout = options.timeout;
         let shared = Shared { config, options, connector, agent, host, metrics: ClientMetrics::global() };
         Ok(Client {
@@ -112,7 +112,7 @@ impl Client {
         let options = &self.shared.options;
         Client {
             shared: self.shared.clone(),
-            limiter: Arc::new(TokenBucket::new(options.qps, options.burst)),
+            limiter: Arc::new(RequestLimiter::new(options.qps, options.burst)),
             user_agent: user_agent(Some(controller)).into(),
             timeout: self.timeout,
             token_source: self.token_source.clone(),
@@ -125,7 +125,7 @@ impl Client {
     pub fn with_rate_limit_factors(&self, qps_factor: f32, burst_factor: u32) -> Client {
         let options = &self.shared.options;
         let burst = options.burst.saturating_mul(burst_factor);
-        Client { limiter: Arc::new(TokenBucket::new(options.qps * qps_factor, burst)), ..self.clone() }
+        Client { limiter: Arc::new(RequestLimiter::new(options.qps * qps_factor, burst)), ..self.clone() }
     }
 
     /// A client for `controller` on its own connection setup from `config` (an anonymous copy

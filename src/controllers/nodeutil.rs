@@ -15,8 +15,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 
+use crate::apimachinery::pod::update_pod_condition;
 use crate::client::{Api, Client, Error, Patch, PostParams};
-use crate::controllers::podutil::update_pod_condition;
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::Informer;
 

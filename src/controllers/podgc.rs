@@ -22,11 +22,12 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 
+use crate::apimachinery::clock::{Clock, RealClock};
+use crate::apimachinery::pod::{phase, update_pod_condition};
 use crate::client::{Api, Client, DeleteParams};
 use crate::controllers::nodeutil::{TAINT_NODE_OUT_OF_SERVICE, is_node_ready, taint_key_exists};
-use crate::controllers::podutil::{patch_pod_status, update_pod_condition};
+use crate::controllers::podutil::patch_pod_status;
 use crate::metrics::ValueFamily;
-use crate::runtime::clock::{Clock, RealClock};
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::Informer;
 use crate::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
@@ -96,10 +97,6 @@ pub struct PodGc {
 /// `isPodTerminated`.
 fn is_terminated(pod: &Pod) -> bool {
     !matches!(phase(pod), "Pending" | "Running" | "Unknown")
-}
-
-fn phase(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
 }
 
 fn node_name_of(pod: &Pod) -> &str {
@@ -350,7 +347,7 @@ impl PodGc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::clock::FakeClock;
+    use crate::apimachinery::clock::FakeClock;
     use serde_json::{Value, json};
     use std::time::Instant;
 

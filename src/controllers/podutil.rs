@@ -1,35 +1,11 @@
-//! Pod helpers several controllers share: upstream's `pkg/api/v1/pod.UpdatePodCondition` and
-//! `pkg/util/pod.PatchPodStatus` (a strategic merge patch of the status with the pod's UID as
-//! a precondition).
+//! `pkg/util/pod.PatchPodStatus`, which several controllers share: a strategic merge patch of
+//! the status with the pod's UID as a precondition. (`UpdatePodCondition` and the other pure
+//! pod helpers are in [`crate::apimachinery::pod`].)
 
-use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::{Map, Value, json};
 
 use crate::client::{Api, Client, Error, Patch, PostParams};
-
-/// `UpdatePodCondition`: sets `condition` in `status`, keeping the old `lastTransitionTime`
-/// when the condition's status did not change, and `now` otherwise. Returns whether anything
-/// changed.
-pub fn update_pod_condition(status: &mut PodStatus, mut condition: PodCondition, now: Timestamp) -> bool {
-    condition.last_transition_time = Some(Time(now));
-    let conditions = status.conditions.get_or_insert_with(Vec::new);
-    let Some(old) = conditions.iter_mut().find(|c| c.type_ == condition.type_) else {
-        conditions.push(condition);
-        return true;
-    };
-    if condition.status == old.status {
-        condition.last_transition_time = old.last_transition_time.clone();
-    }
-    let same = condition.status == old.status
-        && condition.reason == old.reason
-        && condition.message == old.message
-        && condition.last_probe_time == old.last_probe_time
-        && condition.last_transition_time == old.last_transition_time;
-    *old = condition;
-    !same
-}
 
 /// `PatchPodStatus`: patches the pod's status from `old` to `new` with a strategic merge patch
 /// carrying the pod's UID (so a pod recreated under the same name is not touched). `Ok(None)`
@@ -141,7 +117,11 @@ fn merge_keyed_list_diff(
 
 #[cfg(test)]
 mod tests {
+    use jiff::Timestamp;
+    use k8s_openapi::api::core::v1::PodCondition;
+
     use super::*;
+    use crate::apimachinery::pod::update_pod_condition;
 
     fn condition(type_: &str, status: &str, reason: &str) -> PodCondition {
         PodCondition {
@@ -154,20 +134,6 @@ mod tests {
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(seconds).expect("a time")
-    }
-
-    #[test]
-    fn update_pod_condition_keeps_the_transition_time_when_the_status_stays() {
-        let mut status = PodStatus::default();
-        assert!(update_pod_condition(&mut status, condition("DisruptionTarget", "True", "A"), at(10)));
-        assert!(!update_pod_condition(&mut status, condition("DisruptionTarget", "True", "A"), at(20)));
-        let conditions = status.conditions.clone().unwrap_or_default();
-        assert_eq!(conditions.len(), 1);
-        assert_eq!(conditions[0].last_transition_time, Some(Time(at(10))));
-        assert!(update_pod_condition(&mut status, condition("DisruptionTarget", "True", "B"), at(30)));
-        assert_eq!(status.conditions.as_ref().unwrap()[0].last_transition_time, Some(Time(at(10))));
-        assert!(update_pod_condition(&mut status, condition("DisruptionTarget", "False", "B"), at(40)));
-        assert_eq!(status.conditions.as_ref().unwrap()[0].last_transition_time, Some(Time(at(40))));
     }
 
     #[test]

@@ -10,30 +10,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use jiff::Timestamp;
 use parking_lot::{Condvar, Mutex};
 
 use super::record::{Record, micro};
-
-/// Where the election reads the time: the monotonic clock for expiry, the wall clock for the
-/// record's informational timestamps. Tests inject a manual one.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> Instant;
-    fn wall(&self) -> Timestamp;
-}
-
-/// The process' clocks.
-pub struct RealClock;
-
-impl Clock for RealClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-
-    fn wall(&self) -> Timestamp {
-        Timestamp::now()
-    }
-}
+use crate::apimachinery::clock::Clock;
 
 /// Why a lock operation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +97,8 @@ pub struct Shared {
     /// The lock's name, for the health check's error.
     pub name: String,
     pub lease_duration: Duration,
+    /// Where the election reads the time: the monotonic reading for expiry, the wall reading
+    /// for the record's informational timestamps. Tests inject a fake.
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
     changed: Condvar,
@@ -330,33 +312,11 @@ impl<L: Lock> Election<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apimachinery::clock::FakeClock;
 
     /// A clock that moves only when told.
-    struct ManualClock {
-        start: (Instant, Timestamp),
-        elapsed: Mutex<Duration>,
-    }
-
-    impl ManualClock {
-        fn new() -> Arc<ManualClock> {
-            let wall: Timestamp = "2026-11-22T10:00:00Z".parse().expect("timestamp");
-            Arc::new(ManualClock { start: (Instant::now(), wall), elapsed: Mutex::new(Duration::ZERO) })
-        }
-
-        fn advance(&self, by: Duration) {
-            *self.elapsed.lock() += by;
-        }
-    }
-
-    impl Clock for ManualClock {
-        fn now(&self) -> Instant {
-            self.start.0 + *self.elapsed.lock()
-        }
-
-        fn wall(&self) -> Timestamp {
-            let elapsed = jiff::SignedDuration::try_from(*self.elapsed.lock()).expect("small duration");
-            self.start.1 + elapsed
-        }
+    fn manual_clock() -> Arc<FakeClock> {
+        Arc::new(FakeClock::at("2026-11-22T10:00:00Z".parse().expect("timestamp")))
     }
 
     /// An in-memory object with a resourceVersion, shared by the candidates of a test.
@@ -426,7 +386,7 @@ mod tests {
 
     const LEASE: Duration = Duration::from_secs(15);
 
-    fn candidate(name: &str, store: &Arc<Mutex<Store>>, clock: &Arc<ManualClock>) -> Election<MemoryLock> {
+    fn candidate(name: &str, store: &Arc<Mutex<Store>>, clock: &Arc<FakeClock>) -> Election<MemoryLock> {
         let shared = Arc::new(Shared::new(name, "test", LEASE, clock.clone()));
         Election::new(MemoryLock::new(store), shared)
     }
@@ -450,7 +410,7 @@ mod tests {
 
     #[test]
     fn first_candidate_creates_the_lock() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
         let record = stored(&store);
@@ -466,7 +426,7 @@ mod tests {
 
     #[test]
     fn standby_waits_a_full_lease_duration_of_local_time() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
         // The holder's clock is an hour behind: its timestamps must not make the term look over.
@@ -486,7 +446,7 @@ mod tests {
 
     #[test]
     fn future_timestamps_do_not_extend_a_term() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
         let ahead = clock.wall() + jiff::SignedDuration::from_hours(1);
@@ -499,7 +459,7 @@ mod tests {
 
     #[test]
     fn the_term_runs_from_the_last_change_seen() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         let mut b = candidate("b", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
@@ -515,7 +475,7 @@ mod tests {
 
     #[test]
     fn expiry_uses_the_duration_in_the_record() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
         let shared = Arc::new(Shared::new("b", "test", Duration::from_secs(60), clock.clone()));
@@ -528,7 +488,7 @@ mod tests {
 
     #[test]
     fn renewal_keeps_the_acquire_time_and_survives_a_foreign_write() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
         let acquired = clock.wall();
@@ -547,7 +507,7 @@ mod tests {
 
     #[test]
     fn only_renewals_after_a_read_count_as_the_slow_path() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let name = format!("slowpath-{}", crate::random::u64());
         let shared = Arc::new(Shared::new("a", &name, LEASE, clock.clone()));
         let mut a = Election::new(MemoryLock::new(&store), shared);
@@ -570,7 +530,7 @@ mod tests {
 
     #[test]
     fn a_stopping_elector_does_not_fall_back_to_the_slow_path() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
         a.lock.cancelled = true;
@@ -581,7 +541,7 @@ mod tests {
 
     #[test]
     fn a_holder_whose_term_was_taken_cannot_renew() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         let mut b = candidate("b", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
@@ -595,7 +555,7 @@ mod tests {
 
     #[test]
     fn a_released_lock_is_taken_at_once() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         let mut b = candidate("b", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
@@ -620,7 +580,7 @@ mod tests {
 
     #[test]
     fn health_check_fails_once_renewals_stall_past_the_tolerance() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         let b = candidate("b", &store, &clock);
         let tolerance = Duration::from_secs(20);
@@ -636,7 +596,7 @@ mod tests {
 
     #[test]
     fn leading_needs_the_record_to_name_us() {
-        let (store, clock) = (Arc::default(), ManualClock::new());
+        let (store, clock) = (Arc::default(), manual_clock());
         let mut a = candidate("a", &store, &clock);
         a.shared.set_leading(true);
         assert!(!a.shared.is_leader(), "no record seen yet");

@@ -32,7 +32,9 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::client::Client;
-use election::{Election, RealClock, Shared};
+use election::{Election, Shared};
+
+use crate::apimachinery::clock::RealClock;
 use lease_lock::RemoteLock;
 use metrics::LeaderMetrics;
 use run::{JITTER_FACTOR, Runner, Timing};

@@ -12,8 +12,8 @@ use k8s_openapi::{Metadata, NamespaceResourceScope, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::apimachinery::labels::Selector;
 use crate::client::{Api, Client, Error, Patch, PostParams};
-use crate::labels::Selector;
 
 /// `metav1.GetControllerOf`: the owner reference with `controller: true`.
 pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {

@@ -4,7 +4,6 @@
 //! their handlers and worker pools, periodic tasks, start hooks). A controller file holds only
 //! its own reconcile logic; the process around them is `crate::app`.
 
-pub mod clock;
 pub mod controller;
 pub mod controller_ref;
 pub mod events;

@@ -14,12 +14,14 @@ use super::auth::{self, Tokens, UserInfo};
 use super::faults::Faults;
 use super::objects::{self, finalizers, is_deleting, name_of, set_finalizers, should_remove};
 use super::resources::{self, ResourceType, Verbs};
-use super::selectors::{FieldSelector, LabelSelector};
+use super::selectors::FieldSelector;
 use super::services::{self, ServiceRange};
-use super::status::{ApiError, ApiResult, FieldError, qualified};
+use super::status::{ApiError, ApiResult, qualified};
 use super::store::{Store, Txn};
 use super::typed::{self, FieldValidation};
 use super::{convert, defaults, discovery, metadata, patch, protobuf, subresources, table, watch};
+use crate::apimachinery::field::Error as FieldError;
+use crate::apimachinery::labels::Selector;
 use crate::server::http::{Handler, Request, ResponseWriter};
 
 mod validation;
@@ -719,7 +721,7 @@ fn check_uid_unchanged(resource: &ResourceType, old: &Value, new: &Value) -> Api
         Some(uid) if Some(uid) != old["metadata"]["uid"].as_str() => Err(ApiError::invalid(
             resource,
             name_of(old),
-            &[FieldError::invalid("metadata.uid", json!(uid), "field is immutable")],
+            &[FieldError::invalid_json("metadata.uid", &json!(uid), "field is immutable")],
         )),
         _ => Ok(()),
     }
@@ -1062,7 +1064,7 @@ fn go_json_error(bytes: &[u8], error: &serde_json::Error) -> String {
 
 /// Label, field and namespace filters of a list, watch or delete-collection.
 pub struct ObjectFilter {
-    labels: Option<LabelSelector>,
+    labels: Option<Selector>,
     fields: Option<FieldSelector>,
 }
 
@@ -1071,7 +1073,7 @@ impl ObjectFilter {
         let labels = request
             .query_param("labelSelector")
             .filter(|s| !s.is_empty())
-            .map(|s| LabelSelector::parse(s).map_err(ApiError::bad_request))
+            .map(|s| Selector::parse(s).map_err(ApiError::bad_request))
             .transpose()?;
         let fields = request
             .query_param("fieldSelector")

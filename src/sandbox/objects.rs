@@ -4,7 +4,11 @@
 use serde_json::{Map, Value, json};
 
 use super::resources::ResourceType;
-use super::status::{ApiError, ApiResult, FieldError};
+use super::status::{ApiError, ApiResult};
+use crate::apimachinery::field::Error as FieldError;
+use crate::apimachinery::validation::{
+    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+};
 
 /// The current time in Kubernetes' `Time` format (RFC 3339, whole seconds, UTC).
 pub fn now() -> String {
@@ -31,22 +35,6 @@ pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
     object["metadata"].as_object_mut().expect("metadata is an object")
 }
 
-/// Whether `name` is a DNS-1123 subdomain (most kinds' names).
-pub fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
-}
-
-/// Whether `name` is a DNS-1123 label (namespaces, services).
-pub fn is_dns_label(name: &str) -> bool {
-    name.len() <= 63 && !name.contains('.') && is_dns_subdomain(name)
-}
-
 /// Kinds whose names must be DNS labels rather than subdomains.
 fn needs_dns_label(resource: &ResourceType) -> bool {
     resource.group.is_empty() && matches!(resource.plural, "namespaces" | "services")
@@ -58,35 +46,23 @@ fn has_path_segment_names(resource: &ResourceType) -> bool {
         || resource.group == "storage.k8s.io"
 }
 
-/// Checks a name as kube-apiserver's `ValidateObjectMeta` does.
-pub fn validate_name(resource: &ResourceType, name: &str) -> Result<(), FieldError> {
-    if has_path_segment_names(resource) {
-        return if name.is_empty() || name == "." || name == ".." || name.contains(['/', '%']) {
-            Err(FieldError::invalid(
-                "metadata.name",
-                json!(name),
-                "may not contain '/' or '%' and may not be '.' or '..'",
-            ))
+/// Checks a name as kube-apiserver's `ValidateObjectMeta` does: one error per problem.
+pub fn validate_name(resource: &ResourceType, name: &str) -> Result<(), Vec<FieldError>> {
+    let messages = if has_path_segment_names(resource) {
+        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '%']) {
+            vec!["may not contain '/' or '%' and may not be '.' or '..'".to_string()]
         } else {
-            Ok(())
-        };
-    }
-    if needs_dns_label(resource) {
-        if !is_dns_label(name) {
-            return Err(FieldError::invalid(
-                "metadata.name",
-                json!(name),
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-            ));
+            Vec::new()
         }
-    } else if !is_dns_subdomain(name) {
-        return Err(FieldError::invalid(
-            "metadata.name",
-            json!(name),
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-        ));
+    } else if needs_dns_label(resource) {
+        is_dns1123_label(name)
+    } else {
+        is_dns1123_subdomain(name)
+    };
+    if messages.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    Err(messages.iter().map(|message| FieldError::invalid_str("metadata.name", name, message)).collect())
 }
 
 /// Fills in the server-set metadata of a new object: name from `generateName`, uid,
@@ -114,7 +90,7 @@ pub fn prepare_create(resource: &ResourceType, object: &mut Value, namespace: Op
     } else {
         name
     };
-    validate_name(resource, &name).map_err(|e| ApiError::invalid(resource, &name, &[e]))?;
+    validate_name(resource, &name).map_err(|errors| ApiError::invalid(resource, &name, &errors))?;
     meta.insert("name".into(), name.clone().into());
     let errors = metadata_errors(object);
     if !errors.is_empty() {
@@ -143,13 +119,8 @@ fn truncate(text: &str, max: usize) -> &str {
     }
 }
 
-/// The longest label value and name part of a qualified name.
-const QUALIFIED_NAME_MAX: usize = 63;
 /// `TotalAnnotationSizeLimitB`: keys and values of all annotations together.
 const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
-const QUALIFIED_NAME_FORMAT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const QUALIFIED_NAME_MESSAGE: &str =
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
 /// `ValidateObjectMeta`'s checks of labels, annotations and finalizers (apimachinery's
 /// `api/validation` and `apis/meta/v1/validation`), keys in sorted order.
@@ -159,11 +130,11 @@ pub fn metadata_errors(object: &Value) -> Vec<FieldError> {
         object["metadata"]["labels"].as_object().map(|m| m.iter().collect()).unwrap_or_default();
     labels.sort_by(|a, b| a.0.cmp(b.0));
     for (key, value) in labels {
-        for message in qualified_name_errors(key) {
-            errors.push(FieldError::invalid("metadata.labels", json!(key), &message));
+        for message in is_qualified_name(key) {
+            errors.push(FieldError::invalid_str("metadata.labels", key, &message));
         }
-        for message in label_value_errors(value.as_str().unwrap_or_default()) {
-            errors.push(FieldError::invalid("metadata.labels", value.clone(), &message));
+        for message in is_valid_label_value(value.as_str().unwrap_or_default()) {
+            errors.push(FieldError::invalid_json("metadata.labels", value, &message));
         }
     }
     let annotations = object["metadata"]["annotations"].as_object();
@@ -171,97 +142,20 @@ pub fn metadata_errors(object: &Value) -> Vec<FieldError> {
     keys.sort();
     for key in keys {
         // The rule is QualifiedName except that case does not matter.
-        for message in qualified_name_errors(&key.to_lowercase()) {
-            errors.push(FieldError::invalid("metadata.annotations", json!(key), &message));
+        for message in is_qualified_name(&key.to_lowercase()) {
+            errors.push(FieldError::invalid_str("metadata.annotations", key, &message));
         }
     }
     let size: usize = annotations.map_or(0, |m| m.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum());
     if size > ANNOTATIONS_MAX_BYTES {
-        let detail = format!("may not be more than {ANNOTATIONS_MAX_BYTES} bytes");
-        errors.push(FieldError {
-            field: "metadata.annotations".into(),
-            reason: "FieldValueTooLong",
-            value: None,
-            detail,
-        });
+        errors.push(FieldError::too_long("metadata.annotations", ANNOTATIONS_MAX_BYTES));
     }
     for finalizer in finalizers(object) {
-        for message in qualified_name_errors(&finalizer) {
-            errors.push(FieldError::invalid("metadata.finalizers", json!(finalizer), &message));
+        for message in is_qualified_name(&finalizer) {
+            errors.push(FieldError::invalid_str("metadata.finalizers", &finalizer, &message));
         }
     }
     errors
-}
-
-/// `validation.IsQualifiedName`: an optional DNS subdomain prefix and `/`, then a name part.
-pub fn qualified_name_errors(value: &str) -> Vec<String> {
-    let regex = |examples: &str| {
-        format!("{QUALIFIED_NAME_MESSAGE} (e.g. {examples}regex used for validation is '{QUALIFIED_NAME_FORMAT}')")
-    };
-    let examples = "'MyName',  or 'my.name',  or '123-abc', ";
-    let parts: Vec<&str> = value.split('/').collect();
-    let mut errors = Vec::new();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errors.push("prefix part must be non-empty".to_string());
-            } else {
-                errors.extend(subdomain_errors(prefix).into_iter().map(|m| format!("prefix part {m}")));
-            }
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex(examples)
-            )];
-        }
-    };
-    if name.is_empty() {
-        errors.push("name part must be non-empty".into());
-    } else if name.len() > QUALIFIED_NAME_MAX {
-        errors.push(format!("name part must be no more than {QUALIFIED_NAME_MAX} characters"));
-    }
-    if !is_qualified_name_part(name) {
-        errors.push(format!("name part {}", regex(examples)));
-    }
-    errors
-}
-
-/// `validation.IsValidLabelValue`.
-pub fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > QUALIFIED_NAME_MAX {
-        errors.push(format!("must be no more than {QUALIFIED_NAME_MAX} characters"));
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        errors.push(format!(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '({QUALIFIED_NAME_FORMAT})?')"
-        ));
-    }
-    errors
-}
-
-fn subdomain_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > 253 {
-        errors.push("must be no more than 253 characters".to_string());
-    }
-    let well_formed = value.split('.').all(|label| is_dns_subdomain(label) && label.len() <= 63);
-    if !well_formed {
-        errors.push("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_string());
-    }
-    errors
-}
-
-fn is_qualified_name_part(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    let edge = |b: &u8| b.is_ascii_alphanumeric();
-    !bytes.is_empty()
-        && bytes.first().is_some_and(edge)
-        && bytes.last().is_some_and(edge)
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// Everything of an object but `metadata` and `status`: what a spec change is measured on.

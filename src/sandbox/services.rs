@@ -6,8 +6,9 @@ use std::net::Ipv4Addr;
 use serde_json::{Value, json};
 
 use super::resources::ResourceType;
-use super::status::{ApiError, ApiResult, FieldError};
+use super::status::{ApiError, ApiResult};
 use super::store::Txn;
+use crate::apimachinery::field::Error as FieldError;
 
 /// `--service-cluster-ip-range`'s default.
 pub const DEFAULT_SERVICE_RANGE: (Ipv4Addr, u8) = (Ipv4Addr::new(10, 96, 0, 0), 12);
@@ -86,7 +87,7 @@ pub fn allocate(resource: &ResourceType, service: &mut Value, txn: &Txn<'_>, ran
 }
 
 fn invalid_ip(resource: &ResourceType, name: &str, ip: &str, detail: &str) -> ApiError {
-    ApiError::invalid(resource, name, &[FieldError::invalid("spec.clusterIPs", json!(ip), detail)])
+    ApiError::invalid(resource, name, &[FieldError::invalid_json("spec.clusterIPs", &json!(ip), detail)])
 }
 
 fn used_addresses(txn: &Txn<'_>) -> Vec<Ipv4Addr> {

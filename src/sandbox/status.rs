@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::resources::ResourceType;
+use crate::apimachinery::field::{self, Error as FieldError};
 
 /// A failed request: the HTTP code and the `Status` body.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,30 +114,29 @@ impl ApiError {
         ApiError::new(410, "Expired", message, None)
     }
 
-    /// 422 with field causes: `(field, cause reason, message)`.
-    pub fn invalid(resource: &ResourceType, name: &str, causes: &[FieldError]) -> ApiError {
-        // `ErrorList.ToAggregate`: each message once (the causes keep every error).
-        let mut summary: Vec<String> = Vec::new();
-        for message in causes.iter().map(FieldError::to_string) {
-            if !summary.contains(&message) {
-                summary.push(message);
-            }
-        }
-        let summary = if summary.len() == 1 { summary[0].clone() } else { format!("[{}]", summary.join(", ")) };
-        let kind = if resource.group.is_empty() {
-            resource.kind.to_string()
-        } else {
-            format!("{}.{}", resource.kind, resource.group)
+    /// `errors.NewInvalid` for the object's kind: 422 with every cause.
+    pub fn invalid(resource: &ResourceType, name: &str, errors: &[FieldError]) -> ApiError {
+        ApiError::new_invalid(resource.group, resource.kind, name, errors)
+    }
+
+    /// `errors.NewInvalid`: 422 listing every cause; the message aggregates them, each distinct
+    /// message once. An empty name is left out of the details (Go's `omitempty`).
+    pub fn new_invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> ApiError {
+        let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let message = match field::aggregate(errors) {
+            Some(summary) => format!("{qualified} \"{name}\" is invalid: {summary}"),
+            None => format!("{qualified} \"{name}\" is invalid"),
         };
-        let causes: Vec<Value> = causes
-            .iter()
-            .map(|c| json!({"reason": c.reason, "message": c.cause_message(), "field": c.field}))
-            .collect();
-        let mut details = json!({"name": name, "kind": resource.kind, "causes": causes});
-        if !resource.group.is_empty() {
-            details["group"] = resource.group.into();
+        let causes: Vec<Value> =
+            errors.iter().map(|e| json!({"reason": e.reason(), "message": e.body(), "field": e.field})).collect();
+        let mut details = json!({"kind": kind, "causes": causes});
+        if !name.is_empty() {
+            details["name"] = name.into();
         }
-        ApiError::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {summary}"), Some(details))
+        if !group.is_empty() {
+            details["group"] = group.into();
+        }
+        ApiError::new(422, "Invalid", message, Some(details))
     }
 
     pub fn unsupported_media_type(content_type: &str) -> ApiError {
@@ -166,63 +166,6 @@ impl ApiError {
         let mut e = ApiError::new(503, "ServiceUnavailable", message, None);
         e.retry_after = retry_after;
         e
-    }
-}
-
-/// One invalid field, as in apimachinery's `field.Error`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FieldError {
-    pub field: String,
-    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueForbidden`, …
-    pub reason: &'static str,
-    /// The value shown after "Invalid value:", JSON-rendered, for invalid values.
-    pub value: Option<Value>,
-    pub detail: String,
-}
-
-impl FieldError {
-    pub fn required(field: &str, detail: &str) -> FieldError {
-        FieldError { field: field.into(), reason: "FieldValueRequired", value: None, detail: detail.into() }
-    }
-
-    pub fn invalid(field: &str, value: Value, detail: &str) -> FieldError {
-        FieldError { field: field.into(), reason: "FieldValueInvalid", value: Some(value), detail: detail.into() }
-    }
-
-    pub fn forbidden(field: &str, detail: &str) -> FieldError {
-        FieldError { field: field.into(), reason: "FieldValueForbidden", value: None, detail: detail.into() }
-    }
-
-    fn label(&self) -> &'static str {
-        match self.reason {
-            "FieldValueRequired" => "Required value",
-            "FieldValueForbidden" => "Forbidden",
-            "FieldValueDuplicate" => "Duplicate value",
-            "FieldValueNotSupported" => "Unsupported value",
-            _ => "Invalid value",
-        }
-    }
-
-    /// The message of the cause entry (without the field).
-    fn cause_message(&self) -> String {
-        match &self.value {
-            Some(v) => format!("{}: {}: {}", self.label(), render(v), self.detail),
-            None if self.detail.is_empty() => self.label().to_string(),
-            None => format!("{}: {}", self.label(), self.detail),
-        }
-    }
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.cause_message())
-    }
-}
-
-fn render(value: &Value) -> String {
-    match value {
-        Value::String(s) => format!("{s:?}"),
-        other => other.to_string(),
     }
 }
 
@@ -262,7 +205,7 @@ mod tests {
         let invalid = ApiError::invalid(
             deployments,
             "web",
-            &[FieldError::invalid("spec.replicas", json!(-1), "must be greater than or equal to 0")],
+            &[FieldError::invalid_json("spec.replicas", &json!(-1), "must be greater than or equal to 0")],
         );
         assert_eq!(
             invalid.message(),

@@ -12,9 +12,10 @@ use super::patch;
 use super::protobuf;
 use super::rbac;
 use super::resources::{self, ResourceType};
-use super::selectors::LabelSelector;
 use super::status::{ApiError, ApiResult};
 use super::store::Txn;
+use crate::apimachinery::field::Error as FieldError;
+use crate::apimachinery::labels::Selector;
 use crate::server::http::Request;
 
 /// TokenRequest's default and bounds on `expirationSeconds`.
@@ -115,7 +116,7 @@ fn scale_of(object: &Value) -> Value {
     let selector = &object["spec"]["selector"];
     // ReplicationControllers have a plain label map; apps kinds a LabelSelector.
     let selector_text = if selector.get("matchLabels").is_some() || selector.get("matchExpressions").is_some() {
-        LabelSelector::from_label_selector_object(selector).map(|s| s.to_string()).unwrap_or_default()
+        Selector::from_label_selector_object(selector).map(|s| s.to_string()).unwrap_or_default()
     } else {
         let mut pairs: Vec<String> = selector
             .as_object()
@@ -174,11 +175,8 @@ fn update_scale(
         }
         let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
         if replicas < 0 {
-            let causes = [super::status::FieldError::invalid(
-                "spec.replicas",
-                json!(replicas),
-                "must be greater than or equal to 0",
-            )];
+            let causes =
+                [FieldError::invalid_json("spec.replicas", &json!(replicas), "must be greater than or equal to 0")];
             return Err(ApiError::new(
                 422,
                 "Invalid",
@@ -200,7 +198,7 @@ fn bind(api: &ApiServer, request: &Request, ns: &str, pod_name: &str) -> ApiResu
     let node = binding["target"]["name"].as_str().unwrap_or_default().to_string();
     let pods = resources::find("", "v1", "pods").expect("pods are served");
     if node.is_empty() {
-        return Err(ApiError::invalid(pods, pod_name, &[super::status::FieldError::required("target.name", "")]));
+        return Err(ApiError::invalid(pods, pod_name, &[FieldError::required("target.name", "")]));
     }
     if !name_of(&binding).is_empty() && name_of(&binding) != pod_name {
         return Err(ApiError::bad_request("name in URL does not match name in Binding object"));
@@ -320,7 +318,7 @@ fn charge_disruption_budget(txn: &mut Txn<'_>, ns: &str, pod: &Value) -> ApiResu
         .list("poddisruptionbudgets", Some(ns))
         .into_iter()
         .filter(|pdb| {
-            LabelSelector::from_label_selector_object(&pdb["spec"]["selector"]).is_ok_and(|s| s.matches_object(pod))
+            Selector::from_label_selector_object(&pdb["spec"]["selector"]).is_ok_and(|s| s.matches_object(pod))
         })
         .collect();
     let budget = match budgets.as_slice() {

@@ -6,6 +6,7 @@ use std::io;
 use serde::Serialize;
 
 use super::http::{Request, ResponseWriter};
+use crate::apimachinery::strconv::quote;
 
 const PLAIN_TEXT: &str = "text/plain; charset=utf-8";
 /// The Prometheus text exposition format.
@@ -38,7 +39,7 @@ impl Answer {
 
     /// `403 Forbidden` for a non-resource request, as upstream's `responsewriters.Forbidden`.
     pub fn forbidden(request: &Request, user: &str, verb: &str, reason: &str) -> Answer {
-        let mut message = sanitize(&format!("User {} cannot {verb} path {}", go_quote(user), go_quote(&request.path)));
+        let mut message = sanitize(&format!("User {} cannot {verb} path {}", quote(user), quote(&request.path)));
         if !reason.is_empty() {
             message = format!("{message}: {reason}");
         }
@@ -48,7 +49,7 @@ impl Answer {
     /// `500`, as upstream's `responsewriters.InternalError`.
     pub fn internal_error(request: &Request, error: &str) -> Answer {
         let uri = request_uri(request);
-        Answer::text(500, sanitize(&format!("Internal Server Error: {}: {error}\n", go_quote(&uri))))
+        Answer::text(500, sanitize(&format!("Internal Server Error: {}: {error}\n", quote(&uri))))
     }
 
     pub fn send(&self, response: &mut ResponseWriter<'_>) -> io::Result<()> {
@@ -121,11 +122,6 @@ fn request_uri(request: &Request) -> String {
     let query: Vec<String> =
         request.query.iter().map(|(k, v)| if v.is_empty() { k.clone() } else { format!("{k}={v}") }).collect();
     if query.is_empty() { request.path.clone() } else { format!("{}?{}", request.path, query.join("&")) }
-}
-
-/// Go's `%q` for the printable strings we quote (JSON escaping is the same there).
-fn go_quote(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_default()
 }
 
 /// Upstream's guard against error text that looks like HTML.

@@ -83,10 +83,8 @@ pub(crate) trait FlagValue {
     fn assign(target: &mut Self::Target, raw: &str, mode: SetMode) -> Result<(), String>;
 }
 
-/// Quotes like Go's `%q` for the strings flags hold (printable text).
-pub(crate) fn go_quote(text: &str) -> String {
-    format!("{text:?}")
-}
+/// Go's `%q`, as pflag quotes values in its errors.
+pub(crate) use crate::apimachinery::strconv::quote as go_quote;
 
 /// Go's `strconv.ParseBool`.
 pub(crate) fn parse_go_bool(text: &str) -> Result<bool, String> {

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::{DeploymentController, selector_of};
-use crate::labels::Selector;
+use crate::apimachinery::labels::Selector;
 use crate::runtime::controller_ref::controller_of;
 use crate::runtime::informer::{Event, object_key};
 

@@ -23,8 +23,8 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+use crate::apimachinery::labels::Selector;
 use crate::client::{Api, Client, PostParams};
-use crate::labels::Selector;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::{ControllerRefManager, controller_of, controller_ref};
 use crate::runtime::events::{EventRecorder, EventType};

@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use super::endpointutil::{
     self as util, ANNOTATION_OVER_CAPACITY, ANNOTATION_TRIGGER_TIME, LABEL_HEADLESS, repack_subsets,
 };
+use crate::apimachinery::pod::is_pod_ready;
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
@@ -258,7 +259,7 @@ pub fn desired_subsets(service: &Service, pods: &[Arc<Pod>]) -> Vec<EndpointSubs
                 continue;
             }
         };
-        let ready = publish_not_ready || util::is_pod_ready(pod);
+        let ready = publish_not_ready || is_pod_ready(pod);
         if service_ports.is_empty() {
             // A headless Service may have no ports.
             if util::is_headless(service) {

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::apimachinery::pod::is_pod_ready;
 use crate::controllers::endpointutil::{
     self as util, ANNOTATION_TRIGGER_TIME, IPV4, IPV6, LABEL_HEADLESS, LABEL_MANAGED_BY, LABEL_SERVICE_NAME,
     LABEL_ZONE, controller_ref, endpoint_slice_prefix,
@@ -18,7 +19,7 @@ use crate::controllers::endpointutil::{
 /// true for a terminating pod unless the Service publishes not-ready addresses), node, zone,
 /// hostname and reference.
 pub fn pod_to_endpoint(pod: &Pod, node: Option<&Node>, service: &Service, address_type: &str) -> Endpoint {
-    let serving = util::is_pod_ready(pod);
+    let serving = is_pod_ready(pod);
     let terminating = pod.metadata.deletion_timestamp.is_some();
     let ready = util::publish_not_ready(service) || (serving && !terminating);
     let node_name = pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());

@@ -18,8 +18,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::labels::Selector;
-use crate::runtime::clock::{Clock, RealClock};
+use crate::apimachinery::clock::{Clock, RealClock};
+use crate::apimachinery::labels::Selector;
+use crate::apimachinery::pod::{is_pod_ready, phase};
 use crate::runtime::informer::Store;
 use crate::runtime::workqueue::{BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, WorkQueue};
 
@@ -76,16 +77,6 @@ pub fn retry_or_drop(queue: &WorkQueue<String>, key: &str, result: Result<(), St
         }
         other => other,
     }
-}
-
-/// `podutil.IsPodReady`: the pod's Ready condition is True.
-pub fn is_pod_ready(pod: &Pod) -> bool {
-    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
-    conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
-}
-
-fn phase(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
 }
 
 /// `ShouldPodBeInEndpoints`: not terminal, has an IP, and not being deleted unless

@@ -7,7 +7,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use super::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME};
-use crate::labels::Selector;
+use crate::apimachinery::labels::Selector;
 use crate::runtime::informer::Informer;
 
 pub const IPV4: &str = "IPv4";

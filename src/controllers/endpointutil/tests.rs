@@ -221,7 +221,7 @@ fn endpoints_selector_skips_external_name_and_selectorless_services() {
     let external =
         service(json!({"metadata": {"name": "ext"}, "spec": {"type": "ExternalName", "selector": selector}}));
     let manual = service(json!({"metadata": {"name": "manual"}, "spec": {}}));
-    let labels = [("app".to_string(), "web".to_string())].into_iter().collect();
+    let labels: BTreeMap<String, String> = [("app".to_string(), "web".to_string())].into_iter().collect();
     assert!(endpoints_selector(&cluster_ip).expect("a selector").matches(Some(&labels)));
     assert!(endpoints_selector(&external).is_none());
     assert!(endpoints_selector(&manual).is_none());

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 
-use crate::runtime::clock::RealClock;
+use crate::apimachinery::clock::RealClock;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::{BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, WorkQueue};
@@ -124,7 +124,7 @@ fn requeue_delay(estimate_seconds: i64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::clock::FakeClock;
+    use crate::apimachinery::clock::FakeClock;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
     #[test]

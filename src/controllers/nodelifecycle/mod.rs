@@ -34,6 +34,7 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod};
 use parking_lot::Mutex;
 use serde_json::json;
 
+use crate::apimachinery::clock::RealClock;
 use crate::client::{Api, Client, Error, Patch, PostParams};
 use crate::controllers::nodeutil::{
     self, NO_EXECUTE, NO_SCHEDULE, TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_NETWORK_UNAVAILABLE,
@@ -41,7 +42,6 @@ use crate::controllers::nodeutil::{
     taint_exists, zone_key,
 };
 use crate::controllers::nodeutil::{add_node_name_index, pods_on_node};
-use crate::runtime::clock::RealClock;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer};

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::client::rate_limit::TokenBucket;
-use crate::runtime::clock::Clock;
+use crate::apimachinery::clock::Clock;
+use crate::apimachinery::flowcontrol::TokenBucket;
 
 /// `EvictionRateLimiterBurst`.
 pub const EVICTION_RATE_LIMITER_BURST: u32 = 1;
@@ -38,7 +38,7 @@ impl Limiter {
         if qps <= 0.0 {
             Limiter::Never
         } else {
-            Limiter::Bucket(TokenBucket::starting_at(qps, EVICTION_RATE_LIMITER_BURST, now))
+            Limiter::Bucket(TokenBucket::new(f64::from(qps), EVICTION_RATE_LIMITER_BURST, now))
         }
     }
 
@@ -173,7 +173,7 @@ impl RateLimitedTimedQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::clock::FakeClock;
+    use crate::apimachinery::clock::FakeClock;
 
     fn queue(qps: f32) -> (Arc<FakeClock>, RateLimitedTimedQueue) {
         let clock = Arc::new(FakeClock::new());

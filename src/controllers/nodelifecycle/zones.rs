@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::NodeCondition;
 
 use super::metrics;
 use super::rate_limited_queue::RateLimitedTimedQueue;
-use crate::runtime::clock::Clock;
+use crate::apimachinery::clock::Clock;
 
 /// `ZoneState`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,7 +224,7 @@ impl Zones {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::clock::FakeClock;
+    use crate::apimachinery::clock::FakeClock;
     use std::time::Duration;
 
     const CONFIG: ZoneConfig = ZoneConfig {

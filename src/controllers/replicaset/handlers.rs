@@ -10,7 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::ReplicaManager;
 use super::kind::ReplicaKind;
-use super::pods::{controller_of, is_ready, pod_key};
+use super::pods::{controller_of, pod_key};
+use crate::apimachinery::pod::is_pod_ready;
 use crate::runtime::informer::{Event, object_key};
 
 impl<K: ReplicaKind> ReplicaManager<K> {
@@ -114,7 +115,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             let Some(rs) = self.resolve(Self::namespace(new), owner) else { return };
             self.enqueue(&rs);
             let min_ready = rs.min_ready_seconds();
-            if !is_ready(old) && is_ready(new) && min_ready > 0 {
+            if !is_pod_ready(old) && is_pod_ready(new) && min_ready > 0 {
                 // Check availability again once minReadySeconds passed (plus a second of slack).
                 let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
                 self.queue.add_after(object_key(rs.metadata()), delay);

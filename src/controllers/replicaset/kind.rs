@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::{NamespaceResourceScope, Resource};
 use serde::Serialize;
 
-pub use crate::labels::Selector;
+pub use crate::apimachinery::labels::Selector;
 use crate::runtime::informer::Informable;
 
 /// A status condition, in the shape both kinds share.

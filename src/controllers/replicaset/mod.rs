@@ -30,9 +30,10 @@ use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, split_key};
 use crate::runtime::workqueue::WorkQueue;
 
+use crate::apimachinery::pod::is_pod_active;
 use expectations::Expectations;
 use kind::ReplicaKind;
-use pods::{is_active, pod_key, pods_to_delete, slow_start_batch};
+use pods::{pod_key, pods_to_delete, slow_start_batch};
 
 /// `BurstReplicas`: at most this many pods are created or deleted in one sync.
 pub const BURST_REPLICAS: usize = 500;
@@ -123,7 +124,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         };
         let (namespace, _) = split_key(key);
         let active: Vec<Arc<Pod>> =
-            self.pods.store().list_namespace(namespace).into_iter().filter(|p| is_active(p)).collect();
+            self.pods.store().list_namespace(namespace).into_iter().filter(|p| is_pod_active(p)).collect();
         let pods = self.claim_pods(&rs, &selector, active)?;
         let manage_error = if needs_sync && rs.metadata().deletion_timestamp.is_none() {
             self.manage_replicas(&pods, &rs).err()

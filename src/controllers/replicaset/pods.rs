@@ -1,13 +1,16 @@
-//! Pod helpers of `pkg/controller/controller_utils.go` and `pkg/api/v1/pod`: activity,
-//! readiness, availability, the deletion ranking (`ActivePodsWithRanks`) and `slowStartBatch`.
+//! Pod helpers of `pkg/controller/controller_utils.go`: the deletion ranking
+//! (`ActivePodsWithRanks`) and `slowStartBatch`; activity, readiness and availability are
+//! [`crate::apimachinery::pod`]'s.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+use crate::apimachinery::pod::{get_pod_ready_condition, is_pod_active, is_pod_ready, phase};
 
 /// `PodDeletionCost` annotation (`controller.kubernetes.io/pod-deletion-cost`).
 pub const DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
@@ -22,44 +25,12 @@ pub fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
     pod.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true))
 }
 
-/// `IsPodActive`: not Succeeded, not Failed and not being deleted.
-pub fn is_active(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    !matches!(phase, Some("Succeeded" | "Failed")) && pod.metadata.deletion_timestamp.is_none()
-}
-
-fn phase(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
-}
-
-/// `GetPodReadyCondition`.
-fn ready_condition(pod: &Pod) -> Option<&PodCondition> {
-    pod.status.as_ref()?.conditions.iter().flatten().find(|c| c.type_ == "Ready")
-}
-
-/// `podutil.IsPodReady`.
-pub fn is_ready(pod: &Pod) -> bool {
-    ready_condition(pod).is_some_and(|c| c.status == "True")
-}
-
-/// `podutil.IsPodAvailable`: ready for at least `min_ready_seconds` at `now`.
-pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
-    if !is_ready(pod) {
-        return false;
-    }
-    if min_ready_seconds <= 0 {
-        return true;
-    }
-    let since = ready_condition(pod).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0);
-    since.is_some_and(|t| t.as_second() + i64::from(min_ready_seconds) < now.as_second())
-}
-
 /// `podReadyTime`: when a ready pod became ready (None when unknown or not ready).
 fn ready_time(pod: &Pod) -> Option<Timestamp> {
-    if !is_ready(pod) {
+    if !is_pod_ready(pod) {
         return None;
     }
-    ready_condition(pod).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
+    get_pod_ready_condition(pod).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
 }
 
 /// `podPhaseToOrdinal`: Pending (and anything unlisted) < Unknown < Running.
@@ -147,8 +118,8 @@ pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Times
         return by_phase;
     }
     // 3. Not ready < ready.
-    if is_ready(a) != is_ready(b) {
-        return if is_ready(a) { Ordering::Greater } else { Ordering::Less };
+    if is_pod_ready(a) != is_pod_ready(b) {
+        return if is_pod_ready(a) { Ordering::Greater } else { Ordering::Less };
     }
     // 4. Lower pod-deletion-cost < higher.
     let by_cost = deletion_cost(a).cmp(&deletion_cost(b));
@@ -160,7 +131,7 @@ pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Times
         return rank_b.cmp(&rank_a);
     }
     // 6. Ready for a shorter time < longer.
-    if is_ready(a) && is_ready(b) {
+    if is_pod_ready(a) && is_pod_ready(b) {
         let (ta, tb) = (ready_time(a), ready_time(b));
         if ta != tb {
             return time_order(ta, tb, now, (uid(a), uid(b)));
@@ -188,7 +159,7 @@ pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Times
 pub fn pods_to_delete(mut pods: Vec<Arc<Pod>>, related: &[Arc<Pod>], count: usize, now: Timestamp) -> Vec<Arc<Pod>> {
     if count < pods.len() {
         let mut on_node: HashMap<String, usize> = HashMap::new();
-        for pod in related.iter().filter(|p| is_active(p)) {
+        for pod in related.iter().filter(|p| is_pod_active(p)) {
             *on_node.entry(node_of(pod)).or_default() += 1;
         }
         let rank = |p: &Pod| on_node.get(&node_of(p)).copied().unwrap_or(0);

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::kind::{Condition, ReplicaKind, ReplicaStatus, Selector};
-use super::pods::{is_available, is_ready};
+use crate::apimachinery::pod::{is_pod_available, is_pod_ready};
 use crate::client::{Api, Client, PostParams};
 
 /// `ReplicaSetReplicaFailure` (and the RC's `ReplicationControllerReplicaFailure`).
@@ -51,8 +51,8 @@ pub fn calculate_status<K: ReplicaKind>(
     }
     status.replicas = pods.len() as i32;
     status.fully_labeled_replicas = count(&|p| template.matches(p.metadata.labels.as_ref()));
-    status.ready_replicas = count(&is_ready);
-    status.available_replicas = count(&|p| is_available(p, min_ready, now));
+    status.ready_replicas = count(&is_pod_ready);
+    status.available_replicas = count(&|p| is_pod_available(p, min_ready, now));
     status
 }
 

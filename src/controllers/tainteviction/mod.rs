@@ -22,11 +22,12 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, PodCondition, Taint, Toleration};
 use parking_lot::Mutex;
 
+use crate::apimachinery::clock::{Clock, RealClock};
+use crate::apimachinery::pod::update_pod_condition;
 use crate::client::{Api, Client, DeleteParams, Error};
 use crate::controllers::nodeutil::{NO_EXECUTE, matching_tolerations};
 use crate::controllers::nodeutil::{add_node_name_index, pods_on_node};
-use crate::controllers::podutil::{patch_pod_status, update_pod_condition};
-use crate::runtime::clock::{Clock, RealClock};
+use crate::controllers::podutil::patch_pod_status;
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::runtime::clock::Clock;
+use crate::apimachinery::clock::Clock;
 
 /// Asks for `key` to be looked at after a delay (the controller's `queue.add_after`).
 pub type Schedule = Box<dyn Fn(&str, Duration) + Send + Sync>;
@@ -132,7 +132,7 @@ impl TimedWorkers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::clock::FakeClock;
+    use crate::apimachinery::clock::FakeClock;
 
     /// What the workers asked to be scheduled: key and delay.
     type ScheduleLog = Arc<Mutex<Vec<(String, Duration)>>>;

@@ -14,12 +14,15 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde_json::{Map, Value};
+
+use crate::apimachinery::clock::Clock;
+use crate::apimachinery::flowcontrol::TokenBucket;
 
 /// Entries of each correlator cache (upstream's `maxLruCacheEntries`).
 pub const MAX_LRU_CACHE_ENTRIES: usize = 4096;
@@ -33,20 +36,6 @@ pub const DEFAULT_SPAM_BURST: u32 = 25;
 pub const DEFAULT_SPAM_QPS: f64 = 1.0 / 300.0;
 /// The prefix of an aggregated event's message (`EventAggregatorByReasonMessageFunc`).
 pub const AGGREGATE_MESSAGE_PREFIX: &str = "(combined from similar events): ";
-
-/// The source of "now" for event timestamps, aggregation and the spam filter; tests use a fake.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> Timestamp;
-}
-
-/// The wall clock.
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Timestamp {
-        Timestamp::now()
-    }
-}
 
 /// The correlator's settings, upstream's `CorrelatorOptions`.
 #[derive(Debug, Clone)]
@@ -204,43 +193,24 @@ impl<V> Lru<V> {
     }
 }
 
-/// A token bucket that starts full, like `flowcontrol.NewTokenBucketRateLimiterWithClock`.
-struct TokenBucket {
-    tokens: f64,
-    last: Timestamp,
-}
-
-impl TokenBucket {
-    /// Takes a token if one is available.
-    fn try_accept(&mut self, burst: f64, qps: f64, now: Timestamp) -> bool {
-        self.tokens = (self.tokens + seconds_between(self.last, now) * qps).min(burst);
-        self.last = self.last.max(now);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
 /// Upstream's `EventSourceObjectSpamFilter`: limits the events one source sends about one object.
 pub struct SpamFilter {
     cache: Lru<TokenBucket>,
-    burst: f64,
+    burst: u32,
     qps: f64,
 }
 
 impl SpamFilter {
     pub fn new(options: &CorrelatorOptions) -> SpamFilter {
-        SpamFilter { cache: Lru::new(options.lru_cache_size), burst: options.spam_burst.into(), qps: options.spam_qps }
+        SpamFilter { cache: Lru::new(options.lru_cache_size), burst: options.spam_burst, qps: options.spam_qps }
     }
 
-    /// Whether the event must be dropped.
-    pub fn filter(&mut self, event: &Event, now: Timestamp) -> bool {
-        let burst = self.burst;
-        let bucket = self.cache.entry(&spam_key(event), || TokenBucket { tokens: burst, last: now });
-        !bucket.try_accept(burst, self.qps, now)
+    /// Whether the event must be dropped: its source and object's bucket (created full at
+    /// `now`, a monotonic time) has no token left.
+    pub fn filter(&mut self, event: &Event, now: Instant) -> bool {
+        let (burst, qps) = (self.burst, self.qps);
+        let bucket = self.cache.entry(&spam_key(event), || TokenBucket::new(qps, burst, now));
+        !bucket.try_accept(now)
     }
 }
 
@@ -405,10 +375,9 @@ impl EventCorrelator {
 
     /// What to write for `event`, or `None` when the spam filter drops it.
     pub fn correlate(&mut self, event: &Event) -> Option<Correlated> {
-        let now = self.clock.now();
-        let (aggregated, key) = self.aggregator.aggregate(event, now);
+        let (aggregated, key) = self.aggregator.aggregate(event, self.clock.wall());
         let (event, patch) = self.observations.observe(aggregated, key);
-        if self.spam_filter.filter(&event, now) {
+        if self.spam_filter.filter(&event, self.clock.now()) {
             return None;
         }
         Some(Correlated { event, patch })
@@ -424,26 +393,12 @@ impl EventCorrelator {
 pub(crate) mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{EventSource, ObjectReference};
-    use parking_lot::Mutex;
 
-    /// A clock that only moves when told to.
-    pub(crate) struct FakeClock(Mutex<Timestamp>);
+    use crate::apimachinery::clock::FakeClock;
 
-    impl FakeClock {
-        pub(crate) fn new() -> Arc<FakeClock> {
-            Arc::new(FakeClock(Mutex::new("2026-01-02T03:04:05.123456789Z".parse().unwrap())))
-        }
-
-        pub(crate) fn advance(&self, by: Duration) {
-            let mut now = self.0.lock();
-            *now = now.checked_add(by).unwrap();
-        }
-    }
-
-    impl Clock for FakeClock {
-        fn now(&self) -> Timestamp {
-            *self.0.lock()
-        }
+    /// A fake clock at a fixed wall time.
+    pub(crate) fn fake_clock() -> Arc<FakeClock> {
+        Arc::new(FakeClock::at("2026-01-02T03:04:05.123456789Z".parse().unwrap()))
     }
 
     fn pod_event(name: &str, reason: &str, message: &str) -> Event {
@@ -510,7 +465,7 @@ pub(crate) mod tests {
 
     #[test]
     fn repeats_become_patches_of_the_first_event() {
-        let clock = FakeClock::new();
+        let clock = fake_clock();
         let mut correlator = EventCorrelator::new(&CorrelatorOptions::default(), clock.clone());
         let first = correlator.correlate(&pod_event("web", "Created", "hello")).unwrap();
         assert!(first.patch.is_none());
@@ -518,20 +473,20 @@ pub(crate) mod tests {
         clock.advance(Duration::from_secs(5));
         let mut again = pod_event("web", "Created", "hello");
         again.metadata.name = Some("web.def".into());
-        again.last_timestamp = Some(Time(clock.now()));
+        again.last_timestamp = Some(Time(clock.wall()));
         let second = correlator.correlate(&again).unwrap();
         assert_eq!(second.event.metadata.name.as_deref(), Some("web.abc"));
         assert_eq!(second.event.count, Some(2));
         let patch = second.patch.unwrap();
         assert_eq!(patch["count"], 2);
         assert_eq!(patch["message"], "hello");
-        assert_eq!(patch["lastTimestamp"], serde_json::to_value(Time(clock.now())).unwrap());
+        assert_eq!(patch["lastTimestamp"], serde_json::to_value(Time(clock.wall())).unwrap());
         assert_eq!(patch.as_object().unwrap().len(), 3);
     }
 
     #[test]
     fn server_state_replaces_the_observation() {
-        let mut correlator = EventCorrelator::new(&CorrelatorOptions::default(), FakeClock::new());
+        let mut correlator = EventCorrelator::new(&CorrelatorOptions::default(), fake_clock());
         let first = correlator.correlate(&pod_event("web", "Created", "hello")).unwrap();
         let mut stored = first.event.clone();
         stored.metadata.resource_version = Some("42".into());
@@ -544,7 +499,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_tenth_distinct_message_is_aggregated() {
-        let clock = FakeClock::new();
+        let clock = fake_clock();
         let mut correlator = EventCorrelator::new(&CorrelatorOptions::default(), clock.clone());
         for i in 0..9 {
             let out = correlator.correlate(&pod_event("web", "Failed", &format!("try {i}"))).unwrap();
@@ -555,7 +510,7 @@ pub(crate) mod tests {
         assert_eq!(tenth.event.count, Some(1));
         assert!(tenth.patch.is_none());
         assert!(tenth.event.reporting_component.is_none());
-        assert_eq!(tenth.event.metadata.name.unwrap(), event_name("web", clock.now()));
+        assert_eq!(tenth.event.metadata.name.unwrap(), event_name("web", clock.wall()));
         // Further distinct messages patch the aggregate event.
         let eleventh = correlator.correlate(&pod_event("web", "Failed", "try 10")).unwrap();
         assert_eq!(eleventh.event.count, Some(2));
@@ -564,23 +519,23 @@ pub(crate) mod tests {
 
     #[test]
     fn aggregation_restarts_after_the_interval() {
-        let clock = FakeClock::new();
+        let clock = fake_clock();
         let mut aggregator = Aggregator::new(&CorrelatorOptions::default());
         for i in 0..9 {
-            aggregator.aggregate(&pod_event("web", "Failed", &format!("m{i}")), clock.now());
+            aggregator.aggregate(&pod_event("web", "Failed", &format!("m{i}")), clock.wall());
         }
         clock.advance(DEFAULT_AGGREGATE_INTERVAL + Duration::from_secs(1));
-        let (event, key) = aggregator.aggregate(&pod_event("web", "Failed", "m9"), clock.now());
+        let (event, key) = aggregator.aggregate(&pod_event("web", "Failed", "m9"), clock.wall());
         assert_eq!(event.message.as_deref(), Some("m9"));
         assert_eq!(key, event_key(&event));
         // Other reasons and other objects are other groups.
-        let (event, _) = aggregator.aggregate(&pod_event("web", "Other", "m9"), clock.now());
+        let (event, _) = aggregator.aggregate(&pod_event("web", "Other", "m9"), clock.wall());
         assert_eq!(event.message.as_deref(), Some("m9"));
     }
 
     #[test]
     fn spam_filter_allows_a_burst_then_one_event_per_five_minutes() {
-        let clock = FakeClock::new();
+        let clock = fake_clock();
         let mut filter = SpamFilter::new(&CorrelatorOptions::default());
         let event = pod_event("web", "Created", "hello");
         for _ in 0..25 {
@@ -602,7 +557,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_correlator_drops_spam_after_counting_it() {
-        let mut correlator = EventCorrelator::new(&CorrelatorOptions::default(), FakeClock::new());
+        let mut correlator = EventCorrelator::new(&CorrelatorOptions::default(), fake_clock());
         let event = pod_event("web", "Created", "hello");
         for _ in 0..25 {
             assert!(correlator.correlate(&event).is_some());

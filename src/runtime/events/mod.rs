@@ -32,7 +32,9 @@ use k8s_openapi::{Metadata, Resource};
 use parking_lot::{Mutex, RwLock};
 
 use crate::client::Client;
-use correlator::{Clock, EventCorrelator, SystemClock, event_name};
+use correlator::{EventCorrelator, event_name};
+
+use crate::apimachinery::clock::{Clock, RealClock};
 use sink::{ApiSink, EventSink, Progress, SinkWorker, describe};
 
 pub use correlator::CorrelatorOptions;
@@ -119,7 +121,7 @@ impl EventRecorder {
 
     /// A recorder with other settings (a short retry interval for tests, a host).
     pub fn with_options(client: Client, component: &str, options: RecorderOptions) -> EventRecorder {
-        EventRecorder::start(Box::new(ApiSink(client)), component, options, Arc::new(SystemClock))
+        EventRecorder::start(Box::new(ApiSink(client)), component, options, Arc::new(RealClock))
     }
 
     fn start(sink: Box<dyn EventSink>, component: &str, options: RecorderOptions, clock: Arc<dyn Clock>) -> Self {
@@ -229,7 +231,7 @@ impl EventRecorder {
     /// Upstream's `makeEvent` with the recorder's source: a new Event, count 1, in the object's
     /// namespace (`default` for cluster-scoped objects).
     fn make_event(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str) -> Event {
-        let now = self.inner.clock.now();
+        let now = self.inner.clock.wall();
         let namespace = object.namespace.as_deref().filter(|ns| !ns.is_empty()).unwrap_or(DEFAULT_NAMESPACE);
         let source = &self.inner.source;
         Event {
@@ -321,7 +323,7 @@ pub fn host_name() -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::correlator::tests::FakeClock;
+    use super::correlator::tests::fake_clock;
     use super::*;
     use k8s_openapi::api::core::v1::{Node, Pod};
     use serde_json::Value;
@@ -372,7 +374,7 @@ mod tests {
 
     #[test]
     fn events_are_built_like_upstream() {
-        let clock = FakeClock::new();
+        let clock = fake_clock();
         let sink = Recording::default();
         let recorder =
             EventRecorder::start(Box::new(sink.clone()), "test-controller", RecorderOptions::default(), clock.clone());
@@ -382,12 +384,12 @@ mod tests {
         assert!(recorder.flush(Duration::from_secs(30)));
         let events = sink.0.lock().clone();
         let [pod_event, node_event] = &events[..] else { panic!("{events:?}") };
-        assert_eq!(pod_event.metadata.name, Some(event_name("web-1", clock.now())));
+        assert_eq!(pod_event.metadata.name, Some(event_name("web-1", clock.wall())));
         assert_eq!(pod_event.metadata.namespace.as_deref(), Some("shop"));
         assert_eq!(pod_event.message.as_deref(), Some(long.as_str()), "messages are not shortened");
         assert_eq!(pod_event.type_.as_deref(), Some("Warning"));
         assert_eq!(pod_event.count, Some(1));
-        assert_eq!(pod_event.first_timestamp, Some(Time(clock.now())));
+        assert_eq!(pod_event.first_timestamp, Some(Time(clock.wall())));
         assert_eq!(pod_event.source.as_ref().unwrap().component.as_deref(), Some("test-controller"));
         assert_eq!(pod_event.source.as_ref().unwrap().host, None);
         assert_eq!(pod_event.reporting_component.as_deref(), Some("test-controller"));
@@ -400,7 +402,7 @@ mod tests {
     fn shut_down_recorders_drop_events() {
         let sink = Recording::default();
         let options = RecorderOptions { host: Some("node-a".into()), ..RecorderOptions::default() };
-        let recorder = EventRecorder::start(Box::new(sink.clone()), "c", options, FakeClock::new());
+        let recorder = EventRecorder::start(Box::new(sink.clone()), "c", options, fake_clock());
         recorder.event_for(&pod(), EventType::Normal, "Before", "m");
         recorder.shutdown();
         recorder.event_for(&pod(), EventType::Normal, "After", "m");
@@ -415,7 +417,7 @@ mod tests {
     #[test]
     fn log_lines_are_upstreams_structured_line() {
         let recorder =
-            EventRecorder::start(Box::new(Recording::default()), "c", RecorderOptions::default(), FakeClock::new());
+            EventRecorder::start(Box::new(Recording::default()), "c", RecorderOptions::default(), fake_clock());
         let event = recorder.make_event(&object_reference(&pod()), EventType::Normal, "Created", "made \"it\"");
         assert_eq!(
             log_line(&event),

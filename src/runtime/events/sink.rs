@@ -227,7 +227,7 @@ pub fn describe(event: &Event) -> String {
 mod tests {
     use super::*;
     use crate::runtime::events::correlator::CorrelatorOptions;
-    use crate::runtime::events::correlator::tests::FakeClock;
+    use crate::runtime::events::correlator::tests::fake_clock;
     use k8s_openapi::api::core::v1::{EventSource, ObjectReference};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status, StatusCause, StatusDetails};
     use std::collections::VecDeque;
@@ -294,7 +294,7 @@ mod tests {
         let (stop_tx, stop) = crossbeam_channel::bounded(0);
         let worker = SinkWorker {
             sink: Box::new(sink.clone()),
-            correlator: EventCorrelator::new(&CorrelatorOptions::default(), FakeClock::new()),
+            correlator: EventCorrelator::new(&CorrelatorOptions::default(), fake_clock()),
             retry_interval: Duration::from_millis(1),
             stop,
             progress: Arc::default(),

@@ -33,7 +33,7 @@ mod waiting;
 mod tests;
 
 pub use rate_limiter::{
-    BucketRateLimiter, INFINITE_DELAY, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimiter,
+    BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimiter,
     default_controller_rate_limiter,
 };
 
@@ -46,7 +46,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::runtime::clock::{Clock, ClockListener, RealClock};
+use crate::apimachinery::clock::{Clock, ClockListener, RealClock};
+use crate::apimachinery::flowcontrol::INFINITE_DELAY;
 use metrics::{InFlight, QueueMetrics};
 use waiting::Waiting;
 

@@ -4,15 +4,12 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::runtime::clock::Clock;
-
-/// The delay standing for "never" (golang.org/x/time/rate's `InfDuration`, the largest Go
-/// duration).
-pub const INFINITE_DELAY: Duration = Duration::from_nanos(i64::MAX as u64);
+use crate::apimachinery::clock::Clock;
+use crate::apimachinery::flowcontrol::TokenBucket;
 
 /// Decides how long an item waits before it is added again.
 pub trait RateLimiter<T>: Send + Sync {
@@ -94,55 +91,20 @@ impl<T: Clone + Eq + Hash + Send + Sync> RateLimiter<T> for ItemExponentialFailu
 /// it has to wait for it, so successive calls are spaced further and further apart. It counts
 /// no requeues and forgets nothing.
 pub struct BucketRateLimiter {
-    qps: f64,
-    burst: u32,
     clock: Arc<dyn Clock>,
-    bucket: Mutex<Bucket>,
-}
-
-struct Bucket {
-    /// Tokens at `last`; negative when reservations are waiting for tokens not yet produced.
-    tokens: f64,
-    last: Instant,
+    bucket: TokenBucket,
 }
 
 impl BucketRateLimiter {
     /// A full bucket of `burst` tokens, refilled at `qps` tokens a second.
     pub fn new(qps: f64, burst: u32, clock: Arc<dyn Clock>) -> Self {
-        let bucket = Bucket { tokens: f64::from(burst), last: clock.now() };
-        BucketRateLimiter { qps, burst, clock, bucket: Mutex::new(bucket) }
+        let bucket = TokenBucket::new(qps, burst, clock.now());
+        BucketRateLimiter { clock, bucket }
     }
 
     /// Reserves one token, returning how long to wait until it exists.
     fn reserve(&self) -> Duration {
-        if self.qps == f64::INFINITY {
-            return Duration::ZERO;
-        }
-        if self.burst == 0 {
-            return INFINITE_DELAY;
-        }
-        let now = self.clock.now();
-        let mut bucket = self.bucket.lock();
-        let elapsed = now.saturating_duration_since(bucket.last);
-        let refilled = (bucket.tokens + self.tokens_from(elapsed)).min(f64::from(self.burst));
-        let tokens = refilled - 1.0;
-        bucket.tokens = tokens;
-        bucket.last = now;
-        if tokens < 0.0 { self.duration_from(-tokens) } else { Duration::ZERO }
-    }
-
-    /// The tokens produced in `elapsed`.
-    fn tokens_from(&self, elapsed: Duration) -> f64 {
-        if self.qps <= 0.0 { 0.0 } else { elapsed.as_secs_f64() * self.qps }
-    }
-
-    /// The time it takes to produce `tokens` (truncated to nanoseconds, as Go does).
-    fn duration_from(&self, tokens: f64) -> Duration {
-        if self.qps <= 0.0 {
-            return INFINITE_DELAY;
-        }
-        let nanos = tokens / self.qps * 1e9;
-        if nanos > i64::MAX as f64 { INFINITE_DELAY } else { Duration::from_nanos(nanos as u64) }
+        self.bucket.reserve(self.clock.now())
     }
 }
 
@@ -190,7 +152,8 @@ impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::clock::FakeClock;
+    use crate::apimachinery::clock::FakeClock;
+    use crate::apimachinery::flowcontrol::INFINITE_DELAY;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

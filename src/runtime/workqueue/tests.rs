@@ -2,7 +2,7 @@
 //! the clock and then wait (bounded) for its result, never for a fixed time.
 
 use super::*;
-use crate::runtime::clock::FakeClock;
+use crate::apimachinery::clock::FakeClock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;

@@ -6,7 +6,7 @@
 //! Create and update also run each kind's spec validation (`ValidateX`, in the submodules), and
 //! status updates the status rules of the workload kinds.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 mod batch;
 mod events;
@@ -15,6 +15,8 @@ mod pod;
 mod service;
 mod workloads;
 
+pub(crate) use crate::apimachinery::field::Error as FieldError;
+use crate::apimachinery::strconv::quote;
 use crate::sandbox::objects::name_of;
 use crate::sandbox::resources::ResourceType;
 use crate::sandbox::status::ApiError;
@@ -40,77 +42,14 @@ const UPDATABLE_STATEFULSET_FIELDS: &[&str] = &[
     "minReadySeconds",
 ];
 
-/// One `field.Error`: the field path, its cause type and the message body after the path.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Cause {
-    pub field: String,
-    pub reason: &'static str,
-    pub body: String,
-}
-
-impl Cause {
-    /// `field.Required`: the body is "Required value", with the detail when there is one.
-    pub fn required(field: &str, detail: &str) -> Cause {
-        let body = if detail.is_empty() { "Required value".to_string() } else { format!("Required value: {detail}") };
-        Cause { field: field.into(), reason: "FieldValueRequired", body }
-    }
-
-    /// `field.Duplicate` with an already rendered value.
-    pub fn duplicate(field: &str, rendered: String) -> Cause {
-        Cause { field: field.into(), reason: "FieldValueDuplicate", body: format!("Duplicate value: {rendered}") }
-    }
-
-    /// `field.TooLong` without a value (`may not be more than N bytes`).
-    pub fn too_long(field: &str, limit: usize) -> Cause {
-        let body = format!("Too long: may not be more than {limit} bytes");
-        Cause { field: field.into(), reason: "FieldValueTooLong", body }
-    }
-
-    /// `ValidateNonnegativeField`.
-    pub fn nonnegative(field: &str, value: i64) -> Option<Cause> {
-        (value < 0).then(|| Cause::invalid(field, value.to_string(), "must be greater than or equal to 0"))
-    }
-
-    /// `field.Invalid(path, value, "field is immutable")` with an already rendered value.
-    fn immutable(field: &str, rendered: String) -> Cause {
-        Cause::invalid(field, rendered, "field is immutable")
-    }
-
-    /// `field.Invalid` with an already rendered value (an empty detail adds nothing).
-    pub fn invalid(field: &str, rendered: String, detail: &str) -> Cause {
-        let body = if detail.is_empty() {
-            format!("Invalid value: {rendered}")
-        } else {
-            format!("Invalid value: {rendered}: {detail}")
-        };
-        Cause { field: field.into(), reason: "FieldValueInvalid", body }
-    }
-
-    pub fn forbidden(field: &str, detail: &str) -> Cause {
-        Cause { field: field.into(), reason: "FieldValueForbidden", body: format!("Forbidden: {detail}") }
-    }
-
-    /// `field.NotSupported`: the value and the quoted supported ones.
-    pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Cause {
-        Cause::not_supported_rendered(field, go_quote(value), supported)
-    }
-
-    /// `field.NotSupported` with an already rendered value (a struct shown with `%#v`).
-    pub fn not_supported_rendered(field: &str, rendered: String, supported: &[&str]) -> Cause {
-        let quoted: Vec<String> = supported.iter().map(|v| go_quote(v)).collect();
-        let body = format!("Unsupported value: {rendered}: supported values: {}", quoted.join(", "));
-        Cause { field: field.into(), reason: "FieldValueNotSupported", body }
-    }
-}
-
-/// `errors.NewInvalid` for the object's kind: 422 with every cause.
-pub fn invalid(resource: &ResourceType, name: &str, causes: &[Cause]) -> ApiError {
-    new_invalid(resource.group, resource.kind, name, causes)
+/// `field.Invalid(path, value, "field is immutable")` with an already rendered value.
+pub(super) fn immutable(field: &str, rendered: String) -> FieldError {
+    FieldError::invalid(field, rendered, "field is immutable")
 }
 
 /// `errors.NewInvalid` for `ListOptions.meta.k8s.io` (bad list or watch parameters).
-pub fn invalid_options(causes: &[Cause]) -> ApiError {
-    new_invalid("meta.k8s.io", "ListOptions", "", causes)
+pub fn invalid_options(causes: &[FieldError]) -> ApiError {
+    ApiError::new_invalid("meta.k8s.io", "ListOptions", "", causes)
 }
 
 /// `ValidateDeleteOptions` (the delete handlers): `orphanDependents` and `propagationPolicy`
@@ -121,33 +60,17 @@ pub fn delete_options(policy: Option<&str>, orphan_given: bool) -> Result<(), Ap
     if let Some(policy) = policy {
         if orphan_given {
             let detail = "orphanDependents and deletionPropagation cannot be both set";
-            causes.push(Cause::invalid("propagationPolicy", go_quote(policy), detail));
+            causes.push(FieldError::invalid("propagationPolicy", quote(policy), detail));
         }
         if !matches!(policy, "Foreground" | "Background" | "Orphan") {
-            causes.push(Cause::not_supported(
+            causes.push(FieldError::not_supported(
                 "propagationPolicy",
                 policy,
                 &["Foreground", "Background", "Orphan", "nil"],
             ));
         }
     }
-    if causes.is_empty() { Ok(()) } else { Err(new_invalid("meta.k8s.io", "DeleteOptions", "", &causes)) }
-}
-
-fn new_invalid(group: &str, kind: &str, name: &str, causes: &[Cause]) -> ApiError {
-    let summary: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.body)).collect();
-    let summary = if summary.len() == 1 { summary[0].clone() } else { format!("[{}]", summary.join(", ")) };
-    let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
-    let causes: Vec<Value> =
-        causes.iter().map(|c| json!({"reason": c.reason, "message": c.body, "field": c.field})).collect();
-    let mut details = json!({"kind": kind, "causes": causes});
-    if !name.is_empty() {
-        details["name"] = name.into();
-    }
-    if !group.is_empty() {
-        details["group"] = group.into();
-    }
-    ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid: {summary}"), Some(details))
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::new_invalid("meta.k8s.io", "DeleteOptions", "", &causes)) }
 }
 
 /// `ValidateListOptions` (apimachinery's `internalversion/validation`): the list and watch
@@ -174,55 +97,55 @@ struct ListParams<'a> {
 
 const RESOURCE_VERSION_MATCH: &str = "resourceVersionMatch";
 
-fn watch_option_causes(params: &ListParams<'_>, watch_list: bool) -> Vec<Cause> {
+fn watch_option_causes(params: &ListParams<'_>, watch_list: bool) -> Vec<FieldError> {
     let mut causes = Vec::new();
     if params.initial_events {
         if params.matching != Some("NotOlderThan") {
             let detail = "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
-            causes.push(Cause::forbidden(RESOURCE_VERSION_MATCH, detail));
+            causes.push(FieldError::forbidden(RESOURCE_VERSION_MATCH, detail));
         }
         if !watch_list {
             let detail = "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
-            causes.push(Cause::forbidden("sendInitialEvents", detail));
+            causes.push(FieldError::forbidden("sendInitialEvents", detail));
         }
     }
     if let Some(matching) = params.matching {
         if !params.initial_events {
             let detail = "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided";
-            causes.push(Cause::forbidden(RESOURCE_VERSION_MATCH, detail));
+            causes.push(FieldError::forbidden(RESOURCE_VERSION_MATCH, detail));
         }
         if matching != "NotOlderThan" {
-            causes.push(Cause::not_supported(RESOURCE_VERSION_MATCH, matching, &["NotOlderThan"]));
+            causes.push(FieldError::not_supported(RESOURCE_VERSION_MATCH, matching, &["NotOlderThan"]));
         }
         if params.continued {
             let detail = "resourceVersionMatch is forbidden when continue is provided";
-            causes.push(Cause::forbidden(RESOURCE_VERSION_MATCH, detail));
+            causes.push(FieldError::forbidden(RESOURCE_VERSION_MATCH, detail));
         }
     }
     causes
 }
 
-fn list_option_causes(params: &ListParams<'_>) -> Vec<Cause> {
+fn list_option_causes(params: &ListParams<'_>) -> Vec<FieldError> {
     let mut causes = Vec::new();
     if let Some(matching) = params.matching {
         if params.resource_version.is_none() {
             let detail = "resourceVersionMatch is forbidden unless resourceVersion is provided";
-            causes.push(Cause::forbidden(RESOURCE_VERSION_MATCH, detail));
+            causes.push(FieldError::forbidden(RESOURCE_VERSION_MATCH, detail));
         }
         if params.continued {
             let detail = "resourceVersionMatch is forbidden when continue is provided";
-            causes.push(Cause::forbidden(RESOURCE_VERSION_MATCH, detail));
+            causes.push(FieldError::forbidden(RESOURCE_VERSION_MATCH, detail));
         }
         if matching != "Exact" && matching != "NotOlderThan" {
-            causes.push(Cause::not_supported(RESOURCE_VERSION_MATCH, matching, &["Exact", "NotOlderThan", ""]));
+            causes.push(FieldError::not_supported(RESOURCE_VERSION_MATCH, matching, &["Exact", "NotOlderThan", ""]));
         }
         if matching == "Exact" && params.resource_version == Some("0") {
             let detail = "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"";
-            causes.push(Cause::forbidden(RESOURCE_VERSION_MATCH, detail));
+            causes.push(FieldError::forbidden(RESOURCE_VERSION_MATCH, detail));
         }
     }
     if params.initial_events {
-        causes.push(Cause::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+        causes.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
     }
     causes
 }
@@ -231,7 +154,7 @@ fn list_option_causes(params: &ListParams<'_>) -> Vec<Cause> {
 /// prepared, see `objects::prepare_create`).
 pub fn validate_create(resource: &ResourceType, object: &Value) -> Result<(), ApiError> {
     let causes = spec_causes(resource, object, None);
-    if causes.is_empty() { Ok(()) } else { Err(invalid(resource, name_of(object), &causes)) }
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(resource, name_of(object), &causes)) }
 }
 
 /// Checks an update of the main resource (`old` → `new`, defaults applied): `ValidateXUpdate`,
@@ -243,14 +166,14 @@ pub fn validate_update(resource: &ResourceType, old: &Value, new: &mut Value) ->
     }
     let mut causes = spec_causes(resource, new, Some(old));
     causes.extend(immutability_causes(resource, old, new));
-    if causes.is_empty() { Ok(()) } else { Err(invalid(resource, name_of(old), &causes)) }
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(resource, name_of(old), &causes)) }
 }
 
 /// `ValidateXStatusUpdate` for the workload kinds: counts are not negative, do not exceed
 /// `status.replicas`, and the collision count does not go down.
 pub fn validate_status_update(resource: &ResourceType, old: &Value, new: &Value) -> Result<(), ApiError> {
     let causes = workloads::status_causes(resource, old, new);
-    if causes.is_empty() { Ok(()) } else { Err(invalid(resource, name_of(old), &causes)) }
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(resource, name_of(old), &causes)) }
 }
 
 fn is_kind(resource: &ResourceType, group: &str, plural: &str) -> bool {
@@ -258,7 +181,7 @@ fn is_kind(resource: &ResourceType, group: &str, plural: &str) -> bool {
 }
 
 /// The spec rules of each kind's `ValidateX` (`old`: the stored object on an update).
-fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> Vec<Cause> {
+fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
     match (resource.group, resource.plural) {
         ("apps", "deployments") => workloads::deployment(object),
         ("apps", "replicasets") => workloads::replica_set(object),
@@ -277,7 +200,7 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
 }
 
 /// The fields each kind keeps fixed once the object exists.
-fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec<Cause> {
+fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec<FieldError> {
     match (resource.group, resource.plural) {
         ("apps", "deployments" | "replicasets" | "daemonsets") => immutable_selector(old, new),
         ("apps", "statefulsets") => statefulset_update(old, new),
@@ -293,7 +216,7 @@ fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec
 
 /// `ValidateNodeUpdate`: pod CIDRs, once set, never change (the node IPAM controller relies
 /// on it); one error per changed entry, as upstream.
-fn node_update(old: &Value, new: &Value) -> Vec<Cause> {
+fn node_update(old: &Value, new: &Value) -> Vec<FieldError> {
     const DETAIL: &str = "node updates may not change podCIDR except from \"\" to valid";
     let list = |node: &Value| node["spec"]["podCIDRs"].as_array().cloned().unwrap_or_default();
     let (before, after) = (list(old), list(new));
@@ -301,22 +224,22 @@ fn node_update(old: &Value, new: &Value) -> Vec<Cause> {
         return Vec::new();
     }
     if before.len() != after.len() {
-        return vec![Cause::forbidden("spec.podCIDRs", DETAIL)];
+        return vec![FieldError::forbidden("spec.podCIDRs", DETAIL)];
     }
-    before.iter().zip(&after).filter(|(a, b)| a != b).map(|_| Cause::forbidden("spec.podCIDRs", DETAIL)).collect()
+    before.iter().zip(&after).filter(|(a, b)| a != b).map(|_| FieldError::forbidden("spec.podCIDRs", DETAIL)).collect()
 }
 
 /// apps/v1 selectors are immutable (the strategies' `ValidateUpdate`).
-fn immutable_selector(old: &Value, new: &Value) -> Vec<Cause> {
+fn immutable_selector(old: &Value, new: &Value) -> Vec<FieldError> {
     let (before, after) = (&old["spec"]["selector"], &new["spec"]["selector"]);
     if semantically_equal(before, after) {
         return Vec::new();
     }
-    vec![Cause::immutable("spec.selector", go_label_selector(after))]
+    vec![immutable("spec.selector", go_label_selector(after))]
 }
 
 /// `ValidateStatefulSetUpdate`: only a few spec fields may change.
-fn statefulset_update(old: &Value, new: &Value) -> Vec<Cause> {
+fn statefulset_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let strip = |spec: &Value| {
         let mut spec = spec.clone();
         if let Some(map) = spec.as_object_mut() {
@@ -333,16 +256,19 @@ fn statefulset_update(old: &Value, new: &Value) -> Vec<Cause> {
     let (last, rest) = quoted.split_last().expect("fields");
     let detail =
         format!("updates to statefulset spec for fields other than {} and {last} are forbidden", rest.join(", "));
-    vec![Cause::forbidden("spec", &detail)]
+    vec![FieldError::forbidden("spec", &detail)]
 }
 
 /// `ValidatePodUpdate`: a pod spec is fixed but for images, a shorter active deadline, added
 /// tolerations and a negative grace period raised to 1. `spec.nodeName` is set by the binding.
-fn pod_update(old: &Value, new: &Value) -> Vec<Cause> {
+fn pod_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let (before, after) = (&old["spec"], &new["spec"]);
     for list in ["containers", "initContainers"] {
         if items(before, list).len() != items(after, list).len() {
-            return vec![Cause::forbidden(&format!("spec.{list}"), "pod updates may not add or remove containers")];
+            return vec![FieldError::forbidden(
+                &format!("spec.{list}"),
+                "pod updates may not add or remove containers",
+            )];
         }
     }
     if let Some(cause) = active_deadline_update(before, after) {
@@ -356,7 +282,7 @@ fn pod_update(old: &Value, new: &Value) -> Vec<Cause> {
         return Vec::new();
     }
     let detail = format!("pod updates may not change fields other than {}", UPDATABLE_POD_SPEC_FIELDS.join(","));
-    vec![Cause::forbidden("spec", &detail)]
+    vec![FieldError::forbidden("spec", &detail)]
 }
 
 /// The new pod spec with the updatable fields taken from the old one, for comparison.
@@ -393,17 +319,17 @@ fn only_added_tolerations(before: &Value, after: &Value) -> bool {
 }
 
 /// `activeDeadlineSeconds` may be set or shortened, not raised or removed.
-fn active_deadline_update(before: &Value, after: &Value) -> Option<Cause> {
+fn active_deadline_update(before: &Value, after: &Value) -> Option<FieldError> {
     let field = "spec.activeDeadlineSeconds";
     match (before["activeDeadlineSeconds"].as_i64(), after["activeDeadlineSeconds"].as_i64()) {
         (_, Some(new)) if !(0..=i64::from(i32::MAX)).contains(&new) => {
-            Some(Cause::invalid(field, new.to_string(), "must be between 0 and 2147483647, inclusive"))
+            Some(FieldError::invalid(field, new.to_string(), "must be between 0 and 2147483647, inclusive"))
         }
         (Some(old), Some(new)) if old < new => {
-            Some(Cause::invalid(field, new.to_string(), "must be less than or equal to previous value"))
+            Some(FieldError::invalid(field, new.to_string(), "must be less than or equal to previous value"))
         }
         (Some(_), None) => {
-            Some(Cause::invalid(field, "null".into(), "must not update from a positive integer to nil value"))
+            Some(FieldError::invalid(field, "null".into(), "must not update from a positive integer to nil value"))
         }
         _ => None,
     }
@@ -411,11 +337,11 @@ fn active_deadline_update(before: &Value, after: &Value) -> Option<Cause> {
 
 /// `ValidateJobSpecUpdate`: the selector, the completion mode and the pod template are fixed
 /// (a suspended Job that never started may change its template's scheduling directives).
-fn job_update(old: &Value, new: &Value) -> Vec<Cause> {
+fn job_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let (before, after) = (&old["spec"], &new["spec"]);
     let mut causes = Vec::new();
     if !semantically_equal(&before["selector"], &after["selector"]) {
-        causes.push(Cause::immutable("spec.selector", go_label_selector(&after["selector"])));
+        causes.push(immutable("spec.selector", go_label_selector(&after["selector"])));
     }
     let mut old_template = before["template"].clone();
     if is_suspended(old) && old["status"]["startTime"].is_null() {
@@ -431,10 +357,10 @@ fn job_update(old: &Value, new: &Value) -> Vec<Cause> {
         }
     }
     if !semantically_equal(&old_template, &after["template"]) {
-        causes.push(Cause::immutable("spec.template", "core.PodTemplateSpec{...}".into()));
+        causes.push(immutable("spec.template", "core.PodTemplateSpec{...}".into()));
     }
     if !semantically_equal(&before["completionMode"], &after["completionMode"]) {
-        causes.push(Cause::immutable("spec.completionMode", go_value_string(&after["completionMode"])));
+        causes.push(immutable("spec.completionMode", go_value_string(&after["completionMode"])));
     }
     causes
 }
@@ -445,28 +371,28 @@ fn is_suspended(job: &Value) -> bool {
 
 /// `ValidateConfigMapUpdate` / `ValidateSecretUpdate`: once `immutable` is set, it and the
 /// data stay as they are.
-fn immutable_data(old: &Value, new: &Value, fields: &[&str]) -> Vec<Cause> {
+fn immutable_data(old: &Value, new: &Value, fields: &[&str]) -> Vec<FieldError> {
     if old["immutable"] != true {
         return Vec::new();
     }
     const DETAIL: &str = "field is immutable when `immutable` is set";
     let mut causes = Vec::new();
     if new["immutable"] != true {
-        causes.push(Cause::forbidden("immutable", DETAIL));
+        causes.push(FieldError::forbidden("immutable", DETAIL));
     }
     for field in fields {
         if old[field] != new[field] {
-            causes.push(Cause::forbidden(field, DETAIL));
+            causes.push(FieldError::forbidden(field, DETAIL));
         }
     }
     causes
 }
 
 /// A Secret's type never changes; its data follows `immutable`.
-fn secret_update(old: &Value, new: &Value) -> Vec<Cause> {
+fn secret_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let mut causes = Vec::new();
     if old["type"] != new["type"] {
-        causes.push(Cause::immutable("type", go_value_string(&new["type"])));
+        causes.push(immutable("type", go_value_string(&new["type"])));
     }
     causes.extend(immutable_data(old, new, &["data"]));
     causes
@@ -488,7 +414,7 @@ fn normalize_cluster_ips(old: &Value, new: &mut Value) {
 }
 
 /// `validateUpgradeDowngradeClusterIPs`: allocated cluster IPs do not change.
-fn service_update(old: &Value, new: &Value) -> Vec<Cause> {
+fn service_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let external = |s: &Value| s["spec"]["type"] == "ExternalName";
     let headless = |s: &Value| s["spec"]["clusterIP"] == "None";
     if external(old) || external(new) || (headless(old) && headless(new)) {
@@ -504,7 +430,11 @@ fn service_update(old: &Value, new: &Value) -> Vec<Cause> {
         .enumerate()
         .filter(|(_, (a, b))| a != b)
         .map(|(i, _)| {
-            Cause::invalid(&format!("spec.clusterIPs[{i}]"), go_string_slice(Some(&after)), "may not change once set")
+            FieldError::invalid(
+                &format!("spec.clusterIPs[{i}]"),
+                go_string_slice(Some(&after)),
+                "may not change once set",
+            )
         })
         .collect()
 }
@@ -565,10 +495,8 @@ pub fn go_string_map(map: &Value) -> String {
         Some(map) => {
             let mut pairs: Vec<(&String, &Value)> = map.iter().collect();
             pairs.sort_by(|a, b| a.0.cmp(b.0));
-            let pairs: Vec<String> = pairs
-                .iter()
-                .map(|(k, v)| format!("{}:{}", go_quote(k), go_quote(v.as_str().unwrap_or_default())))
-                .collect();
+            let pairs: Vec<String> =
+                pairs.iter().map(|(k, v)| format!("{}:{}", quote(k), quote(v.as_str().unwrap_or_default()))).collect();
             format!("map[string]string{{{}}}", pairs.join(", "))
         }
         None => "map[string]string(nil)".into(),
@@ -576,7 +504,7 @@ pub fn go_string_map(map: &Value) -> String {
 }
 
 fn go_requirement(requirement: &Value) -> String {
-    let text = |field: &str| go_quote(requirement[field].as_str().unwrap_or_default());
+    let text = |field: &str| quote(requirement[field].as_str().unwrap_or_default());
     let values = requirement["values"].as_array().map(|v| strings(&Value::Array(v.clone())));
     format!(
         "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{}}}",
@@ -589,23 +517,20 @@ fn go_requirement(requirement: &Value) -> String {
 /// Go's `%#v` of a `[]string` (`None`: a nil slice).
 pub fn go_string_slice(values: Option<&[String]>) -> String {
     match values {
-        Some(values) => format!("[]string{{{}}}", values.iter().map(|v| go_quote(v)).collect::<Vec<_>>().join(", ")),
+        Some(values) => format!("[]string{{{}}}", values.iter().map(|v| quote(v)).collect::<Vec<_>>().join(", ")),
         None => "[]string(nil)".into(),
     }
 }
 
 /// A string-typed value as `field.Invalid` shows it: quoted, or `null` when unset.
 fn go_value_string(value: &Value) -> String {
-    value.as_str().map_or_else(|| "null".into(), go_quote)
-}
-
-/// Go's `%q` for the common cases.
-pub fn go_quote(text: &str) -> String {
-    format!("{text:?}")
+    value.as_str().map_or_else(|| "null".into(), quote)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -637,7 +562,7 @@ mod tests {
         let errors = node_update(&set, &changed);
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].field, "spec.podCIDRs");
-        assert_eq!(errors[0].body, "Forbidden: node updates may not change podCIDR except from \"\" to valid");
+        assert_eq!(errors[0].body(), "Forbidden: node updates may not change podCIDR except from \"\" to valid");
         let added = json!({"spec": {"podCIDRs": ["10.0.1.0/24", "fd00::/64"]}});
         assert_eq!(node_update(&set, &added).len(), 1);
         assert_eq!(node_update(&set, &unset).len(), 1);
@@ -654,6 +579,6 @@ mod tests {
         assert_eq!(pod_update(&old, &new)[0].field, "spec");
         let mut fewer = old.clone();
         fewer["spec"]["containers"] = json!([]);
-        assert_eq!(pod_update(&old, &fewer)[0].body, "Forbidden: pod updates may not add or remove containers");
+        assert_eq!(pod_update(&old, &fewer)[0].body(), "Forbidden: pod updates may not add or remove containers");
     }
 }

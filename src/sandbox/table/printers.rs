@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::duration::{between, human_duration, since, timestamp};
-use crate::sandbox::selectors::LabelSelector;
+use crate::apimachinery::labels::Selector;
 
 /// `metav1.ObjectMeta{}.SwaggerDoc()["name"]`.
 pub const NAME_DOC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
@@ -172,7 +172,7 @@ fn selector_string(selector: Option<&Value>) -> String {
     let Some(selector) = selector.filter(|s| s.is_object()) else {
         return String::new();
     };
-    LabelSelector::from_label_selector_object(selector).map_or_else(|_| "<invalid>".into(), |s| s.to_string())
+    Selector::from_label_selector_object(selector).map_or_else(|_| "<invalid>".into(), |s| s.to_string())
 }
 
 /// `metav1.FormatLabelSelector`: like [`selector_string`], "<none>" when empty.

@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::meta::{int, label_selector, nonnegative, text};
-use super::{Cause, go_label_selector, go_quote, go_string_map, pod};
-use crate::sandbox::selectors::LabelSelector;
+use super::{FieldError, go_label_selector, go_string_map, pod, quote};
+use crate::apimachinery::labels::Selector;
 
 /// The label a generated Job selector matches on (`batch.ControllerUidLabel`).
 const CONTROLLER_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
@@ -15,27 +15,27 @@ const MAX_INDEXED: i64 = 100_000;
 const CRON_JOB_NAME_MAX: usize = 52;
 
 /// `validateJob` (create: with `ValidateGeneratedSelector`; update: `ValidateJobSpec` alone).
-pub(super) fn job(object: &Value, create: bool) -> Vec<Cause> {
+pub(super) fn job(object: &Value, create: bool) -> Vec<FieldError> {
     let spec = &object["spec"];
     let mut causes = if create { generated_selector(object) } else { Vec::new() };
     causes.extend(job_spec(spec, "spec"));
     if spec["selector"].is_null() {
-        causes.push(Cause::required("spec.selector", ""));
+        causes.push(FieldError::required("spec.selector", ""));
     } else {
         causes.extend(label_selector(&spec["selector"], "spec.selector"));
     }
     let template_labels = &spec["template"]["metadata"]["labels"];
-    if let Ok(selector) = LabelSelector::from_label_selector_object(&spec["selector"])
+    if let Ok(selector) = Selector::from_label_selector_object(&spec["selector"])
         && !selector.matches(template_labels.as_object().unwrap_or(&Default::default()))
     {
         let detail = "`selector` does not match template `labels`";
-        causes.push(Cause::invalid("spec.template.metadata.labels", go_string_map(template_labels), detail));
+        causes.push(FieldError::invalid("spec.template.metadata.labels", go_string_map(template_labels), detail));
     }
     causes
 }
 
 /// `ValidateGeneratedSelector`: a generated selector and the template carry the Job's uid.
-fn generated_selector(object: &Value) -> Vec<Cause> {
+fn generated_selector(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
     let uid = object["metadata"]["uid"].as_str().unwrap_or_default();
     if spec["manualSelector"] == true || spec["selector"].is_null() || uid.is_empty() {
@@ -45,8 +45,8 @@ fn generated_selector(object: &Value) -> Vec<Cause> {
         let field = format!("{path}.labels[{CONTROLLER_UID_LABEL}]");
         let detail = format!("must be '{uid}'");
         match labels[CONTROLLER_UID_LABEL].as_str() {
-            None => Some(Cause::required(&field, &detail)),
-            Some(value) if value != uid => Some(Cause::invalid(&field, go_quote(value), &detail)),
+            None => Some(FieldError::required(&field, &detail)),
+            Some(value) if value != uid => Some(FieldError::invalid(&field, quote(value), &detail)),
             Some(_) => None,
         }
     };
@@ -57,8 +57,8 @@ fn generated_selector(object: &Value) -> Vec<Cause> {
 }
 
 /// `validateJobSpec`: counts, completion mode, the pod template and its restart policy.
-fn job_spec(spec: &Value, path: &str) -> Vec<Cause> {
-    let mut causes: Vec<Cause> = ["parallelism", "completions", "activeDeadlineSeconds", "backoffLimit"]
+fn job_spec(spec: &Value, path: &str) -> Vec<FieldError> {
+    let mut causes: Vec<FieldError> = ["parallelism", "completions", "activeDeadlineSeconds", "backoffLimit"]
         .iter()
         .chain(&["ttlSecondsAfterFinished", "backoffLimitPerIndex", "maxFailedIndexes"])
         .filter_map(|field| nonnegative(spec, field, path))
@@ -67,31 +67,31 @@ fn job_spec(spec: &Value, path: &str) -> Vec<Cause> {
         "" | "NonIndexed" => {}
         "Indexed" => causes.extend(indexed_limits(spec, path)),
         other => {
-            causes.push(Cause::not_supported(&format!("{path}.completionMode"), other, &["NonIndexed", "Indexed"]))
+            causes.push(FieldError::not_supported(&format!("{path}.completionMode"), other, &["NonIndexed", "Indexed"]))
         }
     }
     let template_path = format!("{path}.template");
     causes.extend(pod::template(&spec["template"], &template_path));
     let policy_field = format!("{template_path}.spec.restartPolicy");
     match text(&spec["template"]["spec"], "restartPolicy") {
-        "" | "Always" => causes.push(Cause::required(&policy_field, "valid values: \"OnFailure\", \"Never\"")),
-        "OnFailure" if !spec["podFailurePolicy"].is_null() => causes.push(Cause::invalid(
+        "" | "Always" => causes.push(FieldError::required(&policy_field, "valid values: \"OnFailure\", \"Never\"")),
+        "OnFailure" if !spec["podFailurePolicy"].is_null() => causes.push(FieldError::invalid(
             &policy_field,
-            go_quote("OnFailure"),
+            quote("OnFailure"),
             "only \"Never\" is supported when podFailurePolicy is specified",
         )),
         "OnFailure" | "Never" => {}
-        other => causes.push(Cause::not_supported(&policy_field, other, &["OnFailure", "Never"])),
+        other => causes.push(FieldError::not_supported(&policy_field, other, &["OnFailure", "Never"])),
     }
     causes
 }
 
 /// An Indexed Job needs completions, within the indexed limits.
-fn indexed_limits(spec: &Value, path: &str) -> Vec<Cause> {
+fn indexed_limits(spec: &Value, path: &str) -> Vec<FieldError> {
     let mut causes = Vec::new();
     match spec["completions"].as_i64() {
-        None => causes.push(Cause::required(&format!("{path}.completions"), "when completion mode is Indexed")),
-        Some(completions) if completions > MAX_INDEXED => causes.push(Cause::invalid(
+        None => causes.push(FieldError::required(&format!("{path}.completions"), "when completion mode is Indexed")),
+        Some(completions) if completions > MAX_INDEXED => causes.push(FieldError::invalid(
             &format!("{path}.completions"),
             completions.to_string(),
             &format!("must be less than or equal to {MAX_INDEXED} when completion mode is Indexed"),
@@ -100,7 +100,7 @@ fn indexed_limits(spec: &Value, path: &str) -> Vec<Cause> {
     }
     let parallelism = int(spec, "parallelism");
     if parallelism > MAX_INDEXED {
-        causes.push(Cause::invalid(
+        causes.push(FieldError::invalid(
             &format!("{path}.parallelism"),
             parallelism.to_string(),
             &format!("must be less than or equal to {MAX_INDEXED} when completion mode is Indexed"),
@@ -110,16 +110,16 @@ fn indexed_limits(spec: &Value, path: &str) -> Vec<Cause> {
 }
 
 /// `ValidateCronJobCreate` / `ValidateCronJobUpdate` (`old`: the stored CronJob).
-pub(super) fn cron_job(object: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub(super) fn cron_job(object: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut causes = Vec::new();
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     if old.is_none() && name.len() > CRON_JOB_NAME_MAX {
-        causes.push(Cause::invalid("metadata.name", go_quote(name), "must be no more than 52 characters"));
+        causes.push(FieldError::invalid("metadata.name", quote(name), "must be no more than 52 characters"));
     }
     let spec = &object["spec"];
     let schedule = text(spec, "schedule");
     if schedule.is_empty() {
-        causes.push(Cause::required("spec.schedule", ""));
+        causes.push(FieldError::required("spec.schedule", ""));
     } else {
         let tz_allowed = old.is_some_and(|o| text(&o["spec"], "schedule").contains("TZ"));
         causes.extend(schedule_format(schedule, tz_allowed, !spec["timeZone"].is_null()));
@@ -131,8 +131,10 @@ pub(super) fn cron_job(object: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
     match text(spec, "concurrencyPolicy") {
         "Allow" | "Forbid" | "Replace" => {}
-        "" => causes.push(Cause::required("spec.concurrencyPolicy", "")),
-        other => causes.push(Cause::not_supported("spec.concurrencyPolicy", other, &["Allow", "Forbid", "Replace"])),
+        "" => causes.push(FieldError::required("spec.concurrencyPolicy", "")),
+        other => {
+            causes.push(FieldError::not_supported("spec.concurrencyPolicy", other, &["Allow", "Forbid", "Replace"]))
+        }
     }
     causes.extend(job_template(&spec["jobTemplate"]));
     causes.extend(nonnegative(spec, "successfulJobsHistoryLimit", "spec"));
@@ -141,40 +143,44 @@ pub(super) fn cron_job(object: &Value, old: Option<&Value>) -> Vec<Cause> {
 }
 
 /// `ValidateJobTemplateSpec`: the selector is generated for each Job.
-fn job_template(template: &Value) -> Vec<Cause> {
+fn job_template(template: &Value) -> Vec<FieldError> {
     let spec = &template["spec"];
     let mut causes = job_spec(spec, "spec.jobTemplate.spec");
     if !spec["selector"].is_null() {
         let rendered = go_label_selector(&spec["selector"]);
-        causes.push(Cause::invalid("spec.jobTemplate.spec.selector", rendered, "`selector` will be auto-generated"));
+        causes.push(FieldError::invalid(
+            "spec.jobTemplate.spec.selector",
+            rendered,
+            "`selector` will be auto-generated",
+        ));
     }
     if spec["manualSelector"] == true {
         let field = "spec.jobTemplate.spec.manualSelector";
-        causes.push(Cause::not_supported_rendered(field, "true".into(), &["nil", "false"]));
+        causes.push(FieldError::not_supported_rendered(field, "true".into(), &["nil", "false"]));
     }
     causes
 }
 
 /// `validateScheduleFormat`.
-fn schedule_format(schedule: &str, tz_allowed: bool, has_time_zone: bool) -> Vec<Cause> {
+fn schedule_format(schedule: &str, tz_allowed: bool, has_time_zone: bool) -> Vec<FieldError> {
     let mut causes = Vec::new();
     if let Err(message) = parse_standard(schedule) {
-        causes.push(Cause::invalid("spec.schedule", go_quote(schedule), &message));
+        causes.push(FieldError::invalid("spec.schedule", quote(schedule), &message));
     }
     if schedule.contains("TZ") {
         if tz_allowed && has_time_zone {
             let detail = "cannot use both timeZone field and TZ or CRON_TZ in schedule";
-            causes.push(Cause::invalid("spec.schedule", go_quote(schedule), detail));
+            causes.push(FieldError::invalid("spec.schedule", quote(schedule), detail));
         } else if !tz_allowed {
             let detail = "cannot use TZ or CRON_TZ in schedule, use timeZone field instead";
-            causes.push(Cause::invalid("spec.schedule", go_quote(schedule), detail));
+            causes.push(FieldError::invalid("spec.schedule", quote(schedule), detail));
         }
     }
     causes
 }
 
 /// `validateTimeZone`, for the names the sandbox can judge without a time zone database.
-fn time_zone(zone: &str) -> Option<Cause> {
+fn time_zone(zone: &str) -> Option<FieldError> {
     let detail = if zone.is_empty() {
         "timeZone must be nil or non-empty string"
     } else if zone.eq_ignore_ascii_case("local") {
@@ -182,7 +188,7 @@ fn time_zone(zone: &str) -> Option<Cause> {
     } else {
         return None;
     };
-    Some(Cause::invalid("spec.timeZone", go_quote(zone), detail))
+    Some(FieldError::invalid("spec.timeZone", quote(zone), detail))
 }
 
 /// One field of a standard cron expression: its bounds and names.
@@ -238,7 +244,7 @@ fn descriptor(spec: &str) -> Result<(), String> {
                 Ok(())
             }
             Some(duration) => {
-                Err(format!("failed to parse duration {spec}: time: invalid duration {}", go_quote(duration)))
+                Err(format!("failed to parse duration {spec}: time: invalid duration {}", quote(duration)))
             }
             None => Err(format!("unrecognized descriptor: {spec}")),
         },
@@ -298,13 +304,10 @@ fn int_or_name(text: &str, names: &[&str]) -> Result<u64, String> {
 fn parse_int(text: &str) -> Result<u64, String> {
     let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "failed to parse int from {text}: strconv.Atoi: parsing {}: invalid syntax",
-            go_quote(text)
-        ));
+        return Err(format!("failed to parse int from {text}: strconv.Atoi: parsing {}: invalid syntax", quote(text)));
     }
     let number: i64 = text.parse().map_err(|_| {
-        format!("failed to parse int from {text}: strconv.Atoi: parsing {}: value out of range", go_quote(text))
+        format!("failed to parse int from {text}: strconv.Atoi: parsing {}: value out of range", quote(text))
     })?;
     u64::try_from(number).map_err(|_| format!("negative number ({number}) not allowed: {text}"))
 }
@@ -343,7 +346,7 @@ mod tests {
             "selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
             "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
                 "containers": [{"name": "c", "image": "i", "imagePullPolicy": "Always"}]}}}});
-        let lines: Vec<String> = job(&job_object, true).iter().map(|c| format!("{}: {}", c.field, c.body)).collect();
+        let lines: Vec<String> = job(&job_object, true).iter().map(|c| format!("{}: {}", c.field, c.body())).collect();
         assert_eq!(
             lines,
             [

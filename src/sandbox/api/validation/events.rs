@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use super::meta::text;
-use super::{Cause, go_quote};
-use crate::sandbox::objects::qualified_name_errors;
+use super::{FieldError, immutable, quote};
+use crate::apimachinery::validation::is_qualified_name;
 
 const REPORTING_INSTANCE_LENGTH_LIMIT: usize = 128;
 const ACTION_LENGTH_LIMIT: usize = 128;
@@ -31,7 +31,7 @@ const IMMUTABLE: &[(&str, &str)] = &[
 
 /// `ValidateEventCreate` (`old`: None) or `ValidateEventUpdate`; `strict`: the request came
 /// through events.k8s.io/v1, not core/v1 (or events.k8s.io/v1beta1).
-pub(super) fn event(object: &Value, old: Option<&Value>, strict: bool) -> Vec<Cause> {
+pub(super) fn event(object: &Value, old: Option<&Value>, strict: bool) -> Vec<FieldError> {
     let mut causes = legacy(object);
     if !strict {
         return causes;
@@ -44,7 +44,7 @@ pub(super) fn event(object: &Value, old: Option<&Value>, strict: bool) -> Vec<Ca
             }
             for (field, json) in IMMUTABLE {
                 if !super::semantically_equal(&object[*json], &old[*json]) {
-                    causes.push(Cause::immutable(field, rendered(&object[*json])));
+                    causes.push(immutable(field, rendered(&object[*json])));
                 }
             }
         }
@@ -58,11 +58,12 @@ fn is_zero(time: &Value) -> bool {
 }
 
 /// `legacyValidateEvent`.
-fn legacy(event: &Value) -> Vec<Cause> {
+fn legacy(event: &Value) -> Vec<FieldError> {
     let mut causes = Vec::new();
     let namespace = text(&event["metadata"], "namespace");
     let involved = text(&event["involvedObject"], "namespace");
-    let mismatch = || Cause::invalid("involvedObject.namespace", go_quote(involved), "does not match event.namespace");
+    let mismatch =
+        || FieldError::invalid("involvedObject.namespace", quote(involved), "does not match event.namespace");
     if is_zero(&event["eventTime"]) {
         // Old-style Events: the namespace is the object's, or default (or none) for a
         // cluster-scoped object.
@@ -78,18 +79,18 @@ fn legacy(event: &Value) -> Vec<Cause> {
     }
     let controller = text(event, "reportingComponent");
     if controller.is_empty() {
-        causes.push(Cause::required("reportingController", ""));
+        causes.push(FieldError::required("reportingController", ""));
     }
-    for message in qualified_name_errors(controller) {
-        causes.push(Cause::invalid("reportingController", go_quote(controller), &message));
+    for message in is_qualified_name(controller) {
+        causes.push(FieldError::invalid("reportingController", quote(controller), &message));
     }
-    let limited = |causes: &mut Vec<Cause>, field: &str, json: &str, limit: usize, required: bool| {
+    let limited = |causes: &mut Vec<FieldError>, field: &str, json: &str, limit: usize, required: bool| {
         let value = text(event, json);
         if required && value.is_empty() {
-            causes.push(Cause::required(field, ""));
+            causes.push(FieldError::required(field, ""));
         }
         if value.len() > limit {
-            causes.push(Cause::invalid(field, go_quote(""), &format!("can have at most {limit} characters")));
+            causes.push(FieldError::invalid(field, quote(""), &format!("can have at most {limit} characters")));
         }
     };
     limited(&mut causes, "reportingInstance", "reportingInstance", REPORTING_INSTANCE_LENGTH_LIMIT, true);
@@ -101,48 +102,48 @@ fn legacy(event: &Value) -> Vec<Cause> {
 
 /// The create rules of events.k8s.io/v1 beyond the legacy ones (object metadata is checked when
 /// the object is prepared).
-fn strict_create(event: &Value) -> Vec<Cause> {
+fn strict_create(event: &Value) -> Vec<FieldError> {
     let mut causes = series(event);
     if is_zero(&event["eventTime"]) {
-        causes.push(Cause::required("eventTime", ""));
+        causes.push(FieldError::required("eventTime", ""));
     }
     let kind = text(event, "type");
     if kind != "Normal" && kind != "Warning" {
-        causes.push(Cause::invalid("type", go_quote(""), &format!("has invalid value: {kind}")));
+        causes.push(FieldError::invalid("type", quote(""), &format!("has invalid value: {kind}")));
     }
     for field in ["firstTimestamp", "lastTimestamp"] {
         if !is_zero(&event[field]) {
-            causes.push(Cause::invalid(field, go_quote(""), "needs to be unset"));
+            causes.push(FieldError::invalid(field, quote(""), "needs to be unset"));
         }
     }
     if event["count"].as_i64().unwrap_or(0) != 0 {
-        causes.push(Cause::invalid("count", go_quote(""), "needs to be unset"));
+        causes.push(FieldError::invalid("count", quote(""), "needs to be unset"));
     }
     if !text(&event["source"], "component").is_empty() || !text(&event["source"], "host").is_empty() {
-        causes.push(Cause::invalid("source", go_quote(""), "needs to be unset"));
+        causes.push(FieldError::invalid("source", quote(""), "needs to be unset"));
     }
     causes
 }
 
 /// `validateV1EventSeries`.
-fn series(event: &Value) -> Vec<Cause> {
+fn series(event: &Value) -> Vec<FieldError> {
     let series = &event["series"];
     if series.is_null() {
         return Vec::new();
     }
     let mut causes = Vec::new();
     if series["count"].as_i64().unwrap_or(0) < 2 {
-        causes.push(Cause::invalid("series.count", go_quote(""), "should be at least 2"));
+        causes.push(FieldError::invalid("series.count", quote(""), "should be at least 2"));
     }
     if is_zero(&series["lastObservedTime"]) {
-        causes.push(Cause::required("series.lastObservedTime", ""));
+        causes.push(FieldError::required("series.lastObservedTime", ""));
     }
     causes
 }
 
 /// A changed field's new value in an immutability error: strings quoted, anything else as JSON.
 fn rendered(value: &Value) -> String {
-    value.as_str().map_or_else(|| value.to_string(), go_quote)
+    value.as_str().map_or_else(|| value.to_string(), quote)
 }
 
 #[cfg(test)]
@@ -150,7 +151,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn fields(causes: &[Cause]) -> Vec<&str> {
+    fn fields(causes: &[FieldError]) -> Vec<&str> {
         causes.iter().map(|c| c.field.as_str()).collect()
     }
 
@@ -164,7 +165,7 @@ mod tests {
         assert!(event(&old_style("default", None), None, false).is_empty(), "a cluster-scoped object's Event");
         let causes = event(&old_style("default", Some("shop")), None, false);
         assert_eq!(fields(&causes), ["involvedObject.namespace"]);
-        assert_eq!(causes[0].body, "Invalid value: \"shop\": does not match event.namespace");
+        assert_eq!(causes[0].body(), "Invalid value: \"shop\": does not match event.namespace");
         assert_eq!(fields(&event(&old_style("kube-system", None), None, false)), ["involvedObject.namespace"]);
     }
 
@@ -210,7 +211,7 @@ mod tests {
         new["message"] = json!("other");
         let causes = event(&new, Some(&old), true);
         assert_eq!(fields(&causes), ["message"]);
-        assert_eq!(causes[0].body, "Invalid value: \"other\": field is immutable");
+        assert_eq!(causes[0].body(), "Invalid value: \"other\": field is immutable");
         assert!(event(&new, Some(&old), false).is_empty());
     }
 }

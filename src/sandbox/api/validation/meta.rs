@@ -1,15 +1,13 @@
 //! Field rules shared by every kind's validation: label maps, annotations, label selectors and
-//! DNS-1123 labels (apimachinery's `apis/meta/v1/validation` and `util/validation`).
+//! DNS-1123 labels (apimachinery's `apis/meta/v1/validation`, over [`crate::apimachinery::validation`]).
 
 use serde_json::Value;
 
-use super::{Cause, go_quote};
-use crate::sandbox::objects::{label_value_errors, qualified_name_errors};
+use super::{FieldError, quote};
+use crate::apimachinery::validation::{is_dns1123_label, is_qualified_name, is_valid_label_value};
 
 /// `TotalAnnotationSizeLimitB`.
 const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
-const DNS_LABEL_MAX: usize = 63;
-const DNS_LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
 /// The entries of a JSON map in sorted key order (Go iterates maps randomly; sorted is one of
 /// its orders and keeps messages stable).
@@ -24,39 +22,39 @@ pub(super) fn text<'a>(object: &'a Value, field: &str) -> &'a str {
 }
 
 /// `unversionedvalidation.ValidateLabels`: qualified-name keys and label values.
-pub(super) fn labels(map: &Value, path: &str) -> Vec<Cause> {
+pub(super) fn labels(map: &Value, path: &str) -> Vec<FieldError> {
     let mut causes = Vec::new();
     for (key, value) in sorted_entries(map) {
-        for message in qualified_name_errors(key) {
-            causes.push(Cause::invalid(path, go_quote(key), &message));
+        for message in is_qualified_name(key) {
+            causes.push(FieldError::invalid(path, quote(key), &message));
         }
         let value = value.as_str().unwrap_or_default();
-        for message in label_value_errors(value) {
-            causes.push(Cause::invalid(path, go_quote(value), &message));
+        for message in is_valid_label_value(value) {
+            causes.push(FieldError::invalid(path, quote(value), &message));
         }
     }
     causes
 }
 
 /// `ValidateAnnotations`: keys are qualified names (case aside), all together at most 256 KiB.
-pub(super) fn annotations(map: &Value, path: &str) -> Vec<Cause> {
+pub(super) fn annotations(map: &Value, path: &str) -> Vec<FieldError> {
     let mut causes = Vec::new();
     let mut size = 0;
     for (key, value) in sorted_entries(map) {
-        for message in qualified_name_errors(&key.to_lowercase()) {
-            causes.push(Cause::invalid(path, go_quote(key), &message));
+        for message in is_qualified_name(&key.to_lowercase()) {
+            causes.push(FieldError::invalid(path, quote(key), &message));
         }
         size += key.len() + value.as_str().map_or(0, str::len);
     }
     if size > ANNOTATIONS_MAX_BYTES {
-        causes.push(Cause::too_long(path, ANNOTATIONS_MAX_BYTES));
+        causes.push(FieldError::too_long(path, ANNOTATIONS_MAX_BYTES));
     }
     causes
 }
 
 /// `ValidateLabelSelector` with invalid label values refused (`AllowInvalidLabelValueInSelector`
 /// false, as for every workload created through apps/v1 and batch/v1).
-pub(super) fn label_selector(selector: &Value, path: &str) -> Vec<Cause> {
+pub(super) fn label_selector(selector: &Value, path: &str) -> Vec<FieldError> {
     if selector.is_null() {
         return Vec::new();
     }
@@ -70,67 +68,45 @@ pub(super) fn label_selector(selector: &Value, path: &str) -> Vec<Cause> {
 }
 
 /// `ValidateLabelSelectorRequirement`.
-fn selector_requirement(requirement: &Value, path: &str) -> Vec<Cause> {
+fn selector_requirement(requirement: &Value, path: &str) -> Vec<FieldError> {
     let mut causes = Vec::new();
     let values = requirement["values"].as_array().map(Vec::as_slice).unwrap_or_default();
     let operator = text(requirement, "operator");
     match operator {
-        "In" | "NotIn" if values.is_empty() => causes
-            .push(Cause::required(&format!("{path}.values"), "must be specified when `operator` is 'In' or 'NotIn'")),
-        "Exists" | "DoesNotExist" if !values.is_empty() => causes.push(Cause::forbidden(
+        "In" | "NotIn" if values.is_empty() => causes.push(FieldError::required(
+            &format!("{path}.values"),
+            "must be specified when `operator` is 'In' or 'NotIn'",
+        )),
+        "Exists" | "DoesNotExist" if !values.is_empty() => causes.push(FieldError::forbidden(
             &format!("{path}.values"),
             "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
         )),
         "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
         other => {
-            causes.push(Cause::invalid(&format!("{path}.operator"), go_quote(other), "not a valid selector operator"))
+            causes.push(FieldError::invalid(&format!("{path}.operator"), quote(other), "not a valid selector operator"))
         }
     }
     let key = text(requirement, "key");
-    for message in qualified_name_errors(key) {
-        causes.push(Cause::invalid(&format!("{path}.key"), go_quote(key), &message));
+    for message in is_qualified_name(key) {
+        causes.push(FieldError::invalid(&format!("{path}.key"), quote(key), &message));
     }
     for (i, value) in values.iter().enumerate() {
         let value = value.as_str().unwrap_or_default();
-        for message in label_value_errors(value) {
-            causes.push(Cause::invalid(&format!("{path}.values[{i}]"), go_quote(value), &message));
+        for message in is_valid_label_value(value) {
+            causes.push(FieldError::invalid(&format!("{path}.values[{i}]"), quote(value), &message));
         }
     }
     causes
 }
 
-/// `validation.IsDNS1123Label`.
-pub(super) fn dns_label_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > DNS_LABEL_MAX {
-        errors.push(format!("must be no more than {DNS_LABEL_MAX} characters"));
-    }
-    if !is_dns_label_shaped(value) {
-        if value.split('.').all(is_dns_label_shaped) {
-            errors.push("must not contain dots".into());
-        } else {
-            errors.push(DNS_LABEL_MESSAGE.into());
-        }
-    }
-    errors
-}
-
 /// `ValidateDNS1123Label`: one Invalid cause per problem.
-pub(super) fn dns_label(value: &str, path: &str) -> Vec<Cause> {
-    dns_label_errors(value).iter().map(|m| Cause::invalid(path, go_quote(value), m)).collect()
-}
-
-/// Matches `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
-fn is_dns_label_shaped(value: &str) -> bool {
-    !value.is_empty()
-        && value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-')
+pub(super) fn dns_label(value: &str, path: &str) -> Vec<FieldError> {
+    is_dns1123_label(value).iter().map(|m| FieldError::invalid(path, quote(value), m)).collect()
 }
 
 /// `ValidateNonnegativeField` on an optional integer field.
-pub(super) fn nonnegative(object: &Value, field: &str, path: &str) -> Option<Cause> {
-    object[field].as_i64().and_then(|v| Cause::nonnegative(&format!("{path}.{field}"), v))
+pub(super) fn nonnegative(object: &Value, field: &str, path: &str) -> Option<FieldError> {
+    object[field].as_i64().and_then(|v| FieldError::nonnegative(&format!("{path}.{field}"), v))
 }
 
 /// An integer field, 0 when unset (Go's zero value).
@@ -142,14 +118,6 @@ pub(super) fn int(object: &Value, field: &str) -> i64 {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn dns_labels_report_length_dots_and_shape() {
-        assert!(dns_label_errors("web-1").is_empty());
-        assert_eq!(dns_label_errors("a.b"), vec!["must not contain dots".to_string()]);
-        assert_eq!(dns_label_errors("Web"), vec![DNS_LABEL_MESSAGE.to_string()]);
-        assert_eq!(dns_label_errors(&"a".repeat(64)), vec!["must be no more than 63 characters".to_string()]);
-    }
 
     #[test]
     fn selector_requirements_need_values_for_in_and_none_for_exists() {
@@ -165,6 +133,6 @@ mod tests {
                 "spec.selector.matchExpressions[2].operator"
             ]
         );
-        assert_eq!(causes[2].body, "Invalid value: \"Near\": not a valid selector operator");
+        assert_eq!(causes[2].body(), "Invalid value: \"Near\": not a valid selector operator");
     }
 }

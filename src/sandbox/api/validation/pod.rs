@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::meta::{annotations, dns_label, int, labels, sorted_entries, text};
-use super::{Cause, go_quote, items};
+use super::{FieldError, items, quote};
 use crate::quantity::Quantity;
 
 pub(super) const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
@@ -18,18 +18,18 @@ pub(super) const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
 
 /// `ValidatePod` (+ `ValidatePodCreate`'s container checks on create).
-pub(super) fn pod(object: &Value, create: bool) -> Vec<Cause> {
+pub(super) fn pod(object: &Value, create: bool) -> Vec<FieldError> {
     let spec = &object["spec"];
     let mut causes = pod_spec(spec, "spec");
     if create {
         if !items(spec, "ephemeralContainers").is_empty() {
-            causes.push(Cause::forbidden("spec.ephemeralContainers", "cannot be set on create"));
+            causes.push(FieldError::forbidden("spec.ephemeralContainers", "cannot be set on create"));
         }
         for (i, container) in items(spec, "containers").iter().enumerate() {
             let image = text(container, "image");
             if image.len() != image.trim().len() {
                 let field = format!("spec.containers[{i}].image");
-                causes.push(Cause::invalid(&field, go_quote(image), "must not have leading or trailing whitespace"));
+                causes.push(FieldError::invalid(&field, quote(image), "must not have leading or trailing whitespace"));
             }
         }
     }
@@ -37,19 +37,19 @@ pub(super) fn pod(object: &Value, create: bool) -> Vec<Cause> {
 }
 
 /// `ValidatePodTemplateSpec` at `path` (e.g. `spec.template`).
-pub(super) fn template(template: &Value, path: &str) -> Vec<Cause> {
+pub(super) fn template(template: &Value, path: &str) -> Vec<FieldError> {
     let mut causes = labels(&template["metadata"]["labels"], &format!("{path}.labels"));
     causes.extend(annotations(&template["metadata"]["annotations"], &format!("{path}.annotations")));
     causes.extend(pod_spec(&template["spec"], &format!("{path}.spec")));
     if !items(&template["spec"], "ephemeralContainers").is_empty() {
         let field = format!("{path}.spec.ephemeralContainers");
-        causes.push(Cause::forbidden(&field, "ephemeral containers not allowed in pod template"));
+        causes.push(FieldError::forbidden(&field, "ephemeral containers not allowed in pod template"));
     }
     causes
 }
 
 /// `ValidatePodSpec`, in upstream's order, for the fields covered here.
-fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
+fn pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
     let mut causes = containers(spec, path);
     causes.extend(init_containers(spec, path));
     causes.extend(policy(spec, "restartPolicy", path, RESTART_POLICIES));
@@ -59,7 +59,7 @@ fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
         && !(1..=i64::from(i32::MAX)).contains(&deadline)
     {
         let field = format!("{path}.activeDeadlineSeconds");
-        causes.push(Cause::invalid(&field, deadline.to_string(), "must be between 1 and 2147483647, inclusive"));
+        causes.push(FieldError::invalid(&field, deadline.to_string(), "must be between 1 and 2147483647, inclusive"));
     }
     for field in ["hostname", "subdomain"] {
         let value = text(spec, field);
@@ -72,24 +72,24 @@ fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
 
 /// A policy field with a fixed set of values (`validateRestartPolicy`, `validateDNSPolicy`,
 /// `validatePullPolicy`): required, and one of `supported`.
-fn policy(object: &Value, field: &str, path: &str, supported: &[&str]) -> Option<Cause> {
+fn policy(object: &Value, field: &str, path: &str, supported: &[&str]) -> Option<FieldError> {
     let value = text(object, field);
     let field = format!("{path}.{field}");
     if value.is_empty() {
-        Some(Cause::required(&field, ""))
+        Some(FieldError::required(&field, ""))
     } else if !supported.contains(&value) {
-        Some(Cause::not_supported(&field, value, supported))
+        Some(FieldError::not_supported(&field, value, supported))
     } else {
         None
     }
 }
 
 /// `validateContainers`: at least one, each valid, names unique.
-fn containers(spec: &Value, path: &str) -> Vec<Cause> {
+fn containers(spec: &Value, path: &str) -> Vec<FieldError> {
     let list = items(spec, "containers");
     let path = format!("{path}.containers");
     if list.is_empty() {
-        return vec![Cause::required(&path, "")];
+        return vec![FieldError::required(&path, "")];
     }
     let mut names = HashSet::new();
     let mut causes = Vec::new();
@@ -98,14 +98,14 @@ fn containers(spec: &Value, path: &str) -> Vec<Cause> {
         causes.extend(container_common(container, &at));
         let name = text(container, "name");
         if !names.insert(name) {
-            causes.push(Cause::duplicate(&format!("{at}.name"), go_quote(name)));
+            causes.push(FieldError::duplicate(&format!("{at}.name"), quote(name)));
         }
     }
     causes
 }
 
 /// `validateInitContainers`: names unique among init and regular containers.
-fn init_containers(spec: &Value, path: &str) -> Vec<Cause> {
+fn init_containers(spec: &Value, path: &str) -> Vec<FieldError> {
     let mut names: HashSet<&str> = items(spec, "containers").iter().map(|c| text(c, "name")).collect();
     let mut causes = Vec::new();
     for (i, container) in items(spec, "initContainers").iter().enumerate() {
@@ -113,7 +113,7 @@ fn init_containers(spec: &Value, path: &str) -> Vec<Cause> {
         causes.extend(container_common(container, &at));
         let name = text(container, "name");
         if names.contains(name) {
-            causes.push(Cause::duplicate(&format!("{at}.name"), go_quote(name)));
+            causes.push(FieldError::duplicate(&format!("{at}.name"), quote(name)));
         } else if !name.is_empty() {
             names.insert(name);
         }
@@ -122,16 +122,16 @@ fn init_containers(spec: &Value, path: &str) -> Vec<Cause> {
 }
 
 /// `validateContainerCommon`: name, image, ports, pull policy, resources.
-fn container_common(container: &Value, at: &str) -> Vec<Cause> {
+fn container_common(container: &Value, at: &str) -> Vec<FieldError> {
     let mut causes = Vec::new();
     let name = text(container, "name");
     if name.is_empty() {
-        causes.push(Cause::required(&format!("{at}.name"), ""));
+        causes.push(FieldError::required(&format!("{at}.name"), ""));
     } else {
         causes.extend(dns_label(name, &format!("{at}.name")));
     }
     if text(container, "image").is_empty() {
-        causes.push(Cause::required(&format!("{at}.image"), ""));
+        causes.push(FieldError::required(&format!("{at}.image"), ""));
     }
     causes.extend(container_ports(container, at));
     causes.extend(policy(container, "imagePullPolicy", at, PULL_POLICIES));
@@ -140,7 +140,7 @@ fn container_common(container: &Value, at: &str) -> Vec<Cause> {
 }
 
 /// `validateContainerPorts`.
-fn container_ports(container: &Value, at: &str) -> Vec<Cause> {
+fn container_ports(container: &Value, at: &str) -> Vec<FieldError> {
     let mut causes = Vec::new();
     let mut names = HashSet::new();
     for (i, port) in items(container, "ports").iter().enumerate() {
@@ -149,13 +149,13 @@ fn container_ports(container: &Value, at: &str) -> Vec<Cause> {
         if !name.is_empty() {
             let errors = port_name_errors(name);
             if !errors.is_empty() {
-                causes.extend(errors.iter().map(|m| Cause::invalid(&format!("{at}.name"), go_quote(name), m)));
+                causes.extend(errors.iter().map(|m| FieldError::invalid(&format!("{at}.name"), quote(name), m)));
             } else if !names.insert(name) {
-                causes.push(Cause::duplicate(&format!("{at}.name"), go_quote(name)));
+                causes.push(FieldError::duplicate(&format!("{at}.name"), quote(name)));
             }
         }
         match int(port, "containerPort") {
-            0 => causes.push(Cause::required(&format!("{at}.containerPort"), "")),
+            0 => causes.push(FieldError::required(&format!("{at}.containerPort"), "")),
             number => causes.extend(port_number(number, &format!("{at}.containerPort"))),
         }
         let host_port = int(port, "hostPort");
@@ -168,13 +168,13 @@ fn container_ports(container: &Value, at: &str) -> Vec<Cause> {
 }
 
 /// The protocol of a container or service port: required, one of [`PROTOCOLS`].
-pub(super) fn protocol(port: &Value, at: &str) -> Option<Cause> {
+pub(super) fn protocol(port: &Value, at: &str) -> Option<FieldError> {
     policy(port, "protocol", at, PROTOCOLS)
 }
 
 /// `validation.IsValidPortNum` as a cause.
-pub(super) fn port_number(number: i64, field: &str) -> Option<Cause> {
-    (!(1..=65535).contains(&number)).then(|| Cause::invalid(field, number.to_string(), PORT_RANGE))
+pub(super) fn port_number(number: i64, field: &str) -> Option<FieldError> {
+    (!(1..=65535).contains(&number)).then(|| FieldError::invalid(field, number.to_string(), PORT_RANGE))
 }
 
 /// `validation.IsValidPortName` (an IANA service name).
@@ -200,7 +200,7 @@ pub(super) fn port_name_errors(name: &str) -> Vec<&'static str> {
 
 /// `ValidateResourceRequirements`: quantities not negative; a request at most its limit, and
 /// equal to it for resources that cannot be overcommitted (extended resources, hugepages).
-fn resources(requirements: &Value, path: &str) -> Vec<Cause> {
+fn resources(requirements: &Value, path: &str) -> Vec<FieldError> {
     let (limits_path, requests_path) = (format!("{path}.limits"), format!("{path}.requests"));
     let quantity = |value: &Value| Quantity::from_json(value);
     let mut causes = Vec::new();
@@ -211,19 +211,19 @@ fn resources(requirements: &Value, path: &str) -> Vec<Cause> {
         let Some(request) = quantity(value) else { continue };
         causes.extend(negative_quantity(Some(request), &format!("{requests_path}[{name}]")));
         match requirements["limits"].get(name.as_str()).and_then(quantity) {
-            Some(limit) if request != limit && !overcommit_allowed(name) => causes.push(Cause::invalid(
+            Some(limit) if request != limit && !overcommit_allowed(name) => causes.push(FieldError::invalid(
                 &requests_path,
-                go_quote(&request.to_string()),
+                quote(&request.to_string()),
                 &format!("must be equal to {name} limit of {limit}"),
             )),
-            Some(limit) if request > limit => causes.push(Cause::invalid(
+            Some(limit) if request > limit => causes.push(FieldError::invalid(
                 &requests_path,
-                go_quote(&request.to_string()),
+                quote(&request.to_string()),
                 &format!("must be less than or equal to {name} limit of {limit}"),
             )),
             Some(_) => {}
             None if !overcommit_allowed(name) => {
-                causes.push(Cause::required(&limits_path, "Limit must be set for non overcommitable resources"))
+                causes.push(FieldError::required(&limits_path, "Limit must be set for non overcommitable resources"))
             }
             None => {}
         }
@@ -231,9 +231,9 @@ fn resources(requirements: &Value, path: &str) -> Vec<Cause> {
     causes
 }
 
-fn negative_quantity(quantity: Option<Quantity>, field: &str) -> Option<Cause> {
+fn negative_quantity(quantity: Option<Quantity>, field: &str) -> Option<FieldError> {
     let quantity = quantity.filter(Quantity::is_negative)?;
-    Some(Cause::invalid(field, go_quote(&quantity.to_string()), "must be greater than or equal to 0"))
+    Some(FieldError::invalid(field, quote(&quantity.to_string()), "must be greater than or equal to 0"))
 }
 
 /// `helper.IsOvercommitAllowed`: native resources other than hugepages.
@@ -247,8 +247,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn bodies(causes: &[Cause]) -> Vec<String> {
-        causes.iter().map(|c| format!("{}: {}", c.field, c.body)).collect()
+    fn bodies(causes: &[FieldError]) -> Vec<String> {
+        causes.iter().map(|c| format!("{}: {}", c.field, c.body())).collect()
     }
 
     #[test]

@@ -7,15 +7,15 @@ use serde_json::Value;
 
 use super::meta::{dns_label, int, labels, text};
 use super::pod::{port_name_errors, port_number, protocol};
-use super::{Cause, go_quote, items};
-use crate::sandbox::objects::is_dns_subdomain;
+use super::{FieldError, items, quote};
+use crate::apimachinery::validation::is_dns1123_subdomain;
 
 /// `supportedServiceType`, sorted.
 const SERVICE_TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 const SESSION_AFFINITIES: &[&str] = &["ClientIP", "None"];
 
 /// `ValidateService`, for the fields covered here, in upstream's order.
-pub(super) fn service(object: &Value) -> Vec<Cause> {
+pub(super) fn service(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
     let kind = text(spec, "type");
     let first_ip = spec["clusterIPs"][0].as_str().unwrap_or_else(|| text(spec, "clusterIP"));
@@ -23,12 +23,12 @@ pub(super) fn service(object: &Value) -> Vec<Cause> {
     let ports = items(spec, "ports");
     let mut causes = Vec::new();
     if ports.is_empty() && !headless && kind != "ExternalName" {
-        causes.push(Cause::required("spec.ports", ""));
+        causes.push(FieldError::required("spec.ports", ""));
     }
     match kind {
-        "NodePort" | "LoadBalancer" if headless => causes.push(Cause::invalid(
+        "NodePort" | "LoadBalancer" if headless => causes.push(FieldError::invalid(
             "spec.clusterIPs[0]",
-            go_quote(first_ip),
+            quote(first_ip),
             &format!("may not be set to 'None' for {kind} services"),
         )),
         "ExternalName" => causes.extend(external_name(spec)),
@@ -40,22 +40,24 @@ pub(super) fn service(object: &Value) -> Vec<Cause> {
     }
     causes.extend(labels(&spec["selector"], "spec.selector"));
     match text(spec, "sessionAffinity") {
-        "" => causes.push(Cause::required("spec.sessionAffinity", "")),
+        "" => causes.push(FieldError::required("spec.sessionAffinity", "")),
         affinity if !SESSION_AFFINITIES.contains(&affinity) => {
-            causes.push(Cause::not_supported("spec.sessionAffinity", affinity, SESSION_AFFINITIES))
+            causes.push(FieldError::not_supported("spec.sessionAffinity", affinity, SESSION_AFFINITIES))
         }
         _ => {}
     }
     match kind {
-        "" => causes.push(Cause::required("spec.type", "")),
-        kind if !SERVICE_TYPES.contains(&kind) => causes.push(Cause::not_supported("spec.type", kind, SERVICE_TYPES)),
+        "" => causes.push(FieldError::required("spec.type", "")),
+        kind if !SERVICE_TYPES.contains(&kind) => {
+            causes.push(FieldError::not_supported("spec.type", kind, SERVICE_TYPES))
+        }
         _ => {}
     }
     if kind == "ClusterIP" {
         for (i, port) in ports.iter().enumerate() {
             if int(port, "nodePort") != 0 {
                 let field = format!("spec.ports[{i}].nodePort");
-                causes.push(Cause::forbidden(&field, "may not be used when `type` is 'ClusterIP'"));
+                causes.push(FieldError::forbidden(&field, "may not be used when `type` is 'ClusterIP'"));
             }
         }
     }
@@ -64,36 +66,34 @@ pub(super) fn service(object: &Value) -> Vec<Cause> {
 }
 
 /// An ExternalName service has no cluster IPs and a DNS name (a trailing dot allowed).
-fn external_name(spec: &Value) -> Vec<Cause> {
+fn external_name(spec: &Value) -> Vec<FieldError> {
     let mut causes = Vec::new();
     if !items(spec, "clusterIPs").is_empty() {
-        causes.push(Cause::forbidden("spec.clusterIPs", "may not be set for ExternalName services"));
+        causes.push(FieldError::forbidden("spec.clusterIPs", "may not be set for ExternalName services"));
     }
     let name = text(spec, "externalName");
     let cname = name.strip_suffix('.').unwrap_or(name);
     if cname.is_empty() {
-        causes.push(Cause::required("spec.externalName", ""));
-    } else if !is_dns_subdomain(cname) {
-        causes.push(Cause::invalid(
-            "spec.externalName",
-            go_quote(cname),
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-        ));
+        causes.push(FieldError::required("spec.externalName", ""));
+    } else {
+        causes.extend(
+            is_dns1123_subdomain(cname).iter().map(|m| FieldError::invalid("spec.externalName", quote(cname), m)),
+        );
     }
     causes
 }
 
 /// `validateServicePort`: names (required when there are several), port, protocol, target.
-fn service_port<'a>(port: &'a Value, name_required: bool, names: &mut HashSet<&'a str>, at: &str) -> Vec<Cause> {
+fn service_port<'a>(port: &'a Value, name_required: bool, names: &mut HashSet<&'a str>, at: &str) -> Vec<FieldError> {
     let mut causes = Vec::new();
     let name = text(port, "name");
     let name_field = format!("{at}.name");
     if name_required && name.is_empty() {
-        causes.push(Cause::required(&name_field, ""));
+        causes.push(FieldError::required(&name_field, ""));
     } else if !name.is_empty() {
         causes.extend(dns_label(name, &name_field));
         if !names.insert(name) {
-            causes.push(Cause::duplicate(&name_field, go_quote(name)));
+            causes.push(FieldError::duplicate(&name_field, quote(name)));
         }
     }
     causes.extend(port_number(int(port, "port"), &format!("{at}.port")));
@@ -101,7 +101,7 @@ fn service_port<'a>(port: &'a Value, name_required: bool, names: &mut HashSet<&'
     let target_field = format!("{at}.targetPort");
     match &port["targetPort"] {
         Value::String(target) => {
-            causes.extend(port_name_errors(target).iter().map(|m| Cause::invalid(&target_field, go_quote(target), m)))
+            causes.extend(port_name_errors(target).iter().map(|m| FieldError::invalid(&target_field, quote(target), m)))
         }
         other => causes.extend(port_number(other.as_i64().unwrap_or(0), &target_field)),
     }
@@ -109,7 +109,7 @@ fn service_port<'a>(port: &'a Value, name_required: bool, names: &mut HashSet<&'
 }
 
 /// No two ports with the same protocol and number.
-fn duplicate_ports(ports: &[Value]) -> Vec<Cause> {
+fn duplicate_ports(ports: &[Value]) -> Vec<FieldError> {
     let mut seen = HashSet::new();
     let mut causes = Vec::new();
     for (i, port) in ports.iter().enumerate() {
@@ -117,9 +117,9 @@ fn duplicate_ports(ports: &[Value]) -> Vec<Cause> {
         if !seen.insert((protocol, number)) {
             let rendered = format!(
                 "core.ServicePort{{Name:\"\", Protocol:{}, AppProtocol:(*string)(nil), Port:{number}, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:\"\"}}, NodePort:0}}",
-                go_quote(protocol)
+                quote(protocol)
             );
-            causes.push(Cause::duplicate(&format!("spec.ports[{i}]"), rendered));
+            causes.push(FieldError::duplicate(&format!("spec.ports[{i}]"), rendered));
         }
     }
     causes
@@ -131,7 +131,7 @@ mod tests {
     use serde_json::json;
 
     fn lines(object: &Value) -> Vec<String> {
-        service(object).iter().map(|c| format!("{}: {}", c.field, c.body)).collect()
+        service(object).iter().map(|c| format!("{}: {}", c.field, c.body())).collect()
     }
 
     #[test]

@@ -4,17 +4,17 @@
 use serde_json::Value;
 
 use super::meta::{annotations, int, label_selector, labels, nonnegative, text};
-use super::{Cause, go_label_selector, go_quote, go_string_map, pod};
+use super::{FieldError, go_label_selector, go_string_map, pod, quote};
+use crate::apimachinery::labels::Selector;
 use crate::sandbox::resources::ResourceType;
-use crate::sandbox::selectors::LabelSelector;
 
 const SELECTOR_MISMATCH: &str = "`selector` does not match template `labels`";
 const PERCENT_MESSAGE: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
 
 /// `ValidateDeploymentSpec`.
-pub(super) fn deployment(object: &Value) -> Vec<Cause> {
+pub(super) fn deployment(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
-    let mut causes: Vec<Cause> = nonnegative(spec, "replicas", "spec").into_iter().collect();
+    let mut causes: Vec<FieldError> = nonnegative(spec, "replicas", "spec").into_iter().collect();
     let (selector_causes, selector) = required_selector(spec, "deployment");
     causes.extend(selector_causes);
     if let Some(selector) = selector {
@@ -24,19 +24,19 @@ pub(super) fn deployment(object: &Value) -> Vec<Cause> {
     causes.extend(nonnegative(spec, "minReadySeconds", "spec"));
     causes.extend(nonnegative(spec, "revisionHistoryLimit", "spec"));
     if let Some(deadline) = spec["progressDeadlineSeconds"].as_i64() {
-        causes.extend(Cause::nonnegative("spec.progressDeadlineSeconds", deadline));
+        causes.extend(FieldError::nonnegative("spec.progressDeadlineSeconds", deadline));
         if deadline <= int(spec, "minReadySeconds") {
             let field = "spec.progressDeadlineSeconds";
-            causes.push(Cause::invalid(field, deadline.to_string(), "must be greater than minReadySeconds"));
+            causes.push(FieldError::invalid(field, deadline.to_string(), "must be greater than minReadySeconds"));
         }
     }
     causes
 }
 
 /// `ValidateReplicaSetSpec` (its empty-selector message names deployments upstream too).
-pub(super) fn replica_set(object: &Value) -> Vec<Cause> {
+pub(super) fn replica_set(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
-    let mut causes: Vec<Cause> = nonnegative(spec, "replicas", "spec").into_iter().collect();
+    let mut causes: Vec<FieldError> = nonnegative(spec, "replicas", "spec").into_iter().collect();
     causes.extend(nonnegative(spec, "minReadySeconds", "spec"));
     let (selector_causes, selector) = required_selector(spec, "deployment");
     causes.extend(selector_causes);
@@ -47,16 +47,16 @@ pub(super) fn replica_set(object: &Value) -> Vec<Cause> {
 }
 
 /// `ValidateReplicationControllerSpec`: a non-empty selector map matching the template.
-pub(super) fn replication_controller(object: &Value) -> Vec<Cause> {
+pub(super) fn replication_controller(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
-    let mut causes: Vec<Cause> = nonnegative(spec, "minReadySeconds", "spec").into_iter().collect();
-    let selector = spec["selector"].as_object().map(LabelSelector::from_set).unwrap_or_else(LabelSelector::everything);
+    let mut causes: Vec<FieldError> = nonnegative(spec, "minReadySeconds", "spec").into_iter().collect();
+    let selector = spec["selector"].as_object().map(Selector::from_set).unwrap_or_else(Selector::everything);
     if selector.is_empty() {
-        causes.push(Cause::required("spec.selector", ""));
+        causes.push(FieldError::required("spec.selector", ""));
     }
     causes.extend(nonnegative(spec, "replicas", "spec"));
     if spec["template"].is_null() {
-        causes.push(Cause::required("spec.template", ""));
+        causes.push(FieldError::required("spec.template", ""));
     } else {
         causes.extend(replica_set_template(&spec["template"], &selector, "ReplicationController"));
     }
@@ -65,15 +65,15 @@ pub(super) fn replication_controller(object: &Value) -> Vec<Cause> {
 
 /// `ValidateStatefulSetSpec` (upstream checks a StatefulSet template's labels and annotations,
 /// not its pod spec).
-pub(super) fn stateful_set(object: &Value) -> Vec<Cause> {
+pub(super) fn stateful_set(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
     let mut causes = Vec::new();
     match text(spec, "podManagementPolicy") {
-        "" => causes.push(Cause::required("spec.podManagementPolicy", "")),
+        "" => causes.push(FieldError::required("spec.podManagementPolicy", "")),
         "OrderedReady" | "Parallel" => {}
-        other => causes.push(Cause::invalid(
+        other => causes.push(FieldError::invalid(
             "spec.podManagementPolicy",
-            go_quote(other),
+            quote(other),
             "must be 'OrderedReady' or 'Parallel'",
         )),
     }
@@ -83,14 +83,14 @@ pub(super) fn stateful_set(object: &Value) -> Vec<Cause> {
             let value = policy.get(field).and_then(Value::as_str).unwrap_or_default();
             if !matches!(value, "Retain" | "Delete") {
                 let path = format!("spec.persistentVolumeClaimRetentionPolicy.{field}");
-                causes.push(Cause::not_supported(&path, value, &["Retain", "Delete"]));
+                causes.push(FieldError::not_supported(&path, value, &["Retain", "Delete"]));
             }
         }
     }
     causes.extend(nonnegative(spec, "replicas", "spec"));
     causes.extend(nonnegative(spec, "minReadySeconds", "spec"));
     if let Some(start) = spec["ordinals"]["start"].as_i64() {
-        causes.extend(Cause::nonnegative("spec.ordinals.start", start));
+        causes.extend(FieldError::nonnegative("spec.ordinals.start", start));
     }
     let (selector_causes, selector) = required_selector(spec, "statefulset");
     causes.extend(selector_causes);
@@ -105,19 +105,19 @@ pub(super) fn stateful_set(object: &Value) -> Vec<Cause> {
 }
 
 /// `ValidateDaemonSetSpec`: the selector may be absent (then it matches no template).
-pub(super) fn daemon_set(object: &Value) -> Vec<Cause> {
+pub(super) fn daemon_set(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
     let template = &spec["template"];
     let mut causes = label_selector(&spec["selector"], "spec.selector");
-    if let Ok(selector) = LabelSelector::from_label_selector_object(&spec["selector"])
+    if let Ok(selector) = Selector::from_label_selector_object(&spec["selector"])
         && !selector.matches(template["metadata"]["labels"].as_object().unwrap_or(&Default::default()))
     {
         let field = "spec.template.metadata.labels";
-        causes.push(Cause::invalid(field, go_string_map(&template["metadata"]["labels"]), SELECTOR_MISMATCH));
+        causes.push(FieldError::invalid(field, go_string_map(&template["metadata"]["labels"]), SELECTOR_MISMATCH));
     }
     if spec["selector"].is_object() && selector_is_empty(&spec["selector"]) {
         let rendered = go_label_selector(&spec["selector"]);
-        causes.push(Cause::invalid("spec.selector", rendered, "empty selector is invalid for daemonset"));
+        causes.push(FieldError::invalid("spec.selector", rendered, "empty selector is invalid for daemonset"));
     }
     causes.extend(pod::template(template, "spec.template"));
     causes.extend(always_restarts(template, "spec.template", "DaemonSet"));
@@ -130,23 +130,23 @@ pub(super) fn daemon_set(object: &Value) -> Vec<Cause> {
 
 /// The selector rules of Deployments, ReplicaSets and StatefulSets: required, valid, not
 /// empty; returns the parsed selector when it converts (`LabelSelectorAsSelector`).
-fn required_selector(spec: &Value, kind: &str) -> (Vec<Cause>, Option<LabelSelector>) {
+fn required_selector(spec: &Value, kind: &str) -> (Vec<FieldError>, Option<Selector>) {
     let selector = &spec["selector"];
     let mut causes = Vec::new();
     if selector.is_null() {
-        causes.push(Cause::required("spec.selector", ""));
+        causes.push(FieldError::required("spec.selector", ""));
     } else {
         causes.extend(label_selector(selector, "spec.selector"));
         if selector_is_empty(selector) {
             let detail = format!("empty selector is invalid for {kind}");
-            causes.push(Cause::invalid("spec.selector", go_label_selector(selector), &detail));
+            causes.push(FieldError::invalid("spec.selector", go_label_selector(selector), &detail));
         }
     }
-    match LabelSelector::from_label_selector_object(selector) {
+    match Selector::from_label_selector_object(selector) {
         Ok(parsed) => (causes, Some(parsed)),
         Err(_) => {
             let detail = if kind == "statefulset" { "" } else { "invalid label selector" };
-            causes.push(Cause::invalid("spec.selector", go_label_selector(selector), detail));
+            causes.push(FieldError::invalid("spec.selector", go_label_selector(selector), detail));
             (causes, None)
         }
     }
@@ -158,86 +158,87 @@ fn selector_is_empty(selector: &Value) -> bool {
 }
 
 /// `ValidatePodTemplateSpecForReplicaSet` / `ValidatePodTemplateSpecForRC`.
-fn replica_set_template(template: &Value, selector: &LabelSelector, kind: &str) -> Vec<Cause> {
-    let mut causes: Vec<Cause> = template_labels_match(template, selector, "spec.template").into_iter().collect();
+fn replica_set_template(template: &Value, selector: &Selector, kind: &str) -> Vec<FieldError> {
+    let mut causes: Vec<FieldError> = template_labels_match(template, selector, "spec.template").into_iter().collect();
     causes.extend(pod::template(template, "spec.template"));
     causes.extend(always_restarts(template, "spec.template", kind));
     causes
 }
 
 /// A non-empty selector must select the template's labels.
-fn template_labels_match(template: &Value, selector: &LabelSelector, path: &str) -> Option<Cause> {
+fn template_labels_match(template: &Value, selector: &Selector, path: &str) -> Option<FieldError> {
     let template_labels = &template["metadata"]["labels"];
     let empty = Default::default();
     let matches = selector.matches(template_labels.as_object().unwrap_or(&empty));
-    (!selector.is_empty() && !matches)
-        .then(|| Cause::invalid(&format!("{path}.metadata.labels"), go_string_map(template_labels), SELECTOR_MISMATCH))
+    (!selector.is_empty() && !matches).then(|| {
+        FieldError::invalid(&format!("{path}.metadata.labels"), go_string_map(template_labels), SELECTOR_MISMATCH)
+    })
 }
 
 /// Controllers' pods restart always and have no active deadline.
-fn always_restarts(template: &Value, path: &str, kind: &str) -> Vec<Cause> {
+fn always_restarts(template: &Value, path: &str, kind: &str) -> Vec<FieldError> {
     let spec = &template["spec"];
     let mut causes = Vec::new();
     let policy = text(spec, "restartPolicy");
     if policy != "Always" {
-        causes.push(Cause::not_supported(&format!("{path}.spec.restartPolicy"), policy, &["Always"]));
+        causes.push(FieldError::not_supported(&format!("{path}.spec.restartPolicy"), policy, &["Always"]));
     }
     if !spec["activeDeadlineSeconds"].is_null() {
         let detail = format!("activeDeadlineSeconds in {kind} is not Supported");
-        causes.push(Cause::forbidden(&format!("{path}.spec.activeDeadlineSeconds"), &detail));
+        causes.push(FieldError::forbidden(&format!("{path}.spec.activeDeadlineSeconds"), &detail));
     }
     causes
 }
 
 /// `ValidateDeploymentStrategy`.
-fn deployment_strategy(strategy: &Value) -> Vec<Cause> {
+fn deployment_strategy(strategy: &Value) -> Vec<FieldError> {
     let rolling = &strategy["rollingUpdate"];
     match text(strategy, "type") {
-        "Recreate" if !rolling.is_null() => vec![Cause::forbidden(
+        "Recreate" if !rolling.is_null() => vec![FieldError::forbidden(
             "spec.strategy.rollingUpdate",
             "may not be specified when strategy `type` is 'Recreate'",
         )],
         "Recreate" => Vec::new(),
         "RollingUpdate" if rolling.is_null() => {
-            vec![Cause::required("spec.strategy.rollingUpdate", "this should be defaulted and never be nil")]
+            vec![FieldError::required("spec.strategy.rollingUpdate", "this should be defaulted and never be nil")]
         }
         "RollingUpdate" => rolling_update_deployment(rolling, "spec.strategy.rollingUpdate"),
         other => {
             let rendered = format!(
                 "apps.DeploymentStrategy{{Type:{}, RollingUpdate:{}}}",
-                go_quote(other),
+                quote(other),
                 if rolling.is_null() {
                     "(*apps.RollingUpdateDeployment)(nil)"
                 } else {
                     "(*apps.RollingUpdateDeployment)(…)"
                 }
             );
-            vec![Cause::not_supported_rendered("spec.strategy", rendered, &["Recreate", "RollingUpdate"])]
+            vec![FieldError::not_supported_rendered("spec.strategy", rendered, &["Recreate", "RollingUpdate"])]
         }
     }
 }
 
 /// `ValidateRollingUpdateDeployment`.
-fn rolling_update_deployment(rolling: &Value, path: &str) -> Vec<Cause> {
+fn rolling_update_deployment(rolling: &Value, path: &str) -> Vec<FieldError> {
     let (unavailable, surge) = (&rolling["maxUnavailable"], &rolling["maxSurge"]);
     let (unavailable_path, surge_path) = (format!("{path}.maxUnavailable"), format!("{path}.maxSurge"));
     let mut causes = positive_int_or_percent(unavailable, &unavailable_path);
     causes.extend(positive_int_or_percent(surge, &surge_path));
     if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
         let detail = "may not be 0 when `maxSurge` is 0";
-        causes.push(Cause::invalid(&unavailable_path, go_int_or_string(unavailable), detail));
+        causes.push(FieldError::invalid(&unavailable_path, go_int_or_string(unavailable), detail));
     }
     causes.extend(not_more_than_100_percent(unavailable, &unavailable_path));
     causes
 }
 
 /// `ValidateDaemonSetUpdateStrategy` and `ValidateRollingUpdateDaemonSet`.
-fn daemon_set_strategy(strategy: &Value) -> Vec<Cause> {
+fn daemon_set_strategy(strategy: &Value) -> Vec<FieldError> {
     let path = "spec.updateStrategy";
     let rolling = &strategy["rollingUpdate"];
     match text(strategy, "type") {
         "OnDelete" => Vec::new(),
-        "RollingUpdate" if rolling.is_null() => vec![Cause::required(&format!("{path}.rollingUpdate"), "")],
+        "RollingUpdate" if rolling.is_null() => vec![FieldError::required(&format!("{path}.rollingUpdate"), "")],
         "RollingUpdate" => {
             let (unavailable, surge) = (&rolling["maxUnavailable"], &rolling["maxSurge"]);
             let unavailable_path = format!("{path}.rollingUpdate.maxUnavailable");
@@ -247,12 +248,14 @@ fn daemon_set_strategy(strategy: &Value) -> Vec<Cause> {
             causes.extend(not_more_than_100_percent(unavailable, &unavailable_path));
             causes.extend(not_more_than_100_percent(surge, &surge_path));
             match (int_or_percent_value(unavailable) != 0, int_or_percent_value(surge) != 0) {
-                (true, true) => causes.push(Cause::invalid(
+                (true, true) => causes.push(FieldError::invalid(
                     &surge_path,
                     go_int_or_string(surge),
                     "may not be set when maxUnavailable is non-zero",
                 )),
-                (false, false) => causes.push(Cause::required(&unavailable_path, "cannot be 0 when maxSurge is 0")),
+                (false, false) => {
+                    causes.push(FieldError::required(&unavailable_path, "cannot be 0 when maxSurge is 0"))
+                }
                 _ => {}
             }
             causes
@@ -260,25 +263,25 @@ fn daemon_set_strategy(strategy: &Value) -> Vec<Cause> {
         other => {
             let rendered = format!(
                 "apps.DaemonSetUpdateStrategy{{Type:{}, RollingUpdate:{}}}",
-                go_quote(other),
+                quote(other),
                 if rolling.is_null() {
                     "(*apps.RollingUpdateDaemonSet)(nil)"
                 } else {
                     "(*apps.RollingUpdateDaemonSet)(…)"
                 }
             );
-            vec![Cause::not_supported_rendered(path, rendered, &["RollingUpdate", "OnDelete"])]
+            vec![FieldError::not_supported_rendered(path, rendered, &["RollingUpdate", "OnDelete"])]
         }
     }
 }
 
 /// The StatefulSet update strategy rules of `ValidateStatefulSetSpec`.
-fn stateful_set_strategy(strategy: &Value) -> Vec<Cause> {
+fn stateful_set_strategy(strategy: &Value) -> Vec<FieldError> {
     let path = "spec.updateStrategy";
     let rolling = &strategy["rollingUpdate"];
     match text(strategy, "type") {
-        "" => vec![Cause::required(path, "")],
-        "OnDelete" if !rolling.is_null() => vec![Cause::invalid(
+        "" => vec![FieldError::required(path, "")],
+        "OnDelete" if !rolling.is_null() => vec![FieldError::invalid(
             &format!("{path}.rollingUpdate"),
             go_stateful_set_rolling_update(rolling),
             "only allowed for updateStrategy 'RollingUpdate'",
@@ -286,14 +289,14 @@ fn stateful_set_strategy(strategy: &Value) -> Vec<Cause> {
         "OnDelete" => Vec::new(),
         "RollingUpdate" if rolling.is_null() => Vec::new(),
         "RollingUpdate" => {
-            let mut causes: Vec<Cause> =
+            let mut causes: Vec<FieldError> =
                 nonnegative(rolling, "partition", &format!("{path}.rollingUpdate")).into_iter().collect();
             let unavailable = &rolling["maxUnavailable"];
             if !unavailable.is_null() {
                 let field = format!("{path}.rollingUpdate.maxUnavailable");
                 causes.extend(positive_int_or_percent(unavailable, &field));
                 if int_or_percent_value(unavailable) == 0 {
-                    causes.push(Cause::invalid(&field, go_int_or_string(unavailable), "cannot be 0"));
+                    causes.push(FieldError::invalid(&field, go_int_or_string(unavailable), "cannot be 0"));
                 }
                 causes.extend(not_more_than_100_percent(unavailable, &field));
             }
@@ -302,14 +305,14 @@ fn stateful_set_strategy(strategy: &Value) -> Vec<Cause> {
         other => {
             let rendered = format!(
                 "apps.StatefulSetUpdateStrategy{{Type:{}, RollingUpdate:{}}}",
-                go_quote(other),
+                quote(other),
                 if rolling.is_null() {
                     "(*apps.RollingUpdateStatefulSetStrategy)(nil)"
                 } else {
                     "(*apps.RollingUpdateStatefulSetStrategy)(…)"
                 }
             );
-            vec![Cause::invalid(path, rendered, "must be 'RollingUpdate' or 'OnDelete'")]
+            vec![FieldError::invalid(path, rendered, "must be 'RollingUpdate' or 'OnDelete'")]
         }
     }
 }
@@ -328,21 +331,21 @@ fn go_stateful_set_rolling_update(rolling: &Value) -> String {
 }
 
 /// `ValidatePositiveIntOrPercent`.
-fn positive_int_or_percent(value: &Value, field: &str) -> Vec<Cause> {
+fn positive_int_or_percent(value: &Value, field: &str) -> Vec<FieldError> {
     match value {
         Value::String(text) if !is_percent(text) => {
-            vec![Cause::invalid(field, go_int_or_string(value), PERCENT_MESSAGE)]
+            vec![FieldError::invalid(field, go_int_or_string(value), PERCENT_MESSAGE)]
         }
-        Value::Number(n) => n.as_i64().and_then(|n| Cause::nonnegative(field, n)).into_iter().collect(),
+        Value::Number(n) => n.as_i64().and_then(|n| FieldError::nonnegative(field, n)).into_iter().collect(),
         _ => Vec::new(),
     }
 }
 
 /// `IsNotMoreThan100Percent`.
-fn not_more_than_100_percent(value: &Value, field: &str) -> Option<Cause> {
+fn not_more_than_100_percent(value: &Value, field: &str) -> Option<FieldError> {
     let percent = value.as_str().filter(|t| is_percent(t))?;
     let number: i64 = percent.trim_end_matches('%').parse().unwrap_or(i64::MAX);
-    (number > 100).then(|| Cause::invalid(field, go_int_or_string(value), "must not be greater than 100%"))
+    (number > 100).then(|| FieldError::invalid(field, go_int_or_string(value), "must not be greater than 100%"))
 }
 
 /// `getIntOrPercentValue`: a percentage's number, an integer, or a string's `Atoi` (0 if none).
@@ -362,13 +365,13 @@ fn is_percent(text: &str) -> bool {
 /// Go's `%#v` of an `intstr.IntOrString`.
 fn go_int_or_string(value: &Value) -> String {
     match value {
-        Value::String(text) => format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", go_quote(text)),
+        Value::String(text) => format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", quote(text)),
         other => format!("intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}", other.as_i64().unwrap_or(0)),
     }
 }
 
 /// The status rules of `ValidateXStatusUpdate` for the workload kinds.
-pub(super) fn status_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec<Cause> {
+pub(super) fn status_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec<FieldError> {
     let (status, old_status) = (&new["status"], &old["status"]);
     let mut causes = match (resource.group, resource.plural) {
         ("apps", "deployments") => {
@@ -423,20 +426,20 @@ pub(super) fn status_causes(resource: &ResourceType, old: &Value, new: &Value) -
         && status["collisionCount"].as_i64().is_none_or(|now| now < before)
     {
         let now = status["collisionCount"].as_i64().unwrap_or(0);
-        causes.push(Cause::invalid("status.collisionCount", now.to_string(), "cannot be decremented"));
+        causes.push(FieldError::invalid("status.collisionCount", now.to_string(), "cannot be decremented"));
     }
     causes
 }
 
-fn nonnegative_fields(status: &Value, fields: &[&str]) -> Vec<Cause> {
+fn nonnegative_fields(status: &Value, fields: &[&str]) -> Vec<FieldError> {
     fields.iter().filter_map(|field| nonnegative(status, field, "status")).collect()
 }
 
 /// `status.<field>` may not exceed `status.<limit>` (`shown`: the limit as the message names it).
-fn not_above(status: &Value, field: &str, limit: &str, shown: &str) -> Option<Cause> {
+fn not_above(status: &Value, field: &str, limit: &str, shown: &str) -> Option<FieldError> {
     let value = int(status, field);
     (value > int(status, limit)).then(|| {
-        Cause::invalid(&format!("status.{field}"), value.to_string(), &format!("cannot be greater than {shown}"))
+        FieldError::invalid(&format!("status.{field}"), value.to_string(), &format!("cannot be greater than {shown}"))
     })
 }
 
@@ -457,8 +460,8 @@ mod tests {
         object
     }
 
-    fn lines(causes: &[Cause]) -> Vec<String> {
-        causes.iter().map(|c| format!("{}: {}", c.field, c.body)).collect()
+    fn lines(causes: &[FieldError]) -> Vec<String> {
+        causes.iter().map(|c| format!("{}: {}", c.field, c.body())).collect()
     }
 
     #[test]

@@ -1,0 +1,15 @@
+//! Ports of the Kubernetes helper packages that several layers need: name and label rules,
+//! field errors, Go quoting, label selectors, clocks, token buckets and pod helpers.
+//!
+//! Each file follows one upstream package, with its semantics and its wording, so that the
+//! controllers, the client, the runtime and the sandbox agree with each other and with
+//! Kubernetes. Nothing here imports another module of this crate but `apimachinery` itself: it
+//! sits below everything else.
+
+pub mod clock;
+pub mod field;
+pub mod flowcontrol;
+pub mod labels;
+pub mod pod;
+pub mod strconv;
+pub mod validation;
