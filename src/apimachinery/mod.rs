@@ -1,5 +1,6 @@
 //! Ports of the Kubernetes helper packages that several layers need: name and label rules,
-//! field errors, Go quoting, label selectors, clocks, token buckets and pod helpers.
+//! field errors, Go quoting and durations, label selectors, CIDRs, clocks, token buckets and pod
+//! helpers.
 //!
 //! Each file follows one upstream package, with its semantics and its wording, so that the
 //! controllers, the client, the runtime and the sandbox agree with each other and with
@@ -7,9 +8,11 @@
 //! sits below everything else.
 
 pub mod clock;
+pub mod duration;
 pub mod field;
 pub mod flowcontrol;
 pub mod labels;
+pub mod net;
 pub mod pod;
 pub mod strconv;
 pub mod validation;

@@ -10,7 +10,7 @@ use lexopt::prelude::*;
 use parking_lot::Mutex;
 
 use super::server::{Sandbox, SandboxOptions};
-use crate::app::flags::parse_go_duration;
+use crate::apimachinery::duration::parse_go_duration;
 
 const USAGE: &str = "\
 Usage:

@@ -11,7 +11,6 @@
 //! `--flag=false` (`--flag false` leaves `false` as a positional argument, which is refused);
 //! `-v 2`, `-v=2`, `-v2` and `--v=2`; `_` and `-` are the same in names; `--` ends the flags.
 
-mod duration;
 mod feature_gates;
 mod help;
 mod options;
@@ -24,7 +23,7 @@ use std::fmt;
 
 use lexopt::Arg;
 
-pub use duration::{format_go_duration, parse_go_duration};
+pub use crate::apimachinery::duration::{format_go_duration, parse_go_duration};
 pub use feature_gates::FeatureGates;
 pub use options::{
     AttachDetachOptions, AuthenticationOptions, AuthorizationOptions, ClientConnection, CloudOptions,

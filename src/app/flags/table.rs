@@ -640,9 +640,9 @@ mod tests {
             let applied = (flag.set)(&mut state, flag.default, SetMode::Default);
             assert_eq!(applied, Ok(()), "--{}", flag.name);
             if flag.kind.type_name == "duration" {
-                let parsed = super::super::duration::parse_go_duration(flag.default);
+                let parsed = crate::apimachinery::duration::parse_go_duration(flag.default);
                 assert_eq!(
-                    parsed.map(super::super::duration::format_go_duration).as_deref(),
+                    parsed.map(crate::apimachinery::duration::format_go_duration).as_deref(),
                     Ok(flag.default),
                     "--{}",
                     flag.name

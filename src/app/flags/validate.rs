@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::FlagError;
-use super::duration::format_go_duration;
+use crate::apimachinery::duration::format_go_duration;
 use super::feature_gates::FeatureGates;
 use super::options::{
     CloudOptions, CsrSigningOptions, LeaderElection, LogsOptions, MetricsOptions, NodeIpamOptions, Options,

@@ -9,7 +9,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
-use crate::app::flags::Cidr;
+use crate::apimachinery::net::Cidr;
 use crate::metrics::{HistogramVec, ValueFamily};
 
 /// `clusterSubnetMaxDiff`: IPv6 node CIDRs may have at most this many more bits than the

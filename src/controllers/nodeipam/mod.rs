@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::Node;
 use parking_lot::Mutex;
 use serde_json::json;
 
-use crate::app::flags::Cidr;
+use crate::apimachinery::net::Cidr;
 use crate::client::{Api, Client, Error, ListParams, Patch, PostParams};
 use crate::controllers::nodeutil::record_node_status_change;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};

@@ -500,7 +500,7 @@ fn rfc3339(seconds: i64, nanos: i64, micro: bool) -> Result<String, String> {
 
 /// A Go `time.Duration` (nanoseconds) as Go prints it.
 fn go_duration(nanos: i64) -> String {
-    let text = crate::app::flags::format_go_duration(std::time::Duration::from_nanos(nanos.unsigned_abs()));
+    let text = crate::apimachinery::duration::format_go_duration(std::time::Duration::from_nanos(nanos.unsigned_abs()));
     if nanos < 0 { format!("-{text}") } else { text }
 }
 

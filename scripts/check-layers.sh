@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The house rules of src/ that the compiler cannot check (README, "Architecture"):
+#  1. Layers: no module imports one above it. From the bottom:
+#       0  apimachinery quantity random metrics logging jwt x509   (ports and leaf utilities)
+#       1  client quota                                             (the API client; quota math)
+#       2  runtime leader server                                    (controller machinery, election, secure port)
+#       3  controllers                                              (one module per controller)
+#       4  app                                                      (composition root: flags, the table, the process)
+#       5  envtest sandbox                                          (development tools around it all)
+#     A module may use its own layer and those below. Comments and unit-test files
+#     (`tests.rs`, `*_tests.rs`) are not looked at: a unit test may build fixtures with the sandbox.
+#  2. A controller's canonical name appears once in the controller manager's code (src/ but the
+#     development tools), in the table of src/app/controllers.rs: comments and unit tests aside.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+declare -A rank=(
+  [apimachinery]=0 [quantity]=0 [random]=0 [metrics]=0 [logging]=0 [jwt]=0 [x509]=0
+  [client]=1 [quota]=1
+  [runtime]=2 [leader]=2 [server]=2
+  [controllers]=3
+  [app]=4
+  [envtest]=5 [sandbox]=5
+)
+
+failed=0
+
+# The code lines of files, as `file:line:text`: no `//` comment lines, nothing from a
+# `#[cfg(test)]` module on (unit tests sit at the end of a file).
+code_lines() {
+  awk 'FNR == 1 { in_test = 0 } /^#\[cfg\(test\)\]/ { in_test = 1 } !in_test && !/^[[:space:]]*\/\// { print FILENAME ":" FNR ":" $0 }' "$@"
+}
+
+ranks=$(for module in "${!rank[@]}"; do echo "$module ${rank[$module]}"; done)
+mapfile -t files < <(find src -name '*.rs' ! -name 'tests.rs' ! -name '*_tests.rs' | sort)
+violations=$(code_lines "${files[@]}" | grep -E 'crate::[a-z_0-9]+' | awk -v ranks="$ranks" '
+  BEGIN { n = split(ranks, lines, "\n"); for (i = 1; i <= n; i++) { split(lines[i], f, " "); rank[f[1]] = f[2] } }
+  {
+    split($0, parts, "/"); module = parts[2]; sub(/\.rs:.*/, "", module); sub(/:.*/, "", module)
+    if (!(module in rank)) next
+    text = $0
+    while (match(text, /crate::[a-z_0-9]+/)) {
+      used = substr(text, RSTART + 7, RLENGTH - 7); text = substr(text, RSTART + RLENGTH)
+      if ((used in rank) && rank[used] > rank[module]) print "layering: " module " (layer " rank[module] ") uses " used " (layer " rank[used] "): " $0
+    }
+  }')
+if [[ -n $violations ]]; then
+  echo "$violations" >&2
+  failed=1
+fi
+
+# Every canonical name of the table, then where else the controller manager's code says it.
+mapfile -t names < <(grep -oE '^\s*(plain|gated|cloud|off_by_default|off_by_default_gated)\("[a-z0-9-]+"' src/app/controllers.rs |
+  grep -oE '"[a-z0-9-]+"' | tr -d '"')
+if ((${#names[@]} < 40)); then
+  echo "names: found only ${#names[@]} controllers in src/app/controllers.rs; the check is out of date" >&2
+  exit 1
+fi
+mapfile -t files < <(find src -name '*.rs' ! -path 'src/sandbox/*' ! -path 'src/envtest/*' ! -path 'src/bin/*' \
+  ! -path src/app/controllers.rs ! -name 'tests.rs' ! -name '*_tests.rs' | sort)
+alternation=$(IFS='|'; echo "${names[*]}")
+if hits=$(code_lines "${files[@]}" | grep -E "(^|[^a-z0-9.-])(${alternation})([^a-z0-9.-]|$)"); then
+  echo "names: a controller is named outside the controller table:" >&2
+  echo "$hits" >&2
+  failed=1
+fi
+
+if ((failed)); then
+  exit 1
+fi
+echo "layers and controller names: ok (${#names[@]} controllers, $(find src -name '*.rs' | wc -l) files)"
