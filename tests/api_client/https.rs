@@ -1,7 +1,7 @@
 //! The API client against real HTTPS servers started in the test: mutual TLS, error decoding,
 //! watch streams, pagination and request shapes.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,6 @@
 //! sandbox with simulated nodes: ReplicaSets named by pod-template-hash, scaling, rolling and
 //! recreate rollouts within their bounds, pause, rollback, history cleanup, the progress deadline,
 //! a controller restart mid-rollout and the adoption of an upstream-named ReplicaSet.
-#![cfg(feature = "sandbox")]
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -18,7 +17,7 @@ use kcm::controllers::replicaset::REPLICASET;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, TestServer, from};
 
@@ -99,7 +98,22 @@ fn is_ready(pod: &Pod) -> bool {
     conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn create(&self, d: &Deployment) -> Deployment;
+    fn get(&self, name: &str) -> Deployment;
+    fn patch(&self, name: &str, patch: Value) -> Deployment;
+    fn set_image(&self, name: &str, image: &str) -> Deployment;
+    fn replica_sets(&self, d: &Deployment) -> Vec<ReplicaSet>;
+    fn live_pods(&self, app: &str) -> Vec<Pod>;
+    fn wait_complete(&self, name: &str) -> Deployment;
+    fn events(&self, name: &str) -> Vec<(String, String)>;
+    fn wait_event(&self, name: &str, reason: &str, message: &str);
+}
+
+impl ClusterExt for Cluster {
     fn create(&self, d: &Deployment) -> Deployment {
         deployments(&self.client).create(d, &PostParams::default()).expect("deployment created")
     }

@@ -2,7 +2,6 @@
 //! pods of a ReplicaSet run on simulated nodes and the Endpoints and EndpointSlices of their
 //! Service follow them becoming ready, not ready and fewer; custom Endpoints of a selector-less
 //! Service are mirrored into slices; many pods spread over several slices.
-#![cfg(feature = "sandbox")]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,7 +18,7 @@ use kcm::runtime::controller::ControllerDescriptor;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, Namespaced, eventually, from};
 
@@ -59,7 +58,18 @@ fn slice_endpoints(slices: &[EndpointSlice]) -> BTreeMap<String, Option<bool>> {
         .collect()
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn create<K: Namespaced>(&self, value: Value) -> K;
+    fn slices(&self, service: &str, manager: &str) -> Vec<EndpointSlice>;
+    fn endpoints(&self, name: &str) -> Option<Endpoints>;
+    fn running_pods(&self, app: &str) -> Vec<Pod>;
+    fn set_gate(&self, name: &str, ready: bool);
+}
+
+impl ClusterExt for Cluster {
     fn create<K: Namespaced>(&self, value: Value) -> K {
         self.api::<K>().create(&from(value), &PostParams::default()).expect("created")
     }

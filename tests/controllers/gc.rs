@@ -2,7 +2,6 @@
 //! ReplicationController controllers: background, foreground and orphan cascades (through the
 //! API and `kubectl delete --cascade`, a Deployment's too), owners recreated under the same name,
 //! owners of any kind, and invalid ownerReferences across namespaces and scopes.
-#![cfg(feature = "sandbox")]
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -16,7 +15,7 @@ use kcm::controllers::garbagecollector::GARBAGE_COLLECTOR;
 use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
 use serde_json::{Value, json};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, from};
 
@@ -63,7 +62,21 @@ fn delete_with(policy: Option<PropagationPolicy>) -> DeleteParams {
     DeleteParams { propagation_policy: policy, ..DeleteParams::default() }
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn config_maps(&self, namespace: &str) -> Api<ConfigMap>;
+    fn pods_owned_by(&self, uid: &str) -> Vec<Pod>;
+    fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet;
+    fn replica_set_with_pods(&self, name: &str, replicas: usize) -> (String, Vec<String>);
+    fn deployment_with_pods(&self, name: &str, replicas: i32) -> (String, String);
+    fn wait_gone_replica_set(&self, name: &str);
+    fn wait_no_pods_of(&self, uid: &str);
+    fn wait_orphaned(&self, names: &[String]);
+}
+
+impl ClusterExt for Cluster {
     fn config_maps(&self, namespace: &str) -> Api<ConfigMap> {
         Api::namespaced(&self.client, namespace)
     }

@@ -3,7 +3,6 @@
 //! alone (OrderedNamespaceDeletion), then the rest; what finalizers hold is reported in the
 //! conditions, and the namespace goes once they are released;
 //! a group whose discovery fails is reported, and the namespace finishes once it recovers.
-#![cfg(feature = "sandbox")]
 
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use kcm::controllers::namespace::conditions::{
 use kcm::controllers::replicaset::REPLICASET;
 use serde_json::{Value, json};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, Namespaced, TestServer, create, from};
 
@@ -53,7 +52,23 @@ fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
     harness::eventually_within(DEADLINE, what, check)
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn namespaces(&self) -> Api<Namespace>;
+    fn conditions(&self, name: &str) -> Vec<NamespaceCondition>;
+    fn names<K>(&self, namespace: &str) -> Vec<String>
+    where
+        K: Namespaced
+            + k8s_openapi::ListableResource
+            + k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>;
+    fn running_pods(&self, namespace: &str) -> usize;
+    fn release_pod(&self, namespace: &str);
+    fn release_config_map(&self, namespace: &str);
+}
+
+impl ClusterExt for Cluster {
     fn namespaces(&self) -> Api<Namespace> {
         Api::cluster(&self.client)
     }

@@ -4,7 +4,6 @@
 //! range gives the `CIDRNotAvailable` Event, dual-stack nodes get one block per family, a node
 //! whose block the cache does not show yet gets no second one, and bad flags stop the real
 //! binary.
-#![cfg(feature = "sandbox")]
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -18,7 +17,7 @@ use kcm::runtime::controller::ControllerSet;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::json;
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, eventually};
 
@@ -53,7 +52,19 @@ fn cidrs_of(node: &Node) -> Vec<String> {
     node.spec.as_ref().and_then(|s| s.pod_cidrs.clone()).unwrap_or_default()
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn nodes(&self) -> Api<Node>;
+    fn create_node(&self, name: &str, cidr: Option<&str>);
+    fn delete_node(&self, name: &str);
+    fn cidrs(&self, name: &str) -> Vec<String>;
+    fn all_cidrs(&self) -> Vec<String>;
+    fn wait_not_available_event(&self, node: &str) -> Event;
+}
+
+impl ClusterExt for Cluster {
     fn nodes(&self) -> Api<Node> {
         Api::all(&self.client)
     }

@@ -2,7 +2,6 @@
 //! and shortened node timings: a silent node goes Unknown, is tainted, its pods turn NotReady
 //! and are evicted after their tolerations; it recovers when its kubelet comes back; condition
 //! taints follow the nodes; with every node of the only zone down nothing is evicted.
-#![cfg(feature = "sandbox")]
 
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use kcm::controllers::tainteviction::TAINT_EVICTION;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, eventually, from};
 
@@ -62,7 +61,21 @@ fn pod_condition(pod: &Pod, kind: &str) -> Option<(String, Option<String>)> {
     Some((c.status.clone(), c.reason.clone()))
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn nodes(&self) -> Api<Node>;
+    fn pods(&self) -> Api<Pod>;
+    fn node(&self, name: &str) -> Node;
+    fn wait_node(&self, name: &str, what: &str, check: impl Fn(&Node) -> bool) -> Node;
+    fn run_pod(&self, name: &str, node: &str, tolerations: Value) -> Pod;
+    fn pod(&self, name: &str) -> Pod;
+    fn events(&self, reason: &str) -> Vec<(String, String)>;
+    fn wait_event(&self, reason: &str, message: &str, component: &str);
+}
+
+impl ClusterExt for Cluster {
     fn nodes(&self) -> Api<Node> {
         Api::cluster(&self.client)
     }

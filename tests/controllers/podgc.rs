@@ -3,7 +3,6 @@
 //! oldest first, pods bound to a missing node are marked Failed with the `DisruptionTarget`
 //! condition and force-deleted, as are terminating pods never scheduled and terminating pods
 //! on an out-of-service node.
-#![cfg(feature = "sandbox")]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +15,7 @@ use kcm::runtime::controller::{ControllerContext, ControllerDescriptor, Controll
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, eventually, from};
 
@@ -44,7 +43,19 @@ fn phase(pod: &Pod) -> &str {
     pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn pods(&self) -> Api<Pod>;
+    fn create_pod(&self, name: &str, spec: Value, finalizers: &[&str]) -> Pod;
+    fn pod(&self, name: &str) -> Option<Pod>;
+    fn names(&self) -> Vec<String>;
+    fn wait_failed_and_deleted(&self, name: &str) -> Pod;
+    fn release(&self, name: &str);
+}
+
+impl ClusterExt for Cluster {
     fn pods(&self) -> Api<Pod> {
         Api::namespaced(&self.client, "default")
     }

@@ -1,7 +1,6 @@
 //! The ReplicaSet and ReplicationController controllers against the sandbox with simulated
 //! nodes: pods are created, adopted, released and deleted to match `spec.replicas`, the status
 //! follows, and a quota refusal shows as the ReplicaFailure condition.
-#![cfg(feature = "sandbox")]
 
 use std::collections::BTreeSet;
 
@@ -11,7 +10,7 @@ use kcm::client::{Api, Client, Patch, PostParams};
 use kcm::controllers::replicaset::{REPLICASET, REPLICATION_CONTROLLER};
 use serde_json::{Value, json};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, eventually, from};
 
@@ -38,7 +37,20 @@ fn start_with(backend: Backend, prepare: impl FnOnce(&Client)) -> Cluster {
         .start_with(|client, _| prepare(client))
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn owned_pods(&self, uid: &str) -> Vec<Pod>;
+    fn names(pods: &[Pod]) -> BTreeSet<String>;
+    fn wait_owned(&self, uid: &str, count: usize) -> Vec<Pod>;
+    fn create_pod(&self, name: &str, labels: Value, node_selector: Option<Value>) -> Pod;
+    fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet;
+    fn scale(&self, name: &str, replicas: i32);
+    fn wait_rs_status(&self, name: &str, replicas: i32) -> ReplicaSet;
+}
+
+impl ClusterExt for Cluster {
     /// Active pods whose controller is the object with `uid`, by name.
     fn owned_pods(&self, uid: &str) -> Vec<Pod> {
         let pods = self.api::<Pod>().list(&Default::default()).expect("pods").items;

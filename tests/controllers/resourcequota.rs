@@ -2,7 +2,6 @@
 //! matches a hand count after creates and deletes of pods, services, configmaps, secrets,
 //! claims per storage class and deployments; scopes select pods; a terminal pod stops counting;
 //! `status.hard` follows `spec.hard`.
-#![cfg(feature = "sandbox")]
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -16,7 +15,7 @@ use kcm::quantity::Quantity;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, DEADLINE, Namespaced, create, from};
 
@@ -55,7 +54,16 @@ fn expected(entries: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
     entries.iter().map(|(name, q)| (name.to_string(), Quantity::parse(q).expect("a quantity"))).collect()
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn quota(&self, namespace: &str, name: &str) -> ResourceQuota;
+    fn wait_for_usage(&self, namespace: &str, name: &str, used: &[(&str, &str)]) -> ResourceQuota;
+    fn delete<K: Namespaced>(&self, namespace: &str, name: &str);
+}
+
+impl ClusterExt for Cluster {
     fn quota(&self, namespace: &str, name: &str) -> ResourceQuota {
         Api::<ResourceQuota>::namespaced(&self.client, namespace).get(name).expect("the quota")
     }

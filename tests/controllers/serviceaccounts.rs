@@ -3,7 +3,6 @@
 //! with a JWT the API server accepts and deleted with their account, unused legacy tokens
 //! invalidated, and controllers acting as their own service accounts with
 //! `--use-service-account-credentials`.
-#![cfg(feature = "sandbox")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -23,7 +22,7 @@ use kcm::runtime::controller::{ControllerDescriptor, ControllerSet};
 use kcm::sandbox::server::CONTROLLER_MANAGER_USER;
 use serde_json::{Value, json};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, Cluster, TestServer, eventually, from};
 
@@ -51,7 +50,18 @@ fn start(
         })
 }
 
-impl Cluster {
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn accounts(&self, ns: &str) -> Api<ServiceAccount>;
+    fn config_maps(&self, ns: &str) -> Api<ConfigMap>;
+    fn create_namespace(&self, name: &str);
+    fn wait_account(&self, ns: &str, name: &str, not_uid: Option<&str>) -> String;
+    fn wait_root_ca(&self, ns: &str, not_version: Option<&str>) -> ConfigMap;
+}
+
+impl ClusterExt for Cluster {
     fn accounts(&self, ns: &str) -> Api<ServiceAccount> {
         Api::namespaced(&self.client, ns)
     }

@@ -2,7 +2,6 @@
 //! scripted steps (see `kcm::envtest::sidebyside`) with each binary, and the resulting objects and
 //! Events compared. Only the differences in `KNOWN_DIFFERENCES` (each with its reason) may
 //! appear. Skipped, loudly, where the real server's binaries are missing.
-#![cfg(feature = "sandbox")]
 
 use std::path::PathBuf;
 

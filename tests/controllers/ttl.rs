@@ -1,7 +1,6 @@
 //! The TTL controller on both backends with simulated nodes: every Node gets the
 //! `node.alpha.kubernetes.io/ttl` annotation, 0 for a small cluster, and it is put back when
 //! someone changes it.
-#![cfg(feature = "sandbox")]
 
 use k8s_openapi::api::core::v1::Node;
 use kcm::client::{Api, Patch, PostParams};
@@ -9,7 +8,7 @@ use kcm::controllers::ttl::{OBJECT_TTL_ANNOTATION, TTL};
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::json;
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, eventually};
 

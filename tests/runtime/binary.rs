@@ -1,7 +1,7 @@
 //! The real `kube-controller-manager` binary: it reads a kubeconfig, reaches the API server
 //! over mutual TLS, reports configuration errors clearly and stops cleanly on SIGTERM.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

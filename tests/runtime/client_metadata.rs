@@ -17,7 +17,7 @@ use kcm::runtime::informer::{Event, SharedInformerFactory};
 use parking_lot::Mutex;
 use serde_json::json;
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, TestServer};
 

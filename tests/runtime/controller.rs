@@ -18,7 +18,7 @@ use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
 use serde_json::json;
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, TestServer};
 

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams};
 use kcm::runtime::events::{EventRecorder, EventType, RecorderOptions, object_reference};
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, TestServer};
 

@@ -26,7 +26,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kcm::client::{Api, Client, ClientOptions};
 use parking_lot::Mutex;
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, TestServer};
 

@@ -19,7 +19,7 @@ use kcm::client::{Api, Client, ClientOptions, ListParams};
 use kcm::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent, identity};
 use parking_lot::Mutex;
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, TestServer};
 

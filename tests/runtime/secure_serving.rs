@@ -4,7 +4,7 @@
 
 #![cfg(feature = "sandbox")]
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};

@@ -20,7 +20,7 @@ use kcm::controllers::client_names::{SERVICE_ACCOUNT_NAMESPACE, service_account_
 use kcm::sandbox::nodes::SimulatedNodes;
 use serde_json::json;
 
-mod harness;
+use crate::harness;
 
 use harness::{Backend, TestServer, eventually, from};
 

@@ -1,13 +1,8 @@
 //! kcm-sandbox against kube-apiserver v1.33's API semantics, over real HTTPS: metadata, writes,
 //! deletion, reads, watches, subresources, admission, errors, discovery, authentication and
 //! fault injection. Each test starts its own sandbox on a free port.
-#![cfg(feature = "sandbox")]
 
-mod support;
-
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::sync::Arc;
+use std::io::{BufReader, Write};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -27,10 +22,12 @@ use kcm::client::{
     Preconditions, PropagationPolicy, WatchEvent, WatchParams, WatchReceiver,
 };
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
-use rustls::{ClientConnection, StreamOwned};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+use crate::support;
+use crate::support::http::{self, Response as RawResponse, TlsStream};
 
 /// How long anything the tests wait for may take on a loaded machine.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -172,38 +169,6 @@ fn next_change<K: DeserializeOwned + Serialize>(watch: &WatchReceiver<K>) -> (&'
 // Raw HTTPS, for headers and exact bodies
 // ---------------------------------------------------------------------------------------------
 
-type TlsStream = StreamOwned<ClientConnection, TcpStream>;
-
-struct RawResponse {
-    code: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl RawResponse {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-fn connect(sandbox: &Sandbox, config: &RestConfig) -> TlsStream {
-    let tls = kcm::client::tls::client_config(&config.tls).expect("TLS config");
-    let name = rustls_pki_types::ServerName::IpAddress(sandbox.addr().ip().into());
-    let connection = ClientConnection::new(Arc::new(tls), name).expect("TLS client");
-    let tcp = TcpStream::connect(sandbox.addr()).expect("connect");
-    tcp.set_read_timeout(Some(PATIENCE)).unwrap();
-    StreamOwned::new(connection, tcp)
-}
-
 /// Sends one request and reads the answer's head; the body is left in the reader.
 fn send_raw(
     sandbox: &Sandbox,
@@ -213,7 +178,7 @@ fn send_raw(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, Vec<(String, String)>, BufReader<TlsStream>) {
-    let mut stream = connect(sandbox, config);
+    let mut stream = http::connect(sandbox.addr(), config, PATIENCE);
     let mut head =
         format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n", sandbox.addr(), body.len());
     if let Some(token) = config.auth.bearer_token() {
@@ -227,24 +192,7 @@ fn send_raw(
     stream.write_all(body).unwrap();
     stream.flush().unwrap();
     let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line).expect("status line");
-    let code = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {line:?}"));
-    let mut headers = Vec::new();
-    loop {
-        let mut header = String::new();
-        reader.read_line(&mut header).expect("header");
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let (name, value) = header.split_once(':').expect("header line");
-        headers.push((name.trim().to_string(), value.trim().to_string()));
-    }
+    let (code, headers) = http::read_head(&mut reader);
     (code, headers, reader)
 }
 
@@ -261,33 +209,8 @@ fn raw_as(
     body: &[u8],
 ) -> RawResponse {
     let (code, headers, mut reader) = send_raw(sandbox, config, method, path, headers, body);
-    let response = RawResponse { code, headers, body: Vec::new() };
-    let body = if response.header("Transfer-Encoding").is_some_and(|t| t.contains("chunked")) {
-        let mut body = Vec::new();
-        while let Some(chunk) = read_chunk(&mut reader) {
-            body.extend(chunk);
-        }
-        body
-    } else {
-        let length: usize = response.header("Content-Length").map_or(0, |l| l.parse().unwrap());
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).expect("body");
-        body
-    };
-    RawResponse { body, ..response }
-}
-
-fn read_chunk(reader: &mut BufReader<TlsStream>) -> Option<Vec<u8>> {
-    let mut size = String::new();
-    reader.read_line(&mut size).ok()?;
-    let size = usize::from_str_radix(size.trim(), 16).ok()?;
-    if size == 0 {
-        return None;
-    }
-    let mut chunk = vec![0; size + 2];
-    reader.read_exact(&mut chunk).ok()?;
-    chunk.truncate(size);
-    Some(chunk)
+    let body = http::read_body(&mut reader, &headers);
+    RawResponse { code, headers, body }
 }
 
 /// A watch read event by event (the sandbox writes one event per chunk).
@@ -303,7 +226,8 @@ impl RawWatch {
     }
 
     fn next(&mut self) -> Option<Value> {
-        read_chunk(&mut self.reader).map(|chunk| serde_json::from_slice(&chunk).expect("event is JSON"))
+        let chunk = http::read_chunk(&mut self.reader).ok().flatten();
+        chunk.map(|chunk| serde_json::from_slice(&chunk).expect("event is JSON"))
     }
 }
 

@@ -1,7 +1,6 @@
 //! `kcm-sandbox serve` as a process: it prints one line when ready, writes the kubeconfigs,
 //! applies the fault-injection flags and signals (SIGUSR1 closes watches, SIGUSR2 restarts on the
 //! same port with the state kept), spares the health probes and stops cleanly on SIGTERM.
-#![cfg(feature = "sandbox")]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -9,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kcm::client::{Api, Client, ClientOptions, PostParams, WatchEvent, WatchParams, config};
+
+use crate::support::http;
 
 #[test]
 fn serve_flags_and_sigterm() {
@@ -183,32 +184,12 @@ fn sigusr1_closes_open_watches() {
 
 /// One plain-HTTP request: the status code, the `Retry-After` header and the body.
 fn plain_get(url: &str, path: &str) -> (u16, Option<String>, String) {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let mut stream = std::net::TcpStream::connect(url.trim_start_matches("http://")).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     write!(stream, "GET {path} HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n\r\n").unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut status = String::new();
-    reader.read_line(&mut status).unwrap();
-    let code = status.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("status line");
-    let (mut retry_after, mut length) = (None, 0);
-    loop {
-        let mut header = String::new();
-        reader.read_line(&mut header).unwrap();
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let (name, value) = header.split_once(':').expect("header");
-        match name.to_ascii_lowercase().as_str() {
-            "retry-after" => retry_after = Some(value.trim().to_string()),
-            "content-length" => length = value.trim().parse().unwrap(),
-            _ => {}
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    (code, retry_after, String::from_utf8_lossy(&body).into_owned())
+    let response = http::read_response(&mut BufReader::new(stream));
+    (response.code, response.header("Retry-After").map(str::to_string), response.text())
 }
 
 #[test]

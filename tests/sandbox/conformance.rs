@@ -6,18 +6,17 @@
 //!
 //! Each test starts one server of each backend (the sandbox with RBAC, as kubeadm's server) and
 //! is skipped, loudly, where the real server's binaries are missing.
-#![cfg(feature = "sandbox")]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
+use std::io::{BufReader, Write};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use kcm::client::RestConfig;
 use kcm::envtest::{Backend, TestServer};
 use kcm::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
-use rustls::{ClientConnection, StreamOwned};
 use serde_json::{Value, json};
+
+use crate::support::http;
 
 /// Differences that are understood and accepted: (check, the start of the JSON path, reason).
 const KNOWN: &[(&str, &str, &str)] = &[(
@@ -84,12 +83,7 @@ impl Server {
 
     fn request(&self, config: &RestConfig, method: &str, path: &str, headers: &[(&str, &str)], body: &Value) -> Answer {
         let body = if body.is_null() { Vec::new() } else { body.to_string().into_bytes() };
-        let tls = kcm::client::tls::client_config(&config.tls).expect("TLS config");
-        let name = rustls_pki_types::ServerName::IpAddress(self.addr.ip().into());
-        let connection = ClientConnection::new(Arc::new(tls), name).expect("TLS client");
-        let tcp = TcpStream::connect(self.addr).expect("connect");
-        tcp.set_read_timeout(Some(PATIENCE)).unwrap();
-        let mut stream = StreamOwned::new(connection, tcp);
+        let mut stream = http::connect(self.addr, config, PATIENCE);
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
             self.addr,
@@ -108,49 +102,8 @@ impl Server {
         stream.write_all(head.as_bytes()).unwrap();
         stream.write_all(&body).unwrap();
         stream.flush().unwrap();
-        let mut reader = BufReader::new(stream);
-        let mut line = String::new();
-        reader.read_line(&mut line).expect("status line");
-        let code = line.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("status code");
-        let mut chunked = false;
-        let mut length = None;
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).expect("header");
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            let (name, value) = header.split_once(':').expect("header line");
-            if name.eq_ignore_ascii_case("Transfer-Encoding") && value.contains("chunked") {
-                chunked = true;
-            }
-            if name.eq_ignore_ascii_case("Content-Length") {
-                length = value.trim().parse::<usize>().ok();
-            }
-        }
-        let mut body = Vec::new();
-        if chunked {
-            loop {
-                let mut size = String::new();
-                if reader.read_line(&mut size).unwrap_or(0) == 0 {
-                    break;
-                }
-                let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-                if size == 0 {
-                    break;
-                }
-                let mut chunk = vec![0; size + 2];
-                reader.read_exact(&mut chunk).expect("chunk");
-                body.extend_from_slice(&chunk[..size]);
-            }
-        } else if let Some(length) = length {
-            body.resize(length, 0);
-            reader.read_exact(&mut body).expect("body");
-        } else {
-            let _ = reader.read_to_end(&mut body);
-        }
-        Answer { code, body }
+        let response = http::read_response(&mut BufReader::new(stream));
+        Answer { code: response.code, body: response.body }
     }
 }
 

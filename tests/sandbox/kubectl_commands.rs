@@ -2,9 +2,8 @@
 //! commands must work as against kube-apiserver. Skipped (with a note) where kubectl is not
 //! installed. Objects are created from manifests here; kubectl's typed subcommands, which send
 //! protobuf, are covered by `sandbox_protobuf.rs`.
-#![cfg(feature = "sandbox")]
 
-mod kubectl;
+use crate::kubectl;
 
 use std::io::Write;
 use std::path::Path;

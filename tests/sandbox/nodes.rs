@@ -4,8 +4,6 @@
 //! Every test waits for what it expects with a generous deadline and never asserts on timing,
 //! so that it holds on a loaded machine.
 
-#![cfg(feature = "sandbox")]
-
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;

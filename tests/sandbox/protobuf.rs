@@ -2,9 +2,8 @@
 //! write protobuf bodies (`application/vnd.kubernetes.protobuf`); the sandbox decodes them like
 //! kube-apiserver and answers JSON. Each command must succeed and the object read back as JSON must hold
 //! what the command asked for. Skipped (with a note) where kubectl is not installed.
-#![cfg(feature = "sandbox")]
 
-mod kubectl;
+use crate::kubectl;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

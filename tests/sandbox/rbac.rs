@@ -2,7 +2,6 @@
 //! bootstrap policy, denials read as kube-apiserver's, and the real `kube-controller-manager`,
 //! run as kubeadm runs it (controller-manager.conf, `--use-service-account-credentials=true`),
 //! does its work without a single 403.
-#![cfg(feature = "sandbox")]
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -19,7 +18,7 @@ use kcm::sandbox::nodes::SimulatedNodes;
 use kcm::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
 use serde_json::json;
 
-mod harness;
+use crate::harness;
 
 use harness::{fast_nodes, from};
 

@@ -2,9 +2,8 @@
 //! the sandbox's columns and cells, as against kube-apiserver. A Deployment's pods run on
 //! simulated nodes with the deployment, ReplicaSet and endpoints controllers. Skipped (with a
 //! note) where kubectl is not installed.
-#![cfg(feature = "sandbox")]
 
-mod kubectl;
+use crate::kubectl;
 
 use std::process::Stdio;
 
@@ -12,7 +11,7 @@ use kcm::controllers::deployment::DEPLOYMENT;
 use kcm::controllers::endpoint::ENDPOINTS;
 use kcm::controllers::replicaset::REPLICASET;
 
-mod harness;
+use crate::harness;
 
 use harness::{Cluster, eventually};
 use kubectl::{Kubectl, collect_stdout};

@@ -1,9 +1,6 @@
 //! kcm-sandbox's spec validation against kube-apiserver v1.33's (`pkg/apis/*/validation`):
 //! invalid workloads, pods, jobs, cron jobs and services are refused with 422 and upstream's
 //! field paths and messages, on create and on update; status writes get the status rules.
-#![cfg(feature = "sandbox")]
-
-mod support;
 
 use std::time::Duration;
 
