@@ -1,7 +1,7 @@
 //! `kubectl` (1.32+) against kcm-sandbox with its written admin kubeconfig: the everyday
 //! commands must work as against kube-apiserver. Skipped (with a note) where kubectl is not
 //! installed. Objects are created from manifests here; kubectl's typed subcommands, which send
-//! protobuf, are covered by `sandbox_protobuf.rs`.
+//! protobuf, are covered by `protobuf`.
 
 use crate::kubectl;
 
