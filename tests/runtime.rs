@@ -1,6 +1,6 @@
 //! The controller runtime and the process around the controllers, one module per topic in
 //! `tests/runtime/`: informers, the controller harness, events, the metadata client, leader
-//! election, and the real binary (flags, kubeconfig, secure serving, systemd notification, a
+//! election, and the real binary (its flags and kubeconfig, secure serving, systemd notification, a
 //! standby, high availability).
 //!
 //! `informers::shutdown_stops_the_threads_promptly` counts this process's `informer-priori…`
