@@ -2,10 +2,15 @@
 //! built on `workqueue_*{name=...}` keep working: every controller of `DESCRIPTORS` starts
 //! against each backend and `/metrics` lists exactly upstream's queue names, each from its
 //! queue's creation (depth 0 before the first add is fine).
+//!
+//! A test binary of its own: it checks the exact set of queue names in the process-wide metric
+//! registry, to which any other test's queues would add theirs.
 #![cfg(feature = "sandbox")]
 
 use std::collections::BTreeSet;
 
+// Only `harness::with` and the backends.
+#[allow(dead_code)]
 mod harness;
 
 use harness::Backend;

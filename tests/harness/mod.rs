@@ -8,7 +8,6 @@
 //! The order of `Builder::start_with` is fixed: API server, namespaces with their default
 //! ServiceAccount, nodes, the test's `prepare` hook, then the controllers. What `prepare` creates
 //! is therefore in the controllers' first list rather than racing their watches.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -81,6 +80,7 @@ pub fn eventually_within<T>(deadline: Duration, what: &str, mut check: impl FnMu
 /// the API is down or stalled: the sandbox's store, or kube-apiserver's etcd key
 /// `/registry/<resource>/[<namespace>/]<name>` (most kinds' key; nodes and services differ)
 /// through etcd's JSON gateway, decoded from protobuf.
+#[allow(dead_code)] // Read by the runtime's leader-election and HA tests only.
 pub fn stored_object(server: &TestServer, resource: &str, namespace: &str, name: &str) -> Option<Value> {
     use base64::Engine as _;
     use base64::engine::general_purpose::STANDARD as BASE64;
@@ -228,10 +228,6 @@ impl Cluster {
     /// The sandbox, for tests of what only it offers (faults, audit log); panics on a real server.
     pub fn sandbox(&self) -> &Sandbox {
         self.server.sandbox().expect("this test needs the sandbox")
-    }
-
-    pub fn backend(&self) -> Backend {
-        self.server.backend()
     }
 
     /// The names of the running controllers.

@@ -1,7 +1,6 @@
 //! Running the real `kubectl` against a sandbox, shared by the kubectl integration tests: a
 //! private kubeconfig and cache directory, commands bounded by a deadline, and a reader for the
 //! output of long-running commands such as `get -w`.
-#![allow(dead_code)]
 
 use std::io::Read;
 use std::path::PathBuf;

@@ -1,6 +1,10 @@
 //! Test bed shared by integration tests: a throwaway PKI and a scripted HTTP/1.1 server over
 //! rustls that checks client certificates, so the client is tested against real TLS sockets.
-#![allow(dead_code)]
+
+// Raw HTTP is for the sandbox's tests; the client's tests include this module for the PKI and
+// the scripted server alone.
+#[allow(dead_code)]
+pub mod http;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

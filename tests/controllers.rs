@@ -1,0 +1,36 @@
+//! The controllers against the sandbox and the real server, one module per controller in
+//! `tests/controllers/`, and our binary beside upstream's (`side_by_side`).
+//!
+//! One test binary for all of them (as for each other group of `tests/*.rs`): every test binary
+//! links the whole library, and linking dominated CI's time while each file was its own binary.
+//! The tests share this process; none reads process-wide state another could change (the metric
+//! registry's exact contents are checked by `workqueue_names`, its own binary for that reason).
+#![cfg(feature = "sandbox")]
+
+#[macro_use]
+mod harness;
+
+#[path = "controllers/deployment.rs"]
+mod deployment;
+#[path = "controllers/endpoints.rs"]
+mod endpoints;
+#[path = "controllers/gc.rs"]
+mod gc;
+#[path = "controllers/namespace.rs"]
+mod namespace;
+#[path = "controllers/nodeipam.rs"]
+mod nodeipam;
+#[path = "controllers/nodelifecycle.rs"]
+mod nodelifecycle;
+#[path = "controllers/podgc.rs"]
+mod podgc;
+#[path = "controllers/replicaset.rs"]
+mod replicaset;
+#[path = "controllers/resourcequota.rs"]
+mod resourcequota;
+#[path = "controllers/serviceaccounts.rs"]
+mod serviceaccounts;
+#[path = "controllers/side_by_side.rs"]
+mod side_by_side;
+#[path = "controllers/ttl.rs"]
+mod ttl;

@@ -1,0 +1,236 @@
+//! The ReplicaSet and ReplicationController controllers against the sandbox with simulated
+//! nodes: pods are created, adopted, released and deleted to match `spec.replicas`, the status
+//! follows, and a quota refusal shows as the ReplicaFailure condition.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController, ResourceQuota};
+use kcm::app::controllers::named;
+use kcm::client::{Api, Client, Patch, PostParams};
+use serde_json::{Value, json};
+
+use crate::harness;
+
+use harness::{Backend, Cluster, eventually, from};
+
+/// A bare nginx pod with `labels`.
+fn new_pod(name: &str, labels: Value, node_selector: Option<Value>) -> Pod {
+    let mut spec = json!({"containers": [{"name": "app", "image": "nginx:1.27"}]});
+    if let Some(selector) = node_selector {
+        spec["nodeSelector"] = selector;
+    }
+    from(json!({"metadata": {"name": name, "labels": labels}, "spec": spec}))
+}
+
+fn start(backend: Backend) -> Cluster {
+    start_with(backend, |_| ())
+}
+
+/// A sandbox with two simulated nodes and both controllers running; `prepare` runs against the
+/// API before the controllers start, so that what it creates is in the controllers' first list
+/// rather than racing their watches.
+fn start_with(backend: Backend, prepare: impl FnOnce(&Client)) -> Cluster {
+    harness::with(&[named("replicaset-controller"), named("replicationcontroller-controller")])
+        .on(backend)
+        .names(&["replicaset-controller", "replicationcontroller-controller"])
+        .start_with(|client, _| prepare(client))
+}
+
+/// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
+/// controller modules share one test binary, where two modules' inherent methods of one name
+/// would collide.
+trait ClusterExt {
+    fn owned_pods(&self, uid: &str) -> Vec<Pod>;
+    fn names(pods: &[Pod]) -> BTreeSet<String>;
+    fn wait_owned(&self, uid: &str, count: usize) -> Vec<Pod>;
+    fn create_pod(&self, name: &str, labels: Value, node_selector: Option<Value>) -> Pod;
+    fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet;
+    fn scale(&self, name: &str, replicas: i32);
+    fn wait_rs_status(&self, name: &str, replicas: i32) -> ReplicaSet;
+}
+
+impl ClusterExt for Cluster {
+    /// Active pods whose controller is the object with `uid`, by name.
+    fn owned_pods(&self, uid: &str) -> Vec<Pod> {
+        let pods = self.api::<Pod>().list(&Default::default()).expect("pods").items;
+        pods.into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| {
+                let refs = p.metadata.owner_references.iter().flatten();
+                refs.into_iter().any(|r| r.uid == uid && r.controller == Some(true))
+            })
+            .collect()
+    }
+
+    fn names(pods: &[Pod]) -> BTreeSet<String> {
+        pods.iter().filter_map(|p| p.metadata.name.clone()).collect()
+    }
+
+    /// Waits until the object with `uid` controls exactly `count` live pods.
+    fn wait_owned(&self, uid: &str, count: usize) -> Vec<Pod> {
+        eventually(&format!("{count} pods of {uid}"), || {
+            let pods = self.owned_pods(uid);
+            (pods.len() == count).then_some(pods)
+        })
+    }
+
+    fn create_pod(&self, name: &str, labels: Value, node_selector: Option<Value>) -> Pod {
+        self.api::<Pod>().create(&new_pod(name, labels, node_selector), &PostParams::default()).expect("pod created")
+    }
+
+    fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet {
+        let rs = harness::nginx_replica_set(name, replicas);
+        self.api::<ReplicaSet>().create(&rs, &PostParams::default()).expect("replicaset created")
+    }
+
+    fn scale(&self, name: &str, replicas: i32) {
+        let patch = Patch::Merge(json!({"spec": {"replicas": replicas}}));
+        self.api::<ReplicaSet>().patch(name, &patch, &PostParams::default()).expect("scaled");
+    }
+
+    /// Waits until the ReplicaSet reports `replicas` replicas, all ready and available, for its
+    /// current generation.
+    fn wait_rs_status(&self, name: &str, replicas: i32) -> ReplicaSet {
+        eventually(&format!("{name} status of {replicas}"), || {
+            let rs = self.api::<ReplicaSet>().get(name).ok()?;
+            let status = rs.status.clone()?;
+            let settled = status.replicas == replicas
+                && status.ready_replicas.unwrap_or(0) == replicas
+                && status.available_replicas.unwrap_or(0) == replicas
+                && status.fully_labeled_replicas.unwrap_or(0) == replicas
+                && status.observed_generation == rs.metadata.generation;
+            settled.then_some(rs)
+        })
+    }
+}
+
+fn uid_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    meta.uid.clone().expect("a uid")
+}
+
+on_both_backends!(replica_set_creates_scales_and_reports_status);
+fn replica_set_creates_scales_and_reports_status(backend: Backend) {
+    let cluster = start(backend);
+    let rs = cluster.create_replica_set("web", 3);
+    let uid = uid_of(&rs.metadata);
+    let pods = cluster.wait_owned(&uid, 3);
+    for pod in &pods {
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        assert!(name.starts_with("web-") && name.len() == "web-".len() + 5, "{name}");
+        let owner = &pod.metadata.owner_references.as_ref().expect("owner references")[0];
+        assert_eq!((owner.kind.as_str(), owner.api_version.as_str()), ("ReplicaSet", "apps/v1"));
+        assert_eq!((owner.controller, owner.block_owner_deletion), (Some(true), Some(true)));
+    }
+    let created = eventually("SuccessfulCreate events", || {
+        let events = cluster.event_messages("default", "web", "SuccessfulCreate");
+        (events.len() == 3).then_some(events)
+    });
+    for pod in &pods {
+        let expected = format!("Created pod: {}", pod.metadata.name.as_deref().unwrap_or(""));
+        assert!(created.contains(&expected), "{expected} in {created:?}");
+    }
+    cluster.wait_rs_status("web", 3);
+
+    cluster.scale("web", 5);
+    cluster.wait_owned(&uid, 5);
+    cluster.wait_rs_status("web", 5);
+
+    cluster.scale("web", 1);
+    let left = cluster.wait_owned(&uid, 1);
+    cluster.wait_rs_status("web", 1);
+    eventually("SuccessfulDelete events", || {
+        (cluster.event_messages("default", "web", "SuccessfulDelete").len() == 4).then_some(())
+    });
+    let deleted = cluster.event_messages("default", "web", "SuccessfulDelete");
+    let kept = format!("Deleted pod: {}", left[0].metadata.name.as_deref().unwrap_or(""));
+    assert!(!deleted.contains(&kept), "the kept pod was not deleted: {deleted:?}");
+}
+
+on_both_backends!(orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first);
+fn orphans_are_adopted_changed_pods_released_and_unscheduled_pods_deleted_first(backend: Backend) {
+    // An orphan that exists before the ReplicaSet is adopted and counts as a replica. It is created
+    // before the controllers start: created after, the ReplicaSet's watch event may overtake the
+    // pod's, and the controller would rightly create a third pod (upstream would too).
+    let cluster = start_with(backend, |client| {
+        let pod = new_pod("stray", json!({"app": "api"}), None);
+        Api::<Pod>::namespaced(client, "default").create(&pod, &PostParams::default()).expect("pod created");
+    });
+    let rs = cluster.create_replica_set("api", 3);
+    let uid = uid_of(&rs.metadata);
+    let pods = cluster.wait_owned(&uid, 3);
+    assert!(Cluster::names(&pods).contains("stray"), "adopted: {:?}", Cluster::names(&pods));
+    cluster.wait_rs_status("api", 3);
+    assert_eq!(cluster.event_messages("default", "api", "SuccessfulCreate").len(), 2, "only two pods created");
+
+    // A matching pod that can never be scheduled is adopted, then deleted first as surplus.
+    cluster.create_pod("pinned", json!({"app": "api"}), Some(json!({"no-such-label": "x"})));
+    eventually("pinned deleted as the surplus pod", || {
+        let deleted = cluster.event_messages("default", "api", "SuccessfulDelete");
+        (deleted == ["Deleted pod: pinned"]).then_some(())
+    });
+    let after = cluster.wait_owned(&uid, 3);
+    assert_eq!(Cluster::names(&after), Cluster::names(&pods), "the running pods stay");
+
+    // A pod whose labels stop matching is released and replaced.
+    let patch = Patch::Merge(json!({"metadata": {"labels": {"app": "debug"}}}));
+    cluster.api::<Pod>().patch("stray", &patch, &PostParams::default()).expect("relabelled");
+    let released = eventually("stray released", || {
+        let pod = cluster.api::<Pod>().get("stray").ok()?;
+        pod.metadata.owner_references.as_ref().is_none_or(|r| r.is_empty()).then_some(pod)
+    });
+    assert_eq!(released.metadata.labels.and_then(|l| l.get("app").cloned()).as_deref(), Some("debug"));
+    let replaced = cluster.wait_owned(&uid, 3);
+    assert!(!Cluster::names(&replaced).contains("stray"));
+    cluster.wait_rs_status("api", 3);
+}
+
+on_both_backends!(quota_refusals_show_as_replica_failure);
+fn quota_refusals_show_as_replica_failure(backend: Backend) {
+    let cluster = start(backend);
+    let quotas = Api::<ResourceQuota>::namespaced(&cluster.client, "default");
+    let quota: ResourceQuota = from(json!({"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}}));
+    let mut quota = quotas.create(&quota, &PostParams::default()).expect("quota created");
+    // No quota controller runs: publish the hard limit as it would.
+    quota.status = Some(from(json!({"hard": {"pods": "2"}, "used": {"pods": "0"}})));
+    quotas.replace_status("pods", &quota, &PostParams::default()).expect("quota status");
+
+    let rs = cluster.create_replica_set("capped", 3);
+    cluster.wait_owned(&uid_of(&rs.metadata), 2);
+    let condition = eventually("the ReplicaFailure condition", || {
+        let rs = cluster.api::<ReplicaSet>().get("capped").ok()?;
+        let conditions = rs.status?.conditions.unwrap_or_default();
+        conditions.into_iter().find(|c| c.type_ == "ReplicaFailure")
+    });
+    assert_eq!((condition.status.as_str(), condition.reason.as_deref()), ("True", Some("FailedCreate")));
+    assert!(condition.message.as_deref().unwrap_or("").contains("exceeded quota"), "{condition:?}");
+    let failed = eventually("a FailedCreate event", || {
+        let events = cluster.event_messages("default", "capped", "FailedCreate");
+        (!events.is_empty()).then_some(events)
+    });
+    assert!(failed[0].starts_with("Error creating: ") && failed[0].contains("exceeded quota"), "{failed:?}");
+}
+
+on_both_backends!(replication_controllers_work_the_same);
+fn replication_controllers_work_the_same(backend: Backend) {
+    let cluster = start(backend);
+    let rcs = Api::<ReplicationController>::namespaced(&cluster.client, "default");
+    let rc = harness::nginx_replication_controller("legacy", 2);
+    let rc = rcs.create(&rc, &PostParams::default()).expect("rc created");
+    let pods = cluster.wait_owned(&uid_of(&rc.metadata), 2);
+    for pod in &pods {
+        assert!(pod.metadata.name.as_deref().unwrap_or("").starts_with("legacy-"));
+        let owner = &pod.metadata.owner_references.as_ref().expect("owner references")[0];
+        assert_eq!((owner.kind.as_str(), owner.api_version.as_str()), ("ReplicationController", "v1"));
+    }
+    eventually("rc status", || {
+        let rc = rcs.get("legacy").ok()?;
+        let status = rc.status?;
+        let settled = status.replicas == 2
+            && status.ready_replicas == Some(2)
+            && status.available_replicas == Some(2)
+            && status.observed_generation == rc.metadata.generation;
+        settled.then_some(())
+    });
+    assert_eq!(cluster.event_messages("default", "legacy", "SuccessfulCreate").len(), 2);
+}

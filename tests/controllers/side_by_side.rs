@@ -1,0 +1,41 @@
+//! Our kube-controller-manager beside upstream's v1.33.5 on a real kube-apiserver: the same
+//! scripted steps (see `kcm::envtest::sidebyside`) with each binary, and the resulting objects and
+//! Events compared. Only the differences in `KNOWN_DIFFERENCES` (each with its reason) may
+//! appear. Skipped, loudly, where the real server's binaries are missing.
+
+use std::path::PathBuf;
+
+use kcm::envtest::Backend;
+use kcm::envtest::sidebyside::{self, RunOptions};
+
+fn run(scenario: &str) {
+    if !Backend::Real.available() {
+        return;
+    }
+    let scenario = sidebyside::scenario(scenario).expect("a known scenario");
+    let log_dir = std::env::temp_dir().join(format!("kcm-side-by-side-test-{}-{}", std::process::id(), scenario.name));
+    let options = RunOptions {
+        ours: PathBuf::from(env!("CARGO_BIN_EXE_kube-controller-manager")),
+        upstream: None,
+        log_dir: log_dir.clone(),
+    };
+    let outcome = sidebyside::compare(scenario, &options).expect("both runs start");
+    let unexpected = outcome.unexpected();
+    assert!(
+        outcome.upstream.error.is_none() && outcome.ours.error.is_none() && unexpected.is_empty(),
+        "{outcome}\nunexpected differences:\n{}",
+        unexpected.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")
+    );
+    // The logs are kept (in the temp folder) only when the comparison failed.
+    let _ = std::fs::remove_dir_all(&log_dir);
+}
+
+#[test]
+fn a_deployment_rolls_out_as_upstream_rolls_it_out() {
+    run("deployment-create");
+}
+
+#[test]
+fn a_new_namespace_is_furnished_as_upstream_furnishes_it() {
+    run("serviceaccounts-rootca");
+}

@@ -1,0 +1,49 @@
+//! The README's run command: `kcm-sandbox demo` with the real controller manager binary
+//! converges (steps whose controllers are not built yet are skipped, saying so), on the sandbox
+//! and with `--real-server` on etcd + kube-apiserver v1.33.5.
+
+use std::process::Command;
+
+use kcm::envtest::Backend;
+
+#[test]
+fn the_demo_converges_on_the_sandbox() {
+    the_demo_converges(&[]);
+}
+
+#[test]
+fn the_demo_converges_on_the_real_server() {
+    if Backend::Real.selected() && Backend::Real.available() {
+        the_demo_converges(&["--real-server"]);
+    }
+}
+
+fn the_demo_converges(extra: &[&str]) {
+    let sandbox = env!("CARGO_BIN_EXE_kcm-sandbox");
+    let controller_manager = env!("CARGO_BIN_EXE_kube-controller-manager");
+    let output = Command::new(sandbox)
+        .args(["demo", "--controller-manager", controller_manager])
+        .args(extra)
+        .output()
+        .expect("run kcm-sandbox demo");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "demo failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("demo converged"), "{stdout}");
+    assert!(stdout.contains("pod hello is Running"), "{stdout}");
+    assert!(stdout.contains("is no longer renewed"), "{stdout}");
+    assert!(stdout.contains("replicaset-controller replaced them on healthy nodes"), "{stdout}");
+    assert!(stdout.contains("unable to create new content in namespace demo"), "{stdout}");
+    // Steps whose controllers this build has.
+    let built = |names: &[&str]| names.iter().all(|n| kcm::app::controllers::is_implemented(n));
+    if built(&["garbage-collector-controller", "deployment-controller", "replicaset-controller"]) {
+        assert!(stdout.contains("garbage-collector-controller deleted the ReplicaSet, then its pods"), "{stdout}");
+        assert!(stdout.contains("keep running with no owner"), "{stdout}");
+    }
+    if built(&["endpoints-controller", "endpointslice-controller", "deployment-controller", "replicaset-controller"]) {
+        assert!(stdout.contains("now list 4 addresses"), "{stdout}");
+    }
+    if built(&["namespace-controller", "deployment-controller", "replicaset-controller"]) {
+        assert!(stdout.contains("namespace shop is Terminating"), "{stdout}");
+        assert!(stdout.contains("removed through /finalize and the namespace is gone"), "{stdout}");
+    }
+}

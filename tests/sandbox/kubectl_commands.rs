@@ -1,0 +1,236 @@
+//! `kubectl` (1.32+) against kcm-sandbox with its written admin kubeconfig: the everyday
+//! commands must work as against kube-apiserver. Skipped (with a note) where kubectl is not
+//! installed. Objects are created from manifests here; kubectl's typed subcommands, which send
+//! protobuf, are covered by `protobuf`.
+
+use crate::kubectl;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kubectl::{Kubectl, PATIENCE, collect_stdout, wait_with_deadline};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+const DEPLOYMENT: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+      - name: sidecar
+        image: busybox:1.36
+";
+
+/// A sandbox and kubectl pointed at it as its admin.
+struct Bed {
+    kubectl: Kubectl,
+    _sandbox: Sandbox,
+}
+
+impl Bed {
+    fn start() -> Bed {
+        let sandbox =
+            Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
+                .expect("sandbox starts");
+        Bed { kubectl: Kubectl::for_sandbox(&sandbox, "kubectl"), _sandbox: sandbox }
+    }
+}
+
+impl std::ops::Deref for Bed {
+    type Target = Kubectl;
+    fn deref(&self) -> &Kubectl {
+        &self.kubectl
+    }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// The JSON objects printed so far (kubectl -o json prints one document per event).
+fn printed_objects(buffer: &Mutex<Vec<u8>>) -> Vec<Value> {
+    let bytes = buffer.lock().clone();
+    serde_json::Deserializer::from_slice(&bytes).into_iter::<Value>().map_while(Result::ok).collect()
+}
+
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(found) = check() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn images(deployment: &Value) -> Vec<(String, String)> {
+    deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c["image"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn kubectl_manages_a_deployment() {
+    if !kubectl::available("the kubectl test") {
+        return;
+    }
+    let bed = Bed::start();
+    let first = bed.write("web.yaml", DEPLOYMENT);
+    let second = bed.write("web-2.yaml", &DEPLOYMENT.replace("nginx:1.27", "nginx:1.28"));
+
+    // kubectl validates fields on the server by default; unknown ones are refused.
+    let bogus = bed.write("bogus.yaml", &DEPLOYMENT.replace("  replicas: 2\n", "  replicas: 2\n  bogus: true\n"));
+    let refused = bed.run(&["create", "-f", path(&bogus)]);
+    assert!(!refused.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        format!(
+            "Error from server (BadRequest): error when creating \"{}\": Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown field \"spec.bogus\"",
+            path(&bogus)
+        )
+    );
+    let warned = bed.run(&["create", "--validate=warn", "--dry-run=server", "-f", path(&bogus)]);
+    assert!(warned.status.success());
+    assert_eq!(String::from_utf8_lossy(&warned.stderr).trim(), "Warning: unknown field \"spec.bogus\"");
+    assert_eq!(String::from_utf8_lossy(&warned.stdout).trim(), "deployment.apps/web created (server dry run)");
+
+    assert_eq!(bed.ok(&["create", "-f", path(&first)]).trim(), "deployment.apps/web created");
+    let created = bed.json(&["get", "deploy", "web", "-o", "json"]);
+    assert_eq!(created["metadata"]["generation"], 1);
+    assert_eq!(created["spec"]["replicas"], 2);
+
+    assert_eq!(bed.ok(&["apply", "-f", path(&second)]).trim(), "deployment.apps/web configured");
+    let applied = bed.json(&["get", "deploy", "web", "-o", "json"]);
+    assert_eq!(applied["metadata"]["generation"], 2);
+    assert_eq!(images(&applied), [("app".into(), "nginx:1.28".into()), ("sidecar".into(), "busybox:1.36".into())]);
+    assert!(applied["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].is_string());
+
+    assert_eq!(bed.ok(&["apply", "-f", path(&second)]).trim(), "deployment.apps/web unchanged");
+    let unchanged = bed.json(&["get", "deploy", "web", "-o", "json"]);
+    assert_eq!(unchanged["metadata"]["resourceVersion"], applied["metadata"]["resourceVersion"]);
+
+    assert_eq!(bed.ok(&["scale", "deploy", "web", "--replicas=5"]).trim(), "deployment.apps/web scaled");
+    let scaled = bed.json(&["get", "deploy", "web", "-o", "json"]);
+    assert_eq!((scaled["spec"]["replicas"].as_i64(), scaled["metadata"]["generation"].as_i64()), (Some(5), Some(3)));
+    assert_eq!(scaled["kind"], "Deployment");
+    assert_eq!(scaled["apiVersion"], "apps/v1");
+
+    // A watch sees the label being added.
+    let mut watch = bed
+        .command(&["get", "deploy", "web", "-w", "-o", "json", "--request-timeout=45s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl get -w starts");
+    let printed = collect_stdout(&mut watch);
+    eventually("the watch's first object", || (!printed_objects(&printed).is_empty()).then_some(()));
+    assert_eq!(bed.ok(&["label", "deploy", "web", "tier=front"]).trim(), "deployment.apps/web labeled");
+    let labelled = eventually("the watch to print the labelled deployment", || {
+        printed_objects(&printed).into_iter().find(|o| o["metadata"]["labels"]["tier"] == "front")
+    });
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(labelled["metadata"]["name"], "web");
+
+    assert_eq!(bed.ok(&["get", "deploy", "-l", "tier=front", "-o", "name"]).trim(), "deployment.apps/web");
+    assert_eq!(bed.ok(&["get", "deploy", "-l", "tier in (back,middle)", "-o", "name"]).trim(), "");
+    assert_eq!(bed.ok(&["get", "deploy", "-l", "app=web,!tier", "-o", "name"]).trim(), "");
+
+    assert_eq!(bed.ok(&["delete", "deploy", "web"]).trim(), "deployment.apps \"web\" deleted");
+    let missing = bed.run(&["get", "deploy", "web"]);
+    assert!(!missing.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr).trim(),
+        "Error from server (NotFound): deployments.apps \"web\" not found"
+    );
+}
+
+#[test]
+fn kubectl_discovers_resources_and_lists_namespaces() {
+    if !kubectl::available("the kubectl test") {
+        return;
+    }
+    let bed = Bed::start();
+    let resources = bed.ok(&["api-resources"]);
+    let deployments = resources.lines().find(|l| l.starts_with("deployments ")).expect("deployments listed");
+    let columns: Vec<&str> = deployments.split_whitespace().collect();
+    assert_eq!(columns, ["deployments", "deploy", "apps/v1", "true", "Deployment"]);
+    let names = bed.ok(&["api-resources", "-o", "name"]);
+    for name in ["pods", "deployments.apps", "leases.coordination.k8s.io", "events.events.k8s.io"] {
+        assert!(names.lines().any(|l| l == name), "{name} missing from {names}");
+    }
+    let namespaced = bed.ok(&["api-resources", "--namespaced=false", "-o", "name"]);
+    assert!(namespaced.lines().any(|l| l == "namespaces") && !namespaced.lines().any(|l| l == "pods"));
+
+    let namespaces = bed.ok(&["get", "ns", "-o", "name"]);
+    let mut listed: Vec<&str> = namespaces.lines().collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        ["namespace/default", "namespace/kube-node-lease", "namespace/kube-public", "namespace/kube-system"]
+    );
+    let table = bed.ok(&["get", "ns", "default"]);
+    assert!(table.starts_with("NAME"), "{table}");
+    let default = bed.json(&["get", "ns", "default", "-o", "json"]);
+    assert_eq!(default["status"]["phase"], "Active");
+
+    // A manifest with several documents, then a namespace-scoped get.
+    let manifest = "\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: team
+data:
+  colour: blue
+";
+    let file = bed.write("team.yaml", manifest);
+    let created = bed.ok(&["apply", "-f", path(&file)]);
+    assert_eq!(created.lines().collect::<Vec<_>>(), ["namespace/team created", "configmap/settings created"]);
+    let settings = bed.json(&["get", "cm", "settings", "-n", "team", "-o", "json"]);
+    assert_eq!(settings["data"]["colour"], "blue");
+    let mut stdin = bed
+        .command(&["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    stdin.stdin.take().unwrap().write_all(manifest.replace("blue", "green").as_bytes()).unwrap();
+    let output = wait_with_deadline(stdin, &["apply", "-f", "-"]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).lines().collect::<Vec<_>>(),
+        ["namespace/team unchanged", "configmap/settings configured"]
+    );
+    assert_eq!(bed.json(&["get", "cm", "settings", "-n", "team", "-o", "json"])["data"]["colour"], "green");
+    assert_eq!(bed.ok(&["delete", "ns", "team", "--wait=false"]).trim(), "namespace \"team\" deleted");
+    let terminating = bed.json(&["get", "ns", "team", "-o", "json"]);
+    assert_eq!(terminating["status"]["phase"], "Terminating");
+}

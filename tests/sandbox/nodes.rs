@@ -1,0 +1,466 @@
+//! The sandbox's simulated nodes against a real sandbox over HTTPS: registration and leases,
+//! scheduling, the kubelet's pod lifecycle, deletion, and dead kubelets.
+//!
+//! Every test waits for what it expects with a generous deadline and never asserts on timing,
+//! so that it holds on a loaded machine.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, ServiceAccount};
+use kcm::client::{Api, Client, ClientOptions, DeleteParams, Patch, PostParams};
+use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use serde_json::{Value, json};
+
+/// The longest any expected change may take.
+const DEADLINE: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(50);
+
+/// A sandbox with simulated nodes and an admin client.
+struct Cluster {
+    nodes: Option<SimulatedNodes>,
+    client: Client,
+    // Dropped last: the nodes stop before the server does.
+    _sandbox: Sandbox,
+}
+
+/// Fast kubelets, so that the tests see many heartbeats.
+fn fast() -> NodeOptions {
+    NodeOptions {
+        lease_renew_interval: Duration::from_millis(200),
+        status_report_interval: Duration::from_secs(2),
+        pod_start_delay: Duration::from_millis(200),
+        job_pod_run_time: Duration::from_millis(500),
+        tick: Duration::from_millis(50),
+        ..NodeOptions::default()
+    }
+}
+
+fn start(names: &[&str], options: NodeOptions) -> Cluster {
+    let listen = "127.0.0.1:0".parse().expect("an address");
+    let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).expect("the sandbox starts");
+    let client = Client::new(sandbox.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout: DEADLINE })
+        .expect("a client");
+    // Pod admission needs the namespace's default ServiceAccount.
+    let account: ServiceAccount = from(json!({"metadata": {"name": "default"}}));
+    Api::<ServiceAccount>::namespaced(&client, "default")
+        .create(&account, &PostParams::default())
+        .expect("the default ServiceAccount");
+    let names = names.iter().map(|n| n.to_string()).collect();
+    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, options).expect("the nodes start");
+    Cluster { nodes: Some(nodes), client, _sandbox: sandbox }
+}
+
+impl Cluster {
+    fn nodes(&self) -> &SimulatedNodes {
+        self.nodes.as_ref().expect("running nodes")
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(&self.client, "default")
+    }
+
+    fn node_api(&self) -> Api<Node> {
+        Api::cluster(&self.client)
+    }
+
+    fn leases(&self) -> Api<Lease> {
+        Api::namespaced(&self.client, "kube-node-lease")
+    }
+
+    fn create_pod(&self, name: &str, spec: Value) -> Pod {
+        let mut spec = spec;
+        if spec.get("containers").is_none() {
+            spec["containers"] = json!([{"name": "app", "image": "nginx:1.27"}]);
+        }
+        let pod: Pod = from(json!({"metadata": {"name": name}, "spec": spec}));
+        self.pods().create(&pod, &PostParams::default()).expect("pod created")
+    }
+
+    /// Waits until the pod satisfies `check`, and returns it.
+    fn wait_pod(&self, name: &str, what: &str, check: impl Fn(&Pod) -> bool) -> Pod {
+        wait_for(&format!("pod {name}: {what}"), || self.pods().get_opt(name).expect("pod read").filter(|p| check(p)))
+    }
+
+    fn wait_running(&self, name: &str) -> Pod {
+        self.wait_pod(name, "Running and Ready", |p| phase(p) == "Running" && condition(p, "Ready") == Some("True"))
+    }
+
+    fn renew_time(&self, node: &str) -> String {
+        let lease = self.leases().get(node).expect("lease read");
+        let renew = lease.spec.and_then(|s| s.renew_time).expect("a renew time");
+        renew.0.to_string()
+    }
+
+    /// Removes the not-ready taint TaintNodesByCondition put on new nodes (the node lifecycle
+    /// controller's job).
+    fn untaint(&self, node: &str) {
+        self.node_api()
+            .patch(node, &Patch::Merge(json!({"spec": {"taints": null}})), &PostParams::default())
+            .expect("node untainted");
+    }
+}
+
+fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("a valid object")
+}
+
+fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(POLL);
+    }
+}
+
+fn phase(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
+}
+
+fn node_of(pod: &Pod) -> &str {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default()
+}
+
+fn pod_condition<'a>(pod: &'a Pod, kind: &str) -> Option<&'a PodCondition> {
+    pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == kind)
+}
+
+fn condition<'a>(pod: &'a Pod, kind: &str) -> Option<&'a str> {
+    pod_condition(pod, kind).map(|c| c.status.as_str())
+}
+
+fn node_ready(node: &Node) -> Option<&str> {
+    let conditions = node.status.as_ref()?.conditions.as_ref()?;
+    conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.status.as_str())
+}
+
+#[test]
+fn nodes_register_ready_with_their_leases() {
+    let options = NodeOptions { zones: vec!["us-east-1a".into(), "us-east-1b".into()], ..fast() };
+    let cluster = start(&["node-1", "node-2", "node-3"], options);
+    assert_eq!(cluster.nodes().names(), ["node-1", "node-2", "node-3"]);
+    for (i, name) in ["node-1", "node-2", "node-3"].into_iter().enumerate() {
+        let node = cluster.node_api().get(name).expect("the node is registered");
+        assert_eq!(node_ready(&node), Some("True"));
+        let labels = node.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get("kubernetes.io/hostname").map(String::as_str), Some(name));
+        assert_eq!(labels.get("kubernetes.io/os").map(String::as_str), Some("linux"));
+        assert_eq!(labels.get("beta.kubernetes.io/arch").map(String::as_str), Some("amd64"));
+        let zone = if i % 2 == 0 { "us-east-1a" } else { "us-east-1b" };
+        assert_eq!(labels.get("topology.kubernetes.io/zone").map(String::as_str), Some(zone));
+        assert_eq!(labels.get("topology.kubernetes.io/region").map(String::as_str), Some("us-east-1"));
+        let annotations = node.metadata.annotations.clone().unwrap_or_default();
+        assert_eq!(
+            annotations.get("volumes.kubernetes.io/controller-managed-attach-detach").map(String::as_str),
+            Some("true")
+        );
+        let spec = node.spec.clone().unwrap_or_default();
+        assert!(spec.pod_cidr.is_none(), "pod CIDRs are the controller manager's to give");
+        // The only taint is the one kube-apiserver's TaintNodesByCondition adds.
+        let taints: Vec<String> = spec.taints.unwrap_or_default().into_iter().map(|t| t.key).collect();
+        assert_eq!(taints, ["node.kubernetes.io/not-ready"]);
+        let status = node.status.clone().expect("a status");
+        let info = status.node_info.expect("nodeInfo");
+        assert_eq!(info.kubelet_version, "v1.33.0");
+        assert_eq!(info.container_runtime_version, "containerd://2.0.0");
+        let addresses: Vec<(String, String)> =
+            status.addresses.unwrap_or_default().into_iter().map(|a| (a.type_, a.address)).collect();
+        assert_eq!(addresses, [("InternalIP".into(), format!("10.0.0.{}", 10 + i)), ("Hostname".into(), name.into())]);
+        assert_eq!(status.capacity.unwrap_or_default().get("pods").map(|q| q.0.as_str()), Some("110"));
+        assert_eq!(status.daemon_endpoints.and_then(|d| d.kubelet_endpoint).map(|e| e.port), Some(10250));
+        let pressure: Vec<(String, String)> = status
+            .conditions
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| (c.type_, c.reason.unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            pressure,
+            [
+                ("MemoryPressure".into(), "KubeletHasSufficientMemory".into()),
+                ("DiskPressure".into(), "KubeletHasNoDiskPressure".into()),
+                ("PIDPressure".into(), "KubeletHasSufficientPID".into()),
+                ("Ready".into(), "KubeletReady".into()),
+            ]
+        );
+
+        let lease = cluster.leases().get(name).expect("the lease exists");
+        let spec = lease.spec.clone().expect("a lease spec");
+        assert_eq!(spec.holder_identity.as_deref(), Some(name));
+        assert_eq!(spec.lease_duration_seconds, Some(40));
+        let owners = lease.metadata.owner_references.clone().unwrap_or_default();
+        assert_eq!(owners.len(), 1);
+        assert_eq!((owners[0].kind.as_str(), owners[0].name.as_str()), ("Node", name));
+        assert_eq!(Some(&owners[0].uid), node.metadata.uid.as_ref());
+    }
+    let before = cluster.renew_time("node-2");
+    wait_for("the lease to be renewed", || (cluster.renew_time("node-2") != before).then_some(()));
+}
+
+#[test]
+fn a_pending_pod_is_scheduled_and_runs() {
+    let cluster = start(&["node-a", "node-b"], fast());
+    let pod = cluster.create_pod("web", json!({"initContainers": [{"name": "setup", "image": "busybox"}]}));
+    let uid = pod.metadata.uid.clone();
+    let pod = cluster.wait_running("web");
+    assert_eq!(pod.metadata.uid, uid);
+    assert!(matches!(node_of(&pod), "node-a" | "node-b"));
+    let status = pod.status.clone().expect("a status");
+    let host_ip = status.host_ip.clone().expect("a host IP");
+    assert!(host_ip == "10.0.0.10" || host_ip == "10.0.0.11", "{host_ip}");
+    let pod_ip = status.pod_ip.clone().expect("a pod IP");
+    assert!(pod_ip.starts_with("10.244."), "{pod_ip}");
+    assert_eq!(status.pod_ips.unwrap_or_default().len(), 1);
+    assert!(status.start_time.is_some());
+    for kind in ["PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled"] {
+        assert_eq!(condition(&pod, kind), Some("True"), "{kind}");
+    }
+    let container = &status.container_statuses.unwrap_or_default()[0];
+    assert_eq!(container.name, "app");
+    assert!(container.ready && container.started == Some(true) && container.restart_count == 0);
+    assert_eq!(container.image, "docker.io/library/nginx:1.27");
+    assert!(container.image_id.starts_with("docker.io/library/nginx@sha256:"));
+    assert!(container.container_id.as_deref().is_some_and(|id| id.starts_with("containerd://")));
+    assert!(container.state.as_ref().and_then(|s| s.running.as_ref()).is_some());
+    let init = &status.init_container_statuses.unwrap_or_default()[0];
+    let terminated = init.state.as_ref().and_then(|s| s.terminated.clone()).expect("init container completed");
+    assert_eq!((terminated.exit_code, terminated.reason.as_deref()), (0, Some("Completed")));
+
+    // More pods spread over the two nodes, each with its own IP.
+    for name in ["web-2", "web-3", "web-4"] {
+        cluster.create_pod(name, json!({}));
+    }
+    let pods: Vec<Pod> = ["web", "web-2", "web-3", "web-4"].iter().map(|n| cluster.wait_running(n)).collect();
+    let on_a = pods.iter().filter(|p| node_of(p) == "node-a").count();
+    assert_eq!(on_a, 2, "the scheduler spreads pods over the nodes");
+    let mut ips: Vec<String> = pods.iter().filter_map(|p| p.status.as_ref().and_then(|s| s.pod_ip.clone())).collect();
+    ips.sort();
+    ips.dedup();
+    assert_eq!(ips.len(), 4, "pod IPs are unique: {ips:?}");
+}
+
+#[test]
+fn a_pod_no_node_matches_stays_pending() {
+    let cluster = start(&["node-a", "node-b"], fast());
+    cluster.create_pod("picky", json!({"nodeSelector": {"disktype": "ssd"}}));
+    let pod = cluster.wait_pod("picky", "PodScheduled=False", |p| condition(p, "PodScheduled") == Some("False"));
+    let scheduled = pod_condition(&pod, "PodScheduled").expect("PodScheduled");
+    assert_eq!(scheduled.reason.as_deref(), Some("Unschedulable"));
+    assert_eq!(
+        scheduled.message.as_deref(),
+        Some(
+            "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        )
+    );
+    assert_eq!(phase(&pod), "Pending");
+    // Labelling a node makes it fit.
+    cluster
+        .node_api()
+        .patch("node-b", &Patch::Merge(json!({"metadata": {"labels": {"disktype": "ssd"}}})), &PostParams::default())
+        .expect("node labelled");
+    let pod = cluster.wait_running("picky");
+    assert_eq!(node_of(&pod), "node-b");
+    assert_eq!(condition(&pod, "PodScheduled"), Some("True"));
+}
+
+#[test]
+fn pods_that_tolerate_nothing_avoid_tainted_nodes() {
+    let cluster = start(&["node-a", "node-b"], fast());
+    let taint = json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}});
+    cluster.node_api().patch("node-a", &Patch::Merge(taint), &PostParams::default()).expect("node tainted");
+    for name in ["p1", "p2", "p3"] {
+        cluster.create_pod(name, json!({}));
+    }
+    for name in ["p1", "p2", "p3"] {
+        assert_eq!(node_of(&cluster.wait_running(name)), "node-b");
+    }
+    // Pinned to the tainted node: only a pod that tolerates the taint gets there.
+    let pinned = json!({"nodeSelector": {"kubernetes.io/hostname": "node-a"}});
+    cluster.create_pod("intolerant", pinned.clone());
+    let mut tolerant = pinned;
+    tolerant["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}]);
+    cluster.create_pod("tolerant", tolerant);
+    assert_eq!(node_of(&cluster.wait_running("tolerant")), "node-a");
+    let pod = cluster.wait_pod("intolerant", "unschedulable", |p| condition(p, "PodScheduled") == Some("False"));
+    let message = pod_condition(&pod, "PodScheduled").and_then(|c| c.message.clone()).unwrap_or_default();
+    assert!(message.starts_with("0/2 nodes are available: "), "{message}");
+    assert!(message.contains("1 node(s) had untolerated taint {dedicated: db}"), "{message}");
+    assert!(message.contains("1 node(s) didn't match Pod's node affinity/selector"), "{message}");
+}
+
+#[test]
+fn a_strict_scheduler_waits_for_the_not_ready_taint_to_go() {
+    let cluster = start(&["node-a"], NodeOptions { strict_not_ready_taint: true, ..fast() });
+    cluster.create_pod("early", json!({}));
+    let pod = cluster.wait_pod("early", "unschedulable", |p| condition(p, "PodScheduled") == Some("False"));
+    let message = pod_condition(&pod, "PodScheduled").and_then(|c| c.message.clone()).unwrap_or_default();
+    assert!(message.contains("1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }"), "{message}");
+    cluster.untaint("node-a");
+    assert_eq!(node_of(&cluster.wait_running("early")), "node-a");
+}
+
+#[test]
+fn pods_that_run_to_completion_succeed() {
+    let cluster = start(&["node-a"], fast());
+    let job_owned = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "job-pod", "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "job",
+            "uid": "6b1b2d0e-0000-4000-8000-000000000001", "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "work", "image": "busybox"}]}});
+    cluster.pods().create(&from::<Pod>(job_owned), &PostParams::default()).expect("job pod created");
+    cluster.create_pod("once", json!({"restartPolicy": "OnFailure"}));
+    for name in ["job-pod", "once"] {
+        let pod = cluster.wait_pod(name, "Succeeded", |p| phase(p) == "Succeeded");
+        let ready = pod_condition(&pod, "Ready").expect("Ready");
+        assert_eq!((ready.status.as_str(), ready.reason.as_deref()), ("False", Some("PodCompleted")));
+        let status = pod.status.clone().expect("a status");
+        let container = &status.container_statuses.unwrap_or_default()[0];
+        let terminated = container.state.as_ref().and_then(|s| s.terminated.clone()).expect("terminated");
+        assert_eq!((terminated.exit_code, terminated.reason.as_deref()), (0, Some("Completed")));
+        assert!(!container.ready);
+    }
+    // A pod restarted always keeps running.
+    cluster.create_pod("server", json!({}));
+    cluster.wait_running("server");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(phase(&cluster.pods().get("server").expect("pod read")), "Running");
+}
+
+#[test]
+fn fail_pod_marks_the_pod_failed() {
+    let cluster = start(&["node-a"], fast());
+    cluster.create_pod("crashy", json!({}));
+    cluster.wait_running("crashy");
+    cluster.nodes().fail_pod("default", "crashy").expect("pod failed");
+    let pod = cluster.wait_pod("crashy", "Failed", |p| phase(p) == "Failed");
+    let status = pod.status.clone().expect("a status");
+    let terminated = status.container_statuses.unwrap_or_default()[0]
+        .state
+        .as_ref()
+        .and_then(|s| s.terminated.clone())
+        .expect("terminated");
+    assert_eq!((terminated.exit_code, terminated.reason.as_deref()), (1, Some("Error")));
+    assert_eq!(pod_condition(&pod, "Ready").and_then(|c| c.reason.as_deref()), Some("PodFailed"));
+    assert!(cluster.nodes().fail_pod("default", "crashy").is_err(), "a failed pod cannot fail again");
+    assert!(cluster.nodes().fail_pod("default", "missing").is_err());
+}
+
+#[test]
+fn a_deleted_pod_is_stopped_and_removed_by_its_kubelet() {
+    let cluster = start(&["node-a"], fast());
+    cluster.create_pod("doomed", json!({}));
+    cluster.wait_running("doomed");
+    cluster.pods().delete("doomed", &DeleteParams::default()).expect("delete accepted");
+    let pod = cluster.pods().get_opt("doomed").expect("pod read");
+    // Terminating until the kubelet confirms (unless it already has).
+    if let Some(pod) = pod {
+        assert!(pod.metadata.deletion_timestamp.is_some());
+    }
+    wait_for("the pod to be gone", || cluster.pods().get_opt("doomed").expect("pod read").is_none().then_some(()));
+}
+
+#[test]
+fn a_dead_kubelet_stops_renewing_and_leaves_its_pods_terminating() {
+    let cluster = start(&["node-a", "node-b"], fast());
+    cluster.create_pod("stuck", json!({"nodeSelector": {"kubernetes.io/hostname": "node-a"}}));
+    cluster.wait_running("stuck");
+    assert!(cluster.nodes().stop_heartbeat("node-a"));
+    assert!(!cluster.nodes().stop_heartbeat("node-z"));
+
+    // No more lease renewals while dead.
+    let renewed = cluster.renew_time("node-a");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(cluster.renew_time("node-a"), renewed, "a dead kubelet renewed its lease");
+
+    // A deleted pod stays Terminating: nobody confirms its end.
+    cluster.pods().delete("stuck", &DeleteParams::default()).expect("delete accepted");
+    std::thread::sleep(Duration::from_millis(1500));
+    let pod = cluster.pods().get("stuck").expect("the pod is still there");
+    assert!(pod.metadata.deletion_timestamp.is_some());
+    assert_eq!(phase(&pod), "Running");
+
+    // New pods go to the live node.
+    for name in ["n1", "n2"] {
+        cluster.create_pod(name, json!({}));
+        assert_eq!(node_of(&cluster.wait_running(name)), "node-b");
+    }
+
+    // The kubelet comes back: renews its lease, takes the pod down, and reports Ready.
+    cluster
+        .node_api()
+        .patch_status(
+            "node-a",
+            &Patch::Strategic(json!({"status": {"conditions": [{"type": "Ready", "status": "Unknown",
+                "reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status."}]}})),
+            &PostParams::default(),
+        )
+        .expect("node marked Unknown");
+    assert!(cluster.nodes().resume_heartbeat("node-a"));
+    wait_for("the lease to be renewed", || (cluster.renew_time("node-a") != renewed).then_some(()));
+    wait_for("the pod to be gone", || cluster.pods().get_opt("stuck").expect("pod read").is_none().then_some(()));
+    wait_for("node-a to be Ready", || {
+        let node = cluster.node_api().get("node-a").expect("node read");
+        (node_ready(&node) == Some("True")).then_some(())
+    });
+}
+
+#[test]
+fn a_node_marked_unknown_by_someone_else_reports_ready_again() {
+    let cluster = start(&["node-a"], fast());
+    let node = cluster.node_api().get("node-a").expect("node read");
+    let conditions = node.status.and_then(|s| s.conditions).unwrap_or_default();
+    let ready = conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
+    let first_transition = ready.last_transition_time.clone();
+    let unknown = json!({"status": {"conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+        "message": "Kubelet stopped posting node status."}]}});
+    cluster.node_api().patch_status("node-a", &Patch::Strategic(unknown), &PostParams::default()).expect("marked");
+    let node = wait_for("node-a to report Ready again", || {
+        let node = cluster.node_api().get("node-a").expect("node read");
+        (node_ready(&node) == Some("True")).then_some(node)
+    });
+    let conditions = node.status.and_then(|s| s.conditions).unwrap_or_default();
+    let ready = conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
+    assert_eq!(ready.reason.as_deref(), Some("KubeletReady"));
+    assert!(ready.last_transition_time >= first_transition);
+}
+
+#[test]
+fn a_deleted_node_comes_back_only_when_its_kubelet_restarts() {
+    let cluster = start(&["node-a"], fast());
+    let old_uid = cluster.node_api().get("node-a").expect("node read").metadata.uid;
+    cluster.node_api().delete("node-a", &DeleteParams::default()).expect("node deleted");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(cluster.node_api().get_opt("node-a").expect("node read").is_none(), "a live kubelet re-registered");
+    cluster.nodes().stop_heartbeat("node-a");
+    cluster.nodes().resume_heartbeat("node-a");
+    let node = wait_for("node-a to register again", || cluster.node_api().get_opt("node-a").expect("node read"));
+    assert_ne!(node.metadata.uid, old_uid);
+    assert_eq!(node_ready(&node), Some("True"));
+}
+
+#[test]
+fn a_deleted_node_is_registered_again_when_asked_to() {
+    let cluster = start(&["node-a"], NodeOptions { reregister_deleted_nodes: true, ..fast() });
+    let old_uid = cluster.node_api().get("node-a").expect("node read").metadata.uid;
+    cluster.node_api().delete("node-a", &DeleteParams::default()).expect("node deleted");
+    let node = wait_for("node-a to register again", || {
+        cluster.node_api().get_opt("node-a").expect("node read").filter(|n| n.metadata.uid != old_uid)
+    });
+    assert_eq!(node_ready(&node), Some("True"));
+}
+
+#[test]
+fn stop_ends_every_write() {
+    let mut cluster = start(&["node-a"], fast());
+    let nodes = cluster.nodes.take().expect("running nodes");
+    nodes.stop();
+    let renewed = cluster.renew_time("node-a");
+    cluster.create_pod("orphan", json!({}));
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(cluster.renew_time("node-a"), renewed);
+    let pod = cluster.pods().get("orphan").expect("pod read");
+    assert_eq!(node_of(&pod), "", "nothing schedules after stop");
+}
