@@ -5,13 +5,13 @@
 use std::time::Duration;
 
 use super::FlagError;
-use crate::apimachinery::duration::format_go_duration;
 use super::feature_gates::FeatureGates;
 use super::options::{
     CloudOptions, CsrSigningOptions, LeaderElection, LogsOptions, MetricsOptions, NodeIpamOptions, Options,
     SecureServingOptions, SignerFiles,
 };
 use super::values::{Cidr, KUBE_VERSION};
+use crate::apimachinery::duration::format_go_duration;
 use crate::app::controllers::CONTROLLERS;
 
 /// Checks the options the way upstream v1.33 does; the first problem found is returned.

@@ -10,8 +10,8 @@ use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::apimachinery::duration::parse_go_duration;
 use super::feature_gates::FeatureGates;
+use crate::apimachinery::duration::parse_go_duration;
 use crate::app::controllers::ControllerSelection;
 
 /// How a value is being set, for the types where repeating a flag accumulates (pflag's string

@@ -239,7 +239,8 @@ fn descriptor(spec: &str) -> Result<(), String> {
         _ => match spec.strip_prefix("@every ") {
             // Go's `time.ParseDuration` also takes negative durations.
             Some(duration)
-                if crate::apimachinery::duration::parse_go_duration(duration.strip_prefix('-').unwrap_or(duration)).is_ok() =>
+                if crate::apimachinery::duration::parse_go_duration(duration.strip_prefix('-').unwrap_or(duration))
+                    .is_ok() =>
             {
                 Ok(())
             }
