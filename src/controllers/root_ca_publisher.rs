@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::client::{Api, Client, PostParams};
-use crate::runtime::controller::{Controller, ControllerContext, SyncError};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
 
@@ -65,7 +65,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         _ => {}
     });
     Ok(Controller::new()
-        .with_queue(&queue, WORKERS, move |key: &String| publisher.sync(key).map_err(SyncError::Failed)))
+        .with_queue(&queue, WORKERS, move |key: &String| publisher.sync(key)))
 }
 
 struct Publisher {
@@ -82,7 +82,7 @@ impl Publisher {
 
 impl Publisher {
     /// `syncNamespace`.
-    fn sync(&self, namespace: &str) -> Result<(), String> {
+    fn sync(&self, namespace: &str) -> SyncResult {
         let api = Api::<ConfigMap>::namespaced(&self.client, namespace);
         let Some(cached) = self.config_maps.store().get_by_name(namespace, CONFIG_MAP_NAME) else {
             let cm = ConfigMap {
@@ -97,7 +97,7 @@ impl Publisher {
             return match api.create(&cm, &PostParams::default()) {
                 // No retry when the namespace is gone or terminating.
                 Err(e) if e.is_not_found() || e.has_status_cause("NamespaceTerminating") => Ok(()),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(e.into()),
                 Ok(_) => Ok(()),
             };
         };
@@ -111,6 +111,6 @@ impl Publisher {
             .annotations
             .get_or_insert_default()
             .insert(DESCRIPTION_ANNOTATION.to_string(), DESCRIPTION.to_string());
-        api.replace(CONFIG_MAP_NAME, &cm, &PostParams::default()).map(|_| ()).map_err(|e| e.to_string())
+        api.replace(CONFIG_MAP_NAME, &cm, &PostParams::default()).map(|_| ()).map_err(SyncError::from)
     }
 }

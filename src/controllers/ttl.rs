@@ -13,7 +13,7 @@ use parking_lot::RwLock;
 use serde_json::json;
 
 use crate::client::{Api, Client, Patch, PostParams};
-use crate::runtime::controller::{Controller, ControllerContext, SyncError};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
 
@@ -80,7 +80,7 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
     let handler_queue = queue.clone();
     controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event, &handler_queue));
     Ok(Controller::new().with_queue(&queue, WORKERS, move |key: &String| {
-        controller.update_node_if_needed(key).map_err(SyncError::Failed)
+        controller.update_node_if_needed(key)
     }))
 }
 
@@ -118,7 +118,7 @@ impl TtlController {
     }
 
     /// `updateNodeIfNeeded`.
-    fn update_node_if_needed(&self, key: &str) -> Result<(), String> {
+    fn update_node_if_needed(&self, key: &str) -> SyncResult {
         let Some(node) = self.nodes.store().get(key) else { return Ok(()) };
         let desired = self.size.read().desired_ttl_seconds;
         if ttl_annotation(&node) == Some(desired) {
@@ -131,7 +131,7 @@ impl TtlController {
                 log::debug!("changed ttl annotation of node {key} to {desired}s");
                 Ok(())
             }
-            Err(e) => Err(format!("failed to change ttl annotation for node {key}: {e}")),
+            Err(e) => Err(SyncError::from(e).context(format!("failed to change ttl annotation for node {key}"))),
         }
     }
 }
