@@ -2,6 +2,8 @@
 //! controller manager. The binary in `main.rs` is a thin shell around this library so that
 //! tests and the development API server reuse every part.
 
+#![warn(missing_docs)]
+
 pub mod apimachinery;
 pub mod app;
 pub mod client;

@@ -31,6 +31,7 @@ pub struct KlogLogger {
 }
 
 impl KlogLogger {
+    /// A logger that shows messages up to klog verbosity `verbosity` (`-v`).
     pub fn new(verbosity: u32) -> KlogLogger {
         let time_zone = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
         KlogLogger { verbosity, pid: std::process::id(), time_zone }

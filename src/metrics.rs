@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 
 /// Anything that can write its samples into an exposition.
 pub trait Collector: Send + Sync {
+    /// Appends this collector's `# HELP`/`# TYPE` lines and samples to `out`.
     fn write_to(&self, out: &mut String);
 }
 
@@ -20,6 +21,7 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// Adds a collector to what `/metrics` shows.
     pub fn register(&self, collector: Arc<dyn Collector>) {
         self.collectors.lock().push(collector);
     }
@@ -62,10 +64,12 @@ pub type CounterVec = ValueFamily;
 pub type GaugeVec = ValueFamily;
 
 impl ValueFamily {
+    /// A counter family; `labels` are the label names, whose values every call passes in order.
     pub fn counter(name: &'static str, help: &'static str, labels: &'static [&'static str]) -> Self {
         Self::new(name, help, Kind::Counter, labels)
     }
 
+    /// A gauge family; `labels` are the label names, whose values every call passes in order.
     pub fn gauge(name: &'static str, help: &'static str, labels: &'static [&'static str]) -> Self {
         Self::new(name, help, Kind::Gauge, labels)
     }
@@ -74,15 +78,18 @@ impl ValueFamily {
         ValueFamily { name, help, kind, label_names, values: Mutex::new(BTreeMap::new()) }
     }
 
+    /// Adds 1 to the series of these label values.
     pub fn inc(&self, labels: &[&str]) {
         self.add(labels, 1.0);
     }
 
+    /// Adds `delta` to the series of these label values (never negative for a counter).
     pub fn add(&self, labels: &[&str], delta: f64) {
         debug_assert!(self.kind == Kind::Gauge || delta >= 0.0, "counter {} decreased", self.name);
         *self.values.lock().entry(self.key(labels)).or_insert(0.0) += delta;
     }
 
+    /// Sets the series of these label values (gauges only).
     pub fn set(&self, labels: &[&str], value: f64) {
         debug_assert!(self.kind == Kind::Gauge, "set on counter {}", self.name);
         self.values.lock().insert(self.key(labels), value);
@@ -94,6 +101,7 @@ impl ValueFamily {
         self.values.lock().entry(self.key(labels)).or_insert(0.0);
     }
 
+    /// The current value of the series of these label values; 0 if it does not exist.
     pub fn get(&self, labels: &[&str]) -> f64 {
         self.values.lock().get(&self.key(labels)).copied().unwrap_or(0.0)
     }
@@ -138,10 +146,12 @@ struct Histogram {
 }
 
 impl HistogramVec {
+    /// A histogram family whose buckets end at the ascending upper `bounds` (`+Inf` is added).
     pub fn new(name: &'static str, help: &'static str, labels: &'static [&'static str], bounds: &[f64]) -> Self {
         HistogramVec { name, help, label_names: labels, bounds: bounds.to_vec(), series: Mutex::new(BTreeMap::new()) }
     }
 
+    /// Records one observation in the series of these label values.
     pub fn observe(&self, labels: &[&str], value: f64) {
         let bucket = self.bounds.iter().position(|b| value <= *b).unwrap_or(self.bounds.len());
         let mut series = self.series.lock();

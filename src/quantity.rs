@@ -118,18 +118,22 @@ impl Quantity {
         Quantity { nanos: i128::from(millis) * 1_000_000, format }
     }
 
+    /// Zero, in the decimal SI format.
     pub fn zero() -> Quantity {
         Quantity { nanos: 0, format: Format::DecimalSI }
     }
 
+    /// The format the quantity was written in, which its canonical form keeps.
     pub fn format(&self) -> Format {
         self.format
     }
 
+    /// Whether the value is zero.
     pub fn is_zero(&self) -> bool {
         self.nanos == 0
     }
 
+    /// Whether the value is below zero.
     pub fn is_negative(&self) -> bool {
         self.nanos < 0
     }

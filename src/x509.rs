@@ -5,7 +5,9 @@
 /// The user a client certificate authenticates as.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CertificateSubject {
+    /// The subject's common name: the user name.
     pub common_name: String,
+    /// The subject's organizations: the user's groups.
     pub organizations: Vec<String>,
 }
 

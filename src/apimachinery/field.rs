@@ -11,15 +11,25 @@ use super::strconv::quote;
 /// `field.ErrorType`: what is wrong with the field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorType {
+    /// `ErrorTypeNotFound`: the value names something that cannot be found.
     NotFound,
+    /// `ErrorTypeRequired`: a required value is missing.
     Required,
+    /// `ErrorTypeDuplicate`: the value repeats one that must be unique.
     Duplicate,
+    /// `ErrorTypeInvalid`: the value is malformed or out of range.
     Invalid,
+    /// `ErrorTypeNotSupported`: the value is not one of an enumeration's values.
     NotSupported,
+    /// `ErrorTypeForbidden`: the value is well formed but not allowed here.
     Forbidden,
+    /// `ErrorTypeTooLong`: the value is longer than allowed.
     TooLong,
+    /// `ErrorTypeTooMany`: the list has more items than allowed.
     TooMany,
+    /// `ErrorTypeInternal`: a server-side failure unrelated to the input.
     Internal,
+    /// `ErrorTypeTypeInvalid`: the value is not of the schema's type.
     TypeInvalid,
 }
 
@@ -66,11 +76,13 @@ impl ErrorType {
 /// `%q`, a struct as `%#v`, …), since callers know its Go type and this module does not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
+    /// What is wrong with the field.
     pub error_type: ErrorType,
     /// The field path, e.g. `spec.template.spec.containers[0].name`.
     pub field: String,
     /// The rendered bad value; `None` is upstream's `omitValue`.
     pub value: Option<String>,
+    /// The explanation after the value (`must be greater than or equal to 0`); may be empty.
     pub detail: String,
 }
 

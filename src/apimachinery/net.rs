@@ -8,6 +8,7 @@ use std::net::IpAddr;
 pub struct Cidr {
     /// The network address (host bits zero).
     pub address: IpAddr,
+    /// The number of leading bits that form the network (`16` in `10.244.0.0/16`).
     pub prefix_len: u8,
 }
 
@@ -35,6 +36,7 @@ impl Cidr {
         Ok(Cidr { address, prefix_len })
     }
 
+    /// Whether this is an IPv6 network (`netutils.IsIPv6CIDR`).
     pub fn is_ipv6(&self) -> bool {
         self.address.is_ipv6()
     }

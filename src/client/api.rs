@@ -28,6 +28,7 @@ impl<K> Clone for Api<K> {
 
 /// Whether a `k8s_openapi` scope is namespaced.
 pub trait Scope {
+    /// Whether objects of this scope live in a namespace (and their paths name it).
     const NAMESPACED: bool;
 }
 
@@ -56,11 +57,15 @@ impl<K: Resource<Scope = ClusterResourceScope>> Api<K> {
 /// Options of list requests.
 #[derive(Debug, Clone, Default)]
 pub struct ListParams {
+    /// `labelSelector`, e.g. `app=web,tier!=cache`.
     pub label_selector: Option<String>,
+    /// `fieldSelector`, e.g. `metadata.name=foo`.
     pub field_selector: Option<String>,
     /// Page size; `None` asks for everything at once.
     pub limit: Option<u32>,
+    /// `continue`: the token of the previous page's list metadata, to get the next page.
     pub continue_token: Option<String>,
+    /// `resourceVersion`: how fresh the list must be (`0` allows the API server's cache).
     pub resource_version: Option<String>,
     /// `NotOlderThan` or `Exact`, with `resource_version`.
     pub resource_version_match: Option<String>,
@@ -84,6 +89,7 @@ impl ListParams {
 pub struct PostParams {
     /// Validate and admit the request without persisting it.
     pub dry_run: bool,
+    /// `fieldManager`: the manager recorded in `managedFields` for this write.
     pub field_manager: Option<String>,
 }
 
@@ -118,24 +124,33 @@ impl Patch {
 /// How dependents are handled when their owner is deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PropagationPolicy {
+    /// Delete the object and leave its dependents, removing their owner references.
     Orphan,
+    /// Delete the object now; the garbage collector deletes the dependents afterwards.
     Background,
+    /// Delete the dependents first; the object stays (with the `foregroundDeletion` finalizer) until they are gone.
     Foreground,
 }
 
 /// Conditions the object must still meet for a delete to proceed.
 #[derive(Debug, Clone, Default)]
 pub struct Preconditions {
+    /// Delete only the object with this UID (not a recreated one of the same name).
     pub uid: Option<String>,
+    /// Delete only if the object is still at this resourceVersion.
     pub resource_version: Option<String>,
 }
 
 /// Options of delete requests, sent as a `DeleteOptions` body.
 #[derive(Debug, Clone, Default)]
 pub struct DeleteParams {
+    /// `gracePeriodSeconds`: how long the object may take to terminate; `0` deletes at once.
     pub grace_period_seconds: Option<i64>,
+    /// `propagationPolicy`; `None` leaves it to the kind's default.
     pub propagation_policy: Option<PropagationPolicy>,
+    /// `preconditions`: what the object must still be for the delete to proceed.
     pub preconditions: Option<Preconditions>,
+    /// `dryRun=All`: validate and admit the delete without doing it.
     pub dry_run: bool,
 }
 
@@ -168,7 +183,9 @@ impl DeleteParams {
 /// `Status` for kinds that answer with one once the object is gone.
 #[derive(Debug)]
 pub enum Deleted<K> {
+    /// The object as the delete left it.
     Object(K),
+    /// The object is gone; the `Status` the API server answered with.
     Gone(Box<Status>),
 }
 
@@ -182,10 +199,12 @@ where
         Api { client: client.clone(), namespace: None, kind: PhantomData }
     }
 
+    /// The client the requests go through.
     pub fn client(&self) -> &Client {
         &self.client
     }
 
+    /// The namespace this `Api` is bound to; `None` for cluster-scoped kinds and all namespaces.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_deref()
     }
@@ -218,6 +237,7 @@ where
         Ok(path)
     }
 
+    /// GETs the object; a missing one is a NotFound error (see [`Api::get_opt`]).
     pub fn get(&self, name: &str) -> Result<K> {
         self.get_subresource_at(name, None)
     }
@@ -241,6 +261,7 @@ where
         decode(&self.client.send(Method::GET, &path, None)?)
     }
 
+    /// POSTs a new object to the collection (needs a namespace for namespaced kinds).
     pub fn create(&self, object: &K, params: &PostParams) -> Result<K>
     where
         K: Serialize,
@@ -302,14 +323,17 @@ where
         decode(&self.client.send(Method::POST, &path, Some(Body::json(body)?))?)
     }
 
+    /// PATCHes the object.
     pub fn patch(&self, name: &str, patch: &Patch, params: &PostParams) -> Result<K> {
         self.patch_at(name, None, patch, params)
     }
 
+    /// PATCHes the object's `status` subresource.
     pub fn patch_status(&self, name: &str, patch: &Patch, params: &PostParams) -> Result<K> {
         self.patch_at(name, Some("status"), patch, params)
     }
 
+    /// PATCHes a subresource (`scale`).
     pub fn patch_subresource<T: DeserializeOwned>(
         &self,
         subresource: &str,
@@ -331,6 +355,7 @@ where
         decode(&self.client.send(Method::PATCH, &path, Some(patch.body()?))?)
     }
 
+    /// DELETEs the object: see [`Deleted`] for what comes back.
     pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<Deleted<K>> {
         let path = self.object_path(name, None)?;
         let body = self.client.send(Method::DELETE, &path, params.body()?)?;

@@ -94,7 +94,9 @@ impl std::error::Error for ConfigError {}
 pub struct RestConfig {
     /// Base URL without a trailing slash, e.g. `https://10.0.0.1:6443` (may carry a path prefix).
     pub server: String,
+    /// How to trust the server and, optionally, the client certificate to present.
     pub tls: TlsSettings,
+    /// The bearer token to send, if any.
     pub auth: Auth,
     /// Where this came from, for log lines and errors ("kubeconfig /etc/...", "in-cluster").
     pub source: String,
@@ -117,7 +119,9 @@ pub struct TlsSettings {
 /// A client certificate chain and the private key that matches its first certificate.
 #[derive(Debug)]
 pub struct ClientIdentity {
+    /// The client certificate first, then any intermediates.
     pub cert_chain: Vec<CertificateDer<'static>>,
+    /// The private key of the first certificate.
     pub key: PrivateKeyDer<'static>,
 }
 
@@ -129,6 +133,7 @@ impl Clone for ClientIdentity {
 
 /// How requests authenticate besides a client certificate.
 pub enum Auth {
+    /// No bearer token: anonymous, or a client certificate alone.
     None,
     /// A static bearer token.
     Token(String),
@@ -162,6 +167,7 @@ impl fmt::Debug for Auth {
 /// A bearer token kept in a file.
 #[derive(Debug)]
 pub struct TokenFile {
+    /// The file to read the token from.
     pub path: PathBuf,
     pub(crate) cached: Mutex<CachedToken>,
 }

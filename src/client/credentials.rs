@@ -35,6 +35,7 @@ const FETCH_BACKOFF: Duration = Duration::from_millis(500);
 /// A token as the TokenRequest API issued it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IssuedToken {
+    /// The bearer token itself.
     pub token: String,
     /// From now to its `expirationTimestamp`.
     pub lifetime: Duration,
@@ -58,6 +59,7 @@ struct Cached {
 }
 
 impl TokenSource {
+    /// A source that gets tokens from `fetch` (a TokenRequest) and times their renewal by `clock`.
     pub fn new(fetch: impl Fn() -> Result<IssuedToken, String> + Send + Sync + 'static, clock: Arc<dyn Clock>) -> Self {
         TokenSource { fetch: Box::new(fetch), clock, cached: Mutex::new(None) }
     }

@@ -26,11 +26,15 @@ use super::{Client, Error, Result};
 pub struct ApiResource {
     /// Empty for the core group.
     pub group: String,
+    /// The version within the group: `v1`, `v2`.
     pub version: String,
+    /// The kind of its objects: `Pod`, `ReplicaSet`.
     pub kind: String,
     /// The resource name in URLs: `pods`, `replicasets`.
     pub plural: String,
+    /// Whether its objects live in a namespace.
     pub namespaced: bool,
+    /// The verbs it serves (`get`, `list`, `watch`, ...); empty when unknown.
     pub verbs: Vec<String>,
 }
 

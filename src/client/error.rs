@@ -30,6 +30,7 @@ pub struct ApiError {
     pub code: u16,
     /// The Status reason (`NotFound`, `Conflict`, …); derived from the code when the server gave none.
     pub reason: String,
+    /// The Status message, as `err.Error()` shows it.
     pub message: String,
     /// The full Status, for its `details.causes`.
     pub status: Status,
@@ -37,6 +38,7 @@ pub struct ApiError {
     pub retry_after: Option<Duration>,
 }
 
+/// The client's result: an [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl ApiError {
@@ -159,6 +161,7 @@ impl Error {
         self.api().map(|e| e.code)
     }
 
+    /// `apierrors.IsNotFound`: reason `NotFound` (or a 404 without a reason).
     pub fn is_not_found(&self) -> bool {
         self.has_reason("NotFound", 404)
     }
@@ -175,10 +178,12 @@ impl Error {
         causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some(cause))
     }
 
+    /// `apierrors.IsAlreadyExists`: reason `AlreadyExists` (or a 409 without a reason).
     pub fn is_already_exists(&self) -> bool {
         self.has_reason("AlreadyExists", 409)
     }
 
+    /// `apierrors.IsConflict`: reason `Conflict`, e.g. a stale resourceVersion (or a 409 without a reason).
     pub fn is_conflict(&self) -> bool {
         self.has_reason("Conflict", 409)
     }
@@ -189,22 +194,27 @@ impl Error {
         self.api().is_some_and(|e| e.code == 410 || e.reason == "Expired" || e.reason == "Gone")
     }
 
+    /// `apierrors.IsInvalid`: reason `Invalid`, validation failed (or a 422 without a reason).
     pub fn is_invalid(&self) -> bool {
         self.has_reason("Invalid", 422)
     }
 
+    /// `apierrors.IsBadRequest`: reason `BadRequest` (or a 400 without a reason).
     pub fn is_bad_request(&self) -> bool {
         self.has_reason("BadRequest", 400)
     }
 
+    /// `apierrors.IsForbidden`: reason `Forbidden`, by authorization or admission (or a 403 without a reason).
     pub fn is_forbidden(&self) -> bool {
         self.has_reason("Forbidden", 403)
     }
 
+    /// `apierrors.IsUnauthorized`: reason `Unauthorized`, the credentials were refused (or a 401 without a reason).
     pub fn is_unauthorized(&self) -> bool {
         self.has_reason("Unauthorized", 401)
     }
 
+    /// `apierrors.IsTooManyRequests`: the server asks to retry later (429 or reason `TooManyRequests`).
     pub fn is_too_many_requests(&self) -> bool {
         self.api().is_some_and(|e| e.code == 429 || e.reason == "TooManyRequests")
     }
@@ -214,14 +224,17 @@ impl Error {
         self.api().is_some_and(|e| e.reason == "ServerTimeout" || e.reason == "Timeout" || e.code == 504)
     }
 
+    /// `apierrors.IsInternalError`: a 500 or reason `InternalError`.
     pub fn is_internal_error(&self) -> bool {
         self.api().is_some_and(|e| e.code == 500 || e.reason == "InternalError")
     }
 
+    /// `apierrors.IsServiceUnavailable`: a 503 or reason `ServiceUnavailable`.
     pub fn is_service_unavailable(&self) -> bool {
         self.api().is_some_and(|e| e.code == 503 || e.reason == "ServiceUnavailable")
     }
 
+    /// The request never got an HTTP answer ([`Error::Transport`]).
     pub fn is_transport(&self) -> bool {
         matches!(self, Error::Transport(_))
     }

@@ -22,10 +22,13 @@ pub const ACCEPT_LIST: &str = "application/json;as=PartialObjectMetadataList;g=m
 /// `metav1.PartialObjectMetadata`: an object of any kind, metadata only.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PartialObjectMetadata {
+    /// `meta.k8s.io/v1`, as the server sends it.
     #[serde(rename = "apiVersion", default, deserialize_with = "crate::client::null_as_default")]
     pub api_version: String,
+    /// `PartialObjectMetadata`, as the server sends it.
     #[serde(default, deserialize_with = "crate::client::null_as_default")]
     pub kind: String,
+    /// The object's metadata: name, UID, owner references, finalizers, ...
     #[serde(default, deserialize_with = "crate::client::null_as_default")]
     pub metadata: ObjectMeta,
 }
@@ -68,6 +71,7 @@ impl k8s_openapi::Metadata for PartialObjectMetadata {
 /// `metav1.PartialObjectMetadataList`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct PartialObjectMetadataList {
+    /// The list's resourceVersion and continue token.
     #[serde(default, deserialize_with = "crate::client::null_as_default")]
     pub metadata: ListMeta,
     /// kube-apiserver sends `null` for an empty metadata-only list.
@@ -92,6 +96,7 @@ impl MetadataApi {
         MetadataApi { client: client.clone(), resource: resource.clone(), namespace }
     }
 
+    /// The resource this accesses.
     pub fn resource(&self) -> &ApiResource {
         &self.resource
     }
@@ -110,6 +115,7 @@ impl MetadataApi {
         Ok(format!("{}/{name}", self.collection_path()))
     }
 
+    /// GETs one object's metadata.
     pub fn get(&self, name: &str) -> Result<PartialObjectMetadata> {
         decode(&self.client.send_accepting(Method::GET, &self.object_path(name)?, None, ACCEPT_OBJECT)?)
     }
@@ -131,6 +137,7 @@ impl MetadataApi {
         Ok(WatchReceiver::spawn(self.watch(params)?, capacity, &self.resource.plural))
     }
 
+    /// PATCHes one object (e.g. its owner references or finalizers); returns its metadata.
     pub fn patch(&self, name: &str, patch: &Patch, params: &PostParams) -> Result<PartialObjectMetadata> {
         let path = format!("{}{}", self.object_path(name)?, params.query());
         decode(&self.client.send_accepting(Method::PATCH, &path, Some(patch.body()?), ACCEPT_OBJECT)?)

@@ -168,6 +168,7 @@ impl Client {
         &self.shared.config.server
     }
 
+    /// The `User-Agent` header sent with every request.
     pub fn user_agent(&self) -> &str {
         &self.user_agent
     }

@@ -14,6 +14,7 @@ pub struct RequestLimiter {
 }
 
 impl RequestLimiter {
+    /// A limiter of `qps` requests per second with bursts of `burst` (no limit when `qps` <= 0).
     pub fn new(qps: f32, burst: u32) -> RequestLimiter {
         let bucket = (qps > 0.0).then(|| TokenBucket::new(f64::from(qps), burst.max(1), Instant::now()));
         RequestLimiter { bucket }

@@ -83,6 +83,7 @@ pub struct TlsConnector {
 }
 
 impl TlsConnector {
+    /// A connector for `config`, verifying the server as `server_name` instead of the URL's host when given.
     pub fn new(config: Arc<ClientConfig>, server_name: Option<&str>) -> Result<TlsConnector, String> {
         let server_name = server_name
             .map(|n| ServerName::try_from(n.to_string()).map_err(|e| format!("tls-server-name {n:?}: {e}")))

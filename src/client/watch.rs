@@ -27,11 +27,15 @@ const IDLE_GRACE: Duration = Duration::from_secs(30);
 /// One change to the watched collection.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WatchEvent<K> {
+    /// The object was created (or was already there when the watch started without a resourceVersion).
     Added(K),
+    /// The object changed; its new state.
     Modified(K),
+    /// The object was deleted; its last state.
     Deleted(K),
     /// Nothing changed, but the collection is known to be at least at this resourceVersion.
     Bookmark {
+        /// The resourceVersion the collection has reached.
         resource_version: String,
     },
 }
@@ -39,10 +43,13 @@ pub enum WatchEvent<K> {
 /// Options of watch requests.
 #[derive(Debug, Clone, Default)]
 pub struct WatchParams {
+    /// `labelSelector`: only objects whose labels match.
     pub label_selector: Option<String>,
+    /// `fieldSelector`: only objects whose fields match (`metadata.name=foo`).
     pub field_selector: Option<String>,
     /// Start after this resourceVersion (usually the one a list returned).
     pub resource_version: Option<String>,
+    /// `allowWatchBookmarks`: ask for [`WatchEvent::Bookmark`] events.
     pub allow_bookmarks: bool,
     /// The server ends the watch after this many seconds.
     pub timeout_seconds: Option<u32>,

@@ -53,6 +53,7 @@ pub struct SigningKey {
 /// The public half of a [`SigningKey`]: what verifies its tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublicKey {
+    /// The algorithm tokens signed with this key use (the `alg` header).
     pub algorithm: Algorithm,
     /// PKCS#1 `RSAPublicKey` DER for RSA, the uncompressed point for ECDSA (ring's forms).
     key: Vec<u8>,
@@ -90,6 +91,7 @@ impl SigningKey {
         }
     }
 
+    /// The public half, which verifies this key's tokens and names it (`kid`).
     pub fn public_key(&self) -> &PublicKey {
         &self.public
     }

@@ -16,10 +16,13 @@ pub use keys::{Algorithm, PublicKey, SigningKey};
 /// `serviceaccount.LegacyIssuer`.
 pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
 
-/// The private claims of a legacy token (`legacyPrivateClaims`).
+/// A private claim of legacy tokens (`legacyPrivateClaims`): the service account's namespace.
 pub const NAMESPACE_CLAIM: &str = "kubernetes.io/serviceaccount/namespace";
+/// A private claim of legacy tokens: the name of the Secret that holds the token.
 pub const SECRET_NAME_CLAIM: &str = "kubernetes.io/serviceaccount/secret.name";
+/// A private claim of legacy tokens: the service account's name.
 pub const SERVICE_ACCOUNT_NAME_CLAIM: &str = "kubernetes.io/serviceaccount/service-account.name";
+/// A private claim of legacy tokens: the service account's UID.
 pub const SERVICE_ACCOUNT_UID_CLAIM: &str = "kubernetes.io/serviceaccount/service-account.uid";
 
 /// `apiserverserviceaccount.MakeUsername`.
@@ -64,7 +67,9 @@ pub fn sign(key: &SigningKey, claims: &Map<String, Value>) -> Result<String, Str
 /// A token's header and claims, not yet verified.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {
+    /// The JOSE header (`alg`, `kid`).
     pub header: Value,
+    /// The claims (`iss`, `sub`, the private claims, ...).
     pub claims: Map<String, Value>,
 }
 

@@ -11,6 +11,7 @@ use crate::quantity::Quantity;
 
 /// `quota.UsageStatsOptions`.
 pub struct UsageStatsOptions<'a> {
+    /// The quota's namespace.
     pub namespace: &'a str,
     /// `spec.scopes`.
     pub scopes: &'a [String],
@@ -75,6 +76,8 @@ pub struct ListingEvaluator<K> {
 }
 
 impl<K: Send + Sync + 'static> ListingEvaluator<K> {
+    /// An evaluator of `group_resource`: `list` gives a namespace's objects, `matching` picks the
+    /// resource names it measures, `matches_scope` and `usage` judge and measure one object.
     pub fn new(
         group_resource: GroupResource,
         list: ListFn<K>,

@@ -27,11 +27,14 @@ use scopes::ScopeRequirement;
 /// An API group and resource (`schema.GroupResource`); the core group is `""`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GroupResource {
+    /// The API group; empty for the core group.
     pub group: String,
+    /// The resource (plural, lower case): `pods`, `deployments`.
     pub resource: String,
 }
 
 impl GroupResource {
+    /// The resource `resource` of group `group`.
     pub fn new(group: &str, resource: &str) -> Self {
         GroupResource { group: group.to_string(), resource: resource.to_string() }
     }
@@ -78,6 +81,7 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// A registry holding `evaluators` (a later one replaces an earlier one for the same resource).
     pub fn new(evaluators: Vec<Arc<dyn Evaluator>>) -> Self {
         let registry = Registry::default();
         for evaluator in evaluators {
@@ -93,10 +97,12 @@ impl Registry {
         evaluators.push(evaluator);
     }
 
+    /// The evaluator of `resource`, if one is registered.
     pub fn get(&self, resource: &GroupResource) -> Option<Arc<dyn Evaluator>> {
         self.evaluators.read().iter().find(|e| e.group_resource() == resource).cloned()
     }
 
+    /// Every registered evaluator.
     pub fn list(&self) -> Vec<Arc<dyn Evaluator>> {
         self.evaluators.read().clone()
     }

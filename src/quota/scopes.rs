@@ -6,10 +6,12 @@ use k8s_openapi::api::core::v1::{ResourceQuotaSpec, ScopeSelector};
 /// `corev1.ScopedResourceSelectorRequirement`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeRequirement {
+    /// The scope (`Terminating`, `BestEffort`, `PriorityClass`, ...).
     pub scope_name: String,
     /// `In`, `NotIn`, `Exists`, `DoesNotExist`; empty for a scope of `spec.scopes` as
     /// `CalculateUsageStats` passes it.
     pub operator: String,
+    /// The operator's values (`In`, `NotIn`); empty for `Exists` and `DoesNotExist`.
     pub values: Vec<String>,
 }
 

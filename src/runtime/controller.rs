@@ -32,7 +32,12 @@ pub enum SyncError {
     Conflict(String),
     /// The server asked to come back later (429/5xx with `Retry-After`): requeued after that
     /// delay instead of the backoff.
-    RetryAfter { delay: Duration, message: String },
+    RetryAfter {
+        /// How long to wait: the server's `Retry-After`.
+        delay: Duration,
+        /// The error, for the log line.
+        message: String,
+    },
     /// What the key names no longer exists and there is nothing left to do: the key is dropped
     /// and its backoff forgotten.
     Gone(String),
@@ -110,6 +115,7 @@ pub struct ControllerContext<'a> {
     /// with `--use-service-account-credentials`, its own ServiceAccount, whose first request
     /// gets or creates that account.
     pub client: Client,
+    /// The process's shared informers: the ones the constructor asks for are started for it.
     pub informers: &'a SharedInformerFactory,
     /// Records Events with the controller's `source.component`.
     pub recorder: EventRecorder,
@@ -321,7 +327,9 @@ pub type BuildFn<'a> = Box<dyn FnOnce(&ControllerContext<'_>) -> Result<Controll
 
 /// One controller for [`ControllerSet::start`]: who it is and how to build it.
 pub struct ControllerSpec<'a> {
+    /// Its names: in logs, its service account, its Events.
     pub identity: ControllerIdentity,
+    /// Builds it once its context (client, informers, recorder) is ready.
     pub build: BuildFn<'a>,
 }
 

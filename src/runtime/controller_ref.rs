@@ -34,11 +34,13 @@ pub fn controller_ref<O: Resource + Metadata<Ty = ObjectMeta>>(owner: &O) -> Own
 
 /// What one claim needs to know of the controller.
 pub struct ControllerRefManager<'a> {
+    /// The controller's client, for the adoption and release patches.
     pub client: &'a Client,
     /// The controller's own metadata (uid, namespace, deletionTimestamp).
     pub owner: &'a ObjectMeta,
     /// Its controller reference, as adoption writes it.
     pub owner_ref: OwnerReference,
+    /// The controller's selector: orphans that match it are adopted, owned objects that no longer match are released.
     pub selector: &'a Selector,
     /// `RecheckDeletionTimestamp`: called once, before the first adoption.
     pub can_adopt: &'a dyn Fn() -> Result<(), String>,

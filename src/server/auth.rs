@@ -33,9 +33,10 @@ const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
 const ALL_AUTHENTICATED: &str = "system:authenticated";
 /// How long one TokenReview or SubjectAccessReview may take (upstream's client timeout).
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
-/// Where kube-apiserver publishes how it authenticates clients (upstream's
-/// `authenticationConfigMapNamespace`/`authenticationConfigMapName`).
+/// The namespace of the ConfigMap where kube-apiserver publishes how it authenticates clients
+/// (upstream's `authenticationConfigMapNamespace`).
 pub const AUTHENTICATION_CONFIGMAP_NAMESPACE: &str = "kube-system";
+/// The name of that ConfigMap (upstream's `authenticationConfigMapName`).
 pub const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
 /// How often the ConfigMap is read again (upstream's `FileRefreshDuration`, the periodic
 /// re-check of `ConfigMapCAController`; upstream also watches it, we only re-read).
@@ -51,13 +52,18 @@ const EXTRA_HEADERS_PREFIX_KEY: &str = "requestheader-extra-headers-prefix";
 /// Who is calling, as upstream's `user.Info`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct User {
+    /// The user name (`system:serviceaccount:kube-system:foo`, a certificate's CommonName).
     pub name: String,
+    /// The user's UID; may be empty.
     pub uid: String,
+    /// The groups the user is in.
     pub groups: Vec<String>,
+    /// Further attributes (TokenReview `extra`, `X-Remote-Extra-*` headers).
     pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl User {
+    /// `system:anonymous` in `system:unauthenticated`: a request without credentials.
     pub fn anonymous() -> User {
         User { name: ANONYMOUS.into(), groups: vec![ALL_UNAUTHENTICATED.into()], ..User::default() }
     }

@@ -21,6 +21,7 @@ const PRIVILEGED_GROUPS: &[&str] = &["system:masters"];
 /// The answer for one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
+    /// Allowed.
     Allow,
     /// Forbidden, with the reasons the authorizers gave (possibly empty).
     Deny(String),
@@ -43,6 +44,8 @@ pub struct Authorizer {
 }
 
 impl Authorizer {
+    /// The authorizer `options` describe. Fails on a bad always-allowed path (a `*` not at the end)
+    /// or an unusable `--authorization-kubeconfig`.
     pub fn new(options: &AuthorizationOptions) -> Result<Authorizer, String> {
         let paths = PathAuthorizer::new(&options.always_allow_paths)?;
         let reviews = delegation_client(&options.kubeconfig, "authorization")?.map(|client| AccessReviewer {

@@ -25,14 +25,18 @@ const BACKDATE_SECONDS: i64 = 3600;
 /// A certificate chain and its private key.
 #[derive(Debug)]
 pub struct ServingCert {
+    /// The serving certificate first, then any intermediates.
     pub chain: Vec<CertificateDer<'static>>,
+    /// The private key of the first certificate.
     pub key: PrivateKeyDer<'static>,
 }
 
 /// A generated self-signed pair in PEM.
 #[derive(Debug, Clone)]
 pub struct PemPair {
+    /// The certificate, PEM.
     pub cert_pem: String,
+    /// Its private key, PEM.
     pub key_pem: String,
 }
 

@@ -22,11 +22,14 @@ pub struct HealthChecks {
 /// An answer: status code and plain-text body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthAnswer {
+    /// The HTTP status: 200 when the checks passed, 500 otherwise.
     pub code: u16,
+    /// The plain-text body: `ok`, or the per-check listing (with `?verbose`, or on failure).
     pub body: String,
 }
 
 impl HealthChecks {
+    /// An empty set of checks, to share.
     pub fn new() -> Arc<Self> {
         Arc::new(HealthChecks::default())
     }

@@ -65,23 +65,29 @@ pub type TlsSource = Arc<dyn Fn() -> Arc<ServerConfig> + Send + Sync>;
 /// One parsed request.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The HTTP method, upper case (`GET`).
     pub method: String,
     /// The path, percent-decoded.
     pub path: String,
     /// Query parameters, percent-decoded, in order.
     pub query: Vec<(String, String)>,
+    /// The headers as sent, in order; see [`Request::header`].
     pub headers: Vec<(String, String)>,
+    /// The request body (empty without one).
     pub body: Vec<u8>,
     /// The client certificate chain, when the client presented one that verified.
     pub peer_certificates: Vec<CertificateDer<'static>>,
+    /// The client's address.
     pub remote: SocketAddr,
 }
 
 impl Request {
+    /// The first value of header `name`, matched case-insensitively.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
+    /// The first value of query parameter `name`.
     pub fn query_param(&self, name: &str) -> Option<&str> {
         self.query.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
@@ -89,6 +95,7 @@ impl Request {
 
 /// Answers requests. Called on the connection's thread; may block (watches do).
 pub trait Handler: Send + Sync + 'static {
+    /// Answers `request` through `response`; an error drops the connection.
     fn handle(&self, request: &Request, response: &mut ResponseWriter<'_>) -> io::Result<()>;
 }
 
@@ -127,6 +134,7 @@ impl ResponseWriter<'_> {
         self.stream.flush()
     }
 
+    /// Writes one chunk of a chunked answer (nothing for empty data, which would end the stream).
     pub fn chunk(&mut self, data: &[u8]) -> io::Result<()> {
         if data.is_empty() {
             return Ok(());
@@ -301,6 +309,7 @@ impl HttpServer {
         Ok(HttpServer { addr, stopping, connections, accept_thread: Some(accept_thread) })
     }
 
+    /// The address the server listens on (with the port chosen when 0 was asked for).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

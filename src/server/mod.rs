@@ -87,6 +87,7 @@ impl SecureServer {
         Ok(Some(SecureServer { server, _stop_refresh: stop_refresh }))
     }
 
+    /// The address the secure port listens on.
     pub fn addr(&self) -> SocketAddr {
         self.server.addr()
     }

@@ -55,8 +55,13 @@ pub enum Command {
 pub enum FlagError {
     /// `--foo` is not a flag (`unknown flag: --foo`).
     UnknownFlag(String),
-    /// `-x` is not a one-letter flag; `rest` is the argument from that letter on.
-    UnknownShorthand { letter: char, rest: String },
+    /// `-x` is not a one-letter flag.
+    UnknownShorthand {
+        /// The letter that names no flag.
+        letter: char,
+        /// The argument from that letter on (`x` of `-x`, `xy` of `-hxy`).
+        rest: String,
+    },
     /// Dashes that do not form a flag (`---x`, `--=x`).
     BadSyntax(String),
     /// A flag that takes a value was last on the line (`--kubeconfig` or `'v' in -v`).
@@ -65,7 +70,9 @@ pub enum FlagError {
     InvalidValue {
         /// The flag as pflag names it: `--kube-api-qps`, `-v, --v`.
         flag: String,
+        /// The value as given.
         value: String,
+        /// Why the type refuses it (`not a number`).
         reason: String,
     },
     /// Arguments that are not flags; the controller manager takes none.

@@ -14,26 +14,45 @@ pub use crate::server::options::{AuthenticationOptions, AuthorizationOptions, Se
 /// Every setting of the command line. `Options::default()` is upstream's defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
+    /// Settings shared by all controllers (`--kubeconfig`, `--leader-elect*`, `--controllers`, ...).
     pub generic: GenericOptions,
+    /// `--cloud-provider` and the other cloud flags.
     pub cloud: CloudOptions,
+    /// The HTTPS endpoint (`--secure-port`, `--bind-address`, `--tls-*`).
     pub secure_serving: SecureServingOptions,
+    /// How the HTTPS endpoint authenticates requests (`--authentication-*`, `--client-ca-file`, `--requestheader-*`).
     pub authentication: AuthenticationOptions,
+    /// How the HTTPS endpoint authorizes requests (`--authorization-*`).
     pub authorization: AuthorizationOptions,
     /// Every `--concurrent-*-syncs` worker count.
     pub concurrency: ConcurrencyOptions,
+    /// The attach/detach controller's flags.
     pub attach_detach: AttachDetachOptions,
+    /// The CSR signing controller's `--cluster-signing-*` flags.
     pub csr_signing: CsrSigningOptions,
+    /// The endpoints, EndpointSlice and EndpointSlice mirroring controllers' flags.
     pub endpoints: EndpointsOptions,
+    /// `--enable-garbage-collector`.
     pub garbage_collector: GarbageCollectorOptions,
+    /// The `--horizontal-pod-autoscaler-*` flags.
     pub hpa: HpaOptions,
+    /// `--namespace-sync-period`.
     pub namespace: NamespaceOptions,
+    /// The node IPAM controller's flags (`--allocate-node-cidrs`, `--cluster-cidr`, ...).
     pub node_ipam: NodeIpamOptions,
+    /// The node lifecycle controller's flags (`--node-monitor-grace-period`, `--node-eviction-rate`, ...).
     pub node_lifecycle: NodeLifecycleOptions,
+    /// The persistent volume binder's flags (`--pvclaimbinder-sync-period`, `--pv-recycler-*`, ...).
     pub persistent_volume: PersistentVolumeOptions,
+    /// `--terminated-pod-gc-threshold`.
     pub pod_gc: PodGcOptions,
+    /// `--resource-quota-sync-period`.
     pub resource_quota: ResourceQuotaOptions,
+    /// Service account token flags (`--service-account-private-key-file`, `--root-ca-file`, ...).
     pub service_account: ServiceAccountOptions,
+    /// The metrics flags (`--disabled-metrics`, `--allow-metric-labels`, ...).
     pub metrics: MetricsOptions,
+    /// The logging flags (`-v`, `--vmodule`, `--logging-format`, ...).
     pub logs: LogsOptions,
     /// `--version=vX.Y.Z`: the version to report instead of this binary's.
     pub reported_version: Option<String>,
@@ -87,7 +106,9 @@ impl Options {
 /// Settings shared by all controllers (upstream's generic and misc flags).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GenericOptions {
+    /// `--kubeconfig`, `--master` and the `--kube-api-*` flags.
     pub client_connection: ClientConnection,
+    /// The `--leader-elect*` flags.
     pub leader_election: LeaderElection,
     /// `--controllers`.
     pub controllers: ControllerSelection,
@@ -103,7 +124,9 @@ pub struct GenericOptions {
     pub cluster_name: String,
     /// `--use-service-account-credentials`: one service account per controller.
     pub use_service_account_credentials: bool,
+    /// `--profiling`, `--contention-profiling`.
     pub debugging: Debugging,
+    /// `--enable-leader-migration`, `--leader-migration-config`.
     pub leader_migration: LeaderMigration,
 }
 
@@ -125,27 +148,37 @@ pub struct ClientConnection {
 /// `--leader-elect*`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeaderElection {
+    /// `--leader-elect`: run leader election and work only while leading.
     pub leader_elect: bool,
+    /// `--leader-elect-lease-duration`.
     pub lease_duration: Duration,
+    /// `--leader-elect-renew-deadline`.
     pub renew_deadline: Duration,
+    /// `--leader-elect-retry-period`.
     pub retry_period: Duration,
     /// Always `leases` after validation.
     pub resource_lock: String,
+    /// `--leader-elect-resource-name`: the Lease's name.
     pub resource_name: String,
+    /// `--leader-elect-resource-namespace`: the Lease's namespace.
     pub resource_namespace: String,
 }
 
 /// `--profiling`, `--contention-profiling`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Debugging {
+    /// `--profiling`.
     pub profiling: bool,
+    /// `--contention-profiling`.
     pub contention_profiling: bool,
 }
 
 /// `--enable-leader-migration`, `--leader-migration-config`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeaderMigration {
+    /// `--enable-leader-migration`.
     pub enabled: bool,
+    /// `--leader-migration-config`; empty means the built-in default configuration.
     pub config_file: String,
 }
 
@@ -168,18 +201,29 @@ pub struct CloudOptions {
 /// Worker counts of the controllers (`--concurrent-*-syncs`), as upstream's `int32`s.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConcurrencyOptions {
+    /// `--concurrent-cron-job-syncs`.
     pub cron_job_syncs: i32,
+    /// `--concurrent-daemonset-syncs`.
     pub daemonset_syncs: i32,
+    /// `--concurrent-deployment-syncs`.
     pub deployment_syncs: i32,
+    /// `--concurrent-endpoint-syncs`.
     pub endpoint_syncs: i32,
+    /// `--concurrent-ephemeralvolume-syncs`.
     pub ephemeral_volume_syncs: i32,
+    /// `--concurrent-gc-syncs` (garbage collector).
     pub gc_syncs: i32,
+    /// `--concurrent-horizontal-pod-autoscaler-syncs`.
     pub horizontal_pod_autoscaler_syncs: i32,
+    /// `--concurrent-job-syncs`.
     pub job_syncs: i32,
+    /// `--concurrent-namespace-syncs`.
     pub namespace_syncs: i32,
     /// `--concurrent-rc-syncs` (replication controllers).
     pub rc_syncs: i32,
+    /// `--concurrent-replicaset-syncs`.
     pub replicaset_syncs: i32,
+    /// `--concurrent-resource-quota-syncs`.
     pub resource_quota_syncs: i32,
     /// `--concurrent-service-endpoint-syncs` (EndpointSlice controller).
     pub service_endpoint_syncs: i32,
@@ -187,24 +231,33 @@ pub struct ConcurrencyOptions {
     pub mirroring_service_endpoint_syncs: i32,
     /// `--concurrent-service-syncs` (the cloud-only service load balancer controller).
     pub service_syncs: i32,
+    /// `--concurrent-serviceaccount-token-syncs`.
     pub serviceaccount_token_syncs: i32,
+    /// `--concurrent-statefulset-syncs`.
     pub statefulset_syncs: i32,
+    /// `--concurrent-ttl-after-finished-syncs`.
     pub ttl_after_finished_syncs: i32,
+    /// `--concurrent-validating-admission-policy-status-syncs`.
     pub validating_admission_policy_status_syncs: i32,
 }
 
 /// The attach/detach controller.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AttachDetachOptions {
+    /// `--attach-detach-reconcile-sync-period`.
     pub reconcile_sync_period: Duration,
+    /// `--disable-attach-detach-reconcile-sync`.
     pub disable_reconcile_sync: bool,
+    /// `--disable-force-detach-on-timeout`.
     pub disable_force_detach_on_timeout: bool,
 }
 
 /// A CA certificate and key file pair for one signer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SignerFiles {
+    /// The PEM CA certificate file (`--cluster-signing-*cert-file`).
     pub cert_file: String,
+    /// The PEM private key file (`--cluster-signing-*key-file`).
     pub key_file: String,
 }
 
@@ -213,9 +266,13 @@ pub struct SignerFiles {
 pub struct CsrSigningOptions {
     /// `--cluster-signing-{cert,key}-file`: the CA of every signer.
     pub cluster: SignerFiles,
+    /// `--cluster-signing-kubelet-serving-{cert,key}-file`: the `kubernetes.io/kubelet-serving` signer.
     pub kubelet_serving: SignerFiles,
+    /// `--cluster-signing-kubelet-client-{cert,key}-file`: the `kubernetes.io/kube-apiserver-client-kubelet` signer.
     pub kubelet_client: SignerFiles,
+    /// `--cluster-signing-kube-apiserver-client-{cert,key}-file`: the `kubernetes.io/kube-apiserver-client` signer.
     pub kube_apiserver_client: SignerFiles,
+    /// `--cluster-signing-legacy-unknown-{cert,key}-file`: the `kubernetes.io/legacy-unknown` signer.
     pub legacy_unknown: SignerFiles,
     /// `--cluster-signing-duration`: the longest validity of a signed certificate.
     pub duration: Duration,
@@ -224,10 +281,15 @@ pub struct CsrSigningOptions {
 /// The endpoints, EndpointSlice and EndpointSlice mirroring controllers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EndpointsOptions {
+    /// `--endpoint-updates-batch-period`.
     pub endpoint_updates_batch_period: Duration,
+    /// `--endpointslice-updates-batch-period`.
     pub endpointslice_updates_batch_period: Duration,
+    /// `--max-endpoints-per-slice`: the most endpoints in one EndpointSlice.
     pub max_endpoints_per_slice: i32,
+    /// `--mirroring-endpointslice-updates-batch-period`.
     pub mirroring_updates_batch_period: Duration,
+    /// `--mirroring-max-endpoints-per-subset`.
     pub mirroring_max_endpoints_per_subset: i32,
 }
 
@@ -241,25 +303,33 @@ pub struct GarbageCollectorOptions {
 /// The horizontal pod autoscaler.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HpaOptions {
+    /// `--horizontal-pod-autoscaler-sync-period`.
     pub sync_period: Duration,
+    /// `--horizontal-pod-autoscaler-downscale-stabilization`.
     pub downscale_stabilization: Duration,
+    /// `--horizontal-pod-autoscaler-tolerance`: the usage ratio change below which it does not scale.
     pub tolerance: f64,
+    /// `--horizontal-pod-autoscaler-cpu-initialization-period`.
     pub cpu_initialization_period: Duration,
+    /// `--horizontal-pod-autoscaler-initial-readiness-delay`.
     pub initial_readiness_delay: Duration,
 }
 
 /// The namespace controller.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NamespaceOptions {
+    /// `--namespace-sync-period`.
     pub sync_period: Duration,
 }
 
 /// The node IPAM controller (pod CIDRs of nodes).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeIpamOptions {
+    /// `--allocate-node-cidrs`.
     pub allocate_node_cidrs: bool,
     /// `--cluster-cidr`: at most one range per IP family.
     pub cluster_cidrs: Vec<Cidr>,
+    /// `--cidr-allocator-type`.
     pub cidr_allocator_type: String,
     /// `--service-cluster-ip-range`: at most one range per IP family.
     pub service_cidrs: Vec<Cidr>,
@@ -276,11 +346,17 @@ pub struct NodeIpamOptions {
 pub struct NodeLifecycleOptions {
     /// `--node-monitor-period`.
     pub node_monitor_period: Duration,
+    /// `--node-startup-grace-period`: how long a new node may stay unresponsive before it is unhealthy.
     pub node_startup_grace_period: Duration,
+    /// `--node-monitor-grace-period`: how long a running node may go unheard before it is unhealthy.
     pub node_monitor_grace_period: Duration,
+    /// `--node-eviction-rate`: nodes per second in a healthy zone.
     pub node_eviction_rate: f32,
+    /// `--secondary-node-eviction-rate`: nodes per second in an unhealthy zone of a large cluster.
     pub secondary_node_eviction_rate: f32,
+    /// `--large-cluster-size-threshold`: clusters up to this many nodes use no secondary rate.
     pub large_cluster_size_threshold: i32,
+    /// `--unhealthy-zone-threshold`: the fraction of not-Ready nodes that makes a zone unhealthy.
     pub unhealthy_zone_threshold: f32,
 }
 
@@ -289,20 +365,30 @@ pub struct NodeLifecycleOptions {
 pub struct PersistentVolumeOptions {
     /// `--pvclaimbinder-sync-period`.
     pub claim_binder_sync_period: Duration,
+    /// `--enable-dynamic-provisioning`.
     pub enable_dynamic_provisioning: bool,
+    /// `--enable-hostpath-provisioner`.
     pub enable_hostpath_provisioner: bool,
+    /// `--flex-volume-plugin-dir`.
     pub flex_volume_plugin_dir: String,
+    /// The `--pv-recycler-*` flags.
     pub recycler: RecyclerOptions,
 }
 
 /// `--pv-recycler-*`: the recycler pods of NFS and HostPath volumes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecyclerOptions {
+    /// `--pv-recycler-minimum-timeout-nfs`.
     pub minimum_timeout_nfs: i32,
+    /// `--pv-recycler-increment-timeout-nfs`.
     pub increment_timeout_nfs: i32,
+    /// `--pv-recycler-pod-template-filepath-nfs`.
     pub pod_template_nfs: String,
+    /// `--pv-recycler-minimum-timeout-hostpath`.
     pub minimum_timeout_hostpath: i32,
+    /// `--pv-recycler-timeout-increment-hostpath`.
     pub increment_timeout_hostpath: i32,
+    /// `--pv-recycler-pod-template-filepath-hostpath`.
     pub pod_template_hostpath: String,
 }
 
@@ -316,6 +402,7 @@ pub struct PodGcOptions {
 /// The resource quota controller.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResourceQuotaOptions {
+    /// `--resource-quota-sync-period`.
     pub sync_period: Duration,
 }
 
@@ -333,10 +420,13 @@ pub struct ServiceAccountOptions {
 /// `/metrics` filtering.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetricsOptions {
+    /// `--show-hidden-metrics-for-version`.
     pub show_hidden_metrics_for_version: String,
+    /// `--disabled-metrics`.
     pub disabled_metrics: Vec<String>,
     /// `metric,label` to the comma-separated values allowed for that label.
     pub allow_metric_labels: BTreeMap<String, String>,
+    /// `--allow-metric-labels-manifest`.
     pub allow_metric_labels_manifest: String,
 }
 
@@ -345,11 +435,15 @@ pub struct MetricsOptions {
 pub struct LogsOptions {
     /// `-v`.
     pub verbosity: u32,
+    /// `--vmodule`.
     pub vmodule: Vec<VModuleItem>,
+    /// `--log-flush-frequency`.
     pub flush_frequency: Duration,
     /// `text` or `json`.
     pub format: String,
+    /// `--log-text-*`.
     pub text: LogStreamOptions,
+    /// `--log-json-*`.
     pub json: LogStreamOptions,
 }
 

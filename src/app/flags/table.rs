@@ -33,41 +33,77 @@ impl FlagStatus {
 /// the controller (`Node-lifecycle-controller flags:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Group {
+    /// The `Debugging flags:` section (`--profiling`, `--contention-profiling`).
     Debugging,
+    /// The `Leader-migration flags:` section (`--enable-leader-migration`, `--leader-migration-config`).
     LeaderMigration,
+    /// The `Generic flags:` section: settings shared by all controllers.
     Generic,
+    /// The `Service-lb-controller flags:` section: the cloud-only service load balancer controller.
     ServiceLbController,
+    /// The `Secure serving flags:` section: the HTTPS endpoint.
     SecureServing,
+    /// The `Authentication flags:` section.
     Authentication,
+    /// The `Authorization flags:` section.
     Authorization,
+    /// The `Persistentvolume-attach-detach-controller flags:` section.
     AttachDetachController,
+    /// The `Certificatesigningrequest-signing-controller flags:` section.
     CsrSigningController,
+    /// The `Deployment-controller flags:` section.
     DeploymentController,
+    /// The `Statefulset-controller flags:` section.
     StatefulSetController,
+    /// The `Daemonset-controller flags:` section.
     DaemonSetController,
+    /// The `Endpoints-controller flags:` section.
     EndpointsController,
+    /// The `Endpointslice-controller flags:` section.
     EndpointSliceController,
+    /// The `Endpointslice-mirroring-controller flags:` section.
     EndpointSliceMirroringController,
+    /// The `Ephemeral-volume-controller flags:` section.
     EphemeralVolumeController,
+    /// The `Garbage-collector-controller flags:` section.
     GarbageCollectorController,
+    /// The `Horizontal-pod-autoscaler-controller flags:` section.
     HorizontalPodAutoscalerController,
+    /// The `Job-controller flags:` section.
     JobController,
+    /// The `Cronjob-controller flags:` section.
     CronJobController,
+    /// The `Legacy-serviceaccount-token-cleaner-controller flags:` section.
     LegacyServiceAccountTokenCleanerController,
+    /// The `Namespace-controller flags:` section.
     NamespaceController,
+    /// The `Node-ipam-controller flags:` section.
     NodeIpamController,
+    /// The `Node-lifecycle-controller flags:` section.
     NodeLifecycleController,
+    /// The `Persistentvolume-binder-controller flags:` section.
     PersistentVolumeBinderController,
+    /// The `Pod-garbage-collector-controller flags:` section.
     PodGarbageCollectorController,
+    /// The `Replicaset-controller flags:` section.
     ReplicaSetController,
+    /// The `Replicationcontroller-controller flags:` section.
     ReplicationControllerController,
+    /// The `Resourcequota-controller flags:` section.
     ResourceQuotaController,
+    /// The `Serviceaccount-controller flags:` section.
     ServiceAccountController,
+    /// The `Ttl-after-finished-controller flags:` section.
     TtlAfterFinishedController,
+    /// The `Validatingadmissionpolicy-status-controller flags:` section.
     ValidatingAdmissionPolicyStatusController,
+    /// The `Metrics flags:` section: `/metrics` filtering.
     Metrics,
+    /// The `Logs flags:` section (`-v`, `--vmodule`, `--logging-format`, ...).
     Logs,
+    /// The `Misc flags:` section (`--kubeconfig`, `--master`).
     Misc,
+    /// The `Global flags:` section (`--help`, `--version`).
     Global,
 }
 
@@ -173,11 +209,15 @@ pub struct FlagSpec {
     pub name: &'static str,
     /// The one-letter form (`-v`, `-h`).
     pub shorthand: Option<char>,
+    /// The `--help` section it is listed in.
     pub group: Group,
+    /// The value type: pflag's type name and whether a value is required.
     pub kind: ValueKind,
     /// The default as text in the flag's own syntax; empty for the zero value.
     pub default: &'static str,
+    /// Whether this implementation acts on the flag.
     pub status: FlagStatus,
+    /// The help text, as `--help` prints it after the flag.
     pub help: &'static str,
     pub(crate) set: Setter,
 }

@@ -512,6 +512,7 @@ fn parse_level(text: &str) -> Result<u32, String> {
 pub struct VModuleItem {
     /// A file name pattern (`*` and `?` wildcards, no extension), as klog matches it.
     pub pattern: String,
+    /// The verbosity for matching files, in place of `-v`.
     pub verbosity: u32,
 }
 
@@ -623,7 +624,9 @@ impl FlagValue for CipherSuites {
 /// A Kubernetes minor version such as `1.33`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct KubeVersion {
+    /// The major version (`1`).
     pub major: u32,
+    /// The minor version (`33`).
     pub minor: u32,
 }
 

@@ -54,6 +54,7 @@ pub enum EventType {
 }
 
 impl EventType {
+    /// The type as the Event's `type` field spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             EventType::Normal => "Normal",

@@ -70,16 +70,21 @@ const SYNC_POLL: Duration = Duration::from_millis(100);
 /// A change to a cached object, as handlers receive it.
 #[derive(Debug)]
 pub enum Event<K> {
+    /// The object appeared (in the initial list, or from the watch).
     Added(Arc<K>),
     /// The object changed; on a periodic resync, `old` and `new` are the same `Arc`.
     Updated {
+        /// The state cached before.
         old: Arc<K>,
+        /// The state now cached.
         new: Arc<K>,
     },
     /// The object is gone. `final_state_unknown`: the deletion was missed while the watch was
     /// away (client-go's `DeletedFinalStateUnknown`) and `object` is the last state cached.
     Deleted {
+        /// The deleted object, or the last state cached when `final_state_unknown`.
         object: Arc<K>,
+        /// Whether the deletion was missed while the watch was away.
         final_state_unknown: bool,
     },
 }

@@ -86,6 +86,7 @@ impl<K: Metadata<Ty = ObjectMeta>> MutationCache<K> {
         self.entries.lock().len()
     }
 
+    /// Whether no written object is remembered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

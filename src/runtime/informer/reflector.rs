@@ -138,8 +138,11 @@ impl<K: Metadata<Ty = ObjectMeta> + Send + Sync + 'static> Cached for K {}
 
 /// One page of a list.
 pub struct Page<K> {
+    /// The objects of this page.
     pub items: Vec<K>,
+    /// The token of the next page; `None` or empty on the last page.
     pub continue_token: Option<String>,
+    /// The list's resourceVersion: the last page's is where the watch starts.
     pub resource_version: Option<String>,
 }
 

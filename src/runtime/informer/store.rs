@@ -126,10 +126,12 @@ impl<K> Store<K> {
         self.inner.read().items.keys().cloned().collect()
     }
 
+    /// How many objects are cached.
     pub fn len(&self) -> usize {
         self.inner.read().items.len()
     }
 
+    /// Whether no object is cached.
     pub fn is_empty(&self) -> bool {
         self.inner.read().items.is_empty()
     }

@@ -244,6 +244,7 @@ impl<T: QueueItem> WorkQueue<T> {
         self.shared().state.lock().queue.len()
     }
 
+    /// Whether no item is queued (see [`WorkQueue::len`]).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -260,6 +261,7 @@ impl<T: QueueItem> WorkQueue<T> {
         self.shared().shut_down_with_drain(timeout)
     }
 
+    /// Whether the queue was shut down (see [`WorkQueue::shut_down`]); adds are then ignored.
     pub fn is_shutting_down(&self) -> bool {
         self.shared().state.lock().shutting_down
     }

@@ -42,6 +42,7 @@ pub struct ItemExponentialFailureRateLimiter<T> {
 }
 
 impl<T: Clone + Eq + Hash> ItemExponentialFailureRateLimiter<T> {
+    /// A limiter starting at `base` and doubling per failure up to `max`.
     pub fn new(base: Duration, max: Duration) -> Self {
         ItemExponentialFailureRateLimiter { base, max, failures: Mutex::new(HashMap::new()) }
     }
@@ -127,6 +128,7 @@ pub struct MaxOfRateLimiter<T> {
 }
 
 impl<T> MaxOfRateLimiter<T> {
+    /// A limiter that answers the longest delay of `limiters`.
     pub fn new(limiters: Vec<Box<dyn RateLimiter<T>>>) -> Self {
         MaxOfRateLimiter { limiters }
     }
