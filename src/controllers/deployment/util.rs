@@ -622,5 +622,4 @@ pub fn set_from_replica_set_template(d: &mut Deployment, template: &PodTemplateS
 }
 
 #[cfg(test)]
-#[path = "util_tests.rs"]
 mod tests;
