@@ -23,14 +23,23 @@ use crate::runtime::informer::Informer;
 /// `v1.TaintNodeOutOfService`.
 pub const TAINT_NODE_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
 
+/// `v1.TaintNodeNotReady`: the node's Ready condition is False.
 pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
+/// `v1.TaintNodeUnreachable`: the node's Ready condition is Unknown.
 pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+/// `v1.TaintNodeUnschedulable`: the node is cordoned (`spec.unschedulable`).
 pub const TAINT_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+/// `v1.TaintNodeMemoryPressure`.
 pub const TAINT_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+/// `v1.TaintNodeDiskPressure`.
 pub const TAINT_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
+/// `v1.TaintNodePIDPressure`.
 pub const TAINT_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+/// `v1.TaintNodeNetworkUnavailable`.
 pub const TAINT_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+/// `v1.TaintEffectNoExecute`.
 pub const NO_EXECUTE: &str = "NoExecute";
+/// `v1.TaintEffectNoSchedule`.
 pub const NO_SCHEDULE: &str = "NoSchedule";
 
 /// `UpdateTaintBackoff`: 5 tries, 100 ms apart plus up to 100% jitter, on conflicts.
@@ -124,7 +133,7 @@ pub fn record_node_event(recorder: &EventRecorder, node: &Node, event_type: Even
 }
 
 /// `RecordNodeStatusChange`: an Event with reason `new_status` and the message
-/// "Node <name> status is now: <new_status>".
+/// `Node <name> status is now: <new_status>`.
 pub fn record_node_status_change(recorder: &EventRecorder, node: &Node, event_type: EventType, new_status: &str) {
     let name = name_of(node);
     log::debug!("recording status change event message for node {name}: {new_status}");

@@ -57,6 +57,7 @@ pub struct Config {
     pub period: Duration,
     /// `quarantineTime`.
     pub quarantine: Duration,
+    /// The clock of the orphaned-pod quarantine.
     pub clock: Arc<dyn Clock>,
 }
 

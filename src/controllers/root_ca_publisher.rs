@@ -20,13 +20,12 @@ pub const CONFIG_MAP_NAME: &str = "kube-root-ca.crt";
 pub const CA_KEY: &str = "ca.crt";
 /// `DescriptionAnnotation` and its `Description`.
 pub const DESCRIPTION_ANNOTATION: &str = "kubernetes.io/description";
+/// `Description`: the value of [`DESCRIPTION_ANNOTATION`] on the ConfigMap.
 pub const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 
 /// `startRootCACertPublisher` runs one worker.
 const WORKERS: usize = 1;
 
-/// `startRootCACertPublisher`: the bundle of `--root-ca-file`, else the CA of the client's
-/// kubeconfig.
 /// The controller's settings.
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -93,6 +93,7 @@ impl From<String> for DeploymentError {
     }
 }
 
+/// What a sync step returns; its error says whether to retry.
 pub type DeploymentResult<T = ()> = Result<T, DeploymentError>;
 
 /// Pods of the Deployment grouped by the uid of their controlling ReplicaSet (`podMap`).

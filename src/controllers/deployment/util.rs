@@ -30,23 +30,39 @@ pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 /// `maxRevHistoryLengthInChars` of sync.go.
 pub const MAX_REV_HISTORY_LENGTH: usize = 2000;
 
+/// `apps.DeploymentProgressing`: the condition type of the rollout's progress.
 pub const PROGRESSING: &str = "Progressing";
+/// `apps.DeploymentAvailable`: the condition type of minimum availability.
 pub const AVAILABLE: &str = "Available";
+/// `apps.DeploymentReplicaFailure`: the condition type of a ReplicaSet failing to create or
+/// delete pods.
 pub const REPLICA_FAILURE: &str = "ReplicaFailure";
 
-/// Condition reasons and rollback Event reasons.
+/// `ReplicaSetUpdatedReason`: a ReplicaSet of the Deployment was updated by the rollout.
 pub const REPLICA_SET_UPDATED: &str = "ReplicaSetUpdated";
+/// `FailedRSCreateReason`: the new ReplicaSet could not be created.
 pub const FAILED_RS_CREATE: &str = "ReplicaSetCreateError";
+/// `NewReplicaSetReason`: the new ReplicaSet was created.
 pub const NEW_REPLICA_SET: &str = "NewReplicaSetCreated";
+/// `FoundNewRSReason`: an existing ReplicaSet was taken as the new one.
 pub const FOUND_NEW_RS: &str = "FoundNewReplicaSet";
+/// `NewRSAvailableReason`: the new ReplicaSet is available, the rollout is complete.
 pub const NEW_RS_AVAILABLE: &str = "NewReplicaSetAvailable";
+/// `TimedOutReason`: no progress within `spec.progressDeadlineSeconds`.
 pub const TIMED_OUT: &str = "ProgressDeadlineExceeded";
+/// `PausedDeployReason`: paused, so no progress is estimated.
 pub const PAUSED: &str = "DeploymentPaused";
+/// `ResumedDeployReason`: resumed, so that the pause does not count against the deadline.
 pub const RESUMED: &str = "DeploymentResumed";
+/// `MinimumReplicasAvailable`: at least the replicas the strategy requires are available.
 pub const MINIMUM_REPLICAS_AVAILABLE: &str = "MinimumReplicasAvailable";
+/// `MinimumReplicasUnavailable`: fewer replicas available than the strategy requires.
 pub const MINIMUM_REPLICAS_UNAVAILABLE: &str = "MinimumReplicasUnavailable";
+/// `RollbackRevisionNotFound`: the Event reason of a rollback to a revision that does not exist.
 pub const ROLLBACK_REVISION_NOT_FOUND: &str = "DeploymentRollbackRevisionNotFound";
+/// `RollbackTemplateUnchanged`: the Event reason of a rollback to the current template.
 pub const ROLLBACK_TEMPLATE_UNCHANGED: &str = "DeploymentRollbackTemplateUnchanged";
+/// `RollbackDone`: the Event reason of a completed rollback.
 pub const ROLLBACK_DONE: &str = "DeploymentRollback";
 
 /// `spec.replicas` (the API server defaults it to 1).
@@ -59,6 +75,7 @@ pub fn rs_replicas(rs: &ReplicaSet) -> i32 {
     rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
 }
 
+/// Sets a ReplicaSet's `spec.replicas`.
 pub fn set_rs_replicas(rs: &mut ReplicaSet, value: i32) {
     rs.spec.get_or_insert_with(Default::default).replicas = Some(value);
 }
@@ -72,26 +89,32 @@ fn rs_status(rs: &ReplicaSet) -> (i32, i32, i32) {
     )
 }
 
+/// A ReplicaSet's `status.availableReplicas` (0 when unset).
 pub fn rs_available(rs: &ReplicaSet) -> i32 {
     rs_status(rs).2
 }
 
+/// A ReplicaSet's uid (empty when unset).
 pub fn rs_uid(rs: &ReplicaSet) -> &str {
     rs.metadata.uid.as_deref().unwrap_or("")
 }
 
+/// A ReplicaSet's name (empty when unset).
 pub fn rs_name(rs: &ReplicaSet) -> &str {
     rs.metadata.name.as_deref().unwrap_or("")
 }
 
+/// A copy of the Deployment's pod template (`spec.template`).
 pub fn template(d: &Deployment) -> PodTemplateSpec {
     d.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default()
 }
 
+/// `spec.minReadySeconds` (0 when unset).
 pub fn min_ready_seconds(d: &Deployment) -> i32 {
     d.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0)
 }
 
+/// `spec.paused` (false when unset).
 pub fn paused(d: &Deployment) -> bool {
     d.spec.as_ref().and_then(|s| s.paused).unwrap_or(false)
 }
@@ -622,5 +645,4 @@ pub fn set_from_replica_set_template(d: &mut Deployment, template: &PodTemplateS
 }
 
 #[cfg(test)]
-#[path = "util_tests.rs"]
 mod tests;

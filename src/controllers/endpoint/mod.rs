@@ -29,6 +29,7 @@ const TRUNCATED: &str = "truncated";
 /// `LabelManagedBy` and `ControllerName` (v1.33): the label on every Endpoints this controller
 /// writes, so that it can tell them from ones written by others.
 pub const LABEL_MANAGED_BY: &str = "endpoints.kubernetes.io/managed-by";
+/// `ControllerName`: this controller's [`LABEL_MANAGED_BY`] value.
 pub const CONTROLLER_NAME: &str = "endpoint-controller";
 
 /// The controller's settings (`EndpointControllerConfiguration`).

@@ -24,15 +24,20 @@ use crate::runtime::informer::object_key;
 /// The endpoints wanted for one set of ports.
 #[derive(Debug, Default)]
 pub struct Desired {
+    /// The ports every slice of this set carries.
     pub ports: Vec<EndpointPort>,
+    /// The endpoints the slices should hold.
     pub endpoints: EndpointSet,
 }
 
 /// What one reconciliation writes.
 #[derive(Debug, Default)]
 pub struct Plan {
+    /// Slices to create.
     pub create: Vec<EndpointSlice>,
+    /// Existing slices to update.
     pub update: Vec<EndpointSlice>,
+    /// Existing slices to delete.
     pub delete: Vec<Arc<EndpointSlice>>,
 }
 
@@ -46,8 +51,11 @@ impl Plan {
 
 /// Upstream's `Reconciler`, without topology hints (the topology cache is off).
 pub struct SliceReconciler {
+    /// The client the slices are written with.
     pub client: Client,
+    /// `--max-endpoints-per-slice`.
     pub max_endpoints_per_slice: usize,
+    /// The generations of the slices this controller wrote, to spot a stale informer cache.
     pub tracker: Arc<EndpointSliceTracker>,
     /// The `endpointslice.kubernetes.io/managed-by` value.
     pub controller_name: &'static str,

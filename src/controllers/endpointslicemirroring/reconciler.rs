@@ -28,16 +28,22 @@ const TOO_MANY_ADDRESSES_TO_MIRROR: &str = "TooManyAddressesToMirror";
 /// The endpoints wanted for one (address type, ports) key.
 #[derive(Debug, Default)]
 pub struct Desired {
+    /// `IPv4` or `IPv6`.
     pub address_type: &'static str,
+    /// The subset's ports, as slice ports.
     pub ports: Vec<EndpointPort>,
+    /// The subset's addresses of this address type, as endpoints.
     pub endpoints: EndpointSet,
 }
 
 /// What one reconciliation writes (`slicesByAction`).
 #[derive(Debug, Default, PartialEq)]
 pub struct Plan {
+    /// Slices to create.
     pub create: Vec<EndpointSlice>,
+    /// Existing slices to update.
     pub update: Vec<EndpointSlice>,
+    /// Existing slices to delete.
     pub delete: Vec<EndpointSlice>,
 }
 
@@ -80,6 +86,7 @@ fn address_to_endpoint(address: &EndpointAddress, ready: bool) -> Option<(Endpoi
 /// What the desired state calculation found besides the endpoints.
 #[derive(Debug, Default, PartialEq)]
 pub struct Skipped {
+    /// Addresses skipped for not being a valid IP.
     pub invalid: usize,
     /// Addresses not mirrored, invalid ones included.
     pub total: usize,
@@ -267,8 +274,11 @@ pub fn plan(
 
 /// Upstream's mirroring `reconciler`.
 pub struct MirroringReconciler {
+    /// The client the slices are written with.
     pub client: Client,
+    /// The generations of the slices this controller wrote, to spot a stale informer cache.
     pub tracker: Arc<EndpointSliceTracker>,
+    /// Records the Events about skipped addresses.
     pub recorder: EventRecorder,
     /// `--mirroring-max-endpoints-per-subset`.
     pub max_endpoints_per_subset: usize,

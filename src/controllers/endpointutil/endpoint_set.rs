@@ -39,6 +39,7 @@ pub struct EndpointSet {
 }
 
 impl EndpointSet {
+    /// Adds `endpoint`, replacing the one with its identity.
     pub fn insert(&mut self, endpoint: Endpoint) {
         self.items.insert(EndpointKey::of(&endpoint), endpoint);
     }
@@ -48,6 +49,7 @@ impl EndpointSet {
         self.items.get(&EndpointKey::of(endpoint))
     }
 
+    /// Takes the endpoint with the identity of `endpoint` out of the set.
     pub fn remove(&mut self, endpoint: &Endpoint) -> Option<Endpoint> {
         self.items.remove(&EndpointKey::of(endpoint))
     }
@@ -57,10 +59,12 @@ impl EndpointSet {
         self.items.pop_first().map(|(_, endpoint)| endpoint)
     }
 
+    /// How many endpoints the set holds.
     pub fn len(&self) -> usize {
         self.items.len()
     }
 
+    /// Whether the set holds no endpoints.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

@@ -10,7 +10,9 @@ use super::{LABEL_MANAGED_BY, LABEL_SERVICE_NAME};
 use crate::apimachinery::labels::Selector;
 use crate::runtime::informer::Informer;
 
+/// `discovery.AddressTypeIPv4`.
 pub const IPV4: &str = "IPv4";
+/// `discovery.AddressTypeIPv6`.
 pub const IPV6: &str = "IPv6";
 
 /// `metav1.NewControllerRef` of an object of core `v1`.

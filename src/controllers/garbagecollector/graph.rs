@@ -26,10 +26,15 @@ pub const FINALIZER_DELETE_DEPENDENTS: &str = "foregroundDeletion";
 /// Upstream's `objectReference`: an owner reference's coordinates plus a namespace.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectReference {
+    /// The object's apiVersion.
     pub api_version: String,
+    /// The object's kind.
     pub kind: String,
+    /// The object's name.
     pub name: String,
+    /// The object's uid.
     pub uid: String,
+    /// The object's namespace (empty when cluster-scoped).
     pub namespace: String,
 }
 
@@ -73,6 +78,7 @@ impl fmt::Display for ObjectReference {
 /// One object (or virtual owner) in the graph.
 #[derive(Debug, Clone)]
 pub struct Node {
+    /// The object (or virtual owner) this node stands for.
     pub identity: ObjectReference,
     /// The uids of the objects that name this one as owner.
     pub dependents: HashSet<String>,
@@ -119,8 +125,11 @@ impl Node {
 /// What kind of change an event reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
+    /// The object was added.
     Add,
+    /// The object was updated.
     Update,
+    /// The object was deleted.
     Delete,
 }
 
@@ -129,11 +138,15 @@ pub enum EventType {
 pub struct GraphEvent {
     /// Made up by the collector (the API said the object is gone), not seen by an informer.
     pub virtual_: bool,
+    /// What happened to the object.
     pub event_type: EventType,
     /// The object's apiVersion and kind (from the monitor's resource).
     pub api_version: String,
+    /// The object's kind (from the monitor's resource).
     pub kind: String,
+    /// The object's metadata after the event (its last state for a delete).
     pub object: Arc<PartialObjectMetadata>,
+    /// The metadata before an update; `None` for other events.
     pub old: Option<Arc<PartialObjectMetadata>>,
 }
 
@@ -223,6 +236,9 @@ fn references_diffs(
 }
 
 impl GraphBuilder {
+    /// A builder with an empty graph, feeding `queue` (`attemptToDelete`), `orphan_queue`
+    /// (`attemptToOrphan`) and `absent_owners`, and reporting invalid owner references to
+    /// `report_invalid`.
     pub fn new(
         queue: WorkQueue<String>,
         orphan_queue: WorkQueue<String>,
@@ -261,10 +277,12 @@ impl GraphBuilder {
         }
     }
 
+    /// How many nodes the graph holds.
     pub fn len(&self) -> usize {
         self.nodes.lock().len()
     }
 
+    /// Whether the graph holds no nodes.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

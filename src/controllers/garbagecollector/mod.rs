@@ -207,6 +207,8 @@ struct Monitor {
     active: Arc<AtomicBool>,
 }
 
+/// Upstream's `GarbageCollector`: the graph, the API operations, the two work queues and the
+/// monitors that feed the graph.
 pub struct GarbageCollector {
     graph: GraphBuilder,
     operations: Operations,

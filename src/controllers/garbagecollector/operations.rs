@@ -30,7 +30,9 @@ pub enum GcError {
     NamespacedOwnerOfClusterScoped,
     /// The kind of a reference has no REST mapping (`restMappingError`).
     RestMapping(String),
+    /// An API error.
     Api(Error),
+    /// Any other failure, with its message.
     Other(String),
 }
 
@@ -54,6 +56,7 @@ impl std::fmt::Display for GcError {
 }
 
 impl GcError {
+    /// Whether the API said NotFound.
     pub fn is_not_found(&self) -> bool {
         matches!(self, GcError::Api(e) if e.is_not_found())
     }
@@ -66,6 +69,7 @@ pub struct RestMapper {
 }
 
 impl RestMapper {
+    /// A mapper based on `discovery`; `client` reads discovery again on a miss.
     pub fn new(client: Client, discovery: Arc<Discovery>) -> RestMapper {
         RestMapper { client, state: RwLock::new((discovery, Instant::now())) }
     }
@@ -101,7 +105,9 @@ impl RestMapper {
 
 /// The collector's view of the API.
 pub struct Operations {
+    /// The client objects are read and written with.
     pub client: Client,
+    /// Kinds to resources.
     pub mapper: RestMapper,
 }
 

@@ -26,6 +26,7 @@ struct Lru {
 }
 
 impl ReferenceCache {
+    /// An empty cache of at most `capacity` references (at least 1).
     pub fn new(capacity: usize) -> ReferenceCache {
         let lru = Lru { capacity: capacity.max(1), tick: 0, used: HashMap::new(), order: BTreeMap::new() };
         ReferenceCache { inner: Mutex::new(lru) }

@@ -9,10 +9,15 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{NamespaceCondition, NamespaceStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+/// `v1.NamespaceDeletionDiscoveryFailure`: the namespace's resources could not all be discovered.
 pub const DISCOVERY_FAILURE: &str = "NamespaceDeletionDiscoveryFailure";
+/// `v1.NamespaceDeletionGVParsingFailure`: a discovered group version could not be parsed.
 pub const GROUP_VERSION_PARSING_FAILURE: &str = "NamespaceDeletionGroupVersionParsingFailure";
+/// `v1.NamespaceDeletionContentFailure`: content could not be deleted.
 pub const CONTENT_FAILURE: &str = "NamespaceDeletionContentFailure";
+/// `v1.NamespaceContentRemaining`: content is left to delete.
 pub const CONTENT_REMAINING: &str = "NamespaceContentRemaining";
+/// `v1.NamespaceFinalizersRemaining`: content waits on finalizers.
 pub const FINALIZERS_REMAINING: &str = "NamespaceFinalizersRemaining";
 
 /// `conditionTypes`, in upstream's order (the order they are first added to a namespace).
@@ -42,7 +47,9 @@ pub struct ConditionUpdater {
 /// (`allGVRDeletionMetadata`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RemainingContent {
+    /// Remaining objects by resource (`<resource>.<group>`).
     pub by_resource: BTreeMap<String, usize>,
+    /// Remaining objects by finalizer.
     pub by_finalizer: BTreeMap<String, usize>,
 }
 

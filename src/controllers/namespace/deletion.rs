@@ -78,6 +78,7 @@ impl OperationCache {
 pub struct DiscoveryError {
     /// How many group versions failed; `None` when discovery failed as a whole.
     pub failed_groups: Option<usize>,
+    /// The discovery error's message.
     pub message: String,
 }
 

@@ -24,11 +24,26 @@ pub enum CidrSetError {
     /// `ErrCIDRSetSubNetTooBig`.
     SubNetTooBig,
     /// The node mask is shorter than the cluster's or longer than the address.
-    BadMaskSize { cluster: Cidr, node_mask: u8 },
+    BadMaskSize {
+        /// The cluster CIDR.
+        cluster: Cidr,
+        /// The node mask size asked for.
+        node_mask: u8,
+    },
     /// A CIDR that does not overlap the cluster CIDR.
-    OutOfRange { cidr: Cidr, cluster: Cidr },
+    OutOfRange {
+        /// The CIDR asked for.
+        cidr: Cidr,
+        /// The set's cluster CIDR.
+        cluster: Cidr,
+    },
     /// An address whose block index is beyond the set.
-    IndexOutOfRange { ip: IpAddr, node_mask: u8 },
+    IndexOutOfRange {
+        /// The address asked for.
+        ip: IpAddr,
+        /// The set's node mask size.
+        node_mask: u8,
+    },
 }
 
 impl fmt::Display for CidrSetError {

@@ -46,8 +46,11 @@ const APISERVER_STARTUP_GRACE_PERIOD: Duration = Duration::from_secs(600);
 /// What the range allocator is built from (upstream `CIDRAllocatorParams`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AllocatorParams {
+    /// `--cluster-cidr`: the ranges node CIDRs come from, one per IP family.
     pub cluster_cidrs: Vec<Cidr>,
+    /// The first range of `--service-cluster-ip-range`, never handed out to nodes.
     pub service_cidr: Option<Cidr>,
+    /// The second range of `--service-cluster-ip-range` (dual stack), never handed out either.
     pub secondary_service_cidr: Option<Cidr>,
     /// The node mask size for each cluster CIDR.
     pub node_masks: Vec<u8>,

@@ -22,9 +22,13 @@ const KUBELET_CONDITIONS: [&str; 4] = ["Ready", "MemoryPressure", "DiskPressure"
 /// `nodeHealthData`: what the controller last saw of a node, and when (its own clock).
 #[derive(Debug, Clone)]
 pub struct NodeHealth {
+    /// `probeTimestamp`: when the node last showed it is alive (a new heartbeat or Lease renewal).
     pub probe_timestamp: Timestamp,
+    /// `readyTransitionTimestamp`: when the controller saw the Ready condition last transition.
     pub ready_transition_timestamp: Timestamp,
+    /// The node status last seen.
     pub status: Option<NodeStatus>,
+    /// The node's Lease as last seen renewed.
     pub lease: Option<Lease>,
 }
 
@@ -39,6 +43,7 @@ impl NodeHealth {
 pub struct Judgement {
     /// What to remember of the node, unless the status write below succeeds.
     pub health: NodeHealth,
+    /// The grace period applied: `startup` for a node that never posted Ready, else `monitor`.
     pub grace_period: Duration,
     /// The Ready condition as the node had it (a made-up Unknown one if it never posted).
     pub observed_ready: NodeCondition,

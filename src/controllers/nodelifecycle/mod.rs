@@ -99,8 +99,11 @@ fn is_condition_taint(key: &str) -> bool {
 /// The flags of the controller.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
+    /// `--node-monitor-period`: how often node health is checked.
     pub monitor_period: Duration,
+    /// The grace periods of node health.
     pub grace: GracePeriods,
+    /// The eviction rates and zone thresholds.
     pub zones: ZoneConfig,
     /// With the SeparateTaintEvictionController gate off, the taint eviction controller runs
     /// inside this one, recording Events as this component (upstream's `taintEvictionController`).

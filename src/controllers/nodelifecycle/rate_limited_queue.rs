@@ -17,9 +17,13 @@ pub const EVICTION_RATE_LIMITER_BURST: u32 = 1;
 /// A queued node name (`TimedValue`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimedValue {
+    /// The node name.
     pub value: String,
+    /// The node's uid.
     pub uid: String,
+    /// When the value was added.
     pub added_at: Instant,
+    /// When the value is due (again).
     pub process_at: Instant,
 }
 

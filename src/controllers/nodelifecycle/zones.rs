@@ -16,13 +16,19 @@ use crate::apimachinery::clock::Clock;
 /// `ZoneState`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ZoneState {
+    /// `stateInitial`: a new zone, not judged yet.
     Initial,
+    /// `stateNormal`: neither fully nor partially disrupted.
     Normal,
+    /// `stateFullDisruption`: no node is Ready.
     FullDisruption,
+    /// `statePartialDisruption`: more than 2 nodes, and at least `--unhealthy-zone-threshold` of
+    /// them, not Ready.
     PartialDisruption,
 }
 
 impl ZoneState {
+    /// The state's name, as logged.
     pub fn as_str(self) -> &'static str {
         match self {
             ZoneState::Initial => "Initial",
@@ -83,6 +89,7 @@ pub struct Zones {
 }
 
 impl Zones {
+    /// No zones yet; the taint queue of each new zone gets the rate of `config`.
     pub fn new(config: ZoneConfig, clock: Arc<dyn Clock>) -> Zones {
         Zones { config, clock, states: HashMap::new(), tainters: HashMap::new() }
     }
@@ -115,6 +122,7 @@ impl Zones {
         self.tainters.values().cloned().collect()
     }
 
+    /// The zone's state; `None` for a zone not seen yet.
     pub fn state(&self, zone: &str) -> Option<ZoneState> {
         self.states.get(zone).copied()
     }

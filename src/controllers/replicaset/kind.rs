@@ -16,21 +16,32 @@ use crate::runtime::informer::Informable;
 /// A status condition, in the shape both kinds share.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Condition {
+    /// The condition type.
     pub type_: String,
+    /// `True`, `False` or `Unknown`.
     pub status: String,
+    /// A machine-readable reason for the status.
     pub reason: Option<String>,
+    /// A human-readable message.
     pub message: Option<String>,
+    /// When `status` last changed.
     pub last_transition_time: Option<Time>,
 }
 
 /// `ReplicaSetStatus` / `ReplicationControllerStatus` in one shape.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ReplicaStatus {
+    /// `replicas`: the active pods the controller owns.
     pub replicas: i32,
+    /// `fullyLabeledReplicas`: pods whose labels match the template's labels.
     pub fully_labeled_replicas: i32,
+    /// `readyReplicas`.
     pub ready_replicas: i32,
+    /// `availableReplicas`: pods ready for at least `minReadySeconds`.
     pub available_replicas: i32,
+    /// `observedGeneration`: the generation the status is of.
     pub observed_generation: i64,
+    /// `conditions`.
     pub conditions: Vec<Condition>,
 }
 
@@ -38,10 +49,13 @@ pub struct ReplicaStatus {
 pub trait ReplicaKind: Informable + Resource<Scope = NamespaceResourceScope> + Clone + Serialize {
     /// `spec.replicas`, defaulted to 1 as the API server does.
     fn replicas(&self) -> i32;
+    /// `spec.minReadySeconds` (0 when unset).
     fn min_ready_seconds(&self) -> i32;
     /// The pod selector (`spec.selector`).
     fn selector(&self) -> Result<Selector, String>;
+    /// The pod template (`spec.template`), if any.
     fn template(&self) -> Option<&PodTemplateSpec>;
+    /// The status in the common shape.
     fn status(&self) -> ReplicaStatus;
     /// A copy with `status` as its status; fields the common shape lacks are kept.
     fn with_status(&self, status: &ReplicaStatus) -> Self;

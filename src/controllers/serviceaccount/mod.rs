@@ -12,8 +12,9 @@ pub use cleaner::{Config as CleanerConfig, new as new_legacy_token_cleaner};
 pub use cleaner::{DEFAULT_SYNC_INTERVAL, INVALID_SINCE_LABEL, LAST_USED_LABEL, TRACKING_CONFIG_MAP};
 pub use tokens::{Config as TokensConfig, new as new_tokens};
 
-/// `v1.ServiceAccountNameKey` / `v1.ServiceAccountUIDKey`: whose token a Secret holds.
+/// `v1.ServiceAccountNameKey`: the name of the account whose token a Secret holds.
 pub const SERVICE_ACCOUNT_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
+/// `v1.ServiceAccountUIDKey`: the uid of the account whose token a Secret holds.
 pub const SERVICE_ACCOUNT_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 /// `v1.SecretTypeServiceAccountToken`.
 pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";

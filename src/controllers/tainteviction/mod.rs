@@ -122,7 +122,14 @@ pub enum Decision {
     /// A deletion is scheduled already and stays as it is.
     Keep,
     /// Schedule the deletion (cancelling the scheduled one first when `replace`).
-    Schedule { created_at: Instant, fire_at: Instant, replace: bool },
+    Schedule {
+        /// When the deletion was first scheduled (kept when replacing).
+        created_at: Instant,
+        /// When the pod is deleted: now plus the shortest toleration time.
+        fire_at: Instant,
+        /// A deletion is scheduled already and is replaced.
+        replace: bool,
+    },
 }
 
 /// The decision of `processPodOnNode` at `now`, given the deletion already scheduled (if any).

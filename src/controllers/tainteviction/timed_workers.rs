@@ -33,13 +33,16 @@ struct Worker {
 /// A scheduled work item as [`TimedWorkers::get_worker`] shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Scheduled {
+    /// `CreatedAt`: the time the delay is counted from.
     pub created_at: Instant,
+    /// `FireAt`: the time the work is for.
     pub fire_at: Instant,
 }
 
 /// Work that became due and now runs; hand it back to [`TimedWorkers::finish`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Started {
+    /// The time the work was for.
     pub fire_at: Instant,
     id: u64,
 }
@@ -58,6 +61,7 @@ struct State {
 }
 
 impl TimedWorkers {
+    /// A queue that has `schedule` look at a key when its work is due.
     pub fn new(clock: Arc<dyn Clock>, schedule: Schedule) -> TimedWorkers {
         TimedWorkers { clock, schedule, workers: Mutex::new(State::default()) }
     }
