@@ -36,3 +36,6 @@ s/::sandbox::store\([:;]\)/::sandbox::storage::store\1/g
 s/::sandbox::rbac\([:;]\)/::sandbox::auth::rbac\1/g
 s/::sandbox::bootstrap_policy\([:;]\)/::sandbox::auth::bootstrap_policy\1/g
 s/::sandbox::demo\([:;]\)/::sandbox::cli::demo\1/g
+# Part (A), clocks the apimachinery clock replaced (its wall reading is `Clock::wall`).
+s/runtime::events::correlator::SystemClock/apimachinery::clock::RealClock/g
+s/runtime::events::correlator::Clock\b/apimachinery::clock::Clock/g
