@@ -9,14 +9,14 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use super::api::{ApiOptions, ApiServer};
-use super::audit::AuditLog;
-use super::auth::{self, Credentials, Pki, Tokens, UserInfo};
-use super::faults::Faults;
-use super::objects;
-use super::services::ServiceRange;
-use super::store::{DEFAULT_HISTORY, Store};
 use crate::client::config::RestConfig;
+use crate::sandbox::apiserver::audit::AuditLog;
+use crate::sandbox::apiserver::faults::Faults;
+use crate::sandbox::apiserver::{ApiOptions, ApiServer};
+use crate::sandbox::auth::{self, Credentials, Pki, Tokens, UserInfo};
+use crate::sandbox::storage::objects;
+use crate::sandbox::storage::services::ServiceRange;
+use crate::sandbox::storage::store::{DEFAULT_HISTORY, Store};
 use crate::server::http::HttpServer;
 
 /// How to run the sandbox.
@@ -43,7 +43,7 @@ pub struct SandboxOptions {
 pub enum AuthorizationMode {
     #[default]
     AlwaysAllow,
-    /// RBAC, with the Node authorizer approximated (see `rbac.rs`).
+    /// RBAC, with the Node authorizer approximated (see `auth/rbac.rs`).
     Rbac,
 }
 
@@ -346,7 +346,7 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
     }
     if api.options.rbac {
         // The rbac/bootstrap-roles post-start hook.
-        for (storage, mut object) in super::bootstrap_policy::objects() {
+        for (storage, mut object) in crate::sandbox::auth::bootstrap_policy::objects() {
             let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
             let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
             let fresh = meta(&name, ns.as_deref());

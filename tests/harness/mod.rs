@@ -98,7 +98,7 @@ pub fn stored_object(server: &TestServer, resource: &str, namespace: &str, name:
             let answer: Value = serde_json::from_str(&text).expect("etcd answers JSON");
             let value = answer["kvs"][0]["value"].as_str()?;
             let bytes = BASE64.decode(value).expect("base64 from etcd");
-            Some(kcm::sandbox::protobuf::decode_body(&bytes).unwrap_or_else(|e| panic!("{key}: {e}")))
+            Some(kcm::sandbox::apiserver::protobuf::decode_body(&bytes).unwrap_or_else(|e| panic!("{key}: {e}")))
         }
     }
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Field tables for the sandbox's Kubernetes protobuf request decoder (src/sandbox/protobuf/tables.rs).
+"""Field tables for the sandbox's Kubernetes protobuf request decoder (src/sandbox/apiserver/protobuf/tables.rs).
 
     gen.py extract <go-binary>   # writes proto/<path>.proto from the gzipped FileDescriptorProtos that
                                  # gogo-protobuf registers in a Kubernetes Go binary (e.g. kubectl)
-    gen.py                       # reads proto/**/*.proto and writes ../../src/sandbox/protobuf/tables.rs
+    gen.py                       # reads proto/**/*.proto and writes ../../src/sandbox/apiserver/protobuf/tables.rs
 
 The extracted .proto files are upstream's generated.proto without comments, plus the
 `(gogoproto.nullable) = false` option that go-to-protobuf sets on non-pointer Go fields (upstream's
@@ -17,7 +17,7 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_DIR = os.path.join(HERE, "proto")
-OUT = os.path.join(HERE, "..", "..", "src", "sandbox", "protobuf", "tables.rs")
+OUT = os.path.join(HERE, "..", "..", "src", "sandbox", "apiserver", "protobuf", "tables.rs")
 
 # The API packages the sandbox decodes (kube-apiserver v1.33 built-in groups kubectl writes to).
 PACKAGES = [

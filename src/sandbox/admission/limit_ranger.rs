@@ -9,9 +9,9 @@ use serde_json::Value;
 use super::resource_list::{self, ResourceList};
 use super::{AdmissionContext, Operation, Phase, forbidden, items, text};
 use crate::quantity::{Quantity, common_precision, fits_milli};
-use crate::sandbox::objects::{is_deleting, metadata_mut};
-use crate::sandbox::status::ApiResult;
-use crate::sandbox::store::Txn;
+use crate::sandbox::apiserver::status::ApiResult;
+use crate::sandbox::storage::objects::{is_deleting, metadata_mut};
+use crate::sandbox::storage::store::Txn;
 
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
@@ -290,7 +290,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::testing::*;
-    use crate::sandbox::store::Store;
+    use crate::sandbox::storage::store::Store;
 
     fn store_with_limits(limits: serde_json::Value) -> Store {
         let store = Store::default();

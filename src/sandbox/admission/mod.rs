@@ -9,11 +9,11 @@
 
 use serde_json::Value;
 
-use super::auth::UserInfo;
-use super::objects::name_of;
-use super::resources::ResourceType;
-use super::status::{ApiError, ApiResult};
-use super::store::Txn;
+use crate::sandbox::apiserver::status::{ApiError, ApiResult};
+use crate::sandbox::auth::UserInfo;
+use crate::sandbox::storage::objects::name_of;
+use crate::sandbox::storage::resources::ResourceType;
+use crate::sandbox::storage::store::Txn;
 
 mod limit_ranger;
 mod nodes;
@@ -149,8 +149,8 @@ pub(crate) mod testing {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::sandbox::resources::RESOURCES;
-    use crate::sandbox::store::Store;
+    use crate::sandbox::storage::resources::RESOURCES;
+    use crate::sandbox::storage::store::Store;
 
     pub fn admin() -> UserInfo {
         UserInfo::new("admin", &["system:masters"])
@@ -239,7 +239,7 @@ mod tests {
     use serde_json::json;
 
     use super::testing::*;
-    use crate::sandbox::store::Store;
+    use crate::sandbox::storage::store::Store;
 
     #[test]
     fn mutating_refusals_name_the_generate_name_prefix() {

@@ -29,7 +29,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::testing::*;
-    use crate::sandbox::store::Store;
+    use crate::sandbox::storage::store::Store;
 
     #[test]
     fn new_nodes_are_tainted_not_ready_once() {

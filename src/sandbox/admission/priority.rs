@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::{AdmissionContext, Operation, Phase, forbidden, spec_mut, text};
-use crate::sandbox::status::ApiResult;
-use crate::sandbox::store::Txn;
+use crate::sandbox::apiserver::status::ApiResult;
+use crate::sandbox::storage::store::Txn;
 
 /// The classes kube-apiserver creates at startup; they count as existing even when the
 /// sandbox has not stored them.
@@ -132,7 +132,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::testing::*;
-    use crate::sandbox::store::Store;
+    use crate::sandbox::storage::store::Store;
 
     fn store_with_classes() -> Store {
         let store = Store::default();

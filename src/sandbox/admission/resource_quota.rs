@@ -18,10 +18,10 @@ use crate::quantity::Quantity;
 use crate::quota::resources::{self, intersection, mask, pretty, subtract_non_negative};
 use crate::quota::scopes::{ScopeRequirement, quota_scope_requirements};
 use crate::quota::{GroupResource, LEGACY_OBJECT_COUNT_ALIASES, claims, pods, services};
-use crate::sandbox::objects::name_of;
-use crate::sandbox::resources::ResourceType;
-use crate::sandbox::status::ApiResult;
-use crate::sandbox::store::Txn;
+use crate::sandbox::apiserver::status::ApiResult;
+use crate::sandbox::storage::objects::name_of;
+use crate::sandbox::storage::resources::ResourceType;
+use crate::sandbox::storage::store::Txn;
 
 /// How usage of a resource is measured: the shared evaluators of [`crate::quota`] (upstream's
 /// registry of evaluators, as the admission plugin uses it).
@@ -229,7 +229,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::testing::*;
-    use crate::sandbox::store::Store;
+    use crate::sandbox::storage::store::Store;
 
     fn store_with_quota(hard: serde_json::Value, used: serde_json::Value, spec: serde_json::Value) -> Store {
         let store = Store::default();

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{AdmissionContext, Phase, annotation, array_mut, forbidden, items, spec_mut, text};
-use crate::sandbox::status::ApiResult;
-use crate::sandbox::store::Txn;
+use crate::sandbox::apiserver::status::ApiResult;
+use crate::sandbox::storage::store::Txn;
 
 const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 const TOKEN_MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -256,7 +256,7 @@ mod tests {
 
     use super::super::testing::*;
     use super::*;
-    use crate::sandbox::store::Store;
+    use crate::sandbox::storage::store::Store;
 
     #[test]
     fn a_pod_gets_the_default_account_and_the_token_volume() {

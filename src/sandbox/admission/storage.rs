@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 
 use super::{AdmissionContext, Phase, annotation, forbidden, spec_mut, text};
 use crate::quantity::Quantity;
-use crate::sandbox::objects::{finalizers, set_finalizers};
-use crate::sandbox::status::ApiResult;
-use crate::sandbox::store::Txn;
+use crate::sandbox::apiserver::status::ApiResult;
+use crate::sandbox::storage::objects::{finalizers, set_finalizers};
+use crate::sandbox::storage::store::Txn;
 
 const BETA_STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
 const DEFAULT_CLASS_ANNOTATIONS: &[&str] =
@@ -97,7 +97,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::testing::*;
-    use crate::sandbox::store::Store;
+    use crate::sandbox::storage::store::Store;
 
     fn claim(name: &str) -> serde_json::Value {
         json!({"metadata": {"namespace": "team", "name": name},

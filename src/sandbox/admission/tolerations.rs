@@ -44,7 +44,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::testing::*;
-    use crate::sandbox::store::Store;
+    use crate::sandbox::storage::store::Store;
 
     #[test]
     fn tolerations_are_added_once() {

@@ -18,12 +18,13 @@
 //!   ([`SimulatedNodes::resume_heartbeat`] after [`SimulatedNodes::stop_heartbeat`]), unless
 //!   [`NodeOptions::reregister_deleted_nodes`] is set.
 //!
-//! The scheduler binds pending pods of `default-scheduler` to the live, Ready node with the
-//! fewest pods among those they fit (kube-scheduler's default filters, in the `scheduler`
-//! module), or marks them PodScheduled=False with kube-scheduler's message. One liberty: unless
-//! [`NodeOptions::strict_not_ready_taint`], it ignores the `node.kubernetes.io/not-ready`
-//! NoSchedule taint that kube-apiserver puts on every new Node while the node is Ready, so that
-//! pods run before (or without) a node lifecycle controller to remove it.
+//! The scheduler (the `scheduler` module) binds pending pods of `default-scheduler` to the live,
+//! Ready node with the fewest pods among those they fit (kube-scheduler's default filters, in
+//! `scheduler/plugins.rs`), or marks them PodScheduled=False with kube-scheduler's message. One
+//! liberty: unless [`NodeOptions::strict_not_ready_taint`], it ignores the
+//! `node.kubernetes.io/not-ready` NoSchedule taint that kube-apiserver puts on every new Node
+//! while the node is Ready, so that pods run before (or without) a node lifecycle controller to
+//! remove it.
 //!
 //! One background thread does all of it, from list+watch caches of pods and nodes.
 
@@ -40,15 +41,14 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use self::kubelet::{KILLED_EXIT_CODE, Stage};
 use self::mirror::{Mirror, Source, WATCH_CAPACITY, is_transient};
 use self::node::{CONTROLLER_MANAGED_ATTACH, LEASE_NAMESPACE, Machine};
-use self::scheduler::{Candidate, Placement};
+use crate::apimachinery;
 use crate::client::{Api, Client, ClientOptions, DeleteParams, Error, Patch, PostParams, Preconditions, RestConfig};
 
 /// How the simulated nodes behave.
@@ -204,7 +204,7 @@ impl SimulatedNodes {
             if node.is_empty() {
                 return Err(format!("{what} is not bound to a node"));
             }
-            let phase = phase_of(&pod);
+            let phase = apimachinery::pod::phase(&pod);
             if is_terminal(phase) {
                 return Err(format!("{what} has already terminated ({phase})"));
             }
@@ -555,152 +555,6 @@ impl Worker {
         }
     }
 
-    // ---- Scheduler ----
-
-    /// Binds every pending pod it can; marks the others unschedulable.
-    fn schedule(&mut self) {
-        let mut pending: Vec<Pod> = self
-            .pods
-            .values()
-            .filter(|p| needs_scheduling(p) && !self.assumed.contains_key(uid_of(p)))
-            .cloned()
-            .collect();
-        if pending.is_empty() {
-            return;
-        }
-        // The scheduling queue's order: higher priority first, then older first.
-        pending.sort_by(|a, b| {
-            let priority = |p: &Pod| p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
-            priority(b).cmp(&priority(a)).then_with(|| {
-                let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
-                created(a).cmp(&created(b))
-            })
-        });
-        let decisions = self.decide(&pending);
-        for (pod, placement) in pending.iter().zip(decisions) {
-            if self.stopping() {
-                return;
-            }
-            match placement {
-                Placement::Node(node) => self.bind(pod, &node),
-                Placement::Unschedulable(message) => self.mark_unschedulable(pod, &message),
-            }
-        }
-    }
-
-    /// Places the pending pods one after the other, each counting on the nodes the ones
-    /// placed before it.
-    fn decide(&self, pending: &[Pod]) -> Vec<Placement> {
-        let alive = self.alive_nodes();
-        let mut bound: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
-        // An assumption the watch already confirmed is counted once, from the watch.
-        let confirmed: std::collections::HashSet<&str> = self
-            .pods
-            .values()
-            .filter(|p| !p.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default().is_empty())
-            .map(uid_of)
-            .collect();
-        let assumed = self.assumed.iter().filter(|(uid, _)| !confirmed.contains(uid.as_str())).map(|(_, (p, _))| p);
-        for pod in self.pods.values().chain(assumed) {
-            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
-            if !node.is_empty() && !is_terminal(phase_of(pod)) {
-                bound.entry(node).or_default().push(pod);
-            }
-        }
-        let mut decisions = Vec::with_capacity(pending.len());
-        for pod in pending {
-            let candidates: Vec<Candidate<'_>> = self
-                .nodes
-                .values()
-                .map(|node| {
-                    let name = node.metadata.name.as_deref().unwrap_or_default();
-                    Candidate { node, alive: alive.contains(name), pods: bound.get(name).cloned().unwrap_or_default() }
-                })
-                .collect();
-            let placement = scheduler::place(pod, &candidates, self.options.strict_not_ready_taint);
-            if let Placement::Node(node) = &placement
-                && let Some(name) = self.nodes.get("", node).and_then(|n| n.metadata.name.as_deref())
-            {
-                bound.entry(name).or_default().push(pod);
-            }
-            decisions.push(placement);
-        }
-        decisions
-    }
-
-    /// POSTs the pod's Binding; the scheduler counts the pod on the node until the watch shows
-    /// it bound.
-    fn bind(&mut self, pod: &Pod, node: &str) {
-        let (namespace, name) = namespace_and_name(pod);
-        let binding = Binding {
-            metadata: ObjectMeta {
-                name: Some(name.to_string()),
-                namespace: Some(namespace.to_string()),
-                uid: pod.metadata.uid.clone(),
-                ..ObjectMeta::default()
-            },
-            target: ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Node".into()),
-                name: Some(node.to_string()),
-                ..ObjectReference::default()
-            },
-        };
-        let api = Api::<Pod>::namespaced(&self.shared.client, namespace);
-        match api.create_subresource::<_, Value>("binding", name, &binding, &PostParams::default()) {
-            Ok(_) => {
-                log::debug!("scheduler: bound pod {namespace}/{name} to {node}");
-                let mut bound = pod.clone();
-                bound.spec.get_or_insert_default().node_name = Some(node.to_string());
-                self.assumed.insert(uid_of(pod).to_string(), (bound, Instant::now()));
-            }
-            Err(e) => log_error(&format!("scheduler: cannot bind pod {namespace}/{name} to {node}"), &e),
-        }
-    }
-
-    /// Sets PodScheduled=False (reason Unschedulable) with the scheduler's message, if the pod
-    /// does not say so already.
-    fn mark_unschedulable(&mut self, pod: &Pod, message: &str) {
-        let conditions = pod.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
-        let current = conditions.iter().find(|c| c.type_ == "PodScheduled");
-        if current.is_some_and(|c| {
-            c.status == "False" && c.reason.as_deref() == Some("Unschedulable") && c.message.as_deref() == Some(message)
-        }) {
-            return;
-        }
-        let transition = match current {
-            Some(c) if c.status == "False" => {
-                c.last_transition_time.as_ref().map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-            }
-            _ => None,
-        };
-        let condition = json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
-            "lastProbeTime": null, "lastTransitionTime": transition.unwrap_or_else(node::now)});
-        let mut list: Vec<Value> = conditions
-            .iter()
-            .map(|c| {
-                if c.type_ == "PodScheduled" { condition.clone() } else { serde_json::to_value(c).unwrap_or_default() }
-            })
-            .collect();
-        if current.is_none() {
-            list.push(condition);
-        }
-        let patch =
-            json!({"metadata": {"resourceVersion": pod.metadata.resource_version}, "status": {"conditions": list}});
-        let (namespace, name) = namespace_and_name(pod);
-        match Api::<Pod>::namespaced(&self.shared.client, namespace).patch_status(
-            name,
-            &Patch::Merge(patch),
-            &PostParams::default(),
-        ) {
-            Ok(updated) => {
-                log::debug!("scheduler: pod {namespace}/{name} is unschedulable: {message}");
-                self.pods.observe(updated);
-            }
-            Err(e) => log_error(&format!("scheduler: cannot update pod {namespace}/{name}"), &e),
-        }
-    }
-
     // ---- Kubelets: pods ----
 
     /// Moves every pod of a live kubelet one step along its life.
@@ -727,7 +581,7 @@ impl Worker {
         if record.and_then(|r| r.retry_at).is_some_and(|at| now < at) {
             return false;
         }
-        let phase = phase_of(pod);
+        let phase = apimachinery::pod::phase(pod);
         if pod.metadata.deletion_timestamp.is_some() {
             return !is_terminal(phase)
                 || record.and_then(|r| r.delete_sent).is_none_or(|t| now.duration_since(t) >= DELETE_RETRY);
@@ -746,7 +600,7 @@ impl Worker {
     fn sync_pod(&mut self, pod: &Pod, i: usize, now: Instant) {
         let uid = uid_of(pod).to_string();
         let record = self.records.entry(uid.clone()).or_insert_with(|| PodRecord::new(now));
-        let phase = phase_of(pod).to_string();
+        let phase = apimachinery::pod::phase(pod).to_string();
         if pod.metadata.deletion_timestamp.is_some() {
             if is_terminal(&phase) {
                 self.delete_pod(pod, i);
@@ -850,7 +704,7 @@ impl Worker {
             .pods
             .values()
             .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(machine.name.as_str()))
-            .filter(|p| !is_terminal(phase_of(p)))
+            .filter(|p| !is_terminal(apimachinery::pod::phase(p)))
             .filter_map(|p| p.status.as_ref().and_then(|s| s.pod_ip.clone()))
             .collect();
         used.extend(self.records.values().filter_map(|r| r.ip.clone()));
@@ -899,26 +753,12 @@ impl Worker {
     }
 }
 
-/// A pending pod for the default scheduler: unbound, not being deleted, not gated.
-fn needs_scheduling(pod: &Pod) -> bool {
-    let Some(spec) = pod.spec.as_ref() else { return false };
-    spec.node_name.as_deref().unwrap_or_default().is_empty()
-        && matches!(spec.scheduler_name.as_deref(), None | Some("") | Some("default-scheduler"))
-        && spec.scheduling_gates.as_ref().is_none_or(|g| g.is_empty())
-        && pod.metadata.deletion_timestamp.is_none()
-        && !is_terminal(phase_of(pod))
-}
-
 /// Pods whose containers exit when done: Job pods and pods that are not restarted.
 fn runs_to_completion(pod: &Pod) -> bool {
     let owned_by_job =
         pod.metadata.owner_references.iter().flatten().any(|o| o.kind == "Job" && o.api_version == "batch/v1");
     let restart = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always");
     owned_by_job || matches!(restart, "Never" | "OnFailure")
-}
-
-fn phase_of(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
 }
 
 fn is_terminal(phase: &str) -> bool {
@@ -954,6 +794,8 @@ fn log_error(what: &str, error: &Error) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     #[test]

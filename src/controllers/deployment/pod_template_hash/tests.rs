@@ -175,7 +175,8 @@ fn parse_quantity_takes_the_inf_dec_path_for_large_values() {
 #[cfg(feature = "sandbox")]
 #[test]
 fn sandbox_defaulted_template_hashes_like_upstreams_stored_one() {
-    use crate::sandbox::{defaults, resources};
+    use crate::sandbox::apiserver::defaults;
+    use crate::sandbox::storage::resources;
     let mut deployment = serde_json::json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",

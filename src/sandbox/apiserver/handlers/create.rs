@@ -1,0 +1,166 @@
+//! POST (`endpoints/handlers/create.go`): server-set metadata, defaults, the initial status,
+//! NamespaceLifecycle, admission, validation and allocations, in one transaction.
+
+use serde_json::{Value, json};
+
+use super::update::{has_resource_version, is_service};
+use super::{body_json, check_kind, check_namespace, field_validation, is_dry_run};
+use crate::sandbox::admission::{self, AdmissionContext, Operation};
+use crate::sandbox::apiserver::status::{ApiError, ApiResult};
+use crate::sandbox::apiserver::typed;
+use crate::sandbox::apiserver::{ApiServer, Target};
+use crate::sandbox::apiserver::{convert, defaults, subresources, validation};
+use crate::sandbox::auth::UserInfo;
+use crate::sandbox::storage::objects::{self, is_deleting, name_of};
+use crate::sandbox::storage::resources::{self, ResourceType};
+use crate::sandbox::storage::services;
+use crate::sandbox::storage::store::Txn;
+use crate::server::http::Request;
+
+/// `CreateResource`: decodes the body and creates the object; 201 with the stored object.
+pub fn create(api: &ApiServer, request: &Request, target: &Target, user: &UserInfo) -> ApiResult<(u16, Value)> {
+    let resource = target.resource;
+    let mut object = convert::to_internal(resource, body_json(request)?)?;
+    check_kind(resource, &object)?;
+    check_namespace(target, &object)?;
+    convert::storage_type(resource, &mut object);
+    let object = typed::normalize(resource, object, field_validation(request)?)?;
+    if has_resource_version(&object) && !is_dry_run(request)? {
+        return Err(resource_version_on_create());
+    }
+    let dry_run = is_dry_run(request)?;
+    let stored = api.store.write(|txn| create_in(api, txn, target, object, user, dry_run))?;
+    Ok((201, convert::to_external(resource, &stored)))
+}
+
+/// Creates an object within a transaction: server-set metadata, defaults, the initial
+/// status, NamespaceLifecycle, admission, allocations. Used by POST and by PUT for kinds
+/// that allow create-on-update.
+pub fn create_in(
+    api: &ApiServer,
+    txn: &mut Txn<'_>,
+    target: &Target,
+    mut object: Value,
+    user: &UserInfo,
+    dry_run: bool,
+) -> ApiResult<Value> {
+    let resource = target.resource;
+    let ns = target.namespace.as_deref();
+    objects::prepare_create(resource, &mut object, ns)?;
+    subresources::csr_prepare_for_create(resource, &mut object, user);
+    defaults::apply(resource, &mut object);
+    reset_status_on_create(resource, &mut object);
+    let name = name_of(&object).to_string();
+    if resource.namespaced {
+        check_namespace_accepts(txn, resource, ns.unwrap_or_default(), &name)?;
+    }
+    let ctx = AdmissionContext {
+        resource,
+        subresource: None,
+        namespace: ns.unwrap_or_default(),
+        operation: Operation::Create,
+        user,
+        old: None,
+        dry_run,
+    };
+    admission::admit(&ctx, &mut object, txn)?;
+    validation::validate_create(resource, &object)?;
+    set_qos_class(resource, &mut object);
+    if txn.get(resource.storage_key(), ns.unwrap_or_default(), &name).is_some() {
+        return Err(ApiError::already_exists(resource, &name));
+    }
+    if is_service(resource) {
+        services::allocate(resource, &mut object, txn, api.options.service_range)?;
+    }
+    if !dry_run {
+        object["metadata"]["resourceVersion"] = txn.next_revision().to_string().into();
+        txn.put(resource.storage_key(), object.clone());
+    }
+    Ok(object)
+}
+
+/// etcd3's store refuses to create an object that carries a resourceVersion; the error is not
+/// a `Status`, so kube-apiserver answers 500 with no reason.
+fn resource_version_on_create() -> ApiError {
+    let mut e = ApiError::new(500, "", "resourceVersion should not be set on objects to be created", None);
+    e.status.as_object_mut().map(|s| s.remove("reason"));
+    e
+}
+
+/// NamespaceLifecycle: no new objects in a namespace that is missing or being deleted.
+fn check_namespace_accepts(txn: &Txn<'_>, resource: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
+    let Some(namespace) = txn.get("namespaces", "", ns) else {
+        let namespaces = resources::find("", "v1", "namespaces").expect("namespaces are served");
+        return Err(ApiError::not_found(namespaces, ns));
+    };
+    if is_deleting(&namespace) || namespace["status"]["phase"] == "Terminating" {
+        let mut error = ApiError::forbidden(
+            resource,
+            name,
+            &format!("unable to create new content in namespace {ns} because it is being terminated"),
+        );
+        // The cause clients test with `HasStatusCause(err, NamespaceTerminatingCause)`.
+        let cause = json!({"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"),
+            "field": "metadata.namespace"});
+        error.status["details"]["causes"] = json!([cause]);
+        return Err(error);
+    }
+    Ok(())
+}
+
+/// What kube-apiserver's create strategies do to `status`: most kinds start with an empty
+/// status; nodes keep theirs; a few get an initial phase.
+fn reset_status_on_create(resource: &ResourceType, object: &mut Value) {
+    if !resource.has_status() || (resource.group.is_empty() && resource.plural == "nodes") {
+        return;
+    }
+    let initial = match (resource.group, resource.plural) {
+        ("", "namespaces") => json!({"phase": "Active"}),
+        // qosClass is set after admission (LimitRanger may add resources).
+        ("", "pods") => json!({"phase": "Pending"}),
+        ("", "persistentvolumeclaims" | "persistentvolumes") => json!({"phase": "Pending"}),
+        _ => {
+            object.as_object_mut().map(|m| m.remove("status"));
+            status_zero_values(resource, object);
+            return;
+        }
+    };
+    object["status"] = initial;
+}
+
+/// The status fields Go's JSON encoding always writes for a kind: its status is a struct, not a
+/// pointer, so an empty one reads back as `status: {}`, and fields without `omitempty` as
+/// zeros (`replicas: 0`). Filled in wherever missing, on every write.
+pub(super) fn status_zero_values(resource: &ResourceType, object: &mut Value) {
+    let zeros = match (resource.group, resource.plural) {
+        ("apps", "deployments") | ("batch", "jobs" | "cronjobs") | ("", "resourcequotas") => json!({}),
+        ("certificates.k8s.io", "certificatesigningrequests") => json!({}),
+        ("apps", "replicasets") | ("", "replicationcontrollers") => json!({"replicas": 0}),
+        ("apps", "statefulsets") => json!({"replicas": 0, "availableReplicas": 0}),
+        ("apps", "daemonsets") => {
+            json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0})
+        }
+        ("autoscaling", "horizontalpodautoscalers") => json!({"desiredReplicas": 0}),
+        ("policy", "poddisruptionbudgets") => {
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+        }
+        ("", "services") | ("networking.k8s.io", "ingresses") => json!({"loadBalancer": {}}),
+        ("storage.k8s.io", "volumeattachments") => json!({"attached": false}),
+        _ => return,
+    };
+    if !object["status"].is_object() {
+        object["status"] = json!({});
+    }
+    for (field, zero) in zeros.as_object().expect("an object") {
+        if object["status"][field].is_null() {
+            object["status"][field] = zero.clone();
+        }
+    }
+}
+
+/// A new pod's `status.qosClass`, from its resources as admission left them.
+fn set_qos_class(resource: &ResourceType, object: &mut Value) {
+    if resource.group.is_empty() && resource.plural == "pods" {
+        object["status"]["qosClass"] = defaults::pod_qos_class(object).into();
+    }
+}

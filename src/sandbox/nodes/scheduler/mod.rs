@@ -1,0 +1,174 @@
+//! The simulated kube-scheduler's pass (`schedule_one.go`): pending pods of `default-scheduler`
+//! in the scheduling queue's order, each placed counting the pods placed before it, then bound
+//! with a Binding or marked PodScheduled=False with kube-scheduler's message. Which nodes a pod
+//! fits is decided by the filter [`plugins`], which do no I/O.
+
+mod plugins;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Value, json};
+
+use self::plugins::{Candidate, Placement};
+use super::{Worker, is_terminal, log_error, namespace_and_name, node, uid_of};
+use crate::apimachinery;
+use crate::client::{Api, Patch, PostParams};
+
+impl Worker {
+    /// Binds every pending pod it can; marks the others unschedulable.
+    pub(super) fn schedule(&mut self) {
+        let mut pending: Vec<Pod> = self
+            .pods
+            .values()
+            .filter(|p| needs_scheduling(p) && !self.assumed.contains_key(uid_of(p)))
+            .cloned()
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        // The scheduling queue's order: higher priority first, then older first.
+        pending.sort_by(|a, b| {
+            let priority = |p: &Pod| p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+            priority(b).cmp(&priority(a)).then_with(|| {
+                let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+                created(a).cmp(&created(b))
+            })
+        });
+        let decisions = self.decide(&pending);
+        for (pod, placement) in pending.iter().zip(decisions) {
+            if self.stopping() {
+                return;
+            }
+            match placement {
+                Placement::Node(node) => self.bind(pod, &node),
+                Placement::Unschedulable(message) => self.mark_unschedulable(pod, &message),
+            }
+        }
+    }
+
+    /// Places the pending pods one after the other, each counting on the nodes the ones
+    /// placed before it.
+    fn decide(&self, pending: &[Pod]) -> Vec<Placement> {
+        let alive = self.alive_nodes();
+        let mut bound: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+        // An assumption the watch already confirmed is counted once, from the watch.
+        let confirmed: std::collections::HashSet<&str> = self
+            .pods
+            .values()
+            .filter(|p| !p.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default().is_empty())
+            .map(uid_of)
+            .collect();
+        let assumed = self.assumed.iter().filter(|(uid, _)| !confirmed.contains(uid.as_str())).map(|(_, (p, _))| p);
+        for pod in self.pods.values().chain(assumed) {
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
+            if !node.is_empty() && !is_terminal(apimachinery::pod::phase(pod)) {
+                bound.entry(node).or_default().push(pod);
+            }
+        }
+        let mut decisions = Vec::with_capacity(pending.len());
+        for pod in pending {
+            let candidates: Vec<Candidate<'_>> = self
+                .nodes
+                .values()
+                .map(|node| {
+                    let name = node.metadata.name.as_deref().unwrap_or_default();
+                    Candidate { node, alive: alive.contains(name), pods: bound.get(name).cloned().unwrap_or_default() }
+                })
+                .collect();
+            let placement = plugins::place(pod, &candidates, self.options.strict_not_ready_taint);
+            if let Placement::Node(node) = &placement
+                && let Some(name) = self.nodes.get("", node).and_then(|n| n.metadata.name.as_deref())
+            {
+                bound.entry(name).or_default().push(pod);
+            }
+            decisions.push(placement);
+        }
+        decisions
+    }
+
+    /// POSTs the pod's Binding; the scheduler counts the pod on the node until the watch shows
+    /// it bound.
+    fn bind(&mut self, pod: &Pod, node: &str) {
+        let (namespace, name) = namespace_and_name(pod);
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(namespace.to_string()),
+                uid: pod.metadata.uid.clone(),
+                ..ObjectMeta::default()
+            },
+            target: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(node.to_string()),
+                ..ObjectReference::default()
+            },
+        };
+        let api = Api::<Pod>::namespaced(&self.shared.client, namespace);
+        match api.create_subresource::<_, Value>("binding", name, &binding, &PostParams::default()) {
+            Ok(_) => {
+                log::debug!("scheduler: bound pod {namespace}/{name} to {node}");
+                let mut bound = pod.clone();
+                bound.spec.get_or_insert_default().node_name = Some(node.to_string());
+                self.assumed.insert(uid_of(pod).to_string(), (bound, Instant::now()));
+            }
+            Err(e) => log_error(&format!("scheduler: cannot bind pod {namespace}/{name} to {node}"), &e),
+        }
+    }
+
+    /// Sets PodScheduled=False (reason Unschedulable) with the scheduler's message, if the pod
+    /// does not say so already.
+    fn mark_unschedulable(&mut self, pod: &Pod, message: &str) {
+        let conditions = pod.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+        let current = conditions.iter().find(|c| c.type_ == "PodScheduled");
+        if current.is_some_and(|c| {
+            c.status == "False" && c.reason.as_deref() == Some("Unschedulable") && c.message.as_deref() == Some(message)
+        }) {
+            return;
+        }
+        let transition = match current {
+            Some(c) if c.status == "False" => {
+                c.last_transition_time.as_ref().map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            }
+            _ => None,
+        };
+        let condition = json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+            "lastProbeTime": null, "lastTransitionTime": transition.unwrap_or_else(node::now)});
+        let mut list: Vec<Value> = conditions
+            .iter()
+            .map(|c| {
+                if c.type_ == "PodScheduled" { condition.clone() } else { serde_json::to_value(c).unwrap_or_default() }
+            })
+            .collect();
+        if current.is_none() {
+            list.push(condition);
+        }
+        let patch =
+            json!({"metadata": {"resourceVersion": pod.metadata.resource_version}, "status": {"conditions": list}});
+        let (namespace, name) = namespace_and_name(pod);
+        match Api::<Pod>::namespaced(&self.shared.client, namespace).patch_status(
+            name,
+            &Patch::Merge(patch),
+            &PostParams::default(),
+        ) {
+            Ok(updated) => {
+                log::debug!("scheduler: pod {namespace}/{name} is unschedulable: {message}");
+                self.pods.observe(updated);
+            }
+            Err(e) => log_error(&format!("scheduler: cannot update pod {namespace}/{name}"), &e),
+        }
+    }
+}
+
+/// A pending pod for the default scheduler: unbound, not being deleted, not gated.
+fn needs_scheduling(pod: &Pod) -> bool {
+    let Some(spec) = pod.spec.as_ref() else { return false };
+    spec.node_name.as_deref().unwrap_or_default().is_empty()
+        && matches!(spec.scheduler_name.as_deref(), None | Some("") | Some("default-scheduler"))
+        && spec.scheduling_gates.as_ref().is_none_or(|g| g.is_empty())
+        && pod.metadata.deletion_timestamp.is_none()
+        && !is_terminal(apimachinery::pod::phase(pod))
+}
