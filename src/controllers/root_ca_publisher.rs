@@ -63,8 +63,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         }
         _ => {}
     });
-    Ok(Controller::new()
-        .with_queue(&queue, WORKERS, move |key: &String| publisher.sync(key)))
+    Ok(Controller::new().with_queue(&queue, WORKERS, move |key: &String| publisher.sync(key)))
 }
 
 struct Publisher {

@@ -25,7 +25,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::apimachinery::labels::Selector;
 use crate::client::{Api, Client, PostParams};
-use crate::runtime::controller::{Controller, ControllerContext, SyncError};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::controller_ref::{ControllerRefManager, controller_of, controller_ref};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::Informer;
@@ -53,8 +53,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         recorder: context.recorder.clone(),
     });
     controller.add_handlers();
-    Ok(Controller::new()
-        .with_queue(&queue, config.workers, move |key: &String| controller.process_key(key).map_err(SyncError::Failed)))
+    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_key(key)))
 }
 
 /// Upstream's `DeploymentController`.
@@ -70,7 +69,9 @@ pub struct DeploymentController {
 /// Why a sync failed; a terminating namespace is not retried (`handleErr`).
 #[derive(Debug)]
 pub struct DeploymentError {
-    message: String,
+    /// The error, with the kind the worker acts on (a conflict, a `Retry-After`, a failure).
+    error: SyncError,
+    /// The write was refused because the namespace is being deleted.
     namespace_terminating: bool,
 }
 
@@ -83,13 +84,13 @@ fn namespace_terminating(error: &crate::client::Error) -> bool {
 
 impl From<crate::client::Error> for DeploymentError {
     fn from(error: crate::client::Error) -> Self {
-        DeploymentError { namespace_terminating: namespace_terminating(&error), message: error.to_string() }
+        DeploymentError { namespace_terminating: namespace_terminating(&error), error: error.into() }
     }
 }
 
 impl From<String> for DeploymentError {
     fn from(message: String) -> Self {
-        DeploymentError { message, namespace_terminating: false }
+        DeploymentError { error: SyncError::Failed(message), namespace_terminating: false }
     }
 }
 
@@ -101,13 +102,13 @@ pub type PodMap = HashMap<String, Vec<Arc<Pod>>>;
 
 impl DeploymentController {
     /// `processNextWorkItem` + `handleErr`.
-    fn process_key(&self, key: &str) -> Result<(), String> {
+    fn process_key(&self, key: &str) -> SyncResult {
         match self.sync_deployment(key) {
             Ok(()) => Ok(()),
             Err(e) if e.namespace_terminating => Ok(()),
-            Err(e) if self.queue.num_requeues(&key.to_string()) < MAX_RETRIES => Err(e.message),
+            Err(e) if self.queue.num_requeues(&key.to_string()) < MAX_RETRIES => Err(e.error),
             Err(e) => {
-                log::info!("Dropping deployment out of the queue: deployment {key}: {}", e.message);
+                log::info!("Dropping deployment out of the queue: deployment {key}: {}", e.error);
                 Ok(())
             }
         }
