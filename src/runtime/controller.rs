@@ -664,3 +664,92 @@ fn work<K: QueueItem>(
         queue.done(&key);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apimachinery::clock::FakeClock;
+    use crate::client::{ApiError, Error};
+    use crate::runtime::workqueue::ItemExponentialFailureRateLimiter;
+    use std::sync::atomic::AtomicUsize;
+
+    fn api_error(code: u16, retry_after: Option<Duration>) -> Error {
+        Error::Api(Box::new(ApiError::from_response(code, b"not a Status", retry_after)))
+    }
+
+    #[test]
+    fn client_errors_keep_the_kinds_a_worker_acts_on() {
+        assert!(matches!(SyncError::from(api_error(409, None)), SyncError::Conflict(_)));
+        let throttled = SyncError::from(api_error(429, Some(Duration::from_secs(3))));
+        assert!(matches!(throttled, SyncError::RetryAfter { delay, .. } if delay == Duration::from_secs(3)));
+        // A 404 may name another object than the key's (a pod's namespace): not `Gone`.
+        assert!(matches!(SyncError::from(api_error(404, None)), SyncError::Failed(_)));
+        let wrapped = SyncError::from(api_error(409, None)).context("updating status");
+        assert!(matches!(&wrapped, SyncError::Conflict(m) if m.starts_with("updating status: ")));
+    }
+
+    fn queue(clock: &Arc<FakeClock>) -> WorkQueue<String> {
+        let limiter = ItemExponentialFailureRateLimiter::new(Duration::from_millis(5), Duration::from_secs(1000));
+        WorkQueue::with_parts("", Box::new(limiter), clock.clone())
+    }
+
+    /// Runs `work` over one key whose handler answers `outcome`, then shuts the queue down.
+    fn work_once(queue: &WorkQueue<String>, outcome: SyncResult) {
+        queue.add("ns/a".to_string());
+        let outcome = parking_lot::Mutex::new(Some(outcome));
+        let handler = move |_: &String| outcome.lock().take().unwrap_or(Ok(()));
+        let stopping = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| work("test", queue, &handler, &stopping));
+            while queue.len() > 0 {
+                std::thread::yield_now();
+            }
+            queue.shut_down_with_drain(Duration::from_secs(30));
+        });
+    }
+
+    #[test]
+    fn the_worker_drops_gone_keys_and_honours_retry_after() {
+        let clock = Arc::new(FakeClock::new());
+        let gone = queue(&clock);
+        work_once(&gone, Err(SyncError::Gone("deleted".into())));
+        assert_eq!(gone.num_requeues(&"ns/a".to_string()), 0);
+        assert!(gone.is_empty());
+
+        let throttled = queue(&clock);
+        let delay = Duration::from_secs(7);
+        work_once(&throttled, Err(SyncError::RetryAfter { delay, message: "429".into() }));
+        assert!(throttled.is_empty(), "nothing before the delay");
+        assert_eq!(throttled.num_requeues(&"ns/a".to_string()), 0, "not counted as a failure");
+
+        let failed = queue(&clock);
+        work_once(&failed, Err(SyncError::failed("boom")));
+        assert_eq!(failed.num_requeues(&"ns/a".to_string()), 1, "rate-limited");
+    }
+
+    /// Runs one periodic task with `shape` until it has run `runs` times, then stops it and
+    /// returns how often it ran.
+    fn periodic_runs(shape: (Duration, bool, bool), runs: usize) -> usize {
+        let gate = StartGate::new("test", CacheSet::default(), Arc::new(Vec::new()), &Arc::new(AtomicBool::new(false)));
+        let count = Arc::new(AtomicUsize::new(0));
+        let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+        let counted = count.clone();
+        let thread = std::thread::spawn(move || {
+            run_periodic(&gate, shape, &move || _ = counted.fetch_add(1, Ordering::SeqCst), &stopped);
+        });
+        while count.load(Ordering::SeqCst) < runs {
+            std::thread::yield_now();
+        }
+        drop(stop);
+        thread.join().unwrap();
+        count.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn periodic_tasks_run_at_once_after_a_period_or_once() {
+        let hour = Duration::from_secs(3600);
+        assert_eq!(periodic_runs((hour, false, false), 1), 1, "every: at once, then waits");
+        assert_eq!(periodic_runs((hour, true, false), 0), 0, "resync_every: waits one period first");
+        assert_eq!(periodic_runs((Duration::ZERO, false, true), 1), 1, "once_synced: exactly once");
+    }
+}
