@@ -61,13 +61,14 @@ pub fn update_pod_condition(status: &mut PodStatus, mut condition: PodCondition,
     !same
 }
 
+/// Pod conditions and times for unit tests here and in the controllers.
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
+pub(crate) mod fixtures {
+    use jiff::Timestamp;
+    use k8s_openapi::api::core::v1::PodCondition;
 
-    use super::*;
-
-    fn condition(type_: &str, status: &str, reason: &str) -> PodCondition {
+    /// A condition of `type_` in `status` for `reason`.
+    pub(crate) fn condition(type_: &str, status: &str, reason: &str) -> PodCondition {
         PodCondition {
             type_: type_.into(),
             status: status.into(),
@@ -76,9 +77,18 @@ mod tests {
         }
     }
 
-    fn at(seconds: i64) -> Timestamp {
+    /// `seconds` after the epoch.
+    pub(crate) fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(seconds).expect("a time")
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::fixtures::{at, condition};
+    use super::*;
 
     fn pod(status: serde_json::Value) -> Pod {
         serde_json::from_value(json!({"metadata": {"name": "p"}, "status": status})).expect("a pod")

@@ -117,24 +117,10 @@ fn merge_keyed_list_diff(
 
 #[cfg(test)]
 mod tests {
-    use jiff::Timestamp;
-    use k8s_openapi::api::core::v1::PodCondition;
 
     use super::*;
+    use crate::apimachinery::pod::fixtures::{at, condition};
     use crate::apimachinery::pod::update_pod_condition;
-
-    fn condition(type_: &str, status: &str, reason: &str) -> PodCondition {
-        PodCondition {
-            type_: type_.into(),
-            status: status.into(),
-            reason: Some(reason.into()),
-            ..PodCondition::default()
-        }
-    }
-
-    fn at(seconds: i64) -> Timestamp {
-        Timestamp::from_second(seconds).expect("a time")
-    }
 
     #[test]
     fn the_status_patch_has_the_uid_the_phase_and_the_new_condition() {

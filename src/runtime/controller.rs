@@ -150,28 +150,34 @@ impl Controller {
 
     /// Serves `queue` with `workers` threads (at least one) calling `handler` for each key.
     pub fn with_queue<K: QueueItem>(
-        mut self,
+        self,
         queue: &WorkQueue<K>,
         workers: usize,
         handler: impl Fn(&K) -> SyncResult + Send + Sync + 'static,
     ) -> Controller {
-        let queue =
-            TypedQueue { queue: queue.clone(), workers: workers.max(1), gated: true, handler: Arc::new(handler) };
-        self.queues.push(Box::new(queue));
-        self
+        self.push_queue(queue, workers, true, handler)
     }
 
     /// Like [`Controller::with_queue`], but its workers start as soon as this process leads,
     /// without waiting for the caches: for a queue whose processing is what makes the
     /// controller ready (the garbage collector's graph builder consumes its monitors' events).
     pub fn with_queue_before_sync<K: QueueItem>(
-        mut self,
+        self,
         queue: &WorkQueue<K>,
         workers: usize,
         handler: impl Fn(&K) -> SyncResult + Send + Sync + 'static,
     ) -> Controller {
-        let queue =
-            TypedQueue { queue: queue.clone(), workers: workers.max(1), gated: false, handler: Arc::new(handler) };
+        self.push_queue(queue, workers, false, handler)
+    }
+
+    fn push_queue<K: QueueItem>(
+        mut self,
+        queue: &WorkQueue<K>,
+        workers: usize,
+        gated: bool,
+        handler: impl Fn(&K) -> SyncResult + Send + Sync + 'static,
+    ) -> Controller {
+        let queue = TypedQueue { queue: queue.clone(), workers: workers.max(1), gated, handler: Arc::new(handler) };
         self.queues.push(Box::new(queue));
         self
     }

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kcm::sandbox::server::Sandbox;
+use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -110,4 +110,27 @@ pub fn collect_stdout(child: &mut Child) -> Arc<Mutex<Vec<u8>>> {
         }
     });
     buffer
+}
+
+/// A sandbox and kubectl pointed at it as its admin, for the tests that only drive kubectl.
+pub struct Bed {
+    pub kubectl: Kubectl,
+    _sandbox: Sandbox,
+}
+
+impl Bed {
+    /// A fresh sandbox on a free port; `label` names kubectl's config folder.
+    pub fn start(label: &str) -> Bed {
+        let sandbox =
+            Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
+                .expect("sandbox starts");
+        Bed { kubectl: Kubectl::for_sandbox(&sandbox, label), _sandbox: sandbox }
+    }
+}
+
+impl std::ops::Deref for Bed {
+    type Target = Kubectl;
+    fn deref(&self) -> &Kubectl {
+        &self.kubectl
+    }
 }

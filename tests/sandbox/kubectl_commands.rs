@@ -10,8 +10,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
-use kubectl::{Kubectl, PATIENCE, collect_stdout, wait_with_deadline};
+use kubectl::{Bed, PATIENCE, collect_stdout, wait_with_deadline};
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -38,28 +37,6 @@ spec:
       - name: sidecar
         image: busybox:1.36
 ";
-
-/// A sandbox and kubectl pointed at it as its admin.
-struct Bed {
-    kubectl: Kubectl,
-    _sandbox: Sandbox,
-}
-
-impl Bed {
-    fn start() -> Bed {
-        let sandbox =
-            Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
-                .expect("sandbox starts");
-        Bed { kubectl: Kubectl::for_sandbox(&sandbox, "kubectl"), _sandbox: sandbox }
-    }
-}
-
-impl std::ops::Deref for Bed {
-    type Target = Kubectl;
-    fn deref(&self) -> &Kubectl {
-        &self.kubectl
-    }
-}
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
@@ -96,7 +73,7 @@ fn kubectl_manages_a_deployment() {
     if !kubectl::available("the kubectl test") {
         return;
     }
-    let bed = Bed::start();
+    let bed = Bed::start("kubectl");
     let first = bed.write("web.yaml", DEPLOYMENT);
     let second = bed.write("web-2.yaml", &DEPLOYMENT.replace("nginx:1.27", "nginx:1.28"));
 
@@ -172,7 +149,7 @@ fn kubectl_discovers_resources_and_lists_namespaces() {
     if !kubectl::available("the kubectl test") {
         return;
     }
-    let bed = Bed::start();
+    let bed = Bed::start("kubectl");
     let resources = bed.ok(&["api-resources"]);
     let deployments = resources.lines().find(|l| l.starts_with("deployments ")).expect("deployments listed");
     let columns: Vec<&str> = deployments.split_whitespace().collect();

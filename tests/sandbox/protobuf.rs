@@ -11,35 +11,20 @@ use std::sync::Arc;
 
 use base64::Engine;
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
-use kubectl::{Kubectl, PATIENCE};
+use kubectl::{Bed, PATIENCE};
 use rustls::{ClientConnection, StreamOwned};
 use serde_json::{Value, json};
 
-/// A sandbox and kubectl pointed at it as its admin.
-struct Bed {
-    kubectl: Kubectl,
-    _sandbox: Sandbox,
+/// The stored objects as kubectl reads them back.
+trait BedExt {
+    /// The stored object, read back as JSON.
+    fn get(&self, args: &[&str]) -> Value;
 }
 
-impl Bed {
-    fn start() -> Bed {
-        let sandbox =
-            Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
-                .expect("sandbox starts");
-        Bed { kubectl: Kubectl::for_sandbox(&sandbox, "protobuf"), _sandbox: sandbox }
-    }
-
-    /// The stored object, read back as JSON.
+impl BedExt for Bed {
     fn get(&self, args: &[&str]) -> Value {
         let args: Vec<&str> = ["get"].iter().chain(args).chain(&["-o", "json"]).copied().collect();
         self.kubectl.json(&args)
-    }
-}
-
-impl std::ops::Deref for Bed {
-    type Target = Kubectl;
-    fn deref(&self) -> &Kubectl {
-        &self.kubectl
     }
 }
 
@@ -53,7 +38,7 @@ fn kubectl_typed_commands_write_protobuf_and_the_sandbox_stores_their_objects() 
     if !kubectl::available("the kubectl protobuf test") {
         return;
     }
-    let bed = Bed::start();
+    let bed = Bed::start("protobuf");
 
     // The body really is protobuf: kubectl logs its request headers at -v=8.
     let output = bed.run(&["create", "namespace", "team-a", "-v=8"]);
