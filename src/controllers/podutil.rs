@@ -117,7 +117,6 @@ fn merge_keyed_list_diff(
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
     use crate::apimachinery::pod::fixtures::{at, condition};
     use crate::apimachinery::pod::update_pod_condition;
