@@ -57,7 +57,11 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let (worker, starter, resync) = (controller.clone(), controller, queue.clone());
     Ok(Controller::new()
         .with_queue(&queue, config.workers, move |name: &String| worker.sync(name).map_err(SyncError::Failed))
-        .on_start(move || starter.run_background())
+        .on_start(move || {
+            // The deleter's discovery, which upstream's constructor reads, once this process leads.
+            starter.deleter.init_op_cache();
+            Ok(())
+        })
         // The handler's resync (`AddEventHandlerWithResyncPeriod(…, --namespace-sync-period)`):
         // each cached namespace goes through `enqueue_namespace` again.
         .resync_every("resync", config.resync_period, move || {
@@ -90,12 +94,6 @@ struct NamespaceController {
 }
 
 impl NamespaceController {
-    /// The deleter's discovery, which upstream's constructor reads, once this process leads.
-    fn run_background(self: Arc<Self>) -> Result<(), String> {
-        self.deleter.init_op_cache();
-        Ok(())
-    }
-
     /// `syncNamespaceFromKey` and the worker's handling of `ResourcesRemainingError`.
     fn sync(&self, key: &str) -> Result<(), String> {
         if self.namespaces.store().get_by_name("", key).is_none() {
