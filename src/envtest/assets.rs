@@ -17,8 +17,11 @@ pub const KUBERNETES_VERSION: &str = "v1.33.5";
 /// side-by-side runs.
 #[derive(Debug, Clone)]
 pub struct Assets {
+    /// `kube-apiserver` in the assets folder.
     pub kube_apiserver: PathBuf,
+    /// `kube-controller-manager` in the assets folder: upstream's, for side-by-side runs.
     pub kube_controller_manager: PathBuf,
+    /// The etcd binary: `$KCM_ETCD`, else `etcd` on `PATH`.
     pub etcd: PathBuf,
 }
 

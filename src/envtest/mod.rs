@@ -140,10 +140,12 @@ impl ControlPlane {
         }
     }
 
+    /// kube-apiserver's `https://127.0.0.1:<port>` URL.
     pub fn url(&self) -> &str {
         &self.url
     }
 
+    /// The cluster CA certificate (kubeadm's `ca.crt`), PEM.
     pub fn ca_pem(&self) -> &str {
         &self.pki.ca_pem
     }
@@ -165,6 +167,7 @@ impl ControlPlane {
         self.dir.join(AUDIT_LOG)
     }
 
+    /// The binaries this control plane runs.
     pub fn assets(&self) -> &Assets {
         &self.assets
     }
@@ -342,6 +345,7 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The backend's name in test output and errors.
     pub fn name(self) -> &'static str {
         match self {
             Backend::Sandbox => "sandbox",
@@ -384,7 +388,9 @@ impl Backend {
 
 /// A running API server of either backend.
 pub enum TestServer {
+    /// The in-process sandbox.
     Sandbox(Sandbox),
+    /// etcd and kube-apiserver as child processes.
     Real(ControlPlane),
 }
 
@@ -402,6 +408,7 @@ impl TestServer {
         }
     }
 
+    /// Which backend this server is.
     pub fn backend(&self) -> Backend {
         match self {
             TestServer::Sandbox(_) => Backend::Sandbox,
@@ -417,6 +424,7 @@ impl TestServer {
         }
     }
 
+    /// The server's URL, `https://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         match self {
             TestServer::Sandbox(s) => s.url(),
@@ -424,6 +432,7 @@ impl TestServer {
         }
     }
 
+    /// The cluster CA certificate, PEM: what clients trust the server's certificate with.
     pub fn ca_pem(&self) -> &str {
         match self {
             TestServer::Sandbox(s) => s.ca_pem(),
@@ -431,6 +440,7 @@ impl TestServer {
         }
     }
 
+    /// The service-account signing key, PKCS#8 PEM (for the controller manager's token signer).
     pub fn service_account_key_pem(&self) -> &str {
         match self {
             TestServer::Sandbox(s) => s.service_account_key_pem(),
@@ -438,6 +448,7 @@ impl TestServer {
         }
     }
 
+    /// A cluster admin (`system:masters`), as kubeadm's admin.conf.
     pub fn admin_config(&self) -> RestConfig {
         match self {
             TestServer::Sandbox(s) => s.admin_config(),
@@ -445,6 +456,7 @@ impl TestServer {
         }
     }
 
+    /// `system:kube-controller-manager`, as kubeadm's controller-manager.conf.
     pub fn controller_manager_config(&self) -> RestConfig {
         match self {
             TestServer::Sandbox(s) => s.controller_manager_config(),
@@ -452,6 +464,7 @@ impl TestServer {
         }
     }
 
+    /// A client certificate for any user and groups.
     pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, String> {
         match self {
             TestServer::Sandbox(s) => s.user_config(user, groups),

@@ -42,14 +42,17 @@ impl OwnedProcess {
         Ok(OwnedProcess { name: name.to_string(), child, log: log.to_path_buf() })
     }
 
+    /// The name error messages give the process (`etcd`, `kube-apiserver`, ...).
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The child's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
+    /// The log file its stdout and stderr are appended to.
     pub fn log_path(&self) -> &Path {
         &self.log
     }

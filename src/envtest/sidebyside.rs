@@ -47,7 +47,9 @@ const SETTLE_POLL: Duration = Duration::from_millis(300);
 
 /// One scripted scenario.
 pub struct Scenario {
+    /// The name it is selected by, and the prefix of its log files.
     pub name: &'static str,
+    /// One line on what the steps do.
     pub summary: &'static str,
     /// Simulated nodes (`node-1` …).
     pub nodes: usize,
@@ -55,17 +57,21 @@ pub struct Scenario {
     pub flags: &'static [&'static str],
     /// Whether Nodes (and their Events) are compared.
     pub compare_nodes: bool,
+    /// The steps, run against a fresh control plane with the side's controller manager running.
     pub run: fn(&mut Steps) -> Result<(), String>,
 }
 
 /// A controller manager under comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
+    /// Upstream's kube-controller-manager v1.33.5.
     Upstream,
+    /// This crate's `kube-controller-manager`.
     Ours,
 }
 
 impl Side {
+    /// `upstream` or `ours`, as in log file names.
     pub fn name(self) -> &'static str {
         match self {
             Side::Upstream => "upstream",
@@ -88,21 +94,30 @@ pub struct RunOptions {
 /// One side's run of a scenario.
 #[derive(Debug)]
 pub struct Run {
+    /// Which controller manager ran.
     pub side: Side,
     /// Why the run did not finish, if it did not.
     pub error: Option<String>,
+    /// The checkpoints taken, in order; the last one is `final`.
     pub checkpoints: Vec<Snapshot>,
+    /// The 409 answers the controller manager got.
     pub conflicts: Conflicts,
+    /// The controller manager's log (`<scenario>-<side>.log`).
     pub log: PathBuf,
+    /// Wall-clock time of the whole run.
     pub elapsed: Duration,
 }
 
 /// Both runs of a scenario and what differs between them.
 #[derive(Debug)]
 pub struct Outcome {
+    /// The scenario's name.
     pub scenario: &'static str,
+    /// The run with upstream's binary.
     pub upstream: Run,
+    /// The run with ours.
     pub ours: Run,
+    /// Every difference found, known ones included.
     pub differences: Vec<Difference>,
 }
 
@@ -116,18 +131,20 @@ impl Outcome {
 /// The normalised state at one checkpoint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
+    /// The checkpoint's label, given to [`Steps::checkpoint`] (`final` for the last).
     pub label: String,
     /// Objects by `Kind namespace/name`.
     pub objects: BTreeMap<String, Value>,
     /// Distinct Events, one line each.
     pub events: BTreeSet<String>,
-    /// False when the state kept changing until [`SETTLE_LIMIT`].
+    /// False when the state kept changing until `SETTLE_LIMIT`.
     pub settled: bool,
 }
 
 /// HTTP 409 answers to a binary's writes, from its request log.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Conflicts {
+    /// All 409 answers.
     pub total: usize,
     /// By `VERB resource[/subresource]`.
     pub by_request: BTreeMap<String, usize>,
@@ -147,12 +164,15 @@ impl fmt::Display for Conflicts {
 /// One thing that differs between the two runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Difference {
+    /// The label of the checkpoint it was found at (`-` for the run as a whole).
     pub checkpoint: String,
     /// `Kind namespace/name`, `event "<line>"`, `run` or `checkpoint`.
     pub subject: String,
     /// A JSON path inside the object (`.status.replicas`), empty for the whole subject.
     pub path: String,
+    /// Upstream's value, rendered.
     pub upstream: String,
+    /// Our value, rendered.
     pub ours: String,
 }
 
@@ -189,6 +209,7 @@ pub struct KnownDifference {
     pub path_prefix: &'static str,
     /// A part of either side's value ("" for any).
     pub value_contains: &'static str,
+    /// Why the difference is accepted.
     pub reason: &'static str,
 }
 
@@ -410,6 +431,7 @@ fn start_controller_manager(
 pub struct Steps<'a> {
     /// A cluster admin.
     pub client: Client,
+    /// The simulated nodes (kubelets) of this run.
     pub nodes: &'a SimulatedNodes,
     /// The namespaces whose objects and Events are compared.
     pub namespaces: Vec<String>,
@@ -439,7 +461,7 @@ impl Steps<'_> {
         })
     }
 
-    /// Polls `check` until it gives a value; fails after [`STEP_TIMEOUT`] or when the
+    /// Polls `check` until it gives a value; fails after `STEP_TIMEOUT` or when the
     /// controller manager exits.
     pub fn wait<T>(
         &mut self,

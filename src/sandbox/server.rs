@@ -22,12 +22,15 @@ use crate::server::http::HttpServer;
 /// How to run the sandbox.
 #[derive(Debug, Clone)]
 pub struct SandboxOptions {
+    /// The address to listen on; port 0 picks a free one.
     pub listen: SocketAddr,
     /// Serve plain HTTP and treat callers without credentials as cluster admins (tests).
     pub plain_http: bool,
     /// Changes kept for watches; older resourceVersions are Gone.
     pub history: usize,
+    /// How often watches that asked for bookmarks get a BOOKMARK event.
     pub bookmark_interval: Duration,
+    /// kube-apiserver's `--service-cluster-ip-range`: where Services' ClusterIPs are allocated from.
     pub service_range: ServiceRange,
     /// The `WatchList` feature gate: watches with `sendInitialEvents`. Off by default, as in
     /// kube-apiserver v1.33, which refuses such watches with 422.
@@ -41,6 +44,7 @@ pub struct SandboxOptions {
 /// How requests are authorized (kube-apiserver's `--authorization-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AuthorizationMode {
+    /// Every authenticated request is allowed.
     #[default]
     AlwaysAllow,
     /// RBAC, with the Node authorizer approximated (see `auth/rbac.rs`).
@@ -99,6 +103,8 @@ pub const ADMIN_USER: &str = "kubernetes-admin";
 pub const CONTROLLER_MANAGER_USER: &str = "system:kube-controller-manager";
 
 impl Sandbox {
+    /// Generates the PKI and the service-account key, creates what kube-apiserver creates when it
+    /// starts, and starts listening.
     pub fn start(options: SandboxOptions) -> Result<Sandbox, String> {
         let pki = Pki::generate(options.listen.ip())?;
         let admin = pki.client_credentials(ADMIN_USER, &["system:masters"])?;
@@ -142,6 +148,7 @@ impl Sandbox {
         })
     }
 
+    /// The address it listens on (the actual port when asked for port 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -151,18 +158,22 @@ impl Sandbox {
         format!("{}://{}", if self.plain_http { "http" } else { "https" }, self.addr)
     }
 
+    /// The cluster CA certificate, PEM.
     pub fn ca_pem(&self) -> &str {
         &self.pki.ca_pem
     }
 
+    /// The objects stored, for tests that look behind the API.
     pub fn store(&self) -> &Store {
         &self.api.store
     }
 
+    /// Injected failures and delays.
     pub fn faults(&self) -> &Faults {
         &self.api.faults
     }
 
+    /// The bearer tokens the server accepts.
     pub fn tokens(&self) -> &Tokens {
         &self.api.tokens
     }

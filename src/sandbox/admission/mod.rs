@@ -27,18 +27,23 @@ mod tolerations;
 /// The kind of write being admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
+    /// `admission.Create`: a new object.
     Create,
+    /// `admission.Update`: a change to a stored object (its subresources included).
     Update,
 }
 
 /// What admission knows about a request.
 pub struct AdmissionContext<'a> {
+    /// The resource written to.
     pub resource: &'static ResourceType,
     /// e.g. `Some("status")` for status updates.
     pub subresource: Option<&'a str>,
     /// Empty for cluster-scoped objects.
     pub namespace: &'a str,
+    /// Create or update.
     pub operation: Operation,
+    /// The authenticated requester.
     pub user: &'a UserInfo,
     /// The stored object, on update.
     pub old: Option<&'a Value>,

@@ -20,9 +20,13 @@ pub struct AuditEntry {
     pub verb: String,
     /// The resource's plural, e.g. `pods`.
     pub resource: String,
+    /// The subresource, e.g. `status`; empty for none.
     pub subresource: String,
+    /// The namespace; empty for cluster-scoped requests.
     pub namespace: String,
+    /// The object's name; empty for collection requests.
     pub name: String,
+    /// The request's `User-Agent` header.
     pub user_agent: String,
     /// Authorization refused the request (403 Forbidden). For a refused non-resource request
     /// `resource` is empty and `name` holds the path.
@@ -43,6 +47,7 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
+    /// Appends an entry, dropping the oldest past the capacity.
     pub fn record(&self, entry: AuditEntry) {
         let mut entries = self.entries.lock();
         if entries.len() == CAPACITY {

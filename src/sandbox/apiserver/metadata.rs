@@ -21,7 +21,10 @@ pub enum Rendering {
     /// A list as a `PartialObjectMetadataList`.
     PartialList,
     /// A `meta.k8s.io` Table (of one object, a list, or each watch event's object).
-    Table { v1beta1: bool },
+    Table {
+        /// The client asked for `meta.k8s.io/v1beta1` rather than `v1`.
+        v1beta1: bool,
+    },
 }
 
 /// The media types kube-apiserver lists in a 406 answer for JSON-capable resources.

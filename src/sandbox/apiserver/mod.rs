@@ -3,8 +3,8 @@
 //! resource requests to the verb's handler ([`handlers`]) or a subresource's
 //! ([`subresources`]); the handlers apply kube-apiserver's semantics — metadata, optimistic
 //! concurrency, the status subresource, finalizers and graceful deletion, defaulting
-//! ([`defaults`]), admission, validation ([`validation`]) — on top of the
-//! [`Store`](crate::sandbox::storage::store::Store).
+//! ([`defaults`]), admission, validation (`validation`) — on top of the
+//! [`Store`].
 //!
 //! Beside them: what shapes requests and answers (`convert` between stored and served forms,
 //! `typed` decoding through the typed structs, `protobuf` bodies, `patch` algorithms,
@@ -75,22 +75,31 @@ impl Default for ApiOptions {
 
 /// The API server's request handler.
 pub struct ApiServer {
+    /// The objects served, shared with the sandbox's other parts.
     pub store: Arc<Store>,
+    /// The bearer tokens accepted.
     pub tokens: Arc<Tokens>,
     /// Signs TokenRequest tokens (kube-apiserver's `--service-account-signing-key-file`) and
     /// verifies legacy service-account tokens (`--service-account-key-file`).
     pub service_account_key: Option<Arc<crate::jwt::SigningKey>>,
+    /// Every answered resource request, for tests.
     pub audit: Arc<AuditLog>,
+    /// Injected failures and delays, for tests.
     pub faults: Arc<Faults>,
+    /// How the server behaves.
     pub options: ApiOptions,
 }
 
 /// A request aimed at a resource: `/api/v1/namespaces/ns/pods/name/status` and the like.
 #[derive(Debug)]
 pub struct Target {
+    /// The resource, found by group, version and plural.
     pub resource: &'static ResourceType,
+    /// The namespace of a namespaced request; `None` for cluster-scoped or all-namespaces requests.
     pub namespace: Option<String>,
+    /// The object's name; `None` for a collection request.
     pub name: Option<String>,
+    /// `status`, `scale`, `binding`, ... after the name.
     pub subresource: Option<String>,
 }
 

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::status::ApiError;
 use crate::server::http::ResponseWriter;
 
+/// A JSON answer with kube-apiserver's `Content-Type` and `Cache-Control` headers.
 pub fn send_json(response: &mut ResponseWriter<'_>, code: u16, body: &Value) -> io::Result<()> {
     send_json_with(response, code, body, &[])
 }
@@ -30,6 +31,7 @@ pub fn warning_header(text: &str) -> String {
     format!("299 - \"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// An error's `Status` body, with `Retry-After` when the error carries one.
 pub fn send_error(response: &mut ResponseWriter<'_>, error: &ApiError) -> io::Result<()> {
     let bytes = serde_json::to_vec(&error.status).unwrap_or_default();
     let retry = error.retry_after.map(|s| s.to_string());

@@ -9,15 +9,19 @@ use crate::sandbox::storage::resources::ResourceType;
 /// A failed request: the HTTP code and the `Status` body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
+    /// The HTTP status code, also the `Status`'s `code`.
     pub code: u16,
+    /// The `Status` object sent as the body.
     pub status: Value,
     /// `Retry-After` seconds, for 429 and 5xx answers that carry one.
     pub retry_after: Option<u64>,
 }
 
+/// A handler's result: the answer, or the error to send.
 pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
+    /// A `Failure` `Status` with `reason`, `message` and, when given, `details`.
     pub fn new(code: u16, reason: &str, message: impl Into<String>, details: Option<Value>) -> ApiError {
         let mut status = json!({
             "kind": "Status",
@@ -34,22 +38,27 @@ impl ApiError {
         ApiError { code, status, retry_after: None }
     }
 
+    /// The `Status`'s `message`.
     pub fn message(&self) -> &str {
         self.status["message"].as_str().unwrap_or_default()
     }
 
+    /// The `Status`'s `reason` (`NotFound`, `Conflict`, ...).
     pub fn reason(&self) -> &str {
         self.status["reason"].as_str().unwrap_or_default()
     }
 
+    /// `errors.NewBadRequest`: 400.
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(400, "BadRequest", message, None)
     }
 
+    /// 401 for a request without valid credentials.
     pub fn unauthorized() -> ApiError {
         ApiError::new(401, "Unauthorized", "Unauthorized", None)
     }
 
+    /// `errors.NewForbidden`: 403, naming the object when there is one.
     pub fn forbidden(resource: &ResourceType, name: &str, why: &str) -> ApiError {
         let message = if name.is_empty() {
             format!("{} is forbidden: {why}", qualified(resource))
@@ -59,6 +68,7 @@ impl ApiError {
         ApiError::new(403, "Forbidden", message, Some(details(resource, name)))
     }
 
+    /// `errors.NewNotFound`: 404 for an object.
     pub fn not_found(resource: &ResourceType, name: &str) -> ApiError {
         ApiError::new(
             404,
@@ -73,6 +83,7 @@ impl ApiError {
         ApiError::new(404, "NotFound", "the server could not find the requested resource", Some(json!({})))
     }
 
+    /// 405 for a method the path does not take, worded as kube-apiserver's generic `MethodNotAllowed`.
     pub fn method_not_allowed() -> ApiError {
         ApiError::new(
             405,
@@ -82,6 +93,7 @@ impl ApiError {
         )
     }
 
+    /// `errors.NewAlreadyExists`: 409 on create.
     pub fn already_exists(resource: &ResourceType, name: &str) -> ApiError {
         ApiError::new(
             409,
@@ -91,6 +103,7 @@ impl ApiError {
         )
     }
 
+    /// `errors.NewConflict`: 409 with `why` after the object's name.
     pub fn conflict(resource: &ResourceType, name: &str, why: &str) -> ApiError {
         ApiError::new(
             409,
@@ -139,6 +152,7 @@ impl ApiError {
         ApiError::new(422, "Invalid", message, Some(details))
     }
 
+    /// 415, as `negotiation.NewUnsupportedMediaTypeError`: the message lists the accepted types.
     pub fn unsupported_media_type(content_type: &str) -> ApiError {
         let _ = content_type;
         ApiError::new(
@@ -149,6 +163,7 @@ impl ApiError {
         )
     }
 
+    /// `errors.NewTooManyRequests`: 429, with `retryAfterSeconds` in the details when given.
     pub fn too_many_requests(message: impl Into<String>, retry_after: Option<u64>) -> ApiError {
         let mut e = ApiError::new(429, "TooManyRequests", message, None);
         if let Some(seconds) = retry_after {
@@ -158,10 +173,12 @@ impl ApiError {
         e
     }
 
+    /// `errors.NewInternalError`: 500.
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(500, "InternalError", message, None)
     }
 
+    /// `errors.NewServiceUnavailable`: 503, with a `Retry-After` header when given.
     pub fn service_unavailable(message: impl Into<String>, retry_after: Option<u64>) -> ApiError {
         let mut e = ApiError::new(503, "ServiceUnavailable", message, None);
         e.retry_after = retry_after;

@@ -24,6 +24,8 @@ use crate::server::http::Request;
 const DEFAULT_TOKEN_SECONDS: i64 = 3600;
 const MIN_TOKEN_SECONDS: i64 = 600;
 
+/// Serves `sub` of the object `target` names (`scale`, `binding`, `eviction`, `token`, `finalize`,
+/// or `approval`); 405 for a method the subresource does not take.
 pub fn handle(
     api: &ApiServer,
     request: &Request,

@@ -21,6 +21,7 @@ pub enum FieldValidation {
 }
 
 impl FieldValidation {
+    /// Parses the `fieldValidation` query parameter: `Warn` when absent or empty, 400 for anything unknown.
     pub fn parse(value: Option<&str>) -> ApiResult<FieldValidation> {
         match value {
             None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),

@@ -27,12 +27,16 @@ use crate::x509;
 /// An authenticated caller, as kube-apiserver's `user.Info`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserInfo {
+    /// The user name: a certificate's CN, or the token's user.
     pub name: String,
+    /// The uid: the service account's for its tokens, else empty.
     pub uid: String,
+    /// The groups (a certificate's O), always with `system:authenticated`.
     pub groups: Vec<String>,
 }
 
 impl UserInfo {
+    /// A user in `groups` plus `system:authenticated`, as every authenticator adds it.
     pub fn new(name: &str, groups: &[&str]) -> UserInfo {
         let mut groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
         if !groups.iter().any(|g| g == "system:authenticated") {
@@ -41,6 +45,7 @@ impl UserInfo {
         UserInfo { name: name.into(), uid: String::new(), groups }
     }
 
+    /// Whether the user is in `system:masters`, which kube-apiserver's authorizer allows everything.
     pub fn is_master(&self) -> bool {
         self.groups.iter().any(|g| g == "system:masters")
     }
@@ -49,14 +54,18 @@ impl UserInfo {
 /// A certificate and its key in PEM.
 #[derive(Debug, Clone)]
 pub struct Credentials {
+    /// The certificate (chain), PEM.
     pub cert_pem: String,
+    /// Its private key, PEM.
     pub key_pem: String,
 }
 
 /// The sandbox's certificate authority and serving certificate.
 pub struct Pki {
+    /// The CA certificate, PEM: what clients trust.
     pub ca_pem: String,
     issuer: Issuer<'static, KeyPair>,
+    /// The server's certificate, signed by the CA.
     pub serving: Credentials,
 }
 
@@ -151,6 +160,7 @@ impl Tokens {
         (token, expires)
     }
 
+    /// The user a token stands for, unless it is unknown or expired.
     pub fn lookup(&self, token: &str) -> Option<UserInfo> {
         let tokens = self.tokens.lock();
         let (user, expires) = tokens.get(token)?;

@@ -19,7 +19,9 @@ use crate::server::http::Request;
 
 /// Where the RBAC objects are read from: the store (requests) or a transaction (reviews).
 pub trait Policy {
+    /// The RBAC objects of `storage` (`roles`, `rolebindings`, ...) in `namespace`, or in all namespaces.
     fn objects(&self, storage: &str, namespace: Option<&str>) -> Vec<Arc<Value>>;
+    /// One RBAC object, if it exists.
     fn object(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>>;
 }
 
@@ -44,11 +46,17 @@ impl Policy for Store {
 /// What is being asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attributes {
+    /// The request verb (`get`, `list`, `create`, ...; the HTTP verb's lower case for non-resource requests).
     pub verb: String,
+    /// The namespace; empty for cluster-scoped and non-resource requests.
     pub namespace: String,
+    /// The API group; empty for the core group.
     pub group: String,
+    /// The resource's plural.
     pub resource: String,
+    /// The subresource; empty for none.
     pub subresource: String,
+    /// The object's name; empty when the request names none.
     pub name: String,
     /// Set for non-resource requests such as `/metrics`.
     pub path: Option<String>,
@@ -57,11 +65,14 @@ pub struct Attributes {
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
+    /// Whether the request may go ahead.
     pub allowed: bool,
+    /// Why, when there is something to say (the `SubjectAccessReview` status's `reason`).
     pub reason: String,
 }
 
 impl Decision {
+    /// The `SubjectAccessReview` status: `allowed`, and `reason` when not empty.
     pub fn to_status(&self) -> Value {
         if self.reason.is_empty() {
             json!({"allowed": self.allowed})

@@ -24,7 +24,9 @@ use crate::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
 /// Options of `demo`.
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
+    /// `--controller-manager`: the kube-controller-manager binary (default: next to kcm-sandbox).
     pub controller_manager: PathBuf,
+    /// `--nodes`: simulated nodes (default 3).
     pub nodes: usize,
     /// Run against a real kube-apiserver ([`ControlPlane`]) instead of the sandbox.
     pub real_server: bool,
@@ -33,6 +35,7 @@ pub struct DemoOptions {
 /// How long one step may take to converge.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Parses `demo`'s options.
 pub fn parse(parser: &mut lexopt::Parser) -> Result<DemoOptions, String> {
     let mut options = DemoOptions { controller_manager: default_controller_manager(), nodes: 3, real_server: false };
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
@@ -118,6 +121,7 @@ fn wait_for<T>(
     }
 }
 
+/// Runs the demo; a failed scenario is `ExitCode::FAILURE`, `Err` only for setup errors.
 pub fn run(options: DemoOptions) -> Result<ExitCode, String> {
     let mut narrator = Narrator { started: Instant::now(), converged: 0, skipped: Vec::new() };
     let workdir = std::env::temp_dir().join(format!("kcm-demo-{}", std::process::id()));

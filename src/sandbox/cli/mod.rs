@@ -90,13 +90,21 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, String>
 /// Options of `serve`.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
+    /// The server's own options (`--listen`, `--plain-http`, `--authorization-mode`, `--history`, ...).
     pub sandbox: SandboxOptions,
+    /// `--nodes`: simulated nodes to register.
     pub nodes: usize,
+    /// `--kubeconfig-out`: where admin.conf goes, controller-manager.conf and sa.key beside it.
     pub kubeconfig_out: PathBuf,
+    /// `--fail-next N:CODE[:SECS]`: (count, HTTP code, Retry-After seconds).
     pub fail_next: Option<(usize, u16, Option<u64>)>,
+    /// `--latency`: a delay added to every API request.
     pub latency: Option<Duration>,
+    /// `--close-watches-every`: how often every open watch is cut.
     pub close_watches_every: Option<Duration>,
+    /// `--compact-every`: how often the change history is forgotten.
     pub compact_every: Option<Duration>,
+    /// `--restart-every`: how often the server restarts.
     pub restart_every: Option<Duration>,
     /// How long a restart (periodic or by SIGUSR2) keeps the port closed.
     pub restart_downtime: Duration,
@@ -185,8 +193,11 @@ fn parse_fail_next(raw: &str) -> Result<(usize, u16, Option<u64>), String> {
 
 /// A running `serve`: the sandbox, its simulated nodes and what restarts it.
 pub struct Served {
+    /// The running server.
     pub sandbox: Arc<Sandbox>,
+    /// The simulated nodes, when `--nodes` asked for some.
     pub nodes: Option<crate::sandbox::nodes::SimulatedNodes>,
+    /// Restarts the server (periodically, on SIGUSR2) and stops restarts at shutdown.
     pub restarter: Arc<Restarter>,
 }
 
@@ -252,6 +263,7 @@ pub struct Restarter {
 }
 
 impl Restarter {
+    /// A restarter that keeps the port closed for `downtime` during each restart.
     pub fn new(sandbox: &Arc<Sandbox>, downtime: Duration) -> Restarter {
         Restarter { sandbox: Arc::downgrade(sandbox), downtime, shut_down: Mutex::new(false) }
     }

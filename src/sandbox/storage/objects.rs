@@ -20,14 +20,17 @@ pub fn now_micro() -> String {
     jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
+/// `metadata.name`, empty when missing.
 pub fn name_of(object: &Value) -> &str {
     object["metadata"]["name"].as_str().unwrap_or_default()
 }
 
+/// `metadata.namespace`, empty when missing (cluster-scoped objects).
 pub fn namespace_of(object: &Value) -> &str {
     object["metadata"]["namespace"].as_str().unwrap_or_default()
 }
 
+/// `metadata` as a map, created when missing or not an object.
 pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
     if !object["metadata"].is_object() {
         object["metadata"] = json!({});
@@ -169,6 +172,7 @@ pub fn spec_part(object: &Value) -> Value {
     rest
 }
 
+/// `metadata.finalizers`.
 pub fn finalizers(object: &Value) -> Vec<String> {
     object["metadata"]["finalizers"]
         .as_array()
@@ -176,6 +180,7 @@ pub fn finalizers(object: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Sets `metadata.finalizers`, removing the field when `list` is empty (Go's `omitempty`).
 pub fn set_finalizers(object: &mut Value, list: &[String]) {
     let meta = metadata_mut(object);
     if list.is_empty() {
@@ -185,6 +190,7 @@ pub fn set_finalizers(object: &mut Value, list: &[String]) {
     }
 }
 
+/// Whether `metadata.deletionTimestamp` is set: the object is being deleted.
 pub fn is_deleting(object: &Value) -> bool {
     object["metadata"]["deletionTimestamp"].is_string()
 }

@@ -5,15 +5,21 @@
 pub struct ResourceType {
     /// API group; empty for the core group.
     pub group: &'static str,
+    /// The version served, e.g. `v1`.
     pub version: &'static str,
     /// The URL segment, e.g. `deployments`.
     pub plural: &'static str,
+    /// The lower-case singular name, e.g. `deployment`.
     pub singular: &'static str,
+    /// The kind of its objects, e.g. `Deployment`.
     pub kind: &'static str,
+    /// Whether its objects live in namespaces.
     pub namespaced: bool,
+    /// `kubectl`'s short names, e.g. `deploy`.
     pub short_names: &'static [&'static str],
     /// `kubectl get all` and friends.
     pub categories: &'static [&'static str],
+    /// Its subresources (`status`, `scale`, ...).
     pub subresources: &'static [Subresource],
     /// Which verbs the collection allows.
     pub verbs: Verbs,
@@ -27,10 +33,13 @@ pub struct ResourceType {
 /// A subresource and the kind of its body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Subresource {
+    /// The name after the object's, e.g. `status`.
     pub name: &'static str,
     /// `kind` of the body (e.g. `Scale`), with its group/version.
     pub kind: &'static str,
+    /// The body's `group/version` (`v1` for the core group).
     pub group_version: &'static str,
+    /// Which verbs the subresource allows.
     pub verbs: Verbs,
 }
 
@@ -48,6 +57,7 @@ pub enum Verbs {
 }
 
 impl Verbs {
+    /// The verbs, as discovery lists them.
     pub fn names(self) -> &'static [&'static str] {
         match self {
             Verbs::All => &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
@@ -59,6 +69,7 @@ impl Verbs {
 }
 
 impl ResourceType {
+    /// `group/version`, or just the version for the core group: the objects' `apiVersion`.
     pub fn group_version(&self) -> String {
         if self.group.is_empty() { self.version.to_string() } else { format!("{}/{}", self.group, self.version) }
     }
@@ -68,10 +79,12 @@ impl ResourceType {
         self.storage.unwrap_or(self.plural)
     }
 
+    /// The subresource called `name`, if the resource has one.
     pub fn subresource(&self, name: &str) -> Option<&'static Subresource> {
         self.subresources.iter().find(|s| s.name == name)
     }
 
+    /// Whether the resource has a `status` subresource.
     pub fn has_status(&self) -> bool {
         self.subresource("status").is_some()
     }

@@ -17,7 +17,9 @@ const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 /// The service CIDR the allocator hands addresses from.
 #[derive(Debug, Clone, Copy)]
 pub struct ServiceRange {
+    /// The network address.
     pub base: Ipv4Addr,
+    /// The prefix length.
     pub prefix: u8,
 }
 

@@ -18,16 +18,22 @@ pub type ObjectKey = (String, String);
 /// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
+    /// Created: a watch's `ADDED`.
     Added,
+    /// Changed: a watch's `MODIFIED`.
     Modified,
+    /// Removed for good: a watch's `DELETED`.
     Deleted,
 }
 
 /// One committed change.
 #[derive(Debug)]
 pub struct Change {
+    /// The revision (resourceVersion) the change committed at.
     pub revision: u64,
+    /// The resource's storage key (`ResourceType::storage_key`, e.g. `pods`).
     pub storage: &'static str,
+    /// Added, modified or deleted.
     pub kind: ChangeKind,
     /// The object after the change (for a deletion: its last state, at the deletion's revision).
     pub object: Arc<Value>,
@@ -44,7 +50,9 @@ pub struct TooOld {
 
 /// A watch's starting point: the changes after `from` and a channel of the ones to come.
 pub struct Subscription {
+    /// The kept changes after the subscription's starting revision.
     pub backlog: Vec<Arc<Change>>,
+    /// The changes committed from now on.
     pub changes: Receiver<Arc<Change>>,
 }
 
@@ -74,6 +82,7 @@ impl Default for Store {
 }
 
 impl Store {
+    /// A store keeping `history_limit` changes (at least one) for watches.
     pub fn new(history_limit: usize) -> Store {
         Store { state: Mutex::new(State { history_limit: history_limit.max(1), ..State::default() }) }
     }
@@ -83,6 +92,7 @@ impl Store {
         self.state.lock().revision
     }
 
+    /// The object stored as `storage`/`namespace`/`name`, if any.
     pub fn get(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>> {
         let state = self.state.lock();
         state.objects.get(storage)?.get(&(namespace.to_string(), name.to_string())).cloned()
@@ -183,6 +193,7 @@ pub struct Txn<'a> {
 }
 
 impl Txn<'_> {
+    /// The object as the transaction sees it: its own pending write, else the stored one.
     pub fn get(&self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>> {
         let key = (namespace.to_string(), name.to_string());
         if let Some((_, _, pending)) = self.writes.iter().rev().find(|(s, k, _)| *s == storage && *k == key) {
@@ -216,6 +227,7 @@ impl Txn<'_> {
         self.writes.push((storage, key, Some(object)));
     }
 
+    /// Deletes the object (on commit).
     pub fn remove(&mut self, storage: &'static str, namespace: &str, name: &str) {
         self.writes.push((storage, (namespace.to_string(), name.to_string()), None));
     }

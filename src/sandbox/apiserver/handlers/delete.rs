@@ -65,10 +65,15 @@ pub fn delete_collection(
 /// How a delete was asked for.
 #[derive(Debug, Default)]
 pub struct DeleteOptions {
+    /// `gracePeriodSeconds`, from the query or the body.
     pub grace_period_seconds: Option<i64>,
+    /// `Orphan`, `Background` or `Foreground`; the legacy `orphanDependents` maps to the first two.
     pub propagation_policy: Option<String>,
+    /// `preconditions.uid`: the delete fails with a Conflict unless the stored object has it.
     pub precondition_uid: Option<String>,
+    /// `preconditions.resourceVersion`: likewise for the resourceVersion.
     pub precondition_resource_version: Option<String>,
+    /// `dryRun=All`: check and answer, store nothing.
     pub dry_run: bool,
 }
 

@@ -122,7 +122,7 @@ pub fn list_at_requested_version(
 }
 
 /// `ValidateListOptions` for a list or a watch, with the `WatchList` feature gate as configured:
-/// 422 on `ListOptions.meta.k8s.io` (see [`validation::list_options`]).
+/// 422 on `ListOptions.meta.k8s.io` (see `validation::list_options`).
 pub fn validate_list_options(request: &Request, watch: bool, watch_list: bool) -> ApiResult<()> {
     validation::list_options(request, watch, watch_list)
 }
@@ -218,6 +218,7 @@ pub struct ObjectFilter {
 }
 
 impl ObjectFilter {
+    /// Parses the `labelSelector` and `fieldSelector` query parameters (empty ones select everything).
     pub fn from_request(request: &Request, resource: &ResourceType) -> ApiResult<ObjectFilter> {
         let labels = request
             .query_param("labelSelector")
@@ -232,6 +233,7 @@ impl ObjectFilter {
         Ok(ObjectFilter { labels, fields })
     }
 
+    /// Whether `object` passes both selectors.
     pub fn matches(&self, object: &Value) -> bool {
         self.labels.as_ref().is_none_or(|l| l.matches_object(object))
             && self.fields.as_ref().is_none_or(|f| f.matches(object))

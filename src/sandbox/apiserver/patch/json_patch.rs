@@ -280,5 +280,4 @@ fn unmarshal_error(value: &Value, go_type: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "json_patch_tests.rs"]
 mod tests;

@@ -8,7 +8,7 @@
 //! Errors are kube-apiserver's messages; the caller picks the status:
 //! - JSON patch: a body that is not a list of objects ("json: cannot unmarshal ...") is
 //!   400 BadRequest; any failing operation is 422 Invalid.
-//! - Strategic merge patch: "strategic merge patch is not supported for <kind>" is 415
+//! - Strategic merge patch: `strategic merge patch is not supported for <kind>` is 415
 //!   UnsupportedMediaType (custom resources); a body that is not an object, "invalid patch
 //!   format of ..." are 400 BadRequest; "lists of lists are not supported" is 422 Invalid;
 //!   the rest (missing merge key, unknown `$patch` value, ...) is 500 InternalError.

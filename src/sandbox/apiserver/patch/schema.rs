@@ -32,6 +32,7 @@ impl Strategy {
         }
     }
 
+    /// Whether the list is merged item by item rather than replaced whole.
     pub fn merges(self) -> bool {
         self != Strategy::Plain
     }

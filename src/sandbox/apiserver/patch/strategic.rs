@@ -572,5 +572,4 @@ fn bad_patch_type(directive: &Value, map: &Value) -> String {
 }
 
 #[cfg(test)]
-#[path = "strategic_tests.rs"]
 mod tests;

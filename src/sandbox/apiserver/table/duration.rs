@@ -8,7 +8,7 @@ const MINUTE: i128 = 60 * SECOND;
 const HOUR: i128 = 60 * MINUTE;
 
 /// `duration.HumanDuration`: a concise, rounded-down duration ("5m3s", "90m", "25h", "3d5h",
-/// "2y10d"); a duration up to 2 s in the negative reads as "0s" (clock skew), less as "<invalid>".
+/// "2y10d"); a duration up to 2 s in the negative reads as "0s" (clock skew), less as `<invalid>`.
 pub fn human_duration(nanos: i128) -> String {
     let seconds = nanos / SECOND;
     if seconds < -1 {
@@ -53,7 +53,7 @@ pub fn between(from: Timestamp, to: Timestamp) -> i128 {
     to.as_nanosecond() - from.as_nanosecond()
 }
 
-/// `translateTimestampSince`: the age of a timestamp, "<unknown>" for the zero time.
+/// `translateTimestampSince`: the age of a timestamp, `<unknown>` for the zero time.
 pub fn since(value: Option<&serde_json::Value>, now: Timestamp) -> String {
     match timestamp(value) {
         Some(at) => human_duration(between(at, now)),

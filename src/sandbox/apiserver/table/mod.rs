@@ -36,6 +36,7 @@ pub enum IncludeObject {
 pub struct TableRequest {
     /// `meta.k8s.io/v1beta1` rather than `meta.k8s.io/v1`.
     pub v1beta1: bool,
+    /// What each row's `object` holds (`includeObject`).
     pub include_object: IncludeObject,
 }
 
@@ -139,15 +140,18 @@ impl TableRequest {
 /// watch encoder sets `NoHeaders` after its first object (handlers/response.go).
 #[derive(Debug)]
 pub struct WatchTable {
+    /// The table options of the watch request.
     pub request: TableRequest,
     headers_sent: Cell<bool>,
 }
 
 impl WatchTable {
+    /// A rendering that has not sent the column definitions yet.
     pub fn new(request: TableRequest) -> WatchTable {
         WatchTable { request, headers_sent: Cell::new(false) }
     }
 
+    /// One event's object as a Table: the column definitions with the first call only.
     pub fn render(&self, resource: &ResourceType, object: Value) -> Value {
         let headers = !self.headers_sent.replace(true);
         self.request.render(resource, object, headers, Timestamp::now())

@@ -20,15 +20,20 @@ const SELECTOR_DOC: &str = "A label query over pods that should match the replic
 /// A `metav1.TableColumnDefinition`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Column {
+    /// The column's header (`NAME`, `READY`, ... once kubectl upper-cases it).
     pub name: &'static str,
+    /// The OpenAPI type of the cells: `string`, `integer`, ...
     pub kind: &'static str,
+    /// The OpenAPI format: `name` for the object's name column, else empty.
     pub format: &'static str,
+    /// The column's description: the API documentation of the field it shows.
     pub description: &'static str,
     /// 0: always shown; 1: shown by `kubectl get -o wide`.
     pub priority: i32,
 }
 
 impl Column {
+    /// A column definition (usable in `const` tables).
     pub const fn new(
         name: &'static str,
         kind: &'static str,
@@ -39,6 +44,7 @@ impl Column {
         Column { name, kind, format, description, priority }
     }
 
+    /// The `TableColumnDefinition` JSON.
     pub fn to_json(&self) -> Value {
         json!({
             "name": self.name,
@@ -68,11 +74,14 @@ pub(super) const fn wide(name: &'static str, description: &'static str) -> Colum
 /// A `metav1.TableRow` before its object is attached.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// One cell per column, in the columns' order.
     pub cells: Vec<Value>,
+    /// `TableRowCondition`s, e.g. `Completed` for a finished pod.
     pub conditions: Vec<Value>,
 }
 
 impl Row {
+    /// A row of these cells, without conditions.
     pub fn new(cells: Vec<Value>) -> Row {
         Row { cells, conditions: Vec::new() }
     }
