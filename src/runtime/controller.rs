@@ -707,7 +707,7 @@ mod tests {
         let stopping = AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| work("test", queue, &handler, &stopping));
-            while queue.len() > 0 {
+            while !queue.is_empty() {
                 std::thread::yield_now();
             }
             queue.shut_down_with_drain(Duration::from_secs(30));
