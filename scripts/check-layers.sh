@@ -50,8 +50,8 @@ if [[ -n $violations ]]; then
 fi
 
 # Every canonical name of the table, then where else the controller manager's code says it.
-mapfile -t names < <(grep -oE '^\s*(plain|gated|cloud|off_by_default|off_by_default_gated)\("[a-z0-9-]+"' src/app/controllers.rs |
-  grep -oE '"[a-z0-9-]+"' | tr -d '"')
+mapfile -t names < <(tr '\n' ' ' <src/app/controllers.rs |
+  grep -oE '(^|[^a-z_])(plain|gated|cloud|off_by_default|off_by_default_gated)\(\s*"[a-z0-9-]+"' | grep -oE '"[a-z0-9-]+"' | tr -d '"')
 if ((${#names[@]} < 40)); then
   echo "names: found only ${#names[@]} controllers in src/app/controllers.rs; the check is out of date" >&2
   exit 1

@@ -163,45 +163,65 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     plain("certificatesigningrequest-cleaner-controller", &["csrcleaner"]).account("certificate-controller"),
     plain("certificatesigningrequest-signing-controller", &["csrsigning"]).account("certificate-controller"),
     cloud("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
-    plain("clusterrole-aggregation-controller", &["clusterrole-aggregation"]).account("clusterrole-aggregation-controller"),
+    plain("clusterrole-aggregation-controller", &["clusterrole-aggregation"])
+        .account("clusterrole-aggregation-controller"),
     plain("cronjob-controller", &["cronjob"]).account("cronjob-controller"),
     plain("daemonset-controller", &["daemonset"]).account("daemon-set-controller"),
-    plain("deployment-controller", &["deployment"]).account("deployment-controller").starts(|c, o| deployment::new(c, deployment::Config { workers: workers(o.concurrency.deployment_syncs) })),
-    gated("device-taint-eviction-controller", &[], &["DynamicResourceAllocation", "DRADeviceTaints"]).account("device-taint-eviction-controller"),
+    plain("deployment-controller", &["deployment"])
+        .account("deployment-controller")
+        .starts(|c, o| deployment::new(c, deployment::Config { workers: workers(o.concurrency.deployment_syncs) })),
+    gated("device-taint-eviction-controller", &[], &["DynamicResourceAllocation", "DRADeviceTaints"])
+        .account("device-taint-eviction-controller"),
     plain("disruption-controller", &["disruption"]).account("disruption-controller"),
-    plain("endpoints-controller", &["endpoint"]).account("endpoint-controller").events("endpoint-controller").starts(|c, o| {
-        let config = endpoint::Config {
-            workers: workers(o.concurrency.endpoint_syncs),
-            batch_period: o.endpoints.endpoint_updates_batch_period,
-        };
-        endpoint::new(c, config)
-    }),
-    plain("endpointslice-controller", &["endpointslice"]).account("endpointslice-controller").events("endpoint-slice-controller").starts(|c, o| {
-        let config = endpointslice::Config {
-            workers: workers(o.concurrency.service_endpoint_syncs),
-            max_endpoints_per_slice: usize::try_from(o.endpoints.max_endpoints_per_slice).unwrap_or(100).max(1),
-            batch_period: o.endpoints.endpointslice_updates_batch_period,
-        };
-        endpointslice::new(c, config)
-    }),
-    plain("endpointslice-mirroring-controller", &["endpointslicemirroring"]).account("endpointslicemirroring-controller").events("endpoint-slice-mirroring-controller").starts(|c, o| {
-        let config = endpointslicemirroring::Config {
-            workers: workers(o.concurrency.mirroring_service_endpoint_syncs),
-            max_endpoints_per_subset: usize::try_from(o.endpoints.mirroring_max_endpoints_per_subset).unwrap_or(1000).max(1),
-            batch_period: o.endpoints.mirroring_updates_batch_period,
-        };
-        endpointslicemirroring::new(c, config)
-    }),
+    plain("endpoints-controller", &["endpoint"])
+        .account("endpoint-controller")
+        .events("endpoint-controller")
+        .starts(|c, o| {
+            let config = endpoint::Config {
+                workers: workers(o.concurrency.endpoint_syncs),
+                batch_period: o.endpoints.endpoint_updates_batch_period,
+            };
+            endpoint::new(c, config)
+        }),
+    plain("endpointslice-controller", &["endpointslice"])
+        .account("endpointslice-controller")
+        .events("endpoint-slice-controller")
+        .starts(|c, o| {
+            let config = endpointslice::Config {
+                workers: workers(o.concurrency.service_endpoint_syncs),
+                max_endpoints_per_slice: usize::try_from(o.endpoints.max_endpoints_per_slice).unwrap_or(100).max(1),
+                batch_period: o.endpoints.endpointslice_updates_batch_period,
+            };
+            endpointslice::new(c, config)
+        }),
+    plain("endpointslice-mirroring-controller", &["endpointslicemirroring"])
+        .account("endpointslicemirroring-controller")
+        .events("endpoint-slice-mirroring-controller")
+        .starts(|c, o| {
+            let config = endpointslicemirroring::Config {
+                workers: workers(o.concurrency.mirroring_service_endpoint_syncs),
+                max_endpoints_per_subset: usize::try_from(o.endpoints.mirroring_max_endpoints_per_subset)
+                    .unwrap_or(1000)
+                    .max(1),
+                batch_period: o.endpoints.mirroring_updates_batch_period,
+            };
+            endpointslicemirroring::new(c, config)
+        }),
     plain("ephemeral-volume-controller", &["ephemeral-volume"]).account("ephemeral-volume-controller"),
-    plain("garbage-collector-controller", &["garbagecollector"]).account("generic-garbage-collector").off_when(|o| !o.garbage_collector.enabled).starts(|c, o| garbagecollector::new(c, garbagecollector::Config { workers: workers(o.concurrency.gc_syncs) })),
+    plain("garbage-collector-controller", &["garbagecollector"])
+        .account("generic-garbage-collector")
+        .off_when(|o| !o.garbage_collector.enabled)
+        .starts(|c, o| garbagecollector::new(c, garbagecollector::Config { workers: workers(o.concurrency.gc_syncs) })),
     plain("horizontal-pod-autoscaler-controller", &["horizontalpodautoscaling"]).account("horizontal-pod-autoscaler"),
     plain("job-controller", &["job"]).account("job-controller"),
     gated("kube-apiserver-serving-clustertrustbundle-publisher-controller", &[], &["ClusterTrustBundle"])
         .account("kube-apiserver-serving-clustertrustbundle-publisher"),
-    plain("legacy-serviceaccount-token-cleaner-controller", &["legacy-service-account-token-cleaner"]).account("legacy-service-account-token-cleaner").starts(|c, o| {
-        let config = serviceaccount::CleanerConfig { period: o.service_account.legacy_token_clean_up_period };
-        serviceaccount::new_legacy_token_cleaner(c, config)
-    }),
+    plain("legacy-serviceaccount-token-cleaner-controller", &["legacy-service-account-token-cleaner"])
+        .account("legacy-service-account-token-cleaner")
+        .starts(|c, o| {
+            let config = serviceaccount::CleanerConfig { period: o.service_account.legacy_token_clean_up_period };
+            serviceaccount::new_legacy_token_cleaner(c, config)
+        }),
     plain("namespace-controller", &["namespace"]).account("namespace-controller").starts(|c, o| {
         let config = namespace::Config {
             workers: workers(o.concurrency.namespace_syncs),
@@ -210,22 +230,40 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         };
         namespace::new(c, config)
     }),
-    plain("node-ipam-controller", &["nodeipam"]).account("node-controller").events("cidrAllocator").checks(validate::node_ipam).starts(start_node_ipam),
-    plain("node-lifecycle-controller", &["nodelifecycle"]).account("node-controller").events("node-controller").starts(start_node_lifecycle),
+    plain("node-ipam-controller", &["nodeipam"])
+        .account("node-controller")
+        .events("cidrAllocator")
+        .checks(validate::node_ipam)
+        .starts(start_node_ipam),
+    plain("node-lifecycle-controller", &["nodelifecycle"])
+        .account("node-controller")
+        .events("node-controller")
+        .starts(start_node_lifecycle),
     cloud("node-route-controller", &["route"]),
-    plain("persistentvolume-attach-detach-controller", &["attachdetach"]).account("attachdetach-controller").checks(validate::attach_detach),
+    plain("persistentvolume-attach-detach-controller", &["attachdetach"])
+        .account("attachdetach-controller")
+        .checks(validate::attach_detach),
     plain("persistentvolume-binder-controller", &["persistentvolume-binder"]).account("persistent-volume-binder"),
     plain("persistentvolume-expander-controller", &["persistentvolume-expander"]).account("expand-controller"),
     plain("persistentvolume-protection-controller", &["pv-protection"]).account("pv-protection-controller"),
     plain("persistentvolumeclaim-protection-controller", &["pvc-protection"]).account("pvc-protection-controller"),
     plain("pod-garbage-collector-controller", &["podgc"]).account("pod-garbage-collector").starts(|c, o| {
-        podgc::new(c, podgc::Config { terminated_pod_threshold: o.pod_gc.terminated_pod_gc_threshold, ..podgc::Config::default() })
+        let threshold = o.pod_gc.terminated_pod_gc_threshold;
+        podgc::new(c, podgc::Config { terminated_pod_threshold: threshold, ..podgc::Config::default() })
     }),
-    plain("replicaset-controller", &["replicaset"]).account("replicaset-controller").starts(|c, o| replicaset::new_replica_sets(c, replicaset::Config { workers: workers(o.concurrency.replicaset_syncs) })),
-    plain("replicationcontroller-controller", &["replicationcontroller"]).account("replication-controller").events("replication-controller").starts(|c, o| {
-        replicaset::new_replication_controllers(c, replicaset::Config { workers: workers(o.concurrency.rc_syncs) })
-    }),
-    gated("resourceclaim-controller", &["resource-claim-controller"], &["DynamicResourceAllocation"]).account("resource-claim-controller"),
+    plain("replicaset-controller", &["replicaset"])
+        .account("replicaset-controller")
+        .starts(|c, o| {
+            replicaset::new_replica_sets(c, replicaset::Config { workers: workers(o.concurrency.replicaset_syncs) })
+        }),
+    plain("replicationcontroller-controller", &["replicationcontroller"])
+        .account("replication-controller")
+        .events("replication-controller")
+        .starts(|c, o| {
+            replicaset::new_replication_controllers(c, replicaset::Config { workers: workers(o.concurrency.rc_syncs) })
+        }),
+    gated("resourceclaim-controller", &["resource-claim-controller"], &["DynamicResourceAllocation"])
+        .account("resource-claim-controller"),
     plain("resourcequota-controller", &["resourcequota"]).account("resourcequota-controller").starts(|c, o| {
         let config = resourcequota::Config {
             workers: workers(o.concurrency.resource_quota_syncs),
@@ -234,22 +272,35 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         };
         resourcequota::new(c, config)
     }),
-    plain("root-ca-certificate-publisher-controller", &["root-ca-cert-publisher"]).account("root-ca-cert-publisher").starts(|c, o| root_ca_publisher::new(c, root_ca_publisher::Config { root_ca: root_ca(o, &c.client)? })),
-    off_by_default_gated("selinux-warning-controller", &[], &["SELinuxChangePolicy"]).account("selinux-warning-controller"),
+    plain("root-ca-certificate-publisher-controller", &["root-ca-cert-publisher"])
+        .account("root-ca-cert-publisher")
+        .starts(|c, o| root_ca_publisher::new(c, root_ca_publisher::Config { root_ca: root_ca(o, &c.client)? })),
+    off_by_default_gated("selinux-warning-controller", &[], &["SELinuxChangePolicy"])
+        .account("selinux-warning-controller"),
     gated("service-cidr-controller", &[], &["MultiCIDRServiceAllocator"]).account("service-cidrs-controller"),
     cloud("service-lb-controller", &["service"]),
-    plain("serviceaccount-controller", &["serviceaccount"]).account("service-account-controller").starts(|c, _| serviceaccount::new_accounts(c)),
+    plain("serviceaccount-controller", &["serviceaccount"])
+        .account("service-account-controller")
+        .starts(|c, _| serviceaccount::new_accounts(c)),
     plain("serviceaccount-token-controller", &["serviceaccount-token"]).first().starts(start_token_controller),
     plain("statefulset-controller", &["statefulset"]).account("statefulset-controller"),
-    gated("storage-version-migrator-controller", &[], &["StorageVersionMigrator"]).account("storage-version-migrator-controller"),
-    gated("storageversion-garbage-collector-controller", &["storage-version-gc"], &["APIServerIdentity", "StorageVersionAPI"])
+    gated("storage-version-migrator-controller", &[], &["StorageVersionMigrator"])
+        .account("storage-version-migrator-controller"),
+    gated(
+        "storageversion-garbage-collector-controller",
+        &["storage-version-gc"],
+        &["APIServerIdentity", "StorageVersionAPI"],
+    )
         .account("storage-version-garbage-collector"),
-    gated("taint-eviction-controller", &[], &["SeparateTaintEvictionController"]).account("node-controller").starts(|c, _| tainteviction::new(c)),
+    gated("taint-eviction-controller", &[], &["SeparateTaintEvictionController"])
+        .account("node-controller")
+        .starts(|c, _| tainteviction::new(c)),
     off_by_default("token-cleaner-controller", &["tokencleaner"]).account("token-cleaner"),
     plain("ttl-after-finished-controller", &["ttl-after-finished"]).account("ttl-after-finished-controller"),
     plain("ttl-controller", &["ttl"]).account("ttl-controller").starts(|c, _| ttl::new(c)),
     plain("validatingadmissionpolicy-status-controller", &[]).account("validatingadmissionpolicy-status-controller"),
-    gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"]).account("volumeattributesclass-protection-controller"),
+    gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"])
+        .account("volumeattributesclass-protection-controller"),
 ];
 
 /// `startNodeIpamController`: off without `--allocate-node-cidrs`; the range allocator only.
