@@ -190,7 +190,7 @@ impl Controller {
         period: Duration,
         task: impl Fn() + Send + Sync + 'static,
     ) -> Controller {
-        self.periodic.push(PeriodicTask { name, period, first_after_period: false, once: false, task: Arc::new(task) });
+        self.periodic.push(PeriodicTask { name, schedule: Schedule::Every(period), task: Arc::new(task) });
         self
     }
 
@@ -198,7 +198,7 @@ impl Controller {
     /// `WaitForNamedCacheSync`, e.g. the endpoints controller's leftover check).
     pub fn once_synced(mut self, name: &'static str, task: impl Fn() + Send + Sync + 'static) -> Controller {
         let task = Arc::new(task);
-        self.periodic.push(PeriodicTask { name, period: Duration::ZERO, first_after_period: false, once: true, task });
+        self.periodic.push(PeriodicTask { name, schedule: Schedule::Once, task });
         self
     }
 
@@ -213,7 +213,7 @@ impl Controller {
     ) -> Controller {
         if !period.is_zero() {
             let task = Arc::new(task);
-            self.periodic.push(PeriodicTask { name, period, first_after_period: true, once: false, task });
+            self.periodic.push(PeriodicTask { name, schedule: Schedule::EveryAfterOne(period), task });
         }
         self
     }
@@ -283,15 +283,22 @@ impl<K: QueueItem> QueueWorkers for TypedQueue<K> {
     }
 }
 
-/// A task a controller runs on a period while it leads.
+/// A task a controller runs on a schedule while it leads.
 struct PeriodicTask {
     name: &'static str,
-    period: Duration,
-    /// Waits one period before the first run.
-    first_after_period: bool,
-    /// Runs only once.
-    once: bool,
+    schedule: Schedule,
     task: Arc<dyn Fn() + Send + Sync>,
+}
+
+/// When a periodic task runs, counted from when the controller's caches have synced.
+#[derive(Debug, Clone, Copy)]
+enum Schedule {
+    /// At once, then every period (`wait.Until`).
+    Every(Duration),
+    /// Every period, the first time one period in (an informer handler's resync).
+    EveryAfterOne(Duration),
+    /// Once.
+    Once,
 }
 
 /// Enqueues the key of every object an informer reports: the usual mapping for a controller
@@ -475,11 +482,10 @@ impl ControllerSet {
             for task in &running.periodic {
                 let stop = self.periodic_stopped.clone();
                 let gate = gate.clone();
-                let (period, wait_first, once) = (task.period, task.first_after_period, task.once);
-                let run = task.task.clone();
+                let (schedule, run) = (task.schedule, task.task.clone());
                 let spawned = std::thread::Builder::new()
                     .name(format!("{name}-{}", task.name))
-                    .spawn(move || run_periodic(&gate, (period, wait_first, once), run.as_ref(), &stop));
+                    .spawn(move || run_periodic(&gate, schedule, run.as_ref(), &stop));
                 match spawned {
                     Ok(thread) => running.threads.push(thread),
                     Err(e) => log::error!("{name}: cannot start {}: {e}", task.name),
@@ -541,22 +547,21 @@ fn join_finished(controllers: Vec<Running>, deadline: Instant) {
     }
 }
 
-/// One periodic task: waits for the controller's caches (and one period when `wait_first`),
-/// then runs `task` (once, or every `period`) until the set stops (the sender of `stop` is
-/// dropped).
-fn run_periodic(
-    gate: &StartGate,
-    (period, wait_first, once): (Duration, bool, bool),
-    task: &(dyn Fn() + Send + Sync),
-    stop: &Receiver<()>,
-) {
-    let pause = || matches!(stop.recv_timeout(period), Err(RecvTimeoutError::Timeout));
-    if !gate.wait() || (wait_first && !pause()) {
+/// One periodic task: waits for the controller's caches, then runs `task` on its `schedule`
+/// until the set stops (the sender of `stop` is dropped).
+fn run_periodic(gate: &StartGate, schedule: Schedule, task: &(dyn Fn() + Send + Sync), stop: &Receiver<()>) {
+    let pause = |period| matches!(stop.recv_timeout(period), Err(RecvTimeoutError::Timeout));
+    if !gate.wait() {
         return;
     }
+    let period = match schedule {
+        Schedule::Once => return task(),
+        Schedule::EveryAfterOne(period) if !pause(period) => return,
+        Schedule::Every(period) | Schedule::EveryAfterOne(period) => period,
+    };
     loop {
         task();
-        if once || !pause() {
+        if !pause(period) {
             return;
         }
     }
@@ -733,15 +738,15 @@ mod tests {
         assert_eq!(failed.num_requeues(&"ns/a".to_string()), 1, "rate-limited");
     }
 
-    /// Runs one periodic task with `shape` until it has run `runs` times, then stops it and
+    /// Runs one periodic task on `schedule` until it has run `runs` times, then stops it and
     /// returns how often it ran.
-    fn periodic_runs(shape: (Duration, bool, bool), runs: usize) -> usize {
+    fn periodic_runs(schedule: Schedule, runs: usize) -> usize {
         let gate = StartGate::new("test", CacheSet::default(), Arc::new(Vec::new()), &Arc::new(AtomicBool::new(false)));
         let count = Arc::new(AtomicUsize::new(0));
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let counted = count.clone();
         let thread = std::thread::spawn(move || {
-            run_periodic(&gate, shape, &move || _ = counted.fetch_add(1, Ordering::SeqCst), &stopped);
+            run_periodic(&gate, schedule, &move || _ = counted.fetch_add(1, Ordering::SeqCst), &stopped);
         });
         while count.load(Ordering::SeqCst) < runs {
             std::thread::yield_now();
@@ -754,8 +759,8 @@ mod tests {
     #[test]
     fn periodic_tasks_run_at_once_after_a_period_or_once() {
         let hour = Duration::from_secs(3600);
-        assert_eq!(periodic_runs((hour, false, false), 1), 1, "every: at once, then waits");
-        assert_eq!(periodic_runs((hour, true, false), 0), 0, "resync_every: waits one period first");
-        assert_eq!(periodic_runs((Duration::ZERO, false, true), 1), 1, "once_synced: exactly once");
+        assert_eq!(periodic_runs(Schedule::Every(hour), 1), 1, "every: at once, then waits");
+        assert_eq!(periodic_runs(Schedule::EveryAfterOne(hour), 0), 0, "resync_every: waits one period first");
+        assert_eq!(periodic_runs(Schedule::Once, 1), 1, "once_synced: exactly once");
     }
 }
