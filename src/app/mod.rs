@@ -6,6 +6,7 @@
 
 pub mod controllers;
 pub mod flags;
+mod malloc;
 mod run;
 pub mod sd_notify;
 
@@ -23,6 +24,7 @@ pub use run::{Exit, run};
 /// The `kube-controller-manager` binary: parses `args` (without the program name), then runs
 /// until a signal or the loss of the Lease.
 pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    malloc::configure();
     let options = match flags::parse(args) {
         Ok(Command::Help(text)) => {
             print!("{text}");

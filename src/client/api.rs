@@ -387,6 +387,15 @@ where
     {
         Ok(super::WatchReceiver::spawn(self.watch(params)?, capacity, K::KIND))
     }
+
+    /// Opens a watch of the collection for the watch poller (no thread of its own).
+    pub(crate) fn open_polled_watch(
+        &self,
+        params: &super::WatchParams,
+    ) -> Result<super::watch_connection::WatchConnection> {
+        let path = format!("{}{}", self.collection_path(), params.query());
+        self.client.open_watch_connection(&path, super::ACCEPT_JSON)
+    }
 }
 
 impl<K> Api<K>

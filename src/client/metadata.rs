@@ -137,6 +137,12 @@ impl MetadataApi {
         Ok(WatchReceiver::spawn(self.watch(params)?, capacity, &self.resource.plural))
     }
 
+    /// Opens a watch of the collection for the watch poller (no thread of its own).
+    pub(crate) fn open_polled_watch(&self, params: &WatchParams) -> Result<super::watch_connection::WatchConnection> {
+        let path = format!("{}{}", self.collection_path(), params.query());
+        self.client.open_watch_connection(&path, ACCEPT_OBJECT)
+    }
+
     /// PATCHes one object (e.g. its owner references or finalizers); returns its metadata.
     pub fn patch(&self, name: &str, patch: &Patch, params: &PostParams) -> Result<PartialObjectMetadata> {
         let path = format!("{}{}", self.object_path(name)?, params.query());

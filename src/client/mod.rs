@@ -17,6 +17,8 @@ pub mod resolve;
 pub mod tls;
 mod url;
 pub mod watch;
+pub mod watch_connection;
+pub(crate) mod watch_poller;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,6 +46,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// The longest answer body we read into memory (a page of a list, an object).
 const MAX_BODY_BYTES: u64 = 256 * 1024 * 1024;
+/// ureq's input buffer per connection: answers' heads must fit (kube-apiserver's are < 1 KiB).
+const INPUT_BUFFER_BYTES: usize = 32 * 1024;
+/// ureq's output buffer per connection; larger request bodies go out in pieces of this size.
+const OUTPUT_BUFFER_BYTES: usize = 16 * 1024;
 /// The `Accept` header of ordinary requests.
 pub(crate) const ACCEPT_JSON: &str = "application/json";
 
@@ -255,6 +261,59 @@ impl Client {
         Ok((agent, answer.body.into_with_config().reader()))
     }
 
+    /// Opens a watch on a connection of its own that [`watch_poller`] reads without a
+    /// thread: the same rate limiter, credentials, metrics and request log as every request.
+    pub(crate) fn open_watch_connection(
+        &self,
+        path_and_query: &str,
+        accept: &str,
+    ) -> Result<watch_connection::WatchConnection> {
+        self.limiter.acquire();
+        let server = self.shared.config.server.as_str();
+        let started = Instant::now();
+        let mut headers = vec![("Accept", accept.to_string()), ("User-Agent", self.user_agent.to_string())];
+        let token = match &self.token_source {
+            Some(source) => {
+                Some(source.token().map_err(|e| Error::Transport(format!("GET {server}{path_and_query}: {e}")))?)
+            }
+            None => self.shared.config.auth.bearer_token(),
+        };
+        if let Some(token) = token {
+            headers.push(("Authorization", format!("Bearer {token}")));
+        }
+        let request =
+            watch_connection::WatchRequest { server, path_and_query, headers, connect_timeout: CONNECT_TIMEOUT };
+        let result = watch_connection::WatchConnection::open(&request, Some(&self.shared.connector));
+        let uri = format!("{server}{path_and_query}");
+        let elapsed = started.elapsed();
+        let code = match &result {
+            Ok(Ok(_)) => "200".to_string(),
+            Ok(Err(refused)) => refused.code.to_string(),
+            Err(_) => "<error>".to_string(),
+        };
+        self.shared.metrics.observe("GET", &code, &self.shared.host, elapsed);
+        match result {
+            Ok(Ok(connection)) => {
+                log::trace!("GET {uri} 200 OK in {} milliseconds", elapsed.as_millis());
+                Ok(connection)
+            }
+            Ok(Err(refused)) => {
+                let reason = http::StatusCode::from_u16(refused.code).ok().and_then(|c| c.canonical_reason());
+                log::trace!("GET {uri} {code} {} in {} milliseconds", reason.unwrap_or(""), elapsed.as_millis());
+                if refused.code == 401
+                    && let Some(source) = &self.token_source
+                {
+                    source.reset_older_than(started);
+                }
+                Err(refused.into_error())
+            }
+            Err(e) => {
+                log::trace!("GET {uri} failed after {} milliseconds: {e}", elapsed.as_millis());
+                Err(e)
+            }
+        }
+    }
+
     fn send_once(
         &self,
         method: &http::Method,
@@ -419,6 +478,11 @@ fn agent_with(resolver: impl Resolver, chain: impl Connector) -> ureq::Agent {
         // Proxies would need ureq's proxy connectors in the chain; the API server is reached directly.
         .proxy(None)
         .max_redirects(0)
+        // ureq's 128 KiB per direction and per transport layer (TCP, then TLS) would hold
+        // half a MiB per pooled connection; the input buffer still fits the largest head.
+        .input_buffer_size(INPUT_BUFFER_BYTES)
+        .max_response_header_size(INPUT_BUFFER_BYTES)
+        .output_buffer_size(OUTPUT_BUFFER_BYTES)
         .build();
     ureq::Agent::with_parts(config, chain, resolver)
 }

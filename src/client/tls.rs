@@ -91,6 +91,16 @@ impl TlsConnector {
         Ok(TlsConnector { config, server_name })
     }
 
+    /// A TLS client connection to `host` (a URL's host, without brackets), for connections
+    /// made outside ureq (watches, see `watch_connection`).
+    pub(crate) fn client_connection(&self, host: &str) -> Result<ClientConnection, String> {
+        let name = match &self.server_name {
+            Some(name) => name.clone(),
+            None => ServerName::try_from(host.to_string()).map_err(|_| format!("{host:?} is not a valid TLS name"))?,
+        };
+        ClientConnection::new(self.config.clone(), name).map_err(|e| format!("TLS setup: {e}"))
+    }
+
     fn server_name(&self, details: &ConnectionDetails) -> Result<ServerName<'static>, ureq::Error> {
         if let Some(name) = &self.server_name {
             return Ok(name.clone());

@@ -80,10 +80,12 @@ impl WatchParams {
 
 /// A watch event as it is on the wire; the object is decoded once its type is known.
 #[derive(Deserialize)]
-struct RawEvent {
+pub struct RawEvent {
+    /// `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`.
     #[serde(rename = "type")]
-    event_type: String,
-    object: Box<RawValue>,
+    pub event_type: String,
+    /// The object (or the ERROR's `Status`), still encoded.
+    pub object: Box<RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -139,28 +141,30 @@ impl<K: DeserializeOwned> WatchStream<K> {
     pub(crate) fn stopper(&self) -> Option<ureq::Agent> {
         self.agent.clone()
     }
+}
 
-    fn decode(raw: RawEvent) -> Result<WatchEvent<K>> {
-        let object = raw.object.get();
-        let typed = |o: &str| {
-            serde_json::from_str::<K>(o).map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
-        };
-        match raw.event_type.as_str() {
-            "ADDED" => Ok(WatchEvent::Added(typed(object)?)),
-            "MODIFIED" => Ok(WatchEvent::Modified(typed(object)?)),
-            "DELETED" => Ok(WatchEvent::Deleted(typed(object)?)),
-            "BOOKMARK" => {
-                let bookmark: BookmarkObject =
-                    serde_json::from_str(object).map_err(|e| Error::Decode(format!("watch BOOKMARK event: {e}")))?;
-                Ok(WatchEvent::Bookmark { resource_version: bookmark.metadata.resource_version })
-            }
-            "ERROR" => {
-                let status: Status =
-                    serde_json::from_str(object).map_err(|e| Error::Decode(format!("watch ERROR event: {e}")))?;
-                Err(ApiError::from_status(status, 500, None).into())
-            }
-            other => Err(Error::Decode(format!("unknown watch event type {other:?}"))),
+/// Decodes one wire event: its object as `K`, a BOOKMARK's resourceVersion, an ERROR's
+/// `Status` as [`Error::Api`] (e.g. 410 Gone: relist).
+pub fn decode_event<K: DeserializeOwned>(raw: RawEvent) -> Result<WatchEvent<K>> {
+    let object = raw.object.get();
+    let typed = |o: &str| {
+        serde_json::from_str::<K>(o).map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
+    };
+    match raw.event_type.as_str() {
+        "ADDED" => Ok(WatchEvent::Added(typed(object)?)),
+        "MODIFIED" => Ok(WatchEvent::Modified(typed(object)?)),
+        "DELETED" => Ok(WatchEvent::Deleted(typed(object)?)),
+        "BOOKMARK" => {
+            let bookmark: BookmarkObject =
+                serde_json::from_str(object).map_err(|e| Error::Decode(format!("watch BOOKMARK event: {e}")))?;
+            Ok(WatchEvent::Bookmark { resource_version: bookmark.metadata.resource_version })
         }
+        "ERROR" => {
+            let status: Status =
+                serde_json::from_str(object).map_err(|e| Error::Decode(format!("watch ERROR event: {e}")))?;
+            Err(ApiError::from_status(status, 500, None).into())
+        }
+        other => Err(Error::Decode(format!("unknown watch event type {other:?}"))),
     }
 }
 
@@ -172,7 +176,7 @@ impl<K: DeserializeOwned> Iterator for WatchStream<K> {
             return None;
         }
         let item = match self.events.next()? {
-            Ok(raw) => Self::decode(raw),
+            Ok(raw) => decode_event(raw),
             Err(e) if e.is_io() || e.is_eof() => Err(Error::Transport(format!("watch stream broken: {e}"))),
             Err(e) => Err(Error::Decode(format!("watch stream: {e}"))),
         };

@@ -13,17 +13,19 @@
 //!
 //! # Threads
 //!
-//! [`SharedInformerFactory::start`] starts one *reflector* thread per requested kind. It lists
-//! the kind, then watches it (each watch is read by its own thread, see
-//! [`crate::client::WatchReceiver`]); it alone writes the informer's [`Store`] and, right after
-//! each write, calls the handlers with the matching [`Event`], so handlers see the changes of an
-//! object in order and the store already holds the new state when they run. See the
-//! `reflector` module for the list, watch, relist and backoff policy.
+//! [`SharedInformerFactory::start`] starts one *reflector* per requested kind. It lists the
+//! kind on a short-lived thread, then watches it: open watches are read by the process's one
+//! watch poller thread (see the `reflector` module), so an informer costs no thread while it
+//! watches. The reflector alone writes the informer's [`Store`] and, right after each write,
+//! calls the handlers with the matching [`Event`], so handlers see the changes of an object in
+//! order and the store already holds the new state when they run. See the `reflector` module
+//! for the list, watch, relist and backoff policy.
 //!
 //! # Handlers must not block
 //!
-//! Handlers run on the reflector thread (client-go gives each listener a goroutine and an
-//! unbounded buffer instead): while one runs, the informer takes no new event. A handler only
+//! Handlers run on the reflector's thread or the watch poller's (client-go gives each listener a
+//! goroutine and an unbounded buffer instead): while one runs, no informer of the process takes
+//! a new event. A handler only
 //! maps the event to work-queue keys and enqueues them; the per-controller workqueue is the
 //! buffer, and the controller's workers do the work. A handler must not call back into
 //! [`Informer::add_handler`]; reading stores is fine.
@@ -47,7 +49,6 @@ use std::any::{Any, TypeId};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -281,8 +282,8 @@ fn dispatch<K>(handlers: &[Handler<K>], event: &Event<K>) {
 /// What the factory needs of an informer whose kind it does not know.
 trait Managed: Send + Sync {
     fn has_synced(&self) -> bool;
-    /// Starts the informer's reflector thread.
-    fn spawn(self: Arc<Self>, client: Client, stop: Receiver<()>) -> std::io::Result<JoinHandle<()>>;
+    /// Starts the informer's reflector; the receiver disconnects once it has ended.
+    fn spawn(self: Arc<Self>, client: Client, stop: Receiver<()>) -> std::io::Result<Receiver<()>>;
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
@@ -291,10 +292,12 @@ impl<K: Cached> Managed for Informer<K> {
         Informer::has_synced(self)
     }
 
-    fn spawn(self: Arc<Self>, client: Client, stop: Receiver<()>) -> std::io::Result<JoinHandle<()>> {
+    fn spawn(self: Arc<Self>, client: Client, stop: Receiver<()>) -> std::io::Result<Receiver<()>> {
         let name = format!("informer-{}", self.source.label());
-        let reflector = Reflector::new(self, client, stop);
-        std::thread::Builder::new().name(name).spawn(move || reflector.run())
+        let (running, ended) = crossbeam_channel::bounded(0);
+        let reflector = Reflector::new(self, client, stop, running);
+        std::thread::Builder::new().name(name).spawn(move || reflector.run())?;
+        Ok(ended)
     }
 
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
@@ -347,7 +350,8 @@ struct FactoryState {
     informers: Vec<Registered>,
     /// While [`SharedInformerFactory::recording`] runs: the informers requested meanwhile.
     recorded: Option<Vec<Arc<dyn Managed>>>,
-    threads: Vec<JoinHandle<()>>,
+    /// One per started reflector: disconnects when it has ended.
+    running: Vec<Receiver<()>>,
     /// Dropped by shutdown: every reflector sees `stop` disconnect and returns.
     stop_sender: Option<Sender<()>>,
     stop: Receiver<()>,
@@ -375,7 +379,7 @@ impl SharedInformerFactory {
         let state = FactoryState {
             informers: Vec::new(),
             recorded: None,
-            threads: Vec::new(),
+            running: Vec::new(),
             stop_sender: Some(stop_sender),
             stop,
         };
@@ -442,11 +446,11 @@ impl SharedInformerFactory {
             log::warn!("the informer factory is shut down; not starting informers");
             return;
         }
-        let FactoryState { informers, threads, stop, .. } = &mut *state;
+        let FactoryState { informers, running, stop, .. } = &mut *state;
         for registered in informers.iter_mut().filter(|r| !r.started) {
             match registered.informer.clone().spawn(self.inner.client.clone(), stop.clone()) {
-                Ok(thread) => {
-                    threads.push(thread);
+                Ok(ended) => {
+                    running.push(ended);
                     registered.started = true;
                 }
                 Err(e) => log::error!("cannot start an informer thread: {e}"),
@@ -471,7 +475,7 @@ impl SharedInformerFactory {
         }
     }
 
-    /// Stops every reflector thread (their watches close) and waits for them to end.
+    /// Stops every reflector (their watches close) and waits for them to end.
     pub fn shutdown(&self) {
         self.inner.shutdown();
     }
@@ -479,15 +483,15 @@ impl SharedInformerFactory {
 
 impl FactoryInner {
     fn shutdown(&self) {
-        let threads = {
+        let running = {
             let mut state = self.state.lock();
             state.stop_sender = None;
-            std::mem::take(&mut state.threads)
+            std::mem::take(&mut state.running)
         };
-        for thread in threads {
-            if thread.join().is_err() {
-                log::error!("an informer thread panicked");
-            }
+        // Reflectors whose watch is open live on the poller, which drops them once woken.
+        crate::client::watch_poller::wake();
+        for ended in running {
+            let _ = ended.recv();
         }
     }
 }

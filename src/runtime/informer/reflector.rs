@@ -1,7 +1,15 @@
-//! The reflector: the thread that keeps one informer in step with the API server, as client-go's
+//! The reflector: what keeps one informer in step with the API server, as client-go's
 //! `Reflector` (v0.33 `tools/cache/reflector.go`) and the shared informer's delta processing do
-//! together. There is no DeltaFIFO: the thread applies each change to the cache itself and calls
-//! the handlers, in order.
+//! together. There is no DeltaFIFO: the reflector applies each change to the cache itself and
+//! calls the handlers, in order.
+//!
+//! # Threads
+//!
+//! A reflector has a thread only while it lists, backs off or opens a watch. Once a watch is
+//! open, the reflector itself becomes that watch's handler on the process's one watch poller
+//! (`client::watch_poller`), which applies the events as they arrive and runs the periodic
+//! resyncs; when the watch ends, a new short-lived thread carries on from there. So an idle
+//! process holds no thread per informer (the garbage collector alone watches ~50 resources).
 //!
 //! # The cycle (client-go's `Run` → `BackoffUntil(ListAndWatch)`)
 //!
@@ -39,13 +47,14 @@
 //!
 //! Requests that may block (a list, opening a watch) run on short-lived helper threads so that
 //! the reflector itself only ever waits in `select!` with its stop channel and ends at once on
-//! shutdown; an abandoned helper finishes its request and exits on its own.
+//! shutdown; an abandoned helper finishes its request and exits on its own. A reflector on the
+//! poller ends when the poller next wakes (the factory wakes it at shutdown).
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, TryRecvError, select};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, select};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::{ClusterResourceScope, List, ListableResource, Metadata, NamespaceResourceScope, Resource};
 use serde::de::DeserializeOwned;
@@ -53,7 +62,10 @@ use serde::de::DeserializeOwned;
 use super::Informer;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
-use crate::client::{Api, Client, Error, ListParams, Result, WatchEvent, WatchParams, WatchReceiver};
+use crate::client::watch::{RawEvent, decode_event};
+use crate::client::watch_connection::WatchConnection;
+use crate::client::watch_poller::{self, WatchHandler};
+use crate::client::{Api, Client, Error, ListParams, Result, WatchEvent, WatchParams};
 
 /// Objects per list page (client-go's pager default).
 const PAGE_SIZE: u32 = 500;
@@ -61,8 +73,6 @@ const PAGE_SIZE: u32 = 500;
 const MIN_WATCH_TIMEOUT_SECONDS: f64 = 300.0;
 /// A watch that ends sooner than this without any event is a failure ("very short watch").
 const SHORT_WATCH: Duration = Duration::from_secs(1);
-/// Events buffered between a watch's reading thread and the reflector.
-const WATCH_BUFFER: usize = 1024;
 const BACKOFF_INITIAL: Duration = Duration::from_millis(800);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 const BACKOFF_RESET: Duration = Duration::from_secs(120);
@@ -76,10 +86,10 @@ pub trait InformerScope: Sized {
     where
         K: Resource<Scope = Self> + ListableResource + DeserializeOwned;
 
-    /// Opens a watch of the collection, read by its own thread.
-    fn watch<K>(client: &Client, params: &WatchParams, capacity: usize) -> Result<WatchReceiver<K>>
+    /// Opens a watch of the collection for the watch poller.
+    fn open_watch<K>(client: &Client, params: &WatchParams) -> Result<WatchConnection>
     where
-        K: Resource<Scope = Self> + DeserializeOwned + Send + 'static;
+        K: Resource<Scope = Self> + DeserializeOwned;
 }
 
 impl InformerScope for NamespaceResourceScope {
@@ -90,11 +100,11 @@ impl InformerScope for NamespaceResourceScope {
         Api::<K>::all(client).list(params)
     }
 
-    fn watch<K>(client: &Client, params: &WatchParams, capacity: usize) -> Result<WatchReceiver<K>>
+    fn open_watch<K>(client: &Client, params: &WatchParams) -> Result<WatchConnection>
     where
-        K: Resource<Scope = Self> + DeserializeOwned + Send + 'static,
+        K: Resource<Scope = Self> + DeserializeOwned,
     {
-        Api::<K>::all(client).watch_channel(params, capacity)
+        Api::<K>::all(client).open_polled_watch(params)
     }
 }
 
@@ -106,11 +116,11 @@ impl InformerScope for ClusterResourceScope {
         Api::<K>::cluster(client).list(params)
     }
 
-    fn watch<K>(client: &Client, params: &WatchParams, capacity: usize) -> Result<WatchReceiver<K>>
+    fn open_watch<K>(client: &Client, params: &WatchParams) -> Result<WatchConnection>
     where
-        K: Resource<Scope = Self> + DeserializeOwned + Send + 'static,
+        K: Resource<Scope = Self> + DeserializeOwned,
     {
-        Api::<K>::cluster(client).watch_channel(params, capacity)
+        Api::<K>::cluster(client).open_polled_watch(params)
     }
 }
 
@@ -153,8 +163,11 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
     /// One page of the collection across all namespaces (or cluster-wide).
     fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page<K>>;
 
-    /// Opens a watch of the collection, read by its own thread.
-    fn watch(&self, client: &Client, params: &WatchParams, capacity: usize) -> Result<WatchReceiver<K>>;
+    /// Opens a watch of the collection, to be read by the watch poller.
+    fn open_watch(&self, client: &Client, params: &WatchParams) -> Result<WatchConnection>;
+
+    /// Decodes one event of that watch.
+    fn decode(&self, event: RawEvent) -> Result<WatchEvent<K>>;
 
     /// A short lowercase name for threads and logs (`pod`, `replicasets.apps`).
     fn label(&self) -> String;
@@ -179,8 +192,12 @@ impl<K: Informable> ListerWatcher<K> for Typed<K> {
         })
     }
 
-    fn watch(&self, client: &Client, params: &WatchParams, capacity: usize) -> Result<WatchReceiver<K>> {
-        K::Scope::watch::<K>(client, params, capacity)
+    fn open_watch(&self, client: &Client, params: &WatchParams) -> Result<WatchConnection> {
+        K::Scope::open_watch::<K>(client, params)
+    }
+
+    fn decode(&self, event: RawEvent) -> Result<WatchEvent<K>> {
+        decode_event(event)
     }
 
     fn label(&self) -> String {
@@ -201,13 +218,12 @@ impl ListerWatcher<PartialObjectMetadata> for MetadataOnly {
         })
     }
 
-    fn watch(
-        &self,
-        client: &Client,
-        params: &WatchParams,
-        capacity: usize,
-    ) -> Result<WatchReceiver<PartialObjectMetadata>> {
-        MetadataApi::new(client, &self.0, None).watch_channel(params, capacity)
+    fn open_watch(&self, client: &Client, params: &WatchParams) -> Result<WatchConnection> {
+        MetadataApi::new(client, &self.0, None).open_polled_watch(params)
+    }
+
+    fn decode(&self, event: RawEvent) -> Result<WatchEvent<PartialObjectMetadata>> {
+        decode_event(event)
     }
 
     fn label(&self) -> String {
@@ -237,7 +253,89 @@ enum WatchEnd {
     Relist(Error),
 }
 
-/// One informer's list-and-watch loop; runs on the informer's thread until stopped.
+/// What the reflector does next.
+#[derive(Debug)]
+enum Next {
+    /// List (after backing off for the error, if any), then watch.
+    List { pause: Option<Error> },
+    /// Watch (after backing off for the error, if any).
+    Watch { pause: Option<Error> },
+}
+
+impl From<WatchEnd> for Next {
+    fn from(end: WatchEnd) -> Next {
+        match end {
+            WatchEnd::Rewatch => Next::Watch { pause: None },
+            WatchEnd::RewatchAfterBackoff(e) => Next::Watch { pause: Some(e) },
+            WatchEnd::Relist(e) => Next::List { pause: Some(e) },
+        }
+    }
+}
+
+/// Where a step left the reflector.
+enum Step {
+    Next(Next),
+    /// A watch is open, with its idle timeout.
+    Watching(WatchConnection, Duration),
+}
+
+/// A reflector while its watch is open: the poller's handler of that watch.
+struct Watching<K> {
+    reflector: Reflector<K>,
+    opened: Instant,
+    events: usize,
+    /// How the watch ended, when an event ended it.
+    end: Option<WatchEnd>,
+}
+
+impl<K: Cached> WatchHandler for Watching<K> {
+    fn event(&mut self, event: Result<RawEvent>) -> bool {
+        let reflector = &mut self.reflector;
+        match event.and_then(|raw| reflector.source.decode(raw)) {
+            Ok(event) => {
+                self.events += 1;
+                reflector.apply(event);
+                true
+            }
+            // A broken stream ends the watch as a close does (client-go's `StreamWatcher`
+            // treats a probable EOF as the end of the watch).
+            Err(e) if e.is_transport() => {
+                self.end = Some(reflector.watch_closed(self.opened.elapsed(), self.events, Some(e)));
+                false
+            }
+            Err(e) => {
+                self.end = Some(reflector.watch_error(e));
+                false
+            }
+        }
+    }
+
+    fn ended(mut self: Box<Self>, error: Option<Error>) {
+        let end = match self.end.take() {
+            Some(end) => end,
+            None => self.reflector.watch_closed(self.opened.elapsed(), self.events, error),
+        };
+        let reflector = self.reflector;
+        let name = format!("informer-{}", reflector.source.label());
+        if let Err(e) = std::thread::Builder::new().name(name).spawn(move || reflector.drive(end.into())) {
+            log::error!("cannot start a thread to relist or rewatch: {e}; this informer stops");
+        }
+    }
+
+    fn next_tick(&self) -> Option<Instant> {
+        self.reflector.resync.as_ref().map(|r| r.next)
+    }
+
+    fn tick(&mut self, now: Instant) {
+        self.reflector.resync_if_due(now);
+    }
+
+    fn stopped(&self) -> bool {
+        matches!(self.reflector.stop.try_recv(), Err(TryRecvError::Disconnected))
+    }
+}
+
+/// One informer's list-and-watch loop; see [`Reflector::run`].
 pub(super) struct Reflector<K> {
     informer: Arc<Informer<K>>,
     source: Arc<dyn ListerWatcher<K>>,
@@ -253,10 +351,13 @@ pub(super) struct Reflector<K> {
     paginated_result: bool,
     backoff: Backoff,
     resync: Option<Resync>,
+    /// Never sent on: dropped with the reflector, which tells the factory it has ended.
+    _running: Sender<()>,
 }
 
 impl<K: Cached> Reflector<K> {
-    pub(super) fn new(informer: Arc<Informer<K>>, client: Client, stop: Receiver<()>) -> Self {
+    /// A reflector that runs until `stop` disconnects; `running` disconnects when it ends.
+    pub(super) fn new(informer: Arc<Informer<K>>, client: Client, stop: Receiver<()>, running: Sender<()>) -> Self {
         let resync = informer.resync_period().map(Resync::new);
         Reflector {
             source: informer.source(),
@@ -268,40 +369,59 @@ impl<K: Cached> Reflector<K> {
             paginated_result: false,
             backoff: Backoff::default(),
             resync,
+            _running: running,
         }
     }
 
     /// Lists and watches until the stop channel closes: client-go's `Run`, a
-    /// `BackoffUntil(ListAndWatch)` that backs off after each return.
-    pub(super) fn run(mut self) {
+    /// `BackoffUntil(ListAndWatch)` that backs off after each return. Runs on a short-lived
+    /// thread until a watch is open, which then goes to the watch poller with the reflector
+    /// as its handler; when the watch ends, a new thread takes over from there.
+    pub(super) fn run(self) {
         let resync = self.informer.resync_period().map_or("no resync".to_string(), |p| format!("resync every {p:?}"));
         log::debug!("Starting reflector {} ({resync})", self.name());
-        while let Ok(why) = self.list_and_watch() {
-            if self.pause(Some(&why)).is_err() {
-                break;
-            }
-        }
-        log::debug!("Stopping reflector {}", self.name());
+        self.drive(Next::List { pause: None });
     }
 
     fn name(&self) -> &str {
         self.informer.type_name()
     }
 
-    /// client-go's `ListAndWatch`: one list, then watches until one ends in a way that calls
-    /// for a relist; returns why.
-    fn list_and_watch(&mut self) -> Result<Error, Stopped> {
-        if let Err(e) = self.list()? {
-            log::info!("Failed to watch {0}: failed to list {0}: {e}", self.name());
-            return Ok(e);
-        }
+    /// Steps until a watch is open (handed to the poller) or the reflector is stopped.
+    fn drive(mut self, mut next: Next) {
         loop {
-            match self.watch()? {
-                WatchEnd::Rewatch => {}
-                WatchEnd::RewatchAfterBackoff(e) => self.pause(Some(&e))?,
-                WatchEnd::Relist(e) => return Ok(e),
+            match self.step(next) {
+                Ok(Step::Next(step)) => next = step,
+                Ok(Step::Watching(connection, idle_timeout)) => {
+                    let handler = Watching { reflector: self, opened: Instant::now(), events: 0, end: None };
+                    watch_poller::register(connection, idle_timeout, Box::new(handler));
+                    return;
+                }
+                Err(Stopped) => {
+                    log::debug!("Stopping reflector {}", self.name());
+                    return;
+                }
             }
         }
+    }
+
+    /// One step of client-go's loop: a (backed-off) list followed by opening a watch, or a
+    /// (backed-off) re-watch.
+    fn step(&mut self, next: Next) -> Result<Step, Stopped> {
+        match next {
+            Next::List { pause } => {
+                if let Some(why) = pause {
+                    self.pause(Some(&why))?;
+                }
+                if let Err(e) = self.list()? {
+                    log::info!("Failed to watch {0}: failed to list {0}: {e}", self.name());
+                    return Ok(Step::Next(Next::List { pause: Some(e) }));
+                }
+            }
+            Next::Watch { pause: Some(why) } => self.pause(Some(&why))?,
+            Next::Watch { pause: None } => {}
+        }
+        self.open_watch()
     }
 
     /// Lists the kind and delivers the difference against the cache (client-go's `list`).
@@ -355,9 +475,9 @@ impl<K: Cached> Reflector<K> {
         self.resource_version = version;
     }
 
-    /// Opens one watch from the last synced resourceVersion and applies its events until it
-    /// ends; says what comes next.
-    fn watch(&mut self) -> Result<WatchEnd, Stopped> {
+    /// Opens one watch from the last synced resourceVersion; its events are applied as the
+    /// poller reads them.
+    fn open_watch(&mut self) -> Result<Step, Stopped> {
         let params = WatchParams {
             resource_version: Some(self.resource_version.clone()),
             allow_bookmarks: true,
@@ -368,32 +488,16 @@ impl<K: Cached> Reflector<K> {
         let client = self.client.clone();
         let source = self.source.clone();
         let thread = format!("watch-open-{}", source.label());
-        // The clock starts before the request, as upstream's: a proxy may hold the headers back.
-        let opened = Instant::now();
-        let opening = background(thread, move || source.watch(&client, &params, WATCH_BUFFER));
-        let receiver = match self.wait(&opening, None)? {
-            Wait::Got(Ok(receiver)) => receiver,
-            Wait::Got(Err(e)) => return Ok(self.open_failed(e)),
+        let idle_timeout = params.idle_timeout();
+        let opening = background(thread, move || source.open_watch(&client, &params));
+        let end = match self.wait(&opening, None)? {
+            Wait::Got(Ok(connection)) => return Ok(Step::Watching(connection, idle_timeout)),
+            Wait::Got(Err(e)) => self.open_failed(e),
             Wait::Closed | Wait::TimedOut => {
-                return Ok(self.open_failed(Error::Transport("the watch thread gave no answer".into())));
+                self.open_failed(Error::Transport("the watch thread gave no answer".into()))
             }
         };
-        let mut events = 0usize;
-        loop {
-            match self.wait(receiver.channel(), None)? {
-                Wait::Got(Ok(event)) => {
-                    events += 1;
-                    self.apply(event);
-                }
-                // A broken connection ends the stream as a close does (client-go's
-                // `StreamWatcher` treats a probable EOF as the end of the watch).
-                Wait::Got(Err(e)) if e.is_transport() => {
-                    return Ok(self.watch_closed(opened.elapsed(), events, Some(e)));
-                }
-                Wait::Got(Err(e)) => return Ok(self.watch_error(e)),
-                Wait::Closed | Wait::TimedOut => return Ok(self.watch_closed(opened.elapsed(), events, None)),
-            }
-        }
+        Ok(Step::Next(end.into()))
     }
 
     /// The watch request failed: back off and watch again if the server was unreachable or
@@ -461,6 +565,14 @@ impl<K: Cached> Reflector<K> {
         }
     }
 
+    /// Delivers every cached object again when the resync period is up.
+    fn resync_if_due(&mut self, now: Instant) {
+        if self.resync.as_mut().is_some_and(|r| r.due(now)) {
+            log::debug!("{}: resyncing {} objects", self.name(), self.informer.store().len());
+            self.informer.resync();
+        }
+    }
+
     /// Waits out a `Retry-After` the error carries, or the next backoff step.
     fn pause(&mut self, error: Option<&Error>) -> Result<(), Stopped> {
         let delay = match error.and_then(Error::retry_after) {
@@ -489,10 +601,7 @@ impl<K: Cached> Reflector<K> {
                 recv(channel) -> message => return Ok(message.map_or(Wait::Closed, Wait::Got)),
                 recv(timer) -> _ => {
                     let now = Instant::now();
-                    if self.resync.as_mut().is_some_and(|r| r.due(now)) {
-                        log::debug!("{}: resyncing {} objects", self.name(), self.informer.store().len());
-                        self.informer.resync();
-                    }
+                    self.resync_if_due(now);
                     if deadline.is_some_and(|d| now >= d) {
                         return Ok(Wait::TimedOut);
                     }
@@ -775,8 +884,12 @@ mod tests {
             })
         }
 
-        fn watch(&self, _: &Client, _: &WatchParams, _: usize) -> Result<WatchReceiver<ConfigMap>> {
+        fn open_watch(&self, _: &Client, _: &WatchParams) -> Result<WatchConnection> {
             Err(Error::Transport("the fake does not watch".into()))
+        }
+
+        fn decode(&self, event: RawEvent) -> Result<WatchEvent<ConfigMap>> {
+            decode_event(event)
         }
 
         fn label(&self) -> String {
@@ -802,7 +915,7 @@ mod tests {
     fn reflector(fake: Arc<FakeLister>) -> (Reflector<ConfigMap>, crossbeam_channel::Sender<()>) {
         let informer = Arc::new(Informer::with_source(None, fake));
         let (stop_tx, stop) = crossbeam_channel::bounded(0);
-        (Reflector::new(informer, unreachable_client(), stop), stop_tx)
+        (Reflector::new(informer, unreachable_client(), stop, crossbeam_channel::bounded(0).0), stop_tx)
     }
 
     #[test]
