@@ -55,14 +55,15 @@ pub(crate) fn wake() {
 static POLLER: OnceLock<Poller> = OnceLock::new();
 
 fn poller() -> &'static Poller {
-    POLLER.get_or_init(|| {
-        let poller = Poller::new().unwrap_or_else(|e| panic!("cannot set up the watch poller: {e}"));
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    let poller = POLLER.get_or_init(|| Poller::new().unwrap_or_else(|e| panic!("cannot set up the watch poller: {e}")));
+    STARTED.call_once(|| {
         std::thread::Builder::new()
             .name("watch-poller".into())
-            .spawn(|| POLLER.get().expect("the poller is set before its thread starts").run())
+            .spawn(|| poller.run())
             .unwrap_or_else(|e| panic!("cannot start the watch poller thread: {e}"));
-        poller
-    })
+    });
+    poller
 }
 
 struct Poller {

@@ -20,6 +20,17 @@ pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
     meta.owner_references.iter().flatten().find(|r| r.controller == Some(true))
 }
 
+/// Whether [`ControllerRefManager::claim`] could keep, adopt or release an object with this
+/// metadata for the owner with `owner_uid` and `selector`: one it controls, or an orphan the
+/// selector matches. Claims leave every other object alone, so a controller may read only these
+/// from its cache (packed pods are then unpacked only for their owner).
+pub fn claim_candidate(owner_uid: Option<&String>, selector: &Selector, meta: &ObjectMeta) -> bool {
+    match controller_of(meta) {
+        Some(owner) => Some(&owner.uid) == owner_uid,
+        None => selector.matches(meta.labels.as_ref()),
+    }
+}
+
 /// `metav1.NewControllerRef`.
 pub fn controller_ref<O: Resource + Metadata<Ty = ObjectMeta>>(owner: &O) -> OwnerReference {
     OwnerReference {

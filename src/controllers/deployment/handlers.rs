@@ -129,10 +129,13 @@ impl DeploymentController {
             .filter(|rs| selector.matches(rs.metadata.labels.as_ref()))
             .filter_map(|rs| rs.metadata.uid.clone())
             .collect();
-        let remaining = (self.pods.store().list_namespace(namespace).into_iter())
-            .filter(|p| selector.matches(p.metadata.labels.as_ref()))
-            .filter(|p| controller_of(&p.metadata).is_some_and(|r| owned.contains(&r.uid)))
-            .count();
+        let remaining = self
+            .pods
+            .store()
+            .list_namespace_where(namespace, |m| {
+                selector.matches(m.labels.as_ref()) && controller_of(m).is_some_and(|r| owned.contains(&r.uid))
+            })
+            .len();
         if remaining == 0 {
             self.enqueue(&d);
         }

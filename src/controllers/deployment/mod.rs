@@ -218,10 +218,7 @@ impl DeploymentController {
     fn pod_map_for_deployment(&self, d: &Deployment, rs_list: &[ReplicaSet]) -> DeploymentResult<PodMap> {
         let selector = Selector::from_label_selector(&selector_of(d))?;
         let mut map: PodMap = rs_list.iter().map(|rs| (util::rs_uid(rs).to_string(), Vec::new())).collect();
-        for pod in self.pods.store().list_namespace(namespace(d)) {
-            if !selector.matches(pod.metadata.labels.as_ref()) {
-                continue;
-            }
+        for pod in self.pods.store().list_namespace_where(namespace(d), |m| selector.matches(m.labels.as_ref())) {
             if let Some(pods) = controller_of(&pod.metadata).and_then(|r| map.get_mut(&r.uid)) {
                 pods.push(pod);
             }

@@ -179,8 +179,7 @@ pub fn publish_not_ready(service: &Service) -> bool {
 /// The pods of the Service's namespace its selector matches.
 pub fn selected_pods(pods: &Store<Pod>, service: &Service, selector: &Selector) -> Vec<Arc<Pod>> {
     let namespace = service.metadata.namespace.as_deref().unwrap_or("");
-    let mut selected: Vec<Arc<Pod>> =
-        pods.list_namespace(namespace).into_iter().filter(|p| selector.matches(p.metadata.labels.as_ref())).collect();
+    let mut selected = pods.list_namespace_where(namespace, |m| selector.matches(m.labels.as_ref()));
     selected.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     selected
 }

@@ -26,6 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
+use crate::runtime::controller_ref::claim_candidate;
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, split_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -123,8 +124,10 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             }
         };
         let (namespace, _) = split_key(key);
-        let active: Vec<Arc<Pod>> =
-            self.pods.store().list_namespace(namespace).into_iter().filter(|p| is_pod_active(p)).collect();
+        let owner_uid = rs.metadata().uid.as_ref();
+        let candidates =
+            self.pods.store().list_namespace_where(namespace, |m| claim_candidate(owner_uid, &selector, m));
+        let active: Vec<Arc<Pod>> = candidates.into_iter().filter(|p| is_pod_active(p)).collect();
         let pods = self.claim_pods(&rs, &selector, active)?;
         let manage_error = if needs_sync && rs.metadata().deletion_timestamp.is_none() {
             self.manage_replicas(&pods, &rs).err()
@@ -275,11 +278,14 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             let refs = other.metadata().owner_references.iter().flatten();
             refs.into_iter().any(|r| r.controller == Some(true) && r.uid == owner.uid)
         });
-        let pods = self.pods.store().list_namespace(namespace);
+        let selectors: Vec<_> = siblings.filter_map(|sibling| sibling.selector().ok()).collect();
+        let pods = self
+            .pods
+            .store()
+            .list_namespace_where(namespace, |m| selectors.iter().any(|s| s.matches(m.labels.as_ref())));
         let mut seen = std::collections::HashSet::new();
         let mut related: Vec<Arc<Pod>> = Vec::new();
-        for sibling in siblings {
-            let Ok(selector) = sibling.selector() else { continue };
+        for selector in &selectors {
             for pod in pods.iter().filter(|p| selector.matches(p.metadata.labels.as_ref())) {
                 if seen.insert(pod.metadata.uid.clone()) {
                     related.push(pod.clone());

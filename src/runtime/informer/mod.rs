@@ -135,7 +135,7 @@ impl Informer<PartialObjectMetadata> {
     }
 }
 
-impl<K: Metadata<Ty = ObjectMeta>> Informer<K> {
+impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
     /// An empty informer fed by `source`.
     fn with_source(resync: Option<Duration>, source: Arc<dyn ListerWatcher<K>>) -> Self {
         Informer {
@@ -243,8 +243,9 @@ impl<K: Metadata<Ty = ObjectMeta>> Informer<K> {
         for object in listed {
             let key = object_key(object.metadata());
             seen.insert(key.clone());
-            let cached = self.store.get(&key);
-            if cached.as_ref().is_some_and(|c| c.metadata().resource_version == object.metadata().resource_version) {
+            // The metadata alone tells, without unpacking a packed object.
+            let cached = self.store.metadata(&key);
+            if cached.is_some_and(|c| c.resource_version == object.metadata().resource_version) {
                 continue;
             }
             let new = Arc::new(object);
