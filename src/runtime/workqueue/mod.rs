@@ -22,6 +22,10 @@
 //!   on what they hold. [`WorkQueue::shut_down_with_drain`] additionally waits, up to a timeout,
 //!   until no item is processing. Dropping the last handle shuts the queue down.
 //!
+//! * **Ready hook.** [`WorkQueue::on_ready`] registers a call made (without the queue's lock)
+//!   whenever an item becomes available to [`WorkQueue::try_get`] or the queue shuts down: what
+//!   starts a worker on demand instead of keeping threads parked in [`WorkQueue::get`].
+//!
 //! Metrics are upstream's (see the `metrics` submodule), under the queue's name; an unnamed
 //! queue (`""`) reports none, as upstream.
 
@@ -72,6 +76,20 @@ impl fmt::Display for Timeout {
 
 impl std::error::Error for Timeout {}
 
+/// What [`WorkQueue::try_get`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TryGet<T> {
+    /// An item, now processing: call [`WorkQueue::done`] with it when finished.
+    Item(T),
+    /// No item is queued now.
+    Empty,
+    /// The queue is shut down and empty.
+    ShutDown,
+}
+
+/// A call made when an item becomes available or the queue shuts down.
+type ReadyHook = Box<dyn Fn() + Send + Sync>;
+
 /// A handle to a work queue; clones share the queue.
 #[derive(Clone)]
 pub struct WorkQueue<T: QueueItem> {
@@ -100,6 +118,8 @@ struct Shared<T: QueueItem> {
     idle: Condvar,
     /// The timer thread waits here for new delayed items, clock jumps and the shutdown.
     timer_wake: Condvar,
+    /// Called without the state's lock after an item was queued or the queue shut down.
+    ready_hooks: parking_lot::RwLock<Vec<ReadyHook>>,
 }
 
 struct State<T> {
@@ -162,6 +182,7 @@ impl<T: QueueItem> WorkQueue<T> {
             item_ready: Condvar::new(),
             idle: Condvar::new(),
             timer_wake: Condvar::new(),
+            ready_hooks: parking_lot::RwLock::new(Vec::new()),
         });
         let weak = Arc::downgrade(&shared);
         shared.clock.subscribe(weak.clone() as Weak<dyn ClockListener>);
@@ -178,7 +199,8 @@ impl<T: QueueItem> WorkQueue<T> {
     /// Marks `item` as needing processing (ignored once shutting down, or if already dirty).
     pub fn add(&self, item: T) {
         let shared = self.shared();
-        shared.add_locked(&mut shared.state.lock(), item);
+        let queued = shared.add_locked(&mut shared.state.lock(), item);
+        shared.ready_if(queued);
     }
 
     /// Adds `item` once `delay` has passed on the queue's clock; at once for a zero delay. An
@@ -234,6 +256,24 @@ impl<T: QueueItem> WorkQueue<T> {
         Ok(shared.take_locked(&mut state))
     }
 
+    /// Takes the head of the queue without waiting.
+    pub fn try_get(&self) -> TryGet<T> {
+        let shared = self.shared();
+        let mut state = shared.state.lock();
+        match shared.take_locked(&mut state) {
+            Some(item) => TryGet::Item(item),
+            None if state.shutting_down => TryGet::ShutDown,
+            None => TryGet::Empty,
+        }
+    }
+
+    /// Calls `hook` (without the queue's lock, from whichever thread queued the item) each time
+    /// an item becomes available to [`WorkQueue::try_get`], and once when the queue shuts down.
+    /// The hook must not keep the queue alive (hold it weakly), or the queue is never dropped.
+    pub fn on_ready(&self, hook: impl Fn() + Send + Sync + 'static) {
+        self.shared().ready_hooks.write().push(Box::new(hook));
+    }
+
     /// Marks `item` as no longer processing; if it was added meanwhile, queues it again.
     pub fn done(&self, item: &T) {
         self.shared().done(item);
@@ -287,20 +327,29 @@ impl<T: QueueItem> Debug for WorkQueue<T> {
 }
 
 impl<T: QueueItem> Shared<T> {
-    /// Client-go's `Add`, with the lock held.
-    fn add_locked(&self, state: &mut State<T>, item: T) {
+    /// Client-go's `Add`, with the lock held; whether the item was queued (the ready hooks are
+    /// then due, once the lock is released).
+    fn add_locked(&self, state: &mut State<T>, item: T) -> bool {
         if state.shutting_down || state.dirty.contains(&item) {
-            return;
+            return false;
         }
         if let Some(metrics) = &mut state.metrics {
             metrics.add(&item, self.clock.now());
         }
         state.dirty.insert(item.clone());
         if state.processing.contains(&item) {
-            return;
+            return false;
         }
         state.queue.push_back(item);
         self.item_ready.notify_one();
+        true
+    }
+
+    /// Calls the ready hooks if `queued`. The state's lock must not be held.
+    fn ready_if(&self, queued: bool) {
+        if queued {
+            self.ready_hooks.read().iter().for_each(|hook| hook());
+        }
     }
 
     /// Hands the head of the queue to a worker; `None` if the queue is empty.
@@ -323,13 +372,16 @@ impl<T: QueueItem> Shared<T> {
         if !state.processing.remove(item) {
             return;
         }
-        if state.dirty.contains(item) {
+        let requeued = state.dirty.contains(item);
+        if requeued {
             state.queue.push_back(item.clone());
             self.item_ready.notify_one();
         }
         if state.processing.is_empty() {
             self.idle.notify_all();
         }
+        drop(state);
+        self.ready_if(requeued);
     }
 
     fn add_after(self: &Arc<Self>, item: T, delay: Duration) {
@@ -340,13 +392,11 @@ impl<T: QueueItem> Shared<T> {
         if let Some(metrics) = &state.metrics {
             metrics::retry(metrics.name());
         }
-        if delay.is_zero() {
-            self.add_locked(&mut state, item);
-            return;
-        }
-        if !self.ensure_timer(&mut state) {
+        if delay.is_zero() || !self.ensure_timer(&mut state) {
             // Without a timer thread the item would never come due; better early than never.
-            self.add_locked(&mut state, item);
+            let queued = self.add_locked(&mut state, item);
+            drop(state);
+            self.ready_if(queued);
             return;
         }
         let ready_at = ready_time(self.clock.now(), delay);
@@ -379,8 +429,14 @@ impl<T: QueueItem> Shared<T> {
         let mut state = self.state.lock();
         while !state.shutting_down {
             let now = self.clock.now();
+            let mut queued = false;
             while let Some(item) = state.waiting.pop_due(now) {
-                self.add_locked(&mut state, item);
+                queued |= self.add_locked(&mut state, item);
+            }
+            if queued {
+                // Then look again: what came in or changed meanwhile is not waited past.
+                MutexGuard::unlocked(&mut state, || self.ready_if(true));
+                continue;
             }
             let wait = state.waiting.next_ready_at().map_or(MAX_TIMER_WAIT, |at| at.saturating_duration_since(now));
             self.timer_wake.wait_for(&mut state, wait.min(MAX_TIMER_WAIT));
@@ -401,6 +457,7 @@ impl<T: QueueItem> Shared<T> {
 
     fn shut_down(&self) {
         let timer = self.begin_shutdown(&mut self.state.lock(), false);
+        self.ready_if(true);
         join_timer(timer);
     }
 
@@ -408,6 +465,7 @@ impl<T: QueueItem> Shared<T> {
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.state.lock();
         let timer = self.begin_shutdown(&mut state, true);
+        MutexGuard::unlocked(&mut state, || self.ready_if(true));
         while !state.processing.is_empty() && state.drain {
             if wait_or_time_out(&self.idle, &mut state, deadline) {
                 break;
