@@ -11,9 +11,9 @@
 //!   marks it dirty, and `done` puts it back at the end of the queue.
 //! * **Order.** Otherwise items come out first in, first out.
 //! * **Delays.** [`WorkQueue::add_after`] adds an item once its time (read from the queue's
-//!   [`Clock`]) has come. A per-queue timer thread, started on first use, keeps a min-heap of
-//!   waiting items; an item already waiting keeps the earlier of its two times. A zero delay
-//!   adds at once. Every `add_after` counts as a retry in `workqueue_retries_total`, as upstream.
+//!   [`Clock`]) has come. A per-queue timer thread, started when an item has to wait, keeps a
+//!   min-heap of waiting items and ends once none has waited for a moment (the pool's linger);
+//!   an item already waiting keeps the earlier of its two times. A zero delay adds at once. Every `add_after` counts as a retry in `workqueue_retries_total`, as upstream.
 //! * **Rate limiting.** [`WorkQueue::add_rate_limited`] delays an item by what the queue's
 //!   [`RateLimiter`] says; [`WorkQueue::forget`] resets its history there.
 //! * **Shutdown.** After [`WorkQueue::shut_down`] adds are ignored, delayed items are dropped
@@ -52,6 +52,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::apimachinery::clock::{Clock, ClockListener, RealClock};
 use crate::apimachinery::flowcontrol::INFINITE_DELAY;
+use crate::runtime::pool::LINGER;
 use metrics::{InFlight, QueueMetrics};
 use waiting::Waiting;
 
@@ -134,8 +135,9 @@ struct State<T> {
     drain: bool,
     /// Items waiting for their `add_after` time.
     waiting: Waiting<T>,
-    /// The timer thread, once started, until the shutdown takes it to join it.
+    /// The timer thread while it runs, until the shutdown takes it to join it.
     timer: Option<JoinHandle<()>>,
+    /// Whether a timer thread runs (its handle may already be taken by the shutdown).
     timer_started: bool,
     metrics: Option<QueueMetrics<T>>,
 }
@@ -424,9 +426,12 @@ impl<T: QueueItem> Shared<T> {
         }
     }
 
-    /// The timer thread: adds waiting items as they come due, until the shutdown.
+    /// The timer thread: adds waiting items as they come due, until the shutdown or until no
+    /// item has waited for [`LINGER`] (the next delayed add starts another).
     fn run_timer(&self) {
         let mut state = self.state.lock();
+        // Real time: how long the heap has been empty, whatever the queue's clock does.
+        let mut empty_since: Option<Instant> = None;
         while !state.shutting_down {
             let now = self.clock.now();
             let mut queued = false;
@@ -438,8 +443,23 @@ impl<T: QueueItem> Shared<T> {
                 MutexGuard::unlocked(&mut state, || self.ready_if(true));
                 continue;
             }
-            let wait = state.waiting.next_ready_at().map_or(MAX_TIMER_WAIT, |at| at.saturating_duration_since(now));
-            self.timer_wake.wait_for(&mut state, wait.min(MAX_TIMER_WAIT));
+            let wait = match state.waiting.next_ready_at() {
+                Some(at) => {
+                    empty_since = None;
+                    at.saturating_duration_since(now).min(MAX_TIMER_WAIT)
+                }
+                None => {
+                    let empty = empty_since.get_or_insert_with(Instant::now).elapsed();
+                    if empty >= LINGER {
+                        // Gone under the lock: an `add_after` from now on starts another.
+                        state.timer_started = false;
+                        drop(state.timer.take());
+                        return;
+                    }
+                    LINGER - empty
+                }
+            };
+            self.timer_wake.wait_for(&mut state, wait);
         }
         state.waiting.clear();
     }

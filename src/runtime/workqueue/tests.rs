@@ -237,6 +237,21 @@ fn delayed_items_are_dropped_at_shutdown_and_the_timer_thread_ends() {
 }
 
 #[test]
+fn the_timer_thread_ends_when_nothing_waits_and_comes_back_when_needed() {
+    let (q, clock) = fake_queue("");
+    q.add_after("x", secs(1));
+    assert_eq!(Arc::strong_count(q.shared()), 2, "the timer thread holds the queue");
+    clock.advance(secs(1));
+    assert_eq!(next(&q), Some("x"));
+    q.done(&"x");
+    assert!(eventually(|| Arc::strong_count(q.shared()) == 1), "no item waits: the timer thread ends");
+    q.add_after("y", secs(1));
+    assert_eq!(Arc::strong_count(q.shared()), 2, "a delayed add starts another");
+    clock.advance(secs(1));
+    assert_eq!(next(&q), Some("y"));
+}
+
+#[test]
 fn dropping_the_last_handle_shuts_the_queue_down() {
     let (q, _clock) = fake_queue::<&str>("");
     q.add_after("x", secs(1));
