@@ -5,6 +5,13 @@
 //!
 //! A controller knows nothing of flags or of other controllers: the composition root
 //! (`crate::app`) builds it from a plain config struct and hands it a [`ControllerContext`].
+//!
+//! Threads: a queue's workers are started on demand (see [`super::pool`]) up to its worker
+//! count and retire when it is idle; one scheduler thread for the whole set waits for the
+//! controllers' caches and starts the runs of periodic tasks (see `scheduler`). An idle set
+//! has that one thread.
+
+mod scheduler;
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,13 +19,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-
+use crate::apimachinery::clock::RealClock;
 use crate::client::Client;
 
 use super::events::EventRecorder;
 use super::informer::{CacheSet, Event, Informer, SharedInformerFactory, object_key};
-use super::workqueue::{QueueItem, WorkQueue};
+use super::pool::{Backlog, Jobs, LINGER, Pool, Take, Workers};
+use super::workqueue::{QueueItem, TryGet, WorkQueue};
+use scheduler::{Gated, Scheduler, Task};
 
 /// What a queue handler returns.
 pub type SyncResult = Result<(), SyncError>;
@@ -148,7 +156,8 @@ impl Controller {
         Controller { disabled: Some(why.into()), ..Controller::default() }
     }
 
-    /// Serves `queue` with `workers` threads (at least one) calling `handler` for each key.
+    /// Serves `queue` with up to `workers` threads (at least one) calling `handler` for each
+    /// key: at most `workers` keys are synced at once, each by one worker.
     pub fn with_queue<K: QueueItem>(
         self,
         queue: &WorkQueue<K>,
@@ -243,8 +252,11 @@ impl Controller {
 /// One queue of a controller with its handler, behind a type-erased face for the set.
 trait QueueWorkers: Send + Sync {
     fn workers(&self) -> usize;
-    /// Starts one worker thread named `thread`.
-    fn spawn(&self, thread: String, gate: Arc<StartGate>) -> std::io::Result<JoinHandle<()>>;
+    /// Whether its workers wait for the caches.
+    fn gated(&self) -> bool;
+    /// A paused pool of workers for the queue, named `name` in logs and threads, started by
+    /// the queue's items once opened.
+    fn pool(&self, name: &'static str) -> Arc<dyn Workers>;
     fn shut_down(&self);
     fn shut_down_with_drain(&self, timeout: Duration) -> bool;
 }
@@ -264,14 +276,15 @@ impl<K: QueueItem> QueueWorkers for TypedQueue<K> {
         self.workers
     }
 
-    fn spawn(&self, thread: String, gate: Arc<StartGate>) -> std::io::Result<JoinHandle<()>> {
-        let queue = self.queue.clone();
-        let (handler, gated) = (self.handler.clone(), self.gated);
-        std::thread::Builder::new().name(thread).spawn(move || {
-            if !gated || gate.wait() {
-                work(gate.name, &queue, handler.as_ref(), &gate.stopping);
-            }
-        })
+    fn gated(&self) -> bool {
+        self.gated
+    }
+
+    fn pool(&self, name: &'static str) -> Arc<dyn Workers> {
+        let jobs = QueueJobs { name, queue: self.queue.clone(), handler: self.handler.clone() };
+        let pool = Pool::paused(name, self.workers, LINGER, jobs);
+        self.queue.on_ready(pool.notifier());
+        Arc::new(pool)
     }
 
     fn shut_down(&self) {
@@ -280,6 +293,33 @@ impl<K: QueueItem> QueueWorkers for TypedQueue<K> {
 
     fn shut_down_with_drain(&self, timeout: Duration) -> bool {
         self.queue.shut_down_with_drain(timeout)
+    }
+}
+
+/// A queue's keys as the jobs of its worker pool.
+struct QueueJobs<K: QueueItem> {
+    name: &'static str,
+    queue: WorkQueue<K>,
+    handler: Handler<K>,
+}
+
+impl<K: QueueItem> Jobs for QueueJobs<K> {
+    type Job = K;
+
+    fn take(&self) -> Take<K> {
+        match self.queue.try_get() {
+            TryGet::Item(key) => Take::Job(key),
+            TryGet::Empty => Take::Empty,
+            TryGet::ShutDown => Take::Closed,
+        }
+    }
+
+    fn backlog(&self) -> Backlog {
+        Backlog { ready: self.queue.len(), closed: self.queue.is_shutting_down() }
+    }
+
+    fn run(&self, key: K) {
+        sync_key(self.name, &self.queue, self.handler.as_ref(), key);
     }
 }
 
@@ -360,7 +400,8 @@ struct Running {
     /// The informers its constructor asked for: its workers wait for them to sync.
     caches: CacheSet,
     recorder: EventRecorder,
-    threads: Vec<JoinHandle<()>>,
+    /// Its queues' worker pools, once it runs.
+    pools: Vec<Arc<dyn Workers>>,
     started: bool,
 }
 
@@ -370,11 +411,8 @@ pub struct ControllerSet {
     root: Client,
     informers: SharedInformerFactory,
     controllers: Vec<Running>,
-    /// Set when workers must take no further keys (shutdown, lost leadership).
-    stopping: Arc<AtomicBool>,
-    /// Dropped at stop: wakes the periodic tasks out of their wait.
-    stop_periodic: Option<Sender<()>>,
-    periodic_stopped: Receiver<()>,
+    /// Opens the pools of gated queues and runs the periodic tasks.
+    scheduler: Scheduler,
 }
 
 impl ControllerSet {
@@ -415,20 +453,12 @@ impl ControllerSet {
                 on_start: controller.on_start,
                 caches,
                 recorder,
-                threads: Vec::new(),
+                pools: Vec::new(),
                 started: false,
             });
         }
         informers.start();
-        let (stop_periodic, periodic_stopped) = crossbeam_channel::bounded(0);
-        Ok(ControllerSet {
-            root: root.clone(),
-            informers,
-            controllers,
-            stopping: Arc::new(AtomicBool::new(false)),
-            stop_periodic: Some(stop_periodic),
-            periodic_stopped,
-        })
+        Ok(ControllerSet { root: root.clone(), informers, controllers, scheduler: Scheduler::new(Arc::new(RealClock)) })
     }
 
     /// The names of the controllers in the set.
@@ -441,9 +471,10 @@ impl ControllerSet {
         self.informers.wait_for_sync(timeout)
     }
 
-    /// Starts every controller's start hooks, worker threads and periodic tasks (only ever
-    /// while this process may act, i.e. while it leads). Each controller's workers take keys
-    /// once its own caches have synced, so a cache that never syncs holds back only its readers.
+    /// Starts every controller's start hooks, workers and periodic tasks (only ever while this
+    /// process may act, i.e. while it leads). Each controller's workers take keys once its own
+    /// caches have synced, so a cache that never syncs holds back only its readers; keys queued
+    /// before then are taken when they have.
     ///
     /// With `--use-service-account-credentials` each controller's ServiceAccount is got or
     /// created first, in start order, as upstream's `ClientOrDie(name)` does when it starts a
@@ -468,29 +499,32 @@ impl ControllerSet {
                 start().map_err(|e| format!("starting {name}: {e}"))?;
             }
             running_controllers().set(&["kube-controller-manager", name], 1.0);
-            let gate = Arc::new(StartGate::new(name, running.caches.clone(), running.ready.clone(), &self.stopping));
-            let mut index = 0;
+            let mut gated_pools = Vec::new();
             for queue in &running.queues {
-                for _ in 0..queue.workers() {
-                    match queue.spawn(format!("{name}-{index}"), gate.clone()) {
-                        Ok(thread) => running.threads.push(thread),
-                        Err(e) => log::error!("{name}: cannot start worker {index}: {e}"),
-                    }
-                    index += 1;
+                let pool = queue.pool(name);
+                if queue.gated() {
+                    gated_pools.push(pool.clone());
+                } else {
+                    pool.open();
                 }
+                running.pools.push(pool);
             }
-            for task in &running.periodic {
-                let stop = self.periodic_stopped.clone();
-                let gate = gate.clone();
-                let (schedule, run) = (task.schedule, task.task.clone());
-                let spawned = std::thread::Builder::new()
-                    .name(format!("{name}-{}", task.name))
-                    .spawn(move || run_periodic(&gate, schedule, run.as_ref(), &stop));
-                match spawned {
-                    Ok(thread) => running.threads.push(thread),
-                    Err(e) => log::error!("{name}: cannot start {}: {e}", task.name),
-                }
+            let tasks: Vec<Task> = (running.periodic.iter())
+                .map(|task| Task {
+                    thread: format!("{name}-{}", task.name),
+                    schedule: task.schedule,
+                    run: task.task.clone(),
+                })
+                .collect();
+            if gated_pools.is_empty() && tasks.is_empty() {
+                continue;
             }
+            let gate = StartGate::new(name, running.caches.clone(), running.ready.clone());
+            self.scheduler.add(Gated {
+                open: Box::new(move || gate.is_open()),
+                on_open: Box::new(move || gated_pools.iter().for_each(|pool| pool.open())),
+                tasks,
+            });
         }
         Ok(())
     }
@@ -499,9 +533,9 @@ impl ControllerSet {
     /// the informers and flushes pending Events.
     pub fn stop(mut self, drain: Duration) {
         let deadline = Instant::now() + drain;
-        self.stopping.store(true, Ordering::SeqCst);
-        drop(self.stop_periodic.take());
+        let runs = self.scheduler.stop();
         for running in &self.controllers {
+            running.pools.iter().for_each(|pool| pool.stop());
             running.queues.iter().for_each(|q| q.shut_down());
             running_controllers().set(&["kube-controller-manager", running.identity.name], 0.0);
         }
@@ -528,41 +562,24 @@ impl ControllerSet {
                 running.recorder.wait_stopped(deadline.saturating_duration_since(Instant::now()));
             }
         }
-        join_finished(std::mem::take(&mut self.controllers), deadline);
-    }
-}
-
-/// Joins the workers and periodic tasks that finish by `deadline`; the rest (a sync stuck on
-/// the network) are left to end with the process.
-fn join_finished(controllers: Vec<Running>, deadline: Instant) {
-    for running in controllers {
-        for thread in running.threads {
-            while !thread.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            if thread.is_finished() {
-                let _ = thread.join();
+        for running in &self.controllers {
+            for pool in &running.pools {
+                pool.wait_stopped(deadline);
             }
         }
+        join_finished(runs, deadline);
     }
 }
 
-/// One periodic task: waits for the controller's caches, then runs `task` on its `schedule`
-/// until the set stops (the sender of `stop` is dropped).
-fn run_periodic(gate: &StartGate, schedule: Schedule, task: &(dyn Fn() + Send + Sync), stop: &Receiver<()>) {
-    let pause = |period| matches!(stop.recv_timeout(period), Err(RecvTimeoutError::Timeout));
-    if !gate.wait() {
-        return;
-    }
-    let period = match schedule {
-        Schedule::Once => return task(),
-        Schedule::EveryAfterOne(period) if !pause(period) => return,
-        Schedule::Every(period) | Schedule::EveryAfterOne(period) => period,
-    };
-    loop {
-        task();
-        if !pause(period) {
-            return;
+/// Joins the periodic runs that finish by `deadline`; the rest (a run stuck on the network) are
+/// left to end with the process.
+fn join_finished(threads: Vec<JoinHandle<()>>, deadline: Instant) {
+    for thread in threads {
+        while !thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
         }
     }
 }
@@ -605,75 +622,60 @@ fn running_controllers() -> &'static crate::metrics::GaugeVec {
     })
 }
 
-/// One controller's wait for its caches (upstream's `WaitForNamedCacheSync`), shared by its
-/// workers and periodic tasks: the first to see the caches synced logs it.
+/// One controller's wait for its caches (upstream's `WaitForNamedCacheSync`), looked at by the
+/// set's scheduler until it opens.
 struct StartGate {
     name: &'static str,
     caches: CacheSet,
     ready: Arc<Vec<ReadyCheck>>,
-    stopping: Arc<AtomicBool>,
     logged: AtomicBool,
 }
 
 impl StartGate {
-    fn new(name: &'static str, caches: CacheSet, ready: Arc<Vec<ReadyCheck>>, stopping: &Arc<AtomicBool>) -> StartGate {
+    fn new(name: &'static str, caches: CacheSet, ready: Arc<Vec<ReadyCheck>>) -> StartGate {
         if !caches.has_synced() {
             log::info!("Waiting for caches to sync for {name}");
         }
-        StartGate { name, caches, ready, stopping: stopping.clone(), logged: AtomicBool::new(false) }
+        StartGate { name, caches, ready, logged: AtomicBool::new(false) }
     }
 
-    /// Blocks until the caches and the controller's own state are ready (true) or the set is
-    /// stopping (false).
-    fn wait(&self) -> bool {
-        while !(self.caches.has_synced() && self.ready.iter().all(|ready| ready())) {
-            if self.stopping.load(Ordering::SeqCst) {
-                return false;
-            }
-            std::thread::sleep(CACHE_SYNC_POLL);
+    /// Whether the caches and the controller's own state are ready; logs it the first time.
+    fn is_open(&self) -> bool {
+        if !(self.caches.has_synced() && self.ready.iter().all(|ready| ready())) {
+            return false;
         }
         if !self.logged.swap(true, Ordering::SeqCst) {
             log::info!("Caches are synced for {}", self.name);
         }
-        !self.stopping.load(Ordering::SeqCst)
+        true
     }
 }
 
-/// How often a waiting worker looks at its caches (client-go polls every 100 ms).
-const CACHE_SYNC_POLL: Duration = Duration::from_millis(100);
-
-/// One worker: takes keys until the queue shuts down or the set is stopping, and acts on each
-/// handler's outcome.
-fn work<K: QueueItem>(
+/// Syncs one key taken from `queue`, acts on the handler's outcome and marks the key done.
+fn sync_key<K: QueueItem>(
     name: &str,
     queue: &WorkQueue<K>,
     handler: &(dyn Fn(&K) -> SyncResult + Send + Sync),
-    stopping: &AtomicBool,
+    key: K,
 ) {
-    while let Some(key) = queue.get() {
-        if stopping.load(Ordering::SeqCst) {
-            queue.done(&key);
-            return;
+    let started = Instant::now();
+    match handler(&key) {
+        Ok(()) => queue.forget(&key),
+        Err(SyncError::Gone(why)) => {
+            log::debug!("{name}: dropping {key:?}: {why}");
+            queue.forget(&key);
         }
-        let started = Instant::now();
-        match handler(&key) {
-            Ok(()) => queue.forget(&key),
-            Err(SyncError::Gone(why)) => {
-                log::debug!("{name}: dropping {key:?}: {why}");
-                queue.forget(&key);
-            }
-            Err(SyncError::RetryAfter { delay, message }) => {
-                log::error!("{name}: error syncing {key:?}, retrying after {delay:?}: {message}");
-                queue.add_after(key.clone(), delay);
-            }
-            Err(SyncError::Conflict(message) | SyncError::Failed(message)) => {
-                log::error!("{name}: error syncing {key:?}, requeuing: {message}");
-                queue.add_rate_limited(key.clone());
-            }
+        Err(SyncError::RetryAfter { delay, message }) => {
+            log::error!("{name}: error syncing {key:?}, retrying after {delay:?}: {message}");
+            queue.add_after(key.clone(), delay);
         }
-        log::trace!("{name}: synced {key:?} in {:?}", started.elapsed());
-        queue.done(&key);
+        Err(SyncError::Conflict(message) | SyncError::Failed(message)) => {
+            log::error!("{name}: error syncing {key:?}, requeuing: {message}");
+            queue.add_rate_limited(key.clone());
+        }
     }
+    log::trace!("{name}: synced {key:?} in {:?}", started.elapsed());
+    queue.done(&key);
 }
 
 #[cfg(test)]
@@ -682,7 +684,6 @@ mod tests {
     use crate::apimachinery::clock::FakeClock;
     use crate::client::{ApiError, Error};
     use crate::runtime::workqueue::ItemExponentialFailureRateLimiter;
-    use std::sync::atomic::AtomicUsize;
 
     fn api_error(code: u16, retry_after: Option<Duration>) -> Error {
         Error::Api(Box::new(ApiError::from_response(code, b"not a Status", retry_after)))
@@ -704,19 +705,11 @@ mod tests {
         WorkQueue::with_parts("", Box::new(limiter), clock.clone())
     }
 
-    /// Runs `work` over one key whose handler answers `outcome`, then shuts the queue down.
+    /// Syncs one key whose handler answers `outcome`.
     fn work_once(queue: &WorkQueue<String>, outcome: SyncResult) {
         queue.add("ns/a".to_string());
-        let outcome = parking_lot::Mutex::new(Some(outcome));
-        let handler = move |_: &String| outcome.lock().take().unwrap_or(Ok(()));
-        let stopping = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            scope.spawn(|| work("test", queue, &handler, &stopping));
-            while !queue.is_empty() {
-                std::thread::yield_now();
-            }
-            queue.shut_down_with_drain(Duration::from_secs(30));
-        });
+        let TryGet::Item(key) = queue.try_get() else { panic!("the key is queued") };
+        sync_key("test", queue, &move |_: &String| outcome.clone(), key);
     }
 
     #[test]
@@ -738,29 +731,35 @@ mod tests {
         assert_eq!(failed.num_requeues(&"ns/a".to_string()), 1, "rate-limited");
     }
 
-    /// Runs one periodic task on `schedule` until it has run `runs` times, then stops it and
-    /// returns how often it ran.
-    fn periodic_runs(schedule: Schedule, runs: usize) -> usize {
-        let gate = StartGate::new("test", CacheSet::default(), Arc::new(Vec::new()), &Arc::new(AtomicBool::new(false)));
-        let count = Arc::new(AtomicUsize::new(0));
-        let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
-        let counted = count.clone();
-        let thread = std::thread::spawn(move || {
-            run_periodic(&gate, schedule, &move || _ = counted.fetch_add(1, Ordering::SeqCst), &stopped);
-        });
-        while count.load(Ordering::SeqCst) < runs {
-            std::thread::yield_now();
-        }
-        drop(stop);
-        thread.join().unwrap();
-        count.load(Ordering::SeqCst)
-    }
-
     #[test]
-    fn periodic_tasks_run_at_once_after_a_period_or_once() {
-        let hour = Duration::from_secs(3600);
-        assert_eq!(periodic_runs(Schedule::Every(hour), 1), 1, "every: at once, then waits");
-        assert_eq!(periodic_runs(Schedule::EveryAfterOne(hour), 0), 0, "resync_every: waits one period first");
-        assert_eq!(periodic_runs(Schedule::Once, 1), 1, "once_synced: exactly once");
+    fn keys_start_workers_once_the_pool_opens_and_after_the_workers_retired() {
+        const LONG: Duration = Duration::from_secs(60);
+        let clock = Arc::new(FakeClock::new());
+        let queue = queue(&clock);
+        let (synced, syncs) = crossbeam_channel::unbounded();
+        let handler: Handler<String> = Arc::new(move |key: &String| {
+            synced.send(key.clone()).unwrap();
+            Ok(())
+        });
+        let jobs = QueueJobs { name: "test", queue: queue.clone(), handler };
+        // No linger: workers retire as soon as the queue is empty.
+        let pool = Pool::paused("test", 2, Duration::ZERO, jobs);
+        queue.on_ready(pool.notifier());
+        queue.add("a".to_string());
+        queue.add("b".to_string());
+        assert_eq!(pool.live(), 0, "no worker before the caches synced");
+        pool.open();
+        let mut first = [syncs.recv_timeout(LONG).unwrap(), syncs.recv_timeout(LONG).unwrap()];
+        first.sort();
+        assert_eq!(first, ["a", "b"]);
+        assert!(pool.wait_stopped(Instant::now() + LONG), "idle workers retire");
+        queue.add("c".to_string());
+        assert_eq!(syncs.recv_timeout(LONG).unwrap(), "c");
+        queue.add_after("d".to_string(), Duration::from_secs(1));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(syncs.recv_timeout(LONG).unwrap(), "d", "a delayed key starts a worker too");
+        pool.stop();
+        queue.shut_down();
+        assert!(pool.wait_stopped(Instant::now() + LONG));
     }
 }

@@ -1,15 +1,16 @@
 //! Recording core/v1 Events the way client-go's `tools/record` does for the upstream
 //! controllers: an [`EventRecorder`] per controller (upstream's recorder and its broadcaster)
-//! builds each Event and hands it, without ever blocking, to two threads:
+//! builds each Event, logs it at info level like upstream's `StartStructuredLogging`, and
+//! queues it, without ever blocking, for its sink thread, which correlates events (aggregation,
+//! counting of repeats, the spam filter: see `correlator.rs`) and writes them to the API
+//! server, retrying while the server cannot be reached (see `sink.rs`).
 //!
-//! - the sink thread, which correlates events (aggregation, counting of repeats, the spam
-//!   filter: see `correlator.rs`) and writes them to the API server, retrying while the server
-//!   cannot be reached (see `sink.rs`);
-//! - the log thread, which logs each event at info level like upstream's
-//!   `StartStructuredLogging`.
-//!
-//! Each thread has its own queue of 1000 events (upstream's `maxQueuedEvents`); when the sink's
-//! queue is full the event is dropped with an error logged, as upstream's `ActionOrDrop`.
+//! The sink thread is started when an event is queued and none runs, and ends once its queue
+//! has been empty for a moment (see [`crate::runtime::pool`]), so an idle process has no event
+//! thread; what it must remember (the correlator's state) lives in the recorder. Each recorder
+//! has its own thread, so one controller's unwritable Events never hold up another's. The queue
+//! holds at most 1000 events (upstream's `maxQueuedEvents`); when it is full the event is
+//! dropped with an error logged, as upstream's `ActionOrDrop`.
 //!
 //! Fidelity notes: as in the upstream controller manager, the event source names only the
 //! component, so `source.host` is unset and `reportingInstance` is empty (set
@@ -21,25 +22,26 @@
 mod correlator;
 mod sink;
 
+use std::collections::VecDeque;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::Sender;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::{Metadata, Resource};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use crate::client::Client;
 use correlator::{EventCorrelator, event_name};
 
 use crate::apimachinery::clock::{Clock, RealClock};
+use crate::runtime::pool::{Backlog, Jobs, LINGER, Pool, Take, Workers};
 use sink::{ApiSink, EventSink, Progress, SinkWorker, describe};
 
 pub use correlator::CorrelatorOptions;
 
-/// Events queued per recorder thread before new ones are dropped (upstream's `maxQueuedEvents`).
+/// Events queued per recorder before new ones are dropped (upstream's `maxQueuedEvents`).
 pub const MAX_QUEUED_EVENTS: usize = 1000;
 /// The namespace of Events about cluster-scoped objects (`metav1.NamespaceDefault`).
 const DEFAULT_NAMESPACE: &str = "default";
@@ -97,37 +99,75 @@ pub struct EventRecorder {
 struct Inner {
     source: EventSource,
     clock: Arc<dyn Clock>,
-    /// The queues to the threads; `None` once shut down.
-    queues: RwLock<Option<Queues>>,
+    /// The sink's queue and state, served by at most one thread at a time.
+    sink: Pool<SinkJobs>,
     progress: Arc<Progress>,
-    /// The sink thread and the channel it signals its end on.
-    sink_thread: Mutex<Option<(JoinHandle<()>, Receiver<()>)>>,
+    /// Never sent on: dropped at close, which wakes the sink from a retry sleep.
+    stop: Mutex<Option<Sender<()>>>,
     shutdown_timeout: Duration,
 }
 
-/// The senders of one recorder. Dropping them ends both threads once their queues are empty.
-struct Queues {
-    sink: Sender<Arc<Event>>,
-    log: Sender<Arc<Event>>,
-    /// Never sent on: dropping it wakes the sink thread from a retry sleep.
-    _stop: Sender<()>,
+/// The events waiting for the sink, and what the sink remembers between them.
+struct SinkJobs {
+    queue: Mutex<SinkQueue>,
+    /// Locked by the one sink thread while it writes an event.
+    worker: Mutex<SinkWorker>,
+}
+
+struct SinkQueue {
+    /// Boxed: a queue grows by doubling, and an `Event` is large.
+    events: VecDeque<Box<Event>>,
+    /// Set at close: later events are dropped, and the sink ends when the queue is empty.
+    closed: bool,
+}
+
+impl Jobs for SinkJobs {
+    type Job = Box<Event>;
+
+    fn take(&self) -> Take<Box<Event>> {
+        let mut queue = self.queue.lock();
+        match queue.events.pop_front() {
+            Some(event) => Take::Job(event),
+            None if queue.closed => Take::Closed,
+            None => Take::Empty,
+        }
+    }
+
+    fn backlog(&self) -> Backlog {
+        let queue = self.queue.lock();
+        Backlog { ready: queue.events.len(), closed: queue.closed }
+    }
+
+    fn run(&self, event: Box<Event>) {
+        let mut worker = self.worker.lock();
+        worker.handle(&event);
+        let queue = self.queue.lock();
+        if queue.closed && queue.events.is_empty() {
+            worker.report_abandoned();
+        }
+    }
 }
 
 impl EventRecorder {
     /// A recorder for `component` (e.g. `replicaset-controller`) writing through `client`, with
-    /// upstream's settings. Starts its threads.
+    /// upstream's settings.
     pub fn new(client: Client, component: &str) -> EventRecorder {
         EventRecorder::with_options(client, component, RecorderOptions::default())
     }
 
     /// A recorder with other settings (a short retry interval for tests, a host).
     pub fn with_options(client: Client, component: &str, options: RecorderOptions) -> EventRecorder {
-        EventRecorder::start(Box::new(ApiSink(client)), component, options, Arc::new(RealClock))
+        EventRecorder::start(Box::new(ApiSink(client)), component, options, Arc::new(RealClock), LINGER)
     }
 
-    fn start(sink: Box<dyn EventSink>, component: &str, options: RecorderOptions, clock: Arc<dyn Clock>) -> Self {
-        let (sink_tx, sink_rx) = crossbeam_channel::bounded(MAX_QUEUED_EVENTS);
-        let (log_tx, log_rx) = crossbeam_channel::bounded(MAX_QUEUED_EVENTS);
+    /// A recorder whose sink thread ends after `linger` without an event.
+    fn start(
+        sink: Box<dyn EventSink>,
+        component: &str,
+        options: RecorderOptions,
+        clock: Arc<dyn Clock>,
+        linger: Duration,
+    ) -> Self {
         let (stop_tx, stop_rx) = crossbeam_channel::bounded(0);
         let progress = Arc::new(Progress::default());
         let worker = SinkWorker {
@@ -136,16 +176,21 @@ impl EventRecorder {
             retry_interval: options.retry_interval,
             stop: stop_rx,
             progress: progress.clone(),
+            drain_timeout: options.shutdown_timeout,
+            drain_deadline: None,
+            abandoned: 0,
         };
-        let sink_thread = spawn_sink_thread(component, worker, sink_rx, options.shutdown_timeout);
-        spawn_log_thread(component, log_rx);
+        let jobs = SinkJobs {
+            queue: Mutex::new(SinkQueue { events: VecDeque::new(), closed: false }),
+            worker: Mutex::new(worker),
+        };
         let source = EventSource { component: Some(component.to_string()), host: options.host };
         let inner = Inner {
             source,
             clock,
-            queues: RwLock::new(Some(Queues { sink: sink_tx, log: log_tx, _stop: stop_tx })),
+            sink: Pool::new(format!("events-{component}"), 1, linger, jobs),
             progress,
-            sink_thread: Mutex::new(Some(sink_thread)),
+            stop: Mutex::new(Some(stop_tx)),
             shutdown_timeout: options.shutdown_timeout,
         };
         EventRecorder { inner: Arc::new(inner) }
@@ -154,29 +199,32 @@ impl EventRecorder {
     /// Records an event about the referenced object. Never blocks: when the queue is full the
     /// event is dropped and an error logged.
     pub fn event(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str) {
-        let event = Arc::new(self.make_event(object, event_type, reason, message));
-        let queues = self.inner.queues.read();
-        let Some(queues) = queues.as_ref() else {
-            log::error!(
-                "Unable to record event (will not retry!): the recorder is shut down; event={}",
-                describe(&event)
-            );
-            return;
-        };
-        match queues.sink.try_send(event.clone()) {
-            Ok(()) => self.inner.progress.accept(),
-            Err(TrySendError::Full(_)) => {
-                log::error!("Unable to record event: too many queued events, dropped event {}", describe(&event));
-            }
-            Err(TrySendError::Disconnected(_)) => {
+        let event = Box::new(self.make_event(object, event_type, reason, message));
+        // Logged here rather than by a thread of its own: a log line costs less than a handoff.
+        let line = log::log_enabled!(log::Level::Info).then(|| log_line(&event));
+        {
+            let mut queue = self.inner.sink.jobs().queue.lock();
+            if queue.closed {
+                drop(queue);
                 log::error!(
-                    "Unable to record event (will not retry!): the sink thread ended; event={}",
+                    "Unable to record event (will not retry!): the recorder is shut down; event={}",
                     describe(&event)
                 );
+                return;
             }
+            if queue.events.len() >= MAX_QUEUED_EVENTS {
+                drop(queue);
+                log::error!("Unable to record event: too many queued events, dropped event {}", describe(&event));
+                return;
+            }
+            queue.events.push_back(event);
+            // Counted before the sink can take it, so that a flush never sees it finished first.
+            self.inner.progress.accept();
         }
-        // Upstream's watchers drop silently when their own queue is full.
-        let _ = queues.log.try_send(event);
+        self.inner.sink.notify();
+        if let Some(line) = line {
+            log::info!("{line}");
+        }
     }
 
     /// Records an event about an object, referenced like upstream's `ref.GetReference`.
@@ -197,7 +245,7 @@ impl EventRecorder {
     }
 
     /// Stops recording: later events are dropped, queued ones get one try each within the
-    /// shutdown timeout, then the threads end. Waits for the sink thread, within a bound.
+    /// shutdown timeout, then the sink thread ends. Waits for it, within a bound.
     pub fn shutdown(&self) {
         self.close();
         // The drain may end with one request in flight: allow for the client's own timeout.
@@ -208,25 +256,21 @@ impl EventRecorder {
     /// thread drains what is queued. Lets a caller close many recorders, then wait for all
     /// of them against one deadline.
     pub fn close(&self) {
-        drop(self.inner.queues.write().take());
+        self.inner.sink.jobs().queue.lock().closed = true;
+        drop(self.inner.stop.lock().take());
+        self.inner.sink.notify();
     }
 
     /// Waits up to `timeout` for the sink thread of a closed recorder to end; false (leaving
     /// the thread behind) when it did not.
     pub fn wait_stopped(&self, timeout: Duration) -> bool {
-        let Some((thread, done)) = self.inner.sink_thread.lock().take() else {
-            return true;
-        };
-        match done.recv_timeout(timeout) {
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                log::warn!("the event sink thread did not stop in time; leaving it behind");
-                false
-            }
-            _ => {
-                let _ = thread.join();
-                true
-            }
+        const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+        let deadline = Instant::now().checked_add(timeout).unwrap_or_else(|| Instant::now() + YEAR);
+        let stopped = self.inner.sink.wait_stopped(deadline);
+        if !stopped {
+            log::warn!("the event sink thread did not stop in time; leaving it behind");
         }
+        stopped
     }
 
     /// Upstream's `makeEvent` with the recorder's source: a new Event, count 1, in the object's
@@ -254,30 +298,6 @@ impl EventRecorder {
             ..Event::default()
         }
     }
-}
-
-fn spawn_sink_thread(
-    component: &str,
-    worker: SinkWorker,
-    events: Receiver<Arc<Event>>,
-    drain_timeout: Duration,
-) -> (JoinHandle<()>, Receiver<()>) {
-    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    let thread = std::thread::Builder::new()
-        .name(format!("events-{component}"))
-        .spawn(move || {
-            worker.run(events, drain_timeout);
-            let _ = done_tx.send(());
-        })
-        .expect("cannot start the event sink thread");
-    (thread, done_rx)
-}
-
-fn spawn_log_thread(component: &str, events: Receiver<Arc<Event>>) {
-    std::thread::Builder::new()
-        .name(format!("event-log-{component}"))
-        .spawn(move || events.iter().for_each(|event| log::info!("{}", log_line(&event))))
-        .expect("cannot start the event log thread");
 }
 
 /// Upstream's structured "Event occurred" line, in klog's key=value form.
@@ -329,19 +349,32 @@ mod tests {
     use k8s_openapi::api::core::v1::{Node, Pod};
     use serde_json::Value;
 
-    /// A sink that keeps what it was asked to create.
+    /// A sink that keeps what it was asked to create, counts patches, and, when `hold` is given,
+    /// reports each create on `started` and waits for a release.
     #[derive(Clone, Default)]
-    struct Recording(Arc<Mutex<Vec<Event>>>);
+    struct Recording(Arc<Mutex<Vec<Event>>>, Arc<Mutex<usize>>, Option<(Sender<()>, crossbeam_channel::Receiver<()>)>);
 
     impl EventSink for Recording {
         fn create(&self, event: &Event) -> crate::client::Result<Event> {
+            if let Some((started, hold)) = &self.2 {
+                started.send(()).unwrap();
+                hold.recv_timeout(LONG).unwrap();
+            }
             self.0.lock().push(event.clone());
             Ok(event.clone())
         }
 
         fn patch(&self, event: &Event, _patch: &Value) -> crate::client::Result<Event> {
+            *self.1.lock() += 1;
             Ok(event.clone())
         }
+    }
+
+    /// A bound that only a broken recorder reaches.
+    const LONG: Duration = Duration::from_secs(60);
+
+    fn far() -> Instant {
+        Instant::now() + LONG
     }
 
     fn pod() -> Pod {
@@ -377,8 +410,13 @@ mod tests {
     fn events_are_built_like_upstream() {
         let clock = fake_clock();
         let sink = Recording::default();
-        let recorder =
-            EventRecorder::start(Box::new(sink.clone()), "test-controller", RecorderOptions::default(), clock.clone());
+        let recorder = EventRecorder::start(
+            Box::new(sink.clone()),
+            "test-controller",
+            RecorderOptions::default(),
+            clock.clone(),
+            LINGER,
+        );
         let long = "x".repeat(5000);
         recorder.event_for(&pod(), EventType::Warning, "Failed", &long);
         recorder.event_for(&node(), EventType::Normal, "Ready", "ok");
@@ -403,7 +441,7 @@ mod tests {
     fn shut_down_recorders_drop_events() {
         let sink = Recording::default();
         let options = RecorderOptions { host: Some("node-a".into()), ..RecorderOptions::default() };
-        let recorder = EventRecorder::start(Box::new(sink.clone()), "c", options, fake_clock());
+        let recorder = EventRecorder::start(Box::new(sink.clone()), "c", options, fake_clock(), LINGER);
         recorder.event_for(&pod(), EventType::Normal, "Before", "m");
         recorder.shutdown();
         recorder.event_for(&pod(), EventType::Normal, "After", "m");
@@ -418,12 +456,54 @@ mod tests {
     #[test]
     fn log_lines_are_upstreams_structured_line() {
         let recorder =
-            EventRecorder::start(Box::new(Recording::default()), "c", RecorderOptions::default(), fake_clock());
+            EventRecorder::start(Box::new(Recording::default()), "c", RecorderOptions::default(), fake_clock(), LINGER);
         let event = recorder.make_event(&object_reference(&pod()), EventType::Normal, "Created", "made \"it\"");
         assert_eq!(
             log_line(&event),
             r#""Event occurred" object="shop/web-1" fieldPath="" kind="Pod" apiVersion="v1" type="Normal" reason="Created" message="made \"it\"""#
         );
+    }
+
+    #[test]
+    fn the_sink_thread_runs_only_while_there_are_events_and_keeps_no_state() {
+        let sink = Recording::default();
+        let options = RecorderOptions::default();
+        // No linger: the sink thread ends as soon as its queue is empty.
+        let recorder = EventRecorder::start(Box::new(sink.clone()), "c", options, fake_clock(), Duration::ZERO);
+        assert_eq!(recorder.inner.sink.live(), 0, "no event, no thread");
+        recorder.event_for(&pod(), EventType::Normal, "Pulled", "same");
+        assert!(recorder.flush(LONG));
+        assert!(recorder.inner.sink.wait_stopped(far()), "the thread ends with its queue");
+        recorder.event_for(&pod(), EventType::Normal, "Pulled", "same");
+        assert!(recorder.flush(LONG));
+        assert_eq!(sink.0.lock().len(), 1, "one Event created");
+        assert_eq!(*sink.1.lock(), 1, "the repeat, written by another thread, is a patch of it");
+        recorder.shutdown();
+        assert_eq!(recorder.inner.sink.live(), 0);
+    }
+
+    #[test]
+    fn at_most_a_thousand_events_wait() {
+        let (started, starts) = crossbeam_channel::unbounded();
+        let (release, hold) = crossbeam_channel::unbounded();
+        let sink = Recording(Arc::default(), Arc::default(), Some((started, hold)));
+        let recorder =
+            EventRecorder::start(Box::new(sink.clone()), "c", RecorderOptions::default(), fake_clock(), LINGER);
+        let reference = |n: usize| ObjectReference { name: Some(format!("p{n}")), ..object_reference(&pod()) };
+        recorder.event(&reference(0), EventType::Normal, "Made", "m");
+        starts.recv_timeout(LONG).unwrap();
+        // The sink holds the first event: the next thousand wait, the one after is dropped.
+        for n in 1..=MAX_QUEUED_EVENTS + 1 {
+            recorder.event(&reference(n), EventType::Normal, "Made", "m");
+        }
+        assert_eq!(recorder.inner.sink.jobs().queue.lock().events.len(), MAX_QUEUED_EVENTS);
+        for _ in 0..=MAX_QUEUED_EVENTS {
+            release.send(()).unwrap();
+        }
+        assert!(recorder.flush(LONG));
+        assert_eq!(sink.0.lock().len(), MAX_QUEUED_EVENTS + 1);
+        recorder.close();
+        assert!(recorder.wait_stopped(LONG), "a lingering sink thread ends at close");
     }
 
     #[test]

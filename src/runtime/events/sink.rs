@@ -90,7 +90,7 @@ impl Progress {
     }
 }
 
-/// The sink thread's state.
+/// What the sink remembers between events, whichever thread writes them.
 pub struct SinkWorker {
     pub sink: Box<dyn EventSink>,
     pub correlator: EventCorrelator,
@@ -98,26 +98,34 @@ pub struct SinkWorker {
     /// Never sent on: it disconnects when the recorder shuts down, which ends retry sleeps.
     pub stop: Receiver<()>,
     pub progress: Arc<Progress>,
+    /// After shutdown each queued event gets one try, for at most this long; the rest are
+    /// dropped.
+    pub drain_timeout: Duration,
+    /// When the drain after shutdown ends, from the first event written after it.
+    pub drain_deadline: Option<Instant>,
+    /// Events dropped at the end of the drain, not yet reported.
+    pub abandoned: u64,
 }
 
 impl SinkWorker {
-    /// Writes events until the queue is closed and empty. After shutdown each remaining event
-    /// gets one try, for at most `drain_timeout`; the rest are dropped.
-    pub fn run(mut self, events: Receiver<Arc<Event>>, drain_timeout: Duration) {
-        let mut drain_deadline: Option<Instant> = None;
-        let mut abandoned = 0u64;
-        for event in events.iter() {
-            if self.stopped() {
-                let deadline = *drain_deadline.get_or_insert_with(|| Instant::now() + drain_timeout);
-                if Instant::now() > deadline {
-                    abandoned += 1;
-                    self.progress.finish();
-                    continue;
-                }
+    /// Writes one event (or drops it, past the drain after shutdown) and counts it finished.
+    pub fn handle(&mut self, event: &Event) {
+        if self.stopped() {
+            let drain_timeout = self.drain_timeout;
+            let deadline = *self.drain_deadline.get_or_insert_with(|| Instant::now() + drain_timeout);
+            if Instant::now() > deadline {
+                self.abandoned += 1;
+                self.progress.finish();
+                return;
             }
-            self.record_to_sink(&event);
-            self.progress.finish();
         }
+        self.record_to_sink(event);
+        self.progress.finish();
+    }
+
+    /// Logs the events dropped at the end of the drain, once the queue is closed and empty.
+    pub fn report_abandoned(&mut self) {
+        let abandoned = std::mem::take(&mut self.abandoned);
         if abandoned > 0 {
             log::error!("Unable to write {abandoned} queued events: the recorder was shut down");
         }
@@ -298,6 +306,9 @@ mod tests {
             retry_interval: Duration::from_millis(1),
             stop,
             progress: Arc::default(),
+            drain_timeout: Duration::from_secs(10),
+            drain_deadline: None,
+            abandoned: 0,
         };
         (worker, stop_tx)
     }

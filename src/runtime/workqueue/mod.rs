@@ -11,9 +11,9 @@
 //!   marks it dirty, and `done` puts it back at the end of the queue.
 //! * **Order.** Otherwise items come out first in, first out.
 //! * **Delays.** [`WorkQueue::add_after`] adds an item once its time (read from the queue's
-//!   [`Clock`]) has come. A per-queue timer thread, started on first use, keeps a min-heap of
-//!   waiting items; an item already waiting keeps the earlier of its two times. A zero delay
-//!   adds at once. Every `add_after` counts as a retry in `workqueue_retries_total`, as upstream.
+//!   [`Clock`]) has come. A per-queue timer thread, started when an item has to wait, keeps a
+//!   min-heap of waiting items and ends once none has waited for a moment (the pool's linger);
+//!   an item already waiting keeps the earlier of its two times. A zero delay adds at once. Every `add_after` counts as a retry in `workqueue_retries_total`, as upstream.
 //! * **Rate limiting.** [`WorkQueue::add_rate_limited`] delays an item by what the queue's
 //!   [`RateLimiter`] says; [`WorkQueue::forget`] resets its history there.
 //! * **Shutdown.** After [`WorkQueue::shut_down`] adds are ignored, delayed items are dropped
@@ -21,6 +21,10 @@
 //!   is empty they get `None`, and blocked getters wake up to get it. Workers still call `done`
 //!   on what they hold. [`WorkQueue::shut_down_with_drain`] additionally waits, up to a timeout,
 //!   until no item is processing. Dropping the last handle shuts the queue down.
+//!
+//! * **Ready hook.** [`WorkQueue::on_ready`] registers a call made (without the queue's lock)
+//!   whenever an item becomes available to [`WorkQueue::try_get`] or the queue shuts down: what
+//!   starts a worker on demand instead of keeping threads parked in [`WorkQueue::get`].
 //!
 //! Metrics are upstream's (see the `metrics` submodule), under the queue's name; an unnamed
 //! queue (`""`) reports none, as upstream.
@@ -48,6 +52,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::apimachinery::clock::{Clock, ClockListener, RealClock};
 use crate::apimachinery::flowcontrol::INFINITE_DELAY;
+use crate::runtime::pool::LINGER;
 use metrics::{InFlight, QueueMetrics};
 use waiting::Waiting;
 
@@ -71,6 +76,20 @@ impl fmt::Display for Timeout {
 }
 
 impl std::error::Error for Timeout {}
+
+/// What [`WorkQueue::try_get`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TryGet<T> {
+    /// An item, now processing: call [`WorkQueue::done`] with it when finished.
+    Item(T),
+    /// No item is queued now.
+    Empty,
+    /// The queue is shut down and empty.
+    ShutDown,
+}
+
+/// A call made when an item becomes available or the queue shuts down.
+type ReadyHook = Box<dyn Fn() + Send + Sync>;
 
 /// A handle to a work queue; clones share the queue.
 #[derive(Clone)]
@@ -100,6 +119,8 @@ struct Shared<T: QueueItem> {
     idle: Condvar,
     /// The timer thread waits here for new delayed items, clock jumps and the shutdown.
     timer_wake: Condvar,
+    /// Called without the state's lock after an item was queued or the queue shut down.
+    ready_hooks: parking_lot::RwLock<Vec<ReadyHook>>,
 }
 
 struct State<T> {
@@ -114,8 +135,9 @@ struct State<T> {
     drain: bool,
     /// Items waiting for their `add_after` time.
     waiting: Waiting<T>,
-    /// The timer thread, once started, until the shutdown takes it to join it.
+    /// The timer thread while it runs, until the shutdown takes it to join it.
     timer: Option<JoinHandle<()>>,
+    /// Whether a timer thread runs (its handle may already be taken by the shutdown).
     timer_started: bool,
     metrics: Option<QueueMetrics<T>>,
 }
@@ -162,6 +184,7 @@ impl<T: QueueItem> WorkQueue<T> {
             item_ready: Condvar::new(),
             idle: Condvar::new(),
             timer_wake: Condvar::new(),
+            ready_hooks: parking_lot::RwLock::new(Vec::new()),
         });
         let weak = Arc::downgrade(&shared);
         shared.clock.subscribe(weak.clone() as Weak<dyn ClockListener>);
@@ -178,7 +201,8 @@ impl<T: QueueItem> WorkQueue<T> {
     /// Marks `item` as needing processing (ignored once shutting down, or if already dirty).
     pub fn add(&self, item: T) {
         let shared = self.shared();
-        shared.add_locked(&mut shared.state.lock(), item);
+        let queued = shared.add_locked(&mut shared.state.lock(), item);
+        shared.ready_if(queued);
     }
 
     /// Adds `item` once `delay` has passed on the queue's clock; at once for a zero delay. An
@@ -234,6 +258,24 @@ impl<T: QueueItem> WorkQueue<T> {
         Ok(shared.take_locked(&mut state))
     }
 
+    /// Takes the head of the queue without waiting.
+    pub fn try_get(&self) -> TryGet<T> {
+        let shared = self.shared();
+        let mut state = shared.state.lock();
+        match shared.take_locked(&mut state) {
+            Some(item) => TryGet::Item(item),
+            None if state.shutting_down => TryGet::ShutDown,
+            None => TryGet::Empty,
+        }
+    }
+
+    /// Calls `hook` (without the queue's lock, from whichever thread queued the item) each time
+    /// an item becomes available to [`WorkQueue::try_get`], and once when the queue shuts down.
+    /// The hook must not keep the queue alive (hold it weakly), or the queue is never dropped.
+    pub fn on_ready(&self, hook: impl Fn() + Send + Sync + 'static) {
+        self.shared().ready_hooks.write().push(Box::new(hook));
+    }
+
     /// Marks `item` as no longer processing; if it was added meanwhile, queues it again.
     pub fn done(&self, item: &T) {
         self.shared().done(item);
@@ -287,20 +329,29 @@ impl<T: QueueItem> Debug for WorkQueue<T> {
 }
 
 impl<T: QueueItem> Shared<T> {
-    /// Client-go's `Add`, with the lock held.
-    fn add_locked(&self, state: &mut State<T>, item: T) {
+    /// Client-go's `Add`, with the lock held; whether the item was queued (the ready hooks are
+    /// then due, once the lock is released).
+    fn add_locked(&self, state: &mut State<T>, item: T) -> bool {
         if state.shutting_down || state.dirty.contains(&item) {
-            return;
+            return false;
         }
         if let Some(metrics) = &mut state.metrics {
             metrics.add(&item, self.clock.now());
         }
         state.dirty.insert(item.clone());
         if state.processing.contains(&item) {
-            return;
+            return false;
         }
         state.queue.push_back(item);
         self.item_ready.notify_one();
+        true
+    }
+
+    /// Calls the ready hooks if `queued`. The state's lock must not be held.
+    fn ready_if(&self, queued: bool) {
+        if queued {
+            self.ready_hooks.read().iter().for_each(|hook| hook());
+        }
     }
 
     /// Hands the head of the queue to a worker; `None` if the queue is empty.
@@ -323,13 +374,16 @@ impl<T: QueueItem> Shared<T> {
         if !state.processing.remove(item) {
             return;
         }
-        if state.dirty.contains(item) {
+        let requeued = state.dirty.contains(item);
+        if requeued {
             state.queue.push_back(item.clone());
             self.item_ready.notify_one();
         }
         if state.processing.is_empty() {
             self.idle.notify_all();
         }
+        drop(state);
+        self.ready_if(requeued);
     }
 
     fn add_after(self: &Arc<Self>, item: T, delay: Duration) {
@@ -340,13 +394,11 @@ impl<T: QueueItem> Shared<T> {
         if let Some(metrics) = &state.metrics {
             metrics::retry(metrics.name());
         }
-        if delay.is_zero() {
-            self.add_locked(&mut state, item);
-            return;
-        }
-        if !self.ensure_timer(&mut state) {
+        if delay.is_zero() || !self.ensure_timer(&mut state) {
             // Without a timer thread the item would never come due; better early than never.
-            self.add_locked(&mut state, item);
+            let queued = self.add_locked(&mut state, item);
+            drop(state);
+            self.ready_if(queued);
             return;
         }
         let ready_at = ready_time(self.clock.now(), delay);
@@ -374,16 +426,40 @@ impl<T: QueueItem> Shared<T> {
         }
     }
 
-    /// The timer thread: adds waiting items as they come due, until the shutdown.
+    /// The timer thread: adds waiting items as they come due, until the shutdown or until no
+    /// item has waited for [`LINGER`] (the next delayed add starts another).
     fn run_timer(&self) {
         let mut state = self.state.lock();
+        // Real time: how long the heap has been empty, whatever the queue's clock does.
+        let mut empty_since: Option<Instant> = None;
         while !state.shutting_down {
             let now = self.clock.now();
+            let mut queued = false;
             while let Some(item) = state.waiting.pop_due(now) {
-                self.add_locked(&mut state, item);
+                queued |= self.add_locked(&mut state, item);
             }
-            let wait = state.waiting.next_ready_at().map_or(MAX_TIMER_WAIT, |at| at.saturating_duration_since(now));
-            self.timer_wake.wait_for(&mut state, wait.min(MAX_TIMER_WAIT));
+            if queued {
+                // Then look again: what came in or changed meanwhile is not waited past.
+                MutexGuard::unlocked(&mut state, || self.ready_if(true));
+                continue;
+            }
+            let wait = match state.waiting.next_ready_at() {
+                Some(at) => {
+                    empty_since = None;
+                    at.saturating_duration_since(now).min(MAX_TIMER_WAIT)
+                }
+                None => {
+                    let empty = empty_since.get_or_insert_with(Instant::now).elapsed();
+                    if empty >= LINGER {
+                        // Gone under the lock: an `add_after` from now on starts another.
+                        state.timer_started = false;
+                        drop(state.timer.take());
+                        return;
+                    }
+                    LINGER - empty
+                }
+            };
+            self.timer_wake.wait_for(&mut state, wait);
         }
         state.waiting.clear();
     }
@@ -401,6 +477,7 @@ impl<T: QueueItem> Shared<T> {
 
     fn shut_down(&self) {
         let timer = self.begin_shutdown(&mut self.state.lock(), false);
+        self.ready_if(true);
         join_timer(timer);
     }
 
@@ -408,6 +485,7 @@ impl<T: QueueItem> Shared<T> {
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.state.lock();
         let timer = self.begin_shutdown(&mut state, true);
+        MutexGuard::unlocked(&mut state, || self.ready_if(true));
         while !state.processing.is_empty() && state.drain {
             if wait_or_time_out(&self.idle, &mut state, deadline) {
                 break;

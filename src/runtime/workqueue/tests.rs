@@ -237,6 +237,21 @@ fn delayed_items_are_dropped_at_shutdown_and_the_timer_thread_ends() {
 }
 
 #[test]
+fn the_timer_thread_ends_when_nothing_waits_and_comes_back_when_needed() {
+    let (q, clock) = fake_queue("");
+    q.add_after("x", secs(1));
+    assert_eq!(Arc::strong_count(q.shared()), 2, "the timer thread holds the queue");
+    clock.advance(secs(1));
+    assert_eq!(next(&q), Some("x"));
+    q.done(&"x");
+    assert!(eventually(|| Arc::strong_count(q.shared()) == 1), "no item waits: the timer thread ends");
+    q.add_after("y", secs(1));
+    assert_eq!(Arc::strong_count(q.shared()), 2, "a delayed add starts another");
+    clock.advance(secs(1));
+    assert_eq!(next(&q), Some("y"));
+}
+
+#[test]
 fn dropping_the_last_handle_shuts_the_queue_down() {
     let (q, _clock) = fake_queue::<&str>("");
     q.add_after("x", secs(1));
@@ -503,4 +518,44 @@ fn plain_queues_have_no_retries_series_at_creation() {
     let rendered = crate::metrics::global().render();
     assert!(rendered.contains(&format!("workqueue_depth{{name=\"{name}\"}} 0\n")), "{rendered}");
     assert!(!rendered.contains(&format!("workqueue_retries_total{{name=\"{name}\"}}")), "{rendered}");
+}
+
+#[test]
+fn try_get_takes_without_waiting() {
+    let (q, _clock) = fake_queue("");
+    assert_eq!(q.try_get(), TryGet::Empty);
+    q.add(1);
+    assert_eq!(q.try_get(), TryGet::Item(1));
+    q.add(1);
+    assert_eq!(q.try_get(), TryGet::Empty, "processing: not handed out twice");
+    q.shut_down();
+    assert_eq!(q.try_get(), TryGet::ShutDown, "as get: shut down and empty");
+    q.done(&1);
+    assert_eq!(q.try_get(), TryGet::Item(1), "the dirty item comes back with done");
+    q.done(&1);
+    assert_eq!(q.try_get(), TryGet::ShutDown);
+}
+
+#[test]
+fn ready_hooks_hear_of_every_item_queued_and_the_shutdown() {
+    let (q, clock) = fake_queue("");
+    let calls = Arc::new(AtomicU64::new(0));
+    let counted = calls.clone();
+    q.on_ready(move || _ = counted.fetch_add(1, Ordering::SeqCst));
+    let calls = move || calls.load(Ordering::SeqCst);
+    q.add("a");
+    assert_eq!(calls(), 1);
+    q.add("a");
+    assert_eq!(calls(), 1, "already queued");
+    assert_eq!(q.try_get(), TryGet::Item("a"));
+    q.add("a");
+    assert_eq!(calls(), 1, "processing: queued only when done");
+    q.done(&"a");
+    assert_eq!(calls(), 2);
+    q.add_after("b", secs(5));
+    assert_eq!(calls(), 2);
+    clock.advance(secs(5));
+    assert!(eventually(|| calls() == 3), "the timer thread queued it");
+    q.shut_down();
+    assert_eq!(calls(), 4);
 }
