@@ -12,6 +12,12 @@
 //!   returned to the system when freed, and fixes the trim threshold so the heap top is given
 //!   back too.
 //!
+//! - **Freed memory handed back.** glibc returns only the top of a heap by itself; a burst of
+//!   work (a thousand pods decoded at once, then dropped) leaves free pages in the middle that
+//!   stay resident. A `malloc-trim` thread looks every [`TRIM_PERIOD`] and, when more than
+//!   [`TRIM_SLACK`] is free, calls `malloc_trim(0)`, which gives those pages back
+//!   (`madvise(MADV_DONTNEED)`), as Go's scavenger does for upstream's binary.
+//!
 //! A dedicated allocator crate (mimalloc, jemalloc) would add a C build to the static binary
 //! for a problem these two settings already solve (README, "Footprint", has the figures).
 //! `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_` or `GLIBC_TUNABLES`
@@ -31,6 +37,28 @@ pub fn configure() {
         unsafe {
             libc::mallopt(libc::M_ARENA_MAX, MAX_ARENAS);
             libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+        }
+        let trimmer = std::thread::Builder::new().name("malloc-trim".into()).spawn(trim_forever);
+        if let Err(e) = trimmer {
+            log::warn!("cannot start the malloc-trim thread: {e}; freed memory stays resident");
+        }
+    }
+}
+
+/// How often the heap is looked at.
+const TRIM_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
+/// Free heap bytes tolerated before a trim.
+const TRIM_SLACK: usize = 2 * 1024 * 1024;
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_forever() {
+    loop {
+        std::thread::sleep(TRIM_PERIOD);
+        // SAFETY: mallinfo2 and malloc_trim only read and release the allocator's own free memory.
+        unsafe {
+            if libc::mallinfo2().fordblks > TRIM_SLACK {
+                libc::malloc_trim(0);
+            }
         }
     }
 }
