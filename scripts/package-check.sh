@@ -25,7 +25,7 @@ grep -qE 'not a dynamic executable|statically linked' <<<"$ldd_says" || fail "ld
 ! readelf -dW "$binary" | grep -q '(NEEDED)' || fail "the binary needs shared libraries"
 ! readelf -lW "$binary" | grep -q 'program interpreter' || fail "the binary needs a program interpreter"
 "$binary" --version | grep -q "^$name v$version " || fail "--version: $("$binary" --version)"
-scripts/size-budget.sh "$binary"
+scripts/size-budget.sh "$binary" "$profile"
 ! cargo tree --quiet -e normal --no-default-features --prefix none | grep -q '^rcgen ' ||
     fail "the packaged build contains the development API server's rcgen"
 

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Prints the release-size budget of a kube-controller-manager binary and fails when it is over:
-#   scripts/size-budget.sh <binary>
+#   scripts/size-budget.sh <binary> [profile]
 # Binary size, and the dependency tree of the packaged build (no dev API server): how many
-# crates and how deep. Limits can be raised deliberately with KCM_MAX_BINARY_MIB,
-# KCM_MAX_CRATES and KCM_MAX_DEPTH.
+# crates and how deep. The release build (fat LTO, one codegen unit, opt-level s) has issue
+# 15's budget, 10 MiB; CI's `ci-package` profile (the same code without LTO, 16 codegen units)
+# 14 MiB. Limits can be raised deliberately with KCM_MAX_BINARY_MIB, KCM_MAX_CRATES and
+# KCM_MAX_DEPTH. `cargo bench --bench footprint -- --size-only` shows what takes the room.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-binary=${1:?usage: $0 <binary>}
-max_mib=${KCM_MAX_BINARY_MIB:-20}
+binary=${1:?usage: $0 <binary> [profile]}
+case ${2:-release} in
+    release) default_mib=10 ;;
+    *) default_mib=14 ;;
+esac
+max_mib=${KCM_MAX_BINARY_MIB:-$default_mib}
 max_crates=${KCM_MAX_CRATES:-70}
 max_depth=${KCM_MAX_DEPTH:-7}
 
