@@ -812,7 +812,7 @@ fn build_static(target_dir: Option<&Path>) -> Result<PathBuf, String> {
     eprintln!(
         "footprint: {} the static release build{} (LTO: minutes when not up to date)",
         script.display(),
-        if target_dir.is_some() { ", unstripped," } else { "" }
+        if target_dir.is_some() { " with symbols" } else { "" }
     );
     let output = command.output().map_err(|e| format!("cannot run {}: {e}", script.display()))?;
     if !output.status.success() {
@@ -843,21 +843,23 @@ fn size_report(options: &Options) -> Result<String, String> {
         return Err(format!("nm {} failed: {}", unstripped.display(), String::from_utf8_lossy(&output.stderr).trim()));
     }
     let mut by_crate: BTreeMap<String, u64> = BTreeMap::new();
-    let mut symbols = 0usize;
+    // Aliases (one function under several names) are counted once.
+    let mut seen = std::collections::HashSet::new();
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         // "<address> <size> <type> <name>", sizes in hex.
         let mut parts = line.splitn(4, ' ');
-        let (Some(_), Some(size), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(address), Some(size), Some(kind), Some(name)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             continue;
         };
-        if !matches!(kind, "t" | "T" | "W" | "i") {
+        if !matches!(kind, "t" | "T" | "W" | "i") || !seen.insert(address.to_string()) {
             continue;
         }
         let Ok(size) = u64::from_str_radix(size, 16) else { continue };
         *by_crate.entry(crate_of(name)).or_default() += size;
-        symbols += 1;
     }
+    let symbols = seen.len();
     let text: u64 = by_crate.values().sum();
     let mut crates: Vec<(String, u64)> = by_crate.into_iter().collect();
     crates.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -874,9 +876,10 @@ fn size_report(options: &Options) -> Result<String, String> {
             format!("OVER by {:.2} MiB", mib(shipped_bytes - BINARY_BUDGET))
         }
     );
+    let section = text_section_bytes(&unstripped).map_or(String::new(), |b| format!(" of .text's {:.2} MiB", mib(b)));
     out.push_str(&format!(
-        "Text by crate ({symbols} function symbols, {:.2} MiB, of {}; generic code counts for the crate that \
-         defines it, `<T as Trait>` for T's crate unless T is std's or a primitive):\n\n",
+        "Text by crate: {symbols} functions, {:.2} MiB{section}, in {} (the same build with symbols); generic \
+         code counts for the crate that defines it, `<T as Trait>` for T's crate unless T is std's or a primitive:\n\n",
         mib(text),
         unstripped.display()
     ));
@@ -894,6 +897,15 @@ fn size_report(options: &Options) -> Result<String, String> {
         ));
     }
     Ok(out)
+}
+
+/// The size of the `.text` section (`size -A`, binutils).
+fn text_section_bytes(binary: &Path) -> Option<u64> {
+    let output = Command::new("size").arg("-A").arg(binary).output().ok()?;
+    String::from_utf8_lossy(&output.stdout).lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        (fields.next()? == ".text").then(|| fields.next()?.parse().ok()).flatten()
+    })
 }
 
 fn percent(part: u64, whole: u64) -> f64 {
