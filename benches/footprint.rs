@@ -367,8 +367,8 @@ fn steps(
     let converged = started.elapsed();
     sleep_watching(manager, SETTLE)?;
     let (with_pods, pods_peaks) = sampler.phase_end();
-    phases.push((format!("{total} pods"), with_pods.cpu, Some(converged)));
-    progress(&format!("{total} pods"), &with_pods, Some(converged));
+    phases.push((format!("{} pods", thousands(total)), with_pods.cpu, Some(converged)));
+    progress(&format!("{} pods", thousands(total)), &with_pods, Some(converged));
 
     // Churn: 10 → 12 → 8, 200 pods deleted by hand, → 10.
     let started = Instant::now();
@@ -682,9 +682,10 @@ fn table(backend: Backend, options: &Options, results: &[(Config, Figures)]) -> 
     let pods = options.replica_sets * REPLICAS as usize;
     let mut out = String::new();
     out.push_str(&format!(
-        "\nFootprint on the {} ({NODES} simulated nodes; {} ReplicaSets x {REPLICAS} = {pods} pods; kubeadm's flags, {VERBOSITY}, leader election on)\n\n",
+        "\nFootprint on the {} ({NODES} simulated nodes; {} ReplicaSets x {REPLICAS} = {} pods; kubeadm's flags, {VERBOSITY}, leader election on)\n\n",
         backend.name(),
-        options.replica_sets
+        options.replica_sets,
+        thousands(pods)
     ));
     let mut heading = vec![String::new()];
     for (config, _) in results {
@@ -707,7 +708,7 @@ fn table(backend: Backend, options: &Options, results: &[(Config, Figures)]) -> 
             Some(mib(f.idle.rss))
         }),
         Metric::new("threads idle", 0, "≤ 40", |f| Some(f.idle.threads as f64)),
-        Metric::new(format!("RSS with {pods} pods (MiB)"), 1, "", |f| Some(mib(f.with_pods.rss))),
+        Metric::new(format!("RSS with {} pods (MiB)", thousands(pods)), 1, "", |f| Some(mib(f.with_pods.rss))),
         Metric::new("RSS per cached pod (KiB)", 1, "≤ 1/3 of upstream's", move |f| {
             Some((f.with_pods.rss as f64 - f.idle.rss as f64) / 1024.0 / pods as f64)
         }),
@@ -783,6 +784,19 @@ fn row(cells: &[String]) -> String {
     format!("| {} |\n", cells.join(" | "))
 }
 
+/// `1,000` for 1000.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -805,6 +819,25 @@ fn build_static(target_dir: Option<&Path>) -> Result<PathBuf, String> {
     let script = manifest_dir().join("scripts/build-static.sh");
     let mut command = Command::new(&script);
     command.stdin(Stdio::null()).stderr(Stdio::inherit());
+    // What `cargo bench` sets for the bench it runs: build scripts (ring's) rerun when these
+    // change, so with them the nested build would never be fresh, for this run or a later one
+    // from the shell.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        let set_by_cargo = ["CARGO_MANIFEST_", "CARGO_PKG_", "CARGO_CFG_"].iter().any(|p| name.starts_with(p))
+            || [
+                "CARGO",
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "OUT_DIR",
+            ]
+            .contains(&name.as_ref());
+        if set_by_cargo {
+            command.env_remove(name.as_ref());
+        }
+    }
     if let Some(dir) = target_dir {
         // Symbols kept, in a folder of its own, so that the shipped build is not touched.
         command.env("CARGO_TARGET_DIR", dir).env("CARGO_PROFILE_RELEASE_STRIP", "false");
