@@ -270,45 +270,25 @@ impl Client {
     ) -> Result<watch_connection::WatchConnection> {
         self.limiter.acquire();
         let server = self.shared.config.server.as_str();
+        let uri = format!("{server}{path_and_query}");
         let started = Instant::now();
         let mut headers = vec![("Accept", accept.to_string()), ("User-Agent", self.user_agent.to_string())];
-        let token = match &self.token_source {
-            Some(source) => {
-                Some(source.token().map_err(|e| Error::Transport(format!("GET {server}{path_and_query}: {e}")))?)
-            }
-            None => self.shared.config.auth.bearer_token(),
-        };
-        if let Some(token) = token {
+        if let Some(token) = self.bearer_token("GET", &uri)? {
             headers.push(("Authorization", format!("Bearer {token}")));
         }
         let request =
             watch_connection::WatchRequest { server, path_and_query, headers, connect_timeout: CONNECT_TIMEOUT };
-        let result = watch_connection::WatchConnection::open(&request, Some(&self.shared.connector));
-        let uri = format!("{server}{path_and_query}");
-        let elapsed = started.elapsed();
-        let code = match &result {
-            Ok(Ok(_)) => "200".to_string(),
-            Ok(Err(refused)) => refused.code.to_string(),
-            Err(_) => "<error>".to_string(),
-        };
-        self.shared.metrics.observe("GET", &code, &self.shared.host, elapsed);
-        match result {
+        match watch_connection::WatchConnection::open(&request, Some(&self.shared.connector)) {
             Ok(Ok(connection)) => {
-                log::trace!("GET {uri} 200 OK in {} milliseconds", elapsed.as_millis());
+                self.record("GET", &uri, started, Ok(200));
                 Ok(connection)
             }
             Ok(Err(refused)) => {
-                let reason = http::StatusCode::from_u16(refused.code).ok().and_then(|c| c.canonical_reason());
-                log::trace!("GET {uri} {code} {} in {} milliseconds", reason.unwrap_or(""), elapsed.as_millis());
-                if refused.code == 401
-                    && let Some(source) = &self.token_source
-                {
-                    source.reset_older_than(started);
-                }
+                self.record("GET", &uri, started, Ok(refused.code));
                 Err(refused.into_error())
             }
             Err(e) => {
-                log::trace!("GET {uri} failed after {} milliseconds: {e}", elapsed.as_millis());
+                self.record("GET", &uri, started, Err(&e.to_string()));
                 Err(e)
             }
         }
@@ -343,11 +323,7 @@ impl Client {
             .uri(&uri)
             .header("Accept", accept)
             .header("User-Agent", &*self.user_agent);
-        let token = match &self.token_source {
-            Some(source) => Some(source.token().map_err(|e| Error::Transport(format!("{method} {uri}: {e}")))?),
-            None => self.shared.config.auth.bearer_token(),
-        };
-        if let Some(token) = token {
+        if let Some(token) = self.bearer_token(method.as_str(), &uri)? {
             builder = builder.header("Authorization", format!("Bearer {token}"));
         }
         let invalid = |e: http::Error| Error::Request(format!("{method} {uri}: {e}"));
@@ -358,42 +334,45 @@ impl Client {
             }
             None => agent.run(timeout.apply(agent, builder.body(()).map_err(invalid)?)),
         };
-        let response = self.record(method.as_str(), &uri, started, result)?;
+        let response = match result {
+            Ok(response) => response,
+            Err(e) => {
+                self.record(method.as_str(), &uri, started, Err(&e.to_string()));
+                return Err(Error::Transport(format!("{method} {uri}: {e}")));
+            }
+        };
         let code = response.status().as_u16();
-        if code == 401
-            && let Some(source) = &self.token_source
-        {
-            source.reset_older_than(started);
-        }
+        self.record(method.as_str(), &uri, started, Ok(code));
         let retry_after = retry_after(&response);
         Ok(Answer { code, retry_after, body: response.into_body() })
     }
 
-    /// Records metrics and a log line for one round trip, worded as client-go's V(6) line.
-    fn record(
-        &self,
-        method: &str,
-        uri: &str,
-        started: Instant,
-        result: std::result::Result<http::Response<ureq::Body>, ureq::Error>,
-    ) -> Result<http::Response<ureq::Body>> {
+    /// The bearer token of a request: this client's own (a controller's service account) or
+    /// the config's.
+    fn bearer_token(&self, method: &str, uri: &str) -> Result<Option<String>> {
+        match &self.token_source {
+            Some(source) => source.token().map(Some).map_err(|e| Error::Transport(format!("{method} {uri}: {e}"))),
+            None => Ok(self.shared.config.auth.bearer_token()),
+        }
+    }
+
+    /// Records metrics and a log line for one round trip (its status code, or why it got
+    /// none), worded as client-go's V(6) line; a 401 makes a service-account token stale.
+    fn record(&self, method: &str, uri: &str, started: Instant, outcome: std::result::Result<u16, &str>) {
         let elapsed = started.elapsed();
-        let host = &self.shared.host;
-        let code = match &result {
-            Ok(r) => r.status().as_u16().to_string(),
-            Err(_) => "<error>".to_string(),
-        };
-        self.shared.metrics.observe(method, &code, host, elapsed);
-        match result {
-            Ok(response) => {
-                let reason = response.status().canonical_reason().unwrap_or("");
+        let code = outcome.map_or_else(|_| "<error>".to_string(), |code| code.to_string());
+        self.shared.metrics.observe(method, &code, &self.shared.host, elapsed);
+        match outcome {
+            Ok(status) => {
+                let reason = http::StatusCode::from_u16(status).ok().and_then(|c| c.canonical_reason()).unwrap_or("");
                 log::trace!("{method} {uri} {code} {reason} in {} milliseconds", elapsed.as_millis());
-                Ok(response)
+                if status == 401
+                    && let Some(source) = &self.token_source
+                {
+                    source.reset_older_than(started);
+                }
             }
-            Err(e) => {
-                log::trace!("{method} {uri} failed after {} milliseconds: {e}", elapsed.as_millis());
-                Err(Error::Transport(format!("{method} {uri}: {e}")))
-            }
+            Err(e) => log::trace!("{method} {uri} failed after {} milliseconds: {e}", elapsed.as_millis()),
         }
     }
 }
