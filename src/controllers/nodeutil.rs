@@ -263,7 +263,7 @@ fn patch_node_taints(api: &Api<Node>, node: &Node, taints: &[Taint]) -> Result<N
 pub fn mark_pods_not_ready(
     client: &Client,
     recorder: &EventRecorder,
-    pods: &[Pod],
+    pods: &[Arc<Pod>],
     node_name: &str,
 ) -> Result<(), String> {
     log::debug!("update ready status of pods on node {node_name}");
@@ -272,7 +272,7 @@ pub fn mark_pods_not_ready(
         if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) != Some(node_name) {
             continue;
         }
-        let mut pod = pod.clone();
+        let mut pod = (**pod).clone();
         let status = pod.status.get_or_insert_with(PodStatus::default);
         let Some(ready) = status.conditions.iter().flatten().find(|c| c.type_ == "Ready").cloned() else { continue };
         let wanted = PodCondition { status: "False".into(), ..ready };

@@ -227,13 +227,20 @@ fn for_each_parallel<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
 impl PodGc {
     /// `gc`: one pass over the cached pods and nodes.
     fn gc(&self) {
-        let pods = self.pods.store().list();
         let nodes = self.nodes.store().list();
+        let existing: BTreeSet<&str> = nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
+        // Only the pods some pass below can act on: the cache is not decoded whole every 20 s.
+        let pods = self.pods.store().filter(|pod| {
+            let node = node_name_of(pod);
+            is_terminated(pod)
+                || pod.metadata.deletion_timestamp.is_some()
+                || !(node.is_empty() || existing.contains(node))
+        });
         if self.terminated_pod_threshold > 0 {
             self.gc_terminated(&pods);
         }
         self.gc_terminating(&pods);
-        self.gc_orphaned(&pods, &nodes);
+        self.gc_orphaned(&pods, &existing);
         self.gc_unscheduled_terminating(&pods);
     }
 
@@ -265,9 +272,8 @@ impl PodGc {
 
     /// `gcOrphaned`: quarantines newly unknown nodes, then deletes the pods of the nodes whose
     /// quarantine is over and that a GET confirms are gone.
-    fn gc_orphaned(&self, pods: &[Arc<Pod>], nodes: &[Arc<Node>]) {
-        let existing: BTreeSet<&str> = nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
-        for node in unknown_nodes(pods, &existing) {
+    fn gc_orphaned(&self, pods: &[Arc<Pod>], existing: &BTreeSet<&str>) {
+        for node in unknown_nodes(pods, existing) {
             self.quarantine.add(node);
         }
         let deleted: BTreeSet<String> = (self.quarantine.take_due().into_iter())

@@ -282,13 +282,17 @@ impl NodeLifecycle {
     fn process_pod(&self, key: &str) -> Result<(), String> {
         let Some(pod) = self.pods.store().get(key) else { return Ok(()) };
         let node_name = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
-        let Some(health) = self.health.lock().get(&node_name).cloned() else { return Ok(()) };
+        let Some(ready) =
+            self.health.lock().get(&node_name).map(|h| node_condition(h.status.as_ref(), "Ready").cloned())
+        else {
+            return Ok(());
+        };
         if self.nodes.store().get(&node_name).is_none() {
             return Err(format!("failed to read node {node_name}"));
         }
-        let Some(ready) = node_condition(health.status.as_ref(), "Ready") else { return Ok(()) };
+        let Some(ready) = ready else { return Ok(()) };
         if ready.status != "True" {
-            nodeutil::mark_pods_not_ready(&self.client, &self.recorder, &[(*pod).clone()], &node_name)
+            nodeutil::mark_pods_not_ready(&self.client, &self.recorder, &[pod], &node_name)
                 .map_err(|e| format!("unable to mark pod {key} NotReady on node {node_name}: {e}"))?;
         }
         Ok(())
@@ -430,15 +434,17 @@ impl NodeLifecycle {
             zone_conditions.lock().entry(zone_key(&node)).or_default().push(current.clone());
         }
         if let Some(current) = current {
-            let pods: Vec<Pod> = pods_on_node(&self.pods, &name).iter().map(|p| (**p).clone()).collect();
             self.process_taint_based_eviction(&node, &observed);
             let needs_retry = self.nodes_to_retry.lock().contains(&name);
             let became_not_ready = current.status != "True" && observed.status == "True";
             if became_not_ready {
                 nodeutil::record_node_status_change(&self.recorder, &node, EventType::Normal, "NodeNotReady");
             }
+            // The node's pods are read only when they are marked (upstream lists them on
+            // every pass, but reading our cache cannot fail and unpacks every pod it returns).
             if (became_not_ready || (needs_retry && observed.status != "True"))
-                && let Err(e) = nodeutil::mark_pods_not_ready(&self.client, &self.recorder, &pods, &name)
+                && let Err(e) =
+                    nodeutil::mark_pods_not_ready(&self.client, &self.recorder, &pods_on_node(&self.pods, &name), &name)
             {
                 log::error!("unable to mark all pods NotReady on node {name}: {e}; queuing for retry");
                 self.nodes_to_retry.lock().insert(name);

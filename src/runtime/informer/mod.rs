@@ -189,9 +189,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
     /// on the calling thread (client-go's `AddEventHandler` replay), then every later change.
     pub fn add_handler(&self, handler: impl Fn(&Event<K>) + Send + Sync + 'static) {
         let mut handlers = self.handlers.lock();
-        for object in self.store.list() {
-            handler(&Event::Added(object));
-        }
+        self.store.for_each(|object| handler(&Event::Added(object)));
         handlers.push(Box::new(handler));
     }
 
@@ -268,9 +266,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
     /// Delivers every cached object as `Updated { old == new }`.
     fn resync(&self) {
         let handlers = self.handlers.lock();
-        for object in self.store.list() {
-            dispatch(&handlers, &Event::Updated { old: object.clone(), new: object });
-        }
+        self.store.for_each(|object| dispatch(&handlers, &Event::Updated { old: object.clone(), new: object }));
     }
 }
 

@@ -23,6 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
 
 use super::object_key;
+use super::reflector::ingest;
 
 /// How long a written object may stand in for the informer's copy. The watch normally brings
 /// the write within milliseconds; this only bounds what a lost or very late event can do.
@@ -47,7 +48,8 @@ impl<K: Metadata<Ty = ObjectMeta>> MutationCache<K> {
     /// Remembers what a write returned (`Mutation`). An older object than the one remembered
     /// (two writers of this process racing) does not replace it.
     pub fn mutation(&self, written: K) -> Arc<K> {
-        let written = Arc::new(written);
+        // Kept like the informer's copy it stands in for: without managedFields.
+        let written = Arc::new(ingest(written));
         let Some(version) = resource_version(written.metadata()) else { return written };
         let now = Instant::now();
         let mut entries = self.entries.lock();
@@ -143,6 +145,15 @@ mod tests {
         assert_eq!(version(&cache.newest(Arc::new(config_map("b", "u2", "x")))), "x");
         cache.mutation(config_map("c", "u3", "not-a-number"));
         assert_eq!(version(&cache.newest(Arc::new(config_map("c", "u3", "7")))), "7");
+    }
+
+    #[test]
+    fn a_write_is_kept_without_managed_fields() {
+        let cache = MutationCache::default();
+        let mut written = config_map("a", "u1", "12");
+        written.metadata.managed_fields = Some(vec![Default::default()]);
+        assert_eq!(cache.mutation(written).metadata.managed_fields, None);
+        assert_eq!(cache.newest(Arc::new(config_map("a", "u1", "10"))).metadata.managed_fields, None);
     }
 
     #[test]

@@ -716,7 +716,7 @@ fn is_connection_refused(e: &Error) -> bool {
 }
 
 /// Drops what the cache does not need (`metadata.managedFields`, often most of an object).
-fn ingest<K: Metadata<Ty = ObjectMeta>>(mut object: K) -> K {
+pub(super) fn ingest<K: Metadata<Ty = ObjectMeta>>(mut object: K) -> K {
     object.metadata_mut().managed_fields = None;
     object
 }

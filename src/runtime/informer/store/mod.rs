@@ -11,6 +11,7 @@
 //!
 //! Only the informer's reflector writes; any thread may read.
 
+mod delta;
 mod packed;
 
 use std::collections::{HashMap, HashSet};
@@ -158,9 +159,33 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
         if namespace.is_empty() { self.get(name) } else { self.get(&format!("{namespace}/{name}")) }
     }
 
-    /// Every cached object, in no particular order.
+    /// Every cached object, in no particular order. For packed kinds this unpacks the whole
+    /// cache at once; [`Store::for_each`] and [`Store::filter`] hold one object at a time.
     pub fn list(&self) -> Vec<Arc<K>> {
         self.inner.read().items.values().filter_map(|slot| self.object(slot)).collect()
+    }
+
+    /// Calls `visit` with every cached object, one at a time and without the store's lock
+    /// held (so `visit` may read the store). The keys are taken first: an object removed
+    /// meanwhile is skipped, one replaced meanwhile is seen as it is now.
+    pub fn for_each(&self, mut visit: impl FnMut(Arc<K>)) {
+        for key in self.keys() {
+            if let Some(object) = self.get(&key) {
+                visit(object);
+            }
+        }
+    }
+
+    /// The cached objects `keep` accepts, unpacking one at a time: a pass over every pod for
+    /// the few a controller acts on does not decode the whole cache at once.
+    pub fn filter(&self, keep: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
+        let mut kept = Vec::new();
+        self.for_each(|object| {
+            if keep(&object) {
+                kept.push(object);
+            }
+        });
+        kept
     }
 
     /// The cached objects of one namespace (the built-in `namespace` index).
@@ -311,6 +336,21 @@ mod tests {
         assert!(store.by_index("no-such-index", "x").is_empty());
         assert_eq!(store.len(), 2);
         assert_eq!(store.get_by_name("b", "three").map(|o| object_key(&o.metadata)), Some("b/three".into()));
+    }
+
+    #[test]
+    fn for_each_and_filter_see_every_object_once() {
+        let store = Store::<ConfigMap>::new();
+        for (name, color) in [("one", "red"), ("two", "blue"), ("three", "red")] {
+            store.insert(format!("a/{name}"), config_map("a", name, None, color));
+        }
+        let mut seen = Vec::new();
+        store.for_each(|o| seen.push(o));
+        assert_eq!(names(seen), ["a/one", "a/three", "a/two"]);
+        assert_eq!(names(store.filter(|o| color(o) == ["red"])), ["a/one", "a/three"]);
+        let mut reentrant = 0;
+        store.for_each(|o| reentrant += store.get(&object_key(&o.metadata)).map_or(0, |_| 1));
+        assert_eq!(reentrant, 3, "the visitor may read the store");
     }
 
     #[test]
