@@ -3,10 +3,11 @@
 
 use std::marker::PhantomData;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Status};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ListMeta, Status};
 use k8s_openapi::{ClusterResourceScope, List, ListableResource, NamespaceResourceScope, Resource};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use ureq::http::Method;
 
 use super::url::query;
@@ -52,6 +53,18 @@ impl<K: Resource<Scope = ClusterResourceScope>> Api<K> {
     pub fn cluster(client: &Client) -> Api<K> {
         Api { client: client.clone(), namespace: None, kind: PhantomData }
     }
+}
+
+/// A page of a list whose items are still JSON: a reader that keeps objects in another form
+/// (the informers' packed Pods) decodes them one at a time instead of all at once.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawList {
+    /// The list's metadata: resourceVersion and continue token.
+    #[serde(default)]
+    pub metadata: ListMeta,
+    /// The objects, each as the server wrote it.
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub items: Vec<Box<RawValue>>,
 }
 
 /// Options of list requests.
@@ -405,6 +418,12 @@ where
 {
     /// One page of the collection.
     pub fn list(&self, params: &ListParams) -> Result<List<K>> {
+        let path = format!("{}{}", self.collection_path(), params.query());
+        decode(&self.client.send(Method::GET, &path, None)?)
+    }
+
+    /// One page of the collection with its items left as JSON, to be decoded one at a time.
+    pub fn list_raw(&self, params: &ListParams) -> Result<RawList> {
         let path = format!("{}{}", self.collection_path(), params.query());
         decode(&self.client.send(Method::GET, &path, None)?)
     }

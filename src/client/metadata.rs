@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use ureq::http::Method;
 
-use super::api::{DeleteParams, Deleted, ListParams, Patch, PostParams};
+use super::api::{DeleteParams, Deleted, ListParams, Patch, PostParams, RawList};
 use super::discovery::ApiResource;
 use super::watch::{WatchParams, WatchReceiver, WatchStream};
 use super::{Client, Error, Result, decode};
@@ -122,6 +122,12 @@ impl MetadataApi {
 
     /// One page of the collection.
     pub fn list(&self, params: &ListParams) -> Result<PartialObjectMetadataList> {
+        let path = format!("{}{}", self.collection_path(), params.query());
+        decode(&self.client.send_accepting(Method::GET, &path, None, ACCEPT_LIST)?)
+    }
+
+    /// One page of the collection with its items left as JSON (see [`RawList`]).
+    pub fn list_raw(&self, params: &ListParams) -> Result<RawList> {
         let path = format!("{}{}", self.collection_path(), params.query());
         decode(&self.client.send_accepting(Method::GET, &path, None, ACCEPT_LIST)?)
     }

@@ -28,7 +28,9 @@ use ureq::http;
 use ureq::unversioned::resolver::Resolver;
 use ureq::unversioned::transport::{Connector, TcpConnector};
 
-pub use api::{Api, DeleteParams, Deleted, ListParams, Patch, PostParams, Preconditions, PropagationPolicy, Scope};
+pub use api::{
+    Api, DeleteParams, Deleted, ListParams, Patch, PostParams, Preconditions, PropagationPolicy, RawList, Scope,
+};
 pub use config::RestConfig;
 pub use error::{ApiError, Error, Result};
 pub use metrics::ClientMetrics;

@@ -234,11 +234,14 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
 
     /// Makes the cache equal to a full list and announces the difference (client-go's
     /// `Replace`, without events for unchanged objects): listed objects first, in list order,
-    /// then the deletions of cached objects the list no longer has.
-    fn replace(&self, listed: Vec<K>) {
+    /// then the deletions of cached objects the list no longer has. The objects come one at a
+    /// time (decoded as they are applied); the first error ends the replace before the
+    /// deletions, which only a complete list can tell.
+    fn replace(&self, listed: impl IntoIterator<Item = crate::client::Result<K>>) -> crate::client::Result<()> {
         let handlers = self.handlers.lock();
-        let mut seen = HashSet::with_capacity(listed.len());
+        let mut seen = HashSet::new();
         for object in listed {
+            let object = object?;
             let key = object_key(object.metadata());
             seen.insert(key.clone());
             // The metadata alone tells, without unpacking a packed object.
@@ -261,6 +264,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
                 dispatch(&handlers, &Event::Deleted { object, final_state_unknown: true });
             }
         }
+        Ok(())
     }
 
     /// Delivers every cached object as `Updated { old == new }`.
@@ -553,11 +557,15 @@ mod tests {
     #[test]
     fn a_relist_delivers_only_the_difference() {
         let informer = Informer::<ConfigMap>::new(None);
-        informer.replace(vec![config_map("same", "1"), config_map("changed", "2"), config_map("gone", "3")]);
+        informer
+            .replace([config_map("same", "1"), config_map("changed", "2"), config_map("gone", "3")].map(Ok))
+            .unwrap();
         let seen = recorded(&informer);
         assert_eq!(seen.lock().len(), 3, "the replay");
         seen.lock().clear();
-        informer.replace(vec![config_map("same", "1"), config_map("changed", "5"), config_map("new", "6")]);
+        informer
+            .replace([config_map("same", "1"), config_map("changed", "5"), config_map("new", "6")].map(Ok))
+            .unwrap();
         assert_eq!(*seen.lock(), ["updated ns/changed@2 to ns/changed@5", "added ns/new@6", "vanished ns/gone@3"]);
         let mut keys = informer.store().keys();
         keys.sort();

@@ -56,8 +56,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, select};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::{ClusterResourceScope, List, ListableResource, Metadata, NamespaceResourceScope, Resource};
+use k8s_openapi::{ClusterResourceScope, ListableResource, Metadata, NamespaceResourceScope, Resource};
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 
 use super::Informer;
 use crate::client::discovery::ApiResource;
@@ -65,7 +66,7 @@ use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
 use crate::client::watch::{RawEvent, decode_event};
 use crate::client::watch_connection::WatchConnection;
 use crate::client::watch_poller::{self, WatchHandler};
-use crate::client::{Api, Client, Error, ListParams, Result, WatchEvent, WatchParams};
+use crate::client::{Api, Client, Error, ListParams, RawList, Result, WatchEvent, WatchParams};
 
 /// Objects per list page (client-go's pager default).
 const PAGE_SIZE: u32 = 500;
@@ -81,8 +82,8 @@ const BACKOFF_RESET: Duration = Duration::from_secs(120);
 /// `k8s_openapi` scopes; it stands in for the client's own scope bound, which is not nameable
 /// outside the client module.
 pub trait InformerScope: Sized {
-    /// One page of the collection.
-    fn list_page<K>(client: &Client, params: &ListParams) -> Result<List<K>>
+    /// One page of the collection, its items still JSON.
+    fn list_page<K>(client: &Client, params: &ListParams) -> Result<RawList>
     where
         K: Resource<Scope = Self> + ListableResource + DeserializeOwned;
 
@@ -93,11 +94,11 @@ pub trait InformerScope: Sized {
 }
 
 impl InformerScope for NamespaceResourceScope {
-    fn list_page<K>(client: &Client, params: &ListParams) -> Result<List<K>>
+    fn list_page<K>(client: &Client, params: &ListParams) -> Result<RawList>
     where
         K: Resource<Scope = Self> + ListableResource + DeserializeOwned,
     {
-        Api::<K>::all(client).list(params)
+        Api::<K>::all(client).list_raw(params)
     }
 
     fn open_watch<K>(client: &Client, params: &WatchParams) -> Result<WatchConnection>
@@ -109,11 +110,11 @@ impl InformerScope for NamespaceResourceScope {
 }
 
 impl InformerScope for ClusterResourceScope {
-    fn list_page<K>(client: &Client, params: &ListParams) -> Result<List<K>>
+    fn list_page<K>(client: &Client, params: &ListParams) -> Result<RawList>
     where
         K: Resource<Scope = Self> + ListableResource + DeserializeOwned,
     {
-        Api::<K>::cluster(client).list(params)
+        Api::<K>::cluster(client).list_raw(params)
     }
 
     fn open_watch<K>(client: &Client, params: &WatchParams) -> Result<WatchConnection>
@@ -146,14 +147,31 @@ pub trait Cached: Metadata<Ty = ObjectMeta> + Send + Sync + 'static {}
 
 impl<K: Metadata<Ty = ObjectMeta> + Send + Sync + 'static> Cached for K {}
 
-/// One page of a list.
-pub struct Page<K> {
-    /// The objects of this page.
-    pub items: Vec<K>,
+/// One page of a list. Its objects are decoded one at a time when the list is applied, so
+/// that a list of thousands of Pods is never held decoded at once (a decoded Pod is ~17 KiB,
+/// its JSON 2–5 KiB, its packed form in the cache a fraction of that).
+pub struct Page {
+    /// The objects of this page, as JSON.
+    pub items: Vec<Box<RawValue>>,
     /// The token of the next page; `None` or empty on the last page.
     pub continue_token: Option<String>,
     /// The list's resourceVersion: the last page's is where the watch starts.
     pub resource_version: Option<String>,
+}
+
+impl From<RawList> for Page {
+    fn from(list: RawList) -> Page {
+        Page {
+            items: list.items,
+            continue_token: list.metadata.continue_,
+            resource_version: list.metadata.resource_version,
+        }
+    }
+}
+
+/// Decodes one listed object.
+fn decode_item<K: DeserializeOwned>(item: &RawValue) -> Result<K> {
+    serde_json::from_str(item.get()).map_err(|e| Error::Decode(format!("listed object: {e}")))
 }
 
 /// How a reflector lists and watches its collection (client-go's `ListerWatcher`): typed
@@ -161,7 +179,10 @@ pub struct Page<K> {
 /// resources discovered at run time.
 pub trait ListerWatcher<K>: Send + Sync + 'static {
     /// One page of the collection across all namespaces (or cluster-wide).
-    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page<K>>;
+    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page>;
+
+    /// Decodes one object of a listed page.
+    fn decode_item(&self, item: &RawValue) -> Result<K>;
 
     /// Opens a watch of the collection, to be read by the watch poller.
     fn open_watch(&self, client: &Client, params: &WatchParams) -> Result<WatchConnection>;
@@ -183,13 +204,12 @@ impl<K> Typed<K> {
 }
 
 impl<K: Informable> ListerWatcher<K> for Typed<K> {
-    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page<K>> {
-        let list = K::Scope::list_page::<K>(client, params)?;
-        Ok(Page {
-            items: list.items,
-            continue_token: list.metadata.continue_,
-            resource_version: list.metadata.resource_version,
-        })
+    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page> {
+        Ok(Page::from(K::Scope::list_page::<K>(client, params)?))
+    }
+
+    fn decode_item(&self, item: &RawValue) -> Result<K> {
+        decode_item(item)
     }
 
     fn open_watch(&self, client: &Client, params: &WatchParams) -> Result<WatchConnection> {
@@ -209,13 +229,12 @@ impl<K: Informable> ListerWatcher<K> for Typed<K> {
 pub(super) struct MetadataOnly(pub(super) ApiResource);
 
 impl ListerWatcher<PartialObjectMetadata> for MetadataOnly {
-    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page<PartialObjectMetadata>> {
-        let list = MetadataApi::new(client, &self.0, None).list(params)?;
-        Ok(Page {
-            items: list.items,
-            continue_token: list.metadata.continue_,
-            resource_version: list.metadata.resource_version,
-        })
+    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page> {
+        Ok(Page::from(MetadataApi::new(client, &self.0, None).list_raw(params)?))
+    }
+
+    fn decode_item(&self, item: &RawValue) -> Result<PartialObjectMetadata> {
+        decode_item(item)
     }
 
     fn open_watch(&self, client: &Client, params: &WatchParams) -> Result<WatchConnection> {
@@ -447,7 +466,13 @@ impl<K: Cached> Reflector<K> {
             self.paginated_result = true;
         }
         self.resource_version_unavailable = false;
-        self.informer.replace(objects);
+        // Decoded one at a time as they are applied; an object that does not decode fails
+        // the list (relisted after backoff) before any deletion is delivered.
+        let source = self.source.clone();
+        let decoded = objects.into_iter().map(|item| source.decode_item(&item).map(ingest));
+        if let Err(e) = self.informer.replace(decoded) {
+            return Ok(Err(e));
+        }
         self.set_resource_version(resource_version);
         self.informer.mark_synced();
         Ok(Ok(()))
@@ -624,10 +649,11 @@ impl<K> Informer<K> {
 }
 
 /// What one list gave.
-struct Listed<K> {
+struct Listed {
     /// The resourceVersion first asked for.
     requested: String,
-    result: Result<(Vec<K>, String)>,
+    /// The objects, as JSON, and the list's resourceVersion.
+    result: Result<(Vec<Box<RawValue>>, String)>,
     /// Whether any answer came in more than one page.
     paginated: bool,
     /// The list at `requested` was answered 410 or "too large", so it was retried at "".
@@ -642,7 +668,7 @@ fn list_with_fallback<K: Cached>(
     client: &Client,
     from: &str,
     page_size: Option<u32>,
-) -> Listed<K> {
+) -> Listed {
     let mut paginated = false;
     let result = list_pages(source, client, from, page_size, &mut paginated);
     match result {
@@ -656,8 +682,8 @@ fn list_with_fallback<K: Cached>(
 }
 
 /// Lists the whole collection as client-go's pager does: pages of `page_size` (`None`: one
-/// request without a limit), dropping `managedFields` as pages arrive. If a continue token
-/// expires between pages, lists everything at once at the requested resourceVersion.
+/// request without a limit). If a continue token expires between pages, lists everything at
+/// once at the requested resourceVersion. The objects stay JSON until they are applied.
 /// `paginated` is set when an answer carried a continue token.
 fn list_pages<K: Cached>(
     source: &dyn ListerWatcher<K>,
@@ -665,7 +691,7 @@ fn list_pages<K: Cached>(
     from: &str,
     page_size: Option<u32>,
     paginated: &mut bool,
-) -> Result<(Vec<K>, String)> {
+) -> Result<(Vec<Box<RawValue>>, String)> {
     let first = ListParams {
         limit: page_size,
         resource_version: (!from.is_empty()).then(|| from.to_string()),
@@ -684,7 +710,7 @@ fn list_pages<K: Cached>(
             }
             Err(e) => return Err(e),
         };
-        objects.extend(page.items.into_iter().map(ingest));
+        objects.extend(page.items);
         match page.continue_token.filter(|c| !c.is_empty()) {
             Some(token) => {
                 // Later pages are read at the first page's revision, which the token carries.
@@ -848,13 +874,15 @@ mod tests {
     #[derive(Default)]
     struct FakeLister {
         objects: usize,
+        /// Each page ends with an object that does not decode.
+        garbage: bool,
         failures: Mutex<Vec<Option<Error>>>,
         requests: Mutex<Vec<Request>>,
     }
 
     impl FakeLister {
         fn with(objects: usize, failures: Vec<Option<Error>>) -> Self {
-            FakeLister { objects, failures: Mutex::new(failures), requests: Mutex::default() }
+            FakeLister { objects, failures: Mutex::new(failures), ..FakeLister::default() }
         }
 
         fn requests(&self) -> Vec<Request> {
@@ -863,7 +891,7 @@ mod tests {
     }
 
     impl ListerWatcher<ConfigMap> for FakeLister {
-        fn list_page(&self, _: &Client, params: &ListParams) -> Result<Page<ConfigMap>> {
+        fn list_page(&self, _: &Client, params: &ListParams) -> Result<Page> {
             self.requests.lock().push(Request {
                 resource_version: params.resource_version.clone(),
                 limit: params.limit,
@@ -878,10 +906,17 @@ mod tests {
             let start: usize = params.continue_token.as_deref().map_or(0, |t| t.parse().expect("a numeric token"));
             let end = params.limit.map_or(self.objects, |l| (start + l as usize).min(self.objects));
             Ok(Page {
-                items: (start..end).map(|i| config_map(&format!("cm-{i:04}"), "100")).collect(),
+                items: (start..end)
+                    .map(|i| serde_json::value::to_raw_value(&config_map(&format!("cm-{i:04}"), "100")).unwrap())
+                    .chain(self.garbage.then(|| RawValue::from_string("{\"metadata\": 7}".into()).unwrap()))
+                    .collect(),
                 continue_token: (end < self.objects).then(|| end.to_string()),
                 resource_version: Some("100".into()),
             })
+        }
+
+        fn decode_item(&self, item: &RawValue) -> Result<ConfigMap> {
+            decode_item(item)
         }
 
         fn open_watch(&self, _: &Client, _: &WatchParams) -> Result<WatchConnection> {
@@ -935,10 +970,9 @@ mod tests {
             list_pages(&fake, &unreachable_client(), "", Some(PAGE_SIZE), &mut paginated).expect("a list");
         assert_eq!(version, "100");
         assert_eq!(objects.len(), 1200);
-        let mut names: Vec<_> = objects.iter().filter_map(|o| o.metadata.name.clone()).collect();
+        let mut names: Vec<_> = objects.iter().filter_map(|o| fake.decode_item(o).unwrap().metadata.name).collect();
         names.dedup();
         assert_eq!(names.len(), 1200, "no object twice");
-        assert!(objects.iter().all(|o| o.metadata.managed_fields.is_none()), "managedFields dropped on ingest");
         assert!(paginated);
         assert_eq!(
             fake.requests(),
@@ -978,6 +1012,8 @@ mod tests {
         assert_eq!(fake.requests()[0], request(Some("0"), Some(500), false));
         assert_eq!(reflector.informer.store().len(), 600);
         assert_eq!(reflector.informer.last_sync_resource_version(), "100");
+        let cached = reflector.informer.store().list();
+        assert!(cached.iter().all(|o| o.metadata.managed_fields.is_none()), "managedFields dropped on ingest");
 
         // A paginated answer at "0": the server does not serve from a watch cache, keep paging.
         assert!(reflector.paginated_result);
@@ -1018,6 +1054,18 @@ mod tests {
             ]
         );
         assert!(!reflector.resource_version_unavailable);
+    }
+
+    #[test]
+    fn a_list_with_an_object_that_does_not_decode_fails_before_any_deletion() {
+        let (mut healthy, _stop) = reflector(Arc::new(FakeLister::with(3, vec![])));
+        assert!(matches!(healthy.list(), Ok(Ok(()))));
+        let (mut broken, _stop) =
+            reflector(Arc::new(FakeLister { objects: 1, garbage: true, ..FakeLister::default() }));
+        broken.informer = healthy.informer.clone();
+        assert!(matches!(broken.list(), Ok(Err(Error::Decode(_)))));
+        assert_eq!(broken.informer.store().len(), 3, "nothing deleted on the strength of a list cut short");
+        assert_eq!(broken.informer.last_sync_resource_version(), "100", "from the list before");
     }
 
     #[test]
