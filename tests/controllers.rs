@@ -34,3 +34,5 @@ mod serviceaccounts;
 mod side_by_side;
 #[path = "controllers/ttl.rs"]
 mod ttl;
+#[path = "controllers/ttlafterfinished.rs"]
+mod ttlafterfinished;

@@ -40,6 +40,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "serviceaccount",
     "serviceaccount_tokens_secret",
     "serviceaccount_tokens_service",
+    "ttl_jobs_to_delete",
     "ttlcontroller",
 ];
 

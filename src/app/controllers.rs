@@ -13,7 +13,7 @@ use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
     deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, namespace, nodeipam, nodelifecycle,
-    podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, tainteviction, ttl,
+    podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -296,7 +296,12 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("node-controller")
         .starts(|c, _| tainteviction::new(c)),
     off_by_default("token-cleaner-controller", &["tokencleaner"]).account("token-cleaner"),
-    plain("ttl-after-finished-controller", &["ttl-after-finished"]).account("ttl-after-finished-controller"),
+    plain("ttl-after-finished-controller", &["ttl-after-finished"])
+        .account("ttl-after-finished-controller")
+        .starts(|c, o| {
+            let config = ttlafterfinished::Config { workers: workers(o.concurrency.ttl_after_finished_syncs) };
+            ttlafterfinished::new(c, config)
+        }),
     plain("ttl-controller", &["ttl"]).account("ttl-controller").starts(|c, _| ttl::new(c)),
     plain("validatingadmissionpolicy-status-controller", &[]).account("validatingadmissionpolicy-status-controller"),
     gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"])
@@ -662,7 +667,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 18);
+        assert_eq!(implemented().len(), 19);
     }
 
     fn options(root_ca_file: &str) -> Options {

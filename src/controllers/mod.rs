@@ -21,3 +21,4 @@ pub mod root_ca_publisher;
 pub mod serviceaccount;
 pub mod tainteviction;
 pub mod ttl;
+pub mod ttlafterfinished;

@@ -622,6 +622,7 @@ const COMPARED_KINDS: &[(&str, &str, &str)] = &[
     ("/apis/apps/v1", "deployments", "Deployment"),
     ("/apis/apps/v1", "replicasets", "ReplicaSet"),
     ("/apis/discovery.k8s.io/v1", "endpointslices", "EndpointSlice"),
+    ("/apis/batch/v1", "jobs", "Job"),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -1223,9 +1224,18 @@ pub static SCENARIOS: &[Scenario] = &[
         compare_nodes: true,
         run: node_ipam,
     },
+    Scenario {
+        name: "job-ttl",
+        summary: "two Jobs finished (through jobs/status): the one with a TTL deleted when it ran out",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: job_ttl,
+    },
 ];
 
 const RS: &str = "/apis/apps/v1/namespaces/sbs/replicasets";
+const JOBS: &str = "/apis/batch/v1/namespaces/sbs/jobs";
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/sbs/deployments";
 
 /// A pod template labelled `app: name`, one container of `image`.
@@ -1281,6 +1291,32 @@ fn rolled_out(steps: &mut Steps, name: &str, replicas: i64) -> Result<(), String
     })?;
     let selector = format!("app={name}");
     steps.wait_pods_ready(NAMESPACE, &selector, replicas as usize).map(|_| ())
+}
+
+/// A Job `name` whose pods would run `pi`; no job controller runs in this comparison.
+fn job(name: &str, ttl_seconds_after_finished: Option<i32>) -> Value {
+    json!({"metadata": {"name": name}, "spec": {"ttlSecondsAfterFinished": ttl_seconds_after_finished,
+        "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "pi", "image": "perl:5.34"}]}}}})
+}
+
+/// Marks Job `name` succeeded as the job controller would: `SuccessCriteriaMet`, then `Complete`.
+fn finish_job(steps: &Steps, name: &str) -> Result<(), String> {
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let condition =
+        |kind: &str| json!({"type": kind, "status": "True", "lastTransitionTime": now, "lastProbeTime": now});
+    let status = json!({"startTime": now, "completionTime": now, "succeeded": 1,
+        "conditions": [condition("SuccessCriteriaMet"), condition("Complete")]});
+    steps.patch(&format!("{JOBS}/{name}/status"), json!({"status": status})).map(drop)
+}
+
+fn job_ttl(steps: &mut Steps) -> Result<(), String> {
+    steps.create(JOBS, job("expires", Some(8)))?;
+    steps.create(JOBS, job("kept", None))?;
+    finish_job(steps, "expires")?;
+    finish_job(steps, "kept")?;
+    steps.checkpoint("both finished, the TTL running")?;
+    steps.wait_gone(&format!("{JOBS}/expires"))?;
+    steps.checkpoint("the Job with a TTL deleted")
 }
 
 fn replicaset_scale(steps: &mut Steps) -> Result<(), String> {

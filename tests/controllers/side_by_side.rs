@@ -39,3 +39,8 @@ fn a_deployment_rolls_out_as_upstream_rolls_it_out() {
 fn a_new_namespace_is_furnished_as_upstream_furnishes_it() {
     run("serviceaccounts-rootca");
 }
+
+#[test]
+fn a_finished_job_is_deleted_after_its_ttl_as_upstream_deletes_it() {
+    run("job-ttl");
+}

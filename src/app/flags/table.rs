@@ -595,7 +595,7 @@ pub static FLAGS: &[FlagSpec] = &[
         "PEM CA bundle added to service account token Secrets."),
     flag!("service-account-private-key-file", ServiceAccountController, Str, "", BUILT, service_account.private_key_file,
         "PEM RSA or ECDSA private key that signs legacy service account tokens; setting it enables legacy Secret-based tokens."),
-    flag!("concurrent-ttl-after-finished-syncs", TtlAfterFinishedController, Int32, "5", LATER, concurrency.ttl_after_finished_syncs,
+    flag!("concurrent-ttl-after-finished-syncs", TtlAfterFinishedController, Int32, "5", BUILT, concurrency.ttl_after_finished_syncs,
         "Number of workers of the TTL-after-finished controller."),
     flag!("concurrent-validating-admission-policy-status-syncs", ValidatingAdmissionPolicyStatusController, Int32, "5", LATER, concurrency.validating_admission_policy_status_syncs,
         "Number of ValidatingAdmissionPolicy status workers (at least 1)."),
