@@ -16,6 +16,8 @@ mod deployment;
 mod endpoints;
 #[path = "controllers/gc.rs"]
 mod gc;
+#[path = "controllers/job.rs"]
+mod job;
 #[path = "controllers/namespace.rs"]
 mod namespace;
 #[path = "controllers/nodeipam.rs"]

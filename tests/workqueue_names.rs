@@ -25,6 +25,8 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "garbage_collector_attempt_to_delete",
     "garbage_collector_attempt_to_orphan",
     "garbage_collector_graph_changes",
+    "job",
+    "job_orphan_pod",
     "namespace",
     "noexec_taint_node",
     "noexec_taint_pod",

@@ -12,8 +12,9 @@ use std::fmt;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
-    deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, namespace, nodeipam, nodelifecycle,
-    podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, tainteviction, ttl, ttlafterfinished,
+    deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace, nodeipam,
+    nodelifecycle, podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, tainteviction, ttl,
+    ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -213,7 +214,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .off_when(|o| !o.garbage_collector.enabled)
         .starts(|c, o| garbagecollector::new(c, garbagecollector::Config { workers: workers(o.concurrency.gc_syncs) })),
     plain("horizontal-pod-autoscaler-controller", &["horizontalpodautoscaling"]).account("horizontal-pod-autoscaler"),
-    plain("job-controller", &["job"]).account("job-controller"),
+    plain("job-controller", &["job"])
+        .account("job-controller")
+        .starts(|c, o| job::new(c, job::Config { workers: workers(o.concurrency.job_syncs) })),
     gated("kube-apiserver-serving-clustertrustbundle-publisher-controller", &[], &["ClusterTrustBundle"])
         .account("kube-apiserver-serving-clustertrustbundle-publisher"),
     plain("legacy-serviceaccount-token-cleaner-controller", &["legacy-service-account-token-cleaner"])
@@ -667,7 +670,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 19);
+        assert_eq!(implemented().len(), 20);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -9,6 +9,7 @@ pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod endpointutil;
 pub mod garbagecollector;
+pub mod job;
 pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;

@@ -55,6 +55,8 @@ pub struct ControllerRefManager<'a> {
     pub selector: &'a Selector,
     /// `RecheckDeletionTimestamp`: called once, before the first adoption.
     pub can_adopt: &'a dyn Fn() -> Result<(), String>,
+    /// Finalizers an adoption adds (the Job controller's `batch.kubernetes.io/job-tracking`).
+    pub finalizers: &'a [&'a str],
 }
 
 impl ControllerRefManager<'_> {
@@ -112,7 +114,10 @@ impl ControllerRefManager<'_> {
     where
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
     {
-        let patch = json!({"metadata": {"ownerReferences": [self.owner_ref], "uid": meta.uid}});
+        let mut patch = json!({"metadata": {"ownerReferences": [self.owner_ref], "uid": meta.uid}});
+        if !self.finalizers.is_empty() {
+            patch["metadata"]["finalizers"] = json!(self.finalizers);
+        }
         match patch_object::<K>(self.client, meta, patch) {
             Ok(()) => Ok(true),
             Err(e) if e.is_not_found() => Ok(false),

@@ -355,12 +355,13 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 16] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 17] = [
     "deployment-controller",
     "endpoint-controller",
     "endpointslice-controller",
     "endpointslicemirroring-controller",
     "generic-garbage-collector",
+    "job-controller",
     "legacy-service-account-token-cleaner",
     "namespace-controller",
     "node-controller",

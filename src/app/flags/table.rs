@@ -516,7 +516,7 @@ pub static FLAGS: &[FlagSpec] = &[
         "Smallest change (from 1.0) of the desired-to-actual metrics ratio that makes the autoscaler scale."),
     flag!("horizontal-pod-autoscaler-upscale-delay", HorizontalPodAutoscalerController, GoDuration, "3m0s", NO_OP, _,
         "Wait after an upscale before the next one."),
-    flag!("concurrent-job-syncs", JobController, Int32, "5", LATER, concurrency.job_syncs,
+    flag!("concurrent-job-syncs", JobController, Int32, "5", BUILT, concurrency.job_syncs,
         "Number of jobs synced concurrently (at least 1)."),
     flag!("concurrent-cron-job-syncs", CronJobController, Int32, "5", LATER, concurrency.cron_job_syncs,
         "Number of cron jobs synced concurrently (at least 1)."),

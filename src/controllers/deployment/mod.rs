@@ -190,6 +190,7 @@ impl DeploymentController {
             owner_ref: controller_ref(d),
             selector: &selector,
             can_adopt: &can_adopt,
+            finalizers: &[],
         };
         Ok(manager.claim::<ReplicaSet, _>(all)?)
     }

@@ -23,6 +23,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             owner_ref: self.controller_ref(rs),
             selector,
             can_adopt: &can_adopt,
+            finalizers: &[],
         };
         manager.claim::<Pod, _>(pods)
     }

@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::ReplicaManager;
 use super::kind::ReplicaKind;
-use super::pods::{controller_of, pod_key};
 use crate::apimachinery::pod::is_pod_ready;
+use crate::controllers::podutil::ranking::{controller_of, pod_key};
 use crate::runtime::informer::{Event, object_key};
 
 impl<K: ReplicaKind> ReplicaManager<K> {

@@ -10,10 +10,8 @@
 //! writes the status.
 
 mod claim;
-mod expectations;
 mod handlers;
 pub mod kind;
-mod pods;
 mod status;
 
 use std::sync::Arc;
@@ -25,16 +23,17 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::client::{Api, Client, DeleteParams, PostParams};
+use crate::controllers::podutil::ranking::{pod_key, pods_to_delete};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::claim_candidate;
 use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::expectations::Expectations;
 use crate::runtime::informer::{Event, Informer, split_key};
+use crate::runtime::slow_start::slow_start_batch;
 use crate::runtime::workqueue::WorkQueue;
 
 use crate::apimachinery::pod::is_pod_active;
-use expectations::Expectations;
 use kind::ReplicaKind;
-use pods::{pod_key, pods_to_delete, slow_start_batch};
 
 /// `BurstReplicas`: at most this many pods are created or deleted in one sync.
 pub const BURST_REPLICAS: usize = 500;

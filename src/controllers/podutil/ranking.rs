@@ -1,6 +1,6 @@
-//! Pod helpers of `pkg/controller/controller_utils.go`: the deletion ranking
-//! (`ActivePodsWithRanks`) and `slowStartBatch`; activity, readiness and availability are
-//! [`crate::apimachinery::pod`]'s.
+//! The deletion rankings of `pkg/controller/controller_utils.go`: `ActivePodsWithRanks` (the
+//! ReplicaSet controller's) and `ActivePods` (the Job controller's); activity, readiness and
+//! availability are [`crate::apimachinery::pod`]'s.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -154,6 +154,35 @@ pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Times
     Ordering::Equal
 }
 
+/// `ActivePods.Less` (the Job controller's ranking): unassigned, then earlier phases, not
+/// ready, ready for a shorter time, more restarts, newer pods first; no deletion cost, no
+/// node ranking and plain (not logarithmic) times.
+pub fn active_pods_order(a: &Pod, b: &Pod) -> Ordering {
+    let (node_a, node_b) = (node_of(a), node_of(b));
+    if node_a != node_b && (node_a.is_empty() || node_b.is_empty()) {
+        return if node_a.is_empty() { Ordering::Less } else { Ordering::Greater };
+    }
+    let by_phase = phase_ordinal(a).cmp(&phase_ordinal(b));
+    if by_phase != Ordering::Equal {
+        return by_phase;
+    }
+    if is_pod_ready(a) != is_pod_ready(b) {
+        return if is_pod_ready(a) { Ordering::Greater } else { Ordering::Less };
+    }
+    if is_pod_ready(a) && is_pod_ready(b) {
+        let (ta, tb) = (ready_time(a), ready_time(b));
+        if ta != tb {
+            return after_or_zero(ta, tb);
+        }
+    }
+    let (ra, rb) = (max_restarts(a), max_restarts(b));
+    if ra != rb {
+        return if ra.0 != rb.0 { rb.0.cmp(&ra.0) } else { rb.1.cmp(&ra.1) };
+    }
+    let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    after_or_zero(created(a), created(b))
+}
+
 /// `getPodsToDelete` with `getPodsRankedByRelatedPodsOnSameNode`: the first `count` pods to
 /// delete, ranking pods on nodes crowded with related pods first.
 pub fn pods_to_delete(mut pods: Vec<Arc<Pod>>, related: &[Arc<Pod>], count: usize, now: Timestamp) -> Vec<Arc<Pod>> {
@@ -173,37 +202,10 @@ fn node_of(pod: &Pod) -> String {
     pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default()
 }
 
-/// `SlowStartInitialBatchSize`.
-pub const SLOW_START_INITIAL_BATCH: usize = 1;
-
-/// `slowStartBatch`: calls `call` `count` times in batches of 1, 2, 4, … running each batch
-/// concurrently, and stops after the first batch with a failure. Returns how many calls
-/// succeeded and the first error.
-pub fn slow_start_batch<E: Send>(count: usize, call: impl Fn() -> Result<(), E> + Sync) -> (usize, Option<E>) {
-    let mut remaining = count;
-    let mut successes = 0;
-    let mut batch = remaining.min(SLOW_START_INITIAL_BATCH);
-    while batch > 0 {
-        let results: Vec<Result<(), E>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..batch).map(|_| scope.spawn(&call)).collect();
-            threads.into_iter().filter_map(|t| t.join().ok()).collect()
-        });
-        let failed = batch - results.iter().filter(|r| r.is_ok()).count();
-        successes += batch - failed;
-        if failed > 0 {
-            return (successes, results.into_iter().find_map(Result::err));
-        }
-        remaining -= batch;
-        batch = (2 * batch).min(remaining);
-    }
-    (successes, None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
     fn pod(name: &str, node: &str, phase: &str, ready: Option<&str>) -> Arc<Pod> {
         let mut conditions = vec![];
@@ -248,19 +250,5 @@ mod tests {
         let b = pod("crowded", "n2", "Running", None);
         let related = vec![b.clone(), pod("other", "n2", "Running", None), a.clone()];
         assert_eq!(names(&pods_to_delete(vec![a, b], &related, 1, now)), ["crowded"]);
-    }
-
-    #[test]
-    fn slow_start_stops_after_the_first_failing_batch() {
-        let calls = AtomicUsize::new(0);
-        let (ok, err) = slow_start_batch(10, || {
-            let n = calls.fetch_add(1, AtomicOrdering::SeqCst);
-            if n >= 4 { Err("quota") } else { Ok(()) }
-        });
-        // Batches 1, 2, 4: the third batch has one success and three failures.
-        assert_eq!(calls.load(AtomicOrdering::SeqCst), 7);
-        assert_eq!((ok, err), (4, Some("quota")));
-        assert_eq!(slow_start_batch::<()>(5, || Ok(())), (5, None));
-        assert_eq!(slow_start_batch::<()>(0, || Ok(())), (0, None));
     }
 }

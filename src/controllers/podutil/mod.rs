@@ -1,6 +1,9 @@
-//! `pkg/util/pod.PatchPodStatus`, which several controllers share: a strategic merge patch of
-//! the status with the pod's UID as a precondition. (`UpdatePodCondition` and the other pure
-//! pod helpers are in [`crate::apimachinery::pod`].)
+//! Pod helpers several controllers share: `pkg/util/pod.PatchPodStatus` (a strategic merge
+//! patch of the status with the pod's UID as a precondition) and the deletion rankings
+//! (`ranking`). (`UpdatePodCondition` and the other pure pod helpers are in
+//! [`crate::apimachinery::pod`].)
+
+pub mod ranking;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::{Map, Value, json};

@@ -1,0 +1,356 @@
+//! `manageJob`: creating pods (slow start, with completion indexes and the tracking
+//! finalizer) and deleting them (too many, suspended, or the Job finished), with upstream's
+//! `RealPodControl` Events.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::indexes::{
+    COMPLETION_INDEX, COMPLETION_INDEX_ENV, INDEX_FAILURE_COUNT, INDEX_IGNORED_FAILURE_COUNT, Intervals,
+    duplicated_index_pods, first_pending_indexes, generate_name_with_index, indexes_of, new_index_failure_counts,
+};
+use super::policy::match_pod_failure_policy;
+use super::{
+    JobController, MAX_POD_CREATE_DELETE_PER_SYNC, SYNC_BATCH_PERIOD, SyncCtx, TRACKING_FINALIZER, backoff,
+    completions, has_backoff_limit_per_index, has_tracking_finalizer, is_indexed, is_terminating, metrics,
+    only_replace_failed, spec, suspended,
+};
+use crate::apimachinery::pod::is_pod_ready;
+use crate::client::{Api, DeleteParams, PostParams};
+use crate::controllers::podutil::ranking::{active_pods_order, pod_key};
+use crate::runtime::controller::SyncError;
+use crate::runtime::controller_ref::controller_ref;
+use crate::runtime::events::EventType;
+use crate::runtime::slow_start::slow_start_batch;
+
+/// What `manageJob` did: active pods afterwards, the metrics' action, the first error.
+type Managed = (i32, &'static str, Option<SyncError>);
+
+impl JobController {
+    /// `manageJob`: pods deleted when suspended or above what is wanted, else created up to
+    /// parallelism (or the remaining completions), once the failure backoff allows.
+    pub(super) fn manage_job(&self, ctx: &mut SyncCtx) -> Managed {
+        let job = ctx.job.clone();
+        let key = ctx.key.clone();
+        let mut active = ctx.active.len() as i32;
+        if suspended(&job) {
+            log::debug!("Deleting all active pods in suspended job job={key} active={active}");
+            let doomed = pods_for_removal(&job, &ctx.active, ctx.active.len());
+            return self.delete_for_manage(ctx, &doomed);
+        }
+        let parallelism = spec(&job).parallelism.unwrap_or(1);
+        let wanted = match spec(&job).completions {
+            None if ctx.succeeded > 0 => active,
+            None => parallelism,
+            Some(completions) => (completions - ctx.succeeded).min(parallelism).max(0),
+        };
+        let excess = (active - wanted).max(0) as usize;
+        let mut doomed = pods_for_removal(&job, &ctx.active, excess);
+        doomed.truncate(MAX_POD_CREATE_DELETE_PER_SYNC);
+        if !doomed.is_empty() {
+            log::debug!("Too many pods running for job job={key} deleted={} target={wanted}", doomed.len());
+            return self.delete_for_manage(ctx, &doomed);
+        }
+        let terminating = if only_replace_failed(&job) { ctx.terminating } else { 0 };
+        let missing = wanted - terminating - active;
+        if missing <= 0 {
+            return (active, "tracking", None);
+        }
+        if !has_backoff_limit_per_index(&job) {
+            let remaining = ctx.backoff.remaining(ctx.now);
+            if !remaining.is_zero() {
+                self.queue.add_after(key, remaining.max(SYNC_BATCH_PERIOD));
+                return (0, "pods_created", None);
+            }
+        }
+        let mut count = (missing as usize).min(MAX_POD_CREATE_DELETE_PER_SYNC);
+        let mut indexes = Vec::new();
+        if is_indexed(&job) {
+            indexes = first_pending_indexes(&busy_indexes(ctx), count, completions(&job));
+            if has_backoff_limit_per_index(&job) {
+                let (now, wait) = indexes_to_create_now(ctx, &indexes);
+                if !wait.is_zero() {
+                    self.queue.add_after(key, wait.max(SYNC_BATCH_PERIOD));
+                    return (0, "pods_created", None);
+                }
+                indexes = now;
+            }
+            count = indexes.len();
+        }
+        self.expectations.expect_creations(&key, count);
+        log::debug!("Too few pods running key={key} need={wanted} creating={count}");
+        let template = creation_template(&job);
+        let next = AtomicUsize::new(0);
+        let (created, error) = slow_start_batch(count, || {
+            let index = indexes.get(next.fetch_add(1, Ordering::SeqCst)).copied();
+            self.create_pod(&job, ctx, &template, index)
+        });
+        for _ in created..count {
+            // Never created: the informer will not see these.
+            self.expectations.creation_observed(&key);
+        }
+        active += created as i32;
+        record_creations(&job, ctx, created, count - created);
+        (active, "pods_created", error)
+    }
+
+    /// Deletes pods for `manageJob` (expectations set first) and updates the counts.
+    fn delete_for_manage(&self, ctx: &mut SyncCtx, doomed: &[Arc<Pod>]) -> Managed {
+        self.expectations.expect_deletions(&ctx.key, doomed.iter().map(|p| pod_key(p)).collect());
+        let (removed_ready, removed, error) = self.delete_job_pods(&ctx.job, &ctx.key, doomed);
+        ctx.terminating += removed;
+        ctx.ready -= removed_ready;
+        (ctx.active.len() as i32 - removed, "pods_deleted", error)
+    }
+
+    /// `CreatePodsWithGenerateName` for one pod (with its completion index, if any).
+    fn create_pod(
+        &self,
+        job: &Job,
+        ctx: &SyncCtx,
+        template: &PodTemplateSpec,
+        index: Option<i32>,
+    ) -> Result<(), SyncError> {
+        let name = job.metadata.name.as_deref().unwrap_or("");
+        let mut template = template.clone();
+        let mut generate_name = format!("{name}-");
+        if let Some(index) = index {
+            let meta = template.metadata.get_or_insert_with(Default::default);
+            meta.annotations.get_or_insert_with(BTreeMap::new).insert(COMPLETION_INDEX.into(), index.to_string());
+            meta.labels.get_or_insert_with(BTreeMap::new).insert(COMPLETION_INDEX.into(), index.to_string());
+            template.spec.get_or_insert_with(Default::default).hostname = Some(format!("{name}-{index}"));
+            generate_name = generate_name_with_index(name, index);
+            if has_backoff_limit_per_index(job) {
+                let replaced = ctx.delayed_deletion.get(&index).map(|p| &**p);
+                let counted =
+                    replaced.is_none_or(|p| match_pod_failure_policy(spec(job).pod_failure_policy.as_ref(), p).counts);
+                let (failures, ignored) = new_index_failure_counts(replaced, counted);
+                let annotations = meta.annotations.get_or_insert_with(BTreeMap::new);
+                annotations.insert(INDEX_FAILURE_COUNT.into(), failures.to_string());
+                if ignored > 0 {
+                    annotations.insert(INDEX_IGNORED_FAILURE_COUNT.into(), ignored.to_string());
+                }
+            }
+        }
+        let template_meta = template.metadata.unwrap_or_default();
+        let pod = Pod {
+            metadata: ObjectMeta {
+                generate_name: Some(generate_name),
+                namespace: job.metadata.namespace.clone(),
+                labels: template_meta.labels,
+                annotations: template_meta.annotations,
+                finalizers: template_meta.finalizers,
+                owner_references: Some(vec![controller_ref(job)]),
+                ..ObjectMeta::default()
+            },
+            spec: template.spec,
+            status: None,
+        };
+        if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
+            return Err(SyncError::Failed("unable to create pods, no labels".into()));
+        }
+        let namespace = job.metadata.namespace.as_deref().unwrap_or("");
+        match Api::<Pod>::namespaced(&self.client, namespace).create(&pod, &PostParams::default()) {
+            Ok(created) => {
+                let message = format!("Created pod: {}", created.metadata.name.as_deref().unwrap_or(""));
+                self.recorder.event_for(job, EventType::Normal, "SuccessfulCreate", &message);
+                Ok(())
+            }
+            // A namespace being torn down: every later creation fails the same way.
+            Err(e) if e.has_status_cause("NamespaceTerminating") => Ok(()),
+            Err(e) => {
+                let message = format!("Error creating: {}", e.message());
+                self.recorder.event_for(job, EventType::Warning, "FailedCreate", &message);
+                Err(SyncError::from(e))
+            }
+        }
+    }
+
+    /// `RealPodControl.DeletePod`, with its Events; Ok(false) when the pod was gone.
+    fn delete_pod(&self, job: &Job, pod: &Pod) -> Result<bool, crate::client::Error> {
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        let namespace = job.metadata.namespace.as_deref().unwrap_or("");
+        match Api::<Pod>::namespaced(&self.client, namespace).delete(name, &DeleteParams::default()) {
+            Ok(_) => {
+                self.recorder.event_for(job, EventType::Normal, "SuccessfulDelete", &format!("Deleted pod: {name}"));
+                Ok(true)
+            }
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => {
+                let message = format!("Error deleting: {}", e.message());
+                self.recorder.event_for(job, EventType::Warning, "FailedDelete", &message);
+                Err(e)
+            }
+        }
+    }
+
+    /// `deleteJobPods`: finalizer removed, then the pod deleted, all concurrently. Returns
+    /// (ready pods deleted, pods deleted, first error).
+    fn delete_job_pods(&self, job: &Job, key: &str, pods: &[Arc<Pod>]) -> (i32, i32, Option<SyncError>) {
+        let (ready, deleted) = (AtomicI32::new(0), AtomicI32::new(pods.len() as i32));
+        let errors: Vec<SyncError> = std::thread::scope(|scope| {
+            let threads: Vec<_> = pods
+                .iter()
+                .map(|pod| {
+                    let (ready, deleted) = (&ready, &deleted);
+                    scope.spawn(move || {
+                        let fail = |e: crate::client::Error, context: &str| {
+                            self.expectations.deletion_observed(key, &pod_key(pod));
+                            if e.is_not_found() {
+                                return None;
+                            }
+                            deleted.fetch_sub(1, Ordering::SeqCst);
+                            Some(SyncError::from(e).context(context))
+                        };
+                        if has_tracking_finalizer(pod)
+                            && let Err(e) = self.remove_finalizer(pod)
+                        {
+                            return fail(e, "removing completion finalizer");
+                        }
+                        let result = match self.delete_pod(job, pod) {
+                            Ok(true) => None,
+                            Ok(false) => {
+                                self.expectations.deletion_observed(key, &pod_key(pod));
+                                None
+                            }
+                            Err(e) => fail(e, "unable to delete pods"),
+                        };
+                        if is_pod_ready(pod) {
+                            ready.fetch_add(1, Ordering::SeqCst);
+                        }
+                        result
+                    })
+                })
+                .collect();
+            threads.into_iter().filter_map(|t| t.join().ok().flatten()).collect()
+        });
+        (ready.into_inner(), deleted.into_inner(), errors.into_iter().next())
+    }
+
+    /// `deleteActivePods`: the Job finished; pods keep their finalizers until counted.
+    pub(super) fn delete_active_pods(&self, job: &Job, pods: &[Arc<Pod>]) -> (i32, i32, Option<SyncError>) {
+        let (ready, deleted) = (AtomicI32::new(0), AtomicI32::new(pods.len() as i32));
+        let errors: Vec<SyncError> = std::thread::scope(|scope| {
+            let threads: Vec<_> = pods
+                .iter()
+                .map(|pod| {
+                    let (ready, deleted) = (&ready, &deleted);
+                    scope.spawn(move || {
+                        let result = self.delete_pod(job, pod).err().map(|e| {
+                            deleted.fetch_sub(1, Ordering::SeqCst);
+                            SyncError::from(e)
+                        });
+                        if is_pod_ready(pod) {
+                            ready.fetch_add(1, Ordering::SeqCst);
+                        }
+                        result
+                    })
+                })
+                .collect();
+            threads.into_iter().filter_map(|t| t.join().ok().flatten()).collect()
+        });
+        (ready.into_inner(), deleted.into_inner(), errors.into_iter().next())
+    }
+}
+
+/// `activePodsForRemoval`: duplicate and out-of-range indexes first, then the lowest-ranked
+/// pods (`ActivePods`) until at least `at_least` are chosen.
+fn pods_for_removal(job: &Job, pods: &[Arc<Pod>], at_least: usize) -> Vec<Arc<Pod>> {
+    let (mut remove, mut left) =
+        if is_indexed(job) { duplicated_index_pods(pods, completions(job)) } else { (Vec::new(), pods.to_vec()) };
+    if remove.len() < at_least {
+        left.sort_by(|a, b| active_pods_order(a, b));
+        let more = (at_least - remove.len()).min(left.len());
+        remove.extend(left.drain(..more));
+    }
+    remove
+}
+
+/// The indexes not to start again: succeeded, active, failed and (when only failed pods are
+/// replaced) terminating ones.
+fn busy_indexes(ctx: &SyncCtx) -> Intervals {
+    let mut busy = ctx.succeeded_indexes.with_indexes(indexes_of(&ctx.active));
+    if only_replace_failed(&ctx.job) {
+        busy = busy.with_indexes(indexes_of(ctx.pods.iter().filter(|p| is_terminating(p))));
+    }
+    if let Some(failed) = &ctx.failed_indexes {
+        busy = busy.merge(failed);
+    }
+    busy
+}
+
+/// `getPodCreationInfoForIndependentIndexes`: the indexes whose backoff has passed, or else
+/// the shortest wait.
+fn indexes_to_create_now(ctx: &SyncCtx, indexes: &[i32]) -> (Vec<i32>, Duration) {
+    let mut now = Vec::new();
+    let mut shortest: Option<Duration> = None;
+    for index in indexes {
+        let wait = backoff::remaining_for_index(ctx.now, ctx.delayed_deletion.get(index).map(|p| &**p));
+        if wait.is_zero() {
+            now.push(*index);
+        } else if shortest.is_none_or(|s| wait < s) {
+            shortest = Some(wait);
+        }
+    }
+    if now.is_empty() { (now, shortest.unwrap_or_default()) } else { (now, Duration::ZERO) }
+}
+
+/// The template pods are made from: the completion index variable (Indexed Jobs) and the
+/// tracking finalizer.
+fn creation_template(job: &Job) -> PodTemplateSpec {
+    let mut template = spec(job).template.clone();
+    if is_indexed(job) {
+        let pod_spec = template.spec.get_or_insert_with(Default::default);
+        pod_spec.init_containers.iter_mut().flatten().for_each(add_completion_index_env);
+        pod_spec.containers.iter_mut().for_each(add_completion_index_env);
+    }
+    let finalizers = template.metadata.get_or_insert_with(Default::default).finalizers.get_or_insert_with(Vec::new);
+    if !finalizers.iter().any(|f| f == TRACKING_FINALIZER) {
+        finalizers.push(TRACKING_FINALIZER.into());
+    }
+    template
+}
+
+/// `addCompletionIndexEnvVariable`: from the index label (`PodIndexLabel`).
+fn add_completion_index_env(container: &mut Container) {
+    let env = container.env.get_or_insert_with(Vec::new);
+    if env.iter().any(|v| v.name == COMPLETION_INDEX_ENV) {
+        return;
+    }
+    env.push(EnvVar {
+        name: COMPLETION_INDEX_ENV.into(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                api_version: None,
+                field_path: format!("metadata.labels['{COMPLETION_INDEX}']"),
+            }),
+            ..EnvVarSource::default()
+        }),
+    });
+}
+
+/// `recordJobPodsCreationTotal`.
+fn record_creations(job: &Job, ctx: &SyncCtx, succeeded: usize, failed: usize) {
+    let policy = spec(job).pod_replacement_policy.as_deref().unwrap_or("TerminatingOrFailed");
+    let reason = if policy == "Failed" && ctx.failed > 0 {
+        "recreate_failed"
+    } else if ctx.failed > 0 || ctx.terminating > 0 {
+        "recreate_terminating_or_failed"
+    } else {
+        "new"
+    };
+    let m = metrics();
+    if succeeded > 0 {
+        m.pods_creation.add(&[reason, "succeeded"], succeeded as f64);
+    }
+    if failed > 0 {
+        m.pods_creation.add(&[reason, "failed"], failed as f64);
+    }
+}
