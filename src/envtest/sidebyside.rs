@@ -1226,11 +1226,19 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "job-ttl",
-        summary: "two Jobs finished (through jobs/status): the one with a TTL deleted when it ran out",
+        summary: "two Jobs run to completion: the one with a TTL deleted when it ran out",
         nodes: 1,
         flags: &[],
         compare_nodes: false,
         run: job_ttl,
+    },
+    Scenario {
+        name: "job-completions",
+        summary: "a NonIndexed Job of 4 completions, 2 at a time, and an Indexed Job of 3, run to completion",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: job_completions,
     },
 ];
 
@@ -1294,29 +1302,40 @@ fn rolled_out(steps: &mut Steps, name: &str, replicas: i64) -> Result<(), String
 }
 
 /// A Job `name` whose pods would run `pi`; no job controller runs in this comparison.
-fn job(name: &str, ttl_seconds_after_finished: Option<i32>) -> Value {
-    json!({"metadata": {"name": name}, "spec": {"ttlSecondsAfterFinished": ttl_seconds_after_finished,
-        "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "pi", "image": "perl:5.34"}]}}}})
+/// A Job whose pods the simulated kubelets run to completion (or as `annotations` script).
+fn job(name: &str, spec: Value, annotations: Value) -> Value {
+    let mut spec = spec;
+    spec["template"] = json!({"metadata": {"annotations": annotations}, "spec": {"restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "true"]}]}});
+    json!({"metadata": {"name": name}, "spec": spec})
 }
 
-/// Marks Job `name` succeeded as the job controller would: `SuccessCriteriaMet`, then `Complete`.
-fn finish_job(steps: &Steps, name: &str) -> Result<(), String> {
-    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let condition =
-        |kind: &str| json!({"type": kind, "status": "True", "lastTransitionTime": now, "lastProbeTime": now});
-    let status = json!({"startTime": now, "completionTime": now, "succeeded": 1,
-        "conditions": [condition("SuccessCriteriaMet"), condition("Complete")]});
-    steps.patch(&format!("{JOBS}/{name}/status"), json!({"status": status})).map(drop)
+/// Waits until Job `name` has condition `type_` True.
+fn job_condition(steps: &mut Steps, name: &str, type_: &str) -> Result<(), String> {
+    let path = format!("{JOBS}/{name}");
+    steps.wait(&format!("Job {name} {type_}"), |s| {
+        let job = s.get(&path)?.unwrap_or_default();
+        Ok((condition(&job, type_) == Some("True")).then_some(()))
+    })
 }
 
 fn job_ttl(steps: &mut Steps) -> Result<(), String> {
-    steps.create(JOBS, job("expires", Some(8)))?;
-    steps.create(JOBS, job("kept", None))?;
-    finish_job(steps, "expires")?;
-    finish_job(steps, "kept")?;
-    steps.checkpoint("both finished, the TTL running")?;
+    steps.create(JOBS, job("expires", json!({"ttlSecondsAfterFinished": 8}), json!({})))?;
+    steps.create(JOBS, job("kept", json!({}), json!({})))?;
+    job_condition(steps, "expires", "Complete")?;
+    job_condition(steps, "kept", "Complete")?;
+    steps.checkpoint("both complete, the TTL running")?;
     steps.wait_gone(&format!("{JOBS}/expires"))?;
     steps.checkpoint("the Job with a TTL deleted")
+}
+
+fn job_completions(steps: &mut Steps) -> Result<(), String> {
+    steps.create(JOBS, job("pi", json!({"completions": 4, "parallelism": 2}), json!({})))?;
+    let indexed = json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed"});
+    steps.create(JOBS, job("sharded", indexed, json!({})))?;
+    job_condition(steps, "pi", "Complete")?;
+    job_condition(steps, "sharded", "Complete")?;
+    steps.checkpoint("both complete")
 }
 
 fn replicaset_scale(steps: &mut Steps) -> Result<(), String> {

@@ -44,3 +44,8 @@ fn a_new_namespace_is_furnished_as_upstream_furnishes_it() {
 fn a_finished_job_is_deleted_after_its_ttl_as_upstream_deletes_it() {
     run("job-ttl");
 }
+
+#[test]
+fn jobs_complete_as_upstream_completes_them() {
+    run("job-completions");
+}
