@@ -1240,6 +1240,22 @@ pub static SCENARIOS: &[Scenario] = &[
         compare_nodes: false,
         run: job_completions,
     },
+    Scenario {
+        name: "job-failures",
+        summary: "an Indexed Job whose index 1 fails twice (backoffLimitPerIndex 1), and a Job whose evicted pod a pod failure policy ignores",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: job_failures,
+    },
+    Scenario {
+        name: "job-suspend",
+        summary: "a running Job suspended (its pods deleted), then resumed to completion",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: job_suspend,
+    },
 ];
 
 const RS: &str = "/apis/apps/v1/namespaces/sbs/replicasets";
@@ -1336,6 +1352,43 @@ fn job_completions(steps: &mut Steps) -> Result<(), String> {
     job_condition(steps, "pi", "Complete")?;
     job_condition(steps, "sharded", "Complete")?;
     steps.checkpoint("both complete")
+}
+
+/// Waits until Job `name` has `count` pods running.
+fn job_pods_running(steps: &mut Steps, name: &str, count: usize) -> Result<(), String> {
+    let path = format!("/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=batch.kubernetes.io/job-name={name}");
+    steps.wait(&format!("{count} pods of Job {name} running"), |s| {
+        let pods = s.list(&path)?;
+        let running = pods.iter().filter(|p| p["status"]["phase"] == "Running").count();
+        Ok((running == count).then_some(()))
+    })
+}
+
+fn job_failures(steps: &mut Steps) -> Result<(), String> {
+    let per_index = json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed", "backoffLimitPerIndex": 1});
+    let index_1_fails = json!({"kcm-sandbox.dev/exit-codes-index-1": "1", "kcm-sandbox.dev/run-seconds": "1"});
+    steps.create(JOBS, job("indexes", per_index, index_1_fails))?;
+    let ignore_disruptions = json!({"backoffLimit": 0, "podFailurePolicy": {"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}});
+    let evicted_once = json!({"kcm-sandbox.dev/exit-codes": "evicted,0", "kcm-sandbox.dev/run-seconds": "1"});
+    steps.create(JOBS, job("evicted", ignore_disruptions, evicted_once))?;
+    job_condition(steps, "evicted", "Complete")?;
+    job_condition(steps, "indexes", "Failed")?;
+    steps.checkpoint("index 1 failed twice, the evicted pod replaced")
+}
+
+fn job_suspend(steps: &mut Steps) -> Result<(), String> {
+    let long = json!({"kcm-sandbox.dev/run-seconds": "4"});
+    steps.create(JOBS, job("paused", json!({"completions": 2, "parallelism": 2}), long))?;
+    job_pods_running(steps, "paused", 2)?;
+    steps.patch(&format!("{JOBS}/paused"), json!({"spec": {"suspend": true}}))?;
+    job_condition(steps, "paused", "Suspended")?;
+    job_pods_running(steps, "paused", 0)?;
+    steps.checkpoint("suspended: its pods deleted")?;
+    steps.patch(&format!("{JOBS}/paused"), json!({"spec": {"suspend": false}}))?;
+    job_condition(steps, "paused", "Complete")?;
+    steps.checkpoint("resumed and complete")
 }
 
 fn replicaset_scale(steps: &mut Steps) -> Result<(), String> {

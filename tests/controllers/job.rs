@@ -187,3 +187,125 @@ fn the_pods_of_a_deleted_job_lose_their_finalizer(backend: Backend) {
             .then_some(())
     });
 }
+
+/// A Job whose pods the simulated kubelets run as `annotations` script (`kcm-sandbox.dev/...`).
+fn scripted_job(name: &str, spec: Value, annotations: Value) -> Job {
+    let mut job = job(name, spec);
+    let template = &mut job.spec.as_mut().expect("a spec").template;
+    template.metadata = Some(from(json!({"annotations": annotations})));
+    job
+}
+
+fn conditions_and_message(job: &Job, type_: &str) -> Option<String> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    conditions.iter().find(|c| c.type_ == type_).and_then(|c| c.message.clone())
+}
+
+on_both_backends!(failed_pods_are_retried_after_a_backoff_until_the_limit);
+fn failed_pods_are_retried_after_a_backoff_until_the_limit(backend: Backend) {
+    let cluster = start(backend);
+    let jobs = cluster.api::<Job>();
+    let script = json!({"kcm-sandbox.dev/exit-codes": "1", "kcm-sandbox.dev/run-seconds": "0.2"});
+    jobs.create(&scripted_job("flaky", json!({"backoffLimit": 1}), script), &PostParams::default()).expect("created");
+    let failed = wait_condition(&jobs, "flaky", "Failed");
+    assert_eq!(
+        condition_types(&failed),
+        [owned("FailureTarget:BackoffLimitExceeded"), owned("Failed:BackoffLimitExceeded")]
+    );
+    assert_eq!(failed.status.as_ref().and_then(|s| s.failed), Some(2));
+    assert_eq!(
+        conditions_and_message(&failed, "Failed").as_deref(),
+        Some("Job has reached the specified backoff limit")
+    );
+    let mut created: Vec<jiff::Timestamp> =
+        pods_of(&cluster, "flaky").iter().filter_map(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0)).collect();
+    created.sort();
+    assert_eq!(created.len(), 2, "one retry");
+    let waited = created[1].duration_since(created[0]).as_secs_f64();
+    assert!(waited >= 9.0, "the retry waited out the 10 s backoff (second pod {waited} s after the first)");
+    eventually("the BackoffLimitExceeded event", || {
+        let messages = cluster.event_messages("default", "flaky", "BackoffLimitExceeded");
+        (messages == ["Job has reached the specified backoff limit"]).then_some(())
+    });
+}
+
+on_both_backends!(a_pod_failure_policy_ignores_disruptions_and_fails_on_fatal_codes);
+fn a_pod_failure_policy_ignores_disruptions_and_fails_on_fatal_codes(backend: Backend) {
+    let cluster = start(backend);
+    let jobs = cluster.api::<Job>();
+    let policy = json!({"backoffLimit": 0, "podFailurePolicy": {"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+        {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}}]}});
+    let evicted_once = json!({"kcm-sandbox.dev/exit-codes": "evicted,0", "kcm-sandbox.dev/run-seconds": "0.2"});
+    jobs.create(&scripted_job("evicted", policy.clone(), evicted_once), &PostParams::default()).expect("created");
+    let fatal = json!({"kcm-sandbox.dev/exit-codes": "42", "kcm-sandbox.dev/run-seconds": "0.2"});
+    jobs.create(&scripted_job("fatal", policy, fatal), &PostParams::default()).expect("created");
+
+    let failed = wait_condition(&jobs, "fatal", "Failed");
+    assert_eq!(condition_types(&failed), [owned("FailureTarget:PodFailurePolicy"), owned("Failed:PodFailurePolicy")]);
+    let pod = pods_of(&cluster, "fatal").pop().expect("its pod");
+    let expected = format!(
+        "Container main for pod default/{} failed with exit code 42 matching FailJob rule at index 1",
+        pod.metadata.name.unwrap_or_default()
+    );
+    assert_eq!(conditions_and_message(&failed, "Failed"), Some(expected));
+
+    // The evicted pod is not counted (backoffLimit 0 would have failed the Job): replaced, then done.
+    let done = wait_condition(&jobs, "evicted", "Complete");
+    let status = done.status.clone().expect("a status");
+    assert_eq!((status.succeeded, status.failed.unwrap_or(0)), (Some(1), 0));
+    let pods = pods_of(&cluster, "evicted");
+    assert_eq!(pods.len(), 2);
+    let disrupted = pods.iter().filter(|p| {
+        let conditions = p.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+        conditions.iter().any(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+    });
+    assert_eq!(disrupted.count(), 1);
+}
+
+on_both_backends!(an_index_fails_on_its_own_with_a_backoff_limit_per_index);
+fn an_index_fails_on_its_own_with_a_backoff_limit_per_index(backend: Backend) {
+    let cluster = start(backend);
+    let jobs = cluster.api::<Job>();
+    let spec = json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed", "backoffLimitPerIndex": 1});
+    let script = json!({"kcm-sandbox.dev/exit-codes-index-1": "1", "kcm-sandbox.dev/run-seconds": "0.2"});
+    jobs.create(&scripted_job("indexes", spec, script), &PostParams::default()).expect("created");
+    let failed = wait_condition(&jobs, "indexes", "Failed");
+    assert_eq!(condition_types(&failed), [owned("FailureTarget:FailedIndexes"), owned("Failed:FailedIndexes")]);
+    let status = failed.status.clone().expect("a status");
+    assert_eq!(status.completed_indexes.as_deref(), Some("0,2"));
+    assert_eq!(status.failed_indexes.as_deref(), Some("1"));
+    assert_eq!((status.succeeded, status.failed), (Some(2), Some(2)));
+    let counts: Vec<String> = pods_of(&cluster, "indexes")
+        .iter()
+        .filter(|p| {
+            p.metadata.annotations.clone().unwrap_or_default()["batch.kubernetes.io/job-completion-index"] == "1"
+        })
+        .map(|p| {
+            p.metadata.annotations.clone().unwrap_or_default()["batch.kubernetes.io/job-index-failure-count"].clone()
+        })
+        .collect();
+    let mut counts = counts;
+    counts.sort();
+    assert_eq!(counts, ["0", "1"], "the retry of index 1 carries its failure count");
+}
+
+on_both_backends!(restarts_in_place_count_against_the_backoff_limit);
+fn restarts_in_place_count_against_the_backoff_limit(backend: Backend) {
+    let cluster = start(backend);
+    let jobs = cluster.api::<Job>();
+    let mut job = scripted_job(
+        "crashing",
+        json!({"backoffLimit": 2}),
+        json!({"kcm-sandbox.dev/exit-codes": "1", "kcm-sandbox.dev/run-seconds": "0.2"}),
+    );
+    job.spec.as_mut().and_then(|s| s.template.spec.as_mut()).expect("a pod spec").restart_policy =
+        Some("OnFailure".into());
+    jobs.create(&job, &PostParams::default()).expect("created");
+    let failed = wait_condition(&jobs, "crashing", "Failed");
+    assert_eq!(
+        condition_types(&failed),
+        [owned("FailureTarget:BackoffLimitExceeded"), owned("Failed:BackoffLimitExceeded")]
+    );
+    assert_eq!(pods_of(&cluster, "crashing").len(), 1, "restarted in place, never replaced");
+}

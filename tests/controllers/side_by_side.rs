@@ -49,3 +49,13 @@ fn a_finished_job_is_deleted_after_its_ttl_as_upstream_deletes_it() {
 fn jobs_complete_as_upstream_completes_them() {
     run("job-completions");
 }
+
+#[test]
+fn failed_pods_and_indexes_are_handled_as_upstream_handles_them() {
+    run("job-failures");
+}
+
+#[test]
+fn a_job_is_suspended_and_resumed_as_upstream_does() {
+    run("job-suspend");
+}

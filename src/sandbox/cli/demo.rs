@@ -8,6 +8,7 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Node, Pod, Service, ServiceAccount};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -246,6 +247,7 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
     deployment_steps(client, ns, narrator)?;
     garbage_collection_steps(client, ns, narrator)?;
     endpoints_steps(client, ns, narrator)?;
+    job_steps(client, ns, narrator)?;
     namespace_content_steps(client, narrator)?;
     node_failure_steps(client, nodes, ns, &node, narrator)?;
     namespace_deletion_steps(client, ns, narrator)
@@ -731,6 +733,59 @@ fn garbage_collection_steps(client: &Client, ns: &str, narrator: &mut Narrator) 
     })?;
     narrator.ok("the orphaned pods were deleted by hand");
     Ok(())
+}
+
+/// A Job runs to completion; a Job whose pods fail (scripted through the simulated kubelets'
+/// `kcm-sandbox.dev/exit-codes` annotation) is retried after upstream's 10 s backoff and fails.
+fn job_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    let needed = ["job-controller"];
+    narrator.step("Job pi (3 completions, 2 at a time) → Pods run to completion");
+    if !all_implemented(&needed) {
+        narrator.skip("Jobs", &needed);
+        return Ok(());
+    }
+    let jobs = Api::<Job>::namespaced(client, ns);
+    let job = |name: &str, spec: serde_json::Value, exit_codes: &str| -> Result<Job, String> {
+        let mut spec = spec;
+        spec["template"] = json!({"metadata": {"annotations": {"kcm-sandbox.dev/exit-codes": exit_codes,
+            "kcm-sandbox.dev/run-seconds": "1"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}});
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).map_err(|e| e.to_string())
+    };
+    jobs.create(&job("pi", json!({"completions": 3, "parallelism": 2}), "0")?, &PostParams::default())
+        .map_err(api_error)?;
+    let done = wait_job_condition(&jobs, "pi", "Complete")?;
+    let (reason, _) = job_condition(&done, "Complete");
+    let succeeded = done.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0);
+    narrator.ok(&format!(
+        "job-controller ran 3 pods, at most 2 at a time: succeeded {succeeded}, condition Complete ({reason})"
+    ));
+
+    narrator.step("Job flaky (backoffLimit 1) whose pods exit 1 → retried after a 10 s backoff, then failed");
+    jobs.create(&job("flaky", json!({"backoffLimit": 1}), "1")?, &PostParams::default()).map_err(api_error)?;
+    let failed = wait_job_condition(&jobs, "flaky", "Failed")?;
+    let (reason, message) = job_condition(&failed, "Failed");
+    let count = failed.status.as_ref().and_then(|s| s.failed).unwrap_or(0);
+    narrator.ok(&format!("{count} pods failed; condition Failed ({reason}): \"{message}\""));
+    Ok(())
+}
+
+/// Waits (longer than a step: a retry waits out its backoff) for condition `type_` of Job `name`.
+fn wait_job_condition(jobs: &Api<Job>, name: &str, type_: &str) -> Result<Job, String> {
+    wait_for(&format!("Job {name} {type_}"), STEP_TIMEOUT * 2, || {
+        let job = jobs.get(name).map_err(api_error)?;
+        let conditions = job.status.as_ref().and_then(|s| s.conditions.as_ref());
+        let met = conditions.is_some_and(|c| c.iter().any(|c| c.type_ == type_ && c.status == "True"));
+        Ok(met.then_some(job))
+    })
+}
+
+/// The reason and message of condition `type_` of `job`.
+fn job_condition(job: &Job, type_: &str) -> (String, String) {
+    let conditions = job.status.as_ref().and_then(|s| s.conditions.as_ref()).into_iter().flatten();
+    let found = conditions.into_iter().find(|c| c.type_ == type_);
+    let text = |f: Option<&String>| f.cloned().unwrap_or_default();
+    (text(found.and_then(|c| c.reason.as_ref())), text(found.and_then(|c| c.message.as_ref())))
 }
 
 /// The ready addresses of Endpoints `name` and of its EndpointSlices, each sorted.
