@@ -775,6 +775,19 @@ fn jobs_answer_as_kube_apiserver() {
                 "containers": [{"name": "c", "image": "busybox"}]}}}}}});
         stored(&s.admin("POST", &format!("/apis/batch/v1/namespaces/{NS}/cronjobs"), &[], &cron), "spec")
     });
+    pair.check("CronJob time zones", |s| {
+        let answers: Vec<Value> = ["Europe/Berlin", "UTC", "Mars/Phobos", "local", "Local", "-x", "", "europe/berlin"]
+            .iter()
+            .enumerate()
+            .map(|(i, zone)| {
+                let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": format!("tz-{i}")},
+                    "spec": {"schedule": "0 3 * * *", "timeZone": zone, "jobTemplate": {"spec": {"template": {"spec": {
+                        "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+                s.admin("POST", &format!("/apis/batch/v1/namespaces/{NS}/cronjobs"), &[], &cron).shape()
+            })
+            .collect();
+        json!(answers)
+    });
     // Create-time refusals.
     pair.check("manual selector not matching the template: 422", |s| {
         let spec = json!({"manualSelector": true, "selector": {"matchLabels": {"a": "b"}},

@@ -182,16 +182,39 @@ fn schedule_format(schedule: &str, tz_allowed: bool, has_time_zone: bool) -> Vec
     causes
 }
 
-/// `validateTimeZone`, for the names the sandbox can judge without a time zone database.
-fn time_zone(zone: &str) -> Option<FieldError> {
-    let detail = if zone.is_empty() {
-        "timeZone must be nil or non-empty string"
-    } else if zone.eq_ignore_ascii_case("local") {
-        "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
-    } else {
-        return None;
+/// `validateTimeZone`: a name of the IANA database (kube-apiserver embeds Go's `time/tzdata`;
+/// the sandbox reads the system's, and takes any well-formed name when it has none).
+fn time_zone(zone: &str) -> Vec<FieldError> {
+    let field = "spec.timeZone";
+    if zone.is_empty() {
+        return vec![FieldError::invalid(field, quote(zone), "timeZone must be nil or non-empty string")];
+    }
+    let unknown = format!("unknown time zone {zone}");
+    // `validTimeZoneCharacters`, per path part.
+    let valid_part = |part: &str| {
+        part != "."
+            && part != ".."
+            && !part.starts_with('-')
+            && (1..=14).contains(&part.len())
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || ".-_+".contains(c))
     };
-    Some(FieldError::invalid("spec.timeZone", quote(zone), detail))
+    if !zone.split('/').all(valid_part) {
+        return vec![FieldError::invalid(field, quote(zone), &unknown)];
+    }
+    let mut causes = Vec::new();
+    if zone.eq_ignore_ascii_case("local") {
+        let detail = "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones";
+        causes.push(FieldError::invalid(field, quote(zone), detail));
+    }
+    // `time.LoadLocation`: "UTC" and "Local" always load; other names are looked up exactly.
+    let database = jiff::tz::db();
+    let known = matches!(zone, "UTC" | "Local")
+        || database.is_definitively_empty()
+        || database.available().any(|name| name.as_str() == zone);
+    if !known {
+        causes.push(FieldError::invalid(field, quote(zone), &unknown));
+    }
+    causes
 }
 
 /// One field of a standard cron expression: its bounds and names.

@@ -183,12 +183,11 @@ fn pod_failure_policy(spec: &Value, path: &str) -> Vec<FieldError> {
             "" => {
                 causes.push(FieldError::required(&action_path, &format!("valid values: {}", go_quoted_list(ACTIONS))))
             }
-            "FailIndex" => {
-                if spec["backoffLimitPerIndex"].is_null() {
-                    let detail = "requires the backoffLimitPerIndex to be set";
-                    causes.push(FieldError::invalid_str(&action_path, "FailIndex", detail));
-                }
+            "FailIndex" if spec["backoffLimitPerIndex"].is_null() => {
+                let detail = "requires the backoffLimitPerIndex to be set";
+                causes.push(FieldError::invalid_str(&action_path, "FailIndex", detail));
             }
+            "FailIndex" => {}
             action if !ACTIONS.contains(&action) => {
                 causes.push(FieldError::not_supported(&action_path, action, ACTIONS))
             }
