@@ -832,6 +832,23 @@ fn jobs_answer_as_kube_apiserver() {
         let hostname = s.admin("POST", &jobs(), &[], &job(&long_name, json!({"completionMode": "Indexed", "completions": 1000}))).shape();
         json!({"indexed": indexed, "non_indexed": non_indexed, "high": high, "hostname": hostname})
     });
+    pair.check("too many rules, bad condition types, a CronJob's bad job template: 422", |s| {
+        let rule = json!({"action": "Count", "onPodConditions": [{"type": "bad type!", "status": "True"}]});
+        let many = json!({"podFailurePolicy": {"rules": vec![rule; 21]}, "podReplacementPolicy": "Sometimes"});
+        let many = s.admin("POST", &jobs(), &[], &job("many", many)).shape();
+        let values: Vec<i64> = (1..=256).collect();
+        let codes = json!({"podFailurePolicy": {"rules": [{"action": "FailJob",
+            "onExitCodes": {"operator": "Between", "values": values}}]}});
+        let codes = s.admin("POST", &jobs(), &[], &job("codes", codes)).shape();
+        let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "bad-template"},
+            "spec": {"schedule": "@hourly", "concurrencyPolicy": "Sometimes", "jobTemplate": {"spec": {
+                "manualSelector": true, "selector": {"matchLabels": {"a": "b"}}, "backoffLimitPerIndex": 2,
+                "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "OnFailure",
+                    "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+        let cron = s.admin("POST", &format!("/apis/batch/v1/namespaces/{NS}/cronjobs"), &[], &cron).shape();
+        json!({"many": many, "codes": codes, "cron": cron})
+    });
     // Updates.
     pair.check("updates of fixed fields: 422", |s| {
         let created = s.admin("POST", &jobs(), &[], &job("fixed", json!({"completions": 2}))).json();
@@ -912,6 +929,13 @@ fn jobs_answer_as_kube_apiserver() {
             json!({"conditions": [{"type": "FailureTarget", "status": "True"}, {"type": "Failed", "status": "True"}]});
         let no_start = job_status_write(s, "no-start", json!({}), Value::Null, finished);
         json!({"both": both, "failed": failed, "no_start": no_start})
+    });
+    pair.check("status: negative counts, SuccessCriteriaMet with FailureTarget: 422", |s| {
+        let status = json!({"startTime": start, "active": -1, "ready": -1, "terminating": -2, "failed": -3,
+            "conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "FailureTarget", "status": "True"},
+                {"type": "Complete", "status": "True"}],
+            "completionTime": "2030-01-01T00:00:10Z"});
+        job_status_write(s, "negative", json!({}), Value::Null, status)
     });
     pair.check("status: counters and terminal conditions never go back: 422", |s| {
         let old = json!({"startTime": start, "failed": 2, "succeeded": 1, "completionTime": "2030-01-01T00:00:10Z",
