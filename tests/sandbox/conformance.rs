@@ -753,6 +753,11 @@ fn job_status_write(s: &Server, name: &str, spec: Value, old_status: Value, stat
     stored(&s.admin("PUT", &path, &[], &object), "status")
 }
 
+/// The object at `path` as stored.
+fn read(s: &Server, path: &str) -> Value {
+    s.get(path).json()
+}
+
 #[test]
 fn jobs_answer_as_kube_apiserver() {
     let Some(mut pair) = Pair::start() else { return };
@@ -864,7 +869,10 @@ fn jobs_answer_as_kube_apiserver() {
         object["spec"]["parallelism"] = json!(5);
         object["spec"]["suspend"] = json!(true);
         let scaled = stored(&s.admin("PUT", &path, &[], &object), "spec");
-        json!({"fixed": fixed, "scaled": scaled})
+        let mut object = read(s, &path);
+        object["spec"]["selector"]["matchLabels"]["x"] = json!("y");
+        let selector = s.admin("PUT", &path, &[], &object).shape();
+        json!({"fixed": fixed, "scaled": scaled, "selector": selector})
     });
     pair.check("an Indexed Job scales completions with parallelism", |s| {
         let created = s
