@@ -908,6 +908,30 @@ fn jobs_answer_as_kube_apiserver() {
             {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "zone"}]}});
         s.admin("PUT", &path, &[], &object).shape()
     });
+    pair.check("an evicted pod gets DisruptionTarget before it goes (pod failure policies match it)", |s| {
+        let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+        s.admin("POST", &format!("/api/v1/namespaces/{NS}/serviceaccounts"), &[], &account);
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "evictee", "finalizers": ["example.com/hold"]},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}});
+        let pods = format!("/api/v1/namespaces/{NS}/pods");
+        let created = s.admin("POST", &pods, &[], &pod);
+        assert_eq!(created.code, 201, "{}", created.text());
+        let eviction = |uid: &str| json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "evictee"},
+            "deleteOptions": {"preconditions": {"uid": uid}}});
+        let path = format!("{pods}/evictee/eviction");
+        let wrong = s.admin("POST", &path, &[], &eviction("6b1b2d0e-0000-4000-8000-000000000000")).shape();
+        let uid = created.json()["metadata"]["uid"].as_str().unwrap().to_string();
+        let evicted = s.admin("POST", &path, &[], &eviction(&uid)).shape();
+        let pod = s.get(&format!("{pods}/evictee")).json();
+        let mut conditions = pod["status"]["conditions"].clone();
+        for condition in conditions.as_array_mut().into_iter().flatten() {
+            condition["lastTransitionTime"] = json!("<time>");
+        }
+        let release = json!({"metadata": {"finalizers": null}});
+        s.admin("PATCH", &format!("{pods}/evictee"), &[("Content-Type", "application/merge-patch+json")], &release);
+        json!({"wrong uid": wrong, "evicted": evicted, "conditions": conditions,
+            "deleting": pod["metadata"]["deletionTimestamp"].is_string()})
+    });
     // Status writes, as the job controller makes them.
     let start = json!("2030-01-01T00:00:00Z");
     pair.check("status: a running Job", |s| {
