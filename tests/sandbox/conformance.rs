@@ -170,10 +170,43 @@ fn shape(body: &Value) -> Value {
     out
 }
 
-/// A message with uids and numbers (resourceVersions) replaced.
-fn normalise(message: &str) -> String {
+/// Go `%#v` dumps of structs that hold pointers (their addresses differ from run to run; the
+/// sandbox renders them elided): `core.PodTemplateSpec{...}`.
+const GO_STRUCT_DUMPS: &[&str] = &["core.PodTemplateSpec{", "batch.SuccessPolicy{", "batch.PodFailurePolicy{"];
+
+/// `message` with each of [`GO_STRUCT_DUMPS`] cut to `Type{...}`.
+fn elide_go_structs(message: &str) -> String {
     let mut out = String::new();
     let mut rest = message;
+    while let Some((at, prefix)) =
+        GO_STRUCT_DUMPS.iter().filter_map(|p| rest.find(p).map(|at| (at, *p))).min_by_key(|(at, _)| *at)
+    {
+        out.push_str(&rest[..at + prefix.len()]);
+        out.push_str("...}");
+        let mut depth = 1;
+        let body = &rest[at + prefix.len()..];
+        let end = body
+            .char_indices()
+            .find(|(_, c)| {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            })
+            .map_or(body.len(), |(i, _)| i + 1);
+        rest = &body[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A message with uids and numbers (resourceVersions) replaced, and Go struct dumps elided.
+fn normalise(message: &str) -> String {
+    let message = elide_go_structs(message);
+    let mut out = String::new();
+    let mut rest = message.as_str();
     while !rest.is_empty() {
         let uuid = rest.len() >= 36
             && rest[..36]
@@ -670,4 +703,288 @@ fn namespaces_terminate_and_finalize_as_in_kube_apiserver() {
 
 fn create_in(s: &Server, ns: &str, name: &str) -> Answer {
     s.admin("POST", &format!("/api/v1/namespaces/{ns}/configmaps"), &[], &config_map(name, json!({})))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs and CronJobs: defaults, selector generation, spec and status validation
+// ---------------------------------------------------------------------------------------------
+
+fn jobs() -> String {
+    format!("/apis/batch/v1/namespaces/{NS}/jobs")
+}
+
+/// A Job as `kubectl create job NAME --image=busybox` sends it, with `spec` merged in.
+fn job(name: &str, spec: Value) -> Value {
+    let mut job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+        "spec": {"template": {"metadata": {}, "spec": {"restartPolicy": "Never",
+            "containers": [{"name": name, "image": "busybox"}]}}}});
+    for (key, value) in spec.as_object().expect("a spec object") {
+        job["spec"][key] = value.clone();
+    }
+    job
+}
+
+/// What a created (or updated) object says, its uid and times replaced, or its Status.
+fn stored(answer: &Answer, part: &str) -> Value {
+    let body = answer.json();
+    if body["kind"] == "Status" || !(200..300).contains(&answer.code) {
+        return answer.shape();
+    }
+    let mut text = body[part].to_string();
+    if let Some(uid) = body["metadata"]["uid"].as_str() {
+        text = text.replace(uid, "<uid>");
+    }
+    json!({"code": answer.code, part: serde_json::from_str::<Value>(&text).expect("JSON")})
+}
+
+/// Creates Job `name` and writes `status` to it; the status write's answer.
+fn job_status_write(s: &Server, name: &str, spec: Value, old_status: Value, status: Value) -> Value {
+    let created = s.admin("POST", &jobs(), &[], &job(name, spec));
+    assert_eq!(created.code, 201, "{}", created.text());
+    let path = format!("{}/{name}/status", jobs());
+    let mut object = created.json();
+    if !old_status.is_null() {
+        object["status"] = old_status;
+        let answer = s.admin("PUT", &path, &[], &object);
+        assert_eq!(answer.code, 200, "{}", answer.text());
+        object = answer.json();
+    }
+    object["status"] = status;
+    stored(&s.admin("PUT", &path, &[], &object), "status")
+}
+
+/// The object at `path` as stored.
+fn read(s: &Server, path: &str) -> Value {
+    s.get(path).json()
+}
+
+#[test]
+fn jobs_answer_as_kube_apiserver() {
+    let Some(mut pair) = Pair::start() else { return };
+    // Defaults and the generated selector and labels.
+    pair.check("kubectl create job: defaults, selector, labels", |s| {
+        let created = s.admin("POST", &jobs(), &[], &job("pi", json!({})));
+        json!({"spec": stored(&created, "spec"), "metadata": stored(&created, "metadata")["metadata"]["labels"]})
+    });
+    pair.check("an Indexed Job with a pod failure policy and per-index limits: defaults", |s| {
+        let spec = json!({"completionMode": "Indexed", "completions": 4, "parallelism": 2, "backoffLimitPerIndex": 1,
+            "maxFailedIndexes": 2, "podFailurePolicy": {"rules": [
+                {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [42]}},
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+            "successPolicy": {"rules": [{"succeededIndexes": "0-2", "succeededCount": 2}]}});
+        stored(&s.admin("POST", &jobs(), &[], &job("indexed", spec)), "spec")
+    });
+    pair.check("a CronJob: defaults", |s| {
+        let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly"},
+            "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+        stored(&s.admin("POST", &format!("/apis/batch/v1/namespaces/{NS}/cronjobs"), &[], &cron), "spec")
+    });
+    pair.check("CronJob time zones", |s| {
+        let answers: Vec<Value> = ["Europe/Berlin", "UTC", "Mars/Phobos", "local", "Local", "-x", "", "europe/berlin"]
+            .iter()
+            .enumerate()
+            .map(|(i, zone)| {
+                let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": format!("tz-{i}")},
+                    "spec": {"schedule": "0 3 * * *", "timeZone": zone, "jobTemplate": {"spec": {"template": {"spec": {
+                        "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+                s.admin("POST", &format!("/apis/batch/v1/namespaces/{NS}/cronjobs"), &[], &cron).shape()
+            })
+            .collect();
+        json!(answers)
+    });
+    // Create-time refusals.
+    pair.check("manual selector not matching the template: 422", |s| {
+        let spec = json!({"manualSelector": true, "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "c"}}, "spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}});
+        s.admin("POST", &jobs(), &[], &job("manual", spec)).shape()
+    });
+    pair.check("generated labels overridden: 422", |s| {
+        let spec = json!({"template": {"metadata": {"labels": {"controller-uid": "mine", "batch.kubernetes.io/job-name": "x"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}});
+        s.admin("POST", &jobs(), &[], &job("relabelled", spec)).shape()
+    });
+    pair.check("a bad pod failure policy: 422", |s| {
+        let spec = json!({"podFailurePolicy": {"rules": [
+            {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [3, 0, 3], "containerName": "x"}},
+            {"action": "Restart", "onPodConditions": [{"type": "DisruptionTarget", "status": "Maybe"}]},
+            {"action": "Ignore"},
+            {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": []}, "onPodConditions": [{"type": "Ready"}]}]},
+            "podReplacementPolicy": "TerminatingOrFailed"});
+        s.admin("POST", &jobs(), &[], &job("policy", spec)).shape()
+    });
+    pair.check("a pod failure policy with OnFailure: 422", |s| {
+        let mut object = job(
+            "restarts",
+            json!({"podFailurePolicy": {"rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]}}),
+        );
+        object["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+        s.admin("POST", &jobs(), &[], &object).shape()
+    });
+    pair.check("bad per-index limits, success policy and managedBy: 422", |s| {
+        let spec = json!({"completionMode": "Indexed", "completions": 4, "maxFailedIndexes": 5,
+            "managedBy": "nodomain", "successPolicy": {"rules": [{"succeededIndexes": "0-5", "succeededCount": 5}, {}]}});
+        let indexed = s.admin("POST", &jobs(), &[], &job("limits", spec)).shape();
+        let spec = json!({"backoffLimitPerIndex": 1, "successPolicy": {"rules": [{"succeededCount": 1}]},
+            "managedBy": "example.com/a/b"});
+        let non_indexed = s.admin("POST", &jobs(), &[], &job("nonindexed", spec)).shape();
+        let spec = json!({"completionMode": "Indexed", "completions": 200000, "parallelism": 20000,
+            "backoffLimitPerIndex": 1});
+        let high = s.admin("POST", &jobs(), &[], &job("high", spec)).shape();
+        let long_name = "a".repeat(60);
+        let hostname = s.admin("POST", &jobs(), &[], &job(&long_name, json!({"completionMode": "Indexed", "completions": 1000}))).shape();
+        json!({"indexed": indexed, "non_indexed": non_indexed, "high": high, "hostname": hostname})
+    });
+    pair.check("too many rules, bad condition types, a CronJob's bad job template: 422", |s| {
+        let rule = json!({"action": "Count", "onPodConditions": [{"type": "bad type!", "status": "True"}]});
+        let many = json!({"podFailurePolicy": {"rules": vec![rule; 21]}, "podReplacementPolicy": "Sometimes"});
+        let many = s.admin("POST", &jobs(), &[], &job("many", many)).shape();
+        let values: Vec<i64> = (1..=256).collect();
+        let codes = json!({"podFailurePolicy": {"rules": [{"action": "FailJob",
+            "onExitCodes": {"operator": "Between", "values": values}}]}});
+        let codes = s.admin("POST", &jobs(), &[], &job("codes", codes)).shape();
+        let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "bad-template"},
+            "spec": {"schedule": "@hourly", "concurrencyPolicy": "Sometimes", "jobTemplate": {"spec": {
+                "manualSelector": true, "selector": {"matchLabels": {"a": "b"}}, "backoffLimitPerIndex": 2,
+                "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "OnFailure",
+                    "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+        let cron = s.admin("POST", &format!("/apis/batch/v1/namespaces/{NS}/cronjobs"), &[], &cron).shape();
+        json!({"many": many, "codes": codes, "cron": cron})
+    });
+    // Updates.
+    pair.check("updates of fixed fields: 422", |s| {
+        let created = s.admin("POST", &jobs(), &[], &job("fixed", json!({"completions": 2}))).json();
+        let path = format!("{}/fixed", jobs());
+        let mut object = created.clone();
+        object["spec"]["completions"] = json!(3);
+        object["spec"]["completionMode"] = json!("Indexed");
+        object["spec"]["backoffLimitPerIndex"] = json!(1);
+        object["spec"]["managedBy"] = json!("example.com/other");
+        object["spec"]["template"]["spec"]["containers"][0]["image"] = json!("busybox:2");
+        let fixed = s.admin("PUT", &path, &[], &object).shape();
+        let mut object = created.clone();
+        object["spec"]["parallelism"] = json!(5);
+        object["spec"]["suspend"] = json!(true);
+        let scaled = stored(&s.admin("PUT", &path, &[], &object), "spec");
+        let mut object = read(s, &path);
+        object["spec"]["selector"]["matchLabels"]["x"] = json!("y");
+        let selector = s.admin("PUT", &path, &[], &object).shape();
+        json!({"fixed": fixed, "scaled": scaled, "selector": selector})
+    });
+    pair.check("an Indexed Job scales completions with parallelism", |s| {
+        let created = s
+            .admin(
+                "POST",
+                &jobs(),
+                &[],
+                &job(
+                    "elastic",
+                    json!({"completionMode": "Indexed",
+            "completions": 2, "parallelism": 2}),
+                ),
+            )
+            .json();
+        let path = format!("{}/elastic", jobs());
+        let mut object = created.clone();
+        object["spec"]["completions"] = json!(3);
+        let alone = s.admin("PUT", &path, &[], &object).shape();
+        object["spec"]["parallelism"] = json!(3);
+        let tandem = stored(&s.admin("PUT", &path, &[], &object), "spec");
+        json!({"alone": alone, "tandem": tandem})
+    });
+    pair.check("a suspended Job that never ran may change its scheduling directives", |s| {
+        let created = s.admin("POST", &jobs(), &[], &job("queued", json!({"suspend": true}))).json();
+        let path = format!("{}/queued", jobs());
+        let mut object = created.clone();
+        object["spec"]["template"]["spec"]["nodeSelector"] = json!({"zone": "a"});
+        object["spec"]["template"]["metadata"]["annotations"] = json!({"queue": "q1"});
+        let allowed = s.admin("PUT", &path, &[], &object);
+        assert_eq!(allowed.code, 200, "{}", allowed.text());
+        let mut object = allowed.json();
+        object["spec"]["template"]["spec"]["affinity"] = json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "zone"}]}});
+        s.admin("PUT", &path, &[], &object).shape()
+    });
+    pair.check("an evicted pod gets DisruptionTarget before it goes (pod failure policies match it)", |s| {
+        let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+        s.admin("POST", &format!("/api/v1/namespaces/{NS}/serviceaccounts"), &[], &account);
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "evictee", "finalizers": ["example.com/hold"]},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}});
+        let pods = format!("/api/v1/namespaces/{NS}/pods");
+        let created = s.admin("POST", &pods, &[], &pod);
+        assert_eq!(created.code, 201, "{}", created.text());
+        let eviction = |uid: &str| json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "evictee"},
+            "deleteOptions": {"preconditions": {"uid": uid}}});
+        let path = format!("{pods}/evictee/eviction");
+        let wrong = s.admin("POST", &path, &[], &eviction("6b1b2d0e-0000-4000-8000-000000000000")).shape();
+        let uid = created.json()["metadata"]["uid"].as_str().unwrap().to_string();
+        let evicted = s.admin("POST", &path, &[], &eviction(&uid)).shape();
+        let pod = s.get(&format!("{pods}/evictee")).json();
+        let mut conditions = pod["status"]["conditions"].clone();
+        for condition in conditions.as_array_mut().into_iter().flatten() {
+            condition["lastTransitionTime"] = json!("<time>");
+        }
+        let release = json!({"metadata": {"finalizers": null}});
+        s.admin("PATCH", &format!("{pods}/evictee"), &[("Content-Type", "application/merge-patch+json")], &release);
+        json!({"wrong uid": wrong, "evicted": evicted, "conditions": conditions,
+            "deleting": pod["metadata"]["deletionTimestamp"].is_string()})
+    });
+    // Status writes, as the job controller makes them.
+    let start = json!("2030-01-01T00:00:00Z");
+    pair.check("status: a running Job", |s| {
+        let status = json!({"startTime": start, "active": 1, "ready": 0, "terminating": 0,
+            "uncountedTerminatedPods": {}});
+        job_status_write(s, "running", json!({}), Value::Null, status)
+    });
+    pair.check("status: complete, as the job controller finishes a Job", |s| {
+        let running = json!({"startTime": start, "active": 1, "ready": 1, "uncountedTerminatedPods": {"succeeded": ["p1"]}});
+        let done = json!({"startTime": start, "completionTime": "2030-01-01T00:00:10Z", "succeeded": 1, "active": 0,
+            "ready": 0, "terminating": 0, "uncountedTerminatedPods": {},
+            "conditions": [{"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
+                "message": "Reached expected number of succeeded pods", "lastProbeTime": start, "lastTransitionTime": start},
+                {"type": "Complete", "status": "True", "reason": "CompletionsReached",
+                "message": "Reached expected number of succeeded pods", "lastProbeTime": start, "lastTransitionTime": start}]});
+        job_status_write(s, "done", json!({}), running, done)
+    });
+    pair.check("status: Complete without SuccessCriteriaMet, Failed without FailureTarget: 422", |s| {
+        let complete = json!({"startTime": start, "completionTime": "2029-01-01T00:00:10Z", "active": 1, "ready": 2,
+            "uncountedTerminatedPods": {"succeeded": ["a", "a", ""]}, "completedIndexes": "0",
+            "conditions": [{"type": "Complete", "status": "True"}, {"type": "Failed", "status": "True"}]});
+        let both = job_status_write(s, "bad-complete", json!({}), Value::Null, complete);
+        let failed = json!({"startTime": start, "failed": 1, "terminating": 1,
+            "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]});
+        let failed = job_status_write(s, "bad-failed", json!({}), Value::Null, failed);
+        let finished =
+            json!({"conditions": [{"type": "FailureTarget", "status": "True"}, {"type": "Failed", "status": "True"}]});
+        let no_start = job_status_write(s, "no-start", json!({}), Value::Null, finished);
+        json!({"both": both, "failed": failed, "no_start": no_start})
+    });
+    pair.check("status: negative counts, SuccessCriteriaMet with FailureTarget: 422", |s| {
+        let status = json!({"startTime": start, "active": -1, "ready": -1, "terminating": -2, "failed": -3,
+            "conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "FailureTarget", "status": "True"},
+                {"type": "Complete", "status": "True"}],
+            "completionTime": "2030-01-01T00:00:10Z"});
+        job_status_write(s, "negative", json!({}), Value::Null, status)
+    });
+    pair.check("status: counters and terminal conditions never go back: 422", |s| {
+        let old = json!({"startTime": start, "failed": 2, "succeeded": 1, "completionTime": "2030-01-01T00:00:10Z",
+            "conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]});
+        let new = json!({"failed": 1, "succeeded": 0, "completionTime": "2030-01-01T00:00:20Z"});
+        job_status_write(s, "backwards", json!({}), old, new)
+    });
+    pair.check("status: indexes of an Indexed Job", |s| {
+        let spec = json!({"completionMode": "Indexed", "completions": 3, "parallelism": 3, "backoffLimitPerIndex": 1});
+        let bad = json!({"startTime": start, "completedIndexes": "0,2-1", "failedIndexes": "0,3"});
+        let bad = job_status_write(s, "indexes", spec.clone(), Value::Null, bad);
+        let overlap = json!({"startTime": start, "completedIndexes": "0-1", "failedIndexes": "1"});
+        let overlap = job_status_write(s, "overlap", spec.clone(), Value::Null, overlap);
+        let good =
+            json!({"startTime": start, "completedIndexes": "0,2", "failedIndexes": "1", "succeeded": 2, "failed": 1});
+        let good = job_status_write(s, "good-indexes", spec, Value::Null, good);
+        json!({"bad": bad, "overlap": overlap, "good": good})
+    });
+    pair.assert_conforms();
 }

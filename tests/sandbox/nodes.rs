@@ -1,5 +1,6 @@
 //! The sandbox's simulated nodes against a real sandbox over HTTPS: registration and leases,
-//! scheduling, the kubelet's pod lifecycle, deletion, and dead kubelets.
+//! scheduling, the kubelet's pod lifecycle, deletion, dead kubelets, and scripted Job pods (one
+//! test on both backends: the real kube-apiserver takes the statuses the kubelets write).
 //!
 //! Every test waits for what it expects with a generous deadline and never asserts on timing,
 //! so that it holds on a loaded machine.
@@ -12,6 +13,8 @@ use kcm::client::{Api, Client, ClientOptions, DeleteParams, Patch, PostParams};
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::{Value, json};
+
+use crate::harness;
 
 /// The longest any expected change may take.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -463,4 +466,171 @@ fn stop_ends_every_write() {
     assert_eq!(cluster.renew_time("node-a"), renewed);
     let pod = cluster.pods().get("orphan").expect("pod read");
     assert_eq!(node_of(&pod), "", "nothing schedules after stop");
+}
+
+// ---- Scripted run-to-completion pods (annotations `kcm-sandbox.dev/*`) ----
+
+/// A pod owned by Job `job_uid` (no Job object needed: nothing here collects garbage), with
+/// `annotations` and `restartPolicy`.
+fn job_pod(name: &str, job_uid: &str, restart: &str, annotations: Value) -> Pod {
+    from(json!({
+        "metadata": {"name": name, "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "job", "uid": job_uid,
+                "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"restartPolicy": restart, "containers": [{"name": "work", "image": "busybox"}]},
+    }))
+}
+
+fn container_status(pod: &Pod) -> k8s_openapi::api::core::v1::ContainerStatus {
+    pod.status.clone().and_then(|s| s.container_statuses).unwrap_or_default().into_iter().next().unwrap_or_default()
+}
+
+/// The terminated state of the pod's container: (exit code, reason).
+fn terminated(pod: &Pod) -> (i32, Option<String>) {
+    let state = container_status(pod).state.and_then(|s| s.terminated).expect("terminated");
+    (state.exit_code, state.reason)
+}
+
+/// What a scripted pod does on either server: fails with its code, is evicted as the kubelet's
+/// eviction manager does, restarts in place under `OnFailure`; each status the real
+/// kube-apiserver accepts too.
+fn scripted_pods_fail_restart_and_are_evicted(backend: harness::Backend) {
+    let cluster = harness::with(&[]).on(backend).nodes(&["node-a"]).node_options(fast()).start();
+    let pods = Api::<Pod>::namespaced(&cluster.client, "default");
+    let quick = |codes: &str| json!({"kcm-sandbox.dev/run-seconds": "0.2", "kcm-sandbox.dev/exit-codes": codes});
+    // One Job each: a Job's runs are counted together.
+    for (name, restart, codes, uid) in [
+        ("fails", "Never", "3", "6b1b2d0e-0000-4000-8000-00000000a011"),
+        ("evicted", "Never", "evicted", "6b1b2d0e-0000-4000-8000-00000000a012"),
+        ("restarts", "OnFailure", "1,2,0", "6b1b2d0e-0000-4000-8000-00000000a013"),
+    ] {
+        let pod = job_pod(name, uid, restart, quick(codes));
+        pods.create(&pod, &PostParams::default()).expect("pod created");
+    }
+    let wait = |name: &str, what: &str, check: &dyn Fn(&Pod) -> bool| {
+        harness::eventually(&format!("pod {name}: {what}"), || pods.get_opt(name).expect("pod read").filter(check))
+    };
+
+    let failed = wait("fails", "Failed", &|p| phase(p) == "Failed");
+    assert_eq!(terminated(&failed), (3, Some("Error".into())));
+    assert_eq!(pod_condition(&failed, "Ready").and_then(|c| c.reason.as_deref()), Some("PodFailed"));
+
+    let evicted = wait("evicted", "Failed", &|p| phase(p) == "Failed");
+    let status = evicted.status.clone().expect("a status");
+    assert_eq!(status.reason.as_deref(), Some("Evicted"));
+    let message = status.message.clone().unwrap_or_default();
+    assert!(message.starts_with("The node was low on resource: memory. "), "{message}");
+    assert_eq!(terminated(&evicted), (137, Some("Error".into())));
+    let disruption = pod_condition(&evicted, "DisruptionTarget").expect("a DisruptionTarget condition");
+    assert_eq!(
+        (disruption.status.as_str(), disruption.reason.as_deref(), disruption.message.as_deref()),
+        ("True", Some("TerminationByKubelet"), Some(message.as_str()))
+    );
+
+    // Exits 1 and 2 restart the container in place; the third run exits 0.
+    let done = wait("restarts", "Succeeded", &|p| phase(p) == "Succeeded");
+    let container = container_status(&done);
+    assert_eq!(container.restart_count, 2);
+    let last = container.last_state.and_then(|s| s.terminated).expect("the last run's exit");
+    assert_eq!((last.exit_code, last.reason.as_deref()), (2, Some("Error")));
+    assert_eq!(terminated(&done), (0, Some("Completed".into())));
+}
+
+on_both_backends!(scripted_pods_fail_restart_and_are_evicted);
+
+#[test]
+fn a_restarting_pod_stays_running_with_its_restarts_counted() {
+    let cluster = start(&["node-a"], fast());
+    let annotations = json!({"kcm-sandbox.dev/run-seconds": "0.3", "kcm-sandbox.dev/exit-codes": "1"});
+    let pod = job_pod("crashloop", "6b1b2d0e-0000-4000-8000-00000000a002", "OnFailure", annotations);
+    cluster.pods().create(&pod, &PostParams::default()).expect("pod created");
+    let pod = cluster.wait_pod("crashloop", "restarted twice", |p| container_status(p).restart_count >= 2);
+    assert_eq!(phase(&pod), "Running");
+    let container = container_status(&pod);
+    let last = container.last_state.and_then(|s| s.terminated).expect("the last exit");
+    assert_eq!((last.exit_code, last.reason.as_deref()), (1, Some("Error")));
+    assert!(container.state.and_then(|s| s.running).is_some(), "running again");
+}
+
+#[test]
+fn a_script_runs_across_a_jobs_retried_pods() {
+    let cluster = start(&["node-a"], fast());
+    let uid = "6b1b2d0e-0000-4000-8000-00000000a003";
+    let annotations = json!({"kcm-sandbox.dev/run-seconds": "0.1", "kcm-sandbox.dev/exit-codes": "1,evicted,0"});
+    // Each retry starts once the previous pod ended, as a Job controller would.
+    let mut ends = Vec::new();
+    for n in 0..4 {
+        let name = format!("try-{n}");
+        let pod = job_pod(&name, uid, "Never", annotations.clone());
+        cluster.pods().create(&pod, &PostParams::default()).expect("pod created");
+        let pod = cluster.wait_pod(&name, "terminated", |p| matches!(phase(p), "Succeeded" | "Failed"));
+        let reason = pod.status.as_ref().and_then(|s| s.reason.clone()).unwrap_or_default();
+        ends.push(format!("{}:{}{reason}", phase(&pod), terminated(&pod).0));
+    }
+    assert_eq!(ends, ["Failed:1", "Failed:137Evicted", "Succeeded:0", "Succeeded:0"]);
+}
+
+#[test]
+fn an_index_override_scripts_only_its_index() {
+    let cluster = start(&["node-a"], fast());
+    let uid = "6b1b2d0e-0000-4000-8000-00000000a004";
+    for index in 0..3 {
+        let annotations = json!({"kcm-sandbox.dev/run-seconds": "0.1", "kcm-sandbox.dev/exit-codes": "0",
+            "kcm-sandbox.dev/exit-codes-index-1": "7,0", "batch.kubernetes.io/job-completion-index": index.to_string()});
+        let pod = job_pod(&format!("indexed-{index}"), uid, "Never", annotations);
+        cluster.pods().create(&pod, &PostParams::default()).expect("pod created");
+    }
+    let codes: Vec<i32> = (0..3)
+        .map(|i| {
+            let name = format!("indexed-{i}");
+            terminated(&cluster.wait_pod(&name, "terminated", |p| matches!(phase(p), "Succeeded" | "Failed"))).0
+        })
+        .collect();
+    assert_eq!(codes, [0, 7, 0]);
+    // Index 1's retry takes the next entry of its own script.
+    let annotations = json!({"kcm-sandbox.dev/run-seconds": "0.1", "kcm-sandbox.dev/exit-codes-index-1": "7,0",
+        "batch.kubernetes.io/job-completion-index": "1"});
+    cluster
+        .pods()
+        .create(&job_pod("indexed-1-retry", uid, "Never", annotations), &PostParams::default())
+        .expect("created");
+    let retry = cluster.wait_pod("indexed-1-retry", "Succeeded", |p| phase(p) == "Succeeded");
+    assert_eq!(terminated(&retry).0, 0);
+}
+
+#[test]
+fn an_invalid_script_leaves_the_pod_unscripted() {
+    let cluster = start(&["node-a"], fast());
+    let annotations = json!({"kcm-sandbox.dev/exit-codes": "1,oops", "kcm-sandbox.dev/run-seconds": "0.1"});
+    let pod = job_pod("typo", "6b1b2d0e-0000-4000-8000-00000000a005", "Never", annotations);
+    cluster.pods().create(&pod, &PostParams::default()).expect("pod created");
+    let pod = cluster.wait_pod("typo", "Succeeded", |p| phase(p) == "Succeeded");
+    assert_eq!(terminated(&pod), (0, Some("Completed".into())));
+}
+
+#[test]
+fn a_deleted_job_pod_is_killed_keeping_its_disruption_target() {
+    let cluster = start(&["node-a"], fast());
+    let annotations = json!({"kcm-sandbox.dev/run-seconds": "60"});
+    let pod = job_pod("victim", "6b1b2d0e-0000-4000-8000-00000000a006", "Never", annotations);
+    let created = cluster.pods().create(&pod, &PostParams::default()).expect("pod created");
+    let finalizer = json!({"metadata": {"finalizers": ["example.com/hold"]}});
+    cluster.pods().patch("victim", &Patch::Merge(finalizer), &PostParams::default()).expect("finalizer added");
+    cluster.wait_running("victim");
+    // What the job controller's pod deletion (or the disruption controller) adds first.
+    let condition = json!({"status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
+        "reason": "PreemptionByScheduler", "message": "preempted", "lastTransitionTime": "2030-01-01T00:00:00Z"}]}});
+    cluster
+        .pods()
+        .patch_status("victim", &Patch::Strategic(condition), &PostParams::default())
+        .expect("condition added");
+    cluster.pods().delete("victim", &DeleteParams::default()).expect("delete accepted");
+    let pod = cluster.wait_pod("victim", "Failed", |p| phase(p) == "Failed");
+    assert_eq!(terminated(&pod), (137, Some("Error".into())));
+    let disruption = pod_condition(&pod, "DisruptionTarget").expect("kept");
+    assert_eq!(disruption.reason.as_deref(), Some("PreemptionByScheduler"));
+    assert_eq!(pod.metadata.uid, created.metadata.uid);
+    let release = json!({"metadata": {"finalizers": null}});
+    cluster.pods().patch("victim", &Patch::Merge(release), &PostParams::default()).expect("finalizer removed");
+    wait_for("the pod to be gone", || cluster.pods().get_opt("victim").expect("pod read").is_none().then_some(()));
 }

@@ -224,6 +224,161 @@ fn jobs_and_cron_jobs_are_validated() {
     Api::<CronJob>::namespaced(&c, "default").create(&good, &PostParams::default()).unwrap();
 }
 
+/// A `kubectl create job`-like Job with `spec` merged in.
+fn job(name: &str, spec: Value) -> Job {
+    let mut job = json!({"metadata": {"name": name}, "spec": {"template": {"spec": {"restartPolicy": "Never",
+        "containers": [{"name": "app", "image": "busybox"}]}}}});
+    for (key, value) in spec.as_object().unwrap() {
+        job["spec"][key] = value.clone();
+    }
+    from(job)
+}
+
+#[test]
+fn jobs_get_upstream_defaults_and_a_generated_selector() {
+    let (_sandbox, c) = start();
+    let jobs = Api::<Job>::namespaced(&c, "default");
+    let created = jobs.create(&job("pi", json!({})), &PostParams::default()).unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    let object = serde_json::to_value(&created).unwrap();
+    let spec = &object["spec"];
+    for (field, value) in [
+        ("completions", json!(1)),
+        ("parallelism", json!(1)),
+        ("backoffLimit", json!(6)),
+        ("completionMode", json!("NonIndexed")),
+        ("suspend", json!(false)),
+        ("manualSelector", json!(false)),
+        ("podReplacementPolicy", json!("TerminatingOrFailed")),
+        ("selector", json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})),
+    ] {
+        assert_eq!(spec[field], value, "spec.{field}");
+    }
+    let labels = json!({"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "pi",
+        "controller-uid": uid, "job-name": "pi"});
+    assert_eq!(spec["template"]["metadata"]["labels"], labels);
+    assert_eq!(object["metadata"]["labels"], labels, "the Job takes its template's labels");
+
+    // A per-index backoff limit makes the overall one unlimited; a pod failure policy asks for
+    // replacement only of failed pods, and its condition patterns match True.
+    let spec = json!({"completionMode": "Indexed", "completions": 3, "backoffLimitPerIndex": 1,
+        "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}});
+    let created = serde_json::to_value(jobs.create(&job("indexed", spec), &PostParams::default()).unwrap()).unwrap();
+    assert_eq!(created["spec"]["backoffLimit"], 2147483647);
+    assert_eq!(created["spec"]["podReplacementPolicy"], "Failed");
+    assert_eq!(created["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"], "True");
+
+    // Someone else's value for a generated label is refused.
+    let relabelled: Job = from(json!({"metadata": {"name": "r"}, "spec": {"template": {"metadata": {"labels":
+        {"controller-uid": "mine"}}, "spec": {"restartPolicy": "Never", "containers": [{"name": "app", "image": "busybox"}]}}}}));
+    let (message, _) = invalid(jobs.create(&relabelled, &PostParams::default()));
+    // The refused Job's own uid, generated for it.
+    let uid = message.rsplit("must be '").next().unwrap().trim_end_matches('\'');
+    assert_eq!(
+        message,
+        format!(
+            "Job.batch \"r\" is invalid: spec.template.metadata.labels[controller-uid]: Invalid value: \
+             map[string]string{{\"batch.kubernetes.io/controller-uid\":\"{uid}\", \"batch.kubernetes.io/job-name\":\"r\", \
+             \"controller-uid\":\"mine\", \"job-name\":\"r\"}}: must be '{uid}'"
+        )
+    );
+
+    let cron: CronJob = from(json!({"metadata": {"name": "nightly"}, "spec": {"schedule": "0 3 * * *",
+        "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+            "containers": [{"name": "app", "image": "busybox"}]}}}}}}));
+    let cron = Api::<CronJob>::namespaced(&c, "default").create(&cron, &PostParams::default()).unwrap();
+    let spec = cron.spec.unwrap();
+    assert_eq!(spec.concurrency_policy.as_deref(), Some("Allow"));
+    assert_eq!(
+        (spec.suspend, spec.successful_jobs_history_limit, spec.failed_jobs_history_limit),
+        (Some(false), Some(3), Some(1))
+    );
+}
+
+#[test]
+fn job_policies_and_updates_are_validated() {
+    let (_sandbox, c) = start();
+    let jobs = Api::<Job>::namespaced(&c, "default");
+    let spec = json!({"podFailurePolicy": {"rules": [
+        {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [3, 0, 3]}},
+        {"action": "Ignore"}]}, "podReplacementPolicy": "TerminatingOrFailed", "managedBy": "nodomain"});
+    let (message, _) = invalid(jobs.create(&job("policy", spec), &PostParams::default()));
+    assert_eq!(
+        message,
+        "Job.batch \"policy\" is invalid: [spec.managedBy: Invalid value: \"nodomain\": must be a domain-prefixed path (such as \"acme.io/foo\"), \
+         spec.podFailurePolicy.rules[0].action: Invalid value: \"FailIndex\": requires the backoffLimitPerIndex to be set, \
+         spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Invalid value: 0: must not be 0 for the In operator, \
+         spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Duplicate value: 3, \
+         spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{3, 0, 3}: must be ordered, \
+         spec.podFailurePolicy.rules[1]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required, \
+         spec.podReplacementPolicy: Unsupported value: \"TerminatingOrFailed\": supported values: \"Failed\"]"
+    );
+    let spec = json!({"completionMode": "Indexed", "completions": 4, "successPolicy": {"rules": [{"succeededIndexes": "0-5"}]}});
+    let (message, _) = invalid(jobs.create(&job("success", spec), &PostParams::default()));
+    assert_eq!(
+        message,
+        "Job.batch \"success\" is invalid: spec.successPolicy.rules[0].succeededIndexes: Invalid value: \"0-5\": error parsing succeededIndexes: too large index: \"5\""
+    );
+
+    // Completions are fixed for a NonIndexed Job; parallelism is not.
+    jobs.create(&job("fixed", json!({"completions": 2})), &PostParams::default()).unwrap();
+    let (message, _) =
+        invalid(jobs.patch("fixed", &Patch::Merge(json!({"spec": {"completions": 3}})), &PostParams::default()));
+    assert_eq!(message, "Job.batch \"fixed\" is invalid: spec.completions: Invalid value: 3: field is immutable");
+    jobs.patch("fixed", &Patch::Merge(json!({"spec": {"parallelism": 5}})), &PostParams::default()).unwrap();
+}
+
+#[test]
+fn job_status_writes_follow_the_job_strategy() {
+    let (_sandbox, c) = start();
+    let jobs = Api::<Job>::namespaced(&c, "default");
+    jobs.create(&job("work", json!({})), &PostParams::default()).unwrap();
+    let status = |s: Value| Patch::Merge(json!({"status": s}));
+    let start = "2030-01-01T00:00:00Z";
+    let running = status(json!({"startTime": start, "active": 1, "ready": 0, "terminating": 0,
+        "uncountedTerminatedPods": {"succeeded": [], "failed": []}}));
+    let stored = jobs.patch_status("work", &running, &PostParams::default()).unwrap();
+    let stored = serde_json::to_value(stored).unwrap();
+    assert_eq!(stored["status"]["uncountedTerminatedPods"], json!({}), "empty lists are not stored");
+
+    // The job controller's way to finish: SuccessCriteriaMet first, then Complete.
+    let complete = json!({"type": "Complete", "status": "True", "reason": "CompletionsReached",
+        "message": "Reached expected number of succeeded pods", "lastTransitionTime": start});
+    let (message, _) = invalid(jobs.patch_status(
+        "work",
+        &status(
+            json!({"active": 0, "succeeded": 1, "completionTime": "2030-01-01T00:00:10Z", "conditions": [complete]}),
+        ),
+        &PostParams::default(),
+    ));
+    assert_eq!(
+        message,
+        "Job.batch \"work\" is invalid: status.conditions: Invalid value: cannot set Complete=True condition without the SuccessCriteriaMet=true condition"
+    );
+    let mut criteria = complete.clone();
+    criteria["type"] = json!("SuccessCriteriaMet");
+    let done = status(json!({"active": 0, "ready": 0, "succeeded": 1, "completionTime": "2030-01-01T00:00:10Z",
+        "conditions": [criteria, complete]}));
+    let stored = serde_json::to_value(jobs.patch_status("work", &done, &PostParams::default()).unwrap()).unwrap();
+    assert!(stored["status"].get("active").is_none(), "a zero active count is not stored: {}", stored["status"]);
+
+    // Finished is final.
+    let (message, causes) = invalid(jobs.patch_status(
+        "work",
+        &status(json!({"succeeded": 0, "conditions": null, "completionTime": null})),
+        &PostParams::default(),
+    ));
+    assert_eq!(
+        causes.iter().map(|c| c.2.as_str()).collect::<Vec<_>>(),
+        [
+            "Invalid value: cannot disable the terminal Complete=True condition",
+            "Invalid value: 0: cannot decrease the succeeded counter",
+            "Invalid value: cannot disable the SuccessCriteriaMet=True condition",
+        ],
+        "{message}"
+    );
+}
+
 #[test]
 fn services_are_validated() {
     let (_sandbox, c) = start();

@@ -296,11 +296,53 @@ fn evict(api: &ApiServer, request: &Request, target: &Target, name: &str, user: 
         if !can_ignore_budget(&pod) {
             charge_disruption_budget(txn, &ns, &pod)?;
         }
+        check_eviction_uid(name, &pod, options.precondition_uid.as_deref())?;
+        // `addConditionAndDeletePod`: a status update first, then the deletion.
+        let mut marked = (*pod).clone();
+        add_eviction_condition(&mut marked);
+        txn.put("pods", marked);
         match delete_in(txn, pods, &ns, name, &options, user)? {
             DeleteOutcome::Removed(_) | DeleteOutcome::Marked(_) => Ok(()),
         }
     })?;
     Ok((201, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+}
+
+/// The UID precondition, checked on the pod before its condition is added: a 409 on `Pod`
+/// (`addConditionAndDeletePod`'s `NewConflict`, with the resource named so).
+fn check_eviction_uid(name: &str, pod: &Value, uid: Option<&str>) -> ApiResult<()> {
+    let actual = pod["metadata"]["uid"].as_str().unwrap_or_default();
+    match uid.filter(|u| !u.is_empty() && *u != actual) {
+        Some(wanted) => Err(ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on Pod \"{name}\": the UID in the precondition ({wanted}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
+            ),
+            Some(json!({"name": name, "kind": "Pod"})),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `podutil.UpdatePodCondition` with the Eviction API's `DisruptionTarget` condition.
+fn add_eviction_condition(pod: &mut Value) {
+    let now = now();
+    let mut condition = json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
+        "lastTransitionTime": now, "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"});
+    if !pod["status"]["conditions"].is_array() {
+        pod["status"]["conditions"] = json!([]);
+    }
+    let conditions = pod["status"]["conditions"].as_array_mut().expect("an array");
+    match conditions.iter_mut().find(|c| c["type"] == "DisruptionTarget") {
+        Some(old) => {
+            if old["status"] == "True" {
+                condition["lastTransitionTime"] = old["lastTransitionTime"].clone();
+            }
+            *old = condition;
+        }
+        None => conditions.push(condition),
+    }
 }
 
 /// `canIgnorePDB`: pods that are done, not running yet, or already going need no budget.

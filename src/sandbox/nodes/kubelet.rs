@@ -20,7 +20,24 @@ pub enum Stage {
     Succeeded,
     /// The containers exited with this code (1: the process failed; 137: killed).
     Failed(i32),
+    /// The containers exited with this code and were restarted in place (restartPolicy
+    /// `OnFailure`): the pod stays Running.
+    Restarted(i32),
+    /// The eviction manager killed the pod under memory pressure.
+    Evicted,
 }
+
+impl Stage {
+    /// The containers run (again).
+    fn running(self) -> bool {
+        matches!(self, Stage::Running | Stage::Restarted(_))
+    }
+}
+
+/// What the kubelet's eviction manager writes (`evictionMessage` for memory, with the
+/// threshold it met) as the pod's message and its `DisruptionTarget` condition's.
+pub const EVICTION_MESSAGE: &str =
+    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 51200Ki. ";
 
 /// How a running pod is stopped on deletion: SIGKILL after the grace period.
 pub const KILLED_EXIT_CODE: i32 = 137;
@@ -48,9 +65,9 @@ pub fn status_patch(pod: &Pod, stage: Stage, host_ip: &str, pod_ip: Option<&str>
     let mut status = json!({
         "phase": match stage {
             Stage::Creating => "Pending",
-            Stage::Running => "Running",
+            Stage::Running | Stage::Restarted(_) => "Running",
             Stage::Succeeded => "Succeeded",
-            Stage::Failed(_) => "Failed",
+            Stage::Failed(_) | Stage::Evicted => "Failed",
         },
         "conditions": conditions(pod, stage, now),
         "hostIP": host_ip,
@@ -60,6 +77,11 @@ pub fn status_patch(pod: &Pod, stage: Stage, host_ip: &str, pod_ip: Option<&str>
     });
     if !init_statuses.is_empty() {
         status["initContainerStatuses"] = init_statuses.into();
+    }
+    if stage == Stage::Evicted {
+        // The eviction manager's `killPodFunc` status function.
+        status["reason"] = "Evicted".into();
+        status["message"] = EVICTION_MESSAGE.into();
     }
     if let Some(ip) = pod_ip {
         status["podIP"] = ip.into();
@@ -100,7 +122,7 @@ fn conditions(pod: &Pod, stage: Stage, now: &str) -> Vec<Value> {
         .collect();
     let app_names: Vec<&str> =
         sidecars.iter().map(|c| c.name.as_str()).chain(spec.containers.iter().map(|c| c.name.as_str())).collect();
-    let sandbox_ready = if stage == Stage::Running { "True" } else { "False" };
+    let sandbox_ready = if stage.running() { "True" } else { "False" };
     let initialized = match stage {
         Stage::Creating if !init_names.is_empty() || !sidecars.is_empty() => {
             let all: Vec<&str> = spec.init_containers.iter().flatten().map(|c| c.name.as_str()).collect();
@@ -121,9 +143,9 @@ fn conditions(pod: &Pod, stage: Stage, now: &str) -> Vec<Value> {
             Some("ContainersNotReady"),
             Some(format!("containers with unready status: [{}]", app_names.join(" "))),
         ),
-        Stage::Running => condition("ContainersReady", "True", None, None),
+        Stage::Running | Stage::Restarted(_) => condition("ContainersReady", "True", None, None),
         Stage::Succeeded => condition("ContainersReady", "False", Some("PodCompleted"), None),
-        Stage::Failed(_) => condition("ContainersReady", "False", Some("PodFailed"), None),
+        Stage::Failed(_) | Stage::Evicted => condition("ContainersReady", "False", Some("PodFailed"), None),
     };
     let ready = if containers_ready["status"] != "True" {
         let reason = containers_ready["reason"].as_str();
@@ -152,6 +174,15 @@ fn conditions(pod: &Pod, stage: Stage, now: &str) -> Vec<Value> {
             .filter(|c| c.type_ != "PodScheduled" && !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
             .filter_map(|c| serde_json::to_value(c).ok()),
     );
+    if stage == Stage::Evicted {
+        // `podutil.UpdatePodCondition`: replaced in place, or appended.
+        let disruption =
+            condition("DisruptionTarget", "True", Some("TerminationByKubelet"), Some(EVICTION_MESSAGE.into()));
+        match list.iter_mut().find(|c| c["type"] == "DisruptionTarget") {
+            Some(old) => *old = disruption,
+            None => list.push(disruption),
+        }
+    }
     list
 }
 
@@ -227,14 +258,20 @@ impl ContainerContext<'_> {
             .and_then(|s| s.running.as_ref().and_then(|r| r.started_at.clone()))
             .map(|t| format_time(&t.0));
         let ever_started = existing.as_ref().is_some_and(|s| s.container_id.is_some());
+        let restart_count = existing.as_ref().map_or(0, |s| s.restart_count);
+        let last_state = existing
+            .as_ref()
+            .and_then(|s| s.last_state.as_ref())
+            .and_then(|s| serde_json::to_value(s).ok())
+            .unwrap_or_else(|| json!({}));
         let mut status = json!({
             "name": container.name,
             "image": image,
             "imageID": "",
             "ready": false,
-            "restartCount": existing.as_ref().map_or(0, |s| s.restart_count),
+            "restartCount": restart_count,
             "started": false,
-            "lastState": {},
+            "lastState": last_state,
         });
         let mounts = volume_mounts(container);
         if !mounts.is_empty() {
@@ -244,7 +281,23 @@ impl ContainerContext<'_> {
             status["containerID"] = container_id.clone().into();
             status["imageID"] = image_id(&image).into();
         };
-        match (self.stage, role) {
+        // An evicted pod's containers are killed.
+        let stage = if self.stage == Stage::Evicted { Stage::Failed(KILLED_EXIT_CODE) } else { self.stage };
+        match (stage, role) {
+            (Stage::Restarted(code), ContainerRole::App) => {
+                // The container exited and the kubelet started a new one (`OnFailure`).
+                let new_id =
+                    format!("containerd://{}", hex64(&[self.uid, &container.name, &(restart_count + 1).to_string()]));
+                with_id(&mut status);
+                status["containerID"] = new_id.into();
+                status["restartCount"] = (restart_count + 1).into();
+                status["ready"] = true.into();
+                status["started"] = true.into();
+                status["lastState"] = json!({"terminated": {"exitCode": code, "reason": "Error",
+                    "startedAt": started_at.unwrap_or_else(|| self.now.to_string()), "finishedAt": self.now,
+                    "containerID": container_id}});
+                status["state"] = json!({"running": {"startedAt": self.now}});
+            }
             (Stage::Creating, ContainerRole::Init | ContainerRole::Sidecar) => {
                 status["state"] = json!({"waiting": {"reason": "PodInitializing"}});
             }
@@ -252,14 +305,15 @@ impl ContainerContext<'_> {
                 let reason = if self.has_init { "PodInitializing" } else { "ContainerCreating" };
                 status["state"] = json!({"waiting": {"reason": reason}});
             }
-            (Stage::Running, ContainerRole::Init) | (Stage::Succeeded, _) => {
+            (Stage::Running | Stage::Restarted(_), ContainerRole::Init) | (Stage::Succeeded, _) => {
                 with_id(&mut status);
                 status["ready"] = (role == ContainerRole::Init).into();
                 status["state"] = json!({"terminated": {"exitCode": 0, "reason": "Completed",
                     "startedAt": started_at.unwrap_or_else(|| self.now.to_string()), "finishedAt": self.now,
                     "containerID": container_id}});
             }
-            (Stage::Running, ContainerRole::App | ContainerRole::Sidecar) => {
+            (Stage::Running, ContainerRole::App | ContainerRole::Sidecar)
+            | (Stage::Restarted(_), ContainerRole::Sidecar) => {
                 with_id(&mut status);
                 status["ready"] = true.into();
                 status["started"] = true.into();
@@ -283,6 +337,8 @@ impl ContainerContext<'_> {
                     "message": "The container could not be located when the pod was terminated",
                     "startedAt": null, "finishedAt": null}});
             }
+            // Taken as `Failed(KILLED_EXIT_CODE)` above.
+            (Stage::Evicted, _) => {}
         }
         status
     }
@@ -439,6 +495,41 @@ mod tests {
         let failed = status_patch(&p, Stage::Failed(1), "10.0.0.10", None, "2030-01-02T00:00:00Z");
         assert_eq!(failed["status"]["phase"], "Failed");
         assert_eq!(failed["status"]["conditions"][3]["reason"], "PodFailed");
+    }
+
+    #[test]
+    fn evicted_and_restarted_statuses() {
+        let p = pod(json!({"containers": [{"name": "job", "image": "busybox"}], "restartPolicy": "OnFailure"}));
+        let running = status_patch(&p, Stage::Running, "10.0.0.10", Some("10.244.0.2"), "2030-01-02T00:00:00Z");
+        let mut p: Pod = serde_json::from_value(json!({"metadata": p.metadata, "spec": p.spec,
+            "status": running["status"]}))
+        .expect("a Pod");
+        let restarted = status_patch(&p, Stage::Restarted(2), "10.0.0.10", None, "2030-01-02T00:00:05Z");
+        let container = &restarted["status"]["containerStatuses"][0];
+        assert_eq!(restarted["status"]["phase"], "Running");
+        assert_eq!(container["restartCount"], 1);
+        assert_eq!(container["lastState"]["terminated"]["exitCode"], 2);
+        assert_eq!(container["lastState"]["terminated"]["reason"], "Error");
+        assert_eq!(container["lastState"]["terminated"]["startedAt"], "2030-01-02T00:00:00Z");
+        assert_eq!(container["state"]["running"]["startedAt"], "2030-01-02T00:00:05Z");
+        assert_ne!(container["containerID"], container["lastState"]["terminated"]["containerID"]);
+        p.status = serde_json::from_value(restarted["status"].clone()).expect("a status");
+        // Later statuses keep the last state.
+        let done = status_patch(&p, Stage::Succeeded, "10.0.0.10", None, "2030-01-02T00:00:09Z");
+        assert_eq!(done["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], 2);
+        assert_eq!(done["status"]["containerStatuses"][0]["restartCount"], 1);
+
+        let evicted = status_patch(&p, Stage::Evicted, "10.0.0.10", None, "2030-01-02T00:00:09Z");
+        let status = &evicted["status"];
+        assert_eq!((status["phase"].as_str(), status["reason"].as_str()), (Some("Failed"), Some("Evicted")));
+        assert_eq!(status["message"], EVICTION_MESSAGE);
+        let terminated = &status["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!((terminated["exitCode"].as_i64(), terminated["reason"].as_str()), (Some(137), Some("Error")));
+        let disruption: Vec<&Value> =
+            status["conditions"].as_array().into_iter().flatten().filter(|c| c["type"] == "DisruptionTarget").collect();
+        assert_eq!(disruption.len(), 1, "replaced, not added");
+        assert_eq!(disruption[0]["reason"], "TerminationByKubelet");
+        assert_eq!(disruption[0]["message"], EVICTION_MESSAGE);
     }
 
     #[test]

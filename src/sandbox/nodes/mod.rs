@@ -11,9 +11,10 @@
 //!   marked it Unknown) or every `status_report_interval`;
 //! - runs the pods bound to it: `ContainerCreating`, then Running and Ready with IPs after
 //!   `pod_start_delay`; pods that run to completion (Job pods, restartPolicy Never/OnFailure)
-//!   succeed after `job_pod_run_time`;
-//! - stops deleted pods: their containers are killed (exit 137, phase Failed), then the pod is
-//!   deleted for good with `gracePeriodSeconds: 0` and a UID precondition;
+//!   exit after `job_pod_run_time` with code 0 (phase Succeeded), unless scripted (below);
+//! - stops deleted pods: their containers are killed (reason `Error`, exit 137, phase Failed;
+//!   conditions others own, such as `DisruptionTarget`, are kept), then the pod is deleted for
+//!   good with `gracePeriodSeconds: 0` and a UID precondition;
 //! - when its Node is deleted, does not register it again until it is restarted
 //!   ([`SimulatedNodes::resume_heartbeat`] after [`SimulatedNodes::stop_heartbeat`]), unless
 //!   [`NodeOptions::reregister_deleted_nodes`] is set.
@@ -26,12 +27,34 @@
 //! while the node is Ready, so that pods run before (or without) a node lifecycle controller to
 //! remove it.
 //!
+//! Scripted pods (the `script` module; tests and the job controller's tests rely on it). A
+//! run-to-completion pod's annotations, normally set in a Job's pod template, say how its runs
+//! end:
+//! - `kcm-sandbox.dev/run-seconds`: how long the containers run before they exit, in decimal
+//!   seconds (`"0.5"`, `"20"`); default `job_pod_run_time`.
+//! - `kcm-sandbox.dev/exit-codes`: a comma-separated script (`1,1,0`, `evicted,0`); default `0`.
+//!   The n-th run started for the same Job (owner reference uid; the pod's own uid without one)
+//!   and completion index (annotation `batch.kubernetes.io/job-completion-index`) ends with the
+//!   n-th entry, the last one repeating. An exit code: 0 succeeds (container terminated
+//!   `Completed`), others fail (`Error` with that code); `evicted`: the eviction manager evicts
+//!   the pod (phase Failed, reason `Evicted`, containers killed with 137, condition
+//!   `DisruptionTarget` True `TerminationByKubelet` with the kubelet's message).
+//! - `kcm-sandbox.dev/exit-codes-index-<i>`: the script of the pod with completion index `i`,
+//!   instead of `exit-codes`.
+//!
+//!   With restartPolicy `OnFailure` a non-zero exit restarts the containers in place (the pod
+//!   stays Running; `restartCount` + 1, `lastState.terminated` holds the exit) and the next run
+//!   takes the next entry (no crash-loop back-off); with `Never` the pod ends. Runs are counted
+//!   when they start, so a retried pod takes the next entry. An invalid annotation is logged (a
+//!   warning naming the pod) and the pod runs unscripted.
+//!
 //! One background thread does all of it, from list+watch caches of pods and nodes.
 
 mod kubelet;
 mod mirror;
 mod node;
 mod scheduler;
+pub mod script;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -48,6 +71,7 @@ use serde_json::json;
 use self::kubelet::{KILLED_EXIT_CODE, Stage};
 use self::mirror::{Mirror, Source, WATCH_CAPACITY, is_transient};
 use self::node::{CONTROLLER_MANAGED_ATTACH, LEASE_NAMESPACE, Machine};
+use self::script::{Exit, Script};
 use crate::apimachinery;
 use crate::client::{Api, Client, ClientOptions, DeleteParams, Error, Patch, PostParams, Preconditions, RestConfig};
 
@@ -63,7 +87,7 @@ pub struct NodeOptions {
     /// How long a pod's containers take to start once its kubelet saw it.
     pub pod_start_delay: Duration,
     /// How long pods that run to completion (Job pods, restartPolicy Never/OnFailure) run
-    /// before they succeed.
+    /// before their containers exit, unless annotation `kcm-sandbox.dev/run-seconds` says.
     pub job_pod_run_time: Duration,
     /// How often the nodes look at their pods.
     pub tick: Duration,
@@ -282,6 +306,10 @@ struct PodRecord {
     checked: Option<String>,
     /// After a refused status write (other than a conflict), no new attempt before this.
     retry_at: Option<Instant>,
+    /// The pod's script (run-to-completion pods), read once.
+    script: Option<Script>,
+    /// How the current run of its containers ends, drawn when it started running.
+    exit: Option<Exit>,
 }
 
 impl PodRecord {
@@ -294,6 +322,8 @@ impl PodRecord {
             ip: None,
             checked: None,
             retry_at: None,
+            script: None,
+            exit: None,
         }
     }
 }
@@ -309,6 +339,9 @@ struct Worker {
     records: HashMap<String, PodRecord>,
     /// Pods the scheduler bound that the watch has not shown bound yet: UID → (pod as bound, when).
     assumed: HashMap<String, (Pod, Instant)>,
+    /// Runs started per script key (Job uid or pod uid, completion index): the next run of
+    /// that key takes the script's entry at this position.
+    runs: HashMap<(String, Option<i64>), usize>,
     stop: Receiver<()>,
 }
 
@@ -339,7 +372,17 @@ impl Worker {
             list: Box::new(move |params| node_list.list_all(params)),
             watch: Box::new(move |params| node_watch.watch_channel(params, WATCH_CAPACITY)),
         });
-        Worker { shared, options, kubelets, pods, nodes, records: HashMap::new(), assumed: HashMap::new(), stop }
+        Worker {
+            shared,
+            options,
+            kubelets,
+            pods,
+            nodes,
+            records: HashMap::new(),
+            assumed: HashMap::new(),
+            runs: HashMap::new(),
+            stop,
+        }
     }
 
     /// Lists pods and nodes, then registers every node with its Lease; any failure is fatal.
@@ -635,8 +678,11 @@ impl Worker {
                 }
             }
             ("Running", Some(since)) => {
-                if runs_to_completion(pod) && now.duration_since(since) >= self.options.job_pod_run_time {
-                    self.write_status(pod, i, Stage::Succeeded, "completed");
+                let ending = runs_to_completion(pod).then(|| self.current_run(pod, i)).flatten();
+                if let Some((run_time, exit)) = ending
+                    && now.duration_since(since) >= run_time
+                {
+                    self.end_run(pod, i, exit, now);
                 } else if kubelet::conditions_current(pod, Stage::Running) {
                     if let Some(record) = self.records.get_mut(&uid) {
                         record.checked = pod.metadata.resource_version.clone();
@@ -646,6 +692,55 @@ impl Worker {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The script of a running run-to-completion pod, and how its current run ends: drawn from
+    /// the script the first time, counting the run for its Job and completion index.
+    fn current_run(&mut self, pod: &Pod, i: usize) -> Option<(Duration, Exit)> {
+        let default_run_time = self.options.job_pod_run_time;
+        let record = self.records.get_mut(uid_of(pod))?;
+        if record.script.is_none() {
+            let (script, error) = Script::of(pod, default_run_time);
+            if let Some(error) = error {
+                let (namespace, name) = namespace_and_name(pod);
+                let node = &self.kubelets[i].machine.name;
+                log::warn!("kubelet {node}: pod {namespace}/{name}: {error}; the pod runs unscripted");
+            }
+            record.script = Some(script);
+        }
+        let script = record.script.as_ref()?;
+        let exit = match record.exit {
+            Some(exit) => exit,
+            None => {
+                let run = self.runs.entry(script.key.clone()).or_insert(0);
+                let exit = script.exit(*run);
+                *run += 1;
+                record.exit = Some(exit);
+                exit
+            }
+        };
+        Some((script.run_time, exit))
+    }
+
+    /// The pod's containers exit as its script says: it succeeds, fails, is evicted, or
+    /// (restartPolicy `OnFailure`, non-zero exit) its containers restart for the next run.
+    fn end_run(&mut self, pod: &Pod, i: usize, exit: Exit, now: Instant) {
+        let on_failure = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) == Some("OnFailure");
+        let (stage, what) = match exit {
+            Exit::Code(0) => (Stage::Succeeded, "completed".to_string()),
+            Exit::Evicted => (Stage::Evicted, "evicted".to_string()),
+            Exit::Code(code) if on_failure => {
+                (Stage::Restarted(code), format!("restarted its containers (exit code {code})"))
+            }
+            Exit::Code(code) => (Stage::Failed(code), format!("failed (exit code {code})")),
+        };
+        if self.write_status(pod, i, stage, &what).is_some()
+            && matches!(stage, Stage::Restarted(_))
+            && let Some(record) = self.records.get_mut(uid_of(pod))
+        {
+            record.running_since = Some(now);
+            record.exit = None;
         }
     }
 

@@ -156,6 +156,25 @@ pub(super) fn status_zero_values(resource: &ResourceType, object: &mut Value) {
             object["status"][field] = zero.clone();
         }
     }
+    if (resource.group, resource.plural) == ("batch", "jobs") {
+        job_status_omit_empty(&mut object["status"]);
+    }
+}
+
+/// A Job status as Go encodes it: the `omitempty` counters (not pointers, unlike `ready` and
+/// `terminating`) and `completedIndexes` are left out when zero, as are the empty lists of
+/// `uncountedTerminatedPods` (which itself, a pointer, stays `{}`).
+fn job_status_omit_empty(status: &mut Value) {
+    let Some(map) = status.as_object_mut() else { return };
+    map.retain(|field, value| match field.as_str() {
+        "active" | "succeeded" | "failed" => value.as_i64() != Some(0),
+        "completedIndexes" => value.as_str() != Some(""),
+        "conditions" => !value.as_array().is_some_and(Vec::is_empty),
+        _ => true,
+    });
+    if let Some(uncounted) = map.get_mut("uncountedTerminatedPods").and_then(Value::as_object_mut) {
+        uncounted.retain(|_, list| !list.as_array().is_some_and(Vec::is_empty));
+    }
 }
 
 /// A new pod's `status.qosClass`, from its resources as admission left them.

@@ -1,75 +1,101 @@
 //! Jobs and CronJobs (`pkg/apis/batch/validation`): counts, the selector and template, restart
-//! policies, and CronJob schedules parsed as robfig/cron's `ParseStandard` does.
+//! policies (the Job-only rules are in `job`), and CronJob schedules parsed as robfig/cron's
+//! `ParseStandard` does.
 
 use serde_json::Value;
 
-use super::meta::{int, label_selector, nonnegative, text};
+use super::meta::{label_selector, nonnegative, text};
 use super::{FieldError, go_label_selector, go_string_map, pod, quote};
 use crate::apimachinery::labels::Selector;
 
-/// The label a generated Job selector matches on (`batch.ControllerUidLabel`).
+/// The labels a generated Job selector relies on (`batch.ControllerUidLabel`,
+/// `batch.JobNameLabel`, and their legacy forms).
 const CONTROLLER_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
-/// `maxParallelismForIndexedJob` and `maxCompletionsForIndexedJob`... (v1.33: both 100000).
-const MAX_INDEXED: i64 = 100_000;
+const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+const LEGACY_CONTROLLER_UID_LABEL: &str = "controller-uid";
+const LEGACY_JOB_NAME_LABEL: &str = "job-name";
 /// A CronJob name leaves room for the Job suffix (`DNS1035LabelMaxLength - 11`).
 const CRON_JOB_NAME_MAX: usize = 52;
 
-/// `validateJob` (create: with `ValidateGeneratedSelector`; update: `ValidateJobSpec` alone).
-pub(super) fn job(object: &Value, create: bool) -> Vec<FieldError> {
-    let spec = &object["spec"];
-    let mut causes = if create { generated_selector(object) } else { Vec::new() };
-    causes.extend(job_spec(spec, "spec"));
+/// `ValidateJob` (`old`: the stored Job on an update). The `batch.kubernetes.io/` labels are
+/// required unless the stored Job's template lacked them (`RequirePrefixedLabels`).
+pub(super) fn job(object: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let require_prefixed = old.is_none_or(|old| {
+        let labels = &old["spec"]["template"]["metadata"]["labels"];
+        !labels[JOB_NAME_LABEL].is_null() && !labels[CONTROLLER_UID_LABEL].is_null()
+    });
+    let mut causes = generated_selector(object, require_prefixed);
+    causes.extend(job_spec_with_selector(&object["spec"], "spec"));
+    causes.extend(super::job::indexed_hostname(object));
+    causes
+}
+
+/// `ValidateJobSpec`: `validateJobSpec`, the selector, and the template labels it must match.
+pub(super) fn job_spec_with_selector(spec: &Value, path: &str) -> Vec<FieldError> {
+    let mut causes = job_spec(spec, path);
+    let selector_path = format!("{path}.selector");
     if spec["selector"].is_null() {
-        causes.push(FieldError::required("spec.selector", ""));
+        causes.push(FieldError::required(&selector_path, ""));
     } else {
-        causes.extend(label_selector(&spec["selector"], "spec.selector"));
+        causes.extend(label_selector(&spec["selector"], &selector_path));
     }
     let template_labels = &spec["template"]["metadata"]["labels"];
     if let Ok(selector) = Selector::from_label_selector_object(&spec["selector"])
         && !selector.matches(template_labels.as_object().unwrap_or(&Default::default()))
     {
         let detail = "`selector` does not match template `labels`";
-        causes.push(FieldError::invalid("spec.template.metadata.labels", go_string_map(template_labels), detail));
+        let field = format!("{path}.template.metadata.labels");
+        causes.push(FieldError::invalid(&field, go_string_map(template_labels), detail));
     }
     causes
 }
 
-/// `ValidateGeneratedSelector`: a generated selector and the template carry the Job's uid.
-fn generated_selector(object: &Value) -> Vec<FieldError> {
+/// `validateGeneratedSelector`: a generated selector and the template carry the Job's uid and
+/// name (`ValidateHasLabel`), and the selector selects them.
+fn generated_selector(object: &Value, require_prefixed: bool) -> Vec<FieldError> {
     let spec = &object["spec"];
     let uid = object["metadata"]["uid"].as_str().unwrap_or_default();
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
     if spec["manualSelector"] == true || spec["selector"].is_null() || uid.is_empty() {
         return Vec::new();
     }
-    let has_label = |labels: &Value, path: &str| {
-        let field = format!("{path}.labels[{CONTROLLER_UID_LABEL}]");
-        let detail = format!("must be '{uid}'");
-        match labels[CONTROLLER_UID_LABEL].as_str() {
-            None => Some(FieldError::required(&field, &detail)),
-            Some(value) if value != uid => Some(FieldError::invalid(&field, quote(value), &detail)),
-            Some(_) => None,
-        }
-    };
-    has_label(&spec["template"]["metadata"]["labels"], "spec.template.metadata")
-        .into_iter()
-        .chain(has_label(&spec["selector"]["matchLabels"], "spec.selector"))
-        .collect()
+    let labels = &spec["template"]["metadata"]["labels"];
+    let mut expected = vec![(LEGACY_CONTROLLER_UID_LABEL, uid), (LEGACY_JOB_NAME_LABEL, name)];
+    if require_prefixed {
+        expected.extend([(CONTROLLER_UID_LABEL, uid), (JOB_NAME_LABEL, name)]);
+    }
+    let mut causes: Vec<FieldError> = expected
+        .iter()
+        .filter_map(|(key, value)| {
+            let field = format!("spec.template.metadata.labels[{key}]");
+            let detail = format!("must be '{value}'");
+            match labels[*key].as_str() {
+                None => Some(FieldError::required(&field, &detail)),
+                Some(actual) if actual != *value => Some(FieldError::invalid(&field, go_string_map(labels), &detail)),
+                Some(_) => None,
+            }
+        })
+        .collect();
+    let expected_labels: serde_json::Map<String, Value> =
+        expected.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect();
+    if let Ok(selector) = Selector::from_label_selector_object(&spec["selector"])
+        && !selector.matches(&expected_labels)
+    {
+        let rendered = go_label_selector(&spec["selector"]);
+        causes.push(FieldError::invalid("spec.selector", rendered, "`selector` not auto-generated"));
+    }
+    causes
 }
 
-/// `validateJobSpec`: counts, completion mode, the pod template and its restart policy.
+/// `validateJobSpec`: counts, the completion mode and the rules of `job::spec_rules`, the pod
+/// template and its restart policy.
 fn job_spec(spec: &Value, path: &str) -> Vec<FieldError> {
     let mut causes: Vec<FieldError> = ["parallelism", "completions", "activeDeadlineSeconds", "backoffLimit"]
         .iter()
         .chain(&["ttlSecondsAfterFinished", "backoffLimitPerIndex", "maxFailedIndexes"])
         .filter_map(|field| nonnegative(spec, field, path))
         .collect();
-    match text(spec, "completionMode") {
-        "" | "NonIndexed" => {}
-        "Indexed" => causes.extend(indexed_limits(spec, path)),
-        other => {
-            causes.push(FieldError::not_supported(&format!("{path}.completionMode"), other, &["NonIndexed", "Indexed"]))
-        }
-    }
+    causes.extend(super::job::spec_rules(spec, path));
     let template_path = format!("{path}.template");
     causes.extend(pod::template(&spec["template"], &template_path));
     let policy_field = format!("{template_path}.spec.restartPolicy");
@@ -82,29 +108,6 @@ fn job_spec(spec: &Value, path: &str) -> Vec<FieldError> {
         )),
         "OnFailure" | "Never" => {}
         other => causes.push(FieldError::not_supported(&policy_field, other, &["OnFailure", "Never"])),
-    }
-    causes
-}
-
-/// An Indexed Job needs completions, within the indexed limits.
-fn indexed_limits(spec: &Value, path: &str) -> Vec<FieldError> {
-    let mut causes = Vec::new();
-    match spec["completions"].as_i64() {
-        None => causes.push(FieldError::required(&format!("{path}.completions"), "when completion mode is Indexed")),
-        Some(completions) if completions > MAX_INDEXED => causes.push(FieldError::invalid(
-            &format!("{path}.completions"),
-            completions.to_string(),
-            &format!("must be less than or equal to {MAX_INDEXED} when completion mode is Indexed"),
-        )),
-        Some(_) => {}
-    }
-    let parallelism = int(spec, "parallelism");
-    if parallelism > MAX_INDEXED {
-        causes.push(FieldError::invalid(
-            &format!("{path}.parallelism"),
-            parallelism.to_string(),
-            &format!("must be less than or equal to {MAX_INDEXED} when completion mode is Indexed"),
-        ));
     }
     causes
 }
@@ -179,16 +182,39 @@ fn schedule_format(schedule: &str, tz_allowed: bool, has_time_zone: bool) -> Vec
     causes
 }
 
-/// `validateTimeZone`, for the names the sandbox can judge without a time zone database.
-fn time_zone(zone: &str) -> Option<FieldError> {
-    let detail = if zone.is_empty() {
-        "timeZone must be nil or non-empty string"
-    } else if zone.eq_ignore_ascii_case("local") {
-        "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
-    } else {
-        return None;
+/// `validateTimeZone`: a name of the IANA database (kube-apiserver embeds Go's `time/tzdata`;
+/// the sandbox reads the system's, and takes any well-formed name when it has none).
+fn time_zone(zone: &str) -> Vec<FieldError> {
+    let field = "spec.timeZone";
+    if zone.is_empty() {
+        return vec![FieldError::invalid(field, quote(zone), "timeZone must be nil or non-empty string")];
+    }
+    let unknown = format!("unknown time zone {zone}");
+    // `validTimeZoneCharacters`, per path part.
+    let valid_part = |part: &str| {
+        part != "."
+            && part != ".."
+            && !part.starts_with('-')
+            && (1..=14).contains(&part.len())
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || ".-_+".contains(c))
     };
-    Some(FieldError::invalid("spec.timeZone", quote(zone), detail))
+    if !zone.split('/').all(valid_part) {
+        return vec![FieldError::invalid(field, quote(zone), &unknown)];
+    }
+    let mut causes = Vec::new();
+    if zone.eq_ignore_ascii_case("local") {
+        let detail = "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones";
+        causes.push(FieldError::invalid(field, quote(zone), detail));
+    }
+    // `time.LoadLocation`: "UTC" and "Local" always load; other names are looked up exactly.
+    let database = jiff::tz::db();
+    let known = matches!(zone, "UTC" | "Local")
+        || database.is_definitively_empty()
+        || database.available().any(|name| name.as_str() == zone);
+    if !known {
+        causes.push(FieldError::invalid(field, quote(zone), &unknown));
+    }
+    causes
 }
 
 /// One field of a standard cron expression: its bounds and names.
@@ -347,7 +373,7 @@ mod tests {
             "selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
             "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
                 "containers": [{"name": "c", "image": "i", "imagePullPolicy": "Always"}]}}}});
-        let lines: Vec<String> = job(&job_object, true).iter().map(|c| format!("{}: {}", c.field, c.body())).collect();
+        let lines: Vec<String> = job(&job_object, None).iter().map(|c| format!("{}: {}", c.field, c.body())).collect();
         assert_eq!(
             lines,
             [

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 mod batch;
 mod events;
+mod job;
 mod meta;
 mod pod;
 mod service;
@@ -172,7 +173,11 @@ pub fn validate_update(resource: &ResourceType, old: &Value, new: &mut Value) ->
 /// `ValidateXStatusUpdate` for the workload kinds: counts are not negative, do not exceed
 /// `status.replicas`, and the collision count does not go down.
 pub fn validate_status_update(resource: &ResourceType, old: &Value, new: &Value) -> Result<(), ApiError> {
-    let causes = workloads::status_causes(resource, old, new);
+    let causes = if is_kind(resource, "batch", "jobs") {
+        job::status_update(old, new)
+    } else {
+        workloads::status_causes(resource, old, new)
+    };
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(resource, name_of(old), &causes)) }
 }
 
@@ -188,7 +193,7 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("apps", "statefulsets") => workloads::stateful_set(object),
         ("apps", "daemonsets") => workloads::daemon_set(object),
         ("", "replicationcontrollers") => workloads::replication_controller(object),
-        ("batch", "jobs") => batch::job(object, old.is_none()),
+        ("batch", "jobs") => batch::job(object, old),
         ("batch", "cronjobs") => batch::cron_job(object, old),
         ("", "pods") => pod::pod(object, old.is_none()),
         ("", "podtemplates") => pod::template(&object["template"], "template"),
@@ -335,38 +340,12 @@ fn active_deadline_update(before: &Value, after: &Value) -> Option<FieldError> {
     }
 }
 
-/// `ValidateJobSpecUpdate`: the selector, the completion mode and the pod template are fixed
-/// (a suspended Job that never started may change its template's scheduling directives).
+/// `ValidateJobSpecUpdate`: `ValidateJobSpec` once more (as upstream: its causes repeat), then
+/// what may not change.
 fn job_update(old: &Value, new: &Value) -> Vec<FieldError> {
-    let (before, after) = (&old["spec"], &new["spec"]);
-    let mut causes = Vec::new();
-    if !semantically_equal(&before["selector"], &after["selector"]) {
-        causes.push(immutable("spec.selector", go_label_selector(&after["selector"])));
-    }
-    let mut old_template = before["template"].clone();
-    if is_suspended(old) && old["status"]["startTime"].is_null() {
-        for (part, field) in [
-            ("metadata", "labels"),
-            ("metadata", "annotations"),
-            ("spec", "nodeSelector"),
-            ("spec", "tolerations"),
-            ("spec", "affinity"),
-            ("spec", "schedulingGates"),
-        ] {
-            old_template[part][field] = after["template"][part][field].clone();
-        }
-    }
-    if !semantically_equal(&old_template, &after["template"]) {
-        causes.push(immutable("spec.template", "core.PodTemplateSpec{...}".into()));
-    }
-    if !semantically_equal(&before["completionMode"], &after["completionMode"]) {
-        causes.push(immutable("spec.completionMode", go_value_string(&after["completionMode"])));
-    }
+    let mut causes = batch::job_spec_with_selector(&new["spec"], "spec");
+    causes.extend(job::spec_update(old, new));
     causes
-}
-
-fn is_suspended(job: &Value) -> bool {
-    job["spec"]["suspend"].as_bool().unwrap_or(false)
 }
 
 /// `ValidateConfigMapUpdate` / `ValidateSecretUpdate`: once `immutable` is set, it and the

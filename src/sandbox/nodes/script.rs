@@ -1,0 +1,186 @@
+//! Scripted pods: annotations that tell the simulated kubelets how long a run-to-completion pod's
+//! containers run and how each run ends (see the module doc of `nodes` and the README).
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+
+/// How long the containers run before they exit, in decimal seconds.
+pub const RUN_SECONDS: &str = "kcm-sandbox.dev/run-seconds";
+/// How the runs end, in the order the kubelets start them: `0`, `1`, `evicted`, … (the last
+/// entry repeats).
+pub const EXIT_CODES: &str = "kcm-sandbox.dev/exit-codes";
+/// `EXIT_CODES` for the pod with completion index `<i>` (the suffix).
+pub const EXIT_CODES_INDEX_PREFIX: &str = "kcm-sandbox.dev/exit-codes-index-";
+/// The Job controller's completion index annotation (`batch.kubernetes.io/job-completion-index`).
+pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+/// The largest exit code a process can report.
+const MAX_EXIT_CODE: i32 = 255;
+
+/// How one run of a pod's containers ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The containers exit with this code.
+    Code(i32),
+    /// The kubelet's eviction manager evicts the pod (memory pressure).
+    Evicted,
+}
+
+/// A pod's script: how long each run takes and how the runs end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    /// How long each run of the containers lasts.
+    pub run_time: Duration,
+    /// Never empty; the last entry repeats.
+    pub exits: Vec<Exit>,
+    /// Whose runs are counted: the owning Job's uid (else the pod's), and the completion index.
+    pub key: (String, Option<i64>),
+}
+
+impl Script {
+    /// The script of `pod`: its annotations over the defaults (`default_run_time`, exit 0). An
+    /// invalid annotation makes the whole pod unscripted; the error names it.
+    pub fn of(pod: &Pod, default_run_time: Duration) -> (Script, Option<String>) {
+        let annotations = pod.metadata.annotations.clone().unwrap_or_default();
+        let index = annotations.get(COMPLETION_INDEX).and_then(|i| i.parse::<i64>().ok()).filter(|i| *i >= 0);
+        let owner = pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .filter(|o| o.kind == "Job" && o.api_version == "batch/v1")
+            .max_by_key(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone());
+        let key = (owner.unwrap_or_else(|| pod.metadata.uid.clone().unwrap_or_default()), index);
+        let default = Script { run_time: default_run_time, exits: vec![Exit::Code(0)], key: key.clone() };
+        let mut script = default.clone();
+        if let Some(value) = annotations.get(RUN_SECONDS) {
+            match parse_seconds(value) {
+                Ok(run_time) => script.run_time = run_time,
+                Err(e) => return (default, Some(format!("annotation {RUN_SECONDS}={value:?}: {e}"))),
+            }
+        }
+        let indexed = index.map(|i| format!("{EXIT_CODES_INDEX_PREFIX}{i}"));
+        let chosen = indexed.and_then(|k| annotations.get(&k).map(|v| (k, v))).or_else(|| {
+            let key = EXIT_CODES.to_string();
+            annotations.get(EXIT_CODES).map(|v| (key, v))
+        });
+        if let Some((annotation, value)) = chosen {
+            match parse_exits(value) {
+                Ok(exits) => script.exits = exits,
+                Err(e) => return (default, Some(format!("annotation {annotation}={value:?}: {e}"))),
+            }
+        }
+        (script, None)
+    }
+
+    /// The end of run `n` (from 0): the n-th entry, the last one repeating.
+    pub fn exit(&self, n: usize) -> Exit {
+        self.exits.get(n).or(self.exits.last()).copied().unwrap_or(Exit::Code(0))
+    }
+}
+
+/// Decimal seconds, `0.5` or `20`: finite and not negative.
+pub fn parse_seconds(value: &str) -> Result<Duration, String> {
+    let text = value.trim();
+    let valid = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let seconds: f64 = text
+        .parse()
+        .ok()
+        .filter(|_| valid)
+        .ok_or_else(|| "not a number of seconds (decimal, e.g. \"0.5\" or \"20\")".to_string())?;
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("not a duration: {e}"))
+}
+
+/// A comma-separated script: exit codes (0–255) and `evicted`.
+pub fn parse_exits(value: &str) -> Result<Vec<Exit>, String> {
+    value
+        .split(',')
+        .map(|entry| {
+            let entry = entry.trim();
+            if entry == "evicted" {
+                return Ok(Exit::Evicted);
+            }
+            entry
+                .parse::<i32>()
+                .ok()
+                .filter(|c| (0..=MAX_EXIT_CODE).contains(c))
+                .map(Exit::Code)
+                .ok_or_else(|| format!("entry {entry:?} is neither an exit code (0-255) nor \"evicted\""))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(annotations: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"uid": "pod-uid", "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-uid", "controller": true}]},
+            "spec": {"containers": []}}))
+        .expect("a Pod")
+    }
+
+    #[test]
+    fn scripts_parse() {
+        assert_eq!(parse_exits("1,1,0"), Ok(vec![Exit::Code(1), Exit::Code(1), Exit::Code(0)]));
+        assert_eq!(parse_exits("evicted, 0"), Ok(vec![Exit::Evicted, Exit::Code(0)]));
+        assert_eq!(parse_exits("42"), Ok(vec![Exit::Code(42)]));
+        for bad in ["", "1,,0", "-1", "256", "x", "Evicted", "1.5"] {
+            assert!(parse_exits(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_seconds("20"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_seconds("0"), Ok(Duration::ZERO));
+        for bad in ["", "-1", "1s", "NaN", "inf", "1e3", "1e400"] {
+            assert!(parse_seconds(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn annotations_make_the_script() {
+        let default = Duration::from_secs(3);
+        let (script, error) = Script::of(&pod(json!({})), default);
+        assert_eq!((script.run_time, script.exits.clone(), error), (default, vec![Exit::Code(0)], None));
+        assert_eq!(script.key, ("job-uid".to_string(), None));
+
+        let p = pod(json!({RUN_SECONDS: "0.25", EXIT_CODES: "1,evicted,0"}));
+        let (script, error) = Script::of(&p, default);
+        assert_eq!(error, None);
+        assert_eq!(script.run_time, Duration::from_millis(250));
+        assert_eq!(
+            (0..5).map(|n| script.exit(n)).collect::<Vec<_>>(),
+            [Exit::Code(1), Exit::Evicted, Exit::Code(0), Exit::Code(0), Exit::Code(0)]
+        );
+
+        // The per-index override wins for its index only.
+        let annotations = json!({EXIT_CODES: "0", "kcm-sandbox.dev/exit-codes-index-2": "3", COMPLETION_INDEX: "2"});
+        let (script, _) = Script::of(&pod(annotations.clone()), default);
+        assert_eq!((script.exits.clone(), script.key.1), (vec![Exit::Code(3)], Some(2)));
+        let mut other = annotations;
+        other[COMPLETION_INDEX] = json!("1");
+        let (script, _) = Script::of(&pod(other), default);
+        assert_eq!((script.exits.clone(), script.key.1), (vec![Exit::Code(0)], Some(1)));
+    }
+
+    #[test]
+    fn invalid_annotations_leave_the_pod_unscripted() {
+        let default = Duration::from_secs(3);
+        let (script, error) = Script::of(&pod(json!({RUN_SECONDS: "2", EXIT_CODES: "1,boom"})), default);
+        assert_eq!((script.run_time, script.exits), (default, vec![Exit::Code(0)]));
+        let error = error.expect("an error");
+        assert!(error.contains(EXIT_CODES) && error.contains("boom"), "{error}");
+        let (_, error) = Script::of(&pod(json!({RUN_SECONDS: "soon"})), default);
+        assert!(error.expect("an error").contains(RUN_SECONDS));
+    }
+
+    #[test]
+    fn pods_without_a_job_count_on_their_own() {
+        let p: Pod =
+            serde_json::from_value(json!({"metadata": {"uid": "u1"}, "spec": {"containers": []}})).expect("a Pod");
+        assert_eq!(Script::of(&p, Duration::ZERO).0.key, ("u1".to_string(), None));
+    }
+}
