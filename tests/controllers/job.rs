@@ -307,5 +307,10 @@ fn restarts_in_place_count_against_the_backoff_limit(backend: Backend) {
         condition_types(&failed),
         [owned("FailureTarget:BackoffLimitExceeded"), owned("Failed:BackoffLimitExceeded")]
     );
-    assert_eq!(pods_of(&cluster, "crashing").len(), 1, "restarted in place, never replaced");
+    // Restarted in place, never replaced; deleted once the Job failed.
+    eventually("one pod created, then deleted", || {
+        let created = cluster.event_messages("default", "crashing", "SuccessfulCreate").len();
+        let deleted = cluster.event_messages("default", "crashing", "SuccessfulDelete").len();
+        (created == 1 && deleted == 1).then_some(())
+    });
 }
