@@ -216,7 +216,15 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     plain("horizontal-pod-autoscaler-controller", &["horizontalpodautoscaling"]).account("horizontal-pod-autoscaler"),
     plain("job-controller", &["job"])
         .account("job-controller")
-        .starts(|c, o| job::new(c, job::Config { workers: workers(o.concurrency.job_syncs) })),
+        .starts(|c, o| {
+            let gates = &o.generic.feature_gates;
+            let config = job::Config {
+                workers: workers(o.concurrency.job_syncs),
+                managed_by: gates.is_enabled("JobManagedBy"),
+                pod_replacement_policy: gates.is_enabled("JobPodReplacementPolicy"),
+            };
+            job::new(c, config)
+        }),
     gated("kube-apiserver-serving-clustertrustbundle-publisher-controller", &[], &["ClusterTrustBundle"])
         .account("kube-apiserver-serving-clustertrustbundle-publisher"),
     plain("legacy-serviceaccount-token-cleaner-controller", &["legacy-service-account-token-cleaner"])

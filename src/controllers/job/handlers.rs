@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::{JobController, OrphanKey, SYNC_BATCH_PERIOD, has_tracking_finalizer, is_finished, job_selector};
-use super::{managed_by_external, metrics, since, spec};
+use super::{metrics, since, spec};
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::phase;
 use crate::controllers::podutil::ranking::pod_key;
@@ -34,7 +34,7 @@ impl JobController {
         match event {
             Event::Added(job) => {
                 self.queue.add(object_key(&job.metadata));
-                if let Some(name) = managed_by_external(job) {
+                if let Some(name) = self.gates.managed_by_external(job) {
                     metrics().by_external_controller.inc(&[name]);
                 }
             }
@@ -243,7 +243,7 @@ impl JobController {
                 return Ok(());
             }
             if let Some(job) = self.resolve(namespace, owner)
-                && (managed_by_external(&job).is_some() || !is_finished(&job))
+                && (self.gates.managed_by_external(&job).is_some() || !is_finished(&job))
             {
                 return Ok(());
             }

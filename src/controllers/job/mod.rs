@@ -63,6 +63,37 @@ const MAX_POD_CREATE_DELETE_PER_SYNC: usize = 500;
 pub struct Config {
     /// `--concurrent-job-syncs`.
     pub workers: usize,
+    /// The `JobManagedBy` feature gate (beta, on).
+    pub managed_by: bool,
+    /// The `JobPodReplacementPolicy` feature gate (beta, on).
+    pub pod_replacement_policy: bool,
+}
+
+/// The feature gates that change what the controller does (the other Job gates are GA in
+/// v1.33).
+#[derive(Debug, Clone, Copy)]
+struct Gates {
+    managed_by: bool,
+    pod_replacement_policy: bool,
+}
+
+impl Gates {
+    /// `delayTerminalCondition`: `FailureTarget`/`SuccessCriteriaMet` before `Failed`/`Complete`.
+    fn delay_terminal_condition(self) -> bool {
+        self.managed_by || self.pod_replacement_policy
+    }
+
+    /// `onlyReplaceFailedPods`: `podReplacementPolicy: Failed`, implied by a pod failure policy.
+    fn only_replace_failed(self, job: &Job) -> bool {
+        (self.pod_replacement_policy && spec(job).pod_replacement_policy.as_deref() == Some("Failed"))
+            || spec(job).pod_failure_policy.is_some()
+    }
+
+    /// `managedByExternalController`.
+    fn managed_by_external(self, job: &Job) -> Option<&str> {
+        let name = spec(job).managed_by.as_deref().filter(|name| *name != JOB_CONTROLLER_NAME);
+        name.filter(|_| self.managed_by)
+    }
 }
 
 /// `NewController` + `Run`: the Job and orphan-pod queues, `workers` workers each.
@@ -79,6 +110,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         expectations: Expectations::default(),
         finalizer_expectations: FinalizerExpectations::default(),
         backoff: BackoffStore::default(),
+        gates: Gates { managed_by: config.managed_by, pod_replacement_policy: config.pod_replacement_policy },
     });
     metrics();
     let handler = controller.clone();
@@ -144,6 +176,7 @@ struct JobController {
     expectations: Expectations,
     finalizer_expectations: FinalizerExpectations,
     backoff: BackoffStore,
+    gates: Gates,
 }
 
 /// `syncJobCtx`: what one sync learns and decides.
@@ -168,6 +201,8 @@ struct SyncCtx {
     terminating: i32,
     ready: i32,
     now: Timestamp,
+    /// `onlyReplaceFailedPods`: a pod being deleted is not failed until its phase says so.
+    only_failed: bool,
 }
 
 // --- Job spec helpers -------------------------------------------------------------------
@@ -194,18 +229,8 @@ fn suspended(job: &Job) -> bool {
     spec(job).suspend == Some(true)
 }
 
-/// `onlyReplaceFailedPods`: `podReplacementPolicy: Failed`, implied by a pod failure policy.
-fn only_replace_failed(job: &Job) -> bool {
-    spec(job).pod_replacement_policy.as_deref() == Some("Failed") || spec(job).pod_failure_policy.is_some()
-}
-
 fn completion_mode_label(job: &Job) -> &'static str {
     if is_indexed(job) { "Indexed" } else { "NonIndexed" }
-}
-
-/// `managedByExternalController`.
-fn managed_by_external(job: &Job) -> Option<&str> {
-    spec(job).managed_by.as_deref().filter(|name| *name != JOB_CONTROLLER_NAME)
 }
 
 fn condition<'j>(job: &'j Job, type_: &str) -> Option<&'j JobCondition> {
@@ -226,10 +251,9 @@ fn has_tracking_finalizer(pod: &Pod) -> bool {
 }
 
 /// `isPodFailed`: Failed, or (unless only failed pods are replaced) being deleted unfinished.
-fn is_pod_failed(pod: &Pod, job: &Job) -> bool {
+fn is_pod_failed(pod: &Pod, only_failed: bool) -> bool {
     let phase = phase(pod);
-    phase == "Failed"
-        || (!only_replace_failed(job) && pod.metadata.deletion_timestamp.is_some() && phase != "Succeeded")
+    phase == "Failed" || (!only_failed && pod.metadata.deletion_timestamp.is_some() && phase != "Succeeded")
 }
 
 /// `IsPodTerminating` of `CountTerminatingPods`.
@@ -291,7 +315,7 @@ impl JobController {
             self.backoff.remove(key);
             return Ok(());
         };
-        if let Some(name) = managed_by_external(&shared) {
+        if let Some(name) = self.gates.managed_by_external(&shared) {
             log::debug!(
                 "Skip syncing the job as it is managed by an external controller key={key} controllerName={name}"
             );
@@ -346,6 +370,7 @@ impl JobController {
             uncounted_succeeded: uncounted.succeeded.iter().flatten().cloned().collect(),
             uncounted_failed: uncounted.failed.iter().flatten().cloned().collect(),
             delayed_deletion: HashMap::new(),
+            only_failed: self.gates.only_replace_failed(&job),
             job,
             now,
         };
@@ -396,20 +421,23 @@ impl JobController {
             };
             if complete {
                 let message = "Reached expected number of succeeded pods";
-                ctx.finished = Some(new_condition("SuccessCriteriaMet", "True", "CompletionsReached", message, now));
+                let type_ = if self.gates.delay_terminal_condition() { "SuccessCriteriaMet" } else { "Complete" };
+                ctx.finished = Some(new_condition(type_, "True", "CompletionsReached", message, now));
             } else if managed {
                 suspend_changed = self.update_suspended_condition(&mut ctx.job, now);
             }
         }
 
+        // `status.terminating` is the `JobPodReplacementPolicy` gate's field.
+        let terminating = self.gates.pod_replacement_policy.then_some(ctx.terminating);
         let status = ctx.job.status.get_or_insert_with(Default::default);
         let needs_update = suspend_changed
             || Some(active) != status.active.or(Some(0))
             || Some(ctx.ready) != status.ready
-            || Some(ctx.terminating) != status.terminating;
+            || terminating != status.terminating;
         status.active = Some(active);
         status.ready = Some(ctx.ready);
-        status.terminating = Some(ctx.terminating);
+        status.terminating = terminating;
         self.track_status_and_remove_finalizers(&mut ctx, needs_update).map_err(|e| e.context("tracking status"))?;
         manage_error.map_or(Ok(()), Err)
     }
@@ -423,7 +451,7 @@ impl JobController {
         if ctx.finished.is_none() {
             if let Some(target) = condition(job, "FailureTarget").filter(|c| c.status == "True") {
                 ctx.finished = Some(failed_for_target(target, now));
-            } else if let Some(message) = fail_job_message(job, &ctx.pods) {
+            } else if let Some(message) = fail_job_message(job, &ctx.pods, ctx.only_failed) {
                 ctx.finished = Some(new_condition("FailureTarget", "True", "PodFailurePolicy", &message, now));
             }
         }
@@ -433,10 +461,10 @@ impl JobController {
         let backoff_limit = spec(job).backoff_limit.unwrap_or(6);
         if ctx.failed > backoff_limit || past_backoff_limit_on_failure(job, &ctx.pods) {
             let message = "Job has reached the specified backoff limit";
-            ctx.finished = Some(new_condition("FailureTarget", "True", "BackoffLimitExceeded", message, now));
+            ctx.finished = Some(self.failure_condition("BackoffLimitExceeded", message, now));
         } else if past_active_deadline(job, now) {
             let message = "Job was active longer than specified deadline";
-            ctx.finished = Some(new_condition("FailureTarget", "True", "DeadlineExceeded", message, now));
+            ctx.finished = Some(self.failure_condition("DeadlineExceeded", message, now));
         } else if let Some(deadline) = spec(job).active_deadline_seconds
             && !suspended(job)
         {
@@ -462,17 +490,17 @@ impl JobController {
         ctx.succeeded = ctx.succeeded_indexes.total();
         if has_backoff_limit_per_index(job) {
             let previous = Intervals::parse(status.failed_indexes.as_deref().unwrap_or(""), completions);
-            let newly_failed = ctx.pods.iter().filter(|p| has_tracking_finalizer(p) && is_index_failed(job, p));
+            let newly_failed =
+                ctx.pods.iter().filter(|p| has_tracking_finalizer(p) && is_index_failed(job, p, ctx.only_failed));
             let failed = previous.with_indexes(newly_failed.filter_map(|p| valid_index(p, completions)));
             if ctx.finished.is_none() {
                 let max_failed = spec(job).max_failed_indexes;
                 if max_failed.is_some_and(|max| failed.total() > max) {
                     let message = "Job has exceeded the specified maximal number of failed indexes";
-                    ctx.finished =
-                        Some(new_condition("FailureTarget", "True", "MaxFailedIndexesExceeded", message, ctx.now));
+                    ctx.finished = Some(self.failure_condition("MaxFailedIndexesExceeded", message, ctx.now));
                 } else if failed.total() > 0 && failed.total() + ctx.succeeded_indexes.total() >= completions {
                     let message = "Job has failed indexes";
-                    ctx.finished = Some(new_condition("FailureTarget", "True", "FailedIndexes", message, ctx.now));
+                    ctx.finished = Some(self.failure_condition("FailedIndexes", message, ctx.now));
                 }
             }
             ctx.failed_indexes = Some(failed);
@@ -484,6 +512,12 @@ impl JobController {
         {
             ctx.finished = Some(new_condition("SuccessCriteriaMet", "True", "SuccessPolicy", &message, ctx.now));
         }
+    }
+
+    /// `newFailureCondition`: `FailureTarget` first when terminal conditions are delayed.
+    fn failure_condition(&self, reason: &str, message: &str, now: Timestamp) -> JobCondition {
+        let type_ = if self.gates.delay_terminal_condition() { "FailureTarget" } else { "Failed" };
+        new_condition(type_, "True", reason, message, now)
     }
 
     /// The `Suspended` condition after `manageJob`; a resumed Job starts its clock again.
@@ -592,9 +626,11 @@ fn failed_for_target(target: &JobCondition, now: Timestamp) -> JobCondition {
 }
 
 /// `getFailJobMessage`: the message of the first failed pod a `FailJob` rule matches.
-fn fail_job_message(job: &Job, pods: &[Arc<Pod>]) -> Option<String> {
+fn fail_job_message(job: &Job, pods: &[Arc<Pod>], only_failed: bool) -> Option<String> {
     let policy = spec(job).pod_failure_policy.as_ref()?;
-    pods.iter().filter(|p| is_pod_failed(p, job)).find_map(|p| match_pod_failure_policy(Some(policy), p).fail_job)
+    pods.iter()
+        .filter(|p| is_pod_failed(p, only_failed))
+        .find_map(|p| match_pod_failure_policy(Some(policy), p).fail_job)
 }
 
 /// `pastBackoffLimitOnFailure`: with `restartPolicy: OnFailure`, container restarts of
@@ -644,13 +680,14 @@ fn countable_pods<'c>(
 /// `getNewFinishedPods`: succeeded and failed pods not yet in the status.
 fn new_finished_pods(ctx: &SyncCtx) -> (Vec<Arc<Pod>>, Vec<Arc<Pod>>) {
     let succeeded = countable_pods(ctx, Some(&ctx.uncounted_succeeded), |p| phase(p) == "Succeeded").cloned().collect();
-    let failed = countable_pods(ctx, Some(&ctx.uncounted_failed), |p| is_pod_failed(p, &ctx.job)).cloned().collect();
+    let failed =
+        countable_pods(ctx, Some(&ctx.uncounted_failed), |p| is_pod_failed(p, ctx.only_failed)).cloned().collect();
     (succeeded, failed)
 }
 
 /// `isIndexFailed`: FailIndex matched, or the counted failures reached `backoffLimitPerIndex`.
-fn is_index_failed(job: &Job, pod: &Pod) -> bool {
-    if !is_pod_failed(pod, job) {
+fn is_index_failed(job: &Job, pod: &Pod, only_failed: bool) -> bool {
+    if !is_pod_failed(pod, only_failed) {
         return false;
     }
     let matched = match_pod_failure_policy(spec(job).pod_failure_policy.as_ref(), pod);
@@ -666,7 +703,7 @@ fn pods_with_delayed_deletion(ctx: &SyncCtx) -> HashMap<i32, Arc<Pod>> {
     let active = indexes::indexes_of(&ctx.active);
     let failed_indexes = ctx.failed_indexes.clone().unwrap_or_default();
     let mut result: HashMap<i32, Arc<Pod>> = HashMap::new();
-    for pod in countable_pods(ctx, None, |p| is_pod_failed(p, &ctx.job)) {
+    for pod in countable_pods(ctx, None, |p| is_pod_failed(p, ctx.only_failed)) {
         let Some(index) = completion_index(pod) else { continue };
         if ctx.succeeded_indexes.has(index) || failed_indexes.has(index) || active.contains(&index) {
             continue;
@@ -683,4 +720,72 @@ fn pods_with_delayed_deletion(ctx: &SyncCtx) -> HashMap<i32, Arc<Pod>> {
         }
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn job(spec: serde_json::Value) -> Job {
+        serde_json::from_value(json!({"metadata": {"name": "j", "namespace": "ns"}, "spec": spec})).expect("a job")
+    }
+
+    fn pod(phase: &str, deleting: bool, restarts: i32) -> Arc<Pod> {
+        let mut pod = json!({"metadata": {"name": "p"}, "status": {"phase": phase, "containerStatuses": [
+            {"name": "c", "image": "x", "imageID": "", "ready": false, "restartCount": restarts}]}});
+        if deleting {
+            pod["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        }
+        Arc::new(serde_json::from_value(pod).expect("a pod"))
+    }
+
+    const ALL_ON: Gates = Gates { managed_by: true, pod_replacement_policy: true };
+    const ALL_OFF: Gates = Gates { managed_by: false, pod_replacement_policy: false };
+
+    #[test]
+    fn the_gates_decide_replacement_and_external_management() {
+        let failed_only = job(json!({"podReplacementPolicy": "Failed", "managedBy": "example.com/queue"}));
+        assert!(ALL_ON.only_replace_failed(&failed_only));
+        assert!(!ALL_OFF.only_replace_failed(&failed_only), "the field is ignored without its gate");
+        assert!(ALL_OFF.only_replace_failed(&job(json!({"podFailurePolicy": {"rules": []}}))));
+        assert_eq!(ALL_ON.managed_by_external(&failed_only), Some("example.com/queue"));
+        assert_eq!(ALL_OFF.managed_by_external(&failed_only), None);
+        assert_eq!(ALL_ON.managed_by_external(&job(json!({"managedBy": JOB_CONTROLLER_NAME}))), None);
+        assert!(ALL_ON.delay_terminal_condition() && !ALL_OFF.delay_terminal_condition());
+    }
+
+    #[test]
+    fn deleted_pods_fail_unless_only_failed_pods_count() {
+        assert!(is_pod_failed(&pod("Failed", false, 0), true));
+        assert!(is_pod_failed(&pod("Running", true, 0), false));
+        assert!(!is_pod_failed(&pod("Running", true, 0), true));
+        assert!(!is_pod_failed(&pod("Succeeded", true, 0), false));
+    }
+
+    #[test]
+    fn restarts_count_only_with_on_failure() {
+        let on_failure = job(json!({"backoffLimit": 2, "template": {"spec": {"restartPolicy": "OnFailure"}}}));
+        assert!(!past_backoff_limit_on_failure(&on_failure, &[pod("Running", false, 1)]));
+        assert!(past_backoff_limit_on_failure(&on_failure, &[pod("Running", false, 1), pod("Pending", false, 1)]));
+        assert!(!past_backoff_limit_on_failure(&on_failure, &[pod("Failed", false, 5)]), "finished pods do not count");
+        let never = job(json!({"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never"}}}));
+        assert!(!past_backoff_limit_on_failure(&never, &[pod("Running", false, 3)]));
+    }
+
+    #[test]
+    fn conditions_are_set_once_and_false_ones_only_replace() {
+        let now: Timestamp = "2026-01-01T00:00:00.7Z".parse().expect("a time");
+        let mut j = job(json!({}));
+        assert!(!ensure_condition(&mut j, "Suspended", "False", "JobResumed", "Job resumed", now));
+        assert!(ensure_condition(&mut j, "Suspended", "True", "JobSuspended", "Job suspended", now));
+        assert!(!ensure_condition(&mut j, "Suspended", "True", "JobSuspended", "Job suspended", now));
+        assert!(ensure_condition(&mut j, "Suspended", "False", "JobResumed", "Job resumed", now));
+        let condition = condition(&j, "Suspended").expect("the condition");
+        assert_eq!(
+            condition.last_transition_time.as_ref().map(|t| t.0.to_string()).as_deref(),
+            Some("2026-01-01T00:00:00Z")
+        );
+        assert_eq!(new_condition("Complete", "True", "", "", now).reason, None, "empty reasons are left out");
+    }
 }

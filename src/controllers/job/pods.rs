@@ -18,8 +18,8 @@ use super::indexes::{
 use super::policy::match_pod_failure_policy;
 use super::{
     JobController, MAX_POD_CREATE_DELETE_PER_SYNC, SYNC_BATCH_PERIOD, SyncCtx, TRACKING_FINALIZER, backoff,
-    completions, has_backoff_limit_per_index, has_tracking_finalizer, is_indexed, is_terminating, metrics,
-    only_replace_failed, spec, suspended,
+    completions, has_backoff_limit_per_index, has_tracking_finalizer, is_indexed, is_terminating, metrics, spec,
+    suspended,
 };
 use crate::apimachinery::pod::is_pod_ready;
 use crate::client::{Api, DeleteParams, PostParams};
@@ -57,7 +57,7 @@ impl JobController {
             log::debug!("Too many pods running for job job={key} deleted={} target={wanted}", doomed.len());
             return self.delete_for_manage(ctx, &doomed);
         }
-        let terminating = if only_replace_failed(&job) { ctx.terminating } else { 0 };
+        let terminating = if ctx.only_failed { ctx.terminating } else { 0 };
         let missing = wanted - terminating - active;
         if missing <= 0 {
             return (active, "tracking", None);
@@ -96,7 +96,7 @@ impl JobController {
             self.expectations.creation_observed(&key);
         }
         active += created as i32;
-        record_creations(&job, ctx, created, count - created);
+        record_creations(&job, ctx, self.gates.pod_replacement_policy, (created, count - created));
         (active, "pods_created", error)
     }
 
@@ -276,7 +276,7 @@ fn pods_for_removal(job: &Job, pods: &[Arc<Pod>], at_least: usize) -> Vec<Arc<Po
 /// replaced) terminating ones.
 fn busy_indexes(ctx: &SyncCtx) -> Intervals {
     let mut busy = ctx.succeeded_indexes.with_indexes(indexes_of(&ctx.active));
-    if only_replace_failed(&ctx.job) {
+    if ctx.only_failed {
         busy = busy.with_indexes(indexes_of(ctx.pods.iter().filter(|p| is_terminating(p))));
     }
     if let Some(failed) = &ctx.failed_indexes {
@@ -336,10 +336,12 @@ fn add_completion_index_env(container: &mut Container) {
     });
 }
 
-/// `recordJobPodsCreationTotal`.
-fn record_creations(job: &Job, ctx: &SyncCtx, succeeded: usize, failed: usize) {
+/// `recordJobPodsCreationTotal`: the reason is always `new` without `JobPodReplacementPolicy`.
+fn record_creations(job: &Job, ctx: &SyncCtx, replacement_gate: bool, (succeeded, failed): (usize, usize)) {
     let policy = spec(job).pod_replacement_policy.as_deref().unwrap_or("TerminatingOrFailed");
-    let reason = if policy == "Failed" && ctx.failed > 0 {
+    let reason = if !replacement_gate {
+        "new"
+    } else if policy == "Failed" && ctx.failed > 0 {
         "recreate_failed"
     } else if ctx.failed > 0 || ctx.terminating > 0 {
         "recreate_terminating_or_failed"

@@ -55,7 +55,7 @@ impl JobController {
             if !has_tracking_finalizer(&pod) || ctx.expected_removals.contains(&uid) {
                 continue;
             }
-            let failed = is_pod_failed(&pod, &ctx.job);
+            let failed = is_pod_failed(&pod, ctx.only_failed);
             if !can_remove_finalizer(ctx, &pod, failed) {
                 continue;
             }
@@ -243,7 +243,7 @@ impl JobController {
             );
             return false;
         }
-        if ctx.terminating > 0 {
+        if self.gates.delay_terminal_condition() && ctx.terminating > 0 {
             log::debug!(
                 "Delaying marking the Job as finished, because there are still terminating pod(s) job={} count={}",
                 ctx.key,
