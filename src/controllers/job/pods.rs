@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
@@ -193,70 +193,61 @@ impl JobController {
     /// `deleteJobPods`: finalizer removed, then the pod deleted, all concurrently. Returns
     /// (ready pods deleted, pods deleted, first error).
     fn delete_job_pods(&self, job: &Job, key: &str, pods: &[Arc<Pod>]) -> (i32, i32, Option<SyncError>) {
-        let (ready, deleted) = (AtomicI32::new(0), AtomicI32::new(pods.len() as i32));
-        let errors: Vec<SyncError> = std::thread::scope(|scope| {
-            let threads: Vec<_> = pods
-                .iter()
-                .map(|pod| {
-                    let (ready, deleted) = (&ready, &deleted);
-                    scope.spawn(move || {
-                        let fail = |e: crate::client::Error, context: &str| {
-                            self.expectations.deletion_observed(key, &pod_key(pod));
-                            if e.is_not_found() {
-                                return None;
-                            }
-                            deleted.fetch_sub(1, Ordering::SeqCst);
-                            Some(SyncError::from(e).context(context))
-                        };
-                        if has_tracking_finalizer(pod)
-                            && let Err(e) = self.remove_finalizer(pod)
-                        {
-                            return fail(e, "removing completion finalizer");
-                        }
-                        let result = match self.delete_pod(job, pod) {
-                            Ok(true) => None,
-                            Ok(false) => {
-                                self.expectations.deletion_observed(key, &pod_key(pod));
-                                None
-                            }
-                            Err(e) => fail(e, "unable to delete pods"),
-                        };
-                        if is_pod_ready(pod) {
-                            ready.fetch_add(1, Ordering::SeqCst);
-                        }
-                        result
-                    })
-                })
-                .collect();
-            threads.into_iter().filter_map(|t| t.join().ok().flatten()).collect()
+        let outcomes = concurrently(pods, |pod| {
+            let failed = |e: crate::client::Error, context: &str| {
+                self.expectations.deletion_observed(key, &pod_key(pod));
+                (!e.is_not_found()).then(|| SyncError::from(e).context(context))
+            };
+            if has_tracking_finalizer(pod)
+                && let Err(e) = self.remove_finalizer(pod)
+            {
+                // Upstream counts no readiness for a pod it could not release.
+                return Deletion { error: failed(e, "removing completion finalizer"), ready: false };
+            }
+            let error = match self.delete_pod(job, pod) {
+                Ok(true) => None,
+                Ok(false) => {
+                    self.expectations.deletion_observed(key, &pod_key(pod));
+                    None
+                }
+                Err(e) => failed(e, "unable to delete pods"),
+            };
+            Deletion { error, ready: is_pod_ready(pod) }
         });
-        (ready.into_inner(), deleted.into_inner(), errors.into_iter().next())
+        Deletion::sum(outcomes)
     }
 
     /// `deleteActivePods`: the Job finished; pods keep their finalizers until counted.
     pub(super) fn delete_active_pods(&self, job: &Job, pods: &[Arc<Pod>]) -> (i32, i32, Option<SyncError>) {
-        let (ready, deleted) = (AtomicI32::new(0), AtomicI32::new(pods.len() as i32));
-        let errors: Vec<SyncError> = std::thread::scope(|scope| {
-            let threads: Vec<_> = pods
-                .iter()
-                .map(|pod| {
-                    let (ready, deleted) = (&ready, &deleted);
-                    scope.spawn(move || {
-                        let result = self.delete_pod(job, pod).err().map(|e| {
-                            deleted.fetch_sub(1, Ordering::SeqCst);
-                            SyncError::from(e)
-                        });
-                        if is_pod_ready(pod) {
-                            ready.fetch_add(1, Ordering::SeqCst);
-                        }
-                        result
-                    })
-                })
-                .collect();
-            threads.into_iter().filter_map(|t| t.join().ok().flatten()).collect()
+        let outcomes = concurrently(pods, |pod| Deletion {
+            error: self.delete_pod(job, pod).err().map(SyncError::from),
+            ready: is_pod_ready(pod),
         });
-        (ready.into_inner(), deleted.into_inner(), errors.into_iter().next())
+        Deletion::sum(outcomes)
     }
+}
+
+/// One pod's deletion: the error (none when deleted or gone), whether it counts as ready.
+struct Deletion {
+    error: Option<SyncError>,
+    ready: bool,
+}
+
+impl Deletion {
+    /// (ready pods counted, pods deleted, first error).
+    fn sum(outcomes: Vec<Deletion>) -> (i32, i32, Option<SyncError>) {
+        let ready = outcomes.iter().filter(|d| d.ready).count() as i32;
+        let deleted = outcomes.iter().filter(|d| d.error.is_none()).count() as i32;
+        (ready, deleted, outcomes.into_iter().find_map(|d| d.error))
+    }
+}
+
+/// Runs `call` for every pod on its own thread (upstream's goroutine per pod), in order.
+pub(super) fn concurrently<R: Send>(pods: &[Arc<Pod>], call: impl Fn(&Pod) -> R + Sync) -> Vec<R> {
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = pods.iter().map(|pod| scope.spawn(|| call(pod))).collect();
+        threads.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
 }
 
 /// `activePodsForRemoval`: duplicate and out-of-range indexes first, then the lowest-ranked

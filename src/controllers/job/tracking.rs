@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::indexes::{Intervals, completion_index, valid_index};
+use super::pods::concurrently;
 use super::{
     JobController, MAX_UNCOUNTED_PODS, SyncCtx, completion_mode_label, completions, condition_true, ensure_condition,
     failed_for_target, has_backoff_limit_per_index, has_tracking_finalizer, is_indexed, is_pod_failed, metrics,
@@ -202,32 +202,19 @@ impl JobController {
     /// `removeTrackingFinalizerFromPods`, concurrently; a pod gone counts as done.
     fn remove_tracking_finalizers(&self, key: &str, pods: &[Arc<Pod>]) -> (Vec<bool>, Option<SyncError>) {
         self.finalizer_expectations.expect_removed(key, pods.iter().map(|p| uid_of(p).to_string()));
-        let removed: Vec<AtomicBool> = pods.iter().map(|_| AtomicBool::new(false)).collect();
-        let errors: Vec<SyncError> = std::thread::scope(|scope| {
-            let threads: Vec<_> = pods
-                .iter()
-                .zip(&removed)
-                .map(|(pod, done)| {
-                    scope.spawn(move || match self.remove_finalizer(pod) {
-                        Ok(()) => {
-                            done.store(true, Ordering::SeqCst);
-                            None
-                        }
-                        Err(e) => {
-                            self.finalizer_expectations.observed(key, uid_of(pod));
-                            if e.is_not_found() {
-                                done.store(true, Ordering::SeqCst);
-                                return None;
-                            }
-                            log::error!("removing tracking finalizer: {e}");
-                            Some(SyncError::from(e))
-                        }
-                    })
-                })
-                .collect();
-            threads.into_iter().filter_map(|t| t.join().ok().flatten()).collect()
+        let outcomes = concurrently(pods, |pod| match self.remove_finalizer(pod) {
+            Ok(()) => (true, None),
+            Err(e) => {
+                self.finalizer_expectations.observed(key, uid_of(pod));
+                if e.is_not_found() {
+                    return (true, None);
+                }
+                log::error!("removing tracking finalizer: {e}");
+                (false, Some(SyncError::from(e)))
+            }
         });
-        (removed.into_iter().map(AtomicBool::into_inner).collect(), errors.into_iter().next())
+        let removed = outcomes.iter().map(|(done, _)| *done).collect();
+        (removed, outcomes.into_iter().find_map(|(_, error)| error))
     }
 
     /// `enactJobFinished`: the terminal condition, once nothing is uncounted or terminating.

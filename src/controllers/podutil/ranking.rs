@@ -103,23 +103,30 @@ fn uid(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or("")
 }
 
-/// `ActivePodsWithRanks.Less`: which of two pods to delete first. `rank_*`: how many related
-/// pods share each pod's node.
-pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Timestamp) -> Ordering {
-    let node = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
-    let (node_a, node_b) = (node(a), node(b));
-    // 1. Unassigned < assigned.
+/// The first rules of both rankings: unassigned before assigned, Pending before Unknown
+/// before Running, not ready before ready.
+fn placement_order(a: &Pod, b: &Pod) -> Ordering {
+    let (node_a, node_b) = (node_of(a), node_of(b));
     if node_a != node_b && (node_a.is_empty() || node_b.is_empty()) {
         return if node_a.is_empty() { Ordering::Less } else { Ordering::Greater };
     }
-    // 2. Pending < Unknown < Running.
     let by_phase = phase_ordinal(a).cmp(&phase_ordinal(b));
     if by_phase != Ordering::Equal {
         return by_phase;
     }
-    // 3. Not ready < ready.
     if is_pod_ready(a) != is_pod_ready(b) {
         return if is_pod_ready(a) { Ordering::Greater } else { Ordering::Less };
+    }
+    Ordering::Equal
+}
+
+/// `ActivePodsWithRanks.Less`: which of two pods to delete first. `rank_*`: how many related
+/// pods share each pod's node.
+pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Timestamp) -> Ordering {
+    // 1-3. Unassigned < assigned, Pending < Unknown < Running, not ready < ready.
+    let first = placement_order(a, b);
+    if first != Ordering::Equal {
+        return first;
     }
     // 4. Lower pod-deletion-cost < higher.
     let by_cost = deletion_cost(a).cmp(&deletion_cost(b));
@@ -158,16 +165,9 @@ pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Times
 /// ready, ready for a shorter time, more restarts, newer pods first; no deletion cost, no
 /// node ranking and plain (not logarithmic) times.
 pub fn active_pods_order(a: &Pod, b: &Pod) -> Ordering {
-    let (node_a, node_b) = (node_of(a), node_of(b));
-    if node_a != node_b && (node_a.is_empty() || node_b.is_empty()) {
-        return if node_a.is_empty() { Ordering::Less } else { Ordering::Greater };
-    }
-    let by_phase = phase_ordinal(a).cmp(&phase_ordinal(b));
-    if by_phase != Ordering::Equal {
-        return by_phase;
-    }
-    if is_pod_ready(a) != is_pod_ready(b) {
-        return if is_pod_ready(a) { Ordering::Greater } else { Ordering::Less };
+    let first = placement_order(a, b);
+    if first != Ordering::Equal {
+        return first;
     }
     if is_pod_ready(a) && is_pod_ready(b) {
         let (ta, tb) = (ready_time(a), ready_time(b));
