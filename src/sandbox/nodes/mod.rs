@@ -675,6 +675,10 @@ impl Worker {
                     && let Some(record) = self.records.get_mut(&uid)
                 {
                     record.running_since = Some(now);
+                    if runs_to_completion(pod) {
+                        // The run counts from now, whatever happens to the pod next.
+                        self.current_run(pod, i);
+                    }
                 }
             }
             ("Running", Some(since)) => {
@@ -696,7 +700,8 @@ impl Worker {
     }
 
     /// The script of a running run-to-completion pod, and how its current run ends: drawn from
-    /// the script the first time, counting the run for its Job and completion index.
+    /// the script when the run starts (or, for a pod found running, when first seen), counting
+    /// the run for its Job and completion index.
     fn current_run(&mut self, pod: &Pod, i: usize) -> Option<(Duration, Exit)> {
         let default_run_time = self.options.job_pod_run_time;
         let record = self.records.get_mut(uid_of(pod))?;
@@ -741,6 +746,8 @@ impl Worker {
         {
             record.running_since = Some(now);
             record.exit = None;
+            // The new run draws its entry now.
+            self.current_run(pod, i);
         }
     }
 
