@@ -934,6 +934,12 @@ fn jobs_answer_as_kube_apiserver() {
     });
     // Status writes, as the job controller makes them.
     let start = json!("2030-01-01T00:00:00Z");
+    pair.check("status: a condition without times, zero counters", |s| {
+        let status = json!({"startTime": start, "active": 0, "failed": 0, "succeeded": 0, "completedIndexes": "",
+            "conditions": [{"type": "Suspended", "status": "True", "reason": "JobSuspended"}],
+            "uncountedTerminatedPods": {"succeeded": [], "failed": []}});
+        job_status_write(s, "untimed", json!({"suspend": true}), Value::Null, status)
+    });
     pair.check("status: a running Job", |s| {
         let status = json!({"startTime": start, "active": 1, "ready": 0, "terminating": 0,
             "uncountedTerminatedPods": {}});

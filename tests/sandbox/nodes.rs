@@ -538,6 +538,33 @@ fn scripted_pods_fail_restart_and_are_evicted(backend: harness::Backend) {
 
 on_both_backends!(scripted_pods_fail_restart_and_are_evicted);
 
+/// With the kubelet's crash-loop back-off, the second exit waits in `CrashLoopBackOff` (not
+/// ready) before the container starts again; both servers take those statuses.
+fn a_crash_loop_backs_off_before_restarting(backend: harness::Backend) {
+    let options = NodeOptions { crash_loop_back_off: Some(Duration::from_millis(800)), ..fast() };
+    let cluster = harness::with(&[]).on(backend).nodes(&["node-a"]).node_options(options).start();
+    let pods = Api::<Pod>::namespaced(&cluster.client, "default");
+    let annotations = json!({"kcm-sandbox.dev/run-seconds": "0.2", "kcm-sandbox.dev/exit-codes": "1,2,0"});
+    let pod = job_pod("backoff", "6b1b2d0e-0000-4000-8000-00000000a021", "OnFailure", annotations);
+    pods.create(&pod, &PostParams::default()).expect("pod created");
+    let waiting = harness::eventually("pod backoff: in CrashLoopBackOff", || {
+        let pod = pods.get_opt("backoff").expect("pod read")?;
+        let state = container_status(&pod).state.and_then(|s| s.waiting)?;
+        (state.reason.as_deref() == Some("CrashLoopBackOff")).then_some(pod)
+    });
+    assert_eq!(phase(&waiting), "Running");
+    let container = container_status(&waiting);
+    assert_eq!(container.restart_count, 1, "the first exit restarted at once");
+    assert_eq!(container.last_state.and_then(|s| s.terminated).map(|t| t.exit_code), Some(2));
+    assert_eq!(condition(&waiting, "Ready"), Some("False"));
+    let done = harness::eventually("pod backoff: Succeeded", || {
+        pods.get_opt("backoff").expect("pod read").filter(|p| phase(p) == "Succeeded")
+    });
+    assert_eq!(container_status(&done).restart_count, 2);
+}
+
+on_both_backends!(a_crash_loop_backs_off_before_restarting);
+
 #[test]
 fn a_restarting_pod_stays_running_with_its_restarts_counted() {
     let cluster = start(&["node-a"], fast());

@@ -21,8 +21,12 @@ pub enum Stage {
     /// The containers exited with this code (1: the process failed; 137: killed).
     Failed(i32),
     /// The containers exited with this code and were restarted in place (restartPolicy
-    /// `OnFailure`): the pod stays Running.
+    /// `OnFailure`): the pod stays Running. After a back-off, the exit is the one already in
+    /// `lastState`.
     Restarted(i32),
+    /// The containers exited with this code and wait this long before their restart
+    /// (`CrashLoopBackOff`): the pod stays Running, not ready.
+    BackOff(i32, std::time::Duration),
     /// The eviction manager killed the pod under memory pressure.
     Evicted,
 }
@@ -53,7 +57,12 @@ pub fn status_patch(pod: &Pod, stage: Stage, host_ip: &str, pod_ip: Option<&str>
     };
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     let has_init = spec.init_containers.as_ref().is_some_and(|c| !c.is_empty());
-    let ctx = ContainerContext { uid: &uid, stage, now, has_init };
+    let described = format!(
+        "{}_{}({uid})",
+        pod.metadata.name.as_deref().unwrap_or_default(),
+        pod.metadata.namespace.as_deref().unwrap_or_default()
+    );
+    let ctx = ContainerContext { uid: &uid, pod: &described, stage, now, has_init };
     let init_statuses: Vec<Value> = spec
         .init_containers
         .iter()
@@ -65,7 +74,7 @@ pub fn status_patch(pod: &Pod, stage: Stage, host_ip: &str, pod_ip: Option<&str>
     let mut status = json!({
         "phase": match stage {
             Stage::Creating => "Pending",
-            Stage::Running | Stage::Restarted(_) => "Running",
+            Stage::Running | Stage::Restarted(_) | Stage::BackOff(..) => "Running",
             Stage::Succeeded => "Succeeded",
             Stage::Failed(_) | Stage::Evicted => "Failed",
         },
@@ -122,7 +131,7 @@ fn conditions(pod: &Pod, stage: Stage, now: &str) -> Vec<Value> {
         .collect();
     let app_names: Vec<&str> =
         sidecars.iter().map(|c| c.name.as_str()).chain(spec.containers.iter().map(|c| c.name.as_str())).collect();
-    let sandbox_ready = if stage.running() { "True" } else { "False" };
+    let sandbox_ready = if stage.running() || matches!(stage, Stage::BackOff(..)) { "True" } else { "False" };
     let initialized = match stage {
         Stage::Creating if !init_names.is_empty() || !sidecars.is_empty() => {
             let all: Vec<&str> = spec.init_containers.iter().flatten().map(|c| c.name.as_str()).collect();
@@ -137,7 +146,7 @@ fn conditions(pod: &Pod, stage: Stage, now: &str) -> Vec<Value> {
         _ => condition("Initialized", "True", None, None),
     };
     let containers_ready = match stage {
-        Stage::Creating => condition(
+        Stage::Creating | Stage::BackOff(..) => condition(
             "ContainersReady",
             "False",
             Some("ContainersNotReady"),
@@ -238,6 +247,8 @@ impl ContainerRole {
 
 struct ContainerContext<'a> {
     uid: &'a str,
+    /// `format.Pod`: `name_namespace(uid)`.
+    pod: &'a str,
     stage: Stage,
     now: &'a str,
     /// The pod has init containers (its app containers wait for them).
@@ -285,18 +296,31 @@ impl ContainerContext<'_> {
         let stage = if self.stage == Stage::Evicted { Stage::Failed(KILLED_EXIT_CODE) } else { self.stage };
         match (stage, role) {
             (Stage::Restarted(code), ContainerRole::App) => {
-                // The container exited and the kubelet started a new one (`OnFailure`).
+                // The container exited and the kubelet started a new one (`OnFailure`); after a
+                // back-off (no running state) the exit is already in `lastState`.
                 let new_id =
                     format!("containerd://{}", hex64(&[self.uid, &container.name, &(restart_count + 1).to_string()]));
                 with_id(&mut status);
+                if started_at.is_some() || !has_last_termination(&existing) {
+                    status["lastState"] = terminated_error(code, started_at, self.now, &container_id);
+                }
                 status["containerID"] = new_id.into();
                 status["restartCount"] = (restart_count + 1).into();
                 status["ready"] = true.into();
                 status["started"] = true.into();
-                status["lastState"] = json!({"terminated": {"exitCode": code, "reason": "Error",
-                    "startedAt": started_at.unwrap_or_else(|| self.now.to_string()), "finishedAt": self.now,
-                    "containerID": container_id}});
                 status["state"] = json!({"running": {"startedAt": self.now}});
+            }
+            (Stage::BackOff(code, back_off), ContainerRole::App) => {
+                // `doBackOff`: the exited container waits for its restart.
+                with_id(&mut status);
+                status["lastState"] = terminated_error(code, started_at, self.now, &container_id);
+                let message = format!(
+                    "back-off {} restarting failed container={} pod={}",
+                    crate::apimachinery::duration::format_go_duration(back_off),
+                    container.name,
+                    self.pod
+                );
+                status["state"] = json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}});
             }
             (Stage::Creating, ContainerRole::Init | ContainerRole::Sidecar) => {
                 status["state"] = json!({"waiting": {"reason": "PodInitializing"}});
@@ -305,7 +329,8 @@ impl ContainerContext<'_> {
                 let reason = if self.has_init { "PodInitializing" } else { "ContainerCreating" };
                 status["state"] = json!({"waiting": {"reason": reason}});
             }
-            (Stage::Running | Stage::Restarted(_), ContainerRole::Init) | (Stage::Succeeded, _) => {
+            (Stage::Running | Stage::Restarted(_) | Stage::BackOff(..), ContainerRole::Init)
+            | (Stage::Succeeded, _) => {
                 with_id(&mut status);
                 status["ready"] = (role == ContainerRole::Init).into();
                 status["state"] = json!({"terminated": {"exitCode": 0, "reason": "Completed",
@@ -313,7 +338,7 @@ impl ContainerContext<'_> {
                     "containerID": container_id}});
             }
             (Stage::Running, ContainerRole::App | ContainerRole::Sidecar)
-            | (Stage::Restarted(_), ContainerRole::Sidecar) => {
+            | (Stage::Restarted(_) | Stage::BackOff(..), ContainerRole::Sidecar) => {
                 with_id(&mut status);
                 status["ready"] = true.into();
                 status["started"] = true.into();
@@ -342,6 +367,17 @@ impl ContainerContext<'_> {
         }
         status
     }
+}
+
+/// The terminated state of a container that exited with `code` (reason `Error`).
+fn terminated_error(code: i32, started_at: Option<String>, now: &str, container_id: &str) -> Value {
+    json!({"terminated": {"exitCode": code, "reason": "Error", "startedAt": started_at.unwrap_or_else(|| now.to_string()),
+        "finishedAt": now, "containerID": container_id}})
+}
+
+/// Whether the container has a last termination on record.
+fn has_last_termination(existing: &Option<ContainerStatus>) -> bool {
+    existing.as_ref().and_then(|s| s.last_state.as_ref()).is_some_and(|s| s.terminated.is_some())
 }
 
 fn existing_terminated_ok(existing: &Option<ContainerStatus>) -> bool {
@@ -530,6 +566,41 @@ mod tests {
         assert_eq!(disruption.len(), 1, "replaced, not added");
         assert_eq!(disruption[0]["reason"], "TerminationByKubelet");
         assert_eq!(disruption[0]["message"], EVICTION_MESSAGE);
+    }
+
+    #[test]
+    fn crash_loop_back_off_waits_not_ready() {
+        let p = pod(json!({"containers": [{"name": "job", "image": "busybox"}], "restartPolicy": "OnFailure"}));
+        let running = status_patch(&p, Stage::Running, "10.0.0.10", Some("10.244.0.2"), "2030-01-02T00:00:00Z");
+        let mut p: Pod = serde_json::from_value(json!({"metadata": p.metadata, "spec": p.spec,
+            "status": running["status"]}))
+        .expect("a Pod");
+        let waiting = status_patch(
+            &p,
+            Stage::BackOff(3, std::time::Duration::from_secs(20)),
+            "10.0.0.10",
+            None,
+            "2030-01-02T00:00:05Z",
+        );
+        let status = &waiting["status"];
+        assert_eq!(status["phase"], "Running");
+        let container = &status["containerStatuses"][0];
+        assert_eq!(container["state"]["waiting"]["reason"], "CrashLoopBackOff");
+        assert_eq!(
+            container["state"]["waiting"]["message"],
+            "back-off 20s restarting failed container=job pod=p_default(u-1)"
+        );
+        assert_eq!((container["ready"].as_bool(), container["restartCount"].as_i64()), (Some(false), Some(0)));
+        assert_eq!(container["lastState"]["terminated"]["exitCode"], 3);
+        let ready = &status["conditions"][2];
+        assert_eq!((ready["status"].as_str(), ready["reason"].as_str()), (Some("False"), Some("ContainersNotReady")));
+        // Started again: one restart, the exit kept as the last state.
+        p.status = serde_json::from_value(status.clone()).expect("a status");
+        let again = status_patch(&p, Stage::Restarted(3), "10.0.0.10", None, "2030-01-02T00:00:25Z");
+        let container = &again["status"]["containerStatuses"][0];
+        assert_eq!(container["restartCount"], 1);
+        assert_eq!(container["lastState"]["terminated"]["finishedAt"], "2030-01-02T00:00:05Z");
+        assert_eq!(container["state"]["running"]["startedAt"], "2030-01-02T00:00:25Z");
     }
 
     #[test]

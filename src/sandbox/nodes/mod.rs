@@ -44,7 +44,8 @@
 //!
 //!   With restartPolicy `OnFailure` a non-zero exit restarts the containers in place (the pod
 //!   stays Running; `restartCount` + 1, `lastState.terminated` holds the exit) and the next run
-//!   takes the next entry (no crash-loop back-off); with `Never` the pod ends. Runs are counted
+//!   takes the next entry, at once unless [`NodeOptions::crash_loop_back_off`] asks for the
+//!   kubelet's back-off; with `Never` the pod ends. Runs are counted
 //!   when they start, so a retried pod takes the next entry. An invalid annotation is logged (a
 //!   warning naming the pod) and the pod runs unscripted.
 //!
@@ -102,6 +103,11 @@ pub struct NodeOptions {
     /// node is Ready, as kube-scheduler does: pods then wait until the node lifecycle controller
     /// removes it. Off by default, so that pods run without a controller manager.
     pub strict_not_ready_taint: bool,
+    /// The kubelet's crash-loop back-off for containers of `OnFailure` pods that exit non-zero:
+    /// `Some(initial)` restarts the first exit at once, then waits `initial` (kubelet: 10 s),
+    /// doubling up to 5 minutes, with the container waiting in `CrashLoopBackOff` meanwhile.
+    /// `None` (the default) restarts every exit at once, so that scripted Jobs run quickly.
+    pub crash_loop_back_off: Option<Duration>,
 }
 
 impl Default for NodeOptions {
@@ -115,6 +121,7 @@ impl Default for NodeOptions {
             zones: Vec::new(),
             reregister_deleted_nodes: false,
             strict_not_ready_taint: false,
+            crash_loop_back_off: None,
         }
     }
 }
@@ -126,6 +133,8 @@ const MAX_KILL_DELAY: Duration = Duration::from_secs(1);
 const ASSUME_TTL: Duration = Duration::from_secs(30);
 /// How long a kubelet waits before writing a pod status again after the server refused it.
 const WRITE_RETRY: Duration = Duration::from_secs(1);
+/// The longest crash-loop back-off (the kubelet's `MaxContainerBackOff`).
+const MAX_CONTAINER_BACK_OFF: Duration = Duration::from_secs(300);
 /// How long before a kubelet repeats a DELETE that did not take effect (e.g. finalizers hold
 /// the pod).
 const DELETE_RETRY: Duration = Duration::from_secs(5);
@@ -310,6 +319,10 @@ struct PodRecord {
     script: Option<Script>,
     /// How the current run of its containers ends, drawn when it started running.
     exit: Option<Exit>,
+    /// The crash-loop back-off the next non-zero exit waits (after the first exit).
+    back_off: Option<Duration>,
+    /// While the containers wait in `CrashLoopBackOff`: until when, and the exit code.
+    backing_off: Option<(Instant, i32)>,
 }
 
 impl PodRecord {
@@ -324,6 +337,8 @@ impl PodRecord {
             retry_at: None,
             script: None,
             exit: None,
+            back_off: None,
+            backing_off: None,
         }
     }
 }
@@ -675,7 +690,14 @@ impl Worker {
                     && let Some(record) = self.records.get_mut(&uid)
                 {
                     record.running_since = Some(now);
+                    if runs_to_completion(pod) {
+                        // The run counts from now, whatever happens to the pod next.
+                        self.current_run(pod, i);
+                    }
                 }
+            }
+            ("Running", Some(_)) if self.records.get(&uid).is_some_and(|r| r.backing_off.is_some()) => {
+                self.resume_after_back_off(pod, i, now);
             }
             ("Running", Some(since)) => {
                 let ending = runs_to_completion(pod).then(|| self.current_run(pod, i)).flatten();
@@ -696,7 +718,8 @@ impl Worker {
     }
 
     /// The script of a running run-to-completion pod, and how its current run ends: drawn from
-    /// the script the first time, counting the run for its Job and completion index.
+    /// the script when the run starts (or, for a pod found running, when first seen), counting
+    /// the run for its Job and completion index.
     fn current_run(&mut self, pod: &Pod, i: usize) -> Option<(Duration, Exit)> {
         let default_run_time = self.options.job_pod_run_time;
         let record = self.records.get_mut(uid_of(pod))?;
@@ -724,9 +747,24 @@ impl Worker {
     }
 
     /// The pod's containers exit as its script says: it succeeds, fails, is evicted, or
-    /// (restartPolicy `OnFailure`, non-zero exit) its containers restart for the next run.
+    /// (restartPolicy `OnFailure`, non-zero exit) its containers restart for the next run, at
+    /// once or after a crash-loop back-off.
     fn end_run(&mut self, pod: &Pod, i: usize, exit: Exit, now: Instant) {
         let on_failure = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) == Some("OnFailure");
+        let waits = self.records.get(uid_of(pod)).and_then(|r| r.back_off);
+        if let (Exit::Code(code), true, Some(initial), Some(wait)) =
+            (exit, on_failure, self.options.crash_loop_back_off, waits)
+            && code != 0
+        {
+            let what = format!("exited with code {code}; back-off {wait:?}");
+            if self.write_status(pod, i, Stage::BackOff(code, wait), &what).is_some()
+                && let Some(record) = self.records.get_mut(uid_of(pod))
+            {
+                record.backing_off = Some((now + wait, code));
+                record.back_off = Some((wait * 2).min(MAX_CONTAINER_BACK_OFF).max(initial));
+            }
+            return;
+        }
         let (stage, what) = match exit {
             Exit::Code(0) => (Stage::Succeeded, "completed".to_string()),
             Exit::Evicted => (Stage::Evicted, "evicted".to_string()),
@@ -741,6 +779,27 @@ impl Worker {
         {
             record.running_since = Some(now);
             record.exit = None;
+            if let Some(initial) = self.options.crash_loop_back_off {
+                record.back_off.get_or_insert(initial);
+            }
+            // The new run draws its entry now.
+            self.current_run(pod, i);
+        }
+    }
+
+    /// A container in `CrashLoopBackOff` is started again once its back-off has passed.
+    fn resume_after_back_off(&mut self, pod: &Pod, i: usize, now: Instant) {
+        let Some((until, code)) = self.records.get(uid_of(pod)).and_then(|r| r.backing_off) else { return };
+        if now < until {
+            return;
+        }
+        if self.write_status(pod, i, Stage::Restarted(code), "restarted its containers after a back-off").is_some()
+            && let Some(record) = self.records.get_mut(uid_of(pod))
+        {
+            record.backing_off = None;
+            record.running_since = Some(now);
+            record.exit = None;
+            self.current_run(pod, i);
         }
     }
 
