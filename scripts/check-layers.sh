@@ -10,7 +10,8 @@
 #     A module may use its own layer and those below. Comments and unit-test files
 #     (`tests.rs`, `*_tests.rs`) are not looked at: a unit test may build fixtures with the sandbox.
 #  2. A controller's canonical name appears once in the controller manager's code (src/ but the
-#     development tools), in the table of src/app/controllers.rs: comments and unit tests aside.
+#     development tools), in the table of src/app/controllers.rs: comments and unit tests aside
+#     (a path segment such as `kubernetes.io/job-controller`, a Job's `managedBy`, is no name).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,7 +60,7 @@ fi
 mapfile -t files < <(find src -name '*.rs' ! -path 'src/sandbox/*' ! -path 'src/envtest/*' ! -path 'src/bin/*' \
   ! -path src/app/controllers.rs ! -name 'tests.rs' ! -name '*_tests.rs' | sort)
 alternation=$(IFS='|'; echo "${names[*]}")
-if hits=$(code_lines "${files[@]}" | grep -E "(^|[^a-z0-9.-])(${alternation})([^a-z0-9.-]|$)"); then
+if hits=$(code_lines "${files[@]}" | grep -E "(^|[^a-z0-9./-])(${alternation})([^a-z0-9.-]|$)"); then
   echo "names: a controller is named outside the controller table:" >&2
   echo "$hits" >&2
   failed=1
