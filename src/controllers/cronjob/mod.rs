@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::batch::v1::{CronJob, Job, JobSpec};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
@@ -607,7 +607,7 @@ fn job_from_template(cron_job: &CronJob, scheduled: Timestamp) -> Result<Job, St
             owner_references: Some(vec![controller_ref(cron_job)]),
             ..ObjectMeta::default()
         },
-        spec: Some(template.spec.unwrap_or_else(JobSpec::default)),
+        spec: Some(template.spec.unwrap_or_default()),
         status: None,
     })
 }
