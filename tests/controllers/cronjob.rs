@@ -105,6 +105,9 @@ fn a_missed_schedule_creates_its_job(backend: Backend) {
     let pi = cron_jobs.create(&cron_job("pi", json!({})), &PostParams::default()).expect("created");
     let paused = cron_jobs.create(&cron_job("paused", json!({"suspend": true})), &PostParams::default()).expect("ok");
     let late = cron_jobs.create(&cron_job("late", json!({})), &PostParams::default()).expect("created");
+    let tokyo =
+        cron_jobs.create(&cron_job("tokyo", json!({"timeZone": "Asia/Tokyo"})), &PostParams::default()).expect("ok");
+    patch_status(&cron_jobs, "tokyo", json!({"lastScheduleTime": minutes_ago(3)}));
     patch_status(&cron_jobs, "paused", json!({"lastScheduleTime": minutes_ago(3)}));
     patch_status(&cron_jobs, "pi", json!({"lastScheduleTime": minutes_ago(3)}));
     // More than 100 missed: a warning, and the most recent one runs all the same.
@@ -155,6 +158,13 @@ fn a_missed_schedule_creates_its_job(backend: Backend) {
         messages[0],
         "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew"
     );
+
+    // In a zone: the same minute, the annotation in the zone's time.
+    let in_tokyo = eventually("the Job in Tokyo", || jobs_of(&jobs, &tokyo).into_iter().next());
+    let annotation = in_tokyo.metadata.annotations.unwrap_or_default()[ANNOTATION].clone();
+    assert!(annotation.ends_with("+09:00"), "{annotation}");
+    let scheduled: Timestamp = annotation.parse().expect("an RFC 3339 time");
+    assert_eq!(in_tokyo.metadata.name, Some(format!("tokyo-{}", scheduled.as_second() / 60)));
 
     // The suspended one was synced beside the others and created nothing; resumed, it runs.
     assert!(jobs_of(&jobs, &paused).is_empty(), "a suspended CronJob creates no Job");
@@ -250,6 +260,15 @@ fn finished_jobs_beyond_the_history_limits_are_deleted(backend: Backend) {
     deleted.sort();
     assert_eq!(deleted, ["Deleted job bad-old", "Deleted job ok-mid", "Deleted job ok-old"]);
     eventually("lastSuccessfulTime", || cron_jobs.get("limited").ok()?.status?.last_successful_time.map(drop));
+
+    // An active Job that does not exist leaves the list.
+    let ghost = json!({"kind": "Job", "apiVersion": "batch/v1", "namespace": "default", "name": "ghost",
+        "uid": "00000000-0000-0000-0000-000000000001"});
+    patch_status(&cron_jobs, "limited", json!({"active": [ghost]}));
+    eventually("MissingJob", || {
+        let missing = cluster.event_messages("default", "limited", "MissingJob");
+        (missing == ["Active job went missing: ghost"] && active_names(&cron_jobs, "limited").is_empty()).then_some(())
+    });
 }
 
 /// Sandbox only: kube-apiserver refuses a `timeZone` its own database lacks, so a CronJob with
