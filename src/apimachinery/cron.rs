@@ -133,11 +133,12 @@ fn every(spec: &str) -> Result<Schedule, String> {
     let Some(text) = spec.strip_prefix("@every ") else {
         return Err(format!("unrecognized descriptor: {spec}"));
     };
-    // Go's `time.ParseDuration` also takes negative durations (which `Every` raises to 1 s).
-    let negative = text.starts_with('-');
-    let duration = super::duration::parse_go_duration(text.strip_prefix('-').unwrap_or(text))
-        .map_err(|_| format!("failed to parse duration {spec}: time: invalid duration {}", quote(text)))?;
-    let seconds = if negative { 1 } else { duration.as_secs().max(1) };
+    let seconds = match super::duration::parse_go_duration(text) {
+        Ok(duration) => duration.as_secs().max(1),
+        // Go's `time.ParseDuration` takes negative durations, which `Every` raises to 1 s.
+        Err(message) if message.starts_with("negative duration") => 1,
+        Err(message) => return Err(format!("failed to parse duration {spec}: {message}")),
+    };
     Ok(Schedule::Every(SignedDuration::from_secs(seconds as i64)))
 }
 

@@ -36,6 +36,8 @@ fn schedules_parse_as_robfig_cron_does() {
         ("1/2/3 * * * *", "too many slashes: 1/2/3"),
         ("@fortnightly", "unrecognized descriptor: @fortnightly"),
         ("@every x", "failed to parse duration @every x: time: invalid duration \"x\""),
+        ("@every 5", "failed to parse duration @every 5: time: missing unit in duration \"5\""),
+        ("@every -1x", "failed to parse duration @every -1x: time: unknown unit \"x\" in duration \"-1x\""),
         ("TZ=Mars/Olympus 0 * * * *", "provided bad location Mars/Olympus: unknown time zone Mars/Olympus"),
         ("", "empty spec string"),
     ];
@@ -110,6 +112,7 @@ fn every_adds_whole_seconds_to_the_second() {
     assert_eq!(nexts("@every 90s", "2026-11-26T10:00:00.75Z", 2), ["2026-11-26T10:01:30Z", "2026-11-26T10:03:00Z"]);
     assert_eq!(nexts("@every 1500ms", "2026-11-26T10:00:00Z", 1), ["2026-11-26T10:00:01Z"]);
     assert_eq!(nexts("@every 10ms", "2026-11-26T10:00:00Z", 1), ["2026-11-26T10:00:01Z"]);
+    assert_eq!(nexts("@every -5m", "2026-11-26T10:00:00Z", 1), ["2026-11-26T10:00:01Z"]);
 }
 
 #[test]
