@@ -53,7 +53,9 @@ pub struct Scenario {
     pub summary: &'static str,
     /// Simulated nodes (`node-1` …).
     pub nodes: usize,
-    /// Flags given to both binaries on top of kubeadm's.
+    /// Flags given to both binaries on top of kubeadm's; `--controllers=-a,-b` takes controllers
+    /// out of the selection (a second `--controllers` would add to the first, where an explicit
+    /// name wins over its `-name`).
     pub flags: &'static [&'static str],
     /// Whether Nodes (and their Events) are compared.
     pub compare_nodes: bool,
@@ -386,7 +388,15 @@ fn node_options() -> NodeOptions {
 /// the implemented controllers only, no serving, `-v=6` for the request log.
 pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) -> Vec<String> {
     let beside = |name: &str| kubeconfig.with_file_name(name).display().to_string();
-    let mut controllers = crate::app::controllers::implemented().join(",");
+    let deselect =
+        |flag: &str| flag.strip_prefix("--controllers=").is_some_and(|l| l.split(',').all(|n| n.starts_with('-')));
+    let left_out: Vec<&str> = extra
+        .iter()
+        .filter(|f| deselect(f))
+        .flat_map(|f| f["--controllers=".len()..].split(',').map(|n| &n[1..]))
+        .collect();
+    let selected = crate::app::controllers::implemented().into_iter().filter(|name| !left_out.contains(name));
+    let mut controllers = selected.collect::<Vec<_>>().join(",");
     if side == Side::Upstream {
         // The unpacked v1.33.5 build carries an OpenShift controller that `*` would not select,
         // but that it knows; it is named off so the selections are the same.
@@ -407,7 +417,7 @@ pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) ->
         format!("--controllers={controllers}"),
         "-v=6".into(),
     ];
-    args.extend(extra.iter().map(|f| f.to_string()));
+    args.extend(extra.iter().filter(|f| !deselect(f)).map(|f| f.to_string()));
     args
 }
 
@@ -1781,6 +1791,18 @@ I1126 00:33:45.123456    4321 mod.rs:335] GET https://127.0.0.1:36002/api/v1/pod
                 "resourceVersion": "7", "creationTimestamp": "2025-11-26T00:33:45Z",
                 "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "uid": "11111111-2222-3333-4444-555555555555"}]},
                "spec": {"nodeName": node}, "status": {"podIP": ip, "startTime": "2025-11-26T00:33:46.123456Z"}})
+    }
+
+    #[test]
+    fn scenario_flags_can_take_controllers_out_of_the_selection() {
+        let args =
+            controller_manager_args(Side::Ours, Path::new("/k/admin.conf"), &["--controllers=-job-controller", "-v=4"]);
+        let controllers: Vec<&str> = args.iter().filter_map(|a| a.strip_prefix("--controllers=")).collect();
+        assert_eq!(controllers.len(), 1, "{args:?}");
+        assert!(
+            controllers[0].contains("cronjob-controller") && !controllers[0].split(',').any(|c| c == "job-controller")
+        );
+        assert_eq!(args.last().map(String::as_str), Some("-v=4"));
     }
 
     #[test]
