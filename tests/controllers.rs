@@ -10,6 +10,8 @@
 #[macro_use]
 mod harness;
 
+#[path = "controllers/cronjob.rs"]
+mod cronjob;
 #[path = "controllers/deployment.rs"]
 mod deployment;
 #[path = "controllers/endpoints.rs"]

@@ -18,6 +18,7 @@ use harness::Backend;
 /// Upstream's names (`workqueue.*QueueWithConfig{Name: ...}` in `pkg/controller/...`).
 const UPSTREAM_QUEUES: &[&str] = &[
     "cidrallocator_node",
+    "cronjob",
     "deployment",
     "endpoint",
     "endpoint_slice",

@@ -8,6 +8,7 @@
 //! sits below everything else.
 
 pub mod clock;
+pub mod cron;
 pub mod duration;
 pub mod field;
 pub mod flowcontrol;

@@ -12,7 +12,7 @@ use std::fmt;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
-    deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace, nodeipam,
+    cronjob, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace, nodeipam,
     nodelifecycle, podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, tainteviction, ttl,
     ttlafterfinished,
 };
@@ -166,7 +166,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     cloud("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
     plain("clusterrole-aggregation-controller", &["clusterrole-aggregation"])
         .account("clusterrole-aggregation-controller"),
-    plain("cronjob-controller", &["cronjob"]).account("cronjob-controller"),
+    plain("cronjob-controller", &["cronjob"])
+        .account("cronjob-controller")
+        .starts(|c, o| cronjob::new(c, cronjob::Config { workers: workers(o.concurrency.cron_job_syncs) })),
     plain("daemonset-controller", &["daemonset"]).account("daemon-set-controller"),
     plain("deployment-controller", &["deployment"])
         .account("deployment-controller")
@@ -678,7 +680,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 20);
+        assert_eq!(implemented().len(), 21);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -53,7 +53,9 @@ pub struct Scenario {
     pub summary: &'static str,
     /// Simulated nodes (`node-1` …).
     pub nodes: usize,
-    /// Flags given to both binaries on top of kubeadm's.
+    /// Flags given to both binaries on top of kubeadm's; `--controllers=-a,-b` takes controllers
+    /// out of the selection (a second `--controllers` would add to the first, where an explicit
+    /// name wins over its `-name`).
     pub flags: &'static [&'static str],
     /// Whether Nodes (and their Events) are compared.
     pub compare_nodes: bool,
@@ -386,7 +388,15 @@ fn node_options() -> NodeOptions {
 /// the implemented controllers only, no serving, `-v=6` for the request log.
 pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) -> Vec<String> {
     let beside = |name: &str| kubeconfig.with_file_name(name).display().to_string();
-    let mut controllers = crate::app::controllers::implemented().join(",");
+    let deselect =
+        |flag: &str| flag.strip_prefix("--controllers=").is_some_and(|l| l.split(',').all(|n| n.starts_with('-')));
+    let left_out: Vec<&str> = extra
+        .iter()
+        .filter(|f| deselect(f))
+        .flat_map(|f| f["--controllers=".len()..].split(',').map(|n| &n[1..]))
+        .collect();
+    let selected = crate::app::controllers::implemented().into_iter().filter(|name| !left_out.contains(name));
+    let mut controllers = selected.collect::<Vec<_>>().join(",");
     if side == Side::Upstream {
         // The unpacked v1.33.5 build carries an OpenShift controller that `*` would not select,
         // but that it knows; it is named off so the selections are the same.
@@ -407,7 +417,7 @@ pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) ->
         format!("--controllers={controllers}"),
         "-v=6".into(),
     ];
-    args.extend(extra.iter().map(|f| f.to_string()));
+    args.extend(extra.iter().filter(|f| !deselect(f)).map(|f| f.to_string()));
     args
 }
 
@@ -623,6 +633,7 @@ const COMPARED_KINDS: &[(&str, &str, &str)] = &[
     ("/apis/apps/v1", "replicasets", "ReplicaSet"),
     ("/apis/discovery.k8s.io/v1", "endpointslices", "EndpointSlice"),
     ("/apis/batch/v1", "jobs", "Job"),
+    ("/apis/batch/v1", "cronjobs", "CronJob"),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -681,6 +692,12 @@ fn strip(mut object: Value) -> Value {
     }
     if let Some(object) = object.as_object_mut() {
         object.remove("apiVersion");
+    }
+    // A CronJob's active Jobs are referenced with their resourceVersion, as its own.
+    if let Some(active) = object.get_mut("status").and_then(|s| s.get_mut("active")).and_then(Value::as_array_mut) {
+        for reference in active {
+            reference.as_object_mut().map(|r| r.remove("resourceVersion"));
+        }
     }
     // The simulated kubelets' random machine identities.
     if let Some(info) = object["status"]["nodeInfo"].as_object_mut() {
@@ -757,6 +774,7 @@ impl Renames {
                 self.names.push((name, format!("{prefix}#{}", i + 1)));
             }
         }
+        self.learn_scheduled_names(objects, events);
         self.names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
         for object in objects {
             let kind = object["kind"].as_str().unwrap_or_default();
@@ -778,6 +796,38 @@ impl Renames {
                     self.exact.insert(ip.to_string(), format!("ip({name})"));
                 }
             }
+        }
+    }
+
+    /// A CronJob's Jobs are named `<cronjob>-<scheduled minute since the epoch>`, which differ
+    /// between runs: renamed `<cronjob>-<minute+k>`, counted from the earliest minute named in
+    /// the snapshot's Jobs and Events.
+    fn learn_scheduled_names(&mut self, objects: &[Value], events: &[Value]) {
+        let cron_jobs: Vec<&str> =
+            objects.iter().filter(|o| o["kind"] == "CronJob").filter_map(|o| o["metadata"]["name"].as_str()).collect();
+        let job_names = objects.iter().filter(|o| o["kind"] == "Job").filter_map(|o| o["metadata"]["name"].as_str());
+        let messages = events.iter().filter_map(|e| e["message"].as_str());
+        let mut found: BTreeSet<(String, u64)> = BTreeSet::new();
+        for text in job_names.chain(messages) {
+            for cron_job in &cron_jobs {
+                let prefix = format!("{cron_job}-");
+                for (at, _) in text.match_indices(prefix.as_str()) {
+                    let preceded =
+                        text[..at].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '-');
+                    let digits: String = text[at + prefix.len()..].chars().take_while(char::is_ascii_digit).collect();
+                    if !preceded
+                        && digits.len() >= 7
+                        && let Ok(minute) = digits.parse()
+                    {
+                        found.insert((format!("{prefix}{digits}"), minute));
+                    }
+                }
+            }
+        }
+        let Some(first) = found.iter().map(|(_, minute)| *minute).min() else { return };
+        for (name, minute) in found {
+            let cron_job = name.rsplit_once('-').map(|(c, _)| c).unwrap_or_default();
+            self.names.push((name.clone(), format!("{cron_job}-<minute+{}>", minute - first)));
         }
     }
 
@@ -1256,6 +1306,15 @@ pub static SCENARIOS: &[Scenario] = &[
         compare_nodes: false,
         run: job_suspend,
     },
+    Scenario {
+        name: "cronjob",
+        summary: "two CronJobs every minute, Forbid and Replace, their Jobs left running: two ticks",
+        nodes: 1,
+        // No job controller: the Jobs stay active.
+        flags: &["--controllers=-job-controller"],
+        compare_nodes: false,
+        run: cron_jobs,
+    },
 ];
 
 const RS: &str = "/apis/apps/v1/namespaces/sbs/replicasets";
@@ -1389,6 +1448,40 @@ fn job_suspend(steps: &mut Steps) -> Result<(), String> {
     steps.patch(&format!("{JOBS}/paused"), json!({"spec": {"suspend": false}}))?;
     job_condition(steps, "paused", "Complete")?;
     steps.checkpoint("resumed and complete")
+}
+
+const CRON_JOBS: &str = "/apis/batch/v1/namespaces/sbs/cronjobs";
+
+/// A CronJob `name` every minute with `policy`; its Jobs would run `pi`.
+fn cron_job(name: &str, policy: &str) -> Value {
+    json!({"metadata": {"name": name}, "spec": {"schedule": "* * * * *", "concurrencyPolicy": policy,
+        "jobTemplate": {"metadata": {"labels": {"app": name}},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "pi", "image": "perl:5.34"}]}}}}}})
+}
+
+/// The names of CronJob `name`'s active Jobs.
+fn active_jobs(steps: &Steps, name: &str) -> Result<Vec<String>, String> {
+    let cron_job = steps.get(&format!("{CRON_JOBS}/{name}"))?.unwrap_or_default();
+    let active = cron_job["status"]["active"].as_array().cloned().unwrap_or_default();
+    Ok(active.iter().filter_map(|r| r["name"].as_str().map(str::to_string)).collect())
+}
+
+fn cron_jobs(steps: &mut Steps) -> Result<(), String> {
+    steps.create(CRON_JOBS, cron_job("forbid", "Forbid"))?;
+    steps.create(CRON_JOBS, cron_job("replace", "Replace"))?;
+    let first = steps.wait("the first tick: a Job each", |s| {
+        let (forbid, replace) = (active_jobs(s, "forbid")?, active_jobs(s, "replace")?);
+        Ok((forbid.len() == 1 && replace.len() == 1).then(|| replace[0].clone()))
+    })?;
+    steps.checkpoint("first tick")?;
+    let events = format!("/api/v1/namespaces/{NAMESPACE}/events");
+    steps.wait("the second tick: Forbid skips, Replace replaces", |s| {
+        let replaced = active_jobs(s, "replace")?.first().is_some_and(|name| *name != first);
+        let skipped = s.list(&events)?.iter().any(|e| e["reason"] == "JobAlreadyActive");
+        Ok((replaced && skipped).then_some(()))
+    })?;
+    steps.checkpoint("second tick")
 }
 
 fn replicaset_scale(steps: &mut Steps) -> Result<(), String> {
@@ -1698,6 +1791,42 @@ I1126 00:33:45.123456    4321 mod.rs:335] GET https://127.0.0.1:36002/api/v1/pod
                 "resourceVersion": "7", "creationTimestamp": "2025-11-26T00:33:45Z",
                 "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "uid": "11111111-2222-3333-4444-555555555555"}]},
                "spec": {"nodeName": node}, "status": {"podIP": ip, "startTime": "2025-11-26T00:33:46.123456Z"}})
+    }
+
+    #[test]
+    fn scenario_flags_can_take_controllers_out_of_the_selection() {
+        let args =
+            controller_manager_args(Side::Ours, Path::new("/k/admin.conf"), &["--controllers=-job-controller", "-v=4"]);
+        let controllers: Vec<&str> = args.iter().filter_map(|a| a.strip_prefix("--controllers=")).collect();
+        assert_eq!(controllers.len(), 1, "{args:?}");
+        assert!(
+            controllers[0].contains("cronjob-controller") && !controllers[0].split(',').any(|c| c == "job-controller")
+        );
+        assert_eq!(args.last().map(String::as_str), Some("-v=4"));
+    }
+
+    #[test]
+    fn cron_job_jobs_are_named_by_minute_from_the_first() {
+        let objects = vec![
+            json!({"kind": "CronJob", "metadata": {"name": "replace", "namespace": "sbs"},
+                   "status": {"active": [{"name": "replace-29928247", "resourceVersion": "417"}]}}),
+            json!({"kind": "Job", "metadata": {"name": "replace-29928247", "namespace": "sbs",
+                   "labels": {"batch.kubernetes.io/job-name": "replace-29928247"}}}),
+        ];
+        let events = vec![
+            json!({"type": "Normal", "reason": "SuccessfulDelete", "message": "Deleted job replace-29928246",
+                   "involvedObject": {"kind": "CronJob", "name": "replace"}, "source": {"component": "cronjob-controller"}}),
+        ];
+        let snapshot = normalise("final", objects, events, "CA");
+        let job = &snapshot.objects["Job sbs/replace-<minute+1>"];
+        assert_eq!(job["metadata"]["labels"]["batch.kubernetes.io/job-name"], "replace-<minute+1>");
+        let active = &snapshot.objects["CronJob sbs/replace"]["status"]["active"][0];
+        assert_eq!(active, &json!({"name": "replace-<minute+1>"}));
+        let events: Vec<&String> = snapshot.events.iter().collect();
+        assert_eq!(
+            events,
+            ["Normal SuccessfulDelete CronJob/replace: Deleted job replace-<minute+0> (by cronjob-controller)"]
+        );
     }
 
     #[test]

@@ -59,3 +59,8 @@ fn failed_pods_and_indexes_are_handled_as_upstream_handles_them() {
 fn a_job_is_suspended_and_resumed_as_upstream_does() {
     run("job-suspend");
 }
+
+#[test]
+fn cron_jobs_run_their_ticks_as_upstream_runs_them() {
+    run("cronjob");
+}

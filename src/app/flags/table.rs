@@ -518,7 +518,7 @@ pub static FLAGS: &[FlagSpec] = &[
         "Wait after an upscale before the next one."),
     flag!("concurrent-job-syncs", JobController, Int32, "5", BUILT, concurrency.job_syncs,
         "Number of jobs synced concurrently (at least 1)."),
-    flag!("concurrent-cron-job-syncs", CronJobController, Int32, "5", LATER, concurrency.cron_job_syncs,
+    flag!("concurrent-cron-job-syncs", CronJobController, Int32, "5", BUILT, concurrency.cron_job_syncs,
         "Number of cron jobs synced concurrently (at least 1)."),
     flag!("legacy-service-account-token-clean-up-period", LegacyServiceAccountTokenCleanerController, GoDuration, "8760h0m0s", BUILT, service_account.legacy_token_clean_up_period,
         "How long after its last use a legacy service account token may be deleted."),

@@ -167,7 +167,7 @@ fn job_template(template: &Value) -> Vec<FieldError> {
 /// `validateScheduleFormat`.
 fn schedule_format(schedule: &str, tz_allowed: bool, has_time_zone: bool) -> Vec<FieldError> {
     let mut causes = Vec::new();
-    if let Err(message) = parse_standard(schedule) {
+    if let Err(message) = crate::apimachinery::cron::parse_standard(schedule) {
         causes.push(FieldError::invalid("spec.schedule", quote(schedule), &message));
     }
     if schedule.contains("TZ") {
@@ -217,155 +217,10 @@ fn time_zone(zone: &str) -> Vec<FieldError> {
     causes
 }
 
-/// One field of a standard cron expression: its bounds and names.
-struct Bounds {
-    min: u64,
-    max: u64,
-    names: &'static [&'static str],
-}
-
-const MINUTES: Bounds = Bounds { min: 0, max: 59, names: &[] };
-const HOURS: Bounds = Bounds { min: 0, max: 23, names: &[] };
-const DAYS_OF_MONTH: Bounds = Bounds { min: 1, max: 31, names: &[] };
-const MONTHS: Bounds = Bounds {
-    min: 1,
-    max: 12,
-    names: &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
-};
-const DAYS_OF_WEEK: Bounds = Bounds { min: 0, max: 6, names: &["sun", "mon", "tue", "wed", "thu", "fri", "sat"] };
-
-/// robfig/cron v3's `ParseStandard`: five fields or a descriptor, with its error messages.
-pub(super) fn parse_standard(spec: &str) -> Result<(), String> {
-    if spec.is_empty() {
-        return Err("empty spec string".into());
-    }
-    let mut spec = spec;
-    if spec.starts_with("TZ=") || spec.starts_with("CRON_TZ=") {
-        spec = spec.find(' ').map_or("", |i| spec[i..].trim());
-    }
-    if spec.starts_with('@') {
-        return descriptor(spec);
-    }
-    let fields: Vec<&str> = spec.split_whitespace().collect();
-    if fields.len() != 5 {
-        return Err(format!("expected exactly 5 fields, found {}: [{}]", fields.len(), fields.join(" ")));
-    }
-    for (field, bounds) in fields.iter().zip([&MINUTES, &HOURS, &DAYS_OF_MONTH, &MONTHS, &DAYS_OF_WEEK]) {
-        for expression in field.split(',') {
-            range(expression, bounds)?;
-        }
-    }
-    Ok(())
-}
-
-/// `parseDescriptor`.
-fn descriptor(spec: &str) -> Result<(), String> {
-    match spec {
-        "@yearly" | "@annually" | "@monthly" | "@weekly" | "@daily" | "@midnight" | "@hourly" => Ok(()),
-        _ => match spec.strip_prefix("@every ") {
-            // Go's `time.ParseDuration` also takes negative durations.
-            Some(duration)
-                if crate::apimachinery::duration::parse_go_duration(duration.strip_prefix('-').unwrap_or(duration))
-                    .is_ok() =>
-            {
-                Ok(())
-            }
-            Some(duration) => {
-                Err(format!("failed to parse duration {spec}: time: invalid duration {}", quote(duration)))
-            }
-            None => Err(format!("unrecognized descriptor: {spec}")),
-        },
-    }
-}
-
-/// `getRange`: `*`, `N`, `N-M`, each with an optional `/step`.
-fn range(expression: &str, bounds: &Bounds) -> Result<(), String> {
-    let range_and_step: Vec<&str> = expression.split('/').collect();
-    let low_and_high: Vec<&str> = range_and_step[0].split('-').collect();
-    let (start, mut end) = if matches!(low_and_high[0], "*" | "?") {
-        (bounds.min, bounds.max)
-    } else {
-        let start = int_or_name(low_and_high[0], bounds.names)?;
-        match low_and_high.len() {
-            1 => (start, start),
-            2 => (start, int_or_name(low_and_high[1], bounds.names)?),
-            _ => return Err(format!("too many hyphens: {expression}")),
-        }
-    };
-    let step = match range_and_step.len() {
-        1 => 1,
-        2 => {
-            let step = parse_int(range_and_step[1])?;
-            if low_and_high.len() == 1 {
-                end = bounds.max;
-            }
-            step
-        }
-        _ => return Err(format!("too many slashes: {expression}")),
-    };
-    if start < bounds.min {
-        return Err(format!("beginning of range ({start}) below minimum ({}): {expression}", bounds.min));
-    }
-    if end > bounds.max {
-        return Err(format!("end of range ({end}) above maximum ({}): {expression}", bounds.max));
-    }
-    if start > end {
-        return Err(format!("beginning of range ({start}) beyond end of range ({end}): {expression}"));
-    }
-    if step == 0 {
-        return Err(format!("step of range should be a positive number: {expression}"));
-    }
-    Ok(())
-}
-
-fn int_or_name(text: &str, names: &[&str]) -> Result<u64, String> {
-    let lower = text.to_lowercase();
-    match names.iter().position(|n| *n == lower) {
-        // Month names count from 1, weekday names from 0.
-        Some(i) => Ok(i as u64 + if names.len() == 12 { 1 } else { 0 }),
-        None => parse_int(text),
-    }
-}
-
-/// `mustParseInt`: Go's `strconv.Atoi`, then no negatives.
-fn parse_int(text: &str) -> Result<u64, String> {
-    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("failed to parse int from {text}: strconv.Atoi: parsing {}: invalid syntax", quote(text)));
-    }
-    let number: i64 = text.parse().map_err(|_| {
-        format!("failed to parse int from {text}: strconv.Atoi: parsing {}: value out of range", quote(text))
-    })?;
-    u64::try_from(number).map_err(|_| format!("negative number ({number}) not allowed: {text}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn schedules_parse_as_robfig_cron_does() {
-        for good in
-            ["*/5 * * * *", "0 0 1 jan-dec MON-fri", "@hourly", "@every 1h30m", "TZ=UTC 0 * * * *", "5,10 1-3/2 ? * 0"]
-        {
-            assert_eq!(parse_standard(good), Ok(()), "{good}");
-        }
-        let cases = [
-            ("* * *", "expected exactly 5 fields, found 3: [* * *]"),
-            ("61 * * * *", "end of range (61) above maximum (59): 61"),
-            ("* * 0 * *", "beginning of range (0) below minimum (1): 0"),
-            ("5-1 * * * *", "beginning of range (5) beyond end of range (1): 5-1"),
-            ("x * * * *", "failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax"),
-            ("*/0 * * * *", "step of range should be a positive number: */0"),
-            ("1-2-3 * * * *", "too many hyphens: 1-2-3"),
-            ("@fortnightly", "unrecognized descriptor: @fortnightly"),
-            ("", "empty spec string"),
-        ];
-        for (spec, message) in cases {
-            assert_eq!(parse_standard(spec), Err(message.to_string()), "{spec}");
-        }
-    }
 
     #[test]
     fn jobs_do_not_restart_always() {
