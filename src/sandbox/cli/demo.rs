@@ -8,7 +8,7 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Node, Pod, Service, ServiceAccount};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -243,6 +243,7 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
     })?;
     narrator.ok(&format!("pod hello is Running on {node}"));
 
+    let cron_started = cronjob_start(client, ns, narrator)?;
     replicaset_steps(client, ns, narrator)?;
     deployment_steps(client, ns, narrator)?;
     garbage_collection_steps(client, ns, narrator)?;
@@ -250,6 +251,9 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
     job_steps(client, ns, narrator)?;
     namespace_content_steps(client, narrator)?;
     node_failure_steps(client, nodes, ns, &node, narrator)?;
+    if cron_started {
+        cronjob_check(client, ns, narrator)?;
+    }
     namespace_deletion_steps(client, ns, narrator)
 }
 
@@ -767,6 +771,49 @@ fn job_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), S
     let (reason, message) = job_condition(&failed, "Failed");
     let count = failed.status.as_ref().and_then(|s| s.failed).unwrap_or(0);
     narrator.ok(&format!("{count} pods failed; condition Failed ({reason}): \"{message}\""));
+    Ok(())
+}
+
+/// A CronJob every minute, created early so that its first tick comes while the other steps
+/// run; true when cronjob-controller runs.
+fn cronjob_start(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<bool, String> {
+    let needed = ["cronjob-controller", "job-controller"];
+    narrator.step("CronJob tick (\"* * * * *\"): its first Job comes at the next minute, checked near the end");
+    if !all_implemented(&needed) {
+        narrator.skip("CronJobs", &needed);
+        return Ok(false);
+    }
+    let cron_job: CronJob = serde_json::from_value(json!({"metadata": {"name": "tick"}, "spec": {
+        "schedule": "* * * * *", "concurrencyPolicy": "Forbid",
+        "jobTemplate": {"spec": {"template": {"metadata": {"annotations": {"kcm-sandbox.dev/run-seconds": "1"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "date", "image": "busybox:1.36"}]}}}}}}))
+    .map_err(|e| e.to_string())?;
+    Api::<CronJob>::namespaced(client, ns).create(&cron_job, &PostParams::default()).map_err(api_error)?;
+    narrator.ok("created; cronjob-controller requeues it for the next minute (no polling)");
+    Ok(true)
+}
+
+/// The CronJob created at the start has fired: a Job named after its minute ran to completion.
+fn cronjob_check(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+    narrator.step("CronJob tick has fired");
+    let cron_jobs = Api::<CronJob>::namespaced(client, ns);
+    let jobs = Api::<Job>::namespaced(client, ns);
+    let (job, succeeded) = wait_for("a completed run of CronJob tick", STEP_TIMEOUT * 2, || {
+        let status = cron_jobs.get("tick").map_err(api_error)?.status.unwrap_or_default();
+        let Some(succeeded) = status.last_successful_time else { return Ok(None) };
+        let (listed, _) = jobs.list_all(&ListParams::default()).map_err(api_error)?;
+        let completed = listed.into_iter().find(|j| {
+            j.metadata.name.as_deref().is_some_and(|n| n.starts_with("tick-"))
+                && !job_condition(j, "Complete").0.is_empty()
+        });
+        Ok(completed.map(|job| (job, succeeded.0)))
+    })?;
+    let annotations = job.metadata.annotations.clone().unwrap_or_default();
+    let scheduled = annotations.get("batch.kubernetes.io/cronjob-scheduled-timestamp").cloned().unwrap_or_default();
+    narrator.ok(&format!(
+        "cronjob-controller created Job {} for {scheduled}; it completed; lastSuccessfulTime {succeeded}",
+        job.metadata.name.unwrap_or_default()
+    ));
     Ok(())
 }
 
