@@ -314,3 +314,36 @@ fn restarts_in_place_count_against_the_backoff_limit(backend: Backend) {
         (created == 1 && deleted == 1).then_some(())
     });
 }
+
+on_both_backends!(a_job_managed_by_another_controller_is_left_alone);
+fn a_job_managed_by_another_controller_is_left_alone(backend: Backend) {
+    let cluster = start(backend);
+    let jobs = cluster.api::<Job>();
+    jobs.create(&job("queued", json!({"managedBy": "example.com/batch-queue"})), &PostParams::default())
+        .expect("created");
+    jobs.create(&job("ours", json!({"managedBy": "kubernetes.io/job-controller"})), &PostParams::default())
+        .expect("created");
+    // The second Job completing shows the controller ran past the first.
+    wait_condition(&jobs, "ours", "Complete");
+    let queued = jobs.get("queued").expect("the job");
+    assert!(queued.status.as_ref().and_then(|s| s.start_time.as_ref()).is_none(), "no status written");
+    assert!(pods_of(&cluster, "queued").is_empty(), "no pods created");
+}
+
+on_both_backends!(a_success_policy_completes_an_indexed_job_early);
+fn a_success_policy_completes_an_indexed_job_early(backend: Backend) {
+    let cluster = start(backend);
+    let jobs = cluster.api::<Job>();
+    // Index 0 succeeds; 1 and 2 fail and would wait 10 s before their retry.
+    let spec = json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed", "backoffLimit": 6,
+        "successPolicy": {"rules": [{"succeededIndexes": "0"}]}});
+    let script = json!({"kcm-sandbox.dev/run-seconds": "0.2",
+        "kcm-sandbox.dev/exit-codes-index-1": "1", "kcm-sandbox.dev/exit-codes-index-2": "1"});
+    jobs.create(&scripted_job("leader", spec, script), &PostParams::default()).expect("created");
+    let done = wait_condition(&jobs, "leader", "Complete");
+    assert_eq!(condition_types(&done), [owned("SuccessCriteriaMet:SuccessPolicy"), owned("Complete:SuccessPolicy")]);
+    assert_eq!(conditions_and_message(&done, "Complete").as_deref(), Some("Matched rules at index 0"));
+    let status = done.status.clone().expect("a status");
+    assert_eq!((status.completed_indexes.as_deref(), status.succeeded), (Some("0"), Some(1)));
+    assert_eq!(pods_of(&cluster, "leader").len(), 3, "no retry after the policy was met");
+}

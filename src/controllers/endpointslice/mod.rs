@@ -8,11 +8,13 @@ mod hints;
 pub mod reconciler;
 pub mod utils;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use parking_lot::Mutex;
 
 use crate::controllers::endpointutil::{self as util, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, slices_of};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
@@ -55,6 +57,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         batch_period: config.batch_period,
         trigger_times: util::TriggerTimeTracker::default(),
         tracker: tracker.clone(),
+        behind: Mutex::new(HashSet::new()),
         reconciler: SliceReconciler {
             client: context.client.clone(),
             max_endpoints_per_slice: max,
@@ -90,6 +93,11 @@ pub struct EndpointSliceController {
     batch_period: Duration,
     trigger_times: util::TriggerTimeTracker,
     tracker: Arc<EndpointSliceTracker>,
+    /// Services whose last sync found the slice cache behind the controller's own writes: the
+    /// event that brings those writes queues them again at once. Upstream waits for the
+    /// rate-limited retry instead, whose delay doubles with every such failure, so that a
+    /// burst of pod changes on a busy machine could leave a Service unsynced for minutes.
+    behind: Mutex<HashSet<String>>,
     reconciler: SliceReconciler,
 }
 
@@ -107,31 +115,55 @@ impl EndpointSliceController {
     /// `onEndpointSliceAdd` / `onEndpointSliceUpdate` / `onEndpointSliceDelete`: only changes
     /// the controller did not make itself (per the tracker) queue the Service.
     fn on_slice_event(&self, event: &Event<EndpointSlice>) {
+        if !self.queue_changed_service(event) {
+            self.queue_if_caught_up(event.object());
+        }
+    }
+
+    /// The upstream handlers; true if they queued the Service.
+    fn queue_changed_service(&self, event: &Event<EndpointSlice>) -> bool {
         match event {
             Event::Added(slice) => {
-                if managed_by(slice, CONTROLLER_NAME) && self.tracker.should_sync(slice) {
+                let queue = managed_by(slice, CONTROLLER_NAME) && self.tracker.should_sync(slice);
+                if queue {
                     self.queue_service_of(slice);
                 }
+                queue
             }
             Event::Updated { old, new } => {
                 if service_name_label(old) != service_name_label(new) {
                     self.queue_service_of(new);
                     self.queue_service_of(old);
-                    return;
+                    return true;
                 }
                 let managed_changed = managed_by(old, CONTROLLER_NAME) != managed_by(new, CONTROLLER_NAME);
-                if managed_changed || (managed_by(new, CONTROLLER_NAME) && self.tracker.should_sync(new)) {
+                let queue = managed_changed || (managed_by(new, CONTROLLER_NAME) && self.tracker.should_sync(new));
+                if queue {
                     self.queue_service_of(new);
                 }
+                queue
             }
             Event::Deleted { object, .. } => {
-                if managed_by(object, CONTROLLER_NAME)
+                let queue = managed_by(object, CONTROLLER_NAME)
                     && self.tracker.has(object)
-                    && !self.tracker.handle_deletion(object)
-                {
+                    && !self.tracker.handle_deletion(object);
+                if queue {
                     self.queue_service_of(object);
                 }
+                queue
             }
+        }
+    }
+
+    /// One of the controller's own writes reached the cache of a Service found behind.
+    fn queue_if_caught_up(&self, slice: &EndpointSlice) {
+        if !managed_by(slice, CONTROLLER_NAME) {
+            return;
+        }
+        if let Some(key) = util::service_key_of(slice)
+            && self.behind.lock().remove(&key)
+        {
+            self.queue.add(key);
         }
     }
 
@@ -158,10 +190,17 @@ impl EndpointSliceController {
             return Ok(());
         };
         let pods = util::selected_pods(self.pods.store(), &service, &selector);
-        let existing = utils::drop_pending_deletion(slices_of(&self.slices, namespace, name, CONTROLLER_NAME));
+        let cached = || utils::drop_pending_deletion(slices_of(&self.slices, namespace, name, CONTROLLER_NAME));
+        let mut existing = cached();
         if self.tracker.stale_slices(&service, &existing) {
-            return Err("EndpointSlice informer cache is out of date".into());
+            // Marked first, then read again: a write arriving in between is seen either way.
+            self.behind.lock().insert(key.to_string());
+            existing = cached();
+            if self.tracker.stale_slices(&service, &existing) {
+                return Err("EndpointSlice informer cache is out of date".into());
+            }
         }
+        self.behind.lock().remove(key);
         let trigger_time = self.trigger_times.compute(&service, &pods);
         let nodes = self.nodes.store();
         let node = |name: &str| nodes.get(name);
