@@ -1,7 +1,9 @@
-//! The job-controller on both backends, with the simulated kubelets running Job pods to
-//! completion: NonIndexed and Indexed Jobs complete with upstream's status, conditions, labels
-//! and Events; a suspended Job starts nothing until resumed; a Job past its deadline fails with
-//! its pods killed; the pods of a deleted Job lose their tracking finalizer.
+//! The job-controller on both backends, with the simulated kubelets running Job pods as their
+//! `kcm-sandbox.dev/*` annotations script: NonIndexed and Indexed Jobs complete with upstream's
+//! status, conditions, labels and Events; a suspended Job starts nothing until resumed; a Job past
+//! its deadline fails with its pods killed; the pods of a deleted Job lose their tracking
+//! finalizer; failures are retried after the backoff, or handled by pod failure policies,
+//! per-index limits and success policies; elastic Indexed Jobs and adoption.
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -346,4 +348,78 @@ fn a_success_policy_completes_an_indexed_job_early(backend: Backend) {
     let status = done.status.clone().expect("a status");
     assert_eq!((status.completed_indexes.as_deref(), status.succeeded), (Some("0"), Some(1)));
     assert_eq!(pods_of(&cluster, "leader").len(), 3, "no retry after the policy was met");
+}
+
+on_both_backends!(a_fail_index_rule_past_max_failed_indexes_fails_the_job);
+fn a_fail_index_rule_past_max_failed_indexes_fails_the_job(backend: Backend) {
+    let cluster = start(backend);
+    let jobs = cluster.api::<Job>();
+    let spec = json!({"completions": 4, "parallelism": 4, "completionMode": "Indexed",
+        "backoffLimitPerIndex": 3, "maxFailedIndexes": 0,
+        "podFailurePolicy": {"rules": [{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [3]}}]}});
+    let script = json!({"kcm-sandbox.dev/exit-codes-index-2": "3", "kcm-sandbox.dev/run-seconds": "0.2"});
+    jobs.create(&scripted_job("strict", spec, script), &PostParams::default()).expect("created");
+    let failed = wait_condition(&jobs, "strict", "Failed");
+    assert_eq!(
+        condition_types(&failed),
+        [owned("FailureTarget:MaxFailedIndexesExceeded"), owned("Failed:MaxFailedIndexesExceeded")]
+    );
+    assert_eq!(
+        conditions_and_message(&failed, "Failed").as_deref(),
+        Some("Job has exceeded the specified maximal number of failed indexes")
+    );
+    assert_eq!(failed.status.as_ref().and_then(|s| s.failed_indexes.as_deref()), Some("2"));
+    let index_2 = pods_of(&cluster, "strict").into_iter().filter(|p| {
+        p.metadata.annotations.clone().unwrap_or_default()["batch.kubernetes.io/job-completion-index"] == "2"
+    });
+    assert_eq!(index_2.count(), 1, "FailIndex: the index is not retried despite backoffLimitPerIndex 3");
+}
+
+on_both_backends!(an_elastic_indexed_job_drops_the_indexes_it_no_longer_needs);
+fn an_elastic_indexed_job_drops_the_indexes_it_no_longer_needs(backend: Backend) {
+    let cluster = start(backend);
+    let jobs = cluster.api::<Job>();
+    let spec = json!({"completions": 4, "parallelism": 4, "completionMode": "Indexed"});
+    jobs.create(&scripted_job("elastic", spec, json!({"kcm-sandbox.dev/run-seconds": "8"})), &PostParams::default())
+        .expect("created");
+    eventually("four pods running", || {
+        let pods = pods_of(&cluster, "elastic");
+        let running = pods.iter().filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+        (running.count() == 4).then_some(())
+    });
+    let smaller = json!({"spec": {"completions": 2, "parallelism": 2}});
+    jobs.patch("elastic", &Patch::Merge(smaller), &PostParams::default()).expect("scaled down");
+    let done = wait_condition(&jobs, "elastic", "Complete");
+    let status = done.status.clone().expect("a status");
+    assert_eq!((status.completed_indexes.as_deref(), status.succeeded), (Some("0,1"), Some(2)));
+    assert_eq!(status.failed.unwrap_or(0), 0, "pods deleted for the scale-down are not failures");
+    eventually("indexes 2 and 3 deleted", || {
+        (cluster.event_messages("default", "elastic", "SuccessfulDelete").len() == 2).then_some(())
+    });
+}
+
+on_both_backends!(a_matching_orphan_is_adopted_with_the_tracking_finalizer);
+fn a_matching_orphan_is_adopted_with_the_tracking_finalizer(backend: Backend) {
+    let cluster = start(backend);
+    let pods = cluster.api::<Pod>();
+    let orphan: Pod = from(json!({"metadata": {"name": "stray", "labels": {"app": "adopt"},
+            "annotations": {"kcm-sandbox.dev/run-seconds": "3"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}));
+    pods.create(&orphan, &PostParams::default()).expect("orphan created");
+    let mut adopter = job("adopter", json!({"manualSelector": true, "selector": {"matchLabels": {"app": "adopt"}}}));
+    adopter.spec.as_mut().expect("a spec").template.metadata = Some(from(json!({"labels": {"app": "adopt"}})));
+    let jobs = cluster.api::<Job>();
+    jobs.create(&adopter, &PostParams::default()).expect("created");
+    let adopted = eventually("the orphan adopted", || {
+        let pod = pods.get("stray").ok()?;
+        let owned = pod.metadata.owner_references.as_ref()?.iter().any(|r| r.kind == "Job" && r.name == "adopter");
+        owned.then_some(pod)
+    });
+    let finalizers = adopted.metadata.finalizers.unwrap_or_default();
+    let completed = adopted.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded");
+    assert!(completed || finalizers.contains(&TRACKING_FINALIZER.to_string()), "adopted with the finalizer");
+    let done = wait_condition(&jobs, "adopter", "Complete");
+    assert_eq!(done.status.as_ref().and_then(|s| s.succeeded), Some(1));
+    let params = ListParams { label_selector: Some("app=adopt".into()), ..Default::default() };
+    assert_eq!(pods.list(&params).expect("pods").items.len(), 1, "the adopted pod did the work; none created");
 }
