@@ -39,7 +39,7 @@ use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncR
 use crate::runtime::controller_ref::{ControllerRefManager, claim_candidate, controller_ref};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::expectations::Expectations;
-use crate::runtime::informer::{Event, Informer, split_key};
+use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
 
 use backoff::{BackoffRecord, BackoffStore};
@@ -572,7 +572,7 @@ impl JobController {
 
     /// `RecheckDeletionTimestamp` with a fresh read of the Job.
     fn recheck_deletion_timestamp(&self, job: &Job) -> Result<(), String> {
-        let key = self.key_of(job);
+        let key = object_key(&job.metadata);
         let (namespace, name) = split_key(&key);
         let fresh = Api::<Job>::namespaced(&self.client, namespace).get(name).map_err(|e| e.to_string())?;
         if fresh.metadata.uid != job.metadata.uid {
@@ -586,10 +586,6 @@ impl JobController {
             return Err(format!("{namespace}/{name} has just been deleted at {}", at.0));
         }
         Ok(())
-    }
-
-    fn key_of(&self, job: &Job) -> String {
-        crate::runtime::informer::object_key(&job.metadata)
     }
 
     /// `PatchPod` with `removeTrackingFinalizerPatch`.
