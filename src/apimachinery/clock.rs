@@ -14,6 +14,11 @@ use std::time::{Duration, Instant};
 use jiff::{SignedDuration, Timestamp};
 use parking_lot::Mutex;
 
+/// `metav1.Time`'s precision: what the API stores and serializes (RFC 3339, whole seconds).
+pub fn whole_seconds(time: Timestamp) -> Timestamp {
+    Timestamp::from_second(time.as_second()).unwrap_or(time)
+}
+
 /// A source of the current time.
 pub trait Clock: Send + Sync + 'static {
     /// The current time on the monotonic clock, for intervals and deadlines.

@@ -12,6 +12,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 
 use crate::client::{Api, Client, DeleteParams, Preconditions, PropagationPolicy};
+use crate::controllers::jobutil::{finished_condition, is_finished};
 use crate::metrics::{HistogramVec, exponential_buckets};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
@@ -63,17 +64,13 @@ fn deletion_duration() -> &'static HistogramVec {
 
 /// `needsCleanup`: a TTL is set and the Job finished (`jobutil.IsJobFinished`).
 fn needs_cleanup(job: &Job) -> bool {
-    job.spec.as_ref().is_some_and(|s| s.ttl_seconds_after_finished.is_some()) && finished_condition(job).is_some()
+    job.spec.as_ref().is_some_and(|s| s.ttl_seconds_after_finished.is_some()) && is_finished(job)
 }
 
 /// The True `Complete` or `Failed` condition's last transition (`jobFinishTime`); an error when
 /// it has none.
-fn finished_condition(job: &Job) -> Option<Option<Timestamp>> {
-    let conditions = job.status.as_ref()?.conditions.as_ref()?;
-    conditions
-        .iter()
-        .find(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
-        .map(|c| c.last_transition_time.as_ref().map(|t| t.0))
+fn finished_time(job: &Job) -> Option<Option<Timestamp>> {
+    finished_condition(job).map(|c| c.last_transition_time.as_ref().map(|t| t.0))
 }
 
 /// What the TTL says of a Job now.
@@ -93,9 +90,8 @@ fn verdict(job: &Job, now: Timestamp) -> Result<Verdict, String> {
         return Ok(Verdict::NotDue);
     }
     let name = object_key(&job.metadata);
-    let finished = finished_condition(job)
-        .flatten()
-        .ok_or_else(|| format!("unable to find the time when the Job {name} finished"))?;
+    let finished =
+        finished_time(job).flatten().ok_or_else(|| format!("unable to find the time when the Job {name} finished"))?;
     if finished > now {
         log::info!(
             "Warning: Found Job finished in the future. This is likely due to time skew in the cluster. Job cleanup will be deferred. job={name}"

@@ -139,6 +139,28 @@ impl ControllerRefManager<'_> {
     }
 }
 
+/// `RecheckDeletionTimestamp`: before adopting, a fresh read must show the same, live owner.
+/// `kind` names it in the error as upstream's controller does (`"Job "`, `"Deployment "`; the
+/// ReplicaSet controller names none).
+pub fn recheck_deletion_timestamp<K>(client: &Client, owner: &ObjectMeta, kind: &str) -> Result<(), String>
+where
+    K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+{
+    let (namespace, name) = (owner.namespace.as_deref().unwrap_or(""), owner.name.as_deref().unwrap_or(""));
+    let fresh = Api::<K>::namespaced(client, namespace).get(name).map_err(|e| e.to_string())?;
+    if fresh.metadata().uid != owner.uid {
+        return Err(format!(
+            "original {kind}{namespace}/{name} is gone: got uid {}, wanted {}",
+            fresh.metadata().uid.as_deref().unwrap_or(""),
+            owner.uid.as_deref().unwrap_or("")
+        ));
+    }
+    if let Some(at) = &fresh.metadata().deletion_timestamp {
+        return Err(format!("{namespace}/{name} has just been deleted at {}", at.0));
+    }
+    Ok(())
+}
+
 fn patch_object<K>(client: &Client, meta: &ObjectMeta, patch: Value) -> Result<(), Error>
 where
     K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,

@@ -231,7 +231,10 @@ fn concurrency_policies_forbid_and_replace(backend: Backend) {
     eventually("the active list replaced", || {
         (active_names(&cron_jobs, "replace") == [new_name.clone()]).then_some(())
     });
-    let deleted = cluster.event_messages("default", "replace", "SuccessfulDelete");
+    let deleted = eventually("the SuccessfulDelete event", || {
+        let deleted = cluster.event_messages("default", "replace", "SuccessfulDelete");
+        (!deleted.is_empty()).then_some(deleted)
+    });
     assert_eq!(deleted, ["Deleted job replace-running"]);
 }
 
@@ -256,8 +259,12 @@ fn finished_jobs_beyond_the_history_limits_are_deleted(backend: Backend) {
         names.sort();
         (names == ["bad-new", "ok-new"]).then_some(())
     });
-    let mut deleted = cluster.event_messages("default", "limited", "SuccessfulDelete");
-    deleted.sort();
+    // Events are written in the background: wait for the three.
+    let deleted = eventually("three SuccessfulDelete events", || {
+        let mut deleted = cluster.event_messages("default", "limited", "SuccessfulDelete");
+        deleted.sort();
+        (deleted.len() >= 3).then_some(deleted)
+    });
     assert_eq!(deleted, ["Deleted job bad-old", "Deleted job ok-mid", "Deleted job ok-old"]);
     eventually("lastSuccessfulTime", || cron_jobs.get("limited").ok()?.status?.last_successful_time.map(drop));
 

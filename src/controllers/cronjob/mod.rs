@@ -18,6 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use crate::apimachinery::cron::{load_location, parse_standard};
 use crate::apimachinery::strconv::quote;
 use crate::client::{Api, Client, DeleteParams, PostParams, PropagationPolicy};
+use crate::controllers::jobutil::{finished_condition, is_succeeded};
 use crate::metrics::{HistogramVec, exponential_buckets};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::controller_ref::{controller_of, controller_ref};
@@ -241,7 +242,7 @@ impl CronJobController {
             };
             let uid = job.metadata.uid.as_deref().unwrap_or_default();
             let found = in_active_list(cron_job, uid);
-            let finished = finished_condition(job);
+            let finished = finished_condition(job).map(|c| c.type_.as_str());
             if !found && finished.is_none() {
                 let (namespace, name) = (namespace_of(&cron_job.metadata), name_of(&cron_job.metadata));
                 let read = match Api::<CronJob>::namespaced(&self.client, namespace).get(name) {
@@ -262,7 +263,7 @@ impl CronJobController {
                     self.recorder.event_for(cron_job, EventType::Normal, "SawCompletedJob", &message);
                     update_status = true;
                 }
-                if is_job_succeeded(job) {
+                if is_succeeded(job) {
                     let completion = job.status.as_ref().and_then(|s| s.completion_time.clone());
                     let status = cron_job.status.get_or_insert_with(Default::default);
                     if status.last_successful_time.is_none() {
@@ -452,7 +453,7 @@ impl CronJobController {
         }
         let (mut succeeded, mut failed) = (Vec::new(), Vec::new());
         for job in jobs {
-            match finished_condition(job) {
+            match finished_condition(job).map(|c| c.type_.as_str()) {
                 Some("Complete") => succeeded.push(job.clone()),
                 Some("Failed") => failed.push(job.clone()),
                 _ => {}
@@ -534,22 +535,6 @@ fn delete_from_active_list(cron_job: &mut CronJob, uid: &str) {
             status.active.take().unwrap_or_default().into_iter().filter(|r| r.uid.as_deref() != Some(uid)).collect();
         status.active = (!left.is_empty()).then_some(left);
     }
-}
-
-/// `jobutil.FinishedCondition`: the type of the first True `Complete` or `Failed` condition.
-fn finished_condition(job: &Job) -> Option<&'static str> {
-    let conditions = job.status.as_ref()?.conditions.as_ref()?;
-    conditions.iter().find_map(|c| match (c.type_.as_str(), c.status.as_str()) {
-        ("Complete", "True") => Some("Complete"),
-        ("Failed", "True") => Some("Failed"),
-        _ => None,
-    })
-}
-
-/// `jobutil.IsJobSucceeded`.
-fn is_job_succeeded(job: &Job) -> bool {
-    let conditions = job.status.as_ref().and_then(|s| s.conditions.as_ref());
-    conditions.into_iter().flatten().any(|c| c.type_ == "Complete" && c.status == "True")
 }
 
 /// `byJobStartTime`: started Jobs first, oldest first, then by name.

@@ -141,17 +141,3 @@ fn the_active_list_is_kept_by_uid() {
     delete_from_active_list(&mut pi, "u2");
     assert!(pi.status.expect("a status").active.is_none(), "an empty list is left out, as Go's omitempty");
 }
-
-#[test]
-fn finished_means_a_true_complete_or_failed_condition() {
-    let with = |conditions: serde_json::Value| -> Job {
-        serde_json::from_value(json!({"metadata": {"name": "j"}, "status": {"conditions": conditions}})).expect("a Job")
-    };
-    let complete =
-        with(json!([{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]));
-    assert_eq!((finished_condition(&complete), is_job_succeeded(&complete)), (Some("Complete"), true));
-    let failed = with(json!([{"type": "FailureTarget", "status": "True"}, {"type": "Failed", "status": "True"}]));
-    assert_eq!((finished_condition(&failed), is_job_succeeded(&failed)), (Some("Failed"), false));
-    let running = with(json!([{"type": "Complete", "status": "False"}]));
-    assert_eq!(finished_condition(&running), None);
-}

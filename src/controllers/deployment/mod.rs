@@ -26,7 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::apimachinery::labels::Selector;
 use crate::client::{Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
-use crate::runtime::controller_ref::{ControllerRefManager, controller_of, controller_ref};
+use crate::runtime::controller_ref::{ControllerRefManager, controller_of, controller_ref, recheck_deletion_timestamp};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::Informer;
 use crate::runtime::workqueue::WorkQueue;
@@ -183,7 +183,7 @@ impl DeploymentController {
             .collect();
         let selector = Selector::from_label_selector(&selector_of(d))
             .map_err(|e| format!("deployment {}/{} has invalid label selector: {e}", namespace(d), name(d)))?;
-        let can_adopt = || self.recheck_deletion_timestamp(d);
+        let can_adopt = || recheck_deletion_timestamp::<Deployment>(&self.client, &d.metadata, "Deployment ");
         let manager = ControllerRefManager {
             client: &self.client,
             owner: &d.metadata,
@@ -193,25 +193,6 @@ impl DeploymentController {
             finalizers: &[],
         };
         Ok(manager.claim::<ReplicaSet, _>(all)?)
-    }
-
-    /// `RecheckDeletionTimestamp`: adoption needs a fresh read showing the same, live Deployment.
-    fn recheck_deletion_timestamp(&self, d: &Deployment) -> Result<(), String> {
-        let fresh =
-            Api::<Deployment>::namespaced(&self.client, namespace(d)).get(name(d)).map_err(|e| e.to_string())?;
-        if fresh.metadata.uid != d.metadata.uid {
-            return Err(format!(
-                "original Deployment {}/{} is gone: got uid {}, wanted {}",
-                namespace(d),
-                name(d),
-                fresh.metadata.uid.as_deref().unwrap_or(""),
-                d.metadata.uid.as_deref().unwrap_or("")
-            ));
-        }
-        if let Some(at) = &fresh.metadata.deletion_timestamp {
-            return Err(format!("{}/{} has just been deleted at {}", namespace(d), name(d), at.0));
-        }
-        Ok(())
     }
 
     /// `getPodMapForDeployment`: the pods the selector matches, by controlling ReplicaSet

@@ -2,6 +2,7 @@
 //! ReplicaSet sort orders of `pkg/controller/controller_utils.go`): annotations, revisions,
 //! maxSurge/maxUnavailable, proportions, new/old ReplicaSet selection and condition helpers.
 
+use crate::apimachinery::clock::whole_seconds;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -197,7 +198,7 @@ pub fn max_surge(d: &Deployment) -> i32 {
 
 /// `NewDeploymentCondition`, with times at whole seconds as the API stores them.
 pub fn new_condition(type_: &str, status: &str, reason: &str, message: &str, now: Timestamp) -> DeploymentCondition {
-    let now = Time(truncate(now));
+    let now = Time(whole_seconds(now));
     DeploymentCondition {
         type_: type_.into(),
         status: status.into(),
@@ -206,11 +207,6 @@ pub fn new_condition(type_: &str, status: &str, reason: &str, message: &str, now
         last_update_time: Some(now.clone()),
         last_transition_time: Some(now),
     }
-}
-
-/// Timestamps as the API serializes them (RFC 3339, whole seconds).
-pub fn truncate(time: Timestamp) -> Timestamp {
-    Timestamp::from_second(time.as_second()).unwrap_or(time)
 }
 
 /// `GetDeploymentCondition`.

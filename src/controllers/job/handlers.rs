@@ -9,10 +9,11 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-use super::{JobController, OrphanKey, SYNC_BATCH_PERIOD, has_tracking_finalizer, is_finished, job_selector};
+use super::{JobController, OrphanKey, SYNC_BATCH_PERIOD, has_tracking_finalizer, job_selector};
 use super::{metrics, since, spec};
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::phase;
+use crate::controllers::jobutil::is_finished;
 use crate::controllers::podutil::ranking::pod_key;
 use crate::runtime::controller::{SyncError, SyncResult};
 use crate::runtime::controller_ref::controller_of;

@@ -31,15 +31,18 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use parking_lot::Mutex;
 
-use crate::apimachinery::clock::RealClock;
+use crate::apimachinery::clock::{RealClock, whole_seconds};
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::{is_pod_active, is_pod_ready, phase};
 use crate::client::{Api, Client, Patch, PostParams};
+use crate::controllers::jobutil::is_finished;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
-use crate::runtime::controller_ref::{ControllerRefManager, claim_candidate, controller_ref};
+use crate::runtime::controller_ref::{
+    ControllerRefManager, claim_candidate, controller_ref, recheck_deletion_timestamp,
+};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::expectations::Expectations;
-use crate::runtime::informer::{Event, Informer, object_key, split_key};
+use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
 
 use backoff::{BackoffRecord, BackoffStore};
@@ -241,11 +244,6 @@ fn condition_true(job: &Job, type_: &str) -> bool {
     condition(job, type_).is_some_and(|c| c.status == "True")
 }
 
-/// `IsJobFinished`: Complete or Failed is True.
-fn is_finished(job: &Job) -> bool {
-    condition_true(job, "Complete") || condition_true(job, "Failed")
-}
-
 fn has_tracking_finalizer(pod: &Pod) -> bool {
     pod.metadata.finalizers.iter().flatten().any(|f| f == TRACKING_FINALIZER)
 }
@@ -267,7 +265,7 @@ fn uid_of(pod: &Pod) -> &str {
 
 /// Times as the API stores them: whole seconds.
 fn seconds(now: Timestamp) -> Time {
-    Time(Timestamp::from_second(now.as_second()).unwrap_or(now))
+    Time(whole_seconds(now))
 }
 
 /// `newCondition`; empty reason and message are left out, as Go's `omitempty` does.
@@ -546,7 +544,7 @@ impl JobController {
         let owner_uid = job.metadata.uid.as_ref();
         let candidates =
             self.pods.store().list_namespace_where(namespace, |m| claim_candidate(owner_uid, &selector, m));
-        let can_adopt = || self.recheck_deletion_timestamp(job);
+        let can_adopt = || recheck_deletion_timestamp::<Job>(&self.client, &job.metadata, "Job ");
         let manager = ControllerRefManager {
             client: &self.client,
             owner: &job.metadata,
@@ -568,24 +566,6 @@ impl JobController {
                 Arc::new(adopted)
             })
             .collect())
-    }
-
-    /// `RecheckDeletionTimestamp` with a fresh read of the Job.
-    fn recheck_deletion_timestamp(&self, job: &Job) -> Result<(), String> {
-        let key = object_key(&job.metadata);
-        let (namespace, name) = split_key(&key);
-        let fresh = Api::<Job>::namespaced(&self.client, namespace).get(name).map_err(|e| e.to_string())?;
-        if fresh.metadata.uid != job.metadata.uid {
-            return Err(format!(
-                "original Job {namespace}/{name} is gone: got uid {}, wanted {}",
-                fresh.metadata.uid.as_deref().unwrap_or(""),
-                job.metadata.uid.as_deref().unwrap_or("")
-            ));
-        }
-        if let Some(at) = &fresh.metadata.deletion_timestamp {
-            return Err(format!("{namespace}/{name} has just been deleted at {}", at.0));
-        }
-        Ok(())
     }
 
     /// `PatchPod` with `removeTrackingFinalizerPatch`.

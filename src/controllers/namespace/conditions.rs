@@ -3,6 +3,7 @@
 //! one deletion pass collects failures and remaining content, then every condition type the
 //! deleter owns is set, to its failing form or to its "ok" form.
 
+use crate::apimachinery::clock::whole_seconds;
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
@@ -56,7 +57,7 @@ pub struct RemainingContent {
 impl ConditionUpdater {
     /// An updater stamping conditions with `now` (truncated to seconds, as the API stores it).
     pub fn new(now: Timestamp) -> ConditionUpdater {
-        let now = Timestamp::from_second(now.as_second()).unwrap_or(now);
+        let now = whole_seconds(now);
         ConditionUpdater { now: Some(now), ..ConditionUpdater::default() }
     }
 
