@@ -349,6 +349,9 @@ impl JobController {
         let uncounted = status.uncounted_terminated_pods.get_or_insert_with(Default::default).clone();
         // Expectations first: a pod created after this check is seen by the next sync.
         let satisfied = self.expectations.satisfied(key);
+        // Also before the pods: a removal observed after this snapshot is already in the
+        // cache the pods come from, so a stale pod never counts twice.
+        let expected_removals = self.finalizer_expectations.expected(key);
         let pods = self.pods_for_job(&job)?;
         let active: Vec<Arc<Pod>> = pods.iter().filter(|p| is_pod_active(p)).cloned().collect();
         let mut ctx = SyncCtx {
@@ -364,7 +367,7 @@ impl JobController {
             succeeded_indexes: Intervals::default(),
             failed_indexes: None,
             backoff: BackoffRecord::default(),
-            expected_removals: self.finalizer_expectations.expected(key),
+            expected_removals,
             uncounted_succeeded: uncounted.succeeded.iter().flatten().cloned().collect(),
             uncounted_failed: uncounted.failed.iter().flatten().cloned().collect(),
             delayed_deletion: HashMap::new(),
