@@ -12,6 +12,8 @@ mod harness;
 
 #[path = "controllers/cronjob.rs"]
 mod cronjob;
+#[path = "controllers/daemonset.rs"]
+mod daemonset;
 #[path = "controllers/deployment.rs"]
 mod deployment;
 #[path = "controllers/endpoints.rs"]

@@ -19,6 +19,8 @@ use harness::Backend;
 const UPSTREAM_QUEUES: &[&str] = &[
     "cidrallocator_node",
     "cronjob",
+    "daemonset",
+    "daemonset-node-updates",
     "deployment",
     "endpoint",
     "endpoint_slice",

@@ -169,7 +169,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     plain("cronjob-controller", &["cronjob"])
         .account("cronjob-controller")
         .starts(|c, o| cronjob::new(c, cronjob::Config { workers: workers(o.concurrency.cron_job_syncs) })),
-    plain("daemonset-controller", &["daemonset"]).account("daemon-set-controller"),
+    plain("daemonset-controller", &["daemonset"]).account("daemon-set-controller").starts(|c, o| {
+        crate::controllers::daemon::new(c, crate::controllers::daemon::Config { workers: workers(o.concurrency.daemonset_syncs) })
+    }),
     plain("deployment-controller", &["deployment"])
         .account("deployment-controller")
         .starts(|c, o| deployment::new(c, deployment::Config { workers: workers(o.concurrency.deployment_syncs) })),
@@ -680,7 +682,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 21);
+        assert_eq!(implemented().len(), 22);
     }
 
     fn options(root_ca_file: &str) -> Options {

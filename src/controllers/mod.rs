@@ -4,12 +4,14 @@
 //! struct; the table in `crate::app::controllers` names it and builds it from the flags.
 
 pub mod cronjob;
+pub mod daemon;
 pub mod deployment;
 pub mod endpoint;
 pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod endpointutil;
 pub mod garbagecollector;
+pub mod history;
 pub mod job;
 pub mod jobutil;
 pub mod namespace;

@@ -631,6 +631,8 @@ const COMPARED_KINDS: &[(&str, &str, &str)] = &[
     ("/api/v1", "resourcequotas", "ResourceQuota"),
     ("/apis/apps/v1", "deployments", "Deployment"),
     ("/apis/apps/v1", "replicasets", "ReplicaSet"),
+    ("/apis/apps/v1", "daemonsets", "DaemonSet"),
+    ("/apis/apps/v1", "controllerrevisions", "ControllerRevision"),
     ("/apis/discovery.k8s.io/v1", "endpointslices", "EndpointSlice"),
     ("/apis/batch/v1", "jobs", "Job"),
     ("/apis/batch/v1", "cronjobs", "CronJob"),
@@ -1315,11 +1317,21 @@ pub static SCENARIOS: &[Scenario] = &[
         compare_nodes: false,
         run: cron_jobs,
     },
+    Scenario {
+        name: "daemonset",
+        summary: "a DaemonSet on 3 nodes, one tainted; image rolled with maxUnavailable 1, then with maxSurge 1; \
+                  a node removed and one added",
+        nodes: 3,
+        flags: &[],
+        compare_nodes: false,
+        run: daemon_set,
+    },
 ];
 
 const RS: &str = "/apis/apps/v1/namespaces/sbs/replicasets";
 const JOBS: &str = "/apis/batch/v1/namespaces/sbs/jobs";
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/sbs/deployments";
+const DAEMON_SETS: &str = "/apis/apps/v1/namespaces/sbs/daemonsets";
 
 /// A pod template labelled `app: name`, one container of `image`.
 fn template(name: &str, image: &str) -> Value {
@@ -1760,6 +1772,67 @@ fn node_ipam(steps: &mut Steps) -> Result<(), String> {
         let events = s.list("/api/v1/namespaces/default/events?fieldSelector=reason%3DRegisteredNode")?;
         let registered = |node: &str| events.iter().any(|e| e["involvedObject"]["name"] == node);
         Ok((registered("static-1") && registered("static-2")).then_some(()))
+    })
+}
+
+/// Waits until DaemonSet `name` runs `count` updated, available pods, its generation observed.
+fn daemon_set_rolled_out(steps: &mut Steps, name: &str, count: i64) -> Result<(), String> {
+    let path = format!("{DAEMON_SETS}/{name}");
+    steps.wait(&format!("DaemonSet {name}: {count} pods updated and available"), |s| {
+        let ds = s.get(&path)?.unwrap_or_default();
+        let status = &ds["status"];
+        let number = |field: &str| status[field].as_i64().unwrap_or(0);
+        let done = status["observedGeneration"] == ds["metadata"]["generation"]
+            && number("desiredNumberScheduled") == count
+            && number("currentNumberScheduled") == count
+            && number("updatedNumberScheduled") == count
+            && number("numberAvailable") == count
+            && number("numberUnavailable") == 0;
+        Ok(done.then_some(()))
+    })?;
+    steps.wait(&format!("DaemonSet {name}: no old pod left"), |s| {
+        let pods = s.live_pods(NAMESPACE, &format!("app={name}"))?;
+        let ready = pods.iter().all(|p| condition(p, "Ready") == Some("True"));
+        Ok((ready && pods.len() as i64 == count).then_some(()))
+    })
+}
+
+fn daemon_set(steps: &mut Steps) -> Result<(), String> {
+    steps.patch(
+        "/api/v1/nodes/node-3",
+        json!({"spec": {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]}}),
+    )?;
+    let mut spec = json!({"selector": {"matchLabels": {"app": "agent"}},
+        "template": template("agent", "registry.k8s.io/pause:3.10"),
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}});
+    spec["template"]["spec"]["terminationGracePeriodSeconds"] = json!(1);
+    steps.create(DAEMON_SETS, json!({"metadata": {"name": "agent"}, "spec": spec}))?;
+    daemon_set_rolled_out(steps, "agent", 2)?;
+    steps.checkpoint("created")?;
+    let image =
+        |image: &str| json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": image}]}}}});
+    steps.patch(&format!("{DAEMON_SETS}/agent"), image("registry.k8s.io/pause:3.9"))?;
+    daemon_set_rolled_out(steps, "agent", 2)?;
+    steps.checkpoint("rolled with maxUnavailable")?;
+    let mut surge = image("registry.k8s.io/pause:3.8");
+    surge["spec"]["updateStrategy"] = json!({"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}});
+    steps.patch(&format!("{DAEMON_SETS}/agent"), surge)?;
+    daemon_set_rolled_out(steps, "agent", 2)?;
+    steps.checkpoint("rolled with maxSurge")?;
+    // node-1 leaves (its pod stays until the pod GC's 40 s quarantine ends), node-4 joins.
+    steps.nodes.remove_node("node-1")?;
+    steps.nodes.add_node("node-4")?;
+    steps.wait("node-4 schedulable", |s| {
+        let node = s.get("/api/v1/nodes/node-4")?.unwrap_or_default();
+        let taints = node["spec"]["taints"].as_array().map(Vec::as_slice).unwrap_or_default();
+        Ok((condition(&node, "Ready") == Some("True") && taints.is_empty()).then_some(()))
+    })?;
+    steps.wait("a ready pod on node-4, counted", |s| {
+        let ds = s.get(&format!("{DAEMON_SETS}/agent"))?.unwrap_or_default();
+        let pods = s.live_pods(NAMESPACE, "app=agent")?;
+        let on_node_4 = pods.iter().any(|p| p["spec"]["nodeName"] == "node-4" && condition(p, "Ready") == Some("True"));
+        Ok((on_node_4 && ds["status"]["numberAvailable"] == 2 && ds["status"]["desiredNumberScheduled"] == 2)
+            .then_some(()))
     })
 }
 

@@ -51,6 +51,15 @@ impl Expectations {
         self.entries.lock().insert(key.to_string(), entry);
     }
 
+    /// `SetExpectations`: awaits `count` creations and the deletion of these pods at once
+    /// (replacing earlier expectations).
+    pub fn expect(&self, key: &str, count: usize, pod_keys: Vec<String>) {
+        let del = pod_keys.len() as i64;
+        let deleting = pod_keys.into_iter().collect();
+        let entry = Expectation { add: count as i64, del, timestamp: Instant::now(), deleting };
+        self.entries.lock().insert(key.to_string(), entry);
+    }
+
     /// `CreationObserved`: one awaited creation was seen (or will never happen).
     pub fn creation_observed(&self, key: &str) {
         if let Some(e) = self.entries.lock().get_mut(key) {

@@ -64,3 +64,8 @@ fn a_job_is_suspended_and_resumed_as_upstream_does() {
 fn cron_jobs_run_their_ticks_as_upstream_runs_them() {
     run("cronjob");
 }
+
+#[test]
+fn a_daemon_set_follows_nodes_and_rolls_as_upstream_does() {
+    run("daemonset");
+}

@@ -474,7 +474,7 @@ pub static FLAGS: &[FlagSpec] = &[
         "Number of deployments synced concurrently. More is more responsive but uses more CPU and network."),
     flag!("concurrent-statefulset-syncs", StatefulSetController, Int32, "5", LATER, concurrency.statefulset_syncs,
         "Number of stateful sets synced concurrently. More is more responsive but uses more CPU and network."),
-    flag!("concurrent-daemonset-syncs", DaemonSetController, Int32, "2", LATER, concurrency.daemonset_syncs,
+    flag!("concurrent-daemonset-syncs", DaemonSetController, Int32, "2", BUILT, concurrency.daemonset_syncs,
         "Number of daemon sets synced concurrently. More is more responsive but uses more CPU and network."),
     // Endpoints
     flag!("concurrent-endpoint-syncs", EndpointsController, Int32, "5", BUILT, concurrency.endpoint_syncs,

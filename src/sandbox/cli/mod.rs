@@ -326,6 +326,10 @@ fn serve(options: ServeOptions) -> Result<ExitCode, String> {
         options.nodes,
         options.kubeconfig_out.display()
     );
+    let nodes = nodes.map(Arc::new);
+    if let Some(nodes) = &nodes {
+        node_commands(Arc::downgrade(nodes));
+    }
     for signal in signals.forever() {
         match signal {
             SIGUSR1 => {
@@ -343,11 +347,33 @@ fn serve(options: ServeOptions) -> Result<ExitCode, String> {
         }
     }
     restarter.shut_down();
-    if let Some(nodes) = nodes {
+    // The command reader holds the nodes only while it runs a command.
+    if let Some(Ok(nodes)) = nodes.map(Arc::try_unwrap) {
         nodes.stop();
     }
     sandbox.stop();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads `add-node NAME` and `remove-node NAME` lines from standard input and adds or removes
+/// simulated nodes at run time, answering `ok` or `error: …` on one line each.
+fn node_commands(nodes: Weak<crate::sandbox::nodes::SimulatedNodes>) {
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { return };
+            let Some(nodes) = nodes.upgrade() else { return };
+            let answer = match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+                ["add-node", name] => nodes.add_node(name),
+                ["remove-node", name] => nodes.remove_node(name),
+                [] => continue,
+                _ => Err(format!("unknown command {line:?}: want add-node NAME or remove-node NAME")),
+            };
+            match answer {
+                Ok(()) => println!("ok"),
+                Err(e) => println!("error: {e}"),
+            }
+        }
+    });
 }
 
 /// `nodes`: the kubeconfig and the node names.

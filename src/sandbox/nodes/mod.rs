@@ -149,14 +149,25 @@ pub struct SimulatedNodes {
 /// What the handle and the worker thread share.
 struct Shared {
     client: Client,
-    /// Node names in the order given.
-    names: Vec<String>,
+    /// Node names in the order given (then added).
+    names: Mutex<Vec<String>>,
     /// Each node's InternalIP.
-    host_ips: BTreeMap<String, String>,
+    host_ips: Mutex<BTreeMap<String, String>>,
     /// Each kubelet's life. The worker holds a node's lock while it writes for that node, so
-    /// that once `stop_heartbeat` returns nothing more is written for it.
-    controls: BTreeMap<String, Mutex<Control>>,
+    /// that once `stop_heartbeat` or `remove_node` returns nothing more is written for it.
+    controls: Mutex<BTreeMap<String, Arc<Mutex<Control>>>>,
+    /// Machines added by `add_node`, for the worker to take up.
+    added: Mutex<Vec<Machine>>,
+    /// The index of the next machine (its InternalIP and zone).
+    next_index: std::sync::atomic::AtomicUsize,
+    zones: Vec<String>,
     stopping: AtomicBool,
+}
+
+impl Shared {
+    fn control(&self, node: &str) -> Option<Arc<Mutex<Control>>> {
+        self.controls.lock().get(node).cloned()
+    }
 }
 
 #[derive(Debug)]
@@ -183,12 +194,17 @@ impl SimulatedNodes {
             names.iter().enumerate().map(|(i, name)| Machine::new(name, i, &options.zones)).collect();
         let shared = Arc::new(Shared {
             client: client.clone(),
-            names: names.clone(),
-            host_ips: machines.iter().map(|m| (m.name.clone(), m.internal_ip.clone())).collect(),
-            controls: names
-                .iter()
-                .map(|n| (n.clone(), Mutex::new(Control { alive: true, restarted: false })))
-                .collect(),
+            names: Mutex::new(names.clone()),
+            host_ips: Mutex::new(machines.iter().map(|m| (m.name.clone(), m.internal_ip.clone())).collect()),
+            controls: Mutex::new(
+                names
+                    .iter()
+                    .map(|n| (n.clone(), Arc::new(Mutex::new(Control { alive: true, restarted: false }))))
+                    .collect(),
+            ),
+            added: Mutex::new(Vec::new()),
+            next_index: std::sync::atomic::AtomicUsize::new(names.len()),
+            zones: options.zones.clone(),
             stopping: AtomicBool::new(false),
         });
         let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
@@ -204,7 +220,7 @@ impl SimulatedNodes {
     /// The kubelet of `node` dies: no more lease renewals, status reports or pod work there.
     /// Returns false for a node that is not simulated here.
     pub fn stop_heartbeat(&self, node: &str) -> bool {
-        let Some(control) = self.shared.controls.get(node) else { return false };
+        let Some(control) = self.shared.control(node) else { return false };
         let mut control = control.lock();
         if control.alive {
             log::debug!("simulated kubelet {node} stopped");
@@ -216,7 +232,7 @@ impl SimulatedNodes {
     /// The kubelet of `node` comes back, as after a restart: it registers its Node again if
     /// needed, renews its Lease, reports Ready and takes up its pods.
     pub fn resume_heartbeat(&self, node: &str) -> bool {
-        let Some(control) = self.shared.controls.get(node) else { return false };
+        let Some(control) = self.shared.control(node) else { return false };
         let mut control = control.lock();
         if !control.alive {
             log::debug!("simulated kubelet {node} restarted");
@@ -242,7 +258,8 @@ impl SimulatedNodes {
                 return Err(format!("{what} has already terminated ({phase})"));
             }
             let status = pod.status.clone().unwrap_or_default();
-            let host_ip = status.host_ip.or_else(|| self.shared.host_ips.get(&node).cloned()).unwrap_or_default();
+            let host_ip =
+                status.host_ip.or_else(|| self.shared.host_ips.lock().get(&node).cloned()).unwrap_or_default();
             let patch = kubelet::status_patch(&pod, Stage::Failed(1), &host_ip, status.pod_ip.as_deref(), &node::now());
             match pods.patch_status(name, &Patch::Merge(patch), &PostParams::default()) {
                 Ok(_) => {
@@ -258,7 +275,56 @@ impl SimulatedNodes {
 
     /// The simulated nodes' names.
     pub fn names(&self) -> Vec<String> {
-        self.shared.names.clone()
+        self.shared.names.lock().clone()
+    }
+
+    /// A new node joins: its kubelet starts, registers its Node (with its Lease) and runs the
+    /// pods bound to it. Returns once the Node exists (at most 30 s).
+    pub fn add_node(&self, name: &str) -> Result<(), String> {
+        {
+            let mut controls = self.shared.controls.lock();
+            if controls.contains_key(name) {
+                return Err(format!("simulated node {name} exists already"));
+            }
+            let index = self.shared.next_index.fetch_add(1, Ordering::SeqCst);
+            let machine = Machine::new(name, index, &self.shared.zones);
+            self.shared.host_ips.lock().insert(name.to_string(), machine.internal_ip.clone());
+            self.shared.names.lock().push(name.to_string());
+            controls.insert(name.to_string(), Arc::new(Mutex::new(Control { alive: true, restarted: false })));
+            self.shared.added.lock().push(machine);
+        }
+        log::debug!("simulated node {name} added");
+        let api = Api::<Node>::cluster(&self.shared.client);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            match api.get_opt(name) {
+                Ok(Some(_)) => return Ok(()),
+                Ok(None) => {}
+                Err(e) => log::debug!("simulated node {name}: {e}"),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!("simulated node {name} did not register within 30 s"))
+    }
+
+    /// A node leaves the cluster: its kubelet stops for good and its Node and Lease are
+    /// deleted. Pods bound to it stay, as on a real cluster, until the pod garbage collector
+    /// deletes them.
+    pub fn remove_node(&self, name: &str) -> Result<(), String> {
+        let control = self.shared.controls.lock().remove(name).ok_or_else(|| format!("no simulated node {name}"))?;
+        // Waits for a write in progress for the node; none follows.
+        control.lock().alive = false;
+        self.shared.names.lock().retain(|n| n != name);
+        self.shared.host_ips.lock().remove(name);
+        let gone = |result: Result<_, Error>| match result {
+            Err(e) if !e.is_not_found() => Err(format!("simulated node {name}: {e}")),
+            _ => Ok(()),
+        };
+        gone(Api::<Node>::cluster(&self.shared.client).delete(name, &DeleteParams::default()).map(|_| ()))?;
+        let leases = Api::<Lease>::namespaced(&self.shared.client, LEASE_NAMESPACE);
+        gone(leases.delete(name, &DeleteParams::default()).map(|_| ()))?;
+        log::debug!("simulated node {name} removed");
+        Ok(())
     }
 
     /// Stops every kubelet and the scheduler; nothing is written after this returns.
@@ -425,6 +491,7 @@ impl Worker {
     }
 
     fn tick(&mut self) {
+        self.follow_membership();
         for (what, result) in [("pods", self.pods.sync()), ("nodes", self.nodes.sync())] {
             if let Err(e) = result {
                 log::debug!("simulated nodes: cannot sync {what}: {e}");
@@ -441,11 +508,31 @@ impl Worker {
         self.forget_gone();
     }
 
+    /// Takes up the kubelets of added nodes and drops those of removed ones.
+    fn follow_membership(&mut self) {
+        let added = std::mem::take(&mut *self.shared.added.lock());
+        let now = Instant::now();
+        for machine in added {
+            self.kubelets.push(Kubelet {
+                machine,
+                registered: false,
+                lease: None,
+                next_renew: now,
+                next_status_check: now,
+                last_report: None,
+                force_report: false,
+                noted_missing: false,
+            });
+        }
+        let controls = self.shared.controls.lock();
+        self.kubelets.retain(|k| controls.contains_key(&k.machine.name));
+    }
+
     /// Runs `f` while holding node `name`'s lock, if its kubelet is alive. `f` gets whether the
     /// kubelet has restarted since the last call.
     fn with_live_kubelet<T>(&mut self, name: &str, f: impl FnOnce(&mut Worker, bool) -> T) -> Option<T> {
-        let shared = self.shared.clone();
-        let mut control = shared.controls.get(name)?.lock();
+        let control = self.shared.control(name)?;
+        let mut control = control.lock();
         if !control.alive || self.stopping() {
             return None;
         }
@@ -454,7 +541,8 @@ impl Worker {
     }
 
     fn alive_nodes(&self) -> BTreeSet<String> {
-        self.shared.controls.iter().filter(|(_, c)| c.lock().alive).map(|(name, _)| name.clone()).collect()
+        let controls = self.shared.controls.lock().clone();
+        controls.into_iter().filter(|(_, c)| c.lock().alive).map(|(name, _)| name).collect()
     }
 
     // ---- Heartbeats: registration, Lease, node status ----

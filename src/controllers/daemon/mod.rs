@@ -1,0 +1,627 @@
+//! The DaemonSet controller (`daemonset-controller`), after upstream v1.33's
+//! `pkg/controller/daemon`.
+//!
+//! A sync (`syncDaemonSet`) snapshots the DaemonSet's pod template as a ControllerRevision
+//! (`revisions`: `constructHistory`, the hash in each pod's `controller-revision-hash` label),
+//! then (`manage`) creates a pod for every node that should run one and has none, pinned to it
+//! by the required node affinity `metadata.name In [node]` so that the scheduler places it,
+//! and deletes pods on nodes that no longer qualify, failed or succeeded pods (failed ones with
+//! a per-node backoff) and surplus pods. With its expectations met it rolls pods to the current
+//! revision (`update`: `maxUnavailable` or `maxSurge`; nothing for `OnDelete`), prunes old
+//! revisions beyond `revisionHistoryLimit`, and writes the status.
+//!
+//! Node additions and label or taint changes go through a second queue
+//! (`daemonset-node-updates`), which queues only the DaemonSets whose placement changed.
+
+mod backoff;
+mod handlers;
+mod revisions;
+mod update;
+pub mod util;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::apimachinery::labels::Selector;
+use crate::apimachinery::pod::{is_pod_available, is_pod_ready, phase};
+use crate::client::{Api, Client, DeleteParams, PostParams};
+use crate::controllers::history::CONTROLLER_REVISION_HASH_LABEL;
+use crate::controllers::nodeutil::add_node_name_index;
+use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
+use crate::runtime::controller_ref::{
+    ControllerRefManager, claim_candidate, controller_ref, recheck_deletion_timestamp,
+};
+use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::expectations::Expectations;
+use crate::runtime::informer::{Event, Informer, object_key};
+use crate::runtime::slow_start::slow_start_batch;
+use crate::runtime::workqueue::WorkQueue;
+
+use backoff::Backoff;
+use util::{
+    allows_surge, create_pod_template, creation_order, is_pod_updated, min_ready_seconds, node_should_run_daemon_pod,
+    replace_node_name_affinity, spec, target_node_name, template_generation,
+};
+
+/// `BurstReplicas`: at most this many creations and deletions per sync.
+const BURST_REPLICAS: usize = 250;
+/// `StatusUpdateRetries`.
+const STATUS_UPDATE_RETRIES: usize = 1;
+/// `BackoffGCInterval`.
+const BACKOFF_GC_INTERVAL: Duration = Duration::from_secs(60);
+
+/// `SelectingAllReason`.
+const SELECTING_ALL: &str = "SelectingAll";
+/// `FailedDaemonPodReason`.
+const FAILED_DAEMON_POD: &str = "FailedDaemonPod";
+/// `SucceededDaemonPodReason`.
+const SUCCEEDED_DAEMON_POD: &str = "SucceededDaemonPod";
+
+/// What the controller takes from the flags.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--concurrent-daemonset-syncs`.
+    pub workers: usize,
+}
+
+/// `NewDaemonSetsController` + `Run`: the DaemonSet and node-update queues, `workers` workers
+/// each, and the failed-pod backoff's collection every minute.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    let queue = WorkQueue::new("daemonset");
+    let node_queue = WorkQueue::new("daemonset-node-updates");
+    let pods = context.informers.informer::<Pod>();
+    add_node_name_index(&pods);
+    let controller = Arc::new(DaemonSetsController {
+        client: context.client.clone(),
+        daemon_sets: context.informers.informer::<DaemonSet>(),
+        revisions: context.informers.informer::<ControllerRevision>(),
+        pods,
+        nodes: context.informers.informer::<Node>(),
+        queue: queue.clone(),
+        node_queue: node_queue.clone(),
+        recorder: context.recorder.clone(),
+        expectations: Expectations::default(),
+        failed_pods_backoff: Backoff::default(),
+    });
+    let handler = controller.clone();
+    controller.daemon_sets.add_handler(move |event: &Event<DaemonSet>| handler.on_daemon_set_event(event));
+    let handler = controller.clone();
+    controller.revisions.add_handler(move |event: &Event<ControllerRevision>| handler.on_revision_event(event));
+    let handler = controller.clone();
+    controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
+    let handler = controller.clone();
+    controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event));
+    let (worker, node_worker, collector) = (controller.clone(), controller.clone(), controller);
+    Ok(Controller::new()
+        .with_queue(&queue, config.workers, move |key: &String| worker.sync_daemon_set(key))
+        .with_queue(&node_queue, config.workers, move |node: &String| node_worker.sync_node_update(node))
+        .every("daemonset-failed-pods-backoff-gc", BACKOFF_GC_INTERVAL, move || {
+            collector.failed_pods_backoff.gc(Instant::now())
+        }))
+}
+
+/// Upstream's `DaemonSetsController`.
+struct DaemonSetsController {
+    client: Client,
+    daemon_sets: Arc<Informer<DaemonSet>>,
+    revisions: Arc<Informer<ControllerRevision>>,
+    pods: Arc<Informer<Pod>>,
+    nodes: Arc<Informer<Node>>,
+    queue: WorkQueue<String>,
+    node_queue: WorkQueue<String>,
+    recorder: EventRecorder,
+    /// Pod creations and deletions awaited, by DaemonSet key.
+    expectations: Expectations,
+    /// `failedPodsBackoff`: per DaemonSet, generation and node, how soon a failed pod may be
+    /// deleted again.
+    failed_pods_backoff: Backoff,
+}
+
+/// Daemon pods by the node they are on or meant for.
+type NodePods = HashMap<String, Vec<Arc<Pod>>>;
+
+fn name_of(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or("")
+}
+
+fn namespace_of(meta: &ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or("")
+}
+
+/// The DaemonSet's selector; `None` when it has none (selects nothing).
+fn selector_of(ds: &DaemonSet) -> Result<Selector, String> {
+    match spec(ds).selector.match_labels.is_none() && spec(ds).selector.match_expressions.is_none() {
+        true => Ok(Selector::nothing()),
+        false => Selector::from_label_selector(&spec(ds).selector),
+    }
+}
+
+fn hash_label(labels: Option<&std::collections::BTreeMap<String, String>>) -> &str {
+    labels.and_then(|l| l.get(CONTROLLER_REVISION_HASH_LABEL)).map(String::as_str).unwrap_or("")
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(phase(pod), "Failed" | "Succeeded")
+}
+
+fn node_name(node: &Node) -> &str {
+    node.metadata.name.as_deref().unwrap_or("")
+}
+
+/// `failedPodsBackoffKey`.
+fn failed_pods_backoff_key(ds: &DaemonSet, node: &str) -> String {
+    let generation = ds.status.as_ref().and_then(|s| s.observed_generation).unwrap_or(0);
+    format!("{}/{generation}/{node}", ds.metadata.uid.as_deref().unwrap_or(""))
+}
+
+impl DaemonSetsController {
+    /// `syncDaemonSet`.
+    fn sync_daemon_set(&self, key: &str) -> SyncResult {
+        let started = Instant::now();
+        let result = self.sync(key);
+        log::debug!("Finished syncing daemon set daemonset={key} time={:?}", started.elapsed());
+        result
+    }
+
+    fn sync(&self, key: &str) -> SyncResult {
+        let Some(ds) = self.daemon_sets.get_newest(key) else {
+            log::debug!("Daemon set has been deleted daemonset={key}");
+            self.expectations.delete(key);
+            return Ok(());
+        };
+        let nodes = self.nodes.store().list();
+        let selector = &spec(&ds).selector;
+        if selector.match_labels.is_none() && selector.match_expressions.is_none() {
+            let message = "This daemon set is selecting all pods. A non-empty selector is required.";
+            self.recorder.event_for(&*ds, EventType::Warning, SELECTING_ALL, message);
+            return Ok(());
+        }
+        // Being deleted: its revisions may be gone or orphaned, the status cannot be trusted.
+        if ds.metadata.deletion_timestamp.is_some() {
+            return Ok(());
+        }
+        let (current, old) =
+            self.construct_history(&ds).map_err(|e| e.context("failed to construct revisions of DaemonSet"))?;
+        let hash = hash_label(current.metadata.labels.as_ref()).to_string();
+        if !self.expectations.satisfied(key) {
+            // Only the status; the generation was not processed.
+            return self.update_status(&ds, &nodes, &hash, false);
+        }
+        let result = self.update_daemon_set(&ds, &nodes, &hash, key, &old);
+        let status = self.update_status(&ds, &nodes, &hash, true);
+        match (result, status) {
+            (Err(e), Err(status)) => {
+                log::error!("Failed to update status daemonSet={key}: {status}");
+                Err(e)
+            }
+            (Err(e), _) | (_, Err(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// `updateDaemonSet`: manage, roll when the expectations are met, prune revisions.
+    fn update_daemon_set(
+        &self,
+        ds: &DaemonSet,
+        nodes: &[Arc<Node>],
+        hash: &str,
+        key: &str,
+        old: &[Arc<ControllerRevision>],
+    ) -> SyncResult {
+        self.manage(ds, nodes, hash)?;
+        if self.expectations.satisfied(key) && util::strategy_type(ds) == "RollingUpdate" {
+            self.rolling_update(ds, nodes, hash)?;
+        }
+        self.cleanup_history(ds, old).map_err(|e| e.context("failed to clean up revisions of DaemonSet"))
+    }
+
+    /// `getDaemonPods`: the pods the DaemonSet owns after adopting and releasing.
+    fn daemon_pods(&self, ds: &DaemonSet) -> Result<Vec<Arc<Pod>>, SyncError> {
+        let selector = selector_of(ds).map_err(SyncError::Failed)?;
+        let owner_uid = ds.metadata.uid.as_ref();
+        let candidates = self
+            .pods
+            .store()
+            .list_namespace_where(namespace_of(&ds.metadata), |m| claim_candidate(owner_uid, &selector, m));
+        let can_adopt = || recheck_deletion_timestamp::<DaemonSet>(&self.client, &ds.metadata, "DaemonSet ");
+        let manager = ControllerRefManager {
+            client: &self.client,
+            owner: &ds.metadata,
+            owner_ref: controller_ref(ds),
+            selector: &selector,
+            can_adopt: &can_adopt,
+            finalizers: &[],
+        };
+        manager.claim::<Pod, _>(candidates).map_err(SyncError::Failed)
+    }
+
+    /// `getNodesToDaemonPods`: the claimed pods by node; terminal pods being deleted are left
+    /// out unless `include_deleted_terminal`.
+    fn nodes_to_daemon_pods(&self, ds: &DaemonSet, include_deleted_terminal: bool) -> Result<NodePods, SyncError> {
+        let mut result = NodePods::new();
+        for pod in self.daemon_pods(ds)? {
+            if !include_deleted_terminal && is_terminal(&pod) && pod.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let Some(node) = target_node_name(&pod) else {
+                log::debug!("Failed to get target node name of Pod in DaemonSet pod={}", name_of(&pod.metadata));
+                continue;
+            };
+            result.entry(node).or_default().push(pod);
+        }
+        Ok(result)
+    }
+
+    /// `manage`: pods created where missing, deleted where not wanted.
+    fn manage(&self, ds: &DaemonSet, nodes: &[Arc<Node>], hash: &str) -> SyncResult {
+        let node_pods = self.nodes_to_daemon_pods(ds, false).map_err(|e| {
+            e.context(format!("couldn't get node to daemon pod mapping for daemon set {:?}", name_of(&ds.metadata)))
+        })?;
+        let mut needing = Vec::new();
+        let mut to_delete = Vec::new();
+        for node in nodes {
+            let (create, delete) = self.pods_should_be_on_node(node, &node_pods, ds, hash);
+            needing.extend(create);
+            to_delete.extend(delete);
+        }
+        // Unscheduled pods meant for nodes that are gone: the pod GC never sees them.
+        let existing: std::collections::HashSet<&str> = nodes.iter().map(|n| node_name(n)).collect();
+        for (node, pods) in &node_pods {
+            if existing.contains(node.as_str()) {
+                continue;
+            }
+            let unscheduled =
+                pods.iter().filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none_or(str::is_empty));
+            to_delete.extend(unscheduled.map(|p| name_of(&p.metadata).to_string()));
+        }
+        self.sync_nodes(ds, &to_delete, &needing, hash)
+    }
+
+    /// `podsShouldBeOnNode`: the nodes needing a pod and the pods to delete, for one node.
+    fn pods_should_be_on_node(
+        &self,
+        node: &Node,
+        node_pods: &NodePods,
+        ds: &DaemonSet,
+        hash: &str,
+    ) -> (Vec<String>, Vec<String>) {
+        let name = node_name(node);
+        let (should_run, should_continue_running) = node_should_run_daemon_pod(node, ds);
+        let daemon_pods = node_pods.get(name);
+        let mut needing = Vec::new();
+        let mut to_delete = Vec::new();
+        if should_run && daemon_pods.is_none() {
+            needing.push(name.to_string());
+        } else if should_continue_running {
+            let mut running = Vec::new();
+            for pod in daemon_pods.into_iter().flatten() {
+                if pod.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
+                let pod_name = name_of(&pod.metadata);
+                let namespace = namespace_of(&pod.metadata);
+                match phase(pod) {
+                    "Failed" => {
+                        // Often a fight with a kubelet that rejects the pod: back off.
+                        let key = failed_pods_backoff_key(ds, name);
+                        let now = Instant::now();
+                        if self.failed_pods_backoff.in_backoff_since_update(&key, now) {
+                            let delay = self.failed_pods_backoff.get(&key);
+                            log::debug!(
+                                "Deleting failed pod on node has been limited by backoff pod={namespace}/{pod_name} node={name} currentDelay={delay:?}"
+                            );
+                            self.queue.add_after(object_key(&ds.metadata), delay);
+                            continue;
+                        }
+                        self.failed_pods_backoff.next(&key, now);
+                        let message = format!(
+                            "Found failed daemon pod {namespace}/{pod_name} on node {name}, will try to kill it"
+                        );
+                        log::info!(
+                            "Found failed daemon pod on node, will try to kill it pod={namespace}/{pod_name} node={name}"
+                        );
+                        self.recorder.event_for(ds, EventType::Warning, FAILED_DAEMON_POD, &message);
+                        to_delete.push(pod_name.to_string());
+                    }
+                    "Succeeded" => {
+                        let message = format!(
+                            "Found succeeded daemon pod {namespace}/{pod_name} on node {name}, will try to delete it"
+                        );
+                        log::info!(
+                            "Found succeeded daemon pod on node, will try to delete it pod={namespace}/{pod_name} node={name}"
+                        );
+                        self.recorder.event_for(ds, EventType::Normal, SUCCEEDED_DAEMON_POD, &message);
+                        to_delete.push(pod_name.to_string());
+                    }
+                    _ => running.push(pod.clone()),
+                }
+            }
+            running.sort_by(|a, b| creation_order(a, b));
+            if !allows_surge(ds) {
+                // All but the oldest go.
+                to_delete.extend(running.iter().skip(1).map(|p| name_of(&p.metadata).to_string()));
+            } else if running.is_empty() {
+                if should_run {
+                    // Surging: at least one pod that is not being deleted.
+                    needing.push(name.to_string());
+                }
+            } else if running.len() > 1 {
+                // Two pods only while the oldest new one is not ready and the oldest old one is.
+                let mut oldest_new: Option<&Arc<Pod>> = None;
+                let mut oldest_old: Option<&Arc<Pod>> = None;
+                for pod in &running {
+                    let slot = if hash_label(pod.metadata.labels.as_ref()) == hash {
+                        &mut oldest_new
+                    } else {
+                        &mut oldest_old
+                    };
+                    if slot.is_none() {
+                        *slot = Some(pod);
+                        continue;
+                    }
+                    to_delete.push(name_of(&pod.metadata).to_string());
+                }
+                if let (Some(new), Some(old)) = (oldest_new, oldest_old) {
+                    if !is_pod_ready(old) {
+                        log::debug!(
+                            "Pod from daemonset is no longer ready and will be replaced with newer pod oldPod={}",
+                            name_of(&old.metadata)
+                        );
+                        to_delete.push(name_of(&old.metadata).to_string());
+                    } else if is_pod_available(new, min_ready_seconds(ds), Timestamp::now()) {
+                        log::debug!(
+                            "Pod from daemonset is now ready and will replace older pod newPod={}",
+                            name_of(&new.metadata)
+                        );
+                        to_delete.push(name_of(&old.metadata).to_string());
+                    }
+                }
+            }
+        } else if let Some(pods) = daemon_pods {
+            // Not wanted here any more: every pod goes.
+            let live = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none());
+            to_delete.extend(live.map(|p| name_of(&p.metadata).to_string()));
+        }
+        (needing, to_delete)
+    }
+
+    /// `syncNodes`: deletes `to_delete` and creates a pod on each node of `needing`, at most
+    /// [`BURST_REPLICAS`] of each, creations in slow-start batches; expectations set first.
+    fn sync_nodes(&self, ds: &DaemonSet, to_delete: &[String], needing: &[String], hash: &str) -> SyncResult {
+        let key = object_key(&ds.metadata);
+        let namespace = namespace_of(&ds.metadata);
+        let create_count = needing.len().min(BURST_REPLICAS);
+        let delete_count = to_delete.len().min(BURST_REPLICAS);
+        let doomed = &to_delete[..delete_count];
+        self.expectations.expect(&key, create_count, doomed.iter().map(|name| format!("{namespace}/{name}")).collect());
+        log::debug!(
+            "Nodes needing daemon pods for daemon set, creating daemonset={key} needCount={needing:?} createCount={create_count}"
+        );
+        let generation = template_generation(ds).ok().flatten();
+        let template = create_pod_template(&spec(ds).template, generation, hash);
+        let next = AtomicUsize::new(0);
+        let (created, create_error) = slow_start_batch(create_count, || {
+            let node = &needing[next.fetch_add(1, Ordering::SeqCst)];
+            self.create_pod(ds, &template, node).inspect_err(|_| {
+                log::info!("Failed creation, decrementing expectations for daemon set daemonset={key}");
+                self.expectations.creation_observed(&key);
+            })
+        });
+        let attempted = next.load(Ordering::SeqCst);
+        let skipped = create_count - attempted;
+        if skipped > 0 {
+            log::info!(
+                "Slow-start failure. Skipping creation pods, decrementing expectations for daemon set skippedPods={skipped} daemonset={key}"
+            );
+            for _ in 0..skipped {
+                self.expectations.creation_observed(&key);
+            }
+        }
+        log::debug!("created {created} of {create_count} daemon pods daemonset={key}");
+        log::debug!(
+            "Pods to delete for daemon set, deleting daemonset={key} toDeleteCount={to_delete:?} deleteCount={delete_count}"
+        );
+        let delete_errors: Vec<SyncError> = std::thread::scope(|scope| {
+            let key = &key;
+            let threads: Vec<_> =
+                doomed.iter().map(|name| scope.spawn(move || self.delete_pod(ds, key, name))).collect();
+            threads.into_iter().filter_map(|t| t.join().ok()).filter_map(Result::err).collect()
+        });
+        match create_error.into_iter().chain(delete_errors).next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// `CreatePods` of one daemon pod for `node` (`GetPodFromTemplate` with the node affinity
+    /// replaced), recording `SuccessfulCreate` or `FailedCreate`. A terminating namespace is
+    /// no error.
+    fn create_pod(
+        &self,
+        ds: &DaemonSet,
+        template: &k8s_openapi::api::core::v1::PodTemplateSpec,
+        node: &str,
+    ) -> SyncResult {
+        let mut template = template.clone();
+        let pod_spec = template.spec.get_or_insert_with(Default::default);
+        pod_spec.affinity = Some(replace_node_name_affinity(pod_spec.affinity.take(), node));
+        let meta = template.metadata.unwrap_or_default();
+        let pod = Pod {
+            metadata: ObjectMeta {
+                generate_name: Some(format!("{}-", name_of(&ds.metadata))),
+                namespace: ds.metadata.namespace.clone(),
+                labels: meta.labels,
+                annotations: meta.annotations,
+                finalizers: meta.finalizers,
+                owner_references: Some(vec![controller_ref(ds)]),
+                ..ObjectMeta::default()
+            },
+            spec: template.spec,
+            status: None,
+        };
+        if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
+            return Err(SyncError::Failed("unable to create pods, no labels".into()));
+        }
+        match Api::<Pod>::namespaced(&self.client, namespace_of(&ds.metadata)).create(&pod, &PostParams::default()) {
+            Ok(created) => {
+                let message = format!("Created pod: {}", name_of(&created.metadata));
+                self.recorder.event_for(ds, EventType::Normal, "SuccessfulCreate", &message);
+                Ok(())
+            }
+            Err(e) if e.has_status_cause("NamespaceTerminating") => Ok(()),
+            Err(e) => {
+                let message = format!("Error creating: {}", e.message());
+                self.recorder.event_for(ds, EventType::Warning, "FailedCreate", &message);
+                Err(SyncError::from(e))
+            }
+        }
+    }
+
+    /// `DeletePod`, recording `SuccessfulDelete` or `FailedDelete`; a failure (or a pod gone)
+    /// lowers the expectations, and only a failure is an error.
+    fn delete_pod(&self, ds: &DaemonSet, key: &str, name: &str) -> SyncResult {
+        let namespace = namespace_of(&ds.metadata);
+        match Api::<Pod>::namespaced(&self.client, namespace).delete(name, &DeleteParams::default()) {
+            Ok(_) => {
+                self.recorder.event_for(ds, EventType::Normal, "SuccessfulDelete", &format!("Deleted pod: {name}"));
+                Ok(())
+            }
+            Err(e) => {
+                self.expectations.deletion_observed(key, &format!("{namespace}/{name}"));
+                if e.is_not_found() {
+                    return Ok(());
+                }
+                log::info!("Failed deletion, decremented expectations for daemon set daemonset={key}");
+                let message = format!("Error deleting: {}", e.message());
+                self.recorder.event_for(ds, EventType::Warning, "FailedDelete", &message);
+                Err(SyncError::from(e))
+            }
+        }
+    }
+
+    /// `updateDaemonSetStatus`: counts per node, written when they changed; requeued after
+    /// `minReadySeconds` while ready pods are not all available yet.
+    fn update_status(
+        &self,
+        ds: &DaemonSet,
+        nodes: &[Arc<Node>],
+        hash: &str,
+        update_observed_generation: bool,
+    ) -> SyncResult {
+        log::debug!("Updating daemon set status");
+        let node_pods = self.nodes_to_daemon_pods(ds, false).map_err(|e| {
+            e.context(format!("couldn't get node to daemon pod mapping for daemon set {:?}", name_of(&ds.metadata)))
+        })?;
+        let now = Timestamp::now();
+        let generation = template_generation(ds).ok().flatten();
+        let mut counts = Counts::default();
+        for node in nodes {
+            let (should_run, _) = node_should_run_daemon_pod(node, ds);
+            let pods = node_pods.get(node_name(node)).filter(|p| !p.is_empty());
+            if !should_run {
+                counts.misscheduled += i32::from(pods.is_some());
+                continue;
+            }
+            counts.desired += 1;
+            let Some(pods) = pods else { continue };
+            counts.current += 1;
+            let mut pods = pods.clone();
+            pods.sort_by(|a, b| creation_order(a, b));
+            let pod = &pods[0];
+            if is_pod_ready(pod) {
+                counts.ready += 1;
+                if is_pod_available(pod, min_ready_seconds(ds), now) {
+                    counts.available += 1;
+                }
+            }
+            if is_pod_updated(pod, hash, generation) {
+                counts.updated += 1;
+            }
+        }
+        self.store_status(ds, &counts, update_observed_generation).map_err(|e| {
+            SyncError::from(e).context(format!("error storing status for daemon set {}", object_key(&ds.metadata)))
+        })?;
+        let min_ready = min_ready_seconds(ds);
+        if min_ready > 0 && counts.ready != counts.available {
+            self.queue.add_after(object_key(&ds.metadata), Duration::from_secs(min_ready as u64));
+        }
+        Ok(())
+    }
+
+    /// `storeDaemonSetStatus`: one write, retried once on a fresh copy.
+    fn store_status(
+        &self,
+        ds: &DaemonSet,
+        counts: &Counts,
+        update_observed_generation: bool,
+    ) -> Result<(), crate::client::Error> {
+        let status = ds.status.clone().unwrap_or_default();
+        let generation = ds.metadata.generation.unwrap_or(0);
+        if status.desired_number_scheduled == counts.desired
+            && status.current_number_scheduled == counts.current
+            && status.number_misscheduled == counts.misscheduled
+            && status.number_ready == counts.ready
+            && status.updated_number_scheduled.unwrap_or(0) == counts.updated
+            && status.number_available.unwrap_or(0) == counts.available
+            && status.number_unavailable.unwrap_or(0) == counts.desired - counts.available
+            && status.observed_generation.unwrap_or(0) >= generation
+        {
+            return Ok(());
+        }
+        let api = Api::<DaemonSet>::namespaced(&self.client, namespace_of(&ds.metadata));
+        let name = name_of(&ds.metadata);
+        let mut to_update = ds.clone();
+        let mut attempt = 0;
+        loop {
+            let status = to_update.status.get_or_insert_with(DaemonSetStatus::default);
+            if update_observed_generation {
+                status.observed_generation = Some(generation);
+            }
+            counts.write(status);
+            let error = match api.replace_status(name, &to_update, &PostParams::default()) {
+                Ok(written) => {
+                    self.daemon_sets.mutation(written);
+                    return Ok(());
+                }
+                Err(e) => e,
+            };
+            if attempt >= STATUS_UPDATE_RETRIES {
+                return Err(error);
+            }
+            attempt += 1;
+            to_update = api.get(name)?;
+        }
+    }
+}
+
+/// The counts of `updateDaemonSetStatus`.
+#[derive(Debug, Default)]
+struct Counts {
+    desired: i32,
+    current: i32,
+    misscheduled: i32,
+    ready: i32,
+    updated: i32,
+    available: i32,
+}
+
+impl Counts {
+    /// Go writes every counter; `omitempty` ones are absent when zero.
+    fn write(&self, status: &mut DaemonSetStatus) {
+        let optional = |n: i32| (n != 0).then_some(n);
+        status.desired_number_scheduled = self.desired;
+        status.current_number_scheduled = self.current;
+        status.number_misscheduled = self.misscheduled;
+        status.number_ready = self.ready;
+        status.updated_number_scheduled = optional(self.updated);
+        status.number_available = optional(self.available);
+        status.number_unavailable = optional(self.desired - self.available);
+    }
+}

@@ -1,0 +1,294 @@
+//! The daemonset-controller on both backends: one pod per eligible node (taints, tolerations,
+//! node selectors), pods following nodes that join, leave or change labels, failed daemon pods
+//! replaced, rolling updates with maxUnavailable and maxSurge, OnDelete, and the revision
+//! history (`<ds>-<hash>` ControllerRevisions, the `controller-revision-hash` label, pruning).
+//!
+//! Nothing here removes the `node.kubernetes.io/not-ready` taint new Nodes get (no node
+//! lifecycle controller runs), so each test removes it from its nodes as that controller would.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kcm::app::controllers::named;
+use kcm::client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
+use serde_json::{Value, json};
+
+use crate::harness;
+
+use harness::{Backend, Cluster, eventually, from};
+
+const HASH: &str = "controller-revision-hash";
+
+/// Removes every taint of `node` (the not-ready one new Nodes get), keeping `keep`.
+fn set_taints(client: &Client, node: &str, taints: Value) {
+    let patch = json!({"spec": {"taints": taints}});
+    Api::<Node>::cluster(client).patch(node, &Patch::Merge(patch), &PostParams::default()).expect("taints set");
+}
+
+fn start(backend: Backend, nodes: &[&str]) -> Cluster {
+    harness::with(&[named("daemonset-controller")]).on(backend).nodes(nodes).start_with(|client, _| {
+        for node in Api::<Node>::cluster(client).list(&Default::default()).expect("nodes").items {
+            set_taints(client, node.metadata.name.as_deref().unwrap_or(""), json!(null));
+        }
+    })
+}
+
+fn daemon_set(name: &str, extra: Value) -> DaemonSet {
+    let mut ds = json!({"metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"terminationGracePeriodSeconds": 1,
+                                       "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}}});
+    merge(&mut ds["spec"], extra);
+    from(ds)
+}
+
+fn merge(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(target), Value::Object(patch)) => {
+            for (key, value) in patch {
+                merge(target.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (target, patch) => *target = patch,
+    }
+}
+
+fn create(cluster: &Cluster, ds: DaemonSet) {
+    cluster.api::<DaemonSet>().create(&ds, &PostParams::default()).expect("created");
+}
+
+/// The pods of `name` not being deleted.
+fn live_pods(cluster: &Cluster, name: &str) -> Vec<Pod> {
+    let params = ListParams { label_selector: Some(format!("app={name}")), ..Default::default() };
+    let pods = cluster.api::<Pod>().list(&params).expect("pods").items;
+    pods.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect()
+}
+
+fn node_of(pod: &Pod) -> String {
+    pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default()
+}
+
+fn ready(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+fn hash_of(pod: &Pod) -> String {
+    pod.metadata.labels.as_ref().and_then(|l| l.get(HASH)).cloned().unwrap_or_default()
+}
+
+/// Waits until `name` runs one ready pod on each of `nodes` and nowhere else, all of one
+/// revision, with the status saying so; returns the pods' hash.
+fn wait_rolled_out(cluster: &Cluster, name: &str, nodes: &[&str]) -> String {
+    let want: BTreeSet<String> = nodes.iter().map(|n| n.to_string()).collect();
+    let count = nodes.len() as i32;
+    eventually(&format!("{name} on {nodes:?}"), || {
+        let ds = cluster.api::<DaemonSet>().get(name).ok()?;
+        let status = ds.status.clone()?;
+        let pods = live_pods(cluster, name);
+        let on: BTreeSet<String> = pods.iter().map(node_of).collect();
+        let hashes: BTreeSet<String> = pods.iter().map(hash_of).collect();
+        let done = on == want
+            && pods.len() == nodes.len()
+            && pods.iter().all(ready)
+            && hashes.len() == 1
+            && status.observed_generation == ds.metadata.generation
+            && status.desired_number_scheduled == count
+            && status.current_number_scheduled == count
+            && status.number_ready == count
+            && status.updated_number_scheduled.unwrap_or(0) == count
+            && status.number_available.unwrap_or(0) == count
+            && status.number_unavailable.unwrap_or(0) == 0
+            && status.number_misscheduled == 0;
+        done.then(|| hashes.into_iter().next().unwrap_or_default())
+    })
+}
+
+fn revisions(cluster: &Cluster) -> Vec<ControllerRevision> {
+    let mut revisions = cluster.api::<ControllerRevision>().list(&Default::default()).expect("revisions").items;
+    revisions.sort_by_key(|r| r.revision);
+    revisions
+}
+
+fn set_image(cluster: &Cluster, name: &str, image: &str) {
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image}]}}}});
+    cluster.api::<DaemonSet>().patch(name, &Patch::Strategic(patch), &PostParams::default()).expect("image set");
+}
+
+on_both_backends!(one_pod_runs_on_every_eligible_node);
+fn one_pod_runs_on_every_eligible_node(backend: Backend) {
+    let cluster = start(backend, &["node-a", "node-b", "node-c"]);
+    set_taints(&cluster.client, "node-c", json!([{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]));
+    create(&cluster, daemon_set("agent", json!({})));
+    let hash = wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+
+    // Each pod is pinned to its node by affinity and tolerates the node conditions.
+    for pod in live_pods(&cluster, "agent") {
+        let spec = pod.spec.clone().expect("a spec");
+        let required = spec.affinity.and_then(|a| a.node_affinity?.required_during_scheduling_ignored_during_execution);
+        let term = &required.expect("required node affinity").node_selector_terms[0];
+        let field = &term.match_fields.as_ref().expect("matchFields")[0];
+        assert_eq!((field.key.as_str(), field.operator.as_str()), ("metadata.name", "In"));
+        assert_eq!(field.values.as_deref(), Some(&[node_of(&pod)][..]));
+        let tolerated: BTreeSet<String> = spec.tolerations.iter().flatten().filter_map(|t| t.key.clone()).collect();
+        assert!(
+            tolerated.contains("node.kubernetes.io/unschedulable")
+                && tolerated.contains("node.kubernetes.io/not-ready")
+        );
+        assert!(pod.metadata.generate_name.as_deref() == Some("agent-"));
+    }
+    // The revision is `<ds>-<hash>`, numbered 1, labeled with the hash.
+    let revisions = revisions(&cluster);
+    assert_eq!(revisions.len(), 1);
+    assert_eq!(revisions[0].metadata.name.as_deref(), Some(format!("agent-{hash}").as_str()));
+    assert_eq!(revisions[0].revision, 1);
+    assert_eq!(revisions[0].metadata.labels.as_ref().and_then(|l| l.get(HASH)), Some(&hash));
+    let events = cluster.event_messages("default", "agent", "SuccessfulCreate");
+    assert_eq!(events.len(), 2, "{events:?}");
+
+    // A DaemonSet tolerating the taint runs on the tainted node too.
+    let tolerant = json!({"template": {"spec": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}}});
+    create(&cluster, daemon_set("tolerant", tolerant));
+    wait_rolled_out(&cluster, "tolerant", &["node-a", "node-b", "node-c"]);
+}
+
+on_both_backends!(a_node_selector_follows_node_labels);
+fn a_node_selector_follows_node_labels(backend: Backend) {
+    let cluster = start(backend, &["node-a", "node-b"]);
+    let label = |node: &str, value: Value| {
+        let patch = json!({"metadata": {"labels": {"role": value}}});
+        Api::<Node>::cluster(&cluster.client)
+            .patch(node, &Patch::Merge(patch), &PostParams::default())
+            .expect("labeled");
+    };
+    label("node-b", json!("edge"));
+    create(&cluster, daemon_set("edge", json!({"template": {"spec": {"nodeSelector": {"role": "edge"}}}})));
+    wait_rolled_out(&cluster, "edge", &["node-b"]);
+    label("node-a", json!("edge"));
+    wait_rolled_out(&cluster, "edge", &["node-a", "node-b"]);
+    // No longer selected: the pod goes.
+    label("node-b", json!(null));
+    wait_rolled_out(&cluster, "edge", &["node-a"]);
+    assert!(!cluster.event_messages("default", "edge", "SuccessfulDelete").is_empty());
+}
+
+on_both_backends!(pods_follow_nodes_joining_and_leaving);
+fn pods_follow_nodes_joining_and_leaving(backend: Backend) {
+    let cluster = start(backend, &["node-a", "node-b"]);
+    create(&cluster, daemon_set("agent", json!({})));
+    wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+
+    cluster.simulated().add_node("node-c").expect("node-c added");
+    set_taints(&cluster.client, "node-c", json!(null));
+    wait_rolled_out(&cluster, "agent", &["node-a", "node-b", "node-c"]);
+
+    // node-a leaves; its pod stays until the pod GC deletes it (done here by hand, as the pod
+    // GC would once its quarantine ends) and is not replaced.
+    cluster.simulated().remove_node("node-a").expect("node-a removed");
+    let orphan = live_pods(&cluster, "agent").into_iter().find(|p| node_of(p) == "node-a").expect("the pod on node-a");
+    let name = orphan.metadata.name.clone().expect("a name");
+    let force = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
+    cluster.api::<Pod>().delete(&name, &force).expect("deleted");
+    wait_rolled_out(&cluster, "agent", &["node-b", "node-c"]);
+}
+
+on_both_backends!(a_failed_daemon_pod_is_replaced);
+fn a_failed_daemon_pod_is_replaced(backend: Backend) {
+    let cluster = start(backend, &["node-a"]);
+    create(&cluster, daemon_set("agent", json!({})));
+    wait_rolled_out(&cluster, "agent", &["node-a"]);
+    let pod = live_pods(&cluster, "agent").remove(0);
+    let name = pod.metadata.name.clone().expect("a name");
+    cluster.simulated().fail_pod("default", &name).expect("the pod fails");
+    let message = format!("Found failed daemon pod default/{name} on node node-a, will try to kill it");
+    eventually("the FailedDaemonPod Event", || {
+        cluster.event_messages("default", "agent", "FailedDaemonPod").contains(&message).then_some(())
+    });
+    eventually("a new pod", || {
+        let pods = live_pods(&cluster, "agent");
+        (pods.len() == 1 && pods[0].metadata.name.as_deref() != Some(&name) && ready(&pods[0])).then_some(())
+    });
+    wait_rolled_out(&cluster, "agent", &["node-a"]);
+}
+
+on_both_backends!(a_rolling_update_respects_max_unavailable);
+fn a_rolling_update_respects_max_unavailable(backend: Backend) {
+    let cluster = start(backend, &["node-a", "node-b"]);
+    let strategy = json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}});
+    create(&cluster, daemon_set("agent", strategy));
+    let first = wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+    set_image(&cluster, "agent", "registry.k8s.io/pause:3.9");
+    let second = wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+    assert_ne!(first, second);
+    let revisions = revisions(&cluster);
+    let named: Vec<(String, i64)> =
+        revisions.iter().map(|r| (r.metadata.name.clone().unwrap_or_default(), r.revision)).collect();
+    assert_eq!(named, [(format!("agent-{first}"), 1), (format!("agent-{second}"), 2)]);
+    // At most one pod was unavailable at a time: the old pods were deleted one by one.
+    assert_eq!(cluster.event_messages("default", "agent", "SuccessfulDelete").len(), 2);
+}
+
+on_both_backends!(a_rolling_update_surges_one_pod_at_a_time);
+fn a_rolling_update_surges_one_pod_at_a_time(backend: Backend) {
+    let cluster = start(backend, &["node-a", "node-b"]);
+    let strategy =
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}});
+    create(&cluster, daemon_set("agent", strategy));
+    let first = wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+    set_image(&cluster, "agent", "registry.k8s.io/pause:3.9");
+    // A new pod starts beside an old one before the old one goes.
+    eventually("a surge pod", || {
+        let pods = live_pods(&cluster, "agent");
+        (pods.len() == 3).then_some(())
+    });
+    let second = wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+    assert_ne!(first, second);
+    assert_eq!(revisions(&cluster).iter().map(|r| r.revision).collect::<Vec<_>>(), [1, 2]);
+}
+
+on_both_backends!(on_delete_replaces_only_deleted_pods);
+fn on_delete_replaces_only_deleted_pods(backend: Backend) {
+    let cluster = start(backend, &["node-a", "node-b"]);
+    create(&cluster, daemon_set("agent", json!({"updateStrategy": {"type": "OnDelete"}})));
+    let first = wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+    set_image(&cluster, "agent", "registry.k8s.io/pause:3.9");
+    let ds = eventually("the new generation observed", || {
+        let ds = cluster.api::<DaemonSet>().get("agent").ok()?;
+        let status = ds.status.clone()?;
+        (status.observed_generation == ds.metadata.generation && revisions(&cluster).len() == 2).then_some(status)
+    });
+    assert_eq!(ds.updated_number_scheduled.unwrap_or(0), 0);
+    assert!(live_pods(&cluster, "agent").iter().all(|p| hash_of(p) == first), "nothing rolled by itself");
+    let doomed = live_pods(&cluster, "agent").into_iter().find(|p| node_of(p) == "node-a").expect("a pod on node-a");
+    cluster
+        .api::<Pod>()
+        .delete(doomed.metadata.name.as_deref().unwrap_or(""), &DeleteParams::default())
+        .expect("deleted");
+    eventually("node-a's pod replaced with the new revision", || {
+        let ds = cluster.api::<DaemonSet>().get("agent").ok()?;
+        let pods = live_pods(&cluster, "agent");
+        let new = pods.iter().find(|p| node_of(p) == "node-a" && hash_of(p) != first && ready(p));
+        let updated = ds.status.and_then(|s| s.updated_number_scheduled).unwrap_or(0);
+        (new.is_some() && pods.len() == 2 && updated == 1).then_some(())
+    });
+}
+
+on_both_backends!(old_revisions_are_pruned_to_the_history_limit);
+fn old_revisions_are_pruned_to_the_history_limit(backend: Backend) {
+    let cluster = start(backend, &["node-a"]);
+    create(&cluster, daemon_set("agent", json!({"revisionHistoryLimit": 1})));
+    wait_rolled_out(&cluster, "agent", &["node-a"]);
+    for image in ["registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.8"] {
+        set_image(&cluster, "agent", image);
+        wait_rolled_out(&cluster, "agent", &["node-a"]);
+    }
+    let current = hash_of(&live_pods(&cluster, "agent")[0]);
+    let kept = eventually("one old revision kept", || {
+        let revisions = revisions(&cluster);
+        (revisions.len() == 2).then_some(revisions)
+    });
+    assert_eq!(kept.iter().map(|r| r.revision).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(kept[1].metadata.name.as_deref(), Some(format!("agent-{current}").as_str()));
+}
