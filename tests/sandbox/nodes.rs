@@ -661,3 +661,27 @@ fn a_deleted_job_pod_is_killed_keeping_its_disruption_target() {
     cluster.pods().patch("victim", &Patch::Merge(release), &PostParams::default()).expect("finalizer removed");
     wait_for("the pod to be gone", || cluster.pods().get_opt("victim").expect("pod read").is_none().then_some(()));
 }
+
+#[test]
+fn nodes_are_added_and_removed_at_run_time() {
+    let cluster = start(&["node-1"], fast());
+    cluster.nodes().add_node("node-2").expect("node-2 added");
+    assert!(cluster.nodes().add_node("node-2").is_err(), "names stay unique");
+    assert_eq!(cluster.nodes().names(), ["node-1", "node-2"]);
+    let node = wait_for("node-2 Ready", || {
+        cluster.node_api().get_opt("node-2").expect("read").filter(|n| node_ready(n) == Some("True"))
+    });
+    let addresses = node.status.and_then(|s| s.addresses).unwrap_or_default();
+    assert!(addresses.iter().any(|a| a.address == "10.0.0.11"), "the next machine's address: {addresses:?}");
+    wait_for("node-2's Lease", || cluster.leases().get_opt("node-2").expect("read"));
+    // A pod pinned to the new node runs there.
+    cluster.untaint("node-2");
+    cluster.create_pod("pinned", json!({"nodeSelector": {"kubernetes.io/hostname": "node-2"}}));
+    assert_eq!(node_of(&cluster.wait_running("pinned")), "node-2");
+
+    cluster.nodes().remove_node("node-1").expect("node-1 removed");
+    assert!(cluster.nodes().remove_node("node-1").is_err());
+    assert_eq!(cluster.nodes().names(), ["node-2"]);
+    assert!(cluster.node_api().get_opt("node-1").expect("read").is_none());
+    assert!(cluster.leases().get_opt("node-1").expect("read").is_none());
+}
