@@ -845,7 +845,6 @@ impl Renames {
     /// Masks `prefix` + 5 random characters (Kubernetes' `utilrand.String(5)` alphabet) with
     /// `prefix*`.
     fn mask_unknown(&self, text: &str) -> String {
-        const ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
         let mut out = text.to_string();
         for prefix in &self.prefixes {
             let mut from = 0;
@@ -855,7 +854,7 @@ impl Renames {
                 let suffix: String = rest.chars().take(5).collect();
                 let after = rest.chars().nth(5);
                 let boundary = after.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '-' || c == '#'));
-                if suffix.len() == 5 && suffix.chars().all(|c| ALPHABET.contains(c)) && boundary {
+                if suffix.len() == 5 && suffix.chars().all(|c| crate::random::ALPHANUMS.contains(c)) && boundary {
                     out.replace_range(start..start + 5, "*");
                     from = start + 1;
                 } else {
