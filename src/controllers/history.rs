@@ -17,6 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use serde_json::{Value, json};
 
+use crate::apimachinery::gojson;
 use crate::apimachinery::labels::Selector;
 use crate::client::{Api, Client, DeleteParams, Error, PostParams, retry};
 use crate::random::safe_encode_string;
@@ -68,67 +69,6 @@ fn with_go_zero_fields(template: &mut Value) {
     }
 }
 
-/// The bytes Go's `json.Marshal` writes for a decoded JSON value: object keys sorted, compact,
-/// `<`, `>`, `&`, U+2028 and U+2029 escaped.
-pub fn go_json(value: &Value) -> Vec<u8> {
-    let mut out = String::new();
-    write_go_json(&mut out, value);
-    out.into_bytes()
-}
-
-fn write_go_json(out: &mut String, value: &Value) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => write_go_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_string(out, key);
-                out.push(':');
-                write_go_json(out, &map[key]);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// `encoding/json`'s string encoding with HTML escaping (Go ≥ 1.22: `\b` and `\f` short).
-fn write_go_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 /// FNV-1, 32 bits (`hash/fnv.New32`).
 fn fnv32(chunks: &[&[u8]]) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
@@ -141,7 +81,7 @@ fn fnv32(chunks: &[&[u8]]) -> u32 {
 
 /// `HashControllerRevision`: FNV-1 of the data's bytes, then of the decimal collision count.
 pub fn hash_revision(data: &Value, probe: Option<i32>) -> String {
-    let bytes = go_json(data);
+    let bytes = gojson::marshal(data).into_bytes();
     let probe = probe.map(|p| p.to_string()).unwrap_or_default();
     safe_encode_string(&fnv32(&[&bytes, probe.as_bytes()]).to_string())
 }
