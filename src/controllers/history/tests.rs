@@ -115,3 +115,23 @@ fn equal_revisions_have_equal_data() {
     y.metadata.labels = Some(BTreeMap::from([(HASH_LABEL.to_string(), "246".to_string())]));
     assert!(!equal_revision(&x, &y));
 }
+
+#[test]
+fn a_statefulset_revision_is_named_as_upstream_names_it() {
+    // A StatefulSet's template as kube-apiserver v1.33.5 defaulted it, and the revision
+    // upstream's controller made of it: `web-7d8d9758b` (HTML characters, an ephemeral claim
+    // template and a resource field's divisor included).
+    let t = template(json!({
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {
+            "containers": [{"env": [{"name": "A", "valueFrom": {"resourceFieldRef": {"divisor": "0", "resource": "limits.cpu"}}}],
+                "image": "nginx:1.27<x>", "imagePullPolicy": "IfNotPresent", "name": "c", "resources": {},
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}],
+            "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "schedulerName": "default-scheduler",
+            "securityContext": {}, "terminationGracePeriodSeconds": 30,
+            "volumes": [{"ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Filesystem"}}}, "name": "e"}]
+        }
+    }));
+    assert_eq!(hash_revision(&template_patch(&t), Some(0)), "7d8d9758b");
+}
