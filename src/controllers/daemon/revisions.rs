@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use super::util::spec;
 use super::{DaemonSetsController, hash_label, name_of, namespace_of, selector_of};
 use crate::client::{Api, DeleteParams, Patch, PostParams};
-use crate::controllers::deployment::pod_template_hash::pod_template_hash;
 use crate::controllers::history::{CONTROLLER_REVISION_HASH_LABEL, template_patch};
+use crate::controllers::podutil::template_hash::compute_hash;
 use crate::runtime::controller::SyncError;
 use crate::runtime::controller_ref::{ControllerRefManager, controller_ref, recheck_deletion_timestamp};
 
@@ -37,7 +37,7 @@ fn max_revision(revisions: &[Arc<ControllerRevision>]) -> i64 {
 pub fn new_revision(ds: &DaemonSet, patch: Value, revision: i64) -> ControllerRevision {
     let template = &spec(ds).template;
     let collision_count = ds.status.as_ref().and_then(|s| s.collision_count);
-    let hash = pod_template_hash(template, collision_count);
+    let hash = compute_hash(template, collision_count);
     let mut labels: BTreeMap<String, String> =
         template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default();
     labels.insert(CONTROLLER_REVISION_HASH_LABEL.into(), hash.clone());
