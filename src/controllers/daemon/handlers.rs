@@ -82,9 +82,8 @@ impl DaemonSetsController {
                     return;
                 }
                 let namespace = revision.metadata.namespace.as_deref().unwrap_or("");
-                if let Some(owner) = controller_of(&revision.metadata) {
-                    // Owned: nothing to do until it changes.
-                    let _ = self.resolve(namespace, owner);
+                if controller_of(&revision.metadata).is_some() {
+                    // Owned: its DaemonSet has nothing to do until it changes.
                     return;
                 }
                 if revision.metadata.labels.as_ref().is_some_and(|l| !l.is_empty()) {
