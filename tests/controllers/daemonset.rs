@@ -226,15 +226,16 @@ fn a_rolling_update_respects_max_unavailable(backend: Backend) {
     let named: Vec<(String, i64)> =
         revisions.iter().map(|r| (r.metadata.name.clone().unwrap_or_default(), r.revision)).collect();
     assert_eq!(named, [(format!("agent-{first}"), 1), (format!("agent-{second}"), 2)]);
-    // At most one pod was unavailable at a time: the old pods were deleted one by one.
+    // Each old pod was deleted once, and none of the new ones.
     assert_eq!(cluster.event_messages("default", "agent", "SuccessfulDelete").len(), 2);
 }
 
 on_both_backends!(a_rolling_update_surges_one_pod_at_a_time);
 fn a_rolling_update_surges_one_pod_at_a_time(backend: Backend) {
     let cluster = start(backend, &["node-a", "node-b"]);
-    let strategy =
-        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}});
+    // minReadySeconds keeps each new pod beside the old one for 2 s at least.
+    let strategy = json!({"minReadySeconds": 2,
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}});
     create(&cluster, daemon_set("agent", strategy));
     let first = wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
     set_image(&cluster, "agent", "registry.k8s.io/pause:3.9");
@@ -291,4 +292,24 @@ fn old_revisions_are_pruned_to_the_history_limit(backend: Backend) {
     });
     assert_eq!(kept.iter().map(|r| r.revision).collect::<Vec<_>>(), [2, 3]);
     assert_eq!(kept[1].metadata.name.as_deref(), Some(format!("agent-{current}").as_str()));
+}
+
+on_both_backends!(pods_count_as_available_after_min_ready_seconds);
+fn pods_count_as_available_after_min_ready_seconds(backend: Backend) {
+    let cluster = start(backend, &["node-a"]);
+    create(&cluster, daemon_set("agent", json!({"minReadySeconds": 2})));
+    // Nothing about the pod changes once it is ready: only the controller's requeue after
+    // minReadySeconds makes it available.
+    wait_rolled_out(&cluster, "agent", &["node-a"]);
+    let pod = live_pods(&cluster, "agent").remove(0);
+    let ready_since = pod
+        .status
+        .and_then(|s| s.conditions)
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")
+        .and_then(|c| c.last_transition_time)
+        .expect("a ready time");
+    let elapsed = jiff::Timestamp::now().as_second() - ready_since.0.as_second();
+    assert!(elapsed >= 2, "available only {elapsed} s after becoming ready");
 }
