@@ -107,5 +107,12 @@ mod tests {
         expectations.expect_creations("ns/rs", 1);
         expectations.delete("ns/rs");
         assert!(expectations.satisfied("ns/rs"));
+
+        // Creations and deletions awaited at once (the DaemonSet controller's syncNodes).
+        expectations.expect("ns/ds", 1, vec!["ns/old".into()]);
+        expectations.creation_observed("ns/ds");
+        assert!(!expectations.satisfied("ns/ds"));
+        expectations.deletion_observed("ns/ds", "ns/old");
+        assert!(expectations.satisfied("ns/ds"));
     }
 }

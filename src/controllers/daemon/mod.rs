@@ -15,23 +15,24 @@
 
 mod backoff;
 mod handlers;
+mod pods;
 mod revisions;
+mod status;
 mod update;
 pub mod util;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::{is_pod_available, is_pod_ready, phase};
-use crate::client::{Api, Client, DeleteParams, PostParams};
+use crate::client::Client;
 use crate::controllers::history::CONTROLLER_REVISION_HASH_LABEL;
 use crate::controllers::nodeutil::add_node_name_index;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
@@ -41,14 +42,10 @@ use crate::runtime::controller_ref::{
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informer::{Event, Informer, object_key};
-use crate::runtime::slow_start::slow_start_batch;
 use crate::runtime::workqueue::WorkQueue;
 
 use backoff::Backoff;
-use util::{
-    allows_surge, create_pod_template, creation_order, is_pod_updated, min_ready_seconds, node_should_run_daemon_pod,
-    replace_node_name_affinity, spec, target_node_name, template_generation,
-};
+use util::{allows_surge, creation_order, min_ready_seconds, node_should_run_daemon_pod, spec, target_node_name};
 
 /// `BurstReplicas`: at most this many creations and deletions per sync.
 const BURST_REPLICAS: usize = 250;
@@ -390,238 +387,5 @@ impl DaemonSetsController {
             to_delete.extend(live.map(|p| name_of(&p.metadata).to_string()));
         }
         (needing, to_delete)
-    }
-
-    /// `syncNodes`: deletes `to_delete` and creates a pod on each node of `needing`, at most
-    /// [`BURST_REPLICAS`] of each, creations in slow-start batches; expectations set first.
-    fn sync_nodes(&self, ds: &DaemonSet, to_delete: &[String], needing: &[String], hash: &str) -> SyncResult {
-        let key = object_key(&ds.metadata);
-        let namespace = namespace_of(&ds.metadata);
-        let create_count = needing.len().min(BURST_REPLICAS);
-        let delete_count = to_delete.len().min(BURST_REPLICAS);
-        let doomed = &to_delete[..delete_count];
-        self.expectations.expect(&key, create_count, doomed.iter().map(|name| format!("{namespace}/{name}")).collect());
-        log::debug!(
-            "Nodes needing daemon pods for daemon set, creating daemonset={key} needCount={needing:?} createCount={create_count}"
-        );
-        let generation = template_generation(ds).ok().flatten();
-        let template = create_pod_template(&spec(ds).template, generation, hash);
-        let next = AtomicUsize::new(0);
-        let (created, create_error) = slow_start_batch(create_count, || {
-            let node = &needing[next.fetch_add(1, Ordering::SeqCst)];
-            self.create_pod(ds, &template, node).inspect_err(|_| {
-                log::info!("Failed creation, decrementing expectations for daemon set daemonset={key}");
-                self.expectations.creation_observed(&key);
-            })
-        });
-        let attempted = next.load(Ordering::SeqCst);
-        let skipped = create_count - attempted;
-        if skipped > 0 {
-            log::info!(
-                "Slow-start failure. Skipping creation pods, decrementing expectations for daemon set skippedPods={skipped} daemonset={key}"
-            );
-            for _ in 0..skipped {
-                self.expectations.creation_observed(&key);
-            }
-        }
-        log::debug!("created {created} of {create_count} daemon pods daemonset={key}");
-        log::debug!(
-            "Pods to delete for daemon set, deleting daemonset={key} toDeleteCount={to_delete:?} deleteCount={delete_count}"
-        );
-        let delete_errors: Vec<SyncError> = std::thread::scope(|scope| {
-            let key = &key;
-            let threads: Vec<_> =
-                doomed.iter().map(|name| scope.spawn(move || self.delete_pod(ds, key, name))).collect();
-            threads.into_iter().filter_map(|t| t.join().ok()).filter_map(Result::err).collect()
-        });
-        match create_error.into_iter().chain(delete_errors).next() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// `CreatePods` of one daemon pod for `node` (`GetPodFromTemplate` with the node affinity
-    /// replaced), recording `SuccessfulCreate` or `FailedCreate`. A terminating namespace is
-    /// no error.
-    fn create_pod(
-        &self,
-        ds: &DaemonSet,
-        template: &k8s_openapi::api::core::v1::PodTemplateSpec,
-        node: &str,
-    ) -> SyncResult {
-        let mut template = template.clone();
-        let pod_spec = template.spec.get_or_insert_with(Default::default);
-        pod_spec.affinity = Some(replace_node_name_affinity(pod_spec.affinity.take(), node));
-        let meta = template.metadata.unwrap_or_default();
-        let pod = Pod {
-            metadata: ObjectMeta {
-                generate_name: Some(format!("{}-", name_of(&ds.metadata))),
-                namespace: ds.metadata.namespace.clone(),
-                labels: meta.labels,
-                annotations: meta.annotations,
-                finalizers: meta.finalizers,
-                owner_references: Some(vec![controller_ref(ds)]),
-                ..ObjectMeta::default()
-            },
-            spec: template.spec,
-            status: None,
-        };
-        if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            return Err(SyncError::Failed("unable to create pods, no labels".into()));
-        }
-        match Api::<Pod>::namespaced(&self.client, namespace_of(&ds.metadata)).create(&pod, &PostParams::default()) {
-            Ok(created) => {
-                let message = format!("Created pod: {}", name_of(&created.metadata));
-                self.recorder.event_for(ds, EventType::Normal, "SuccessfulCreate", &message);
-                Ok(())
-            }
-            Err(e) if e.has_status_cause("NamespaceTerminating") => Ok(()),
-            Err(e) => {
-                let message = format!("Error creating: {}", e.message());
-                self.recorder.event_for(ds, EventType::Warning, "FailedCreate", &message);
-                Err(SyncError::from(e))
-            }
-        }
-    }
-
-    /// `DeletePod`, recording `SuccessfulDelete` or `FailedDelete`; a failure (or a pod gone)
-    /// lowers the expectations, and only a failure is an error.
-    fn delete_pod(&self, ds: &DaemonSet, key: &str, name: &str) -> SyncResult {
-        let namespace = namespace_of(&ds.metadata);
-        match Api::<Pod>::namespaced(&self.client, namespace).delete(name, &DeleteParams::default()) {
-            Ok(_) => {
-                self.recorder.event_for(ds, EventType::Normal, "SuccessfulDelete", &format!("Deleted pod: {name}"));
-                Ok(())
-            }
-            Err(e) => {
-                self.expectations.deletion_observed(key, &format!("{namespace}/{name}"));
-                if e.is_not_found() {
-                    return Ok(());
-                }
-                log::info!("Failed deletion, decremented expectations for daemon set daemonset={key}");
-                let message = format!("Error deleting: {}", e.message());
-                self.recorder.event_for(ds, EventType::Warning, "FailedDelete", &message);
-                Err(SyncError::from(e))
-            }
-        }
-    }
-
-    /// `updateDaemonSetStatus`: counts per node, written when they changed; requeued after
-    /// `minReadySeconds` while ready pods are not all available yet.
-    fn update_status(
-        &self,
-        ds: &DaemonSet,
-        nodes: &[Arc<Node>],
-        hash: &str,
-        update_observed_generation: bool,
-    ) -> SyncResult {
-        log::debug!("Updating daemon set status");
-        let node_pods = self.nodes_to_daemon_pods(ds, false).map_err(|e| {
-            e.context(format!("couldn't get node to daemon pod mapping for daemon set {:?}", name_of(&ds.metadata)))
-        })?;
-        let now = Timestamp::now();
-        let generation = template_generation(ds).ok().flatten();
-        let mut counts = Counts::default();
-        for node in nodes {
-            let (should_run, _) = node_should_run_daemon_pod(node, ds);
-            let pods = node_pods.get(node_name(node)).filter(|p| !p.is_empty());
-            if !should_run {
-                counts.misscheduled += i32::from(pods.is_some());
-                continue;
-            }
-            counts.desired += 1;
-            let Some(pods) = pods else { continue };
-            counts.current += 1;
-            let mut pods = pods.clone();
-            pods.sort_by(|a, b| creation_order(a, b));
-            let pod = &pods[0];
-            if is_pod_ready(pod) {
-                counts.ready += 1;
-                if is_pod_available(pod, min_ready_seconds(ds), now) {
-                    counts.available += 1;
-                }
-            }
-            if is_pod_updated(pod, hash, generation) {
-                counts.updated += 1;
-            }
-        }
-        self.store_status(ds, &counts, update_observed_generation).map_err(|e| {
-            SyncError::from(e).context(format!("error storing status for daemon set {}", object_key(&ds.metadata)))
-        })?;
-        let min_ready = min_ready_seconds(ds);
-        if min_ready > 0 && counts.ready != counts.available {
-            self.queue.add_after(object_key(&ds.metadata), Duration::from_secs(min_ready as u64));
-        }
-        Ok(())
-    }
-
-    /// `storeDaemonSetStatus`: one write, retried once on a fresh copy.
-    fn store_status(
-        &self,
-        ds: &DaemonSet,
-        counts: &Counts,
-        update_observed_generation: bool,
-    ) -> Result<(), crate::client::Error> {
-        let status = ds.status.clone().unwrap_or_default();
-        let generation = ds.metadata.generation.unwrap_or(0);
-        if status.desired_number_scheduled == counts.desired
-            && status.current_number_scheduled == counts.current
-            && status.number_misscheduled == counts.misscheduled
-            && status.number_ready == counts.ready
-            && status.updated_number_scheduled.unwrap_or(0) == counts.updated
-            && status.number_available.unwrap_or(0) == counts.available
-            && status.number_unavailable.unwrap_or(0) == counts.desired - counts.available
-            && status.observed_generation.unwrap_or(0) >= generation
-        {
-            return Ok(());
-        }
-        let api = Api::<DaemonSet>::namespaced(&self.client, namespace_of(&ds.metadata));
-        let name = name_of(&ds.metadata);
-        let mut to_update = ds.clone();
-        let mut attempt = 0;
-        loop {
-            let status = to_update.status.get_or_insert_with(DaemonSetStatus::default);
-            if update_observed_generation {
-                status.observed_generation = Some(generation);
-            }
-            counts.write(status);
-            let error = match api.replace_status(name, &to_update, &PostParams::default()) {
-                Ok(written) => {
-                    self.daemon_sets.mutation(written);
-                    return Ok(());
-                }
-                Err(e) => e,
-            };
-            if attempt >= STATUS_UPDATE_RETRIES {
-                return Err(error);
-            }
-            attempt += 1;
-            to_update = api.get(name)?;
-        }
-    }
-}
-
-/// The counts of `updateDaemonSetStatus`.
-#[derive(Debug, Default)]
-struct Counts {
-    desired: i32,
-    current: i32,
-    misscheduled: i32,
-    ready: i32,
-    updated: i32,
-    available: i32,
-}
-
-impl Counts {
-    /// Go writes every counter; `omitempty` ones are absent when zero.
-    fn write(&self, status: &mut DaemonSetStatus) {
-        let optional = |n: i32| (n != 0).then_some(n);
-        status.desired_number_scheduled = self.desired;
-        status.current_number_scheduled = self.current;
-        status.number_misscheduled = self.misscheduled;
-        status.number_ready = self.ready;
-        status.updated_number_scheduled = optional(self.updated);
-        status.number_available = optional(self.available);
-        status.number_unavailable = optional(self.desired - self.available);
     }
 }
