@@ -53,6 +53,10 @@ serve signals:
   SIGUSR2                     restart now: stop, wait --restart-downtime, listen on the same port, state kept
   SIGINT, SIGTERM             stop and exit
 
+serve (with --nodes) and nodes read commands on standard input, answering ok or error: ...:
+  add-node NAME               a new simulated node registers and runs its pods
+  remove-node NAME            a simulated node stops for good; its Node and Lease are deleted
+
 demo options:
   --controller-manager PATH   the kube-controller-manager binary (default: next to kcm-sandbox)
   --nodes N                   simulated nodes (default 3)
@@ -401,11 +405,17 @@ fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, String
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let config = crate::client::config::load(Some(&kubeconfig), None).map_err(|e| e.to_string())?;
     let count = names.len();
-    let nodes =
-        crate::sandbox::nodes::SimulatedNodes::start(config, names, crate::sandbox::nodes::NodeOptions::default())?;
+    let nodes = Arc::new(crate::sandbox::nodes::SimulatedNodes::start(
+        config,
+        names,
+        crate::sandbox::nodes::NodeOptions::default(),
+    )?);
     println!("kcm-sandbox: running {count} simulated node(s)");
+    node_commands(Arc::downgrade(&nodes));
     signals.forever().next();
-    nodes.stop();
+    if let Ok(nodes) = Arc::try_unwrap(nodes) {
+        nodes.stop();
+    }
     Ok(ExitCode::SUCCESS)
 }
 
