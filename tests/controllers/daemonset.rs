@@ -1,7 +1,7 @@
 //! The daemonset-controller on both backends: one pod per eligible node (taints, tolerations,
 //! node selectors), pods following nodes that join, leave or change labels, failed daemon pods
-//! replaced, rolling updates with maxUnavailable and maxSurge, OnDelete, and the revision
-//! history (`<ds>-<hash>` ControllerRevisions, the `controller-revision-hash` label, pruning).
+//! replaced, rolling updates with maxUnavailable and maxSurge, OnDelete, minReadySeconds, an
+//! orphan adopted, and the revision history (`<ds>-<hash>` ControllerRevisions, the `controller-revision-hash` label, pruning).
 //!
 //! Nothing here removes the `node.kubernetes.io/not-ready` taint new Nodes get (no node
 //! lifecycle controller runs), so each test removes it from its nodes as that controller would.
@@ -312,4 +312,28 @@ fn pods_count_as_available_after_min_ready_seconds(backend: Backend) {
         .expect("a ready time");
     let elapsed = jiff::Timestamp::now().as_second() - ready_since.0.as_second();
     assert!(elapsed >= 2, "available only {elapsed} s after becoming ready");
+}
+
+on_both_backends!(an_orphan_pod_on_a_node_is_adopted);
+fn an_orphan_pod_on_a_node_is_adopted(backend: Backend) {
+    let cluster = start(backend, &["node-a", "node-b"]);
+    let orphan: Pod = from(json!({"metadata": {"name": "stray", "labels": {"app": "agent"}},
+        "spec": {"nodeName": "node-a", "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}));
+    cluster.api::<Pod>().create(&orphan, &PostParams::default()).expect("created");
+    // OnDelete: the adopted pod, of no revision, is kept as it is.
+    create(&cluster, daemon_set("agent", json!({"updateStrategy": {"type": "OnDelete"}})));
+    let ds = cluster.api::<DaemonSet>().get("agent").expect("the DaemonSet");
+    eventually("the orphan adopted and node-b given a pod", || {
+        let pods = live_pods(&cluster, "agent");
+        let stray = pods.iter().find(|p| p.metadata.name.as_deref() == Some("stray"))?;
+        let owner = stray.metadata.owner_references.as_ref()?.first()?;
+        let status = cluster.api::<DaemonSet>().get("agent").ok()?.status?;
+        let done = owner.uid.as_str() == ds.metadata.uid.as_deref().unwrap_or("")
+            && owner.controller == Some(true)
+            && pods.len() == 2
+            && pods.iter().any(|p| node_of(p) == "node-b" && ready(p))
+            && status.current_number_scheduled == 2
+            && status.updated_number_scheduled.unwrap_or(0) == 1;
+        done.then_some(())
+    });
 }
