@@ -1322,8 +1322,8 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "daemonset",
-        summary: "a DaemonSet on 3 nodes, one tainted; image rolled with maxUnavailable 1, then with maxSurge 1; \
-                  a node removed and one added",
+        summary: "a DaemonSet on 3 nodes, one tainted; a failed pod replaced; image rolled with maxUnavailable 1, \
+                  then with maxSurge 1; a node removed and one added",
         nodes: 3,
         flags: &[],
         compare_nodes: false,
@@ -1812,6 +1812,22 @@ fn daemon_set(steps: &mut Steps) -> Result<(), String> {
     steps.create(DAEMON_SETS, json!({"metadata": {"name": "agent"}, "spec": spec}))?;
     daemon_set_rolled_out(steps, "agent", 2)?;
     steps.checkpoint("created")?;
+    // A daemon pod fails: it is deleted (FailedDaemonPod) and replaced.
+    let pods = steps.live_pods(NAMESPACE, "app=agent")?;
+    let failed = pods.iter().find(|p| p["spec"]["nodeName"] == "node-2").ok_or("no pod on node-2")?;
+    let failed = failed["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    steps.nodes.fail_pod(NAMESPACE, &failed)?;
+    steps.wait("the failed pod replaced", |s| {
+        let pods = s.live_pods(NAMESPACE, "app=agent")?;
+        let replaced = pods.iter().any(|p| {
+            p["spec"]["nodeName"] == "node-2"
+                && p["metadata"]["name"] != failed.as_str()
+                && condition(p, "Ready") == Some("True")
+        });
+        Ok((replaced && pods.len() == 2).then_some(()))
+    })?;
+    daemon_set_rolled_out(steps, "agent", 2)?;
+    steps.checkpoint("failed pod replaced")?;
     let image =
         |image: &str| json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": image}]}}}});
     steps.patch(&format!("{DAEMON_SETS}/agent"), image("registry.k8s.io/pause:3.9"))?;
