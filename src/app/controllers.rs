@@ -13,8 +13,8 @@ use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
     cronjob, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace, nodeipam,
-    nodelifecycle, podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, tainteviction, ttl,
-    ttlafterfinished,
+    nodelifecycle, podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, statefulset, tainteviction,
+    ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -296,7 +296,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("service-account-controller")
         .starts(|c, _| serviceaccount::new_accounts(c)),
     plain("serviceaccount-token-controller", &["serviceaccount-token"]).first().starts(start_token_controller),
-    plain("statefulset-controller", &["statefulset"]).account("statefulset-controller"),
+    plain("statefulset-controller", &["statefulset"]).account("statefulset-controller").starts(|c, o| statefulset::new(c, statefulset::Config { workers: workers(o.concurrency.statefulset_syncs) })),
     gated("storage-version-migrator-controller", &[], &["StorageVersionMigrator"])
         .account("storage-version-migrator-controller"),
     gated(
@@ -680,7 +680,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 21);
+        assert_eq!(implemented().len(), 22);
     }
 
     fn options(root_ca_file: &str) -> Options {

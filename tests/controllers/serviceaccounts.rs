@@ -355,7 +355,7 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 18] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 19] = [
     "cronjob-controller",
     "deployment-controller",
     "endpoint-controller",
@@ -372,6 +372,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 18] = [
     "resourcequota-controller",
     "root-ca-cert-publisher",
     "service-account-controller",
+    "statefulset-controller",
     "ttl-after-finished-controller",
     "ttl-controller",
 ];
