@@ -64,3 +64,8 @@ fn a_job_is_suspended_and_resumed_as_upstream_does() {
 fn cron_jobs_run_their_ticks_as_upstream_runs_them() {
     run("cronjob");
 }
+
+#[test]
+fn a_stateful_set_scales_and_rolls_out_as_upstream_does() {
+    run("statefulset");
+}
