@@ -40,11 +40,20 @@ pub fn uuid() -> String {
     )
 }
 
-/// `n` characters from the alphabet apimachinery's `utilrand.String` uses for generated names
-/// (no vowels, no confusable characters).
+/// The alphabet of apimachinery's `utilrand` (no vowels, no confusable characters).
+pub const ALPHANUMS: &str = "bcdfghjklmnpqrstvwxz2456789";
+
+/// `n` characters from [`ALPHANUMS`], as `utilrand.String` makes generated names.
 pub fn name_suffix(n: usize) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    (0..n).map(|_| ALPHABET[below(ALPHABET.len() as u64) as usize] as char).collect()
+    let alphabet = ALPHANUMS.as_bytes();
+    (0..n).map(|_| alphabet[below(alphabet.len() as u64) as usize] as char).collect()
+}
+
+/// `utilrand.SafeEncodeString`: each character mapped into [`ALPHANUMS`] (hashes in names
+/// carry no vowels, so no words).
+pub fn safe_encode_string(s: &str) -> String {
+    let alphabet = ALPHANUMS.as_bytes();
+    s.chars().map(|c| alphabet[c as usize % alphabet.len()] as char).collect()
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Ports of the Kubernetes helper packages that several layers need: name and label rules,
-//! field errors, Go quoting and durations, label selectors, CIDRs, clocks, token buckets and pod
+//! field errors, Go quoting, JSON and durations, label selectors, CIDRs, clocks, token buckets and pod
 //! helpers.
 //!
 //! Each file follows one upstream package, with its semantics and its wording, so that the
@@ -12,6 +12,7 @@ pub mod cron;
 pub mod duration;
 pub mod field;
 pub mod flowcontrol;
+pub mod gojson;
 pub mod labels;
 pub mod net;
 pub mod pod;

@@ -14,6 +14,7 @@ pub mod metadata;
 mod metrics;
 pub mod rate_limit;
 pub mod resolve;
+pub mod retry;
 pub mod tls;
 mod url;
 pub mod watch;

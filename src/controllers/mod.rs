@@ -1,5 +1,5 @@
 //! The controllers, one module (or folder) each, as upstream's `pkg/controller/<name>`, plus the
-//! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`). A controller exports a
+//! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`, `history`). A controller exports a
 //! constructor taking a [`crate::runtime::controller::ControllerContext`] and a plain config
 //! struct; the table in `crate::app::controllers` names it and builds it from the flags.
 
@@ -10,6 +10,7 @@ pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod endpointutil;
 pub mod garbagecollector;
+pub mod history;
 pub mod job;
 pub mod jobutil;
 pub mod namespace;

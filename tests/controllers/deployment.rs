@@ -12,7 +12,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kcm::app::controllers::named;
 use kcm::client::{Api, Client, Patch, PostParams};
-use kcm::controllers::deployment::pod_template_hash::pod_template_hash;
+use kcm::controllers::podutil::template_hash::compute_hash;
 use kcm::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
@@ -189,7 +189,7 @@ impl ClusterExt for Cluster {
 /// The name the controller gives the ReplicaSet of `d`'s current template.
 fn expected_rs_name(d: &Deployment) -> (String, String) {
     let template = &d.spec.as_ref().expect("spec").template;
-    let hash = pod_template_hash(template, d.status.as_ref().and_then(|s| s.collision_count));
+    let hash = compute_hash(template, d.status.as_ref().and_then(|s| s.collision_count));
     (format!("{}-{hash}", d.metadata.name.as_deref().unwrap_or("")), hash)
 }
 

@@ -994,3 +994,60 @@ fn jobs_answer_as_kube_apiserver() {
     });
     pair.assert_conforms();
 }
+
+// ---------------------------------------------------------------------------------------------
+// apps/v1: ControllerRevisions, DaemonSet and StatefulSet defaults
+// ---------------------------------------------------------------------------------------------
+
+fn revisions() -> String {
+    format!("/apis/apps/v1/namespaces/{NS}/controllerrevisions")
+}
+
+fn revision(name: &str, data: Value, number: i64) -> Value {
+    let mut revision = json!({"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": name},
+        "revision": number});
+    if !data.is_null() {
+        revision["data"] = data;
+    }
+    revision
+}
+
+#[test]
+fn controller_revisions_answer_as_kube_apiserver() {
+    let Some(mut pair) = Pair::start() else { return };
+    let data = json!({"spec": {"template": {"$patch": "replace", "metadata": {"creationTimestamp": null}}}});
+    pair.check("create", |s| {
+        let created = s.admin("POST", &revisions(), &[], &revision("web-1", data.clone(), 1));
+        json!({"data": stored(&created, "data"), "revision": stored(&created, "revision")})
+    });
+    pair.check("a negative revision and data that is no object: 422", |s| {
+        let negative = s.admin("POST", &revisions(), &[], &revision("web-2", data.clone(), -1)).shape();
+        let string = s.admin("POST", &revisions(), &[], &revision("web-3", json!("x"), 1)).shape();
+        let missing = s.admin("POST", &revisions(), &[], &revision("web-4", Value::Null, 1)).shape();
+        json!({"negative": negative, "string": string, "missing": missing})
+    });
+    pair.check("a new revision number is an update; new data is refused", |s| {
+        let path = format!("{}/web-1", revisions());
+        let mut current = s.get(&path).json();
+        current["revision"] = json!(5);
+        let renumbered = s.admin("PUT", &path, &[], &current);
+        let mut changed = renumbered.json();
+        changed["data"] = json!({"spec": {"template": {"$patch": "replace"}}});
+        let refused = s.admin("PUT", &path, &[], &changed).shape();
+        json!({"renumbered": stored(&renumbered, "revision"), "refused": refused})
+    });
+    pair.check("DaemonSet and StatefulSet defaults", |s| {
+        let template =
+            json!({"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        let ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": template}});
+        let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "serviceName": "web", "template": template,
+                "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}}}}]}});
+        let ds = s.admin("POST", &format!("/apis/apps/v1/namespaces/{NS}/daemonsets"), &[], &ds);
+        let sts = s.admin("POST", &format!("/apis/apps/v1/namespaces/{NS}/statefulsets"), &[], &sts);
+        json!({"daemonset": stored(&ds, "spec"), "statefulset": stored(&sts, "spec")})
+    });
+    pair.assert_conforms();
+}

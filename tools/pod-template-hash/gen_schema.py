@@ -14,7 +14,7 @@ FILES = {  # Go source -> the package name reflect prints for its types
     os.path.join(HERE, 'schema', 'core_v1_types.go'): 'core',
     os.path.join(HERE, 'schema', 'meta_v1_types.go'): 'meta',
 }
-# Types whose JSON form differs from their Go layout: printed by hand in pod_template_hash.rs.
+# Types whose JSON form differs from their Go layout: printed by hand in template_hash.rs.
 SPECIAL = {'resource.Quantity': 'Quantity', 'intstr.IntOrString': 'IntOrString', 'meta.Time': 'Time'}
 BUILTIN = {'bool': 'Bool', 'int32': 'Int', 'int64': 'Int', 'string': 'Str', '[]byte': 'Bytes'}
 

@@ -355,30 +355,8 @@ fn go_json_list(values: &[String]) -> String {
     if values.is_empty() {
         return "null".to_string();
     }
-    let items: Vec<String> = values.iter().map(|v| go_json_string(v)).collect();
+    let items: Vec<String> = values.iter().map(|v| super::gojson::string(v)).collect();
     format!("[{}]", items.join(","))
-}
-
-/// Go's `json.Marshal` of a string, with its HTML-safe escapes.
-fn go_json_string(text: &str) -> String {
-    let mut encoded = String::with_capacity(text.len() + 2);
-    encoded.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => encoded.push_str("\\\""),
-            '\\' => encoded.push_str("\\\\"),
-            '\n' => encoded.push_str("\\n"),
-            '\r' => encoded.push_str("\\r"),
-            '\t' => encoded.push_str("\\t"),
-            '\x08' => encoded.push_str("\\b"),
-            '\x0c' => encoded.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => encoded.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 => encoded.push_str(&format!("\\u{:04x}", c as u32)),
-            c => encoded.push(c),
-        }
-    }
-    encoded.push('"');
-    encoded
 }
 
 #[cfg(test)]

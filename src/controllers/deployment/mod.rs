@@ -8,7 +8,6 @@
 //! with the Deployment's strategy, and writes the status. Pods are the ReplicaSet controller's.
 
 mod handlers;
-pub mod pod_template_hash;
 mod progress;
 mod recreate;
 mod rollback;

@@ -5,10 +5,10 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::pod_template_hash::pod_template_hash;
 use super::util::{self, POD_TEMPLATE_HASH, replicas, rs_name, rs_replicas};
 use super::{DeploymentController, DeploymentResult, name, namespace, namespace_terminating};
 use crate::client::{Api, DeleteParams, PostParams};
+use crate::controllers::podutil::template_hash::compute_hash;
 use crate::runtime::controller_ref::{controller_of, controller_ref};
 use crate::runtime::events::EventType;
 
@@ -277,7 +277,7 @@ impl DeploymentController {
     fn replica_set_for(&self, d: &Deployment) -> ReplicaSet {
         let collision_count = d.status.as_ref().and_then(|s| s.collision_count);
         let mut template = util::template(d);
-        let hash = pod_template_hash(&template, collision_count);
+        let hash = compute_hash(&template, collision_count);
         let labels = template.metadata.get_or_insert_with(Default::default).labels.get_or_insert_with(Default::default);
         labels.insert(POD_TEMPLATE_HASH.into(), hash.clone());
         let labels = labels.clone();

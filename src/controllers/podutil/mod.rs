@@ -1,9 +1,11 @@
 //! Pod helpers several controllers share: `pkg/util/pod.PatchPodStatus` (a strategic merge
 //! patch of the status with the pod's UID as a precondition) and the deletion rankings
-//! (`ranking`). (`UpdatePodCondition` and the other pure pod helpers are in
+//! (`ranking`), and `controller.ComputeHash` of a pod template (`template_hash`: the
+//! Deployment's `pod-template-hash`, the DaemonSet's revision hash). (`UpdatePodCondition` and the other pure pod helpers are in
 //! [`crate::apimachinery::pod`].)
 
 pub mod ranking;
+pub mod template_hash;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::{Map, Value, json};

@@ -11,7 +11,6 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetSta
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 
 use super::StatefulSetController;
-use super::history;
 use super::pod_control::aggregate;
 use super::utils::{
     allows_burst, complete_rolling_update, end_ordinal, in_ordinal_range, inconsistent_status, is_created, is_finished,
@@ -20,6 +19,7 @@ use super::utils::{
 };
 use crate::apimachinery::labels::Selector;
 use crate::client::{Api, PostParams};
+use crate::controllers::history;
 use crate::runtime::controller_ref::controller_ref;
 
 /// `MaxBatchSize` of `slowStartBatch`.
@@ -144,7 +144,7 @@ impl StatefulSetController {
     /// `ListRevisions`: the revisions the set's selector matches.
     pub(super) fn list_revisions(&self, set: &StatefulSet) -> Result<Vec<Arc<ControllerRevision>>, String> {
         let selector = Selector::from_label_selector(&spec(set).selector)?;
-        Ok(self.history.list(namespace_of(&set.metadata), &selector))
+        Ok(self.history.list(&set.metadata, &selector))
     }
 
     #[allow(clippy::type_complexity)]

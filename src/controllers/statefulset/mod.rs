@@ -15,11 +15,8 @@
 
 mod control;
 mod handlers;
-mod history_standin;
 mod pod_control;
 mod utils;
-
-use history_standin as history;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +26,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 
 use crate::apimachinery::labels::Selector;
 use crate::client::Client;
+use crate::controllers::history;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::controller_ref::{
     ControllerRefManager, claim_candidate, controller_of, controller_ref, recheck_deletion_timestamp,

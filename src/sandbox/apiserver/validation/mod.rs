@@ -192,6 +192,7 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("apps", "replicasets") => workloads::replica_set(object),
         ("apps", "statefulsets") => workloads::stateful_set(object),
         ("apps", "daemonsets") => workloads::daemon_set(object),
+        ("apps", "controllerrevisions") => workloads::controller_revision(object, old),
         ("", "replicationcontrollers") => workloads::replication_controller(object),
         ("batch", "jobs") => batch::job(object, old),
         ("batch", "cronjobs") => batch::cron_job(object, old),

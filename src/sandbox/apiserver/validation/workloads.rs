@@ -128,6 +128,30 @@ pub(super) fn daemon_set(object: &Value) -> Vec<FieldError> {
     causes
 }
 
+/// `ValidateControllerRevisionCreate` / `…Update`: a revision number ≥ 0 and, on a create,
+/// data that is a JSON object; on an update the data may not change.
+pub(super) fn controller_revision(object: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut causes: Vec<FieldError> =
+        object["revision"].as_i64().and_then(|v| FieldError::nonnegative("revision", v)).into_iter().collect();
+    let data = &object["data"];
+    match old {
+        None if data.is_null() => causes.push(FieldError::required("data", "data is mandatory")),
+        None if !data.is_object() => causes.push(FieldError::required("data", "data must be a valid JSON object")),
+        None => {}
+        Some(old) if old["data"] != *data => {
+            causes.push(super::immutable("data", go_raw_extension(data)));
+        }
+        Some(_) => {}
+    }
+    causes
+}
+
+/// `%#v` of the `runtime.RawExtension` holding `data`, as a field error shows it.
+fn go_raw_extension(data: &Value) -> String {
+    let bytes: Vec<String> = data.to_string().bytes().map(|b| format!("0x{b:x}")).collect();
+    format!("runtime.RawExtension{{Raw:[]uint8{{{}}}, Object:runtime.Object(nil)}}", bytes.join(", "))
+}
+
 /// The selector rules of Deployments, ReplicaSets and StatefulSets: required, valid, not
 /// empty; returns the parsed selector when it converts (`LabelSelectorAsSelector`).
 fn required_selector(spec: &Value, kind: &str) -> (Vec<FieldError>, Option<Selector>) {

@@ -21,7 +21,7 @@ fn cases() -> Vec<(String, PodTemplateSpec, Option<i32>)> {
 fn dump_for_debugging() {
     let Ok(dir) = std::env::var("POD_TEMPLATE_HASH_DUMP") else { return };
     for (name, template, count) in cases() {
-        let text = format!("{name} {}\n{}\n", pod_template_hash(&template, count), spew_text(&template));
+        let text = format!("{name} {}\n{}\n", compute_hash(&template, count), spew_text(&template));
         std::fs::write(format!("{dir}/{name}.txt"), text).expect("writable dump directory");
     }
 }
@@ -51,7 +51,7 @@ fn matches_upstream_for_every_case() {
     assert_eq!(cases.len(), GOLDEN.len(), "every case has a golden hash");
     for ((name, template, count), (golden_name, golden)) in cases.iter().zip(GOLDEN) {
         assert_eq!(name, golden_name);
-        assert_eq!(&pod_template_hash(template, *count), golden, "case {name}");
+        assert_eq!(&compute_hash(template, *count), golden, "case {name}");
     }
 }
 
@@ -67,14 +67,14 @@ fn minimal() -> Value {
 #[test]
 fn collision_count_changes_the_hash() {
     let t = template(minimal());
-    let hashes: Vec<String> = [None, Some(0), Some(1), Some(2)].iter().map(|c| pod_template_hash(&t, *c)).collect();
+    let hashes: Vec<String> = [None, Some(0), Some(1), Some(2)].iter().map(|c| compute_hash(&t, *c)).collect();
     for (i, a) in hashes.iter().enumerate() {
         for b in &hashes[i + 1..] {
             assert_ne!(a, b);
         }
     }
     // A negative count is written as its uint32 bits, as Go's conversion does.
-    assert_ne!(pod_template_hash(&t, Some(-1)), pod_template_hash(&t, Some(1)));
+    assert_ne!(compute_hash(&t, Some(-1)), compute_hash(&t, Some(1)));
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn empty_lists_and_maps_hash_like_absent_ones() {
     with_empties["spec"]["containers"][0]["env"] = serde_json::json!([]);
     with_empties["spec"]["tolerations"] = serde_json::json!([]);
     with_empties["spec"]["nodeSelector"] = serde_json::json!({});
-    assert_eq!(pod_template_hash(&template(with_empties), None), "8ff954c69");
+    assert_eq!(compute_hash(&template(with_empties), None), "8ff954c69");
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn quantities_hash_by_their_canonical_form() {
     let with = |cpu: &str, memory: &str| {
         let mut t = minimal();
         t["spec"]["containers"][0]["resources"] = serde_json::json!({"requests": {"cpu": cpu, "memory": memory}});
-        pod_template_hash(&template(t), None)
+        compute_hash(&template(t), None)
     };
     // kube-apiserver stores "0.5" as "500m" and "1.5Gi" as "1536Mi"; the hash follows.
     assert_eq!(with("0.5", "1.5Gi"), with("500m", "1536Mi"));
@@ -103,7 +103,7 @@ fn quantities_hash_by_their_canonical_form() {
 
 #[test]
 fn any_field_change_changes_the_hash() {
-    let base = pod_template_hash(&template(minimal()), None);
+    let base = compute_hash(&template(minimal()), None);
     let mut image = minimal();
     image["spec"]["containers"][0]["image"] = "nginx:1.26".into();
     let mut label = minimal();
@@ -111,7 +111,7 @@ fn any_field_change_changes_the_hash() {
     let mut grace = minimal();
     grace["spec"]["terminationGracePeriodSeconds"] = 31.into();
     for changed in [image, label, grace] {
-        assert_ne!(pod_template_hash(&template(changed), None), base);
+        assert_ne!(compute_hash(&template(changed), None), base);
     }
 }
 
@@ -191,5 +191,5 @@ fn sandbox_defaulted_template_hashes_like_upstreams_stored_one() {
     });
     defaults::apply(resources::by_kind("apps/v1", "Deployment").expect("served kind"), &mut deployment);
     assert_eq!(deployment["spec"]["template"], minimal());
-    assert_eq!(pod_template_hash(&template(deployment["spec"]["template"].clone()), None), "8ff954c69");
+    assert_eq!(compute_hash(&template(deployment["spec"]["template"].clone()), None), "8ff954c69");
 }

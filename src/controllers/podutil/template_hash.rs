@@ -1,5 +1,7 @@
-//! Upstream's `pod-template-hash`, bit for bit: the suffix of the ReplicaSets a Deployment owns
-//! (`<deployment>-<hash>`) and the value of their `pod-template-hash` label.
+//! Upstream's `controller.ComputeHash` of a pod template, bit for bit: the Deployment's
+//! `pod-template-hash` (the suffix of the ReplicaSets it owns, `<deployment>-<hash>`, and their
+//! label), and the DaemonSet's revision hash (`<daemonset>-<hash>` ControllerRevisions and the
+//! `controller-revision-hash` label of its pods).
 //!
 //! Upstream (`pkg/controller/controller_utils.go` `ComputeHash`, `pkg/util/hash` `DeepHashObject`)
 //! feeds FNV-32a with go-spew's `%#v` rendering of the Go `v1.PodTemplateSpec` struct (config
@@ -32,6 +34,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde_json::{Map, Value};
 
 use crate::quantity::Quantity;
+use crate::random::safe_encode_string;
 
 /// One Go struct: its fields in declaration order.
 pub(super) struct Struct {
@@ -71,9 +74,8 @@ pub(super) enum Kind {
     Time,
 }
 
-/// The `pod-template-hash` upstream's deployment controller computes for `template` and the
-/// Deployment's `status.collisionCount` (`controller.ComputeHash`).
-pub fn pod_template_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
+/// `controller.ComputeHash`: the hash of `template` and the owner's `status.collisionCount`.
+pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
     let mut hasher = Fnv32a::new();
     hasher.write(spew_text(template).as_bytes());
     if let Some(count) = collision_count {
@@ -91,12 +93,6 @@ fn spew_text(template: &PodTemplateSpec) -> String {
     let mut text = String::new();
     print_typed(&mut text, "v1.PodTemplateSpec", &Kind::Struct(&schema::V1_POD_TEMPLATE_SPEC), Some(&json));
     text
-}
-
-/// `k8s.io/apimachinery/pkg/util/rand.SafeEncodeString`.
-fn safe_encode_string(s: &str) -> String {
-    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    s.chars().map(|c| ALPHANUMS[c as usize % ALPHANUMS.len()] as char).collect()
 }
 
 /// FNV-1a, 32 bits (`hash/fnv.New32a`).
