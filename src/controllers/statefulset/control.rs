@@ -25,6 +25,9 @@ use crate::runtime::controller_ref::controller_ref;
 /// `MaxBatchSize` of `slowStartBatch`.
 const MAX_BATCH_SIZE: usize = 500;
 
+/// The most threads one slow-start batch runs on.
+const BATCH_THREADS: usize = 16;
+
 /// `retry.DefaultRetry`'s delays: 10 ms, five attempts.
 const STATUS_RETRIES: usize = 5;
 
@@ -109,10 +112,7 @@ fn run_for_all(
     let mut next = 0;
     let mut batch = count.min(1);
     while batch > 0 {
-        let errors: Vec<String> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (next..next + batch).map(|i| scope.spawn(move || f(i).1)).collect();
-            threads.into_iter().filter_map(|t| t.join().ok()).filter_map(Result::err).collect()
-        });
+        let errors = run_batch(next..next + batch, f);
         if !errors.is_empty() {
             return (true, aggregate(&errors));
         }
@@ -120,6 +120,32 @@ fn run_for_all(
         batch = (2 * batch).min(count - next).min(MAX_BATCH_SIZE);
     }
     (false, None)
+}
+
+/// One slow-start batch: every index run, on at most [`BATCH_THREADS`] threads (upstream runs
+/// a goroutine each; most calls are quick checks of pods that need nothing). The errors.
+fn run_batch(indexes: std::ops::Range<usize>, f: &(dyn Fn(usize) -> (bool, Result<(), String>) + Sync)) -> Vec<String> {
+    if indexes.len() == 1 {
+        return f(indexes.start).1.err().into_iter().collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(indexes.start);
+    let errors = parking_lot::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..indexes.len().min(BATCH_THREADS) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= indexes.end {
+                        break;
+                    }
+                    if let Err(e) = f(i).1 {
+                        errors.lock().push(e);
+                    }
+                }
+            });
+        }
+    });
+    errors.into_inner()
 }
 
 impl StatefulSetController {
