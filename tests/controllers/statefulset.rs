@@ -305,3 +305,25 @@ fn the_retention_policy_hands_claims_to_the_garbage_collector(backend: Backend) 
         (pods(&cluster, "ret").is_empty() && deleted(claim(&cluster, "data-ret-0"))).then_some(())
     });
 }
+
+on_both_backends!(claims_of_scaled_down_pods_are_handed_to_their_pods);
+fn claims_of_scaled_down_pods_are_handed_to_their_pods(backend: Backend) {
+    // No garbage collector: the owner references stay to be seen.
+    let cluster = start(backend);
+    let extra = json!({"persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Delete"}});
+    cluster.api::<StatefulSet>().create(&stateful_set("sc", 2, extra), &PostParams::default()).expect("created");
+    wait_status(&cluster, "sc", "2 ready", |s| counts(s) == (2, 2, 2, 2, 2));
+    let pod_uid = pods(&cluster, "sc")["sc-1"].metadata.uid.clone().expect("a uid");
+    scale(&cluster, "sc", 1);
+    let claim_1 = eventually("data-sc-1 owned by its pod", || {
+        claim(&cluster, "data-sc-1").filter(|c| !c.metadata.owner_references.clone().unwrap_or_default().is_empty())
+    });
+    let owners = claim_1.metadata.owner_references.expect("owners");
+    assert_eq!(owners.len(), 1);
+    assert_eq!(
+        (owners[0].kind.as_str(), owners[0].name.as_str(), owners[0].uid.as_str(), owners[0].controller),
+        ("Pod", "sc-1", pod_uid.as_str(), Some(true))
+    );
+    wait_status(&cluster, "sc", "1 replica", |s| counts(s) == (1, 1, 1, 1, 1));
+    assert!(claim(&cluster, "data-sc-0").is_some_and(|c| owner_kinds(&c).is_empty()), "data-sc-0 kept unowned");
+}
