@@ -296,7 +296,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("service-account-controller")
         .starts(|c, _| serviceaccount::new_accounts(c)),
     plain("serviceaccount-token-controller", &["serviceaccount-token"]).first().starts(start_token_controller),
-    plain("statefulset-controller", &["statefulset"]).account("statefulset-controller").starts(|c, o| statefulset::new(c, statefulset::Config { workers: workers(o.concurrency.statefulset_syncs) })),
+    plain("statefulset-controller", &["statefulset"])
+        .account("statefulset-controller")
+        .starts(|c, o| statefulset::new(c, statefulset::Config { workers: workers(o.concurrency.statefulset_syncs) })),
     gated("storage-version-migrator-controller", &[], &["StorageVersionMigrator"])
         .account("storage-version-migrator-controller"),
     gated(
