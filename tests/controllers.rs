@@ -38,6 +38,8 @@ mod resourcequota;
 mod serviceaccounts;
 #[path = "controllers/side_by_side.rs"]
 mod side_by_side;
+#[path = "controllers/statefulset.rs"]
+mod statefulset;
 #[path = "controllers/ttl.rs"]
 mod ttl;
 #[path = "controllers/ttlafterfinished.rs"]

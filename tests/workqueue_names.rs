@@ -45,6 +45,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "serviceaccount",
     "serviceaccount_tokens_secret",
     "serviceaccount_tokens_service",
+    "statefulset",
     "ttl_jobs_to_delete",
     "ttlcontroller",
 ];

@@ -12,9 +12,9 @@ use std::fmt;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
-    cronjob, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace, nodeipam,
-    nodelifecycle, podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, tainteviction, ttl,
-    ttlafterfinished,
+    cronjob, daemon, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace,
+    nodeipam, nodelifecycle, podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, statefulset,
+    tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -169,9 +169,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     plain("cronjob-controller", &["cronjob"])
         .account("cronjob-controller")
         .starts(|c, o| cronjob::new(c, cronjob::Config { workers: workers(o.concurrency.cron_job_syncs) })),
-    plain("daemonset-controller", &["daemonset"]).account("daemon-set-controller").starts(|c, o| {
-        crate::controllers::daemon::new(c, crate::controllers::daemon::Config { workers: workers(o.concurrency.daemonset_syncs) })
-    }),
+    plain("daemonset-controller", &["daemonset"])
+        .account("daemon-set-controller")
+        .starts(|c, o| daemon::new(c, daemon::Config { workers: workers(o.concurrency.daemonset_syncs) })),
     plain("deployment-controller", &["deployment"])
         .account("deployment-controller")
         .starts(|c, o| deployment::new(c, deployment::Config { workers: workers(o.concurrency.deployment_syncs) })),
@@ -298,7 +298,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("service-account-controller")
         .starts(|c, _| serviceaccount::new_accounts(c)),
     plain("serviceaccount-token-controller", &["serviceaccount-token"]).first().starts(start_token_controller),
-    plain("statefulset-controller", &["statefulset"]).account("statefulset-controller"),
+    plain("statefulset-controller", &["statefulset"])
+        .account("statefulset-controller")
+        .starts(|c, o| statefulset::new(c, statefulset::Config { workers: workers(o.concurrency.statefulset_syncs) })),
     gated("storage-version-migrator-controller", &[], &["StorageVersionMigrator"])
         .account("storage-version-migrator-controller"),
     gated(
@@ -682,7 +684,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 22);
+        assert_eq!(implemented().len(), 23);
     }
 
     fn options(root_ca_file: &str) -> Options {

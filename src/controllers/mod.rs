@@ -24,6 +24,7 @@ pub mod replicaset;
 pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod serviceaccount;
+pub mod statefulset;
 pub mod tainteviction;
 pub mod ttl;
 pub mod ttlafterfinished;

@@ -355,6 +355,11 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
                 "description": "Used for system critical pods that must not be moved from their current node."}),
         ));
     }
+    // Not kube-apiserver's: the default StorageClass of the simulated provisioner.
+    let mut class = crate::sandbox::nodes::provisioner::default_class();
+    class["metadata"]["uid"] = meta("", None)["uid"].clone();
+    class["metadata"]["creationTimestamp"] = now.clone().into();
+    objects.push(("storageclasses", class));
     if api.options.rbac {
         // The rbac/bootstrap-roles post-start hook.
         for (storage, mut object) in crate::sandbox::auth::bootstrap_policy::objects() {

@@ -355,7 +355,7 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 19] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 20] = [
     "cronjob-controller",
     "daemon-set-controller",
     "deployment-controller",
@@ -373,6 +373,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 19] = [
     "resourcequota-controller",
     "root-ca-cert-publisher",
     "service-account-controller",
+    "statefulset-controller",
     "ttl-after-finished-controller",
     "ttl-controller",
 ];

@@ -69,3 +69,8 @@ fn cron_jobs_run_their_ticks_as_upstream_runs_them() {
 fn a_daemon_set_follows_nodes_and_rolls_as_upstream_does() {
     run("daemonset");
 }
+
+#[test]
+fn a_stateful_set_scales_and_rolls_out_as_upstream_does() {
+    run("statefulset");
+}

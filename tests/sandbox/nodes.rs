@@ -685,3 +685,70 @@ fn nodes_are_added_and_removed_at_run_time() {
     assert!(cluster.node_api().get_opt("node-1").expect("read").is_none());
     assert!(cluster.leases().get_opt("node-1").expect("read").is_none());
 }
+
+/// The simulated provisioner: a claim naming no class gets the default StorageClass (which the
+/// nodes create on a real server too) and is bound to a volume made for it, as the PV
+/// controller binds; a pod naming the claim is scheduled only then; a claim of a class that is
+/// not ours stays Pending.
+fn claims_of_the_default_class_are_provisioned_and_bound(backend: harness::Backend) {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let cluster = harness::with(&[]).on(backend).nodes(&["node-a"]).node_options(fast()).start();
+    let class = Api::<StorageClass>::cluster(&cluster.client).get("standard").expect("the default class");
+    assert_eq!(class.provisioner, "kcm-sandbox.dev/simulated");
+    let annotations = class.metadata.annotations.unwrap_or_default();
+    assert_eq!(annotations.get("storageclass.kubernetes.io/is-default-class").map(String::as_str), Some("true"));
+
+    let pods = Api::<Pod>::namespaced(&cluster.client, "default");
+    let volume = json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]);
+    let pod: Pod = from(json!({"metadata": {"name": "user"}, "spec": {"volumes": volume,
+        "containers": [{"name": "app", "image": "nginx:1.27"}]}}));
+    pods.create(&pod, &PostParams::default()).expect("pod created");
+    let claims = Api::<PersistentVolumeClaim>::namespaced(&cluster.client, "default");
+    let claim = |name: &str, class: Option<&str>| -> PersistentVolumeClaim {
+        let mut spec = json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Mi"}}});
+        if let Some(class) = class {
+            spec["storageClassName"] = json!(class);
+        }
+        from(json!({"metadata": {"name": name}, "spec": spec}))
+    };
+    claims.create(&claim("other", Some("elsewhere")), &PostParams::default()).expect("claim created");
+    // Not scheduled while its claim does not exist.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(node_of(&pods.get("user").expect("pod read")), "");
+    claims.create(&claim("data", None), &PostParams::default()).expect("claim created");
+
+    let bound = harness::eventually("claim data bound", || {
+        claims.get("data").ok().filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound"))
+    });
+    let uid = bound.metadata.uid.clone().expect("a uid");
+    let spec = bound.spec.clone().expect("a spec");
+    assert_eq!(spec.storage_class_name.as_deref(), Some("standard"));
+    assert_eq!(spec.volume_name, Some(format!("pvc-{uid}")));
+    let status = bound.status.clone().expect("a status");
+    assert_eq!(status.capacity.unwrap_or_default().get("storage").map(|q| q.0.as_str()), Some("2Mi"));
+    assert_eq!(status.access_modes, Some(vec!["ReadWriteOnce".to_string()]));
+    let annotations = bound.metadata.annotations.unwrap_or_default();
+    for (key, value) in [
+        ("pv.kubernetes.io/bind-completed", "yes"),
+        ("pv.kubernetes.io/bound-by-controller", "yes"),
+        ("volume.beta.kubernetes.io/storage-provisioner", "kcm-sandbox.dev/simulated"),
+        ("volume.kubernetes.io/storage-provisioner", "kcm-sandbox.dev/simulated"),
+    ] {
+        assert_eq!(annotations.get(key).map(String::as_str), Some(value), "{key}");
+    }
+    let volume = Api::<PersistentVolume>::cluster(&cluster.client).get(&format!("pvc-{uid}")).expect("its volume");
+    assert_eq!(volume.status.and_then(|s| s.phase).as_deref(), Some("Bound"));
+    let spec = volume.spec.expect("a spec");
+    assert_eq!(spec.claim_ref.and_then(|r| r.uid).as_deref(), Some(uid.as_str()));
+    assert_eq!(spec.capacity.unwrap_or_default().get("storage").map(|q| q.0.as_str()), Some("2Mi"));
+    assert_eq!(spec.storage_class_name.as_deref(), Some("standard"));
+
+    harness::eventually("pod user running", || {
+        pods.get("user").ok().filter(|p| phase(p) == "Running" && condition(p, "Ready") == Some("True"))
+    });
+    let other = claims.get("other").expect("claim read");
+    assert_eq!(other.status.and_then(|s| s.phase).as_deref(), Some("Pending"), "not our class");
+}
+
+on_both_backends!(claims_of_the_default_class_are_provisioned_and_bound);

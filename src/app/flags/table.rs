@@ -472,7 +472,7 @@ pub static FLAGS: &[FlagSpec] = &[
     // Workload controllers
     flag!("concurrent-deployment-syncs", DeploymentController, Int32, "5", BUILT, concurrency.deployment_syncs,
         "Number of deployments synced concurrently. More is more responsive but uses more CPU and network."),
-    flag!("concurrent-statefulset-syncs", StatefulSetController, Int32, "5", LATER, concurrency.statefulset_syncs,
+    flag!("concurrent-statefulset-syncs", StatefulSetController, Int32, "5", BUILT, concurrency.statefulset_syncs,
         "Number of stateful sets synced concurrently. More is more responsive but uses more CPU and network."),
     flag!("concurrent-daemonset-syncs", DaemonSetController, Int32, "2", BUILT, concurrency.daemonset_syncs,
         "Number of daemon sets synced concurrently. More is more responsive but uses more CPU and network."),

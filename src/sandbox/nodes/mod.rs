@@ -54,6 +54,7 @@
 mod kubelet;
 mod mirror;
 mod node;
+pub mod provisioner;
 mod scheduler;
 pub mod script;
 
@@ -65,7 +66,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -416,6 +418,9 @@ struct Worker {
     kubelets: Vec<Kubelet>,
     pods: Mirror<Pod>,
     nodes: Mirror<Node>,
+    /// Claims and StorageClasses, for the simulated provisioner.
+    claims: Mirror<PersistentVolumeClaim>,
+    classes: Mirror<StorageClass>,
     /// Kubelet memory per pod UID.
     records: HashMap<String, PodRecord>,
     /// Pods the scheduler bound that the watch has not shown bound yet: UID → (pod as bound, when).
@@ -453,12 +458,25 @@ impl Worker {
             list: Box::new(move |params| node_list.list_all(params)),
             watch: Box::new(move |params| node_watch.watch_channel(params, WATCH_CAPACITY)),
         });
+        let (claim_list, claim_watch) =
+            (Api::<PersistentVolumeClaim>::all(&client), Api::<PersistentVolumeClaim>::all(&client));
+        let claims = Mirror::new(Source {
+            list: Box::new(move |params| claim_list.list_all(params)),
+            watch: Box::new(move |params| claim_watch.watch_channel(params, WATCH_CAPACITY)),
+        });
+        let (class_list, class_watch) = (Api::<StorageClass>::all(&client), Api::<StorageClass>::all(&client));
+        let classes = Mirror::new(Source {
+            list: Box::new(move |params| class_list.list_all(params)),
+            watch: Box::new(move |params| class_watch.watch_channel(params, WATCH_CAPACITY)),
+        });
         Worker {
             shared,
             options,
             kubelets,
             pods,
             nodes,
+            claims,
+            classes,
             records: HashMap::new(),
             assumed: HashMap::new(),
             runs: HashMap::new(),
@@ -470,6 +488,7 @@ impl Worker {
     fn start_up(&mut self) -> Result<(), String> {
         self.nodes.sync().map_err(|e| format!("simulated nodes: cannot list nodes: {e}"))?;
         self.pods.sync().map_err(|e| format!("simulated nodes: cannot list pods: {e}"))?;
+        self.ensure_default_class()?;
         for i in 0..self.kubelets.len() {
             let name = self.kubelets[i].machine.name.clone();
             self.register(i).map_err(|e| format!("simulated node {name}: cannot register: {e}"))?;
@@ -492,7 +511,13 @@ impl Worker {
 
     fn tick(&mut self) {
         self.follow_membership();
-        for (what, result) in [("pods", self.pods.sync()), ("nodes", self.nodes.sync())] {
+        let synced = [
+            ("pods", self.pods.sync()),
+            ("nodes", self.nodes.sync()),
+            ("claims", self.claims.sync()),
+            ("storage classes", self.classes.sync()),
+        ];
+        for (what, result) in synced {
             if let Err(e) = result {
                 log::debug!("simulated nodes: cannot sync {what}: {e}");
             }
@@ -503,6 +528,7 @@ impl Worker {
             }
             self.heartbeat(i);
         }
+        self.provision();
         self.schedule();
         self.run_pods();
         self.forget_gone();

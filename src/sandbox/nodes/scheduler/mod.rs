@@ -23,7 +23,7 @@ impl Worker {
         let mut pending: Vec<Pod> = self
             .pods
             .values()
-            .filter(|p| needs_scheduling(p) && !self.assumed.contains_key(uid_of(p)))
+            .filter(|p| needs_scheduling(p) && !self.assumed.contains_key(uid_of(p)) && self.claims_bound(p))
             .cloned()
             .collect();
         if pending.is_empty() {

@@ -1,0 +1,171 @@
+//! The StatefulSet controller (`statefulset-controller`), after upstream v1.33's
+//! `pkg/controller/statefulset`.
+//!
+//! A sync adopts the set's orphaned ControllerRevisions, claims its pods (`<set>-<ordinal>`),
+//! and hands both to the control loop (`control`): the update revision is found or created
+//! from the pod template, missing replicas are created with their PersistentVolumeClaims
+//! (`pod_control`) — one at a time, each Running and Ready (and available) before the next with
+//! `podManagementPolicy: OrderedReady`, all at once with `Parallel` — pods beyond the replicas
+//! are deleted from the highest ordinal, failed pods are deleted to be recreated, and a
+//! RollingUpdate replaces pods from the highest ordinal down to its partition. The claims'
+//! owner references follow `persistentVolumeClaimRetentionPolicy` (so the garbage collector
+//! deletes them with the set or the scaled-down pod). Feature gates as v1.33's defaults:
+//! `StatefulSetAutoDeletePVC` and `StatefulSetStartOrdinal` GA, `MaxUnavailableStatefulSet`
+//! off, `PodIndexLabel` on.
+
+mod control;
+mod handlers;
+mod pod_control;
+mod utils;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+
+use crate::apimachinery::labels::Selector;
+use crate::client::Client;
+use crate::controllers::history;
+use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
+use crate::runtime::controller_ref::{
+    ControllerRefManager, claim_candidate, controller_of, controller_ref, recheck_deletion_timestamp,
+};
+use crate::runtime::informer::{Informer, object_key};
+use crate::runtime::workqueue::WorkQueue;
+
+use pod_control::PodControl;
+use utils::{is_member_of, namespace_of, replicas, spec};
+
+/// What the controller takes from the flags.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--concurrent-statefulset-syncs`.
+    pub workers: usize,
+}
+
+/// `NewStatefulSetController` + `Run`: the `statefulset` queue, `workers` workers.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    let queue = WorkQueue::new("statefulset");
+    let pods = context.informers.informer::<Pod>();
+    let claims = context.informers.informer::<PersistentVolumeClaim>();
+    let revisions = context.informers.informer::<ControllerRevision>();
+    let controller = Arc::new(StatefulSetController {
+        client: context.client.clone(),
+        sets: context.informers.informer::<StatefulSet>(),
+        pods: pods.clone(),
+        history: history::History::new(context.client.clone(), revisions),
+        pod_control: PodControl { client: context.client.clone(), pods, claims, recorder: context.recorder.clone() },
+        queue: queue.clone(),
+    });
+    let handler = controller.clone();
+    controller.pods.add_handler(move |event| handler.on_pod_event(event));
+    let handler = controller.clone();
+    controller.sets.add_handler(move |event| handler.on_set_event(event));
+    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.sync(key)))
+}
+
+/// Upstream's `StatefulSetController` with its `defaultStatefulSetControl`.
+struct StatefulSetController {
+    client: Client,
+    sets: Arc<Informer<StatefulSet>>,
+    pods: Arc<Informer<Pod>>,
+    history: history::History,
+    pod_control: PodControl,
+    queue: WorkQueue<String>,
+}
+
+impl StatefulSetController {
+    /// `sync`.
+    fn sync(&self, key: &str) -> SyncResult {
+        let started = Instant::now();
+        let result = self.sync_key(key);
+        log::debug!("Finished syncing statefulset key={key} time={:?}", started.elapsed());
+        result
+    }
+
+    fn sync_key(&self, key: &str) -> SyncResult {
+        let Some(set) = self.sets.get_newest(key) else {
+            log::info!("StatefulSet has been deleted key={key}");
+            return Ok(());
+        };
+        let selector = match Selector::from_label_selector(&spec(&set).selector) {
+            Ok(selector) => selector,
+            Err(e) => {
+                log::error!("error converting StatefulSet {key} selector: {e}");
+                return Ok(());
+            }
+        };
+        self.adopt_orphan_revisions(&set).map_err(SyncError::Failed)?;
+        let pods = self.pods_for_set(&set, &selector).map_err(SyncError::Failed)?;
+        self.sync_stateful_set(key, &set, &pods)
+    }
+
+    /// `syncStatefulSet`: the update, then a requeue while pods wait for `minReadySeconds`.
+    fn sync_stateful_set(&self, key: &str, set: &StatefulSet, pods: &[Arc<Pod>]) -> SyncResult {
+        log::debug!("Syncing StatefulSet with pods statefulSet={key} pods={}", pods.len());
+        let status = self.update_stateful_set(set, pods).map_err(SyncError::Failed)?;
+        log::debug!("Successfully synced StatefulSet statefulSet={key}");
+        let min_ready = spec(set).min_ready_seconds.unwrap_or(0);
+        if min_ready > 0 && status.available_replicas.unwrap_or(0) != replicas(set) {
+            self.queue.add_after(key.to_string(), Duration::from_secs(min_ready as u64));
+        }
+        Ok(())
+    }
+
+    fn can_adopt(&self, set: &StatefulSet) -> Result<(), String> {
+        recheck_deletion_timestamp::<StatefulSet>(&self.client, &set.metadata, "StatefulSet ")
+    }
+
+    /// `adoptOrphanRevisions`: revisions the selector matches that have no controller.
+    fn adopt_orphan_revisions(&self, set: &StatefulSet) -> Result<(), String> {
+        let revisions = self.list_revisions(set)?;
+        let orphans: Vec<Arc<ControllerRevision>> =
+            revisions.into_iter().filter(|r| controller_of(&r.metadata).is_none()).collect();
+        if orphans.is_empty() {
+            return Ok(());
+        }
+        self.can_adopt(set).map_err(|e| format!("can't adopt ControllerRevisions: {e}"))?;
+        let selector = Selector::everything();
+        let can_adopt = || Ok(());
+        let manager = ControllerRefManager {
+            client: &self.client,
+            owner: &set.metadata,
+            owner_ref: controller_ref(set),
+            selector: &selector,
+            can_adopt: &can_adopt,
+            finalizers: &[],
+        };
+        manager.claim::<ControllerRevision, _>(orphans).map(|_| ())
+    }
+
+    /// `getPodsForStatefulSet`: the set's pods after claiming (orphans adopted only if their
+    /// name makes them members).
+    fn pods_for_set(&self, set: &StatefulSet, selector: &Selector) -> Result<Vec<Arc<Pod>>, String> {
+        let namespace = namespace_of(&set.metadata);
+        let owner_uid = set.metadata.uid.as_ref();
+        let candidates = self
+            .pods
+            .store()
+            .list_namespace_where(namespace, |m| claim_candidate(owner_uid, selector, m) && is_member_of(set, m));
+        let candidates = candidates.into_iter().map(|p| self.pods.newest(p)).collect();
+        let can_adopt = || self.can_adopt(set);
+        let manager = ControllerRefManager {
+            client: &self.client,
+            owner: &set.metadata,
+            owner_ref: controller_ref(set),
+            selector,
+            can_adopt: &can_adopt,
+            finalizers: &[],
+        };
+        manager.claim::<Pod, _>(candidates)
+    }
+
+    fn enqueue(&self, set: &StatefulSet) {
+        self.queue.add(object_key(&set.metadata));
+    }
+
+    fn cached_set(&self, namespace: &str, name: &str) -> Option<Arc<StatefulSet>> {
+        self.sets.store().get(&format!("{namespace}/{name}"))
+    }
+}

@@ -1,0 +1,290 @@
+//! Upstream's `stateful_pod_control.go` (`StatefulPodControl`): creating, updating and deleting
+//! a set's pods and claims, with their Events, and the claims' owner references under the
+//! retention policy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+
+use super::utils::{
+    Owner, has_stale_owner_ref, has_unexpected_controller, identity_matches, is_claim_owner_up_to_date, name_of,
+    namespace_of, ordinal, pod_claims, retention_policy, spec, storage_matches, update_claim_owner_refs,
+    update_identity, update_storage,
+};
+use crate::client::{Api, Client, DeleteParams, Error, PostParams};
+use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::informer::Informer;
+
+/// Go's `utilerrors.NewAggregate(...).Error()`: one error as it is, several in brackets.
+pub fn aggregate(errors: &[String]) -> Option<String> {
+    match errors {
+        [] => None,
+        [one] => Some(one.clone()),
+        many => Some(format!("[{}]", many.join(", "))),
+    }
+}
+
+/// `retry.DefaultBackoff`'s delays: 10 ms × 5ⁿ, four attempts.
+const CONFLICT_BACKOFF: [Duration; 3] =
+    [Duration::from_millis(10), Duration::from_millis(50), Duration::from_millis(250)];
+
+pub struct PodControl {
+    pub client: Client,
+    pub pods: Arc<Informer<Pod>>,
+    pub claims: Arc<Informer<PersistentVolumeClaim>>,
+    pub recorder: EventRecorder,
+}
+
+/// What a pod operation failed with: its message, and whether it was `NotFound`.
+#[derive(Debug)]
+pub struct PodError {
+    pub message: String,
+    pub not_found: bool,
+}
+
+impl PodError {
+    fn plain(message: String) -> PodError {
+        PodError { message, not_found: false }
+    }
+
+    fn api(error: &Error) -> PodError {
+        PodError { message: error.message(), not_found: error.is_not_found() }
+    }
+}
+
+impl PodControl {
+    fn claim(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
+        self.claims.get_newest(&format!("{namespace}/{name}"))
+    }
+
+    /// `CreateStatefulPod`: the claims first, then the pod, then the claims' owner references.
+    pub fn create_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), PodError> {
+        if let Err(message) = self.create_claims(set, pod) {
+            self.record_pod_event("create", set, pod, Some(&message));
+            return Err(PodError::plain(message));
+        }
+        let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
+        let result = match api.create(pod, &PostParams::default()) {
+            Ok(created) => {
+                self.pods.mutation(created);
+                Ok(())
+            }
+            Err(e) if e.is_already_exists() => return Err(PodError::api(&e)),
+            Err(e) => Err(PodError::api(&e)),
+        };
+        if let Err(message) = self.update_claims_for_retention_policy(set, pod) {
+            self.record_pod_event("update", set, pod, Some(&message));
+            return Err(PodError::plain(message));
+        }
+        self.record_pod_event("create", set, pod, result.as_ref().err().map(|e| e.message.as_str()));
+        result
+    }
+
+    /// `UpdateStatefulPod`: identity, storage and claim references brought in line, retried on
+    /// conflict with the cached pod.
+    pub fn update_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+        let mut pod = pod.clone();
+        let mut attempted = false;
+        let mut delays = CONFLICT_BACKOFF.iter();
+        let result = loop {
+            let mut consistent = true;
+            if !identity_matches(set, &pod) {
+                update_identity(set, &mut pod);
+                consistent = false;
+            }
+            if !storage_matches(set, &pod) {
+                update_storage(set, &mut pod);
+                consistent = false;
+                if let Err(message) = self.create_claims(set, &pod) {
+                    self.record_pod_event("update", set, &pod, Some(&message));
+                    break Err(message);
+                }
+            }
+            if !self.claims_match_retention_policy(set, &pod) {
+                if let Err(message) = self.update_claims_for_retention_policy(set, &pod) {
+                    self.record_pod_event("update", set, &pod, Some(&message));
+                    break Err(message);
+                }
+                consistent = false;
+            }
+            if consistent {
+                break Ok(());
+            }
+            attempted = true;
+            let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
+            match api.replace(name_of(&pod.metadata), &pod, &PostParams::default()) {
+                Ok(updated) => {
+                    self.pods.mutation(updated);
+                    break Ok(());
+                }
+                Err(e) => {
+                    if let Some(fresh) =
+                        self.pods.get_newest(&format!("{}/{}", namespace_of(&set.metadata), name_of(&pod.metadata)))
+                    {
+                        pod = (*fresh).clone();
+                    }
+                    match delays.next() {
+                        Some(delay) if e.is_conflict() => std::thread::sleep(*delay),
+                        _ => break Err(e.message()),
+                    }
+                }
+            }
+        };
+        if attempted {
+            self.record_pod_event("update", set, &pod, result.as_ref().err().map(String::as_str));
+        }
+        result
+    }
+
+    /// `DeleteStatefulPod`.
+    pub fn delete_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), PodError> {
+        let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
+        let result =
+            api.delete(name_of(&pod.metadata), &DeleteParams::default()).map(|_| ()).map_err(|e| PodError::api(&e));
+        self.record_pod_event("delete", set, pod, result.as_ref().err().map(|e| e.message.as_str()));
+        result
+    }
+
+    /// `ClaimsMatchRetentionPolicy`: every existing claim of the pod has the references the
+    /// policy wants (missing claims are picked up later).
+    pub fn claims_match_retention_policy(&self, set: &StatefulSet, pod: &Pod) -> bool {
+        let ordinal = ordinal(pod);
+        spec(set).volume_claim_templates.iter().flatten().all(|template| {
+            let name = super::utils::claim_name(set, template, ordinal);
+            match self.claim(namespace_of(&set.metadata), &name) {
+                None => {
+                    log::debug!("Expected claim missing, continuing to pick up in next iteration PVC={name}");
+                    true
+                }
+                Some(claim) => is_claim_owner_up_to_date(&claim, set, pod),
+            }
+        })
+    }
+
+    /// `UpdatePodClaimForRetentionPolicy`.
+    pub fn update_claims_for_retention_policy(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+        let ordinal = ordinal(pod);
+        for template in spec(set).volume_claim_templates.iter().flatten() {
+            let name = super::utils::claim_name(set, template, ordinal);
+            let Some(claim) = self.claim(namespace_of(&set.metadata), &name) else {
+                log::debug!("Expected claim missing, continuing to pick up in next iteration PVC={name}");
+                continue;
+            };
+            if has_unexpected_controller(&claim, set, pod) {
+                let message = format!(
+                    "PersistentVolumeClaim {name} has a conflicting OwnerReference that acts as a manging controller, the retention policy is ignored for this claim"
+                );
+                self.recorder.event_for(set, EventType::Warning, "ConflictingController", &message);
+            }
+            if !is_claim_owner_up_to_date(&claim, set, pod) {
+                let mut claim = (*claim).clone();
+                update_claim_owner_refs(&mut claim, set, pod);
+                let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace_of(&claim.metadata));
+                match api.replace(&name, &claim, &PostParams::default()) {
+                    Ok(updated) => {
+                        self.claims.mutation(updated);
+                    }
+                    Err(e) => {
+                        return Err(format!(
+                            "could not update claim {name} for delete policy ownerRefs: {}",
+                            e.message()
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `PodClaimIsStale`: with `whenScaled: Delete`, a claim still owned by an earlier pod of
+    /// the same name (to be collected) holds the new pod back.
+    pub fn pod_claim_is_stale(&self, set: &StatefulSet, pod: &Pod) -> bool {
+        if retention_policy(set).1 == "Retain" {
+            return false;
+        }
+        pod_claims(set, ordinal(pod)).values().any(|claim| {
+            self.claim(namespace_of(&claim.metadata), name_of(&claim.metadata))
+                .is_some_and(|existing| has_stale_owner_ref(&existing, Owner::pod(pod)))
+        })
+    }
+
+    /// `createMissingPersistentVolumeClaims`.
+    pub fn create_missing_claims(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+        self.create_claims(set, pod)?;
+        if let Err(message) = self.update_claims_for_retention_policy(set, pod) {
+            self.record_pod_event("update", set, pod, Some(&message));
+            return Err(message);
+        }
+        Ok(())
+    }
+
+    /// `createPersistentVolumeClaims`: the pod's claims that do not exist yet.
+    pub fn create_claims(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+        let mut errors = Vec::new();
+        for claim in pod_claims(set, ordinal(pod)).values() {
+            let name = name_of(&claim.metadata);
+            match self.claim(namespace_of(&claim.metadata), name) {
+                None => {
+                    let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace_of(&claim.metadata));
+                    match api.create(claim, &PostParams::default()) {
+                        Ok(created) => {
+                            self.claims.mutation(created);
+                            self.record_claim_event("create", set, pod, name, None);
+                        }
+                        Err(e) => {
+                            let message = e.message();
+                            errors.push(format!("failed to create PVC {name}: {message}"));
+                            if !e.is_already_exists() {
+                                self.record_claim_event("create", set, pod, name, Some(&message));
+                            }
+                        }
+                    }
+                }
+                Some(existing) if existing.metadata.deletion_timestamp.is_some() => {
+                    errors.push(format!("pvc {name} is being deleted"));
+                }
+                Some(_) => {}
+            }
+        }
+        aggregate(&errors).map_or(Ok(()), Err)
+    }
+
+    /// `recordPodEvent`.
+    fn record_pod_event(&self, verb: &str, set: &StatefulSet, pod: &Pod, error: Option<&str>) {
+        let (pod_name, set_name) = (name_of(&pod.metadata), name_of(&set.metadata));
+        match error {
+            None => {
+                let message = format!("{verb} Pod {pod_name} in StatefulSet {set_name} successful");
+                self.recorder.event_for(set, EventType::Normal, &format!("Successful{}", title(verb)), &message);
+            }
+            Some(error) => {
+                let message = format!("{verb} Pod {pod_name} in StatefulSet {set_name} failed error: {error}");
+                self.recorder.event_for(set, EventType::Warning, &format!("Failed{}", title(verb)), &message);
+            }
+        }
+    }
+
+    /// `recordClaimEvent`.
+    fn record_claim_event(&self, verb: &str, set: &StatefulSet, pod: &Pod, claim: &str, error: Option<&str>) {
+        let (pod_name, set_name) = (name_of(&pod.metadata), name_of(&set.metadata));
+        match error {
+            None => {
+                let message = format!("{verb} Claim {claim} Pod {pod_name} in StatefulSet {set_name} success");
+                self.recorder.event_for(set, EventType::Normal, &format!("Successful{}", title(verb)), &message);
+            }
+            Some(error) => {
+                let message =
+                    format!("{verb} Claim {claim} for Pod {pod_name} in StatefulSet {set_name} failed error: {error}");
+                self.recorder.event_for(set, EventType::Warning, &format!("Failed{}", title(verb)), &message);
+            }
+        }
+    }
+}
+
+/// `strings.Title` of a lower-case verb.
+fn title(verb: &str) -> String {
+    let mut chars = verb.chars();
+    chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+}
