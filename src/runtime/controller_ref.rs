@@ -68,11 +68,23 @@ impl ControllerRefManager<'_> {
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
         T: Borrow<K>,
     {
+        self.claim_filtered::<K, T>(objects, |_| true)
+    }
+
+    /// [`claim`](Self::claim) with upstream's extra `filters`: an object the selector matches
+    /// but `filter` refuses is treated as not matching (an owned one is released).
+    pub fn claim_filtered<K, T>(&self, objects: Vec<T>, filter: impl Fn(&ObjectMeta) -> bool) -> Result<Vec<T>, String>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+        T: Borrow<K>,
+    {
         let can_adopt = OnceCell::new();
         let mut claimed = Vec::new();
         let mut errors = Vec::new();
         for object in objects {
-            match self.claim_one::<K>(object.borrow().metadata(), &can_adopt) {
+            let meta = object.borrow().metadata();
+            let matches = self.selector.matches(meta.labels.as_ref()) && filter(meta);
+            match self.claim_one::<K>(meta, matches, &can_adopt) {
                 Ok(true) => claimed.push(object),
                 Ok(false) => {}
                 Err(e) => errors.push(e),
@@ -81,11 +93,15 @@ impl ControllerRefManager<'_> {
         if errors.is_empty() { Ok(claimed) } else { Err(errors.join("; ")) }
     }
 
-    fn claim_one<K>(&self, meta: &ObjectMeta, can_adopt: &OnceCell<Result<(), String>>) -> Result<bool, String>
+    fn claim_one<K>(
+        &self,
+        meta: &ObjectMeta,
+        matches: bool,
+        can_adopt: &OnceCell<Result<(), String>>,
+    ) -> Result<bool, String>
     where
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
     {
-        let matches = self.selector.matches(meta.labels.as_ref());
         if let Some(owner) = controller_of(meta) {
             if Some(&owner.uid) != self.owner.uid.as_ref() {
                 return Ok(false);

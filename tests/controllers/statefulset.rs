@@ -1,7 +1,8 @@
 //! The statefulset-controller on both backends, with the simulated kubelets running its pods and
 //! the simulated provisioner binding its claims: an OrderedReady set comes up one ordinal at a
 //! time with its claims bound, scales up and down from the highest ordinal keeping its claims;
-//! Parallel with `spec.ordinals.start`; a failed pod is recreated; a partitioned RollingUpdate
+//! Parallel with `spec.ordinals.start`; a failed pod is recreated and a controlled non-member
+//! released; a partitioned RollingUpdate
 //! and OnDelete; the claims' owner references under a retention policy, collected by the
 //! garbage collector.
 
@@ -210,6 +211,24 @@ fn a_failed_pod_is_recreated(backend: Backend) {
     eventually("the deletion Event", || {
         let deleted = cluster.event_messages("default", "db", "SuccessfulDelete");
         deleted.contains(&"delete Pod db-1 in StatefulSet db successful".to_string()).then_some(())
+    });
+
+    // A pod the set controls but whose name makes it no member is released, as upstream's
+    // ClaimPods filter releases it.
+    let set = cluster.api::<StatefulSet>().get("db").expect("the set");
+    let owner = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": set.metadata.uid,
+        "controller": true, "blockOwnerDeletion": true});
+    let stranger: Pod =
+        from(json!({"metadata": {"name": "db-extra", "labels": {"app": "db"}, "ownerReferences": [owner]},
+        "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}));
+    cluster.api::<Pod>().create(&stranger, &PostParams::default()).expect("db-extra created");
+    cluster
+        .api::<StatefulSet>()
+        .patch("db", &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})), &PostParams::default())
+        .expect("the set touched");
+    eventually("db-extra released", || {
+        let pod = pods(&cluster, "db").remove("db-extra")?;
+        pod.metadata.owner_references.unwrap_or_default().is_empty().then_some(())
     });
 }
 

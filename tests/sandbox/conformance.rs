@@ -518,6 +518,11 @@ fn write_errors_answer_as_kube_apiserver() {
         let headers = [("Content-Type", "application/merge-patch+json")];
         s.admin("PATCH", &path, &headers, &json!({"metadata": {"labels": {"patched": "yes"}}})).shape()
     });
+    pair.check("strategic delete from an absent list: 422 (a release of an object with no owner)", |s| {
+        let headers = [("Content-Type", "application/strategic-merge-patch+json")];
+        let patch = json!({"metadata": {"ownerReferences": [{"$patch": "delete", "uid": "4f6c4b5e-0000-4000-8000-000000000000"}]}});
+        s.admin("PATCH", &format!("{}/first", configmaps()), &headers, &patch).shape()
+    });
     pair.check("patch of a missing object: 404", |s| {
         let headers = [("Content-Type", "application/merge-patch+json")];
         s.admin("PATCH", &format!("{}/absent", configmaps()), &headers, &json!({"data": {"k": "x"}})).shape()

@@ -139,15 +139,12 @@ impl StatefulSetController {
         manager.claim::<ControllerRevision, _>(orphans).map(|_| ())
     }
 
-    /// `getPodsForStatefulSet`: the set's pods after claiming (orphans adopted only if their
-    /// name makes them members).
+    /// `getPodsForStatefulSet`: the set's pods after claiming; only pods whose name makes
+    /// them members count as matching (orphans adopted, owned non-members released).
     fn pods_for_set(&self, set: &StatefulSet, selector: &Selector) -> Result<Vec<Arc<Pod>>, String> {
         let namespace = namespace_of(&set.metadata);
         let owner_uid = set.metadata.uid.as_ref();
-        let candidates = self
-            .pods
-            .store()
-            .list_namespace_where(namespace, |m| claim_candidate(owner_uid, selector, m) && is_member_of(set, m));
+        let candidates = self.pods.store().list_namespace_where(namespace, |m| claim_candidate(owner_uid, selector, m));
         let candidates = candidates.into_iter().map(|p| self.pods.newest(p)).collect();
         let can_adopt = || self.can_adopt(set);
         let manager = ControllerRefManager {
@@ -158,7 +155,7 @@ impl StatefulSetController {
             can_adopt: &can_adopt,
             finalizers: &[],
         };
-        manager.claim::<Pod, _>(candidates)
+        manager.claim_filtered::<Pod, _>(candidates, |m| is_member_of(set, m))
     }
 
     fn enqueue(&self, set: &StatefulSet) {

@@ -93,19 +93,44 @@ fn merge_field(
     }
     let (strategy, child) = schema::field(schema, &key);
     let Some(slot) = original.get_mut(&key) else {
-        // Taken as it is; for `$deleteFromPrimitiveList` this adds the items to delete, as
-        // kube-apiserver does when the list is absent.
-        original.insert(key, sanitize(value));
+        // Taken as it is, less its directives; for `$deleteFromPrimitiveList` this adds the
+        // items to delete, as kube-apiserver does when the list is absent.
+        if let Some(value) = without_directives(value) {
+            original.insert(key, value);
+        }
         return Ok(());
     };
-    *slot = match (std::mem::take(slot), value) {
-        (Value::Object(current), Value::Object(patch)) => Value::Object(merge_map(current, patch, child)?),
+    let merged = match (std::mem::take(slot), value) {
+        (Value::Object(current), Value::Object(patch)) => Some(Value::Object(merge_map(current, patch, child)?)),
         (Value::Array(current), Value::Array(patch)) => {
-            Value::Array(merge_list(current, patch, strategy, child, delete_list)?)
+            Some(Value::Array(merge_list(current, patch, strategy, child, delete_list)?))
         }
-        (_, value) => sanitize(value),
+        (_, value) => without_directives(value),
     };
+    match merged {
+        Some(value) => *slot = value,
+        None => {
+            original.remove(&key);
+        }
+    }
     Ok(())
+}
+
+/// `removeDirectives`: a patch value taken whole, its `$patch` maps dropped (so deleting from
+/// an absent list leaves an empty one) and its other directive keys and nulls stripped. `None`
+/// when the value itself is a `$patch` map.
+fn without_directives(value: Value) -> Option<Value> {
+    match value {
+        Value::Object(map) if map.contains_key(DIRECTIVE) => None,
+        Value::Object(map) => Some(Value::Object(
+            map.into_iter()
+                .filter(|(key, value)| !value.is_null() && !is_directive(key))
+                .filter_map(|(key, value)| Some((key, without_directives(value)?)))
+                .collect(),
+        )),
+        Value::Array(items) => Some(Value::Array(items.into_iter().filter_map(without_directives).collect())),
+        other => Some(other),
+    }
 }
 
 /// `mergeSliceHandler`: lists with a merge strategy are merged, others replaced.

@@ -501,3 +501,16 @@ fn top_level_replace_and_delete() {
     assert_eq!(patched, json!({"metadata": {"name": "web"}, "spec": {"replicas": 2}}));
     assert_eq!(patch_deployment(json!({"$patch": "delete"})), json!({}));
 }
+
+#[test]
+fn directives_in_a_value_for_an_absent_key_are_dropped_with_their_maps() {
+    // A release (`$patch: delete` of an owner reference) on an object that has none leaves an
+    // empty list, as kube-apiserver's `removeDirectives` does.
+    let mut original = deployment();
+    original["metadata"].as_object_mut().unwrap().remove("ownerReferences");
+    let patch = json!({"metadata": {"ownerReferences": [{"$patch": "delete", "uid": "u1"}]},
+        "spec": {"template": {"spec": {"nodeSelector": {"$patch": "replace", "a": "b"}}}}});
+    let patched = apply(&original, &patch, "apps/v1", "Deployment").unwrap();
+    assert_eq!(patched["metadata"]["ownerReferences"], json!([]));
+    assert!(pod_spec(&patched).get("nodeSelector").is_none());
+}
