@@ -3,6 +3,8 @@
 //! against it, and narrates a scenario as it happens, reading every fact back from the API. Steps that need a controller this build does not have yet are
 //! skipped, saying so; the demo fails only when something that should happen does not.
 
+mod sets;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
@@ -244,15 +246,20 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
     narrator.ok(&format!("pod hello is Running on {node}"));
 
     let cron_started = cronjob_start(client, ns, narrator)?;
+    let agents_started = sets::daemonset_start(client, nodes, ns, narrator)?;
     replicaset_steps(client, ns, narrator)?;
     deployment_steps(client, ns, narrator)?;
     garbage_collection_steps(client, ns, narrator)?;
     endpoints_steps(client, ns, narrator)?;
     job_steps(client, ns, narrator)?;
+    sets::statefulset_steps(client, ns, narrator)?;
     namespace_content_steps(client, narrator)?;
     node_failure_steps(client, nodes, ns, &node, narrator)?;
     if cron_started {
         cronjob_check(client, ns, narrator)?;
+    }
+    if agents_started {
+        sets::daemonset_check(client, nodes, ns, narrator)?;
     }
     namespace_deletion_steps(client, ns, narrator)
 }
