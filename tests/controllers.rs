@@ -30,6 +30,8 @@ mod nodeipam;
 mod nodelifecycle;
 #[path = "controllers/podgc.rs"]
 mod podgc;
+#[path = "controllers/protection.rs"]
+mod protection;
 #[path = "controllers/replicaset.rs"]
 mod replicaset;
 #[path = "controllers/resourcequota.rs"]

@@ -36,6 +36,8 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "node_lifecycle_controller",
     "node_lifecycle_controller_pods",
     "orphaned_pods_nodes",
+    "pvcprotection",
+    "pvprotection",
     "replicaset",
     "replicationmanager",
     "resource_quota_controller_resource_changes",

@@ -13,8 +13,8 @@ use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
     cronjob, daemon, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace,
-    nodeipam, nodelifecycle, podgc, replicaset, resourcequota, root_ca_publisher, serviceaccount, statefulset,
-    tainteviction, ttl, ttlafterfinished,
+    nodeipam, nodelifecycle, podgc, pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher,
+    serviceaccount, statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -260,8 +260,12 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .checks(validate::attach_detach),
     plain("persistentvolume-binder-controller", &["persistentvolume-binder"]).account("persistent-volume-binder"),
     plain("persistentvolume-expander-controller", &["persistentvolume-expander"]).account("expand-controller"),
-    plain("persistentvolume-protection-controller", &["pv-protection"]).account("pv-protection-controller"),
-    plain("persistentvolumeclaim-protection-controller", &["pvc-protection"]).account("pvc-protection-controller"),
+    plain("persistentvolume-protection-controller", &["pv-protection"])
+        .account("pv-protection-controller")
+        .starts(|c, _| pvprotection::new(c, pvprotection::Config::default())),
+    plain("persistentvolumeclaim-protection-controller", &["pvc-protection"])
+        .account("pvc-protection-controller")
+        .starts(|c, _| pvcprotection::new(c, pvcprotection::Config::default())),
     plain("pod-garbage-collector-controller", &["podgc"]).account("pod-garbage-collector").starts(|c, o| {
         let threshold = o.pod_gc.terminated_pod_gc_threshold;
         podgc::new(c, podgc::Config { terminated_pod_threshold: threshold, ..podgc::Config::default() })
@@ -684,7 +688,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 23);
+        assert_eq!(implemented().len(), 25);
     }
 
     fn options(root_ca_file: &str) -> Options {

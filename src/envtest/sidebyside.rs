@@ -1928,7 +1928,12 @@ fn stateful_set(steps: &mut Steps) -> Result<(), String> {
     steps.wait("the pods gone", |s| {
         Ok(s.list(&format!("/api/v1/namespaces/{NAMESPACE}/pods"))?.is_empty().then_some(()))
     })?;
-    steps.checkpoint("deleted: its pods gone, its claims deleted by the garbage collector")
+    // The garbage collector deletes the claims; the pvc-protection controller lets them go once
+    // their pods are gone.
+    steps.wait("the claims gone", |s| {
+        Ok(s.list(&format!("/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims"))?.is_empty().then_some(()))
+    })?;
+    steps.checkpoint("deleted: its pods and claims gone (garbage collector, pvc-protection)")
 }
 
 #[cfg(test)]

@@ -355,7 +355,7 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 20] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 22] = [
     "cronjob-controller",
     "daemon-set-controller",
     "deployment-controller",
@@ -368,6 +368,8 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 20] = [
     "namespace-controller",
     "node-controller",
     "pod-garbage-collector",
+    "pv-protection-controller",
+    "pvc-protection-controller",
     "replicaset-controller",
     "replication-controller",
     "resourcequota-controller",
