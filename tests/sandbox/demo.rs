@@ -46,4 +46,12 @@ fn the_demo_converges(extra: &[&str]) {
         assert!(stdout.contains("namespace shop is Terminating"), "{stdout}");
         assert!(stdout.contains("removed through /finalize and the namespace is gone"), "{stdout}");
     }
+    if built(&["daemonset-controller", "pod-garbage-collector-controller"]) {
+        assert!(stdout.contains("daemonset-controller placed"), "{stdout}");
+        assert!(stdout.contains("pod-garbage-collector deleted its pod"), "{stdout}");
+    }
+    if built(&["statefulset-controller"]) {
+        assert!(stdout.contains("db-0 → db-1 → db-2: each created once the one before was Ready"), "{stdout}");
+        assert!(stdout.contains("the claims are kept: data-db-0, data-db-1, data-db-2"), "{stdout}");
+    }
 }
