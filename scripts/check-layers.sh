@@ -12,6 +12,8 @@
 #  2. A controller's canonical name appears once in the controller manager's code (src/ but the
 #     development tools), in the table of src/app/controllers.rs: comments and unit tests aside
 #     (a path segment such as `kubernetes.io/job-controller`, a Job's `managedBy`, is no name).
+#  3. A controller never uses another controller's files, only the helpers they share (below);
+#     the node lifecycle controller runs the taint eviction controller inside itself, as upstream.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,6 +68,22 @@ if hits=$(code_lines "${files[@]}" | grep -E "(^|[^a-z0-9./-])(${alternation})([
   failed=1
 fi
 
+# Modules of src/controllers that are shared helpers rather than controllers.
+shared='podutil|nodeutil|endpointutil|jobutil|history|volumeprotection'
+mapfile -t files < <(find src/controllers -name '*.rs' ! -name 'tests.rs' ! -name '*_tests.rs' | sort)
+if hits=$(code_lines "${files[@]}" | awk -v shared="^($shared)$" '
+  {
+    split($0, parts, "/"); owner = parts[3]; sub(/\.rs:.*/, "", owner); sub(/:.*/, "", owner)
+    text = $0
+    while (match(text, /crate::controllers::[a-z_0-9]+/)) {
+      used = substr(text, RSTART + 20, RLENGTH - 20); text = substr(text, RSTART + RLENGTH)
+      if (used != owner && used !~ shared && !(owner == "nodelifecycle" && used == "tainteviction")) print
+    }
+  }' | grep .); then
+  echo "controllers: a controller uses another controller's files (share a helper instead):" >&2
+  echo "$hits" >&2
+  failed=1
+fi
 if ((failed)); then
   exit 1
 fi

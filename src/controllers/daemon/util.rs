@@ -13,7 +13,8 @@ use k8s_openapi::api::core::v1::{
     PodTemplateSpec, Taint, Toleration,
 };
 
-use crate::controllers::deployment::util::scaled_value;
+use crate::apimachinery::intstr::scaled_value;
+use crate::apimachinery::nodeaffinity::matches_required_node_affinity;
 use crate::controllers::history::CONTROLLER_REVISION_HASH_LABEL;
 use crate::controllers::nodeutil::{
     NO_EXECUTE, NO_SCHEDULE, TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_NETWORK_UNAVAILABLE, TAINT_NOT_READY,
@@ -222,60 +223,6 @@ pub fn node_should_run_daemon_pod(node: &Node, ds: &DaemonSet) -> (bool, bool) {
         return (false, !has_untolerated_taint(taints, tolerations, |t| t.effect == NO_EXECUTE));
     }
     (true, true)
-}
-
-/// `GetRequiredNodeAffinity(pod).Match(node)`: `spec.nodeSelector` and the required node
-/// affinity's terms (ORed; a term whose requirements do not parse matches nothing).
-pub fn matches_required_node_affinity(spec: &PodSpec, node: &Node) -> bool {
-    let empty = BTreeMap::new();
-    let labels = node.metadata.labels.as_ref().unwrap_or(&empty);
-    if let Some(selector) = spec.node_selector.as_ref()
-        && !selector.iter().all(|(k, v)| labels.get(k) == Some(v))
-    {
-        return false;
-    }
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
-    match required {
-        Some(selector) => selector.node_selector_terms.iter().any(|term| term_matches(term, node, labels)),
-        None => true,
-    }
-}
-
-/// A term matches when it has requirements and all of them match.
-fn term_matches(term: &NodeSelectorTerm, node: &Node, labels: &BTreeMap<String, String>) -> bool {
-    let expressions = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if expressions.is_empty() && fields.is_empty() {
-        return false;
-    }
-    let name = node.metadata.name.as_deref().unwrap_or("");
-    expressions.iter().all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-        && fields.iter().all(|r| {
-            r.key == "metadata.name"
-                && matches!(r.operator.as_str(), "In" | "NotIn")
-                && requirement_matches(r, Some(name))
-        })
-}
-
-fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = requirement.values.as_deref().unwrap_or_default();
-    let number = |v: &str| v.parse::<i64>().ok();
-    match requirement.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => values.is_empty() && value.is_some(),
-        "DoesNotExist" => values.is_empty() && value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(have), [want]) = (value.and_then(number), values) else { return false };
-            let Some(want) = number(want) else { return false };
-            if requirement.operator == "Gt" { have > want } else { have < want }
-        }
-        _ => false,
-    }
 }
 
 /// `podByCreationTimestampAndPhase`: scheduled pods first, then the oldest, then by name.

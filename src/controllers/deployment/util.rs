@@ -3,6 +3,7 @@
 //! maxSurge/maxUnavailable, proportions, new/old ReplicaSet selection and condition helpers.
 
 use crate::apimachinery::clock::whole_seconds;
+use crate::apimachinery::intstr::scaled_value;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -138,22 +139,6 @@ pub fn progress_deadline(d: &Deployment) -> Option<i32> {
 /// `HasRevisionHistoryLimit`: set and not MaxInt32.
 pub fn revision_history_limit(d: &Deployment) -> Option<i32> {
     d.spec.as_ref().and_then(|s| s.revision_history_limit).filter(|s| *s != i32::MAX)
-}
-
-/// `intstr.GetScaledValueFromIntOrPercent`: an int as is, `N%` of `total` rounded up or down.
-pub fn scaled_value(value: &IntOrString, total: i32, round_up: bool) -> Result<i32, String> {
-    match value {
-        IntOrString::Int(v) => Ok(*v),
-        IntOrString::String(s) => {
-            let percent: i64 = s
-                .strip_suffix('%')
-                .and_then(|p| p.parse().ok())
-                .ok_or_else(|| "invalid value for IntOrString: invalid type: string is not a percentage".to_string())?;
-            let product = percent * i64::from(total);
-            let value = if round_up { (product + 99).div_euclid(100) } else { product.div_euclid(100) };
-            Ok(value as i32)
-        }
-    }
 }
 
 /// `ResolveFenceposts`: maxSurge rounds up, maxUnavailable down; both zero → maxUnavailable 1.

@@ -5,10 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{
-    Container, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Taint, Toleration,
-};
+use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Taint, Toleration};
 
+use crate::apimachinery::nodeaffinity::matches_required_node_affinity;
 use crate::controllers::nodeutil::tolerates;
 
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -103,7 +102,7 @@ fn filter(pod: &Pod, candidate: &Candidate<'_>, strict_not_ready: bool) -> Resul
         )));
     }
     // NodeAffinity.
-    if !matches_node_selector(&spec, node) {
+    if !matches_required_node_affinity(&spec, node) {
         return Err(Failure::one("node(s) didn't match Pod's node affinity/selector"));
     }
     // NodePorts.
@@ -147,59 +146,6 @@ fn implicit_taints(candidate: &Candidate<'_>) -> Vec<Taint> {
 /// Whether any toleration tolerates the taint (`Toleration.ToleratesTaint`).
 pub fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
     tolerations.iter().any(|t| tolerates(t, taint))
-}
-
-/// `spec.nodeSelector` and `requiredDuringSchedulingIgnoredDuringExecution` node affinity.
-pub fn matches_node_selector(spec: &PodSpec, node: &Node) -> bool {
-    let labels = node.metadata.labels.clone().unwrap_or_default();
-    let selector = spec.node_selector.clone().unwrap_or_default();
-    if !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
-        return false;
-    }
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
-    match required {
-        // The terms are ORed; an empty list matches nothing.
-        Some(selector) => selector.node_selector_terms.iter().any(|term| term_matches(term, node, &labels)),
-        None => true,
-    }
-}
-
-/// A term matches when all its expressions and fields do; a term with neither matches nothing.
-fn term_matches(term: &NodeSelectorTerm, node: &Node, labels: &BTreeMap<String, String>) -> bool {
-    let expressions = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if expressions.is_empty() && fields.is_empty() {
-        return false;
-    }
-    let name = node.metadata.name.clone().unwrap_or_default();
-    expressions.iter().all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-        && fields.iter().all(|r| {
-            // Only metadata.name is a supported field (In and NotIn).
-            r.key == "metadata.name"
-                && matches!(r.operator.as_str(), "In" | "NotIn")
-                && requirement_matches(r, Some(&name))
-        })
-}
-
-fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = requirement.values.as_deref().unwrap_or_default();
-    let number = |v: &str| v.parse::<i64>().ok();
-    match requirement.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(have), [want]) = (value.and_then(number), values) else { return false };
-            let Some(want) = number(want) else { return false };
-            if requirement.operator == "Gt" { have > want } else { have < want }
-        }
-        _ => false,
-    }
 }
 
 /// (protocol, hostIP, hostPort) of every container port that claims a host port.
