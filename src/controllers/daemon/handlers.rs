@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use super::util::{min_ready_seconds, node_should_run_daemon_pod};
 use super::{DaemonSetsController, selector_of};
@@ -97,12 +97,11 @@ impl DaemonSetsController {
         }
     }
 
-    fn on_revision_updated(&self, old: &ControllerRevision, new: &ControllerRevision) {
-        if old.metadata.resource_version == new.metadata.resource_version {
-            return;
-        }
-        let namespace = new.metadata.namespace.as_deref().unwrap_or("");
-        let (current, previous) = (controller_of(&new.metadata), controller_of(&old.metadata));
+    /// On an update of a pod or revision: when its controller changed, the previous one (if a
+    /// DaemonSet still here) is queued. Returns whether it changed, and the current controller.
+    fn enqueue_previous_owner<'a>(&self, old: &ObjectMeta, new: &'a ObjectMeta) -> (bool, Option<&'a OwnerReference>) {
+        let namespace = new.namespace.as_deref().unwrap_or("");
+        let (current, previous) = (controller_of(new), controller_of(old));
         let changed = current != previous;
         if changed
             && let Some(previous) = previous
@@ -110,6 +109,15 @@ impl DaemonSetsController {
         {
             self.enqueue(&ds);
         }
+        (changed, current)
+    }
+
+    fn on_revision_updated(&self, old: &ControllerRevision, new: &ControllerRevision) {
+        if old.metadata.resource_version == new.metadata.resource_version {
+            return;
+        }
+        let namespace = new.metadata.namespace.as_deref().unwrap_or("");
+        let (changed, current) = self.enqueue_previous_owner(&old.metadata, &new.metadata);
         if let Some(current) = current {
             if let Some(ds) = self.resolve(namespace, current) {
                 self.enqueue(&ds);
@@ -172,14 +180,7 @@ impl DaemonSetsController {
             return;
         }
         let namespace = new.metadata.namespace.as_deref().unwrap_or("");
-        let (current, previous) = (controller_of(&new.metadata), controller_of(&old.metadata));
-        let changed = current != previous;
-        if changed
-            && let Some(previous) = previous
-            && let Some(ds) = self.resolve(namespace, previous)
-        {
-            self.enqueue(&ds);
-        }
+        let (changed, current) = self.enqueue_previous_owner(&old.metadata, &new.metadata);
         if let Some(current) = current {
             let Some(ds) = self.resolve(namespace, current) else { return };
             self.enqueue(&ds);

@@ -368,6 +368,22 @@ struct Kubelet {
     noted_missing: bool,
 }
 
+impl Kubelet {
+    /// A kubelet just started: it registers first.
+    fn new(machine: Machine, now: Instant) -> Kubelet {
+        Kubelet {
+            machine,
+            registered: false,
+            lease: None,
+            next_renew: now,
+            next_status_check: now,
+            last_report: None,
+            force_report: false,
+            noted_missing: false,
+        }
+    }
+}
+
 /// What a kubelet remembers of one of its pods.
 #[derive(Debug)]
 struct PodRecord {
@@ -435,19 +451,7 @@ impl Worker {
     fn new(shared: Arc<Shared>, machines: Vec<Machine>, options: NodeOptions, stop: Receiver<()>) -> Worker {
         let client = shared.client.clone();
         let now = Instant::now();
-        let kubelets = machines
-            .into_iter()
-            .map(|machine| Kubelet {
-                machine,
-                registered: false,
-                lease: None,
-                next_renew: now,
-                next_status_check: now,
-                last_report: None,
-                force_report: false,
-                noted_missing: false,
-            })
-            .collect();
+        let kubelets = machines.into_iter().map(|machine| Kubelet::new(machine, now)).collect();
         let (pod_list, pod_watch) = (Api::<Pod>::all(&client), Api::<Pod>::all(&client));
         let (node_list, node_watch) = (Api::<Node>::all(&client), Api::<Node>::all(&client));
         let pods = Mirror::new(Source {
@@ -539,16 +543,7 @@ impl Worker {
         let added = std::mem::take(&mut *self.shared.added.lock());
         let now = Instant::now();
         for machine in added {
-            self.kubelets.push(Kubelet {
-                machine,
-                registered: false,
-                lease: None,
-                next_renew: now,
-                next_status_check: now,
-                last_report: None,
-                force_report: false,
-                noted_missing: false,
-            });
+            self.kubelets.push(Kubelet::new(machine, now));
         }
         let controls = self.shared.controls.lock();
         self.kubelets.retain(|k| controls.contains_key(&k.machine.name));
