@@ -1348,7 +1348,7 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "statefulset",
-        summary: "an OrderedReady StatefulSet of 3 with a volume claim template (whenDeleted: Delete) scaled to 5 and back to 2, a partitioned rolling update, then deleted",
+        summary: "an OrderedReady StatefulSet of 3 with a volume claim template (whenDeleted: Delete) scaled to 5 and back to 2, a partitioned rolling update, then deleted; a second (whenScaled: Delete, whenDeleted: Retain) scaled down and deleted",
         nodes: 1,
         flags: &[],
         compare_nodes: false,
@@ -1933,7 +1933,32 @@ fn stateful_set(steps: &mut Steps) -> Result<(), String> {
     steps.wait("the claims gone", |s| {
         Ok(s.list(&format!("/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims"))?.is_empty().then_some(()))
     })?;
-    steps.checkpoint("deleted: its pods and claims gone (garbage collector, pvc-protection)")
+    steps.checkpoint("deleted: its pods and claims gone (garbage collector, pvc-protection)")?;
+    stateful_set_retained(steps)
+}
+
+/// The other retention policies: `whenScaled: Delete` hands a scaled-down ordinal's claim to its
+/// pod (collected with it); `whenDeleted: Retain` keeps the rest when the set goes.
+fn stateful_set_retained(steps: &mut Steps) -> Result<(), String> {
+    let set = json!({"metadata": {"name": "cache"},
+        "spec": {"replicas": 2, "serviceName": "cache", "selector": {"matchLabels": {"app": "cache"}},
+            "template": template("cache", "registry.k8s.io/pause:3.10"),
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Delete"},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}}}]}});
+    steps.create(STATEFUL_SETS, set)?;
+    stateful_set_status(steps, "cache", 2, 2, 2)?;
+    let path = format!("{STATEFUL_SETS}/cache");
+    steps.patch(&path, json!({"spec": {"replicas": 1}}))?;
+    stateful_set_status(steps, "cache", 1, 1, 1)?;
+    let claims = format!("/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims");
+    steps.wait("the claim of cache-1 collected with its pod", |s| Ok((s.list(&claims)?.len() == 1).then_some(())))?;
+    steps.delete(&path, None)?;
+    steps.wait_gone(&path)?;
+    steps.wait("the pods gone", |s| {
+        Ok(s.list(&format!("/api/v1/namespaces/{NAMESPACE}/pods"))?.is_empty().then_some(()))
+    })?;
+    steps.checkpoint("whenScaled: Delete and whenDeleted: Retain: the claim of cache-0 kept")
 }
 
 #[cfg(test)]

@@ -451,7 +451,7 @@ fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
     }
     let mut clean = true;
     for scenario in chosen {
-        println!("--- {}: {} (upstream, then ours)", scenario.name, scenario.summary);
+        println!("--- {}: {} (upstream and ours, at once)", scenario.name, scenario.summary);
         let outcome = sidebyside::compare(scenario, &options)?;
         print!("{outcome}");
         clean &= outcome.upstream.error.is_none() && outcome.ours.error.is_none() && outcome.unexpected().is_empty();
