@@ -227,16 +227,27 @@ impl DaemonSetsController {
             .pods
             .store()
             .list_namespace_where(namespace_of(&ds.metadata), |m| claim_candidate(owner_uid, &selector, m));
+        self.claim::<Pod>(ds, &selector, candidates)
+    }
+
+    /// `ClaimPods` / `ClaimControllerRevisions`: adopts the orphans `selector` matches and
+    /// releases the owned objects it no longer matches.
+    fn claim<K>(&self, ds: &DaemonSet, selector: &Selector, objects: Vec<Arc<K>>) -> Result<Vec<Arc<K>>, SyncError>
+    where
+        K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + k8s_openapi::Metadata<Ty = ObjectMeta>
+            + serde::de::DeserializeOwned,
+    {
         let can_adopt = || recheck_deletion_timestamp::<DaemonSet>(&self.client, &ds.metadata, "DaemonSet ");
         let manager = ControllerRefManager {
             client: &self.client,
             owner: &ds.metadata,
             owner_ref: controller_ref(ds),
-            selector: &selector,
+            selector,
             can_adopt: &can_adopt,
             finalizers: &[],
         };
-        manager.claim::<Pod, _>(candidates).map_err(SyncError::Failed)
+        manager.claim::<K, _>(objects).map_err(SyncError::Failed)
     }
 
     /// `getNodesToDaemonPods`: the claimed pods by node; terminal pods being deleted are left

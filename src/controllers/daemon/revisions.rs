@@ -21,7 +21,7 @@ use crate::client::{Api, DeleteParams, Patch, PostParams};
 use crate::controllers::history::{CONTROLLER_REVISION_HASH_LABEL, template_patch};
 use crate::controllers::podutil::template_hash::compute_hash;
 use crate::runtime::controller::SyncError;
-use crate::runtime::controller_ref::{ControllerRefManager, controller_ref, recheck_deletion_timestamp};
+use crate::runtime::controller_ref::controller_ref;
 
 /// `Match`: the revision holds the DaemonSet's current template.
 fn matches(patch: &Value, revision: &ControllerRevision) -> bool {
@@ -100,16 +100,7 @@ impl DaemonSetsController {
     fn controlled_histories(&self, ds: &DaemonSet) -> Result<Vec<Arc<ControllerRevision>>, SyncError> {
         let selector = selector_of(ds).map_err(SyncError::Failed)?;
         let revisions = self.revisions.store().list_namespace(namespace_of(&ds.metadata));
-        let can_adopt = || recheck_deletion_timestamp::<DaemonSet>(&self.client, &ds.metadata, "DaemonSet ");
-        let manager = ControllerRefManager {
-            client: &self.client,
-            owner: &ds.metadata,
-            owner_ref: controller_ref(ds),
-            selector: &selector,
-            can_adopt: &can_adopt,
-            finalizers: &[],
-        };
-        manager.claim::<ControllerRevision, _>(revisions).map_err(SyncError::Failed)
+        self.claim::<ControllerRevision>(ds, &selector, revisions)
     }
 
     /// `dedupCurHistories`: of several revisions holding the current template, the newest is

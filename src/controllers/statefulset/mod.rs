@@ -163,6 +163,6 @@ impl StatefulSetController {
     }
 
     fn cached_set(&self, namespace: &str, name: &str) -> Option<Arc<StatefulSet>> {
-        self.sets.store().get(&format!("{namespace}/{name}"))
+        self.sets.store().get_by_name(namespace, name)
     }
 }
