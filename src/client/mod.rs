@@ -15,6 +15,7 @@ mod metrics;
 pub mod rate_limit;
 pub mod resolve;
 pub mod retry;
+pub mod scale;
 pub mod tls;
 mod url;
 pub mod watch;
