@@ -3,6 +3,7 @@
 //! against it, and narrates a scenario as it happens, reading every fact back from the API. Steps that need a controller this build does not have yet are
 //! skipped, saying so; the demo fails only when something that should happen does not.
 
+mod autoscale;
 mod sets;
 
 use std::path::{Path, PathBuf};
@@ -253,6 +254,8 @@ fn workloads(client: &Client, nodes: &SimulatedNodes, narrator: &mut Narrator) -
     endpoints_steps(client, ns, narrator)?;
     job_steps(client, ns, narrator)?;
     sets::statefulset_steps(client, ns, narrator)?;
+    autoscale::drain_steps(client, ns, narrator)?;
+    autoscale::autoscaling_steps(client, ns, narrator)?;
     namespace_content_steps(client, narrator)?;
     node_failure_steps(client, nodes, ns, &node, narrator)?;
     if cron_started {
