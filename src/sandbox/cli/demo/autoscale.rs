@@ -11,27 +11,27 @@ use serde_json::json;
 use super::{Narrator, STEP_TIMEOUT, all_implemented, api_error, deployment_manifest, wait_for, wait_running_pods};
 use crate::client::{Api, Client, ListParams, Patch, PostParams};
 
-/// Deployment `shop`'s pods are drained off one node while PDB `shop` keeps all 3 available.
+/// Deployment `checkout`'s pods are drained off one node while PDB `checkout` keeps all 3 available.
 pub(super) fn drain_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
     let needed = ["disruption-controller", "deployment-controller", "replicaset-controller"];
-    narrator.step("Deployment shop (3 replicas) with PodDisruptionBudget shop (minAvailable 3)");
+    narrator.step("Deployment checkout (3 replicas) with PodDisruptionBudget checkout (minAvailable 3)");
     if !all_implemented(&needed) {
         narrator.skip("a drain held back by a PodDisruptionBudget", &needed);
         return Ok(());
     }
     Api::<Deployment>::namespaced(client, ns)
-        .create(&deployment_manifest("shop", 3)?, &PostParams::default())
+        .create(&deployment_manifest("checkout", 3)?, &PostParams::default())
         .map_err(api_error)?;
-    let budget: PodDisruptionBudget = serde_json::from_value(json!({"metadata": {"name": "shop"},
-        "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "shop"}}}}))
+    let budget: PodDisruptionBudget = serde_json::from_value(json!({"metadata": {"name": "checkout"},
+        "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "checkout"}}}}))
     .map_err(|e| e.to_string())?;
     Api::<PodDisruptionBudget>::namespaced(client, ns).create(&budget, &PostParams::default()).map_err(api_error)?;
-    wait_running_pods(client, ns, "app=shop", 3)?;
+    wait_running_pods(client, ns, "app=checkout", 3)?;
     let status = wait_budget(client, ns, 3, 0)?;
     narrator.ok(&format!("disruption-controller: {status}"));
 
-    let (pod, node) = shop_pods(client, ns)?.into_iter().next().ok_or("no shop pod")?;
-    narrator.step(&format!("Draining {node} (cordon, then evict its shop pods as `kubectl drain` does)"));
+    let (pod, node) = checkout_pods(client, ns)?.into_iter().next().ok_or("no checkout pod")?;
+    narrator.step(&format!("Draining {node} (cordon, then evict its checkout pods as `kubectl drain` does)"));
     set_unschedulable(client, &node, true)?;
     match evict(client, ns, &pod) {
         Err(e) if e.contains("429") || e.contains("disruption budget") => {
@@ -40,14 +40,14 @@ pub(super) fn drain_steps(client: &Client, ns: &str, narrator: &mut Narrator) ->
         Err(e) => return Err(format!("evicting {pod}: {e}")),
         Ok(()) => return Err(format!("the eviction of {pod} was allowed with disruptionsAllowed 0")),
     }
-    narrator.step("Scaling shop to 4: one pod may now be disrupted");
+    narrator.step("Scaling checkout to 4: one pod may now be disrupted");
     Api::<Deployment>::namespaced(client, ns)
-        .patch("shop", &Patch::Merge(json!({"spec": {"replicas": 4}})), &PostParams::default())
+        .patch("checkout", &Patch::Merge(json!({"spec": {"replicas": 4}})), &PostParams::default())
         .map_err(api_error)?;
-    wait_running_pods(client, ns, "app=shop", 4)?;
+    wait_running_pods(client, ns, "app=checkout", 4)?;
     let status = wait_budget(client, ns, 4, 1)?;
     narrator.ok(&format!("disruption-controller: {status}"));
-    let drained = drain_shop_pods(client, ns, &node)?;
+    let drained = drain_checkout_pods(client, ns, &node)?;
     narrator.ok(&format!(
         "the drain went on, one eviction at a time as the budget allowed: {} evicted; replacements run elsewhere",
         drained.join(", ")
@@ -57,13 +57,13 @@ pub(super) fn drain_steps(client: &Client, ns: &str, narrator: &mut Narrator) ->
     Ok(())
 }
 
-/// Evicts shop's pods on `node` until none is left, retrying refused evictions as `kubectl
+/// Evicts checkout's pods on `node` until none is left, retrying refused evictions as `kubectl
 /// drain` does (every 5 s there; here every 200 ms).
-fn drain_shop_pods(client: &Client, ns: &str, node: &str) -> Result<Vec<String>, String> {
+fn drain_checkout_pods(client: &Client, ns: &str, node: &str) -> Result<Vec<String>, String> {
     let mut evicted = Vec::new();
-    wait_for(&format!("shop's pods evicted from {node}"), STEP_TIMEOUT, || {
+    wait_for(&format!("checkout's pods evicted from {node}"), STEP_TIMEOUT, || {
         let on_node: Vec<String> =
-            shop_pods(client, ns)?.into_iter().filter(|(_, n)| n == node).map(|(pod, _)| pod).collect();
+            checkout_pods(client, ns)?.into_iter().filter(|(_, n)| n == node).map(|(pod, _)| pod).collect();
         for pod in &on_node {
             if evict(client, ns, pod).is_ok() {
                 evicted.push(pod.clone());
@@ -71,16 +71,16 @@ fn drain_shop_pods(client: &Client, ns: &str, node: &str) -> Result<Vec<String>,
         }
         Ok(on_node.is_empty().then_some(()))
     })?;
-    wait_running_pods(client, ns, "app=shop", 4)?;
+    wait_running_pods(client, ns, "app=checkout", 4)?;
     Ok(evicted)
 }
 
-/// Waits for PDB shop's status to report `expected` pods and `allowed` disruptions; returns it
+/// Waits for PDB checkout's status to report `expected` pods and `allowed` disruptions; returns it
 /// described.
 fn wait_budget(client: &Client, ns: &str, expected: i32, allowed: i32) -> Result<String, String> {
     let budgets = Api::<PodDisruptionBudget>::namespaced(client, ns);
-    wait_for(&format!("PDB shop: {expected} pods expected, {allowed} disruptions allowed"), STEP_TIMEOUT, || {
-        let budget = budgets.get("shop").map_err(api_error)?;
+    wait_for(&format!("PDB checkout: {expected} pods expected, {allowed} disruptions allowed"), STEP_TIMEOUT, || {
+        let budget = budgets.get("checkout").map_err(api_error)?;
         let Some(status) = budget.status else { return Ok(None) };
         let condition = status.conditions.iter().flatten().find(|c| c.type_ == "DisruptionAllowed");
         let done = status.expected_pods == expected
@@ -100,9 +100,9 @@ fn wait_budget(client: &Client, ns: &str, expected: i32, allowed: i32) -> Result
     })
 }
 
-/// shop's live pods and their nodes, by pod name.
-fn shop_pods(client: &Client, ns: &str) -> Result<Vec<(String, String)>, String> {
-    let params = ListParams { label_selector: Some("app=shop".into()), ..ListParams::default() };
+/// checkout's live pods and their nodes, by pod name.
+fn checkout_pods(client: &Client, ns: &str) -> Result<Vec<(String, String)>, String> {
+    let params = ListParams { label_selector: Some("app=checkout".into()), ..ListParams::default() };
     let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params).map_err(api_error)?;
     let mut placed: Vec<(String, String)> = pods
         .into_iter()
