@@ -686,12 +686,13 @@ mod tests {
         assert_eq!(row("serviceaccount-token-controller").client_name(), "serviceaccount-token-controller");
         assert_eq!(row("endpointslice-controller").event_component(), "endpoint-slice-controller");
         assert_eq!(row("deployment-controller").event_component(), "deployment-controller");
+        assert_eq!(row("disruption-controller").event_component(), "controllermanager");
     }
 
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 25);
+        assert_eq!(implemented().len(), 26);
     }
 
     fn options(root_ca_file: &str) -> Options {
