@@ -305,6 +305,9 @@ fn a_stale_disruption_target_condition_is_reset(backend: Backend) {
 /// A namespaced custom resource with a `/scale` subresource (`replicas` in its spec).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Widget {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
     metadata: ObjectMeta,
     spec: Value,
 }
@@ -353,9 +356,15 @@ fn a_custom_resources_scale_is_expected(backend: Backend) {
         let conditions = crd.status?.conditions?;
         conditions.iter().any(|c| c.type_ == "Established" && c.status == "True").then_some(())
     });
-    let widget = Widget { metadata: from(json!({"name": "w"})), spec: json!({"replicas": 3}) };
-    let widget =
-        eventually("the widget created", || cluster.api::<Widget>().create(&widget, &PostParams::default()).ok());
+    let widget: Widget = from(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+        "spec": {"replicas": 3}}));
+    // Served a moment after it is established.
+    let widgets = cluster.api::<Widget>();
+    let widget = eventually("the widget created", || match widgets.create(&widget, &PostParams::default()) {
+        Ok(created) => Some(created),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => panic!("widget: {e}"),
+    });
     let owner = json!({"apiVersion": "example.com/v1", "kind": "Widget", "name": "w",
         "uid": widget.metadata.uid, "controller": true});
     for name in ["w-0", "w-1"] {
