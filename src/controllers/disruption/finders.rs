@@ -13,6 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::apimachinery::intstr::scaled_value;
+use crate::apimachinery::strconv::quote;
 use crate::client::scale::ScaleClient;
 use crate::runtime::controller_ref::controller_of;
 use crate::runtime::informer::Informer;
@@ -187,7 +188,7 @@ impl Finders {
                     scales.insert(uid, scale);
                 }
                 None => {
-                    return Err(format!("found no controllers for pod {}", crate::apimachinery::strconv::quote(&name)));
+                    return Err(format!("found no controllers for pod {}", quote(&name)));
                 }
             }
         }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::apimachinery::labels::Selector;
@@ -276,11 +276,7 @@ impl Disruption {
     }
 
     /// `writePdbStatus`: an update of the status subresource, not retried here.
-    fn write_status(
-        &self,
-        pdb: &PodDisruptionBudget,
-        status: k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus,
-    ) -> SyncResult {
+    fn write_status(&self, pdb: &PodDisruptionBudget, status: PodDisruptionBudgetStatus) -> SyncResult {
         let mut updated = pdb.clone();
         updated.status = Some(status);
         let name = pdb.metadata.name.as_deref().unwrap_or_default();
