@@ -16,6 +16,8 @@ mod cronjob;
 mod daemonset;
 #[path = "controllers/deployment.rs"]
 mod deployment;
+#[path = "controllers/disruption.rs"]
+mod disruption;
 #[path = "controllers/endpoints.rs"]
 mod endpoints;
 #[path = "controllers/gc.rs"]

@@ -12,9 +12,9 @@ use std::fmt;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
-    cronjob, daemon, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace,
-    nodeipam, nodelifecycle, podgc, pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher,
-    serviceaccount, statefulset, tainteviction, ttl, ttlafterfinished,
+    cronjob, daemon, deployment, disruption, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job,
+    namespace, nodeipam, nodelifecycle, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
+    root_ca_publisher, serviceaccount, statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -177,7 +177,10 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .starts(|c, o| deployment::new(c, deployment::Config { workers: workers(o.concurrency.deployment_syncs) })),
     gated("device-taint-eviction-controller", &[], &["DynamicResourceAllocation", "DRADeviceTaints"])
         .account("device-taint-eviction-controller"),
-    plain("disruption-controller", &["disruption"]).account("disruption-controller"),
+    plain("disruption-controller", &["disruption"])
+        .account("disruption-controller")
+        .events("controllermanager")
+        .starts(|c, _| disruption::new(c, disruption::Config::default())),
     plain("endpoints-controller", &["endpoint"])
         .account("endpoint-controller")
         .events("endpoint-controller")
@@ -683,12 +686,13 @@ mod tests {
         assert_eq!(row("serviceaccount-token-controller").client_name(), "serviceaccount-token-controller");
         assert_eq!(row("endpointslice-controller").event_component(), "endpoint-slice-controller");
         assert_eq!(row("deployment-controller").event_component(), "deployment-controller");
+        assert_eq!(row("disruption-controller").event_component(), "controllermanager");
     }
 
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 25);
+        assert_eq!(implemented().len(), 26);
     }
 
     fn options(root_ca_file: &str) -> Options {

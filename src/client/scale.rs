@@ -73,6 +73,33 @@ impl ScaleClient {
     }
 }
 
+/// The group-versions of the Scale kinds the scale client reads (client-go's
+/// `ScaleConverter.ScaleVersions`).
+const SCALE_VERSIONS: &[(&str, &str)] =
+    &[("autoscaling", "v1"), ("extensions", "v1beta1"), ("apps", "v1beta1"), ("apps", "v1beta2")];
+
+impl ScaleClient {
+    /// Whether `resource` serves a `/scale` subresource of a Scale kind this client reads, from
+    /// its group-version's discovery document (client-go's `ServerResourcesForGroupVersion`): a
+    /// 404 from `get` means either a missing object or no such subresource, and this tells which.
+    pub fn implements_scale(&self, resource: &ApiResource) -> Result<bool> {
+        let root = if resource.group.is_empty() { "/api" } else { "/apis" };
+        let list: serde_json::Value = self.client.get_json(&format!("{root}/{}", resource.api_version()))?;
+        Ok(has_scale_subresource(&list, &resource.plural))
+    }
+}
+
+/// Whether an `APIResourceList` lists `<plural>/scale` as a known Scale kind.
+fn has_scale_subresource(list: &serde_json::Value, plural: &str) -> bool {
+    let name = format!("{plural}/scale");
+    list["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["name"] == name.as_str())
+        .any(|r| r["kind"] == "Scale" && SCALE_VERSIONS.iter().any(|(g, v)| r["group"] == *g && r["version"] == *v))
+}
+
 /// `/apis/apps/v1/namespaces/ns/deployments/web/scale`.
 fn scale_path(resource: &ApiResource, namespace: &str, name: &str) -> Result<String> {
     if name.is_empty() || name.contains('/') {
@@ -98,5 +125,18 @@ mod tests {
         assert_eq!(scale_path(&deployments, "ns", "web").unwrap(), "/apis/apps/v1/namespaces/ns/deployments/web/scale");
         assert!(scale_path(&deployments, "ns", "a/b").is_err());
         assert!(scale_path(&deployments, "ns", "").is_err());
+    }
+
+    #[test]
+    fn a_scale_subresource_is_one_of_a_known_scale_kind() {
+        let list = serde_json::json!({"resources": [
+            {"name": "deployments", "kind": "Deployment"},
+            {"name": "deployments/scale", "group": "autoscaling", "version": "v1", "kind": "Scale"},
+            {"name": "jobs/status", "kind": "Job"},
+            {"name": "widgets/scale", "group": "example.com", "version": "v1", "kind": "Scale"},
+        ]});
+        assert!(has_scale_subresource(&list, "deployments"));
+        assert!(!has_scale_subresource(&list, "jobs"));
+        assert!(!has_scale_subresource(&list, "widgets"), "not a Scale kind the client reads");
     }
 }
