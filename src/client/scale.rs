@@ -71,14 +71,7 @@ impl ScaleClient {
         let path = scale_path(resource, namespace, name)?;
         decode(&self.client.send(ureq::http::Method::PUT, &path, Some(Body::json(scale)?))?)
     }
-}
 
-/// The group-versions of the Scale kinds the scale client reads (client-go's
-/// `ScaleConverter.ScaleVersions`).
-const SCALE_VERSIONS: &[(&str, &str)] =
-    &[("autoscaling", "v1"), ("extensions", "v1beta1"), ("apps", "v1beta1"), ("apps", "v1beta2")];
-
-impl ScaleClient {
     /// Whether `resource` serves a `/scale` subresource of a Scale kind this client reads, from
     /// its group-version's discovery document (client-go's `ServerResourcesForGroupVersion`): a
     /// 404 from `get` means either a missing object or no such subresource, and this tells which.
@@ -88,6 +81,11 @@ impl ScaleClient {
         Ok(has_scale_subresource(&list, &resource.plural))
     }
 }
+
+/// The group-versions of the Scale kinds the scale client reads (client-go's
+/// `ScaleConverter.ScaleVersions`).
+const SCALE_VERSIONS: &[(&str, &str)] =
+    &[("autoscaling", "v1"), ("extensions", "v1beta1"), ("apps", "v1beta1"), ("apps", "v1beta2")];
 
 /// Whether an `APIResourceList` lists `<plural>/scale` as a known Scale kind.
 fn has_scale_subresource(list: &serde_json::Value, plural: &str) -> bool {
