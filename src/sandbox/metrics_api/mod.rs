@@ -238,7 +238,7 @@ fn node_metrics(name: Option<&str>, request: &Query<'_>, source: &dyn Source) ->
             .iter()
             .filter(|(pod, _)| pod["spec"]["nodeName"] == node)
             .flat_map(|(_, containers)| containers.iter().map(|(_, u)| *u))
-            .fold(Usage::default(), Usage::add)
+            .fold(Usage::default(), |sum, usage| sum + usage)
     };
     let item = |node: &Value| {
         let meta = &node["metadata"];
