@@ -156,7 +156,7 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
     let (admin_kubeconfig, kcm_kubeconfig) = server.write_kubeconfigs(&workdir.join("admin.conf"))?;
     narrator.ok(&format!("serving {} (admin kubeconfig: {})", server.url(), admin_kubeconfig.display()));
     // The HPA reads metrics.k8s.io: the sandbox serves it; a real server gets it as an aggregated API.
-    let metrics_apis = server.servemetrics_apis()?;
+    let metrics_apis = server.serve_metrics_apis()?;
     if metrics_apis.is_some() {
         narrator.ok("metrics.k8s.io, custom.metrics.k8s.io and external.metrics.k8s.io registered as aggregated APIs");
     }
