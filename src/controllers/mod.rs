@@ -20,6 +20,7 @@ pub mod nodelifecycle;
 pub mod nodeutil;
 pub mod podgc;
 pub mod podutil;
+pub mod podautoscaler;
 pub mod pvcprotection;
 pub mod pvprotection;
 pub mod replicaset;
