@@ -118,6 +118,11 @@ impl Quantity {
         Quantity { nanos: i128::from(millis) * 1_000_000, format }
     }
 
+    /// A number of nano-units (what apimachinery's `NewScaledQuantity(n, Nano)` makes).
+    pub fn from_nanos(nanos: i128, format: Format) -> Quantity {
+        Quantity { nanos, format }
+    }
+
     /// Zero, in the decimal SI format.
     pub fn zero() -> Quantity {
         Quantity { nanos: 0, format: Format::DecimalSI }

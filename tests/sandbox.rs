@@ -22,6 +22,8 @@ mod conformance;
 mod demo;
 #[path = "sandbox/kubectl_commands.rs"]
 mod kubectl_commands;
+#[path = "sandbox/metrics.rs"]
+mod metrics;
 #[path = "sandbox/nodes.rs"]
 mod nodes;
 #[path = "sandbox/protobuf.rs"]

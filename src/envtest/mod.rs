@@ -6,6 +6,7 @@
 //! runs the same steps on either [`Backend`].
 
 mod assets;
+pub mod metrics_api;
 pub mod process;
 pub mod sidebyside;
 
@@ -16,6 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 pub use assets::{ASSETS_ENV, Assets, ETCD_ENV, KUBERNETES_VERSION};
+pub use metrics_api::MetricsApis;
 use process::OwnedProcess;
 
 use crate::client::{Client, ClientOptions, RestConfig};
@@ -469,6 +471,15 @@ impl TestServer {
         match self {
             TestServer::Sandbox(s) => s.user_config(user, groups),
             TestServer::Real(r) => r.user_config(user, groups),
+        }
+    }
+
+    /// The metrics APIs (README "Metrics APIs"): the sandbox serves them itself (`None`); a real
+    /// control plane gets them registered as aggregated APIs, for as long as the handle lives.
+    pub fn serve_metrics_apis(&self) -> Result<Option<MetricsApis>, String> {
+        match self {
+            TestServer::Sandbox(_) => Ok(None),
+            TestServer::Real(r) => r.serve_metrics_apis().map(Some),
         }
     }
 

@@ -22,6 +22,7 @@ pub mod admission;
 pub mod apiserver;
 pub mod auth;
 pub mod cli;
+pub mod metrics_api;
 pub mod nodes;
 pub mod server;
 pub mod storage;

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use crate::sandbox::apiserver::status::{ApiError, ApiResult};
+use crate::sandbox::metrics_api;
 use crate::sandbox::storage::resources::{self, RESOURCES, ResourceType};
 use crate::server::http::Request;
 
@@ -154,6 +155,7 @@ fn group_list() -> Value {
         .into_iter()
         .filter(|(group, _)| !group.is_empty())
         .map(|(group, version)| group_json(group, version))
+        .chain(metrics_api::GROUPS.iter().map(|(group, version)| group_json(group, version)))
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
@@ -230,7 +232,7 @@ fn split_gv(gv: &str) -> (&str, &str) {
 fn aggregated(core: bool, content_type: &str, stale: &BTreeSet<String>) -> Value {
     let api_version =
         if content_type == AGGREGATED_V2 { "apidiscovery.k8s.io/v2" } else { "apidiscovery.k8s.io/v2beta1" };
-    let items: Vec<Value> = resources::groups()
+    let mut items: Vec<Value> = resources::groups()
         .into_iter()
         .filter(|(group, _)| group.is_empty() == core)
         .map(|(group, version)| {
@@ -252,7 +254,21 @@ fn aggregated(core: bool, content_type: &str, stale: &BTreeSet<String>) -> Value
             })
         })
         .collect();
+    if !core {
+        items.extend(metrics_api::GROUPS.iter().map(|(group, version)| aggregated_group(group, version, stale)));
+    }
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items})
+}
+
+/// An aggregated API's entry; `Stale` when faults make it unavailable.
+fn aggregated_group(group: &str, version: &str, stale: &BTreeSet<String>) -> Value {
+    if stale.contains(&format!("{group}/{version}")) {
+        return json!({
+            "metadata": {"name": group, "creationTimestamp": null},
+            "versions": [{"version": version, "freshness": "Stale"}],
+        });
+    }
+    metrics_api::aggregated_discovery_item(group, version)
 }
 
 fn aggregated_resource(r: &ResourceType) -> Value {

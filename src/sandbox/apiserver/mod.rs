@@ -11,6 +11,7 @@
 //! `metadata` negotiation, `table` printing, `field_selector`, `responses`, `status` errors),
 //! `discovery`, and what observes or disturbs the server (`audit`, `faults`).
 
+pub mod aggregated;
 pub mod audit;
 pub mod convert;
 pub mod defaults;
@@ -126,6 +127,9 @@ impl Handler for ApiServer {
         }
         if let Some(error) = self.faults.unavailable_api_error(request.path.trim_end_matches('/')) {
             return send_error(response, &error);
+        }
+        if let Some((code, body)) = aggregated::answer(request, &self.store) {
+            return send_json_with(response, code, &body, &[]);
         }
         if let Some(answer) = discovery::answer(request, &self.faults.unavailable_apis()) {
             return match answer {

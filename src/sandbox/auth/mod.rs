@@ -106,9 +106,15 @@ impl Pki {
     /// The TLS config of the server: our serving certificate; client certificates signed by our
     /// CA are verified when presented, and bearer tokens serve clients without one.
     pub fn server_config(&self) -> Result<Arc<ServerConfig>, String> {
+        self.server_config_trusting(&self.ca_pem)
+    }
+
+    /// [`Pki::server_config`] verifying client certificates against another CA (an aggregated
+    /// API server trusts kube-apiserver's front-proxy CA).
+    pub fn server_config_trusting(&self, client_ca_pem: &str) -> Result<Arc<ServerConfig>, String> {
         let provider = crate::client::tls::crypto_provider();
         let mut roots = rustls::RootCertStore::empty();
-        for cert in pem_certs(&self.ca_pem)? {
+        for cert in pem_certs(client_ca_pem)? {
             roots.add(cert).map_err(|e| e.to_string())?;
         }
         let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
