@@ -20,6 +20,8 @@ mod deployment;
 mod endpoints;
 #[path = "controllers/gc.rs"]
 mod gc;
+#[path = "controllers/hpa.rs"]
+mod hpa;
 #[path = "controllers/job.rs"]
 mod job;
 #[path = "controllers/namespace.rs"]

@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use super::monitor::{Action, ErrorKind, monitor};
 use super::replica_calculator::{per_pod_replicas, usage_ratio_replica_count};
 use super::status::{Condition, SCALING_ACTIVE};
-use super::{HorizontalController, ReconcileError, parse_group};
+use super::{HorizontalController, ReconcileError, go_error, parse_group};
 use crate::apimachinery::labels::Selector;
 use crate::quantity::{Format, Quantity};
 use crate::runtime::events::EventType;
@@ -403,7 +403,7 @@ impl HorizontalController {
             let resource = if described.kind == "Namespace" && group.is_empty() {
                 "namespaces".to_string()
             } else {
-                let mapping = self.scales.mappings(group, &described.kind).map_err(|e| e.to_string())?;
+                let mapping = self.scales.mappings(group, &described.kind).map_err(|e| go_error(&e))?;
                 let first = &mapping[0];
                 if first.group.is_empty() { first.plural.clone() } else { format!("{}.{}", first.plural, first.group) }
             };

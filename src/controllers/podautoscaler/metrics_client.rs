@@ -59,7 +59,7 @@ impl MetricsClient {
         let list: Value = self
             .client
             .get_json(&path)
-            .map_err(|e| format!("unable to fetch metrics from resource metrics API: {e}"))?;
+            .map_err(|e| format!("unable to fetch metrics from resource metrics API: {}", super::go_error(&e)))?;
         let items = items(&list);
         let Some(first) = items.first() else { return Err("no metrics returned from resource metrics API".into()) };
         Ok((pod_metrics(items, resource, container), timestamp(first)))
@@ -81,7 +81,9 @@ impl MetricsClient {
             ])
         );
         let list: Value =
-            self.client.get_json(&path).map_err(|e| format!("unable to fetch metrics from custom metrics API: {e}"))?;
+            self.client.get_json(&path).map_err(|e| {
+            format!("unable to fetch metrics from custom metrics API: {}", super::go_error(&e))
+        })?;
         let items = items(&list);
         let Some(first) = items.first() else { return Err("no metrics returned from custom metrics API".into()) };
         let mut samples = PodMetricsInfo::with_capacity(items.len());
@@ -114,7 +116,7 @@ impl MetricsClient {
             format!("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{namespace}/{resource}/{object}/{metric}{selector}")
         };
         let fetch = || -> Result<Value, String> {
-            let list: Value = self.client.get_json(&path).map_err(|e| e.to_string())?;
+            let list: Value = self.client.get_json(&path).map_err(|e| super::go_error(&e))?;
             match items(&list) {
                 [one] => Ok(one.clone()),
                 other => Err(format!(
@@ -136,7 +138,7 @@ impl MetricsClient {
         let list: Value = self
             .client
             .get_json(&path)
-            .map_err(|e| format!("unable to fetch metrics from external metrics API: {e}"))?;
+            .map_err(|e| format!("unable to fetch metrics from external metrics API: {}", super::go_error(&e)))?;
         let items = items(&list);
         let Some(first) = items.first() else { return Err("no metrics returned from external metrics API".into()) };
         Ok((items.iter().map(|m| milli(m.get("value")).unwrap_or(0)).collect(), timestamp(first)))

@@ -155,6 +155,15 @@ impl ReconcileError {
     }
 }
 
+/// A client error as Go's `err.Error()` shows it: a Status error is its message alone.
+fn go_error(error: &crate::client::Error) -> String {
+    match error {
+        crate::client::Error::Api(e) => e.message.clone(),
+        crate::client::Error::Request(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// `schema.ParseGroupVersion`'s group.
 fn parse_group(api_version: &str) -> Result<&str, String> {
     match api_version.split('/').collect::<Vec<_>>()[..] {
@@ -264,7 +273,8 @@ impl HorizontalController {
         let mappings = match self.scales.mappings(group, &target.kind) {
             Ok(mappings) => mappings,
             Err(e) => {
-                self.failed_get_scale(&mut hpa, &original, &e.to_string());
+                let e = go_error(&e);
+                self.failed_get_scale(&mut hpa, &original, &e);
                 return Err(ReconcileError::internal(format!(
                     "unable to determine resource for scale target reference: {e}"
                 )));
@@ -350,7 +360,7 @@ impl HorizontalController {
         let mut rescaled_at = None;
         if rescale {
             scale.spec.get_or_insert_with(Default::default).replicas = Some(desired);
-            if let Err(e) = self.scales.update(&resource, &namespace, &target.name, &scale) {
+            if let Err(e) = self.scales.update(&resource, &namespace, &target.name, &scale).map_err(|e| go_error(&e)) {
                 let message = format!("New size: {desired}; reason: {rescale_reason}; error: {e}");
                 self.recorder.event_for(&hpa, EventType::Warning, "FailedRescale", &message);
                 let message = format!("the HPA controller was unable to update the target scale: {e}");
@@ -411,7 +421,7 @@ impl HorizontalController {
             match self.scales.get(mapping, namespace, name) {
                 Ok(scale) => return Ok((scale, mapping.clone())),
                 Err(e) => {
-                    first.get_or_insert(e.to_string());
+                    first.get_or_insert(go_error(&e));
                 }
             }
         }
@@ -443,8 +453,8 @@ impl HorizontalController {
         let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
         let name = hpa.metadata.name.as_deref().unwrap_or_default();
         let api = Api::<HorizontalPodAutoscaler>::namespaced(&self.client, namespace);
-        if let Err(e) = api.replace_status(name, hpa, &PostParams::default()) {
-            self.recorder.event_for(hpa, EventType::Warning, "FailedUpdateStatus", &e.to_string());
+        if let Err(e) = api.replace_status(name, hpa, &PostParams::default()).map_err(|e| go_error(&e)) {
+            self.recorder.event_for(hpa, EventType::Warning, "FailedUpdateStatus", &e);
             return Err(ReconcileError::internal(format!("failed to update status for {name}: {e}")));
         }
         log::debug!("Successfully updated status HPA=\"{namespace}/{name}\"");

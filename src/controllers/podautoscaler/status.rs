@@ -53,7 +53,7 @@ pub fn set_condition(status: &mut HorizontalPodAutoscalerStatus, condition: Cond
 }
 
 /// `setStatus`: the counts and metrics replaced, conditions and last scale time kept (the
-/// latter set to now on a rescale).
+/// latter set to now on a rescale); upstream builds a new status without `observedGeneration`.
 pub fn set_status(
     status: &mut HorizontalPodAutoscalerStatus,
     current: i32,
@@ -64,6 +64,7 @@ pub fn set_status(
     status.current_replicas = Some(current);
     status.desired_replicas = desired;
     status.current_metrics = metrics;
+    status.observed_generation = None;
     if let Some(at) = rescaled_at {
         status.last_scale_time = Some(Time(at));
     }
