@@ -217,5 +217,5 @@ fn memory_pods_and_external_metrics(backend: Backend) {
     wait_event(&cluster, "ext", "SuccessfulRescale", "New size: 2; reason: external metric backlog(nil) above target");
     let ext = wait_status(&cluster, "ext", 2, 2);
     let value = ext.status.unwrap().current_metrics.unwrap()[0].external.clone().unwrap().current.value.map(|q| q.0);
-    assert_eq!(value, Some("20".to_string()));
+    assert_eq!(value, Some("40".to_string()));
 }
