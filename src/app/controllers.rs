@@ -13,8 +13,8 @@ use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
     cronjob, daemon, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace,
-    nodeipam, nodelifecycle, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher,
-    serviceaccount, statefulset, tainteviction, ttl, ttlafterfinished,
+    nodeipam, nodelifecycle, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
+    root_ca_publisher, serviceaccount, statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -702,7 +702,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 25);
+        assert_eq!(implemented().len(), 26);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -113,7 +113,8 @@ fn cpu_utilization_scales_up_and_down_after_the_window(backend: Backend) {
     let (cluster, _apis) = start(backend);
     deployment(&cluster, "web", 2, json!({}));
     // 500m over 2 pods requesting 100m: 250% against a 50% target.
-    let service: Service = from(json!({"metadata": {"name": "web", "annotations": {"kcm-sandbox.dev/cpu-load": "500m"}},
+    let service: Service =
+        from(json!({"metadata": {"name": "web", "annotations": {"kcm-sandbox.dev/cpu-load": "500m"}},
         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}));
     cluster.api::<Service>().create(&service, &PostParams::default()).expect("service created");
     let behavior = json!({"scaleDown": {"stabilizationWindowSeconds": 3}});
@@ -134,10 +135,20 @@ fn cpu_utilization_scales_up_and_down_after_the_window(backend: Backend) {
     assert!(status.last_scale_time.is_some());
     assert_eq!(status.observed_generation, None, "upstream does not write it");
     let current = status.current_metrics.as_ref().unwrap()[0].resource.as_ref().unwrap();
-    assert_eq!((current.name.as_str(), current.current.average_value.as_ref().map(|q| q.0.as_str())), ("cpu", Some("100m")));
+    assert_eq!(
+        (current.name.as_str(), current.current.average_value.as_ref().map(|q| q.0.as_str())),
+        ("cpu", Some("100m"))
+    );
     assert_eq!(
         summary(&up, "ScalingActive"),
-        owned("True", "ValidMetricFound", &format!("the HPA was able to successfully calculate a replica count from {}", "cpu resource utilization (percentage of request)"))
+        owned(
+            "True",
+            "ValidMetricFound",
+            &format!(
+                "the HPA was able to successfully calculate a replica count from {}",
+                "cpu resource utilization (percentage of request)"
+            )
+        )
     );
     assert_eq!(
         summary(&up, "ScalingLimited"),
@@ -165,7 +176,12 @@ fn min_replicas_and_missing_targets(backend: Backend) {
     deployment(&cluster, "low", 1, json!({}));
     hpa(&cluster, "low", "low", 3, 6, cpu_utilization(50), Value::Null);
     wait_replicas(&cluster, "low", 3);
-    wait_event(&cluster, "low", "SuccessfulRescale", "New size: 3; reason: Current number of replicas below Spec.MinReplicas");
+    wait_event(
+        &cluster,
+        "low",
+        "SuccessfulRescale",
+        "New size: 3; reason: Current number of replicas below Spec.MinReplicas",
+    );
     let low = wait_status(&cluster, "low", 1, 3);
     assert_eq!(
         summary(&low, "AbleToScale"),
@@ -181,7 +197,11 @@ fn min_replicas_and_missing_targets(backend: Backend) {
     });
     assert_eq!(
         summary(&missing, "AbleToScale"),
-        owned("False", "FailedGetScale", &format!("the HPA controller was unable to get the target's current scale: {message}"))
+        owned(
+            "False",
+            "FailedGetScale",
+            &format!("the HPA controller was unable to get the target's current scale: {message}")
+        )
     );
 }
 

@@ -102,7 +102,10 @@ impl Stabilizer {
     pub fn normalize(&self, key: &str, args: Args, window: Duration, now: Timestamp) -> Normalized {
         let stabilized = self.stabilize(key, args.desired, window, now);
         let able_to_scale = if stabilized != args.desired {
-            ("ScaleDownStabilized", "recent recommendations were higher than current one, applying the highest recent recommendation")
+            (
+                "ScaleDownStabilized",
+                "recent recommendations were higher than current one, applying the highest recent recommendation",
+            )
         } else {
             READY_FOR_NEW_SCALE
         };
@@ -147,7 +150,8 @@ impl Stabilizer {
         let down = scale_down_rules(behavior.scale_down.as_ref(), default_window);
         let (stabilized, reason, message) = self.stabilize_with_behavior(key, &up, &down, args, now);
         let able_to_scale = if stabilized != args.desired { (reason, message) } else { READY_FOR_NEW_SCALE };
-        let (replicas, reason, message) = self.convert_with_rate(key, &up, &down, Args { desired: stabilized, ..args }, now);
+        let (replicas, reason, message) =
+            self.convert_with_rate(key, &up, &down, Args { desired: stabilized, ..args }, now);
         Normalized { replicas, able_to_scale, limited: (replicas != stabilized, reason, message) }
     }
 
@@ -184,9 +188,17 @@ impl Stabilizer {
             None => recommendations.push(new),
         }
         if args.desired >= args.current {
-            (recommendation, "ScaleUpStabilized", "recent recommendations were lower than current one, applying the lowest recent recommendation")
+            (
+                recommendation,
+                "ScaleUpStabilized",
+                "recent recommendations were lower than current one, applying the lowest recent recommendation",
+            )
         } else {
-            (recommendation, "ScaleDownStabilized", "recent recommendations were higher than current one, applying the highest recent recommendation")
+            (
+                recommendation,
+                "ScaleDownStabilized",
+                "recent recommendations were higher than current one, applying the highest recent recommendation",
+            )
         }
     }
 
@@ -295,13 +307,20 @@ fn select_policy(rules: &HPAScalingRules) -> &str {
 }
 
 /// `calculateScaleUpLimitWithScalingRules`.
-fn scale_up_limit(current: i32, up: &[ScaleEvent], down: &[ScaleEvent], rules: &HPAScalingRules, now: Timestamp) -> i32 {
+fn scale_up_limit(
+    current: i32,
+    up: &[ScaleEvent],
+    down: &[ScaleEvent],
+    rules: &HPAScalingRules,
+    now: Timestamp,
+) -> i32 {
     let policy = select_policy(rules);
     if policy == "Disabled" {
         return current;
     }
     let proposals = rules.policies.iter().flatten().map(|p| {
-        let start = current - change_in_period(p.period_seconds, up, now) + change_in_period(p.period_seconds, down, now);
+        let start =
+            current - change_in_period(p.period_seconds, up, now) + change_in_period(p.period_seconds, down, now);
         match p.type_.as_str() {
             "Pods" => start + p.value,
             "Percent" => (f64::from(start) * (1.0 + f64::from(p.value) / 100.0)).ceil() as i32,
@@ -312,13 +331,20 @@ fn scale_up_limit(current: i32, up: &[ScaleEvent], down: &[ScaleEvent], rules: &
 }
 
 /// `calculateScaleDownLimitWithBehaviors`.
-fn scale_down_limit(current: i32, up: &[ScaleEvent], down: &[ScaleEvent], rules: &HPAScalingRules, now: Timestamp) -> i32 {
+fn scale_down_limit(
+    current: i32,
+    up: &[ScaleEvent],
+    down: &[ScaleEvent],
+    rules: &HPAScalingRules,
+    now: Timestamp,
+) -> i32 {
     let policy = select_policy(rules);
     if policy == "Disabled" {
         return current;
     }
     let proposals = rules.policies.iter().flatten().map(|p| {
-        let start = current - change_in_period(p.period_seconds, up, now) + change_in_period(p.period_seconds, down, now);
+        let start =
+            current - change_in_period(p.period_seconds, up, now) + change_in_period(p.period_seconds, down, now);
         match p.type_.as_str() {
             "Pods" => start - p.value,
             "Percent" => (f64::from(start) * (1.0 - f64::from(p.value) / 100.0)) as i32,

@@ -55,8 +55,7 @@ fn target_milli(q: Option<&KQuantity>) -> Option<i64> {
 /// Go's `%+v` of a `*metav1.LabelSelector` (its generated `String()`).
 pub fn go_label_selector(selector: Option<&LabelSelector>) -> String {
     let Some(selector) = selector else { return "nil".into() };
-    let labels: String =
-        selector.match_labels.iter().flatten().map(|(k, v)| format!("{k}: {v},")).collect();
+    let labels: String = selector.match_labels.iter().flatten().map(|(k, v)| format!("{k}: {v},")).collect();
     let expressions: String = selector
         .match_expressions
         .iter()
@@ -133,9 +132,8 @@ impl HorizontalController {
         let statuses = Some(statuses).filter(|s| !s.is_empty());
         if invalid >= specs.len() || (invalid > 0 && replicas < spec_replicas) {
             // Go's zero condition when no metric was listed.
-            let condition = first_failure
-                .and_then(|f| f.condition)
-                .unwrap_or_else(|| Condition::new("", false, "", ""));
+            let condition =
+                first_failure.and_then(|f| f.condition).unwrap_or_else(|| Condition::new("", false, "", ""));
             self.set_invalid_condition(hpa, condition);
             let error = error.unwrap_or_else(|| ReconcileError::internal(String::new()));
             return failed(error, statuses);
@@ -164,7 +162,12 @@ impl HorizontalController {
         if raw.is_empty() {
             let message = "selector is required";
             self.recorder.event_for(hpa, EventType::Warning, "SelectorRequired", message);
-            let condition = Condition::new(SCALING_ACTIVE, false, "InvalidSelector", "the HPA target's scale is missing a selector");
+            let condition = Condition::new(
+                SCALING_ACTIVE,
+                false,
+                "InvalidSelector",
+                "the HPA target's scale is missing a selector",
+            );
             self.set_condition(hpa, condition);
             return Err(message.into());
         }
@@ -407,7 +410,13 @@ impl HorizontalController {
                 let first = &mapping[0];
                 if first.group.is_empty() { first.plural.clone() } else { format!("{}.{}", first.plural, first.group) }
             };
-            self.metrics.object_metric(&metric.name, namespace, &resource, &described.name, &metric_selector.to_string())
+            self.metrics.object_metric(
+                &metric.name,
+                namespace,
+                &resource,
+                &described.name,
+                &metric_selector.to_string(),
+            )
         };
         let fetch_error = |e: String| {
             format!("unable to get metric {}: {} on {} {}/{e}", metric.name, described.kind, namespace, described.name)
@@ -516,7 +525,6 @@ fn identifier(metric: &MetricIdentifier) -> MetricIdentifier {
 fn pod_list_error(error: &str) -> String {
     error.to_string()
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -80,18 +80,16 @@ impl MetricsClient {
                 ("metricLabelSelector", Some(metric_selector.to_string()).filter(|s| !s.is_empty())),
             ])
         );
-        let list: Value =
-            self.client.get_json(&path).map_err(|e| {
-            format!("unable to fetch metrics from custom metrics API: {}", super::go_error(&e))
-        })?;
+        let list: Value = self
+            .client
+            .get_json(&path)
+            .map_err(|e| format!("unable to fetch metrics from custom metrics API: {}", super::go_error(&e)))?;
         let items = items(&list);
         let Some(first) = items.first() else { return Err("no metrics returned from custom metrics API".into()) };
         let mut samples = PodMetricsInfo::with_capacity(items.len());
         for m in items {
-            let window = m
-                .get("windowSeconds")
-                .and_then(Value::as_u64)
-                .map_or(DEFAULT_METRIC_WINDOW, Duration::from_secs);
+            let window =
+                m.get("windowSeconds").and_then(Value::as_u64).map_or(DEFAULT_METRIC_WINDOW, Duration::from_secs);
             let pod = m.pointer("/describedObject/name").and_then(Value::as_str).unwrap_or_default();
             let value = milli(m.get("value")).unwrap_or(0);
             samples.insert(pod.to_string(), PodMetric { timestamp: timestamp(m), window, value });
@@ -130,7 +128,12 @@ impl MetricsClient {
     }
 
     /// `GetExternalMetric`: every value of an external metric the selector selects.
-    pub fn external_metric(&self, metric: &str, namespace: &str, selector: &str) -> Result<(Vec<i64>, Timestamp), String> {
+    pub fn external_metric(
+        &self,
+        metric: &str,
+        namespace: &str,
+        selector: &str,
+    ) -> Result<(Vec<i64>, Timestamp), String> {
         let path = format!(
             "/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}{}",
             query(&[("labelSelector", Some(selector.to_string()).filter(|s| !s.is_empty()))])
@@ -163,7 +166,8 @@ pub fn pod_metrics(items: &[Value], resource: &str, container: &str) -> PodMetri
             found.and_then(usage)
         };
         let Some(value) = value else { continue };
-        let window = m.get("window").and_then(Value::as_str).and_then(|w| parse_go_duration(w).ok()).unwrap_or_default();
+        let window =
+            m.get("window").and_then(Value::as_str).and_then(|w| parse_go_duration(w).ok()).unwrap_or_default();
         samples.insert(name(m), PodMetric { timestamp: timestamp(m), window, value });
     }
     samples

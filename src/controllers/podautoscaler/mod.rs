@@ -121,9 +121,11 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     controller.hpas.add_handler(move |event: &Event<HorizontalPodAutoscaler>| handler.on_hpa_event(event));
     let worker = controller.clone();
     let resync = controller.clone();
-    Ok(Controller::new()
-        .with_queue(&queue, config.workers, move |key: &String| worker.process(key))
-        .resync_every("hpa-resync", config.sync_period, move || resync.resync()))
+    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| worker.process(key)).resync_every(
+        "hpa-resync",
+        config.sync_period,
+        move || resync.resync(),
+    ))
 }
 
 /// Upstream's `HorizontalController`.
@@ -200,7 +202,7 @@ impl HorizontalController {
     }
 
     /// `processNextWorkItem`: reconcile, then come back after one sync period unless deleted.
-    fn process(&self, key: &String) -> SyncResult {
+    fn process(&self, key: &str) -> SyncResult {
         let deleted = match self.reconcile_key(key) {
             Ok(deleted) => deleted,
             Err(e) => {
@@ -209,7 +211,7 @@ impl HorizontalController {
             }
         };
         if !deleted {
-            self.queue.add_rate_limited(key.clone());
+            self.queue.add_rate_limited(key.to_string());
         }
         Ok(())
     }
@@ -291,7 +293,12 @@ impl HorizontalController {
         };
         self.set_condition(
             &mut hpa,
-            Condition::new(ABLE_TO_SCALE, true, "SucceededGetScale", "the HPA controller was able to get the target's current scale"),
+            Condition::new(
+                ABLE_TO_SCALE,
+                true,
+                "SucceededGetScale",
+                "the HPA controller was able to get the target's current scale",
+            ),
         );
         let current = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
         self.stabilizer.record_initial(key, current, Timestamp::now());
@@ -308,7 +315,12 @@ impl HorizontalController {
             rescale = false;
             self.set_condition(
                 &mut hpa,
-                Condition::new(SCALING_ACTIVE, false, "ScalingDisabled", "scaling is disabled since the replica count of the target is zero"),
+                Condition::new(
+                    SCALING_ACTIVE,
+                    false,
+                    "ScalingDisabled",
+                    "scaling is disabled since the replica count of the target is zero",
+                ),
             );
         } else if current > spec.max_replicas {
             rescale_reason = "Current number of replicas above Spec.MaxReplicas".into();
@@ -504,7 +516,6 @@ fn normalized(status: &HorizontalPodAutoscalerStatus) -> HorizontalPodAutoscaler
     status
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -527,7 +538,11 @@ mod tests {
 
     #[test]
     fn zero_and_empty_status_fields_compare_as_absent() {
-        let a = HorizontalPodAutoscalerStatus { current_replicas: Some(0), current_metrics: Some(vec![]), ..Default::default() };
+        let a = HorizontalPodAutoscalerStatus {
+            current_replicas: Some(0),
+            current_metrics: Some(vec![]),
+            ..Default::default()
+        };
         assert_eq!(normalized(&a), normalized(&HorizontalPodAutoscalerStatus::default()));
     }
 }

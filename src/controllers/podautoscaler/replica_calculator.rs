@@ -211,7 +211,13 @@ impl ReplicaCalculator {
         }
         if !groups.missing.is_empty() {
             // Missing pods use exactly the target on a scale-down, nothing on a scale-up.
-            let value = if ratio < 1.0 { Some(target_usage) } else if ratio > 1.0 { Some(0) } else { None };
+            let value = if ratio < 1.0 {
+                Some(target_usage)
+            } else if ratio > 1.0 {
+                Some(0)
+            } else {
+                None
+            };
             if let Some(value) = value {
                 for name in &groups.missing {
                     metrics.insert(name.clone(), zero_sample(value));
@@ -289,7 +295,11 @@ pub fn per_pod_replicas(status_replicas: i32, target_per_pod: i64, total: i64, t
 
 /// `calculatePodRequests`: each pod's request of `resource` in milli-units, over its
 /// containers and restartable init containers (or only `container`).
-pub fn calculate_pod_requests(pods: &[Arc<Pod>], container: &str, resource: &str) -> Result<HashMap<String, i64>, String> {
+pub fn calculate_pod_requests(
+    pods: &[Arc<Pod>],
+    container: &str,
+    resource: &str,
+) -> Result<HashMap<String, i64>, String> {
     let mut requests = HashMap::with_capacity(pods.len());
     for pod in pods {
         let name = pod.metadata.name.clone().unwrap_or_default();

@@ -1,7 +1,9 @@
 //! The HPA's conditions (`setCondition`) and status (`setStatus`), as upstream writes them.
 
 use jiff::Timestamp;
-use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscalerCondition, HorizontalPodAutoscalerStatus, MetricStatus};
+use k8s_openapi::api::autoscaling::v2::{
+    HorizontalPodAutoscalerCondition, HorizontalPodAutoscalerStatus, MetricStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// `AbleToScale`.

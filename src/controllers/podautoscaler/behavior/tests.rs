@@ -12,10 +12,16 @@ fn args(min: i32, max: i32, current: i32, desired: i32) -> Args {
 
 #[test]
 fn rules_clamp_to_min_max_and_the_scale_up_limit() {
-    assert_eq!(convert_with_rules(3, 5, 1, 10), (5, "DesiredWithinRange", "the desired count is within the acceptable range"));
+    assert_eq!(
+        convert_with_rules(3, 5, 1, 10),
+        (5, "DesiredWithinRange", "the desired count is within the acceptable range")
+    );
     assert_eq!(convert_with_rules(3, 0, 2, 10).0, 2);
     assert_eq!(convert_with_rules(3, 0, 2, 10).1, "TooFewReplicas");
-    assert_eq!(convert_with_rules(5, 12, 1, 8), (8, "TooManyReplicas", "the desired replica count is more than the maximum replica count"));
+    assert_eq!(
+        convert_with_rules(5, 12, 1, 8),
+        (8, "TooManyReplicas", "the desired replica count is more than the maximum replica count")
+    );
     // The scale-up limit (2 × 3) comes before a higher max.
     assert_eq!(convert_with_rules(3, 12, 1, 8).0, 6);
     // From 1, at most max(2 × 1, 4) = 4.
@@ -98,7 +104,10 @@ fn policies_limit_the_rate_over_their_period() {
     };
     let n = s.normalize_with_behavior("k", &behavior, args(1, 20, 2, 10), Duration::ZERO, t(0));
     assert_eq!(n.replicas, 4);
-    assert_eq!(n.limited, (true, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"));
+    assert_eq!(
+        n.limited,
+        (true, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate")
+    );
     s.store_scale_event("k", Some(&behavior), 2, 4, t(0));
     // Within the period, the 2 pods added count: from 4, still at most 2 + 2 = 4.
     assert_eq!(s.normalize_with_behavior("k", &behavior, args(1, 20, 4, 10), Duration::ZERO, t(30)).replicas, 4);

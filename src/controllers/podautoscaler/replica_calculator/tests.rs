@@ -157,8 +157,14 @@ fn never_ready_pods_past_the_initialization_period_are_unready() {
 #[test]
 fn no_samples_after_grouping_is_an_error() {
     let pods = vec![pod("p0", "Pending", "False", "1")];
-    assert_eq!(cpu(&pods, samples(&[]), 1, 50), Err("did not receive metrics for targeted pods (pods might be unready)".into()));
-    assert_eq!(cpu(&[], samples(&[]), 1, 50), Err("no pods returned by selector while calculating replica count".into()));
+    assert_eq!(
+        cpu(&pods, samples(&[]), 1, 50),
+        Err("did not receive metrics for targeted pods (pods might be unready)".into())
+    );
+    assert_eq!(
+        cpu(&[], samples(&[]), 1, 50),
+        Err("no pods returned by selector while calculating replica count".into())
+    );
 }
 
 #[test]
