@@ -74,3 +74,8 @@ fn a_daemon_set_follows_nodes_and_rolls_as_upstream_does() {
 fn a_stateful_set_scales_and_rolls_out_as_upstream_does() {
     run("statefulset");
 }
+
+#[test]
+fn a_horizontal_pod_autoscaler_scales_as_upstream_scales() {
+    run("hpa");
+}
