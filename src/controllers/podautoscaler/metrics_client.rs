@@ -1,13 +1,17 @@
 //! Upstream's `podautoscaler/metrics/client.go`: samples from the resource metrics API
 //! (`metrics.k8s.io/v1beta1` PodMetrics), the custom metrics API (`custom.metrics.k8s.io`,
-//! v1beta2) and the external metrics API (`external.metrics.k8s.io/v1beta1`), read with the
-//! controller's own client. Errors carry upstream's texts.
+//! v1beta2 or v1beta1, whichever discovery prefers, as client-go's `AvailableAPIsGetter`) and the
+//! external metrics API (`external.metrics.k8s.io/v1beta1`), read with the controller's own
+//! client. Errors carry upstream's texts.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use jiff::Timestamp;
 use serde_json::Value;
 
+use super::go_error;
 use super::replica_calculator::{PodMetric, PodMetricsInfo};
 use crate::apimachinery::duration::parse_go_duration;
 use crate::client::Client;
@@ -17,9 +21,16 @@ use crate::quantity::Quantity;
 /// `metricServerDefaultMetricWindow`: a custom metric's window when it gives none.
 const DEFAULT_METRIC_WINDOW: Duration = Duration::from_secs(60);
 
+/// The custom metrics API's versions this client reads, in client-go's order.
+const CUSTOM_VERSIONS: [&str; 2] = ["custom.metrics.k8s.io/v1beta2", "custom.metrics.k8s.io/v1beta1"];
+
 /// Reads the three metrics APIs.
 pub struct MetricsClient {
     client: Client,
+    /// The custom metrics group-version chosen by discovery, and when; forgotten after
+    /// `invalidate_after` (`custom_metrics.PeriodicallyInvalidate` with the sync period).
+    custom_version: Mutex<Option<(Instant, String)>>,
+    invalidate_after: Duration,
 }
 
 fn items(list: &Value) -> &[Value] {
@@ -39,9 +50,29 @@ fn name(item: &Value) -> String {
 }
 
 impl MetricsClient {
-    /// A metrics client sending through `client`.
-    pub fn new(client: Client) -> MetricsClient {
-        MetricsClient { client }
+    /// A metrics client sending through `client`, reading discovery again every
+    /// `invalidate_after`.
+    pub fn new(client: Client, invalidate_after: Duration) -> MetricsClient {
+        MetricsClient { client, custom_version: Mutex::new(None), invalidate_after }
+    }
+
+    /// The custom metrics API's group-version (`PreferredVersion`), from discovery.
+    fn custom_group_version(&self) -> Result<String, String> {
+        let mut cached = self.custom_version.lock();
+        if let Some((at, version)) = cached.as_ref()
+            && at.elapsed() < self.invalidate_after
+        {
+            return Ok(version.clone());
+        }
+        let groups: Value = self.client.get_json("/apis").map_err(|e| go_error(&e))?;
+        let group = groups
+            .get("groups")
+            .and_then(Value::as_array)
+            .and_then(|g| g.iter().find(|g| g.get("name").and_then(Value::as_str) == Some("custom.metrics.k8s.io")))
+            .ok_or("no custom metrics API (custom.metrics.k8s.io) registered")?;
+        let version = choose_custom_version(group).ok_or("no known available metric versions found")?;
+        *cached = Some((Instant::now(), version.clone()));
+        Ok(version)
     }
 
     /// `GetResourceMetric`: each pod's usage of `resource` (of `container` only, if set).
@@ -59,7 +90,7 @@ impl MetricsClient {
         let list: Value = self
             .client
             .get_json(&path)
-            .map_err(|e| format!("unable to fetch metrics from resource metrics API: {}", super::go_error(&e)))?;
+            .map_err(|e| format!("unable to fetch metrics from resource metrics API: {}", go_error(&e)))?;
         let items = items(&list);
         let Some(first) = items.first() else { return Err("no metrics returned from resource metrics API".into()) };
         Ok((pod_metrics(items, resource, container), timestamp(first)))
@@ -73,8 +104,10 @@ impl MetricsClient {
         selector: &str,
         metric_selector: &str,
     ) -> Result<(PodMetricsInfo, Timestamp), String> {
+        let version =
+            self.custom_group_version().map_err(|e| format!("unable to fetch metrics from custom metrics API: {e}"))?;
         let path = format!(
-            "/apis/custom.metrics.k8s.io/v1beta2/namespaces/{namespace}/pods/*/{metric}{}",
+            "/apis/{version}/namespaces/{namespace}/pods/*/{metric}{}",
             query(&[
                 ("labelSelector", Some(selector.to_string())),
                 ("metricLabelSelector", Some(metric_selector.to_string()).filter(|s| !s.is_empty())),
@@ -83,7 +116,7 @@ impl MetricsClient {
         let list: Value = self
             .client
             .get_json(&path)
-            .map_err(|e| format!("unable to fetch metrics from custom metrics API: {}", super::go_error(&e)))?;
+            .map_err(|e| format!("unable to fetch metrics from custom metrics API: {}", go_error(&e)))?;
         let items = items(&list);
         let Some(first) = items.first() else { return Err("no metrics returned from custom metrics API".into()) };
         let mut samples = PodMetricsInfo::with_capacity(items.len());
@@ -108,13 +141,14 @@ impl MetricsClient {
         metric_selector: &str,
     ) -> Result<(i64, Timestamp), String> {
         let selector = query(&[("metricLabelSelector", Some(metric_selector.to_string()).filter(|s| !s.is_empty()))]);
-        let path = if resource == "namespaces" {
-            format!("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{namespace}/metrics/{metric}{selector}")
-        } else {
-            format!("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{namespace}/{resource}/{object}/{metric}{selector}")
-        };
         let fetch = || -> Result<Value, String> {
-            let list: Value = self.client.get_json(&path).map_err(|e| super::go_error(&e))?;
+            let version = self.custom_group_version()?;
+            let path = if resource == "namespaces" {
+                format!("/apis/{version}/namespaces/{namespace}/metrics/{metric}{selector}")
+            } else {
+                format!("/apis/{version}/namespaces/{namespace}/{resource}/{object}/{metric}{selector}")
+            };
+            let list: Value = self.client.get_json(&path).map_err(|e| go_error(&e))?;
             match items(&list) {
                 [one] => Ok(one.clone()),
                 other => Err(format!(
@@ -141,11 +175,23 @@ impl MetricsClient {
         let list: Value = self
             .client
             .get_json(&path)
-            .map_err(|e| format!("unable to fetch metrics from external metrics API: {}", super::go_error(&e)))?;
+            .map_err(|e| format!("unable to fetch metrics from external metrics API: {}", go_error(&e)))?;
         let items = items(&list);
         let Some(first) = items.first() else { return Err("no metrics returned from external metrics API".into()) };
         Ok((items.iter().map(|m| milli(m.get("value")).unwrap_or(0)).collect(), timestamp(first)))
     }
+}
+
+/// client-go's `chooseVersion`: the group's preferred version if this client reads it, else
+/// the first of its versions that it does.
+fn choose_custom_version(group: &Value) -> Option<String> {
+    fn known(v: Option<&Value>) -> Option<String> {
+        v.and_then(Value::as_str).filter(|gv| CUSTOM_VERSIONS.contains(gv)).map(str::to_string)
+    }
+    known(group.pointer("/preferredVersion/groupVersion")).or_else(|| {
+        let versions = group.get("versions").and_then(Value::as_array)?;
+        versions.iter().find_map(|v| known(v.get("groupVersion")))
+    })
 }
 
 /// `getPodMetrics` / `getContainerMetrics`: a pod's sum over its containers, skipped when
@@ -177,6 +223,19 @@ pub fn pod_metrics(items: &[Value], resource: &str, container: &str) -> PodMetri
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_custom_metrics_version_follows_discovery() {
+        let group = |preferred: &str, versions: &[&str]| {
+            let versions: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": v})).collect();
+            json!({"name": "custom.metrics.k8s.io", "preferredVersion": {"groupVersion": preferred}, "versions": versions})
+        };
+        let v1beta1 = "custom.metrics.k8s.io/v1beta1";
+        let v1beta2 = "custom.metrics.k8s.io/v1beta2";
+        assert_eq!(choose_custom_version(&group(v1beta1, &[v1beta2, v1beta1])).as_deref(), Some(v1beta1));
+        assert_eq!(choose_custom_version(&group("custom.metrics.k8s.io/v2", &[v1beta2])).as_deref(), Some(v1beta2));
+        assert_eq!(choose_custom_version(&group("custom.metrics.k8s.io/v2", &[])), None);
+    }
 
     #[test]
     fn pod_metrics_sum_containers_or_pick_one() {

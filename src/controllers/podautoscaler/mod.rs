@@ -104,7 +104,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         name: context.name,
         client: context.client.clone(),
         scales: ScaleClient::new(context.client.clone()),
-        metrics: MetricsClient::new(context.client.clone()),
+        metrics: MetricsClient::new(context.client.clone(), config.sync_period),
         recorder: context.recorder.clone(),
         hpas: context.informers.informer::<HorizontalPodAutoscaler>(),
         pods: context.informers.informer::<Pod>(),
