@@ -135,8 +135,9 @@ impl HorizontalController {
             let condition =
                 first_failure.and_then(|f| f.condition).unwrap_or_else(|| Condition::new("", false, "", ""));
             self.set_invalid_condition(hpa, condition);
-            let error = error.unwrap_or_else(|| ReconcileError::internal(String::new()));
-            return failed(error, statuses);
+            // With no metric at all there is no error either (the API server defaults one).
+            let timestamp = Timestamp::UNIX_EPOCH;
+            return Computed { replicas: -1, metric: String::new(), statuses, timestamp, error };
         }
         let message = format!("the HPA was able to successfully calculate a replica count from {metric}");
         self.set_condition(hpa, Condition::new(SCALING_ACTIVE, true, "ValidMetricFound", message));
