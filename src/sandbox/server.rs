@@ -355,6 +355,18 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
                 "description": "Used for system critical pods that must not be moved from their current node."}),
         ));
     }
+    // The aggregated metrics APIs, as registered APIServices; the sandbox serves them itself,
+    // so they read as local ones do.
+    for (group, version) in crate::sandbox::metrics_api::GROUPS {
+        objects.push((
+            "apiservices",
+            json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": meta(&format!("{version}.{group}"), None),
+                "spec": {"group": group, "version": version, "groupPriorityMinimum": 100, "versionPriority": 100},
+                "status": {"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": now,
+                    "reason": "Local", "message": "Local APIServices are always available"}]}}),
+        ));
+    }
     // Not kube-apiserver's: the default StorageClass of the simulated provisioner.
     let mut class = crate::sandbox::nodes::provisioner::default_class();
     class["metadata"]["uid"] = meta("", None)["uid"].clone();

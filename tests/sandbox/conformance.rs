@@ -1056,3 +1056,155 @@ fn controller_revisions_answer_as_kube_apiserver() {
     });
     pair.assert_conforms();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Evictions and PodDisruptionBudgets
+// ---------------------------------------------------------------------------------------------
+
+fn pods_path() -> String {
+    format!("/api/v1/namespaces/{NS}/pods")
+}
+
+fn budgets_path() -> String {
+    format!("/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets")
+}
+
+/// A pod labelled `app: <app>` on a node, its status then set as a kubelet would (`phase`,
+/// `Ready` as `ready`).
+fn bound_pod(s: &Server, name: &str, app: &str, phase: &str, ready: bool) {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]}});
+    let created = s.admin("POST", &pods_path(), &[], &pod);
+    assert_eq!(created.code, 201, "{}", created.text());
+    let mut pod = created.json();
+    pod["status"]["phase"] = json!(phase);
+    pod["status"]["conditions"] = json!([{"type": "Ready", "status": if ready { "True" } else { "False" }}]);
+    let updated = s.admin("PUT", &format!("{}/{name}/status", pods_path()), &[], &pod);
+    assert_eq!(updated.code, 200, "{}", updated.text());
+}
+
+/// A budget over `app: <app>` whose status is written as the disruption controller would.
+fn budget(s: &Server, name: &str, app: &str, policy: Option<&str>, status: Value) {
+    let mut spec = json!({"minAvailable": 1, "selector": {"matchLabels": {"app": app}}});
+    if let Some(policy) = policy {
+        spec["unhealthyPodEvictionPolicy"] = json!(policy);
+    }
+    let pdb =
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name}, "spec": spec});
+    let created = s.admin("POST", &budgets_path(), &[], &pdb);
+    assert_eq!(created.code, 201, "{}", created.text());
+    let mut pdb = created.json();
+    pdb["status"] = status;
+    let updated = s.admin("PUT", &format!("{}/{name}/status", budgets_path()), &[], &pdb);
+    assert_eq!(updated.code, 200, "{}", updated.text());
+}
+
+/// `observedGeneration` 1 (the budget's generation) unless `stale`.
+fn budget_status(allowed: i64, current: i64, desired: i64, stale: bool) -> Value {
+    json!({"observedGeneration": if stale { 0 } else { 1 }, "disruptionsAllowed": allowed,
+        "currentHealthy": current, "desiredHealthy": desired, "expectedPods": current})
+}
+
+fn evict_pod(s: &Server, name: &str, query: &str, delete_options: Value) -> Answer {
+    let mut eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}});
+    if !delete_options.is_null() {
+        eviction["deleteOptions"] = delete_options;
+    }
+    s.admin("POST", &format!("{}/{name}/eviction{query}", pods_path()), &[], &eviction)
+}
+
+/// What an eviction left behind: the pod going or not, its DisruptionTarget condition, and the
+/// budget's allowance, disrupted pods and conditions (times left out).
+fn after_eviction(s: &Server, pod: &str, pdb: &str) -> Value {
+    let pod = s.get(&format!("{}/{pod}", pods_path())).json();
+    let target = pod["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "DisruptionTarget");
+    let target = target.map(|c| json!({"status": c["status"], "reason": c["reason"], "message": c["message"]}));
+    let pdb = s.get(&format!("{}/{pdb}", budgets_path())).json();
+    let disrupted: Vec<&String> =
+        pdb["status"]["disruptedPods"].as_object().map(|m| m.keys().collect()).unwrap_or_default();
+    let conditions: Vec<Value> = pdb["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            json!({"type": c["type"], "status": c["status"], "reason": c["reason"], "message": c["message"],
+            "observedGeneration": c["observedGeneration"], "timed": c["lastTransitionTime"].is_string()})
+        })
+        .collect();
+    json!({"deleting": pod["metadata"]["deletionTimestamp"].is_string(), "disruptionTarget": target,
+        "disruptionsAllowed": pdb["status"]["disruptionsAllowed"], "disruptedPods": disrupted, "conditions": conditions})
+}
+
+#[test]
+fn evictions_answer_as_kube_apiserver() {
+    let Some(mut pair) = Pair::start() else { return };
+    for s in [&pair.sandbox, &pair.real] {
+        let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+        assert_eq!(s.admin("POST", &format!("/api/v1/namespaces/{NS}/serviceaccounts"), &[], &account).code, 201);
+    }
+    pair.check("no disruption left: 429 with the DisruptionBudget cause", |s| {
+        bound_pod(s, "full-1", "full", "Running", true);
+        budget(s, "full", "full", None, budget_status(0, 1, 1, false));
+        let refused = evict_pod(s, "full-1", "", Value::Null).shape();
+        json!({"refused": refused, "after": after_eviction(s, "full-1", "full")})
+    });
+    pair.check("a budget not yet observed: 429, still being processed", |s| {
+        bound_pod(s, "stale-1", "stale", "Running", true);
+        budget(s, "stale", "stale", None, budget_status(1, 2, 1, true));
+        json!({"refused": evict_pod(s, "stale-1", "", Value::Null).shape(), "after": after_eviction(s, "stale-1", "stale")})
+    });
+    pair.check("an allowed eviction: 201, the pod recorded as disrupted, the last disruption spent", |s| {
+        bound_pod(s, "ok-1", "ok", "Running", true);
+        budget(s, "ok", "ok", None, budget_status(1, 2, 1, false));
+        json!({"evicted": evict_pod(s, "ok-1", "", Value::Null).shape(), "after": after_eviction(s, "ok-1", "ok")})
+    });
+    pair.check("dry run: 201, nothing written", |s| {
+        bound_pod(s, "dry-1", "dry", "Running", true);
+        budget(s, "dry", "dry", None, budget_status(1, 2, 1, false));
+        let query = evict_pod(s, "dry-1", "?dryRun=All", Value::Null).shape();
+        let body = evict_pod(s, "dry-1", "", json!({"dryRun": ["All"]})).shape();
+        let mismatched = evict_pod(s, "dry-1", "?dryRun=All", json!({"dryRun": ["Other"]})).shape();
+        json!({"query": query, "body": body, "mismatched": mismatched, "after": after_eviction(s, "dry-1", "dry")})
+    });
+    pair.check("unready pods: evicted while the budget is healthy or AlwaysAllow, else 429", |s| {
+        bound_pod(s, "sick-1", "sick", "Running", false);
+        budget(s, "sick", "sick", None, budget_status(0, 1, 1, false));
+        let healthy_budget = evict_pod(s, "sick-1", "", Value::Null).shape();
+        bound_pod(s, "weak-1", "weak", "Running", false);
+        budget(s, "weak", "weak", Some("IfHealthyBudget"), budget_status(0, 0, 1, false));
+        let unhealthy_budget = evict_pod(s, "weak-1", "", Value::Null).shape();
+        bound_pod(s, "any-1", "any", "Running", false);
+        budget(s, "any", "any", Some("AlwaysAllow"), budget_status(0, 0, 1, false));
+        let always = evict_pod(s, "any-1", "", Value::Null).shape();
+        json!({"healthy budget": healthy_budget, "after healthy": after_eviction(s, "sick-1", "sick"),
+            "unhealthy budget": unhealthy_budget, "always allow": always, "after always": after_eviction(s, "any-1", "any")})
+    });
+    pair.check("terminal and pending pods need no budget", |s| {
+        bound_pod(s, "done-1", "done", "Succeeded", false);
+        bound_pod(s, "wait-1", "done", "Pending", false);
+        budget(s, "done", "done", None, budget_status(0, 0, 1, false));
+        let succeeded = evict_pod(s, "done-1", "", Value::Null).shape();
+        let pending = evict_pod(s, "wait-1", "", Value::Null).shape();
+        json!({"succeeded": succeeded, "pending": pending, "after": after_eviction(s, "wait-1", "done")})
+    });
+    pair.check("two budgets over one pod: 500", |s| {
+        bound_pod(s, "twice-1", "twice", "Running", true);
+        budget(s, "twice-a", "twice", None, budget_status(1, 1, 0, false));
+        budget(s, "twice-b", "twice", None, budget_status(1, 1, 0, false));
+        json!({"refused": evict_pod(s, "twice-1", "", Value::Null).shape(), "after": after_eviction(s, "twice-1", "twice-a")})
+    });
+    pair.check("bad requests: another name, a stale resourceVersion, the store-read override", |s| {
+        bound_pod(s, "bad-1", "bad", "Running", true);
+        budget(s, "bad", "bad", None, budget_status(1, 2, 1, false));
+        let mut eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "other"}});
+        let renamed = s.admin("POST", &format!("{}/bad-1/eviction", pods_path()), &[], &eviction).shape();
+        eviction["metadata"]["name"] = json!("bad-1");
+        let stale = evict_pod(s, "bad-1", "", json!({"preconditions": {"resourceVersion": "1"}})).shape();
+        let unsafe_read =
+            evict_pod(s, "bad-1", "", json!({"ignoreStoreReadErrorWithClusterBreakingPotential": true})).shape();
+        let missing = evict_pod(s, "nobody", "", Value::Null).shape();
+        json!({"renamed": renamed, "stale": stale, "unsafe": unsafe_read, "missing": missing,
+            "after": after_eviction(s, "bad-1", "bad")})
+    });
+    pair.assert_conforms();
+}

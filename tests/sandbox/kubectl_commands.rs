@@ -211,3 +211,53 @@ data:
     let terminating = bed.json(&["get", "ns", "team", "-o", "json"]);
     assert_eq!(terminating["status"]["phase"], "Terminating");
 }
+
+const METERED: &str = "\
+apiVersion: v1
+kind: Node
+metadata:
+  name: worker-1
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: default
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: metered
+  annotations:
+    kcm-sandbox.dev/cpu-usage: 250m
+    kcm-sandbox.dev/memory-usage: 64Mi
+spec:
+  nodeName: worker-1
+  containers:
+  - name: app
+    image: nginx:1.27
+";
+
+/// `kubectl top` reads the metrics APIs the sandbox serves (README "Metrics APIs").
+#[test]
+fn kubectl_top_shows_annotated_usage() {
+    if !kubectl::available("kubectl_top_shows_annotated_usage") {
+        return;
+    }
+    let bed = Bed::start("top");
+    let manifest = bed.write("metered.yaml", METERED);
+    bed.ok(&["apply", "-f", path(&manifest)]);
+    bed.ok(&[
+        "patch",
+        "pod",
+        "metered",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Running"}}"#,
+    ]);
+    let pods = bed.ok(&["top", "pods", "--no-headers"]);
+    let columns: Vec<&str> = pods.split_whitespace().collect();
+    assert_eq!(columns, ["metered", "250m", "64Mi"], "{pods}");
+    let nodes = bed.ok(&["top", "nodes", "--no-headers"]);
+    assert!(nodes.starts_with("worker-1") && nodes.contains("250m") && nodes.contains("64Mi"), "{nodes}");
+}

@@ -100,6 +100,16 @@ fn metrics_apis_answer_from_annotations(backend: Backend) {
     let names: Vec<&Value> = resources["resources"].as_array().unwrap().iter().map(|r| &r["name"]).collect();
     assert_eq!(names, [&json!("nodes"), &json!("pods")]);
 
+    // Registered as APIServices, available.
+    for (group, version) in
+        [("metrics.k8s.io", "v1beta1"), ("custom.metrics.k8s.io", "v1beta2"), ("external.metrics.k8s.io", "v1beta1")]
+    {
+        let api_service = get(&admin, &format!("/apis/apiregistration.k8s.io/v1/apiservices/{version}.{group}"));
+        let available =
+            api_service["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Available");
+        assert_eq!(available.map(|c| &c["status"]), Some(&json!("True")), "{api_service}");
+    }
+
     // PodMetrics: own usage split over containers (one set directly), the Service's load spread.
     let list = get(&admin, &format!("/apis/metrics.k8s.io/v1beta1/namespaces/{NS}/pods"));
     assert_eq!(list["kind"], "PodMetricsList");

@@ -16,6 +16,7 @@ pub mod audit;
 pub mod convert;
 pub mod defaults;
 pub mod discovery;
+pub mod eviction;
 pub mod faults;
 pub mod field_selector;
 pub mod handlers;

@@ -86,6 +86,7 @@ typed_kinds! {
     "scheduling.k8s.io" / "PriorityClass" => k8s_openapi::api::scheduling::v1::PriorityClass,
     "networking.k8s.io" / "NetworkPolicy" => k8s_openapi::api::networking::v1::NetworkPolicy,
     "networking.k8s.io" / "Ingress" => k8s_openapi::api::networking::v1::Ingress,
+    "apiregistration.k8s.io" / "APIService" => k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
 }
 
 fn via<T: DeserializeOwned + Serialize>(object: &Value) -> Result<Value, String> {

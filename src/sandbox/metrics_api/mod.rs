@@ -159,21 +159,23 @@ fn resource_metrics(tail: &[&str], request: &Query<'_>, source: &dyn Source) -> 
     }
 }
 
-/// Every running pod's containers' usage, keyed by the pod.
-fn running_pods_usage(
-    namespace: Option<&str>,
-    source: &dyn Source,
-) -> Result<Vec<(Value, Vec<(String, Usage)>)>, String> {
-    let pods: Vec<Value> = source.pods(namespace)?.into_iter().filter(is_running).collect();
-    let shares = service_shares(&pods, &source.services(namespace)?);
-    Ok(pods
+/// A running pod and its containers' usage.
+type PodUsage = (Value, Vec<(String, Usage)>);
+
+/// The pods, and every running one's containers' usage.
+fn pods_and_usage(namespace: Option<&str>, source: &dyn Source) -> Result<(Vec<Value>, Vec<PodUsage>), String> {
+    let pods = source.pods(namespace)?;
+    let running: Vec<Value> = pods.iter().filter(|p| is_running(p)).cloned().collect();
+    let shares = service_shares(&running, &source.services(namespace)?);
+    let usage = running
         .into_iter()
         .map(|pod| {
             let share = shares.get(&pod_key(&pod)).copied().unwrap_or_default();
             let containers = container_usage(&pod, share);
             (pod, containers)
         })
-        .collect())
+        .collect();
+    Ok((pods, usage))
 }
 
 fn pod_metrics(
@@ -198,8 +200,14 @@ fn pod_metrics(
             "containers": containers,
         })
     };
-    let usage = running_pods_usage(ns, source)?;
+    let (pods, usage) = pods_and_usage(ns, source)?;
     if let Some(name) = name {
+        // metrics-server: no such pod is the pods resource's NotFound, a pod without metrics
+        // its own.
+        let key = format!("{}/{name}", ns.unwrap_or_default());
+        if !pods.iter().any(|pod| pod["metadata"]["name"] == name) {
+            return Ok(not_found("", "pods", &key));
+        }
         let found = usage.iter().find(|(pod, _)| pod["metadata"]["name"] == name);
         return Ok(match found {
             Some((pod, containers)) => {
@@ -208,7 +216,7 @@ fn pod_metrics(
                 body["apiVersion"] = "metrics.k8s.io/v1beta1".into();
                 (200, body)
             }
-            None => not_found(METRICS_GROUP, "pods", &format!("{}/{name}", ns.unwrap_or_default())),
+            None => not_found(METRICS_GROUP, "pods", &key),
         });
     }
     let items: Vec<Value> = usage
@@ -224,13 +232,13 @@ fn node_metrics(name: Option<&str>, request: &Query<'_>, source: &dyn Source) ->
         Ok(selector) => selector,
         Err(answer) => return Ok(answer),
     };
-    let usage = running_pods_usage(None, source)?;
+    let (_, usage) = pods_and_usage(None, source)?;
     let node_usage = |node: &str| {
         usage
             .iter()
             .filter(|(pod, _)| pod["spec"]["nodeName"] == node)
             .flat_map(|(_, containers)| containers.iter().map(|(_, u)| *u))
-            .fold(Usage::default(), Usage::add)
+            .fold(Usage::default(), |sum, usage| sum + usage)
     };
     let item = |node: &Value| {
         let meta = &node["metadata"];
@@ -251,7 +259,8 @@ fn node_metrics(name: Option<&str>, request: &Query<'_>, source: &dyn Source) ->
                 body["apiVersion"] = "metrics.k8s.io/v1beta1".into();
                 (200, body)
             }
-            None => not_found(METRICS_GROUP, "nodes", name),
+            // The node lister's NotFound, as metrics-server returns it.
+            None => not_found("", "node", name),
         });
     }
     let items: Vec<Value> = nodes.iter().filter(|n| selector.matches_object(n)).map(item).collect();

@@ -77,6 +77,10 @@ fn pod_metrics_cover_running_pods_only() {
     let (code, missing) = get("/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/pending", &[]);
     assert_eq!(code, 404);
     assert_eq!(missing["message"], "pods.metrics.k8s.io \"ns/pending\" not found");
+    let (code, missing) = get("/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/nope", &[]);
+    assert_eq!((code, missing["message"].as_str()), (404, Some("pods \"ns/nope\" not found")));
+    let (code, missing) = get("/apis/metrics.k8s.io/v1beta1/nodes/nope", &[]);
+    assert_eq!((code, missing["message"].as_str()), (404, Some("node \"nope\" not found")));
 }
 
 #[test]

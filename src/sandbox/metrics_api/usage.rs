@@ -20,12 +20,15 @@ pub struct Usage {
     pub memory_bytes: i128,
 }
 
-impl Usage {
-    /// The sum of two usages.
-    pub fn add(self, other: Usage) -> Usage {
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    fn add(self, other: Usage) -> Usage {
         Usage { cpu_nanos: self.cpu_nanos + other.cpu_nanos, memory_bytes: self.memory_bytes + other.memory_bytes }
     }
+}
 
+impl Usage {
     /// `{cpu, memory}` as metrics-server writes them: cpu a nano-scaled decimal quantity,
     /// memory a binary-SI byte count, both canonical.
     pub fn to_json(self) -> Value {
@@ -85,7 +88,7 @@ pub fn service_shares(pods: &[Value], services: &[Value]) -> BTreeMap<String, Us
         };
         for pod in selected {
             let entry = shares.entry(pod_key(pod)).or_default();
-            *entry = entry.add(share);
+            *entry = *entry + share;
         }
     }
     shares

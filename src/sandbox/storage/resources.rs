@@ -353,6 +353,13 @@ pub static RESOURCES: &[ResourceType] = &[
         subresources: &[STATUS],
         ..resource("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", true)
     },
+    // apiregistration.k8s.io/v1: the aggregator's APIServices (the sandbox serves the
+    // aggregated metrics APIs itself; see `crate::sandbox::metrics_api`).
+    ResourceType {
+        categories: &["api-extensions"],
+        subresources: &[STATUS],
+        ..resource("apiregistration.k8s.io", "v1", "apiservices", "apiservice", "APIService", false)
+    },
     // authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews, answered and never stored.
     ResourceType {
         verbs: Verbs::Create,

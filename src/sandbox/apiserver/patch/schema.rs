@@ -96,6 +96,7 @@ const KINDS: &[(&str, &str, &str)] = &[
     ("networking.k8s.io", "NetworkPolicy", "Object"),
     ("networking.k8s.io", "Ingress", "Object"),
     ("networking.k8s.io", "IngressClass", "Object"),
+    ("apiregistration.k8s.io", "APIService", "Object"),
 ];
 
 use Strategy::{Merge, MergeKey, Plain};

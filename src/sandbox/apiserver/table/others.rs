@@ -32,6 +32,7 @@ pub fn printer_for(group: &str, kind: &str) -> Option<&'static Printer> {
         ("networking.k8s.io", "NetworkPolicy") => &NETWORK_POLICY,
         ("networking.k8s.io", "Ingress") => &INGRESS,
         ("certificates.k8s.io", "CertificateSigningRequest") => &CERTIFICATE_SIGNING_REQUEST,
+        ("apiregistration.k8s.io", "APIService") => &API_SERVICE,
         _ => return None,
     };
     Some(printer)
@@ -523,6 +524,38 @@ fn format_hpa_metrics(specs: &[Value], statuses: &[Value]) -> String {
     }
 }
 
+// --- apiregistration.k8s.io --------------------------------------------------------------
+
+/// kube-aggregator's own table (`registry/apiservice/etcd`): where the API is served and
+/// whether it is available.
+const API_SERVICE: Printer = Printer {
+    columns: &[
+        NAME,
+        string("Service", "The reference to the service that hosts this API endpoint."),
+        string("Available", "Whether this service is available."),
+        AGE,
+    ],
+    row: api_service_row,
+};
+
+fn api_service_row(service: &Value, now: Timestamp) -> Row {
+    let reference = &service["spec"]["service"];
+    let host = match reference["name"].as_str() {
+        Some(name) => format!("{}/{name}", reference["namespace"].as_str().unwrap_or_default()),
+        None => "Local".to_string(),
+    };
+    let conditions = service["status"]["conditions"].as_array().into_iter().flatten();
+    let available = match conditions.into_iter().find(|c| c["type"] == "Available") {
+        None => "Unknown".to_string(),
+        Some(c) if c["status"] == "True" => "True".to_string(),
+        Some(c) => match c["reason"].as_str().filter(|r| !r.is_empty()) {
+            Some(reason) => format!("{} ({reason})", c["status"].as_str().unwrap_or_default()),
+            None => c["status"].as_str().unwrap_or_default().to_string(),
+        },
+    };
+    Row::new(vec![name(service), json!(host), json!(available), age(service, now)])
+}
+
 // --- Scheduling, networking, certificates ------------------------------------------------
 
 const PRIORITY_CLASS: Printer = Printer {
@@ -686,6 +719,25 @@ mod tests {
 
     fn meta(name: &str) -> Value {
         json!({"name": name, "creationTimestamp": "2025-06-01T11:00:00Z"})
+    }
+
+    #[test]
+    fn api_services_show_their_service_and_availability() {
+        let local = json!({"metadata": meta("v1.apps"), "spec": {"group": "apps", "version": "v1"},
+            "status": {"conditions": [{"type": "Available", "status": "True", "reason": "Local"}]}});
+        assert_eq!(
+            cells("apiregistration.k8s.io", "APIService", local),
+            [json!("v1.apps"), json!("Local"), json!("True"), json!("60m")]
+        );
+        let remote = json!({"metadata": meta("v1beta1.metrics.k8s.io"),
+            "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"}},
+            "status": {"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]}});
+        assert_eq!(
+            cells("apiregistration.k8s.io", "APIService", remote)[1..3],
+            [json!("kube-system/metrics-server"), json!("False (MissingEndpoints)")]
+        );
+        let fresh = json!({"metadata": meta("v1.x")});
+        assert_eq!(cells("apiregistration.k8s.io", "APIService", fresh)[2], json!("Unknown"));
     }
 
     #[test]
