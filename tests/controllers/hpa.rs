@@ -188,6 +188,24 @@ fn min_replicas_and_missing_targets(backend: Backend) {
         owned("True", "SucceededRescale", "the HPA controller was able to update the target scale to 3")
     );
 
+    // Once its pods run idle (0%, held at minReplicas), the status no longer changes and is not
+    // written again: upstream compares before it writes.
+    let settled = eventually_within(WAIT, "low settled at 3 idle pods", || {
+        let hpa = cluster.api::<HorizontalPodAutoscaler>().get("low").ok()?;
+        let status = hpa.status.as_ref()?;
+        let utilization = status.current_metrics.as_ref()?.first()?.resource.as_ref()?.current.average_utilization;
+        let limited = condition(&hpa, "ScalingLimited")?.reason;
+        (status.current_replicas == Some(3) && utilization == Some(0) && limited.as_deref() == Some("TooFewReplicas"))
+            .then_some(hpa)
+    });
+    let version = settled.metadata.resource_version.clone();
+    let watched = std::time::Instant::now();
+    while watched.elapsed() < Duration::from_secs(3) {
+        let now = cluster.api::<HorizontalPodAutoscaler>().get("low").expect("low").metadata.resource_version;
+        assert_eq!(now, version, "an unchanged status is not written");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
     hpa(&cluster, "missing", "missing", 1, 3, cpu_utilization(50), Value::Null);
     let message = "deployments.apps \"missing\" not found";
     wait_event(&cluster, "missing", "FailedGetScale", message);
