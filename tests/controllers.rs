@@ -22,6 +22,8 @@ mod disruption;
 mod endpoints;
 #[path = "controllers/gc.rs"]
 mod gc;
+#[path = "controllers/hpa.rs"]
+mod hpa;
 #[path = "controllers/job.rs"]
 mod job;
 #[path = "controllers/namespace.rs"]

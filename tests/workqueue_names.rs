@@ -30,6 +30,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "garbage_collector_attempt_to_delete",
     "garbage_collector_attempt_to_orphan",
     "garbage_collector_graph_changes",
+    "horizontalpodautoscaler",
     "job",
     "job_orphan_pod",
     "namespace",

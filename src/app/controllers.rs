@@ -13,7 +13,7 @@ use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
     cronjob, daemon, deployment, disruption, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job,
-    namespace, nodeipam, nodelifecycle, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
+    namespace, nodeipam, nodelifecycle, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
     root_ca_publisher, serviceaccount, statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
@@ -220,7 +220,21 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("generic-garbage-collector")
         .off_when(|o| !o.garbage_collector.enabled)
         .starts(|c, o| garbagecollector::new(c, garbagecollector::Config { workers: workers(o.concurrency.gc_syncs) })),
-    plain("horizontal-pod-autoscaler-controller", &["horizontalpodautoscaling"]).account("horizontal-pod-autoscaler"),
+    plain("horizontal-pod-autoscaler-controller", &["horizontalpodautoscaling"])
+        .account("horizontal-pod-autoscaler")
+        .events("horizontal-pod-autoscaler")
+        .starts(|c, o| {
+            let config = podautoscaler::Config {
+                workers: workers(o.concurrency.horizontal_pod_autoscaler_syncs),
+                sync_period: o.hpa.sync_period,
+                downscale_stabilization: o.hpa.downscale_stabilization,
+                tolerance: o.hpa.tolerance,
+                cpu_initialization_period: o.hpa.cpu_initialization_period,
+                initial_readiness_delay: o.hpa.initial_readiness_delay,
+                configurable_tolerance: o.generic.feature_gates.is_enabled("HPAConfigurableTolerance"),
+            };
+            podautoscaler::new(c, config)
+        }),
     plain("job-controller", &["job"])
         .account("job-controller")
         .starts(|c, o| {
@@ -692,7 +706,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 26);
+        assert_eq!(implemented().len(), 27);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -17,7 +17,7 @@ pub mod resolve;
 pub mod retry;
 pub mod scale;
 pub mod tls;
-mod url;
+pub mod url;
 pub mod watch;
 pub mod watch_connection;
 pub(crate) mod watch_poller;

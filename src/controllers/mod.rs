@@ -19,6 +19,7 @@ pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod nodeutil;
+pub mod podautoscaler;
 pub mod podgc;
 pub mod podutil;
 pub mod pvcprotection;

@@ -30,6 +30,7 @@ use serde_json::{Map, Value, json};
 use ureq::http::Method;
 
 use super::ControlPlane;
+use super::metrics_api::MetricsApis;
 use super::process::OwnedProcess;
 use crate::client::{Body, Client, ClientOptions};
 use crate::sandbox::nodes::{NodeOptions, SimulatedNodes};
@@ -366,6 +367,8 @@ fn run_steps(
     let mut manager = start_controller_manager(side, binary, &kubeconfig, scenario.flags, log)?;
     let mut steps = Steps {
         client: admin,
+        plane: &plane,
+        metrics_apis: None,
         nodes: &nodes,
         namespaces: vec![NAMESPACE.to_string()],
         compare_nodes: scenario.compare_nodes,
@@ -382,6 +385,8 @@ fn run_steps(
         }
     }
     checkpoints.append(&mut steps.checkpoints);
+    // The metrics APIs are unregistered before the control plane goes.
+    drop(steps);
     manager.stop(Duration::from_secs(10));
     nodes.stop();
     drop(plane);
@@ -456,6 +461,9 @@ fn start_controller_manager(
 pub struct Steps<'a> {
     /// A cluster admin.
     pub client: Client,
+    plane: &'a ControlPlane,
+    /// The metrics APIs, once a scenario asked for them.
+    metrics_apis: Option<MetricsApis>,
     /// The simulated nodes (kubelets) of this run.
     pub nodes: &'a SimulatedNodes,
     /// The namespaces whose objects and Events are compared.
@@ -609,6 +617,13 @@ impl Steps<'_> {
         })
     }
 
+    /// Serves the metrics APIs from annotations (`kcm::envtest`'s aggregated metrics API
+    /// server), for as long as the run lasts.
+    pub fn serve_metrics_apis(&mut self) -> Result<(), String> {
+        self.metrics_apis = Some(self.plane.serve_metrics_apis()?);
+        Ok(())
+    }
+
     /// Waits until `path` no longer exists.
     pub fn wait_gone(&mut self, path: &str) -> Result<(), String> {
         self.wait(&format!("{path} to be gone"), |s| Ok(s.get(path)?.is_none().then_some(())))
@@ -654,6 +669,7 @@ const COMPARED_KINDS: &[(&str, &str, &str)] = &[
     ("/apis/apps/v1", "controllerrevisions", "ControllerRevision"),
     ("/api/v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
     ("/apis/policy/v1", "poddisruptionbudgets", "PodDisruptionBudget"),
+    ("/apis/autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -1364,6 +1380,18 @@ pub static SCENARIOS: &[Scenario] = &[
         compare_nodes: false,
         run: disruption,
     },
+    Scenario {
+        name: "hpa",
+        summary: "an HPA on CPU utilisation (50%) scales a Deployment from 2 to 5 under a Service's load, held at \
+                  maxReplicas, then back to minReplicas 2 once the load is gone and a 5 s scale-down window has passed",
+        nodes: 2,
+        flags: &[
+            "--horizontal-pod-autoscaler-sync-period=1s",
+            "--horizontal-pod-autoscaler-cpu-initialization-period=1s",
+        ],
+        compare_nodes: false,
+        run: horizontal_pod_autoscaler,
+    },
 ];
 
 const RS: &str = "/apis/apps/v1/namespaces/sbs/replicasets";
@@ -1561,6 +1589,44 @@ fn deployment_scale(steps: &mut Steps) -> Result<(), String> {
     steps.checkpoint("scaled to 5")?;
     steps.patch(&format!("{DEPLOYMENTS}/web"), json!({"spec": {"replicas": 1}}))?;
     rolled_out(steps, "web", 1)
+}
+
+/// Waits until HPA `name` saw `current` replicas at `utilization`% of their cpu requests.
+fn hpa_status(steps: &mut Steps, name: &str, current: i64, utilization: i64) -> Result<(), String> {
+    let path = format!("/apis/autoscaling/v2/namespaces/{NAMESPACE}/horizontalpodautoscalers/{name}");
+    steps.wait(&format!("HPA {name}: {current} replicas at {utilization}%"), |s| {
+        let hpa = s.get(&path)?.unwrap_or_default();
+        let status = &hpa["status"];
+        let seen = status["currentMetrics"][0]["resource"]["current"]["averageUtilization"].as_i64();
+        Ok((status["currentReplicas"].as_i64() == Some(current) && seen == Some(utilization)).then_some(()))
+    })
+}
+
+fn horizontal_pod_autoscaler(steps: &mut Steps) -> Result<(), String> {
+    steps.serve_metrics_apis()?;
+    let mut web = deployment("web", 2, "nginx:1.27");
+    web["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "100m"}});
+    steps.create(DEPLOYMENTS, web)?;
+    // 500m spread over the Service's pods: 250% of their requests at 2 pods, 100% at 5.
+    let service = json!({"metadata": {"name": "web", "annotations": {"kcm-sandbox.dev/cpu-load": "500m"}},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}});
+    steps.create(&format!("/api/v1/namespaces/{NAMESPACE}/services"), service)?;
+    rolled_out(steps, "web", 2)?;
+    // The pods' samples count once they are past the 1 s cpu initialisation period.
+    std::thread::sleep(Duration::from_secs(2));
+    let hpa = json!({"metadata": {"name": "web"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 2, "maxReplicas": 5,
+        "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}],
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 5}}}});
+    steps.create(&format!("/apis/autoscaling/v2/namespaces/{NAMESPACE}/horizontalpodautoscalers"), hpa)?;
+    rolled_out(steps, "web", 5)?;
+    hpa_status(steps, "web", 5, 100)?;
+    steps.checkpoint("scaled up to 5, held at maxReplicas")?;
+    let unload = json!({"metadata": {"annotations": {"kcm-sandbox.dev/cpu-load": null}}});
+    steps.patch(&format!("/api/v1/namespaces/{NAMESPACE}/services/web"), unload)?;
+    rolled_out(steps, "web", 2)?;
+    hpa_status(steps, "web", 2, 0)
 }
 
 fn set_image(steps: &Steps, image: &str) -> Result<(), String> {

@@ -355,7 +355,7 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 23] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 24] = [
     "cronjob-controller",
     "daemon-set-controller",
     "deployment-controller",
@@ -364,6 +364,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 23] = [
     "endpointslice-controller",
     "endpointslicemirroring-controller",
     "generic-garbage-collector",
+    "horizontal-pod-autoscaler",
     "job-controller",
     "legacy-service-account-token-cleaner",
     "namespace-controller",

@@ -79,3 +79,8 @@ fn a_stateful_set_scales_and_rolls_out_as_upstream_does() {
 fn a_budget_guards_evictions_as_upstream_does() {
     run("disruption");
 }
+
+#[test]
+fn a_horizontal_pod_autoscaler_scales_as_upstream_scales() {
+    run("hpa");
+}
