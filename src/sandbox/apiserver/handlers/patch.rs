@@ -1,5 +1,6 @@
-//! PATCH (`endpoints/handlers/patch.go`): JSON merge, strategic merge and JSON patches applied
-//! to the current object, then written as an update.
+//! PATCH (`endpoints/handlers/patch.go`): JSON merge, strategic merge, JSON and apply patches
+//! applied to the current object, then written as an update. An apply patch to a missing object
+//! is a 404 here (kube-apiserver creates it), and no `managedFields` are tracked.
 
 use serde_json::Value;
 
@@ -50,6 +51,9 @@ pub fn patch(
 fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, document: &Value) -> ApiResult<Value> {
     match content_type {
         "application/merge-patch+json" => Ok(patch::json_merge_patch(current, document)),
+        // Server-side apply without field ownership: the applied fields are merged in (lists
+        // replaced whole, as atomic lists are); fields a manager stops sending are kept.
+        "application/apply-patch+yaml" => Ok(patch::json_merge_patch(current, document)),
         "application/json-patch+json" => patch::json_patch(current, document).map_err(|e| {
             if e.starts_with("json: cannot unmarshal") {
                 ApiError::bad_request(e)
