@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kcm::app::controllers::named;
-use kcm::client::{Api, Client, DeleteParams, PostParams};
+use kcm::client::config::{Auth, RestConfig, TlsSettings};
+use kcm::client::{Api, Client, ClientOptions, DeleteParams, PostParams};
 use serde_json::json;
 
 use crate::harness;
@@ -123,4 +125,39 @@ fn the_cleaner_deletes_tokens_at_their_expiration(backend: Backend) {
     assert!(started.elapsed() >= Duration::from_secs(2), "not deleted before its expiration");
     assert!(secrets.get_opt("bootstrap-token-never0").expect("get").is_some(), "no expiration: kept");
     assert!(secrets.get_opt("not-a-token").expect("get").is_some(), "not a bootstrap token: kept");
+}
+
+/// A client authenticating with `token` only.
+fn token_client(cluster: &Cluster, token: &str) -> Client {
+    let config = RestConfig {
+        server: cluster.server.url(),
+        tls: TlsSettings { ca_certs: cluster.client.config().tls.ca_certs.clone(), ..TlsSettings::default() },
+        auth: Auth::Token(token.to_string()),
+        source: "bootstrap token".into(),
+    };
+    Client::new(config, ClientOptions::default()).expect("a client")
+}
+
+on_both_backends!(a_bootstrap_token_authenticates_as_its_id);
+/// kube-apiserver's `--enable-bootstrap-token-auth` (kubeadm's), and the sandbox's.
+fn a_bootstrap_token_authenticates_as_its_id(backend: Backend) {
+    let cluster = harness::with(&[]).on(backend).without_nodes().start();
+    let usage = [
+        ("usage-bootstrap-authentication", "true"),
+        ("auth-extra-groups", "system:bootstrappers:kubeadm:default-node-token"),
+    ];
+    create_token(&cluster.client, &token("joiner", "0123456789abcdef", &usage));
+    let client = token_client(&cluster, "joiner.0123456789abcdef");
+    let review: SelfSubjectReview = from(json!({"metadata": {}}));
+    let review = Api::<SelfSubjectReview>::cluster(&client).create(&review, &PostParams::default()).expect("reviewed");
+    let user = review.status.and_then(|s| s.user_info).expect("user info");
+    assert_eq!(user.username.as_deref(), Some("system:bootstrap:joiner"));
+    let groups = user.groups.unwrap_or_default();
+    for group in ["system:bootstrappers", "system:bootstrappers:kubeadm:default-node-token", "system:authenticated"] {
+        assert!(groups.iter().any(|g| g == group), "{group} in {groups:?}");
+    }
+    let refused = token_client(&cluster, "joiner.0123456789abcdee");
+    let review: SelfSubjectReview = from(json!({"metadata": {}}));
+    let error = Api::<SelfSubjectReview>::cluster(&refused).create(&review, &PostParams::default()).unwrap_err();
+    assert!(error.is_unauthorized(), "a wrong secret is refused: {error}");
 }
