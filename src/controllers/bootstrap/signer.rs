@@ -75,9 +75,10 @@ fn signed_data(data: &BTreeMap<String, String>, tokens: &BTreeMap<String, String
 
 impl Signer {
     /// `signConfigMap`: errors are logged, never retried (an update of either kind queues
-    /// the key again).
+    /// the key again). It reads its own last write until the watch brings it, so that tokens
+    /// created in a row do not meet a Conflict.
     fn sign_config_map(&self) -> SyncResult {
-        let Some(cm) = self.config_maps.store().get_by_name(CONFIG_MAP_NAMESPACE, CLUSTER_INFO) else {
+        let Some(cm) = self.config_maps.get_newest(&format!("{CONFIG_MAP_NAMESPACE}/{CLUSTER_INFO}")) else {
             return Ok(());
         };
         let data = cm.data.clone().unwrap_or_default();
@@ -89,11 +90,10 @@ impl Signer {
         let mut updated = (*cm).clone();
         updated.data = Some(new_data);
         let api = Api::<ConfigMap>::namespaced(&self.client, CONFIG_MAP_NAMESPACE);
-        if let Err(e) = api.replace(CLUSTER_INFO, &updated, &PostParams::default())
-            && !e.is_conflict()
-            && !e.is_not_found()
-        {
-            log::debug!("Error updating ConfigMap err={e}");
+        match api.replace(CLUSTER_INFO, &updated, &PostParams::default()) {
+            Ok(written) => drop(self.config_maps.mutation(written)),
+            Err(e) if e.is_conflict() || e.is_not_found() => {}
+            Err(e) => log::debug!("Error updating ConfigMap err={e}"),
         }
         Ok(())
     }
