@@ -3,7 +3,7 @@
 //! rules of every other ClusterRole its selectors match, selector by selector, each selector's
 //! roles in name order, each rule once. Any ClusterRole event queues every aggregated role
 //! (the set is small and the dependencies unknown). The rules are written by server-side apply
-//! (field manager `clusterrole-aggregation-controller`, forced), with an update as the fallback
+//! (the controller's name as field manager, forced), with an update as the fallback
 //! where the server refuses apply patches (415), only when they differ.
 
 use std::sync::Arc;
@@ -19,14 +19,16 @@ use crate::runtime::workqueue::WorkQueue;
 
 /// `startClusterRoleAggregationController` runs five workers.
 const WORKERS: usize = 5;
-/// The apply patch's field manager.
-const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";
 
 /// `NewClusterRoleAggregation`.
 pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
     let queue = WorkQueue::new("ClusterRoleAggregator");
-    let controller =
-        Arc::new(Aggregator { client: context.client.clone(), roles: context.informers.informer::<ClusterRole>() });
+    let controller = Arc::new(Aggregator {
+        // Upstream's field manager is the controller's name.
+        field_manager: context.name,
+        client: context.client.clone(),
+        roles: context.informers.informer::<ClusterRole>(),
+    });
     let (roles, enqueue) = (controller.roles.clone(), queue.clone());
     controller.roles.add_handler(move |_: &Event<ClusterRole>| {
         for role in roles.store().filter(|r| r.aggregation_rule.is_some()) {
@@ -40,6 +42,7 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
 }
 
 struct Aggregator {
+    field_manager: &'static str,
     client: Client,
     roles: Arc<Informer<ClusterRole>>,
 }
@@ -123,7 +126,8 @@ impl Aggregator {
             return Ok(());
         }
         let api = Api::<ClusterRole>::all(&self.client);
-        let params = PostParams { field_manager: Some(FIELD_MANAGER.into()), force: true, ..PostParams::default() };
+        let params =
+            PostParams { field_manager: Some(self.field_manager.into()), force: true, ..PostParams::default() };
         let applied = api.patch(name, &Patch::Apply(apply_configuration(name, &rules)), &params);
         match applied {
             Err(e) if e.code() == Some(415) => {
