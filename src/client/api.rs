@@ -104,11 +104,17 @@ pub struct PostParams {
     pub dry_run: bool,
     /// `fieldManager`: the manager recorded in `managedFields` for this write.
     pub field_manager: Option<String>,
+    /// `force`: an apply patch takes over the fields other managers own (apply patches only).
+    pub force: bool,
 }
 
 impl PostParams {
     pub(crate) fn query(&self) -> String {
-        query(&[("dryRun", self.dry_run.then(|| "All".to_string())), ("fieldManager", self.field_manager.clone())])
+        query(&[
+            ("dryRun", self.dry_run.then(|| "All".to_string())),
+            ("fieldManager", self.field_manager.clone()),
+            ("force", self.force.then(|| "true".to_string())),
+        ])
     }
 }
 
@@ -121,6 +127,9 @@ pub enum Patch {
     Strategic(serde_json::Value),
     /// RFC 6902 JSON patch: an array of operations.
     Json(serde_json::Value),
+    /// Server-side apply: the fields the manager (`fieldManager`, required) wants, as JSON
+    /// (a subset of YAML).
+    Apply(serde_json::Value),
 }
 
 impl Patch {
@@ -129,6 +138,7 @@ impl Patch {
             Patch::Merge(v) => ("application/merge-patch+json", v),
             Patch::Strategic(v) => ("application/strategic-merge-patch+json", v),
             Patch::Json(v) => ("application/json-patch+json", v),
+            Patch::Apply(v) => ("application/apply-patch+yaml", v),
         };
         Ok(Body { content_type, ..Body::json(value)? })
     }

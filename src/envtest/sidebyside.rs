@@ -371,6 +371,7 @@ fn run_steps(
         metrics_apis: None,
         nodes: &nodes,
         namespaces: vec![NAMESPACE.to_string()],
+        cluster_objects: Vec::new(),
         compare_nodes: scenario.compare_nodes,
         ca_pem: plane.ca_pem().to_string(),
         checkpoints: Vec::new(),
@@ -468,6 +469,8 @@ pub struct Steps<'a> {
     pub nodes: &'a SimulatedNodes,
     /// The namespaces whose objects and Events are compared.
     pub namespaces: Vec<String>,
+    /// Cluster-scoped objects compared too (API paths, e.g. a ClusterRole's).
+    pub cluster_objects: Vec<String>,
     compare_nodes: bool,
     ca_pem: String,
     checkpoints: Vec<Snapshot>,
@@ -553,6 +556,9 @@ impl Steps<'_> {
                 }
             }
             events.extend(self.list(&format!("/api/v1/namespaces/{ns}/events"))?);
+        }
+        for path in &self.cluster_objects {
+            objects.extend(self.get(path)?);
         }
         if self.compare_nodes {
             for mut node in self.list("/api/v1/nodes")? {
@@ -1394,6 +1400,23 @@ pub static SCENARIOS: &[Scenario] = &[
         compare_nodes: false,
         run: horizontal_pod_autoscaler,
     },
+    Scenario {
+        name: "bootstrap",
+        summary: "kube-public/cluster-info signed for two bootstrap tokens (one not for signing); one expires: \
+                  deleted at its expiration and its signature removed; the other deleted: its signature removed",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: bootstrap_tokens,
+    },
+    Scenario {
+        name: "clusterrole-aggregation",
+        summary: "an aggregated ClusterRole following a new labelled role, a changed one and a deleted one",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: cluster_role_aggregation,
+    },
 ];
 
 const RS: &str = "/apis/apps/v1/namespaces/sbs/replicasets";
@@ -1854,6 +1877,79 @@ fn service_accounts_root_ca(steps: &mut Steps) -> Result<(), String> {
         let restored = map["data"]["ca.crt"].as_str().is_some_and(|ca| ca.contains("BEGIN CERTIFICATE"));
         Ok((restored && s.get(&account)?.is_some()).then_some(()))
     })
+}
+
+/// A bootstrap-token Secret (kube-system); `expiration` an RFC 3339 time or none.
+fn bootstrap_token(id: &str, signing: bool, expiration: Option<String>) -> Value {
+    let mut data = json!({"token-id": id, "token-secret": "0123456789abcdef",
+        "usage-bootstrap-signing": if signing { "true" } else { "false" }});
+    if let Some(at) = expiration {
+        data["expiration"] = json!(at);
+    }
+    json!({"metadata": {"name": format!("bootstrap-token-{id}")}, "type": "bootstrap.kubernetes.io/token", "stringData": data})
+}
+
+/// The token IDs cluster-info is signed for.
+fn signed_for(steps: &Steps) -> Result<Vec<String>, String> {
+    let info = steps.get("/api/v1/namespaces/kube-public/configmaps/cluster-info")?.unwrap_or_default();
+    let data = info["data"].as_object().cloned().unwrap_or_default();
+    Ok(data.keys().filter_map(|k| k.strip_prefix("jws-kubeconfig-")).map(str::to_string).collect())
+}
+
+fn bootstrap_tokens(steps: &mut Steps) -> Result<(), String> {
+    // kubeadm's cluster-info, with a kubeconfig that is the same on both control planes so that
+    // the signatures compare.
+    let kubeconfig = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: Q0E=\n    server: https://control-plane.example:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\npreferences: {}\nusers: null\n";
+    let config_maps = "/api/v1/namespaces/kube-public/configmaps";
+    steps.create(config_maps, json!({"metadata": {"name": "cluster-info"}, "data": {"kubeconfig": kubeconfig}}))?;
+    steps.namespaces.push("kube-public".into());
+    let secrets = "/api/v1/namespaces/kube-system/secrets";
+    let expiration = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(10);
+    let expiration = expiration.round(jiff::Unit::Second).map_err(|e| e.to_string())?.to_string();
+    steps.create(secrets, bootstrap_token("abcdef", true, None))?;
+    steps.create(secrets, bootstrap_token("expire", true, Some(expiration)))?;
+    steps.create(secrets, bootstrap_token("nosign", false, None))?;
+    steps.wait("cluster-info signed for both signing tokens", |s| {
+        Ok((signed_for(s)? == ["abcdef", "expire"]).then_some(()))
+    })?;
+    steps.checkpoint("signed")?;
+    steps.wait_gone(&format!("{secrets}/bootstrap-token-expire"))?;
+    steps.wait("the expired token's signature removed", |s| Ok((signed_for(s)? == ["abcdef"]).then_some(())))?;
+    steps.checkpoint("expired and cleaned")?;
+    steps.delete(&format!("{secrets}/bootstrap-token-abcdef"), None)?;
+    steps.wait("the deleted token's signature removed", |s| Ok(signed_for(s)?.is_empty().then_some(())))
+}
+
+fn cluster_role_aggregation(steps: &mut Steps) -> Result<(), String> {
+    const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let label = "example.com/aggregate-to-sbs";
+    let rule = |verb: &str, resource: &str| json!({"apiGroups": [""], "resources": [resource], "verbs": [verb]});
+    let source =
+        |name: &str, rules: Value| json!({"metadata": {"name": name, "labels": {label: "true"}}, "rules": rules});
+    steps.cluster_objects = ["sbs-aggregated", "sbs-pods", "sbs-a-secrets"].map(|n| format!("{ROLES}/{n}")).to_vec();
+    steps.create(
+        ROLES,
+        json!({"metadata": {"name": "sbs-aggregated"},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]}}),
+    )?;
+    steps.create(ROLES, source("sbs-pods", json!([rule("get", "pods")])))?;
+    let rules_are = |wanted: Value| {
+        move |s: &Steps| -> Result<Option<()>, String> {
+            let role = s.get(&format!("{ROLES}/sbs-aggregated"))?.unwrap_or_default();
+            Ok((role["rules"] == wanted).then_some(()))
+        }
+    };
+    steps.wait("the first source aggregated", rules_are(json!([rule("get", "pods")])))?;
+    steps.checkpoint("one source")?;
+    steps.create(ROLES, source("sbs-a-secrets", json!([rule("list", "secrets"), rule("get", "pods")])))?;
+    steps.wait("the new source first", rules_are(json!([rule("list", "secrets"), rule("get", "pods")])))?;
+    steps.checkpoint("a new source")?;
+    steps.patch(&format!("{ROLES}/sbs-pods"), json!({"rules": [rule("watch", "pods")]}))?;
+    let changed = json!([rule("list", "secrets"), rule("get", "pods"), rule("watch", "pods")]);
+    steps.wait("the changed source aggregated", rules_are(changed))?;
+    steps.checkpoint("a changed source")?;
+    steps.delete(&format!("{ROLES}/sbs-a-secrets"), None)?;
+    steps.wait("the deleted source's rules gone", rules_are(json!([rule("watch", "pods")])))
 }
 
 fn node_ipam(steps: &mut Steps) -> Result<(), String> {

@@ -1,5 +1,6 @@
-//! PATCH (`endpoints/handlers/patch.go`): JSON merge, strategic merge and JSON patches applied
-//! to the current object, then written as an update.
+//! PATCH (`endpoints/handlers/patch.go`): JSON merge, strategic merge, JSON and apply patches
+//! applied to the current object, then written as an update. An apply patch to a missing object
+//! is a 404 here (kube-apiserver creates it), and no `managedFields` are tracked.
 
 use serde_json::Value;
 
@@ -14,6 +15,9 @@ use crate::sandbox::storage::objects::name_of;
 use crate::sandbox::storage::resources::ResourceType;
 use crate::server::http::Request;
 
+/// The server-side apply patch type (YAML, of which JSON is a subset).
+const APPLY: &str = "application/apply-patch+yaml";
+
 /// `PatchResource`: applies the patch to the current object and writes the result.
 pub fn patch(
     api: &ApiServer,
@@ -25,6 +29,11 @@ pub fn patch(
     let resource = target.resource;
     let content_type = request.header("Content-Type").unwrap_or_default();
     let content_type = content_type.split(';').next().unwrap_or_default().trim().to_string();
+    if content_type == APPLY && request.query_param("fieldManager").unwrap_or_default().is_empty() {
+        let message =
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch";
+        return Err(ApiError::new(422, "Invalid", message, None));
+    }
     let document = body_json(request)?;
     let dry_run = is_dry_run(request)?;
     let validation = field_validation(request)?;
@@ -50,6 +59,9 @@ pub fn patch(
 fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, document: &Value) -> ApiResult<Value> {
     match content_type {
         "application/merge-patch+json" => Ok(patch::json_merge_patch(current, document)),
+        // Server-side apply without field ownership: the applied fields are merged in (lists
+        // replaced whole, as atomic lists are); fields a manager stops sending are kept.
+        APPLY => Ok(patch::json_merge_patch(current, document)),
         "application/json-patch+json" => patch::json_patch(current, document).map_err(|e| {
             if e.starts_with("json: cannot unmarshal") {
                 ApiError::bad_request(e)
