@@ -10,6 +10,8 @@
 #[macro_use]
 mod harness;
 
+#[path = "controllers/certificates.rs"]
+mod certificates;
 #[path = "controllers/cronjob.rs"]
 mod cronjob;
 #[path = "controllers/daemonset.rs"]

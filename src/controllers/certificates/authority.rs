@@ -370,7 +370,7 @@ impl CertificateAuthority {
                 certs.len()
             ));
         }
-        let (raw_subject, subject_key_id, not_after) = parse_ca(&certs[0].1)
+        let ParsedCertificate { raw_subject, subject_key_id, not_after, .. } = parse_certificate(&certs[0].1)
             .ok_or_else(|| format!("error reading CA cert file \"{name}\": malformed certificate"))?;
         let key = SigningKey::from_pem(key_pem).map_err(|e| format!("error reading CA key file \"{name}\": {e}"))?;
         Ok(CertificateAuthority {
@@ -442,17 +442,33 @@ impl CertificateAuthority {
     }
 }
 
-/// The CA certificate's raw subject, subject key identifier and NotAfter.
-fn parse_ca(der: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>, Timestamp)> {
+/// What is read of a certificate: its raw subject, validity and extensions of interest.
+struct ParsedCertificate {
+    raw_subject: Vec<u8>,
+    subject_key_id: Option<Vec<u8>>,
+    not_before: Timestamp,
+    not_after: Timestamp,
+    /// The subject alternative names, parsed as a request's.
+    sans: Option<CertificateRequest>,
+}
+
+fn parse_certificate(der: &[u8]) -> Option<ParsedCertificate> {
     let (certificate, _) = read(der, 0x30)?;
     let (tbs, _) = read(certificate, 0x30)?;
     let rest = if tbs.first() == Some(&0xa0) { skip(tbs)? } else { tbs };
     let rest = skip(skip(skip(rest)?)?)?; // serial, signature, issuer
     let (validity, rest) = read(rest, 0x30)?;
     let not_after = parse_time(skip(validity)?)?;
+    let not_before = parse_time(validity)?;
     let (subject, _, mut rest) = element(rest, 0x30)?;
     rest = skip(rest)?; // subjectPublicKeyInfo
-    let mut subject_key_id = None;
+    let mut parsed = ParsedCertificate {
+        raw_subject: subject.to_vec(),
+        subject_key_id: None,
+        not_before,
+        not_after,
+        sans: None,
+    };
     while let Some(&tag) = rest.first() {
         let (content, next) = read(rest, tag)?;
         rest = next;
@@ -467,11 +483,25 @@ fn parse_ca(der: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>, Timestamp)> {
             let value = if value.first() == Some(&0x01) { skip(value)? } else { value };
             let (value, _) = read(value, 0x04)?;
             if oid == OID_SKI {
-                subject_key_id = Some(read(value, 0x04)?.0.to_vec());
+                parsed.subject_key_id = Some(read(value, 0x04)?.0.to_vec());
+            } else if oid == OID_SAN {
+                let mut sans = CertificateRequest {
+                    subject: Name::default(),
+                    dns_names: Vec::new(),
+                    email_addresses: Vec::new(),
+                    ip_addresses: Vec::new(),
+                    uris: Vec::new(),
+                    spki: Vec::new(),
+                    info: Vec::new(),
+                    signature_algorithm: Vec::new(),
+                    signature: Vec::new(),
+                };
+                read_general_names(value, &mut sans)?;
+                parsed.sans = Some(sans);
             }
         }
     }
-    Some((subject.to_vec(), subject_key_id, not_after))
+    Some(parsed)
 }
 
 /// A UTCTime or GeneralizedTime.
@@ -692,7 +722,134 @@ pub(crate) fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A DER certificate's NotAfter (the cleaner's `isExpired`).
-pub fn certificate_not_after(der: &[u8]) -> Option<Timestamp> {
-    parse_ca(der).map(|(_, _, not_after)| not_after)
+/// A DER certificate's NotBefore and NotAfter.
+pub fn certificate_validity(der: &[u8]) -> Option<(Timestamp, Timestamp)> {
+    parse_certificate(der).map(|c| (c.not_before, c.not_after))
+}
+
+/// A DER certificate's DNS and IP subject alternative names.
+pub fn certificate_sans(der: &[u8]) -> Option<(Vec<String>, Vec<IpAddr>)> {
+    match parse_certificate(der)?.sans {
+        Some(sans) => Some((sans.dns_names, sans.ip_addresses)),
+        None => Some((Vec::new(), Vec::new())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CA made by rcgen (P-256, PKCS#8), as the envtest and sandbox make theirs.
+    fn ca() -> CertificateAuthority {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, "kubernetes");
+        let cert = params.self_signed(&key).unwrap();
+        CertificateAuthority::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes(), "ca.crt").unwrap()
+    }
+
+    fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        for org in orgs {
+            params.distinguished_name.push(rcgen::DnType::OrganizationName, *org);
+        }
+        parse_csr(params.serialize_request(&key).unwrap().pem().unwrap().as_bytes()).unwrap()
+    }
+
+    fn policy(ttl: Duration, usages: &[&str], now: Timestamp) -> SigningPolicy {
+        SigningPolicy {
+            ttl,
+            usages: usages.iter().map(|u| u.to_string()).collect(),
+            backdate: Duration::from_secs(300),
+            short: Duration::from_secs(8 * 3600),
+            now,
+        }
+    }
+
+    #[test]
+    fn parses_a_request_and_checks_its_signature() {
+        let csr = request("system:node:n1", &["system:nodes"], &["n1.example", "10.0.0.1"]);
+        assert_eq!(csr.subject.common_name, "system:node:n1");
+        assert_eq!(csr.subject.organization, ["system:nodes"]);
+        assert_eq!(csr.dns_names, ["n1.example"]);
+        assert_eq!(csr.ip_addresses, ["10.0.0.1".parse::<IpAddr>().unwrap()]);
+        assert_eq!(csr.check_signature(), Ok(()));
+        let mut tampered = csr.clone();
+        *tampered.info.last_mut().unwrap() ^= 1;
+        assert!(tampered.check_signature().is_err());
+        assert_eq!(parse_csr(b"nothing").unwrap_err(), "PEM block type must be CERTIFICATE REQUEST");
+    }
+
+    #[test]
+    fn signs_with_upstream_extensions_and_validity() {
+        let ca = ca();
+        let csr = request("system:node:n1", &["system:nodes"], &["n1.example"]);
+        let now: Timestamp = "2026-11-26T10:00:00Z".parse().unwrap();
+        let usages = ["digital signature", "key encipherment", "server auth", "client auth"];
+        let der = ca.sign(&csr, &policy(Duration::from_secs(900), &usages, now)).unwrap();
+        let (not_before, not_after) = certificate_validity(&der).unwrap();
+        assert_eq!(not_before, "2026-11-26T09:55:00Z".parse().unwrap());
+        assert_eq!(not_after, "2026-11-26T10:15:00Z".parse().unwrap(), "short: NotAfter not backdated");
+        let subject = crate::x509::subject(&der).unwrap();
+        assert_eq!(subject.common_name, "system:node:n1");
+        assert_eq!(subject.organizations, ["system:nodes"]);
+        assert_eq!(certificate_sans(&der).unwrap().0, ["n1.example"]);
+        // Key usage (critical, digitalSignature|keyEncipherment), EKU server then client, CA:false.
+        let ku = extension(OID_KEY_USAGE, true, &[0x03, 0x02, 0x05, 0xa0]);
+        assert!(der.windows(ku.len()).any(|w| w == ku.as_slice()));
+        let eku_oids = [tlv(0x06, EXT_KEY_USAGE_OIDS[1]), tlv(0x06, EXT_KEY_USAGE_OIDS[2])].concat();
+        let eku = extension(OID_EXT_KEY_USAGE, false, &tlv(0x30, &eku_oids));
+        assert!(der.windows(eku.len()).any(|w| w == eku.as_slice()));
+        let basic = extension(OID_BASIC_CONSTRAINTS, true, &[0x30, 0x00]);
+        assert!(der.windows(basic.len()).any(|w| w == basic.as_slice()));
+        assert!(!der.windows(OID_SKI.len() + 2).any(|w| w == tlv(0x06, OID_SKI).as_slice()), "no SKI on a leaf");
+    }
+
+    #[test]
+    fn long_lifetimes_are_backdated_and_capped_by_the_signer() {
+        let now: Timestamp = "2026-11-26T10:00:00Z".parse().unwrap();
+        let year = Duration::from_secs(8760 * 3600);
+        let signer_end: Timestamp = "2030-01-01T00:00:00Z".parse().unwrap();
+        let (nb, na) = policy(year, &[], now).validity(signer_end).unwrap();
+        assert_eq!(nb, "2026-11-26T09:55:00Z".parse().unwrap());
+        assert_eq!(na.duration_since(now).as_secs(), 8760 * 3600 - 300);
+        let soon: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+        assert_eq!(policy(year, &[], now).validity(soon).unwrap().1, soon);
+        let past: Timestamp = "2026-11-26T09:00:00Z".parse().unwrap();
+        assert!(policy(year, &[], now).validity(past).unwrap_err().starts_with("the signer has expired: NotAfter=2026-11-26 09:00:00 +0000 UTC"));
+    }
+
+    #[test]
+    fn usages_map_as_upstream() {
+        let usages = |u: &[&str]| key_usages_from_strings(&u.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(usages(&["signing", "client auth", "server auth", "client auth"]), Ok((1, vec![1, 2])));
+        assert_eq!(usages(&["cert sign", "decipher only"]), Ok((0x120, vec![])));
+        assert_eq!(usages(&["bogus", "other"]), Err(r#"unrecognized usage values: ["bogus" "other"]"#.to_string()));
+        assert_eq!(key_usage_bits(1 << 8), vec![0x03, 0x03, 0x07, 0x00, 0x80]);
+    }
+
+    #[test]
+    fn names_encode_as_go_does() {
+        let name = Name {
+            organization: vec!["system:nodes".into()],
+            common_name: "a*b".into(),
+            ..Name::default()
+        };
+        let der = encode_name(&name);
+        let o = [tlv(0x06, OID_ORGANIZATION), tlv(0x13, b"system:nodes")].concat();
+        let cn = [tlv(0x06, OID_COMMON_NAME), tlv(0x0c, b"a*b")].concat();
+        assert_eq!(der, tlv(0x30, &[tlv(0x31, &tlv(0x30, &o)), tlv(0x31, &tlv(0x30, &cn))].concat()));
+        assert_eq!(encode_name(&Name::default()), vec![0x30, 0x00]);
+    }
+
+    #[test]
+    fn reads_sec1_and_pkcs8_ec_keys() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        assert!(matches!(SigningKey::from_pem(key.serialize_pem().as_bytes()), Ok(SigningKey::Ecdsa(..))));
+        assert!(SigningKey::from_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").is_err());
+    }
 }

@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::authority::certificate_not_after;
+use super::authority::certificate_validity;
 use crate::client::{Api, Client, DeleteParams};
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::Informer;
@@ -113,5 +113,36 @@ pub fn why_clean(csr: &CertificateSigningRequest, config: &Config, now: Timestam
 fn is_expired(csr: &CertificateSigningRequest, now: Timestamp) -> bool {
     let Some(certificate) = csr.status.as_ref().and_then(|s| s.certificate.as_ref()) else { return false };
     let Some((_, der)) = pem_blocks(&certificate.0).into_iter().next() else { return false };
-    certificate_not_after(&der).is_some_and(|not_after| now > not_after)
+    certificate_validity(&der).is_some_and(|(_, not_after)| now > not_after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn csr(created: &str, conditions: serde_json::Value) -> CertificateSigningRequest {
+        serde_json::from_value(json!({
+            "metadata": {"name": "c", "creationTimestamp": created},
+            "spec": {"request": "", "signerName": "example.com/s"},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn ages_as_upstream() {
+        let now: Timestamp = "2026-11-26T12:00:00Z".parse().unwrap();
+        let config = Config::default();
+        let pending = csr("2026-11-26T00:00:00Z", json!([]));
+        assert_eq!(why_clean(&pending, &config, now), None, "pending for 12 h");
+        let old = csr("2026-11-25T11:00:00Z", json!([]));
+        assert!(why_clean(&old, &config, now).unwrap().contains("pendingExpiration"));
+        let denied = csr("2026-11-26T00:00:00Z", json!([{"type": "Denied", "status": "True", "lastUpdateTime": "2026-11-26T10:30:00Z"}]));
+        assert!(why_clean(&denied, &config, now).unwrap().contains("old and denied"));
+        let failed = csr("2026-11-26T00:00:00Z", json!([{"type": "Failed", "status": "True", "lastUpdateTime": "2026-11-26T11:30:00Z"}]));
+        assert_eq!(why_clean(&failed, &config, now), None, "failed for 30 minutes");
+        let approved = csr("2026-11-26T00:00:00Z", json!([{"type": "Approved", "status": "True", "lastUpdateTime": "2026-11-26T10:00:00Z"}]));
+        assert_eq!(why_clean(&approved, &config, now), None, "approved but not issued");
+    }
 }

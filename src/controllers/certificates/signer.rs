@@ -199,3 +199,30 @@ pub fn duration(cert_ttl: Duration, expiration_seconds: Option<i32>) -> Duration
         requested
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiration_seconds_is_capped_both_ways() {
+        let year = Duration::from_secs(8760 * 3600);
+        assert_eq!(duration(year, None), year);
+        assert_eq!(duration(year, Some(900)), Duration::from_secs(900));
+        assert_eq!(duration(year, Some(60)), MIN_DURATION);
+        assert_eq!(duration(year, Some(-5)), MIN_DURATION);
+        assert_eq!(duration(Duration::from_secs(3600), Some(7200)), Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn signers_take_the_cluster_pair_unless_per_signer_files_are_set() {
+        let none = [("", ""); 4];
+        let all = signers_from_files(("ca.crt", "ca.key"), none);
+        let names: Vec<_> = all.iter().map(|s| s.signer_name).collect();
+        assert_eq!(names, [KUBELET_SERVING, KUBE_APISERVER_CLIENT_KUBELET, KUBE_APISERVER_CLIENT, LEGACY_UNKNOWN]);
+        assert!(all.iter().all(|s| s.cert_file == "ca.crt" && s.key_file == "ca.key"));
+        let one = signers_from_files(("", ""), [("", ""), ("kc.crt", "kc.key"), ("", ""), ("", "")]);
+        assert_eq!(one, [SignerCa { signer_name: KUBE_APISERVER_CLIENT_KUBELET, cert_file: "kc.crt".into(), key_file: "kc.key".into() }]);
+        assert!(signers_from_files(("", ""), none).is_empty());
+    }
+}

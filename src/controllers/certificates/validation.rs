@@ -87,3 +87,67 @@ pub fn kube_apiserver_client(usages: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::certificates::authority::parse_csr;
+
+    fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        for org in orgs {
+            params.distinguished_name.push(rcgen::DnType::OrganizationName, *org);
+        }
+        parse_csr(params.serialize_request(&key).unwrap().pem().unwrap().as_bytes()).unwrap()
+    }
+
+    fn usages(u: &[&str]) -> Vec<String> {
+        u.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn kubelet_client_rules() {
+        let good = request("system:node:n1", &["system:nodes"], &[]);
+        assert_eq!(kubelet_client(&good, &usages(&["digital signature", "client auth"])), Ok(()));
+        assert_eq!(kubelet_client(&good, &usages(&["key encipherment", "digital signature", "client auth"])), Ok(()));
+        assert_eq!(
+            kubelet_client(&good, &usages(&["client auth"])),
+            Err("usages did not match [client auth digital signature key encipherment]".into())
+        );
+        let other_org = request("system:node:n1", &["system:masters"], &[]);
+        assert_eq!(kubelet_client(&other_org, &[]), Err(ORGANIZATION_NOT_SYSTEM_NODES.into()));
+        let dns = request("system:node:n1", &["system:nodes"], &["n1"]);
+        assert_eq!(kubelet_client(&dns, &[]), Err("DNS subjectAltNames are not allowed".into()));
+        let name = request("n1", &["system:nodes"], &[]);
+        assert_eq!(kubelet_client(&name, &[]), Err(COMMON_NAME_NOT_SYSTEM_NODE.into()));
+    }
+
+    #[test]
+    fn kubelet_serving_rules() {
+        let good = request("system:node:n1", &["system:nodes"], &["n1", "10.0.0.1"]);
+        assert_eq!(kubelet_serving(&good, &usages(&["digital signature", "key encipherment", "server auth"])), Ok(()));
+        assert_eq!(kubelet_serving(&good, &usages(&["digital signature", "server auth"])), Ok(()));
+        assert_eq!(
+            kubelet_serving(&good, &usages(&["server auth", "client auth"])),
+            Err("usages did not match [digital signature key encipherment server auth]".into())
+        );
+        let no_san = request("system:node:n1", &["system:nodes"], &[]);
+        assert_eq!(kubelet_serving(&no_san, &[]), Err("DNS or IP subjectAltName is required".into()));
+    }
+
+    #[test]
+    fn kube_apiserver_client_rules() {
+        assert_eq!(kube_apiserver_client(&usages(&["client auth", "digital signature"])), Ok(()));
+        assert_eq!(
+            kube_apiserver_client(&usages(&["client auth", "server auth"])),
+            Err("invalid usage for client certificate: server auth".into())
+        );
+        assert_eq!(
+            kube_apiserver_client(&usages(&["digital signature"])),
+            Err("missing required usage for client certificate: client auth".into())
+        );
+    }
+}

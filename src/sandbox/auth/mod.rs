@@ -93,6 +93,11 @@ impl Pki {
         Ok(Pki { ca_pem: ca.pem(), issuer, serving })
     }
 
+    /// The CA's private key, PKCS#8 PEM (kubeadm's `ca.key`, for `--cluster-signing-key-file`).
+    pub fn ca_key_pem(&self) -> String {
+        self.issuer.key().serialize_pem()
+    }
+
     /// A client certificate for `user` in `groups` (subject CN and O, as kube-apiserver reads them).
     pub fn client_credentials(&self, user: &str, groups: &[&str]) -> Result<Credentials, String> {
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
