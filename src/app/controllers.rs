@@ -725,7 +725,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 27);
+        assert_eq!(implemented().len(), 30);
     }
 
     fn options(root_ca_file: &str) -> Options {
