@@ -12,9 +12,9 @@ use std::fmt;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
-    certificates, cronjob, daemon, deployment, disruption, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job,
-    namespace, nodeipam, nodelifecycle, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
-    root_ca_publisher, serviceaccount, statefulset, tainteviction, ttl, ttlafterfinished,
+    certificates, cronjob, daemon, deployment, disruption, endpoint, endpointslice, endpointslicemirroring,
+    garbagecollector, job, namespace, nodeipam, nodelifecycle, podautoscaler, podgc, pvcprotection, pvprotection,
+    replicaset, resourcequota, root_ca_publisher, serviceaccount, statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 

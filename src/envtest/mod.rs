@@ -207,6 +207,7 @@ impl ControlPlane {
             path,
             &self.url,
             &self.pki.ca_pem,
+            &self.pki.ca_key_pem(),
             &self.admin,
             &self.controller_manager,
             &self.service_account_key_pem,

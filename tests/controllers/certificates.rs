@@ -35,7 +35,10 @@ fn ca_files(test: &str) -> (PathBuf, PathBuf) {
 /// as kubeadm binds them.
 fn start(backend: Backend, test: &str) -> Cluster {
     let (cert, key) = ca_files(test);
-    let flags = [format!("--cluster-signing-cert-file={}", cert.display()), format!("--cluster-signing-key-file={}", key.display())];
+    let flags = [
+        format!("--cluster-signing-cert-file={}", cert.display()),
+        format!("--cluster-signing-key-file={}", key.display()),
+    ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let descriptors = [
         named("certificatesigningrequest-signing-controller"),
@@ -55,8 +58,18 @@ fn start(backend: Backend, test: &str) -> Cluster {
                 bootstrap_roles(client);
             }
             bind(client, "csr-bootstrap", "system:node-bootstrapper", "system:bootstrappers");
-            bind(client, "csr-autoapprove", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:bootstrappers");
-            bind(client, "csr-renewal", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes");
+            bind(
+                client,
+                "csr-autoapprove",
+                "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+                "system:bootstrappers",
+            );
+            bind(
+                client,
+                "csr-renewal",
+                "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+                "system:nodes",
+            );
             let node: Node = from(json!({"metadata": {"name": "csr-node"}}));
             Api::<Node>::cluster(client).create(&node, &PostParams::default()).expect("node");
         })
@@ -68,8 +81,14 @@ fn bootstrap_roles(client: &Client) {
     let rule = |resource: &str, verbs: &[&str]| json!({"apiGroups": ["certificates.k8s.io"], "resources": [resource], "verbs": verbs});
     let roles = [
         ("system:node-bootstrapper", rule("certificatesigningrequests", &["create", "get", "list", "watch"])),
-        ("system:certificates.k8s.io:certificatesigningrequests:nodeclient", rule("certificatesigningrequests/nodeclient", &["create"])),
-        ("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", rule("certificatesigningrequests/selfnodeclient", &["create"])),
+        (
+            "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+            rule("certificatesigningrequests/nodeclient", &["create"]),
+        ),
+        (
+            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+            rule("certificatesigningrequests/selfnodeclient", &["create"]),
+        ),
     ];
     for (name, rule) in roles {
         let role: ClusterRole = from(json!({"metadata": {"name": name}, "rules": [rule]}));
@@ -101,7 +120,13 @@ fn request(cn: &str, orgs: &[&str], dns: &[&str], ips: &[&str]) -> (rcgen::KeyPa
     (key, csr)
 }
 
-fn csr_object(name: &str, pem: &str, signer: &str, usages: &[&str], expiration: Option<i32>) -> CertificateSigningRequest {
+fn csr_object(
+    name: &str,
+    pem: &str,
+    signer: &str,
+    usages: &[&str],
+    expiration: Option<i32>,
+) -> CertificateSigningRequest {
     use base64::Engine;
     from(json!({
         "metadata": {"name": name},
@@ -160,7 +185,10 @@ fn a_bootstrap_client_csr_is_approved_signed_and_authenticates_the_node(backend:
     let (csr, certificate) = issued(&csrs, "node-csr-1");
     assert_eq!(
         condition(&csr, "Approved"),
-        ("AutoApproved".to_string(), "Auto approving kubelet client certificate after SubjectAccessReview.".to_string())
+        (
+            "AutoApproved".to_string(),
+            "Auto approving kubelet client certificate after SubjectAccessReview.".to_string()
+        )
     );
     let der = &pem_blocks(certificate.as_bytes())[0].1;
     let subject = kcm::x509::subject(der).expect("a certificate");
@@ -180,7 +208,10 @@ fn a_bootstrap_client_csr_is_approved_signed_and_authenticates_the_node(backend:
     let renewal = csr_object("node-csr-2", &renewal, "kubernetes.io/kube-apiserver-client-kubelet", &usages, None);
     Api::<CertificateSigningRequest>::all(&node).create(&renewal, &PostParams::default()).expect("renewal created");
     let (csr, _) = issued(&csrs, "node-csr-2");
-    assert_eq!(condition(&csr, "Approved").1, "Auto approving self kubelet client certificate after SubjectAccessReview.");
+    assert_eq!(
+        condition(&csr, "Approved").1,
+        "Auto approving self kubelet client certificate after SubjectAccessReview."
+    );
 }
 
 on_both_backends!(serving_and_refused_csrs);
@@ -203,7 +234,8 @@ fn serving_and_refused_csrs(backend: Backend) {
 
     // A kube-apiserver-client CSR asking for a server usage: Failed, not signed.
     let (_, pem) = request("someone", &[], &[], &[]);
-    let refused = csr_object("refused", &pem, "kubernetes.io/kube-apiserver-client", &["client auth", "server auth"], None);
+    let refused =
+        csr_object("refused", &pem, "kubernetes.io/kube-apiserver-client", &["client auth", "server auth"], None);
     csrs.create(&refused, &PostParams::default()).expect("created");
     approve(&csrs, "refused");
     let csr = eventually("refused failed", || {

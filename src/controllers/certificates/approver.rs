@@ -73,8 +73,8 @@ impl SarApprover {
             return Ok(());
         }
         let name = csr.metadata.name.clone().unwrap_or_default();
-        let request =
-            parse_csr(&csr.spec.request.0).map_err(|e| SyncError::failed(format!("unable to parse csr {name:?}: {e}")))?;
+        let request = parse_csr(&csr.spec.request.0)
+            .map_err(|e| SyncError::failed(format!("unable to parse csr {name:?}: {e}")))?;
         let mut tried = Vec::new();
         for recognizer in &RECOGNIZERS {
             if !(recognizer.recognize)(&csr, &request) {

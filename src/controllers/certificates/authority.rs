@@ -224,17 +224,18 @@ impl CertificateRequest {
     /// `CertificateRequest.CheckSignature`.
     pub fn check_signature(&self) -> Result<(), String> {
         let (algorithm, key) = public_key(&self.spki)?;
-        let verify: &'static dyn signature::VerificationAlgorithm = match (self.signature_algorithm.as_slice(), algorithm) {
-            (OID_SHA256_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA256,
-            (OID_SHA384_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA384,
-            (OID_SHA512_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA512,
-            (OID_ECDSA_SHA256, KeyAlgorithm::P256) => &signature::ECDSA_P256_SHA256_ASN1,
-            (OID_ECDSA_SHA384, KeyAlgorithm::P256) => &signature::ECDSA_P256_SHA384_ASN1,
-            (OID_ECDSA_SHA256, KeyAlgorithm::P384) => &signature::ECDSA_P384_SHA256_ASN1,
-            (OID_ECDSA_SHA384, KeyAlgorithm::P384) => &signature::ECDSA_P384_SHA384_ASN1,
-            (OID_ED25519, KeyAlgorithm::Ed25519) => &signature::ED25519,
-            _ => return Err("x509: cannot verify signature: algorithm unimplemented".to_string()),
-        };
+        let verify: &'static dyn signature::VerificationAlgorithm =
+            match (self.signature_algorithm.as_slice(), algorithm) {
+                (OID_SHA256_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA256,
+                (OID_SHA384_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA384,
+                (OID_SHA512_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA512,
+                (OID_ECDSA_SHA256, KeyAlgorithm::P256) => &signature::ECDSA_P256_SHA256_ASN1,
+                (OID_ECDSA_SHA384, KeyAlgorithm::P256) => &signature::ECDSA_P256_SHA384_ASN1,
+                (OID_ECDSA_SHA256, KeyAlgorithm::P384) => &signature::ECDSA_P384_SHA256_ASN1,
+                (OID_ECDSA_SHA384, KeyAlgorithm::P384) => &signature::ECDSA_P384_SHA384_ASN1,
+                (OID_ED25519, KeyAlgorithm::Ed25519) => &signature::ED25519,
+                _ => return Err("x509: cannot verify signature: algorithm unimplemented".to_string()),
+            };
         signature::UnparsedPublicKey::new(verify, key)
             .verify(&self.info, &self.signature)
             .map_err(|_| "x509: signature verification failure".to_string())
@@ -462,13 +463,8 @@ fn parse_certificate(der: &[u8]) -> Option<ParsedCertificate> {
     let not_before = parse_time(validity)?;
     let (subject, _, mut rest) = element(rest, 0x30)?;
     rest = skip(rest)?; // subjectPublicKeyInfo
-    let mut parsed = ParsedCertificate {
-        raw_subject: subject.to_vec(),
-        subject_key_id: None,
-        not_before,
-        not_after,
-        sans: None,
-    };
+    let mut parsed =
+        ParsedCertificate { raw_subject: subject.to_vec(), subject_key_id: None, not_before, not_after, sans: None };
     while let Some(&tag) = rest.first() {
         let (content, next) = read(rest, tag)?;
         rest = next;
@@ -685,8 +681,7 @@ pub fn encode_name(name: &Name) -> Vec<u8> {
 
 /// Go's `asn1` string: PrintableString when every character is printable, else UTF8String.
 fn string(value: &str) -> Vec<u8> {
-    let printable =
-        value.bytes().all(|b| b.is_ascii_alphanumeric() || b" '()+,-./:=?".contains(&b));
+    let printable = value.bytes().all(|b| b.is_ascii_alphanumeric() || b" '()+,-./:=?".contains(&b));
     tlv(if printable { 0x13 } else { 0x0c }, value.as_bytes())
 }
 
@@ -820,7 +815,12 @@ mod tests {
         let soon: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
         assert_eq!(policy(year, &[], now).validity(soon).unwrap().1, soon);
         let past: Timestamp = "2026-11-26T09:00:00Z".parse().unwrap();
-        assert!(policy(year, &[], now).validity(past).unwrap_err().starts_with("the signer has expired: NotAfter=2026-11-26 09:00:00 +0000 UTC"));
+        assert!(
+            policy(year, &[], now)
+                .validity(past)
+                .unwrap_err()
+                .starts_with("the signer has expired: NotAfter=2026-11-26 09:00:00 +0000 UTC")
+        );
     }
 
     #[test]
@@ -834,11 +834,7 @@ mod tests {
 
     #[test]
     fn names_encode_as_go_does() {
-        let name = Name {
-            organization: vec!["system:nodes".into()],
-            common_name: "a*b".into(),
-            ..Name::default()
-        };
+        let name = Name { organization: vec!["system:nodes".into()], common_name: "a*b".into(), ..Name::default() };
         let der = encode_name(&name);
         let o = [tlv(0x06, OID_ORGANIZATION), tlv(0x13, b"system:nodes")].concat();
         let cn = [tlv(0x06, OID_COMMON_NAME), tlv(0x0c, b"a*b")].concat();

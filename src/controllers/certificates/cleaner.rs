@@ -64,7 +64,9 @@ impl Cleaner {
             let Some(why) = why_clean(&csr, &self.config, Timestamp::now()) else { continue };
             log::info!("{why} csr={name:?}");
             if let Err(e) = api.delete(&name, &DeleteParams::default()) {
-                log::error!("Error while attempting to clean CSR err=\"unable to delete CSR {name:?}: {e}\" csr={name:?}");
+                log::error!(
+                    "Error while attempting to clean CSR err=\"unable to delete CSR {name:?}: {e}\" csr={name:?}"
+                );
             }
         }
     }
@@ -84,7 +86,9 @@ pub fn why_clean(csr: &CertificateSigningRequest, config: &Config, now: Timestam
             config.approved_expiration
         ));
     }
-    let typed = |t: &str| conditions.iter().any(|c| c.type_ == t && older(c.last_update_time.as_ref(), config.denied_expiration));
+    let typed = |t: &str| {
+        conditions.iter().any(|c| c.type_ == t && older(c.last_update_time.as_ref(), config.denied_expiration))
+    };
     if typed("Denied") {
         return Some(format!(
             "Cleaning CSR as it is more than deniedExpiration duration old and denied. deniedExpiration={:?}",
@@ -138,11 +142,20 @@ mod tests {
         assert_eq!(why_clean(&pending, &config, now), None, "pending for 12 h");
         let old = csr("2026-11-25T11:00:00Z", json!([]));
         assert!(why_clean(&old, &config, now).unwrap().contains("pendingExpiration"));
-        let denied = csr("2026-11-26T00:00:00Z", json!([{"type": "Denied", "status": "True", "lastUpdateTime": "2026-11-26T10:30:00Z"}]));
+        let denied = csr(
+            "2026-11-26T00:00:00Z",
+            json!([{"type": "Denied", "status": "True", "lastUpdateTime": "2026-11-26T10:30:00Z"}]),
+        );
         assert!(why_clean(&denied, &config, now).unwrap().contains("old and denied"));
-        let failed = csr("2026-11-26T00:00:00Z", json!([{"type": "Failed", "status": "True", "lastUpdateTime": "2026-11-26T11:30:00Z"}]));
+        let failed = csr(
+            "2026-11-26T00:00:00Z",
+            json!([{"type": "Failed", "status": "True", "lastUpdateTime": "2026-11-26T11:30:00Z"}]),
+        );
         assert_eq!(why_clean(&failed, &config, now), None, "failed for 30 minutes");
-        let approved = csr("2026-11-26T00:00:00Z", json!([{"type": "Approved", "status": "True", "lastUpdateTime": "2026-11-26T10:00:00Z"}]));
+        let approved = csr(
+            "2026-11-26T00:00:00Z",
+            json!([{"type": "Approved", "status": "True", "lastUpdateTime": "2026-11-26T10:00:00Z"}]),
+        );
         assert_eq!(why_clean(&approved, &config, now), None, "approved but not issued");
     }
 }

@@ -73,9 +73,10 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     }
     let mut controller = Controller::new();
     for ca in config.signers {
-        let signer = Arc::new(Signer::new(context.client.clone(), &ca, config.duration).map_err(|e| {
-            format!("failed to start {} certificate controller: {e}", ca.signer_name)
-        })?);
+        let signer = Arc::new(
+            Signer::new(context.client.clone(), &ca, config.duration)
+                .map_err(|e| format!("failed to start {} certificate controller: {e}", ca.signer_name))?,
+        );
         controller = certificate_controller(context, controller, WORKERS, move |csr| signer.handle(csr));
     }
     Ok(controller)
@@ -109,8 +110,10 @@ impl CaProvider {
 }
 
 fn read_files(files: &SignerCa) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let cert = std::fs::read(&files.cert_file).map_err(|e| format!("error reading CA cert file \"{}\": {e}", files.cert_file))?;
-    let key = std::fs::read(&files.key_file).map_err(|e| format!("error reading CA key file \"{}\": {e}", files.key_file))?;
+    let cert = std::fs::read(&files.cert_file)
+        .map_err(|e| format!("error reading CA cert file \"{}\": {e}", files.cert_file))?;
+    let key =
+        std::fs::read(&files.key_file).map_err(|e| format!("error reading CA key file \"{}\": {e}", files.key_file))?;
     Ok((cert, key))
 }
 
@@ -134,8 +137,8 @@ impl Signer {
             return Ok(());
         }
         let name = csr.metadata.name.clone().unwrap_or_default();
-        let request =
-            parse_csr(&csr.spec.request.0).map_err(|e| SyncError::failed(format!("unable to parse csr {name:?}: {e}")))?;
+        let request = parse_csr(&csr.spec.request.0)
+            .map_err(|e| SyncError::failed(format!("unable to parse csr {name:?}: {e}")))?;
         let usages = csr.spec.usages.clone().unwrap_or_default();
         let api = Api::<CertificateSigningRequest>::cluster(&self.client);
         if let Err(message) = validate(self.signer_name, &request, &usages) {
@@ -163,7 +166,13 @@ impl Signer {
     }
 
     /// `signer.sign`: the PEM certificate.
-    fn sign(&self, request: &CertificateRequest, usages: &[String], expiration: Option<i32>, now: Timestamp) -> Result<String, String> {
+    fn sign(
+        &self,
+        request: &CertificateRequest,
+        usages: &[String],
+        expiration: Option<i32>,
+        now: Timestamp,
+    ) -> Result<String, String> {
         let ca = self.ca.current()?;
         let policy = SigningPolicy {
             ttl: duration(self.cert_ttl, expiration),
@@ -222,7 +231,14 @@ mod tests {
         assert_eq!(names, [KUBELET_SERVING, KUBE_APISERVER_CLIENT_KUBELET, KUBE_APISERVER_CLIENT, LEGACY_UNKNOWN]);
         assert!(all.iter().all(|s| s.cert_file == "ca.crt" && s.key_file == "ca.key"));
         let one = signers_from_files(("", ""), [("", ""), ("kc.crt", "kc.key"), ("", ""), ("", "")]);
-        assert_eq!(one, [SignerCa { signer_name: KUBE_APISERVER_CLIENT_KUBELET, cert_file: "kc.crt".into(), key_file: "kc.key".into() }]);
+        assert_eq!(
+            one,
+            [SignerCa {
+                signer_name: KUBE_APISERVER_CLIENT_KUBELET,
+                cert_file: "kc.crt".into(),
+                key_file: "kc.key".into()
+            }]
+        );
         assert!(signers_from_files(("", ""), none).is_empty());
     }
 }

@@ -301,11 +301,14 @@ pub fn rest_config(
 /// Writes what kubeadm leaves in /etc/kubernetes for a controller manager: the admin's kubeconfig
 /// at `path` and, beside it, `controller-manager.conf`, the service-account key `sa.key` (for
 /// `--service-account-private-key-file`) and the CA `ca.crt` (for `--root-ca-file` /
-/// `--client-ca-file`). Returns both kubeconfig paths.
+/// `--client-ca-file`) with its key `ca.key` (for `--cluster-signing-{cert,key}-file`). Returns
+/// both kubeconfig paths.
+#[allow(clippy::too_many_arguments)]
 pub fn write_kubeadm_files(
     path: &Path,
     server: &str,
     ca_pem: &str,
+    ca_key_pem: &str,
     admin: &Credentials,
     controller_manager: &Credentials,
     service_account_key_pem: &str,
@@ -317,6 +320,7 @@ pub fn write_kubeadm_files(
     write_private(&path.with_file_name("sa.key"), service_account_key_pem.as_bytes())?;
     let ca = path.with_file_name("ca.crt");
     std::fs::write(&ca, ca_pem).map_err(|e| format!("cannot write {}: {e}", ca.display()))?;
+    write_private(&path.with_file_name("ca.key"), ca_key_pem.as_bytes())?;
     Ok((path.to_path_buf(), kcm))
 }
 
