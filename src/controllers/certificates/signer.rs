@@ -213,6 +213,42 @@ pub fn duration(cert_ttl: Duration, expiration_seconds: Option<i32>) -> Duration
 mod tests {
     use super::*;
 
+    /// A self-signed CA's certificate and key PEM, with `cn` as subject.
+    fn ca_pem(cn: &str) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn the_ca_is_read_again_when_its_files_change() {
+        let dir = std::env::temp_dir();
+        let base = format!("kcm-signer-reload-{}", std::process::id());
+        let files = SignerCa {
+            signer_name: KUBELET_SERVING,
+            cert_file: dir.join(format!("{base}.crt")).display().to_string(),
+            key_file: dir.join(format!("{base}.key")).display().to_string(),
+        };
+        let write = |(cert, key): (String, String)| {
+            std::fs::write(&files.cert_file, cert).unwrap();
+            std::fs::write(&files.key_file, key).unwrap();
+        };
+        write(ca_pem("first"));
+        let provider = CaProvider::new(&files).unwrap();
+        let first = provider.current().unwrap();
+        assert!(Arc::ptr_eq(&first, &provider.current().unwrap()), "unchanged files: the same CA");
+        write(ca_pem("second"));
+        let second = provider.current().unwrap();
+        assert_ne!(first.raw_cert, second.raw_cert, "a new CA after the files changed");
+        std::fs::remove_file(&files.cert_file).unwrap();
+        assert!(Arc::ptr_eq(&second, &provider.current().unwrap()), "unreadable files keep the last CA");
+        let _ = std::fs::remove_file(&files.key_file);
+        let missing = CaProvider::new(&files).err().unwrap();
+        assert!(missing.starts_with("error reading CA cert file"), "{missing}");
+    }
+
     #[test]
     fn expiration_seconds_is_capped_both_ways() {
         let year = Duration::from_secs(8760 * 3600);
