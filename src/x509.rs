@@ -63,6 +63,28 @@ pub fn pem_encode(label: &str, der: &[u8]) -> String {
     out
 }
 
+/// The PEM blocks of `input` in order, as `(label, DER)`, like repeated calls of Go's `pem.Decode`
+/// (text between blocks is skipped; a block whose body is not base64 ends the scan).
+pub fn pem_blocks(input: &[u8]) -> Vec<(String, Vec<u8>)> {
+    use base64::Engine;
+    let text = String::from_utf8_lossy(input);
+    let mut blocks = Vec::new();
+    let mut rest: &str = &text;
+    while let Some(begin) = rest.find("-----BEGIN ") {
+        let after = &rest[begin + 11..];
+        let Some(label_end) = after.find("-----") else { break };
+        let label = &after[..label_end];
+        let body = &after[label_end + 5..];
+        let end_marker = format!("-----END {label}-----");
+        let Some(end) = body.find(&end_marker) else { break };
+        let encoded: String = body[..end].chars().filter(|c| !c.is_whitespace()).collect();
+        let Ok(der) = base64::engine::general_purpose::STANDARD.decode(encoded) else { break };
+        blocks.push((label.to_string(), der));
+        rest = &body[end + end_marker.len()..];
+    }
+    blocks
+}
+
 fn string_value(input: &[u8]) -> Option<String> {
     let tag = *input.first()?;
     let (content, _) = read(input, tag)?;
@@ -70,7 +92,7 @@ fn string_value(input: &[u8]) -> Option<String> {
 }
 
 /// Reads one element with the expected tag: its content and what follows it.
-fn read(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
+pub(crate) fn read(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
     if *input.first()? != tag {
         return None;
     }
@@ -81,7 +103,7 @@ fn read(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
 }
 
 /// Skips one element of any tag.
-fn skip(input: &[u8]) -> Option<&[u8]> {
+pub(crate) fn skip(input: &[u8]) -> Option<&[u8]> {
     read(input, *input.first()?).map(|(_, rest)| rest)
 }
 

@@ -12,6 +12,8 @@ mod harness;
 
 #[path = "controllers/bootstrap.rs"]
 mod bootstrap;
+#[path = "controllers/certificates.rs"]
+mod certificates;
 #[path = "controllers/clusterroleaggregation.rs"]
 mod clusterroleaggregation;
 #[path = "controllers/cronjob.rs"]

@@ -19,6 +19,7 @@ use harness::Backend;
 const UPSTREAM_QUEUES: &[&str] = &[
     "ClusterRoleAggregator",
     "bootstrap_signer_queue",
+    "certificate",
     "cidrallocator_node",
     "cronjob",
     "daemonset",
@@ -77,6 +78,9 @@ fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
     // The metrics are the process's: both backends' runs register the same queue names.
     let key_file = std::env::temp_dir().join(format!("kcm-wq-names-{}-{backend:?}.key", std::process::id()));
     let key_flag = format!("--service-account-private-key-file={}", key_file.display());
+    let (ca_cert, ca_key) = (key_file.with_extension("ca.crt"), key_file.with_extension("ca.key"));
+    let ca_cert_flag = format!("--cluster-signing-cert-file={}", ca_cert.display());
+    let ca_key_flag = format!("--cluster-signing-key-file={}", ca_key.display());
     let cluster = harness::with(&kcm::app::controllers::built())
         .on(backend)
         .without_nodes()
@@ -86,8 +90,15 @@ fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
             "--cluster-cidr=10.244.0.0/16",
             "--controllers=*,bootstrapsigner,tokencleaner",
         ])
+        .flags(&[ca_cert_flag.as_str(), ca_key_flag.as_str()])
         .remove_on_drop(key_file.clone())
-        .start_with(|_, server| std::fs::write(&key_file, server.service_account_key_pem()).expect("key written"));
+        .remove_on_drop(ca_cert.clone())
+        .remove_on_drop(ca_key.clone())
+        .start_with(|_, server| {
+            std::fs::write(&key_file, server.service_account_key_pem()).expect("key written");
+            std::fs::write(&ca_cert, server.ca_pem()).expect("ca.crt written");
+            std::fs::write(&ca_key, server.ca_key_pem()).expect("ca.key written");
+        });
     assert_eq!(
         cluster.controller_names().len(),
         kcm::app::controllers::built().len(),

@@ -12,7 +12,7 @@ use std::fmt;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
-    bootstrap, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
+    bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
     endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle, podautoscaler, podgc,
     pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount, statefulset,
     tainteviction, ttl, ttlafterfinished,
@@ -152,6 +152,19 @@ const fn off_by_default_gated(
     ControllerDescriptor { enabled_by_default: false, ..gated(name, aliases, feature_gates) }
 }
 
+/// The signing controller's CAs and duration from the `--cluster-signing-*` flags.
+fn csr_signing(o: &crate::app::flags::CsrSigningOptions) -> certificates::signer::Config {
+    fn pair(f: &crate::app::flags::SignerFiles) -> (&str, &str) {
+        (f.cert_file.as_str(), f.key_file.as_str())
+    }
+    let per_signer =
+        [pair(&o.kubelet_serving), pair(&o.kubelet_client), pair(&o.kube_apiserver_client), pair(&o.legacy_unknown)];
+    certificates::signer::Config {
+        signers: certificates::signer::signers_from_files(pair(&o.cluster), per_signer),
+        duration: o.duration,
+    }
+}
+
 /// `--concurrent-*-syncs` as a worker count (at least one).
 fn workers(flag: i32) -> usize {
     usize::try_from(flag).unwrap_or(0).max(1)
@@ -163,9 +176,15 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     off_by_default("bootstrap-signer-controller", &["bootstrapsigner"])
         .account("bootstrap-signer")
         .starts(|c, _| bootstrap::signer::new(c)),
-    plain("certificatesigningrequest-approving-controller", &["csrapproving"]).account("certificate-controller"),
-    plain("certificatesigningrequest-cleaner-controller", &["csrcleaner"]).account("certificate-controller"),
-    plain("certificatesigningrequest-signing-controller", &["csrsigning"]).account("certificate-controller"),
+    plain("certificatesigningrequest-approving-controller", &["csrapproving"])
+        .account("certificate-controller")
+        .starts(|c, _| certificates::approver::new(c, certificates::approver::Config::default())),
+    plain("certificatesigningrequest-cleaner-controller", &["csrcleaner"])
+        .account("certificate-controller")
+        .starts(|c, _| certificates::cleaner::new(c, certificates::cleaner::Config::default())),
+    plain("certificatesigningrequest-signing-controller", &["csrsigning"])
+        .account("certificate-controller")
+        .starts(|c, o| certificates::signer::new(c, csr_signing(&o.csr_signing))),
     cloud("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
     plain("clusterrole-aggregation-controller", &["clusterrole-aggregation"])
         .account("clusterrole-aggregation-controller")
@@ -712,7 +731,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 30);
+        assert_eq!(implemented().len(), 33);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -4,6 +4,7 @@
 //! struct; the table in `crate::app::controllers` names it and builds it from the flags.
 
 pub mod bootstrap;
+pub mod certificates;
 pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemon;

@@ -179,6 +179,11 @@ impl ControlPlane {
         &self.service_account_key_pem
     }
 
+    /// The cluster CA's private key (kubeadm's `ca.key`), PKCS#8 PEM.
+    pub fn ca_key_pem(&self) -> String {
+        self.pki.ca_key_pem()
+    }
+
     /// A cluster admin (`system:masters`), as kubeadm's admin.conf.
     pub fn admin_config(&self) -> RestConfig {
         auth::rest_config(&self.url, Some(&self.pki.ca_pem), Some(&self.admin), format!("envtest ({ADMIN_USER})"))
@@ -202,6 +207,7 @@ impl ControlPlane {
             path,
             &self.url,
             &self.pki.ca_pem,
+            &self.pki.ca_key_pem(),
             &self.admin,
             &self.controller_manager,
             &self.service_account_key_pem,
@@ -262,6 +268,7 @@ impl Files {
         let front_proxy_client = front_proxy.client_credentials("front-proxy-client", &[])?;
         let write = |name: &str, contents: &str| auth::write_private(&dir.join(name), contents.as_bytes());
         write("ca.crt", &pki.ca_pem)?;
+        write("ca.key", &pki.ca_key_pem())?;
         write("apiserver.crt", &pki.serving.cert_pem)?;
         write("apiserver.key", &pki.serving.key_pem)?;
         write("apiserver-kubelet-client.crt", &kubelet_client.cert_pem)?;
@@ -447,6 +454,14 @@ impl TestServer {
         match self {
             TestServer::Sandbox(s) => s.service_account_key_pem(),
             TestServer::Real(r) => r.service_account_key_pem(),
+        }
+    }
+
+    /// The cluster CA's private key, PKCS#8 PEM (kubeadm's `ca.key`, which signs CSRs).
+    pub fn ca_key_pem(&self) -> String {
+        match self {
+            TestServer::Sandbox(s) => s.ca_key_pem(),
+            TestServer::Real(r) => r.ca_key_pem(),
         }
     }
 

@@ -427,6 +427,8 @@ pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) ->
         format!("--kubeconfig={}", kubeconfig.display()),
         "--use-service-account-credentials=true".into(),
         format!("--root-ca-file={}", beside("ca.crt")),
+        format!("--cluster-signing-cert-file={}", beside("ca.crt")),
+        format!("--cluster-signing-key-file={}", beside("ca.key")),
         format!("--service-account-private-key-file={}", beside("sa.key")),
         "--allocate-node-cidrs=true".into(),
         "--cluster-cidr=10.244.0.0/16".into(),
@@ -560,6 +562,10 @@ impl Steps<'_> {
         for path in &self.cluster_objects {
             objects.extend(self.get(path)?);
         }
+        for mut csr in self.list(CSRS)? {
+            csr["kind"] = json!("CertificateSigningRequest");
+            objects.push(summarise_csr(csr));
+        }
         if self.compare_nodes {
             for mut node in self.list("/api/v1/nodes")? {
                 node["kind"] = json!("Node");
@@ -595,6 +601,11 @@ impl Steps<'_> {
     pub fn patch(&self, path: &str, patch: Value) -> Result<Value, String> {
         let body = Body { content_type: "application/merge-patch+json", ..json_body(&patch)? };
         send(&self.client, Method::PATCH, path, Some(body))
+    }
+
+    /// PUT of a whole object (e.g. a subresource such as a CSR's `approval`).
+    pub fn replace(&self, path: &str, object: Value) -> Result<Value, String> {
+        send(&self.client, Method::PUT, path, Some(json_body(&object)?))
     }
 
     /// DELETE with a propagation policy (`None`: the kind's default).
@@ -681,6 +692,44 @@ const COMPARED_KINDS: &[(&str, &str, &str)] = &[
 // ---------------------------------------------------------------------------------------------
 // Normalising
 // ---------------------------------------------------------------------------------------------
+
+/// The CSR collection (cluster-scoped: every scenario's CSRs are compared).
+const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+
+/// A CSR as compared: its request and certificate (keys and serials differ between runs) become
+/// what they say (subject, SANs, lifetime), and condition times are dropped.
+fn summarise_csr(mut csr: Value) -> Value {
+    use crate::controllers::certificates::authority::{certificate_sans, certificate_validity};
+    csr["spec"]["request"] = json!("<request>");
+    // The requester's credential: each run's control plane has its own admin certificate.
+    if let Some(extra) = csr["spec"]["extra"].as_object_mut() {
+        extra.remove("authentication.kubernetes.io/credential-id");
+        if extra.is_empty() {
+            csr["spec"].as_object_mut().map(|s| s.remove("extra"));
+        }
+    }
+    if let Some(conditions) = csr["status"]["conditions"].as_array_mut() {
+        for condition in conditions {
+            condition.as_object_mut().map(|c| {
+                c.remove("lastUpdateTime");
+                c.remove("lastTransitionTime")
+            });
+        }
+    }
+    let Some(encoded) = csr["status"]["certificate"].as_str() else { return csr };
+    use base64::Engine;
+    let pem = base64::engine::general_purpose::STANDARD.decode(encoded).unwrap_or_default();
+    let summary = crate::x509::pem_blocks(&pem).first().map(|(_, der)| {
+        let subject = crate::x509::subject(der).unwrap_or_default();
+        let (dns, ips) = certificate_sans(der).unwrap_or_default();
+        let lifetime = certificate_validity(der).map(|(from, to)| from.duration_until(to).as_secs());
+        json!({"commonName": subject.common_name, "organizations": subject.organizations,
+            "dnsNames": dns, "ipAddresses": ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "lifetimeSeconds": lifetime})
+    });
+    csr["status"]["certificate"] = summary.unwrap_or(json!("<unreadable>"));
+    csr
+}
 
 /// Turns the objects and Events read at one checkpoint into their comparable form.
 pub fn normalise(label: &str, objects: Vec<Value>, events: Vec<Value>, ca_pem: &str) -> Snapshot {
@@ -1310,6 +1359,15 @@ pub static SCENARIOS: &[Scenario] = &[
         flags: &[],
         compare_nodes: false,
         run: service_accounts_root_ca,
+    },
+    Scenario {
+        name: "certificates",
+        summary: "a kubelet client CSR auto-approved and signed, a serving CSR approved by the admin and signed, \
+                  one asking for 15 minutes, and a refused client CSR",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: certificates,
     },
     Scenario {
         name: "node-ipam",
@@ -1950,6 +2008,66 @@ fn cluster_role_aggregation(steps: &mut Steps) -> Result<(), String> {
     steps.checkpoint("a changed source")?;
     steps.delete(&format!("{ROLES}/sbs-a-secrets"), None)?;
     steps.wait("the deleted source's rules gone", rules_are(json!([rule("watch", "pods")])))
+}
+
+/// A PEM PKCS#10 request for `cn` in `orgs` with DNS `sans`, base64 for `spec.request`.
+fn csr_request(cn: &str, orgs: &[&str], sans: &[&str]) -> Result<String, String> {
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
+    let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        .map_err(|e| e.to_string())?;
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    for org in orgs {
+        params.distinguished_name.push(rcgen::DnType::OrganizationName, *org);
+    }
+    let pem = params.serialize_request(&key).and_then(|r| r.pem()).map_err(|e| e.to_string())?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(pem))
+}
+
+fn certificates(steps: &mut Steps) -> Result<(), String> {
+    let csr = |name: &str, request: String, signer: &str, usages: &[&str], expiration: Option<i32>| {
+        json!({"metadata": {"name": name}, "spec": {"request": request, "signerName": signer,
+            "usages": usages, "expirationSeconds": expiration}})
+    };
+    let node = ("system:node:sbs-node", &["system:nodes"][..]);
+    let client = csr_request(node.0, node.1, &[])?;
+    steps.create(
+        CSRS,
+        csr(
+            "sbs-client",
+            client,
+            "kubernetes.io/kube-apiserver-client-kubelet",
+            &["digital signature", "client auth"],
+            None,
+        ),
+    )?;
+    let serving = csr_request(node.0, node.1, &["sbs-node.example"])?;
+    let serving_usages = ["digital signature", "key encipherment", "server auth"];
+    steps.create(CSRS, csr("sbs-serving", serving, "kubernetes.io/kubelet-serving", &serving_usages, None))?;
+    let short = csr_request(node.0, node.1, &["sbs-node.example"])?;
+    steps.create(CSRS, csr("sbs-short", short, "kubernetes.io/kubelet-serving", &serving_usages, Some(900)))?;
+    let refused = csr_request("someone", &[], &[])?;
+    steps.create(
+        CSRS,
+        csr("sbs-refused", refused, "kubernetes.io/kube-apiserver-client", &["client auth", "server auth"], None),
+    )?;
+    for name in ["sbs-serving", "sbs-short", "sbs-refused"] {
+        let path = format!("{CSRS}/{name}");
+        let mut object = steps.get(&path)?.ok_or_else(|| format!("{name} is gone"))?;
+        object["status"]["conditions"] = json!([{"type": "Approved", "status": "True", "reason": "SideBySide", "message": "approved by the scenario"}]);
+        steps.replace(&format!("{path}/approval"), object)?;
+    }
+    steps.wait("three CSRs signed and one failed", |s| {
+        let csrs = s.list(CSRS)?;
+        let signed = csrs.iter().filter(|c| c["status"]["certificate"].is_string()).count();
+        let failed = csrs
+            .iter()
+            .filter(|c| c["status"]["conditions"].as_array().is_some_and(|l| l.iter().any(|c| c["type"] == "Failed")))
+            .count();
+        Ok((signed == 3 && failed == 1).then_some(()))
+    })?;
+    steps.checkpoint("signed")
 }
 
 fn node_ipam(steps: &mut Steps) -> Result<(), String> {

@@ -165,6 +165,11 @@ impl Sandbox {
         &self.pki.ca_pem
     }
 
+    /// The CA's private key, PKCS#8 PEM (kubeadm's `ca.key`).
+    pub fn ca_key_pem(&self) -> String {
+        self.pki.ca_key_pem()
+    }
+
     /// The objects stored, for tests that look behind the API.
     pub fn store(&self) -> &Store {
         &self.api.store
@@ -228,6 +233,7 @@ impl Sandbox {
             path,
             &self.url(),
             &self.pki.ca_pem,
+            &self.pki.ca_key_pem(),
             &self.admin,
             &self.controller_manager,
             &self.service_account_key_pem,

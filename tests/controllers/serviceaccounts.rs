@@ -35,15 +35,23 @@ fn start(
 ) -> Cluster {
     let key_file = std::env::temp_dir().join(format!("kcm-sa-{}-{test}-{backend:?}.key", std::process::id()));
     let key_flag = format!("--service-account-private-key-file={}", key_file.display());
+    // The server's CA signs CSRs (kubeadm's ca.crt/ca.key), so the signing controller starts.
+    let (ca_cert, ca_key) = (key_file.with_extension("ca.crt"), key_file.with_extension("ca.key"));
+    let ca_cert_flag = format!("--cluster-signing-cert-file={}", ca_cert.display());
+    let ca_key_flag = format!("--cluster-signing-key-file={}", ca_key.display());
     harness::with(descriptors)
         .on(backend)
         .without_default_account()
         .without_nodes()
-        .flags(&[key_flag.as_str()])
+        .flags(&[key_flag.as_str(), ca_cert_flag.as_str(), ca_key_flag.as_str()])
         .flags(flags)
         .remove_on_drop(key_file.clone())
+        .remove_on_drop(ca_cert.clone())
+        .remove_on_drop(ca_key.clone())
         .start_with(|client, server| {
             std::fs::write(&key_file, server.service_account_key_pem()).expect("key written");
+            std::fs::write(&ca_cert, server.ca_pem()).expect("ca.crt written");
+            std::fs::write(&ca_key, server.ca_key_pem()).expect("ca.key written");
             prepare(client, server);
         })
 }
@@ -355,8 +363,9 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 27] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 28] = [
     "bootstrap-signer",
+    "certificate-controller",
     "clusterrole-aggregation-controller",
     "cronjob-controller",
     "daemon-set-controller",

@@ -94,3 +94,8 @@ fn a_budget_guards_evictions_as_upstream_does() {
 fn a_horizontal_pod_autoscaler_scales_as_upstream_scales() {
     run("hpa");
 }
+
+#[test]
+fn csrs_are_approved_signed_and_refused_as_upstream_does() {
+    run("certificates");
+}

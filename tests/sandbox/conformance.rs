@@ -1208,3 +1208,45 @@ fn evictions_answer_as_kube_apiserver() {
     });
     pair.assert_conforms();
 }
+
+/// A PEM PKCS#10 request, base64 for `spec.request`.
+fn csr_request() -> String {
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, "system:node:conf");
+    params.distinguished_name.push(rcgen::DnType::OrganizationName, "system:nodes");
+    let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+#[test]
+fn csrs_answer_as_kube_apiserver() {
+    const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+    let Some(mut pair) = Pair::start() else { return };
+    let request = csr_request();
+    let csr = |name: &str, signer: &str, usages: Value, expiration: Value| {
+        json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": name},
+            "spec": {"request": request, "signerName": signer, "usages": usages, "expirationSeconds": expiration}})
+    };
+    pair.check("an invalid CSR: unknown and repeated usages, the legacy signer, 599 seconds", |s| {
+        let bad = csr("bad", "kubernetes.io/legacy-unknown", json!(["client auth", "bogus", "client auth"]), json!(599));
+        let no_usages = csr("none", "example.com/signer", json!([]), Value::Null);
+        json!({"bad": s.admin("POST", CSRS, &[], &bad).shape(), "no usages": s.admin("POST", CSRS, &[], &no_usages).shape()})
+    });
+    pair.check("approval changes only the conditions; status only the status", |s| {
+        let good = csr("good", "kubernetes.io/kube-apiserver-client-kubelet", json!(["digital signature", "client auth"]), json!(600));
+        let created = s.admin("POST", CSRS, &[], &good);
+        let mut object = created.json();
+        object["status"]["conditions"] = json!([{"type": "Approved", "status": "True", "reason": "Test", "message": "ok"}]);
+        object["spec"]["usages"] = json!(["client auth"]);
+        let approved = s.admin("PUT", &format!("{CSRS}/good/approval"), &[], &object);
+        let after = approved.json();
+        let conditions: Vec<Value> = after["status"]["conditions"].as_array().cloned().unwrap_or_default().iter()
+            .map(|c| json!({"type": c["type"], "status": c["status"], "reason": c["reason"], "times": c["lastUpdateTime"].is_string() && c["lastTransitionTime"].is_string()}))
+            .collect();
+        json!({"created": created.shape(), "spec": {"username": created.json()["spec"]["username"], "usages": after["spec"]["usages"]},
+            "approved": approved.code, "conditions": conditions})
+    });
+    pair.assert_conforms();
+}

@@ -93,6 +93,11 @@ impl Pki {
         Ok(Pki { ca_pem: ca.pem(), issuer, serving })
     }
 
+    /// The CA's private key, PKCS#8 PEM (kubeadm's `ca.key`, for `--cluster-signing-key-file`).
+    pub fn ca_key_pem(&self) -> String {
+        self.issuer.key().serialize_pem()
+    }
+
     /// A client certificate for `user` in `groups` (subject CN and O, as kube-apiserver reads them).
     pub fn client_credentials(&self, user: &str, groups: &[&str]) -> Result<Credentials, String> {
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
@@ -367,11 +372,14 @@ pub fn rest_config(
 /// Writes what kubeadm leaves in /etc/kubernetes for a controller manager: the admin's kubeconfig
 /// at `path` and, beside it, `controller-manager.conf`, the service-account key `sa.key` (for
 /// `--service-account-private-key-file`) and the CA `ca.crt` (for `--root-ca-file` /
-/// `--client-ca-file`). Returns both kubeconfig paths.
+/// `--client-ca-file`) with its key `ca.key` (for `--cluster-signing-{cert,key}-file`). Returns
+/// both kubeconfig paths.
+#[allow(clippy::too_many_arguments)]
 pub fn write_kubeadm_files(
     path: &Path,
     server: &str,
     ca_pem: &str,
+    ca_key_pem: &str,
     admin: &Credentials,
     controller_manager: &Credentials,
     service_account_key_pem: &str,
@@ -383,6 +391,7 @@ pub fn write_kubeadm_files(
     write_private(&path.with_file_name("sa.key"), service_account_key_pem.as_bytes())?;
     let ca = path.with_file_name("ca.crt");
     std::fs::write(&ca, ca_pem).map_err(|e| format!("cannot write {}: {e}", ca.display()))?;
+    write_private(&path.with_file_name("ca.key"), ca_key_pem.as_bytes())?;
     Ok((path.to_path_buf(), kcm))
 }
 

@@ -9,6 +9,7 @@
 use serde_json::{Map, Value};
 
 mod batch;
+mod certificates;
 mod events;
 mod job;
 mod meta;
@@ -201,6 +202,7 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("", "services") => service::service(object),
         ("", "events") => events::event(object, old, false),
         ("events.k8s.io", "events") => events::event(object, old, true),
+        ("certificates.k8s.io", "certificatesigningrequests") if old.is_none() => certificates::csr(object),
         _ => Vec::new(),
     }
 }

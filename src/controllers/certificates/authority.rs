@@ -1,0 +1,851 @@
+//! Upstream's `pkg/controller/certificates/authority` (`CertificateAuthority.Sign` with the
+//! `PermissiveSigningPolicy`) and the `x509.ParseCertificateRequest` + `CheckSignature` it relies
+//! on: PKCS#10 requests are read with the DER reader of `crate::x509`, verified and signed with
+//! `ring`, and the certificate is written field by field as Go's `x509.CreateCertificate` writes it
+//! (the issuer is the CA's raw subject, extensions in Go's order, no subject key identifier on a
+//! leaf).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, RsaKeyPair};
+
+use crate::x509::{pem_blocks, read, skip};
+
+// Object identifiers (DER contents).
+const OID_COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
+const OID_SERIAL_NUMBER: &[u8] = &[0x55, 0x04, 0x05];
+const OID_COUNTRY: &[u8] = &[0x55, 0x04, 0x06];
+const OID_LOCALITY: &[u8] = &[0x55, 0x04, 0x07];
+const OID_PROVINCE: &[u8] = &[0x55, 0x04, 0x08];
+const OID_STREET: &[u8] = &[0x55, 0x04, 0x09];
+const OID_ORGANIZATION: &[u8] = &[0x55, 0x04, 0x0a];
+const OID_ORGANIZATIONAL_UNIT: &[u8] = &[0x55, 0x04, 0x0b];
+const OID_POSTAL_CODE: &[u8] = &[0x55, 0x04, 0x11];
+const OID_EXTENSION_REQUEST: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x0e];
+const OID_SAN: &[u8] = &[0x55, 0x1d, 0x11];
+const OID_SKI: &[u8] = &[0x55, 0x1d, 0x0e];
+const OID_AKI: &[u8] = &[0x55, 0x1d, 0x23];
+const OID_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x0f];
+const OID_EXT_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x25];
+const OID_BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1d, 0x13];
+const OID_RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
+const OID_SHA256_RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0b];
+const OID_SHA384_RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0c];
+const OID_SHA512_RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0d];
+const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
+const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
+const OID_P384: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x22];
+const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
+const OID_ECDSA_SHA384: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03];
+const OID_ED25519: &[u8] = &[0x2b, 0x65, 0x70];
+
+/// A subject as Go's `pkix.Name` keeps it after `FillFromRDNSequence`: other attributes are lost.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Name {
+    /// The subject's C values.
+    pub country: Vec<String>,
+    /// The subject's ST values.
+    pub province: Vec<String>,
+    /// The subject's L values.
+    pub locality: Vec<String>,
+    /// The subject's STREET values.
+    pub street_address: Vec<String>,
+    /// The subject's POSTALCODE values.
+    pub postal_code: Vec<String>,
+    /// The subject's O (the groups of a client certificate) values.
+    pub organization: Vec<String>,
+    /// The subject's OU values.
+    pub organizational_unit: Vec<String>,
+    /// The subject's CN (the user of a client certificate).
+    pub common_name: String,
+    /// The subject's SERIALNUMBER.
+    pub serial_number: String,
+}
+
+/// A parsed PKCS#10 request: what `x509.CertificateRequest` exposes and the signer uses.
+#[derive(Debug, Clone)]
+pub struct CertificateRequest {
+    /// The subject.
+    pub subject: Name,
+    /// DNS subject alternative names.
+    pub dns_names: Vec<String>,
+    /// Email subject alternative names.
+    pub email_addresses: Vec<String>,
+    /// IP subject alternative names.
+    pub ip_addresses: Vec<IpAddr>,
+    /// URI subject alternative names.
+    pub uris: Vec<String>,
+    /// The DER SubjectPublicKeyInfo, copied into the certificate as is.
+    spki: Vec<u8>,
+    /// The DER certificationRequestInfo the signature covers.
+    info: Vec<u8>,
+    signature_algorithm: Vec<u8>,
+    signature: Vec<u8>,
+}
+
+/// One DER element: the whole element, its content and what follows it.
+fn element(input: &[u8], tag: u8) -> Option<(&[u8], &[u8], &[u8])> {
+    let (content, rest) = read(input, tag)?;
+    Some((&input[..input.len() - rest.len()], content, rest))
+}
+
+/// A BIT STRING's bytes (no unused bits expected).
+fn bit_string(content: &[u8]) -> Option<&[u8]> {
+    content.split_first().filter(|(unused, _)| **unused == 0).map(|(_, bits)| bits)
+}
+
+/// `capihelper.ParseCSR`: the first PEM block must be a CERTIFICATE REQUEST.
+pub fn parse_csr(pem: &[u8]) -> Result<CertificateRequest, String> {
+    match pem_blocks(pem).into_iter().next() {
+        Some((label, der)) if label == "CERTIFICATE REQUEST" => parse_csr_der(&der),
+        _ => Err("PEM block type must be CERTIFICATE REQUEST".to_string()),
+    }
+}
+
+/// `x509.ParseCertificateRequest`.
+pub fn parse_csr_der(der: &[u8]) -> Result<CertificateRequest, String> {
+    let malformed = || "x509: malformed certificate request".to_string();
+    let (request, _) = read(der, 0x30).ok_or_else(malformed)?;
+    let (info, info_content, rest) = element(request, 0x30).ok_or_else(malformed)?;
+    let (algorithm, rest) = read(rest, 0x30).ok_or_else(malformed)?;
+    let (signature_oid, _) = read(algorithm, 0x06).ok_or_else(malformed)?;
+    let (signature, _) = read(rest, 0x03).ok_or_else(malformed)?;
+    let signature = bit_string(signature).ok_or_else(malformed)?;
+
+    let fields = skip(info_content).ok_or_else(malformed)?; // version
+    let (subject, _, fields) = element(fields, 0x30).ok_or_else(malformed)?;
+    let (spki, _, fields) = element(fields, 0x30).ok_or_else(malformed)?;
+    let mut csr = CertificateRequest {
+        subject: parse_name(subject).ok_or_else(malformed)?,
+        dns_names: Vec::new(),
+        email_addresses: Vec::new(),
+        ip_addresses: Vec::new(),
+        uris: Vec::new(),
+        spki: spki.to_vec(),
+        info: info.to_vec(),
+        signature_algorithm: signature_oid.to_vec(),
+        signature: signature.to_vec(),
+    };
+    if let Some((attributes, _)) = read(fields, 0xa0) {
+        read_attributes(attributes, &mut csr).ok_or_else(malformed)?;
+    }
+    Ok(csr)
+}
+
+/// The `extensionRequest` attribute: only its subject alternative names matter here.
+fn read_attributes(mut attributes: &[u8], csr: &mut CertificateRequest) -> Option<()> {
+    while !attributes.is_empty() {
+        let (attribute, next) = read(attributes, 0x30)?;
+        attributes = next;
+        let (oid, values) = read(attribute, 0x06)?;
+        if oid != OID_EXTENSION_REQUEST {
+            continue;
+        }
+        let (mut values, _) = read(values, 0x31)?;
+        while !values.is_empty() {
+            let (mut extensions, next) = read(values, 0x30)?;
+            values = next;
+            while !extensions.is_empty() {
+                let (extension, next) = read(extensions, 0x30)?;
+                extensions = next;
+                let (oid, rest) = read(extension, 0x06)?;
+                let rest = if rest.first() == Some(&0x01) { skip(rest)? } else { rest };
+                let (value, _) = read(rest, 0x04)?;
+                if oid == OID_SAN {
+                    read_general_names(value, csr)?;
+                }
+            }
+        }
+    }
+    Some(())
+}
+
+/// `parseSANExtension`: DNS names, emails, URIs and IPs; other name forms are ignored.
+fn read_general_names(value: &[u8], csr: &mut CertificateRequest) -> Option<()> {
+    let (mut names, _) = read(value, 0x30)?;
+    while !names.is_empty() {
+        let tag = *names.first()?;
+        let (content, next) = read(names, tag)?;
+        names = next;
+        let text = || String::from_utf8_lossy(content).into_owned();
+        match tag {
+            0x81 => csr.email_addresses.push(text()),
+            0x82 => csr.dns_names.push(text()),
+            0x86 => csr.uris.push(text()),
+            0x87 => csr.ip_addresses.push(match content.len() {
+                4 => IpAddr::from(<[u8; 4]>::try_from(content).ok()?),
+                16 => IpAddr::from(<[u8; 16]>::try_from(content).ok()?),
+                _ => return None,
+            }),
+            _ => {}
+        }
+    }
+    Some(())
+}
+
+/// `pkix.Name.FillFromRDNSequence` of a DER Name.
+fn parse_name(der: &[u8]) -> Option<Name> {
+    let (mut rdns, _) = read(der, 0x30)?;
+    let mut name = Name::default();
+    while !rdns.is_empty() {
+        let (mut set, next) = read(rdns, 0x31)?;
+        rdns = next;
+        while !set.is_empty() {
+            let (attribute, next) = read(set, 0x30)?;
+            set = next;
+            let (oid, value) = read(attribute, 0x06)?;
+            let tag = *value.first()?;
+            let (content, _) = read(value, tag)?;
+            if !matches!(tag, 0x0c | 0x13 | 0x16 | 0x14 | 0x12) {
+                continue;
+            }
+            let text = String::from_utf8_lossy(content).into_owned();
+            match oid {
+                OID_COMMON_NAME => name.common_name = text,
+                OID_SERIAL_NUMBER => name.serial_number = text,
+                OID_COUNTRY => name.country.push(text),
+                OID_LOCALITY => name.locality.push(text),
+                OID_PROVINCE => name.province.push(text),
+                OID_STREET => name.street_address.push(text),
+                OID_ORGANIZATION => name.organization.push(text),
+                OID_ORGANIZATIONAL_UNIT => name.organizational_unit.push(text),
+                OID_POSTAL_CODE => name.postal_code.push(text),
+                _ => {}
+            }
+        }
+    }
+    Some(name)
+}
+
+impl CertificateRequest {
+    /// `CertificateRequest.CheckSignature`.
+    pub fn check_signature(&self) -> Result<(), String> {
+        let (algorithm, key) = public_key(&self.spki)?;
+        let verify: &'static dyn signature::VerificationAlgorithm =
+            match (self.signature_algorithm.as_slice(), algorithm) {
+                (OID_SHA256_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA256,
+                (OID_SHA384_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA384,
+                (OID_SHA512_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA512,
+                (OID_ECDSA_SHA256, KeyAlgorithm::P256) => &signature::ECDSA_P256_SHA256_ASN1,
+                (OID_ECDSA_SHA384, KeyAlgorithm::P256) => &signature::ECDSA_P256_SHA384_ASN1,
+                (OID_ECDSA_SHA256, KeyAlgorithm::P384) => &signature::ECDSA_P384_SHA256_ASN1,
+                (OID_ECDSA_SHA384, KeyAlgorithm::P384) => &signature::ECDSA_P384_SHA384_ASN1,
+                (OID_ED25519, KeyAlgorithm::Ed25519) => &signature::ED25519,
+                _ => return Err("x509: cannot verify signature: algorithm unimplemented".to_string()),
+            };
+        signature::UnparsedPublicKey::new(verify, key)
+            .verify(&self.info, &self.signature)
+            .map_err(|_| "x509: signature verification failure".to_string())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyAlgorithm {
+    Rsa,
+    P256,
+    P384,
+    Ed25519,
+}
+
+/// The algorithm and raw key of a SubjectPublicKeyInfo.
+fn public_key(spki: &[u8]) -> Result<(KeyAlgorithm, &[u8]), String> {
+    let bad = || "x509: unsupported public key".to_string();
+    let (content, _) = read(spki, 0x30).ok_or_else(bad)?;
+    let (algorithm, rest) = read(content, 0x30).ok_or_else(bad)?;
+    let (key, _) = read(rest, 0x03).ok_or_else(bad)?;
+    let key = bit_string(key).ok_or_else(bad)?;
+    let (oid, parameters) = read(algorithm, 0x06).ok_or_else(bad)?;
+    let kind = match oid {
+        OID_RSA => KeyAlgorithm::Rsa,
+        OID_ED25519 => KeyAlgorithm::Ed25519,
+        OID_EC_PUBLIC_KEY => match read(parameters, 0x06).map(|(curve, _)| curve) {
+            Some(OID_P256) => KeyAlgorithm::P256,
+            Some(OID_P384) => KeyAlgorithm::P384,
+            _ => return Err("x509: unsupported elliptic curve".to_string()),
+        },
+        _ => return Err(bad()),
+    };
+    Ok((kind, key))
+}
+
+/// The CA's signing key.
+enum SigningKey {
+    Rsa(RsaKeyPair),
+    Ecdsa(EcdsaKeyPair, &'static [u8]),
+    Ed25519(Ed25519KeyPair),
+}
+
+impl SigningKey {
+    /// `keyutil.ParsePrivateKeyPEM`: PKCS#1 RSA, SEC1 EC or PKCS#8 keys.
+    fn from_pem(pem: &[u8]) -> Result<SigningKey, String> {
+        let rng = SystemRandom::new();
+        for (label, der) in pem_blocks(pem) {
+            let key = match label.as_str() {
+                "RSA PRIVATE KEY" => RsaKeyPair::from_der(&der).ok().map(SigningKey::Rsa),
+                "EC PRIVATE KEY" => sec1_to_pkcs8(&der).and_then(|(pkcs8, curve)| ecdsa(&pkcs8, curve, &rng)),
+                "PRIVATE KEY" => RsaKeyPair::from_pkcs8(&der)
+                    .ok()
+                    .map(SigningKey::Rsa)
+                    .or_else(|| ecdsa(&der, OID_P256, &rng))
+                    .or_else(|| ecdsa(&der, OID_P384, &rng))
+                    .or_else(|| Ed25519KeyPair::from_pkcs8_maybe_unchecked(&der).ok().map(SigningKey::Ed25519)),
+                _ => continue,
+            };
+            return key.ok_or_else(|| "data does not contain a valid RSA or ECDSA private key".to_string());
+        }
+        Err("data does not contain a valid RSA or ECDSA private key".to_string())
+    }
+
+    /// The AlgorithmIdentifier of signatures (`x509.CreateCertificate`'s default per key type).
+    fn algorithm_identifier(&self) -> Vec<u8> {
+        match self {
+            SigningKey::Rsa(_) => tlv(0x30, &[tlv(0x06, OID_SHA256_RSA), vec![0x05, 0x00]].concat()),
+            SigningKey::Ecdsa(_, curve) if *curve == OID_P384 => tlv(0x30, &tlv(0x06, OID_ECDSA_SHA384)),
+            SigningKey::Ecdsa(..) => tlv(0x30, &tlv(0x06, OID_ECDSA_SHA256)),
+            SigningKey::Ed25519(_) => tlv(0x30, &tlv(0x06, OID_ED25519)),
+        }
+    }
+
+    fn sign(&self, message: &[u8]) -> Result<Vec<u8>, String> {
+        let rng = SystemRandom::new();
+        let failed = |_| "failed to sign certificate".to_string();
+        match self {
+            SigningKey::Rsa(key) => {
+                let mut out = vec![0; key.public().modulus_len()];
+                key.sign(&signature::RSA_PKCS1_SHA256, &rng, message, &mut out).map_err(failed)?;
+                Ok(out)
+            }
+            SigningKey::Ecdsa(key, _) => Ok(key.sign(&rng, message).map_err(failed)?.as_ref().to_vec()),
+            SigningKey::Ed25519(key) => Ok(key.sign(message).as_ref().to_vec()),
+        }
+    }
+}
+
+fn ecdsa(pkcs8: &[u8], curve: &'static [u8], rng: &SystemRandom) -> Option<SigningKey> {
+    let algorithm = if curve == OID_P384 {
+        &signature::ECDSA_P384_SHA384_ASN1_SIGNING
+    } else {
+        &signature::ECDSA_P256_SHA256_ASN1_SIGNING
+    };
+    EcdsaKeyPair::from_pkcs8(algorithm, pkcs8, rng).ok().map(|key| SigningKey::Ecdsa(key, curve))
+}
+
+/// Wraps a SEC1 `ECPrivateKey` in PKCS#8, which is what ring reads.
+fn sec1_to_pkcs8(sec1: &[u8]) -> Option<(Vec<u8>, &'static [u8])> {
+    let (content, _) = read(sec1, 0x30)?;
+    let rest = skip(skip(content)?)?; // version, privateKey
+    let (parameters, _) = read(rest, 0xa0)?;
+    let (curve, _) = read(parameters, 0x06)?;
+    let curve: &'static [u8] = match curve {
+        OID_P256 => OID_P256,
+        OID_P384 => OID_P384,
+        _ => return None,
+    };
+    let algorithm = tlv(0x30, &[tlv(0x06, OID_EC_PUBLIC_KEY), tlv(0x06, curve)].concat());
+    Some((tlv(0x30, &[vec![0x02, 0x01, 0x00], algorithm, tlv(0x04, sec1)].concat()), curve))
+}
+
+/// `authority.CertificateAuthority`: the CA certificate (what signing needs of it) and its key.
+pub struct CertificateAuthority {
+    /// The certificate PEM it was read from (`RawCert`), to notice a change.
+    pub raw_cert: Vec<u8>,
+    /// The key PEM it was read from (`RawKey`).
+    pub raw_key: Vec<u8>,
+    raw_subject: Vec<u8>,
+    subject_key_id: Option<Vec<u8>>,
+    /// The CA certificate's NotAfter.
+    pub not_after: Timestamp,
+    key: SigningKey,
+}
+
+impl CertificateAuthority {
+    /// `caProvider.setCA`: exactly one certificate and a private key.
+    pub fn from_pem(cert_pem: &[u8], key_pem: &[u8], name: &str) -> Result<CertificateAuthority, String> {
+        let certs: Vec<_> = pem_blocks(cert_pem).into_iter().filter(|(label, _)| label == "CERTIFICATE").collect();
+        if certs.len() != 1 {
+            return Err(format!(
+                "error reading CA cert file \"{name}\": expected 1 certificate, found {}",
+                certs.len()
+            ));
+        }
+        let ParsedCertificate { raw_subject, subject_key_id, not_after, .. } = parse_certificate(&certs[0].1)
+            .ok_or_else(|| format!("error reading CA cert file \"{name}\": malformed certificate"))?;
+        let key = SigningKey::from_pem(key_pem).map_err(|e| format!("error reading CA key file \"{name}\": {e}"))?;
+        Ok(CertificateAuthority {
+            raw_cert: cert_pem.to_vec(),
+            raw_key: key_pem.to_vec(),
+            raw_subject,
+            subject_key_id,
+            not_after,
+            key,
+        })
+    }
+
+    /// `CertificateAuthority.Sign` with the `PermissiveSigningPolicy`: the DER certificate.
+    pub fn sign(&self, csr: &CertificateRequest, policy: &SigningPolicy) -> Result<Vec<u8>, String> {
+        csr.check_signature().map_err(|e| format!("unable to verify certificate request signature: {e}"))?;
+        let mut serial = [0u8; 16];
+        ring::rand::SecureRandom::fill(&SystemRandom::new(), &mut serial).map_err(|_| {
+            format!("unable to generate a serial number for {}: no randomness", csr.subject.common_name)
+        })?;
+        let (not_before, not_after) = policy.validity(self.not_after)?;
+        let (key_usage, ext_key_usages) = key_usages_from_strings(&policy.usages)?;
+        let subject = encode_name(&csr.subject);
+        let extensions = self.extensions(csr, key_usage, &ext_key_usages, subject.len() <= 2);
+        let algorithm = self.key.algorithm_identifier();
+        let tbs = tlv(
+            0x30,
+            &[
+                tlv(0xa0, &[0x02, 0x01, 0x02]),
+                integer(&serial),
+                algorithm.clone(),
+                self.raw_subject.clone(),
+                tlv(0x30, &[time(not_before), time(not_after)].concat()),
+                subject,
+                csr.spki.clone(),
+                tlv(0xa3, &tlv(0x30, &extensions.concat())),
+            ]
+            .concat(),
+        );
+        let signature = self.key.sign(&tbs)?;
+        Ok(tlv(0x30, &[tbs, algorithm, tlv(0x03, &[&[0u8][..], &signature].concat())].concat()))
+    }
+
+    /// The extensions in the order `x509.CreateCertificate` writes them.
+    fn extensions(&self, csr: &CertificateRequest, key_usage: u16, ext: &[u8], subject_empty: bool) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        if key_usage != 0 {
+            out.push(extension(OID_KEY_USAGE, true, &key_usage_bits(key_usage)));
+        }
+        if !ext.is_empty() {
+            let oids: Vec<u8> = ext.iter().flat_map(|&u| tlv(0x06, EXT_KEY_USAGE_OIDS[u as usize])).collect();
+            out.push(extension(OID_EXT_KEY_USAGE, false, &tlv(0x30, &oids)));
+        }
+        out.push(extension(OID_BASIC_CONSTRAINTS, true, &[0x30, 0x00]));
+        if let Some(id) = self.subject_key_id.as_ref().filter(|id| !id.is_empty()) {
+            out.push(extension(OID_AKI, false, &tlv(0x30, &tlv(0x80, id))));
+        }
+        let mut names = Vec::new();
+        names.extend(csr.dns_names.iter().flat_map(|n| tlv(0x82, n.as_bytes())));
+        names.extend(csr.email_addresses.iter().flat_map(|n| tlv(0x81, n.as_bytes())));
+        names.extend(csr.ip_addresses.iter().flat_map(|ip| match ip {
+            IpAddr::V4(v4) => tlv(0x87, &v4.octets()),
+            IpAddr::V6(v6) => tlv(0x87, &v6.octets()),
+        }));
+        names.extend(csr.uris.iter().flat_map(|n| tlv(0x86, n.as_bytes())));
+        if !names.is_empty() {
+            out.push(extension(OID_SAN, subject_empty, &tlv(0x30, &names)));
+        }
+        out
+    }
+}
+
+/// What is read of a certificate: its raw subject, validity and extensions of interest.
+struct ParsedCertificate {
+    raw_subject: Vec<u8>,
+    subject_key_id: Option<Vec<u8>>,
+    not_before: Timestamp,
+    not_after: Timestamp,
+    /// The subject alternative names, parsed as a request's.
+    sans: Option<CertificateRequest>,
+}
+
+fn parse_certificate(der: &[u8]) -> Option<ParsedCertificate> {
+    let (certificate, _) = read(der, 0x30)?;
+    let (tbs, _) = read(certificate, 0x30)?;
+    let rest = if tbs.first() == Some(&0xa0) { skip(tbs)? } else { tbs };
+    let rest = skip(skip(skip(rest)?)?)?; // serial, signature, issuer
+    let (validity, rest) = read(rest, 0x30)?;
+    let not_after = parse_time(skip(validity)?)?;
+    let not_before = parse_time(validity)?;
+    let (subject, _, mut rest) = element(rest, 0x30)?;
+    rest = skip(rest)?; // subjectPublicKeyInfo
+    let mut parsed =
+        ParsedCertificate { raw_subject: subject.to_vec(), subject_key_id: None, not_before, not_after, sans: None };
+    while let Some(&tag) = rest.first() {
+        let (content, next) = read(rest, tag)?;
+        rest = next;
+        if tag != 0xa3 {
+            continue;
+        }
+        let (mut extensions, _) = read(content, 0x30)?;
+        while !extensions.is_empty() {
+            let (ext, next) = read(extensions, 0x30)?;
+            extensions = next;
+            let (oid, value) = read(ext, 0x06)?;
+            let value = if value.first() == Some(&0x01) { skip(value)? } else { value };
+            let (value, _) = read(value, 0x04)?;
+            if oid == OID_SKI {
+                parsed.subject_key_id = Some(read(value, 0x04)?.0.to_vec());
+            } else if oid == OID_SAN {
+                let mut sans = CertificateRequest {
+                    subject: Name::default(),
+                    dns_names: Vec::new(),
+                    email_addresses: Vec::new(),
+                    ip_addresses: Vec::new(),
+                    uris: Vec::new(),
+                    spki: Vec::new(),
+                    info: Vec::new(),
+                    signature_algorithm: Vec::new(),
+                    signature: Vec::new(),
+                };
+                read_general_names(value, &mut sans)?;
+                parsed.sans = Some(sans);
+            }
+        }
+    }
+    Some(parsed)
+}
+
+/// A UTCTime or GeneralizedTime.
+fn parse_time(input: &[u8]) -> Option<Timestamp> {
+    let tag = *input.first()?;
+    let (content, _) = read(input, tag)?;
+    let text = std::str::from_utf8(content).ok()?.strip_suffix('Z')?;
+    let full = match tag {
+        0x17 => {
+            let year: i32 = text.get(..2)?.parse().ok()?;
+            format!("{}{text}", if year >= 50 { "19" } else { "20" })
+        }
+        0x18 => text.to_string(),
+        _ => return None,
+    };
+    let civil = jiff::civil::DateTime::strptime("%Y%m%d%H%M%S", &full).ok()?;
+    civil.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
+}
+
+/// Go's `asn1` time: UTCTime for 1950–2049, else GeneralizedTime, to the second.
+fn time(at: Timestamp) -> Vec<u8> {
+    let zoned = at.to_zoned(jiff::tz::TimeZone::UTC);
+    if (1950..2050).contains(&zoned.year()) {
+        tlv(0x17, zoned.strftime("%y%m%d%H%M%SZ").to_string().as_bytes())
+    } else {
+        tlv(0x18, zoned.strftime("%Y%m%d%H%M%SZ").to_string().as_bytes())
+    }
+}
+
+/// `PermissiveSigningPolicy`.
+#[derive(Debug, Clone)]
+pub struct SigningPolicy {
+    /// The requested lifetime.
+    pub ttl: Duration,
+    /// The CSR's `spec.usages`.
+    pub usages: Vec<String>,
+    /// How far NotBefore (and a long lifetime's NotAfter) is moved back.
+    pub backdate: Duration,
+    /// Below this lifetime NotAfter is not backdated.
+    pub short: Duration,
+    /// The signing time.
+    pub now: Timestamp,
+}
+
+impl SigningPolicy {
+    /// `apply`'s NotBefore and NotAfter, and its refusals of an expired signer.
+    pub fn validity(&self, signer_not_after: Timestamp) -> Result<(Timestamp, Timestamp), String> {
+        let sub = |d: Duration| self.now - jiff::SignedDuration::try_from(d).unwrap_or_default();
+        let add = |d: Duration| self.now + jiff::SignedDuration::try_from(d).unwrap_or_default();
+        let not_before = sub(self.backdate);
+        let mut not_after =
+            if self.ttl < self.short { add(self.ttl) } else { add(self.ttl.saturating_sub(self.backdate)) };
+        if not_after >= signer_not_after {
+            not_after = signer_not_after;
+        }
+        if not_before >= signer_not_after {
+            return Err(format!("the signer has expired: NotAfter={}", go_time(signer_not_after)));
+        }
+        if self.now >= signer_not_after {
+            return Err(format!(
+                "refusing to sign a certificate that expired in the past: NotAfter={}",
+                go_time(signer_not_after)
+            ));
+        }
+        Ok((not_before, not_after))
+    }
+}
+
+/// Go's default `time.Time` format for a UTC time.
+fn go_time(at: Timestamp) -> String {
+    at.to_zoned(jiff::tz::TimeZone::UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string()
+}
+
+/// `keyUsageDict` as Go's `x509.KeyUsage` bits.
+fn key_usage_bit(usage: &str) -> Option<u16> {
+    Some(match usage {
+        "signing" | "digital signature" => 1 << 0,
+        "content commitment" => 1 << 1,
+        "key encipherment" => 1 << 2,
+        "data encipherment" => 1 << 3,
+        "key agreement" => 1 << 4,
+        "cert sign" => 1 << 5,
+        "crl sign" => 1 << 6,
+        "encipher only" => 1 << 7,
+        "decipher only" => 1 << 8,
+        _ => return None,
+    })
+}
+
+/// `extKeyUsageDict` as Go's `x509.ExtKeyUsage` values (indexes of `EXT_KEY_USAGE_OIDS`).
+fn ext_key_usage(usage: &str) -> Option<u8> {
+    Some(match usage {
+        "any" => 0,
+        "server auth" => 1,
+        "client auth" => 2,
+        "code signing" => 3,
+        "email protection" | "s/mime" => 4,
+        "ipsec end system" => 5,
+        "ipsec tunnel" => 6,
+        "ipsec user" => 7,
+        "timestamping" => 8,
+        "ocsp signing" => 9,
+        "microsoft sgc" => 10,
+        "netscape sgc" => 11,
+        _ => return None,
+    })
+}
+
+/// The OIDs of Go's `ExtKeyUsage` values, in their numeric order.
+const EXT_KEY_USAGE_OIDS: [&[u8]; 12] = [
+    &[0x55, 0x1d, 0x25, 0x00],
+    &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01],
+    &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x02],
+    &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03],
+    &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x04],
+    &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x05],
+    &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x06],
+    &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x07],
+    &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x08],
+    &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x09],
+    &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x0a, 0x03, 0x03],
+    &[0x60, 0x86, 0x48, 0x01, 0x86, 0xf8, 0x42, 0x04, 0x01],
+];
+
+/// `keyUsagesFromStrings`: the key usage bits and the sorted, distinct extended usages.
+pub fn key_usages_from_strings(usages: &[String]) -> Result<(u16, Vec<u8>), String> {
+    let mut key_usage = 0;
+    let mut ext = Vec::new();
+    let mut unrecognized = Vec::new();
+    for usage in usages {
+        if let Some(bit) = key_usage_bit(usage) {
+            key_usage |= bit;
+        } else if let Some(value) = ext_key_usage(usage) {
+            ext.push(value);
+        } else {
+            unrecognized.push(format!("{usage:?}"));
+        }
+    }
+    if !unrecognized.is_empty() {
+        return Err(format!("unrecognized usage values: [{}]", unrecognized.join(" ")));
+    }
+    ext.sort_unstable();
+    ext.dedup();
+    Ok((key_usage, ext))
+}
+
+/// `marshalKeyUsage`: bit 0 is the most significant bit of the first byte.
+fn key_usage_bits(key_usage: u16) -> Vec<u8> {
+    let first = (key_usage as u8).reverse_bits();
+    let second = ((key_usage >> 8) as u8).reverse_bits();
+    let bytes: Vec<u8> = if second != 0 { vec![first, second] } else { vec![first] };
+    let unused = bytes.last().map_or(0, |b| b.trailing_zeros().min(7) as u8);
+    tlv(0x03, &[&[unused][..], &bytes].concat())
+}
+
+/// `pkix.Name.ToRDNSequence` marshalled: one RDN per attribute type, Go's attribute order,
+/// PrintableString when the value allows it, else UTF8String.
+pub fn encode_name(name: &Name) -> Vec<u8> {
+    let single = |value: &String| if value.is_empty() { Vec::new() } else { vec![value.clone()] };
+    let attributes: [(&[u8], Vec<String>); 9] = [
+        (OID_COUNTRY, name.country.clone()),
+        (OID_PROVINCE, name.province.clone()),
+        (OID_LOCALITY, name.locality.clone()),
+        (OID_STREET, name.street_address.clone()),
+        (OID_POSTAL_CODE, name.postal_code.clone()),
+        (OID_ORGANIZATION, name.organization.clone()),
+        (OID_ORGANIZATIONAL_UNIT, name.organizational_unit.clone()),
+        (OID_COMMON_NAME, single(&name.common_name)),
+        (OID_SERIAL_NUMBER, single(&name.serial_number)),
+    ];
+    let rdns: Vec<u8> = attributes
+        .iter()
+        .filter(|(_, values)| !values.is_empty())
+        .flat_map(|(oid, values)| {
+            let set: Vec<u8> = values.iter().flat_map(|v| tlv(0x30, &[tlv(0x06, oid), string(v)].concat())).collect();
+            tlv(0x31, &set)
+        })
+        .collect();
+    tlv(0x30, &rdns)
+}
+
+/// Go's `asn1` string: PrintableString when every character is printable, else UTF8String.
+fn string(value: &str) -> Vec<u8> {
+    let printable = value.bytes().all(|b| b.is_ascii_alphanumeric() || b" '()+,-./:=?".contains(&b));
+    tlv(if printable { 0x13 } else { 0x0c }, value.as_bytes())
+}
+
+/// One extension: OID, critical flag only when true, value in an OCTET STRING.
+fn extension(oid: &[u8], critical: bool, value: &[u8]) -> Vec<u8> {
+    let critical = if critical { vec![0x01, 0x01, 0xff] } else { Vec::new() };
+    tlv(0x30, &[tlv(0x06, oid), critical, tlv(0x04, value)].concat())
+}
+
+/// A positive INTEGER from big-endian bytes, minimally encoded.
+fn integer(bytes: &[u8]) -> Vec<u8> {
+    let trimmed: Vec<u8> = bytes.iter().copied().skip_while(|b| *b == 0).collect();
+    let content = match trimmed.first() {
+        None => vec![0],
+        Some(b) if b & 0x80 != 0 => [&[0u8][..], &trimmed].concat(),
+        Some(_) => trimmed,
+    };
+    tlv(0x02, &content)
+}
+
+/// A DER element.
+pub(crate) fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = content.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes: Vec<u8> = len.to_be_bytes().into_iter().skip_while(|b| *b == 0).collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+/// A DER certificate's NotBefore and NotAfter.
+pub fn certificate_validity(der: &[u8]) -> Option<(Timestamp, Timestamp)> {
+    parse_certificate(der).map(|c| (c.not_before, c.not_after))
+}
+
+/// A DER certificate's DNS and IP subject alternative names.
+pub fn certificate_sans(der: &[u8]) -> Option<(Vec<String>, Vec<IpAddr>)> {
+    match parse_certificate(der)?.sans {
+        Some(sans) => Some((sans.dns_names, sans.ip_addresses)),
+        None => Some((Vec::new(), Vec::new())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CA made by rcgen (P-256, PKCS#8), as the envtest and sandbox make theirs.
+    fn ca() -> CertificateAuthority {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, "kubernetes");
+        let cert = params.self_signed(&key).unwrap();
+        CertificateAuthority::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes(), "ca.crt").unwrap()
+    }
+
+    fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        for org in orgs {
+            params.distinguished_name.push(rcgen::DnType::OrganizationName, *org);
+        }
+        parse_csr(params.serialize_request(&key).unwrap().pem().unwrap().as_bytes()).unwrap()
+    }
+
+    fn policy(ttl: Duration, usages: &[&str], now: Timestamp) -> SigningPolicy {
+        SigningPolicy {
+            ttl,
+            usages: usages.iter().map(|u| u.to_string()).collect(),
+            backdate: Duration::from_secs(300),
+            short: Duration::from_secs(8 * 3600),
+            now,
+        }
+    }
+
+    #[test]
+    fn parses_a_request_and_checks_its_signature() {
+        let csr = request("system:node:n1", &["system:nodes"], &["n1.example", "10.0.0.1"]);
+        assert_eq!(csr.subject.common_name, "system:node:n1");
+        assert_eq!(csr.subject.organization, ["system:nodes"]);
+        assert_eq!(csr.dns_names, ["n1.example"]);
+        assert_eq!(csr.ip_addresses, ["10.0.0.1".parse::<IpAddr>().unwrap()]);
+        assert_eq!(csr.check_signature(), Ok(()));
+        let mut tampered = csr.clone();
+        *tampered.info.last_mut().unwrap() ^= 1;
+        assert!(tampered.check_signature().is_err());
+        assert_eq!(parse_csr(b"nothing").unwrap_err(), "PEM block type must be CERTIFICATE REQUEST");
+    }
+
+    #[test]
+    fn signs_with_upstream_extensions_and_validity() {
+        let ca = ca();
+        let csr = request("system:node:n1", &["system:nodes"], &["n1.example"]);
+        let now: Timestamp = "2026-11-26T10:00:00Z".parse().unwrap();
+        let usages = ["digital signature", "key encipherment", "server auth", "client auth"];
+        let der = ca.sign(&csr, &policy(Duration::from_secs(900), &usages, now)).unwrap();
+        let (not_before, not_after) = certificate_validity(&der).unwrap();
+        assert_eq!(not_before, "2026-11-26T09:55:00Z".parse().unwrap());
+        assert_eq!(not_after, "2026-11-26T10:15:00Z".parse().unwrap(), "short: NotAfter not backdated");
+        let subject = crate::x509::subject(&der).unwrap();
+        assert_eq!(subject.common_name, "system:node:n1");
+        assert_eq!(subject.organizations, ["system:nodes"]);
+        assert_eq!(certificate_sans(&der).unwrap().0, ["n1.example"]);
+        // Key usage (critical, digitalSignature|keyEncipherment), EKU server then client, CA:false.
+        let ku = extension(OID_KEY_USAGE, true, &[0x03, 0x02, 0x05, 0xa0]);
+        assert!(der.windows(ku.len()).any(|w| w == ku.as_slice()));
+        let eku_oids = [tlv(0x06, EXT_KEY_USAGE_OIDS[1]), tlv(0x06, EXT_KEY_USAGE_OIDS[2])].concat();
+        let eku = extension(OID_EXT_KEY_USAGE, false, &tlv(0x30, &eku_oids));
+        assert!(der.windows(eku.len()).any(|w| w == eku.as_slice()));
+        let basic = extension(OID_BASIC_CONSTRAINTS, true, &[0x30, 0x00]);
+        assert!(der.windows(basic.len()).any(|w| w == basic.as_slice()));
+        assert!(!der.windows(OID_SKI.len() + 2).any(|w| w == tlv(0x06, OID_SKI).as_slice()), "no SKI on a leaf");
+    }
+
+    #[test]
+    fn long_lifetimes_are_backdated_and_capped_by_the_signer() {
+        let now: Timestamp = "2026-11-26T10:00:00Z".parse().unwrap();
+        let year = Duration::from_secs(8760 * 3600);
+        let signer_end: Timestamp = "2030-01-01T00:00:00Z".parse().unwrap();
+        let (nb, na) = policy(year, &[], now).validity(signer_end).unwrap();
+        assert_eq!(nb, "2026-11-26T09:55:00Z".parse().unwrap());
+        assert_eq!(na.duration_since(now).as_secs(), 8760 * 3600 - 300);
+        let soon: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+        assert_eq!(policy(year, &[], now).validity(soon).unwrap().1, soon);
+        let past: Timestamp = "2026-11-26T09:00:00Z".parse().unwrap();
+        assert!(
+            policy(year, &[], now)
+                .validity(past)
+                .unwrap_err()
+                .starts_with("the signer has expired: NotAfter=2026-11-26 09:00:00 +0000 UTC")
+        );
+    }
+
+    #[test]
+    fn usages_map_as_upstream() {
+        let usages = |u: &[&str]| key_usages_from_strings(&u.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(usages(&["signing", "client auth", "server auth", "client auth"]), Ok((1, vec![1, 2])));
+        assert_eq!(usages(&["cert sign", "decipher only"]), Ok((0x120, vec![])));
+        assert_eq!(usages(&["bogus", "other"]), Err(r#"unrecognized usage values: ["bogus" "other"]"#.to_string()));
+        assert_eq!(key_usage_bits(1 << 8), vec![0x03, 0x03, 0x07, 0x00, 0x80]);
+    }
+
+    #[test]
+    fn names_encode_as_go_does() {
+        let name = Name { organization: vec!["system:nodes".into()], common_name: "a*b".into(), ..Name::default() };
+        let der = encode_name(&name);
+        let o = [tlv(0x06, OID_ORGANIZATION), tlv(0x13, b"system:nodes")].concat();
+        let cn = [tlv(0x06, OID_COMMON_NAME), tlv(0x0c, b"a*b")].concat();
+        assert_eq!(der, tlv(0x30, &[tlv(0x31, &tlv(0x30, &o)), tlv(0x31, &tlv(0x30, &cn))].concat()));
+        assert_eq!(encode_name(&Name::default()), vec![0x30, 0x00]);
+    }
+
+    #[test]
+    fn reads_sec1_and_pkcs8_ec_keys() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        assert!(matches!(SigningKey::from_pem(key.serialize_pem().as_bytes()), Ok(SigningKey::Ecdsa(..))));
+        assert!(SigningKey::from_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").is_err());
+    }
+}
