@@ -121,6 +121,14 @@ pub enum Patch {
     Strategic(serde_json::Value),
     /// RFC 6902 JSON patch: an array of operations.
     Json(serde_json::Value),
+    /// Server-side apply of an apply configuration (JSON is YAML); needs
+    /// [`PostParams::field_manager`]. `force` takes over fields other managers own.
+    Apply {
+        /// The apply configuration: `apiVersion`, `kind`, `metadata.name` and the fields owned.
+        document: serde_json::Value,
+        /// `force=true`: conflicts with other managers are overridden, not refused.
+        force: bool,
+    },
 }
 
 impl Patch {
@@ -129,8 +137,19 @@ impl Patch {
             Patch::Merge(v) => ("application/merge-patch+json", v),
             Patch::Strategic(v) => ("application/strategic-merge-patch+json", v),
             Patch::Json(v) => ("application/json-patch+json", v),
+            Patch::Apply { document, .. } => ("application/apply-patch+yaml", document),
         };
         Ok(Body { content_type, ..Body::json(value)? })
+    }
+
+    /// The request's query: the params', plus `force` for a forced apply.
+    fn query(&self, params: &PostParams) -> String {
+        let query = params.query();
+        match self {
+            Patch::Apply { force: true, .. } if query.is_empty() => "?force=true".to_string(),
+            Patch::Apply { force: true, .. } => format!("{query}&force=true"),
+            _ => query,
+        }
     }
 }
 
@@ -364,7 +383,7 @@ where
         patch: &Patch,
         params: &PostParams,
     ) -> Result<T> {
-        let path = format!("{}{}", self.object_path(name, subresource)?, params.query());
+        let path = format!("{}{}", self.object_path(name, subresource)?, patch.query(params));
         decode(&self.client.send(Method::PATCH, &path, Some(patch.body()?))?)
     }
 

@@ -75,6 +75,9 @@ pub fn create_in(
     if !dry_run {
         object["metadata"]["resourceVersion"] = txn.next_revision().to_string().into();
         txn.put(resource.storage_key(), object.clone());
+        if is_service(resource) {
+            services::record_address(txn, &object);
+        }
     }
     Ok(object)
 }

@@ -29,6 +29,9 @@ pub fn patch(
     let dry_run = is_dry_run(request)?;
     let validation = field_validation(request)?;
     let ns = target.namespace.as_deref().unwrap_or_default();
+    if content_type == APPLY {
+        check_apply(request, resource, &document)?;
+    }
     let stored = api.store.write(|txn| {
         let old = txn.get(resource.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
         let external = convert::to_external(resource, &old);
@@ -47,8 +50,33 @@ pub fn patch(
     Ok((200, convert::to_external(resource, &stored)))
 }
 
+/// Server-side apply's content type.
+const APPLY: &str = "application/apply-patch+yaml";
+
+/// What kube-apiserver checks of an apply before applying it: a field manager, and the
+/// document's `apiVersion` and `kind` are the resource's.
+fn check_apply(request: &Request, resource: &ResourceType, document: &Value) -> ApiResult<()> {
+    if request.query_param("fieldManager").is_none_or(|m| m.is_empty()) {
+        let cause = crate::apimachinery::field::Error::required("fieldManager", "is required for apply patch");
+        return Err(ApiError::new_invalid("meta.k8s.io", "PatchOptions", "", &[cause]));
+    }
+    let (api_version, kind) = (document["apiVersion"].as_str(), document["kind"].as_str());
+    if api_version != Some(resource.group_version().as_str()) || kind != Some(resource.kind) {
+        return Err(ApiError::bad_request(format!(
+            "the apiVersion and kind of the applied object must be {} {}",
+            resource.group_version(),
+            resource.kind
+        )));
+    }
+    Ok(())
+}
+
 fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, document: &Value) -> ApiResult<Value> {
     match content_type {
+        // Without managed fields, an apply merges as a strategic merge patch: the fields it
+        // names win, keyed lists (conditions by type) merge item by item.
+        APPLY => patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind)
+            .map_err(strategic_error),
         "application/merge-patch+json" => Ok(patch::json_merge_patch(current, document)),
         "application/json-patch+json" => patch::json_patch(current, document).map_err(|e| {
             if e.starts_with("json: cannot unmarshal") {

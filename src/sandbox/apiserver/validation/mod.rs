@@ -12,6 +12,7 @@ mod batch;
 mod events;
 mod job;
 mod meta;
+mod networking;
 mod pod;
 mod service;
 mod workloads;
@@ -201,6 +202,8 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("", "services") => service::service(object),
         ("", "events") => events::event(object, old, false),
         ("events.k8s.io", "events") => events::event(object, old, true),
+        ("networking.k8s.io", "servicecidrs") => networking::service_cidr(object),
+        ("networking.k8s.io", "ipaddresses") => networking::ip_address(object),
         _ => Vec::new(),
     }
 }
@@ -216,6 +219,8 @@ fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec
         ("", "nodes") => node_update(old, new),
         ("", "secrets") => secret_update(old, new),
         ("", "services") => service_update(old, new),
+        ("networking.k8s.io", "servicecidrs") => networking::service_cidr_update(old, new),
+        ("networking.k8s.io", "ipaddresses") => networking::ip_address_update(old, new),
         _ => Vec::new(),
     }
 }
