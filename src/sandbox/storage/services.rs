@@ -200,12 +200,18 @@ mod tests {
     use crate::sandbox::storage::resources::find;
     use crate::sandbox::storage::store::Store;
 
+    fn service_cidr(name: &str, cidr: &str, ready: &str) -> Value {
+        json!({"metadata": {"name": name}, "spec": {"cidrs": [cidr]},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}})
+    }
+
     #[test]
     fn allocates_the_lowest_free_address_and_node_ports() {
         let services = find("", "v1", "services").unwrap();
         let store = Store::default();
         let allocated = store
             .write::<_, ApiError>(|txn| {
+                txn.put("servicecidrs", service_cidr("kubernetes", "10.96.0.0/12", "True"));
                 let mut first = json!({"metadata": {"name": "kubernetes", "namespace": "default"}, "spec": {"ports": [{"port": 443}]}});
                 allocate(services, &mut first, txn, ServiceRange::default())?;
                 txn.put("services", first.clone());
@@ -221,6 +227,63 @@ mod tests {
             let mut s = json!({"metadata": {"name": "x"}, "spec": {"clusterIP": "192.168.0.1"}});
             allocate(services, &mut s, txn, ServiceRange::default())
         });
-        assert!(outside.unwrap_err().message().contains("is not in the valid range"));
+        let message = outside.unwrap_err().message().to_string();
+        assert!(
+            message.contains("failed to allocate IP 192.168.0.1: the provided network does not match"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn ips_of_ready_service_cidrs_are_recorded_and_released() {
+        let services = find("", "v1", "services").unwrap();
+        let store = Store::default();
+        let request = |ip: &str| json!({"metadata": {"name": "db", "namespace": "default"}, "spec": {"clusterIP": ip}});
+        store
+            .write::<_, ApiError>(|txn| {
+                txn.put("servicecidrs", service_cidr("extra", "192.168.0.0/24", "True"));
+                txn.put("servicecidrs", service_cidr("not-ready", "172.16.0.0/24", "False"));
+                Ok(())
+            })
+            .unwrap();
+        let refused = store.write(|txn| allocate(services, &mut request("172.16.0.5"), txn, ServiceRange::default()));
+        assert!(refused.unwrap_err().message().contains("does not match the current range"));
+        let broadcast =
+            store.write(|txn| allocate(services, &mut request("192.168.0.255"), txn, ServiceRange::default()));
+        assert!(broadcast.is_err(), "a ServiceCIDR never allocates its broadcast address");
+        let service = store
+            .write::<_, ApiError>(|txn| {
+                let mut service = request("192.168.0.5");
+                allocate(services, &mut service, txn, ServiceRange::default())?;
+                txn.put("services", service.clone());
+                record_address(txn, &service);
+                Ok(service)
+            })
+            .unwrap();
+        let address = store.get("ipaddresses", "", "192.168.0.5").expect("an IPAddress");
+        assert_eq!(address["metadata"]["labels"]["ipaddress.kubernetes.io/managed-by"], IP_ALLOCATOR);
+        assert_eq!(address["metadata"]["labels"]["ipaddress.kubernetes.io/ip-family"], "IPv4");
+        assert_eq!(
+            address["spec"]["parentRef"],
+            json!({"group": "", "resource": "services", "namespace": "default", "name": "db"})
+        );
+        let taken = store.write(|txn| allocate(services, &mut request("192.168.0.5"), txn, ServiceRange::default()));
+        assert!(taken.unwrap_err().message().contains("provided IP is already allocated"));
+        store
+            .write::<_, ApiError>(|txn| {
+                txn.remove("services", "default", "db");
+                release_addresses(txn, &service);
+                Ok(())
+            })
+            .unwrap();
+        assert!(store.get("ipaddresses", "", "192.168.0.5").is_none());
+    }
+
+    #[test]
+    fn a_full_service_range_falls_over_to_the_other_service_cidrs() {
+        let small = ServiceRange { base: Ipv4Addr::new(10, 0, 0, 0), prefix: 30 };
+        let ready = vec![Cidr::parse("10.0.0.0/30").unwrap(), Cidr::parse("10.1.0.0/29").unwrap()];
+        let taken = vec![Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2)];
+        assert_eq!(next_free(small, &ready, &taken), Some(Ipv4Addr::new(10, 1, 0, 1)));
     }
 }

@@ -125,7 +125,7 @@ mod tests {
     use serde_json::json;
 
     fn details(causes: &[FieldError]) -> Vec<String> {
-        causes.iter().map(|c| c.body()).collect()
+        causes.iter().map(|c| c.to_string()).collect()
     }
 
     #[test]
