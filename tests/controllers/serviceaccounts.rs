@@ -355,7 +355,7 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 24] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 25] = [
     "cronjob-controller",
     "daemon-set-controller",
     "deployment-controller",
@@ -377,6 +377,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 24] = [
     "resourcequota-controller",
     "root-ca-cert-publisher",
     "service-account-controller",
+    "service-cidrs-controller",
     "statefulset-controller",
     "ttl-after-finished-controller",
     "ttl-controller",
