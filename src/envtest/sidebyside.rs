@@ -60,6 +60,8 @@ pub struct Scenario {
     pub flags: &'static [&'static str],
     /// Whether Nodes (and their Events) are compared.
     pub compare_nodes: bool,
+    /// Cluster-scoped kinds compared too (`(path prefix, resource, kind)`), all their objects.
+    pub cluster_kinds: &'static [(&'static str, &'static str, &'static str)],
     /// The steps, run against a fresh control plane with the side's controller manager running.
     pub run: fn(&mut Steps) -> Result<(), String>,
 }
@@ -372,6 +374,7 @@ fn run_steps(
         nodes: &nodes,
         namespaces: vec![NAMESPACE.to_string()],
         compare_nodes: scenario.compare_nodes,
+        cluster_kinds: scenario.cluster_kinds,
         ca_pem: plane.ca_pem().to_string(),
         checkpoints: Vec::new(),
         manager: &mut manager,
@@ -469,6 +472,7 @@ pub struct Steps<'a> {
     /// The namespaces whose objects and Events are compared.
     pub namespaces: Vec<String>,
     compare_nodes: bool,
+    cluster_kinds: &'static [(&'static str, &'static str, &'static str)],
     ca_pem: String,
     checkpoints: Vec<Snapshot>,
     manager: &'a mut OwnedProcess,
@@ -553,6 +557,12 @@ impl Steps<'_> {
                 }
             }
             events.extend(self.list(&format!("/api/v1/namespaces/{ns}/events"))?);
+        }
+        for (prefix, resource, kind) in self.cluster_kinds {
+            for mut item in self.list(&format!("{prefix}/{resource}"))? {
+                item["kind"] = json!(kind);
+                objects.push(item);
+            }
         }
         if self.compare_nodes {
             for mut node in self.list("/api/v1/nodes")? {
@@ -1207,6 +1217,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: replicaset_scale,
     },
     Scenario {
@@ -1215,6 +1226,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: deployment_create,
     },
     Scenario {
@@ -1223,6 +1235,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: deployment_scale,
     },
     Scenario {
@@ -1231,6 +1244,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: deployment_rollout,
     },
     Scenario {
@@ -1239,6 +1253,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: deployment_rollback,
     },
     Scenario {
@@ -1247,6 +1262,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: gc_background,
     },
     Scenario {
@@ -1255,6 +1271,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: gc_foreground,
     },
     Scenario {
@@ -1263,6 +1280,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: gc_orphan,
     },
     Scenario {
@@ -1271,6 +1289,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: namespace_deletion,
     },
     Scenario {
@@ -1279,6 +1298,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: service_endpoints,
     },
     Scenario {
@@ -1287,6 +1307,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &["--node-monitor-period=1s", "--node-monitor-grace-period=6s"],
         compare_nodes: true,
+        cluster_kinds: &[],
         run: node_failure,
     },
     Scenario {
@@ -1295,6 +1316,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: resource_quota,
     },
     Scenario {
@@ -1303,6 +1325,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: service_accounts_root_ca,
     },
     Scenario {
@@ -1311,6 +1334,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: true,
+        cluster_kinds: &[],
         run: node_ipam,
     },
     Scenario {
@@ -1319,6 +1343,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: job_ttl,
     },
     Scenario {
@@ -1327,6 +1352,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: job_completions,
     },
     Scenario {
@@ -1335,6 +1361,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: job_failures,
     },
     Scenario {
@@ -1343,6 +1370,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: job_suspend,
     },
     Scenario {
@@ -1352,6 +1380,7 @@ pub static SCENARIOS: &[Scenario] = &[
         // No job controller: the Jobs stay active.
         flags: &["--controllers=-job-controller"],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: cron_jobs,
     },
     Scenario {
@@ -1361,6 +1390,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: daemon_set,
     },
     Scenario {
@@ -1369,6 +1399,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: stateful_set,
     },
     Scenario {
@@ -1379,6 +1410,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: disruption,
     },
     Scenario {
@@ -1392,11 +1424,23 @@ pub static SCENARIOS: &[Scenario] = &[
             "--horizontal-pod-autoscaler-cpu-initialization-period=1s",
         ],
         compare_nodes: false,
+        cluster_kinds: &[],
         run: horizontal_pod_autoscaler,
+    },
+    Scenario {
+        name: "servicecidr",
+        summary: "a ServiceCIDR made Ready, a Service given an IP of it, the ServiceCIDR deleted and kept \
+                  (Terminating) while the IP is used, then gone once the Service is",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        cluster_kinds: &[("/apis/networking.k8s.io/v1", "servicecidrs", "ServiceCIDR")],
+        run: service_cidr,
     },
 ];
 
 const RS: &str = "/apis/apps/v1/namespaces/sbs/replicasets";
+const SERVICE_CIDRS: &str = "/apis/networking.k8s.io/v1/servicecidrs";
 const JOBS: &str = "/apis/batch/v1/namespaces/sbs/jobs";
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/sbs/deployments";
 const DAEMON_SETS: &str = "/apis/apps/v1/namespaces/sbs/daemonsets";
@@ -2220,4 +2264,29 @@ I1126 00:33:45.123456    4321 mod.rs:335] GET https://127.0.0.1:36002/api/v1/pod
             ]
         );
     }
+}
+
+/// The Ready condition of a ServiceCIDR: `(status, reason)`.
+fn service_cidr_ready(steps: &Steps, name: &str) -> Result<Option<(String, String)>, String> {
+    let Some(cidr) = steps.get(&format!("{SERVICE_CIDRS}/{name}"))? else { return Ok(None) };
+    let conditions = cidr["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let ready = conditions.iter().find(|c| c["type"] == "Ready");
+    let text = |c: &Value, field: &str| c[field].as_str().unwrap_or_default().to_string();
+    Ok(ready.map(|c| (text(c, "status"), text(c, "reason"))))
+}
+
+fn service_cidr(steps: &mut Steps) -> Result<(), String> {
+    steps.create(SERVICE_CIDRS, json!({"metadata": {"name": "extra"}, "spec": {"cidrs": ["10.200.0.0/24"]}}))?;
+    steps.wait("extra Ready", |s| Ok(service_cidr_ready(s, "extra")?.filter(|(status, _)| status == "True")))?;
+    steps.checkpoint("ready")?;
+    let service = json!({"metadata": {"name": "web"}, "spec": {"clusterIP": "10.200.0.10", "ports": [{"port": 80}]}});
+    steps.create("/api/v1/namespaces/sbs/services", service)?;
+    steps.checkpoint("used")?;
+    steps.delete(&format!("{SERVICE_CIDRS}/extra"), None)?;
+    steps.wait("extra Terminating", |s| {
+        Ok(service_cidr_ready(s, "extra")?.filter(|(_, reason)| reason == "Terminating"))
+    })?;
+    steps.checkpoint("blocked")?;
+    steps.delete("/api/v1/namespaces/sbs/services/web", None)?;
+    steps.wait_gone(&format!("{SERVICE_CIDRS}/extra"))
 }

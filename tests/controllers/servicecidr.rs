@@ -53,7 +53,9 @@ fn wait_ready(cluster: &Cluster, name: &str) -> ServiceCIDR {
     eventually("the finalizer and Ready=True", || {
         cidr(cluster, name).filter(|c| {
             has_finalizer(c)
-                && ready(c).is_some_and(|(status, _, message)| status == "True" && message == "Kubernetes Service CIDR is ready")
+                && ready(c).is_some_and(|(status, _, message)| {
+                    status == "True" && message == "Kubernetes Service CIDR is ready"
+                })
         })
     })
 }

@@ -84,3 +84,8 @@ fn a_budget_guards_evictions_as_upstream_does() {
 fn a_horizontal_pod_autoscaler_scales_as_upstream_scales() {
     run("hpa");
 }
+
+#[test]
+fn a_service_cidr_is_guarded_and_released_as_upstream_does() {
+    run("servicecidr");
+}
