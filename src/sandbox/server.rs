@@ -334,7 +334,7 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
             "metadata": labelled(meta(&cluster_ip, None), json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
                 "ipaddress.kubernetes.io/managed-by": crate::sandbox::storage::services::IP_ALLOCATOR})),
-            "spec": {"parentRef": {"group": "", "resource": "services", "namespace": "default", "name": "kubernetes"}}}),
+            "spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "kubernetes"}}}),
     ));
     let host = listen.ip().to_string();
     objects.push((

@@ -150,7 +150,7 @@ pub fn record_address(txn: &mut Txn<'_>, service: &Value) {
         "apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
         "metadata": {"name": ip, "uid": crate::random::uuid(), "creationTimestamp": crate::sandbox::storage::objects::now(),
             "labels": {"ipaddress.kubernetes.io/ip-family": family, "ipaddress.kubernetes.io/managed-by": IP_ALLOCATOR}},
-        "spec": {"parentRef": {"group": "", "resource": "services",
+        "spec": {"parentRef": {"resource": "services",
             "namespace": service["metadata"]["namespace"], "name": service["metadata"]["name"]}},
     });
     address["metadata"]["resourceVersion"] = txn.next_revision().to_string().into();
@@ -263,10 +263,7 @@ mod tests {
         let address = store.get("ipaddresses", "", "192.168.0.5").expect("an IPAddress");
         assert_eq!(address["metadata"]["labels"]["ipaddress.kubernetes.io/managed-by"], IP_ALLOCATOR);
         assert_eq!(address["metadata"]["labels"]["ipaddress.kubernetes.io/ip-family"], "IPv4");
-        assert_eq!(
-            address["spec"]["parentRef"],
-            json!({"group": "", "resource": "services", "namespace": "default", "name": "db"})
-        );
+        assert_eq!(address["spec"]["parentRef"], json!({"resource": "services", "namespace": "default", "name": "db"}));
         let taken = store.write(|txn| allocate(services, &mut request("192.168.0.5"), txn, ServiceRange::default()));
         assert!(taken.unwrap_err().message().contains("provided IP is already allocated"));
         store

@@ -137,7 +137,7 @@ fn reset_status_on_create(resource: &ResourceType, object: &mut Value) {
 pub(super) fn status_zero_values(resource: &ResourceType, object: &mut Value) {
     let zeros = match (resource.group, resource.plural) {
         ("apps", "deployments") | ("batch", "jobs" | "cronjobs") | ("", "resourcequotas") => json!({}),
-        ("certificates.k8s.io", "certificatesigningrequests") => json!({}),
+        ("certificates.k8s.io", "certificatesigningrequests") | ("networking.k8s.io", "servicecidrs") => json!({}),
         ("apps", "replicasets") | ("", "replicationcontrollers") => json!({"replicas": 0}),
         ("apps", "statefulsets") => json!({"replicas": 0, "availableReplicas": 0}),
         ("apps", "daemonsets") => {
