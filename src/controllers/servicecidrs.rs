@@ -25,8 +25,6 @@ use crate::runtime::workqueue::WorkQueue;
 
 /// `ServiceCIDRProtectionFinalizer`.
 pub const SERVICE_CIDR_PROTECTION_FINALIZER: &str = "networking.k8s.io/service-cidr-finalizer";
-/// `controllerName`: the field manager of its status applies.
-const FIELD_MANAGER: &str = "service-cidr-controller";
 /// `deletionGracePeriod`: how long after a deletion began the finalizer may go.
 const DELETION_GRACE_PERIOD: Duration = Duration::from_secs(10);
 /// `networkingapiv1.LabelManagedBy` and `ipallocator.ControllerName`: only the addresses the
@@ -56,6 +54,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let queue = WorkQueue::new("ipaddresses");
     let controller = Arc::new(ServiceCidrs {
         client: context.client.clone(),
+        field_manager: context.name,
         recorder: context.recorder.clone(),
         cidrs: context.informers.informer::<ServiceCIDR>(),
         addresses: context.informers.informer::<IPAddress>(),
@@ -71,6 +70,8 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
 /// Upstream's `Controller`.
 struct ServiceCidrs {
     client: Client,
+    /// `controllerName`, the controller's name: the field manager of its status applies.
+    field_manager: &'static str,
     recorder: EventRecorder,
     cidrs: Arc<Informer<ServiceCIDR>>,
     addresses: Arc<Informer<IPAddress>>,
@@ -247,7 +248,7 @@ impl ServiceCidrs {
 
     fn apply_status(&self, name: &str, ready: bool) -> SyncResult {
         let patch = Patch::Apply { document: ready_apply(name, ready, Timestamp::now()), force: true };
-        let params = PostParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PostParams::default() };
+        let params = PostParams { field_manager: Some(self.field_manager.to_string()), ..PostParams::default() };
         Api::<ServiceCIDR>::cluster(&self.client).patch_status(name, &patch, &params).map(drop).map_err(SyncError::from)
     }
 

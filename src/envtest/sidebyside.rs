@@ -2151,6 +2151,31 @@ fn disruption(steps: &mut Steps) -> Result<(), String> {
     }
 }
 
+/// The Ready condition of a ServiceCIDR: `(status, reason)`.
+fn service_cidr_ready(steps: &Steps, name: &str) -> Result<Option<(String, String)>, String> {
+    let Some(cidr) = steps.get(&format!("{SERVICE_CIDRS}/{name}"))? else { return Ok(None) };
+    let conditions = cidr["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let ready = conditions.iter().find(|c| c["type"] == "Ready");
+    let text = |c: &Value, field: &str| c[field].as_str().unwrap_or_default().to_string();
+    Ok(ready.map(|c| (text(c, "status"), text(c, "reason"))))
+}
+
+fn service_cidr(steps: &mut Steps) -> Result<(), String> {
+    steps.create(SERVICE_CIDRS, json!({"metadata": {"name": "extra"}, "spec": {"cidrs": ["10.200.0.0/24"]}}))?;
+    steps.wait("extra Ready", |s| Ok(service_cidr_ready(s, "extra")?.filter(|(status, _)| status == "True")))?;
+    steps.checkpoint("ready")?;
+    let service = json!({"metadata": {"name": "web"}, "spec": {"clusterIP": "10.200.0.10", "ports": [{"port": 80}]}});
+    steps.create("/api/v1/namespaces/sbs/services", service)?;
+    steps.checkpoint("used")?;
+    steps.delete(&format!("{SERVICE_CIDRS}/extra"), None)?;
+    steps.wait("extra Terminating", |s| {
+        Ok(service_cidr_ready(s, "extra")?.filter(|(_, reason)| reason == "Terminating"))
+    })?;
+    steps.checkpoint("blocked")?;
+    steps.delete("/api/v1/namespaces/sbs/services/web", None)?;
+    steps.wait_gone(&format!("{SERVICE_CIDRS}/extra"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2264,29 +2289,4 @@ I1126 00:33:45.123456    4321 mod.rs:335] GET https://127.0.0.1:36002/api/v1/pod
             ]
         );
     }
-}
-
-/// The Ready condition of a ServiceCIDR: `(status, reason)`.
-fn service_cidr_ready(steps: &Steps, name: &str) -> Result<Option<(String, String)>, String> {
-    let Some(cidr) = steps.get(&format!("{SERVICE_CIDRS}/{name}"))? else { return Ok(None) };
-    let conditions = cidr["status"]["conditions"].as_array().cloned().unwrap_or_default();
-    let ready = conditions.iter().find(|c| c["type"] == "Ready");
-    let text = |c: &Value, field: &str| c[field].as_str().unwrap_or_default().to_string();
-    Ok(ready.map(|c| (text(c, "status"), text(c, "reason"))))
-}
-
-fn service_cidr(steps: &mut Steps) -> Result<(), String> {
-    steps.create(SERVICE_CIDRS, json!({"metadata": {"name": "extra"}, "spec": {"cidrs": ["10.200.0.0/24"]}}))?;
-    steps.wait("extra Ready", |s| Ok(service_cidr_ready(s, "extra")?.filter(|(status, _)| status == "True")))?;
-    steps.checkpoint("ready")?;
-    let service = json!({"metadata": {"name": "web"}, "spec": {"clusterIP": "10.200.0.10", "ports": [{"port": 80}]}});
-    steps.create("/api/v1/namespaces/sbs/services", service)?;
-    steps.checkpoint("used")?;
-    steps.delete(&format!("{SERVICE_CIDRS}/extra"), None)?;
-    steps.wait("extra Terminating", |s| {
-        Ok(service_cidr_ready(s, "extra")?.filter(|(_, reason)| reason == "Terminating"))
-    })?;
-    steps.checkpoint("blocked")?;
-    steps.delete("/api/v1/namespaces/sbs/services/web", None)?;
-    steps.wait_gone(&format!("{SERVICE_CIDRS}/extra"))
 }

@@ -33,9 +33,12 @@ fn unrelated() -> Vec<Arc<ServiceCIDR>> {
     vec![cidr("unrelated", &["10.0.0.0/24"]), cidr("unrelated2", &["10.0.0.0/16"])]
 }
 
+/// A case: its name, the ServiceCIDRs, the addresses, whether `kubernetes` may go.
+type Case = (&'static str, Vec<Arc<ServiceCIDR>>, Vec<&'static str>, bool);
+
 #[test]
 fn can_delete_cidr() {
-    let cases: Vec<(&str, Vec<Arc<ServiceCIDR>>, Vec<&str>, bool)> = vec![
+    let cases: Vec<Case> = vec![
         ("empty", vec![], vec![], true),
         ("CIDR and no IPs", vec![default_cidr()], vec![], true),
         ("CIDR with IPs", vec![default_cidr()], vec!["192.168.0.24"], false),
