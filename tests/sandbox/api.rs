@@ -718,7 +718,9 @@ fn patches_of_every_type() {
         &[("Content-Type", "application/apply-patch+yaml")],
         b"{}",
     );
-    assert_eq!(e.code, 415, "{}", e.text());
+    // Server-side apply is served; without a field manager it is refused as kube-apiserver does.
+    assert_eq!(e.code, 422, "{}", e.text());
+    assert!(e.text().contains("fieldManager: Required value: is required for apply patch"), "{}", e.text());
 }
 
 #[test]
