@@ -479,3 +479,19 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forced_apply_adds_force_to_the_query() {
+        let manager = PostParams { field_manager: Some("service-cidr-controller".into()), ..PostParams::default() };
+        let apply = |force| Patch::Apply { document: serde_json::json!({"kind": "ServiceCIDR"}), force };
+        assert_eq!(apply(true).query(&manager), "?fieldManager=service-cidr-controller&force=true");
+        assert_eq!(apply(false).query(&manager), "?fieldManager=service-cidr-controller");
+        assert_eq!(apply(true).query(&PostParams::default()), "?force=true");
+        assert_eq!(Patch::Merge(serde_json::json!({})).query(&manager), "?fieldManager=service-cidr-controller");
+        assert_eq!(apply(true).body().expect("a body").content_type, "application/apply-patch+yaml");
+    }
+}
