@@ -10,6 +10,10 @@
 #[macro_use]
 mod harness;
 
+#[path = "controllers/bootstrap.rs"]
+mod bootstrap;
+#[path = "controllers/clusterroleaggregation.rs"]
+mod clusterroleaggregation;
 #[path = "controllers/cronjob.rs"]
 mod cronjob;
 #[path = "controllers/daemonset.rs"]

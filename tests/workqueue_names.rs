@@ -17,6 +17,8 @@ use harness::Backend;
 
 /// Upstream's names (`workqueue.*QueueWithConfig{Name: ...}` in `pkg/controller/...`).
 const UPSTREAM_QUEUES: &[&str] = &[
+    "ClusterRoleAggregator",
+    "bootstrap_signer_queue",
     "cidrallocator_node",
     "cronjob",
     "daemonset",
@@ -53,6 +55,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "serviceaccount_tokens_service",
     "stale_pod_disruption",
     "statefulset",
+    "token_cleaner",
     "ttl_jobs_to_delete",
     "ttlcontroller",
 ];
@@ -78,7 +81,12 @@ fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
     let cluster = harness::with(&kcm::app::controllers::built())
         .on(backend)
         .without_nodes()
-        .flags(&[key_flag.as_str(), "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"])
+        .flags(&[
+            key_flag.as_str(),
+            "--allocate-node-cidrs",
+            "--cluster-cidr=10.244.0.0/16",
+            "--controllers=*,bootstrapsigner,tokencleaner",
+        ])
         .remove_on_drop(key_file.clone())
         .start_with(|_, server| std::fs::write(&key_file, server.service_account_key_pem()).expect("key written"));
     assert_eq!(

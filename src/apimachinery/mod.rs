@@ -18,5 +18,6 @@ pub mod labels;
 pub mod net;
 pub mod nodeaffinity;
 pub mod pod;
+pub mod schema;
 pub mod strconv;
 pub mod validation;

@@ -12,9 +12,10 @@ use std::fmt;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
-    cronjob, daemon, deployment, disruption, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job,
-    namespace, nodeipam, nodelifecycle, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
-    root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
+    bootstrap, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
+    endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle, podautoscaler, podgc,
+    pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount, servicecidrs,
+    statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -159,13 +160,16 @@ fn workers(flag: i32) -> usize {
 /// Every controller upstream v1.33 knows, sorted by canonical name as `--help` lists them.
 #[rustfmt::skip]
 pub static CONTROLLERS: &[ControllerDescriptor] = &[
-    off_by_default("bootstrap-signer-controller", &["bootstrapsigner"]).account("bootstrap-signer"),
+    off_by_default("bootstrap-signer-controller", &["bootstrapsigner"])
+        .account("bootstrap-signer")
+        .starts(|c, _| bootstrap::signer::new(c)),
     plain("certificatesigningrequest-approving-controller", &["csrapproving"]).account("certificate-controller"),
     plain("certificatesigningrequest-cleaner-controller", &["csrcleaner"]).account("certificate-controller"),
     plain("certificatesigningrequest-signing-controller", &["csrsigning"]).account("certificate-controller"),
     cloud("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
     plain("clusterrole-aggregation-controller", &["clusterrole-aggregation"])
-        .account("clusterrole-aggregation-controller"),
+        .account("clusterrole-aggregation-controller")
+        .starts(|c, _| clusterroleaggregation::new(c)),
     plain("cronjob-controller", &["cronjob"])
         .account("cronjob-controller")
         .starts(|c, o| cronjob::new(c, cronjob::Config { workers: workers(o.concurrency.cron_job_syncs) })),
@@ -335,7 +339,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     gated("taint-eviction-controller", &[], &["SeparateTaintEvictionController"])
         .account("node-controller")
         .starts(|c, _| tainteviction::new(c)),
-    off_by_default("token-cleaner-controller", &["tokencleaner"]).account("token-cleaner"),
+    off_by_default("token-cleaner-controller", &["tokencleaner"])
+        .account("token-cleaner")
+        .starts(|c, _| bootstrap::cleaner::new(c)),
     plain("ttl-after-finished-controller", &["ttl-after-finished"])
         .account("ttl-after-finished-controller")
         .starts(|c, o| {
@@ -708,7 +714,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 28);
+        assert_eq!(implemented().len(), 31);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -104,11 +104,17 @@ pub struct PostParams {
     pub dry_run: bool,
     /// `fieldManager`: the manager recorded in `managedFields` for this write.
     pub field_manager: Option<String>,
+    /// `force`: an apply patch takes over the fields other managers own (apply patches only).
+    pub force: bool,
 }
 
 impl PostParams {
     pub(crate) fn query(&self) -> String {
-        query(&[("dryRun", self.dry_run.then(|| "All".to_string())), ("fieldManager", self.field_manager.clone())])
+        query(&[
+            ("dryRun", self.dry_run.then(|| "All".to_string())),
+            ("fieldManager", self.field_manager.clone()),
+            ("force", self.force.then(|| "true".to_string())),
+        ])
     }
 }
 
@@ -121,14 +127,9 @@ pub enum Patch {
     Strategic(serde_json::Value),
     /// RFC 6902 JSON patch: an array of operations.
     Json(serde_json::Value),
-    /// Server-side apply of an apply configuration (JSON is YAML); needs
-    /// [`PostParams::field_manager`]. `force` takes over fields other managers own.
-    Apply {
-        /// The apply configuration: `apiVersion`, `kind`, `metadata.name` and the fields owned.
-        document: serde_json::Value,
-        /// `force=true`: conflicts with other managers are overridden, not refused.
-        force: bool,
-    },
+    /// Server-side apply: the fields the manager (`fieldManager`, required) wants, as JSON
+    /// (a subset of YAML).
+    Apply(serde_json::Value),
 }
 
 impl Patch {
@@ -137,19 +138,9 @@ impl Patch {
             Patch::Merge(v) => ("application/merge-patch+json", v),
             Patch::Strategic(v) => ("application/strategic-merge-patch+json", v),
             Patch::Json(v) => ("application/json-patch+json", v),
-            Patch::Apply { document, .. } => ("application/apply-patch+yaml", document),
+            Patch::Apply(v) => ("application/apply-patch+yaml", v),
         };
         Ok(Body { content_type, ..Body::json(value)? })
-    }
-
-    /// The request's query: the params', plus `force` for a forced apply.
-    fn query(&self, params: &PostParams) -> String {
-        let query = params.query();
-        match self {
-            Patch::Apply { force: true, .. } if query.is_empty() => "?force=true".to_string(),
-            Patch::Apply { force: true, .. } => format!("{query}&force=true"),
-            _ => query,
-        }
     }
 }
 
@@ -383,7 +374,7 @@ where
         patch: &Patch,
         params: &PostParams,
     ) -> Result<T> {
-        let path = format!("{}{}", self.object_path(name, subresource)?, patch.query(params));
+        let path = format!("{}{}", self.object_path(name, subresource)?, params.query());
         decode(&self.client.send(Method::PATCH, &path, Some(patch.body()?))?)
     }
 
@@ -477,21 +468,5 @@ where
                 None => return Ok((items, page.metadata.resource_version.unwrap_or_default())),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_forced_apply_adds_force_to_the_query() {
-        let manager = PostParams { field_manager: Some("service-cidr-controller".into()), ..PostParams::default() };
-        let apply = |force| Patch::Apply { document: serde_json::json!({"kind": "ServiceCIDR"}), force };
-        assert_eq!(apply(true).query(&manager), "?fieldManager=service-cidr-controller&force=true");
-        assert_eq!(apply(false).query(&manager), "?fieldManager=service-cidr-controller");
-        assert_eq!(apply(true).query(&PostParams::default()), "?force=true");
-        assert_eq!(Patch::Merge(serde_json::json!({})).query(&manager), "?fieldManager=service-cidr-controller");
-        assert_eq!(apply(true).body().expect("a body").content_type, "application/apply-patch+yaml");
     }
 }

@@ -3,6 +3,8 @@
 //! constructor taking a [`crate::runtime::controller::ControllerContext`] and a plain config
 //! struct; the table in `crate::app::controllers` names it and builds it from the flags.
 
+pub mod bootstrap;
+pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemon;
 pub mod deployment;

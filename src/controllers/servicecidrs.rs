@@ -247,8 +247,9 @@ impl ServiceCidrs {
     }
 
     fn apply_status(&self, name: &str, ready: bool) -> SyncResult {
-        let patch = Patch::Apply { document: ready_apply(name, ready, Timestamp::now()), force: true };
-        let params = PostParams { field_manager: Some(self.field_manager.to_string()), ..PostParams::default() };
+        let patch = Patch::Apply(ready_apply(name, ready, Timestamp::now()));
+        let params =
+            PostParams { field_manager: Some(self.field_manager.to_string()), force: true, ..PostParams::default() };
         Api::<ServiceCIDR>::cluster(&self.client).patch_status(name, &patch, &params).map(drop).map_err(SyncError::from)
     }
 

@@ -60,8 +60,6 @@ pub struct Scenario {
     pub flags: &'static [&'static str],
     /// Whether Nodes (and their Events) are compared.
     pub compare_nodes: bool,
-    /// Cluster-scoped kinds compared too (`(path prefix, resource, kind)`), all their objects.
-    pub cluster_kinds: &'static [(&'static str, &'static str, &'static str)],
     /// The steps, run against a fresh control plane with the side's controller manager running.
     pub run: fn(&mut Steps) -> Result<(), String>,
 }
@@ -373,8 +371,8 @@ fn run_steps(
         metrics_apis: None,
         nodes: &nodes,
         namespaces: vec![NAMESPACE.to_string()],
+        cluster_objects: Vec::new(),
         compare_nodes: scenario.compare_nodes,
-        cluster_kinds: scenario.cluster_kinds,
         ca_pem: plane.ca_pem().to_string(),
         checkpoints: Vec::new(),
         manager: &mut manager,
@@ -471,8 +469,9 @@ pub struct Steps<'a> {
     pub nodes: &'a SimulatedNodes,
     /// The namespaces whose objects and Events are compared.
     pub namespaces: Vec<String>,
+    /// Cluster-scoped objects compared too (API paths, e.g. a ClusterRole's).
+    pub cluster_objects: Vec<String>,
     compare_nodes: bool,
-    cluster_kinds: &'static [(&'static str, &'static str, &'static str)],
     ca_pem: String,
     checkpoints: Vec<Snapshot>,
     manager: &'a mut OwnedProcess,
@@ -558,11 +557,8 @@ impl Steps<'_> {
             }
             events.extend(self.list(&format!("/api/v1/namespaces/{ns}/events"))?);
         }
-        for (prefix, resource, kind) in self.cluster_kinds {
-            for mut item in self.list(&format!("{prefix}/{resource}"))? {
-                item["kind"] = json!(kind);
-                objects.push(item);
-            }
+        for path in &self.cluster_objects {
+            objects.extend(self.get(path)?);
         }
         if self.compare_nodes {
             for mut node in self.list("/api/v1/nodes")? {
@@ -1217,7 +1213,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: replicaset_scale,
     },
     Scenario {
@@ -1226,7 +1221,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: deployment_create,
     },
     Scenario {
@@ -1235,7 +1229,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: deployment_scale,
     },
     Scenario {
@@ -1244,7 +1237,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: deployment_rollout,
     },
     Scenario {
@@ -1253,7 +1245,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: deployment_rollback,
     },
     Scenario {
@@ -1262,7 +1253,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: gc_background,
     },
     Scenario {
@@ -1271,7 +1261,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: gc_foreground,
     },
     Scenario {
@@ -1280,7 +1269,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: gc_orphan,
     },
     Scenario {
@@ -1289,7 +1277,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: namespace_deletion,
     },
     Scenario {
@@ -1298,7 +1285,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: service_endpoints,
     },
     Scenario {
@@ -1307,7 +1293,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &["--node-monitor-period=1s", "--node-monitor-grace-period=6s"],
         compare_nodes: true,
-        cluster_kinds: &[],
         run: node_failure,
     },
     Scenario {
@@ -1316,7 +1301,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: resource_quota,
     },
     Scenario {
@@ -1325,7 +1309,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: service_accounts_root_ca,
     },
     Scenario {
@@ -1334,7 +1317,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: true,
-        cluster_kinds: &[],
         run: node_ipam,
     },
     Scenario {
@@ -1343,7 +1325,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: job_ttl,
     },
     Scenario {
@@ -1352,7 +1333,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: job_completions,
     },
     Scenario {
@@ -1361,7 +1341,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: job_failures,
     },
     Scenario {
@@ -1370,7 +1349,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: job_suspend,
     },
     Scenario {
@@ -1380,7 +1358,6 @@ pub static SCENARIOS: &[Scenario] = &[
         // No job controller: the Jobs stay active.
         flags: &["--controllers=-job-controller"],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: cron_jobs,
     },
     Scenario {
@@ -1390,7 +1367,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 3,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: daemon_set,
     },
     Scenario {
@@ -1399,7 +1375,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: stateful_set,
     },
     Scenario {
@@ -1410,7 +1385,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: disruption,
     },
     Scenario {
@@ -1424,8 +1398,24 @@ pub static SCENARIOS: &[Scenario] = &[
             "--horizontal-pod-autoscaler-cpu-initialization-period=1s",
         ],
         compare_nodes: false,
-        cluster_kinds: &[],
         run: horizontal_pod_autoscaler,
+    },
+    Scenario {
+        name: "bootstrap",
+        summary: "kube-public/cluster-info signed for two bootstrap tokens (one not for signing); one expires: \
+                  deleted at its expiration and its signature removed; the other deleted: its signature removed",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: bootstrap_tokens,
+    },
+    Scenario {
+        name: "clusterrole-aggregation",
+        summary: "an aggregated ClusterRole following a new labelled role, a changed one and a deleted one",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: cluster_role_aggregation,
     },
     Scenario {
         name: "servicecidr",
@@ -1434,7 +1424,6 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         flags: &[],
         compare_nodes: false,
-        cluster_kinds: &[("/apis/networking.k8s.io/v1", "servicecidrs", "ServiceCIDR")],
         run: service_cidr,
     },
 ];
@@ -1900,6 +1889,79 @@ fn service_accounts_root_ca(steps: &mut Steps) -> Result<(), String> {
     })
 }
 
+/// A bootstrap-token Secret (kube-system); `expiration` an RFC 3339 time or none.
+fn bootstrap_token(id: &str, signing: bool, expiration: Option<String>) -> Value {
+    let mut data = json!({"token-id": id, "token-secret": "0123456789abcdef",
+        "usage-bootstrap-signing": if signing { "true" } else { "false" }});
+    if let Some(at) = expiration {
+        data["expiration"] = json!(at);
+    }
+    json!({"metadata": {"name": format!("bootstrap-token-{id}")}, "type": "bootstrap.kubernetes.io/token", "stringData": data})
+}
+
+/// The token IDs cluster-info is signed for.
+fn signed_for(steps: &Steps) -> Result<Vec<String>, String> {
+    let info = steps.get("/api/v1/namespaces/kube-public/configmaps/cluster-info")?.unwrap_or_default();
+    let data = info["data"].as_object().cloned().unwrap_or_default();
+    Ok(data.keys().filter_map(|k| k.strip_prefix("jws-kubeconfig-")).map(str::to_string).collect())
+}
+
+fn bootstrap_tokens(steps: &mut Steps) -> Result<(), String> {
+    // kubeadm's cluster-info, with a kubeconfig that is the same on both control planes so that
+    // the signatures compare.
+    let kubeconfig = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: Q0E=\n    server: https://control-plane.example:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\npreferences: {}\nusers: null\n";
+    let config_maps = "/api/v1/namespaces/kube-public/configmaps";
+    steps.create(config_maps, json!({"metadata": {"name": "cluster-info"}, "data": {"kubeconfig": kubeconfig}}))?;
+    steps.namespaces.push("kube-public".into());
+    let secrets = "/api/v1/namespaces/kube-system/secrets";
+    let expiration = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(10);
+    let expiration = expiration.round(jiff::Unit::Second).map_err(|e| e.to_string())?.to_string();
+    steps.create(secrets, bootstrap_token("abcdef", true, None))?;
+    steps.create(secrets, bootstrap_token("expire", true, Some(expiration)))?;
+    steps.create(secrets, bootstrap_token("nosign", false, None))?;
+    steps.wait("cluster-info signed for both signing tokens", |s| {
+        Ok((signed_for(s)? == ["abcdef", "expire"]).then_some(()))
+    })?;
+    steps.checkpoint("signed")?;
+    steps.wait_gone(&format!("{secrets}/bootstrap-token-expire"))?;
+    steps.wait("the expired token's signature removed", |s| Ok((signed_for(s)? == ["abcdef"]).then_some(())))?;
+    steps.checkpoint("expired and cleaned")?;
+    steps.delete(&format!("{secrets}/bootstrap-token-abcdef"), None)?;
+    steps.wait("the deleted token's signature removed", |s| Ok(signed_for(s)?.is_empty().then_some(())))
+}
+
+fn cluster_role_aggregation(steps: &mut Steps) -> Result<(), String> {
+    const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let label = "example.com/aggregate-to-sbs";
+    let rule = |verb: &str, resource: &str| json!({"apiGroups": [""], "resources": [resource], "verbs": [verb]});
+    let source =
+        |name: &str, rules: Value| json!({"metadata": {"name": name, "labels": {label: "true"}}, "rules": rules});
+    steps.cluster_objects = ["sbs-aggregated", "sbs-pods", "sbs-a-secrets"].map(|n| format!("{ROLES}/{n}")).to_vec();
+    steps.create(
+        ROLES,
+        json!({"metadata": {"name": "sbs-aggregated"},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]}}),
+    )?;
+    steps.create(ROLES, source("sbs-pods", json!([rule("get", "pods")])))?;
+    let rules_are = |wanted: Value| {
+        move |s: &Steps| -> Result<Option<()>, String> {
+            let role = s.get(&format!("{ROLES}/sbs-aggregated"))?.unwrap_or_default();
+            Ok((role["rules"] == wanted).then_some(()))
+        }
+    };
+    steps.wait("the first source aggregated", rules_are(json!([rule("get", "pods")])))?;
+    steps.checkpoint("one source")?;
+    steps.create(ROLES, source("sbs-a-secrets", json!([rule("list", "secrets"), rule("get", "pods")])))?;
+    steps.wait("the new source first", rules_are(json!([rule("list", "secrets"), rule("get", "pods")])))?;
+    steps.checkpoint("a new source")?;
+    steps.patch(&format!("{ROLES}/sbs-pods"), json!({"rules": [rule("watch", "pods")]}))?;
+    let changed = json!([rule("list", "secrets"), rule("get", "pods"), rule("watch", "pods")]);
+    steps.wait("the changed source aggregated", rules_are(changed))?;
+    steps.checkpoint("a changed source")?;
+    steps.delete(&format!("{ROLES}/sbs-a-secrets"), None)?;
+    steps.wait("the deleted source's rules gone", rules_are(json!([rule("watch", "pods")])))
+}
+
 fn node_ipam(steps: &mut Steps) -> Result<(), String> {
     let all_allocated = |count: usize| {
         move |s: &Steps| -> Result<Option<()>, String> {
@@ -2161,6 +2223,8 @@ fn service_cidr_ready(steps: &Steps, name: &str) -> Result<Option<(String, Strin
 }
 
 fn service_cidr(steps: &mut Steps) -> Result<(), String> {
+    // The default ServiceCIDR and the new one are compared too.
+    steps.cluster_objects = ["kubernetes", "extra"].map(|n| format!("{SERVICE_CIDRS}/{n}")).to_vec();
     steps.create(SERVICE_CIDRS, json!({"metadata": {"name": "extra"}, "spec": {"cidrs": ["10.200.0.0/24"]}}))?;
     steps.wait("extra Ready", |s| Ok(service_cidr_ready(s, "extra")?.filter(|(status, _)| status == "True")))?;
     steps.checkpoint("ready")?;

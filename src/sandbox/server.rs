@@ -136,6 +136,8 @@ impl Sandbox {
         let server = HttpServer::start(options.listen, tls, api.clone())
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         let addr = server.addr();
+        let scheme = if options.plain_http { "http" } else { "https" };
+        kubeadm_cluster_info(&api, &format!("{scheme}://{addr}"), &pki.ca_pem)?;
         Ok(Sandbox {
             api,
             pki,
@@ -410,6 +412,43 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta("cluster-admin", None),
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}]}),
+        ));
+    }
+    api.store.write::<_, String>(|txn| {
+        for (storage, object) in objects {
+            txn.put(storage, object);
+        }
+        Ok(())
+    })
+}
+
+/// What `kubeadm init` writes for joining nodes (its `bootstrap-token` phase,
+/// `clusterinfo.CreateBootstrapConfigMapIfNotExists`): `kube-public/cluster-info` with a
+/// kubeconfig naming only the cluster (clientcmd's rendering of an unnamed cluster), and, with
+/// RBAC, the Role and RoleBinding that let anonymous clients read it.
+fn kubeadm_cluster_info(api: &ApiServer, server: &str, ca_pem: &str) -> Result<(), String> {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let kubeconfig = format!(
+        "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: {ca}\n    server: {server}\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\npreferences: {{}}\nusers: null\n"
+    );
+    let meta = |name: &str| json!({"name": name, "namespace": "kube-public", "uid": crate::random::uuid(), "creationTimestamp": objects::now()});
+    let mut objects = vec![(
+        "configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("cluster-info"), "data": {"kubeconfig": kubeconfig}}),
+    )];
+    if api.options.rbac {
+        let name = "kubeadm:bootstrap-signer-clusterinfo";
+        objects.push((
+            "roles",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(name),
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cluster-info"], "verbs": ["get"]}]}),
+        ));
+        objects.push((
+            "rolebindings",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(name),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"}]}),
         ));
     }
     api.store.write::<_, String>(|txn| {

@@ -355,7 +355,9 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 25] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 28] = [
+    "bootstrap-signer",
+    "clusterrole-aggregation-controller",
     "cronjob-controller",
     "daemon-set-controller",
     "deployment-controller",
@@ -379,6 +381,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 25] = [
     "service-account-controller",
     "service-cidrs-controller",
     "statefulset-controller",
+    "token-cleaner",
     "ttl-after-finished-controller",
     "ttl-controller",
 ];
@@ -388,7 +391,12 @@ on_both_backends!(every_started_controllers_account_exists_once_the_controllers_
 /// before any of them has had work (there are no nodes, workloads or quotas here), not only
 /// those of the controllers that have written something.
 fn every_started_controllers_account_exists_once_the_controllers_start(backend: Backend) {
-    let flags = ["--use-service-account-credentials=true", "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"];
+    let flags = [
+        "--use-service-account-credentials=true",
+        "--allocate-node-cidrs",
+        "--cluster-cidr=10.244.0.0/16",
+        "--controllers=*,bootstrapsigner,tokencleaner",
+    ];
     let test = format!("at-start-{}", backend.name().replace(' ', "-"));
     let cluster = start(backend, &test, &kcm::app::controllers::built(), &flags, |_, _| ());
     let started = cluster.controller_names();

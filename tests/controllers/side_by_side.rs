@@ -31,6 +31,16 @@ fn run(scenario: &str) {
 }
 
 #[test]
+fn bootstrap_tokens_sign_cluster_info_and_expire_as_upstream_does() {
+    run("bootstrap");
+}
+
+#[test]
+fn an_aggregated_role_follows_its_sources_as_upstream_does() {
+    run("clusterrole-aggregation");
+}
+
+#[test]
 fn a_deployment_rolls_out_as_upstream_rolls_it_out() {
     run("deployment-create");
 }

@@ -718,9 +718,12 @@ fn patches_of_every_type() {
         &[("Content-Type", "application/apply-patch+yaml")],
         b"{}",
     );
-    // Server-side apply is served; without a field manager it is refused as kube-apiserver does.
-    assert_eq!(e.code, 422, "{}", e.text());
-    assert!(e.text().contains("fieldManager: Required value: is required for apply patch"), "{}", e.text());
+    assert_eq!(e.code, 422, "an apply patch needs a field manager: {}", e.text());
+    let apply = Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 3}}));
+    let params = PostParams { field_manager: Some("tester".into()), force: true, ..PostParams::default() };
+    let applied = deployments.patch("web", &apply, &params).expect("applied");
+    assert_eq!(applied.spec.unwrap().replicas, Some(3));
 }
 
 #[test]

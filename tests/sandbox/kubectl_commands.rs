@@ -261,3 +261,79 @@ fn kubectl_top_shows_annotated_usage() {
     let nodes = bed.ok(&["top", "nodes", "--no-headers"]);
     assert!(nodes.starts_with("worker-1") && nodes.contains("250m") && nodes.contains("64Mi"), "{nodes}");
 }
+
+const GUARDED: &str = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: guarded
+  labels:
+    app: guarded
+spec:
+  containers:
+  - name: app
+    image: nginx:1.27
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: guarded
+spec:
+  minAvailable: 1
+  selector:
+    matchLabels:
+      app: guarded
+";
+
+/// The status a disruption controller would write for PDB `guarded`.
+fn budget_status(allowed: i32) -> String {
+    format!(
+        r#"{{"status":{{"observedGeneration":1,"disruptionsAllowed":{allowed},"currentHealthy":1,"desiredHealthy":1,"expectedPods":1}}}}"#
+    )
+}
+
+/// `kubectl drain` goes through the eviction subresource: refused while the budget allows no
+/// disruption (kubectl retries until its timeout), done once it allows one.
+#[test]
+fn kubectl_drain_respects_a_disruption_budget() {
+    use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+    use kcm::sandbox::server::{Sandbox, SandboxOptions};
+
+    if !kubectl::available("kubectl_drain_respects_a_disruption_budget") {
+        return;
+    }
+    let sandbox =
+        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
+            .expect("sandbox starts");
+    let kubectl = kubectl::Kubectl::for_sandbox(&sandbox, "drain");
+    let nodes = SimulatedNodes::start(sandbox.admin_config(), vec!["node-1".into()], NodeOptions::default())
+        .expect("the node starts");
+    kubectl.ok(&["create", "serviceaccount", "default"]);
+    let manifest = kubectl.write("guarded.yaml", GUARDED);
+    kubectl.ok(&["apply", "-f", path(&manifest)]);
+    eventually("pod guarded Running", || {
+        let pod = kubectl.json(&["get", "pod", "guarded", "-o", "json"]);
+        (pod["status"]["phase"] == "Running").then_some(())
+    });
+    let patch_status = |allowed| {
+        kubectl.ok(&["patch", "pdb", "guarded", "--subresource=status", "--type=merge", "-p", &budget_status(allowed)])
+    };
+    patch_status(0);
+
+    // --force: the pod has no controller.
+    let refused = kubectl.run(&["drain", "node-1", "--force", "--timeout=3s"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "the drain should time out: {stderr}");
+    assert!(stderr.contains("Cannot evict pod as it would violate the pod's disruption budget"), "{stderr}");
+    let node = kubectl.json(&["get", "node", "node-1", "-o", "json"]);
+    assert_eq!(node["spec"]["unschedulable"], true, "drain cordons first");
+
+    patch_status(1);
+    let drained = kubectl.ok(&["drain", "node-1", "--force", "--timeout=60s"]);
+    assert!(drained.contains("pod/guarded evicted"), "{drained}");
+    assert!(drained.contains("node/node-1 drained"), "{drained}");
+    let budget = kubectl.json(&["get", "pdb", "guarded", "-o", "json"]);
+    assert_eq!(budget["status"]["disruptionsAllowed"], 0, "the eviction was charged: {budget}");
+    assert!(budget["status"]["disruptedPods"]["guarded"].is_string(), "{budget}");
+    nodes.stop();
+}

@@ -359,5 +359,25 @@ fn go_json_list(values: &[String]) -> String {
     format!("[{}]", items.join(","))
 }
 
+/// Go's `%v` of a `*metav1.LabelSelector` (its generated `String()`), as Events and messages
+/// print one (`nil` for none).
+pub fn label_selector_go_string(selector: Option<&LabelSelector>) -> String {
+    let Some(selector) = selector else { return "nil".to_string() };
+    let labels: String =
+        selector.match_labels.iter().flatten().map(|(k, v)| format!("{k}: {v},")).collect::<Vec<_>>().concat();
+    let expressions: String = selector
+        .match_expressions
+        .iter()
+        .flatten()
+        .map(|e| {
+            let values = e.values.as_deref().unwrap_or_default().join(" ");
+            format!("LabelSelectorRequirement{{Key:{},Operator:{},Values:[{values}],}},", e.key, e.operator)
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
+}
+
 #[cfg(test)]
 mod tests;

@@ -374,3 +374,16 @@ fn selectors_match_labels_and_expressions() {
     };
     assert!(Selector::from_label_selector(&bad).is_err());
 }
+
+#[test]
+fn label_selectors_print_as_gos_generated_string() {
+    let selector: LabelSelector = serde_json::from_value(json!({"matchLabels": {"b": "2", "a": "1"},
+        "matchExpressions": [{"key": "tier", "operator": "In", "values": ["x", "y"]}]}))
+    .expect("a selector");
+    assert_eq!(
+        label_selector_go_string(Some(&selector)),
+        "&LabelSelector{MatchLabels:map[string]string{a: 1,b: 2,},MatchExpressions:[]LabelSelectorRequirement{\
+         LabelSelectorRequirement{Key:tier,Operator:In,Values:[x y],},},}"
+    );
+    assert_eq!(label_selector_go_string(None), "nil");
+}

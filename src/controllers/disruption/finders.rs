@@ -13,6 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::apimachinery::intstr::scaled_value;
+use crate::apimachinery::schema::parse_group_version;
 use crate::apimachinery::strconv::quote;
 use crate::client::scale::ScaleClient;
 use crate::runtime::controller_ref::controller_of;
@@ -39,16 +40,6 @@ pub struct Expected {
     pub desired_healthy: i32,
     /// Pods with no controller, whose budget's percentage cannot be computed right.
     pub unmanaged: Vec<String>,
-}
-
-/// `schema.ParseGroupVersion`: `apps/v1` → (`apps`, `v1`), `v1` → (``, `v1`).
-fn parse_group_version(api_version: &str) -> Result<(&str, &str), String> {
-    match api_version.split('/').collect::<Vec<_>>().as_slice() {
-        [""] => Ok(("", "")),
-        [version] => Ok(("", version)),
-        [group, version] => Ok((group, version)),
-        _ => Err(format!("unexpected GroupVersion string: {api_version}")),
-    }
 }
 
 /// `verifyGroupKind`: the reference is to `kind` in one of `groups`.
@@ -243,9 +234,6 @@ mod tests {
 
     #[test]
     fn group_versions_and_kinds_are_verified_as_upstream() {
-        assert_eq!(parse_group_version("apps/v1"), Ok(("apps", "v1")));
-        assert_eq!(parse_group_version("v1"), Ok(("", "v1")));
-        assert_eq!(parse_group_version("a/b/c"), Err("unexpected GroupVersion string: a/b/c".to_string()));
         assert_eq!(
             verify_group_kind(&reference("apps/v1", "ReplicaSet"), "ReplicaSet", &["apps", "extensions"]),
             Ok(true)

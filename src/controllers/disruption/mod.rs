@@ -19,9 +19,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use crate::apimachinery::labels::Selector;
+use crate::apimachinery::labels::{Selector, label_selector_go_string};
 use crate::apimachinery::strconv::quote;
 use crate::client::scale::ScaleClient;
 use crate::client::{Api, Client, PostParams};
@@ -106,26 +105,6 @@ fn selector_of(pdb: &PodDisruptionBudget) -> Result<Selector, String> {
         None => Ok(Selector::nothing()),
         Some(selector) => Selector::from_label_selector(selector),
     }
-}
-
-/// Go's `%v` of a `*metav1.LabelSelector` (its generated `String()`), as the `UnmanagedPods`
-/// Event prints it.
-fn go_label_selector(selector: Option<&LabelSelector>) -> String {
-    let Some(selector) = selector else { return "nil".to_string() };
-    let labels: String =
-        selector.match_labels.iter().flatten().map(|(k, v)| format!("{k}: {v},")).collect::<Vec<_>>().concat();
-    let expressions: String = selector
-        .match_expressions
-        .iter()
-        .flatten()
-        .map(|e| {
-            let values = e.values.as_deref().unwrap_or_default().join(" ");
-            format!("LabelSelectorRequirement{{Key:{},Operator:{},Values:[{values}],}},", e.key, e.operator)
-        })
-        .collect();
-    format!(
-        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
-    )
 }
 
 impl Disruption {
@@ -247,7 +226,7 @@ impl Disruption {
             return;
         }
         log::debug!("Found unmanaged pods associated with this PDB pods={:?}", expected.unmanaged);
-        let selector = go_label_selector(pdb.spec.as_ref().and_then(|s| s.selector.as_ref()));
+        let selector = label_selector_go_string(pdb.spec.as_ref().and_then(|s| s.selector.as_ref()));
         let message = format!(
             "Pods selected by this PodDisruptionBudget (selector: {selector}) were found to be unmanaged. As a result, \
              the status of the PDB cannot be calculated correctly, which may result in undefined behavior. To account \
@@ -343,16 +322,7 @@ mod tests {
     }
 
     #[test]
-    fn selectors_print_as_go_does_and_a_missing_one_selects_nothing() {
-        let selector: LabelSelector = serde_json::from_value(json!({"matchLabels": {"b": "2", "a": "1"},
-            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["x", "y"]}]}))
-        .expect("a selector");
-        assert_eq!(
-            go_label_selector(Some(&selector)),
-            "&LabelSelector{MatchLabels:map[string]string{a: 1,b: 2,},MatchExpressions:[]LabelSelectorRequirement{\
-             LabelSelectorRequirement{Key:tier,Operator:In,Values:[x y],},},}"
-        );
-        assert_eq!(go_label_selector(None), "nil");
+    fn a_missing_selector_selects_nothing() {
         let labels = std::collections::BTreeMap::from([("app".to_string(), "web".to_string())]);
         assert!(!selector_of(&budget(serde_json::Value::Null)).expect("valid").matches(&labels));
         assert!(selector_of(&budget(json!({}))).expect("valid").matches(&labels), "empty selects everything");

@@ -16,8 +16,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use super::monitor::{Action, ErrorKind, monitor};
 use super::replica_calculator::{per_pod_replicas, usage_ratio_replica_count};
 use super::status::{Condition, SCALING_ACTIVE};
-use super::{HorizontalController, ReconcileError, go_error, parse_group};
-use crate::apimachinery::labels::Selector;
+use super::{HorizontalController, ReconcileError, go_error};
+use crate::apimachinery::labels::{Selector, label_selector_go_string};
+use crate::apimachinery::schema::parse_group_version;
 use crate::quantity::{Format, Quantity};
 use crate::runtime::events::EventType;
 
@@ -50,24 +51,6 @@ fn milli_quantity(millis: i64) -> KQuantity {
 
 fn target_milli(q: Option<&KQuantity>) -> Option<i64> {
     q.and_then(|q| Quantity::parse(&q.0).ok()).map(|q| q.milli_value() as i64)
-}
-
-/// Go's `%+v` of a `*metav1.LabelSelector` (its generated `String()`).
-pub fn go_label_selector(selector: Option<&LabelSelector>) -> String {
-    let Some(selector) = selector else { return "nil".into() };
-    let labels: String = selector.match_labels.iter().flatten().map(|(k, v)| format!("{k}: {v},")).collect();
-    let expressions: String = selector
-        .match_expressions
-        .iter()
-        .flatten()
-        .map(|r| {
-            let values = r.values.as_deref().unwrap_or_default().join(" ");
-            format!("LabelSelectorRequirement{{Key:{},Operator:{},Values:[{values}],}},", r.key, r.operator)
-        })
-        .collect();
-    format!(
-        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
-    )
 }
 
 fn metric_selector(selector: Option<&LabelSelector>) -> Result<Selector, String> {
@@ -403,7 +386,7 @@ impl HorizontalController {
         let metric_selector = metric_selector(metric.selector.as_ref())
             .map_err(|e| self.failure(hpa, "FailedGetObjectMetric", &e, outer(&e)))?;
         let fetch = || -> Result<(i64, Timestamp), String> {
-            let group = parse_group(described.api_version.as_deref().unwrap_or("")).map_err(|e| e.to_string())?;
+            let (group, _) = parse_group_version(described.api_version.as_deref().unwrap_or(""))?;
             let resource = if described.kind == "Namespace" && group.is_empty() {
                 "namespaces".to_string()
             } else {
@@ -449,7 +432,8 @@ impl HorizontalController {
             })?;
             let (replicas, usage) = per_pod_replicas(status_replicas, target, total, tolerances);
             status.current.average_value = Some(milli_quantity(usage));
-            let name = format!("external metric {}({})", metric.name, go_label_selector(metric.selector.as_ref()));
+            let name =
+                format!("external metric {}({})", metric.name, label_selector_go_string(metric.selector.as_ref()));
             (replicas, timestamp, name)
         } else {
             let e = "invalid object metric source: neither a value target nor an average value target was set";
@@ -472,7 +456,7 @@ impl HorizontalController {
         let metric = &external.metric;
         let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
         let outer = |e: &str| format!("failed to get {} external metric value: {e}", metric.name);
-        let shown = go_label_selector(metric.selector.as_ref());
+        let shown = label_selector_go_string(metric.selector.as_ref());
         let fetch = || -> Result<(i64, Timestamp), String> {
             let metric_selector = metric_selector(metric.selector.as_ref())?;
             let (values, timestamp) = self
@@ -530,24 +514,6 @@ fn pod_list_error(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
-
-    #[test]
-    fn label_selectors_print_as_gos_generated_string() {
-        assert_eq!(go_label_selector(None), "nil");
-        let selector = LabelSelector {
-            match_labels: Some([("a".to_string(), "b".to_string())].into()),
-            match_expressions: Some(vec![LabelSelectorRequirement {
-                key: "k".into(),
-                operator: "In".into(),
-                values: Some(vec!["x".into(), "y".into()]),
-            }]),
-        };
-        assert_eq!(
-            go_label_selector(Some(&selector)),
-            "&LabelSelector{MatchLabels:map[string]string{a: b,},MatchExpressions:[]LabelSelectorRequirement{LabelSelectorRequirement{Key:k,Operator:In,Values:[x y],},},}"
-        );
-    }
 
     #[test]
     fn milli_quantities_are_canonical() {

@@ -28,6 +28,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::apimachinery::clock::{Clock, RealClock};
 use crate::apimachinery::labels::Selector;
+use crate::apimachinery::schema::parse_group_version;
 use crate::client::discovery::ApiResource;
 use crate::client::scale::ScaleClient;
 use crate::client::{Api, Client, PostParams};
@@ -166,15 +167,6 @@ fn go_error(error: &crate::client::Error) -> String {
     }
 }
 
-/// `schema.ParseGroupVersion`'s group.
-fn parse_group(api_version: &str) -> Result<&str, String> {
-    match api_version.split('/').collect::<Vec<_>>()[..] {
-        [""] | [_] => Ok(""),
-        [group, _] => Ok(group),
-        _ => Err(format!("unexpected GroupVersion string: {api_version}")),
-    }
-}
-
 impl HorizontalController {
     /// `enqueueHPA` / `updateHPA` / `deleteHPA`.
     fn on_hpa_event(&self, event: &Event<HorizontalPodAutoscaler>) {
@@ -264,7 +256,7 @@ impl HorizontalController {
         let target = &spec.scale_target_ref;
         let reference = format!("{}/{}/{}", target.kind, namespace, target.name);
 
-        let group = match parse_group(target.api_version.as_deref().unwrap_or("")) {
+        let group = match parse_group_version(target.api_version.as_deref().unwrap_or("")).map(|(group, _)| group) {
             Ok(group) => group,
             Err(e) => {
                 self.failed_get_scale(&mut hpa, &original, &e);
@@ -519,14 +511,6 @@ fn normalized(status: &HorizontalPodAutoscalerStatus) -> HorizontalPodAutoscaler
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn group_versions_parse_as_upstream() {
-        assert_eq!(parse_group("apps/v1"), Ok("apps"));
-        assert_eq!(parse_group("v1"), Ok(""));
-        assert_eq!(parse_group(""), Ok(""));
-        assert_eq!(parse_group("a/b/c"), Err("unexpected GroupVersion string: a/b/c".into()));
-    }
 
     #[test]
     fn the_rate_limiter_waits_one_period_for_every_item() {

@@ -115,7 +115,11 @@ impl Handler for ApiServer {
             let key = self.service_account_key.as_ref()?;
             auth::authenticate_legacy_token(authorization, key.public_key(), &self.store)
         };
-        let user = match auth::authenticate(&request.peer_certificates, authorization, &self.tokens).or_else(legacy) {
+        let bootstrap = || auth::authenticate_bootstrap_token(authorization, &self.store);
+        let user = match auth::authenticate(&request.peer_certificates, authorization, &self.tokens)
+            .or_else(legacy)
+            .or_else(bootstrap)
+        {
             Some(user) => user,
             None if self.options.anonymous_is_admin => UserInfo::new("system:admin", &["system:masters"]),
             // Credentials that do not authenticate are refused; none at all is anonymous.

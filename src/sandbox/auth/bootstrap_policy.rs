@@ -10,11 +10,11 @@
 //! `kubernetes.io/bootstrapping: rbac-defaults` and the annotation
 //! `rbac.authorization.kubernetes.io/autoupdate: "true"`, as upstream's `addDefaultMetadata`.
 //!
-//! The aggregated ClusterRoles (`admin`, `edit`, `view`) are filled here, at start, with the
-//! rules of the ClusterRoles their `aggregationRule` selects — the job of kube-controller-manager's
-//! clusterrole-aggregation-controller, which we do not build.
+//! The aggregated ClusterRoles (`admin`, `edit`, `view`, …) are created as kube-apiserver creates
+//! them, with their `aggregationRule` and no rules: kube-controller-manager's
+//! clusterrole-aggregation-controller fills them.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 const CLUSTER_ROLES: &str = include_str!("bootstrap_policy/cluster-roles.yaml");
 const CLUSTER_ROLE_BINDINGS: &str = include_str!("bootstrap_policy/cluster-role-bindings.yaml");
@@ -34,7 +34,6 @@ pub fn objects() -> Vec<(&'static str, Value)> {
         let name = format!("{CONTROLLER_ROLE_PREFIX}{}", text(&controller["name"]));
         cluster_roles.push(json!({"metadata": {"name": name}, "rules": controller["rules"]}));
     }
-    aggregate(&mut cluster_roles);
     for role in cluster_roles {
         objects.push(("clusterroles", finish(role, "ClusterRole")));
     }
@@ -89,46 +88,6 @@ fn finish(mut object: Value, kind: &str) -> Value {
     object
 }
 
-/// Fills each ClusterRole that has an `aggregationRule` with the rules of the ClusterRoles its
-/// selectors match, in name order, skipping rules it already has — as the
-/// clusterrole-aggregation-controller (pkg/controller/clusterroleaggregation) does. Repeats until
-/// nothing changes, since aggregated roles feed one another (`view` into `edit` into `admin`).
-fn aggregate(roles: &mut [Value]) {
-    roles.sort_by_key(|r| text(&r["metadata"]["name"]));
-    loop {
-        let mut changed = false;
-        for i in 0..roles.len() {
-            let Some(selectors) = roles[i]["aggregationRule"]["clusterRoleSelectors"].as_array().cloned() else {
-                continue;
-            };
-            let mut rules: Vec<Value> = Vec::new();
-            for (j, source) in roles.iter().enumerate() {
-                let labels = source["metadata"]["labels"].as_object().cloned().unwrap_or_default();
-                if j == i || !selectors.iter().any(|s| matches_labels(&s["matchLabels"], &labels)) {
-                    continue;
-                }
-                for rule in source["rules"].as_array().into_iter().flatten() {
-                    if !rules.contains(rule) {
-                        rules.push(rule.clone());
-                    }
-                }
-            }
-            let rules = Value::Array(rules);
-            if roles[i]["rules"] != rules {
-                roles[i]["rules"] = rules;
-                changed = true;
-            }
-        }
-        if !changed {
-            return;
-        }
-    }
-}
-
-fn matches_labels(wanted: &Value, labels: &Map<String, Value>) -> bool {
-    wanted.as_object().is_some_and(|w| w.iter().all(|(k, v)| labels.get(k) == Some(v)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,16 +118,13 @@ mod tests {
     }
 
     #[test]
-    fn aggregated_roles_collect_the_selected_rules() {
+    fn aggregated_roles_are_left_for_the_controller_to_fill() {
         let objects = objects();
-        let rules = |name: &str| find(&objects, "clusterroles", name)["rules"].as_array().unwrap().clone();
-        let view = rules("view");
-        assert_eq!(view, rules("system:aggregate-to-view"));
-        let edit = rules("edit");
-        assert!(view.iter().all(|r| edit.contains(r)), "edit includes view");
-        assert!(rules("system:aggregate-to-edit").iter().all(|r| edit.contains(r)));
-        let admin = rules("admin");
-        assert!(edit.iter().all(|r| admin.contains(r)), "admin includes edit");
-        assert!(rules("system:aggregate-to-admin").iter().all(|r| admin.contains(r)));
+        for name in ["admin", "edit", "view"] {
+            let role = find(&objects, "clusterroles", name);
+            assert!(role["aggregationRule"]["clusterRoleSelectors"].is_array(), "{name}");
+            assert!(role["rules"].as_array().is_none_or(Vec::is_empty), "{name} has no rules of its own");
+        }
+        assert!(find(&objects, "clusterroles", "system:aggregate-to-view")["rules"].is_array());
     }
 }

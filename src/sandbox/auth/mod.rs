@@ -245,6 +245,77 @@ pub fn authenticate_legacy_token(
     })
 }
 
+/// The user of a bootstrap token (`<id>.<secret>`), as kube-apiserver's
+/// `--enable-bootstrap-token-auth` authenticator (plugin/pkg/auth/authenticator/token/bootstrap)
+/// decides it: the Secret `kube-system/bootstrap-token-<id>` of type
+/// `bootstrap.kubernetes.io/token`, not being deleted, with this secret and ID, unexpired, with
+/// `usage-bootstrap-authentication: "true"`; user `system:bootstrap:<id>`, groups
+/// `system:bootstrappers` and the valid `auth-extra-groups`, sorted.
+pub fn authenticate_bootstrap_token(
+    authorization: Option<&str>,
+    store: &crate::sandbox::storage::store::Store,
+) -> Option<UserInfo> {
+    let token = authorization?.strip_prefix("Bearer ")?.trim();
+    let (id, secret) = token.split_once('.')?;
+    let token_char = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    if id.len() != 6 || secret.len() != 16 || !id.bytes().chain(secret.bytes()).all(token_char) {
+        return None;
+    }
+    let stored = store.get("secrets", "kube-system", &format!("bootstrap-token-{id}"))?;
+    let data = |key: &str| -> String {
+        use base64::Engine;
+        let value = stored["data"][key].as_str().unwrap_or_default();
+        let bytes = base64::engine::general_purpose::STANDARD.decode(value).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let usable = stored["metadata"]["deletionTimestamp"].is_null()
+        && stored["type"] == "bootstrap.kubernetes.io/token"
+        && same_secret(data("token-secret").as_bytes(), secret.as_bytes())
+        && data("token-id") == id
+        && !expired(&data("expiration"))
+        && data("usage-bootstrap-authentication") == "true";
+    if !usable {
+        return None;
+    }
+    let mut groups = vec!["system:bootstrappers".to_string()];
+    let extra = data("auth-extra-groups");
+    for group in extra.split(',').filter(|_| !extra.is_empty()) {
+        if !valid_bootstrap_group(group) {
+            return None;
+        }
+        groups.push(group.to_string());
+    }
+    groups.sort();
+    groups.dedup();
+    let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+    Some(UserInfo::new(&format!("system:bootstrap:{id}"), &groups))
+}
+
+/// A comparison whose time does not depend on where the secrets differ (`subtle.ConstantTimeCompare`).
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+/// `GetExpiration`'s verdict: an unparseable expiration counts as expired.
+fn expired(expiration: &str) -> bool {
+    if expiration.is_empty() {
+        return false;
+    }
+    let strict = expiration.len() > 19 && expiration.as_bytes()[10] == b'T';
+    match expiration.parse::<jiff::Timestamp>() {
+        Ok(at) if strict => at <= jiff::Timestamp::now(),
+        _ => true,
+    }
+}
+
+/// `BootstrapGroupPattern`: `system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]`.
+fn valid_bootstrap_group(group: &str) -> bool {
+    let Some(rest) = group.strip_prefix("system:bootstrappers:") else { return false };
+    let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b':' || b == b'-';
+    let last_ok = rest.bytes().last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    last_ok && rest.len() <= 256 && rest.bytes().all(allowed)
+}
+
 const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
 const INVALID_SINCE_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
 
@@ -434,5 +505,44 @@ mod tests {
         assert!(tokens.lookup("old").is_none());
         let (fresh, _) = tokens.issue(UserInfo::new("carol", &[]), Duration::from_secs(60));
         assert_eq!(tokens.lookup(&fresh).unwrap().name, "carol");
+    }
+
+    #[test]
+    fn bootstrap_tokens_authenticate_as_their_id() {
+        use base64::Engine;
+        let b64 = |v: &str| base64::engine::general_purpose::STANDARD.encode(v);
+        let store = crate::sandbox::storage::store::Store::default();
+        let put = |extra: serde_json::Value| {
+            let mut data = json!({"token-id": b64("abcdef"), "token-secret": b64("0123456789abcdef"),
+                "usage-bootstrap-authentication": b64("true"),
+                "auth-extra-groups": b64("system:bootstrappers:kubeadm:default-node-token")});
+            for (k, v) in extra.as_object().unwrap() {
+                data[k] = json!(b64(v.as_str().unwrap()));
+            }
+            store
+                .write::<_, ()>(|txn| {
+                    txn.put(
+                        "secrets",
+                        json!({"metadata": {"name": "bootstrap-token-abcdef", "namespace": "kube-system"},
+                        "type": "bootstrap.kubernetes.io/token", "data": data}),
+                    );
+                    Ok(())
+                })
+                .unwrap();
+        };
+        put(json!({}));
+        let user = authenticate_bootstrap_token(Some("Bearer abcdef.0123456789abcdef"), &store).expect("a user");
+        assert_eq!(user.name, "system:bootstrap:abcdef");
+        assert_eq!(
+            user.groups,
+            ["system:bootstrappers", "system:bootstrappers:kubeadm:default-node-token", "system:authenticated"]
+        );
+        assert!(authenticate_bootstrap_token(Some("Bearer abcdef.0123456789abcdee"), &store).is_none());
+        put(json!({"expiration": "2020-01-01T00:00:00Z"}));
+        assert!(authenticate_bootstrap_token(Some("Bearer abcdef.0123456789abcdef"), &store).is_none(), "expired");
+        put(json!({"usage-bootstrap-authentication": "false"}));
+        assert!(authenticate_bootstrap_token(Some("Bearer abcdef.0123456789abcdef"), &store).is_none());
+        put(json!({"auth-extra-groups": "system:masters"}));
+        assert!(authenticate_bootstrap_token(Some("Bearer abcdef.0123456789abcdef"), &store).is_none());
     }
 }

@@ -584,7 +584,7 @@ mod tests {
                 txn.put(
                     "rolebindings",
                     json!({"metadata": {"name": "viewers", "namespace": "team-a"},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:aggregate-to-view"},
                     "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "team-a"},
                                  {"kind": "User", "name": "ghost-role-user"}]}),
                 );
@@ -601,7 +601,7 @@ mod tests {
         let decision = ask(&store, reader.clone(), attrs("list", "", "pods", "", "team-a", ""));
         assert_eq!(
             decision.reason,
-            "RBAC: allowed by RoleBinding \"viewers/team-a\" of ClusterRole \"view\" to ServiceAccount \"reader/team-a\" in namespace \"team-a\""
+            "RBAC: allowed by RoleBinding \"viewers/team-a\" of ClusterRole \"system:aggregate-to-view\" to ServiceAccount \"reader/team-a\" in namespace \"team-a\""
         );
         assert!(!ask(&store, reader.clone(), attrs("list", "", "pods", "", "team-b", "")).allowed);
         assert!(!ask(&store, reader, attrs("delete", "", "pods", "", "team-a", "p")).allowed);

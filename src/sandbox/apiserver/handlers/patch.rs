@@ -1,5 +1,6 @@
-//! PATCH (`endpoints/handlers/patch.go`): JSON merge, strategic merge and JSON patches applied
-//! to the current object, then written as an update.
+//! PATCH (`endpoints/handlers/patch.go`): JSON merge, strategic merge, JSON and apply patches
+//! applied to the current object, then written as an update. An apply patch to a missing object
+//! is a 404 here (kube-apiserver creates it), and no `managedFields` are tracked.
 
 use serde_json::Value;
 
@@ -14,6 +15,9 @@ use crate::sandbox::storage::objects::name_of;
 use crate::sandbox::storage::resources::ResourceType;
 use crate::server::http::Request;
 
+/// The server-side apply patch type (YAML, of which JSON is a subset).
+const APPLY: &str = "application/apply-patch+yaml";
+
 /// `PatchResource`: applies the patch to the current object and writes the result.
 pub fn patch(
     api: &ApiServer,
@@ -25,13 +29,15 @@ pub fn patch(
     let resource = target.resource;
     let content_type = request.header("Content-Type").unwrap_or_default();
     let content_type = content_type.split(';').next().unwrap_or_default().trim().to_string();
+    if content_type == APPLY && request.query_param("fieldManager").unwrap_or_default().is_empty() {
+        // As kube-apiserver's: an Invalid PatchOptions with its cause.
+        let cause = crate::apimachinery::field::Error::required("fieldManager", "is required for apply patch");
+        return Err(ApiError::new_invalid("meta.k8s.io", "PatchOptions", "", &[cause]));
+    }
     let document = body_json(request)?;
     let dry_run = is_dry_run(request)?;
     let validation = field_validation(request)?;
     let ns = target.namespace.as_deref().unwrap_or_default();
-    if content_type == APPLY {
-        check_apply(request, resource, &document)?;
-    }
     let stored = api.store.write(|txn| {
         let old = txn.get(resource.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
         let external = convert::to_external(resource, &old);
@@ -50,34 +56,15 @@ pub fn patch(
     Ok((200, convert::to_external(resource, &stored)))
 }
 
-/// Server-side apply's content type.
-const APPLY: &str = "application/apply-patch+yaml";
-
-/// What kube-apiserver checks of an apply before applying it: a field manager, and the
-/// document's `apiVersion` and `kind` are the resource's.
-fn check_apply(request: &Request, resource: &ResourceType, document: &Value) -> ApiResult<()> {
-    if request.query_param("fieldManager").is_none_or(|m| m.is_empty()) {
-        let cause = crate::apimachinery::field::Error::required("fieldManager", "is required for apply patch");
-        return Err(ApiError::new_invalid("meta.k8s.io", "PatchOptions", "", &[cause]));
-    }
-    let (api_version, kind) = (document["apiVersion"].as_str(), document["kind"].as_str());
-    if api_version != Some(resource.group_version().as_str()) || kind != Some(resource.kind) {
-        return Err(ApiError::bad_request(format!(
-            "the apiVersion and kind of the applied object must be {} {}",
-            resource.group_version(),
-            resource.kind
-        )));
-    }
-    Ok(())
-}
-
 fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, document: &Value) -> ApiResult<Value> {
     match content_type {
-        // Without managed fields, an apply merges as a strategic merge patch: the fields it
-        // names win, keyed lists (conditions by type) merge item by item.
+        "application/merge-patch+json" => Ok(patch::json_merge_patch(current, document)),
+        // Server-side apply without field ownership: the applied fields are merged in as a
+        // strategic merge patch (keyed lists such as conditions merged by key, as apply merges
+        // list-map items; other lists replaced whole, as atomic lists are); fields a manager
+        // stops sending are kept.
         APPLY => patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind)
             .map_err(strategic_error),
-        "application/merge-patch+json" => Ok(patch::json_merge_patch(current, document)),
         "application/json-patch+json" => patch::json_patch(current, document).map_err(|e| {
             if e.starts_with("json: cannot unmarshal") {
                 ApiError::bad_request(e)
