@@ -48,6 +48,8 @@ mod replicaset;
 mod resourcequota;
 #[path = "controllers/serviceaccounts.rs"]
 mod serviceaccounts;
+#[path = "controllers/servicecidr.rs"]
+mod servicecidr;
 #[path = "controllers/side_by_side.rs"]
 mod side_by_side;
 #[path = "controllers/statefulset.rs"]

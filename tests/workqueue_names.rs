@@ -34,6 +34,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "garbage_collector_attempt_to_orphan",
     "garbage_collector_graph_changes",
     "horizontalpodautoscaler",
+    "ipaddresses",
     "job",
     "job_orphan_pod",
     "namespace",

@@ -14,8 +14,8 @@ use crate::client::Client;
 use crate::controllers::{
     bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
     endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle, podautoscaler, podgc,
-    pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount, statefulset,
-    tainteviction, ttl, ttlafterfinished,
+    pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount, servicecidrs,
+    statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -336,7 +336,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .starts(|c, o| root_ca_publisher::new(c, root_ca_publisher::Config { root_ca: root_ca(o, &c.client)? })),
     off_by_default_gated("selinux-warning-controller", &[], &["SELinuxChangePolicy"])
         .account("selinux-warning-controller"),
-    gated("service-cidr-controller", &[], &["MultiCIDRServiceAllocator"]).account("service-cidrs-controller"),
+    gated("service-cidr-controller", &[], &["MultiCIDRServiceAllocator"])
+        .account("service-cidrs-controller")
+        .starts(|c, _| servicecidrs::new(c, servicecidrs::Config::default())),
     cloud("service-lb-controller", &["service"]),
     plain("serviceaccount-controller", &["serviceaccount"])
         .account("service-account-controller")
@@ -731,7 +733,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 33);
+        assert_eq!(implemented().len(), 34);
     }
 
     fn options(root_ca_file: &str) -> Options {

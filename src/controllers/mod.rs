@@ -31,6 +31,7 @@ pub mod replicaset;
 pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod serviceaccount;
+pub mod servicecidrs;
 pub mod statefulset;
 pub mod tainteviction;
 pub mod ttl;

@@ -328,6 +328,22 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
             "status": {"loadBalancer": {}}}),
     ));
+    // The default-servicecidr controller's `kubernetes` ServiceCIDR, Ready as it sets it, and
+    // the IPAddress of the `kubernetes` Service.
+    objects.push((
+        "servicecidrs",
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": meta("kubernetes", None),
+            "spec": {"cidrs": [range.cidr()]},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now, "reason": "",
+                "message": "Kubernetes default Service CIDR is ready"}]}}),
+    ));
+    objects.push((
+        "ipaddresses",
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+            "metadata": labelled(meta(&cluster_ip, None), json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
+                "ipaddress.kubernetes.io/managed-by": crate::sandbox::storage::services::IP_ALLOCATOR})),
+            "spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "kubernetes"}}}),
+    ));
     let host = listen.ip().to_string();
     objects.push((
         "endpoints",

@@ -99,3 +99,8 @@ fn a_horizontal_pod_autoscaler_scales_as_upstream_scales() {
 fn csrs_are_approved_signed_and_refused_as_upstream_does() {
     run("certificates");
 }
+
+#[test]
+fn a_service_cidr_is_guarded_and_released_as_upstream_does() {
+    run("servicecidr");
+}

@@ -1250,3 +1250,89 @@ fn csrs_answer_as_kube_apiserver() {
     });
     pair.assert_conforms();
 }
+
+// ---------------------------------------------------------------------------------------------
+// ServiceCIDRs and IPAddresses
+// ---------------------------------------------------------------------------------------------
+
+const SERVICE_CIDRS: &str = "/apis/networking.k8s.io/v1/servicecidrs";
+const IP_ADDRESSES: &str = "/apis/networking.k8s.io/v1/ipaddresses";
+
+fn service_cidr(name: &str, cidrs: Value) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": name},
+        "spec": {"cidrs": cidrs}})
+}
+
+/// An object's `part`s, its shape and its Ready condition without its time.
+fn cidr_or_address(answer: &Answer) -> Value {
+    let body = answer.json();
+    if !(200..300).contains(&answer.code) {
+        return answer.shape();
+    }
+    let mut conditions = body["status"]["conditions"].clone();
+    for condition in conditions.as_array_mut().into_iter().flatten() {
+        condition["lastTransitionTime"] = json!("<time>");
+    }
+    json!({"code": answer.code, "shape": answer.shape(), "labels": body["metadata"]["labels"],
+        "finalizers": body["metadata"]["finalizers"], "spec": body["spec"], "conditions": conditions})
+}
+
+fn service_with_ip(s: &Server, name: &str, ip: &str) -> Answer {
+    let service = json!({"metadata": {"name": name}, "spec": {"clusterIP": ip, "ports": [{"port": 80}]}});
+    s.admin("POST", &format!("/api/v1/namespaces/{NS}/services"), &[], &service)
+}
+
+#[test]
+fn service_cidrs_and_ip_addresses_answer_as_kube_apiserver() {
+    let Some(mut pair) = Pair::start() else { return };
+    pair.check("the default ServiceCIDR and the kubernetes Service's IPAddress", |s| {
+        let cidr = cidr_or_address(&s.get(&format!("{SERVICE_CIDRS}/kubernetes")));
+        let address = cidr_or_address(&s.get(&format!("{IP_ADDRESSES}/10.96.0.1")));
+        json!({"cidr": cidr, "address": address})
+    });
+    pair.check("a Service's IPAddress", |s| {
+        let created = service_with_ip(s, "web", "10.96.0.50");
+        assert_eq!(created.code, 201, "{}", created.text());
+        cidr_or_address(&s.get(&format!("{IP_ADDRESSES}/10.96.0.50")))
+    });
+    pair.check("ServiceCIDR validation", |s| {
+        let refuse = |name: &str, cidrs: Value| s.admin("POST", SERVICE_CIDRS, &[], &service_cidr(name, cidrs)).shape();
+        json!({
+            "none": refuse("none", json!([])),
+            "same family": refuse("twice", json!(["10.200.0.0/24", "10.201.0.0/24"])),
+            "bits set": refuse("bits", json!(["10.200.0.1/24"])),
+            "not a CIDR": refuse("junk", json!(["junk"])),
+        })
+    });
+    pair.check("a new ServiceCIDR, immutable", |s| {
+        let created = s.admin("POST", SERVICE_CIDRS, &[], &service_cidr("extra", json!(["10.200.0.0/24"])));
+        let mut changed = created.json();
+        changed["spec"]["cidrs"] = json!(["10.201.0.0/24"]);
+        let refused = s.admin("PUT", &format!("{SERVICE_CIDRS}/extra"), &[], &changed).shape();
+        json!({"created": cidr_or_address(&created), "refused": refused})
+    });
+    pair.check("Service IPs from the new range, and from none", |s| {
+        let inside = service_with_ip(s, "db", "10.200.0.7");
+        let outside = service_with_ip(s, "lost", "10.250.0.1").shape();
+        json!({"inside": inside.code, "address": cidr_or_address(&s.get(&format!("{IP_ADDRESSES}/10.200.0.7"))),
+            "outside": outside})
+    });
+    pair.check("a status applied", |s| {
+        let apply = json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "extra"},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Checked", "message": "ok",
+                "lastTransitionTime": "2026-11-26T10:00:00Z"}]}});
+        let headers = [("Content-Type", "application/apply-patch+yaml")];
+        let path = format!("{SERVICE_CIDRS}/extra/status");
+        let applied = s.admin("PATCH", &format!("{path}?fieldManager=conformance&force=true"), &headers, &apply);
+        let unmanaged = s.admin("PATCH", &path, &headers, &apply).shape();
+        json!({"applied": cidr_or_address(&applied), "without a field manager": unmanaged})
+    });
+    pair.check("deleted Services release their IPs; a ServiceCIDR without finalizer goes", |s| {
+        let deleted = s.admin("DELETE", &format!("/api/v1/namespaces/{NS}/services/db"), &[], &Value::Null).code;
+        let released = s.get(&format!("{IP_ADDRESSES}/10.200.0.7")).code;
+        let cidr = s.admin("DELETE", &format!("{SERVICE_CIDRS}/extra"), &[], &Value::Null).shape();
+        let gone = s.get(&format!("{SERVICE_CIDRS}/extra")).code;
+        json!({"service": deleted, "address": released, "cidr": cidr, "gone": gone})
+    });
+    pair.assert_conforms();
+}

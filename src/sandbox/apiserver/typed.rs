@@ -86,6 +86,8 @@ typed_kinds! {
     "scheduling.k8s.io" / "PriorityClass" => k8s_openapi::api::scheduling::v1::PriorityClass,
     "networking.k8s.io" / "NetworkPolicy" => k8s_openapi::api::networking::v1::NetworkPolicy,
     "networking.k8s.io" / "Ingress" => k8s_openapi::api::networking::v1::Ingress,
+    "networking.k8s.io" / "ServiceCIDR" => k8s_openapi::api::networking::v1::ServiceCIDR,
+    "networking.k8s.io" / "IPAddress" => k8s_openapi::api::networking::v1::IPAddress,
     "apiregistration.k8s.io" / "APIService" => k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
 }
 

@@ -353,6 +353,16 @@ pub static RESOURCES: &[ResourceType] = &[
         subresources: &[STATUS],
         ..resource("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", true)
     },
+    // The MultiCIDRServiceAllocator's objects: the ranges Service IPs come from, and one
+    // object per allocated IP (see `crate::sandbox::storage::services`).
+    ResourceType {
+        subresources: &[STATUS],
+        ..resource("networking.k8s.io", "v1", "servicecidrs", "servicecidr", "ServiceCIDR", false)
+    },
+    ResourceType {
+        short_names: &["ip"],
+        ..resource("networking.k8s.io", "v1", "ipaddresses", "ipaddress", "IPAddress", false)
+    },
     // apiregistration.k8s.io/v1: the aggregator's APIServices (the sandbox serves the
     // aggregated metrics APIs itself; see `crate::sandbox::metrics_api`).
     ResourceType {

@@ -75,6 +75,9 @@ pub fn create_in(
     if !dry_run {
         object["metadata"]["resourceVersion"] = txn.next_revision().to_string().into();
         txn.put(resource.storage_key(), object.clone());
+        if is_service(resource) {
+            services::record_address(txn, &object);
+        }
     }
     Ok(object)
 }
@@ -134,7 +137,7 @@ fn reset_status_on_create(resource: &ResourceType, object: &mut Value) {
 pub(super) fn status_zero_values(resource: &ResourceType, object: &mut Value) {
     let zeros = match (resource.group, resource.plural) {
         ("apps", "deployments") | ("batch", "jobs" | "cronjobs") | ("", "resourcequotas") => json!({}),
-        ("certificates.k8s.io", "certificatesigningrequests") => json!({}),
+        ("certificates.k8s.io", "certificatesigningrequests") | ("networking.k8s.io", "servicecidrs") => json!({}),
         ("apps", "replicasets") | ("", "replicationcontrollers") => json!({"replicas": 0}),
         ("apps", "statefulsets") => json!({"replicas": 0, "availableReplicas": 0}),
         ("apps", "daemonsets") => {

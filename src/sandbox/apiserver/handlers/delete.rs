@@ -11,6 +11,7 @@ use crate::sandbox::apiserver::{convert, validation};
 use crate::sandbox::auth::UserInfo;
 use crate::sandbox::storage::objects::{self, finalizers, is_deleting, name_of, set_finalizers, should_remove};
 use crate::sandbox::storage::resources::ResourceType;
+use crate::sandbox::storage::services;
 use crate::sandbox::storage::store::Txn;
 use crate::server::http::Request;
 
@@ -154,6 +155,9 @@ pub fn delete_in(
     object["metadata"]["resourceVersion"] = txn.next_revision().to_string().into();
     if should_remove(&object) {
         txn.remove(storage, ns, name);
+        if resource.group.is_empty() && resource.plural == "services" {
+            services::release_addresses(txn, &object);
+        }
         Ok(DeleteOutcome::Removed(object))
     } else {
         txn.put(storage, object.clone());

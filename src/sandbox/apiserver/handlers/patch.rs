@@ -30,9 +30,9 @@ pub fn patch(
     let content_type = request.header("Content-Type").unwrap_or_default();
     let content_type = content_type.split(';').next().unwrap_or_default().trim().to_string();
     if content_type == APPLY && request.query_param("fieldManager").unwrap_or_default().is_empty() {
-        let message =
-            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch";
-        return Err(ApiError::new(422, "Invalid", message, None));
+        // As kube-apiserver's: an Invalid PatchOptions with its cause.
+        let cause = crate::apimachinery::field::Error::required("fieldManager", "is required for apply patch");
+        return Err(ApiError::new_invalid("meta.k8s.io", "PatchOptions", "", &[cause]));
     }
     let document = body_json(request)?;
     let dry_run = is_dry_run(request)?;
@@ -59,9 +59,12 @@ pub fn patch(
 fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, document: &Value) -> ApiResult<Value> {
     match content_type {
         "application/merge-patch+json" => Ok(patch::json_merge_patch(current, document)),
-        // Server-side apply without field ownership: the applied fields are merged in (lists
-        // replaced whole, as atomic lists are); fields a manager stops sending are kept.
-        APPLY => Ok(patch::json_merge_patch(current, document)),
+        // Server-side apply without field ownership: the applied fields are merged in as a
+        // strategic merge patch (keyed lists such as conditions merged by key, as apply merges
+        // list-map items; other lists replaced whole, as atomic lists are); fields a manager
+        // stops sending are kept.
+        APPLY => patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind)
+            .map_err(strategic_error),
         "application/json-patch+json" => patch::json_patch(current, document).map_err(|e| {
             if e.starts_with("json: cannot unmarshal") {
                 ApiError::bad_request(e)

@@ -15,6 +15,7 @@ use crate::sandbox::apiserver::{convert, defaults, subresources, validation};
 use crate::sandbox::auth::UserInfo;
 use crate::sandbox::storage::objects::{self, finalizers, is_deleting, name_of, should_remove};
 use crate::sandbox::storage::resources::ResourceType;
+use crate::sandbox::storage::services;
 use crate::sandbox::storage::store::Txn;
 use crate::server::http::Request;
 
@@ -120,6 +121,9 @@ pub fn write_update(
     object["metadata"]["resourceVersion"] = revision.into();
     if should_remove(&object) {
         txn.remove(resource.storage_key(), objects::namespace_of(old), &name);
+        if is_service(resource) {
+            services::release_addresses(txn, &object);
+        }
     } else {
         txn.put(resource.storage_key(), object.clone());
     }

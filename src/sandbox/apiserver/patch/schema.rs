@@ -96,6 +96,8 @@ const KINDS: &[(&str, &str, &str)] = &[
     ("networking.k8s.io", "NetworkPolicy", "Object"),
     ("networking.k8s.io", "Ingress", "Object"),
     ("networking.k8s.io", "IngressClass", "Object"),
+    ("networking.k8s.io", "ServiceCIDR", "HasConditions"),
+    ("networking.k8s.io", "IPAddress", "Object"),
     ("apiregistration.k8s.io", "APIService", "Object"),
 ];
 

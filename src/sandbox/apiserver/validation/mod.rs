@@ -13,6 +13,7 @@ mod certificates;
 mod events;
 mod job;
 mod meta;
+mod networking;
 mod pod;
 mod service;
 mod workloads;
@@ -203,6 +204,8 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("", "events") => events::event(object, old, false),
         ("events.k8s.io", "events") => events::event(object, old, true),
         ("certificates.k8s.io", "certificatesigningrequests") if old.is_none() => certificates::csr(object),
+        ("networking.k8s.io", "servicecidrs") => networking::service_cidr(object),
+        ("networking.k8s.io", "ipaddresses") => networking::ip_address(object),
         _ => Vec::new(),
     }
 }
@@ -218,6 +221,8 @@ fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec
         ("", "nodes") => node_update(old, new),
         ("", "secrets") => secret_update(old, new),
         ("", "services") => service_update(old, new),
+        ("networking.k8s.io", "servicecidrs") => networking::service_cidr_update(old, new),
+        ("networking.k8s.io", "ipaddresses") => networking::ip_address_update(old, new),
         _ => Vec::new(),
     }
 }
