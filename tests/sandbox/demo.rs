@@ -54,6 +54,14 @@ fn the_demo_converges(extra: &[&str]) {
         assert!(stdout.contains("db-0 → db-1 → db-2: each created once the one before was Ready"), "{stdout}");
         assert!(stdout.contains("the claims are kept: data-db-0, data-db-1, data-db-2"), "{stdout}");
     }
+    if built(&[
+        "bootstrap-signer-controller",
+        "certificatesigningrequest-approving-controller",
+        "certificatesigningrequest-signing-controller",
+    ]) {
+        assert!(stdout.contains("signed kube-public/cluster-info for the token"), "{stdout}");
+        assert!(stdout.contains("the kubelet reads its own Node as system:node:node-9"), "{stdout}");
+    }
     if built(&["disruption-controller", "deployment-controller", "replicaset-controller"]) {
         assert!(stdout.contains("would violate the pod's disruption budget"), "{stdout}");
         assert!(stdout.contains("the drain went on, one eviction at a time"), "{stdout}");

@@ -4,6 +4,7 @@
 //! skipped, saying so; the demo fails only when something that should happen does not.
 
 mod autoscale;
+mod join;
 mod sets;
 
 use std::path::{Path, PathBuf};
@@ -195,7 +196,7 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
     } else {
         narrator.info(&format!("controllers in this build: {}", implemented.join(", ")));
     }
-    let result = workloads(&client, &nodes, narrator);
+    let result = join::node_join_steps(&client, &server, narrator).and_then(|()| workloads(&client, &nodes, narrator));
     kcm.stop();
     nodes.stop();
     result
@@ -640,13 +641,18 @@ impl ControllerManager {
         let mut command = Command::new(binary);
         command
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .args(["--leader-elect=true", "--controllers=*", "--v=2", "--bind-address=127.0.0.1"])
+            .args(["--leader-elect=true", "--v=2", "--bind-address=127.0.0.1"])
+            // kubeadm's selection: the bootstrap-token controllers are off by default.
+            .arg("--controllers=*,bootstrapsigner,tokencleaner")
             .arg(format!("--secure-port={port}"))
             // As kubeadm runs it: each controller with its own service account's credentials; the
             // server's service-account key and CA, written beside the kubeconfigs.
             .arg("--use-service-account-credentials=true")
             .arg(format!("--service-account-private-key-file={}", kubeconfig.with_file_name("sa.key").display()))
-            .arg(format!("--root-ca-file={}", kubeconfig.with_file_name("ca.crt").display()));
+            .arg(format!("--root-ca-file={}", kubeconfig.with_file_name("ca.crt").display()))
+            // kubeadm signs CSRs with the cluster CA.
+            .arg(format!("--cluster-signing-cert-file={}", kubeconfig.with_file_name("ca.crt").display()))
+            .arg(format!("--cluster-signing-key-file={}", kubeconfig.with_file_name("ca.key").display()));
         let process = OwnedProcess::spawn("kube-controller-manager", command, &log)
             .map_err(|e| format!("{e} (build it with `cargo build --bins`)"))?;
         Ok(ControllerManager { process })
