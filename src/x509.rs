@@ -49,7 +49,6 @@ pub fn subject(der: &[u8]) -> Result<CertificateSubject, String> {
     Ok(subject)
 }
 
-/// A DER string value (UTF8String, PrintableString, IA5String, T61String) as text.
 /// A PEM block of `label` around `der`, base64 in 64-column lines as Go's `pem.Encode`.
 pub fn pem_encode(label: &str, der: &[u8]) -> String {
     use base64::Engine;
@@ -85,6 +84,7 @@ pub fn pem_blocks(input: &[u8]) -> Vec<(String, Vec<u8>)> {
     blocks
 }
 
+/// A DER string value (UTF8String, PrintableString, IA5String, T61String) as text.
 fn string_value(input: &[u8]) -> Option<String> {
     let tag = *input.first()?;
     let (content, _) = read(input, tag)?;
@@ -121,9 +121,65 @@ fn length(input: &[u8]) -> Option<(usize, usize)> {
     Some((bytes.iter().fold(0usize, |acc, b| (acc << 8) | *b as usize), 1 + count))
 }
 
+/// DER writing: the constructs the certificates we issue need (the secure port's self-signed
+/// certificate, the CSR signer's certificates), encoded as Go's `encoding/asn1` does.
+pub mod der {
+    use jiff::Timestamp;
+
+    /// One element: tag, definite length (short form below 128 bytes), content.
+    pub fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag];
+        let len = content.len();
+        if len < 0x80 {
+            out.push(len as u8);
+        } else {
+            let bytes: Vec<u8> = len.to_be_bytes().into_iter().skip_while(|b| *b == 0).collect();
+            out.push(0x80 | bytes.len() as u8);
+            out.extend(bytes);
+        }
+        out.extend_from_slice(content);
+        out
+    }
+
+    /// A positive INTEGER from big-endian bytes, minimally encoded.
+    pub fn integer(bytes: &[u8]) -> Vec<u8> {
+        let trimmed: Vec<u8> = bytes.iter().copied().skip_while(|b| *b == 0).collect();
+        let content = match trimmed.first() {
+            None => vec![0],
+            Some(b) if b & 0x80 != 0 => [&[0u8][..], &trimmed].concat(),
+            Some(_) => trimmed,
+        };
+        tlv(0x02, &content)
+    }
+
+    /// One `Extension`: OID, the critical flag only when true, the DER value in an OCTET STRING.
+    pub fn extension(oid: &[u8], critical: bool, value: &[u8]) -> Vec<u8> {
+        let critical = if critical { vec![0x01, 0x01, 0xff] } else { Vec::new() };
+        tlv(0x30, &[tlv(0x06, oid), critical, tlv(0x04, value)].concat())
+    }
+
+    /// A `Time`: UTCTime for 1950–2049, else GeneralizedTime, to the second (RFC 5280 §4.1.2.5).
+    pub fn time(at: Timestamp) -> Vec<u8> {
+        let zoned = at.to_zoned(jiff::tz::TimeZone::UTC);
+        if (1950..2050).contains(&zoned.year()) {
+            tlv(0x17, zoned.strftime("%y%m%d%H%M%SZ").to_string().as_bytes())
+        } else {
+            tlv(0x18, zoned.strftime("%Y%m%d%H%M%SZ").to_string().as_bytes())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn der_integers_are_minimal_and_positive() {
+        assert_eq!(der::integer(&[0, 0, 0x05]), [0x02, 0x01, 0x05]);
+        assert_eq!(der::integer(&[0x80]), [0x02, 0x02, 0x00, 0x80]);
+        assert_eq!(der::integer(&[]), [0x02, 0x01, 0x00]);
+        assert_eq!(der::tlv(0x04, &[0u8; 200])[..3], [0x04, 0x81, 200]);
+    }
 
     #[test]
     fn reads_common_name_and_organizations() {

@@ -8,12 +8,12 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::x509::pem_encode;
 
 /// Upstream's pair name for the generated files in `--cert-dir`.
 pub const PAIR_NAME: &str = "kube-controller-manager";
@@ -184,7 +184,7 @@ pub fn self_signed(dns_names: &[String], ips: &[IpAddr]) -> Result<PemPair, Stri
     let tbs = template.tbs_certificate(key.public_key().as_ref())?;
     let signature = key.sign(&rng, &tbs).map_err(|_| "cannot sign the certificate".to_string())?;
     let cert = der::sequence(&[tbs, der::ecdsa_with_sha256(), der::bit_string(signature.as_ref())]);
-    Ok(PemPair { cert_pem: pem("CERTIFICATE", &cert), key_pem: pem("PRIVATE KEY", pkcs8.as_ref()) })
+    Ok(PemPair { cert_pem: pem_encode("CERTIFICATE", &cert), key_pem: pem_encode("PRIVATE KEY", pkcs8.as_ref()) })
 }
 
 /// What goes into a generated certificate.
@@ -237,18 +237,6 @@ impl Template<'_> {
     }
 }
 
-/// A PEM block with 64-character lines.
-fn pem(label: &str, der: &[u8]) -> String {
-    let body = BASE64.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for line in body.as_bytes().chunks(64) {
-        out.push_str(&String::from_utf8_lossy(line));
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
-}
-
 /// The few DER constructs an X.509 certificate needs.
 mod der {
     /// Object identifiers, as their DER content bytes.
@@ -267,20 +255,7 @@ mod der {
     /// 1.2.840.10045.3.1.7 (prime256v1)
     const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
 
-    /// One element: tag, definite length, content.
-    pub fn tagged(tag: u8, content: &[u8]) -> Vec<u8> {
-        let mut out = vec![tag];
-        let len = content.len();
-        if len < 0x80 {
-            out.push(len as u8);
-        } else {
-            let bytes: Vec<u8> = len.to_be_bytes().into_iter().skip_while(|b| *b == 0).collect();
-            out.push(0x80 | bytes.len() as u8);
-            out.extend(bytes);
-        }
-        out.extend_from_slice(content);
-        out
-    }
+    pub use crate::x509::der::{extension, integer, tlv as tagged};
 
     pub fn sequence(items: &[Vec<u8>]) -> Vec<u8> {
         tagged(0x30, &items.concat())
@@ -288,11 +263,6 @@ mod der {
 
     fn set(items: &[Vec<u8>]) -> Vec<u8> {
         tagged(0x31, &items.concat())
-    }
-
-    /// An INTEGER from big-endian bytes that are already minimal and positive.
-    pub fn integer(bytes: &[u8]) -> Vec<u8> {
-        tagged(0x02, bytes)
     }
 
     pub fn oid(content: &[u8]) -> Vec<u8> {
@@ -323,25 +293,10 @@ mod der {
         sequence(&[set(&[sequence(&[oid(OID_COMMON_NAME), tagged(0x0c, cn.as_bytes())])])])
     }
 
-    /// An `Extension` whose value is the DER `value`.
-    pub fn extension(id: &[u8], critical: bool, value: &[u8]) -> Vec<u8> {
-        let mut parts = vec![oid(id)];
-        if critical {
-            parts.push(tagged(0x01, &[0xff]));
-        }
-        parts.push(tagged(0x04, value));
-        sequence(&parts)
-    }
-
-    /// A `Time`: UTCTime through 2049, GeneralizedTime after (RFC 5280 §4.1.2.5).
+    /// A `Time` from Unix seconds.
     pub fn time(unix_seconds: i64) -> Result<Vec<u8>, String> {
-        let ts = jiff::Timestamp::from_second(unix_seconds).map_err(|e| format!("certificate time: {e}"))?;
-        let utc = ts.to_zoned(jiff::tz::TimeZone::UTC);
-        Ok(if utc.year() < 2050 {
-            tagged(0x17, utc.strftime("%y%m%d%H%M%SZ").to_string().as_bytes())
-        } else {
-            tagged(0x18, utc.strftime("%Y%m%d%H%M%SZ").to_string().as_bytes())
-        })
+        let at = jiff::Timestamp::from_second(unix_seconds).map_err(|e| format!("certificate time: {e}"))?;
+        Ok(crate::x509::der::time(at))
     }
 }
 

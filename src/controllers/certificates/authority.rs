@@ -12,6 +12,7 @@ use jiff::Timestamp;
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, RsaKeyPair};
 
+use crate::x509::der::{extension, integer, time, tlv};
 use crate::x509::{pem_blocks, read, skip};
 
 // Object identifiers (DER contents).
@@ -517,16 +518,6 @@ fn parse_time(input: &[u8]) -> Option<Timestamp> {
     civil.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
 }
 
-/// Go's `asn1` time: UTCTime for 1950–2049, else GeneralizedTime, to the second.
-fn time(at: Timestamp) -> Vec<u8> {
-    let zoned = at.to_zoned(jiff::tz::TimeZone::UTC);
-    if (1950..2050).contains(&zoned.year()) {
-        tlv(0x17, zoned.strftime("%y%m%d%H%M%SZ").to_string().as_bytes())
-    } else {
-        tlv(0x18, zoned.strftime("%Y%m%d%H%M%SZ").to_string().as_bytes())
-    }
-}
-
 /// `PermissiveSigningPolicy`.
 #[derive(Debug, Clone)]
 pub struct SigningPolicy {
@@ -683,38 +674,6 @@ pub fn encode_name(name: &Name) -> Vec<u8> {
 fn string(value: &str) -> Vec<u8> {
     let printable = value.bytes().all(|b| b.is_ascii_alphanumeric() || b" '()+,-./:=?".contains(&b));
     tlv(if printable { 0x13 } else { 0x0c }, value.as_bytes())
-}
-
-/// One extension: OID, critical flag only when true, value in an OCTET STRING.
-fn extension(oid: &[u8], critical: bool, value: &[u8]) -> Vec<u8> {
-    let critical = if critical { vec![0x01, 0x01, 0xff] } else { Vec::new() };
-    tlv(0x30, &[tlv(0x06, oid), critical, tlv(0x04, value)].concat())
-}
-
-/// A positive INTEGER from big-endian bytes, minimally encoded.
-fn integer(bytes: &[u8]) -> Vec<u8> {
-    let trimmed: Vec<u8> = bytes.iter().copied().skip_while(|b| *b == 0).collect();
-    let content = match trimmed.first() {
-        None => vec![0],
-        Some(b) if b & 0x80 != 0 => [&[0u8][..], &trimmed].concat(),
-        Some(_) => trimmed,
-    };
-    tlv(0x02, &content)
-}
-
-/// A DER element.
-pub(crate) fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
-    let mut out = vec![tag];
-    let len = content.len();
-    if len < 0x80 {
-        out.push(len as u8);
-    } else {
-        let bytes: Vec<u8> = len.to_be_bytes().into_iter().skip_while(|b| *b == 0).collect();
-        out.push(0x80 | bytes.len() as u8);
-        out.extend(bytes);
-    }
-    out.extend_from_slice(content);
-    out
 }
 
 /// A DER certificate's NotBefore and NotAfter.
