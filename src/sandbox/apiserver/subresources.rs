@@ -189,7 +189,7 @@ fn update_scale(
         let mut updated = (*old).clone();
         updated["spec"]["replicas"] = replicas.into();
         updated["metadata"]["resourceVersion"] = Value::Null;
-        write_update(txn, &main, &old, updated, user, false)
+        write_update(api, txn, &main, &old, updated, user, false)
     })?;
     Ok((200, scale_of(&stored)))
 }
@@ -398,7 +398,7 @@ fn replace_part(
         } else {
             updated["status"]["conditions"] = document["status"]["conditions"].clone();
         }
-        write_update(txn, &main, &old, updated, user, false)
+        write_update(api, txn, &main, &old, updated, user, false)
     })?;
     Ok((200, crate::sandbox::apiserver::convert::to_external(resource, &stored)))
 }

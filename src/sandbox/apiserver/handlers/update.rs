@@ -51,7 +51,7 @@ pub fn update(
             return Err(ApiError::not_found(resource, name));
         };
         check_resource_version(resource, name, &old, &object)?;
-        let updated = write_update(txn, target, &old, object.clone(), user, dry_run)?;
+        let updated = write_update(api, txn, target, &old, object.clone(), user, dry_run)?;
         Ok((200, updated))
     })?;
     Ok((code, convert::to_external(resource, &stored)))
@@ -61,6 +61,7 @@ pub fn update(
 /// change, bumps the generation on spec changes, runs admission and removes the object once
 /// nothing holds its deletion any longer. Returns the object as stored.
 pub fn write_update(
+    api: &ApiServer,
     txn: &mut Txn<'_>,
     target: &Target,
     old: &Value,
@@ -105,6 +106,7 @@ pub fn write_update(
         user,
         old: Some(old),
         dry_run,
+        rbac: api.options.rbac,
     };
     admission::admit(&ctx, &mut object, txn)?;
     status_zero_values(resource, &mut object);
