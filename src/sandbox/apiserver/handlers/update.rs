@@ -71,7 +71,8 @@ pub fn write_update(
 ) -> ApiResult<Value> {
     let resource = target.resource;
     let name = name_of(old).to_string();
-    let status_only = target.subresource.as_deref() == Some("status");
+    // A CSR's approval changes its status only, and is written as a status update.
+    let status_only = matches!(target.subresource.as_deref(), Some("status" | "approval"));
     check_uid_unchanged(resource, old, &new)?;
     let mut object = merge_for_update(resource, old, new, status_only);
     preserve_server_metadata(old, &mut object);
