@@ -1284,6 +1284,22 @@ fn csrs_answer_as_kube_apiserver() {
             s.request(&user, "PUT", &format!("{CSRS}/carols/status"), &[], &s.get(&format!("{CSRS}/carols")).json());
         json!({"approve": approve.shape(), "fail": fail.shape(), "unchanged status": unchanged.code})
     });
+    pair.check("condition rules on approval and status: 422", |s| {
+        let mut object = s.admin("POST", CSRS, &[], &csr("rules", "example.com/signer", json!(["client auth"]), Value::Null)).json();
+        let condition = |t: &str, status: &str| json!({"type": t, "status": status, "reason": "Test", "message": "m"});
+        let mut put = |sub: &str, conditions: Value| {
+            object["status"]["conditions"] = conditions;
+            s.admin("PUT", &format!("{CSRS}/rules/{sub}"), &[], &object).shape()
+        };
+        json!({
+            "both": put("approval", json!([condition("Approved", "True"), condition("Denied", "True")])),
+            "twice": put("approval", json!([condition("Approved", "True"), condition("Approved", "True")])),
+            "statuses": put("approval", json!([condition("Approved", "False"), condition("Custom", "Maybe"), condition("", "")])),
+            "approved by status": put("status", json!([condition("Approved", "True")])),
+            "approved": put("approval", json!([condition("Approved", "True")]))["code"],
+            "removed": put("status", json!([])),
+        })
+    });
     pair.check("a kube-apiserver-client CSR for system:masters: 403, even for an admin", |s| {
         let masters = csr_request_for("system:masters");
         let mut object = csr("masters", "kubernetes.io/kube-apiserver-client", json!(["client auth"]), Value::Null);

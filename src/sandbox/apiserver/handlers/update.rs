@@ -91,7 +91,8 @@ pub fn write_update(
         validation::validate_update(resource, old, &mut object)?;
     } else {
         subresources::populate_condition_timestamps(resource, old, &mut object);
-        validation::validate_status_update(resource, old, &object)?;
+        let approval = target.subresource.as_deref() == Some("approval");
+        validation::validate_status_update(resource, old, &object, approval)?;
     }
     // `endpointSliceStrategy.PrepareForUpdate` also counts label changes.
     let labels_changed = resource.kind == "EndpointSlice" && object["metadata"]["labels"] != old["metadata"]["labels"];

@@ -1,7 +1,10 @@
 //! `certificates.k8s.io/v1` CertificateSigningRequest create rules of upstream's
 //! `pkg/apis/certificates/validation` (`validateCertificateSigningRequest` with the v1 options):
 //! usages given, known and distinct, no legacy signer, at least 10 minutes of `expirationSeconds`.
-//! Not covered: the request's PEM parse and the signer name's qualified-name form.
+//! On the `status` and `approval` subresources, `validateConditions` and the update rules
+//! (`ValidateCertificateSigningRequestStatusUpdate` / `...ApprovalUpdate`).
+//! Not covered: the request's PEM parse, the signer name's qualified-name form, the certificate's
+//! PEM parse, and the "may not modify a condition" rule (its message carries a `cmp.Diff`).
 
 use serde_json::Value;
 
@@ -70,6 +73,116 @@ pub(super) fn csr(object: &Value) -> Vec<FieldError> {
         ));
     }
     errors
+}
+
+/// The condition types that may only be `True`.
+const TRUE_ONLY: &[&str] = &["Approved", "Denied", "Failed"];
+
+/// `ValidateCertificateSigningRequest{Status,Approval}Update`: the conditions' rules (each off
+/// when the stored object already breaks it), no removed Approved/Denied/Failed condition,
+/// Approved/Denied added only through `approval`, the certificate set only through `status`
+/// and never changed once set.
+pub(super) fn csr_status_update(old: &Value, new: &Value, approval: bool) -> Vec<FieldError> {
+    let allow = conditions(old, &Allowances::default()).broken;
+    let mut errors = conditions(new, &allow).errors;
+    let count = |o: &Value, t: &str| condition_types(o).into_iter().filter(|c| *c == t).count();
+    for t in TRUE_ONLY {
+        if count(new, t) < count(old, t) {
+            errors.push(FieldError::forbidden(
+                "status.conditions",
+                &format!("updates may not remove a condition of type {}", quote(t)),
+            ));
+        }
+    }
+    if !approval {
+        for t in ["Approved", "Denied"] {
+            if count(new, t) > count(old, t) {
+                errors.push(FieldError::forbidden(
+                    "status.conditions",
+                    &format!("updates may not add a condition of type {}", quote(t)),
+                ));
+            }
+        }
+    }
+    let certificate = |o: &Value| o["status"]["certificate"].as_str().unwrap_or_default().to_string();
+    if certificate(new) != certificate(old) {
+        if approval {
+            errors.push(FieldError::forbidden("status.certificate", "updates may not set certificate content"));
+        } else if !certificate(old).is_empty() {
+            errors.push(FieldError::forbidden(
+                "status.certificate",
+                "updates may not modify existing certificate content",
+            ));
+        }
+    }
+    errors
+}
+
+fn condition_types(csr: &Value) -> Vec<&str> {
+    csr["status"]["conditions"]
+        .as_array()
+        .map(|c| c.iter().map(|c| c["type"].as_str().unwrap_or_default()).collect())
+        .unwrap_or_default()
+}
+
+/// Which of `validateConditions`' rules are checked (upstream's `allow*` options).
+#[derive(Default)]
+struct Allowances {
+    empty_type: bool,
+    both_approved_and_denied: bool,
+    duplicate_types: bool,
+}
+
+/// What `validateConditions` found: the errors, and the rules broken (allowed on the next update).
+struct ConditionCheck {
+    errors: Vec<FieldError>,
+    broken: Allowances,
+}
+
+/// `validateConditions`: each condition's type given and distinct, its status one of the
+/// allowed values, Approved and Denied not both.
+fn conditions(csr: &Value, allow: &Allowances) -> ConditionCheck {
+    let mut errors = Vec::new();
+    let mut broken = Allowances::default();
+    let mut seen: Vec<&str> = Vec::new();
+    let (mut approved, mut denied) = (false, false);
+    for (i, c) in csr["status"]["conditions"].as_array().map(Vec::as_slice).unwrap_or_default().iter().enumerate() {
+        let path = format!("status.conditions[{i}]");
+        let kind = c["type"].as_str().unwrap_or_default();
+        if kind.is_empty() {
+            broken.empty_type = true;
+            if !allow.empty_type {
+                errors.push(FieldError::required(&format!("{path}.type"), ""));
+            }
+        }
+        let status = c["status"].as_str().unwrap_or_default();
+        let allowed: &[&str] = if TRUE_ONLY.contains(&kind) { &["True"] } else { &["False", "True", "Unknown"] };
+        if status.is_empty() {
+            errors.push(FieldError::required(&format!("{path}.status"), ""));
+        } else if !allowed.contains(&status) {
+            errors.push(FieldError::not_supported(&format!("{path}.status"), status, allowed));
+        }
+        approved |= kind == "Approved";
+        denied |= kind == "Denied";
+        if (kind == "Approved" && denied) || (kind == "Denied" && approved) {
+            broken.both_approved_and_denied = true;
+            if !allow.both_approved_and_denied {
+                errors.push(FieldError::invalid(
+                    &format!("{path}.type"),
+                    quote(kind),
+                    "Approved and Denied conditions are mutually exclusive",
+                ));
+            }
+        }
+        if seen.contains(&kind) {
+            broken.duplicate_types = true;
+            if !allow.duplicate_types {
+                errors.push(FieldError::duplicate(&format!("{path}.type"), quote(kind)));
+            }
+        }
+        seen.push(kind);
+    }
+    ConditionCheck { errors, broken }
 }
 
 #[cfg(test)]
