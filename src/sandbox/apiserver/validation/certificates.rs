@@ -204,3 +204,49 @@ mod tests {
         assert!(!csr(&json!({"spec": {}})).is_empty(), "usages are required");
     }
 }
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn with(conditions: Value, certificate: &str) -> Value {
+        json!({"status": {"conditions": conditions, "certificate": certificate}})
+    }
+
+    fn messages(errors: Vec<FieldError>) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn condition_and_certificate_rules() {
+        let approved = json!({"type": "Approved", "status": "True"});
+        let denied = json!({"type": "Denied", "status": "True"});
+        let none = with(json!([]), "");
+        let both = with(json!([approved, denied]), "");
+        assert_eq!(
+            messages(csr_status_update(&none, &both, true)),
+            [
+                "status.conditions[1].type: Invalid value: \"Denied\": Approved and Denied conditions are mutually exclusive"
+            ]
+        );
+        assert!(csr_status_update(&both, &both, true).is_empty(), "a stored breach is allowed");
+        assert_eq!(
+            messages(csr_status_update(&none, &with(json!([approved]), ""), false)),
+            ["status.conditions: Forbidden: updates may not add a condition of type \"Approved\""]
+        );
+        assert_eq!(
+            messages(csr_status_update(&with(json!([approved]), ""), &none, true)),
+            ["status.conditions: Forbidden: updates may not remove a condition of type \"Approved\""]
+        );
+        assert_eq!(
+            messages(csr_status_update(&with(json!([]), "a"), &with(json!([]), "b"), false)),
+            ["status.certificate: Forbidden: updates may not modify existing certificate content"]
+        );
+        assert_eq!(
+            messages(csr_status_update(&none, &with(json!([]), "b"), true)),
+            ["status.certificate: Forbidden: updates may not set certificate content"]
+        );
+        assert!(csr_status_update(&none, &with(json!([]), "b"), false).is_empty());
+    }
+}
