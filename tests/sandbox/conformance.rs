@@ -1284,6 +1284,19 @@ fn csrs_answer_as_kube_apiserver() {
             s.request(&user, "PUT", &format!("{CSRS}/carols/status"), &[], &s.get(&format!("{CSRS}/carols")).json());
         json!({"approve": approve.shape(), "fail": fail.shape(), "unchanged status": unchanged.code})
     });
+    pair.check("a request that is not a PEM CERTIFICATE REQUEST: 422", |s| {
+        use base64::Engine;
+        let mut object = csr("junk", "example.com/signer", json!(["client auth"]), Value::Null);
+        object["spec"]["request"] = json!(
+            base64::engine::general_purpose::STANDARD
+                .encode("-----BEGIN CERTIFICATE-----\naGk=\n-----END CERTIFICATE-----\n")
+        );
+        let wrong_type = s.admin("POST", CSRS, &[], &object).shape();
+        object["spec"]["request"] = json!("aGk=");
+        let not_pem = s.admin("POST", CSRS, &[], &object).shape();
+        object["spec"].as_object_mut().unwrap().remove("request");
+        json!({"wrong type": wrong_type, "not pem": not_pem, "missing": s.admin("POST", CSRS, &[], &object).shape()})
+    });
     pair.check("condition rules on approval and status: 422", |s| {
         let mut object = s.admin("POST", CSRS, &[], &csr("rules", "example.com/signer", json!(["client auth"]), Value::Null)).json();
         let condition = |t: &str, status: &str| json!({"type": t, "status": status, "reason": "Test", "message": "m"});

@@ -3,7 +3,8 @@
 //! usages given, known and distinct, no legacy signer, at least 10 minutes of `expirationSeconds`.
 //! On the `status` and `approval` subresources, `validateConditions` and the update rules
 //! (`ValidateCertificateSigningRequestStatusUpdate` / `...ApprovalUpdate`).
-//! Not covered: the request's PEM parse, the signer name's qualified-name form, the certificate's
+//! `spec.request` must hold a PEM CERTIFICATE REQUEST whose subject parses (its signature is not
+//! checked). Not covered: the signer name's qualified-name form, the certificate's
 //! PEM parse, and the "may not modify a condition" rule (its message carries a `cmp.Diff`).
 
 use serde_json::Value;
@@ -42,6 +43,9 @@ const VALID_USAGES: &[&str] = &[
 pub(super) fn csr(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
     let mut errors = Vec::new();
+    if let Some(why) = request_error(&spec["request"]) {
+        errors.push(FieldError::invalid("spec.request", go_bytes(&spec["request"]), why));
+    }
     let usages: Vec<&str> =
         spec["usages"].as_array().map(|u| u.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     if usages.is_empty() {
@@ -73,6 +77,34 @@ pub(super) fn csr(object: &Value) -> Vec<FieldError> {
         ));
     }
     errors
+}
+
+/// Why `spec.request` (base64 in JSON) is not a CSR, as `certificates.ParseCSR` says.
+fn request_error(request: &Value) -> Option<&'static str> {
+    let pem = decoded(request);
+    match crate::x509::pem_blocks(&pem).into_iter().next() {
+        Some((label, der)) if label == "CERTIFICATE REQUEST" => {
+            crate::x509::request_subject(&der).err().map(|_| "x509: malformed certificate request")
+        }
+        _ => Some("PEM block type must be CERTIFICATE REQUEST"),
+    }
+}
+
+fn decoded(bytes: &Value) -> Vec<u8> {
+    use base64::Engine;
+    let text = bytes.as_str().unwrap_or_default();
+    base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_default()
+}
+
+/// A `[]byte` as Go's `%#v` prints it: `[]byte(nil)` when empty (the sandbox stores a missing
+/// request as ""), else `[]byte{0x2d, ...}`.
+fn go_bytes(bytes: &Value) -> String {
+    let bytes = decoded(bytes);
+    if bytes.is_empty() {
+        return "[]byte(nil)".to_string();
+    }
+    let items: Vec<String> = bytes.iter().map(|b| format!("{b:#x}")).collect();
+    format!("[]byte{{{}}}", items.join(", "))
 }
 
 /// The condition types that may only be `True`.
@@ -190,14 +222,35 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn request() -> String {
+        use base64::Engine;
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    }
+
+    #[test]
+    fn the_request_must_be_a_pem_csr() {
+        let not_pem = json!({"spec": {"usages": ["any"], "request": "aGk="}});
+        let fields: Vec<String> = csr(&not_pem).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            fields,
+            ["spec.request: Invalid value: []byte{0x68, 0x69}: PEM block type must be CERTIFICATE REQUEST"]
+        );
+    }
+
     #[test]
     fn usages_signer_and_expiration() {
-        let ok = json!({"spec": {"usages": ["client auth"], "signerName": "example.com/x", "expirationSeconds": 600}});
-        assert!(csr(&ok).is_empty());
+        let ok = json!({"spec": {"usages": ["client auth"], "signerName": "example.com/x", "expirationSeconds": 600,
+            "request": request()}});
+        assert!(csr(&ok).is_empty(), "{:?}", csr(&ok));
         let bad = json!({"spec": {"usages": ["client auth", "bogus", "client auth"],
             "signerName": "kubernetes.io/legacy-unknown", "expirationSeconds": 599}});
         let fields: Vec<String> = csr(&bad).iter().map(ToString::to_string).collect();
-        assert_eq!(fields.len(), 4, "{fields:?}");
+        assert_eq!(fields.len(), 5, "{fields:?}");
+        assert_eq!(fields[0], "spec.request: Invalid value: []byte(nil): PEM block type must be CERTIFICATE REQUEST");
+        let fields = &fields[1..];
         assert!(fields[0].starts_with("spec.usages[1]: Unsupported value: \"bogus\""), "{fields:?}");
         assert_eq!(fields[1], "spec.usages[2]: Duplicate value: \"client auth\"");
         assert!(fields[3].starts_with("spec.expirationSeconds: Invalid value: 599"), "{fields:?}");
