@@ -28,6 +28,22 @@ pub fn subject(der: &[u8]) -> Result<CertificateSubject, String> {
         rest = skip(rest).ok_or_else(|| format!("bad {field}"))?;
     }
     let (name, _) = read(rest, 0x30).ok_or("no subject")?;
+    read_name(name)
+}
+
+/// Reads the subject of a DER-encoded PKCS#10 certificate request (`x509.ParseCertificateRequest`'s
+/// `Subject`, as admission needs it).
+pub fn request_subject(der: &[u8]) -> Result<CertificateSubject, String> {
+    let malformed = "x509: malformed certificate request";
+    let (request, _) = read(der, 0x30).ok_or(malformed)?;
+    let (info, _) = read(request, 0x30).ok_or(malformed)?;
+    let after_version = skip(info).ok_or(malformed)?;
+    let (name, _) = read(after_version, 0x30).ok_or(malformed)?;
+    read_name(name).map_err(|_| malformed.to_string())
+}
+
+/// The common name and organizations of a DER Name's content.
+fn read_name(name: &[u8]) -> Result<CertificateSubject, String> {
     let mut subject = CertificateSubject::default();
     let mut rdns = name;
     while !rdns.is_empty() {
@@ -201,6 +217,19 @@ mod tests {
         assert_eq!(lines[0], "-----BEGIN CERTIFICATE-----");
         assert_eq!(lines[1].len(), 64);
         assert_eq!(lines[3], "-----END CERTIFICATE-----");
+    }
+
+    #[test]
+    fn reads_a_requests_subject() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(rcgen::DnType::CommonName, "alice");
+        params.distinguished_name.push(rcgen::DnType::OrganizationName, "system:masters");
+        let request = params.serialize_request(&key).unwrap();
+        let subject = request_subject(request.der()).unwrap();
+        assert_eq!(subject.common_name, "alice");
+        assert_eq!(subject.organizations, ["system:masters"]);
+        assert!(request_subject(b"junk").is_err());
     }
 
     #[test]

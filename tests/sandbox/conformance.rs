@@ -1211,13 +1211,33 @@ fn evictions_answer_as_kube_apiserver() {
 
 /// A PEM PKCS#10 request, base64 for `spec.request`.
 fn csr_request() -> String {
+    csr_request_for("system:nodes")
+}
+
+/// A PEM PKCS#10 request with `organization` in its subject, base64.
+fn csr_request_for(organization: &str) -> String {
     use base64::Engine;
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     params.distinguished_name.push(rcgen::DnType::CommonName, "system:node:conf");
-    params.distinguished_name.push(rcgen::DnType::OrganizationName, "system:nodes");
+    params.distinguished_name.push(rcgen::DnType::OrganizationName, organization);
     let pem = params.serialize_request(&key).unwrap().pem().unwrap();
     base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+/// Lets `user` read, create and update CSRs with their approval and status, but neither approve
+/// nor sign for any signer.
+fn grant_csr_updates(s: &Server, user: &str) {
+    let role = json!({"metadata": {"name": "csr-updater"}, "rules": [{"apiGroups": ["certificates.k8s.io"],
+        "resources": ["certificatesigningrequests", "certificatesigningrequests/approval", "certificatesigningrequests/status"],
+        "verbs": ["get", "create", "update"]}]});
+    let binding = json!({"metadata": {"name": "csr-updater"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "csr-updater"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]});
+    for (path, body) in [("clusterroles", role), ("clusterrolebindings", binding)] {
+        let created = s.admin("POST", &format!("/apis/rbac.authorization.k8s.io/v1/{path}"), &[], &body);
+        assert_eq!(created.code, 201, "{}", created.text());
+    }
 }
 
 #[test]
@@ -1247,6 +1267,59 @@ fn csrs_answer_as_kube_apiserver() {
             .collect();
         json!({"created": created.shape(), "spec": {"username": created.json()["spec"]["username"], "usages": after["spec"]["usages"]},
             "approved": approved.code, "conditions": conditions})
+    });
+    pair.check("approving and signing need approve and sign on the signer: 403 for a CSR updater", |s| {
+        grant_csr_updates(s, "carol");
+        let user = s.server.user_config("carol", &[]).expect("user credentials");
+        let mut object = s
+            .admin("POST", CSRS, &[], &csr("carols", "example.com/signer", json!(["client auth"]), Value::Null))
+            .json();
+        object["status"]["conditions"] =
+            json!([{"type": "Approved", "status": "True", "reason": "Test", "message": "ok"}]);
+        let approve = s.request(&user, "PUT", &format!("{CSRS}/carols/approval"), &[], &object);
+        object["status"]["conditions"] =
+            json!([{"type": "Failed", "status": "True", "reason": "Test", "message": "no"}]);
+        let fail = s.request(&user, "PUT", &format!("{CSRS}/carols/status"), &[], &object);
+        let unchanged =
+            s.request(&user, "PUT", &format!("{CSRS}/carols/status"), &[], &s.get(&format!("{CSRS}/carols")).json());
+        json!({"approve": approve.shape(), "fail": fail.shape(), "unchanged status": unchanged.code})
+    });
+    pair.check("a request that is not a PEM CERTIFICATE REQUEST: 422", |s| {
+        use base64::Engine;
+        let mut object = csr("junk", "example.com/signer", json!(["client auth"]), Value::Null);
+        object["spec"]["request"] = json!(
+            base64::engine::general_purpose::STANDARD
+                .encode("-----BEGIN CERTIFICATE-----\naGk=\n-----END CERTIFICATE-----\n")
+        );
+        let wrong_type = s.admin("POST", CSRS, &[], &object).shape();
+        object["spec"]["request"] = json!("aGk=");
+        let not_pem = s.admin("POST", CSRS, &[], &object).shape();
+        object["spec"].as_object_mut().unwrap().remove("request");
+        json!({"wrong type": wrong_type, "not pem": not_pem, "missing": s.admin("POST", CSRS, &[], &object).shape()})
+    });
+    pair.check("condition rules on approval and status: 422", |s| {
+        let mut object = s.admin("POST", CSRS, &[], &csr("rules", "example.com/signer", json!(["client auth"]), Value::Null)).json();
+        let condition = |t: &str, status: &str| json!({"type": t, "status": status, "reason": "Test", "message": "m"});
+        let mut put = |sub: &str, conditions: Value| {
+            object["status"]["conditions"] = conditions;
+            s.admin("PUT", &format!("{CSRS}/rules/{sub}"), &[], &object).shape()
+        };
+        json!({
+            "both": put("approval", json!([condition("Approved", "True"), condition("Denied", "True")])),
+            "twice": put("approval", json!([condition("Approved", "True"), condition("Approved", "True")])),
+            "statuses": put("approval", json!([condition("Approved", "False"), condition("Custom", "Maybe"), condition("", "")])),
+            "approved by status": put("status", json!([condition("Approved", "True")])),
+            "approved": put("approval", json!([condition("Approved", "True")]))["code"],
+            "removed": put("status", json!([])),
+        })
+    });
+    pair.check("a kube-apiserver-client CSR for system:masters: 403, even for an admin", |s| {
+        let masters = csr_request_for("system:masters");
+        let mut object = csr("masters", "kubernetes.io/kube-apiserver-client", json!(["client auth"]), Value::Null);
+        object["spec"]["request"] = json!(masters);
+        let refused = s.admin("POST", CSRS, &[], &object).shape();
+        object["spec"]["signerName"] = json!("example.com/signer");
+        json!({"refused": refused, "other signer": s.admin("POST", CSRS, &[], &object).code})
     });
     pair.assert_conforms();
 }

@@ -15,6 +15,7 @@ use crate::sandbox::storage::objects::name_of;
 use crate::sandbox::storage::resources::ResourceType;
 use crate::sandbox::storage::store::Txn;
 
+mod certificates;
 mod limit_ranger;
 mod nodes;
 mod priority;
@@ -49,6 +50,8 @@ pub struct AdmissionContext<'a> {
     pub old: Option<&'a Value>,
     /// Nothing may be written to the transaction.
     pub dry_run: bool,
+    /// The authorizer plugins ask (upstream's `WantsAuthorizer`): RBAC when on, else AlwaysAllow.
+    pub rbac: bool,
 }
 
 impl AdmissionContext<'_> {
@@ -84,6 +87,9 @@ pub fn admit(ctx: &AdmissionContext<'_>, object: &mut Value, txn: &mut Txn<'_>) 
     service_account::validate(ctx, object, txn)?;
     priority::validate(ctx, object, txn)?;
     storage::persistent_volume_claim_resize(ctx, object, txn)?;
+    certificates::approval(ctx, object, txn)?;
+    certificates::signing(ctx, object, txn)?;
+    certificates::subject_restriction(ctx, object)?;
     resource_quota::validate(ctx, object, txn)
 }
 
@@ -194,6 +200,7 @@ pub(crate) mod testing {
                 user: &user,
                 old: None,
                 dry_run: false,
+                rbac: false,
             };
             admit(&ctx, &mut object, txn)?;
             txn.put(resource.storage_key(), object.clone());
@@ -218,6 +225,7 @@ pub(crate) mod testing {
                 user: &user,
                 old: Some(&old),
                 dry_run: false,
+                rbac: false,
             };
             admit(&ctx, &mut object, txn)?;
             txn.put(resource.storage_key(), object.clone());

@@ -280,6 +280,7 @@ mod tests {
                     user: &user,
                     old: None,
                     dry_run: true,
+                    rbac: false,
                 };
                 super::super::admit(&ctx, &mut pod("team", "a"), txn)
             })

@@ -189,7 +189,7 @@ fn update_scale(
         let mut updated = (*old).clone();
         updated["spec"]["replicas"] = replicas.into();
         updated["metadata"]["resourceVersion"] = Value::Null;
-        write_update(txn, &main, &old, updated, user, false)
+        write_update(api, txn, &main, &old, updated, user, false)
     })?;
     Ok((200, scale_of(&stored)))
 }
@@ -378,8 +378,8 @@ fn replace_part(
             name_of(&document)
         )));
     }
-    // Approval changes status only, so it is written as a status update; finalize changes spec.
-    let part = (sub == "approval").then(|| "status".to_string());
+    // Approval is written as a status update (admission sees `approval`); finalize changes spec.
+    let part = (sub == "approval").then(|| sub.to_string());
     let main = Target { resource, namespace: target.namespace.clone(), name: Some(name.into()), subresource: part };
     let stored = api.store.write(|txn| {
         let old = txn.get(resource.storage_key(), &ns, name).ok_or_else(|| ApiError::not_found(resource, name))?;
@@ -398,7 +398,7 @@ fn replace_part(
         } else {
             updated["status"]["conditions"] = document["status"]["conditions"].clone();
         }
-        write_update(txn, &main, &old, updated, user, false)
+        write_update(api, txn, &main, &old, updated, user, false)
     })?;
     Ok((200, crate::sandbox::apiserver::convert::to_external(resource, &stored)))
 }

@@ -62,6 +62,7 @@ pub fn create_in(
         user,
         old: None,
         dry_run,
+        rbac: api.options.rbac,
     };
     admission::admit(&ctx, &mut object, txn)?;
     validation::validate_create(resource, &object)?;

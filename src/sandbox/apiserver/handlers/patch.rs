@@ -51,7 +51,7 @@ pub fn patch(
         // A resourceVersion in the patch is a precondition; otherwise the patch applies
         // to the current object.
         check_resource_version(resource, name, &old, &patched)?;
-        write_update(txn, target, &old, patched, user, dry_run)
+        write_update(api, txn, target, &old, patched, user, dry_run)
     })?;
     Ok((200, convert::to_external(resource, &stored)))
 }

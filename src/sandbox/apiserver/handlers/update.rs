@@ -51,7 +51,7 @@ pub fn update(
             return Err(ApiError::not_found(resource, name));
         };
         check_resource_version(resource, name, &old, &object)?;
-        let updated = write_update(txn, target, &old, object.clone(), user, dry_run)?;
+        let updated = write_update(api, txn, target, &old, object.clone(), user, dry_run)?;
         Ok((200, updated))
     })?;
     Ok((code, convert::to_external(resource, &stored)))
@@ -61,6 +61,7 @@ pub fn update(
 /// change, bumps the generation on spec changes, runs admission and removes the object once
 /// nothing holds its deletion any longer. Returns the object as stored.
 pub fn write_update(
+    api: &ApiServer,
     txn: &mut Txn<'_>,
     target: &Target,
     old: &Value,
@@ -70,7 +71,8 @@ pub fn write_update(
 ) -> ApiResult<Value> {
     let resource = target.resource;
     let name = name_of(old).to_string();
-    let status_only = target.subresource.as_deref() == Some("status");
+    // A CSR's approval changes its status only, and is written as a status update.
+    let status_only = matches!(target.subresource.as_deref(), Some("status" | "approval"));
     check_uid_unchanged(resource, old, &new)?;
     let mut object = merge_for_update(resource, old, new, status_only);
     preserve_server_metadata(old, &mut object);
@@ -89,7 +91,8 @@ pub fn write_update(
         validation::validate_update(resource, old, &mut object)?;
     } else {
         subresources::populate_condition_timestamps(resource, old, &mut object);
-        validation::validate_status_update(resource, old, &object)?;
+        let approval = target.subresource.as_deref() == Some("approval");
+        validation::validate_status_update(resource, old, &object, approval)?;
     }
     // `endpointSliceStrategy.PrepareForUpdate` also counts label changes.
     let labels_changed = resource.kind == "EndpointSlice" && object["metadata"]["labels"] != old["metadata"]["labels"];
@@ -105,6 +108,7 @@ pub fn write_update(
         user,
         old: Some(old),
         dry_run,
+        rbac: api.options.rbac,
     };
     admission::admit(&ctx, &mut object, txn)?;
     status_zero_values(resource, &mut object);

@@ -174,9 +174,17 @@ pub fn validate_update(resource: &ResourceType, old: &Value, new: &mut Value) ->
 
 /// `ValidateXStatusUpdate` for the workload kinds: counts are not negative, do not exceed
 /// `status.replicas`, and the collision count does not go down.
-pub fn validate_status_update(resource: &ResourceType, old: &Value, new: &Value) -> Result<(), ApiError> {
+/// `approval`: the update is a CSR's approval, not its status.
+pub fn validate_status_update(
+    resource: &ResourceType,
+    old: &Value,
+    new: &Value,
+    approval: bool,
+) -> Result<(), ApiError> {
     let causes = if is_kind(resource, "batch", "jobs") {
         job::status_update(old, new)
+    } else if is_kind(resource, "certificates.k8s.io", "certificatesigningrequests") {
+        certificates::csr_status_update(old, new, approval)
     } else {
         workloads::status_causes(resource, old, new)
     };
