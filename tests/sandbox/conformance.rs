@@ -1359,9 +1359,17 @@ fn service_with_ip(s: &Server, name: &str, ip: &str) -> Answer {
 fn service_cidrs_and_ip_addresses_answer_as_kube_apiserver() {
     let Some(mut pair) = Pair::start() else { return };
     pair.check("the default ServiceCIDR and the kubernetes Service's IPAddress", |s| {
-        let cidr = cidr_or_address(&s.get(&format!("{SERVICE_CIDRS}/kubernetes")));
-        let address = cidr_or_address(&s.get(&format!("{IP_ADDRESSES}/10.96.0.1")));
-        json!({"cidr": cidr, "address": address})
+        // kube-apiserver creates both (and marks the ServiceCIDR Ready) shortly after it starts.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let cidr = s.get(&format!("{SERVICE_CIDRS}/kubernetes"));
+            let address = s.get(&format!("{IP_ADDRESSES}/10.96.0.1"));
+            let ready = cidr.code == 200 && cidr.json()["status"]["conditions"].is_array() && address.code == 200;
+            if ready || std::time::Instant::now() > deadline {
+                break json!({"cidr": cidr_or_address(&cidr), "address": cidr_or_address(&address)});
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     });
     pair.check("a Service's IPAddress", |s| {
         let created = service_with_ip(s, "web", "10.96.0.50");
