@@ -690,7 +690,7 @@ pub fn certificate_sans(der: &[u8]) -> Option<(Vec<String>, Vec<IpAddr>)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// A CA made by rcgen (P-256, PKCS#8), as the envtest and sandbox make theirs.
@@ -703,7 +703,8 @@ mod tests {
         CertificateAuthority::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes(), "ca.crt").unwrap()
     }
 
-    fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
+    /// A parsed request for `cn` in `orgs` with DNS `sans` (also the validation tests' fixture).
+    pub(in crate::controllers::certificates) fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
         params.distinguished_name = rcgen::DistinguishedName::new();

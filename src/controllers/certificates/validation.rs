@@ -91,18 +91,7 @@ pub fn kube_apiserver_client(usages: &[String]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controllers::certificates::authority::parse_csr;
-
-    fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-        params.distinguished_name = rcgen::DistinguishedName::new();
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
-        for org in orgs {
-            params.distinguished_name.push(rcgen::DnType::OrganizationName, *org);
-        }
-        parse_csr(params.serialize_request(&key).unwrap().pem().unwrap().as_bytes()).unwrap()
-    }
+    use crate::controllers::certificates::authority::tests::request;
 
     fn usages(u: &[&str]) -> Vec<String> {
         u.iter().map(|s| s.to_string()).collect()
