@@ -718,7 +718,7 @@ const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
 /// A CSR as compared: its request and certificate (keys and serials differ between runs) become
 /// what they say (subject, SANs, lifetime), and condition times are dropped.
 fn summarise_csr(mut csr: Value) -> Value {
-    use crate::controllers::certificates::authority::{certificate_sans, certificate_validity};
+    use crate::x509::certificate::{certificate_sans, certificate_validity};
     csr["spec"]["request"] = json!("<request>");
     // The requester's credential: each run's control plane has its own admin certificate.
     if let Some(extra) = csr["spec"]["extra"].as_object_mut() {

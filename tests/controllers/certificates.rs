@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kcm::app::controllers::named;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
-use kcm::controllers::certificates::authority::certificate_validity;
 use kcm::controllers::certificates::cleaner;
 use kcm::sandbox::auth::{Credentials, rest_config};
+use kcm::x509::certificate::certificate_validity;
 use kcm::x509::pem_blocks;
 use serde_json::json;
 
@@ -251,7 +251,7 @@ fn serving_and_refused_csrs(backend: Backend) {
 
 /// The DNS and IP SANs of a certificate, read back through a CSR-shaped parse of its extensions.
 fn parse_cert_sans(der: &[u8]) -> (Vec<String>, Vec<String>) {
-    let sans = kcm::controllers::certificates::authority::certificate_sans(der).expect("SANs");
+    let sans = kcm::x509::certificate::certificate_sans(der).expect("SANs");
     (sans.0, sans.1.iter().map(|ip| ip.to_string()).collect())
 }
 

@@ -1313,6 +1313,45 @@ fn csrs_answer_as_kube_apiserver() {
             "removed": put("status", json!([])),
         })
     });
+    pair.check("a bad signature, malformed signer names: 422", |s| {
+        use base64::Engine;
+        let engine = base64::engine::general_purpose::STANDARD;
+        let pem = engine.decode(&request).unwrap();
+        let (_, mut der) = kcm::x509::pem_blocks(&pem).remove(0);
+        let last = der.len() - 1;
+        der[last] ^= 1; // the signature's last byte
+        let mut object = csr("tampered", "example.com/signer", json!(["client auth"]), Value::Null);
+        object["spec"]["request"] = json!(engine.encode(kcm::x509::pem_encode("CERTIFICATE REQUEST", &der)));
+        let tampered = s.admin("POST", CSRS, &[], &object).shape();
+        let signers: Vec<Value> = ["", "example.com", "example/x", "Example.com/x_y", "a.b/c/d"]
+            .iter()
+            .map(|signer| {
+                s.admin("POST", CSRS, &[], &csr("signer", signer, json!(["client auth"]), Value::Null)).shape()
+            })
+            .collect();
+        json!({"tampered": tampered, "signers": signers})
+    });
+    pair.check("status: only CERTIFICATE PEM (422); Approved kept as stored", |s| {
+        use base64::Engine;
+        let engine = base64::engine::general_purpose::STANDARD;
+        let mut object =
+            s.admin("POST", CSRS, &[], &csr("form", "example.com/signer", json!(["client auth"]), Value::Null)).json();
+        object["status"]["conditions"] =
+            json!([{"type": "Approved", "status": "True", "reason": "Test", "message": "m"}]);
+        object = s.admin("PUT", &format!("{CSRS}/form/approval"), &[], &object).json();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut certificates = Vec::new();
+        for pem in [key.serialize_pem(), "not pem".to_string(), kcm::x509::pem_encode("CERTIFICATE", b"junk")] {
+            let mut update = object.clone();
+            update["status"]["certificate"] = json!(engine.encode(pem));
+            certificates.push(s.admin("PUT", &format!("{CSRS}/form/status"), &[], &update).shape());
+        }
+        // The status strategy keeps the stored Approved condition over a changed one.
+        object["status"]["conditions"][0]["reason"] = json!("Changed");
+        let modified = s.admin("PUT", &format!("{CSRS}/form/status"), &[], &object);
+        json!({"certificates": certificates, "modified": {"code": modified.code,
+            "reason": modified.json()["status"]["conditions"][0]["reason"]}})
+    });
     pair.check("a kube-apiserver-client CSR for system:masters: 403, even for an admin", |s| {
         let masters = csr_request_for("system:masters");
         let mut object = csr("masters", "kubernetes.io/kube-apiserver-client", json!(["client auth"]), Value::Null);

@@ -11,10 +11,10 @@ use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestCondition, CertificateSigningRequestStatus,
 };
 
-use super::authority::{CertificateRequest, parse_csr};
 use super::{KUBE_APISERVER_CLIENT_KUBELET, approval_condition, certificate_controller, validation};
 use crate::client::{Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
+use crate::x509::request::{CertificateRequest, parse_csr};
 
 /// Workers (upstream's `Run(ctx, 5)`).
 const WORKERS: usize = 5;

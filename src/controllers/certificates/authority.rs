@@ -1,9 +1,8 @@
 //! Upstream's `pkg/controller/certificates/authority` (`CertificateAuthority.Sign` with the
-//! `PermissiveSigningPolicy`) and the `x509.ParseCertificateRequest` + `CheckSignature` it relies
-//! on: PKCS#10 requests are read with the DER reader of `crate::x509`, verified and signed with
-//! `ring`, and the certificate is written field by field as Go's `x509.CreateCertificate` writes it
-//! (the issuer is the CA's raw subject, extensions in Go's order, no subject key identifier on a
-//! leaf).
+//! `PermissiveSigningPolicy`): PKCS#10 requests are read and verified by `crate::x509::request`,
+//! signed with `ring`, and the certificate is written field by field as Go's
+//! `x509.CreateCertificate` writes it (the issuer is the CA's raw subject, extensions in Go's
+//! order, no subject key identifier on a leaf).
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -12,265 +11,11 @@ use jiff::Timestamp;
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, RsaKeyPair};
 
+use crate::x509::certificate::{ParsedCertificate, parse_certificate};
 use crate::x509::der::{extension, integer, time, tlv};
+use crate::x509::oid::*;
+use crate::x509::request::{CertificateRequest, Name};
 use crate::x509::{pem_blocks, read, skip};
-
-// Object identifiers (DER contents).
-const OID_COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
-const OID_SERIAL_NUMBER: &[u8] = &[0x55, 0x04, 0x05];
-const OID_COUNTRY: &[u8] = &[0x55, 0x04, 0x06];
-const OID_LOCALITY: &[u8] = &[0x55, 0x04, 0x07];
-const OID_PROVINCE: &[u8] = &[0x55, 0x04, 0x08];
-const OID_STREET: &[u8] = &[0x55, 0x04, 0x09];
-const OID_ORGANIZATION: &[u8] = &[0x55, 0x04, 0x0a];
-const OID_ORGANIZATIONAL_UNIT: &[u8] = &[0x55, 0x04, 0x0b];
-const OID_POSTAL_CODE: &[u8] = &[0x55, 0x04, 0x11];
-const OID_EXTENSION_REQUEST: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x0e];
-const OID_SAN: &[u8] = &[0x55, 0x1d, 0x11];
-const OID_SKI: &[u8] = &[0x55, 0x1d, 0x0e];
-const OID_AKI: &[u8] = &[0x55, 0x1d, 0x23];
-const OID_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x0f];
-const OID_EXT_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x25];
-const OID_BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1d, 0x13];
-const OID_RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
-const OID_SHA256_RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0b];
-const OID_SHA384_RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0c];
-const OID_SHA512_RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0d];
-const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
-const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
-const OID_P384: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x22];
-const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
-const OID_ECDSA_SHA384: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03];
-const OID_ED25519: &[u8] = &[0x2b, 0x65, 0x70];
-
-/// A subject as Go's `pkix.Name` keeps it after `FillFromRDNSequence`: other attributes are lost.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Name {
-    /// The subject's C values.
-    pub country: Vec<String>,
-    /// The subject's ST values.
-    pub province: Vec<String>,
-    /// The subject's L values.
-    pub locality: Vec<String>,
-    /// The subject's STREET values.
-    pub street_address: Vec<String>,
-    /// The subject's POSTALCODE values.
-    pub postal_code: Vec<String>,
-    /// The subject's O (the groups of a client certificate) values.
-    pub organization: Vec<String>,
-    /// The subject's OU values.
-    pub organizational_unit: Vec<String>,
-    /// The subject's CN (the user of a client certificate).
-    pub common_name: String,
-    /// The subject's SERIALNUMBER.
-    pub serial_number: String,
-}
-
-/// A parsed PKCS#10 request: what `x509.CertificateRequest` exposes and the signer uses.
-#[derive(Debug, Clone)]
-pub struct CertificateRequest {
-    /// The subject.
-    pub subject: Name,
-    /// DNS subject alternative names.
-    pub dns_names: Vec<String>,
-    /// Email subject alternative names.
-    pub email_addresses: Vec<String>,
-    /// IP subject alternative names.
-    pub ip_addresses: Vec<IpAddr>,
-    /// URI subject alternative names.
-    pub uris: Vec<String>,
-    /// The DER SubjectPublicKeyInfo, copied into the certificate as is.
-    spki: Vec<u8>,
-    /// The DER certificationRequestInfo the signature covers.
-    info: Vec<u8>,
-    signature_algorithm: Vec<u8>,
-    signature: Vec<u8>,
-}
-
-/// One DER element: the whole element, its content and what follows it.
-fn element(input: &[u8], tag: u8) -> Option<(&[u8], &[u8], &[u8])> {
-    let (content, rest) = read(input, tag)?;
-    Some((&input[..input.len() - rest.len()], content, rest))
-}
-
-/// A BIT STRING's bytes (no unused bits expected).
-fn bit_string(content: &[u8]) -> Option<&[u8]> {
-    content.split_first().filter(|(unused, _)| **unused == 0).map(|(_, bits)| bits)
-}
-
-/// `capihelper.ParseCSR`: the first PEM block must be a CERTIFICATE REQUEST.
-pub fn parse_csr(pem: &[u8]) -> Result<CertificateRequest, String> {
-    match pem_blocks(pem).into_iter().next() {
-        Some((label, der)) if label == "CERTIFICATE REQUEST" => parse_csr_der(&der),
-        _ => Err("PEM block type must be CERTIFICATE REQUEST".to_string()),
-    }
-}
-
-/// `x509.ParseCertificateRequest`.
-pub fn parse_csr_der(der: &[u8]) -> Result<CertificateRequest, String> {
-    let malformed = || "x509: malformed certificate request".to_string();
-    let (request, _) = read(der, 0x30).ok_or_else(malformed)?;
-    let (info, info_content, rest) = element(request, 0x30).ok_or_else(malformed)?;
-    let (algorithm, rest) = read(rest, 0x30).ok_or_else(malformed)?;
-    let (signature_oid, _) = read(algorithm, 0x06).ok_or_else(malformed)?;
-    let (signature, _) = read(rest, 0x03).ok_or_else(malformed)?;
-    let signature = bit_string(signature).ok_or_else(malformed)?;
-
-    let fields = skip(info_content).ok_or_else(malformed)?; // version
-    let (subject, _, fields) = element(fields, 0x30).ok_or_else(malformed)?;
-    let (spki, _, fields) = element(fields, 0x30).ok_or_else(malformed)?;
-    let mut csr = CertificateRequest {
-        subject: parse_name(subject).ok_or_else(malformed)?,
-        dns_names: Vec::new(),
-        email_addresses: Vec::new(),
-        ip_addresses: Vec::new(),
-        uris: Vec::new(),
-        spki: spki.to_vec(),
-        info: info.to_vec(),
-        signature_algorithm: signature_oid.to_vec(),
-        signature: signature.to_vec(),
-    };
-    if let Some((attributes, _)) = read(fields, 0xa0) {
-        read_attributes(attributes, &mut csr).ok_or_else(malformed)?;
-    }
-    Ok(csr)
-}
-
-/// The `extensionRequest` attribute: only its subject alternative names matter here.
-fn read_attributes(mut attributes: &[u8], csr: &mut CertificateRequest) -> Option<()> {
-    while !attributes.is_empty() {
-        let (attribute, next) = read(attributes, 0x30)?;
-        attributes = next;
-        let (oid, values) = read(attribute, 0x06)?;
-        if oid != OID_EXTENSION_REQUEST {
-            continue;
-        }
-        let (mut values, _) = read(values, 0x31)?;
-        while !values.is_empty() {
-            let (mut extensions, next) = read(values, 0x30)?;
-            values = next;
-            while !extensions.is_empty() {
-                let (extension, next) = read(extensions, 0x30)?;
-                extensions = next;
-                let (oid, rest) = read(extension, 0x06)?;
-                let rest = if rest.first() == Some(&0x01) { skip(rest)? } else { rest };
-                let (value, _) = read(rest, 0x04)?;
-                if oid == OID_SAN {
-                    read_general_names(value, csr)?;
-                }
-            }
-        }
-    }
-    Some(())
-}
-
-/// `parseSANExtension`: DNS names, emails, URIs and IPs; other name forms are ignored.
-fn read_general_names(value: &[u8], csr: &mut CertificateRequest) -> Option<()> {
-    let (mut names, _) = read(value, 0x30)?;
-    while !names.is_empty() {
-        let tag = *names.first()?;
-        let (content, next) = read(names, tag)?;
-        names = next;
-        let text = || String::from_utf8_lossy(content).into_owned();
-        match tag {
-            0x81 => csr.email_addresses.push(text()),
-            0x82 => csr.dns_names.push(text()),
-            0x86 => csr.uris.push(text()),
-            0x87 => csr.ip_addresses.push(match content.len() {
-                4 => IpAddr::from(<[u8; 4]>::try_from(content).ok()?),
-                16 => IpAddr::from(<[u8; 16]>::try_from(content).ok()?),
-                _ => return None,
-            }),
-            _ => {}
-        }
-    }
-    Some(())
-}
-
-/// `pkix.Name.FillFromRDNSequence` of a DER Name.
-fn parse_name(der: &[u8]) -> Option<Name> {
-    let (mut rdns, _) = read(der, 0x30)?;
-    let mut name = Name::default();
-    while !rdns.is_empty() {
-        let (mut set, next) = read(rdns, 0x31)?;
-        rdns = next;
-        while !set.is_empty() {
-            let (attribute, next) = read(set, 0x30)?;
-            set = next;
-            let (oid, value) = read(attribute, 0x06)?;
-            let tag = *value.first()?;
-            let (content, _) = read(value, tag)?;
-            if !matches!(tag, 0x0c | 0x13 | 0x16 | 0x14 | 0x12) {
-                continue;
-            }
-            let text = String::from_utf8_lossy(content).into_owned();
-            match oid {
-                OID_COMMON_NAME => name.common_name = text,
-                OID_SERIAL_NUMBER => name.serial_number = text,
-                OID_COUNTRY => name.country.push(text),
-                OID_LOCALITY => name.locality.push(text),
-                OID_PROVINCE => name.province.push(text),
-                OID_STREET => name.street_address.push(text),
-                OID_ORGANIZATION => name.organization.push(text),
-                OID_ORGANIZATIONAL_UNIT => name.organizational_unit.push(text),
-                OID_POSTAL_CODE => name.postal_code.push(text),
-                _ => {}
-            }
-        }
-    }
-    Some(name)
-}
-
-impl CertificateRequest {
-    /// `CertificateRequest.CheckSignature`.
-    pub fn check_signature(&self) -> Result<(), String> {
-        let (algorithm, key) = public_key(&self.spki)?;
-        let verify: &'static dyn signature::VerificationAlgorithm =
-            match (self.signature_algorithm.as_slice(), algorithm) {
-                (OID_SHA256_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA256,
-                (OID_SHA384_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA384,
-                (OID_SHA512_RSA, KeyAlgorithm::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA512,
-                (OID_ECDSA_SHA256, KeyAlgorithm::P256) => &signature::ECDSA_P256_SHA256_ASN1,
-                (OID_ECDSA_SHA384, KeyAlgorithm::P256) => &signature::ECDSA_P256_SHA384_ASN1,
-                (OID_ECDSA_SHA256, KeyAlgorithm::P384) => &signature::ECDSA_P384_SHA256_ASN1,
-                (OID_ECDSA_SHA384, KeyAlgorithm::P384) => &signature::ECDSA_P384_SHA384_ASN1,
-                (OID_ED25519, KeyAlgorithm::Ed25519) => &signature::ED25519,
-                _ => return Err("x509: cannot verify signature: algorithm unimplemented".to_string()),
-            };
-        signature::UnparsedPublicKey::new(verify, key)
-            .verify(&self.info, &self.signature)
-            .map_err(|_| "x509: signature verification failure".to_string())
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum KeyAlgorithm {
-    Rsa,
-    P256,
-    P384,
-    Ed25519,
-}
-
-/// The algorithm and raw key of a SubjectPublicKeyInfo.
-fn public_key(spki: &[u8]) -> Result<(KeyAlgorithm, &[u8]), String> {
-    let bad = || "x509: unsupported public key".to_string();
-    let (content, _) = read(spki, 0x30).ok_or_else(bad)?;
-    let (algorithm, rest) = read(content, 0x30).ok_or_else(bad)?;
-    let (key, _) = read(rest, 0x03).ok_or_else(bad)?;
-    let key = bit_string(key).ok_or_else(bad)?;
-    let (oid, parameters) = read(algorithm, 0x06).ok_or_else(bad)?;
-    let kind = match oid {
-        OID_RSA => KeyAlgorithm::Rsa,
-        OID_ED25519 => KeyAlgorithm::Ed25519,
-        OID_EC_PUBLIC_KEY => match read(parameters, 0x06).map(|(curve, _)| curve) {
-            Some(OID_P256) => KeyAlgorithm::P256,
-            Some(OID_P384) => KeyAlgorithm::P384,
-            _ => return Err("x509: unsupported elliptic curve".to_string()),
-        },
-        _ => return Err(bad()),
-    };
-    Ok((kind, key))
-}
 
 /// The CA's signing key.
 enum SigningKey {
@@ -444,80 +189,6 @@ impl CertificateAuthority {
     }
 }
 
-/// What is read of a certificate: its raw subject, validity and extensions of interest.
-struct ParsedCertificate {
-    raw_subject: Vec<u8>,
-    subject_key_id: Option<Vec<u8>>,
-    not_before: Timestamp,
-    not_after: Timestamp,
-    /// The subject alternative names, parsed as a request's.
-    sans: Option<CertificateRequest>,
-}
-
-fn parse_certificate(der: &[u8]) -> Option<ParsedCertificate> {
-    let (certificate, _) = read(der, 0x30)?;
-    let (tbs, _) = read(certificate, 0x30)?;
-    let rest = if tbs.first() == Some(&0xa0) { skip(tbs)? } else { tbs };
-    let rest = skip(skip(skip(rest)?)?)?; // serial, signature, issuer
-    let (validity, rest) = read(rest, 0x30)?;
-    let not_after = parse_time(skip(validity)?)?;
-    let not_before = parse_time(validity)?;
-    let (subject, _, mut rest) = element(rest, 0x30)?;
-    rest = skip(rest)?; // subjectPublicKeyInfo
-    let mut parsed =
-        ParsedCertificate { raw_subject: subject.to_vec(), subject_key_id: None, not_before, not_after, sans: None };
-    while let Some(&tag) = rest.first() {
-        let (content, next) = read(rest, tag)?;
-        rest = next;
-        if tag != 0xa3 {
-            continue;
-        }
-        let (mut extensions, _) = read(content, 0x30)?;
-        while !extensions.is_empty() {
-            let (ext, next) = read(extensions, 0x30)?;
-            extensions = next;
-            let (oid, value) = read(ext, 0x06)?;
-            let value = if value.first() == Some(&0x01) { skip(value)? } else { value };
-            let (value, _) = read(value, 0x04)?;
-            if oid == OID_SKI {
-                parsed.subject_key_id = Some(read(value, 0x04)?.0.to_vec());
-            } else if oid == OID_SAN {
-                let mut sans = CertificateRequest {
-                    subject: Name::default(),
-                    dns_names: Vec::new(),
-                    email_addresses: Vec::new(),
-                    ip_addresses: Vec::new(),
-                    uris: Vec::new(),
-                    spki: Vec::new(),
-                    info: Vec::new(),
-                    signature_algorithm: Vec::new(),
-                    signature: Vec::new(),
-                };
-                read_general_names(value, &mut sans)?;
-                parsed.sans = Some(sans);
-            }
-        }
-    }
-    Some(parsed)
-}
-
-/// A UTCTime or GeneralizedTime.
-fn parse_time(input: &[u8]) -> Option<Timestamp> {
-    let tag = *input.first()?;
-    let (content, _) = read(input, tag)?;
-    let text = std::str::from_utf8(content).ok()?.strip_suffix('Z')?;
-    let full = match tag {
-        0x17 => {
-            let year: i32 = text.get(..2)?.parse().ok()?;
-            format!("{}{text}", if year >= 50 { "19" } else { "20" })
-        }
-        0x18 => text.to_string(),
-        _ => return None,
-    };
-    let civil = jiff::civil::DateTime::strptime("%Y%m%d%H%M%S", &full).ok()?;
-    civil.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
-}
-
 /// `PermissiveSigningPolicy`.
 #[derive(Debug, Clone)]
 pub struct SigningPolicy {
@@ -676,21 +347,8 @@ fn string(value: &str) -> Vec<u8> {
     tlv(if printable { 0x13 } else { 0x0c }, value.as_bytes())
 }
 
-/// A DER certificate's NotBefore and NotAfter.
-pub fn certificate_validity(der: &[u8]) -> Option<(Timestamp, Timestamp)> {
-    parse_certificate(der).map(|c| (c.not_before, c.not_after))
-}
-
-/// A DER certificate's DNS and IP subject alternative names.
-pub fn certificate_sans(der: &[u8]) -> Option<(Vec<String>, Vec<IpAddr>)> {
-    match parse_certificate(der)?.sans {
-        Some(sans) => Some((sans.dns_names, sans.ip_addresses)),
-        None => Some((Vec::new(), Vec::new())),
-    }
-}
-
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
 
     /// A CA made by rcgen (P-256, PKCS#8), as the envtest and sandbox make theirs.
@@ -703,17 +361,7 @@ pub(super) mod tests {
         CertificateAuthority::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes(), "ca.crt").unwrap()
     }
 
-    /// A parsed request for `cn` in `orgs` with DNS `sans` (also the validation tests' fixture).
-    pub(in crate::controllers::certificates) fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-        params.distinguished_name = rcgen::DistinguishedName::new();
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
-        for org in orgs {
-            params.distinguished_name.push(rcgen::DnType::OrganizationName, *org);
-        }
-        parse_csr(params.serialize_request(&key).unwrap().pem().unwrap().as_bytes()).unwrap()
-    }
+    use crate::x509::request::fixtures::request;
 
     fn policy(ttl: Duration, usages: &[&str], now: Timestamp) -> SigningPolicy {
         SigningPolicy {
@@ -726,33 +374,19 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn parses_a_request_and_checks_its_signature() {
-        let csr = request("system:node:n1", &["system:nodes"], &["n1.example", "10.0.0.1"]);
-        assert_eq!(csr.subject.common_name, "system:node:n1");
-        assert_eq!(csr.subject.organization, ["system:nodes"]);
-        assert_eq!(csr.dns_names, ["n1.example"]);
-        assert_eq!(csr.ip_addresses, ["10.0.0.1".parse::<IpAddr>().unwrap()]);
-        assert_eq!(csr.check_signature(), Ok(()));
-        let mut tampered = csr.clone();
-        *tampered.info.last_mut().unwrap() ^= 1;
-        assert!(tampered.check_signature().is_err());
-        assert_eq!(parse_csr(b"nothing").unwrap_err(), "PEM block type must be CERTIFICATE REQUEST");
-    }
-
-    #[test]
     fn signs_with_upstream_extensions_and_validity() {
         let ca = ca();
         let csr = request("system:node:n1", &["system:nodes"], &["n1.example"]);
         let now: Timestamp = "2026-11-26T10:00:00Z".parse().unwrap();
         let usages = ["digital signature", "key encipherment", "server auth", "client auth"];
         let der = ca.sign(&csr, &policy(Duration::from_secs(900), &usages, now)).unwrap();
-        let (not_before, not_after) = certificate_validity(&der).unwrap();
+        let (not_before, not_after) = crate::x509::certificate::certificate_validity(&der).unwrap();
         assert_eq!(not_before, "2026-11-26T09:55:00Z".parse().unwrap());
         assert_eq!(not_after, "2026-11-26T10:15:00Z".parse().unwrap(), "short: NotAfter not backdated");
         let subject = crate::x509::subject(&der).unwrap();
         assert_eq!(subject.common_name, "system:node:n1");
         assert_eq!(subject.organizations, ["system:nodes"]);
-        assert_eq!(certificate_sans(&der).unwrap().0, ["n1.example"]);
+        assert_eq!(crate::x509::certificate::certificate_sans(&der).unwrap().0, ["n1.example"]);
         // Key usage (critical, digitalSignature|keyEncipherment), EKU server then client, CA:false.
         let ku = extension(OID_KEY_USAGE, true, &[0x03, 0x02, 0x05, 0xa0]);
         assert!(der.windows(ku.len()).any(|w| w == ku.as_slice()));

@@ -9,10 +9,10 @@ use jiff::Timestamp;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::authority::certificate_validity;
 use crate::client::{Api, Client, DeleteParams};
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::Informer;
+use crate::x509::certificate::certificate_validity;
 use crate::x509::pem_blocks;
 
 /// What the controller takes from the flags: upstream's constants, settable for tests.

@@ -15,13 +15,14 @@ use k8s_openapi::api::certificates::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use parking_lot::Mutex;
 
-use super::authority::{CertificateAuthority, CertificateRequest, SigningPolicy, parse_csr};
+use super::authority::{CertificateAuthority, SigningPolicy};
 use super::{
     KUBE_APISERVER_CLIENT, KUBE_APISERVER_CLIENT_KUBELET, KUBELET_SERVING, LEGACY_UNKNOWN, certificate_controller,
     has_true_condition, is_approved, validation,
 };
 use crate::client::{Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
+use crate::x509::request::{CertificateRequest, parse_csr};
 
 /// Backdating of NotBefore (and of NotAfter for long-lived certificates).
 const BACKDATE: Duration = Duration::from_secs(5 * 60);

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::authority::CertificateRequest;
+use crate::x509::request::CertificateRequest;
 
 const ORGANIZATION_NOT_SYSTEM_NODES: &str = "subject organization is not system:nodes";
 const COMMON_NAME_NOT_SYSTEM_NODE: &str = "subject common name does not begin with system:node:";
@@ -91,7 +91,7 @@ pub fn kube_apiserver_client(usages: &[String]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controllers::certificates::authority::tests::request;
+    use crate::x509::request::fixtures::request;
 
     fn usages(u: &[&str]) -> Vec<String> {
         u.iter().map(|s| s.to_string()).collect()

@@ -56,20 +56,19 @@ pub(super) fn subject_restriction(ctx: &AdmissionContext<'_>, object: &Value) ->
     if !ctx.is_create() || !is_csr(ctx, None) || text(object, "/spec/signerName") != KUBE_APISERVER_CLIENT {
         return Ok(());
     }
-    let Some(subject) = request_subject(text(object, "/spec/request")) else { return Ok(()) };
-    if subject.organizations.iter().any(|o| o == "system:masters") {
+    let Some(request) = parsed_request(text(object, "/spec/request")) else { return Ok(()) };
+    if request.subject.organization.iter().any(|o| o == "system:masters") {
         let why = format!("use of {KUBE_APISERVER_CLIENT} signer with system:masters group is not allowed");
         return Err(forbidden(ctx, object, Phase::Validating, &why));
     }
     Ok(())
 }
 
-/// The subject of `spec.request` (base64 of a PEM CERTIFICATE REQUEST).
-fn request_subject(request: &str) -> Option<x509::CertificateSubject> {
+/// `spec.request` (base64 of a PEM CERTIFICATE REQUEST), parsed.
+fn parsed_request(request: &str) -> Option<x509::request::CertificateRequest> {
     use base64::Engine;
     let pem = base64::engine::general_purpose::STANDARD.decode(request).ok()?;
-    let (label, der) = x509::pem_blocks(&pem).into_iter().next()?;
-    (label == "CERTIFICATE REQUEST").then(|| x509::request_subject(&der).ok()).flatten()
+    x509::request::parse_csr(&pem).ok()
 }
 
 /// `certificates.IsAuthorizedForSignerName`: `verb` on the signer by name, else on

@@ -443,12 +443,39 @@ pub fn csr_prepare_for_update(resource: &ResourceType, old: &Value, csr: &mut Va
     }
 }
 
-/// `populateConditionTimestamps` of CSR status and approval updates: conditions get
-/// `lastUpdateTime` now, and `lastTransitionTime` from the same condition before, or now.
-pub fn populate_condition_timestamps(resource: &ResourceType, old: &Value, csr: &mut Value) {
+/// The `status` and `approval` strategies' `PrepareForUpdate` of a CSR: a status update keeps
+/// the stored Approved and Denied conditions in place of the sent ones when their number is
+/// unchanged (`preserveConditionInstances`; adding or removing them is left to validation to
+/// refuse); then `populateConditionTimestamps`.
+pub fn csr_prepare_for_status_update(resource: &ResourceType, old: &Value, csr: &mut Value, approval: bool) {
     if !is_csr(resource) {
         return;
     }
+    if !approval {
+        for kind in ["Approved", "Denied"] {
+            preserve_condition_instances(old, csr, kind);
+        }
+    }
+    populate_condition_timestamps(old, csr);
+}
+
+fn preserve_condition_instances(old: &Value, csr: &mut Value, kind: &str) {
+    let of_kind = |o: &Value| -> Vec<usize> {
+        let conditions = o["status"]["conditions"].as_array().map(Vec::as_slice).unwrap_or_default();
+        conditions.iter().enumerate().filter(|(_, c)| c["type"] == kind).map(|(i, _)| i).collect()
+    };
+    let (before, after) = (of_kind(old), of_kind(csr));
+    if before.len() != after.len() {
+        return;
+    }
+    for (old_index, new_index) in before.into_iter().zip(after) {
+        csr["status"]["conditions"][new_index] = old["status"]["conditions"][old_index].clone();
+    }
+}
+
+/// `populateConditionTimestamps`: conditions get `lastUpdateTime` now, and
+/// `lastTransitionTime` from the same condition before, or now.
+fn populate_condition_timestamps(old: &Value, csr: &mut Value) {
     let before = old["status"]["conditions"].as_array().cloned().unwrap_or_default();
     let Some(conditions) = csr["status"]["conditions"].as_array_mut() else { return };
     for condition in conditions {

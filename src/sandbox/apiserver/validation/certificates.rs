@@ -3,14 +3,19 @@
 //! usages given, known and distinct, no legacy signer, at least 10 minutes of `expirationSeconds`.
 //! On the `status` and `approval` subresources, `validateConditions` and the update rules
 //! (`ValidateCertificateSigningRequestStatusUpdate` / `...ApprovalUpdate`).
-//! `spec.request` must hold a PEM CERTIFICATE REQUEST whose subject parses (its signature is not
-//! checked). Not covered: the signer name's qualified-name form, the certificate's
-//! PEM parse, and the "may not modify a condition" rule (its message carries a `cmp.Diff`).
+//! `spec.request` must hold a PEM CERTIFICATE REQUEST that parses and whose signature verifies
+//! (`validateCSR`), the signer name has `ValidateSignerName`'s form, and `status.certificate`
+//! holds only CERTIFICATE PEM blocks (`validateCertificate`). The "may not modify a condition"
+//! rule is upstream's too, though the status strategy keeps stored Approved/Denied conditions
+//! first, so the API never reaches it; its message carries a `cmp.Diff`, whose layout go-cmp
+//! randomises on purpose, and ours a plain `-`/`+` listing of the JSON conditions.
 
 use serde_json::Value;
 
 use super::FieldError;
 use crate::apimachinery::strconv::quote;
+use crate::apimachinery::validation::{is_dns1123_label, is_dns1123_subdomain};
+use crate::x509;
 
 /// `allValidUsages`, sorted as `sets.List` returns them.
 const VALID_USAGES: &[&str] = &[
@@ -44,7 +49,7 @@ pub(super) fn csr(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
     let mut errors = Vec::new();
     if let Some(why) = request_error(&spec["request"]) {
-        errors.push(FieldError::invalid("spec.request", go_bytes(&spec["request"]), why));
+        errors.push(FieldError::invalid("spec.request", go_bytes(&spec["request"]), &why));
     }
     let usages: Vec<&str> =
         spec["usages"].as_array().map(|u| u.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
@@ -68,6 +73,8 @@ pub(super) fn csr(object: &Value) -> Vec<FieldError> {
             quote(signer),
             "the legacy signerName is not allowed via this API version",
         ));
+    } else {
+        errors.extend(signer_name("spec.signerName", signer));
     }
     if let Some(seconds) = spec["expirationSeconds"].as_i64().filter(|s| *s < 600) {
         errors.push(FieldError::invalid(
@@ -79,15 +86,78 @@ pub(super) fn csr(object: &Value) -> Vec<FieldError> {
     errors
 }
 
-/// Why `spec.request` (base64 in JSON) is not a CSR, as `certificates.ParseCSR` says.
-fn request_error(request: &Value) -> Option<&'static str> {
-    let pem = decoded(request);
-    match crate::x509::pem_blocks(&pem).into_iter().next() {
-        Some((label, der)) if label == "CERTIFICATE REQUEST" => {
-            crate::x509::request_subject(&der).err().map(|_| "x509: malformed certificate request")
-        }
-        _ => Some("PEM block type must be CERTIFICATE REQUEST"),
+/// `validateCSR`: why `spec.request` (base64 in JSON) is not a CSR with a valid signature, as
+/// `certificates.ParseCSR` and `CheckSignature` say.
+fn request_error(request: &Value) -> Option<String> {
+    x509::request::parse_csr(&decoded(request)).and_then(|csr| csr.check_signature()).err()
+}
+
+/// `apivalidation.ValidateSignerName`: `<domain with a dot>/<path>`, each dot-separated part a
+/// DNS label (domain) or subdomain (path), at most 571 characters.
+pub(super) fn signer_name(field: &str, signer: &str) -> Vec<FieldError> {
+    if signer.is_empty() {
+        return vec![FieldError::required(field, "")];
     }
+    let segments: Vec<&str> = signer.split('/').collect();
+    let [domain, path] = segments[..] else {
+        return vec![FieldError::invalid(
+            field,
+            quote(signer),
+            "must be a fully qualified domain and path of the form 'example.com/signer-name'",
+        )];
+    };
+    let mut errors = Vec::new();
+    if domain.len() > 253 {
+        errors.push(FieldError::too_long(field, 253));
+    }
+    let labels: Vec<&str> = domain.split('.').collect();
+    errors.extend(first_part_errors(field, domain, &labels, is_dns1123_label));
+    if labels.len() < 2 {
+        errors.push(FieldError::invalid(
+            field,
+            quote(domain),
+            "should be a domain with at least two segments separated by dots",
+        ));
+    }
+    let parts: Vec<&str> = path.split('.').collect();
+    errors.extend(first_part_errors(field, path, &parts, is_dns1123_subdomain));
+    if signer.len() > 253 + 253 + 63 + 1 + 1 {
+        errors.push(FieldError::too_long(field, 571));
+    }
+    errors
+}
+
+/// The errors of the first part of `segment` that `check` refuses (upstream stops there).
+fn first_part_errors(field: &str, segment: &str, parts: &[&str], check: fn(&str) -> Vec<String>) -> Vec<FieldError> {
+    let Some((part, errors)) = parts.iter().map(|p| (p, check(p))).find(|(_, e)| !e.is_empty()) else {
+        return Vec::new();
+    };
+    let detail = |e: &String| format!("validating label {}: {e}", quote(part));
+    errors.iter().map(|e| FieldError::invalid(field, quote(segment), &detail(e))).collect()
+}
+
+/// `validateCertificate` of `status.certificate` (base64 in JSON): empty, or only CERTIFICATE
+/// PEM blocks without headers, each holding certificates.
+fn certificate_error(object: &Value) -> Option<FieldError> {
+    let pem = decoded(&object["status"]["certificate"]);
+    let why = certificate_pem_error(&pem)?;
+    Some(FieldError::invalid("status.certificate", quote("<certificate data>"), &why))
+}
+
+fn certificate_pem_error(pem: &[u8]) -> Option<String> {
+    if pem.is_empty() {
+        return None;
+    }
+    let blocks = x509::pem_blocks(pem);
+    for (label, der) in &blocks {
+        if label != "CERTIFICATE" {
+            return Some(format!("only CERTIFICATE PEM blocks are allowed, found {}", quote(label)));
+        }
+        if x509::certificate::parse_certificate(der).is_none() {
+            return Some("x509: malformed certificate".to_string());
+        }
+    }
+    blocks.is_empty().then(|| "must contain at least one CERTIFICATE PEM block".to_string())
 }
 
 fn decoded(bytes: &Value) -> Vec<u8> {
@@ -128,15 +198,26 @@ pub(super) fn csr_status_update(old: &Value, new: &Value, approval: bool) -> Vec
     }
     if !approval {
         for t in ["Approved", "Denied"] {
-            if count(new, t) > count(old, t) {
+            let (before, after) = (conditions_of_type(old, t), conditions_of_type(new, t));
+            if after.len() > before.len() {
                 errors.push(FieldError::forbidden(
                     "status.conditions",
                     &format!("updates may not add a condition of type {}", quote(t)),
+                ));
+            } else if after.len() == before.len() && !super::semantically_equal(&before.into(), &after.clone().into()) {
+                let diff = condition_diff(&conditions_of_type(old, t), &after);
+                errors.push(FieldError::forbidden(
+                    "status.conditions",
+                    &format!("updates may not modify a condition of type {}\n{diff}", quote(t)),
                 ));
             }
         }
     }
     let certificate = |o: &Value| o["status"]["certificate"].as_str().unwrap_or_default().to_string();
+    // `allowArbitraryCertificate`: an untouched or already invalid certificate is not checked.
+    if certificate(new) != certificate(old) && certificate_error(old).is_none() {
+        errors.extend(certificate_error(new));
+    }
     if certificate(new) != certificate(old) {
         if approval {
             errors.push(FieldError::forbidden("status.certificate", "updates may not set certificate content"));
@@ -148,6 +229,25 @@ pub(super) fn csr_status_update(old: &Value, new: &Value, approval: bool) -> Vec
         }
     }
     errors
+}
+
+/// `findConditions`: the conditions of type `t`, in order.
+fn conditions_of_type(csr: &Value, t: &str) -> Vec<Value> {
+    let all = csr["status"]["conditions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    all.iter().filter(|c| c["type"] == t).cloned().collect()
+}
+
+/// The removed (`-`) and added (`+`) conditions, one JSON object a line: the gist of upstream's
+/// `cmp.Diff`, whose exact layout go-cmp varies from run to run.
+fn condition_diff(before: &[Value], after: &[Value]) -> String {
+    let mut lines = Vec::new();
+    for (b, a) in before.iter().zip(after) {
+        if !super::semantically_equal(b, a) {
+            lines.push(format!("- {b}"));
+            lines.push(format!("+ {a}"));
+        }
+    }
+    lines.join("\n")
 }
 
 fn condition_types(csr: &Value) -> Vec<&str> {
@@ -222,17 +322,67 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn request() -> String {
+    fn base64(bytes: &[u8]) -> String {
         use base64::Engine;
-        let key = rcgen::KeyPair::generate().unwrap();
-        let params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        let pem = params.serialize_request(&key).unwrap().pem().unwrap();
-        base64::engine::general_purpose::STANDARD.encode(pem)
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    fn request() -> String {
+        base64(crate::x509::request::fixtures::request_pem("alice", &[], &[]).as_bytes())
+    }
+
+    fn messages(errors: Vec<FieldError>) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn the_request_signature_must_verify() {
+        let pem = crate::x509::request::fixtures::request_pem("alice", &[], &[]);
+        let (_, mut der) = crate::x509::pem_blocks(pem.as_bytes()).remove(0);
+        let last = der.len() - 1;
+        der[last] ^= 1; // the signature's last byte
+        let tampered = crate::x509::pem_encode("CERTIFICATE REQUEST", &der);
+        let object =
+            json!({"spec": {"usages": ["any"], "signerName": "example.com/x", "request": base64(tampered.as_bytes())}});
+        let errors = messages(csr(&object));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].ends_with(": x509: ECDSA verification failure"), "{errors:?}");
+    }
+
+    #[test]
+    fn signer_names_have_the_domain_and_path_form() {
+        assert!(signer_name("f", "example.com/signer-name").is_empty());
+        assert!(signer_name("f", "example.com/ns.name").is_empty());
+        assert_eq!(messages(signer_name("f", "")), ["f: Required value"]);
+        assert_eq!(
+            messages(signer_name("f", "example.com")),
+            [
+                "f: Invalid value: \"example.com\": must be a fully qualified domain and path of the form 'example.com/signer-name'"
+            ]
+        );
+        assert_eq!(
+            messages(signer_name("f", "example/x")),
+            ["f: Invalid value: \"example\": should be a domain with at least two segments separated by dots"]
+        );
+        let bad = messages(signer_name("f", "Example.com/x_y"));
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert!(
+            bad[0].starts_with(
+                "f: Invalid value: \"Example.com\": validating label \"Example\": a lowercase RFC 1123 label"
+            ),
+            "{bad:?}"
+        );
+        assert!(
+            bad[1].starts_with("f: Invalid value: \"x_y\": validating label \"x_y\": a lowercase RFC 1123 subdomain"),
+            "{bad:?}"
+        );
+        let long = format!("example.com/{}", "a.".repeat(290) + "a");
+        assert!(messages(signer_name("f", &long)).contains(&"f: Too long: may not be more than 571 bytes".to_string()));
     }
 
     #[test]
     fn the_request_must_be_a_pem_csr() {
-        let not_pem = json!({"spec": {"usages": ["any"], "request": "aGk="}});
+        let not_pem = json!({"spec": {"usages": ["any"], "signerName": "example.com/x", "request": "aGk="}});
         let fields: Vec<String> = csr(&not_pem).iter().map(ToString::to_string).collect();
         assert_eq!(
             fields,
@@ -301,5 +451,49 @@ mod status_tests {
             ["status.certificate: Forbidden: updates may not set certificate content"]
         );
         assert!(csr_status_update(&none, &with(json!([]), "b"), false).is_empty());
+    }
+
+    #[test]
+    fn status_updates_may_not_modify_approval_conditions() {
+        let approved = json!({"type": "Approved", "status": "True", "reason": "AutoApproved"});
+        let changed = json!({"type": "Approved", "status": "True", "reason": "Other"});
+        let errors = messages(csr_status_update(&with(json!([approved]), ""), &with(json!([changed]), ""), false));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with(
+                "status.conditions: Forbidden: updates may not modify a condition of type \"Approved\"\n- "
+            ),
+            "{errors:?}"
+        );
+        assert!(csr_status_update(&with(json!([approved]), ""), &with(json!([changed]), ""), true).is_empty());
+    }
+
+    #[test]
+    fn a_new_certificate_must_be_certificate_pem() {
+        use base64::Engine;
+        let encode = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap().self_signed(&key).unwrap();
+        let none = with(json!([]), "");
+        assert!(csr_status_update(&none, &with(json!([]), &encode(&cert.pem())), false).is_empty());
+        let key_pem = with(json!([]), &encode(&key.serialize_pem()));
+        assert_eq!(
+            messages(csr_status_update(&none, &key_pem, false)),
+            [
+                "status.certificate: Invalid value: \"<certificate data>\": only CERTIFICATE PEM blocks are allowed, found \"PRIVATE KEY\""
+            ]
+        );
+        let text = with(json!([]), &encode("not pem"));
+        assert_eq!(
+            messages(csr_status_update(&none, &text, false)),
+            [
+                "status.certificate: Invalid value: \"<certificate data>\": must contain at least one CERTIFICATE PEM block"
+            ]
+        );
+        let junk = with(json!([]), &encode(&crate::x509::pem_encode("CERTIFICATE", b"junk")));
+        assert_eq!(
+            messages(csr_status_update(&none, &junk, false)),
+            ["status.certificate: Invalid value: \"<certificate data>\": x509: malformed certificate"]
+        );
     }
 }

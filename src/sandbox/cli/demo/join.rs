@@ -11,9 +11,9 @@ use serde_json::json;
 use super::{Narrator, STEP_TIMEOUT, all_implemented, api_error, wait_for};
 use crate::client::config::Auth;
 use crate::client::{Api, Client, ClientOptions, PostParams};
-use crate::controllers::certificates::authority::certificate_validity;
 use crate::envtest::TestServer;
 use crate::sandbox::auth::{Credentials, rest_config};
+use crate::x509::certificate::certificate_validity;
 use crate::x509::pem_blocks;
 
 /// The bootstrap token `kubeadm token create` would print: `<id>.<secret>`.

@@ -1,6 +1,12 @@
-//! Just enough DER reading to learn who a client certificate names: the subject's common name
-//! (the Kubernetes user) and organisations (its groups), as kube-apiserver's x509
-//! authenticator maps them.
+//! Just enough X.509: who a client certificate names (the subject's common name, the Kubernetes
+//! user, and organisations, its groups, as kube-apiserver's x509 authenticator maps them), PEM,
+//! DER reading and writing, certificate requests (`request`) and certificates (`certificate`).
+
+pub mod certificate;
+pub mod oid;
+pub mod request;
+
+use oid::{OID_COMMON_NAME, OID_ORGANIZATION};
 
 /// The user a client certificate authenticates as.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -10,9 +16,6 @@ pub struct CertificateSubject {
     /// The subject's organizations: the user's groups.
     pub organizations: Vec<String>,
 }
-
-const OID_COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
-const OID_ORGANIZATION: &[u8] = &[0x55, 0x04, 0x0a];
 
 /// Reads the subject of a DER-encoded X.509 certificate.
 pub fn subject(der: &[u8]) -> Result<CertificateSubject, String> {
@@ -29,17 +32,6 @@ pub fn subject(der: &[u8]) -> Result<CertificateSubject, String> {
     }
     let (name, _) = read(rest, 0x30).ok_or("no subject")?;
     read_name(name)
-}
-
-/// Reads the subject of a DER-encoded PKCS#10 certificate request (`x509.ParseCertificateRequest`'s
-/// `Subject`, as admission needs it).
-pub fn request_subject(der: &[u8]) -> Result<CertificateSubject, String> {
-    let malformed = "x509: malformed certificate request";
-    let (request, _) = read(der, 0x30).ok_or(malformed)?;
-    let (info, _) = read(request, 0x30).ok_or(malformed)?;
-    let after_version = skip(info).ok_or(malformed)?;
-    let (name, _) = read(after_version, 0x30).ok_or(malformed)?;
-    read_name(name).map_err(|_| malformed.to_string())
 }
 
 /// The common name and organizations of a DER Name's content.
@@ -217,19 +209,6 @@ mod tests {
         assert_eq!(lines[0], "-----BEGIN CERTIFICATE-----");
         assert_eq!(lines[1].len(), 64);
         assert_eq!(lines[3], "-----END CERTIFICATE-----");
-    }
-
-    #[test]
-    fn reads_a_requests_subject() {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, "alice");
-        params.distinguished_name.push(rcgen::DnType::OrganizationName, "system:masters");
-        let request = params.serialize_request(&key).unwrap();
-        let subject = request_subject(request.der()).unwrap();
-        assert_eq!(subject.common_name, "alice");
-        assert_eq!(subject.organizations, ["system:masters"]);
-        assert!(request_subject(b"junk").is_err());
     }
 
     #[test]

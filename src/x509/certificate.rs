@@ -1,0 +1,92 @@
+//! X.509 certificates read as far as signing and tests need them: the raw subject, validity,
+//! subject key identifier and subject alternative names.
+
+use std::net::IpAddr;
+
+use jiff::Timestamp;
+
+use super::oid::*;
+use super::request::{SubjectAltNames, element, read_general_names};
+use super::{read, skip};
+
+/// What is read of a certificate: its raw subject, validity and extensions of interest.
+pub struct ParsedCertificate {
+    /// The subject's DER Name, as is (a CA's is the issuer of what it signs).
+    pub raw_subject: Vec<u8>,
+    /// The subject key identifier extension's value.
+    pub subject_key_id: Option<Vec<u8>>,
+    /// NotBefore.
+    pub not_before: Timestamp,
+    /// NotAfter.
+    pub not_after: Timestamp,
+    /// The subject alternative names, parsed as a request's.
+    pub sans: Option<SubjectAltNames>,
+}
+
+/// Reads a DER certificate as far as `ParsedCertificate` goes; `None` if it is malformed.
+pub fn parse_certificate(der: &[u8]) -> Option<ParsedCertificate> {
+    let (certificate, _) = read(der, 0x30)?;
+    let (tbs, _) = read(certificate, 0x30)?;
+    let rest = if tbs.first() == Some(&0xa0) { skip(tbs)? } else { tbs };
+    let rest = skip(skip(skip(rest)?)?)?; // serial, signature, issuer
+    let (validity, rest) = read(rest, 0x30)?;
+    let not_after = parse_time(skip(validity)?)?;
+    let not_before = parse_time(validity)?;
+    let (subject, _, mut rest) = element(rest, 0x30)?;
+    rest = skip(rest)?; // subjectPublicKeyInfo
+    let mut parsed =
+        ParsedCertificate { raw_subject: subject.to_vec(), subject_key_id: None, not_before, not_after, sans: None };
+    while let Some(&tag) = rest.first() {
+        let (content, next) = read(rest, tag)?;
+        rest = next;
+        if tag != 0xa3 {
+            continue;
+        }
+        let (mut extensions, _) = read(content, 0x30)?;
+        while !extensions.is_empty() {
+            let (ext, next) = read(extensions, 0x30)?;
+            extensions = next;
+            let (oid, value) = read(ext, 0x06)?;
+            let value = if value.first() == Some(&0x01) { skip(value)? } else { value };
+            let (value, _) = read(value, 0x04)?;
+            if oid == OID_SKI {
+                parsed.subject_key_id = Some(read(value, 0x04)?.0.to_vec());
+            } else if oid == OID_SAN {
+                let mut sans = SubjectAltNames::default();
+                read_general_names(value, &mut sans)?;
+                parsed.sans = Some(sans);
+            }
+        }
+    }
+    Some(parsed)
+}
+
+/// A UTCTime or GeneralizedTime.
+fn parse_time(input: &[u8]) -> Option<Timestamp> {
+    let tag = *input.first()?;
+    let (content, _) = read(input, tag)?;
+    let text = std::str::from_utf8(content).ok()?.strip_suffix('Z')?;
+    let full = match tag {
+        0x17 => {
+            let year: i32 = text.get(..2)?.parse().ok()?;
+            format!("{}{text}", if year >= 50 { "19" } else { "20" })
+        }
+        0x18 => text.to_string(),
+        _ => return None,
+    };
+    let civil = jiff::civil::DateTime::strptime("%Y%m%d%H%M%S", &full).ok()?;
+    civil.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
+}
+
+/// A DER certificate's NotBefore and NotAfter.
+pub fn certificate_validity(der: &[u8]) -> Option<(Timestamp, Timestamp)> {
+    parse_certificate(der).map(|c| (c.not_before, c.not_after))
+}
+
+/// A DER certificate's DNS and IP subject alternative names.
+pub fn certificate_sans(der: &[u8]) -> Option<(Vec<String>, Vec<IpAddr>)> {
+    match parse_certificate(der)?.sans {
+        Some(sans) => Some((sans.dns_names, sans.ip_addresses)),
+        None => Some((Vec::new(), Vec::new())),
+    }
+}
