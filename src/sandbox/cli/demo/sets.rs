@@ -1,10 +1,12 @@
 //! The demo's DaemonSet and StatefulSet steps: an agent DaemonSet follows the nodes as they
-//! join and leave; a StatefulSet comes up in order and keeps its claims when scaled down.
+//! join and leave; a StatefulSet comes up in order, its claims provisioned, bound and their
+//! volumes attached, and keeps its claims when scaled down.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::VolumeAttachment;
 use serde_json::json;
 
 use super::{Narrator, STEP_TIMEOUT, all_implemented, api_error, wait_for};
@@ -117,6 +119,14 @@ pub(super) fn statefulset_steps(client: &Client, ns: &str, narrator: &mut Narrat
     narrator.ok(&format!("{}: each created once the one before was Ready", pods.join(" → ")));
     let claims = bound_claims(client, ns)?;
     narrator.ok(&format!("their claims, created before each pod and Bound: {}", claims.join(", ")));
+    let storage = ["persistentvolume-binder-controller", "persistentvolume-attach-detach-controller"];
+    if all_implemented(&storage) {
+        let attached = wait_attached(client, ns, &pods)?;
+        narrator.ok(&format!(
+            "each claim bound by the binder to a volume the CSI driver provisioned, attached to its pod's node: {}",
+            attached.join(", ")
+        ));
+    }
 
     narrator.step("Scaling db to 1: the highest ordinals go first, the claims stay");
     sets.patch("db", &Patch::Merge(json!({"spec": {"replicas": 1}})), &PostParams::default()).map_err(api_error)?;
@@ -144,6 +154,39 @@ fn wait_db(client: &Client, ns: &str, count: usize) -> Result<Vec<String>, Strin
         }
     }
     Ok(pods.iter().map(|p| name(p).to_string()).collect())
+}
+
+/// For each pod: its `data` claim's volume, provisioned by a CSI driver, and that volume's
+/// VolumeAttachment to the pod's node, attached — as `<pod>: <volume> on <node>`.
+fn wait_attached(client: &Client, ns: &str, pods: &[String]) -> Result<Vec<String>, String> {
+    wait_for("the db volumes attached", STEP_TIMEOUT, || {
+        let attachments =
+            Api::<VolumeAttachment>::cluster(client).list_all(&ListParams::default()).map_err(api_error)?.0;
+        let mut lines = Vec::new();
+        for pod_name in pods {
+            let pod = Api::<Pod>::namespaced(client, ns).get(pod_name).map_err(api_error)?;
+            let node = pod.spec.and_then(|s| s.node_name).unwrap_or_default();
+            let claim = Api::<PersistentVolumeClaim>::namespaced(client, ns).get(&format!("data-{pod_name}"));
+            let volume = claim.map_err(api_error)?.spec.and_then(|s| s.volume_name).unwrap_or_default();
+            if volume.is_empty() {
+                return Ok(None);
+            }
+            let pv = Api::<PersistentVolume>::cluster(client).get(&volume).map_err(api_error)?;
+            if pv.spec.and_then(|s| s.csi).is_none() {
+                return Err(format!("volume {volume} is not a CSI volume"));
+            }
+            let attached = attachments.iter().any(|a| {
+                a.spec.source.persistent_volume_name.as_deref() == Some(volume.as_str())
+                    && a.spec.node_name == node
+                    && a.status.as_ref().is_some_and(|s| s.attached)
+            });
+            if !attached {
+                return Ok(None);
+            }
+            lines.push(format!("{pod_name}: {volume} on {node}"));
+        }
+        Ok(Some(lines))
+    })
 }
 
 fn name(pod: &Pod) -> &str {
