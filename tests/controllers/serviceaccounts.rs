@@ -374,6 +374,8 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 29] = [
     "endpoint-controller",
     "endpointslice-controller",
     "endpointslicemirroring-controller",
+    "ephemeral-volume-controller",
+    "expand-controller",
     "generic-garbage-collector",
     "horizontal-pod-autoscaler",
     "job-controller",
