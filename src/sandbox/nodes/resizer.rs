@@ -75,10 +75,15 @@ fn in_progress_patch(claim: &Value, size: &Value, now: &str) -> Value {
         "allocatedResourceStatuses": {"storage": "ControllerResizeInProgress"}}})
 }
 
-/// Step 3: `markPVCResizeFinished`.
+/// Step 3: `markPVCResizeFinished`. Emptied lists and maps are dropped, as kube-apiserver
+/// drops them (Go's `omitempty`).
 fn finished_patch(claim: &Value, size: &Value) -> Value {
-    json!({"status": {"capacity": {"storage": size}, "conditions": other_conditions(claim),
-        "allocatedResourceStatuses": {"storage": null}}})
+    let conditions = other_conditions(claim);
+    let mut statuses = claim["status"]["allocatedResourceStatuses"].as_object().cloned().unwrap_or_default();
+    statuses.remove("storage");
+    let statuses = if statuses.is_empty() { Value::Null } else { json!({"storage": null}) };
+    let conditions = if conditions.is_empty() { Value::Null } else { json!(conditions) };
+    json!({"status": {"capacity": {"storage": size}, "conditions": conditions, "allocatedResourceStatuses": statuses}})
 }
 
 impl Worker {
@@ -200,9 +205,16 @@ mod tests {
         let types: Vec<&Value> =
             started["status"]["conditions"].as_array().unwrap().iter().map(|c| &c["type"]).collect();
         assert_eq!(types, [&json!("ModifyingVolume"), &json!("Resizing")]);
+        let mut c = c;
+        c["status"]["allocatedResourceStatuses"] = json!({"storage": "ControllerResizeInProgress"});
         let finished = finished_patch(&c, &json!("2Gi"));
         assert_eq!(finished["status"]["capacity"], json!({"storage": "2Gi"}));
-        assert_eq!(finished["status"]["allocatedResourceStatuses"], json!({"storage": null}));
+        assert_eq!(finished["status"]["allocatedResourceStatuses"], Value::Null, "emptied");
         assert_eq!(finished["status"]["conditions"], json!([{"type": "ModifyingVolume", "status": "True"}]));
+        c["status"]["allocatedResourceStatuses"]["other"] = json!("x");
+        c["status"]["conditions"] = json!([{"type": "Resizing", "status": "True"}]);
+        let finished = finished_patch(&c, &json!("2Gi"));
+        assert_eq!(finished["status"]["allocatedResourceStatuses"], json!({"storage": null}));
+        assert_eq!(finished["status"]["conditions"], Value::Null, "emptied");
     }
 }
