@@ -2531,7 +2531,8 @@ fn bound_claim(steps: &mut Steps, name: &str, source: Value) -> Result<(), Strin
     }
     steps.create(VOLUMES, json!({"metadata": {"name": volume_name}, "spec": spec}))?;
     steps.patch(&format!("{VOLUMES}/{volume_name}/status"), json!({"status": {"phase": "Bound"}}))?;
-    let status = json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}});
+    let status =
+        json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}});
     steps.patch(&format!("{CLAIMS}/{name}/status"), status)?;
     steps.cluster_objects.push(format!("{VOLUMES}/{volume_name}"));
     Ok(())
