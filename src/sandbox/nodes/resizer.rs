@@ -15,6 +15,8 @@
 //!
 //! Events come from `external-resizer csi.kcm-sandbox.dev`, as the real sidecar's.
 
+use std::collections::HashMap;
+
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use serde_json::{Value, json};
 
@@ -28,14 +30,31 @@ pub const DRIVER: &str = "csi.kcm-sandbox.dev";
 /// The claim annotation naming the resizer of a migrated in-tree volume.
 const RESIZER_ANNOTATION: &str = "volume.kubernetes.io/storage-resizer";
 
-/// The resizer's Event recorder.
+/// The resizer's Event recorder and memory.
 pub(super) struct Resizer {
     recorder: EventRecorder,
+    /// Claims (uid → resourceVersion) whose volume was found not ours: not looked at again
+    /// until they change.
+    not_ours: HashMap<String, String>,
 }
 
 impl Resizer {
     pub(super) fn new(client: Client) -> Resizer {
-        Resizer { recorder: EventRecorder::new(client, &format!("external-resizer {DRIVER}")) }
+        Resizer {
+            recorder: EventRecorder::new(client, &format!("external-resizer {DRIVER}")),
+            not_ours: HashMap::new(),
+        }
+    }
+
+    /// Whether the claim, at this version, was found not ours.
+    fn known_not_ours(&self, claim: &Value) -> bool {
+        let uid = claim["metadata"]["uid"].as_str().unwrap_or_default();
+        self.not_ours.get(uid).is_some_and(|version| claim["metadata"]["resourceVersion"] == version.as_str())
+    }
+
+    fn remember_not_ours(&mut self, claim: &Value) {
+        let field = |name: &str| claim["metadata"][name].as_str().unwrap_or_default().to_string();
+        self.not_ours.insert(field("uid"), field("resourceVersion"));
     }
 }
 
@@ -97,7 +116,11 @@ impl Worker {
                 let size = wanted_size(&value)?;
                 Some((value, size))
             })
+            .filter(|(claim, _)| !self.resizer.known_not_ours(claim))
             .collect();
+        let live: std::collections::HashSet<&str> =
+            self.claims.values().filter_map(|c| c.metadata.uid.as_deref()).collect();
+        self.resizer.not_ours.retain(|uid, _| live.contains(uid.as_str()));
         for (claim, size) in wanted {
             if self.stopping() {
                 return;
@@ -121,7 +144,7 @@ impl Worker {
         };
         let Ok(volume_json) = serde_json::to_value(&volume) else { return };
         if !is_ours(&volume_json, claim) {
-            return;
+            return self.resizer.remember_not_ours(claim);
         }
         let claims = Api::<PersistentVolumeClaim>::namespaced(&client, namespace);
         let Ok(typed) = serde_json::from_value::<PersistentVolumeClaim>(claim.clone()) else { return };
