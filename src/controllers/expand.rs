@@ -131,6 +131,10 @@ impl Expand {
     fn sync(&self, key: &str) -> SyncResult {
         let Some(claim) = self.claims.store().get(key) else { return Ok(()) };
         let volume_name = claim.spec.as_ref().and_then(|s| s.volume_name.clone()).unwrap_or_default();
+        if volume_name.is_empty() {
+            // client-go refuses the GET before sending it.
+            return Err(SyncError::failed("failed to get PV \"\": resource name may not be empty"));
+        }
         let volume = Api::<PersistentVolume>::cluster(&self.client)
             .get(&volume_name)
             .map_err(|e| SyncError::failed(format!("failed to get PV {volume_name:?}: {e}")))?;
