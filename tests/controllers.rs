@@ -26,6 +26,10 @@ mod deployment;
 mod disruption;
 #[path = "controllers/endpoints.rs"]
 mod endpoints;
+#[path = "controllers/ephemeral.rs"]
+mod ephemeral;
+#[path = "controllers/expand.rs"]
+mod expand;
 #[path = "controllers/gc.rs"]
 mod gc;
 #[path = "controllers/hpa.rs"]

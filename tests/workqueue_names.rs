@@ -30,6 +30,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "endpoint",
     "endpoint_slice",
     "endpoint_slice_mirroring",
+    "ephemeral_volume",
     "garbage_collector_attempt_to_delete",
     "garbage_collector_attempt_to_orphan",
     "garbage_collector_graph_changes",
@@ -59,6 +60,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "token_cleaner",
     "ttl_jobs_to_delete",
     "ttlcontroller",
+    "volume_expand",
 ];
 
 /// Upstream's plain (not delaying) queues: no `workqueue_retries_total` series.

@@ -13,9 +13,9 @@ use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
     bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
-    endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle, podautoscaler, podgc,
-    pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount, servicecidrs,
-    statefulset, tainteviction, ttl, ttlafterfinished,
+    endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace, nodeipam, nodelifecycle,
+    podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount,
+    servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -238,7 +238,10 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             };
             endpointslicemirroring::new(c, config)
         }),
-    plain("ephemeral-volume-controller", &["ephemeral-volume"]).account("ephemeral-volume-controller"),
+    plain("ephemeral-volume-controller", &["ephemeral-volume"])
+        .account("ephemeral-volume-controller")
+        .events("ephemeral_volume")
+        .starts(|c, o| ephemeral::new(c, ephemeral::Config { workers: workers(o.concurrency.ephemeral_volume_syncs) })),
     plain("garbage-collector-controller", &["garbagecollector"])
         .account("generic-garbage-collector")
         .off_when(|o| !o.garbage_collector.enabled)
@@ -299,7 +302,10 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("attachdetach-controller")
         .checks(validate::attach_detach),
     plain("persistentvolume-binder-controller", &["persistentvolume-binder"]).account("persistent-volume-binder"),
-    plain("persistentvolume-expander-controller", &["persistentvolume-expander"]).account("expand-controller"),
+    plain("persistentvolume-expander-controller", &["persistentvolume-expander"])
+        .account("expand-controller")
+        .events("volume_expand")
+        .starts(|c, _| expand::new(c)),
     plain("persistentvolume-protection-controller", &["pv-protection"])
         .account("pv-protection-controller")
         .starts(|c, _| pvprotection::new(c, pvprotection::Config::default())),
@@ -733,7 +739,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 34);
+        assert_eq!(implemented().len(), 36);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -14,6 +14,8 @@ pub mod endpoint;
 pub mod endpointslice;
 pub mod endpointslicemirroring;
 pub mod endpointutil;
+pub mod ephemeral;
+pub mod expand;
 pub mod garbagecollector;
 pub mod history;
 pub mod job;

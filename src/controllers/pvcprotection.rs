@@ -24,15 +24,12 @@ use crate::apimachinery::clock::RealClock;
 use crate::apimachinery::pod::phase;
 use crate::client::{Api, Client, ListParams, PostParams};
 use crate::controllers::volumeprotection::{
-    PVC_PROTECTION_FINALIZER, is_deletion_candidate, need_to_add_finalizer, without_finalizer,
+    POD_PVC_INDEX, PVC_PROTECTION_FINALIZER, add_pod_pvc_index, ephemeral_claim_name, is_deletion_candidate,
+    need_to_add_finalizer, volume_is_for_pod, without_finalizer,
 };
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
-use crate::runtime::controller_ref::controller_of;
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::{RateLimiter, WorkQueue, default_controller_rate_limiter};
-
-/// The pod index by claim key (`common.PodPVCIndex`).
-pub const POD_PVC_INDEX: &str = "pod-pvc-index";
 
 /// What the controller takes from the flags.
 #[derive(Debug, Clone)]
@@ -79,48 +76,12 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     ))
 }
 
-/// Indexes pods by the keys of the claims they name (`common.AddPodPVCIndexerIfNotPresent`).
-pub fn add_pod_pvc_index(pods: &Informer<Pod>) {
-    if pods.store().has_index(POD_PVC_INDEX) {
-        return;
-    }
-    pods.add_index(POD_PVC_INDEX, |pod: &Pod| {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-        claim_names(pod).into_iter().map(|claim| format!("{namespace}/{claim}")).collect()
-    });
-}
-
-/// The claims a pod's volumes name: `persistentVolumeClaim` ones and those of its ephemeral
-/// volumes (`PodPVCIndexFunc`).
-fn claim_names(pod: &Pod) -> Vec<String> {
-    volumes(pod)
-        .iter()
-        .filter_map(|volume| match (&volume.persistent_volume_claim, &volume.ephemeral) {
-            (Some(source), _) => Some(source.claim_name.clone()),
-            (None, Some(_)) => Some(ephemeral_claim_name(pod, volume)),
-            (None, None) => None,
-        })
-        .filter(|claim| !claim.is_empty())
-        .collect()
-}
-
 fn volumes(pod: &Pod) -> &[Volume] {
     pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default()
 }
 
 fn node_name(pod: &Pod) -> &str {
     pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default()
-}
-
-/// `ephemeral.VolumeClaimName`: `<pod>-<volume>`.
-fn ephemeral_claim_name(pod: &Pod, volume: &Volume) -> String {
-    format!("{}-{}", pod.metadata.name.as_deref().unwrap_or_default(), volume.name)
-}
-
-/// `ephemeral.VolumeIsForPod`: the claim is in the pod's namespace and controlled by it.
-fn volume_is_for_pod(pod: &Pod, claim: &PersistentVolumeClaim) -> bool {
-    claim.metadata.namespace == pod.metadata.namespace
-        && controller_of(&claim.metadata).is_some_and(|owner| Some(&owner.uid) == pod.metadata.uid.as_ref())
 }
 
 /// `podIsShutDown`: kubelet is done with the pod, or it was force-deleted.
@@ -397,7 +358,7 @@ mod tests {
 
     #[test]
     fn a_pod_is_indexed_by_its_claims_and_its_ephemeral_claims() {
-        assert_eq!(claim_names(&web("n1")), vec!["data-web-0", "web-scratch"]);
+        assert_eq!(crate::controllers::volumeprotection::claim_names(&web("n1")), vec!["data-web-0", "web-scratch"]);
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! What the PVC and PV protection controllers share, after upstream v1.33's
-//! `pkg/controller/volume/protectionutil` and the finalizer names of `pkg/volume/util`.
+//! `pkg/controller/volume/protectionutil`, the finalizer names of `pkg/volume/util`, the pod index by claim of
+//! `pkg/controller/volume/common` and the helpers of `k8s.io/component-helpers/storage/ephemeral`.
 
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::runtime::controller_ref::controller_of;
+use crate::runtime::informer::Informer;
 
 /// `volumeutil.PVCProtectionFinalizer`.
 pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
@@ -26,6 +31,49 @@ pub fn need_to_add_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
 pub fn without_finalizer(meta: &ObjectMeta, finalizer: &str) -> Option<Vec<String>> {
     let rest: Vec<String> = meta.finalizers.iter().flatten().filter(|f| *f != finalizer).cloned().collect();
     (!rest.is_empty()).then_some(rest)
+}
+
+/// The pod index by claim key (`common.PodPVCIndex`).
+pub const POD_PVC_INDEX: &str = "pod-pvc-index";
+
+/// Indexes pods by the keys of the claims they name (`common.AddPodPVCIndexerIfNotPresent`).
+pub fn add_pod_pvc_index(pods: &Informer<Pod>) {
+    if pods.store().has_index(POD_PVC_INDEX) {
+        return;
+    }
+    pods.add_index(POD_PVC_INDEX, |pod: &Pod| {
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+        claim_names(pod).into_iter().map(|claim| format!("{namespace}/{claim}")).collect()
+    });
+}
+
+/// The claims a pod's volumes name: `persistentVolumeClaim` ones and those of its ephemeral
+/// volumes (`PodPVCIndexFunc`).
+pub fn claim_names(pod: &Pod) -> Vec<String> {
+    volumes(pod)
+        .iter()
+        .filter_map(|volume| match (&volume.persistent_volume_claim, &volume.ephemeral) {
+            (Some(source), _) => Some(source.claim_name.clone()),
+            (None, Some(_)) => Some(ephemeral_claim_name(pod, volume)),
+            (None, None) => None,
+        })
+        .filter(|claim| !claim.is_empty())
+        .collect()
+}
+
+fn volumes(pod: &Pod) -> &[Volume] {
+    pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default()
+}
+
+/// `ephemeral.VolumeClaimName`: `<pod>-<volume>`.
+pub fn ephemeral_claim_name(pod: &Pod, volume: &Volume) -> String {
+    format!("{}-{}", pod.metadata.name.as_deref().unwrap_or_default(), volume.name)
+}
+
+/// `ephemeral.VolumeIsForPod`: the claim is in the pod's namespace and controlled by it.
+pub fn volume_is_for_pod(pod: &Pod, claim: &PersistentVolumeClaim) -> bool {
+    claim.metadata.namespace == pod.metadata.namespace
+        && controller_of(&claim.metadata).is_some_and(|owner| Some(&owner.uid) == pod.metadata.uid.as_ref())
 }
 
 #[cfg(test)]

@@ -1503,6 +1503,24 @@ pub static SCENARIOS: &[Scenario] = &[
         compare_nodes: false,
         run: service_cidr,
     },
+    Scenario {
+        name: "expand",
+        summary: "a claim of a CSI volume grown (the simulated resizer grows it), a claim of a migrated \
+                  in-tree volume grown (the resizer annotation)",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: expand,
+    },
+    Scenario {
+        name: "ephemeral",
+        summary: "a pod's generic ephemeral volume given its claim, a conflicting claim reported, the \
+                  claim collected with its pod",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: ephemeral,
+    },
 ];
 
 const RS: &str = "/apis/apps/v1/namespaces/sbs/replicasets";
@@ -2375,6 +2393,89 @@ fn service_cidr(steps: &mut Steps) -> Result<(), String> {
     steps.checkpoint("blocked")?;
     steps.delete("/api/v1/namespaces/sbs/services/web", None)?;
     steps.wait_gone(&format!("{SERVICE_CIDRS}/extra"))
+}
+
+const CLAIMS: &str = "/api/v1/namespaces/sbs/persistentvolumeclaims";
+const VOLUMES: &str = "/api/v1/persistentvolumes";
+/// The simulated CSI driver (`src/sandbox/nodes`).
+const CSI_DRIVER: &str = "csi.kcm-sandbox.dev";
+
+/// A claim of class `expandable` bound to volume `sbs-<name>` with `source`, both 1Gi, as the
+/// binder would leave them.
+fn bound_claim(steps: &mut Steps, name: &str, source: Value) -> Result<(), String> {
+    let volume_name = format!("sbs-{name}");
+    let claim = json!({"metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"],
+        "storageClassName": "expandable", "volumeName": volume_name, "resources": {"requests": {"storage": "1Gi"}}}});
+    let created = steps.create(CLAIMS, claim)?;
+    let mut spec = json!({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+        "storageClassName": "expandable", "persistentVolumeReclaimPolicy": "Delete",
+        "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": NAMESPACE, "name": name,
+            "uid": created["metadata"]["uid"]}});
+    if let (Some(spec), Some(source)) = (spec.as_object_mut(), source.as_object()) {
+        spec.extend(source.clone());
+    }
+    steps.create(VOLUMES, json!({"metadata": {"name": volume_name}, "spec": spec}))?;
+    steps.patch(&format!("{VOLUMES}/{volume_name}/status"), json!({"status": {"phase": "Bound"}}))?;
+    let status =
+        json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}});
+    steps.patch(&format!("{CLAIMS}/{name}/status"), status)?;
+    steps.cluster_objects.push(format!("{VOLUMES}/{volume_name}"));
+    Ok(())
+}
+
+fn grow_claim(steps: &mut Steps, name: &str, size: &str) -> Result<(), String> {
+    steps.patch(&format!("{CLAIMS}/{name}"), json!({"spec": {"resources": {"requests": {"storage": size}}}}))?;
+    Ok(())
+}
+
+fn expand(steps: &mut Steps) -> Result<(), String> {
+    let class = json!({"metadata": {"name": "expandable"}, "provisioner": CSI_DRIVER,
+        "allowVolumeExpansion": true, "volumeBindingMode": "Immediate"});
+    steps.create("/apis/storage.k8s.io/v1/storageclasses", class)?;
+    steps.cluster_objects.push("/apis/storage.k8s.io/v1/storageclasses/expandable".into());
+    bound_claim(steps, "data", json!({"csi": {"driver": CSI_DRIVER, "volumeHandle": "data", "fsType": "ext4"}}))?;
+    bound_claim(steps, "legacy", json!({"awsElasticBlockStore": {"volumeID": "vol-1", "fsType": "ext4"}}))?;
+    steps.checkpoint("two bound claims of 1Gi")?;
+    grow_claim(steps, "data", "2Gi")?;
+    steps.wait("the CSI claim grown to 2Gi", |s| {
+        let claim = s.get(&format!("{CLAIMS}/data"))?.unwrap_or_default();
+        Ok((claim["status"]["capacity"]["storage"] == "2Gi").then_some(()))
+    })?;
+    steps.checkpoint("the CSI claim grown by the external resizer")?;
+    grow_claim(steps, "legacy", "3Gi")?;
+    steps.wait("the in-tree claim's resizer annotation", |s| {
+        let claim = s.get(&format!("{CLAIMS}/legacy"))?.unwrap_or_default();
+        Ok(claim["metadata"]["annotations"]["volume.kubernetes.io/storage-resizer"].is_string().then_some(()))
+    })?;
+    steps.checkpoint("the in-tree claim handed to its CSI driver's resizer")
+}
+
+/// A pod with the generic ephemeral volume `scratch` of the default class.
+fn ephemeral_pod(name: &str) -> Value {
+    json!({"metadata": {"name": name, "labels": {"app": name}}, "spec": {
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+            "metadata": {"labels": {"app": name}, "annotations": {"purpose": "scratch"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}}}}}]}})
+}
+
+fn ephemeral(steps: &mut Steps) -> Result<(), String> {
+    let pods = format!("/api/v1/namespaces/{NAMESPACE}/pods");
+    steps.create(&pods, ephemeral_pod("web"))?;
+    steps.wait_pods_ready(NAMESPACE, "app=web", 1)?;
+    steps.checkpoint("the pod running with its bound claim web-scratch")?;
+    let squatter = json!({"metadata": {"name": "other-scratch"}, "spec": {"accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "1Mi"}}}});
+    steps.create(CLAIMS, squatter)?;
+    steps.create(&pods, ephemeral_pod("other"))?;
+    steps.wait("the FailedBinding Event", |s| {
+        let events = s.list(&format!("/api/v1/namespaces/{NAMESPACE}/events"))?;
+        Ok(events.iter().any(|e| e["reason"] == "FailedBinding").then_some(()))
+    })?;
+    steps.checkpoint("a claim not owned by its pod reported")?;
+    steps.delete(&format!("{pods}/web"), None)?;
+    steps.wait_gone(&format!("{CLAIMS}/web-scratch"))?;
+    steps.checkpoint("the pod deleted, its claim collected")
 }
 
 #[cfg(test)]

@@ -104,3 +104,13 @@ fn csrs_are_approved_signed_and_refused_as_upstream_does() {
 fn a_service_cidr_is_guarded_and_released_as_upstream_does() {
     run("servicecidr");
 }
+
+#[test]
+fn expand_claims_grow_as_upstream_lets_them_grow() {
+    run("expand");
+}
+
+#[test]
+fn ephemeral_volumes_get_claims_as_upstream_creates_them() {
+    run("ephemeral");
+}

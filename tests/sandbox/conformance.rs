@@ -172,7 +172,8 @@ fn shape(body: &Value) -> Value {
 
 /// Go `%#v` dumps of structs that hold pointers (their addresses differ from run to run; the
 /// sandbox renders them elided): `core.PodTemplateSpec{...}`.
-const GO_STRUCT_DUMPS: &[&str] = &["core.PodTemplateSpec{", "batch.SuccessPolicy{", "batch.PodFailurePolicy{"];
+const GO_STRUCT_DUMPS: &[&str] =
+    &["core.PodTemplateSpec{", "batch.SuccessPolicy{", "batch.PodFailurePolicy{", "core.PersistentVolumeClaimSpec{"];
 
 /// `message` with each of [`GO_STRUCT_DUMPS`] cut to `Type{...}`.
 fn elide_go_structs(message: &str) -> String {
@@ -1453,6 +1454,75 @@ fn service_cidrs_and_ip_addresses_answer_as_kube_apiserver() {
         let cidr = s.admin("DELETE", &format!("{SERVICE_CIDRS}/extra"), &[], &Value::Null).shape();
         let gone = s.get(&format!("{SERVICE_CIDRS}/extra")).code;
         json!({"service": deleted, "address": released, "cidr": cidr, "gone": gone})
+    });
+    pair.assert_conforms();
+}
+
+// ---------------------------------------------------------------------------------------------
+// PersistentVolumeClaim resizing
+// ---------------------------------------------------------------------------------------------
+
+fn claims_path() -> String {
+    format!("/api/v1/namespaces/{NS}/persistentvolumeclaims")
+}
+
+/// A claim of `class` for 1Gi, Bound with that capacity unless `pending`.
+fn resizable_claim(s: &Server, name: &str, class: &str, pending: bool) {
+    let claim = json!({"metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"],
+        "storageClassName": class, "resources": {"requests": {"storage": "1Gi"}}}});
+    let created = s.admin("POST", &claims_path(), &[], &claim);
+    assert_eq!(created.code, 201, "{}", created.text());
+    if !pending {
+        let status = json!({"status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}});
+        let path = format!("{}/{name}/status", claims_path());
+        let bound = s.admin("PATCH", &path, &[("Content-Type", "application/merge-patch+json")], &status);
+        assert_eq!(bound.code, 200, "{}", bound.text());
+    }
+}
+
+fn request_storage(s: &Server, name: &str, size: &str) -> Answer {
+    let patch = json!({"spec": {"resources": {"requests": {"storage": size}}}});
+    let path = format!("{}/{name}", claims_path());
+    s.admin("PATCH", &path, &[("Content-Type", "application/merge-patch+json")], &patch)
+}
+
+#[test]
+fn claims_resize_as_kube_apiserver() {
+    let Some(mut pair) = Pair::start() else { return };
+    for s in [&pair.sandbox, &pair.real] {
+        for (name, expandable) in [("grow", true), ("fixed", false)] {
+            let class = json!({"metadata": {"name": name}, "provisioner": "csi.kcm-sandbox.dev",
+                "allowVolumeExpansion": expandable});
+            let created = s.admin("POST", "/apis/storage.k8s.io/v1/storageclasses", &[], &class);
+            assert_eq!(created.code, 201, "{}", created.text());
+        }
+        resizable_claim(s, "a", "grow", false);
+        resizable_claim(s, "b", "fixed", false);
+        resizable_claim(s, "c", "grow", true);
+    }
+    pair.check("a bound claim of an expandable class grows", |s| {
+        let grown = request_storage(s, "a", "3Gi");
+        json!({"code": grown.code, "spec": stored(&grown, "spec")})
+    });
+    pair.check(
+        "a class without expansion, a pending claim: forbidden",
+        |s| json!({"fixed": request_storage(s, "b", "2Gi").shape(), "pending": request_storage(s, "c", "2Gi").shape()}),
+    );
+    pair.check("shrinking: down to above the capacity (recovery), not to it", |s| {
+        let recovered = request_storage(s, "a", "2Gi");
+        let refused = request_storage(s, "a", "1Gi").shape();
+        json!({"recovered": {"code": recovered.code, "spec": stored(&recovered, "spec")}, "refused": refused})
+    });
+    pair.check("other spec fields of a bound claim are immutable", |s| {
+        let patch = json!({"spec": {"accessModes": ["ReadWriteMany"]}});
+        let path = format!("{}/a", claims_path());
+        s.admin("PATCH", &path, &[("Content-Type", "application/merge-patch+json")], &patch).shape()
+    });
+    pair.check("a status update writes annotations", |s| {
+        let patch = json!({"metadata": {"annotations": {"volume.kubernetes.io/storage-resizer": "x"}}});
+        let path = format!("{}/a/status", claims_path());
+        let patched = s.admin("PATCH", &path, &[("Content-Type", "application/merge-patch+json")], &patch);
+        json!({"code": patched.code, "annotations": patched.json()["metadata"]["annotations"]})
     });
     pair.assert_conforms();
 }

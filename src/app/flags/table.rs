@@ -494,7 +494,7 @@ pub static FLAGS: &[FlagSpec] = &[
     flag!("mirroring-max-endpoints-per-subset", EndpointSliceMirroringController, Int32, "1000", BUILT, endpoints.mirroring_max_endpoints_per_subset,
         "Most endpoints the mirroring controller puts in one EndpointSlice (1 to 1000)."),
     // Other controllers
-    flag!("concurrent-ephemeralvolume-syncs", EphemeralVolumeController, Int32, "5", LATER, concurrency.ephemeral_volume_syncs,
+    flag!("concurrent-ephemeralvolume-syncs", EphemeralVolumeController, Int32, "5", BUILT, concurrency.ephemeral_volume_syncs,
         "Number of ephemeral volumes synced concurrently (at least 1)."),
     flag!("concurrent-gc-syncs", GarbageCollectorController, Int32, "20", BUILT, concurrency.gc_syncs,
         "Number of garbage collector workers."),

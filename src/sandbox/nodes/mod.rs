@@ -55,6 +55,7 @@ mod kubelet;
 mod mirror;
 mod node;
 pub mod provisioner;
+mod resizer;
 mod scheduler;
 pub mod script;
 
@@ -437,6 +438,8 @@ struct Worker {
     /// Claims and StorageClasses, for the simulated provisioner.
     claims: Mirror<PersistentVolumeClaim>,
     classes: Mirror<StorageClass>,
+    /// The simulated CSI resizer's Event recorder.
+    resizer: resizer::Resizer,
     /// Kubelet memory per pod UID.
     records: HashMap<String, PodRecord>,
     /// Pods the scheduler bound that the watch has not shown bound yet: UID → (pod as bound, when).
@@ -481,6 +484,7 @@ impl Worker {
             nodes,
             claims,
             classes,
+            resizer: resizer::Resizer::new(client),
             records: HashMap::new(),
             assumed: HashMap::new(),
             runs: HashMap::new(),
@@ -533,6 +537,7 @@ impl Worker {
             self.heartbeat(i);
         }
         self.provision();
+        self.resize();
         self.schedule();
         self.run_pods();
         self.forget_gone();

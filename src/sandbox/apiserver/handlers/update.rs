@@ -144,12 +144,15 @@ fn merge_for_update(resource: &ResourceType, old: &Value, new: Value, status_onl
             object.as_object_mut().map(|m| m.remove("status"));
         }
         if status_update_keeps_metadata(resource) && new["metadata"].is_object() {
-            // Only spec and labels are reset; the server's own fields are restored later.
+            // Only spec (and a Deployment's labels) are reset; the server's own fields are
+            // restored later.
             object["metadata"] = new["metadata"].clone();
-            match old["metadata"].get("labels") {
-                Some(labels) => object["metadata"]["labels"] = labels.clone(),
-                None => {
-                    objects::metadata_mut(&mut object).remove("labels");
+            if is_deployment(resource) {
+                match old["metadata"].get("labels") {
+                    Some(labels) => object["metadata"]["labels"] = labels.clone(),
+                    None => {
+                        objects::metadata_mut(&mut object).remove("labels");
+                    }
                 }
             }
         }
@@ -167,10 +170,16 @@ fn merge_for_update(resource: &ResourceType, old: &Value, new: Value, status_onl
     object
 }
 
-/// Kinds whose status strategy resets only `spec` and `metadata.labels`, so that a status
-/// update also writes the other metadata (kube-apiserver's `deploymentStatusStrategy`; the
-/// Deployment controller records the revision annotation that way).
+/// Kinds whose status strategy resets only `spec` (and a Deployment's `metadata.labels`), so
+/// that a status update also writes the other metadata (kube-apiserver's
+/// `deploymentStatusStrategy`, whereby the Deployment controller records the revision
+/// annotation; `persistentvolumeclaimStatusStrategy`, whereby the expand controller sets the
+/// resizer annotation).
 fn status_update_keeps_metadata(resource: &ResourceType) -> bool {
+    is_deployment(resource) || (resource.group.is_empty() && resource.plural == "persistentvolumeclaims")
+}
+
+fn is_deployment(resource: &ResourceType) -> bool {
     resource.group == "apps" && resource.plural == "deployments"
 }
 

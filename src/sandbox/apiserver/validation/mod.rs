@@ -16,6 +16,7 @@ mod meta;
 mod networking;
 mod pod;
 mod service;
+mod storage;
 mod workloads;
 
 pub(crate) use crate::apimachinery::field::Error as FieldError;
@@ -229,6 +230,7 @@ fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec
         ("", "nodes") => node_update(old, new),
         ("", "secrets") => secret_update(old, new),
         ("", "services") => service_update(old, new),
+        ("", "persistentvolumeclaims") => storage::claim_update(old, new),
         ("networking.k8s.io", "servicecidrs") => networking::service_cidr_update(old, new),
         ("networking.k8s.io", "ipaddresses") => networking::ip_address_update(old, new),
         _ => Vec::new(),
