@@ -51,6 +51,7 @@
 //!
 //! One background thread does all of it, from list+watch caches of pods and nodes.
 
+pub mod csi;
 mod kubelet;
 mod mirror;
 mod node;
@@ -437,6 +438,8 @@ struct Worker {
     /// Claims and StorageClasses, for the simulated provisioner.
     claims: Mirror<PersistentVolumeClaim>,
     classes: Mirror<StorageClass>,
+    /// What the simulated CSI driver and the kubelets' volume handling read.
+    csi: csi::Csi,
     /// Kubelet memory per pod UID.
     records: HashMap<String, PodRecord>,
     /// Pods the scheduler bound that the watch has not shown bound yet: UID → (pod as bound, when).
@@ -481,6 +484,7 @@ impl Worker {
             nodes,
             claims,
             classes,
+            csi: csi::Csi::new(&client),
             records: HashMap::new(),
             assumed: HashMap::new(),
             runs: HashMap::new(),
@@ -493,6 +497,7 @@ impl Worker {
         self.nodes.sync().map_err(|e| format!("simulated nodes: cannot list nodes: {e}"))?;
         self.pods.sync().map_err(|e| format!("simulated nodes: cannot list pods: {e}"))?;
         self.ensure_default_class()?;
+        self.ensure_csi_driver()?;
         for i in 0..self.kubelets.len() {
             let name = self.kubelets[i].machine.name.clone();
             self.register(i).map_err(|e| format!("simulated node {name}: cannot register: {e}"))?;
@@ -534,6 +539,7 @@ impl Worker {
         }
         self.provision();
         self.schedule();
+        self.run_csi();
         self.run_pods();
         self.forget_gone();
     }
@@ -795,6 +801,7 @@ impl Worker {
             }
             ("Pending" | "", _) => {
                 if now.duration_since(seen) >= self.options.pod_start_delay
+                    && self.volumes_attached(pod, &self.kubelets[i].machine.name)
                     && self.write_status(pod, i, Stage::Running, "started").is_some()
                     && let Some(record) = self.records.get_mut(&uid)
                 {
