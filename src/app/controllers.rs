@@ -297,6 +297,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     cloud("node-route-controller", &["route"]),
     plain("persistentvolume-attach-detach-controller", &["attachdetach"])
         .account("attachdetach-controller")
+        .events("attachdetach-controller")
         .checks(validate::attach_detach)
         .starts(|c, o| {
             let options = &o.attach_detach;

@@ -104,3 +104,8 @@ fn csrs_are_approved_signed_and_refused_as_upstream_does() {
 fn a_service_cidr_is_guarded_and_released_as_upstream_does() {
     run("servicecidr");
 }
+
+#[test]
+fn attachdetach_a_csi_volume_is_attached_and_detached_as_upstream_does() {
+    run("attachdetach");
+}
