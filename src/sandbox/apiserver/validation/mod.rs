@@ -16,6 +16,7 @@ mod meta;
 mod networking;
 mod pod;
 mod service;
+mod storage;
 mod workloads;
 
 pub(crate) use crate::apimachinery::field::Error as FieldError;
@@ -214,6 +215,9 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("certificates.k8s.io", "certificatesigningrequests") if old.is_none() => certificates::csr(object),
         ("networking.k8s.io", "servicecidrs") => networking::service_cidr(object),
         ("networking.k8s.io", "ipaddresses") => networking::ip_address(object),
+        ("storage.k8s.io", "csidrivers") => storage::csi_driver(object),
+        ("storage.k8s.io", "csinodes") => storage::csi_node(object),
+        ("storage.k8s.io", "volumeattachments") => storage::volume_attachment(object),
         _ => Vec::new(),
     }
 }
@@ -231,6 +235,9 @@ fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec
         ("", "services") => service_update(old, new),
         ("networking.k8s.io", "servicecidrs") => networking::service_cidr_update(old, new),
         ("networking.k8s.io", "ipaddresses") => networking::ip_address_update(old, new),
+        ("storage.k8s.io", "csidrivers") => storage::csi_driver_update(old, new),
+        ("storage.k8s.io", "csinodes") => storage::csi_node_update(old, new),
+        ("storage.k8s.io", "volumeattachments") => storage::volume_attachment_update(old, new),
         _ => Vec::new(),
     }
 }
