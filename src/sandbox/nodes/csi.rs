@@ -159,9 +159,12 @@ impl Worker {
             } else {
                 self.attach(&attachment)
             };
-            if let Err(e) = result {
-                let name = attachment.metadata.name.as_deref().unwrap_or_default();
-                log_error(&format!("simulated CSI attacher: VolumeAttachment {name}"), &e);
+            let name = attachment.metadata.name.as_deref().unwrap_or_default();
+            match result {
+                // Written from a stale copy: the watch brings the newer one for the next tick.
+                Err(e) if e.is_conflict() => log::debug!("simulated CSI attacher: VolumeAttachment {name}: {e}"),
+                Err(e) => log_error(&format!("simulated CSI attacher: VolumeAttachment {name}"), &e),
+                Ok(()) => {}
             }
         }
     }
