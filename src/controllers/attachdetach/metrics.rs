@@ -108,12 +108,10 @@ fn total_volumes(sources: &StateSources) -> BTreeMap<(String, &'static str), u64
     for volume in sources.desired.volumes_to_attach() {
         *counts.entry((plugin_name(&volume.spec.driver), "desired_state_of_world")).or_insert(0) += 1;
     }
-    for spec in sources.actual.specs() {
-        // A volume known only from a node's status has no spec: upstream's plugin lookup
-        // fails for it and it is not counted.
-        if let Some(spec) = spec {
-            *counts.entry((plugin_name(&spec.driver), "actual_state_of_world")).or_insert(0) += 1;
-        }
+    // A volume known only from a node's status has no spec: upstream's plugin lookup fails
+    // for it and it is not counted.
+    for spec in sources.actual.specs().into_iter().flatten() {
+        *counts.entry((plugin_name(&spec.driver), "actual_state_of_world")).or_insert(0) += 1;
     }
     counts
 }
