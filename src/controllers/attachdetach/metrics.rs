@@ -115,3 +115,49 @@ fn total_volumes(sources: &StateSources) -> BTreeMap<(String, &'static str), u64
     }
     counts
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::attachdetach::desired::PodRef;
+    use crate::controllers::attachdetach::volumes::VolumeSpec;
+    use crate::runtime::informer::SharedInformerFactory;
+
+    #[test]
+    fn the_state_collector_counts_each_state_per_plugin() {
+        let config = crate::client::RestConfig {
+            server: "https://127.0.0.1:1".into(),
+            tls: Default::default(),
+            auth: crate::client::config::Auth::None,
+            source: "test".into(),
+        };
+        let client = crate::client::Client::new(config, crate::client::ClientOptions::default()).expect("a client");
+        let informers = SharedInformerFactory::new(client, std::time::Duration::ZERO);
+        let sources = StateSources {
+            desired: Arc::new(DesiredState::default()),
+            actual: Arc::new(ActualState::default()),
+            pods: informers.informer::<Pod>(),
+            lookups: Arc::new(Lookups {
+                claims: informers.informer(),
+                volumes: informers.informer(),
+                drivers: informers.informer(),
+            }),
+        };
+        let spec =
+            VolumeSpec { name: "pv1".into(), driver: "d.example".into(), handle: "h".into(), multi_attach: false };
+        sources.desired.add_node("n1");
+        let pod = PodRef { namespace: "default".into(), name: "p".into(), uid: "u".into() };
+        sources.desired.add_pod(pod, &spec, "n1").expect("added");
+        sources.actual.mark_attached(&spec.unique_name(), Some(spec.clone()), "n1", "");
+        sources.actual.mark_attached("kubernetes.io/csi/d.example^old", None, "n1", "");
+        let collector = StateCollector { sources: Mutex::new(Some(Arc::new(sources))) };
+        let mut out = String::new();
+        collector.write_to(&mut out);
+        assert!(out.contains(
+            "attachdetach_controller_total_volumes{plugin_name=\"kubernetes.io/csi:d.example\",state=\"actual_state_of_world\"} 1"
+        ), "{out}");
+        assert!(out.contains(
+            "attachdetach_controller_total_volumes{plugin_name=\"kubernetes.io/csi:d.example\",state=\"desired_state_of_world\"} 1"
+        ), "{out}");
+    }
+}
