@@ -1,7 +1,8 @@
 //! The persistentvolume-attach-detach-controller on both backends, with the simulated CSI
 //! driver's external attacher and kubelets: a pod using a CSI volume gets it attached (a
 //! VolumeAttachment, marked attached by the driver; the node's `volumesAttached`; the pod's
-//! `SuccessfulAttachVolume` Event) and only then runs; a restarted controller manager rebuilds
+//! `SuccessfulAttachVolume` Event) and only then runs; a pod on another node waits with a
+//! Multi-Attach error Event; a restarted controller manager rebuilds
 //! its state without touching the attachment; the pod deleted, the node stops using the
 //! volume and it is detached (the VolumeAttachment deleted, `volumesAttached` emptied).
 
@@ -99,6 +100,18 @@ fn a_pods_csi_volume_is_attached_while_used_and_detached_after(backend: Backend)
     eventually("the attach Event", || {
         (cluster.event_messages("default", "user", "SuccessfulAttachVolume") == [message]).then_some(())
     });
+
+    // The volume is ReadWriteOnce: a pod on another node waits, told who holds it.
+    let other: Pod = from(json!({"metadata": {"name": "other"}, "spec": {"nodeName": "node-b",
+        "containers": [{"name": "c", "image": "nginx:1.27"}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}));
+    cluster.api::<Pod>().create(&other, &PostParams::default()).expect("pod created");
+    let refused = "Multi-Attach error for volume \"pv-attach\" Volume is already used by pod(s) user";
+    eventually("the Multi-Attach error", || {
+        (cluster.event_messages("default", "other", "FailedAttachVolume") == [refused]).then_some(())
+    });
+    let now = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
+    cluster.api::<Pod>().delete("other", &now).expect("pod deleted");
 
     cluster.restart_controllers();
     std::thread::sleep(SETTLE);
