@@ -302,9 +302,9 @@ impl Reconciler {
             Err(e) => return Err(format!("csi: detacher.Detach failed to delete VolumeAttachment [{name}]: {e}")),
         }
         self.wait(driver, handle, "detach", || {
-            let found = self.attachments.store().get(&name);
-            match found.as_deref().and_then(|a| a.status.as_ref()).and_then(|s| s.detach_error.as_ref()) {
-                _ if found.is_none() => Ok(true),
+            // `verifyDetachmentStatus`: gone is detached; a `detachError` fails the wait.
+            let Some(found) = self.attachments.store().get(&name) else { return Ok(true) };
+            match found.status.as_ref().and_then(|s| s.detach_error.as_ref()) {
                 Some(error) => Err(error.message.clone().unwrap_or_default()),
                 None => Ok(false),
             }
