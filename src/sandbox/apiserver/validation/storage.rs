@@ -10,12 +10,19 @@ use crate::apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
 /// `csiNodeIDMaxLength` (the longer limit needs a CSIDriver-specific option).
 const CSI_NODE_ID_MAX_LENGTH: usize = 192;
 
-/// `ValidateCSIDriverName` (`NameIsDNSSubdomain`), with `field.Invalid` per message.
+/// Core's `ValidateCSIDriverName`: required, at most 63 characters, and (lower-cased) a DNS
+/// subdomain; an empty name is both required and invalid, as upstream reports it.
 fn driver_name(name: &str, path: &str) -> Vec<FieldError> {
+    let mut causes = Vec::new();
     if name.is_empty() {
-        return vec![FieldError::required(path, "")];
+        causes.push(FieldError::required(path, ""));
     }
-    is_dns1123_subdomain(name).iter().map(|m| FieldError::invalid_str(path, name, m)).collect()
+    if name.len() > 63 {
+        causes.push(FieldError::too_long(path, 63));
+    }
+    let lower = name.to_lowercase();
+    causes.extend(is_dns1123_subdomain(&lower).iter().map(|m| FieldError::invalid_str(path, name, m)));
+    causes
 }
 
 /// `validateCSIDriverSpec`: the defaulted booleans must be set; known enum values.
@@ -58,7 +65,8 @@ pub(super) fn csi_driver_update(old: &Value, new: &Value) -> Vec<FieldError> {
         causes.push(immutable("spec.attachedRequired", new["spec"]["attachRequired"].to_string()));
     }
     if old["spec"]["volumeLifecycleModes"] != new["spec"]["volumeLifecycleModes"] {
-        causes.push(immutable("spec.volumeLifecycleModes", new["spec"]["volumeLifecycleModes"].to_string()));
+        let modes = go_strings(&new["spec"]["volumeLifecycleModes"], "storage.VolumeLifecycleMode");
+        causes.push(immutable("spec.volumeLifecycleModes", modes));
     }
     causes
 }
@@ -86,6 +94,38 @@ pub(super) fn csi_node(object: &Value) -> Vec<FieldError> {
         causes.extend(topology_keys(driver, &path));
     }
     causes
+}
+
+/// Go's `%#v` of a slice of strings of type `item`: `[]item{"a", "b"}`, `[]item(nil)` if unset.
+fn go_strings(list: &Value, item: &str) -> String {
+    match list.as_array() {
+        None => format!("[]{item}(nil)"),
+        Some(items) => {
+            let quoted: Vec<String> = items.iter().map(|v| quote(v.as_str().unwrap_or_default())).collect();
+            format!("[]{item}{{{}}}", quoted.join(", "))
+        }
+    }
+}
+
+/// Go's `%#v` of a `storage.CSINodeDriver` (an allocatable count is a pointer: its address
+/// is not rendered).
+fn go_csi_node_driver(driver: &Value) -> String {
+    let allocatable = if driver["allocatable"].is_null() { "(nil)" } else { "(0x...)" };
+    format!(
+        "storage.CSINodeDriver{{Name:{}, NodeID:{}, TopologyKeys:{}, Allocatable:(*storage.VolumeNodeResources){allocatable}}}",
+        quote(driver["name"].as_str().unwrap_or_default()),
+        quote(driver["nodeID"].as_str().unwrap_or_default()),
+        go_strings(&driver["topologyKeys"], "string"),
+    )
+}
+
+/// Go's `%#v` of a `storage.VolumeAttachmentSpec`, its source (pointers) elided.
+fn go_attachment_spec(spec: &Value) -> String {
+    format!(
+        "storage.VolumeAttachmentSpec{{Attacher:{}, Source:storage.VolumeAttachmentSource{{...}}, NodeName:{}}}",
+        quote(spec["attacher"].as_str().unwrap_or_default()),
+        quote(spec["nodeName"].as_str().unwrap_or_default()),
+    )
 }
 
 fn drivers(object: &Value) -> Vec<Value> {
@@ -116,7 +156,7 @@ pub(super) fn csi_node_update(old: &Value, new: &Value) -> Vec<FieldError> {
     for before in drivers(old) {
         for after in drivers(new) {
             if before["name"] == after["name"] && before != after {
-                causes.push(immutable("spec.drivers", after.to_string()));
+                causes.push(immutable("spec.drivers", go_csi_node_driver(&after)));
             }
         }
     }
@@ -145,10 +185,10 @@ pub(super) fn volume_attachment(object: &Value) -> Vec<FieldError> {
     }
     let node = spec["nodeName"].as_str().unwrap_or_default();
     causes.extend(is_dns1123_subdomain(node).iter().map(|m| FieldError::invalid_str("spec.nodeName", node, m)));
-    if !attacher.is_empty() {
-        causes.extend(driver_name(attacher, "spec.attacher"));
-    }
-    if let Some(name) = volume.filter(|n| !n.is_empty()) {
+    // `ValidateVolumeAttachmentV1`, after the internal rules: an empty attacher or volume name
+    // is reported again.
+    causes.extend(driver_name(attacher, "spec.attacher"));
+    if let Some(name) = volume {
         causes.extend(
             is_dns1123_subdomain(name)
                 .iter()
@@ -160,7 +200,7 @@ pub(super) fn volume_attachment(object: &Value) -> Vec<FieldError> {
 
 /// `ValidateVolumeAttachmentUpdate`: the spec is fixed.
 pub(super) fn volume_attachment_update(old: &Value, new: &Value) -> Vec<FieldError> {
-    if old["spec"] == new["spec"] { Vec::new() } else { vec![immutable("spec", new["spec"].to_string())] }
+    if old["spec"] == new["spec"] { Vec::new() } else { vec![immutable("spec", go_attachment_spec(&new["spec"]))] }
 }
 
 #[cfg(test)]
@@ -179,7 +219,7 @@ mod tests {
         assert!(volume_attachment(&good).is_empty());
         let bad = json!({"spec": {"attacher": "", "nodeName": "Node_A", "source": {}}});
         let causes = volume_attachment(&bad);
-        assert_eq!(causes.len(), 3, "{:?}", fields(&causes));
+        assert_eq!(causes.len(), 5, "{:?}", fields(&causes));
         assert!(fields(&causes)[1].contains("must specify exactly one of inlineVolumeSpec and persistentVolumeName"));
         let mut moved = good.clone();
         moved["spec"]["nodeName"] = json!("node-b");
