@@ -81,6 +81,8 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         disable_force_detach_on_timeout: config.disable_force_detach_on_timeout,
         max_wait_for_unmount: MAX_WAIT_FOR_UNMOUNT,
     };
+    let queue = WorkQueue::new("pvcs");
+    let stopping = queue.clone();
     let reconciler = Arc::new(Reconciler {
         client: context.client.clone(),
         desired: desired.clone(),
@@ -92,8 +94,9 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         settings,
         operations: Operations::default(),
         last_sync: Mutex::new(Instant::now()),
+        // The queue is shut down when the controller stops.
+        stopping: Box::new(move || stopping.is_shutting_down()),
     });
-    let queue = WorkQueue::new("pvcs");
     add_pod_pvc_index(&pods);
     let controller = Arc::new(AttachDetach {
         pods,

@@ -52,6 +52,9 @@ pub struct Reconciler {
     pub settings: Settings,
     pub operations: Operations,
     pub last_sync: Mutex<Instant>,
+    /// Whether the controller is stopping: operations stop waiting (upstream's end with the
+    /// process).
+    pub stopping: Box<dyn Fn() -> bool + Send + Sync>,
 }
 
 impl Reconciler {
@@ -328,6 +331,9 @@ impl Reconciler {
                 return Err(format!(
                     "timed out waiting for external-attacher of {driver} CSI driver to {operation} volume {handle}"
                 ));
+            }
+            if (self.stopping)() {
+                return Err(format!("the controller stopped while waiting to {operation} volume {handle}"));
             }
             std::thread::sleep(POLL);
         }
