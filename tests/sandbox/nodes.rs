@@ -818,3 +818,17 @@ fn the_simulated_csi_driver_attaches_and_the_kubelet_waits(backend: harness::Bac
 }
 
 on_both_backends!(the_simulated_csi_driver_attaches_and_the_kubelet_waits);
+
+/// The sandbox has the simulated driver's CSIDriver from start-up, as its default StorageClass,
+/// with kube-apiserver's defaults.
+#[test]
+fn the_sandbox_starts_with_the_csi_driver() {
+    use k8s_openapi::api::storage::v1::CSIDriver;
+    let cluster = harness::with(&[]).without_nodes().start();
+    let driver =
+        Api::<CSIDriver>::cluster(&cluster.client).get(kcm::sandbox::nodes::csi::DRIVER).expect("the CSIDriver");
+    assert_eq!(driver.spec.attach_required, Some(true));
+    assert_eq!(driver.spec.pod_info_on_mount, Some(false));
+    assert_eq!(driver.spec.volume_lifecycle_modes, Some(vec!["Persistent".to_string()]));
+    assert_eq!(driver.spec.fs_group_policy.as_deref(), Some("ReadWriteOnceWithFSType"));
+}
