@@ -10,6 +10,8 @@
 #[macro_use]
 mod harness;
 
+#[path = "controllers/attachdetach.rs"]
+mod attachdetach;
 #[path = "controllers/bootstrap.rs"]
 mod bootstrap;
 #[path = "controllers/certificates.rs"]

@@ -44,6 +44,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "node_lifecycle_controller",
     "node_lifecycle_controller_pods",
     "orphaned_pods_nodes",
+    "pvcs",
     "pvcprotection",
     "pvprotection",
     "replicaset",

@@ -12,10 +12,10 @@ use std::fmt;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
-    bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
-    endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace, nodeipam, nodelifecycle,
-    podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount,
-    servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
+    attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
+    endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace, nodeipam,
+    nodelifecycle, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher,
+    serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -300,7 +300,16 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     cloud("node-route-controller", &["route"]),
     plain("persistentvolume-attach-detach-controller", &["attachdetach"])
         .account("attachdetach-controller")
-        .checks(validate::attach_detach),
+        .events("attachdetach-controller")
+        .checks(validate::attach_detach)
+        .starts(|c, o| {
+            let options = &o.attach_detach;
+            attachdetach::new(c, attachdetach::Config {
+                reconcile_sync_period: options.reconcile_sync_period,
+                disable_reconcile_sync: options.disable_reconcile_sync,
+                disable_force_detach_on_timeout: options.disable_force_detach_on_timeout,
+            })
+        }),
     plain("persistentvolume-binder-controller", &["persistentvolume-binder"]).account("persistent-volume-binder"),
     plain("persistentvolume-expander-controller", &["persistentvolume-expander"])
         .account("expand-controller")
@@ -739,7 +748,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 36);
+        assert_eq!(implemented().len(), 37);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -3,6 +3,7 @@
 //! constructor taking a [`crate::runtime::controller::ControllerContext`] and a plain config
 //! struct; the table in `crate::app::controllers` names it and builds it from the flags.
 
+pub mod attachdetach;
 pub mod bootstrap;
 pub mod certificates;
 pub mod clusterroleaggregation;

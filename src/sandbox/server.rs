@@ -396,6 +396,11 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
     class["metadata"]["uid"] = meta("", None)["uid"].clone();
     class["metadata"]["creationTimestamp"] = now.clone().into();
     objects.push(("storageclasses", class));
+    // And the simulated CSI driver's CSIDriver.
+    let mut driver = crate::sandbox::nodes::csi::csi_driver();
+    driver["metadata"]["uid"] = meta("", None)["uid"].clone();
+    driver["metadata"]["creationTimestamp"] = now.clone().into();
+    objects.push(("csidrivers", driver));
     if api.options.rbac {
         // The rbac/bootstrap-roles post-start hook.
         for (storage, mut object) in crate::sandbox::auth::bootstrap_policy::objects() {

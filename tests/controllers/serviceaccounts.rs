@@ -363,7 +363,8 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 31] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 32] = [
+    "attachdetach-controller",
     "bootstrap-signer",
     "certificate-controller",
     "clusterrole-aggregation-controller",

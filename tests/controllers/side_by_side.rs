@@ -114,3 +114,8 @@ fn expand_claims_grow_as_upstream_lets_them_grow() {
 fn ephemeral_volumes_get_claims_as_upstream_creates_them() {
     run("ephemeral");
 }
+
+#[test]
+fn attachdetach_a_csi_volume_is_attached_and_detached_as_upstream_does() {
+    run("attachdetach");
+}

@@ -172,8 +172,13 @@ fn shape(body: &Value) -> Value {
 
 /// Go `%#v` dumps of structs that hold pointers (their addresses differ from run to run; the
 /// sandbox renders them elided): `core.PodTemplateSpec{...}`.
-const GO_STRUCT_DUMPS: &[&str] =
-    &["core.PodTemplateSpec{", "batch.SuccessPolicy{", "batch.PodFailurePolicy{", "core.PersistentVolumeClaimSpec{"];
+const GO_STRUCT_DUMPS: &[&str] = &[
+    "core.PodTemplateSpec{",
+    "batch.SuccessPolicy{",
+    "batch.PodFailurePolicy{",
+    "core.PersistentVolumeClaimSpec{",
+    "storage.VolumeAttachmentSource{",
+];
 
 /// `message` with each of [`GO_STRUCT_DUMPS`] cut to `Type{...}`.
 fn elide_go_structs(message: &str) -> String {
@@ -1523,6 +1528,74 @@ fn claims_resize_as_kube_apiserver() {
         let path = format!("{}/a/status", claims_path());
         let patched = s.admin("PATCH", &path, &[("Content-Type", "application/merge-patch+json")], &patch);
         json!({"code": patched.code, "annotations": patched.json()["metadata"]["annotations"]})
+    });
+    pair.assert_conforms();
+}
+
+const CSI_DRIVERS: &str = "/apis/storage.k8s.io/v1/csidrivers";
+const CSI_NODES: &str = "/apis/storage.k8s.io/v1/csinodes";
+const VOLUME_ATTACHMENTS: &str = "/apis/storage.k8s.io/v1/volumeattachments";
+
+fn attachment(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": name}, "spec": spec})
+}
+
+/// An object's spec (and status) as stored, or the shape of the refusal.
+fn spec_or_refusal(answer: &Answer) -> Value {
+    if !(200..300).contains(&answer.code) {
+        return answer.shape();
+    }
+    let body = answer.json();
+    json!({"code": answer.code, "spec": body["spec"], "status": body["status"]})
+}
+
+#[test]
+fn csi_drivers_nodes_and_volume_attachments_answer_as_kube_apiserver() {
+    let Some(mut pair) = Pair::start() else { return };
+    pair.check("a CSIDriver defaulted, attachRequired immutable", |s| {
+        let driver = json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "d.example.dev"},
+            "spec": {}});
+        let created = s.admin("POST", CSI_DRIVERS, &[], &driver);
+        let mut changed = created.json();
+        changed["spec"]["attachRequired"] = json!(false);
+        changed["spec"]["volumeLifecycleModes"] = json!(["Persistent", "Ephemeral"]);
+        let refused = s.admin("PUT", &format!("{CSI_DRIVERS}/d.example.dev"), &[], &changed).shape();
+        let bad = json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "bad.example.dev"},
+            "spec": {"fsGroupPolicy": "Sometimes", "volumeLifecycleModes": ["Forever"]}});
+        json!({"created": spec_or_refusal(&created), "refused": refused,
+            "invalid": s.admin("POST", CSI_DRIVERS, &[], &bad).shape()})
+    });
+    pair.check("CSINode validation", |s| {
+        let node = |name: &str, drivers: Value| {
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name}, "spec": {"drivers": drivers}})
+        };
+        let good = node("n1", json!([{"name": "d.example.dev", "nodeID": "n1", "topologyKeys": ["topology.kubernetes.io/zone"]}]));
+        let created = s.admin("POST", CSI_NODES, &[], &good);
+        let mut moved = created.json();
+        moved["spec"]["drivers"][0]["nodeID"] = json!("n2");
+        let refused = s.admin("PUT", &format!("{CSI_NODES}/n1"), &[], &moved).shape();
+        let twice = node("n2", json!([{"name": "d", "nodeID": "n2"}, {"name": "d", "nodeID": ""}]));
+        let bad_key = node("n3", json!([{"name": "d", "nodeID": "n3", "topologyKeys": ["a/b/c"]}]));
+        json!({"created": spec_or_refusal(&created), "refused": refused,
+            "twice": s.admin("POST", CSI_NODES, &[], &twice).shape(),
+            "bad key": s.admin("POST", CSI_NODES, &[], &bad_key).shape()})
+    });
+    pair.check("VolumeAttachment validation, spec immutable, status written", |s| {
+        let spec =
+            json!({"attacher": "d.example.dev", "nodeName": "node-a", "source": {"persistentVolumeName": "pv1"}});
+        let created = s.admin("POST", VOLUME_ATTACHMENTS, &[], &attachment("va1", spec));
+        let mut moved = created.json();
+        moved["spec"]["nodeName"] = json!("node-b");
+        let refused = s.admin("PUT", &format!("{VOLUME_ATTACHMENTS}/va1"), &[], &moved).shape();
+        let headers = [("Content-Type", "application/merge-patch+json")];
+        let attached = json!({"status": {"attached": true}});
+        let status = s.admin("PATCH", &format!("{VOLUME_ATTACHMENTS}/va1/status"), &headers, &attached);
+        let invalid =
+            |name: &str, spec: Value| s.admin("POST", VOLUME_ATTACHMENTS, &[], &attachment(name, spec)).shape();
+        json!({"created": spec_or_refusal(&created), "refused": refused, "status": spec_or_refusal(&status),
+            "empty": invalid("empty", json!({"attacher": "", "nodeName": "", "source": {}})),
+            "bad names": invalid("names", json!({"attacher": "Bad_Driver", "nodeName": "Node_A",
+                "source": {"persistentVolumeName": ""}}))})
     });
     pair.assert_conforms();
 }

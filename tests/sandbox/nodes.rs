@@ -752,3 +752,83 @@ fn claims_of_the_default_class_are_provisioned_and_bound(backend: harness::Backe
 }
 
 on_both_backends!(claims_of_the_default_class_are_provisioned_and_bound);
+
+/// The simulated CSI driver without the attach/detach controller: its CSIDriver and a CSINode
+/// per node; a pod using a CSI volume is reported in use by its node but waits until the node
+/// lists the volume attached; the external attacher attaches a VolumeAttachment (finalizer,
+/// `status.attached`) and releases it when deleted.
+fn the_simulated_csi_driver_attaches_and_the_kubelet_waits(backend: harness::Backend) {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, VolumeAttachment};
+    use kcm::sandbox::nodes::csi::{ATTACHER_FINALIZER, DRIVER};
+    let cluster = harness::with(&[]).on(backend).nodes(&["node-a"]).node_options(fast()).start();
+    let driver = Api::<CSIDriver>::cluster(&cluster.client).get(DRIVER).expect("the CSIDriver");
+    assert_eq!(driver.spec.attach_required, Some(true));
+    let node_uid = Api::<Node>::cluster(&cluster.client).get("node-a").expect("node").metadata.uid;
+    let csi_node = harness::eventually("the CSINode", || {
+        Api::<CSINode>::cluster(&cluster.client).get_opt("node-a").ok().flatten()
+    });
+    assert_eq!(csi_node.metadata.owner_references.expect("owned")[0].uid, node_uid.expect("a uid"));
+    assert_eq!((csi_node.spec.drivers[0].name.as_str(), csi_node.spec.drivers[0].node_id.as_str()), (DRIVER, "node-a"));
+
+    let claims = Api::<PersistentVolumeClaim>::namespaced(&cluster.client, "default");
+    let claim: PersistentVolumeClaim =
+        from(json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+        "storageClassName": "", "volumeName": "pv-csi", "resources": {"requests": {"storage": "1Gi"}}}}));
+    let claim = claims.create(&claim, &PostParams::default()).expect("claim created");
+    let volume: PersistentVolume =
+        from(json!({"metadata": {"name": "pv-csi"}, "spec": {"accessModes": ["ReadWriteOnce"],
+        "capacity": {"storage": "1Gi"}, "storageClassName": "", "csi": {"driver": DRIVER, "volumeHandle": "h1"},
+        "claimRef": {"namespace": "default", "name": "data", "uid": claim.metadata.uid}}}));
+    Api::<PersistentVolume>::cluster(&cluster.client).create(&volume, &PostParams::default()).expect("volume created");
+    claims
+        .patch_status("data", &Patch::Merge(json!({"status": {"phase": "Bound"}})), &PostParams::default())
+        .expect("bound");
+    let pods = Api::<Pod>::namespaced(&cluster.client, "default");
+    let pod: Pod = from(json!({"metadata": {"name": "user"}, "spec": {"nodeName": "node-a",
+        "containers": [{"name": "app", "image": "nginx:1.27"}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}));
+    pods.create(&pod, &PostParams::default()).expect("pod created");
+    let unique = format!("kubernetes.io/csi/{DRIVER}^h1");
+    let nodes = Api::<Node>::cluster(&cluster.client);
+    let in_use = || nodes.get("node-a").ok()?.status?.volumes_in_use;
+    harness::eventually("the volume in use", || (in_use() == Some(vec![unique.clone()])).then_some(()));
+    let phase = || pods.get("user").ok().and_then(|p| p.status?.phase);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(phase().as_deref(), Some("Pending"), "waits for the volume to be attached");
+
+    let attachments = Api::<VolumeAttachment>::cluster(&cluster.client);
+    let attachment: VolumeAttachment = from(json!({"metadata": {"name": "csi-test"},
+        "spec": {"attacher": DRIVER, "nodeName": "node-a", "source": {"persistentVolumeName": "pv-csi"}}}));
+    attachments.create(&attachment, &PostParams::default()).expect("attachment created");
+    let attached = harness::eventually("attached", || {
+        attachments.get("csi-test").ok().filter(|a| a.status.as_ref().is_some_and(|s| s.attached))
+    });
+    assert_eq!(attached.metadata.finalizers, Some(vec![ATTACHER_FINALIZER.to_string()]));
+    let listed = json!({"status": {"volumesAttached": [{"name": unique, "devicePath": ""}]}});
+    nodes.patch_status("node-a", &Patch::Strategic(listed), &PostParams::default()).expect("node status");
+    harness::eventually("the pod running", || (phase().as_deref() == Some("Running")).then_some(()));
+
+    attachments.delete("csi-test", &DeleteParams::default()).expect("attachment deleted");
+    harness::eventually("the attachment released", || {
+        attachments.get_opt("csi-test").ok().flatten().is_none().then_some(())
+    });
+    pods.delete("user", &DeleteParams::default()).expect("pod deleted");
+    harness::eventually("the volume no longer in use", || in_use().is_none().then_some(()));
+}
+
+on_both_backends!(the_simulated_csi_driver_attaches_and_the_kubelet_waits);
+
+/// The sandbox has the simulated driver's CSIDriver from start-up, as its default StorageClass,
+/// with kube-apiserver's defaults.
+#[test]
+fn the_sandbox_starts_with_the_csi_driver() {
+    use k8s_openapi::api::storage::v1::CSIDriver;
+    let cluster = harness::with(&[]).without_nodes().start();
+    let driver =
+        Api::<CSIDriver>::cluster(&cluster.client).get(kcm::sandbox::nodes::csi::DRIVER).expect("the CSIDriver");
+    assert_eq!(driver.spec.attach_required, Some(true));
+    assert_eq!(driver.spec.pod_info_on_mount, Some(false));
+    assert_eq!(driver.spec.volume_lifecycle_modes, Some(vec!["Persistent".to_string()]));
+    assert_eq!(driver.spec.fs_group_policy.as_deref(), Some("ReadWriteOnceWithFSType"));
+}

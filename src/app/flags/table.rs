@@ -440,11 +440,11 @@ pub static FLAGS: &[FlagSpec] = &[
     flag!("authorization-webhook-cache-unauthorized-ttl", Authorization, GoDuration, "10s", BUILT, authorization.webhook_cache_unauthorized_ttl,
         "How long to cache 'unauthorized' answers."),
     // persistentvolume-attach-detach-controller
-    flag!("attach-detach-reconcile-sync-period", AttachDetachController, GoDuration, "1m0s", LATER, attach_detach.reconcile_sync_period,
+    flag!("attach-detach-reconcile-sync-period", AttachDetachController, GoDuration, "1m0s", BUILT, attach_detach.reconcile_sync_period,
         "Wait between reconciliations of volume attachments; at least one second. Raising it may leave volumes mismatched with pods longer."),
-    flag!("disable-attach-detach-reconcile-sync", AttachDetachController, Bool, "", LATER, attach_detach.disable_reconcile_sync,
+    flag!("disable-attach-detach-reconcile-sync", AttachDetachController, Bool, "", BUILT, attach_detach.disable_reconcile_sync,
         "Disable the reconciliation of volume attachments (volumes may stay mismatched with pods)."),
-    flag!("disable-force-detach-on-timeout", AttachDetachController, Bool, "", LATER, attach_detach.disable_force_detach_on_timeout,
+    flag!("disable-force-detach-on-timeout", AttachDetachController, Bool, "", BUILT, attach_detach.disable_force_detach_on_timeout,
         "Never force-detach volumes after the maximum unmount time; node failures then need the non-graceful node shutdown procedure."),
     // certificatesigningrequest-signing-controller
     flag!("cluster-signing-cert-file", CsrSigningController, Str, "", BUILT, csr_signing.cluster.cert_file,

@@ -51,6 +51,7 @@
 //!
 //! One background thread does all of it, from list+watch caches of pods and nodes.
 
+pub mod csi;
 mod kubelet;
 mod mirror;
 mod node;
@@ -440,6 +441,8 @@ struct Worker {
     classes: Mirror<StorageClass>,
     /// The simulated CSI resizer's Event recorder.
     resizer: resizer::Resizer,
+    /// What the simulated CSI driver and the kubelets' volume handling read.
+    csi: csi::Csi,
     /// Kubelet memory per pod UID.
     records: HashMap<String, PodRecord>,
     /// Pods the scheduler bound that the watch has not shown bound yet: UID → (pod as bound, when).
@@ -484,6 +487,7 @@ impl Worker {
             nodes,
             claims,
             classes,
+            csi: csi::Csi::new(&client),
             resizer: resizer::Resizer::new(client),
             records: HashMap::new(),
             assumed: HashMap::new(),
@@ -497,6 +501,7 @@ impl Worker {
         self.nodes.sync().map_err(|e| format!("simulated nodes: cannot list nodes: {e}"))?;
         self.pods.sync().map_err(|e| format!("simulated nodes: cannot list pods: {e}"))?;
         self.ensure_default_class()?;
+        self.ensure_csi_driver()?;
         for i in 0..self.kubelets.len() {
             let name = self.kubelets[i].machine.name.clone();
             self.register(i).map_err(|e| format!("simulated node {name}: cannot register: {e}"))?;
@@ -539,6 +544,7 @@ impl Worker {
         self.provision();
         self.resize();
         self.schedule();
+        self.run_csi();
         self.run_pods();
         self.forget_gone();
     }
@@ -800,6 +806,7 @@ impl Worker {
             }
             ("Pending" | "", _) => {
                 if now.duration_since(seen) >= self.options.pod_start_delay
+                    && self.volumes_attached(pod, &self.kubelets[i].machine.name)
                     && self.write_status(pod, i, Stage::Running, "started").is_some()
                     && let Some(record) = self.records.get_mut(&uid)
                 {

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 mod batch;
 mod certificates;
+mod claims;
 mod events;
 mod job;
 mod meta;
@@ -215,6 +216,9 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("certificates.k8s.io", "certificatesigningrequests") if old.is_none() => certificates::csr(object),
         ("networking.k8s.io", "servicecidrs") => networking::service_cidr(object),
         ("networking.k8s.io", "ipaddresses") => networking::ip_address(object),
+        ("storage.k8s.io", "csidrivers") => storage::csi_driver(object),
+        ("storage.k8s.io", "csinodes") => storage::csi_node(object),
+        ("storage.k8s.io", "volumeattachments") => storage::volume_attachment(object),
         _ => Vec::new(),
     }
 }
@@ -230,9 +234,12 @@ fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec
         ("", "nodes") => node_update(old, new),
         ("", "secrets") => secret_update(old, new),
         ("", "services") => service_update(old, new),
-        ("", "persistentvolumeclaims") => storage::claim_update(old, new),
+        ("", "persistentvolumeclaims") => claims::claim_update(old, new),
         ("networking.k8s.io", "servicecidrs") => networking::service_cidr_update(old, new),
         ("networking.k8s.io", "ipaddresses") => networking::ip_address_update(old, new),
+        ("storage.k8s.io", "csidrivers") => storage::csi_driver_update(old, new),
+        ("storage.k8s.io", "csinodes") => storage::csi_node_update(old, new),
+        ("storage.k8s.io", "volumeattachments") => storage::volume_attachment_update(old, new),
         _ => Vec::new(),
     }
 }

@@ -1,79 +1,206 @@
-//! `ValidatePersistentVolumeClaimUpdate` (v1.33, RecoverVolumeExpansionFailure on): a claim's
-//! spec is fixed once created, except `volumeName` while unset and, for a Bound claim, the
-//! storage request and `volumeAttributesClassName`; the request may go down (to recover from a
-//! failed expansion) but not to or below `status.capacity`; `volumeMode` never changes.
-//!
-//! Upstream's message carries a `cmp.Diff` of the internal specs; here only the changed
-//! top-level fields are listed, in the same frame.
+//! CSIDrivers, CSINodes and VolumeAttachments (`pkg/apis/storage/validation`): what the
+//! attach/detach controller and the simulated CSI driver rely on. Names are checked with the
+//! object metadata (DNS subdomains, as each kind's name rule).
 
 use serde_json::Value;
 
-use super::{FieldError, immutable, semantically_equal};
-use crate::quantity::Quantity;
+use super::{FieldError, immutable, quote};
+use crate::apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
 
-const IMMUTABLE_SPEC: &str =
-    "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims";
+/// `csiNodeIDMaxLength` (the longer limit needs a CSIDriver-specific option).
+const CSI_NODE_ID_MAX_LENGTH: usize = 192;
 
-fn storage(object: &Value, path: &str) -> Quantity {
-    object.pointer(path).and_then(Quantity::from_json).unwrap_or_else(Quantity::zero)
+/// Core's `ValidateCSIDriverName`: required, at most 63 characters, and (lower-cased) a DNS
+/// subdomain; an empty name is both required and invalid, as upstream reports it.
+fn driver_name(name: &str, path: &str) -> Vec<FieldError> {
+    let mut causes = Vec::new();
+    if name.is_empty() {
+        causes.push(FieldError::required(path, ""));
+    }
+    if name.len() > 63 {
+        causes.push(FieldError::too_long(path, 63));
+    }
+    let lower = name.to_lowercase();
+    causes.extend(is_dns1123_subdomain(&lower).iter().map(|m| FieldError::invalid_str(path, name, m)));
+    causes
 }
 
-/// The update's causes.
-pub(super) fn claim_update(old: &Value, new: &Value) -> Vec<FieldError> {
+/// `validateCSIDriverSpec`: the defaulted booleans must be set; known enum values.
+pub(super) fn csi_driver(object: &Value) -> Vec<FieldError> {
+    let spec = &object["spec"];
     let mut causes = Vec::new();
-    let (mut before, mut after) = (old["spec"].clone(), new["spec"].clone());
-    if before["volumeName"].as_str().is_none_or(str::is_empty) {
-        before["volumeName"] = after["volumeName"].clone();
+    // Upstream's path says `attachedRequired`.
+    for (field, path) in [
+        ("attachRequired", "spec.attachedRequired"),
+        ("podInfoOnMount", "spec.podInfoOnMount"),
+        ("storageCapacity", "spec.storageCapacity"),
+        ("seLinuxMount", "spec.seLinuxMount"),
+    ] {
+        if !spec[field].is_boolean() {
+            causes.push(FieldError::required(path, ""));
+        }
     }
-    // A main-resource update keeps the stored status: the old phase decides.
-    let bound = old["status"]["phase"] == "Bound";
-    if bound && after["resources"]["requests"].is_object() {
-        after["resources"]["requests"]["storage"] = old["spec"]["resources"]["requests"]["storage"].clone();
-    }
-    if bound && !after["volumeAttributesClassName"].is_null() {
-        after["volumeAttributesClassName"] = before["volumeAttributesClassName"].clone();
-    }
-    if !semantically_equal(&before, &after) {
-        causes.push(FieldError::forbidden("spec", &format!("{IMMUTABLE_SPEC}\n{}", spec_diff(&before, &after))));
-    }
-    let requests = "/spec/resources/requests/storage";
-    let new_size = storage(new, requests);
-    if new_size < storage(old, requests) && new_size <= storage(old, "/status/capacity/storage") {
-        causes.push(FieldError::forbidden(
-            "spec.resources.requests.storage",
-            "field can not be less than status.capacity",
+    if let Some(policy) = spec["fsGroupPolicy"].as_str()
+        && !matches!(policy, "File" | "None" | "ReadWriteOnceWithFSType")
+    {
+        causes.push(FieldError::not_supported(
+            "spec.fsGroupPolicy",
+            policy,
+            &["File", "None", "ReadWriteOnceWithFSType"],
         ));
     }
-    if old["spec"]["volumeMode"] != new["spec"]["volumeMode"] {
-        causes.push(immutable("spec.volumeMode", format!("{}", new["spec"]["volumeMode"])));
+    for mode in spec["volumeLifecycleModes"].as_array().into_iter().flatten() {
+        let mode = mode.as_str().unwrap_or_default();
+        if !matches!(mode, "Persistent" | "Ephemeral") {
+            causes.push(FieldError::not_supported("spec.volumeLifecycleModes", mode, &["Persistent", "Ephemeral"]));
+        }
     }
     causes
 }
 
-/// The changed top-level fields, as `cmp.Diff` frames them.
-fn spec_diff(before: &Value, after: &Value) -> String {
-    let empty = serde_json::Map::new();
-    let (a, b) = (before.as_object().unwrap_or(&empty), after.as_object().unwrap_or(&empty));
-    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let mut out = String::from("  core.PersistentVolumeClaimSpec{\n");
-    for key in keys.into_iter().filter(|k| a.get(*k) != b.get(*k)) {
-        let field = go_field(key);
-        if let Some(value) = a.get(key) {
-            out.push_str(&format!("- \t{field}: {value},\n"));
-        }
-        if let Some(value) = b.get(key) {
-            out.push_str(&format!("+ \t{field}: {value},\n"));
-        }
+/// `ValidateCSIDriverUpdate`: `attachRequired` and the lifecycle modes are fixed.
+pub(super) fn csi_driver_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut causes = Vec::new();
+    if old["spec"]["attachRequired"] != new["spec"]["attachRequired"] {
+        causes.push(immutable("spec.attachedRequired", new["spec"]["attachRequired"].to_string()));
     }
-    out.push_str("  }\n");
-    out
+    if old["spec"]["volumeLifecycleModes"] != new["spec"]["volumeLifecycleModes"] {
+        let modes = go_strings(&new["spec"]["volumeLifecycleModes"], "storage.VolumeLifecycleMode");
+        causes.push(immutable("spec.volumeLifecycleModes", modes));
+    }
+    causes
 }
 
-fn go_field(key: &str) -> String {
-    let mut chars = key.chars();
-    chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+/// `validateCSINodeDrivers`: valid, distinct driver names, node IDs, topology keys.
+pub(super) fn csi_node(object: &Value) -> Vec<FieldError> {
+    let mut causes = Vec::new();
+    let mut seen = Vec::new();
+    for (i, driver) in drivers(object).iter().enumerate() {
+        let path = format!("spec.drivers[{i}]");
+        let name = driver["name"].as_str().unwrap_or_default();
+        causes.extend(driver_name(name, &format!("{path}.name")));
+        let node_id = driver["nodeID"].as_str().unwrap_or_default();
+        if node_id.is_empty() {
+            causes.push(FieldError::required(&format!("{path}.nodeID"), ""));
+        }
+        if node_id.len() > CSI_NODE_ID_MAX_LENGTH {
+            let detail = format!("must be {CSI_NODE_ID_MAX_LENGTH} characters or less");
+            causes.push(FieldError::invalid_str(&format!("{path}.nodeID"), node_id, &detail));
+        }
+        if seen.contains(&name) {
+            causes.push(FieldError::duplicate(&format!("{path}.name"), quote(name)));
+        }
+        seen.push(name);
+        causes.extend(topology_keys(driver, &path));
+    }
+    causes
+}
+
+/// Go's `%#v` of a slice of strings of type `item`: `[]item{"a", "b"}`, `[]item(nil)` if unset.
+fn go_strings(list: &Value, item: &str) -> String {
+    match list.as_array() {
+        None => format!("[]{item}(nil)"),
+        Some(items) => {
+            let quoted: Vec<String> = items.iter().map(|v| quote(v.as_str().unwrap_or_default())).collect();
+            format!("[]{item}{{{}}}", quoted.join(", "))
+        }
+    }
+}
+
+/// Go's `%#v` of a `storage.CSINodeDriver` (an allocatable count is a pointer: its address
+/// is not rendered).
+fn go_csi_node_driver(driver: &Value) -> String {
+    let allocatable = if driver["allocatable"].is_null() { "(nil)" } else { "(0x...)" };
+    format!(
+        "storage.CSINodeDriver{{Name:{}, NodeID:{}, TopologyKeys:{}, Allocatable:(*storage.VolumeNodeResources){allocatable}}}",
+        quote(driver["name"].as_str().unwrap_or_default()),
+        quote(driver["nodeID"].as_str().unwrap_or_default()),
+        go_strings(&driver["topologyKeys"], "string"),
+    )
+}
+
+/// Go's `%#v` of a `storage.VolumeAttachmentSpec`, its source (pointers) elided.
+fn go_attachment_spec(spec: &Value) -> String {
+    format!(
+        "storage.VolumeAttachmentSpec{{Attacher:{}, Source:storage.VolumeAttachmentSource{{...}}, NodeName:{}}}",
+        quote(spec["attacher"].as_str().unwrap_or_default()),
+        quote(spec["nodeName"].as_str().unwrap_or_default()),
+    )
+}
+
+fn drivers(object: &Value) -> Vec<Value> {
+    object["spec"]["drivers"].as_array().cloned().unwrap_or_default()
+}
+
+fn topology_keys(driver: &Value, path: &str) -> Vec<FieldError> {
+    let mut causes = Vec::new();
+    let mut seen = Vec::new();
+    for key in driver["topologyKeys"].as_array().into_iter().flatten() {
+        let key = key.as_str().unwrap_or_default();
+        if key.is_empty() {
+            causes.push(FieldError::required(path, ""));
+        }
+        if seen.contains(&key) {
+            causes.push(FieldError::duplicate(path, quote(key)));
+        }
+        seen.push(key);
+        causes.extend(is_qualified_name(key).iter().map(|m| FieldError::invalid_str(path, key, m)));
+    }
+    causes
+}
+
+/// `ValidateCSINodeUpdate`: a driver listed before and after keeps its entry as it was
+/// (`MutableCSINodeAllocatableCount`, which would free its count, is off in v1.33).
+pub(super) fn csi_node_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut causes = Vec::new();
+    for before in drivers(old) {
+        for after in drivers(new) {
+            if before["name"] == after["name"] && before != after {
+                causes.push(immutable("spec.drivers", go_csi_node_driver(&after)));
+            }
+        }
+    }
+    causes
+}
+
+/// `ValidateVolumeAttachment` and `ValidateVolumeAttachmentV1`.
+pub(super) fn volume_attachment(object: &Value) -> Vec<FieldError> {
+    let spec = &object["spec"];
+    let mut causes = Vec::new();
+    let attacher = spec["attacher"].as_str().unwrap_or_default();
+    if attacher.is_empty() {
+        causes.push(FieldError::required("spec.attacher", ""));
+    }
+    let source = &spec["source"];
+    let (inline, volume) = (!source["inlineVolumeSpec"].is_null(), source["persistentVolumeName"].as_str());
+    const EXACTLY_ONE: &str = "must specify exactly one of inlineVolumeSpec and persistentVolumeName";
+    match (inline, volume) {
+        (false, None) => causes.push(FieldError::required("spec.source", EXACTLY_ONE)),
+        (true, Some(_)) => causes.push(FieldError::forbidden("spec.source", EXACTLY_ONE)),
+        (false, Some("")) => causes.push(FieldError::required(
+            "spec.source.persistentVolumeName",
+            "must specify non empty persistentVolumeName",
+        )),
+        _ => {}
+    }
+    let node = spec["nodeName"].as_str().unwrap_or_default();
+    causes.extend(is_dns1123_subdomain(node).iter().map(|m| FieldError::invalid_str("spec.nodeName", node, m)));
+    // `ValidateVolumeAttachmentV1`, after the internal rules: an empty attacher or volume name
+    // is reported again.
+    causes.extend(driver_name(attacher, "spec.attacher"));
+    if let Some(name) = volume {
+        causes.extend(
+            is_dns1123_subdomain(name)
+                .iter()
+                .map(|m| FieldError::invalid_str("spec.source.persistentVolumeName", name, m)),
+        );
+    }
+    causes
+}
+
+/// `ValidateVolumeAttachmentUpdate`: the spec is fixed.
+pub(super) fn volume_attachment_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    if old["spec"] == new["spec"] { Vec::new() } else { vec![immutable("spec", go_attachment_spec(&new["spec"]))] }
 }
 
 #[cfg(test)]
@@ -81,37 +208,50 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn claim(request: &str, phase: &str) -> Value {
-        json!({"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": request}},
-            "volumeMode": "Filesystem", "volumeName": "pv1"},
-            "status": {"phase": phase, "capacity": {"storage": "1Gi"}}})
-    }
-
-    fn messages(causes: Vec<FieldError>) -> Vec<String> {
-        causes.iter().map(|c| c.to_string().lines().next().unwrap_or_default().to_string()).collect()
+    fn fields(causes: &[FieldError]) -> Vec<String> {
+        causes.iter().map(|c| c.body()).collect()
     }
 
     #[test]
-    fn a_bound_claim_may_change_its_request_only() {
-        assert!(claim_update(&claim("2Gi", "Bound"), &claim("3Gi", "Bound")).is_empty());
-        let mut other = claim("2Gi", "Bound");
-        other["spec"]["accessModes"] = json!(["ReadWriteMany"]);
-        assert_eq!(
-            messages(claim_update(&claim("2Gi", "Bound"), &other)),
-            [format!("spec: Forbidden: {IMMUTABLE_SPEC}")]
-        );
-        assert_eq!(
-            messages(claim_update(&claim("1Gi", "Pending"), &claim("2Gi", "Pending"))),
-            [format!("spec: Forbidden: {IMMUTABLE_SPEC}")]
-        );
+    fn attachments_need_an_attacher_a_source_and_a_node() {
+        let good = json!({"spec": {"attacher": "csi.example.dev", "nodeName": "node-a",
+            "source": {"persistentVolumeName": "pv1"}}});
+        assert!(volume_attachment(&good).is_empty());
+        let bad = json!({"spec": {"attacher": "", "nodeName": "Node_A", "source": {}}});
+        let causes = volume_attachment(&bad);
+        assert_eq!(causes.len(), 5, "{:?}", fields(&causes));
+        assert!(fields(&causes)[1].contains("must specify exactly one of inlineVolumeSpec and persistentVolumeName"));
+        let mut moved = good.clone();
+        moved["spec"]["nodeName"] = json!("node-b");
+        assert_eq!(volume_attachment_update(&good, &moved).len(), 1);
     }
 
     #[test]
-    fn a_request_goes_down_only_while_above_the_capacity() {
-        assert!(claim_update(&claim("3Gi", "Bound"), &claim("2Gi", "Bound")).is_empty());
-        assert_eq!(
-            messages(claim_update(&claim("3Gi", "Bound"), &claim("1Gi", "Bound"))),
-            ["spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"]
-        );
+    fn drivers_keep_their_defaults_and_attachment_mode() {
+        let driver = json!({"spec": {"attachRequired": true, "podInfoOnMount": false, "storageCapacity": false,
+            "seLinuxMount": false, "volumeLifecycleModes": ["Persistent"]}});
+        assert!(csi_driver(&driver).is_empty());
+        assert_eq!(csi_driver(&json!({"spec": {}})).len(), 4);
+        let mut changed = driver.clone();
+        changed["spec"]["attachRequired"] = json!(false);
+        assert_eq!(csi_driver_update(&driver, &changed).len(), 1);
+    }
+
+    #[test]
+    fn csi_nodes_list_each_driver_once_with_an_id() {
+        let node = json!({"spec": {"drivers": [{"name": "csi.example.dev", "nodeID": "n1",
+            "topologyKeys": ["topology.kubernetes.io/zone"]}]}});
+        assert!(csi_node(&node).is_empty());
+        let twice = json!({"spec": {"drivers": [{"name": "d", "nodeID": "n1"}, {"name": "d", "nodeID": ""}]}});
+        assert_eq!(csi_node(&twice).len(), 2);
+        let mut moved = node.clone();
+        moved["spec"]["drivers"][0]["nodeID"] = json!("n2");
+        assert_eq!(csi_node_update(&node, &moved).len(), 1);
+        let mut added = node.clone();
+        added["spec"]["drivers"]
+            .as_array_mut()
+            .expect("drivers")
+            .push(json!({"name": "other.example.dev", "nodeID": "n1"}));
+        assert!(csi_node_update(&node, &added).is_empty(), "a driver may be added");
     }
 }
