@@ -13,8 +13,8 @@ use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
     bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
-    endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle, podautoscaler, podgc,
-    pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount, servicecidrs,
+    endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle, persistentvolume, podautoscaler,
+    podgc, pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount, servicecidrs,
     statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
@@ -298,7 +298,16 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     plain("persistentvolume-attach-detach-controller", &["attachdetach"])
         .account("attachdetach-controller")
         .checks(validate::attach_detach),
-    plain("persistentvolume-binder-controller", &["persistentvolume-binder"]).account("persistent-volume-binder"),
+    plain("persistentvolume-binder-controller", &["persistentvolume-binder"])
+        .account("persistent-volume-binder")
+        .events("persistentvolume-controller")
+        .starts(|c, o| {
+            let config = persistentvolume::Config {
+                sync_period: o.persistent_volume.claim_binder_sync_period,
+                enable_dynamic_provisioning: o.persistent_volume.enable_dynamic_provisioning,
+            };
+            persistentvolume::new(c, config)
+        }),
     plain("persistentvolume-expander-controller", &["persistentvolume-expander"]).account("expand-controller"),
     plain("persistentvolume-protection-controller", &["pv-protection"])
         .account("pv-protection-controller")
@@ -733,7 +742,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 34);
+        assert_eq!(implemented().len(), 35);
     }
 
     fn options(root_ca_file: &str) -> Options {
