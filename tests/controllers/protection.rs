@@ -23,8 +23,11 @@ const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
 const SETTLE: Duration = Duration::from_millis(1500);
 
 fn start(backend: Backend) -> Cluster {
-    let controllers =
-        [named("persistentvolumeclaim-protection-controller"), named("persistentvolume-protection-controller")];
+    let controllers = [
+        named("persistentvolumeclaim-protection-controller"),
+        named("persistentvolume-protection-controller"),
+        named("persistentvolume-binder-controller"),
+    ];
     harness::with(&controllers).on(backend).start()
 }
 
@@ -127,6 +130,7 @@ fn a_namespace_holding_a_stateful_sets_claims_finishes_deleting(backend: Backend
         named("namespace-controller"),
         named("garbage-collector-controller"),
         named("persistentvolumeclaim-protection-controller"),
+        named("persistentvolume-binder-controller"),
     ];
     let cluster = harness::with(&controllers).on(backend).namespaces(&["team"]).start();
     let set: StatefulSet = from(json!({"metadata": {"name": "db"}, "spec": {

@@ -35,11 +35,16 @@ fn stateful_set(name: &str, replicas: i32, extra: Value) -> StatefulSet {
 }
 
 fn start(backend: Backend) -> Cluster {
-    harness::with(&[named("statefulset-controller")]).on(backend).start()
+    harness::with(&[named("statefulset-controller"), named("persistentvolume-binder-controller")]).on(backend).start()
 }
 
 fn start_with_gc(backend: Backend) -> Cluster {
-    harness::with(&[named("statefulset-controller"), named("garbage-collector-controller")]).on(backend).start()
+    let controllers = [
+        named("statefulset-controller"),
+        named("garbage-collector-controller"),
+        named("persistentvolume-binder-controller"),
+    ];
+    harness::with(&controllers).on(backend).start()
 }
 
 fn pods(cluster: &Cluster, app: &str) -> BTreeMap<String, Pod> {

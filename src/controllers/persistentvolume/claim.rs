@@ -338,8 +338,8 @@ impl PvController {
         let provisioner = class.provisioner.clone();
         if provisioner.starts_with("kubernetes.io/") {
             // An in-tree plugin, none of which is built here.
-            let message = "no provisionable volume plugin matched";
-            self.recorder.event_for(claim, EventType::Warning, "ProvisioningFailed", message);
+            let message = format!("no volume plugin matched name: {provisioner}");
+            self.recorder.event_for(claim, EventType::Warning, "ProvisioningFailed", &message);
             return Ok(());
         }
         metrics::operation_started(&claim_key(claim), &provisioner, "provision");
