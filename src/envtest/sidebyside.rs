@@ -889,15 +889,19 @@ impl Renames {
         }
         self.learn_scheduled_names(objects, events);
         self.names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
-        for object in objects {
-            let kind = object["kind"].as_str().unwrap_or_default();
+        for object in objects.iter().filter(|o| o["kind"] == "PersistentVolumeClaim") {
+            // The simulated provisioner's volume, named after the claim's uid.
             let name = self.rename(object["metadata"]["name"].as_str().unwrap_or_default());
             if let Some(uid) = object["metadata"]["uid"].as_str() {
+                self.exact.insert(format!("pvc-{uid}"), format!("volume({name})"));
+            }
+        }
+        for object in objects {
+            let kind = object["kind"].as_str().unwrap_or_default();
+            let raw = object["metadata"]["name"].as_str().unwrap_or_default();
+            let name = self.exact.get(raw).cloned().unwrap_or_else(|| self.rename(raw));
+            if let Some(uid) = object["metadata"]["uid"].as_str() {
                 self.exact.insert(uid.to_string(), format!("uid({kind}/{name})"));
-                if kind == "PersistentVolumeClaim" {
-                    // The simulated provisioner's volume, named after the claim's uid.
-                    self.exact.insert(format!("pvc-{uid}"), format!("volume({name})"));
-                }
             }
             if kind == "Service" {
                 // kube-apiserver allocates cluster IPs at random.
