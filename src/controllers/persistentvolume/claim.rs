@@ -224,7 +224,7 @@ impl PvController {
     /// An update of the claim, stored in the controller's cache.
     fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<Arc<PersistentVolumeClaim>, String> {
         let name = claim.metadata.name.as_deref().unwrap_or("");
-        let updated = self.claim_api(claim).replace(name, claim, &PostParams::default()).map_err(|e| e.to_string())?;
+        let updated = self.claim_api(claim).replace(name, claim, &PostParams::default()).map_err(|e| e.message())?;
         let updated = Arc::new(updated);
         self.claims.update(updated.clone());
         Ok(updated)
@@ -282,7 +282,7 @@ impl PvController {
         }
         let name = claim.metadata.name.as_deref().unwrap_or("");
         let updated =
-            self.claim_api(claim).replace_status(name, &clone, &PostParams::default()).map_err(|e| e.to_string())?;
+            self.claim_api(claim).replace_status(name, &clone, &PostParams::default()).map_err(|e| e.message())?;
         let updated = Arc::new(updated);
         self.claims.update(updated.clone());
         Ok(updated)
@@ -314,7 +314,7 @@ impl PvController {
         let mut clone = claim.clone();
         clone.spec.get_or_insert_with(Default::default).storage_class_name = class.metadata.name.clone();
         let name = claim.metadata.name.as_deref().unwrap_or("");
-        self.claim_api(claim).replace(name, &clone, &PostParams::default()).map_err(|e| e.to_string())?;
+        self.claim_api(claim).replace(name, &clone, &PostParams::default()).map_err(|e| e.message())?;
         log::info!(
             "Assigned default StorageClass to claim PVC={:?} storageClassName={:?}",
             claim_key(claim),

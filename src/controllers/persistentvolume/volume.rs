@@ -91,7 +91,7 @@ impl PvController {
             claim = self.claim_informer.store().get(&key);
             if claim.is_none() {
                 let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace);
-                claim = api.get_opt(name).map_err(|e| e.to_string())?.map(Arc::new);
+                claim = api.get_opt(name).map_err(|e| e.message())?.map(Arc::new);
             }
         }
         if let Some(found) = &claim
@@ -99,7 +99,7 @@ impl PvController {
         {
             // The cache may be stale: check the API before releasing.
             let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace);
-            claim = api.get_opt(name).map_err(|e| e.to_string())?.map(Arc::new);
+            claim = api.get_opt(name).map_err(|e| e.message())?.map(Arc::new);
         }
         Ok(claim)
     }
@@ -147,7 +147,7 @@ impl PvController {
     /// still in use.
     fn recycle_volume(&self, volume: &PersistentVolume) -> SyncOutcome {
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        let Some(fresh) = self.volume_api().get_opt(name).map_err(|e| e.to_string())? else { return Ok(()) };
+        let Some(fresh) = self.volume_api().get_opt(name).map_err(|e| e.message())? else { return Ok(()) };
         if !self.is_volume_released(&fresh) {
             return Ok(());
         }
@@ -166,7 +166,7 @@ impl PvController {
     /// external provisioner, or a CSI volume, is left to it; any other volume Failed.
     fn delete_volume(&self, volume: &PersistentVolume) -> SyncOutcome {
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        let Some(fresh) = self.volume_api().get_opt(name).map_err(|e| e.to_string())? else { return Ok(()) };
+        let Some(fresh) = self.volume_api().get_opt(name).map_err(|e| e.message())? else { return Ok(()) };
         if !self.is_volume_released(&fresh) {
             return Ok(());
         }
@@ -247,7 +247,7 @@ impl PvController {
     /// An update of the volume, stored in the controller's cache.
     pub(super) fn update_volume(&self, volume: &PersistentVolume) -> Result<Arc<PersistentVolume>, String> {
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        let updated = self.volume_api().replace(name, volume, &PostParams::default()).map_err(|e| e.to_string())?;
+        let updated = self.volume_api().replace(name, volume, &PostParams::default()).map_err(|e| e.message())?;
         let updated = Arc::new(updated);
         self.volumes.update(updated.clone());
         Ok(updated)
@@ -269,7 +269,7 @@ impl PvController {
         status.message = Some(message.to_string()).filter(|m| !m.is_empty());
         let name = volume.metadata.name.as_deref().unwrap_or("");
         let updated =
-            self.volume_api().replace_status(name, &clone, &PostParams::default()).map_err(|e| e.to_string())?;
+            self.volume_api().replace_status(name, &clone, &PostParams::default()).map_err(|e| e.message())?;
         let updated = Arc::new(updated);
         self.volumes.update(updated.clone());
         Ok(updated)
