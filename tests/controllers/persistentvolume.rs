@@ -146,5 +146,7 @@ fn claims_bind_to_static_delayed_and_provisioned_volumes(backend: Backend) {
         (volume_phase(&volumes, "pv-medium").as_deref() == Some("Released")).then_some(())
     });
     eventually("the provisioned volume gone", || volumes.get_opt(&format!("pvc-{uid}")).ok()?.is_none().then_some(()));
-    assert_eq!(volume_phase(&volumes, "pv-medium").as_deref(), Some("Released"));
+    let released = volumes.get("pv-medium").expect("volume read").status.unwrap_or_default();
+    assert_eq!(released.phase.as_deref(), Some("Released"));
+    assert!(released.last_phase_transition_time.is_some(), "the API server stamps the phase change");
 }

@@ -91,6 +91,7 @@ pub fn write_update(
         validation::validate_update(resource, old, &mut object)?;
     } else {
         subresources::populate_condition_timestamps(resource, old, &mut object);
+        subresources::volume_phase_transition(resource, old, &mut object);
         let approval = target.subresource.as_deref() == Some("approval");
         validation::validate_status_update(resource, old, &object, approval)?;
     }
