@@ -226,9 +226,9 @@ const SURVIVOR_TIE: &str = "scaling a ReplicaSet without an owner from 5 to 1, b
 pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[
     KnownDifference {
         scenario: "",
-        subject_contains: "ProvisioningFailed PersistentVolumeClaim/",
+        subject_contains: "Error saving claim: Operation cannot be fulfilled on persistentvolumeclaims",
         path_prefix: "",
-        value_contains: "Error saving claim: Operation cannot be fulfilled",
+        value_contains: "",
         reason: "the binder's write of a new claim's storage-provisioner annotations may meet a conflict with \
                  another controller's write of the claim (both sides do, upstream too): timing",
     },
