@@ -44,6 +44,8 @@ mod namespace;
 mod nodeipam;
 #[path = "controllers/nodelifecycle.rs"]
 mod nodelifecycle;
+#[path = "controllers/persistentvolume.rs"]
+mod persistentvolume;
 #[path = "controllers/podgc.rs"]
 mod podgc;
 #[path = "controllers/protection.rs"]

@@ -21,6 +21,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "bootstrap_signer_queue",
     "certificate",
     "cidrallocator_node",
+    "claims",
     "cronjob",
     "daemonset",
     "daemonset-node-updates",
@@ -62,10 +63,12 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "ttl_jobs_to_delete",
     "ttlcontroller",
     "volume_expand",
+    "volumes",
 ];
 
 /// Upstream's plain (not delaying) queues: no `workqueue_retries_total` series.
-const PLAIN_QUEUES: &[&str] = &["noexec_taint_node", "noexec_taint_pod", "node_lifecycle_controller"];
+const PLAIN_QUEUES: &[&str] =
+    &["claims", "noexec_taint_node", "noexec_taint_pod", "node_lifecycle_controller", "volumes"];
 
 /// The `name` label of every series of `metric` in `text`.
 fn names_of(text: &str, metric: &str) -> BTreeSet<String> {

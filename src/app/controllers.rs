@@ -14,8 +14,8 @@ use crate::client::Client;
 use crate::controllers::{
     attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
     endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace, nodeipam,
-    nodelifecycle, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher,
-    serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
+    nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
+    root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -310,7 +310,16 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 disable_force_detach_on_timeout: options.disable_force_detach_on_timeout,
             })
         }),
-    plain("persistentvolume-binder-controller", &["persistentvolume-binder"]).account("persistent-volume-binder"),
+    plain("persistentvolume-binder-controller", &["persistentvolume-binder"])
+        .account("persistent-volume-binder")
+        .events("persistentvolume-controller")
+        .starts(|c, o| {
+            let config = persistentvolume::Config {
+                sync_period: o.persistent_volume.claim_binder_sync_period,
+                enable_dynamic_provisioning: o.persistent_volume.enable_dynamic_provisioning,
+            };
+            persistentvolume::new(c, config)
+        }),
     plain("persistentvolume-expander-controller", &["persistentvolume-expander"])
         .account("expand-controller")
         .events("volume_expand")
@@ -748,7 +757,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 37);
+        assert_eq!(implemented().len(), 38);
     }
 
     fn options(root_ca_file: &str) -> Options {

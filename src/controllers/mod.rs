@@ -25,6 +25,7 @@ pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod nodeutil;
+pub mod persistentvolume;
 pub mod podautoscaler;
 pub mod podgc;
 pub mod podutil;

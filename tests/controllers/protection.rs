@@ -1,5 +1,5 @@
 //! The persistentvolumeclaim-protection and persistentvolume-protection controllers on both
-//! backends, with the simulated provisioner binding claims of the default class `standard`: a
+//! backends, with the binder and the simulated provisioner binding claims of the default class `standard`: a
 //! claim a scheduled pod uses stays Terminating until the pod goes; an unused claim goes at
 //! once; a claim or volume that lost its finalizer gets it back; a volume being deleted keeps
 //! its finalizer while Bound; a namespace holding a StatefulSet's claims finishes deleting.
@@ -23,8 +23,12 @@ const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
 const SETTLE: Duration = Duration::from_millis(1500);
 
 fn start(backend: Backend) -> Cluster {
-    let controllers =
-        [named("persistentvolumeclaim-protection-controller"), named("persistentvolume-protection-controller")];
+    let controllers = [
+        named("persistentvolumeclaim-protection-controller"),
+        named("persistentvolume-protection-controller"),
+        named("persistentvolume-binder-controller"),
+        named("persistentvolume-attach-detach-controller"),
+    ];
     harness::with(&controllers).on(backend).start()
 }
 
@@ -111,12 +115,9 @@ fn a_volume_being_deleted_keeps_its_finalizer_while_bound(backend: Backend) {
     std::thread::sleep(SETTLE);
     let kept = volume(&volumes).expect("a Bound volume is kept");
     assert!(kept.metadata.deletion_timestamp.is_some() && has(&kept.metadata.finalizers, PV_FINALIZER));
-    // Its claim goes (nothing uses it); the persistent-volume binder, not run here, would then
-    // release the volume.
+    // Its claim goes (nothing uses it); the binder releases the volume, which then goes.
     delete(&cluster.api::<PersistentVolumeClaim>(), "bound");
     eventually("the claim gone", || claim(&cluster, "bound").is_none().then_some(()));
-    let released = Patch::Merge(json!({"status": {"phase": "Released"}}));
-    volumes.patch_status(&volume_name, &released, &PostParams::default()).expect("volume released");
     eventually("the volume gone", || volume(&volumes).is_none().then_some(()));
 }
 
@@ -127,6 +128,8 @@ fn a_namespace_holding_a_stateful_sets_claims_finishes_deleting(backend: Backend
         named("namespace-controller"),
         named("garbage-collector-controller"),
         named("persistentvolumeclaim-protection-controller"),
+        named("persistentvolume-binder-controller"),
+        named("persistentvolume-attach-detach-controller"),
     ];
     let cluster = harness::with(&controllers).on(backend).namespaces(&["team"]).start();
     let set: StatefulSet = from(json!({"metadata": {"name": "db"}, "spec": {

@@ -363,7 +363,7 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 32] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 33] = [
     "attachdetach-controller",
     "bootstrap-signer",
     "certificate-controller",
@@ -383,6 +383,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 32] = [
     "legacy-service-account-token-cleaner",
     "namespace-controller",
     "node-controller",
+    "persistent-volume-binder",
     "pod-garbage-collector",
     "pv-protection-controller",
     "pvc-protection-controller",

@@ -86,6 +86,11 @@ fn a_stateful_set_scales_and_rolls_out_as_upstream_does() {
 }
 
 #[test]
+fn claims_bind_and_volumes_are_provisioned_as_upstream_does() {
+    run("persistentvolume");
+}
+
+#[test]
 fn a_budget_guards_evictions_as_upstream_does() {
     run("disruption");
 }

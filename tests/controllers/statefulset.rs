@@ -1,5 +1,5 @@
 //! The statefulset-controller on both backends, with the simulated kubelets running its pods and
-//! the simulated provisioner binding its claims: an OrderedReady set comes up one ordinal at a
+//! the binder binding the simulated provisioner's volumes, attached by the attach/detach controller: an OrderedReady set comes up one ordinal at a
 //! time with its claims bound, scales up and down from the highest ordinal keeping its claims;
 //! Parallel with `spec.ordinals.start`; a failed pod is recreated and a controlled non-member
 //! released; a partitioned RollingUpdate
@@ -35,11 +35,22 @@ fn stateful_set(name: &str, replicas: i32, extra: Value) -> StatefulSet {
 }
 
 fn start(backend: Backend) -> Cluster {
-    harness::with(&[named("statefulset-controller")]).on(backend).start()
+    let controllers = [
+        named("statefulset-controller"),
+        named("persistentvolume-binder-controller"),
+        named("persistentvolume-attach-detach-controller"),
+    ];
+    harness::with(&controllers).on(backend).start()
 }
 
 fn start_with_gc(backend: Backend) -> Cluster {
-    harness::with(&[named("statefulset-controller"), named("garbage-collector-controller")]).on(backend).start()
+    let controllers = [
+        named("statefulset-controller"),
+        named("garbage-collector-controller"),
+        named("persistentvolume-binder-controller"),
+        named("persistentvolume-attach-detach-controller"),
+    ];
+    harness::with(&controllers).on(backend).start()
 }
 
 fn pods(cluster: &Cluster, app: &str) -> BTreeMap<String, Pod> {

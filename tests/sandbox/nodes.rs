@@ -687,15 +687,19 @@ fn nodes_are_added_and_removed_at_run_time() {
 }
 
 /// The simulated provisioner: a claim naming no class gets the default StorageClass (which the
-/// nodes create on a real server too) and is bound to a volume made for it, as the PV
-/// controller binds; a pod naming the claim is scheduled only then; a claim of a class that is
-/// not ours stays Pending.
+/// nodes create on a real server too), the binder hands it to the provisioner, which makes a
+/// volume for it, and the binder binds them; a pod naming the claim is scheduled only then; a
+/// claim of a class that is not ours stays Pending.
 fn claims_of_the_default_class_are_provisioned_and_bound(backend: harness::Backend) {
     use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
     use k8s_openapi::api::storage::v1::StorageClass;
-    let cluster = harness::with(&[]).on(backend).nodes(&["node-a"]).node_options(fast()).start();
+    let storage = [
+        kcm::app::controllers::named("persistentvolume-binder-controller"),
+        kcm::app::controllers::named("persistentvolume-attach-detach-controller"),
+    ];
+    let cluster = harness::with(&storage).on(backend).nodes(&["node-a"]).node_options(fast()).start();
     let class = Api::<StorageClass>::cluster(&cluster.client).get("standard").expect("the default class");
-    assert_eq!(class.provisioner, "kcm-sandbox.dev/simulated");
+    assert_eq!(class.provisioner, "csi.kcm-sandbox.dev");
     let annotations = class.metadata.annotations.unwrap_or_default();
     assert_eq!(annotations.get("storageclass.kubernetes.io/is-default-class").map(String::as_str), Some("true"));
 
@@ -732,8 +736,8 @@ fn claims_of_the_default_class_are_provisioned_and_bound(backend: harness::Backe
     for (key, value) in [
         ("pv.kubernetes.io/bind-completed", "yes"),
         ("pv.kubernetes.io/bound-by-controller", "yes"),
-        ("volume.beta.kubernetes.io/storage-provisioner", "kcm-sandbox.dev/simulated"),
-        ("volume.kubernetes.io/storage-provisioner", "kcm-sandbox.dev/simulated"),
+        ("volume.beta.kubernetes.io/storage-provisioner", "csi.kcm-sandbox.dev"),
+        ("volume.kubernetes.io/storage-provisioner", "csi.kcm-sandbox.dev"),
     ] {
         assert_eq!(annotations.get(key).map(String::as_str), Some(value), "{key}");
     }

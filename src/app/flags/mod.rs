@@ -905,7 +905,7 @@ mod tests {
     fn warnings_follow_status() {
         let o = run(&[
             "--kubeconfig=/k",
-            "--pvclaimbinder-sync-period=30s",
+            "--enable-hostpath-provisioner",
             "--pod-eviction-timeout=2m0s",
             "--port=0",
             "--node-sync-period=10s",
@@ -917,7 +917,7 @@ mod tests {
         assert_eq!(
             o.warnings(),
             [
-                "flag --pvclaimbinder-sync-period is accepted but its feature is not built yet; it has no effect",
+                "flag --enable-hostpath-provisioner is accepted but its feature is not built yet; it has no effect",
                 "flag --pod-eviction-timeout was removed upstream and has no effect: upstream removed it; evictions follow taints and tolerations (tolerationSeconds)",
                 "flag --port was removed upstream and has no effect: insecure serving was removed upstream; use --secure-port",
                 "flag --node-sync-period has been deprecated, This flag is currently no-op and will be deleted. It has no effect.",

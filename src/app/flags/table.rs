@@ -554,7 +554,7 @@ pub static FLAGS: &[FlagSpec] = &[
     flag!("unhealthy-zone-threshold", NodeLifecycleController, Float32, "0.55", BUILT, node_lifecycle.unhealthy_zone_threshold,
         "Fraction of not-ready nodes (at least 3) that makes a zone unhealthy."),
     // Persistent volumes
-    flag!("enable-dynamic-provisioning", PersistentVolumeBinderController, Bool, "true", LATER, persistent_volume.enable_dynamic_provisioning,
+    flag!("enable-dynamic-provisioning", PersistentVolumeBinderController, Bool, "true", BUILT, persistent_volume.enable_dynamic_provisioning,
         "Enable dynamic provisioning where the environment supports it."),
     flag!("enable-hostpath-provisioner", PersistentVolumeBinderController, Bool, "", LATER, persistent_volume.enable_hostpath_provisioner,
         "Provision HostPath volumes without a cloud provider. For single-node testing and development only."),
@@ -572,7 +572,7 @@ pub static FLAGS: &[FlagSpec] = &[
         "Pod definition used as the template of NFS volume recycling."),
     flag!("pv-recycler-timeout-increment-hostpath", PersistentVolumeBinderController, Int32, "30", LATER, persistent_volume.recycler.increment_timeout_hostpath,
         "Seconds per GiB added to the ActiveDeadlineSeconds of a HostPath recycler pod. For single-node testing and development only."),
-    flag!("pvclaimbinder-sync-period", PersistentVolumeBinderController, GoDuration, "15s", LATER, persistent_volume.claim_binder_sync_period,
+    flag!("pvclaimbinder-sync-period", PersistentVolumeBinderController, GoDuration, "15s", BUILT, persistent_volume.claim_binder_sync_period,
         "Period of syncing persistent volumes and claims."),
     flag!("volume-host-allow-local-loopback", PersistentVolumeBinderController, Bool, "true", NO_OP, _,
         "If false, deny local loopback IPs to volume plugins."),

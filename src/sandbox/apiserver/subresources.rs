@@ -443,6 +443,20 @@ pub fn csr_prepare_for_update(resource: &ResourceType, old: &Value, csr: &mut Va
     }
 }
 
+/// `persistentvolumeStatusStrategy.PrepareForUpdate`: a PersistentVolume's phase change stamps
+/// `status.lastPhaseTransitionTime`, unless the writer set a new one.
+pub fn volume_phase_transition(resource: &ResourceType, old: &Value, volume: &mut Value) {
+    if !(resource.group.is_empty() && resource.plural == "persistentvolumes") {
+        return;
+    }
+    let status = &volume["status"];
+    let unset_or_kept = status["lastPhaseTransitionTime"].is_null()
+        || status["lastPhaseTransitionTime"] == old["status"]["lastPhaseTransitionTime"];
+    if status["phase"] != old["status"]["phase"] && unset_or_kept && volume["status"].is_object() {
+        volume["status"]["lastPhaseTransitionTime"] = now().into();
+    }
+}
+
 /// The `status` and `approval` strategies' `PrepareForUpdate` of a CSR: a status update keeps
 /// the stored Approved and Denied conditions in place of the sent ones when their number is
 /// unchanged (`preserveConditionInstances`; adding or removing them is left to validation to

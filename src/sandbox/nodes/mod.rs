@@ -68,7 +68,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use parking_lot::Mutex;
 use serde_json::json;
@@ -443,6 +443,11 @@ struct Worker {
     resizer: resizer::Resizer,
     /// What the simulated CSI driver and the kubelets' volume handling read.
     csi: csi::Csi,
+    /// Volumes, for the simulated provisioner.
+    volumes: Mirror<PersistentVolume>,
+    /// Pods placed whose delayed claims wait for their volumes before the pod is bound (the
+    /// scheduler's VolumeBinding PreBind): UID → the chosen node.
+    volume_waits: HashMap<String, String>,
     /// Kubelet memory per pod UID.
     records: HashMap<String, PodRecord>,
     /// Pods the scheduler bound that the watch has not shown bound yet: UID → (pod as bound, when).
@@ -479,6 +484,12 @@ impl Worker {
             list: Box::new(move |params| class_list.list_all(params)),
             watch: Box::new(move |params| class_watch.watch_channel(params, WATCH_CAPACITY)),
         });
+        let (volume_list, volume_watch) =
+            (Api::<PersistentVolume>::all(&client), Api::<PersistentVolume>::all(&client));
+        let volumes = Mirror::new(Source {
+            list: Box::new(move |params| volume_list.list_all(params)),
+            watch: Box::new(move |params| volume_watch.watch_channel(params, WATCH_CAPACITY)),
+        });
         Worker {
             shared,
             options,
@@ -489,6 +500,8 @@ impl Worker {
             classes,
             csi: csi::Csi::new(&client),
             resizer: resizer::Resizer::new(client),
+            volumes,
+            volume_waits: HashMap::new(),
             records: HashMap::new(),
             assumed: HashMap::new(),
             runs: HashMap::new(),
@@ -529,6 +542,7 @@ impl Worker {
             ("nodes", self.nodes.sync()),
             ("claims", self.claims.sync()),
             ("storage classes", self.classes.sync()),
+            ("volumes", self.volumes.sync()),
         ];
         for (what, result) in synced {
             if let Err(e) = result {

@@ -20,13 +20,12 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use serde_json::{Value, json};
 
+use super::csi::DRIVER;
 use super::{Worker, log_error};
 use crate::client::{Api, Client, Patch, PostParams};
 use crate::quantity::Quantity;
 use crate::runtime::events::{EventRecorder, EventType};
 
-/// The simulated CSI driver's name (also the default class's provisioner and the attacher).
-pub const DRIVER: &str = "csi.kcm-sandbox.dev";
 /// The claim annotation naming the resizer of a migrated in-tree volume.
 const RESIZER_ANNOTATION: &str = "volume.kubernetes.io/storage-resizer";
 

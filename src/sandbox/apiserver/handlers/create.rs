@@ -122,7 +122,9 @@ fn reset_status_on_create(resource: &ResourceType, object: &mut Value) {
         ("", "namespaces") => json!({"phase": "Active"}),
         // qosClass is set after admission (LimitRanger may add resources).
         ("", "pods") => json!({"phase": "Pending"}),
-        ("", "persistentvolumeclaims" | "persistentvolumes") => json!({"phase": "Pending"}),
+        ("", "persistentvolumeclaims") => json!({"phase": "Pending"}),
+        // `persistentvolumeStrategy.PrepareForCreate`.
+        ("", "persistentvolumes") => json!({"phase": "Pending", "lastPhaseTransitionTime": objects::now()}),
         _ => {
             object.as_object_mut().map(|m| m.remove("status"));
             status_zero_values(resource, object);

@@ -8,7 +8,7 @@ mod plugins;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
@@ -17,15 +17,29 @@ use super::{Worker, is_terminal, log_error, namespace_and_name, node, uid_of};
 use crate::apimachinery;
 use crate::client::{Api, Patch, PostParams};
 
+/// The node the scheduler chose for a delayed claim.
+const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+
 impl Worker {
     /// Binds every pending pod it can; marks the others unschedulable.
     pub(super) fn schedule(&mut self) {
-        let mut pending: Vec<Pod> = self
+        self.bind_waiting_for_volumes();
+        let candidates: Vec<Pod> = self
             .pods
             .values()
-            .filter(|p| needs_scheduling(p) && !self.assumed.contains_key(uid_of(p)) && self.claims_bound(p))
+            .filter(|p| {
+                needs_scheduling(p)
+                    && !self.assumed.contains_key(uid_of(p))
+                    && !self.volume_waits.contains_key(uid_of(p))
+            })
             .cloned()
             .collect();
+        let mut pending = Vec::new();
+        for pod in candidates {
+            if self.prefilter_volumes(&pod) {
+                pending.push(pod);
+            }
+        }
         if pending.is_empty() {
             return;
         }
@@ -43,7 +57,7 @@ impl Worker {
                 return;
             }
             match placement {
-                Placement::Node(node) => self.bind(pod, &node),
+                Placement::Node(node) => self.bind_with_volumes(pod, &node),
                 Placement::Unschedulable(message) => self.mark_unschedulable(pod, &message),
             }
         }
@@ -87,6 +101,78 @@ impl Worker {
             decisions.push(placement);
         }
         decisions
+    }
+
+    /// VolumeBinding's PreFilter: a pod with a missing claim or an unbound Immediate claim is
+    /// unschedulable; one whose delayed claim already has a selected node waits for its volumes
+    /// on that node. Whether the pod goes on to placement.
+    fn prefilter_volumes(&mut self, pod: &Pod) -> bool {
+        match self.pod_claims(pod) {
+            Err(reason) => {
+                let nodes = self.nodes.values().count();
+                let message = format!(
+                    "0/{nodes} nodes are available: {reason}. preemption: 0/{nodes} nodes are available: {nodes} Preemption is not helpful for scheduling."
+                );
+                self.mark_unschedulable(pod, &message);
+                false
+            }
+            Ok(delayed) => {
+                let selected =
+                    delayed.iter().find_map(|c| c.metadata.annotations.as_ref()?.get(SELECTED_NODE).cloned());
+                match selected {
+                    Some(node) => {
+                        self.volume_waits.insert(uid_of(pod).to_string(), node);
+                        false
+                    }
+                    None => true,
+                }
+            }
+        }
+    }
+
+    /// Binds the pod, or first hands its unbound delayed claims to the node
+    /// (`volume.kubernetes.io/selected-node`, VolumeBinding's PreBind) and waits for them.
+    fn bind_with_volumes(&mut self, pod: &Pod, node: &str) {
+        let delayed = self.pod_claims(pod).unwrap_or_default();
+        if delayed.is_empty() {
+            return self.bind(pod, node);
+        }
+        for claim in &delayed {
+            let (namespace, name) =
+                (claim.metadata.namespace.as_deref().unwrap_or(""), claim.metadata.name.as_deref().unwrap_or(""));
+            let patch = json!({"metadata": {"annotations": {SELECTED_NODE: node}}});
+            let api = Api::<PersistentVolumeClaim>::namespaced(&self.shared.client, namespace);
+            match api.patch(name, &Patch::Merge(patch), &PostParams::default()) {
+                Ok(updated) => self.claims.observe(updated),
+                Err(e) => {
+                    return log_error(
+                        &format!("scheduler: cannot select node {node} for claim {namespace}/{name}"),
+                        &e,
+                    );
+                }
+            }
+        }
+        log::debug!("scheduler: pod {} waits for its volumes on {node}", uid_of(pod));
+        self.volume_waits.insert(uid_of(pod).to_string(), node.to_string());
+    }
+
+    /// Binds the pods waiting for volumes whose claims are all bound now; forgets those gone.
+    fn bind_waiting_for_volumes(&mut self) {
+        let waits: Vec<(String, String)> = self.volume_waits.iter().map(|(u, n)| (u.clone(), n.clone())).collect();
+        for (uid, node) in waits {
+            let pod = self.pods.values().find(|p| uid_of(p) == uid).cloned();
+            match pod.filter(needs_scheduling) {
+                None => {
+                    self.volume_waits.remove(&uid);
+                }
+                Some(pod) => {
+                    if self.pod_claims(&pod).is_ok_and(|delayed| delayed.is_empty()) {
+                        self.volume_waits.remove(&uid);
+                        self.bind(&pod, &node);
+                    }
+                }
+            }
+        }
     }
 
     /// POSTs the pod's Binding; the scheduler counts the pod on the node until the watch shows

@@ -1,0 +1,294 @@
+//! Volume syncs: `syncVolume`, the phase writes, `unbindVolume` and reclaiming
+//! (`reclaimVolume`): Retain keeps a Released volume, Delete leaves an externally provisioned
+//! or CSI volume to its provisioner, Recycle finds no recycler (none is built).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+
+use super::PvController;
+use super::claim::SyncOutcome;
+use super::metrics;
+use super::util::*;
+use crate::client::{Api, PostParams};
+use crate::runtime::events::EventType;
+
+/// `util.IsPodTerminated`: Failed or Succeeded, or being deleted with no container running.
+pub fn is_pod_terminated(pod: &Pod) -> bool {
+    let status = pod.status.as_ref();
+    if matches!(status.and_then(|s| s.phase.as_deref()), Some("Failed" | "Succeeded")) {
+        return true;
+    }
+    let not_running = |statuses: Option<&Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
+        statuses
+            .into_iter()
+            .flatten()
+            .all(|s| s.state.as_ref().is_some_and(|st| st.terminated.is_some() || st.waiting.is_some()))
+    };
+    pod.metadata.deletion_timestamp.is_some()
+        && not_running(status.and_then(|s| s.init_container_statuses.as_ref()))
+        && not_running(status.and_then(|s| s.container_statuses.as_ref()))
+        && not_running(status.and_then(|s| s.ephemeral_container_statuses.as_ref()))
+}
+
+impl PvController {
+    fn volume_api(&self) -> Api<PersistentVolume> {
+        Api::cluster(&self.client)
+    }
+
+    /// `syncVolume`.
+    pub(super) fn sync_volume(&self, volume: &PersistentVolume) -> SyncOutcome {
+        let Some(reference) = claim_ref(volume) else {
+            return self.update_volume_phase(volume, "Available", "").map(drop);
+        };
+        if reference.uid.as_deref().unwrap_or("").is_empty() {
+            // Pre-bound by a user to a claim that the claim sync will bind.
+            return self.update_volume_phase(volume, "Available", "").map(drop);
+        }
+        let claim = self.claim_of(volume)?;
+        let claim = claim.filter(|c| c.metadata.uid == reference.uid);
+        let Some(claim) = claim else {
+            return self.release(volume);
+        };
+        let claimed = claim_volume_name(&claim);
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        if claimed.is_empty() {
+            if super::index::volume_mode_mismatch(&claim, volume) {
+                let message = format!(
+                    "Cannot bind PersistentVolume to requested PersistentVolumeClaim {:?} due to incompatible volumeMode.",
+                    claim.metadata.name.as_deref().unwrap_or("")
+                );
+                self.recorder.event_for(volume, EventType::Warning, "VolumeMismatch", &message);
+                let message = format!(
+                    "Cannot bind PersistentVolume {name:?} to requested PersistentVolumeClaim due to incompatible volumeMode."
+                );
+                self.recorder.event_for(&*claim, EventType::Warning, "VolumeMismatch", &message);
+                return Ok(());
+            }
+            // The claim sync binds it.
+            self.claim_queue.add(claim_key(&claim));
+            return Ok(());
+        }
+        if claimed == name {
+            return self.update_volume_phase(volume, "Bound", "").map(drop);
+        }
+        // The claim is bound to another volume.
+        if has_annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED) && reclaim_policy(volume) == "Delete" {
+            return self.release(volume);
+        }
+        self.unbind_volume(volume)
+    }
+
+    /// The volume's claim: from the controller's cache, else (unless the volume is already
+    /// Released or Failed) the informer, else the API.
+    fn claim_of(&self, volume: &PersistentVolume) -> Result<Option<Arc<PersistentVolumeClaim>>, String> {
+        let Some(reference) = claim_ref(volume) else { return Ok(None) };
+        let key = claim_ref_key(reference);
+        let namespace = reference.namespace.as_deref().unwrap_or("");
+        let name = reference.name.as_deref().unwrap_or("");
+        let mut claim = self.claims.get(&key);
+        if claim.is_none() && !matches!(volume_phase(volume), "Released" | "Failed") {
+            claim = self.claim_informer.store().get(&key);
+            if claim.is_none() {
+                let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace);
+                claim = api.get_opt(name).map_err(|e| e.message())?.map(Arc::new);
+            }
+        }
+        if let Some(found) = &claim
+            && found.metadata.uid != reference.uid
+        {
+            // The cache may be stale: check the API before releasing.
+            let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace);
+            claim = api.get_opt(name).map_err(|e| e.message())?.map(Arc::new);
+        }
+        Ok(claim)
+    }
+
+    /// The claim is gone: the volume Released, then reclaimed.
+    fn release(&self, volume: &PersistentVolume) -> SyncOutcome {
+        let volume = if matches!(volume_phase(volume), "Released" | "Failed") {
+            Arc::new(volume.clone())
+        } else {
+            self.update_volume_phase(volume, "Released", "")?
+        };
+        self.reclaim_volume(&volume)
+    }
+
+    /// `reclaimVolume`.
+    fn reclaim_volume(&self, volume: &PersistentVolume) -> SyncOutcome {
+        if volume.metadata.annotations.as_ref().and_then(|a| a.get(ANN_MIGRATED_TO)).is_some_and(|m| !m.is_empty()) {
+            // Left to the external provisioner the volume migrated to.
+            return Ok(());
+        }
+        match reclaim_policy(volume) {
+            "Retain" => {
+                log::debug!(
+                    "Volume is released and reclaim policy \"Retain\" will be executed volumeName={:?}",
+                    volume.metadata.name
+                );
+                Ok(())
+            }
+            "Recycle" => self.recycle_volume(volume),
+            "Delete" => self.delete_volume(volume),
+            _ => {
+                let message = "Volume has unrecognized PersistentVolumeReclaimPolicy";
+                self.update_volume_phase_with_event(
+                    volume,
+                    "Failed",
+                    EventType::Warning,
+                    "VolumeUnknownReclaimPolicy",
+                    message,
+                )
+            }
+        }
+    }
+
+    /// `recycleVolumeOperation` without a recycler plugin: the volume Failed, unless it is
+    /// still in use.
+    fn recycle_volume(&self, volume: &PersistentVolume) -> SyncOutcome {
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        let Some(fresh) = self.volume_api().get_opt(name).map_err(|e| e.message())? else { return Ok(()) };
+        if !self.is_volume_released(&fresh) {
+            return Ok(());
+        }
+        let users = self.volume_users(&fresh);
+        let claim_cached = claim_ref(volume).is_some_and(|r| self.claims.get(&claim_ref_key(r)).is_some());
+        if !users.is_empty() && !claim_cached {
+            let message = format!("Volume is used by pods: {}", users.join(","));
+            self.recorder.event_for(volume, EventType::Normal, "VolumeFailedRecycle", &message);
+            return Ok(());
+        }
+        let message = "No recycler plugin found for the volume!";
+        self.update_volume_phase_with_event(&fresh, "Failed", EventType::Warning, "VolumeFailedRecycle", message)
+    }
+
+    /// `deleteVolumeOperation` for what no in-tree plugin deletes: a volume provisioned by an
+    /// external provisioner, or a CSI volume, is left to it; any other volume Failed.
+    fn delete_volume(&self, volume: &PersistentVolume) -> SyncOutcome {
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        let Some(fresh) = self.volume_api().get_opt(name).map_err(|e| e.message())? else { return Ok(()) };
+        if !self.is_volume_released(&fresh) {
+            return Ok(());
+        }
+        let provisioner = volume.metadata.annotations.as_ref().and_then(|a| a.get(ANN_DYNAMICALLY_PROVISIONED));
+        let external = match provisioner.filter(|p| !p.is_empty()) {
+            Some(provisioner) => !provisioner.starts_with("kubernetes.io/"),
+            None => {
+                has_annotation(&volume.metadata, ANN_MIGRATED_TO)
+                    || volume.spec.as_ref().is_some_and(|s| s.csi.is_some())
+            }
+        };
+        if external {
+            log::debug!("deleteVolumeOperation: volume {name:?} is left to its external provisioner");
+            return Ok(());
+        }
+        let message = match provisioner {
+            Some(_) => "no deletable volume plugin matched".to_string(),
+            None => {
+                format!("error getting deleter volume plugin for volume {name:?}: no deletable volume plugin matched")
+            }
+        };
+        metrics::operation_error(&self.provisioner_name(volume), "delete");
+        self.update_volume_phase_with_event(&fresh, "Failed", EventType::Warning, "VolumeFailedDelete", &message)
+    }
+
+    /// `getProvisionerNameFromVolume` for external provisioners: the class's provisioner.
+    pub(super) fn provisioner_name(&self, volume: &PersistentVolume) -> String {
+        self.class(&volume_class(volume)).map(|c| c.provisioner.clone()).unwrap_or_else(|| "N/A".into())
+    }
+
+    /// `isVolumeReleased`: its claim is gone, or bound to another volume.
+    fn is_volume_released(&self, volume: &PersistentVolume) -> bool {
+        let Some(reference) = claim_ref(volume) else { return false };
+        if reference.uid.as_deref().unwrap_or("").is_empty() {
+            return false;
+        }
+        match self.claims.get(&claim_ref_key(reference)) {
+            Some(claim) if claim.metadata.uid == reference.uid => {
+                let bound = claim_volume_name(&claim);
+                !bound.is_empty() && Some(bound) != volume.metadata.name.as_deref()
+            }
+            _ => true,
+        }
+    }
+
+    /// `isVolumeUsed`: the running pods that use the volume's claim.
+    fn volume_users(&self, volume: &PersistentVolume) -> Vec<String> {
+        let Some(reference) = claim_ref(volume) else { return Vec::new() };
+        let mut users: Vec<String> = self
+            .pods
+            .store()
+            .by_index(super::POD_PVC_INDEX, &claim_ref_key(reference))
+            .iter()
+            .filter(|pod| !is_pod_terminated(pod))
+            .map(|pod| crate::runtime::informer::object_key(&pod.metadata))
+            .collect();
+        users.sort();
+        users.dedup();
+        users
+    }
+
+    /// `unbindVolume`: a volume bound by the controller is freed; one pre-bound by a user
+    /// keeps its `claimRef` without uid. Then Available.
+    fn unbind_volume(&self, volume: &PersistentVolume) -> SyncOutcome {
+        let mut clone = volume.clone();
+        if has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER) {
+            clone.spec.get_or_insert_with(Default::default).claim_ref = None;
+            if let Some(annotations) = clone.metadata.annotations.as_mut() {
+                annotations.remove(ANN_BOUND_BY_CONTROLLER);
+            }
+        } else if let Some(reference) = clone.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
+            reference.uid = Some(String::new());
+        }
+        let updated = self.update_volume(&clone)?;
+        self.update_volume_phase(&updated, "Available", "").map(drop)
+    }
+
+    /// An update of the volume, stored in the controller's cache.
+    pub(super) fn update_volume(&self, volume: &PersistentVolume) -> Result<Arc<PersistentVolume>, String> {
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        let updated = self.volume_api().replace(name, volume, &PostParams::default()).map_err(|e| e.message())?;
+        let updated = Arc::new(updated);
+        self.volumes.update(updated.clone());
+        Ok(updated)
+    }
+
+    /// `updateVolumePhase`: the phase and message, through the status.
+    pub(super) fn update_volume_phase(
+        &self,
+        volume: &PersistentVolume,
+        phase: &str,
+        message: &str,
+    ) -> Result<Arc<PersistentVolume>, String> {
+        if volume_phase(volume) == phase {
+            return Ok(Arc::new(volume.clone()));
+        }
+        let mut clone = volume.clone();
+        let status = clone.status.get_or_insert_with(Default::default);
+        status.phase = Some(phase.to_string());
+        status.message = Some(message.to_string()).filter(|m| !m.is_empty());
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        let updated =
+            self.volume_api().replace_status(name, &clone, &PostParams::default()).map_err(|e| e.message())?;
+        let updated = Arc::new(updated);
+        self.volumes.update(updated.clone());
+        Ok(updated)
+    }
+
+    /// `updateVolumePhaseWithEvent`: only on a change of phase.
+    fn update_volume_phase_with_event(
+        &self,
+        volume: &PersistentVolume,
+        phase: &str,
+        event_type: EventType,
+        reason: &str,
+        message: &str,
+    ) -> SyncOutcome {
+        if volume_phase(volume) == phase {
+            return Ok(());
+        }
+        let updated = self.update_volume_phase(volume, phase, message)?;
+        self.recorder.event_for(&*updated, event_type, reason, message);
+        Ok(())
+    }
+}
