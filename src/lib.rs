@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod apimachinery;
+pub mod cel;
 pub mod app;
 pub mod client;
 pub mod controllers;
