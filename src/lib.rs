@@ -5,8 +5,8 @@
 #![warn(missing_docs)]
 
 pub mod apimachinery;
-pub mod cel;
 pub mod app;
+pub mod cel;
 pub mod client;
 pub mod controllers;
 #[cfg(feature = "sandbox")]

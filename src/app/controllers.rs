@@ -15,7 +15,7 @@ use crate::controllers::{
     bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
     endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle, podautoscaler, podgc,
     pvcprotection, pvprotection, replicaset, resourcequota, root_ca_publisher, serviceaccount, servicecidrs,
-    statefulset, tainteviction, ttl, ttlafterfinished,
+    statefulset, tainteviction, ttl, ttlafterfinished, validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -368,7 +368,12 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             ttlafterfinished::new(c, config)
         }),
     plain("ttl-controller", &["ttl"]).account("ttl-controller").starts(|c, _| ttl::new(c)),
-    plain("validatingadmissionpolicy-status-controller", &[]).account("validatingadmissionpolicy-status-controller"),
+    plain("validatingadmissionpolicy-status-controller", &[])
+        .account("validatingadmissionpolicy-status-controller")
+        .starts(|c, o| {
+            let workers = workers(o.concurrency.validating_admission_policy_status_syncs);
+            validatingadmissionpolicystatus::new(c, validatingadmissionpolicystatus::Config { workers })
+        }),
     gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"])
         .account("volumeattributesclass-protection-controller"),
 ];

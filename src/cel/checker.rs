@@ -60,31 +60,127 @@ pub fn authorizer_type() -> Type {
 /// Functions of the Kubernetes and extension libraries the checker knows by name only.
 const UNTYPED_FUNCTIONS: &[&str] = &[
     // library.URLs
-    "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
+    "url",
+    "isURL",
+    "getScheme",
+    "getHost",
+    "getHostname",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
     // library.Quantity
-    "quantity", "isQuantity", "isInteger", "asInteger", "asApproximateFloat", "sign", "add", "sub", "isGreaterThan",
-    "isLessThan", "compareTo",
+    "quantity",
+    "isQuantity",
+    "isInteger",
+    "asInteger",
+    "asApproximateFloat",
+    "sign",
+    "add",
+    "sub",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
     // library.IP, library.CIDR
-    "ip", "isIP", "ip.isCanonical", "cidr", "isCIDR", "family", "isUnspecified", "isLoopback",
-    "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast", "containsIP", "containsCIDR", "masked",
+    "ip",
+    "isIP",
+    "ip.isCanonical",
+    "cidr",
+    "isCIDR",
+    "family",
+    "isUnspecified",
+    "isLoopback",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isGlobalUnicast",
+    "containsIP",
+    "containsCIDR",
+    "masked",
     "prefixLength",
     // library.Regex, library.Lists, library.Format, library.SemverLib
-    "find", "findAll", "isSorted", "sum", "min", "max", "format.named", "validate", "format.dns1123Label",
-    "format.dns1123Subdomain", "format.dns1035Label", "format.qualifiedName", "format.dns1123LabelPrefix",
-    "format.dns1123SubdomainPrefix", "format.dns1035LabelPrefix", "format.labelValue", "format.uri", "format.uuid",
-    "format.byte", "format.date", "format.datetime", "semver", "isSemver", "major", "minor", "patch",
+    "find",
+    "findAll",
+    "isSorted",
+    "sum",
+    "min",
+    "max",
+    "format.named",
+    "validate",
+    "format.dns1123Label",
+    "format.dns1123Subdomain",
+    "format.dns1035Label",
+    "format.qualifiedName",
+    "format.dns1123LabelPrefix",
+    "format.dns1123SubdomainPrefix",
+    "format.dns1035LabelPrefix",
+    "format.labelValue",
+    "format.uri",
+    "format.uuid",
+    "format.byte",
+    "format.date",
+    "format.datetime",
+    "semver",
+    "isSemver",
+    "major",
+    "minor",
+    "patch",
     // ext.Strings, ext.Sets, ext.Math, ext.Lists, ext.Encoders
-    "format", "quote", "strings.quote", "reverse", "sets.contains", "sets.equivalent", "sets.intersects",
-    "math.greatest", "math.least", "math.ceil", "math.floor", "math.round", "math.trunc", "math.abs", "math.sign",
-    "math.isInf", "math.isNaN", "math.isFinite", "math.bitAnd", "math.bitOr", "math.bitXor", "math.bitNot",
-    "math.bitShiftLeft", "math.bitShiftRight", "math.sqrt", "lists.range", "slice", "flatten", "distinct",
-    "sort", "sortBy", "first", "last", "base64.encode", "base64.decode",
+    "format",
+    "quote",
+    "strings.quote",
+    "reverse",
+    "sets.contains",
+    "sets.equivalent",
+    "sets.intersects",
+    "math.greatest",
+    "math.least",
+    "math.ceil",
+    "math.floor",
+    "math.round",
+    "math.trunc",
+    "math.abs",
+    "math.sign",
+    "math.isInf",
+    "math.isNaN",
+    "math.isFinite",
+    "math.bitAnd",
+    "math.bitOr",
+    "math.bitXor",
+    "math.bitNot",
+    "math.bitShiftLeft",
+    "math.bitShiftRight",
+    "math.sqrt",
+    "lists.range",
+    "slice",
+    "flatten",
+    "distinct",
+    "sort",
+    "sortBy",
+    "first",
+    "last",
+    "base64.encode",
+    "base64.decode",
     // optional values
-    "optional.of", "optional.ofNonZeroValue", "optional.none", "hasValue", "value", "orValue", "or", "optMap",
-    "optFlatMap", "_[?_]",
+    "optional.of",
+    "optional.ofNonZeroValue",
+    "optional.none",
+    "hasValue",
+    "value",
+    "orValue",
+    "or",
+    "optMap",
+    "optFlatMap",
+    "_[?_]",
     // timestamps' and durations' getters
-    "getFullYear", "getMonth", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getHours", "getMinutes",
-    "getSeconds", "getMilliseconds",
+    "getFullYear",
+    "getMonth",
+    "getDate",
+    "getDayOfMonth",
+    "getDayOfWeek",
+    "getDayOfYear",
+    "getHours",
+    "getMinutes",
+    "getSeconds",
+    "getMilliseconds",
 ];
 
 fn g(params: Vec<Type>, result: Type) -> Overload {
@@ -188,7 +284,10 @@ fn functions() -> &'static HashMap<&'static str, Vec<Overload>> {
         for f in ["lowerAscii", "upperAscii", "trim"] {
             t.insert(f, vec![m(vec![String], String)]);
         }
-        t.insert("replace", vec![m(vec![String, String, String], String), m(vec![String, String, String, Int], String)]);
+        t.insert(
+            "replace",
+            vec![m(vec![String, String, String], String), m(vec![String, String, String, Int], String)],
+        );
         t.insert("split", vec![m(vec![String, String], list(String)), m(vec![String, String, Int], list(String))]);
         t.insert("substring", vec![m(vec![String, Int], String), m(vec![String, Int, Int], String)]);
         t.insert("join", vec![m(vec![list(String)], String), m(vec![list(String), String], String)]);
@@ -474,10 +573,8 @@ mod tests {
         let labels = Type::map(Type::String, Type::String);
         let meta = Type::object("Deployment1.metadata", vec![("name", Type::String), ("labels", labels)]);
         let items = Type::list(Type::object("Deployment1.items.@idx", vec![("name", Type::String)]));
-        let object = Type::object(
-            "Deployment1",
-            vec![("spec", spec), ("metadata", meta), ("items", items), ("foo", Type::Int)],
-        );
+        let object =
+            Type::object("Deployment1", vec![("spec", spec), ("metadata", meta), ("items", items), ("foo", Type::Int)]);
         env.declare("object", object.clone());
         env.declare("oldObject", object);
         env.declare("authorizer", authorizer_type());
@@ -514,7 +611,9 @@ mod tests {
         assert_eq!(ok("object.items.all(i, i.name.startsWith('a'))"), Type::Bool);
         assert_eq!(ok("object.items.map(i, i.name)"), Type::list(Type::String));
         assert!(err("object.items.all(i, i.nam == 'a')").contains("undefined field 'nam'"));
-        assert!(err("object.items.exists(i, 1)").contains("found no matching overload for '_||_' applied to '(bool, int)'"));
+        assert!(
+            err("object.items.exists(i, 1)").contains("found no matching overload for '_||_' applied to '(bool, int)'")
+        );
         assert_eq!(ok("has(object.metadata.labels) && 'a' in object.metadata.labels"), Type::Bool);
         assert_eq!(ok("object.metadata.labels['a'].size() > 0 && size(object.items) == 2"), Type::Bool);
         assert_eq!(ok("quantity('1Gi').isGreaterThan(quantity('1'))"), Type::Dyn);
@@ -528,8 +627,10 @@ mod tests {
     #[test]
     fn authorizer() {
         assert_eq!(ok("authorizer.group('').resource('endpoints').check('create').allowed()"), Type::Bool);
-        assert!(err("authorizer.allowed()").contains(
-            "found no matching overload for 'allowed' applied to 'kubernetes.authorization.Authorizer.()'"
-        ));
+        assert!(
+            err("authorizer.allowed()").contains(
+                "found no matching overload for 'allowed' applied to 'kubernetes.authorization.Authorizer.()'"
+            )
+        );
     }
 }

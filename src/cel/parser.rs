@@ -80,8 +80,23 @@ pub enum ExprKind {
 
 /// Words CEL reserves (cel-go's `reservedIds`).
 const RESERVED: &[&str] = &[
-    "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop", "package",
-    "namespace", "return", "var", "void", "while",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 ];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -97,8 +112,8 @@ enum Tok {
 }
 
 const PUNCTS: &[&str] = &[
-    "==", "!=", "<=", ">=", "&&", "||", ".?", "[?", "<", ">", "!", "+", "-", "*", "/", "%", "?", ":", ".", ",", "[", "]",
-    "(", ")", "{", "}",
+    "==", "!=", "<=", ">=", "&&", "||", ".?", "[?", "<", ">", "!", "+", "-", "*", "/", "%", "?", ":", ".", ",", "[",
+    "]", "(", ")", "{", "}",
 ];
 
 struct Lexer<'a> {

@@ -116,8 +116,27 @@ impl Type {
 
 /// CEL's reserved words, escaped as `__word__` in field names (apiserver's `celReservedSymbols`).
 const RESERVED: &[&str] = &[
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let",
-    "loop", "package", "namespace", "return", "var", "void", "while",
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 ];
 
 /// apiserver's `cel.Escape`: a property name as a CEL field name, or `None` when it cannot be one.
