@@ -58,3 +58,5 @@ mod statefulset;
 mod ttl;
 #[path = "controllers/ttlafterfinished.rs"]
 mod ttlafterfinished;
+#[path = "controllers/validatingadmissionpolicy.rs"]
+mod validatingadmissionpolicy;

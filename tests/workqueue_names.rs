@@ -59,6 +59,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "token_cleaner",
     "ttl_jobs_to_delete",
     "ttlcontroller",
+    "validatingadmissionpolicy-status",
 ];
 
 /// Upstream's plain (not delaying) queues: no `workqueue_retries_total` series.

@@ -738,7 +738,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 34);
+        assert_eq!(implemented().len(), 35);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -1,0 +1,75 @@
+//! The validatingadmissionpolicy-status-controller on both backends: each policy's expressions
+//! are type-checked against the schemas of the kinds it matches, the warnings written to
+//! `status.typeChecking` with `observedGeneration`, and checked again after a spec change.
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use kcm::app::controllers::named;
+use kcm::client::{Api, PostParams};
+use serde_json::{Value, json};
+
+use crate::harness;
+
+use harness::{Backend, eventually, from};
+
+fn policy(name: &str, validations: Value) -> ValidatingAdmissionPolicy {
+    from(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                "resources": ["deployments"],
+            }]},
+            "validations": validations,
+        },
+    }))
+}
+
+/// The `(fieldRef, warning)` pairs once the status has observed the policy's generation.
+fn checked(policies: &Api<ValidatingAdmissionPolicy>, name: &str) -> (i64, Vec<(String, String)>) {
+    eventually(&format!("policy {name} checked at its generation"), || {
+        let policy = policies.get(name).ok()?;
+        let generation = policy.metadata.generation?;
+        let status = policy.status?;
+        (status.observed_generation == Some(generation)).then_some(())?;
+        let warnings = status.type_checking.and_then(|t| t.expression_warnings).unwrap_or_default();
+        Some((generation, warnings.into_iter().map(|w| (w.field_ref, w.warning)).collect()))
+    })
+}
+
+on_both_backends!(policies_are_type_checked);
+fn policies_are_type_checked(backend: Backend) {
+    let cluster =
+        harness::with(&[named("validatingadmissionpolicy-status-controller")]).on(backend).without_nodes().start();
+    let policies = Api::<ValidatingAdmissionPolicy>::all(&cluster.client);
+    let post = PostParams::default();
+
+    let good = policy("vap-replicas", json!([{"expression": "object.spec.replicas > 1"}]));
+    policies.create(&good, &post).expect("created");
+    assert_eq!(checked(&policies, "vap-replicas"), (1, vec![]));
+
+    let typo = policy("vap-typo", json!([{"expression": "object.spec.replicasss > 1"}]));
+    policies.create(&typo, &post).expect("created");
+    let warning = "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicasss'\n \
+                   | object.spec.replicasss > 1\n | ...........^\n";
+    assert_eq!(checked(&policies, "vap-typo"), (1, vec![("spec.validations[0].expression".into(), warning.into())]));
+
+    // A spec change is checked again.
+    let mut fixed = policies.get("vap-typo").expect("policy");
+    fixed.spec.as_mut().expect("spec").validations =
+        Some(from(json!([{"expression": "object.spec.replicas > 1 && object.metadata.name != ''"}])));
+    policies.replace("vap-typo", &fixed, &post).expect("replaced");
+    assert_eq!(checked(&policies, "vap-typo"), (2, vec![]));
+
+    let message = policy(
+        "vap-message",
+        json!([{"expression": "object.spec.replicas > 1", "messageExpression": "'replicas: ' + object.spec.replicas"}]),
+    );
+    policies.create(&message, &post).expect("created");
+    let warning = "apps/v1, Kind=Deployment: ERROR: <input>:1:14: found no matching overload for '_+_' applied to \
+                   '(string, int)'\n | 'replicas: ' + object.spec.replicas\n | .............^\n";
+    assert_eq!(
+        checked(&policies, "vap-message"),
+        (1, vec![("spec.validations[0].messageExpression".into(), warning.into())])
+    );
+}
