@@ -104,3 +104,8 @@ fn csrs_are_approved_signed_and_refused_as_upstream_does() {
 fn a_service_cidr_is_guarded_and_released_as_upstream_does() {
     run("servicecidr");
 }
+
+#[test]
+fn admission_policies_are_type_checked_as_upstream_does() {
+    run("vap");
+}
