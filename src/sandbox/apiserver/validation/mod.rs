@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value};
 
+mod admission;
 mod batch;
 mod certificates;
 mod events;
@@ -214,6 +215,7 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("certificates.k8s.io", "certificatesigningrequests") if old.is_none() => certificates::csr(object),
         ("networking.k8s.io", "servicecidrs") => networking::service_cidr(object),
         ("networking.k8s.io", "ipaddresses") => networking::ip_address(object),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => admission::policy(object),
         _ => Vec::new(),
     }
 }
