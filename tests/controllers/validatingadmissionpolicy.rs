@@ -37,6 +37,25 @@ fn checked(policies: &Api<ValidatingAdmissionPolicy>, name: &str) -> (i64, Vec<(
     })
 }
 
+on_both_backends!(expressions_that_do_not_compile_are_refused);
+/// kube-apiserver compiles every expression with the variables typed `dyn`: a reference to
+/// `params` without a paramKind is refused with cel-go's error.
+fn expressions_that_do_not_compile_are_refused(backend: Backend) {
+    let cluster = harness::with(&[]).on(backend).without_nodes().start();
+    let policies = Api::<ValidatingAdmissionPolicy>::all(&cluster.client);
+    let refused = policies
+        .create(&policy("vap-params", json!([{"expression": "params.x > 1"}])), &PostParams::default())
+        .expect_err("refused");
+    let message = refused.to_string();
+    let wanted = "spec.validations[0].expression: Invalid value: \"params.x > 1\": compilation failed: ERROR: \
+                  <input>:1:1: undeclared reference to 'params' (in container '')\n | params.x > 1\n | ^";
+    assert!(message.contains(wanted), "{message}");
+    let created = policies.create(&policy("vap-defaults", json!([{"expression": "true"}])), &PostParams::default());
+    let spec = serde_json::to_value(created.expect("created").spec).expect("json");
+    assert_eq!(spec["matchConstraints"]["matchPolicy"], "Equivalent");
+    assert_eq!(spec["matchConstraints"]["resourceRules"][0]["scope"], "*");
+}
+
 on_both_backends!(policies_are_type_checked);
 fn policies_are_type_checked(backend: Backend) {
     let cluster =

@@ -66,20 +66,30 @@ impl PolicyStatus {
         let warnings = typecheck::check(&mut source, &policy);
         let params =
             PostParams { field_manager: Some(CONTROLLER_NAME.to_string()), force: true, ..PostParams::default() };
-        let patch = Patch::Apply(status_apply(name, generation, &warnings));
+        let had_warnings = policy
+            .status
+            .as_ref()
+            .and_then(|s| s.type_checking.as_ref())
+            .is_some_and(|t| t.expression_warnings.as_ref().is_some_and(|w| !w.is_empty()));
+        let patch = Patch::Apply(status_apply(name, generation, &warnings, had_warnings));
         let written = Api::<ValidatingAdmissionPolicy>::cluster(&self.client).patch_status(name, &patch, &params);
         written.map(|p| drop(self.policies.mutation(p))).map_err(SyncError::from)
     }
 }
 
-/// The apply configuration of the status: observedGeneration and the warnings. Upstream's
-/// omits an empty list, and kube-apiserver then drops the warnings the manager applied before;
-/// the sandbox keeps fields a manager stops sending, so an empty list is sent, which both
-/// servers store as no warnings (the only difference: the manager keeps owning the field).
-fn status_apply(name: &str, generation: i64, warnings: &[ExpressionWarning]) -> Value {
+/// The apply configuration of the status: observedGeneration and the warnings, as upstream's
+/// (an empty `typeChecking` when there are none). One exception: when warnings the status
+/// had are gone, kube-apiserver drops them (and the then empty `typeChecking`) because the
+/// manager stopped applying them, but the sandbox keeps fields a manager stops sending; then
+/// `typeChecking: null` is sent, which removes it on both servers, as upstream's apply does.
+fn status_apply(name: &str, generation: i64, warnings: &[ExpressionWarning], had_warnings: bool) -> Value {
     let warnings: Vec<Value> =
         warnings.iter().map(|w| json!({"fieldRef": w.field_ref, "warning": w.warning})).collect();
-    let type_checking = json!({"expressionWarnings": warnings});
+    let type_checking = match (warnings.is_empty(), had_warnings) {
+        (true, true) => Value::Null,
+        (true, false) => json!({}),
+        (false, _) => json!({"expressionWarnings": warnings}),
+    };
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
@@ -133,12 +143,13 @@ mod tests {
     #[test]
     fn status_apply_configuration() {
         let warning = ExpressionWarning { field_ref: "spec.validations[0].expression".into(), warning: "w".into() };
-        let apply = status_apply("p", 3, &[warning]);
+        let apply = status_apply("p", 3, &[warning], false);
         assert_eq!(apply["status"]["observedGeneration"], 3);
         assert_eq!(
             apply["status"]["typeChecking"]["expressionWarnings"][0]["fieldRef"],
             "spec.validations[0].expression"
         );
-        assert_eq!(status_apply("p", 1, &[])["status"]["typeChecking"], json!({"expressionWarnings": []}));
+        assert_eq!(status_apply("p", 1, &[], false)["status"]["typeChecking"], json!({}));
+        assert_eq!(status_apply("p", 2, &[], true)["status"]["typeChecking"], Value::Null);
     }
 }
