@@ -391,14 +391,17 @@ impl Checker<'_> {
     fn call(&mut self, pos: usize, target: Option<&Expr>, function: &str, args: &[Expr]) -> Type {
         // `cel.bind(name, init, body)` (ext.Bindings).
         if let Some(Expr { kind: ExprKind::Ident(ns), .. }) = target {
-            if ns == "cel" && function == "bind" && args.len() == 3 && self.lookup("cel").is_none() {
-                if let ExprKind::Ident(var) = &args[0].kind {
-                    let init = self.check(&args[1]);
-                    self.scopes.push((var.clone(), init));
-                    let t = self.check(&args[2]);
-                    self.scopes.pop();
-                    return t;
-                }
+            if ns == "cel"
+                && function == "bind"
+                && args.len() == 3
+                && self.lookup("cel").is_none()
+                && let ExprKind::Ident(var) = &args[0].kind
+            {
+                let init = self.check(&args[1]);
+                self.scopes.push((var.clone(), init));
+                let t = self.check(&args[2]);
+                self.scopes.pop();
+                return t;
             }
             // A namespaced function (`sets.contains(...)`, `math.greatest(...)`).
             let qualified = format!("{ns}.{function}");

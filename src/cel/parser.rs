@@ -432,17 +432,14 @@ impl Parser {
         }
         if self.is("-") {
             // A minus directly before a number literal is part of the literal (cel-go's grammar).
-            if let Some((_, next)) = self.toks.get(self.i + 1) {
-                if let Tok::Int(_) | Tok::Double(_) = next {
-                    let next = next.clone();
-                    self.i += 2;
-                    let lit = match next {
-                        Tok::Int(i) => expr(pos, ExprKind::Int(-i)),
-                        Tok::Double(d) => expr(pos, ExprKind::Double(-d)),
-                        _ => unreachable!("matched above"),
-                    };
-                    return self.member_suffix(lit);
-                }
+            if let Some((_, next @ (Tok::Int(_) | Tok::Double(_)))) = self.toks.get(self.i + 1) {
+                let lit = match next.clone() {
+                    Tok::Int(i) => expr(pos, ExprKind::Int(-i)),
+                    Tok::Double(d) => expr(pos, ExprKind::Double(-d)),
+                    _ => unreachable!("matched above"),
+                };
+                self.i += 2;
+                return self.member_suffix(lit);
             }
             let mut count = 0;
             while self.eat("-") {
