@@ -282,20 +282,13 @@ fn is_int_or_string(schema: &Value) -> bool {
         || schema.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true)
 }
 
-/// The schema's `type`. The served v3 documents give some kinds no type but a `oneOf` of
-/// types (`Quantity`: string or number); the compiled-in definitions upstream resolves
-/// built-in kinds from say `string` for those, so the first alternative's type is taken.
+/// The schema's (first) `type`; none for schemas with only a `oneOf` (`Quantity`), which
+/// therefore have no CEL type, as upstream (its compiled-in v3 definitions are the same).
 fn schema_type(schema: &Value) -> &str {
     match schema.get("type") {
         Some(Value::String(t)) => t,
         Some(Value::Array(ts)) => ts.first().and_then(Value::as_str).unwrap_or(""),
-        _ => schema
-            .get("oneOf")
-            .and_then(Value::as_array)
-            .and_then(|alts| alts.first())
-            .and_then(|alt| alt.get("type"))
-            .and_then(Value::as_str)
-            .unwrap_or(""),
+        _ => "",
     }
 }
 

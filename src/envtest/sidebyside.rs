@@ -2411,14 +2411,18 @@ fn policy_checked(steps: &Steps, name: &str) -> Result<Option<()>, String> {
 }
 
 fn admission_policies(steps: &mut Steps) -> Result<(), String> {
-    steps.cluster_objects = ["vap-good", "vap-wrong"].map(|n| format!("{POLICIES}/{n}")).to_vec();
+    steps.cluster_objects = ["vap-good", "vap-wrong", "vap-quantity"].map(|n| format!("{POLICIES}/{n}")).to_vec();
     let good = json!({"expression": "object.spec.replicas <= 5 && object.metadata.name.startsWith('web')",
         "messageExpression": "'too many replicas: ' + string(object.spec.replicas)"});
     steps.create(POLICIES, admission_policy("vap-good", good))?;
     let wrong = json!({"expression": "object.spec.replicasss > 1",
         "messageExpression": "'replicas: ' + object.spec.replicas"});
     steps.create(POLICIES, admission_policy("vap-wrong", wrong))?;
-    for name in ["vap-good", "vap-wrong"] {
+    // Quantities have no CEL type: upstream reports their fields undefined.
+    let quantity = json!({"expression":
+        "object.spec.template.spec.containers.all(c, has(c.resources.limits) && c.image != '')"});
+    steps.create(POLICIES, admission_policy("vap-quantity", quantity))?;
+    for name in ["vap-good", "vap-wrong", "vap-quantity"] {
         steps.wait(&format!("{name} checked"), |s| policy_checked(s, name))?;
     }
     steps.checkpoint("checked")?;

@@ -80,6 +80,15 @@ fn policies_are_type_checked(backend: Backend) {
     policies.replace("vap-typo", &fixed, &post).expect("replaced");
     assert_eq!(checked(&policies, "vap-typo"), (2, vec![]));
 
+    // Quantities have no CEL type (only a oneOf), so they are no fields, as upstream.
+    let quantity = policy(
+        "vap-quantity",
+        json!([{"expression": "object.spec.template.spec.containers.all(c, has(c.resources.limits))"}]),
+    );
+    policies.create(&quantity, &post).expect("created");
+    let (_, warnings) = checked(&policies, "vap-quantity");
+    assert!(warnings[0].1.contains("undefined field 'limits'"), "{warnings:?}");
+
     let message = policy(
         "vap-message",
         json!([{"expression": "object.spec.replicas > 1", "messageExpression": "'replicas: ' + object.spec.replicas"}]),
