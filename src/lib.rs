@@ -6,6 +6,7 @@
 
 pub mod apimachinery;
 pub mod app;
+pub mod cel;
 pub mod client;
 pub mod controllers;
 #[cfg(feature = "sandbox")]

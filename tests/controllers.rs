@@ -66,3 +66,5 @@ mod statefulset;
 mod ttl;
 #[path = "controllers/ttlafterfinished.rs"]
 mod ttlafterfinished;
+#[path = "controllers/validatingadmissionpolicy.rs"]
+mod validatingadmissionpolicy;

@@ -16,6 +16,7 @@ use crate::controllers::{
     endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace, nodeipam,
     nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
     root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
+    validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -392,7 +393,12 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             ttlafterfinished::new(c, config)
         }),
     plain("ttl-controller", &["ttl"]).account("ttl-controller").starts(|c, _| ttl::new(c)),
-    plain("validatingadmissionpolicy-status-controller", &[]).account("validatingadmissionpolicy-status-controller"),
+    plain("validatingadmissionpolicy-status-controller", &[])
+        .account("validatingadmissionpolicy-status-controller")
+        .starts(|c, o| {
+            let workers = workers(o.concurrency.validating_admission_policy_status_syncs);
+            validatingadmissionpolicystatus::new(c, validatingadmissionpolicystatus::Config { workers })
+        }),
     gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"])
         .account("volumeattributesclass-protection-controller"),
 ];
@@ -757,7 +763,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 38);
+        assert_eq!(implemented().len(), 39);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -40,4 +40,5 @@ pub mod statefulset;
 pub mod tainteviction;
 pub mod ttl;
 pub mod ttlafterfinished;
+pub mod validatingadmissionpolicystatus;
 pub mod volumeprotection;

@@ -363,7 +363,7 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 33] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 34] = [
     "attachdetach-controller",
     "bootstrap-signer",
     "certificate-controller",
@@ -397,6 +397,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 33] = [
     "token-cleaner",
     "ttl-after-finished-controller",
     "ttl-controller",
+    "validatingadmissionpolicy-status-controller",
 ];
 
 on_both_backends!(every_started_controllers_account_exists_once_the_controllers_start);

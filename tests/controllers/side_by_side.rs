@@ -124,3 +124,8 @@ fn ephemeral_volumes_get_claims_as_upstream_creates_them() {
 fn attachdetach_a_csi_volume_is_attached_and_detached_as_upstream_does() {
     run("attachdetach");
 }
+
+#[test]
+fn admission_policies_are_type_checked_as_upstream_does() {
+    run("vap");
+}

@@ -2198,3 +2198,48 @@ fn pause_and_resume_keep_state_and_port() {
     let kept = eventually("the server to answer again", || configmaps.get("kept").ok());
     assert_eq!(kept.metadata.name.as_deref(), Some("kept"));
 }
+
+/// ValidatingAdmissionPolicies: the generation follows spec changes only, the status is written
+/// by server-side apply on `/status`, and `/openapi/v3` serves the object schemas the type
+/// checking reads (kube-apiserver's, found by `x-kubernetes-group-version-kind`).
+#[test]
+fn admission_policies_have_a_status_and_the_schemas_are_served() {
+    use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+    let sandbox = start();
+    let c = client(&sandbox);
+    let policies = Api::<ValidatingAdmissionPolicy>::all(&c);
+    let policy: ValidatingAdmissionPolicy = from(json!({
+        "metadata": {"name": "p"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "object.spec.replicas > 1"}],
+        },
+    }));
+    let created = policies.create(&policy, &PostParams::default()).expect("created");
+    assert_eq!(created.metadata.generation, Some(1));
+    assert_eq!(created.spec.as_ref().and_then(|s| s.failure_policy.as_deref()), Some("Fail"), "defaulted");
+    let status = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "p"}, "status": {"observedGeneration": 1, "typeChecking": {}}});
+    let params = PostParams { field_manager: Some("test".into()), force: true, ..PostParams::default() };
+    let applied = policies.patch_status("p", &Patch::Apply(status), &params).expect("applied");
+    assert_eq!(applied.metadata.generation, Some(1), "a status write keeps the generation");
+    assert_eq!(applied.status.and_then(|s| s.observed_generation), Some(1));
+    let spec = json!({"spec": {"validations": [{"expression": "true"}]}});
+    let changed = policies.patch("p", &Patch::Merge(spec), &PostParams::default()).expect("patched");
+    assert_eq!(changed.metadata.generation, Some(2));
+    let refused = api_error(policies.create(
+        &from(json!({"metadata": {"name": "q"}, "spec": {"validations": [{"expression": "1 +"}]}})),
+        &PostParams::default(),
+    ));
+    assert_eq!(refused.code, 422, "{refused:?}");
+
+    let document: Value = c.get_json("/openapi/v3/apis/apps/v1").expect("apps/v1 document");
+    let schemas = document["components"]["schemas"].as_object().expect("schemas");
+    let deployment = &schemas["io.k8s.api.apps.v1.Deployment"];
+    assert_eq!(deployment["x-kubernetes-group-version-kind"][0]["kind"], "Deployment");
+    let spec = &schemas["io.k8s.api.apps.v1.DeploymentSpec"];
+    assert_eq!(spec["properties"]["replicas"]["type"], "integer");
+    let core: Value = c.get_json("/openapi/v3/api/v1").expect("v1 document");
+    assert!(core["components"]["schemas"]["io.k8s.api.core.v1.Pod"].is_object());
+}

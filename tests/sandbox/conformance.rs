@@ -1599,3 +1599,54 @@ fn csi_drivers_nodes_and_volume_attachments_answer_as_kube_apiserver() {
     });
     pair.assert_conforms();
 }
+
+const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+
+fn admission_policy(name: &str, validations: Value) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["deployments"]}]}, "validations": validations}})
+}
+
+/// A policy's answer: its shape, generation, spec (defaulted) and status.
+fn policy_answer(answer: &Answer) -> Value {
+    if !(200..300).contains(&answer.code) {
+        return answer.shape();
+    }
+    let body = answer.json();
+    json!({"code": answer.code, "shape": answer.shape(), "generation": body["metadata"]["generation"],
+        "spec": body["spec"], "status": body["status"]})
+}
+
+#[test]
+fn admission_policies_answer_as_kube_apiserver() {
+    let Some(mut pair) = Pair::start() else { return };
+    pair.check("a policy created, defaulted", |s| {
+        policy_answer(&s.admin("POST", POLICIES, &[], &admission_policy("p", json!([{"expression": "true"}]))))
+    });
+    pair.check("expressions that do not compile", |s| {
+        let refuse = |name: &str, validations: Value| {
+            s.admin("POST", POLICIES, &[], &admission_policy(name, validations)).shape()
+        };
+        json!({
+            "params without paramKind": refuse("a", json!([{"expression": "params.x > 1"}])),
+            "undeclared function": refuse("b", json!([{"expression": "nosuch(object)"}])),
+            "message expression": refuse("c", json!([{"expression": "true", "messageExpression": "foo"}])),
+            "no validations": refuse("d", json!([])),
+        })
+    });
+    pair.check("a status applied, then a spec change", |s| {
+        let apply = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"}, "status": {"observedGeneration": 1, "typeChecking": {"expressionWarnings": [
+                {"fieldRef": "spec.validations[0].expression", "warning": "w"}]}}});
+        let headers = [("Content-Type", "application/apply-patch+yaml")];
+        let path = format!("{POLICIES}/p/status?fieldManager=conformance&force=true");
+        let applied = policy_answer(&s.admin("PATCH", &path, &headers, &apply));
+        let merge = [("Content-Type", "application/merge-patch+json")];
+        let spec = json!({"spec": {"validations": [{"expression": "false"}]}});
+        let changed = policy_answer(&s.admin("PATCH", &format!("{POLICIES}/p"), &merge, &spec));
+        json!({"applied": applied, "changed": changed})
+    });
+    pair.assert_conforms();
+}

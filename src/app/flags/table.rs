@@ -597,7 +597,7 @@ pub static FLAGS: &[FlagSpec] = &[
         "PEM RSA or ECDSA private key that signs legacy service account tokens; setting it enables legacy Secret-based tokens."),
     flag!("concurrent-ttl-after-finished-syncs", TtlAfterFinishedController, Int32, "5", BUILT, concurrency.ttl_after_finished_syncs,
         "Number of workers of the TTL-after-finished controller."),
-    flag!("concurrent-validating-admission-policy-status-syncs", ValidatingAdmissionPolicyStatusController, Int32, "5", LATER, concurrency.validating_admission_policy_status_syncs,
+    flag!("concurrent-validating-admission-policy-status-syncs", ValidatingAdmissionPolicyStatusController, Int32, "5", BUILT, concurrency.validating_admission_policy_status_syncs,
         "Number of ValidatingAdmissionPolicy status workers (at least 1)."),
     // Metrics
     flag!("allow-metric-labels", Metrics, StringMap, "", LATER, metrics.allow_metric_labels,

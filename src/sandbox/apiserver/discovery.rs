@@ -91,8 +91,8 @@ fn openapi_root() -> Value {
 }
 
 /// A group/version's OpenAPI v3 document. It describes the operations and their parameters
-/// (kubectl reads it to learn that the server validates fields itself, `fieldValidation`); the
-/// object schemas are not included.
+/// (kubectl reads it to learn that the server validates fields itself, `fieldValidation`), and
+/// the object schemas of the kinds in `openapi_schemas.json` (see [`object_schemas`]).
 fn openapi_document(group: &str, version: &str) -> Option<Value> {
     let served: Vec<&ResourceType> = RESOURCES.iter().filter(|r| r.group == group && r.version == version).collect();
     if served.is_empty() {
@@ -134,8 +134,21 @@ fn openapi_document(group: &str, version: &str) -> Option<Value> {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": format!("v{}.{}.0", VERSION.0, VERSION.1)},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": object_schemas(&resources::ResourceType::group_version_of(group, version))},
     }))
+}
+
+/// The object schemas served for a group/version: kube-apiserver v1.33's own, trimmed to the
+/// kinds a ValidatingAdmissionPolicy is likely to match (core/v1 Pod, ConfigMap, Service,
+/// Secret, Namespace, ServiceAccount, PersistentVolumeClaim; apps/v1 workloads; batch/v1 Job
+/// and CronJob) and what they reference, without descriptions. Made by
+/// `scripts/gen-sandbox-openapi.py` from kubernetes' `api/openapi-spec/v3` documents.
+fn object_schemas(group_version: &str) -> Value {
+    static SCHEMAS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let all = SCHEMAS.get_or_init(|| {
+        serde_json::from_str(include_str!("openapi_schemas.json")).expect("the embedded schemas are JSON")
+    });
+    all.get(group_version).cloned().unwrap_or_else(|| json!({}))
 }
 
 /// The aggregated discovery format the client accepts, if any (kubectl asks for it first).

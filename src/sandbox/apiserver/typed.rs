@@ -88,6 +88,8 @@ typed_kinds! {
     "networking.k8s.io" / "Ingress" => k8s_openapi::api::networking::v1::Ingress,
     "networking.k8s.io" / "ServiceCIDR" => k8s_openapi::api::networking::v1::ServiceCIDR,
     "networking.k8s.io" / "IPAddress" => k8s_openapi::api::networking::v1::IPAddress,
+    "admissionregistration.k8s.io" / "ValidatingAdmissionPolicy" => k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
+    "admissionregistration.k8s.io" / "ValidatingAdmissionPolicyBinding" => k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
     "apiregistration.k8s.io" / "APIService" => k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
 }
 

@@ -74,6 +74,11 @@ impl ResourceType {
         if self.group.is_empty() { self.version.to_string() } else { format!("{}/{}", self.group, self.version) }
     }
 
+    /// `group/version` of `group` and `version` (just the version for the core group).
+    pub fn group_version_of(group: &str, version: &str) -> String {
+        if group.is_empty() { version.to_string() } else { format!("{group}/{version}") }
+    }
+
     /// The key its objects are stored under, shared by every version of the same resource.
     pub fn storage_key(&self) -> &'static str {
         self.storage.unwrap_or(self.plural)
@@ -362,6 +367,32 @@ pub static RESOURCES: &[ResourceType] = &[
     ResourceType {
         short_names: &["ip"],
         ..resource("networking.k8s.io", "v1", "ipaddresses", "ipaddress", "IPAddress", false)
+    },
+    // admissionregistration.k8s.io/v1: policies are stored (and validated) but not enforced;
+    // the validatingadmissionpolicy-status-controller reports their type checking.
+    ResourceType {
+        categories: &["api-extensions"],
+        subresources: &[STATUS],
+        tracks_generation: true,
+        ..resource(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicy",
+            "ValidatingAdmissionPolicy",
+            false,
+        )
+    },
+    ResourceType {
+        categories: &["api-extensions"],
+        ..resource(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding",
+            "ValidatingAdmissionPolicyBinding",
+            false,
+        )
     },
     // apiregistration.k8s.io/v1: the aggregator's APIServices (the sandbox serves the
     // aggregated metrics APIs itself; see `crate::sandbox::metrics_api`).

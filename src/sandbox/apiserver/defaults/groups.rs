@@ -132,3 +132,22 @@ pub(super) fn endpoint_slice(object: &mut Value) {
 pub(super) fn priority_class(object: &mut Value) {
     fill(object, &[ptr("preemptionPolicy", Str("PreemptLowerPriority"))]);
 }
+
+/// ValidatingAdmissionPolicy (admissionregistration/v1 `SetDefaults_ValidatingAdmissionPolicySpec`,
+/// `SetDefaults_MatchResources`, `SetDefaults_NamedRuleWithOperations`): failurePolicy `Fail`;
+/// match constraints with matchPolicy `Equivalent`, empty selectors and rules of scope `*`.
+pub(super) fn validating_admission_policy(object: &mut Value) {
+    let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    spec.entry("failurePolicy").or_insert_with(|| json!("Fail"));
+    let Some(constraints) = spec.get_mut("matchConstraints").and_then(Value::as_object_mut) else { return };
+    constraints.entry("matchPolicy").or_insert_with(|| json!("Equivalent"));
+    constraints.entry("namespaceSelector").or_insert_with(|| json!({}));
+    constraints.entry("objectSelector").or_insert_with(|| json!({}));
+    for rules in ["resourceRules", "excludeResourceRules"] {
+        for rule in constraints.get_mut(rules).and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(rule) = rule.as_object_mut() {
+                rule.entry("scope").or_insert_with(|| json!("*"));
+            }
+        }
+    }
+}

@@ -65,6 +65,7 @@ const DEFAULTERS: &[(&str, &str, Defaulter)] = &[
     ("storage.k8s.io", "VolumeAttachment", groups::volume_attachment),
     ("discovery.k8s.io", "EndpointSlice", groups::endpoint_slice),
     ("scheduling.k8s.io", "PriorityClass", groups::priority_class),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", groups::validating_admission_policy),
 ];
 
 /// Applies kube-apiserver's defaults for the object's kind. Called on create and on every

@@ -99,6 +99,8 @@ const KINDS: &[(&str, &str, &str)] = &[
     ("networking.k8s.io", "ServiceCIDR", "HasConditions"),
     ("networking.k8s.io", "IPAddress", "Object"),
     ("apiregistration.k8s.io", "APIService", "Object"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", "HasConditions"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", "Object"),
 ];
 
 use Strategy::{Merge, MergeKey, Plain};

@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value};
 
+mod admission;
 mod batch;
 mod certificates;
 mod claims;
@@ -219,6 +220,7 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("storage.k8s.io", "csidrivers") => storage::csi_driver(object),
         ("storage.k8s.io", "csinodes") => storage::csi_node(object),
         ("storage.k8s.io", "volumeattachments") => storage::volume_attachment(object),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => admission::policy(object),
         _ => Vec::new(),
     }
 }
