@@ -69,7 +69,7 @@ if hits=$(code_lines "${files[@]}" | grep -E "(^|[^a-z0-9./-])(${alternation})([
 fi
 
 # Modules of src/controllers that are shared helpers rather than controllers.
-shared='podutil|nodeutil|endpointutil|jobutil|history|volumeprotection'
+shared='podutil|nodeutil|endpointutil|jobutil|history|volumeutil'
 mapfile -t files < <(find src/controllers -name '*.rs' ! -name 'tests.rs' ! -name '*_tests.rs' | sort)
 if hits=$(code_lines "${files[@]}" | awk -v shared="^($shared)$" '
   {

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::client::{Api, Client, PostParams};
-use crate::controllers::volumeprotection::{POD_PVC_INDEX, add_pod_pvc_index, ephemeral_claim_name, volume_is_for_pod};
+use crate::controllers::volumeutil::{POD_PVC_INDEX, add_pod_pvc_index, ephemeral_claim_name, volume_is_for_pod};
 use crate::metrics::ValueFamily;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::events::{EventRecorder, EventType};

@@ -41,4 +41,4 @@ pub mod tainteviction;
 pub mod ttl;
 pub mod ttlafterfinished;
 pub mod validatingadmissionpolicystatus;
-pub mod volumeprotection;
+pub mod volumeutil;

@@ -21,11 +21,10 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use parking_lot::Mutex;
 
 use crate::apimachinery::clock::RealClock;
-use crate::apimachinery::pod::phase;
 use crate::client::{Api, Client, ListParams, PostParams};
-use crate::controllers::volumeprotection::{
+use crate::controllers::volumeutil::{
     POD_PVC_INDEX, PVC_PROTECTION_FINALIZER, add_pod_pvc_index, ephemeral_claim_name, is_deletion_candidate,
-    need_to_add_finalizer, volume_is_for_pod, without_finalizer,
+    is_pod_terminated, need_to_add_finalizer, volume_is_for_pod, without_finalizer,
 };
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
@@ -87,24 +86,6 @@ fn node_name(pod: &Pod) -> &str {
 /// `podIsShutDown`: kubelet is done with the pod, or it was force-deleted.
 fn pod_is_shut_down(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_some() && pod.metadata.deletion_grace_period_seconds == Some(0)
-}
-
-/// `volumeutil.IsPodTerminated`: Failed or Succeeded, or being deleted with no container
-/// running.
-fn is_pod_terminated(pod: &Pod) -> bool {
-    if matches!(phase(pod), "Failed" | "Succeeded") {
-        return true;
-    }
-    let not_running = |statuses: Option<&Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
-        statuses.into_iter().flatten().all(|status| {
-            status.state.as_ref().is_some_and(|state| state.terminated.is_some() || state.waiting.is_some())
-        })
-    };
-    let status = pod.status.as_ref();
-    pod.metadata.deletion_timestamp.is_some()
-        && not_running(status.and_then(|s| s.init_container_statuses.as_ref()))
-        && not_running(status.and_then(|s| s.container_statuses.as_ref()))
-        && not_running(status.and_then(|s| s.ephemeral_container_statuses.as_ref()))
 }
 
 /// `podUsesPVC`: only a scheduled pod counts, as kubelet starts no pod whose claim is being
@@ -358,7 +339,7 @@ mod tests {
 
     #[test]
     fn a_pod_is_indexed_by_its_claims_and_its_ephemeral_claims() {
-        assert_eq!(crate::controllers::volumeprotection::claim_names(&web("n1")), vec!["data-web-0", "web-scratch"]);
+        assert_eq!(crate::controllers::volumeutil::claim_names(&web("n1")), vec!["data-web-0", "web-scratch"]);
     }
 
     #[test]

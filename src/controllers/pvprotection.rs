@@ -10,7 +10,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use crate::client::{Api, Client, PostParams};
-use crate::controllers::volumeprotection::{
+use crate::controllers::volumeutil::{
     PV_PROTECTION_FINALIZER, is_deletion_candidate, need_to_add_finalizer, without_finalizer,
 };
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};

@@ -2590,6 +2590,14 @@ fn expand(steps: &mut Steps) -> Result<(), String> {
     steps.cluster_objects.push("/apis/storage.k8s.io/v1/storageclasses/expandable".into());
     bound_claim(steps, "data", json!({"csi": {"driver": CSI_DRIVER, "volumeHandle": "data", "fsType": "ext4"}}))?;
     bound_claim(steps, "legacy", json!({"awsElasticBlockStore": {"volumeID": "vol-1", "fsType": "ext4"}}))?;
+    // The binder finishes binding (`bind-completed`) whenever it sees them, which races the
+    // steps' own writes (a 409 waits for the next event or resync): wait for it on both sides.
+    for name in ["data", "legacy"] {
+        steps.wait(&format!("claim {name} bind-completed"), |s| {
+            let claim = s.get(&format!("{CLAIMS}/{name}"))?.unwrap_or_default();
+            Ok(claim["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"].is_string().then_some(()))
+        })?;
+    }
     steps.checkpoint("two bound claims of 1Gi")?;
     grow_claim(steps, "data", "2Gi")?;
     steps.wait("the CSI claim grown to 2Gi", |s| {

@@ -32,7 +32,8 @@ use self::actual::{ActualState, AttachState};
 use self::desired::{DesiredState, PodRef};
 use self::reconciler::{Operations, Reconciler, Settings};
 use self::statusupdater::NodeStatusUpdater;
-use self::volumes::{Lookups, claim_name, is_pod_terminated, node_of, pod_volumes};
+use self::volumes::{Lookups, node_of, pod_volumes};
+use crate::controllers::volumeutil::{POD_PVC_INDEX, add_pod_pvc_index, is_pod_terminated};
 use crate::runtime::controller::{Controller, ControllerContext, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -40,7 +41,6 @@ use crate::runtime::workqueue::WorkQueue;
 /// `volumeutil.ControllerManagedAttachAnnotation`.
 const CONTROLLER_MANAGED_ATTACH_ANNOTATION: &str = "volumes.kubernetes.io/controller-managed-attach-detach";
 /// The pod index by claim key (`common.PodPVCIndex`).
-const POD_PVC_INDEX: &str = "pod-pvc-index";
 /// `defaultTimerConfig`.
 const RECONCILER_LOOP_PERIOD: Duration = Duration::from_millis(100);
 const MAX_WAIT_FOR_UNMOUNT: Duration = Duration::from_secs(6 * 60);
@@ -133,17 +133,6 @@ struct AttachDetach {
     started: AtomicBool,
     /// When the populator last listed all pods.
     last_pod_list: Mutex<Option<Instant>>,
-}
-
-/// Indexes pods by the keys of the claims they name (`common.AddPodPVCIndexerIfNotPresent`).
-fn add_pod_pvc_index(pods: &Informer<Pod>) {
-    if pods.store().has_index(POD_PVC_INDEX) {
-        return;
-    }
-    pods.add_index(POD_PVC_INDEX, |pod: &Pod| {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-        pod_volumes(pod).iter().filter_map(|v| claim_name(pod, v)).map(|claim| format!("{namespace}/{claim}")).collect()
-    });
 }
 
 fn pod_ref(pod: &Pod) -> PodRef {

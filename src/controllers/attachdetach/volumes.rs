@@ -8,6 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::api::storage::v1::CSIDriver;
 
+use crate::controllers::volumeutil::{ephemeral_claim_name, volume_is_for_pod};
 use crate::runtime::informer::Informer;
 
 /// The CSI plugin's name (`csi.CSIPluginName`).
@@ -70,6 +71,12 @@ impl Lookups {
         let claim = self
             .bound_claim(namespace, &claim_name)
             .map_err(|e| format!("error processing PVC {namespace:?}/{claim_name:?}: {e}"))?;
+        if volume.ephemeral.is_some() && !volume_is_for_pod(pod, &claim) {
+            let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+            return Err(format!(
+                "PVC {namespace}/{claim_name} was not created for pod {namespace}/{pod_name} (pod is not owner)"
+            ));
+        }
         let pv_name = claim.spec.as_ref().and_then(|s| s.volume_name.clone()).unwrap_or_default();
         let pv = self
             .bound_volume(&pv_name, claim.metadata.uid.as_deref().unwrap_or_default())
@@ -142,7 +149,7 @@ pub fn claim_name(pod: &Pod, volume: &Volume) -> Option<String> {
     if let Some(source) = &volume.persistent_volume_claim {
         return Some(source.claim_name.clone()).filter(|n| !n.is_empty());
     }
-    volume.ephemeral.as_ref().map(|_| format!("{}-{}", pod.metadata.name.as_deref().unwrap_or_default(), volume.name))
+    volume.ephemeral.as_ref().map(|_| ephemeral_claim_name(pod, volume))
 }
 
 /// The pod's volumes.
@@ -153,21 +160,6 @@ pub fn pod_volumes(pod: &Pod) -> &[Volume] {
 /// The node a pod is scheduled to; empty when unscheduled.
 pub fn node_of(pod: &Pod) -> &str {
     pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default()
-}
-
-/// `volumeutil.IsPodTerminated`: Failed or Succeeded, or being deleted with no container
-/// running.
-pub fn is_pod_terminated(pod: &Pod) -> bool {
-    let status = pod.status.as_ref();
-    if matches!(status.and_then(|s| s.phase.as_deref()), Some("Failed" | "Succeeded")) {
-        return true;
-    }
-    let not_running = status
-        .and_then(|s| s.container_statuses.as_ref())
-        .into_iter()
-        .flatten()
-        .all(|c| c.state.as_ref().is_some_and(|state| state.terminated.is_some() || state.waiting.is_some()));
-    pod.metadata.deletion_timestamp.is_some() && not_running
 }
 
 #[cfg(test)]

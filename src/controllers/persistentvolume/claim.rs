@@ -125,9 +125,9 @@ impl PvController {
     /// `findNonScheduledPodsByPVC`: the names of the claim's pods that are not terminated and
     /// not scheduled.
     fn non_scheduled_pods(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
-        let pods = self.pods.store().by_index(super::POD_PVC_INDEX, &claim_key(claim));
+        let pods = self.pods.store().by_index(crate::controllers::volumeutil::POD_PVC_INDEX, &claim_key(claim));
         pods.iter()
-            .filter(|pod| !super::volume::is_pod_terminated(pod))
+            .filter(|pod| !crate::controllers::volumeutil::is_pod_terminated(pod))
             .filter(|pod| pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("").is_empty())
             .filter_map(|pod| pod.metadata.name.clone())
             .collect()

@@ -29,6 +29,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use parking_lot::Mutex;
 
 use crate::client::Client;
+use crate::controllers::volumeutil::add_pod_pvc_index;
 use crate::runtime::controller::{Controller, ControllerContext, SyncResult};
 use crate::runtime::events::EventRecorder;
 use crate::runtime::informer::{Event, Informer, object_key};
@@ -36,7 +37,6 @@ use crate::runtime::workqueue::WorkQueue;
 
 /// The pod index by claim key, under the name the other volume controllers use for it
 /// (`common.PodPVCIndex`), so that the informer holds it once.
-const POD_PVC_INDEX: &str = "pod-pvc-index";
 
 /// What the controller takes from the flags.
 #[derive(Debug, Clone)]
@@ -90,27 +90,6 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         .resync_every("persistent volume resync", config.sync_period, move || resync.resync())
         .with_queue(&volume_queue, 1, move |key: &String| volume_worker.volume_work(key))
         .with_queue(&claim_queue, 1, move |key: &String| claim_worker.claim_work(key)))
-}
-
-/// Indexes pods by the keys of the claims their volumes name (`PodPVCIndexFunc`).
-fn add_pod_pvc_index(pods: &Informer<Pod>) {
-    if pods.store().has_index(POD_PVC_INDEX) {
-        return;
-    }
-    pods.add_index(POD_PVC_INDEX, |pod: &Pod| {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-        let name = pod.metadata.name.as_deref().unwrap_or_default();
-        let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default();
-        volumes
-            .iter()
-            .filter_map(|v| match (&v.persistent_volume_claim, &v.ephemeral) {
-                (Some(source), _) => Some(source.claim_name.clone()),
-                (None, Some(_)) => Some(format!("{name}-{}", v.name)),
-                (None, None) => None,
-            })
-            .map(|claim| format!("{namespace}/{claim}"))
-            .collect()
-    });
 }
 
 /// The controller's own cache of one kind (`storeObjectUpdate`): an object replaces the cached

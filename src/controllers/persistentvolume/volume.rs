@@ -4,32 +4,15 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::PvController;
 use super::claim::SyncOutcome;
 use super::metrics;
 use super::util::*;
 use crate::client::{Api, PostParams};
+use crate::controllers::volumeutil::{POD_PVC_INDEX, is_pod_terminated};
 use crate::runtime::events::EventType;
-
-/// `util.IsPodTerminated`: Failed or Succeeded, or being deleted with no container running.
-pub fn is_pod_terminated(pod: &Pod) -> bool {
-    let status = pod.status.as_ref();
-    if matches!(status.and_then(|s| s.phase.as_deref()), Some("Failed" | "Succeeded")) {
-        return true;
-    }
-    let not_running = |statuses: Option<&Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
-        statuses
-            .into_iter()
-            .flatten()
-            .all(|s| s.state.as_ref().is_some_and(|st| st.terminated.is_some() || st.waiting.is_some()))
-    };
-    pod.metadata.deletion_timestamp.is_some()
-        && not_running(status.and_then(|s| s.init_container_statuses.as_ref()))
-        && not_running(status.and_then(|s| s.container_statuses.as_ref()))
-        && not_running(status.and_then(|s| s.ephemeral_container_statuses.as_ref()))
-}
 
 impl PvController {
     fn volume_api(&self) -> Api<PersistentVolume> {
@@ -218,7 +201,7 @@ impl PvController {
         let mut users: Vec<String> = self
             .pods
             .store()
-            .by_index(super::POD_PVC_INDEX, &claim_ref_key(reference))
+            .by_index(POD_PVC_INDEX, &claim_ref_key(reference))
             .iter()
             .filter(|pod| !is_pod_terminated(pod))
             .map(|pod| crate::runtime::informer::object_key(&pod.metadata))

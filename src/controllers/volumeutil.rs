@@ -1,10 +1,12 @@
-//! What the PVC and PV protection controllers share, after upstream v1.33's
-//! `pkg/controller/volume/protectionutil`, the finalizer names of `pkg/volume/util`, the pod index by claim of
+//! What the volume controllers (PVC and PV protection, ephemeral volumes, attach/detach, the
+//! binder) share, after upstream v1.33's `pkg/controller/volume/protectionutil`, the finalizer
+//! names and `IsPodTerminated` of `pkg/volume/util`, the pod index by claim of
 //! `pkg/controller/volume/common` and the helpers of `k8s.io/component-helpers/storage/ephemeral`.
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::apimachinery::pod::phase;
 use crate::runtime::controller_ref::controller_of;
 use crate::runtime::informer::Informer;
 
@@ -74,6 +76,24 @@ pub fn ephemeral_claim_name(pod: &Pod, volume: &Volume) -> String {
 pub fn volume_is_for_pod(pod: &Pod, claim: &PersistentVolumeClaim) -> bool {
     claim.metadata.namespace == pod.metadata.namespace
         && controller_of(&claim.metadata).is_some_and(|owner| Some(&owner.uid) == pod.metadata.uid.as_ref())
+}
+
+/// `volumeutil.IsPodTerminated`: Failed or Succeeded, or being deleted with no container
+/// running.
+pub fn is_pod_terminated(pod: &Pod) -> bool {
+    if matches!(phase(pod), "Failed" | "Succeeded") {
+        return true;
+    }
+    let not_running = |statuses: Option<&Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
+        statuses.into_iter().flatten().all(|status| {
+            status.state.as_ref().is_some_and(|state| state.terminated.is_some() || state.waiting.is_some())
+        })
+    };
+    let status = pod.status.as_ref();
+    pod.metadata.deletion_timestamp.is_some()
+        && not_running(status.and_then(|s| s.init_container_statuses.as_ref()))
+        && not_running(status.and_then(|s| s.container_statuses.as_ref()))
+        && not_running(status.and_then(|s| s.ephemeral_container_statuses.as_ref()))
 }
 
 #[cfg(test)]
