@@ -401,6 +401,7 @@ fn run_steps(
         cluster_objects: Vec::new(),
         compare_nodes: scenario.compare_nodes,
         ca_pem: plane.ca_pem().to_string(),
+        remembered: Default::default(),
         checkpoints: Vec::new(),
         manager: &mut manager,
     };
@@ -502,6 +503,8 @@ pub struct Steps<'a> {
     pub cluster_objects: Vec<String>,
     compare_nodes: bool,
     ca_pem: String,
+    /// The uid-derived renames of earlier checkpoints, for Events naming objects since deleted.
+    remembered: std::cell::RefCell<HashMap<String, String>>,
     checkpoints: Vec<Snapshot>,
     manager: &'a mut OwnedProcess,
 }
@@ -601,7 +604,7 @@ impl Steps<'_> {
             let node_events = self.list("/api/v1/namespaces/default/events")?;
             events.extend(node_events.into_iter().filter(|e| e["involvedObject"]["kind"] == "Node"));
         }
-        Ok(normalise(label, objects, events, &self.ca_pem))
+        Ok(normalise_remembering(label, objects, events, &self.ca_pem, &mut self.remembered.borrow_mut()))
     }
 
     /// GETs an object; `None` when it does not exist.
@@ -760,8 +763,23 @@ fn summarise_csr(mut csr: Value) -> Value {
 
 /// Turns the objects and Events read at one checkpoint into their comparable form.
 pub fn normalise(label: &str, objects: Vec<Value>, events: Vec<Value>, ca_pem: &str) -> Snapshot {
+    normalise_remembering(label, objects, events, ca_pem, &mut HashMap::new())
+}
+
+/// [`normalise`], also renaming the uids `remembered` from earlier checkpoints (an Event keeps
+/// naming a claim's volume after both are gone), and remembering this checkpoint's.
+fn normalise_remembering(
+    label: &str,
+    objects: Vec<Value>,
+    events: Vec<Value>,
+    ca_pem: &str,
+    remembered: &mut HashMap<String, String>,
+) -> Snapshot {
     let mut names = Renames::new(ca_pem);
+    names.exact.extend(remembered.iter().map(|(k, v)| (k.clone(), v.clone())));
     names.learn(&objects, &events);
+    let uid_derived = |raw: &str| is_uuid(raw) || raw.strip_prefix("pvc-").is_some_and(is_uuid);
+    remembered.extend(names.exact.iter().filter(|(raw, _)| uid_derived(raw)).map(|(k, v)| (k.clone(), v.clone())));
     let mut compared = BTreeMap::new();
     for object in objects {
         let mut object = strip(object);
@@ -1042,11 +1060,16 @@ impl Renames {
             component => component,
         };
         let mut message = self.rename(&field(&event["message"]));
-        for (raw, replacement) in &self.exact {
-            if raw.len() > 6 && message.contains(raw.as_str()) {
+        // Longest first, so that `pvc-<uid>` is renamed before the `<uid>` inside it.
+        let mut exact: Vec<(&String, &String)> = self.exact.iter().filter(|(raw, _)| raw.len() > 6).collect();
+        exact.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+        for (raw, replacement) in exact {
+            if message.contains(raw.as_str()) {
                 message = message.replace(raw.as_str(), replacement);
             }
         }
+        // The uid of an object no checkpoint saw (a claim deleted between two).
+        let message = mask_uuids(&message);
         format!(
             "{} {} {}/{}: {} (by {source})",
             field(&event["type"]),
@@ -1087,6 +1110,23 @@ fn is_timestamp(s: &str) -> bool {
         && b[13] == b':'
         && b[16] == b':'
         && (s.ends_with('Z') || s[19..].contains(['+', '-']))
+}
+
+/// `text` with every UUID in it replaced by `<uid>`.
+fn mask_uuids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        if rest.len() >= 36 && rest.is_char_boundary(36) && is_uuid(&rest[..36]) {
+            out.push_str("<uid>");
+            rest = &rest[36..];
+        } else {
+            let c = rest.chars().next().unwrap_or_default();
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
 }
 
 fn is_uuid(s: &str) -> bool {
@@ -2689,6 +2729,12 @@ fn admission_policies(steps: &mut Steps) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uuids_in_messages_are_masked() {
+        let text = "volume \"pvc-3d21e41b-adcc-4be5-b325-d2e4d0548655\" of ü 3d21e41b";
+        assert_eq!(mask_uuids(text), "volume \"pvc-<uid>\" of ü 3d21e41b");
+    }
 
     #[test]
     fn conflicts_are_counted_from_both_log_formats() {
