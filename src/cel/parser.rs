@@ -79,7 +79,7 @@ pub enum ExprKind {
 }
 
 /// Words CEL reserves (cel-go's `reservedIds`).
-const RESERVED: &[&str] = &[
+pub(super) const RESERVED: &[&str] = &[
     "as",
     "break",
     "const",

@@ -114,37 +114,16 @@ impl Type {
     }
 }
 
-/// CEL's reserved words, escaped as `__word__` in field names (apiserver's `celReservedSymbols`).
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
+/// The literals and operator word that apiserver's `celReservedSymbols` adds to the parser's
+/// reserved words: all are escaped as `__word__` in field names.
+const RESERVED_LITERALS: &[&str] = &["true", "false", "null", "in"];
 
 /// apiserver's `cel.Escape`: a property name as a CEL field name, or `None` when it cannot be one.
 pub fn escape(name: &str) -> Option<String> {
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
-    if RESERVED.contains(&name) {
+    if RESERVED_LITERALS.contains(&name) || super::parser::RESERVED.contains(&name) {
         return Some(format!("__{name}__"));
     }
     let mut out = String::new();

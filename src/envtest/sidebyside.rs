@@ -1570,8 +1570,8 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "expand",
-        summary: "a claim of a CSI volume grown (the simulated resizer grows it), a claim of a migrated \
-                  in-tree volume grown (the resizer annotation)",
+        summary: "a claim of a CSI volume grown (left to its driver's external resizer), a claim of a \
+                  migrated in-tree volume grown (the resizer annotation)",
         nodes: 1,
         flags: &[],
         compare_nodes: false,
@@ -1585,6 +1585,15 @@ pub static SCENARIOS: &[Scenario] = &[
         flags: &[],
         compare_nodes: false,
         run: ephemeral,
+    },
+    Scenario {
+        name: "protection",
+        summary: "a provisioned claim used by a running pod deleted: kept by pvc-protection until the pod \
+                  goes, then the claim and (reclaim policy Delete) its volume go",
+        nodes: 1,
+        flags: &[],
+        compare_nodes: false,
+        run: protection,
     },
     Scenario {
         name: "attachdetach",
@@ -2574,6 +2583,34 @@ fn attach_detach(steps: &mut Steps) -> Result<(), String> {
     steps.checkpoint("detached: the pod gone")
 }
 
+/// A claim of the default class used by a running pod, deleted: kept by its
+/// `kubernetes.io/pvc-protection` finalizer until the pod goes, then it and its volume go.
+fn protection(steps: &mut Steps) -> Result<(), String> {
+    let claims = format!("/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims");
+    let pods = format!("/api/v1/namespaces/{NAMESPACE}/pods");
+    let claim = json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "1Gi"}}}});
+    steps.create(&claims, claim)?;
+    let pod = json!({"metadata": {"name": "user", "labels": {"app": "user"}}, "spec": {
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}});
+    steps.create(&pods, pod)?;
+    steps.wait_pods_ready(NAMESPACE, "app=user", 1)?;
+    let volume = steps.get(&format!("{claims}/data"))?.unwrap_or_default()["spec"]["volumeName"].clone();
+    let volume = format!("/api/v1/persistentvolumes/{}", volume.as_str().unwrap_or_default());
+    steps.cluster_objects.push(volume.clone());
+    steps.checkpoint("the claim bound and used by a running pod")?;
+    steps.delete(&format!("{claims}/data"), None)?;
+    steps.wait("the claim Terminating", |s| {
+        Ok(s.get(&format!("{claims}/data"))?.filter(|c| c["metadata"]["deletionTimestamp"].is_string()).map(|_| ()))
+    })?;
+    steps.checkpoint("the deleted claim kept while the pod uses it")?;
+    steps.delete(&format!("{pods}/user"), None)?;
+    steps.wait_gone(&format!("{claims}/data"))?;
+    steps.wait_gone(&volume)?;
+    steps.checkpoint("the pod gone: the claim and its volume gone")
+}
+
 fn service_cidr(steps: &mut Steps) -> Result<(), String> {
     // The default ServiceCIDR and the new one are compared too.
     steps.cluster_objects = ["kubernetes", "extra"].map(|n| format!("{SERVICE_CIDRS}/{n}")).to_vec();
@@ -2628,7 +2665,10 @@ fn expand(steps: &mut Steps) -> Result<(), String> {
         "allowVolumeExpansion": true, "volumeBindingMode": "Immediate"});
     steps.create("/apis/storage.k8s.io/v1/storageclasses", class)?;
     steps.cluster_objects.push("/apis/storage.k8s.io/v1/storageclasses/expandable".into());
-    bound_claim(steps, "data", json!({"csi": {"driver": CSI_DRIVER, "volumeHandle": "data", "fsType": "ext4"}}))?;
+    // A CSI driver with no resizer running: the simulated one would grow the claim at a moment
+    // that races the controller's Event.
+    let driver = "other.csi.example.com";
+    bound_claim(steps, "data", json!({"csi": {"driver": driver, "volumeHandle": "data", "fsType": "ext4"}}))?;
     bound_claim(steps, "legacy", json!({"awsElasticBlockStore": {"volumeID": "vol-1", "fsType": "ext4"}}))?;
     // The binder finishes binding (`bind-completed`) whenever it sees them, which races the
     // steps' own writes (a 409 waits for the next event or resync): wait for it on both sides.
@@ -2640,11 +2680,11 @@ fn expand(steps: &mut Steps) -> Result<(), String> {
     }
     steps.checkpoint("two bound claims of 1Gi")?;
     grow_claim(steps, "data", "2Gi")?;
-    steps.wait("the CSI claim grown to 2Gi", |s| {
-        let claim = s.get(&format!("{CLAIMS}/data"))?.unwrap_or_default();
-        Ok((claim["status"]["capacity"]["storage"] == "2Gi").then_some(()))
+    steps.wait("the ExternalExpanding Event", |s| {
+        let events = s.list(&format!("/api/v1/namespaces/{NAMESPACE}/events"))?;
+        Ok(events.iter().any(|e| e["reason"] == "ExternalExpanding").then_some(()))
     })?;
-    steps.checkpoint("the CSI claim grown by the external resizer")?;
+    steps.checkpoint("the CSI claim left to its driver's external resizer")?;
     grow_claim(steps, "legacy", "3Gi")?;
     steps.wait("the in-tree claim's resizer annotation", |s| {
         let claim = s.get(&format!("{CLAIMS}/legacy"))?.unwrap_or_default();

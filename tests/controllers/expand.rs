@@ -75,13 +75,19 @@ fn claims_grow_through_the_external_resizer(backend: Backend) {
          storageclass that provisions the pvc must support resize",
     );
 
-    // A CSI volume: the controller waits for the external resizer, which grows both.
-    bound_claim(&cluster, "data", "expandable", json!({"csi": {"driver": DRIVER, "volumeHandle": "data"}}));
-    grow(&cluster, "data", "2Gi").expect("claim grown");
+    // A CSI volume of a driver whose resizer does not run: the controller says it waits for it.
+    let foreign = json!({"csi": {"driver": "other.csi.example.com", "volumeHandle": "foreign"}});
+    bound_claim(&cluster, "foreign", "expandable", foreign);
+    grow(&cluster, "foreign", "2Gi").expect("claim grown");
     eventually("the ExternalExpanding Event", || {
-        let messages = cluster.event_messages("default", "data", "ExternalExpanding");
+        let messages = cluster.event_messages("default", "foreign", "ExternalExpanding");
         messages.contains(&"waiting for an external controller to expand this PVC".to_string()).then_some(())
     });
+
+    // A CSI volume of the simulated driver: its external resizer grows both (whether the
+    // controller's Event comes first is a race with it, as on a real cluster).
+    bound_claim(&cluster, "data", "expandable", json!({"csi": {"driver": DRIVER, "volumeHandle": "data"}}));
+    grow(&cluster, "data", "2Gi").expect("claim grown");
     let grown = eventually("the claim's capacity grown", || {
         let claim = claim_json(&cluster, "data");
         (claim["status"]["capacity"]["storage"] == "2Gi").then_some(claim)

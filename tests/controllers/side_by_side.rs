@@ -129,3 +129,8 @@ fn attachdetach_a_csi_volume_is_attached_and_detached_as_upstream_does() {
 fn admission_policies_are_type_checked_as_upstream_does() {
     run("vap");
 }
+
+#[test]
+fn a_claim_in_use_is_protected_as_upstream_protects_it() {
+    run("protection");
+}

@@ -55,6 +55,13 @@ fn the_demo_converges(extra: &[&str]) {
         assert!(stdout.contains("the claims are kept: data-db-0, data-db-1, data-db-2"), "{stdout}");
     }
     if built(&[
+        "statefulset-controller",
+        "persistentvolume-binder-controller",
+        "persistentvolume-attach-detach-controller",
+    ]) {
+        assert!(stdout.contains("attached to its pod's node: db-0: pvc-"), "{stdout}");
+    }
+    if built(&[
         "bootstrap-signer-controller",
         "certificatesigningrequest-approving-controller",
         "certificatesigningrequest-signing-controller",

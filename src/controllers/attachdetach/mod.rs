@@ -40,7 +40,6 @@ use crate::runtime::workqueue::WorkQueue;
 
 /// `volumeutil.ControllerManagedAttachAnnotation`.
 const CONTROLLER_MANAGED_ATTACH_ANNOTATION: &str = "volumes.kubernetes.io/controller-managed-attach-detach";
-/// The pod index by claim key (`common.PodPVCIndex`).
 /// `defaultTimerConfig`.
 const RECONCILER_LOOP_PERIOD: Duration = Duration::from_millis(100);
 const MAX_WAIT_FOR_UNMOUNT: Duration = Duration::from_secs(6 * 60);

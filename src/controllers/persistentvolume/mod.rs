@@ -35,9 +35,6 @@ use crate::runtime::events::EventRecorder;
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
 
-/// The pod index by claim key, under the name the other volume controllers use for it
-/// (`common.PodPVCIndex`), so that the informer holds it once.
-
 /// What the controller takes from the flags.
 #[derive(Debug, Clone)]
 pub struct Config {
