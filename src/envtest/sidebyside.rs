@@ -2723,8 +2723,9 @@ fn ephemeral(steps: &mut Steps) -> Result<(), String> {
 
 const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
 
-/// A policy on apps/v1 Deployments with one validation.
-fn admission_policy(name: &str, validation: Value) -> Value {
+/// A ValidatingAdmissionPolicy on apps/v1 Deployments (create and update) with `validations`
+/// (also the policy tests' fixture).
+pub fn deployment_policy(name: &str, validations: Value) -> Value {
     json!({
         "metadata": {"name": name},
         "spec": {
@@ -2733,7 +2734,7 @@ fn admission_policy(name: &str, validation: Value) -> Value {
                 "apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                 "resources": ["deployments"],
             }]},
-            "validations": [validation],
+            "validations": validations,
         },
     })
 }
@@ -2749,14 +2750,14 @@ fn admission_policies(steps: &mut Steps) -> Result<(), String> {
     steps.cluster_objects = ["vap-good", "vap-wrong", "vap-quantity"].map(|n| format!("{POLICIES}/{n}")).to_vec();
     let good = json!({"expression": "object.spec.replicas <= 5 && object.metadata.name.startsWith('web')",
         "messageExpression": "'too many replicas: ' + string(object.spec.replicas)"});
-    steps.create(POLICIES, admission_policy("vap-good", good))?;
+    steps.create(POLICIES, deployment_policy("vap-good", json!([good])))?;
     let wrong = json!({"expression": "object.spec.replicasss > 1",
         "messageExpression": "'replicas: ' + object.spec.replicas"});
-    steps.create(POLICIES, admission_policy("vap-wrong", wrong))?;
+    steps.create(POLICIES, deployment_policy("vap-wrong", json!([wrong])))?;
     // Quantities have no CEL type: upstream reports their fields undefined.
     let quantity = json!({"expression":
         "object.spec.template.spec.containers.all(c, has(c.resources.limits) && c.image != '')"});
-    steps.create(POLICIES, admission_policy("vap-quantity", quantity))?;
+    steps.create(POLICIES, deployment_policy("vap-quantity", json!([quantity])))?;
     for name in ["vap-good", "vap-wrong", "vap-quantity"] {
         steps.wait(&format!("{name} checked"), |s| policy_checked(s, name))?;
     }

@@ -12,17 +12,7 @@ use crate::harness;
 use harness::{Backend, eventually, from};
 
 fn policy(name: &str, validations: Value) -> ValidatingAdmissionPolicy {
-    from(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{
-                "apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                "resources": ["deployments"],
-            }]},
-            "validations": validations,
-        },
-    }))
+    from(kcm::envtest::sidebyside::deployment_policy(name, validations))
 }
 
 /// The `(fieldRef, warning)` pairs once the status has observed the policy's generation.
