@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use k8s_openapi::api::admissionregistration::v1::{ExpressionWarning, ValidatingAdmissionPolicy, Variable};
 use serde_json::Value;
 
+use crate::apimachinery::schema::parse_group_version;
 use crate::cel::{Components, Env, Type, authorizer_type, compile};
 
 /// `maxTypesToCheck`.
@@ -82,7 +83,8 @@ impl Context {
             .collect();
         let spec = policy.spec.as_ref();
         let params = spec.and_then(|s| s.param_kind.as_ref()).and_then(|p| {
-            let (group, version) = parse_group_version(p.api_version.as_deref()?)?;
+            let (group, version) =
+                parse_group_version(p.api_version.as_deref()?).ok().filter(|(_, v)| !v.is_empty())?;
             let gvk = Gvk { group: group.into(), version: version.into(), kind: p.kind.clone()? };
             decl_type(source, &gvk)
         });
@@ -128,15 +130,6 @@ impl Context {
         let fields = fields.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
         env.declare("variables", Type::object("kubernetes.variables", fields));
         env
-    }
-}
-
-/// `schema.ParseGroupVersion`: `apps/v1` or `v1`.
-fn parse_group_version(api_version: &str) -> Option<(&str, &str)> {
-    match api_version.split('/').collect::<Vec<_>>().as_slice() {
-        [version] if !version.is_empty() => Some(("", version)),
-        [group, version] => Some((group, version)),
-        _ => None,
     }
 }
 
