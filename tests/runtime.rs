@@ -32,6 +32,8 @@ mod ha;
 mod informers;
 #[path = "runtime/leader_election.rs"]
 mod leader_election;
+#[path = "runtime/limits.rs"]
+mod limits;
 #[path = "runtime/secure_serving.rs"]
 mod secure_serving;
 #[path = "runtime/standby.rs"]

@@ -6,6 +6,7 @@
 
 pub mod controllers;
 pub mod flags;
+pub mod limits;
 mod malloc;
 mod run;
 pub mod sd_notify;
@@ -46,7 +47,7 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     }
     match connect_and_run(&options) {
         Ok(Exit::Signalled) => ExitCode::SUCCESS,
-        Ok(Exit::LeaderElectionLost) => ExitCode::FAILURE,
+        Ok(Exit::LeaderElectionLost | Exit::OutOfFileDescriptors) => ExitCode::FAILURE,
         Err(message) => {
             log::error!("{message}");
             ExitCode::FAILURE

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, select};
 
 use super::controllers::{CONTROLLERS, is_implemented};
+use super::limits::{FD_PROBE_PERIOD, FdWatch};
 use super::sd_notify;
 use crate::app::flags::Options;
 use crate::client::Client;
@@ -27,6 +28,9 @@ pub enum Exit {
     /// The Lease was lost: upstream exits with "leaderelection lost" (non-zero), so that the
     /// kubelet or systemd restarts it as a candidate.
     LeaderElectionLost,
+    /// No file descriptor could be opened for a while (`limits::FdWatch`): exits non-zero so
+    /// that a restart closes whatever leaked.
+    OutOfFileDescriptors,
 }
 
 /// Runs the controller manager until a signal or the loss of the Lease.
@@ -85,6 +89,13 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
             controllers.stop(Duration::ZERO);
             log::error!("leaderelection lost");
         }
+        Exit::OutOfFileDescriptors => {
+            // Releasing the Lease would need a connection: a standby takes over at expiry.
+            controllers.stop(Duration::ZERO);
+            if let Some(elector) = elector {
+                elector.abandon();
+            }
+        }
     }
     Ok(outcome)
 }
@@ -100,10 +111,11 @@ fn lead_and_work(
     let never = crossbeam_channel::never();
     let lost = elector.map_or(&never, |e| e.leader_lost());
     let tick = Duration::from_millis(200);
+    let mut fds = FdWatch::default();
     if let Some(elector) = elector {
         log::info!("waiting to acquire the leader lease");
         while !elector.wait_until_leader(tick) {
-            if let Some(exit) = interrupted(signals, lost) {
+            if let Some(exit) = interrupted(signals, lost, &mut fds) {
                 return Ok(exit);
             }
         }
@@ -115,13 +127,20 @@ fn lead_and_work(
         checks.add(name, || Ok(()));
     }
     log::info!("workers of {} controllers running", controllers.names().len());
-    Ok(select! {
-        recv(signals) -> signal => {
-            log::info!("received signal {}; shutting down", signal.unwrap_or_default());
-            Exit::Signalled
+    let probes = crossbeam_channel::tick(FD_PROBE_PERIOD);
+    loop {
+        select! {
+            recv(signals) -> signal => {
+                log::info!("received signal {}; shutting down", signal.unwrap_or_default());
+                return Ok(Exit::Signalled);
+            }
+            recv(lost) -> _ => return Ok(Exit::LeaderElectionLost),
+            recv(probes) -> _ => if let Err(e) = fds.check(std::time::Instant::now()) {
+                log::error!("{e}");
+                return Ok(Exit::OutOfFileDescriptors);
+            },
         }
-        recv(lost) -> _ => Exit::LeaderElectionLost,
-    })
+    }
 }
 
 /// Runs `start` (the controllers' start once leading, which may wait long on an unreachable API
@@ -149,10 +168,14 @@ fn exit_if_lost_meanwhile<T>(lost: &Receiver<()>, start: impl FnOnce() -> T) -> 
     result
 }
 
-fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>) -> Option<Exit> {
+fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>, fds: &mut FdWatch) -> Option<Exit> {
     if let Ok(signal) = signals.try_recv() {
         log::info!("received signal {signal}; shutting down");
         return Some(Exit::Signalled);
+    }
+    if let Err(e) = fds.check(std::time::Instant::now()) {
+        log::error!("{e}");
+        return Some(Exit::OutOfFileDescriptors);
     }
     lost.try_recv().ok().map(|()| Exit::LeaderElectionLost)
 }

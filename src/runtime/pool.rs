@@ -205,9 +205,7 @@ impl<J: Jobs> Inner<J> {
             needed -= 1;
         }
         while needed > 0 && state.live < self.limit {
-            if !self.spawn(state) {
-                return;
-            }
+            self.spawn(state);
             needed -= 1;
         }
     }
@@ -218,20 +216,16 @@ impl<J: Jobs> Inner<J> {
         wake.notify_all();
     }
 
-    /// Starts a worker; false (logged) when the system would not.
-    fn spawn(self: &Arc<Self>, state: &mut State) -> bool {
+    /// Starts a worker. A thread the system will not start is fatal, as Go's `newosproc` is for
+    /// upstream: a pool that cannot grow would leave its keys queued for good. The binary's
+    /// panic hook then ends the process (`app::limits`).
+    fn spawn(self: &Arc<Self>, state: &mut State) {
         let inner = self.clone();
-        match std::thread::Builder::new().name(self.name.clone()).spawn(move || inner.work()) {
-            Ok(_) => {
-                state.live += 1;
-                state.starting += 1;
-                true
-            }
-            Err(e) => {
-                log::error!("{}: cannot start a worker thread: {e}", self.name);
-                false
-            }
+        if let Err(e) = std::thread::Builder::new().name(self.name.clone()).spawn(move || inner.work()) {
+            panic!("{}: cannot start a worker thread: {e}", self.name);
         }
+        state.live += 1;
+        state.starting += 1;
     }
 
     /// A worker: takes jobs until the source is empty, waits up to the linger for a signal, and

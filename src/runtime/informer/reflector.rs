@@ -336,8 +336,10 @@ impl<K: Cached> WatchHandler for Watching<K> {
         };
         let reflector = self.reflector;
         let name = format!("informer-{}", reflector.source.label());
-        if let Err(e) = std::thread::Builder::new().name(name).spawn(move || reflector.drive(end.into())) {
-            log::error!("cannot start a thread to relist or rewatch: {e}; this informer stops");
+        // Fatal, as Go's `newosproc`: an informer that stops would leave its cache stale for good.
+        // The binary's panic hook ends the process (`app::limits`).
+        if let Err(e) = std::thread::Builder::new().name(name.clone()).spawn(move || reflector.drive(end.into())) {
+            panic!("{name}: cannot start a thread to relist or rewatch: {e}");
         }
     }
 
