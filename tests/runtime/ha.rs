@@ -483,7 +483,8 @@ fn of_three_processes_one_leads_and_sigkill_hands_over_at_the_lease_expiry(backe
     assert!(gap < signed(bound), "taken over {gap:?} after the last renewal (bound {bound:?})");
     assert_eq!(taken.lease_transitions, Some(1));
     let second = candidates.iter().position(|c| Some(&c.identity) == taken.holder_identity.as_ref()).unwrap();
-    let ran_out = format!("the term of {} on leader lease {LEASE_NAMESPACE}/{LEASE_NAME} ran out", candidates[first].identity);
+    let ran_out =
+        format!("the term of {} on leader lease {LEASE_NAMESPACE}/{LEASE_NAME} ran out", candidates[first].identity);
     assert!(candidates[second].log_text().contains(&ran_out), "attempted at the expiry");
     sampler.wait_until_leading(&candidates[second].identity);
 
@@ -519,7 +520,10 @@ fn of_two_processes_one_leads_and_sigterm_hands_over_at_once(backend: Backend) {
     candidates[first].signal("-TERM");
     let (_, taken) = follow_handover(&bed, &leader);
     let took = acquire_time(&taken).duration_since(terminated);
-    eprintln!("SIGTERM: taken over {took:?} after the signal (sent at {terminated}, acquired at {})", acquire_time(&taken));
+    eprintln!(
+        "SIGTERM: taken over {took:?} after the signal (sent at {terminated}, acquired at {})",
+        acquire_time(&taken)
+    );
     assert!(took < signed(RELEASE_HANDOVER), "handover after SIGTERM took {took:?}; the lease is {:?}", LONG.lease);
     assert_eq!(taken.holder_identity.as_ref(), Some(&candidates[second].identity));
     let woken = format!("leader lease {LEASE_NAMESPACE}/{LEASE_NAME} is free, attempting to acquire it now");
