@@ -63,8 +63,13 @@ fn main() {
         }
     }
     println!("\nfailover on a real kube-apiserver v1.33.5, kubeadm's lease 15 s / renew 10 s / retry 2 s");
-    println!("(from the signal to the new holder's acquireTime in the Lease; {rounds} rounds each)\n");
-    println!("{:<10} {:<8} {:>9} {:>9} {:>9}", "binary", "signal", "min", "median", "max");
+    println!("the new holder's acquireTime in the Lease, after the signal and after the old holder's last");
+    println!("renewTime + 15 s (the expiry; negative: released before); {rounds} rounds each\n");
+    println!("{:<10} {:<8} {:>29} | {:>29}", "", "", "after the signal", "after the expiry");
+    println!(
+        "{:<10} {:<8} {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9}",
+        "binary", "signal", "min", "median", "max", "min", "median", "max"
+    );
     for row in &rows {
         println!("{row}");
     }
@@ -135,7 +140,7 @@ impl Bed<'_> {
 
     /// Starts a standby beside `leader`, lets both settle, signals the leader and waits for the
     /// standby to hold the Lease: the new leader, and the time from the signal to its acquireTime.
-    fn round(&mut self, leader: &mut Replica, signal: i32) -> Result<(Replica, Duration), String> {
+    fn round(&mut self, leader: &mut Replica, signal: i32) -> Result<(Replica, Figure), String> {
         self.started += 1;
         let standby = self.start(self.started)?;
         wait("the standby's first attempt", || logged(&standby, "attempting to acquire leader lease").then_some(()))?;
@@ -147,13 +152,23 @@ impl Bed<'_> {
         let signalled = Timestamp::now();
         leader.process.signal(signal);
         let old = leader.identity.clone();
+        // The old holder's last renewal: polling cannot miss it, it stays for a lease or until
+        // the release.
+        let mut last_renewal = None;
         let spec = wait("the standby to take over", || {
-            self.lease().filter(|s| s.holder_identity.as_ref().is_some_and(|h| !h.is_empty() && *h != old))
+            let spec = self.lease()?;
+            let holder = spec.holder_identity.clone().unwrap_or_default();
+            if holder == old {
+                last_renewal = spec.renew_time.as_ref().map(|t| t.0);
+            }
+            (!holder.is_empty() && holder != old).then_some(spec)
         })?;
         leader.process.stop(Duration::from_secs(10));
         let acquired = acquire_time(&spec).ok_or("the new term has no acquireTime")?;
+        let past_expiry = last_renewal.map(|renewed| acquired.duration_since(renewed) - LEASE);
         let identity = spec.holder_identity.unwrap_or_default();
-        Ok((Replica { process: standby, identity }, positive(acquired.duration_since(signalled))))
+        let figure = Figure { after_signal: positive(acquired.duration_since(signalled)), past_expiry };
+        Ok((Replica { process: standby, identity }, figure))
     }
 
     fn lease(&self) -> Option<LeaseSpec> {
@@ -165,28 +180,39 @@ impl Bed<'_> {
     }
 }
 
+/// kubeadm's (and both binaries' default) lease duration.
+const LEASE: SignedDuration = SignedDuration::from_secs(15);
+
+/// One failover: from the signal to the new term's acquireTime, and how long after the old
+/// holder's last renewal plus the lease duration the new term began (negative: before the
+/// lease ran out, which only a release allows).
+#[derive(Debug, Clone, Copy)]
+struct Figure {
+    after_signal: Duration,
+    past_expiry: Option<SignedDuration>,
+}
+
 /// One line of the table.
 struct Row {
     side: Side,
     signal: &'static str,
-    took: Vec<Duration>,
+    took: Vec<Figure>,
 }
 
 impl std::fmt::Display for Row {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut sorted = self.took.clone();
-        sorted.sort();
-        let secs = |d: Option<&Duration>| d.map_or("-".to_string(), |d| format!("{:.2} s", d.as_secs_f64()));
-        write!(
-            f,
-            "{:<10} {:<8} {:>9} {:>9} {:>9}",
-            self.side.name(),
-            self.signal,
-            secs(sorted.first()),
-            secs(sorted.get(sorted.len() / 2)),
-            secs(sorted.last())
-        )
+        let mut after: Vec<f64> = self.took.iter().map(|t| t.after_signal.as_secs_f64()).collect();
+        let mut past: Vec<f64> = self.took.iter().filter_map(|t| t.past_expiry.map(|d| d.as_secs_f64())).collect();
+        write!(f, "{:<10} {:<8} {} | {}", self.side.name(), self.signal, stats(&mut after), stats(&mut past))
     }
+}
+
+/// min, median and max of `values`, in seconds.
+fn stats(values: &mut [f64]) -> String {
+    values.sort_by(f64::total_cmp);
+    let show = |v: Option<&f64>| v.map_or("-".to_string(), |v| format!("{v:.2} s"));
+    let (min, median, max) = (values.first(), values.get(values.len() / 2), values.last());
+    format!("{:>9} {:>9} {:>9}", show(min), show(median), show(max))
 }
 
 /// Polls `check` every 20 ms until it answers, or fails after [`DEADLINE`].

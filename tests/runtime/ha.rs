@@ -34,8 +34,6 @@ use harness::{Backend, TestServer};
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 const LEASE_NAMESPACE: &str = "kube-system";
 const LEASE_NAME: &str = "kube-controller-manager";
-/// client-go's `JitterFactor`: a candidate retries every retry period × [1, 2.2).
-const JITTER: f64 = 1.2;
 /// Room for a loaded 2-core machine (process scheduling, TLS handshakes, slow requests).
 const SLACK: Duration = Duration::from_secs(5);
 /// The longest any expected change may take before the test fails.
@@ -76,11 +74,6 @@ const fn secs(s: u64) -> Duration {
 }
 
 impl Terms {
-    /// The longest a candidate waits between attempts.
-    fn max_retry(&self) -> Duration {
-        self.retry.mul_f64(1.0 + JITTER)
-    }
-
     fn flags(&self) -> [String; 4] {
         [
             "--leader-elect=true".into(),
