@@ -77,9 +77,24 @@ impl Observed {
     /// Whether the holder's term is still running at `now`: the record has not changed for
     /// less than its `leaseDurationSeconds` (client-go's `isLeaseValid`).
     pub fn is_valid(&self, now: Instant) -> bool {
-        let duration = Duration::from_secs(u64::try_from(self.record.lease_duration_seconds).unwrap_or(0));
-        self.at + duration > now
+        self.expiry() > now
     }
+
+    /// When the holder's term runs out by our clock, unless the record changes before.
+    pub fn expiry(&self) -> Instant {
+        self.at + Duration::from_secs(u64::try_from(self.record.lease_duration_seconds).unwrap_or(0))
+    }
+}
+
+/// What a record seen outside an attempt (by the standby's watch) asks of the election thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// The record is the one already seen: keep the schedule (and the term's start).
+    Unchanged,
+    /// Nobody holds the lock (released, or deleted), or the record names us: attempt now.
+    Now,
+    /// Another holds a term that runs out at this instant by our clock: attempt then at the latest.
+    HeldUntil(Instant),
 }
 
 #[derive(Default)]
@@ -250,6 +265,32 @@ impl<L: Lock> Election<L> {
         self.lock.update(&record, deadline).map_err(AttemptError::Update)?;
         self.shared.set_observed(record);
         Ok(())
+    }
+
+    /// Takes in a record seen without asking (the standby's watch; `None`: the object was
+    /// deleted) by the rule of an attempt's read: the term restarts only when the record
+    /// changed. Says when the next attempt is due.
+    pub fn observe(&mut self, current: Option<Record>) -> Wake {
+        let Some(current) = current else {
+            return Wake::Now;
+        };
+        if self.shared.observed().is_some_and(|o| o.record == current) {
+            return Wake::Unchanged;
+        }
+        let observed = self.shared.set_observed(current);
+        if observed.record.holder_identity.is_empty() || self.is_ours(&observed.record) {
+            return Wake::Now;
+        }
+        Wake::HeldUntil(observed.expiry())
+    }
+
+    /// When to attempt again after a failed attempt, given the `regular` retry: no later than
+    /// the instant the term last seen held by another runs out by our clock.
+    pub fn next_attempt(&self, regular: Instant) -> Instant {
+        match self.shared.observed() {
+            Some(o) if !o.record.holder_identity.is_empty() && !self.is_ours(&o.record) => regular.min(o.expiry()),
+            _ => regular,
+        }
     }
 
     /// Gives the lock up if the record names us (client-go's `release`): no holder, a
@@ -576,6 +617,69 @@ mod tests {
         assert_eq!(stored(&store).leader_transitions, 1);
         assert_eq!(b.take_new_leader().as_deref(), Some("b"));
         assert_eq!(a.take_new_leader(), None, "the empty holder a released to is nobody");
+    }
+
+    #[test]
+    fn a_watched_renewal_restarts_the_term_and_sets_the_attempt_at_its_expiry() {
+        let (store, clock) = (Arc::default(), manual_clock());
+        let mut a = candidate("a", &store, &clock);
+        let mut b = candidate("b", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        let seen = clock.now();
+        assert_eq!(b.observe(Some(stored(&store))), Wake::HeldUntil(seen + LEASE));
+        clock.advance(Duration::from_secs(5));
+        assert_eq!(b.observe(Some(stored(&store))), Wake::Unchanged, "the same record does not restart the term");
+        assert_eq!(b.shared.observed().expect("seen").at, seen);
+        a.try_acquire_or_renew(far()).expect("renewed");
+        assert_eq!(b.observe(Some(stored(&store))), Wake::HeldUntil(clock.now() + LEASE), "a renewal does");
+        assert_eq!(b.take_new_leader().as_deref(), Some("a"), "the watch reports the leader too");
+    }
+
+    #[test]
+    fn a_term_seen_by_the_watch_runs_out_for_the_next_read() {
+        let (store, clock) = (Arc::default(), manual_clock());
+        let mut a = candidate("a", &store, &clock);
+        let mut b = candidate("b", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        let Wake::HeldUntil(expiry) = b.observe(Some(stored(&store))) else { panic!("held by a") };
+        clock.advance(LEASE - Duration::from_millis(1));
+        assert_eq!(b.try_acquire_or_renew(far()), Err(AttemptError::HeldBy("a".into())), "not yet");
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(clock.now(), expiry);
+        b.try_acquire_or_renew(far()).expect("the read finds the record unchanged since the watch saw it");
+        assert_eq!(stored(&store).holder_identity, "b");
+    }
+
+    #[test]
+    fn a_watched_release_or_deletion_wakes_the_standby_at_once() {
+        let (store, clock) = (Arc::default(), manual_clock());
+        let mut a = candidate("a", &store, &clock);
+        let mut b = candidate("b", &store, &clock);
+        a.try_acquire_or_renew(far()).expect("acquired");
+        assert!(matches!(b.observe(Some(stored(&store))), Wake::HeldUntil(_)));
+        assert_eq!(a.release(far()), Ok(true));
+        assert_eq!(b.observe(Some(stored(&store))), Wake::Now);
+        assert_eq!(b.observe(None), Wake::Now, "a deleted Lease is free to create");
+        b.try_acquire_or_renew(far()).expect("taken at once");
+        assert_eq!(b.observe(Some(stored(&store))), Wake::Unchanged, "its own write, as already seen");
+    }
+
+    #[test]
+    fn the_next_attempt_is_due_at_the_expiry_when_sooner_than_the_retry() {
+        let (store, clock) = (Arc::default(), manual_clock());
+        let mut a = candidate("a", &store, &clock);
+        let mut b = candidate("b", &store, &clock);
+        let regular = clock.now() + Duration::from_secs(20);
+        assert_eq!(b.next_attempt(regular), regular, "nothing seen yet");
+        a.try_acquire_or_renew(far()).expect("acquired");
+        assert!(b.try_acquire_or_renew(far()).is_err());
+        assert_eq!(b.next_attempt(regular), clock.now() + LEASE, "the term runs out first");
+        let soon = clock.now() + Duration::from_secs(2);
+        assert_eq!(b.next_attempt(soon), soon, "the retry comes first");
+        assert_eq!(a.next_attempt(regular), regular, "our own term is renewed, not waited for");
+        assert_eq!(a.release(far()), Ok(true));
+        assert!(matches!(b.observe(Some(stored(&store))), Wake::Now));
+        assert_eq!(b.next_attempt(regular), regular, "a released lock has no term to wait for");
     }
 
     #[test]

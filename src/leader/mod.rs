@@ -10,19 +10,23 @@
 //! conditional on the Lease's resourceVersion.
 //!
 //! Beyond upstream's kube-controller-manager, a graceful [`LeaderElector::stop`] can release
-//! the Lease (`release_on_cancel`, kubernetes#132599) so that a standby takes over within a
-//! retry period instead of a lease duration.
+//! the Lease (`release_on_cancel`, kubernetes#132599), and a standby also watches the Lease
+//! (`watch`): it attempts at once when the Lease is released, and no later than the instant
+//! the holder's term runs out by its own clock, instead of up to a jittered retry period
+//! after either. The watch only makes attempts earlier; they are still client-go's (read, check
+//! expiry by the local clock, update conditionally), and the periodic ones remain the fallback.
 //!
 //! Module map: `record` (the record in a Lease spec), `election` (acquire / renew /
 //! release decisions, free of I/O), `lease_lock` (the Lease over the API, on a worker thread
 //! so that requests can be abandoned at their deadline), `run` (the election thread),
-//! `metrics` (`leader_election_master_status`).
+//! `watch` (the standby's watch on the Lease), `metrics` (`leader_election_master_status`).
 
 mod election;
 mod lease_lock;
 mod metrics;
 mod record;
 mod run;
+mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +42,7 @@ use crate::apimachinery::clock::RealClock;
 use lease_lock::RemoteLock;
 use metrics::LeaderMetrics;
 use run::{JITTER_FACTOR, Runner, Timing};
+use watch::LeaseWatch;
 
 /// How long past the lease duration a leader may go without renewing before [`LeaderElector::check`]
 /// fails (kube-controller-manager's `NewLeaderHealthzAdaptor(time.Second * 20)`).
@@ -144,6 +149,7 @@ impl LeaderElector {
         let (lost_sender, lost) = crossbeam_channel::bounded(1);
         let (events, event_queue) = crossbeam_channel::unbounded::<LeaderEvent>();
         let lock = RemoteLock::spawn(&client, &config.namespace, &config.name, &config.identity, stopped.clone())?;
+        let watch = LeaseWatch::new(client.clone(), &config.namespace, &config.name);
         let dispatcher_thread = spawn("leader-election-events", move || {
             for event in event_queue {
                 on_event(&event);
@@ -161,6 +167,7 @@ impl LeaderElector {
             events,
             lost: lost_sender.clone(),
             metrics,
+            watch,
         };
         let election_thread = spawn("leader-election", move || runner.run())?;
         Ok(LeaderElector {

@@ -2,6 +2,10 @@
 //! period with jitter; once leading, renew every retry period, retrying failed renewals until
 //! the renew deadline since the last successful one; then lose the lease, or on a graceful stop
 //! release it.
+//!
+//! A standby also follows the Lease through a watch (see `watch`): a released Lease is
+//! attempted at once, and an attempt is due no later than the instant the holder's term runs
+//! out by our clock. The periodic attempts remain, whether the watch works or not.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,9 +14,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use super::LeaderEvent;
-use super::election::{AttemptError, Election, Shared};
+use super::election::{AttemptError, Election, Shared, Wake};
 use super::lease_lock::RemoteLock;
 use super::metrics::LeaderMetrics;
+use super::record::Record;
+use super::watch::{LeaseWatch, Seen};
 
 /// client-go's `JitterFactor`: acquisition retries wait between 1 and 2.2 retry periods.
 pub const JITTER_FACTOR: f64 = 1.2;
@@ -40,6 +46,8 @@ pub struct Runner {
     /// Receives one message when leadership is lost involuntarily.
     pub lost: Sender<()>,
     pub metrics: &'static LeaderMetrics,
+    /// The standby's watch on the Lease; closed while leading.
+    pub watch: LeaseWatch,
 }
 
 /// Why leading ended.
@@ -81,15 +89,70 @@ impl Runner {
                 return None;
             }
             match result {
-                Ok(()) => return Some(started),
+                Ok(()) => {
+                    self.watch.stop();
+                    return Some(started);
+                }
                 Err(AttemptError::HeldBy(holder)) => {
                     log::debug!("lock is held by {holder} and has not yet expired: {}", self.election.describe())
                 }
                 Err(e) => log::error!("failed to acquire lease {}: {e}", self.election.describe()),
             }
-            if self.sleep(jittered(self.timing.retry_period)) {
+            let due = self.election.next_attempt(Instant::now() + jittered(self.timing.retry_period));
+            if self.wait_for_attempt(due) {
                 return None;
             }
+        }
+    }
+
+    /// Waits until the next attempt is due: at `due`, or earlier when the watch sees the Lease
+    /// free or a term that runs out sooner. Keeps the watch open meanwhile. Whether the elector
+    /// was told to stop.
+    fn wait_for_attempt(&mut self, mut due: Instant) -> bool {
+        loop {
+            let now = Instant::now();
+            self.watch.open_if_due(now);
+            if now >= due {
+                self.log_expiry(now);
+                return false;
+            }
+            let wake = self.watch.reopen_at().map_or(due, |at| at.min(due));
+            let news = self.watch.news().clone();
+            crossbeam_channel::select! {
+                recv(self.stop) -> _ => return true,
+                recv(news) -> seen => match seen {
+                    Ok(Seen::Record(record)) => due = self.on_record(record, due),
+                    Ok(Seen::Ended { generation, events }) => self.watch.ended(generation, events, Instant::now()),
+                    Err(_) => {}
+                },
+                default(wake.saturating_duration_since(now)) => {}
+            }
+        }
+    }
+
+    /// A record from the watch, taken in as an attempt's read would; the attempt's new due time.
+    fn on_record(&mut self, record: Option<Record>, due: Instant) -> Instant {
+        let wake = self.election.observe(record);
+        self.report_new_leader();
+        match wake {
+            Wake::Unchanged => due,
+            Wake::Now => {
+                log::info!("leader lease {} is free, attempting to acquire it now", self.election.describe());
+                Instant::now()
+            }
+            Wake::HeldUntil(expiry) => due.min(expiry),
+        }
+    }
+
+    /// Says so when an attempt is made because the holder's term ran out by our clock.
+    fn log_expiry(&self, now: Instant) {
+        let Some(observed) = self.shared.observed() else { return };
+        let holder = &observed.record.holder_identity;
+        if !holder.is_empty() && *holder != self.shared.identity && !observed.is_valid(now) {
+            log::info!(
+                "the term of {holder} on leader lease {} ran out by our clock, attempting to acquire it",
+                self.election.describe()
+            );
         }
     }
 

@@ -3,10 +3,11 @@
 //! be cut off alone.
 //!
 //! A sampler follows every test: at each sample at most one process's
-//! `leader_election_master_status` is 1, and it is the Lease holder's. SIGKILL hands over once
-//! the lease expired and within a lease plus two jittered retry periods; SIGTERM releases the
-//! Lease, so a standby leads within seconds although the lease is 30 s; a leader cut off from
-//! the API exits with "leaderelection lost" before the standby acquires the Lease.
+//! `leader_election_master_status` is 1, and it is the Lease holder's. Standbys watch the
+//! Lease, so SIGKILL hands over once the lease expired and within little more than it (not a
+//! lease plus retry periods, as client-go's polling would); SIGTERM releases the Lease, so a
+//! standby leads within seconds although the lease is 30 s and the retry period 10 s; a leader
+//! cut off from the API exits with "leaderelection lost" before the standby acquires the Lease.
 //!
 //! Bounds are what client-go guarantees plus [`SLACK`] for a loaded 2-core machine; the Lease's
 //! own timestamps are compared, so how fast the test notices a change does not matter.
@@ -33,8 +34,6 @@ use harness::{Backend, TestServer};
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 const LEASE_NAMESPACE: &str = "kube-system";
 const LEASE_NAME: &str = "kube-controller-manager";
-/// client-go's `JitterFactor`: a candidate retries every retry period × [1, 2.2).
-const JITTER: f64 = 1.2;
 /// Room for a loaded 2-core machine (process scheduling, TLS handshakes, slow requests).
 const SLACK: Duration = Duration::from_secs(5);
 /// The longest any expected change may take before the test fails.
@@ -53,22 +52,28 @@ struct Terms {
 /// Short terms, for the cases where a standby must wait for the lease to expire. The renew
 /// deadline is half the lease: a cut-off leader gives up 3 s before a standby may take over.
 const SHORT: Terms = Terms { lease: secs(6), renew: secs(3), retry: Duration::from_millis(500) };
-/// A lease far longer than a release handover may take, so that only the release explains it.
-const LONG: Terms = Terms { lease: secs(30), renew: secs(20), retry: secs(1) };
-/// A standby leads this soon after a SIGTERM'd leader released the Lease (a retry period × 2.2
-/// plus the old leader's shutdown and [`SLACK`]); far below [`LONG`]'s lease.
-const RELEASE_HANDOVER: Duration = Duration::from_secs(10);
+/// A lease far longer than a release handover may take, so that only the release explains it,
+/// and a retry period longer than it too, so that only the standby's watch explains it.
+const LONG: Terms = Terms { lease: secs(30), renew: secs(20), retry: secs(10) };
+/// A standby leads this soon after the SIGTERM that makes the leader release the Lease: the old
+/// leader's shutdown, the watch event and one attempt take well under 3 s, plus [`SLACK`];
+/// below [`LONG`]'s retry period, far below its lease.
+const RELEASE_HANDOVER: Duration = Duration::from_secs(3 + SLACK.as_secs());
+/// kubeadm's lease and renew deadline with the longest retry period they allow (the renew
+/// deadline must exceed 1.2 retry periods): polling standbys would take over up to two
+/// jittered retry periods (35 s) after the lease ran out, watching ones at once.
+const WATCHED: Terms = Terms { lease: secs(15), renew: secs(10), retry: secs(8) };
+/// How late past the lease duration a watching standby may take over on a loaded 2-core
+/// machine: the last renewal's request, its watch event and the standby's wake-up. Timely
+/// standbys take ~0.1 s; a polling one would exceed this about 6 times in 7 ([`WATCHED`]'s
+/// jittered retry is 8-17.6 s).
+const EXPIRY_SLACK: Duration = Duration::from_millis(2500);
 
 const fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
 
 impl Terms {
-    /// The longest a candidate waits between attempts.
-    fn max_retry(&self) -> Duration {
-        self.retry.mul_f64(1.0 + JITTER)
-    }
-
     fn flags(&self) -> [String; 4] {
         [
             "--leader-elect=true".into(),
@@ -447,13 +452,15 @@ fn the_sample_check_accepts_handovers_and_flags_two_leaders() {
     assert!(check_sample(&term("a", 0), &ids(&["c"]), &term("b", 1)).is_err());
 }
 
-on_both_backends!(of_three_processes_one_leads_and_sigkill_hands_over_after_the_lease);
+on_both_backends!(of_three_processes_one_leads_and_sigkill_hands_over_at_the_lease_expiry);
 /// Three processes: one leads at every sample; a SIGKILL'd leader keeps the Lease until it
-/// expires, then a standby takes it within a lease plus two jittered retry periods (one to see
-/// the last renewal, one to retry after expiry: client-go's `isLeaseValid` + `wait.JitterUntil`).
-fn of_three_processes_one_leads_and_sigkill_hands_over_after_the_lease(backend: Backend) {
+/// expires, then a standby takes it within [`EXPIRY_SLACK`] of the expiry: its watch saw the
+/// last renewal as it happened and woke it when the term ran out by its clock. Polling alone
+/// (client-go) could take two jittered retry periods more: one to see the last renewal, one to
+/// retry after expiry.
+fn of_three_processes_one_leads_and_sigkill_hands_over_at_the_lease_expiry(backend: Backend) {
     let bed = Bed::start("kill", backend);
-    let mut candidates = bed.start_candidates(3, SHORT);
+    let mut candidates = bed.start_candidates(3, WATCHED);
     let sampler = Sampler::start(&bed, &candidates);
     let first = bed.wait_for_leader(&candidates);
     sampler.wait_until_leading(&candidates[first].identity);
@@ -464,11 +471,14 @@ fn of_three_processes_one_leads_and_sigkill_hands_over_after_the_lease(backend: 
     let (last, taken) = follow_handover(&bed, &candidates[first].identity);
     let gap = acquire_time(&taken).duration_since(renew_time(&last));
     eprintln!("SIGKILL: taken over {gap:?} after the last renewal");
-    assert!(gap >= signed(SHORT.lease), "taken over {gap:?} after the last renewal, before the lease expired");
-    let bound = SHORT.lease + SHORT.max_retry() * 2 + SLACK;
+    assert!(gap >= signed(WATCHED.lease), "taken over {gap:?} after the last renewal, before the lease expired");
+    let bound = WATCHED.lease + EXPIRY_SLACK;
     assert!(gap < signed(bound), "taken over {gap:?} after the last renewal (bound {bound:?})");
     assert_eq!(taken.lease_transitions, Some(1));
     let second = candidates.iter().position(|c| Some(&c.identity) == taken.holder_identity.as_ref()).unwrap();
+    let ran_out =
+        format!("the term of {} on leader lease {LEASE_NAMESPACE}/{LEASE_NAME} ran out", candidates[first].identity);
+    assert!(candidates[second].log_text().contains(&ran_out), "attempted at the expiry");
     sampler.wait_until_leading(&candidates[second].identity);
 
     let samples = sampler.finish();
@@ -478,9 +488,11 @@ fn of_three_processes_one_leads_and_sigkill_hands_over_after_the_lease(backend: 
 }
 
 on_both_backends!(of_two_processes_one_leads_and_sigterm_hands_over_at_once);
-/// Two processes, a 30 s lease: SIGTERM releases the Lease (client-go's `ReleaseOnCancel`) and
-/// the standby leads within [`RELEASE_HANDOVER`]; waiting for the lease would take 30 s. The
-/// last process, SIGTERM'd, leaves the Lease released: no holder, a one-second term.
+/// Two processes, a 30 s lease, a 10 s retry period: SIGTERM releases the Lease (client-go's
+/// `ReleaseOnCancel`), the standby's watch sees it, and the standby leads within
+/// [`RELEASE_HANDOVER`]; waiting for the lease would take 30 s, for its next periodic attempt up
+/// to 22 s. It says in its log that the watch woke it. The last process, SIGTERM'd, leaves the
+/// Lease released: no holder, a one-second term.
 fn of_two_processes_one_leads_and_sigterm_hands_over_at_once(backend: Backend) {
     let bed = Bed::start("term", backend);
     let mut candidates = bed.start_candidates(2, LONG);
@@ -493,13 +505,22 @@ fn of_two_processes_one_leads_and_sigterm_hands_over_at_once(backend: Backend) {
         candidates[second].log_text().contains(&format!("new leader elected: {leader}")).then_some(())
     });
 
+    // The process notices signals once its controllers started (which takes seconds on the
+    // real server); the handover is measured from then on.
+    wait("the leader's controllers to run", || candidates[first].log_text().contains("workers of ").then_some(()));
+
     let terminated = Timestamp::now();
     candidates[first].signal("-TERM");
     let (_, taken) = follow_handover(&bed, &leader);
     let took = acquire_time(&taken).duration_since(terminated);
-    eprintln!("SIGTERM: taken over {took:?} after the signal");
+    eprintln!(
+        "SIGTERM: taken over {took:?} after the signal (sent at {terminated}, acquired at {})",
+        acquire_time(&taken)
+    );
     assert!(took < signed(RELEASE_HANDOVER), "handover after SIGTERM took {took:?}; the lease is {:?}", LONG.lease);
     assert_eq!(taken.holder_identity.as_ref(), Some(&candidates[second].identity));
+    let woken = format!("leader lease {LEASE_NAMESPACE}/{LEASE_NAME} is free, attempting to acquire it now");
+    assert!(candidates[second].log_text().contains(&woken), "the watch woke the standby");
     assert_eq!(taken.lease_transitions, Some(1));
     let status = candidates[first].wait_exit();
     assert!(status.success(), "SIGTERM exits 0: {status:?}");
