@@ -84,7 +84,19 @@ pub struct Client {
     timeout: Duration,
     /// Per-client bearer tokens (a controller's service account) instead of the config's auth.
     token_source: Option<Arc<credentials::TokenSource>>,
+    /// How long an informer's watch may stay silent (see [`WATCH_IDLE_TIMEOUT`]).
+    watch_idle_timeout: Duration,
 }
+
+/// How long an informer's watch may stay silent before it is taken for dead and opened again
+/// from the last resourceVersion. Our watches are HTTP/1.1, where nothing like HTTP/2's pings
+/// (client-go: `ReadIdleTimeout` 30 s + `PingTimeout` 15 s) tells a stalled connection from a
+/// quiet one, and the server-side `timeoutSeconds` (5–10 min) never arrives through a stalled
+/// path. kube-apiserver's watch cache sends a watcher that allows bookmarks one every minute
+/// (`defaultBookmarkFrequency`, in time buckets of a second) whenever the kind's
+/// resourceVersion moved; 30 s more for a loaded server. A quiet kind gets no bookmarks, so its
+/// watch is opened again every 90 s: one request from the same resourceVersion, no relist.
+pub const WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// What every client of one API server shares: the connection setup and the pool.
 struct Shared {
@@ -113,6 +125,7 @@ impl Client {
             user_agent: user_agent(None).into(),
             timeout,
             token_source: None,
+            watch_idle_timeout: WATCH_IDLE_TIMEOUT,
         })
     }
 
@@ -126,6 +139,7 @@ impl Client {
             user_agent: user_agent(Some(controller)).into(),
             timeout: self.timeout,
             token_source: self.token_source.clone(),
+            watch_idle_timeout: self.watch_idle_timeout,
         }
     }
 
@@ -152,6 +166,7 @@ impl Client {
         client.user_agent = user_agent(Some(username)).into();
         client.timeout = self.timeout;
         client.token_source = Some(source);
+        client.watch_idle_timeout = self.watch_idle_timeout;
         log::debug!("{controller}: authenticating as {username}");
         Ok(client)
     }
@@ -171,6 +186,17 @@ impl Client {
     /// The same client with another time limit for each ordinary request (e.g. a short probe).
     pub fn with_request_timeout(&self, timeout: Duration) -> Client {
         Client { timeout, ..self.clone() }
+    }
+
+    /// The same client with another [`WATCH_IDLE_TIMEOUT`] for the informers it feeds (tests
+    /// shorten it).
+    pub fn with_watch_idle_timeout(&self, idle: Duration) -> Client {
+        Client { watch_idle_timeout: idle, ..self.clone() }
+    }
+
+    /// How long an informer's watch through this client may stay silent.
+    pub fn watch_idle_timeout(&self) -> Duration {
+        self.watch_idle_timeout
     }
 
     /// The server's base URL.

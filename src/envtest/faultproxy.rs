@@ -456,6 +456,10 @@ fn serve_requests(client: &mut ClientStream, peer: SocketAddr, shared: &Arc<Shar
     loop {
         let Some(mut request) = RequestHead::read(client)? else { return Ok(End::Close) };
         let body = read_body(client, &request.headers)?;
+        if shared.dead(epoch) {
+            // Cut while the request came in: reads only notice a cut between ticks.
+            return Ok(End::Reset);
+        }
         let fault = shared.fault_for(Some(&request));
         if let Some(fault) = &fault {
             shared.count(fault.name());
@@ -481,7 +485,9 @@ fn serve_requests(client: &mut ClientStream, peer: SocketAddr, shared: &Arc<Shar
         shared.counts.lock().forwarded += 1;
         let response = match forward(&mut upstream, &request, &body, shared, epoch) {
             Ok(response) => response,
+            Err(_) if shared.dead(epoch) => return Ok(End::Reset),
             Err(e) => {
+                // kube-apiserver unreachable: what a front proxy answers then.
                 log::debug!("fault proxy: {} {}: {e}", request.method, request.target);
                 write_server_error(client.get_mut(), 503)?;
                 upstream = None;

@@ -142,3 +142,144 @@ fn server_errors_are_reported_and_an_informer_lists_again() {
         factory.shutdown();
     });
 }
+
+/// An informer of ConfigMaps through `client`, started and synced.
+fn synced_informer(
+    client: &Client,
+) -> (SharedInformerFactory, std::sync::Arc<kcm::runtime::informer::Informer<ConfigMap>>) {
+    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO);
+    let informer = factory.informer::<ConfigMap>();
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE), "the informer syncs");
+    (factory, informer)
+}
+
+#[test]
+fn resets_fail_clearly_and_reads_are_sent_again() {
+    real(|plane, proxy| {
+        let admin = admin(&plane, &proxy);
+        let maps = Api::<ConfigMap>::namespaced(&admin, "default");
+        maps.create(&config_map("reset"), &PostParams::default()).unwrap();
+        // A GET is sent again once on a fresh connection, as client-go retries GETs after a reset.
+        proxy.inject(Rule::new(Fault::ResetBeforeResponse).verb("GET").times(1));
+        maps.get("reset").expect("a GET retried after a reset");
+        // A write is not sent again: a clear transport error.
+        proxy.inject(Rule::new(Fault::ResetBeforeResponse).verb("POST").times(1));
+        let error = maps.create(&config_map("written"), &PostParams::default()).expect_err("a reset write");
+        assert!(error.is_transport(), "{error}");
+        maps.create(&config_map("written"), &PostParams::default()).expect("created once the resets stop");
+        // A reset in the middle of a body: an error naming the broken connection.
+        // Not sent again (nor by client-go, which retries only on errors before the response).
+        proxy.inject(Rule::new(Fault::ResetMidResponse).verb("GET").watch(false).times(1));
+        let error = maps.list(&ListParams::default()).expect_err("a list reset mid-body");
+        assert!(error.is_transport(), "{error}");
+        assert_eq!(proxy.counts().injected("reset_mid_response"), 1);
+        maps.list(&ListParams::default()).expect("listed once the resets stop");
+
+        // An informer whose lists and watches are reset a few times converges.
+        proxy.inject(Rule::new(Fault::ResetMidResponse).path("/configmaps").times(4));
+        let (factory, informer) = synced_informer(&admin);
+        maps.create(&config_map("later"), &PostParams::default()).unwrap();
+        wait_for("the informer sees a new object", || informer.store().get("default/later").is_some());
+        factory.shutdown();
+    });
+}
+
+#[test]
+fn truncated_bodies_fail_clearly_and_informers_recover() {
+    real(|plane, proxy| {
+        let admin = admin(&plane, &proxy);
+        let maps = Api::<ConfigMap>::namespaced(&admin, "default");
+        maps.create(&config_map("whole"), &PostParams::default()).unwrap();
+        proxy.inject(Rule::new(Fault::TruncateBody).verb("GET").watch(false).times(1));
+        let error = maps.list(&ListParams::default()).expect_err("a truncated list");
+        assert!(error.is_transport() || error.to_string().contains("decod"), "{error}");
+        assert_eq!(proxy.counts().injected("truncate_body"), 1);
+
+        // Truncated lists and watch streams: the informer lists and watches again, and its cache
+        // holds exactly what the server has.
+        proxy.inject(Rule::new(Fault::TruncateBody).path("/configmaps").times(3));
+        let (factory, informer) = synced_informer(&admin);
+        for name in ["one", "two", "three"] {
+            maps.create(&config_map(name), &PostParams::default()).unwrap();
+        }
+        let expected = |names: Vec<String>| {
+            let mut sorted = names;
+            sorted.sort();
+            sorted
+        };
+        let server_names = || {
+            expected(
+                maps.list(&ListParams::default()).unwrap().items.into_iter().filter_map(|m| m.metadata.name).collect(),
+            )
+        };
+        wait_for("the cache matches the server", || {
+            let cached =
+                informer.store().list().into_iter().filter(|m| m.metadata.namespace.as_deref() == Some("default"));
+            expected(cached.filter_map(|m| m.metadata.name.clone()).collect()) == server_names()
+        });
+        factory.shutdown();
+    });
+}
+
+#[test]
+fn half_open_requests_time_out() {
+    real(|plane, proxy| {
+        let short = client(proxy.rest_config(plane.admin_config()), Duration::from_secs(2));
+        let maps = Api::<ConfigMap>::namespaced(&short, "default");
+        // An answer that never comes on a kept-alive connection.
+        maps.list(&ListParams::default()).unwrap();
+        proxy.inject(Rule::new(Fault::HalfOpen).verb("GET").times(1));
+        let started = Instant::now();
+        let error = maps.list(&ListParams::default()).expect_err("no answer");
+        assert!(error.is_timeout(), "{error}");
+        assert!(started.elapsed() >= Duration::from_secs(2), "{:?}", started.elapsed());
+        maps.list(&ListParams::default()).expect("answered on another connection");
+        // A new connection that is accepted and never answered (not even the TLS handshake).
+        proxy.drop_connections();
+        proxy.inject(Rule::new(Fault::HalfOpen).times(1));
+        let error = maps.list(&ListParams::default()).expect_err("no handshake");
+        assert!(error.is_timeout() || error.is_transport(), "{error}");
+        assert_eq!(proxy.counts().injected("half_open"), 2);
+        maps.list(&ListParams::default()).expect("answered once the network is back");
+    });
+}
+
+#[test]
+fn a_stalled_watch_is_noticed_and_watched_again() {
+    real(|plane, proxy| {
+        let admin = admin(&plane, &proxy);
+        let maps = Api::<ConfigMap>::namespaced(&admin, "default");
+        // The idle limit shortened from its default so that the test is short.
+        let informers = admin.with_watch_idle_timeout(Duration::from_secs(3));
+        proxy.inject(Rule::new(Fault::StallWatch).watch(true).path("/configmaps").times(1));
+        let (factory, informer) = synced_informer(&informers);
+        wait_for("the watch stalls", || proxy.counts().injected("stall_watch") == 1);
+        maps.create(&config_map("unseen"), &PostParams::default()).unwrap();
+        wait_for("a new watch delivers the object", || informer.store().get("default/unseen").is_some());
+        factory.shutdown();
+    });
+}
+
+#[test]
+fn a_cut_fails_requests_at_once_and_informers_catch_up_after_it() {
+    real(|plane, proxy| {
+        let admin = admin(&plane, &proxy);
+        let maps = Api::<ConfigMap>::namespaced(&admin, "default");
+        let (factory, informer) = synced_informer(&admin);
+        proxy.cut();
+        let started = Instant::now();
+        let error = maps.list(&ListParams::default()).expect_err("cut off");
+        assert!(error.is_transport(), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(20), "a reset is not a timeout: {:?}", started.elapsed());
+        // Written past the proxy while the informer is cut off.
+        let direct = client(plane.admin_config(), DEADLINE);
+        Api::<ConfigMap>::namespaced(&direct, "default")
+            .create(&config_map("meanwhile"), &PostParams::default())
+            .unwrap();
+        wait_for("the watch was cut", || proxy.counts().injected("cut") >= 2);
+        proxy.restore();
+        wait_for("the informer catches up", || informer.store().get("default/meanwhile").is_some());
+        factory.shutdown();
+    });
+}
