@@ -15,6 +15,7 @@
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -88,13 +89,15 @@ pub struct Rule {
     path_contains: Option<String>,
     watch: Option<bool>,
     remaining: Option<u64>,
+    lasting: Option<Duration>,
+    /// Set from `lasting` when the rule is injected.
     until: Option<Instant>,
 }
 
 impl Rule {
     /// `fault` on every request, until cleared.
     pub fn new(fault: Fault) -> Rule {
-        Rule { fault, verb: None, path_contains: None, watch: None, remaining: None, until: None }
+        Rule { fault, verb: None, path_contains: None, watch: None, remaining: None, lasting: None, until: None }
     }
 
     /// Only requests with this HTTP method (`GET`, `PUT`, ...).
@@ -121,9 +124,9 @@ impl Rule {
         self
     }
 
-    /// For `duration` from now.
+    /// For `duration` from when it is injected.
     pub fn lasting(mut self, duration: Duration) -> Rule {
-        self.until = Some(Instant::now() + duration);
+        self.lasting = Some(duration);
         self
     }
 
@@ -222,8 +225,23 @@ impl FaultProxy {
         RestConfig { server: self.url(), ..config }
     }
 
+    /// kubeadm's files for a controller manager (see [`ControlPlane::write_kubeconfigs`]) with
+    /// the proxy as the server.
+    pub fn write_kubeconfigs(&self, plane: &ControlPlane, path: &Path) -> Result<(PathBuf, PathBuf), String> {
+        crate::sandbox::auth::write_kubeadm_files(
+            path,
+            &self.url(),
+            &plane.pki.ca_pem,
+            &plane.pki.ca_key_pem(),
+            &plane.admin,
+            &plane.controller_manager,
+            &plane.service_account_key_pem,
+        )
+    }
+
     /// Adds a rule; the first live rule matching a request decides its fault.
-    pub fn inject(&self, rule: Rule) {
+    pub fn inject(&self, mut rule: Rule) {
+        rule.until = rule.lasting.map(|d| Instant::now() + d);
         self.shared.rules.lock().push(rule);
     }
 
@@ -946,7 +964,9 @@ mod tests {
         assert!(!rules[0].matches(&request("/api/v1/nodes")));
         rules[0].remaining = Some(0);
         assert!(!rules[0].live(Instant::now()));
-        let expired = Rule::new(Fault::HalfOpen).lasting(Duration::ZERO);
+        let mut expired = Rule::new(Fault::HalfOpen).lasting(Duration::ZERO);
+        assert!(expired.live(Instant::now()), "counted from its injection");
+        expired.until = Some(Instant::now());
         assert!(!expired.live(Instant::now() + Duration::from_millis(1)));
         assert!(expired.matches_everything());
     }

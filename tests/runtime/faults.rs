@@ -7,7 +7,16 @@
 //! Bounds on time are lower bounds (a wait the client must have honoured) or generous deadlines.
 #![cfg(feature = "sandbox")]
 
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kcm::client::Patch;
+use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use serde_json::json;
 
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
@@ -18,7 +27,7 @@ use kcm::envtest::ControlPlane;
 use kcm::envtest::faultproxy::{Fault, FaultProxy, Rule};
 use kcm::runtime::informer::SharedInformerFactory;
 
-use crate::harness::Backend;
+use crate::harness::{self, Backend};
 
 /// The longest any expected recovery may take.
 const DEADLINE: Duration = Duration::from_secs(45);
@@ -282,4 +291,129 @@ fn a_cut_fails_requests_at_once_and_informers_catch_up_after_it() {
         wait_for("the informer catches up", || informer.store().get("default/meanwhile").is_some());
         factory.shutdown();
     });
+}
+
+/// The real binary (deployment, replicaset, endpointslice and serviceaccount controllers) keeps a Deployment
+/// converging while the proxy throttles it, fails its requests, resets its connections and
+/// stalls a watch, one after another. Nodes and the test itself talk to kube-apiserver
+/// directly. The stalled watch takes the binary's [`kcm::client::WATCH_IDLE_TIMEOUT`] (90 s) to
+/// be noticed: this test is the suite's longest.
+#[test]
+fn the_binary_keeps_a_deployment_converging_through_each_fault() {
+    real(|plane, proxy| {
+        let dir = std::env::temp_dir().join(format!("kcm-faults-binary-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (_, kubeconfig) = proxy.write_kubeconfigs(&plane, &dir.join("admin.conf")).unwrap();
+        let admin = client(plane.admin_config(), DEADLINE);
+        let nodes =
+            SimulatedNodes::start(plane.admin_config(), vec!["node-1".into(), "node-2".into()], NodeOptions::default())
+                .expect("the nodes start");
+        let log = dir.join("kcm.log");
+        let child = Command::new(BINARY)
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg("--controllers=deployment-controller,replicaset-controller,endpointslice-controller,serviceaccount-controller")
+            .args(["--use-service-account-credentials=true", "--leader-elect=false", "--secure-port=0", "-v=2"])
+            .stderr(std::fs::File::create(&log).unwrap())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut binary = Process(child);
+        let deployments = Api::<Deployment>::namespaced(&admin, "default");
+        deployments.create(&deployment(2), &PostParams::default()).unwrap();
+        Api::<Service>::namespaced(&admin, "default").create(&service(), &PostParams::default()).unwrap();
+        converge(&admin, &mut binary, 2, &log);
+
+        let phases: [(&str, Rule, i32); 4] = [
+            ("too_many_requests", Rule::new(Fault::TooManyRequests { retry_after_seconds: 1 }).lasting(secs(4)), 3),
+            ("server_error", Rule::new(Fault::ServerError(503)).watch(false).lasting(secs(4)), 1),
+            ("reset_mid_response", Rule::new(Fault::ResetMidResponse).times(10), 4),
+            ("stall_watch", Rule::new(Fault::StallWatch).watch(true).path("/replicasets").times(1), 2),
+        ];
+        for (fault, rule, replicas) in phases {
+            let started = Instant::now();
+            if fault == "stall_watch" {
+                // Only new watches stall: every watch opens again after its connection drops.
+                proxy.drop_connections();
+            }
+            proxy.inject(rule);
+            scale(&deployments, replicas);
+            converge(&admin, &mut binary, replicas, &log);
+            proxy.clear();
+            assert!(proxy.counts().injected(fault) > 0, "{fault} was injected: {:?}", proxy.counts());
+            eprintln!("{fault}: converged to {replicas} replicas in {:?}", started.elapsed());
+        }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(!text.contains("panicked"), "the binary panicked:\n{text}");
+        nodes.stop();
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
+
+const fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn deployment(replicas: i32) -> Deployment {
+    harness::from(json!({"metadata": {"name": "web"}, "spec": {"replicas": replicas,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx", "ports": [{"containerPort": 80}]}]}}}}))
+}
+
+fn service() -> Service {
+    harness::from(json!({"metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 80}]}}))
+}
+
+fn scale(deployments: &Api<Deployment>, replicas: i32) {
+    let patch = Patch::Merge(json!({"spec": {"replicas": replicas}}));
+    deployments.patch("web", &patch, &PostParams::default()).unwrap();
+}
+
+/// Waits until the Deployment has `replicas` updated, ready and available pods of its latest
+/// generation and the Service's EndpointSlices list exactly that many ready endpoints; fails
+/// at once if the binary exits.
+fn converge(admin: &Client, binary: &mut Process, replicas: i32, log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(150);
+    let deployments = Api::<Deployment>::namespaced(admin, "default");
+    let slices = Api::<EndpointSlice>::namespaced(admin, "default");
+    let selector = ListParams { label_selector: Some("kubernetes.io/service-name=web".into()), ..Default::default() };
+    loop {
+        if let Some(status) = binary.0.try_wait().unwrap() {
+            panic!("the binary exited ({status}):\n{}", std::fs::read_to_string(log).unwrap_or_default());
+        }
+        let deployment = deployments.get("web").unwrap();
+        let status = deployment.status.clone().unwrap_or_default();
+        let rolled = status.observed_generation == deployment.metadata.generation
+            && [status.replicas, status.updated_replicas, status.ready_replicas, status.available_replicas]
+                .iter()
+                .all(|n| n.unwrap_or(0) == replicas);
+        let ready = slices
+            .list(&selector)
+            .unwrap()
+            .items
+            .iter()
+            .flat_map(|s| s.endpoints.iter())
+            .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(false))
+            .count();
+        if rolled && ready == replicas as usize {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no convergence to {replicas} replicas: {status:?}, {ready} ready endpoints"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
