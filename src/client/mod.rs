@@ -46,6 +46,8 @@ use tls::TlsConnector;
 const MAX_RETRY_AFTER_RETRIES: u32 = 10;
 /// How long opening a watch connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The wait before sending a GET again after a reset (client-go's artificial `Retry-After: 1`).
+const RESET_RETRY_WAIT: Duration = Duration::from_secs(1);
 /// The longest `Retry-After` honoured in one wait, so a server cannot park a worker for hours.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// The longest answer body we read into memory (a page of a list, an object).
@@ -236,16 +238,19 @@ impl Client {
         body: Option<Body>,
         accept: &str,
     ) -> Result<Vec<u8>> {
+        // Retries of either kind, counted together against client-go's `maxRetries`.
         let mut attempt = 0;
-        let mut retried_transport = false;
         loop {
             let response = match self.send_once(&method, path_and_query, body.as_ref(), accept) {
-                // A pooled connection the server closed meanwhile fails at once; a read is safe to
-                // send again on a fresh one, as client-go retries GETs (but not after a timeout).
-                Err(e) if e.is_transport() && method == http::Method::GET && !retried_transport && !e.is_timeout() => {
-                    retried_transport = true;
-                    log::debug!("{method} {path_and_query}: {e}; retrying once");
-                    self.send_once(&method, path_and_query, body.as_ref(), accept)?
+                // client-go sends a GET again after a reset or an EOF before the answer, up to
+                // `maxRetries` times a second apart; the first retry here goes at once, as it is
+                // mostly a pooled connection the server closed meanwhile.
+                Err(e) if method == http::Method::GET && is_reset(&e) && attempt < MAX_RETRY_AFTER_RETRIES => {
+                    attempt += 1;
+                    let wait = if attempt == 1 { Duration::ZERO } else { RESET_RETRY_WAIT };
+                    log::debug!("{method} {path_and_query}: {e}; retrying in {wait:?}");
+                    std::thread::sleep(wait);
+                    continue;
                 }
                 other => other?,
             };
@@ -507,5 +512,32 @@ fn user_agent(controller: Option<&str>) -> String {
     match controller {
         Some(name) => format!("{base} {name}"),
         None => base,
+    }
+}
+
+/// A connection reset or closed before the answer came (client-go's `IsConnectionReset` and
+/// `IsProbableEOF`): neither a timeout, a refused connection, nor a TLS failure.
+fn is_reset(e: &Error) -> bool {
+    let Error::Transport(message) = e else { return false };
+    let message = message.to_lowercase();
+    !e.is_timeout()
+        && ["connection reset", "broken pipe", "eof", "connection aborted", "closed"]
+            .iter()
+            .any(|m| message.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_resets_and_early_ends_count_as_resets() {
+        let transport = |m: &str| Error::Transport(m.into());
+        assert!(is_reset(&transport("io: Connection reset by peer (os error 104)")));
+        assert!(is_reset(&transport("unexpected EOF")));
+        assert!(!is_reset(&transport("io: Connection refused (os error 111)")));
+        assert!(!is_reset(&transport("timeout: global")));
+        assert!(!is_reset(&transport("invalid peer certificate: UnknownIssuer")));
+        assert!(!is_reset(&Error::Decode("EOF while parsing".into())));
     }
 }

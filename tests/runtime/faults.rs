@@ -169,9 +169,12 @@ fn resets_fail_clearly_and_reads_are_sent_again() {
         let admin = admin(&plane, &proxy);
         let maps = Api::<ConfigMap>::namespaced(&admin, "default");
         maps.create(&config_map("reset"), &PostParams::default()).unwrap();
-        // A GET is sent again once on a fresh connection, as client-go retries GETs after a reset.
-        proxy.inject(Rule::new(Fault::ResetBeforeResponse).verb("GET").times(1));
-        maps.get("reset").expect("a GET retried after a reset");
+        // A GET is sent again after resets, as client-go does: at once, then a second apart.
+        proxy.inject(Rule::new(Fault::ResetBeforeResponse).verb("GET").times(3));
+        let started = Instant::now();
+        maps.get("reset").expect("a GET retried after resets");
+        assert!(started.elapsed() >= Duration::from_secs(2), "{:?}", started.elapsed());
+        assert_eq!(proxy.counts().injected("reset_before_response"), 3);
         // A write is not sent again: a clear transport error.
         proxy.inject(Rule::new(Fault::ResetBeforeResponse).verb("POST").times(1));
         let error = maps.create(&config_map("written"), &PostParams::default()).expect_err("a reset write");
