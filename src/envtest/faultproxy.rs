@@ -168,6 +168,7 @@ impl Counts {
 /// The running proxy; stops (and drops every connection) when dropped. Share it in an `Arc`.
 pub struct FaultProxy {
     shared: Arc<Shared>,
+    source_ip: IpAddr,
     addr: SocketAddr,
     accept: Option<std::thread::JoinHandle<()>>,
 }
@@ -182,6 +183,8 @@ struct Shared {
     server: Arc<ServerConfig>,
     upstream: Arc<ClientConfig>,
     upstream_addr: SocketAddr,
+    /// Sent as `X-Forwarded-For`: kube-apiserver's audit log lists it first in `sourceIPs`.
+    source_ip: IpAddr,
 }
 
 impl FaultProxy {
@@ -197,6 +200,9 @@ impl FaultProxy {
         let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).map_err(|e| e.to_string())?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let source_ip = IpAddr::V4(Ipv4Addr::new(127, 0, 1 + (n / 250) as u8, 1 + (n % 250) as u8));
         let shared = Arc::new(Shared {
             rules: Mutex::new(Vec::new()),
             counts: Mutex::new(Counts::default()),
@@ -206,18 +212,25 @@ impl FaultProxy {
             server: Arc::new(server),
             upstream: Arc::new(upstream),
             upstream_addr,
+            source_ip,
         });
         let accepting = shared.clone();
         let accept = std::thread::Builder::new()
             .name("faultproxy-accept".into())
             .spawn(move || accept_loop(listener, accepting))
             .map_err(|e| e.to_string())?;
-        Ok(FaultProxy { shared, addr, accept: Some(accept) })
+        Ok(FaultProxy { shared, source_ip, addr, accept: Some(accept) })
     }
 
     /// The proxy's `https://127.0.0.1:<port>` URL.
     pub fn url(&self) -> String {
         format!("https://{}", self.addr)
+    }
+
+    /// The address this proxy's callers appear from in kube-apiserver's audit log (`sourceIPs`,
+    /// from `X-Forwarded-For`): 127.0.1.1 for the first proxy of the process, then .2, ...
+    pub fn source_ip(&self) -> IpAddr {
+        self.source_ip
     }
 
     /// `config` (e.g. [`ControlPlane::controller_manager_config`]) pointed at the proxy.
@@ -330,12 +343,12 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     let mut connections = Vec::new();
     while !shared.stopping.load(Ordering::SeqCst) {
         match listener.accept() {
-            Ok((socket, peer)) => {
+            Ok((socket, _)) => {
                 shared.counts.lock().connections += 1;
                 let shared = shared.clone();
                 let spawned = std::thread::Builder::new()
                     .name("faultproxy-conn".into())
-                    .spawn(move || serve_connection(socket, peer, &shared));
+                    .spawn(move || serve_connection(socket, &shared));
                 match spawned {
                     Ok(handle) => connections.push(handle),
                     Err(e) => log::warn!("fault proxy: cannot start a connection thread: {e}"),
@@ -414,7 +427,7 @@ fn reset(stream: &TcpStream) {
 type ClientStream = BufReader<StreamOwned<ServerConnection, Socket>>;
 type UpstreamStream = BufReader<StreamOwned<ClientConnection, Socket>>;
 
-fn serve_connection(socket: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
+fn serve_connection(socket: TcpStream, shared: &Arc<Shared>) {
     let epoch = shared.epoch.load(Ordering::SeqCst);
     if shared.cut.load(Ordering::SeqCst) {
         shared.count("cut");
@@ -428,7 +441,7 @@ fn serve_connection(socket: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
     }
     let Ok(tls) = ServerConnection::new(shared.server.clone()) else { return };
     let mut client = BufReader::new(StreamOwned::new(tls, socket));
-    let outcome = serve_requests(&mut client, peer, shared, epoch);
+    let outcome = serve_requests(&mut client, shared, epoch);
     if shared.dead(epoch) && !shared.stopping.load(Ordering::SeqCst) {
         shared.count("cut");
         reset(&raw);
@@ -462,7 +475,7 @@ fn hold<R: Read>(mut socket: R) {
     while matches!(socket.read(&mut buf), Ok(n) if n > 0) {}
 }
 
-fn serve_requests(client: &mut ClientStream, peer: SocketAddr, shared: &Arc<Shared>, epoch: u64) -> io::Result<End> {
+fn serve_requests(client: &mut ClientStream, shared: &Arc<Shared>, epoch: u64) -> io::Result<End> {
     let identity = {
         let stream = client.get_mut();
         while stream.conn.is_handshaking() {
@@ -499,7 +512,7 @@ fn serve_requests(client: &mut ClientStream, peer: SocketAddr, shared: &Arc<Shar
             Some(Fault::Latency(delay)) => wait(*delay, shared, epoch)?,
             _ => {}
         }
-        request.prepare_upstream(identity.as_ref(), peer.ip());
+        request.prepare_upstream(identity.as_ref(), shared.source_ip);
         shared.counts.lock().forwarded += 1;
         let response = match forward(&mut upstream, &request, &body, shared, epoch) {
             Ok(response) => response,
@@ -565,8 +578,8 @@ impl RequestHead {
     }
 
     /// Replaces any `X-Remote-*` the caller sent with the authenticated caller (unless it
-    /// authenticates by bearer token) and records the caller's address.
-    fn prepare_upstream(&mut self, identity: Option<&crate::x509::CertificateSubject>, peer: IpAddr) {
+    /// authenticates by bearer token) and names the proxy's source address.
+    fn prepare_upstream(&mut self, identity: Option<&crate::x509::CertificateSubject>, source: IpAddr) {
         let bearer = self.header("authorization").is_some_and(|a| a.trim_start().starts_with("Bearer "));
         self.headers.retain(|(name, _)| !name.to_ascii_lowercase().starts_with("x-remote-"));
         if let (Some(subject), false) = (identity, bearer) {
@@ -575,7 +588,8 @@ impl RequestHead {
                 self.headers.push(("X-Remote-Group".into(), group.clone()));
             }
         }
-        self.headers.push(("X-Forwarded-For".into(), peer.to_string()));
+        self.headers.retain(|(name, _)| !name.eq_ignore_ascii_case("x-forwarded-for"));
+        self.headers.push(("X-Forwarded-For".into(), source.to_string()));
     }
 
     fn encode(&self) -> Vec<u8> {

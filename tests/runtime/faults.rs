@@ -97,6 +97,18 @@ fn callers_are_forwarded_as_themselves_by_certificate_or_token() {
         assert_eq!(user, "system:serviceaccount:default:robot");
         assert!(groups.contains(&"system:serviceaccounts:default".to_string()), "{groups:?}");
         assert!(proxy.counts().forwarded >= 4);
+
+        // The audit log (which records Deployment updates) shows the proxy's source address.
+        let deployments = Api::<Deployment>::namespaced(&admin, "default");
+        let created = deployments.create(&deployment(0), &PostParams::default()).unwrap();
+        deployments.replace("web", &created, &PostParams::default()).unwrap();
+        let source = proxy.source_ip().to_string();
+        wait_for("the update in the audit log", || {
+            let log = std::fs::read_to_string(plane.audit_log()).unwrap_or_default();
+            log.lines()
+                .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+                .any(|entry| entry["objectRef"]["name"] == "web" && entry["sourceIPs"][0] == source.as_str())
+        });
     });
 }
 
