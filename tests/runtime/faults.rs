@@ -286,7 +286,7 @@ fn a_stalled_watch_is_noticed_and_watched_again() {
 }
 
 #[test]
-fn a_cut_fails_requests_at_once_and_informers_catch_up_after_it() {
+fn a_cut_fails_requests_and_informers_catch_up_after_it() {
     real(|plane, proxy| {
         let admin = admin(&plane, &proxy);
         let maps = Api::<ConfigMap>::namespaced(&admin, "default");
@@ -295,7 +295,8 @@ fn a_cut_fails_requests_at_once_and_informers_catch_up_after_it() {
         let started = Instant::now();
         let error = maps.list(&ListParams::default()).expect_err("cut off");
         assert!(error.is_transport(), "{error}");
-        assert!(started.elapsed() < Duration::from_secs(20), "a reset is not a timeout: {:?}", started.elapsed());
+        // Ten GET retries a second apart (client-go's), then the reset: no waiting for a timeout.
+        assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
         // Written past the proxy while the informer is cut off.
         let direct = client(plane.admin_config(), DEADLINE);
         Api::<ConfigMap>::namespaced(&direct, "default")
