@@ -113,6 +113,24 @@ fn callers_are_forwarded_as_themselves_by_certificate_or_token() {
 }
 
 #[test]
+fn latency_delays_only_the_matching_requests() {
+    real(|plane, proxy| {
+        let admin = admin(&plane, &proxy);
+        let maps = Api::<ConfigMap>::namespaced(&admin, "default");
+        maps.create(&config_map("slow"), &PostParams::default()).unwrap();
+        proxy.inject(Rule::new(Fault::Latency(Duration::from_secs(2))).verb("GET").path("/configmaps/slow"));
+        let started = Instant::now();
+        maps.get("slow").expect("a delayed answer");
+        assert!(started.elapsed() >= Duration::from_secs(2), "{:?}", started.elapsed());
+        // A 1 s timeout ends a request delayed 2 s.
+        let short = Api::<ConfigMap>::namespaced(&admin.with_request_timeout(Duration::from_secs(1)), "default");
+        assert!(short.get("slow").expect_err("delayed past the timeout").is_timeout());
+        short.list(&ListParams::default()).expect("other requests are not delayed");
+        assert_eq!(proxy.counts().injected("latency"), 2);
+    });
+}
+
+#[test]
 fn too_many_requests_are_retried_after_retry_after() {
     real(|plane, proxy| {
         let admin = admin(&plane, &proxy);
