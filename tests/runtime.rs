@@ -26,6 +26,8 @@ mod client_metadata;
 mod controller;
 #[path = "runtime/events.rs"]
 mod events;
+#[path = "runtime/faults.rs"]
+mod faults;
 #[path = "runtime/ha.rs"]
 mod ha;
 #[path = "runtime/informers.rs"]

@@ -46,6 +46,8 @@ use tls::TlsConnector;
 const MAX_RETRY_AFTER_RETRIES: u32 = 10;
 /// How long opening a watch connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The wait before sending a GET again after a reset (client-go's artificial `Retry-After: 1`).
+const RESET_RETRY_WAIT: Duration = Duration::from_secs(1);
 /// The longest `Retry-After` honoured in one wait, so a server cannot park a worker for hours.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// The longest answer body we read into memory (a page of a list, an object).
@@ -84,7 +86,19 @@ pub struct Client {
     timeout: Duration,
     /// Per-client bearer tokens (a controller's service account) instead of the config's auth.
     token_source: Option<Arc<credentials::TokenSource>>,
+    /// How long an informer's watch may stay silent (see [`WATCH_IDLE_TIMEOUT`]).
+    watch_idle_timeout: Duration,
 }
+
+/// How long an informer's watch may stay silent before it is taken for dead and opened again
+/// from the last resourceVersion. Our watches are HTTP/1.1, where nothing like HTTP/2's pings
+/// (client-go: `ReadIdleTimeout` 30 s + `PingTimeout` 15 s) tells a stalled connection from a
+/// quiet one, and the server-side `timeoutSeconds` (5–10 min) never arrives through a stalled
+/// path. kube-apiserver's watch cache sends a watcher that allows bookmarks one every minute
+/// (`defaultBookmarkFrequency`, in time buckets of a second) whenever the kind's
+/// resourceVersion moved; 30 s more for a loaded server. A quiet kind gets no bookmarks, so its
+/// watch is opened again every 90 s: one request from the same resourceVersion, no relist.
+pub const WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// What every client of one API server shares: the connection setup and the pool.
 struct Shared {
@@ -113,6 +127,7 @@ impl Client {
             user_agent: user_agent(None).into(),
             timeout,
             token_source: None,
+            watch_idle_timeout: WATCH_IDLE_TIMEOUT,
         })
     }
 
@@ -126,6 +141,7 @@ impl Client {
             user_agent: user_agent(Some(controller)).into(),
             timeout: self.timeout,
             token_source: self.token_source.clone(),
+            watch_idle_timeout: self.watch_idle_timeout,
         }
     }
 
@@ -152,6 +168,7 @@ impl Client {
         client.user_agent = user_agent(Some(username)).into();
         client.timeout = self.timeout;
         client.token_source = Some(source);
+        client.watch_idle_timeout = self.watch_idle_timeout;
         log::debug!("{controller}: authenticating as {username}");
         Ok(client)
     }
@@ -171,6 +188,17 @@ impl Client {
     /// The same client with another time limit for each ordinary request (e.g. a short probe).
     pub fn with_request_timeout(&self, timeout: Duration) -> Client {
         Client { timeout, ..self.clone() }
+    }
+
+    /// The same client with another [`WATCH_IDLE_TIMEOUT`] for the informers it feeds (tests
+    /// shorten it).
+    pub fn with_watch_idle_timeout(&self, idle: Duration) -> Client {
+        Client { watch_idle_timeout: idle, ..self.clone() }
+    }
+
+    /// How long an informer's watch through this client may stay silent.
+    pub fn watch_idle_timeout(&self) -> Duration {
+        self.watch_idle_timeout
     }
 
     /// The server's base URL.
@@ -210,16 +238,19 @@ impl Client {
         body: Option<Body>,
         accept: &str,
     ) -> Result<Vec<u8>> {
+        // Retries of either kind, counted together against client-go's `maxRetries`.
         let mut attempt = 0;
-        let mut retried_transport = false;
         loop {
             let response = match self.send_once(&method, path_and_query, body.as_ref(), accept) {
-                // A pooled connection the server closed meanwhile fails at once; a read is safe to
-                // send again on a fresh one, as client-go retries GETs (but not after a timeout).
-                Err(e) if e.is_transport() && method == http::Method::GET && !retried_transport && !e.is_timeout() => {
-                    retried_transport = true;
-                    log::debug!("{method} {path_and_query}: {e}; retrying once");
-                    self.send_once(&method, path_and_query, body.as_ref(), accept)?
+                // client-go sends a GET again after a reset or an EOF before the answer, up to
+                // `maxRetries` times a second apart; the first retry here goes at once, as it is
+                // mostly a pooled connection the server closed meanwhile.
+                Err(e) if method == http::Method::GET && is_reset(&e) && attempt < MAX_RETRY_AFTER_RETRIES => {
+                    attempt += 1;
+                    let wait = if attempt == 1 { Duration::ZERO } else { RESET_RETRY_WAIT };
+                    log::debug!("{method} {path_and_query}: {e}; retrying in {wait:?}");
+                    std::thread::sleep(wait);
+                    continue;
                 }
                 other => other?,
             };
@@ -481,5 +512,32 @@ fn user_agent(controller: Option<&str>) -> String {
     match controller {
         Some(name) => format!("{base} {name}"),
         None => base,
+    }
+}
+
+/// A connection reset or closed before the answer came (client-go's `IsConnectionReset` and
+/// `IsProbableEOF`): neither a timeout, a refused connection, nor a TLS failure.
+fn is_reset(e: &Error) -> bool {
+    let Error::Transport(message) = e else { return false };
+    let message = message.to_lowercase();
+    !e.is_timeout()
+        && ["connection reset", "broken pipe", "eof", "connection aborted", "closed"]
+            .iter()
+            .any(|m| message.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_resets_and_early_ends_count_as_resets() {
+        let transport = |m: &str| Error::Transport(m.into());
+        assert!(is_reset(&transport("io: Connection reset by peer (os error 104)")));
+        assert!(is_reset(&transport("unexpected EOF")));
+        assert!(!is_reset(&transport("io: Connection refused (os error 111)")));
+        assert!(!is_reset(&transport("timeout: global")));
+        assert!(!is_reset(&transport("invalid peer certificate: UnknownIssuer")));
+        assert!(!is_reset(&Error::Decode("EOF while parsing".into())));
     }
 }

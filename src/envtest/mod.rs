@@ -6,6 +6,7 @@
 //! runs the same steps on either [`Backend`].
 
 mod assets;
+pub mod faultproxy;
 pub mod metrics_api;
 pub mod process;
 pub mod sidebyside;

@@ -16,8 +16,10 @@
 //! A *list* delivers the difference against the cache, then *watches* run from the list's
 //! resourceVersion, with bookmarks and a server-side timeout of 5–10 minutes. Every event,
 //! bookmarks included, moves the last synced resourceVersion forward, so a re-watch starts
-//! from a recent revision even when the watched kind itself is quiet. `managedFields` are
-//! dropped as objects arrive.
+//! from a recent revision even when the watched kind itself is quiet. A watch silent for the
+//! client's `watch_idle_timeout` (90 s: a minute between bookmarks plus slack) is taken for a
+//! stalled connection and opened again from there. `managedFields` are dropped as objects
+//! arrive.
 //!
 //! Which resourceVersion a list asks for (`relistResourceVersion`): "0" at first (any recent
 //! state, from the watch cache), then the last synced one (a list "not older than" it, also
@@ -509,6 +511,8 @@ impl<K: Cached> Reflector<K> {
             resource_version: Some(self.resource_version.clone()),
             allow_bookmarks: true,
             timeout_seconds: Some(watch_timeout_seconds()),
+            // Bookmarks keep a live watch from going silent that long (see WATCH_IDLE_TIMEOUT).
+            idle_timeout: Some(self.client.watch_idle_timeout()),
             ..WatchParams::default()
         };
         log::debug!("{}: watching from resourceVersion {}", self.name(), self.resource_version);
