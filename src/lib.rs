@@ -9,6 +9,8 @@ pub mod app;
 pub mod cel;
 pub mod client;
 pub mod controllers;
+#[cfg(test)]
+mod fuzz;
 #[cfg(feature = "sandbox")]
 pub mod envtest;
 pub mod jwt;

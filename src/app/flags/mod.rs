@@ -17,6 +17,8 @@ mod options;
 mod table;
 pub(crate) mod validate;
 mod values;
+#[cfg(test)]
+mod fuzz_tests;
 
 use std::ffi::OsString;
 use std::fmt;
