@@ -9,10 +9,10 @@ pub mod app;
 pub mod cel;
 pub mod client;
 pub mod controllers;
-#[cfg(test)]
-mod fuzz;
 #[cfg(feature = "sandbox")]
 pub mod envtest;
+#[cfg(test)]
+mod fuzz;
 pub mod jwt;
 pub mod leader;
 pub mod logging;

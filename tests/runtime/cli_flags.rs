@@ -163,7 +163,8 @@ fn generated_bad_command_lines_exit_2_with_the_parsers_message() {
     let bad = prop_oneof![
         "[a-z]{1,12}".prop_map(|n| vec![OsString::from(format!("--no-such-{n}"))]),
         any::<String>().prop_map(|v| vec![OsString::from(format!("--kube-api-qps={v}x"))]),
-        proptest::collection::vec(128u8.., 1..8).prop_map(|b| vec![OsString::from("--kubeconfig"), OsString::from_vec(b)]),
+        proptest::collection::vec(128u8.., 1..8)
+            .prop_map(|b| vec![OsString::from("--kubeconfig"), OsString::from_vec(b)]),
         "[^-][a-z\n\t]{0,8}".prop_map(|p| vec![OsString::from(p)]),
         Just(vec![OsString::from("--node-monitor-grace-period")]),
         "-[a-gi-uw-z]{1,3}".prop_map(|s| vec![OsString::from(s)]),

@@ -10,6 +10,9 @@ use super::{BodyDecoder, ChunkState, EventBody, Head, Target};
 use crate::client::Error;
 use crate::fuzz::{assert_clear, config};
 
+/// An event as its type and object text, or the error's message.
+type Decoded = Result<(String, String), String>;
+
 /// One event line as kube-apiserver writes it.
 fn event() -> impl Strategy<Value = (String, String)> {
     let kind = proptest::sample::select(&["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "Weird", ""][..]);
@@ -60,7 +63,7 @@ fn chunked_with_offsets(body: &[u8], sizes: &[usize], decorate: bool) -> (Vec<u8
 
 /// Feeds `wire` cut at `cuts` (positions into it) and takes every event as it completes, then
 /// the rest once the connection closes. An error ends the body, as it ends the watch.
-fn decode(decoder: BodyDecoder, wire: &[u8], cuts: &[usize]) -> (Vec<Result<(String, String), String>>, bool) {
+fn decode(decoder: BodyDecoder, wire: &[u8], cuts: &[usize]) -> (Vec<Decoded>, bool) {
     let mut body = EventBody::new(decoder);
     let mut events = Vec::new();
     let mut take = |body: &mut EventBody| {
@@ -87,11 +90,11 @@ fn decode(decoder: BodyDecoder, wire: &[u8], cuts: &[usize]) -> (Vec<Result<(Str
 
 /// What the events of a stream must be: the written ones, objects compacted as serde_json
 /// reads them.
-fn expected(events: &[(String, String)]) -> Vec<Result<(String, String), String>> {
+fn expected(events: &[(String, String)]) -> Vec<Decoded> {
     events.iter().map(|(kind, object)| Ok((kind.clone(), object.clone()))).collect()
 }
 
-fn check_errors(events: &[Result<(String, String), String>]) {
+fn check_errors(events: &[Decoded]) {
     for error in events.iter().filter_map(|e| e.as_ref().err()) {
         assert_clear(error);
         assert!(error.contains("watch stream"), "{error}");
