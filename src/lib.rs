@@ -11,6 +11,8 @@ pub mod client;
 pub mod controllers;
 #[cfg(feature = "sandbox")]
 pub mod envtest;
+#[cfg(test)]
+mod fuzz;
 pub mod jwt;
 pub mod leader;
 pub mod logging;

@@ -59,8 +59,9 @@ impl<K: Resource<Scope = ClusterResourceScope>> Api<K> {
 /// (the informers' packed Pods) decodes them one at a time instead of all at once.
 #[derive(Debug, Default, Deserialize)]
 pub struct RawList {
-    /// The list's metadata: resourceVersion and continue token.
-    #[serde(default)]
+    /// The list's metadata: resourceVersion and continue token (`null` as absent, as the typed
+    /// and metadata-only lists read it).
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub metadata: ListMeta,
     /// The objects, each as the server wrote it.
     #[serde(default, deserialize_with = "super::null_as_default")]

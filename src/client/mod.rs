@@ -475,9 +475,32 @@ where
     Ok(<Option<T> as serde::Deserialize>::deserialize(deserializer)?.unwrap_or_default())
 }
 
+/// Decodes an answer; an error names the type it should have been (`List<Pod>: …`).
 pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
-    serde_json::from_slice(body).map_err(|e| Error::Decode(e.to_string()))
+    serde_json::from_slice(body).map_err(|e| Error::Decode(format!("{}: {e}", short_type_name::<T>())))
 }
+
+/// `List<Pod>` for `k8s_openapi::List<k8s_openapi::api::core::v1::Pod>`.
+fn short_type_name<T>() -> String {
+    let full = std::any::type_name::<T>();
+    let mut short = String::with_capacity(full.len());
+    let mut path = String::new();
+    for c in full.chars().chain(['\0']) {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            path.push(c);
+            continue;
+        }
+        short.push_str(path.rsplit("::").next().unwrap_or_default());
+        path.clear();
+        if c != '\0' {
+            short.push(c);
+        }
+    }
+    short
+}
+
+#[cfg(test)]
+mod fuzz_tests;
 
 /// An agent that reaches the API server through our TLS connector, resolving its host with
 /// [`resolve::NameResolver`] (the host's files and DNS, no NSS: the release binary is static).

@@ -67,7 +67,12 @@ impl Transport {
 /// An open watch: its socket and the undecoded part of its body.
 pub struct WatchConnection {
     transport: Transport,
-    body: BodyDecoder,
+    body: EventBody,
+}
+
+/// A watch body as it arrives: its framing, and the decoded bytes not yet taken as events.
+struct EventBody {
+    decoder: BodyDecoder,
     /// Decoded body bytes not yet taken as events.
     pending: Vec<u8>,
     /// Where the next event starts in `pending`.
@@ -94,13 +99,7 @@ impl WatchConnection {
             }
             (true, None) => return Err(Error::Request("no TLS configuration for an https server".into())),
         };
-        let mut connection = WatchConnection {
-            transport,
-            body: BodyDecoder::UntilClose,
-            pending: Vec::new(),
-            consumed: 0,
-            ended: false,
-        };
+        let mut connection = WatchConnection { transport, body: EventBody::new(BodyDecoder::UntilClose) };
         let transport_error =
             |e: io::Error| Error::Transport(format!("GET {}{}: {e}", request.server, request.path_and_query));
         connection.send_request(&target, request).map_err(transport_error)?;
@@ -128,19 +127,16 @@ impl WatchConnection {
     pub(crate) fn read_available(&mut self, budget: usize) -> io::Result<bool> {
         let mut buffer = [0u8; 16 * 1024];
         let mut read = 0;
-        while read < budget && !self.ended {
+        while read < budget && !self.body.ended {
             let result = match &mut self.transport {
                 Transport::Plain(socket) => socket.read(&mut buffer),
                 Transport::Tls(stream) => read_tls_available(stream, &mut buffer),
             };
             match result {
-                Ok(0) => self.ended = true,
+                Ok(0) => self.body.ended = true,
                 Ok(n) => {
                     read += n;
-                    self.ended = self.body.decode(&buffer[..n], &mut self.pending)?;
-                    if self.pending.len() - self.consumed > MAX_EVENT_BYTES {
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, "watch event larger than 16 MiB"));
-                    }
+                    self.body.feed(&buffer[..n])?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -155,42 +151,12 @@ impl WatchConnection {
                 _ => {}
             }
         }
-        Ok(self.ended)
+        Ok(self.body.ended)
     }
 
-    /// The next complete event of the pending body: kube-apiserver ends each with a newline.
-    /// At the end of the stream a last event without one is taken too.
+    /// The next complete event of the body read so far.
     pub(crate) fn next_event(&mut self) -> Option<Result<RawEvent>> {
-        loop {
-            let rest = &self.pending[self.consumed..];
-            let (line, used) = match rest.iter().position(|b| *b == b'\n') {
-                Some(end) => (&rest[..end], end + 1),
-                None if self.ended && !rest.is_empty() => (rest, rest.len()),
-                None => {
-                    self.compact();
-                    return None;
-                }
-            };
-            self.consumed += used;
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            return Some(
-                serde_json::from_slice::<RawEvent>(line).map_err(|e| Error::Decode(format!("watch stream: {e}"))),
-            );
-        }
-    }
-
-    /// Drops the events taken from the front of the pending body.
-    fn compact(&mut self) {
-        if self.consumed > 0 {
-            self.pending.drain(..self.consumed);
-            self.consumed = 0;
-        }
-        if self.pending.is_empty() && self.pending.capacity() > 64 * 1024 {
-            // A burst of large events has passed: give its buffer back.
-            self.pending = Vec::new();
-        }
+        self.body.next_event()
     }
 
     fn send_request(&mut self, target: &Target, request: &WatchRequest<'_>) -> io::Result<()> {
@@ -222,10 +188,10 @@ impl WatchConnection {
         loop {
             if let Some(end) = find(&raw, b"\r\n\r\n") {
                 let head = Head::parse(&raw[..end])?;
-                self.body = head.body_decoder();
+                self.body = EventBody::new(head.body_decoder());
                 let rest = raw[end + 4..].to_vec();
                 if !rest.is_empty() {
-                    self.ended = self.body.decode(&rest, &mut self.pending)?;
+                    self.body.feed(&rest)?;
                 }
                 return Ok(head);
             }
@@ -244,17 +210,17 @@ impl WatchConnection {
     fn read_error_body(&mut self, head: &Head, deadline: Instant) -> io::Result<Vec<u8>> {
         let mut buffer = [0u8; 4096];
         let complete = |c: &WatchConnection| match head.content_length {
-            Some(length) => c.pending.len() >= length,
-            None => c.ended,
+            Some(length) => c.body.pending.len() >= length,
+            None => c.body.ended,
         };
-        while !complete(self) && self.pending.len() < MAX_ERROR_BODY_BYTES {
+        while !complete(self) && self.body.pending.len() < MAX_ERROR_BODY_BYTES {
             let n = self.read_blocking(&mut buffer, deadline)?;
             if n == 0 {
                 break;
             }
-            self.ended = self.body.decode(&buffer[..n], &mut self.pending)?;
+            self.body.feed(&buffer[..n])?;
         }
-        Ok(std::mem::take(&mut self.pending))
+        Ok(std::mem::take(&mut self.body.pending))
     }
 
     fn read_blocking(&mut self, buffer: &mut [u8], deadline: Instant) -> io::Result<usize> {
@@ -362,6 +328,56 @@ fn connect(target: &Target, deadline: Instant) -> Result<TcpStream> {
     Err(Error::Transport(last.unwrap_or_else(|| format!("connecting to {}: timed out", target.authority))))
 }
 
+impl EventBody {
+    fn new(decoder: BodyDecoder) -> EventBody {
+        EventBody { decoder, pending: Vec::new(), consumed: 0, ended: false }
+    }
+
+    /// Decodes bytes as read from the connection; an event larger than 16 MiB ends the watch.
+    fn feed(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.ended = self.decoder.decode(bytes, &mut self.pending)?;
+        if self.pending.len() - self.consumed > MAX_EVENT_BYTES {
+            return Err(invalid("watch event larger than 16 MiB"));
+        }
+        Ok(())
+    }
+
+    /// The next complete event of the pending body: kube-apiserver ends each with a newline.
+    /// At the end of the stream a last event without one is taken too.
+    fn next_event(&mut self) -> Option<Result<RawEvent>> {
+        loop {
+            let rest = &self.pending[self.consumed..];
+            let (line, used) = match rest.iter().position(|b| *b == b'\n') {
+                Some(end) => (&rest[..end], end + 1),
+                None if self.ended && !rest.is_empty() => (rest, rest.len()),
+                None => {
+                    self.compact();
+                    return None;
+                }
+            };
+            self.consumed += used;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Some(
+                serde_json::from_slice::<RawEvent>(line).map_err(|e| Error::Decode(format!("watch stream: {e}"))),
+            );
+        }
+    }
+
+    /// Drops the events taken from the front of the pending body.
+    fn compact(&mut self) {
+        if self.consumed > 0 {
+            self.pending.drain(..self.consumed);
+            self.consumed = 0;
+        }
+        if self.pending.is_empty() && self.pending.capacity() > 64 * 1024 {
+            // A burst of large events has passed: give its buffer back.
+            self.pending = Vec::new();
+        }
+    }
+}
+
 /// The answer's status line and the headers a watch needs.
 struct Head {
     code: u16,
@@ -387,7 +403,10 @@ impl Head {
             let value = value.trim();
             match name.trim().to_ascii_lowercase().as_str() {
                 "transfer-encoding" => head.chunked = value.to_ascii_lowercase().contains("chunked"),
-                "content-length" => head.content_length = value.parse().ok(),
+                "content-length" => {
+                    let length = value.parse().map_err(|_| invalid(&format!("bad Content-Length {value:?}")))?;
+                    head.content_length = Some(length);
+                }
                 "retry-after" => head.retry_after = value.parse::<u64>().ok().map(Duration::from_secs),
                 _ => {}
             }
@@ -476,6 +495,10 @@ impl BodyDecoder {
                             }
                         }
                         ChunkState::DataEnd(left) => {
+                            let expected = if *left == 2 { b'\r' } else { b'\n' };
+                            if input[0] != expected {
+                                return Err(invalid("a chunk's data is not followed by CRLF"));
+                            }
                             input = &input[1..];
                             *left -= 1;
                             if *left == 0 {
@@ -486,6 +509,9 @@ impl BodyDecoder {
                             let byte = input[0];
                             input = &input[1..];
                             line.push(byte);
+                            if line.len() > MAX_HEAD_BYTES {
+                                return Err(invalid("a chunked body's trailer line longer than 64 KiB"));
+                            }
                             if byte == b'\n' {
                                 if line.len() <= 2 {
                                     *state = ChunkState::Done;
@@ -507,7 +533,10 @@ impl BodyDecoder {
 fn chunk_size(line: &[u8]) -> io::Result<usize> {
     let text = std::str::from_utf8(line).map_err(|_| invalid("a chunk-size line is not text"))?;
     let digits = text.trim_end_matches(['\r', '\n']).split(';').next().unwrap_or_default().trim();
-    usize::from_str_radix(digits, 16).map_err(|_| invalid(&format!("bad chunk size {digits:?}")))
+    // from_str_radix alone would take a sign (`+5`); Go's chunked reader takes hex digits only.
+    let hex = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit());
+    let size = hex.then(|| usize::from_str_radix(digits, 16).ok()).flatten();
+    size.ok_or_else(|| invalid(&format!("bad chunk size {digits:?}")))
 }
 
 /// The answer to a refused watch as the client's error.
@@ -516,6 +545,9 @@ impl Refused {
         ApiError::from_response(self.code, &self.body, self.retry_after).into()
     }
 }
+
+#[cfg(test)]
+mod fuzz_tests;
 
 #[cfg(test)]
 mod tests {
@@ -554,15 +586,8 @@ mod tests {
 
     #[test]
     fn events_are_taken_line_by_line_and_the_last_at_the_end() {
-        let mut connection = WatchConnection {
-            transport: Transport::Plain(
-                std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| TcpStream::connect(l.local_addr()?)).unwrap(),
-            ),
-            body: BodyDecoder::UntilClose,
-            pending: br#"{"type":"ADDED","object":{"a":1}}"#.to_vec(),
-            consumed: 0,
-            ended: false,
-        };
+        let mut connection = EventBody::new(BodyDecoder::UntilClose);
+        connection.feed(br#"{"type":"ADDED","object":{"a":1}}"#).unwrap();
         assert!(connection.next_event().is_none(), "no newline yet");
         connection.pending.extend_from_slice(b"\n\n{\"type\":\"DELETED\",\"object\":{}}");
         assert_eq!(connection.next_event().unwrap().unwrap().event_type, "ADDED");

@@ -137,3 +137,54 @@ fn node_cidr_mask_must_fit_the_cluster_cidr() {
         "Error: --node-cidr-mask-size (8) must not be smaller than the prefix length of --cluster-cidr 10.244.0.0/16"
     );
 }
+
+/// Generated command lines (README, "Fuzzing"), each refused by one bad argument among valid
+/// flags in either syntax (no `--help`: it wins over a positional argument): the binary exits 2 with exactly the parser's message on one line,
+/// whatever the bytes (non-UTF-8 included). Few cases: each spawns the binary.
+#[test]
+fn generated_bad_command_lines_exit_2_with_the_parsers_message() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+    let good = proptest::sample::select(vec![
+        vec!["--kube-api-qps=50"],
+        vec!["--kube-api-burst", "100"],
+        vec!["--leader-elect=false"],
+        vec!["--controllers", "*,-ttl"],
+        vec!["-v", "4"],
+        vec!["--v=2"],
+        vec!["--concurrent_deployment_syncs=3"],
+        vec!["--feature-gates", "AllAlpha=false"],
+        vec![""],
+    ]);
+    let bad = prop_oneof![
+        "[a-z]{1,12}".prop_map(|n| vec![OsString::from(format!("--no-such-{n}"))]),
+        any::<String>().prop_map(|v| vec![OsString::from(format!("--kube-api-qps={v}x"))]),
+        proptest::collection::vec(128u8.., 1..8)
+            .prop_map(|b| vec![OsString::from("--kubeconfig"), OsString::from_vec(b)]),
+        "[^-][a-z\n\t]{0,8}".prop_map(|p| vec![OsString::from(p)]),
+        Just(vec![OsString::from("--node-monitor-grace-period")]),
+        "-[a-gi-uw-z]{1,3}".prop_map(|s| vec![OsString::from(s)]),
+    ];
+    let line = (proptest::collection::vec(good, 0..5), bad, any::<prop::sample::Index>());
+    let config = Config { cases: 8, failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let result = runner.run(&line, |(good, bad, at)| {
+        let mut args: Vec<OsString> = good.concat().into_iter().map(OsString::from).collect();
+        let at = at.index(args.len() + 1);
+        args.splice(at..at, bad);
+        let expected = match kcm::app::flags::parse(args.clone()) {
+            Err(error) => format!("Error: {error}"),
+            Ok(_) => panic!("{args:?} parsed"),
+        };
+        let output = Command::new(env!("CARGO_BIN_EXE_kube-controller-manager")).args(&args).output().unwrap();
+        prop_assert_eq!(output.status.code(), Some(2), "{:?}: {:?}", args, output);
+        prop_assert!(output.stdout.is_empty());
+        prop_assert_eq!(stderr(&output), format!("{expected}\n"), "{:?}", args);
+        Ok(())
+    });
+    result.unwrap();
+}

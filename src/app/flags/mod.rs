@@ -12,6 +12,8 @@
 //! `-v 2`, `-v=2`, `-v2` and `--v=2`; `_` and `-` are the same in names; `--` ends the flags.
 
 mod feature_gates;
+#[cfg(test)]
+mod fuzz_tests;
 mod help;
 mod options;
 mod table;

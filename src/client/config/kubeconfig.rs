@@ -19,6 +19,30 @@ use crate::client::null_as_default;
 
 use super::{Auth, ClientIdentity, ConfigError, RestConfig, TlsSettings, TokenFile, server_url};
 
+/// The deepest `[`/`{` nesting parsed. The YAML parser takes time quadratic in the depth (a
+/// file of 40 000 `[` took 10 s, a megabyte of them would stall the start for many minutes);
+/// a kubeconfig nests a few levels.
+const MAX_FLOW_DEPTH: usize = 1000;
+
+/// The line at which `text` opens more than [`MAX_FLOW_DEPTH`] brackets. Brackets inside
+/// quoted strings count too: a real file never holds a thousand unclosed ones.
+fn too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut line = 1;
+    for byte in text.bytes() {
+        match byte {
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'\n' => line += 1,
+            _ => {}
+        }
+        if depth > MAX_FLOW_DEPTH {
+            return Some(line);
+        }
+    }
+    None
+}
+
 /// The parts of a kubeconfig this loader reads. Unknown fields are ignored, as in client-go.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -103,7 +127,13 @@ struct Selected<'c> {
 /// Loads `path` and builds the config of its current context; `master` replaces the server.
 pub(super) fn load(path: &Path, master: Option<&str>) -> Result<RestConfig, ConfigError> {
     let file = Origin::new(path);
-    let config = file.parse()?;
+    let text = fs::read_to_string(path).map_err(|e| file.whole_file(format!("cannot read: {e}")))?;
+    from_text(&file, &text, master)
+}
+
+/// Builds the config of the current context of a kubeconfig `file` whose content is `text`.
+fn from_text(file: &Origin, text: &str, master: Option<&str>) -> Result<RestConfig, ConfigError> {
+    let config = file.parse(text)?;
     file.check_unique_names(&config)?;
     let selected = file.select(&config)?;
     let cluster_field = format!("clusters[{}]", selected.cluster_name);
@@ -159,19 +189,26 @@ impl<'a> Origin<'a> {
         )
     }
 
-    fn parse(&self) -> Result<KubeconfigFile, ConfigError> {
-        let whole_file = |reason: String| ConfigError::new(format!("kubeconfig {}: {reason}", self.path.display()));
-        let text = fs::read_to_string(self.path).map_err(|e| whole_file(format!("cannot read: {e}")))?;
+    /// `kubeconfig <path>: <reason>`, for problems of the file as a whole.
+    fn whole_file(&self, reason: String) -> ConfigError {
+        ConfigError::new(format!("kubeconfig {}: {reason}", self.path.display()))
+    }
+
+    fn parse(&self, text: &str) -> Result<KubeconfigFile, ConfigError> {
         if text.trim().is_empty() {
             return Ok(KubeconfigFile::default());
         }
-        serde_yaml_ng::from_str(&text).map_err(|e| {
+        if let Some(line) = too_deep(text) {
+            let reason = format!("invalid YAML: nested more than {MAX_FLOW_DEPTH} levels deep at line {line}");
+            return Err(self.whole_file(reason));
+        }
+        serde_yaml_ng::from_str(text).map_err(|e| {
             let mut reason = format!("invalid YAML: {e}");
             // Most YAML errors already say where they are; add the line to those that do not.
             if let Some(location) = e.location().filter(|_| !reason.contains(" line ")) {
                 reason.push_str(&format!(" at line {}", location.line()));
             }
-            whole_file(reason)
+            self.whole_file(reason)
         })
     }
 
@@ -374,6 +411,9 @@ struct Material {
     field: String,
     bytes: Vec<u8>,
 }
+
+#[cfg(test)]
+mod fuzz_tests;
 
 /// The value of an optional string field, treating an empty string as unset (as client-go).
 fn set(value: &Option<String>) -> Option<&str> {
