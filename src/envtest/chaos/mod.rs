@@ -59,7 +59,7 @@ pub struct Replica {
 /// A control plane, simulated nodes, an admin client and the controller-manager replicas.
 pub struct Bed {
     // Field order is drop order: the replicas and nodes go before the control plane.
-    /// The replicas by index (`None` while one is down); replica `i` comes from [`Bed::source_of`]`(i)`.
+    /// The replicas by index (`None` while one is down); replica `i` comes from [`replica_source`]`(i)`.
     pub replicas: Vec<Option<Replica>>,
     /// The simulated kubelets and scheduler.
     pub nodes: SimulatedNodes,
@@ -117,17 +117,12 @@ impl Bed {
         Ok(bed)
     }
 
-    /// The source address of replica `index`: 127.0.0.2, .3, … (127.0.0.1 is everyone else).
-    pub fn source_of(index: usize) -> Ipv4Addr {
-        Ipv4Addr::new(127, 0, 0, 2 + u8::try_from(index).expect("a few replicas"))
-    }
-
     /// Starts replica `index` (again, after it exited or was killed), through a new proxy
     /// from the same source address; its log is appended to.
     pub fn start_replica(&mut self, index: usize) -> Result<Replica, String> {
         let upstream: SocketAddr =
             self.plane.url().strip_prefix("https://").and_then(|a| a.parse().ok()).ok_or("https://<ip>:<port>")?;
-        let proxy = Proxy::start(upstream, Bed::source_of(index))?;
+        let proxy = Proxy::start(upstream, replica_source(index))?;
         let text = std::fs::read_to_string(&self.kubeconfig).map_err(|e| e.to_string())?;
         let kubeconfig = self.kubeconfig.with_file_name(format!("controller-manager-{index}.conf"));
         std::fs::write(&kubeconfig, text.replace(self.plane.url(), &proxy.url())).map_err(|e| e.to_string())?;
@@ -155,12 +150,30 @@ impl Bed {
         let events = self.audit_events()?;
         let terms = audit::lease_terms(&events, LEASE);
         let Some(term) = terms.last() else { return Ok(None) };
-        Ok((0..self.replicas.len()).find(|&i| Bed::source_of(i).to_string() == term.source_ip))
+        Ok((0..self.replicas.len()).find(|&i| replica_source(i).to_string() == term.source_ip))
     }
 
-    /// Waits until a replica other than `not` leads (its first Lease write came after the call).
-    pub fn wait_leader(&self, not: Option<usize>, timeout: Duration) -> Result<usize, String> {
-        self.wait("a leader", timeout, |bed| Ok(bed.leader()?.filter(|l| Some(*l) != not)))
+    /// The controller manager's Lease, as stored.
+    pub fn lease(&self) -> Result<Option<Value>, String> {
+        self.get(&format!("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{LEASE}"))
+    }
+
+    /// Waits until a replica other than `not` holds the Lease: polls the Lease's holder (cheap),
+    /// and reads the audit log once it changed. Returns the replica and the Lease.
+    pub fn wait_leader(&self, not: Option<usize>, timeout: Duration) -> Result<(usize, Value), String> {
+        let holder = |lease: &Value| lease["spec"]["holderIdentity"].as_str().unwrap_or_default().to_string();
+        let before = match not {
+            Some(_) => self.lease()?.map(|l| holder(&l)).unwrap_or_default(),
+            None => String::new(),
+        };
+        self.wait("a leader", timeout, |bed| {
+            let Some(lease) = bed.lease()? else { return Ok(None) };
+            let now = holder(&lease);
+            if now.is_empty() || (not.is_some() && now == before) {
+                return Ok(None);
+            }
+            Ok(bed.leader()?.filter(|l| Some(*l) != not).map(|l| (l, lease)))
+        })
     }
 
     /// The audit log so far.
@@ -218,6 +231,19 @@ impl Bed {
         })
     }
 
+    /// [`Bed::invariants`] once they hold, or after `timeout` with what they found: Events
+    /// are posted asynchronously (and retried), so the last ones may land after convergence.
+    pub fn settled_invariants(&self, renew_deadline: Duration, timeout: Duration) -> Result<Invariants, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let found = self.invariants(renew_deadline)?;
+            if found.violations().is_empty() || Instant::now() > deadline {
+                return Ok(found);
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
     /// GETs an object; `None` when it does not exist.
     pub fn get(&self, path: &str) -> Result<Option<Value>, String> {
         match self.admin.get_json::<Value>(path) {
@@ -261,6 +287,11 @@ impl Bed {
             replica.process.stop(Duration::from_secs(10));
         }
     }
+}
+
+/// The source address of replica `index`: 127.0.0.2, .3, … (127.0.0.1 is everyone else).
+pub fn replica_source(index: usize) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, 0, 2 + u8::try_from(index).expect("a few replicas"))
 }
 
 /// The status of condition `type` of an object.
@@ -342,7 +373,7 @@ impl Fault {
                 Ok(())
             }
             Fault::KillLeader => {
-                let leader = bed.wait_leader(None, Duration::from_secs(60))?;
+                let (leader, _) = bed.wait_leader(None, Duration::from_secs(60))?;
                 let replica = bed.replicas[leader].as_mut().ok_or("the leader is not running")?;
                 replica.process.signal(libc::SIGKILL);
                 replica.process.exited();
