@@ -36,6 +36,7 @@ const AUDIT_LOG: &str = "audit.log";
 /// kube-apiserver's audit policy (the first matching rule wins):
 /// - updates of Deployments and ReplicaSets (status included) at RequestResponse level, so that
 ///   a test sees which resourceVersion each write was based on and what it produced;
+/// - ReplicaSet creates and patches at RequestResponse level too (their `spec.replicas`);
 /// - pod creates at RequestResponse level: a generated name and the owner are only in the
 ///   response (objectRef names what the request named, nothing for `generateName`);
 /// - pod deletes, and every write by the controller manager's identities
@@ -53,6 +54,11 @@ rules:
   resources:
   - group: apps
     resources: [deployments, deployments/status, replicasets, replicasets/status]
+- level: RequestResponse
+  verbs: [create, patch]
+  resources:
+  - group: apps
+    resources: [replicasets]
 - level: RequestResponse
   verbs: [create]
   resources:

@@ -83,6 +83,13 @@ fn a_rollout_converges_through_apiserver_and_etcd_kills_and_a_compaction() {
         for fault in [Fault::KillApiserver, Fault::KillEtcd, Fault::CompactEtcd] {
             timed(&fault.name(), || fault.inject(&mut bed));
         }
+        // kube-apiserver's watches of etcd that were behind the compaction end, its watch cache
+        // relists, and clients watching from older resourceVersions get 410 Gone.
+        let apiserver_log = bed.plane.apiserver().log_path().to_path_buf();
+        harness::eventually("kube-apiserver's etcd watches ended by the compaction", || {
+            let log = std::fs::read_to_string(&apiserver_log).unwrap_or_default();
+            log.contains("required revision has been compacted").then_some(())
+        });
         let took = bed.converge(&workload).expect("the rollout converges");
         eprintln!("chaos: rollout converged {took:?} after the last fault");
         let found = bed.settled_invariants(DEFAULT_RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
@@ -129,6 +136,7 @@ fn two_replicas_hand_over_on_sigkill_and_sigterm_during_a_rollout() {
         eprintln!("chaos: rollout converged {took:?} after the second handover");
         let found = bed.settled_invariants(RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
         eprintln!("chaos: {} writes of outgoing leaders within their renew deadline", found.in_flight_writes);
+        eprintln!("chaos: live pods past replicas + maxSurge while a scale-down was pending: {:?}", found.pods_over_surge);
         assert_eq!(found.writers, Vec::<String>::new(), "one writer at a time");
         assert_eq!(found.surge, Vec::<String>::new(), "maxSurge");
         bed.stop();

@@ -147,49 +147,129 @@ fn surge_bound(deployment: &Value) -> (i64, i64) {
     (replicas, surge)
 }
 
-/// Invariant 1: for each Deployment, at no instant more non-terminating pods than replicas +
-/// maxSurge. A pod counts from its create's completion until its first delete request was
-/// received (the shortest span it surely existed, so no false alarms); ReplicaSets map to
-/// Deployments through their controller owner references in `replica_sets`; the replicas in
-/// force are the Deployment's (`deployments`, which the workloads do not scale).
-pub fn surge_violations(events: &[AuditEvent], deployments: &[Value], replica_sets: &[Value]) -> Vec<String> {
-    let owner_of: HashMap<(String, String), String> = replica_sets
-        .iter()
-        .filter_map(|rs| controller_owner(rs, "Deployment").map(|d| (key(rs), d.to_string())))
-        .collect();
-    let pods = created_pods(events);
-    let deleted = delete_requests(events, &pods);
-    // Per Deployment: (time, +1 at create / -1 at delete request).
-    let mut changes: BTreeMap<(String, String), Vec<(Timestamp, i64)>> = BTreeMap::new();
-    for (pod_key, (create, pod)) in &pods {
-        let Some(rs) = controller_owner(pod, "ReplicaSet") else { continue };
-        let Some(deployment) = owner_of.get(&(pod_key.0.clone(), rs.to_string())) else { continue };
-        let list = changes.entry((pod_key.0.clone(), deployment.clone())).or_default();
-        list.push((create.completed, 1));
-        if let Some(at) = deleted.get(pod_key) {
-            list.push((*at, -1));
-        }
+/// Each ReplicaSet's `spec.replicas` over time, from its creates and updates (logged with the
+/// response at RequestResponse level), by namespace and name.
+fn replica_set_specs(events: &[AuditEvent]) -> HashMap<(String, String), Vec<(Timestamp, i64)>> {
+    let mut specs: HashMap<(String, String), Vec<(Timestamp, i64)>> = HashMap::new();
+    let writes = events.iter().filter(|e| e.resource == "replicasets" && e.subresource.is_empty() && e.succeeded());
+    for write in writes.filter(|e| matches!(e.verb.as_str(), "create" | "update" | "patch")) {
+        let Some(rs) = &write.response else { continue };
+        let Some(replicas) = rs["spec"]["replicas"].as_i64() else { continue };
+        specs.entry(key(rs)).or_default().push((write.completed, replicas));
     }
+    specs
+}
+
+/// Invariant 1, on pods and on ReplicaSets: what upstream guarantees of a Deployment's pods.
+///
+/// - (a) After every ReplicaSet write, the `spec.replicas` of a Deployment's ReplicaSets add
+///   up to at most its replicas + maxSurge (the Deployment controller's own rule,
+///   `NewRSNewReplicas`).
+/// - (b) A ReplicaSet never creates a pod beyond its `spec.replicas` (the spec in force when
+///   the create was received, or the one just before, which a sync may have read).
+///
+/// Together they bound the pods by replicas + maxSurge, except while an old ReplicaSet's
+/// scale-down (its spec already lowered) waits for the ReplicaSet controller to delete the pod:
+/// upstream's controllers allow that too (the Deployment controller counts specs, not pods),
+/// and a handover widens it (a SIGTERMed leader's queued deletes are the next leader's).
+/// [`surge_peaks`] reports how far the pods themselves went.
+///
+/// A pod counts from its create's completion until its first delete request was received (the
+/// shortest span it surely existed, so no false alarms); ReplicaSets map to Deployments through
+/// their controller owner references in `replica_sets`; the replicas in force are the
+/// Deployment's (`deployments`, which the workloads do not scale).
+pub fn surge_violations(events: &[AuditEvent], deployments: &[Value], replica_sets: &[Value]) -> Vec<String> {
+    let owner_of = deployment_of(replica_sets);
+    let specs = replica_set_specs(events);
     let mut violations = Vec::new();
     for deployment in deployments {
         let (replicas, surge) = surge_bound(deployment);
-        let Some(list) = changes.get_mut(&key(deployment)) else { continue };
-        // Deletes before creates at the same instant: never count a pod that was already gone.
-        list.sort();
-        let mut live = 0;
-        for (at, change) in list.iter() {
-            live += change;
-            if live > replicas + surge {
+        let (namespace, name) = key(deployment);
+        // (a): the latest spec of each of its ReplicaSets, after every write of one.
+        let mut writes: Vec<(Timestamp, &str, i64)> = specs
+            .iter()
+            .filter(|((ns, rs), _)| *ns == namespace && owner_of.get(&(ns.clone(), rs.clone())) == Some(&name))
+            .flat_map(|((_, rs), list)| list.iter().map(move |(at, n)| (*at, rs.as_str(), *n)))
+            .collect();
+        writes.sort();
+        let mut current: HashMap<&str, i64> = HashMap::new();
+        for (at, rs, n) in writes {
+            current.insert(rs, n);
+            let total: i64 = current.values().sum();
+            if total > replicas + surge {
                 violations.push(format!(
-                    "Deployment {}/{}: {live} pods at {at}, more than {replicas} replicas + {surge} maxSurge",
-                    key(deployment).0,
-                    key(deployment).1
+                    "Deployment {namespace}/{name}: its ReplicaSets' replicas add up to {total} at {at}, more than {replicas} + {surge} maxSurge"
+                ));
+                break;
+            }
+        }
+    }
+    // (b): live pods of a ReplicaSet at each of its creates.
+    for ((namespace, rs), lifetimes) in pod_lifetimes(events) {
+        let Some(spec) = specs.get(&(namespace.clone(), rs.clone())) else { continue };
+        for (created, received, _) in &lifetimes {
+            let live = lifetimes.iter().filter(|(c, _, end)| c <= created && end.is_none_or(|e| e > *created)).count();
+            let before: Vec<i64> = spec.iter().filter(|(at, _)| at <= received).map(|(_, n)| *n).collect();
+            let allowed = before.iter().rev().take(2).max().copied().unwrap_or(0);
+            if i64::try_from(live).unwrap_or(i64::MAX) > allowed {
+                violations.push(format!(
+                    "ReplicaSet {namespace}/{rs}: {live} live pods after a create at {created}, more than its {allowed} replicas"
                 ));
                 break;
             }
         }
     }
     violations
+}
+
+/// Per Deployment, the most live pods seen at once and its replicas + maxSurge (a figure: see
+/// [`surge_violations`] for why the pods may pass it).
+pub fn surge_peaks(events: &[AuditEvent], deployments: &[Value], replica_sets: &[Value]) -> Vec<(String, i64, i64)> {
+    let owner_of = deployment_of(replica_sets);
+    let mut changes: BTreeMap<(String, String), Vec<(Timestamp, i64)>> = BTreeMap::new();
+    for ((namespace, rs), lifetimes) in pod_lifetimes(events) {
+        let Some(deployment) = owner_of.get(&(namespace.clone(), rs)) else { continue };
+        let list = changes.entry((namespace, deployment.clone())).or_default();
+        for (created, _, end) in lifetimes {
+            list.push((created, 1));
+            list.extend(end.map(|e| (e, -1)));
+        }
+    }
+    let mut peaks = Vec::new();
+    for deployment in deployments {
+        let (replicas, surge) = surge_bound(deployment);
+        let Some(list) = changes.get_mut(&key(deployment)) else { continue };
+        // Deletes before creates at the same instant: never count a pod that was already gone.
+        list.sort();
+        let (mut live, mut peak) = (0, 0);
+        for (_, change) in list.iter() {
+            live += change;
+            peak = peak.max(live);
+        }
+        let (namespace, name) = key(deployment);
+        peaks.push((format!("{namespace}/{name}"), peak, replicas + surge));
+    }
+    peaks
+}
+
+/// ReplicaSet → Deployment, through controller owner references.
+fn deployment_of(replica_sets: &[Value]) -> HashMap<(String, String), String> {
+    replica_sets.iter().filter_map(|rs| controller_owner(rs, "Deployment").map(|d| (key(rs), d.to_string()))).collect()
+}
+
+/// Each ReplicaSet's pods: (create completed, create received, first delete request).
+type Lifetime = (Timestamp, Timestamp, Option<Timestamp>);
+
+fn pod_lifetimes(events: &[AuditEvent]) -> BTreeMap<(String, String), Vec<Lifetime>> {
+    let pods = created_pods(events);
+    let deleted = delete_requests(events, &pods);
+    let mut lifetimes: BTreeMap<(String, String), Vec<Lifetime>> = BTreeMap::new();
+    for (pod_key, (create, pod)) in &pods {
+        let Some(rs) = controller_owner(pod, "ReplicaSet") else { continue };
+        let entry = lifetimes.entry((pod_key.0.clone(), rs.to_string())).or_default();
+        entry.push((create.completed, create.received, deleted.get(pod_key).copied()));
+    }
+    lifetimes
 }
 
 /// Invariant 2: one EndpointSlice set per Service and address type, each address in it at
@@ -435,32 +515,61 @@ mod tests {
         (vec![deployment], vec![rs("web-a"), rs("web-b")])
     }
 
+    fn scale(rs: &str, replicas: i64, t: f64) -> String {
+        let object = json!({"metadata": {"namespace": "ns", "name": rs}, "spec": {"replicas": replicas}});
+        line("update", "replicasets", "ns", rs, "system:serviceaccount:kube-system:deployment-controller", "127.0.0.2", t, 200, Some(object))
+    }
+
     #[test]
-    fn a_rollout_within_max_surge_passes_and_one_pod_too_many_fails() {
+    fn a_rollout_within_max_surge_passes_and_one_replica_too_many_fails() {
         let (deployments, replica_sets) = state();
-        // 2 replicas, maxSurge 25% -> 1: at most 3 pods.
-        let good = [create("a1", "web-a", 1.0), create("a2", "web-a", 1.1), create("b1", "web-b", 2.0), delete("a1", 3.0), create("b2", "web-b", 3.5), delete("a2", 4.0)];
+        // 2 replicas, maxSurge 25% -> 1: the ReplicaSets' replicas add up to at most 3.
+        let good = [
+            scale("web-a", 2, 0.5), create("a1", "web-a", 1.0), create("a2", "web-a", 1.1),
+            scale("web-b", 1, 1.5), create("b1", "web-b", 2.0), scale("web-a", 1, 2.5), delete("a1", 3.0),
+            scale("web-b", 2, 3.2), create("b2", "web-b", 3.5), scale("web-a", 0, 3.8), delete("a2", 4.0),
+        ];
         let events = parse(&good.join("\n"));
         assert_eq!(surge_violations(&events, &deployments, &replica_sets), Vec::<String>::new());
-        let bad = [create("a1", "web-a", 1.0), create("a2", "web-a", 1.1), create("b1", "web-b", 2.0), create("b2", "web-b", 2.5)];
+        assert_eq!(surge_peaks(&events, &deployments, &replica_sets), vec![("ns/web".to_string(), 3, 3)]);
+        let bad = [scale("web-a", 2, 0.5), scale("web-b", 2, 1.5)];
         let violations = surge_violations(&parse(&bad.join("\n")), &deployments, &replica_sets);
         assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(violations[0].contains("4 pods"), "{violations:?}");
+        assert!(violations[0].contains("add up to 4"), "{violations:?}");
+    }
+
+    #[test]
+    fn a_replica_set_creating_past_its_replicas_fails() {
+        let (deployments, replica_sets) = state();
+        let lines = [scale("web-a", 1, 0.5), create("a1", "web-a", 1.0), create("a2", "web-a", 1.1)];
+        let violations = surge_violations(&parse(&lines.join("\n")), &deployments, &replica_sets);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].contains("2 live pods"), "{violations:?}");
+        // A scale-down the create raced with: the spec just before is allowed.
+        let raced = [scale("web-a", 2, 0.5), create("a1", "web-a", 1.0), scale("web-a", 1, 1.05), create("a2", "web-a", 1.1)];
+        assert_eq!(surge_violations(&parse(&raced.join("\n")), &deployments, &replica_sets), Vec::<String>::new());
     }
 
     #[test]
     fn a_failed_create_and_a_namespace_deletecollection_are_counted_right() {
         let (deployments, replica_sets) = state();
         let lines = [
+            scale("web-a", 2, 0.5),
+            scale("web-b", 0, 0.6),
             create("a1", "web-a", 1.0),
             create("a2", "web-a", 1.1),
             line("create", "pods", "ns", "", RS_USER, "127.0.0.2", 1.2, 500, Some(pod("a3", "web-a"))),
+            scale("web-a", 0, 1.9),
+            scale("web-b", 3, 1.95),
             create("b1", "web-b", 2.0),
             line("deletecollection", "pods", "ns", "", "system:serviceaccount:kube-system:namespace-controller", "127.0.0.2", 3.0, 200, None),
             create("b2", "web-b", 4.0),
             create("b3", "web-b", 4.1),
         ];
-        assert_eq!(surge_violations(&parse(&lines.join("\n")), &deployments, &replica_sets), Vec::<String>::new());
+        let events = parse(&lines.join("\n"));
+        assert_eq!(surge_violations(&events, &deployments, &replica_sets), Vec::<String>::new());
+        // a1, a2 and b1 ended at the deletecollection; the failed create never counted.
+        assert_eq!(surge_peaks(&events, &deployments, &replica_sets), vec![("ns/web".to_string(), 3, 3)]);
     }
 
     #[test]

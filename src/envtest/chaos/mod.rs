@@ -224,6 +224,11 @@ impl Bed {
         let (writers, in_flight) = audit::writer_violations(&events, LEASE, renew_deadline);
         Ok(Invariants {
             surge: audit::surge_violations(&events, &deployments, &replica_sets),
+            pods_over_surge: audit::surge_peaks(&events, &deployments, &replica_sets)
+                .into_iter()
+                .filter(|(_, peak, bound)| peak > bound)
+                .map(|(deployment, peak, bound)| format!("{deployment}: {peak} pods, bound {bound}"))
+                .collect(),
             endpoints: audit::endpoint_duplicates(&slices, &endpoints),
             writers,
             in_flight_writes: in_flight,
@@ -302,8 +307,12 @@ pub fn condition<'v>(object: &'v Value, type_: &str) -> Option<&'v str> {
 /// What the invariants found; empty lists when they held.
 #[derive(Debug, Default)]
 pub struct Invariants {
-    /// 1: more pods than replicas + maxSurge.
+    /// 1: ReplicaSets' replicas above a Deployment's replicas + maxSurge, or a ReplicaSet
+    /// creating past its replicas.
     pub surge: Vec<String>,
+    /// A figure, not a violation: Deployments whose live pods passed replicas + maxSurge while
+    /// an old ReplicaSet's scale-down was pending (see [`audit::surge_violations`]).
+    pub pods_over_surge: Vec<String>,
     /// 2: duplicate Endpoints / EndpointSlices.
     pub endpoints: Vec<String>,
     /// 3: writes from an address not holding the Lease.
