@@ -154,6 +154,11 @@ fn print_table(rows: &[(Fault, Result<Outcome, String>, Option<Result<Outcome, S
         let theirs_held = theirs.as_ref().map_or("-".to_string(), held);
         let theirs_over = theirs.as_ref().map_or("-".to_string(), over);
         println!("| {} | invariants | {} | {} |", fault.name(), held(ours), theirs_held);
-        println!("| {} | Deployments past maxSurge in pods (figure) | {} | {} |", fault.name(), over(ours), theirs_over);
+        println!(
+            "| {} | Deployments past maxSurge in pods (figure) | {} | {} |",
+            fault.name(),
+            over(ours),
+            theirs_over
+        );
     }
 }

@@ -25,11 +25,8 @@ const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 const LEASE: Duration = Duration::from_secs(6);
 const RENEW_DEADLINE: Duration = Duration::from_secs(3);
 const RETRY: Duration = Duration::from_millis(500);
-const TERMS: &[&str] = &[
-    "--leader-elect-lease-duration=6s",
-    "--leader-elect-renew-deadline=3s",
-    "--leader-elect-retry-period=500ms",
-];
+const TERMS: &[&str] =
+    &["--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"];
 /// client-go's `JitterFactor`: a candidate retries every retry period × [1, 2.2).
 const JITTER: f64 = 1.2;
 /// Room for a loaded 2-core machine.
@@ -136,7 +133,10 @@ fn two_replicas_hand_over_on_sigkill_and_sigterm_during_a_rollout() {
         eprintln!("chaos: rollout converged {took:?} after the second handover");
         let found = bed.settled_invariants(RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
         eprintln!("chaos: {} writes of outgoing leaders within their renew deadline", found.in_flight_writes);
-        eprintln!("chaos: live pods past replicas + maxSurge while a scale-down was pending: {:?}", found.pods_over_surge);
+        eprintln!(
+            "chaos: live pods past replicas + maxSurge while a scale-down was pending: {:?}",
+            found.pods_over_surge
+        );
         assert_eq!(found.writers, Vec::<String>::new(), "one writer at a time");
         assert_eq!(found.surge, Vec::<String>::new(), "maxSurge");
         bed.stop();

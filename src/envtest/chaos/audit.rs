@@ -114,7 +114,10 @@ fn created_pods(events: &[AuditEvent]) -> HashMap<(String, String), (&AuditEvent
 
 /// When each pod's first delete was asked for (a delete of it, or a deletecollection of its
 /// namespace), from the audit log.
-fn delete_requests(events: &[AuditEvent], pods: &HashMap<(String, String), (&AuditEvent, &Value)>) -> HashMap<(String, String), Timestamp> {
+fn delete_requests(
+    events: &[AuditEvent],
+    pods: &HashMap<(String, String), (&AuditEvent, &Value)>,
+) -> HashMap<(String, String), Timestamp> {
     let mut deleted: HashMap<(String, String), Timestamp> = HashMap::new();
     let deletes = events.iter().filter(|e| e.resource == "pods" && e.subresource.is_empty() && e.succeeded());
     for e in deletes {
@@ -286,7 +289,9 @@ pub fn endpoint_duplicates(slices: &[Value], endpoints: &[Value]) -> Vec<String>
         let set = sets.entry((namespace, service.to_string(), address_type)).or_default();
         set.0.push(labels["endpointslice.kubernetes.io/managed-by"].as_str().unwrap_or_default().to_string());
         for endpoint in slice["endpoints"].as_array().into_iter().flatten() {
-            set.1.extend(endpoint["addresses"].as_array().into_iter().flatten().filter_map(|a| a.as_str().map(String::from)));
+            set.1.extend(
+                endpoint["addresses"].as_array().into_iter().flatten().filter_map(|a| a.as_str().map(String::from)),
+            );
         }
     }
     for ((namespace, service, address_type), (managers, addresses)) in &sets {
@@ -297,14 +302,18 @@ pub fn endpoint_duplicates(slices: &[Value], endpoints: &[Value]) -> Vec<String>
             violations.push(format!("Service {namespace}/{service} ({address_type}): slices managed by {managers:?}"));
         }
         for address in duplicates(addresses) {
-            violations.push(format!("Service {namespace}/{service} ({address_type}): {address} in more than one slice endpoint"));
+            violations.push(format!(
+                "Service {namespace}/{service} ({address_type}): {address} in more than one slice endpoint"
+            ));
         }
     }
     for object in endpoints {
         let (namespace, name) = key(object);
         let subsets = object["subsets"].as_array().into_iter().flatten();
         let addresses: Vec<String> = subsets
-            .flat_map(|s| ["addresses", "notReadyAddresses"].map(|field| s[field].as_array().cloned().unwrap_or_default()))
+            .flat_map(|s| {
+                ["addresses", "notReadyAddresses"].map(|field| s[field].as_array().cloned().unwrap_or_default())
+            })
             .flatten()
             .filter_map(|a| a["ip"].as_str().map(String::from))
             .collect();
@@ -342,13 +351,17 @@ pub struct Term {
 /// 409s and do not count).
 pub fn lease_terms(events: &[AuditEvent], lease: &str) -> Vec<Term> {
     let mut terms: Vec<Term> = Vec::new();
-    let writes = events.iter().filter(|e| {
-        e.resource == "leases" && e.namespace == "kube-system" && e.name == lease && e.is_write()
-    });
+    let writes = events
+        .iter()
+        .filter(|e| e.resource == "leases" && e.namespace == "kube-system" && e.name == lease && e.is_write());
     for write in writes {
         match terms.last_mut() {
             Some(term) if term.source_ip == write.source_ip => term.last_renewal = write.completed,
-            _ => terms.push(Term { source_ip: write.source_ip.clone(), start: write.received, last_renewal: write.completed }),
+            _ => terms.push(Term {
+                source_ip: write.source_ip.clone(),
+                start: write.received,
+                last_renewal: write.completed,
+            }),
         }
     }
     terms
@@ -424,11 +437,15 @@ pub fn lost_events(events: &[AuditEvent], k8s_events: &[Value]) -> Vec<String> {
             _ => continue,
         };
         let object = &event["involvedObject"];
-        let rs = (object["namespace"].as_str().unwrap_or_default().to_string(), object["name"].as_str().unwrap_or_default().to_string());
+        let rs = (
+            object["namespace"].as_str().unwrap_or_default().to_string(),
+            object["name"].as_str().unwrap_or_default().to_string(),
+        );
         observed.entry(rs).or_default()[slot] += event["count"].as_u64().unwrap_or(1);
     }
     let mut rejected: BTreeMap<String, u64> = BTreeMap::new();
-    let event_writes = events.iter().filter(|e| e.resource == "events" && matches!(e.verb.as_str(), "create" | "patch"));
+    let event_writes =
+        events.iter().filter(|e| e.resource == "events" && matches!(e.verb.as_str(), "create" | "patch"));
     for write in event_writes.filter(|e| (400..500).contains(&e.code) && e.code != 409) {
         if write.by_controller("replicaset-controller") {
             *rejected.entry(write.namespace.clone()).or_default() += 1;
@@ -459,7 +476,8 @@ pub fn lost_events(events: &[AuditEvent], k8s_events: &[Value]) -> Vec<String> {
     for (namespace, (short, described)) in shortfalls {
         let allowed = rejected.get(&namespace).copied().unwrap_or(0);
         if short > allowed {
-            violations.extend(described.into_iter().map(|d| format!("{d} ({allowed} rejected Event writes in {namespace})")));
+            violations
+                .extend(described.into_iter().map(|d| format!("{d} ({allowed} rejected Event writes in {namespace})")));
         }
     }
     violations
@@ -478,7 +496,17 @@ mod tests {
 
     /// One audit line: `verb resource ns/name` by `user` from `ip` received at `t`, completed
     /// 10 ms later, with a response object.
-    fn line(verb: &str, resource: &str, ns: &str, name: &str, user: &str, ip: &str, t: f64, code: u16, response: Option<Value>) -> String {
+    fn line(
+        verb: &str,
+        resource: &str,
+        ns: &str,
+        name: &str,
+        user: &str,
+        ip: &str,
+        t: f64,
+        code: u16,
+        response: Option<Value>,
+    ) -> String {
         let mut e = json!({
             "kind": "Event", "stage": "ResponseComplete", "verb": verb,
             "user": {"username": user, "groups": if user.starts_with("system:serviceaccount:kube-system:") { json!([KUBE_SYSTEM_ACCOUNTS]) } else { json!([]) }},
@@ -510,14 +538,26 @@ mod tests {
 
     fn state() -> (Vec<Value>, Vec<Value>) {
         let deployment = json!({"metadata": {"namespace": "ns", "name": "web"}, "spec": {"replicas": 2}});
-        let rs = |name: &str| json!({"metadata": {"namespace": "ns", "name": name,
-            "ownerReferences": [{"kind": "Deployment", "name": "web", "controller": true}]}});
+        let rs = |name: &str| {
+            json!({"metadata": {"namespace": "ns", "name": name,
+            "ownerReferences": [{"kind": "Deployment", "name": "web", "controller": true}]}})
+        };
         (vec![deployment], vec![rs("web-a"), rs("web-b")])
     }
 
     fn scale(rs: &str, replicas: i64, t: f64) -> String {
         let object = json!({"metadata": {"namespace": "ns", "name": rs}, "spec": {"replicas": replicas}});
-        line("update", "replicasets", "ns", rs, "system:serviceaccount:kube-system:deployment-controller", "127.0.0.2", t, 200, Some(object))
+        line(
+            "update",
+            "replicasets",
+            "ns",
+            rs,
+            "system:serviceaccount:kube-system:deployment-controller",
+            "127.0.0.2",
+            t,
+            200,
+            Some(object),
+        )
     }
 
     #[test]
@@ -525,9 +565,17 @@ mod tests {
         let (deployments, replica_sets) = state();
         // 2 replicas, maxSurge 25% -> 1: the ReplicaSets' replicas add up to at most 3.
         let good = [
-            scale("web-a", 2, 0.5), create("a1", "web-a", 1.0), create("a2", "web-a", 1.1),
-            scale("web-b", 1, 1.5), create("b1", "web-b", 2.0), scale("web-a", 1, 2.5), delete("a1", 3.0),
-            scale("web-b", 2, 3.2), create("b2", "web-b", 3.5), scale("web-a", 0, 3.8), delete("a2", 4.0),
+            scale("web-a", 2, 0.5),
+            create("a1", "web-a", 1.0),
+            create("a2", "web-a", 1.1),
+            scale("web-b", 1, 1.5),
+            create("b1", "web-b", 2.0),
+            scale("web-a", 1, 2.5),
+            delete("a1", 3.0),
+            scale("web-b", 2, 3.2),
+            create("b2", "web-b", 3.5),
+            scale("web-a", 0, 3.8),
+            delete("a2", 4.0),
         ];
         let events = parse(&good.join("\n"));
         assert_eq!(surge_violations(&events, &deployments, &replica_sets), Vec::<String>::new());
@@ -546,7 +594,8 @@ mod tests {
         assert_eq!(violations.len(), 1, "{violations:?}");
         assert!(violations[0].contains("2 live pods"), "{violations:?}");
         // A scale-down the create raced with: the spec just before is allowed.
-        let raced = [scale("web-a", 2, 0.5), create("a1", "web-a", 1.0), scale("web-a", 1, 1.05), create("a2", "web-a", 1.1)];
+        let raced =
+            [scale("web-a", 2, 0.5), create("a1", "web-a", 1.0), scale("web-a", 1, 1.05), create("a2", "web-a", 1.1)];
         assert_eq!(surge_violations(&parse(&raced.join("\n")), &deployments, &replica_sets), Vec::<String>::new());
     }
 
@@ -562,7 +611,17 @@ mod tests {
             scale("web-a", 0, 1.9),
             scale("web-b", 3, 1.95),
             create("b1", "web-b", 2.0),
-            line("deletecollection", "pods", "ns", "", "system:serviceaccount:kube-system:namespace-controller", "127.0.0.2", 3.0, 200, None),
+            line(
+                "deletecollection",
+                "pods",
+                "ns",
+                "",
+                "system:serviceaccount:kube-system:namespace-controller",
+                "127.0.0.2",
+                3.0,
+                200,
+                None,
+            ),
             create("b2", "web-b", 4.0),
             create("b3", "web-b", 4.1),
         ];
@@ -574,14 +633,24 @@ mod tests {
 
     #[test]
     fn an_address_in_two_slices_or_twice_in_endpoints_is_a_duplicate() {
-        let slice = |name: &str, ips: &[&str]| json!({"metadata": {"namespace": "ns", "name": name, "labels": {
+        let slice = |name: &str, ips: &[&str]| {
+            json!({"metadata": {"namespace": "ns", "name": name, "labels": {
             "kubernetes.io/service-name": "web", "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
-            "addressType": "IPv4", "endpoints": ips.iter().map(|ip| json!({"addresses": [ip]})).collect::<Vec<_>>()});
-        let endpoints = |ips: &[&str]| json!({"metadata": {"namespace": "ns", "name": "web"},
-            "subsets": [{"addresses": ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>()}]});
-        let ok = endpoint_duplicates(&[slice("web-1", &["10.0.0.1"]), slice("web-2", &["10.0.0.2"])], &[endpoints(&["10.0.0.1", "10.0.0.2"])]);
+            "addressType": "IPv4", "endpoints": ips.iter().map(|ip| json!({"addresses": [ip]})).collect::<Vec<_>>()})
+        };
+        let endpoints = |ips: &[&str]| {
+            json!({"metadata": {"namespace": "ns", "name": "web"},
+            "subsets": [{"addresses": ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>()}]})
+        };
+        let ok = endpoint_duplicates(
+            &[slice("web-1", &["10.0.0.1"]), slice("web-2", &["10.0.0.2"])],
+            &[endpoints(&["10.0.0.1", "10.0.0.2"])],
+        );
         assert_eq!(ok, Vec::<String>::new());
-        let twice = endpoint_duplicates(&[slice("web-1", &["10.0.0.1"]), slice("web-2", &["10.0.0.1"])], &[endpoints(&["10.0.0.1", "10.0.0.1"])]);
+        let twice = endpoint_duplicates(
+            &[slice("web-1", &["10.0.0.1"]), slice("web-2", &["10.0.0.1"])],
+            &[endpoints(&["10.0.0.1", "10.0.0.1"])],
+        );
         assert_eq!(twice.len(), 2, "{twice:?}");
         let mut other = slice("web-3", &["10.0.0.3"]);
         other["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] = json!("someone-else");
@@ -593,7 +662,17 @@ mod tests {
     }
 
     fn write(ip: &str, t: f64) -> String {
-        line("update", "deployments", "ns", "web", "system:serviceaccount:kube-system:deployment-controller", ip, t, 200, None)
+        line(
+            "update",
+            "deployments",
+            "ns",
+            "web",
+            "system:serviceaccount:kube-system:deployment-controller",
+            ip,
+            t,
+            200,
+            None,
+        )
     }
 
     #[test]
@@ -612,10 +691,15 @@ mod tests {
         assert_eq!(violations.len(), 1, "{violations:?}");
         let mut in_flight = lines.clone();
         in_flight.extend([lease("127.0.0.3", 6.5, 200), write("127.0.0.2", 7.0)]);
-        let (violations, allowed) = writer_violations(&parse(&in_flight.join("\n")), "kube-controller-manager", deadline);
+        let (violations, allowed) =
+            writer_violations(&parse(&in_flight.join("\n")), "kube-controller-manager", deadline);
         assert_eq!((violations.len(), allowed), (0, 1), "{violations:?}");
         // Nobody's writes before any term are violations; another identity's are not counted.
-        let early = [write("127.0.0.2", 0.5), line("update", "deployments", "ns", "web", "kubernetes-admin", "127.0.0.1", 0.6, 200, None), lease("127.0.0.2", 1.0, 200)];
+        let early = [
+            write("127.0.0.2", 0.5),
+            line("update", "deployments", "ns", "web", "kubernetes-admin", "127.0.0.1", 0.6, 200, None),
+            lease("127.0.0.2", 1.0, 200),
+        ];
         assert_eq!(writer_violations(&parse(&early.join("\n")), "kube-controller-manager", deadline).0.len(), 1);
     }
 
@@ -625,9 +709,18 @@ mod tests {
 
     #[test]
     fn replica_set_events_add_up_to_the_audit_logs_creates_and_deletes() {
-        let lines = [create("a1", "web-a", 1.0), create("a2", "web-a", 1.1), delete("a1", 2.0), line("delete", "pods", "ns", "a2", "kubernetes-admin", "127.0.0.1", 2.5, 200, None)];
+        let lines = [
+            create("a1", "web-a", 1.0),
+            create("a2", "web-a", 1.1),
+            delete("a1", 2.0),
+            line("delete", "pods", "ns", "a2", "kubernetes-admin", "127.0.0.1", 2.5, 200, None),
+        ];
         let events = parse(&lines.join("\n"));
-        let good = [event("web-a", "SuccessfulCreate", 1), event("web-a", "SuccessfulCreate", 1), event("web-a", "SuccessfulDelete", 1)];
+        let good = [
+            event("web-a", "SuccessfulCreate", 1),
+            event("web-a", "SuccessfulCreate", 1),
+            event("web-a", "SuccessfulDelete", 1),
+        ];
         assert_eq!(lost_events(&events, &good), Vec::<String>::new());
         assert_eq!(lost_events(&events, &good[..2]).len(), 1, "a lost SuccessfulDelete");
         assert_eq!(lost_events(&events, &[event("web-a", "SuccessfulCreate", 3)]).len(), 1, "one create too many");

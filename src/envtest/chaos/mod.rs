@@ -327,8 +327,13 @@ impl Invariants {
     /// Every violation, prefixed with its invariant.
     pub fn violations(&self) -> Vec<String> {
         let tag = |n: &str, list: &[String]| list.iter().map(|v| format!("{n}: {v}")).collect::<Vec<_>>();
-        [tag("surge", &self.surge), tag("endpoints", &self.endpoints), tag("one writer", &self.writers), tag("events", &self.events)]
-            .concat()
+        [
+            tag("surge", &self.surge),
+            tag("endpoints", &self.endpoints),
+            tag("one writer", &self.writers),
+            tag("events", &self.events),
+        ]
+        .concat()
     }
 }
 

@@ -47,7 +47,8 @@ pub const NODE_FAILURE: Workload = Workload {
     converged: node_failure_converged,
 };
 /// A Job of 6 completions, 2 at a time, run to completion.
-pub const JOB: Workload = Workload { name: "Job to completion", flags: &[], prepare: nothing, change: job_change, converged: job_converged };
+pub const JOB: Workload =
+    Workload { name: "Job to completion", flags: &[], prepare: nothing, change: job_change, converged: job_converged };
 /// A StatefulSet with claims scaled from 2 to 4.
 pub const STATEFUL_SET: Workload = Workload {
     name: "StatefulSet scaled",
@@ -164,8 +165,11 @@ fn namespace_prepare(bed: &Bed) -> Result<(), String> {
         bed.create(&ns("configmaps"), named(name))?;
     }
     bed.create(&ns("secrets"), json!({"metadata": {"name": "password"}, "stringData": {"password": "hunter2"}}))?;
-    bed.create(&ns("services"), json!({"metadata": {"name": "cache"},
-        "spec": {"selector": {"app": "cache"}, "ports": [{"port": 80}]}}))?;
+    bed.create(
+        &ns("services"),
+        json!({"metadata": {"name": "cache"},
+        "spec": {"selector": {"app": "cache"}, "ports": [{"port": 80}]}}),
+    )?;
     let rs = json!({"metadata": {"name": "cache"}, "spec": {"replicas": 3,
         "selector": {"matchLabels": {"app": "cache"}}, "template": template(json!({"app": "cache"}), IMAGE)}});
     bed.create(&format!("/apis/apps/v1/namespaces/{DOOMED}/replicasets"), rs)?;
@@ -274,4 +278,3 @@ fn stateful_set_ready(bed: &Bed, replicas: i64) -> Result<Option<()>, String> {
     let replicas = usize::try_from(replicas).unwrap_or(0);
     Ok((done && pods.len() == replicas && pods.iter().all(running_and_ready) && bound == replicas).then_some(()))
 }
-
