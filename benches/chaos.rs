@@ -128,7 +128,10 @@ fn cell(timing: Option<&Timing>) -> String {
     }
 }
 
-fn print_table(rows: &[(Fault, Result<Outcome, String>, Option<Result<Outcome, String>>)]) {
+/// A fault's outcomes: ours, and upstream's unless `--ours-only`.
+type Row = (Fault, Result<Outcome, String>, Option<Result<Outcome, String>>);
+
+fn print_table(rows: &[Row]) {
     println!("| fault | workload | ours | upstream |");
     println!("| --- | --- | --- | --- |");
     for (fault, ours, theirs) in rows {

@@ -92,8 +92,8 @@ pub struct ControlPlane {
     assets: Assets,
     /// kube-apiserver's flags, to start it again on the same port.
     apiserver_flags: Vec<String>,
-    /// etcd's flags, to start it again on the same ports and data dir.
-    etcd_flags: Vec<String>,
+    /// etcd's peer port, to start it again on the same ports and data dir.
+    etcd_peer: u16,
     etcd_url: String,
 }
 
@@ -113,9 +113,8 @@ impl ControlPlane {
         let files = Files::write(&dir)?;
         let [etcd_client, etcd_peer, secure] = free_ports()?;
         let etcd_url = format!("http://127.0.0.1:{etcd_client}");
-        let etcd_flags = etcd_flags(&dir, &etcd_url, etcd_peer);
         let mut etcd = Command::new(&assets.etcd);
-        etcd.args(&etcd_flags);
+        etcd.args(etcd_flags(&dir, &etcd_url, etcd_peer));
         let etcd = OwnedProcess::spawn("etcd", etcd, &dir.join("etcd.log"))?;
         let apiserver_flags = files.apiserver_flags(&etcd_url, secure);
         let mut apiserver = Command::new(&assets.kube_apiserver);
@@ -132,7 +131,7 @@ impl ControlPlane {
             service_account_key_pem: files.service_account_key_pem,
             assets: assets.clone(),
             apiserver_flags,
-            etcd_flags,
+            etcd_peer,
             etcd_url,
         };
         plane.wait_until_ready()?;
@@ -273,7 +272,7 @@ impl ControlPlane {
     pub fn restart_etcd(&mut self) -> Result<(), String> {
         self.etcd.stop(Duration::from_secs(5));
         let mut command = Command::new(&self.assets.etcd);
-        command.args(&self.etcd_flags);
+        command.args(etcd_flags(&self.dir, &self.etcd_url, self.etcd_peer));
         self.etcd = OwnedProcess::spawn("etcd", command, &self.dir.join("etcd.log"))?;
         self.wait_until_ready()
     }
@@ -475,6 +474,8 @@ impl Backend {
 }
 
 /// A running API server of either backend.
+// One per test, never moved in a hot path: the variants' sizes need not match.
+#[allow(clippy::large_enum_variant)]
 pub enum TestServer {
     /// The in-process sandbox.
     Sandbox(Sandbox),

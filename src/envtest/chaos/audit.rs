@@ -280,7 +280,9 @@ fn pod_lifetimes(events: &[AuditEvent]) -> BTreeMap<(String, String), Vec<Lifeti
 /// serve the same ports, so the controller packs each address into one subset).
 pub fn endpoint_duplicates(slices: &[Value], endpoints: &[Value]) -> Vec<String> {
     let mut violations = Vec::new();
-    let mut sets: BTreeMap<(String, String, String), (Vec<String>, Vec<String>)> = BTreeMap::new();
+    // (namespace, Service, address type) -> (managed-by labels, addresses).
+    type Sets = BTreeMap<(String, String, String), (Vec<String>, Vec<String>)>;
+    let mut sets: Sets = BTreeMap::new();
     for slice in slices {
         let labels = &slice["metadata"]["labels"];
         let Some(service) = labels["kubernetes.io/service-name"].as_str() else { continue };
@@ -496,6 +498,7 @@ mod tests {
 
     /// One audit line: `verb resource ns/name` by `user` from `ip` received at `t`, completed
     /// 10 ms later, with a response object.
+    #[allow(clippy::too_many_arguments)]
     fn line(
         verb: &str,
         resource: &str,
