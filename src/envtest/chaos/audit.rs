@@ -169,7 +169,8 @@ fn replica_set_specs(events: &[AuditEvent]) -> HashMap<(String, String), Vec<(Ti
 ///   up to at most its replicas + maxSurge (the Deployment controller's own rule,
 ///   `NewRSNewReplicas`).
 /// - (b) A ReplicaSet never creates a pod beyond its `spec.replicas` (the spec in force when
-///   the create was received, or the one just before, which a sync may have read).
+///   the create was received, the one just before, which a sync may have read, or the next
+///   one: a write completing as kube-apiserver is SIGKILLed leaves no audit line).
 ///
 /// Together they bound the pods by replicas + maxSurge, except while an old ReplicaSet's
 /// scale-down (its spec already lowered) waits for the ReplicaSet controller to delete the pod:
@@ -213,7 +214,8 @@ pub fn surge_violations(events: &[AuditEvent], deployments: &[Value], replica_se
         for (created, received, _) in &lifetimes {
             let live = lifetimes.iter().filter(|(c, _, end)| c <= created && end.is_none_or(|e| e > *created)).count();
             let before: Vec<i64> = spec.iter().filter(|(at, _)| at <= received).map(|(_, n)| *n).collect();
-            let allowed = before.iter().rev().take(2).max().copied().unwrap_or(0);
+            let next = spec.iter().find(|(at, _)| at > received).map(|(_, n)| *n);
+            let allowed = before.iter().rev().take(2).copied().chain(next).max().unwrap_or(0);
             if i64::try_from(live).unwrap_or(i64::MAX) > allowed {
                 violations.push(format!(
                     "ReplicaSet {namespace}/{rs}: {live} live pods after a create at {created}, more than its {allowed} replicas"
