@@ -232,7 +232,8 @@ impl Bed {
             endpoints: audit::endpoint_duplicates(&slices, &endpoints),
             writers,
             in_flight_writes: in_flight,
-            events: audit::lost_events(&events, &k8s_events),
+            // A deleted namespace's Events went with it: only the namespaces still there count.
+            events: audit::lost_events(&in_live_namespaces(events, &self.list("/api/v1/namespaces")?), &k8s_events),
         })
     }
 
@@ -292,6 +293,12 @@ impl Bed {
             replica.process.stop(Duration::from_secs(10));
         }
     }
+}
+
+/// The audit events of objects in namespaces that still exist (and of cluster-scoped ones).
+fn in_live_namespaces(events: Vec<audit::AuditEvent>, namespaces: &[Value]) -> Vec<audit::AuditEvent> {
+    let live: Vec<&str> = namespaces.iter().filter_map(|n| n["metadata"]["name"].as_str()).collect();
+    events.into_iter().filter(|e| e.namespace.is_empty() || live.contains(&e.namespace.as_str())).collect()
 }
 
 /// The source address of replica `index`: 127.0.0.2, .3, … (127.0.0.1 is everyone else).
