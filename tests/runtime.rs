@@ -1,7 +1,7 @@
 //! The controller runtime and the process around the controllers, one module per topic in
 //! `tests/runtime/`: informers, the controller harness, events, the metadata client, leader
 //! election, and the real binary (its flags and kubeconfig, secure serving, systemd notification, a
-//! standby, high availability).
+//! standby, high availability, the chaos suite).
 //!
 //! `informers::shutdown_stops_the_threads_promptly` counts this process's `informer-priori…`
 //! threads: no other test here starts a PriorityClass informer (the garbage collector's
@@ -18,6 +18,8 @@ mod support;
 
 #[path = "runtime/binary.rs"]
 mod binary;
+#[path = "runtime/chaos.rs"]
+mod chaos;
 #[path = "runtime/cli_flags.rs"]
 mod cli_flags;
 #[path = "runtime/client_metadata.rs"]

@@ -6,6 +6,7 @@
 //! runs the same steps on either [`Backend`].
 
 mod assets;
+pub mod chaos;
 pub mod faultproxy;
 pub mod metrics_api;
 pub mod process;
@@ -33,9 +34,17 @@ const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// The audit log's file in the control plane's folder (see [`ControlPlane::audit_log`]).
 const AUDIT_LOG: &str = "audit.log";
-/// kube-apiserver's audit policy: updates of Deployments and ReplicaSets (status included) at
-/// RequestResponse level, so that a test sees which resourceVersion each write was based on and
-/// what it produced; nothing else.
+/// kube-apiserver's audit policy (the first matching rule wins):
+/// - updates of Deployments and ReplicaSets (status included) at RequestResponse level, so that
+///   a test sees which resourceVersion each write was based on and what it produced;
+/// - ReplicaSet creates and patches at RequestResponse level too (their `spec.replicas`);
+/// - pod creates at RequestResponse level: a generated name and the owner are only in the
+///   response (objectRef names what the request named, nothing for `generateName`);
+/// - pod deletes, and every write by the controller manager's identities
+///   (`system:kube-controller-manager`, kube-system's ServiceAccounts), at Metadata level:
+///   who wrote what, when and from which source address ([`chaos`]'s invariants).
+///
+/// Reads and everyone else's writes are not logged, to keep the log small.
 const AUDIT_POLICY: &str = "\
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -46,6 +55,27 @@ rules:
   resources:
   - group: apps
     resources: [deployments, deployments/status, replicasets, replicasets/status]
+- level: RequestResponse
+  verbs: [create, patch]
+  resources:
+  - group: apps
+    resources: [replicasets]
+- level: RequestResponse
+  verbs: [create]
+  resources:
+  - group: \"\"
+    resources: [pods]
+- level: Metadata
+  verbs: [delete, deletecollection]
+  resources:
+  - group: \"\"
+    resources: [pods]
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+  users: [system:kube-controller-manager]
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+  userGroups: [system:serviceaccounts:kube-system]
 - level: None
 ";
 
@@ -63,6 +93,8 @@ pub struct ControlPlane {
     assets: Assets,
     /// kube-apiserver's flags, to start it again on the same port.
     apiserver_flags: Vec<String>,
+    /// etcd's peer port, to start it again on the same ports and data dir.
+    etcd_peer: u16,
     etcd_url: String,
 }
 
@@ -83,13 +115,7 @@ impl ControlPlane {
         let [etcd_client, etcd_peer, secure] = free_ports()?;
         let etcd_url = format!("http://127.0.0.1:{etcd_client}");
         let mut etcd = Command::new(&assets.etcd);
-        etcd.args(["--name", "envtest", "--log-level", "warn", "--logger", "zap"])
-            .arg(format!("--data-dir={}", dir.join("etcd").display()))
-            .arg(format!("--listen-client-urls={etcd_url}"))
-            .arg(format!("--advertise-client-urls={etcd_url}"))
-            .arg(format!("--listen-peer-urls=http://127.0.0.1:{etcd_peer}"))
-            .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}"))
-            .arg(format!("--initial-cluster=envtest=http://127.0.0.1:{etcd_peer}"));
+        etcd.args(etcd_flags(&dir, &etcd_url, etcd_peer));
         let etcd = OwnedProcess::spawn("etcd", etcd, &dir.join("etcd.log"))?;
         let apiserver_flags = files.apiserver_flags(&etcd_url, secure);
         let mut apiserver = Command::new(&assets.kube_apiserver);
@@ -106,6 +132,7 @@ impl ControlPlane {
             service_account_key_pem: files.service_account_key_pem,
             assets: assets.clone(),
             apiserver_flags,
+            etcd_peer,
             etcd_url,
         };
         plane.wait_until_ready()?;
@@ -165,7 +192,8 @@ impl ControlPlane {
     }
 
     /// kube-apiserver's audit log (JSON lines, written as requests complete): the updates of
-    /// Deployments and ReplicaSets with their request and response objects.
+    /// Deployments and ReplicaSets with their request and response objects, pod creates with
+    /// the created pod, pod deletes and the controller manager's writes (see `AUDIT_POLICY`).
     pub fn audit_log(&self) -> PathBuf {
         self.dir.join(AUDIT_LOG)
     }
@@ -238,6 +266,56 @@ impl ControlPlane {
     pub fn etcd(&mut self) -> &mut OwnedProcess {
         &mut self.etcd
     }
+
+    /// Stops etcd unless it has ended (SIGTERM, then SIGKILL after 5 s; send SIGKILL through
+    /// [`ControlPlane::etcd`] first for a crash) and starts it again with the same flags and
+    /// data dir; waits until kube-apiserver, which reconnects by itself, is ready again.
+    pub fn restart_etcd(&mut self) -> Result<(), String> {
+        self.etcd.stop(Duration::from_secs(5));
+        let mut command = Command::new(&self.assets.etcd);
+        command.args(etcd_flags(&self.dir, &self.etcd_url, self.etcd_peer));
+        self.etcd = OwnedProcess::spawn("etcd", command, &self.dir.join("etcd.log"))?;
+        self.wait_until_ready()
+    }
+
+    /// etcd's current revision (the header of a range read, through its JSON gateway).
+    pub fn etcd_revision(&self) -> Result<u64, String> {
+        let answer = self.etcd_post("/v3/kv/range", &serde_json::json!({"key": "AA=="}))?;
+        let revision = answer["header"]["revision"].as_str().and_then(|r| r.parse().ok());
+        revision.ok_or_else(|| format!("etcd's range answer has no revision: {answer}"))
+    }
+
+    /// Compacts etcd at its current revision (physically): every watch kube-apiserver has open
+    /// on etcd from an older revision ends, and a client watching from an older resourceVersion
+    /// than the watch cache holds gets `410 Gone` and lists again. Returns the revision.
+    pub fn compact_etcd(&self) -> Result<u64, String> {
+        let revision = self.etcd_revision()?;
+        let request = serde_json::json!({"revision": revision.to_string(), "physical": true});
+        self.etcd_post("/v3/kv/compaction", &request)?;
+        Ok(revision)
+    }
+
+    fn etcd_post(&self, path: &str, body: &serde_json::Value) -> Result<serde_json::Value, String> {
+        let url = format!("{}{path}", self.etcd_url);
+        let response = ureq::post(&url).send(&body.to_string()).map_err(|e| format!("etcd at {url}: {e}"))?;
+        let text = response.into_body().read_to_string().map_err(|e| format!("etcd at {url}: {e}"))?;
+        serde_json::from_str(&text).map_err(|e| format!("etcd at {url}: {e}: {text}"))
+    }
+}
+
+/// etcd's flags: one member on loopback, data in `dir/etcd`.
+fn etcd_flags(dir: &Path, etcd_url: &str, peer_port: u16) -> Vec<String> {
+    vec![
+        "--name=envtest".into(),
+        "--log-level=warn".into(),
+        "--logger=zap".into(),
+        format!("--data-dir={}", dir.join("etcd").display()),
+        format!("--listen-client-urls={etcd_url}"),
+        format!("--advertise-client-urls={etcd_url}"),
+        format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+        format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+        format!("--initial-cluster=envtest=http://127.0.0.1:{peer_port}"),
+    ]
 }
 
 impl Drop for ControlPlane {
@@ -397,6 +475,8 @@ impl Backend {
 }
 
 /// A running API server of either backend.
+// One per test, never moved in a hot path: the variants' sizes need not match.
+#[allow(clippy::large_enum_variant)]
 pub enum TestServer {
     /// The in-process sandbox.
     Sandbox(Sandbox),

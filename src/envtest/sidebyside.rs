@@ -423,7 +423,7 @@ fn run_steps(
 }
 
 /// Fast simulated nodes that respect the not-ready taint, as kube-scheduler does.
-fn node_options() -> NodeOptions {
+pub fn node_options() -> NodeOptions {
     NodeOptions {
         lease_renew_interval: Duration::from_secs(1),
         pod_start_delay: Duration::from_millis(300),

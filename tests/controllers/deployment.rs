@@ -581,6 +581,8 @@ fn updates(cluster: &Cluster) -> Vec<Update> {
             let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
             (log.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()))
                 .filter(|e| e["stage"] == "ResponseComplete" && e["verb"] == "update")
+                // The policy logs other writes too (the chaos suite's invariants).
+                .filter(|e| matches!(e["objectRef"]["resource"].as_str(), Some("deployments" | "replicasets")))
                 .map(|e| {
                     let target = &e["objectRef"];
                     Update {

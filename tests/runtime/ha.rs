@@ -13,8 +13,7 @@
 //! own timestamps are compared, so how fast the test notices a change does not matter.
 #![cfg(feature = "sandbox")]
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -25,6 +24,7 @@ use std::time::{Duration, Instant};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kcm::client::{Api, Client, ClientOptions};
+use kcm::envtest::chaos::{Proxy, replica_source};
 use parking_lot::Mutex;
 
 use crate::harness;
@@ -158,9 +158,9 @@ struct Candidate {
 
 impl Candidate {
     fn start(bed: &Bed, index: usize, terms: Terms) -> Candidate {
-        let proxy = Proxy::start(bed.upstream);
+        let proxy = Proxy::start(bed.upstream, replica_source(index)).unwrap();
         let kubeconfig = bed.dir.join(format!("kcm-{index}.conf"));
-        let url = format!("https://127.0.0.1:{}", proxy.port);
+        let url = proxy.url();
         std::fs::write(&kubeconfig, bed.kubeconfig.replace(&bed.server.url(), &url)).unwrap();
         let port = free_port();
         let log = bed.dir.join(format!("kcm-{index}.log"));
@@ -240,67 +240,6 @@ fn renew_time(spec: &LeaseSpec) -> Timestamp {
 
 fn signed(d: Duration) -> SignedDuration {
     SignedDuration::try_from(d).expect("a small duration")
-}
-
-/// A TCP forwarder from a local port to the API server. [`Proxy::cut`] partitions its process from
-/// the API: open connections are cut and new ones accepted but never answered, so requests
-/// hang as behind a dead network.
-struct Proxy {
-    port: u16,
-    state: Arc<Mutex<ProxyState>>,
-}
-
-#[derive(Default)]
-struct ProxyState {
-    cut: bool,
-    /// Every socket of every connection, to shut them down on a cut (and to hold them after).
-    sockets: Vec<TcpStream>,
-}
-
-impl Proxy {
-    fn start(upstream: SocketAddr) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let state = Arc::new(Mutex::new(ProxyState::default()));
-        let shared = state.clone();
-        // The thread ends with the test binary; a blocked accept cannot be woken portably.
-        std::thread::spawn(move || {
-            for client in listener.incoming().flatten() {
-                Proxy::forward(&shared, client, upstream);
-            }
-        });
-        Proxy { port, state }
-    }
-
-    fn forward(state: &Mutex<ProxyState>, client: TcpStream, upstream: SocketAddr) {
-        let mut state = state.lock();
-        if state.cut {
-            state.sockets.push(client);
-            return;
-        }
-        let Ok(server) = TcpStream::connect(upstream) else { return };
-        for (from, to) in [(&client, &server), (&server, &client)] {
-            let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
-            std::thread::spawn(move || {
-                let mut buffer = [0; 16 * 1024];
-                while let Ok(n @ 1..) = from.read(&mut buffer) {
-                    if to.write_all(&buffer[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = to.shutdown(Shutdown::Write);
-            });
-        }
-        state.sockets.extend([client, server]);
-    }
-
-    fn cut(&self) {
-        let mut state = self.state.lock();
-        state.cut = true;
-        for socket in state.sockets.drain(..) {
-            let _ = socket.shutdown(Shutdown::Both);
-        }
-    }
 }
 
 /// The Lease's term: who holds it and how many times it changed hands.

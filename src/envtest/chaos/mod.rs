@@ -1,0 +1,410 @@
+//! The chaos suite's library (issue 21): control-plane and leader faults during real work on a
+//! real control plane, invariants read from kube-apiserver's audit log and the final state,
+//! and the time to converge after each fault. Shared by `tests/runtime/chaos.rs` (CI) and
+//! `benches/chaos.rs` (every fault × workload, our binary and upstream's).
+//!
+//! A [`Bed`] is one [`ControlPlane`] with simulated nodes and controller-manager replicas of
+//! one [`Side`], each behind its own [`Proxy`] from its own source address. A [`Workload`] is
+//! prepared, then changed, then a fault is injected (any `FnOnce(&mut Bed)`, e.g.
+//! [`Fault::inject`]), and [`Bed::converge`] times how long the workload takes to converge
+//! after it; [`Bed::invariants`] checks the audit log and the final state ([`audit`]).
+//!
+//! ```ignore
+//! let mut bed = Bed::start(Side::Ours, &binary, 1, &[])?;
+//! let workload = workloads::ROLLOUT;
+//! (workload.prepare)(&bed)?;
+//! (workload.change)(&bed)?;
+//! Fault::KillApiserver.inject(&mut bed)?;          // or any closure over &mut Bed
+//! let took = bed.converge(&workload)?;
+//! assert!(bed.invariants(Duration::from_secs(10))?.violations().is_empty());
+//! ```
+
+pub mod audit;
+pub mod proxy;
+pub mod workloads;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use ureq::http::Method;
+
+pub use self::proxy::Proxy;
+pub use self::workloads::Workload;
+use super::ControlPlane;
+use super::process::OwnedProcess;
+use super::sidebyside::{Side, controller_manager_args, node_options};
+use crate::client::{Body, Client, ClientOptions};
+use crate::sandbox::nodes::SimulatedNodes;
+
+/// The controller manager's Lease in kube-system.
+pub const LEASE: &str = "kube-controller-manager";
+/// How long a workload may take to converge after a fault.
+pub const CONVERGE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Simulated nodes of every bed (`node-1` …).
+const NODES: usize = 3;
+
+/// One controller-manager process and its way to the API server.
+pub struct Replica {
+    /// The process (SIGKILL, SIGSTOP it through this).
+    pub process: OwnedProcess,
+    /// Its own way to kube-apiserver, from its own source address.
+    pub proxy: Proxy,
+    /// Its log (`-v=6`: every request).
+    pub log: PathBuf,
+}
+
+/// A control plane, simulated nodes, an admin client and the controller-manager replicas.
+pub struct Bed {
+    // Field order is drop order: the replicas and nodes go before the control plane.
+    /// The replicas by index (`None` while one is down); replica `i` comes from [`replica_source`]`(i)`.
+    pub replicas: Vec<Option<Replica>>,
+    /// The simulated kubelets and scheduler.
+    pub nodes: SimulatedNodes,
+    /// A cluster admin (source address 127.0.0.1).
+    pub admin: Client,
+    /// etcd and kube-apiserver.
+    pub plane: ControlPlane,
+    side: Side,
+    binary: PathBuf,
+    /// kubeadm's controller-manager.conf, aimed at kube-apiserver.
+    kubeconfig: PathBuf,
+    flags: Vec<String>,
+    /// Where the replicas' logs go (kept after the bed).
+    log_dir: PathBuf,
+}
+
+impl Bed {
+    /// A fresh control plane with [`NODES`] simulated nodes (Ready, schedulable) and `count`
+    /// replicas of `binary` started as kubeadm starts kube-controller-manager, with `flags`
+    /// added (e.g. the leader-election terms, a workload's).
+    pub fn start(side: Side, binary: &Path, count: usize, flags: &[&str], log_dir: &Path) -> Result<Bed, String> {
+        std::fs::create_dir_all(log_dir).map_err(|e| format!("{}: {e}", log_dir.display()))?;
+        let plane = ControlPlane::start()?;
+        let admin = Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })
+            .map_err(|e| e.to_string())?
+            .for_controller("chaos");
+        let (_, kubeconfig) = plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
+        let names: Vec<String> = (1..=NODES).map(|i| format!("node-{i}")).collect();
+        let nodes = SimulatedNodes::start(plane.admin_config(), names, node_options())?;
+        let mut bed = Bed {
+            replicas: Vec::new(),
+            nodes,
+            admin,
+            plane,
+            side,
+            binary: binary.to_path_buf(),
+            kubeconfig,
+            flags: flags.iter().map(|f| f.to_string()).collect(),
+            log_dir: log_dir.to_path_buf(),
+        };
+        for index in 0..count {
+            let _ = std::fs::remove_file(log_dir.join(format!("{}-{index}.log", side.name())));
+            let replica = bed.start_replica(index)?;
+            bed.replicas.push(Some(replica));
+        }
+        bed.wait("every node Ready and schedulable", Duration::from_secs(90), |bed| {
+            let nodes = bed.list("/api/v1/nodes")?;
+            let ready = nodes.iter().filter(|n| {
+                let taints = n["spec"]["taints"].as_array().map(Vec::as_slice).unwrap_or_default();
+                condition(n, "Ready") == Some("True")
+                    && !taints.iter().any(|t| t["key"].as_str().is_some_and(|k| k.starts_with("node.kubernetes.io/")))
+            });
+            Ok((ready.count() == NODES).then_some(()))
+        })?;
+        Ok(bed)
+    }
+
+    /// Starts replica `index` (again, after it exited or was killed), through a new proxy
+    /// from the same source address; its log is appended to.
+    pub fn start_replica(&mut self, index: usize) -> Result<Replica, String> {
+        let upstream: SocketAddr =
+            self.plane.url().strip_prefix("https://").and_then(|a| a.parse().ok()).ok_or("https://<ip>:<port>")?;
+        let proxy = Proxy::start(upstream, replica_source(index))?;
+        let text = std::fs::read_to_string(&self.kubeconfig).map_err(|e| e.to_string())?;
+        let kubeconfig = self.kubeconfig.with_file_name(format!("controller-manager-{index}.conf"));
+        std::fs::write(&kubeconfig, text.replace(self.plane.url(), &proxy.url())).map_err(|e| e.to_string())?;
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        let mut command = Command::new(&self.binary);
+        command.args(controller_manager_args(self.side, &kubeconfig, &flags));
+        let log = self.log_dir.join(format!("{}-{index}.log", self.side.name()));
+        let process = OwnedProcess::spawn(&format!("kube-controller-manager {index}"), command, &log)?;
+        Ok(Replica { process, proxy, log })
+    }
+
+    /// Restarts replica `index` as systemd would (`Restart=always`) once it has exited.
+    pub fn restart_replica(&mut self, index: usize) -> Result<(), String> {
+        if let Some(mut old) = self.replicas[index].take() {
+            old.process.stop(Duration::from_secs(5));
+        }
+        let replica = self.start_replica(index)?;
+        self.replicas[index] = Some(replica);
+        Ok(())
+    }
+
+    /// The replica whose address last wrote the Lease successfully (from the audit log: the
+    /// same for both binaries, whatever identity they take).
+    pub fn leader(&self) -> Result<Option<usize>, String> {
+        let events = self.audit_events()?;
+        let terms = audit::lease_terms(&events, LEASE);
+        let Some(term) = terms.last() else { return Ok(None) };
+        Ok((0..self.replicas.len()).find(|&i| replica_source(i).to_string() == term.source_ip))
+    }
+
+    /// The controller manager's Lease, as stored.
+    pub fn lease(&self) -> Result<Option<Value>, String> {
+        self.get(&format!("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{LEASE}"))
+    }
+
+    /// Waits until a replica other than `not` holds the Lease: polls the Lease's holder (cheap),
+    /// and reads the audit log once it changed. Returns the replica and the Lease.
+    pub fn wait_leader(&self, not: Option<usize>, timeout: Duration) -> Result<(usize, Value), String> {
+        let holder = |lease: &Value| lease["spec"]["holderIdentity"].as_str().unwrap_or_default().to_string();
+        let before = match not {
+            Some(_) => self.lease()?.map(|l| holder(&l)).unwrap_or_default(),
+            None => String::new(),
+        };
+        self.wait("a leader", timeout, |bed| {
+            let Some(lease) = bed.lease()? else { return Ok(None) };
+            let now = holder(&lease);
+            if now.is_empty() || (not.is_some() && now == before) {
+                return Ok(None);
+            }
+            Ok(bed.leader()?.filter(|l| Some(*l) != not).map(|l| (l, lease)))
+        })
+    }
+
+    /// The audit log so far.
+    pub fn audit_events(&self) -> Result<Vec<audit::AuditEvent>, String> {
+        let text = std::fs::read_to_string(self.plane.audit_log()).map_err(|e| format!("the audit log: {e}"))?;
+        Ok(audit::parse(&text))
+    }
+
+    /// Polls `check` until it gives a value; fails after `timeout`.
+    pub fn wait<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut check: impl FnMut(&Bed) -> Result<Option<T>, String>,
+    ) -> Result<T, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            // A request failing while a fault lasts is no answer yet.
+            match check(self) {
+                Ok(Some(value)) => return Ok(value),
+                Ok(None) => {}
+                Err(e) if Instant::now() > deadline => return Err(format!("{what}: {e}")),
+                Err(_) => {}
+            }
+            if Instant::now() > deadline {
+                return Err(format!("timed out after {timeout:?} waiting for {what}"));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Waits until `workload` converged; the time it took.
+    pub fn converge(&self, workload: &Workload) -> Result<Duration, String> {
+        let started = Instant::now();
+        self.wait(&format!("{} to converge", workload.name), CONVERGE_TIMEOUT, workload.converged)?;
+        Ok(started.elapsed())
+    }
+
+    /// Checks the invariants on the audit log and the server's state now (see [`audit`]);
+    /// `renew_deadline` is the replicas' `--leader-elect-renew-deadline`.
+    pub fn invariants(&self, renew_deadline: Duration) -> Result<Invariants, String> {
+        let events = self.audit_events()?;
+        let deployments = self.list("/apis/apps/v1/deployments")?;
+        let replica_sets = self.list("/apis/apps/v1/replicasets")?;
+        let slices = self.list("/apis/discovery.k8s.io/v1/endpointslices")?;
+        let endpoints = self.list("/api/v1/endpoints")?;
+        let k8s_events = self.list("/api/v1/events")?;
+        let (writers, in_flight) = audit::writer_violations(&events, LEASE, renew_deadline);
+        Ok(Invariants {
+            surge: audit::surge_violations(&events, &deployments, &replica_sets),
+            pods_over_surge: audit::surge_peaks(&events, &deployments, &replica_sets)
+                .into_iter()
+                .filter(|(_, peak, bound)| peak > bound)
+                .map(|(deployment, peak, bound)| format!("{deployment}: {peak} pods, bound {bound}"))
+                .collect(),
+            endpoints: audit::endpoint_duplicates(&slices, &endpoints),
+            writers,
+            in_flight_writes: in_flight,
+            // A deleted namespace's Events went with it: only the namespaces still there count.
+            events: audit::lost_events(&in_live_namespaces(events, &self.list("/api/v1/namespaces")?), &k8s_events),
+        })
+    }
+
+    /// [`Bed::invariants`] once they hold, or after `timeout` with what they found: Events
+    /// are posted asynchronously (and retried), so the last ones may land after convergence.
+    pub fn settled_invariants(&self, renew_deadline: Duration, timeout: Duration) -> Result<Invariants, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let found = self.invariants(renew_deadline)?;
+            if found.violations().is_empty() || Instant::now() > deadline {
+                return Ok(found);
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
+    /// GETs an object; `None` when it does not exist.
+    pub fn get(&self, path: &str) -> Result<Option<Value>, String> {
+        match self.admin.get_json::<Value>(path) {
+            Ok(value) => Ok(Some(value)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(format!("GET {path}: {e}")),
+        }
+    }
+
+    /// The items of a list.
+    pub fn list(&self, path: &str) -> Result<Vec<Value>, String> {
+        let list: Value = self.admin.get_json(path).map_err(|e| format!("GET {path}: {e}"))?;
+        Ok(list["items"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// POSTs `object` to the collection at `path`.
+    pub fn create(&self, path: &str, object: Value) -> Result<Value, String> {
+        self.send(Method::POST, path, Some(Body::json(&object).map_err(|e| e.to_string())?))
+    }
+
+    /// A JSON merge patch.
+    pub fn patch(&self, path: &str, patch: Value) -> Result<Value, String> {
+        let body = Body::json(&patch).map_err(|e| e.to_string())?;
+        self.send(Method::PATCH, path, Some(Body { content_type: "application/merge-patch+json", ..body }))
+    }
+
+    /// DELETE (the kind's default propagation).
+    pub fn delete(&self, path: &str) -> Result<(), String> {
+        self.send(Method::DELETE, path, None).map(|_| ())
+    }
+
+    fn send(&self, method: Method, path: &str, body: Option<Body>) -> Result<Value, String> {
+        let what = format!("{method} {path}");
+        let bytes = self.admin.send(method, path, body).map_err(|e| format!("{what}: {e}"))?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("{what}: {e}"))
+    }
+
+    /// Stops every replica (SIGTERM) and the nodes; the control plane goes when dropped.
+    pub fn stop(mut self) {
+        for replica in self.replicas.iter_mut().flatten() {
+            replica.process.stop(Duration::from_secs(10));
+        }
+    }
+}
+
+/// The audit events of objects in namespaces that still exist (and of cluster-scoped ones).
+fn in_live_namespaces(events: Vec<audit::AuditEvent>, namespaces: &[Value]) -> Vec<audit::AuditEvent> {
+    let live: Vec<&str> = namespaces.iter().filter_map(|n| n["metadata"]["name"].as_str()).collect();
+    events.into_iter().filter(|e| e.namespace.is_empty() || live.contains(&e.namespace.as_str())).collect()
+}
+
+/// The source address of replica `index`: 127.0.0.2, .3, … (127.0.0.1 is everyone else).
+pub fn replica_source(index: usize) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, 0, 2 + u8::try_from(index).expect("a few replicas"))
+}
+
+/// The status of condition `type` of an object.
+pub fn condition<'v>(object: &'v Value, type_: &str) -> Option<&'v str> {
+    super::sidebyside::condition(object, type_)
+}
+
+/// What the invariants found; empty lists when they held.
+#[derive(Debug, Default)]
+pub struct Invariants {
+    /// 1: ReplicaSets' replicas above a Deployment's replicas + maxSurge, or a ReplicaSet
+    /// creating past its replicas.
+    pub surge: Vec<String>,
+    /// A figure, not a violation: Deployments whose live pods passed replicas + maxSurge while
+    /// an old ReplicaSet's scale-down was pending (see [`audit::surge_violations`]).
+    pub pods_over_surge: Vec<String>,
+    /// 2: duplicate Endpoints / EndpointSlices.
+    pub endpoints: Vec<String>,
+    /// 3: writes from an address not holding the Lease.
+    pub writers: Vec<String>,
+    /// Writes of an outgoing leader let through by the renew-deadline allowance.
+    pub in_flight_writes: usize,
+    /// 4: ReplicaSet Events lost beyond upstream's aggregation.
+    pub events: Vec<String>,
+}
+
+impl Invariants {
+    /// Every violation, prefixed with its invariant.
+    pub fn violations(&self) -> Vec<String> {
+        let tag = |n: &str, list: &[String]| list.iter().map(|v| format!("{n}: {v}")).collect::<Vec<_>>();
+        [
+            tag("surge", &self.surge),
+            tag("endpoints", &self.endpoints),
+            tag("one writer", &self.writers),
+            tag("events", &self.events),
+        ]
+        .concat()
+    }
+}
+
+/// The faults the suite injects; any other is a closure over the [`Bed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Nothing: the baseline.
+    None,
+    /// kube-apiserver SIGKILLed and started again.
+    KillApiserver,
+    /// etcd SIGKILLed and started again on the same data.
+    KillEtcd,
+    /// etcd compacted at its current revision: watches end, clients relist (410 Gone).
+    CompactEtcd,
+    /// kube-apiserver SIGSTOPped this long, then SIGCONTed.
+    StallApiserver(Duration),
+    /// The leading replica SIGKILLed; another takes over once the Lease expires.
+    KillLeader,
+}
+
+impl Fault {
+    /// Its name in the bench's table.
+    pub fn name(self) -> String {
+        match self {
+            Fault::None => "none".into(),
+            Fault::KillApiserver => "kube-apiserver SIGKILL".into(),
+            Fault::KillEtcd => "etcd SIGKILL".into(),
+            Fault::CompactEtcd => "etcd compaction (410)".into(),
+            Fault::StallApiserver(d) => format!("kube-apiserver SIGSTOP {}s", d.as_secs()),
+            Fault::KillLeader => "leader SIGKILL".into(),
+        }
+    }
+
+    /// Injects the fault and returns once it is over (the process restarted, resumed).
+    pub fn inject(self, bed: &mut Bed) -> Result<(), String> {
+        match self {
+            Fault::None => Ok(()),
+            Fault::KillApiserver => {
+                bed.plane.apiserver().signal(libc::SIGKILL);
+                bed.plane.restart_apiserver()
+            }
+            Fault::KillEtcd => {
+                bed.plane.etcd().signal(libc::SIGKILL);
+                bed.plane.restart_etcd()
+            }
+            Fault::CompactEtcd => bed.plane.compact_etcd().map(|_| ()),
+            Fault::StallApiserver(d) => {
+                bed.plane.apiserver().signal(libc::SIGSTOP);
+                std::thread::sleep(d);
+                bed.plane.apiserver().signal(libc::SIGCONT);
+                Ok(())
+            }
+            Fault::KillLeader => {
+                let (leader, _) = bed.wait_leader(None, Duration::from_secs(60))?;
+                let replica = bed.replicas[leader].as_mut().ok_or("the leader is not running")?;
+                replica.process.signal(libc::SIGKILL);
+                replica.process.exited();
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `{"metadata": {"name": …}}`-style helper for the workloads.
+fn named(name: &str) -> Value {
+    json!({"metadata": {"name": name}})
+}

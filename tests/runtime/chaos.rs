@@ -1,0 +1,181 @@
+//! The chaos suite's CI tier (issue 21): faults during real work, then the invariants read
+//! from kube-apiserver's audit log and the final state (`kcm::envtest::chaos`).
+//!
+//! Real server only: the faults are the real control plane's (etcd and kube-apiserver killed,
+//! stalled, etcd compacted) and the invariants read kube-apiserver's audit log; the sandbox
+//! has neither processes to kill nor that log. Each test combines several faults on one
+//! control plane to pay its start-up once. Times to converge and to fail over are printed;
+//! bounds are client-go's guarantees plus slack for a loaded 2-core machine. The longer run,
+//! every fault × workload with our binary and upstream's, is `benches/chaos.rs`.
+#![cfg(feature = "sandbox")]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use kcm::envtest::chaos::{Bed, Fault, workloads};
+use kcm::envtest::sidebyside::Side;
+use serde_json::Value;
+
+use crate::harness::{self, Backend};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
+/// Short leader-election terms, so that failovers fit a CI test: a SIGKILLed leader's Lease
+/// expires after 6 s; a leader that cannot renew gives up after 3 s.
+const LEASE: Duration = Duration::from_secs(6);
+const RENEW_DEADLINE: Duration = Duration::from_secs(3);
+const RETRY: Duration = Duration::from_millis(500);
+const TERMS: &[&str] =
+    &["--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"];
+/// client-go's `JitterFactor`: a candidate retries every retry period × [1, 2.2).
+const JITTER: f64 = 1.2;
+/// Room for a loaded 2-core machine.
+const SLACK: Duration = Duration::from_secs(8);
+/// How long the last Events may take to land after convergence.
+const SETTLE: Duration = Duration::from_secs(20);
+/// The replicas' default renew deadline (kube-controller-manager's 10 s).
+const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Where a test's logs go; kept when it fails.
+struct Logs(PathBuf);
+
+impl Logs {
+    fn new(name: &str) -> Logs {
+        Logs(std::env::temp_dir().join(format!("kcm-chaos-{}-{name}", std::process::id())))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Logs {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("the controller managers' logs are kept in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn timed(what: &str, step: impl FnOnce() -> Result<(), String>) {
+    let started = Instant::now();
+    step().unwrap_or_else(|e| panic!("{what}: {e}"));
+    eprintln!("chaos: {what} took {:?}", started.elapsed());
+}
+
+fn micro_time(lease: &Value, field: &str) -> Timestamp {
+    lease["spec"][field].as_str().and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("{field} in {lease}"))
+}
+
+#[test]
+fn a_rollout_converges_through_apiserver_and_etcd_kills_and_a_compaction() {
+    harness::run_on(Backend::Real, |_| {
+        let logs = Logs::new("control-plane");
+        let mut bed = Bed::start(Side::Ours, Path::new(BINARY), 1, &[], logs.path()).expect("a bed");
+        let workload = workloads::ROLLOUT;
+        timed("preparing 20 Deployments", || (workload.prepare)(&bed));
+        (workload.change)(&bed).expect("a new image for all");
+        for fault in [Fault::KillApiserver, Fault::KillEtcd, Fault::CompactEtcd] {
+            timed(&fault.name(), || fault.inject(&mut bed));
+        }
+        // kube-apiserver's watches of etcd that were behind the compaction end, its watch cache
+        // relists, and clients watching from older resourceVersions get 410 Gone.
+        let apiserver_log = bed.plane.apiserver().log_path().to_path_buf();
+        harness::eventually("kube-apiserver's etcd watches ended by the compaction", || {
+            let log = std::fs::read_to_string(&apiserver_log).unwrap_or_default();
+            log.contains("required revision has been compacted").then_some(())
+        });
+        let took = bed.converge(&workload).expect("the rollout converges");
+        eprintln!("chaos: rollout converged {took:?} after the last fault");
+        let found = bed.settled_invariants(DEFAULT_RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
+        assert_eq!(found.violations(), Vec::<String>::new());
+        bed.stop();
+    });
+}
+
+#[test]
+fn two_replicas_hand_over_on_sigkill_and_sigterm_during_a_rollout() {
+    harness::run_on(Backend::Real, |_| {
+        let logs = Logs::new("leaders");
+        let mut bed = Bed::start(Side::Ours, Path::new(BINARY), 2, TERMS, logs.path()).expect("a bed");
+        let workload = workloads::ROLLOUT;
+        let (first, _) = bed.wait_leader(None, Duration::from_secs(60)).expect("a leader");
+        timed("preparing 20 Deployments", || (workload.prepare)(&bed));
+        (workload.change)(&bed).expect("a new image for all");
+
+        let killed = Timestamp::now();
+        Fault::KillLeader.inject(&mut bed).expect("the leader killed");
+        let (second, lease) = bed.wait_leader(Some(first), Duration::from_secs(60)).expect("a new leader");
+        let failover = micro_time(&lease, "acquireTime").duration_since(killed);
+        eprintln!("chaos: SIGKILL of the leader: replica {second} leads {failover:?} later");
+        // The Lease expires at most a lease after the kill; a standby notices within two
+        // jittered retry periods (one to see the last renewal, one after the expiry).
+        let bound = LEASE + RETRY.mul_f64(1.0 + JITTER) * 2 + SLACK;
+        assert!(failover < jiff::SignedDuration::try_from(bound).unwrap(), "failover {failover:?} (bound {bound:?})");
+
+        // Restarted as systemd would, the killed replica is the standby for the next handover.
+        bed.restart_replica(first).expect("the killed replica restarted");
+        let terminated = Timestamp::now();
+        bed.replicas[second].as_mut().expect("the leader").process.signal(libc::SIGTERM);
+        let (third, lease) = bed.wait_leader(Some(second), Duration::from_secs(60)).expect("the standby leads");
+        assert_eq!(third, first);
+        let handover = micro_time(&lease, "acquireTime").duration_since(terminated);
+        eprintln!("chaos: SIGTERM of the leader: replica {third} leads {handover:?} later");
+        // A SIGTERMed leader releases the Lease: the standby need not wait for it to expire.
+        let bound = RETRY.mul_f64(1.0 + JITTER) + SLACK;
+        assert!(handover < jiff::SignedDuration::try_from(bound).unwrap(), "handover {handover:?} (bound {bound:?})");
+        let status = bed.replicas[second].as_mut().unwrap().process.stop(Duration::from_secs(30));
+        assert!(status.is_some_and(|s| s.success()), "SIGTERM exits 0: {status:?}");
+
+        let took = bed.converge(&workload).expect("the rollout converges");
+        eprintln!("chaos: rollout converged {took:?} after the second handover");
+        let found = bed.settled_invariants(RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
+        eprintln!("chaos: {} writes of outgoing leaders within their renew deadline", found.in_flight_writes);
+        eprintln!(
+            "chaos: live pods past replicas + maxSurge while a scale-down was pending: {:?}",
+            found.pods_over_surge
+        );
+        assert_eq!(found.writers, Vec::<String>::new(), "one writer at a time");
+        assert_eq!(found.surge, Vec::<String>::new(), "maxSurge");
+        bed.stop();
+    });
+}
+
+#[test]
+fn a_leader_stalled_past_its_renew_deadline_exits_and_its_restart_deletes_the_namespace() {
+    harness::run_on(Backend::Real, |_| {
+        let logs = Logs::new("stall");
+        let mut bed = Bed::start(Side::Ours, Path::new(BINARY), 1, TERMS, logs.path()).expect("a bed");
+        let workload = workloads::NAMESPACE_DELETION;
+        bed.wait_leader(None, Duration::from_secs(60)).expect("a leader");
+        timed("preparing the namespace", || (workload.prepare)(&bed));
+        (workload.change)(&bed).expect("the namespace deleted");
+
+        bed.plane.apiserver().signal(libc::SIGSTOP);
+        let stalled = Instant::now();
+        let replica = bed.replicas[0].as_mut().unwrap();
+        let deadline = Instant::now() + RENEW_DEADLINE + SLACK * 3;
+        let status = loop {
+            if let Some(status) = replica.process.exited() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the leader still runs {:?} into the stall", stalled.elapsed());
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        bed.plane.apiserver().signal(libc::SIGCONT);
+        eprintln!("chaos: the leader exited {:?} into the stall ({status})", stalled.elapsed());
+        assert!(!status.success(), "losing the Lease is an error exit: {status}");
+        let log = std::fs::read_to_string(&bed.replicas[0].as_ref().unwrap().log).unwrap();
+        assert!(log.contains("leaderelection lost"), "{}", &log[log.len().saturating_sub(3000)..]);
+        assert!(stalled.elapsed() >= RENEW_DEADLINE.saturating_sub(RETRY), "gave up before its renew deadline");
+
+        bed.restart_replica(0).expect("restarted as systemd would");
+        let took = bed.converge(&workload).expect("the namespace is deleted");
+        eprintln!("chaos: namespace deleted {took:?} after the restart");
+        let found = bed.settled_invariants(RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
+        assert_eq!(found.writers, Vec::<String>::new(), "one writer at a time");
+        bed.stop();
+    });
+}
