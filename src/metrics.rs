@@ -155,15 +155,17 @@ pub struct Registry {
 
 impl Registry {
     /// Adds a collector to what `/metrics` shows, counting its component-base families in
-    /// `registered_metrics_total` (and the hidden ones in `hidden_metrics_total`) as
-    /// component-base's registry does.
+    /// `registered_metrics_total`, or in `hidden_metrics_total` when deprecated long enough or
+    /// disabled, as component-base's registry does.
     pub fn register(&self, collector: Arc<dyn Collector>) {
         let counts = registry_families();
         for desc in collector.describe() {
             let Some(level) = desc.stability() else { continue };
-            counts.registered.inc(&[level, desc.deprecated.unwrap_or("")]);
-            if desc.hidden() {
+            // `lazyMetric.Create`: a disabled or hidden metric is not created but tracked as hidden.
+            if desc.hidden() || settings().disabled.contains(desc.name) {
                 counts.hidden.inc(&[]);
+            } else {
+                counts.registered.inc(&[level, desc.deprecated.unwrap_or("")]);
             }
         }
         self.collectors.lock().push(collector);
