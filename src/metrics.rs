@@ -43,7 +43,7 @@ impl Desc {
     /// Hidden as component-base hides a metric deprecated before the current minor version,
     /// unless `--show-hidden-metrics-for-version` asks for it.
     fn hidden(&self) -> bool {
-        self.deprecated.is_some_and(|v| deprecated_before_current(v)) && !settings().show_hidden
+        self.deprecated.is_some_and(deprecated_before_current) && !settings().show_hidden
     }
 }
 
