@@ -2,16 +2,149 @@
 //! exposition format. Metric names and labels follow upstream's (client-go, component-base), so
 //! dashboards built for the upstream controller manager keep working.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 /// Anything that can write its samples into an exposition.
 pub trait Collector: Send + Sync {
     /// Appends this collector's `# HELP`/`# TYPE` lines and samples to `out`.
     fn write_to(&self, out: &mut String);
+
+    /// The families this collector exports as component-base metrics (a stability prefix in
+    /// their help), for `registered_metrics_total` and hiding; raw collectors describe none.
+    fn describe(&self) -> Vec<Desc> {
+        Vec::new()
+    }
+}
+
+/// A family's name, help and deprecation, as component-base knows a metric.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Desc {
+    /// The family's name.
+    pub name: &'static str,
+    /// Its help, with component-base's stability prefix.
+    pub help: &'static str,
+    /// The version (`1.32.0`) since which the family is deprecated.
+    pub deprecated: Option<&'static str>,
+}
+
+impl Desc {
+    /// `ALPHA`, `BETA` or `STABLE` from component-base's help prefix; `None` for a raw metric.
+    fn stability(&self) -> Option<&'static str> {
+        ["ALPHA", "BETA", "STABLE", "INTERNAL"].into_iter().find(|level| {
+            self.help.strip_prefix('[').and_then(|h| h.strip_prefix(level)).is_some_and(|h| h.starts_with("] "))
+        })
+    }
+
+    /// Hidden as component-base hides a metric deprecated before the current minor version,
+    /// unless `--show-hidden-metrics-for-version` asks for it.
+    fn hidden(&self) -> bool {
+        self.deprecated.is_some_and(deprecated_before_current) && !settings().show_hidden
+    }
+}
+
+/// Whether `version` (`major.minor[.patch]`) is older than this build's minor version.
+fn deprecated_before_current(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) < CURRENT_VERSION
+}
+
+/// The Kubernetes version whose metrics lifecycle applies (`major`, `minor`).
+pub const CURRENT_VERSION: (u64, u64) = (1, 33);
+
+/// What the metric flags set (component-base's `SetShowHidden`, `SetDisabledMetric`,
+/// `SetLabelAllowListFromCLI`).
+#[derive(Default, Debug, Clone)]
+pub struct Settings {
+    /// `--show-hidden-metrics-for-version` was given (validated against the previous minor).
+    pub show_hidden: bool,
+    /// `--disabled-metrics`: family names not exported.
+    pub disabled: BTreeSet<String>,
+    /// `--allow-metric-labels`: metric name to label name to the values kept; any other value
+    /// is exported as `unexpected`.
+    pub allowed_labels: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+}
+
+fn settings_lock() -> &'static RwLock<Settings> {
+    static SETTINGS: OnceLock<RwLock<Settings>> = OnceLock::new();
+    SETTINGS.get_or_init(RwLock::default)
+}
+
+fn settings() -> parking_lot::RwLockReadGuard<'static, Settings> {
+    settings_lock().read()
+}
+
+/// Applies the metric flags to the process: counts the disabled metrics as component-base
+/// does (one per name given) and constrains label values from now on.
+pub fn configure(new: Settings) {
+    let disabled = new.disabled.len();
+    let any_allow_list = !new.allowed_labels.is_empty();
+    *settings_lock().write() = new;
+    ALLOW_LISTS.store(any_allow_list, Ordering::Relaxed);
+    registry_families().disabled.add(&[], disabled as f64);
+}
+
+/// Whether any allow list is set: the common case skips the look-up.
+static ALLOW_LISTS: AtomicBool = AtomicBool::new(false);
+
+/// Label values as `--allow-metric-labels` lets them through: a value not allowed for its
+/// label becomes `unexpected` (counted in `cardinality_enforcement_unexpected_categorizations_total`).
+fn constrain(metric: &str, names: &[&str], values: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+    if !ALLOW_LISTS.load(Ordering::Relaxed) {
+        return out;
+    }
+    let mut unexpected = 0;
+    if let Some(lists) = settings().allowed_labels.get(metric) {
+        for (value, name) in out.iter_mut().zip(names) {
+            if lists.get(*name).is_some_and(|allowed| !allowed.contains(value.as_str())) {
+                *value = "unexpected".into();
+                unexpected += 1;
+            }
+        }
+    }
+    if unexpected > 0 {
+        registry_families().unexpected.add(&[], unexpected as f64);
+    }
+    out
+}
+
+/// component-base's own families (`registry.go`), registered with the global registry.
+struct RegistryFamilies {
+    registered: Arc<CounterVec>,
+    disabled: Arc<CounterVec>,
+    hidden: Arc<CounterVec>,
+    unexpected: Arc<CounterVec>,
+}
+
+fn registry_families() -> &'static RegistryFamilies {
+    static FAMILIES: OnceLock<RegistryFamilies> = OnceLock::new();
+    FAMILIES.get_or_init(|| {
+        let counter = |name, help, labels: &'static [&'static str]| Arc::new(CounterVec::counter(name, help, labels));
+        let families = RegistryFamilies {
+            registered: counter(
+                "registered_metrics_total",
+                "[BETA] The count of registered metrics broken by stability level and deprecation version.",
+                &["stability_level", "deprecated_version"],
+            ),
+            disabled: counter("disabled_metrics_total", "[BETA] The count of disabled metrics.", &[]),
+            hidden: counter("hidden_metrics_total", "[BETA] The count of hidden metrics.", &[]),
+            unexpected: counter(
+                "cardinality_enforcement_unexpected_categorizations_total",
+                "[ALPHA] The count of unexpected categorizations during cardinality enforcement.",
+                &[],
+            ),
+        };
+        for family in [&families.disabled, &families.hidden, &families.unexpected] {
+            family.ensure(&[]);
+        }
+        families
+    })
 }
 
 /// The set of metrics served on `/metrics`.
@@ -21,26 +154,48 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Adds a collector to what `/metrics` shows.
+    /// Adds a collector to what `/metrics` shows, counting its component-base families in
+    /// `registered_metrics_total`, or in `hidden_metrics_total` when deprecated long enough or
+    /// disabled, as component-base's registry does.
     pub fn register(&self, collector: Arc<dyn Collector>) {
+        let counts = registry_families();
+        for desc in collector.describe() {
+            let Some(level) = desc.stability() else { continue };
+            // `lazyMetric.Create`: a disabled or hidden metric is not created but tracked as hidden.
+            if desc.hidden() || settings().disabled.contains(desc.name) {
+                counts.hidden.inc(&[]);
+            } else {
+                counts.registered.inc(&[level, desc.deprecated.unwrap_or("")]);
+            }
+        }
         self.collectors.lock().push(collector);
     }
 
     /// The whole registry in Prometheus text format, families sorted by name as Go's
-    /// `prometheus.Registry.Gather` sorts them.
+    /// `prometheus.Registry.Gather` sorts them, without disabled and hidden families.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        let mut left_out: BTreeSet<&'static str> = BTreeSet::new();
         for collector in self.collectors.lock().iter() {
             collector.write_to(&mut out);
+            left_out.extend(collector.describe().into_iter().filter(Desc::hidden).map(|d| d.name));
         }
-        sort_families(&out)
+        let settings = settings();
+        sort_families(&out, |name| left_out.contains(name) || settings.disabled.contains(name))
     }
 }
 
-/// The process-wide registry.
+/// The process-wide registry, with component-base's own families in it.
 pub fn global() -> &'static Registry {
     static GLOBAL: OnceLock<Registry> = OnceLock::new();
-    GLOBAL.get_or_init(Registry::default)
+    GLOBAL.get_or_init(|| {
+        let registry = Registry::default();
+        let own = registry_families();
+        for family in [&own.registered, &own.disabled, &own.hidden, &own.unexpected] {
+            registry.register(family.clone());
+        }
+        registry
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -55,6 +210,7 @@ pub struct ValueFamily {
     help: &'static str,
     kind: Kind,
     label_names: &'static [&'static str],
+    deprecated: Option<&'static str>,
     values: Mutex<BTreeMap<Vec<String>, f64>>,
 }
 
@@ -75,7 +231,21 @@ impl ValueFamily {
     }
 
     fn new(name: &'static str, help: &'static str, kind: Kind, label_names: &'static [&'static str]) -> Self {
-        ValueFamily { name, help, kind, label_names, values: Mutex::new(BTreeMap::new()) }
+        ValueFamily { name, help, kind, label_names, deprecated: None, values: Mutex::new(BTreeMap::new()) }
+    }
+
+    /// The family of a label-less counter or gauge (Go's `NewCounter`/`NewGauge`), whose one
+    /// series exists, at 0, from the start.
+    pub fn at_zero(self) -> Self {
+        self.ensure(&[]);
+        self
+    }
+
+    /// Marks the family deprecated since `version` (`1.32.0`): its help says so, and it is hidden
+    /// from the next minor version on unless `--show-hidden-metrics-for-version` is given.
+    pub fn deprecated(mut self, version: &'static str) -> Self {
+        self.deprecated = Some(version);
+        self
     }
 
     /// Adds 1 to the series of these label values.
@@ -108,7 +278,7 @@ impl ValueFamily {
 
     fn key(&self, labels: &[&str]) -> Vec<String> {
         debug_assert_eq!(labels.len(), self.label_names.len(), "labels of {}", self.name);
-        labels.iter().map(|v| v.to_string()).collect()
+        constrain(self.name, self.label_names, labels)
     }
 }
 
@@ -122,10 +292,14 @@ impl Collector for ValueFamily {
         if values.is_empty() {
             return;
         }
-        write_header(out, self.name, self.help, kind);
+        write_header(out, self.name, self.help, self.deprecated, kind);
         for (values, v) in in_go_order(self.label_names, values.iter()) {
             let _ = writeln!(out, "{}{} {}", self.name, label_set(self.label_names, values, None), go_float(*v));
         }
+    }
+
+    fn describe(&self) -> Vec<Desc> {
+        vec![Desc { name: self.name, help: self.help, deprecated: self.deprecated }]
     }
 }
 
@@ -135,6 +309,7 @@ pub struct HistogramVec {
     help: &'static str,
     label_names: &'static [&'static str],
     bounds: Vec<f64>,
+    deprecated: Option<&'static str>,
     series: Mutex<BTreeMap<Vec<String>, Histogram>>,
 }
 
@@ -148,21 +323,46 @@ struct Histogram {
 impl HistogramVec {
     /// A histogram family whose buckets end at the ascending upper `bounds` (`+Inf` is added).
     pub fn new(name: &'static str, help: &'static str, labels: &'static [&'static str], bounds: &[f64]) -> Self {
-        HistogramVec { name, help, label_names: labels, bounds: bounds.to_vec(), series: Mutex::new(BTreeMap::new()) }
+        HistogramVec {
+            name,
+            help,
+            label_names: labels,
+            bounds: bounds.to_vec(),
+            deprecated: None,
+            series: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The family of a label-less histogram (Go's `NewHistogram`), whose one series exists,
+    /// empty, from the start.
+    pub fn at_zero(self) -> Self {
+        self.ensure(&[]);
+        self
+    }
+
+    /// Marks the family deprecated since `version`, as [`ValueFamily::deprecated`].
+    pub fn deprecated(mut self, version: &'static str) -> Self {
+        self.deprecated = Some(version);
+        self
+    }
+
+    fn key(&self, labels: &[&str]) -> Vec<String> {
+        debug_assert_eq!(labels.len(), self.label_names.len(), "labels of {}", self.name);
+        constrain(self.name, self.label_names, labels)
     }
 
     /// Records one observation in the series of these label values.
     pub fn observe(&self, labels: &[&str], value: f64) {
         let bucket = self.bounds.iter().position(|b| value <= *b).unwrap_or(self.bounds.len());
         let mut series = self.series.lock();
-        let h = series.entry(key_of(labels)).or_insert_with(|| self.empty());
+        let h = series.entry(self.key(labels)).or_insert_with(|| self.empty());
         h.counts[bucket] += 1;
         h.sum += value;
     }
 
     /// Creates the series with no observations unless it exists (Go's `WithLabelValues`).
     pub fn ensure(&self, labels: &[&str]) {
-        self.series.lock().entry(key_of(labels)).or_insert_with(|| self.empty());
+        self.series.lock().entry(self.key(labels)).or_insert_with(|| self.empty());
     }
 
     fn empty(&self) -> Histogram {
@@ -171,7 +371,7 @@ impl HistogramVec {
 
     /// How many observations a series has.
     pub fn count(&self, labels: &[&str]) -> u64 {
-        self.series.lock().get(&key_of(labels)).map_or(0, |h| h.counts.iter().sum())
+        self.series.lock().get(&self.key(labels)).map_or(0, |h| h.counts.iter().sum())
     }
 }
 
@@ -181,7 +381,7 @@ impl Collector for HistogramVec {
         if series.is_empty() {
             return;
         }
-        write_header(out, self.name, self.help, "histogram");
+        write_header(out, self.name, self.help, self.deprecated, "histogram");
         for (values, h) in in_go_order(self.label_names, series.iter()) {
             // Go's text format writes counts as floats too (`float64(count)` through `writeFloat`).
             let mut cumulative = 0u64;
@@ -196,6 +396,10 @@ impl Collector for HistogramVec {
             let _ = writeln!(out, "{}_count{labels} {}", self.name, go_float(cumulative as f64));
         }
     }
+
+    fn describe(&self) -> Vec<Desc> {
+        vec![Desc { name: self.name, help: self.help, deprecated: self.deprecated }]
+    }
 }
 
 /// `count` buckets starting at `start`, each `factor` times the previous (Prometheus'
@@ -204,13 +408,9 @@ pub fn exponential_buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
     std::iter::successors(Some(start), |b| Some(b * factor)).take(count).collect()
 }
 
-fn key_of(labels: &[&str]) -> Vec<String> {
-    labels.iter().map(|v| v.to_string()).collect()
-}
-
 /// Reorders a rendered exposition so that its families (each a `# HELP` block) come sorted by
 /// name, as Go's registry gathers them.
-fn sort_families(text: &str) -> String {
+fn sort_families(text: &str, left_out: impl Fn(&str) -> bool) -> String {
     let mut families: Vec<&str> = Vec::new();
     let mut start = 0;
     for (at, _) in text.match_indices("# HELP ") {
@@ -220,7 +420,7 @@ fn sort_families(text: &str) -> String {
         }
     }
     families.push(&text[start..]);
-    families.retain(|f| !f.is_empty());
+    families.retain(|f| !f.is_empty() && !left_out(family_name(f)));
     // Stable: two collectors exporting one name keep their order.
     families.sort_by_key(|f| family_name(f));
     families.concat()
@@ -230,8 +430,16 @@ fn family_name(block: &str) -> &str {
     block.strip_prefix("# HELP ").and_then(|rest| rest.split(' ').next()).unwrap_or(block)
 }
 
-/// The family's `# HELP` and `# TYPE` lines; help is escaped as Go's `escaper` does.
-fn write_header(out: &mut String, name: &str, help: &str, kind: &str) {
+/// The family's `# HELP` and `# TYPE` lines; help is escaped as Go's `escaper` does. A deprecated
+/// family's help says so after the stability prefix, as component-base annotates it.
+fn write_header(out: &mut String, name: &str, help: &str, deprecated: Option<&str>, kind: &str) {
+    let help = match deprecated {
+        Some(version) => match help.split_once("] ") {
+            Some((level, rest)) if help.starts_with('[') => format!("{level}] (Deprecated since {version}) {rest}"),
+            _ => format!("(Deprecated since {version}) {help}"),
+        },
+        None => help.to_string(),
+    };
     let help = help.replace('\\', "\\\\").replace('\n', "\\n");
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
@@ -485,6 +693,59 @@ mod tests {
         let mut out = String::new();
         g.write_to(&mut out);
         assert!(out.starts_with("# HELP g a\\\\b\\nc\n"), "{out}");
+    }
+
+    /// The metric flags are process-wide: one test sets them, on families of its own.
+    #[test]
+    fn metric_flags_disable_hide_and_constrain_as_component_base() {
+        let registry = Registry::default();
+        let shown = Arc::new(CounterVec::counter("t_flags_shown_total", "[ALPHA] Shown.", &["code"]));
+        let off = Arc::new(CounterVec::counter("t_flags_off_total", "[ALPHA] Off.", &[]));
+        let old = Arc::new(GaugeVec::gauge("t_flags_old", "[ALPHA] Old.", &[]).deprecated("1.31.0"));
+        let recent = Arc::new(GaugeVec::gauge("t_flags_recent", "[BETA] Recent.", &[]).deprecated("1.33.0"));
+        let before = registry_families().hidden.get(&[]);
+        for family in [&off, &old, &recent] {
+            family.add(&[], 1.0);
+        }
+        registry.register(shown.clone());
+        registry.register(off);
+        registry.register(old);
+        registry.register(recent);
+        assert_eq!(registry_families().hidden.get(&[]), before + 1.0, "only the 1.31 family is hidden at 1.33");
+        let disabled_before = registry_families().disabled.get(&[]);
+        let mut allowed = BTreeMap::new();
+        allowed.insert("code".to_string(), BTreeSet::from(["200".to_string()]));
+        configure(Settings {
+            show_hidden: false,
+            disabled: BTreeSet::from(["t_flags_off_total".to_string()]),
+            allowed_labels: BTreeMap::from([("t_flags_shown_total".to_string(), allowed)]),
+        });
+        assert_eq!(registry_families().disabled.get(&[]), disabled_before + 1.0);
+        shown.inc(&["200"]);
+        shown.inc(&["500"]);
+        shown.inc(&["503"]);
+        let text = registry.render();
+        assert!(text.contains("t_flags_shown_total{code=\"200\"} 1\n"), "{text}");
+        assert!(text.contains("t_flags_shown_total{code=\"unexpected\"} 2\n"), "{text}");
+        assert!(!text.contains("t_flags_off_total"), "{text}");
+        assert!(!text.contains("t_flags_old"), "{text}");
+        assert!(text.contains("# HELP t_flags_recent [BETA] (Deprecated since 1.33.0) Recent.\n"), "{text}");
+        configure(Settings { show_hidden: true, ..Settings::default() });
+        let text = registry.render();
+        let old =
+            "# HELP t_flags_old [ALPHA] (Deprecated since 1.31.0) Old.\n# TYPE t_flags_old gauge\nt_flags_old 1\n";
+        assert!(text.contains(old), "{text}");
+        assert!(text.contains("t_flags_off_total 1\n"), "{text}");
+        configure(Settings::default());
+    }
+
+    #[test]
+    fn registration_counts_families_by_stability() {
+        let registry = Registry::default();
+        let before = registry_families().registered.get(&["STABLE", ""]);
+        registry.register(Arc::new(GaugeVec::gauge("t_stable", "[STABLE] S.", &[])));
+        registry.register(Arc::new(GaugeVec::gauge("t_raw", "Raw.", &[])));
+        assert_eq!(registry_families().registered.get(&["STABLE", ""]), before + 1.0);
     }
 
     #[test]

@@ -38,6 +38,8 @@ mod informers;
 mod leader_election;
 #[path = "runtime/limits.rs"]
 mod limits;
+#[path = "runtime/metrics_parity.rs"]
+mod metrics_parity;
 #[path = "runtime/secure_serving.rs"]
 mod secure_serving;
 #[path = "runtime/standby.rs"]

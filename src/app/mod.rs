@@ -8,6 +8,7 @@ pub mod controllers;
 pub mod flags;
 pub mod limits;
 mod malloc;
+mod metrics;
 mod run;
 pub mod sd_notify;
 

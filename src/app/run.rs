@@ -37,6 +37,7 @@ pub enum Exit {
 pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     let signals = signal_channel()?;
     report_selection(options);
+    super::metrics::register(options);
     let checks = HealthChecks::new();
     let server = super::serve_securely(options, checks.clone())?;
     if let Some(server) = &server {

@@ -117,6 +117,7 @@ impl Client {
         let tls = tls::client_config(&config.tls).map_err(Error::Request)?;
         let connector = TlsConnector::new(Arc::new(tls), config.tls.server_name.as_deref()).map_err(Error::Request)?;
         let host = url::host_port(&config.server).map_err(Error::Request)?;
+        ClientMetrics::global().transport_created(tls_cache_key(&config.tls));
         let agent = new_agent(&connector);
         let limiter = Arc::new(RequestLimiter::new(options.qps, options.burst));
         let timeout = options.timeout;
@@ -247,6 +248,7 @@ impl Client {
                 // mostly a pooled connection the server closed meanwhile.
                 Err(e) if method == http::Method::GET && is_reset(&e) && attempt < MAX_RETRY_AFTER_RETRIES => {
                     attempt += 1;
+                    self.shared.metrics.retries.inc(&["<error>", method.as_str(), &self.shared.host]);
                     let wait = if attempt == 1 { Duration::ZERO } else { RESET_RETRY_WAIT };
                     log::debug!("{method} {path_and_query}: {e}; retrying in {wait:?}");
                     std::thread::sleep(wait);
@@ -256,6 +258,7 @@ impl Client {
             };
             let (code, retry_after) = (response.code, response.retry_after);
             let body = read_body(response.body)?;
+            self.shared.metrics.response_size.observe(&[method.as_str(), &self.shared.host], body.len() as f64);
             if (200..300).contains(&code) {
                 return Ok(body);
             }
@@ -264,6 +267,7 @@ impl Client {
             match error.retry_after {
                 Some(wait) if retryable && attempt < MAX_RETRY_AFTER_RETRIES => {
                     attempt += 1;
+                    self.shared.metrics.retries.inc(&[&code.to_string(), method.as_str(), &self.shared.host]);
                     let wait = wait.min(MAX_RETRY_AFTER);
                     log::debug!(
                         "{method} {path_and_query}: {} {}, retrying in {wait:?} (Retry-After)",
@@ -303,7 +307,7 @@ impl Client {
         path_and_query: &str,
         accept: &str,
     ) -> Result<watch_connection::WatchConnection> {
-        self.limiter.acquire();
+        self.throttle("GET", 0);
         let server = self.shared.config.server.as_str();
         let uri = format!("{server}{path_and_query}");
         let started = Instant::now();
@@ -350,7 +354,7 @@ impl Client {
         timeout: Timeout,
         accept: &str,
     ) -> Result<Answer> {
-        self.limiter.acquire();
+        self.throttle(method.as_str(), body.map_or(0, |b| b.bytes.len()));
         let uri = format!("{}{path_and_query}", self.shared.config.server);
         let started = Instant::now();
         let mut builder = http::Request::builder()
@@ -380,6 +384,16 @@ impl Client {
         self.record(method.as_str(), &uri, started, Ok(code));
         let retry_after = retry_after(&response);
         Ok(Answer { code, retry_after, body: response.into_body() })
+    }
+
+    /// Waits for the rate limiter, then records the wait and the request's size, as client-go's
+    /// `tryThrottle` and `request` do for every request.
+    fn throttle(&self, method: &str, body_len: usize) {
+        let started = Instant::now();
+        self.limiter.acquire();
+        let labels = [method, self.shared.host.as_str()];
+        self.shared.metrics.rate_limiter.observe(&labels, started.elapsed().as_secs_f64());
+        self.shared.metrics.request_size.observe(&labels, body_len as f64);
     }
 
     /// The bearer token of a request: this client's own (a controller's service account) or
@@ -536,6 +550,18 @@ fn user_agent(controller: Option<&str>) -> String {
         Some(name) => format!("{base} {name}"),
         None => base,
     }
+}
+
+/// What client-go's transport cache keys a TLS configuration by (CA, client certificate, server
+/// name, verification), hashed.
+fn tls_cache_key(tls: &config::TlsSettings) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    tls.ca_certs.iter().flatten().for_each(|c| c.as_ref().hash(&mut hasher));
+    tls.insecure_skip_verify.hash(&mut hasher);
+    tls.server_name.hash(&mut hasher);
+    tls.client_identity.iter().flat_map(|i| &i.cert_chain).for_each(|c| c.as_ref().hash(&mut hasher));
+    format!("{:016x}", hasher.finish())
 }
 
 /// A connection reset or closed before the answer came (client-go's `IsConnectionReset` and

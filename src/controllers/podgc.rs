@@ -196,12 +196,12 @@ fn deletion_metrics() -> &'static (Arc<ValueFamily>, Arc<ValueFamily>) {
     METRICS.get_or_init(|| {
         let total = Arc::new(ValueFamily::counter(
             "pod_gc_collector_force_delete_pods_total",
-            "Number of pods that are being forcefully deleted since the Pod GC Controller started.",
+            "[ALPHA] Number of pods that are being forcefully deleted since the Pod GC Controller started.",
             &["namespace", "reason"],
         ));
         let errors = Arc::new(ValueFamily::counter(
             "pod_gc_collector_force_delete_pod_errors_total",
-            "Number of errors encountered when forcefully deleting the pods since the Pod GC Controller started.",
+            "[ALPHA] Number of errors encountered when forcefully deleting the pods since the Pod GC Controller started.",
             &["namespace", "reason"],
         ));
         crate::metrics::global().register(total.clone());

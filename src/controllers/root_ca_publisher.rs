@@ -4,12 +4,14 @@
 //! edited or deleted. The queue holds namespace names.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::client::{Api, Client, PostParams};
+use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
@@ -36,6 +38,7 @@ pub struct Config {
 /// `NewPublisher`.
 pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     let root_ca = config.root_ca;
+    metrics();
     let queue = WorkQueue::new("root_ca_cert_publisher");
     let publisher = Arc::new(Publisher {
         client: context.client.clone(),
@@ -79,8 +82,21 @@ impl Publisher {
 }
 
 impl Publisher {
-    /// `syncNamespace`.
+    /// `syncNamespace`, recorded in the publisher's metrics as upstream's deferred `recordMetrics`.
     fn sync(&self, namespace: &str) -> SyncResult {
+        let started = Instant::now();
+        let result = self.sync_namespace(namespace);
+        let code = match &result {
+            Ok(()) => "200".to_string(),
+            Err(e) => e.code().filter(|c| *c != 0).unwrap_or(500).to_string(),
+        };
+        let metrics = metrics();
+        metrics.duration.observe(&[&code], started.elapsed().as_secs_f64());
+        metrics.syncs.inc(&[&code]);
+        result.map_err(SyncError::from)
+    }
+
+    fn sync_namespace(&self, namespace: &str) -> Result<(), crate::client::Error> {
         let api = Api::<ConfigMap>::namespaced(&self.client, namespace);
         let Some(cached) = self.config_maps.store().get_by_name(namespace, CONFIG_MAP_NAME) else {
             let cm = ConfigMap {
@@ -95,7 +111,7 @@ impl Publisher {
             return match api.create(&cm, &PostParams::default()) {
                 // No retry when the namespace is gone or terminating.
                 Err(e) if e.is_not_found() || e.has_status_cause("NamespaceTerminating") => Ok(()),
-                Err(e) => Err(e.into()),
+                Err(e) => Err(e),
                 Ok(_) => Ok(()),
             };
         };
@@ -109,6 +125,32 @@ impl Publisher {
             .annotations
             .get_or_insert_default()
             .insert(DESCRIPTION_ANNOTATION.to_string(), DESCRIPTION.to_string());
-        api.replace(CONFIG_MAP_NAME, &cm, &PostParams::default()).map(|_| ()).map_err(SyncError::from)
+        api.replace(CONFIG_MAP_NAME, &cm, &PostParams::default()).map(|_| ())
     }
+}
+
+/// The publisher's families (upstream's `rootcacertpublisher/metrics.go`).
+struct Metrics {
+    syncs: Arc<CounterVec>,
+    duration: Arc<HistogramVec>,
+}
+
+/// Registered when the controller is created (`registerMetrics`).
+fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(|| {
+        const HELP: &str = "[ALPHA] Number of namespace syncs happened in root ca cert publisher.";
+        let metrics = Metrics {
+            syncs: Arc::new(CounterVec::counter("root_ca_cert_publisher_sync_total", HELP, &["code"])),
+            duration: Arc::new(HistogramVec::new(
+                "root_ca_cert_publisher_sync_duration_seconds",
+                HELP,
+                &["code"],
+                &exponential_buckets(0.001, 2.0, 15),
+            )),
+        };
+        global().register(metrics.syncs.clone());
+        global().register(metrics.duration.clone());
+        metrics
+    })
 }

@@ -472,7 +472,9 @@ pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) ->
     args
 }
 
-fn start_controller_manager(
+/// Starts `binary` (`side`'s kube-controller-manager) with [`controller_manager_args`] and
+/// `extra`, its output in `log`.
+pub fn start_controller_manager(
     side: Side,
     binary: &Path,
     kubeconfig: &Path,

@@ -19,13 +19,13 @@ impl LeaderMetrics {
         GLOBAL.get_or_init(|| {
             let master_status = Arc::new(GaugeVec::gauge(
                 "leader_election_master_status",
-                "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates \
+                "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates \
                  master. 'name' is the string used to identify the lease. Please make sure to group by name.",
                 &["name"],
             ));
             let slowpath = Arc::new(CounterVec::counter(
                 "leader_election_slowpath_total",
-                "Total number of slow path exercised in renewing leader leases. 'name' is the string used to \
+                "[ALPHA] Total number of slow path exercised in renewing leader leases. 'name' is the string used to \
                  identify the lease. Please make sure to group by name.",
                 &["name"],
             ));

@@ -614,7 +614,7 @@ fn running_controllers() -> &'static crate::metrics::GaugeVec {
     GAUGE.get_or_init(|| {
         let gauge = Arc::new(crate::metrics::GaugeVec::gauge(
             "running_managed_controllers",
-            "Indicates where instances of a controller are currently running",
+            "[ALPHA] Indicates where instances of a controller are currently running",
             &["manager", "name"],
         ));
         crate::metrics::global().register(gauge.clone());

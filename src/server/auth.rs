@@ -422,6 +422,12 @@ impl CertVerifier {
 
 /// The x509 authenticator: user = subject common name, groups = organizations.
 fn client_certificate_user(verifier: &CertVerifier, request: &Request) -> Outcome {
+    // Upstream observes every presented certificate's remaining lifetime before verifying it.
+    let validity = request.peer_certificates.first().and_then(|c| crate::x509::certificate::certificate_validity(c));
+    if let Some((_, not_after)) = validity {
+        let remaining = jiff::Timestamp::now().duration_until(not_after);
+        super::metrics::client_certificate_remaining(remaining.as_secs_f64());
+    }
     match verifier.verify(request) {
         None => Outcome::NoCredentials,
         Some(Err(e)) => Outcome::Failed(e),

@@ -14,6 +14,7 @@ mod cache;
 pub mod certs;
 pub mod health;
 pub mod http;
+mod metrics;
 pub mod options;
 pub mod process_metrics;
 mod responses;
@@ -70,6 +71,7 @@ impl SecureServer {
             log::warn!("--tls-sni-cert-key is not supported yet: every name gets the default serving certificate");
         }
         process_metrics::register();
+        metrics::register();
         let authn = Arc::new(Authenticator::new(authentication)?);
         let authz = Authorizer::new(authorization)?;
         let bind = serving.bind_address.unwrap_or(IpAddr::from([0, 0, 0, 0]));
@@ -168,16 +170,24 @@ impl Handler for SecureHandler {
 
 impl SecureHandler {
     fn answer(&self, request: &Request) -> Answer {
+        let started = Instant::now();
         let user = match self.authn.authenticate(request) {
-            Ok(user) => user,
+            Ok(user) => {
+                metrics::authentication(Ok(&user.name), started.elapsed());
+                user
+            }
             Err(e) => {
+                metrics::authentication(Err(()), started.elapsed());
                 log::error!("Unable to authenticate the request: {e}");
                 return Answer::unauthorized(request);
             }
         };
         // Non-resource requests: the verb is the lower-cased method.
         let verb = request.method.to_ascii_lowercase();
-        match self.authz.authorize(&user, &verb, &request.path) {
+        let started = Instant::now();
+        let decision = self.authz.authorize(&user, &verb, &request.path);
+        metrics::authorization(&decision, started.elapsed());
+        match decision {
             Decision::Allow => self.route(request),
             Decision::Deny(reason) => {
                 log::debug!("Forbidden: URI={} reason={reason:?}", request.path);

@@ -55,7 +55,29 @@ impl Collector for ProcessCollector {
             let help = "Start time of the process since unix epoch in seconds.";
             sample(out, "process_start_time_seconds", help, "gauge", start);
         }
+        let net_dev = std::fs::read_to_string("/proc/self/net/dev").ok().and_then(|t| net_dev_totals(&t));
+        if let Some((received, sent)) = net_dev {
+            let help = "Number of bytes received by the process over the network.";
+            sample(out, "process_network_receive_bytes_total", help, "counter", received);
+            let help = "Number of bytes sent by the process over the network.";
+            sample(out, "process_network_transmit_bytes_total", help, "counter", sent);
+        }
     }
+}
+
+/// Bytes received and sent over every interface of the process's network namespace
+/// (`/proc/self/net/dev`), summed as procfs' `NetDev.Total` sums them.
+fn net_dev_totals(text: &str) -> Option<(f64, f64)> {
+    let mut totals = None;
+    // Two header lines, then `iface: rx_bytes rx_packets ... (8 receive fields) tx_bytes ...`.
+    for line in text.lines().skip(2) {
+        let (_, counters) = line.split_once(':')?;
+        let fields: Vec<u64> = counters.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+        let (rx, tx) = (*fields.first()?, *fields.get(8)?);
+        let (r, t) = totals.unwrap_or((0.0, 0.0));
+        totals = Some((r + rx as f64, t + tx as f64));
+    }
+    totals
 }
 
 fn sample(out: &mut String, name: &str, help: &str, kind: &str, value: f64) {
@@ -133,6 +155,15 @@ mod tests {
     }
 
     #[test]
+    fn network_bytes_are_summed_over_interfaces() {
+        let text = "Inter-|   Receive                                                |  Transmit\n \
+                    face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    \
+                    lo: 1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n  \
+                    eth0: 300 3 0 0 0 0 0 0 40 4 0 0 0 0 0 0\n";
+        assert_eq!(net_dev_totals(text), Some((1300.0, 2040.0)));
+    }
+
+    #[test]
     fn samples_are_written_as_go_writes_floats() {
         let mut out = String::new();
         sample(&mut out, "m", "H.", "gauge", u64::MAX as f64);
@@ -151,6 +182,8 @@ mod tests {
             "process_virtual_memory_max_bytes",
             "process_resident_memory_bytes",
             "process_start_time_seconds",
+            "process_network_receive_bytes_total",
+            "process_network_transmit_bytes_total",
         ] {
             assert!(out.contains(&format!("# TYPE {name} ")), "{name} missing from:\n{out}");
         }

@@ -845,7 +845,8 @@ mod tests {
             ),
             (
                 &["--allow-metric-labels=metric1=v1"],
-                r#"--allow-metric-labels key "metric1" must have the form metricName,labelName"#,
+                "--allow-metric-labels must have a list of kv pair with format \
+                 `metricName,labelName=labelValue, labelValue,...`",
             ),
             (&["--log-text-split-stream"], "--log-text-split-stream needs the LoggingAlphaOptions feature gate"),
             (

@@ -186,8 +186,13 @@ fn metrics(metrics: &MetricsOptions) -> Result<(), FlagError> {
              Only the previous minor version is allowed"
         ));
     }
-    if let Some(key) = metrics.allow_metric_labels.keys().find(|key| !is_metric_label_key(key)) {
-        return invalid(format!("--allow-metric-labels key {key:?} must have the form metricName,labelName"));
+    if !metrics.allow_metric_labels.keys().all(|key| is_metric_label_key(key)) {
+        // component-base's message, which does not name the key.
+        return invalid(
+            "--allow-metric-labels must have a list of kv pair with format \
+             `metricName,labelName=labelValue, labelValue,...`"
+                .to_string(),
+        );
     }
     Ok(())
 }

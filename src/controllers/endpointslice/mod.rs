@@ -9,7 +9,7 @@ pub mod reconciler;
 pub mod utils;
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
@@ -17,6 +17,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use parking_lot::Mutex;
 
 use crate::controllers::endpointutil::{self as util, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, slices_of};
+use crate::metrics::{CounterVec, global};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
@@ -44,6 +45,7 @@ pub struct Config {
 
 /// `NewController`.
 pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    syncs();
     let queue = util::slice_queue("endpoint_slice", MAX_SYNC_BACKOFF);
     let tracker = Arc::new(EndpointSliceTracker::default());
     let max = config.max_endpoints_per_slice;
@@ -103,8 +105,38 @@ pub struct EndpointSliceController {
 
 impl EndpointSliceController {
     fn sync(&self, key: &str) -> Result<(), String> {
-        util::retry_or_drop(&self.queue, key, self.sync_service(key))
+        let result = self.sync_service(key);
+        track_sync(&result);
+        util::retry_or_drop(&self.queue, key, result)
     }
+}
+
+/// `StaleInformerCache`'s message: the sync found the slice cache behind the controller's writes.
+const STALE_INFORMER_CACHE: &str = "EndpointSlice informer cache is out of date";
+
+/// `endpoint_slice_controller_syncs{result}`, registered with the controller
+/// (`RegisterMetrics`).
+fn syncs() -> &'static CounterVec {
+    static COUNTER: OnceLock<Arc<CounterVec>> = OnceLock::new();
+    COUNTER.get_or_init(|| {
+        let counter = Arc::new(CounterVec::counter(
+            "endpoint_slice_controller_syncs",
+            "[ALPHA] Number of EndpointSlice syncs",
+            &["result"],
+        ));
+        global().register(counter.clone());
+        counter
+    })
+}
+
+/// `trackSync`: `success`, `stale` or `error`, as the queue's error handler counts each sync.
+fn track_sync(result: &Result<(), String>) {
+    let label = match result {
+        Ok(()) => "success",
+        Err(e) if e == STALE_INFORMER_CACHE => "stale",
+        Err(_) => "error",
+    };
+    syncs().inc(&[label]);
 }
 
 fn service_name_label(slice: &EndpointSlice) -> Option<&String> {
@@ -197,7 +229,7 @@ impl EndpointSliceController {
             self.behind.lock().insert(key.to_string());
             existing = cached();
             if self.tracker.stale_slices(&service, &existing) {
-                return Err("EndpointSlice informer cache is out of date".into());
+                return Err(STALE_INFORMER_CACHE.into());
             }
         }
         self.behind.lock().remove(key);

@@ -7,8 +7,8 @@
 
 pub mod reconciler;
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -16,6 +16,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use crate::controllers::endpointutil::{
     self as util, ANNOTATION_LEADER, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, service_key_of, slices_of,
 };
+use crate::metrics::{HistogramVec, exponential_buckets, global};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -37,6 +38,7 @@ pub struct Config {
 
 /// `NewController`.
 pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    sync_duration();
     let queue = util::slice_queue("endpoint_slice_mirroring", MAX_SYNC_BACKOFF);
     let tracker = Arc::new(EndpointSliceTracker::default());
     let max = config.max_endpoints_per_subset;
@@ -78,8 +80,29 @@ pub struct MirroringController {
 
 impl MirroringController {
     fn sync(&self, key: &str) -> Result<(), String> {
-        util::retry_or_drop(&self.queue, key, self.sync_endpoints(key))
+        let started = Instant::now();
+        let result = self.sync_endpoints(key);
+        // Whole milliseconds, as upstream's deferred observation.
+        let seconds = started.elapsed().as_millis() as f64 / 1000.0;
+        sync_duration().observe(&[], seconds);
+        util::retry_or_drop(&self.queue, key, result)
     }
+}
+
+/// `endpoint_slice_mirroring_controller_endpoints_sync_duration`, registered with the controller
+/// (`RegisterMetrics`).
+fn sync_duration() -> &'static HistogramVec {
+    static HISTOGRAM: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    HISTOGRAM.get_or_init(|| {
+        let histogram = Arc::new(HistogramVec::new(
+            "endpoint_slice_mirroring_controller_endpoints_sync_duration",
+            "[ALPHA] Duration of syncEndpoints() in seconds",
+            &[],
+            &exponential_buckets(0.001, 2.0, 15),
+        ));
+        global().register(histogram.clone());
+        histogram
+    })
 }
 
 /// `shouldMirror`: neither labelled skip-mirror nor a leader-election lock.

@@ -84,28 +84,28 @@ fn metrics() -> &'static Metrics {
         let metrics = Metrics {
             allocations: Arc::new(ValueFamily::counter(
                 "node_ipam_controller_cidrset_cidrs_allocations_total",
-                "Counter measuring total number of CIDR allocations.",
+                "[ALPHA] Counter measuring total number of CIDR allocations.",
                 LABELS,
             )),
             releases: Arc::new(ValueFamily::counter(
                 "node_ipam_controller_cidrset_cidrs_releases_total",
-                "Counter measuring total number of CIDR releases.",
+                "[ALPHA] Counter measuring total number of CIDR releases.",
                 LABELS,
             )),
             // Upstream's name, typo included.
             max_cidrs: Arc::new(ValueFamily::gauge(
                 "node_ipam_controller_cirdset_max_cidrs",
-                "Maximum number of CIDRs that can be allocated.",
+                "[ALPHA] Maximum number of CIDRs that can be allocated.",
                 LABELS,
             )),
             usage: Arc::new(ValueFamily::gauge(
                 "node_ipam_controller_cidrset_usage_cidrs",
-                "Gauge measuring percentage of allocated CIDRs.",
+                "[ALPHA] Gauge measuring percentage of allocated CIDRs.",
                 LABELS,
             )),
             tries: Arc::new(HistogramVec::new(
                 "node_ipam_controller_cidrset_allocation_tries_per_request",
-                "Number of endpoints added on each Service sync",
+                "[ALPHA] Number of endpoints added on each Service sync",
                 LABELS,
                 &crate::metrics::exponential_buckets(1.0, 5.0, 5),
             )),

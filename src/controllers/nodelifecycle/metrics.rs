@@ -5,6 +5,17 @@ use std::sync::{Arc, OnceLock};
 
 use crate::metrics::{CounterVec, GaugeVec, HistogramVec, exponential_buckets, global};
 
+/// Registers every family, as upstream's `Register` does when the controller is created (the
+/// label-less histograms then show at zero).
+pub fn register() {
+    zone_health();
+    zone_size();
+    unhealthy_nodes();
+    evictions_total();
+    update_node_health_duration();
+    update_all_nodes_health_duration();
+}
+
 fn registered<T: crate::metrics::Collector + 'static>(
     cell: &'static OnceLock<Arc<T>>,
     make: impl FnOnce() -> T,
@@ -22,7 +33,7 @@ pub fn zone_health() -> &'static GaugeVec {
     registered(&CELL, || {
         GaugeVec::gauge(
             "node_collector_zone_health",
-            "Gauge measuring percentage of healthy nodes per zone.",
+            "[ALPHA] Gauge measuring percentage of healthy nodes per zone.",
             &["zone"],
         )
     })
@@ -32,7 +43,11 @@ pub fn zone_health() -> &'static GaugeVec {
 pub fn zone_size() -> &'static GaugeVec {
     static CELL: OnceLock<Arc<GaugeVec>> = OnceLock::new();
     registered(&CELL, || {
-        GaugeVec::gauge("node_collector_zone_size", "Gauge measuring number of registered Nodes per zones.", &["zone"])
+        GaugeVec::gauge(
+            "node_collector_zone_size",
+            "[ALPHA] Gauge measuring number of registered Nodes per zones.",
+            &["zone"],
+        )
     })
 }
 
@@ -42,7 +57,7 @@ pub fn unhealthy_nodes() -> &'static GaugeVec {
     registered(&CELL, || {
         GaugeVec::gauge(
             "node_collector_unhealthy_nodes_in_zone",
-            "Gauge measuring number of not Ready Nodes per zones.",
+            "[ALPHA] Gauge measuring number of not Ready Nodes per zones.",
             &["zone"],
         )
     })
@@ -54,7 +69,7 @@ pub fn evictions_total() -> &'static CounterVec {
     registered(&CELL, || {
         CounterVec::counter(
             "node_collector_evictions_total",
-            "Number of Node evictions that happened since current instance of NodeController started.",
+            "[STABLE] Number of Node evictions that happened since current instance of NodeController started.",
             &["zone"],
         )
     })
@@ -66,10 +81,11 @@ pub fn update_node_health_duration() -> &'static HistogramVec {
     registered(&CELL, || {
         HistogramVec::new(
             "node_collector_update_node_health_duration_seconds",
-            "Duration in seconds for NodeController to update the health of a single node.",
+            "[ALPHA] Duration in seconds for NodeController to update the health of a single node.",
             &[],
             &exponential_buckets(0.001, 4.0, 8),
         )
+        .at_zero()
     })
 }
 
@@ -79,9 +95,10 @@ pub fn update_all_nodes_health_duration() -> &'static HistogramVec {
     registered(&CELL, || {
         HistogramVec::new(
             "node_collector_update_all_nodes_health_duration_seconds",
-            "Duration in seconds for NodeController to update the health of all nodes.",
+            "[ALPHA] Duration in seconds for NodeController to update the health of all nodes.",
             &[],
             &exponential_buckets(0.01, 4.0, 8),
         )
+        .at_zero()
     })
 }

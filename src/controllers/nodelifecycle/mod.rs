@@ -116,6 +116,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     if config.monitor_period.is_zero() {
         return Err("--node-monitor-period must be greater than zero".into());
     }
+    metrics::register();
     // The context's client and recorder are upstream's `node-controller` ones.
     let client = context.client.clone();
     let recorder = context.recorder.clone();

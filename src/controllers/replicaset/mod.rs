@@ -14,7 +14,7 @@ mod handlers;
 pub mod kind;
 mod status;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -22,8 +22,10 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
+use crate::apimachinery::pod::is_pod_ready;
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::controllers::podutil::ranking::{pod_key, pods_to_delete};
+use crate::metrics::{HistogramVec, exponential_buckets, global};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::claim_candidate;
 use crate::runtime::events::{EventRecorder, EventType};
@@ -68,6 +70,7 @@ fn start<K: ReplicaKind>(
     queue_name: &str,
     workers: usize,
 ) -> Result<Controller, String> {
+    sorting_deletion_age_ratio();
     let queue = WorkQueue::new(queue_name);
     let manager = Arc::new(ReplicaManager {
         client: context.client.clone(),
@@ -93,6 +96,44 @@ pub struct ReplicaManager<K: ReplicaKind> {
     expectations: Expectations,
     queue: WorkQueue<String>,
     recorder: EventRecorder,
+}
+
+/// `replicaset_controller_sorting_deletion_age_ratio`, registered when either controller is
+/// created (upstream's `metrics.Register`); both kinds observe it, as upstream's shared code.
+fn sorting_deletion_age_ratio() -> &'static HistogramVec {
+    static HISTOGRAM: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    HISTOGRAM.get_or_init(|| {
+        let histogram = Arc::new(
+            HistogramVec::new(
+                "replicaset_controller_sorting_deletion_age_ratio",
+                "[ALPHA] The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). \
+                 Should be <2. The intent of this metric is to measure the rough efficacy of the \
+                 LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods when a replicaset \
+                 scales down. This only considers Ready pods when calculating and reporting.",
+                &[],
+                &exponential_buckets(0.25, 2.0, 6),
+            )
+            .at_zero(),
+        );
+        global().register(histogram.clone());
+        histogram
+    })
+}
+
+/// `reportSortingDeletionAgeRatioMetric`: for each ready pod chosen, its age over the youngest
+/// ready pod's age, in whole milliseconds divided as Go's integers (a zero age, on which
+/// upstream's division would panic, is skipped).
+fn report_sorting_deletion_age_ratio(pods: &[Arc<Pod>], doomed: &[Arc<Pod>], now: Timestamp) {
+    let created = |pod: &Pod| pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let age_ms = |since: Option<Timestamp>| since.map_or(i64::MAX, |t| now.duration_since(t).as_millis() as i64);
+    let youngest = pods.iter().filter(|p| is_pod_ready(p)).filter_map(|p| created(p)).max();
+    let youngest_age = age_ms(youngest);
+    if youngest_age == 0 {
+        return;
+    }
+    for pod in doomed.iter().filter(|p| is_pod_ready(p)) {
+        sorting_deletion_age_ratio().observe(&[], (age_ms(created(pod)) / youngest_age) as f64);
+    }
 }
 
 fn name_of(meta: &ObjectMeta) -> &str {
@@ -229,6 +270,9 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         let key = crate::runtime::informer::object_key(rs.metadata());
         let related = self.indirectly_related_pods(rs);
         let doomed = pods_to_delete(pods.to_vec(), &related, count, Timestamp::now());
+        if count < pods.len() {
+            report_sorting_deletion_age_ratio(pods, &doomed, Timestamp::now());
+        }
         self.expectations.expect_deletions(&key, doomed.iter().map(|p| pod_key(p)).collect());
         log::debug!("too many replicas for {} {key}: deleting {count}", K::KIND);
         let results: Vec<Result<(), Option<String>>> = std::thread::scope(|scope| {

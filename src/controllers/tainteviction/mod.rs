@@ -44,6 +44,9 @@ const WORKERS: usize = 8;
 
 /// `New` + `Run`: the controller on its own.
 pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+    // Registered with the controller, as upstream's `metrics.Register()`: both show at zero.
+    pod_deletions_total();
+    pod_deletion_duration();
     let controller = TaintEviction::start(context.name, context, context.recorder.clone());
     Ok(controller.serve(Controller::new(), WORKERS))
 }
@@ -364,11 +367,14 @@ impl TaintEviction {
 fn pod_deletions_total() -> &'static crate::metrics::CounterVec {
     static CELL: std::sync::OnceLock<Arc<crate::metrics::CounterVec>> = std::sync::OnceLock::new();
     CELL.get_or_init(|| {
-        let metric = Arc::new(crate::metrics::CounterVec::counter(
-            "taint_eviction_controller_pod_deletions_total",
-            "Total number of Pods deleted by TaintEvictionController since its start.",
-            &[],
-        ));
+        let metric = Arc::new(
+            crate::metrics::CounterVec::counter(
+                "taint_eviction_controller_pod_deletions_total",
+                "[ALPHA] Total number of Pods deleted by TaintEvictionController since its start.",
+                &[],
+            )
+            .at_zero(),
+        );
         crate::metrics::global().register(metric.clone());
         metric
     })
@@ -380,10 +386,12 @@ fn pod_deletion_duration() -> &'static crate::metrics::HistogramVec {
     CELL.get_or_init(|| {
         let metric = Arc::new(crate::metrics::HistogramVec::new(
             "taint_eviction_controller_pod_deletion_duration_seconds",
-            "Latency, in seconds, between the time when a taint effect has been activated for the Pod and its deletion via TaintEvictionController.",
+            "[ALPHA] Latency, in seconds, between the time when a taint effect has been activated for the Pod and its \
+             deletion via TaintEvictionController.",
             &[],
             &[0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 30.0, 60.0, 120.0, 180.0, 240.0],
-        ));
+        )
+        .at_zero());
         crate::metrics::global().register(metric.clone());
         metric
     })

@@ -63,6 +63,23 @@ impl FeatureGates {
         all.copied().unwrap_or(known.default)
     }
 
+    /// Every known gate with its stage as component-base names it (`ALPHA`, `BETA`,
+    /// `DEPRECATED`, and `""` for GA) and whether it is on: what `kubernetes_feature_enabled`
+    /// reports.
+    pub fn all(&self) -> Vec<(&'static str, &'static str, bool)> {
+        let stage = |s: Stage| match s {
+            Stage::Alpha => "ALPHA",
+            Stage::Beta => "BETA",
+            Stage::Deprecated => "DEPRECATED",
+            Stage::Ga => "",
+        };
+        [&ALL_ALPHA, &ALL_BETA]
+            .into_iter()
+            .chain(KNOWN_GATES)
+            .map(|g| (g.name, stage(g.stage), self.is_enabled(g.name)))
+            .collect()
+    }
+
     /// Upstream's warnings for the explicitly set GA and deprecated gates (`unsafeSetFromMap`
     /// logs them with klog.Warningf), one per gate, to be logged once at start-up.
     pub fn warnings(&self) -> Vec<String> {

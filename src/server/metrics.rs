@@ -1,0 +1,136 @@
+//! The secure port's authentication and authorization metrics, as the generic API server's
+//! filters record them (k8s.io/apiserver `endpoints/filters/metrics.go`) and its x509
+//! authenticator (`authentication/request/x509`): registered when the port starts.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::metrics::{self, CounterVec, HistogramVec, exponential_buckets};
+
+use super::authz::Decision;
+
+struct Families {
+    users: Arc<CounterVec>,
+    authn_attempts: Arc<CounterVec>,
+    authn_duration: Arc<HistogramVec>,
+    authz_attempts: Arc<CounterVec>,
+    authz_duration: Arc<HistogramVec>,
+    certificate_expiration: Arc<HistogramVec>,
+}
+
+/// Registers the families (once per process).
+pub fn register() {
+    families();
+}
+
+fn families() -> &'static Families {
+    static FAMILIES: OnceLock<Families> = OnceLock::new();
+    FAMILIES.get_or_init(|| {
+        let latency = exponential_buckets(0.001, 2.0, 15);
+        let families = Families {
+            users: Arc::new(CounterVec::counter(
+                "authenticated_user_requests",
+                "[ALPHA] Counter of authenticated requests broken out by username.",
+                &["username"],
+            )),
+            authn_attempts: Arc::new(CounterVec::counter(
+                "authentication_attempts",
+                "[ALPHA] Counter of authenticated attempts.",
+                &["result"],
+            )),
+            authn_duration: Arc::new(HistogramVec::new(
+                "authentication_duration_seconds",
+                "[ALPHA] Authentication duration in seconds broken out by result.",
+                &["result"],
+                &latency,
+            )),
+            authz_attempts: Arc::new(CounterVec::counter(
+                "authorization_attempts_total",
+                "[ALPHA] Counter of authorization attempts broken down by result. It can be either 'allowed', \
+                 'denied', 'no-opinion' or 'error'.",
+                &["result"],
+            )),
+            authz_duration: Arc::new(HistogramVec::new(
+                "authorization_duration_seconds",
+                "[ALPHA] Authorization duration in seconds broken out by result.",
+                &["result"],
+                &latency,
+            )),
+            certificate_expiration: Arc::new(
+                HistogramVec::new(
+                    "apiserver_client_certificate_expiration_seconds",
+                    "[ALPHA] Distribution of the remaining lifetime on the certificate used to authenticate a request.",
+                    &[],
+                    &[
+                        0.0, 1800.0, 3600.0, 7200.0, 21600.0, 43200.0, 86400.0, 172800.0, 345600.0, 604800.0,
+                        2592000.0, 7776000.0, 15552000.0, 31104000.0,
+                    ],
+                )
+                .at_zero(),
+            ),
+        };
+        let registry = metrics::global();
+        for family in [&families.users, &families.authn_attempts, &families.authz_attempts] {
+            registry.register(family.clone());
+        }
+        for family in [&families.authn_duration, &families.authz_duration, &families.certificate_expiration] {
+            registry.register(family.clone());
+        }
+        families
+    })
+}
+
+/// `recordAuthenticationMetrics`: `success` (and the user, compressed), or `error` when the
+/// credentials were refused (anonymous requests succeed as `system:anonymous`).
+pub fn authentication(outcome: Result<&str, ()>, elapsed: Duration) {
+    let families = families();
+    let result = match outcome {
+        Ok(user) => {
+            families.users.inc(&[compress_username(user)]);
+            "success"
+        }
+        Err(()) => "error",
+    };
+    families.authn_attempts.inc(&[result]);
+    families.authn_duration.observe(&[result], elapsed.as_secs_f64());
+}
+
+/// `recordAuthorizationMetrics`: `allowed`, `denied` or `error` (our authorizer folds no-opinion
+/// into a denial, as upstream's union does before the filter sees it).
+pub fn authorization(decision: &Decision, elapsed: Duration) {
+    let result = match decision {
+        Decision::Allow => "allowed",
+        Decision::Deny(_) => "denied",
+        Decision::Error(_) => "error",
+    };
+    let families = families();
+    families.authz_attempts.inc(&[result]);
+    families.authz_duration.observe(&[result], elapsed.as_secs_f64());
+}
+
+/// The remaining lifetime of a presented client certificate, observed before it is verified.
+pub fn client_certificate_remaining(seconds: f64) {
+    families().certificate_expiration.observe(&[], seconds);
+}
+
+/// `compressUsername`: a few well-known names as they are, e-mail addresses as `email_id`,
+/// everything else `other`, so that the label stays small.
+fn compress_username(user: &str) -> &str {
+    match user {
+        "admin" | "client" | "kube_proxy" | "kubelet" | "system:serviceaccount:kube-system:default" => user,
+        _ if user.contains('@') => "email_id",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usernames_are_compressed_as_upstream() {
+        assert_eq!(compress_username("kubelet"), "kubelet");
+        assert_eq!(compress_username("alice@example.com"), "email_id");
+        assert_eq!(compress_username("system:serviceaccount:monitoring:prometheus"), "other");
+    }
+}
