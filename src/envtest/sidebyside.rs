@@ -472,7 +472,9 @@ pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) ->
     args
 }
 
-fn start_controller_manager(
+/// Starts a controller manager (upstream's or ours, `binary`) as kubeadm does, with
+/// [`controller_manager_args`] and `extra` flags, its output in `log`.
+pub fn start_controller_manager(
     side: Side,
     binary: &Path,
     kubeconfig: &Path,
