@@ -55,8 +55,17 @@ fn flag_text(options: &Options, flag: &FlagSpec) -> String {
         Some(_) => given.join(","),
         None => flag.default.to_string(),
     };
+    if flag.name == "feature-gates" {
+        // The versioned gate's `String()`: `<component>:<gate>=<value>`, sorted, the
+        // default component's prefix empty.
+        let mut gates: Vec<String> = text.split(',').filter(|g| !g.is_empty()).map(|g| format!(":{g}")).collect();
+        gates.sort();
+        return gates.join(",");
+    }
     match flag.kind.type_name {
-        "strings" => format!("[{text}]"),
+        "strings" | "stringToString" | "namedCertKey" => format!("[{text}]"),
+        "version" if text.is_empty() => "false".into(),
+        "quantity" if text.is_empty() => "0".into(),
         "duration" => format_go_duration(parse_go_duration(&text).unwrap_or_default()),
         "bool" if text.is_empty() => "false".into(),
         "int" | "int32" | "float32" | "float64" | "Level" if text.is_empty() => "0".into(),
@@ -87,6 +96,13 @@ impl Serialize for Go {
 
 fn v(value: impl Serialize) -> Go {
     Go::Value(json!(value))
+}
+
+/// A float as Go's `encoding/json` writes it: the shortest text that reads back as the same
+/// `float32`/`float64`, integral values without a fraction.
+fn float(text: String) -> Go {
+    let value: f64 = text.parse().unwrap_or_default();
+    if value.fract() == 0.0 && value.abs() < 1e15 { v(value as i64) } else { v(value) }
 }
 
 fn d(duration: Duration) -> Go {
@@ -170,12 +186,12 @@ pub fn configz(options: &Options) -> String {
         ("NodeLifecycleController", {
             let n = &options.node_lifecycle;
             s(vec![
-                ("NodeEvictionRate", v(n.node_eviction_rate)),
-                ("SecondaryNodeEvictionRate", v(n.secondary_node_eviction_rate)),
+                ("NodeEvictionRate", float(n.node_eviction_rate.to_string())),
+                ("SecondaryNodeEvictionRate", float(n.secondary_node_eviction_rate.to_string())),
                 ("NodeStartupGracePeriod", d(n.node_startup_grace_period)),
                 ("NodeMonitorGracePeriod", d(n.node_monitor_grace_period)),
                 ("LargeClusterSizeThreshold", v(n.large_cluster_size_threshold)),
-                ("UnhealthyZoneThreshold", v(n.unhealthy_zone_threshold)),
+                ("UnhealthyZoneThreshold", float(n.unhealthy_zone_threshold.to_string())),
             ])
         }),
         ("PersistentVolumeBinderController", persistent_volume(options)),
@@ -224,7 +240,7 @@ fn generic(options: &Options) -> Go {
                 ("Kubeconfig", v(&c.kubeconfig)),
                 ("AcceptContentTypes", v("")),
                 ("ContentType", v(&c.content_type)),
-                ("QPS", v(c.qps)),
+                ("QPS", float(c.qps.to_string())),
                 ("Burst", v(c.burst)),
             ]),
         ),
@@ -297,7 +313,7 @@ fn hpa(options: &Options) -> Go {
         ("ConcurrentHorizontalPodAutoscalerSyncs", v(options.concurrency.horizontal_pod_autoscaler_syncs)),
         ("HorizontalPodAutoscalerSyncPeriod", d(h.sync_period)),
         ("HorizontalPodAutoscalerDownscaleStabilizationWindow", d(h.downscale_stabilization)),
-        ("HorizontalPodAutoscalerTolerance", v(h.tolerance)),
+        ("HorizontalPodAutoscalerTolerance", float(h.tolerance.to_string())),
         ("HorizontalPodAutoscalerCPUInitializationPeriod", d(h.cpu_initialization_period)),
         ("HorizontalPodAutoscalerInitialReadinessDelay", d(h.initial_readiness_delay)),
     ])
@@ -366,7 +382,8 @@ mod tests {
         assert_eq!(config["NodeLifecycleController"]["NodeMonitorGracePeriod"], "2m0s");
         assert_eq!(config["NodeLifecycleController"]["UnhealthyZoneThreshold"], json!(0.55));
         assert_eq!(config["Generic"]["Controllers"], json!(["*", "-ttl-controller"]));
-        assert_eq!(config["Generic"]["ClientConnection"]["QPS"], json!(20.0));
+        assert!(text.contains(r#""QPS":20,"#), "{text}");
+        assert!(text.contains(r#""UnhealthyZoneThreshold":0.55}"#), "{text}");
         assert_eq!(config["HPAController"]["HorizontalPodAutoscalerTolerance"], json!(0.1));
         assert_eq!(config["DeprecatedController"], json!({}));
     }
@@ -384,6 +401,11 @@ mod tests {
         assert_eq!(values["requestheader-username-headers"], "[x-remote-user]");
         assert_eq!(values["use-service-account-credentials"], "false");
         assert_eq!(values["secure-port"], "10257");
+        assert_eq!(values["tls-sni-cert-key"], "[]");
+        assert_eq!(values["version"], "false");
+        let gated = options(&["--feature-gates=ComponentStatusz=true,ComponentFlagz=true"]);
+        let values: std::collections::BTreeMap<String, String> = flag_values(&gated).into_iter().collect();
+        assert_eq!(values["feature-gates"], ":ComponentFlagz=true,:ComponentStatusz=true");
         assert!(!values.contains_key("pod-eviction-timeout"), "removed upstream");
     }
 

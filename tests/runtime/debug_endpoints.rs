@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use kcm::envtest::process::OwnedProcess;
 use kcm::envtest::sidebyside::{Side, start_controller_manager};
 use kcm::envtest::{Assets, ControlPlane};
+use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use rustls_pki_types::ServerName;
 use serde_json::Value;
@@ -181,6 +182,111 @@ fn dump(side: &str, answers: &Answers) {
     }
 }
 
+/// `/metrics` once the controllers run: the node lifecycle controller has seen the node and a
+/// work queue has been used.
+fn scrape_when_ready(manager: &Manager) -> String {
+    let started = Instant::now();
+    loop {
+        let text = manager.get("/metrics").body;
+        if text.contains("node_collector_zone_size{") && text.contains("workqueue_queue_duration_seconds_bucket{") {
+            return text;
+        }
+        assert!(started.elapsed() < DEADLINE, "/metrics never showed the node and work queue families:\n{text}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The `# HELP`/`# TYPE` lines and the label-less names of the samples of a text exposition.
+fn shape(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with('#') { l.to_string() } else { l.split(['{', ' ']).next().unwrap_or_default().to_string() }
+        })
+        .collect();
+    lines.dedup();
+    lines
+}
+
+/// A zpage's `name<delimiter>value` lines, the delimiter (random per answer) taken out.
+fn zpage_lines(body: &str) -> Vec<(String, String)> {
+    body.lines()
+        .skip(4)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let at = l.find([':', '=', ' ']).unwrap_or(l.len());
+            let value = l[at..].trim_start_matches([':', '=']).trim_start();
+            (l[..at].to_string(), value.to_string())
+        })
+        .collect()
+}
+
+/// Upstream's `/configz` with what differs by design taken out: the OpenShift-only
+/// controller the side-by-side runs name off for upstream.
+fn upstream_configz(body: &str) -> Value {
+    let mut config: Value = serde_json::from_str(body).unwrap();
+    let controllers = &mut config["kubecontrollermanager.config.k8s.io"]["Generic"]["Controllers"];
+    controllers.as_array_mut().unwrap().retain(|c| c != "-service-ca-certificate-publisher-controller");
+    config
+}
+
+fn compare(theirs: &Answers, mine: &Answers) {
+    let status = |a: &Answer| (a.code, a.content_type.clone());
+    // /metrics/slis: the same families, series and reset.
+    assert_eq!(status(&mine.slis), status(&theirs.slis));
+    assert_eq!(shape(&mine.slis.body), shape(&theirs.slis.body), "ours:\n{}", mine.slis.body);
+    let leader = "kubernetes_healthcheck{name=\"leaderElection\",type=\"healthz\"} 1\n";
+    assert!(theirs.slis.body.contains(leader) && mine.slis.body.contains(leader), "{}", mine.slis.body);
+    assert_eq!(
+        (status(&mine.slis_reset), &mine.slis_reset.body),
+        (status(&theirs.slis_reset), &theirs.slis_reset.body)
+    );
+    assert_eq!(
+        (status(&mine.slis_after_reset), &mine.slis_after_reset.body),
+        (status(&theirs.slis_after_reset), &theirs.slis_after_reset.body)
+    );
+    // /configz: the same JSON.
+    assert_eq!(status(&mine.configz), status(&theirs.configz));
+    let ours: Value = serde_json::from_str(&mine.configz.body).unwrap();
+    assert_eq!(ours, upstream_configz(&theirs.configz.body), "ours: {}", mine.configz.body);
+    // /flagz: the same header and values, but for the flags only one side has.
+    assert_eq!(status(&mine.flagz), status(&theirs.flagz));
+    assert_eq!(
+        mine.flagz.body.lines().take(3).collect::<Vec<_>>(),
+        theirs.flagz.body.lines().take(3).collect::<Vec<_>>()
+    );
+    let upstream_flags: std::collections::BTreeMap<_, _> = zpage_lines(&theirs.flagz.body).into_iter().collect();
+    let mut compared = 0;
+    for (name, value) in zpage_lines(&mine.flagz.body) {
+        let Some(expected) = upstream_flags.get(&name) else { continue };
+        if matches!(name.as_str(), "secure-port" | "controllers") {
+            continue; // a port of each; upstream's names the OpenShift controller off
+        }
+        assert_eq!(&value, expected, "--{name}");
+        compared += 1;
+    }
+    assert!(compared > 100, "only {compared} flags in common");
+    // /statusz: the same lines (values differ: times and versions).
+    assert_eq!(status(&mine.statusz), status(&theirs.statusz));
+    let labels = |a: &Answer| zpage_lines(&a.body).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(labels(&mine.statusz), labels(&theirs.statusz));
+    // Not plain text: 406, worded the same.
+    for (a, b) in [(&mine.flagz_json, &theirs.flagz_json), (&mine.statusz_no_accept, &theirs.statusz_no_accept)] {
+        assert_eq!((a.code, &a.content_type, &a.body), (b.code, &b.content_type, &b.body));
+    }
+}
+
+/// packaging/monitoring/check.py: the dashboard's and alert rules' metrics are in both scrapes.
+fn check_monitoring(dir: &Path, upstream: &str, ours: &str) {
+    let (theirs, mine) = (dir.join("upstream-metrics.txt"), dir.join("ours-metrics.txt"));
+    std::fs::write(&theirs, upstream).unwrap();
+    std::fs::write(&mine, ours).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/monitoring/check.py");
+    let output = std::process::Command::new("python3").arg(script).arg(&theirs).arg(&mine).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "check.py: {text}{}", String::from_utf8_lossy(&output.stderr));
+}
+
 #[test]
 fn debug_endpoints_answer_as_upstreams() {
     let assets = match Assets::locate() {
@@ -189,14 +295,19 @@ fn debug_endpoints_answer_as_upstreams() {
     };
     let plane = ControlPlane::start().unwrap();
     let (_, kubeconfig) = plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf")).unwrap();
+    let nodes = SimulatedNodes::start(plane.admin_config(), vec!["node-1".into()], NodeOptions::default()).unwrap();
     let mut upstream =
         Manager::start(Side::Upstream, &assets.kube_controller_manager, &kubeconfig, &plane.dir().join("upstream.log"));
     let theirs = ask(&upstream);
     dump("upstream", &theirs);
+    let upstream_metrics = scrape_when_ready(&upstream);
     upstream.process.stop(Duration::from_secs(10));
     let mut ours = Manager::start(Side::Ours, Path::new(OURS), &kubeconfig, &plane.dir().join("ours.log"));
     let mine = ask(&ours);
     dump("ours", &mine);
+    let our_metrics = scrape_when_ready(&ours);
     ours.process.stop(Duration::from_secs(10));
-    let _: Value = serde_json::from_str(&theirs.configz.body).unwrap();
+    nodes.stop();
+    compare(&theirs, &mine);
+    check_monitoring(plane.dir(), &upstream_metrics, &our_metrics);
 }
