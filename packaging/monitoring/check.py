@@ -11,8 +11,6 @@ import os
 import re
 import sys
 
-import yaml
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import dashboard  # noqa: E402
@@ -43,8 +41,27 @@ def metric_names(expr):
 def queries():
     exprs = list(dashboard.queries())
     with open(os.path.join(HERE, "alerts.yaml")) as f:
-        for group in yaml.safe_load(f)["groups"]:
-            exprs += [rule["expr"] for rule in group["rules"]]
+        exprs += rule_exprs(f.read())
+    return exprs
+
+
+def rule_exprs(text):
+    """The `expr:` values of a rules file, one line or a `|` block (no YAML library needed)."""
+    exprs, lines = [], text.splitlines()
+    for i, line in enumerate(lines):
+        key, _, value = line.strip().partition(":")
+        if key != "expr":
+            continue
+        if value.strip() != "|":
+            exprs.append(value.strip())
+            continue
+        indent = len(line) - len(line.lstrip())
+        block = []
+        for following in lines[i + 1:]:
+            if following.strip() and len(following) - len(following.lstrip()) <= indent:
+                break
+            block.append(following.strip())
+        exprs.append(" ".join(block))
     return exprs
 
 
