@@ -215,7 +215,9 @@ fn zpage_lines(body: &str) -> Vec<(String, String)> {
         .filter(|l| !l.is_empty())
         .map(|l| {
             let at = l.find([':', '=', ' ']).unwrap_or(l.len());
-            let value = l[at..].trim_start_matches([':', '=']).trim_start();
+            // Exactly one delimiter: a value may itself start with `:` (`--feature-gates`).
+            let rest = &l[at..];
+            let value = rest.strip_prefix(": ").unwrap_or_else(|| rest.get(1..).unwrap_or_default());
             (l[..at].to_string(), value.to_string())
         })
         .collect()
