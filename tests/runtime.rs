@@ -26,6 +26,8 @@ mod cli_flags;
 mod client_metadata;
 #[path = "runtime/controller.rs"]
 mod controller;
+#[path = "runtime/debug_endpoints.rs"]
+mod debug_endpoints;
 #[path = "runtime/events.rs"]
 mod events;
 #[path = "runtime/faults.rs"]

@@ -5,6 +5,7 @@
 //! and imports nothing from it.
 
 pub mod controllers;
+mod debug_pages;
 pub mod flags;
 pub mod limits;
 mod malloc;
@@ -101,7 +102,14 @@ fn wait_for_api_server(client: &Client) -> Result<serde_json::Value, String> {
 /// Starts the secure port (`/healthz`, `/metrics`, …) from the flags; `None` when
 /// `--secure-port` is 0.
 pub fn serve_securely(options: &Options, checks: Arc<HealthChecks>) -> Result<Option<SecureServer>, String> {
-    SecureServer::start(&options.secure_serving, &options.authentication, &options.authorization, checks)
+    let pages = debug_pages::debug_pages(options);
+    SecureServer::start_with_pages(
+        &options.secure_serving,
+        &options.authentication,
+        &options.authorization,
+        checks,
+        pages,
+    )
 }
 
 /// Builds the controllers of `descriptors` that `options` starts (in upstream's start order),

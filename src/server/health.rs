@@ -67,7 +67,10 @@ impl HealthChecks {
                 let _ = writeln!(listing, "[+]{check_name} excluded: ok");
                 continue;
             }
-            match check() {
+            let result = check();
+            // As upstream's root handler, each run is an SLI (`/metrics/slis`); `/healthz/<check>` is not.
+            super::slis::global().observe(&check_name, name, result.is_ok());
+            match result {
                 Ok(()) => {
                     let _ = writeln!(listing, "[+]{check_name} ok");
                 }

@@ -1,5 +1,5 @@
 //! The controller manager's secure port (`--secure-port`, 10257 by default): `/healthz`,
-//! `/livez`, `/readyz` and `/metrics` over HTTPS, behind upstream's delegated authentication
+//! `/livez`, `/readyz`, `/metrics`, `/metrics/slis`, `/configz`, `/flagz` and `/statusz` over HTTPS, behind upstream's delegated authentication
 //! and authorization (k8s.io/apiserver's `SecureServingOptions`,
 //! `DelegatingAuthenticationOptions` and `DelegatingAuthorizationOptions`).
 //!
@@ -18,7 +18,9 @@ mod metrics;
 pub mod options;
 pub mod process_metrics;
 mod responses;
+pub mod slis;
 mod tls;
+pub mod zpages;
 
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -26,6 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use health::HealthChecks;
+pub use zpages::{DebugPages, Statusz};
 
 use auth::Authenticator;
 use authz::{Authorizer, Decision};
@@ -64,6 +67,17 @@ impl SecureServer {
         authorization: &AuthorizationOptions,
         checks: Arc<HealthChecks>,
     ) -> Result<Option<SecureServer>, String> {
+        Self::start_with_pages(serving, authentication, authorization, checks, DebugPages::default())
+    }
+
+    /// [`SecureServer::start`], also serving the debug `pages`.
+    pub fn start_with_pages(
+        serving: &SecureServingOptions,
+        authentication: &AuthenticationOptions,
+        authorization: &AuthorizationOptions,
+        checks: Arc<HealthChecks>,
+        pages: DebugPages,
+    ) -> Result<Option<SecureServer>, String> {
         if serving.port == 0 {
             return Ok(None);
         }
@@ -82,7 +96,7 @@ impl SecureServer {
             let authn = authn.clone();
             Arc::new(move || configs.current(authn.generation(), || authn.client_cas()))
         };
-        let handler = Arc::new(SecureHandler { authn: authn.clone(), authz, checks });
+        let handler = Arc::new(SecureHandler { authn: authn.clone(), authz, checks, pages });
         let server = listen(bind, serving.port, tls_source, handler)?;
         log::info!("Serving securely on {}", server.addr());
         let stop_refresh = authn.looks_up().then(|| spawn_lookup_refresh(authn, auth::LOOKUP_REFRESH));
@@ -149,6 +163,7 @@ struct SecureHandler {
     authn: Arc<Authenticator>,
     authz: Authorizer,
     checks: Arc<HealthChecks>,
+    pages: DebugPages,
 }
 
 impl Handler for SecureHandler {
@@ -205,6 +220,17 @@ impl SecureHandler {
         if path == "/metrics" {
             let body = crate::metrics::global().render().into_bytes();
             return Answer { code: 200, content_type: responses::METRICS_TEXT, nosniff: false, body };
+        }
+        if path == "/metrics/slis" {
+            if request.method == "DELETE" {
+                slis::global().reset();
+                return Answer { nosniff: false, ..Answer::text(200, slis::RESET_ANSWER) };
+            }
+            let body = slis::global().render().into_bytes();
+            return Answer { code: 200, content_type: slis::CONTENT_TYPE, nosniff: false, body };
+        }
+        if let Some(answer) = self.pages.answer(path, request.header("Accept")) {
+            return answer;
         }
         for root in ["healthz", "livez", "readyz"] {
             let Some(rest) = path.strip_prefix('/').and_then(|p| p.strip_prefix(root)) else { continue };

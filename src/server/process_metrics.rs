@@ -50,8 +50,7 @@ impl Collector for ProcessCollector {
         if let Some(rss) = status_kib(&status, "VmRSS:") {
             sample(out, "process_resident_memory_bytes", "Resident memory size in bytes.", "gauge", rss * 1024.0);
         }
-        if let (Some(stat), Some(boot)) = (&stat, boot_time()) {
-            let start = boot + stat.start_ticks as f64 / USER_HZ;
+        if let Some(start) = stat.as_ref().and_then(start_time) {
             let help = "Start time of the process since unix epoch in seconds.";
             sample(out, "process_start_time_seconds", help, "gauge", start);
         }
@@ -78,6 +77,16 @@ fn net_dev_totals(text: &str) -> Option<(f64, f64)> {
         totals = Some((r + rx as f64, t + tx as f64));
     }
     totals
+}
+
+/// When this process started, in Unix seconds (component-base's `GetProcessStart`).
+pub fn start_time_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| Stat::parse(&s))?;
+    start_time(&stat)
+}
+
+fn start_time(stat: &Stat) -> Option<f64> {
+    Some(boot_time()? + stat.start_ticks as f64 / USER_HZ)
 }
 
 fn sample(out: &mut String, name: &str, help: &str, kind: &str, value: f64) {

@@ -401,6 +401,39 @@ fn health_checks_report_like_upstream() {
 }
 
 #[test]
+fn slis_record_root_health_checks_and_configz_is_served() {
+    let checks = HealthChecks::new();
+    // A name of its own: the SLI registry is the process's, shared with other tests.
+    checks.add("sliProbe", || Err("not yet".into()));
+    let server =
+        start(&["--authorization-always-allow-paths=/healthz,/metrics/slis,/configz,/flagz".into()], checks.clone());
+    let addr = server.addr();
+    assert_eq!(Get::new("/healthz").send(addr).unwrap().code, 500);
+    checks.add("sliProbe", || Ok(()));
+    assert_eq!(Get::new("/healthz").send(addr).unwrap().code, 200);
+
+    let slis = Get::new("/metrics/slis").send(addr).unwrap();
+    assert_eq!(slis.code, 200);
+    assert_eq!(slis.header("Content-Type"), Some("text/plain; version=0.0.4; charset=utf-8; escaping=underscores"));
+    for line in [
+        "kubernetes_healthcheck{name=\"sliProbe\",type=\"healthz\"} 1\n",
+        "kubernetes_healthchecks_total{name=\"sliProbe\",status=\"error\",type=\"healthz\"} 1\n",
+        "kubernetes_healthchecks_total{name=\"sliProbe\",status=\"success\",type=\"healthz\"} 1\n",
+    ] {
+        assert!(slis.body.contains(line), "{line} missing from:\n{}", slis.body);
+    }
+    let configz = Get::new("/configz").send(addr).unwrap();
+    assert_eq!((configz.code, configz.header("Content-Type")), (200, Some("application/json")));
+    let config: serde_json::Value = serde_json::from_str(&configz.body).unwrap();
+    assert_eq!(config["kubecontrollermanager.config.k8s.io"]["Generic"]["MinResyncPeriod"], "12h0m0s");
+    // ComponentFlagz is off by default.
+    assert_eq!(Get::new("/flagz").header("Accept", "*/*").send(addr).unwrap().code, 404);
+    // Not always allowed here: anonymous is refused.
+    assert_eq!(Get::new("/statusz").send(addr).unwrap().code, 403);
+    server.stop();
+}
+
+#[test]
 fn metrics_need_authorization() {
     let cluster = Cluster::new();
     cluster.sandbox.add_token("alice-token", "alice", &[]);

@@ -219,6 +219,7 @@ fn set(state: &mut ParseState, flag: &'static FlagSpec, value: &str) -> Result<(
         state.options.explicitly_set.push(flag.name);
         SetMode::First
     };
+    state.options.given_values.push((flag.name, value.to_string()));
     (flag.set)(state, value, mode).map_err(|reason| FlagError::InvalidValue {
         flag: flag.display_name(),
         value: value.to_string(),

@@ -59,6 +59,9 @@ pub struct Options {
     /// Flags given on the command line, by canonical name without dashes (`v`, `kubeconfig`),
     /// in the order they first appeared. Setting a flag to its default still counts.
     pub explicitly_set: Vec<&'static str>,
+    /// Every value given on the command line, by canonical flag name, in order (repeats too):
+    /// what `/flagz` and `/configz` show as upstream's flag values do.
+    pub given_values: Vec<(&'static str, String)>,
 }
 
 impl Default for Options {
@@ -94,12 +97,18 @@ impl Options {
             logs: LogsOptions::default(),
             reported_version: None,
             explicitly_set: Vec::new(),
+            given_values: Vec::new(),
         }
     }
 
     /// Whether `name` (without dashes, e.g. `leader-elect`) was given on the command line.
     pub fn is_set(&self, name: &str) -> bool {
         self.explicitly_set.contains(&name)
+    }
+
+    /// The last value given for flag `name` on the command line.
+    pub fn given_value(&self, name: &str) -> Option<&str> {
+        self.given_values.iter().rev().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
     }
 }
 
