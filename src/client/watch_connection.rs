@@ -77,6 +77,9 @@ struct EventBody {
     pending: Vec<u8>,
     /// Where the next event starts in `pending`.
     consumed: usize,
+    /// How far `pending` is known to hold no newline past `consumed`: an event that arrives in
+    /// many small reads is scanned once, not once per read.
+    scanned: usize,
     /// The server closed the stream (or its chunked body ended).
     ended: bool,
 }
@@ -330,7 +333,7 @@ fn connect(target: &Target, deadline: Instant) -> Result<TcpStream> {
 
 impl EventBody {
     fn new(decoder: BodyDecoder) -> EventBody {
-        EventBody { decoder, pending: Vec::new(), consumed: 0, ended: false }
+        EventBody { decoder, pending: Vec::new(), consumed: 0, scanned: 0, ended: false }
     }
 
     /// Decodes bytes as read from the connection; an event larger than 16 MiB ends the watch.
@@ -347,10 +350,13 @@ impl EventBody {
     fn next_event(&mut self) -> Option<Result<RawEvent>> {
         loop {
             let rest = &self.pending[self.consumed..];
-            let (line, used) = match rest.iter().position(|b| *b == b'\n') {
+            let unscanned = self.scanned.max(self.consumed) - self.consumed;
+            let newline = rest[unscanned..].iter().position(|b| *b == b'\n').map(|at| unscanned + at);
+            let (line, used) = match newline {
                 Some(end) => (&rest[..end], end + 1),
                 None if self.ended && !rest.is_empty() => (rest, rest.len()),
                 None => {
+                    self.scanned = self.pending.len();
                     self.compact();
                     return None;
                 }
@@ -369,6 +375,7 @@ impl EventBody {
     fn compact(&mut self) {
         if self.consumed > 0 {
             self.pending.drain(..self.consumed);
+            self.scanned = self.scanned.saturating_sub(self.consumed);
             self.consumed = 0;
         }
         if self.pending.is_empty() && self.pending.capacity() > 64 * 1024 {
@@ -597,6 +604,21 @@ mod tests {
         assert!(connection.next_event().is_none());
         connection.pending.extend_from_slice(b"not json\n");
         assert!(connection.next_event().unwrap().is_err());
+    }
+
+    #[test]
+    fn an_event_in_many_reads_is_scanned_once() {
+        let mut connection = EventBody::new(BodyDecoder::UntilClose);
+        let event = br#"{"type":"ADDED","object":{"a":1}}"#;
+        for (i, byte) in event.iter().enumerate() {
+            connection.feed(std::slice::from_ref(byte)).unwrap();
+            assert!(connection.next_event().is_none());
+            assert_eq!(connection.scanned, i + 1, "the bytes already looked at are not scanned again");
+        }
+        connection.feed(b"\n").unwrap();
+        assert_eq!(connection.next_event().unwrap().unwrap().event_type, "ADDED");
+        assert!(connection.next_event().is_none());
+        assert_eq!((connection.pending.len(), connection.scanned), (0, 0));
     }
 
     #[test]
