@@ -87,6 +87,7 @@ fn run(side: Side, binary: &Path, fault: Fault, logs: &Path) -> Result<Outcome, 
     bed.wait_leader(None, Duration::from_secs(90))?;
     let timings = workloads::ALL.iter().map(|w| (w.name, timed(&mut bed, w, fault))).collect();
     let found = bed.settled_invariants(RENEW_DEADLINE, SETTLE)?;
+    eprintln!("chaos bench: {} ({}): pods past maxSurge: {:?}", fault.name(), side.name(), found.pods_over_surge);
     let outcome = Outcome { timings, violations: found.violations(), pods_over_surge: found.pods_over_surge };
     // Kept for reading afterwards (e.g. which ReplicaSet created pods past the surge).
     let _ = std::fs::copy(bed.plane.audit_log(), dir.join("audit.log"));
