@@ -64,7 +64,7 @@ fn main() {
         }
     };
     let logs = std::env::temp_dir().join(format!("kcm-chaos-bench-{}", std::process::id()));
-    let mut rows = Vec::new();
+    print_header();
     for fault in FAULTS.iter().filter(|f| only.as_ref().is_none_or(|o| f.name().contains(o.as_str()))) {
         eprintln!("chaos bench: {}", fault.name());
         let (ours, theirs) = std::thread::scope(|scope| {
@@ -72,9 +72,9 @@ fn main() {
             let ours = run(Side::Ours, Path::new(OURS), *fault, &logs);
             (ours, theirs.map(|t| t.join().expect("the upstream run does not panic")))
         });
-        rows.push((*fault, ours, theirs));
+        // Printed as each fault ends, so that a run cut short still reports what it measured.
+        print_rows(&(*fault, ours, theirs));
     }
-    print_table(&rows);
     eprintln!("logs in {}", logs.display());
 }
 
@@ -178,37 +178,33 @@ fn cell(timing: Option<&Timing>) -> String {
 /// A fault's outcomes: ours, and upstream's unless `--ours-only`.
 type Row = (Fault, Result<Outcome, String>, Option<Result<Outcome, String>>);
 
-fn print_table(rows: &[Row]) {
+fn print_header() {
     println!("| fault | workload | ours | upstream |");
     println!("| --- | --- | --- | --- |");
-    for (fault, ours, theirs) in rows {
-        for workload in workloads::ALL {
-            let find = |o: &Result<Outcome, String>| -> Option<Timing> {
-                match o {
-                    Ok(o) => o.timings.iter().find(|(n, _)| *n == workload.name).map(|(_, t)| t.clone()),
-                    Err(e) => Some(Err(e.clone())),
-                }
-            };
-            let (a, b) = (find(ours), theirs.as_ref().and_then(find));
-            println!("| {} | {} | {} | {} |", fault.name(), workload.name, cell(a.as_ref()), cell(b.as_ref()));
-        }
-        let held = |o: &Result<Outcome, String>| match o {
-            Ok(o) if o.violations.is_empty() => "held".to_string(),
-            Ok(o) => format!("VIOLATED: {}", o.violations.join("; ")),
-            Err(e) => format!("not checked: {e}"),
+}
+
+fn print_rows((fault, ours, theirs): &Row) {
+    for workload in workloads::ALL {
+        let find = |o: &Result<Outcome, String>| -> Option<Timing> {
+            match o {
+                Ok(o) => o.timings.iter().find(|(n, _)| *n == workload.name).map(|(_, t)| t.clone()),
+                Err(e) => Some(Err(e.clone())),
+            }
         };
-        let over = |o: &Result<Outcome, String>| match o {
-            Ok(o) => o.pods_over_surge.len().to_string(),
-            Err(_) => "-".into(),
-        };
-        let theirs_held = theirs.as_ref().map_or("-".to_string(), held);
-        let theirs_over = theirs.as_ref().map_or("-".to_string(), over);
-        println!("| {} | invariants | {} | {} |", fault.name(), held(ours), theirs_held);
-        println!(
-            "| {} | Deployments past maxSurge in pods (figure) | {} | {} |",
-            fault.name(),
-            over(ours),
-            theirs_over
-        );
+        let (a, b) = (find(ours), theirs.as_ref().and_then(find));
+        println!("| {} | {} | {} | {} |", fault.name(), workload.name, cell(a.as_ref()), cell(b.as_ref()));
     }
+    let held = |o: &Result<Outcome, String>| match o {
+        Ok(o) if o.violations.is_empty() => "held".to_string(),
+        Ok(o) => format!("VIOLATED: {}", o.violations.join("; ")),
+        Err(e) => format!("not checked: {e}"),
+    };
+    let over = |o: &Result<Outcome, String>| match o {
+        Ok(o) => o.pods_over_surge.len().to_string(),
+        Err(_) => "-".into(),
+    };
+    let theirs_held = theirs.as_ref().map_or("-".to_string(), held);
+    let theirs_over = theirs.as_ref().map_or("-".to_string(), over);
+    println!("| {} | invariants | {} | {} |", fault.name(), held(ours), theirs_held);
+    println!("| {} | Deployments past maxSurge in pods (figure) | {} | {} |", fault.name(), over(ours), theirs_over);
 }
