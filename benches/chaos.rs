@@ -33,9 +33,9 @@ const STALL: Duration = Duration::from_secs(14);
 const SETTLE: Duration = Duration::from_secs(45);
 const FAULTS: &[Fault] = &[
     Fault::None,
-    Fault::KillApiserver,
-    Fault::KillEtcd,
     Fault::CompactEtcd,
+    Fault::KillEtcd,
+    Fault::KillApiserver,
     Fault::StallApiserver(STALL),
     Fault::KillLeader,
 ];
