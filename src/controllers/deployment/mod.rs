@@ -175,15 +175,11 @@ impl DeploymentController {
     }
 
     /// `getReplicaSetsForDeployment`: the namespace's ReplicaSets, claimed (adopted or released)
-    /// through the Deployment's selector. As the informer has them (upstream's `rsLister`), not
-    /// overlaid with our own writes: an old ReplicaSet we just scaled down counts its former
-    /// replicas until the watch brings the change, which is also when the ReplicaSet
-    /// controller starts deleting its pods; reading our own write instead let the next sync
-    /// grow the new ReplicaSet first (pods past maxSurge while watches lag, e.g. relisting
-    /// after a compaction).
+    /// through the Deployment's selector.
     fn replica_sets_for_deployment(&self, d: &Deployment) -> DeploymentResult<Vec<ReplicaSet>> {
-        let all: Vec<ReplicaSet> =
-            self.replica_sets.store().list_namespace(namespace(d)).iter().map(|rs| (**rs).clone()).collect();
+        let all: Vec<ReplicaSet> = (self.replica_sets.store().list_namespace(namespace(d)).into_iter())
+            .map(|rs| (*self.replica_sets.newest(rs)).clone())
+            .collect();
         let selector = Selector::from_label_selector(&selector_of(d))
             .map_err(|e| format!("deployment {}/{} has invalid label selector: {e}", namespace(d), name(d)))?;
         let can_adopt = || recheck_deletion_timestamp::<Deployment>(&self.client, &d.metadata, "Deployment ");
@@ -225,10 +221,16 @@ impl DeploymentController {
         Ok(())
     }
 
-    /// `Update` of a ReplicaSet: the ReplicaSet as written (for the rest of this sync only).
+    /// `Update` of a ReplicaSet: the ReplicaSet as written, also given to the next syncs until
+    /// the watch brings it.
     fn update_replica_set(&self, rs: &ReplicaSet) -> Result<ReplicaSet, crate::client::Error> {
         let namespace = rs.metadata.namespace.as_deref().unwrap_or("");
-        Api::<ReplicaSet>::namespaced(&self.client, namespace).replace(util::rs_name(rs), rs, &PostParams::default())
+        let written = Api::<ReplicaSet>::namespaced(&self.client, namespace).replace(
+            util::rs_name(rs),
+            rs,
+            &PostParams::default(),
+        )?;
+        Ok((*self.replica_sets.mutation(written)).clone())
     }
 
     fn key(d: &Deployment) -> String {

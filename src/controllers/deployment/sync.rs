@@ -171,7 +171,7 @@ impl DeploymentController {
         util::set_new_rs_annotations(d, &mut new_rs, &new_revision, false, util::MAX_REV_HISTORY_LENGTH);
         let mut already_exists = false;
         let created = match sets.create(&new_rs, &PostParams::default()) {
-            Ok(created) => created,
+            Ok(created) => (*self.replica_sets.mutation(created)).clone(),
             Err(e) if e.is_already_exists() => {
                 // A slow cache or a hash collision: ours only if we control it with our template.
                 already_exists = true;
