@@ -189,7 +189,15 @@ fn namespace_converged(bed: &Bed) -> Result<Option<()>, String> {
 
 // --- node failure ----------------------------------------------------------------------------
 
-const FAILING_NODE: &str = "node-2";
+/// The label that marks the node the workload fails: one that runs an evictable pod (the
+/// scheduler spreads by pod count, so no fixed node is sure to have one).
+const FAILING: &str = "chaos.kcm.dev/failing";
+
+/// The node marked [`FAILING`], if any.
+fn failing_node(bed: &Bed) -> Result<Option<String>, String> {
+    let nodes = bed.list(&format!("/api/v1/nodes?labelSelector={FAILING}"))?;
+    Ok(nodes.first().and_then(|n| n["metadata"]["name"].as_str()).map(str::to_string))
+}
 
 fn node_failure_prepare(bed: &Bed) -> Result<(), String> {
     ensure_namespace(bed, NAMESPACE)?;
@@ -202,24 +210,28 @@ fn node_failure_prepare(bed: &Bed) -> Result<(), String> {
     let rs = json!({"metadata": {"name": "evictable"}, "spec": {"replicas": 3,
         "selector": {"matchLabels": {"app": "evictable"}}, "template": pod}});
     bed.create(&format!("/apis/apps/v1/namespaces/{NAMESPACE}/replicasets"), rs)?;
-    bed.wait("3 evictable pods ready, one on node-2", super::CONVERGE_TIMEOUT, |b| {
+    let node = bed.wait("3 evictable pods ready", super::CONVERGE_TIMEOUT, |b| {
         let pods = live_pods(b, NAMESPACE, "app=evictable")?;
-        let on_node = pods.iter().any(|p| p["spec"]["nodeName"] == FAILING_NODE);
-        Ok((pods.len() == 3 && on_node && pods.iter().all(running_and_ready)).then_some(()))
-    })
+        let ready = pods.len() == 3 && pods.iter().all(running_and_ready);
+        Ok(ready.then(|| pods[0]["spec"]["nodeName"].as_str().map(str::to_string)).flatten())
+    })?;
+    bed.patch(&format!("/api/v1/nodes/{node}"), json!({"metadata": {"labels": {FAILING: "true"}}})).map(|_| ())
 }
 
 fn node_failure_change(bed: &Bed) -> Result<(), String> {
-    bed.nodes.stop_heartbeat(FAILING_NODE);
+    let node = failing_node(bed)?.ok_or("no node marked to fail")?;
+    bed.nodes.stop_heartbeat(&node);
     Ok(())
 }
 
 fn node_failure_converged(bed: &Bed) -> Result<Option<()>, String> {
-    let node = bed.get(&format!("/api/v1/nodes/{FAILING_NODE}"))?.unwrap_or_default();
+    let Some(failing) = failing_node(bed)? else { return Ok(None) };
+    let node = bed.get(&format!("/api/v1/nodes/{failing}"))?.unwrap_or_default();
     let taints = node["spec"]["taints"].as_array().cloned().unwrap_or_default();
     let tainted = taints.iter().any(|t| t["key"] == "node.kubernetes.io/unreachable" && t["effect"] == "NoExecute");
     let pods = live_pods(bed, NAMESPACE, "app=evictable")?;
-    let moved = pods.len() == 3 && pods.iter().all(|p| p["spec"]["nodeName"] != FAILING_NODE && running_and_ready(p));
+    let moved =
+        pods.len() == 3 && pods.iter().all(|p| p["spec"]["nodeName"] != failing.as_str() && running_and_ready(p));
     Ok((tainted && moved).then_some(()))
 }
 
