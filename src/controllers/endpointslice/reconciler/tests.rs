@@ -23,6 +23,7 @@ fn reconciler(max: usize) -> SliceReconciler {
         max_endpoints_per_slice: max,
         tracker: Arc::new(EndpointSliceTracker::default()),
         controller_name: "endpointslice-controller.k8s.io",
+        metrics: super::super::metrics::Cache::new(max),
     }
 }
 
