@@ -46,8 +46,16 @@ pub fn families() -> &'static Families {
                 "endpoint_slice_controller_endpoints_removed_per_sync",
                 "[ALPHA] Number of endpoints removed on each Service sync",
             ),
-            endpoints_desired: gauge("endpoint_slice_controller_endpoints_desired", "[ALPHA] Number of endpoints desired", &[]),
-            num_endpoint_slices: gauge("endpoint_slice_controller_num_endpoint_slices", "[ALPHA] Number of EndpointSlices", &[]),
+            endpoints_desired: gauge(
+                "endpoint_slice_controller_endpoints_desired",
+                "[ALPHA] Number of endpoints desired",
+                &[],
+            ),
+            num_endpoint_slices: gauge(
+                "endpoint_slice_controller_num_endpoint_slices",
+                "[ALPHA] Number of EndpointSlices",
+                &[],
+            ),
             desired_endpoint_slices: gauge(
                 "endpoint_slice_controller_desired_endpoint_slices",
                 "[ALPHA] Number of EndpointSlices that would exist with perfect endpoint allocation",
