@@ -10,7 +10,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use kcm::client::RestConfig;
+use k8s_openapi::api::core::v1::{Endpoints, Service};
+use kcm::client::{Api, Client, ClientOptions, PostParams, RestConfig};
 use kcm::envtest::process::OwnedProcess;
 use kcm::envtest::sidebyside::{Side, start_controller_manager};
 use kcm::envtest::{Backend, ControlPlane};
@@ -134,6 +135,35 @@ fn compare(upstream: &BTreeMap<String, Family>, ours: &BTreeMap<String, Family>)
     (unexpected, used)
 }
 
+/// Objects that give the EndpointSlice controllers' families samples on both sides: a selected
+/// Service with a traffic distribution (its placeholder slice), and a selector-less Service whose
+/// hand-written Endpoints are mirrored. Each side gets its own (`side` in the names) and runs
+/// alone, since the first controller to write a slice leaves the other nothing to change.
+fn seed(admin: RestConfig, side: &str) {
+    let client = Client::new(admin, ClientOptions::default()).expect("a client");
+    let port = serde_json::json!([{"name": "http", "port": 80, "protocol": "TCP"}]);
+    let services = Api::<Service>::namespaced(&client, "default");
+    let selected: Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("parity-selected-{side}")},
+        "spec": {"selector": {"app": "parity"}, "ports": port, "trafficDistribution": "PreferClose"},
+    }))
+    .unwrap();
+    let mirrored: Service = serde_json::from_value(
+        serde_json::json!({"metadata": {"name": format!("parity-mirrored-{side}")}, "spec": {"ports": port}}),
+    )
+    .unwrap();
+    let endpoints: Endpoints = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("parity-mirrored-{side}")},
+        "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}],
+    }))
+    .unwrap();
+    services.create(&selected, &PostParams::default()).expect("selected Service created");
+    services.create(&mirrored, &PostParams::default()).expect("selector-less Service created");
+    Api::<Endpoints>::namespaced(&client, "default")
+        .create(&endpoints, &PostParams::default())
+        .expect("Endpoints created");
+}
+
 fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port()
 }
@@ -211,12 +241,14 @@ fn metric_families_match_upstreams() {
     admin.tls.insecure_skip_verify = true;
     let upstream_binary = plane.assets().kube_controller_manager.clone();
     let ours_binary = PathBuf::from(env!("CARGO_BIN_EXE_kube-controller-manager"));
+    seed(plane.admin_config(), "upstream");
     let (mut upstream, upstream_port, upstream_lease) =
         start(Side::Upstream, &upstream_binary, &kubeconfig, plane.dir());
-    let (mut ours, ours_port, ours_lease) = start(Side::Ours, &ours_binary, &kubeconfig, plane.dir());
     let upstream_text = settled_scrape(&mut upstream, upstream_port, &admin, &upstream_lease);
-    let ours_text = settled_scrape(&mut ours, ours_port, &admin, &ours_lease);
     upstream.stop(Duration::from_secs(10));
+    seed(plane.admin_config(), "ours");
+    let (mut ours, ours_port, ours_lease) = start(Side::Ours, &ours_binary, &kubeconfig, plane.dir());
+    let ours_text = settled_scrape(&mut ours, ours_port, &admin, &ours_lease);
     ours.stop(Duration::from_secs(10));
     if let Ok(dir) = std::env::var("KCM_METRICS_PARITY_DUMP") {
         let _ = std::fs::write(Path::new(&dir).join("upstream.txt"), &upstream_text);
