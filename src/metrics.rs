@@ -271,6 +271,11 @@ impl ValueFamily {
         self.values.lock().entry(self.key(labels)).or_insert(0.0);
     }
 
+    /// Removes every series (Go's `Reset`), for a gauge family rebuilt from scratch.
+    pub fn reset(&self) {
+        self.values.lock().clear();
+    }
+
     /// The current value of the series of these label values; 0 if it does not exist.
     pub fn get(&self, labels: &[&str]) -> f64 {
         self.values.lock().get(&self.key(labels)).copied().unwrap_or(0.0)

@@ -596,9 +596,11 @@ impl TokenReviewer {
             spec: TokenReviewSpec { token: Some(token.to_string()), audiences: None },
             ..TokenReview::default()
         };
-        let answer = Api::<TokenReview>::all(&self.client)
-            .create(&review, &PostParams::default())
-            .map_err(|e| format!("token review: {e}"))?;
+        let started = std::time::Instant::now();
+        let answer = Api::<TokenReview>::all(&self.client).create(&review, &PostParams::default());
+        let code = super::metrics::review_code(answer.as_ref().map(|_| ()).map_err(|e| e.code()));
+        super::metrics::delegated_authentication(&code, started.elapsed());
+        let answer = answer.map_err(|e| format!("token review: {e}"))?;
         let status = answer.status.unwrap_or_default();
         if status.authenticated != Some(true) {
             if let Some(error) = status.error.filter(|e| !e.is_empty()) {

@@ -149,9 +149,11 @@ impl AccessReviewer {
 
     fn ask(&self, spec: SubjectAccessReviewSpec) -> Result<SubjectAccessReviewStatus, String> {
         let review = SubjectAccessReview { spec, ..SubjectAccessReview::default() };
-        let answer = Api::<SubjectAccessReview>::all(&self.client)
-            .create(&review, &PostParams::default())
-            .map_err(|e| format!("subject access review: {e}"))?;
+        let started = std::time::Instant::now();
+        let answer = Api::<SubjectAccessReview>::all(&self.client).create(&review, &PostParams::default());
+        let code = super::metrics::review_code(answer.as_ref().map(|_| ()).map_err(|e| e.code()));
+        super::metrics::delegated_authorization(&code, started.elapsed());
+        let answer = answer.map_err(|e| format!("subject access review: {e}"))?;
         Ok(answer.status.unwrap_or_default())
     }
 }

@@ -21,6 +21,63 @@ struct Families {
 /// Registers the families (once per process).
 pub fn register() {
     families();
+    delegated();
+}
+
+/// The delegated authenticator's and authorizer's webhook families
+/// (`authenticatorfactory`/`authorizerfactory` `metrics.go`): `{code}` totals and latencies.
+struct Delegated {
+    authn_total: Arc<CounterVec>,
+    authn_duration: Arc<HistogramVec>,
+    authz_total: Arc<CounterVec>,
+    authz_duration: Arc<HistogramVec>,
+}
+
+fn delegated() -> &'static Delegated {
+    static FAMILIES: OnceLock<Delegated> = OnceLock::new();
+    FAMILIES.get_or_init(|| {
+        const TOTAL: &str = "[ALPHA] Number of HTTP requests partitioned by status code.";
+        const LATENCY: &str = "[ALPHA] Request latency in seconds. Broken down by status code.";
+        let buckets = [0.25, 0.5, 0.7, 1.0, 1.5, 3.0, 5.0, 10.0];
+        let total = |name| Arc::new(CounterVec::counter(name, TOTAL, &["code"]));
+        let latency = |name| Arc::new(HistogramVec::new(name, LATENCY, &["code"], &buckets));
+        let d = Delegated {
+            authn_total: total("apiserver_delegated_authn_request_total"),
+            authn_duration: latency("apiserver_delegated_authn_request_duration_seconds"),
+            authz_total: total("apiserver_delegated_authz_request_total"),
+            authz_duration: latency("apiserver_delegated_authz_request_duration_seconds"),
+        };
+        let registry = metrics::global();
+        registry.register(d.authn_total.clone());
+        registry.register(d.authn_duration.clone());
+        registry.register(d.authz_total.clone());
+        registry.register(d.authz_duration.clone());
+        d
+    })
+}
+
+/// The webhook's `code` label: the HTTP status (201 for a created review), or `<error>` when no
+/// response came back.
+pub fn review_code(status: Result<(), Option<u16>>) -> String {
+    match status {
+        Ok(()) => "201".into(),
+        Err(Some(code)) => code.to_string(),
+        Err(None) => "<error>".into(),
+    }
+}
+
+/// One TokenReview, as the token webhook records it.
+pub fn delegated_authentication(code: &str, elapsed: Duration) {
+    let d = delegated();
+    d.authn_total.inc(&[code]);
+    d.authn_duration.observe(&[code], elapsed.as_secs_f64());
+}
+
+/// One SubjectAccessReview, as the authorization webhook records it.
+pub fn delegated_authorization(code: &str, elapsed: Duration) {
+    let d = delegated();
+    d.authz_total.inc(&[code]);
+    d.authz_duration.observe(&[code], elapsed.as_secs_f64());
 }
 
 fn families() -> &'static Families {
@@ -126,6 +183,13 @@ fn compress_username(user: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn review_codes_are_the_status_or_error() {
+        assert_eq!(review_code(Ok(())), "201");
+        assert_eq!(review_code(Err(Some(403))), "403");
+        assert_eq!(review_code(Err(None)), "<error>");
+    }
 
     #[test]
     fn usernames_are_compressed_as_upstream() {

@@ -14,7 +14,7 @@ const TOPOLOGY_MODE: &str = "service.kubernetes.io/topology-mode";
 const TOPOLOGY_AWARE_HINTS: &str = "service.kubernetes.io/topology-aware-hints";
 
 /// `hintsEnabled`: the topology annotation (the deprecated one first) is `Auto`.
-fn topology_hints_enabled(service: &Service) -> bool {
+pub fn topology_hints_enabled(service: &Service) -> bool {
     let annotations = service.metadata.annotations.as_ref();
     let value = annotations.and_then(|a| a.get(TOPOLOGY_AWARE_HINTS).or_else(|| a.get(TOPOLOGY_MODE)));
     matches!(value.map(String::as_str), Some("Auto" | "auto"))

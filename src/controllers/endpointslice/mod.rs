@@ -5,6 +5,7 @@
 //! listing the selected pods with their conditions, owned by the Service.
 
 mod hints;
+pub mod metrics;
 pub mod reconciler;
 pub mod utils;
 
@@ -46,6 +47,7 @@ pub struct Config {
 /// `NewController`.
 pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     syncs();
+    metrics::families();
     let queue = util::slice_queue("endpoint_slice", MAX_SYNC_BACKOFF);
     let tracker = Arc::new(EndpointSliceTracker::default());
     let max = config.max_endpoints_per_slice;
@@ -65,6 +67,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
             max_endpoints_per_slice: max,
             tracker,
             controller_name: CONTROLLER_NAME,
+            metrics: metrics::Cache::new(max),
         },
     });
     let handler = controller.clone();
@@ -216,6 +219,7 @@ impl EndpointSliceController {
         let Some(service) = self.services.store().get(key) else {
             self.trigger_times.delete_service(namespace, name);
             self.tracker.delete_service(namespace, name);
+            self.reconciler.delete_service(namespace, name);
             return Ok(());
         };
         let Some(selector) = util::endpoints_selector(&service) else {

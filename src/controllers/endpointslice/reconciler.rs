@@ -11,6 +11,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
 
+use super::hints::{topology_hints_enabled, uses_traffic_distribution};
+use super::metrics::{Cache, Efficiency, PortCache, families};
 use super::utils::{
     address_types_for_service, endpoint_ports, endpoint_slice_labels, new_endpoint_slice, owned_by, pod_to_endpoint,
     set_trigger_time, slice_to_fill,
@@ -39,6 +41,12 @@ pub struct Plan {
     pub update: Vec<EndpointSlice>,
     /// Existing slices to delete.
     pub delete: Vec<Arc<EndpointSlice>>,
+    /// Endpoints not in any existing slice (`numAdded`).
+    pub added: usize,
+    /// Endpoints dropped from existing slices (`numRemoved`).
+    pub removed: usize,
+    /// The efficiency of each port set, for the metrics cache (`spMetrics`).
+    pub efficiency: PortCache,
 }
 
 impl Plan {
@@ -46,6 +54,8 @@ impl Plan {
         self.create.extend(other.create);
         self.update.extend(other.update);
         self.delete.extend(other.delete);
+        self.added += other.added;
+        self.removed += other.removed;
     }
 }
 
@@ -59,6 +69,8 @@ pub struct SliceReconciler {
     pub tracker: Arc<EndpointSliceTracker>,
     /// The `endpointslice.kubernetes.io/managed-by` value.
     pub controller_name: &'static str,
+    /// The desired/actual totals behind the cache-based gauges.
+    pub metrics: Cache,
 }
 
 /// Go's `utilerrors.NewAggregate(errs).Error()`.
@@ -120,11 +132,29 @@ impl SliceReconciler {
         node: &dyn Fn(&str) -> Option<Arc<Node>>,
     ) -> Result<(), String> {
         let (desired, mut errors) = desired_endpoints(service, pods, address_type, node);
-        let plan = self.plan(service, existing, desired, address_type);
+        let mut plan = self.plan(service, existing, desired, address_type);
+        self.record_plan(service, &mut plan);
         if let Err(e) = self.finalize(service, plan, trigger_time) {
             errors.push(e);
         }
         aggregate(errors)
+    }
+
+    /// The observations `reconcileByAddressType` makes once it has planned.
+    fn record_plan(&self, service: &Service, plan: &mut Plan) {
+        let f = families();
+        f.endpoints_added_per_sync.observe(&[], plan.added as f64);
+        f.endpoints_removed_per_sync.observe(&[], plan.removed as f64);
+        let key = object_key(&service.metadata);
+        self.metrics.update_service_port_cache(&key, std::mem::take(&mut plan.efficiency));
+        // Without topology hints the value is counted as given, valid or not.
+        let distribution = service.spec.as_ref().and_then(|s| s.traffic_distribution.as_deref());
+        self.metrics.update_traffic_distribution(&key, distribution.filter(|_| !topology_hints_enabled(service)));
+    }
+
+    /// `DeleteService`: the Service leaves the metrics cache.
+    pub fn delete_service(&self, namespace: &str, name: &str) {
+        self.metrics.delete_service(&format!("{namespace}/{name}"));
     }
 
     /// What `reconcileByAddressType` decides, before `finalize` writes it: per set of ports,
@@ -150,12 +180,17 @@ impl SliceReconciler {
         }
         for (key, wanted) in desired {
             let slices = existing_by_ports.remove(&key).unwrap_or_default();
-            plan.extend(self.reconcile_port_mapping(service, slices, wanted, address_type));
+            let (endpoints, existing) = (wanted.endpoints.len(), slices.len());
+            let mapped = self.reconcile_port_mapping(service, slices, wanted, address_type);
+            let slices = existing + mapped.create.len() - mapped.delete.len();
+            plan.efficiency.insert(key, Efficiency { endpoints, slices });
+            plan.extend(mapped);
         }
         // Port sets no longer wanted.
         plan.delete.extend(existing_by_ports.into_values().flatten());
         if existing_count == plan.delete.len() && plan.create.is_empty() {
             let placeholder = new_endpoint_slice(service, Vec::new(), address_type, self.controller_name);
+            plan.efficiency.insert(port_map_key(&[]), Efficiency { endpoints: 0, slices: 1 });
             if plan.delete.len() == 1 && same_placeholder(&plan.delete[0], &placeholder) {
                 plan.delete.clear();
             } else {
@@ -187,6 +222,7 @@ impl SliceReconciler {
         let max = self.max_endpoints_per_slice;
         let mut by_name: BTreeMap<String, EndpointSlice> = BTreeMap::new();
         let (mut unchanged, mut to_update, mut to_delete) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+        let mut removed = 0;
         // 1. Keep the endpoints still wanted (in their desired version), drop the others.
         for slice in &existing {
             let name = slice.metadata.name.clone().unwrap_or_default();
@@ -200,6 +236,7 @@ impl SliceReconciler {
             }
             let (labels, labels_changed) = endpoint_slice_labels(slice, service, self.controller_name);
             if endpoint_updated || kept.len() != slice.endpoints.len() {
+                removed += slice.endpoints.len().saturating_sub(kept.len());
                 if kept.is_empty() {
                     to_delete.insert(name.clone());
                 } else {
@@ -221,6 +258,7 @@ impl SliceReconciler {
             }
             by_name.insert(name, (**slice).clone());
         }
+        let added = desired.endpoints.len();
         // 2. Fill the slices updated anyway, fullest first.
         if !desired.endpoints.is_empty() && !to_update.is_empty() {
             let mut names: Vec<&String> = to_update.iter().collect();
@@ -265,6 +303,9 @@ impl SliceReconciler {
             create,
             update: to_update.iter().filter_map(|n| by_name.remove(n)).collect(),
             delete: to_delete.iter().filter_map(|n| existing_by_name.get(n).cloned()).collect(),
+            added,
+            removed,
+            efficiency: PortCache::new(),
         }
     }
 
@@ -274,11 +315,16 @@ impl SliceReconciler {
         let namespace = service.metadata.namespace.as_deref().unwrap_or("");
         let key = object_key(&service.metadata);
         let api = Api::<EndpointSlice>::namespaced(&self.client, namespace);
+        let changed = plan.create.len() + plan.update.len() + plan.delete.len();
+        let changes = &families().changes;
         if service.metadata.deletion_timestamp.is_none() {
             for mut slice in plan.create {
                 set_trigger_time(&mut slice, trigger_time);
                 match api.create(&slice, &PostParams::default()) {
-                    Ok(created) => self.tracker.update(&created),
+                    Ok(created) => {
+                        self.tracker.update(&created);
+                        changes.inc(&["create"]);
+                    }
                     // Creations in a terminating namespace keep failing: drop the item.
                     Err(e) if e.has_status_cause(util::NAMESPACE_TERMINATING) => return Ok(()),
                     Err(e) => return Err(format!("failed to create EndpointSlice for Service {key}: {}", e.message())),
@@ -289,7 +335,10 @@ impl SliceReconciler {
             set_trigger_time(&mut slice, trigger_time);
             let name = slice.metadata.name.clone().unwrap_or_default();
             match api.replace(&name, &slice, &PostParams::default()) {
-                Ok(updated) => self.tracker.update(&updated),
+                Ok(updated) => {
+                    self.tracker.update(&updated);
+                    changes.inc(&["update"]);
+                }
                 Err(e) => {
                     return Err(format!("failed to update {name} EndpointSlice for Service {key}: {}", e.message()));
                 }
@@ -301,6 +350,9 @@ impl SliceReconciler {
                 return Err(format!("failed to delete {name} EndpointSlice for Service {key}: {e}"));
             }
         }
+        // Our topology cache is off, so the topology label is always `Disabled`.
+        let distribution = if uses_traffic_distribution(service) { "PreferClose" } else { "" };
+        families().endpointslices_changed_per_sync.observe(&["Disabled", distribution], changed as f64);
         Ok(())
     }
 
@@ -311,6 +363,7 @@ impl SliceReconciler {
         match api.delete(slice.metadata.name.as_deref().unwrap_or(""), &DeleteParams::default()) {
             Ok(_) => {
                 self.tracker.expect_deletion(slice);
+                families().changes.inc(&["delete"]);
                 Ok(())
             }
             Err(e) if e.is_not_found() => Ok(()),

@@ -5,6 +5,7 @@
 //! Endpoints labelled `endpointslice.kubernetes.io/skip-mirror: "true"` and leader-election
 //! locks are not.
 
+pub mod metrics;
 pub mod reconciler;
 
 use std::sync::{Arc, OnceLock};
@@ -39,6 +40,7 @@ pub struct Config {
 /// `NewController`.
 pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
     sync_duration();
+    metrics::families();
     let queue = util::slice_queue("endpoint_slice_mirroring", MAX_SYNC_BACKOFF);
     let tracker = Arc::new(EndpointSliceTracker::default());
     let max = config.max_endpoints_per_subset;
@@ -54,6 +56,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
             tracker,
             recorder: context.recorder.clone(),
             max_endpoints_per_subset: max,
+            metrics: metrics::Cache::new(max),
         },
     });
     let handler = controller.clone();

@@ -19,6 +19,8 @@ use crate::controllers::endpointutil::{
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::object_key;
 
+use super::metrics::{Cache, Efficiency, PortCache, families};
+
 /// `controllerName`: the managed-by label value of mirrored slices.
 pub const CONTROLLER_NAME: &str = "endpointslicemirroring-controller.k8s.io";
 /// Event reasons.
@@ -168,16 +170,44 @@ pub fn new_endpoint_slice(
     }
 }
 
-/// `totalChanges` reduced to whether the slice already holds exactly the desired endpoints.
-fn holds_exactly(slice: &EndpointSlice, desired: &EndpointSet) -> bool {
+/// `totalsByAction`: endpoints added, updated and removed by a reconciliation.
+#[derive(Debug, Default, PartialEq, Clone, Copy)]
+pub struct Totals {
+    /// Desired endpoints not in the existing slice.
+    pub added: usize,
+    /// Endpoints whose desired version differs.
+    pub updated: usize,
+    /// Endpoints no longer desired.
+    pub removed: usize,
+}
+
+impl Totals {
+    fn add(&mut self, other: Totals) {
+        self.added += other.added;
+        self.updated += other.updated;
+        self.removed += other.removed;
+    }
+
+    fn is_zero(&self) -> bool {
+        *self == Totals::default()
+    }
+}
+
+/// `totalChanges`.
+fn total_changes(slice: &EndpointSlice, desired: &EndpointSet) -> Totals {
+    let mut totals = Totals::default();
     let mut matches = 0;
     for endpoint in &slice.endpoints {
         match desired.get(endpoint) {
-            Some(wanted) if endpoints_equal_beyond_hash(wanted, endpoint) => matches += 1,
-            _ => return false,
+            None => totals.removed += 1,
+            Some(wanted) => {
+                matches += 1;
+                totals.updated += usize::from(!endpoints_equal_beyond_hash(wanted, endpoint));
+            }
         }
     }
-    matches == desired.len()
+    totals.added = desired.len() - matches;
+    totals
 }
 
 fn without(map: Option<&BTreeMap<String, String>>, keys: &[&str]) -> BTreeMap<String, String> {
@@ -194,24 +224,27 @@ fn reconcile_port_mapping(
     mut existing: Vec<Arc<EndpointSlice>>,
     mut desired: Desired,
     max_per_subset: usize,
-) -> Plan {
+) -> (Plan, Totals) {
     let mut plan = Plan::default();
     if desired.endpoints.is_empty() {
         plan.delete = existing.iter().map(|s| (**s).clone()).collect();
-        return plan;
+        let removed = existing.iter().map(|s| s.endpoints.len()).sum();
+        return (plan, Totals { removed, ..Totals::default() });
     }
     let mut name = None;
+    let mut totals = Totals { added: desired.endpoints.len(), ..Totals::default() };
     if !existing.is_empty() {
         let first = existing.remove(0);
         plan.delete = existing.iter().map(|s| (**s).clone()).collect();
         let annotations =
             without(endpoints.metadata.annotations.as_ref(), &[ANNOTATION_TRIGGER_TIME, ANNOTATION_LAST_APPLIED]);
         let labels = without(first.metadata.labels.as_ref(), &[LABEL_MANAGED_BY, LABEL_SERVICE_NAME]);
-        if holds_exactly(&first, &desired.endpoints)
+        totals = total_changes(&first, &desired.endpoints);
+        if totals.is_zero()
             && labels == without(endpoints.metadata.labels.as_ref(), &[])
             && annotations == without(first.metadata.annotations.as_ref(), &[])
         {
-            return plan;
+            return (plan, totals);
         }
         name = first.metadata.name.clone();
     }
@@ -225,7 +258,7 @@ fn reconcile_port_mapping(
     } else {
         plan.create.push(slice)
     }
-    plan
+    (plan, totals)
 }
 
 /// `recycleSlices`: per address type, creations become updates of slices to delete.
@@ -252,6 +285,16 @@ pub fn plan(
     desired: BTreeMap<String, Desired>,
     max: usize,
 ) -> Plan {
+    plan_and_count(endpoints, existing, desired, max).0
+}
+
+/// [`plan`], with the endpoint totals and the per-key efficiency the metrics record.
+pub fn plan_and_count(
+    endpoints: &Endpoints,
+    existing: Vec<Arc<EndpointSlice>>,
+    desired: BTreeMap<String, Desired>,
+    max: usize,
+) -> (Plan, Totals, PortCache) {
     let mut existing_by_key: BTreeMap<String, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
     for slice in existing {
         existing_by_key
@@ -260,16 +303,21 @@ pub fn plan(
             .push(slice);
     }
     let mut plan = Plan::default();
+    let (mut totals, mut efficiency) = (Totals::default(), PortCache::new());
     for (key, wanted) in desired {
         let slices = existing_by_key.remove(&key).unwrap_or_default();
-        let part = reconcile_port_mapping(endpoints, slices, wanted, max);
+        let (count, wanted_count) = (slices.len(), wanted.endpoints.len());
+        let (part, part_totals) = reconcile_port_mapping(endpoints, slices, wanted, max);
+        totals.add(part_totals);
+        let slices = count + part.create.len() - part.delete.len();
+        efficiency.insert(key, Efficiency { endpoints: wanted_count, slices });
         plan.create.extend(part.create);
         plan.update.extend(part.update);
         plan.delete.extend(part.delete);
     }
     plan.delete.extend(existing_by_key.into_values().flatten().map(|s| (*s).clone()));
     recycle_slices(&mut plan);
-    plan
+    (plan, totals, efficiency)
 }
 
 /// Upstream's mirroring `reconciler`.
@@ -282,6 +330,8 @@ pub struct MirroringReconciler {
     pub recorder: EventRecorder,
     /// `--mirroring-max-endpoints-per-subset`.
     pub max_endpoints_per_subset: usize,
+    /// The desired/actual totals behind the cache-based gauges.
+    pub metrics: Cache,
 }
 
 impl MirroringReconciler {
@@ -300,7 +350,14 @@ impl MirroringReconciler {
             );
             self.recorder.event_for(endpoints, EventType::Warning, TOO_MANY_ADDRESSES_TO_MIRROR, &message);
         }
-        self.finalize(endpoints, plan(endpoints, existing, desired, max))
+        let f = families();
+        f.addresses_skipped_per_sync.observe(&[], skipped.total as f64);
+        let (plan, totals, efficiency) = plan_and_count(endpoints, existing, desired, max);
+        f.endpoints_added_per_sync.observe(&[], totals.added as f64);
+        f.endpoints_updated_per_sync.observe(&[], totals.updated as f64);
+        f.endpoints_removed_per_sync.observe(&[], totals.removed as f64);
+        self.metrics.update_endpoint_port_cache(&object_key(&endpoints.metadata), efficiency);
+        self.finalize(endpoints, plan)
     }
 
     /// `finalize`.
@@ -310,7 +367,10 @@ impl MirroringReconciler {
         if endpoints.metadata.deletion_timestamp.is_none() {
             for slice in plan.create {
                 match api.create(&slice, &PostParams::default()) {
-                    Ok(created) => self.tracker.update(&created),
+                    Ok(created) => {
+                        self.tracker.update(&created);
+                        families().changes.inc(&["create"]);
+                    }
                     Err(e) if e.has_status_cause(util::NAMESPACE_TERMINATING) => return Ok(()),
                     Err(e) => {
                         return Err(format!("failed to create EndpointSlice for Endpoints {key}: {}", e.message()));
@@ -321,7 +381,10 @@ impl MirroringReconciler {
         for slice in plan.update {
             let name = slice.metadata.name.clone().unwrap_or_default();
             match api.replace(&name, &slice, &PostParams::default()) {
-                Ok(updated) => self.tracker.update(&updated),
+                Ok(updated) => {
+                    self.tracker.update(&updated);
+                    families().changes.inc(&["update"]);
+                }
                 Err(e) => {
                     return Err(format!("failed to update {name} EndpointSlice for Endpoints {key}: {}", e.message()));
                 }
@@ -333,12 +396,14 @@ impl MirroringReconciler {
                 return Err(format!("failed to delete {name} EndpointSlice for Endpoints {key}: {}", e.message()));
             }
             self.tracker.expect_deletion(&slice);
+            families().changes.inc(&["delete"]);
         }
         Ok(())
     }
 
     /// `deleteEndpoints`: deletes every mirrored slice of the Endpoints.
     pub fn delete_all(&self, namespace: &str, name: &str, slices: &[Arc<EndpointSlice>]) -> Result<(), String> {
+        self.metrics.delete_endpoints(&format!("{namespace}/{name}"));
         let api = Api::<EndpointSlice>::namespaced(&self.client, namespace);
         let errors: Vec<String> = (slices.iter())
             .filter_map(|s| api.delete(s.metadata.name.as_deref().unwrap_or(""), &DeleteParams::default()).err())

@@ -23,6 +23,7 @@ fn reconciler(max: usize) -> SliceReconciler {
         max_endpoints_per_slice: max,
         tracker: Arc::new(EndpointSliceTracker::default()),
         controller_name: "endpointslice-controller.k8s.io",
+        metrics: super::super::metrics::Cache::new(max),
     }
 }
 
@@ -207,4 +208,17 @@ fn prefer_close_services_get_zone_hints_and_others_none() {
     let plan = reconciler(100).plan(&service(), vec![hinted], wanted, "IPv4");
     assert_eq!(sizes(&plan.update), [("a".to_string(), 1)]);
     assert!(plan.update[0].endpoints[0].hints.is_none());
+}
+
+#[test]
+fn plan_counts_added_and_removed_endpoints_and_slices_per_port_set() {
+    // 0..80 exist in one slice and 50..150 are wanted: 50 removed, 70 added.
+    let plan = reconciler(100).plan(&service(), vec![existing("a", 0..80)], desired(50..150), "IPv4");
+    assert_eq!((plan.added, plan.removed), (70, 50));
+    let efficiency = plan.efficiency[&port_map_key(&ports())];
+    assert_eq!((efficiency.endpoints, efficiency.slices), (100, 1 + plan.create.len()));
+    // No endpoints at all: the placeholder counts as one slice of no endpoints.
+    let plan = reconciler(100).plan(&service(), Vec::new(), BTreeMap::new(), "IPv4");
+    let placeholder = plan.efficiency[&port_map_key(&[])];
+    assert_eq!((placeholder.endpoints, placeholder.slices), (0, 1));
 }
