@@ -37,6 +37,7 @@ const FAULTS: &[Fault] = &[
     Fault::KillEtcd,
     Fault::KillApiserver,
     Fault::StallApiserver(STALL),
+    Fault::StallEtcd(STALL),
     Fault::KillLeader,
 ];
 

@@ -144,7 +144,7 @@ fn two_replicas_hand_over_on_sigkill_and_sigterm_during_a_rollout() {
 }
 
 #[test]
-fn a_leader_stalled_past_its_renew_deadline_exits_and_its_restart_deletes_the_namespace() {
+fn a_leader_behind_a_stalled_apiserver_or_etcd_exits_and_its_restart_carries_on() {
     harness::run_on(Backend::Real, |_| {
         let logs = Logs::new("stall");
         let mut bed = Bed::start(Side::Ours, Path::new(BINARY), 1, TERMS, logs.path()).expect("a bed");
@@ -153,29 +153,48 @@ fn a_leader_stalled_past_its_renew_deadline_exits_and_its_restart_deletes_the_na
         timed("preparing the namespace", || (workload.prepare)(&bed));
         (workload.change)(&bed).expect("the namespace deleted");
 
-        bed.plane.apiserver().signal(libc::SIGSTOP);
-        let stalled = Instant::now();
-        let replica = bed.replicas[0].as_mut().unwrap();
-        let deadline = Instant::now() + RENEW_DEADLINE + SLACK * 3;
-        let status = loop {
-            if let Some(status) = replica.process.exited() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "the leader still runs {:?} into the stall", stalled.elapsed());
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        bed.plane.apiserver().signal(libc::SIGCONT);
-        eprintln!("chaos: the leader exited {:?} into the stall ({status})", stalled.elapsed());
-        assert!(!status.success(), "losing the Lease is an error exit: {status}");
-        let log = std::fs::read_to_string(&bed.replicas[0].as_ref().unwrap().log).unwrap();
-        assert!(log.contains("leaderelection lost"), "{}", &log[log.len().saturating_sub(3000)..]);
-        assert!(stalled.elapsed() >= RENEW_DEADLINE.saturating_sub(RETRY), "gave up before its renew deadline");
-
+        stall_until_the_leader_exits(&mut bed, "kube-apiserver", |bed| bed.plane.apiserver());
         bed.restart_replica(0).expect("restarted as systemd would");
         let took = bed.converge(&workload).expect("the namespace is deleted");
         eprintln!("chaos: namespace deleted {took:?} after the restart");
+
+        // etcd stalled: kube-apiserver still answers reads from its watch cache, but the
+        // Lease's renewals hang until the renew deadline.
+        bed.wait_leader(None, Duration::from_secs(60)).expect("the restarted replica leads");
+        stall_until_the_leader_exits(&mut bed, "etcd", |bed| bed.plane.etcd());
+        bed.restart_replica(0).expect("restarted as systemd would");
+        bed.wait_leader(None, Duration::from_secs(60)).expect("the restarted replica leads again");
+
         let found = bed.settled_invariants(RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
         assert_eq!(found.writers, Vec::<String>::new(), "one writer at a time");
         bed.stop();
     });
+}
+
+/// SIGSTOPs `what` (kube-apiserver or etcd) until the one replica, unable to renew, exits with
+/// "leaderelection lost" at its renew deadline; then SIGCONTs it.
+fn stall_until_the_leader_exits(
+    bed: &mut Bed,
+    what: &str,
+    process: impl Fn(&mut Bed) -> &mut kcm::envtest::process::OwnedProcess,
+) {
+    process(bed).signal(libc::SIGSTOP);
+    let stalled = Instant::now();
+    let deadline = stalled + RENEW_DEADLINE + SLACK * 3;
+    let status = loop {
+        if let Some(status) = bed.replicas[0].as_mut().unwrap().process.exited() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            process(bed).signal(libc::SIGCONT);
+            panic!("the leader still runs {:?} into the {what} stall", stalled.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    process(bed).signal(libc::SIGCONT);
+    eprintln!("chaos: the leader exited {:?} into the {what} stall ({status})", stalled.elapsed());
+    assert!(!status.success(), "losing the Lease is an error exit: {status}");
+    let log = std::fs::read_to_string(&bed.replicas[0].as_ref().unwrap().log).unwrap();
+    assert!(log.contains("leaderelection lost"), "{}", &log[log.len().saturating_sub(3000)..]);
+    assert!(stalled.elapsed() >= RENEW_DEADLINE.saturating_sub(RETRY), "gave up before its renew deadline");
 }

@@ -357,6 +357,9 @@ pub enum Fault {
     CompactEtcd,
     /// kube-apiserver SIGSTOPped this long, then SIGCONTed.
     StallApiserver(Duration),
+    /// etcd SIGSTOPped this long, then SIGCONTed: kube-apiserver answers from its watch cache
+    /// but every write, and so every Lease renewal, hangs.
+    StallEtcd(Duration),
     /// The leading replica SIGKILLed; another takes over once the Lease expires.
     KillLeader,
 }
@@ -370,6 +373,7 @@ impl Fault {
             Fault::KillEtcd => "etcd SIGKILL".into(),
             Fault::CompactEtcd => "etcd compaction (410)".into(),
             Fault::StallApiserver(d) => format!("kube-apiserver SIGSTOP {}s", d.as_secs()),
+            Fault::StallEtcd(d) => format!("etcd SIGSTOP {}s", d.as_secs()),
             Fault::KillLeader => "leader SIGKILL".into(),
         }
     }
@@ -391,6 +395,12 @@ impl Fault {
                 bed.plane.apiserver().signal(libc::SIGSTOP);
                 std::thread::sleep(d);
                 bed.plane.apiserver().signal(libc::SIGCONT);
+                Ok(())
+            }
+            Fault::StallEtcd(d) => {
+                bed.plane.etcd().signal(libc::SIGSTOP);
+                std::thread::sleep(d);
+                bed.plane.etcd().signal(libc::SIGCONT);
                 Ok(())
             }
             Fault::KillLeader => {
