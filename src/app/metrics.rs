@@ -177,7 +177,7 @@ fn register_linked_libraries() {
     );
     fill.ensure(&[]);
     registry.register(Arc::new(fill));
-    let cel_buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+    let cel_buckets = metrics::DEFAULT_BUCKETS;
     let histograms = [
         (
             "apiextensions_apiserver_validation_ratcheting_seconds",

@@ -574,15 +574,23 @@ impl TokenReviewer {
     fn authenticate(&self, request: &Request) -> Outcome {
         let Some(token) = bearer_token(request) else { return Outcome::NoCredentials };
         let key = token_key(token);
+        let started = std::time::Instant::now();
         let answer = match self.cache.get(&key) {
-            Some(answer) => answer,
-            None => match self.review(token) {
-                Ok(answer) => {
-                    self.cache.insert(key, answer.clone(), self.ttl);
-                    answer
+            Some(answer) => {
+                super::metrics::token_cache_request(true, started.elapsed());
+                answer
+            }
+            None => {
+                let fetched = super::metrics::token_cache_fetch(|| self.review(token));
+                super::metrics::token_cache_request(false, started.elapsed());
+                match fetched {
+                    Ok(answer) => {
+                        self.cache.insert(key, answer.clone(), self.ttl);
+                        answer
+                    }
+                    Err(e) => return Outcome::Failed(e),
                 }
-                Err(e) => return Outcome::Failed(e),
-            },
+            }
         };
         match answer {
             Some(user) => Outcome::User(user),

@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::metrics::{self, CounterVec, HistogramVec, exponential_buckets};
+use crate::metrics::{self, CounterVec, GaugeVec, HistogramVec, exponential_buckets};
 
 use super::authz::Decision;
 
@@ -22,6 +22,67 @@ struct Families {
 pub fn register() {
     families();
     delegated();
+    token_cache();
+}
+
+/// The token authenticator cache's statistics (`authentication/token/cache/stats.go`), whose
+/// families upstream declares without help text.
+struct TokenCache {
+    requests: Arc<CounterVec>,
+    latency: Arc<HistogramVec>,
+    fetches: Arc<CounterVec>,
+    active_fetches: Arc<GaugeVec>,
+}
+
+fn token_cache() -> &'static TokenCache {
+    static FAMILIES: OnceLock<TokenCache> = OnceLock::new();
+    FAMILIES.get_or_init(|| {
+        let status = &["status"];
+        let c = TokenCache {
+            requests: Arc::new(CounterVec::counter("authentication_token_cache_request_total", "[ALPHA] ", status)),
+            latency: Arc::new(HistogramVec::new(
+                "authentication_token_cache_request_duration_seconds",
+                "[ALPHA] ",
+                status,
+                &metrics::DEFAULT_BUCKETS,
+            )),
+            fetches: Arc::new(CounterVec::counter("authentication_token_cache_fetch_total", "[ALPHA] ", status)),
+            active_fetches: Arc::new(GaugeVec::gauge(
+                "authentication_token_cache_active_fetch_count",
+                "[ALPHA] ",
+                status,
+            )),
+        };
+        let registry = metrics::global();
+        registry.register(c.requests.clone());
+        registry.register(c.latency.clone());
+        registry.register(c.fetches.clone());
+        registry.register(c.active_fetches.clone());
+        c
+    })
+}
+
+/// A token answered from the cache (`hit`) or by a TokenReview (`miss`), `elapsed` after it
+/// was asked; upstream observes whole milliseconds.
+pub fn token_cache_request(hit: bool, elapsed: Duration) {
+    let c = token_cache();
+    let status = if hit { "hit" } else { "miss" };
+    c.requests.inc(&[status]);
+    c.latency.observe(&[status], elapsed.as_millis() as f64 / 1000.0);
+}
+
+/// A cache miss: upstream's `blocked` gauge counts the callers waiting on a fetch, its
+/// `in_flight` gauge the fetches under way; then the fetch's outcome, `ok` unless the
+/// TokenReview itself failed. Gives back the fetch's result.
+pub fn token_cache_fetch<T, E>(fetch: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    let c = token_cache();
+    c.active_fetches.add(&["blocked"], 1.0);
+    c.active_fetches.add(&["in_flight"], 1.0);
+    let result = fetch();
+    c.fetches.inc(&[if result.is_ok() { "ok" } else { "error" }]);
+    c.active_fetches.add(&["in_flight"], -1.0);
+    c.active_fetches.add(&["blocked"], -1.0);
+    result
 }
 
 /// The delegated authenticator's and authorizer's webhook families

@@ -83,6 +83,11 @@ impl Drop for Bed {
     }
 }
 
+fn has_thread(pid: i32, name: &str) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks.flatten().any(|task| std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| comm.trim() == name))
+}
+
 fn open_descriptors(pid: i32) -> u64 {
     std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count() as u64
 }
@@ -99,6 +104,9 @@ on_both_backends!(out_of_file_descriptors_ends_the_process);
 /// most of them closed, which watches of 5–10 minutes do not do within the test.
 fn out_of_file_descriptors_ends_the_process(backend: Backend) {
     let mut bed = Bed::start(backend, "nofile");
+    // The watch poller is set up with the first watch, which may come after the caches synced;
+    // without it the limit would fail its set-up (a panic: status 2) rather than a probe.
+    eventually("the watch poller to run", || has_thread(bed.pid(), "watch-poller").then_some(()));
     let held = open_descriptors(bed.pid());
     bed.set_limit(libc::RLIMIT_NOFILE, (held / 2).max(8));
     let started = Instant::now();

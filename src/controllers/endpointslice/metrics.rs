@@ -6,10 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use crate::metrics::{CounterVec, GaugeVec, HistogramVec, exponential_buckets, global};
-
-/// Prometheus' `DefBuckets`, for the one histogram without its own buckets.
-const DEFAULT_BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+use crate::metrics::{CounterVec, DEFAULT_BUCKETS, GaugeVec, HistogramVec, exponential_buckets, global};
 
 /// The families `RegisterMetrics` registers (besides `syncs`, kept with the controller).
 pub struct Families {
