@@ -96,6 +96,9 @@ pub struct ControlPlane {
     /// etcd's peer port, to start it again on the same ports and data dir.
     etcd_peer: u16,
     etcd_url: String,
+    /// How many times kube-apiserver was started again: each may have lost the audit lines of
+    /// requests it had answered (see [`ControlPlane::audit_may_have_gaps`]).
+    apiserver_restarts: u32,
 }
 
 impl ControlPlane {
@@ -134,6 +137,7 @@ impl ControlPlane {
             apiserver_flags,
             etcd_peer,
             etcd_url,
+            apiserver_restarts: 0,
         };
         plane.wait_until_ready()?;
         Ok(plane)
@@ -255,11 +259,18 @@ impl ControlPlane {
     /// older resourceVersion gets 410 Gone.
     pub fn restart_apiserver(&mut self) -> Result<(), String> {
         self.apiserver.stop(Duration::from_secs(5));
+        self.apiserver_restarts += 1;
         let mut command = Command::new(&self.assets.kube_apiserver);
         command.args(&self.apiserver_flags);
         let log = self.dir.join("kube-apiserver.log");
         self.apiserver = OwnedProcess::spawn("kube-apiserver", command, &log)?;
         self.wait_until_ready()
+    }
+
+    /// Whether the audit log may lack requests that were answered: a kube-apiserver killed
+    /// (and started again) dies with the lines of requests it answered but had not logged yet.
+    pub fn audit_may_have_gaps(&self) -> bool {
+        self.apiserver_restarts > 0
     }
 
     /// etcd's process.

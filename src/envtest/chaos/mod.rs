@@ -233,7 +233,11 @@ impl Bed {
             writers,
             in_flight_writes: in_flight,
             // A deleted namespace's Events went with it: only the namespaces still there count.
-            events: audit::lost_events(&in_live_namespaces(events, &self.list("/api/v1/namespaces")?), &k8s_events),
+            events: audit::lost_events(
+                &in_live_namespaces(events, &self.list("/api/v1/namespaces")?),
+                &k8s_events,
+                self.plane.audit_may_have_gaps(),
+            ),
         })
     }
 
