@@ -36,13 +36,18 @@ impl Bed {
         std::fs::create_dir_all(&dir).unwrap();
         let (_, kubeconfig) = server.write_kubeconfigs(&dir.join("admin.conf")).unwrap();
         let admin = Client::new(server.admin_config(), ClientOptions::default()).unwrap();
-        let child = Command::new(BINARY)
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .args(["--leader-elect=false", "--secure-port=0", "-v=2"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("kcm.log")).unwrap())
-            .spawn()
-            .unwrap();
+        let mut command = Command::new(BINARY);
+        command.arg(format!("--kubeconfig={}", kubeconfig.display())).args([
+            "--leader-elect=false",
+            "--secure-port=0",
+            "-v=2",
+        ]);
+        if backend == Backend::Real {
+            // As kubeadm runs it: under RBAC only the controllers' own accounts may create pods.
+            command.arg("--use-service-account-credentials=true");
+        }
+        let child =
+            command.stdout(Stdio::null()).stderr(std::fs::File::create(dir.join("kcm.log")).unwrap()).spawn().unwrap();
         let bed = Bed { _server: server, admin, dir, child };
         eventually("the controllers to run", || bed.log().contains("controllers running").then_some(()));
         bed
