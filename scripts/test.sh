@@ -1,32 +1,80 @@
 #!/usr/bin/env bash
-# Every test `cargo test` runs, in less wall time: the `sandbox` integration binary (its longest
-# tests, the two demos, mostly wait) runs beside the others instead of after them.
+# Every test `cargo test` runs, each test binary whatever another one did, then one summary.
 #   scripts/test.sh [libtest arguments, e.g. a name filter]
-# The sandbox binary runs KCM_SANDBOX_TEST_THREADS tests at a time (default 2) while the others
-# keep RUST_TEST_THREADS (4, from .cargo/config.toml): six at once on two cores, which the
-# tests' waits allow. Its output is printed when it ends; the exit status is the worst of both.
+#
+# - One build first, with cargo's progress, so that a compile error shows once and every binary
+#   starts from the same build.
+# - The `sandbox` integration binary (its longest tests, the two demos, mostly wait) runs beside
+#   the others instead of after them, KCM_SANDBOX_TEST_THREADS tests at a time (default 2), while
+#   the others keep RUST_TEST_THREADS (4, from .cargo/config.toml): six at once on two cores,
+#   which the tests' waits allow. Its output is printed when it ends.
+# - Every other binary (the library's unit tests, the binaries', each `tests/*.rs`, the doc
+#   tests) runs in turn, each whatever the ones before it did.
+# - The summary names every binary with its result and every failed test, and ends with one
+#   line `tests: N passed, N failed`; the exit status is non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-# One build first, so that a compile error shows once and both runs start at the same time.
-cargo test --no-run --quiet || exit
+cargo test --no-run || exit
 
-mapfile -t others < <(for t in tests/*.rs; do b=$(basename "$t" .rs); [[ $b == sandbox ]] || echo "--test=$b"; done)
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 
-RUST_TEST_THREADS=${KCM_SANDBOX_TEST_THREADS:-2} cargo test --quiet --test sandbox -- "$@" >"$log" 2>&1 &
-sandbox=$!
+RUST_TEST_THREADS=${KCM_SANDBOX_TEST_THREADS:-2} cargo test --quiet --test sandbox -- "$@" >"$logs/sandbox" 2>&1 &
+sandbox_pid=$!
 
-cargo test --lib --bins "${others[@]}" -- "$@"
-status=$?
-cargo test --doc -- "$@" || status=$?
+# name: cargo's target arguments.
+targets=("lib:--lib" "bins:--bins")
+for t in tests/*.rs; do
+  b=$(basename "$t" .rs)
+  [[ $b == sandbox ]] || targets+=("$b:--test=$b")
+done
+targets+=("doc:--doc")
 
-wait "$sandbox"
-sandbox_status=$?
-echo "== the sandbox integration tests (run beside the others)"
-cat "$log"
-if ((sandbox_status != 0)); then
-  echo "the sandbox integration tests failed (exit $sandbox_status)" >&2
+declare -A status
+names=()
+for entry in "${targets[@]}"; do
+  name=${entry%%:*}
+  names+=("$name")
+  echo "== test binary: $name"
+  started=$SECONDS
+  cargo test --quiet "${entry#*:}" -- "$@" 2>&1 | tee "$logs/$name"
+  status[$name]=${PIPESTATUS[0]}
+  echo "== test binary: $name: exit ${status[$name]} after $((SECONDS - started)) s"
+done
+
+wait "$sandbox_pid"
+status[sandbox]=$?
+names+=(sandbox)
+echo "== test binary: sandbox (run beside the others)"
+cat "$logs/sandbox"
+echo "== test binary: sandbox: exit ${status[sandbox]}"
+
+# The summary: each binary's result, the names libtest lists under its last `failures:`, and
+# the totals of every `test result:` line.
+echo
+echo "== summary"
+passed=0 failed=0 ignored=0 failing=()
+for name in "${names[@]}"; do
+  log="$logs/$name"
+  while read -r p f i; do
+    passed=$((passed + p)) failed=$((failed + f)) ignored=$((ignored + i))
+  done < <(sed -nE 's/^test result: [A-Za-z]+\. ([0-9]+) passed; ([0-9]+) failed; ([0-9]+) ignored;.*/\1 \2 \3/p' "$log")
+  if ((status[$name] == 0)); then
+    echo "ok      $name"
+    continue
+  fi
+  failing+=("$name")
+  echo "FAILED  $name (exit ${status[$name]})"
+  # libtest's list of failed tests: the indented names after the last `failures:` line.
+  awk '/^failures:$/ { n = NR; delete names; k = 0; next }
+       n && /^    [^ ]/ { names[k++] = $1 }
+       END { for (j = 0; j < k; j++) print "          " names[j] }' "$log"
+  grep -q '^test result:' "$log" || echo "          (no test result: it did not build or it crashed; its output is above)"
+done
+((ignored == 0)) || echo "ignored tests: $ignored"
+echo "tests: $passed passed, $failed failed"
+if ((${#failing[@]} > 0)); then
+  echo "failed test binaries: ${failing[*]}" >&2
+  exit 1
 fi
-((status == 0 && sandbox_status == 0))

@@ -38,9 +38,10 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Command::Run(options)) => options,
+        // Exit 1, as upstream's `cli.Run` does for any refused command line.
         Err(e) => {
-            eprintln!("Error: {e}");
-            return ExitCode::from(2);
+            eprint!("{}", flags::refusal_text(&e));
+            return ExitCode::FAILURE;
         }
     };
     if let Err(e) = crate::logging::init(options.logs.verbosity) {

@@ -7,6 +7,7 @@
 //! lifecycle controller runs), so each test removes it from its nodes as that controller would.
 
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -16,22 +17,45 @@ use serde_json::{Value, json};
 
 use crate::harness;
 
-use harness::{Backend, Cluster, eventually, from};
+use harness::{Backend, Cluster, DEADLINE, eventually, from};
 
 const HASH: &str = "controller-revision-hash";
 
-/// Removes every taint of `node` (the not-ready one new Nodes get), keeping `keep`.
+/// Sets the taints of `node` (`null`: none, which removes the not-ready one new Nodes get).
 fn set_taints(client: &Client, node: &str, taints: Value) {
     let patch = json!({"spec": {"taints": taints}});
     Api::<Node>::cluster(client).patch(node, &Patch::Merge(patch), &PostParams::default()).expect("taints set");
 }
 
 fn start(backend: Backend, nodes: &[&str]) -> Cluster {
+    start_with_taints(backend, nodes, &[])
+}
+
+/// Starts the controller on `nodes` untainted but for the `taints` given per node. Set before the
+/// controller starts, they are in its first list of Nodes: a taint set after it would race the
+/// DaemonSet created next, as its Node and DaemonSet informers may see the two writes in either
+/// order, and a pod created for a node whose NoSchedule taint came too late stays there (only a
+/// NoExecute taint evicts a daemon pod).
+fn start_with_taints(backend: Backend, nodes: &[&str], taints: &[(&str, Value)]) -> Cluster {
     harness::with(&[named("daemonset-controller")]).on(backend).nodes(nodes).start_with(|client, _| {
         for node in Api::<Node>::cluster(client).list(&Default::default()).expect("nodes").items {
-            set_taints(client, node.metadata.name.as_deref().unwrap_or(""), json!(null));
+            let name = node.metadata.name.unwrap_or_default();
+            let wanted = taints.iter().find(|(tainted, _)| *tainted == name).map(|(_, t)| t.clone());
+            set_taints(client, &name, wanted.unwrap_or(Value::Null));
         }
     })
+}
+
+/// Polls `check` until it gives a value, or fails after `DEADLINE` with `what` and what it last saw.
+fn wait_for<T>(what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        match check() {
+            Ok(value) => return value,
+            Err(seen) => assert!(Instant::now() < deadline, "timed out waiting for {what}; last seen: {seen}"),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn daemon_set(name: &str, extra: Value) -> DaemonSet {
@@ -84,9 +108,9 @@ fn hash_of(pod: &Pod) -> String {
 fn wait_rolled_out(cluster: &Cluster, name: &str, nodes: &[&str]) -> String {
     let want: BTreeSet<String> = nodes.iter().map(|n| n.to_string()).collect();
     let count = nodes.len() as i32;
-    eventually(&format!("{name} on {nodes:?}"), || {
-        let ds = cluster.api::<DaemonSet>().get(name).ok()?;
-        let status = ds.status.clone()?;
+    wait_for(&format!("{name} rolled out on {nodes:?}"), || {
+        let ds = cluster.api::<DaemonSet>().get(name).map_err(|e| e.to_string())?;
+        let status = ds.status.clone().ok_or("no status")?;
         let pods = live_pods(cluster, name);
         let on: BTreeSet<String> = pods.iter().map(node_of).collect();
         let hashes: BTreeSet<String> = pods.iter().map(hash_of).collect();
@@ -102,7 +126,29 @@ fn wait_rolled_out(cluster: &Cluster, name: &str, nodes: &[&str]) -> String {
             && status.number_available.unwrap_or(0) == count
             && status.number_unavailable.unwrap_or(0) == 0
             && status.number_misscheduled == 0;
-        done.then(|| hashes.into_iter().next().unwrap_or_default())
+        if done {
+            return Ok(hashes.into_iter().next().unwrap_or_default());
+        }
+        let pods: Vec<String> = pods
+            .iter()
+            .map(|p| {
+                let name = p.metadata.name.as_deref().unwrap_or("");
+                format!("{name} on {:?} hash {:?} ready {}", node_of(p), hash_of(p), ready(p))
+            })
+            .collect();
+        Err(format!(
+            "pods {pods:?}; status for generation {:?}: observedGeneration {:?}, desired {}, current {}, ready {}, \
+             updated {:?}, available {:?}, unavailable {:?}, misscheduled {}",
+            ds.metadata.generation,
+            status.observed_generation,
+            status.desired_number_scheduled,
+            status.current_number_scheduled,
+            status.number_ready,
+            status.updated_number_scheduled,
+            status.number_available,
+            status.number_unavailable,
+            status.number_misscheduled
+        ))
     })
 }
 
@@ -119,8 +165,8 @@ fn set_image(cluster: &Cluster, name: &str, image: &str) {
 
 on_both_backends!(one_pod_runs_on_every_eligible_node);
 fn one_pod_runs_on_every_eligible_node(backend: Backend) {
-    let cluster = start(backend, &["node-a", "node-b", "node-c"]);
-    set_taints(&cluster.client, "node-c", json!([{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]));
+    let dedicated = json!([{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]);
+    let cluster = start_with_taints(backend, &["node-a", "node-b", "node-c"], &[("node-c", dedicated)]);
     create(&cluster, daemon_set("agent", json!({})));
     let hash = wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
 
@@ -145,8 +191,18 @@ fn one_pod_runs_on_every_eligible_node(backend: Backend) {
     assert_eq!(revisions[0].metadata.name.as_deref(), Some(format!("agent-{hash}").as_str()));
     assert_eq!(revisions[0].revision, 1);
     assert_eq!(revisions[0].metadata.labels.as_ref().and_then(|l| l.get(HASH)), Some(&hash));
-    let events = cluster.event_messages("default", "agent", "SuccessfulCreate");
-    assert_eq!(events.len(), 2, "{events:?}");
+    // One SuccessfulCreate Event per pod, and none for another. The recorder's sink thread writes
+    // them after the pods are created, so they may still be on their way.
+    let pods: BTreeSet<String> = live_pods(&cluster, "agent")
+        .iter()
+        .map(|p| format!("Created pod: {}", p.metadata.name.as_deref().unwrap_or("")))
+        .collect();
+    wait_for("a SuccessfulCreate Event for each pod", || {
+        let events = cluster.event_messages("default", "agent", "SuccessfulCreate");
+        let seen: BTreeSet<String> = events.iter().cloned().collect();
+        assert!(seen.is_subset(&pods) && seen.len() == events.len(), "expected {pods:?}, got {events:?}");
+        (seen == pods).then_some(()).ok_or_else(|| format!("expected {pods:?}, got {events:?}"))
+    });
 
     // A DaemonSet tolerating the taint runs on the tainted node too.
     let tolerant = json!({"template": {"spec": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}}});

@@ -3,8 +3,8 @@
 //! Service follow them becoming ready, not ready and fewer; custom Endpoints of a selector-less
 //! Service are mirrored into slices; many pods spread over several slices.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, PodCondition, Service};
@@ -22,6 +22,8 @@ use harness::{Backend, Cluster, Namespaced, eventually, from};
 const READY_GATE: &str = "example.com/in-rotation";
 const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 const SERVICE_NAME: &str = "kubernetes.io/service-name";
+/// The managed-by value of the EndpointSlice controller's slices.
+const SLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
 
 /// A sandbox running `controllers`, with two simulated nodes in zones a and b if `with_nodes`.
 fn start(backend: Backend, controllers: &[ControllerDescriptor], with_nodes: bool) -> Cluster {
@@ -55,6 +57,45 @@ fn slice_endpoints(slices: &[EndpointSlice]) -> BTreeMap<String, Option<bool>> {
         .collect()
 }
 
+/// Polls `check` every 100 ms until it gives `Ok`, for at most the harness's deadline. Unlike
+/// `eventually`, a timeout shows what came instead (the last `Err`) beside what was awaited.
+fn wait_for<T>(what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + harness::DEADLINE;
+    loop {
+        match check() {
+            Ok(value) => return value,
+            Err(came) if Instant::now() >= deadline => {
+                panic!("timed out after {:?} waiting for {what}; came: {came}", harness::DEADLINE)
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// Slices in one screen: name, size and the first endpoints as `address(ready/serving/terminating)`.
+fn describe(slices: &[EndpointSlice]) -> String {
+    let flag = |value: Option<bool>| match value {
+        Some(true) => "t",
+        Some(false) => "f",
+        None => "-",
+    };
+    let described: Vec<String> = slices
+        .iter()
+        .map(|slice| {
+            let shown: Vec<String> = (slice.endpoints.iter().take(5))
+                .map(|e| {
+                    let c = e.conditions.clone().unwrap_or_default();
+                    format!("{}({}/{}/{})", e.addresses.join(","), flag(c.ready), flag(c.serving), flag(c.terminating))
+                })
+                .collect();
+            let more = if slice.endpoints.len() > shown.len() { ", …" } else { "" };
+            let name = slice.metadata.name.as_deref().unwrap_or("?");
+            format!("{name} ({} endpoints): {}{more}", slice.endpoints.len(), shown.join(", "))
+        })
+        .collect();
+    format!("{} slices [{}]", slices.len(), described.join("; "))
+}
+
 /// This module's helpers on the harness's `Cluster`. A trait rather than an inherent `impl`: the
 /// controller modules share one test binary, where two modules' inherent methods of one name
 /// would collide.
@@ -62,6 +103,9 @@ trait ClusterExt {
     fn create<K: Namespaced>(&self, value: Value) -> K;
     fn slices(&self, service: &str, manager: &str) -> Vec<EndpointSlice>;
     fn endpoints(&self, name: &str) -> Option<Endpoints>;
+    fn endpoints_with(&self, name: &str, expected: (Vec<String>, Vec<String>)) -> Endpoints;
+    fn slices_where(&self, service: &str, what: &str, check: impl Fn(&[EndpointSlice]) -> bool) -> Vec<EndpointSlice>;
+    fn one_slice_with(&self, service: &str, expected: &BTreeMap<String, Option<bool>>) -> EndpointSlice;
     fn running_pods(&self, app: &str) -> Vec<Pod>;
     fn set_gate(&self, name: &str, ready: bool);
 }
@@ -80,6 +124,38 @@ impl ClusterExt for Cluster {
 
     fn endpoints(&self, name: &str) -> Option<Endpoints> {
         self.api::<Endpoints>().get_opt(name).expect("endpoints")
+    }
+
+    /// Waits until the Endpoints `name` have exactly these (ready, not ready) addresses.
+    fn endpoints_with(&self, name: &str, expected: (Vec<String>, Vec<String>)) -> Endpoints {
+        wait_for(&format!("Endpoints {name} with (ready, not ready) addresses {expected:?}"), || {
+            let endpoints = self.endpoints(name);
+            let came = endpoints.as_ref().map(addresses);
+            match endpoints {
+                Some(endpoints) if came.as_ref() == Some(&expected) => Ok(endpoints),
+                _ => Err(format!("{came:?}")),
+            }
+        })
+    }
+
+    /// Waits until the EndpointSlice controller's slices of `service` pass `check`.
+    fn slices_where(&self, service: &str, what: &str, check: impl Fn(&[EndpointSlice]) -> bool) -> Vec<EndpointSlice> {
+        wait_for(what, || {
+            let slices = self.slices(service, SLICE_CONTROLLER);
+            if check(&slices) { Ok(slices) } else { Err(describe(&slices)) }
+        })
+    }
+
+    /// Waits until `service` has one slice of the EndpointSlice controller, holding each address
+    /// of `expected` once with its ready condition, and nothing else. Few endpoints always end
+    /// in one slice (upstream fills an existing slice with what fits), but a single reading may
+    /// catch the controller between two writes.
+    fn one_slice_with(&self, service: &str, expected: &BTreeMap<String, Option<bool>>) -> EndpointSlice {
+        let what = format!("one slice of {service} with the endpoints (address → ready) {expected:?}");
+        let mut slices = self.slices_where(service, &what, |slices| {
+            slices.len() == 1 && slices[0].endpoints.len() == expected.len() && slice_endpoints(slices) == *expected
+        });
+        slices.remove(0)
     }
 
     /// The running pods of `app` (with an IP, not being deleted), by name.
@@ -152,11 +228,12 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
     }));
 
     // Running but held back by the readiness gate: not-ready addresses, ready=false.
-    let pods = eventually("3 running pods", || Some(cluster.running_pods("web")).filter(|p| p.len() == 3));
-    let all_ips = pod_ips(&pods);
-    let endpoints = eventually("3 not-ready addresses", || {
-        cluster.endpoints("web").filter(|e| addresses(e) == (vec![], all_ips.clone()))
+    let pods = wait_for("3 running pods of web", || {
+        let pods = cluster.running_pods("web");
+        if pods.len() == 3 { Ok(pods) } else { Err(format!("{} running, with IPs {:?}", pods.len(), pod_ips(&pods))) }
     });
+    let all_ips = pod_ips(&pods);
+    let endpoints = cluster.endpoints_with("web", (vec![], all_ips.clone()));
     let subset = &endpoints.subsets.as_ref().expect("subsets")[0];
     let port = &subset.ports.as_ref().expect("ports")[0];
     assert_eq!((port.name.as_deref(), port.port, port.protocol.as_deref()), (Some("http"), 8080, Some("TCP")));
@@ -169,12 +246,7 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
     assert_eq!(labels.get("endpoints.kubernetes.io/managed-by").map(String::as_str), Some("endpoint-controller"));
     assert!(!labels.contains_key("service.kubernetes.io/headless"));
     let all_unready: BTreeMap<String, Option<bool>> = all_ips.iter().map(|ip| (ip.clone(), Some(false))).collect();
-    let slices = eventually("a slice with 3 unready endpoints", || {
-        let slices = cluster.slices("web", "endpointslice-controller.k8s.io");
-        (slice_endpoints(&slices) == all_unready).then_some(slices)
-    });
-    assert_eq!(slices.len(), 1);
-    let slice = &slices[0];
+    let slice = cluster.one_slice_with("web", &all_unready);
     assert_eq!(slice.address_type, "IPv4");
     assert!(slice.metadata.name.as_deref().is_some_and(|n| n.starts_with("web-")));
     assert_eq!(slice.metadata.labels.as_ref().and_then(|l| l.get("team")).map(String::as_str), Some("a"));
@@ -190,16 +262,12 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
     assert!(endpoint.node_name.is_some() && endpoint.target_ref.is_some());
 
     // The headless Service: its label, no ports.
-    let headless =
-        eventually("headless endpoints", || cluster.endpoints("web-headless").filter(|e| addresses(e).1.len() == 3));
+    let headless = cluster.endpoints_with("web-headless", (vec![], all_ips.clone()));
     let labels = headless.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels.get("service.kubernetes.io/headless").map(String::as_str), Some(""));
     assert!(headless.subsets.as_ref().expect("subsets")[0].ports.as_ref().is_none_or(Vec::is_empty));
-    let headless_slices = eventually("headless slices", || {
-        Some(cluster.slices("web-headless", "endpointslice-controller.k8s.io"))
-            .filter(|s| slice_endpoints(s).len() == 3)
-    });
-    let labels = headless_slices[0].metadata.labels.clone().unwrap_or_default();
+    let headless_slice = cluster.one_slice_with("web-headless", &all_unready);
+    let labels = headless_slice.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels.get("service.kubernetes.io/headless").map(String::as_str), Some(""));
 
     // The gates open: every address is ready. Transition times have one-second precision: a
@@ -209,15 +277,15 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
     for pod in &pods {
         cluster.set_gate(pod.metadata.name.as_deref().unwrap_or(""), true);
     }
-    eventually("3 ready addresses", || cluster.endpoints("web").filter(|e| addresses(e) == (all_ips.clone(), vec![])));
+    cluster.endpoints_with("web", (all_ips.clone(), vec![]));
     let all_ready: BTreeMap<String, Option<bool>> = all_ips.iter().map(|ip| (ip.clone(), Some(true))).collect();
-    let slices = eventually("3 ready endpoints", || {
-        Some(cluster.slices("web", "endpointslice-controller.k8s.io")).filter(|s| slice_endpoints(s) == all_ready)
-    });
+    let ready_slice = cluster.one_slice_with("web", &all_ready);
+    assert_eq!(ready_slice.metadata.name, slice.metadata.name, "updated in place, not recreated");
     // The latest Ready transition is the change that triggered this version. (Not checked on
     // the Endpoints: as upstream, a retry after a stale cache clears it there.)
-    let annotations = slices[0].metadata.annotations.clone().unwrap_or_default();
-    let trigger = annotations.get("endpoints.kubernetes.io/last-change-trigger-time").expect("a trigger time");
+    let annotations = ready_slice.metadata.annotations.clone().unwrap_or_default();
+    let trigger = annotations.get("endpoints.kubernetes.io/last-change-trigger-time");
+    let trigger = trigger.unwrap_or_else(|| panic!("expected a trigger time; came the annotations {annotations:?}"));
     assert!(trigger.parse::<jiff::Timestamp>().is_ok(), "{trigger}");
 
     // One pod goes out of rotation.
@@ -225,54 +293,53 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
     let out_ip = out.status.as_ref().and_then(|s| s.pod_ip.clone()).expect("an IP");
     cluster.set_gate(out.metadata.name.as_deref().unwrap_or(""), false);
     let rest: Vec<String> = all_ips.iter().filter(|ip| **ip != out_ip).cloned().collect();
-    eventually("one not-ready address", || {
-        cluster.endpoints("web").filter(|e| addresses(e) == (rest.clone(), vec![out_ip.clone()]))
-    });
+    cluster.endpoints_with("web", (rest, vec![out_ip.clone()]));
     let mut expected = all_ready.clone();
     expected.insert(out_ip.clone(), Some(false));
-    let slices = eventually("one unready endpoint", || {
-        Some(cluster.slices("web", "endpointslice-controller.k8s.io")).filter(|s| slice_endpoints(s) == expected)
-    });
-    assert_eq!(slices.len(), 1, "updated in place, not recreated");
+    let out_slice = cluster.one_slice_with("web", &expected);
+    assert_eq!(out_slice.metadata.name, slice.metadata.name, "updated in place, not recreated");
 
     // Scaled down to one: the others leave both.
     let patch = Patch::Merge(json!({"spec": {"replicas": 1}}));
     cluster.api::<ReplicaSet>().patch("web", &patch, &PostParams::default()).expect("scaled");
-    let left = eventually("one pod left", || {
+    let left = wait_for("one pod left", || {
         let pods = cluster.api::<Pod>().list(&ListParams::default()).expect("pods").items;
-        Some(pods).filter(|p| p.len() == 1)
+        let names: Vec<String> = pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
+        if pods.len() == 1 { Ok(pods) } else { Err(format!("the pods {names:?}")) }
     });
     let left_ip = pod_ips(&left);
-    eventually("one address", || {
-        cluster.endpoints("web").filter(|e| {
-            let (ready, not_ready) = addresses(e);
-            ready.into_iter().chain(not_ready).collect::<Vec<_>>() == left_ip
-        })
+    wait_for(&format!("Endpoints web with the address {left_ip:?} only"), || {
+        let came = cluster.endpoints("web").map(|e| addresses(&e));
+        match &came {
+            Some((ready, not_ready)) if ready.iter().chain(not_ready).eq(left_ip.iter()) => Ok(()),
+            _ => Err(format!("(ready, not ready) = {came:?}")),
+        }
     });
-    eventually("one endpoint", || {
-        let slices = cluster.slices("web", "endpointslice-controller.k8s.io");
-        (slice_endpoints(&slices).into_keys().collect::<Vec<_>>() == left_ip).then_some(())
+    cluster.slices_where("web", &format!("slices with the endpoint {left_ip:?} only"), |slices| {
+        slices.iter().flat_map(|s| &s.endpoints).map(|e| e.addresses.join(",")).eq(left_ip.iter().cloned())
     });
 
-    // The last pod is deleted while its kubelet is down, so it stays terminating (and Ready):
-    // it leaves the Endpoints; its slice endpoint is terminating, not ready, serving if Ready.
-    let last = &left[0];
-    let node = last.spec.as_ref().and_then(|s| s.node_name.clone()).expect("a node");
+    // The kubelet of the last pod stops, then the ReplicaSet is scaled to zero: the pod is
+    // deleted and, with no kubelet to finish it, stays terminating (and as Ready as it was). It
+    // leaves the Endpoints; its slice endpoint is terminating, not ready, serving if Ready.
+    // Deleting the pod by hand instead would make the ReplicaSet start a replacement on the
+    // live node, whose not-ready address may or may not come before the checks below do.
+    let last_name = left[0].metadata.name.clone().expect("a name");
+    let node = left[0].spec.as_ref().and_then(|s| s.node_name.clone()).expect("a node");
     assert!(cluster.nodes.as_ref().expect("nodes").stop_heartbeat(&node));
+    // Read once the kubelet is stopped: no status write follows.
+    let last = cluster.api::<Pod>().get(&last_name).expect("the last pod");
     let conditions = last.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
     let serving = conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
-    let last_name = last.metadata.name.as_deref().unwrap_or("");
-    cluster.api::<Pod>().delete(last_name, &DeleteParams::default()).expect("deleted");
-    eventually("no address left", || cluster.endpoints("web").filter(|e| addresses(e) == (vec![], vec![])));
-    eventually("a terminating endpoint", || {
-        let slices = cluster.slices("web", "endpointslice-controller.k8s.io");
-        let endpoint = slices.iter().flat_map(|s| &s.endpoints).next()?.clone();
-        let c = endpoint.conditions.unwrap_or_default();
-        (endpoint.addresses == left_ip
-            && c.ready == Some(false)
-            && c.serving == Some(serving)
-            && c.terminating == Some(true))
-        .then_some(())
+    let patch = Patch::Merge(json!({"spec": {"replicas": 0}}));
+    cluster.api::<ReplicaSet>().patch("web", &patch, &PostParams::default()).expect("scaled");
+    cluster.endpoints_with("web", (vec![], vec![]));
+    let what = format!("the endpoint {left_ip:?} only, terminating, not ready, serving={serving}");
+    cluster.slices_where("web", &what, |slices| {
+        let endpoints: Vec<_> = slices.iter().flat_map(|s| &s.endpoints).collect();
+        let [endpoint] = endpoints.as_slice() else { return false };
+        let c = endpoint.conditions.clone().unwrap_or_default();
+        endpoint.addresses == left_ip && (c.ready, c.serving, c.terminating) == (Some(false), Some(serving), Some(true))
     });
 
     // The Service goes: so do its Endpoints (its slices are the garbage collector's).
@@ -353,6 +420,8 @@ fn custom_endpoints_of_selectorless_services_are_mirrored(backend: Backend) {
 
 on_both_backends!(many_endpoints_are_spread_over_slices);
 fn many_endpoints_are_spread_over_slices(backend: Backend) {
+    // `--max-endpoints-per-slice`'s default.
+    const MAX: usize = 100;
     let cluster = start(backend, &[named("endpoints-controller"), named("endpointslice-controller")], false);
     let node: Node = from(json!({"metadata": {"name": "node-x", "labels": {"topology.kubernetes.io/zone": "zone-x"}}}));
     Api::<Node>::cluster(&cluster.client).create(&node, &PostParams::default()).expect("node");
@@ -362,31 +431,99 @@ fn many_endpoints_are_spread_over_slices(backend: Backend) {
     }));
     // Pods bound to a node nobody runs, with the status a kubelet would write.
     let count = 250;
+    let ip = |i: usize| format!("10.8.{}.{}", i / 200, i % 200 + 1);
     for i in 0..count {
         let name = format!("big-{i}");
         let pod: Pod = cluster.create(json!({
             "metadata": {"name": name, "labels": {"app": "big"}},
             "spec": {"nodeName": "node-x", "containers": [{"name": "app", "image": "nginx:1.27"}]}
         }));
-        let ip = format!("10.8.{}.{}", i / 200, i % 200 + 1);
+        let address = ip(i);
         let mut status = pod.clone();
         status.status = Some(from(json!({
-            "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+            "phase": "Running", "podIP": address, "podIPs": [{"ip": address}],
             "conditions": [{"type": "Ready", "status": "True"}]
         })));
         cluster.api::<Pod>().replace_status(&name, &status, &PostParams::default()).expect("status");
     }
-    let slices = eventually("250 endpoints in slices", || {
-        let slices = cluster.slices("big", "endpointslice-controller.k8s.io");
-        (slice_endpoints(&slices).len() == count).then_some(slices)
+    let expected: BTreeSet<String> = (0..count).map(ip).collect();
+    let what = format!("each of the {count} pods once in the slices of big, ready, at most {MAX} a slice");
+    let slices = wait_for(&what, || {
+        let slices = cluster.slices("big", SLICE_CONTROLLER);
+        spread(&slices, &expected, MAX).map(|()| slices)
     });
+    // How many slices hold them depends on how the pods were batched into syncs, which the
+    // machine's speed decides: upstream's reconciler puts the endpoints new to a sync into an
+    // existing slice only if they all fit there, else into a new slice (a sync of all 250
+    // makes 100 + 100 + 50). So a slice is only started for endpoints that fit in no other
+    // slice, and as endpoints are only added here, any two slices together hold more than
+    // 100: one slice at most is half full or less, and 250 endpoints make 3 or 4 slices.
     let mut sizes: Vec<usize> = slices.iter().map(|s| s.endpoints.len()).collect();
     sizes.sort_unstable();
-    assert!(sizes.iter().all(|s| *s <= 100), "{sizes:?}");
-    assert_eq!(sizes.len(), 3, "{sizes:?}");
-    assert!(slices.iter().flat_map(|s| &s.endpoints).all(|e| e.zone.as_deref() == Some("zone-x")));
-    let endpoints = eventually("250 addresses", || cluster.endpoints("big").filter(|e| addresses(e).0.len() == count));
-    assert!(!endpoints.metadata.annotations.unwrap_or_default().contains_key("endpoints.kubernetes.io/over-capacity"));
+    assert!(
+        (3..=4).contains(&sizes.len()) && sizes[0] + sizes[1] > MAX,
+        "expected 3 or 4 slices, no two holding {MAX} endpoints or fewer together; came slices of sizes {sizes:?}"
+    );
+    let zoneless: Vec<String> = (slices.iter().flat_map(|s| &s.endpoints))
+        .filter(|e| e.zone.as_deref() != Some("zone-x"))
+        .map(|e| format!("{}: {:?}", e.addresses.join(","), e.zone))
+        .collect();
+    assert!(
+        zoneless.is_empty(),
+        "expected every endpoint in node-x's zone-x; came {} elsewhere, first {:?}",
+        zoneless.len(),
+        &zoneless[..zoneless.len().min(5)]
+    );
+    let all: Vec<String> = expected.iter().cloned().collect();
+    let endpoints = wait_for(&format!("Endpoints big with the {count} addresses, all ready"), || {
+        let endpoints = cluster.endpoints("big");
+        let (ready, not_ready) = endpoints.as_ref().map(addresses).unwrap_or_default();
+        match endpoints {
+            Some(endpoints) if ready == all && not_ready.is_empty() => Ok(endpoints),
+            found => Err(format!(
+                "{}{} ready addresses ({} of them expected), {} not ready",
+                if found.is_none() { "no Endpoints; " } else { "" },
+                ready.len(),
+                ready.iter().filter(|a| expected.contains(*a)).count(),
+                not_ready.len()
+            )),
+        }
+    });
+    let annotations = endpoints.metadata.annotations.unwrap_or_default();
+    assert!(
+        !annotations.contains_key("endpoints.kubernetes.io/over-capacity"),
+        "expected no over-capacity annotation at {count} addresses; came {annotations:?}"
+    );
+}
+
+/// Whether `slices` hold each address of `expected` exactly once, ready, and nothing else, in
+/// slices of at most `max` endpoints; if not, what they hold instead, in one screen.
+fn spread(slices: &[EndpointSlice], expected: &BTreeSet<String>, max: usize) -> Result<(), String> {
+    let mut times: BTreeMap<String, usize> = BTreeMap::new();
+    for endpoint in slices.iter().flat_map(|s| &s.endpoints) {
+        *times.entry(endpoint.addresses.join(",")).or_default() += 1;
+    }
+    let missing: Vec<&String> = expected.iter().filter(|a| !times.contains_key(*a)).collect();
+    let repeated: Vec<&String> = times.iter().filter(|(_, n)| **n > 1).map(|(a, _)| a).collect();
+    let unexpected: Vec<&String> = times.keys().filter(|a| !expected.contains(*a)).collect();
+    let not_ready: Vec<String> = (slices.iter().flat_map(|s| &s.endpoints))
+        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) != Some(true))
+        .map(|e| e.addresses.join(","))
+        .collect();
+    let sizes: Vec<usize> = slices.iter().map(|s| s.endpoints.len()).collect();
+    let oversized = sizes.iter().any(|n| *n > max);
+    if missing.is_empty() && repeated.is_empty() && unexpected.is_empty() && not_ready.is_empty() && !oversized {
+        return Ok(());
+    }
+    let first = |list: &[&String]| format!("{} {:?}", list.len(), list.iter().take(5).collect::<Vec<_>>());
+    Err(format!(
+        "slices of sizes {sizes:?}; missing {}; repeated {}; unexpected {}; not ready {} {:?}",
+        first(&missing),
+        first(&repeated),
+        first(&unexpected),
+        not_ready.len(),
+        not_ready.iter().take(5).collect::<Vec<_>>()
+    ))
 }
 
 on_both_backends!(endpoint_slices_get_a_new_generation_for_labels_and_endpoints_not_annotations);

@@ -18,14 +18,39 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// Asserts exit status 2 with exactly one line on stderr, and returns that line.
-fn usage_error(args: &[&str]) -> String {
+/// Upstream's usage text as it prints it before a flag error: `--help` from `Usage:` on.
+fn usage_text() -> String {
+    let help = stdout(&kcm(&["--help"]));
+    help[help.find("Usage:").expect("--help has a Usage: line")..].to_string()
+}
+
+/// Asserts exit status 1, as upstream's, and returns the `Error: …` line that ends stderr.
+/// Before it stands upstream's usage and a blank line where pflag refused the line
+/// (`usage: true`), and nothing where the line parsed but was refused after.
+fn refused(args: &[&str], usage: bool) -> String {
     let output = kcm(args);
-    assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+    assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
     assert!(output.stdout.is_empty(), "{args:?} wrote to stdout");
     let err = stderr(&output);
-    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-    err.trim_end().to_string()
+    let error = err.lines().last().unwrap_or_default().to_string();
+    let expected_usage = if usage { format!("{}\n", usage_text()) } else { String::new() };
+    assert_eq!(
+        err.strip_suffix(&format!("{error}\n")),
+        Some(expected_usage.as_str()),
+        "{args:?}: stderr before its last line is not {}",
+        if usage { "the usage text and a blank line" } else { "empty" }
+    );
+    error
+}
+
+/// A line pflag refuses: usage, then the error.
+fn usage_error(args: &[&str]) -> String {
+    refused(args, true)
+}
+
+/// A line refused after parsing: the error alone.
+fn invalid(args: &[&str]) -> String {
+    refused(args, false)
 }
 
 #[test]
@@ -95,12 +120,13 @@ fn malformed_values_name_the_flag() {
 
 #[test]
 fn unknown_and_locked_feature_gates_are_refused() {
+    // Upstream's --feature-gates takes any text and refuses it in validation: no usage.
     assert_eq!(
-        usage_error(&["--feature-gates=NoSuchGate=true"]),
+        invalid(&["--feature-gates=NoSuchGate=true"]),
         r#"Error: invalid argument "NoSuchGate=true" for "--feature-gates" flag: unrecognized feature gate: NoSuchGate"#
     );
     assert_eq!(
-        usage_error(&["--feature-gates", "SidecarContainers=false"]),
+        invalid(&["--feature-gates", "SidecarContainers=false"]),
         r#"Error: invalid argument "SidecarContainers=false" for "--feature-gates" flag: cannot set feature gate SidecarContainers to false, feature is locked to true"#
     );
 }
@@ -108,7 +134,7 @@ fn unknown_and_locked_feature_gates_are_refused() {
 #[test]
 fn lease_must_outlast_renew_deadline() {
     assert_eq!(
-        usage_error(&["--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"]),
+        invalid(&["--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"]),
         "Error: --leader-elect-lease-duration (10s) must be greater than \
          --leader-elect-renew-deadline (10s)"
     );
@@ -117,7 +143,7 @@ fn lease_must_outlast_renew_deadline() {
 #[test]
 fn unknown_controller() {
     assert_eq!(
-        usage_error(&["--controllers=nope"]),
+        invalid(&["--controllers=nope"]),
         r#"Error: invalid argument "nope" for "--controllers" flag: "nope" is not in the list of known controllers"#
     );
 }
@@ -125,7 +151,7 @@ fn unknown_controller() {
 #[test]
 fn positional_arguments_are_refused() {
     assert_eq!(
-        usage_error(&["--leader-elect", "false"]),
+        invalid(&["--leader-elect", "false"]),
         r#"Error: "kube-controller-manager" does not take any arguments, got ["false"]"#
     );
 }
@@ -133,16 +159,17 @@ fn positional_arguments_are_refused() {
 #[test]
 fn node_cidr_mask_must_fit_the_cluster_cidr() {
     assert_eq!(
-        usage_error(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size=8"]),
+        invalid(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size=8"]),
         "Error: --node-cidr-mask-size (8) must not be smaller than the prefix length of --cluster-cidr 10.244.0.0/16"
     );
 }
 
 /// Generated command lines (README, "Fuzzing"), each refused by one bad argument among valid
-/// flags in either syntax (no `--help`: it wins over a positional argument): the binary exits 2 with exactly the parser's message on one line,
-/// whatever the bytes (non-UTF-8 included). Few cases: each spawns the binary.
+/// flags in either syntax (no `--help`: it wins over a positional argument): the binary exits 1,
+/// as upstream's, with exactly the parser's message (after the usage text where pflag refused
+/// the line), whatever the bytes (non-UTF-8 included). Few cases: each spawns the binary.
 #[test]
-fn generated_bad_command_lines_exit_2_with_the_parsers_message() {
+fn generated_bad_command_lines_exit_1_with_the_parsers_message() {
     use std::ffi::OsString;
     use std::os::unix::ffi::OsStringExt;
 
@@ -177,13 +204,13 @@ fn generated_bad_command_lines_exit_2_with_the_parsers_message() {
         let at = at.index(args.len() + 1);
         args.splice(at..at, bad);
         let expected = match kcm::app::flags::parse(args.clone()) {
-            Err(error) => format!("Error: {error}"),
+            Err(error) => kcm::app::flags::refusal_text(&error),
             Ok(_) => panic!("{args:?} parsed"),
         };
         let output = Command::new(env!("CARGO_BIN_EXE_kube-controller-manager")).args(&args).output().unwrap();
-        prop_assert_eq!(output.status.code(), Some(2), "{:?}: {:?}", args, output);
+        prop_assert_eq!(output.status.code(), Some(1), "{:?}: {:?}", args, output);
         prop_assert!(output.stdout.is_empty());
-        prop_assert_eq!(stderr(&output), format!("{expected}\n"), "{:?}", args);
+        prop_assert_eq!(stderr(&output), expected, "{:?}", args);
         Ok(())
     });
     result.unwrap();

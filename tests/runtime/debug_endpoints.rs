@@ -5,6 +5,7 @@
 
 #![cfg(feature = "sandbox")]
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
@@ -197,15 +198,47 @@ fn scrape_when_ready(manager: &Manager) -> String {
 }
 
 /// The `# HELP`/`# TYPE` lines and the label-less names of the samples of a text exposition.
-fn shape(text: &str) -> Vec<String> {
-    let mut lines: Vec<String> = text
-        .lines()
+fn shape(text: &str) -> BTreeSet<String> {
+    text.lines()
         .map(|l| {
             if l.starts_with('#') { l.to_string() } else { l.split(['{', ' ']).next().unwrap_or_default().to_string() }
         })
-        .collect();
-    lines.dedup();
-    lines
+        .collect()
+}
+
+/// The series of a text exposition, each as its name and labels without `status` (whether a
+/// check passed, which on a loaded machine may differ from run to run), values left out.
+fn series(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let name_and_labels = l.rsplit_once(' ').map_or(l, |(series, _)| series);
+            let Some((name, labels)) = name_and_labels.split_once('{') else { return name_and_labels.to_string() };
+            let kept: Vec<&str> =
+                labels.trim_end_matches('}').split(',').filter(|label| !label.starts_with("status=")).collect();
+            format!("{name}{{{}}}", kept.join(","))
+        })
+        .collect()
+}
+
+/// Asserts two sets equal, naming what only one side has.
+fn assert_same_set(what: &str, ours: &BTreeSet<String>, upstream: &BTreeSet<String>) {
+    let only_ours: Vec<&String> = ours.difference(upstream).collect();
+    let only_upstream: Vec<&String> = upstream.difference(ours).collect();
+    assert!(
+        only_ours.is_empty() && only_upstream.is_empty(),
+        "{what} differ:\nonly ours: {only_ours:#?}\nonly upstream's: {only_upstream:#?}"
+    );
+}
+
+/// `/configz`'s JSON with the lists upstream builds from a Go map (in random order) sorted.
+fn sorted_configz(mut config: Value) -> Value {
+    let ignored =
+        &mut config["kubecontrollermanager.config.k8s.io"]["GarbageCollectorController"]["GCIgnoredResources"];
+    if let Some(list) = ignored.as_array_mut() {
+        list.sort_by_key(|item| item.to_string());
+    }
+    config
 }
 
 /// A zpage's `name<delimiter>value` lines, the delimiter (random per answer) taken out.
@@ -234,23 +267,34 @@ fn upstream_configz(body: &str) -> Value {
 
 fn compare(theirs: &Answers, mine: &Answers) {
     let status = |a: &Answer| (a.code, a.content_type.clone());
-    // /metrics/slis: the same families, series and reset.
+    // /metrics/slis: the same families and series (which checks ran and passed before the
+    // scrape is timing), the leader's check passing, and the same reset.
     assert_eq!(status(&mine.slis), status(&theirs.slis));
-    assert_eq!(shape(&mine.slis.body), shape(&theirs.slis.body), "ours:\n{}", mine.slis.body);
+    assert_same_set("/metrics/slis families", &shape(&mine.slis.body), &shape(&theirs.slis.body));
+    assert_same_set("/metrics/slis series", &series(&mine.slis.body), &series(&theirs.slis.body));
     let leader = "kubernetes_healthcheck{name=\"leaderElection\",type=\"healthz\"} 1\n";
-    assert!(theirs.slis.body.contains(leader) && mine.slis.body.contains(leader), "{}", mine.slis.body);
+    assert!(
+        theirs.slis.body.contains(leader) && mine.slis.body.contains(leader),
+        "both pass the leader check:\nours:\n{}\nupstream's:\n{}",
+        mine.slis.body,
+        theirs.slis.body
+    );
     assert_eq!(
         (status(&mine.slis_reset), &mine.slis_reset.body),
-        (status(&theirs.slis_reset), &theirs.slis_reset.body)
+        (status(&theirs.slis_reset), &theirs.slis_reset.body),
+        "DELETE /metrics/slis: ours, then upstream's"
     );
-    assert_eq!(
-        (status(&mine.slis_after_reset), &mine.slis_after_reset.body),
-        (status(&theirs.slis_after_reset), &theirs.slis_after_reset.body)
+    assert_eq!(status(&mine.slis_after_reset), status(&theirs.slis_after_reset));
+    assert_same_set(
+        "/metrics/slis families after the reset",
+        &shape(&mine.slis_after_reset.body),
+        &shape(&theirs.slis_after_reset.body),
     );
-    // /configz: the same JSON.
+    // /configz: the same JSON, lists from Go maps compared as sets.
     assert_eq!(status(&mine.configz), status(&theirs.configz));
-    let ours: Value = serde_json::from_str(&mine.configz.body).unwrap();
-    assert_eq!(ours, upstream_configz(&theirs.configz.body), "ours: {}", mine.configz.body);
+    let ours = sorted_configz(serde_json::from_str(&mine.configz.body).unwrap());
+    let upstream = sorted_configz(upstream_configz(&theirs.configz.body));
+    assert_eq!(ours, upstream, "/configz: ours, then upstream's");
     // /flagz: the same header and values, but for the flags only one side has.
     assert_eq!(status(&mine.flagz), status(&theirs.flagz));
     assert_eq!(

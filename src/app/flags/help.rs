@@ -11,9 +11,15 @@ control loops of Kubernetes. A controller is a loop that watches the shared stat
 through the API server and makes changes that move the current state towards the desired state: \
 replica sets, endpoints, namespaces, service accounts and more.";
 
-/// The full `--help` text.
+/// The full `--help` text: the description, then [`usage_text`].
 pub(crate) fn render() -> String {
-    let mut out = format!("{DESCRIPTION}\n\nUsage:\n  kube-controller-manager [flags]\n");
+    format!("{DESCRIPTION}\n\n{}", usage_text())
+}
+
+/// Cobra's usage: the usage line and the flag sections. Upstream prints it, to stderr, before
+/// the error when pflag refuses a command line.
+pub(crate) fn usage_text() -> String {
+    let mut out = String::from("Usage:\n  kube-controller-manager [flags]\n");
     for group in Group::ALL {
         let mut flags: Vec<&FlagSpec> = FLAGS.iter().filter(|f| f.group == group && !f.status.hidden()).collect();
         if flags.is_empty() {

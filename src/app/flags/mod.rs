@@ -106,6 +106,42 @@ impl fmt::Display for FlagError {
 
 impl std::error::Error for FlagError {}
 
+impl FlagError {
+    /// Whether pflag itself refuses the line (upstream then prints its usage before the
+    /// error), rather than cobra's argument check or the validation that follows parsing.
+    pub fn is_parse_error(&self) -> bool {
+        match self {
+            FlagError::UnknownFlag(_)
+            | FlagError::UnknownShorthand { .. }
+            | FlagError::BadSyntax(_)
+            | FlagError::MissingValue(_) => true,
+            FlagError::InvalidValue { flag, .. } => pflag_refuses_values_of(flag),
+            FlagError::UnexpectedArguments(_) | FlagError::Invalid(_) => false,
+        }
+    }
+}
+
+/// Whether pflag parses the values of `flag` (`--kube-api-qps`, `-v, --v`) and so refuses a
+/// bad one itself. Upstream's string-typed flags (`--controllers`, `--cluster-cidr`,
+/// `--feature-gates`, …) take any text; their values are refused later, by validation, where
+/// we refuse them while parsing.
+fn pflag_refuses_values_of(flag: &str) -> bool {
+    let name = flag.rsplit("--").next().unwrap_or(flag);
+    lookup(name)
+        .is_none_or(|spec| !matches!(spec.kind.type_name, "string" | "strings" | "colonSeparatedMultimapStringString"))
+}
+
+/// What upstream writes to stderr for a refused command line before it exits 1: for a line
+/// pflag refuses, cobra's usage, a blank line and `Error: …`; otherwise `Error: …` alone
+/// (component-base's `cli.Run`).
+pub fn refusal_text(error: &FlagError) -> String {
+    if error.is_parse_error() {
+        format!("{}\nError: {error}\n", help::usage_text())
+    } else {
+        format!("Error: {error}\n")
+    }
+}
+
 /// Escapes control characters of argument text so that an error stays on one line.
 fn one_line(text: &str) -> String {
     let mut line = String::with_capacity(text.len());
@@ -597,6 +633,25 @@ mod tests {
         assert_eq!(o.metrics.allow_metric_labels["metric1,label1"], "'v1,v2'");
         let o = run(&["--tls-sni-cert-key=a.crt,a.key", "--tls-sni-cert-key=b.crt,b.key:b.com"]).unwrap();
         assert_eq!(o.secure_serving.sni_cert_keys.len(), 2);
+    }
+
+    #[test]
+    fn usage_comes_with_what_pflag_refuses_as_upstreams() {
+        let refused = |args: &[&str]| parse(args.iter().map(OsString::from)).expect_err("refused");
+        for pflag in [&["--foo"][..], &["-x"], &["--kubeconfig"], &["--kube-api-qps=abc"], &["--bind-address=nope"]] {
+            let error = refused(pflag);
+            assert!(error.is_parse_error(), "{pflag:?}: {error}");
+            assert!(refusal_text(&error).starts_with("Usage:\n  kube-controller-manager [flags]\n"));
+            assert!(refusal_text(&error).ends_with(&format!("\n\nError: {error}\n")));
+        }
+        // String-typed upstream: refused by validation, without the usage.
+        for validated in
+            [&["--controllers=nope"][..], &["--cluster-cidr=10.0.0.0/33"], &["--feature-gates=Foo"], &["x"]]
+        {
+            let error = refused(validated);
+            assert!(!error.is_parse_error(), "{validated:?}: {error}");
+            assert_eq!(refusal_text(&error), format!("Error: {error}\n"));
+        }
     }
 
     #[test]

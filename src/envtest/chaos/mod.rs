@@ -212,6 +212,38 @@ impl Bed {
         Ok(started.elapsed())
     }
 
+    /// Starts again every replica that has exited, as its supervisor would (systemd's
+    /// `Restart=always`, the kubelet for a static Pod); the indexes restarted. A leader cut off
+    /// from kube-apiserver past its renew deadline (a restart that takes longer on a loaded
+    /// machine) exits with `leaderelection lost`, as upstream's does: the fault's doing, not
+    /// the workload's.
+    pub fn restart_exited(&mut self) -> Result<Vec<usize>, String> {
+        let mut restarted = Vec::new();
+        for index in 0..self.replicas.len() {
+            let exited = self.replicas[index].as_mut().is_some_and(|r| r.process.exited().is_some());
+            if exited {
+                self.restart_replica(index)?;
+                restarted.push(index);
+            }
+        }
+        Ok(restarted)
+    }
+
+    /// [`Bed::converge`] with the replicas supervised ([`Bed::restart_exited`]) meanwhile.
+    pub fn converge_supervised(&mut self, workload: &Workload) -> Result<Duration, String> {
+        let started = Instant::now();
+        loop {
+            self.restart_exited()?;
+            if (workload.converged)(self).ok().flatten().is_some() {
+                return Ok(started.elapsed());
+            }
+            if started.elapsed() > CONVERGE_TIMEOUT {
+                return Err(format!("timed out after {CONVERGE_TIMEOUT:?} waiting for {} to converge", workload.name));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// Checks the invariants on the audit log and the server's state now (see [`audit`]);
     /// `renew_deadline` is the replicas' `--leader-elect-renew-deadline`.
     pub fn invariants(&self, renew_deadline: Duration) -> Result<Invariants, String> {
@@ -357,7 +389,8 @@ pub enum Fault {
     KillApiserver,
     /// etcd SIGKILLed and started again on the same data.
     KillEtcd,
-    /// etcd compacted at its current revision: watches end, clients relist (410 Gone).
+    /// etcd compacted past kube-apiserver's watches ([`ControlPlane::compact_etcd`]): they
+    /// end, its watch cache lists again, clients relist (410 Gone).
     CompactEtcd,
     /// kube-apiserver SIGSTOPped this long, then SIGCONTed.
     StallApiserver(Duration),
