@@ -33,12 +33,20 @@ pub enum Exit {
     OutOfFileDescriptors,
 }
 
+/// The health check of the leader election, named as upstream's.
+const LEADER_ELECTION_CHECK: &str = "leaderElection";
+
 /// Runs the controller manager until a signal or the loss of the Lease.
 pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     let signals = signal_channel()?;
     report_selection(options);
     super::metrics::register(options);
     let checks = HealthChecks::new();
+    // As upstream's `HealthzAdaptor`, the leader election check is there before the port serves
+    // (healthy until the elector runs), so no `/healthz` ever answers with `ping` alone.
+    if options.generic.leader_election.leader_elect {
+        checks.add(LEADER_ELECTION_CHECK, || Ok(()));
+    }
     let server = super::serve_securely(options, checks.clone())?;
     if let Some(server) = &server {
         log::info!("serving securely on {}", server.addr());
@@ -46,7 +54,7 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     let mut controllers = super::start_controllers(client, options, CONTROLLERS)?;
     let elector = start_election(options, client)?;
     if let Some(elector) = &elector {
-        checks.add("leaderElection", elector.health_check());
+        checks.add(LEADER_ELECTION_CHECK, elector.health_check());
     }
     // The secure port listens and the election runs: a standby is as ready as the leader.
     let notifier = sd_notify::Notifier::from_env().map(std::sync::Arc::new);

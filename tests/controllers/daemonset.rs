@@ -7,7 +7,6 @@
 //! lifecycle controller runs), so each test removes it from its nodes as that controller would.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -17,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::harness;
 
-use harness::{Backend, Cluster, DEADLINE, eventually, from};
+use harness::{Backend, Cluster, eventually, from};
 
 const HASH: &str = "controller-revision-hash";
 
@@ -44,18 +43,6 @@ fn start_with_taints(backend: Backend, nodes: &[&str], taints: &[(&str, Value)])
             set_taints(client, &name, wanted.unwrap_or(Value::Null));
         }
     })
-}
-
-/// Polls `check` until it gives a value, or fails after `DEADLINE` with `what` and what it last saw.
-fn wait_for<T>(what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        match check() {
-            Ok(value) => return value,
-            Err(seen) => assert!(Instant::now() < deadline, "timed out waiting for {what}; last seen: {seen}"),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn daemon_set(name: &str, extra: Value) -> DaemonSet {
@@ -108,7 +95,7 @@ fn hash_of(pod: &Pod) -> String {
 fn wait_rolled_out(cluster: &Cluster, name: &str, nodes: &[&str]) -> String {
     let want: BTreeSet<String> = nodes.iter().map(|n| n.to_string()).collect();
     let count = nodes.len() as i32;
-    wait_for(&format!("{name} rolled out on {nodes:?}"), || {
+    harness::eventually_seen(&format!("{name} rolled out on {nodes:?}"), || {
         let ds = cluster.api::<DaemonSet>().get(name).map_err(|e| e.to_string())?;
         let status = ds.status.clone().ok_or("no status")?;
         let pods = live_pods(cluster, name);
@@ -197,7 +184,7 @@ fn one_pod_runs_on_every_eligible_node(backend: Backend) {
         .iter()
         .map(|p| format!("Created pod: {}", p.metadata.name.as_deref().unwrap_or("")))
         .collect();
-    wait_for("a SuccessfulCreate Event for each pod", || {
+    harness::eventually_seen("a SuccessfulCreate Event for each pod", || {
         let events = cluster.event_messages("default", "agent", "SuccessfulCreate");
         let seen: BTreeSet<String> = events.iter().cloned().collect();
         assert!(seen.is_subset(&pods) && seen.len() == events.len(), "expected {pods:?}, got {events:?}");

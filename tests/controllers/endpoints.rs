@@ -4,7 +4,7 @@
 //! Service are mirrored into slices; many pods spread over several slices.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, PodCondition, Service};
@@ -55,21 +55,6 @@ fn slice_endpoints(slices: &[EndpointSlice]) -> BTreeMap<String, Option<bool>> {
     (slices.iter().flat_map(|s| s.endpoints.iter()))
         .map(|e| (e.addresses.join(","), e.conditions.as_ref().and_then(|c| c.ready)))
         .collect()
-}
-
-/// Polls `check` every 100 ms until it gives `Ok`, for at most the harness's deadline. Unlike
-/// `eventually`, a timeout shows what came instead (the last `Err`) beside what was awaited.
-fn wait_for<T>(what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + harness::DEADLINE;
-    loop {
-        match check() {
-            Ok(value) => return value,
-            Err(came) if Instant::now() >= deadline => {
-                panic!("timed out after {:?} waiting for {what}; came: {came}", harness::DEADLINE)
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
 }
 
 /// Slices in one screen: name, size and the first endpoints as `address(ready/serving/terminating)`.
@@ -128,7 +113,7 @@ impl ClusterExt for Cluster {
 
     /// Waits until the Endpoints `name` have exactly these (ready, not ready) addresses.
     fn endpoints_with(&self, name: &str, expected: (Vec<String>, Vec<String>)) -> Endpoints {
-        wait_for(&format!("Endpoints {name} with (ready, not ready) addresses {expected:?}"), || {
+        harness::eventually_seen(&format!("Endpoints {name} with (ready, not ready) addresses {expected:?}"), || {
             let endpoints = self.endpoints(name);
             let came = endpoints.as_ref().map(addresses);
             match endpoints {
@@ -140,7 +125,7 @@ impl ClusterExt for Cluster {
 
     /// Waits until the EndpointSlice controller's slices of `service` pass `check`.
     fn slices_where(&self, service: &str, what: &str, check: impl Fn(&[EndpointSlice]) -> bool) -> Vec<EndpointSlice> {
-        wait_for(what, || {
+        harness::eventually_seen(what, || {
             let slices = self.slices(service, SLICE_CONTROLLER);
             if check(&slices) { Ok(slices) } else { Err(describe(&slices)) }
         })
@@ -228,7 +213,7 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
     }));
 
     // Running but held back by the readiness gate: not-ready addresses, ready=false.
-    let pods = wait_for("3 running pods of web", || {
+    let pods = harness::eventually_seen("3 running pods of web", || {
         let pods = cluster.running_pods("web");
         if pods.len() == 3 { Ok(pods) } else { Err(format!("{} running, with IPs {:?}", pods.len(), pod_ips(&pods))) }
     });
@@ -302,13 +287,13 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
     // Scaled down to one: the others leave both.
     let patch = Patch::Merge(json!({"spec": {"replicas": 1}}));
     cluster.api::<ReplicaSet>().patch("web", &patch, &PostParams::default()).expect("scaled");
-    let left = wait_for("one pod left", || {
+    let left = harness::eventually_seen("one pod left", || {
         let pods = cluster.api::<Pod>().list(&ListParams::default()).expect("pods").items;
         let names: Vec<String> = pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
         if pods.len() == 1 { Ok(pods) } else { Err(format!("the pods {names:?}")) }
     });
     let left_ip = pod_ips(&left);
-    wait_for(&format!("Endpoints web with the address {left_ip:?} only"), || {
+    harness::eventually_seen(&format!("Endpoints web with the address {left_ip:?} only"), || {
         let came = cluster.endpoints("web").map(|e| addresses(&e));
         match &came {
             Some((ready, not_ready)) if ready.iter().chain(not_ready).eq(left_ip.iter()) => Ok(()),
@@ -448,7 +433,7 @@ fn many_endpoints_are_spread_over_slices(backend: Backend) {
     }
     let expected: BTreeSet<String> = (0..count).map(ip).collect();
     let what = format!("each of the {count} pods once in the slices of big, ready, at most {MAX} a slice");
-    let slices = wait_for(&what, || {
+    let slices = harness::eventually_seen(&what, || {
         let slices = cluster.slices("big", SLICE_CONTROLLER);
         spread(&slices, &expected, MAX).map(|()| slices)
     });
@@ -475,7 +460,7 @@ fn many_endpoints_are_spread_over_slices(backend: Backend) {
         &zoneless[..zoneless.len().min(5)]
     );
     let all: Vec<String> = expected.iter().cloned().collect();
-    let endpoints = wait_for(&format!("Endpoints big with the {count} addresses, all ready"), || {
+    let endpoints = harness::eventually_seen(&format!("Endpoints big with the {count} addresses, all ready"), || {
         let endpoints = cluster.endpoints("big");
         let (ready, not_ready) = endpoints.as_ref().map(addresses).unwrap_or_default();
         match endpoints {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscaler, HorizontalPodAutoscalerCondition};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use kcm::app::controllers::named;
 use kcm::app::flags::Options;
 use kcm::client::{ListParams, Patch, PostParams, WatchEvent, WatchParams};
@@ -23,7 +23,7 @@ use crate::harness;
 
 use harness::{Backend, Cluster, eventually_within, from};
 
-const WAIT: Duration = Duration::from_secs(45);
+const WAIT: Duration = harness::DEADLINE;
 
 /// The controller with a 1 s sync period and no cpu initialisation period, so that samples of
 /// pods that just started count.
@@ -95,6 +95,13 @@ fn owned(status: &str, reason: &str, message: &str) -> (String, String, String) 
     (status.into(), reason.into(), message.into())
 }
 
+/// ScalingActive as a sync that read the pods' CPU leaves it.
+fn valid_cpu_metric() -> (String, String, String) {
+    let message = "the HPA was able to successfully calculate a replica count from cpu resource utilization \
+                   (percentage of request)";
+    owned("True", "ValidMetricFound", message)
+}
+
 /// The status on one line: replicas, utilization and the conditions' reasons.
 fn describe(hpa: &HorizontalPodAutoscaler) -> String {
     let Some(status) = hpa.status.as_ref() else { return "no status".into() };
@@ -112,22 +119,10 @@ fn describe(hpa: &HorizontalPodAutoscaler) -> String {
     )
 }
 
-/// Polls `check` until it gives a value, or fails after `WAIT` with `what` and what it last saw.
-fn wait_seen<T>(what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match check() {
-            Ok(value) => return value,
-            Err(seen) => assert!(Instant::now() < deadline, "timed out waiting for {what}; last seen: {seen}"),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// Waits until the HPA's status says `desired` replicas for `current` ones (a state that lasts:
 /// the next sync reads the same count; see `first_status_desiring` for one that does not).
 fn wait_status(cluster: &Cluster, name: &str, current: i32, desired: i32) -> HorizontalPodAutoscaler {
-    wait_seen(&format!("{name}: {current} replicas, {desired} desired"), || {
+    harness::eventually_seen_within(WAIT, &format!("{name}: {current} replicas, {desired} desired"), || {
         let hpa = cluster.api::<HorizontalPodAutoscaler>().get(name).map_err(|e| e.to_string())?;
         let status = hpa.status.as_ref();
         let done = status.is_some_and(|s| s.current_replicas == Some(current) && s.desired_replicas == desired);
@@ -168,7 +163,7 @@ fn first_status_desiring(
 }
 
 fn wait_replicas(cluster: &Cluster, name: &str, replicas: i32) {
-    wait_seen(&format!("{name} scaled to {replicas}"), || {
+    harness::eventually_seen_within(WAIT, &format!("{name} scaled to {replicas}"), || {
         let d = cluster.api::<Deployment>().get(name).map_err(|e| e.to_string())?;
         let spec = d.spec.and_then(|s| s.replicas);
         (spec == Some(replicas)).then_some(()).ok_or_else(|| format!("spec.replicas {spec:?}"))
@@ -176,9 +171,25 @@ fn wait_replicas(cluster: &Cluster, name: &str, replicas: i32) {
 }
 
 fn wait_event(cluster: &Cluster, name: &str, reason: &str, message: &str) {
-    wait_seen(&format!("{name}: event {reason} {message:?}"), || {
+    harness::eventually_seen_within(WAIT, &format!("{name}: event {reason} {message:?}"), || {
         let messages = cluster.event_messages("default", name, reason);
-        messages.iter().any(|m| m == message).then_some(()).ok_or_else(|| format!("{reason} Events {messages:?}"))
+        messages.iter().any(|m| m == message).then_some(()).ok_or_else(|| {
+            // Every Event in the namespace, so that a failure shows what the controllers said.
+            let all = cluster.api::<Event>().list(&Default::default()).map(|l| l.items).unwrap_or_default();
+            let all: Vec<String> = all
+                .iter()
+                .map(|e| {
+                    let object = &e.involved_object;
+                    let (kind, object) = (object.kind.as_deref().unwrap_or(""), object.name.as_deref().unwrap_or(""));
+                    format!(
+                        "{kind}/{object} {}: {}",
+                        e.reason.as_deref().unwrap_or(""),
+                        e.message.as_deref().unwrap_or("")
+                    )
+                })
+                .collect();
+            format!("{reason} Events {messages:?}; all Events in the namespace: {all:#?}")
+        })
     });
 }
 
@@ -221,17 +232,7 @@ fn cpu_utilization_scales_up_and_down_after_the_window(backend: Backend) {
         (current.name.as_str(), current.current.average_value.as_ref().map(|q| q.0.as_str())),
         ("cpu", Some("100m"))
     );
-    assert_eq!(
-        summary(&up, "ScalingActive"),
-        owned(
-            "True",
-            "ValidMetricFound",
-            &format!(
-                "the HPA was able to successfully calculate a replica count from {}",
-                "cpu resource utilization (percentage of request)"
-            )
-        )
-    );
+    assert_eq!(summary(&up, "ScalingActive"), valid_cpu_metric());
     assert_eq!(
         summary(&up, "ScalingLimited"),
         owned("True", "TooManyReplicas", "the desired replica count is more than the maximum replica count")
@@ -280,29 +281,30 @@ fn min_replicas_and_missing_targets(backend: Backend) {
     // Until then the status may still change (a pod not yet started, or counted at 100% of its
     // request while the metrics, read first, had no sample of it): the hold starts again.
     let mut held: Option<(String, Instant)> = None;
-    let settled = wait_seen("low settled at 3 idle pods, its status unchanged for 3 s", || {
-        let hpa = cluster.api::<HorizontalPodAutoscaler>().get("low").map_err(|e| e.to_string())?;
-        let running = running_pods(&cluster, "low");
-        let status = hpa.status.as_ref().ok_or("no status")?;
-        let utilization = status.current_metrics.iter().flatten().next().and_then(|m| m.resource.as_ref());
-        let stabilized = condition(&hpa, "AbleToScale").and_then(|c| c.reason);
-        let idle = running == 3
-            && status.current_replicas == Some(3)
-            && status.desired_replicas == 3
-            && utilization.and_then(|u| u.current.average_utilization) == Some(0)
-            && stabilized.as_deref() == Some("ScaleDownStabilized");
-        let version = hpa.metadata.resource_version.clone().unwrap_or_default();
-        if !idle {
-            held = None;
-        } else if held.as_ref().is_none_or(|(kept, _)| *kept != version) {
-            held = Some((version, Instant::now()));
-        }
-        let held_for = held.as_ref().map_or(Duration::ZERO, |(_, since)| since.elapsed());
-        if held_for >= Duration::from_secs(3) {
-            return Ok(hpa);
-        }
-        Err(format!("{running} running pods; {}, unchanged for {held_for:?}", describe(&hpa)))
-    });
+    let settled =
+        harness::eventually_seen_within(WAIT, "low settled at 3 idle pods, its status unchanged for 3 s", || {
+            let hpa = cluster.api::<HorizontalPodAutoscaler>().get("low").map_err(|e| e.to_string())?;
+            let running = running_pods(&cluster, "low");
+            let status = hpa.status.as_ref().ok_or("no status")?;
+            let utilization = status.current_metrics.iter().flatten().next().and_then(|m| m.resource.as_ref());
+            let stabilized = condition(&hpa, "AbleToScale").and_then(|c| c.reason);
+            let idle = running == 3
+                && status.current_replicas == Some(3)
+                && status.desired_replicas == 3
+                && utilization.and_then(|u| u.current.average_utilization) == Some(0)
+                && stabilized.as_deref() == Some("ScaleDownStabilized");
+            let version = hpa.metadata.resource_version.clone().unwrap_or_default();
+            if !idle {
+                held = None;
+            } else if held.as_ref().is_none_or(|(kept, _)| *kept != version) {
+                held = Some((version, Instant::now()));
+            }
+            let held_for = held.as_ref().map_or(Duration::ZERO, |(_, since)| since.elapsed());
+            if held_for >= Duration::from_secs(3) {
+                return Ok(hpa);
+            }
+            Err(format!("{running} running pods; {}, unchanged for {held_for:?}", describe(&hpa)))
+        });
     assert_eq!(
         summary(&settled, "AbleToScale"),
         owned(
@@ -311,17 +313,7 @@ fn min_replicas_and_missing_targets(backend: Backend) {
             "recent recommendations were higher than current one, applying the highest recent recommendation"
         )
     );
-    assert_eq!(
-        summary(&settled, "ScalingActive"),
-        owned(
-            "True",
-            "ValidMetricFound",
-            &format!(
-                "the HPA was able to successfully calculate a replica count from {}",
-                "cpu resource utilization (percentage of request)"
-            )
-        )
-    );
+    assert_eq!(summary(&settled, "ScalingActive"), valid_cpu_metric());
     // Raised to minReplicas from the window's highest recommendation: below it, unless a sync
     // counted a just-started pod at 100% of its request, which recommends keeping the 3 replicas.
     let limited = summary(&settled, "ScalingLimited");
@@ -338,7 +330,7 @@ fn min_replicas_and_missing_targets(backend: Backend) {
         "FailedGetScale",
         &format!("the HPA controller was unable to get the target's current scale: {message}"),
     );
-    wait_seen("the missing target's AbleToScale condition", || {
+    harness::eventually_seen_within(WAIT, "the missing target's AbleToScale condition", || {
         let hpa = cluster.api::<HorizontalPodAutoscaler>().get("missing").map_err(|e| e.to_string())?;
         let seen = condition(&hpa, "AbleToScale")
             .map(|c| (c.status, c.reason.unwrap_or_default(), c.message.unwrap_or_default()));

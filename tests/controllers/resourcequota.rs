@@ -4,7 +4,7 @@
 //! `status.hard` follows `spec.hard`.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service};
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::harness;
 
-use harness::{Backend, Cluster, DEADLINE, Namespaced, create, from};
+use harness::{Backend, Cluster, Namespaced, create, from};
 
 /// A sandbox with two simulated nodes, namespaces `namespaces` (with their default
 /// ServiceAccount), what `prepare` creates, then the quota controller running.
@@ -29,18 +29,6 @@ fn start(backend: Backend, namespaces: &[&str], prepare: impl FnOnce(&Client)) -
         .namespaces(namespaces)
         .node_options(NodeOptions { job_pod_run_time: Duration::from_secs(1), ..harness::fast_nodes() })
         .start_with(|client, _| prepare(client))
-}
-
-/// Polls `check` until it gives a value, or fails with `what` and the last thing seen.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        match check() {
-            Ok(value) => return value,
-            Err(seen) => assert!(Instant::now() < deadline, "timed out waiting for {what}; last seen: {seen}"),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn quantities(
@@ -72,7 +60,7 @@ impl ClusterExt for Cluster {
     /// `spec.hard`; returns the quota.
     fn wait_for_usage(&self, namespace: &str, name: &str, used: &[(&str, &str)]) -> ResourceQuota {
         let want = expected(used);
-        eventually(&format!("usage of {namespace}/{name}"), || {
+        harness::eventually_seen(&format!("usage of {namespace}/{name}"), || {
             let quota = self.quota(namespace, name);
             let status = quota.status.as_ref();
             let (hard, seen) =
@@ -272,7 +260,7 @@ fn scopes_select_pods_and_terminal_pods_stop_counting(backend: Backend) {
     create::<Pod>(client, "scopes", job);
 
     let pods = Api::<Pod>::namespaced(client, "scopes");
-    eventually("the job pod to succeed", || {
+    harness::eventually_seen("the job pod to succeed", || {
         let phase = pods.get("job").expect("pod").status.and_then(|s| s.phase).unwrap_or_default();
         if phase == "Succeeded" { Ok(()) } else { Err(phase) }
     });

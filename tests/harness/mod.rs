@@ -77,6 +77,26 @@ pub fn eventually_within<T>(deadline: Duration, what: &str, mut check: impl FnMu
     }
 }
 
+/// Polls `check` every 100 ms until it gives `Ok`, or fails after `DEADLINE` with `what` and
+/// what came instead (the last `Err`): for waits whose failure should say what was seen.
+pub fn eventually_seen<T>(what: &str, check: impl FnMut() -> Result<T, String>) -> T {
+    eventually_seen_within(DEADLINE, what, check)
+}
+
+/// [`eventually_seen`] with its own deadline.
+pub fn eventually_seen_within<T>(deadline: Duration, what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
+    let until = Instant::now() + deadline;
+    loop {
+        match check() {
+            Ok(value) => return value,
+            Err(came) if Instant::now() >= until => {
+                panic!("timed out after {deadline:?} waiting for {what}; came instead: {came}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
 /// An object as the API server stored it, read beside its HTTP API, so that it can be read while
 /// the API is down or stalled: the sandbox's store, or kube-apiserver's etcd key
 /// `/registry/<resource>/[<namespace>/]<name>` (most kinds' key; nodes and services differ)

@@ -406,6 +406,10 @@ pub fn writer_violations(events: &[AuditEvent], lease: &str, renew_deadline: Dur
     (violations, in_flight)
 }
 
+/// How long before a disruption a pod write's Event may be lost with it: the leader's renew
+/// deadline (10 s), in which a process cut off from the server still holds its Events.
+pub const LOSS_WINDOW: Duration = Duration::from_secs(10);
+
 /// Invariant 4: no ReplicaSet Event lost beyond upstream's aggregation. The ReplicaSet
 /// controller records one `SuccessfulCreate` per pod create it got a 2xx for and one
 /// `SuccessfulDelete` per delete; client-go's EventCorrelator aggregates similar events into
@@ -419,8 +423,17 @@ pub fn writer_violations(events: &[AuditEvent], lease: &str, renew_deadline: Dur
 /// does not say which object a rejected create was about, so each namespace's shortfall may
 /// be up to the ReplicaSet controller's rejected Event writes there. With `audit_gaps` (a
 /// kube-apiserver was killed: it dies with the lines of requests it answered but had not
-/// logged) a count above the audit log's is no violation; a shortfall still is.
-pub fn lost_events(events: &[AuditEvent], k8s_events: &[Value], audit_gaps: bool) -> Vec<String> {
+/// logged) a count above the audit log's is no violation; a shortfall still is, but for the
+/// pod writes received within [`LOSS_WINDOW`] before one of the `disruptions` (a fault, a
+/// replica that exited): a write committed whose answer never reached the controller (the
+/// server or etcd killed in between) gets no `Successful*` Event, and a process that ends
+/// drops the Events it had not sent yet, upstream's as ours.
+pub fn lost_events(
+    events: &[AuditEvent],
+    k8s_events: &[Value],
+    audit_gaps: bool,
+    disruptions: &[Timestamp],
+) -> Vec<String> {
     let pods = created_pods(events);
     let mut expected: BTreeMap<(String, String), [u64; 2]> = BTreeMap::new();
     for ((namespace, _), (_, pod)) in &pods {
@@ -457,6 +470,19 @@ pub fn lost_events(events: &[AuditEvent], k8s_events: &[Value], audit_gaps: bool
             *rejected.entry(write.namespace.clone()).or_default() += 1;
         }
     }
+    let pod_writes = events
+        .iter()
+        .filter(|e| e.resource == "pods" && matches!(e.verb.as_str(), "create" | "delete") && e.subresource.is_empty());
+    for write in pod_writes.filter(|e| e.by_controller("replicaset-controller")) {
+        let disrupted = disruptions.iter().any(|&at| {
+            write.received <= at
+                && at.duration_since(write.received)
+                    <= SignedDuration::try_from(LOSS_WINDOW).unwrap_or(SignedDuration::MAX)
+        });
+        if disrupted {
+            *rejected.entry(write.namespace.clone()).or_default() += 1;
+        }
+    }
     let mut violations = Vec::new();
     let mut shortfalls: BTreeMap<String, (u64, Vec<String>)> = BTreeMap::new();
     for (rs, audit) in &expected {
@@ -482,8 +508,11 @@ pub fn lost_events(events: &[AuditEvent], k8s_events: &[Value], audit_gaps: bool
     for (namespace, (short, described)) in shortfalls {
         let allowed = rejected.get(&namespace).copied().unwrap_or(0);
         if short > allowed {
-            violations
-                .extend(described.into_iter().map(|d| format!("{d} ({allowed} rejected Event writes in {namespace})")));
+            violations.extend(
+                described
+                    .into_iter()
+                    .map(|d| format!("{d} ({allowed} rejected Event writes or disrupted pod writes in {namespace})")),
+            );
         }
     }
     violations
@@ -728,28 +757,41 @@ mod tests {
             event("web-a", "SuccessfulCreate", 1),
             event("web-a", "SuccessfulDelete", 1),
         ];
-        assert_eq!(lost_events(&events, &good, false), Vec::<String>::new());
-        assert_eq!(lost_events(&events, &good[..2], false).len(), 1, "a lost SuccessfulDelete");
+        assert_eq!(lost_events(&events, &good, false, &[]), Vec::<String>::new());
+        assert_eq!(lost_events(&events, &good[..2], false, &[]).len(), 1, "a lost SuccessfulDelete");
         assert_eq!(
-            lost_events(&events, &[event("web-a", "SuccessfulCreate", 3)], false).len(),
+            lost_events(&events, &[event("web-a", "SuccessfulCreate", 3)], false, &[]).len(),
             1,
             "one create too many"
         );
         // A killed kube-apiserver may not have logged a create it answered: an excess is no
         // violation then, a shortfall still is.
         let extra = [event("web-a", "SuccessfulCreate", 3), event("web-a", "SuccessfulDelete", 1)];
-        assert_eq!(lost_events(&events, &extra, true), Vec::<String>::new());
-        assert_eq!(lost_events(&events, &good[..1], true).len(), 1, "Events lost all the same");
+        assert_eq!(lost_events(&events, &extra, true, &[]), Vec::<String>::new());
+        assert_eq!(lost_events(&events, &good[..1], true, &[]).len(), 1, "Events lost all the same");
         // Past the spam filter's burst, 25 Events are enough.
         let many: Vec<String> = (0..30).map(|i| create(&format!("p{i}"), "web-b", 1.0 + f64::from(i) * 0.01)).collect();
         let events = parse(&many.join("\n"));
-        assert_eq!(lost_events(&events, &[event("web-b", "SuccessfulCreate", 25)], false), Vec::<String>::new());
-        assert_eq!(lost_events(&events, &[event("web-b", "SuccessfulCreate", 24)], false).len(), 1);
+        assert_eq!(lost_events(&events, &[event("web-b", "SuccessfulCreate", 25)], false, &[]), Vec::<String>::new());
+        assert_eq!(lost_events(&events, &[event("web-b", "SuccessfulCreate", 24)], false, &[]).len(), 1);
         // An Event the server rejected (403) is not retried, as upstream's.
         let mut rejected = many.clone();
         rejected.push(line("create", "events", "ns", "", RS_USER, "127.0.0.2", 5.0, 403, None));
         let events = parse(&rejected.join("\n"));
-        assert_eq!(lost_events(&events, &[event("web-b", "SuccessfulCreate", 24)], false), Vec::<String>::new());
-        assert_eq!(lost_events(&events, &[event("web-b", "SuccessfulCreate", 23)], false).len(), 1);
+        assert_eq!(lost_events(&events, &[event("web-b", "SuccessfulCreate", 24)], false, &[]), Vec::<String>::new());
+        assert_eq!(lost_events(&events, &[event("web-b", "SuccessfulCreate", 23)], false, &[]).len(), 1);
+    }
+
+    #[test]
+    fn events_of_pod_writes_just_before_a_disruption_may_be_lost() {
+        let lines = [create("a1", "web-a", 1.0), create("a2", "web-a", 20.0)];
+        let events = parse(&lines.join("\n"));
+        let one = [event("web-a", "SuccessfulCreate", 1)];
+        let time = |seconds: f64| at(seconds).parse::<Timestamp>().unwrap();
+        assert_eq!(lost_events(&events, &one, false, &[]).len(), 1, "no disruption: a lost Event");
+        assert_eq!(lost_events(&events, &one, true, &[time(25.0)]), Vec::<String>::new(), "a2 just before");
+        assert_eq!(lost_events(&events, &one, true, &[time(35.0)]).len(), 1, "a2 long before");
+        assert_eq!(lost_events(&events, &one, true, &[time(15.0)]).len(), 1, "a2 after");
+        assert_eq!(lost_events(&events, &[], true, &[time(25.0)]).len(), 1, "one write disrupted, not two");
     }
 }

@@ -74,6 +74,9 @@ pub struct Bed {
     flags: Vec<String>,
     /// Where the replicas' logs go (kept after the bed).
     log_dir: PathBuf,
+    /// When a fault began or a replica was found exited: the Events of pod writes just before
+    /// may be lost with them (invariant 4, [`audit::lost_events`]).
+    disruptions: Vec<jiff::Timestamp>,
 }
 
 impl Bed {
@@ -99,6 +102,7 @@ impl Bed {
             kubeconfig,
             flags: flags.iter().map(|f| f.to_string()).collect(),
             log_dir: log_dir.to_path_buf(),
+            disruptions: Vec::new(),
         };
         for index in 0..count {
             let _ = std::fs::remove_file(log_dir.join(format!("{}-{index}.log", side.name())));
@@ -222,6 +226,7 @@ impl Bed {
         for index in 0..self.replicas.len() {
             let exited = self.replicas[index].as_mut().is_some_and(|r| r.process.exited().is_some());
             if exited {
+                self.disruptions.push(jiff::Timestamp::now());
                 self.restart_replica(index)?;
                 restarted.push(index);
             }
@@ -269,6 +274,7 @@ impl Bed {
                 &in_live_namespaces(events, &self.list("/api/v1/namespaces")?),
                 &k8s_events,
                 self.plane.audit_may_have_gaps(),
+                &self.disruptions,
             ),
         })
     }
@@ -417,6 +423,9 @@ impl Fault {
 
     /// Injects the fault and returns once it is over (the process restarted, resumed).
     pub fn inject(self, bed: &mut Bed) -> Result<(), String> {
+        if self != Fault::None {
+            bed.disruptions.push(jiff::Timestamp::now());
+        }
         match self {
             Fault::None => Ok(()),
             Fault::KillApiserver => {
