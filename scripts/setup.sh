@@ -39,8 +39,9 @@ apt_install() {
     return 1
   fi
   local wait=(-o "DPkg::Lock::Timeout=${DPKG_LOCK_TIMEOUT:-600}")
-  quietly apt-get "${wait[@]}" update -qq
-  DEBIAN_FRONTEND=noninteractive quietly apt-get "${wait[@]}" install -y -qq --no-install-recommends "$@"
+  # `|| return`: called after `||`, this function runs with `set -e` off.
+  quietly apt-get "${wait[@]}" update -qq || return
+  DEBIAN_FRONTEND=noninteractive quietly apt-get "${wait[@]}" install -y -qq --no-install-recommends "$@" || return
   echo "setup: installed $*"
 }
 
