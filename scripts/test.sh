@@ -18,9 +18,16 @@ cd "$(dirname "$0")/.."
 cargo test --no-run || exit
 
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+sandbox_pid=
+# The background run ends with this script (a non-interactive shell's background job would
+# otherwise ignore Ctrl-C and live on).
+trap '[ -z "$sandbox_pid" ] || kill "$sandbox_pid" 2>/dev/null; rm -rf "$logs"' EXIT
+trap 'exit 130' INT TERM
 
-RUST_TEST_THREADS=${KCM_SANDBOX_TEST_THREADS:-2} cargo test --quiet --test sandbox -- "$@" >"$logs/sandbox" 2>&1 &
+# --no-fail-fast everywhere: `--bins` is two executables, and the first failing one would
+# keep cargo from running the second.
+RUST_TEST_THREADS=${KCM_SANDBOX_TEST_THREADS:-2} cargo test --quiet --no-fail-fast --test sandbox -- "$@" \
+  >"$logs/sandbox" 2>&1 &
 sandbox_pid=$!
 
 # name: cargo's target arguments.
@@ -38,13 +45,14 @@ for entry in "${targets[@]}"; do
   names+=("$name")
   echo "== test binary: $name"
   started=$SECONDS
-  cargo test --quiet "${entry#*:}" -- "$@" 2>&1 | tee "$logs/$name"
+  cargo test --quiet --no-fail-fast "${entry#*:}" -- "$@" 2>&1 | tee "$logs/$name"
   status[$name]=${PIPESTATUS[0]}
   echo "== test binary: $name: exit ${status[$name]} after $((SECONDS - started)) s"
 done
 
 wait "$sandbox_pid"
 status[sandbox]=$?
+sandbox_pid=
 names+=(sandbox)
 echo "== test binary: sandbox (run beside the others)"
 cat "$logs/sandbox"
@@ -54,7 +62,7 @@ echo "== test binary: sandbox: exit ${status[sandbox]}"
 # the totals of every `test result:` line.
 echo
 echo "== summary"
-passed=0 failed=0 ignored=0 failing=()
+passed=0 failed=0 ignored=0 crashed=0 failing=()
 for name in "${names[@]}"; do
   log="$logs/$name"
   while read -r p f i; do
@@ -66,13 +74,19 @@ for name in "${names[@]}"; do
   fi
   failing+=("$name")
   echo "FAILED  $name (exit ${status[$name]})"
-  # libtest's list of failed tests: the indented names after the last `failures:` line.
-  awk '/^failures:$/ { n = NR; delete names; k = 0; next }
-       n && /^    [^ ]/ { names[k++] = $1 }
-       END { for (j = 0; j < k; j++) print "          " names[j] }' "$log"
-  grep -q '^test result:' "$log" || echo "          (no test result: it did not build or it crashed; its output is above)"
+  # The failed tests, as libtest reports each (`test NAME ... FAILED`, or `NAME --- FAILED` in
+  # --quiet's progress lines), once each.
+  sed -nE 's/^test (.*) \.\.\. FAILED$/\1/p; s/^([^ ]+) --- FAILED$/\1/p' "$log" | sort -u | sed 's/^/          /'
+  # A test executable that ended without its `test result:` line crashed (or did not build).
+  runs=$(grep -c '^running [0-9]* tests\?$' "$log")
+  results=$(grep -c '^test result:' "$log")
+  if ((results < runs || runs == 0)); then
+    crashed=$((crashed + 1))
+    echo "          (a test executable ended without its result: it crashed or did not build; its output is above)"
+  fi
 done
 ((ignored == 0)) || echo "ignored tests: $ignored"
+((crashed == 0)) || echo "test executables that crashed or did not build: $crashed"
 echo "tests: $passed passed, $failed failed"
 if ((${#failing[@]} > 0)); then
   echo "failed test binaries: ${failing[*]}" >&2

@@ -40,7 +40,13 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
         Ok(Command::Run(options)) => options,
         // Exit 1, as upstream's `cli.Run` does for any refused command line.
         Err(e) => {
-            eprint!("{}", flags::refusal_text(&e));
+            match flags::refusal(&e) {
+                flags::Refusal::Printed(text) => eprint!("{text}"),
+                flags::Refusal::Logged(message) => match crate::logging::init(0) {
+                    Ok(()) => log::error!("{message}"),
+                    Err(_) => eprintln!("{message}"),
+                },
+            }
             return ExitCode::FAILURE;
         }
     };

@@ -328,10 +328,14 @@ impl ControlPlane {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        // Outside `/registry`: no object of the cluster changes, but the revision moves on.
+        // Outside `/registry`: no object of the cluster changes, but the revision moves on, by
+        // two, so that a watch whose last progress notification said the revision before them
+        // resumes at the first, which the compaction at the second removes.
         use base64::Engine as _;
         let key = base64::engine::general_purpose::STANDARD.encode("/kcm-envtest/compaction-filler");
-        self.etcd_post("/v3/kv/put", &serde_json::json!({"key": key, "value": key}))?;
+        for _ in 0..2 {
+            self.etcd_post("/v3/kv/put", &serde_json::json!({"key": key, "value": key}))?;
+        }
         let revision = self.etcd_revision()?;
         let request = serde_json::json!({"revision": revision.to_string(), "physical": true});
         self.etcd_post("/v3/kv/compaction", &request)?;

@@ -48,9 +48,28 @@ fn usage_error(args: &[&str]) -> String {
     refused(args, true)
 }
 
-/// A line refused after parsing: the error alone.
-fn invalid(args: &[&str]) -> String {
+/// Positional arguments: the error alone, as cobra's argument check prints it.
+fn plain_error(args: &[&str]) -> String {
     refused(args, false)
+}
+
+/// A line refused after parsing: one klog error line, `"command failed" err="…"`, as upstream
+/// logs it once logging is set up. Returns `Error: <the error>` for the callers to compare.
+fn invalid(args: &[&str]) -> String {
+    let output = kcm(args);
+    assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+    assert!(output.stdout.is_empty(), "{args:?} wrote to stdout");
+    let err = stderr(&output);
+    let error = kcm::app::flags::parse(args.iter().map(std::ffi::OsString::from)).expect_err("refused");
+    let kcm::app::flags::Refusal::Logged(message) = kcm::app::flags::refusal(&error) else {
+        panic!("{args:?}: {error} is refused before validation")
+    };
+    let klog = err.starts_with('E') && err.contains("] ") && err.lines().count() == 1;
+    assert!(
+        klog && err.ends_with(&format!("] {message}\n")),
+        "{args:?}: expected one klog line ending in {message}, got {err}"
+    );
+    format!("Error: {error}")
 }
 
 #[test]
@@ -151,7 +170,7 @@ fn unknown_controller() {
 #[test]
 fn positional_arguments_are_refused() {
     assert_eq!(
-        invalid(&["--leader-elect", "false"]),
+        plain_error(&["--leader-elect", "false"]),
         r#"Error: "kube-controller-manager" does not take any arguments, got ["false"]"#
     );
 }
@@ -203,14 +222,20 @@ fn generated_bad_command_lines_exit_1_with_the_parsers_message() {
         let mut args: Vec<OsString> = good.concat().into_iter().map(OsString::from).collect();
         let at = at.index(args.len() + 1);
         args.splice(at..at, bad);
-        let expected = match kcm::app::flags::parse(args.clone()) {
-            Err(error) => kcm::app::flags::refusal_text(&error),
+        let refusal = match kcm::app::flags::parse(args.clone()) {
+            Err(error) => kcm::app::flags::refusal(&error),
             Ok(_) => panic!("{args:?} parsed"),
         };
         let output = Command::new(env!("CARGO_BIN_EXE_kube-controller-manager")).args(&args).output().unwrap();
         prop_assert_eq!(output.status.code(), Some(1), "{:?}: {:?}", args, output);
         prop_assert!(output.stdout.is_empty());
-        prop_assert_eq!(stderr(&output), expected, "{:?}", args);
+        match refusal {
+            kcm::app::flags::Refusal::Printed(text) => prop_assert_eq!(stderr(&output), text, "{:?}", args),
+            // A klog line: its time and pid vary.
+            kcm::app::flags::Refusal::Logged(message) => {
+                prop_assert!(stderr(&output).ends_with(&format!("] {message}\n")), "{:?}: {:?}", args, output)
+            }
+        }
         Ok(())
     });
     result.unwrap();

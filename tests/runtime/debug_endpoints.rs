@@ -206,16 +206,20 @@ fn shape(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The series of a text exposition, each as its name and labels without `status` (whether a
-/// check passed, which on a loaded machine may differ from run to run), values left out.
+/// The series of a text exposition, each as its name and labels without `name` and `status`
+/// (which checks had been registered and run, and whether they passed: timing, as each side
+/// adds its controllers' checks once it leads), values left out.
 fn series(text: &str) -> BTreeSet<String> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
             let name_and_labels = l.rsplit_once(' ').map_or(l, |(series, _)| series);
             let Some((name, labels)) = name_and_labels.split_once('{') else { return name_and_labels.to_string() };
-            let kept: Vec<&str> =
-                labels.trim_end_matches('}').split(',').filter(|label| !label.starts_with("status=")).collect();
+            let kept: Vec<&str> = labels
+                .trim_end_matches('}')
+                .split(',')
+                .filter(|label| !label.starts_with("status=") && !label.starts_with("name="))
+                .collect();
             format!("{name}{{{}}}", kept.join(","))
         })
         .collect()

@@ -131,14 +131,23 @@ fn pflag_refuses_values_of(flag: &str) -> bool {
         .is_none_or(|spec| !matches!(spec.kind.type_name, "string" | "strings" | "colonSeparatedMultimapStringString"))
 }
 
-/// What upstream writes to stderr for a refused command line before it exits 1: for a line
-/// pflag refuses, cobra's usage, a blank line and `Error: …`; otherwise `Error: …` alone
-/// (component-base's `cli.Run`).
-pub fn refusal_text(error: &FlagError) -> String {
-    if error.is_parse_error() {
-        format!("{}\nError: {error}\n", help::usage_text())
-    } else {
-        format!("Error: {error}\n")
+/// How upstream reports a refused command line before it exits 1 (component-base's `cli.Run`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Written to stderr as it is: for a line pflag refuses, cobra's usage, a blank line and
+    /// `Error: …`; for positional arguments, `Error: …` alone.
+    Printed(String),
+    /// Logged as a klog error line, logging being set up by then: the checks after parsing
+    /// (`"command failed" err="…"`).
+    Logged(String),
+}
+
+/// How upstream reports `error`.
+pub fn refusal(error: &FlagError) -> Refusal {
+    match error {
+        e if e.is_parse_error() => Refusal::Printed(format!("{}\nError: {e}\n", help::usage_text())),
+        FlagError::UnexpectedArguments(_) => Refusal::Printed(format!("Error: {error}\n")),
+        e => Refusal::Logged(format!("\"command failed\" err={}", values::go_quote(&e.to_string()))),
     }
 }
 
@@ -187,6 +196,9 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, FlagE
     // pflag's messages quote the argument from the offending letter on.
     let mut arg_text = String::new();
     let mut short_pos = 1;
+    // The first value refused after parsing upstream (a string-typed flag's): reported once
+    // every argument is parsed, as upstream reports it.
+    let mut refused_later = None;
     loop {
         if let Some(raw) = parser.try_raw_args() {
             arg_text = raw.peek().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
@@ -204,8 +216,8 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, FlagE
                 }
                 let flag = table::lookup(name).ok_or_else(|| FlagError::UnknownFlag(format!("--{name}")))?;
                 let missing = format!("--{}", flag.name);
-                let value = take_value(&mut parser, flag, true, missing)?;
-                set(&mut state, flag, &value)?;
+                let applied = take_value(&mut parser, flag, true, missing).and_then(|v| set(&mut state, flag, &v));
+                defer_validation(applied, &mut refused_later)?;
             }
             Arg::Short(letter) => {
                 let rest = arg_text.get(short_pos..).unwrap_or_default().to_string();
@@ -215,13 +227,26 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, FlagE
                 // A one-letter boolean takes a value only as `-h=false`; `-hv2` is `-h -v2`.
                 let attached = arg_text.get(short_pos..).is_some_and(|r| r.starts_with('='));
                 let missing = format!("'{letter}' in -{rest}");
-                let value = take_value(&mut parser, flag, attached, missing)?;
-                set(&mut state, flag, &value)?;
+                let applied = take_value(&mut parser, flag, attached, missing).and_then(|v| set(&mut state, flag, &v));
+                defer_validation(applied, &mut refused_later)?;
             }
             Arg::Value(value) => positional.push(value.to_string_lossy().into_owned()),
         }
     }
-    finish(state, positional)
+    finish(state, positional, refused_later)
+}
+
+/// Passes a parse error on at once; keeps the first of the errors upstream finds only after
+/// parsing (see [`FlagError::is_parse_error`]) in `refused_later`.
+fn defer_validation(applied: Result<(), FlagError>, refused_later: &mut Option<FlagError>) -> Result<(), FlagError> {
+    match applied {
+        Err(e) if e.is_parse_error() => Err(e),
+        Err(e) => {
+            refused_later.get_or_insert(e);
+            Ok(())
+        }
+        Ok(()) => Ok(()),
+    }
 }
 
 /// Reads the value of `flag`: attached (`--flag=v`, `-v2`) or, for flags that require one, the
@@ -263,7 +288,7 @@ fn set(state: &mut ParseState, flag: &'static FlagSpec, value: &str) -> Result<(
     })
 }
 
-fn finish(state: ParseState, positional: Vec<String>) -> Result<Command, FlagError> {
+fn finish(state: ParseState, positional: Vec<String>, refused_later: Option<FlagError>) -> Result<Command, FlagError> {
     if state.help {
         return Ok(Command::Help(help::render()));
     }
@@ -277,6 +302,9 @@ fn finish(state: ParseState, positional: Vec<String>) -> Result<Command, FlagErr
         VersionRequest::Raw => return Ok(Command::Version(raw_version_string())),
         VersionRequest::Report(version) => options.reported_version = Some(version),
         VersionRequest::NotRequested => {}
+    }
+    if let Some(error) = refused_later {
+        return Err(error);
     }
     validate::validate(&options)?;
     Ok(Command::Run(Box::new(options)))
@@ -641,17 +669,24 @@ mod tests {
         for pflag in [&["--foo"][..], &["-x"], &["--kubeconfig"], &["--kube-api-qps=abc"], &["--bind-address=nope"]] {
             let error = refused(pflag);
             assert!(error.is_parse_error(), "{pflag:?}: {error}");
-            assert!(refusal_text(&error).starts_with("Usage:\n  kube-controller-manager [flags]\n"));
-            assert!(refusal_text(&error).ends_with(&format!("\n\nError: {error}\n")));
+            let Refusal::Printed(text) = refusal(&error) else { panic!("{pflag:?}: printed") };
+            assert!(text.starts_with("Usage:\n  kube-controller-manager [flags]\n"));
+            assert!(text.ends_with(&format!("\n\nError: {error}\n")));
         }
         // String-typed upstream: refused by validation, without the usage.
-        for validated in
-            [&["--controllers=nope"][..], &["--cluster-cidr=10.0.0.0/33"], &["--feature-gates=Foo"], &["x"]]
-        {
+        for validated in [&["--controllers=nope"][..], &["--cluster-cidr=10.0.0.0/33"], &["--feature-gates=Foo"]] {
             let error = refused(validated);
             assert!(!error.is_parse_error(), "{validated:?}: {error}");
-            assert_eq!(refusal_text(&error), format!("Error: {error}\n"));
+            let logged = format!("\"command failed\" err={}", values::go_quote(&error.to_string()));
+            assert_eq!(refusal(&error), Refusal::Logged(logged));
         }
+        let positional = refused(&["x"]);
+        assert_eq!(refusal(&positional), Refusal::Printed(format!("Error: {positional}\n")));
+        // Found after parsing, as upstream: a later unknown flag, positional argument or
+        // --help wins over a bad --controllers.
+        assert_eq!(refused(&["--controllers=nope", "--foo"]), FlagError::UnknownFlag("--foo".into()));
+        assert!(matches!(refused(&["--controllers=nope", "x"]), FlagError::UnexpectedArguments(_)));
+        assert!(matches!(parse(["--controllers=nope", "--help"].map(OsString::from)), Ok(Command::Help(_))));
     }
 
     #[test]

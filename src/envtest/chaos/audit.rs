@@ -473,7 +473,7 @@ pub fn lost_events(
     let pod_writes = events
         .iter()
         .filter(|e| e.resource == "pods" && matches!(e.verb.as_str(), "create" | "delete") && e.subresource.is_empty());
-    for write in pod_writes.filter(|e| e.by_controller("replicaset-controller")) {
+    for write in pod_writes.filter(|e| e.succeeded() && e.by_controller("replicaset-controller")) {
         let disrupted = disruptions.iter().any(|&at| {
             write.received <= at
                 && at.duration_since(write.received)

@@ -221,15 +221,19 @@ impl Bed {
     /// from kube-apiserver past its renew deadline (a restart that takes longer on a loaded
     /// machine) exits with `leaderelection lost`, as upstream's does: the fault's doing, not
     /// the workload's.
+    /// Any other exit (a panic, status 2) is an error, not restarted: it would hide a crash.
     pub fn restart_exited(&mut self) -> Result<Vec<usize>, String> {
         let mut restarted = Vec::new();
         for index in 0..self.replicas.len() {
-            let exited = self.replicas[index].as_mut().is_some_and(|r| r.process.exited().is_some());
-            if exited {
-                self.disruptions.push(jiff::Timestamp::now());
-                self.restart_replica(index)?;
-                restarted.push(index);
+            let Some(replica) = self.replicas[index].as_mut() else { continue };
+            let Some(status) = replica.process.exited() else { continue };
+            let log = replica.process.log_tail(20);
+            if status.code() != Some(1) || !log.contains("leaderelection lost") {
+                return Err(format!("replica {index} exited ({status}), not for a lost Lease:\n{log}"));
             }
+            self.disruptions.push(jiff::Timestamp::now());
+            self.restart_replica(index)?;
+            restarted.push(index);
         }
         Ok(restarted)
     }
