@@ -284,11 +284,17 @@ impl ControlPlane {
     /// [`ControlPlane::etcd`] first for a crash) and starts it again with the same flags and
     /// data dir; waits until kube-apiserver, which reconnects by itself, is ready again.
     pub fn restart_etcd(&mut self) -> Result<(), String> {
+        self.respawn_etcd()?;
+        self.wait_until_ready()
+    }
+
+    /// Stops etcd (unless it has ended) and starts it again with the same flags and data dir.
+    fn respawn_etcd(&mut self) -> Result<(), String> {
         self.etcd.stop(Duration::from_secs(5));
         let mut command = Command::new(&self.assets.etcd);
         command.args(etcd_flags(&self.dir, &self.etcd_url, self.etcd_peer));
         self.etcd = OwnedProcess::spawn("etcd", command, &self.dir.join("etcd.log"))?;
-        self.wait_until_ready()
+        Ok(())
     }
 
     /// etcd's current revision (the header of a range read, through its JSON gateway).
@@ -317,10 +323,7 @@ impl ControlPlane {
     }
 
     fn restart_etcd_and_compact(&mut self) -> Result<u64, String> {
-        self.etcd.stop(Duration::from_secs(5));
-        let mut command = Command::new(&self.assets.etcd);
-        command.args(etcd_flags(&self.dir, &self.etcd_url, self.etcd_peer));
-        self.etcd = OwnedProcess::spawn("etcd", command, &self.dir.join("etcd.log"))?;
+        self.respawn_etcd()?;
         let started = Instant::now();
         while let Err(e) = self.etcd_revision() {
             if started.elapsed() > READY_TIMEOUT {
