@@ -166,15 +166,18 @@ fn fetch_with_backoff(root: &Client, namespace: &str, account: &str) -> Result<I
 /// POSTs a TokenRequest for `EXPIRATION_SECONDS`.
 fn request_token(root: &Client, namespace: &str, account: &str) -> super::Result<IssuedToken> {
     let request = TokenRequest {
-        spec: TokenRequestSpec { expiration_seconds: Some(EXPIRATION_SECONDS), ..TokenRequestSpec::default() },
+        spec: Some(TokenRequestSpec { expiration_seconds: Some(EXPIRATION_SECONDS), ..TokenRequestSpec::default() }),
         ..TokenRequest::default()
     };
     let accounts = Api::<ServiceAccount>::namespaced(root, namespace);
     let issued: TokenRequest = accounts.create_subresource("token", account, &request, &PostParams::default())?;
     let status = issued.status.ok_or_else(|| super::Error::Decode("a TokenRequest answer without status".into()))?;
-    let lifetime = status.expiration_timestamp.0.duration_since(jiff::Timestamp::now());
+    let (Some(token), Some(expiration)) = (status.token, status.expiration_timestamp) else {
+        return Err(super::Error::Decode("a TokenRequest answer without token or expirationTimestamp".into()));
+    };
+    let lifetime = expiration.0.duration_since(jiff::Timestamp::now());
     let lifetime = Duration::try_from(lifetime).unwrap_or_default();
-    Ok(IssuedToken { token: status.token, lifetime })
+    Ok(IssuedToken { token, lifetime })
 }
 
 /// `getOrCreateServiceAccount`: the account, created (with its namespace, if that is missing

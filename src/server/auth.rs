@@ -601,7 +601,7 @@ impl TokenReviewer {
     /// The user the API server says the token belongs to; `None` when it is not valid.
     fn review(&self, token: &str) -> Result<Option<User>, String> {
         let review = TokenReview {
-            spec: TokenReviewSpec { token: Some(token.to_string()), audiences: None },
+            spec: TokenReviewSpec { token: token.to_string(), audiences: None },
             ..TokenReview::default()
         };
         let started = std::time::Instant::now();

@@ -52,7 +52,7 @@ fn addresses(endpoints: &Endpoints) -> (Vec<String>, Vec<String>) {
 
 /// Endpoint address → ready condition, over slices.
 fn slice_endpoints(slices: &[EndpointSlice]) -> BTreeMap<String, Option<bool>> {
-    (slices.iter().flat_map(|s| s.endpoints.iter()))
+    (slices.iter().flat_map(|s| s.endpoints.iter().flatten()))
         .map(|e| (e.addresses.join(","), e.conditions.as_ref().and_then(|c| c.ready)))
         .collect()
 }
@@ -67,15 +67,15 @@ fn describe(slices: &[EndpointSlice]) -> String {
     let described: Vec<String> = slices
         .iter()
         .map(|slice| {
-            let shown: Vec<String> = (slice.endpoints.iter().take(5))
+            let shown: Vec<String> = (slice.endpoints.iter().flatten().take(5))
                 .map(|e| {
                     let c = e.conditions.clone().unwrap_or_default();
                     format!("{}({}/{}/{})", e.addresses.join(","), flag(c.ready), flag(c.serving), flag(c.terminating))
                 })
                 .collect();
-            let more = if slice.endpoints.len() > shown.len() { ", …" } else { "" };
+            let more = if slice.endpoints.as_ref().map_or(0, Vec::len) > shown.len() { ", …" } else { "" };
             let name = slice.metadata.name.as_deref().unwrap_or("?");
-            format!("{name} ({} endpoints): {}{more}", slice.endpoints.len(), shown.join(", "))
+            format!("{name} ({} endpoints): {}{more}", slice.endpoints.as_ref().map_or(0, Vec::len), shown.join(", "))
         })
         .collect();
     format!("{} slices [{}]", slices.len(), described.join("; "))
@@ -138,7 +138,7 @@ impl ClusterExt for Cluster {
     fn one_slice_with(&self, service: &str, expected: &BTreeMap<String, Option<bool>>) -> EndpointSlice {
         let what = format!("one slice of {service} with the endpoints (address → ready) {expected:?}");
         let mut slices = self.slices_where(service, &what, |slices| {
-            slices.len() == 1 && slices[0].endpoints.len() == expected.len() && slice_endpoints(slices) == *expected
+            slices.len() == 1 && slices[0].endpoints.as_ref().map_or(0, Vec::len) == expected.len() && slice_endpoints(slices) == *expected
         });
         slices.remove(0)
     }
@@ -240,7 +240,7 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
     assert_eq!((owner.uid.as_str(), owner.controller), (service.metadata.uid.as_deref().unwrap_or(""), Some(true)));
     let port = &slice.ports.as_ref().expect("ports")[0];
     assert_eq!((port.name.as_deref(), port.port, port.protocol.as_deref()), (Some("http"), Some(8080), Some("TCP")));
-    let endpoint = &slice.endpoints[0];
+    let endpoint = &slice.endpoints.as_ref().expect("endpoints")[0];
     let conditions = endpoint.conditions.clone().unwrap_or_default();
     assert_eq!((conditions.serving, conditions.terminating), (Some(false), Some(false)));
     assert!(endpoint.zone.as_deref().is_some_and(|z| z.starts_with("zone-")), "{endpoint:?}");
@@ -301,7 +301,7 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
         }
     });
     cluster.slices_where("web", &format!("slices with the endpoint {left_ip:?} only"), |slices| {
-        slices.iter().flat_map(|s| &s.endpoints).map(|e| e.addresses.join(",")).eq(left_ip.iter().cloned())
+        slices.iter().flat_map(|s| s.endpoints.iter().flatten()).map(|e| e.addresses.join(",")).eq(left_ip.iter().cloned())
     });
 
     // The kubelet of the last pod stops, then the ReplicaSet is scaled to zero: the pod is
@@ -321,7 +321,7 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
     cluster.endpoints_with("web", (vec![], vec![]));
     let what = format!("the endpoint {left_ip:?} only, terminating, not ready, serving={serving}");
     cluster.slices_where("web", &what, |slices| {
-        let endpoints: Vec<_> = slices.iter().flat_map(|s| &s.endpoints).collect();
+        let endpoints: Vec<_> = slices.iter().flat_map(|s| s.endpoints.iter().flatten()).collect();
         let [endpoint] = endpoints.as_slice() else { return false };
         let c = endpoint.conditions.clone().unwrap_or_default();
         endpoint.addresses == left_ip && (c.ready, c.serving, c.terminating) == (Some(false), Some(serving), Some(true))
@@ -443,13 +443,13 @@ fn many_endpoints_are_spread_over_slices(backend: Backend) {
     // makes 100 + 100 + 50). So a slice is only started for endpoints that fit in no other
     // slice, and as endpoints are only added here, any two slices together hold more than
     // 100: one slice at most is half full or less, and 250 endpoints make 3 or 4 slices.
-    let mut sizes: Vec<usize> = slices.iter().map(|s| s.endpoints.len()).collect();
+    let mut sizes: Vec<usize> = slices.iter().map(|s| s.endpoints.as_ref().map_or(0, Vec::len)).collect();
     sizes.sort_unstable();
     assert!(
         (3..=4).contains(&sizes.len()) && sizes[0] + sizes[1] > MAX,
         "expected 3 or 4 slices, no two holding {MAX} endpoints or fewer together; came slices of sizes {sizes:?}"
     );
-    let zoneless: Vec<String> = (slices.iter().flat_map(|s| &s.endpoints))
+    let zoneless: Vec<String> = (slices.iter().flat_map(|s| s.endpoints.iter().flatten()))
         .filter(|e| e.zone.as_deref() != Some("zone-x"))
         .map(|e| format!("{}: {:?}", e.addresses.join(","), e.zone))
         .collect();
@@ -485,17 +485,17 @@ fn many_endpoints_are_spread_over_slices(backend: Backend) {
 /// slices of at most `max` endpoints; if not, what they hold instead, in one screen.
 fn spread(slices: &[EndpointSlice], expected: &BTreeSet<String>, max: usize) -> Result<(), String> {
     let mut times: BTreeMap<String, usize> = BTreeMap::new();
-    for endpoint in slices.iter().flat_map(|s| &s.endpoints) {
+    for endpoint in slices.iter().flat_map(|s| s.endpoints.iter().flatten()) {
         *times.entry(endpoint.addresses.join(",")).or_default() += 1;
     }
     let missing: Vec<&String> = expected.iter().filter(|a| !times.contains_key(*a)).collect();
     let repeated: Vec<&String> = times.iter().filter(|(_, n)| **n > 1).map(|(a, _)| a).collect();
     let unexpected: Vec<&String> = times.keys().filter(|a| !expected.contains(*a)).collect();
-    let not_ready: Vec<String> = (slices.iter().flat_map(|s| &s.endpoints))
+    let not_ready: Vec<String> = (slices.iter().flat_map(|s| s.endpoints.iter().flatten()))
         .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) != Some(true))
         .map(|e| e.addresses.join(","))
         .collect();
-    let sizes: Vec<usize> = slices.iter().map(|s| s.endpoints.len()).collect();
+    let sizes: Vec<usize> = slices.iter().map(|s| s.endpoints.as_ref().map_or(0, Vec::len)).collect();
     let oversized = sizes.iter().any(|n| *n > max);
     if missing.is_empty() && repeated.is_empty() && unexpected.is_empty() && not_ready.is_empty() && !oversized {
         return Ok(());

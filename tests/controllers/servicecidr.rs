@@ -84,7 +84,7 @@ fn create_service(cluster: &Cluster, name: &str, ip: &str) {
     cluster.api::<Service>().create(&service, &PostParams::default()).expect("Service created");
     let addresses = Api::<IPAddress>::cluster(&cluster.client);
     let address = eventually("the IPAddress", || addresses.get_opt(ip).expect("IPAddress read"));
-    let parent = address.spec.expect("a spec").parent_ref;
+    let parent = address.spec.parent_ref;
     assert_eq!((parent.resource.as_str(), parent.name.as_str()), ("services", name));
 }
 

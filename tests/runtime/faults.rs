@@ -87,12 +87,12 @@ fn callers_are_forwarded_as_themselves_by_certificate_or_token() {
         };
         accounts.create(&account, &PostParams::default()).expect("a ServiceAccount");
         let request =
-            TokenRequest { spec: TokenRequestSpec { audiences: vec![], ..Default::default() }, ..Default::default() };
+            TokenRequest { spec: Some(TokenRequestSpec { audiences: Some(vec![]), ..Default::default() }), ..Default::default() };
         let token: TokenRequest =
             accounts.create_subresource("token", "robot", &request, &PostParams::default()).expect("a token");
         let mut config = proxy.rest_config(plane.admin_config());
         config.tls.client_identity = None;
-        config.auth = Auth::Token(token.status.expect("a token").token);
+        config.auth = Auth::Token(token.status.and_then(|s| s.token).expect("a token"));
         let (user, groups) = whoami(&client(config, DEADLINE));
         assert_eq!(user, "system:serviceaccount:default:robot");
         assert!(groups.contains(&"system:serviceaccounts:default".to_string()), "{groups:?}");
@@ -438,7 +438,7 @@ fn converge(admin: &Client, binary: &mut Process, replicas: i32, log: &Path) {
             .unwrap()
             .items
             .iter()
-            .flat_map(|s| s.endpoints.iter())
+            .flat_map(|s| s.endpoints.iter().flatten())
             .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(false))
             .count();
         if rolled && ready == replicas as usize {

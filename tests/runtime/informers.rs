@@ -652,7 +652,7 @@ fn shutdown_stops_the_threads_promptly(backend: Backend) {
     let before = events.load(Ordering::SeqCst);
     let class = PriorityClass {
         metadata: ObjectMeta { name: Some("late".into()), ..ObjectMeta::default() },
-        value: 10,
+        value: Some(10),
         ..PriorityClass::default()
     };
     Api::<PriorityClass>::cluster(&client).create(&class, &PostParams::default()).expect("a PriorityClass");

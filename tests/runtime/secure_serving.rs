@@ -290,7 +290,7 @@ impl Cluster {
         let binding = ClusterRoleBinding {
             metadata: kcm_meta(&format!("metrics-reader-{user}")),
             role_ref: RoleRef {
-                api_group: "rbac.authorization.k8s.io".into(),
+                api_group: Some("rbac.authorization.k8s.io".into()),
                 kind: "ClusterRole".into(),
                 name: "metrics-reader".into(),
             },

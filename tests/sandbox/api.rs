@@ -1680,10 +1680,11 @@ fn service_account_tokens_authenticate() {
     let issued: TokenRequest = Api::<ServiceAccount>::namespaced(&c, "work")
         .create_subresource("token", "builder", &request, &PostParams::default())
         .unwrap();
-    let token = issued.status.as_ref().unwrap().token.clone();
+    let token = issued.status.as_ref().unwrap().token.clone().expect("a token");
     assert!(!token.is_empty());
-    assert_eq!(issued.spec.expiration_seconds, Some(3600));
-    assert_eq!(issued.spec.audiences, ["https://kubernetes.default.svc.cluster.local"]);
+    let spec = issued.spec.expect("the spec");
+    assert_eq!(spec.expiration_seconds, Some(3600));
+    assert_eq!(spec.audiences.unwrap_or_default(), ["https://kubernetes.default.svc.cluster.local"]);
     // A bound token: a JWT signed with the service-account key, with upstream's claims.
     let key = kcm::jwt::SigningKey::from_pem(sandbox.service_account_key_pem().as_bytes()).unwrap();
     let claims = kcm::jwt::verify(&token, key.public_key()).expect("signed with sa.key").claims;

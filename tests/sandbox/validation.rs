@@ -220,7 +220,7 @@ fn jobs_and_cron_jobs_are_validated() {
         "CronJob.batch \"cj\" is invalid: spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61"
     );
     let mut good = cron.clone();
-    good.spec.as_mut().unwrap().schedule = "*/5 * * * *".into();
+    good.spec.schedule = "*/5 * * * *".into();
     Api::<CronJob>::namespaced(&c, "default").create(&good, &PostParams::default()).unwrap();
 }
 
@@ -287,7 +287,7 @@ fn jobs_get_upstream_defaults_and_a_generated_selector() {
         "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
             "containers": [{"name": "app", "image": "busybox"}]}}}}}}));
     let cron = Api::<CronJob>::namespaced(&c, "default").create(&cron, &PostParams::default()).unwrap();
-    let spec = cron.spec.unwrap();
+    let spec = cron.spec;
     assert_eq!(spec.concurrency_policy.as_deref(), Some("Allow"));
     assert_eq!(
         (spec.suspend, spec.successful_jobs_history_limit, spec.failed_jobs_history_limit),

@@ -146,7 +146,7 @@ impl CronJobController {
     /// change syncs now.
     fn update_cron_job(&self, old: &CronJob, new: &CronJob) {
         let key = object_key(&new.metadata);
-        let (old_spec, new_spec) = (old.spec.as_ref(), new.spec.as_ref());
+        let (old_spec, new_spec) = (Some(&old.spec), Some(&new.spec));
         let schedule_of = |spec: Option<&k8s_openapi::api::batch::v1::CronJobSpec>| spec.map(|s| s.schedule.clone());
         let zone_of = |spec: Option<&k8s_openapi::api::batch::v1::CronJobSpec>| spec.and_then(|s| s.time_zone.clone());
         if schedule_of(old_spec) == schedule_of(new_spec) && zone_of(old_spec) == zone_of(new_spec) {
@@ -309,7 +309,7 @@ impl CronJobController {
         if cron_job.metadata.deletion_timestamp.is_some() {
             outcome!(None, None);
         }
-        let spec = cron_job.spec.clone().unwrap_or_default();
+        let spec = cron_job.spec.clone();
         if let Some(zone) = &spec.time_zone
             && let Err(error) = load_location(zone)
         {
@@ -447,7 +447,7 @@ impl CronJobController {
     /// `cleanupFinishedJobs`: finished Jobs beyond `successfulJobsHistoryLimit` and
     /// `failedJobsHistoryLimit`, oldest first.
     fn cleanup_finished_jobs(&self, cron_job: &mut CronJob, jobs: &[Arc<Job>]) -> bool {
-        let spec = cron_job.spec.clone().unwrap_or_default();
+        let spec = cron_job.spec.clone();
         if spec.failed_jobs_history_limit.is_none() && spec.successful_jobs_history_limit.is_none() {
             return false;
         }
@@ -515,7 +515,7 @@ fn name_of(meta: &ObjectMeta) -> &str {
 }
 
 fn schedule_text(cron_job: &CronJob) -> String {
-    cron_job.spec.as_ref().map(|s| s.schedule.clone()).unwrap_or_default()
+    cron_job.spec.schedule.clone()
 }
 
 /// A copy of `status.active`.
@@ -568,7 +568,7 @@ fn format_schedule(cron_job: &CronJob, recorder: Option<&EventRecorder>) -> Stri
         }
         return schedule;
     }
-    match cron_job.spec.as_ref().and_then(|s| s.time_zone.as_deref()) {
+    match cron_job.spec.time_zone.as_deref() {
         Some(zone) if load_location(zone).is_ok() => format!("TZ={zone} {schedule}"),
         _ => schedule,
     }
@@ -578,10 +578,10 @@ fn format_schedule(cron_job: &CronJob, recorder: Option<&EventRecorder>) -> Stri
 /// the CronJob's zone, as RFC 3339: the `CronJobsScheduledAnnotation` gate is GA and locked on
 /// in v1.33), the CronJob as controller, the template's spec.
 fn job_from_template(cron_job: &CronJob, scheduled: Timestamp) -> Result<Job, String> {
-    let template = cron_job.spec.as_ref().map(|s| s.job_template.clone()).unwrap_or_default();
+    let template = cron_job.spec.job_template.clone();
     let template_meta = template.metadata.unwrap_or_default();
     let mut annotations = template_meta.annotations.unwrap_or_default();
-    let zone = load_location(cron_job.spec.as_ref().and_then(|s| s.time_zone.as_deref()).unwrap_or_default())?;
+    let zone = load_location(cron_job.spec.time_zone.as_deref().unwrap_or_default())?;
     annotations.insert(SCHEDULED_TIMESTAMP_ANNOTATION.to_string(), rfc3339_in(scheduled, &zone));
     let labels = template_meta.labels.unwrap_or_default();
     Ok(Job {

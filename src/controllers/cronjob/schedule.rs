@@ -54,7 +54,7 @@ pub(super) fn most_recent_schedule_time(
         None => cron_job.metadata.creation_timestamp.as_ref().map_or_else(go_zero_time, |t| t.0),
     };
     if include_starting_deadline
-        && let Some(deadline) = cron_job.spec.as_ref().and_then(|s| s.starting_deadline_seconds)
+        && let Some(deadline) = cron_job.spec.starting_deadline_seconds
         && let Ok(scheduling_deadline) = now.checked_sub(SignedDuration::from_secs(deadline))
         && scheduling_deadline > earliest
     {

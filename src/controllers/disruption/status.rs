@@ -111,7 +111,7 @@ fn disruption_allowed(status: &str, reason: &str, message: String, observed_gene
 
 /// `UpdateDisruptionAllowedCondition`.
 pub fn update_disruption_allowed_condition(status: &mut PodDisruptionBudgetStatus) {
-    let condition = if status.disruptions_allowed > 0 {
+    let condition = if status.disruptions_allowed.unwrap_or(0) > 0 {
         disruption_allowed("True", SUFFICIENT_PODS, String::new(), status.observed_generation)
     } else {
         disruption_allowed("False", INSUFFICIENT_PODS, String::new(), status.observed_generation)
@@ -128,7 +128,7 @@ pub fn conditions_are_up_to_date(pdb: &PodDisruptionBudget) -> bool {
     if status.observed_generation.unwrap_or(0) != pdb.metadata.generation.unwrap_or(0) {
         return false;
     }
-    if status.disruptions_allowed > 0 {
+    if status.disruptions_allowed.unwrap_or(0) > 0 {
         condition.status == "True" && condition.reason == SUFFICIENT_PODS
     } else {
         condition.status == "False" && condition.reason == INSUFFICIENT_PODS
@@ -162,10 +162,10 @@ pub fn new_status(
     let generation = pdb.metadata.generation.unwrap_or(0);
     // Semantic equality: an empty map is a missing one.
     let old_disrupted = old.disrupted_pods.clone().unwrap_or_default();
-    if old.current_healthy == counts.current_healthy
-        && old.desired_healthy == counts.desired_healthy
-        && old.expected_pods == counts.expected
-        && old.disruptions_allowed == allowed
+    if old.current_healthy.unwrap_or(0) == counts.current_healthy
+        && old.desired_healthy.unwrap_or(0) == counts.desired_healthy
+        && old.expected_pods.unwrap_or(0) == counts.expected
+        && old.disruptions_allowed.unwrap_or(0) == allowed
         && old_disrupted == disrupted
         && old.observed_generation.unwrap_or(0) == generation
         && conditions_are_up_to_date(pdb)
@@ -173,10 +173,11 @@ pub fn new_status(
         return None;
     }
     let mut status = PodDisruptionBudgetStatus {
-        current_healthy: counts.current_healthy,
-        desired_healthy: counts.desired_healthy,
-        expected_pods: counts.expected,
-        disruptions_allowed: allowed,
+        // Written even when 0: upstream's Go fields have no `omitempty`.
+        current_healthy: Some(counts.current_healthy),
+        desired_healthy: Some(counts.desired_healthy),
+        expected_pods: Some(counts.expected),
+        disruptions_allowed: Some(allowed),
         disrupted_pods: (!disrupted.is_empty()).then_some(disrupted),
         observed_generation: (generation != 0).then_some(generation),
         conditions: old.conditions,
@@ -189,7 +190,7 @@ pub fn new_status(
 /// the error, the rest as it was.
 pub fn fail_safe_status(pdb: &PodDisruptionBudget, error: &str) -> PodDisruptionBudgetStatus {
     let mut status = pdb.status.clone().unwrap_or_default();
-    status.disruptions_allowed = 0;
+    status.disruptions_allowed = Some(0);
     let condition = disruption_allowed("False", SYNC_FAILED, error.to_string(), status.observed_generation);
     set_status_condition(status.conditions.get_or_insert_with(Vec::new), condition);
     status
@@ -262,7 +263,7 @@ mod tests {
         let status =
             new_status(&budget, Counts { current_healthy: 3, desired_healthy: 1, expected: 3 }, BTreeMap::new())
                 .expect("a new status");
-        assert_eq!((status.disruptions_allowed, status.observed_generation), (2, Some(2)));
+        assert_eq!((status.disruptions_allowed, status.observed_generation), (Some(2), Some(2)));
         assert_eq!(status.disrupted_pods, None, "an empty map is left out");
         let condition = &status.conditions.as_ref().expect("conditions")[0];
         assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("True", SUFFICIENT_PODS));
@@ -280,7 +281,7 @@ mod tests {
         let none =
             new_status(&written, Counts { current_healthy: 3, desired_healthy: 1, expected: 0 }, BTreeMap::new())
                 .expect("changed");
-        assert_eq!(none.disruptions_allowed, 0);
+        assert_eq!(none.disruptions_allowed, Some(0));
         let condition = &none.conditions.as_ref().expect("conditions")[0];
         assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", INSUFFICIENT_PODS));
         assert_eq!(none.conditions.as_ref().map(Vec::len), Some(1), "the condition is updated in place");
@@ -311,7 +312,7 @@ mod tests {
              "observedGeneration": 2, "lastTransitionTime": "2026-11-26T10:00:00Z"}]}),
         );
         let status = fail_safe_status(&budget, "found no controllers for pod \"a\"");
-        assert_eq!((status.disruptions_allowed, status.current_healthy, status.observed_generation), (0, 3, Some(2)));
+        assert_eq!((status.disruptions_allowed, status.current_healthy, status.observed_generation), (Some(0), Some(3), Some(2)));
         let condition = &status.conditions.as_ref().expect("conditions")[0];
         assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", SYNC_FAILED));
         assert_eq!(condition.message, "found no controllers for pod \"a\"");

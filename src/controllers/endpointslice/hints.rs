@@ -33,7 +33,7 @@ fn ready(endpoint: &Endpoint) -> bool {
 
 /// `preferCloseHeuristic.needsUpdate`: a ready endpoint lacks its zone hint or has a stale one.
 fn needs_zone_hints(slice: &EndpointSlice) -> bool {
-    slice.endpoints.iter().filter(|e| ready(e)).any(|endpoint| {
+    slice.endpoints.iter().flatten().filter(|e| ready(e)).any(|endpoint| {
         let zones = endpoint.hints.as_ref().and_then(|h| h.for_zones.as_deref()).unwrap_or(&[]);
         match &endpoint.zone {
             Some(zone) => zones.len() != 1 || zones[0].name != *zone,
@@ -44,7 +44,7 @@ fn needs_zone_hints(slice: &EndpointSlice) -> bool {
 
 /// `preferCloseHeuristic.update`.
 fn add_zone_hints(slice: &mut EndpointSlice) {
-    for endpoint in slice.endpoints.iter_mut().filter(|e| ready(e)) {
+    for endpoint in slice.endpoints.iter_mut().flatten().filter(|e| ready(e)) {
         endpoint.hints = endpoint.zone.as_ref().map(|zone| EndpointHints {
             for_zones: Some(vec![ForZone { name: zone.clone() }]),
             ..EndpointHints::default()
@@ -53,7 +53,7 @@ fn add_zone_hints(slice: &mut EndpointSlice) {
 }
 
 fn remove_hints(slice: &mut EndpointSlice) {
-    for endpoint in &mut slice.endpoints {
+    for endpoint in slice.endpoints.iter_mut().flatten() {
         endpoint.hints = None;
     }
 }

@@ -228,20 +228,20 @@ impl SliceReconciler {
             let name = slice.metadata.name.clone().unwrap_or_default();
             let mut kept = Vec::new();
             let mut endpoint_updated = false;
-            for endpoint in &slice.endpoints {
+            for endpoint in slice.endpoints.iter().flatten() {
                 if let Some(wanted) = desired.endpoints.remove(endpoint) {
                     endpoint_updated |= !endpoints_equal_beyond_hash(&wanted, endpoint);
                     kept.push(wanted);
                 }
             }
             let (labels, labels_changed) = endpoint_slice_labels(slice, service, self.controller_name);
-            if endpoint_updated || kept.len() != slice.endpoints.len() {
-                removed += slice.endpoints.len().saturating_sub(kept.len());
+            if endpoint_updated || kept.len() != slice.endpoints.as_ref().map_or(0, Vec::len) {
+                removed += slice.endpoints.as_ref().map_or(0, Vec::len).saturating_sub(kept.len());
                 if kept.is_empty() {
                     to_delete.insert(name.clone());
                 } else {
                     let mut copy = (**slice).clone();
-                    copy.endpoints = kept;
+                    copy.endpoints = Some(kept);
                     copy.metadata.labels = Some(labels);
                     to_update.insert(name.clone());
                     by_name.insert(name, copy);
@@ -262,12 +262,12 @@ impl SliceReconciler {
         // 2. Fill the slices updated anyway, fullest first.
         if !desired.endpoints.is_empty() && !to_update.is_empty() {
             let mut names: Vec<&String> = to_update.iter().collect();
-            names.sort_by_key(|n| std::cmp::Reverse(by_name.get(*n).map_or(0, |s| s.endpoints.len())));
+            names.sort_by_key(|n| std::cmp::Reverse(by_name.get(*n).map_or(0, |s| s.endpoints.as_ref().map_or(0, Vec::len))));
             for name in names {
                 let Some(slice) = by_name.get_mut(name) else { continue };
-                while slice.endpoints.len() < max {
+                while slice.endpoints.as_ref().map_or(0, Vec::len) < max {
                     let Some(endpoint) = desired.endpoints.pop() else { break };
-                    slice.endpoints.push(endpoint);
+                    slice.endpoints.get_or_insert_default().push(endpoint);
                 }
             }
         }
@@ -284,9 +284,9 @@ impl SliceReconciler {
                 Some(name) => by_name.remove(name).unwrap_or_default(),
                 None => new_endpoint_slice(service, desired.ports.clone(), address_type, self.controller_name),
             };
-            while slice.endpoints.len() < max {
+            while slice.endpoints.as_ref().map_or(0, Vec::len) < max {
                 let Some(endpoint) = desired.endpoints.pop() else { break };
-                slice.endpoints.push(endpoint);
+                slice.endpoints.get_or_insert_default().push(endpoint);
             }
             match target {
                 Some(name) => {
@@ -414,7 +414,7 @@ fn same_placeholder(existing: &EndpointSlice, placeholder: &EndpointSlice) -> bo
         && labels(existing) == labels(placeholder)
         && owners(existing) == owners(placeholder)
         && existing.address_type == placeholder.address_type
-        && existing.endpoints.is_empty()
+        && existing.endpoints.as_ref().is_none_or(Vec::is_empty)
         && existing.ports.as_ref().is_none_or(Vec::is_empty)
         && placeholder.ports.as_ref().is_none_or(Vec::is_empty)
 }

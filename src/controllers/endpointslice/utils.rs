@@ -88,7 +88,7 @@ pub fn new_endpoint_slice(
             ..ObjectMeta::default()
         },
         address_type: address_type.into(),
-        endpoints: Vec::new(),
+        endpoints: Some(Vec::new()),
         ports: Some(ports),
     };
     slice.metadata.labels = Some(endpoint_slice_labels(&slice, service, controller_name).0);
@@ -155,7 +155,7 @@ pub fn address_types_for_service(service: &Service) -> BTreeSet<&'static str> {
 pub fn slice_to_fill(slices: &[&EndpointSlice], count: usize, max: usize) -> Option<usize> {
     let mut closest: Option<(usize, usize)> = None;
     for (index, slice) in slices.iter().enumerate() {
-        let Some(diff) = max.checked_sub(count + slice.endpoints.len()) else { continue };
+        let Some(diff) = max.checked_sub(count + slice.endpoints.as_ref().map_or(0, Vec::len)) else { continue };
         if closest.is_none_or(|(_, best)| diff < best) {
             closest = Some((index, diff));
             if diff == 0 {

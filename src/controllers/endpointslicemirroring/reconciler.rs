@@ -165,7 +165,7 @@ pub fn new_endpoint_slice(
             ..ObjectMeta::default()
         },
         address_type: address_type.into(),
-        endpoints: Vec::new(),
+        endpoints: Some(Vec::new()),
         ports: Some(ports),
     }
 }
@@ -197,7 +197,7 @@ impl Totals {
 fn total_changes(slice: &EndpointSlice, desired: &EndpointSet) -> Totals {
     let mut totals = Totals::default();
     let mut matches = 0;
-    for endpoint in &slice.endpoints {
+    for endpoint in slice.endpoints.iter().flatten() {
         match desired.get(endpoint) {
             None => totals.removed += 1,
             Some(wanted) => {
@@ -228,7 +228,7 @@ fn reconcile_port_mapping(
     let mut plan = Plan::default();
     if desired.endpoints.is_empty() {
         plan.delete = existing.iter().map(|s| (**s).clone()).collect();
-        let removed = existing.iter().map(|s| s.endpoints.len()).sum();
+        let removed = existing.iter().map(|s| s.endpoints.as_ref().map_or(0, Vec::len)).sum();
         return (plan, Totals { removed, ..Totals::default() });
     }
     let mut name = None;
@@ -249,9 +249,9 @@ fn reconcile_port_mapping(
         name = first.metadata.name.clone();
     }
     let mut slice = new_endpoint_slice(endpoints, desired.ports.clone(), desired.address_type, name);
-    while slice.endpoints.len() < max_per_subset {
+    while slice.endpoints.as_ref().map_or(0, Vec::len) < max_per_subset {
         let Some(endpoint) = desired.endpoints.pop() else { break };
-        slice.endpoints.push(endpoint);
+        slice.endpoints.get_or_insert_default().push(endpoint);
     }
     if slice.metadata.name.is_some() {
         plan.update.push(slice)

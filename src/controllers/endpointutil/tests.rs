@@ -142,7 +142,7 @@ fn slice(uid: &str, generation: i64) -> EndpointSlice {
             ..ObjectMeta::default()
         },
         address_type: "IPv4".into(),
-        endpoints: Vec::new(),
+        endpoints: Some(Vec::new()),
         ports: None,
     }
 }

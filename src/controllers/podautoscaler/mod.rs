@@ -251,7 +251,7 @@ impl HorizontalController {
     ) -> Result<(), ReconcileError> {
         let mut hpa = shared.clone();
         let original = hpa.status.clone().unwrap_or_default();
-        let spec = hpa.spec.clone().unwrap_or_default();
+        let spec = hpa.spec.clone();
         let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
         let target = &spec.scale_target_ref;
         let reference = format!("{}/{}/{}", target.kind, namespace, target.name);
@@ -400,7 +400,7 @@ impl HorizontalController {
     fn normalize(&self, hpa: &mut HorizontalPodAutoscaler, key: &str, args: Args) -> i32 {
         let window = self.config.downscale_stabilization;
         let now = Timestamp::now();
-        let behavior = hpa.spec.as_ref().and_then(|s| s.behavior.clone());
+        let behavior = hpa.spec.behavior.clone();
         let normalized = match &behavior {
             None => self.stabilizer.normalize(key, args, window, now),
             Some(behavior) => self.stabilizer.normalize_with_behavior(key, behavior, args, window, now),
@@ -468,7 +468,7 @@ impl HorizontalController {
     /// `tolerancesForHpa`.
     fn tolerances(&self, hpa: &HorizontalPodAutoscaler) -> Tolerances {
         let mut tolerances = Tolerances::both(self.config.tolerance);
-        let behavior = hpa.spec.as_ref().and_then(|s| s.behavior.as_ref());
+        let behavior = hpa.spec.behavior.as_ref();
         let Some(behavior) = behavior.filter(|_| self.config.configurable_tolerance) else { return tolerances };
         let read = |rules: Option<&k8s_openapi::api::autoscaling::v2::HPAScalingRules>| {
             rules

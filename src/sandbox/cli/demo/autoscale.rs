@@ -83,16 +83,16 @@ fn wait_budget(client: &Client, ns: &str, expected: i32, allowed: i32) -> Result
         let budget = budgets.get("checkout").map_err(api_error)?;
         let Some(status) = budget.status else { return Ok(None) };
         let condition = status.conditions.iter().flatten().find(|c| c.type_ == "DisruptionAllowed");
-        let done = status.expected_pods == expected
-            && status.current_healthy == expected
-            && status.disruptions_allowed == allowed
+        let done = status.expected_pods == Some(expected)
+            && status.current_healthy == Some(expected)
+            && status.disruptions_allowed == Some(allowed)
             && status.observed_generation == budget.metadata.generation;
         Ok(done.then(|| {
             format!(
                 "currentHealthy {}, desiredHealthy {}, disruptionsAllowed {} (DisruptionAllowed={}, {})",
-                status.current_healthy,
-                status.desired_healthy,
-                status.disruptions_allowed,
+                status.current_healthy.unwrap_or(0),
+                status.desired_healthy.unwrap_or(0),
+                status.disruptions_allowed.unwrap_or(0),
                 condition.map(|c| c.status.as_str()).unwrap_or("?"),
                 condition.map(|c| c.reason.as_str()).unwrap_or("?"),
             )

@@ -868,7 +868,7 @@ fn service_addresses(client: &Client, ns: &str, name: &str) -> Result<(Vec<Strin
     let (slices, _) = Api::<EndpointSlice>::namespaced(client, ns).list_all(&params).map_err(api_error)?;
     let ready = slices
         .iter()
-        .flat_map(|s| s.endpoints.iter())
+        .flat_map(|s| s.endpoints.iter().flatten())
         .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true));
     let mut from_slices: Vec<String> = ready.flat_map(|e| e.addresses.iter().cloned()).collect();
     from_slices.sort();
