@@ -4,7 +4,7 @@
 #   scripts/setup.sh [demo|test|package]
 #     demo     the demo on the sandbox: the Rust toolchain (with clippy and rustfmt) and the crates
 #     test     (the default) that, plus what the real-server tests need: etcd, xz and the
-#              real control plane's binaries from ../shared/k8s, and kubectl
+#              real control plane's binaries from ../shared/k8s/v1.36.2, and kubectl
 #     package  the delivery check (scripts/package-check.sh): dpkg-deb, rpmbuild, rpm2cpio,
 #              cpio, readelf, systemd-analyze
 # apt-get waits up to DPKG_LOCK_TIMEOUT seconds (default 600) for another process's dpkg lock.
@@ -92,7 +92,7 @@ case $what in
     ;;
   test)
     # The real-server tests (src/envtest) run etcd from Debian's etcd-server and unpack
-    # ../shared/k8s's xz-compressed kube-apiserver and kube-controller-manager.
+    # ../shared/k8s/v1.36.2's xz-compressed kube-apiserver and kube-controller-manager.
     missing=()
     [ -n "${KCM_ETCD:-}" ] || command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
     command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
@@ -117,7 +117,7 @@ case $what in
     fi
     # The real control plane, unpacked where src/envtest looks for it (or set KCM_K8S_ASSETS to
     # a folder holding kube-apiserver and kube-controller-manager).
-    shared_k8s="$(pwd)/../shared/k8s"
+    shared_k8s="$(pwd)/../shared/k8s/v1.36.2"
     if [ -z "${KCM_K8S_ASSETS:-}" ]; then
       if [ ! -x "$shared_k8s/unpack.sh" ]; then
         echo "setup: no $shared_k8s/unpack.sh and KCM_K8S_ASSETS unset: the real-server tests will be SKIPPED (and fail under CI=true)" >&2

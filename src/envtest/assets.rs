@@ -1,5 +1,5 @@
 //! Where the real control plane's binaries are: kube-apiserver and upstream's
-//! kube-controller-manager (Kubernetes v1.33.5, from `../shared/k8s`) and etcd (Debian's
+//! kube-controller-manager (Kubernetes v1.36.2, from `../shared/k8s/v1.36.2`) and etcd (Debian's
 //! `etcd-server`). One environment variable each, as controller-runtime's `KUBEBUILDER_ASSETS`.
 
 use std::path::{Path, PathBuf};
@@ -10,8 +10,10 @@ use std::sync::OnceLock;
 pub const ASSETS_ENV: &str = "KCM_K8S_ASSETS";
 /// The etcd binary (default: `etcd` on `PATH`).
 pub const ETCD_ENV: &str = "KCM_ETCD";
-/// The Kubernetes version of the binaries in `../shared/k8s`.
-pub const KUBERNETES_VERSION: &str = "v1.33.5";
+/// The Kubernetes version of the binaries in [`SHARED_DIR`]: the release we match.
+pub const KUBERNETES_VERSION: &str = "v1.36.2";
+/// Where the compressed binaries and their `unpack.sh` are, beside the repository.
+const SHARED_DIR: &str = "../shared/k8s/v1.36.2";
 
 /// The binaries a [`super::ControlPlane`] runs, and upstream's controller manager for
 /// side-by-side runs.
@@ -27,7 +29,7 @@ pub struct Assets {
 
 impl Assets {
     /// Finds the binaries once per process: `$KCM_K8S_ASSETS`, else the folder
-    /// `../shared/k8s/unpack.sh` unpacks into (unpacking it when it has not been), and
+    /// `../shared/k8s/v1.36.2/unpack.sh` unpacks into (unpacking it when it has not been), and
     /// `$KCM_ETCD`, else `etcd` on `PATH`. The error names what is missing and how to get it.
     pub fn locate() -> Result<Assets, String> {
         static ASSETS: OnceLock<Result<Assets, String>> = OnceLock::new();
@@ -47,7 +49,7 @@ fn find() -> Result<Assets, String> {
         } else {
             Err(format!(
                 "{name} not found in {} (set {ASSETS_ENV} to a folder holding kube-apiserver and \
-                 kube-controller-manager {KUBERNETES_VERSION}, or unpack ../shared/k8s with its unpack.sh)",
+                 kube-controller-manager {KUBERNETES_VERSION}, or unpack {SHARED_DIR} with its unpack.sh)",
                 dir.display()
             ))
         }
@@ -59,7 +61,7 @@ fn find() -> Result<Assets, String> {
     })
 }
 
-/// The folder `../shared/k8s/unpack.sh` unpacks into; runs it when the binaries are not there yet
+/// The folder `../shared/k8s/v1.36.2/unpack.sh` unpacks into; runs it when the binaries are not there yet
 /// (it checks their checksums, and is cheap when they are).
 fn unpacked_shared_binaries() -> Result<PathBuf, String> {
     let cache = std::env::var_os("XDG_CACHE_HOME")
@@ -70,7 +72,7 @@ fn unpacked_shared_binaries() -> Result<PathBuf, String> {
     if is_executable(&dir.join("kube-apiserver")) && is_executable(&dir.join("kube-controller-manager")) {
         return Ok(dir);
     }
-    let unpack = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/k8s/unpack.sh");
+    let unpack = Path::new(env!("CARGO_MANIFEST_DIR")).join(SHARED_DIR).join("unpack.sh");
     if !unpack.exists() {
         return Err(format!(
             "kube-apiserver not found: {} is empty and {} does not exist (set {ASSETS_ENV} to a folder \

@@ -1,5 +1,5 @@
 //! A real control plane for tests and the demo, as controller-runtime's `envtest`: etcd and
-//! kube-apiserver (Kubernetes v1.33.5 from `../shared/k8s`) on free loopback ports, with a
+//! kube-apiserver (Kubernetes v1.36.2 from `../shared/k8s/v1.36.2`) on free loopback ports, with a
 //! generated PKI and kubeadm's kube-apiserver flags, torn down with nothing left behind.
 //!
 //! [`TestServer`] puts it beside the sandbox behind one interface, so that a test or the demo
@@ -417,7 +417,7 @@ impl Files {
         })
     }
 
-    /// kubeadm v1.33's kube-apiserver flags, on loopback, with an audit log of Deployment and
+    /// kubeadm v1.36's kube-apiserver flags, on loopback, with an audit log of Deployment and
     /// ReplicaSet updates.
     fn apiserver_flags(&self, etcd_url: &str, secure_port: u16) -> Vec<String> {
         let file = |name: &str| self.dir.join(name).display().to_string();
@@ -478,7 +478,7 @@ fn free_ports() -> Result<[u16; 3], String> {
 pub enum Backend {
     /// `kcm-sandbox`, in this process.
     Sandbox,
-    /// etcd and kube-apiserver v1.33.5, as child processes ([`ControlPlane`]).
+    /// etcd and kube-apiserver v1.36.2, as child processes ([`ControlPlane`]).
     Real,
 }
 

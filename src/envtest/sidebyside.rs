@@ -1,5 +1,5 @@
 //! Side-by-side runs: the same scripted steps against a fresh real control plane, once with
-//! upstream's kube-controller-manager (v1.33.5) and once with ours, both started as kubeadm starts
+//! upstream's kube-controller-manager (v1.36.2) and once with ours, both started as kubeadm starts
 //! it and with the same controller selection; then the resulting objects and Events, normalised,
 //! are compared, and each binary's HTTP 409 answers to writes are counted from its `-v=6` request
 //! log.
@@ -67,7 +67,7 @@ pub struct Scenario {
 /// A controller manager under comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
-    /// Upstream's kube-controller-manager v1.33.5.
+    /// Upstream's kube-controller-manager v1.36.2.
     Upstream,
     /// This crate's `kube-controller-manager`.
     Ours,
@@ -433,7 +433,7 @@ pub fn node_options() -> NodeOptions {
     }
 }
 
-/// The flags kubeadm v1.33 gives kube-controller-manager (with `podSubnet` 10.244.0.0/16),
+/// The flags kubeadm v1.36 gives kube-controller-manager (with `podSubnet` 10.244.0.0/16),
 /// the implemented controllers only, no serving, `-v=6` for the request log.
 pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) -> Vec<String> {
     let beside = |name: &str| kubeconfig.with_file_name(name).display().to_string();
@@ -447,8 +447,8 @@ pub fn controller_manager_args(side: Side, kubeconfig: &Path, extra: &[&str]) ->
     let selected = crate::app::controllers::implemented().into_iter().filter(|name| !left_out.contains(name));
     let mut controllers = selected.collect::<Vec<_>>().join(",");
     if side == Side::Upstream {
-        // The unpacked v1.33.5 build carries an OpenShift controller that `*` would not select,
-        // but that it knows; it is named off so the selections are the same.
+        // The unpacked v1.36.2 build is OpenShift's and carries a controller of its own; it is
+        // named off so that both run the same controllers (../shared/k8s/v1.36.2/README.md).
         controllers.push_str(",-service-ca-certificate-publisher-controller");
     }
     let mut args = vec![

@@ -546,7 +546,7 @@ mod tests {
         let mut e = json!({
             "kind": "Event", "stage": "ResponseComplete", "verb": verb,
             "user": {"username": user, "groups": if user.starts_with("system:serviceaccount:kube-system:") { json!([KUBE_SYSTEM_ACCOUNTS]) } else { json!([]) }},
-            "userAgent": "kube-controller-manager/v1.33.5", "sourceIPs": [ip],
+            "userAgent": "kube-controller-manager/v1.36.2", "sourceIPs": [ip],
             "objectRef": {"resource": resource, "namespace": ns, "name": name},
             "responseStatus": {"code": code},
             "requestReceivedTimestamp": at(t), "stageTimestamp": at(t + 0.01),
