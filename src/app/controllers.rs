@@ -353,6 +353,10 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             workers: workers(o.concurrency.resource_quota_syncs),
             resync_period: o.resource_quota.sync_period,
             use_status_resources: o.generic.feature_gates.is_enabled("InPlacePodVerticalScaling"),
+            dra: resourcequota::DraGates {
+                dynamic_resource_allocation: o.generic.feature_gates.is_enabled("DynamicResourceAllocation"),
+                extended_resource: o.generic.feature_gates.is_enabled("DRAExtendedResource"),
+            },
         };
         resourcequota::new(c, config)
     }),

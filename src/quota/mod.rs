@@ -1,7 +1,7 @@
 //! Resource quota usage, shared by the resourcequota controller and the sandbox's ResourceQuota
 //! admission plugin, as upstream shares `k8s.io/apiserver/pkg/quota/v1` (resource list
 //! arithmetic, the generic object-count evaluator, `CalculateUsage`) and the evaluators of
-//! `pkg/quota/v1/evaluator/core` (pods, services, persistent volume claims).
+//! `pkg/quota/v1/evaluator/core` (pods, services, persistent volume claims, resource claims).
 //!
 //! The object-level functions (`pods::usage`, `pods::matches_scope`, `services::usage`, ...)
 //! work on one object; an [`Evaluator`] adds how to list a namespace's objects, for the
@@ -11,6 +11,7 @@
 pub mod claims;
 pub mod generic;
 pub mod pods;
+pub mod resourceclaims;
 pub mod resources;
 pub mod scopes;
 pub mod services;

@@ -40,14 +40,21 @@ fn is_native_resource(name: &str) -> bool {
     !name.contains('/') || name.contains("kubernetes.io/")
 }
 
-/// `isExtendedResourceNameForQuota`: `requests.<extended>`.
-fn is_extended_resource_name_for_quota(name: &str) -> bool {
-    !is_native_resource(name) && name.starts_with("requests.")
+/// `resourceapi.ResourceDeviceClassPrefix`: a device class's implicit extended resource name
+/// (`deviceclass.resource.kubernetes.io/<class>`), native by its domain but quotable since v1.34.
+pub const DEVICE_CLASS_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+/// `isExtendedResourceNameForQuota`: `requests.<extended>`, including a device class's implicit
+/// `requests.deviceclass.resource.kubernetes.io/<class>`.
+pub fn is_extended_resource_name_for_quota(name: &str) -> bool {
+    let implicit = name.strip_prefix("requests.").is_some_and(|n| n.starts_with(DEVICE_CLASS_RESOURCE_PREFIX));
+    (!is_native_resource(name) || implicit) && name.starts_with("requests.")
 }
 
-/// `helper.IsExtendedResourceName` (without the qualified-name check validation already made).
+/// `schedutil.IsDRAExtendedResourceName`: `helper.IsExtendedResourceName` (without the
+/// qualified-name check validation already made) or a device class's implicit name.
 fn is_extended_resource_name(name: &str) -> bool {
-    !is_native_resource(name) && !name.starts_with("requests.")
+    (!is_native_resource(name) && !name.starts_with("requests.")) || name.starts_with(DEVICE_CLASS_RESOURCE_PREFIX)
 }
 
 /// `podEvaluator.MatchingResources`.
@@ -450,10 +457,17 @@ mod tests {
             "secrets",
             "example.com/gpu",
             "requests.kubernetes.io/x",
+            "requests.deviceclass.resource.kubernetes.io/gpu",
         ]);
         assert_eq!(
             matching_resources(&input),
-            ["count/pods", "pods", "requests.hugepages-1Gi", "requests.example.com/gpu"]
+            [
+                "count/pods",
+                "pods",
+                "requests.hugepages-1Gi",
+                "requests.example.com/gpu",
+                "requests.deviceclass.resource.kubernetes.io/gpu"
+            ]
         );
     }
 

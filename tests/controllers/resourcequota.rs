@@ -1,13 +1,14 @@
 //! The resource quota controller on both backends with simulated nodes: `status.used`
 //! matches a hand count after creates and deletes of pods, services, configmaps, secrets,
-//! claims per storage class and deployments; scopes select pods; a terminal pod stops counting;
-//! `status.hard` follows `spec.hard`.
+//! claims per storage class, deployments and resource claims per device class; scopes select
+//! pods; a terminal pod stops counting; `status.hard` follows `spec.hard`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kcm::app::controllers::named;
 use kcm::client::{Api, Client, DeleteParams, Patch, PostParams};
@@ -296,4 +297,58 @@ fn status_hard_follows_spec_hard(backend: Backend) {
     let quota = cluster.wait_for_usage("edits", "q", &[("secrets", "2"), ("count/secrets", "2")]);
     let hard = quota.status.and_then(|s| s.hard).expect("hard");
     assert_eq!(hard["secrets"].0, "2e3");
+}
+
+on_both_backends!(resource_claims_count_their_devices_per_class);
+/// DynamicResourceAllocation is GA in v1.36: quota counts claims and the devices they may get per
+/// device class (`exactly` counts its count, `All` the worst case of 32, `firstAvailable` the most
+/// of its subrequests per class), and a deleted claim stops counting.
+fn resource_claims_count_their_devices_per_class(backend: Backend) {
+    let hard = json!({"count/resourceclaims.resource.k8s.io": "10", "gpu.deviceclass.resource.k8s.io/devices": "100",
+        "fpga.deviceclass.resource.k8s.io/devices": "100"});
+    let cluster = start(backend, &["dra"], |client| {
+        create::<ResourceQuota>(client, "dra", json!({"metadata": {"name": "q"}, "spec": {"hard": hard}}));
+    });
+    cluster.wait_for_usage(
+        "dra",
+        "q",
+        &[
+            ("count/resourceclaims.resource.k8s.io", "0"),
+            ("gpu.deviceclass.resource.k8s.io/devices", "0"),
+            ("fpga.deviceclass.resource.k8s.io/devices", "0"),
+        ],
+    );
+    let request = |name: &str, class: &str, mode: &str| json!({"name": name, "exactly": {"deviceClassName": class, "allocationMode": mode, "count": 2}});
+    create::<ResourceClaim>(
+        &cluster.client,
+        "dra",
+        json!({"metadata": {"name": "two"}, "spec": {"devices": {"requests": [request("a", "gpu", "ExactCount")]}}}),
+    );
+    let first_available = json!({"name": "b", "firstAvailable": [
+        {"name": "big", "deviceClassName": "fpga", "allocationMode": "ExactCount", "count": 3},
+        {"name": "small", "deviceClassName": "fpga", "allocationMode": "ExactCount", "count": 1}]});
+    create::<ResourceClaim>(
+        &cluster.client,
+        "dra",
+        json!({"metadata": {"name": "many"}, "spec": {"devices": {"requests": [request("a", "gpu", "All"), first_available]}}}),
+    );
+    cluster.wait_for_usage(
+        "dra",
+        "q",
+        &[
+            ("count/resourceclaims.resource.k8s.io", "2"),
+            ("gpu.deviceclass.resource.k8s.io/devices", "34"),
+            ("fpga.deviceclass.resource.k8s.io/devices", "3"),
+        ],
+    );
+    cluster.delete::<ResourceClaim>("dra", "many");
+    cluster.wait_for_usage(
+        "dra",
+        "q",
+        &[
+            ("count/resourceclaims.resource.k8s.io", "1"),
+            ("gpu.deviceclass.resource.k8s.io/devices", "2"),
+            ("fpga.deviceclass.resource.k8s.io/devices", "0"),
+        ],
+    );
 }

@@ -36,6 +36,17 @@ pub struct Config {
     pub resync_period: Duration,
     /// The InPlacePodVerticalScaling gate: pods are charged what the kubelet reports when larger.
     pub use_status_resources: bool,
+    /// The DRA gates the resource claim evaluator follows.
+    pub dra: DraGates,
+}
+
+/// The feature gates of dynamic resource allocation that quota follows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DraGates {
+    /// DynamicResourceAllocation: resource claims are quotable and have their own evaluator.
+    pub dynamic_resource_allocation: bool,
+    /// DRAExtendedResource: claims made for pods' extended resources are charged as those.
+    pub extended_resource: bool,
 }
 
 /// `NewController` + `Run`: the primary and priority queues of quota keys, the monitors'
@@ -52,6 +63,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         next_change: AtomicU64::new(0),
         registry: registry.clone(),
         use_status_resources: config.use_status_resources,
+        dra: config.dra,
     });
     monitor::register_evaluators_and_monitors(context, &controller);
     let handler = controller.clone();
@@ -90,6 +102,7 @@ pub struct QuotaController {
     registry: Arc<Registry>,
     /// The InPlacePodVerticalScaling gate: pods are charged what the kubelet reports when larger.
     use_status_resources: bool,
+    dra: DraGates,
 }
 
 /// A change of a `resource` object in `namespace` that may lower usage. Upstream queues each

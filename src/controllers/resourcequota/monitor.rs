@@ -25,10 +25,12 @@ use k8s_openapi::api::events::v1::Event as EventsEvent;
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 
 use super::QuotaController;
 use crate::quota::generic::{ListFn, ListingEvaluator};
-use crate::quota::resources::{self, from_api};
+use crate::quota::resourceclaims::{self, EXTENDED_RESOURCE_CLAIM_ANNOTATION, ExtendedResources};
+use crate::quota::resources::{self, ResourceList, from_api};
 use crate::quota::{GroupResource, LEGACY_OBJECT_COUNT_ALIASES, claims, pods, services};
 use crate::runtime::controller::ControllerContext;
 use crate::runtime::informer::{Event, Informable, Informer};
@@ -132,6 +134,8 @@ monitored!(
     PodDisruptionBudget,
     Role,
     RoleBinding,
+    ResourceClaim,
+    ResourceClaimTemplate,
 );
 
 /// The group/resource of a kind (`pods`, `deployments.apps`).
@@ -178,10 +182,104 @@ fn register_core_evaluators(context: &ControllerContext<'_>, controller: &QuotaC
         crate::quota::generic::matches_no_scope,
         Box::new(claims::usage),
     )));
+    if controller.dra.dynamic_resource_allocation {
+        register_claim_evaluator(context, controller);
+    }
     legacy_count::<ConfigMap>(context, controller);
     legacy_count::<ResourceQuota>(context, controller);
     legacy_count::<ReplicationController>(context, controller);
     legacy_count::<Secret>(context, controller);
+}
+
+/// The resource claim evaluator (DynamicResourceAllocation), which with DRAExtendedResource
+/// also charges the extended resources of the claims the scheduler makes for pods.
+fn register_claim_evaluator(context: &ControllerContext<'_>, controller: &QuotaController) {
+    let claims = context.informers.informer::<ResourceClaim>();
+    let extended: Option<Arc<ClusterExtendedResources>> = controller.dra.extended_resource.then(|| {
+        Arc::new(ClusterExtendedResources {
+            classes: context.informers.informer::<DeviceClass>(),
+            pods: context.informers.informer::<Pod>(),
+            claims: claims.clone(),
+            use_status_resources: controller.use_status_resources,
+        })
+    });
+    let matching_extended = extended.clone();
+    controller.registry.add(Arc::new(ListingEvaluator::new(
+        group_resource::<ResourceClaim>(),
+        lister(claims),
+        Box::new(move |input| {
+            resourceclaims::matching_resources(input, matching_extended.as_deref().map(|e| e as &dyn ExtendedResources))
+        }),
+        crate::quota::generic::matches_no_scope,
+        Box::new(move |claim| resourceclaims::usage(claim, extended.as_deref().map(|e| e as &dyn ExtendedResources))),
+    )));
+}
+
+/// What the claim evaluator asks the cluster, read from the informers' caches when asked
+/// (upstream keeps an `ExtendedResourceCache` fed by DeviceClass events, and a claim index by
+/// owning pod; the caches hold the same facts).
+struct ClusterExtendedResources {
+    classes: Arc<Informer<DeviceClass>>,
+    pods: Arc<Informer<Pod>>,
+    claims: Arc<Informer<ResourceClaim>>,
+    use_status_resources: bool,
+}
+
+impl ExtendedResources for ClusterExtendedResources {
+    fn extended_resource_of_class(&self, class: &str) -> Option<String> {
+        self.classes.store().get(class)?.spec.extended_resource_name.clone()
+    }
+
+    fn has_class_for(&self, resource_name: &str) -> bool {
+        if let Some(class) = resource_name.strip_prefix(pods::DEVICE_CLASS_RESOURCE_PREFIX)
+            && self.classes.store().get(class).is_some()
+        {
+            return true;
+        }
+        self.classes.store().list().iter().any(|c| c.spec.extended_resource_name.as_deref() == Some(resource_name))
+    }
+
+    fn verified_pod_usage(&self, claim: &ResourceClaim) -> Option<ResourceList> {
+        let owner = extended_claim_pod_owner(claim)?;
+        let namespace = claim.metadata.namespace.as_deref().unwrap_or("");
+        let pod = self.pods.store().get(&format!("{namespace}/{}", owner.name))?;
+        if pod.metadata.uid.as_deref() != Some(owner.uid.as_str()) {
+            return None;
+        }
+        let own = pod.status.as_ref().and_then(|s| s.extended_resource_claim_status.as_ref());
+        match own {
+            Some(status) if Some(status.resource_claim_name.as_str()) != claim.metadata.name.as_deref() => return None,
+            Some(_) => {}
+            // Without the pod naming its claim, only its first claim (oldest, then by name) is
+            // exempted from what the pod pays.
+            None => {
+                let key = |c: &ResourceClaim| (c.metadata.creation_timestamp.clone(), c.metadata.name.clone());
+                let first = self
+                    .claims
+                    .store()
+                    .list_namespace(namespace)
+                    .into_iter()
+                    .filter(|c| extended_claim_pod_owner(c).is_some_and(|o| o.uid == owner.uid))
+                    .min_by(|a, b| key(a).cmp(&key(b)))?;
+                if first.metadata.name != claim.metadata.name {
+                    return None;
+                }
+            }
+        }
+        Some(pods::usage(&pod, jiff::Timestamp::now(), self.use_status_resources))
+    }
+}
+
+/// The pod that controls an extended-resource claim (`extendedResourceClaimPodUIDOwnerIndex`).
+fn extended_claim_pod_owner(
+    claim: &ResourceClaim,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    let annotations = claim.metadata.annotations.as_ref()?;
+    if annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION).map(String::as_str) != Some("true") {
+        return None;
+    }
+    let owner = claim.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true))?;
+    (owner.kind == "Pod" && owner.api_version == "v1").then_some(owner)
 }
 
 /// An object count with its legacy name (`LEGACY_OBJECT_COUNT_ALIASES`).
@@ -251,6 +349,10 @@ fn monitor_typed_resources(context: &ControllerContext<'_>, controller: &Arc<Quo
     monitor::<PodDisruptionBudget>(context, controller);
     monitor::<Role>(context, controller);
     monitor::<RoleBinding>(context, controller);
+    if controller.dra.dynamic_resource_allocation {
+        monitor::<ResourceClaim>(context, controller);
+        monitor::<ResourceClaimTemplate>(context, controller);
+    }
 }
 
 /// The registry and the monitors, as `NewController` sets them up.
