@@ -90,7 +90,10 @@ fn review_answer(resource: &ResourceType, mut body: Value, status: Value) -> Val
     if !body["metadata"].is_object() {
         body["metadata"] = json!({});
     }
-    body["metadata"]["creationTimestamp"] = Value::Null;
+    if let Some(metadata) = body["metadata"].as_object_mut() {
+        // A zero creationTimestamp is left out (`omitzero`, since v1.34).
+        metadata.remove("creationTimestamp");
+    }
     body["status"] = status;
     body
 }

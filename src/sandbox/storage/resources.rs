@@ -343,6 +343,34 @@ pub static RESOURCES: &[ResourceType] = &[
         subresources: &[STATUS],
         ..resource("storage.k8s.io", "v1", "volumeattachments", "volumeattachment", "VolumeAttachment", false)
     },
+    // Served by default since v1.34 (VolumeAttributesClass GA); read by the PV controller and
+    // the volumeattributesclass-protection-controller.
+    ResourceType {
+        short_names: &["vac"],
+        ..resource(
+            "storage.k8s.io",
+            "v1",
+            "volumeattributesclasses",
+            "volumeattributesclass",
+            "VolumeAttributesClass",
+            false,
+        )
+    },
+    // resource.k8s.io/v1: Dynamic Resource Allocation, served by default since v1.34. The
+    // classes and slices bump their generation on spec changes (they have no status).
+    ResourceType {
+        tracks_generation: true,
+        ..resource("resource.k8s.io", "v1", "deviceclasses", "deviceclass", "DeviceClass", false)
+    },
+    ResourceType {
+        subresources: &[STATUS],
+        ..resource("resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", true)
+    },
+    resource("resource.k8s.io", "v1", "resourceclaimtemplates", "resourceclaimtemplate", "ResourceClaimTemplate", true),
+    ResourceType {
+        tracks_generation: true,
+        ..resource("resource.k8s.io", "v1", "resourceslices", "resourceslice", "ResourceSlice", false)
+    },
     // scheduling.k8s.io/v1
     ResourceType {
         short_names: &["pc"],
@@ -478,7 +506,7 @@ mod tests {
                 "{} listed twice",
                 r.plural
             );
-            if r.tracks_generation && r.kind != "EndpointSlice" {
+            if r.tracks_generation && !matches!(r.kind, "EndpointSlice" | "DeviceClass" | "ResourceSlice") {
                 assert!(r.has_status(), "{} tracks generation without a status subresource", r.plural);
             }
         }

@@ -296,6 +296,29 @@ fn pod_affinity_label_keys_merge_into_selectors_on_create_only() {
 }
 
 #[test]
+fn topology_spread_label_keys_merge_into_selectors_on_create() {
+    let pod = json!({
+        "metadata": {"name": "p", "labels": {"app": "web", "pod-template-hash": "abc"}},
+        "spec": {
+            "containers": [{"name": "a", "image": "a"}],
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["pod-template-hash", "absent"]},
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                    "matchLabelKeys": ["pod-template-hash"]},
+            ],
+        },
+    });
+    let got = defaulted("", "Pod", pod);
+    let constraints = &got["spec"]["topologySpreadConstraints"];
+    assert_eq!(
+        constraints[0]["labelSelector"]["matchExpressions"],
+        json!([{"key": "pod-template-hash", "operator": "In", "values": ["abc"]}])
+    );
+    assert!(constraints[1].get("labelSelector").is_none(), "no selector, nothing to merge into");
+}
+
+#[test]
 fn templates_get_the_same_pod_spec_defaults_everywhere() {
     let want = defaulted_template_spec();
     let cases = [

@@ -17,6 +17,7 @@ mod job;
 mod meta;
 mod networking;
 mod pod;
+mod resource;
 mod service;
 mod storage;
 mod workloads;
@@ -188,6 +189,8 @@ pub fn validate_status_update(
         job::status_update(old, new)
     } else if is_kind(resource, "certificates.k8s.io", "certificatesigningrequests") {
         certificates::csr_status_update(old, new, approval)
+    } else if is_kind(resource, "resource.k8s.io", "resourceclaims") {
+        resource::claim_status_update(old, new)
     } else {
         workloads::status_causes(resource, old, new)
     };
@@ -220,7 +223,13 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("storage.k8s.io", "csidrivers") => storage::csi_driver(object),
         ("storage.k8s.io", "csinodes") => storage::csi_node(object),
         ("storage.k8s.io", "volumeattachments") => storage::volume_attachment(object),
+        ("storage.k8s.io", "volumeattributesclasses") => storage::volume_attributes_class(object),
         ("admissionregistration.k8s.io", "validatingadmissionpolicies") => admission::policy(object),
+        // A claim's and a template's spec are validated on create only: updates may not change them.
+        ("resource.k8s.io", "resourceclaims") if old.is_none() => resource::claim_spec(&object["spec"], "spec"),
+        ("resource.k8s.io", "resourceclaimtemplates") if old.is_none() => resource::claim_template(object),
+        ("resource.k8s.io", "deviceclasses") => resource::device_class(object),
+        ("resource.k8s.io", "resourceslices") => resource::resource_slice(object),
         _ => Vec::new(),
     }
 }
@@ -242,6 +251,10 @@ fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec
         ("storage.k8s.io", "csidrivers") => storage::csi_driver_update(old, new),
         ("storage.k8s.io", "csinodes") => storage::csi_node_update(old, new),
         ("storage.k8s.io", "volumeattachments") => storage::volume_attachment_update(old, new),
+        ("storage.k8s.io", "volumeattributesclasses") => storage::volume_attributes_class_update(old, new),
+        ("resource.k8s.io", "resourceclaims") => resource::claim_update(old, new),
+        ("resource.k8s.io", "resourceclaimtemplates") => resource::claim_template_update(old, new),
+        ("resource.k8s.io", "resourceslices") => resource::resource_slice_update(old, new),
         _ => Vec::new(),
     }
 }

@@ -203,6 +203,57 @@ pub(super) fn volume_attachment_update(old: &Value, new: &Value) -> Vec<FieldErr
     if old["spec"] == new["spec"] { Vec::new() } else { vec![immutable("spec", go_attachment_spec(&new["spec"]))] }
 }
 
+/// `maxProvisionerParameterLen` and `maxProvisionerParameterSize`.
+const MAX_PARAMETERS: usize = 512;
+const MAX_PARAMETERS_BYTES: usize = 256 * 1024;
+
+/// `ValidateVolumeAttributesClass`: a driver (`validateProvisioner`: required, a qualified name
+/// once lower-cased) and at least one parameter (`validateParameters`: at most 512, 256 KiB
+/// together, no empty key).
+pub(super) fn volume_attributes_class(object: &Value) -> Vec<FieldError> {
+    let mut causes = Vec::new();
+    let driver = object["driverName"].as_str().unwrap_or_default();
+    if driver.is_empty() {
+        causes.push(FieldError::required("driverName", ""));
+    } else {
+        causes.extend(is_qualified_name(&driver.to_lowercase()).iter().map(|m| {
+            FieldError::invalid_str("driverName", &driver.to_lowercase(), m)
+        }));
+    }
+    let parameters = object["parameters"].as_object();
+    let count = parameters.map_or(0, |p| p.len());
+    if count > MAX_PARAMETERS {
+        causes.push(FieldError::too_long("parameters", MAX_PARAMETERS));
+        return causes;
+    }
+    let mut size = 0;
+    for (key, value) in parameters.into_iter().flatten() {
+        if key.is_empty() {
+            causes.push(FieldError::invalid_str("parameters", key, "field can not be empty."));
+        }
+        size += key.len() + value.as_str().map_or(0, str::len);
+    }
+    if size > MAX_PARAMETERS_BYTES {
+        causes.push(FieldError::too_long("parameters", MAX_PARAMETERS_BYTES));
+    }
+    if count == 0 {
+        causes.push(FieldError::required("parameters", "must contain at least one key/value pair"));
+    }
+    causes
+}
+
+/// `ValidateVolumeAttributesClassUpdate`: neither the driver nor the parameters change.
+pub(super) fn volume_attributes_class_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut causes = Vec::new();
+    if old["driverName"] != new["driverName"] {
+        causes.push(FieldError::forbidden("driverName", "updates to driverName are forbidden."));
+    }
+    if old["parameters"] != new["parameters"] {
+        causes.push(FieldError::forbidden("parameters", "updates to parameters are forbidden."));
+    }
+    causes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
