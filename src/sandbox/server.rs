@@ -128,11 +128,12 @@ impl Sandbox {
                 rbac: options.authorization_mode == AuthorizationMode::Rbac,
             },
         });
-        bootstrap(&api, options.service_range, &options.listen, &pki.ca_pem)?;
-        // kube-apiserver's watch cache starts at the revision it first lists, after its
-        // bootstrap: watches from older resourceVersions (`resourceVersion=1`) are too old from
-        // the start, while lists at them are served from etcd until it compacts.
+        // kube-apiserver v1.36's watch caches start from the revision etcd has as it starts,
+        // before its post-start hooks create the bootstrap objects: a watch from any
+        // resourceVersion since (`resourceVersion=1`) gets those changes (checked against it;
+        // v1.33's caches started after the bootstrap, which made such watches too old).
         api.store.start_watch_window();
+        bootstrap(&api, options.service_range, &options.listen, &pki.ca_pem)?;
         let tls = if options.plain_http { None } else { Some(pki.server_config()?) };
         let server = HttpServer::start(options.listen, tls, api.clone())
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;

@@ -290,6 +290,7 @@ impl ApiServer {
             Verbs::All => true,
             Verbs::AllButDeleteCollection => !(method == "DELETE" && target.name.is_none()),
             Verbs::GetUpdate => matches!(method, "GET" | "PUT" | "PATCH"),
+            Verbs::Update => method == "PUT",
             Verbs::Create => method == "POST",
         };
         if !allowed {

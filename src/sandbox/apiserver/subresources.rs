@@ -42,7 +42,7 @@ pub fn handle(
         ("eviction", "POST") => super::eviction::evict(api, request, target, name, user),
         ("token", "POST") => issue_token(api, request, target, name),
         ("finalize", "PUT") | ("approval", "PUT") => replace_part(api, request, target, name, sub, user),
-        ("finalize" | "approval", "GET") => Ok((200, get_object(api, target, name)?)),
+        ("approval", "GET") => Ok((200, get_object(api, target, name)?)),
         _ => Err(ApiError::method_not_allowed()),
     }
 }

@@ -52,6 +52,8 @@ pub enum Verbs {
     AllButDeleteCollection,
     /// get, patch, update (status-like subresources).
     GetUpdate,
+    /// update only (a namespace's `finalize`).
+    Update,
     /// create only (bindings, reviews, tokens, evictions).
     Create,
 }
@@ -63,6 +65,7 @@ impl Verbs {
             Verbs::All => &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             Verbs::AllButDeleteCollection => &["create", "delete", "get", "list", "patch", "update", "watch"],
             Verbs::GetUpdate => &["get", "patch", "update"],
+            Verbs::Update => &["update"],
             Verbs::Create => &["create"],
         }
     }
@@ -150,7 +153,7 @@ pub static RESOURCES: &[ResourceType] = &[
         short_names: &["ns"],
         subresources: &[
             STATUS,
-            Subresource { name: "finalize", kind: "Namespace", group_version: "v1", verbs: Verbs::GetUpdate },
+            Subresource { name: "finalize", kind: "Namespace", group_version: "v1", verbs: Verbs::Update },
         ],
         verbs: Verbs::AllButDeleteCollection,
         ..resource("", "v1", "namespaces", "namespace", "Namespace", false)

@@ -297,12 +297,18 @@ fn probe(probe: &mut Value) {
     }
 }
 
-/// A pod volume: `SetDefaults_Volume` (no source means an `emptyDir`; image volumes are behind
-/// `ImageVolume`, off in v1.33) and the per-source defaulters.
+/// A pod volume: `SetDefaults_Volume` (no source means an `emptyDir`; an image volume's pull
+/// policy as a container's, `ImageVolume` being GA in v1.36) and the per-source defaulters.
 fn pod_volume(volume: &mut Value) {
     let Some(map) = volume.as_object_mut() else { return };
     if !map.iter().any(|(key, value)| key != "name" && !value.is_null()) {
         map.insert("emptyDir".into(), Value::Object(Default::default()));
+    }
+    if let Some(image) = child(volume, "image")
+        && image.get("pullPolicy").is_none_or(is_zero)
+    {
+        let policy = image::pull_policy(str_at(image, "reference"));
+        set(image, "pullPolicy", Value::from(policy));
     }
     for source in ["secret", "configMap", "downwardAPI", "projected"] {
         if let Some(source) = child(volume, source) {

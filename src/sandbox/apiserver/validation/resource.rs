@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::meta::{annotations, dns_label, labels};
-use super::{FieldError, immutable, quote};
+use super::{FieldError, gojson, immutable, quote};
 use crate::apimachinery::validation::{is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
 
 /// `AllocationResultsMaxSize`, also `DeviceRequestsMaxSize`.
@@ -359,7 +359,7 @@ pub(super) fn claim_update(old: &Value, new: &Value) -> Vec<FieldError> {
     if old["spec"] == new["spec"] {
         return Vec::new();
     }
-    vec![immutable("spec", "resource.ResourceClaimSpec{...}".into())]
+    vec![immutable("spec", gojson::structure(&new["spec"], gojson::RESOURCE_CLAIM_SPEC).json())]
 }
 
 /// `ValidateResourceClaimTemplate`: the template's metadata (labels and annotations only) and
@@ -377,7 +377,7 @@ pub(super) fn claim_template_update(old: &Value, new: &Value) -> Vec<FieldError>
     if old["spec"] == new["spec"] {
         return Vec::new();
     }
-    vec![immutable("spec", "resource.ResourceClaimTemplateSpec{...}".into())]
+    vec![immutable("spec", gojson::structure(&new["spec"], gojson::RESOURCE_CLAIM_TEMPLATE_SPEC).json())]
 }
 
 /// `ValidateResourceClaimStatusUpdate` (`validateResourceClaimStatusUpdate`): the consumers
@@ -416,7 +416,7 @@ pub(super) fn claim_status_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let old_allocation = &old_status["allocation"];
     if !old_allocation.is_null() && !allocation.is_null() {
         if old_allocation != allocation {
-            causes.push(immutable("status.allocation", "resource.AllocationResult{...}".into()));
+            causes.push(immutable("status.allocation", gojson::structure(allocation, gojson::ALLOCATION_RESULT).json()));
         }
     } else if !allocation.is_null() {
         causes.extend(allocation_result(allocation, &RequestNames::of(&new["spec"]["devices"])));
@@ -558,7 +558,8 @@ fn node_selection(spec: &Value) -> Vec<FieldError> {
         let terms = list(&spec["nodeSelector"], "nodeSelectorTerms");
         if terms.len() != 1 {
             let detail = "must have exactly one node selector term";
-            causes.push(FieldError::invalid("spec.nodeSelector.nodeSelectorTerms", format!("{} terms", terms.len()), detail));
+            let rendered = gojson::list(&spec["nodeSelector"]["nodeSelectorTerms"], gojson::NODE_SELECTOR_TERM).json();
+            causes.push(FieldError::invalid("spec.nodeSelector.nodeSelectorTerms", rendered, detail));
         }
     }
     for flag in ["allNodes", "perDeviceNodeSelection"] {
@@ -704,7 +705,9 @@ mod tests {
         moved["status"]["allocation"]["devices"]["results"][0]["device"] = json!("gpu-1");
         assert_eq!(
             messages(&claim_status_update(&allocated, &moved)),
-            ["status.allocation: Invalid value: resource.AllocationResult{...}: field is immutable"]
+            [
+                r#"status.allocation: Invalid value: {"Devices":{"Results":[{"Request":"gpu","Driver":"d.example.com","Pool":"node-1","Device":"gpu-1","AdminAccess":null,"Tolerations":null,"BindingConditions":null,"BindingFailureConditions":null,"ShareID":null,"ConsumedCapacity":null}],"Config":null},"NodeSelector":null,"AllocationTimestamp":null}: field is immutable"#
+            ]
         );
     }
 
