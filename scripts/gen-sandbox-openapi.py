@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Writes src/sandbox/apiserver/openapi_schemas.json: the object schemas the sandbox serves in
-/openapi/v3/<group-version> documents, taken from kube-apiserver v1.33's own documents
-(kubernetes' api/openapi-spec/v3/*.json, the same the real server serves), trimmed to the kinds
-below and the components they reference, with descriptions dropped.
+/openapi/v3/<group-version> documents, taken from kube-apiserver v1.36.2's own documents (what
+it serves at /openapi/v3/<path>, the same as kubernetes' api/openapi-spec/v3/*.json), trimmed to
+the kinds below and the components they reference, with descriptions dropped.
 
-Usage: gen-sandbox-openapi.py DIR   (DIR holds api__v1_openapi.json, apis__apps__v1_openapi.json, ...)
+Usage: gen-sandbox-openapi.py DIR > src/sandbox/apiserver/openapi_schemas.json
+  DIR holds api__v1_openapi.json, apis__apps__v1_openapi.json, ...: each path of the server's
+  /openapi/v3 index with `/` replaced by `__`, e.g.
+    kubectl get --raw /openapi/v3/apis/apps/v1 > DIR/apis__apps__v1_openapi.json
 """
 import json, sys
 
@@ -12,6 +15,7 @@ KINDS = {
     "api__v1": ("v1", ["Pod", "ConfigMap", "Service", "Secret", "Namespace", "ServiceAccount", "PersistentVolumeClaim"]),
     "apis__apps__v1": ("apps/v1", ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"]),
     "apis__batch__v1": ("batch/v1", ["Job", "CronJob"]),
+    "apis__resource.k8s.io__v1": ("resource.k8s.io/v1", ["ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"]),
 }
 PREFIX = "#/components/schemas/"
 

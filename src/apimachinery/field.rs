@@ -127,6 +127,11 @@ impl Error {
         Error::new(ErrorType::TooLong, field, None, &format!("may not be more than {limit} {unit}"))
     }
 
+    /// `field.TooMany`: a list of `actual` items where at most `max` are allowed.
+    pub fn too_many(field: &str, actual: usize, max: usize) -> Error {
+        Error::new(ErrorType::TooMany, field, Some(actual.to_string()), &format!("must have at most {max} items"))
+    }
+
     /// `field.NotSupported` of a string value: the supported values quoted after it.
     pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Error {
         Error::not_supported_rendered(field, quote(value), supported)

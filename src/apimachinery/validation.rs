@@ -25,8 +25,9 @@ const DNS1123_SUBDOMAIN_FMT: &str = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([
 const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
     characters, '-' or '.', and must start and end with an alphanumeric character";
 
-/// `IsQualifiedName`: an optional DNS subdomain prefix and `/`, then a name part of up to 63
-/// characters (label keys, annotation keys, finalizers).
+/// `IsQualifiedName`, since v1.35 an alias of `content.IsLabelKey`: an optional DNS subdomain
+/// prefix and `/`, then a name part of up to 63 characters (label keys, annotation keys,
+/// finalizers).
 pub fn is_qualified_name(value: &str) -> Vec<String> {
     let parts: Vec<&str> = value.split('/').collect();
     let mut errors = Vec::new();
@@ -43,7 +44,7 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
         _ => {
             let rule = regex_error(QUALIFIED_NAME_ERR_MSG, QUALIFIED_NAME_FMT, QUALIFIED_NAME_EXAMPLES);
             return vec![format!(
-                "a qualified name {rule} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+                "a valid label key {rule} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
             )];
         }
     };

@@ -32,12 +32,13 @@ pub struct SandboxOptions {
     pub bookmark_interval: Duration,
     /// kube-apiserver's `--service-cluster-ip-range`: where Services' ClusterIPs are allocated from.
     pub service_range: ServiceRange,
-    /// The `WatchList` feature gate: watches with `sendInitialEvents`. Off by default, as in
-    /// kube-apiserver v1.33, which refuses such watches with 422.
+    /// The `WatchList` feature gate: watches with `sendInitialEvents` (the initial state as
+    /// ADDED events, then a bookmark). On by default, as in kube-apiserver v1.36 (on again since
+    /// v1.34, after v1.33 turned it off); off, such watches are refused with 422.
     pub watch_list: bool,
     /// kube-apiserver's `--authorization-mode`. `AlwaysAllow` (the default here) lets every
-    /// authenticated request through; `RBAC` (kubeadm's `Node,RBAC`) creates the bootstrap
-    /// policy at start and enforces it.
+    /// authenticated request through; `RBAC` (kubeadm's `Node,RBAC`) enforces the bootstrap
+    /// policy, which is created at start either way.
     pub authorization_mode: AuthorizationMode,
 }
 
@@ -78,7 +79,7 @@ impl Default for SandboxOptions {
             history: DEFAULT_HISTORY,
             bookmark_interval: Duration::from_secs(60),
             service_range: ServiceRange::default(),
-            watch_list: false,
+            watch_list: true,
             authorization_mode: AuthorizationMode::AlwaysAllow,
         }
     }
@@ -127,11 +128,12 @@ impl Sandbox {
                 rbac: options.authorization_mode == AuthorizationMode::Rbac,
             },
         });
-        bootstrap(&api, options.service_range, &options.listen, &pki.ca_pem)?;
-        // kube-apiserver's watch cache starts at the revision it first lists, after its
-        // bootstrap: watches from older resourceVersions (`resourceVersion=1`) are too old from
-        // the start, while lists at them are served from etcd until it compacts.
+        // kube-apiserver v1.36's watch caches start from the revision etcd has as it starts,
+        // before its post-start hooks create the bootstrap objects: a watch from any
+        // resourceVersion since (`resourceVersion=1`) gets those changes (checked against it;
+        // v1.33's caches started after the bootstrap, which made such watches too old).
         api.store.start_watch_window();
+        bootstrap(&api, options.service_range, &options.listen, &pki.ca_pem)?;
         let tls = if options.plain_http { None } else { Some(pki.server_config()?) };
         let server = HttpServer::start(options.listen, tls, api.clone())
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
@@ -297,7 +299,7 @@ impl Drop for Sandbox {
 }
 
 /// What kube-apiserver creates when it starts: the four system namespaces, the `kubernetes`
-/// Service and its endpoints, the system PriorityClasses, the cluster-admin binding, and the
+/// Service and its endpoints, the system PriorityClasses, the bootstrap RBAC policy, and the
 /// ConfigMaps of its start-up hooks. `client_ca_pem` is the CA of its client certificates.
 fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_ca_pem: &str) -> Result<(), String> {
     let now = objects::now();
@@ -401,29 +403,16 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
     driver["metadata"]["uid"] = meta("", None)["uid"].clone();
     driver["metadata"]["creationTimestamp"] = now.clone().into();
     objects.push(("csidrivers", driver));
-    if api.options.rbac {
-        // The rbac/bootstrap-roles post-start hook.
-        for (storage, mut object) in crate::sandbox::auth::bootstrap_policy::objects() {
-            let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
-            let fresh = meta(&name, ns.as_deref());
-            for key in ["uid", "creationTimestamp"] {
-                object["metadata"][key] = fresh[key].clone();
-            }
-            objects.push((storage, object));
+    // The rbac/bootstrap-roles post-start hook, which kube-apiserver runs whatever its
+    // authorization mode (the RBAC REST storage is always installed).
+    for (storage, mut object) in crate::sandbox::auth::bootstrap_policy::objects() {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
+        let fresh = meta(&name, ns.as_deref());
+        for key in ["uid", "creationTimestamp"] {
+            object["metadata"][key] = fresh[key].clone();
         }
-    } else {
-        objects.push((
-            "clusterroles",
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta("cluster-admin", None),
-                "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}]}),
-        ));
-        objects.push((
-            "clusterrolebindings",
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta("cluster-admin", None),
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}]}),
-        ));
+        objects.push((storage, object));
     }
     api.store.write::<_, String>(|txn| {
         for (storage, object) in objects {

@@ -1,4 +1,4 @@
-//! kcm-sandbox against kube-apiserver v1.33's API semantics, over real HTTPS: metadata, writes,
+//! kcm-sandbox against kube-apiserver v1.36's API semantics, over real HTTPS: metadata, writes,
 //! deletion, reads, watches, subresources, admission, errors, discovery, authentication and
 //! fault injection. Each test starts its own sandbox on a free port.
 
@@ -1442,8 +1442,9 @@ fn watches_from_a_compacted_resource_version_get_410() {
 }
 
 #[test]
-fn send_initial_events_is_off_as_in_kube_apiserver_1_33() {
-    let sandbox = start();
+fn send_initial_events_is_refused_with_the_watch_list_gate_off() {
+    // On by default since v1.34; a sandbox may still be started with it off.
+    let sandbox = Sandbox::start(SandboxOptions { watch_list: false, ..options() }).unwrap();
     let query = "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan";
     let e = raw(&sandbox, "GET", query, &[], b"");
     assert_eq!(e.code, 422, "{}", e.text());
@@ -1466,7 +1467,8 @@ fn send_initial_events_is_off_as_in_kube_apiserver_1_33() {
 
 #[test]
 fn send_initial_events_with_the_watch_list_gate_ends_with_a_bookmark() {
-    let sandbox = Sandbox::start(SandboxOptions { watch_list: true, ..options() }).unwrap();
+    // The gate's default, as in kube-apiserver v1.36.
+    let sandbox = start();
     let c = client(&sandbox);
     let configmaps = Api::<ConfigMap>::namespaced(&c, "default");
     configmaps.create(&config_map("a", json!({})), &PostParams::default()).unwrap();
@@ -1995,8 +1997,9 @@ fn discovery_version_and_health() {
     assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
 
     let version: Value = c.get_json("/version").unwrap();
-    assert_eq!((version["major"].as_str(), version["minor"].as_str()), (Some("1"), Some("33")));
-    assert!(version["gitVersion"].as_str().unwrap().starts_with("v1.33."));
+    assert_eq!((version["major"].as_str(), version["minor"].as_str()), (Some("1"), Some("36")));
+    assert_eq!(version["gitVersion"], "v1.36.2");
+    assert_eq!((version["emulationMajor"].as_str(), version["emulationMinor"].as_str()), (Some("1"), Some("36")));
 
     for path in ["/healthz", "/livez", "/readyz"] {
         let answer = raw(&sandbox, "GET", path, &[], b"");

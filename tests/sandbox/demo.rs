@@ -1,6 +1,6 @@
 //! The README's run command: `kcm-sandbox demo` with the real controller manager binary
 //! converges (steps whose controllers are not built yet are skipped, saying so), on the sandbox
-//! and with `--real-server` on etcd + kube-apiserver v1.33.5.
+//! and with `--real-server` on etcd + kube-apiserver v1.36.2.
 
 use std::process::Command;
 

@@ -168,7 +168,7 @@ fn nodes_register_ready_with_their_leases() {
         assert_eq!(taints, ["node.kubernetes.io/not-ready"]);
         let status = node.status.clone().expect("a status");
         let info = status.node_info.expect("nodeInfo");
-        assert_eq!(info.kubelet_version, "v1.33.0");
+        assert_eq!(info.kubelet_version, "v1.36.2");
         assert_eq!(info.container_runtime_version, "containerd://2.0.0");
         let addresses: Vec<(String, String)> =
             status.addresses.unwrap_or_default().into_iter().map(|a| (a.type_, a.address)).collect();

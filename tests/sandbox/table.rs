@@ -143,7 +143,7 @@ fn kubectl_get_prints_the_servers_tables() {
     let nodes = bed.ok(&["get", "nodes"]);
     assert_eq!(lines(&nodes)[0], "NAME STATUS ROLES AGE VERSION");
     assert_eq!(row(&nodes, "node-a").unwrap()[1..3], ["Ready", "<none>"]);
-    assert_eq!(row(&nodes, "node-a").unwrap()[4], "v1.33.0");
+    assert_eq!(row(&nodes, "node-a").unwrap()[4], "v1.36.2");
     assert_eq!(row(&nodes, "node-b").unwrap()[1], "Ready,SchedulingDisabled");
     let wide = bed.ok(&["get", "nodes", "-o", "wide"]);
     assert_eq!(

@@ -2,12 +2,17 @@
 """Field tables for the sandbox's Kubernetes protobuf request decoder (src/sandbox/apiserver/protobuf/tables.rs).
 
     gen.py extract <go-binary>   # writes proto/<path>.proto from the gzipped FileDescriptorProtos that
-                                 # gogo-protobuf registers in a Kubernetes Go binary (e.g. kubectl)
+                                 # gogo-protobuf registers in a Kubernetes Go binary (up to v1.33's)
+    gen.py source <k8s-tree>     # writes proto/<path>.proto from a Kubernetes source tree's
+                                 # staging/src/<package>/generated.proto and the package's Go types
     gen.py                       # reads proto/**/*.proto and writes ../../src/sandbox/apiserver/protobuf/tables.rs
 
 The extracted .proto files are upstream's generated.proto without comments, plus the
 `(gogoproto.nullable) = false` option that go-to-protobuf sets on non-pointer Go fields (upstream's
 published .proto text drops it; the decoder needs it to apply JSON `omitempty` to zero values).
+Binaries from v1.34 on no longer register descriptors (Kubernetes dropped gogo-protobuf), so
+`source` reads the option off the Go structs instead: a field whose Go type is not a pointer,
+slice or map, or a slice of structs, gets it.
 """
 import gzip
 import os
@@ -19,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_DIR = os.path.join(HERE, "proto")
 OUT = os.path.join(HERE, "..", "..", "src", "sandbox", "apiserver", "protobuf", "tables.rs")
 
-# The API packages the sandbox decodes (kube-apiserver v1.33 built-in groups kubectl writes to).
+# The API packages the sandbox decodes (kube-apiserver v1.36 built-in groups kubectl writes to).
 PACKAGES = [
     "k8s.io/apimachinery/pkg/apis/meta/v1",
     "k8s.io/apimachinery/pkg/runtime",
@@ -45,6 +50,7 @@ PACKAGES = [
     "k8s.io/api/node/v1",
     "k8s.io/api/admissionregistration/v1",
     "k8s.io/api/flowcontrol/v1",
+    "k8s.io/api/resource/v1",
 ]
 
 # ---------------------------------------------------------------- extract: descriptors -> .proto text
@@ -158,6 +164,86 @@ def extract(binary):
         open(dest, "w").write(proto_text(path, found[path]))
         print("wrote", os.path.relpath(dest, HERE))
 
+# ---------------------------------------------------------------- source: generated.proto + Go types -> .proto text
+
+GO_STRUCT = re.compile(r"^type\s+(\w+)\s+struct\s*\{\s*$")
+GO_NAMED_COLLECTION = re.compile(r"^type\s+(\w+)\s+(?:\[\]|map\[)")
+GO_FIELD = re.compile(r"^\s*(?:(\w+)\s+)?([\w.*\[\]]+)\s+`([^`]*)`")
+PROTO_NAME = re.compile(r'protobuf:"[^"]*name=(\w+)')
+
+
+def go_field_types(directory):
+    """{(Go struct, proto field name): Go type} of the structs in a package's hand-written .go files;
+    a named slice or map type (`Verbs`, `ResourceList`) is given as what it names."""
+    types, collections = {}, set()
+    for f in sorted(os.listdir(directory)):
+        if not f.endswith(".go") or f.endswith("_test.go") or f.startswith("zz_generated") or f.startswith("generated"):
+            continue
+        struct = None
+        for line in open(os.path.join(directory, f)):
+            start = GO_STRUCT.match(line)
+            if named := GO_NAMED_COLLECTION.match(line):
+                collections.add(named.group(1))
+            if start:
+                struct = start.group(1)
+            elif line.startswith("}"):
+                struct = None
+            elif struct and (m := GO_FIELD.match(line)) and 'protobuf:"' in m.group(3):
+                name = PROTO_NAME.search(m.group(3))
+                # An embedded struct without `name=` is its type's name, lower camel case.
+                base = m.group(2).lstrip("*").rsplit(".", 1)[-1]
+                types[(struct, name.group(1) if name else base[0].lower() + base[1:])] = m.group(2)
+    return {key: "map[]" + t if t.rsplit(".", 1)[-1] in collections else t for key, t in types.items()}
+
+
+def value_field(go_type, proto_type):
+    """Whether go-to-protobuf marks the field `(gogoproto.nullable) = false`."""
+    if go_type.startswith("*") or go_type.startswith("map["):
+        return False
+    if go_type.startswith("[]"):
+        return proto_type not in SCALARS.values() and not go_type.startswith("[]*")
+    return True
+
+
+def source(tree):
+    for pkg in PACKAGES:
+        directory = os.path.join(tree, "staging", "src", pkg)
+        types = go_field_types(directory)
+        text = strip_comments(open(os.path.join(directory, "generated.proto")).read())
+        out = [f"// Extracted by tools/proto-tables/gen.py from {pkg}/generated.proto and the package's Go types.",
+               'syntax = "proto2";', ""]
+        for line in text.splitlines():
+            # Fully qualified type names carry a leading dot in the source text.
+            line = re.sub(r"(?<=[\s<,])\.(?=k8s\.io\.)", "", line.strip())
+            if not line or line.startswith("syntax") or line.startswith("option "):
+                continue
+            if line.startswith("package "):
+                out += [line, ""]
+                continue
+            if line.startswith("message "):
+                message = line.split()[1]
+                out += ["", line]
+                continue
+            m = FIELD.match(line)
+            if m and not m.group(3):
+                label, typ, _, _, fname, number, _ = m.groups()
+                go_type = types.get((message, fname))
+                if go_type is None:
+                    # Hand-written protobuf types (Time, MicroTime, Duration; Quantity's string; the
+                    # `items` of a named string slice) and aliases (core/v1 `List` is meta/v1's):
+                    # what gogo-protobuf's descriptors said of them.
+                    scalar = typ in SCALARS.values()
+                    value = not (scalar and (label == "repeated" or typ in ("string", "bytes")))
+                else:
+                    value = value_field(go_type, typ)
+                suffix = " [(gogoproto.nullable) = false]" if value else ""
+                line = f"{label or 'optional'} {typ} {fname} = {number}{suffix};"
+            out.append(("  " + line) if (m or line.startswith("map<")) else line)
+        dest = os.path.join(PROTO_DIR, pkg, "generated.proto")
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        open(dest, "w").write("\n".join(out) + "\n")
+        print("wrote", os.path.relpath(dest, HERE))
+
 # ---------------------------------------------------------------- generate: .proto text -> Rust table
 
 FIELD = re.compile(r"^(optional|repeated|required)?\s*(map<\s*([\w.]+)\s*,\s*([\w.]+)\s*>|[\w.]+)\s+(\w+)\s*=\s*(\d+)\s*(\[.*\])?;$")
@@ -193,6 +279,9 @@ INLINE = {
     "k8s.io.api.networking.v1.IngressRule": "ingressRuleValue",
     "k8s.io.api.admissionregistration.v1.RuleWithOperations": "rule",
     "k8s.io.api.admissionregistration.v1.NamedRuleWithOperations": "ruleWithOperations",
+    "k8s.io.api.resource.v1.DeviceClaimConfiguration": "deviceConfiguration",
+    "k8s.io.api.resource.v1.DeviceClassConfiguration": "deviceConfiguration",
+    "k8s.io.api.resource.v1.DeviceAllocationConfiguration": "deviceConfiguration",
 }
 
 
@@ -287,6 +376,8 @@ def generate():
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "extract":
         extract(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "source":
+        source(sys.argv[2])
     elif len(sys.argv) == 1:
         generate()
     else:

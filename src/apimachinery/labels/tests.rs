@@ -189,7 +189,7 @@ fn invalid_keys() {
     assert_eq!(
         parse_error("a/b/c=d"),
         format!(
-            "unable to parse requirement: <nil>: Invalid value: \"a/b/c\": a qualified name {NAME_RULE} with an \
+            "unable to parse requirement: <nil>: Invalid value: \"a/b/c\": a valid label key {NAME_RULE} with an \
              optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         )
     );

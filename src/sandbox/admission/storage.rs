@@ -15,6 +15,7 @@ const DEFAULT_CLASS_ANNOTATIONS: &[&str] =
     &["storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class"];
 const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
 const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
+const VAC_PROTECTION_FINALIZER: &str = "kubernetes.io/vac-protection";
 
 /// A claim's class: the beta annotation first, then `spec.storageClassName`
 /// (`GetPersistentVolumeClaimClass`).
@@ -45,8 +46,9 @@ pub(super) fn default_storage_class(ctx: &AdmissionContext<'_>, claim: &mut Valu
     }
 }
 
-/// StorageObjectInUseProtection: new claims and volumes get the protection finalizer, which
-/// their controllers remove once nothing uses them.
+/// StorageObjectInUseProtection: new claims, volumes and (VolumeAttributesClass GA, v1.34)
+/// volume attributes classes get the protection finalizer, which their controllers remove once
+/// nothing uses them.
 pub(super) fn storage_object_in_use_protection(ctx: &AdmissionContext<'_>, object: &mut Value) {
     if !ctx.is_create() {
         return;
@@ -55,6 +57,8 @@ pub(super) fn storage_object_in_use_protection(ctx: &AdmissionContext<'_>, objec
         PVC_PROTECTION_FINALIZER
     } else if ctx.is_core("persistentvolumes") {
         PV_PROTECTION_FINALIZER
+    } else if ctx.resource.group == "storage.k8s.io" && ctx.resource.plural == "volumeattributesclasses" {
+        VAC_PROTECTION_FINALIZER
     } else {
         return;
     };

@@ -10,8 +10,13 @@ use crate::sandbox::metrics_api;
 use crate::sandbox::storage::resources::{self, RESOURCES, ResourceType};
 use crate::server::http::Request;
 
-/// The Kubernetes version the sandbox speaks.
-pub const VERSION: (&str, &str) = ("1", "33");
+/// The Kubernetes version the sandbox speaks: (major, minor).
+pub const VERSION: (&str, &str) = ("1", "36");
+/// Its full release, as `/version` reports it.
+pub const GIT_VERSION: &str = "v1.36.2";
+/// The oldest minor version it stays compatible with (`--min-compatibility-version`, by
+/// default the previous minor).
+const MIN_COMPATIBILITY: (&str, &str) = ("1", "35");
 
 const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 const AGGREGATED_V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
@@ -66,11 +71,17 @@ fn health(path: &str, request: &Request) -> String {
     text
 }
 
+/// `version.Info` as kube-apiserver serves it, with the emulation and compatibility versions
+/// of its component-base registry (not emulating an older version).
 fn version() -> Value {
     json!({
         "major": VERSION.0,
         "minor": VERSION.1,
-        "gitVersion": format!("v{}.{}.0", VERSION.0, VERSION.1),
+        "emulationMajor": VERSION.0,
+        "emulationMinor": VERSION.1,
+        "minCompatibilityMajor": MIN_COMPATIBILITY.0,
+        "minCompatibilityMinor": MIN_COMPATIBILITY.1,
+        "gitVersion": GIT_VERSION,
         "gitCommit": "kcm-sandbox",
         "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z",
@@ -132,17 +143,17 @@ fn openapi_document(group: &str, version: &str) -> Option<Value> {
     }
     Some(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": format!("v{}.{}.0", VERSION.0, VERSION.1)},
+        "info": {"title": "Kubernetes", "version": format!("{}.{}", VERSION.0, VERSION.1)},
         "paths": paths,
         "components": {"schemas": object_schemas(&resources::ResourceType::group_version_of(group, version))},
     }))
 }
 
-/// The object schemas served for a group/version: kube-apiserver v1.33's own, trimmed to the
+/// The object schemas served for a group/version: kube-apiserver v1.36.2's own, trimmed to the
 /// kinds a ValidatingAdmissionPolicy is likely to match (core/v1 Pod, ConfigMap, Service,
 /// Secret, Namespace, ServiceAccount, PersistentVolumeClaim; apps/v1 workloads; batch/v1 Job
-/// and CronJob) and what they reference, without descriptions. Made by
-/// `scripts/gen-sandbox-openapi.py` from kubernetes' `api/openapi-spec/v3` documents.
+/// and CronJob; the resource.k8s.io/v1 kinds) and what they reference, without descriptions.
+/// Made by `scripts/gen-sandbox-openapi.py` from the documents the real server serves.
 fn object_schemas(group_version: &str) -> Value {
     static SCHEMAS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
     let all = SCHEMAS.get_or_init(|| {
@@ -224,6 +235,8 @@ fn resource_list(group: &str, version: &str) -> Option<Value> {
             list.push(entry);
         }
     }
+    // kube-apiserver lists them sorted by name, each resource followed by its subresources.
+    list.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": list}))
 }
@@ -252,17 +265,16 @@ fn aggregated(core: bool, content_type: &str, stale: &BTreeSet<String>) -> Value
             let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
             if stale.contains(&group_version) {
                 return json!({
-                    "metadata": {"name": group, "creationTimestamp": null},
+                    "metadata": group_metadata(group),
                     "versions": [{"version": version, "freshness": "Stale"}],
                 });
             }
-            let resources: Vec<Value> = RESOURCES
-                .iter()
-                .filter(|r| r.group == group && r.version == version)
-                .map(aggregated_resource)
-                .collect();
+            let mut served: Vec<&ResourceType> =
+                RESOURCES.iter().filter(|r| r.group == group && r.version == version).collect();
+            served.sort_by_key(|r| r.plural);
+            let resources: Vec<Value> = served.into_iter().map(aggregated_resource).collect();
             json!({
-                "metadata": {"name": group, "creationTimestamp": null},
+                "metadata": group_metadata(group),
                 "versions": [{"version": version, "resources": resources, "freshness": "Current"}],
             })
         })
@@ -273,24 +285,33 @@ fn aggregated(core: bool, content_type: &str, stale: &BTreeSet<String>) -> Value
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items})
 }
 
+/// An `APIGroupDiscovery`'s metadata: the group's name, none for the core group (an empty
+/// name and a zero creationTimestamp are left out).
+fn group_metadata(group: &str) -> Value {
+    if group.is_empty() { json!({}) } else { json!({"name": group}) }
+}
+
 /// An aggregated API's entry; `Stale` when faults make it unavailable.
 fn aggregated_group(group: &str, version: &str, stale: &BTreeSet<String>) -> Value {
     if stale.contains(&format!("{group}/{version}")) {
         return json!({
-            "metadata": {"name": group, "creationTimestamp": null},
+            "metadata": {"name": group},
             "versions": [{"version": version, "freshness": "Stale"}],
         });
     }
     metrics_api::aggregated_discovery_item(group, version)
 }
 
+/// A resource in aggregated discovery, its subresources sorted by name. A response kind of the
+/// resource's own group/version leaves them empty, as kube-apiserver writes it.
 fn aggregated_resource(r: &ResourceType) -> Value {
-    let subresources: Vec<Value> = r
-        .subresources
-        .iter()
+    let mut subs: Vec<&resources::Subresource> = r.subresources.iter().collect();
+    subs.sort_by_key(|sub| sub.name);
+    let subresources: Vec<Value> = subs
+        .into_iter()
         .map(|sub| {
             let (kind, gv) = sub_kind(r, sub);
-            let (group, version) = split_gv(&gv);
+            let (group, version) = if gv == r.group_version() { ("", "") } else { split_gv(&gv) };
             json!({
                 "subresource": sub.name,
                 "responseKind": {"group": group, "version": version, "kind": kind},
@@ -300,7 +321,7 @@ fn aggregated_resource(r: &ResourceType) -> Value {
         .collect();
     let mut entry = json!({
         "resource": r.plural,
-        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "responseKind": {"group": "", "version": "", "kind": r.kind},
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
         "verbs": r.verbs.names(),
@@ -365,6 +386,6 @@ mod tests {
         let apps = list["items"].as_array().unwrap().iter().find(|i| i["metadata"]["name"] == "apps").unwrap();
         assert_eq!(apps["versions"][0]["resources"][0]["scope"], "Namespaced");
         let (_, core) = get("/api", Some(accept));
-        assert_eq!(core["items"][0]["metadata"]["name"], "");
+        assert_eq!(core["items"][0]["metadata"], json!({}), "the core group has no name");
     }
 }

@@ -1,5 +1,5 @@
 //! Field selectors (`?fieldSelector=`), parsed, validated and applied the way kube-apiserver
-//! v1.33 does: `k8s.io/apimachinery/pkg/fields/selector.go` for the grammar, then the two layers
+//! v1.36 does: `k8s.io/apimachinery/pkg/fields/selector.go` for the grammar, then the two layers
 //! kube-apiserver applies per kind: the field label conversion funcs registered in
 //! `pkg/apis/<group>/<version>/conversion.go` decide which labels a request may use (and rename
 //! aliases), and the registries' `ToSelectableFields` decide what each label reads from the
@@ -56,6 +56,9 @@ enum Rejection {
     NotSupported,
     /// `field label "<label>" not supported for <kind>` (batch/v1 Job).
     NotSupportedForKind(&'static str),
+    /// `field label not supported for <group/version, Kind=kind>: <label>` (resource.k8s.io/v1
+    /// ResourceSlice).
+    NotSupportedForGvk(&'static str),
     /// `runtime.DefaultMetaV1FieldSelectorConversion`, for kinds with no registered func.
     MetadataOnly,
 }
@@ -114,6 +117,7 @@ impl Rejection {
         match self {
             Rejection::NotSupported => format!("field label not supported: {label}"),
             Rejection::NotSupportedForKind(kind) => format!("field label {} not supported for {kind}", quote(label)),
+            Rejection::NotSupportedForGvk(gvk) => format!("field label not supported for {gvk}: {label}"),
             Rejection::MetadataOnly => {
                 format!(
                     "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
@@ -301,6 +305,16 @@ static JOB_RULES: FieldRules = FieldRules {
     rejection: Rejection::NotSupportedForKind("Job"),
 };
 
+/// `resourceSlice` `toSelectableFields`: an unset node name reads as empty.
+static RESOURCE_SLICE_RULES: FieldRules = FieldRules {
+    fields: &[
+        NAME,
+        ("spec.nodeName", Projection::Text(&["spec", "nodeName"])),
+        ("spec.driver", Projection::Text(&["spec", "driver"])),
+    ],
+    rejection: Rejection::NotSupportedForGvk("resource.k8s.io/v1, Kind=ResourceSlice"),
+};
+
 static CSR_RULES: FieldRules = FieldRules {
     fields: &[NAME, ("spec.signerName", Projection::Text(&["spec", "signerName"]))],
     rejection: Rejection::NotSupported,
@@ -375,6 +389,7 @@ fn field_rules(resource: &ResourceType) -> &'static FieldRules {
         ("events.k8s.io", "Event") => &EVENTS_GROUP_RULES,
         ("batch", "Job") => &JOB_RULES,
         ("certificates.k8s.io", "CertificateSigningRequest") => &CSR_RULES,
+        ("resource.k8s.io", "ResourceSlice") => &RESOURCE_SLICE_RULES,
         _ => &DEFAULT_RULES,
     }
 }
@@ -402,6 +417,20 @@ mod tests {
 
     fn field_error(text: &str, on: &ResourceType) -> String {
         FieldSelector::parse(text, on).expect_err("field selector is invalid")
+    }
+
+    #[test]
+    fn resource_slices_select_by_node_and_driver() {
+        let slices = resource("resource.k8s.io", "v1", "resourceslices");
+        let on_node = json!({"metadata": {"name": "s"}, "spec": {"nodeName": "n1", "driver": "d.example.com"}});
+        let everywhere = json!({"metadata": {"name": "t"}, "spec": {"allNodes": true, "driver": "d.example.com"}});
+        assert!(field("spec.nodeName=n1,spec.driver=d.example.com", slices).matches(&on_node));
+        assert!(field("spec.nodeName=", slices).matches(&everywhere));
+        assert!(!field("spec.nodeName=n1", slices).matches(&everywhere));
+        assert_eq!(
+            field_error("spec.pool=p", slices),
+            "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: spec.pool"
+        );
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub struct ApiOptions {
     pub bookmark_interval: Duration,
     /// `--service-cluster-ip-range`: where Services get their cluster IPs.
     pub service_range: ServiceRange,
-    /// The `WatchList` feature gate (`sendInitialEvents` on watches); off in v1.33.
+    /// The `WatchList` feature gate (`sendInitialEvents` on watches); on by default in v1.36.
     pub watch_list: bool,
     /// `--authorization-mode=Node,RBAC`: authorize every request with RBAC (see `auth/rbac.rs`);
     /// off, every authenticated request is allowed (`AlwaysAllow`).
@@ -69,7 +69,7 @@ impl Default for ApiOptions {
             anonymous_is_admin: false,
             bookmark_interval: Duration::from_secs(60),
             service_range: ServiceRange::default(),
-            watch_list: false,
+            watch_list: true,
             rbac: false,
         }
     }
@@ -290,6 +290,7 @@ impl ApiServer {
             Verbs::All => true,
             Verbs::AllButDeleteCollection => !(method == "DELETE" && target.name.is_none()),
             Verbs::GetUpdate => matches!(method, "GET" | "PUT" | "PATCH"),
+            Verbs::Update => method == "PUT",
             Verbs::Create => method == "POST",
         };
         if !allowed {

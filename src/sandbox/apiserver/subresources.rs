@@ -42,7 +42,7 @@ pub fn handle(
         ("eviction", "POST") => super::eviction::evict(api, request, target, name, user),
         ("token", "POST") => issue_token(api, request, target, name),
         ("finalize", "PUT") | ("approval", "PUT") => replace_part(api, request, target, name, sub, user),
-        ("finalize" | "approval", "GET") => Ok((200, get_object(api, target, name)?)),
+        ("approval", "GET") => Ok((200, get_object(api, target, name)?)),
         _ => Err(ApiError::method_not_allowed()),
     }
 }
@@ -90,7 +90,10 @@ fn review_answer(resource: &ResourceType, mut body: Value, status: Value) -> Val
     if !body["metadata"].is_object() {
         body["metadata"] = json!({});
     }
-    body["metadata"]["creationTimestamp"] = Value::Null;
+    if let Some(metadata) = body["metadata"].as_object_mut() {
+        // A zero creationTimestamp is left out (`omitzero`, since v1.34).
+        metadata.remove("creationTimestamp");
+    }
     body["status"] = status;
     body
 }

@@ -1,12 +1,12 @@
 //! kube-apiserver's default RBAC policy, which its `rbac/bootstrap-roles` post-start hook
-//! (pkg/registry/rbac/rest/storage_rbac.go `PostStartHook`) creates when RBAC is on: the
-//! ClusterRoles, ClusterRoleBindings, Roles and RoleBindings of upstream's
-//! plugin/pkg/auth/authorizer/rbac/bootstrappolicy (policy.go, controller_policy.go,
+//! (pkg/registry/rbac/rest/storage_rbac.go `PostStartHook`) creates at start, whatever the
+//! authorization mode: the ClusterRoles, ClusterRoleBindings, Roles and RoleBindings of
+//! upstream's plugin/pkg/auth/authorizer/rbac/bootstrappolicy (policy.go, controller_policy.go,
 //! namespace_policy.go).
 //!
-//! The data files under `bootstrap_policy/` are upstream's rendered policy (its `testdata/*.yaml`)
-//! in YAML flow style; each names the upstream commit it was transcribed from and how it was
-//! set to v1.33's default feature gates. Every object gets the label
+//! The data files under `bootstrap_policy/` are that policy as kube-apiserver v1.36.2 created it
+//! with its default feature gates (so the DRA and VolumeAttributesClass controllers' roles are
+//! there), in YAML flow style, written by `scripts/gen-sandbox-rbac.py`. Every object gets the label
 //! `kubernetes.io/bootstrapping: rbac-defaults` and the annotation
 //! `rbac.authorization.kubernetes.io/autoupdate: "true"`, as upstream's `addDefaultMetadata`.
 //!
@@ -114,7 +114,16 @@ mod tests {
         );
         let leader = find(&objects, "rolebindings", "system::leader-locking-kube-controller-manager");
         assert_eq!(leader["metadata"]["namespace"], "kube-system");
-        assert!(!objects.iter().any(|(_, o)| o["metadata"]["name"] == "system:controller:resource-claim-controller"));
+        // The controllers on by default in v1.36 have their roles.
+        for controller in [
+            "resource-claim-controller",
+            "device-taint-eviction-controller",
+            "volumeattributesclass-protection-controller",
+        ] {
+            let name = format!("system:controller:{controller}");
+            find(&objects, "clusterroles", &name);
+            assert_eq!(find(&objects, "clusterrolebindings", &name)["subjects"][0]["name"], controller);
+        }
     }
 
     #[test]

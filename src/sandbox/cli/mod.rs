@@ -60,7 +60,7 @@ serve (with --nodes) and nodes read commands on standard input, answering ok or 
 demo options:
   --controller-manager PATH   the kube-controller-manager binary (default: next to kcm-sandbox)
   --nodes N                   simulated nodes (default 3)
-  --real-server               run against etcd + kube-apiserver v1.33.5 (../shared/k8s, or
+  --real-server               run against etcd + kube-apiserver v1.36.2 (../shared/k8s, or
                               KCM_K8S_ASSETS; etcd from PATH or KCM_ETCD) instead of the sandbox
 
 side-by-side options:

@@ -141,7 +141,7 @@ pub fn aggregated_discovery_item(group: &str, version: &str) -> Value {
         })
         .collect();
     json!({
-        "metadata": {"name": group, "creationTimestamp": null},
+        "metadata": {"name": group},
         "versions": [{"version": version, "resources": resources, "freshness": "Current"}],
     })
 }

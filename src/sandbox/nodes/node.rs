@@ -14,7 +14,7 @@ pub const LEASE_NAMESPACE: &str = "kube-node-lease";
 /// The kubelet's lease duration (`nodeLeaseDurationSeconds`).
 pub const LEASE_DURATION_SECONDS: i32 = 40;
 /// The version our kubelets claim.
-pub const KUBELET_VERSION: &str = "v1.33.0";
+pub const KUBELET_VERSION: &str = "v1.36.2";
 /// Set by kubelets that leave attach/detach to the controller manager (the default).
 pub const CONTROLLER_MANAGED_ATTACH: &str = "volumes.kubernetes.io/controller-managed-attach-detach";
 

@@ -52,6 +52,8 @@ pub enum Verbs {
     AllButDeleteCollection,
     /// get, patch, update (status-like subresources).
     GetUpdate,
+    /// update only (a namespace's `finalize`).
+    Update,
     /// create only (bindings, reviews, tokens, evictions).
     Create,
 }
@@ -63,6 +65,7 @@ impl Verbs {
             Verbs::All => &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             Verbs::AllButDeleteCollection => &["create", "delete", "get", "list", "patch", "update", "watch"],
             Verbs::GetUpdate => &["get", "patch", "update"],
+            Verbs::Update => &["update"],
             Verbs::Create => &["create"],
         }
     }
@@ -150,7 +153,7 @@ pub static RESOURCES: &[ResourceType] = &[
         short_names: &["ns"],
         subresources: &[
             STATUS,
-            Subresource { name: "finalize", kind: "Namespace", group_version: "v1", verbs: Verbs::GetUpdate },
+            Subresource { name: "finalize", kind: "Namespace", group_version: "v1", verbs: Verbs::Update },
         ],
         verbs: Verbs::AllButDeleteCollection,
         ..resource("", "v1", "namespaces", "namespace", "Namespace", false)
@@ -343,6 +346,34 @@ pub static RESOURCES: &[ResourceType] = &[
         subresources: &[STATUS],
         ..resource("storage.k8s.io", "v1", "volumeattachments", "volumeattachment", "VolumeAttachment", false)
     },
+    // Served by default since v1.34 (VolumeAttributesClass GA); read by the PV controller and
+    // the volumeattributesclass-protection-controller.
+    ResourceType {
+        short_names: &["vac"],
+        ..resource(
+            "storage.k8s.io",
+            "v1",
+            "volumeattributesclasses",
+            "volumeattributesclass",
+            "VolumeAttributesClass",
+            false,
+        )
+    },
+    // resource.k8s.io/v1: Dynamic Resource Allocation, served by default since v1.34. The
+    // classes and slices bump their generation on spec changes (they have no status).
+    ResourceType {
+        tracks_generation: true,
+        ..resource("resource.k8s.io", "v1", "deviceclasses", "deviceclass", "DeviceClass", false)
+    },
+    ResourceType {
+        subresources: &[STATUS],
+        ..resource("resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", true)
+    },
+    resource("resource.k8s.io", "v1", "resourceclaimtemplates", "resourceclaimtemplate", "ResourceClaimTemplate", true),
+    ResourceType {
+        tracks_generation: true,
+        ..resource("resource.k8s.io", "v1", "resourceslices", "resourceslice", "ResourceSlice", false)
+    },
     // scheduling.k8s.io/v1
     ResourceType {
         short_names: &["pc"],
@@ -478,7 +509,7 @@ mod tests {
                 "{} listed twice",
                 r.plural
             );
-            if r.tracks_generation && r.kind != "EndpointSlice" {
+            if r.tracks_generation && !matches!(r.kind, "EndpointSlice" | "DeviceClass" | "ResourceSlice") {
                 assert!(r.has_status(), "{} tracks generation without a status subresource", r.plural);
             }
         }

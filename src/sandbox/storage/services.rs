@@ -100,7 +100,8 @@ pub fn allocate(resource: &ResourceType, service: &mut Value, txn: &Txn<'_>, ran
 }
 
 fn invalid_ip(resource: &ResourceType, name: &str, ip: &str, detail: &str) -> ApiError {
-    let rendered = format!("[]string{{{}}}", quote(ip));
+    // A field error shows the `[]string` as JSON.
+    let rendered = format!("[{}]", quote(ip));
     ApiError::invalid(resource, name, &[FieldError::invalid("spec.clusterIPs", rendered, detail)])
 }
 

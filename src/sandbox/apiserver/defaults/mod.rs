@@ -8,8 +8,9 @@
 //! kube-apiserver also defaults every object it reads back from storage, so create-time
 //! strategy fields (a Job's selector) get defaulted after being set; [`apply`] reproduces the
 //! end result. Besides defaults proper, it writes the few zero values Go's JSON encoding always
-//! emits inside pod templates (`resources: {}`, `metadata.creationTimestamp: null`), so objects
-//! read back exactly as from kube-apiserver v1.33.
+//! emits inside pod templates (`resources: {}`, `metadata: {}`; since v1.34 no
+//! `creationTimestamp: null`, which is `omitzero`), so objects read back exactly as from
+//! kube-apiserver v1.36.
 //!
 //! Resource lists in pod specs get `SetDefaults_ResourceList` (milli-unit round-up, written back
 //! canonical); other quantities keep the text they were written with. Not here: admission
@@ -21,6 +22,7 @@ mod groups;
 mod image;
 mod pod;
 mod qos;
+mod resource;
 mod workloads;
 
 #[cfg(test)]
@@ -66,6 +68,9 @@ const DEFAULTERS: &[(&str, &str, Defaulter)] = &[
     ("discovery.k8s.io", "EndpointSlice", groups::endpoint_slice),
     ("scheduling.k8s.io", "PriorityClass", groups::priority_class),
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", groups::validating_admission_policy),
+    ("resource.k8s.io", "ResourceClaim", resource::resource_claim),
+    ("resource.k8s.io", "ResourceClaimTemplate", resource::resource_claim_template),
+    ("resource.k8s.io", "ResourceSlice", resource::resource_slice),
 ];
 
 /// Applies kube-apiserver's defaults for the object's kind. Called on create and on every
@@ -79,6 +84,15 @@ pub fn apply(resource: &ResourceType, object: &mut Value) {
         DEFAULTERS.iter().find(|(group, kind, _)| *group == resource.group && *kind == resource.kind)
     {
         defaulter(object);
+    }
+}
+
+/// What a status update's strategy does besides keeping the spec (kube-apiserver also
+/// defaults the status it decodes): a ResourceClaim's allocation defaulted and the statuses of
+/// deallocated devices dropped.
+pub fn prepare_status_update(resource: &ResourceType, old: &Value, object: &mut Value) {
+    if resource.group == "resource.k8s.io" && resource.kind == "ResourceClaim" {
+        resource::claim_status_update(old, object);
     }
 }
 

@@ -73,7 +73,7 @@ const PERSISTENT_SOURCES: &[(&str, &[Field])] = &[
 ];
 
 /// A Pod: `SetObjectDefaults_Pod`, and on create (no `resourceVersion` yet) the strategy's
-/// `mutatePodAffinity`.
+/// `mutatePodAffinity` and `mutateTopologySpreadConstraints`.
 pub(super) fn pod(object: &mut Value) {
     let creating = object.pointer("/metadata/resourceVersion").is_none_or(is_zero);
     let labels = object.pointer("/metadata/labels").cloned().unwrap_or_default();
@@ -81,6 +81,16 @@ pub(super) fn pod(object: &mut Value) {
     pod_spec(spec, Owner::Pod);
     if creating {
         mutate_pod_affinity(spec, &labels);
+        mutate_topology_spread_constraints(spec, &labels);
+    }
+}
+
+/// `mutateTopologySpreadConstraints` (`MatchLabelKeysInPodTopologySpreadSelectorMerge`, on
+/// since v1.34): each topology spread constraint's `matchLabelKeys` become `In` requirements on
+/// the pod's values of those labels, added to its label selector when it has one.
+fn mutate_topology_spread_constraints(spec: &mut Value, labels: &Value) {
+    for constraint in items(spec, "topologySpreadConstraints") {
+        apply_keys(constraint, labels, &[("matchLabelKeys", "In")]);
     }
 }
 
@@ -103,8 +113,14 @@ fn mutate_pod_affinity(spec: &mut Value, labels: &Value) {
 
 /// `applyMatchLabelKeysAndMismatchLabelKeys` on one term.
 fn apply_label_keys(term: &mut Value, labels: &Value) {
+    apply_keys(term, labels, &[("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")]);
+}
+
+/// `applyLabelKeysToLabelSelector` for each (key list, operator) of `owner`.
+fn apply_keys(owner: &mut Value, labels: &Value, lists: &[(&str, &str)]) {
+    let term = owner;
     let mut requirements = Vec::new();
-    for (keys, operator) in [("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")] {
+    for &(keys, operator) in lists {
         for key in term.get(keys).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
             if let Some(value) = labels.get(key) {
                 requirements.push(json!({"key": key, "operator": operator, "values": [value]}));
@@ -136,11 +152,13 @@ pub(super) fn template(template: &mut Value) {
     }
 }
 
-/// The wire shape of an embedded `ObjectMeta`: Go (before v1.34) serializes its zero
-/// `creationTimestamp` as `null`, so templates come back with `metadata.creationTimestamp: null`.
+/// The wire shape of an embedded `ObjectMeta`: always written (a struct, not `omitempty`), and
+/// since v1.34 without a zero `creationTimestamp` (its tag is `omitzero`; v1.33 wrote `null`).
 pub(super) fn embedded_metadata(object: &mut Value) {
-    if let Some(metadata) = entry(object, "metadata").and_then(Value::as_object_mut) {
-        metadata.entry("creationTimestamp").or_insert(Value::Null);
+    if let Some(metadata) = entry(object, "metadata").and_then(Value::as_object_mut)
+        && metadata.get("creationTimestamp").is_some_and(Value::is_null)
+    {
+        metadata.remove("creationTimestamp");
     }
 }
 
@@ -247,6 +265,10 @@ fn container(container: &mut Value) {
         if let Some(field_ref) = child_at(env, &["valueFrom", "fieldRef"]) {
             fill(field_ref, FIELD_REF);
         }
+        // A file key reference is required unless said otherwise (EnvFiles, on since v1.35).
+        if let Some(file_key_ref) = child_at(env, &["valueFrom", "fileKeyRef"]) {
+            fill(file_key_ref, &[ptr("optional", Bool(false))]);
+        }
     }
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
         if let Some(probe) = child(container, probe) {
@@ -275,12 +297,18 @@ fn probe(probe: &mut Value) {
     }
 }
 
-/// A pod volume: `SetDefaults_Volume` (no source means an `emptyDir`; image volumes are behind
-/// `ImageVolume`, off in v1.33) and the per-source defaulters.
+/// A pod volume: `SetDefaults_Volume` (no source means an `emptyDir`; an image volume's pull
+/// policy as a container's, `ImageVolume` being GA in v1.36) and the per-source defaulters.
 fn pod_volume(volume: &mut Value) {
     let Some(map) = volume.as_object_mut() else { return };
     if !map.iter().any(|(key, value)| key != "name" && !value.is_null()) {
         map.insert("emptyDir".into(), Value::Object(Default::default()));
+    }
+    if let Some(image) = child(volume, "image")
+        && image.get("pullPolicy").is_none_or(is_zero)
+    {
+        let policy = image::pull_policy(str_at(image, "reference"));
+        set(image, "pullPolicy", Value::from(policy));
     }
     for source in ["secret", "configMap", "downwardAPI", "projected"] {
         if let Some(source) = child(volume, source) {

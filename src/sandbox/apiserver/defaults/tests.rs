@@ -296,6 +296,44 @@ fn pod_affinity_label_keys_merge_into_selectors_on_create_only() {
 }
 
 #[test]
+fn image_volumes_get_a_pull_policy_and_file_keys_are_required() {
+    let pod = json!({"metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "a", "image": "a", "env": [{"name": "E", "valueFrom": {"fileKeyRef": {"volumeName": "v", "path": "env", "key": "E"}}}]}],
+        "volumes": [
+            {"name": "latest", "image": {"reference": "tools:latest"}},
+            {"name": "pinned", "image": {"reference": "tools:1.0"}},
+            {"name": "set", "image": {"reference": "tools", "pullPolicy": "Never"}},
+        ]}});
+    let got = defaulted("", "Pod", pod);
+    let policies: Vec<&Value> = (0..3).map(|i| &got["spec"]["volumes"][i]["image"]["pullPolicy"]).collect();
+    assert_eq!(policies, [&json!("Always"), &json!("IfNotPresent"), &json!("Never")]);
+    assert_eq!(got["spec"]["containers"][0]["env"][0]["valueFrom"]["fileKeyRef"]["optional"], false);
+}
+
+#[test]
+fn topology_spread_label_keys_merge_into_selectors_on_create() {
+    let pod = json!({
+        "metadata": {"name": "p", "labels": {"app": "web", "pod-template-hash": "abc"}},
+        "spec": {
+            "containers": [{"name": "a", "image": "a"}],
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["pod-template-hash", "absent"]},
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                    "matchLabelKeys": ["pod-template-hash"]},
+            ],
+        },
+    });
+    let got = defaulted("", "Pod", pod);
+    let constraints = &got["spec"]["topologySpreadConstraints"];
+    assert_eq!(
+        constraints[0]["labelSelector"]["matchExpressions"],
+        json!([{"key": "pod-template-hash", "operator": "In", "values": ["abc"]}])
+    );
+    assert!(constraints[1].get("labelSelector").is_none(), "no selector, nothing to merge into");
+}
+
+#[test]
 fn templates_get_the_same_pod_spec_defaults_everywhere() {
     let want = defaulted_template_spec();
     let cases = [
@@ -813,4 +851,38 @@ fn qos_classes() {
     assert_eq!(pod_qos_class(&pod_level), "Guaranteed");
     let pod_level = json!({"spec": {"resources": burstable, "containers": [c(&guaranteed)]}});
     assert_eq!(pod_qos_class(&pod_level), "Burstable");
+}
+
+#[test]
+fn resource_claims_get_exact_counts_and_equal_tolerations() {
+    let claim = json!({"metadata": {"name": "c"}, "spec": {"devices": {"requests": [
+        {"name": "one", "exactly": {"deviceClassName": "gpu", "tolerations": [{"key": "k", "effect": "NoExecute"}]}},
+        {"name": "all", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}},
+        {"name": "any", "firstAvailable": [{"name": "a", "deviceClassName": "gpu"}, {"name": "b", "deviceClassName": "gpu", "count": 2}]},
+    ]}}});
+    let got = defaulted("resource.k8s.io", "ResourceClaim", claim);
+    let requests = &got["spec"]["devices"]["requests"];
+    assert_eq!(
+        requests[0]["exactly"],
+        json!({"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1,
+            "tolerations": [{"key": "k", "effect": "NoExecute", "operator": "Equal"}]})
+    );
+    assert_eq!(requests[1]["exactly"], json!({"deviceClassName": "gpu", "allocationMode": "All"}));
+    assert_eq!(requests[2]["firstAvailable"][0]["count"], 1);
+    assert_eq!(requests[2]["firstAvailable"][1]["count"], 2);
+    // The claim spec's devices and a template's metadata are structs, always written.
+    let empty = defaulted("resource.k8s.io", "ResourceClaim", json!({"metadata": {"name": "e"}, "spec": {}}));
+    assert_eq!(empty["spec"], json!({"devices": {}}));
+    let template = defaulted("resource.k8s.io", "ResourceClaimTemplate", json!({"metadata": {"name": "t"}, "spec": {"spec": {}}}));
+    assert_eq!(template["spec"], json!({"metadata": {}, "spec": {"devices": {}}}));
+}
+
+#[test]
+fn device_taints_get_the_time_they_were_added() {
+    let slice = json!({"metadata": {"name": "s"}, "spec": {"devices": [{"name": "d", "taints": [
+        {"key": "k", "effect": "NoExecute"}, {"key": "l", "effect": "NoSchedule", "timeAdded": "2026-01-01T00:00:00Z"}]}]}});
+    let got = defaulted("resource.k8s.io", "ResourceSlice", slice);
+    let taints = &got["spec"]["devices"][0]["taints"];
+    assert!(taints[0]["timeAdded"].as_str().is_some_and(|t| t.ends_with('Z')), "{taints}");
+    assert_eq!(taints[1]["timeAdded"], "2026-01-01T00:00:00Z");
 }

@@ -142,6 +142,7 @@ pub(super) fn status_zero_values(resource: &ResourceType, object: &mut Value) {
         ("apps", "deployments") | ("batch", "jobs" | "cronjobs") | ("", "resourcequotas") => json!({}),
         ("certificates.k8s.io", "certificatesigningrequests") | ("networking.k8s.io", "servicecidrs") => json!({}),
         ("admissionregistration.k8s.io", "validatingadmissionpolicies") => json!({}),
+        ("resource.k8s.io", "resourceclaims") => json!({}),
         ("apps", "replicasets") | ("", "replicationcontrollers") => json!({"replicas": 0}),
         ("apps", "statefulsets") => json!({"replicas": 0, "availableReplicas": 0}),
         ("apps", "daemonsets") => {

@@ -90,6 +90,7 @@ pub fn write_update(
         subresources::csr_prepare_for_update(resource, old, &mut object);
         validation::validate_update(resource, old, &mut object)?;
     } else {
+        defaults::prepare_status_update(resource, old, &mut object);
         subresources::volume_phase_transition(resource, old, &mut object);
         let approval = target.subresource.as_deref() == Some("approval");
         subresources::csr_prepare_for_status_update(resource, old, &mut object, approval);

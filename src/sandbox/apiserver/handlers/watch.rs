@@ -263,7 +263,7 @@ fn bookmark(resource: &ResourceType, revision: u64) -> Value {
     json!({
         "kind": resource.kind,
         "apiVersion": resource.group_version(),
-        "metadata": {"resourceVersion": revision.to_string(), "creationTimestamp": null},
+        "metadata": {"resourceVersion": revision.to_string()},
     })
 }
 

@@ -1,6 +1,6 @@
-//! More of kube-apiserver's table printers (pkg/printers/internalversion/printers.go, v1.33):
+//! More of kube-apiserver's table printers (pkg/printers/internalversion/printers.go, v1.36):
 //! events.k8s.io Events, RBAC bindings, controller revisions, pod templates, storage,
-//! scheduling, networking and certificates.
+//! scheduling, networking, certificates and resource.k8s.io (DRA).
 
 use std::collections::BTreeSet;
 
@@ -33,6 +33,14 @@ pub fn printer_for(group: &str, kind: &str) -> Option<&'static Printer> {
         ("networking.k8s.io", "Ingress") => &INGRESS,
         ("certificates.k8s.io", "CertificateSigningRequest") => &CERTIFICATE_SIGNING_REQUEST,
         ("apiregistration.k8s.io", "APIService") => &API_SERVICE,
+        ("storage.k8s.io", "VolumeAttributesClass") => &VOLUME_ATTRIBUTES_CLASS,
+        ("networking.k8s.io", "IPAddress") => &IP_ADDRESS,
+        ("networking.k8s.io", "ServiceCIDR") => &SERVICE_CIDR,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => &VALIDATING_ADMISSION_POLICY,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => &VALIDATING_ADMISSION_POLICY_BINDING,
+        ("resource.k8s.io", "DeviceClass" | "ResourceClaimTemplate") => &NAME_AND_AGE,
+        ("resource.k8s.io", "ResourceClaim") => &RESOURCE_CLAIM,
+        ("resource.k8s.io", "ResourceSlice") => &RESOURCE_SLICE,
         _ => return None,
     };
     Some(printer)
@@ -63,7 +71,7 @@ const ROLE_BINDING: Printer = Printer {
         NAME,
         string(
             "Role",
-            "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable.",
+            "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
         ),
         AGE,
         wide("Users", "Users in the roleBinding"),
@@ -78,7 +86,7 @@ const CLUSTER_ROLE_BINDING: Printer = Printer {
         NAME,
         string(
             "Role",
-            "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable.",
+            "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
         ),
         AGE,
         wide("Users", "Users in the clusterRoleBinding"),
@@ -320,6 +328,16 @@ fn storage_class_row(class: &Value, now: Timestamp) -> Row {
     ])
 }
 
+const VOLUME_ATTRIBUTES_CLASS: Printer = Printer {
+    columns: &[NAME, string("DriverName", "Name of the CSI driver This field is immutable."), AGE],
+    row: volume_attributes_class_row,
+};
+
+/// `printVolumeAttributesClass`.
+fn volume_attributes_class_row(class: &Value, now: Timestamp) -> Row {
+    Row::new(vec![name(class), json!(text(class, "/driverName")), age(class, now)])
+}
+
 const CSI_NODE: Printer = Printer {
     columns: &[NAME, integer("Drivers", "Drivers indicates the number of CSI drivers registered on the node"), AGE],
     row: csi_node_row,
@@ -369,15 +387,15 @@ const CSI_DRIVER: Printer = Printer {
         NAME,
         boolean(
             "AttachRequired",
-            "attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting. The CSI external-attacher coordinates with CSI volume driver and updates the volumeattachment status when the attach operation is complete. If the value is set to false, the attach operation will be skipped. Otherwise the attach operation will be called.\n\nThis field is immutable.",
+            "attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting. The CSI external-attacher coordinates with CSI volume driver and updates the volumeattachment status when the attach operation is complete. If the value is specified to false, the attach operation will be skipped. Otherwise the attach operation will be called.\n\nThis field is immutable.",
         ),
         boolean(
             "PodInfoOnMount",
-            "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. Default is false.",
+            "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. Default is false.\n\nThe CSI driver specifies podInfoOnMount as part of driver deployment. If true, Kubelet will pass pod information as VolumeContext in the CSI NodePublishVolume() calls. The CSI driver is responsible for parsing and validating the information passed in as VolumeContext.\n\nThe following VolumeContext will be passed if podInfoOnMount is set to true. This list might grow, but the prefix will be used. \"csi.storage.k8s.io/pod.name\": pod.Name \"csi.storage.k8s.io/pod.namespace\": pod.Namespace \"csi.storage.k8s.io/pod.uid\": string(pod.UID) \"csi.storage.k8s.io/ephemeral\": \"true\" if the volume is an ephemeral inline volume\n                                defined by a CSIVolumeSource, otherwise \"false\"\n\n\"csi.storage.k8s.io/ephemeral\" is a new feature in Kubernetes 1.16. It is only required for drivers which support both the \"Persistent\" and \"Ephemeral\" VolumeLifecycleMode. Other drivers can leave pod info disabled and/or ignore this field. As Kubernetes 1.15 doesn't support this field, drivers can only support one mode when deployed on such a cluster and the deployment determines which mode that is, for example via a command line parameter of the driver.\n\nThis field was immutable in Kubernetes < 1.29 and now is mutable.",
         ),
         boolean(
             "StorageCapacity",
-            "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true.",
+            "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true.\n\nThe check can be enabled immediately when deploying a driver. In that case, provisioning new volumes with late binding will pause until the driver deployment has published some suitable CSIStorageCapacity object.\n\nAlternatively, the driver can be deployed with the field unset or false and it can be flipped later when storage capacity information has been published.\n\nThis field was immutable in Kubernetes <= 1.22 and now is mutable.",
         ),
         string(
             "TokenRequests",
@@ -657,11 +675,11 @@ const CERTIFICATE_SIGNING_REQUEST: Printer = Printer {
     columns: &[
         NAME,
         AGE,
-        string("SignerName", "signerName indicates the requested signer, and is a qualified name."),
+        string("SignerName", "Requested signer for the request. It is a qualified name in the form: `scope-hostname.io/name`. If empty, it will be defaulted:\n 1. If it's a kubelet client certificate, it is assigned\n    \"kubernetes.io/kube-apiserver-client-kubelet\".\n 2. If it's a kubelet serving certificate, it is assigned\n    \"kubernetes.io/kubelet-serving\".\n 3. Otherwise, it is assigned \"kubernetes.io/legacy-unknown\".\nDistribution of trust for signers happens out of band. You can select on this field using `spec.signerName`."),
         // Upstream describes REQUESTOR with the `request` field's documentation.
         string(
             "Requestor",
-            "request contains an x509 certificate signing request encoded in a \"CERTIFICATE REQUEST\" PEM block. When serialized as JSON or YAML, the data is additionally base64-encoded.",
+            "Base64-encoded PKCS#10 CSR data",
         ),
         string(
             "RequestedDuration",
@@ -669,7 +687,7 @@ const CERTIFICATE_SIGNING_REQUEST: Printer = Printer {
         ),
         string(
             "Condition",
-            "conditions applied to the request. Known conditions are \"Approved\", \"Denied\", and \"Failed\".",
+            "Conditions applied to the request, such as approval or denial.",
         ),
     ],
     row: certificate_signing_request_row,
@@ -704,6 +722,192 @@ fn certificate_signing_request_row(csr: &Value, now: Timestamp) -> Row {
         json!(text(csr, "/spec/username")),
         json!(duration),
         json!(status),
+    ])
+}
+
+// --- networking and admission policies --------------------------------------------------
+
+/// `printIPAddress`. Its column definitions name no Age column, though each row ends with one.
+const IP_ADDRESS: Printer = Printer {
+    columns: &[
+        NAME,
+        string(
+            "ParentRef",
+            "ParentRef references the resource that an IPAddress is attached to. An IPAddress must reference a parent object.",
+        ),
+    ],
+    row: ip_address_row,
+};
+
+fn ip_address_row(address: &Value, now: Timestamp) -> Row {
+    let parent = match address.pointer("/spec/parentRef").filter(|p| p.is_object()) {
+        None => "<none>".to_string(),
+        Some(parent) => {
+            let (group, resource) = (text(parent, "/group"), text(parent, "/resource"));
+            let mut name = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+            name = name.to_lowercase();
+            let namespace = text(parent, "/namespace");
+            if !namespace.is_empty() {
+                name = format!("{name}/{namespace}");
+            }
+            format!("{name}/{}", text(parent, "/name"))
+        }
+    };
+    Row::new(vec![name(address), json!(parent), age(address, now)])
+}
+
+const SERVICE_CIDR: Printer = Printer {
+    columns: &[
+        NAME,
+        string(
+            "CIDRs",
+            "CIDRs defines the IP blocks in CIDR notation (e.g. \"192.168.0.0/24\" or \"2001:db8::/64\") from which to assign service cluster IPs. Max of two CIDRs is allowed, one of each IP family. This field is immutable.",
+        ),
+        AGE,
+    ],
+    row: service_cidr_row,
+};
+
+/// `printServiceCIDR`.
+fn service_cidr_row(cidr: &Value, now: Timestamp) -> Row {
+    let cidrs: Vec<&str> = array(cidr, "/spec/cidrs").iter().filter_map(Value::as_str).collect();
+    Row::new(vec![name(cidr), json!(cidrs.join(",")), age(cidr, now)])
+}
+
+const VALIDATING_ADMISSION_POLICY: Printer = Printer {
+    columns: &[
+        NAME,
+        integer("Validations", "Validations indicates the number of validation rules defined in this configuration"),
+        string("ParamKind", "ParamKind specifies the kind of resources used to parameterize this policy"),
+        AGE,
+    ],
+    row: validating_admission_policy_row,
+};
+
+/// `printValidatingAdmissionPolicy`.
+fn validating_admission_policy_row(policy: &Value, now: Timestamp) -> Row {
+    let param_kind = match policy.pointer("/spec/paramKind").filter(|p| p.is_object()) {
+        Some(kind) => format!("{}/{}", text(kind, "/apiVersion"), text(kind, "/kind")),
+        None => "<unset>".into(),
+    };
+    Row::new(vec![name(policy), json!(len_of(policy, "/spec/validations")), json!(param_kind), age(policy, now)])
+}
+
+const VALIDATING_ADMISSION_POLICY_BINDING: Printer = Printer {
+    columns: &[
+        NAME,
+        string("PolicyName", "PolicyName indicates the policy definition which the policy binding binded to"),
+        string("ParamRef", "ParamRef indicates the param resource which sets the configuration param"),
+        AGE,
+    ],
+    row: validating_admission_policy_binding_row,
+};
+
+/// `printValidatingAdmissionPolicyBinding`; a parameter selector shows as its generated
+/// `String()` (`&LabelSelector{...}`).
+fn validating_admission_policy_binding_row(binding: &Value, now: Timestamp) -> Row {
+    let param = match binding.pointer("/spec/paramRef").filter(|p| p.is_object()) {
+        None => "<unset>".to_string(),
+        Some(param) => match (text(param, "/name"), text(param, "/namespace")) {
+            ("", _) if param["selector"].is_object() => go_label_selector_string(&param["selector"]),
+            ("", _) => "<unset>".to_string(),
+            (name, "") => format!("*/{name}"),
+            (name, namespace) => format!("{namespace}/{name}"),
+        },
+    };
+    Row::new(vec![name(binding), json!(text(binding, "/spec/policyName")), json!(param), age(binding, now)])
+}
+
+/// The gogo-protobuf `String()` of a `metav1.LabelSelector`.
+fn go_label_selector_string(selector: &Value) -> String {
+    let labels: Vec<String> = selector["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}: {},", v.as_str().unwrap_or_default()))
+        .collect();
+    let expressions: Vec<String> = array(selector, "/matchExpressions")
+        .iter()
+        .map(|r| {
+            let values: Vec<String> =
+                array(r, "/values").iter().map(|v| format!("{:?}", v.as_str().unwrap_or_default())).collect();
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[]string{{{}}},}},",
+                text(r, "/key"),
+                text(r, "/operator"),
+                values.join(",")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{}}},MatchExpressions:[]LabelSelectorRequirement{{{}}},}}",
+        labels.join(""),
+        expressions.join("")
+    )
+}
+
+// --- resource.k8s.io ---------------------------------------------------------------------
+
+/// `printDeviceClass` and `printResourceClaimTemplate`.
+const NAME_AND_AGE: Printer = Printer { columns: &[NAME, AGE], row: name_and_age_row };
+
+fn name_and_age_row(object: &Value, now: Timestamp) -> Row {
+    Row::new(vec![name(object), age(object, now)])
+}
+
+const RESOURCE_CLAIM: Printer = Printer {
+    columns: &[NAME, string("State", "A summary of the current state (allocated, pending, reserved, etc.)."), AGE],
+    row: resource_claim_row,
+};
+
+/// `printResourceClaim`, its state as `resourceClaimState` sums it up.
+fn resource_claim_row(claim: &Value, now: Timestamp) -> Row {
+    let deleted = !claim["metadata"]["deletionTimestamp"].is_null();
+    let mut states = Vec::new();
+    if deleted {
+        states.push("deleted");
+    }
+    if claim["status"]["allocation"].is_null() {
+        if !deleted {
+            states.push("pending");
+        }
+    } else {
+        states.push("allocated");
+        if !array(claim, "/status/reservedFor").is_empty() {
+            states.push("reserved");
+        }
+    }
+    Row::new(vec![name(claim), json!(states.join(",")), age(claim, now)])
+}
+
+const RESOURCE_SLICE: Printer = Printer {
+    columns: &[
+        NAME,
+        string(
+            "Node",
+            "NodeName identifies the node which provides the resources in this pool. A field selector can be used to list only ResourceSlice objects belonging to a certain node.\n\nThis field can be used to limit access from nodes to ResourceSlices with the same node name. It also indicates to autoscalers that adding new nodes of the same type as some old node might also make new resources available.\n\nExactly one of NodeName, NodeSelector, AllNodes, and PerDeviceNodeSelection must be set. This field is immutable.",
+        ),
+        string(
+            "Driver",
+            "Driver identifies the DRA driver providing the capacity information. A field selector can be used to list only ResourceSlice objects with a certain driver name.\n\nMust be a DNS subdomain and should end with a DNS domain owned by the vendor of the driver. It should use only lower case characters. This field is immutable.",
+        ),
+        string(
+            "Pool",
+            "Name is used to identify the pool. For node-local devices, this is often the node name, but this is not required.\n\nIt must not be longer than 253 characters and must consist of one or more DNS sub-domains separated by slashes. This field is immutable.",
+        ),
+        AGE,
+    ],
+    row: resource_slice_row,
+};
+
+/// `printResourceSlice`.
+fn resource_slice_row(slice: &Value, now: Timestamp) -> Row {
+    Row::new(vec![
+        name(slice),
+        json!(text(slice, "/spec/nodeName")),
+        json!(text(slice, "/spec/driver")),
+        json!(text(slice, "/spec/pool/name")),
+        age(slice, now),
     ])
 }
 

@@ -1,4 +1,4 @@
-//! The table printers of kube-apiserver (pkg/printers/internalversion/printers.go, v1.33):
+//! The table printers of kube-apiserver (pkg/printers/internalversion/printers.go, v1.36):
 //! column definitions and row cells per kind, on the objects' JSON.
 
 use std::collections::BTreeSet;
@@ -15,7 +15,7 @@ pub const NAME_DOC: &str = "Name must be unique within a namespace. Is required 
 pub const CREATED_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 pub(super) const CONTAINERS_DOC: &str = "Names of each container in the template.";
 pub(super) const IMAGES_DOC: &str = "Images referenced by each container in the template.";
-const SELECTOR_DOC: &str = "A label query over pods that should match the replica count. Label keys and values that must match in order to be controlled by this replica set. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+const SELECTOR_DOC: &str = "Selector is a label query over pods that should match the replica count. Label keys and values that must match in order to be controlled by this replica set. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
 
 /// A `metav1.TableColumnDefinition`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,6 +304,8 @@ fn pod_row(pod: &Value, now: Timestamp) -> Row {
         restarts = sidecar_restarts;
         last_restart = last_sidecar_restart;
         let mut has_running = false;
+        // The reason of the last container (in reverse order) that exited with an error.
+        let mut error_reason = String::new();
         for status in array(pod, "/status/containerStatuses").iter().rev() {
             restarts += int(status, "/restartCount");
             last_restart = later_restart(last_restart, status);
@@ -317,13 +319,24 @@ fn pod_row(pod: &Value, now: Timestamp) -> Row {
                     ("", signal) => format!("Signal:{signal}"),
                     (why, _) => why.into(),
                 };
+                if int(terminated, "/exitCode") != 0 {
+                    error_reason = reason.clone();
+                }
             } else if status["ready"] == true && status.pointer("/state/running").is_some() {
                 has_running = true;
                 ready += 1;
             }
         }
-        if reason == "Completed" && has_running {
-            reason = if has_condition(pod, "Ready") { "Running" } else { "NotReady" }.into();
+        // Since v1.35 a pod whose last container completed shows another container's error
+        // rather than "Completed" (or "NotReady").
+        if reason == "Completed" {
+            if has_running && has_condition(pod, "Ready") {
+                reason = "Running".into();
+            } else if !error_reason.is_empty() {
+                reason = error_reason;
+            } else if has_running {
+                reason = "NotReady".into();
+            }
         }
     }
     let deleting = pod.pointer("/metadata/deletionTimestamp").is_some_and(|d| !d.is_null());
@@ -378,13 +391,13 @@ const REPLICA_SET: Printer = Printer {
         NAME,
         integer(
             "Desired",
-            "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+            "Replicas is the number of desired pods. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicaset",
         ),
         integer(
             "Current",
-            "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+            "Replicas is the most recently observed number of non-terminating pods. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicaset",
         ),
-        integer("Ready", "The number of ready replicas for this replica set."),
+        integer("Ready", "The number of non-terminating pods targeted by this ReplicaSet with a Ready Condition."),
         AGE,
         wide("Containers", CONTAINERS_DOC),
         wide("Images", IMAGES_DOC),
@@ -448,18 +461,18 @@ const DEPLOYMENT: Printer = Printer {
         string("Ready", "Number of the pod with ready state"),
         string(
             "Up-to-date",
-            "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+            "Total number of non-terminating pods targeted by this deployment that have the desired template spec.",
         ),
         string(
             "Available",
-            "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+            "Total number of available non-terminating pods (ready for at least minReadySeconds) targeted by this deployment.",
         ),
         AGE,
         wide("Containers", CONTAINERS_DOC),
         wide("Images", IMAGES_DOC),
         wide(
             "Selector",
-            "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+            "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment. It must match the pod template's labels.",
         ),
     ],
     row: deployment_row,
@@ -516,7 +529,7 @@ const DAEMON_SET: Printer = Printer {
         ),
         integer(
             "Ready",
-            "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
+            "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.",
         ),
         integer("Up-to-date", "The total number of nodes that are running updated daemon pod"),
         integer(
@@ -532,7 +545,7 @@ const DAEMON_SET: Printer = Printer {
         wide("Images", IMAGES_DOC),
         wide(
             "Selector",
-            "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+            "A label query over pods that are managed by the daemon set. Must match in order to be controlled. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
         ),
     ],
     row: daemon_set_row,
@@ -754,6 +767,10 @@ fn node_row(node: &Value, now: Timestamp) -> Row {
         addresses.iter().find(|a| a["type"] == kind).map_or("<none>".into(), |a| text(a, "/address").to_string())
     };
     let info = |field: &str| or(text(node, &format!("/status/nodeInfo/{field}")), "<unknown>");
+    // Since v1.35 the kernel version is followed by the architecture.
+    let architecture = text(node, "/status/nodeInfo/architecture");
+    let kernel =
+        if architecture.is_empty() { info("kernelVersion") } else { format!("{} ({architecture})", info("kernelVersion")) };
     Row::new(vec![
         name(node),
         json!(status.join(",")),
@@ -763,7 +780,7 @@ fn node_row(node: &Value, now: Timestamp) -> Row {
         json!(address("InternalIP")),
         json!(address("ExternalIP")),
         json!(info("osImage")),
-        json!(info("kernelVersion")),
+        json!(kernel),
         json!(info("containerRuntimeVersion")),
     ])
 }
@@ -902,11 +919,11 @@ const ENDPOINT_SLICE: Printer = Printer {
         NAME,
         string(
             "AddressType",
-            "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name.",
+            "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name. (Deprecated) The EndpointSlice controller only generates, and kube-proxy only processes, slices of addressType \"IPv4\" and \"IPv6\". No semantics are defined for the \"FQDN\" type.",
         ),
         string(
             "Ports",
-            "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. When ports is empty, it indicates that there are no defined ports. When a port is defined with a nil port value, it indicates \"all ports\". Each slice may include a maximum of 100 ports.",
+            "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. Each slice may include a maximum of 100 ports. Services always have at least 1 port, so EndpointSlices generated by the EndpointSlice controller will likewise always have at least 1 port. EndpointSlices used for other purposes may have an empty ports list.",
         ),
         string(
             "Endpoints",
@@ -1014,21 +1031,12 @@ pub(super) fn event_row(event: &Value, now: Timestamp) -> Row {
 
 // --- Configuration -----------------------------------------------------------------------
 
-const SERVICE_ACCOUNT: Printer = Printer {
-    columns: &[
-        NAME,
-        string(
-            "Secrets",
-            "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret",
-        ),
-        AGE,
-    ],
-    row: service_account_row,
-};
+/// Name and age only: the secrets count column went in v1.36.
+const SERVICE_ACCOUNT: Printer = Printer { columns: &[NAME, AGE], row: service_account_row };
 
 /// `printServiceAccount`.
 fn service_account_row(account: &Value, now: Timestamp) -> Row {
-    Row::new(vec![name(account), json!(len_of(account, "/secrets")), age(account, now)])
+    Row::new(vec![name(account), age(account, now)])
 }
 
 const SECRET: Printer = Printer {
@@ -1090,12 +1098,12 @@ fn lease_row(lease: &Value, now: Timestamp) -> Row {
 const RESOURCE_QUOTA: Printer = Printer {
     columns: &[
         NAME,
-        AGE,
         string("Request", "Request represents a minimum amount of cpu/memory that a container may consume."),
         string(
             "Limit",
             "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
         ),
+        AGE,
     ],
     row: resource_quota_row,
 };
@@ -1113,7 +1121,7 @@ fn resource_quota_row(quota: &Value, now: Timestamp) -> Row {
         let is_limit = resource.split('.').count() > 1 && resource.split('.').next() == Some("limits");
         if is_limit { limits.push(piece) } else { requests.push(piece) }
     }
-    Row::new(vec![name(quota), age(quota, now), json!(requests.join(", ")), json!(limits.join(", "))])
+    Row::new(vec![name(quota), json!(requests.join(", ")), json!(limits.join(", ")), age(quota, now)])
 }
 
 /// `Quantity.String()`: the canonical form; an absent quantity is "0".

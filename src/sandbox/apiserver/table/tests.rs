@@ -106,6 +106,12 @@ fn pod_status_from_container_states() {
         {"name": "app", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 2}}},
     ]});
     assert_eq!(status_of(exit), "ExitCode:2");
+    // The first container (last looked at) completed, another failed: the failure shows.
+    let one_failed = json!({"phase": "Failed", "containerStatuses": [
+        {"name": "a", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+        {"name": "b", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 1, "reason": "Error"}}},
+    ]});
+    assert_eq!(status_of(one_failed), "Error");
     assert_eq!(status_of(json!({"phase": "Pending"})), "Pending");
     assert_eq!(status_of(json!({"phase": "Failed", "reason": "Evicted"})), "Evicted");
     let gated = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]});
@@ -282,7 +288,7 @@ fn node_rows() {
         "status": {
             "conditions": [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "True"}],
             "addresses": [{"type": "InternalIP", "address": "10.1.0.4"}, {"type": "Hostname", "address": "node-a"}],
-            "nodeInfo": {"kubeletVersion": "v1.33.0", "osImage": "Ubuntu 24.04", "kernelVersion": "6.8.0", "containerRuntimeVersion": "containerd://2.0.0"},
+            "nodeInfo": {"kubeletVersion": "v1.36.2", "osImage": "Ubuntu 24.04", "kernelVersion": "6.8.0", "containerRuntimeVersion": "containerd://2.0.0", "architecture": "amd64"},
         },
     });
     assert_eq!(
@@ -292,11 +298,11 @@ fn node_rows() {
             json!("Ready,SchedulingDisabled"),
             json!("control-plane,worker"),
             json!("3d"),
-            json!("v1.33.0"),
+            json!("v1.36.2"),
             json!("10.1.0.4"),
             json!("<none>"),
             json!("Ubuntu 24.04"),
-            json!("6.8.0"),
+            json!("6.8.0 (amd64)"),
             json!("containerd://2.0.0")
         ]
     );
@@ -442,7 +448,7 @@ fn configuration_rows() {
     let ns = json!({"metadata": {"name": "kube-system", "creationTimestamp": "2024-01-01T00:00:00Z"}, "status": {"phase": "Active"}});
     assert_eq!(cells("", "Namespace", ns), [json!("kube-system"), json!("Active"), json!("517d")]);
     let sa = json!({"metadata": meta("default", NOW), "secrets": [{"name": "t"}]});
-    assert_eq!(cells("", "ServiceAccount", sa), [json!("default"), json!(1), json!("0s")]);
+    assert_eq!(cells("", "ServiceAccount", sa), [json!("default"), json!("0s")]);
     let secret = json!({"metadata": meta("s", NOW), "type": "Opaque", "data": {"a": "", "b": ""}});
     assert_eq!(cells("", "Secret", secret), [json!("s"), json!("Opaque"), json!(2), json!("0s")]);
     let cm = json!({"metadata": meta("c", NOW), "data": {"a": ""}, "binaryData": {"b": ""}});
@@ -461,9 +467,9 @@ fn configuration_rows() {
         cells("", "ResourceQuota", quota),
         [
             json!("q"),
-            json!("0s"),
             json!("pods: 3/10, requests.cpu: 500m/1"),
-            json!("limits.cpu: 0/2, limits.memory: 0/2Gi")
+            json!("limits.cpu: 0/2, limits.memory: 0/2Gi"),
+            json!("0s")
         ]
     );
     let pdb = json!({"metadata": meta("p", NOW), "spec": {"minAvailable": "50%"}, "status": {"disruptionsAllowed": 1}});

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::meta::{label_selector, nonnegative, text};
-use super::{FieldError, go_label_selector, go_string_map, pod, quote};
+use super::{FieldError, label_selector_value, string_map_value, pod, quote};
 use crate::apimachinery::labels::Selector;
 
 /// The labels a generated Job selector relies on (`batch.ControllerUidLabel`,
@@ -45,7 +45,7 @@ pub(super) fn job_spec_with_selector(spec: &Value, path: &str) -> Vec<FieldError
     {
         let detail = "`selector` does not match template `labels`";
         let field = format!("{path}.template.metadata.labels");
-        causes.push(FieldError::invalid(&field, go_string_map(template_labels), detail));
+        causes.push(FieldError::invalid(&field, string_map_value(template_labels), detail));
     }
     causes
 }
@@ -71,7 +71,7 @@ fn generated_selector(object: &Value, require_prefixed: bool) -> Vec<FieldError>
             let detail = format!("must be '{value}'");
             match labels[*key].as_str() {
                 None => Some(FieldError::required(&field, &detail)),
-                Some(actual) if actual != *value => Some(FieldError::invalid(&field, go_string_map(labels), &detail)),
+                Some(actual) if actual != *value => Some(FieldError::invalid(&field, string_map_value(labels), &detail)),
                 Some(_) => None,
             }
         })
@@ -81,7 +81,7 @@ fn generated_selector(object: &Value, require_prefixed: bool) -> Vec<FieldError>
     if let Ok(selector) = Selector::from_label_selector_object(&spec["selector"])
         && !selector.matches(&expected_labels)
     {
-        let rendered = go_label_selector(&spec["selector"]);
+        let rendered = label_selector_value(&spec["selector"]);
         causes.push(FieldError::invalid("spec.selector", rendered, "`selector` not auto-generated"));
     }
     causes
@@ -150,7 +150,7 @@ fn job_template(template: &Value) -> Vec<FieldError> {
     let spec = &template["spec"];
     let mut causes = job_spec(spec, "spec.jobTemplate.spec");
     if !spec["selector"].is_null() {
-        let rendered = go_label_selector(&spec["selector"]);
+        let rendered = label_selector_value(&spec["selector"]);
         causes.push(FieldError::invalid(
             "spec.jobTemplate.spec.selector",
             rendered,

@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use super::FieldError;
+use super::{FieldError, gojson};
 use crate::apimachinery::strconv::quote;
 use crate::apimachinery::validation::{is_dns1123_label, is_dns1123_subdomain};
 use crate::x509;
@@ -166,15 +166,10 @@ fn decoded(bytes: &Value) -> Vec<u8> {
     base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_default()
 }
 
-/// A `[]byte` as Go's `%#v` prints it: `[]byte(nil)` when empty (the sandbox stores a missing
-/// request as ""), else `[]byte{0x2d, ...}`.
+/// A `[]byte` as a field error shows it: base64 in quotes, `null` when empty (the sandbox
+/// stores a missing request as "").
 fn go_bytes(bytes: &Value) -> String {
-    let bytes = decoded(bytes);
-    if bytes.is_empty() {
-        return "[]byte(nil)".to_string();
-    }
-    let items: Vec<String> = bytes.iter().map(|b| format!("{b:#x}")).collect();
-    format!("[]byte{{{}}}", items.join(", "))
+    gojson::bytes(bytes.as_str().filter(|text| !text.is_empty()))
 }
 
 /// The condition types that may only be `True`.
@@ -299,8 +294,9 @@ fn conditions(csr: &Value, allow: &Allowances) -> ConditionCheck {
         if (kind == "Approved" && denied) || (kind == "Denied" && approved) {
             broken.both_approved_and_denied = true;
             if !allow.both_approved_and_denied {
+                // Since v1.35 on the conditions list itself (declarative `zeroOrOneOf`).
                 errors.push(FieldError::invalid(
-                    &format!("{path}.type"),
+                    "status.conditions",
                     quote(kind),
                     "Approved and Denied conditions are mutually exclusive",
                 ));

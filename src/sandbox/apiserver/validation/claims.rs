@@ -1,14 +1,13 @@
-//! `ValidatePersistentVolumeClaimUpdate` (v1.33, RecoverVolumeExpansionFailure on): a claim's
+//! `ValidatePersistentVolumeClaimUpdate` (v1.36, RecoverVolumeExpansionFailure GA): a claim's
 //! spec is fixed once created, except `volumeName` while unset and, for a Bound claim, the
 //! storage request and `volumeAttributesClassName`; the request may go down (to recover from a
 //! failed expansion) but not to or below `status.capacity`; `volumeMode` never changes.
 //!
-//! Upstream's message carries a `cmp.Diff` of the internal specs; here only the changed
-//! top-level fields are listed, in the same frame.
+//! The message carries `diff.Diff` of the internal specs: a unified diff of their JSON.
 
 use serde_json::Value;
 
-use super::{FieldError, immutable, semantically_equal};
+use super::{FieldError, difflib, gojson, immutable, semantically_equal};
 use crate::quantity::Quantity;
 
 const IMMUTABLE_SPEC: &str =
@@ -50,30 +49,10 @@ pub(super) fn claim_update(old: &Value, new: &Value) -> Vec<FieldError> {
     causes
 }
 
-/// The changed top-level fields, as `cmp.Diff` frames them.
+/// `diff.Diff` of the internal specs: their indented JSON, compared line by line.
 fn spec_diff(before: &Value, after: &Value) -> String {
-    let empty = serde_json::Map::new();
-    let (a, b) = (before.as_object().unwrap_or(&empty), after.as_object().unwrap_or(&empty));
-    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let mut out = String::from("  core.PersistentVolumeClaimSpec{\n");
-    for key in keys.into_iter().filter(|k| a.get(*k) != b.get(*k)) {
-        let field = go_field(key);
-        if let Some(value) = a.get(key) {
-            out.push_str(&format!("- \t{field}: {value},\n"));
-        }
-        if let Some(value) = b.get(key) {
-            out.push_str(&format!("+ \t{field}: {value},\n"));
-        }
-    }
-    out.push_str("  }\n");
-    out
-}
-
-fn go_field(key: &str) -> String {
-    let mut chars = key.chars();
-    chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+    let json = |spec: &Value| gojson::structure(spec, gojson::PERSISTENT_VOLUME_CLAIM_SPEC).pretty(" ");
+    difflib::unified_diff(&json(before), &json(after))
 }
 
 #[cfg(test)]

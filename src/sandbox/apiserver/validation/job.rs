@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::meta::{int, nonnegative, text};
-use super::{FieldError, immutable, quote, semantically_equal};
+use super::{FieldError, gojson, immutable, quote, semantically_equal};
 use crate::apimachinery::field::ErrorType;
 use crate::apimachinery::validation::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name, regex_error};
 
@@ -398,26 +398,14 @@ fn go_quoted_list(values: &[&str]) -> String {
     format!("[{}]", quoted.join(" "))
 }
 
-/// Go's `%#v` of a `[]int32`.
+/// A `[]int32` as a field error shows it (JSON; `null` when nil).
 fn go_int32_slice(values: &Value) -> String {
-    match values.as_array() {
-        Some(values) => {
-            let numbers: Vec<String> = values.iter().map(|v| v.as_i64().unwrap_or(0).to_string()).collect();
-            format!("[]int32{{{}}}", numbers.join(", "))
-        }
-        None => "[]int32(nil)".into(),
-    }
+    gojson::untyped(values).json()
 }
 
-/// Go's `%#v` of a `batch.SuccessPolicy`, its rules' pointers elided (Go prints addresses).
+/// A `batch.SuccessPolicy` as a field error shows it.
 fn go_success_policy(policy: &Value) -> String {
-    match policy["rules"].as_array() {
-        Some(rules) => {
-            let rules: Vec<&str> = rules.iter().map(|_| "batch.SuccessPolicyRule{...}").collect();
-            format!("batch.SuccessPolicy{{Rules:[]batch.SuccessPolicyRule{{{}}}}}", rules.join(", "))
-        }
-        None => "batch.SuccessPolicy{Rules:[]batch.SuccessPolicyRule(nil)}".into(),
-    }
+    gojson::structure(policy, gojson::SUCCESS_POLICY).json()
 }
 
 /// The `ValidateJob` check that an Indexed Job's last pod hostname is a DNS label.
@@ -452,24 +440,19 @@ pub(super) fn spec_update(old: &Value, new: &Value) -> Vec<FieldError> {
         causes.push(FieldError::invalid("spec.completions", completions.to_string(), detail));
     }
     if !semantically_equal(&before["selector"], &after["selector"]) {
-        causes.push(immutable("spec.selector", super::go_label_selector(&after["selector"])));
+        causes.push(immutable("spec.selector", super::label_selector_value(&after["selector"])));
     }
-    let suspended = before["suspend"].as_bool().unwrap_or(false);
-    let old_template = if suspended && old["status"]["startTime"].is_null() {
-        scheduling_directives_from(&before["template"], &after["template"])
-    } else {
-        before["template"].clone()
-    };
-    if !semantically_equal(&old_template, &after["template"]) {
-        causes.push(immutable("spec.template", "core.PodTemplateSpec{...}".into()));
-    }
+    causes.extend(template_update(old, new));
     let string = |v: &Value| v.as_str().map_or_else(|| "null".into(), quote);
     if !semantically_equal(&before["completionMode"], &after["completionMode"]) {
         causes.push(immutable("spec.completionMode", string(&after["completionMode"])));
     }
     if !semantically_equal(&before["podFailurePolicy"], &after["podFailurePolicy"]) {
-        let rendered = if after["podFailurePolicy"].is_null() { "null" } else { "batch.PodFailurePolicy{...}" };
-        causes.push(immutable("spec.podFailurePolicy", rendered.into()));
+        let rendered = match &after["podFailurePolicy"] {
+            Value::Null => "null".to_string(),
+            policy => gojson::structure(policy, gojson::POD_FAILURE_POLICY).json(),
+        };
+        causes.push(immutable("spec.podFailurePolicy", rendered));
     }
     if before["backoffLimitPerIndex"] != after["backoffLimitPerIndex"] {
         causes.push(immutable("spec.backoffLimitPerIndex", number(&after["backoffLimitPerIndex"])));
@@ -488,6 +471,45 @@ pub(super) fn spec_update(old: &Value, new: &Value) -> Vec<FieldError> {
 /// `validatePodTemplateUpdate` with `AllowMutableSchedulingDirectives`: the old template with
 /// the new one's node affinity, node selector, tolerations, labels, annotations and scheduling
 /// gates.
+/// `validatePodTemplateUpdate` with MutableSchedulingDirectivesForSuspendedJobs and
+/// MutablePodResourcesForSuspendedJobs (Beta, on in v1.36): a Job suspended with no active
+/// pods, which never started or is marked Suspended (`shouldAllowMutablePodTemplate`), may
+/// change its scheduling directives and its containers' resources; any other template change
+/// is refused, on `spec.template.spec` for such a Job. The internal pod spec or template the
+/// message shows is elided.
+fn template_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let (before, after) = (&old["spec"], &new["spec"]);
+    let suspended = before["suspend"].as_bool().unwrap_or(false);
+    let mutable = suspended
+        && (old["status"]["startTime"].is_null() || condition_true(old, "Suspended"))
+        && old["status"]["active"].as_i64().unwrap_or(0) == 0;
+    let old_template =
+        if mutable { scheduling_directives_from(&before["template"], &after["template"]) } else { before["template"].clone() };
+    if !mutable {
+        if semantically_equal(&old_template, &after["template"]) {
+            return Vec::new();
+        }
+        return vec![immutable("spec.template", "core.PodTemplateSpec{...}".into())];
+    }
+    // `validatePodResourceUpdatesOnly`: the containers' resources (same name, same place) are
+    // taken from the new spec; the template's metadata is not compared.
+    let mut old_spec = old_template["spec"].clone();
+    for list in ["containers", "initContainers"] {
+        let new_containers = after["template"]["spec"][list].as_array();
+        let Some(old_containers) = old_spec[list].as_array_mut() else { continue };
+        let Some(new_containers) = new_containers.filter(|n| n.len() == old_containers.len()) else { continue };
+        for (container, updated) in old_containers.iter_mut().zip(new_containers) {
+            if container["name"] == updated["name"] {
+                container["resources"] = updated["resources"].clone();
+            }
+        }
+    }
+    if semantically_equal(&old_spec, &after["template"]["spec"]) {
+        return Vec::new();
+    }
+    vec![immutable("spec.template.spec", "core.PodSpec{...}".into())]
+}
+
 fn scheduling_directives_from(old: &Value, new: &Value) -> Value {
     let mut template = old.clone();
     let (old_affinity, new_affinity) = (&old["spec"]["affinity"], &new["spec"]["affinity"]);
@@ -523,10 +545,11 @@ fn finished(job: &Value) -> bool {
     condition_true(job, "Complete") || condition_true(job, "Failed")
 }
 
-/// A `metav1.Time` as `time.Time.String()` prints it (`2030-01-01 00:00:00 +0000 UTC`).
+/// A `*metav1.Time` as a field error shows it: its JSON, `"2030-01-01T00:00:00Z"` (`null`
+/// when nil).
 fn go_time(value: &Value) -> String {
     match value.as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
-        Some(time) => time.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string(),
+        Some(time) => quote(&time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
         None => "null".into(),
     }
 }
@@ -535,16 +558,9 @@ fn timestamp(value: &Value) -> Option<jiff::Timestamp> {
     value.as_str().and_then(|t| t.parse().ok())
 }
 
-/// Go's `%#v` of a `*batch.UncountedTerminatedPods`.
+/// A `*batch.UncountedTerminatedPods` as a field error shows it.
 fn go_uncounted(value: &Value) -> String {
-    let list = |field: &str| match value[field].as_array() {
-        Some(uids) => {
-            let uids: Vec<String> = uids.iter().map(|u| quote(u.as_str().unwrap_or_default())).collect();
-            format!("[]types.UID{{{}}}", uids.join(", "))
-        }
-        None => "[]types.UID(nil)".into(),
-    };
-    format!("batch.UncountedTerminatedPods{{Succeeded:{}, Failed:{}}}", list("succeeded"), list("failed"))
+    gojson::structure(value, gojson::UNCOUNTED_TERMINATED_PODS).json()
 }
 
 /// `ValidateJobStatusUpdate` with the options `getStatusValidationOptions` gives when
@@ -607,7 +623,7 @@ pub(super) fn status_update(old: &Value, new: &Value) -> Vec<FieldError> {
         && let (Some(start), Some(end)) = (timestamp(&status["startTime"]), timestamp(completion_time))
         && end < start
     {
-        let detail = "completionTime cannot be set before startTime";
+        let detail = "must be equal to or after `startTime`";
         causes.push(FieldError::invalid("status.completionTime", go_time(completion_time), detail));
     }
     if (failed_changed || failed_indexes_changed) && failed && !failure_target {
@@ -628,7 +644,7 @@ pub(super) fn status_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let uncounted_count =
         ["succeeded", "failed"].iter().map(|l| uncounted[*l].as_array().map_or(0, Vec::len)).sum::<usize>();
     if (finished_changed || uncounted_changed) && is_finished && uncounted_count > 0 {
-        let detail = "uncountedTerminatedPods needs to be empty for finished job";
+        let detail = "must be empty for finished job";
         causes.push(FieldError::invalid("status.uncountedTerminatedPods", go_uncounted(uncounted), detail));
     }
     let completions = spec["completions"].as_i64();
@@ -708,11 +724,12 @@ pub(super) fn status_update(old: &Value, new: &Value) -> Vec<FieldError> {
         causes.push(FieldError::invalid("status.succeeded", int(status, "succeeded").to_string(), detail));
     }
     if !completion_time.is_null() && !old_status["completionTime"].is_null() && completion_changed {
-        let detail = "completionTime cannot be mutated";
+        let detail = "field is immutable";
         causes.push(FieldError::invalid("status.completionTime", go_time(completion_time), detail));
     }
     if start_changed && !old_status["startTime"].is_null() && spec["suspend"] != true {
-        causes.push(FieldError::required("status.startTime", "startTime cannot be removed for unsuspended job"));
+        let detail = "field is immutable for unsuspended job once set";
+        causes.push(FieldError::invalid("status.startTime", go_time(&status["startTime"]), detail));
     }
     if condition_true(old, "SuccessCriteriaMet") && !criteria_met {
         causes.push(invalid_omitted(conditions, "cannot disable the SuccessCriteriaMet=True condition"));

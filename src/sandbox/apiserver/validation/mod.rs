@@ -12,11 +12,14 @@ mod admission;
 mod batch;
 mod certificates;
 mod claims;
+mod difflib;
 mod events;
+mod gojson;
 mod job;
 mod meta;
 mod networking;
 mod pod;
+mod resource;
 mod service;
 mod storage;
 mod workloads;
@@ -188,6 +191,8 @@ pub fn validate_status_update(
         job::status_update(old, new)
     } else if is_kind(resource, "certificates.k8s.io", "certificatesigningrequests") {
         certificates::csr_status_update(old, new, approval)
+    } else if is_kind(resource, "resource.k8s.io", "resourceclaims") {
+        resource::claim_status_update(old, new)
     } else {
         workloads::status_causes(resource, old, new)
     };
@@ -220,7 +225,13 @@ fn spec_causes(resource: &ResourceType, object: &Value, old: Option<&Value>) -> 
         ("storage.k8s.io", "csidrivers") => storage::csi_driver(object),
         ("storage.k8s.io", "csinodes") => storage::csi_node(object),
         ("storage.k8s.io", "volumeattachments") => storage::volume_attachment(object),
+        ("storage.k8s.io", "volumeattributesclasses") => storage::volume_attributes_class(object),
         ("admissionregistration.k8s.io", "validatingadmissionpolicies") => admission::policy(object),
+        // A claim's and a template's spec are validated on create only: updates may not change them.
+        ("resource.k8s.io", "resourceclaims") if old.is_none() => resource::claim_spec(&object["spec"], "spec"),
+        ("resource.k8s.io", "resourceclaimtemplates") if old.is_none() => resource::claim_template(object),
+        ("resource.k8s.io", "deviceclasses") => resource::device_class(object),
+        ("resource.k8s.io", "resourceslices") => resource::resource_slice(object),
         _ => Vec::new(),
     }
 }
@@ -242,6 +253,10 @@ fn immutability_causes(resource: &ResourceType, old: &Value, new: &Value) -> Vec
         ("storage.k8s.io", "csidrivers") => storage::csi_driver_update(old, new),
         ("storage.k8s.io", "csinodes") => storage::csi_node_update(old, new),
         ("storage.k8s.io", "volumeattachments") => storage::volume_attachment_update(old, new),
+        ("storage.k8s.io", "volumeattributesclasses") => storage::volume_attributes_class_update(old, new),
+        ("resource.k8s.io", "resourceclaims") => resource::claim_update(old, new),
+        ("resource.k8s.io", "resourceclaimtemplates") => resource::claim_template_update(old, new),
+        ("resource.k8s.io", "resourceslices") => resource::resource_slice_update(old, new),
         _ => Vec::new(),
     }
 }
@@ -267,7 +282,7 @@ fn immutable_selector(old: &Value, new: &Value) -> Vec<FieldError> {
     if semantically_equal(before, after) {
         return Vec::new();
     }
-    vec![immutable("spec.selector", go_label_selector(after))]
+    vec![immutable("spec.selector", label_selector_value(after))]
 }
 
 /// `ValidateStatefulSetUpdate`: only a few spec fields may change.
@@ -438,7 +453,7 @@ fn service_update(old: &Value, new: &Value) -> Vec<FieldError> {
         .map(|(i, _)| {
             FieldError::invalid(
                 &format!("spec.clusterIPs[{i}]"),
-                go_string_slice(Some(&after)),
+                string_list_value(Some(&after)),
                 "may not change once set",
             )
         })
@@ -479,48 +494,28 @@ fn is_empty(value: &Value) -> bool {
     }
 }
 
-/// Go's `%#v` of a `metav1.LabelSelector` (a nil selector renders as `null`).
-pub fn go_label_selector(selector: &Value) -> String {
+/// A `metav1.LabelSelector` as a field error shows it (JSON; a nil selector is `null`).
+pub fn label_selector_value(selector: &Value) -> String {
     if selector.is_null() {
         return "null".into();
     }
-    let labels = go_string_map(&selector["matchLabels"]);
-    let expressions = match selector["matchExpressions"].as_array() {
-        Some(list) => {
-            let rendered: Vec<String> = list.iter().map(go_requirement).collect();
-            format!("[]v1.LabelSelectorRequirement{{{}}}", rendered.join(", "))
-        }
-        None => "[]v1.LabelSelectorRequirement(nil)".into(),
-    };
-    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
+    gojson::structure(selector, gojson::LABEL_SELECTOR).json()
 }
 
-/// Go's `%#v` of a `map[string]string` (keys sorted, as `fmt` prints maps; null: a nil map).
-pub fn go_string_map(map: &Value) -> String {
-    match map.as_object() {
-        Some(map) => {
-            let mut pairs: Vec<(&String, &Value)> = map.iter().collect();
-            pairs.sort_by(|a, b| a.0.cmp(b.0));
-            let pairs: Vec<String> =
-                pairs.iter().map(|(k, v)| format!("{}:{}", quote(k), quote(v.as_str().unwrap_or_default()))).collect();
-            format!("map[string]string{{{}}}", pairs.join(", "))
-        }
-        None => "map[string]string(nil)".into(),
+/// A `map[string]string` as a field error shows it: JSON with sorted keys, `null` when nil.
+pub fn string_map_value(map: &Value) -> String {
+    gojson::untyped(map).json()
+}
+
+/// A `[]string` as a field error shows it: a JSON array, `null` when nil (`None`).
+pub fn string_list_value(values: Option<&[String]>) -> String {
+    match values {
+        Some(values) => gojson::Go::List(values.iter().map(|v| gojson::Go::Str(v.clone())).collect()).json(),
+        None => "null".into(),
     }
 }
 
-fn go_requirement(requirement: &Value) -> String {
-    let text = |field: &str| quote(requirement[field].as_str().unwrap_or_default());
-    let values = requirement["values"].as_array().map(|v| strings(&Value::Array(v.clone())));
-    format!(
-        "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{}}}",
-        text("key"),
-        text("operator"),
-        go_string_slice(values.as_deref())
-    )
-}
-
-/// Go's `%#v` of a `[]string` (`None`: a nil slice).
+/// Go's `%#v` of a `[]string` (`None`: a nil slice), for details that format a value themselves.
 pub fn go_string_slice(values: Option<&[String]>) -> String {
     match values {
         Some(values) => format!("[]string{{{}}}", values.iter().map(|v| quote(v)).collect::<Vec<_>>().join(", ")),
@@ -540,16 +535,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn selectors_render_as_go_does() {
+    fn values_render_as_json_as_go_marshals_them() {
+        assert_eq!(label_selector_value(&json!({"matchLabels": {"b": "2", "a": "1"}})), r#"{"matchLabels":{"a":"1","b":"2"}}"#);
         assert_eq!(
-            go_label_selector(&json!({"matchLabels": {"b": "2", "a": "1"}})),
-            "v1.LabelSelector{MatchLabels:map[string]string{\"a\":\"1\", \"b\":\"2\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}"
+            label_selector_value(&json!({"matchExpressions": [{"key": "k", "operator": "Exists"}]})),
+            r#"{"matchExpressions":[{"key":"k","operator":"Exists"}]}"#
         );
-        assert_eq!(
-            go_label_selector(&json!({"matchExpressions": [{"key": "k", "operator": "Exists"}]})),
-            "v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:\"k\", Operator:\"Exists\", Values:[]string(nil)}}}"
-        );
-        assert_eq!(go_string_slice(Some(&["a".into(), "b".into()])), "[]string{\"a\", \"b\"}");
+        assert_eq!(string_list_value(Some(&["a".into(), "b".into()])), r#"["a","b"]"#);
+        assert_eq!(string_list_value(None), "null");
+        assert_eq!(string_map_value(&Value::Null), "null");
     }
 
     #[test]

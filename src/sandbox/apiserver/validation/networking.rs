@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
-use super::{FieldError, immutable, quote};
+use super::{FieldError, gojson, immutable, quote};
 use crate::apimachinery::net::Cidr;
 
 const CIDR_EXAMPLE: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
@@ -18,8 +18,9 @@ fn cidrs(object: &Value) -> Vec<String> {
 }
 
 /// Go's `%#v` of a `[]string`.
+/// A `[]string` as a field error shows it (JSON).
 fn go_strings(values: &[String]) -> String {
-    format!("[]string{{{}}}", values.iter().map(|v| quote(v)).collect::<Vec<_>>().join(", "))
+    super::string_list_value(Some(values))
 }
 
 /// `validation.IsValidCIDR`: parses, has no bits past the prefix, is written canonically.
@@ -47,7 +48,8 @@ fn service_cidr_spec(list: &[String]) -> Vec<FieldError> {
         return vec![FieldError::required(PATH, "at least one CIDR required")];
     }
     if list.len() > 2 {
-        let rendered = format!("networking.ServiceCIDRSpec{{CIDRs:{}}}", go_strings(list));
+        let spec = serde_json::json!({"cidrs": list});
+        let rendered = gojson::structure(&spec, gojson::SERVICE_CIDR_SPEC).json();
         return vec![FieldError::invalid(PATH, rendered, "may only hold up to 2 values")];
     }
     let mut causes: Vec<FieldError> =

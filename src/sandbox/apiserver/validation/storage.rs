@@ -4,18 +4,18 @@
 
 use serde_json::Value;
 
-use super::{FieldError, immutable, quote};
+use super::{FieldError, gojson, immutable, quote};
 use crate::apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
 
 /// `csiNodeIDMaxLength` (the longer limit needs a CSIDriver-specific option).
 const CSI_NODE_ID_MAX_LENGTH: usize = 192;
 
-/// Core's `ValidateCSIDriverName`: required, at most 63 characters, and (lower-cased) a DNS
-/// subdomain; an empty name is both required and invalid, as upstream reports it.
+/// Core's `ValidateCSIDriverName`: required (and then nothing else is said, since v1.35), at
+/// most 63 characters, and (lower-cased) a DNS subdomain.
 fn driver_name(name: &str, path: &str) -> Vec<FieldError> {
     let mut causes = Vec::new();
     if name.is_empty() {
-        causes.push(FieldError::required(path, ""));
+        return vec![FieldError::required(path, "")];
     }
     if name.len() > 63 {
         causes.push(FieldError::too_long(path, 63));
@@ -65,7 +65,7 @@ pub(super) fn csi_driver_update(old: &Value, new: &Value) -> Vec<FieldError> {
         causes.push(immutable("spec.attachedRequired", new["spec"]["attachRequired"].to_string()));
     }
     if old["spec"]["volumeLifecycleModes"] != new["spec"]["volumeLifecycleModes"] {
-        let modes = go_strings(&new["spec"]["volumeLifecycleModes"], "storage.VolumeLifecycleMode");
+        let modes = go_strings(&new["spec"]["volumeLifecycleModes"]);
         causes.push(immutable("spec.volumeLifecycleModes", modes));
     }
     causes
@@ -96,36 +96,19 @@ pub(super) fn csi_node(object: &Value) -> Vec<FieldError> {
     causes
 }
 
-/// Go's `%#v` of a slice of strings of type `item`: `[]item{"a", "b"}`, `[]item(nil)` if unset.
-fn go_strings(list: &Value, item: &str) -> String {
-    match list.as_array() {
-        None => format!("[]{item}(nil)"),
-        Some(items) => {
-            let quoted: Vec<String> = items.iter().map(|v| quote(v.as_str().unwrap_or_default())).collect();
-            format!("[]{item}{{{}}}", quoted.join(", "))
-        }
-    }
+/// A slice of strings as a field error shows it: JSON, `null` if unset.
+fn go_strings(list: &Value) -> String {
+    gojson::untyped(list).json()
 }
 
-/// Go's `%#v` of a `storage.CSINodeDriver` (an allocatable count is a pointer: its address
-/// is not rendered).
+/// A `storage.CSINodeDriver` as a field error shows it.
 fn go_csi_node_driver(driver: &Value) -> String {
-    let allocatable = if driver["allocatable"].is_null() { "(nil)" } else { "(0x...)" };
-    format!(
-        "storage.CSINodeDriver{{Name:{}, NodeID:{}, TopologyKeys:{}, Allocatable:(*storage.VolumeNodeResources){allocatable}}}",
-        quote(driver["name"].as_str().unwrap_or_default()),
-        quote(driver["nodeID"].as_str().unwrap_or_default()),
-        go_strings(&driver["topologyKeys"], "string"),
-    )
+    gojson::structure(driver, gojson::CSI_NODE_DRIVER).json()
 }
 
-/// Go's `%#v` of a `storage.VolumeAttachmentSpec`, its source (pointers) elided.
+/// A `storage.VolumeAttachmentSpec` as a field error shows it.
 fn go_attachment_spec(spec: &Value) -> String {
-    format!(
-        "storage.VolumeAttachmentSpec{{Attacher:{}, Source:storage.VolumeAttachmentSource{{...}}, NodeName:{}}}",
-        quote(spec["attacher"].as_str().unwrap_or_default()),
-        quote(spec["nodeName"].as_str().unwrap_or_default()),
-    )
+    gojson::structure(spec, gojson::VOLUME_ATTACHMENT_SPEC).json()
 }
 
 fn drivers(object: &Value) -> Vec<Value> {
@@ -149,12 +132,19 @@ fn topology_keys(driver: &Value, path: &str) -> Vec<FieldError> {
     causes
 }
 
-/// `ValidateCSINodeUpdate`: a driver listed before and after keeps its entry as it was
-/// (`MutableCSINodeAllocatableCount`, which would free its count, is off in v1.33).
+/// `ValidateCSINodeUpdate`: a driver listed before and after keeps its entry as it was, but
+/// for its allocatable count (`MutableCSINodeAllocatableCount`, GA and on in v1.36: the entries
+/// are compared, and shown, without it).
 pub(super) fn csi_node_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let without_allocatable = |driver: &Value| {
+        let mut driver = driver.clone();
+        driver.as_object_mut().map(|m| m.remove("allocatable"));
+        driver
+    };
     let mut causes = Vec::new();
     for before in drivers(old) {
         for after in drivers(new) {
+            let (before, after) = (without_allocatable(&before), without_allocatable(&after));
             if before["name"] == after["name"] && before != after {
                 causes.push(immutable("spec.drivers", go_csi_node_driver(&after)));
             }
@@ -166,11 +156,10 @@ pub(super) fn csi_node_update(old: &Value, new: &Value) -> Vec<FieldError> {
 /// `ValidateVolumeAttachment` and `ValidateVolumeAttachmentV1`.
 pub(super) fn volume_attachment(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
-    let mut causes = Vec::new();
+    // v1.36's `validateVolumeAttachmentSpec`: the attacher as a CSI driver name, the source,
+    // the node name; then the persistent volume's name.
     let attacher = spec["attacher"].as_str().unwrap_or_default();
-    if attacher.is_empty() {
-        causes.push(FieldError::required("spec.attacher", ""));
-    }
+    let mut causes = driver_name(attacher, "spec.attacher");
     let source = &spec["source"];
     let (inline, volume) = (!source["inlineVolumeSpec"].is_null(), source["persistentVolumeName"].as_str());
     const EXACTLY_ONE: &str = "must specify exactly one of inlineVolumeSpec and persistentVolumeName";
@@ -185,9 +174,6 @@ pub(super) fn volume_attachment(object: &Value) -> Vec<FieldError> {
     }
     let node = spec["nodeName"].as_str().unwrap_or_default();
     causes.extend(is_dns1123_subdomain(node).iter().map(|m| FieldError::invalid_str("spec.nodeName", node, m)));
-    // `ValidateVolumeAttachmentV1`, after the internal rules: an empty attacher or volume name
-    // is reported again.
-    causes.extend(driver_name(attacher, "spec.attacher"));
     if let Some(name) = volume {
         causes.extend(
             is_dns1123_subdomain(name)
@@ -201,6 +187,57 @@ pub(super) fn volume_attachment(object: &Value) -> Vec<FieldError> {
 /// `ValidateVolumeAttachmentUpdate`: the spec is fixed.
 pub(super) fn volume_attachment_update(old: &Value, new: &Value) -> Vec<FieldError> {
     if old["spec"] == new["spec"] { Vec::new() } else { vec![immutable("spec", go_attachment_spec(&new["spec"]))] }
+}
+
+/// `maxProvisionerParameterLen` and `maxProvisionerParameterSize`.
+const MAX_PARAMETERS: usize = 512;
+const MAX_PARAMETERS_BYTES: usize = 256 * 1024;
+
+/// `ValidateVolumeAttributesClass`: a driver (`validateProvisioner`: required, a qualified name
+/// once lower-cased) and at least one parameter (`validateParameters`: at most 512, 256 KiB
+/// together, no empty key).
+pub(super) fn volume_attributes_class(object: &Value) -> Vec<FieldError> {
+    let mut causes = Vec::new();
+    let driver = object["driverName"].as_str().unwrap_or_default();
+    if driver.is_empty() {
+        causes.push(FieldError::required("driverName", ""));
+    } else {
+        causes.extend(is_qualified_name(&driver.to_lowercase()).iter().map(|m| {
+            FieldError::invalid_str("driverName", &driver.to_lowercase(), m)
+        }));
+    }
+    let parameters = object["parameters"].as_object();
+    let count = parameters.map_or(0, |p| p.len());
+    if count > MAX_PARAMETERS {
+        causes.push(FieldError::too_long("parameters", MAX_PARAMETERS));
+        return causes;
+    }
+    let mut size = 0;
+    for (key, value) in parameters.into_iter().flatten() {
+        if key.is_empty() {
+            causes.push(FieldError::invalid_str("parameters", key, "field can not be empty."));
+        }
+        size += key.len() + value.as_str().map_or(0, str::len);
+    }
+    if size > MAX_PARAMETERS_BYTES {
+        causes.push(FieldError::too_long("parameters", MAX_PARAMETERS_BYTES));
+    }
+    if count == 0 {
+        causes.push(FieldError::required("parameters", "must contain at least one key/value pair"));
+    }
+    causes
+}
+
+/// `ValidateVolumeAttributesClassUpdate`: neither the driver nor the parameters change.
+pub(super) fn volume_attributes_class_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut causes = Vec::new();
+    if old["driverName"] != new["driverName"] {
+        causes.push(FieldError::forbidden("driverName", "updates to driverName are forbidden."));
+    }
+    if old["parameters"] != new["parameters"] {
+        causes.push(FieldError::forbidden("parameters", "updates to parameters are forbidden."));
+    }
+    causes
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::meta::{annotations, int, label_selector, labels, nonnegative, text};
-use super::{FieldError, go_label_selector, go_string_map, pod, quote};
+use super::{FieldError, label_selector_value, string_map_value, pod, quote};
 use crate::apimachinery::labels::Selector;
 use crate::sandbox::storage::resources::ResourceType;
 
@@ -113,10 +113,10 @@ pub(super) fn daemon_set(object: &Value) -> Vec<FieldError> {
         && !selector.matches(template["metadata"]["labels"].as_object().unwrap_or(&Default::default()))
     {
         let field = "spec.template.metadata.labels";
-        causes.push(FieldError::invalid(field, go_string_map(&template["metadata"]["labels"]), SELECTOR_MISMATCH));
+        causes.push(FieldError::invalid(field, string_map_value(&template["metadata"]["labels"]), SELECTOR_MISMATCH));
     }
     if spec["selector"].is_object() && selector_is_empty(&spec["selector"]) {
-        let rendered = go_label_selector(&spec["selector"]);
+        let rendered = label_selector_value(&spec["selector"]);
         causes.push(FieldError::invalid("spec.selector", rendered, "empty selector is invalid for daemonset"));
     }
     causes.extend(pod::template(template, "spec.template"));
@@ -146,10 +146,9 @@ pub(super) fn controller_revision(object: &Value, old: Option<&Value>) -> Vec<Fi
     causes
 }
 
-/// `%#v` of the `runtime.RawExtension` holding `data`, as a field error shows it.
+/// The `runtime.RawExtension` holding `data`, as a field error shows it: its raw JSON.
 fn go_raw_extension(data: &Value) -> String {
-    let bytes: Vec<String> = data.to_string().bytes().map(|b| format!("0x{b:x}")).collect();
-    format!("runtime.RawExtension{{Raw:[]uint8{{{}}}, Object:runtime.Object(nil)}}", bytes.join(", "))
+    data.to_string()
 }
 
 /// The selector rules of Deployments, ReplicaSets and StatefulSets: required, valid, not
@@ -163,14 +162,14 @@ fn required_selector(spec: &Value, kind: &str) -> (Vec<FieldError>, Option<Selec
         causes.extend(label_selector(selector, "spec.selector"));
         if selector_is_empty(selector) {
             let detail = format!("empty selector is invalid for {kind}");
-            causes.push(FieldError::invalid("spec.selector", go_label_selector(selector), &detail));
+            causes.push(FieldError::invalid("spec.selector", label_selector_value(selector), &detail));
         }
     }
     match Selector::from_label_selector_object(selector) {
         Ok(parsed) => (causes, Some(parsed)),
         Err(_) => {
             let detail = if kind == "statefulset" { "" } else { "invalid label selector" };
-            causes.push(FieldError::invalid("spec.selector", go_label_selector(selector), detail));
+            causes.push(FieldError::invalid("spec.selector", label_selector_value(selector), detail));
             (causes, None)
         }
     }
@@ -195,7 +194,7 @@ fn template_labels_match(template: &Value, selector: &Selector, path: &str) -> O
     let empty = Default::default();
     let matches = selector.matches(template_labels.as_object().unwrap_or(&empty));
     (!selector.is_empty() && !matches).then(|| {
-        FieldError::invalid(&format!("{path}.metadata.labels"), go_string_map(template_labels), SELECTOR_MISMATCH)
+        FieldError::invalid(&format!("{path}.metadata.labels"), string_map_value(template_labels), SELECTOR_MISMATCH)
     })
 }
 

@@ -1,5 +1,5 @@
 //! `kcm-sandbox demo`: starts the sandbox (or, with `--real-server`, etcd and kube-apiserver
-//! v1.33.5: [`crate::envtest`]) with simulated nodes, starts the real `kube-controller-manager`
+//! v1.36.2: [`crate::envtest`]) with simulated nodes, starts the real `kube-controller-manager`
 //! against it, and narrates a scenario as it happens, reading every fact back from the API. Steps that need a controller this build does not have yet are
 //! skipped, saying so; the demo fails only when something that should happen does not.
 
@@ -206,7 +206,10 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
 /// controllers (each with its own service account) can do only what upstream's roles allow.
 fn start_server(real_server: bool, narrator: &mut Narrator) -> Result<TestServer, String> {
     if real_server {
-        narrator.step("Starting etcd and kube-apiserver (Kubernetes v1.33.5, kubeadm's flags)");
+        narrator.step(&format!(
+            "Starting etcd and kube-apiserver (Kubernetes {}, kubeadm's flags)",
+            crate::envtest::KUBERNETES_VERSION
+        ));
         let plane = ControlPlane::start()?;
         narrator.info(&format!(
             "binaries: {}; etcd: {}",
