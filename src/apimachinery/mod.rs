@@ -18,6 +18,7 @@ pub mod labels;
 pub mod net;
 pub mod nodeaffinity;
 pub mod pod;
+pub mod resourceversion;
 pub mod schema;
 pub mod strconv;
 pub mod validation;

@@ -1,4 +1,29 @@
-//! Group-version strings, as apimachinery's `runtime/schema` parses them.
+//! Group-version strings, as apimachinery's `runtime/schema` parses them, and group-resources.
+
+use std::fmt;
+
+/// An API group and resource (`schema.GroupResource`); the core group is `""`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GroupResource {
+    /// The API group; empty for the core group.
+    pub group: String,
+    /// The resource (plural, lower case): `pods`, `deployments`.
+    pub resource: String,
+}
+
+impl GroupResource {
+    /// The resource `resource` of group `group`.
+    pub fn new(group: &str, resource: &str) -> Self {
+        GroupResource { group: group.to_string(), resource: resource.to_string() }
+    }
+}
+
+/// `GroupResource.String`: `resource`, or `resource.group` outside the core group.
+impl fmt::Display for GroupResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() { f.write_str(&self.resource) } else { write!(f, "{}.{}", self.resource, self.group) }
+    }
+}
 
 /// `schema.ParseGroupVersion`: `apps/v1` → (`apps`, `v1`), `v1` → (``, `v1`), `` → (``, ``);
 /// more than one `/` is Go's error.
@@ -13,6 +38,12 @@ pub fn parse_group_version(api_version: &str) -> Result<(&str, &str), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_resources_print_as_go_does() {
+        assert_eq!(GroupResource::new("", "pods").to_string(), "pods");
+        assert_eq!(GroupResource::new("apps", "replicasets").to_string(), "replicasets.apps");
+    }
 
     #[test]
     fn group_versions_parse_as_go_does() {

@@ -18,6 +18,10 @@ use serde_json::value::RawValue;
 use super::url::query;
 use super::{ApiError, Client, Error, Result};
 
+/// The annotation of the BOOKMARK that ends the initial events of a watch with
+/// `sendInitialEvents=true` (`metav1.InitialEventsAnnotationKey`).
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
 /// How long a watch connection may stay silent before it is taken for dead when the caller
 /// sets no `timeout_seconds` (the server sends bookmarks about once a minute).
 const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
@@ -49,6 +53,13 @@ pub struct WatchParams {
     pub field_selector: Option<String>,
     /// Start after this resourceVersion (usually the one a list returned).
     pub resource_version: Option<String>,
+    /// `resourceVersionMatch`: with `send_initial_events`, `NotOlderThan` (the initial state
+    /// is at least as new as `resource_version`).
+    pub resource_version_match: Option<String>,
+    /// `sendInitialEvents`: begin with the current state as ADDED events, ended (with
+    /// `allow_bookmarks`) by a BOOKMARK annotated [`INITIAL_EVENTS_END_ANNOTATION`] (a
+    /// "watch-list", the server's `WatchList` feature).
+    pub send_initial_events: Option<bool>,
     /// `allowWatchBookmarks`: ask for [`WatchEvent::Bookmark`] events.
     pub allow_bookmarks: bool,
     /// The server ends the watch after this many seconds.
@@ -65,6 +76,8 @@ impl WatchParams {
             ("labelSelector", self.label_selector.clone()),
             ("fieldSelector", self.field_selector.clone()),
             ("resourceVersion", self.resource_version.clone()),
+            ("resourceVersionMatch", self.resource_version_match.clone()),
+            ("sendInitialEvents", self.send_initial_events.map(|s| s.to_string())),
             ("allowWatchBookmarks", self.allow_bookmarks.then(|| "true".to_string())),
             ("timeoutSeconds", self.timeout_seconds.map(|t| t.to_string())),
         ])
@@ -277,6 +290,16 @@ mod tests {
             "?watch=true&labelSelector=app%3Dweb&resourceVersion=42&allowWatchBookmarks=true&timeoutSeconds=300"
         );
         assert_eq!(params.idle_timeout(), Duration::from_secs(330));
+        let watch_list = WatchParams {
+            resource_version_match: Some("NotOlderThan".into()),
+            send_initial_events: Some(true),
+            allow_bookmarks: true,
+            ..WatchParams::default()
+        };
+        assert_eq!(
+            watch_list.query(),
+            "?watch=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&allowWatchBookmarks=true"
+        );
         assert_eq!(WatchParams::default().idle_timeout(), DEFAULT_IDLE_TIMEOUT);
     }
 }

@@ -16,7 +16,6 @@ pub mod resources;
 pub mod scopes;
 pub mod services;
 
-use std::fmt;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -25,21 +24,9 @@ pub use generic::{ListingEvaluator, UsageStatsOptions};
 pub use resources::ResourceList;
 use scopes::ScopeRequirement;
 
-/// An API group and resource (`schema.GroupResource`); the core group is `""`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct GroupResource {
-    /// The API group; empty for the core group.
-    pub group: String,
-    /// The resource (plural, lower case): `pods`, `deployments`.
-    pub resource: String,
-}
+pub use crate::apimachinery::schema::GroupResource;
 
 impl GroupResource {
-    /// The resource `resource` of group `group`.
-    pub fn new(group: &str, resource: &str) -> Self {
-        GroupResource { group: group.to_string(), resource: resource.to_string() }
-    }
-
     /// `ObjectCountQuotaResourceNameFor`: `count/<resource>` or `count/<resource>.<group>`.
     pub fn object_count_name(&self) -> String {
         if self.group.is_empty() {
@@ -47,12 +34,6 @@ impl GroupResource {
         } else {
             format!("count/{}.{}", self.resource, self.group)
         }
-    }
-}
-
-impl fmt::Display for GroupResource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() { f.write_str(&self.resource) } else { write!(f, "{}.{}", self.resource, self.group) }
     }
 }
 

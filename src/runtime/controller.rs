@@ -23,7 +23,7 @@ use crate::apimachinery::clock::RealClock;
 use crate::client::Client;
 
 use super::events::EventRecorder;
-use super::informer::{CacheSet, Event, Informer, SharedInformerFactory, object_key};
+use super::informer::{CacheSet, Event, Informer, InformerOptions, SharedInformerFactory, object_key};
 use super::pool::{Backlog, Jobs, LINGER, Pool, Take, Workers};
 use super::workqueue::{QueueItem, TryGet, WorkQueue};
 use scheduler::{Gated, Scheduler, Task};
@@ -416,14 +416,25 @@ pub struct ControllerSet {
 }
 
 impl ControllerSet {
-    /// Builds every controller of `specs` (in order) and starts the informers they asked for.
+    /// Builds every controller of `specs` (in order) and starts the informers they asked for,
+    /// which resync every `min_resync_period` (randomized) with client-go's default gates.
     /// Workers do not run yet: see [`ControllerSet::run_workers`].
     pub fn start(
         root: &Client,
         min_resync_period: Duration,
         specs: Vec<ControllerSpec<'_>>,
     ) -> Result<ControllerSet, String> {
-        let informers = SharedInformerFactory::new(root.clone(), min_resync_period);
+        Self::start_with(root, InformerOptions::new(min_resync_period), specs)
+    }
+
+    /// [`ControllerSet::start`] with the informers' options given (`--min-resync-period`,
+    /// the client-go feature gates of `--feature-gates`).
+    pub fn start_with(
+        root: &Client,
+        informer_options: InformerOptions,
+        specs: Vec<ControllerSpec<'_>>,
+    ) -> Result<ControllerSet, String> {
+        let informers = SharedInformerFactory::with_options(root.clone(), informer_options);
         let mut controllers = Vec::new();
         for spec in specs {
             let identity = spec.identity;

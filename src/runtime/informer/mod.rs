@@ -13,9 +13,10 @@
 //!
 //! # Threads
 //!
-//! [`SharedInformerFactory::start`] starts one *reflector* per requested kind. It lists the
-//! kind on a short-lived thread, then watches it: open watches are read by the process's one
-//! watch poller thread (see the `reflector` module), so an informer costs no thread while it
+//! [`SharedInformerFactory::start`] starts one *reflector* per requested kind. It syncs the
+//! kind with a watch-list (a watch that begins with the current state), or lists it on a
+//! short-lived thread and then watches it: open watches are read by the process's one watch
+//! poller thread (see the `reflector` module), so an informer costs no thread while it
 //! watches. The reflector alone writes the informer's [`Store`] and, right after each write,
 //! calls the handlers with the matching [`Event`], so handlers see the changes of an object in
 //! order and the store already holds the new state when they run. See the `reflector` module
@@ -44,6 +45,7 @@ mod mutation_cache;
 mod reflector;
 mod resource;
 mod store;
+mod watch_list;
 
 use std::any::{Any, TypeId};
 use std::collections::HashSet;
@@ -222,6 +224,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
             Some(old) => Event::Updated { old, new },
             None => Event::Added(new),
         };
+        self.store.set_resource_version(resource_version_of(event.object().as_ref()));
         dispatch(&handlers, &event);
     }
 
@@ -229,15 +232,27 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
     fn delete(&self, object: K) {
         let handlers = self.handlers.lock();
         self.store.remove(&object_key(object.metadata()));
+        self.store.set_resource_version(resource_version_of(&object));
         dispatch(&handlers, &Event::Deleted { object: Arc::new(object), final_state_unknown: false });
     }
 
-    /// Makes the cache equal to a full list and announces the difference (client-go's
-    /// `Replace`, without events for unchanged objects): listed objects first, in list order,
-    /// then the deletions of cached objects the list no longer has. The objects come one at a
-    /// time (decoded as they are applied); the first error ends the replace before the
-    /// deletions, which only a complete list can tell.
-    fn replace(&self, listed: impl IntoIterator<Item = crate::client::Result<K>>) -> crate::client::Result<()> {
+    /// A bookmark: the collection has reached `resource_version` (the store's `Bookmark`).
+    fn bookmark(&self, resource_version: &str) {
+        let _handlers = self.handlers.lock();
+        self.store.set_resource_version(resource_version);
+    }
+
+    /// Makes the cache equal to a full list (or a watch-list's initial events) at
+    /// `resource_version` and announces the difference (client-go's `Replace`, without events
+    /// for unchanged objects): listed objects first, in list order, then the deletions of
+    /// cached objects the list no longer has. The objects come one at a time (decoded as they
+    /// are applied); the first error ends the replace before the deletions, which only a
+    /// complete list can tell, and leaves the store's resourceVersion where it was.
+    fn replace(
+        &self,
+        listed: impl IntoIterator<Item = crate::client::Result<K>>,
+        resource_version: &str,
+    ) -> crate::client::Result<()> {
         let handlers = self.handlers.lock();
         let mut seen = HashSet::new();
         for object in listed {
@@ -264,6 +279,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
                 dispatch(&handlers, &Event::Deleted { object, final_state_unknown: true });
             }
         }
+        self.store.set_resource_version(resource_version);
         Ok(())
     }
 
@@ -272,6 +288,10 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
         let handlers = self.handlers.lock();
         self.store.for_each(|object| dispatch(&handlers, &Event::Updated { old: object.clone(), new: object }));
     }
+}
+
+fn resource_version_of<K: Metadata<Ty = ObjectMeta>>(object: &K) -> &str {
+    object.metadata().resource_version.as_deref().unwrap_or_default()
 }
 
 fn dispatch<K>(handlers: &[Handler<K>], event: &Event<K>) {
@@ -283,8 +303,9 @@ fn dispatch<K>(handlers: &[Handler<K>], event: &Event<K>) {
 /// What the factory needs of an informer whose kind it does not know.
 trait Managed: Send + Sync {
     fn has_synced(&self) -> bool;
-    /// Starts the informer's reflector; the receiver disconnects once it has ended.
-    fn spawn(self: Arc<Self>, client: Client, stop: Receiver<()>) -> std::io::Result<Receiver<()>>;
+    /// Starts the informer's reflector (with a watch-list first if `watch_list`); the receiver
+    /// disconnects once it has ended.
+    fn spawn(self: Arc<Self>, client: Client, watch_list: bool, stop: Receiver<()>) -> std::io::Result<Receiver<()>>;
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
@@ -293,10 +314,10 @@ impl<K: Cached> Managed for Informer<K> {
         Informer::has_synced(self)
     }
 
-    fn spawn(self: Arc<Self>, client: Client, stop: Receiver<()>) -> std::io::Result<Receiver<()>> {
+    fn spawn(self: Arc<Self>, client: Client, watch_list: bool, stop: Receiver<()>) -> std::io::Result<Receiver<()>> {
         let name = format!("informer-{}", self.source.label());
         let (running, ended) = crossbeam_channel::bounded(0);
-        let reflector = Reflector::new(self, client, stop, running);
+        let reflector = Reflector::new(self, client, watch_list, stop, running);
         std::thread::Builder::new().name(name).spawn(move || reflector.run())?;
         Ok(ended)
     }
@@ -358,6 +379,25 @@ struct FactoryState {
     stop: Receiver<()>,
 }
 
+/// How a [`SharedInformerFactory`]'s informers sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InformerOptions {
+    /// `--min-resync-period`; each informer resyncs at a random 1–2× of it, as upstream's
+    /// `ResyncPeriod`. Zero disables resyncs.
+    pub resync: Duration,
+    /// client-go's `WatchListClient` feature gate (Beta, on by default since v1.35): each
+    /// (re)list is first tried as a watch-list (`sendInitialEvents=true`), with a plain LIST
+    /// only as its fallback. See the `reflector` module.
+    pub watch_list: bool,
+}
+
+impl InformerOptions {
+    /// Resyncs every `resync` (zero: never), with client-go v1.36's default gates.
+    pub fn new(resync: Duration) -> Self {
+        InformerOptions { resync, watch_list: true }
+    }
+}
+
 /// Hands out one shared [`Informer`] per kind (or per resource discovered at run time),
 /// across all namespaces and without selectors, and runs their reflector threads. Clones
 /// share the same informers (a controller that adds informers later keeps a clone).
@@ -368,14 +408,20 @@ pub struct SharedInformerFactory {
 
 struct FactoryInner {
     client: Client,
-    resync: Duration,
+    options: InformerOptions,
     state: Mutex<FactoryState>,
 }
 
 impl SharedInformerFactory {
     /// `resync`: `--min-resync-period`; each informer resyncs at a random 1–2× of it, as
-    /// upstream's `ResyncPeriod`. Zero disables resyncs.
+    /// upstream's `ResyncPeriod`. Zero disables resyncs. Feature gates at their v1.36
+    /// defaults ([`InformerOptions::new`]).
     pub fn new(client: Client, resync: Duration) -> Self {
+        Self::with_options(client, InformerOptions::new(resync))
+    }
+
+    /// A factory whose informers sync as `options` say.
+    pub fn with_options(client: Client, options: InformerOptions) -> Self {
         let (stop_sender, stop) = crossbeam_channel::bounded(0);
         let state = FactoryState {
             informers: Vec::new(),
@@ -384,19 +430,19 @@ impl SharedInformerFactory {
             stop_sender: Some(stop_sender),
             stop,
         };
-        SharedInformerFactory { inner: Arc::new(FactoryInner { client, resync, state: Mutex::new(state) }) }
+        SharedInformerFactory { inner: Arc::new(FactoryInner { client, options, state: Mutex::new(state) }) }
     }
 
     /// The informer of kind `K`, created on first request; later requests share it. It runs
     /// once [`SharedInformerFactory::start`] is called (again).
     pub fn informer<K: Informable>(&self) -> Arc<Informer<K>> {
-        self.shared(Key::Typed(TypeId::of::<K>()), || Informer::<K>::new(randomized(self.inner.resync)))
+        self.shared(Key::Typed(TypeId::of::<K>()), || Informer::<K>::new(randomized(self.inner.options.resync)))
     }
 
     /// The metadata-only informer of a resource found by discovery (client-go's
     /// `metadatainformer.SharedInformerFactory.ForResource`), created on first request.
     pub fn metadata_informer(&self, resource: &ApiResource) -> Arc<Informer<PartialObjectMetadata>> {
-        let resync = randomized(self.inner.resync);
+        let resync = randomized(self.inner.options.resync);
         self.shared(metadata_key(resource), || Informer::metadata_only(resync, resource))
     }
 
@@ -449,7 +495,8 @@ impl SharedInformerFactory {
         }
         let FactoryState { informers, running, stop, .. } = &mut *state;
         for registered in informers.iter_mut().filter(|r| !r.started) {
-            match registered.informer.clone().spawn(self.inner.client.clone(), stop.clone()) {
+            let watch_list = self.inner.options.watch_list;
+            match registered.informer.clone().spawn(self.inner.client.clone(), watch_list, stop.clone()) {
                 Ok(ended) => {
                     running.push(ended);
                     registered.started = true;
@@ -558,13 +605,13 @@ mod tests {
     fn a_relist_delivers_only_the_difference() {
         let informer = Informer::<ConfigMap>::new(None);
         informer
-            .replace([config_map("same", "1"), config_map("changed", "2"), config_map("gone", "3")].map(Ok))
+            .replace([config_map("same", "1"), config_map("changed", "2"), config_map("gone", "3")].map(Ok), "4")
             .unwrap();
         let seen = recorded(&informer);
         assert_eq!(seen.lock().len(), 3, "the replay");
         seen.lock().clear();
         informer
-            .replace([config_map("same", "1"), config_map("changed", "5"), config_map("new", "6")].map(Ok))
+            .replace([config_map("same", "1"), config_map("changed", "5"), config_map("new", "6")].map(Ok), "7")
             .unwrap();
         assert_eq!(*seen.lock(), ["updated ns/changed@2 to ns/changed@5", "added ns/new@6", "vanished ns/gone@3"]);
         let mut keys = informer.store().keys();
@@ -574,6 +621,24 @@ mod tests {
         informer.resync();
         assert_eq!(seen.lock().len(), 3);
         assert!(seen.lock().iter().all(|s| s.starts_with("resynced")));
+    }
+
+    #[test]
+    fn the_store_follows_lists_events_and_bookmarks() {
+        let informer = Informer::<ConfigMap>::new(None);
+        let version = || informer.store().last_store_sync_resource_version();
+        assert_eq!(version(), "");
+        informer.replace([config_map("a", "3"), config_map("b", "5")].map(Ok), "9").unwrap();
+        assert_eq!(version(), "9", "a list's own resourceVersion, not its objects'");
+        informer.upsert(config_map("a", "11"));
+        assert_eq!(version(), "11");
+        informer.delete(config_map("b", "12"));
+        assert_eq!(version(), "12", "the deleted object's final resourceVersion");
+        informer.bookmark("15");
+        assert_eq!(version(), "15");
+        let failed = informer.replace([Ok(config_map("a", "11")), Err(crate::client::Error::Decode("x".into()))], "20");
+        assert!(failed.is_err());
+        assert_eq!(version(), "15", "a replace cut short does not claim its version");
     }
 
     #[test]

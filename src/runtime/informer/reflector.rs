@@ -1,5 +1,5 @@
 //! The reflector: what keeps one informer in step with the API server, as client-go's
-//! `Reflector` (v0.33 `tools/cache/reflector.go`) and the shared informer's delta processing do
+//! `Reflector` (v1.36 `tools/cache/reflector.go`) and the shared informer's delta processing do
 //! together. There is no DeltaFIFO: the reflector applies each change to the cache itself and
 //! calls the handlers, in order.
 //!
@@ -13,13 +13,35 @@
 //!
 //! # The cycle (client-go's `Run` → `BackoffUntil(ListAndWatch)`)
 //!
-//! A *list* delivers the difference against the cache, then *watches* run from the list's
-//! resourceVersion, with bookmarks and a server-side timeout of 5–10 minutes. Every event,
-//! bookmarks included, moves the last synced resourceVersion forward, so a re-watch starts
-//! from a recent revision even when the watched kind itself is quiet. A watch silent for the
-//! client's `watch_idle_timeout` (90 s: a minute between bookmarks plus slack) is taken for a
-//! stalled connection and opened again from there. `managedFields` are dropped as objects
-//! arrive.
+//! Each `ListAndWatch` first syncs the cache with the server's current state — with a
+//! watch-list, or a list when that is off or fails — then *watches* from there, with bookmarks
+//! and a server-side timeout of 5–10 minutes. Every event, bookmarks included, moves the last
+//! synced resourceVersion forward, so a re-watch starts from a recent revision even when the
+//! watched kind itself is quiet. A watch silent for the client's `watch_idle_timeout` (90 s: a
+//! minute between bookmarks plus slack) is taken for a stalled connection and opened again from
+//! there. `managedFields` are dropped as objects arrive.
+//!
+//! ## Watch-list (`watchList`; the `WatchListClient` gate, on by default since v1.35)
+//!
+//! A watch with `sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`, bookmarks, the
+//! 5–10 minute timeout and, as `resourceVersion`, the last synced one ("" at first, or once
+//! that one was unavailable: a consistent read of the latest state). The server sends the state
+//! as ADDED events, then a BOOKMARK annotated `k8s.io/initial-events-end: "true"`. Until that
+//! bookmark the events go to a temporary store (`watch_list`); then the cache is replaced with
+//! its objects exactly as after a list (the handlers see the same difference), the last synced
+//! resourceVersion becomes the bookmark's, the informer is synced, and the same connection
+//! carries on as the ordinary watch. Before that bookmark:
+//! - a watch-list that could not be opened because the connection was refused, or that was
+//!   answered 429 (opening it or as an ERROR event), backs off and is tried again;
+//! - one answered 410 Expired or "too large resource version" is tried again at once from ""
+//!   (`isLastSyncResourceVersionUnavailable`, cleared once a watch-list or list succeeds);
+//! - one that closed, cleanly or with a broken connection, after a second or after any event,
+//!   is tried again at once;
+//! - anything else — an error such as a server without WatchList refusing `sendInitialEvents`
+//!   (422), or a "very short watch" — falls back to a list, in the same `ListAndWatch`, logged
+//!   at debug level (klog's V(4)).
+//!
+//! ## List
 //!
 //! Which resourceVersion a list asks for (`relistResourceVersion`): "0" at first (any recent
 //! state, from the watch cache), then the last synced one (a list "not older than" it, also
@@ -31,6 +53,8 @@
 //! cache can serve it. A list answered 410 or "too large" is retried at once at "" with the
 //! same page size, as upstream's `list` reuses its pager.
 //!
+//! ## Watch
+//!
 //! How a watch ends decides what follows (client-go's `watch` loop):
 //! - it closed, cleanly or with a broken connection, after a second or after any event:
 //!   watch again at once from the last synced resourceVersion;
@@ -38,14 +62,14 @@
 //!   back off, then watch again;
 //! - anything else — an ERROR event such as 410 "too old resource version", an open that
 //!   failed otherwise, or a "very short watch" (closed within a second without any event) —
-//!   ends `ListAndWatch`: back off, then relist at the last synced resourceVersion. A 410 on
-//!   a watch does not make the resourceVersion unavailable for the list: the list's "not older
-//!   than" semantics serve it from the watch cache.
+//!   ends `ListAndWatch`: back off, then sync again (a watch-list, or a list) from the last
+//!   synced resourceVersion. A 410 on a watch does not make the resourceVersion unavailable:
+//!   the watch-list's and the list's "not older than" semantics serve it from the watch cache.
 //!
 //! Failures back off as client-go's backoff manager does: 800 ms doubling to 30 s, each wait
 //! stretched by up to 100 % jitter, reset when no backoff happened for 2 minutes; a
 //! `Retry-After` from the server is honoured instead. Like upstream's `BackoffUntil`, every
-//! relist waits out one backoff step first.
+//! new `ListAndWatch` after a failure waits out one backoff step first.
 //!
 //! Requests that may block (a list, opening a watch) run on short-lived helper threads so that
 //! the reflector itself only ever waits in `select!` with its stop channel and ends at once on
@@ -63,6 +87,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use super::Informer;
+use super::watch_list::InitialEvents;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
 use crate::client::watch::{RawEvent, decode_event};
@@ -277,8 +302,14 @@ enum WatchEnd {
 /// What the reflector does next.
 #[derive(Debug)]
 enum Next {
-    /// List (after backing off for the error, if any), then watch.
-    List { pause: Option<Error> },
+    /// client-go's `ListAndWatch` (after backing off for the error, if any): a watch-list when
+    /// enabled, else a list followed by a watch.
+    ListAndWatch { pause: Option<Error> },
+    /// The watch-list again, within the same `ListAndWatch` (`watchList`'s loop), after
+    /// backing off for the error, if any.
+    WatchList { pause: Option<Error> },
+    /// The list that a failed watch-list falls back to, then a watch.
+    List,
     /// Watch (after backing off for the error, if any).
     Watch { pause: Option<Error> },
 }
@@ -288,7 +319,7 @@ impl From<WatchEnd> for Next {
         match end {
             WatchEnd::Rewatch => Next::Watch { pause: None },
             WatchEnd::RewatchAfterBackoff(e) => Next::Watch { pause: Some(e) },
-            WatchEnd::Relist(e) => Next::List { pause: Some(e) },
+            WatchEnd::Relist(e) => Next::ListAndWatch { pause: Some(e) },
         }
     }
 }
@@ -296,8 +327,9 @@ impl From<WatchEnd> for Next {
 /// Where a step left the reflector.
 enum Step {
     Next(Next),
-    /// A watch is open, with its idle timeout.
-    Watching(WatchConnection, Duration),
+    /// A watch is open, with its idle timeout; for a watch-list, with the temporary store its
+    /// initial events go to.
+    Watching(WatchConnection, Duration, Option<InitialEvents>),
 }
 
 /// A reflector while its watch is open: the poller's handler of that watch.
@@ -305,12 +337,64 @@ struct Watching<K> {
     reflector: Reflector<K>,
     opened: Instant,
     events: usize,
-    /// How the watch ended, when an event ended it.
-    end: Option<WatchEnd>,
+    /// A watch-list before the bookmark that ends its initial events: where they go.
+    initial: Option<InitialEvents>,
+    /// What comes next, when an event ended the watch.
+    end: Option<Next>,
+}
+
+impl<K: Cached> Watching<K> {
+    /// `reflector`'s watch, opened just now; `initial`: a watch-list's temporary store.
+    fn new(reflector: Reflector<K>, initial: Option<InitialEvents>) -> Self {
+        Watching { reflector, opened: Instant::now(), events: 0, initial, end: None }
+    }
+
+    /// One event of a watch-list before the end of its initial events: into the temporary
+    /// store; at the end bookmark, the cache is replaced and the watch carries on as an
+    /// ordinary one (`handleListWatch`, then `watchWithResync` on the same watcher).
+    fn initial_event(&mut self, event: Result<RawEvent>) -> bool {
+        let Some(initial) = self.initial.as_mut() else { return true };
+        let now = Instant::now();
+        match event.and_then(|raw| initial.receive(raw, now)) {
+            Ok(false) => true,
+            Ok(true) => {
+                let Some(initial) = self.initial.take() else { return true };
+                if let Err(e) = self.reflector.watch_list_synced(initial, self.opened.elapsed()) {
+                    self.end = Some(self.reflector.watch_list_failed(e));
+                    return false;
+                }
+                // The ordinary watch's own count, as upstream's `watch` starts `handleWatch` anew.
+                self.opened = now;
+                self.events = 0;
+                true
+            }
+            Err(e) if e.is_transport() => {
+                let events = initial.events();
+                self.end = Some(self.reflector.watch_list_closed(self.opened.elapsed(), events, Some(e)));
+                false
+            }
+            Err(e) => {
+                self.end = Some(self.reflector.watch_list_failed(e));
+                false
+            }
+        }
+    }
+
+    /// What follows a watch that ended without an event saying so.
+    fn closed(&mut self, error: Option<Error>) -> Next {
+        let lasted = self.opened.elapsed();
+        match &self.initial {
+            Some(initial) => self.reflector.watch_list_closed(lasted, initial.events(), error),
+            None => self.reflector.watch_closed(lasted, self.events, error).into(),
+        }
+    }
 }
 
 impl<K: Cached> WatchHandler for Watching<K> {
     fn event(&mut self, event: Result<RawEvent>) -> bool {
+        if self.initial.is_some() {
+            return self.initial_event(event);
+        }
         let reflector = &mut self.reflector;
         match event.and_then(|raw| reflector.source.decode(raw)) {
             Ok(event) => {
@@ -321,35 +405,41 @@ impl<K: Cached> WatchHandler for Watching<K> {
             // A broken stream ends the watch as a close does (client-go's `StreamWatcher`
             // treats a probable EOF as the end of the watch).
             Err(e) if e.is_transport() => {
-                self.end = Some(reflector.watch_closed(self.opened.elapsed(), self.events, Some(e)));
+                self.end = Some(reflector.watch_closed(self.opened.elapsed(), self.events, Some(e)).into());
                 false
             }
             Err(e) => {
-                self.end = Some(reflector.watch_error(e));
+                self.end = Some(reflector.watch_error(e).into());
                 false
             }
         }
     }
 
     fn ended(mut self: Box<Self>, error: Option<Error>) {
-        let end = match self.end.take() {
-            Some(end) => end,
-            None => self.reflector.watch_closed(self.opened.elapsed(), self.events, error),
+        let next = match self.end.take() {
+            Some(next) => next,
+            None => self.closed(error),
         };
         let reflector = self.reflector;
         let name = format!("informer-{}", reflector.source.label());
         // Fatal, as Go's `newosproc`: an informer that stops would leave its cache stale for good.
         // The binary's panic hook ends the process (`app::limits`).
-        if let Err(e) = std::thread::Builder::new().name(name.clone()).spawn(move || reflector.drive(end.into())) {
+        if let Err(e) = std::thread::Builder::new().name(name.clone()).spawn(move || reflector.drive(next)) {
             panic!("{name}: cannot start a thread to relist or rewatch: {e}");
         }
     }
 
     fn next_tick(&self) -> Option<Instant> {
-        self.reflector.resync.as_ref().map(|r| r.next)
+        let warning = self.initial.as_ref().map(InitialEvents::next_warning);
+        [self.reflector.resync.as_ref().map(|r| r.next), warning].into_iter().flatten().min()
     }
 
     fn tick(&mut self, now: Instant) {
+        if let Some(initial) = self.initial.as_mut()
+            && let Some(warning) = initial.warning(self.reflector.name(), now)
+        {
+            log::info!("Warning: event bookmark expired: {warning}");
+        }
         self.reflector.resync_if_due(now);
     }
 
@@ -364,10 +454,13 @@ pub(super) struct Reflector<K> {
     source: Arc<dyn ListerWatcher<K>>,
     client: Client,
     stop: Receiver<()>,
-    /// The resourceVersion of the last list, event or bookmark (`lastSyncResourceVersion`).
+    /// Each `ListAndWatch` syncs with a watch-list first (the `WatchListClient` gate).
+    watch_list: bool,
+    /// The resourceVersion of the last list, watch-list, event or bookmark
+    /// (`lastSyncResourceVersion`).
     resource_version: String,
-    /// A list at `resource_version` was answered 410 or "too large": the next list reads the
-    /// latest state (client-go's `isLastSyncResourceVersionUnavailable`).
+    /// A list or watch-list at `resource_version` was answered 410 or "too large": the next
+    /// one reads the latest state (client-go's `isLastSyncResourceVersionUnavailable`).
     resource_version_unavailable: bool,
     /// The first list, at "0", came back in pages: the server does not serve lists from a
     /// watch cache, so later lists keep paging (client-go's `paginatedResult`).
@@ -380,13 +473,21 @@ pub(super) struct Reflector<K> {
 
 impl<K: Cached> Reflector<K> {
     /// A reflector that runs until `stop` disconnects; `running` disconnects when it ends.
-    pub(super) fn new(informer: Arc<Informer<K>>, client: Client, stop: Receiver<()>, running: Sender<()>) -> Self {
+    /// `watch_list`: sync with a watch-list first (see the module documentation).
+    pub(super) fn new(
+        informer: Arc<Informer<K>>,
+        client: Client,
+        watch_list: bool,
+        stop: Receiver<()>,
+        running: Sender<()>,
+    ) -> Self {
         let resync = informer.resync_period().map(Resync::new);
         Reflector {
             source: informer.source(),
             informer,
             client,
             stop,
+            watch_list,
             resource_version: String::new(),
             resource_version_unavailable: false,
             paginated_result: false,
@@ -403,7 +504,7 @@ impl<K: Cached> Reflector<K> {
     pub(super) fn run(self) {
         let resync = self.informer.resync_period().map_or("no resync".to_string(), |p| format!("resync every {p:?}"));
         log::debug!("Starting reflector {} ({resync})", self.name());
-        self.drive(Next::List { pause: None });
+        self.drive(Next::ListAndWatch { pause: None });
     }
 
     fn name(&self) -> &str {
@@ -415,8 +516,8 @@ impl<K: Cached> Reflector<K> {
         loop {
             match self.step(next) {
                 Ok(Step::Next(step)) => next = step,
-                Ok(Step::Watching(connection, idle_timeout)) => {
-                    let handler = Watching { reflector: self, opened: Instant::now(), events: 0, end: None };
+                Ok(Step::Watching(connection, idle_timeout, initial)) => {
+                    let handler = Watching::new(self, initial);
                     watch_poller::register(connection, idle_timeout, Box::new(handler));
                     return;
                 }
@@ -428,21 +529,40 @@ impl<K: Cached> Reflector<K> {
         }
     }
 
-    /// One step of client-go's loop: a (backed-off) list followed by opening a watch, or a
-    /// (backed-off) re-watch.
+    /// One step of client-go's loop: a (backed-off) watch-list, or list followed by opening
+    /// a watch, or a (backed-off) re-watch.
     fn step(&mut self, next: Next) -> Result<Step, Stopped> {
         match next {
-            Next::List { pause } => {
+            Next::ListAndWatch { pause } => {
                 if let Some(why) = pause {
                     self.pause(Some(&why))?;
                 }
-                if let Err(e) = self.list()? {
-                    log::info!("Failed to watch {0}: failed to list {0}: {e}", self.name());
-                    return Ok(Step::Next(Next::List { pause: Some(e) }));
+                if self.watch_list {
+                    return self.open_watch_list();
                 }
+                self.list_then_watch()
             }
-            Next::Watch { pause: Some(why) } => self.pause(Some(&why))?,
-            Next::Watch { pause: None } => {}
+            Next::WatchList { pause } => {
+                if let Some(why) = pause {
+                    self.pause(Some(&why))?;
+                }
+                self.open_watch_list()
+            }
+            Next::List => self.list_then_watch(),
+            Next::Watch { pause } => {
+                if let Some(why) = pause {
+                    self.pause(Some(&why))?;
+                }
+                self.open_watch()
+            }
+        }
+    }
+
+    /// The list of `ListAndWatch` (or its fallback from a watch-list), then a watch.
+    fn list_then_watch(&mut self) -> Result<Step, Stopped> {
+        if let Err(e) = self.list()? {
+            log::info!("Failed to watch {0}: failed to list {0}: {e}", self.name());
+            return Ok(Step::Next(Next::ListAndWatch { pause: Some(e) }));
         }
         self.open_watch()
     }
@@ -470,16 +590,24 @@ impl<K: Cached> Reflector<K> {
             self.paginated_result = true;
         }
         self.resource_version_unavailable = false;
-        // Decoded one at a time as they are applied; an object that does not decode fails
-        // the list (relisted after backoff) before any deletion is delivered.
-        let source = self.source.clone();
-        let decoded = objects.into_iter().map(|item| source.decode_item(&item).map(ingest));
-        if let Err(e) = self.informer.replace(decoded) {
+        if let Err(e) = self.sync_with(objects, resource_version) {
             return Ok(Err(e));
         }
+        Ok(Ok(()))
+    }
+
+    /// Makes the cache what a list or a watch-list found at `resource_version` and marks the
+    /// informer synced (`syncWith`, `setLastSyncResourceVersion`). The objects are decoded
+    /// one at a time as they are applied; one that does not decode fails the sync before any
+    /// deletion is delivered.
+    fn sync_with(&mut self, objects: Vec<Box<RawValue>>, resource_version: String) -> Result<()> {
+        let source = self.source.clone();
+        let decoded = objects.into_iter().map(|item| source.decode_item(&item).map(ingest));
+        self.informer.replace(decoded, &resource_version)?;
         self.set_resource_version(resource_version);
         self.informer.mark_synced();
-        Ok(Ok(()))
+        log::debug!("Caches populated for {}", self.name());
+        Ok(())
     }
 
     /// client-go's `relistResourceVersion`: "0" (any recent state) at first, "" (the latest,
@@ -490,6 +618,12 @@ impl<K: Cached> Reflector<K> {
             (false, true) => "0".into(),
             (false, false) => self.resource_version.clone(),
         }
+    }
+
+    /// client-go's `rewatchResourceVersion`, where a watch-list starts: the last synced
+    /// resourceVersion ("" at first), or "" (the latest) when that one is unavailable.
+    fn watch_list_resource_version(&self) -> String {
+        if self.resource_version_unavailable { String::new() } else { self.resource_version.clone() }
     }
 
     /// The pager's page size for a list from `from`: `None` (no limit) at a specific
@@ -516,30 +650,108 @@ impl<K: Cached> Reflector<K> {
             ..WatchParams::default()
         };
         log::debug!("{}: watching from resourceVersion {}", self.name(), self.resource_version);
+        let end = match self.open(params)? {
+            Ok((connection, idle_timeout)) => return Ok(Step::Watching(connection, idle_timeout, None)),
+            Err(e) => self.open_failed(e),
+        };
+        Ok(Step::Next(end.into()))
+    }
+
+    /// Opens a watch-list (`watchList`): a watch that first sends the current state, at least
+    /// as new as the last synced resourceVersion, ended by a bookmark. Its initial events go
+    /// to a temporary store until then (see [`Watching`]).
+    fn open_watch_list(&mut self) -> Result<Step, Stopped> {
+        let from = self.watch_list_resource_version();
+        log::debug!("Listing and watching {} with a watch-list from resourceVersion {from:?}", self.name());
+        let params = WatchParams {
+            resource_version: (!from.is_empty()).then_some(from),
+            resource_version_match: Some("NotOlderThan".into()),
+            send_initial_events: Some(true),
+            allow_bookmarks: true,
+            timeout_seconds: Some(watch_timeout_seconds()),
+            idle_timeout: Some(self.client.watch_idle_timeout()),
+            ..WatchParams::default()
+        };
+        Ok(match self.open(params)? {
+            Ok((connection, idle_timeout)) => {
+                Step::Watching(connection, idle_timeout, Some(InitialEvents::new(Instant::now())))
+            }
+            Err(e) => Step::Next(self.watch_list_failed(e)),
+        })
+    }
+
+    /// Opens a watch on a helper thread; with the idle timeout its poller applies.
+    fn open(&mut self, params: WatchParams) -> Result<Result<(WatchConnection, Duration)>, Stopped> {
         let client = self.client.clone();
         let source = self.source.clone();
         let thread = format!("watch-open-{}", source.label());
         let idle_timeout = params.idle_timeout();
         let opening = background(thread, move || source.open_watch(&client, &params));
-        let end = match self.wait(&opening, None)? {
-            Wait::Got(Ok(connection)) => return Ok(Step::Watching(connection, idle_timeout)),
-            Wait::Got(Err(e)) => self.open_failed(e),
-            Wait::Closed | Wait::TimedOut => {
-                self.open_failed(Error::Transport("the watch thread gave no answer".into()))
-            }
-        };
-        Ok(Step::Next(end.into()))
+        Ok(match self.wait(&opening, None)? {
+            Wait::Got(opened) => opened.map(|connection| (connection, idle_timeout)),
+            Wait::Closed | Wait::TimedOut => Err(Error::Transport("the watch thread gave no answer".into())),
+        })
     }
 
     /// The watch request failed: back off and watch again if the server was unreachable or
     /// throttling (`isWatchErrorRetriable`), else relist.
     fn open_failed(&self, e: Error) -> WatchEnd {
-        if is_connection_refused(&e) || e.is_too_many_requests() {
+        if is_watch_error_retriable(&e) {
             log::debug!("{}: watch returned {e} - backing off", self.name());
             return WatchEnd::RewatchAfterBackoff(e);
         }
         log::info!("Failed to watch {}: {e}", self.name());
         WatchEnd::Relist(e)
+    }
+
+    /// A watch-list failed before the end of its initial events (`watchList`'s
+    /// `isErrorRetriableWithSideEffectsFn`, then `ListAndWatch`): back off and try again if
+    /// the server was unreachable or throttling; try again at once from the latest state if
+    /// the resourceVersion is gone or too large; else fall back to a list.
+    fn watch_list_failed(&mut self, e: Error) -> Next {
+        if is_watch_error_retriable(&e) {
+            log::info!("{}: watch-list failed - backing off: {e}", self.name());
+            return Next::WatchList { pause: Some(e) };
+        }
+        if e.is_gone() || is_too_large_resource_version(&e) {
+            log::debug!("{}: watch-list at resourceVersion {:?} failed: {e}", self.name(), self.resource_version);
+            self.resource_version_unavailable = true;
+            return Next::WatchList { pause: None };
+        }
+        log::debug!(
+            "{}: Data couldn't be fetched in watchlist mode. Falling back to regular list. This is expected if watchlist is not supported or disabled in kube-apiserver. err: {e}",
+            self.name()
+        );
+        Next::List
+    }
+
+    /// A watch-list closed before the end of its initial events (`handleAnyWatch` returning
+    /// without the bookmark): a very short watch is an error, which falls back to a list;
+    /// otherwise the watch-list is tried again at once.
+    fn watch_list_closed(&mut self, lasted: Duration, events: usize, error: Option<Error>) -> Next {
+        let why = error.map(|e| format!(" ({e})")).unwrap_or_default();
+        if events == 0 && lasted < SHORT_WATCH {
+            return self.watch_list_failed(self.very_short_watch(&why));
+        }
+        log::debug!(
+            "{}: watch-list closed after {events} events, before the end of its initial events{why}",
+            self.name()
+        );
+        Next::WatchList { pause: None }
+    }
+
+    /// The end bookmark came: the cache becomes the temporary store's objects at its
+    /// resourceVersion, and the informer is synced (the end of `watchList`).
+    fn watch_list_synced(&mut self, initial: InitialEvents, lasted: Duration) -> Result<()> {
+        log::debug!(
+            "{}: Exiting watch because received the bookmark that marks the end of initial events stream, totalItems {}, duration {lasted:?}",
+            self.name(),
+            initial.events()
+        );
+        log::debug!("{}: watch-list streamed {} objects", self.name(), initial.len());
+        self.resource_version_unavailable = false;
+        let (objects, resource_version) = initial.into_parts();
+        self.sync_with(objects, resource_version)
     }
 
     /// The watch delivered an ERROR event (or one that could not be decoded): back off and
@@ -562,15 +774,20 @@ impl<K: Cached> Reflector<K> {
     fn watch_closed(&self, lasted: Duration, events: usize, error: Option<Error>) -> WatchEnd {
         let why = error.map(|e| format!(" ({e})")).unwrap_or_default();
         if events == 0 && lasted < SHORT_WATCH {
-            let message = format!(
-                "very short watch: {}: Unexpected watch close - watch lasted less than a second and no items received{why}",
-                self.name()
-            );
-            log::info!("{}: watch ended with: {message}", self.name());
-            return WatchEnd::Relist(Error::Transport(message));
+            let error = self.very_short_watch(&why);
+            log::info!("{}: watch ended with: {error}", self.name());
+            return WatchEnd::Relist(error);
         }
         log::debug!("{}: watch closed after {events} events{why}", self.name());
         WatchEnd::Rewatch
+    }
+
+    /// client-go's `VeryShortWatchError`.
+    fn very_short_watch(&self, why: &str) -> Error {
+        Error::Transport(format!(
+            "very short watch: {}: Unexpected watch close - watch lasted less than a second and no items received{why}",
+            self.name()
+        ))
     }
 
     fn apply(&mut self, event: WatchEvent<K>) {
@@ -584,6 +801,7 @@ impl<K: Cached> Reflector<K> {
                 self.informer.delete(ingest(object));
             }
             WatchEvent::Bookmark { resource_version } if !resource_version.is_empty() => {
+                self.informer.bookmark(&resource_version);
                 self.set_resource_version(resource_version);
             }
             WatchEvent::Bookmark { .. } => {}
@@ -747,6 +965,12 @@ fn is_connection_refused(e: &Error) -> bool {
     e.is_transport() && e.to_string().to_lowercase().contains("connection refused")
 }
 
+/// client-go's `isWatchErrorRetriable`: the server is unreachable (the connection was
+/// refused) or throttling (429), so the same watch is worth another try after a backoff.
+fn is_watch_error_retriable(e: &Error) -> bool {
+    is_connection_refused(e) || e.is_too_many_requests()
+}
+
 /// Drops what the cache does not need (`metadata.managedFields`, often most of an object).
 pub(super) fn ingest<K: Metadata<Ty = ObjectMeta>>(mut object: K) -> K {
     object.metadata_mut().managed_fields = None;
@@ -876,7 +1100,8 @@ mod tests {
 
     /// A fake `ListerWatcher` with `objects` objects named `cm-0000`… at revision 100. It pages
     /// as etcd does (continue tokens carry the last key), and `failures` are answered to the
-    /// next requests, in order, instead of serving them (`None`: serve that one).
+    /// next requests, in order, instead of serving them (`None`: serve that one). Watches are
+    /// never opened: each is answered the next of `watch_failures`, or a transport error.
     #[derive(Default)]
     struct FakeLister {
         objects: usize,
@@ -884,6 +1109,9 @@ mod tests {
         garbage: bool,
         failures: Mutex<Vec<Option<Error>>>,
         requests: Mutex<Vec<Request>>,
+        watch_failures: Mutex<Vec<Error>>,
+        /// The query of each watch asked for.
+        watches: Mutex<Vec<String>>,
     }
 
     impl FakeLister {
@@ -925,8 +1153,14 @@ mod tests {
             decode_item(item)
         }
 
-        fn open_watch(&self, _: &Client, _: &WatchParams) -> Result<WatchConnection> {
-            Err(Error::Transport("the fake does not watch".into()))
+        fn open_watch(&self, _: &Client, params: &WatchParams) -> Result<WatchConnection> {
+            self.watches.lock().push(params.query());
+            let mut failures = self.watch_failures.lock();
+            Err(if failures.is_empty() {
+                Error::Transport("the fake does not watch".into())
+            } else {
+                failures.remove(0)
+            })
         }
 
         fn decode(&self, event: RawEvent) -> Result<WatchEvent<ConfigMap>> {
@@ -952,11 +1186,12 @@ mod tests {
         Request { resource_version: resource_version.map(str::to_string), limit, continued }
     }
 
-    /// A reflector over `fake`, with the stop channel's sender to keep it running.
+    /// A reflector over `fake` that syncs with watch-lists, with the stop channel's sender to
+    /// keep it running.
     fn reflector(fake: Arc<FakeLister>) -> (Reflector<ConfigMap>, crossbeam_channel::Sender<()>) {
         let informer = Arc::new(Informer::with_source(None, fake));
         let (stop_tx, stop) = crossbeam_channel::bounded(0);
-        (Reflector::new(informer, unreachable_client(), stop, crossbeam_channel::bounded(0).0), stop_tx)
+        (Reflector::new(informer, unreachable_client(), true, stop, crossbeam_channel::bounded(0).0), stop_tx)
     }
 
     #[test]
@@ -1136,6 +1371,236 @@ mod tests {
         for _ in 0..100 {
             assert!((300..600).contains(&watch_timeout_seconds()));
         }
+    }
+
+    fn raw(event_type: &str, object: serde_json::Value) -> RawEvent {
+        RawEvent { event_type: event_type.into(), object: serde_json::value::to_raw_value(&object).unwrap() }
+    }
+
+    fn cm_json(name: &str, version: &str) -> serde_json::Value {
+        serde_json::json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": version}})
+    }
+
+    fn end_bookmark(version: &str) -> RawEvent {
+        let annotations = serde_json::json!({"k8s.io/initial-events-end": "true"});
+        raw("BOOKMARK", serde_json::json!({"metadata": {"resourceVersion": version, "annotations": annotations}}))
+    }
+
+    /// A watch-list in progress over `reflector`, opened long enough ago not to be "very short".
+    fn watch_listing(reflector: Reflector<ConfigMap>) -> Watching<ConfigMap> {
+        let mut watching = Watching::new(reflector, Some(InitialEvents::new(Instant::now())));
+        watching.opened = Instant::now().checked_sub(Duration::from_secs(5)).unwrap_or(watching.opened);
+        watching
+    }
+
+    /// Events as `kind key@version`.
+    fn recorded(informer: &Informer<ConfigMap>) -> Arc<Mutex<Vec<String>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        informer.add_handler(move |event: &super::super::Event<ConfigMap>| {
+            use super::super::Event;
+            let at = |o: &ConfigMap| {
+                format!(
+                    "{}@{}",
+                    o.metadata.name.as_deref().unwrap_or(""),
+                    o.metadata.resource_version.as_deref().unwrap_or("")
+                )
+            };
+            sink.lock().push(match event {
+                Event::Added(o) => format!("added {}", at(o)),
+                Event::Updated { old, new } => format!("updated {} to {}", at(old), at(new)),
+                Event::Deleted { object, final_state_unknown: true } => format!("vanished {}", at(object)),
+                Event::Deleted { object, .. } => format!("deleted {}", at(object)),
+            });
+        });
+        seen
+    }
+
+    #[test]
+    fn a_watch_list_asks_for_the_initial_events_and_falls_back_to_a_list_when_refused() {
+        let fake = Arc::new(FakeLister::with(3, vec![]));
+        let refused = api_error(
+            422,
+            "Invalid",
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+            None,
+        );
+        *fake.watch_failures.lock() = vec![refused];
+        let (mut reflector, _stop) = reflector(fake.clone());
+        let next = match reflector.step(Next::ListAndWatch { pause: None }) {
+            Ok(Step::Next(next)) => next,
+            _ => panic!("the fake opens no watch"),
+        };
+        assert!(matches!(next, Next::List), "{next:?}");
+        let query = fake.watches.lock()[0].clone();
+        assert!(query.starts_with("?watch=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&allowWatchBookmarks=true&timeoutSeconds="), "{query}");
+        assert!(!query.contains("resourceVersion="), "at first from \"\" (omitted): {query}");
+        let timeout: u32 = query.rsplit('=').next().unwrap().parse().unwrap();
+        assert!((300..600).contains(&timeout), "{timeout}");
+        assert!(fake.requests().is_empty(), "no list yet");
+
+        // The fallback: a list at "0" in the same ListAndWatch, then a plain watch from its version.
+        assert!(matches!(reflector.step(next), Ok(Step::Next(Next::ListAndWatch { pause: Some(_) }))));
+        assert_eq!(fake.requests()[0], request(Some("0"), Some(500), false));
+        assert!(reflector.informer.has_synced());
+        let watch = fake.watches.lock()[1].clone();
+        assert!(watch.starts_with("?watch=true&resourceVersion=100&allowWatchBookmarks=true"), "{watch}");
+        assert!(!watch.contains("sendInitialEvents"));
+
+        // The next ListAndWatch tries a watch-list again, from the last synced version.
+        fake.watches.lock().clear();
+        assert!(matches!(reflector.open_watch_list(), Ok(Step::Next(Next::List))));
+        assert!(fake.watches.lock()[0].contains("&resourceVersion=100&resourceVersionMatch=NotOlderThan"));
+    }
+
+    #[test]
+    fn without_the_gate_list_and_watch_lists() {
+        let fake = Arc::new(FakeLister::with(1, vec![]));
+        let informer = Arc::new(Informer::with_source(None, fake.clone()));
+        let (_stop_tx, stop) = crossbeam_channel::bounded(0);
+        let mut reflector =
+            Reflector::new(informer, unreachable_client(), false, stop, crossbeam_channel::bounded(0).0);
+        assert!(matches!(reflector.step(Next::ListAndWatch { pause: None }), Ok(Step::Next(_))));
+        assert_eq!(fake.requests(), [request(Some("0"), Some(500), false)]);
+        assert!(!fake.watches.lock()[0].contains("sendInitialEvents"));
+    }
+
+    #[test]
+    fn watch_list_errors_retry_or_fall_back_as_client_go_does() {
+        let (mut reflector, _stop) = reflector(Arc::new(FakeLister::default()));
+        reflector.resource_version = "100".into();
+        let refused = Error::Transport("GET https://127.0.0.1:1/api: io: Connection refused (os error 111)".into());
+        assert!(matches!(reflector.watch_list_failed(refused), Next::WatchList { pause: Some(_) }));
+        let throttled = api_error(429, "TooManyRequests", "slow down", None);
+        assert!(matches!(reflector.watch_list_failed(throttled), Next::WatchList { pause: Some(_) }));
+        assert!(!reflector.resource_version_unavailable);
+        assert_eq!(reflector.watch_list_resource_version(), "100");
+
+        // Gone or too large: again at once, from the latest state.
+        assert!(matches!(reflector.watch_list_failed(expired()), Next::WatchList { pause: None }));
+        assert!(reflector.resource_version_unavailable);
+        assert_eq!(reflector.watch_list_resource_version(), "");
+        reflector.resource_version_unavailable = false;
+        let too_large =
+            api_error(504, "Timeout", "Too large resource version: 200, current: 100", Some("ResourceVersionTooLarge"));
+        assert!(matches!(reflector.watch_list_failed(too_large), Next::WatchList { pause: None }));
+        assert!(reflector.resource_version_unavailable);
+
+        // Anything else falls back to a list.
+        for other in [
+            api_error(500, "InternalError", "etcd is sad", None),
+            api_error(403, "Forbidden", "no", None),
+            Error::Transport("GET https://127.0.0.1:1/api: io: Connection reset by peer".into()),
+        ] {
+            assert!(matches!(reflector.watch_list_failed(other), Next::List));
+        }
+    }
+
+    #[test]
+    fn initial_events_wait_for_the_end_bookmark_then_replace_the_cache() {
+        let fake = Arc::new(FakeLister::with(3, vec![]));
+        let (mut reflector, _stop) = reflector(fake);
+        assert!(matches!(reflector.list(), Ok(Ok(()))));
+        let informer = reflector.informer.clone();
+        let seen = recorded(&informer);
+        seen.lock().clear();
+        let mut watching = watch_listing(reflector);
+
+        for event in [
+            raw("ADDED", cm_json("cm-0000", "100")),
+            raw("ADDED", cm_json("cm-0001", "150")),
+            raw("ADDED", cm_json("cm-0009", "140")),
+            raw("BOOKMARK", serde_json::json!({"metadata": {"resourceVersion": "155"}})),
+        ] {
+            assert!(watching.event(Ok(event)));
+        }
+        assert!(seen.lock().is_empty(), "nothing delivered before the end bookmark");
+        assert_eq!(informer.store().len(), 3);
+        assert_eq!(informer.last_sync_resource_version(), "100", "the last synced version waits too");
+        assert_eq!(informer.store().last_store_sync_resource_version(), "100");
+
+        assert!(watching.event(Ok(end_bookmark("160"))));
+        assert!(watching.initial.is_none(), "the watch carries on as an ordinary watch");
+        // The difference, as after a list: the unchanged object gets no event.
+        assert_eq!(*seen.lock(), ["updated cm-0001@100 to cm-0001@150", "added cm-0009@140", "vanished cm-0002@100"]);
+        assert_eq!(informer.last_sync_resource_version(), "160");
+        assert_eq!(informer.store().last_store_sync_resource_version(), "160");
+        assert!(informer.store().get("default/cm-0009").is_some_and(|o| o.metadata.managed_fields.is_none()));
+
+        // Later events apply at once, on the same watch.
+        seen.lock().clear();
+        assert!(watching.event(Ok(raw("MODIFIED", cm_json("cm-0009", "170")))));
+        assert_eq!(*seen.lock(), ["updated cm-0009@140 to cm-0009@170"]);
+        assert_eq!(watching.reflector.resource_version, "170");
+        assert_eq!(watching.events, 1, "the ordinary watch counts its own events");
+        assert!(matches!(watching.closed(None), Next::Watch { pause: None }), "a rewatch, from 170");
+    }
+
+    #[test]
+    fn a_first_watch_list_syncs_the_informer_at_its_end_bookmark() {
+        let (reflector, _stop) = reflector(Arc::new(FakeLister::default()));
+        let informer = reflector.informer.clone();
+        let mut watching = watch_listing(reflector);
+        assert!(watching.event(Ok(raw("ADDED", cm_json("a", "7")))));
+        assert!(!informer.has_synced());
+        assert!(informer.store().is_empty());
+        assert!(watching.event(Ok(end_bookmark("9"))));
+        assert!(informer.has_synced());
+        assert_eq!(informer.store().keys(), ["default/a"]);
+        assert_eq!(informer.last_sync_resource_version(), "9");
+    }
+
+    #[test]
+    fn a_watch_list_that_ends_before_its_end_bookmark_is_tried_again_or_falls_back() {
+        let (reflector, _stop) = reflector(Arc::new(FakeLister::default()));
+        let informer = reflector.informer.clone();
+        let mut watching = watch_listing(reflector);
+        assert!(watching.event(Ok(raw("ADDED", cm_json("a", "7")))));
+        // Closed, cleanly or broken, after an event: again at once.
+        assert!(matches!(watching.closed(None), Next::WatchList { pause: None }));
+        let broken = Error::Transport("watch stream broken: connection reset".into());
+        assert!(!watching.event(Err(broken)));
+        assert!(matches!(watching.end.take(), Some(Next::WatchList { pause: None })));
+        assert!(informer.store().is_empty(), "nothing of an unfinished watch-list is kept");
+        assert!(!informer.has_synced());
+
+        // An ERROR event: 410 tries again from the latest state; other errors fall back to a list.
+        let status = |code: u16, reason: &str| serde_json::json!({"kind": "Status", "status": "Failure", "reason": reason, "code": code, "message": "m"});
+        assert!(!watching.event(Ok(raw("ERROR", status(410, "Expired")))));
+        assert!(matches!(watching.end.take(), Some(Next::WatchList { pause: None })));
+        assert!(watching.reflector.resource_version_unavailable);
+        assert!(!watching.event(Ok(raw("ERROR", status(500, "InternalError")))));
+        assert!(matches!(watching.end.take(), Some(Next::List)));
+
+        // A very short watch-list (no event within a second) falls back to a list.
+        let reflector = &mut watching.reflector;
+        assert!(matches!(reflector.watch_list_closed(Duration::from_millis(10), 0, None), Next::List));
+        assert!(matches!(reflector.watch_list_closed(Duration::from_millis(10), 1, None), Next::WatchList { .. }));
+    }
+
+    #[test]
+    fn an_initial_object_that_does_not_decode_falls_back_to_a_list_before_any_deletion() {
+        let fake = Arc::new(FakeLister::with(2, vec![]));
+        let (mut reflector, _stop) = reflector(fake);
+        assert!(matches!(reflector.list(), Ok(Ok(()))));
+        let informer = reflector.informer.clone();
+        let mut watching = watch_listing(reflector);
+        let garbage = serde_json::json!({"metadata": {"namespace": "default", "name": "bad", "resourceVersion": "120"}, "data": 7});
+        assert!(watching.event(Ok(raw("ADDED", garbage))));
+        assert!(!watching.event(Ok(end_bookmark("130"))));
+        assert!(matches!(watching.end.take(), Some(Next::List)));
+        assert_eq!(informer.store().len(), 2, "no deletion on the strength of a sync cut short");
+        assert_eq!(informer.last_sync_resource_version(), "100");
+    }
+
+    #[test]
+    fn the_end_bookmark_warning_ticks_with_the_resyncs() {
+        let (reflector, _stop) = reflector(Arc::new(FakeLister::default()));
+        let mut watching = watch_listing(reflector);
+        let warning = watching.initial.as_ref().map(InitialEvents::next_warning);
+        assert_eq!(watching.next_tick(), warning, "no resync period: the warning alone");
+        assert!(watching.event(Ok(end_bookmark("9"))));
+        assert_eq!(watching.next_tick(), None);
     }
 
     #[test]

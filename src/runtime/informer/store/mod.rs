@@ -53,6 +53,9 @@ pub struct Store<K> {
     inner: RwLock<Inner<K>>,
     /// How this kind is packed, if it is.
     packing: Option<Packing<K>>,
+    /// The resourceVersion of the last write: a list's or watch-list's, an event object's or a
+    /// bookmark's (client-go v1.36's `threadSafeMap.rv`). Set after the write it stands for.
+    resource_version: RwLock<String>,
 }
 
 struct Inner<K> {
@@ -110,7 +113,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
     /// An empty store with the built-in `namespace` and `owner-uid` indexes.
     pub(super) fn new() -> Self {
         let inner = RwLock::new(Inner { items: HashMap::new(), indexes: HashMap::new() });
-        let store = Store { inner, packing: Packing::for_kind() };
+        let store = Store { inner, packing: Packing::for_kind(), resource_version: RwLock::new(String::new()) };
         store.add_index(NAMESPACE_INDEX, Box::new(|o: &K| vec![o.metadata().namespace.clone().unwrap_or_default()]));
         store.add_index(OWNER_UID_INDEX, Box::new(|o: &K| owner_uids(o.metadata())));
         store
@@ -223,6 +226,21 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
     /// Whether no object is cached.
     pub fn is_empty(&self) -> bool {
         self.inner.read().items.is_empty()
+    }
+
+    /// The newest resourceVersion the store has seen, from a list, an event or a bookmark;
+    /// empty before the first sync (client-go v1.36's `LastStoreSyncResourceVersion`). The
+    /// store already holds every write up to it. See `runtime::consistency`.
+    pub fn last_store_sync_resource_version(&self) -> String {
+        self.resource_version.read().clone()
+    }
+
+    /// Records the resourceVersion the store has reached (`threadSafeMap`'s `rv`, which its
+    /// `Update`, `DeleteWithObject`, `Replace` and `Bookmark` set). Empty versions are ignored.
+    pub(super) fn set_resource_version(&self, version: &str) {
+        if !version.is_empty() {
+            version.clone_into(&mut self.resource_version.write());
+        }
     }
 
     /// Adds an index and fills it from the objects already cached. Returns `false`, leaving
@@ -353,6 +371,17 @@ mod tests {
         let mut reentrant = 0;
         store.for_each(|o| reentrant += store.get(&object_key(&o.metadata)).map_or(0, |_| 1));
         assert_eq!(reentrant, 3, "the visitor may read the store");
+    }
+
+    #[test]
+    fn the_store_keeps_the_last_resource_version_set() {
+        let store = Store::<ConfigMap>::new();
+        assert_eq!(store.last_store_sync_resource_version(), "", "nothing synced yet");
+        store.set_resource_version("12");
+        store.set_resource_version("");
+        assert_eq!(store.last_store_sync_resource_version(), "12");
+        store.set_resource_version("15");
+        assert_eq!(store.last_store_sync_resource_version(), "15");
     }
 
     #[test]
