@@ -380,3 +380,31 @@ fn an_orphan_pod_on_a_node_is_adopted(backend: Backend) {
         done.then_some(())
     });
 }
+
+on_both_backends!(the_misscheduled_count_clears_with_the_taint);
+fn the_misscheduled_count_clears_with_the_taint(backend: Backend) {
+    let cluster = start(backend, &["node-a", "node-b"]);
+    create(&cluster, daemon_set("agent", json!({})));
+    wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+    let misscheduled = || cluster.api::<DaemonSet>().get("agent").ok()?.status.map(|s| s.number_misscheduled);
+
+    // A NoSchedule taint leaves node-a's pod running, misscheduled. The node change alone does
+    // not sync the DaemonSet (it neither wants a pod there nor has to remove one), so the
+    // DaemonSet is touched until a sync has seen the taint.
+    let taint = json!([{"key": "example.com/maintenance", "effect": "NoSchedule"}]);
+    set_taints(&cluster.client, "node-a", taint);
+    let mut touches = 0;
+    eventually("node-a's pod counted misscheduled", || {
+        touches += 1;
+        let patch = json!({"metadata": {"annotations": {"example.com/touch": touches.to_string()}}});
+        cluster.api::<DaemonSet>().patch("agent", &Patch::Merge(patch), &PostParams::default()).ok()?;
+        (misscheduled()? == 1).then_some(())
+    });
+    assert_eq!(live_pods(&cluster, "agent").len(), 2, "NoSchedule evicts nothing");
+
+    // Clearing the taint syncs it again by itself (v1.34+: a node with a pod of a DaemonSet that
+    // counts misscheduled pods), and the count goes back to 0.
+    set_taints(&cluster.client, "node-a", json!(null));
+    eventually("the misscheduled count recomputed", || (misscheduled()? == 0).then_some(()));
+    wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+}

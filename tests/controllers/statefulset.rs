@@ -164,9 +164,9 @@ fn an_ordered_set_comes_up_in_order_and_scales_from_the_highest_ordinal(backend:
     eventually("the creation Events", || {
         let created = cluster.event_messages("default", "web", "SuccessfulCreate");
         let expected = [
-            "create Claim data-web-0 Pod web-0 in StatefulSet web success",
-            "create Pod web-0 in StatefulSet web successful",
-            "create Pod web-2 in StatefulSet web successful",
+            "Create Claim data-web-0 Pod web-0 in StatefulSet web success",
+            "Create Pod web-0 in StatefulSet web successful",
+            "Create Pod web-2 in StatefulSet web successful",
         ];
         expected.iter().all(|m| created.iter().any(|c| c == m)).then_some(())
     });
@@ -183,7 +183,7 @@ fn an_ordered_set_comes_up_in_order_and_scales_from_the_highest_ordinal(backend:
     eventually("the deletion Events", || {
         let deleted = cluster.event_messages("default", "web", "SuccessfulDelete");
         let expected: Vec<String> =
-            (2..5).map(|i| format!("delete Pod web-{i} in StatefulSet web successful")).collect();
+            (2..5).map(|i| format!("Delete Pod web-{i} in StatefulSet web successful")).collect();
         expected.iter().all(|m| deleted.contains(m)).then_some(())
     });
 }
@@ -221,7 +221,7 @@ fn a_failed_pod_is_recreated(backend: Backend) {
     });
     eventually("the deletion Event", || {
         let deleted = cluster.event_messages("default", "db", "SuccessfulDelete");
-        deleted.contains(&"delete Pod db-1 in StatefulSet db successful".to_string()).then_some(())
+        deleted.contains(&"Delete Pod db-1 in StatefulSet db successful".to_string()).then_some(())
     });
 
     // A pod the set controls but whose name makes it no member is released, as upstream's
