@@ -249,10 +249,12 @@ impl DaemonSetsController {
     }
 }
 
-/// `syncNodeUpdate`'s test whether a node's change concerns the DaemonSet.
+/// `syncNodeUpdate`'s test whether a node's change concerns the DaemonSet: upstream's
+/// `(shouldRun && !scheduled) || (!shouldContinueRunning && scheduled) ||
+/// (scheduled && NumberMisscheduled > 0)`.
 fn needs_sync_for_node(should_run: bool, should_continue_running: bool, scheduled: bool, ds: &DaemonSet) -> bool {
     let misscheduled = ds.status.as_ref().map_or(0, |s| s.number_misscheduled);
-    (should_run && !scheduled) || (!should_continue_running && scheduled) || (scheduled && misscheduled > 0)
+    if scheduled { !should_continue_running || misscheduled > 0 } else { should_run }
 }
 
 #[cfg(test)]
