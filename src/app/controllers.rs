@@ -375,7 +375,14 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     plain("serviceaccount-token-controller", &["serviceaccount-token"]).first().starts(start_token_controller),
     plain("statefulset-controller", &["statefulset"])
         .account("statefulset-controller")
-        .starts(|c, o| statefulset::new(c, statefulset::Config { workers: workers(o.concurrency.statefulset_syncs) })),
+        .starts(|c, o| {
+            let gates = &o.generic.feature_gates;
+            let config = statefulset::Config {
+                workers: workers(o.concurrency.statefulset_syncs),
+                semantic_revision_comparison: gates.is_enabled("StatefulSetSemanticRevisionComparison"),
+            };
+            statefulset::new(c, config)
+        }),
     gated("storage-version-migrator-controller", &[], &["StorageVersionMigrator"])
         .account("storage-version-migrator-controller"),
     gated(

@@ -40,30 +40,28 @@ pub fn template_patch(template: &PodTemplateSpec) -> Value {
 }
 
 /// Adds what Go's `json.Marshal` writes for a `v1.PodTemplateSpec` although our types leave it
-/// out: struct-typed fields are never empty to Go, so a template always has
-/// `metadata.creationTimestamp: null` and every container `resources`, and so has an ephemeral
-/// volume's claim template.
+/// out: a struct-typed field without `omitzero` is never empty to Go, so a template always has
+/// `metadata` and every container `resources`, and so has an ephemeral volume's claim template.
+/// (`metadata.creationTimestamp` is `omitzero` since v1.34: a zero time is left out, where
+/// v1.33 wrote `creationTimestamp: null`.)
 fn with_go_zero_fields(template: &mut Value) {
-    fn object_meta(object: &mut Value) {
-        let meta = object.as_object_mut().map(|o| o.entry("metadata").or_insert_with(|| json!({})));
-        if let Some(meta) = meta.and_then(Value::as_object_mut) {
-            meta.entry("creationTimestamp").or_insert(Value::Null);
+    fn always(object: &mut Value, key: &str) {
+        if let Some(object) = object.as_object_mut() {
+            object.entry(key).or_insert_with(|| json!({}));
         }
     }
-    object_meta(template);
+    always(template, "metadata");
     let Some(spec) = template.get_mut("spec").and_then(Value::as_object_mut) else { return };
     for list in ["initContainers", "containers", "ephemeralContainers"] {
         for container in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
-            if let Some(container) = container.as_object_mut() {
-                container.entry("resources").or_insert_with(|| json!({}));
-            }
+            always(container, "resources");
         }
     }
     for volume in spec.get_mut("volumes").and_then(Value::as_array_mut).into_iter().flatten() {
         if let Some(claim) = volume.pointer_mut("/ephemeral/volumeClaimTemplate") {
-            object_meta(claim);
-            if let Some(spec) = claim.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.entry("resources").or_insert_with(|| json!({}));
+            always(claim, "metadata");
+            if let Some(spec) = claim.get_mut("spec") {
+                always(spec, "resources");
             }
         }
     }
@@ -122,16 +120,10 @@ pub fn new_revision(
     }
 }
 
-/// `EqualRevision`: the same data (and, where both hash labels are numbers, the same hash).
+/// `EqualRevision`: the same data. (Since v1.34 the `controller.kubernetes.io/hash` labels
+/// are not compared: a revision written by v1.33, whose data now re-encodes differently, may
+/// carry another hash for the same template.)
 pub fn equal_revision(a: &ControllerRevision, b: &ControllerRevision) -> bool {
-    let numeric_hash = |r: &ControllerRevision| {
-        r.metadata.labels.as_ref().and_then(|l| l.get(HASH_LABEL)).and_then(|h| h.parse::<i32>().ok())
-    };
-    if let (Some(x), Some(y)) = (numeric_hash(a), numeric_hash(b))
-        && x != y
-    {
-        return false;
-    }
     data_of(a) == data_of(b)
 }
 

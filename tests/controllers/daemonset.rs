@@ -1,7 +1,8 @@
 //! The daemonset-controller on both backends: one pod per eligible node (taints, tolerations,
 //! node selectors), pods following nodes that join, leave or change labels, failed daemon pods
 //! replaced, rolling updates with maxUnavailable and maxSurge, OnDelete, minReadySeconds, an
-//! orphan adopted, and the revision history (`<ds>-<hash>` ControllerRevisions, the `controller-revision-hash` label, pruning).
+//! orphan adopted, and the revision history (`<ds>-<hash>` ControllerRevisions, the `controller-revision-hash` label, pruning;
+//! a revision written by v1.33 replaced without rolling its pods); the misscheduled count recomputed when a taint clears.
 //!
 //! Nothing here removes the `node.kubernetes.io/not-ready` taint new Nodes get (no node
 //! lifecycle controller runs), so each test removes it from its nodes as that controller would.
@@ -12,6 +13,8 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kcm::app::controllers::named;
 use kcm::client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
+use kcm::controllers::history::template_patch;
+use kcm::controllers::podutil::template_hash::compute_hash;
 use serde_json::{Value, json};
 
 use crate::harness;
@@ -379,4 +382,93 @@ fn an_orphan_pod_on_a_node_is_adopted(backend: Backend) {
             && status.updated_number_scheduled.unwrap_or(0) == 1;
         done.then_some(())
     });
+}
+
+on_both_backends!(the_misscheduled_count_clears_with_the_taint);
+fn the_misscheduled_count_clears_with_the_taint(backend: Backend) {
+    let cluster = start(backend, &["node-a", "node-b"]);
+    create(&cluster, daemon_set("agent", json!({})));
+    wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+    let misscheduled = || cluster.api::<DaemonSet>().get("agent").ok()?.status.map(|s| s.number_misscheduled);
+
+    // A NoSchedule taint leaves node-a's pod running, misscheduled. The node change alone does
+    // not sync the DaemonSet (it neither wants a pod there nor has to remove one), so the
+    // DaemonSet is touched until a sync has seen the taint.
+    let taint = json!([{"key": "example.com/maintenance", "effect": "NoSchedule"}]);
+    set_taints(&cluster.client, "node-a", taint);
+    let mut touches = 0;
+    eventually("node-a's pod counted misscheduled", || {
+        touches += 1;
+        let patch = json!({"metadata": {"annotations": {"example.com/touch": touches.to_string()}}});
+        cluster.api::<DaemonSet>().patch("agent", &Patch::Merge(patch), &PostParams::default()).ok()?;
+        (misscheduled()? == 1).then_some(())
+    });
+    assert_eq!(live_pods(&cluster, "agent").len(), 2, "NoSchedule evicts nothing");
+
+    // Clearing the taint syncs it again by itself (v1.34+: a node with a pod of a DaemonSet that
+    // counts misscheduled pods), and the count goes back to 0.
+    set_taints(&cluster.client, "node-a", json!(null));
+    eventually("the misscheduled count recomputed", || (misscheduled()? == 0).then_some(()));
+    wait_rolled_out(&cluster, "agent", &["node-a", "node-b"]);
+}
+
+/// The hash upstream v1.33 gave the revision below (any value but v1.36's would do: the
+/// controller matches revisions by their data).
+const V133_HASH: &str = "5c9b8d7f46";
+
+/// Creates DaemonSet `agent` with the revision upstream v1.33 made of it (its template's patch
+/// with `metadata.creationTimestamp: null`, which v1.34+ leaves out) and that revision's pod on
+/// `node`.
+fn create_with_v133_revision(client: &Client, node: &str) {
+    let ds =
+        Api::<DaemonSet>::namespaced(client, "default").create(&daemon_set("agent", json!({})), &PostParams::default());
+    let ds = ds.expect("created");
+    let template = &ds.spec.as_ref().expect("a spec").template;
+    let mut data = template_patch(template);
+    data["spec"]["template"]["metadata"]["creationTimestamp"] = Value::Null;
+    let owner = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": ds.metadata.uid,
+        "controller": true, "blockOwnerDeletion": true});
+    let revision: ControllerRevision = from(json!({
+        "metadata": {"name": format!("agent-{V133_HASH}"), "labels": {"app": "agent", HASH: V133_HASH},
+            "ownerReferences": [owner.clone()]},
+        "data": data, "revision": 1}));
+    let revisions = Api::<ControllerRevision>::namespaced(client, "default");
+    revisions.create(&revision, &PostParams::default()).expect("the v1.33 revision created");
+    let mut spec = serde_json::to_value(template.spec.as_ref().expect("a pod spec")).expect("a pod spec");
+    spec["nodeName"] = json!(node);
+    let pod: Pod = from(json!({
+        "metadata": {"name": "agent-v133", "ownerReferences": [owner],
+            "labels": {"app": "agent", HASH: V133_HASH, "pod-template-generation": "1"}},
+        "spec": spec}));
+    Api::<Pod>::namespaced(client, "default").create(&pod, &PostParams::default()).expect("its pod created");
+}
+
+on_both_backends!(a_revision_written_by_v1_33_is_replaced_without_rolling_its_pods);
+fn a_revision_written_by_v1_33_is_replaced_without_rolling_its_pods(backend: Backend) {
+    let cluster =
+        harness::with(&[named("daemonset-controller")]).on(backend).nodes(&["node-a"]).start_with(|client, _| {
+            set_taints(client, "node-a", Value::Null);
+            create_with_v133_revision(client, "node-a");
+        });
+    // `Match` compares the data's bytes: the v1.33 revision is not the current one, so a new
+    // revision is made, numbered after it.
+    let ds = cluster.api::<DaemonSet>().get("agent").expect("the DaemonSet");
+    let hash = compute_hash(&ds.spec.as_ref().expect("a spec").template, None);
+    let expected = [(format!("agent-{V133_HASH}"), 1), (format!("agent-{hash}"), 2)];
+    eventually("the new revision", || {
+        let revisions = revisions(&cluster);
+        let names: Vec<_> =
+            revisions.iter().map(|r| (r.metadata.name.clone().unwrap_or_default(), r.revision)).collect();
+        (names == expected).then_some(())
+    });
+    // The pod still carries the DaemonSet's template generation, so it counts as updated and
+    // is kept with its old hash.
+    eventually("the old pod counted updated and available", || {
+        let status = cluster.api::<DaemonSet>().get("agent").ok()?.status?;
+        let pods = live_pods(&cluster, "agent");
+        let kept = pods.len() == 1 && pods[0].metadata.name.as_deref() == Some("agent-v133") && ready(&pods[0]);
+        let counted = status.updated_number_scheduled == Some(1) && status.number_available == Some(1);
+        (kept && counted && status.observed_generation == ds.metadata.generation).then_some(())
+    });
+    assert_eq!(hash_of(&live_pods(&cluster, "agent")[0]), V133_HASH);
 }

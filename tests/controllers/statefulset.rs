@@ -4,14 +4,16 @@
 //! Parallel with `spec.ordinals.start`; a failed pod is recreated and a controlled non-member
 //! released; a partitioned RollingUpdate
 //! and OnDelete; the claims' owner references under a retention policy, collected by the
-//! garbage collector.
+//! garbage collector; a revision written by v1.33 kept (StatefulSetSemanticRevisionComparison),
+//! or replaced with the gate off.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kcm::app::controllers::named;
-use kcm::client::{DeleteParams, ListParams, Patch, PostParams};
+use kcm::client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
+use kcm::controllers::history::{hash_revision, template_patch};
 use serde_json::{Value, json};
 
 use crate::harness;
@@ -164,9 +166,9 @@ fn an_ordered_set_comes_up_in_order_and_scales_from_the_highest_ordinal(backend:
     eventually("the creation Events", || {
         let created = cluster.event_messages("default", "web", "SuccessfulCreate");
         let expected = [
-            "create Claim data-web-0 Pod web-0 in StatefulSet web success",
-            "create Pod web-0 in StatefulSet web successful",
-            "create Pod web-2 in StatefulSet web successful",
+            "Create Claim data-web-0 Pod web-0 in StatefulSet web success",
+            "Create Pod web-0 in StatefulSet web successful",
+            "Create Pod web-2 in StatefulSet web successful",
         ];
         expected.iter().all(|m| created.iter().any(|c| c == m)).then_some(())
     });
@@ -183,7 +185,7 @@ fn an_ordered_set_comes_up_in_order_and_scales_from_the_highest_ordinal(backend:
     eventually("the deletion Events", || {
         let deleted = cluster.event_messages("default", "web", "SuccessfulDelete");
         let expected: Vec<String> =
-            (2..5).map(|i| format!("delete Pod web-{i} in StatefulSet web successful")).collect();
+            (2..5).map(|i| format!("Delete Pod web-{i} in StatefulSet web successful")).collect();
         expected.iter().all(|m| deleted.contains(m)).then_some(())
     });
 }
@@ -221,7 +223,7 @@ fn a_failed_pod_is_recreated(backend: Backend) {
     });
     eventually("the deletion Event", || {
         let deleted = cluster.event_messages("default", "db", "SuccessfulDelete");
-        deleted.contains(&"delete Pod db-1 in StatefulSet db successful".to_string()).then_some(())
+        deleted.contains(&"Delete Pod db-1 in StatefulSet db successful".to_string()).then_some(())
     });
 
     // A pod the set controls but whose name makes it no member is released, as upstream's
@@ -356,4 +358,74 @@ fn claims_of_scaled_down_pods_are_handed_to_their_pods(backend: Backend) {
     );
     wait_status(&cluster, "sc", "1 replica", |s| counts(s) == (1, 1, 1, 1, 1));
     assert!(claim(&cluster, "data-sc-0").is_some_and(|c| owner_kinds(&c).is_empty()), "data-sc-0 kept unowned");
+}
+
+/// Creates StatefulSet `name` (one replica) with the revision upstream v1.33 made of it, as its
+/// current and update revision: the template's patch with `metadata.creationTimestamp: null`
+/// (v1.34+ leaves the zero time out), named `<set>-<hash of those bytes>`. Returns that name.
+fn create_with_v133_revision(client: &Client, name: &str) -> String {
+    let sets = Api::<StatefulSet>::namespaced(client, "default");
+    let set = sets.create(&stateful_set(name, 1, json!({})), &PostParams::default()).expect("created");
+    let mut data = template_patch(&set.spec.as_ref().expect("a spec").template);
+    data["spec"]["template"]["metadata"]["creationTimestamp"] = Value::Null;
+    let hash = hash_revision(&data, Some(0));
+    let revision_name = format!("{name}-{hash}");
+    let owner = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name, "uid": set.metadata.uid,
+        "controller": true, "blockOwnerDeletion": true});
+    let revision: ControllerRevision = from(json!({
+        "metadata": {"name": revision_name, "labels": {"app": name, "controller.kubernetes.io/hash": hash},
+            "ownerReferences": [owner]},
+        "data": data, "revision": 1}));
+    let revisions = Api::<ControllerRevision>::namespaced(client, "default");
+    revisions.create(&revision, &PostParams::default()).expect("the v1.33 revision created");
+    let status = json!({"status": {"observedGeneration": 1, "replicas": 0, "collisionCount": 0,
+        "currentRevision": revision_name, "updateRevision": revision_name}});
+    sets.patch_status(name, &Patch::Merge(status), &PostParams::default()).expect("the status set");
+    revision_name
+}
+
+fn start_with_v133_revision(backend: Backend, flags: &[&str]) -> (Cluster, String) {
+    let mut revision_name = String::new();
+    let controllers = [
+        named("statefulset-controller"),
+        named("persistentvolume-binder-controller"),
+        named("persistentvolume-attach-detach-controller"),
+    ];
+    let cluster = harness::with(&controllers)
+        .flags(flags)
+        .on(backend)
+        .start_with(|client, _| revision_name = create_with_v133_revision(client, "old"));
+    (cluster, revision_name)
+}
+
+on_both_backends!(a_revision_written_by_v1_33_is_kept);
+fn a_revision_written_by_v1_33_is_kept(backend: Backend) {
+    // StatefulSetSemanticRevisionComparison (on): restoring the latest revision derives the
+    // set's revision, so it stays the update revision although its bytes differ.
+    let (cluster, v133) = start_with_v133_revision(backend, &[]);
+    let done = wait_status(&cluster, "old", "1 ready", |s| counts(s) == (1, 1, 1, 1, 1));
+    let status = done.status.expect("a status");
+    assert_eq!((status.current_revision.as_ref(), status.update_revision.as_ref()), (Some(&v133), Some(&v133)));
+    assert_eq!(revision(&pods(&cluster, "old")["old-0"]), v133);
+    let revisions = cluster.api::<ControllerRevision>().list(&Default::default()).expect("revisions").items;
+    let names: Vec<_> = revisions.iter().map(|r| (r.metadata.name.clone().unwrap_or_default(), r.revision)).collect();
+    assert_eq!(names, [(v133, 1)], "no new revision");
+}
+
+on_both_backends!(without_semantic_comparison_a_v1_33_revision_is_replaced);
+fn without_semantic_comparison_a_v1_33_revision_is_replaced(backend: Backend) {
+    let flags = ["--feature-gates=StatefulSetSemanticRevisionComparison=false"];
+    let (cluster, v133) = start_with_v133_revision(backend, &flags);
+    let done = wait_status(&cluster, "old", "1 ready, updated", |s| {
+        counts(s) == (1, 1, 1, 1, 1) && s.status.as_ref().and_then(|s| s.update_revision.as_ref()) != Some(&v133)
+    });
+    let new = done.status.and_then(|s| s.update_revision).expect("an update revision");
+    let set = cluster.api::<StatefulSet>().get("old").expect("the set");
+    let hash = hash_revision(&template_patch(&set.spec.expect("a spec").template), Some(0));
+    assert_eq!(new, format!("old-{hash}"));
+    assert_eq!(revision(&pods(&cluster, "old")["old-0"]), new);
+    let mut revisions = cluster.api::<ControllerRevision>().list(&Default::default()).expect("revisions").items;
+    revisions.sort_by_key(|r| r.revision);
+    let names: Vec<_> = revisions.iter().map(|r| (r.metadata.name.clone().unwrap_or_default(), r.revision)).collect();
+    assert_eq!(names, [(v133, 1), (new, 2)]);
 }

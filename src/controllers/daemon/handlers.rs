@@ -224,7 +224,8 @@ impl DaemonSetsController {
     }
 
     /// `syncNodeUpdate`: queues the DaemonSets that should now run on the node and have no pod
-    /// there, or have one there and should not.
+    /// there, or have one there and should not, or have one there while they count misscheduled
+    /// pods (since v1.34, so that the count is recomputed when, say, the node's taints clear).
     pub(super) fn sync_node_update(&self, name: &str) -> SyncResult {
         let Some(node) = self.nodes.store().get(name) else {
             log::debug!("Node not found, skipping update node={name}");
@@ -240,10 +241,42 @@ impl DaemonSetsController {
         for ds in self.daemon_sets.store().list() {
             let (should_run, should_continue_running) = node_should_run_daemon_pod(&node, &ds);
             let scheduled = by_daemon_set.contains_key(&object_key(&ds.metadata));
-            if (should_run && !scheduled) || (!should_continue_running && scheduled) {
+            if needs_sync_for_node(should_run, should_continue_running, scheduled, &ds) {
                 self.enqueue(&ds);
             }
         }
         Ok(())
+    }
+}
+
+/// `syncNodeUpdate`'s test whether a node's change concerns the DaemonSet: upstream's
+/// `(shouldRun && !scheduled) || (!shouldContinueRunning && scheduled) ||
+/// (scheduled && NumberMisscheduled > 0)`.
+fn needs_sync_for_node(should_run: bool, should_continue_running: bool, scheduled: bool, ds: &DaemonSet) -> bool {
+    let misscheduled = ds.status.as_ref().map_or(0, |s| s.number_misscheduled);
+    if scheduled { !should_continue_running || misscheduled > 0 } else { should_run }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_change_concerns_daemon_sets_with_misscheduled_pods_there() {
+        let mut ds = DaemonSet::default();
+        // (should run, should continue running, scheduled) -> enqueue, with no misscheduled pods.
+        for (run, keep, scheduled, expected) in [
+            (true, true, false, true),
+            (true, true, true, false),
+            (false, false, true, true),
+            (false, false, false, false),
+            (false, true, true, false),
+        ] {
+            assert_eq!(needs_sync_for_node(run, keep, scheduled, &ds), expected, "{run} {keep} {scheduled}");
+        }
+        ds.status = Some(k8s_openapi::api::apps::v1::DaemonSetStatus { number_misscheduled: 1, ..Default::default() });
+        assert!(needs_sync_for_node(true, true, true, &ds));
+        assert!(needs_sync_for_node(false, true, true, &ds));
+        assert!(!needs_sync_for_node(false, true, false, &ds), "no pod on the node: nothing to recount");
     }
 }

@@ -207,3 +207,58 @@ impl DaemonSetsController {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Templates a kube-apiserver v1.36.2 stored and the revisions upstream's
+    /// kube-controller-manager v1.36.2 made of them (`history/testdata`).
+    const UPSTREAM_V1_36_2: &str = include_str!("../history/testdata/upstream_v1.36.2.json");
+
+    fn daemon_set(name: &str, template: &Value) -> DaemonSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": "ds-uid"},
+            "spec": {"selector": {"matchLabels": template["metadata"]["labels"].clone()}, "template": template}
+        }))
+        .expect("a DaemonSet")
+    }
+
+    #[test]
+    fn revisions_are_named_and_filled_as_upstream_v1_36_2_does() {
+        let cases: Vec<Value> = serde_json::from_str(UPSTREAM_V1_36_2).expect("the fixture parses");
+        for case in cases {
+            let name = format!("ds-{}", case["name"].as_str().expect("a name"));
+            let ds = daemon_set(&name, &case["template"]);
+            let patch = template_patch(&spec(&ds).template);
+            let revision = new_revision(&ds, patch.clone(), 1);
+            let hash = case["podTemplateHash"].as_str().expect("a hash");
+            assert_eq!(revision.metadata.name, Some(format!("{name}-{hash}")));
+            assert_eq!(revision.metadata.labels.as_ref().unwrap()[CONTROLLER_REVISION_HASH_LABEL], hash);
+            assert_eq!(revision.data.as_ref().map(|d| &d.0), Some(&case["revisionData"]), "{name}");
+            assert!(matches(&patch, &revision));
+        }
+    }
+
+    #[test]
+    fn a_revision_written_by_v1_33_no_longer_matches() {
+        let cases: Vec<Value> = serde_json::from_str(UPSTREAM_V1_36_2).expect("the fixture parses");
+        let ds = daemon_set("ds", &cases[0]["template"]);
+        let patch = template_patch(&spec(&ds).template);
+        // v1.33 wrote the template's zero creation time as null; `Match` compares the bytes, so
+        // the v1.36 controller makes a new revision (its pods keep running: they still carry the
+        // DaemonSet's template generation).
+        let mut v133 = patch.clone();
+        v133["spec"]["template"]["metadata"]["creationTimestamp"] = Value::Null;
+        let old = new_revision(&ds, v133, 1);
+        assert!(!matches(&patch, &old));
+        let current = new_revision(&ds, patch.clone(), 2);
+        assert!(matches(&patch, &current));
+        // A pod of the v1.33 revision, whose hash (v1.33's `ComputeHash`) was another one.
+        let old_pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "labels": {
+            CONTROLLER_REVISION_HASH_LABEL: "8ff954c69", super::super::util::TEMPLATE_GENERATION_LABEL: "1"}}}))
+        .expect("a pod");
+        let current_hash = hash_label(current.metadata.labels.as_ref());
+        assert!(super::super::util::is_pod_updated(&old_pod, current_hash, Some(1)));
+    }
+}

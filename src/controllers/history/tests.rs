@@ -40,9 +40,9 @@ fn the_patch_holds_the_fields_go_always_writes() {
     assert_eq!(
         gojson::marshal(&patch),
         concat!(
-            r#"{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null,"labels":{"app":"web"}},"#,
+            r#"{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"app":"web"}},"#,
             r#""spec":{"containers":[{"image":"nginx:1.27","name":"nginx","resources":{}}],"#,
-            r#""volumes":[{"ephemeral":{"volumeClaimTemplate":{"metadata":{"creationTimestamp":null},"#,
+            r#""volumes":[{"ephemeral":{"volumeClaimTemplate":{"metadata":{},"#,
             r#""spec":{"accessModes":["ReadWriteOnce"],"resources":{}}}},"name":"scratch"}]}}}}"#
         )
     );
@@ -108,19 +108,19 @@ fn equal_revisions_have_equal_data() {
     assert!(!equal_revision(&a, &c));
     let all = [a.clone(), b, c];
     assert_eq!(find_equal_revisions(&all, &a).len(), 2);
-    // Numeric hash labels that differ make revisions unequal whatever their data.
+    // Hash labels are not compared (v1.34): numeric ones that differ leave equal data equal.
     let mut x = (*a).clone();
     let mut y = (*a).clone();
     x.metadata.labels = Some(BTreeMap::from([(HASH_LABEL.to_string(), "245".to_string())]));
     y.metadata.labels = Some(BTreeMap::from([(HASH_LABEL.to_string(), "246".to_string())]));
-    assert!(!equal_revision(&x, &y));
+    assert!(equal_revision(&x, &y));
 }
 
 #[test]
 fn a_statefulset_revision_is_named_as_upstream_names_it() {
-    // A StatefulSet's template as kube-apiserver v1.33.5 defaulted it, and the revision
-    // upstream's controller made of it: `web-7d8d9758b` (HTML characters, an ephemeral claim
-    // template and a resource field's divisor included).
+    // A StatefulSet's template as kube-apiserver defaulted it, and the revision upstream's
+    // controller made of it: `web-8548c5986d` by v1.36.2 (HTML characters, an ephemeral claim
+    // template without metadata and a resource field's divisor included).
     let t = template(json!({
         "metadata": {"labels": {"app": "web"}},
         "spec": {
@@ -133,5 +133,61 @@ fn a_statefulset_revision_is_named_as_upstream_names_it() {
                 "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Filesystem"}}}, "name": "e"}]
         }
     }));
-    assert_eq!(hash_revision(&template_patch(&t), Some(0)), "7d8d9758b");
+    let patch = template_patch(&t);
+    assert_eq!(hash_revision(&patch, Some(0)), "8548c5986d");
+    // v1.33.5 wrote both zero creation times as null and named the same template `web-7d8d9758b`.
+    let mut v133 = patch.clone();
+    v133["spec"]["template"]["metadata"]["creationTimestamp"] = Value::Null;
+    let claim = &mut v133["spec"]["template"]["spec"]["volumes"][0]["ephemeral"]["volumeClaimTemplate"];
+    claim["metadata"]["creationTimestamp"] = Value::Null;
+    assert_eq!(hash_revision(&v133, Some(0)), "7d8d9758b");
+}
+
+/// Upstream's `pkg/controller/statefulset/testdata` (v1.36.2): the same StatefulSet's revision
+/// as v1.33 and as v1.34 wrote it.
+fn upstream_revision(version: &str) -> ControllerRevision {
+    let text = match version {
+        "1.33.0" => include_str!("../statefulset/testdata/compatibility_revision_1.33.0.json"),
+        _ => include_str!("../statefulset/testdata/compatibility_revision_1.34.0.json"),
+    };
+    serde_json::from_str(text).expect("a ControllerRevision")
+}
+
+#[test]
+fn upstream_compatibility_revisions_hash_to_their_names() {
+    for (version, hash) in [("1.33.0", "c77f6d978"), ("1.34.0", "776999688b")] {
+        let revision = upstream_revision(version);
+        assert_eq!(revision.metadata.labels.as_ref().unwrap()[HASH_LABEL], hash);
+        assert_eq!(hash_revision(data_of(&revision).unwrap(), Some(0)), hash, "{version}");
+    }
+    // The set's template makes the v1.34 bytes, whichever version stored the set.
+    for set in [
+        include_str!("../statefulset/testdata/compatibility_set_1.33.0.json"),
+        include_str!("../statefulset/testdata/compatibility_set_1.34.0.json"),
+    ] {
+        let set: k8s_openapi::api::apps::v1::StatefulSet = serde_json::from_str(set).expect("a StatefulSet");
+        let patch = template_patch(&set.spec.expect("a spec").template);
+        assert_eq!(Some(&patch), data_of(&upstream_revision("1.34.0")));
+        assert_eq!(hash_revision(&patch, Some(0)), "776999688b");
+    }
+    // The hash labels differ, the data too: the revisions are not equal.
+    assert!(!equal_revision(&upstream_revision("1.33.0"), &upstream_revision("1.34.0")));
+}
+
+/// Templates a kube-apiserver v1.36.2 stored (created through it with the `PodCertificateRequest`
+/// and `GenericWorkload` gates on, so that every field v1.34–v1.36 added is set somewhere), and
+/// what upstream's kube-controller-manager v1.36.2 made of them: the revision data of a
+/// DaemonSet and a StatefulSet with that template, and the StatefulSet revision's hash.
+const UPSTREAM_V1_36_2: &str = include_str!("testdata/upstream_v1.36.2.json");
+
+#[test]
+fn revisions_match_upstream_v1_36_2() {
+    let cases: Vec<Value> = serde_json::from_str(UPSTREAM_V1_36_2).expect("the fixture parses");
+    assert_eq!(cases.len(), 8);
+    for case in cases {
+        let name = case["name"].as_str().expect("a name");
+        let patch = template_patch(&template(case["template"].clone()));
+        assert_eq!(patch, case["revisionData"], "{name}");
+        assert_eq!(hash_revision(&patch, Some(0)), case["statefulSetRevisionHash"], "{name}");
+    }
 }

@@ -1,9 +1,10 @@
 //! Pod helpers several controllers share: `pkg/util/pod.PatchPodStatus` (a strategic merge
-//! patch of the status with the pod's UID as a precondition) and the deletion rankings
-//! (`ranking`), and `controller.ComputeHash` of a pod template (`template_hash`: the
-//! Deployment's `pod-template-hash`, the DaemonSet's revision hash). (`UpdatePodCondition` and the other pure pod helpers are in
-//! [`crate::apimachinery::pod`].)
+//! patch of the status with the pod's UID as a precondition), the deletion rankings
+//! (`ranking`), when pods become available (`availability`), and `controller.ComputeHash` of a
+//! pod template (`template_hash`: the Deployment's `pod-template-hash`, the DaemonSet's revision
+//! hash). (`UpdatePodCondition` and the other pure pod helpers are in [`crate::apimachinery::pod`].)
 
+pub mod availability;
 pub mod ranking;
 pub mod template_hash;
 

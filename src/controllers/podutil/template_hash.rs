@@ -4,12 +4,12 @@
 //! `controller-revision-hash` label of its pods).
 //!
 //! Upstream (`pkg/controller/controller_utils.go` `ComputeHash`, `pkg/util/hash` `DeepHashObject`)
-//! feeds FNV-32a with go-spew's `%#v` rendering of the Go `v1.PodTemplateSpec` struct (config
-//! `Indent: " ", SortKeys, DisableMethods, SpewKeys`), then, when the Deployment has a
+//! feeds FNV-32a with go-spew's `%#v` rendering of the Go `v1.PodTemplateSpec` struct
+//! (`k8s.io/utils/dump.ForHash`: `Indent: " ", SortKeys, DisableMethods, SpewKeys`), then, when the Deployment has a
 //! `collisionCount`, 8 bytes holding it as a little-endian uint32, and encodes the decimal
 //! `Sum32` with `rand.SafeEncodeString`. The rendering names every Go field in declaration order
 //! with its Go type, so this module carries the Go layout of every struct a pod template reaches
-//! (`pod_template_hash/schema.rs`, generated from the Kubernetes 1.33 declarations) and walks the
+//! (`template_hash/schema.rs`, generated from the Kubernetes 1.36 declarations) and walks the
 //! template's JSON along it, printing what go-spew prints for the struct upstream's informer
 //! decoded from protobuf:
 //! - empty lists and maps decode as nil (`<nil>`), absent pointers as nil;
@@ -254,7 +254,7 @@ fn print_int_or_string(out: &mut String, value: Option<&Value>) {
     let _ = write!(out, "{{Type:(intstr.Type){kind} IntVal:(int32){int} StrVal:(string){string}}}");
 }
 
-/// The fields of a Go `resource.Quantity` (apimachinery v0.33: `i int64Amount`,
+/// The fields of a Go `resource.Quantity` (apimachinery v0.33 to v0.36: `i int64Amount`,
 /// `d infDecAmount`, `s string`, `Format`) as `ParseQuantity` leaves them.
 #[derive(Debug, PartialEq, Eq)]
 struct GoQuantity {
@@ -392,7 +392,7 @@ fn interpret_suffix(suffix: &str) -> Option<(u32, i32, &'static str)> {
     exponent.parse::<i64>().ok().map(|e| (10, e as i32, "DecimalExponent"))
 }
 
-/// apimachinery's `ParseQuantity` (v0.33), keeping the internal fields go-spew prints.
+/// apimachinery's `ParseQuantity` (v0.33 to v0.36), keeping the internal fields go-spew prints.
 fn parse_quantity(s: &str) -> Option<GoQuantity> {
     if s.is_empty() {
         return None;

@@ -7,14 +7,16 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 
 use super::StatefulSetController;
 use super::pod_control::aggregate;
+use super::revisions::{UpdateRevision, choose_update_revision, set_matches_latest_existing_revision};
 use super::utils::{
     allows_burst, complete_rolling_update, end_ordinal, in_ordinal_range, inconsistent_status, is_created, is_finished,
-    is_healthy, is_pending, is_running_and_available, is_running_and_ready, is_terminating, name_of, namespace_of,
+    is_pending, is_running_and_available, is_running_and_ready, is_terminating, is_unavailable, name_of, namespace_of,
     new_versioned_pod, ordinal, replicas, revision_of, spec, start_ordinal,
 };
 use crate::apimachinery::labels::Selector;
@@ -32,7 +34,7 @@ const BATCH_THREADS: usize = 16;
 const STATUS_RETRIES: usize = 5;
 
 /// `newRevision`: the set's template as a revision (its patch, labels, annotations).
-pub fn new_revision(set: &StatefulSet, revision: i64, collision_count: i32) -> ControllerRevision {
+pub fn new_revision(set: &StatefulSet, revision: i64, collision_count: Option<i32>) -> ControllerRevision {
     let template = &spec(set).template;
     let mut cr = history::new_revision(
         &set.metadata,
@@ -40,7 +42,7 @@ pub fn new_revision(set: &StatefulSet, revision: i64, collision_count: i32) -> C
         template.metadata.as_ref().and_then(|m| m.labels.as_ref()),
         history::template_patch(template),
         revision,
-        Some(collision_count),
+        collision_count,
     );
     if let Some(annotations) = &set.metadata.annotations {
         cr.metadata.annotations.get_or_insert_with(Default::default).extend(annotations.clone());
@@ -63,8 +65,15 @@ pub fn apply_revision(set: &StatefulSet, revision: &ControllerRevision) -> Resul
     Ok(clone)
 }
 
-/// Counts of one pass over the pods (`computeReplicaStatus`).
-fn update_status(status: &mut StatefulSetStatus, min_ready: i32, current: &str, update: &str, pods: &[&Pod]) {
+/// Counts of one pass over the pods (`computeReplicaStatus`), availability as of `now`.
+fn update_status(
+    status: &mut StatefulSetStatus,
+    min_ready: i32,
+    current: &str,
+    update: &str,
+    now: Timestamp,
+    pods: &[&Pod],
+) {
     let (mut replicas, mut ready, mut available, mut current_count, mut updated) = (0, 0, 0, 0, 0);
     for pod in pods {
         if is_created(pod) {
@@ -72,7 +81,7 @@ fn update_status(status: &mut StatefulSetStatus, min_ready: i32, current: &str, 
         }
         if is_running_and_ready(pod) {
             ready += 1;
-            if is_running_and_available(pod, min_ready) {
+            if is_running_and_available(pod, min_ready, now) {
                 available += 1;
             }
         }
@@ -150,14 +159,16 @@ fn run_batch(indexes: std::ops::Range<usize>, f: &(dyn Fn(usize) -> (bool, Resul
 
 impl StatefulSetController {
     /// `UpdateStatefulSet`: revisions, the update, the status, then the history truncated.
+    /// Availability is judged as of `now`, the sync's one point in time.
     pub(super) fn update_stateful_set(
         &self,
         set: &StatefulSet,
         pods: &[Arc<Pod>],
+        now: Timestamp,
     ) -> Result<StatefulSetStatus, String> {
         let mut revisions = self.list_revisions(set)?;
         history::sort_revisions(&mut revisions);
-        let (current, update, result) = self.perform_update(set, pods, &revisions);
+        let (current, update, result) = self.perform_update(set, pods, &revisions, now);
         let truncated = self.truncate_history(set, pods, &revisions, current.as_ref(), update.as_ref());
         match (result, truncated) {
             (Ok(status), Ok(())) => Ok(status),
@@ -179,12 +190,13 @@ impl StatefulSetController {
         set: &StatefulSet,
         pods: &[Arc<Pod>],
         revisions: &[Arc<ControllerRevision>],
+        now: Timestamp,
     ) -> (Option<ControllerRevision>, Option<ControllerRevision>, Result<StatefulSetStatus, String>) {
         let (current, update, collision_count) = match self.revisions(set, revisions) {
             Ok(found) => found,
             Err(e) => return (None, None, Err(e)),
         };
-        let (status, error) = self.update_pods(set, &current, &update, collision_count, pods);
+        let (status, error) = self.update_pods(set, &current, &update, collision_count, pods, now);
         let Some(mut status) = status else {
             return (Some(current), Some(update), Err(error.unwrap_or_default()));
         };
@@ -233,21 +245,25 @@ impl StatefulSetController {
     }
 
     /// `getStatefulSetRevisions`: the current and update revisions (the update revision
-    /// created, or an equal older one renumbered) and the collision count.
+    /// created, an equal older one renumbered, or the latest one kept when it still derives the
+    /// same revision) and the collision count.
     fn revisions(
         &self,
         set: &StatefulSet,
         revisions: &[Arc<ControllerRevision>],
     ) -> Result<(ControllerRevision, ControllerRevision, i32), String> {
         let mut collision_count = set.status.as_ref().and_then(|s| s.collision_count).unwrap_or(0);
-        let candidate = new_revision(set, history::next_revision(revisions), collision_count);
-        let equal = history::find_equal_revisions(revisions, &candidate);
-        let update = match (equal.last(), revisions.last()) {
-            (Some(found), Some(latest)) if history::equal_revision(latest, found) => (**latest).clone(),
-            (Some(found), _) => {
+        let candidate = new_revision(set, history::next_revision(revisions), Some(collision_count));
+        let matches_latest = |latest: &ControllerRevision| {
+            let enabled = self.semantic_revision_comparison;
+            set_matches_latest_existing_revision(enabled, set, &candidate, latest, &self.revision_equality)
+        };
+        let update = match choose_update_revision(revisions, &candidate, matches_latest) {
+            UpdateRevision::Latest(latest) => (**latest).clone(),
+            UpdateRevision::Renumber(found) => {
                 self.history.update_revision_number(found, candidate.revision).map_err(|e| e.message())?
             }
-            (None, _) => {
+            UpdateRevision::Create => {
                 self.history.create(&set.metadata, &candidate, &mut collision_count).map_err(|e| e.message())?
             }
         };
@@ -269,6 +285,7 @@ impl StatefulSetController {
         update: &ControllerRevision,
         collision_count: i32,
         pods: &[Arc<Pod>],
+        now: Timestamp,
     ) -> (Option<StatefulSetStatus>, Option<String>) {
         let (current_set, update_set) = match (apply_revision(set, current), apply_revision(set, update)) {
             (Ok(c), Ok(u)) => (c, u),
@@ -284,7 +301,7 @@ impl StatefulSetController {
             ..StatefulSetStatus::default()
         };
         let all: Vec<&Pod> = pods.iter().map(|p| &**p).collect();
-        update_status(&mut status, min_ready, current_name, update_name, &all);
+        update_status(&mut status, min_ready, current_name, update_name, now, &all);
 
         let start = start_ordinal(set);
         let count = usize::try_from(replicas(set)).unwrap_or(0);
@@ -309,13 +326,14 @@ impl StatefulSetController {
         debug_assert_eq!(end_ordinal(set) - start + 1, replicas.len() as i64);
         condemned.sort_by_key(|p| std::cmp::Reverse(ordinal(p)));
 
-        let unhealthy: Vec<&Pod> = replicas.iter().chain(condemned.iter().rev()).filter(|p| !is_healthy(p)).collect();
-        let first_unhealthy = unhealthy.first().map(|p| name_of(&p.metadata).to_string());
-        if let Some(first) = &first_unhealthy {
+        let unavailable: Vec<&Pod> =
+            replicas.iter().chain(condemned.iter().rev()).filter(|p| is_unavailable(p, min_ready, now)).collect();
+        let first_unavailable = unavailable.first().map(|p| name_of(&p.metadata).to_string());
+        if let Some(first) = &first_unavailable {
             log::debug!(
-                "StatefulSet has unhealthy Pods statefulSet={} unhealthyReplicas={} pod={first}",
+                "StatefulSet has unavailable Pods statefulSet={} unavailableReplicas={} pod={first}",
                 key(set),
-                unhealthy.len()
+                unavailable.len()
             );
         }
         if set.metadata.deletion_timestamp.is_some() {
@@ -324,10 +342,10 @@ impl StatefulSetController {
         let monotonic = !allows_burst(set);
         let recount = |status: &mut StatefulSetStatus| {
             let everything: Vec<&Pod> = replicas.iter().chain(condemned.iter()).collect();
-            update_status(status, min_ready, current_name, update_name, &everything);
+            update_status(status, min_ready, current_name, update_name, now, &everything);
         };
 
-        let process_replica = |i: usize| self.process_replica(set, &update_set, monotonic, &replicas[i]);
+        let process_replica = |i: usize| self.process_replica(set, &update_set, monotonic, &replicas[i], now);
         let (exit, error) = run_for_all(replicas.len(), monotonic, &process_replica);
         if exit || error.is_some() {
             recount(&mut status);
@@ -350,7 +368,7 @@ impl StatefulSetController {
         }
 
         let process_condemned =
-            |i: usize| self.process_condemned(set, first_unhealthy.as_deref(), monotonic, &condemned[i]);
+            |i: usize| self.process_condemned(set, first_unavailable.as_deref(), monotonic, &condemned[i], now);
         let (exit, error) = run_for_all(condemned.len(), monotonic, &process_condemned);
         if exit || error.is_some() {
             recount(&mut status);
@@ -362,8 +380,9 @@ impl StatefulSetController {
         if strategy.and_then(|s| s.type_.as_deref()) == Some("OnDelete") {
             return (Some(status), None);
         }
-        // The RollingUpdate strategy (MaxUnavailableStatefulSet is off): from the highest
-        // ordinal down to the partition, one pod at a time.
+        // The RollingUpdate strategy (MaxUnavailableStatefulSet, Beta, is off by default in
+        // v1.36 and not ported): from the highest ordinal down to the partition, one pod at a
+        // time, each replaced pod waited for until it is available.
         let partition = strategy.and_then(|s| s.rolling_update.as_ref()).and_then(|r| r.partition).unwrap_or(0);
         let update_min = usize::try_from(partition).unwrap_or(0);
         for target in (update_min..replicas.len()).rev() {
@@ -374,14 +393,13 @@ impl StatefulSetController {
                     key(set),
                     name_of(&pod.metadata)
                 );
-                let result = self.pod_control.delete_pod(set, pod);
+                if let Err(e) = self.pod_control.delete_pod(set, pod) {
+                    return (Some(status), Some(e));
+                }
                 status.current_replicas = Some(status.current_replicas.unwrap_or(0) - 1);
-                return match result {
-                    Err(e) if !e.not_found => (Some(status), Some(e.message)),
-                    _ => (Some(status), None),
-                };
+                return (Some(status), None);
             }
-            if !is_healthy(pod) {
+            if is_unavailable(pod, min_ready, now) {
                 log::debug!(
                     "StatefulSet is waiting for Pod to update statefulSet={} pod={}",
                     key(set),
@@ -400,6 +418,7 @@ impl StatefulSetController {
         update_set: &StatefulSet,
         monotonic: bool,
         pod: &Pod,
+        now: Timestamp,
     ) -> (bool, Result<(), String>) {
         let control = &self.pod_control;
         let pod_key = || format!("{}/{}", namespace_of(&set.metadata), name_of(&pod.metadata));
@@ -408,7 +427,7 @@ impl StatefulSetController {
             if pod.metadata.deletion_timestamp.is_none()
                 && let Err(e) = control.delete_pod(set, pod)
             {
-                return (true, Err(e.message));
+                return (true, Err(e));
             }
             return (true, Ok(()));
         }
@@ -417,7 +436,7 @@ impl StatefulSetController {
                 return (true, Ok(()));
             }
             if let Err(e) = control.create_pod(set, pod) {
-                return (true, Err(e.message));
+                return (true, Err(e));
             }
             if monotonic {
                 return (true, Ok(()));
@@ -445,7 +464,7 @@ impl StatefulSetController {
             );
             return (true, Ok(()));
         }
-        if !is_running_and_available(pod, spec(set).min_ready_seconds.unwrap_or(0)) && monotonic {
+        if !is_running_and_available(pod, spec(set).min_ready_seconds.unwrap_or(0), now) && monotonic {
             log::debug!("StatefulSet is waiting for Pod to be Available statefulSet={} pod={}", key(set), pod_key());
             return (true, Ok(()));
         }
@@ -460,13 +479,14 @@ impl StatefulSetController {
     }
 
     /// `processCondemned`: a pod beyond the replicas, deleted once the ones before it are
-    /// healthy (monotonic).
+    /// available (monotonic); the first unavailable pod is deleted without waiting.
     fn process_condemned(
         &self,
         set: &StatefulSet,
-        first_unhealthy: Option<&str>,
+        first_unavailable: Option<&str>,
         monotonic: bool,
         pod: &Pod,
+        now: Timestamp,
     ) -> (bool, Result<(), String>) {
         let name = name_of(&pod.metadata);
         if is_terminating(pod) {
@@ -479,21 +499,21 @@ impl StatefulSetController {
             }
             return (false, Ok(()));
         }
-        let is_first_unhealthy = first_unhealthy == Some(name);
-        if !is_running_and_ready(pod) && monotonic && !is_first_unhealthy {
+        let is_first_unavailable = first_unavailable == Some(name);
+        if !is_running_and_ready(pod) && monotonic && !is_first_unavailable {
             log::debug!(
                 "StatefulSet is waiting for Pod to be Running and Ready prior to scale down statefulSet={}",
                 key(set)
             );
             return (true, Ok(()));
         }
-        if !is_running_and_available(pod, spec(set).min_ready_seconds.unwrap_or(0)) && monotonic && !is_first_unhealthy
-        {
+        let min_ready = spec(set).min_ready_seconds.unwrap_or(0);
+        if !is_running_and_available(pod, min_ready, now) && monotonic && !is_first_unavailable {
             log::debug!("StatefulSet is waiting for Pod to be Available prior to scale down statefulSet={}", key(set));
             return (true, Ok(()));
         }
         log::info!("Pod of StatefulSet is terminating for scale down statefulSet={} pod={name}", key(set));
-        (true, self.pod_control.delete_pod(set, pod).map_err(|e| e.message))
+        (true, self.pod_control.delete_pod(set, pod))
     }
 
     /// `updateStatefulSetStatus` with the status updater: written when it differs, retried on
@@ -569,7 +589,7 @@ mod tests {
             "spec": {"selector": {}, "serviceName": "s", "template": {"metadata": {"labels": {"v": "1"}}}}
         }))
         .unwrap();
-        let revision = new_revision(&set, 1, 0);
+        let revision = new_revision(&set, 1, Some(0));
         let mut changed = set.clone();
         changed.spec.as_mut().unwrap().template.metadata.as_mut().unwrap().labels =
             Some([("v".to_string(), "2".to_string())].into());

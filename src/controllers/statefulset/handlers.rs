@@ -97,8 +97,10 @@ impl StatefulSetController {
             let Some(set) = self.resolve(namespace, current) else { return };
             self.enqueue(&set);
             let min_ready = spec(&set).min_ready_seconds.unwrap_or(0);
+            // Exactly `minReadySeconds` (v1.33 added a second); pods that became ready at other
+            // times are caught by the requeue at the end of a sync.
             if !is_pod_ready(old) && is_pod_ready(new) && min_ready > 0 {
-                let delay = Duration::from_secs(min_ready as u64) + Duration::from_secs(1);
+                let delay = Duration::from_secs(min_ready as u64);
                 self.queue.add_after(object_key(&set.metadata), delay);
             }
             return;

@@ -1,4 +1,4 @@
-//! The StatefulSet controller (`statefulset-controller`), after upstream v1.33's
+//! The StatefulSet controller (`statefulset-controller`), after upstream v1.36's
 //! `pkg/controller/statefulset`.
 //!
 //! A sync adopts the set's orphaned ControllerRevisions, claims its pods (`<set>-<ordinal>`),
@@ -7,26 +7,33 @@
 //! (`pod_control`) — one at a time, each Running and Ready (and available) before the next with
 //! `podManagementPolicy: OrderedReady`, all at once with `Parallel` — pods beyond the replicas
 //! are deleted from the highest ordinal, failed pods are deleted to be recreated, and a
-//! RollingUpdate replaces pods from the highest ordinal down to its partition. The claims'
+//! RollingUpdate replaces pods from the highest ordinal down to its partition. Scale-down and
+//! the rolling update wait for pods to be available (ready for `minReadySeconds`), and a set
+//! with `minReadySeconds` is synced again when its next ready pod becomes available. The claims'
 //! owner references follow `persistentVolumeClaimRetentionPolicy` (so the garbage collector
-//! deletes them with the set or the scaled-down pod). Feature gates as v1.33's defaults:
-//! `StatefulSetAutoDeletePVC` and `StatefulSetStartOrdinal` GA, `MaxUnavailableStatefulSet`
-//! off, `PodIndexLabel` on.
+//! deletes them with the set or the scaled-down pod). Feature gates as v1.36's defaults:
+//! `StatefulSetAutoDeletePVC`, `StatefulSetStartOrdinal` and `PodIndexLabel` GA (always on),
+//! `MaxUnavailableStatefulSet` off (not ported), `StatefulSetSemanticRevisionComparison` on
+//! (asked of the gate table: [`Config::semantic_revision_comparison`]).
 
 mod control;
 mod handlers;
 mod pod_control;
+mod revisions;
 mod utils;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 
+use crate::apimachinery::clock::{Clock, RealClock};
 use crate::apimachinery::labels::Selector;
 use crate::client::Client;
 use crate::controllers::history;
+use crate::controllers::podutil::availability::find_min_next_pod_availability_check;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::controller_ref::{
     ControllerRefManager, claim_candidate, controller_of, controller_ref, recheck_deletion_timestamp,
@@ -35,13 +42,17 @@ use crate::runtime::informer::{Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
 
 use pod_control::PodControl;
-use utils::{is_member_of, namespace_of, replicas, spec};
+use revisions::RevisionEqualityCache;
+use utils::{is_member_of, namespace_of, spec};
 
 /// What the controller takes from the flags.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `--concurrent-statefulset-syncs`.
     pub workers: usize,
+    /// The `StatefulSetSemanticRevisionComparison` gate (Beta, on): reuse the latest revision
+    /// when restoring it derives the set's revision, although its bytes differ.
+    pub semantic_revision_comparison: bool,
 }
 
 /// `NewStatefulSetController` + `Run`: the `statefulset` queue, `workers` workers.
@@ -57,6 +68,9 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         history: history::History::new(context.client.clone(), revisions),
         pod_control: PodControl { client: context.client.clone(), pods, claims, recorder: context.recorder.clone() },
         queue: queue.clone(),
+        semantic_revision_comparison: config.semantic_revision_comparison,
+        revision_equality: RevisionEqualityCache::default(),
+        clock: Arc::new(RealClock),
     });
     let handler = controller.clone();
     controller.pods.add_handler(move |event| handler.on_pod_event(event));
@@ -73,6 +87,10 @@ struct StatefulSetController {
     history: history::History,
     pod_control: PodControl,
     queue: WorkQueue<String>,
+    semantic_revision_comparison: bool,
+    /// `revisionEqualityCache`.
+    revision_equality: RevisionEqualityCache,
+    clock: Arc<dyn Clock>,
 }
 
 impl StatefulSetController {
@@ -101,16 +119,37 @@ impl StatefulSetController {
         self.sync_stateful_set(key, &set, &pods)
     }
 
-    /// `syncStatefulSet`: the update, then a requeue while pods wait for `minReadySeconds`.
+    /// `syncStatefulSet`: the update, then, while ready pods wait for `minReadySeconds`, a
+    /// requeue for when the next of them becomes available (one `now` for both, so that they
+    /// agree on which pods are available).
     fn sync_stateful_set(&self, key: &str, set: &StatefulSet, pods: &[Arc<Pod>]) -> SyncResult {
         log::debug!("Syncing StatefulSet with pods statefulSet={key} pods={}", pods.len());
-        let status = self.update_stateful_set(set, pods).map_err(SyncError::Failed)?;
+        let now = self.clock.wall();
+        let status = self.update_stateful_set(set, pods, now).map_err(SyncError::Failed)?;
         log::debug!("Successfully synced StatefulSet statefulSet={key}");
-        let min_ready = spec(set).min_ready_seconds.unwrap_or(0);
-        if min_ready > 0 && status.available_replicas.unwrap_or(0) != replicas(set) {
-            self.queue.add_after(key.to_string(), Duration::from_secs(min_ready as u64));
+        if let Some(delay) = self.next_availability_check(set, &status, pods, now) {
+            self.queue.add_after(key.to_string(), delay);
         }
         Ok(())
+    }
+
+    /// When to sync again for pods still to become available: with `minReadySeconds` and fewer
+    /// available than ready replicas, at the next pod's moment
+    /// (`FindMinNextPodAvailabilityCheck`), else after `minReadySeconds` as a safeguard.
+    fn next_availability_check(
+        &self,
+        set: &StatefulSet,
+        status: &StatefulSetStatus,
+        pods: &[Arc<Pod>],
+        now: Timestamp,
+    ) -> Option<Duration> {
+        let min_ready = spec(set).min_ready_seconds.unwrap_or(0);
+        if min_ready <= 0 || status.ready_replicas.unwrap_or(0) == status.available_replicas.unwrap_or(0) {
+            return None;
+        }
+        let pods = pods.iter().map(|p| &**p);
+        let next = find_min_next_pod_availability_check(pods, min_ready, now, self.clock.as_ref());
+        Some(next.unwrap_or(Duration::from_secs(min_ready as u64)))
     }
 
     fn can_adopt(&self, set: &StatefulSet) -> Result<(), String> {

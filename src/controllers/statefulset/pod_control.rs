@@ -13,7 +13,7 @@ use super::utils::{
     namespace_of, ordinal, pod_claims, retention_policy, spec, storage_matches, update_claim_owner_refs,
     update_identity, update_storage,
 };
-use crate::client::{Api, Client, DeleteParams, Error, PostParams};
+use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::Informer;
 
@@ -37,33 +37,16 @@ pub struct PodControl {
     pub recorder: EventRecorder,
 }
 
-/// What a pod operation failed with: its message, and whether it was `NotFound`.
-#[derive(Debug)]
-pub struct PodError {
-    pub message: String,
-    pub not_found: bool,
-}
-
-impl PodError {
-    fn plain(message: String) -> PodError {
-        PodError { message, not_found: false }
-    }
-
-    fn api(error: &Error) -> PodError {
-        PodError { message: error.message(), not_found: error.is_not_found() }
-    }
-}
-
 impl PodControl {
     fn claim(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
         self.claims.get_newest(&format!("{namespace}/{name}"))
     }
 
     /// `CreateStatefulPod`: the claims first, then the pod, then the claims' owner references.
-    pub fn create_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), PodError> {
+    pub fn create_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
         if let Err(message) = self.create_claims(set, pod) {
             self.record_pod_event("create", set, pod, Some(&message));
-            return Err(PodError::plain(message));
+            return Err(message);
         }
         let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
         let result = match api.create(pod, &PostParams::default()) {
@@ -71,14 +54,15 @@ impl PodControl {
                 self.pods.mutation(created);
                 Ok(())
             }
-            Err(e) if e.is_already_exists() => return Err(PodError::api(&e)),
-            Err(e) => Err(PodError::api(&e)),
+            // An existing pod is only waited for: no Event, no claim update.
+            Err(e) if e.is_already_exists() => return Err(e.message()),
+            Err(e) => Err(e.message()),
         };
         if let Err(message) = self.update_claims_for_retention_policy(set, pod) {
             self.record_pod_event("update", set, pod, Some(&message));
-            return Err(PodError::plain(message));
+            return Err(message);
         }
-        self.record_pod_event("create", set, pod, result.as_ref().err().map(|e| e.message.as_str()));
+        self.record_pod_event("create", set, pod, result.as_ref().err().map(String::as_str));
         result
     }
 
@@ -138,13 +122,21 @@ impl PodControl {
         result
     }
 
-    /// `DeleteStatefulPod`.
-    pub fn delete_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), PodError> {
+    /// `DeleteStatefulPod`: a pod already gone counts as deleted (since v1.34 a NotFound is a
+    /// success with its Normal Event, where v1.33 recorded a `FailedDelete`).
+    pub fn delete_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
         let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
-        let result =
-            api.delete(name_of(&pod.metadata), &DeleteParams::default()).map(|_| ()).map_err(|e| PodError::api(&e));
-        self.record_pod_event("delete", set, pod, result.as_ref().err().map(|e| e.message.as_str()));
-        result
+        match api.delete(name_of(&pod.metadata), &DeleteParams::default()) {
+            Err(e) if !e.is_not_found() => {
+                let message = e.message();
+                self.record_pod_event("delete", set, pod, Some(&message));
+                Err(message)
+            }
+            _ => {
+                self.record_pod_event("delete", set, pod, None);
+                Ok(())
+            }
+        }
     }
 
     /// `ClaimsMatchRetentionPolicy`: every existing claim of the pod has the references the
@@ -253,38 +245,75 @@ impl PodControl {
 
     /// `recordPodEvent`.
     fn record_pod_event(&self, verb: &str, set: &StatefulSet, pod: &Pod, error: Option<&str>) {
-        let (pod_name, set_name) = (name_of(&pod.metadata), name_of(&set.metadata));
-        match error {
-            None => {
-                let message = format!("{verb} Pod {pod_name} in StatefulSet {set_name} successful");
-                self.recorder.event_for(set, EventType::Normal, &format!("Successful{}", title(verb)), &message);
-            }
-            Some(error) => {
-                let message = format!("{verb} Pod {pod_name} in StatefulSet {set_name} failed error: {error}");
-                self.recorder.event_for(set, EventType::Warning, &format!("Failed{}", title(verb)), &message);
-            }
-        }
+        let (reason, message) = pod_event(verb, name_of(&pod.metadata), name_of(&set.metadata), error);
+        self.recorder.event_for(set, event_type(error), &reason, &message);
     }
 
     /// `recordClaimEvent`.
     fn record_claim_event(&self, verb: &str, set: &StatefulSet, pod: &Pod, claim: &str, error: Option<&str>) {
-        let (pod_name, set_name) = (name_of(&pod.metadata), name_of(&set.metadata));
-        match error {
-            None => {
-                let message = format!("{verb} Claim {claim} Pod {pod_name} in StatefulSet {set_name} success");
-                self.recorder.event_for(set, EventType::Normal, &format!("Successful{}", title(verb)), &message);
-            }
-            Some(error) => {
-                let message =
-                    format!("{verb} Claim {claim} for Pod {pod_name} in StatefulSet {set_name} failed error: {error}");
-                self.recorder.event_for(set, EventType::Warning, &format!("Failed{}", title(verb)), &message);
-            }
+        let (reason, message) = claim_event(verb, claim, name_of(&pod.metadata), name_of(&set.metadata), error);
+        self.recorder.event_for(set, event_type(error), &reason, &message);
+    }
+}
+
+fn event_type(error: Option<&str>) -> EventType {
+    if error.is_some() { EventType::Warning } else { EventType::Normal }
+}
+
+/// The reason and message `recordPodEvent` records: the verb title-cased in both (in the
+/// message since v1.34, where v1.33 wrote it lower-case).
+fn pod_event(verb: &str, pod: &str, set: &str, error: Option<&str>) -> (String, String) {
+    let verb = title(verb);
+    match error {
+        None => (format!("Successful{verb}"), format!("{verb} Pod {pod} in StatefulSet {set} successful")),
+        Some(error) => {
+            (format!("Failed{verb}"), format!("{verb} Pod {pod} in StatefulSet {set} failed error: {error}"))
         }
     }
 }
 
-/// `strings.Title` of a lower-case verb.
+/// The reason and message `recordClaimEvent` records, the verb title-cased as in [`pod_event`].
+fn claim_event(verb: &str, claim: &str, pod: &str, set: &str, error: Option<&str>) -> (String, String) {
+    let verb = title(verb);
+    match error {
+        None => (format!("Successful{verb}"), format!("{verb} Claim {claim} Pod {pod} in StatefulSet {set} success")),
+        Some(error) => (
+            format!("Failed{verb}"),
+            format!("{verb} Claim {claim} for Pod {pod} in StatefulSet {set} failed error: {error}"),
+        ),
+    }
+}
+
+/// `cases.Title(language.English)` of a lower-case one-word verb.
 fn title(verb: &str) -> String {
     let mut chars = verb.chars();
     chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_messages_title_case_the_verb() {
+        assert_eq!(
+            pod_event("create", "web-0", "web", None),
+            ("SuccessfulCreate".to_string(), "Create Pod web-0 in StatefulSet web successful".to_string())
+        );
+        assert_eq!(
+            pod_event("delete", "web-1", "web", Some("boom")),
+            ("FailedDelete".to_string(), "Delete Pod web-1 in StatefulSet web failed error: boom".to_string())
+        );
+        assert_eq!(
+            claim_event("update", "data-web-0", "web-0", "web", None),
+            (
+                "SuccessfulUpdate".to_string(),
+                "Update Claim data-web-0 Pod web-0 in StatefulSet web success".to_string()
+            )
+        );
+        assert_eq!(
+            claim_event("create", "data-web-0", "web-0", "web", Some("quota")).1,
+            "Create Claim data-web-0 for Pod web-0 in StatefulSet web failed error: quota"
+        );
+    }
 }

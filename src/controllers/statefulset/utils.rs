@@ -14,7 +14,7 @@ use crate::runtime::controller_ref::controller_ref;
 
 /// `apps.StatefulSetPodNameLabel`.
 pub const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
-/// `apps.PodIndexLabel` (the `PodIndexLabel` gate is on in v1.33).
+/// `apps.PodIndexLabel` (always set: the `PodIndexLabel` gate is GA and gone in v1.36).
 pub const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
 /// `apps.StatefulSetRevisionLabel`.
 pub const REVISION_LABEL: &str = "controller-revision-hash";
@@ -393,9 +393,9 @@ pub fn is_running_and_ready(pod: &Pod) -> bool {
     phase(pod) == "Running" && is_pod_ready(pod)
 }
 
-/// `isRunningAndAvailable`.
-pub fn is_running_and_available(pod: &Pod, min_ready_seconds: i32) -> bool {
-    is_pod_available(pod, min_ready_seconds, Timestamp::now())
+/// `isRunningAndAvailable` (despite its name, only `IsPodAvailable` at the sync's `now`).
+pub fn is_running_and_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+    is_pod_available(pod, min_ready_seconds, now)
 }
 
 /// `isCreated`: the API server gave it a phase.
@@ -417,9 +417,11 @@ pub fn is_terminating(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_some()
 }
 
-/// `isHealthy`: running, ready and not terminating.
-pub fn is_healthy(pod: &Pod) -> bool {
-    is_running_and_ready(pod) && !is_terminating(pod)
+/// `isUnavailable`: not available at `now` (ready for `minReadySeconds`), or terminating. It
+/// replaced v1.33's `isHealthy` (running, ready, not terminating), so that scale-down and the
+/// rolling update wait for availability.
+pub fn is_unavailable(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+    !is_pod_available(pod, min_ready_seconds, now) || is_terminating(pod)
 }
 
 /// `allowsBurst`: `podManagementPolicy: Parallel`.
@@ -584,6 +586,26 @@ mod tests {
             block_owner_deletion: None,
         }]);
         assert!(is_claim_owner_up_to_date(&foreign, &set, &in_range));
+    }
+
+    #[test]
+    fn a_pod_is_unavailable_until_ready_for_min_ready_seconds_or_while_terminating() {
+        use crate::apimachinery::pod::fixtures::at;
+        let ready_since = |phase: &str, since: i64| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "web-0"}, "status": {"phase": phase, "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": at(since).to_string()}]}}))
+            .unwrap()
+        };
+        let pod = ready_since("Running", 100);
+        assert!(!is_unavailable(&pod, 0, at(100)));
+        assert!(is_unavailable(&pod, 10, at(105)), "ready, not yet available");
+        assert!(!is_unavailable(&pod, 10, at(111)));
+        // Ready suffices: the phase is not looked at (v1.33's isHealthy wanted Running).
+        assert!(!is_unavailable(&ready_since("Pending", 100), 0, at(100)));
+        let mut terminating = pod.clone();
+        terminating.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(120)));
+        assert!(is_unavailable(&terminating, 0, at(130)));
+        assert!(is_running_and_available(&pod, 10, at(111)) && !is_running_and_available(&pod, 10, at(105)));
     }
 
     #[test]

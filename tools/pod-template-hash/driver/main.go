@@ -1,5 +1,5 @@
 // Command driver computes upstream's pod-template-hash (kubernetes/kubernetes
-// pkg/controller.ComputeHash with pkg/util/hash.DeepHashObject, v1.33) for pod templates
+// pkg/controller.ComputeHash with pkg/util/hash.DeepHashObject, v1.36) for pod templates
 // given as JSON, so the Rust port can be checked against real go-spew output.
 //
 // Input (stdin): a JSON array of {"name": ..., "template": {...}, "collisionCount": null|int}.
@@ -16,26 +16,15 @@ import (
 	"os"
 	"reflect"
 
-	"github.com/davecgh/go-spew/spew"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/dump"
 )
 
 type testCase struct {
 	Name           string          `json:"name"`
 	Template       json.RawMessage `json:"template"`
 	CollisionCount *int32          `json:"collisionCount"`
-}
-
-// spewConfig is k8s.io/apimachinery/pkg/util/dump.ForHash's configuration (the same output as
-// the older ConfigState{Indent, SortKeys, DisableMethods, SpewKeys} in DeepHashObject).
-var spewConfig = spew.ConfigState{
-	Indent:                  " ",
-	SortKeys:                true,
-	DisableMethods:          true,
-	SpewKeys:                true,
-	DisablePointerAddresses: true,
-	DisableCapacities:       true,
 }
 
 const alphanums = "bcdfghjklmnpqrstvwxz2456789"
@@ -52,8 +41,9 @@ func safeEncodeString(s string) string {
 func computeHash(template *v1.PodTemplateSpec, collisionCount *int32) (string, string) {
 	hasher := fnv.New32a()
 	hasher.Reset()
-	text := spewConfig.Sprintf("%#v", *template)
-	hasher.Write([]byte(text))
+	// DeepHashObject: fmt.Fprintf(hasher, "%v", dump.ForHash(objectToWrite)).
+	text := dump.ForHash(*template)
+	fmt.Fprintf(hasher, "%v", text)
 	if collisionCount != nil {
 		collisionCountBytes := make([]byte, 8)
 		binary.LittleEndian.PutUint32(collisionCountBytes, uint32(*collisionCount))

@@ -49,6 +49,8 @@ type PersistentVolumeClaimVolumeSource struct {
 	ReadOnly  bool   `json:"readOnly,omitempty"`
 }
 
+type PersistentVolumeMode string
+
 type PersistentVolumeClaimSpec struct {
 	AccessModes               []PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 	Selector                  *metav1.LabelSelector        `json:"selector,omitempty"`
@@ -67,8 +69,6 @@ type TypedObjectReference struct {
 	Name      string  `json:"name"`
 	Namespace *string `json:"namespace,omitempty"`
 }
-
-type PersistentVolumeMode string
 
 type PersistentVolumeAccessMode string
 
@@ -289,6 +289,16 @@ type ClusterTrustBundleProjection struct {
 	Path          string                `json:"path"`
 }
 
+type PodCertificateProjection struct {
+	SignerName           string            `json:"signerName,omitempty"`
+	KeyType              string            `json:"keyType,omitempty"`
+	MaxExpirationSeconds *int32            `json:"maxExpirationSeconds,omitempty"`
+	CredentialBundlePath string            `json:"credentialBundlePath,omitempty"`
+	KeyPath              string            `json:"keyPath,omitempty"`
+	CertificateChainPath string            `json:"certificateChainPath,omitempty"`
+	UserAnnotations      map[string]string `json:"userAnnotations,omitempty"`
+}
+
 type ProjectedVolumeSource struct {
 	Sources     []VolumeProjection `json:"sources"`
 	DefaultMode *int32             `json:"defaultMode,omitempty"`
@@ -300,6 +310,7 @@ type VolumeProjection struct {
 	ConfigMap           *ConfigMapProjection           `json:"configMap,omitempty"`
 	ServiceAccountToken *ServiceAccountTokenProjection `json:"serviceAccountToken,omitempty"`
 	ClusterTrustBundle  *ClusterTrustBundleProjection  `json:"clusterTrustBundle,omitempty"`
+	PodCertificate      *PodCertificateProjection      `json:"podCertificate,omitempty"`
 }
 
 type KeyToPath struct {
@@ -363,6 +374,14 @@ type EnvVarSource struct {
 	ResourceFieldRef *ResourceFieldSelector `json:"resourceFieldRef,omitempty"`
 	ConfigMapKeyRef  *ConfigMapKeySelector  `json:"configMapKeyRef,omitempty"`
 	SecretKeyRef     *SecretKeySelector     `json:"secretKeyRef,omitempty"`
+	FileKeyRef       *FileKeySelector       `json:"fileKeyRef,omitempty"`
+}
+
+type FileKeySelector struct {
+	VolumeName string `json:"volumeName"`
+	Path       string `json:"path"`
+	Key        string `json:"key"`
+	Optional   *bool  `json:"optional,omitempty"`
 }
 
 type ObjectFieldSelector struct {
@@ -495,6 +514,7 @@ type Container struct {
 	Resources                ResourceRequirements     `json:"resources,omitempty"`
 	ResizePolicy             []ContainerResizePolicy  `json:"resizePolicy,omitempty"`
 	RestartPolicy            *ContainerRestartPolicy  `json:"restartPolicy,omitempty"`
+	RestartPolicyRules       []ContainerRestartRule   `json:"restartPolicyRules,omitempty"`
 	VolumeMounts             []VolumeMount            `json:"volumeMounts,omitempty"`
 	VolumeDevices            []VolumeDevice           `json:"volumeDevices,omitempty"`
 	LivenessProbe            *Probe                   `json:"livenessProbe,omitempty"`
@@ -524,15 +544,33 @@ type LifecycleHandler struct {
 	Sleep     *SleepAction     `json:"sleep,omitempty"`
 }
 
+type Signal string
+
 type Lifecycle struct {
 	PostStart  *LifecycleHandler `json:"postStart,omitempty"`
 	PreStop    *LifecycleHandler `json:"preStop,omitempty"`
 	StopSignal *Signal           `json:"stopSignal,omitempty"`
 }
 
+type PodConditionType string
+
 type RestartPolicy string
 
 type ContainerRestartPolicy string
+
+type ContainerRestartRule struct {
+	Action    ContainerRestartRuleAction       `json:"action,omitempty"`
+	ExitCodes *ContainerRestartRuleOnExitCodes `json:"exitCodes,omitempty"`
+}
+
+type ContainerRestartRuleAction string
+
+type ContainerRestartRuleOnExitCodes struct {
+	Operator ContainerRestartRuleOnExitCodesOperator `json:"operator,omitempty"`
+	Values   []int32                                 `json:"values,omitempty"`
+}
+
+type ContainerRestartRuleOnExitCodesOperator string
 
 type DNSPolicy string
 
@@ -605,8 +643,6 @@ type Toleration struct {
 
 type TolerationOperator string
 
-type PodConditionType string
-
 type PodReadinessGate struct {
 	ConditionType PodConditionType `json:"conditionType"`
 }
@@ -652,6 +688,8 @@ type PodSpec struct {
 	SchedulingGates               []PodSchedulingGate        `json:"schedulingGates,omitempty"`
 	ResourceClaims                []PodResourceClaim         `json:"resourceClaims,omitempty"`
 	Resources                     *ResourceRequirements      `json:"resources,omitempty"`
+	HostnameOverride              *string                    `json:"hostnameOverride,omitempty"`
+	SchedulingGroup               *PodSchedulingGroup        `json:"schedulingGroup,omitempty"`
 }
 
 type PodResourceClaim struct {
@@ -668,6 +706,10 @@ type PodOS struct {
 
 type PodSchedulingGate struct {
 	Name string `json:"name"`
+}
+
+type PodSchedulingGroup struct {
+	PodGroupName *string `json:"podGroupName,omitempty"`
 }
 
 type UnsatisfiableConstraintAction string
@@ -749,6 +791,7 @@ type EphemeralContainerCommon struct {
 	Resources                ResourceRequirements     `json:"resources,omitempty"`
 	ResizePolicy             []ContainerResizePolicy  `json:"resizePolicy,omitempty"`
 	RestartPolicy            *ContainerRestartPolicy  `json:"restartPolicy,omitempty"`
+	RestartPolicyRules       []ContainerRestartRule   `json:"restartPolicyRules,omitempty"`
 	VolumeMounts             []VolumeMount            `json:"volumeMounts,omitempty"`
 	VolumeDevices            []VolumeDevice           `json:"volumeDevices,omitempty"`
 	LivenessProbe            *Probe                   `json:"livenessProbe,omitempty"`
@@ -772,6 +815,20 @@ type EphemeralContainer struct {
 type PodTemplateSpec struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              PodSpec `json:"spec,omitempty"`
+}
+
+type ResourceName string
+
+type ResourceList map[ResourceName]resource.Quantity
+
+type LocalObjectReference struct {
+	Name string `json:"name,omitempty"`
+}
+
+type TypedLocalObjectReference struct {
+	APIGroup *string `json:"apiGroup"`
+	Kind     string  `json:"kind"`
+	Name     string  `json:"name"`
 }
 
 type DownwardAPIVolumeSource struct {
@@ -830,19 +887,3 @@ type ImageVolumeSource struct {
 	Reference  string     `json:"reference,omitempty"`
 	PullPolicy PullPolicy `json:"pullPolicy,omitempty"`
 }
-
-type LocalObjectReference struct {
-	Name string `json:"name,omitempty"`
-}
-
-type TypedLocalObjectReference struct {
-	APIGroup *string `json:"apiGroup"`
-	Kind     string  `json:"kind"`
-	Name     string  `json:"name"`
-}
-
-type Signal string
-
-type ResourceName string
-
-type ResourceList map[ResourceName]resource.Quantity

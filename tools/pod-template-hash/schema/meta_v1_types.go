@@ -14,7 +14,7 @@ type ObjectMeta struct {
 	UID                        types.UID            `json:"uid,omitempty"`
 	ResourceVersion            string               `json:"resourceVersion,omitempty"`
 	Generation                 int64                `json:"generation,omitempty"`
-	CreationTimestamp          Time                 `json:"creationTimestamp,omitempty"`
+	CreationTimestamp          Time                 `json:"creationTimestamp,omitempty,omitzero"`
 	DeletionTimestamp          *Time                `json:"deletionTimestamp,omitempty"`
 	DeletionGracePeriodSeconds *int64               `json:"deletionGracePeriodSeconds,omitempty"`
 	Labels                     map[string]string    `json:"labels,omitempty"`
@@ -33,7 +33,18 @@ type OwnerReference struct {
 	BlockOwnerDeletion *bool     `json:"blockOwnerDeletion,omitempty"`
 }
 
-type ManagedFieldsOperationType string
+type LabelSelector struct {
+	MatchLabels      map[string]string          `json:"matchLabels,omitempty"`
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+type LabelSelectorRequirement struct {
+	Key      string                `json:"key"`
+	Operator LabelSelectorOperator `json:"operator"`
+	Values   []string              `json:"values,omitempty"`
+}
+
+type LabelSelectorOperator string
 
 type ManagedFieldsEntry struct {
 	Manager     string                     `json:"manager,omitempty"`
@@ -45,21 +56,10 @@ type ManagedFieldsEntry struct {
 	Subresource string                     `json:"subresource,omitempty"`
 }
 
+type ManagedFieldsOperationType string
+
 type FieldsV1 struct {
 	Raw []byte `json:"-"`
-}
-
-type LabelSelector struct {
-	MatchLabels      map[string]string          `json:"matchLabels,omitempty"`
-	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
-}
-
-type LabelSelectorOperator string
-
-type LabelSelectorRequirement struct {
-	Key      string                `json:"key"`
-	Operator LabelSelectorOperator `json:"operator"`
-	Values   []string              `json:"values,omitempty"`
 }
 
 type Time struct {

@@ -195,6 +195,9 @@ pub(super) const KNOWN_GATES: &[KnownGate] = &[
     locked("SidecarContainers", Ga, true),
     locked("SizeMemoryBackedVolumes", Ga, true),
     locked("StatefulSetAutoDeletePVC", Ga, true),
+    // A v1.36 gate (spec'd from "1.0", Beta, on) ahead of this table's move to v1.36: the
+    // StatefulSet controller asks for it.
+    open("StatefulSetSemanticRevisionComparison", Beta, true),
     open("StorageCapacityScoring", Alpha, false),
     open("StorageNamespaceIndex", Deprecated, true),
     open("StorageVersionAPI", Alpha, false),
