@@ -2,7 +2,7 @@
 //! `IsPodActive` of `pkg/controller`, on typed pods. The sandbox, which holds pods as JSON,
 //! reads the same fields with its own few lines.
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -26,8 +26,10 @@ pub fn is_pod_ready(pod: &Pod) -> bool {
     get_pod_ready_condition(pod).is_some_and(|c| c.status == "True")
 }
 
-/// `IsPodAvailable`: ready for at least `min_ready_seconds` at `now` (whole seconds, as
-/// upstream compares them).
+/// `IsPodAvailable`: ready, and either `min_ready_seconds` is 0 or the Ready condition's
+/// `lastTransitionTime + min_ready_seconds <= now`. v1.36 made the boundary inclusive (v1.33
+/// required the sum to be before `now`), so a pod is available at exactly the second it is
+/// due, the time the controllers' availability requeues aim at.
 pub fn is_pod_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
     if !is_pod_ready(pod) {
         return false;
@@ -36,7 +38,8 @@ pub fn is_pod_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bo
         return true;
     }
     let since = get_pod_ready_condition(pod).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0);
-    since.is_some_and(|t| t.as_second() + i64::from(min_ready_seconds) < now.as_second())
+    let due = since.and_then(|t| t.checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds))).ok());
+    due.is_some_and(|due| due <= now)
 }
 
 /// `UpdatePodCondition`: sets `condition` in `status`, keeping the old `lastTransitionTime`
@@ -114,8 +117,14 @@ mod tests {
             {"type": "Ready", "status": "True", "lastTransitionTime": "1970-01-01T00:00:10Z"}]}));
         assert!(is_pod_ready(&ready));
         assert!(is_pod_available(&ready, 0, at(10)));
-        assert!(!is_pod_available(&ready, 5, at(15)), "ready for 5 s, not more");
+        assert!(!is_pod_available(&ready, 5, at(14)), "ready for 4 s");
+        let just_before: Timestamp = "1970-01-01T00:00:14.999Z".parse().expect("a time");
+        assert!(!is_pod_available(&ready, 5, just_before), "not before the second it is due");
+        assert!(is_pod_available(&ready, 5, at(15)), "available once ready for exactly 5 s (v1.36: <=)");
         assert!(is_pod_available(&ready, 5, at(16)));
+        let never_transitioned = pod(json!({"conditions": [{"type": "Ready", "status": "True"}]}));
+        assert!(is_pod_available(&never_transitioned, 0, at(0)));
+        assert!(!is_pod_available(&never_transitioned, 1, at(100)), "no lastTransitionTime: never due");
         assert!(is_pod_active(&ready));
         let unready = pod(json!({"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}));
         assert!(!is_pod_ready(&unready));

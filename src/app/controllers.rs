@@ -198,7 +198,13 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .starts(|c, o| daemon::new(c, daemon::Config { workers: workers(o.concurrency.daemonset_syncs) })),
     plain("deployment-controller", &["deployment"])
         .account("deployment-controller")
-        .starts(|c, o| deployment::new(c, deployment::Config { workers: workers(o.concurrency.deployment_syncs) })),
+        .starts(|c, o| {
+            let config = deployment::Config {
+                workers: workers(o.concurrency.deployment_syncs),
+                terminating_replicas: o.generic.feature_gates.is_enabled("DeploymentReplicaSetTerminatingReplicas"),
+            };
+            deployment::new(c, config)
+        }),
     gated("device-taint-eviction-controller", &[], &["DynamicResourceAllocation", "DRADeviceTaints"])
         .account("device-taint-eviction-controller"),
     plain("disruption-controller", &["disruption"])
@@ -270,6 +276,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 workers: workers(o.concurrency.job_syncs),
                 managed_by: gates.is_enabled("JobManagedBy"),
                 pod_replacement_policy: gates.is_enabled("JobPodReplacementPolicy"),
+                mutable_scheduling_directives: gates.is_enabled("MutableSchedulingDirectivesForSuspendedJobs"),
             };
             job::new(c, config)
         }),
@@ -338,13 +345,22 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     plain("replicaset-controller", &["replicaset"])
         .account("replicaset-controller")
         .starts(|c, o| {
-            replicaset::new_replica_sets(c, replicaset::Config { workers: workers(o.concurrency.replicaset_syncs) })
+            let config = replicaset::Config {
+                workers: workers(o.concurrency.replicaset_syncs),
+                terminating_replicas: o.generic.feature_gates.is_enabled("DeploymentReplicaSetTerminatingReplicas"),
+            };
+            replicaset::new_replica_sets(c, config)
         }),
     plain("replicationcontroller-controller", &["replicationcontroller"])
         .account("replication-controller")
         .events("replication-controller")
         .starts(|c, o| {
-            replicaset::new_replication_controllers(c, replicaset::Config { workers: workers(o.concurrency.rc_syncs) })
+            let config = replicaset::Config {
+                workers: workers(o.concurrency.rc_syncs),
+                // Read as upstream does; an RC's status has no terminatingReplicas, so it stays off.
+                terminating_replicas: o.generic.feature_gates.is_enabled("DeploymentReplicaSetTerminatingReplicas"),
+            };
+            replicaset::new_replication_controllers(c, config)
         }),
     gated("resourceclaim-controller", &["resource-claim-controller"], &["DynamicResourceAllocation"])
         .account("resource-claim-controller"),

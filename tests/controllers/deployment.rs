@@ -1,7 +1,8 @@
 //! The Deployment controller (with the ReplicaSet controller running its pods) against the
-//! sandbox with simulated nodes: ReplicaSets named by pod-template-hash, scaling, rolling and
-//! recreate rollouts within their bounds, pause, rollback, history cleanup, the progress deadline,
-//! a controller restart mid-rollout and the adoption of an upstream-named ReplicaSet.
+//! sandbox with simulated nodes: ReplicaSets named by pod-template-hash (cut to fit for long
+//! names), scaling, rolling and recreate rollouts within their bounds, pause, rollback, history
+//! cleanup, the progress deadline, `terminatingReplicas`, a controller restart mid-rollout and the
+//! adoption of an upstream-named ReplicaSet.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -218,6 +219,7 @@ fn creates_a_hash_named_replica_set_with_status_and_conditions_then_scales() {
     let status = d.status.clone().unwrap();
     assert_eq!((status.replicas, status.updated_replicas, status.ready_replicas), (Some(3), Some(3), Some(3)));
     assert_eq!(status.observed_generation, Some(1));
+    assert_eq!(status.terminating_replicas, Some(0), "v1.36 reports the 0");
     let available = condition(&d, "Available").unwrap();
     assert_eq!(
         available,
@@ -662,4 +664,64 @@ fn create_scale_rollout_and_undo_never_write_from_a_copy_older_than_their_own_wr
         "{} writes were based on a copy older than the writer's own last write: {stale:#?}",
         stale.len()
     );
+}
+
+on_both_backends!(terminating_pods_of_its_replica_sets_show_in_the_deployment_status);
+/// `terminatingReplicas` (DeploymentReplicaSetTerminatingReplicas, on in v1.36): the sum of the
+/// ReplicaSets' counts of pods being deleted.
+fn terminating_pods_of_its_replica_sets_show_in_the_deployment_status(backend: Backend) {
+    let cluster = start_on(backend);
+    // Never scheduled, so that nothing but a finalizer holds them once deleted.
+    let pinned = json!({"template": {"metadata": {"labels": {"app": "held"}},
+        "spec": {"nodeSelector": {"no-such-label": "x"}, "containers": [{"name": "app", "image": "nginx:1.27"}]}}});
+    cluster.create(&deployment("held", 2, "nginx:1.27", pinned));
+    let terminating = |count: i32| {
+        let what = format!("held: {count} terminating");
+        harness::eventually_seen_within(DEADLINE, &what, || {
+            let d = cluster.get("held");
+            let status = d.status.clone().unwrap_or_default();
+            let synced = status.observed_generation == d.metadata.generation;
+            if synced && status.terminating_replicas == Some(count) { Ok(status) } else { Err(format!("{status:?}")) }
+        })
+    };
+    let pods = eventually("2 pods", || Some(cluster.live_pods("held")).filter(|p| p.len() == 2));
+    let status = terminating(0);
+    assert_eq!(status.replicas, Some(2));
+    let hold = |pod: &Pod, finalizers: Value| {
+        let patch = Patch::Merge(json!({"metadata": {"finalizers": finalizers}}));
+        let name = pod.metadata.name.as_deref().expect("a name");
+        let pods = Api::<Pod>::namespaced(&cluster.client, "default");
+        pods.patch(name, &patch, &PostParams::default()).expect("finalizers patched");
+    };
+    for pod in &pods {
+        hold(pod, json!(["kcm.test/hold"]));
+    }
+
+    cluster.patch("held", json!({"spec": {"replicas": 0}}));
+    let status = terminating(2);
+    assert_eq!(status.replicas, None, "terminating pods are no replicas");
+    hold(&pods[0], Value::Null);
+    terminating(1);
+    hold(&pods[1], Value::Null);
+    terminating(0);
+}
+
+on_both_backends!(a_long_deployment_name_is_cut_to_name_its_replica_set);
+/// `generateReplicaSetName` (v1.36): the Deployment's name is cut so that `<name>-<hash>` fits
+/// 253 characters; v1.33 could not create the ReplicaSet of such a Deployment.
+fn a_long_deployment_name_is_cut_to_name_its_replica_set(backend: Backend) {
+    let cluster = start_on(backend);
+    let name = format!("long-{}", "d".repeat(245));
+    let spec = json!({"replicas": 1, "selector": {"matchLabels": {"app": "long"}},
+        "template": {"metadata": {"labels": {"app": "long"}}, "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}});
+    let created = cluster.create(&from(json!({"metadata": {"name": name}, "spec": spec})));
+    let (_, hash) = expected_rs_name(&created);
+    let d = cluster.wait_complete(&name);
+    let sets = cluster.replica_sets(&d);
+    assert_eq!(sets.len(), 1);
+    let rs_name = sets[0].metadata.name.clone().expect("a name");
+    let kept = 253 - 1 - hash.len();
+    assert_eq!(rs_name, format!("{}-{hash}", &name[..kept]));
+    assert_eq!(rs_name.len(), 253);
+    cluster.wait_event(&name, "ScalingReplicaSet", &format!("Scaled up replica set {rs_name} from 0 to 1"));
 }

@@ -150,6 +150,42 @@ fn a_suspended_job_starts_nothing_until_resumed(backend: Backend) {
     });
 }
 
+on_both_backends!(suspending_a_started_job_clears_its_start_time);
+/// MutableSchedulingDirectivesForSuspendedJobs (beta, on in v1.36): when a running Job is
+/// suspended, its active pods go and `status.startTime` is cleared with the Suspended condition;
+/// resumed, it starts its clock again.
+fn suspending_a_started_job_clears_its_start_time(backend: Backend) {
+    let cluster = start(backend);
+    let jobs = cluster.api::<Job>();
+    let long = json!({"kcm-sandbox.dev/run-seconds": "600"});
+    jobs.create(&scripted_job("pausable", json!({"completions": 1}), long), &PostParams::default()).expect("created");
+    let started = eventually("the job started", || {
+        let job = jobs.get("pausable").ok()?;
+        let status = job.status.clone()?;
+        (status.active == Some(1)).then_some(status.start_time?)
+    });
+
+    jobs.patch("pausable", &Patch::Merge(json!({"spec": {"suspend": true}})), &PostParams::default())
+        .expect("suspended");
+    let suspended = wait_condition(&jobs, "pausable", "Suspended");
+    let status = suspended.status.clone().expect("a status");
+    assert_eq!(status.start_time, None, "cleared with the Suspended condition");
+    assert_eq!(condition_types(&suspended), [owned("Suspended:JobSuspended")]);
+    eventually("the active pod gone", || {
+        let job = jobs.get("pausable").ok()?;
+        (job.status?.active.unwrap_or(0) == 0).then_some(())
+    });
+
+    jobs.patch("pausable", &Patch::Merge(json!({"spec": {"suspend": false}})), &PostParams::default())
+        .expect("resumed");
+    let resumed = eventually("the job resumed with a new start time", || {
+        let job = jobs.get("pausable").ok()?;
+        let resumed = condition_types(&job).first().is_some_and(|c| c.0 == "Suspended" && c.1 == "False");
+        resumed.then_some(job.status?.start_time?)
+    });
+    assert!(resumed.0 >= started.0, "the clock starts again: {resumed:?} after {started:?}");
+}
+
 on_both_backends!(a_job_past_its_deadline_fails);
 fn a_job_past_its_deadline_fails(backend: Backend) {
     let cluster = start(backend);

@@ -1,10 +1,12 @@
 //! The ReplicaSet and ReplicationController controllers against the sandbox with simulated
 //! nodes: pods are created, adopted, released and deleted to match `spec.replicas`, the status
-//! follows, and a quota refusal shows as the ReplicaFailure condition.
+//! follows (a ReplicaSet's with `terminatingReplicas`, v1.36), availability after
+//! `minReadySeconds` is reported without another event, and a quota refusal shows as the
+//! ReplicaFailure condition.
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController, ResourceQuota};
 use kcm::app::controllers::named;
 use kcm::client::{Api, Client, Patch, PostParams};
@@ -89,8 +91,8 @@ impl ClusterExt for Cluster {
         self.api::<ReplicaSet>().patch(name, &patch, &PostParams::default()).expect("scaled");
     }
 
-    /// Waits until the ReplicaSet reports `replicas` replicas, all ready and available, for its
-    /// current generation.
+    /// Waits until the ReplicaSet reports `replicas` replicas, all ready and available, none
+    /// terminating (v1.36 writes the 0), for its current generation.
     fn wait_rs_status(&self, name: &str, replicas: i32) -> ReplicaSet {
         eventually(&format!("{name} status of {replicas}"), || {
             let rs = self.api::<ReplicaSet>().get(name).ok()?;
@@ -99,6 +101,7 @@ impl ClusterExt for Cluster {
                 && status.ready_replicas.unwrap_or(0) == replicas
                 && status.available_replicas.unwrap_or(0) == replicas
                 && status.fully_labeled_replicas.unwrap_or(0) == replicas
+                && status.terminating_replicas == Some(0)
                 && status.observed_generation == rs.metadata.generation;
             settled.then_some(rs)
         })
@@ -233,4 +236,92 @@ fn replication_controllers_work_the_same(backend: Backend) {
         settled.then_some(())
     });
     assert_eq!(cluster.event_messages("default", "legacy", "SuccessfulCreate").len(), 2);
+}
+
+/// A ReplicaSet `name` of nginx pods labelled app=`name`, as `edit` changes its JSON.
+fn replica_set_with(name: &str, replicas: i32, edit: impl FnOnce(&mut Value)) -> ReplicaSet {
+    let mut rs = serde_json::to_value(harness::nginx_replica_set(name, replicas)).expect("json");
+    edit(&mut rs);
+    from(rs)
+}
+
+/// The ReplicaSet once `check` accepts its status of its current generation.
+fn wait_rs(cluster: &Cluster, name: &str, what: &str, check: impl Fn(&ReplicaSetStatus) -> bool) -> ReplicaSet {
+    harness::eventually_seen(&format!("{name}: {what}"), || {
+        let rs = cluster.api::<ReplicaSet>().get(name).map_err(|e| e.to_string())?;
+        let status = rs.status.clone().unwrap_or_default();
+        if status.observed_generation == rs.metadata.generation && check(&status) {
+            Ok(rs)
+        } else {
+            Err(format!("{status:?}"))
+        }
+    })
+}
+
+const HOLD: &str = "kcm.test/hold";
+
+on_both_backends!(pods_being_deleted_count_as_terminating_replicas_until_they_are_gone);
+fn pods_being_deleted_count_as_terminating_replicas_until_they_are_gone(backend: Backend) {
+    let cluster = start(backend);
+    // Never scheduled, so that nothing but the finalizer holds them once deleted.
+    let rs = replica_set_with("held", 2, |rs| {
+        rs["spec"]["template"]["spec"]["nodeSelector"] = json!({"no-such-label": "x"})
+    });
+    let rs = cluster.api::<ReplicaSet>().create(&rs, &PostParams::default());
+    let uid = uid_of(&rs.expect("replicaset created").metadata);
+    let pods = cluster.wait_owned(&uid, 2);
+    wait_rs(&cluster, "held", "2 pods, none terminating", |s| s.replicas == 2 && s.terminating_replicas == Some(0));
+    for pod in &pods {
+        let patch = Patch::Merge(json!({"metadata": {"finalizers": [HOLD]}}));
+        let name = pod.metadata.name.as_deref().expect("a name");
+        cluster.api::<Pod>().patch(name, &patch, &PostParams::default()).expect("finalizer added");
+    }
+
+    cluster.scale("held", 0);
+    let status = wait_rs(&cluster, "held", "2 terminating", |s| s.terminating_replicas == Some(2)).status;
+    assert_eq!(status.map(|s| (s.replicas, s.ready_replicas)), Some((0, None)), "terminating pods are no replicas");
+    let release = |pod: &Pod| {
+        let patch = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+        let name = pod.metadata.name.as_deref().expect("a name");
+        cluster.api::<Pod>().patch(name, &patch, &PostParams::default()).expect("finalizer removed");
+    };
+    release(&pods[0]);
+    wait_rs(&cluster, "held", "1 terminating", |s| s.terminating_replicas == Some(1));
+    release(&pods[1]);
+    wait_rs(&cluster, "held", "none terminating", |s| s.replicas == 0 && s.terminating_replicas == Some(0));
+}
+
+on_both_backends!(availability_after_min_ready_seconds_is_reported_after_a_restart);
+/// A pod that became ready while no controller watched is reported available once it has been
+/// ready for `minReadySeconds`, and not before. v1.33 planned that sync only when every replica
+/// was ready (here one never is) and otherwise relied on the pod's update event, which a
+/// restarted controller does not get; v1.36 plans it after every sync that leaves a ready pod
+/// unavailable.
+fn availability_after_min_ready_seconds_is_reported_after_a_restart(backend: Backend) {
+    // A matching orphan that is never scheduled: adopted, it is a replica that is never ready.
+    let mut cluster = start_with(backend, |client| {
+        let pod = new_pod("pinned", json!({"app": "slow"}), Some(json!({"no-such-label": "x"})));
+        Api::<Pod>::namespaced(client, "default").create(&pod, &PostParams::default()).expect("pod created");
+    });
+    let min_ready = 8;
+    let rs = replica_set_with("slow", 2, |rs| rs["spec"]["minReadySeconds"] = json!(min_ready));
+    cluster.api::<ReplicaSet>().create(&rs, &PostParams::default()).expect("replicaset created");
+    wait_rs(&cluster, "slow", "1 of 2 ready", |s| s.replicas == 2 && s.ready_replicas == Some(1));
+    cluster.restart_controllers();
+
+    let rs = wait_rs(&cluster, "slow", "1 available", |s| s.available_replicas == Some(1));
+    let seen = jiff::Timestamp::now();
+    let uid = uid_of(&rs.metadata);
+    let ready_since = cluster
+        .owned_pods(&uid)
+        .iter()
+        .filter_map(|p| {
+            p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "Ready" && c.status == "True")
+        })
+        .filter_map(|c| c.last_transition_time.as_ref().map(|t| t.0))
+        .next()
+        .expect("the ready pod's transition time");
+    let ready_for = seen.duration_since(ready_since).as_secs_f64();
+    assert!(ready_for >= f64::from(min_ready), "available only after minReadySeconds (ready for {ready_for} s)");
+    assert_eq!(rs.status.and_then(|s| s.ready_replicas), Some(1));
 }

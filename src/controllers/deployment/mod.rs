@@ -1,4 +1,4 @@
-//! The Deployment controller (`deployment-controller`), after upstream v1.33's
+//! The Deployment controller (`deployment-controller`), after upstream v1.36's
 //! `pkg/controller/deployment` (`deployment_controller.go`, `sync.go`, `rolling.go`,
 //! `recreate.go`, `rollback.go`, `progress.go`) and `util/deployment_util.go`.
 //!
@@ -20,14 +20,14 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::apimachinery::labels::Selector;
 use crate::client::{Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::controller_ref::{ControllerRefManager, controller_of, controller_ref, recheck_deletion_timestamp};
 use crate::runtime::events::{EventRecorder, EventType};
-use crate::runtime::informer::Informer;
+use crate::runtime::informer::{Informer, OWNER_UID_INDEX};
 use crate::runtime::workqueue::WorkQueue;
 
 /// `maxRetries`: a Deployment failing this many syncs in a row is dropped from the queue.
@@ -38,6 +38,9 @@ const MAX_RETRIES: u32 = 15;
 pub struct Config {
     /// `--concurrent-deployment-syncs`.
     pub workers: usize,
+    /// The `DeploymentReplicaSetTerminatingReplicas` feature gate (beta, on in v1.36): the status
+    /// reports `terminatingReplicas`, summed from the ReplicaSets.
+    pub terminating_replicas: bool,
 }
 
 /// `NewDeploymentController`.
@@ -50,6 +53,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         pods: context.informers.informer::<Pod>(),
         queue: queue.clone(),
         recorder: context.recorder.clone(),
+        terminating_replicas: config.terminating_replicas,
     });
     controller.add_handlers();
     Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_key(key)))
@@ -63,6 +67,8 @@ pub struct DeploymentController {
     pods: Arc<Informer<Pod>>,
     queue: WorkQueue<String>,
     recorder: EventRecorder,
+    /// The `DeploymentReplicaSetTerminatingReplicas` gate.
+    terminating_replicas: bool,
 }
 
 /// Why a sync failed; a terminating namespace is not retried (`handleErr`).
@@ -114,6 +120,17 @@ impl DeploymentController {
     }
 }
 
+/// Whether an object's controller reference names `rs` (the pod index's key: namespace, kind,
+/// name and UID).
+fn controlled_by(meta: &ObjectMeta, rs: &ReplicaSet) -> bool {
+    meta.namespace == rs.metadata.namespace
+        && controller_of(meta).is_some_and(|owner| {
+            owner.kind == "ReplicaSet"
+                && Some(&owner.name) == rs.metadata.name.as_ref()
+                && owner.uid == util::rs_uid(rs)
+        })
+}
+
 fn selector_of(d: &Deployment) -> LabelSelector {
     d.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default()
 }
@@ -152,7 +169,7 @@ impl DeploymentController {
             return Ok(());
         }
         let mut rs_list = self.replica_sets_for_deployment(&d)?;
-        let pod_map = self.pod_map_for_deployment(&d, &rs_list)?;
+        let pod_map = self.pod_map_for_deployment(&rs_list);
         if d.metadata.deletion_timestamp.is_some() {
             return self.sync_status_only(&mut d, rs_list);
         }
@@ -194,17 +211,16 @@ impl DeploymentController {
         Ok(manager.claim::<ReplicaSet, _>(all)?)
     }
 
-    /// `getPodMapForDeployment`: the pods the selector matches, by controlling ReplicaSet
-    /// (inactive ones too: Recreate waits for old pods to be gone).
-    fn pod_map_for_deployment(&self, d: &Deployment, rs_list: &[ReplicaSet]) -> DeploymentResult<PodMap> {
-        let selector = Selector::from_label_selector(&selector_of(d))?;
-        let mut map: PodMap = rs_list.iter().map(|rs| (util::rs_uid(rs).to_string(), Vec::new())).collect();
-        for pod in self.pods.store().list_namespace_where(namespace(d), |m| selector.matches(m.labels.as_ref())) {
-            if let Some(pods) = controller_of(&pod.metadata).and_then(|r| map.get_mut(&r.uid)) {
-                pods.push(pod);
-            }
-        }
-        Ok(map)
+    /// `getPodMapForDeployment`: by ReplicaSet, the pods it controls (`FilterPodsByOwner`
+    /// without orphans; inactive ones too: Recreate waits for old pods to be gone). Since v1.36
+    /// the Deployment's selector no longer filters them.
+    fn pod_map_for_deployment(&self, rs_list: &[ReplicaSet]) -> PodMap {
+        let store = self.pods.store();
+        let owned_by = |rs: &ReplicaSet| {
+            let pods = store.by_index(OWNER_UID_INDEX, util::rs_uid(rs));
+            pods.into_iter().filter(|pod| controlled_by(&pod.metadata, rs)).collect()
+        };
+        rs_list.iter().map(|rs| (util::rs_uid(rs).to_string(), owned_by(rs))).collect()
     }
 
     /// `UpdateStatus` of the Deployment (the status subresource also takes its annotations).

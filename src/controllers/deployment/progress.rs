@@ -11,15 +11,17 @@ use super::sync::{calculate_status, normalized};
 use super::util::{self, PROGRESSING};
 use super::{DeploymentController, DeploymentResult, name};
 
-/// The status `syncRolloutStatus` writes: `calculateStatus` plus the Progressing condition
-/// (when there is a deadline) and the ReplicaFailure condition.
+/// The status `syncRolloutStatus` writes: `calculateStatus` (with `terminatingReplicas` when
+/// `terminating_replicas`) plus the Progressing condition (when there is a deadline) and the
+/// ReplicaFailure condition.
 pub(super) fn rollout_status(
     all: &[ReplicaSet],
     new_rs: Option<&ReplicaSet>,
     d: &Deployment,
+    terminating_replicas: bool,
     now: Timestamp,
 ) -> DeploymentStatus {
-    let mut status = calculate_status(all, new_rs, d, now);
+    let mut status = calculate_status(all, new_rs, d, terminating_replicas, now);
     if util::progress_deadline(d).is_none() {
         util::remove_condition(&mut status, PROGRESSING);
     }
@@ -118,7 +120,7 @@ impl DeploymentController {
         d: &mut Deployment,
     ) -> DeploymentResult {
         let now = Timestamp::now();
-        let status = rollout_status(all, new_rs, d, now);
+        let status = rollout_status(all, new_rs, d, self.terminating_replicas, now);
         if normalized(&d.status.clone().unwrap_or_default()) == normalized(&status) {
             match requeue_stuck(d, &status, now) {
                 Requeue::Never => {}

@@ -42,7 +42,7 @@ impl DeploymentController {
             all = old.iter().cloned().chain(new_rs.clone()).collect();
         }
         if let Some(rs) = &new_rs {
-            self.scale_replica_set_and_record_event(rs, replicas(d), d)?;
+            self.scale_replica_set(rs, replicas(d), d, false)?;
         }
         let status = d.status.clone().unwrap_or_default();
         if util::deployment_complete(d, &status) {
@@ -55,7 +55,7 @@ impl DeploymentController {
     fn scale_down_old_replica_sets_for_recreate(&self, old: &[ReplicaSet], d: &Deployment) -> DeploymentResult<bool> {
         let mut scaled = false;
         for rs in old.iter().filter(|rs| rs_replicas(rs) != 0) {
-            scaled |= self.scale_replica_set_and_record_event(rs, 0, d)?.0;
+            scaled |= self.scale_replica_set(rs, 0, d, false)?.0;
         }
         Ok(scaled)
     }

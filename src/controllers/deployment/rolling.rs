@@ -48,10 +48,10 @@ impl DeploymentController {
             return Ok(false);
         }
         if rs_replicas(new_rs) > wanted {
-            return Ok(self.scale_replica_set_and_record_event(new_rs, wanted, d)?.0);
+            return Ok(self.scale_replica_set(new_rs, wanted, d, false)?.0);
         }
         let new_count = util::new_rs_new_replicas(d, all, new_rs)?;
-        Ok(self.scale_replica_set_and_record_event(new_rs, new_count, d)?.0)
+        Ok(self.scale_replica_set(new_rs, new_count, d, false)?.0)
     }
 
     /// `reconcileOldReplicaSets`: scales old ReplicaSets down, unhealthy replicas first, as far
@@ -100,7 +100,7 @@ impl DeploymentController {
                 continue;
             }
             let count = cleanup_count(rs, max_cleanup - total)?;
-            let (_, updated) = self.scale_replica_set_and_record_event(rs, size - count, d)?;
+            let (_, updated) = self.scale_replica_set(rs, size - count, d, false)?;
             total += count;
             *rs = updated;
         }
@@ -131,7 +131,7 @@ impl DeploymentController {
                 continue;
             }
             let count = rs_replicas(rs).min(wanted - total);
-            self.scale_replica_set_and_record_event(rs, rs_replicas(rs) - count, d)?;
+            self.scale_replica_set(rs, rs_replicas(rs) - count, d, false)?;
             total += count;
         }
         Ok(total)

@@ -32,11 +32,14 @@ pub(super) fn normalized(status: &DeploymentStatus) -> DeploymentStatus {
     }
 }
 
-/// `calculateStatus`: counts from the ReplicaSets and the Available condition.
+/// `calculateStatus`: counts from the ReplicaSets and the Available condition;
+/// `terminatingReplicas` too when `terminating_replicas` (the
+/// `DeploymentReplicaSetTerminatingReplicas` gate) is on.
 pub(super) fn calculate_status(
     all: &[ReplicaSet],
     new_rs: Option<&ReplicaSet>,
     d: &Deployment,
+    terminating_replicas: bool,
     now: Timestamp,
 ) -> DeploymentStatus {
     let available = util::available_replicas_sum(all);
@@ -53,7 +56,7 @@ pub(super) fn calculate_status(
         unavailable_replicas: non_zero(unavailable),
         collision_count: current.collision_count,
         conditions: current.conditions.filter(|c| !c.is_empty()),
-        terminating_replicas: None,
+        terminating_replicas: if terminating_replicas { util::terminating_replicas_sum(all) } else { None },
     };
     let condition = if available >= replicas(d) - util::max_unavailable(d) {
         util::new_condition(
@@ -146,8 +149,8 @@ impl DeploymentController {
 
     /// `getNewReplicaSet`: the existing new ReplicaSet with its annotations, minReadySeconds and
     /// revision synced (and the Deployment's revision), or a new one named
-    /// `<deployment>-<pod-template-hash>` when `create`; a name taken by a different template
-    /// bumps `status.collisionCount`.
+    /// `<deployment>-<pod-template-hash>` ([`generate_replica_set_name`]) when `create`; a name
+    /// taken by a different template bumps `status.collisionCount`.
     fn new_replica_set(
         &self,
         d: &mut Deployment,
@@ -285,7 +288,7 @@ impl DeploymentController {
         selector.match_labels.get_or_insert_with(Default::default).insert(POD_TEMPLATE_HASH.into(), hash.clone());
         ReplicaSet {
             metadata: ObjectMeta {
-                name: Some(format!("{}-{hash}", name(d))),
+                name: Some(generate_replica_set_name(name(d), &hash)),
                 namespace: d.metadata.namespace.clone(),
                 owner_references: Some(vec![controller_ref(d)]),
                 labels: Some(labels),
@@ -314,12 +317,12 @@ impl DeploymentController {
             if rs_replicas(&target) == replicas(d) {
                 return Ok(());
             }
-            self.scale_replica_set_and_record_event(&target, replicas(d), d)?;
+            self.scale_replica_set(&target, replicas(d), d, false)?;
             return Ok(());
         }
         if util::is_saturated(d, new_rs) {
             for rs in util::active(old) {
-                self.scale_replica_set_and_record_event(&rs, 0, d)?;
+                self.scale_replica_set(&rs, 0, d, false)?;
             }
             return Ok(());
         }
@@ -328,42 +331,27 @@ impl DeploymentController {
         }
         let mut all: Vec<ReplicaSet> = old.iter().cloned().chain(new_rs.cloned()).collect();
         all = util::active(&all);
-        let sizes = proportional_sizes(d, &mut all);
-        let to_add = sizes.1;
-        let operation = match to_add {
-            t if t > 0 => "up",
-            t if t < 0 => "down",
-            _ => "",
-        };
-        for (rs, size) in all.iter().zip(sizes.0) {
-            self.scale_replica_set(rs, size, d, operation)?;
+        let (sizes, _) = proportional_sizes(d, &mut all);
+        for (rs, size) in all.iter().zip(sizes) {
+            // Forced: the replica annotations of every ReplicaSet follow the new size.
+            self.scale_replica_set(rs, size, d, true)?;
         }
         Ok(())
     }
 
-    /// `scaleReplicaSetAndRecordEvent`.
-    pub(super) fn scale_replica_set_and_record_event(
+    /// `scaleReplicaSet` (v1.36 folded `scaleReplicaSetAndRecordEvent` into it): writes the size
+    /// and the replica annotations; a size change is recorded as a ScalingReplicaSet Event.
+    /// Unless `force`, a ReplicaSet already of `new_scale` is left alone (its annotations too).
+    pub(super) fn scale_replica_set(
         &self,
         rs: &ReplicaSet,
         new_scale: i32,
         d: &Deployment,
+        force: bool,
     ) -> DeploymentResult<(bool, ReplicaSet)> {
-        if rs_replicas(rs) == new_scale {
+        if !force && rs_replicas(rs) == new_scale {
             return Ok((false, rs.clone()));
         }
-        let operation = if rs_replicas(rs) < new_scale { "up" } else { "down" };
-        self.scale_replica_set(rs, new_scale, d, operation)
-    }
-
-    /// `scaleReplicaSet`: writes the size and the replica annotations; a size change is
-    /// recorded as a ScalingReplicaSet Event.
-    fn scale_replica_set(
-        &self,
-        rs: &ReplicaSet,
-        new_scale: i32,
-        d: &Deployment,
-        operation: &str,
-    ) -> DeploymentResult<(bool, ReplicaSet)> {
         let size_needs_update = rs_replicas(rs) != new_scale;
         let max = replicas(d) + util::max_surge(d);
         if !size_needs_update && !util::replicas_annotations_need_update(rs, replicas(d), max) {
@@ -375,6 +363,7 @@ impl DeploymentController {
         util::set_replicas_annotations(&mut copy, replicas(d), max);
         let updated = self.update_replica_set(&copy)?;
         if size_needs_update {
+            let operation = if old_scale < new_scale { "up" } else { "down" };
             let message =
                 format!("Scaled {operation} replica set {} from {old_scale} to {new_scale}", rs_name(&updated));
             self.recorder.event_for(d, EventType::Normal, "ScalingReplicaSet", &message);
@@ -416,7 +405,7 @@ impl DeploymentController {
         new_rs: Option<&ReplicaSet>,
         d: &mut Deployment,
     ) -> DeploymentResult {
-        let status = calculate_status(all, new_rs, d, Timestamp::now());
+        let status = calculate_status(all, new_rs, d, self.terminating_replicas, Timestamp::now());
         if normalized(&d.status.clone().unwrap_or_default()) == normalized(&status) {
             return Ok(());
         }
@@ -466,6 +455,20 @@ pub(super) fn proportional_sizes(d: &Deployment, all: &mut [ReplicaSet]) -> (Vec
         *first = (*first + to_add - added).max(0);
     }
     (sizes, to_add)
+}
+
+/// `replicaSetNameSeparator`.
+const REPLICA_SET_NAME_SEPARATOR: &str = "-";
+
+/// `generateReplicaSetName` (v1.36): `<deployment>-<hash>`, the Deployment's name cut so that
+/// the whole fits a DNS-1123 subdomain (253 characters). v1.33 did not cut it, and the create
+/// of a long-named Deployment's ReplicaSet failed.
+pub(super) fn generate_replica_set_name(deployment: &str, hash: &str) -> String {
+    const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
+    let max = DNS1123_SUBDOMAIN_MAX_LENGTH.saturating_sub(REPLICA_SET_NAME_SEPARATOR.len() + hash.len());
+    // Go slices bytes; a Deployment's name is ASCII (a DNS subdomain), so a byte is a character.
+    let cut = if deployment.len() > max && max > 0 { deployment.get(..max).unwrap_or(deployment) } else { deployment };
+    format!("{cut}{REPLICA_SET_NAME_SEPARATOR}{hash}")
 }
 
 /// The text of an error as Go's `err.Error()` gives it.

@@ -537,6 +537,22 @@ pub fn available_replicas_sum(rss: &[ReplicaSet]) -> i32 {
     rss.iter().map(|rs| rs_status(rs).2).sum()
 }
 
+/// `GetTerminatingReplicaCountForReplicaSets`: the sum of the ReplicaSets'
+/// `status.terminatingReplicas`. One never synced by its controller (no observedGeneration, no
+/// count) does not count; if any other has no count, the sum is unknown (`None`).
+pub fn terminating_replicas_sum(rss: &[ReplicaSet]) -> Option<i32> {
+    let mut sum = 0;
+    for status in rss.iter().map(|rs| rs.status.as_ref()) {
+        let observed = status.and_then(|s| s.observed_generation).unwrap_or(0);
+        match status.and_then(|s| s.terminating_replicas) {
+            Some(terminating) => sum += terminating,
+            None if observed == 0 => {}
+            None => return None,
+        }
+    }
+    Some(sum)
+}
+
 /// `FindActiveOrLatest`: the only active ReplicaSet, or the newest when none is active; None
 /// when several are active (they are scaled proportionally). Sorts `old` newest first.
 pub fn find_active_or_latest(new: Option<&ReplicaSet>, old: &mut [ReplicaSet]) -> Option<ReplicaSet> {

@@ -1,4 +1,4 @@
-//! The Job controller (`job-controller`), after upstream v1.33's `pkg/controller/job`.
+//! The Job controller (`job-controller`), after upstream v1.36's `pkg/controller/job`.
 //!
 //! A sync (`syncJob`) claims the Job's pods (adopting orphans with the tracking finalizer),
 //! counts the pods that finished since the last sync, decides whether the Job failed (pod
@@ -9,6 +9,9 @@
 //! upstream's default feature gates (`JobManagedBy`, `JobPodReplacementPolicy`):
 //! `FailureTarget`/`SuccessCriteriaMet` first, `Failed`/`Complete` once no pod is left
 //! terminating.
+//!
+//! Once a sync has written a terminal condition, later syncs of the Job are skipped until the
+//! informer brings the finished Job (`finishedJobExpectations`).
 //!
 //! Pods deleted without their finalizer removed, or whose Job is gone or finished, are handled
 //! by a second queue (`job_orphan_pod`) that removes the finalizer.
@@ -68,16 +71,20 @@ pub struct Config {
     pub workers: usize,
     /// The `JobManagedBy` feature gate (beta, on).
     pub managed_by: bool,
-    /// The `JobPodReplacementPolicy` feature gate (beta, on).
+    /// The `JobPodReplacementPolicy` feature gate (GA and locked on in v1.36).
     pub pod_replacement_policy: bool,
+    /// The `MutableSchedulingDirectivesForSuspendedJobs` feature gate (beta, on in v1.36).
+    pub mutable_scheduling_directives: bool,
 }
 
 /// The feature gates that change what the controller does (the other Job gates are GA in
-/// v1.33).
+/// v1.36).
 #[derive(Debug, Clone, Copy)]
 struct Gates {
     managed_by: bool,
     pod_replacement_policy: bool,
+    /// A newly suspended Job's `status.startTime` is cleared.
+    mutable_scheduling_directives: bool,
 }
 
 impl Gates {
@@ -113,7 +120,12 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         expectations: Expectations::default(),
         finalizer_expectations: FinalizerExpectations::default(),
         backoff: BackoffStore::default(),
-        gates: Gates { managed_by: config.managed_by, pod_replacement_policy: config.pod_replacement_policy },
+        finished: FinishedJobExpectations::default(),
+        gates: Gates {
+            managed_by: config.managed_by,
+            pod_replacement_policy: config.pod_replacement_policy,
+            mutable_scheduling_directives: config.mutable_scheduling_directives,
+        },
     });
     metrics();
     let handler = controller.clone();
@@ -167,6 +179,26 @@ impl FinalizerExpectations {
     }
 }
 
+/// `finishedJobExpectations`: the UIDs of Jobs this controller marked finished (Complete or
+/// Failed written) whose finished state the informer has not brought yet. Such a Job is not
+/// synced: a sync from the stale cached Job would start its work again.
+#[derive(Debug, Default)]
+struct FinishedJobExpectations(Mutex<HashSet<String>>);
+
+impl FinishedJobExpectations {
+    fn expect(&self, uid: &str) {
+        self.0.lock().insert(uid.to_string());
+    }
+
+    fn awaited(&self, uid: &str) -> bool {
+        self.0.lock().contains(uid)
+    }
+
+    fn observed(&self, uid: &str) {
+        self.0.lock().remove(uid);
+    }
+}
+
 /// Upstream's Job `Controller`.
 struct JobController {
     client: Client,
@@ -179,6 +211,7 @@ struct JobController {
     expectations: Expectations,
     finalizer_expectations: FinalizerExpectations,
     backoff: BackoffStore,
+    finished: FinishedJobExpectations,
     gates: Gates,
 }
 
@@ -319,8 +352,20 @@ impl JobController {
             );
             return Ok(());
         }
+        let uid = shared.metadata.uid.as_deref().unwrap_or("");
         if is_finished(&shared) {
             self.backoff.remove(key);
+            // The sync reads our own last write before the watch brings it; the expectation is
+            // met only once the informer's copy is finished too.
+            if self.jobs.store().get(key).is_some_and(|cached| is_finished(&cached)) {
+                self.finished.observed(uid);
+            }
+            return Ok(());
+        }
+        if self.finished.awaited(uid) {
+            log::debug!(
+                "Skip syncing the job as its marked finished but the corresponding update event is not yet received uid={uid} key={key}"
+            );
             return Ok(());
         }
         if let Some(mode) = spec(&shared).completion_mode.as_deref()
@@ -521,21 +566,11 @@ impl JobController {
         new_condition(type_, "True", reason, message, now)
     }
 
-    /// The `Suspended` condition after `manageJob`; a resumed Job starts its clock again.
+    /// The `Suspended` condition after `manageJob`, with its Event; true if it changed.
     fn update_suspended_condition(&self, job: &mut Job, now: Timestamp) -> bool {
-        if suspended(job) {
-            let changed = ensure_condition(job, "Suspended", "True", "JobSuspended", "Job suspended", now);
-            if changed {
-                self.recorder.event_for(job, EventType::Normal, "Suspended", "Job suspended");
-            }
-            return changed;
-        }
-        let changed = ensure_condition(job, "Suspended", "False", "JobResumed", "Job resumed", now);
-        if changed {
-            self.recorder.event_for(job, EventType::Normal, "Resumed", "Job resumed");
-            job.status.get_or_insert_with(Default::default).start_time = Some(seconds(now));
-        }
-        changed
+        let Some((reason, message)) = set_suspended_condition(job, self.gates, now) else { return false };
+        self.recorder.event_for(job, EventType::Normal, reason, message);
+        true
     }
 
     /// `getPodsForJob`: the pods the Job owns after claiming; adopted pods count as carrying
@@ -583,6 +618,28 @@ impl JobController {
         )?;
         Ok(())
     }
+}
+
+/// The `Suspended` condition as `spec.suspend` says, and the Event to record (reason, message)
+/// when it changed. A resumed Job starts its clock again (`activeDeadlineSeconds` counts
+/// continuous activity); a newly suspended one loses its start time under
+/// `MutableSchedulingDirectivesForSuspendedJobs` (v1.36), as its scheduling directives may now
+/// change before it resumes.
+fn set_suspended_condition(job: &mut Job, gates: Gates, now: Timestamp) -> Option<(&'static str, &'static str)> {
+    if suspended(job) {
+        if !ensure_condition(job, "Suspended", "True", "JobSuspended", "Job suspended", now) {
+            return None;
+        }
+        if gates.mutable_scheduling_directives {
+            job.status.get_or_insert_with(Default::default).start_time = None;
+        }
+        return Some(("Suspended", "Job suspended"));
+    }
+    if !ensure_condition(job, "Suspended", "False", "JobResumed", "Job resumed", now) {
+        return None;
+    }
+    job.status.get_or_insert_with(Default::default).start_time = Some(seconds(now));
+    Some(("Resumed", "Job resumed"))
 }
 
 /// The Job's `spec.selector` as a selector; an empty one selects nothing.
@@ -719,8 +776,9 @@ mod tests {
         Arc::new(serde_json::from_value(pod).expect("a pod"))
     }
 
-    const ALL_ON: Gates = Gates { managed_by: true, pod_replacement_policy: true };
-    const ALL_OFF: Gates = Gates { managed_by: false, pod_replacement_policy: false };
+    const ALL_ON: Gates = Gates { managed_by: true, pod_replacement_policy: true, mutable_scheduling_directives: true };
+    const ALL_OFF: Gates =
+        Gates { managed_by: false, pod_replacement_policy: false, mutable_scheduling_directives: false };
 
     #[test]
     fn the_gates_decide_replacement_and_external_management() {
@@ -766,5 +824,48 @@ mod tests {
             Some("2026-01-01T00:00:00Z")
         );
         assert_eq!(new_condition("Complete", "True", "", "", now).reason, None, "empty reasons are left out");
+    }
+
+    fn start_time(job: &Job) -> Option<Timestamp> {
+        job.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0)
+    }
+
+    #[test]
+    fn suspending_clears_the_start_time_under_its_gate() {
+        let now: Timestamp = "2026-01-01T00:01:00Z".parse().expect("a time");
+        let started = json!({"startTime": "2026-01-01T00:00:00Z"});
+        let running = |suspend: bool| {
+            let mut j = job(json!({"suspend": suspend}));
+            j.status = Some(serde_json::from_value(started.clone()).expect("a status"));
+            j
+        };
+        let mut j = running(true);
+        assert_eq!(set_suspended_condition(&mut j, ALL_ON, now), Some(("Suspended", "Job suspended")));
+        assert_eq!(start_time(&j), None, "cleared when the Suspended condition is added");
+        let mut kept = running(true);
+        assert_eq!(set_suspended_condition(&mut kept, ALL_OFF, now), Some(("Suspended", "Job suspended")));
+        assert!(start_time(&kept).is_some(), "kept without the gate");
+        // Already suspended: nothing changes, whatever the start time.
+        j.status.as_mut().expect("a status").start_time = Some(Time(now));
+        assert_eq!(set_suspended_condition(&mut j, ALL_ON, now), None);
+        assert_eq!(start_time(&j), Some(now));
+        // Resumed: the clock starts again.
+        j.spec.as_mut().expect("a spec").suspend = Some(false);
+        let later: Timestamp = "2026-01-01T00:02:00.5Z".parse().expect("a time");
+        assert_eq!(set_suspended_condition(&mut j, ALL_ON, later), Some(("Resumed", "Job resumed")));
+        assert_eq!(start_time(&j), Some("2026-01-01T00:02:00Z".parse().expect("a time")));
+        assert_eq!(set_suspended_condition(&mut running(false), ALL_ON, now), None, "never suspended");
+    }
+
+    #[test]
+    fn finished_expectations_are_per_job_until_observed() {
+        let finished = FinishedJobExpectations::default();
+        assert!(!finished.awaited("a"));
+        finished.expect("a");
+        assert!(finished.awaited("a") && !finished.awaited("b"));
+        finished.observed("b");
+        assert!(finished.awaited("a"));
+        finished.observed("a");
+        assert!(!finished.awaited("a"));
     }
 }

@@ -131,6 +131,10 @@ impl JobController {
             if finished && let Some(condition) = ctx.finished.clone() {
                 self.record_job_finished(&ctx.job, &condition);
             }
+            if finished {
+                // Until the informer brings the finished Job, its syncs are skipped.
+                self.finished.expect(ctx.job.metadata.uid.as_deref().unwrap_or(""));
+            }
             record_pods_finished(&ctx.job, &old_counters);
         }
         Ok(())

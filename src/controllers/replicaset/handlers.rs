@@ -114,10 +114,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         if let Some(owner) = new_owner {
             let Some(rs) = self.resolve(Self::namespace(new), owner) else { return };
             self.enqueue(&rs);
-            let min_ready = rs.min_ready_seconds();
-            if !is_pod_ready(old) && is_pod_ready(new) && min_ready > 0 {
-                // Check availability again once minReadySeconds passed (plus a second of slack).
-                let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
+            if let Some(delay) = became_ready_requeue(old, new, rs.min_ready_seconds()) {
                 self.queue.add_after(object_key(rs.metadata()), delay);
             }
             return;
@@ -135,5 +132,34 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         let key = object_key(rs.metadata());
         self.expectations.deletion_observed(&key, &pod_key(pod));
         self.queue.add(key);
+    }
+}
+
+/// The `updatePod` requeue of a pod that became ready: its owner is synced again when the pod
+/// becomes available, exactly `minReadySeconds` later (v1.33 added a second of slack; in v1.36
+/// the sync's own availability requeue covers pods that are due at other times).
+fn became_ready_requeue(old: &Pod, new: &Pod, min_ready_seconds: i32) -> Option<Duration> {
+    let became_ready = !is_pod_ready(old) && is_pod_ready(new);
+    (became_ready && min_ready_seconds > 0).then(|| Duration::from_secs(u64::try_from(min_ready_seconds).unwrap_or(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(ready: &str) -> Pod {
+        let status = json!({"conditions": [{"type": "Ready", "status": ready}]});
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "status": status})).expect("a pod")
+    }
+
+    #[test]
+    fn a_pod_that_became_ready_is_checked_after_exactly_min_ready_seconds() {
+        let (unready, ready) = (pod("False"), pod("True"));
+        assert_eq!(became_ready_requeue(&unready, &ready, 5), Some(Duration::from_secs(5)));
+        assert_eq!(became_ready_requeue(&unready, &ready, 0), None, "available at once");
+        assert_eq!(became_ready_requeue(&ready, &ready, 5), None, "ready before");
+        assert_eq!(became_ready_requeue(&ready, &unready, 5), None);
     }
 }

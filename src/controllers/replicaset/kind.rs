@@ -4,8 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition};
-use k8s_openapi::api::core::v1::{PodTemplateSpec, ReplicationController, ReplicationControllerCondition};
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
+use k8s_openapi::api::core::v1::{
+    PodTemplateSpec, ReplicationController, ReplicationControllerCondition, ReplicationControllerStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::{NamespaceResourceScope, Resource};
 use serde::Serialize;
@@ -39,6 +41,9 @@ pub struct ReplicaStatus {
     pub ready_replicas: i32,
     /// `availableReplicas`: pods ready for at least `minReadySeconds`.
     pub available_replicas: i32,
+    /// `terminatingReplicas`: pods being deleted that have not finished yet (ReplicaSets only,
+    /// `None` when not tracked).
+    pub terminating_replicas: Option<i32>,
     /// `observedGeneration`: the generation the status is of.
     pub observed_generation: i64,
     /// `conditions`.
@@ -47,6 +52,9 @@ pub struct ReplicaStatus {
 
 /// A kind of replica controller: ReplicaSet or ReplicationController.
 pub trait ReplicaKind: Informable + Resource<Scope = NamespaceResourceScope> + Clone + Serialize {
+    /// `ReplicaSetControllerFeatures.EnableStatusTerminatingReplicas`: whether the kind's status
+    /// has `terminatingReplicas` (a ReplicaSet's has; a ReplicationController's does not).
+    const STATUS_TERMINATING_REPLICAS: bool;
     /// `spec.replicas`, defaulted to 1 as the API server does.
     fn replicas(&self) -> i32;
     /// `spec.minReadySeconds` (0 when unset).
@@ -66,10 +74,13 @@ fn non_zero(value: i32) -> Option<i32> {
 }
 
 /// Both kinds share the shape of spec, status and conditions field for field (only the types
-/// differ), so one body serves both; `$selector` reads each kind's selector.
+/// differ), so one body serves both; `$selector` reads each kind's selector, `$terminating`
+/// reads and `$set_terminating` writes its `terminatingReplicas` (nothing for RCs).
 macro_rules! replica_kind {
-    ($kind:ty, $condition:ident, $selector:expr) => {
+    ($kind:ty, $status:ty, $condition:ident, $selector:expr, $has_terminating:expr, $terminating:expr, $set_terminating:expr) => {
         impl ReplicaKind for $kind {
+            const STATUS_TERMINATING_REPLICAS: bool = $has_terminating;
+
             fn replicas(&self) -> i32 {
                 self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
             }
@@ -89,6 +100,8 @@ macro_rules! replica_kind {
 
             fn status(&self) -> ReplicaStatus {
                 let status = self.status.clone().unwrap_or_default();
+                let terminating: fn(&$status) -> Option<i32> = $terminating;
+                let terminating_replicas = terminating(&status);
                 let conditions = status.conditions.unwrap_or_default().into_iter().map(|c| Condition {
                     type_: c.type_,
                     status: c.status,
@@ -101,6 +114,7 @@ macro_rules! replica_kind {
                     fully_labeled_replicas: status.fully_labeled_replicas.unwrap_or(0),
                     ready_replicas: status.ready_replicas.unwrap_or(0),
                     available_replicas: status.available_replicas.unwrap_or(0),
+                    terminating_replicas,
                     observed_generation: status.observed_generation.unwrap_or(0),
                     conditions: conditions.collect(),
                 }
@@ -118,8 +132,10 @@ macro_rules! replica_kind {
                         last_transition_time: c.last_transition_time.clone(),
                     })
                     .collect();
-                // Fields the common shape lacks (e.g. terminatingReplicas) are kept.
+                // Fields the common shape lacks are kept.
                 let mut written = self.status.clone().unwrap_or_default();
+                let set_terminating: fn(&mut $status, Option<i32>) = $set_terminating;
+                set_terminating(&mut written, status.terminating_replicas);
                 written.replicas = status.replicas;
                 written.fully_labeled_replicas = non_zero(status.fully_labeled_replicas);
                 written.ready_replicas = non_zero(status.ready_replicas);
@@ -134,10 +150,22 @@ macro_rules! replica_kind {
     };
 }
 
-replica_kind!(ReplicaSet, ReplicaSetCondition, |rs| {
-    Selector::from_label_selector(&rs.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default())
-});
+replica_kind!(
+    ReplicaSet,
+    ReplicaSetStatus,
+    ReplicaSetCondition,
+    |rs| Selector::from_label_selector(&rs.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default()),
+    true,
+    |s| s.terminating_replicas,
+    |s, terminating| s.terminating_replicas = terminating
+);
 
-replica_kind!(ReplicationController, ReplicationControllerCondition, |rc| {
-    Ok(Selector::from_map(rc.spec.as_ref().and_then(|s| s.selector.as_ref()).unwrap_or(&BTreeMap::new())))
-});
+replica_kind!(
+    ReplicationController,
+    ReplicationControllerStatus,
+    ReplicationControllerCondition,
+    |rc| Ok(Selector::from_map(rc.spec.as_ref().and_then(|s| s.selector.as_ref()).unwrap_or(&BTreeMap::new()))),
+    false,
+    |_| None,
+    |_, _| {}
+);

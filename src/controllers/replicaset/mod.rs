@@ -1,5 +1,5 @@
 //! The ReplicaSet controller (`replicaset-controller`) and the ReplicationController manager
-//! (`replicationcontroller-controller`), after upstream v1.33's `pkg/controller/replicaset`
+//! (`replicationcontroller-controller`), after upstream v1.36's `pkg/controller/replicaset`
 //! (`replica_set.go`, `replica_set_utils.go`) and `pkg/controller/replication`, which runs the
 //! same controller over RCs. One generic [`ReplicaManager`] serves both kinds through the
 //! [`kind::ReplicaKind`] trait.
@@ -7,15 +7,17 @@
 //! A sync (`syncReplicaSet`) lists the namespace's active pods from the informer, claims them
 //! (adopting matching orphans, releasing owned pods that stopped matching), creates or deletes
 //! pods to reach `spec.replicas` when earlier writes have been observed (the expectations), and
-//! writes the status.
+//! writes the status (for ReplicaSets also `terminatingReplicas`, under the
+//! `DeploymentReplicaSetTerminatingReplicas` gate). While some ready pods are not yet available
+//! (`minReadySeconds`), the key comes back when the first of them is due.
 
+mod availability;
 mod claim;
 mod handlers;
 pub mod kind;
 mod status;
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -35,6 +37,7 @@ use crate::runtime::slow_start::slow_start_batch;
 use crate::runtime::workqueue::WorkQueue;
 
 use crate::apimachinery::pod::is_pod_active;
+use availability::availability_requeue;
 use kind::ReplicaKind;
 
 /// `BurstReplicas`: at most this many pods are created or deleted in one sync.
@@ -51,16 +54,19 @@ const FAILED_DELETE: &str = "FailedDelete";
 pub struct Config {
     /// `--concurrent-replicaset-syncs` or `--concurrent-rc-syncs`.
     pub workers: usize,
+    /// The `DeploymentReplicaSetTerminatingReplicas` feature gate (beta, on in v1.36): ReplicaSets
+    /// report `status.terminatingReplicas` (RCs never do, their status has no such field).
+    pub terminating_replicas: bool,
 }
 
 /// `NewReplicaSetController`.
 pub fn new_replica_sets(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
-    start::<ReplicaSet>(context, "replicaset", config.workers)
+    start::<ReplicaSet>(context, "replicaset", config)
 }
 
 /// `NewReplicationManager`.
 pub fn new_replication_controllers(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
-    start::<ReplicationController>(context, "replicationmanager", config.workers)
+    start::<ReplicationController>(context, "replicationmanager", config)
 }
 
 /// `NewBaseController` + `Run`: informers of the kind and of pods, handlers feeding the queue,
@@ -68,7 +74,7 @@ pub fn new_replication_controllers(context: &ControllerContext<'_>, config: Conf
 fn start<K: ReplicaKind>(
     context: &ControllerContext<'_>,
     queue_name: &str,
-    workers: usize,
+    config: Config,
 ) -> Result<Controller, String> {
     sorting_deletion_age_ratio();
     let queue = WorkQueue::new(queue_name);
@@ -79,13 +85,15 @@ fn start<K: ReplicaKind>(
         expectations: Expectations::default(),
         queue: queue.clone(),
         recorder: context.recorder.clone(),
+        terminating_replicas: config.terminating_replicas && K::STATUS_TERMINATING_REPLICAS,
     });
     let handler = manager.clone();
     manager.controllers.add_handler(move |event: &Event<K>| handler.on_controller_event(event));
     let handler = manager.clone();
     manager.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
-    Ok(Controller::new()
-        .with_queue(&queue, workers, move |key: &String| manager.sync_replica_set(key).map_err(SyncError::Failed)))
+    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| {
+        manager.sync_replica_set(key).map_err(SyncError::Failed)
+    }))
 }
 
 /// The controller of one kind (upstream's `ReplicaSetController`).
@@ -96,6 +104,8 @@ pub struct ReplicaManager<K: ReplicaKind> {
     expectations: Expectations,
     queue: WorkQueue<String>,
     recorder: EventRecorder,
+    /// The gate and the kind's `EnableStatusTerminatingReplicas`: count terminating pods.
+    terminating_replicas: bool,
 }
 
 /// `replicaset_controller_sorting_deletion_age_ratio`, registered when either controller is
@@ -167,6 +177,11 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         let owner_uid = rs.metadata().uid.as_ref();
         let candidates =
             self.pods.store().list_namespace_where(namespace, |m| claim_candidate(owner_uid, &selector, m));
+        // Only pods this ReplicaSet controls count as terminating (none are claimed).
+        let terminating: Option<Vec<Arc<Pod>>> = self.terminating_replicas.then(|| {
+            let owned_terminating = candidates.iter().filter(|p| status::is_terminating_replica(&*rs, &selector, p));
+            owned_terminating.cloned().collect()
+        });
         let active: Vec<Arc<Pod>> = candidates.into_iter().filter(|p| is_pod_active(p)).collect();
         let pods = self.claim_pods(&rs, &selector, active)?;
         let manage_error = if needs_sync && rs.metadata().deletion_timestamp.is_none() {
@@ -174,25 +189,21 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         } else {
             None
         };
-        let new_status = status::calculate_status(&*rs, &pods, manage_error.as_deref(), Timestamp::now());
+        // One time for the availability in the status and the next availability check, so
+        // that a pod counted unavailable is one the check waits for.
+        let now = Timestamp::now();
+        let new_status = status::calculate_status(&*rs, &pods, terminating.as_deref(), manage_error.as_deref(), now);
         let updated = status::update_status(&self.client, &*rs, new_status)?;
         if updated.metadata().resource_version != rs.metadata().resource_version {
             self.controllers.mutation(updated.clone());
         }
-        self.requeue_for_availability(key, &updated, manage_error.is_none());
-        manage_error.map_or(Ok(()), Err)
-    }
-
-    /// Resync after `minReadySeconds` when all pods are ready but some not available yet.
-    fn requeue_for_availability(&self, key: &str, rs: &K, managed: bool) {
-        let (min_ready, status) = (rs.min_ready_seconds(), rs.status());
-        if managed
-            && min_ready > 0
-            && status.ready_replicas == rs.replicas()
-            && status.available_replicas != rs.replicas()
-        {
-            self.queue.add_after(key.to_string(), Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)));
+        if let Some(error) = manage_error {
+            return Err(error);
         }
+        if let Some(delay) = availability_requeue(&updated, &pods, now, Timestamp::now()) {
+            self.queue.add_after(key.to_string(), delay);
+        }
+        Ok(())
     }
 
     /// `manageReplicas`: creates or deletes pods to reach `spec.replicas`.

@@ -15,7 +15,7 @@ use super::*;
 use crate::controllers::deployment::progress::{Requeue, requeue_stuck, rollout_status};
 use crate::controllers::deployment::recreate::old_pods_running;
 use crate::controllers::deployment::rolling::max_scaled_down;
-use crate::controllers::deployment::sync::proportional_sizes;
+use crate::controllers::deployment::sync::{calculate_status, generate_replica_set_name, proportional_sizes};
 
 fn at(second: i64) -> Timestamp {
     Timestamp::from_second(1_700_000_000 + second).unwrap()
@@ -211,17 +211,17 @@ fn progress_is_reported_until_complete_then_timed_out_when_stuck() {
     let mut d = deployment(2, json!(1), json!(0));
     let new = replica_set("new", 10, 2, 0, json!({}));
     // Not progressing, no condition yet: nothing to estimate but Available=False.
-    let status = rollout_status(std::slice::from_ref(&new), Some(&new), &d, at(0));
+    let status = rollout_status(std::slice::from_ref(&new), Some(&new), &d, true, at(0));
     assert_eq!(status.updated_replicas, Some(2));
     assert_eq!(get_condition(&status, AVAILABLE).unwrap().reason.as_deref(), Some(MINIMUM_REPLICAS_UNAVAILABLE));
     assert_eq!(get_condition(&status, PROGRESSING).unwrap().reason.as_deref(), Some(REPLICA_SET_UPDATED));
     d.status = Some(status);
     // No change for 600 s: the deadline passes.
-    let status = rollout_status(std::slice::from_ref(&new), Some(&new), &d, at(300));
+    let status = rollout_status(std::slice::from_ref(&new), Some(&new), &d, true, at(300));
     assert_eq!(get_condition(&status, PROGRESSING).unwrap().reason.as_deref(), Some(REPLICA_SET_UPDATED));
     assert_eq!(requeue_stuck(&d, &status, at(300)), Requeue::After(Duration::from_secs(301)));
     assert_eq!(requeue_stuck(&d, &status, at(600)), Requeue::Now);
-    let status = rollout_status(std::slice::from_ref(&new), Some(&new), &d, at(601));
+    let status = rollout_status(std::slice::from_ref(&new), Some(&new), &d, true, at(601));
     let progressing = get_condition(&status, PROGRESSING).unwrap();
     assert_eq!((progressing.status.as_str(), progressing.reason.as_deref()), ("False", Some(TIMED_OUT)));
     assert_eq!(progressing.message.as_deref(), Some("ReplicaSet \"new\" has timed out progressing."));
@@ -229,7 +229,7 @@ fn progress_is_reported_until_complete_then_timed_out_when_stuck() {
     assert_eq!(requeue_stuck(&d, d.status.as_ref().unwrap(), at(602)), Requeue::Never);
     // Once all replicas are available the rollout is complete.
     let ready = replica_set("new", 10, 2, 2, json!({}));
-    let status = rollout_status(std::slice::from_ref(&ready), Some(&ready), &d, at(700));
+    let status = rollout_status(std::slice::from_ref(&ready), Some(&ready), &d, true, at(700));
     let progressing = get_condition(&status, PROGRESSING).unwrap();
     assert_eq!((progressing.status.as_str(), progressing.reason.as_deref()), ("True", Some(NEW_RS_AVAILABLE)));
     assert_eq!(get_condition(&status, AVAILABLE).unwrap().reason.as_deref(), Some(MINIMUM_REPLICAS_AVAILABLE));
@@ -250,11 +250,11 @@ fn replica_failures_of_the_new_replica_set_win() {
     let mut new = replica_set("new", 10, 1, 0, json!({}));
     failure(&mut old, "old quota");
     let all = [old.clone(), new.clone()];
-    let status = rollout_status(&all, Some(&new), &d, at(1));
+    let status = rollout_status(&all, Some(&new), &d, true, at(1));
     assert_eq!(get_condition(&status, REPLICA_FAILURE).unwrap().message.as_deref(), Some("old quota"));
     failure(&mut new, "new quota");
     let all = [old, new.clone()];
-    let status = rollout_status(&all, Some(&new), &d, at(1));
+    let status = rollout_status(&all, Some(&new), &d, true, at(1));
     assert_eq!(get_condition(&status, REPLICA_FAILURE).unwrap().message.as_deref(), Some("new quota"));
 }
 
@@ -325,4 +325,71 @@ fn active_or_latest_and_saturation() {
     assert!(!is_saturated(&d, Some(&new)));
     let full = replica_set("n", 9, 3, 3, json!({DESIRED_REPLICAS: "3"}));
     assert!(is_saturated(&d, Some(&full)));
+}
+
+/// A ReplicaSet's status with `observedGeneration` and `terminatingReplicas` as given.
+fn synced(name: &str, observed: Option<i64>, terminating: Option<i32>) -> ReplicaSet {
+    let mut rs = replica_set(name, 0, 1, 1, json!({}));
+    let status = rs.status.as_mut().unwrap();
+    status.observed_generation = observed;
+    status.terminating_replicas = terminating;
+    rs
+}
+
+#[test]
+fn terminating_replicas_sum_skips_unsynced_replica_sets_and_is_unknown_if_one_does_not_report() {
+    assert_eq!(terminating_replicas_sum(&[]), Some(0));
+    let a = synced("a", Some(1), Some(2));
+    let b = synced("b", Some(3), Some(0));
+    let fresh = synced("fresh", None, None);
+    let fresh_reporting = synced("fresh-reporting", None, Some(1));
+    let silent = synced("silent", Some(1), None);
+    assert_eq!(terminating_replicas_sum(&[a.clone(), b.clone()]), Some(2));
+    assert_eq!(terminating_replicas_sum(&[a.clone(), fresh]), Some(2), "never synced: left out");
+    assert_eq!(terminating_replicas_sum(&[a.clone(), fresh_reporting]), Some(3));
+    assert_eq!(terminating_replicas_sum(&[a, silent, b]), None, "synced without a count");
+}
+
+#[test]
+fn the_status_reports_terminating_replicas_only_under_the_gate() {
+    let d = deployment(2, json!(1), json!(0));
+    let all = [synced("a", Some(1), Some(1)), synced("b", Some(1), Some(0))];
+    let on = calculate_status(&all, Some(&all[1]), &d, true, at(0));
+    assert_eq!(on.terminating_replicas, Some(1));
+    let off = calculate_status(&all, Some(&all[1]), &d, false, at(0));
+    assert_eq!(off.terminating_replicas, None);
+    let zero = calculate_status(&all[1..], Some(&all[1]), &d, true, at(0));
+    assert_eq!(zero.terminating_replicas, Some(0), "0 is reported, not left out");
+    let unknown = [synced("silent", Some(1), None)];
+    assert_eq!(calculate_status(&unknown, None, &d, true, at(0)).terminating_replicas, None);
+}
+
+#[test]
+fn replica_set_names_are_cut_to_fit_a_dns_subdomain() {
+    assert_eq!(generate_replica_set_name("web", "5d4f8b9c7"), "web-5d4f8b9c7");
+    let long = "d".repeat(250);
+    let name = generate_replica_set_name(&long, "5d4f8b9c7");
+    assert_eq!(name.len(), 253);
+    assert_eq!(name, format!("{}-5d4f8b9c7", "d".repeat(243)));
+    let fits = "d".repeat(243);
+    assert_eq!(generate_replica_set_name(&fits, "5d4f8b9c7"), format!("{fits}-5d4f8b9c7"), "exactly 253: kept");
+    let cut = generate_replica_set_name(&"d".repeat(244), "5d4f8b9c7");
+    assert_eq!(cut, format!("{}-5d4f8b9c7", "d".repeat(243)));
+}
+
+#[test]
+fn the_pod_map_takes_the_pods_each_replica_set_controls_whatever_their_labels() {
+    use crate::controllers::deployment::controlled_by;
+    let rs = replica_set("a", 0, 1, 1, json!({}));
+    let pod = |namespace: &str, kind: &str, name: &str, uid: &str, labels: Value| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": namespace, "labels": labels,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid, "controller": true}]}}))
+        .unwrap()
+    };
+    // v1.36 no longer filters by the Deployment's selector.
+    assert!(controlled_by(&pod("ns", "ReplicaSet", "a", "a-uid", json!({"app": "other"})).metadata, &rs));
+    assert!(!controlled_by(&pod("ns", "ReplicaSet", "b", "a-uid", json!({})).metadata, &rs), "the index key");
+    assert!(!controlled_by(&pod("ns", "Deployment", "a", "a-uid", json!({})).metadata, &rs), "the index key");
+    assert!(!controlled_by(&pod("other", "ReplicaSet", "a", "a-uid", json!({})).metadata, &rs));
+    assert!(!controlled_by(&pod("ns", "ReplicaSet", "a", "b-uid", json!({})).metadata, &rs));
 }
