@@ -62,12 +62,12 @@ pub fn metrics() -> &'static JobMetrics {
             ),
             failures_handled_by_policy: counter(
                 "job_controller_pod_failures_handled_by_failure_policy_total",
-                "[ALPHA] The number of failed Pods handled by failure policy with\n\t\t\trespect to the failure policy action applied based on the matched\n\t\t\trule. Possible values of the action label correspond to the\n\t\t\tpossible values for the failure policy rule action, which are:\n\t\t\t\"FailJob\", \"Ignore\" and \"Count\".",
+                "[BETA] The number of failed Pods handled by failure policy with\n\t\t\trespect to the failure policy action applied based on the matched\n\t\t\trule. Possible values of the action label correspond to the\n\t\t\tpossible values for the failure policy rule action, which are:\n\t\t\t\"FailJob\", \"Ignore\" and \"Count\".",
                 &["action"],
             ),
             terminated_pods_tracking_finalizer: counter(
                 "job_controller_terminated_pods_tracking_finalizer_total",
-                "[ALPHA] The number of terminated pods (phase=Failed|Succeeded)\nthat have the finalizer batch.kubernetes.io/job-tracking\nThe event label can be \"add\" or \"delete\".",
+                "[BETA] The number of terminated pods (phase=Failed|Succeeded)\nthat have the finalizer batch.kubernetes.io/job-tracking\nThe event label can be \"add\" or \"delete\".",
                 &["event"],
             ),
             finished_indexes: counter(
