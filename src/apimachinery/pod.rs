@@ -42,6 +42,14 @@ pub fn is_pod_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bo
     due.is_some_and(|due| due <= now)
 }
 
+/// `CalculatePodConditionObservedGeneration` and `CalculatePodStatusObservedGeneration`: with
+/// PodObservedGenerationTracking GA and locked on since v1.35 (it was alpha and off in v1.33),
+/// the `observedGeneration` a controller writes in a pod condition or the pod status is the
+/// pod's `metadata.generation`; `None` for 0, which Go's `omitempty` leaves out.
+pub fn observed_generation(pod: &Pod) -> Option<i64> {
+    pod.metadata.generation.filter(|generation| *generation != 0)
+}
+
 /// `UpdatePodCondition`: sets `condition` in `status`, keeping the old `lastTransitionTime`
 /// when the condition's status did not change, and `now` otherwise. Returns whether anything
 /// changed.
@@ -109,6 +117,16 @@ mod tests {
         assert_eq!(status.conditions.as_ref().unwrap()[0].last_transition_time, Some(Time(at(10))));
         assert!(update_pod_condition(&mut status, condition("DisruptionTarget", "False", "B"), at(40)));
         assert_eq!(status.conditions.as_ref().unwrap()[0].last_transition_time, Some(Time(at(40))));
+    }
+
+    #[test]
+    fn the_observed_generation_is_the_pods_generation_when_set() {
+        let mut generated = pod(json!({}));
+        assert_eq!(observed_generation(&generated), None);
+        generated.metadata.generation = Some(0);
+        assert_eq!(observed_generation(&generated), None, "omitempty");
+        generated.metadata.generation = Some(3);
+        assert_eq!(observed_generation(&generated), Some(3));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The pod garbage collector (`pod-garbage-collector-controller`), after upstream v1.33's
+//! The pod garbage collector (`pod-garbage-collector-controller`), after upstream v1.36's
 //! `pkg/controller/podgc/gc_controller.go`.
 //!
 //! Every 20 s (`gcCheckPeriod`, measured from the end of the previous pass) it force-deletes,
@@ -8,11 +8,12 @@
 //! - terminating pods on a NotReady node with the `node.kubernetes.io/out-of-service` taint;
 //! - pods bound to a node that does not exist: such a node is quarantined for 40 s
 //!   (`quarantineTime`), then confirmed missing with a GET before its pods are deleted with the
-//!   `DisruptionTarget` condition (reason `DeletionByPodGC`);
+//!   `DisruptionTarget` condition (reason `DeletionByPodGC`, `observedGeneration` the pod's
+//!   generation);
 //! - terminating pods that were never scheduled.
 //!
-//! Each pod not terminated yet is first patched to phase Failed (`markFailedAndDeletePod`),
-//! then deleted with a grace period of 0.
+//! Each pod not terminated yet is first patched to phase Failed with `status.observedGeneration`
+//! its generation (`markFailedAndDeletePod`), then deleted with a grace period of 0.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -20,10 +21,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 
 use crate::apimachinery::clock::{Clock, RealClock};
-use crate::apimachinery::pod::{phase, update_pod_condition};
+use crate::apimachinery::pod::{observed_generation, phase, update_pod_condition};
 use crate::client::{Api, Client, DeleteParams};
 use crate::controllers::nodeutil::{TAINT_NODE_OUT_OF_SERVICE, is_node_ready, taint_key_exists};
 use crate::controllers::podutil::patch_pod_status;
@@ -282,14 +283,7 @@ impl PodGc {
             .collect();
         for pod in pods.iter().filter(|p| deleted.contains(node_name_of(p))) {
             log::debug!("found orphaned pod {} assigned to the node {:?}, deleting", pod_ref(pod), node_name_of(pod));
-            let condition = PodCondition {
-                type_: "DisruptionTarget".into(),
-                status: "True".into(),
-                reason: Some("DeletionByPodGC".into()),
-                message: Some("PodGC: node no longer exists".into()),
-                ..PodCondition::default()
-            };
-            if self.delete_counted(pod, Some(condition), REASON_ORPHANED) {
+            if self.delete_counted(pod, Some(orphaned_condition(pod)), REASON_ORPHANED) {
                 log::info!("Forced deletion of orphaned Pod succeeded pod={:?}", pod_ref(pod));
             }
         }
@@ -335,11 +329,7 @@ impl PodGc {
         let (namespace, name) = (pod.metadata.namespace.as_deref().unwrap_or_default(), pod.metadata.name.as_deref());
         log::info!("PodGC is force deleting Pod pod={:?}", pod_ref(pod));
         if !matches!(phase(pod), "Succeeded" | "Failed") {
-            let mut status = pod.status.clone().unwrap_or_default();
-            status.phase = Some("Failed".into());
-            if let Some(condition) = condition {
-                update_pod_condition(&mut status, condition, Timestamp::now());
-            }
+            let status = failed_status(pod, condition, Timestamp::now());
             patch_pod_status(&self.client, pod, &status)
                 .map_err(|e| format!("failed to patch status for pod {}: {e}", pod_ref(pod)))?;
         }
@@ -349,6 +339,33 @@ impl PodGc {
             .map(|_| ())
             .map_err(|e| format!("failed to delete pod {}: {e}", pod_ref(pod)))
     }
+}
+
+/// The condition `gcOrphaned` gives a pod whose node is gone: DisruptionTarget, reason
+/// `DeletionByPodGC`, with the pod's generation as `observedGeneration` (v1.36; v1.33 had none,
+/// PodObservedGenerationTracking being off).
+fn orphaned_condition(pod: &Pod) -> PodCondition {
+    PodCondition {
+        type_: "DisruptionTarget".into(),
+        observed_generation: observed_generation(pod),
+        status: "True".into(),
+        reason: Some("DeletionByPodGC".into()),
+        message: Some("PodGC: node no longer exists".into()),
+        ..PodCondition::default()
+    }
+}
+
+/// The status `markFailedAndDeletePodWithCondition` patches before deleting a pod that is not
+/// terminal: phase Failed, `observedGeneration` the pod's generation (new in v1.36), and the
+/// condition, if any, set as `UpdatePodCondition` does.
+fn failed_status(pod: &Pod, condition: Option<PodCondition>, now: Timestamp) -> PodStatus {
+    let mut status = pod.status.clone().unwrap_or_default();
+    status.phase = Some("Failed".into());
+    status.observed_generation = observed_generation(pod);
+    if let Some(condition) = condition {
+        update_pod_condition(&mut status, condition, now);
+    }
+    status
 }
 
 #[cfg(test)]
@@ -473,5 +490,32 @@ mod tests {
         }));
         assert_eq!(due, ["gone"]);
         assert!(quarantine.take_due().is_empty(), "taken out once");
+    }
+
+    #[test]
+    fn an_orphaned_pod_is_failed_with_its_generation_observed() {
+        let running = pod(
+            "orphan",
+            1,
+            "Running",
+            json!({"metadata": {"generation": 4}, "status": {"conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "1970-01-01T00:00:01Z"}]}}),
+        );
+        let now = Timestamp::from_second(50).unwrap();
+        let status = failed_status(&running, Some(orphaned_condition(&running)), now);
+        assert_eq!((status.phase.as_deref(), status.observed_generation), (Some("Failed"), Some(4)));
+        let conditions = status.conditions.unwrap_or_default();
+        let target = conditions.iter().find(|c| c.type_ == "DisruptionTarget").expect("the condition");
+        assert_eq!(
+            (target.status.as_str(), target.reason.as_deref(), target.message.as_deref()),
+            ("True", Some("DeletionByPodGC"), Some("PodGC: node no longer exists"))
+        );
+        assert_eq!(target.observed_generation, Some(4));
+        assert_eq!(target.last_transition_time.as_ref().map(|t| t.0), Some(now));
+        assert_eq!(conditions.len(), 2, "the Ready condition stays");
+
+        // Without a condition (terminating pods) only the phase and the generation change.
+        let plain = failed_status(&running, None, now);
+        assert_eq!((plain.observed_generation, plain.conditions.map(|c| c.len())), (Some(4), Some(1)));
     }
 }

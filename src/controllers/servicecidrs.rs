@@ -1,7 +1,8 @@
-//! The Service CIDR controller (`service-cidr-controller`), after upstream v1.33's
+//! The Service CIDR controller (`service-cidr-controller`), after upstream v1.36's
 //! `pkg/controller/servicecidrs`: every ServiceCIDR gets the finalizer
 //! `networking.k8s.io/service-cidr-finalizer` and a `Ready=True` condition (server-side apply,
-//! field manager `service-cidr-controller`, forced). A ServiceCIDR being deleted keeps its
+//! field manager `service-cidr-controller`, forced; since v1.36 only when the condition's
+//! status, reason or message differ, so its `lastTransitionTime` stays). A ServiceCIDR being deleted keeps its
 //! finalizer, with `Ready=False`/`Terminating`, while an IPAddress the kube-apiserver allocated
 //! from it is contained in no other ServiceCIDR; once none is, the finalizer goes 10 s after the
 //! deletion began (so that the apiservers' allocators have seen it). IPAddress events requeue
@@ -35,6 +36,7 @@ const IP_ALLOCATOR: &str = "ipallocator.k8s.io";
 const LABEL_IP_FAMILY: &str = "ipaddress.kubernetes.io/ip-family";
 const TERMINATING_MESSAGE: &str =
     "There are still IPAddresses referencing the ServiceCIDR, please remove them or create a new ServiceCIDR";
+const READY_MESSAGE: &str = "Kubernetes Service CIDR is ready";
 
 /// What the controller takes from the flags.
 #[derive(Debug, Clone)]
@@ -153,17 +155,32 @@ fn can_delete(cidr: &ServiceCIDR, all: &[Arc<ServiceCIDR>], addresses: &[Arc<IPA
     true
 }
 
-/// The status apply configuration upstream builds (`ServiceCIDRStatus().WithConditions(...)`).
+/// The Ready condition's status, reason and message: True with no reason, or False with
+/// `Terminating`.
+fn ready_condition(ready: bool) -> (&'static str, &'static str, &'static str) {
+    if ready { ("True", "", READY_MESSAGE) } else { ("False", "Terminating", TERMINATING_MESSAGE) }
+}
+
+/// `updateConditionIfNeeded`'s test: the cached ServiceCIDR already has this Ready condition
+/// (same status, reason and message), which is then not applied again.
+fn ready_up_to_date(cidr: &ServiceCIDR, ready: bool) -> bool {
+    let (status, reason, message) = ready_condition(ready);
+    let conditions = cidr.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let current = conditions.and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
+    current.is_some_and(|c| c.status == status && c.reason == reason && c.message == message)
+}
+
+/// The status apply configuration of `updateConditionIfNeeded`
+/// (`ServiceCIDRStatus().WithConditions(...)`); v1.36 sets the reason even when empty.
 fn ready_apply(name: &str, ready: bool, now: Timestamp) -> Value {
-    let mut condition = json!({
+    let (status, reason, message) = ready_condition(ready);
+    let condition = json!({
         "type": "Ready",
-        "status": if ready { "True" } else { "False" },
-        "message": if ready { "Kubernetes Service CIDR is ready" } else { TERMINATING_MESSAGE },
+        "status": status,
+        "reason": reason,
+        "message": message,
         "lastTransitionTime": now.round(jiff::Unit::Second).unwrap_or(now).strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
     });
-    if !ready {
-        condition["reason"] = "Terminating".into();
-    }
     json!({
         "kind": "ServiceCIDR",
         "apiVersion": "networking.k8s.io/v1",
@@ -222,7 +239,7 @@ impl ServiceCidrs {
             return self.sync_deleting(&cidr);
         }
         self.add_finalizer_if_needed(&cidr)?;
-        if let Err(e) = self.apply_status(name, true) {
+        if let Err(e) = self.update_condition_if_needed(&cidr, true) {
             log::info!("error updating default ServiceCIDR status error=\"{}\"", e.message());
             let message = "The ServiceCIDR Status can not be set to Ready=True";
             self.recorder.event_for(cidr.as_ref(), EventType::Warning, "KubernetesServiceCIDRError", message);
@@ -237,13 +254,23 @@ impl ServiceCidrs {
         let name = name_of(cidr);
         let all = self.cidrs.store().list();
         if !can_delete(cidr, &all, &self.addresses.store().list()) {
-            return self.apply_status(name, false);
+            return self.update_condition_if_needed(cidr, false);
         }
         if let Some(left) = grace_left(cidr, Timestamp::now()) {
             self.queue.add_after(name.to_string(), left);
             return Ok(());
         }
         self.remove_finalizer_if_needed(cidr)
+    }
+
+    /// `updateConditionIfNeeded`: the Ready condition applied unless already there.
+    fn update_condition_if_needed(&self, cidr: &ServiceCIDR, ready: bool) -> SyncResult {
+        let name = name_of(cidr);
+        if ready_up_to_date(cidr, ready) {
+            log::trace!("ServiceCIDR condition already up to date ServiceCIDR=\"{name}\" conditionType=\"Ready\"");
+            return Ok(());
+        }
+        self.apply_status(name, ready)
     }
 
     fn apply_status(&self, name: &str, ready: bool) -> SyncResult {

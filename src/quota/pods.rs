@@ -330,6 +330,13 @@ fn is_pod_level_resources_set(pod: &Pod) -> bool {
     lists.flatten().any(|list| list.keys().any(|name| is_pod_level_resource(name)))
 }
 
+/// `IsPodLevelRequestsSet`: pod-level requests of a supported resource.
+pub fn is_pod_level_requests_set(pod: &Pod) -> bool {
+    let resources = pod.spec.as_ref().and_then(|s| s.resources.as_ref());
+    let requests = resources.and_then(|r| r.requests.as_ref());
+    requests.is_some_and(|list| list.keys().any(|name| is_pod_level_resource(name)))
+}
+
 /// Pod-level values of supported resources in one list (`requests` or `limits`).
 fn pod_level(pod: &Pod, field: Field) -> ResourceList {
     let resources = pod.spec.as_ref().and_then(|s| s.resources.as_ref());

@@ -3,7 +3,8 @@
 //! auto-approved and signed, and the certificate then authenticates the node to the server in a
 //! real TLS handshake; the node rotates it through a self CSR; a serving CSR approved by the
 //! admin is signed with its SANs and the 15 minutes it asked for (plus 5 minutes of backdating);
-//! a client CSR with a server usage fails; the cleaner deletes what is old enough.
+//! a client CSR with a server usage fails; the cleaner deletes what is old enough, approved
+//! CSRs never issued included.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -282,4 +283,33 @@ fn the_cleaner_deletes_old_csrs(backend: Backend) {
         csrs.replace_subresource("approval", "denied", &denied, &PostParams::default()).expect("denied");
     eventually("the denied CSR deleted", || csrs.get_opt("denied").ok()?.is_none().then_some(()));
     assert!(csrs.get_opt("pending").expect("a read").is_some(), "a pending CSR younger than a day stays");
+}
+
+on_both_backends!(the_cleaner_deletes_approved_csrs_never_issued);
+/// An approved CSR no signer issues goes once its approval is older than the pending
+/// expiration (v1.36's `isApprovedUnissuedPastDeadline`; v1.33 kept it forever), here 2 s.
+fn the_cleaner_deletes_approved_csrs_never_issued(backend: Backend) {
+    let cleaner = named("certificatesigningrequest-cleaner-controller").started_by(|c, _| {
+        let config = cleaner::Config {
+            polling_interval: Duration::from_millis(500),
+            approved_expiration: Duration::from_secs(24 * 3600),
+            denied_expiration: Duration::from_secs(24 * 3600),
+            pending_expiration: Duration::from_secs(2),
+        };
+        cleaner::new(c, config)
+    });
+    // Approved before the cleaner starts, which would otherwise delete it as pending after 2 s.
+    let cluster = harness::with(&[cleaner]).on(backend).without_nodes().start_with(|client, _| {
+        let csrs = Api::<CertificateSigningRequest>::all(client);
+        let (_, pem) = request("someone", &[], &[], &[]);
+        let csr = csr_object("approved", &pem, "example.com/signer", &["client auth"], None);
+        csrs.create(&csr, &PostParams::default()).expect("created");
+        approve(&csrs, "approved");
+    });
+    let csrs = Api::<CertificateSigningRequest>::all(&cluster.client);
+    if let Some(approved) = csrs.get_opt("approved").expect("a read") {
+        let conditions = approved.status.as_ref().and_then(|s| s.conditions.as_ref()).expect("conditions");
+        assert!(conditions[0].last_update_time.is_some(), "the server stamps the approval");
+    }
+    eventually("the approved, unissued CSR deleted", || csrs.get_opt("approved").ok()?.is_none().then_some(()));
 }

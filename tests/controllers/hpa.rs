@@ -4,7 +4,8 @@
 //! and external metrics), and a 1 s sync period: a CPU utilisation HPA scales a Deployment
 //! 2→5 and back to 2 after its scale-down stabilisation window; a target below minReplicas
 //! is raised to it; a missing target is reported; a memory AverageValue target, a Pods
-//! metric and an External metric scale as upstream computes.
+//! metric and an External metric scale as upstream computes; pod-level cpu requests
+//! (PodLevelResources) are what utilization is measured against.
 
 use std::time::{Duration, Instant};
 
@@ -349,7 +350,7 @@ fn memory_pods_and_external_metrics(backend: Backend) {
     wait_event(&cluster, "mem", "SuccessfulRescale", "New size: 4; reason: memory resource above target");
     let mem = wait_status(&cluster, "mem", 4, 4);
     let current = mem.status.as_ref().unwrap().current_metrics.as_ref().unwrap()[0].resource.clone().unwrap();
-    assert_eq!(current.current.average_value.map(|q| q.0), Some("104857600".to_string()));
+    assert_eq!(current.current.average_value.map(|q| q.0), Some("100Mi".to_string()), "BinarySI since v1.36");
 
     // A Pods metric: 30 per pod against 10 → 3 × 1 pod.
     deployment(&cluster, "queue", 1, json!({"kcm-sandbox.dev/metric.jobs": "30"}));
@@ -371,4 +372,37 @@ fn memory_pods_and_external_metrics(backend: Backend) {
     let ext = wait_status(&cluster, "ext", 2, 2);
     let value = ext.status.unwrap().current_metrics.unwrap()[0].external.clone().unwrap().current.value.map(|q| q.0);
     assert_eq!(value, Some("40".to_string()));
+}
+
+on_both_backends!(utilization_is_of_pod_level_requests);
+/// PodLevelResources (beta and on since v1.34): pods with pod-level requests are measured
+/// against those, not their containers'.
+fn utilization_is_of_pod_level_requests(backend: Backend) {
+    let (cluster, _apis) = start(backend);
+    // Containers request 100m, the pods 500m.
+    let deployment: Deployment = from(json!({"metadata": {"name": "pl"}, "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "pl"}},
+        "template": {"metadata": {"labels": {"app": "pl"}}, "spec": {
+            "resources": {"requests": {"cpu": "500m"}},
+            "containers": [{"name": "app", "image": "nginx:1.27", "resources": {"requests": {"cpu": "100m"}}}]}}}}));
+    cluster.api::<Deployment>().create(&deployment, &PostParams::default()).expect("deployment created");
+    // 1500m over 2 pods: 150% of the pod-level requests against 50% → 6 pods, where the
+    // containers' requests (750%) would give 15, held at the maximum of 10.
+    let service: Service =
+        from(json!({"metadata": {"name": "pl", "annotations": {"kcm-sandbox.dev/cpu-load": "1500m"}},
+        "spec": {"selector": {"app": "pl"}, "ports": [{"port": 80}]}}));
+    cluster.api::<Service>().create(&service, &PostParams::default()).expect("service created");
+    hpa(&cluster, "pl", "pl", 2, 10, cpu_utilization(50), Value::Null);
+    wait_replicas(&cluster, "pl", 6);
+    let reason = "cpu resource utilization (percentage of request) above target";
+    wait_event(&cluster, "pl", "SuccessfulRescale", &format!("New size: 6; reason: {reason}"));
+    // 1500m over 6 pods of 500m: 50%, on target.
+    let settled = eventually_within(WAIT, "pl at 6 pods with 50% utilization", || {
+        let hpa = cluster.api::<HorizontalPodAutoscaler>().get("pl").ok()?;
+        let metrics = hpa.status.as_ref()?.current_metrics.clone()?;
+        let current = metrics.first()?.resource.as_ref()?.current.clone();
+        (hpa.status.as_ref()?.current_replicas == Some(6) && current.average_utilization == Some(50)).then_some(hpa)
+    });
+    assert_eq!(settled.status.as_ref().map(|s| s.desired_replicas), Some(6));
 }

@@ -27,6 +27,11 @@ fn start(backend: Backend) -> Cluster {
 
 /// Like `start`, with more flags.
 fn start_with_flags(backend: Backend, extra: &[&str]) -> Cluster {
+    start_monitoring_every(backend, "1s", extra)
+}
+
+/// Like `start_with_flags`, with a monitor period of `period`.
+fn start_monitoring_every(backend: Backend, period: &str, extra: &[&str]) -> Cluster {
     let nodes = NodeOptions {
         lease_renew_interval: Duration::from_millis(500),
         strict_not_ready_taint: true,
@@ -35,7 +40,8 @@ fn start_with_flags(backend: Backend, extra: &[&str]) -> Cluster {
     harness::with(&[named("node-lifecycle-controller"), named("taint-eviction-controller")])
         .on(backend)
         .node_options(nodes)
-        .flags(&["--node-monitor-period=1s", "--node-monitor-grace-period=5s", "--node-startup-grace-period=5s"])
+        .flags(&[&format!("--node-monitor-period={period}"), "--node-monitor-grace-period=5s"])
+        .flags(&["--node-startup-grace-period=5s"])
         .flags(extra)
         .start()
 }
@@ -235,6 +241,39 @@ fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers(backend: Bac
         "taint-eviction-controller",
     );
     assert!(cluster.pod("default").metadata.deletion_timestamp.is_none());
+}
+
+on_both_backends!(a_node_marked_unknown_is_tainted_in_the_same_monitor_pass);
+fn a_node_marked_unknown_is_tainted_in_the_same_monitor_pass(backend: Backend) {
+    // A monitor pass every 30 s: v1.33 tainted on the pass after the one that wrote Unknown
+    // (30 s later); v1.36 queues the node for the taint in that same pass, and the tainting
+    // pass (every 100 ms) adds it at once.
+    let cluster = start_monitoring_every(backend, "30s", &[]);
+    cluster.wait_node("node-b", "Ready without the not-ready taint", |n| {
+        condition(n, "Ready").is_some_and(|c| c.0 == "True") && !has_taint(n, NOT_READY, "NoSchedule")
+    });
+    assert!(cluster.simulated().stop_heartbeat("node-b"));
+    let tainted = cluster.wait_node("node-b", "Unknown with the unreachable NoExecute taint", |n| {
+        condition(n, "Ready").is_some_and(|c| c.0 == "Unknown") && has_taint(n, UNREACHABLE, "NoExecute")
+    });
+    let ready =
+        tainted.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|c| {
+            c.iter().find(|c| c.type_ == "Ready").and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
+        });
+    let added = taints(&tainted)
+        .into_iter()
+        .find(|t| t.key == UNREACHABLE && t.effect == "NoExecute")
+        .and_then(|t| t.time_added)
+        .map(|t| t.0);
+    let (Some(unknown_since), Some(added)) = (ready, added) else {
+        panic!("the Ready condition's lastTransitionTime and the taint's timeAdded: {tainted:?}")
+    };
+    let delay = added.duration_since(unknown_since);
+    assert!(
+        delay.as_secs() < 15,
+        "tainted {delay:?} after it went Unknown (at {unknown_since}), not a monitor period later"
+    );
+    assert!(!has_taint(&tainted, NOT_READY, "NoExecute"));
 }
 
 on_both_backends!(with_every_node_of_the_only_zone_down_nothing_is_evicted);

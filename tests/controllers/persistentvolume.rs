@@ -2,7 +2,8 @@
 //! provisioner and scheduler: three claims bound to three static volumes of different sizes
 //! (each the smallest that fits), a pre-bound claim, a `WaitForFirstConsumer` claim bound
 //! after its pod is scheduled, a provisioned claim; then a `Retain` volume Released once its
-//! claim is deleted and a `Delete` volume removed by the provisioner.
+//! claim is deleted and a `Delete` volume removed by the provisioner; a `Delete` volume no deleter
+//! plugin can delete is marked Failed.
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -149,4 +150,31 @@ fn claims_bind_to_static_delayed_and_provisioned_volumes(backend: Backend) {
     let released = volumes.get("pv-medium").expect("volume read").status.unwrap_or_default();
     assert_eq!(released.phase.as_deref(), Some("Released"));
     assert!(released.last_phase_transition_time.is_some(), "the API server stamps the phase change");
+}
+
+on_both_backends!(a_released_volume_without_a_deleter_fails_at_once);
+/// v1.36's `deleteVolumeOperation` looks for the deleter plugin first: an NFS volume (whose
+/// plugin cannot delete) with the Delete policy is marked Failed as soon as it is Released.
+fn a_released_volume_without_a_deleter_fails_at_once(backend: Backend) {
+    let cluster = start(backend);
+    let volumes = Api::<PersistentVolume>::cluster(&cluster.client);
+    let claims = cluster.api::<PersistentVolumeClaim>();
+    let post = PostParams::default();
+    let nfs: PersistentVolume = from(json!({"metadata": {"name": "pv-nfs"}, "spec": {"capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteMany"], "persistentVolumeReclaimPolicy": "Delete",
+        "nfs": {"server": "nfs.example", "path": "/exports/a"}}}));
+    volumes.create(&nfs, &post).expect("volume created");
+    let mut shared = claim("shared", "1Gi", Some(""), Some("pv-nfs"));
+    shared.spec.as_mut().expect("a spec").access_modes = Some(vec!["ReadWriteMany".into()]);
+    claims.create(&shared, &post).expect("claim created");
+    bound_claim(&cluster, "shared");
+    claims.delete("shared", &DeleteParams::default()).expect("claim deleted");
+    eventually("pv-nfs Failed", || (volume_phase(&volumes, "pv-nfs").as_deref() == Some("Failed")).then_some(()));
+    let message = "error getting deleter volume plugin for volume \"pv-nfs\": no deletable volume plugin matched";
+    let status = volumes.get("pv-nfs").expect("volume read").status.unwrap_or_default();
+    assert_eq!(status.message.as_deref(), Some(message));
+    eventually("the VolumeFailedDelete Event", || {
+        let messages = cluster.event_messages("default", "pv-nfs", "VolumeFailedDelete");
+        messages.iter().any(|m| m == message).then_some(())
+    });
 }

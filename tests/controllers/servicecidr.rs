@@ -1,14 +1,15 @@
 //! The service-cidr-controller on both backends: a new ServiceCIDR gets the finalizer and
 //! `Ready=True`; one deleted with no IP in it goes (after upstream's 10 s grace period); one
 //! whose range holds a Service's IP that no other ServiceCIDR covers stays, `Ready=False`
-//! (`Terminating`), until the Service is deleted or another ServiceCIDR covers the IP.
+//! (`Terminating`), until the Service is deleted or another ServiceCIDR covers the IP. A Ready
+//! condition that holds is not applied again, so its `lastTransitionTime` stays.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{IPAddress, ServiceCIDR};
 use kcm::app::controllers::named;
-use kcm::client::{Api, DeleteParams, PostParams};
+use kcm::client::{Api, DeleteParams, Patch, PostParams};
 use serde_json::json;
 
 use crate::harness;
@@ -131,4 +132,29 @@ fn a_service_cidr_holding_a_service_ip_goes_once_another_covers_it(backend: Back
     wait_gone(&cluster, "narrow");
     let service = cluster.api::<Service>().get("db").expect("the Service stays");
     assert_eq!(service.spec.and_then(|s| s.cluster_ip).as_deref(), Some("10.203.0.20"));
+}
+
+on_both_backends!(an_unchanged_ready_condition_keeps_its_transition_time);
+/// v1.36 applies the Ready condition only when it changes (v1.33 applied it, with a new
+/// `lastTransitionTime`, on every sync).
+fn an_unchanged_ready_condition_keeps_its_transition_time(backend: Backend) {
+    let cluster = start(backend);
+    create_cidr(&cluster, "steady", "10.204.0.0/24");
+    let since = |c: &ServiceCIDR| {
+        let conditions = c.status.as_ref().and_then(|s| s.conditions.as_ref()).expect("conditions");
+        conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.last_transition_time.0).expect("Ready")
+    };
+    let first = since(&wait_ready(&cluster, "steady"));
+    // Times have whole seconds: a new one would differ from now on.
+    eventually("two seconds past the transition", || {
+        (jiff::Timestamp::now().duration_since(first).as_secs() >= 2).then_some(())
+    });
+    // Two syncs, each seen done when it puts back the finalizer taken away: the second starts
+    // once the first (and its condition apply, if any) is over.
+    for round in ["first", "second"] {
+        let patch = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+        cidrs(&cluster).patch("steady", &patch, &PostParams::default()).expect("finalizer removed");
+        eventually(&format!("the finalizer back ({round} sync)"), || cidr(&cluster, "steady").filter(has_finalizer));
+    }
+    assert_eq!(since(&cidr(&cluster, "steady").expect("the ServiceCIDR")), first);
 }

@@ -1,5 +1,5 @@
 //! The attach/detach controller (`persistentvolume-attach-detach-controller`), after upstream
-//! v1.33's `pkg/controller/volume/attachdetach` with the CSI volume plugin: CSI
+//! v1.36's `pkg/controller/volume/attachdetach` with the CSI volume plugin: CSI
 //! PersistentVolumes whose driver requires attachment are attached to the nodes where scheduled
 //! pods use them, by creating VolumeAttachment objects that the driver's external attacher
 //! marks attached, and detached (the VolumeAttachment deleted) once no pod needs them there
@@ -147,6 +147,8 @@ impl AttachDetach {
         let this = self.clone();
         self.pods.add_handler(move |event: &Event<Pod>| match event {
             Event::Added(pod) | Event::Updated { new: pod, .. } => this.pod_add(pod),
+            // A deletion seen only in a relist counts too (v1.36 unwraps the tombstone, which
+            // v1.33 ignored).
             Event::Deleted { object, .. } => this.process_pod_volumes(object, false),
         });
         let this = self.clone();

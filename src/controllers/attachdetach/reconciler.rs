@@ -200,16 +200,18 @@ impl Reconciler {
         );
     }
 
-    /// The attach operation (`GenerateAttachVolumeFunc` with the CSI attacher's `Attach`).
+    /// The attach operation (`GenerateAttachVolumeFunc` with the CSI attacher's `Attach`). As
+    /// v1.36, the volume is marked attached before the `SuccessfulAttachVolume` Events (v1.33
+    /// recorded them first).
     fn attach(&self, wanted: &VolumeToAttach) -> Result<(), String> {
         match self.attach_volume(wanted) {
             Ok(()) => {
+                self.actual.mark_attached(&wanted.volume, Some(wanted.spec.clone()), &wanted.node, "");
                 let message = simple_msg("AttachVolume.Attach succeeded", "", &wanted.spec.name);
                 for pod in &wanted.pods {
                     self.recorder.event(&pod_reference(pod), EventType::Normal, "SuccessfulAttachVolume", &message);
                 }
                 log::info!("{message}(UniqueName: {:?}) from node {:?} ", wanted.volume, wanted.node);
-                self.actual.mark_attached(&wanted.volume, Some(wanted.spec.clone()), &wanted.node, "");
                 Ok(())
             }
             Err(e) => {

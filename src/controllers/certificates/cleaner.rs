@@ -1,6 +1,7 @@
-//! The cleaner (`certificatesigningrequest-cleaner-controller`), after upstream v1.33's
+//! The cleaner (`certificatesigningrequest-cleaner-controller`), after upstream v1.36's
 //! `pkg/controller/certificates/cleaner`: every poll, CSRs approved and issued or denied or
-//! failed for over an hour, pending for over a day, or whose certificate has expired, are deleted.
+//! failed for over an hour, pending for over a day, whose certificate has expired, or (new in
+//! v1.36) approved for over a day without a certificate, are deleted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,7 @@ pub struct Config {
     pub approved_expiration: Duration,
     /// `deniedExpiration` (denied and failed CSRs).
     pub denied_expiration: Duration,
-    /// `pendingExpiration`.
+    /// `pendingExpiration` (pending CSRs, and approved ones never issued).
     pub pending_expiration: Duration,
 }
 
@@ -110,6 +111,13 @@ pub fn why_clean(csr: &CertificateSigningRequest, config: &Config, now: Timestam
     if issued && approved().next().is_some() && is_expired(csr, now) {
         return Some("Cleaning CSR as the associated certificate is expired.".to_string());
     }
+    // `isApprovedUnissuedPastDeadline`: a signer that never issues would otherwise leave it forever.
+    if !issued && approved().any(|c| older(c.last_update_time.as_ref(), config.pending_expiration)) {
+        return Some(format!(
+            "Cleaning CSR as it is approved but unissued for more than pendingExpiration duration. pendingExpiration={:?}",
+            config.pending_expiration
+        ));
+    }
     None
 }
 
@@ -156,6 +164,23 @@ mod tests {
             "2026-11-26T00:00:00Z",
             json!([{"type": "Approved", "status": "True", "lastUpdateTime": "2026-11-26T10:00:00Z"}]),
         );
-        assert_eq!(why_clean(&approved, &config, now), None, "approved but not issued");
+        assert_eq!(why_clean(&approved, &config, now), None, "approved but not issued for 2 h");
+    }
+
+    #[test]
+    fn approved_csrs_never_issued_go_after_the_pending_expiration() {
+        let now: Timestamp = "2026-11-26T12:00:00Z".parse().unwrap();
+        let config = Config::default();
+        let approved_at = |at: &str| {
+            csr("2026-11-20T00:00:00Z", json!([{"type": "Approved", "status": "True", "lastUpdateTime": at}]))
+        };
+        assert_eq!(why_clean(&approved_at("2026-11-25T12:00:00Z"), &config, now), None, "exactly a day");
+        let stale = approved_at("2026-11-25T11:59:59Z");
+        assert!(why_clean(&stale, &config, now).unwrap().contains("approved but unissued"));
+        let mut issued = stale.clone();
+        issued.status.as_mut().unwrap().certificate = Some(k8s_openapi::ByteString(b"not a PEM certificate".to_vec()));
+        assert!(why_clean(&issued, &config, now).unwrap().contains("approvedExpiration"), "the issued rule");
+        let without_time = csr("2026-11-20T00:00:00Z", json!([{"type": "Approved", "status": "True"}]));
+        assert_eq!(why_clean(&without_time, &config, now), None, "a zero lastUpdateTime is never old");
     }
 }

@@ -1,4 +1,4 @@
-//! The disruption controller (`disruption-controller`), after upstream v1.33's
+//! The disruption controller (`disruption-controller`), after upstream v1.36's
 //! `pkg/controller/disruption`: every PodDisruptionBudget's status (`currentHealthy`,
 //! `desiredHealthy`, `expectedPods`, `disruptionsAllowed`, `disruptedPods`,
 //! `observedGeneration` and the `DisruptionAllowed` condition), which the Eviction API reads to
@@ -283,7 +283,7 @@ impl Disruption {
             Some(_) => {}
         }
         let mut updated = (*pod).clone();
-        if !stale::reset_disruption_target(updated.status.get_or_insert_with(Default::default), now) {
+        if !stale::reset_disruption_target(&mut updated, now) {
             return Ok(());
         }
         Api::<Pod>::namespaced(&self.client, namespace)

@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 
-use crate::apimachinery::pod::{phase, update_pod_condition};
+use crate::apimachinery::pod::{observed_generation, phase, update_pod_condition};
 
 /// `v1.DisruptionTarget`.
 const DISRUPTION_TARGET: &str = "DisruptionTarget";
@@ -34,12 +34,17 @@ pub fn stale_disruption_wait(pod: &Pod, timeout: Duration, now: Timestamp) -> Op
     Some(timeout.saturating_sub(elapsed))
 }
 
-/// The condition set to False (no reason, no message) in `status`, as `UpdatePodCondition`
-/// does; false when it already was.
-pub fn reset_disruption_target(status: &mut PodStatus, now: Timestamp) -> bool {
-    let condition =
-        PodCondition { type_: DISRUPTION_TARGET.to_string(), status: "False".to_string(), ..PodCondition::default() };
-    update_pod_condition(status, condition, now)
+/// The pod's condition set to False (no reason, no message), as `UpdatePodCondition` does, with
+/// the pod's generation as `observedGeneration` (v1.36: PodObservedGenerationTracking is GA);
+/// false when it already was False, whatever its `observedGeneration`.
+pub fn reset_disruption_target(pod: &mut Pod, now: Timestamp) -> bool {
+    let condition = PodCondition {
+        type_: DISRUPTION_TARGET.to_string(),
+        observed_generation: observed_generation(pod),
+        status: "False".to_string(),
+        ..PodCondition::default()
+    };
+    update_pod_condition(pod.status.get_or_insert_with(PodStatus::default), condition, now)
 }
 
 #[cfg(test)]
@@ -87,15 +92,18 @@ mod tests {
 
     #[test]
     fn the_reset_condition_is_false_without_reason_or_message() {
-        let mut status = pod("Running", target("True", "EvictionByEvictionAPI")).status.expect("a status");
+        let mut evicted = pod("Running", target("True", "EvictionByEvictionAPI"));
+        evicted.metadata.generation = Some(3);
         let now = at("2026-11-26T10:03:00Z");
-        assert!(reset_disruption_target(&mut status, now));
-        let condition = &status.conditions.as_ref().expect("conditions")[0];
+        assert!(reset_disruption_target(&mut evicted, now));
+        let condition = &evicted.status.as_ref().and_then(|s| s.conditions.as_ref()).expect("conditions")[0];
         assert_eq!(
             (condition.status.as_str(), condition.reason.as_deref(), condition.message.as_deref()),
             ("False", None, None)
         );
         assert_eq!(condition.last_transition_time.as_ref().map(|t| t.0), Some(now));
-        assert!(!reset_disruption_target(&mut status, at("2026-11-26T10:04:00Z")), "already False");
+        assert_eq!(condition.observed_generation, Some(3), "the pod's generation");
+        evicted.metadata.generation = Some(4);
+        assert!(!reset_disruption_target(&mut evicted, at("2026-11-26T10:04:00Z")), "already False");
     }
 }

@@ -1,4 +1,4 @@
-//! The endpoints controller (`endpoints-controller`), after upstream v1.33's
+//! The endpoints controller (`endpoints-controller`), after upstream v1.36's
 //! `pkg/controller/endpoint/endpoints_controller.go`: for every Service with a selector, an
 //! Endpoints object of the same name listing the selected pods' addresses (ready or not) and
 //! ports, repacked into canonical subsets, written only when it changed; the Endpoints of a
@@ -200,7 +200,8 @@ impl EndpointsController {
 }
 
 /// `podToEndpointAddressForService`: the pod IP of the Service's (first) IP family, with node
-/// name and target reference.
+/// name and target reference. Without `ipFamilies` (v1.36 infers it where v1.33 panicked) the
+/// family is the ClusterIP's, or for a headless Service the pod IP's.
 pub fn pod_address_for_service(service: &Service, pod: &Pod) -> Result<EndpointAddress, String> {
     let spec = service.spec.as_ref();
     let family = spec.and_then(|s| s.ip_families.as_ref()).and_then(|f| f.first().cloned());
@@ -308,14 +309,17 @@ fn labels_or_empty(labels: Option<&BTreeMap<String, String>>) -> BTreeMap<String
     labels.cloned().unwrap_or_default()
 }
 
-/// Whether the Endpoints already have these subsets, the Service's labels with the managed-by
-/// label (the headless label aside) and a correct over-capacity annotation. Endpoints without
-/// the managed-by label (written before v1.33) are rewritten to get it.
+/// Whether the Endpoints already have these subsets (as they are, or once repacked: v1.36 so
+/// ignores a difference in the order an older repacking left them in), the Service's labels
+/// with the managed-by label (the headless label aside) and a correct over-capacity
+/// annotation. Endpoints without the managed-by label (written before v1.33) are rewritten to
+/// get it.
 fn up_to_date(current: &Endpoints, subsets: &[EndpointSubset], service: &Service) -> bool {
     let mut labels = labels_or_empty(current.metadata.labels.as_ref());
     labels.remove(LABEL_HEADLESS);
     let current_subsets = current.subsets.as_deref().unwrap_or(&[]);
-    normalized(current_subsets) == normalized(subsets)
+    let desired = normalized(subsets);
+    (normalized(current_subsets) == desired || normalized(&repack_subsets(current_subsets)) == desired)
         && labels == service_labels(service)
         && capacity_annotation_set_correctly(current.metadata.annotations.as_ref(), current_subsets)
 }

@@ -98,8 +98,18 @@ fn the_service_ip_family_picks_the_pod_ip() {
     let dual = json!({"status": {"podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}]}});
     let svc = service(json!({"selector": {}, "clusterIP": "fd00:96::1", "ipFamilies": ["IPv6"],
         "ports": [{"port": 80, "targetPort": 80, "protocol": "TCP"}]}));
-    let subsets = desired_subsets(&svc, &[pod("a", "10.0.0.1", true, dual), pod("b", "10.0.0.2", true, json!({}))]);
+    let subsets =
+        desired_subsets(&svc, &[pod("a", "10.0.0.1", true, dual.clone()), pod("b", "10.0.0.2", true, json!({}))]);
     assert_eq!(ips(&subsets[0].addresses), ["fd00::1"], "an IPv4-only pod has no address for an IPv6 Service");
+
+    // Without ipFamilies (v1.36 infers them): the ClusterIP's family, else the pod IP's.
+    let ports = json!([{"port": 80, "targetPort": 80, "protocol": "TCP"}]);
+    let by_cluster_ip = service(json!({"selector": {}, "clusterIP": "fd00:96::1", "ports": ports}));
+    let subsets = desired_subsets(&by_cluster_ip, &[pod("a", "10.0.0.1", true, dual.clone())]);
+    assert_eq!(ips(&subsets[0].addresses), ["fd00::1"]);
+    let headless = service(json!({"selector": {}, "clusterIP": "None", "ports": ports}));
+    let subsets = desired_subsets(&headless, &[pod("a", "10.0.0.1", true, dual)]);
+    assert_eq!(ips(&subsets[0].addresses), ["10.0.0.1"], "the pod IP's family");
 }
 
 fn addresses(count: usize, prefix: &str) -> Vec<EndpointAddress> {
@@ -183,6 +193,17 @@ fn written_endpoints_read_back_as_up_to_date() {
     let mut relabelled = svc.clone();
     relabelled.metadata.labels = None;
     assert!(!up_to_date(&stored, &subsets, &relabelled));
+    // Subsets stored in another order (an older repacking's) count as the same once repacked.
+    let mut reordered = stored.clone();
+    let subset = &mut reordered.subsets.as_mut().unwrap()[0];
+    let (ready, not_ready) = (subset.addresses.take(), subset.not_ready_addresses.take());
+    let ports = subset.ports.clone();
+    reordered.subsets = Some(vec![
+        EndpointSubset { addresses: None, not_ready_addresses: not_ready, ports: ports.clone() },
+        EndpointSubset { addresses: ready, not_ready_addresses: None, ports },
+    ]);
+    assert_ne!(reordered.subsets.as_deref().unwrap(), subsets.as_slice());
+    assert!(up_to_date(&reordered, &subsets, &svc), "equal after RepackSubsets");
     // Endpoints written before v1.33, without the managed-by label, are rewritten.
     let mut unlabelled = stored.clone();
     unlabelled.metadata.labels.as_mut().unwrap().remove(LABEL_MANAGED_BY);

@@ -1,17 +1,21 @@
 //! Upstream's staging `k8s.io/endpointslice/trafficdist` and the hint handling of
-//! `reconcileByAddressType` without a topology cache: a Service with
-//! `trafficDistribution: PreferClose` (and no topology annotation) gets a same-zone hint on
-//! every ready endpoint with a zone; any other Service gets no hints.
+//! `reconcileByAddressType` without a topology cache: a Service with a `trafficDistribution`
+//! of `PreferClose` or `PreferSameZone` (and no topology annotation) gets a same-zone hint on
+//! every ready endpoint with a zone, `PreferSameNode` also a same-node hint on every ready
+//! endpoint with a node (PreferSameTrafficDistribution, GA and locked on since v1.35; v1.33
+//! honoured `PreferClose` only); any other Service gets no hints.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointHints, EndpointSlice, ForZone};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointHints, EndpointSlice, ForNode, ForZone};
 
 /// `v1.AnnotationTopologyMode` and its deprecated predecessor.
 const TOPOLOGY_MODE: &str = "service.kubernetes.io/topology-mode";
 const TOPOLOGY_AWARE_HINTS: &str = "service.kubernetes.io/topology-aware-hints";
+/// `v1.ServiceTrafficDistributionPreferSameNode`.
+const PREFER_SAME_NODE: &str = "PreferSameNode";
 
 /// `hintsEnabled`: the topology annotation (the deprecated one first) is `Auto`.
 pub fn topology_hints_enabled(service: &Service) -> bool {
@@ -20,35 +24,49 @@ pub fn topology_hints_enabled(service: &Service) -> bool {
     matches!(value.map(String::as_str), Some("Auto" | "auto"))
 }
 
-/// `validTrafficDistribution && !hintsEnabled`: `PreferClose` is honoured; `PreferSameZone`
-/// and `PreferSameNode` need the `PreferSameTrafficDistribution` gate, alpha and off in 1.33.
-pub fn uses_traffic_distribution(service: &Service) -> bool {
+/// `validTrafficDistribution`: `PreferClose`, `PreferSameZone` or `PreferSameNode`.
+fn valid_traffic_distribution(distribution: &str) -> bool {
+    matches!(distribution, "PreferClose" | "PreferSameZone" | PREFER_SAME_NODE)
+}
+
+/// `validTrafficDistribution && !hintsEnabled`: the Service's traffic distribution, when it
+/// decides the hints.
+pub fn traffic_distribution(service: &Service) -> Option<&str> {
     let distribution = service.spec.as_ref().and_then(|s| s.traffic_distribution.as_deref());
-    distribution == Some("PreferClose") && !topology_hints_enabled(service)
+    distribution.filter(|d| valid_traffic_distribution(d) && !topology_hints_enabled(service))
 }
 
 fn ready(endpoint: &Endpoint) -> bool {
     endpoint.conditions.as_ref().and_then(|c| c.ready) == Some(true)
 }
 
-/// `preferCloseHeuristic.needsUpdate`: a ready endpoint lacks its zone hint or has a stale one.
-fn needs_zone_hints(slice: &EndpointSlice) -> bool {
+/// `preferCloseHeuristic.needsUpdate`: a ready endpoint lacks its zone hint (or, with
+/// `node_hints`, its node hint) or has a stale one.
+fn needs_hints(slice: &EndpointSlice, node_hints: bool) -> bool {
     slice.endpoints.iter().flatten().filter(|e| ready(e)).any(|endpoint| {
-        let zones = endpoint.hints.as_ref().and_then(|h| h.for_zones.as_deref()).unwrap_or(&[]);
-        match &endpoint.zone {
+        let hints = endpoint.hints.as_ref();
+        let zones = hints.and_then(|h| h.for_zones.as_deref()).unwrap_or(&[]);
+        let zone_stale = match &endpoint.zone {
             Some(zone) => zones.len() != 1 || zones[0].name != *zone,
             None => !zones.is_empty(),
-        }
+        };
+        let nodes = hints.and_then(|h| h.for_nodes.as_deref()).unwrap_or(&[]);
+        let node_stale = match endpoint.node_name.as_ref().filter(|_| node_hints) {
+            Some(node) => nodes.len() != 1 || nodes[0].name != *node,
+            None => !nodes.is_empty(),
+        };
+        zone_stale || node_stale
     })
 }
 
-/// `preferCloseHeuristic.update`.
-fn add_zone_hints(slice: &mut EndpointSlice) {
+/// `preferCloseHeuristic.update`: each ready endpoint's hints are its zone and (with
+/// `node_hints`) its node; none when it has neither.
+fn add_hints(slice: &mut EndpointSlice, node_hints: bool) {
     for endpoint in slice.endpoints.iter_mut().flatten().filter(|e| ready(e)) {
-        endpoint.hints = endpoint.zone.as_ref().map(|zone| EndpointHints {
-            for_zones: Some(vec![ForZone { name: zone.clone() }]),
-            ..EndpointHints::default()
-        });
+        let for_zones = endpoint.zone.as_ref().map(|zone| vec![ForZone { name: zone.clone() }]);
+        let for_nodes =
+            endpoint.node_name.as_ref().filter(|_| node_hints).map(|node| vec![ForNode { name: node.clone() }]);
+        endpoint.hints = (for_zones.is_some() || for_nodes.is_some()).then_some(EndpointHints { for_zones, for_nodes });
     }
 }
 
@@ -67,15 +85,16 @@ pub fn reconcile_hints(
     update: &mut Vec<EndpointSlice>,
     unchanged: &[Arc<EndpointSlice>],
 ) {
-    if !uses_traffic_distribution(service) {
+    let Some(distribution) = traffic_distribution(service) else {
         create.iter_mut().chain(update.iter_mut()).for_each(remove_hints);
         return;
-    }
+    };
+    let node_hints = distribution == PREFER_SAME_NODE;
     let updating: BTreeSet<Option<String>> = update.iter().map(|s| s.metadata.name.clone()).collect();
     for slice in unchanged {
-        if !updating.contains(&slice.metadata.name) && needs_zone_hints(slice) {
+        if !updating.contains(&slice.metadata.name) && needs_hints(slice, node_hints) {
             update.push((**slice).clone());
         }
     }
-    create.iter_mut().chain(update.iter_mut()).for_each(add_zone_hints);
+    create.iter_mut().chain(update.iter_mut()).for_each(|slice| add_hints(slice, node_hints));
 }

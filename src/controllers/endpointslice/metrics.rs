@@ -1,5 +1,6 @@
-//! Upstream's staging `k8s.io/endpointslice/metrics`: the controller's families and the cache
-//! that turns each Service's last reconciliation into the desired/actual gauges.
+//! Upstream's staging `k8s.io/endpointslice/metrics` (v1.36: six families BETA): the
+//! controller's families and the cache that turns each Service's last reconciliation into the
+//! desired/actual gauges.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
@@ -37,25 +38,25 @@ pub fn families() -> &'static Families {
         let f = Families {
             endpoints_added_per_sync: per_sync(
                 "endpoint_slice_controller_endpoints_added_per_sync",
-                "[ALPHA] Number of endpoints added on each Service sync",
+                "[BETA] Number of endpoints added on each Service sync",
             ),
             endpoints_removed_per_sync: per_sync(
                 "endpoint_slice_controller_endpoints_removed_per_sync",
-                "[ALPHA] Number of endpoints removed on each Service sync",
+                "[BETA] Number of endpoints removed on each Service sync",
             ),
             endpoints_desired: gauge(
                 "endpoint_slice_controller_endpoints_desired",
-                "[ALPHA] Number of endpoints desired",
+                "[BETA] Number of endpoints desired",
                 &[],
             ),
             num_endpoint_slices: gauge(
                 "endpoint_slice_controller_num_endpoint_slices",
-                "[ALPHA] Number of EndpointSlices",
+                "[BETA] Number of EndpointSlices",
                 &[],
             ),
             desired_endpoint_slices: gauge(
                 "endpoint_slice_controller_desired_endpoint_slices",
-                "[ALPHA] Number of EndpointSlices that would exist with perfect endpoint allocation",
+                "[BETA] Number of EndpointSlices that would exist with perfect endpoint allocation",
                 &[],
             ),
             changes: Arc::new(CounterVec::counter(
@@ -72,7 +73,7 @@ pub fn families() -> &'static Families {
             )),
             services_count_by_traffic_distribution: gauge(
                 "endpoint_slice_controller_services_count_by_traffic_distribution",
-                "[ALPHA] Number of Services using some specific trafficDistribution",
+                "[BETA] Number of Services using some specific trafficDistribution",
                 &["traffic_distribution"],
             ),
         };
@@ -237,5 +238,23 @@ mod tests {
         cache.update_traffic_distribution("ns/a", None);
         let s = cache.state.lock();
         assert_eq!(s.by_traffic_distribution["PreferClose"].len(), 1);
+    }
+
+    #[test]
+    fn six_families_are_beta_since_v1_36() {
+        let f = families();
+        f.endpoints_added_per_sync.observe(&[], 1.0);
+        f.endpoints_desired.set(&[], 1.0);
+        f.changes.inc(&["create"]);
+        let text = global().render();
+        let help = |name: &str| {
+            let prefix = format!("# HELP endpoint_slice_controller_{name} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str()))
+                .map(|h| h.split(' ').next().unwrap_or("").to_string())
+        };
+        assert_eq!(help("endpoints_added_per_sync").as_deref(), Some("[BETA]"));
+        assert_eq!(help("endpoints_desired").as_deref(), Some("[BETA]"));
+        assert_eq!(help("changes").as_deref(), Some("[ALPHA]"), "unchanged");
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
 
-use super::hints::{topology_hints_enabled, uses_traffic_distribution};
+use super::hints::traffic_distribution;
 use super::metrics::{Cache, Efficiency, PortCache, families};
 use super::utils::{
     address_types_for_service, endpoint_ports, endpoint_slice_labels, new_endpoint_slice, owned_by, pod_to_endpoint,
@@ -147,9 +147,7 @@ impl SliceReconciler {
         f.endpoints_removed_per_sync.observe(&[], plan.removed as f64);
         let key = object_key(&service.metadata);
         self.metrics.update_service_port_cache(&key, std::mem::take(&mut plan.efficiency));
-        // Without topology hints the value is counted as given, valid or not.
-        let distribution = service.spec.as_ref().and_then(|s| s.traffic_distribution.as_deref());
-        self.metrics.update_traffic_distribution(&key, distribution.filter(|_| !topology_hints_enabled(service)));
+        self.metrics.update_traffic_distribution(&key, traffic_distribution(service));
     }
 
     /// `DeleteService`: the Service leaves the metrics cache.
@@ -353,7 +351,7 @@ impl SliceReconciler {
             }
         }
         // Our topology cache is off, so the topology label is always `Disabled`.
-        let distribution = if uses_traffic_distribution(service) { "PreferClose" } else { "" };
+        let distribution = traffic_distribution(service).unwrap_or("");
         families().endpointslices_changed_per_sync.observe(&["Disabled", distribution], changed as f64);
         Ok(())
     }

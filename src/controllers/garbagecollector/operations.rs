@@ -138,8 +138,12 @@ impl Operations {
         MetadataApi::new(&self.client, resource, Some(namespace)).get(name)
     }
 
-    /// `deleteObject`: deletes with the uid (and resourceVersion) as preconditions; when only
-    /// the resourceVersion moved and the ownerReferences are the same, once more at the new one.
+    /// `deleteObject` (v1.36): deletes with the uid and, when known, the resourceVersion the
+    /// decision was taken at as preconditions, so that a dependent whose ownerReferences
+    /// changed meanwhile is not deleted. On a conflict the object is read again: gone, the
+    /// read's NotFound is returned (the caller enqueues a virtual delete event); changed in
+    /// something else than its ownerReferences, it is deleted with the uid precondition only;
+    /// otherwise the conflict is returned, and the item retried.
     pub fn delete_object(
         &self,
         item: &ObjectReference,
@@ -148,27 +152,21 @@ impl Operations {
         policy: PropagationPolicy,
     ) -> Result<(), GcError> {
         let api = self.api_for(item)?;
-        let params = |version: Option<String>| DeleteParams {
+        let version = Some(resource_version.to_string()).filter(|v| !v.is_empty());
+        let params = DeleteParams {
             propagation_policy: Some(policy),
-            preconditions: Some(Preconditions { uid: Some(item.uid.clone()), resource_version: version }),
+            preconditions: Some(Preconditions { uid: Some(item.uid.clone()), resource_version: version.clone() }),
             ..DeleteParams::default()
         };
-        let version = Some(resource_version.to_string()).filter(|v| !v.is_empty());
-        match api.delete(&item.name, &params(version.clone())) {
+        match api.delete(&item.name, &params) {
             Ok(_) => Ok(()),
             Err(e) if e.is_conflict() && version.is_some() => {
-                let live = match api.get(&item.name) {
-                    Ok(live) => live,
-                    Err(get_error) if get_error.is_not_found() => return Ok(()),
-                    Err(_) => return Err(e.into()),
-                };
-                let meta = &live.metadata;
-                let same_owners = meta.owner_references.as_deref().unwrap_or_default() == owners_at_resource_version;
-                if meta.uid.as_deref() == Some(item.uid.as_str()) && meta.resource_version != version && same_owners {
-                    api.delete(&item.name, &params(meta.resource_version.clone()))?;
-                    return Ok(());
+                let live = api.get(&item.name);
+                match after_conflict(&live, item, resource_version, owners_at_resource_version) {
+                    AfterConflict::Gone => Err(live.err().map_or(e, |gone| gone).into()),
+                    AfterConflict::RetryWithUidOnly => self.delete_object(item, "", &[], policy),
+                    AfterConflict::Conflict => Err(e.into()),
                 }
-                Err(e.into())
             }
             Err(e) => Err(e.into()),
         }
@@ -295,9 +293,87 @@ pub fn unblock_owner_refs_merge_patch(live: &PartialObjectMetadata) -> Value {
     json!({"metadata": {"resourceVersion": live.metadata.resource_version, "ownerReferences": references}})
 }
 
+/// What `deleteObject` does after its DELETE with a resourceVersion precondition met a conflict,
+/// from the object read again.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AfterConflict {
+    /// The object is gone (the read said NotFound).
+    Gone,
+    /// Same object, a newer resourceVersion, the same ownerReferences: a change that does not
+    /// concern the collector, which must not starve it.
+    RetryWithUidOnly,
+    /// Anything else (a read error, another object of that name, other ownerReferences).
+    Conflict,
+}
+
+/// The decision of `deleteObject` after a conflict, from `live` (the read again).
+pub fn after_conflict(
+    live: &Result<PartialObjectMetadata, Error>,
+    item: &ObjectReference,
+    resource_version: &str,
+    owners_at_resource_version: &[OwnerReference],
+) -> AfterConflict {
+    let live = match live {
+        Err(e) if e.is_not_found() => return AfterConflict::Gone,
+        Err(_) => return AfterConflict::Conflict,
+        Ok(live) => &live.metadata,
+    };
+    let same_owners = live.owner_references.as_deref().unwrap_or_default() == owners_at_resource_version;
+    if live.uid.as_deref() == Some(item.uid.as_str())
+        && live.resource_version.as_deref() != Some(resource_version)
+        && same_owners
+    {
+        return AfterConflict::RetryWithUidOnly;
+    }
+    AfterConflict::Conflict
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn reference(uid: &str) -> OwnerReference {
+        OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: uid.into(),
+            uid: uid.into(),
+            block_owner_deletion: Some(true),
+            controller: Some(true),
+        }
+    }
+
+    fn live(uid: &str, version: &str, owners: Vec<OwnerReference>) -> Result<PartialObjectMetadata, Error> {
+        let mut object = PartialObjectMetadata::default();
+        object.metadata.uid = Some(uid.into());
+        object.metadata.resource_version = Some(version.into());
+        object.metadata.owner_references = Some(owners).filter(|o| !o.is_empty());
+        Ok(object)
+    }
+
+    #[test]
+    fn a_conflict_is_retried_without_the_version_only_when_the_owners_did_not_change() {
+        let item = ObjectReference {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            name: "p".into(),
+            uid: "u1".into(),
+            namespace: "ns".into(),
+        };
+        let owners = [reference("rs1")];
+        let decide = |live| after_conflict(&live, &item, "10", &owners);
+        assert_eq!(decide(live("u1", "11", vec![reference("rs1")])), AfterConflict::RetryWithUidOnly);
+        assert_eq!(decide(live("u1", "11", vec![reference("rs2")])), AfterConflict::Conflict, "owners changed");
+        assert_eq!(decide(live("u1", "11", vec![])), AfterConflict::Conflict, "orphaned meanwhile");
+        let mut unblocked = reference("rs1");
+        unblocked.block_owner_deletion = Some(false);
+        assert_eq!(decide(live("u1", "11", vec![unblocked])), AfterConflict::Conflict, "a field of a reference");
+        assert_eq!(decide(live("u2", "11", vec![reference("rs1")])), AfterConflict::Conflict, "another object");
+        assert_eq!(decide(live("u1", "10", vec![reference("rs1")])), AfterConflict::Conflict, "same version");
+        let answer = |code: u16| Err(Error::Api(Box::new(crate::client::ApiError::from_response(code, b"", None))));
+        assert_eq!(decide(answer(404)), AfterConflict::Gone);
+        assert_eq!(decide(answer(500)), AfterConflict::Conflict, "the read failed: the conflict stands");
+    }
 
     #[test]
     fn patches_have_upstream_shapes() {

@@ -1,4 +1,4 @@
-//! The node lifecycle controller (`node-lifecycle-controller`), after upstream v1.33's
+//! The node lifecycle controller (`node-lifecycle-controller`), after upstream v1.36's
 //! `pkg/controller/nodelifecycle/node_lifecycle_controller.go`.
 //!
 //! - Every `--node-monitor-period` (`monitorNodeHealth`) each node's health is judged from its
@@ -203,7 +203,8 @@ impl NodeLifecycle {
 impl NodeLifecycle {
     // ---- Informer handlers ----
 
-    /// `podUpdated`: a pod newly bound to a node is looked at.
+    /// `podUpdated`: a pod newly bound to a node is looked at. Deletions are not handled (v1.36
+    /// removed the delete handler, which v1.33's `podUpdated` ignored anyway).
     fn on_pod_event(&self, event: &Event<Pod>) {
         let (old, new) = match event {
             Event::Added(pod) => (None, pod),
@@ -435,7 +436,9 @@ impl NodeLifecycle {
             zone_conditions.lock().entry(zone_key(&node)).or_default().push(current.clone());
         }
         if let Some(current) = current {
-            self.process_taint_based_eviction(&node, &observed);
+            // v1.36 decides on the condition this pass wrote (v1.33 took the one it found), so
+            // a node it marks Unknown is queued for the unreachable taint in the same pass.
+            self.process_taint_based_eviction(&node, &current);
             let needs_retry = self.nodes_to_retry.lock().contains(&name);
             let became_not_ready = current.status != "True" && observed.status == "True";
             if became_not_ready {
@@ -485,11 +488,11 @@ impl NodeLifecycle {
         }
     }
 
-    /// `processTaintBaseEviction`: by the Ready condition seen before this pass, the node is
-    /// queued for its NoExecute taint (or has it swapped at once), or loses it.
-    fn process_taint_based_eviction(&self, node: &Node, observed: &NodeCondition) {
+    /// `processTaintBaseEviction`: by the node's current Ready condition (as this pass left
+    /// it), the node is queued for its NoExecute taint (or has it swapped at once), or loses it.
+    fn process_taint_based_eviction(&self, node: &Node, current: &NodeCondition) {
         let name = name_of(node);
-        let (status, taint_key, opposite_key) = match observed.status.as_str() {
+        let (status, taint_key, opposite_key) = match current.status.as_str() {
             "False" => ("False", TAINT_NOT_READY, TAINT_UNREACHABLE),
             "Unknown" => ("Unknown", TAINT_UNREACHABLE, TAINT_NOT_READY),
             "True" => {

@@ -14,6 +14,9 @@ use crate::metrics::{Collector, CounterVec, GaugeVec, HistogramVec};
 
 /// The metrics registered once per process (`registerMetrics.Do`).
 struct Metrics {
+    /// `volume_operation_total_errors`, deprecated since v1.36 for the next one.
+    operation_total_errors: Arc<CounterVec>,
+    /// `volume_operation_errors_total` (new in v1.36).
     operation_errors: Arc<CounterVec>,
     operation_seconds: Arc<HistogramVec>,
     retroactive: Arc<CounterVec>,
@@ -29,8 +32,16 @@ fn metrics() -> &'static Metrics {
     METRICS.get_or_init(|| {
         let registry = crate::metrics::global();
         let metrics = Metrics {
+            operation_total_errors: Arc::new(
+                CounterVec::counter(
+                    "volume_operation_total_errors",
+                    "[ALPHA] Total volume operation errors",
+                    &["plugin_name", "operation_name"],
+                )
+                .deprecated("1.36.0"),
+            ),
             operation_errors: Arc::new(CounterVec::counter(
-                "volume_operation_total_errors",
+                "volume_operation_errors_total",
                 "[ALPHA] Total volume operation errors",
                 &["plugin_name", "operation_name"],
             )),
@@ -54,6 +65,7 @@ fn metrics() -> &'static Metrics {
             controller: Mutex::new(Weak::new()),
         };
         registry.register(Arc::new(CountCollector));
+        registry.register(metrics.operation_total_errors.clone());
         registry.register(metrics.operation_errors.clone());
         registry.register(metrics.operation_seconds.clone());
         metrics.retroactive.ensure(&[]);
@@ -100,10 +112,12 @@ pub(super) fn operation_failed(key: &str) {
     }
 }
 
-/// `RecordVolumeOperationErrorMetric`.
+/// `RecordVolumeOperationErrorMetric`: both error counters.
 pub(super) fn operation_error(plugin: &str, operation: &str) {
     let plugin = if plugin.is_empty() { "N/A" } else { plugin };
-    metrics().operation_errors.inc(&[plugin, operation]);
+    let metrics = metrics();
+    metrics.operation_total_errors.inc(&[plugin, operation]);
+    metrics.operation_errors.inc(&[plugin, operation]);
 }
 
 /// A deleted volume ends its delete operation (`deleteVolume`).
@@ -197,5 +211,29 @@ mod tests {
                 .unwrap();
         assert_eq!(plugin_name(&volume), "kubernetes.io/csi:csi.kcm-sandbox.dev");
         assert_eq!(plugin_name(&Default::default()), "N/A");
+    }
+
+    #[test]
+    fn operation_errors_are_counted_twice_the_old_name_deprecated() {
+        operation_error("", "test-delete");
+        operation_error("example.com/p", "test-delete");
+        let metrics = metrics();
+        assert_eq!(metrics.operation_errors.get(&["N/A", "test-delete"]), 1.0);
+        assert_eq!(metrics.operation_total_errors.get(&["example.com/p", "test-delete"]), 1.0);
+        let text = crate::metrics::global().render();
+        assert!(text.contains("# HELP volume_operation_errors_total [ALPHA] Total volume operation errors\n"));
+        assert!(text.contains(
+            "# HELP volume_operation_total_errors [ALPHA] (Deprecated since 1.36.0) Total volume operation errors\n"
+        ));
+    }
+
+    #[test]
+    fn the_delete_operation_errors_once_started() {
+        operation_started("pv-test-metrics", "example.com/q", "delete");
+        operation_failed("pv-test-metrics");
+        operation_failed("pv-never-started");
+        assert_eq!(metrics().operation_errors.get(&["example.com/q", "delete"]), 1.0);
+        volume_deleted("pv-test-metrics");
+        assert_eq!(metrics().operation_seconds.count(&["example.com/q", "delete"]), 1);
     }
 }

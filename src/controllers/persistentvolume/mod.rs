@@ -1,4 +1,4 @@
-//! The PersistentVolume binder (`persistentvolume-binder-controller`), after upstream v1.33's
+//! The PersistentVolume binder (`persistentvolume-binder-controller`), after upstream v1.36's
 //! `pkg/controller/volume/persistentvolume` for external (CSI) provisioners: it binds claims to
 //! volumes (static binding to the smallest matching Available volume, pre-bound claims and
 //! volumes), asks external provisioners for volumes (the `storage-provisioner` annotations and
@@ -11,8 +11,9 @@
 //! As upstream, the controller keeps its own caches of volumes and claims, which take its
 //! writes at once (`storeObjectUpdate`), so that a sync after its write never sees the older
 //! state the informer may still hold; a key is synced only when the informer's object is not
-//! older than the cached one. The queues `volumes` and `claims` are plain: a failed sync is
-//! logged and retried by the resync every `--pvclaimbinder-sync-period`.
+//! older than the cached one. The queues `volumes` and `claims` are rate-limited (since v1.36;
+//! v1.33's were plain and a failed sync waited for the resync every
+//! `--pvclaimbinder-sync-period`): a failed sync is requeued with the per-item backoff.
 
 mod claim;
 mod index;
@@ -30,7 +31,7 @@ use parking_lot::Mutex;
 
 use crate::client::Client;
 use crate::controllers::volumeutil::add_pod_pvc_index;
-use crate::runtime::controller::{Controller, ControllerContext, SyncResult};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::events::EventRecorder;
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -52,8 +53,8 @@ impl Default for Config {
 
 /// `NewController`.
 pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
-    let volume_queue = WorkQueue::plain("volumes");
-    let claim_queue = WorkQueue::plain("claims");
+    let volume_queue = WorkQueue::new("volumes");
+    let claim_queue = WorkQueue::new("claims");
     let pods = context.informers.informer::<Pod>();
     add_pod_pvc_index(&pods);
     let controller = Arc::new(PvController {
@@ -172,13 +173,13 @@ impl PvController {
         }
     }
 
-    /// `volumeWorker`'s item: sync the informer's volume, or process its deletion.
+    /// `syncVolumeByKey`: sync the informer's volume, or process its deletion. A failed sync
+    /// is requeued with the queue's rate limit (`processNextVolumeWorkItem`).
     fn volume_work(&self, key: &str) -> SyncResult {
         if let Some(volume) = self.volume_informer.store().get(key) {
-            if self.volumes.update(volume.clone())
-                && let Err(e) = self.sync_volume(&volume)
-            {
-                log::error!("Could not sync volume volumeName={key:?} err={e}");
+            if self.volumes.update(volume.clone()) {
+                self.sync_volume(&volume)
+                    .map_err(|e| SyncError::failed(format!("Could not sync volume volumeName={key:?} err={e}")))?;
             }
             return Ok(());
         }
@@ -194,13 +195,13 @@ impl PvController {
         Ok(())
     }
 
-    /// `claimWorker`'s item: sync the informer's claim, or process its deletion.
+    /// `syncClaimByKey`: sync the informer's claim, or process its deletion. A failed sync is
+    /// requeued with the queue's rate limit (`processNextClaimWorkItem`).
     fn claim_work(&self, key: &str) -> SyncResult {
         if let Some(claim) = self.claim_informer.store().get(key) {
-            if self.claims.update(claim.clone())
-                && let Err(e) = self.sync_claim(&claim)
-            {
-                log::error!("Could not sync claim PVC={key:?} err={e}");
+            if self.claims.update(claim.clone()) {
+                self.sync_claim(&claim)
+                    .map_err(|e| SyncError::failed(format!("Could not sync claim PVC={key:?} err={e}")))?;
             }
             return Ok(());
         }

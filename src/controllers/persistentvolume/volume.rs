@@ -14,6 +14,24 @@ use crate::client::{Api, PostParams};
 use crate::controllers::volumeutil::{POD_PVC_INDEX, is_pod_terminated};
 use crate::runtime::events::EventType;
 
+/// `findDeletablePlugin` with no in-tree deleter built: `Ok` for a volume an external deleter
+/// deletes (provisioned by an external provisioner, or, not provisioned, a CSI or migrated
+/// volume); the error for any other.
+fn find_deletable_plugin(volume: &PersistentVolume) -> Result<(), String> {
+    let name = volume.metadata.name.as_deref().unwrap_or("");
+    let provisioner = volume.metadata.annotations.as_ref().and_then(|a| a.get(ANN_DYNAMICALLY_PROVISIONED));
+    let external_spec =
+        has_annotation(&volume.metadata, ANN_MIGRATED_TO) || volume.spec.as_ref().is_some_and(|s| s.csi.is_some());
+    match provisioner.filter(|p| !p.is_empty()) {
+        Some(provisioner) if !provisioner.starts_with("kubernetes.io/") => Ok(()),
+        Some(_) => Err("no deletable volume plugin matched".to_string()),
+        None if external_spec => Ok(()),
+        None => {
+            Err(format!("error getting deleter volume plugin for volume {name:?}: no deletable volume plugin matched"))
+        }
+    }
+}
+
 impl PvController {
     fn volume_api(&self) -> Api<PersistentVolume> {
         Api::cluster(&self.client)
@@ -111,8 +129,18 @@ impl PvController {
                 );
                 Ok(())
             }
-            "Recycle" => self.recycle_volume(volume),
-            "Delete" => self.delete_volume(volume),
+            // Upstream runs both as operations of their own (`scheduleOperation`): their
+            // failures are not the sync's, and are not requeued.
+            "Recycle" => {
+                if let Err(e) = self.recycle_volume(volume) {
+                    log::error!("recycle of volume {:?} failed: {e}", volume.metadata.name);
+                }
+                Ok(())
+            }
+            "Delete" => {
+                self.delete_volume(volume);
+                Ok(())
+            }
             _ => {
                 let message = "Volume has unrecognized PersistentVolumeReclaimPolicy";
                 self.update_volume_phase_with_event(
@@ -145,34 +173,30 @@ impl PvController {
         self.update_volume_phase_with_event(&fresh, "Failed", EventType::Warning, "VolumeFailedRecycle", message)
     }
 
-    /// `deleteVolumeOperation` for what no in-tree plugin deletes: a volume provisioned by an
-    /// external provisioner, or a CSI volume, is left to it; any other volume Failed.
-    fn delete_volume(&self, volume: &PersistentVolume) -> SyncOutcome {
+    /// The Delete policy of `reclaimVolume`: the operation is timed from here (the latency is
+    /// recorded when the volume is deleted, `volume_deleted`), and its error counted.
+    fn delete_volume(&self, volume: &PersistentVolume) {
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        let Some(fresh) = self.volume_api().get_opt(name).map_err(|e| e.message())? else { return Ok(()) };
-        if !self.is_volume_released(&fresh) {
-            return Ok(());
+        metrics::operation_started(name, &self.provisioner_name(volume), "delete");
+        if let Err(e) = self.delete_volume_operation(volume) {
+            log::error!("deletion of volume {name:?} failed: {e}");
+            metrics::operation_failed(name);
         }
-        let provisioner = volume.metadata.annotations.as_ref().and_then(|a| a.get(ANN_DYNAMICALLY_PROVISIONED));
-        let external = match provisioner.filter(|p| !p.is_empty()) {
-            Some(provisioner) => !provisioner.starts_with("kubernetes.io/"),
-            None => {
-                has_annotation(&volume.metadata, ANN_MIGRATED_TO)
-                    || volume.spec.as_ref().is_some_and(|s| s.csi.is_some())
-            }
-        };
-        if external {
-            log::debug!("deleteVolumeOperation: volume {name:?} is left to its external provisioner");
-            return Ok(());
+    }
+
+    /// `deleteVolumeOperation` (v1.36) for what no in-tree plugin deletes. The deleter plugin
+    /// is looked up first: where none can be found (an in-tree provisioner, or a volume neither
+    /// provisioned nor CSI) the volume is marked Failed at once (`VolumeFailedDelete`); any
+    /// other volume is left to its external deleter. Neither reads the volume again (v1.33 did,
+    /// and checked it was still released, before looking for the plugin).
+    fn delete_volume_operation(&self, volume: &PersistentVolume) -> SyncOutcome {
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        if let Err(message) = find_deletable_plugin(volume) {
+            self.update_volume_phase_with_event(volume, "Failed", EventType::Warning, "VolumeFailedDelete", &message)
+                .inspect_err(|e| log::debug!("DeleteVolumeOperation: failed to mark volume {name:?} as failed: {e}"))?;
         }
-        let message = match provisioner {
-            Some(_) => "no deletable volume plugin matched".to_string(),
-            None => {
-                format!("error getting deleter volume plugin for volume {name:?}: no deletable volume plugin matched")
-            }
-        };
-        metrics::operation_error(&self.provisioner_name(volume), "delete");
-        self.update_volume_phase_with_event(&fresh, "Failed", EventType::Warning, "VolumeFailedDelete", &message)
+        log::debug!("External deleter for volume requested, ignoring volumeName={name:?}");
+        Ok(())
     }
 
     /// `getProvisionerNameFromVolume` for external provisioners: the class's provisioner.
@@ -273,5 +297,34 @@ impl PvController {
         let updated = self.update_volume_phase(volume, phase, message)?;
         self.recorder.event_for(&*updated, event_type, reason, message);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn volume(annotations: Value, spec: Value) -> PersistentVolume {
+        serde_json::from_value(json!({"metadata": {"name": "pv1", "annotations": annotations}, "spec": spec}))
+            .expect("a volume")
+    }
+
+    #[test]
+    fn only_volumes_of_external_deleters_find_no_plugin_error() {
+        let provisioned = |by: &str| volume(json!({ANN_DYNAMICALLY_PROVISIONED: by}), json!({}));
+        assert_eq!(find_deletable_plugin(&provisioned("example.com/csi")), Ok(()));
+        assert_eq!(
+            find_deletable_plugin(&provisioned("kubernetes.io/gce-pd")),
+            Err("no deletable volume plugin matched".into())
+        );
+        assert_eq!(
+            find_deletable_plugin(&volume(json!({}), json!({"csi": {"driver": "d", "volumeHandle": "h"}}))),
+            Ok(())
+        );
+        assert_eq!(
+            find_deletable_plugin(&volume(json!({}), json!({"hostPath": {"path": "/data"}}))),
+            Err("error getting deleter volume plugin for volume \"pv1\": no deletable volume plugin matched".into())
+        );
     }
 }

@@ -14,7 +14,9 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::monitor::{Action, ErrorKind, monitor};
-use super::replica_calculator::{per_pod_replicas, usage_ratio_replica_count};
+use super::replica_calculator::{
+    external_per_pod_replicas, external_total, per_pod_replicas, usage_ratio_replica_count,
+};
 use super::status::{Condition, SCALING_ACTIVE};
 use super::{HorizontalController, ReconcileError, go_error};
 use crate::apimachinery::labels::{Selector, label_selector_go_string};
@@ -47,6 +49,13 @@ struct Failure {
 
 fn milli_quantity(millis: i64) -> KQuantity {
     KQuantity(Quantity::from_millis(millis, Format::DecimalSI).canonical())
+}
+
+/// `buildQuantity` (v1.36): a resource metric's current average, in BinarySI for memory (as
+/// metrics-server reports it: `100Mi`), DecimalSI otherwise (v1.33 used DecimalSI for both).
+fn build_quantity(resource: &str, millis: i64) -> KQuantity {
+    let format = if resource == "memory" { Format::BinarySI } else { Format::DecimalSI };
+    KQuantity(Quantity::from_millis(millis, format).canonical())
 }
 
 fn target_milli(q: Option<&KQuantity>) -> Option<i64> {
@@ -297,7 +306,8 @@ impl HorizontalController {
                     Ok((replicas, usage, timestamp))
                 })
                 .map_err(|e| format!("failed to get {resource} usage: {e}"))?;
-            let value = MetricValueStatus { average_value: Some(milli_quantity(usage)), ..Default::default() };
+            let value =
+                MetricValueStatus { average_value: Some(build_quantity(resource, usage)), ..Default::default() };
             return Ok((replicas, value, timestamp, format!("{resource} resource")));
         }
         let Some(utilization) = target.average_utilization else {
@@ -320,7 +330,7 @@ impl HorizontalController {
         };
         let value = MetricValueStatus {
             average_utilization: Some(percentage),
-            average_value: Some(milli_quantity(raw)),
+            average_value: Some(build_quantity(resource, raw)),
             ..Default::default()
         };
         Ok((replicas, value, timestamp, metric))
@@ -457,28 +467,27 @@ impl HorizontalController {
         let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
         let outer = |e: &str| format!("failed to get {} external metric value: {e}", metric.name);
         let shown = label_selector_go_string(metric.selector.as_ref());
-        let fetch = || -> Result<(i64, Timestamp), String> {
+        let fetch = || -> Result<(Vec<i64>, Timestamp), String> {
             let metric_selector = metric_selector(metric.selector.as_ref())?;
-            let (values, timestamp) = self
-                .metrics
+            self.metrics
                 .external_metric(&metric.name, namespace, &metric_selector.to_string())
-                .map_err(|e| format!("unable to get external metric {namespace}/{}/{shown}: {e}", metric.name))?;
-            Ok((values.iter().sum(), timestamp))
+                .map_err(|e| format!("unable to get external metric {namespace}/{}/{shown}: {e}", metric.name))
         };
         let tolerances = self.tolerances(hpa);
         let name = format!("external metric {}({shown})", metric.name);
         let mut current = MetricValueStatus::default();
         let (replicas, timestamp) = if let Some(target) = target_milli(external.target.average_value.as_ref()) {
-            let (total, timestamp) = fetch().map_err(|e| {
+            let (values, timestamp) = fetch().map_err(|e| {
                 let inner = format!("failed to get {} external metric: {e}", metric.name);
                 self.failure(hpa, "FailedGetExternalMetric", &e, outer(&inner))
             })?;
-            let (replicas, usage) = per_pod_replicas(status_replicas, target, total, tolerances);
+            let (replicas, usage) = external_per_pod_replicas(status_replicas, target, &values, tolerances);
             current.average_value = Some(milli_quantity(usage));
             (replicas, timestamp)
         } else if let Some(target) = target_milli(external.target.value.as_ref()) {
             let (replicas, usage) = fetch()
-                .and_then(|(usage, _)| {
+                .and_then(|(values, _)| {
+                    let usage = external_total(&values);
                     let pods = self.pods(namespace, selector);
                     let ratio = usage as f64 / target as f64;
                     Ok((usage_ratio_replica_count(spec_replicas, ratio, tolerances, &pods)?, usage))
@@ -519,5 +528,16 @@ mod tests {
     fn milli_quantities_are_canonical() {
         assert_eq!(milli_quantity(500).0, "500m");
         assert_eq!(milli_quantity(2000).0, "2");
+    }
+
+    #[test]
+    fn memory_averages_are_binary_si_others_decimal() {
+        let mebibytes = 100 * 1024 * 1024 * 1000;
+        assert_eq!(build_quantity("memory", mebibytes).0, "100Mi");
+        assert_eq!(build_quantity("cpu", mebibytes).0, "104857600");
+        assert_eq!(build_quantity("memory", 1_500_000).0, "1500", "below 1Ki: decimal, as apimachinery");
+        assert_eq!(build_quantity("memory", 104_857_601_000).0, "104857601", "not a multiple of 1Ki");
+        assert_eq!(build_quantity("memory", 104_857_600_500).0, "104857600500m", "fractional: decimal");
+        assert_eq!(build_quantity("cpu", 250).0, "250m");
     }
 }

@@ -1,5 +1,5 @@
 //! The horizontal pod autoscaler controller (`horizontal-pod-autoscaler-controller`), after
-//! upstream v1.33's `pkg/controller/podautoscaler`: every sync period, each autoscaling/v2
+//! upstream v1.36's `pkg/controller/podautoscaler`: every sync period, each autoscaling/v2
 //! HPA reads its target's `/scale`, computes a replica count from its metrics (resource
 //! metrics of the pods, custom Pods and Object metrics, External metrics), normalises it
 //! (min/max, scale-up limit or `behavior` policies, stabilisation windows) and writes the
@@ -31,7 +31,7 @@ use crate::apimachinery::labels::Selector;
 use crate::apimachinery::schema::parse_group_version;
 use crate::client::discovery::ApiResource;
 use crate::client::scale::ScaleClient;
-use crate::client::{Api, Client, PostParams};
+use crate::client::{Api, Client, PostParams, retry};
 use crate::runtime::controller::{Controller, ControllerContext, SyncResult};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
@@ -41,7 +41,10 @@ use behavior::{Args, Stabilizer};
 use metrics_client::MetricsClient;
 use monitor::{Action, ErrorKind, monitor};
 use replica_calculator::{ReplicaCalculator, Tolerances};
-use status::{ABLE_TO_SCALE, Condition, SCALING_ACTIVE, SCALING_LIMITED, set_condition, set_status};
+use status::{
+    ABLE_TO_SCALE, Condition, SCALED_TO_ZERO, SCALING_ACTIVE, SCALING_LIMITED, remove_condition, scaled_to_zero,
+    set_condition, set_status,
+};
 
 /// What the controller takes from the flags.
 #[derive(Debug, Clone)]
@@ -62,6 +65,22 @@ pub struct Config {
     pub configurable_tolerance: bool,
 }
 
+/// The other feature gates the controller asks (see [`new_with_gates`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gates {
+    /// `PodLevelResources`: a pod's pod-level requests count for its utilization.
+    pub pod_level_resources: bool,
+    /// `HPAScaleToZero`: the `ScaledToZero` condition and scaling from zero replicas.
+    pub scale_to_zero: bool,
+}
+
+impl Default for Gates {
+    /// The gates' v1.36 defaults: PodLevelResources beta and on, HPAScaleToZero alpha and off.
+    fn default() -> Gates {
+        Gates { pod_level_resources: true, scale_to_zero: false }
+    }
+}
+
 impl Default for Config {
     /// Upstream's defaults.
     fn default() -> Config {
@@ -72,7 +91,7 @@ impl Default for Config {
             tolerance: 0.1,
             cpu_initialization_period: Duration::from_secs(300),
             initial_readiness_delay: Duration::from_secs(30),
-            configurable_tolerance: false,
+            configurable_tolerance: true,
         }
     }
 }
@@ -95,8 +114,13 @@ impl RateLimiter<String> for FixedItemIntervalRateLimiter {
     }
 }
 
-/// `NewHorizontalController`.
+/// `NewHorizontalController`, with the other gates at their defaults.
 pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    new_with_gates(context, config, Gates::default())
+}
+
+/// `NewHorizontalController`.
+pub fn new_with_gates(context: &ControllerContext<'_>, config: Config, gates: Gates) -> Result<Controller, String> {
     let clock: Arc<dyn Clock> = Arc::new(RealClock);
     let limiter = FixedItemIntervalRateLimiter { interval: config.sync_period };
     let queue = WorkQueue::with_parts("horizontalpodautoscaler", Box::new(limiter), clock);
@@ -113,10 +137,12 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         calculator: ReplicaCalculator {
             cpu_initialization_period: config.cpu_initialization_period,
             delay_of_initial_readiness_status: config.initial_readiness_delay,
+            pod_level_resources: gates.pod_level_resources,
         },
         stabilizer: Stabilizer::default(),
         selectors: selectors::HpaSelectors::default(),
         config: config.clone(),
+        gates,
     });
     let handler = controller.clone();
     controller.hpas.add_handler(move |event: &Event<HorizontalPodAutoscaler>| handler.on_hpa_event(event));
@@ -143,6 +169,7 @@ struct HorizontalController {
     stabilizer: Stabilizer,
     selectors: selectors::HpaSelectors,
     config: Config,
+    gates: Gates,
 }
 
 /// A failed reconciliation: its message and whether the HPA's spec is at fault (`errSpec`).
@@ -176,14 +203,18 @@ impl HorizontalController {
                 let key = object_key(&object.metadata);
                 self.queue.forget(&key);
                 self.selectors.delete(&key);
+                monitor().hpa_deleted();
             }
         }
     }
 
-    /// Every request waits one sync period; one already waiting or queued absorbs it.
+    /// Every request waits one sync period; one already waiting or queued absorbs it. An HPA
+    /// seen for the first time is counted.
     fn enqueue(&self, key: &str) {
         self.queue.add_rate_limited(key.to_string());
-        self.selectors.register(key);
+        if self.selectors.register(key) {
+            monitor().hpa_added();
+        }
     }
 
     /// The informer handler's resync (`AddEventHandlerWithResyncPeriod(resyncPeriod)`).
@@ -274,7 +305,7 @@ impl HorizontalController {
                 )));
             }
         };
-        let (mut scale, resource) = match self.scale_for_resource_mappings(&namespace, &target.name, &mappings) {
+        let (scale, resource) = match self.scale_for_resource_mappings(&namespace, &target.name, &mappings) {
             Ok(found) => found,
             Err(e) => {
                 self.failed_get_scale(&mut hpa, &original, &e);
@@ -302,25 +333,41 @@ impl HorizontalController {
         let mut metric_statuses = None;
         let mut ret_err = None;
 
-        if current == 0 && min != 0 {
-            desired = 0;
-            rescale = false;
-            self.set_condition(
-                &mut hpa,
-                Condition::new(
-                    SCALING_ACTIVE,
-                    false,
-                    "ScalingDisabled",
-                    "scaling is disabled since the replica count of the target is zero",
-                ),
-            );
+        let scale_to_zero = self.gates.scale_to_zero;
+        let object_or_external = has_object_or_external_metrics(&hpa);
+        let scaled_to_zero_condition = scale_to_zero && scaled_to_zero(hpa.status.as_ref());
+        let can_scale_from_zero = scaled_to_zero_condition && object_or_external;
+        let mut needs_metric_computation = true;
+        if current == 0 {
+            let disable;
+            (needs_metric_computation, disable) =
+                should_compute_metrics_for_zero_replicas(min, scaled_to_zero_condition, can_scale_from_zero);
+            if disable {
+                desired = 0;
+                rescale = false;
+                self.set_condition(
+                    &mut hpa,
+                    Condition::new(
+                        SCALING_ACTIVE,
+                        false,
+                        "ScalingDisabled",
+                        "scaling is disabled since the replica count of the target is zero",
+                    ),
+                );
+                if !scale_to_zero {
+                    remove_condition(hpa.status.get_or_insert_with(Default::default), SCALED_TO_ZERO);
+                }
+            }
         } else if current > spec.max_replicas {
             rescale_reason = "Current number of replicas above Spec.MaxReplicas".into();
             desired = spec.max_replicas;
+            needs_metric_computation = false;
         } else if current < min {
             rescale_reason = "Current number of replicas below Spec.MinReplicas".into();
             desired = min;
-        } else {
+            needs_metric_computation = false;
+        }
+        if needs_metric_computation {
             let computed = self.compute_replicas_for_metrics(&mut hpa, &scale, spec.metrics.as_deref().unwrap_or(&[]));
             metric_statuses = computed.statuses;
             if let (Some(err), -1) = (&computed.error, computed.replicas) {
@@ -339,8 +386,10 @@ impl HorizontalController {
                 });
             }
             ret_err = computed.error;
+            let proposing =
+                if current == 0 { "Proposing desired replicas from zero" } else { "Proposing desired replicas" };
             log::debug!(
-                "Proposing desired replicas desiredReplicas={} metric=\"{}\" tolerances=\"{}\" timestamp=\"{}\" scaleTarget=\"{reference}\"",
+                "{proposing} desiredReplicas={} metric=\"{}\" tolerances=\"{}\" timestamp=\"{}\" scaleTarget=\"{reference}\"",
                 computed.replicas,
                 computed.metric,
                 self.tolerances(&hpa),
@@ -358,13 +407,19 @@ impl HorizontalController {
                 rescale_reason = "All metrics below target".into();
             }
             desired = self.normalize(&mut hpa, key, Args { min, max: spec.max_replicas, current, desired });
+            // Scaling from zero (HPAScaleToZero) with a raised minReplicas goes at least there.
+            if current == 0 && min != 0 && scaled_to_zero_condition && desired < min {
+                desired = min;
+                if rescale_reason.is_empty() {
+                    rescale_reason = "Current number of replicas below Spec.MinReplicas".into();
+                }
+            }
             rescale = desired != current;
         }
 
         let mut rescaled_at = None;
         if rescale {
-            scale.spec.get_or_insert_with(Default::default).replicas = Some(desired);
-            if let Err(e) = self.scales.update(&resource, &namespace, &target.name, &scale).map_err(|e| go_error(&e)) {
+            if let Err(e) = self.update_scale(&resource, &namespace, &target.name, &reference, scale, desired) {
                 let message = format!("New size: {desired}; reason: {rescale_reason}; error: {e}");
                 self.recorder.event_for(&hpa, EventType::Warning, "FailedRescale", &message);
                 let message = format!("the HPA controller was unable to update the target scale: {e}");
@@ -384,6 +439,11 @@ impl HorizontalController {
             log::info!(
                 "Successfully rescaled HPA=\"{key}\" currentReplicas={current} desiredReplicas={desired} reason=\"{rescale_reason}\""
             );
+            // Set on every rescale, so that it is never stale.
+            match scaled_to_zero_after_rescale(scale_to_zero, current, desired, min, object_or_external) {
+                Some(condition) => self.set_condition(&mut hpa, condition),
+                None => remove_condition(hpa.status.get_or_insert_with(Default::default), SCALED_TO_ZERO),
+            }
             *action = Action::of(current, desired);
             rescaled_at = Some(now);
         } else {
@@ -391,8 +451,39 @@ impl HorizontalController {
             desired = current;
         }
         set_status(hpa.status.get_or_insert_with(Default::default), current, desired, metric_statuses, rescaled_at);
+        monitor().desired_replicas(&namespace, hpa.metadata.name.as_deref().unwrap_or_default(), desired);
         self.update_status_if_needed(&original, &hpa)?;
         ret_err.map_or(Ok(()), Err)
+    }
+
+    /// The rescale of v1.36: the target's `/scale` written with `desired` replicas, retried on
+    /// a conflict (`retry.DefaultRetry`: 5 attempts 10 ms apart) with the scale read again
+    /// after each failed write; the error as Go's `err.Error()` shows it.
+    fn update_scale(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+        reference: &str,
+        mut scale: Scale,
+        desired: i32,
+    ) -> Result<(), String> {
+        retry::on_conflict_with(retry::DEFAULT_RETRY, || {
+            scale.spec.get_or_insert_with(Default::default).replicas = Some(desired);
+            let error = match self.scales.update(resource, namespace, name, &scale) {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            // Whatever the error, the next attempt (if a conflict allows one) starts from the latest scale.
+            match self.scales.get(resource, namespace, name) {
+                Ok(latest) => scale = latest,
+                Err(e) => {
+                    log::error!("error getting latest scale for {reference} during conflict retry: {}", go_error(&e))
+                }
+            }
+            Err(error)
+        })
+        .map_err(|e| go_error(&e))
     }
 
     /// `normalizeDesiredReplicas` or, with a `behavior`, `normalizeDesiredReplicasWithBehaviors`,
@@ -491,6 +582,43 @@ impl HorizontalController {
     }
 }
 
+/// `hasObjectOrExternalMetrics`.
+fn has_object_or_external_metrics(hpa: &HorizontalPodAutoscaler) -> bool {
+    hpa.spec.metrics.iter().flatten().any(|m| m.type_ == "Object" || m.type_ == "External")
+}
+
+/// `shouldComputeMetricsForZeroReplicas` for a target at zero replicas: (whether to compute
+/// the metrics, whether scaling is disabled). Without HPAScaleToZero both condition inputs are
+/// false, and scaling is disabled whatever `min` (v1.33 computed metrics when `min` was 0).
+fn should_compute_metrics_for_zero_replicas(min: i32, scaled_to_zero: bool, can_scale_from_zero: bool) -> (bool, bool) {
+    if (min != 0 && scaled_to_zero) || can_scale_from_zero { (true, false) } else { (false, true) }
+}
+
+/// The ScaledToZero condition after a rescale from `current` to `desired`: with the
+/// HPAScaleToZero gate, True when the HPA (minReplicas 0, Object or External metrics) scaled its
+/// target to zero, else False; without the gate, `None`: the condition is removed.
+fn scaled_to_zero_after_rescale(
+    gate: bool,
+    current: i32,
+    desired: i32,
+    min: i32,
+    object_or_external: bool,
+) -> Option<Condition> {
+    if !gate {
+        return None;
+    }
+    Some(if current > 0 && desired == 0 && min == 0 && object_or_external {
+        Condition::new(SCALED_TO_ZERO, true, "ScaledToZero", "the HPA controller scaled the workload to zero")
+    } else {
+        Condition::new(
+            SCALED_TO_ZERO,
+            false,
+            "NotScaledToZero",
+            "the HPA controller did not scale the workload to zero",
+        )
+    })
+}
+
 /// The status as the API round-trips it: Go omits a zero `currentReplicas` and an empty
 /// `currentMetrics`, so they compare equal to absent ones (`apiequality.Semantic.DeepEqual`
 /// on what was read).
@@ -518,6 +646,49 @@ mod tests {
         assert_eq!(limiter.when(&"a".to_string()), Duration::from_secs(15));
         assert_eq!(limiter.when(&"a".to_string()), Duration::from_secs(15));
         assert_eq!(limiter.num_requeues(&"a".to_string()), 1);
+    }
+
+    #[test]
+    fn a_target_at_zero_is_left_alone_unless_scaled_to_zero_by_the_hpa() {
+        // HPAScaleToZero off: both inputs false, whatever minReplicas.
+        assert_eq!(should_compute_metrics_for_zero_replicas(1, false, false), (false, true));
+        assert_eq!(should_compute_metrics_for_zero_replicas(0, false, false), (false, true));
+        // On: scaled to zero by the HPA, and minReplicas raised since or Object/External metrics.
+        assert_eq!(should_compute_metrics_for_zero_replicas(2, true, false), (true, false));
+        assert_eq!(should_compute_metrics_for_zero_replicas(0, true, true), (true, false));
+        assert_eq!(should_compute_metrics_for_zero_replicas(0, true, false), (false, true));
+    }
+
+    #[test]
+    fn the_scaled_to_zero_condition_follows_each_rescale_only_with_the_gate() {
+        assert_eq!(scaled_to_zero_after_rescale(false, 3, 0, 0, true), None, "removed without the gate");
+        let scaled = scaled_to_zero_after_rescale(true, 3, 0, 0, true).expect("a condition");
+        assert_eq!((scaled.type_, scaled.status, scaled.reason.as_str()), (SCALED_TO_ZERO, true, "ScaledToZero"));
+        for (current, desired, min, object_or_external) in [(0, 2, 0, true), (3, 1, 0, true), (3, 0, 0, false)] {
+            let condition = scaled_to_zero_after_rescale(true, current, desired, min, object_or_external);
+            let condition = condition.expect("a condition");
+            assert_eq!((condition.status, condition.reason.as_str()), (false, "NotScaledToZero"));
+            assert_eq!(condition.message, "the HPA controller did not scale the workload to zero");
+        }
+    }
+
+    #[test]
+    fn only_object_and_external_metrics_allow_scaling_from_zero() {
+        let hpa = |types: &[&str]| -> HorizontalPodAutoscaler {
+            let metrics: Vec<serde_json::Value> = types.iter().map(|t| serde_json::json!({"type": t})).collect();
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "h"}, "spec": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "d"}, "maxReplicas": 3, "metrics": metrics}}))
+            .expect("an HPA")
+        };
+        assert!(!has_object_or_external_metrics(&hpa(&["Resource", "Pods"])));
+        assert!(has_object_or_external_metrics(&hpa(&["Resource", "External"])));
+        assert!(has_object_or_external_metrics(&hpa(&["Object"])));
+    }
+
+    #[test]
+    fn the_gates_default_as_in_v1_36() {
+        assert_eq!(Gates::default(), Gates { pod_level_resources: true, scale_to_zero: false });
+        assert!(Config::default().configurable_tolerance, "HPAConfigurableTolerance is beta and on");
     }
 
     #[test]

@@ -1,11 +1,11 @@
-//! Upstream's `podautoscaler/monitor`: reconciliation and metric-computation counts and
-//! durations, labelled by action (`scale_up`, `scale_down`, `none`) and error (`spec`,
-//! `internal`, `none`).
+//! Upstream's (v1.36) `podautoscaler/monitor`: reconciliation and metric-computation counts
+//! and durations (BETA since v1.34), labelled by action (`scale_up`, `scale_down`, `none`) and
+//! error (`spec`, `internal`, `none`); the number of HPAs and each one's desired replicas.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::metrics::{CounterVec, HistogramVec, exponential_buckets};
+use crate::metrics::{CounterVec, GaugeVec, HistogramVec, exponential_buckets};
 
 /// `ActionLabel`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,17 +58,22 @@ impl ErrorKind {
     }
 }
 
-const RECONCILIATION_HELP: &str = "[ALPHA] Number of reconciliations of HPA controller. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. Note that if both spec and internal errors happen during a reconciliation, the first one to occur is reported in `error` label.";
-const RECONCILIATION_DURATION_HELP: &str = "[ALPHA] The time(seconds) that the HPA controller takes to reconcile once. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. Note that if both spec and internal errors happen during a reconciliation, the first one to occur is reported in `error` label.";
-const COMPUTATION_HELP: &str = "[ALPHA] Number of metric computations. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. The label 'metric_type' corresponds to HPA.spec.metrics[*].type";
-const COMPUTATION_DURATION_HELP: &str = "[ALPHA] The time(seconds) that the HPA controller takes to calculate one metric. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. The label 'error' should be either 'spec', 'internal', or 'none'. The label 'metric_type' corresponds to HPA.spec.metrics[*].type";
+const RECONCILIATION_HELP: &str = "[BETA] Number of reconciliations of HPA controller. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. Note that if both spec and internal errors happen during a reconciliation, the first one to occur is reported in `error` label.";
+const RECONCILIATION_DURATION_HELP: &str = "[BETA] The time(seconds) that the HPA controller takes to reconcile once. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. Note that if both spec and internal errors happen during a reconciliation, the first one to occur is reported in `error` label.";
+const COMPUTATION_HELP: &str = "[BETA] Number of metric computations. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. The label 'metric_type' corresponds to HPA.spec.metrics[*].type";
+const COMPUTATION_DURATION_HELP: &str = "[BETA] The time(seconds) that the HPA controller takes to calculate one metric. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. The label 'error' should be either 'spec', 'internal', or 'none'. The label 'metric_type' corresponds to HPA.spec.metrics[*].type";
 
-/// The four families, registered once per process (`monitor.Register`).
+const HPAS_HELP: &str = "[ALPHA] Current number of controlled HPA objects.";
+const DESIRED_REPLICAS_HELP: &str = "[ALPHA] Current desired replica count for HPA objects.";
+
+/// The six families, registered once per process (`monitor.Register`).
 pub struct Monitor {
     reconciliations: Arc<CounterVec>,
     reconciliation_duration: Arc<HistogramVec>,
     computations: Arc<CounterVec>,
     computation_duration: Arc<HistogramVec>,
+    hpas: Arc<GaugeVec>,
+    desired_replicas: Arc<GaugeVec>,
 }
 
 /// The process's monitor, registering its families on first use.
@@ -99,12 +104,23 @@ pub fn monitor() -> &'static Monitor {
                 &["action", "error", "metric_type"],
                 &buckets,
             )),
+            hpas: Arc::new(
+                GaugeVec::gauge("horizontal_pod_autoscaler_controller_num_horizontal_pod_autoscalers", HPAS_HELP, &[])
+                    .at_zero(),
+            ),
+            desired_replicas: Arc::new(GaugeVec::gauge(
+                "horizontal_pod_autoscaler_controller_desired_replicas",
+                DESIRED_REPLICAS_HELP,
+                &["namespace", "hpa_name"],
+            )),
         };
         let registry = crate::metrics::global();
         registry.register(monitor.reconciliations.clone());
         registry.register(monitor.reconciliation_duration.clone());
         registry.register(monitor.computations.clone());
         registry.register(monitor.computation_duration.clone());
+        registry.register(monitor.hpas.clone());
+        registry.register(monitor.desired_replicas.clone());
         monitor
     })
 }
@@ -123,6 +139,21 @@ impl Monitor {
         self.computations.inc(&labels);
         self.computation_duration.observe(&labels, took.as_secs_f64());
     }
+
+    /// `ObserveHPAAddition`: an HPA seen for the first time.
+    pub fn hpa_added(&self) {
+        self.hpas.add(&[], 1.0);
+    }
+
+    /// `ObserveHPADeletion`.
+    pub fn hpa_deleted(&self) {
+        self.hpas.add(&[], -1.0);
+    }
+
+    /// `ObserveDesiredReplicas`: the replica count a reconciliation settled on.
+    pub fn desired_replicas(&self, namespace: &str, name: &str, desired: i32) {
+        self.desired_replicas.set(&[namespace, name], f64::from(desired));
+    }
 }
 
 #[cfg(test)]
@@ -138,5 +169,21 @@ mod tests {
         assert!(m.computation_duration.count(&["none", "internal", "Resource"]) >= 1);
         let text = crate::metrics::global().render();
         assert!(text.contains("horizontal_pod_autoscaler_controller_metric_computation_total{action=\"none\",error=\"internal\",metric_type=\"Resource\"}"));
+        assert!(text.contains("# HELP horizontal_pod_autoscaler_controller_reconciliations_total [BETA] Number of"));
+    }
+
+    #[test]
+    fn hpas_are_counted_and_desired_replicas_shown_per_hpa() {
+        let m = monitor();
+        m.desired_replicas("ns", "web", 4);
+        m.desired_replicas("ns", "web", 3);
+        assert_eq!(m.desired_replicas.get(&["ns", "web"]), 3.0);
+        let text = crate::metrics::global().render();
+        assert!(text.contains(
+            "# HELP horizontal_pod_autoscaler_controller_num_horizontal_pod_autoscalers [ALPHA] Current number of controlled HPA objects.\n# TYPE horizontal_pod_autoscaler_controller_num_horizontal_pod_autoscalers gauge\n"
+        ));
+        assert!(
+            text.contains("horizontal_pod_autoscaler_controller_desired_replicas{hpa_name=\"web\",namespace=\"ns\"} 3")
+        );
     }
 }

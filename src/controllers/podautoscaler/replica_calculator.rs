@@ -1,4 +1,4 @@
-//! Upstream's `replica_calculator.go` and `metrics/utilization.go`: from pods and their metric
+//! Upstream's (v1.36) `replica_calculator.go` and `metrics/utilization.go`: from pods and their metric
 //! samples to a replica count. Pure functions over the pods (from the pod cache), the samples
 //! (from the metrics client) and the time, so every rule is tested without a server.
 
@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::apimachinery::pod::{get_pod_ready_condition, is_pod_ready};
 use crate::quantity::Quantity;
+use crate::quota::pods::{is_pod_level_requests_set, pod_requests};
 
 /// One pod's sample: `metricsclient.PodMetric` (values in milli-units).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,13 +54,15 @@ impl std::fmt::Display for Tolerances {
     }
 }
 
-/// The two readiness timings of `ReplicaCalculator`.
+/// The two readiness timings of `ReplicaCalculator`, and the gate its requests follow.
 #[derive(Debug, Clone, Copy)]
 pub struct ReplicaCalculator {
     /// `--horizontal-pod-autoscaler-cpu-initialization-period`.
     pub cpu_initialization_period: Duration,
     /// `--horizontal-pod-autoscaler-initial-readiness-delay`.
     pub delay_of_initial_readiness_status: Duration,
+    /// The `PodLevelResources` feature gate: pod-level requests count where set.
+    pub pod_level_resources: bool,
 }
 
 /// How pods were sorted by `groupPods`.
@@ -75,7 +78,8 @@ pub struct Groups {
     pub ignored: HashSet<String>,
 }
 
-/// `int32(math.Ceil(x))`.
+/// `int32(math.Ceil(x))`, capped at the int32 range as v1.36 caps replica counts (Rust's
+/// conversion saturates).
 fn ceil(x: f64) -> i32 {
     x.ceil() as i32
 }
@@ -148,7 +152,7 @@ impl ReplicaCalculator {
         if metrics.is_empty() {
             return Err("did not receive metrics for targeted pods (pods might be unready)".into());
         }
-        let requests = calculate_pod_requests(pods, container, resource)?;
+        let requests = calculate_requests(pods, container, resource, self.pod_level_resources)?;
         let (ratio, utilization, raw) = resource_utilization_ratio(&metrics, &requests, target_utilization)?;
         let scale_up_with_unready = !groups.unready.is_empty() && ratio > 1.0;
         if !scale_up_with_unready && groups.missing.is_empty() {
@@ -282,8 +286,7 @@ pub fn usage_ratio_replica_count(
     Ok(ceil(ratio * ready as f64))
 }
 
-/// `GetObjectPerPodMetricReplicas` / `GetExternalPerPodMetricReplicas` once the total is read:
-/// (replicas, usage per pod).
+/// `GetObjectPerPodMetricReplicas` once the total is read: (replicas, usage per pod).
 pub fn per_pod_replicas(status_replicas: i32, target_per_pod: i64, total: i64, tolerances: Tolerances) -> (i32, i64) {
     let mut replicas = status_replicas;
     let ratio = total as f64 / (target_per_pod as f64 * f64::from(replicas));
@@ -293,35 +296,105 @@ pub fn per_pod_replicas(status_replicas: i32, target_per_pod: i64, total: i64, t
     (replicas, (total as f64 / f64::from(status_replicas)).ceil() as i64)
 }
 
-/// `calculatePodRequests`: each pod's request of `resource` in milli-units, over its
-/// containers and restartable init containers (or only `container`).
-pub fn calculate_pod_requests(
+/// `GetExternalPerPodMetricReplicas` once the values are read: (replicas, usage per pod). As
+/// v1.36, a total that overflows (or goes negative) counts as `MaxInt64`, which is then also
+/// the usage shown, undivided.
+pub fn external_per_pod_replicas(
+    status_replicas: i32,
+    target_per_pod: i64,
+    values: &[i64],
+    tolerances: Tolerances,
+) -> (i32, i64) {
+    let mut total = 0i64;
+    for value in values {
+        total = total.wrapping_add(*value);
+        if total < 0 {
+            total = i64::MAX;
+            break;
+        }
+    }
+    let (replicas, per_pod) = per_pod_replicas(status_replicas, target_per_pod, total, tolerances);
+    // Go compares in float64, where values within 512 of MaxInt64 round up to 2^63.
+    if total as f64 >= i64::MAX as f64 { (replicas, i64::MAX) } else { (replicas, per_pod) }
+}
+
+/// The total of `GetExternalMetricReplicas`: positive values that would overflow cap it at
+/// `MaxInt64` (v1.36).
+pub fn external_total(values: &[i64]) -> i64 {
+    let mut total = 0i64;
+    for value in values {
+        if *value > 0 && total > i64::MAX - value {
+            return i64::MAX;
+        }
+        total = total.wrapping_add(*value);
+    }
+    total
+}
+
+/// `calculateRequests`: each pod's request of `resource` in milli-units. With
+/// `pod_level_resources` (the PodLevelResources gate) and no `container` named, a pod with
+/// pod-level requests is charged its `PodRequests`; otherwise its containers and restartable
+/// init containers (or only `container`) are summed.
+pub fn calculate_requests(
     pods: &[Arc<Pod>],
     container: &str,
     resource: &str,
+    pod_level_resources: bool,
 ) -> Result<HashMap<String, i64>, String> {
     let mut requests = HashMap::with_capacity(pods.len());
     for pod in pods {
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let Some(spec) = pod.spec.as_ref() else {
-            requests.insert(name, 0);
-            continue;
+        let request = if pod_level_resources && container.is_empty() && is_pod_level_requests_set(pod) {
+            pod_level_request(pod, resource)?
+        } else {
+            container_requests(pod, container, resource)?
         };
-        let sidecars = spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
-        let mut sum = 0i64;
-        for c in spec.containers.iter().chain(sidecars) {
-            if !container.is_empty() && container != c.name {
-                continue;
-            }
+        requests.insert(name, request);
+    }
+    Ok(requests)
+}
+
+/// `calculatePodLevelRequests`: the pod's `PodRequests` of `resource` (pod-level where set,
+/// else its containers', plus the overhead).
+fn pod_level_request(pod: &Pod, resource: &str) -> Result<i64, String> {
+    let requests = pod_requests(pod, false);
+    let Some(request) = requests.get(resource) else {
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        return Err(format!("missing pod-level request for {resource} in Pod {name}"));
+    };
+    Ok(request.milli_value() as i64)
+}
+
+/// `calculatePodRequestsFromContainers`: the requests of the pod's containers and restartable
+/// init containers, or of `container` alone (which, since v1.36, must exist).
+fn container_requests(pod: &Pod, container: &str, resource: &str) -> Result<i64, String> {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let Some(spec) = pod.spec.as_ref() else {
+        return if container.is_empty() {
+            Ok(0)
+        } else {
+            Err(format!("container {container} not found in Pod {name}"))
+        };
+    };
+    let sidecars = spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    let mut sum = 0i64;
+    for c in spec.containers.iter().chain(sidecars) {
+        if container.is_empty() || container == c.name {
             let request = c.resources.as_ref().and_then(|r| r.requests.as_ref()).and_then(|r| r.get(resource));
             let Some(request) = request else {
                 return Err(format!("missing request for {resource} in container {} of Pod {name}", c.name));
             };
             sum += Quantity::parse(&request.0).map(|q| q.milli_value() as i64).unwrap_or(0);
         }
-        requests.insert(name, sum);
+        // Container names are unique in a pod.
+        if container == c.name {
+            return Ok(sum);
+        }
     }
-    Ok(requests)
+    if !container.is_empty() {
+        return Err(format!("container {container} not found in Pod {name}"));
+    }
+    Ok(sum)
 }
 
 /// `GetResourceUtilizationRatio`: (ratio, utilization %, raw average).

@@ -20,9 +20,14 @@ fn namespace_of(key: &str) -> &str {
 }
 
 impl HpaSelectors {
-    /// Registers an HPA, selecting nothing, unless it is known.
-    pub fn register(&self, key: &str) {
-        self.selectors.lock().entry(key.to_string()).or_insert(None);
+    /// Registers an HPA, selecting nothing, unless it is known; true when it was not.
+    pub fn register(&self, key: &str) -> bool {
+        let mut selectors = self.selectors.lock();
+        if selectors.contains_key(key) {
+            return false;
+        }
+        selectors.insert(key.to_string(), None);
+        true
     }
 
     /// Forgets a deleted HPA.

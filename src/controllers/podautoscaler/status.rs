@@ -12,6 +12,8 @@ pub const ABLE_TO_SCALE: &str = "AbleToScale";
 pub const SCALING_ACTIVE: &str = "ScalingActive";
 /// `ScalingLimited`.
 pub const SCALING_LIMITED: &str = "ScalingLimited";
+/// `ScaledToZero` (HPAScaleToZero, v1.36).
+pub const SCALED_TO_ZERO: &str = "ScaledToZero";
 
 /// A condition to set (upstream passes the same four values around).
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +56,19 @@ pub fn set_condition(status: &mut HorizontalPodAutoscalerStatus, condition: Cond
     existing.message = Some(condition.message);
 }
 
+/// `removeCondition` (v1.36): drops the conditions of `type_`.
+pub fn remove_condition(status: &mut HorizontalPodAutoscalerStatus, type_: &str) {
+    if let Some(conditions) = status.conditions.as_mut() {
+        conditions.retain(|c| c.type_ != type_);
+    }
+}
+
+/// `getScaledToZeroConditionStatus`: the ScaledToZero condition is there and True.
+pub fn scaled_to_zero(status: Option<&HorizontalPodAutoscalerStatus>) -> bool {
+    let conditions = status.and_then(|s| s.conditions.as_ref());
+    conditions.and_then(|c| c.iter().find(|c| c.type_ == SCALED_TO_ZERO)).is_some_and(|c| c.status == "True")
+}
+
 /// `setStatus`: the counts and metrics replaced, conditions and last scale time kept (the
 /// latter set to now on a rescale); upstream builds a new status without `observedGeneration`.
 pub fn set_status(
@@ -90,6 +105,23 @@ mod tests {
         assert_eq!(conditions[0].last_transition_time, Some(Time(t0)));
         set_condition(&mut status, Condition::new(ABLE_TO_SCALE, false, "FailedGetScale", "d"), t1);
         assert_eq!(status.conditions.as_ref().unwrap()[0].last_transition_time, Some(Time(t1)));
+    }
+
+    #[test]
+    fn the_scaled_to_zero_condition_is_read_and_removed() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let mut status = HorizontalPodAutoscalerStatus::default();
+        assert!(!scaled_to_zero(Some(&status)));
+        remove_condition(&mut status, SCALED_TO_ZERO);
+        assert_eq!(status.conditions, None, "nothing to remove");
+        set_condition(&mut status, Condition::new(ABLE_TO_SCALE, true, "SucceededGetScale", "a"), t0);
+        set_condition(&mut status, Condition::new(SCALED_TO_ZERO, false, "NotScaledToZero", "b"), t0);
+        assert!(!scaled_to_zero(Some(&status)));
+        set_condition(&mut status, Condition::new(SCALED_TO_ZERO, true, "ScaledToZero", "c"), t0);
+        assert!(scaled_to_zero(Some(&status)));
+        remove_condition(&mut status, SCALED_TO_ZERO);
+        let types: Vec<&str> = status.conditions.iter().flatten().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, [ABLE_TO_SCALE]);
     }
 
     #[test]

@@ -129,13 +129,37 @@ fn the_status_applied() {
     assert_eq!(
         ready,
         json!({"kind": "ServiceCIDR", "apiVersion": "networking.k8s.io/v1", "metadata": {"name": "kubernetes"},
-            "status": {"conditions": [{"type": "Ready", "status": "True", "message": "Kubernetes Service CIDR is ready",
-                "lastTransitionTime": "2026-11-26T10:00:00Z"}]}})
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "",
+                "message": "Kubernetes Service CIDR is ready", "lastTransitionTime": "2026-11-26T10:00:00Z"}]}})
     );
     let terminating = &ready_apply("x", false, now)["status"]["conditions"][0];
     assert_eq!(terminating["reason"], "Terminating");
     assert_eq!(terminating["status"], "False");
     assert_eq!(terminating["message"], TERMINATING_MESSAGE);
+}
+
+#[test]
+fn an_unchanged_ready_condition_is_not_applied_again() {
+    let mut ready = (*default_cidr()).clone();
+    assert!(!ready_up_to_date(&ready, true), "no condition yet");
+    ready.status = Some(
+        serde_json::from_value(json!({"conditions": [{"type": "Ready", "status": "True", "reason": "",
+        "message": "Kubernetes Service CIDR is ready", "lastTransitionTime": "2026-11-26T10:00:00Z"}]}))
+        .unwrap(),
+    );
+    assert!(ready_up_to_date(&ready, true));
+    assert!(!ready_up_to_date(&ready, false), "deleting: Terminating is applied");
+    let mut terminating = ready.clone();
+    terminating.status = Some(
+        serde_json::from_value(json!({"conditions": [{"type": "Ready", "status": "False",
+        "reason": "Terminating", "message": TERMINATING_MESSAGE, "lastTransitionTime": "2026-11-26T10:00:00Z"}]}))
+        .unwrap(),
+    );
+    assert!(ready_up_to_date(&terminating, false));
+    assert!(!ready_up_to_date(&terminating, true));
+    let mut other_message = ready.clone();
+    other_message.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].message = "ready".into();
+    assert!(!ready_up_to_date(&other_message, true), "a different message is replaced");
 }
 
 #[test]

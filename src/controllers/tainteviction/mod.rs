@@ -1,10 +1,11 @@
-//! The taint eviction controller, after upstream v1.33's
+//! The taint eviction controller, after upstream v1.36's
 //! `pkg/controller/tainteviction/taint_eviction.go`: run as a controller of its own (the
-//! `SeparateTaintEvictionController` gate, on by default in 1.33) or, with the gate off,
+//! `SeparateTaintEvictionController` gate, GA and locked on since 1.34) or, with the gate off,
 //! inside the node lifecycle controller (as upstream's package is shared): pods on a node with NoExecute taints they
 //! do not tolerate are deleted at once; pods tolerating them for `tolerationSeconds` are
 //! deleted when the shortest such toleration runs out, unless the taints go (or the pod goes)
-//! first. Before deleting, the pod gets the `DisruptionTarget` condition.
+//! first. Before deleting, the pod gets the `DisruptionTarget` condition, with its generation
+//! as `observedGeneration`.
 //!
 //! Upstream's two queues carry the informers' keys: `noexec_taint_node` node names and
 //! `noexec_taint_pod` `<namespace>/<name>` pod keys (plain queues, as upstream's, so `/metrics`
@@ -23,7 +24,7 @@ use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, PodCondition, Taint
 use parking_lot::Mutex;
 
 use crate::apimachinery::clock::{Clock, RealClock};
-use crate::apimachinery::pod::update_pod_condition;
+use crate::apimachinery::pod::{observed_generation, update_pod_condition};
 use crate::client::{Api, Client, DeleteParams, Error};
 use crate::controllers::nodeutil::{NO_EXECUTE, matching_tolerations};
 use crate::controllers::nodeutil::{add_node_name_index, pods_on_node};
@@ -336,14 +337,7 @@ impl TaintEviction {
         let api = Api::<Pod>::namespaced(&self.client, namespace);
         let pod = api.get(name)?;
         let mut new = pod.status.clone().unwrap_or_default();
-        let condition = PodCondition {
-            type_: "DisruptionTarget".into(),
-            status: "True".into(),
-            reason: Some("DeletionByTaintManager".into()),
-            message: Some("Taint manager: deleting due to NoExecute taint".into()),
-            ..PodCondition::default()
-        };
-        if update_pod_condition(&mut new, condition, Timestamp::now()) {
+        if update_pod_condition(&mut new, eviction_condition(&pod), Timestamp::now()) {
             patch_pod_status(&self.client, &pod, &new)?;
         }
         api.delete(name, &DeleteParams::default()).map(|_| ())
@@ -360,6 +354,20 @@ impl TaintEviction {
             ..ObjectReference::default()
         };
         self.recorder.event(&reference, EventType::Normal, "TaintManagerEviction", message);
+    }
+}
+
+/// The condition `addConditionAndDeletePod` sets before deleting a pod: DisruptionTarget,
+/// reason `DeletionByTaintManager`, with the pod's generation as `observedGeneration` (v1.36;
+/// v1.33 had none, PodObservedGenerationTracking being off).
+fn eviction_condition(pod: &Pod) -> PodCondition {
+    PodCondition {
+        type_: "DisruptionTarget".into(),
+        observed_generation: observed_generation(pod),
+        status: "True".into(),
+        reason: Some("DeletionByTaintManager".into()),
+        message: Some("Taint manager: deleting due to NoExecute taint".into()),
+        ..PodCondition::default()
     }
 }
 
@@ -404,6 +412,18 @@ mod tests {
 
     fn toleration(value: Value) -> Toleration {
         serde_json::from_value(value).expect("a toleration")
+    }
+
+    #[test]
+    fn the_eviction_condition_observes_the_pods_generation() {
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "generation": 2}})).expect("a pod");
+        let condition = eviction_condition(&pod);
+        assert_eq!(
+            (condition.type_.as_str(), condition.status.as_str(), condition.reason.as_deref()),
+            ("DisruptionTarget", "True", Some("DeletionByTaintManager"))
+        );
+        assert_eq!(condition.message.as_deref(), Some("Taint manager: deleting due to NoExecute taint"));
+        assert_eq!(condition.observed_generation, Some(2));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use k8s_openapi::api::discovery::v1::{
+    Endpoint, EndpointConditions, EndpointHints, EndpointPort, EndpointSlice, ForZone,
+};
 use serde_json::json;
 
 use super::*;
@@ -211,6 +213,78 @@ fn prefer_close_services_get_zone_hints_and_others_none() {
     let plan = reconciler(100).plan(&service(), vec![hinted], wanted, "IPv4");
     assert_eq!(sizes(&plan.update), [("a".to_string(), 1)]);
     assert!(plan.update[0].endpoints.as_ref().unwrap()[0].hints.is_none());
+}
+
+/// The (zone, node) hints of each endpoint of the first slice created for `distribution`,
+/// the endpoints ready with a zone and node, ready with a node only, and unready.
+fn hints_for(distribution: &str) -> Vec<(Option<String>, Option<String>)> {
+    let mut service = service();
+    service.spec.as_mut().unwrap().traffic_distribution = Some(distribution.into());
+    let mut wanted = desired(0..0);
+    let set = &mut wanted.values_mut().next().unwrap().endpoints;
+    let mut zoned_ready = endpoint(0, true);
+    zoned_ready.zone = Some("zone-a".into());
+    set.insert(zoned_ready);
+    set.insert(endpoint(1, true));
+    let mut unready = endpoint(2, false);
+    unready.zone = Some("zone-a".into());
+    set.insert(unready);
+    let plan = reconciler(100).plan(&service, Vec::new(), wanted, "IPv4");
+    let first = |names: Option<Vec<String>>| names.and_then(|n| n.into_iter().next());
+    (plan.create[0].endpoints.iter().flatten())
+        .map(|e| {
+            let hints = e.hints.as_ref();
+            let zones = hints.and_then(|h| h.for_zones.as_ref()).map(|z| z.iter().map(|z| z.name.clone()).collect());
+            let nodes = hints.and_then(|h| h.for_nodes.as_ref()).map(|n| n.iter().map(|n| n.name.clone()).collect());
+            (first(zones), first(nodes))
+        })
+        .collect()
+}
+
+#[test]
+fn prefer_same_zone_is_prefer_close_and_prefer_same_node_adds_node_hints() {
+    let zone = Some("zone-a".to_string());
+    let node = Some("node-a".to_string());
+    let close = [(zone.clone(), None), (None, None), (None, None)];
+    assert_eq!(hints_for("PreferClose"), close);
+    assert_eq!(hints_for("PreferSameZone"), close, "v1.36: as PreferClose");
+    assert_eq!(
+        hints_for("PreferSameNode"),
+        [(zone, node.clone()), (None, node), (None, None)],
+        "every ready endpoint with a node gets its node"
+    );
+    assert_eq!(hints_for("Unknown"), [(None, None), (None, None), (None, None)]);
+
+    // An unchanged slice whose zone hints are right but lacks its node hints is updated.
+    let mut same_node = service();
+    same_node.spec.as_mut().unwrap().traffic_distribution = Some("PreferSameNode".into());
+    let mut current = zoned((*existing("a", 0..2)).clone());
+    for endpoint in current.endpoints.iter_mut().flatten() {
+        endpoint.hints =
+            Some(EndpointHints { for_zones: Some(vec![ForZone { name: "zone-a".into() }]), for_nodes: None });
+    }
+    let current = Arc::new(current);
+    let wanted = || {
+        let mut set = Desired { ports: ports(), ..Desired::default() };
+        current.endpoints.iter().flatten().for_each(|e| set.endpoints.insert(e.clone()));
+        BTreeMap::from([(port_map_key(&ports()), set)])
+    };
+    let plan = reconciler(100).plan(&same_node, vec![current.clone()], wanted(), "IPv4");
+    assert_eq!(sizes(&plan.update), [("a".to_string(), 2)]);
+    let hinted = plan.update[0]
+        .endpoints
+        .iter()
+        .flatten()
+        .all(|e| e.hints.as_ref().and_then(|h| h.for_nodes.as_ref()).is_some_and(|n| n[0].name == "node-a"));
+    assert!(hinted);
+    // The same slice under PreferSameZone is left alone; a stale node hint is removed.
+    let mut same_zone = same_node.clone();
+    same_zone.spec.as_mut().unwrap().traffic_distribution = Some("PreferSameZone".into());
+    assert!(reconciler(100).plan(&same_zone, vec![current.clone()], wanted(), "IPv4").update.is_empty());
+    let node_hinted = Arc::new(plan.update[0].clone());
+    let plan = reconciler(100).plan(&same_zone, vec![node_hinted], wanted(), "IPv4");
+    assert_eq!(sizes(&plan.update), [("a".to_string(), 2)]);
+    assert!(plan.update[0].endpoints.iter().flatten().all(|e| e.hints.as_ref().unwrap().for_nodes.is_none()));
 }
 
 #[test]

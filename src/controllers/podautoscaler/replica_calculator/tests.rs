@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 const CALC: ReplicaCalculator = ReplicaCalculator {
     cpu_initialization_period: Duration::from_secs(120),
     delay_of_initial_readiness_status: Duration::from_secs(10),
+    pod_level_resources: true,
 };
 
 fn now() -> Timestamp {
@@ -211,8 +212,61 @@ fn sidecars_count_towards_requests() {
     plain_init.restart_policy = None;
     p.spec.as_mut().unwrap().init_containers = Some(vec![sidecar, plain_init]);
     let pods = [Arc::new(p)];
-    assert_eq!(calculate_pod_requests(&pods, "", "cpu").unwrap()["p0"], 1000);
-    assert_eq!(calculate_pod_requests(&pods, "s", "cpu").unwrap()["p0"], 500);
+    assert_eq!(calculate_requests(&pods, "", "cpu", true).unwrap()["p0"], 1000);
+    assert_eq!(calculate_requests(&pods, "s", "cpu", true).unwrap()["p0"], 500);
+    assert_eq!(
+        calculate_requests(&pods, "gone", "cpu", true),
+        Err("container gone not found in Pod p0".into()),
+        "v1.36: a named container must exist"
+    );
+}
+
+/// `p0` with pod-level requests `pod_level` beside its container's 500m of cpu.
+fn pod_with_pod_level_requests(pod_level: &[(&str, &str)]) -> Arc<Pod> {
+    let mut p = (*pod("p0", "Running", "True", "500m")).clone();
+    let requests = pod_level.iter().map(|(name, q)| (name.to_string(), KQuantity(q.to_string()))).collect();
+    p.spec.as_mut().unwrap().resources = Some(ResourceRequirements { requests: Some(requests), ..Default::default() });
+    Arc::new(p)
+}
+
+#[test]
+fn pod_level_requests_count_unless_a_container_is_named_or_the_gate_is_off() {
+    let pods = [pod_with_pod_level_requests(&[("cpu", "2")])];
+    assert_eq!(calculate_requests(&pods, "", "cpu", true).unwrap()["p0"], 2000);
+    assert_eq!(calculate_requests(&pods, "c", "cpu", true).unwrap()["p0"], 500, "the named container's");
+    assert_eq!(calculate_requests(&pods, "", "cpu", false).unwrap()["p0"], 500, "PodLevelResources off");
+    // Pod-level memory only: cpu comes from the containers (PodRequests), memory is missing.
+    let memory_only = [pod_with_pod_level_requests(&[("memory", "1Gi")])];
+    assert_eq!(calculate_requests(&memory_only, "", "cpu", true).unwrap()["p0"], 500);
+    assert_eq!(calculate_requests(&memory_only, "", "memory", true).unwrap()["p0"], 1024 * 1024 * 1024 * 1000);
+    assert_eq!(
+        calculate_requests(&memory_only, "", "ephemeral-storage", true),
+        Err("missing pod-level request for ephemeral-storage in Pod p0".into())
+    );
+    // A pod-level request of an unsupported resource does not make the pod pod-level.
+    let unsupported = [pod_with_pod_level_requests(&[("ephemeral-storage", "1Gi")])];
+    assert_eq!(
+        calculate_requests(&unsupported, "", "memory", true),
+        Err("missing request for memory in container c of Pod p0".into())
+    );
+}
+
+#[test]
+fn external_totals_are_capped_at_max_int64() {
+    assert_eq!(external_total(&[1, 2, 3]), 6);
+    assert_eq!(external_total(&[i64::MAX - 1, 5, 7]), i64::MAX);
+    assert_eq!(external_total(&[-5, 3]), -2, "negative values add up");
+    assert_eq!(external_per_pod_replicas(3, 1000, &[3000, 3000], Tolerances::both(0.1)), (6, 2000));
+    let (replicas, usage) = external_per_pod_replicas(2, 1000, &[i64::MAX, 1], Tolerances::both(0.1));
+    assert_eq!((replicas, usage), (i32::MAX, i64::MAX), "overflow: the cap, undivided");
+    assert_eq!(external_per_pod_replicas(2, 1000, &[-4000], Tolerances::both(0.1)).1, i64::MAX, "as upstream");
+}
+
+#[test]
+fn replica_counts_are_capped_at_max_int32() {
+    let pods = running(2);
+    assert_eq!(usage_ratio_replica_count(2, 1e10, Tolerances::both(0.1), &pods), Ok(i32::MAX));
+    assert_eq!(per_pod_replicas(1, 1, i64::MAX, Tolerances::both(0.1)).0, i32::MAX);
 }
 
 #[test]
