@@ -21,3 +21,4 @@ pub mod pod;
 pub mod schema;
 pub mod strconv;
 pub mod validation;
+pub mod version;
