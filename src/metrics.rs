@@ -55,7 +55,10 @@ fn deprecated_before_current(version: &str) -> bool {
 }
 
 /// The Kubernetes version whose metrics lifecycle applies (`major`, `minor`).
-pub const CURRENT_VERSION: (u64, u64) = (1, 33);
+pub const CURRENT_VERSION: (u64, u64) = (
+    crate::apimachinery::version::KUBERNETES_RELEASE.major as u64,
+    crate::apimachinery::version::KUBERNETES_RELEASE.minor as u64,
+);
 
 /// Prometheus' `DefBuckets`, which a histogram without buckets of its own gets.
 pub const DEFAULT_BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];

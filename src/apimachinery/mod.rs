@@ -22,3 +22,4 @@ pub mod resourceversion;
 pub mod schema;
 pub mod strconv;
 pub mod validation;
+pub mod version;

@@ -1,4 +1,4 @@
-//! The one table of controllers: every controller upstream v1.33 knows, by canonical name, with
+//! The one table of controllers: every controller upstream v1.36 knows, by canonical name, with
 //! its aliases, whether `*` turns it on, the feature gates and cloud provider it needs, the
 //! ServiceAccount (client name) and Event component it runs as, and, for those built here, how
 //! to build it from the flags. Nothing else in `src/` names a controller.
@@ -35,7 +35,7 @@ pub struct ControllerDescriptor {
     pub aliases: &'static [&'static str],
     /// Whether `*` in `--controllers` turns it on.
     pub enabled_by_default: bool,
-    /// Runs only with an in-tree cloud provider, which upstream 1.33 no longer has: with
+    /// Runs only with an in-tree cloud provider, which upstream no longer has: with
     /// `--cloud-provider` empty or `external` upstream skips it even when it is selected.
     pub cloud_provider: bool,
     /// Feature gates that must all be enabled for upstream to start it even when selected.
@@ -171,7 +171,9 @@ fn workers(flag: i32) -> usize {
     usize::try_from(flag).unwrap_or(0).max(1)
 }
 
-/// Every controller upstream v1.33 knows, sorted by canonical name as `--help` lists them.
+/// Every controller upstream v1.36 knows, sorted by canonical name as `--help` lists them (but
+/// the OpenShift build's `service-ca-certificate-publisher-controller`, which upstream
+/// Kubernetes does not have).
 #[rustfmt::skip]
 pub static CONTROLLERS: &[ControllerDescriptor] = &[
     off_by_default("bootstrap-signer-controller", &["bootstrapsigner"])
@@ -342,6 +344,10 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         let threshold = o.pod_gc.terminated_pod_gc_threshold;
         podgc::new(c, podgc::Config { terminated_pod_threshold: threshold, ..podgc::Config::default() })
     }),
+    gated("podcertificaterequest-cleaner-controller", &[], &["PodCertificateRequest"])
+        .account("podcertificaterequestcleaner"),
+    gated("podgroup-protection-controller", &[], &["GenericWorkload"])
+        .account("podgroup-protection-controller"),
     plain("replicaset-controller", &["replicaset"])
         .account("replicaset-controller")
         .starts(|c, o| {
@@ -364,6 +370,8 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         }),
     gated("resourceclaim-controller", &["resource-claim-controller"], &["DynamicResourceAllocation"])
         .account("resource-claim-controller"),
+    gated("resourcepoolstatusrequest-controller", &[], &["DRAResourcePoolStatus"])
+        .account("resourcepoolstatusrequest-controller"),
     plain("resourcequota-controller", &["resourcequota"]).account("resourcequota-controller").starts(|c, o| {
         let config = resourcequota::Config {
             workers: workers(o.concurrency.resource_quota_syncs),
@@ -399,7 +407,8 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             };
             statefulset::new(c, config)
         }),
-    gated("storage-version-migrator-controller", &[], &["StorageVersionMigrator"])
+    // Its constructor (`newSVMController`) also needs client-go's InformerResourceVersion.
+    gated("storage-version-migrator-controller", &["svm"], &["StorageVersionMigrator", "InformerResourceVersion"])
         .account("storage-version-migrator-controller"),
     gated(
         "storageversion-garbage-collector-controller",
@@ -679,7 +688,7 @@ mod tests {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), count, "a name or alias is used twice");
-        assert_eq!(CONTROLLERS.len(), 49);
+        assert_eq!(CONTROLLERS.len(), 52);
     }
 
     #[test]
@@ -697,6 +706,7 @@ mod tests {
         assert!(resolve("nope").is_none());
         assert!(resolve("").is_none());
         assert!(resolve("service").is_some_and(|c| c.cloud_provider));
+        assert_eq!(resolve("svm").map(|c| c.name), Some("storage-version-migrator-controller"));
     }
 
     #[test]
@@ -708,7 +718,7 @@ mod tests {
         assert!(!s.is_enabled("token-cleaner-controller"));
         assert!(!s.is_enabled("selinux-warning-controller"));
         assert_eq!(s.canonical_items(), ["*"]);
-        assert_eq!(s.enabled().count(), 46);
+        assert_eq!(s.enabled().count(), 49);
     }
 
     #[test]
@@ -774,6 +784,9 @@ mod tests {
         let account = |name: &str| resolve(name).and_then(|c| c.service_account);
         assert_eq!(account("node-lifecycle-controller"), Some("node-controller"));
         assert_eq!(account("garbage-collector-controller"), Some("generic-garbage-collector"));
+        assert_eq!(account("podcertificaterequest-cleaner-controller"), Some("podcertificaterequestcleaner"));
+        assert_eq!(account("resourcepoolstatusrequest-controller"), Some("resourcepoolstatusrequest-controller"));
+        assert_eq!(account("podgroup-protection-controller"), Some("podgroup-protection-controller"));
         assert_eq!(account("nope"), None);
     }
 

@@ -1,39 +1,52 @@
 //! What the secure port's `/configz`, `/flagz` and `/statusz` show, from the parsed flags:
-//! `/configz` is upstream's internal `KubeControllerManagerConfiguration` as Go's
-//! `encoding/json` writes a struct without JSON tags (field names as declared, in declaration
-//! order, `metav1.Duration` as a Go duration string), under `kubecontrollermanager.config.k8s.io`.
+//! `/configz` is upstream's external `v1alpha1.KubeControllerManagerConfiguration` (1.36 converts
+//! the internal configuration to it and sets its kind and apiVersion) as Go's `encoding/json`
+//! writes it: fields in declaration order, named by their JSON tags where the type has them
+//! (`kind`, `apiVersion`, the client connection, leader election and debugging settings) and as
+//! declared elsewhere, `metav1.Duration` as a Go duration string, under
+//! `kubecontrollermanager.config.k8s.io`.
 
 use std::time::Duration;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
-use super::flags::{FLAGS, FlagSpec, FlagStatus, KUBE_VERSION, Options, SignerFiles};
+use super::flags::{FLAGS, FlagSpec, FlagStatus, KUBERNETES_RELEASE, Options, SignerFiles};
 use crate::apimachinery::duration::{format_go_duration, parse_go_duration};
 use crate::server::{DebugPages, Statusz};
 
-/// Upstream's `ConfigzName`.
+/// Upstream's `ConfigzName`, also the group of the configuration type.
 const CONFIGZ_NAME: &str = "kubecontrollermanager.config.k8s.io";
+/// The configuration type `/configz` shows.
+const CONFIGZ_KIND: &str = "KubeControllerManagerConfiguration";
 /// The API resources the garbage collector ignores (upstream's `GCIgnoredResources` default).
 const GC_IGNORED: [(&str, &str); 2] = [("", "events"), ("events.k8s.io", "events")];
 
 /// The pages `options` asks for: `/configz` always, `/flagz` and `/statusz` behind the
-/// `ComponentFlagz` and `ComponentStatusz` gates.
+/// `ComponentFlagz` and `ComponentStatusz` gates (beta and on in 1.36).
 pub fn debug_pages(options: &Options) -> DebugPages {
     let gates = &options.generic.feature_gates;
+    let flagz = gates.is_enabled("ComponentFlagz");
     DebugPages {
         configz: Some(configz(options)),
-        flagz: gates.is_enabled("ComponentFlagz").then(|| flag_values(options)),
-        statusz: gates.is_enabled("ComponentStatusz").then(|| statusz(options)),
+        flagz: flagz.then(|| flag_values(options)),
+        statusz: gates.is_enabled("ComponentStatusz").then(|| statusz(options, flagz)),
     }
 }
 
-fn statusz(options: &Options) -> Statusz {
-    let binary = KUBE_VERSION;
+/// `/statusz`'s versions, and the paths upstream's handler lists when statusz is installed
+/// (the profiling, `/metrics/slis` and `/livez`-style paths are unlisted or absent).
+fn statusz(options: &Options, flagz: bool) -> Statusz {
+    let mut paths = vec!["/configz", "/healthz", "/metrics"];
+    if flagz {
+        paths.push("/flagz");
+    }
+    paths.sort_unstable();
     Statusz {
         runtime_version: format!("none (Rust; kube-controller-manager v{})", env!("CARGO_PKG_VERSION")),
-        binary_version: format!("{}.{}", binary.major, binary.minor),
-        emulation_version: Some(options.generic.emulated_version.unwrap_or(binary).to_string()),
+        binary_version: KUBERNETES_RELEASE.to_string(),
+        emulation_version: Some(options.generic.compatibility.emulation.to_string()),
+        paths: paths.into_iter().map(str::to_string).collect(),
     }
 }
 
@@ -50,20 +63,19 @@ fn flag_values(options: &Options) -> Vec<(String, String)> {
 fn flag_text(options: &Options, flag: &FlagSpec) -> String {
     let given: Vec<&str> =
         options.given_values.iter().filter(|(n, _)| *n == flag.name).map(|(_, v)| v.as_str()).collect();
+    let list = matches!(flag.kind.type_name, "strings" | "int32Slice");
     let text = match given.last() {
-        Some(last) if flag.kind.type_name != "strings" => last.to_string(),
+        Some(last) if !list => last.to_string(),
         Some(_) => given.join(","),
         None => flag.default.to_string(),
     };
     if flag.name == "feature-gates" {
-        // The versioned gate's `String()`: `<component>:<gate>=<value>`, sorted, the
-        // default component's prefix empty.
-        let mut gates: Vec<String> = text.split(',').filter(|g| !g.is_empty()).map(|g| format!(":{g}")).collect();
-        gates.sort();
-        return gates.join(",");
+        // The registry flag's `String()`: `<component>:<pair>`, by component, the default
+        // component's prefix empty.
+        return options.generic.feature_gates.flag_text();
     }
     match flag.kind.type_name {
-        "strings" | "stringToString" | "namedCertKey" => format!("[{text}]"),
+        "strings" | "int32Slice" | "stringToString" | "namedCertKey" => format!("[{text}]"),
         "version" if text.is_empty() => "false".into(),
         "quantity" if text.is_empty() => "0".into(),
         "duration" => format_go_duration(parse_go_duration(&text).unwrap_or_default()),
@@ -125,6 +137,8 @@ fn raw(options: &Options, name: &str) -> String {
 /// `/configz`'s JSON.
 pub fn configz(options: &Options) -> String {
     let config = s(vec![
+        ("kind", v(CONFIGZ_KIND)),
+        ("apiVersion", v(format!("{CONFIGZ_NAME}/v1alpha1"))),
         ("Generic", generic(options)),
         ("KubeCloudShared", kube_cloud_shared(options)),
         ("AttachDetachController", {
@@ -132,7 +146,7 @@ pub fn configz(options: &Options) -> String {
             s(vec![
                 ("DisableAttachDetachReconcilerSync", v(a.disable_reconcile_sync)),
                 ("ReconcilerSyncLoopPeriod", d(a.reconcile_sync_period)),
-                ("DisableForceDetachOnTimeout", v(a.disable_force_detach_on_timeout)),
+                ("disableForceDetachOnTimeout", v(a.disable_force_detach_on_timeout)),
             ])
         }),
         ("CSRSigningController", csr_signing(options)),
@@ -190,6 +204,8 @@ pub fn configz(options: &Options) -> String {
                 ("SecondaryNodeEvictionRate", float(n.secondary_node_eviction_rate.to_string())),
                 ("NodeStartupGracePeriod", d(n.node_startup_grace_period)),
                 ("NodeMonitorGracePeriod", d(n.node_monitor_grace_period)),
+                // Only the external type still has it; conversion leaves it zero.
+                ("PodEvictionTimeout", d(Duration::ZERO)),
                 ("LargeClusterSizeThreshold", v(n.large_cluster_size_threshold)),
                 ("UnhealthyZoneThreshold", float(n.unhealthy_zone_threshold.to_string())),
             ])
@@ -221,6 +237,11 @@ pub fn configz(options: &Options) -> String {
             "ValidatingAdmissionPolicyStatusController",
             s(vec![("ConcurrentPolicySyncs", v(options.concurrency.validating_admission_policy_status_syncs))]),
         ),
+        (
+            "DeviceTaintEvictionController",
+            s(vec![("ConcurrentSyncs", v(options.concurrency.device_taint_eviction_syncs))]),
+        ),
+        ("ResourceClaimController", s(vec![("ConcurrentSyncs", v(options.concurrency.resource_claim_syncs))])),
     ]);
     serde_json::to_string(&s(vec![(CONFIGZ_NAME, config)])).unwrap_or_default()
 }
@@ -237,38 +258,38 @@ fn generic(options: &Options) -> Go {
         (
             "ClientConnection",
             s(vec![
-                ("Kubeconfig", v(&c.kubeconfig)),
-                ("AcceptContentTypes", v("")),
-                ("ContentType", v(&c.content_type)),
-                ("QPS", float(c.qps.to_string())),
-                ("Burst", v(c.burst)),
+                ("kubeconfig", v(&c.kubeconfig)),
+                ("acceptContentTypes", v("")),
+                ("contentType", v(&c.content_type)),
+                ("qps", float(c.qps.to_string())),
+                ("burst", v(c.burst)),
             ]),
         ),
         ("ControllerStartInterval", d(g.controller_start_interval)),
         (
             "LeaderElection",
             s(vec![
-                ("LeaderElect", v(l.leader_elect)),
-                ("LeaseDuration", d(l.lease_duration)),
-                ("RenewDeadline", d(l.renew_deadline)),
-                ("RetryPeriod", d(l.retry_period)),
-                ("ResourceLock", v(&l.resource_lock)),
-                ("ResourceName", v(&l.resource_name)),
-                ("ResourceNamespace", v(&l.resource_namespace)),
+                ("leaderElect", v(l.leader_elect)),
+                ("leaseDuration", d(l.lease_duration)),
+                ("renewDeadline", d(l.renew_deadline)),
+                ("retryPeriod", d(l.retry_period)),
+                ("resourceLock", v(&l.resource_lock)),
+                ("resourceName", v(&l.resource_name)),
+                ("resourceNamespace", v(&l.resource_namespace)),
             ]),
         ),
         ("Controllers", v(controllers)),
         (
             "Debugging",
             s(vec![
-                ("EnableProfiling", v(g.debugging.profiling)),
-                ("EnableContentionProfiling", v(g.debugging.contention_profiling)),
+                ("enableProfiling", v(g.debugging.profiling)),
+                ("enableContentionProfiling", v(g.debugging.contention_profiling)),
             ]),
         ),
         ("LeaderMigrationEnabled", v(g.leader_migration.enabled)),
         (
             "LeaderMigration",
-            s(vec![("LeaderName", v("")), ("ResourceLock", v("")), ("ControllerLeaders", v(Value::Null))]),
+            s(vec![("leaderName", v("")), ("resourceLock", v("")), ("controllerLeaders", v(Value::Null))]),
         ),
     ])
 }
@@ -376,14 +397,17 @@ mod tests {
     #[test]
     fn configz_keeps_go_field_order_and_duration_strings() {
         let text = configz(&options(&["--node-monitor-grace-period=2m", "--controllers=*,-ttl-controller"]));
-        assert!(text.starts_with(r#"{"kubecontrollermanager.config.k8s.io":{"Generic":{"Port":0,"Address":"0.0.0.0","MinResyncPeriod":"12h0m0s","#), "{text}");
+        assert!(text.starts_with(r#"{"kubecontrollermanager.config.k8s.io":{"kind":"KubeControllerManagerConfiguration","apiVersion":"kubecontrollermanager.config.k8s.io/v1alpha1","Generic":{"Port":0,"Address":"0.0.0.0","MinResyncPeriod":"12h0m0s","#), "{text}");
         let value: Value = serde_json::from_str(&text).unwrap();
         let config = &value[CONFIGZ_NAME];
         assert_eq!(config["NodeLifecycleController"]["NodeMonitorGracePeriod"], "2m0s");
         assert_eq!(config["NodeLifecycleController"]["UnhealthyZoneThreshold"], json!(0.55));
         assert_eq!(config["Generic"]["Controllers"], json!(["*", "-ttl-controller"]));
-        assert!(text.contains(r#""QPS":20,"#), "{text}");
+        assert!(text.contains(r#""qps":20,"#), "{text}");
         assert!(text.contains(r#""UnhealthyZoneThreshold":0.55}"#), "{text}");
+        assert_eq!(config["Generic"]["LeaderElection"]["leaseDuration"], "15s");
+        assert_eq!(config["NodeLifecycleController"]["PodEvictionTimeout"], "0s");
+        assert!(text.ends_with(r#""DeviceTaintEvictionController":{"ConcurrentSyncs":8},"ResourceClaimController":{"ConcurrentSyncs":50}}}"#), "{text}");
         assert_eq!(config["HPAController"]["HorizontalPodAutoscalerTolerance"], json!(0.1));
         assert_eq!(config["DeprecatedController"], json!({}));
     }
@@ -405,14 +429,25 @@ mod tests {
         assert_eq!(values["version"], "false");
         let gated = options(&["--feature-gates=ComponentStatusz=true,ComponentFlagz=true"]);
         let values: std::collections::BTreeMap<String, String> = flag_values(&gated).into_iter().collect();
-        assert_eq!(values["feature-gates"], ":ComponentFlagz=true,:ComponentStatusz=true");
+        assert_eq!(values["feature-gates"], ":ComponentStatusz=true,:ComponentFlagz=true");
+        assert_eq!(values["tls-curve-preferences"], "[]");
+        assert_eq!(values["controller-shutdown-timeout"], "10s");
+        assert_eq!(values["emulated-version"], "[]");
         assert!(!values.contains_key("pod-eviction-timeout"), "removed upstream");
     }
 
     #[test]
     fn flagz_and_statusz_follow_their_gates() {
-        assert!(debug_pages(&options(&[])).flagz.is_none());
-        let pages = debug_pages(&options(&["--feature-gates=ComponentFlagz=true,ComponentStatusz=true"]));
-        assert!(pages.flagz.is_some() && pages.statusz.is_some() && pages.configz.is_some());
+        let pages = debug_pages(&options(&[]));
+        assert!(pages.flagz.is_some() && pages.statusz.is_some() && pages.configz.is_some(), "on in 1.36");
+        let statusz = pages.statusz.unwrap();
+        assert_eq!((statusz.binary_version.as_str(), statusz.emulation_version.as_deref()), ("1.36.2", Some("1.36")));
+        assert_eq!(statusz.paths, ["/configz", "/flagz", "/healthz", "/metrics"]);
+        let off = debug_pages(&options(&["--feature-gates=ComponentFlagz=false,ComponentStatusz=false"]));
+        assert!(off.flagz.is_none() && off.statusz.is_none());
+        let emulated = debug_pages(&options(&["--emulated-version=1.34", "--feature-gates=ComponentStatusz=true"]));
+        let emulated = emulated.statusz.unwrap();
+        assert_eq!(emulated.emulation_version.as_deref(), Some("1.34"));
+        assert!(debug_pages(&options(&["--emulated-version=1.35"])).flagz.is_none(), "alpha and off in 1.35");
     }
 }

@@ -1,12 +1,12 @@
 //! The process-wide metric families upstream's kube-controller-manager registers at start,
-//! beside the ones each part registers itself: build information, feature gates, and the
+//! beside the ones each part registers itself: build and version information, feature gates, and the
 //! families of the API-server libraries its binary links in; and the metric flags applied to
 //! the registry.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::flags::{KUBE_VERSION, MetricsOptions, Options};
+use super::flags::{KUBERNETES_RELEASE, MetricsOptions, Options, go_platform};
 use crate::metrics::{self, CounterVec, GaugeVec, HistogramVec, Settings};
 
 /// Applies the metric flags, then registers the process-wide families (once per process).
@@ -16,6 +16,7 @@ pub fn register(options: &Options) {
     ONCE.call_once(|| {
         register_build_info();
         register_feature_gates(options);
+        register_version_info(options);
         register_linked_libraries();
     });
 }
@@ -61,11 +62,12 @@ fn read_manifest(path: &str) -> BTreeMap<String, String> {
     })
 }
 
-/// `kubernetes_build_info`: the Kubernetes version we implement, built by rustc.
+/// `kubernetes_build_info`: the Kubernetes release we match, built by rustc (what a Go build
+/// stamps, commit, tree state, date and Go version, is empty).
 fn register_build_info() {
     let info = GaugeVec::gauge(
         "kubernetes_build_info",
-        "[ALPHA] A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree \
+        "[BETA] A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree \
          state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it \
          is running.",
         &[
@@ -80,21 +82,25 @@ fn register_build_info() {
             "platform",
         ],
     );
-    let (major, minor) = (KUBE_VERSION.major.to_string(), KUBE_VERSION.minor.to_string());
-    let git_version = format!("v{KUBE_VERSION}.0-rust-{}", env!("CARGO_PKG_VERSION"));
-    let platform = platform();
-    info.set(&[&major, &minor, &git_version, "", "", "", "", "rustc", &platform], 1.0);
+    let (major, minor) = (KUBERNETES_RELEASE.major.to_string(), KUBERNETES_RELEASE.minor.to_string());
+    let git_version = KUBERNETES_RELEASE.git_version();
+    info.set(&[&major, &minor, &git_version, "", "", "", "", "rustc", &go_platform()], 1.0);
     metrics::global().register(Arc::new(info));
 }
 
-/// `os/arch` as Go names them.
-fn platform() -> String {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    format!("{}/{arch}", std::env::consts::OS)
+/// `version_info{component,binary,emulation,min_compat}` (the compatibility registry's
+/// `AddMetrics`, new in 1.36).
+fn register_version_info(options: &Options) {
+    let info = GaugeVec::gauge(
+        "version_info",
+        "[ALPHA] Provides the compatibility version info of the component. The component label is the name of the \
+         component, usually kube, but is relevant for aggregated-apiservers.",
+        &["component", "binary", "emulation", "min_compat"],
+    );
+    let compatibility = &options.generic.compatibility;
+    let (emulation, min_compat) = (compatibility.emulation.to_string(), compatibility.min_compatibility.to_string());
+    info.set(&["kube", &KUBERNETES_RELEASE.to_string(), &emulation, &min_compat], 1.0);
+    metrics::global().register(Arc::new(info));
 }
 
 /// `kubernetes_feature_enabled{name,stage}`: every known gate, as the feature gate's

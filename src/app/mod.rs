@@ -65,7 +65,9 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
 }
 
 fn connect_and_run(options: &Options) -> Result<Exit, String> {
-    log::info!("{}", flags::version_string());
+    // Upstream's first line, then which build of this implementation it is.
+    log::info!("\"Starting\" version=\"{}\"", flags::KUBERNETES_RELEASE.git_version());
+    log::info!("kube-controller-manager v{} (Rust)", env!("CARGO_PKG_VERSION"));
     for warning in options.warnings() {
         log::warn!("{warning}");
     }

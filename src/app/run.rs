@@ -1,8 +1,9 @@
 //! The controller manager's life: informers warm up at once; controllers start (and make
 //! requests as themselves) and their workers run only while this process holds the leader
 //! Lease (or always with `--leader-elect=false`); a controller that fails to start, like a lost
-//! Lease, stops all work and ends the process with an error; and SIGTERM stops the workers,
-//! then releases the Lease so a standby takes over within about one retry period.
+//! Lease, stops all work and ends the process with an error; and SIGTERM stops the workers
+//! (waiting `--controller-shutdown-timeout` for them, as upstream's `RunControllers`), then
+//! releases the Lease so a standby takes over within about one retry period.
 
 use std::time::Duration;
 
@@ -16,9 +17,6 @@ use crate::client::Client;
 use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent};
 use crate::runtime::controller::ControllerSet;
 use crate::server::HealthChecks;
-
-/// How long running syncs may take to finish after SIGTERM.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why the controller manager stopped.
 #[derive(Debug, PartialEq, Eq)]
@@ -84,12 +82,17 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     };
     match outcome {
         Exit::Signalled => {
-            controllers.stop(DRAIN_TIMEOUT);
+            // Upstream's `--controller-shutdown-timeout`: 0 waits as long as the controllers take.
+            let timeout = Some(options.generic.controller_shutdown_timeout).filter(|t| !t.is_zero());
+            let terminated = controllers.shut_down(timeout);
             if let Some(server) = server {
                 server.stop();
             }
             if let Some(elector) = elector {
                 elector.stop();
+            }
+            if !terminated {
+                return Err("controller shutdown timeout reached".to_string());
             }
             log::info!("stopped");
         }

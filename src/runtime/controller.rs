@@ -393,7 +393,7 @@ const IN_FLIGHT_EVENT_WRITE: Duration = Duration::from_secs(5);
 /// A controller that is running or ready to run.
 struct Running {
     identity: ControllerIdentity,
-    queues: Vec<Box<dyn QueueWorkers>>,
+    queues: Vec<Arc<dyn QueueWorkers>>,
     periodic: Vec<PeriodicTask>,
     ready: Arc<Vec<ReadyCheck>>,
     on_start: Vec<StartHook>,
@@ -458,7 +458,7 @@ impl ControllerSet {
             log::info!("started {name} ({} workers)", controller.worker_count());
             controllers.push(Running {
                 identity,
-                queues: controller.queues,
+                queues: controller.queues.into_iter().map(Arc::from).collect(),
                 periodic: controller.periodic,
                 ready: Arc::new(controller.ready),
                 on_start: controller.on_start,
@@ -541,58 +541,129 @@ impl ControllerSet {
     }
 
     /// Stops taking work, lets running syncs and periodic runs finish within `drain`, stops
-    /// the informers and flushes pending Events.
-    pub fn stop(mut self, drain: Duration) {
-        let deadline = Instant::now() + drain;
+    /// the informers and flushes pending Events; what is still running then is left to end
+    /// with the process. Quiet: for a stop that is not a shutdown (`Duration::ZERO` after a
+    /// lost Lease), or where nobody waits for the answer.
+    pub fn stop(self, drain: Duration) {
+        let _ = self.shut_down_quietly(Some(drain), false);
+    }
+
+    /// Stops taking work and waits for the controllers' syncs and periodic runs in flight, as
+    /// upstream's `RunControllers` waits for each controller's `Run` once its context is
+    /// cancelled: at most `timeout` (`None`: as long as they take), logging the controllers
+    /// still running every third of it (every 5 s without one). Then stops the informers and
+    /// flushes pending Events. Whether every controller ended in time; when not, upstream's
+    /// `run` fails with "controller shutdown timeout reached".
+    pub fn shut_down(self, timeout: Option<Duration>) -> bool {
+        self.shut_down_quietly(timeout, true)
+    }
+
+    fn shut_down_quietly(mut self, timeout: Option<Duration>, report: bool) -> bool {
+        let started = Instant::now();
+        let deadline = timeout.and_then(|t| started.checked_add(t));
         let runs = self.scheduler.stop();
         for running in &self.controllers {
             running.pools.iter().for_each(|pool| pool.stop());
             running.queues.iter().for_each(|q| q.shut_down());
             running_controllers().set(&["kube-controller-manager", running.identity.name], 0.0);
         }
-        for running in &self.controllers {
-            for queue in &running.queues {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if !queue.shut_down_with_drain(left) {
-                    log::warn!("{}: syncs still running after {drain:?}; leaving them", running.identity.name);
-                }
-            }
-        }
+        let terminated = match timeout {
+            Some(t) if t.is_zero() => false,
+            _ => self.wait_until_terminated(runs, timeout, report),
+        };
         self.informers.shutdown();
-        // One deadline for every recorder's pending Events; none at all after a lost Lease.
+        // Pending Events get what is left of the timeout (10 s without one); none at all after
+        // a lost Lease.
+        let events_deadline = deadline.unwrap_or_else(|| Instant::now() + EVENTS_WITHOUT_TIMEOUT);
         for running in &self.controllers {
-            running.recorder.flush(deadline.saturating_duration_since(Instant::now()));
+            running.recorder.flush(events_deadline.saturating_duration_since(Instant::now()));
         }
-        if !drain.is_zero() {
+        if timeout.is_none_or(|t| !t.is_zero()) {
             // Close every recorder first, then wait for all of them against the same deadline
             // (plus the one request a sink may have in flight), so that many controllers
             // with unwritable Events cannot add up to more than one bound.
             self.controllers.iter().for_each(|c| c.recorder.close());
-            let deadline = deadline + IN_FLIGHT_EVENT_WRITE;
+            let deadline = events_deadline + IN_FLIGHT_EVENT_WRITE;
             for running in &self.controllers {
                 running.recorder.wait_stopped(deadline.saturating_duration_since(Instant::now()));
             }
         }
-        for running in &self.controllers {
-            for pool in &running.pools {
-                pool.wait_stopped(deadline);
+        terminated
+    }
+
+    /// Waits for every controller's syncs in flight and periodic runs, each controller on a
+    /// thread of its own that reports when it has nothing running; logs the ones still running
+    /// as upstream does. Whether all ended within `timeout`.
+    fn wait_until_terminated(&self, mut runs: Vec<JoinHandle<()>>, timeout: Option<Duration>, report: bool) -> bool {
+        let (ended, done) = crossbeam_channel::unbounded();
+        let mut running: std::collections::BTreeSet<&'static str> = std::collections::BTreeSet::new();
+        for controller in &self.controllers {
+            let name = controller.identity.name;
+            let prefix = format!("{name}-");
+            let (own, others): (Vec<_>, Vec<_>) =
+                runs.into_iter().partition(|run| run.thread().name().is_some_and(|n| n.starts_with(&prefix)));
+            runs = others;
+            let (queues, pools, ended) = (controller.queues.clone(), controller.pools.clone(), ended.clone());
+            let waiter = std::thread::Builder::new().name(format!("{name}-stop")).spawn(move || {
+                queues.iter().for_each(|queue| {
+                    queue.shut_down_with_drain(Duration::MAX);
+                });
+                pools.iter().for_each(|pool| {
+                    pool.wait_stopped(far_future());
+                });
+                own.into_iter().for_each(|run| {
+                    let _ = run.join();
+                });
+                let _ = ended.send(name);
+            });
+            if waiter.is_ok() {
+                running.insert(name);
             }
         }
-        join_finished(runs, deadline);
+        drop(ended);
+        let list = |running: &std::collections::BTreeSet<&str>| running.iter().copied().collect::<Vec<_>>().join(" ");
+        let deadline = timeout.map_or_else(crossbeam_channel::never, crossbeam_channel::after);
+        let period = timeout.map(|t| t / 3).filter(|p| !p.is_zero()).unwrap_or(STILL_WAITING_PERIOD);
+        let ticks = crossbeam_channel::tick(period);
+        while !running.is_empty() {
+            crossbeam_channel::select! {
+                recv(done) -> name => match name {
+                    Ok(name) => { running.remove(name); }
+                    Err(_) => break,
+                },
+                recv(ticks) -> _ => if report {
+                    log::info!("\"Still waiting for some controllers to terminate...\" runningControllers=[{}]", list(&running));
+                },
+                recv(deadline) -> _ => {
+                    if report {
+                        let timeout = timeout.map(crate::apimachinery::duration::format_go_duration).unwrap_or_default();
+                        log::info!(
+                            "\"Controller shutdown timeout reached\" timeout=\"{timeout}\" runningControllers=[{}]",
+                            list(&running)
+                        );
+                    }
+                    return false;
+                },
+            }
+        }
+        if report {
+            log::info!("All controllers terminated");
+        }
+        true
     }
 }
 
-/// Joins the periodic runs that finish by `deadline`; the rest (a run stuck on the network) are
-/// left to end with the process.
-fn join_finished(threads: Vec<JoinHandle<()>>, deadline: Instant) {
-    for thread in threads {
-        while !thread.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if thread.is_finished() {
-            let _ = thread.join();
-        }
-    }
+/// How often the controllers still running at shutdown are logged without a shutdown timeout
+/// (upstream's `RunControllers`).
+const STILL_WAITING_PERIOD: Duration = Duration::from_secs(5);
+
+/// How long pending Events may take to be written at a shutdown without a timeout.
+const EVENTS_WITHOUT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A deadline that never comes in practice (a century on).
+fn far_future() -> Instant {
+    let now = Instant::now();
+    now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)).unwrap_or(now)
 }
 
 /// Gets or creates `kube-system/<account>` for `controller`. A failure is logged and the
@@ -772,5 +843,50 @@ mod tests {
         pool.stop();
         queue.shut_down();
         assert!(pool.wait_stopped(Instant::now() + LONG));
+    }
+
+    /// A set of one controller, `name`, whose queue holds one key and whose handler reports
+    /// that it started, then waits until `release` has a message (or is dropped).
+    fn set_with_a_running_sync(name: &'static str) -> (ControllerSet, crossbeam_channel::Sender<()>) {
+        let config = crate::client::config::RestConfig {
+            server: "https://127.0.0.1:1".into(),
+            tls: crate::client::config::TlsSettings::default(),
+            auth: crate::client::config::Auth::None,
+            source: "test".into(),
+        };
+        let client = Client::new(config, crate::client::ClientOptions::default()).unwrap();
+        let (release, released) = crossbeam_channel::bounded::<()>(1);
+        let (started, running) = crossbeam_channel::bounded::<()>(1);
+        let build: BuildFn<'static> = Box::new(move |_: &ControllerContext<'_>| {
+            let queue = WorkQueue::<String>::new(name);
+            queue.add("ns/a".to_string());
+            let (started, released) = (started.clone(), released.clone());
+            Ok(Controller::new().with_queue(&queue, 1, move |_: &String| {
+                let _ = started.send(());
+                let _ = released.recv();
+                Ok(())
+            }))
+        });
+        let identity = ControllerIdentity { name, client_name: name, service_account: None, event_component: name };
+        let mut set = ControllerSet::start(&client, Duration::from_secs(3600), vec![ControllerSpec { identity, build }])
+            .unwrap();
+        set.run_workers().unwrap();
+        running.recv_timeout(Duration::from_secs(60)).expect("the sync starts");
+        (set, release)
+    }
+
+    #[test]
+    fn shut_down_waits_for_running_syncs_up_to_the_timeout() {
+        // The sync outlasts the timeout: upstream's "controller shutdown timeout reached".
+        let (set, release) = set_with_a_running_sync("stuck-controller");
+        let began = Instant::now();
+        assert!(!set.shut_down(Some(Duration::from_millis(300))));
+        assert!(began.elapsed() >= Duration::from_millis(300));
+        drop(release);
+        // The sync ends while the set waits: every controller terminated.
+        let (set, release) = set_with_a_running_sync("quick-controller");
+        let releaser = std::thread::spawn(move || release.send(()).unwrap());
+        assert!(set.shut_down(None), "no timeout: as long as it takes");
+        releaser.join().unwrap();
     }
 }

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use health::HealthChecks;
+pub use tls::curve_preferences;
 pub use zpages::{DebugPages, Statusz};
 
 use auth::Authenticator;

@@ -21,6 +21,9 @@ pub struct SecureServingOptions {
     pub tls_cipher_suites: Vec<String>,
     /// Empty or a Go TLS version name (`VersionTLS12`).
     pub tls_min_version: String,
+    /// `--tls-curve-preferences`: Go `crypto/tls` CurveIDs allowed for key exchange; empty
+    /// means the defaults.
+    pub tls_curve_preferences: Vec<i32>,
     /// `--tls-sni-cert-key`.
     pub sni_cert_keys: Vec<NamedCertKey>,
     /// 0 means the HTTP/2 library default.

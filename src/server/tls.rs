@@ -1,5 +1,5 @@
 //! The rustls server configuration of the secure port: serving certificate, `--tls-min-version`,
-//! `--tls-cipher-suites`, and client certificates requested but not verified during the
+//! `--tls-cipher-suites`, `--tls-curve-preferences`, and client certificates requested but not verified during the
 //! handshake, as Go's `tls.RequestClientCert` does: the authenticators verify them against
 //! `--client-ca-file` or `--requestheader-client-ca-file` afterwards, so that a certificate from
 //! another authority fails authentication (401) rather than the handshake.
@@ -24,7 +24,7 @@ pub fn server_config(
     serving: ServingCert,
     client_cas: &[CertificateDer<'static>],
 ) -> Result<Arc<ServerConfig>, String> {
-    let provider = Arc::new(provider(&options.tls_cipher_suites)?);
+    let provider = Arc::new(provider(&options.tls_cipher_suites, &options.tls_curve_preferences)?);
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(protocol_versions(&options.tls_min_version))
         .map_err(|e| format!("TLS setup: {e}"))?;
@@ -55,6 +55,7 @@ impl ServerConfigs {
         generation: u64,
         client_cas: &[CertificateDer<'static>],
     ) -> Result<ServerConfigs, String> {
+        warn_about_missing_curves(&options.tls_curve_preferences)?;
         let first = server_config(options, clone_cert(&serving), client_cas)?;
         Ok(ServerConfigs { options: options.clone(), serving, built: Mutex::new((generation, first)) })
     }
@@ -91,11 +92,73 @@ fn protocol_versions(min_version: &str) -> &'static [&'static SupportedProtocolV
     if min_version == "VersionTLS13" { &TLS13_ONLY } else { rustls::ALL_VERSIONS }
 }
 
-/// The process's crypto provider, with its TLS 1.2 suites narrowed to `names` when given. As
-/// in Go, the list does not restrict TLS 1.3. Named suites rustls does not implement (CBC, RC4,
-/// 3DES, RSA key exchange) are ignored with a warning.
-fn provider(names: &[String]) -> Result<CryptoProvider, String> {
+/// Go's `crypto/tls` CurveIDs (Go 1.26, which upstream v1.36.2 is built with) and their names.
+const GO_CURVES: &[(u16, &str)] = &[
+    (23, "CurveP256"),
+    (24, "CurveP384"),
+    (25, "CurveP521"),
+    (29, "X25519"),
+    (4587, "SecP256r1MLKEM768"),
+    (4588, "X25519MLKEM768"),
+    (4589, "SecP384r1MLKEM1024"),
+];
+
+/// Upstream `cliflag.TLSCurvePreferences`: the `--tls-curve-preferences` CurveIDs, each in range,
+/// once, and known to Go.
+pub fn curve_preferences(ids: &[i32]) -> Result<Vec<u16>, String> {
+    let mut curves = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let curve = u16::try_from(id)
+            .ok()
+            .filter(|c| *c != 0)
+            .ok_or_else(|| format!("curve preference {id} is out of range (must be 1-{})", u16::MAX))?;
+        if curves.contains(&curve) {
+            return Err(format!("duplicate curve preference {id}"));
+        }
+        if !GO_CURVES.iter().any(|(known, _)| *known == curve) {
+            return Err(format!("curve preference {id} is not supported by the current Go version"));
+        }
+        curves.push(curve);
+    }
+    Ok(curves)
+}
+
+/// Logs once the preferred curves this build cannot offer (its crypto provider has X25519,
+/// P-256 and P-384; Go also has P-521 and the ML-KEM hybrids): the handshake uses the others.
+/// When none is left no client could connect, so the secure port does not start.
+fn warn_about_missing_curves(ids: &[i32]) -> Result<(), String> {
+    let curves = curve_preferences(ids)?;
+    let ours: Vec<u16> = crate::client::tls::crypto_provider().kx_groups.iter().map(|g| u16::from(g.name())).collect();
+    let name = |id: &u16| {
+        let go = GO_CURVES.iter().find(|(known, _)| known == id).map_or("", |(_, name)| name);
+        format!("{go} ({id})")
+    };
+    let missing: Vec<String> = curves.iter().filter(|c| !ours.contains(c)).map(name).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if missing.len() == curves.len() {
+        let available: Vec<String> = ours.iter().map(name).collect();
+        return Err(format!(
+            "none of the --tls-curve-preferences is available in this build: {} (it has {})",
+            missing.join(", "),
+            available.join(", ")
+        ));
+    }
+    log::warn!("--tls-curve-preferences: {} not available in this build; the others are used", missing.join(", "));
+    Ok(())
+}
+
+/// The process's crypto provider, with its key exchange groups narrowed to `curves` (Go
+/// CurveIDs) and its TLS 1.2 suites to `names` when given. As in Go, the suite list does not
+/// restrict TLS 1.3, and the order of the curves does not matter. Named suites rustls does not
+/// implement (CBC, RC4, 3DES, RSA key exchange) are ignored with a warning.
+fn provider(names: &[String], curves: &[i32]) -> Result<CryptoProvider, String> {
     let mut provider = (*crate::client::tls::crypto_provider()).clone();
+    let curves = curve_preferences(curves)?;
+    if !curves.is_empty() {
+        provider.kx_groups.retain(|group| curves.contains(&u16::from(group.name())));
+    }
     if names.is_empty() {
         return Ok(provider);
     }
@@ -189,8 +252,8 @@ mod tests {
 
     #[test]
     fn cipher_suites_narrow_tls12_only() {
-        let all = provider(&[]).unwrap();
-        let narrowed = provider(&["TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305".to_string()]).unwrap();
+        let all = provider(&[], &[]).unwrap();
+        let narrowed = provider(&["TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305".to_string()], &[]).unwrap();
         let names = suite_names(&narrowed);
         assert!(names.contains(&"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"), "{names:?}");
         assert!(!names.contains(&"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"), "{names:?}");
@@ -213,6 +276,29 @@ mod tests {
         let second = configs.current(1, || vec![ca.clone()]);
         assert!(!Arc::ptr_eq(&first, &second));
         assert!(Arc::ptr_eq(&second, &configs.current(1, || unreachable!("generation 1 is built"))));
+    }
+
+    #[test]
+    fn curve_preferences_are_checked_as_upstream_and_narrow_the_key_exchange() {
+        assert_eq!(curve_preferences(&[29, 4588, 23]), Ok(vec![29, 4588, 23]));
+        assert_eq!(curve_preferences(&[0]), Err("curve preference 0 is out of range (must be 1-65535)".into()));
+        assert_eq!(curve_preferences(&[65536]), Err("curve preference 65536 is out of range (must be 1-65535)".into()));
+        assert_eq!(curve_preferences(&[23, 23]), Err("duplicate curve preference 23".into()));
+        assert_eq!(
+            curve_preferences(&[30]),
+            Err("curve preference 30 is not supported by the current Go version".into())
+        );
+        let groups = |p: &CryptoProvider| p.kx_groups.iter().map(|g| u16::from(g.name())).collect::<Vec<_>>();
+        assert_eq!(groups(&provider(&[], &[29, 24]).unwrap()), [29, 24]);
+        assert_eq!(groups(&provider(&[], &[24, 29]).unwrap()), [29, 24], "the provider's order stays");
+        assert_eq!(groups(&provider(&[], &[]).unwrap()), [29, 23, 24]);
+        assert!(warn_about_missing_curves(&[25, 29]).is_ok());
+        assert_eq!(
+            warn_about_missing_curves(&[25, 4588]),
+            Err("none of the --tls-curve-preferences is available in this build: CurveP521 (25), X25519MLKEM768 \
+                 (4588) (it has X25519 (29), CurveP256 (23), CurveP384 (24))"
+                .into())
+        );
     }
 
     #[test]

@@ -11,8 +11,11 @@ const COMPONENT: &str = "kube-controller-manager";
 /// zpages' delimiters, one picked at random per answer so that nobody parses them.
 const DELIMITERS: [&str; 4] = [":", ": ", "=", " "];
 const WARNING: &str = "Warning: This endpoint is not meant to be machine parseable, has no formatting compatibility guarantees and is for debugging purposes only.";
-const NOT_ACCEPTABLE: &str = "media type not acceptable, must be: text/plain\n";
+const NOT_ACCEPTABLE: &str = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"only the following media types are accepted: application/json, application/yaml, text/plain\",\"reason\":\"NotAcceptable\",\"code\":406}\n";
 const PLAIN_TEXT: &str = "text/plain; charset=utf-8";
+/// The group and version of the structured pages.
+const GROUP: &str = "config.k8s.io";
+const VERSION: &str = "v1beta1";
 
 /// What the debug pages show; a page whose part is `None` is not served (404).
 #[derive(Debug, Clone, Default)]
@@ -34,6 +37,8 @@ pub struct Statusz {
     pub binary_version: String,
     /// `--emulated-version`, or the binary's own minor version.
     pub emulation_version: Option<String>,
+    /// The listed paths of the secure port's handler, sorted (upstream's `ListedPaths`).
+    pub paths: Vec<String>,
 }
 
 impl DebugPages {
@@ -46,24 +51,106 @@ impl DebugPages {
             }
             "/flagz" => {
                 let flags = self.flagz.as_ref()?;
-                Some(zpage(accept, || flagz(flags, random_delimiter())))
+                Some(zpage(
+                    accept,
+                    "Flagz",
+                    || flagz(flags, random_delimiter()),
+                    || flagz_object(flags),
+                ))
             }
             "/statusz" => {
                 let status = self.statusz.as_ref()?;
                 let start = super::process_metrics::start_time_seconds().unwrap_or_default();
-                Some(zpage(accept, || statusz(status, start, SystemTime::now(), random_delimiter())))
+                let now = SystemTime::now();
+                Some(zpage(
+                    accept,
+                    "Statusz",
+                    || statusz(status, start, now, random_delimiter()),
+                    || statusz_object(status, start, now),
+                ))
             }
             _ => None,
         }
     }
 }
 
-/// A zpage's answer: 406 unless the client accepts plain text.
-fn zpage(accept: Option<&str>, body: impl FnOnce() -> String) -> Answer {
-    if !acceptable(accept.unwrap_or_default()) {
-        return Answer::text(406, NOT_ACCEPTABLE);
+/// A zpage's answer: plain text when the client takes it (or says nothing), the structured
+/// `kind` as JSON when it asks for exactly that, else 406.
+fn zpage(
+    accept: Option<&str>,
+    kind: &str,
+    text: impl FnOnce() -> String,
+    object: impl FnOnce() -> String,
+) -> Answer {
+    let header = accept.unwrap_or_default();
+    if header.trim().is_empty() || acceptable(header) {
+        return Answer { code: 200, content_type: PLAIN_TEXT, nosniff: false, body: text().into_bytes() };
     }
-    Answer { code: 200, content_type: PLAIN_TEXT, nosniff: false, body: body().into_bytes() }
+    if let Some(content_type) = structured(header, kind) {
+        let mut body = object().into_bytes();
+        body.push(b'\n');
+        return Answer { code: 200, content_type, nosniff: false, body };
+    }
+    Answer { code: 406, content_type: "application/json", nosniff: false, body: NOT_ACCEPTABLE.as_bytes().to_vec() }
+}
+
+/// The content type of the structured answer when some media range of `header` is
+/// `application/json` with `as=<kind>`, `g=config.k8s.io` and `v=v1beta1`.
+fn structured(header: &str, kind: &str) -> Option<&'static str> {
+    let asked = header.split(',').any(|part| {
+        let mut pieces = part.trim().split(';');
+        let range = pieces.next().unwrap_or_default().trim();
+        let params: Vec<(&str, &str)> =
+            pieces.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim(), v.trim())).collect();
+        let param = |name: &str| params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+        range == "application/json" && param("as") == Some(kind) && param("g") == Some(GROUP) && param("v") == Some(VERSION)
+    });
+    match (asked, kind) {
+        (false, _) => None,
+        (true, "Flagz") => Some("application/json;g=config.k8s.io;v=v1beta1;as=Flagz"),
+        (true, _) => Some("application/json;g=config.k8s.io;v=v1beta1;as=Statusz"),
+    }
+}
+
+/// `{"kind":…,"apiVersion":…,"metadata":{"name":…},` then `fields` (already JSON, in order).
+fn object(kind: &str, fields: &[(&str, String)]) -> String {
+    let mut out = format!(
+        "{{\"kind\":\"{kind}\",\"apiVersion\":\"{GROUP}/{VERSION}\",\"metadata\":{{\"name\":\"{COMPONENT}\"}}"
+    );
+    for (name, value) in fields {
+        out.push_str(&format!(",\"{name}\":{value}"));
+    }
+    out.push('}');
+    out
+}
+
+fn json(value: impl serde::Serialize) -> String {
+    serde_json::to_string(&value).unwrap_or_default()
+}
+
+/// The `config.k8s.io/v1beta1` `Flagz` object: every flag's value by name (a Go map: sorted).
+fn flagz_object(flags: &[(String, String)]) -> String {
+    let flags: std::collections::BTreeMap<&str, &str> = flags.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    object("Flagz", &[("flags", json(flags))])
+}
+
+/// The `config.k8s.io/v1beta1` `Statusz` object, fields in upstream's order.
+fn statusz_object(status: &Statusz, start_seconds: f64, now: SystemTime) -> String {
+    let start = UNIX_EPOCH + Duration::from_secs(start_seconds as u64);
+    let start_time = jiff::Timestamp::from_second(start_seconds as i64).map(|t| t.to_string()).unwrap_or_default();
+    let mut fields = vec![
+        ("startTime", json(start_time)),
+        ("uptimeSeconds", json(now.duration_since(start).unwrap_or_default().as_secs())),
+        ("goVersion", json(&status.runtime_version)),
+        ("binaryVersion", json(&status.binary_version)),
+    ];
+    if let Some(emulation) = &status.emulation_version {
+        fields.push(("emulationVersion", json(emulation)));
+    }
+    if !status.paths.is_empty() {
+        fields.push(("paths", json(&status.paths)));
+    }
+    object("Statusz", &fields)
 }
 
 fn random_delimiter() -> &'static str {
@@ -105,14 +192,14 @@ fn header(page: &str) -> String {
 fn flagz(flags: &[(String, String)], delimiter: &str) -> String {
     let mut sorted: Vec<&(String, String)> = flags.iter().collect();
     sorted.sort();
-    let mut out = header("flags");
+    let mut out = header("flagz");
     for (name, value) in sorted {
         out.push_str(&format!("{name}{delimiter}{value}\n"));
     }
     out
 }
 
-/// `/statusz`: the header, then start time, uptime and versions.
+/// `/statusz`: the header, then start time, uptime, versions and the listed paths.
 fn statusz(status: &Statusz, start_seconds: f64, now: SystemTime, delimiter: &str) -> String {
     let start = UNIX_EPOCH + Duration::from_secs(start_seconds as u64);
     let up = now.duration_since(start).unwrap_or_default().as_secs();
@@ -128,6 +215,10 @@ fn statusz(status: &Statusz, start_seconds: f64, now: SystemTime, delimiter: &st
     ));
     if let Some(emulation) = &status.emulation_version {
         out.push_str(&format!("Emulation version{delimiter} {emulation}"));
+    }
+    out.push('\n');
+    if !status.paths.is_empty() {
+        out.push_str(&format!("Paths{delimiter} {}", status.paths.join(" ")));
     }
     out.push('\n');
     out
@@ -185,7 +276,7 @@ mod tests {
         let flags = vec![("v".to_string(), "2".to_string()), ("bind-address".to_string(), "0.0.0.0".to_string())];
         assert_eq!(
             flagz(&flags, "="),
-            format!("\nkube-controller-manager flags\n{WARNING}\nbind-address=0.0.0.0\nv=2\n")
+            format!("\nkube-controller-manager flagz\n{WARNING}\nbind-address=0.0.0.0\nv=2\n")
         );
     }
 
@@ -193,8 +284,9 @@ mod tests {
     fn statusz_reports_start_uptime_and_versions() {
         let status = Statusz {
             runtime_version: "rust".into(),
-            binary_version: "1.33.5".into(),
-            emulation_version: Some("1.33".into()),
+            binary_version: "1.36.2".into(),
+            emulation_version: Some("1.36".into()),
+            paths: vec!["/configz".into(), "/healthz".into(), "/metrics".into()],
         };
         let start = 1_764_203_045.0; // Thu Nov 27 00:24:05 UTC 2025
         let now = UNIX_EPOCH + Duration::from_secs(1_764_203_045 + 3 * 3600 + 62);
@@ -202,11 +294,16 @@ mod tests {
             statusz(&status, start, now, ": "),
             format!(
                 "\nkube-controller-manager statusz\n{WARNING}\n\nStarted:  Thu Nov 27 00:24:05 UTC 2025\n\
-                 Up:  3 hr 01 min 02 sec\nGo version:  rust\nBinary version:  1.33.5\nEmulation version:  1.33\n"
+                 Up:  3 hr 01 min 02 sec\nGo version:  rust\nBinary version:  1.36.2\nEmulation version:  1.36\n\
+                 Paths:  /configz /healthz /metrics\n"
             )
         );
-        let without = Statusz { emulation_version: None, ..status };
-        assert!(statusz(&without, start, now, ":").ends_with("Binary version: 1.33.5\n\n"));
+        assert_eq!(
+            statusz_object(&status, start, now),
+            r#"{"kind":"Statusz","apiVersion":"config.k8s.io/v1beta1","metadata":{"name":"kube-controller-manager"},"startTime":"2025-11-27T00:24:05Z","uptimeSeconds":10862,"goVersion":"rust","binaryVersion":"1.36.2","emulationVersion":"1.36","paths":["/configz","/healthz","/metrics"]}"#
+        );
+        let without = Statusz { emulation_version: None, paths: Vec::new(), ..status };
+        assert!(statusz(&without, start, now, ":").ends_with("Binary version: 1.36.2\n\n\n"));
     }
 
     #[test]
@@ -221,9 +318,19 @@ mod tests {
         let configz = pages.answer("/configz", None).unwrap();
         assert_eq!((configz.code, configz.content_type, configz.nosniff), (200, "application/json", true));
         assert!(pages.answer("/flagz", Some("*/*")).is_none());
-        let pages = DebugPages { flagz: Some(Vec::new()), ..DebugPages::default() };
-        assert_eq!(pages.answer("/flagz", None).unwrap().code, 406);
+        let pages = DebugPages { flagz: Some(vec![("v".into(), "2".into())]), ..DebugPages::default() };
+        assert_eq!(pages.answer("/flagz", None).unwrap().code, 200, "plain text when nothing is asked for");
         assert_eq!(pages.answer("/flagz", Some("text/plain")).unwrap().code, 200);
+        let refused = pages.answer("/flagz", Some("application/json")).unwrap();
+        assert_eq!((refused.code, refused.content_type), (406, "application/json"));
+        assert_eq!(refused.body, NOT_ACCEPTABLE.as_bytes());
+        let json = pages.answer("/flagz", Some("application/json;as=Flagz;g=config.k8s.io;v=v1beta1")).unwrap();
+        assert_eq!((json.code, json.content_type), (200, "application/json;g=config.k8s.io;v=v1beta1;as=Flagz"));
+        assert_eq!(
+            String::from_utf8(json.body).unwrap(),
+            "{\"kind\":\"Flagz\",\"apiVersion\":\"config.k8s.io/v1beta1\",\"metadata\":{\"name\":\"kube-controller-manager\"},\"flags\":{\"v\":\"2\"}}\n"
+        );
+        assert_eq!(pages.answer("/flagz", Some("application/json;as=Statusz;g=config.k8s.io;v=v1beta1")).unwrap().code, 406);
         assert!(pages.answer("/configz", None).is_none());
     }
 }

@@ -33,8 +33,8 @@ const JITTER: f64 = 1.2;
 /// Room for a loaded 2-core machine.
 const SLACK: Duration = Duration::from_secs(8);
 /// How long a SIGTERMed leader may take to stop before it releases the Lease (renewing it
-/// meanwhile): its syncs in flight and pending Events get 10 s (`DRAIN_TIMEOUT` in
-/// `src/app/run.rs`), an Event write in flight 5 s more (`ControllerSet::stop`).
+/// meanwhile): its syncs in flight and pending Events get 10 s (`--controller-shutdown-timeout`'s
+/// default), an Event write in flight 5 s more (`ControllerSet::shut_down`).
 const SHUTDOWN: Duration = Duration::from_secs(15);
 /// How long the last Events may take to land after convergence.
 const SETTLE: Duration = Duration::from_secs(20);

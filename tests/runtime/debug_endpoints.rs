@@ -1,5 +1,6 @@
 //! The secure port's debug endpoints (`/metrics/slis`, `/configz`, `/flagz`, `/statusz`) of
-//! upstream's kube-controller-manager v1.33.5 and ours, side by side against a real API server:
+//! upstream's kube-controller-manager (v1.36.2 with `KCM_K8S_ASSETS` pointing at it) and ours,
+//! side by side against a real API server:
 //! both started as kubeadm starts them, with the same flags, then asked the same requests.
 //! `KCM_DEBUG_ENDPOINTS_DUMP=<dir>` keeps both answers there, for a closer look.
 
@@ -24,6 +25,7 @@ const OURS: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 const DEADLINE: Duration = Duration::from_secs(40);
 const ALWAYS_ALLOW: &str =
     "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/metrics/slis,/configz,/flagz,/statusz";
+/// On by default since 1.36 (beta); named so that the page shows a `--feature-gates` value.
 const GATES: &str = "--feature-gates=ComponentFlagz=true,ComponentStatusz=true";
 
 /// One HTTP answer.
@@ -141,6 +143,7 @@ struct Answers {
     configz: Answer,
     flagz: Answer,
     flagz_json: Answer,
+    flagz_structured: Answer,
     statusz_no_accept: Answer,
     statusz: Answer,
 }
@@ -158,6 +161,13 @@ fn ask(manager: &Manager) -> Answers {
         configz: manager.get("/configz"),
         flagz: manager.get("/flagz"),
         flagz_json: request(manager.port, "GET", "/flagz", Some("application/json")).unwrap(),
+        flagz_structured: request(
+            manager.port,
+            "GET",
+            "/flagz",
+            Some("application/json;as=Flagz;g=config.k8s.io;v=v1beta1"),
+        )
+        .unwrap(),
         statusz_no_accept: request(manager.port, "GET", "/statusz", None).unwrap(),
         statusz: manager.get("/statusz"),
     }
@@ -174,6 +184,7 @@ fn dump(side: &str, answers: &Answers) {
         ("configz", &answers.configz),
         ("flagz", &answers.flagz),
         ("flagz-json", &answers.flagz_json),
+        ("flagz-structured", &answers.flagz_structured),
         ("statusz-no-accept", &answers.statusz_no_accept),
         ("statusz", &answers.statusz),
     ];
@@ -316,14 +327,27 @@ fn compare(theirs: &Answers, mine: &Answers) {
         compared += 1;
     }
     assert!(compared > 100, "only {compared} flags in common");
-    // /statusz: the same lines (values differ: times and versions).
-    assert_eq!(status(&mine.statusz), status(&theirs.statusz));
+    // /statusz: the same lines (values differ: times and the Go version), with or without Accept.
     let labels = |a: &Answer| zpage_lines(&a.body).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
-    assert_eq!(labels(&mine.statusz), labels(&theirs.statusz));
-    // Not plain text: 406, worded the same.
-    for (a, b) in [(&mine.flagz_json, &theirs.flagz_json), (&mine.statusz_no_accept, &theirs.statusz_no_accept)] {
-        assert_eq!((a.code, &a.content_type, &a.body), (b.code, &b.content_type, &b.body));
+    for (a, b) in [(&mine.statusz, &theirs.statusz), (&mine.statusz_no_accept, &theirs.statusz_no_accept)] {
+        assert_eq!(status(a), status(b));
+        assert_eq!(labels(a), labels(b));
     }
+    let value = |a: &Answer, key: &str| {
+        a.body.lines().find_map(|l| l.strip_prefix(key)).map(|rest| rest.trim_start_matches([':', '=', ' ']).to_string())
+    };
+    for key in ["Binary version", "Emulation version", "Paths"] {
+        assert_eq!(value(&mine.statusz, key), value(&theirs.statusz, key), "/statusz {key}");
+    }
+    // Plain JSON: 406 with the same Status.
+    let (a, b) = (&mine.flagz_json, &theirs.flagz_json);
+    assert_eq!((a.code, &a.content_type, &a.body), (b.code, &b.content_type, &b.body));
+    // The structured Flagz: the same kind, and the same values for the flags both sides have.
+    assert_eq!(status(&mine.flagz_structured), status(&theirs.flagz_structured));
+    let flags = |a: &Answer| serde_json::from_str::<Value>(&a.body).unwrap();
+    let (ours, upstream) = (flags(&mine.flagz_structured), flags(&theirs.flagz_structured));
+    assert_eq!((&ours["kind"], &ours["apiVersion"]), (&upstream["kind"], &upstream["apiVersion"]));
+    assert_eq!(ours["flags"]["leader-elect-lease-duration"], upstream["flags"]["leader-elect-lease-duration"]);
 }
 
 /// packaging/monitoring/check.py: the dashboard's and alert rules' metrics are in both scrapes.

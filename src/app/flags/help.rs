@@ -3,13 +3,20 @@
 
 use std::fmt::Write;
 
+use super::compatibility::Compatibility;
+use super::feature_gates::FeatureGates;
 use super::table::{FLAGS, FlagSpec, Group};
 use crate::app::controllers::CONTROLLERS;
 
-const DESCRIPTION: &str = "The Kubernetes controller manager is a daemon that embeds the core \
-control loops of Kubernetes. A controller is a loop that watches the shared state of the cluster \
-through the API server and makes changes that move the current state towards the desired state: \
-replica sets, endpoints, namespaces, service accounts and more.";
+/// Upstream's cobra `Long` text, line breaks included.
+const DESCRIPTION: &str = "The Kubernetes controller manager is a daemon that embeds
+the core control loops shipped with Kubernetes. In applications of robotics and
+automation, a control loop is a non-terminating loop that regulates the state of
+the system. In Kubernetes, a controller is a control loop that watches the shared
+state of the cluster through the apiserver and makes changes attempting to move the
+current state towards the desired state. Examples of controllers that ship with
+Kubernetes today are the replication controller, endpoints controller, namespace
+controller, and serviceaccounts controller.";
 
 /// The full `--help` text: the description, then [`usage_text`].
 pub(crate) fn render() -> String {
@@ -66,10 +73,19 @@ fn left_column(flag: &FlagSpec) -> String {
     left
 }
 
-/// The help text with upstream's additions: the controller lists of `--controllers` and the
-/// `(default ...)` suffix.
+/// The help text with upstream's additions: the controller lists of `--controllers`, the
+/// gates of `--feature-gates`, the version ranges of `--emulated-version` and
+/// `--min-compatibility-version`, and the `(default ...)` suffix.
 fn usage(flag: &FlagSpec) -> String {
     let mut text = flag.help.to_string();
+    let (emulation_range, min_compatibility_range) = Compatibility::help_ranges();
+    let component_note = "\nIf the component is not specified, defaults to \"kube\"";
+    match flag.name {
+        "feature-gates" => text = format!("{text}\n{}", FeatureGates::help_lines().join("\n")),
+        "emulated-version" => text = format!("{text}{emulation_range}{component_note}"),
+        "min-compatibility-version" => text = format!("{text}{min_compatibility_range}{component_note}"),
+        _ => {}
+    }
     if flag.name == "controllers" {
         let names = |filter: fn(&&crate::app::controllers::ControllerDescriptor) -> bool| {
             CONTROLLERS.iter().filter(filter).map(|c| c.name).collect::<Vec<_>>().join(", ")
@@ -94,7 +110,7 @@ mod tests {
     #[test]
     fn sections_follow_upstream_order_and_layout() {
         let help = render();
-        assert!(help.starts_with("The Kubernetes controller manager is a daemon"));
+        assert!(help.starts_with("The Kubernetes controller manager is a daemon that embeds\nthe core control loops"));
         assert!(help.contains("\n\nUsage:\n  kube-controller-manager [flags]\n\nDebugging flags:\n\n"));
         let debugging = help.find("\nDebugging flags:").unwrap();
         let generic = help.find("\nGeneric flags:").unwrap();
@@ -127,6 +143,10 @@ mod tests {
         assert!(line("--authorization-always-allow-paths strings").ends_with("(default [/healthz,/readyz,/livez])"));
         assert!(line("--allow-metric-labels stringToString").ends_with("(default [])"));
         assert!(line("--tls-sni-cert-key namedCertKey").ends_with("(default [])"));
+        assert!(line("--tls-curve-preferences int32Slice").ends_with("(default [])"));
+        assert!(line("--controller-shutdown-timeout duration").ends_with("(default 10s)"));
+        assert!(line("--concurrent-resourceclaim-syncs int32").ends_with("(default 50)"));
+        assert!(line("--concurrent-device-taint-eviction-syncs int32").ends_with("(default 8)"));
         assert!(line("--version version[=true]").contains("--version=raw"));
         assert!(line("-v, --v Level").contains("verbosity"));
         assert!(line("-h, --help").contains("help for kube-controller-manager"));
@@ -137,6 +157,21 @@ mod tests {
             " Disabled-by-default controllers: bootstrap-signer-controller, \
              selinux-warning-controller, token-cleaner-controller (default [*])\n"
         ));
+        assert!(help.contains("\n                                                           Options are: kube=1.33..1.36(default:1.36)\n"));
+        assert!(help.contains("Options are: kube=1.33..1.36(default:1.35)\n"));
+        assert!(help.contains("'kube:featureC=true'Options are:\n"));
+        assert!(help.contains("\n                                                           kube:AllAlpha=true|false (ALPHA - default=false)\n"));
+        let sections: Vec<&str> = help.lines().filter(|l| l.ends_with(" flags:")).collect();
+        let deployment = sections.iter().position(|s| *s == "Deployment-controller flags:").unwrap();
+        assert_eq!(
+            sections[deployment..deployment + 4],
+            [
+                "Deployment-controller flags:",
+                "Device-taint-eviction-controller flags:",
+                "Resourceclaim-controller flags:",
+                "Statefulset-controller flags:"
+            ]
+        );
     }
 
     #[test]

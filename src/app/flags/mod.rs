@@ -1,4 +1,4 @@
-//! The command line of kube-controller-manager: every flag of upstream v1.33 with its name,
+//! The command line of kube-controller-manager: every flag of upstream v1.36 with its name,
 //! type, default and help text, parsed the way upstream's pflag does it.
 //!
 //! - [`parse`] turns the arguments into a [`Command`]: help text, version text, or typed
@@ -11,6 +11,7 @@
 //! `--flag=false` (`--flag false` leaves `false` as a positional argument, which is refused);
 //! `-v 2`, `-v=2`, `-v2` and `--v=2`; `_` and `-` are the same in names; `--` ends the flags.
 
+mod compatibility;
 mod feature_gates;
 #[cfg(test)]
 mod fuzz_tests;
@@ -26,6 +27,8 @@ use std::fmt;
 use lexopt::Arg;
 
 pub use crate::apimachinery::duration::{format_go_duration, parse_go_duration};
+pub use crate::apimachinery::version::KUBERNETES_RELEASE;
+pub use compatibility::Compatibility;
 pub use feature_gates::FeatureGates;
 pub use options::{
     AttachDetachOptions, AuthenticationOptions, AuthorizationOptions, ClientConnection, CloudOptions,
@@ -164,30 +167,42 @@ fn one_line(text: &str) -> String {
     line
 }
 
-/// `kube-controller-manager v0.1.0 (Rust; Kubernetes API v1.33)`.
+/// `--version`: `Kubernetes v1.36.2`, the release whose controller manager this one matches, as
+/// upstream's `verflag` prints it.
 pub fn version_string() -> String {
-    format!("kube-controller-manager v{} (Rust; Kubernetes API v{KUBE_VERSION})", env!("CARGO_PKG_VERSION"))
+    format!("Kubernetes {}", KUBERNETES_RELEASE.git_version())
 }
 
-/// `--version=raw`: the version line plus the details upstream prints as a struct.
-fn raw_version_string() -> String {
+/// `os/arch` as Go names them (`linux/amd64`).
+pub fn go_platform() -> String {
     let arch = match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",
         other => other,
     };
+    format!("{}/{arch}", std::env::consts::OS)
+}
+
+/// `--version=raw`: upstream's `version.Info` struct as Go's `%#v` prints it; what a Go build
+/// stamps (commit, tree state, build date, Go version) is empty, the compiler is rustc.
+fn raw_version_string() -> String {
+    let r = KUBERNETES_RELEASE;
     format!(
-        "{}\nbinaryVersion: v{}\nkubernetesVersion: v{KUBE_VERSION}\nplatform: {}/{arch}",
-        version_string(),
-        env!("CARGO_PKG_VERSION"),
-        std::env::consts::OS
+        "version.Info{{Major:\"{}\", Minor:\"{}\", EmulationMajor:\"\", EmulationMinor:\"\", \
+         MinCompatibilityMajor:\"\", MinCompatibilityMinor:\"\", GitVersion:\"{}\", GitCommit:\"\", \
+         GitTreeState:\"\", BuildDate:\"\", GoVersion:\"\", Compiler:\"rustc\", Platform:\"{}\"}}",
+        r.major,
+        r.minor,
+        r.git_version(),
+        go_platform()
     )
 }
 
 /// Parses the arguments after the program name (`std::env::args_os().skip(1)`).
 ///
 /// Errors in flag syntax or values come first, then `--help`, then positional arguments,
-/// then `--version`, then the checks across flags: the order in which upstream reports them.
+/// then the emulated version and the feature gates, then `--version`, then the checks across
+/// flags: the order in which upstream reports them.
 pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, FlagError> {
     let mut state = table::default_state();
     let mut positional = Vec::new();
@@ -237,10 +252,15 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, FlagE
 }
 
 /// Passes a parse error on at once; keeps the first of the errors upstream finds only after
-/// parsing (see [`FlagError::is_parse_error`]) in `refused_later`.
+/// parsing (see [`FlagError::is_parse_error`]) in `refused_later`, worded as upstream reports
+/// it then: the problem alone, without pflag's `invalid argument … for … flag` frame.
 fn defer_validation(applied: Result<(), FlagError>, refused_later: &mut Option<FlagError>) -> Result<(), FlagError> {
     match applied {
         Err(e) if e.is_parse_error() => Err(e),
+        Err(FlagError::InvalidValue { reason, .. }) => {
+            refused_later.get_or_insert(FlagError::Invalid(reason));
+            Ok(())
+        }
         Err(e) => {
             refused_later.get_or_insert(e);
             Ok(())
@@ -297,6 +317,12 @@ fn finish(state: ParseState, positional: Vec<String>, refused_later: Option<Flag
         return Err(FlagError::UnexpectedArguments(positional));
     }
     let mut options = state.options;
+    // Upstream's `PersistentPreRunE`: the compatibility registry sets the emulated and minimum
+    // compatibility versions, then the feature gates at them, before `--version` is looked at.
+    let generic = &mut options.generic;
+    generic.compatibility.set().map_err(FlagError::Invalid)?;
+    let (emulation, min_compatibility) = (generic.compatibility.emulation, generic.compatibility.min_compatibility);
+    generic.feature_gates.set(emulation, min_compatibility).map_err(FlagError::Invalid)?;
     match state.version {
         VersionRequest::Print => return Ok(Command::Version(version_string())),
         VersionRequest::Raw => return Ok(Command::Version(raw_version_string())),
@@ -312,8 +338,8 @@ fn finish(state: ParseState, positional: Vec<String>, refused_later: Option<Flag
 
 impl Options {
     /// Whether upstream would start the controller `name` (canonical name or alias) with these
-    /// options: `--controllers` selects it, it needs no cloud provider (upstream 1.33 has no
-    /// in-tree ones, so those never start) and all its feature gates are on.
+    /// options: `--controllers` selects it, it needs no cloud provider (upstream has no
+    /// in-tree ones left, so those never start) and all its feature gates are on.
     pub fn starts_controller(&self, name: &str) -> bool {
         let Some(controller) = crate::app::controllers::resolve(name) else {
             return false;
@@ -329,8 +355,8 @@ impl Options {
 
     /// One line per explicitly set flag that has no effect here: its feature is not built
     /// yet, it is deprecated or removed upstream, or it concerns what this implementation
-    /// does not have; then upstream's warnings for GA and deprecated feature gates set with
-    /// `--feature-gates`. Meant to be logged as warnings at start-up.
+    /// does not have; then upstream's warnings about `--feature-gates` (unknown names, GA and
+    /// deprecated gates set, alpha gates on). Meant to be logged as warnings at start-up.
     pub fn warnings(&self) -> Vec<String> {
         self.explicitly_set
             .iter()
@@ -381,7 +407,7 @@ mod tests {
         Duration::from_secs(s)
     }
 
-    /// The command of kubeadm v1.33's static Pod manifest.
+    /// The command of kubeadm's static Pod manifest (unchanged from v1.33 to v1.36).
     const KUBEADM: &[&str] = &[
         "--allocate-node-cidrs=true",
         "--authentication-kubeconfig=/etc/kubernetes/controller-manager.conf",
@@ -477,7 +503,10 @@ mod tests {
         assert!(!g.use_service_account_credentials);
         assert!(g.debugging.profiling && !g.debugging.contention_profiling);
         assert!(g.feature_gates.explicit().is_empty());
-        assert_eq!(g.emulated_version, None);
+        assert_eq!(g.compatibility, Compatibility::default());
+        assert_eq!(g.compatibility.emulation, KubeVersion { major: 1, minor: 36 });
+        assert_eq!(g.compatibility.min_compatibility, KubeVersion { major: 1, minor: 35 });
+        assert_eq!(g.controller_shutdown_timeout, secs(10));
         let le = &g.leader_election;
         assert!(le.leader_elect);
         assert_eq!(le.lease_duration, secs(15));
@@ -495,7 +524,7 @@ mod tests {
         assert_eq!(s.bind_address, Some(IpAddr::from([0, 0, 0, 0])));
         assert_eq!(s.port, 10257);
         assert_eq!(s.cert_dir, "");
-        assert!(s.tls_cipher_suites.is_empty() && s.sni_cert_keys.is_empty());
+        assert!(s.tls_cipher_suites.is_empty() && s.sni_cert_keys.is_empty() && s.tls_curve_preferences.is_empty());
         assert_eq!(o.authorization.always_allow_paths, ["/healthz", "/readyz", "/livez"]);
         assert_eq!(o.authorization.webhook_cache_authorized_ttl, secs(10));
         assert_eq!(o.authorization.webhook_cache_unauthorized_ttl, secs(10));
@@ -526,8 +555,10 @@ mod tests {
                 c.statefulset_syncs,
                 c.ttl_after_finished_syncs,
                 c.validating_admission_policy_status_syncs,
+                c.resource_claim_syncs,
+                c.device_taint_eviction_syncs,
             ],
-            [5, 2, 5, 5, 5, 20, 5, 5, 10, 5, 5, 5, 5, 5, 1, 5, 5, 5, 5]
+            [5, 2, 5, 5, 5, 20, 5, 5, 10, 5, 5, 5, 5, 5, 1, 5, 5, 5, 5, 50, 8]
         );
 
         assert_eq!(o.attach_detach.reconcile_sync_period, secs(60));
@@ -653,10 +684,11 @@ mod tests {
         assert_eq!(o.authorization.always_allow_paths, ["/a", "/b", "/c"]);
         let o = run(&["--controllers="]).unwrap();
         assert_eq!(o.generic.controllers.enabled().count(), 0);
-        let o = run(&["--feature-gates=NodeSwap=true,WatchList=false", "--feature-gates", "kube:HPAScaleToZero=true"])
-            .unwrap();
+        let o = run(&["--feature-gates=NodeSwap=true,WatchList=false", "--feature-gates", "HPAScaleToZero=true"]).unwrap();
         assert_eq!(o.generic.feature_gates.explicit().len(), 3);
         assert!(o.generic.feature_gates.is_enabled("HPAScaleToZero"));
+        let o = run(&["--tls-curve-preferences=29", "--tls-curve-preferences=23,24"]).unwrap();
+        assert_eq!(o.secure_serving.tls_curve_preferences, [29, 23, 24]);
         let o = run(&["--allow-metric-labels=metric1,label1='v1,v2'"]).unwrap();
         assert_eq!(o.metrics.allow_metric_labels["metric1,label1"], "'v1,v2'");
         let o = run(&["--tls-sni-cert-key=a.crt,a.key", "--tls-sni-cert-key=b.crt,b.key:b.com"]).unwrap();
@@ -674,7 +706,12 @@ mod tests {
             assert!(text.ends_with(&format!("\n\nError: {error}\n")));
         }
         // String-typed upstream: refused by validation, without the usage.
-        for validated in [&["--controllers=nope"][..], &["--cluster-cidr=10.0.0.0/33"], &["--feature-gates=Foo"]] {
+        for validated in [
+            &["--controllers=nope"][..],
+            &["--cluster-cidr=10.0.0.0/33"],
+            &["--feature-gates=Foo"],
+            &["--emulated-version=1.40"],
+        ] {
             let error = refused(validated);
             assert!(!error.is_parse_error(), "{validated:?}: {error}");
             let logged = format!("\"command failed\" err={}", values::go_quote(&error.to_string()));
@@ -704,15 +741,22 @@ mod tests {
             Ok(Command::Version(text)) => assert_eq!(text, version_string()),
             other => panic!("{other:?}"),
         }
-        assert!(version_string().starts_with("kube-controller-manager v"));
-        assert!(version_string().ends_with("(Rust; Kubernetes API v1.33)"));
+        assert_eq!(version_string(), "Kubernetes v1.36.2");
         match parse([OsString::from("--version=raw")]) {
-            Ok(Command::Version(text)) => assert!(text.contains("kubernetesVersion: v1.33")),
+            Ok(Command::Version(text)) => {
+                assert!(text.starts_with(r#"version.Info{Major:"1", Minor:"36", EmulationMajor:"""#), "{text}");
+                assert!(text.contains(r#"GitVersion:"v1.36.2""#), "{text}");
+                assert!(text.ends_with(&format!(r#"Compiler:"rustc", Platform:"{}"}}"#, go_platform())), "{text}");
+            }
             other => panic!("{other:?}"),
         }
         assert!(matches!(parse([OsString::from("--version=false")]), Ok(Command::Run(_))));
-        let o = run(&["--version=v1.33.1-custom"]).unwrap();
-        assert_eq!(o.reported_version.as_deref(), Some("v1.33.1-custom"));
+        let o = run(&["--version=v1.36.2-custom"]).unwrap();
+        assert_eq!(o.reported_version.as_deref(), Some("v1.36.2-custom"));
+        // The emulated version and the feature gates are set before `--version` is looked at.
+        assert_eq!(error(&["--version", "--feature-gates=Foo"]), "missing bool value for Foo");
+        assert_eq!(error(&["--version", "--emulated-version=abc"]), r#"could not parse "abc" as version"#);
+        assert!(matches!(parse(["--version", "--emulated-version=1.40"].map(OsString::from)), Ok(Command::Version(_))));
     }
 
     #[test]
@@ -761,47 +805,58 @@ mod tests {
                 &["--secure-port=70000"],
                 r#"invalid argument "70000" for "--secure-port" flag: must be between 0 and 65535, inclusive (0 turns it off)"#,
             ),
-            (
-                &["--cluster-cidr=10.0.0.0/33"],
-                r#"invalid argument "10.0.0.0/33" for "--cluster-cidr" flag: invalid CIDR address: 10.0.0.0/33"#,
-            ),
-            (
-                &["--service-cluster-ip-range=10.0.0.0/16,10.1.0.0/16"],
-                r#"invalid argument "10.0.0.0/16,10.1.0.0/16" for "--service-cluster-ip-range" flag: two CIDRs must be one IPv4 and one IPv6 range (dual-stack)"#,
-            ),
-            (
-                &["--controllers=*,nope"],
-                r#"invalid argument "*,nope" for "--controllers" flag: "nope" is not in the list of known controllers"#,
-            ),
-            (
-                &["--feature-gates=Foo"],
-                r#"invalid argument "Foo" for "--feature-gates" flag: missing bool value for Foo"#,
-            ),
-            (
-                &["--feature-gates=Foo=maybe"],
-                r#"invalid argument "Foo=maybe" for "--feature-gates" flag: invalid value of Foo=maybe: not a boolean (use true or false)"#,
-            ),
-            (
-                &["--logging-format=xml"],
-                r#"invalid argument "xml" for "--logging-format" flag: unsupported log format (permitted formats: "json", "text")"#,
-            ),
-            (
-                &["--tls-min-version=TLS13"],
-                r#"invalid argument "TLS13" for "--tls-min-version" flag: unknown tls version "TLS13" (use one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13)"#,
-            ),
-            (
-                &["--emulated-version=1.40"],
-                r#"invalid argument "1.40" for "--emulated-version" flag: emulation version 1.40 is not between [1.30, 1.33]"#,
-            ),
             (&["--port=x"], r#"invalid argument "x" for "--port" flag: not an integer"#),
             (
                 &["--version=v2.0.0"],
-                r#"invalid argument "v2.0.0" for "--version" flag: version v2.0.0 must match the Kubernetes version 1.33 this binary implements"#,
+                r#"invalid argument "v2.0.0" for "--version" flag: version "v2.0.0" must match major/minor/patch of default version "v1.36.2""#,
+            ),
+            (
+                &["--tls-curve-preferences=23,x"],
+                r#"invalid argument "23,x" for "--tls-curve-preferences" flag: not an integer"#,
             ),
         ];
         for (args, want) in cases {
             assert_eq!(error(args), *want, "{args:?}");
         }
+        // Upstream's string-typed flags take any text and report the problem alone, after
+        // parsing (verified against upstream v1.36.2's binary where it reports them so).
+        let validated: &[(&[&str], &str)] = &[
+            (&["--cluster-cidr=10.0.0.0/33"], "invalid CIDR address: 10.0.0.0/33"),
+            (
+                &["--service-cluster-ip-range=10.0.0.0/16,10.1.0.0/16"],
+                "two CIDRs must be one IPv4 and one IPv6 range (dual-stack)",
+            ),
+            (&["--controllers=*,nope"], r#""nope" is not in the list of known controllers"#),
+            (&["--feature-gates=Foo"], "missing bool value for Foo"),
+            (
+                &["--feature-gates=Foo=maybe"],
+                r#"invalid value of Foo=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax"#,
+            ),
+            (&["--feature-gates=SidecarContainers=false,Foo=true"], "cannot set feature gate SidecarContainers to false, feature is locked to true"),
+            (&["--logging-format=xml"], r#"format: Invalid value: "xml": Unsupported log format"#),
+            (
+                &["--tls-min-version=TLS13"],
+                r#"unknown tls version "TLS13" (use one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13)"#,
+            ),
+            (&["--emulated-version=1.40"], "emulation version 1.40 is not between [1.33, 1.36.0]"),
+            (&["--emulated-version=kube=1.34.1"], "patch version not allowed, got: kube=1.34.1"),
+            (&["--min-compatibility-version=1.32"], "minCompatibilityVersion version 1.32 is not between [1.33, 1.36]"),
+            (&["--concurrent-resourceclaim-syncs=0"], "concurrent-resourceclaim-syncs must be larger than 0, got 0"),
+            (
+                &["--concurrent-device-taint-eviction-syncs=-1"],
+                "concurrent-device-taint-eviction-syncs must be greater than zero, got -1",
+            ),
+            (&["--tls-curve-preferences=1"], "curve preference 1 is not supported by the current Go version"),
+            (&["--tls-curve-preferences=29,29"], "duplicate curve preference 29"),
+        ];
+        for (args, want) in validated {
+            assert_eq!(run(args).map(|_| ()), Err(FlagError::Invalid(want.to_string())), "{args:?}");
+        }
+        // Curves are checked only when the port serves, as upstream.
+        assert!(run(&["--tls-curve-preferences=1", "--secure-port=0"]).is_ok());
+        // Unknown gates are only warned about.
+        let o = run(&["--feature-gates=NoSuchGate=true"]).unwrap();
+        assert_eq!(o.warnings(), ["unrecognized feature gate: NoSuchGate"]);
     }
 
     #[test]
@@ -818,7 +873,7 @@ mod tests {
         assert_eq!(error(&["--leader-elect-retry-period=0s"]), "--leader-elect-retry-period must be greater than zero");
         assert_eq!(
             error(&["--leader-elect-resource-lock=endpoints"]),
-            r#"--leader-elect-resource-lock must be "leases", the only lock kind upstream 1.33 supports, got "endpoints""#
+            r#"--leader-elect-resource-lock must be "leases", the only lock kind upstream supports, got "endpoints""#
         );
         assert_eq!(error(&["--leader-elect-resource-name="]), "--leader-elect-resource-name must not be empty");
         // Without leader election the lease settings are not used and not checked.
@@ -931,8 +986,8 @@ mod tests {
                 "--cluster-signing-legacy-unknown-cert-file and --cluster-signing-legacy-unknown-key-file must be set together",
             ),
             (
-                &["--show-hidden-metrics-for-version=1.31"],
-                "--show-hidden-metrics-for-version must be omitted or have the value '1.32'. Only the previous minor version is allowed",
+                &["--show-hidden-metrics-for-version=1.34"],
+                "--show-hidden-metrics-for-version must be omitted or have the value '1.35'. Only the previous minor version is allowed",
             ),
             (
                 &["--allow-metric-labels=metric1=v1"],
@@ -953,7 +1008,7 @@ mod tests {
             assert_eq!(error(args), *want, "{args:?}");
         }
         assert!(run(&["--cloud-provider=external"]).is_ok());
-        assert!(run(&["--show-hidden-metrics-for-version=1.32"]).is_ok());
+        assert!(run(&["--show-hidden-metrics-for-version=1.35"]).is_ok());
         assert!(run(&["--log-text-split-stream", "--feature-gates=LoggingAlphaOptions=true"]).is_ok());
         assert!(run(&["--logging-format=json"]).is_ok());
         assert!(run(&["--attach-detach-reconcile-sync-period=500ms", "--controllers=*,-attachdetach"]).is_ok());
@@ -971,12 +1026,19 @@ mod tests {
         assert!(o.starts_controller("service-cidr-controller"));
         assert!(!o.starts_controller("bootstrapsigner"));
         assert!(!o.starts_controller("service-lb-controller"));
-        assert!(!o.starts_controller("resourceclaim-controller"));
         assert!(!o.starts_controller("storage-version-gc"));
         assert!(!o.starts_controller("nope"));
+        // DynamicResourceAllocation is GA in 1.36, DRADeviceTaints beta and on,
+        // VolumeAttributesClass GA: their controllers start (once built).
+        for on in ["resourceclaim-controller", "device-taint-eviction-controller", "volumeattributesclass-protection-controller"] {
+            assert!(o.starts_controller(on), "{on}");
+        }
+        for off in ["podgroup-protection-controller", "resourcepoolstatusrequest-controller", "podcertificaterequest-cleaner-controller", "svm"] {
+            assert!(!o.starts_controller(off), "{off}");
+        }
         let o = run(&[
             "--controllers=*,-replicaset,bootstrapsigner,route",
-            "--feature-gates=DynamicResourceAllocation=true",
+            "--feature-gates=DRADeviceTaints=false,GenericWorkload=true",
         ])
         .unwrap();
         assert!(!o.starts_controller("replicaset-controller"));
@@ -984,6 +1046,11 @@ mod tests {
         assert!(!o.starts_controller("node-route-controller"));
         assert!(o.starts_controller("resourceclaim-controller"));
         assert!(!o.starts_controller("device-taint-eviction-controller"));
+        assert!(o.starts_controller("podgroup-protection-controller"));
+        // At an emulated 1.33 the DRA controllers are off again (their gates are beta and off).
+        let o = run(&["--emulated-version=1.33"]).unwrap();
+        assert!(!o.starts_controller("resourceclaim-controller"));
+        assert!(!o.starts_controller("volumeattributesclass-protection-controller"));
     }
 
     #[test]
@@ -1006,6 +1073,7 @@ mod tests {
             "--cloud-config=/c",
             "-v=3",
             "--feature-gates=KMSv1=false",
+            "--concurrent-resourceclaim-syncs=10",
         ])
         .unwrap();
         assert_eq!(
@@ -1016,7 +1084,8 @@ mod tests {
                 "flag --port was removed upstream and has no effect: insecure serving was removed upstream; use --secure-port",
                 "flag --node-sync-period has been deprecated, This flag is currently no-op and will be deleted. It has no effect.",
                 "flag --cloud-config has no effect: it configures in-tree cloud provider integration, which upstream removed and this controller manager does not have",
-                "Setting deprecated feature gate KMSv1=false. It will be removed in a future release.",
+                "flag --concurrent-resourceclaim-syncs is accepted but its feature is not built yet; it has no effect",
+                r#""Warning: setting deprecated feature gate. It will be removed in a future release." featureGate="KMSv1" value=false"#,
             ]
         );
         // Removed and deprecated flags still check their values.

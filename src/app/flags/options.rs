@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::compatibility::Compatibility;
 use super::feature_gates::FeatureGates;
-use super::values::{Cidr, KubeVersion, VModuleItem};
+use super::values::{Cidr, VModuleItem};
 use crate::app::controllers::ControllerSelection;
 pub use crate::server::options::{AuthenticationOptions, AuthorizationOptions, SecureServingOptions};
 
@@ -65,7 +66,7 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// Upstream v1.33's defaults, from the flag table.
+    /// Upstream v1.36's defaults, from the flag table.
     fn default() -> Self {
         super::table::default_state().options
     }
@@ -121,10 +122,13 @@ pub struct GenericOptions {
     pub leader_election: LeaderElection,
     /// `--controllers`.
     pub controllers: ControllerSelection,
-    /// `--feature-gates`.
+    /// `--feature-gates`, set at `compatibility`'s versions.
     pub feature_gates: FeatureGates,
-    /// `--emulated-version`; `None` means this binary's version.
-    pub emulated_version: Option<KubeVersion>,
+    /// `--emulated-version` and `--min-compatibility-version`, and the versions they set.
+    pub compatibility: Compatibility,
+    /// `--controller-shutdown-timeout`: how long the controllers may take to stop after a
+    /// signal; 0 waits as long as they take.
+    pub controller_shutdown_timeout: Duration,
     /// `--min-resync-period`: informers resync between this and twice this.
     pub min_resync_period: Duration,
     /// `--controller-start-interval`.
@@ -191,7 +195,7 @@ pub struct LeaderMigration {
     pub config_file: String,
 }
 
-/// Cloud provider settings. Upstream 1.33 has no in-tree cloud providers left, so only an
+/// Cloud provider settings. Upstream has no in-tree cloud providers left, so only an
 /// empty provider or `external` is accepted and the rest has no effect.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CloudOptions {
@@ -216,6 +220,8 @@ pub struct ConcurrencyOptions {
     pub daemonset_syncs: i32,
     /// `--concurrent-deployment-syncs`.
     pub deployment_syncs: i32,
+    /// `--concurrent-device-taint-eviction-syncs` (device taint eviction controller).
+    pub device_taint_eviction_syncs: i32,
     /// `--concurrent-endpoint-syncs`.
     pub endpoint_syncs: i32,
     /// `--concurrent-ephemeralvolume-syncs`.
@@ -234,6 +240,8 @@ pub struct ConcurrencyOptions {
     pub replicaset_syncs: i32,
     /// `--concurrent-resource-quota-syncs`.
     pub resource_quota_syncs: i32,
+    /// `--concurrent-resourceclaim-syncs` (ResourceClaim controller).
+    pub resource_claim_syncs: i32,
     /// `--concurrent-service-endpoint-syncs` (EndpointSlice controller).
     pub service_endpoint_syncs: i32,
     /// `--mirroring-concurrent-service-endpoint-syncs` (EndpointSlice mirroring controller).

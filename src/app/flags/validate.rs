@@ -14,9 +14,10 @@ use super::values::{Cidr, KUBE_VERSION};
 use crate::apimachinery::duration::format_go_duration;
 use crate::app::controllers::CONTROLLERS;
 
-/// Checks the options the way upstream v1.33 does; the first problem found is returned.
+/// Checks the options the way upstream v1.36 does; the first problem found is returned.
 pub(crate) fn validate(options: &Options) -> Result<(), FlagError> {
     let controllers = &options.generic.controllers;
+    options.generic.compatibility.validate().map_err(FlagError::Invalid)?;
     leader_election(&options.generic.leader_election)?;
     cloud_provider(&options.cloud)?;
     secure_serving(&options.secure_serving)?;
@@ -48,7 +49,7 @@ fn leader_election(le: &LeaderElection) -> Result<(), FlagError> {
     }
     if le.resource_lock != "leases" {
         return invalid(format!(
-            "--leader-elect-resource-lock must be \"leases\", the only lock kind upstream 1.33 \
+            "--leader-elect-resource-lock must be \"leases\", the only lock kind upstream \
              supports, got {:?}",
             le.resource_lock
         ));
@@ -91,7 +92,7 @@ fn leader_election(le: &LeaderElection) -> Result<(), FlagError> {
     Ok(())
 }
 
-/// Upstream 1.33 has no built-in cloud providers: any other name fails when it starts.
+/// Upstream has no built-in cloud providers left: any other name fails when it starts.
 fn cloud_provider(cloud: &CloudOptions) -> Result<(), FlagError> {
     if cloud.provider.is_empty() || cloud.provider == "external" {
         return Ok(());
@@ -109,6 +110,11 @@ fn secure_serving(serving: &SecureServingOptions) -> Result<(), FlagError> {
     }
     if serving.http2_max_streams_per_connection < 0 {
         return invalid("--http2-max-streams-per-connection can not be negative".to_string());
+    }
+    // Upstream checks the curves when it builds the serving config, which it does only when
+    // it serves.
+    if serving.port != 0 {
+        crate::server::curve_preferences(&serving.tls_curve_preferences).map_err(FlagError::Invalid)?;
     }
     Ok(())
 }
@@ -137,6 +143,17 @@ fn worker_counts(options: &Options) -> Result<(), FlagError> {
         if !(1..=max).contains(&value) {
             return invalid(format!("{flag} must be between 1 and {max}, but got {value}"));
         }
+    }
+    // The DRA controllers' options, worded as upstream's (`ResourceClaimControllerOptions`,
+    // `DeviceTaintEvictionControllerOptions` `Validate`).
+    if c.resource_claim_syncs <= 0 {
+        return invalid(format!("concurrent-resourceclaim-syncs must be larger than 0, got {}", c.resource_claim_syncs));
+    }
+    if c.device_taint_eviction_syncs <= 0 {
+        return invalid(format!(
+            "concurrent-device-taint-eviction-syncs must be greater than zero, got {}",
+            c.device_taint_eviction_syncs
+        ));
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::feature_gates::FeatureGates;
 use crate::apimachinery::duration::parse_go_duration;
+use crate::apimachinery::version::{KUBERNETES_RELEASE, Release, parse_semantic};
 use crate::app::controllers::ControllerSelection;
 
 /// How a value is being set, for the types where repeating a flag accumulates (pflag's string
@@ -396,14 +397,34 @@ impl FlagValue for Controllers {
     }
 }
 
-/// `--feature-gates`: `[kube:]Name=bool` pairs; repeating the flag adds more.
+/// `--feature-gates`: `[component:]Name=bool` pairs; repeating the flag adds more. They are set
+/// (and checked) once the command line is read, at the emulated version.
 pub(crate) struct Gates;
 
 impl FlagValue for Gates {
     type Target = FeatureGates;
     const KIND: ValueKind = ValueKind::required("colonSeparatedMultimapStringString", DefaultStyle::Quoted);
     fn assign(target: &mut FeatureGates, raw: &str, _: SetMode) -> Result<(), String> {
-        target.set_from_flag(raw)
+        target.add_flag_value(raw);
+        Ok(())
+    }
+}
+
+/// pflag `int32Slice`: comma-separated 32-bit integers (Go's `strconv.ParseInt(s, 0, 32)`
+/// each); repeating the flag appends.
+pub(crate) struct Int32Slice;
+
+impl FlagValue for Int32Slice {
+    type Target = Vec<i32>;
+    const KIND: ValueKind = ValueKind::required("int32Slice", DefaultStyle::AlwaysList);
+    fn assign(target: &mut Vec<i32>, raw: &str, mode: SetMode) -> Result<(), String> {
+        let mut values = Vec::new();
+        for item in read_list(raw)? {
+            let value = parse_go_int(item.trim(), 32)?;
+            values.push(i32::try_from(value).map_err(|_| "value out of range for a 32-bit integer".to_string())?);
+        }
+        merge_list(target, values, mode);
+        Ok(())
     }
 }
 
@@ -548,7 +569,8 @@ impl FlagValue for LogFormat {
     const KIND: ValueKind = Str::KIND;
     fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), String> {
         if !matches!(raw, "text" | "json") {
-            return Err(r#"unsupported log format (permitted formats: "json", "text")"#.to_string());
+            // Upstream's logging configuration validation (`format: Invalid value: …`).
+            return Err(format!("format: Invalid value: {}: Unsupported log format", go_quote(raw)));
         }
         *target = raw.to_string();
         Ok(())
@@ -636,46 +658,20 @@ impl fmt::Display for KubeVersion {
     }
 }
 
-/// The Kubernetes version whose behaviour this controller manager implements.
-pub const KUBE_VERSION: KubeVersion = KubeVersion { major: 1, minor: 33 };
+impl KubeVersion {
+    /// The minor version of a release.
+    pub const fn of(release: Release) -> KubeVersion {
+        KubeVersion { major: release.major, minor: release.minor }
+    }
 
-/// The oldest version `--emulated-version` accepts (three minors back).
-const OLDEST_EMULATED: KubeVersion = KubeVersion { major: 1, minor: 30 };
-
-/// `--emulated-version`: `[kube=]MAJOR.MINOR`, the only component being `kube`.
-pub(crate) struct EmulatedVersion;
-
-impl FlagValue for EmulatedVersion {
-    type Target = Option<KubeVersion>;
-    const KIND: ValueKind = Strings::KIND;
-    fn assign(target: &mut Option<KubeVersion>, raw: &str, _: SetMode) -> Result<(), String> {
-        for item in read_list(raw)? {
-            let (component, version) = item.split_once('=').unwrap_or(("kube", &item));
-            if component.trim() != "kube" {
-                return Err(format!("component not registered: {}", go_quote(component.trim())));
-            }
-            let version = parse_minor_version(version.trim())?;
-            if version < OLDEST_EMULATED || version > KUBE_VERSION {
-                return Err(format!("emulation version {version} is not between [{OLDEST_EMULATED}, {KUBE_VERSION}]"));
-            }
-            *target = Some(version);
-        }
-        Ok(())
+    /// One minor before (upstream `SubtractMinor(1)`).
+    pub const fn previous(self) -> KubeVersion {
+        KubeVersion { major: self.major, minor: self.minor.saturating_sub(1) }
     }
 }
 
-/// `MAJOR.MINOR` with nothing after it.
-fn parse_minor_version(text: &str) -> Result<KubeVersion, String> {
-    let invalid = || format!("version {} must be of the form MAJOR.MINOR", go_quote(text));
-    let (major, minor) = text.split_once('.').ok_or_else(invalid)?;
-    let number = |part: &str| -> Result<u32, String> {
-        if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(invalid());
-        }
-        part.parse().map_err(|_| invalid())
-    };
-    Ok(KubeVersion { major: number(major)?, minor: number(minor)? })
-}
+/// The Kubernetes minor version whose behaviour this controller manager implements.
+pub const KUBE_VERSION: KubeVersion = KubeVersion::of(KUBERNETES_RELEASE);
 
 /// What `--version` asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -686,7 +682,7 @@ pub(crate) enum VersionRequest {
     Print,
     /// `--version=raw`: print the detailed version and exit.
     Raw,
-    /// `--version=v1.33.x...`: keep running, reporting this version.
+    /// `--version=v1.36.2...`: keep running, reporting this version.
     Report(String),
 }
 
@@ -700,8 +696,8 @@ impl FlagValue for Version {
     fn assign(target: &mut VersionRequest, raw: &str, _: SetMode) -> Result<(), String> {
         *target = if raw == "raw" {
             VersionRequest::Raw
-        } else if let Some(version) = raw.strip_prefix('v') {
-            check_reported_version(version)?;
+        } else if raw.starts_with('v') {
+            check_reported_version(raw)?;
             VersionRequest::Report(raw.to_string())
         } else if parse_go_bool(raw)? {
             VersionRequest::Print
@@ -712,18 +708,22 @@ impl FlagValue for Version {
     }
 }
 
-/// A version to report must be semantic (`1.33.2`, `1.33.2-rc.1+build`) and of the Kubernetes
-/// minor this binary implements, as upstream only lets the patch level's suffix differ.
+/// Upstream `validateDynamicVersion`: a version to report must be semantic (`v1.36.2`,
+/// `v1.36.2-rc.1+build`) with the major, minor and patch of the release this binary matches.
 fn check_reported_version(version: &str) -> Result<(), String> {
-    let core = version.split(['-', '+']).next().unwrap_or_default();
-    let parts: Vec<&str> = core.split('.').collect();
-    let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
-    if parts.len() != 3 || !parts.iter().all(numeric) {
-        return Err(format!("could not parse {} as a semantic version", go_quote(version)));
+    let default = KUBERNETES_RELEASE.git_version();
+    if version == default {
+        return Ok(());
     }
-    if parts[0] != KUBE_VERSION.major.to_string() || parts[1] != KUBE_VERSION.minor.to_string() {
+    let parsed = parse_semantic(version)?;
+    let release = KUBERNETES_RELEASE;
+    if (parsed.major(), parsed.minor(), parsed.patch())
+        != (u64::from(release.major), u64::from(release.minor), u64::from(release.patch))
+    {
         return Err(format!(
-            "version v{version} must match the Kubernetes version {KUBE_VERSION} this binary implements"
+            "version {} must match major/minor/patch of default version {}",
+            go_quote(version),
+            go_quote(&default)
         ));
     }
     Ok(())
@@ -887,15 +887,16 @@ mod tests {
     }
 
     #[test]
-    fn emulated_version() {
-        let v133 = Some(KUBE_VERSION);
-        assert_eq!(set::<EmulatedVersion>("1.33"), Ok(v133));
-        assert_eq!(set::<EmulatedVersion>("kube=1.33"), Ok(v133));
-        assert_eq!(set::<EmulatedVersion>("kube=1.31").map(|v| v.map(|v| v.minor)), Ok(Some(31)));
-        assert_eq!(set::<EmulatedVersion>("1.34"), Err("emulation version 1.34 is not between [1.30, 1.33]".into()));
-        assert_eq!(set::<EmulatedVersion>("wardle=1.2"), Err(r#"component not registered: "wardle""#.into()));
-        assert!(set::<EmulatedVersion>("1.33.0").is_err());
-        assert!(set::<EmulatedVersion>("v1.33").is_err());
+    fn int32_slices() {
+        assert_eq!(set::<Int32Slice>("23,29,0x11ec"), Ok(vec![23, 29, 4588]));
+        assert_eq!(set::<Int32Slice>(""), Ok(vec![]));
+        assert_eq!(set::<Int32Slice>("1,,2"), Err("not an integer".into()));
+        assert_eq!(set::<Int32Slice>("abc"), Err("not an integer".into()));
+        assert_eq!(set::<Int32Slice>("99999999999"), Err("value out of range for a 32-bit integer".into()));
+        let mut list = vec![1];
+        Int32Slice::assign(&mut list, "2", SetMode::First).unwrap();
+        Int32Slice::assign(&mut list, "3", SetMode::Repeat).unwrap();
+        assert_eq!(list, [2, 3]);
     }
 
     #[test]
@@ -903,9 +904,13 @@ mod tests {
         assert_eq!(set::<Version>("true"), Ok(VersionRequest::Print));
         assert_eq!(set::<Version>("false"), Ok(VersionRequest::NotRequested));
         assert_eq!(set::<Version>("raw"), Ok(VersionRequest::Raw));
-        assert_eq!(set::<Version>("v1.33.4-gke.1+abc"), Ok(VersionRequest::Report("v1.33.4-gke.1+abc".into())));
-        assert!(set::<Version>("v1.34.0").is_err());
-        assert!(set::<Version>("v1.33").is_err());
+        assert_eq!(set::<Version>("v1.36.2-gke.1+abc"), Ok(VersionRequest::Report("v1.36.2-gke.1+abc".into())));
+        assert_eq!(set::<Version>("v1.36.2"), Ok(VersionRequest::Report("v1.36.2".into())));
+        assert_eq!(
+            set::<Version>("v1.34.0"),
+            Err(r#"version "v1.34.0" must match major/minor/patch of default version "v1.36.2""#.into())
+        );
+        assert_eq!(set::<Version>("v1.36"), Err(r#"illegal version string "v1.36""#.into()));
         assert!(set::<Version>("maybe").is_err());
     }
 

@@ -1,18 +1,23 @@
 //! `--feature-gates`: the gates set on the command line, checked against every gate upstream
-//! kube-controller-manager v1.33 knows ([`known`]), and what each gate resolves to.
+//! kube-controller-manager v1.36 knows ([`known`]) at the emulated version, and what each gate
+//! resolves to.
 //!
-//! Mirrors component-base `featuregate/feature_gate.go` (v1.33): `Set`, `unsafeSetFromMap`,
-//! `setUnsetAlphaGates`/`setUnsetBetaGates` and `Enabled`.
+//! Mirrors component-base (v1.36) `featuregate/feature_gate.go` (`Set`, `unsafeSetFromMap`,
+//! `featureSpecAtEmulationAndMinCompatVersion`, `setUnsetAlphaGates`/`setUnsetBetaGates`, the
+//! dependency check, `Enabled`, `GetAll`, `KnownFeatures`) and the feature-gate part of the
+//! compatibility registry's `Set` (`compatibility/registry.go`): the flag's pairs are only kept
+//! while the command line is read, and set once the emulated version is known.
 
 mod known;
 
 use std::collections::BTreeMap;
 
-use super::values::parse_go_bool;
-use known::{KNOWN_GATES, KnownGate};
+use super::values::{KubeVersion, go_quote};
+use crate::apimachinery::version::KUBERNETES_RELEASE;
+use known::KNOWN_GATES;
 
-/// Maturity of a feature gate (upstream `prerelease`); `AllAlpha`/`AllBeta` switch every gate
-/// of their stage.
+/// Maturity of a feature gate at a version (upstream `prerelease`); `AllAlpha`/`AllBeta`
+/// switch every gate of their stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     Alpha,
@@ -21,128 +26,314 @@ enum Stage {
     Deprecated,
 }
 
-/// The generic gates of upstream `featuregate.defaultFeatures`: off, never locked.
-const ALL_ALPHA: KnownGate = KnownGate { name: "AllAlpha", stage: Stage::Alpha, default: false, locked: false };
-const ALL_BETA: KnownGate = KnownGate { name: "AllBeta", stage: Stage::Beta, default: false, locked: false };
-
-fn lookup(name: &str) -> Option<&'static KnownGate> {
-    [&ALL_ALPHA, &ALL_BETA].into_iter().chain(KNOWN_GATES).find(|g| g.name == name)
+impl Stage {
+    /// The stage as component-base names it (`kubernetes_feature_enabled`'s `stage`, `--help`).
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Alpha => "ALPHA",
+            Stage::Beta => "BETA",
+            Stage::Ga => "",
+            Stage::Deprecated => "DEPRECATED",
+        }
+    }
 }
 
-/// The feature gates given with `--feature-gates`, and what each gate resolves to.
-///
-/// Only gates upstream v1.33 knows are accepted, and a gate locked to its default cannot be
-/// changed, as upstream.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// One versioned spec of a gate (upstream `FeatureSpec`): from `version` on, until a later
+/// spec applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Spec {
+    version: KubeVersion,
+    stage: Stage,
+    default: bool,
+    locked: bool,
+    /// The spec applies only when `--min-compatibility-version` is at least this.
+    min_compat: Option<KubeVersion>,
+}
+
+/// A spec from `1.<minor>` on.
+const fn at(minor: u32, stage: Stage, default: bool) -> Spec {
+    Spec { version: KubeVersion { major: 1, minor }, stage, default, locked: false, min_compat: None }
+}
+
+/// A spec from `1.<minor>` on, locked to its default.
+const fn locked(minor: u32, stage: Stage, default: bool) -> Spec {
+    Spec { locked: true, ..at(minor, stage, default) }
+}
+
+/// A gate, its specs in version order, and the gates it needs on whenever it is on.
+struct KnownGate {
+    name: &'static str,
+    specs: &'static [Spec],
+    depends_on: &'static [&'static str],
+}
+
+const fn gate(name: &'static str, specs: &'static [Spec], depends_on: &'static [&'static str]) -> KnownGate {
+    KnownGate { name, specs, depends_on }
+}
+
+/// The generic gates of upstream `featuregate.defaultFeatures`: alpha/beta, off, from 0.0.
+const ALL_SPEC: Spec =
+    Spec { version: KubeVersion { major: 0, minor: 0 }, stage: Stage::Alpha, default: false, locked: false, min_compat: None };
+const ALL_ALPHA: KnownGate = gate("AllAlpha", &[ALL_SPEC], &[]);
+const ALL_BETA: KnownGate = gate("AllBeta", &[Spec { stage: Stage::Beta, ..ALL_SPEC }], &[]);
+
+fn every_gate() -> impl Iterator<Item = &'static KnownGate> {
+    [&ALL_ALPHA, &ALL_BETA].into_iter().chain(KNOWN_GATES)
+}
+
+fn lookup(name: &str) -> Option<&'static KnownGate> {
+    every_gate().find(|g| g.name == name)
+}
+
+/// Upstream `featureSpecAtEmulationAndMinCompatVersion`: the latest spec not newer than the
+/// emulated version whose minimum compatibility version is met; `None` (upstream's PreAlpha
+/// spec) when the gate does not exist yet at that version.
+fn spec_at(gate: &KnownGate, emulation: KubeVersion, min_compatibility: KubeVersion) -> Option<&'static Spec> {
+    gate.specs.iter().rev().find(|spec| {
+        spec.version <= emulation && spec.min_compat.is_none_or(|needed| min_compatibility >= needed)
+    })
+}
+
+/// The feature gates given with `--feature-gates`, and what each gate resolves to at the
+/// emulated version.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeatureGates {
+    /// The flag's `component:pair` items as given (upstream's `ColonSeparatedMultimapStringString`),
+    /// the component empty where none was written.
+    given: Vec<(String, String)>,
+    /// Every gate set, known or not (upstream's `enabledRaw`).
     explicit: BTreeMap<String, bool>,
+    emulation: KubeVersion,
+    min_compatibility: KubeVersion,
+}
+
+impl Default for FeatureGates {
+    /// No gate set, at the binary's version (and one minor before it for compatibility).
+    fn default() -> Self {
+        let binary = KubeVersion::of(KUBERNETES_RELEASE);
+        FeatureGates {
+            given: Vec::new(),
+            explicit: BTreeMap::new(),
+            emulation: binary,
+            min_compatibility: binary.previous(),
+        }
+    }
 }
 
 impl FeatureGates {
-    /// The gates set on the command line, by name.
+    /// The gates set on the command line, by name (names upstream does not know included).
     pub fn explicit(&self) -> &BTreeMap<String, bool> {
         &self.explicit
     }
 
-    /// Whether a gate is on: its explicit value, else `AllAlpha`/`AllBeta` for an alpha or
-    /// beta gate when that was set, else its v1.33 default (off for a name upstream does not
-    /// know). As upstream, `AllAlpha`/`AllBeta` also reach alpha/beta gates locked to their
-    /// default (v1.33 has none).
+    /// Whether a gate is on at the emulated version: its explicit value, else `AllAlpha`/
+    /// `AllBeta` for an alpha or beta gate when that was set, else its default there. Off for a
+    /// name upstream does not know and for a gate that does not exist yet at that version. As
+    /// upstream, `AllAlpha`/`AllBeta` also reach gates locked to their default.
     pub fn is_enabled(&self, name: &str) -> bool {
+        lookup(name).and_then(|gate| self.spec(gate)).is_some_and(|spec| self.resolve(name, spec))
+    }
+
+    fn spec(&self, gate: &KnownGate) -> Option<&'static Spec> {
+        spec_at(gate, self.emulation, self.min_compatibility)
+    }
+
+    fn resolve(&self, name: &str, spec: &Spec) -> bool {
         if let Some(value) = self.explicit.get(name) {
             return *value;
         }
-        let Some(known) = lookup(name) else {
-            return false;
+        let all = match spec.stage {
+            Stage::Alpha if name != ALL_ALPHA.name => self.explicit.get(ALL_ALPHA.name),
+            Stage::Beta if name != ALL_BETA.name => self.explicit.get(ALL_BETA.name),
+            _ => None,
         };
-        let all = match known.stage {
-            Stage::Alpha => self.explicit.get(ALL_ALPHA.name),
-            Stage::Beta => self.explicit.get(ALL_BETA.name),
-            Stage::Ga | Stage::Deprecated => None,
-        };
-        all.copied().unwrap_or(known.default)
+        all.copied().unwrap_or(spec.default)
     }
 
-    /// Every known gate with its stage as component-base names it (`ALPHA`, `BETA`,
-    /// `DEPRECATED`, and `""` for GA) and whether it is on: what `kubernetes_feature_enabled`
-    /// reports.
+    /// Every gate that exists at the emulated version with its stage as component-base names it
+    /// (`ALPHA`, `BETA`, `DEPRECATED`, and `""` for GA) and whether it is on: what
+    /// `kubernetes_feature_enabled` reports (upstream `AddMetrics` over `GetAll`).
     pub fn all(&self) -> Vec<(&'static str, &'static str, bool)> {
-        let stage = |s: Stage| match s {
-            Stage::Alpha => "ALPHA",
-            Stage::Beta => "BETA",
-            Stage::Deprecated => "DEPRECATED",
-            Stage::Ga => "",
-        };
-        [&ALL_ALPHA, &ALL_BETA]
-            .into_iter()
-            .chain(KNOWN_GATES)
-            .map(|g| (g.name, stage(g.stage), self.is_enabled(g.name)))
+        every_gate()
+            .filter_map(|gate| self.spec(gate).map(|spec| (gate.name, spec.stage.name(), self.resolve(gate.name, spec))))
             .collect()
     }
 
-    /// Upstream's warnings for the explicitly set GA and deprecated gates (`unsafeSetFromMap`
-    /// logs them with klog.Warningf), one per gate, to be logged once at start-up.
-    pub fn warnings(&self) -> Vec<String> {
-        self.explicit
-            .iter()
-            .filter_map(|(name, value)| {
-                let kind = match lookup(name)?.stage {
-                    Stage::Ga => "GA",
-                    Stage::Deprecated => "deprecated",
-                    Stage::Alpha | Stage::Beta => return None,
+    /// The `--help` lines of `--feature-gates` (upstream `KnownFeatures` at the binary's
+    /// version, behind the registry's `kube:` prefix): alpha and beta gates, sorted. A gate whose
+    /// spec changes with the minimum compatibility version shows both specs.
+    pub(crate) fn help_lines() -> Vec<String> {
+        let defaults = FeatureGates::default();
+        let help = |name: &str, spec: Option<&Spec>, with_compat: bool| {
+            let spec = spec.filter(|s| matches!(s.stage, Stage::Alpha | Stage::Beta))?;
+            let mut text = format!("{name}=true|false ({} - default={})", spec.stage.name(), spec.default);
+            if let Some(needed) = spec.min_compat.filter(|_| with_compat) {
+                text.push_str(&format!(" if --min-compatibility-version>={needed}"));
+            }
+            Some(text)
+        };
+        let mut lines: Vec<String> = every_gate()
+            .filter_map(|gate| {
+                let spec = defaults.spec(gate);
+                let compat_mode = spec_at(gate, defaults.emulation, defaults.emulation);
+                let line = if spec == compat_mode {
+                    help(gate.name, spec, false)
+                } else {
+                    let parts: Vec<String> =
+                        [help(gate.name, spec, false), help(gate.name, compat_mode, true)].into_iter().flatten().collect();
+                    (!parts.is_empty()).then(|| parts.join(", or "))
                 };
-                Some(format!("Setting {kind} feature gate {name}={value}. It will be removed in a future release."))
+                line.map(|line| format!("kube:{line}"))
+            })
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    /// Records one `--feature-gates` value as upstream's `ColonSeparatedMultimapStringString`
+    /// does (with an empty default component): `[component:]Name=bool` items separated by
+    /// commas. Nothing is checked yet: see [`FeatureGates::set`].
+    pub(crate) fn add_flag_value(&mut self, raw: &str) {
+        for pair in raw.split(',').filter(|p| !p.is_empty()) {
+            let item = match pair.split_once(':') {
+                Some((component, value)) => (component.trim().to_string(), value.trim().to_string()),
+                None => (String::new(), pair.trim().to_string()),
+            };
+            self.given.push(item);
+        }
+    }
+
+    /// The flag's value as upstream's `String()` shows it (`/flagz`): `component:pair` items,
+    /// sorted by component, the items of one component in the order given.
+    pub fn flag_text(&self) -> String {
+        let mut items: Vec<&(String, String)> = self.given.iter().collect();
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        items.iter().map(|(component, pair)| format!("{component}:{pair}")).collect::<Vec<_>>().join(",")
+    }
+
+    /// Sets the gates given on the command line at the emulated and minimum compatibility
+    /// versions: upstream's registry `Set` (components), then `featureGate.Set` (pairs), then
+    /// `unsafeSetFromMap` (unknown names are skipped, locked gates and gates that do not exist
+    /// yet are refused, then the dependencies are checked). Several errors of one step are
+    /// reported together as `[a, b]` (`utilerrors.NewAggregate`).
+    pub(crate) fn set(&mut self, emulation: KubeVersion, min_compatibility: KubeVersion) -> Result<(), String> {
+        self.emulation = emulation;
+        self.min_compatibility = min_compatibility;
+        let mut by_component: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (component, pair) in &self.given {
+            by_component.entry(component.as_str()).or_default().push(pair.as_str());
+        }
+        if by_component.contains_key("") && by_component.contains_key("kube") {
+            return Err("set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use"
+                .to_string());
+        }
+        if let Some(component) = by_component.keys().find(|c| !matches!(**c, "" | "kube")) {
+            return Err(format!("component not registered: {component}"));
+        }
+        let joined = by_component.values().flatten().copied().collect::<Vec<_>>().join(",");
+        self.explicit = parse_pairs(&joined)?;
+        aggregate(self.refused())?;
+        aggregate(self.unmet_dependencies())
+    }
+
+    /// Upstream `unsafeSetFromMap`'s refusals: locked gates set away from their default, and
+    /// gates that do not exist yet at the emulated version.
+    fn refused(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        for (name, value) in &self.explicit {
+            let Some(gate) = lookup(name) else { continue };
+            match self.spec(gate) {
+                Some(spec) if spec.locked && spec.default != *value => errors.push(format!(
+                    "cannot set feature gate {name} to {value}, feature is locked to {}",
+                    spec.default
+                )),
+                Some(_) => {}
+                None => errors.push(format!(
+                    "cannot set feature gate {name} to {value}, feature is PreAlpha at emulated version {}, min \
+                     compatibility version {}",
+                    self.emulation, self.min_compatibility
+                )),
+            }
+        }
+        errors
+    }
+
+    /// Gates that are on while a gate they depend on is off (upstream's dependency check).
+    fn unmet_dependencies(&self) -> Vec<String> {
+        KNOWN_GATES
+            .iter()
+            .filter(|gate| !gate.depends_on.is_empty() && self.is_enabled(gate.name))
+            .filter_map(|gate| {
+                let off: Vec<&str> = gate.depends_on.iter().copied().filter(|dep| !self.is_enabled(dep)).collect();
+                (!off.is_empty()).then(|| {
+                    format!("{} is enabled, but depends on features that are disabled: [{}]", gate.name, off.join(" "))
+                })
             })
             .collect()
     }
 
-    /// Adds the gates of one `--feature-gates` value: `[kube:]Name=bool` items separated by
-    /// commas. A later value for the same gate wins, as upstream. Nothing is kept when the
-    /// value has an error.
-    pub(crate) fn set_from_flag(&mut self, raw: &str) -> Result<(), String> {
-        let mut items = Vec::new();
-        for item in raw.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            items.push(parse_item(item)?);
+    /// What upstream logs once the gates are set, one line each: unknown names (a warning),
+    /// GA and deprecated gates set explicitly (`unsafeSetFromMap`'s structured info lines), and
+    /// the registry's warning about alpha gates on at an emulated version older than the
+    /// binary (always so for a patch release: 1.36.2 is newer than 1.36).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (name, value) in &self.explicit {
+            let Some(gate) = lookup(name) else {
+                lines.push(format!("unrecognized feature gate: {name}"));
+                continue;
+            };
+            let kind = match self.spec(gate).map(|s| s.stage) {
+                Some(Stage::Ga) => "GA",
+                Some(Stage::Deprecated) => "deprecated",
+                _ => continue,
+            };
+            lines.push(format!(
+                "\"Warning: setting {kind} feature gate. It will be removed in a future release.\" featureGate=\"{name}\" \
+                 value={value}"
+            ));
         }
-        let mut explicit = self.explicit.clone();
-        explicit.extend(items.into_iter().map(|(name, value)| (name.to_string(), value)));
-        check_known_and_unlocked(&explicit)?;
-        self.explicit = explicit;
-        Ok(())
+        let alpha_on: Vec<&str> = self
+            .all()
+            .into_iter()
+            .filter(|(_, stage, enabled)| *stage == Stage::Alpha.name() && *enabled)
+            .map(|(name, _, _)| name)
+            .collect();
+        if !alpha_on.is_empty() {
+            lines.push(format!(
+                "component has alpha features enabled in emulated version, this is unsupported: features=[{}]",
+                alpha_on.join(" ")
+            ));
+        }
+        lines
     }
 }
 
-/// One `[kube:]Name=bool` item (upstream `featureGate.Set`, behind the component prefix of
-/// the compatibility registry's `--feature-gates`).
-fn parse_item(item: &str) -> Result<(&str, bool), String> {
-    let (component, pair) = match item.split_once(':') {
-        Some((component, pair)) if !component.contains('=') => (component.trim(), pair),
-        _ => ("kube", item),
-    };
-    if component != "kube" {
-        return Err(format!("unknown component {component:?}: only \"kube\" feature gates exist"));
-    }
-    let Some((name, value)) = pair.split_once('=') else {
-        return Err(format!("missing bool value for {}", pair.trim()));
-    };
-    let (name, value) = (name.trim(), value.trim());
-    let enabled = parse_go_bool(value).map_err(|e| format!("invalid value of {name}={value}: {e}"))?;
-    Ok((name, enabled))
-}
-
-/// Upstream `unsafeSetFromMap` checks every gate set so far: an unknown name stops at once;
-/// each locked gate set away from its default is an error, and several errors are reported
-/// together as `[a, b]` (`utilerrors.NewAggregate`).
-fn check_known_and_unlocked(explicit: &BTreeMap<String, bool>) -> Result<(), String> {
-    let mut errors = Vec::new();
-    for (name, value) in explicit {
-        let Some(known) = lookup(name) else {
-            return Err(format!("unrecognized feature gate: {name}"));
+/// Upstream `featureGate.Set`: `Name=bool` pairs separated by commas; a later value wins.
+fn parse_pairs(joined: &str) -> Result<BTreeMap<String, bool>, String> {
+    let mut gates = BTreeMap::new();
+    for pair in joined.split(',').filter(|p| !p.is_empty()) {
+        let Some((name, value)) = pair.split_once('=') else {
+            return Err(format!("missing bool value for {}", pair.trim()));
         };
-        if known.locked && known.default != *value {
-            errors.push(format!("cannot set feature gate {name} to {value}, feature is locked to {}", known.default));
-        }
+        let (name, value) = (name.trim(), value.trim());
+        let enabled = match value {
+            "1" | "t" | "T" | "TRUE" | "true" | "True" => true,
+            "0" | "f" | "F" | "FALSE" | "false" | "False" => false,
+            _ => {
+                return Err(format!(
+                    "invalid value of {name}={value}, err: strconv.ParseBool: parsing {}: invalid syntax",
+                    go_quote(value)
+                ));
+            }
+        };
+        gates.insert(name.to_string(), enabled);
     }
+    Ok(gates)
+}
+
+/// `utilerrors.NewAggregate`'s message: one error as it is, several as `[a, b]`.
+fn aggregate(mut errors: Vec<String>) -> Result<(), String> {
     match errors.len() {
         0 => Ok(()),
         1 => Err(errors.remove(0)),
@@ -151,138 +342,4 @@ fn check_known_and_unlocked(explicit: &BTreeMap<String, bool>) -> Result<(), Str
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn gates(values: &[&str]) -> Result<FeatureGates, String> {
-        let mut gates = FeatureGates::default();
-        for value in values {
-            gates.set_from_flag(value)?;
-        }
-        Ok(gates)
-    }
-
-    #[test]
-    fn parses_pairs_with_optional_component() {
-        let g = gates(&["JobManagedBy=false,WatchList=true", "kube:HPAScaleToZero=1", " NodeSwap = F ,"]).unwrap();
-        let explicit: Vec<(&str, bool)> = g.explicit().iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        assert_eq!(
-            explicit,
-            [("HPAScaleToZero", true), ("JobManagedBy", false), ("NodeSwap", false), ("WatchList", true)]
-        );
-        // Repeating the flag adds gates and the last value wins.
-        let g = gates(&["WatchList=true", "WatchList=false,HPAScaleToZero=true"]).unwrap();
-        assert!(!g.is_enabled("WatchList"));
-        assert!(g.is_enabled("HPAScaleToZero"));
-        assert_eq!(gates(&[""]).unwrap(), FeatureGates::default());
-    }
-
-    #[test]
-    fn rejects_malformed_items() {
-        assert_eq!(gates(&["NodeSwap"]), Err("missing bool value for NodeSwap".into()));
-        assert_eq!(
-            gates(&["NodeSwap=maybe"]),
-            Err("invalid value of NodeSwap=maybe: not a boolean (use true or false)".into())
-        );
-        assert!(gates(&["wardle:NodeSwap=true"]).is_err());
-    }
-
-    #[test]
-    fn refuses_unknown_gates() {
-        assert_eq!(gates(&["NoSuchGate=true"]), Err("unrecognized feature gate: NoSuchGate".into()));
-        assert_eq!(gates(&["=true"]), Err("unrecognized feature gate: ".into()));
-        // Names are case-sensitive, and a gate first registered after v1.33 is unknown.
-        assert!(gates(&["nodeswap=true"]).is_err());
-        assert!(gates(&["ClearingNominatedNodeNameAfterBinding=true"]).is_err());
-        // A refused value keeps nothing of itself.
-        let mut g = gates(&["NodeSwap=false"]).unwrap();
-        assert!(g.set_from_flag("WatchList=true,Nope=true").is_err());
-        assert_eq!(g.explicit().len(), 1);
-    }
-
-    #[test]
-    fn locked_gates_only_take_their_default() {
-        assert_eq!(
-            gates(&["SidecarContainers=false"]),
-            Err("cannot set feature gate SidecarContainers to false, feature is locked to true".into())
-        );
-        assert_eq!(
-            gates(&["WatchFromStorageWithoutResourceVersion=true"]),
-            Err("cannot set feature gate WatchFromStorageWithoutResourceVersion to true, feature is locked to false"
-                .into())
-        );
-        assert_eq!(
-            gates(&["SidecarContainers=false,PodIndexLabel=false"]),
-            Err("[cannot set feature gate PodIndexLabel to false, feature is locked to true, \
-                 cannot set feature gate SidecarContainers to false, feature is locked to true]"
-                .into())
-        );
-        let g = gates(&["SidecarContainers=true"]).unwrap();
-        assert!(g.is_enabled("SidecarContainers"));
-    }
-
-    #[test]
-    fn warns_for_ga_and_deprecated_gates() {
-        let g = gates(&["MultiCIDRServiceAllocator=false,KMSv1=true,NodeSwap=false,SidecarContainers=true"]).unwrap();
-        assert_eq!(
-            g.warnings(),
-            [
-                "Setting deprecated feature gate KMSv1=true. It will be removed in a future release.",
-                "Setting GA feature gate MultiCIDRServiceAllocator=false. It will be removed in a future release.",
-                "Setting GA feature gate SidecarContainers=true. It will be removed in a future release.",
-            ]
-        );
-        assert!(gates(&["AllAlpha=true,AllBeta=false"]).unwrap().warnings().is_empty());
-    }
-
-    #[test]
-    fn real_v1_33_defaults() {
-        let g = FeatureGates::default();
-        for on in ["SeparateTaintEvictionController", "OrderedNamespaceDeletion", "InPlacePodVerticalScaling"] {
-            assert!(g.is_enabled(on), "{on}");
-            assert_eq!(lookup(on).unwrap().stage, Stage::Beta, "{on}");
-        }
-        for off in ["DynamicResourceAllocation", "StorageVersionAPI", "AllAlpha", "AllBeta", "SomethingUnknown"] {
-            assert!(!g.is_enabled(off), "{off}");
-        }
-        assert!(g.is_enabled("MultiCIDRServiceAllocator"));
-        assert!(g.is_enabled("InOrderInformers"));
-        assert!(!g.is_enabled("WatchListClient"));
-    }
-
-    #[test]
-    fn table_is_consistent() {
-        let mut names: Vec<&str> = KNOWN_GATES.iter().map(|g| g.name).collect();
-        names.sort_unstable();
-        let count = names.len();
-        names.dedup();
-        assert_eq!(names.len(), count, "a gate is listed twice");
-        assert!(names.iter().all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric())));
-        // v1.33 locks only GA and deprecated gates.
-        assert!(KNOWN_GATES.iter().filter(|g| g.locked).all(|g| matches!(g.stage, Stage::Ga | Stage::Deprecated)));
-    }
-
-    #[test]
-    fn all_alpha_and_all_beta_switch_unset_gates_of_their_stage() {
-        let stage_gates = |stage| KNOWN_GATES.iter().filter(move |g| g.stage == stage);
-        let g = gates(&["AllAlpha=true"]).unwrap();
-        assert!(stage_gates(Stage::Alpha).all(|k| g.is_enabled(k.name)));
-        assert!(stage_gates(Stage::Beta).all(|k| g.is_enabled(k.name) == k.default));
-        let g = gates(&["AllBeta=false,SELinuxChangePolicy=true"]).unwrap();
-        assert!(stage_gates(Stage::Beta).all(|k| g.is_enabled(k.name) == (k.name == "SELinuxChangePolicy")));
-        assert!(stage_gates(Stage::Alpha).all(|k| !g.is_enabled(k.name)));
-        // GA and deprecated gates keep their defaults.
-        let g = gates(&["AllAlpha=true,AllBeta=true"]).unwrap();
-        assert!(
-            KNOWN_GATES
-                .iter()
-                .filter(|k| matches!(k.stage, Stage::Ga | Stage::Deprecated))
-                .all(|k| g.is_enabled(k.name) == k.default)
-        );
-        assert!(!g.is_enabled("KMSv1"));
-        // An explicit value wins whatever the order.
-        let g = gates(&["LoggingAlphaOptions=false,AllAlpha=true"]).unwrap();
-        assert!(!g.is_enabled("LoggingAlphaOptions"));
-        assert!(g.is_enabled("ContainerStopSignals"));
-    }
-}
+mod tests;
