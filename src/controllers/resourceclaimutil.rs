@@ -98,7 +98,8 @@ mod tests {
     #[test]
     fn a_claim_is_named_directly_or_through_the_pod_status() {
         let p = pod(json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
-            "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x1"}, {"name": "none"}]}}));
+            "status": {"resourceClaimStatuses": [
+                {"name": "gpu", "resourceClaimName": "p-gpu-x1"}, {"name": "none"}]}}));
         let direct = claim_name(&p, &entry(json!({"name": "a", "resourceClaimName": "shared"})));
         assert_eq!(direct, Ok(ClaimName { name: Some("shared".into()), must_check_owner: false }));
         let templated = claim_name(&p, &entry(json!({"name": "gpu", "resourceClaimTemplateName": "t"})));

@@ -124,6 +124,12 @@ impl VacProtection {
     fn on_claim_event(&self, event: &Event<PersistentVolumeClaim>) {
         let names = match event {
             Event::Added(_) => return,
+            Event::Deleted { final_state_unknown: true, .. } => {
+                // Upstream's handler takes only a PVC, not a tombstone (`DeletedFinalStateUnknown`):
+                // it logs the object and enqueues nothing.
+                log::error!("PVC informer returned non-PVC object: a tombstone");
+                return;
+            }
             Event::Updated { old, new } => dropped(claim_class_names(old), &claim_class_names(new)),
             Event::Deleted { object, .. } => claim_class_names(object),
         };
@@ -137,6 +143,11 @@ impl VacProtection {
     fn on_volume_event(&self, event: &Event<PersistentVolume>) {
         let names = match event {
             Event::Added(_) => return,
+            Event::Deleted { final_state_unknown: true, .. } => {
+                // As for claims: upstream drops a tombstone.
+                log::error!("PV informer returned non-PV object: a tombstone");
+                return;
+            }
             Event::Updated { old, new } => dropped(volume_class_names(old), &volume_class_names(new)),
             Event::Deleted { object, .. } => volume_class_names(object),
         };
@@ -164,7 +175,8 @@ impl VacProtection {
             if !self.is_being_used(name) {
                 return self.write(&class, false);
             }
-            log::debug!("Keeping VAC because it is being used VAC=\"{name}\"");
+            // Upstream logs the class under the key `PVC`.
+            log::debug!("Keeping VAC because it is being used PVC=\"{name}\"");
         }
         if need_to_add_finalizer(&class.metadata, VAC_PROTECTION_FINALIZER) {
             return self.write(&class, true);

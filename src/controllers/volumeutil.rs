@@ -1,6 +1,6 @@
 //! What the volume controllers (PVC, PV and VolumeAttributesClass protection, ephemeral volumes,
-//! attach/detach, the binder) share, after upstream v1.33's `pkg/controller/volume/protectionutil`, the finalizer
-//! names and `IsPodTerminated` of `pkg/volume/util`, the pod index by claim of
+//! attach/detach, the binder) share, after upstream's `pkg/controller/volume/protectionutil`, the
+//! finalizer names and `IsPodTerminated` of `pkg/volume/util`, the pod index by claim of
 //! `pkg/controller/volume/common` and the helpers of `k8s.io/component-helpers/storage/ephemeral`.
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};

@@ -108,6 +108,12 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     }
     let handler = controller.clone();
     controller.slices.add_handler(move |event: &Event<ResourceSlice>| {
+        if let Event::Deleted { final_state_unknown: true, .. } = event {
+            // Upstream's slice handler takes only a slice, not a tombstone
+            // (`DeletedFinalStateUnknown`): it logs and keeps the pool as it was.
+            log::error!("Expected ResourceSlice actual=\"cache.DeletedFinalStateUnknown\"");
+            return;
+        }
         let (old, new) = pair(event);
         handler.changed(|tracker, pods| tracker.slice_changed(old, new, pods));
     });

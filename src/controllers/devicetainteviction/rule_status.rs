@@ -68,20 +68,19 @@ pub fn desired_condition(rule: &DeviceTaintRule, counts: &Counts, existing: Opti
         NO_EXECUTE if counts.evicted_pods > 0 => ("False", "Completed", String::new()),
         NO_EXECUTE => ("False", "NotStarted", String::new()),
         NONE_EFFECT => {
-            let message = plural(
-                counts.tainted_slice_devices,
-                "1 published device selected. ",
-                "%d published devices selected. ",
-            ) + &plural(
-                counts.tainted_allocated_devices,
-                "1 allocated device selected. ",
-                "%d allocated devices selected. ",
-            ) + &plural(
-                counts.pending_pods,
-                "1 pod would be evicted in ",
-                "%d pods would be evicted in ",
-            ) + &plural(counts.pending_namespaces, "1 namespace ", "%d different namespaces ")
-                + "if the effect was NoExecute. This information will not be updated again. Recreate the DeviceTaintRule to trigger an update.";
+            let message =
+                plural(
+                    counts.tainted_slice_devices,
+                    "1 published device selected. ",
+                    "%d published devices selected. ",
+                ) + &plural(
+                    counts.tainted_allocated_devices,
+                    "1 allocated device selected. ",
+                    "%d allocated devices selected. ",
+                ) + &plural(counts.pending_pods, "1 pod would be evicted in ", "%d pods would be evicted in ")
+                    + &plural(counts.pending_namespaces, "1 namespace ", "%d different namespaces ")
+                    + "if the effect was NoExecute. This information will not be updated again. Recreate the \
+                   DeviceTaintRule to trigger an update.";
             ("False", "NoEffect", message)
         }
         _ => ("False", "OtherEffect", "Eviction only happens for the NoExecute effect.".to_string()),

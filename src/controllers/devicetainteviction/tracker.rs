@@ -944,7 +944,7 @@ mod tests {
     fn only_the_newest_generation_of_a_pool_taints() {
         let old = slice("s-old", 1, json!([no_execute("broken", T0)]));
         let pods = Pods(vec![pod("web", "u1", "node-a", &["c"])]);
-        let mut tracker = tracker(&[old.clone()], &pods, &[claim("c", json!(null), &[("web", "u1")])]);
+        let mut tracker = tracker(std::slice::from_ref(&old), &pods, &[claim("c", json!(null), &[("web", "u1")])]);
         assert_eq!(tracker.take_actions(), vec![evict("web", "u1", at(0))]);
 
         // A newer generation without the taint replaces the old slice's view: cancelled.
@@ -968,7 +968,7 @@ mod tests {
         let pods = Pods(vec![pod("web", "u1", "node-a", &["c"])]);
         let tolerations =
             json!([{"key": "broken", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]);
-        let mut tracker = tracker(&[tainted.clone()], &pods, &[claim("c", tolerations, &[("web", "u1")])]);
+        let mut tracker = tracker(std::slice::from_ref(&tainted), &pods, &[claim("c", tolerations, &[("web", "u1")])]);
         assert_eq!(tracker.take_actions(), vec![evict("web", "u1", at(300))]);
 
         // A change of another device's taints does not touch the claim.
@@ -1024,7 +1024,10 @@ mod tests {
     fn a_pod_with_several_claims_goes_at_the_earliest_time() {
         let slices = [slice("s", 1, json!([no_execute("broken", T0)]))];
         let pods = Pods(vec![pod("web", "u1", "node-a", &["a", "b"])]);
-        let tolerate = |seconds: i64| json!([{"key": "broken", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}]);
+        let tolerate = |seconds: i64| {
+            json!([{"key": "broken", "operator": "Exists", "effect": "NoExecute",
+                    "tolerationSeconds": seconds}])
+        };
         let tracker = tracker_with_claims(
             &slices,
             &pods,
