@@ -24,6 +24,8 @@ mod cronjob;
 mod daemonset;
 #[path = "controllers/deployment.rs"]
 mod deployment;
+#[path = "controllers/devicetaint.rs"]
+mod devicetaint;
 #[path = "controllers/disruption.rs"]
 mod disruption;
 #[path = "controllers/endpoints.rs"]
@@ -66,5 +68,7 @@ mod statefulset;
 mod ttl;
 #[path = "controllers/ttlafterfinished.rs"]
 mod ttlafterfinished;
+#[path = "controllers/vacprotection.rs"]
+mod vacprotection;
 #[path = "controllers/validatingadmissionpolicy.rs"]
 mod validatingadmissionpolicy;

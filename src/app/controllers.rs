@@ -12,11 +12,11 @@ use std::fmt;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
-    attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
-    endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace, nodeipam,
-    nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
-    root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
-    validatingadmissionpolicystatus,
+    attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, devicetainteviction,
+    disruption, endpoint, endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace,
+    nodeipam, nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset,
+    resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
+    vacprotection, validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -208,7 +208,11 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             deployment::new(c, config)
         }),
     gated("device-taint-eviction-controller", &[], &["DynamicResourceAllocation", "DRADeviceTaints"])
-        .account("device-taint-eviction-controller"),
+        .account("device-taint-eviction-controller")
+        .starts(|c, o| {
+            let device_taint_rules = o.generic.feature_gates.is_enabled("DRADeviceTaintRules");
+            devicetainteviction::new(c, devicetainteviction::Config { workers: 8, device_taint_rules })
+        }),
     plain("disruption-controller", &["disruption"])
         .account("disruption-controller")
         .events("controllermanager")
@@ -436,7 +440,8 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             validatingadmissionpolicystatus::new(c, validatingadmissionpolicystatus::Config { workers })
         }),
     gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"])
-        .account("volumeattributesclass-protection-controller"),
+        .account("volumeattributesclass-protection-controller")
+        .starts(|c, _| vacprotection::new(c, vacprotection::Config::default())),
 ];
 
 /// `startNodeIpamController`: off without `--allocate-node-cidrs`; the range allocator only.
@@ -803,7 +808,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 39);
+        assert_eq!(implemented().len(), 41);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -1,7 +1,8 @@
 //! The controllers, one module (or folder) each, as upstream's `pkg/controller/<name>`, plus the
-//! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`, `history`). A controller exports a
-//! constructor taking a [`crate::runtime::controller::ControllerContext`] and a plain config
-//! struct; the table in `crate::app::controllers` names it and builds it from the flags.
+//! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`,
+//! `resourceclaimutil`, `history`). A controller exports a constructor taking a
+//! [`crate::runtime::controller::ControllerContext`] and a plain config struct; the table in
+//! `crate::app::controllers` names it and builds it from the flags.
 
 pub mod attachdetach;
 pub mod bootstrap;
@@ -10,6 +11,7 @@ pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemon;
 pub mod deployment;
+pub mod devicetainteviction;
 pub mod disruption;
 pub mod endpoint;
 pub mod endpointslice;
@@ -32,6 +34,7 @@ pub mod podutil;
 pub mod pvcprotection;
 pub mod pvprotection;
 pub mod replicaset;
+pub mod resourceclaimutil;
 pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod serviceaccount;
@@ -40,5 +43,6 @@ pub mod statefulset;
 pub mod tainteviction;
 pub mod ttl;
 pub mod ttlafterfinished;
+pub mod vacprotection;
 pub mod validatingadmissionpolicystatus;
 pub mod volumeutil;

@@ -1,6 +1,6 @@
-//! What the volume controllers (PVC and PV protection, ephemeral volumes, attach/detach, the
-//! binder) share, after upstream v1.33's `pkg/controller/volume/protectionutil`, the finalizer
-//! names and `IsPodTerminated` of `pkg/volume/util`, the pod index by claim of
+//! What the volume controllers (PVC, PV and VolumeAttributesClass protection, ephemeral volumes,
+//! attach/detach, the binder) share, after upstream's `pkg/controller/volume/protectionutil`, the
+//! finalizer names and `IsPodTerminated` of `pkg/volume/util`, the pod index by claim of
 //! `pkg/controller/volume/common` and the helpers of `k8s.io/component-helpers/storage/ephemeral`.
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
@@ -14,6 +14,8 @@ use crate::runtime::informer::Informer;
 pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
 /// `volumeutil.PVProtectionFinalizer`.
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
+/// `volumeutil.VACProtectionFinalizer`.
+pub const VAC_PROTECTION_FINALIZER: &str = "kubernetes.io/vac-protection";
 
 fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
     meta.finalizers.iter().flatten().any(|f| f == finalizer)
