@@ -14,8 +14,8 @@ use crate::client::Client;
 use crate::controllers::{
     attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
     endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace, nodeipam,
-    nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
-    root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
+    nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset, resourceclaim,
+    resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
     validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
@@ -347,7 +347,18 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             replicaset::new_replication_controllers(c, replicaset::Config { workers: workers(o.concurrency.rc_syncs) })
         }),
     gated("resourceclaim-controller", &["resource-claim-controller"], &["DynamicResourceAllocation"])
-        .account("resource-claim-controller"),
+        .account("resource-claim-controller")
+        .events("resource_claim")
+        .starts(|c, o| {
+            let gates = &o.generic.feature_gates;
+            let features = resourceclaim::Features {
+                admin_access: gates.is_enabled("DRAAdminAccess"),
+                prioritized_list: gates.is_enabled("DRAPrioritizedList"),
+                workload_resource_claims: gates.is_enabled("DRAWorkloadResourceClaims"),
+            };
+            // TODO(lead): `--concurrent-resourceclaim-syncs` (default 50) once that flag exists.
+            resourceclaim::new(c, resourceclaim::Config { workers: 50, features })
+        }),
     plain("resourcequota-controller", &["resourcequota"]).account("resourcequota-controller").starts(|c, o| {
         let config = resourcequota::Config {
             workers: workers(o.concurrency.resource_quota_syncs),
@@ -758,12 +769,14 @@ mod tests {
         assert_eq!(row("endpointslice-controller").event_component(), "endpoint-slice-controller");
         assert_eq!(row("deployment-controller").event_component(), "deployment-controller");
         assert_eq!(row("disruption-controller").event_component(), "controllermanager");
+        assert_eq!(row("resourceclaim-controller").client_name(), "resource-claim-controller");
+        assert_eq!(row("resourceclaim-controller").event_component(), "resource_claim");
     }
 
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 39);
+        assert_eq!(implemented().len(), 40);
     }
 
     fn options(root_ca_file: &str) -> Options {

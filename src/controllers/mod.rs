@@ -1,7 +1,8 @@
 //! The controllers, one module (or folder) each, as upstream's `pkg/controller/<name>`, plus the
-//! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`, `history`). A controller exports a
-//! constructor taking a [`crate::runtime::controller::ControllerContext`] and a plain config
-//! struct; the table in `crate::app::controllers` names it and builds it from the flags.
+//! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`, `history`,
+//! `resourceclaimutil`). A controller exports a constructor taking a
+//! [`crate::runtime::controller::ControllerContext`] and a plain config struct; the table in
+//! `crate::app::controllers` names it and builds it from the flags.
 
 pub mod attachdetach;
 pub mod bootstrap;
@@ -32,6 +33,8 @@ pub mod podutil;
 pub mod pvcprotection;
 pub mod pvprotection;
 pub mod replicaset;
+pub mod resourceclaim;
+pub mod resourceclaimutil;
 pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod serviceaccount;
