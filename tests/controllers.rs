@@ -54,6 +54,8 @@ mod podgc;
 mod protection;
 #[path = "controllers/replicaset.rs"]
 mod replicaset;
+#[path = "controllers/resourceclaim.rs"]
+mod resourceclaim;
 #[path = "controllers/resourcequota.rs"]
 mod resourcequota;
 #[path = "controllers/serviceaccounts.rs"]

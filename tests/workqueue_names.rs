@@ -51,6 +51,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "pvprotection",
     "replicaset",
     "replicationmanager",
+    "resource_claim",
     "resource_quota_controller_resource_changes",
     "resourcequota_primary",
     "resourcequota_priority",

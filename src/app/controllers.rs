@@ -15,8 +15,8 @@ use crate::controllers::{
     attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, devicetainteviction,
     disruption, endpoint, endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace,
     nodeipam, nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset,
-    resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl, ttlafterfinished,
-    vacprotection, validatingadmissionpolicystatus,
+    resourceclaim, resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl,
+    ttlafterfinished, vacprotection, validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -211,7 +211,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("device-taint-eviction-controller")
         .starts(|c, o| {
             let device_taint_rules = o.generic.feature_gates.is_enabled("DRADeviceTaintRules");
-            devicetainteviction::new(c, devicetainteviction::Config { workers: 8, device_taint_rules })
+            devicetainteviction::new(c, devicetainteviction::Config { workers: workers(o.concurrency.device_taint_eviction_syncs), device_taint_rules })
         }),
     plain("disruption-controller", &["disruption"])
         .account("disruption-controller")
@@ -373,7 +373,17 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             replicaset::new_replication_controllers(c, config)
         }),
     gated("resourceclaim-controller", &["resource-claim-controller"], &["DynamicResourceAllocation"])
-        .account("resource-claim-controller"),
+        .account("resource-claim-controller")
+        .events("resource_claim")
+        .starts(|c, o| {
+            let gates = &o.generic.feature_gates;
+            let features = resourceclaim::Features {
+                admin_access: gates.is_enabled("DRAAdminAccess"),
+                prioritized_list: gates.is_enabled("DRAPrioritizedList"),
+                workload_resource_claims: gates.is_enabled("DRAWorkloadResourceClaims"),
+            };
+            resourceclaim::new(c, resourceclaim::Config { workers: workers(o.concurrency.resource_claim_syncs), features })
+        }),
     gated("resourcepoolstatusrequest-controller", &[], &["DRAResourcePoolStatus"])
         .account("resourcepoolstatusrequest-controller"),
     plain("resourcequota-controller", &["resourcequota"]).account("resourcequota-controller").starts(|c, o| {
@@ -803,12 +813,14 @@ mod tests {
         assert_eq!(row("endpointslice-controller").event_component(), "endpoint-slice-controller");
         assert_eq!(row("deployment-controller").event_component(), "deployment-controller");
         assert_eq!(row("disruption-controller").event_component(), "controllermanager");
+        assert_eq!(row("resourceclaim-controller").client_name(), "resource-claim-controller");
+        assert_eq!(row("resourceclaim-controller").event_component(), "resource_claim");
     }
 
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 41);
+        assert_eq!(implemented().len(), 42);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -1,6 +1,6 @@
 //! The controllers, one module (or folder) each, as upstream's `pkg/controller/<name>`, plus the
-//! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`,
-//! `resourceclaimutil`, `history`). A controller exports a constructor taking a
+//! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`, `history`,
+//! `resourceclaimutil`). A controller exports a constructor taking a
 //! [`crate::runtime::controller::ControllerContext`] and a plain config struct; the table in
 //! `crate::app::controllers` names it and builds it from the flags.
 
@@ -34,6 +34,7 @@ pub mod podutil;
 pub mod pvcprotection;
 pub mod pvprotection;
 pub mod replicaset;
+pub mod resourceclaim;
 pub mod resourceclaimutil;
 pub mod resourcequota;
 pub mod root_ca_publisher;

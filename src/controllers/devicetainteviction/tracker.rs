@@ -22,7 +22,7 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::api::resource::v1beta2::DeviceTaintRule;
 
-use crate::controllers::resourceclaimutil::{claim_name, is_for_pod, is_reserved_for_pod, tolerates_taint};
+use crate::controllers::resourceclaimutil::{is_for_pod, is_reserved_for_pod, name as claim_name, tolerates_taint};
 
 /// `resourceapi.DeviceTaintEffectNoExecute`.
 pub const NO_EXECUTE: &str = "NoExecute";
@@ -639,10 +639,11 @@ impl Tracker {
             let Some(name) = named.name else { continue };
             // Not allocated (or unknown): not tainted either.
             let Some(tracked) = self.allocated_claims.get(&(namespace.clone(), name)) else { continue };
-            if named.must_check_owner && !is_for_pod(pod, &tracked.claim) {
+            // PodGroup owners and reservations count only with DRAWorkloadResourceClaims (off).
+            if named.must_check_owner && is_for_pod(pod, &tracked.claim, false).is_err() {
                 continue;
             }
-            if !is_reserved_for_pod(pod, &tracked.claim) {
+            if !is_reserved_for_pod(pod, &tracked.claim, false) {
                 continue;
             }
             let Some(claim_eviction) = &tracked.eviction else { continue };
