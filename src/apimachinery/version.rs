@@ -124,9 +124,8 @@ fn parse_as(text: &str, semver: bool) -> Result<Version, String> {
     }
     let mut version = Version { components, pre_release: String::new(), build_metadata: String::new() };
     if semver && !extra.is_empty() {
-        let (pre, build) = pre_release_and_build(extra).ok_or_else(|| {
-            format!("could not parse pre-release/metadata ({extra}) in version {}", quote(text))
-        })?;
+        let (pre, build) = pre_release_and_build(extra)
+            .ok_or_else(|| format!("could not parse pre-release/metadata ({extra}) in version {}", quote(text)))?;
         for part in pre.split('.') {
             if part.bytes().all(|b| b.is_ascii_digit()) && part.starts_with('0') && part != "0" {
                 return Err(format!("illegal zero-prefixed version component {} in {}", quote(part), quote(text)));

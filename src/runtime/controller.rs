@@ -868,8 +868,8 @@ mod tests {
             }))
         });
         let identity = ControllerIdentity { name, client_name: name, service_account: None, event_component: name };
-        let mut set = ControllerSet::start(&client, Duration::from_secs(3600), vec![ControllerSpec { identity, build }])
-            .unwrap();
+        let mut set =
+            ControllerSet::start(&client, Duration::from_secs(3600), vec![ControllerSpec { identity, build }]).unwrap();
         set.run_workers().unwrap();
         running.recv_timeout(Duration::from_secs(60)).expect("the sync starts");
         (set, release)

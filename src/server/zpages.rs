@@ -51,12 +51,7 @@ impl DebugPages {
             }
             "/flagz" => {
                 let flags = self.flagz.as_ref()?;
-                Some(zpage(
-                    accept,
-                    "Flagz",
-                    || flagz(flags, random_delimiter()),
-                    || flagz_object(flags),
-                ))
+                Some(zpage(accept, "Flagz", || flagz(flags, random_delimiter()), || flagz_object(flags)))
             }
             "/statusz" => {
                 let status = self.statusz.as_ref()?;
@@ -76,12 +71,7 @@ impl DebugPages {
 
 /// A zpage's answer: plain text when the client takes it (or says nothing), the structured
 /// `kind` as JSON when it asks for exactly that, else 406.
-fn zpage(
-    accept: Option<&str>,
-    kind: &str,
-    text: impl FnOnce() -> String,
-    object: impl FnOnce() -> String,
-) -> Answer {
+fn zpage(accept: Option<&str>, kind: &str, text: impl FnOnce() -> String, object: impl FnOnce() -> String) -> Answer {
     let header = accept.unwrap_or_default();
     if header.trim().is_empty() || acceptable(header) {
         return Answer { code: 200, content_type: PLAIN_TEXT, nosniff: false, body: text().into_bytes() };
@@ -103,7 +93,10 @@ fn structured(header: &str, kind: &str) -> Option<&'static str> {
         let params: Vec<(&str, &str)> =
             pieces.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim(), v.trim())).collect();
         let param = |name: &str| params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
-        range == "application/json" && param("as") == Some(kind) && param("g") == Some(GROUP) && param("v") == Some(VERSION)
+        range == "application/json"
+            && param("as") == Some(kind)
+            && param("g") == Some(GROUP)
+            && param("v") == Some(VERSION)
     });
     match (asked, kind) {
         (false, _) => None,
@@ -114,9 +107,8 @@ fn structured(header: &str, kind: &str) -> Option<&'static str> {
 
 /// `{"kind":…,"apiVersion":…,"metadata":{"name":…},` then `fields` (already JSON, in order).
 fn object(kind: &str, fields: &[(&str, String)]) -> String {
-    let mut out = format!(
-        "{{\"kind\":\"{kind}\",\"apiVersion\":\"{GROUP}/{VERSION}\",\"metadata\":{{\"name\":\"{COMPONENT}\"}}"
-    );
+    let mut out =
+        format!("{{\"kind\":\"{kind}\",\"apiVersion\":\"{GROUP}/{VERSION}\",\"metadata\":{{\"name\":\"{COMPONENT}\"}}");
     for (name, value) in fields {
         out.push_str(&format!(",\"{name}\":{value}"));
     }
@@ -330,7 +322,10 @@ mod tests {
             String::from_utf8(json.body).unwrap(),
             "{\"kind\":\"Flagz\",\"apiVersion\":\"config.k8s.io/v1beta1\",\"metadata\":{\"name\":\"kube-controller-manager\"},\"flags\":{\"v\":\"2\"}}\n"
         );
-        assert_eq!(pages.answer("/flagz", Some("application/json;as=Statusz;g=config.k8s.io;v=v1beta1")).unwrap().code, 406);
+        assert_eq!(
+            pages.answer("/flagz", Some("application/json;as=Statusz;g=config.k8s.io;v=v1beta1")).unwrap().code,
+            406
+        );
         assert!(pages.answer("/configz", None).is_none());
     }
 }

@@ -334,7 +334,10 @@ fn compare(theirs: &Answers, mine: &Answers) {
         assert_eq!(labels(a), labels(b));
     }
     let value = |a: &Answer, key: &str| {
-        a.body.lines().find_map(|l| l.strip_prefix(key)).map(|rest| rest.trim_start_matches([':', '=', ' ']).to_string())
+        a.body
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|rest| rest.trim_start_matches([':', '=', ' ']).to_string())
     };
     for key in ["Binary version", "Emulation version", "Paths"] {
         assert_eq!(value(&mine.statusz, key), value(&theirs.statusz, key), "/statusz {key}");

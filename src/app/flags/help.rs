@@ -157,7 +157,9 @@ mod tests {
             " Disabled-by-default controllers: bootstrap-signer-controller, \
              selinux-warning-controller, token-cleaner-controller (default [*])\n"
         ));
-        assert!(help.contains("\n                                                           Options are: kube=1.33..1.36(default:1.36)\n"));
+        assert!(help.contains(
+            "\n                                                           Options are: kube=1.33..1.36(default:1.36)\n"
+        ));
         assert!(help.contains("Options are: kube=1.33..1.36(default:1.35)\n"));
         assert!(help.contains("'kube:featureC=true'Options are:\n"));
         assert!(help.contains("\n                                                           kube:AllAlpha=true|false (ALPHA - default=false)\n"));

@@ -684,7 +684,8 @@ mod tests {
         assert_eq!(o.authorization.always_allow_paths, ["/a", "/b", "/c"]);
         let o = run(&["--controllers="]).unwrap();
         assert_eq!(o.generic.controllers.enabled().count(), 0);
-        let o = run(&["--feature-gates=NodeSwap=true,WatchList=false", "--feature-gates", "HPAScaleToZero=true"]).unwrap();
+        let o =
+            run(&["--feature-gates=NodeSwap=true,WatchList=false", "--feature-gates", "HPAScaleToZero=true"]).unwrap();
         assert_eq!(o.generic.feature_gates.explicit().len(), 3);
         assert!(o.generic.feature_gates.is_enabled("HPAScaleToZero"));
         let o = run(&["--tls-curve-preferences=29", "--tls-curve-preferences=23,24"]).unwrap();
@@ -832,7 +833,10 @@ mod tests {
                 &["--feature-gates=Foo=maybe"],
                 r#"invalid value of Foo=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax"#,
             ),
-            (&["--feature-gates=SidecarContainers=false,Foo=true"], "cannot set feature gate SidecarContainers to false, feature is locked to true"),
+            (
+                &["--feature-gates=SidecarContainers=false,Foo=true"],
+                "cannot set feature gate SidecarContainers to false, feature is locked to true",
+            ),
             (&["--logging-format=xml"], r#"format: Invalid value: "xml": Unsupported log format"#),
             (
                 &["--tls-min-version=TLS13"],
@@ -1030,10 +1034,19 @@ mod tests {
         assert!(!o.starts_controller("nope"));
         // DynamicResourceAllocation is GA in 1.36, DRADeviceTaints beta and on,
         // VolumeAttributesClass GA: their controllers start (once built).
-        for on in ["resourceclaim-controller", "device-taint-eviction-controller", "volumeattributesclass-protection-controller"] {
+        for on in [
+            "resourceclaim-controller",
+            "device-taint-eviction-controller",
+            "volumeattributesclass-protection-controller",
+        ] {
             assert!(o.starts_controller(on), "{on}");
         }
-        for off in ["podgroup-protection-controller", "resourcepoolstatusrequest-controller", "podcertificaterequest-cleaner-controller", "svm"] {
+        for off in [
+            "podgroup-protection-controller",
+            "resourcepoolstatusrequest-controller",
+            "podcertificaterequest-cleaner-controller",
+            "svm",
+        ] {
             assert!(!o.starts_controller(off), "{off}");
         }
         let o = run(&[

@@ -147,7 +147,10 @@ fn worker_counts(options: &Options) -> Result<(), FlagError> {
     // The DRA controllers' options, worded as upstream's (`ResourceClaimControllerOptions`,
     // `DeviceTaintEvictionControllerOptions` `Validate`).
     if c.resource_claim_syncs <= 0 {
-        return invalid(format!("concurrent-resourceclaim-syncs must be larger than 0, got {}", c.resource_claim_syncs));
+        return invalid(format!(
+            "concurrent-resourceclaim-syncs must be larger than 0, got {}",
+            c.resource_claim_syncs
+        ));
     }
     if c.device_taint_eviction_syncs <= 0 {
         return invalid(format!(

@@ -72,8 +72,13 @@ const fn gate(name: &'static str, specs: &'static [Spec], depends_on: &'static [
 }
 
 /// The generic gates of upstream `featuregate.defaultFeatures`: alpha/beta, off, from 0.0.
-const ALL_SPEC: Spec =
-    Spec { version: KubeVersion { major: 0, minor: 0 }, stage: Stage::Alpha, default: false, locked: false, min_compat: None };
+const ALL_SPEC: Spec = Spec {
+    version: KubeVersion { major: 0, minor: 0 },
+    stage: Stage::Alpha,
+    default: false,
+    locked: false,
+    min_compat: None,
+};
 const ALL_ALPHA: KnownGate = gate("AllAlpha", &[ALL_SPEC], &[]);
 const ALL_BETA: KnownGate = gate("AllBeta", &[Spec { stage: Stage::Beta, ..ALL_SPEC }], &[]);
 
@@ -89,9 +94,10 @@ fn lookup(name: &str) -> Option<&'static KnownGate> {
 /// emulated version whose minimum compatibility version is met; `None` (upstream's PreAlpha
 /// spec) when the gate does not exist yet at that version.
 fn spec_at(gate: &KnownGate, emulation: KubeVersion, min_compatibility: KubeVersion) -> Option<&'static Spec> {
-    gate.specs.iter().rev().find(|spec| {
-        spec.version <= emulation && spec.min_compat.is_none_or(|needed| min_compatibility >= needed)
-    })
+    gate.specs
+        .iter()
+        .rev()
+        .find(|spec| spec.version <= emulation && spec.min_compat.is_none_or(|needed| min_compatibility >= needed))
 }
 
 /// The feature gates given with `--feature-gates`, and what each gate resolves to at the
@@ -155,7 +161,9 @@ impl FeatureGates {
     /// `kubernetes_feature_enabled` reports (upstream `AddMetrics` over `GetAll`).
     pub fn all(&self) -> Vec<(&'static str, &'static str, bool)> {
         every_gate()
-            .filter_map(|gate| self.spec(gate).map(|spec| (gate.name, spec.stage.name(), self.resolve(gate.name, spec))))
+            .filter_map(|gate| {
+                self.spec(gate).map(|spec| (gate.name, spec.stage.name(), self.resolve(gate.name, spec)))
+            })
             .collect()
     }
 
@@ -179,8 +187,10 @@ impl FeatureGates {
                 let line = if spec == compat_mode {
                     help(gate.name, spec, false)
                 } else {
-                    let parts: Vec<String> =
-                        [help(gate.name, spec, false), help(gate.name, compat_mode, true)].into_iter().flatten().collect();
+                    let parts: Vec<String> = [help(gate.name, spec, false), help(gate.name, compat_mode, true)]
+                        .into_iter()
+                        .flatten()
+                        .collect();
                     (!parts.is_empty()).then(|| parts.join(", or "))
                 };
                 line.map(|line| format!("kube:{line}"))
@@ -224,8 +234,10 @@ impl FeatureGates {
             by_component.entry(component.as_str()).or_default().push(pair.as_str());
         }
         if by_component.contains_key("") && by_component.contains_key("kube") {
-            return Err("set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use"
-                .to_string());
+            return Err(
+                "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use"
+                    .to_string(),
+            );
         }
         if let Some(component) = by_component.keys().find(|c| !matches!(**c, "" | "kube")) {
             return Err(format!("component not registered: {component}"));
@@ -243,10 +255,8 @@ impl FeatureGates {
         for (name, value) in &self.explicit {
             let Some(gate) = lookup(name) else { continue };
             match self.spec(gate) {
-                Some(spec) if spec.locked && spec.default != *value => errors.push(format!(
-                    "cannot set feature gate {name} to {value}, feature is locked to {}",
-                    spec.default
-                )),
+                Some(spec) if spec.locked && spec.default != *value => errors
+                    .push(format!("cannot set feature gate {name} to {value}, feature is locked to {}", spec.default)),
                 Some(_) => {}
                 None => errors.push(format!(
                     "cannot set feature gate {name} to {value}, feature is PreAlpha at emulated version {}, min \

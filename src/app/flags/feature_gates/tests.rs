@@ -24,7 +24,8 @@ fn upstream(text: &str) -> Vec<(String, String, bool)> {
     text.lines()
         .map(|line| {
             let (labels, value) = line.rsplit_once(' ').unwrap();
-            let field = |key: &str| labels.split(&format!("{key}=\"")).nth(1).unwrap().split('"').next().unwrap().to_string();
+            let field =
+                |key: &str| labels.split(&format!("{key}=\"")).nth(1).unwrap().split('"').next().unwrap().to_string();
             (field("name"), field("stage"), value == "1")
         })
         .collect()
@@ -78,7 +79,8 @@ fn all_alpha_and_all_beta_are_upstreams() {
 #[test]
 fn real_v1_36_defaults() {
     let g = FeatureGates::default();
-    for on in ["DRADeviceTaints", "ComponentFlagz", "ComponentStatusz", "StaleControllerConsistencyJob", "WatchListClient"]
+    for on in
+        ["DRADeviceTaints", "ComponentFlagz", "ComponentStatusz", "StaleControllerConsistencyJob", "WatchListClient"]
     {
         assert!(g.is_enabled(on), "{on}");
         assert_eq!(lookup(on).and_then(|gate| g.spec(gate)).map(|s| s.stage), Some(Stage::Beta), "{on}");
@@ -107,7 +109,9 @@ fn emulated_versions_select_the_specs_of_their_version() {
     // GA but not locked in 1.34: it may be turned off, but not while gates that need it are on.
     let refused = gates_at(&["DynamicResourceAllocation=false"], V134, V133).unwrap_err();
     assert!(
-        refused.contains("DRAAdminAccess is enabled, but depends on features that are disabled: [DynamicResourceAllocation]"),
+        refused.contains(
+            "DRAAdminAccess is enabled, but depends on features that are disabled: [DynamicResourceAllocation]"
+        ),
         "{refused}"
     );
     assert!(!refused.contains("locked"), "{refused}");
@@ -127,7 +131,8 @@ fn a_spec_can_need_a_minimum_compatibility_version() {
 
 #[test]
 fn parses_pairs_with_optional_component() {
-    let g = gates(&["JobManagedBy=true,WatchListClient=true", "HPAScaleToZero=1", " DRADeviceTaintRules = F ,"]).unwrap();
+    let g =
+        gates(&["JobManagedBy=true,WatchListClient=true", "HPAScaleToZero=1", " DRADeviceTaintRules = F ,"]).unwrap();
     let explicit: Vec<(&str, bool)> = g.explicit().iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(
         explicit,
