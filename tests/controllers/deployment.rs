@@ -675,18 +675,19 @@ fn terminating_pods_of_its_replica_sets_show_in_the_deployment_status(backend: B
     let pinned = json!({"template": {"metadata": {"labels": {"app": "held"}},
         "spec": {"nodeSelector": {"no-such-label": "x"}, "containers": [{"name": "app", "image": "nginx:1.27"}]}}});
     cluster.create(&deployment("held", 2, "nginx:1.27", pinned));
-    let terminating = |count: i32| {
-        let what = format!("held: {count} terminating");
+    // The status of the current generation with `replicas` and `terminating` replicas.
+    let wait_status = |replicas: Option<i32>, terminating: i32| {
+        let what = format!("held: {replicas:?} replicas, {terminating} terminating");
         harness::eventually_seen_within(DEADLINE, &what, || {
             let d = cluster.get("held");
             let status = d.status.clone().unwrap_or_default();
             let synced = status.observed_generation == d.metadata.generation;
-            if synced && status.terminating_replicas == Some(count) { Ok(status) } else { Err(format!("{status:?}")) }
+            let counts = (status.replicas, status.terminating_replicas) == (replicas, Some(terminating));
+            if synced && counts { Ok(()) } else { Err(format!("{status:?}")) }
         })
     };
     let pods = eventually("2 pods", || Some(cluster.live_pods("held")).filter(|p| p.len() == 2));
-    let status = terminating(0);
-    assert_eq!(status.replicas, Some(2));
+    wait_status(Some(2), 0);
     let hold = |pod: &Pod, finalizers: Value| {
         let patch = Patch::Merge(json!({"metadata": {"finalizers": finalizers}}));
         let name = pod.metadata.name.as_deref().expect("a name");
@@ -698,12 +699,12 @@ fn terminating_pods_of_its_replica_sets_show_in_the_deployment_status(backend: B
     }
 
     cluster.patch("held", json!({"spec": {"replicas": 0}}));
-    let status = terminating(2);
-    assert_eq!(status.replicas, None, "terminating pods are no replicas");
+    // Terminating pods are no replicas (0 is left out of the status).
+    wait_status(None, 2);
     hold(&pods[0], Value::Null);
-    terminating(1);
+    wait_status(None, 1);
     hold(&pods[1], Value::Null);
-    terminating(0);
+    wait_status(None, 0);
 }
 
 on_both_backends!(a_long_deployment_name_is_cut_to_name_its_replica_set);

@@ -196,6 +196,6 @@ mod tests {
         let written = rc.with_status(&status);
         assert_eq!(field(serde_json::to_value(&written).unwrap()), None);
         assert_eq!(written.status().terminating_replicas, None);
-        assert!(ReplicaSet::STATUS_TERMINATING_REPLICAS && !ReplicationController::STATUS_TERMINATING_REPLICAS);
+        const { assert!(ReplicaSet::STATUS_TERMINATING_REPLICAS && !ReplicationController::STATUS_TERMINATING_REPLICAS) };
     }
 }
