@@ -299,6 +299,9 @@ fn a_stale_disruption_target_condition_is_reset(backend: Backend) {
     let reset = eventually("the stale condition reset", || target("evicted").filter(|c| c.status == "False"));
     assert!(marked.elapsed() >= STALE_TIMEOUT - Duration::from_secs(1), "not before it was stale");
     assert_eq!((reset.reason, reset.message), (None, None));
+    // v1.36: it observes the pod's generation (PodObservedGenerationTracking GA).
+    let generation = cluster.pods().get("evicted").expect("the pod").metadata.generation.filter(|g| *g != 0);
+    assert_eq!(reset.observed_generation, generation);
     // The kubelet's condition is never stale.
     assert_eq!(target("by-kubelet").map(|c| c.status), Some("True".to_string()));
 }

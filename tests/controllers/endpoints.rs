@@ -1,7 +1,9 @@
 //! The endpoints, EndpointSlice and EndpointSlice mirroring controllers on both backends:
 //! pods of a ReplicaSet run on simulated nodes and the Endpoints and EndpointSlices of their
 //! Service follow them becoming ready, not ready and fewer; custom Endpoints of a selector-less
-//! Service are mirrored into slices; many pods spread over several slices.
+//! Service are mirrored into slices; many pods spread over several slices; the
+//! `trafficDistribution` values give zone hints (`PreferSameZone`) and node hints too
+//! (`PreferSameNode`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -535,4 +537,56 @@ fn endpoint_slices_get_a_new_generation_for_labels_and_endpoints_not_annotations
     let moved = Patch::Merge(json!({"endpoints": [{"addresses": ["10.0.0.2"]}]}));
     let moved = cluster.api::<EndpointSlice>().patch("manual", &moved, &PostParams::default()).expect("patched");
     assert_eq!(moved.metadata.generation, Some(3));
+}
+
+/// An endpoint's zone hint, zone, node hint and node.
+type Hinted = (Option<String>, Option<String>, Option<String>, Option<String>);
+
+on_both_backends!(prefer_same_zone_and_node_give_their_hints);
+/// PreferSameTrafficDistribution (GA since v1.35; v1.33 gave these values no hints):
+/// `PreferSameZone` hints each ready endpoint's zone, `PreferSameNode` its zone and node.
+fn prefer_same_zone_and_node_give_their_hints(backend: Backend) {
+    let cluster = start(backend, &[named("replicaset-controller"), named("endpointslice-controller")], true);
+    for (name, distribution) in [("same-zone", "PreferSameZone"), ("same-node", "PreferSameNode")] {
+        cluster.create::<Service>(json!({"metadata": {"name": name}, "spec": {"selector": {"app": "hinted"},
+            "trafficDistribution": distribution, "ports": [{"port": 80, "targetPort": 8080}]}}));
+    }
+    cluster.create::<ReplicaSet>(json!({"metadata": {"name": "hinted"}, "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "hinted"}},
+        "template": {"metadata": {"labels": {"app": "hinted"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}));
+    // (zone hint, node hint) of each endpoint, with its own zone and node, once all are ready.
+    let hints = |service: &str| {
+        let what = format!("two ready endpoints of {service} with hints");
+        let slices = cluster.slices_where(service, &what, |slices| {
+            let endpoints: Vec<_> = slices.iter().flat_map(|s| s.endpoints.iter().flatten()).collect();
+            endpoints.len() == 2
+                && endpoints
+                    .iter()
+                    .all(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true) && e.hints.is_some())
+        });
+        let first = |names: Option<Vec<String>>| names.and_then(|n| n.into_iter().next());
+        let mut seen: Vec<Hinted> = (slices.iter())
+            .flat_map(|s| s.endpoints.iter().flatten())
+            .map(|e| {
+                let hints = e.hints.as_ref();
+                let zone =
+                    first(hints.and_then(|h| h.for_zones.as_ref()).map(|z| z.iter().map(|z| z.name.clone()).collect()));
+                let node =
+                    first(hints.and_then(|h| h.for_nodes.as_ref()).map(|n| n.iter().map(|n| n.name.clone()).collect()));
+                (zone, e.zone.clone(), node, e.node_name.clone())
+            })
+            .collect();
+        seen.sort();
+        seen
+    };
+    for (zone_hint, zone, node_hint, _) in hints("same-zone") {
+        assert!(zone.is_some(), "the simulated nodes have zones");
+        assert_eq!((zone_hint, node_hint), (zone, None), "PreferSameZone: the zone only");
+    }
+    for (zone_hint, zone, node_hint, node) in hints("same-node") {
+        assert!(node.is_some());
+        assert_eq!((zone_hint, node_hint), (zone, node), "PreferSameNode: the zone and the node");
+    }
 }

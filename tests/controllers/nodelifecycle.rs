@@ -180,7 +180,7 @@ fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers(backend: Bac
     });
 
     // Pods on node-b: one tolerating its failure for 1 s, one forever, one with admission's 300 s.
-    cluster.run_pod("short", "node-b", node_failure_tolerations(Some(1)));
+    let short = cluster.run_pod("short", "node-b", node_failure_tolerations(Some(1)));
     cluster.run_pod("forever", "node-b", node_failure_tolerations(None));
     let default = cluster.run_pod("default", "node-b", json!([]));
     let seconds: Vec<Option<i64>> =
@@ -221,6 +221,10 @@ fn a_silent_node_is_marked_unknown_tainted_and_drained_and_recovers(backend: Bac
         pod_condition(&evicted, "DisruptionTarget"),
         Some(("True".to_string(), Some("DeletionByTaintManager".to_string())))
     );
+    // v1.36: the condition observes the pod's generation before its deletion (which bumps it).
+    let conditions = evicted.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let target = conditions.and_then(|c| c.iter().find(|c| c.type_ == "DisruptionTarget")).expect("the condition");
+    assert_eq!(target.observed_generation, short.metadata.generation.filter(|g| *g != 0));
     cluster.wait_event("TaintManagerEviction", "Marking for deletion Pod default/short", "taint-eviction-controller");
     for name in ["forever", "default"] {
         let pod = cluster.pod(name);

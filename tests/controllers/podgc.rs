@@ -130,7 +130,7 @@ fn terminated_pods_beyond_the_threshold_go_oldest_first(backend: Backend) {
 on_both_backends!(pods_of_a_missing_node_are_failed_with_a_disruption_condition_and_deleted);
 fn pods_of_a_missing_node_are_failed_with_a_disruption_condition_and_deleted(backend: Backend) {
     let cluster = start(backend);
-    cluster.create_pod("orphan", json!({"nodeName": "ghost"}), &[HOLD]);
+    let created = cluster.create_pod("orphan", json!({"nodeName": "ghost"}), &[HOLD]);
     let bound = cluster.create_pod("bound", json!({"nodeName": "node-a"}), &[]);
     let pod = cluster.wait_failed_and_deleted("orphan");
     assert_eq!(
@@ -140,6 +140,12 @@ fn pods_of_a_missing_node_are_failed_with_a_disruption_condition_and_deleted(bac
         pod.status
     );
     assert_eq!(pod.metadata.deletion_grace_period_seconds, Some(0), "force-deleted");
+    // v1.36 (PodObservedGenerationTracking GA): the condition and the status observe the
+    // pod's generation before its deletion (which bumps it).
+    let status = pod.status.as_ref().expect("a status");
+    let target = status.conditions.iter().flatten().find(|c| c.type_ == "DisruptionTarget").expect("the condition");
+    let generation = created.metadata.generation.filter(|g| *g != 0);
+    assert_eq!((target.observed_generation, status.observed_generation), (generation, generation));
     cluster.release("orphan");
     let still = cluster.pod("bound").expect("a pod on an existing node stays");
     assert_eq!(still.metadata.uid, bound.metadata.uid);

@@ -558,28 +558,34 @@ impl HorizontalController {
 
     /// `tolerancesForHpa`.
     fn tolerances(&self, hpa: &HorizontalPodAutoscaler) -> Tolerances {
-        let mut tolerances = Tolerances::both(self.config.tolerance);
-        let behavior = hpa.spec.behavior.as_ref();
-        let Some(behavior) = behavior.filter(|_| self.config.configurable_tolerance) else { return tolerances };
-        let read = |rules: Option<&k8s_openapi::api::autoscaling::v2::HPAScalingRules>| {
-            rules
-                .and_then(|r| r.tolerance.as_ref())
-                .and_then(|q| crate::quantity::Quantity::parse(&q.0).ok())
-                .map(|q| q.milli_value() as f64 / 1000.0)
-        };
-        if let Some(t) = read(behavior.scale_down.as_ref()) {
-            tolerances.scale_down = t;
-        }
-        if let Some(t) = read(behavior.scale_up.as_ref()) {
-            tolerances.scale_up = t;
-        }
-        tolerances
+        tolerances_for(hpa, self.config.tolerance, self.config.configurable_tolerance)
     }
 
     /// The cached pods of `namespace` that `selector` selects (`podLister.Pods(ns).List`).
     fn pods(&self, namespace: &str, selector: &Selector) -> Vec<Arc<Pod>> {
         self.pods.store().list_namespace_where(namespace, |m| selector.matches(m.labels.as_ref()))
     }
+}
+
+/// `tolerancesForHpa`: `--horizontal-pod-autoscaler-tolerance` both ways, unless (with
+/// HPAConfigurableTolerance, beta and on since v1.35) the HPA's `behavior` sets its own; the
+/// quantities are read as `AsApproximateFloat64` does, below a thousandth too.
+fn tolerances_for(hpa: &HorizontalPodAutoscaler, tolerance: f64, configurable: bool) -> Tolerances {
+    let mut tolerances = Tolerances::both(tolerance);
+    let Some(behavior) = hpa.spec.behavior.as_ref().filter(|_| configurable) else { return tolerances };
+    let read = |rules: Option<&k8s_openapi::api::autoscaling::v2::HPAScalingRules>| {
+        rules
+            .and_then(|r| r.tolerance.as_ref())
+            .and_then(|q| crate::quantity::Quantity::parse(&q.0).ok())
+            .map(|q| q.nano_value() as f64 / 1e9)
+    };
+    if let Some(t) = read(behavior.scale_down.as_ref()) {
+        tolerances.scale_down = t;
+    }
+    if let Some(t) = read(behavior.scale_up.as_ref()) {
+        tolerances.scale_up = t;
+    }
+    tolerances
 }
 
 /// `hasObjectOrExternalMetrics`.
@@ -683,6 +689,17 @@ mod tests {
         assert!(!has_object_or_external_metrics(&hpa(&["Resource", "Pods"])));
         assert!(has_object_or_external_metrics(&hpa(&["Resource", "External"])));
         assert!(has_object_or_external_metrics(&hpa(&["Object"])));
+    }
+
+    #[test]
+    fn behavior_tolerances_override_the_flag_with_the_gate() {
+        let hpa: HorizontalPodAutoscaler = serde_json::from_value(serde_json::json!({"metadata": {"name": "h"},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "d"}, "maxReplicas": 3, "behavior": {
+                "scaleUp": {"tolerance": "0.0005"}, "scaleDown": {"tolerance": "50m"}}}}))
+        .expect("an HPA");
+        let tolerances = tolerances_for(&hpa, 0.1, true);
+        assert_eq!((tolerances.scale_down, tolerances.scale_up), (0.05, 0.0005), "below a thousandth too");
+        assert_eq!(tolerances_for(&hpa, 0.1, false), Tolerances::both(0.1), "gate off");
     }
 
     #[test]
