@@ -5,7 +5,7 @@
 //! it, a sync right after a write may read a cache that does not have the write yet and, say,
 //! create a pod a second time.
 //!
-//! "Seen" is [`Store::last_store_sync_resource_version`]: the newest resourceVersion an
+//! "Seen" is [`Informer::last_store_sync_resource_version`]: the newest resourceVersion an
 //! informer's store has reached, from its list or watch-list, its events and its bookmarks.
 //! Bookmarks matter: a write to *another* kind moves no event into this store, but the next
 //! bookmark moves it past that revision. resourceVersions compare as numbers
@@ -68,7 +68,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::{Mutex, RwLock};
 
 use super::controller::SyncError;
-use super::informer::{Informer, Store};
+use super::informer::Informer;
 use crate::apimachinery::resourceversion::compare_resource_version;
 use crate::apimachinery::schema::GroupResource;
 
@@ -78,15 +78,10 @@ pub trait LastSyncRvGetter: Send + Sync {
     fn last_store_sync_resource_version(&self) -> String;
 }
 
-impl<K: Metadata<Ty = ObjectMeta> + Send + Sync + 'static> LastSyncRvGetter for Store<K> {
-    fn last_store_sync_resource_version(&self) -> String {
-        Store::last_store_sync_resource_version(self)
-    }
-}
-
+/// Through the informer, which answers "" with client-go's `AtomicFIFO` gate off.
 impl<K: Metadata<Ty = ObjectMeta> + Send + Sync + 'static> LastSyncRvGetter for Informer<K> {
     fn last_store_sync_resource_version(&self) -> String {
-        self.store().last_store_sync_resource_version()
+        Informer::last_store_sync_resource_version(self)
     }
 }
 

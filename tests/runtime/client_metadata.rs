@@ -142,6 +142,36 @@ fn metadata_informers_sync_and_deliver_changes(backend: Backend) {
     factory.shutdown();
 }
 
+/// Metadata informers sync with a watch-list too, as client-go's do: its initial events and
+/// the bookmark that ends them come as `PartialObjectMetadata`.
+// Sandbox only: it switches the server's WatchList gate on and counts requests in its audit log.
+#[test]
+fn metadata_informers_sync_with_a_watch_list() {
+    let listen = "127.0.0.1:0".parse().expect("an address");
+    let options = kcm::sandbox::server::SandboxOptions { listen, watch_list: true, ..Default::default() };
+    let sandbox = kcm::sandbox::server::Sandbox::start(options).expect("the sandbox starts");
+    let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
+    let resource = config_maps(&discovery::server_resources(&client).expect("discovery"));
+    create_config_map(&client, "before");
+    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO);
+    let informer = factory.metadata_informer(&resource);
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE));
+    assert!(informer.store().get("default/before").is_some_and(|o| o.kind == "PartialObjectMetadata"));
+    assert!(!informer.store().last_store_sync_resource_version().is_empty());
+    create_config_map(&client, "after");
+    let deadline = Instant::now() + DEADLINE;
+    while informer.store().get("default/after").is_none() {
+        assert!(Instant::now() < deadline, "the informer never saw the new ConfigMap");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let entries = sandbox.audit().entries();
+    let config_maps = |verb: &str| entries.iter().filter(|e| e.resource == "configmaps" && e.verb == verb).count();
+    assert_eq!(config_maps("list"), 0, "synced without a list");
+    assert_eq!(config_maps("watch"), 1, "one watch-list, which carried on as the watch");
+    factory.shutdown();
+}
+
 on_both_backends!(metadata_lists_of_several_kinds_and_an_empty_one);
 /// An empty metadata-only list (kube-apiserver answers `"items": null`), lists of several
 /// kinds (core and named groups, namespaced and cluster-scoped, all namespaces), and a metadata

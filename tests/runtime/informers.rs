@@ -1,6 +1,6 @@
 //! Shared informers against both backends over HTTPS: list and watch convergence, bookmarks,
 //! handler event order and replay, indexes, cut watches, a forced relist after 410 Gone,
-//! server errors, resyncs and shutdown.
+//! server errors, resyncs and shutdown; the watch-list sync and its fallback to a list.
 //!
 //! Every test waits for what it expects with a generous deadline and never asserts on timing,
 //! so that it holds on a loaded machine. Each test runs its own API server: cutting watches cuts
@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams, RestConfig};
-use kcm::runtime::informer::{Event, Informer, SharedInformerFactory, object_key, split_key};
+use kcm::runtime::informer::{Event, Informer, InformerOptions, SharedInformerFactory, object_key, split_key};
 use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
 use serde_json::json;
@@ -435,6 +435,43 @@ fn cut_watches_lose_no_update_and_leave_no_phantom(backend: Backend) {
 /// Requests of `verb` on ConfigMaps the sandbox has served so far (its audit log).
 fn config_map_requests(sandbox: &Sandbox, verb: &str) -> usize {
     sandbox.audit().entries().iter().filter(|e| e.resource == "configmaps" && e.verb == verb).count()
+}
+
+/// client-go v1.36's informers sync with a watch-list (its WatchListClient gate, on by
+/// default): one watch with `sendInitialEvents`, no list, and that same watch carries the
+/// changes after the sync. A server that refuses it (its WatchList gate off: 422) gets a list
+/// instead, in the same ListAndWatch; with the client's gate off, the informer lists first.
+// Sandbox only: it switches the server's WatchList gate and counts requests in its audit log.
+#[test]
+fn informers_sync_with_a_watch_list_or_fall_back_to_a_list() {
+    // (the server's WatchList gate, the client's WatchListClient gate, lists, watches): a
+    // refused watch-list counts as a watch.
+    for (server_gate, client_gate, lists, watches) in [(true, true, 0, 1), (false, true, 1, 2), (true, false, 1, 1)] {
+        let case = format!("server WatchList {server_gate}, client WatchListClient {client_gate}");
+        let sandbox = sandbox_with(SandboxOptions { watch_list: server_gate, ..SandboxOptions::default() });
+        let client = client(sandbox.admin_config());
+        create_many(&client, "cm", 20);
+        let options = InformerOptions { watch_list: client_gate, ..InformerOptions::new(NO_RESYNC) };
+        let factory = SharedInformerFactory::with_options(client.clone(), options);
+        let informer = factory.informer::<ConfigMap>();
+        let recorder = Recorder::attach(&informer);
+        factory.start();
+        assert!(factory.wait_for_sync(DEADLINE), "{case}: synced");
+        assert_eq!(informer.store().list_namespace("default").len(), 20, "{case}");
+        let synced_at = informer.last_sync_resource_version();
+        assert_eq!(informer.store().last_store_sync_resource_version(), synced_at, "{case}");
+
+        update(&client, "cm-3", "changed");
+        eventually("the update", || recorder.of("default/cm-3").len() == 2);
+        assert!(matches!(recorder.of("default/cm-3").as_slice(), [Seen::Added { .. }, Seen::Updated { .. }]));
+        for i in 0..20 {
+            assert!(matches!(recorder.of(&format!("default/cm-{i}")).first(), Some(Seen::Added { .. })), "{case}");
+        }
+        assert_eq!(config_map_requests(&sandbox, "list"), lists, "{case}: lists");
+        assert_eq!(config_map_requests(&sandbox, "watch"), watches, "{case}: one watch carries on after the sync");
+        assert_converges(&informer, &client);
+        factory.shutdown();
+    }
 }
 
 /// Bookmarks carry the revision of writes to other kinds: after the history is compacted past

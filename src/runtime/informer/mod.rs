@@ -115,6 +115,9 @@ pub struct Informer<K> {
     /// handler added meanwhile sees every object exactly once: in its replay or as an event.
     handlers: Mutex<Vec<Handler<K>>>,
     synced: AtomicBool,
+    /// Whether [`Informer::last_store_sync_resource_version`] reports the store's version
+    /// (client-go's `AtomicFIFO` gate).
+    reports_store_version: bool,
     /// Written by the reflector (see `reflector.rs`).
     last_sync_resource_version: Mutex<String>,
     /// What the writes of this process's controllers returned, for those that read their
@@ -147,6 +150,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
             store: Store::new(),
             handlers: Mutex::new(Vec::new()),
             synced: AtomicBool::new(false),
+            reports_store_version: true,
             last_sync_resource_version: Mutex::new(String::new()),
             mutations: MutationCache::default(),
         }
@@ -155,6 +159,20 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
     /// The cache. It is empty until [`Informer::has_synced`].
     pub fn store(&self) -> &Store<K> {
         &self.store
+    }
+
+    /// The newest resourceVersion the informer's store has seen (from its sync, its events
+    /// and its bookmarks), or "" before its first sync or with client-go's `AtomicFIFO` gate
+    /// off (client-go v1.36's `threadSafeMap.LastStoreSyncResourceVersion`). What
+    /// `runtime::consistency` compares a controller's writes with.
+    pub fn last_store_sync_resource_version(&self) -> String {
+        if self.reports_store_version { self.store.last_store_sync_resource_version() } else { String::new() }
+    }
+
+    /// With `reports` false, [`Informer::last_store_sync_resource_version`] is always "".
+    fn reporting_store_version(mut self, reports: bool) -> Self {
+        self.reports_store_version = reports;
+        self
     }
 
     /// Records the object a controller's write (update, create) returned, so that
@@ -389,12 +407,17 @@ pub struct InformerOptions {
     /// (re)list is first tried as a watch-list (`sendInitialEvents=true`), with a plain LIST
     /// only as its fallback. See the `reflector` module.
     pub watch_list: bool,
+    /// client-go's `AtomicFIFO` gate (Beta, on by default since v1.36). Of what it changes,
+    /// only this shows here: with it off, informers report no store resourceVersion
+    /// ([`Informer::last_store_sync_resource_version`] is ""), so `runtime::consistency`
+    /// never holds a controller back.
+    pub atomic_fifo: bool,
 }
 
 impl InformerOptions {
     /// Resyncs every `resync` (zero: never), with client-go v1.36's default gates.
     pub fn new(resync: Duration) -> Self {
-        InformerOptions { resync, watch_list: true }
+        InformerOptions { resync, watch_list: true, atomic_fifo: true }
     }
 }
 
@@ -436,14 +459,17 @@ impl SharedInformerFactory {
     /// The informer of kind `K`, created on first request; later requests share it. It runs
     /// once [`SharedInformerFactory::start`] is called (again).
     pub fn informer<K: Informable>(&self) -> Arc<Informer<K>> {
-        self.shared(Key::Typed(TypeId::of::<K>()), || Informer::<K>::new(randomized(self.inner.options.resync)))
+        let (resync, atomic_fifo) = (randomized(self.inner.options.resync), self.inner.options.atomic_fifo);
+        self.shared(Key::Typed(TypeId::of::<K>()), || Informer::<K>::new(resync).reporting_store_version(atomic_fifo))
     }
 
     /// The metadata-only informer of a resource found by discovery (client-go's
     /// `metadatainformer.SharedInformerFactory.ForResource`), created on first request.
     pub fn metadata_informer(&self, resource: &ApiResource) -> Arc<Informer<PartialObjectMetadata>> {
-        let resync = randomized(self.inner.options.resync);
-        self.shared(metadata_key(resource), || Informer::metadata_only(resync, resource))
+        let (resync, atomic_fifo) = (randomized(self.inner.options.resync), self.inner.options.atomic_fifo);
+        self.shared(metadata_key(resource), || {
+            Informer::metadata_only(resync, resource).reporting_store_version(atomic_fifo)
+        })
     }
 
     /// The informer of a resource for handlers that only need metadata, as upstream's
@@ -636,9 +662,13 @@ mod tests {
         assert_eq!(version(), "12", "the deleted object's final resourceVersion");
         informer.bookmark("15");
         assert_eq!(version(), "15");
+        assert_eq!(informer.last_store_sync_resource_version(), "15");
         let failed = informer.replace([Ok(config_map("a", "11")), Err(crate::client::Error::Decode("x".into()))], "20");
         assert!(failed.is_err());
         assert_eq!(version(), "15", "a replace cut short does not claim its version");
+        let without_atomic_fifo = Informer::<ConfigMap>::new(None).reporting_store_version(false);
+        without_atomic_fifo.bookmark("15");
+        assert_eq!(without_atomic_fifo.last_store_sync_resource_version(), "");
     }
 
     #[test]

@@ -329,7 +329,7 @@ enum Step {
     Next(Next),
     /// A watch is open, with its idle timeout; for a watch-list, with the temporary store its
     /// initial events go to.
-    Watching(WatchConnection, Duration, Option<InitialEvents>),
+    Watching(WatchConnection, Duration, Option<Box<InitialEvents>>),
 }
 
 /// A reflector while its watch is open: the poller's handler of that watch.
@@ -338,14 +338,14 @@ struct Watching<K> {
     opened: Instant,
     events: usize,
     /// A watch-list before the bookmark that ends its initial events: where they go.
-    initial: Option<InitialEvents>,
+    initial: Option<Box<InitialEvents>>,
     /// What comes next, when an event ended the watch.
     end: Option<Next>,
 }
 
 impl<K: Cached> Watching<K> {
     /// `reflector`'s watch, opened just now; `initial`: a watch-list's temporary store.
-    fn new(reflector: Reflector<K>, initial: Option<InitialEvents>) -> Self {
+    fn new(reflector: Reflector<K>, initial: Option<Box<InitialEvents>>) -> Self {
         Watching { reflector, opened: Instant::now(), events: 0, initial, end: None }
     }
 
@@ -359,7 +359,7 @@ impl<K: Cached> Watching<K> {
             Ok(false) => true,
             Ok(true) => {
                 let Some(initial) = self.initial.take() else { return true };
-                if let Err(e) = self.reflector.watch_list_synced(initial, self.opened.elapsed()) {
+                if let Err(e) = self.reflector.watch_list_synced(*initial, self.opened.elapsed()) {
                     self.end = Some(self.reflector.watch_list_failed(e));
                     return false;
                 }
@@ -430,7 +430,7 @@ impl<K: Cached> WatchHandler for Watching<K> {
     }
 
     fn next_tick(&self) -> Option<Instant> {
-        let warning = self.initial.as_ref().map(InitialEvents::next_warning);
+        let warning = self.initial.as_deref().map(InitialEvents::next_warning);
         [self.reflector.resync.as_ref().map(|r| r.next), warning].into_iter().flatten().min()
     }
 
@@ -674,7 +674,7 @@ impl<K: Cached> Reflector<K> {
         };
         Ok(match self.open(params)? {
             Ok((connection, idle_timeout)) => {
-                Step::Watching(connection, idle_timeout, Some(InitialEvents::new(Instant::now())))
+                Step::Watching(connection, idle_timeout, Some(Box::new(InitialEvents::new(Instant::now()))))
             }
             Err(e) => Step::Next(self.watch_list_failed(e)),
         })
@@ -1388,7 +1388,7 @@ mod tests {
 
     /// A watch-list in progress over `reflector`, opened long enough ago not to be "very short".
     fn watch_listing(reflector: Reflector<ConfigMap>) -> Watching<ConfigMap> {
-        let mut watching = Watching::new(reflector, Some(InitialEvents::new(Instant::now())));
+        let mut watching = Watching::new(reflector, Some(Box::new(InitialEvents::new(Instant::now()))));
         watching.opened = Instant::now().checked_sub(Duration::from_secs(5)).unwrap_or(watching.opened);
         watching
     }
@@ -1597,7 +1597,7 @@ mod tests {
     fn the_end_bookmark_warning_ticks_with_the_resyncs() {
         let (reflector, _stop) = reflector(Arc::new(FakeLister::default()));
         let mut watching = watch_listing(reflector);
-        let warning = watching.initial.as_ref().map(InitialEvents::next_warning);
+        let warning = watching.initial.as_deref().map(InitialEvents::next_warning);
         assert_eq!(watching.next_tick(), warning, "no resync period: the warning alone");
         assert!(watching.event(Ok(end_bookmark("9"))));
         assert_eq!(watching.next_tick(), None);

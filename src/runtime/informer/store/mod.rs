@@ -230,7 +230,8 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
 
     /// The newest resourceVersion the store has seen, from a list, an event or a bookmark;
     /// empty before the first sync (client-go v1.36's `LastStoreSyncResourceVersion`). The
-    /// store already holds every write up to it. See `runtime::consistency`.
+    /// store already holds every write up to it. Controllers read it through
+    /// `Informer::last_store_sync_resource_version`, which applies the `AtomicFIFO` gate.
     pub fn last_store_sync_resource_version(&self) -> String {
         self.resource_version.read().clone()
     }
