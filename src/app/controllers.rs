@@ -272,7 +272,11 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 initial_readiness_delay: o.hpa.initial_readiness_delay,
                 configurable_tolerance: o.generic.feature_gates.is_enabled("HPAConfigurableTolerance"),
             };
-            podautoscaler::new(c, config)
+            let gates = podautoscaler::Gates {
+                pod_level_resources: o.generic.feature_gates.is_enabled("PodLevelResources"),
+                scale_to_zero: o.generic.feature_gates.is_enabled("HPAScaleToZero"),
+            };
+            podautoscaler::new_with_gates(c, config, gates)
         }),
     plain("job-controller", &["job"])
         .account("job-controller")

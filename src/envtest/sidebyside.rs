@@ -300,10 +300,10 @@ pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[
     },
     KnownDifference {
         scenario: "statefulset",
-        subject_contains: "(combined from similar events): create Pod web-",
+        subject_contains: "(combined from similar events): Create Pod web-",
         path_prefix: "",
         value_contains: "",
-        reason: "the 10th distinct SuccessfulCreate message (create Pod web-4) makes the Event recorder's \
+        reason: "the 10th distinct SuccessfulCreate message (Create Pod web-4) makes the Event recorder's \
                  aggregator write a combined Event and forget one remembered message picked at random \
                  (client-go's PopAny over a Go map); when web-1 is recreated by the rolling update, its \
                  message is repeated as is if remembered, or updates the combined Event if it was the one \
@@ -321,7 +321,7 @@ pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[
     },
     KnownDifference {
         scenario: "statefulset",
-        subject_contains: "SuccessfulCreate StatefulSet/web: create Pod web-",
+        subject_contains: "SuccessfulCreate StatefulSet/web: Create Pod web-",
         path_prefix: "",
         value_contains: "",
         reason: "which SuccessfulCreate messages stay single Events beside the combined one depends on \

@@ -486,9 +486,9 @@ pub static FLAGS: &[FlagSpec] = &[
     // Workload controllers
     flag!("concurrent-deployment-syncs", DeploymentController, Int32, "5", BUILT, concurrency.deployment_syncs,
         "The number of deployment objects that are allowed to sync concurrently. Larger number = more responsive deployments, but more CPU (and network) load"),
-    flag!("concurrent-device-taint-eviction-syncs", DeviceTaintEvictionController, Int32, "8", LATER, concurrency.device_taint_eviction_syncs,
+    flag!("concurrent-device-taint-eviction-syncs", DeviceTaintEvictionController, Int32, "8", BUILT, concurrency.device_taint_eviction_syncs,
         "The number of operations (evicting pods, updating DeviceTaintRule status) allowed to run concurrently. Greater number = more responsive, but more CPU (and network) load"),
-    flag!("concurrent-resourceclaim-syncs", ResourceClaimController, Int32, "50", LATER, concurrency.resource_claim_syncs,
+    flag!("concurrent-resourceclaim-syncs", ResourceClaimController, Int32, "50", BUILT, concurrency.resource_claim_syncs,
         "The number of operations (creating or deleting ResourceClaims) allowed to run concurrently. Larger number = more responsive, but more CPU (and network) load"),
     flag!("concurrent-statefulset-syncs", StatefulSetController, Int32, "5", BUILT, concurrency.statefulset_syncs,
         "The number of statefulset objects that are allowed to sync concurrently. Larger number = more responsive statefulsets, but more CPU (and network) load"),
