@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use crate::client::{Client, ClientOptions, config};
 use crate::runtime::controller::{ControllerContext, ControllerSet, ControllerSpec};
+use crate::runtime::informer::InformerOptions;
 use crate::server::{HealthChecks, SecureServer};
 use controllers::{ControllerDescriptor, in_start_order};
 use flags::{Command, Options};
@@ -144,5 +145,12 @@ pub fn start_controllers(
             Some(ControllerSpec { identity: d.identity(use_accounts), build })
         })
         .collect();
-    ControllerSet::start(client, options.generic.min_resync_period, specs)
+    // client-go's gates, which kcm's `--feature-gates` also sets: the informers' watch-list and
+    // the store's resourceVersion tracking.
+    let informers = InformerOptions {
+        resync: options.generic.min_resync_period,
+        watch_list: options.generic.feature_gates.is_enabled("WatchListClient"),
+        atomic_fifo: options.generic.feature_gates.is_enabled("AtomicFIFO"),
+    };
+    ControllerSet::start_with(client, informers, specs)
 }

@@ -510,7 +510,8 @@ fn watches_answer_as_kube_apiserver() {
         event_shapes(&s.get(&path))
     });
     pair.check("sendInitialEvents without resourceVersionMatch: 422", |s| {
-        let path = format!("{}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&timeoutSeconds=1", configmaps());
+        let path =
+            format!("{}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&timeoutSeconds=1", configmaps());
         s.get(&path).shape()
     });
     pair.check("metadata watch", |s| {
@@ -1867,7 +1868,9 @@ fn is_openshift_addition(name: &str) -> bool {
 /// The names of the bootstrap objects (label `kubernetes.io/bootstrapping: rbac-defaults`) of
 /// an RBAC collection, sorted.
 fn bootstrap_names(s: &Server, plural: &str) -> Vec<String> {
-    let list = s.get(&format!("/apis/rbac.authorization.k8s.io/v1/{plural}?labelSelector=kubernetes.io%2Fbootstrapping%3Drbac-defaults"));
+    let list = s.get(&format!(
+        "/apis/rbac.authorization.k8s.io/v1/{plural}?labelSelector=kubernetes.io%2Fbootstrapping%3Drbac-defaults"
+    ));
     let mut names: Vec<String> = list.json()["items"]
         .as_array()
         .into_iter()
@@ -1951,9 +1954,11 @@ fn dynamic_resource_allocation_answers_as_kube_apiserver() {
     let Some(mut pair) = Pair::start() else { return };
     pair.check("a DeviceClass: created, its generation bumped by spec changes only", |s| {
         let spec = json!({"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]});
-        let created = s.admin("POST", DEVICE_CLASSES, &[], &dra_object("DeviceClass", "gpu.example.com", json!({}), spec));
+        let created =
+            s.admin("POST", DEVICE_CLASSES, &[], &dra_object("DeviceClass", "gpu.example.com", json!({}), spec));
         let path = format!("{DEVICE_CLASSES}/gpu.example.com");
-        let config = json!({"spec": {"config": [{"opaque": {"driver": "gpu.example.com", "parameters": {"mode": "fast"}}}]}});
+        let config =
+            json!({"spec": {"config": [{"opaque": {"driver": "gpu.example.com", "parameters": {"mode": "fast"}}}]}});
         let configured = merge_patch(s, &path, config);
         let labelled = merge_patch(s, &path, json!({"metadata": {"labels": {"tier": "a"}}}));
         json!({"created": written(&created), "configured": written(&configured), "labelled": written(&labelled)})
@@ -1965,7 +1970,11 @@ fn dynamic_resource_allocation_answers_as_kube_apiserver() {
             {"name": "all", "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "All"}}]}}});
         let template = dra_object("ResourceClaimTemplate", "gpus", json!({}), spec);
         let created = s.admin("POST", &resource_claim_templates(), &[], &template);
-        let changed = merge_patch(s, &format!("{}/gpus", resource_claim_templates()), json!({"spec": {"metadata": {"labels": {"app": "db"}}}}));
+        let changed = merge_patch(
+            s,
+            &format!("{}/gpus", resource_claim_templates()),
+            json!({"spec": {"metadata": {"labels": {"app": "db"}}}}),
+        );
         json!({"created": written(&created), "changed": changed.shape()})
     });
     pair.check("a ResourceClaim: created with defaults and an empty status, read, listed", |s| {
@@ -2065,9 +2074,11 @@ fn volume_attributes_classes_answer_as_kube_apiserver() {
             "driverName": driver, "parameters": parameters})
     };
     pair.check("a VolumeAttributesClass: created, its driver and parameters fixed", |s| {
-        let created = s.admin("POST", VOLUME_ATTRIBUTES_CLASSES, &[], &class("fast", "csi.example.com", json!({"iops": "3000"})));
+        let created =
+            s.admin("POST", VOLUME_ATTRIBUTES_CLASSES, &[], &class("fast", "csi.example.com", json!({"iops": "3000"})));
         let path = format!("{VOLUME_ATTRIBUTES_CLASSES}/fast");
-        let changed = merge_patch(s, &path, json!({"driverName": "other.example.com", "parameters": {"iops": "9000"}})).shape();
+        let changed =
+            merge_patch(s, &path, json!({"driverName": "other.example.com", "parameters": {"iops": "9000"}})).shape();
         let labelled = merge_patch(s, &path, json!({"metadata": {"labels": {"tier": "gold"}}}));
         json!({"created": written(&created), "changed": changed, "labelled": written(&labelled)})
     });

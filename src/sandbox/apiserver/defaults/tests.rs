@@ -298,12 +298,12 @@ fn pod_affinity_label_keys_merge_into_selectors_on_create_only() {
 #[test]
 fn image_volumes_get_a_pull_policy_and_file_keys_are_required() {
     let pod = json!({"metadata": {"name": "p"}, "spec": {
-        "containers": [{"name": "a", "image": "a", "env": [{"name": "E", "valueFrom": {"fileKeyRef": {"volumeName": "v", "path": "env", "key": "E"}}}]}],
-        "volumes": [
-            {"name": "latest", "image": {"reference": "tools:latest"}},
-            {"name": "pinned", "image": {"reference": "tools:1.0"}},
-            {"name": "set", "image": {"reference": "tools", "pullPolicy": "Never"}},
-        ]}});
+    "containers": [{"name": "a", "image": "a", "env": [{"name": "E", "valueFrom": {"fileKeyRef": {"volumeName": "v", "path": "env", "key": "E"}}}]}],
+    "volumes": [
+        {"name": "latest", "image": {"reference": "tools:latest"}},
+        {"name": "pinned", "image": {"reference": "tools:1.0"}},
+        {"name": "set", "image": {"reference": "tools", "pullPolicy": "Never"}},
+    ]}});
     let got = defaulted("", "Pod", pod);
     let policies: Vec<&Value> = (0..3).map(|i| &got["spec"]["volumes"][i]["image"]["pullPolicy"]).collect();
     assert_eq!(policies, [&json!("Always"), &json!("IfNotPresent"), &json!("Never")]);
@@ -873,7 +873,8 @@ fn resource_claims_get_exact_counts_and_equal_tolerations() {
     // The claim spec's devices and a template's metadata are structs, always written.
     let empty = defaulted("resource.k8s.io", "ResourceClaim", json!({"metadata": {"name": "e"}, "spec": {}}));
     assert_eq!(empty["spec"], json!({"devices": {}}));
-    let template = defaulted("resource.k8s.io", "ResourceClaimTemplate", json!({"metadata": {"name": "t"}, "spec": {"spec": {}}}));
+    let template =
+        defaulted("resource.k8s.io", "ResourceClaimTemplate", json!({"metadata": {"name": "t"}, "spec": {"spec": {}}}));
     assert_eq!(template["spec"], json!({"metadata": {}, "spec": {"devices": {}}}));
 }
 

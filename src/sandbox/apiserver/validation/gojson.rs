@@ -266,7 +266,10 @@ pub(super) static VOLUME_ATTACHMENT_SPEC: &Schema = &[
     go(
         "Source",
         "source",
-        Struct(&[go("PersistentVolumeName", "persistentVolumeName", Ptr), go("InlineVolumeSpec", "inlineVolumeSpec", Raw)]),
+        Struct(&[
+            go("PersistentVolumeName", "persistentVolumeName", Ptr),
+            go("InlineVolumeSpec", "inlineVolumeSpec", Raw),
+        ]),
     ),
     go("NodeName", "nodeName", Str),
 ];
@@ -359,11 +362,8 @@ static DEVICE_SUB_REQUEST: &Schema = &[
     go("Tolerations", "tolerations", List(DEVICE_TOLERATION)),
     go("Capacity", "capacity", OptStruct(CAPACITY_REQUIREMENTS)),
 ];
-static DEVICE_CONFIGURATION: &Schema = &[go(
-    "Opaque",
-    "opaque",
-    OptStruct(&[go("Driver", "driver", Str), go("Parameters", "parameters", Raw)]),
-)];
+static DEVICE_CONFIGURATION: &Schema =
+    &[go("Opaque", "opaque", OptStruct(&[go("Driver", "driver", Str), go("Parameters", "parameters", Raw)]))];
 static DEVICE_CLAIM: &Schema = &[
     go(
         "Requests",

@@ -483,8 +483,11 @@ fn template_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let mutable = suspended
         && (old["status"]["startTime"].is_null() || condition_true(old, "Suspended"))
         && old["status"]["active"].as_i64().unwrap_or(0) == 0;
-    let old_template =
-        if mutable { scheduling_directives_from(&before["template"], &after["template"]) } else { before["template"].clone() };
+    let old_template = if mutable {
+        scheduling_directives_from(&before["template"], &after["template"])
+    } else {
+        before["template"].clone()
+    };
     if !mutable {
         if semantically_equal(&old_template, &after["template"]) {
             return Vec::new();

@@ -536,7 +536,10 @@ mod tests {
 
     #[test]
     fn values_render_as_json_as_go_marshals_them() {
-        assert_eq!(label_selector_value(&json!({"matchLabels": {"b": "2", "a": "1"}})), r#"{"matchLabels":{"a":"1","b":"2"}}"#);
+        assert_eq!(
+            label_selector_value(&json!({"matchLabels": {"b": "2", "a": "1"}})),
+            r#"{"matchLabels":{"a":"1","b":"2"}}"#
+        );
         assert_eq!(
             label_selector_value(&json!({"matchExpressions": [{"key": "k", "operator": "Exists"}]})),
             r#"{"matchExpressions":[{"key":"k","operator":"Exists"}]}"#

@@ -202,9 +202,11 @@ pub(super) fn volume_attributes_class(object: &Value) -> Vec<FieldError> {
     if driver.is_empty() {
         causes.push(FieldError::required("driverName", ""));
     } else {
-        causes.extend(is_qualified_name(&driver.to_lowercase()).iter().map(|m| {
-            FieldError::invalid_str("driverName", &driver.to_lowercase(), m)
-        }));
+        causes.extend(
+            is_qualified_name(&driver.to_lowercase())
+                .iter()
+                .map(|m| FieldError::invalid_str("driverName", &driver.to_lowercase(), m)),
+        );
     }
     let parameters = object["parameters"].as_object();
     let count = parameters.map_or(0, |p| p.len());

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::meta::{annotations, int, label_selector, labels, nonnegative, text};
-use super::{FieldError, label_selector_value, string_map_value, pod, quote};
+use super::{FieldError, label_selector_value, pod, quote, string_map_value};
 use crate::apimachinery::labels::Selector;
 use crate::sandbox::storage::resources::ResourceType;
 
