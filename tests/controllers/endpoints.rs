@@ -138,7 +138,9 @@ impl ClusterExt for Cluster {
     fn one_slice_with(&self, service: &str, expected: &BTreeMap<String, Option<bool>>) -> EndpointSlice {
         let what = format!("one slice of {service} with the endpoints (address → ready) {expected:?}");
         let mut slices = self.slices_where(service, &what, |slices| {
-            slices.len() == 1 && slices[0].endpoints.as_ref().map_or(0, Vec::len) == expected.len() && slice_endpoints(slices) == *expected
+            slices.len() == 1
+                && slices[0].endpoints.as_ref().map_or(0, Vec::len) == expected.len()
+                && slice_endpoints(slices) == *expected
         });
         slices.remove(0)
     }
@@ -301,7 +303,11 @@ fn endpoints_and_slices_follow_the_pods_of_a_replica_set(backend: Backend) {
         }
     });
     cluster.slices_where("web", &format!("slices with the endpoint {left_ip:?} only"), |slices| {
-        slices.iter().flat_map(|s| s.endpoints.iter().flatten()).map(|e| e.addresses.join(",")).eq(left_ip.iter().cloned())
+        slices
+            .iter()
+            .flat_map(|s| s.endpoints.iter().flatten())
+            .map(|e| e.addresses.join(","))
+            .eq(left_ip.iter().cloned())
     });
 
     // The kubelet of the last pod stops, then the ReplicaSet is scaled to zero: the pod is

@@ -86,8 +86,10 @@ fn callers_are_forwarded_as_themselves_by_certificate_or_token() {
             ..Default::default()
         };
         accounts.create(&account, &PostParams::default()).expect("a ServiceAccount");
-        let request =
-            TokenRequest { spec: Some(TokenRequestSpec { audiences: Some(vec![]), ..Default::default() }), ..Default::default() };
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec { audiences: Some(vec![]), ..Default::default() }),
+            ..Default::default()
+        };
         let token: TokenRequest =
             accounts.create_subresource("token", "robot", &request, &PostParams::default()).expect("a token");
         let mut config = proxy.rest_config(plane.admin_config());

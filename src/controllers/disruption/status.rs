@@ -312,7 +312,10 @@ mod tests {
              "observedGeneration": 2, "lastTransitionTime": "2026-11-26T10:00:00Z"}]}),
         );
         let status = fail_safe_status(&budget, "found no controllers for pod \"a\"");
-        assert_eq!((status.disruptions_allowed, status.current_healthy, status.observed_generation), (Some(0), Some(3), Some(2)));
+        assert_eq!(
+            (status.disruptions_allowed, status.current_healthy, status.observed_generation),
+            (Some(0), Some(3), Some(2))
+        );
         let condition = &status.conditions.as_ref().expect("conditions")[0];
         assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", SYNC_FAILED));
         assert_eq!(condition.message, "found no controllers for pod \"a\"");

@@ -262,7 +262,9 @@ impl SliceReconciler {
         // 2. Fill the slices updated anyway, fullest first.
         if !desired.endpoints.is_empty() && !to_update.is_empty() {
             let mut names: Vec<&String> = to_update.iter().collect();
-            names.sort_by_key(|n| std::cmp::Reverse(by_name.get(*n).map_or(0, |s| s.endpoints.as_ref().map_or(0, Vec::len))));
+            names.sort_by_key(|n| {
+                std::cmp::Reverse(by_name.get(*n).map_or(0, |s| s.endpoints.as_ref().map_or(0, Vec::len)))
+            });
             for name in names {
                 let Some(slice) = by_name.get_mut(name) else { continue };
                 while slice.endpoints.as_ref().map_or(0, Vec::len) < max {

@@ -36,12 +36,15 @@ pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) ->
         } else if let Some(patterns) = &rule.on_pod_conditions {
             let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
             conditions.into_iter().flatten().find_map(|condition| {
-                patterns.iter().any(|p| p.type_ == condition.type_ && p.status.as_deref().unwrap_or("True") == condition.status).then(|| {
-                    format!(
-                        "Pod {namespace}/{name} has condition {} matching {} rule at index {index}",
-                        condition.type_, rule.action
-                    )
-                })
+                patterns
+                    .iter()
+                    .any(|p| p.type_ == condition.type_ && p.status.as_deref().unwrap_or("True") == condition.status)
+                    .then(|| {
+                        format!(
+                            "Pod {namespace}/{name} has condition {} matching {} rule at index {index}",
+                            condition.type_, rule.action
+                        )
+                    })
             })
         } else {
             None

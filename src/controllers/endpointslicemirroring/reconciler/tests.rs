@@ -16,7 +16,9 @@ fn endpoints(subsets: Value) -> Endpoints {
 }
 
 fn addresses(slice: &EndpointSlice) -> Vec<(String, Option<bool>)> {
-    (slice.endpoints.iter().flatten()).map(|e| (e.addresses.join(","), e.conditions.as_ref().and_then(|c| c.ready))).collect()
+    (slice.endpoints.iter().flatten())
+        .map(|e| (e.addresses.join(","), e.conditions.as_ref().and_then(|c| c.ready)))
+        .collect()
 }
 
 #[test]
