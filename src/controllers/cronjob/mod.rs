@@ -146,10 +146,7 @@ impl CronJobController {
     /// change syncs now.
     fn update_cron_job(&self, old: &CronJob, new: &CronJob) {
         let key = object_key(&new.metadata);
-        let (old_spec, new_spec) = (Some(&old.spec), Some(&new.spec));
-        let schedule_of = |spec: Option<&k8s_openapi::api::batch::v1::CronJobSpec>| spec.map(|s| s.schedule.clone());
-        let zone_of = |spec: Option<&k8s_openapi::api::batch::v1::CronJobSpec>| spec.and_then(|s| s.time_zone.clone());
-        if schedule_of(old_spec) == schedule_of(new_spec) && zone_of(old_spec) == zone_of(new_spec) {
+        if old.spec.schedule == new.spec.schedule && old.spec.time_zone == new.spec.time_zone {
             self.queue.add(key);
             return;
         }

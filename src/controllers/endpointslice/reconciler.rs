@@ -19,7 +19,7 @@ use super::utils::{
 };
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::controllers::endpointutil::{
-    self as util, EndpointSet, EndpointSliceTracker, endpoints_equal_beyond_hash, port_map_key,
+    self as util, EndpointSet, EndpointSliceTracker, endpoint_count, endpoints_equal_beyond_hash, port_map_key,
 };
 use crate::runtime::informer::object_key;
 
@@ -233,8 +233,8 @@ impl SliceReconciler {
                 }
             }
             let (labels, labels_changed) = endpoint_slice_labels(slice, service, self.controller_name);
-            if endpoint_updated || kept.len() != slice.endpoints.as_ref().map_or(0, Vec::len) {
-                removed += slice.endpoints.as_ref().map_or(0, Vec::len).saturating_sub(kept.len());
+            if endpoint_updated || kept.len() != endpoint_count(slice) {
+                removed += endpoint_count(slice).saturating_sub(kept.len());
                 if kept.is_empty() {
                     to_delete.insert(name.clone());
                 } else {
@@ -260,12 +260,10 @@ impl SliceReconciler {
         // 2. Fill the slices updated anyway, fullest first.
         if !desired.endpoints.is_empty() && !to_update.is_empty() {
             let mut names: Vec<&String> = to_update.iter().collect();
-            names.sort_by_key(|n| {
-                std::cmp::Reverse(by_name.get(*n).map_or(0, |s| s.endpoints.as_ref().map_or(0, Vec::len)))
-            });
+            names.sort_by_key(|n| std::cmp::Reverse(by_name.get(*n).map_or(0, endpoint_count)));
             for name in names {
                 let Some(slice) = by_name.get_mut(name) else { continue };
-                while slice.endpoints.as_ref().map_or(0, Vec::len) < max {
+                while endpoint_count(slice) < max {
                     let Some(endpoint) = desired.endpoints.pop() else { break };
                     slice.endpoints.get_or_insert_default().push(endpoint);
                 }
@@ -284,7 +282,7 @@ impl SliceReconciler {
                 Some(name) => by_name.remove(name).unwrap_or_default(),
                 None => new_endpoint_slice(service, desired.ports.clone(), address_type, self.controller_name),
             };
-            while slice.endpoints.as_ref().map_or(0, Vec::len) < max {
+            while endpoint_count(&slice) < max {
                 let Some(endpoint) = desired.endpoints.pop() else { break };
                 slice.endpoints.get_or_insert_default().push(endpoint);
             }

@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::apimachinery::pod::is_pod_ready;
 use crate::controllers::endpointutil::{
     self as util, ANNOTATION_TRIGGER_TIME, IPV4, IPV6, LABEL_HEADLESS, LABEL_MANAGED_BY, LABEL_SERVICE_NAME,
-    LABEL_ZONE, controller_ref, endpoint_slice_prefix,
+    LABEL_ZONE, controller_ref, endpoint_count, endpoint_slice_prefix,
 };
 
 /// `podToEndpoint`: the pod's addresses of `address_type`, its conditions (`ready` is never
@@ -155,7 +155,7 @@ pub fn address_types_for_service(service: &Service) -> BTreeSet<&'static str> {
 pub fn slice_to_fill(slices: &[&EndpointSlice], count: usize, max: usize) -> Option<usize> {
     let mut closest: Option<(usize, usize)> = None;
     for (index, slice) in slices.iter().enumerate() {
-        let Some(diff) = max.checked_sub(count + slice.endpoints.as_ref().map_or(0, Vec::len)) else { continue };
+        let Some(diff) = max.checked_sub(count + endpoint_count(slice)) else { continue };
         if closest.is_none_or(|(_, best)| diff < best) {
             closest = Some((index, diff));
             if diff == 0 {

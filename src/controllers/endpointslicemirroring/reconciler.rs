@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::controllers::endpointutil::{
     self as util, ANNOTATION_LAST_APPLIED, ANNOTATION_TRIGGER_TIME, EndpointSet, EndpointSliceTracker, IPV4, IPV6,
-    LABEL_MANAGED_BY, LABEL_SERVICE_NAME, controller_ref, endpoint_slice_prefix, endpoints_equal_beyond_hash,
-    port_map_key, repack_subsets,
+    LABEL_MANAGED_BY, LABEL_SERVICE_NAME, controller_ref, endpoint_count, endpoint_slice_prefix,
+    endpoints_equal_beyond_hash, port_map_key, repack_subsets,
 };
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::object_key;
@@ -228,7 +228,7 @@ fn reconcile_port_mapping(
     let mut plan = Plan::default();
     if desired.endpoints.is_empty() {
         plan.delete = existing.iter().map(|s| (**s).clone()).collect();
-        let removed = existing.iter().map(|s| s.endpoints.as_ref().map_or(0, Vec::len)).sum();
+        let removed = existing.iter().map(|s| endpoint_count(s)).sum();
         return (plan, Totals { removed, ..Totals::default() });
     }
     let mut name = None;
@@ -249,7 +249,7 @@ fn reconcile_port_mapping(
         name = first.metadata.name.clone();
     }
     let mut slice = new_endpoint_slice(endpoints, desired.ports.clone(), desired.address_type, name);
-    while slice.endpoints.as_ref().map_or(0, Vec::len) < max_per_subset {
+    while endpoint_count(&slice) < max_per_subset {
         let Some(endpoint) = desired.endpoints.pop() else { break };
         slice.endpoints.get_or_insert_default().push(endpoint);
     }

@@ -27,7 +27,9 @@ use crate::runtime::workqueue::{BucketRateLimiter, ItemExponentialFailureRateLim
 pub use endpoint_set::{EndpointSet, endpoints_equal_beyond_hash, port_map_key};
 pub use repack::repack_subsets;
 pub use slice_tracker::EndpointSliceTracker;
-pub use slices::{IPV4, IPV6, controller_ref, endpoint_slice_prefix, managed_by, service_key_of, slices_of};
+pub use slices::{
+    IPV4, IPV6, controller_ref, endpoint_count, endpoint_slice_prefix, managed_by, service_key_of, slices_of,
+};
 pub use trigger_time::TriggerTimeTracker;
 
 /// `discovery.LabelServiceName`.

@@ -15,6 +15,11 @@ pub const IPV4: &str = "IPv4";
 /// `discovery.AddressTypeIPv6`.
 pub const IPV6: &str = "IPv6";
 
+/// How many endpoints a slice holds; `endpoints` is optional since v1.36's API types.
+pub fn endpoint_count(slice: &EndpointSlice) -> usize {
+    slice.endpoints.as_ref().map_or(0, Vec::len)
+}
+
 /// `metav1.NewControllerRef` of an object of core `v1`.
 pub fn controller_ref(meta: &ObjectMeta, kind: &str) -> OwnerReference {
     OwnerReference {

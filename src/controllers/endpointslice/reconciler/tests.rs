@@ -66,10 +66,7 @@ fn existing(name: &str, range: std::ops::Range<usize>) -> Arc<EndpointSlice> {
 }
 
 fn sizes(slices: &[EndpointSlice]) -> Vec<(String, usize)> {
-    slices
-        .iter()
-        .map(|s| (s.metadata.name.clone().unwrap_or_default(), s.endpoints.as_ref().map_or(0, Vec::len)))
-        .collect()
+    slices.iter().map(|s| (s.metadata.name.clone().unwrap_or_default(), endpoint_count(s))).collect()
 }
 
 fn names(slices: &[Arc<EndpointSlice>]) -> Vec<String> {

@@ -58,7 +58,7 @@ fn at_most_max_per_subset_are_mirrored() {
     assert_eq!(skipped, Skipped { invalid: 0, total: 2 });
     let plan = plan(&ep, Vec::new(), desired, 10);
     assert_eq!(plan.create.len(), 1);
-    assert_eq!(plan.create[0].endpoints.as_ref().map_or(0, Vec::len), 10);
+    assert_eq!(endpoint_count(&plan.create[0]), 10);
 }
 
 fn mirrored(ep: &Endpoints, name: &str) -> Arc<EndpointSlice> {
@@ -90,7 +90,7 @@ fn a_matching_slice_is_left_alone_and_a_changed_one_rewritten_in_place() {
     );
     let (desired, _) = desired_state(&more, 1000);
     let changed = plan(&more, vec![existing.clone(), mirrored(&ep, "db-dup")], desired, 1000);
-    assert_eq!(changed.update.iter().map(|s| s.endpoints.as_ref().map_or(0, Vec::len)).collect::<Vec<_>>(), [2]);
+    assert_eq!(changed.update.iter().map(endpoint_count).collect::<Vec<_>>(), [2]);
     assert_eq!(changed.delete.iter().map(|s| s.metadata.name.clone().unwrap()).collect::<Vec<_>>(), ["db-dup"]);
     // Other ports: the old slice is recycled for the new key instead of deleted and created.
     let ported = endpoints(json!([{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 81, "protocol": "TCP"}]}]));
