@@ -510,7 +510,8 @@ fn watches_answer_as_kube_apiserver() {
         event_shapes(&s.get(&path))
     });
     pair.check("sendInitialEvents without resourceVersionMatch: 422", |s| {
-        let path = format!("{}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&timeoutSeconds=1", configmaps());
+        let path =
+            format!("{}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&timeoutSeconds=1", configmaps());
         s.get(&path).shape()
     });
     pair.check("metadata watch", |s| {
@@ -1867,7 +1868,9 @@ fn is_openshift_addition(name: &str) -> bool {
 /// The names of the bootstrap objects (label `kubernetes.io/bootstrapping: rbac-defaults`) of
 /// an RBAC collection, sorted.
 fn bootstrap_names(s: &Server, plural: &str) -> Vec<String> {
-    let list = s.get(&format!("/apis/rbac.authorization.k8s.io/v1/{plural}?labelSelector=kubernetes.io%2Fbootstrapping%3Drbac-defaults"));
+    let list = s.get(&format!(
+        "/apis/rbac.authorization.k8s.io/v1/{plural}?labelSelector=kubernetes.io%2Fbootstrapping%3Drbac-defaults"
+    ));
     let mut names: Vec<String> = list.json()["items"]
         .as_array()
         .into_iter()
@@ -1951,9 +1954,11 @@ fn dynamic_resource_allocation_answers_as_kube_apiserver() {
     let Some(mut pair) = Pair::start() else { return };
     pair.check("a DeviceClass: created, its generation bumped by spec changes only", |s| {
         let spec = json!({"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]});
-        let created = s.admin("POST", DEVICE_CLASSES, &[], &dra_object("DeviceClass", "gpu.example.com", json!({}), spec));
+        let created =
+            s.admin("POST", DEVICE_CLASSES, &[], &dra_object("DeviceClass", "gpu.example.com", json!({}), spec));
         let path = format!("{DEVICE_CLASSES}/gpu.example.com");
-        let config = json!({"spec": {"config": [{"opaque": {"driver": "gpu.example.com", "parameters": {"mode": "fast"}}}]}});
+        let config =
+            json!({"spec": {"config": [{"opaque": {"driver": "gpu.example.com", "parameters": {"mode": "fast"}}}]}});
         let configured = merge_patch(s, &path, config);
         let labelled = merge_patch(s, &path, json!({"metadata": {"labels": {"tier": "a"}}}));
         json!({"created": written(&created), "configured": written(&configured), "labelled": written(&labelled)})
@@ -1965,7 +1970,11 @@ fn dynamic_resource_allocation_answers_as_kube_apiserver() {
             {"name": "all", "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "All"}}]}}});
         let template = dra_object("ResourceClaimTemplate", "gpus", json!({}), spec);
         let created = s.admin("POST", &resource_claim_templates(), &[], &template);
-        let changed = merge_patch(s, &format!("{}/gpus", resource_claim_templates()), json!({"spec": {"metadata": {"labels": {"app": "db"}}}}));
+        let changed = merge_patch(
+            s,
+            &format!("{}/gpus", resource_claim_templates()),
+            json!({"spec": {"metadata": {"labels": {"app": "db"}}}}),
+        );
         json!({"created": written(&created), "changed": changed.shape()})
     });
     pair.check("a ResourceClaim: created with defaults and an empty status, read, listed", |s| {
@@ -2065,9 +2074,11 @@ fn volume_attributes_classes_answer_as_kube_apiserver() {
             "driverName": driver, "parameters": parameters})
     };
     pair.check("a VolumeAttributesClass: created, its driver and parameters fixed", |s| {
-        let created = s.admin("POST", VOLUME_ATTRIBUTES_CLASSES, &[], &class("fast", "csi.example.com", json!({"iops": "3000"})));
+        let created =
+            s.admin("POST", VOLUME_ATTRIBUTES_CLASSES, &[], &class("fast", "csi.example.com", json!({"iops": "3000"})));
         let path = format!("{VOLUME_ATTRIBUTES_CLASSES}/fast");
-        let changed = merge_patch(s, &path, json!({"driverName": "other.example.com", "parameters": {"iops": "9000"}})).shape();
+        let changed =
+            merge_patch(s, &path, json!({"driverName": "other.example.com", "parameters": {"iops": "9000"}})).shape();
         let labelled = merge_patch(s, &path, json!({"metadata": {"labels": {"tier": "gold"}}}));
         json!({"created": written(&created), "changed": changed, "labelled": written(&labelled)})
     });
@@ -2076,6 +2087,64 @@ fn volume_attributes_classes_answer_as_kube_apiserver() {
             s.admin("POST", VOLUME_ATTRIBUTES_CLASSES, &[], &class(name, driver, parameters)).shape()
         };
         json!({"nothing": refuse("a", "", Value::Null), "bad driver": refuse("b", "Bad_Driver!", json!({"k": "v"}))})
+    });
+    pair.assert_conforms();
+}
+
+#[test]
+fn workload_fields_new_since_1_33_answer_as_kube_apiserver() {
+    let Some(mut pair) = Pair::start() else { return };
+    for s in [&pair.sandbox, &pair.real] {
+        let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+        assert_eq!(s.admin("POST", &format!("/api/v1/namespaces/{NS}/serviceaccounts"), &[], &account).code, 201);
+    }
+    // A pod template with fields that are on by default since v1.34: pod-level resources, an
+    // image volume, a topology spread constraint with matchLabelKeys.
+    let template = json!({"metadata": {"labels": {"app": "web"}}, "spec": {
+        "resources": {"limits": {"cpu": "2", "memory": "1Gi"}},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["pod-template-hash"]}],
+        "volumes": [{"name": "data", "image": {"reference": "registry.example.com/data:v1"}}],
+        "containers": [{"name": "c", "image": "busybox", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}});
+    pair.check("a Deployment's template with v1.36 pod fields: defaulted as stored", |s| {
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}});
+        let created = s.admin("POST", &format!("/apis/apps/v1/namespaces/{NS}/deployments"), &[], &deployment);
+        stored(&created, "spec")
+    });
+    pair.check("a pod with v1.36 pod fields: defaulted as stored", |s| {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"app": "web",
+            "pod-template-hash": "abc"}}, "spec": template["spec"]});
+        pod["spec"]["nodeName"] = json!("node-1");
+        let mut stored = stored(&s.admin("POST", &pods_path(), &[], &pod), "spec");
+        // The service account token volume: its name has a random suffix, and the OpenShift
+        // build of kube-apiserver projects one more ConfigMap into it.
+        let generated = |v: &Value| v["name"].as_str().is_some_and(|n| n.starts_with("kube-api-access-"));
+        if let Some(volumes) = stored["spec"]["volumes"].as_array_mut() {
+            volumes.retain(|v| !generated(v));
+        }
+        for container in stored["spec"]["containers"].as_array_mut().into_iter().flatten() {
+            if let Some(mounts) = container["volumeMounts"].as_array_mut() {
+                mounts.retain(|m| !generated(m));
+            }
+        }
+        stored
+    });
+    pair.check("ReplicaSet and Deployment status.terminatingReplicas: kept (on by default since v1.35)", |s| {
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "rs"}},
+                "template": {"metadata": {"labels": {"app": "rs"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+        let path = format!("/apis/apps/v1/namespaces/{NS}/replicasets");
+        let created = s.admin("POST", &path, &[], &rs);
+        assert_eq!(created.code, 201, "{}", created.text());
+        let mut rs = created.json();
+        rs["status"] = json!({"replicas": 0, "terminatingReplicas": 2, "observedGeneration": 1});
+        let rs_status = stored(&s.admin("PUT", &format!("{path}/web/status"), &[], &rs), "status");
+        let deployment_path = format!("/apis/apps/v1/namespaces/{NS}/deployments/web");
+        let mut deployment = s.get(&deployment_path).json();
+        deployment["status"] = json!({"replicas": 1, "terminatingReplicas": 1, "observedGeneration": 1});
+        let deployment_status = stored(&s.admin("PUT", &format!("{deployment_path}/status"), &[], &deployment), "status");
+        json!({"replicaset": rs_status, "deployment": deployment_status})
     });
     pair.assert_conforms();
 }

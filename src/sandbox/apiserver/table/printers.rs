@@ -769,8 +769,11 @@ fn node_row(node: &Value, now: Timestamp) -> Row {
     let info = |field: &str| or(text(node, &format!("/status/nodeInfo/{field}")), "<unknown>");
     // Since v1.35 the kernel version is followed by the architecture.
     let architecture = text(node, "/status/nodeInfo/architecture");
-    let kernel =
-        if architecture.is_empty() { info("kernelVersion") } else { format!("{} ({architecture})", info("kernelVersion")) };
+    let kernel = if architecture.is_empty() {
+        info("kernelVersion")
+    } else {
+        format!("{} ({architecture})", info("kernelVersion"))
+    };
     Row::new(vec![
         name(node),
         json!(status.join(",")),

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::meta::{label_selector, nonnegative, text};
-use super::{FieldError, label_selector_value, string_map_value, pod, quote};
+use super::{FieldError, label_selector_value, pod, quote, string_map_value};
 use crate::apimachinery::labels::Selector;
 
 /// The labels a generated Job selector relies on (`batch.ControllerUidLabel`,
@@ -71,7 +71,9 @@ fn generated_selector(object: &Value, require_prefixed: bool) -> Vec<FieldError>
             let detail = format!("must be '{value}'");
             match labels[*key].as_str() {
                 None => Some(FieldError::required(&field, &detail)),
-                Some(actual) if actual != *value => Some(FieldError::invalid(&field, string_map_value(labels), &detail)),
+                Some(actual) if actual != *value => {
+                    Some(FieldError::invalid(&field, string_map_value(labels), &detail))
+                }
                 Some(_) => None,
             }
         })

@@ -21,11 +21,7 @@ pub(super) fn unified_diff(a: &str, b: &str) -> String {
     let mut out = String::new();
     for group in grouped_opcodes(&a, &b, 3) {
         let (first, last) = (group[0], group[group.len() - 1]);
-        out.push_str(&format!(
-            "@@ -{} +{} @@\n",
-            format_range(first.i1, last.i2),
-            format_range(first.j1, last.j2)
-        ));
+        out.push_str(&format!("@@ -{} +{} @@\n", format_range(first.i1, last.i2), format_range(first.j1, last.j2)));
         for code in group {
             if code.tag == 'e' {
                 for line in &a[code.i1..code.i2] {
@@ -189,7 +185,7 @@ fn grouped_opcodes(a: &[String], b: &[String], n: usize) -> Vec<Vec<OpCode>> {
         }
         group.push(code);
     }
-    if !group.is_empty() && !(group.len() == 1 && group[0].tag == 'e') {
+    if !(group.is_empty() || group.len() == 1 && group[0].tag == 'e') {
         groups.push(group);
     }
     groups

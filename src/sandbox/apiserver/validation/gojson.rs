@@ -266,13 +266,37 @@ pub(super) static VOLUME_ATTACHMENT_SPEC: &Schema = &[
     go(
         "Source",
         "source",
-        Struct(&[go("PersistentVolumeName", "persistentVolumeName", Ptr), go("InlineVolumeSpec", "inlineVolumeSpec", Raw)]),
+        Struct(&[
+            go("PersistentVolumeName", "persistentVolumeName", Ptr),
+            go("InlineVolumeSpec", "inlineVolumeSpec", Raw),
+        ]),
     ),
     go("NodeName", "nodeName", Str),
 ];
 
 /// networking.ServiceCIDRSpec.
 pub(super) static SERVICE_CIDR_SPEC: &Schema = &[go("CIDRs", "cidrs", Plain)];
+
+/// apps.DeploymentStrategy (its `intstr.IntOrString`s are values: `0` when absent).
+pub(super) static DEPLOYMENT_STRATEGY: &Schema = &[
+    go("Type", "type", Str),
+    go(
+        "RollingUpdate",
+        "rollingUpdate",
+        OptStruct(&[go("MaxUnavailable", "maxUnavailable", Int), go("MaxSurge", "maxSurge", Int)]),
+    ),
+];
+
+/// apps.DaemonSetUpdateStrategy (the same shape as a Deployment's).
+pub(super) static DAEMON_SET_UPDATE_STRATEGY: &Schema = DEPLOYMENT_STRATEGY;
+
+/// apps.RollingUpdateStatefulSetStrategy.
+pub(super) static ROLLING_UPDATE_STATEFUL_SET: &Schema =
+    &[go("Partition", "partition", Int), go("MaxUnavailable", "maxUnavailable", Ptr)];
+
+/// apps.StatefulSetUpdateStrategy.
+pub(super) static STATEFUL_SET_UPDATE_STRATEGY: &Schema =
+    &[go("Type", "type", Str), go("RollingUpdate", "rollingUpdate", OptStruct(ROLLING_UPDATE_STATEFUL_SET))];
 
 /// batch.SuccessPolicy.
 pub(super) static SUCCESS_POLICY: &Schema = &[go(
@@ -359,11 +383,8 @@ static DEVICE_SUB_REQUEST: &Schema = &[
     go("Tolerations", "tolerations", List(DEVICE_TOLERATION)),
     go("Capacity", "capacity", OptStruct(CAPACITY_REQUIREMENTS)),
 ];
-static DEVICE_CONFIGURATION: &Schema = &[go(
-    "Opaque",
-    "opaque",
-    OptStruct(&[go("Driver", "driver", Str), go("Parameters", "parameters", Raw)]),
-)];
+static DEVICE_CONFIGURATION: &Schema =
+    &[go("Opaque", "opaque", OptStruct(&[go("Driver", "driver", Str), go("Parameters", "parameters", Raw)]))];
 static DEVICE_CLAIM: &Schema = &[
     go(
         "Requests",

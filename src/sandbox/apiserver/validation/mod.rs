@@ -31,7 +31,7 @@ use crate::sandbox::storage::objects::name_of;
 use crate::sandbox::storage::resources::ResourceType;
 use crate::server::http::Request;
 
-/// The fields of a pod spec an update may change (`updatablePodSpecFields`, v1.33).
+/// The fields of a pod spec an update may change (`updatablePodSpecFields`, v1.36).
 const UPDATABLE_POD_SPEC_FIELDS: &[&str] = &[
     "`spec.containers[*].image`",
     "`spec.initContainers[*].image`",
@@ -536,7 +536,10 @@ mod tests {
 
     #[test]
     fn values_render_as_json_as_go_marshals_them() {
-        assert_eq!(label_selector_value(&json!({"matchLabels": {"b": "2", "a": "1"}})), r#"{"matchLabels":{"a":"1","b":"2"}}"#);
+        assert_eq!(
+            label_selector_value(&json!({"matchLabels": {"b": "2", "a": "1"}})),
+            r#"{"matchLabels":{"a":"1","b":"2"}}"#
+        );
         assert_eq!(
             label_selector_value(&json!({"matchExpressions": [{"key": "k", "operator": "Exists"}]})),
             r#"{"matchExpressions":[{"key":"k","operator":"Exists"}]}"#

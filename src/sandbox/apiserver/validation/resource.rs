@@ -42,7 +42,8 @@ const TAINT_EFFECTS: &[&str] = &["NoExecute", "NoSchedule", "None"];
 /// `validDeviceTolerationOperators`.
 const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
 /// The one message a reference to a missing request gets.
-const REQUEST_REF: &str = "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'";
+const REQUEST_REF: &str =
+    "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'";
 
 /// The array at `value[key]`, empty when absent.
 fn list<'a>(value: &'a Value, key: &str) -> &'a [Value] {
@@ -234,9 +235,11 @@ fn exact_request(request: &Value, path: &str) -> Vec<FieldError> {
     let count = request["count"].as_i64().unwrap_or(0);
     let count_path = format!("{path}.count");
     match text(request, "allocationMode") {
-        "All" if count != 0 => {
-            causes.push(FieldError::invalid(&count_path, count.to_string(), "must not be specified when allocationMode is 'All'"))
-        }
+        "All" if count != 0 => causes.push(FieldError::invalid(
+            &count_path,
+            count.to_string(),
+            "must not be specified when allocationMode is 'All'",
+        )),
         "ExactCount" if count <= 0 => {
             causes.push(FieldError::invalid(&count_path, count.to_string(), "must be greater than zero"))
         }
@@ -282,9 +285,7 @@ fn device_toleration(toleration: &Value, path: &str) -> Vec<FieldError> {
         "Exists" => {}
         "Equal" => causes.extend(label_value(value, &format!("{path}.value"))),
         "" => causes.push(FieldError::required(&format!("{path}.operator"), "")),
-        operator => {
-            causes.push(FieldError::not_supported(&format!("{path}.operator"), operator, TOLERATION_OPERATORS))
-        }
+        operator => causes.push(FieldError::not_supported(&format!("{path}.operator"), operator, TOLERATION_OPERATORS)),
     }
     let effect = text(toleration, "effect");
     if !effect.is_empty() && !TAINT_EFFECTS.contains(&effect) {
@@ -298,7 +299,8 @@ fn device_toleration(toleration: &Value, path: &str) -> Vec<FieldError> {
 fn device_constraint(constraint: &Value, path: &str, names: &RequestNames) -> Vec<FieldError> {
     let mut causes = request_refs(constraint, path, names);
     if constraint["matchAttribute"].is_null() && constraint["distinctAttribute"].is_null() {
-        let detail = "exactly one of \"matchAttribute\" or \"distinctAttribute\" is required, but multiple fields are set";
+        let detail =
+            "exactly one of \"matchAttribute\" or \"distinctAttribute\" is required, but multiple fields are set";
         causes.push(FieldError::required(path, detail));
     }
     causes
@@ -349,7 +351,11 @@ fn device_configuration(config: &Value, path: &str) -> Vec<FieldError> {
             causes.push(FieldError::too_long(&parameters_path, OPAQUE_PARAMETERS_MAX_LENGTH))
         }
         Value::Object(_) => {}
-        _ => causes.push(FieldError::invalid(&parameters_path, "\"<value omitted>\"".into(), "must be a valid JSON object")),
+        _ => causes.push(FieldError::invalid(
+            &parameters_path,
+            "\"<value omitted>\"".into(),
+            "must be a valid JSON object",
+        )),
     }
     causes
 }
@@ -405,7 +411,8 @@ pub(super) fn claim_status_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let allocation = &status["allocation"];
     if !reserved.is_empty() {
         if allocation.is_null() {
-            causes.push(FieldError::forbidden("status.reservedFor", "may not be specified when `allocated` is not set"));
+            causes
+                .push(FieldError::forbidden("status.reservedFor", "may not be specified when `allocated` is not set"));
         } else if !new["metadata"]["deletionTimestamp"].is_null()
             && reserved.iter().any(|c| !list(old_status, "reservedFor").contains(c))
         {
@@ -416,7 +423,8 @@ pub(super) fn claim_status_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let old_allocation = &old_status["allocation"];
     if !old_allocation.is_null() && !allocation.is_null() {
         if old_allocation != allocation {
-            causes.push(immutable("status.allocation", gojson::structure(allocation, gojson::ALLOCATION_RESULT).json()));
+            causes
+                .push(immutable("status.allocation", gojson::structure(allocation, gojson::ALLOCATION_RESULT).json()));
         }
     } else if !allocation.is_null() {
         causes.extend(allocation_result(allocation, &RequestNames::of(&new["spec"]["devices"])));
@@ -486,7 +494,11 @@ pub(super) fn device_class(object: &Value) -> Vec<FieldError> {
     if let Some(name) = spec["extendedResourceName"].as_str()
         && !is_extended_resource_name(name)
     {
-        causes.push(FieldError::invalid_str("spec.extendedResourceName", name, "must be a valid extended resource name"));
+        causes.push(FieldError::invalid_str(
+            "spec.extendedResourceName",
+            name,
+            "must be a valid extended resource name",
+        ));
     }
     causes
 }
@@ -504,7 +516,8 @@ fn is_extended_resource_name(name: &str) -> bool {
 // --- ResourceSlice -----------------------------------------------------------------------------
 
 /// The node-selection fields of a slice, as `validateResourceSliceSpec` names them.
-const NODE_SELECTION: &str = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required";
+const NODE_SELECTION: &str =
+    "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required";
 
 /// `ValidateResourceSlice` (`validateResourceSliceSpec` without an old spec).
 pub(super) fn resource_slice(object: &Value) -> Vec<FieldError> {
@@ -514,7 +527,11 @@ pub(super) fn resource_slice(object: &Value) -> Vec<FieldError> {
     causes.extend(pool_name(text(pool, "name"), "spec.pool.name"));
     let count = pool["resourceSliceCount"].as_i64().unwrap_or(0);
     if count <= 0 {
-        causes.push(FieldError::invalid("spec.pool.resourceSliceCount", count.to_string(), "must be greater than zero"));
+        causes.push(FieldError::invalid(
+            "spec.pool.resourceSliceCount",
+            count.to_string(),
+            "must be greater than zero",
+        ));
     }
     let generation = pool["generation"].as_i64().unwrap_or(0);
     if generation < 0 {
@@ -547,7 +564,11 @@ fn node_selection(spec: &Value) -> Vec<FieldError> {
     let mut set = Vec::new();
     if let Some(node) = spec["nodeName"].as_str() {
         if node.is_empty() {
-            causes.push(FieldError::invalid_str("spec.nodeName", node, "must be either unset or set to a non-empty string"));
+            causes.push(FieldError::invalid_str(
+                "spec.nodeName",
+                node,
+                "must be either unset or set to a non-empty string",
+            ));
         } else {
             set.push("`nodeName`");
             causes.extend(dns_subdomain(node, "spec.nodeName"));
@@ -565,9 +586,11 @@ fn node_selection(spec: &Value) -> Vec<FieldError> {
     for flag in ["allNodes", "perDeviceNodeSelection"] {
         match spec[flag].as_bool() {
             Some(true) => set.push(if flag == "allNodes" { "`allNodes`" } else { "`perDeviceNodeSelection`" }),
-            Some(false) => {
-                causes.push(FieldError::invalid(&format!("spec.{flag}"), "false".into(), "must be either unset or set to true"))
-            }
+            Some(false) => causes.push(FieldError::invalid(
+                &format!("spec.{flag}"),
+                "false".into(),
+                "must be either unset or set to true",
+            )),
             None => {}
         }
     }
@@ -689,7 +712,8 @@ mod tests {
     fn reservations_need_an_allocation_which_never_changes() {
         let claim = json!({"spec": {"devices": {"requests": [{"name": "gpu"}]}}, "status": {}});
         let mut reserved = claim.clone();
-        reserved["status"]["reservedFor"] = json!([{"resource": "pods", "name": "p", "uid": "u"}, {"resource": "pods", "name": "q", "uid": "u"}]);
+        reserved["status"]["reservedFor"] =
+            json!([{"resource": "pods", "name": "p", "uid": "u"}, {"resource": "pods", "name": "q", "uid": "u"}]);
         assert_eq!(
             messages(&claim_status_update(&claim, &reserved)),
             [

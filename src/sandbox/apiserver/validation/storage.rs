@@ -202,9 +202,11 @@ pub(super) fn volume_attributes_class(object: &Value) -> Vec<FieldError> {
     if driver.is_empty() {
         causes.push(FieldError::required("driverName", ""));
     } else {
-        causes.extend(is_qualified_name(&driver.to_lowercase()).iter().map(|m| {
-            FieldError::invalid_str("driverName", &driver.to_lowercase(), m)
-        }));
+        causes.extend(
+            is_qualified_name(&driver.to_lowercase())
+                .iter()
+                .map(|m| FieldError::invalid_str("driverName", &driver.to_lowercase(), m)),
+        );
     }
     let parameters = object["parameters"].as_object();
     let count = parameters.map_or(0, |p| p.len());
@@ -256,7 +258,9 @@ mod tests {
         assert!(volume_attachment(&good).is_empty());
         let bad = json!({"spec": {"attacher": "", "nodeName": "Node_A", "source": {}}});
         let causes = volume_attachment(&bad);
-        assert_eq!(causes.len(), 5, "{:?}", fields(&causes));
+        // The attacher (required, then nothing more), the source, the node name.
+        assert_eq!(causes.len(), 3, "{:?}", fields(&causes));
+        assert_eq!(fields(&causes)[0], "Required value");
         assert!(fields(&causes)[1].contains("must specify exactly one of inlineVolumeSpec and persistentVolumeName"));
         let mut moved = good.clone();
         moved["spec"]["nodeName"] = json!("node-b");
