@@ -2090,3 +2090,61 @@ fn volume_attributes_classes_answer_as_kube_apiserver() {
     });
     pair.assert_conforms();
 }
+
+#[test]
+fn workload_fields_new_since_1_33_answer_as_kube_apiserver() {
+    let Some(mut pair) = Pair::start() else { return };
+    for s in [&pair.sandbox, &pair.real] {
+        let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+        assert_eq!(s.admin("POST", &format!("/api/v1/namespaces/{NS}/serviceaccounts"), &[], &account).code, 201);
+    }
+    // A pod template with fields that are on by default since v1.34: pod-level resources, an
+    // image volume, a topology spread constraint with matchLabelKeys.
+    let template = json!({"metadata": {"labels": {"app": "web"}}, "spec": {
+        "resources": {"limits": {"cpu": "2", "memory": "1Gi"}},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["pod-template-hash"]}],
+        "volumes": [{"name": "data", "image": {"reference": "registry.example.com/data:v1"}}],
+        "containers": [{"name": "c", "image": "busybox", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}});
+    pair.check("a Deployment's template with v1.36 pod fields: defaulted as stored", |s| {
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}});
+        let created = s.admin("POST", &format!("/apis/apps/v1/namespaces/{NS}/deployments"), &[], &deployment);
+        stored(&created, "spec")
+    });
+    pair.check("a pod with v1.36 pod fields: defaulted as stored", |s| {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"app": "web",
+            "pod-template-hash": "abc"}}, "spec": template["spec"]});
+        pod["spec"]["nodeName"] = json!("node-1");
+        let mut stored = stored(&s.admin("POST", &pods_path(), &[], &pod), "spec");
+        // The service account token volume: its name has a random suffix, and the OpenShift
+        // build of kube-apiserver projects one more ConfigMap into it.
+        let generated = |v: &Value| v["name"].as_str().is_some_and(|n| n.starts_with("kube-api-access-"));
+        if let Some(volumes) = stored["spec"]["volumes"].as_array_mut() {
+            volumes.retain(|v| !generated(v));
+        }
+        for container in stored["spec"]["containers"].as_array_mut().into_iter().flatten() {
+            if let Some(mounts) = container["volumeMounts"].as_array_mut() {
+                mounts.retain(|m| !generated(m));
+            }
+        }
+        stored
+    });
+    pair.check("ReplicaSet and Deployment status.terminatingReplicas: kept (on by default since v1.35)", |s| {
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "rs"}},
+                "template": {"metadata": {"labels": {"app": "rs"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+        let path = format!("/apis/apps/v1/namespaces/{NS}/replicasets");
+        let created = s.admin("POST", &path, &[], &rs);
+        assert_eq!(created.code, 201, "{}", created.text());
+        let mut rs = created.json();
+        rs["status"] = json!({"replicas": 0, "terminatingReplicas": 2, "observedGeneration": 1});
+        let rs_status = stored(&s.admin("PUT", &format!("{path}/web/status"), &[], &rs), "status");
+        let deployment_path = format!("/apis/apps/v1/namespaces/{NS}/deployments/web");
+        let mut deployment = s.get(&deployment_path).json();
+        deployment["status"] = json!({"replicas": 1, "terminatingReplicas": 1, "observedGeneration": 1});
+        let deployment_status = stored(&s.admin("PUT", &format!("{deployment_path}/status"), &[], &deployment), "status");
+        json!({"replicaset": rs_status, "deployment": deployment_status})
+    });
+    pair.assert_conforms();
+}

@@ -150,7 +150,10 @@ fn kubectl_get_prints_the_servers_tables() {
         lines(&wide)[0],
         "NAME STATUS ROLES AGE VERSION INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME"
     );
-    assert!(lines(&wide)[1].ends_with("<none> Ubuntu 24.04.2 LTS 6.8.0-60-generic containerd://2.0.0"), "{wide}");
+    assert!(
+        lines(&wide)[1].ends_with("<none> Ubuntu 24.04.2 LTS 6.8.0-60-generic (amd64) containerd://2.0.0"),
+        "{wide}"
+    );
 
     // Several kinds at once: one table each, names qualified by kind.
     let endpoints = eventually("the service's endpoints", || {

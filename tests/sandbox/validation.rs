@@ -64,14 +64,14 @@ fn a_deployment_whose_selector_does_not_match_its_template_is_refused() {
         invalid(deployments.create(&deployment("x", json!({"a": "b"}), json!({"a": "x"})), &PostParams::default()));
     assert_eq!(
         message,
-        "Deployment.apps \"x\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"a\":\"x\"}: `selector` does not match template `labels`"
+        "Deployment.apps \"x\" is invalid: spec.template.metadata.labels: Invalid value: {\"a\":\"x\"}: `selector` does not match template `labels`"
     );
     assert_eq!(
         causes,
         [(
             "FieldValueInvalid".to_string(),
             "spec.template.metadata.labels".to_string(),
-            "Invalid value: map[string]string{\"a\":\"x\"}: `selector` does not match template `labels`".to_string()
+            "Invalid value: {\"a\":\"x\"}: `selector` does not match template `labels`".to_string()
         )]
     );
     assert!(deployments.get_opt("x").unwrap().is_none(), "nothing was stored");
@@ -84,7 +84,7 @@ fn a_deployment_whose_selector_does_not_match_its_template_is_refused() {
     let (message, causes) = invalid(deployments.create(&from(bad), &PostParams::default()));
     assert_eq!(
         message,
-        "Deployment.apps \"y\" is invalid: [spec.replicas: Invalid value: -1: must be greater than or equal to 0, spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\", spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}: may not be 0 when `maxSurge` is 0, spec.progressDeadlineSeconds: Invalid value: 5: must be greater than minReadySeconds]"
+        "Deployment.apps \"y\" is invalid: [spec.replicas: Invalid value: -1: must be greater than or equal to 0, spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\", spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0, spec.progressDeadlineSeconds: Invalid value: 5: must be greater than minReadySeconds]"
     );
     assert_eq!(causes[1].0, "FieldValueNotSupported");
 }
@@ -100,7 +100,7 @@ fn updates_are_validated_like_creates() {
     let (message, _) = invalid(deployments.patch("web", &patch, &PostParams::default()));
     assert_eq!(
         message,
-        "Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`"
+        "Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`"
     );
     // The spec rules come first, then what may not change.
     let patch = Patch::Merge(json!({"spec": {"replicas": -3, "selector": {"matchLabels": {"app": "new"}}}}));
@@ -140,7 +140,7 @@ fn workload_selectors_are_required_and_not_empty() {
     let (message, _) = invalid(Api::<ReplicaSet>::namespaced(&c, "default").create(&rs, &PostParams::default()));
     assert_eq!(
         message,
-        "ReplicaSet.apps \"rs\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"
+        "ReplicaSet.apps \"rs\" is invalid: spec.selector: Invalid value: {}: empty selector is invalid for deployment"
     );
     let sts: StatefulSet = from(
         json!({"metadata": {"name": "db"}, "spec": {"serviceName": "db", "template": template(json!({"a": "b"}))}}),
@@ -149,14 +149,14 @@ fn workload_selectors_are_required_and_not_empty() {
     // k8s-openapi writes a missing (required) selector as `{}`: an empty selector.
     assert_eq!(
         message,
-        "StatefulSet.apps \"db\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for statefulset"
+        "StatefulSet.apps \"db\" is invalid: spec.selector: Invalid value: {}: empty selector is invalid for statefulset"
     );
     let ds: DaemonSet = from(json!({"metadata": {"name": "agent"},
         "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": template(json!({"a": "c"}))}}));
     let (message, _) = invalid(Api::<DaemonSet>::namespaced(&c, "default").create(&ds, &PostParams::default()));
     assert_eq!(
         message,
-        "DaemonSet.apps \"agent\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"a\":\"c\"}: `selector` does not match template `labels`"
+        "DaemonSet.apps \"agent\" is invalid: spec.template.metadata.labels: Invalid value: {\"a\":\"c\"}: `selector` does not match template `labels`"
     );
     let rc: ReplicationController = from(json!({"metadata": {"name": "rc"},
         "spec": {"selector": {"a": "b"}, "template": template(json!({"a": "c"}))}}));
@@ -164,7 +164,7 @@ fn workload_selectors_are_required_and_not_empty() {
         invalid(Api::<ReplicationController>::namespaced(&c, "default").create(&rc, &PostParams::default()));
     assert_eq!(
         message,
-        "ReplicationController \"rc\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"a\":\"c\"}: `selector` does not match template `labels`"
+        "ReplicationController \"rc\" is invalid: spec.template.metadata.labels: Invalid value: {\"a\":\"c\"}: `selector` does not match template `labels`"
     );
 }
 
@@ -209,7 +209,7 @@ fn jobs_and_cron_jobs_are_validated() {
     let (message, _) = invalid(Api::<Job>::namespaced(&c, "default").create(&manual, &PostParams::default()));
     assert_eq!(
         message,
-        "Job.batch \"m\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"a\":\"c\"}: `selector` does not match template `labels`"
+        "Job.batch \"m\" is invalid: spec.template.metadata.labels: Invalid value: {\"a\":\"c\"}: `selector` does not match template `labels`"
     );
     let cron: CronJob = from(json!({"metadata": {"name": "cj"}, "spec": {"schedule": "61 * * * *",
         "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
@@ -278,8 +278,8 @@ fn jobs_get_upstream_defaults_and_a_generated_selector() {
         message,
         format!(
             "Job.batch \"r\" is invalid: spec.template.metadata.labels[controller-uid]: Invalid value: \
-             map[string]string{{\"batch.kubernetes.io/controller-uid\":\"{uid}\", \"batch.kubernetes.io/job-name\":\"r\", \
-             \"controller-uid\":\"mine\", \"job-name\":\"r\"}}: must be '{uid}'"
+             {{\"batch.kubernetes.io/controller-uid\":\"{uid}\",\"batch.kubernetes.io/job-name\":\"r\",\
+             \"controller-uid\":\"mine\",\"job-name\":\"r\"}}: must be '{uid}'"
         )
     );
 
@@ -309,7 +309,7 @@ fn job_policies_and_updates_are_validated() {
          spec.podFailurePolicy.rules[0].action: Invalid value: \"FailIndex\": requires the backoffLimitPerIndex to be set, \
          spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Invalid value: 0: must not be 0 for the In operator, \
          spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Duplicate value: 3, \
-         spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{3, 0, 3}: must be ordered, \
+         spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,0,3]: must be ordered, \
          spec.podFailurePolicy.rules[1]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required, \
          spec.podReplacementPolicy: Unsupported value: \"TerminatingOrFailed\": supported values: \"Failed\"]"
     );

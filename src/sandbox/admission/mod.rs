@@ -17,7 +17,7 @@ use crate::sandbox::storage::store::Txn;
 
 mod certificates;
 mod limit_ranger;
-mod nodes;
+pub mod nodes;
 mod priority;
 pub mod resource_list;
 mod resource_quota;
@@ -82,6 +82,7 @@ pub fn admit(ctx: &AdmissionContext<'_>, object: &mut Value, txn: &mut Txn<'_>) 
     tolerations::default_toleration_seconds(ctx, object);
     storage::default_storage_class(ctx, object, txn);
     storage::storage_object_in_use_protection(ctx, object);
+    nodes::pod_topology_labels(ctx, object, txn);
     // Validating plugins, in the same order; ResourceQuota is last, as upstream requires.
     limit_ranger::validate(ctx, object, txn)?;
     service_account::validate(ctx, object, txn)?;

@@ -1,10 +1,46 @@
 //! TaintNodesByCondition (`plugin/pkg/admission/nodetaint`): a new node starts with the
 //! `node.kubernetes.io/not-ready:NoSchedule` taint, which the node lifecycle controller removes
 //! once the node reports Ready, so nothing is scheduled onto it before that.
+//!
+//! PodTopologyLabels (`plugin/pkg/admission/podtopologylabels`, PodTopologyLabelsAdmission Beta
+//! and on since v1.35): a pod created on a node, or bound to one, gets the node's zone and
+//! region labels.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{AdmissionContext, array_mut, items, spec_mut, text};
+use crate::sandbox::storage::store::Txn;
+
+/// The node labels PodTopologyLabels copies (`defaultConfig`).
+const TOPOLOGY_LABELS: &[&str] = &["topology.kubernetes.io/zone", "topology.kubernetes.io/region"];
+
+/// The topology labels of node `name` (none when it does not exist).
+pub fn topology_labels(txn: &Txn<'_>, name: &str) -> Map<String, Value> {
+    let Some(node) = txn.get("nodes", "", name) else { return Map::new() };
+    let labels = node["metadata"]["labels"].as_object().cloned().unwrap_or_default();
+    labels.into_iter().filter(|(key, _)| TOPOLOGY_LABELS.contains(&key.as_str())).collect()
+}
+
+/// PodTopologyLabels on a pod created with its node set (bindings: `subresources::bind`).
+pub(super) fn pod_topology_labels(ctx: &AdmissionContext<'_>, pod: &mut Value, txn: &Txn<'_>) {
+    if !ctx.is_core("pods") || !ctx.is_create() {
+        return;
+    }
+    let node = text(pod, "/spec/nodeName").to_string();
+    if node.is_empty() {
+        return;
+    }
+    let labels = topology_labels(txn, &node);
+    if labels.is_empty() {
+        return;
+    }
+    if !pod["metadata"]["labels"].is_object() {
+        pod["metadata"]["labels"] = json!({});
+    }
+    for (key, value) in labels {
+        pod["metadata"]["labels"][key] = value;
+    }
+}
 
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 

@@ -220,13 +220,29 @@ fn bind(api: &ApiServer, request: &Request, ns: &str, pod_name: &str) -> ApiResu
         if let Some(bound) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
             return Err(binding_conflict(pod_name, &format!("pod {pod_name} is already assigned to node \"{bound}\"")));
         }
+        if pod["spec"]["schedulingGates"].as_array().is_some_and(|gates| !gates.is_empty()) {
+            return Err(binding_conflict(pod_name, &format!("pod {pod_name} has non-empty .spec.schedulingGates")));
+        }
         let mut pod = (*pod).clone();
         pod["spec"]["nodeName"] = node.clone().into();
-        // The binding's annotations are copied to the pod (`setPodNodeAndMetadata`).
+        // `setPodNodeAndMetadata`: the nomination is done with (ClearingNominatedNodeNameAfterBinding,
+        // on since v1.35), the binding's annotations are copied to the pod, and its labels with
+        // the node's topology labels the PodTopologyLabels admission adds to the binding
+        // (PodTopologyLabelsAdmission, on since v1.35), overwriting the pod's.
+        if let Some(status) = pod["status"].as_object_mut() {
+            status.remove("nominatedNodeName");
+        }
         if let Some(annotations) = binding["metadata"]["annotations"].as_object() {
             for (key, value) in annotations {
                 pod["metadata"]["annotations"][key] = value.clone();
             }
+        }
+        let mut labels = binding["metadata"]["labels"].as_object().cloned().unwrap_or_default();
+        if binding["target"]["kind"] == "Node" {
+            labels.extend(crate::sandbox::admission::nodes::topology_labels(txn, &node));
+        }
+        for (key, value) in labels {
+            pod["metadata"]["labels"][key] = value;
         }
         set_condition(&mut pod, "PodScheduled", "True");
         txn.put("pods", pod);

@@ -396,8 +396,10 @@ pub fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiError {
 pub const ANONYMOUS_USER: &str = "system:anonymous";
 
 /// The identity of a request that presented no credentials.
+/// Its only group is `system:unauthenticated` (not `system:authenticated`, which
+/// `UserInfo::new` adds).
 pub fn anonymous_user() -> UserInfo {
-    UserInfo::new(ANONYMOUS_USER, &["system:unauthenticated"])
+    UserInfo { name: ANONYMOUS_USER.into(), uid: String::new(), groups: vec!["system:unauthenticated".into()] }
 }
 
 /// The non-resource URLs `system:public-info-viewer` grants `get` on (and their subpaths, as

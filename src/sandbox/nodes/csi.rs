@@ -27,7 +27,7 @@ pub const DRIVER: &str = "csi.kcm-sandbox.dev";
 /// external-attacher's VolumeAttachment finalizer: `external-attacher/` and the driver name
 /// with everything but letters, digits and `-` replaced by `-` (`SanitizeDriverName`).
 pub const ATTACHER_FINALIZER: &str = "external-attacher/csi-kcm-sandbox-dev";
-/// The in-tree plugins a v1.33 kubelet lists as migrated on its CSINode.
+/// The in-tree plugins a v1.36 kubelet lists as migrated on its CSINode.
 const MIGRATED_PLUGINS: &str = "kubernetes.io/aws-ebs,kubernetes.io/azure-disk,kubernetes.io/azure-file,kubernetes.io/cinder,kubernetes.io/gce-pd,kubernetes.io/portworx-volume,kubernetes.io/vsphere-volume";
 const CSI_PLUGIN: &str = "kubernetes.io/csi";
 

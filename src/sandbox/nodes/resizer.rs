@@ -1,5 +1,5 @@
 //! A simulated CSI external resizer (external-resizer v1.13 with RecoverVolumeExpansionFailure,
-//! on by default in 1.33) for the simulated driver [`DRIVER`], so that claims grow without a
+//! GA since 1.34) for the simulated driver [`DRIVER`], so that claims grow without a
 //! storage backend. A Bound claim whose storage request exceeds its `status.capacity`, bound to
 //! a CSI volume of [`DRIVER`] (or annotated `volume.kubernetes.io/storage-resizer: DRIVER`, as
 //! a migrated in-tree volume would be), goes through external-resizer's steps:

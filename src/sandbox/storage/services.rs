@@ -1,6 +1,6 @@
 //! What the Service registry allocates on create: a cluster IP and node ports from
 //! 30000–32767, as kube-apiserver's allocators do. With `MultiCIDRServiceAllocator` (GA in
-//! 1.33) a cluster IP belongs to a ServiceCIDR and is recorded as an IPAddress object named by
+//! 1.34) a cluster IP belongs to a ServiceCIDR and is recorded as an IPAddress object named by
 //! the IP (parent: the Service), deleted with the Service. A free IP comes from the service
 //! range first (upstream keeps writing its old bitmap while `DisableAllocatorDualWrite` is
 //! off), then from the other ServiceCIDRs; any IP given must lie in a ServiceCIDR that is

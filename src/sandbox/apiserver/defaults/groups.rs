@@ -95,7 +95,8 @@ pub(super) fn storage_class(object: &mut Value) {
     fill(object, &[ptr("reclaimPolicy", Str("Delete")), ptr("volumeBindingMode", Str("Immediate"))]);
 }
 
-/// `SetDefaults_CSIDriver` (`seLinuxMount` with `SELinuxMountReadWriteOncePod`, on in v1.33).
+/// `SetDefaults_CSIDriver` (`seLinuxMount` with `SELinuxMountReadWriteOncePod`, GA in v1.36;
+/// `preventPodSchedulingIfMissing` only with `VolumeLimitScaling`, off).
 const CSI_DRIVER: &[Field] = &[
     ptr("attachRequired", Bool(true)),
     ptr("podInfoOnMount", Bool(false)),

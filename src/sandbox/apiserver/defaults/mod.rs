@@ -1,5 +1,5 @@
-//! API defaulting: the fields kube-apiserver v1.33 fills in when an object is written, with the
-//! feature gates at their v1.33 defaults. Each function names the upstream code it mirrors
+//! API defaulting: the fields kube-apiserver v1.36 fills in when an object is written, with the
+//! feature gates at their v1.36 defaults. Each function names the upstream code it mirrors
 //! (`SetDefaults_*` in `pkg/apis/<group>/<version>/defaults.go`, the nested calls listed in
 //! `zz_generated.defaults.go`, and the few registry-strategy steps whose results clients see
 //! as defaults). Defaults must match upstream field for field: controllers hash defaulted pod

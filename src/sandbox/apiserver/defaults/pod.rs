@@ -94,7 +94,7 @@ fn mutate_topology_spread_constraints(spec: &mut Value, labels: &Value) {
     }
 }
 
-/// `mutatePodAffinity` (`MatchLabelKeysInPodAffinity`, on in v1.33): each pod (anti-)affinity
+/// `mutatePodAffinity` (`MatchLabelKeysInPodAffinity`, GA since v1.33): each pod (anti-)affinity
 /// term's `matchLabelKeys` and `mismatchLabelKeys` become `In` and `NotIn` requirements on the
 /// pod's values of those labels, added to the term's label selector when it has one.
 fn mutate_pod_affinity(spec: &mut Value, labels: &Value) {
@@ -183,9 +183,9 @@ fn pod_spec(spec: &mut Value, owner: Owner) {
     }
 }
 
-/// `SetDefaults_Pod`: requests default to limits, service links are on, and host-network
-/// ports get their host port. (Pod-level resource defaulting is behind `PodLevelResources`,
-/// off in v1.33.)
+/// `SetDefaults_Pod`: requests default to limits, then the pod-level resources
+/// (`PodLevelResources`, Beta and on since v1.34), service links are on, and host-network
+/// ports get their host port.
 fn pod_only(spec: &mut Value) {
     for list in ["containers", "initContainers"] {
         for container in items(spec, list) {
@@ -194,6 +194,7 @@ fn pod_only(spec: &mut Value) {
             }
         }
     }
+    pod_level_resources(spec);
     fill(spec, &[ptr("enableServiceLinks", Bool(true))]);
     if spec.get("hostNetwork") == Some(&Value::Bool(true)) {
         for list in ["containers", "initContainers"] {
@@ -206,6 +207,48 @@ fn pod_only(spec: &mut Value) {
                 }
             }
         }
+    }
+}
+
+/// `defaultHugePagePodLimits` then `defaultPodRequests`, for a pod whose `spec.resources` says
+/// something: a hugepages size the containers limit gets their total as the pod's limit (unless
+/// the pod requests it); CPU and memory the containers request get their effective total as
+/// the pod's request; a pod-level limit (CPU, memory, hugepages) is the request of what is
+/// still not requested.
+fn pod_level_resources(spec: &mut Value) {
+    use crate::sandbox::admission::resource_list::aggregate_containers;
+    let Some(resources) = child(spec, "resources").cloned() else { return };
+    let pod = serde_json::json!({"spec": spec.clone()});
+    let is_hugepages = |name: &str| name.starts_with("hugepages-");
+    let supported = |name: &str| matches!(name, "cpu" | "memory") || is_hugepages(name);
+    let mut limits = resources["limits"].as_object().cloned().unwrap_or_default();
+    let requests_given = resources["requests"].as_object().cloned().unwrap_or_default();
+    if !limits.is_empty() || !requests_given.is_empty() {
+        for (name, total) in aggregate_containers(&pod, "limits") {
+            if is_hugepages(&name) && !requests_given.contains_key(&name) && !limits.contains_key(&name) {
+                limits.insert(name, total.canonical().into());
+            }
+        }
+        if !limits.is_empty() {
+            spec["resources"]["limits"] = Value::Object(limits.clone());
+        }
+    }
+    if limits.is_empty() {
+        return;
+    }
+    let mut requests = requests_given;
+    for (name, total) in aggregate_containers(&pod, "requests") {
+        if matches!(name.as_str(), "cpu" | "memory") && !requests.contains_key(&name) {
+            requests.insert(name, total.canonical().into());
+        }
+    }
+    for (name, limit) in &limits {
+        if supported(name) && !requests.contains_key(name) {
+            requests.insert(name.clone(), limit.clone());
+        }
+    }
+    if !requests.is_empty() {
+        spec["resources"]["requests"] = Value::Object(requests);
     }
 }
 

@@ -78,7 +78,7 @@ fn minimal_deployment_reads_back_as_from_kube_apiserver() {
                 "type": "RollingUpdate",
             },
             "template": {
-                "metadata": {"creationTimestamp": null, "labels": {"app": "web"}},
+                "metadata": {"labels": {"app": "web"}},
                 "spec": {
                     "containers": [{
                         "image": "nginx:1.27",
@@ -237,7 +237,7 @@ fn pod_spec_nested_defaults() {
     assert_eq!(volumes[5]["projected"]["sources"][1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"], "v1");
     assert_eq!(
         volumes[6]["ephemeral"]["volumeClaimTemplate"],
-        json!({"metadata": {"creationTimestamp": null}, "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem"}})
+        json!({"metadata": {}, "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem"}})
     );
     assert_eq!(
         volumes[7]["rbd"],
@@ -353,8 +353,11 @@ fn templates_get_the_same_pod_spec_defaults_everywhere() {
     for (group, kind, object, path) in cases {
         let got = defaulted(group, kind, object);
         assert_eq!(got.pointer(path), Some(&want), "{kind}");
-        let metadata_path = path.trim_end_matches("/spec").to_string() + "/metadata/creationTimestamp";
-        assert_eq!(got.pointer(&metadata_path), Some(&Value::Null), "{kind}");
+        // The template's metadata is written (a struct), without a zero creationTimestamp
+        // (`omitzero` since v1.34).
+        let metadata_path = path.trim_end_matches("/spec").to_string() + "/metadata";
+        assert_eq!(got.pointer(&metadata_path).and_then(|m| m.get("creationTimestamp")), None, "{kind}");
+        assert!(got.pointer(&metadata_path).is_some_and(Value::is_object), "{kind}");
     }
 }
 
@@ -419,7 +422,7 @@ fn stateful_set_defaults() {
         json!({
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
-            "metadata": {"name": "data", "creationTimestamp": null},
+            "metadata": {"name": "data"},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Filesystem"},
             "status": {"phase": "Pending"},
         })
@@ -477,7 +480,7 @@ fn job_selector_and_labels_are_generated_from_the_uid() {
     });
     let spec = &got["spec"];
     assert_eq!(spec["selector"], json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}));
-    assert_eq!(spec["template"]["metadata"], json!({"creationTimestamp": null, "labels": labels}));
+    assert_eq!(spec["template"]["metadata"], json!({"labels": labels}));
     assert_eq!(got["metadata"]["labels"], labels);
     for (field, value) in [
         ("backoffLimit", json!(6)),
@@ -545,7 +548,7 @@ fn cron_job_defaults_leave_the_job_template_spec_alone() {
     assert_eq!(spec["suspend"], false);
     assert_eq!(spec["successfulJobsHistoryLimit"], 3);
     assert_eq!(spec["failedJobsHistoryLimit"], 1);
-    assert_eq!(spec["jobTemplate"]["metadata"], json!({"creationTimestamp": null}));
+    assert_eq!(spec["jobTemplate"]["metadata"], json!({}));
     let job_spec = spec["jobTemplate"]["spec"].as_object().expect("job spec");
     let keys: Vec<&str> = job_spec.keys().map(String::as_str).collect();
     assert_eq!(keys, ["template"]);
@@ -886,4 +889,24 @@ fn device_taints_get_the_time_they_were_added() {
     let taints = &got["spec"]["devices"][0]["taints"];
     assert!(taints[0]["timeAdded"].as_str().is_some_and(|t| t.ends_with('Z')), "{taints}");
     assert_eq!(taints[1]["timeAdded"], "2026-01-01T00:00:00Z");
+}
+
+#[test]
+fn pod_level_limits_give_pod_level_requests() {
+    let pod = json!({"metadata": {"name": "p"}, "spec": {
+        "resources": {"limits": {"cpu": "2", "memory": "1Gi"}},
+        "containers": [{"name": "a", "image": "a", "resources": {"requests": {"cpu": "500m"}}},
+            {"name": "b", "image": "b", "resources": {"requests": {"cpu": "250m"}, "limits": {"hugepages-2Mi": "4Mi"}}}],
+    }});
+    let got = defaulted("", "Pod", pod);
+    assert_eq!(got["spec"]["resources"]["requests"], json!({"cpu": "750m", "memory": "1Gi", "hugepages-2Mi": "4Mi"}));
+    assert_eq!(got["spec"]["resources"]["limits"], json!({"cpu": "2", "memory": "1Gi", "hugepages-2Mi": "4Mi"}));
+    // Templates are not defaulted so (SetDefaults_Pod only).
+    let template = defaulted(
+        "",
+        "PodTemplate",
+        json!({"metadata": {"name": "t"}, "template": {"spec": {
+        "resources": {"limits": {"cpu": "2"}}, "containers": [{"name": "a", "image": "a"}]}}}),
+    );
+    assert!(template["template"]["spec"]["resources"].get("requests").is_none());
 }

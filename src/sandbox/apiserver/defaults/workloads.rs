@@ -113,7 +113,7 @@ fn rolling_update(spec: &mut Value, key: &str, defaults: &[Field]) {
 }
 
 /// `SetDefaults_StatefulSet` (the `StatefulSetAutoDeletePVC` retention policy is GA;
-/// `maxUnavailable` is behind `MaxUnavailableStatefulSet`, off in v1.33).
+/// `maxUnavailable` is behind `MaxUnavailableStatefulSet`, Beta and off in v1.36).
 const STATEFUL_SET: &[Field] =
     &[val("podManagementPolicy", Str("OrderedReady")), ptr("replicas", Int(1)), ptr("revisionHistoryLimit", Int(10))];
 

@@ -185,7 +185,7 @@ fn grouped_opcodes(a: &[String], b: &[String], n: usize) -> Vec<Vec<OpCode>> {
         }
         group.push(code);
     }
-    if !group.is_empty() && !(group.len() == 1 && group[0].tag == 'e') {
+    if !(group.is_empty() || group.len() == 1 && group[0].tag == 'e') {
         groups.push(group);
     }
     groups

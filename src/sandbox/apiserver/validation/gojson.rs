@@ -277,6 +277,27 @@ pub(super) static VOLUME_ATTACHMENT_SPEC: &Schema = &[
 /// networking.ServiceCIDRSpec.
 pub(super) static SERVICE_CIDR_SPEC: &Schema = &[go("CIDRs", "cidrs", Plain)];
 
+/// apps.DeploymentStrategy (its `intstr.IntOrString`s are values: `0` when absent).
+pub(super) static DEPLOYMENT_STRATEGY: &Schema = &[
+    go("Type", "type", Str),
+    go(
+        "RollingUpdate",
+        "rollingUpdate",
+        OptStruct(&[go("MaxUnavailable", "maxUnavailable", Int), go("MaxSurge", "maxSurge", Int)]),
+    ),
+];
+
+/// apps.DaemonSetUpdateStrategy (the same shape as a Deployment's).
+pub(super) static DAEMON_SET_UPDATE_STRATEGY: &Schema = DEPLOYMENT_STRATEGY;
+
+/// apps.RollingUpdateStatefulSetStrategy.
+pub(super) static ROLLING_UPDATE_STATEFUL_SET: &Schema =
+    &[go("Partition", "partition", Int), go("MaxUnavailable", "maxUnavailable", Ptr)];
+
+/// apps.StatefulSetUpdateStrategy.
+pub(super) static STATEFUL_SET_UPDATE_STRATEGY: &Schema =
+    &[go("Type", "type", Str), go("RollingUpdate", "rollingUpdate", OptStruct(ROLLING_UPDATE_STATEFUL_SET))];
+
 /// batch.SuccessPolicy.
 pub(super) static SUCCESS_POLICY: &Schema = &[go(
     "Rules",

@@ -1,8 +1,8 @@
-//! Job rules beyond counts and the template (`pkg/apis/batch/validation`, v1.33): indexed and
+//! Job rules beyond counts and the template (`pkg/apis/batch/validation`, v1.36): indexed and
 //! per-index limits, `managedBy`, the pod failure and success policies, the pod replacement
 //! policy, what an update may change (`ValidateJobSpecUpdate`) and the status rules the Job
 //! strategy applies (`ValidateJobUpdateStatus` with `getStatusValidationOptions`, JobManagedBy
-//! on as in v1.33).
+//! GA since v1.35).
 
 use serde_json::Value;
 
@@ -567,7 +567,7 @@ fn go_uncounted(value: &Value) -> String {
 }
 
 /// `ValidateJobStatusUpdate` with the options `getStatusValidationOptions` gives when
-/// JobManagedBy is on (v1.33): most rules apply only when the fields they look at change.
+/// JobManagedBy is GA (v1.35): most rules apply only when the fields they look at change.
 pub(super) fn status_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let (status, old_status, spec) = (&new["status"], &old["status"], &new["spec"]);
     let changed = |field: &str| status[field] != old_status[field];
@@ -815,7 +815,7 @@ mod tests {
                 "spec.podFailurePolicy.rules[0].onExitCodes.containerName: Invalid value: \"x\": must be one of the container or initContainer names in the pod template",
                 "spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Invalid value: 0: must not be 0 for the In operator",
                 "spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Duplicate value: 3",
-                "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{3, 0, 3}: must be ordered",
+                "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [3,0,3]: must be ordered",
                 "spec.podFailurePolicy.rules[1].action: Unsupported value: \"Restart\": supported values: \"Count\", \"FailIndex\", \"FailJob\", \"Ignore\"",
                 "spec.podFailurePolicy.rules[1].onPodConditions[0].status: Unsupported value: \"Maybe\": supported values: \"False\", \"True\", \"Unknown\"",
                 "spec.podFailurePolicy.rules[2]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
@@ -847,7 +847,7 @@ mod tests {
             [
                 "spec.managedBy: Invalid value: \"nodomain\": must be a domain-prefixed path (such as \"acme.io/foo\")",
                 "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
-                "spec.successPolicy: Invalid value: batch.SuccessPolicy{Rules:[]batch.SuccessPolicyRule{}}: requires indexed completion mode",
+                "spec.successPolicy: Invalid value: {\"Rules\":[]}: requires indexed completion mode",
             ]
         );
     }
@@ -866,10 +866,10 @@ mod tests {
             lines(&status_update(&old, &new)),
             [
                 "status.uncountedTerminatedPods.succeeded[1]: Duplicate value: \"a\"",
-                "status.completionTime: Invalid value: 2029-01-01 00:00:00 +0000 UTC: completionTime cannot be set before startTime",
+                "status.completionTime: Invalid value: \"2029-01-01T00:00:00Z\": must be equal to or after `startTime`",
                 "status.conditions: Invalid value: cannot set Complete=True condition without the SuccessCriteriaMet=true condition",
                 "status.active: Invalid value: 1: active>0 is invalid for finished job",
-                "status.uncountedTerminatedPods: Invalid value: batch.UncountedTerminatedPods{Succeeded:[]types.UID{\"a\", \"a\"}, Failed:[]types.UID(nil)}: uncountedTerminatedPods needs to be empty for finished job",
+                "status.uncountedTerminatedPods: Invalid value: {\"Succeeded\":[\"a\",\"a\"],\"Failed\":null}: must be empty for finished job",
                 "status.completedIndexes: Invalid value: \"0\": cannot set non-empty completedIndexes when non-indexed completion mode",
                 "status.ready: Invalid value: 2: cannot set more ready pods than active",
             ]
@@ -904,6 +904,19 @@ mod tests {
         new["spec"]["template"]["spec"]["affinity"]["nodeAffinity"] = json!({"y": 1});
         new["spec"]["template"]["spec"]["nodeSelector"] = json!({"zone": "a"});
         assert_eq!(lines(&spec_update(&old, &new)), Vec::<String>::new());
+        // A suspended Job that never started may change its containers' resources too.
+        let mut resized = old.clone();
+        resized["spec"]["template"]["spec"]["containers"] = json!([{"name": "c", "resources": {}}]);
+        let mut bigger = resized.clone();
+        bigger["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "2"}});
+        assert_eq!(lines(&spec_update(&resized, &bigger)), Vec::<String>::new());
+        // Not when it runs: any template change is refused on the template.
+        let mut running = resized.clone();
+        running["status"]["active"] = json!(1);
+        assert_eq!(
+            lines(&spec_update(&running, &bigger)),
+            ["spec.template: Invalid value: core.PodTemplateSpec{...}: field is immutable"]
+        );
         new["spec"]["completions"] = json!(4);
         new["spec"]["template"]["spec"]["affinity"]["podAffinity"] = json!({"x": 2});
         new["spec"]["managedBy"] = json!("example.com/mine");
@@ -911,7 +924,7 @@ mod tests {
             lines(&spec_update(&old, &new)),
             [
                 "spec.completions: Invalid value: 4: can only be modified in tandem with spec.parallelism",
-                "spec.template: Invalid value: core.PodTemplateSpec{...}: field is immutable",
+                "spec.template.spec: Invalid value: core.PodSpec{...}: field is immutable",
                 "spec.managedBy: Invalid value: \"example.com/mine\": field is immutable",
             ]
         );

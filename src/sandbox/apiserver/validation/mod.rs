@@ -31,7 +31,7 @@ use crate::sandbox::storage::objects::name_of;
 use crate::sandbox::storage::resources::ResourceType;
 use crate::server::http::Request;
 
-/// The fields of a pod spec an update may change (`updatablePodSpecFields`, v1.33).
+/// The fields of a pod spec an update may change (`updatablePodSpecFields`, v1.36).
 const UPDATABLE_POD_SPEC_FIELDS: &[&str] = &[
     "`spec.containers[*].image`",
     "`spec.initContainers[*].image`",

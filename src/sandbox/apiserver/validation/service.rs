@@ -115,8 +115,10 @@ fn duplicate_ports(ports: &[Value]) -> Vec<FieldError> {
     for (i, port) in ports.iter().enumerate() {
         let (protocol, number) = (text(port, "protocol"), int(port, "port"));
         if !seen.insert((protocol, number)) {
+            // The key compared, an internal `core.ServicePort` with the protocol and number, as
+            // a field error shows it (JSON, Go's field names).
             let rendered = format!(
-                "core.ServicePort{{Name:\"\", Protocol:{}, AppProtocol:(*string)(nil), Port:{number}, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:\"\"}}, NodePort:0}}",
+                "{{\"Name\":\"\",\"Protocol\":{},\"AppProtocol\":null,\"Port\":{number},\"TargetPort\":0,\"NodePort\":0}}",
                 quote(protocol)
             );
             causes.push(FieldError::duplicate(&format!("spec.ports[{i}]"), rendered));
@@ -159,7 +161,10 @@ mod tests {
             found[0],
             "spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services"
         );
-        assert!(found.last().unwrap().starts_with("spec.ports[1]: Duplicate value: core.ServicePort{"), "{found:?}");
+        assert_eq!(
+            found.last().unwrap(),
+            "spec.ports[1]: Duplicate value: {\"Name\":\"\",\"Protocol\":\"TCP\",\"AppProtocol\":null,\"Port\":80,\"TargetPort\":0,\"NodePort\":0}"
+        );
         let unknown = json!({"spec": {"type": "Public", "sessionAffinity": "None", "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}});
         assert_eq!(
             lines(&unknown),

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::meta::{annotations, int, label_selector, labels, nonnegative, text};
-use super::{FieldError, label_selector_value, pod, quote, string_map_value};
+use super::{FieldError, gojson, label_selector_value, pod, quote, string_map_value};
 use crate::apimachinery::labels::Selector;
 use crate::sandbox::storage::resources::ResourceType;
 
@@ -226,16 +226,8 @@ fn deployment_strategy(strategy: &Value) -> Vec<FieldError> {
             vec![FieldError::required("spec.strategy.rollingUpdate", "this should be defaulted and never be nil")]
         }
         "RollingUpdate" => rolling_update_deployment(rolling, "spec.strategy.rollingUpdate"),
-        other => {
-            let rendered = format!(
-                "apps.DeploymentStrategy{{Type:{}, RollingUpdate:{}}}",
-                quote(other),
-                if rolling.is_null() {
-                    "(*apps.RollingUpdateDeployment)(nil)"
-                } else {
-                    "(*apps.RollingUpdateDeployment)(…)"
-                }
-            );
+        _ => {
+            let rendered = gojson::structure(strategy, gojson::DEPLOYMENT_STRATEGY).json();
             vec![FieldError::not_supported_rendered("spec.strategy", rendered, &["Recreate", "RollingUpdate"])]
         }
     }
@@ -283,16 +275,8 @@ fn daemon_set_strategy(strategy: &Value) -> Vec<FieldError> {
             }
             causes
         }
-        other => {
-            let rendered = format!(
-                "apps.DaemonSetUpdateStrategy{{Type:{}, RollingUpdate:{}}}",
-                quote(other),
-                if rolling.is_null() {
-                    "(*apps.RollingUpdateDaemonSet)(nil)"
-                } else {
-                    "(*apps.RollingUpdateDaemonSet)(…)"
-                }
-            );
+        _ => {
+            let rendered = gojson::structure(strategy, gojson::DAEMON_SET_UPDATE_STRATEGY).json();
             vec![FieldError::not_supported_rendered(path, rendered, &["RollingUpdate", "OnDelete"])]
         }
     }
@@ -306,7 +290,7 @@ fn stateful_set_strategy(strategy: &Value) -> Vec<FieldError> {
         "" => vec![FieldError::required(path, "")],
         "OnDelete" if !rolling.is_null() => vec![FieldError::invalid(
             &format!("{path}.rollingUpdate"),
-            go_stateful_set_rolling_update(rolling),
+            gojson::structure(rolling, gojson::ROLLING_UPDATE_STATEFUL_SET).json(),
             "only allowed for updateStrategy 'RollingUpdate'",
         )],
         "OnDelete" => Vec::new(),
@@ -325,32 +309,11 @@ fn stateful_set_strategy(strategy: &Value) -> Vec<FieldError> {
             }
             causes
         }
-        other => {
-            let rendered = format!(
-                "apps.StatefulSetUpdateStrategy{{Type:{}, RollingUpdate:{}}}",
-                quote(other),
-                if rolling.is_null() {
-                    "(*apps.RollingUpdateStatefulSetStrategy)(nil)"
-                } else {
-                    "(*apps.RollingUpdateStatefulSetStrategy)(…)"
-                }
-            );
+        _ => {
+            let rendered = gojson::structure(strategy, gojson::STATEFUL_SET_UPDATE_STRATEGY).json();
             vec![FieldError::invalid(path, rendered, "must be 'RollingUpdate' or 'OnDelete'")]
         }
     }
-}
-
-fn go_stateful_set_rolling_update(rolling: &Value) -> String {
-    let unavailable = &rolling["maxUnavailable"];
-    let unavailable = if unavailable.is_null() {
-        "(*intstr.IntOrString)(nil)".to_string()
-    } else {
-        "(*intstr.IntOrString)(…)".into()
-    };
-    format!(
-        "apps.RollingUpdateStatefulSetStrategy{{Partition:{}, MaxUnavailable:{unavailable}}}",
-        int(rolling, "partition")
-    )
 }
 
 /// `ValidatePositiveIntOrPercent`.
@@ -385,11 +348,11 @@ fn is_percent(text: &str) -> bool {
     text.strip_suffix('%').is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Go's `%#v` of an `intstr.IntOrString`.
+/// An `intstr.IntOrString` as a field error shows it: its JSON, the string or the number.
 fn go_int_or_string(value: &Value) -> String {
     match value {
-        Value::String(text) => format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", quote(text)),
-        other => format!("intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}", other.as_i64().unwrap_or(0)),
+        Value::String(text) => quote(text),
+        other => other.as_i64().unwrap_or(0).to_string(),
     }
 }
 
@@ -502,8 +465,8 @@ mod tests {
             lines(&deployment(&object)),
             [
                 "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
-                "spec.template.metadata.labels: Invalid value: map[string]string{\"a\":\"x\"}: `selector` does not match template `labels`",
-                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"150%\"}: must not be greater than 100%",
+                "spec.template.metadata.labels: Invalid value: {\"a\":\"x\"}: `selector` does not match template `labels`",
+                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"150%\": must not be greater than 100%",
                 "spec.progressDeadlineSeconds: Invalid value: 600: must be greater than minReadySeconds",
             ]
         );
@@ -512,9 +475,7 @@ mod tests {
         );
         assert_eq!(
             lines(&deployment(&zero)),
-            [
-                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"0%\"}: may not be 0 when `maxSurge` is 0"
-            ]
+            ["spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"0%\": may not be 0 when `maxSurge` is 0"]
         );
         let recreate = deployment_with(json!({"strategy": {"type": "Recreate", "rollingUpdate": {}}}));
         assert_eq!(
@@ -526,14 +487,42 @@ mod tests {
             lines(&deployment(&no_selector)),
             [
                 "spec.selector: Required value",
-                "spec.template.metadata.labels: Invalid value: map[string]string{\"a\":\"b\"}: `selector` does not match template `labels`",
+                "spec.template.metadata.labels: Invalid value: {\"a\":\"b\"}: `selector` does not match template `labels`",
             ]
         );
         let empty = deployment_with(json!({"selector": {}}));
         assert_eq!(
             lines(&deployment(&empty)),
+            ["spec.selector: Invalid value: {}: empty selector is invalid for deployment"]
+        );
+    }
+
+    #[test]
+    fn unknown_strategies_show_the_internal_strategy_as_json() {
+        // As kube-apiserver v1.36.2 answers these.
+        let foo = json!({"type": "Foo", "rollingUpdate": {"maxSurge": 1}});
+        assert_eq!(
+            lines(&deployment_strategy(&foo)),
             [
-                "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"
+                "spec.strategy: Unsupported value: {\"Type\":\"Foo\",\"RollingUpdate\":{\"MaxUnavailable\":0,\"MaxSurge\":1}}: supported values: \"Recreate\", \"RollingUpdate\""
+            ]
+        );
+        assert_eq!(
+            lines(&daemon_set_strategy(&json!({"type": "Foo"}))),
+            [
+                "spec.updateStrategy: Unsupported value: {\"Type\":\"Foo\",\"RollingUpdate\":null}: supported values: \"RollingUpdate\", \"OnDelete\""
+            ]
+        );
+        assert_eq!(
+            lines(&stateful_set_strategy(&json!({"type": "Foo"}))),
+            [
+                "spec.updateStrategy: Invalid value: {\"Type\":\"Foo\",\"RollingUpdate\":null}: must be 'RollingUpdate' or 'OnDelete'"
+            ]
+        );
+        assert_eq!(
+            lines(&stateful_set_strategy(&json!({"type": "OnDelete", "rollingUpdate": {"partition": 2}}))),
+            [
+                "spec.updateStrategy.rollingUpdate: Invalid value: {\"Partition\":2,\"MaxUnavailable\":null}: only allowed for updateStrategy 'RollingUpdate'"
             ]
         );
     }
