@@ -713,7 +713,7 @@ mod tests {
         let shown = Arc::new(CounterVec::counter("t_flags_shown_total", "[ALPHA] Shown.", &["code"]));
         let off = Arc::new(CounterVec::counter("t_flags_off_total", "[ALPHA] Off.", &[]));
         let old = Arc::new(GaugeVec::gauge("t_flags_old", "[ALPHA] Old.", &[]).deprecated("1.31.0"));
-        let recent = Arc::new(GaugeVec::gauge("t_flags_recent", "[BETA] Recent.", &[]).deprecated("1.33.0"));
+        let recent = Arc::new(GaugeVec::gauge("t_flags_recent", "[BETA] Recent.", &[]).deprecated("1.36.0"));
         let before = registry_families().hidden.get(&[]);
         for family in [&off, &old, &recent] {
             family.add(&[], 1.0);
@@ -722,7 +722,7 @@ mod tests {
         registry.register(off);
         registry.register(old);
         registry.register(recent);
-        assert_eq!(registry_families().hidden.get(&[]), before + 1.0, "only the 1.31 family is hidden at 1.33");
+        assert_eq!(registry_families().hidden.get(&[]), before + 1.0, "only the 1.31 family is hidden at 1.36");
         let disabled_before = registry_families().disabled.get(&[]);
         let mut allowed = BTreeMap::new();
         allowed.insert("code".to_string(), BTreeSet::from(["200".to_string()]));
@@ -740,7 +740,7 @@ mod tests {
         assert!(text.contains("t_flags_shown_total{code=\"unexpected\"} 2\n"), "{text}");
         assert!(!text.contains("t_flags_off_total"), "{text}");
         assert!(!text.contains("t_flags_old"), "{text}");
-        assert!(text.contains("# HELP t_flags_recent [BETA] (Deprecated since 1.33.0) Recent.\n"), "{text}");
+        assert!(text.contains("# HELP t_flags_recent [BETA] (Deprecated since 1.36.0) Recent.\n"), "{text}");
         configure(Settings { show_hidden: true, ..Settings::default() });
         let text = registry.render();
         let old =

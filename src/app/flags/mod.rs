@@ -1097,7 +1097,6 @@ mod tests {
                 "flag --port was removed upstream and has no effect: insecure serving was removed upstream; use --secure-port",
                 "flag --node-sync-period has been deprecated, This flag is currently no-op and will be deleted. It has no effect.",
                 "flag --cloud-config has no effect: it configures in-tree cloud provider integration, which upstream removed and this controller manager does not have",
-                "flag --concurrent-resourceclaim-syncs is accepted but its feature is not built yet; it has no effect",
                 r#""Warning: setting deprecated feature gate. It will be removed in a future release." featureGate="KMSv1" value=false"#,
             ]
         );
