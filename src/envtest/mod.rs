@@ -107,14 +107,22 @@ impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until the server is ready and its system
     /// namespaces exist. Retries once on a port taken between choosing and binding it.
     pub fn start() -> Result<ControlPlane, String> {
+        ControlPlane::start_with_apiserver_flags(&[])
+    }
+
+    /// Starts as [`ControlPlane::start`] does, with `extra` after kubeadm's kube-apiserver flags:
+    /// how a test of a gated controller serves the alpha API it needs, e.g.
+    /// `--feature-gates=PodCertificateRequest=true` and
+    /// `--runtime-config=certificates.k8s.io/v1alpha1=true`.
+    pub fn start_with_apiserver_flags(extra: &[&str]) -> Result<ControlPlane, String> {
         let assets = Assets::locate()?;
-        match ControlPlane::start_once(&assets) {
-            Err(e) if e.contains("address already in use") => ControlPlane::start_once(&assets),
+        match ControlPlane::start_once(&assets, extra) {
+            Err(e) if e.contains("address already in use") => ControlPlane::start_once(&assets, extra),
             other => other,
         }
     }
 
-    fn start_once(assets: &Assets) -> Result<ControlPlane, String> {
+    fn start_once(assets: &Assets, extra: &[&str]) -> Result<ControlPlane, String> {
         let dir = scratch_dir()?;
         let files = Files::write(&dir)?;
         let [etcd_client, etcd_peer, secure] = free_ports()?;
@@ -122,7 +130,8 @@ impl ControlPlane {
         let mut etcd = Command::new(&assets.etcd);
         etcd.args(etcd_flags(&dir, &etcd_url, etcd_peer));
         let etcd = OwnedProcess::spawn("etcd", etcd, &dir.join("etcd.log"))?;
-        let apiserver_flags = files.apiserver_flags(&etcd_url, secure);
+        let mut apiserver_flags = files.apiserver_flags(&etcd_url, secure);
+        apiserver_flags.extend(extra.iter().map(|flag| flag.to_string()));
         let mut apiserver = Command::new(&assets.kube_apiserver);
         apiserver.args(&apiserver_flags);
         let apiserver = OwnedProcess::spawn("kube-apiserver", apiserver, &dir.join("kube-apiserver.log"))?;
