@@ -46,7 +46,8 @@ pod_args=$(sed -n 's/^    - \(--.*\)$/\1/p' packaging/static-pod/$name.yaml)
 [ -n "$pod_args" ] || fail "no flags found in the static Pod manifest"
 # shellcheck disable=SC2086
 "$binary" $pod_args --version >/dev/null || fail "the static Pod manifest has flags the binary rejects"
-grep -q 'path: /healthz' packaging/static-pod/$name.yaml && grep -q 'port: 10257' packaging/static-pod/$name.yaml \
+grep -q 'path: /healthz' packaging/static-pod/$name.yaml && grep -q 'port: probe-port' packaging/static-pod/$name.yaml \
+    && grep -q 'containerPort: 10257' packaging/static-pod/$name.yaml \
     && grep -q 'scheme: HTTPS' packaging/static-pod/$name.yaml || fail "the static Pod's probes are not /healthz:10257 HTTPS"
 
 echo "-- packages"

@@ -206,7 +206,7 @@ fn start_election(options: &Options, client: &Client) -> Result<Option<LeaderEle
         lease_duration: flags.lease_duration,
         renew_deadline: flags.renew_deadline,
         retry_period: flags.retry_period,
-        release_on_cancel: true,
+        release_on_cancel: releases_lease_on_exit(options),
     };
     log::info!("attempting to acquire leader lease {}/{} as {}", config.namespace, config.name, config.identity);
     let elector = LeaderElector::start(client.clone(), config, |event| match event {
@@ -215,6 +215,15 @@ fn start_election(options: &Options, client: &Client) -> Result<Option<LeaderEle
         LeaderEvent::NewLeader(identity) => log::info!("new leader elected: {identity}"),
     })?;
     Ok(Some(elector))
+}
+
+/// Whether a graceful exit releases the Lease. Upstream v1.36 does only with its alpha gate
+/// `ControllerManagerReleaseLeaderElectionLockOnExit` on; we do by default (a standby takes over
+/// at once instead of after the lease duration), and keep upstream's switch: the gate set to
+/// `false` explicitly gives upstream's default, the Lease left to expire.
+fn releases_lease_on_exit(options: &Options) -> bool {
+    let explicit = options.generic.feature_gates.explicit();
+    explicit.get("ControllerManagerReleaseLeaderElectionLockOnExit") != Some(&false)
 }
 
 /// SIGINT and SIGTERM as a channel.
@@ -246,5 +255,28 @@ fn report_selection(options: &Options) {
     }
     if built.is_empty() {
         log::warn!("none of the selected controllers is built; the controller manager idles until it is stopped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+    use crate::app::flags::{Command, parse};
+
+    fn options(args: &[&str]) -> Options {
+        match parse(args.iter().map(OsString::from)) {
+            Ok(Command::Run(options)) => *options,
+            other => panic!("expected options, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_lease_is_released_on_exit_unless_upstreams_gate_is_set_off() {
+        assert!(releases_lease_on_exit(&options(&[])));
+        let gate = "--feature-gates=ControllerManagerReleaseLeaderElectionLockOnExit";
+        assert!(releases_lease_on_exit(&options(&[&format!("{gate}=true")])));
+        assert!(!releases_lease_on_exit(&options(&[&format!("{gate}=false")])));
     }
 }

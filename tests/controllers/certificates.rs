@@ -54,10 +54,8 @@ fn start(backend: Backend, test: &str) -> Cluster {
         .start_with(|client: &Client, server: &TestServer| {
             std::fs::write(&cert, server.ca_pem()).expect("ca.crt");
             std::fs::write(&key, server.ca_key_pem()).expect("ca.key");
-            if server.backend() == Backend::Sandbox {
-                // The test sandbox runs with RBAC off, without the bootstrap policy's roles.
-                bootstrap_roles(client);
-            }
+            // Both servers seed the bootstrap policy's CSR roles (the sandbox whatever its
+            // authorization mode, as kube-apiserver v1.36 does).
             bind(client, "csr-bootstrap", "system:node-bootstrapper", "system:bootstrappers");
             bind(
                 client,
@@ -74,27 +72,6 @@ fn start(backend: Backend, test: &str) -> Cluster {
             let node: Node = from(json!({"metadata": {"name": "csr-node"}}));
             Api::<Node>::cluster(client).create(&node, &PostParams::default()).expect("node");
         })
-}
-
-/// The bootstrap policy's CSR roles (kube-apiserver's `rbac/bootstrap-roles`).
-fn bootstrap_roles(client: &Client) {
-    use k8s_openapi::api::rbac::v1::ClusterRole;
-    let rule = |resource: &str, verbs: &[&str]| json!({"apiGroups": ["certificates.k8s.io"], "resources": [resource], "verbs": verbs});
-    let roles = [
-        ("system:node-bootstrapper", rule("certificatesigningrequests", &["create", "get", "list", "watch"])),
-        (
-            "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
-            rule("certificatesigningrequests/nodeclient", &["create"]),
-        ),
-        (
-            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
-            rule("certificatesigningrequests/selfnodeclient", &["create"]),
-        ),
-    ];
-    for (name, rule) in roles {
-        let role: ClusterRole = from(json!({"metadata": {"name": name}, "rules": [rule]}));
-        Api::<ClusterRole>::cluster(client).create(&role, &PostParams::default()).expect("role");
-    }
 }
 
 fn bind(client: &Client, name: &str, role: &str, group: &str) {

@@ -310,8 +310,10 @@ fn with_every_node_of_the_only_zone_down_nothing_is_evicted(backend: Backend) {
 }
 
 on_both_backends!(without_the_separate_controller_gate_the_node_lifecycle_controller_evicts);
+/// The gate is GA and locked on since 1.34: only an emulated 1.33 may still turn it off.
 fn without_the_separate_controller_gate_the_node_lifecycle_controller_evicts(backend: Backend) {
-    let cluster = start_with_flags(backend, &["--feature-gates=SeparateTaintEvictionController=false"]);
+    let flags = ["--emulated-version=1.33", "--feature-gates=SeparateTaintEvictionController=false"];
+    let cluster = start_with_flags(backend, &flags);
     assert_eq!(
         cluster.controller_names(),
         ["node-lifecycle-controller"],

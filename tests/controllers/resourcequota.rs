@@ -318,7 +318,14 @@ fn resource_claims_count_their_devices_per_class(backend: Backend) {
             ("fpga.deviceclass.resource.k8s.io/devices", "0"),
         ],
     );
-    let request = |name: &str, class: &str, mode: &str| json!({"name": name, "exactly": {"deviceClassName": class, "allocationMode": mode, "count": 2}});
+    // `All` takes no count (kube-apiserver refuses one).
+    let request = |name: &str, class: &str, mode: &str| {
+        let mut exactly = json!({"deviceClassName": class, "allocationMode": mode});
+        if mode == "ExactCount" {
+            exactly["count"] = json!(2);
+        }
+        json!({"name": name, "exactly": exactly})
+    };
     create::<ResourceClaim>(
         &cluster.client,
         "dra",

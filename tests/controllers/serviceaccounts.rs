@@ -344,8 +344,10 @@ fn controllers_act_as_their_own_service_accounts(backend: Backend) {
     assert!(did("system:serviceaccount:kube-system:replicaset-controller", "create", "pods"));
     assert!(did("system:serviceaccount:kube-system:service-account-controller", "create", "serviceaccounts"));
     assert!(!did(CONTROLLER_MANAGER_USER, "create", "pods"), "no pod created with the root credentials");
-    // The shared informers and the service-account set-up use the root credentials.
-    assert!(did(CONTROLLER_MANAGER_USER, "list", "replicasets"));
+    // The shared informers and the service-account set-up use the root credentials (an informer
+    // starts with a watch-list stream where the server serves one, as client-go v1.36's do, else a
+    // list, then a watch either way).
+    assert!(did(CONTROLLER_MANAGER_USER, "watch", "replicasets"));
     assert!(audit.iter().any(|e| e.user == CONTROLLER_MANAGER_USER && e.subresource == "token"));
 }
 
@@ -359,11 +361,11 @@ fn may_create_pods(cluster: &Cluster, user: &str, groups: &[&str]) -> bool {
     review.status.is_some_and(|s| s.allowed)
 }
 
-/// The ServiceAccounts upstream v1.33's `kube-controller-manager --use-service-account-credentials`
+/// The ServiceAccounts upstream v1.36's `kube-controller-manager --use-service-account-credentials`
 /// creates in kube-system for the controllers built here (`ClientOrDie("<name>")` as it starts
 /// each; the token controller uses the root credentials). Checked against the upstream binary on
 /// a real kube-apiserver with the same `--controllers` selection.
-const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 34] = [
+const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 37] = [
     "attachdetach-controller",
     "bootstrap-signer",
     "certificate-controller",
@@ -371,6 +373,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 34] = [
     "cronjob-controller",
     "daemon-set-controller",
     "deployment-controller",
+    "device-taint-eviction-controller",
     "disruption-controller",
     "endpoint-controller",
     "endpointslice-controller",
@@ -389,6 +392,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 34] = [
     "pvc-protection-controller",
     "replicaset-controller",
     "replication-controller",
+    "resource-claim-controller",
     "resourcequota-controller",
     "root-ca-cert-publisher",
     "service-account-controller",
@@ -398,6 +402,7 @@ const UPSTREAM_CONTROLLER_ACCOUNTS: [&str; 34] = [
     "ttl-after-finished-controller",
     "ttl-controller",
     "validatingadmissionpolicy-status-controller",
+    "volumeattributesclass-protection-controller",
 ];
 
 on_both_backends!(every_started_controllers_account_exists_once_the_controllers_start);

@@ -43,10 +43,13 @@ fn needs_dns_label(resource: &ResourceType) -> bool {
     resource.group.is_empty() && matches!(resource.plural, "namespaces" | "services")
 }
 
-/// Kinds whose names are free-form path segments (RBAC roles allow `system:…`).
+/// Kinds whose names are free-form path segments (RBAC roles allow `system:…`; a core/v1 Event
+/// is named `<object>.<hex>`, which passes 253 characters for an object with a long name, and
+/// kube-apiserver checks only its path segment, for compatibility).
 fn has_path_segment_names(resource: &ResourceType) -> bool {
     matches!(resource.plural, "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings")
         || resource.group == "storage.k8s.io"
+        || (resource.group.is_empty() && resource.plural == "events")
 }
 
 /// Checks a name as kube-apiserver's `ValidateObjectMeta` does: one error per problem.
@@ -224,6 +227,9 @@ mod tests {
         assert!(validate_name(pods, "-web").is_err());
         assert!(validate_name(namespaces, "a.b").is_err());
         assert!(validate_name(roles, "system:controller:replicaset-controller").is_ok());
+        let events = find("", "v1", "events").unwrap();
+        assert!(validate_name(events, &format!("{}.1880e2f9c1d4b3a2", "d".repeat(250))).is_ok());
+        assert!(validate_name(events, "a/b").is_err());
     }
 
     #[test]
