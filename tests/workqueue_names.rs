@@ -70,9 +70,9 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "volumes",
 ];
 
-/// Upstream's plain (not delaying) queues: no `workqueue_retries_total` series.
-const PLAIN_QUEUES: &[&str] =
-    &["claims", "noexec_taint_node", "noexec_taint_pod", "node_lifecycle_controller", "volumes"];
+/// Upstream's plain (not delaying) queues: no `workqueue_retries_total` series (the binder's
+/// `claims` and `volumes` are rate-limited since 1.35).
+const PLAIN_QUEUES: &[&str] = &["noexec_taint_node", "noexec_taint_pod", "node_lifecycle_controller"];
 
 /// The `name` label of every series of `metric` in `text`.
 fn names_of(text: &str, metric: &str) -> BTreeSet<String> {

@@ -426,8 +426,8 @@ fn slis_record_root_health_checks_and_configz_is_served() {
     assert_eq!((configz.code, configz.header("Content-Type")), (200, Some("application/json")));
     let config: serde_json::Value = serde_json::from_str(&configz.body).unwrap();
     assert_eq!(config["kubecontrollermanager.config.k8s.io"]["Generic"]["MinResyncPeriod"], "12h0m0s");
-    // ComponentFlagz is off by default.
-    assert_eq!(Get::new("/flagz").header("Accept", "*/*").send(addr).unwrap().code, 404);
+    // ComponentFlagz is beta and on by default in 1.36 (always allowed here).
+    assert_eq!(Get::new("/flagz").header("Accept", "*/*").send(addr).unwrap().code, 200);
     // Not always allowed here: anonymous is refused.
     assert_eq!(Get::new("/statusz").send(addr).unwrap().code, 403);
     server.stop();
