@@ -19,7 +19,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use super::record::Record;
 use crate::client::watch::{RawEvent, decode_event};
 use crate::client::watch_poller::{self, WatchHandler};
-use crate::client::{Api, Client, Error, WatchEvent, WatchParams};
+use crate::client::{Api, Client, Error, ListParams, WatchEvent, WatchParams};
 
 /// The pause before reopening a watch that failed, doubled on each failure in a row.
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -90,16 +90,19 @@ impl LeaseWatch {
         self.reopen_at = None;
         let handler = Handler { generation: self.generation, events: 0, sender: self.sender.clone(), stop };
         let leases = Api::<Lease>::namespaced(&self.client, &self.namespace);
-        let params = WatchParams {
-            field_selector: Some(format!("metadata.name={}", self.name)),
-            allow_bookmarks: true,
-            timeout_seconds: Some(watch_timeout_seconds()),
-            ..WatchParams::default()
-        };
+        let selector = format!("metadata.name={}", self.name);
         let spawned = std::thread::Builder::new().name("leader-election-watch".into()).spawn(move || {
+            // Dropping the handler on an error reports the end, which schedules the next try.
+            let Some(resource_version) = handler.list_first(&leases, &selector) else { return };
+            let params = WatchParams {
+                field_selector: Some(selector),
+                resource_version: Some(resource_version),
+                allow_bookmarks: true,
+                timeout_seconds: Some(watch_timeout_seconds()),
+                ..WatchParams::default()
+            };
             match leases.open_polled_watch(&params) {
                 Ok(connection) => watch_poller::register(connection, params.idle_timeout(), Box::new(handler)),
-                // Dropping the handler reports the end, which schedules the next try.
                 Err(e) => log::info!("cannot watch the leader lease: {e}; retrying with backoff"),
             }
         });
@@ -159,6 +162,27 @@ struct Handler {
     events: usize,
     sender: Sender<Seen>,
     stop: Arc<AtomicBool>,
+}
+
+impl Handler {
+    /// Reads the Lease as a list, hands its record over, and returns the list's
+    /// resourceVersion to watch from. A watch from no resourceVersion would do both in one
+    /// request, but kube-apiserver (1.34+, WatchList on) serves that as a watch-list stream
+    /// (`sendInitialEvents`), which it refuses when etcd lacks `RequestWatchProgress`; client-go's
+    /// reflector lists first too.
+    fn list_first(&self, leases: &Api<Lease>, selector: &str) -> Option<String> {
+        let params = ListParams { field_selector: Some(selector.to_string()), ..ListParams::default() };
+        let list = match leases.list(&params) {
+            Ok(list) => list,
+            Err(e) => {
+                log::info!("cannot read the leader lease to watch it: {e}; retrying with backoff");
+                return None;
+            }
+        };
+        // Not counted in `events`: only a watch that delivered something resets the backoff.
+        self.sender.send(Seen::Record(list.items.first().map(record_of))).ok()?;
+        Some(list.metadata.resource_version.unwrap_or_default())
+    }
 }
 
 impl WatchHandler for Handler {

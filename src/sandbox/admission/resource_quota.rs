@@ -260,7 +260,8 @@ mod tests {
 
     #[test]
     fn resource_claims_are_charged_their_devices_per_class() {
-        let hard = json!({"count/resourceclaims.resource.k8s.io": "2", "gpu.deviceclass.resource.k8s.io/devices": "40"});
+        let hard =
+            json!({"count/resourceclaims.resource.k8s.io": "2", "gpu.deviceclass.resource.k8s.io/devices": "40"});
         let zero = json!({"count/resourceclaims.resource.k8s.io": "0", "gpu.deviceclass.resource.k8s.io/devices": "0"});
         let store = store_with_quota(hard, zero, json!({}));
         let claim = |name: &str, exactly: serde_json::Value| {
