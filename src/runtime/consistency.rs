@@ -58,6 +58,11 @@
 //! ```
 //!
 //! Pod deletions are not recorded upstream; the ReplicationController uses the no-op store.
+//!
+//! The four controllers hold a [`ControllerConsistency`]: the store their gate chose and their
+//! skip counter, which [`ControllerConsistency::ensure_ready`] counts, and
+//! [`ControllerConsistency::pod_written`] (upstream's `RealPodControl.OnWrite`) for the pods
+//! they create or patch, adoptions included (`ControllerRefManager::on_write`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
