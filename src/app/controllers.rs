@@ -197,7 +197,13 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .starts(|c, o| cronjob::new(c, cronjob::Config { workers: workers(o.concurrency.cron_job_syncs) })),
     plain("daemonset-controller", &["daemonset"])
         .account("daemon-set-controller")
-        .starts(|c, o| daemon::new(c, daemon::Config { workers: workers(o.concurrency.daemonset_syncs) })),
+        .starts(|c, o| {
+            let config = daemon::Config {
+                workers: workers(o.concurrency.daemonset_syncs),
+                stale_controller_consistency: o.generic.feature_gates.is_enabled("StaleControllerConsistencyDaemonSet"),
+            };
+            daemon::new(c, config)
+        }),
     plain("deployment-controller", &["deployment"])
         .account("deployment-controller")
         .starts(|c, o| {
@@ -287,6 +293,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 managed_by: gates.is_enabled("JobManagedBy"),
                 pod_replacement_policy: gates.is_enabled("JobPodReplacementPolicy"),
                 mutable_scheduling_directives: gates.is_enabled("MutableSchedulingDirectivesForSuspendedJobs"),
+                stale_controller_consistency: gates.is_enabled("StaleControllerConsistencyJob"),
             };
             job::new(c, config)
         }),
@@ -362,6 +369,10 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             let config = replicaset::Config {
                 workers: workers(o.concurrency.replicaset_syncs),
                 terminating_replicas: o.generic.feature_gates.is_enabled("DeploymentReplicaSetTerminatingReplicas"),
+                stale_controller_consistency: o
+                    .generic
+                    .feature_gates
+                    .is_enabled("StaleControllerConsistencyReplicaSet"),
             };
             replicaset::new_replica_sets(c, config)
         }),
@@ -373,6 +384,8 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 workers: workers(o.concurrency.rc_syncs),
                 // Read as upstream does; an RC's status has no terminatingReplicas, so it stays off.
                 terminating_replicas: o.generic.feature_gates.is_enabled("DeploymentReplicaSetTerminatingReplicas"),
+                // Upstream's replication manager has no gate: it always uses the no-op store.
+                stale_controller_consistency: false,
             };
             replicaset::new_replication_controllers(c, config)
         }),
@@ -422,6 +435,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             let config = statefulset::Config {
                 workers: workers(o.concurrency.statefulset_syncs),
                 semantic_revision_comparison: gates.is_enabled("StatefulSetSemanticRevisionComparison"),
+                stale_controller_consistency: gates.is_enabled("StaleControllerConsistencyStatefulSet"),
             };
             statefulset::new(c, config)
         }),

@@ -58,6 +58,11 @@
 //! ```
 //!
 //! Pod deletions are not recorded upstream; the ReplicationController uses the no-op store.
+//!
+//! The four controllers hold a [`ControllerConsistency`]: the store their gate chose and their
+//! skip counter, which [`ControllerConsistency::ensure_ready`] counts, and
+//! [`ControllerConsistency::pod_written`] (upstream's `RealPodControl.OnWrite`) for the pods
+//! they create or patch, adoptions included (`ControllerRefManager::on_write`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -68,9 +73,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::{Mutex, RwLock};
 
 use super::controller::SyncError;
-use super::informer::Informer;
+use super::informer::{Informer, object_key};
 use crate::apimachinery::resourceversion::compare_resource_version;
 use crate::apimachinery::schema::GroupResource;
+use crate::metrics::CounterVec;
 
 /// What a consistency store reads of an informer (`LastSyncRVGetter`).
 pub trait LastSyncRvGetter: Send + Sync {
@@ -252,6 +258,78 @@ impl ConsistencyStore for NoopConsistencyStore {
     }
 }
 
+/// The core group's `pods`, which every gated controller writes.
+pub fn pods_resource() -> GroupResource {
+    GroupResource::new("", "pods")
+}
+
+/// A `*_stale_sync_skips_total{group,resource}` family: how many syncs a controller skipped
+/// because an informer had not yet seen its writes. Its name and help come from upstream's
+/// metrics package of that controller; registering it is the controller's choice.
+pub fn stale_sync_skips(name: &'static str, help: &'static str) -> CounterVec {
+    CounterVec::counter(name, help, &["group", "resource"])
+}
+
+/// What one gated controller keeps of this module: its store (real when its gate is on) and
+/// its skip counter. Owners are named by their key, `namespace/name`.
+#[derive(Clone)]
+pub struct ControllerConsistency {
+    store: Arc<dyn ConsistencyStore>,
+    skips: Arc<CounterVec>,
+}
+
+impl ControllerConsistency {
+    /// `NewConsistencyStore` over `informers` when `enabled` (the controller's
+    /// `StaleControllerConsistency*` gate), else `NewNoopConsistencyStore`, as each of
+    /// upstream's controller constructors chooses.
+    pub fn new(
+        enabled: bool,
+        informers: impl IntoIterator<Item = (GroupResource, Arc<dyn LastSyncRvGetter>)>,
+        skips: Arc<CounterVec>,
+    ) -> Self {
+        let store: Arc<dyn ConsistencyStore> =
+            if enabled { Arc::new(RealConsistencyStore::new(informers)) } else { Arc::new(NoopConsistencyStore) };
+        ControllerConsistency { store, skips }
+    }
+
+    /// The check at the top of upstream's syncs: `EnsureReady(owner)`; when an informer is
+    /// behind, the skip is counted under its group and resource, and the error (which the
+    /// caller returns, so that the key is requeued rate-limited) says which.
+    pub fn ensure_ready(&self, owner: &str) -> Result<(), ConsistencyError> {
+        let result = self.store.ensure_ready(owner);
+        if let Err(error) = &result {
+            self.skips.inc(&[&error.group_resource.group, &error.group_resource.resource]);
+        }
+        result
+    }
+
+    /// `WroteAt` for a write on behalf of the owner with this metadata.
+    pub fn wrote_for(&self, owner: &ObjectMeta, resource: &GroupResource, resource_version: Option<&str>) {
+        let uid = owner.uid.as_deref().unwrap_or("");
+        self.store.wrote_at(&object_key(owner), uid, resource, resource_version.unwrap_or(""));
+    }
+
+    /// `WroteAt` for the object a write on an owner's behalf returned: its own
+    /// resourceVersion, for the owner it names (the owner's status update, say).
+    pub fn wrote(&self, written: &ObjectMeta, resource: &GroupResource) {
+        self.wrote_for(written, resource, written.resource_version.as_deref());
+    }
+
+    /// `RealPodControl.OnWrite`: a pod created or patched is recorded for the controller its
+    /// returned state names; a pod without one (just released) is not recorded.
+    pub fn pod_written(&self, pod: &ObjectMeta) {
+        let Some(owner) = pod.owner_references.iter().flatten().find(|r| r.controller == Some(true)) else { return };
+        let key = format!("{}/{}", pod.namespace.as_deref().unwrap_or(""), owner.name);
+        let version = pod.resource_version.as_deref().unwrap_or("");
+        self.store.wrote_at(&key, &owner.uid, &pods_resource(), version);
+    }
+
+    /// `Clear(owner, ownerUID)`: the owner was deleted (an empty `owner_uid`: whatever its UID).
+    pub fn clear(&self, owner: &str, owner_uid: &str) {
+        self.store.clear(owner, owner_uid);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +433,82 @@ mod tests {
         store.wrote_at("ns/web", "uid-3", &pods(), "105");
         store.clear("ns/web", "");
         assert_eq!(store.ensure_ready("ns/web"), Ok(()), "an empty UID clears whatever the UID");
+    }
+
+    fn pod(name: &str, version: &str, owner: Option<(&str, &str)>) -> ObjectMeta {
+        let owner_references = owner.map(|(name, uid)| {
+            let reference = k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                name: name.into(),
+                uid: uid.into(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            };
+            vec![reference]
+        });
+        ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            resource_version: Some(version.into()),
+            owner_references,
+            ..ObjectMeta::default()
+        }
+    }
+
+    /// A controller's consistency over a pod and a replicaset informer, both at `100`.
+    fn controller(enabled: bool) -> (ControllerConsistency, Arc<Seen>, Arc<Seen>, Arc<CounterVec>) {
+        let (pod_informer, set_informer) = (Arc::new(Seen::default()), Arc::new(Seen::default()));
+        pod_informer.at("100");
+        set_informer.at("100");
+        let informers: [(GroupResource, Arc<dyn LastSyncRvGetter>); 2] =
+            [(pods(), pod_informer.clone()), (sets(), set_informer.clone())];
+        let skips = Arc::new(stale_sync_skips("test_stale_sync_skips_total", "[ALPHA] Test."));
+        (ControllerConsistency::new(enabled, informers, skips.clone()), pod_informer, set_informer, skips)
+    }
+
+    #[test]
+    fn a_skipped_sync_is_counted_under_the_resource_behind() {
+        let (consistency, pod_informer, set_informer, skips) = controller(true);
+        let owner = ObjectMeta { uid: Some("uid-1".into()), ..pod("web", "103", None) };
+        consistency.pod_written(&pod("web-a", "101", Some(("web", "uid-1"))));
+        consistency.wrote(&owner, &sets());
+        assert!(consistency.ensure_ready("ns/web").is_err());
+        assert_eq!(skips.get(&["", "pods"]), 1.0, "the first resource behind, in order");
+        pod_informer.at("101");
+        let error = consistency.ensure_ready("ns/web").unwrap_err();
+        assert_eq!((error.wrote_resource_version.as_str(), error.group_resource), ("103", sets()));
+        assert_eq!(skips.get(&["apps", "replicasets"]), 1.0);
+        set_informer.at("103");
+        assert_eq!(consistency.ensure_ready("ns/web"), Ok(()));
+        assert_eq!(
+            (skips.get(&["", "pods"]), skips.get(&["apps", "replicasets"])),
+            (1.0, 1.0),
+            "a sync run is no skip"
+        );
+    }
+
+    #[test]
+    fn pod_writes_count_for_the_controller_the_pod_names() {
+        let (consistency, _, _, _) = controller(true);
+        consistency.pod_written(&pod("web-a", "105", None));
+        assert_eq!(consistency.ensure_ready("ns/web"), Ok(()), "a released pod is recorded for nobody");
+        consistency.pod_written(&pod("web-a", "105", Some(("web", "uid-1"))));
+        assert!(consistency.ensure_ready("ns/web").is_err());
+        assert_eq!(consistency.ensure_ready("ns/other"), Ok(()));
+        consistency.clear("ns/web", "uid-2");
+        assert!(consistency.ensure_ready("ns/web").is_err(), "another owner's deletion");
+        consistency.clear("ns/web", "uid-1");
+        assert_eq!(consistency.ensure_ready("ns/web"), Ok(()), "the owner was deleted");
+    }
+
+    #[test]
+    fn with_the_gate_off_nothing_waits() {
+        let (consistency, _, _, skips) = controller(false);
+        consistency.pod_written(&pod("web-a", "105", Some(("web", "uid-1"))));
+        consistency.wrote_for(&pod("web", "1", None), &sets(), Some("107"));
+        assert_eq!(consistency.ensure_ready("ns/web"), Ok(()));
+        assert_eq!(skips.get(&["", "pods"]), 0.0);
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub struct ControllerRefManager<'a> {
     pub can_adopt: &'a dyn Fn() -> Result<(), String>,
     /// Finalizers an adoption adds (the Job controller's `batch.kubernetes.io/job-tracking`).
     pub finalizers: &'a [&'a str],
+    /// Told the metadata each adoption or release patch returned (upstream's
+    /// `RealPodControl.OnWrite`, which the pod claims of the stale-cache gated controllers use).
+    pub on_write: Option<&'a dyn Fn(&ObjectMeta)>,
 }
 
 impl ControllerRefManager<'_> {
@@ -134,11 +137,23 @@ impl ControllerRefManager<'_> {
         if !self.finalizers.is_empty() {
             patch["metadata"]["finalizers"] = json!(self.finalizers);
         }
-        match patch_object::<K>(self.client, meta, patch) {
+        match self.patch::<K>(meta, patch) {
             Ok(()) => Ok(true),
             Err(e) if e.is_not_found() => Ok(false),
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    /// Patches the object and tells [`Self::on_write`] what the patch returned.
+    fn patch<K>(&self, meta: &ObjectMeta, patch: Value) -> Result<(), Error>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+    {
+        let written = patch_object::<K>(self.client, meta, patch)?;
+        if let Some(on_write) = self.on_write {
+            on_write(written.metadata());
+        }
+        Ok(())
     }
 
     /// Removes our owner reference; an object gone or changed meanwhile is fine.
@@ -148,7 +163,7 @@ impl ControllerRefManager<'_> {
     {
         let delete = json!({"$patch": "delete", "uid": self.owner.uid});
         let patch = json!({"metadata": {"ownerReferences": [delete], "uid": meta.uid}});
-        match patch_object::<K>(self.client, meta, patch) {
+        match self.patch::<K>(meta, patch) {
             Err(e) if !e.is_not_found() && !e.is_invalid() => Err(e.to_string()),
             _ => Ok(()),
         }
@@ -177,14 +192,14 @@ where
     Ok(())
 }
 
-fn patch_object<K>(client: &Client, meta: &ObjectMeta, patch: Value) -> Result<(), Error>
+/// The strategic merge patch of the object with this metadata; what the server returned.
+fn patch_object<K>(client: &Client, meta: &ObjectMeta, patch: Value) -> Result<K, Error>
 where
     K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
 {
     let namespace = meta.namespace.as_deref().unwrap_or("");
     let name = meta.name.as_deref().unwrap_or("");
-    Api::<K>::namespaced(client, namespace).patch(name, &Patch::Strategic(patch), &PostParams::default())?;
-    Ok(())
+    Api::<K>::namespaced(client, namespace).patch(name, &Patch::Strategic(patch), &PostParams::default())
 }
 
 #[cfg(test)]

@@ -472,3 +472,42 @@ fn a_revision_written_by_v1_33_is_replaced_without_rolling_its_pods(backend: Bac
     });
     assert_eq!(hash_of(&live_pods(&cluster, "agent")[0]), V133_HASH);
 }
+
+/// The value of `daemonset_controller_stale_sync_skips_total{group="",resource="pods"}` in this
+/// process's registry (the harness runs the controllers in-process); 0 before the first skip.
+fn stale_pod_sync_skips() -> f64 {
+    let text = kcm::metrics::global().render();
+    let series = "daemonset_controller_stale_sync_skips_total{group=\"\",resource=\"pods\"} ";
+    let value = text.lines().find_map(|line| line.strip_prefix(series));
+    value.map_or(0.0, |v| v.parse().expect("a number"))
+}
+
+/// v1.36's StaleControllerConsistencyDaemonSet (Beta, on): once the controller has created the
+/// pods, its next syncs (the informers' resyncs from their stale cache, and the rate-limited
+/// retries) are skipped and counted while the pod informer has not seen those creations; when
+/// the watch events arrive the DaemonSet rolls out with one pod per node, created once.
+#[test]
+fn a_daemon_set_is_not_synced_until_its_informers_have_seen_its_pods() {
+    let before = stale_pod_sync_skips();
+    let nodes = ["node-a", "node-b"];
+    let cluster = harness::with(&[named("daemonset-controller")])
+        .nodes(&nodes)
+        .flags(&["--min-resync-period=1s"])
+        .start_with(|client, server| {
+            for node in nodes {
+                set_taints(client, node, Value::Null);
+            }
+            let held = daemon_set("held", json!({}));
+            Api::<DaemonSet>::namespaced(client, "default").create(&held, &PostParams::default()).expect("created");
+            // The informers list the DaemonSet, then see no change until released.
+            server.sandbox().expect("the sandbox").faults().hold_watch_events(true);
+        });
+    eventually("a pod per node", || (live_pods(&cluster, "held").len() == 2).then_some(()));
+    eventually("a sync skipped for the unseen pods", || (stale_pod_sync_skips() > before).then_some(()));
+    assert_eq!(live_pods(&cluster, "held").len(), 2, "no pod created twice");
+
+    cluster.sandbox().faults().hold_watch_events(false);
+    wait_rolled_out(&cluster, "held", &nodes);
+    let all = cluster.api::<Pod>().list(&ListParams::default()).expect("pods").items;
+    assert_eq!(all.iter().filter(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with("held-"))).count(), 2);
+}

@@ -325,3 +325,38 @@ fn availability_after_min_ready_seconds_is_reported_after_a_restart(backend: Bac
     assert!(ready_for >= f64::from(min_ready), "available only after minReadySeconds (ready for {ready_for} s)");
     assert_eq!(rs.status.and_then(|s| s.ready_replicas), Some(1));
 }
+
+/// The value of `replicaset_controller_stale_sync_skips_total{group="",resource="pods"}` in this
+/// process's registry (the harness runs the controllers in-process); 0 before the first skip.
+fn stale_pod_sync_skips() -> f64 {
+    let text = kcm::metrics::global().render();
+    let series = "replicaset_controller_stale_sync_skips_total{group=\"\",resource=\"pods\"} ";
+    let value = text.lines().find_map(|line| line.strip_prefix(series));
+    value.map_or(0.0, |v| v.parse().expect("a number"))
+}
+
+/// v1.36's StaleControllerConsistencyReplicaSet (Beta, on): once the controller has created the
+/// pods, its next syncs (the informers' resyncs from their stale cache, and the rate-limited
+/// retries) are skipped and counted while the pod informer has not seen those creations; when
+/// the watch events arrive the ReplicaSet is synced, with its pods created once.
+#[test]
+fn a_replica_set_is_not_synced_until_its_informers_have_seen_its_pods() {
+    let before = stale_pod_sync_skips();
+    let cluster = harness::with(&[named("replicaset-controller")])
+        .names(&["replicaset-controller"])
+        .flags(&["--min-resync-period=1s"])
+        .start_with(|client, server| {
+            let rs = harness::nginx_replica_set("stale", 2);
+            Api::<ReplicaSet>::namespaced(client, "default").create(&rs, &PostParams::default()).expect("created");
+            // The informers list the ReplicaSet, then see no change until released.
+            server.sandbox().expect("the sandbox").faults().hold_watch_events(true);
+        });
+    let uid = uid_of(&cluster.api::<ReplicaSet>().get("stale").expect("the replicaset").metadata);
+    cluster.wait_owned(&uid, 2);
+    eventually("a sync skipped for the unseen pods", || (stale_pod_sync_skips() > before).then_some(()));
+    assert_eq!(cluster.owned_pods(&uid).len(), 2, "no pod created twice");
+
+    cluster.sandbox().faults().hold_watch_events(false);
+    cluster.wait_rs_status("stale", 2);
+    assert_eq!(cluster.owned_pods(&uid).len(), 2);
+}

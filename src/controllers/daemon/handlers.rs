@@ -36,6 +36,7 @@ impl DaemonSetsController {
 
     fn on_daemon_set_deleted(&self, ds: &DaemonSet) {
         let key = object_key(&ds.metadata);
+        self.consistency.clear(&key, ds.metadata.uid.as_deref().unwrap_or(""));
         // A DaemonSet created again under this name starts clean.
         self.expectations.delete(&key);
         self.queue.add(key);

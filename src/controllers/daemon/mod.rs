@@ -1,4 +1,4 @@
-//! The DaemonSet controller (`daemonset-controller`), after upstream v1.33's
+//! The DaemonSet controller (`daemonset-controller`), after upstream v1.36's
 //! `pkg/controller/daemon`.
 //!
 //! A sync (`syncDaemonSet`) snapshots the DaemonSet's pod template as a ControllerRevision
@@ -12,6 +12,10 @@
 //!
 //! Node additions and label or taint changes go through a second queue
 //! (`daemonset-node-updates`), which queues only the DaemonSets whose placement changed.
+//!
+//! Under the `StaleControllerConsistencyDaemonSet` gate (Beta, on in v1.36) a DaemonSet is not
+//! synced until the pod and DaemonSet informers have seen the controller's last writes for it
+//! (pod creations and adoptions, status updates; see `runtime::consistency`).
 
 mod backoff;
 mod handlers;
@@ -22,7 +26,7 @@ mod update;
 pub mod util;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
@@ -32,9 +36,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::{is_pod_available, is_pod_ready, phase};
+use crate::apimachinery::schema::GroupResource;
 use crate::client::Client;
 use crate::controllers::history::CONTROLLER_REVISION_HASH_LABEL;
 use crate::controllers::nodeutil::add_node_name_index;
+use crate::metrics::{CounterVec, global};
+use crate::runtime::consistency::{ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::controller_ref::{
     ControllerRefManager, claim_candidate, controller_ref, recheck_deletion_timestamp,
@@ -66,6 +73,39 @@ const SUCCEEDED_DAEMON_POD: &str = "SucceededDaemonPod";
 pub struct Config {
     /// `--concurrent-daemonset-syncs`.
     pub workers: usize,
+    /// The `StaleControllerConsistencyDaemonSet` gate (Beta, on in v1.36): skip the sync of a
+    /// DaemonSet while its informers have not seen the controller's last writes for it.
+    pub stale_controller_consistency: bool,
+}
+
+/// The `daemonsets` of `apps`.
+fn daemon_sets_resource() -> GroupResource {
+    GroupResource::new("apps", "daemonsets")
+}
+
+/// `daemonset_controller_stale_sync_skips_total{group,resource}`, registered by the
+/// controller's constructor (upstream's `metrics.Register`).
+fn stale_sync_skips_total() -> Arc<CounterVec> {
+    static COUNTER: OnceLock<Arc<CounterVec>> = OnceLock::new();
+    COUNTER
+        .get_or_init(|| {
+            let counter = Arc::new(stale_sync_skips(
+                "daemonset_controller_stale_sync_skips_total",
+                "[ALPHA] Total number of DaemonSet syncs skipped due to a stale watch cache.",
+            ));
+            global().register(counter.clone());
+            counter
+        })
+        .clone()
+}
+
+/// `NewDaemonSetsController`'s choice of store: over the pod and DaemonSet informers when
+/// the gate is on.
+fn consistency(context: &ControllerContext<'_>, config: &Config) -> ControllerConsistency {
+    let pods: Arc<dyn LastSyncRvGetter> = context.informers.informer::<Pod>();
+    let daemon_sets: Arc<dyn LastSyncRvGetter> = context.informers.informer::<DaemonSet>();
+    let informers = [(pods_resource(), pods), (daemon_sets_resource(), daemon_sets)];
+    ControllerConsistency::new(config.stale_controller_consistency, informers, stale_sync_skips_total())
 }
 
 /// `NewDaemonSetsController` + `Run`: the DaemonSet and node-update queues, `workers` workers
@@ -86,6 +126,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         recorder: context.recorder.clone(),
         expectations: Expectations::default(),
         failed_pods_backoff: Backoff::default(),
+        consistency: consistency(context, &config),
     });
     let handler = controller.clone();
     controller.daemon_sets.add_handler(move |event: &Event<DaemonSet>| handler.on_daemon_set_event(event));
@@ -119,6 +160,8 @@ struct DaemonSetsController {
     /// `failedPodsBackoff`: per DaemonSet, generation and node, how soon a failed pod may be
     /// deleted again.
     failed_pods_backoff: Backoff,
+    /// The writes for each DaemonSet its informers must have seen before it is synced.
+    consistency: ControllerConsistency,
 }
 
 /// Daemon pods by the node they are on or meant for.
@@ -168,9 +211,13 @@ impl DaemonSetsController {
     }
 
     fn sync(&self, key: &str) -> SyncResult {
+        // Until the informers have seen our last writes for it, what they hold may make us
+        // create pods again; the error requeues the key rate-limited.
+        self.consistency.ensure_ready(key)?;
         let Some(ds) = self.daemon_sets.get_newest(key) else {
             log::debug!("Daemon set has been deleted daemonset={key}");
             self.expectations.delete(key);
+            self.consistency.clear(key, "");
             return Ok(());
         };
         let nodes = self.nodes.store().list();
@@ -227,12 +274,21 @@ impl DaemonSetsController {
             .pods
             .store()
             .list_namespace_where(namespace_of(&ds.metadata), |m| claim_candidate(owner_uid, &selector, m));
-        self.claim::<Pod>(ds, &selector, candidates)
+        // Adoptions are pod writes (`RealPodControl.PatchPod` calls `OnWrite`).
+        let on_write = |pod: &ObjectMeta| self.consistency.pod_written(pod);
+        self.claim::<Pod>(ds, &selector, candidates, Some(&on_write))
     }
 
     /// `ClaimPods` / `ClaimControllerRevisions`: adopts the orphans `selector` matches and
-    /// releases the owned objects it no longer matches.
-    fn claim<K>(&self, ds: &DaemonSet, selector: &Selector, objects: Vec<Arc<K>>) -> Result<Vec<Arc<K>>, SyncError>
+    /// releases the owned objects it no longer matches, telling `on_write` what each patch
+    /// returned.
+    fn claim<K>(
+        &self,
+        ds: &DaemonSet,
+        selector: &Selector,
+        objects: Vec<Arc<K>>,
+        on_write: Option<&dyn Fn(&ObjectMeta)>,
+    ) -> Result<Vec<Arc<K>>, SyncError>
     where
         K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
             + k8s_openapi::Metadata<Ty = ObjectMeta>
@@ -246,6 +302,7 @@ impl DaemonSetsController {
             selector,
             can_adopt: &can_adopt,
             finalizers: &[],
+            on_write,
         };
         manager.claim::<K, _>(objects).map_err(SyncError::Failed)
     }
@@ -398,5 +455,20 @@ impl DaemonSetsController {
             to_delete.extend(live.map(|p| name_of(&p.metadata).to_string()));
         }
         (needing, to_delete)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_sync_skips_are_exposed_as_upstreams_once_counted() {
+        stale_sync_skips_total().inc(&["apps", "daemonsets"]);
+        let text = global().render();
+        let help = "# HELP daemonset_controller_stale_sync_skips_total [ALPHA] Total number of DaemonSet syncs \
+                    skipped due to a stale watch cache.\n# TYPE daemonset_controller_stale_sync_skips_total counter\n";
+        assert!(text.contains(help), "{text}");
+        assert!(text.contains("daemonset_controller_stale_sync_skips_total{group=\"apps\",resource=\"daemonsets\"} "));
     }
 }

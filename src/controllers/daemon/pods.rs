@@ -102,6 +102,7 @@ impl DaemonSetsController {
         }
         match Api::<Pod>::namespaced(&self.client, namespace_of(&ds.metadata)).create(&pod, &PostParams::default()) {
             Ok(created) => {
+                self.consistency.pod_written(&created.metadata);
                 let message = format!("Created pod: {}", name_of(&created.metadata));
                 self.recorder.event_for(ds, EventType::Normal, "SuccessfulCreate", &message);
                 Ok(())

@@ -100,7 +100,7 @@ impl DaemonSetsController {
     fn controlled_histories(&self, ds: &DaemonSet) -> Result<Vec<Arc<ControllerRevision>>, SyncError> {
         let selector = selector_of(ds).map_err(SyncError::Failed)?;
         let revisions = self.revisions.store().list_namespace(namespace_of(&ds.metadata));
-        self.claim::<ControllerRevision>(ds, &selector, revisions)
+        self.claim::<ControllerRevision>(ds, &selector, revisions, None)
     }
 
     /// `dedupCurHistories`: of several revisions holding the current template, the newest is

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::Node;
 
 use super::util::{creation_order, is_pod_updated, min_ready_seconds, node_should_run_daemon_pod, template_generation};
-use super::{DaemonSetsController, STATUS_UPDATE_RETRIES, name_of, namespace_of, node_name};
+use super::{DaemonSetsController, STATUS_UPDATE_RETRIES, daemon_sets_resource, name_of, namespace_of, node_name};
 use crate::apimachinery::pod::{is_pod_available, is_pod_ready};
 use crate::client::{Api, PostParams};
 use crate::runtime::controller::{SyncError, SyncResult};
@@ -97,6 +97,7 @@ impl DaemonSetsController {
             counts.write(status);
             let error = match api.replace_status(name, &to_update, &PostParams::default()) {
                 Ok(written) => {
+                    self.consistency.wrote(&written.metadata, &daemon_sets_resource());
                     self.daemon_sets.mutation(written);
                     return Ok(());
                 }

@@ -207,6 +207,7 @@ impl DeploymentController {
             selector: &selector,
             can_adopt: &can_adopt,
             finalizers: &[],
+            on_write: None,
         };
         Ok(manager.claim::<ReplicaSet, _>(all)?)
     }

@@ -42,6 +42,7 @@ impl JobController {
             Event::Updated { old, new } => self.on_job_updated(old, new),
             Event::Deleted { object, .. } => {
                 let key = object_key(&object.metadata);
+                self.consistency.clear(&key, object.metadata.uid.as_deref().unwrap_or(""));
                 self.finished.observed(object.metadata.uid.as_deref().unwrap_or(""));
                 self.queue.add(key.clone());
                 self.enqueue_selector(object);

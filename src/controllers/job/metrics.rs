@@ -6,6 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
+use crate::runtime::consistency::stale_sync_skips;
 
 /// The metrics, registered on first use.
 pub struct JobMetrics {
@@ -18,6 +19,8 @@ pub struct JobMetrics {
     pub terminated_pods_tracking_finalizer: Arc<CounterVec>,
     pub finished_indexes: Arc<CounterVec>,
     pub pods_creation: Arc<CounterVec>,
+    /// v1.36: syncs skipped while the informers had not seen the controller's writes.
+    pub stale_sync_skips: Arc<CounterVec>,
 }
 
 /// The process's Job metrics.
@@ -27,6 +30,11 @@ pub fn metrics() -> &'static JobMetrics {
         let registry = global();
         let histogram = |name, help, labels: &'static [&'static str], buckets: &[f64]| {
             let metric = Arc::new(HistogramVec::new(name, help, labels, buckets));
+            registry.register(metric.clone());
+            metric
+        };
+        let register = |metric: CounterVec| {
+            let metric = Arc::new(metric);
             registry.register(metric.clone());
             metric
         };
@@ -82,6 +90,25 @@ pub fn metrics() -> &'static JobMetrics {
                 "[ALPHA] The number of Pods created by the Job controller labelled with a reason for the Pod creation.\nThis metric also distinguishes between Pods created using different PodReplacementPolicy settings.\nPossible values of the \"reason\" label are:\n\"new\", \"recreate_terminating_or_failed\", \"recreate_failed\".\nPossible values of the \"status\" label are:\n\"succeeded\", \"failed\".",
                 &["reason", "status"],
             ),
+            stale_sync_skips: register(stale_sync_skips(
+                "job_controller_stale_sync_skips_total",
+                "[ALPHA] Total number of Job syncs skipped due to a stale watch cache.",
+            )),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_sync_skips_are_exposed_as_upstreams_once_counted() {
+        metrics().stale_sync_skips.inc(&["batch", "jobs"]);
+        let text = global().render();
+        let help = "# HELP job_controller_stale_sync_skips_total [ALPHA] Total number of Job syncs skipped due to \
+                    a stale watch cache.\n# TYPE job_controller_stale_sync_skips_total counter\n";
+        assert!(text.contains(help), "{text}");
+        assert!(text.contains("job_controller_stale_sync_skips_total{group=\"batch\",resource=\"jobs\"} "));
+    }
 }

@@ -13,6 +13,10 @@
 //! Once a sync has written a terminal condition, later syncs of the Job are skipped until the
 //! informer brings the finished Job (`finishedJobExpectations`).
 //!
+//! Under the `StaleControllerConsistencyJob` gate (Beta, on in v1.36) a Job is not synced until
+//! the pod and Job informers have seen the controller's last writes for it (pod creations,
+//! adoptions and finalizer removals, status updates; see `runtime::consistency`).
+//!
 //! Pods deleted without their finalizer removed, or whose Job is gone or finished, are handled
 //! by a second queue (`job_orphan_pod`) that removes the finalizer.
 
@@ -31,14 +35,16 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use parking_lot::Mutex;
 
 use crate::apimachinery::clock::{RealClock, whole_seconds};
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::{is_pod_active, is_pod_ready, phase};
+use crate::apimachinery::schema::GroupResource;
 use crate::client::{Api, Client, Patch, PostParams};
 use crate::controllers::jobutil::is_finished;
+use crate::runtime::consistency::{ControllerConsistency, LastSyncRvGetter, pods_resource};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::controller_ref::{
     ControllerRefManager, claim_candidate, controller_ref, recheck_deletion_timestamp,
@@ -75,6 +81,22 @@ pub struct Config {
     pub pod_replacement_policy: bool,
     /// The `MutableSchedulingDirectivesForSuspendedJobs` feature gate (beta, on in v1.36).
     pub mutable_scheduling_directives: bool,
+    /// The `StaleControllerConsistencyJob` feature gate (beta, on in v1.36): skip the sync of a
+    /// Job while its informers have not seen the controller's last writes for it.
+    pub stale_controller_consistency: bool,
+}
+
+/// The `jobs` of `batch`.
+fn jobs_resource() -> GroupResource {
+    GroupResource::new("batch", "jobs")
+}
+
+/// `NewController`'s choice of store: over the pod and Job informers when the gate is on.
+fn consistency(context: &ControllerContext<'_>, config: &Config) -> ControllerConsistency {
+    let pods: Arc<dyn LastSyncRvGetter> = context.informers.informer::<Pod>();
+    let jobs: Arc<dyn LastSyncRvGetter> = context.informers.informer::<Job>();
+    let informers = [(pods_resource(), pods), (jobs_resource(), jobs)];
+    ControllerConsistency::new(config.stale_controller_consistency, informers, metrics().stale_sync_skips.clone())
 }
 
 /// The feature gates that change what the controller does (the other Job gates are GA in
@@ -126,6 +148,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
             pod_replacement_policy: config.pod_replacement_policy,
             mutable_scheduling_directives: config.mutable_scheduling_directives,
         },
+        consistency: consistency(context, &config),
     });
     metrics();
     let handler = controller.clone();
@@ -213,6 +236,8 @@ struct JobController {
     backoff: BackoffStore,
     finished: FinishedJobExpectations,
     gates: Gates,
+    /// The writes for each Job its informers must have seen before it is synced.
+    consistency: ControllerConsistency,
 }
 
 /// `syncJobCtx`: what one sync learns and decides.
@@ -339,10 +364,14 @@ impl JobController {
     /// `syncJob`, with its metrics.
     fn sync_job(&self, key: &str) -> SyncResult {
         let started = Instant::now();
+        // Until the informers have seen our last writes for it, what they hold may make us
+        // create pods or count them again; the error requeues the key rate-limited.
+        self.consistency.ensure_ready(key)?;
         let Some(shared) = self.jobs.get_newest(key) else {
             log::debug!("Job has been deleted key={key}");
             self.expectations.delete(key);
             self.finalizer_expectations.delete(key);
+            self.consistency.clear(key, "");
             self.backoff.remove(key);
             return Ok(());
         };
@@ -355,6 +384,7 @@ impl JobController {
         let uid = shared.metadata.uid.as_deref().unwrap_or("");
         if is_finished(&shared) {
             self.backoff.remove(key);
+            self.consistency.clear(key, uid);
             // The sync reads our own last write before the watch brings it; the expectation is
             // met only once the informer's copy is finished too.
             if self.jobs.store().get(key).is_some_and(|cached| is_finished(&cached)) {
@@ -583,6 +613,8 @@ impl JobController {
         let candidates =
             self.pods.store().list_namespace_where(namespace, |m| claim_candidate(owner_uid, &selector, m));
         let can_adopt = || recheck_deletion_timestamp::<Job>(&self.client, &job.metadata, "Job ");
+        // Adoptions are pod writes (`RealPodControl.PatchPod` calls `OnWrite`).
+        let on_write = |pod: &ObjectMeta| self.consistency.pod_written(pod);
         let manager = ControllerRefManager {
             client: &self.client,
             owner: &job.metadata,
@@ -590,6 +622,7 @@ impl JobController {
             selector: &selector,
             can_adopt: &can_adopt,
             finalizers: &[TRACKING_FINALIZER],
+            on_write: Some(&on_write),
         };
         let claimed = manager.claim::<Pod, _>(candidates).map_err(SyncError::Failed)?;
         Ok(claimed
@@ -606,16 +639,18 @@ impl JobController {
             .collect())
     }
 
-    /// `PatchPod` with `removeTrackingFinalizerPatch`.
+    /// `PatchPod` with `removeTrackingFinalizerPatch`; the patched pod is recorded for the Job
+    /// that controls it (`OnWrite`).
     fn remove_finalizer(&self, pod: &Pod) -> Result<(), crate::client::Error> {
         let patch = serde_json::json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}});
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
         let name = pod.metadata.name.as_deref().unwrap_or("");
-        Api::<Pod>::namespaced(&self.client, namespace).patch(
+        let patched = Api::<Pod>::namespaced(&self.client, namespace).patch(
             name,
             &Patch::Strategic(patch),
             &PostParams::default(),
         )?;
+        self.consistency.pod_written(&patched.metadata);
         Ok(())
     }
 }

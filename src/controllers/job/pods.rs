@@ -158,6 +158,7 @@ impl JobController {
         let namespace = job.metadata.namespace.as_deref().unwrap_or("");
         match Api::<Pod>::namespaced(&self.client, namespace).create(&pod, &PostParams::default()) {
             Ok(created) => {
+                self.consistency.pod_written(&created.metadata);
                 let message = format!("Created pod: {}", created.metadata.name.as_deref().unwrap_or(""));
                 self.recorder.event_for(job, EventType::Normal, "SuccessfulCreate", &message);
                 Ok(())

@@ -13,8 +13,8 @@ use super::indexes::{Intervals, completion_index, valid_index};
 use super::pods::concurrently;
 use super::{
     JobController, MAX_UNCOUNTED_PODS, SyncCtx, completion_mode_label, completions, condition_true, ensure_condition,
-    failed_for_target, has_backoff_limit_per_index, has_tracking_finalizer, is_indexed, is_pod_failed, metrics,
-    new_condition, spec, uid_of,
+    failed_for_target, has_backoff_limit_per_index, has_tracking_finalizer, is_indexed, is_pod_failed, jobs_resource,
+    metrics, new_condition, spec, uid_of,
 };
 use crate::apimachinery::pod::phase;
 use crate::client::{Api, PostParams};
@@ -278,6 +278,7 @@ impl JobController {
         let updated = Api::<Job>::namespaced(&self.client, namespace)
             .replace_status(name, job, &PostParams::default())
             .map_err(SyncError::from)?;
+        self.consistency.wrote(&updated.metadata, &jobs_resource());
         self.jobs.mutation(updated.clone());
         Ok(updated)
     }

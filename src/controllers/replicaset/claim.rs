@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::ReplicaManager;
 use super::kind::{ReplicaKind, Selector};
@@ -16,6 +17,8 @@ impl<K: ReplicaKind> ReplicaManager<K> {
     /// from any adoption or release is returned after all pods were looked at.
     pub(super) fn claim_pods(&self, rs: &K, selector: &Selector, pods: Vec<Arc<Pod>>) -> Result<Vec<Arc<Pod>>, String> {
         let can_adopt = || recheck_deletion_timestamp::<K>(&self.client, rs.metadata(), "");
+        // Adoptions are pod writes (`RealPodControl.PatchPod` calls `OnWrite`).
+        let on_write = |pod: &ObjectMeta| self.consistency.pod_written(pod);
         let manager = ControllerRefManager {
             client: &self.client,
             owner: rs.metadata(),
@@ -23,6 +26,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             selector,
             can_adopt: &can_adopt,
             finalizers: &[],
+            on_write: Some(&on_write),
         };
         manager.claim::<Pod, _>(pods)
     }

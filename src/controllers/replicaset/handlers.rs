@@ -31,6 +31,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
 
     fn on_controller_deleted(&self, rs: &K) {
         let key = object_key(rs.metadata());
+        self.consistency.clear(&key, rs.metadata().uid.as_deref().unwrap_or(""));
         self.expectations.delete(&key);
         self.queue.add(key);
     }

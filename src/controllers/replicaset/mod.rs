@@ -10,6 +10,11 @@
 //! writes the status (for ReplicaSets also `terminatingReplicas`, under the
 //! `DeploymentReplicaSetTerminatingReplicas` gate). While some ready pods are not yet available
 //! (`minReadySeconds`), the key comes back when the first of them is due.
+//!
+//! Under the `StaleControllerConsistencyReplicaSet` gate (Beta, on in v1.36) a ReplicaSet is not
+//! synced until the pod and ReplicaSet informers have seen the controller's last writes for it
+//! (pod creations and adoptions, status updates; see `runtime::consistency`). The
+//! ReplicationController manager has no such gate: it uses the no-op store, as upstream's.
 
 mod availability;
 mod claim;
@@ -25,9 +30,11 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::apimachinery::pod::is_pod_ready;
+use crate::apimachinery::schema::GroupResource;
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::controllers::podutil::ranking::{pod_key, pods_to_delete};
-use crate::metrics::{HistogramVec, exponential_buckets, global};
+use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
+use crate::runtime::consistency::{ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::claim_candidate;
 use crate::runtime::events::{EventRecorder, EventType};
@@ -57,6 +64,10 @@ pub struct Config {
     /// The `DeploymentReplicaSetTerminatingReplicas` feature gate (beta, on in v1.36): ReplicaSets
     /// report `status.terminatingReplicas` (RCs never do, their status has no such field).
     pub terminating_replicas: bool,
+    /// The `StaleControllerConsistencyReplicaSet` gate (Beta, on in v1.36): skip the sync of a
+    /// ReplicaSet while its informers have not seen the controller's last writes for it.
+    /// ReplicaSets only; RCs ignore it.
+    pub stale_controller_consistency: bool,
 }
 
 /// `NewReplicaSetController`.
@@ -66,6 +77,7 @@ pub fn new_replica_sets(context: &ControllerContext<'_>, config: Config) -> Resu
 
 /// `NewReplicationManager`.
 pub fn new_replication_controllers(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+    let config = Config { stale_controller_consistency: false, ..config };
     start::<ReplicationController>(context, "replicationmanager", config)
 }
 
@@ -78,6 +90,7 @@ fn start<K: ReplicaKind>(
 ) -> Result<Controller, String> {
     sorting_deletion_age_ratio();
     let queue = WorkQueue::new(queue_name);
+    let consistency = consistency::<K>(context, config.stale_controller_consistency);
     let manager = Arc::new(ReplicaManager {
         client: context.client.clone(),
         controllers: context.informers.informer::<K>(),
@@ -86,14 +99,13 @@ fn start<K: ReplicaKind>(
         queue: queue.clone(),
         recorder: context.recorder.clone(),
         terminating_replicas: config.terminating_replicas && K::STATUS_TERMINATING_REPLICAS,
+        consistency,
     });
     let handler = manager.clone();
     manager.controllers.add_handler(move |event: &Event<K>| handler.on_controller_event(event));
     let handler = manager.clone();
     manager.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| {
-        manager.sync_replica_set(key).map_err(SyncError::Failed)
-    }))
+    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| manager.sync_replica_set(key)))
 }
 
 /// The controller of one kind (upstream's `ReplicaSetController`).
@@ -106,6 +118,37 @@ pub struct ReplicaManager<K: ReplicaKind> {
     recorder: EventRecorder,
     /// The gate and the kind's `EnableStatusTerminatingReplicas`: count terminating pods.
     terminating_replicas: bool,
+    /// The writes for each controller object its informers must have seen before it is synced.
+    consistency: ControllerConsistency,
+}
+
+/// The resource of kind `K` (`replicasets.apps`).
+fn resource_of<K: ReplicaKind>() -> GroupResource {
+    GroupResource::new(K::GROUP, K::URL_PATH_SEGMENT)
+}
+
+/// `NewReplicaSetController`'s choice of store: over the pod and `K` informers when `enabled`.
+fn consistency<K: ReplicaKind>(context: &ControllerContext<'_>, enabled: bool) -> ControllerConsistency {
+    let pods: Arc<dyn LastSyncRvGetter> = context.informers.informer::<Pod>();
+    let controllers: Arc<dyn LastSyncRvGetter> = context.informers.informer::<K>();
+    let informers = [(pods_resource(), pods), (resource_of::<K>(), controllers)];
+    ControllerConsistency::new(enabled, informers, stale_sync_skips_total())
+}
+
+/// `replicaset_controller_stale_sync_skips_total{group,resource}`, registered with the
+/// controller's other metrics (upstream's `metrics.Register`).
+fn stale_sync_skips_total() -> Arc<CounterVec> {
+    static COUNTER: OnceLock<Arc<CounterVec>> = OnceLock::new();
+    COUNTER
+        .get_or_init(|| {
+            let counter = Arc::new(stale_sync_skips(
+                "replicaset_controller_stale_sync_skips_total",
+                "[ALPHA] Total number of ReplicaSet syncs skipped due to a stale watch cache.",
+            ));
+            global().register(counter.clone());
+            counter
+        })
+        .clone()
 }
 
 /// `replicaset_controller_sorting_deletion_age_ratio`, registered when either controller is
@@ -156,12 +199,21 @@ fn namespace_of(meta: &ObjectMeta) -> &str {
 
 impl<K: ReplicaKind> ReplicaManager<K> {
     /// `syncReplicaSet`.
-    fn sync_replica_set(&self, key: &str) -> Result<(), String> {
+    fn sync_replica_set(&self, key: &str) -> Result<(), SyncError> {
+        // Until the informers have seen our last writes for it, what they hold may make us
+        // create pods again; the error requeues the key rate-limited.
+        self.consistency.ensure_ready(key)?;
+        self.sync_ready_replica_set(key).map_err(SyncError::Failed)
+    }
+
+    /// The rest of `syncReplicaSet`, once the informers have seen our writes.
+    fn sync_ready_replica_set(&self, key: &str) -> Result<(), String> {
         // Our own last status write, if the watch has not brought it yet (a sync queued while
         // the previous one ran starts right after it): its next write then does not carry the
         // old resourceVersion and meet a Conflict.
         let Some(rs) = self.controllers.get_newest(key) else {
             log::debug!("{} {key} has been deleted", K::KIND);
+            self.consistency.clear(key, "");
             self.expectations.delete(key);
             return Ok(());
         };
@@ -194,6 +246,9 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         let now = Timestamp::now();
         let new_status = status::calculate_status(&*rs, &pods, terminating.as_deref(), manage_error.as_deref(), now);
         let updated = status::update_status(&self.client, &*rs, new_status)?;
+        // Upstream records the update's resourceVersion under the UID of the cached object.
+        let written = updated.metadata().resource_version.as_deref();
+        self.consistency.wrote_for(rs.metadata(), &resource_of::<K>(), written);
         if updated.metadata().resource_version != rs.metadata().resource_version {
             self.controllers.mutation(updated.clone());
         }
@@ -261,6 +316,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         let api = Api::<Pod>::namespaced(&self.client, namespace_of(rs.metadata()));
         match api.create(&pod, &PostParams::default()) {
             Ok(created) => {
+                self.consistency.pod_written(&created.metadata);
                 let message = format!("Created pod: {}", name_of(&created.metadata));
                 self.recorder.event_for(rs, EventType::Normal, SUCCESSFUL_CREATE, &message);
                 Ok(())
@@ -347,5 +403,21 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             }
         }
         related
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_sync_skips_are_exposed_as_upstreams_once_counted() {
+        stale_sync_skips_total().inc(&["", "pods"]);
+        let text = global().render();
+        let help = "# HELP replicaset_controller_stale_sync_skips_total [ALPHA] Total number of ReplicaSet syncs \
+                    skipped due to a stale watch cache.\n# TYPE replicaset_controller_stale_sync_skips_total counter\n";
+        assert!(text.contains(help), "{text}");
+        assert!(text.contains("replicaset_controller_stale_sync_skips_total{group=\"\",resource=\"pods\"} "));
+        assert_eq!(resource_of::<ReplicaSet>(), GroupResource::new("apps", "replicasets"));
     }
 }

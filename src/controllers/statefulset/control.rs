@@ -11,7 +11,6 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 
-use super::StatefulSetController;
 use super::pod_control::aggregate;
 use super::revisions::{UpdateRevision, choose_update_revision, set_matches_latest_existing_revision};
 use super::utils::{
@@ -19,6 +18,7 @@ use super::utils::{
     is_pending, is_running_and_available, is_running_and_ready, is_terminating, is_unavailable, name_of, namespace_of,
     new_versioned_pod, ordinal, replicas, revision_of, spec, start_ordinal,
 };
+use super::{StatefulSetController, sets_resource};
 use crate::apimachinery::labels::Selector;
 use crate::client::{Api, PostParams};
 use crate::controllers::history;
@@ -530,6 +530,7 @@ impl StatefulSetController {
             set.status = Some(status.clone());
             match api.replace_status(name_of(&set.metadata), &set, &PostParams::default()) {
                 Ok(updated) => {
+                    self.consistency.wrote(&updated.metadata, &sets_resource());
                     self.sets.mutation(updated);
                     log::debug!(
                         "Updated status statefulSet={} replicas={} readyReplicas={} currentReplicas={} updatedReplicas={}",

@@ -7,13 +7,16 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::utils::{
     Owner, has_stale_owner_ref, has_unexpected_controller, identity_matches, is_claim_owner_up_to_date, name_of,
     namespace_of, ordinal, pod_claims, retention_policy, spec, storage_matches, update_claim_owner_refs,
     update_identity, update_storage,
 };
+use crate::apimachinery::schema::GroupResource;
 use crate::client::{Api, Client, DeleteParams, PostParams};
+use crate::runtime::consistency::{ControllerConsistency, pods_resource};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::Informer;
 
@@ -35,9 +38,22 @@ pub struct PodControl {
     pub pods: Arc<Informer<Pod>>,
     pub claims: Arc<Informer<PersistentVolumeClaim>>,
     pub recorder: EventRecorder,
+    /// Where the pod and claim creations and updates are recorded for their set (upstream's
+    /// `realStatefulPodControlObjectManager.consistencyStore`).
+    pub consistency: ControllerConsistency,
+}
+
+/// The core group's `persistentvolumeclaims`.
+pub fn claims_resource() -> GroupResource {
+    GroupResource::new("", "persistentvolumeclaims")
 }
 
 impl PodControl {
+    /// `consistencyStore.WroteAt` for `set`: what a write of one of its pods or claims returned.
+    fn wrote(&self, set: &StatefulSet, resource: &GroupResource, written: &ObjectMeta) {
+        self.consistency.wrote_for(&set.metadata, resource, written.resource_version.as_deref());
+    }
+
     fn claim(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
         self.claims.get_newest(&format!("{namespace}/{name}"))
     }
@@ -51,6 +67,7 @@ impl PodControl {
         let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
         let result = match api.create(pod, &PostParams::default()) {
             Ok(created) => {
+                self.wrote(set, &pods_resource(), &created.metadata);
                 self.pods.mutation(created);
                 Ok(())
             }
@@ -100,6 +117,7 @@ impl PodControl {
             let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
             match api.replace(name_of(&pod.metadata), &pod, &PostParams::default()) {
                 Ok(updated) => {
+                    self.wrote(set, &pods_resource(), &updated.metadata);
                     self.pods.mutation(updated);
                     break Ok(());
                 }
@@ -176,6 +194,7 @@ impl PodControl {
                 let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace_of(&claim.metadata));
                 match api.replace(&name, &claim, &PostParams::default()) {
                     Ok(updated) => {
+                        self.wrote(set, &claims_resource(), &updated.metadata);
                         self.claims.mutation(updated);
                     }
                     Err(e) => {
@@ -222,6 +241,7 @@ impl PodControl {
                     let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace_of(&claim.metadata));
                     match api.create(claim, &PostParams::default()) {
                         Ok(created) => {
+                            self.wrote(set, &claims_resource(), &created.metadata);
                             self.claims.mutation(created);
                             self.record_claim_event("create", set, pod, name, None);
                         }
