@@ -112,8 +112,7 @@ fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
         });
     // Those whose feature gates are off by default (e.g. `podgroup-protection-controller`) stay off.
     let startable = harness::options(&["--controllers=*,bootstrapsigner,tokencleaner"]);
-    let expected_count =
-        kcm::app::controllers::built().iter().filter(|d| startable.starts_controller(d.name)).count();
+    let expected_count = kcm::app::controllers::built().iter().filter(|d| startable.starts_controller(d.name)).count();
     assert_eq!(cluster.controller_names().len(), expected_count, "every built controller the gates allow started");
 
     let text = kcm::metrics::global().render();

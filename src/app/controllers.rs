@@ -831,7 +831,7 @@ mod tests {
     }
 
     fn options_with(flags: &[&str]) -> Options {
-        match crate::app::flags::parse(flags.iter().map(|f| f.to_string())) {
+        match crate::app::flags::parse(flags.iter().map(|f| (*f).into())) {
             Ok(crate::app::flags::Command::Run(options)) => *options,
             other => panic!("unexpected {other:?}"),
         }

@@ -51,7 +51,9 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
     let handler = controller.clone();
     controller.leases.add_handler(move |event: &Event<Lease>| handler.on_lease_event(event));
     let handler = controller.clone();
-    controller.storage_versions.add_handler(move |event: &Event<StorageVersion>| handler.on_storage_version_event(event));
+    controller
+        .storage_versions
+        .add_handler(move |event: &Event<StorageVersion>| handler.on_storage_version_event(event));
     let leases = controller.clone();
     let storage_versions = controller;
     // Identity Leases go and StorageVersions change rarely: one worker each; they may conflict
@@ -162,8 +164,7 @@ impl StorageVersionGc {
     /// `onDeleteLease` (Leases are watched for deletes only): a kube-apiserver's identity Lease.
     fn on_lease_event(&self, event: &Event<Lease>) {
         let Event::Deleted { object: lease, .. } = event else { return };
-        if lease.metadata.namespace.as_deref() == Some(LEASE_NAMESPACE) && is_kube_apiserver_identity(&lease.metadata)
-        {
+        if lease.metadata.namespace.as_deref() == Some(LEASE_NAMESPACE) && is_kube_apiserver_identity(&lease.metadata) {
             let name = lease.metadata.name.clone().unwrap_or_default();
             log::debug!("Observed lease deleted castObjName=\"{name}\"");
             self.lease_queue.add(name);

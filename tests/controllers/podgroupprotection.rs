@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use kcm::app::controllers::named;
-use kcm::client::{Api, DeleteParams, Patch, PostParams};
+use kcm::client::{DeleteParams, Patch, PostParams};
 use serde_json::json;
 
 use crate::harness;

@@ -48,7 +48,8 @@ fn storage_versions(cluster: &Cluster) -> Api<StorageVersion> {
 
 /// The name of the running kube-apiserver's identity Lease: its `apiServerID`.
 fn own_server_id(cluster: &Cluster) -> String {
-    let selector = ListParams { label_selector: Some(format!("{IDENTITY_LABEL}=kube-apiserver")), ..Default::default() };
+    let selector =
+        ListParams { label_selector: Some(format!("{IDENTITY_LABEL}=kube-apiserver")), ..Default::default() };
     eventually("the kube-apiserver's identity Lease", || {
         let list = leases(cluster).list(&selector).expect("leases listed");
         list.items.into_iter().next().and_then(|lease| lease.metadata.name)
@@ -104,11 +105,16 @@ fn entries_of_servers_without_an_identity_lease_go(backend: Backend) {
     create_identity_lease(&cluster, "apiserver-leaving");
 
     // An entry of a server that never had a Lease goes; the others stay, and disagree.
-    create_storage_version(&cluster, "example.com.widgets", vec![
-        entry(&own, "example.com/v1"),
-        entry("apiserver-leaving", "example.com/v2"),
-        entry("apiserver-unknown", "example.com/v1"),
-    ], None);
+    create_storage_version(
+        &cluster,
+        "example.com.widgets",
+        vec![
+            entry(&own, "example.com/v1"),
+            entry("apiserver-leaving", "example.com/v2"),
+            entry("apiserver-unknown", "example.com/v1"),
+        ],
+        None,
+    );
     let sv = wait_for_ids(&cluster, "example.com.widgets", &[own.as_str(), "apiserver-leaving"]);
     assert_eq!(sv.status.as_ref().unwrap().common_encoding_version, None);
     assert_eq!(all_equal(&sv), ("False".to_string(), "CommonEncodingVersionUnset".to_string()));
@@ -120,7 +126,12 @@ fn entries_of_servers_without_an_identity_lease_go(backend: Backend) {
     assert_eq!(all_equal(&sv), ("True".to_string(), "CommonEncodingVersionSet".to_string()));
 
     // A StorageVersion with only unknown servers' entries is deleted.
-    create_storage_version(&cluster, "example.com.gadgets", vec![entry("apiserver-unknown", "example.com/v1")], Some("example.com/v1"));
+    create_storage_version(
+        &cluster,
+        "example.com.gadgets",
+        vec![entry("apiserver-unknown", "example.com/v1")],
+        Some("example.com/v1"),
+    );
     eventually("the StorageVersion deleted", || {
         storage_versions(&cluster).get_opt("example.com.gadgets").expect("read").is_none().then_some(())
     });

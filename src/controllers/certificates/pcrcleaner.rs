@@ -71,7 +71,8 @@ impl PcrCleaner {
         let namespace = meta.namespace.as_deref().unwrap_or_default();
         let name = meta.name.as_deref().unwrap_or_default();
         // `ptr.To(pcr.UID)`: an empty UID is still sent as a precondition.
-        let preconditions = Some(Preconditions { uid: Some(meta.uid.clone().unwrap_or_default()), resource_version: None });
+        let preconditions =
+            Some(Preconditions { uid: Some(meta.uid.clone().unwrap_or_default()), resource_version: None });
         let params = DeleteParams { preconditions, ..DeleteParams::default() };
         match Api::<PodCertificateRequest>::namespaced(&self.client, namespace).delete(name, &params) {
             Ok(_) => Ok(()),
