@@ -46,10 +46,14 @@ mod namespace;
 mod nodeipam;
 #[path = "controllers/nodelifecycle.rs"]
 mod nodelifecycle;
+#[path = "controllers/pcrcleaner.rs"]
+mod pcrcleaner;
 #[path = "controllers/persistentvolume.rs"]
 mod persistentvolume;
 #[path = "controllers/podgc.rs"]
 mod podgc;
+#[path = "controllers/podgroupprotection.rs"]
+mod podgroupprotection;
 #[path = "controllers/protection.rs"]
 mod protection;
 #[path = "controllers/replicaset.rs"]
@@ -66,6 +70,8 @@ mod servicecidr;
 mod side_by_side;
 #[path = "controllers/statefulset.rs"]
 mod statefulset;
+#[path = "controllers/storageversiongc.rs"]
+mod storageversiongc;
 #[path = "controllers/ttl.rs"]
 mod ttl;
 #[path = "controllers/ttlafterfinished.rs"]

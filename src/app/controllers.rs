@@ -14,9 +14,9 @@ use crate::client::Client;
 use crate::controllers::{
     attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, devicetainteviction,
     disruption, endpoint, endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace,
-    nodeipam, nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset,
-    resourceclaim, resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl,
-    ttlafterfinished, vacprotection, validatingadmissionpolicystatus,
+    nodeipam, nodelifecycle, persistentvolume, podautoscaler, podgc, podgroupprotection, pvcprotection, pvprotection,
+    replicaset, resourceclaim, resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset,
+    storageversiongc, tainteviction, ttl, ttlafterfinished, vacprotection, validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -360,9 +360,11 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         podgc::new(c, podgc::Config { terminated_pod_threshold: threshold, ..podgc::Config::default() })
     }),
     gated("podcertificaterequest-cleaner-controller", &[], &["PodCertificateRequest"])
-        .account("podcertificaterequestcleaner"),
+        .account("podcertificaterequestcleaner")
+        .starts(|c, _| certificates::pcrcleaner::new(c, certificates::pcrcleaner::Config::default())),
     gated("podgroup-protection-controller", &[], &["GenericWorkload"])
-        .account("podgroup-protection-controller"),
+        .account("podgroup-protection-controller")
+        .starts(|c, _| podgroupprotection::new(c, podgroupprotection::Config::default())),
     plain("replicaset-controller", &["replicaset"])
         .account("replicaset-controller")
         .starts(|c, o| {
@@ -447,7 +449,8 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         &["storage-version-gc"],
         &["APIServerIdentity", "StorageVersionAPI"],
     )
-        .account("storage-version-garbage-collector"),
+        .account("storage-version-garbage-collector")
+        .starts(|c, _| storageversiongc::new(c)),
     gated("taint-eviction-controller", &[], &["SeparateTaintEvictionController"])
         .account("node-controller")
         .starts(|c, _| tainteviction::new(c)),
@@ -838,7 +841,31 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 42);
+        assert_eq!(implemented().len(), 45);
+    }
+
+    fn options_with(flags: &[&str]) -> Options {
+        match crate::app::flags::parse(flags.iter().map(|f| (*f).into())) {
+            Ok(crate::app::flags::Command::Run(options)) => *options,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_gated_controllers_are_built_and_start_only_with_their_gates() {
+        let cases = [
+            ("podcertificaterequest-cleaner-controller", "--feature-gates=PodCertificateRequest=true"),
+            ("podgroup-protection-controller", "--feature-gates=GenericWorkload=true"),
+            ("storageversion-garbage-collector-controller", "--feature-gates=StorageVersionAPI=true"),
+        ];
+        for (name, gate) in cases {
+            assert!(is_implemented(name), "{name} is built");
+            assert!(!options_with(&[]).starts_controller(name), "{name} is off at the default gates");
+            assert!(options_with(&[gate]).starts_controller(name), "{name} starts with {gate}");
+        }
+        // `StorageVersionAPI` needs `APIServerIdentity` (on by default), and so does the controller.
+        let gc = resolve("storage-version-gc").expect("known");
+        assert_eq!(gc.feature_gates, ["APIServerIdentity", "StorageVersionAPI"]);
     }
 
     fn options(root_ca_file: &str) -> Options {

@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::{Event, Namespace, ReplicationController, Servic
 use kcm::app::controllers::ControllerDescriptor;
 use kcm::app::flags::Options;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
+use kcm::envtest::ControlPlane;
 pub use kcm::envtest::{Backend, TestServer};
 use kcm::runtime::controller::ControllerSet;
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
@@ -301,6 +302,7 @@ pub struct Builder {
     descriptors: Vec<ControllerDescriptor>,
     expected_names: Option<Vec<&'static str>>,
     flags: Vec<String>,
+    apiserver_flags: Vec<String>,
     namespaces: Vec<String>,
     default_account: bool,
     node_names: Option<Vec<String>>,
@@ -317,6 +319,7 @@ pub fn with(descriptors: &[ControllerDescriptor]) -> Builder {
         descriptors: descriptors.to_vec(),
         expected_names: None,
         flags: Vec::new(),
+        apiserver_flags: Vec::new(),
         namespaces: Vec::new(),
         default_account: true,
         node_names: Some(vec!["node-a".into(), "node-b".into()]),
@@ -342,6 +345,14 @@ impl Builder {
     /// Flags after `--controllers=*`.
     pub fn flags(mut self, flags: &[&str]) -> Self {
         self.flags.extend(flags.iter().map(|f| f.to_string()));
+        self
+    }
+
+    /// Flags for the real kube-apiserver after kubeadm's (`--feature-gates=...`,
+    /// `--runtime-config=...`), for a gated controller whose alpha or beta API is off by
+    /// default; the sandbox has no such flags and ignores them.
+    pub fn apiserver_flags(mut self, flags: &[&str]) -> Self {
+        self.apiserver_flags.extend(flags.iter().map(|f| f.to_string()));
         self
     }
 
@@ -392,7 +403,13 @@ impl Builder {
 
     /// Starts the cluster, with `prepare` run against the API before the controllers start.
     pub fn start_with(self, prepare: impl FnOnce(&Client, &TestServer)) -> Cluster {
-        let server = TestServer::start(self.backend).expect("the API server starts");
+        let server = match self.backend {
+            Backend::Real if !self.apiserver_flags.is_empty() => {
+                let flags: Vec<&str> = self.apiserver_flags.iter().map(String::as_str).collect();
+                TestServer::Real(ControlPlane::start_with_apiserver_flags(&flags).expect("the API server starts"))
+            }
+            backend => TestServer::start(backend).expect("the API server starts"),
+        };
         let client = Client::new(server.admin_config(), ClientOptions::default()).expect("a client");
         // Pod admission needs the namespace's default ServiceAccount.
         if self.default_account {

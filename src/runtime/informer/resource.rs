@@ -10,7 +10,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use k8s_openapi::api::{admissionregistration, autoscaling, certificates, node, scheduling};
+use k8s_openapi::api::{admissionregistration, apiserverinternal, autoscaling, certificates, node, scheduling};
 use k8s_openapi::api::{apps, batch, coordination, core, discovery, networking, policy, rbac, storage};
 
 use super::{Cached, Event, Informer, SharedInformerFactory};
@@ -137,6 +137,10 @@ pub(super) fn typed_for_resource(
         admissionregistration::v1::MutatingWebhookConfiguration,
         node::v1::RuntimeClass,
         scheduling::v1::PriorityClass,
+        // Read by the feature-gated controllers.
+        certificates::v1beta1::PodCertificateRequest,
+        scheduling::v1alpha2::PodGroup,
+        apiserverinternal::v1alpha1::StorageVersion,
     )
 }
 
