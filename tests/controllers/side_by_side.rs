@@ -134,3 +134,18 @@ fn admission_policies_are_type_checked_as_upstream_does() {
 fn a_claim_in_use_is_protected_as_upstream_protects_it() {
     run("protection");
 }
+
+#[test]
+fn pods_get_and_release_their_resource_claims_as_upstream_does() {
+    run("resourceclaim");
+}
+
+#[test]
+fn a_pod_on_a_tainted_device_is_evicted_as_upstream_evicts_it() {
+    run("devicetaint");
+}
+
+#[test]
+fn a_volume_attributes_class_in_use_is_protected_as_upstream_protects_it() {
+    run("vacprotection");
+}
