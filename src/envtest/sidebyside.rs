@@ -508,8 +508,8 @@ pub struct Steps<'a> {
     pub cluster_objects: Vec<String>,
     compare_nodes: bool,
     ca_pem: String,
-    /// The uid-derived renames of earlier checkpoints, for Events naming objects since deleted.
-    remembered: std::cell::RefCell<HashMap<String, String>>,
+    /// What earlier checkpoints learnt, for objects naming objects since deleted.
+    remembered: std::cell::RefCell<Remembered>,
     checkpoints: Vec<Snapshot>,
     manager: &'a mut OwnedProcess,
 }
@@ -770,23 +770,36 @@ fn summarise_csr(mut csr: Value) -> Value {
 
 /// Turns the objects and Events read at one checkpoint into their comparable form.
 pub fn normalise(label: &str, objects: Vec<Value>, events: Vec<Value>, ca_pem: &str) -> Snapshot {
-    normalise_remembering(label, objects, events, ca_pem, &mut HashMap::new())
+    normalise_remembering(label, objects, events, ca_pem, &mut Remembered::default())
 }
 
-/// [`normalise`], also renaming the uids `remembered` from earlier checkpoints (an Event keeps
-/// naming a claim's volume after both are gone), and remembering this checkpoint's.
+/// What one run's checkpoints carry over to the next ones.
+#[derive(Debug, Default)]
+struct Remembered {
+    /// Renames derived from uids (an Event keeps naming a claim's volume after both are gone).
+    uids: HashMap<String, String>,
+    /// `generateName` prefixes (a pod's status keeps naming its generated ResourceClaim after
+    /// the claim was deleted): such names are masked `prefix*`.
+    prefixes: BTreeSet<String>,
+}
+
+/// [`normalise`], also renaming the uids and masking the generated names `remembered` from
+/// earlier checkpoints, and remembering this checkpoint's.
 fn normalise_remembering(
     label: &str,
     objects: Vec<Value>,
     events: Vec<Value>,
     ca_pem: &str,
-    remembered: &mut HashMap<String, String>,
+    remembered: &mut Remembered,
 ) -> Snapshot {
     let mut names = Renames::new(ca_pem);
-    names.exact.extend(remembered.iter().map(|(k, v)| (k.clone(), v.clone())));
+    names.exact.extend(remembered.uids.iter().map(|(k, v)| (k.clone(), v.clone())));
+    names.prefixes.extend(remembered.prefixes.iter().cloned());
     names.learn(&objects, &events);
     let uid_derived = |raw: &str| is_uuid(raw) || raw.strip_prefix("pvc-").is_some_and(is_uuid);
-    remembered.extend(names.exact.iter().filter(|(raw, _)| uid_derived(raw)).map(|(k, v)| (k.clone(), v.clone())));
+    remembered.uids.extend(names.exact.iter().filter(|(raw, _)| uid_derived(raw)).map(|(k, v)| (k.clone(), v.clone())));
+    let generated = objects.iter().filter_map(|o| o["metadata"]["generateName"].as_str()).filter(|p| !p.is_empty());
+    remembered.prefixes.extend(generated.map(str::to_string));
     let mut compared = BTreeMap::new();
     for object in objects {
         let mut object = strip(object);
@@ -1685,10 +1698,13 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "vacprotection",
-        summary: "VolumeAttributesClasses given their finalizer; one used by a claim and one by a volume deleted \
-                  and kept until the claim switches to another class and the volume is deleted",
+        summary: "VolumeAttributesClasses given their finalizer; one used by a bound claim and its volume and one \
+                  by a volume deleted and kept until the claim and its volume are modified to another class and the \
+                  volume is deleted",
         nodes: 1,
-        flags: &[],
+        // The claim and volume are bound by the steps, as the binder would (the binder's part is
+        // not compared here): upstream's binder is left out on both sides.
+        flags: &["--controllers=-persistentvolume-binder-controller"],
         apiserver_flags: &[],
         compare_nodes: false,
         run: vac_protection,
@@ -3085,29 +3101,44 @@ fn vac_protection(steps: &mut Steps) -> Result<(), String> {
         steps.create(VACS, vac)?;
         steps.cluster_objects.push(format!("{VACS}/{name}"));
     }
-    // A claim no volume matches (no class): it stays Pending, its class named in its spec.
+    // A claim of gold bound to a volume of gold, as the binder leaves them (a bound claim's class
+    // may change), and a volume of silver no claim uses.
     let claim = json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
-        "storageClassName": "", "volumeAttributesClassName": "gold", "resources": {"requests": {"storage": "1Gi"}}}});
-    steps.create(CLAIMS, claim)?;
-    let volume = json!({"metadata": {"name": "sbs-silver"}, "spec": {"accessModes": ["ReadWriteMany"],
-        "capacity": {"storage": "5Gi"}, "storageClassName": "manual", "persistentVolumeReclaimPolicy": "Retain",
-        "volumeAttributesClassName": "silver", "csi": {"driver": CSI_DRIVER, "volumeHandle": "silver"}}});
-    steps.create(VOLUMES, volume)?;
-    steps.cluster_objects.push(format!("{VOLUMES}/sbs-silver"));
+        "storageClassName": "", "volumeName": "sbs-data", "volumeAttributesClassName": "gold",
+        "resources": {"requests": {"storage": "1Gi"}}}});
+    let claim = steps.create(CLAIMS, claim)?;
+    let volume = |name: &str, class: &str, claim_ref: Value| {
+        json!({"metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+            "storageClassName": "", "persistentVolumeReclaimPolicy": "Retain", "volumeAttributesClassName": class,
+            "csi": {"driver": CSI_DRIVER, "volumeHandle": name}, "claimRef": claim_ref}})
+    };
+    let claim_ref = json!({"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": NAMESPACE,
+        "name": "data", "uid": claim["metadata"]["uid"]});
+    steps.create(VOLUMES, volume("sbs-data", "gold", claim_ref))?;
+    steps.create(VOLUMES, volume("sbs-silver", "silver", Value::Null))?;
+    steps.cluster_objects.extend(["sbs-data", "sbs-silver"].map(|v| format!("{VOLUMES}/{v}")));
+    steps.patch(&format!("{VOLUMES}/sbs-data/status"), json!({"status": {"phase": "Bound"}}))?;
+    let bound = json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+        "currentVolumeAttributesClassName": "gold"}});
+    steps.patch(&format!("{CLAIMS}/data/status"), bound)?;
     for name in ["gold", "bronze", "silver"] {
         steps.wait(&format!("{name}'s finalizer"), |s| has_vac_finalizer(s, name))?;
     }
-    steps.checkpoint("three classes protected, gold used by a claim, silver by a volume")?;
+    steps.checkpoint("three classes protected, gold used by a bound claim and its volume, silver by a volume")?;
     for name in ["gold", "silver"] {
         steps.delete(&format!("{VACS}/{name}"), None)?;
     }
     steps.checkpoint("gold and silver deleted: kept while in use")?;
     steps.patch(&format!("{CLAIMS}/data"), json!({"spec": {"volumeAttributesClassName": "bronze"}}))?;
+    steps.checkpoint("the claim asks for bronze: gold kept while its volume is modified")?;
+    // What the external resizer writes once the volume is modified.
+    steps.patch(&format!("{VOLUMES}/sbs-data"), json!({"spec": {"volumeAttributesClassName": "bronze"}}))?;
+    steps.patch(&format!("{CLAIMS}/data/status"), json!({"status": {"currentVolumeAttributesClassName": "bronze"}}))?;
     steps.wait_gone(&format!("{VACS}/gold"))?;
-    steps.checkpoint("the claim switched to bronze: gold gone")?;
+    steps.checkpoint("the volume modified to bronze: gold gone")?;
     steps.delete(&format!("{VOLUMES}/sbs-silver"), None)?;
     steps.wait_gone(&format!("{VACS}/silver"))?;
-    steps.checkpoint("the volume deleted: silver gone")
+    steps.checkpoint("the volume of silver deleted: silver gone")
 }
 
 #[cfg(test)]
