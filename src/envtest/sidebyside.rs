@@ -2922,6 +2922,8 @@ const PODS: &str = "/api/v1/namespaces/sbs/pods";
 const DRA_DRIVER: &str = "gpu.example.com";
 /// The finalizer kube-scheduler puts on a claim before it allocates it.
 const DELETE_PROTECTION: &str = "resource.kubernetes.io/delete-protection";
+/// A finalizer of the steps', holding a deleted pod.
+const HOLD: &str = "sbs.example.com/hold";
 /// A scheduler name nothing serves: the steps bind such pods themselves.
 const MANUAL_SCHEDULER: &str = "sbs-manual";
 
@@ -3067,7 +3069,9 @@ fn device_taint(steps: &mut Steps) -> Result<(), String> {
         "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
         "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}});
     steps.create("/apis/resource.k8s.io/v1/resourceslices", slice)?;
+    // Held by a finalizer of the steps' once deleted, for its condition to be compared.
     running_with_device(steps, "victim", "gpu-0", Value::Null)?;
+    steps.patch(&format!("{PODS}/victim"), json!({"metadata": {"finalizers": [HOLD]}}))?;
     let ignore = json!([{"key": "example.com/broken", "operator": "Exists", "effect": "NoExecute"}]);
     running_with_device(steps, "tolerant", "gpu-0", ignore)?;
     running_with_device(steps, "bystander", "gpu-1", Value::Null)?;
@@ -3076,14 +3080,20 @@ fn device_taint(steps: &mut Steps) -> Result<(), String> {
         "deviceSelector": {"driver": DRA_DRIVER, "pool": "node-1", "device": "gpu-0"},
         "taint": {"key": "example.com/broken", "value": "true", "effect": "NoExecute"}}});
     steps.create(DEVICE_TAINT_RULES, rule)?;
-    steps.cluster_objects.push(format!("{DEVICE_TAINT_RULES}/gpu-0-broken"));
     wait_event(steps, "DeviceTaintManagerEviction")?;
+    steps.wait("victim deleted and stopped", |s| {
+        let pod = s.get(&format!("{PODS}/victim"))?.unwrap_or_default();
+        Ok((pod["metadata"]["deletionTimestamp"].is_string() && pod["status"]["phase"] == "Failed").then_some(()))
+    })?;
+    // The rule's status is written at most every 10 s, so it is compared only once it is final.
+    steps.checkpoint("gpu-0 tainted: the pod not tolerating it evicted (held by a finalizer)")?;
+    steps.patch(&format!("{PODS}/victim"), json!({"metadata": {"finalizers": null}}))?;
     steps.wait_gone(&format!("{PODS}/victim"))?;
-    // The rule's status is written at most every 10 s: the last write says it is done.
+    steps.cluster_objects.push(format!("{DEVICE_TAINT_RULES}/gpu-0-broken"));
     steps.wait("the rule's eviction Completed", |s| {
         Ok(eviction_progress(s, "gpu-0-broken")?.filter(|reason| reason == "Completed").map(|_| ()))
     })?;
-    steps.checkpoint("gpu-0 tainted: the pod not tolerating it evicted, the others kept")
+    steps.checkpoint("the evicted pod gone, the others kept; the rule's eviction Completed")
 }
 
 const VACS: &str = "/apis/storage.k8s.io/v1/volumeattributesclasses";
@@ -3244,6 +3254,23 @@ I1126 00:33:45.123456    4321 mod.rs:335] GET https://127.0.0.1:36002/api/v1/pod
                 "Normal SuccessfulDelete ReplicaSet/web: Deleted pod: web-* (by replicaset-controller)",
             ]
         );
+    }
+
+    #[test]
+    fn a_generated_name_is_masked_after_its_object_is_gone() {
+        let claim = json!({"kind": "ResourceClaim", "metadata": {"name": "trainer-gpu-cffj8", "namespace": "sbs",
+            "generateName": "trainer-gpu-", "uid": "cccccccc-2222-3333-4444-555555555555"}});
+        let pod = json!({"kind": "Pod", "metadata": {"name": "trainer", "namespace": "sbs"}, "status": {
+            "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "trainer-gpu-cffj8"}]}});
+        let mut remembered = Remembered::default();
+        let first = normalise_remembering("a", vec![claim, pod.clone()], vec![], "CA", &mut remembered);
+        let named = |s: &Snapshot| s.objects["Pod sbs/trainer"]["status"]["resourceClaimStatuses"][0].clone();
+        assert_eq!(named(&first)["resourceClaimName"], "trainer-gpu-#1");
+        // The claim deleted: the pod's status still names it.
+        let second = normalise_remembering("b", vec![pod.clone()], vec![], "CA", &mut remembered);
+        assert_eq!(named(&second)["resourceClaimName"], "trainer-gpu-*");
+        let forgetful = normalise("b", vec![pod], vec![], "CA");
+        assert_eq!(named(&forgetful)["resourceClaimName"], "trainer-gpu-cffj8");
     }
 
     #[test]

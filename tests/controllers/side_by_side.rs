@@ -1,4 +1,4 @@
-//! Our kube-controller-manager beside upstream's v1.33.5 on a real kube-apiserver: the same
+//! Our kube-controller-manager beside upstream's v1.36.2 on a real kube-apiserver: the same
 //! scripted steps (see `kcm::envtest::sidebyside`) with each binary, and the resulting objects and
 //! Events compared. Only the differences in `KNOWN_DIFFERENCES` (each with its reason) may
 //! appear. Skipped, loudly, where the real server's binaries are missing.
