@@ -3014,7 +3014,8 @@ fn resource_claims(steps: &mut Steps) -> Result<(), String> {
     let by_template = json!({"resourceClaimTemplateName": "gpu"});
     steps.create(PODS, dra_pod("server", by_template.clone(), manual.clone()))?;
     // Runs to completion a few seconds after it starts.
-    let mut trainer = dra_pod("trainer", by_template, json!({"schedulerName": MANUAL_SCHEDULER, "restartPolicy": "Never"}));
+    let mut trainer =
+        dra_pod("trainer", by_template, json!({"schedulerName": MANUAL_SCHEDULER, "restartPolicy": "Never"}));
     trainer["metadata"]["annotations"] = json!({"kcm-sandbox.dev/run-seconds": "3"});
     steps.create(PODS, trainer)?;
     steps.create(PODS, dra_pod("lost", json!({"resourceClaimTemplateName": "missing"}), manual))?;
