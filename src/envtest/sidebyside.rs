@@ -58,6 +58,9 @@ pub struct Scenario {
     /// out of the selection (a second `--controllers` would add to the first, where an explicit
     /// name wins over its `-name`).
     pub flags: &'static [&'static str],
+    /// Flags given to kube-apiserver on top of kubeadm's (both runs): how a scenario serves a
+    /// beta or alpha API (`--runtime-config=...`, `--feature-gates=...`).
+    pub apiserver_flags: &'static [&'static str],
     /// Whether Nodes (and their Events) are compared.
     pub compare_nodes: bool,
     /// The steps, run against a fresh control plane with the side's controller manager running.
@@ -383,7 +386,7 @@ fn run_steps(
     log: &Path,
     checkpoints: &mut Vec<Snapshot>,
 ) -> Result<(), String> {
-    let plane = ControlPlane::start()?;
+    let plane = ControlPlane::start_with_apiserver_flags(scenario.apiserver_flags)?;
     let admin = Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })
         .map_err(|e| e.to_string())?
         .for_controller("side-by-side");
@@ -505,8 +508,8 @@ pub struct Steps<'a> {
     pub cluster_objects: Vec<String>,
     compare_nodes: bool,
     ca_pem: String,
-    /// The uid-derived renames of earlier checkpoints, for Events naming objects since deleted.
-    remembered: std::cell::RefCell<HashMap<String, String>>,
+    /// What earlier checkpoints learnt, for objects naming objects since deleted.
+    remembered: std::cell::RefCell<Remembered>,
     checkpoints: Vec<Snapshot>,
     manager: &'a mut OwnedProcess,
 }
@@ -719,6 +722,8 @@ const COMPARED_KINDS: &[(&str, &str, &str)] = &[
     ("/api/v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
     ("/apis/policy/v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     ("/apis/autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
+    ("/apis/resource.k8s.io/v1", "resourceclaims", "ResourceClaim"),
+    ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", "ResourceClaimTemplate"),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -765,23 +770,36 @@ fn summarise_csr(mut csr: Value) -> Value {
 
 /// Turns the objects and Events read at one checkpoint into their comparable form.
 pub fn normalise(label: &str, objects: Vec<Value>, events: Vec<Value>, ca_pem: &str) -> Snapshot {
-    normalise_remembering(label, objects, events, ca_pem, &mut HashMap::new())
+    normalise_remembering(label, objects, events, ca_pem, &mut Remembered::default())
 }
 
-/// [`normalise`], also renaming the uids `remembered` from earlier checkpoints (an Event keeps
-/// naming a claim's volume after both are gone), and remembering this checkpoint's.
+/// What one run's checkpoints carry over to the next ones.
+#[derive(Debug, Default)]
+struct Remembered {
+    /// Renames derived from uids (an Event keeps naming a claim's volume after both are gone).
+    uids: HashMap<String, String>,
+    /// `generateName` prefixes (a pod's status keeps naming its generated ResourceClaim after
+    /// the claim was deleted): such names are masked `prefix*`.
+    prefixes: BTreeSet<String>,
+}
+
+/// [`normalise`], also renaming the uids and masking the generated names `remembered` from
+/// earlier checkpoints, and remembering this checkpoint's.
 fn normalise_remembering(
     label: &str,
     objects: Vec<Value>,
     events: Vec<Value>,
     ca_pem: &str,
-    remembered: &mut HashMap<String, String>,
+    remembered: &mut Remembered,
 ) -> Snapshot {
     let mut names = Renames::new(ca_pem);
-    names.exact.extend(remembered.iter().map(|(k, v)| (k.clone(), v.clone())));
+    names.exact.extend(remembered.uids.iter().map(|(k, v)| (k.clone(), v.clone())));
+    names.prefixes.extend(remembered.prefixes.iter().cloned());
     names.learn(&objects, &events);
     let uid_derived = |raw: &str| is_uuid(raw) || raw.strip_prefix("pvc-").is_some_and(is_uuid);
-    remembered.extend(names.exact.iter().filter(|(raw, _)| uid_derived(raw)).map(|(k, v)| (k.clone(), v.clone())));
+    remembered.uids.extend(names.exact.iter().filter(|(raw, _)| uid_derived(raw)).map(|(k, v)| (k.clone(), v.clone())));
+    let generated = objects.iter().filter_map(|o| o["metadata"]["generateName"].as_str()).filter(|p| !p.is_empty());
+    remembered.prefixes.extend(generated.map(str::to_string));
     let mut compared = BTreeMap::new();
     for object in objects {
         let mut object = strip(object);
@@ -1340,6 +1358,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a ReplicaSet of 3 scaled to 5, then to 1",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: replicaset_scale,
     },
@@ -1348,6 +1367,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a Deployment of 3 rolled out",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: deployment_create,
     },
@@ -1356,6 +1376,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a Deployment of 2 scaled to 5, then to 1",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: deployment_scale,
     },
@@ -1364,6 +1385,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a Deployment's image changed: a rolling update",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: deployment_rollout,
     },
@@ -1372,6 +1394,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a rolling update, then the template set back (rollout undo)",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: deployment_rollback,
     },
@@ -1380,6 +1403,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a Deployment deleted in the background: its ReplicaSet and pods collected",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: gc_background,
     },
@@ -1388,6 +1412,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a Deployment deleted in the foreground: dependents first",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: gc_foreground,
     },
@@ -1396,6 +1421,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a ReplicaSet deleted with its pods orphaned",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: gc_orphan,
     },
@@ -1404,6 +1430,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a namespace with content deleted; a finalizer holds it, then lets go",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: namespace_deletion,
     },
@@ -1412,6 +1439,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a Service's Endpoints and EndpointSlices follow its pods",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: service_endpoints,
     },
@@ -1420,6 +1448,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a node stops reporting: tainted, its pods marked not ready and evicted, replaced",
         nodes: 3,
         flags: &["--node-monitor-period=1s", "--node-monitor-grace-period=6s"],
+        apiserver_flags: &[],
         compare_nodes: true,
         run: node_failure,
     },
@@ -1428,6 +1457,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a ResourceQuota's usage, and a ReplicaSet refused pods beyond it",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: resource_quota,
     },
@@ -1436,6 +1466,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a new namespace gets its default ServiceAccount and kube-root-ca.crt, restored when changed",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: service_accounts_root_ca,
     },
@@ -1445,6 +1476,7 @@ pub static SCENARIOS: &[Scenario] = &[
                   one asking for 15 minutes, and a refused client CSR",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: certificates,
     },
@@ -1453,6 +1485,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "nodes get pod CIDRs from 10.244.0.0/16, a node added later too",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: true,
         run: node_ipam,
     },
@@ -1462,6 +1495,7 @@ pub static SCENARIOS: &[Scenario] = &[
                   when it ran out",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: job_ttl,
     },
@@ -1470,6 +1504,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a NonIndexed Job of 4 completions, 2 at a time, and an Indexed Job of 3, run to completion",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: job_completions,
     },
@@ -1478,6 +1513,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "an Indexed Job whose index 1 fails twice (backoffLimitPerIndex 1), and a Job whose evicted pod a pod failure policy ignores",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: job_failures,
     },
@@ -1486,6 +1522,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "a running Job suspended (its pods deleted), then resumed to completion",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: job_suspend,
     },
@@ -1495,6 +1532,7 @@ pub static SCENARIOS: &[Scenario] = &[
         nodes: 1,
         // No job controller: the Jobs stay active.
         flags: &["--controllers=-job-controller"],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: cron_jobs,
     },
@@ -1504,6 +1542,7 @@ pub static SCENARIOS: &[Scenario] = &[
                   then with maxSurge 1; a node removed and one added",
         nodes: 3,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: daemon_set,
     },
@@ -1512,6 +1551,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "an OrderedReady StatefulSet of 3 with a volume claim template (whenDeleted: Delete) scaled to 5 and back to 2, a partitioned rolling update, then deleted; a second (whenScaled: Delete, whenDeleted: Retain) scaled down and deleted",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: stateful_set,
     },
@@ -1522,6 +1562,7 @@ pub static SCENARIOS: &[Scenario] = &[
                   Retain volume Released when its claim goes",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: persistent_volume,
     },
@@ -1532,6 +1573,7 @@ pub static SCENARIOS: &[Scenario] = &[
         // One node: where a replacement pod lands is the scheduler's timing, not the controller's.
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: disruption,
     },
@@ -1545,6 +1587,7 @@ pub static SCENARIOS: &[Scenario] = &[
             "--horizontal-pod-autoscaler-sync-period=1s",
             "--horizontal-pod-autoscaler-cpu-initialization-period=1s",
         ],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: horizontal_pod_autoscaler,
     },
@@ -1554,6 +1597,7 @@ pub static SCENARIOS: &[Scenario] = &[
                   deleted at its expiration and its signature removed; the other deleted: its signature removed",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: bootstrap_tokens,
     },
@@ -1562,6 +1606,7 @@ pub static SCENARIOS: &[Scenario] = &[
         summary: "an aggregated ClusterRole following a new labelled role, a changed one and a deleted one",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: cluster_role_aggregation,
     },
@@ -1571,6 +1616,7 @@ pub static SCENARIOS: &[Scenario] = &[
                   (Terminating) while the IP is used, then gone once the Service is",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: service_cidr,
     },
@@ -1580,6 +1626,7 @@ pub static SCENARIOS: &[Scenario] = &[
                   migrated in-tree volume grown (the resizer annotation)",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: expand,
     },
@@ -1589,6 +1636,7 @@ pub static SCENARIOS: &[Scenario] = &[
                   claim collected with its pod",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: ephemeral,
     },
@@ -1598,6 +1646,7 @@ pub static SCENARIOS: &[Scenario] = &[
                   goes, then the claim and (reclaim policy Delete) its volume go",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: protection,
     },
@@ -1609,6 +1658,7 @@ pub static SCENARIOS: &[Scenario] = &[
         // The claim and volume are bound by the steps, as the binder would: upstream's binder
         // is left out on both sides.
         flags: &["--controllers=-persistentvolume-binder-controller"],
+        apiserver_flags: &[],
         compare_nodes: true,
         run: attach_detach,
     },
@@ -1618,8 +1668,46 @@ pub static SCENARIOS: &[Scenario] = &[
                   expression and message expression, one without; the wrong one fixed and checked again",
         nodes: 1,
         flags: &[],
+        apiserver_flags: &[],
         compare_nodes: false,
         run: admission_policies,
+    },
+    Scenario {
+        name: "resourceclaim",
+        summary: "pods with a ResourceClaimTemplate given their generated claims (one template missing: \
+                  reported); the scheduler's part played by the steps: claims allocated, pods bound, the claims \
+                  reserved for them; a finished pod's claim deleted, a deleted pod's claim released and collected",
+        nodes: 1,
+        flags: &[],
+        apiserver_flags: &[],
+        compare_nodes: false,
+        run: resource_claims,
+    },
+    Scenario {
+        name: "devicetaint",
+        summary: "three running pods with allocated claims on a node's devices; a DeviceTaintRule taints gpu-0 \
+                  NoExecute: the pod whose allocation does not tolerate it evicted, the one tolerating it and \
+                  the one on gpu-1 kept, the rule's EvictionInProgress condition followed",
+        nodes: 1,
+        // DeviceTaintRules are beta in v1.36, behind a gate that is off and an API that is not served
+        // by default: on for both binaries and the server.
+        flags: &["--feature-gates=DRADeviceTaintRules=true"],
+        apiserver_flags: &["--feature-gates=DRADeviceTaintRules=true", "--runtime-config=resource.k8s.io/v1beta2=true"],
+        compare_nodes: false,
+        run: device_taint,
+    },
+    Scenario {
+        name: "vacprotection",
+        summary: "VolumeAttributesClasses given their finalizer; one used by a bound claim and its volume and one \
+                  by a volume deleted and kept until the claim and its volume are modified to another class and the \
+                  volume is deleted",
+        nodes: 1,
+        // The claim and volume are bound by the steps, as the binder would (the binder's part is
+        // not compared here): upstream's binder is left out on both sides.
+        flags: &["--controllers=-persistentvolume-binder-controller"],
+        apiserver_flags: &[],
+        compare_nodes: false,
+        run: vac_protection,
     },
 ];
 
@@ -2823,6 +2911,247 @@ fn admission_policies(steps: &mut Steps) -> Result<(), String> {
     steps.wait("vap-wrong checked again", |s| policy_checked(s, "vap-wrong"))
 }
 
+// DRA: the steps play kube-scheduler's part (allocate a claim, bind its pod) and the driver's
+// (publish a ResourceSlice); the controllers do the rest.
+
+const RESOURCE_CLAIMS: &str = "/apis/resource.k8s.io/v1/namespaces/sbs/resourceclaims";
+const DEVICE_CLASSES: &str = "/apis/resource.k8s.io/v1/deviceclasses";
+const DEVICE_TAINT_RULES: &str = "/apis/resource.k8s.io/v1beta2/devicetaintrules";
+const PODS: &str = "/api/v1/namespaces/sbs/pods";
+/// The simulated DRA driver, also its DeviceClass's name.
+const DRA_DRIVER: &str = "gpu.example.com";
+/// The finalizer kube-scheduler puts on a claim before it allocates it.
+const DELETE_PROTECTION: &str = "resource.kubernetes.io/delete-protection";
+/// A finalizer of the steps', holding a deleted pod.
+const HOLD: &str = "sbs.example.com/hold";
+/// A scheduler name nothing serves: the steps bind such pods themselves.
+const MANUAL_SCHEDULER: &str = "sbs-manual";
+
+/// The DeviceClass of the simulated driver, compared as a cluster object.
+fn device_class(steps: &mut Steps) -> Result<(), String> {
+    let class = json!({"metadata": {"name": DRA_DRIVER}, "spec": {"selectors": [
+        {"cel": {"expression": format!("device.driver == '{DRA_DRIVER}'")}}]}});
+    steps.create(DEVICE_CLASSES, class)?;
+    steps.cluster_objects.push(format!("{DEVICE_CLASSES}/{DRA_DRIVER}"));
+    Ok(())
+}
+
+/// A pod whose container uses the claim `gpu` from `source` (`resourceClaimTemplateName` or
+/// `resourceClaimName`), with `spec` merged in.
+fn dra_pod(name: &str, source: Value, spec: Value) -> Value {
+    let mut claim = json!({"name": "gpu"});
+    if let (Some(claim), Some(source)) = (claim.as_object_mut(), source.as_object()) {
+        claim.extend(source.clone());
+    }
+    let mut pod = json!({"metadata": {"name": name, "labels": {"app": name}}, "spec": {
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"claims": [{"name": "gpu"}]}}],
+        "resourceClaims": [claim], "terminationGracePeriodSeconds": 5}});
+    if let (Some(pod_spec), Some(extra)) = (pod["spec"].as_object_mut(), spec.as_object()) {
+        pod_spec.extend(extra.clone());
+    }
+    pod
+}
+
+/// The claim pod `pod` was given for its `gpu` entry, once its status names it.
+fn generated_claim(steps: &Steps, pod: &str) -> Result<Option<String>, String> {
+    let Some(pod) = steps.get(&format!("{PODS}/{pod}"))? else { return Ok(None) };
+    let statuses = pod["status"]["resourceClaimStatuses"].as_array().cloned().unwrap_or_default();
+    let name = statuses.iter().find(|s| s["name"] == "gpu").and_then(|s| s["resourceClaimName"].as_str());
+    match name {
+        Some(name) if steps.get(&format!("{RESOURCE_CLAIMS}/{name}"))?.is_some() => Ok(Some(name.to_string())),
+        _ => Ok(None),
+    }
+}
+
+/// What kube-scheduler writes when it allocates `device` of node-1's pool to claim `name`: its
+/// finalizer first, then the allocation (with `tolerations` of the device's taints).
+fn allocate(steps: &Steps, name: &str, device: &str, tolerations: Value) -> Result<(), String> {
+    let path = format!("{RESOURCE_CLAIMS}/{name}");
+    steps.patch(&path, json!({"metadata": {"finalizers": [DELETE_PROTECTION]}}))?;
+    let mut result = json!({"request": "gpu", "driver": DRA_DRIVER, "pool": "node-1", "device": device});
+    if !tolerations.is_null() {
+        result["tolerations"] = tolerations;
+    }
+    let selector = json!({"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]});
+    let allocation = json!({"devices": {"results": [result]}, "nodeSelector": selector});
+    steps.patch(&format!("{path}/status"), json!({"status": {"allocation": allocation}}))?;
+    Ok(())
+}
+
+/// Binds pod `name` to node-1, as kube-scheduler does.
+fn bind(steps: &Steps, name: &str) -> Result<(), String> {
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}});
+    steps.create(&format!("{PODS}/{name}/binding"), binding)?;
+    Ok(())
+}
+
+/// Waits until claim `claim` is reserved for pod `pod`.
+fn wait_reserved(steps: &mut Steps, claim: &str, pod: &str) -> Result<(), String> {
+    steps.wait(&format!("claim {claim} reserved for pod {pod}"), |s| {
+        let claim = s.get(&format!("{RESOURCE_CLAIMS}/{claim}"))?.unwrap_or_default();
+        let reserved = claim["status"]["reservedFor"].as_array().cloned().unwrap_or_default();
+        Ok(reserved.iter().any(|r| r["name"] == pod).then_some(()))
+    })
+}
+
+/// Waits for an Event of `reason` in the scenario namespace.
+fn wait_event(steps: &mut Steps, reason: &str) -> Result<(), String> {
+    steps.wait(&format!("the {reason} Event"), |s| {
+        let events = s.list(&format!("/api/v1/namespaces/{NAMESPACE}/events"))?;
+        Ok(events.iter().any(|e| e["reason"] == reason).then_some(()))
+    })
+}
+
+fn resource_claims(steps: &mut Steps) -> Result<(), String> {
+    device_class(steps)?;
+    let template = json!({"metadata": {"name": "gpu"}, "spec": {
+        "metadata": {"labels": {"team": "ml"}, "annotations": {"purpose": "training"}},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRA_DRIVER}}]}}}});
+    steps.create("/apis/resource.k8s.io/v1/namespaces/sbs/resourceclaimtemplates", template)?;
+    let manual = json!({"schedulerName": MANUAL_SCHEDULER});
+    let by_template = json!({"resourceClaimTemplateName": "gpu"});
+    steps.create(PODS, dra_pod("server", by_template.clone(), manual.clone()))?;
+    // Runs to completion a few seconds after it starts.
+    let mut trainer =
+        dra_pod("trainer", by_template, json!({"schedulerName": MANUAL_SCHEDULER, "restartPolicy": "Never"}));
+    trainer["metadata"]["annotations"] = json!({"kcm-sandbox.dev/run-seconds": "3"});
+    steps.create(PODS, trainer)?;
+    steps.create(PODS, dra_pod("lost", json!({"resourceClaimTemplateName": "missing"}), manual))?;
+    let server = steps.wait("server's claim", |s| generated_claim(s, "server"))?;
+    let trainer = steps.wait("trainer's claim", |s| generated_claim(s, "trainer"))?;
+    wait_event(steps, "FailedResourceClaimCreation")?;
+    steps.checkpoint("claims generated from the template, the missing template reported")?;
+    allocate(steps, &server, "gpu-0", Value::Null)?;
+    bind(steps, "server")?;
+    wait_reserved(steps, &server, "server")?;
+    steps.wait_pods_ready(NAMESPACE, "app=server", 1)?;
+    steps.checkpoint("server's claim allocated, its pod bound: the claim reserved for it")?;
+    allocate(steps, &trainer, "gpu-1", Value::Null)?;
+    bind(steps, "trainer")?;
+    steps.wait("trainer Succeeded", |s| {
+        Ok(s.get(&format!("{PODS}/trainer"))?.filter(|p| p["status"]["phase"] == "Succeeded").map(|_| ()))
+    })?;
+    steps.wait_gone(&format!("{RESOURCE_CLAIMS}/{trainer}"))?;
+    steps.checkpoint("trainer finished: its claim released and deleted")?;
+    steps.delete(&format!("{PODS}/server"), None)?;
+    steps.wait_gone(&format!("{PODS}/server"))?;
+    steps.wait_gone(&format!("{RESOURCE_CLAIMS}/{server}"))?;
+    steps.checkpoint("server deleted: its claim released and collected")
+}
+
+/// Claim `name` allocated `device` (with `tolerations`) and running pod `name`, which uses it,
+/// bound to node-1; waits until the claim is reserved for the pod and the pod is ready.
+fn running_with_device(steps: &mut Steps, name: &str, device: &str, tolerations: Value) -> Result<(), String> {
+    let claim = json!({"metadata": {"name": name}, "spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": DRA_DRIVER}}]}}});
+    steps.create(RESOURCE_CLAIMS, claim)?;
+    allocate(steps, name, device, tolerations)?;
+    let manual = json!({"schedulerName": MANUAL_SCHEDULER});
+    steps.create(PODS, dra_pod(name, json!({"resourceClaimName": name}), manual))?;
+    bind(steps, name)?;
+    wait_reserved(steps, name, name)?;
+    steps.wait_pods_ready(NAMESPACE, &format!("app={name}"), 1)?;
+    Ok(())
+}
+
+/// The reason of DeviceTaintRule `name`'s EvictionInProgress condition.
+fn eviction_progress(steps: &Steps, name: &str) -> Result<Option<String>, String> {
+    let rule = steps.get(&format!("{DEVICE_TAINT_RULES}/{name}"))?.unwrap_or_default();
+    let conditions = rule["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let condition = conditions.iter().find(|c| c["type"] == "EvictionInProgress");
+    Ok(condition.and_then(|c| c["reason"].as_str()).map(str::to_string))
+}
+
+fn device_taint(steps: &mut Steps) -> Result<(), String> {
+    device_class(steps)?;
+    let slice = json!({"metadata": {"name": "node-1-gpus"}, "spec": {"driver": DRA_DRIVER, "nodeName": "node-1",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}});
+    steps.create("/apis/resource.k8s.io/v1/resourceslices", slice)?;
+    // Held by a finalizer of the steps' once deleted, for its condition to be compared.
+    running_with_device(steps, "victim", "gpu-0", Value::Null)?;
+    steps.patch(&format!("{PODS}/victim"), json!({"metadata": {"finalizers": [HOLD]}}))?;
+    let ignore = json!([{"key": "example.com/broken", "operator": "Exists", "effect": "NoExecute"}]);
+    running_with_device(steps, "tolerant", "gpu-0", ignore)?;
+    running_with_device(steps, "bystander", "gpu-1", Value::Null)?;
+    steps.checkpoint("three pods running with their devices")?;
+    let rule = json!({"metadata": {"name": "gpu-0-broken"}, "spec": {
+        "deviceSelector": {"driver": DRA_DRIVER, "pool": "node-1", "device": "gpu-0"},
+        "taint": {"key": "example.com/broken", "value": "true", "effect": "NoExecute"}}});
+    steps.create(DEVICE_TAINT_RULES, rule)?;
+    wait_event(steps, "DeviceTaintManagerEviction")?;
+    steps.wait("victim deleted and stopped", |s| {
+        let pod = s.get(&format!("{PODS}/victim"))?.unwrap_or_default();
+        Ok((pod["metadata"]["deletionTimestamp"].is_string() && pod["status"]["phase"] == "Failed").then_some(()))
+    })?;
+    // The rule's status is written at most every 10 s, so it is compared only once it is final.
+    steps.checkpoint("gpu-0 tainted: the pod not tolerating it evicted (held by a finalizer)")?;
+    steps.patch(&format!("{PODS}/victim"), json!({"metadata": {"finalizers": null}}))?;
+    steps.wait_gone(&format!("{PODS}/victim"))?;
+    steps.cluster_objects.push(format!("{DEVICE_TAINT_RULES}/gpu-0-broken"));
+    steps.wait("the rule's eviction Completed", |s| {
+        Ok(eviction_progress(s, "gpu-0-broken")?.filter(|reason| reason == "Completed").map(|_| ()))
+    })?;
+    steps.checkpoint("the evicted pod gone, the others kept; the rule's eviction Completed")
+}
+
+const VACS: &str = "/apis/storage.k8s.io/v1/volumeattributesclasses";
+const VAC_FINALIZER: &str = "kubernetes.io/vac-protection";
+
+fn has_vac_finalizer(steps: &Steps, name: &str) -> Result<Option<()>, String> {
+    let vac = steps.get(&format!("{VACS}/{name}"))?.unwrap_or_default();
+    let finalizers = vac["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+    Ok(finalizers.iter().any(|f| f == VAC_FINALIZER).then_some(()))
+}
+
+fn vac_protection(steps: &mut Steps) -> Result<(), String> {
+    for (name, iops) in [("gold", "5000"), ("bronze", "500"), ("silver", "2000")] {
+        let vac = json!({"metadata": {"name": name}, "driverName": CSI_DRIVER, "parameters": {"iops": iops}});
+        steps.create(VACS, vac)?;
+        steps.cluster_objects.push(format!("{VACS}/{name}"));
+    }
+    // A claim of gold bound to a volume of gold, as the binder leaves them (a bound claim's class
+    // may change), and a volume of silver no claim uses.
+    let claim = json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+        "storageClassName": "", "volumeName": "sbs-data", "volumeAttributesClassName": "gold",
+        "resources": {"requests": {"storage": "1Gi"}}}});
+    let claim = steps.create(CLAIMS, claim)?;
+    let volume = |name: &str, class: &str, claim_ref: Value| {
+        json!({"metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+            "storageClassName": "", "persistentVolumeReclaimPolicy": "Retain", "volumeAttributesClassName": class,
+            "csi": {"driver": CSI_DRIVER, "volumeHandle": name}, "claimRef": claim_ref}})
+    };
+    let claim_ref = json!({"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": NAMESPACE,
+        "name": "data", "uid": claim["metadata"]["uid"]});
+    steps.create(VOLUMES, volume("sbs-data", "gold", claim_ref))?;
+    steps.create(VOLUMES, volume("sbs-silver", "silver", Value::Null))?;
+    steps.cluster_objects.extend(["sbs-data", "sbs-silver"].map(|v| format!("{VOLUMES}/{v}")));
+    steps.patch(&format!("{VOLUMES}/sbs-data/status"), json!({"status": {"phase": "Bound"}}))?;
+    let bound = json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+        "currentVolumeAttributesClassName": "gold"}});
+    steps.patch(&format!("{CLAIMS}/data/status"), bound)?;
+    for name in ["gold", "bronze", "silver"] {
+        steps.wait(&format!("{name}'s finalizer"), |s| has_vac_finalizer(s, name))?;
+    }
+    steps.checkpoint("three classes protected, gold used by a bound claim and its volume, silver by a volume")?;
+    for name in ["gold", "silver"] {
+        steps.delete(&format!("{VACS}/{name}"), None)?;
+    }
+    steps.checkpoint("gold and silver deleted: kept while in use")?;
+    steps.patch(&format!("{CLAIMS}/data"), json!({"spec": {"volumeAttributesClassName": "bronze"}}))?;
+    steps.checkpoint("the claim asks for bronze: gold kept while its volume is modified")?;
+    // What the external resizer writes once the volume is modified.
+    steps.patch(&format!("{VOLUMES}/sbs-data"), json!({"spec": {"volumeAttributesClassName": "bronze"}}))?;
+    steps.patch(&format!("{CLAIMS}/data/status"), json!({"status": {"currentVolumeAttributesClassName": "bronze"}}))?;
+    steps.wait_gone(&format!("{VACS}/gold"))?;
+    steps.checkpoint("the volume modified to bronze: gold gone")?;
+    steps.delete(&format!("{VOLUMES}/sbs-silver"), None)?;
+    steps.wait_gone(&format!("{VACS}/silver"))?;
+    steps.checkpoint("the volume of silver deleted: silver gone")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2926,6 +3255,23 @@ I1126 00:33:45.123456    4321 mod.rs:335] GET https://127.0.0.1:36002/api/v1/pod
                 "Normal SuccessfulDelete ReplicaSet/web: Deleted pod: web-* (by replicaset-controller)",
             ]
         );
+    }
+
+    #[test]
+    fn a_generated_name_is_masked_after_its_object_is_gone() {
+        let claim = json!({"kind": "ResourceClaim", "metadata": {"name": "trainer-gpu-cffj8", "namespace": "sbs",
+            "generateName": "trainer-gpu-", "uid": "cccccccc-2222-3333-4444-555555555555"}});
+        let pod = json!({"kind": "Pod", "metadata": {"name": "trainer", "namespace": "sbs"}, "status": {
+            "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "trainer-gpu-cffj8"}]}});
+        let mut remembered = Remembered::default();
+        let first = normalise_remembering("a", vec![claim, pod.clone()], vec![], "CA", &mut remembered);
+        let named = |s: &Snapshot| s.objects["Pod sbs/trainer"]["status"]["resourceClaimStatuses"][0].clone();
+        assert_eq!(named(&first)["resourceClaimName"], "trainer-gpu-#1");
+        // The claim deleted: the pod's status still names it.
+        let second = normalise_remembering("b", vec![pod.clone()], vec![], "CA", &mut remembered);
+        assert_eq!(named(&second)["resourceClaimName"], "trainer-gpu-*");
+        let forgetful = normalise("b", vec![pod], vec![], "CA");
+        assert_eq!(named(&forgetful)["resourceClaimName"], "trainer-gpu-cffj8");
     }
 
     #[test]

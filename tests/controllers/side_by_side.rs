@@ -1,4 +1,4 @@
-//! Our kube-controller-manager beside upstream's v1.33.5 on a real kube-apiserver: the same
+//! Our kube-controller-manager beside upstream's v1.36.2 on a real kube-apiserver: the same
 //! scripted steps (see `kcm::envtest::sidebyside`) with each binary, and the resulting objects and
 //! Events compared. Only the differences in `KNOWN_DIFFERENCES` (each with its reason) may
 //! appear. Skipped, loudly, where the real server's binaries are missing.
@@ -133,4 +133,19 @@ fn admission_policies_are_type_checked_as_upstream_does() {
 #[test]
 fn a_claim_in_use_is_protected_as_upstream_protects_it() {
     run("protection");
+}
+
+#[test]
+fn pods_get_and_release_their_resource_claims_as_upstream_does() {
+    run("resourceclaim");
+}
+
+#[test]
+fn a_pod_on_a_tainted_device_is_evicted_as_upstream_evicts_it() {
+    run("devicetaint");
+}
+
+#[test]
+fn a_volume_attributes_class_in_use_is_protected_as_upstream_protects_it() {
+    run("vacprotection");
 }
