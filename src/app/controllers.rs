@@ -342,6 +342,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             let config = persistentvolume::Config {
                 sync_period: o.persistent_volume.claim_binder_sync_period,
                 enable_dynamic_provisioning: o.persistent_volume.enable_dynamic_provisioning,
+                volume_attributes_class: o.generic.feature_gates.is_enabled("VolumeAttributesClass"),
             };
             persistentvolume::new(c, config)
         }),

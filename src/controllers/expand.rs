@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use serde_json::json;
 
 use crate::client::{Api, Client, Patch, PostParams};
+use crate::controllers::volumeutil::PRE_RESIZE_CAPACITY;
 use crate::quantity::Quantity;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::events::{EventRecorder, EventType};
@@ -28,8 +29,6 @@ use crate::runtime::workqueue::WorkQueue;
 const WORKERS: usize = 10;
 /// The claim annotation naming the resizer of a migrated volume (`volumetypes.VolumeResizerKey`).
 pub const RESIZER_ANNOTATION: &str = "volume.kubernetes.io/storage-resizer";
-/// The volume annotation of an in-tree resize in progress (`util.AnnPreResizeCapacity`).
-const PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
 /// `events.ExternalExpanding`.
 const EXTERNAL_EXPANDING: &str = "ExternalExpanding";
 

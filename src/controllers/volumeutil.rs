@@ -16,6 +16,9 @@ pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// `volumeutil.VACProtectionFinalizer`.
 pub const VAC_PROTECTION_FINALIZER: &str = "kubernetes.io/vac-protection";
+/// The volume annotation of an in-tree resize in progress (`util.AnnPreResizeCapacity`): the
+/// capacity the claim had before, which the binder reports as the claim's until the resize ends.
+pub const PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
 
 fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
     meta.finalizers.iter().flatten().any(|f| f == finalizer)

@@ -178,3 +178,29 @@ fn a_released_volume_without_a_deleter_fails_at_once(backend: Backend) {
         messages.iter().any(|m| m == message).then_some(())
     });
 }
+
+on_both_backends!(binding_reports_the_volumes_class_and_pre_resize_capacity);
+/// `updateClaimStatus` while binding (VolumeAttributesClass GA): the claim's
+/// `status.currentVolumeAttributesClassName` is the volume's class, and a volume in the middle of
+/// an in-tree resize gives the claim its `pre-resize-capacity`, not its new size.
+fn binding_reports_the_volumes_class_and_pre_resize_capacity(backend: Backend) {
+    let cluster = start(backend);
+    let volumes = Api::<PersistentVolume>::cluster(&cluster.client);
+    let claims = cluster.api::<PersistentVolumeClaim>();
+    let post = PostParams::default();
+    let mut volume: Value = json!({"metadata": {"name": "pv-gold",
+            "annotations": {"volume.alpha.kubernetes.io/pre-resize-capacity": "1Gi"}},
+        "spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain", "volumeAttributesClassName": "gold",
+            "csi": {"driver": PROVISIONER, "volumeHandle": "gold-1"}}});
+    volume["spec"]["storageClassName"] = json!("");
+    volumes.create(&from(volume), &post).expect("volume created");
+    let mut gold = claim("gold", "1Gi", Some(""), Some("pv-gold"));
+    gold.spec.as_mut().expect("a spec").volume_attributes_class_name = Some("gold".into());
+    claims.create(&gold, &post).expect("claim created");
+    let bound = bound_claim(&cluster, "gold");
+    let status = bound.status.expect("a status");
+    assert_eq!(status.current_volume_attributes_class_name.as_deref(), Some("gold"));
+    let capacity = status.capacity.as_ref().and_then(|c| c.get("storage")).map(|q| q.0.as_str());
+    assert_eq!(capacity, Some("1Gi"));
+}

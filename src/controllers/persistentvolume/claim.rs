@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::PvController;
 use super::index::{check_volume_satisfy_claim, find_best_match_for_claim};
 use super::metrics;
 use super::util::*;
 use crate::client::{Api, PostParams};
+use crate::controllers::volumeutil::PRE_RESIZE_CAPACITY;
 use crate::runtime::events::EventType;
 
 /// A sync's failure: upstream logs it and the resync retries.
@@ -17,6 +19,20 @@ pub type SyncOutcome = Result<(), String>;
 
 fn set_annotation(meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str, value: &str) {
     meta.annotations.get_or_insert_with(Default::default).insert(key.to_string(), value.to_string());
+}
+
+/// The capacity a claim is bound with while its volume is being resized in-tree: the
+/// volume's `pre-resize-capacity` annotation, or its capacity when that does not parse (logged,
+/// as upstream); `None` without the annotation.
+fn pre_resize_capacity(volume: &PersistentVolume, capacity: &Quantity) -> Option<Quantity> {
+    let annotations = volume.metadata.annotations.as_ref()?;
+    let value = annotations.get(PRE_RESIZE_CAPACITY)?;
+    if crate::quantity::Quantity::parse(value).is_ok() {
+        return Some(Quantity(value.clone()));
+    }
+    let name = volume.metadata.name.as_deref().unwrap_or("");
+    log::info!("Parsing pre-resize-capacity from PV failed volumeName={name:?} value={value:?}");
+    Some(capacity.clone())
 }
 
 /// `reference.GetReference` of a claim: what a bound volume's `claimRef` holds.
@@ -57,7 +73,7 @@ impl PvController {
             return self.update_claim_status(claim, "Pending", None).map(drop);
         };
         if claim_ref(&volume).is_none() {
-            if let Err(why) = check_volume_satisfy_claim(&volume, claim) {
+            if let Err(why) = check_volume_satisfy_claim(&volume, claim, self.volume_attributes_class) {
                 let message = format!("Cannot bind to requested volume {volume_name:?}: {why}");
                 self.recorder.event_for(claim, EventType::Warning, "VolumeMismatch", &message);
                 return self.update_claim_status(claim, "Pending", None).map(drop);
@@ -84,7 +100,7 @@ impl PvController {
         let class = self.class(&claim_class(claim));
         let delay_binding = is_delay_binding_mode(claim, class.as_deref())?;
         let volumes: Vec<PersistentVolume> = self.volumes.list().iter().map(|v| (**v).clone()).collect();
-        let found = find_best_match_for_claim(claim, &volumes, delay_binding)
+        let found = find_best_match_for_claim(claim, &volumes, delay_binding, self.volume_attributes_class)
             .map_err(|e| format!("error finding PV for claim {:?}: {e}", claim_key(claim)))?;
         if let Some(volume) = found {
             return self.bind(volume, claim);
@@ -270,10 +286,23 @@ impl PvController {
                         crate::quantity::Quantity::parse(&q.0).ok()
                             == crate::quantity::Quantity::parse(&capacity.0).ok()
                     });
-                    if !same {
+                    if let Some(pre_resize) = pre_resize_capacity(volume, capacity) {
+                        status.capacity.get_or_insert_with(Default::default).insert("storage".to_string(), pre_resize);
+                        dirty = true;
+                    } else if !same {
                         status.capacity = spec.capacity.clone();
                         dirty = true;
                     }
+                }
+                // Only while binding: afterwards the external resizer owns the field (upstream's
+                // comment on the race between the two).
+                if self.volume_attributes_class
+                    && claim_phase(claim) == "Pending"
+                    && phase == "Bound"
+                    && status.current_volume_attributes_class_name != spec.volume_attributes_class_name
+                {
+                    status.current_volume_attributes_class_name = spec.volume_attributes_class_name.clone();
+                    dirty = true;
                 }
             }
         }

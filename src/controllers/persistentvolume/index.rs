@@ -44,12 +44,20 @@ pub fn volume_mode_mismatch(claim: &PersistentVolumeClaim, volume: &PersistentVo
     claim_mode != volume_mode
 }
 
-/// Whether the claim and the volume name the same VolumeAttributesClass (the gate is off by
-/// default in v1.33: then neither may name one).
-fn attributes_class_mismatch(claim: &PersistentVolumeClaim, volume: &PersistentVolume) -> bool {
-    let claim_vac = claim.spec.as_ref().and_then(|s| s.volume_attributes_class_name.as_deref()).unwrap_or("");
-    let volume_vac = volume.spec.as_ref().and_then(|s| s.volume_attributes_class_name.as_deref()).unwrap_or("");
-    !claim_vac.is_empty() || !volume_vac.is_empty()
+/// `FindMatchingVolume`'s VolumeAttributesClass filter: with the gate on (GA and locked since
+/// 1.34) the claim and the volume name the same class, or none; with it off a volume naming
+/// one is never bound.
+fn attributes_class_mismatch(claim: &PersistentVolumeClaim, volume: &PersistentVolume, vac_enabled: bool) -> bool {
+    let volume_vac = volume_attributes_class(volume);
+    if vac_enabled { claim_attributes_class(claim) != volume_vac } else { !volume_vac.is_empty() }
+}
+
+fn claim_attributes_class(claim: &PersistentVolumeClaim) -> &str {
+    claim.spec.as_ref().and_then(|s| s.volume_attributes_class_name.as_deref()).unwrap_or("")
+}
+
+fn volume_attributes_class(volume: &PersistentVolume) -> &str {
+    volume.spec.as_ref().and_then(|s| s.volume_attributes_class_name.as_deref()).unwrap_or("")
 }
 
 fn phase(volume: &PersistentVolume) -> &str {
@@ -57,12 +65,20 @@ fn phase(volume: &PersistentVolume) -> &str {
 }
 
 /// `FindMatchingVolume` without a node: the volume pre-bound to the claim, else the smallest
-/// Available volume of the claim's class whose labels match its selector.
+/// Available volume of the claim's class whose labels match its selector; `vac_enabled` is the
+/// `VolumeAttributesClass` gate.
 pub fn find_matching_volume<'a>(
     claim: &PersistentVolumeClaim,
     volumes: &[&'a PersistentVolume],
     delay_binding: bool,
+    vac_enabled: bool,
 ) -> Result<Option<&'a PersistentVolume>, String> {
+    if !vac_enabled && !claim_attributes_class(claim).is_empty() {
+        return Err(format!(
+            "unsupported volumeAttributesClassName is set on claim {} when the feature-gate VolumeAttributesClass is disabled",
+            super::util::claim_key(claim)
+        ));
+    }
     let requested = requested_storage(claim);
     let class = claim_class(claim);
     let selector = match claim.spec.as_ref().and_then(|s| s.selector.as_ref()) {
@@ -80,7 +96,7 @@ pub fn find_matching_volume<'a>(
         let size = volume_storage(volume);
         if size < requested
             || volume_mode_mismatch(claim, volume)
-            || attributes_class_mismatch(claim, volume)
+            || attributes_class_mismatch(claim, volume, vac_enabled)
             || volume.metadata.deletion_timestamp.is_some()
         {
             continue;
@@ -108,6 +124,7 @@ pub fn find_best_match_for_claim<'a>(
     claim: &PersistentVolumeClaim,
     volumes: &'a [PersistentVolume],
     delay_binding: bool,
+    vac_enabled: bool,
 ) -> Result<Option<&'a PersistentVolume>, String> {
     let wanted = claim_modes(claim);
     let mut groups: Vec<BTreeSet<&str>> = volumes.iter().map(volume_modes).collect();
@@ -117,15 +134,20 @@ pub fn find_best_match_for_claim<'a>(
     groups.sort_by_key(BTreeSet::len);
     for modes in groups {
         let members: Vec<&PersistentVolume> = volumes.iter().filter(|v| volume_modes(v) == modes).collect();
-        if let Some(volume) = find_matching_volume(claim, &members, delay_binding)? {
+        if let Some(volume) = find_matching_volume(claim, &members, delay_binding, vac_enabled)? {
             return Ok(Some(volume));
         }
     }
     Ok(None)
 }
 
-/// `checkVolumeSatisfyClaim`: why a volume the claim names cannot be bound to it.
-pub fn check_volume_satisfy_claim(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> Result<(), String> {
+/// `checkVolumeSatisfyClaim`: why a volume the claim names cannot be bound to it; `vac_enabled`
+/// is the `VolumeAttributesClass` gate.
+pub fn check_volume_satisfy_claim(
+    volume: &PersistentVolume,
+    claim: &PersistentVolumeClaim,
+    vac_enabled: bool,
+) -> Result<(), String> {
     if volume.metadata.deletion_timestamp.is_some() {
         return Err(format!("the volume is marked for deletion {:?}", volume.metadata.name.as_deref().unwrap_or("")));
     }
@@ -135,7 +157,11 @@ pub fn check_volume_satisfy_claim(volume: &PersistentVolume, claim: &PersistentV
     if volume_class(volume) != claim_class(claim) {
         return Err("storageClassName does not match".into());
     }
-    if attributes_class_mismatch(claim, volume) {
+    let (claim_vac, volume_vac) = (claim_attributes_class(claim), volume_attributes_class(volume));
+    if vac_enabled && claim_vac != volume_vac {
+        return Err("volumeAttributesClassName does not match".into());
+    }
+    if !vac_enabled && (!claim_vac.is_empty() || !volume_vac.is_empty()) {
         return Err(
             "volumeAttributesClassName is not supported when the feature-gate VolumeAttributesClass is disabled".into(),
         );
@@ -169,7 +195,7 @@ mod tests {
     }
 
     fn best<'a>(claim: &PersistentVolumeClaim, volumes: &'a [PersistentVolume]) -> Option<&'a str> {
-        find_best_match_for_claim(claim, volumes, false).unwrap().and_then(|v| v.metadata.name.as_deref())
+        find_best_match_for_claim(claim, volumes, false, true).unwrap().and_then(|v| v.metadata.name.as_deref())
     }
 
     #[test]
@@ -219,26 +245,46 @@ mod tests {
             Some(serde_json::from_value(json!({"namespace": "default", "name": "data"})).unwrap());
         let volumes = vec![volume("free", "1Gi", &["ReadWriteOnce"], ""), prebound];
         let wanted = claim("1Gi", &["ReadWriteOnce"], "");
-        let found = find_best_match_for_claim(&wanted, &volumes, true).unwrap();
+        let found = find_best_match_for_claim(&wanted, &volumes, true, true).unwrap();
         assert_eq!(found.and_then(|v| v.metadata.name.as_deref()), Some("pre"));
-        assert_eq!(find_best_match_for_claim(&wanted, &volumes[..1], true).unwrap(), None);
+        assert_eq!(find_best_match_for_claim(&wanted, &volumes[..1], true, true).unwrap(), None);
     }
 
     #[test]
     fn a_named_volume_is_checked() {
         let wanted = claim("2Gi", &["ReadWriteOnce"], "");
         assert_eq!(
-            check_volume_satisfy_claim(&volume("v", "1Gi", &["ReadWriteOnce"], ""), &wanted),
+            check_volume_satisfy_claim(&volume("v", "1Gi", &["ReadWriteOnce"], ""), &wanted, true),
             Err("requested PV is too small".into())
         );
         assert_eq!(
-            check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadWriteOnce"], "x"), &wanted),
+            check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadWriteOnce"], "x"), &wanted, true),
             Err("storageClassName does not match".into())
         );
         assert_eq!(
-            check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadOnlyMany"], ""), &wanted),
+            check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadOnlyMany"], ""), &wanted, true),
             Err("incompatible accessMode".into())
         );
-        assert_eq!(check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadWriteOnce"], ""), &wanted), Ok(()));
+        assert_eq!(check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadWriteOnce"], ""), &wanted, true), Ok(()));
+    }
+
+    #[test]
+    fn the_attributes_class_must_match_with_the_gate_and_be_unset_without() {
+        let mut gold = volume("gold", "1Gi", &["ReadWriteOnce"], "");
+        gold.spec.as_mut().unwrap().volume_attributes_class_name = Some("gold".into());
+        let plain = volume("plain", "1Gi", &["ReadWriteOnce"], "");
+        let mut wanted = claim("1Gi", &["ReadWriteOnce"], "");
+        wanted.spec.as_mut().unwrap().volume_attributes_class_name = Some("gold".into());
+        let volumes = [plain.clone(), gold.clone()];
+        let found = find_best_match_for_claim(&wanted, &volumes, false, true).unwrap();
+        assert_eq!(found.and_then(|v| v.metadata.name.as_deref()), Some("gold"));
+        assert_eq!(check_volume_satisfy_claim(&gold, &wanted, true), Ok(()));
+        let mismatch = check_volume_satisfy_claim(&plain, &wanted, true);
+        assert_eq!(mismatch, Err("volumeAttributesClassName does not match".into()));
+        let off = find_best_match_for_claim(&wanted, &volumes, false, false).unwrap_err();
+        assert!(off.contains("when the feature-gate VolumeAttributesClass is disabled"), "{off}");
+        let unset = claim("1Gi", &["ReadWriteOnce"], "");
+        let found = find_best_match_for_claim(&unset, &volumes, false, false).unwrap();
+        assert_eq!(found.and_then(|v| v.metadata.name.as_deref()), Some("plain"));
     }
 }

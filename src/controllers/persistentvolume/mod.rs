@@ -43,11 +43,18 @@ pub struct Config {
     pub sync_period: Duration,
     /// `--enable-dynamic-provisioning`.
     pub enable_dynamic_provisioning: bool,
+    /// The `VolumeAttributesClass` gate (GA in 1.34): binding copies the volume's class into the
+    /// claim's `status.currentVolumeAttributesClassName`.
+    pub volume_attributes_class: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { sync_period: Duration::from_secs(15), enable_dynamic_provisioning: true }
+        Config {
+            sync_period: Duration::from_secs(15),
+            enable_dynamic_provisioning: true,
+            volume_attributes_class: true,
+        }
     }
 }
 
@@ -69,6 +76,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         volume_queue: volume_queue.clone(),
         claim_queue: claim_queue.clone(),
         enable_dynamic_provisioning: config.enable_dynamic_provisioning,
+        volume_attributes_class: config.volume_attributes_class,
     });
     let volumes = volume_queue.clone();
     controller.volume_informer.add_handler(move |event: &Event<PersistentVolume>| {
@@ -149,6 +157,7 @@ struct PvController {
     volume_queue: WorkQueue<String>,
     claim_queue: WorkQueue<String>,
     enable_dynamic_provisioning: bool,
+    volume_attributes_class: bool,
 }
 
 impl PvController {
