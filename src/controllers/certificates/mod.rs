@@ -1,11 +1,13 @@
-//! The CSR controllers, after upstream v1.33's `pkg/controller/certificates`: the signing
+//! The CSR controllers, after upstream v1.36's `pkg/controller/certificates`: the signing
 //! controller (`signer`), the kubelet client approver (`approver`) and the cleaner (`cleaner`),
 //! over the shared `CertificateController` loop (`certificate_controller.go`) and the
-//! `authority` that signs.
+//! `authority` that signs; and the kube-apiserver serving CA's ClusterTrustBundle publisher
+//! (`clustertrustbundlepublisher`).
 
 pub mod approver;
 pub mod authority;
 pub mod cleaner;
+pub mod clustertrustbundlepublisher;
 pub mod signer;
 pub mod validation;
 
