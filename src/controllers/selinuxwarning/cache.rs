@@ -47,8 +47,8 @@ impl Conflict {
         let (name, value, other) = (self.property_name, &self.property_value, &self.other_property_value);
         if self.pod.namespace == self.other_pod.namespace {
             format!(
-                "{name} \"{value}\" conflicts with pod {} that uses the same volume as this pod with {name} \"{other}\". \
-                 If both pods land on the same node, only one of them may access the volume.",
+                "{name} \"{value}\" conflicts with pod {} that uses the same volume as this pod with {name} \
+                 \"{other}\". If both pods land on the same node, only one of them may access the volume.",
                 self.other_pod.name
             )
         } else {
@@ -260,8 +260,9 @@ mod tests {
         );
         assert_eq!(
             other.event_message(),
-            "SELinuxChangePolicy\"MountOption\" conflicts with another pod that uses the same volume as this pod with a \
-             different SELinuxChangePolicy. If both pods land on the same node, only one of them may access the volume."
+            "SELinuxChangePolicy\"MountOption\" conflicts with another pod that uses the same volume as this pod \
+             with a different SELinuxChangePolicy. If both pods land on the same node, only one of them may access \
+             the volume."
         );
     }
 

@@ -352,8 +352,9 @@ mod tests {
         family.write_to(&mut out);
         assert!(
             out.contains(
-                "selinux_warning_controller_selinux_volume_conflict{property=\"SELinuxLabel\",pod1_namespace=\"ns\",\
-             pod1_name=\"a\",pod1_value=\":::s0:c1\",pod2_namespace=\"ns\",pod2_name=\"b\",pod2_value=\":::s0:c2\"} 1"
+                "selinux_warning_controller_selinux_volume_conflict{pod1_name=\"a\",pod1_namespace=\"ns\",\
+                 pod1_value=\":::s0:c1\",pod2_name=\"b\",pod2_namespace=\"ns\",\
+                 pod2_value=\":::s0:c2\",property=\"SELinuxLabel\"} 1"
             ),
             "{out}"
         );

@@ -24,7 +24,7 @@ use crate::runtime::informer::Informer;
 #[derive(Debug, Clone)]
 pub enum VolumeSpec {
     /// A volume of the pod's spec that names no claim (`NewSpecFromVolume`).
-    Inline(Volume),
+    Inline(Box<Volume>),
     /// The PersistentVolume bound to the pod's claim (`NewSpecFromPersistentVolume`).
     Persistent(Arc<PersistentVolume>),
 }
@@ -112,7 +112,7 @@ impl Plugin {
     /// `GetVolumeName`; `None` where upstream's fails or returns "".
     fn volume_name(self, spec: &VolumeSpec) -> Option<String> {
         let (inline, persistent) = match spec {
-            VolumeSpec::Inline(v) => (Some(v), None),
+            VolumeSpec::Inline(v) => (Some(&**v), None),
             VolumeSpec::Persistent(pv) => (None, pv.spec.as_ref()),
         };
         let name = match self {
@@ -185,7 +185,7 @@ impl Lookups {
             (None, None) => String::new(),
         };
         if claim_name.is_empty() {
-            return Ok(VolumeSpec::Inline(volume.clone()));
+            return Ok(VolumeSpec::Inline(Box::new(volume.clone())));
         }
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         let processing = |e: String| format!("error processing PVC {namespace:?}/{claim_name:?}: {e}");
@@ -231,7 +231,8 @@ impl Lookups {
         let uid = claim_ref.uid.as_deref().unwrap_or_default();
         if uid != claim_uid {
             return Err(format!(
-                "found PV object {name:?} but its pv.Spec.ClaimRef.UID ({uid:?}) does not point to claim.UID ({claim_uid:?})"
+                "found PV object {name:?} but its pv.Spec.ClaimRef.UID ({uid:?}) does not point to claim.UID \
+                 ({claim_uid:?})"
             ));
         }
         Ok(pv)
@@ -371,7 +372,8 @@ mod tests {
     #[test]
     fn plugins_name_their_volumes() {
         let name = |spec: &VolumeSpec| Plugin::for_spec(spec).and_then(|p| p.unique_volume_name(spec));
-        let inline: VolumeSpec = VolumeSpec::Inline(from(json!({"name": "v", "hostPath": {"path": "/data"}})));
+        let inline: VolumeSpec =
+            VolumeSpec::Inline(Box::new(from(json!({"name": "v", "hostPath": {"path": "/data"}}))));
         assert_eq!(name(&inline).unwrap(), "kubernetes.io/host-path//data");
         let nfs = pv(json!({"nfs": {"server": "srv", "path": "/export"}}));
         assert_eq!(name(&nfs).unwrap(), "kubernetes.io/nfs/srv//export");
@@ -384,9 +386,9 @@ mod tests {
         let csi = pv(json!({"csi": {"driver": "d", "volumeHandle": "h"}}));
         assert_eq!(name(&csi).unwrap(), "kubernetes.io/csi/d^h");
         assert_eq!(csi.csi_driver(), Some("d"));
-        let inline_csi = VolumeSpec::Inline(from(json!({"name": "v", "csi": {"driver": "d"}})));
+        let inline_csi = VolumeSpec::Inline(Box::new(from(json!({"name": "v", "csi": {"driver": "d"}}))));
         assert_eq!(name(&inline_csi).unwrap_err(), "failed to GetVolumeName from volumePlugin for volumeSpec \"v\"");
-        let empty_dir = VolumeSpec::Inline(from(json!({"name": "v", "emptyDir": {}})));
+        let empty_dir = VolumeSpec::Inline(Box::new(from(json!({"name": "v", "emptyDir": {}}))));
         assert_eq!(Plugin::for_spec(&empty_dir).unwrap_err(), "no volume plugin matched");
     }
 
