@@ -18,6 +18,8 @@ mod bootstrap;
 mod certificates;
 #[path = "controllers/clusterroleaggregation.rs"]
 mod clusterroleaggregation;
+#[path = "controllers/clustertrustbundlepublisher.rs"]
+mod clustertrustbundlepublisher;
 #[path = "controllers/cronjob.rs"]
 mod cronjob;
 #[path = "controllers/daemonset.rs"]
@@ -62,6 +64,8 @@ mod replicaset;
 mod resourceclaim;
 #[path = "controllers/resourcequota.rs"]
 mod resourcequota;
+#[path = "controllers/selinuxwarning.rs"]
+mod selinuxwarning;
 #[path = "controllers/serviceaccounts.rs"]
 mod serviceaccounts;
 #[path = "controllers/servicecidr.rs"]

@@ -19,6 +19,7 @@ use harness::Backend;
 const UPSTREAM_QUEUES: &[&str] = &[
     "ClusterRoleAggregator",
     "bootstrap_signer_queue",
+    "ca_cert_publisher_cluster_trust_bundles",
     "certificate",
     "cidrallocator_node",
     "claims",
@@ -56,6 +57,7 @@ const UPSTREAM_QUEUES: &[&str] = &[
     "resourcequota_primary",
     "resourcequota_priority",
     "root_ca_cert_publisher",
+    "selinux_warning",
     "serviceaccount",
     "serviceaccount_tokens_secret",
     "serviceaccount_tokens_service",
@@ -99,7 +101,9 @@ fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
             key_flag.as_str(),
             "--allocate-node-cidrs",
             "--cluster-cidr=10.244.0.0/16",
-            "--controllers=*,bootstrapsigner,tokencleaner",
+            "--controllers=*,bootstrapsigner,tokencleaner,selinux-warning-controller",
+            // The publisher's gate; its queue exists whether or not the API is served.
+            "--feature-gates=ClusterTrustBundle=true",
         ])
         .flags(&[ca_cert_flag.as_str(), ca_key_flag.as_str()])
         .remove_on_drop(key_file.clone())

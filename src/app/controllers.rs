@@ -15,8 +15,8 @@ use crate::controllers::{
     attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, devicetainteviction,
     disruption, endpoint, endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace,
     nodeipam, nodelifecycle, persistentvolume, podautoscaler, podgc, podgroupprotection, pvcprotection, pvprotection,
-    replicaset, resourceclaim, resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset,
-    storageversiongc, tainteviction, ttl, ttlafterfinished, vacprotection, validatingadmissionpolicystatus,
+    replicaset, resourceclaim, resourcequota, root_ca_publisher, selinuxwarning, serviceaccount, servicecidrs,
+    statefulset, storageversiongc, tainteviction, ttl, ttlafterfinished, vacprotection, validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -298,7 +298,8 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             job::new(c, config)
         }),
     gated("kube-apiserver-serving-clustertrustbundle-publisher-controller", &[], &["ClusterTrustBundle"])
-        .account("kube-apiserver-serving-clustertrustbundle-publisher"),
+        .account("kube-apiserver-serving-clustertrustbundle-publisher")
+        .starts(start_cluster_trust_bundle_publisher),
     plain("legacy-serviceaccount-token-cleaner-controller", &["legacy-service-account-token-cleaner"])
         .account("legacy-service-account-token-cleaner")
         .starts(|c, o| {
@@ -422,7 +423,16 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("root-ca-cert-publisher")
         .starts(|c, o| root_ca_publisher::new(c, root_ca_publisher::Config { root_ca: root_ca(o, &c.client)? })),
     off_by_default_gated("selinux-warning-controller", &[], &["SELinuxChangePolicy"])
-        .account("selinux-warning-controller"),
+        .account("selinux-warning-controller")
+        .events("selinux_warning")
+        .starts(|c, o| {
+            let gates = &o.generic.feature_gates;
+            let config = selinuxwarning::Config {
+                mount_rwop: gates.is_enabled("SELinuxMountReadWriteOncePod"),
+                change_policy: gates.is_enabled("SELinuxChangePolicy"),
+            };
+            selinuxwarning::new(c, config)
+        }),
     gated("service-cidr-controller", &[], &["MultiCIDRServiceAllocator"])
         .account("service-cidrs-controller")
         .starts(|c, _| servicecidrs::new(c, servicecidrs::Config::default())),
@@ -534,6 +544,22 @@ fn start_token_controller(context: &ControllerContext<'_>, options: &Options) ->
         root_ca: root_ca(options, &context.client)?,
     };
     serviceaccount::new_tokens(context, config)
+}
+
+/// `newKubeAPIServerSignerClusterTrustBundledPublisherController`: the CA of
+/// `getKubeAPIServerCAFileContents` (as [`root_ca`]); without one it does not start.
+fn start_cluster_trust_bundle_publisher(
+    context: &ControllerContext<'_>,
+    options: &Options,
+) -> Result<Controller, String> {
+    let ca_bundle = root_ca(options, &context.client)?;
+    if ca_bundle.is_empty() {
+        return Ok(Controller::disabled("no kube-apiserver serving CA to publish"));
+    }
+    certificates::clustertrustbundlepublisher::new(
+        context,
+        certificates::clustertrustbundlepublisher::Config { ca_bundle },
+    )
 }
 
 /// The CA bundle put in token Secrets and `kube-root-ca.crt`: `--root-ca-file` (which must hold
@@ -842,7 +868,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 45);
+        assert_eq!(implemented().len(), 47);
     }
 
     fn options_with(flags: &[&str]) -> Options {

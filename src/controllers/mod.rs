@@ -39,6 +39,7 @@ pub mod resourceclaim;
 pub mod resourceclaimutil;
 pub mod resourcequota;
 pub mod root_ca_publisher;
+pub mod selinuxwarning;
 pub mod serviceaccount;
 pub mod servicecidrs;
 pub mod statefulset;

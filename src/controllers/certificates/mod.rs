@@ -1,12 +1,14 @@
 //! The CSR controllers, after upstream v1.36's `pkg/controller/certificates`: the signing
 //! controller (`signer`), the kubelet client approver (`approver`) and the cleaner (`cleaner`),
 //! over the shared `CertificateController` loop (`certificate_controller.go`) and the
-//! `authority` that signs; and the PodCertificateRequest cleaner (`pcrcleaner`), which shares
-//! only the package with them.
+//! `authority` that signs; the PodCertificateRequest cleaner (`pcrcleaner`) and the
+//! kube-apiserver serving CA's ClusterTrustBundle publisher (`clustertrustbundlepublisher`),
+//! which share only the package with them.
 
 pub mod approver;
 pub mod authority;
 pub mod cleaner;
+pub mod clustertrustbundlepublisher;
 pub mod pcrcleaner;
 pub mod signer;
 pub mod validation;
