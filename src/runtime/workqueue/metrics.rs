@@ -218,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    fn help_carries_the_alpha_stability_prefix() {
+    fn help_carries_the_beta_stability_prefix() {
         let mut out = String::new();
         let families = families();
         families.depth.ensure(&["help_test"]);
