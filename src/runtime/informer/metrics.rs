@@ -79,6 +79,13 @@ impl FifoMetrics {
         FifoMetrics { labels: [name, group, version, resource].map(str::to_string) }
     }
 
+    /// The series of the typed informer of `K` in the factory `name`. Its resource is what
+    /// client-go's generated informers (informer-gen) write in their `gvr`: the kind in lower
+    /// case plus `s` (`configmaps`, but `endpointss`, `ingressclasss`), not the API's plural.
+    pub(super) fn of<K: k8s_openapi::Resource>(name: &str) -> Self {
+        FifoMetrics::new(name, K::GROUP, K::VERSION, &format!("{}s", K::KIND.to_lowercase()))
+    }
+
     fn labels(&self) -> [&str; 4] {
         [&self.labels[0], &self.labels[1], &self.labels[2], &self.labels[3]]
     }
@@ -118,7 +125,8 @@ mod tests {
         assert_eq!(families().latency.count(&labels), 2);
         let mut out = String::new();
         metrics::Collector::write_to(families().queued.as_ref(), &mut out);
-        let series = "informer_queued_items{group=\"apps\",name=\"t-fifo-metrics\",resource=\"deployments\",version=\"v1\"} 0";
+        let series =
+            "informer_queued_items{group=\"apps\",name=\"t-fifo-metrics\",resource=\"deployments\",version=\"v1\"} 0";
         assert!(out.contains(series), "{out}");
     }
 

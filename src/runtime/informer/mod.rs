@@ -505,7 +505,7 @@ impl SharedInformerFactory {
     /// once [`SharedInformerFactory::start`] is called (again).
     pub fn informer<K: Informable>(&self) -> Arc<Informer<K>> {
         let (resync, atomic_fifo) = (randomized(self.inner.options.resync), self.inner.options.atomic_fifo);
-        let metrics = self.inner.options.name.map(|name| FifoMetrics::new(name, K::GROUP, K::VERSION, K::URL_PATH_SEGMENT));
+        let metrics = self.inner.options.name.map(|name| FifoMetrics::of::<K>(name));
         self.shared(Key::Typed(TypeId::of::<K>()), || {
             Informer::<K>::new(resync).reporting_store_version(atomic_fifo).measured(metrics)
         })
@@ -687,6 +687,12 @@ mod tests {
         informer.replace([Ok(config_map("b", "4"))], "4").unwrap();
         informer.delete(config_map("b", "5"));
         let labels = "{group=\"\",name=\"t-informer-metrics\",resource=\"configmaps\",version=\"v1\"}";
+        let endpoints = factory.informer::<k8s_openapi::api::core::v1::Endpoints>();
+        endpoints.bookmark("1");
+        let text = crate::metrics::global().render();
+        let informer_gen =
+            "informer_queued_items{group=\"\",name=\"t-informer-metrics\",resource=\"endpointss\",version=\"v1\"} 0\n";
+        assert!(text.contains(informer_gen), "informer-gen's resource, the kind plus s: {text}");
         let text = crate::metrics::global().render();
         assert!(text.contains(&format!("informer_processing_latency_seconds_count{labels} 6\n")), "{text}");
         assert!(text.contains(&format!("informer_queued_items{labels} 0\n")), "{text}");
