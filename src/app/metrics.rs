@@ -18,6 +18,7 @@ pub fn register(options: &Options) {
         register_feature_gates(options);
         register_version_info(options);
         register_linked_libraries();
+        register_peer_discovery_families(options);
     });
 }
 
@@ -118,7 +119,7 @@ fn register_feature_gates(options: &Options) {
 }
 
 /// Families that the API-server libraries linked into upstream's binary (audit, CEL, envelope
-/// encryption, declarative validation, webhook and aggregator clients) register at init; a
+/// encryption, declarative and duplicate validation, webhook and aggregator clients) register at init; a
 /// controller manager never observes them, so upstream shows each at zero, as we do.
 fn register_linked_libraries() {
     let registry = metrics::global();
@@ -157,6 +158,10 @@ fn register_linked_libraries() {
         (
             "apiserver_validation_declarative_validation_panic_total",
             "[BETA] Number of times declarative validation has panicked during validation.",
+        ),
+        (
+            "apiserver_validation_duplicate_validation_error_total",
+            "[INTERNAL] Number of duplicate validation errors during validation.",
         ),
         (
             "apiserver_webhooks_x509_insecure_sha1_total",
@@ -207,6 +212,38 @@ fn register_linked_libraries() {
     register_encryption_config_families();
 }
 
+/// The peer-aggregated discovery counters of the API server's aggregated discovery
+/// (`apiserver/pkg/endpoints/discovery/aggregated/metrics.go`), which its `init` registers only
+/// with the `UnknownVersionInteroperabilityProxy` gate on (Beta, on by default since v1.36). A
+/// controller manager serves no discovery, so they stay at zero, as upstream shows them.
+fn register_peer_discovery_families(options: &Options) {
+    for family in peer_discovery_families(options) {
+        metrics::global().register(Arc::new(family));
+    }
+}
+
+/// The families of [`register_peer_discovery_families`], at zero; none with the gate off.
+fn peer_discovery_families(options: &Options) -> Vec<CounterVec> {
+    if !options.generic.feature_gates.is_enabled("UnknownVersionInteroperabilityProxy") {
+        return Vec::new();
+    }
+    const COUNTERS: &[(&str, &str)] = &[
+        (
+            "aggregator_discovery_peer_aggregated_cache_hits_total",
+            "[ALPHA] Counter of number of times discovery was served from peer-aggregated cache",
+        ),
+        (
+            "aggregator_discovery_peer_aggregated_cache_misses_total",
+            "[ALPHA] Counter of number of times discovery was aggregated across all API servers",
+        ),
+        (
+            "aggregator_discovery_nopeer_requests_total",
+            "[ALPHA] Counter of number of times no-peer (non peer-aggregated) discovery was requested",
+        ),
+    ];
+    COUNTERS.iter().map(|(name, help)| CounterVec::counter(name, help, &[]).at_zero()).collect()
+}
+
 /// The encryption-config reload families (labelled, never observed here, so never shown),
 /// two of them deprecated since 1.30.0: hidden and counted in `hidden_metrics_total` as
 /// upstream's are, unless `--show-hidden-metrics-for-version`.
@@ -249,6 +286,27 @@ fn register_encryption_config_families() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn options(args: &[&str]) -> Options {
+        match crate::app::flags::parse(args.iter().map(Into::into)) {
+            Ok(crate::app::flags::Command::Run(options)) => *options,
+            other => panic!("{args:?}: {:?}", other.err()),
+        }
+    }
+
+    /// Registered at zero with `UnknownVersionInteroperabilityProxy` on (its v1.36 default).
+    #[test]
+    fn peer_discovery_counters_follow_their_gate() {
+        let mut out = String::new();
+        for family in peer_discovery_families(&options(&[])) {
+            metrics::Collector::write_to(&family, &mut out);
+        }
+        assert!(out.contains("\naggregator_discovery_nopeer_requests_total 0\n"), "{out}");
+        assert!(out.contains("\naggregator_discovery_peer_aggregated_cache_hits_total 0\n"), "{out}");
+        assert!(out.contains("\naggregator_discovery_peer_aggregated_cache_misses_total 0\n"), "{out}");
+        let off = options(&["--feature-gates=UnknownVersionInteroperabilityProxy=false"]);
+        assert!(peer_discovery_families(&off).is_empty());
+    }
 
     #[test]
     fn allow_lists_split_as_component_base() {

@@ -146,11 +146,13 @@ pub fn start_controllers(
         })
         .collect();
     // client-go's gates, which kcm's `--feature-gates` also sets: the informers' watch-list and
-    // the store's resourceVersion tracking.
+    // the store's resourceVersion tracking; and the informers' name in their metrics.
     let informers = InformerOptions {
         resync: options.generic.min_resync_period,
         watch_list: options.generic.feature_gates.is_enabled("WatchListClient"),
         atomic_fifo: options.generic.feature_gates.is_enabled("AtomicFIFO"),
+        // `CreateControllerContext`'s `cache.NewInformerName("kube-controller-manager")`.
+        name: Some("kube-controller-manager"),
     };
     ControllerSet::start_with(client, informers, specs)
 }

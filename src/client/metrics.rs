@@ -85,8 +85,8 @@ impl ClientMetrics {
                 transport_calls: Arc::new(CounterVec::counter(
                     "rest_client_transport_create_calls_total",
                     "[ALPHA] Number of calls to get a new transport, partitioned by the result of the operation \
-                     hit: obtained from the cache, miss: created and added to the cache, uncacheable: created and \
-                     not cached",
+                     hit: obtained from the cache, miss: created and added to the cache, miss-gc: recreated and \
+                     added back to the cache after being garbage collected, uncacheable: created and not cached",
                     &["result"],
                 )),
                 transports: Mutex::new(HashSet::new()),
@@ -99,6 +99,7 @@ impl ClientMetrics {
                 registry.register(family.clone());
             }
             register_exec_plugin_families();
+            register_transport_gc_families();
             m
         })
     }
@@ -118,9 +119,40 @@ impl ClientMetrics {
     }
 }
 
+/// The transport families client-go v1.36 added with its TLS cache's garbage collection
+/// (`ClientsAllowTLSCacheGC`) and CA reloading (`ClientsAllowCARotation`), from component-base's
+/// `restclient` metrics. Our clients keep their transports for the life of the process and
+/// rotate no client certificates on a goroutine, so nothing is ever garbage collected or
+/// reloaded: the label-less `rest_client_transport_cert_rotation_gc_calls_total` stays at 0, as
+/// upstream shows it until a Go GC cleanup runs, and the labelled ones have no series.
+fn register_transport_gc_families() {
+    let rotation_gc = CounterVec::counter(
+        "rest_client_transport_cert_rotation_gc_calls_total",
+        "[ALPHA] Number of times a cert rotation goroutine cancel func is called via GC cleanup of the associated \
+         transport",
+        &[],
+    )
+    .at_zero();
+    let cache_gc = CounterVec::counter(
+        "rest_client_transport_cache_gc_calls_total",
+        "[ALPHA] Number of times a GC cleanup attempts to delete a transport cache entry, partitioned by the result: \
+         deleted, skipped",
+        &["result"],
+    );
+    let ca_reloads = CounterVec::counter(
+        "rest_client_transport_ca_reload_total",
+        "[ALPHA] Number of times a CA reload is attempted, partitioned by the result and reason for the reload attempt",
+        &["result", "reason"],
+    );
+    let registry = metrics::global();
+    for family in [rotation_gc, cache_gc, ca_reloads] {
+        registry.register(Arc::new(family));
+    }
+}
+
 /// The exec credential plugin families: we run no exec plugins, so the TTL stays `+Inf` and the
 /// rotation histogram empty, as upstream shows them without plugins; `rest_client_exec_plugin_call_total`
-/// has no series.
+/// and v1.36's `rest_client_exec_plugin_policy_call_total` have no series.
 fn register_exec_plugin_families() {
     let ttl = GaugeVec::gauge(
         "rest_client_exec_plugin_ttl_seconds",
@@ -145,8 +177,38 @@ fn register_exec_plugin_families() {
          code will be set to 0 if and only if the plugin call was successful.",
         &["code", "call_status"],
     );
+    // The label names as upstream v1.36 declares them.
+    let policy_calls = CounterVec::counter(
+        "rest_client_exec_plugin_policy_call_total",
+        "[ALPHA] Number of comparisons of an exec plugin to the plugin policy and allowlist (if any), partitioned by \
+         whether or not the policy permits the plugin",
+        &["allowed", "denied"],
+    );
     let registry = metrics::global();
     registry.register(Arc::new(ttl));
     registry.register(Arc::new(rotation));
     registry.register(Arc::new(calls));
+    registry.register(Arc::new(policy_calls));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// v1.36's transport families: the label-less GC counter at 0, the labelled ones without
+    /// series, and the create calls' help naming `miss-gc`.
+    #[test]
+    fn transport_families_render_as_upstreams_without_gc() {
+        ClientMetrics::global().transport_created("t-transport-families".into());
+        let text = metrics::global().render();
+        let rotation = "# HELP rest_client_transport_cert_rotation_gc_calls_total [ALPHA] Number of times a cert \
+                        rotation goroutine cancel func is called via GC cleanup of the associated transport\n\
+                        # TYPE rest_client_transport_cert_rotation_gc_calls_total counter\n\
+                        rest_client_transport_cert_rotation_gc_calls_total 0\n";
+        assert!(text.contains(rotation), "{text}");
+        assert!(text.contains(", miss-gc: recreated and added back to the cache after being garbage collected, "));
+        assert!(!text.contains("rest_client_transport_cache_gc_calls_total"));
+        assert!(!text.contains("rest_client_transport_ca_reload_total"));
+        assert!(!text.contains("rest_client_exec_plugin_policy_call_total"));
+    }
 }

@@ -696,7 +696,7 @@ fn running_controllers() -> &'static crate::metrics::GaugeVec {
     GAUGE.get_or_init(|| {
         let gauge = Arc::new(crate::metrics::GaugeVec::gauge(
             "running_managed_controllers",
-            "[ALPHA] Indicates where instances of a controller are currently running",
+            "[BETA] Indicates where instances of a controller are currently running",
             &["manager", "name"],
         ));
         crate::metrics::global().register(gauge.clone());

@@ -1,4 +1,4 @@
-//! `/metrics` parity with upstream v1.33.5: one real control plane, upstream's binary and ours
+//! `/metrics` parity with upstream v1.36.2: one real control plane, upstream's binary and ours
 //! side by side with kubeadm's flags (each its own Lease), both scraped once they lead and their
 //! families stopped changing; family names, types, label names and help must match but for the
 //! differences in [`ALLOWED`], each with its reason. Real server only: the comparison needs

@@ -41,6 +41,7 @@
 //! last known state. Every resync period, each cached object is delivered as
 //! `Updated { old, new }` with `old` and `new` the same `Arc`.
 
+mod metrics;
 mod mutation_cache;
 mod reflector;
 mod resource;
@@ -61,6 +62,7 @@ use parking_lot::Mutex;
 use crate::client::Client;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::PartialObjectMetadata;
+use metrics::FifoMetrics;
 pub use mutation_cache::MutationCache;
 pub use reflector::{Cached, Informable, InformerScope, ListerWatcher, Page};
 use reflector::{MetadataOnly, Reflector, Typed};
@@ -123,6 +125,8 @@ pub struct Informer<K> {
     /// What the writes of this process's controllers returned, for those that read their
     /// writes (see [`Informer::get_newest`]).
     mutations: MutationCache<K>,
+    /// The informer's series, when its factory has a name (see the `metrics` module).
+    fifo_metrics: Option<FifoMetrics>,
 }
 
 impl<K: Informable> Informer<K> {
@@ -153,6 +157,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
             reports_store_version: true,
             last_sync_resource_version: Mutex::new(String::new()),
             mutations: MutationCache::default(),
+            fifo_metrics: None,
         }
     }
 
@@ -173,6 +178,21 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
     fn reporting_store_version(mut self, reports: bool) -> Self {
         self.reports_store_version = reports;
         self
+    }
+
+    /// With `metrics`, the informer keeps its `informer_*` series.
+    fn measured(mut self, metrics: Option<FifoMetrics>) -> Self {
+        self.fifo_metrics = metrics;
+        self
+    }
+
+    /// Runs `work`, the processing of one delta (what upstream's RealFIFO pops: an event, a
+    /// bookmark, a replace, a resync), timed when the informer has metrics.
+    fn process<T>(&self, work: impl FnOnce() -> T) -> T {
+        match &self.fifo_metrics {
+            Some(metrics) => metrics.process(work),
+            None => work(),
+        }
     }
 
     /// Records the object a controller's write (update, create) returned, so that
@@ -236,28 +256,34 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
 
     /// Caches an added or modified object and announces it.
     fn upsert(&self, object: K) {
-        let handlers = self.handlers.lock();
-        let new = Arc::new(object);
-        let event = match self.store.insert(object_key(new.metadata()), new.clone()) {
-            Some(old) => Event::Updated { old, new },
-            None => Event::Added(new),
-        };
-        self.store.set_resource_version(resource_version_of(event.object().as_ref()));
-        dispatch(&handlers, &event);
+        self.process(|| {
+            let handlers = self.handlers.lock();
+            let new = Arc::new(object);
+            let event = match self.store.insert(object_key(new.metadata()), new.clone()) {
+                Some(old) => Event::Updated { old, new },
+                None => Event::Added(new),
+            };
+            self.store.set_resource_version(resource_version_of(event.object().as_ref()));
+            dispatch(&handlers, &event);
+        })
     }
 
     /// Drops a deleted object (`object` is its final state) and announces it.
     fn delete(&self, object: K) {
-        let handlers = self.handlers.lock();
-        self.store.remove(&object_key(object.metadata()));
-        self.store.set_resource_version(resource_version_of(&object));
-        dispatch(&handlers, &Event::Deleted { object: Arc::new(object), final_state_unknown: false });
+        self.process(|| {
+            let handlers = self.handlers.lock();
+            self.store.remove(&object_key(object.metadata()));
+            self.store.set_resource_version(resource_version_of(&object));
+            dispatch(&handlers, &Event::Deleted { object: Arc::new(object), final_state_unknown: false });
+        })
     }
 
     /// A bookmark: the collection has reached `resource_version` (the store's `Bookmark`).
     fn bookmark(&self, resource_version: &str) {
-        let _handlers = self.handlers.lock();
-        self.store.set_resource_version(resource_version);
+        self.process(|| {
+            let _handlers = self.handlers.lock();
+            self.store.set_resource_version(resource_version);
+        })
     }
 
     /// Makes the cache equal to a full list (or a watch-list's initial events) at
@@ -267,6 +293,15 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
     /// are applied); the first error ends the replace before the deletions, which only a
     /// complete list can tell, and leaves the store's resourceVersion where it was.
     fn replace(
+        &self,
+        listed: impl IntoIterator<Item = crate::client::Result<K>>,
+        resource_version: &str,
+    ) -> crate::client::Result<()> {
+        self.process(|| self.replace_locked(listed, resource_version))
+    }
+
+    /// [`Informer::replace`]'s work.
+    fn replace_locked(
         &self,
         listed: impl IntoIterator<Item = crate::client::Result<K>>,
         resource_version: &str,
@@ -303,8 +338,10 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
 
     /// Delivers every cached object as `Updated { old == new }`.
     fn resync(&self) {
-        let handlers = self.handlers.lock();
-        self.store.for_each(|object| dispatch(&handlers, &Event::Updated { old: object.clone(), new: object }));
+        self.process(|| {
+            let handlers = self.handlers.lock();
+            self.store.for_each(|object| dispatch(&handlers, &Event::Updated { old: object.clone(), new: object }));
+        })
     }
 }
 
@@ -333,6 +370,9 @@ impl<K: Cached> Managed for Informer<K> {
     }
 
     fn spawn(self: Arc<Self>, client: Client, watch_list: bool, stop: Receiver<()>) -> std::io::Result<Receiver<()>> {
+        if let Some(metrics) = &self.fifo_metrics {
+            metrics.start();
+        }
         let name = format!("informer-{}", self.source.label());
         let (running, ended) = crossbeam_channel::bounded(0);
         let reflector = Reflector::new(self, client, watch_list, stop, running);
@@ -412,12 +452,16 @@ pub struct InformerOptions {
     /// ([`Informer::last_store_sync_resource_version`] is ""), so `runtime::consistency`
     /// never holds a controller back.
     pub atomic_fifo: bool,
+    /// The factory's name in the informers' metrics (client-go's `WithInformerName`): with
+    /// one, each typed informer keeps `informer_queued_items` and
+    /// `informer_processing_latency_seconds` series; metadata-only informers never do.
+    pub name: Option<&'static str>,
 }
 
 impl InformerOptions {
-    /// Resyncs every `resync` (zero: never), with client-go v1.36's default gates.
+    /// Resyncs every `resync` (zero: never), with client-go v1.36's default gates, unnamed.
     pub fn new(resync: Duration) -> Self {
-        InformerOptions { resync, watch_list: true, atomic_fifo: true }
+        InformerOptions { resync, watch_list: true, atomic_fifo: true, name: None }
     }
 }
 
@@ -445,6 +489,7 @@ impl SharedInformerFactory {
 
     /// A factory whose informers sync as `options` say.
     pub fn with_options(client: Client, options: InformerOptions) -> Self {
+        metrics::register();
         let (stop_sender, stop) = crossbeam_channel::bounded(0);
         let state = FactoryState {
             informers: Vec::new(),
@@ -460,7 +505,10 @@ impl SharedInformerFactory {
     /// once [`SharedInformerFactory::start`] is called (again).
     pub fn informer<K: Informable>(&self) -> Arc<Informer<K>> {
         let (resync, atomic_fifo) = (randomized(self.inner.options.resync), self.inner.options.atomic_fifo);
-        self.shared(Key::Typed(TypeId::of::<K>()), || Informer::<K>::new(resync).reporting_store_version(atomic_fifo))
+        let metrics = self.inner.options.name.map(|name| FifoMetrics::of::<K>(name));
+        self.shared(Key::Typed(TypeId::of::<K>()), || {
+            Informer::<K>::new(resync).reporting_store_version(atomic_fifo).measured(metrics)
+        })
     }
 
     /// The metadata-only informer of a resource found by discovery (client-go's
@@ -613,6 +661,52 @@ mod tests {
             });
         });
         seen
+    }
+
+    fn unreachable_client() -> Client {
+        let config = crate::client::RestConfig {
+            server: "https://127.0.0.1:1".into(),
+            tls: Default::default(),
+            auth: crate::client::config::Auth::None,
+            source: "test".into(),
+        };
+        Client::new(config, crate::client::ClientOptions::default()).expect("a client")
+    }
+
+    /// The named factory's typed informers time each delta; metadata-only informers and the
+    /// informers of an unnamed factory keep no series (client-go's unreserved identifiers).
+    #[test]
+    fn a_named_factorys_typed_informers_time_each_delta() {
+        let options = InformerOptions { name: Some("t-informer-metrics"), ..InformerOptions::new(Duration::ZERO) };
+        let factory = SharedInformerFactory::with_options(unreachable_client(), options);
+        let informer = factory.informer::<ConfigMap>();
+        informer.upsert(config_map("a", "1"));
+        informer.upsert(config_map("a", "2"));
+        informer.bookmark("3");
+        informer.resync();
+        informer.replace([Ok(config_map("b", "4"))], "4").unwrap();
+        informer.delete(config_map("b", "5"));
+        let labels = "{group=\"\",name=\"t-informer-metrics\",resource=\"configmaps\",version=\"v1\"}";
+        let endpoints = factory.informer::<k8s_openapi::api::core::v1::Endpoints>();
+        endpoints.bookmark("1");
+        let text = crate::metrics::global().render();
+        let informer_gen =
+            "informer_queued_items{group=\"\",name=\"t-informer-metrics\",resource=\"endpointss\",version=\"v1\"} 0\n";
+        assert!(text.contains(informer_gen), "informer-gen's resource, the kind plus s: {text}");
+        let text = crate::metrics::global().render();
+        assert!(text.contains(&format!("informer_processing_latency_seconds_count{labels} 6\n")), "{text}");
+        assert!(text.contains(&format!("informer_queued_items{labels} 0\n")), "{text}");
+        let widgets = ApiResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+            namespaced: true,
+            verbs: Vec::new(),
+        };
+        assert!(factory.metadata_informer(&widgets).fifo_metrics.is_none());
+        let unnamed = SharedInformerFactory::new(unreachable_client(), Duration::ZERO);
+        assert!(unnamed.informer::<ConfigMap>().fifo_metrics.is_none());
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //! Queues sharing a name are summed for `workqueue_unfinished_work_seconds` and maxed for
 //! `workqueue_longest_running_processor_seconds`.
 //!
-//! As in v1.33 (before their promotion to BETA in 1.35), the families are ALPHA: component-base
-//! prefixes their help with `[ALPHA] `. Every series of a queue exists from the queue's creation
+//! As in v1.36 (promoted from ALPHA since v1.33), the families are BETA: component-base prefixes
+//! their help with `[BETA] `. Every series of a queue exists from the queue's creation
 //! (upstream's `newQueueMetrics` calls `WithLabelValues(name)` for each), at zero.
 
 use std::collections::{BTreeMap, HashMap};
@@ -22,15 +22,15 @@ use parking_lot::Mutex;
 use crate::metrics::{self, Collector, CounterVec, GaugeVec, HistogramVec};
 
 const UNFINISHED_WORK: &str = "workqueue_unfinished_work_seconds";
-const UNFINISHED_WORK_HELP: &str = "[ALPHA] How many seconds of work has done that is in progress and hasn't been observed by \
+const UNFINISHED_WORK_HELP: &str = "[BETA] How many seconds of work has done that is in progress and hasn't been observed by \
      work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the \
      rate at which this increases.";
 const LONGEST_RUNNING: &str = "workqueue_longest_running_processor_seconds";
 const LONGEST_RUNNING_HELP: &str =
-    "[ALPHA] How many seconds has the longest running processor for workqueue been running.";
+    "[BETA] How many seconds has the longest running processor for workqueue been running.";
 const LABELS: &[&str] = &["name"];
 
-/// Upstream v1.33's `ExponentialBuckets(10e-9, 10, 10)`: 10ns to 10s.
+/// Upstream v1.36's `ExponentialBuckets(10e-9, 10, 10)`: 10ns to 10s.
 fn duration_buckets() -> Vec<f64> {
     metrics::exponential_buckets(10e-9, 10.0, 10)
 }
@@ -51,27 +51,27 @@ pub(super) fn families() -> &'static Families {
     FAMILIES.get_or_init(|| {
         let buckets = duration_buckets();
         let families = Families {
-            depth: Arc::new(GaugeVec::gauge("workqueue_depth", "[ALPHA] Current depth of workqueue", LABELS)),
+            depth: Arc::new(GaugeVec::gauge("workqueue_depth", "[BETA] Current depth of workqueue", LABELS)),
             adds: Arc::new(CounterVec::counter(
                 "workqueue_adds_total",
-                "[ALPHA] Total number of adds handled by workqueue",
+                "[BETA] Total number of adds handled by workqueue",
                 LABELS,
             )),
             queue_duration: Arc::new(HistogramVec::new(
                 "workqueue_queue_duration_seconds",
-                "[ALPHA] How long in seconds an item stays in workqueue before being requested.",
+                "[BETA] How long in seconds an item stays in workqueue before being requested.",
                 LABELS,
                 &buckets,
             )),
             work_duration: Arc::new(HistogramVec::new(
                 "workqueue_work_duration_seconds",
-                "[ALPHA] How long in seconds processing an item from workqueue takes.",
+                "[BETA] How long in seconds processing an item from workqueue takes.",
                 LABELS,
                 &buckets,
             )),
             retries: Arc::new(CounterVec::counter(
                 "workqueue_retries_total",
-                "[ALPHA] Total number of retries handled by workqueue",
+                "[BETA] Total number of retries handled by workqueue",
                 LABELS,
             )),
             in_flight: Arc::new(InFlightCollector::default()),
@@ -218,12 +218,12 @@ mod tests {
     }
 
     #[test]
-    fn help_carries_the_alpha_stability_prefix() {
+    fn help_carries_the_beta_stability_prefix() {
         let mut out = String::new();
         let families = families();
         families.depth.ensure(&["help_test"]);
         families.depth.write_to(&mut out);
-        let header = "# HELP workqueue_depth [ALPHA] Current depth of workqueue\n# TYPE workqueue_depth gauge\n";
+        let header = "# HELP workqueue_depth [BETA] Current depth of workqueue\n# TYPE workqueue_depth gauge\n";
         assert!(out.starts_with(header), "{out}");
     }
 }
