@@ -16,7 +16,8 @@ use crate::controllers::{
     disruption, endpoint, endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace,
     nodeipam, nodelifecycle, persistentvolume, podautoscaler, podgc, podgroupprotection, pvcprotection, pvprotection,
     replicaset, resourceclaim, resourcequota, root_ca_publisher, selinuxwarning, serviceaccount, servicecidrs,
-    statefulset, storageversiongc, tainteviction, ttl, ttlafterfinished, vacprotection, validatingadmissionpolicystatus,
+    statefulset, storageversiongc, tainteviction, ttl, ttlafterfinished, vacprotection,
+    validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 

@@ -114,6 +114,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let queue = WorkQueue::new(QUEUE);
     let chosen: Arc<OnceLock<Arc<dyn Publishing>>> = Arc::new(OnceLock::new());
     let starter = Starter {
+        controller: context.name,
         client: context.client.clone(),
         informers: context.informers.clone(),
         queue: queue.clone(),
@@ -149,6 +150,8 @@ fn sync(publisher: &dyn Publishing) -> SyncResult {
 
 /// What the controller does when it starts: discovery, then the informer of the version found.
 struct Starter {
+    /// The controller's name, for upstream's log line when no version is served.
+    controller: &'static str,
     client: Client,
     informers: SharedInformerFactory,
     queue: WorkQueue<String>,
@@ -163,10 +166,7 @@ impl Starter {
         } else if self.available(v1alpha1::ClusterTrustBundle::API_VERSION)? {
             self.publisher::<v1alpha1::ClusterTrustBundle>()
         } else {
-            log::info!(
-                "no known scheme version was found for clustertrustbundles, cannot start \
-                 kube-apiserver-serving-clustertrustbundle-publisher-controller"
-            );
+            log::info!("no known scheme version was found for clustertrustbundles, cannot start {}", self.controller);
             return Ok(());
         };
         log::info!("Starting ClusterTrustBundle CA cert publisher controller");
