@@ -15,7 +15,7 @@ use crate::controllers::{
     attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, devicetainteviction,
     disruption, endpoint, endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace,
     nodeipam, nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset,
-    resourceclaim, resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset, tainteviction, ttl,
+    resourceclaim, resourcepoolstatusrequest, resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset, storageversionmigrator, tainteviction, ttl,
     ttlafterfinished, vacprotection, validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
@@ -389,7 +389,8 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             resourceclaim::new(c, resourceclaim::Config { workers: workers(o.concurrency.resource_claim_syncs), features })
         }),
     gated("resourcepoolstatusrequest-controller", &[], &["DRAResourcePoolStatus"])
-        .account("resourcepoolstatusrequest-controller"),
+        .account("resourcepoolstatusrequest-controller")
+        .starts(|c, _| resourcepoolstatusrequest::new(c, resourcepoolstatusrequest::Config::default())),
     plain("resourcequota-controller", &["resourcequota"]).account("resourcequota-controller").starts(|c, o| {
         let config = resourcequota::Config {
             workers: workers(o.concurrency.resource_quota_syncs),
@@ -427,7 +428,14 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         }),
     // Its constructor (`newSVMController`) also needs client-go's InformerResourceVersion.
     gated("storage-version-migrator-controller", &["svm"], &["StorageVersionMigrator", "InformerResourceVersion"])
-        .account("storage-version-migrator-controller"),
+        .account("storage-version-migrator-controller")
+        .starts(|c, o| {
+            // It reads the garbage collector's monitors.
+            if !o.garbage_collector.enabled {
+                return Err("storage version migrator requires garbage collector".to_string());
+            }
+            storageversionmigrator::new(c, storageversionmigrator::Config::default())
+        }),
     gated(
         "storageversion-garbage-collector-controller",
         &["storage-version-gc"],
