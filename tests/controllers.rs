@@ -56,6 +56,8 @@ mod protection;
 mod replicaset;
 #[path = "controllers/resourceclaim.rs"]
 mod resourceclaim;
+#[path = "controllers/resourcepoolstatusrequest.rs"]
+mod resourcepoolstatusrequest;
 #[path = "controllers/resourcequota.rs"]
 mod resourcequota;
 #[path = "controllers/serviceaccounts.rs"]
@@ -66,6 +68,8 @@ mod servicecidr;
 mod side_by_side;
 #[path = "controllers/statefulset.rs"]
 mod statefulset;
+#[path = "controllers/storageversionmigrator.rs"]
+mod storageversionmigrator;
 #[path = "controllers/ttl.rs"]
 mod ttl;
 #[path = "controllers/ttlafterfinished.rs"]

@@ -18,6 +18,7 @@ use kcm::app::controllers::ControllerDescriptor;
 use kcm::app::flags::Options;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
 pub use kcm::envtest::{Backend, TestServer};
+use kcm::envtest::ControlPlane;
 use kcm::runtime::controller::ControllerSet;
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
 use kcm::sandbox::server::Sandbox;
@@ -307,6 +308,7 @@ pub struct Builder {
     node_options: NodeOptions,
     deadline: Duration,
     temp_files: Vec<PathBuf>,
+    apiserver_flags: Vec<String>,
 }
 
 /// A cluster running `descriptors` under `--controllers=*`, with the `default` ServiceAccount in
@@ -323,6 +325,7 @@ pub fn with(descriptors: &[ControllerDescriptor]) -> Builder {
         node_options: fast_nodes(),
         deadline: DEADLINE,
         temp_files: Vec::new(),
+        apiserver_flags: Vec::new(),
     }
 }
 
@@ -386,13 +389,27 @@ impl Builder {
         self
     }
 
+    /// Flags for the real kube-apiserver (the sandbox takes none), e.g. the feature gate and
+    /// `--runtime-config` serving the alpha API a gated controller needs
+    /// (`kcm::envtest::ControlPlane::start_with_apiserver_flags`).
+    pub fn apiserver_flags(mut self, flags: &[&str]) -> Self {
+        self.apiserver_flags.extend(flags.iter().map(|f| f.to_string()));
+        self
+    }
+
     pub fn start(self) -> Cluster {
         self.start_with(|_, _| ())
     }
 
     /// Starts the cluster, with `prepare` run against the API before the controllers start.
     pub fn start_with(self, prepare: impl FnOnce(&Client, &TestServer)) -> Cluster {
-        let server = TestServer::start(self.backend).expect("the API server starts");
+        let server = match self.backend {
+            Backend::Real if !self.apiserver_flags.is_empty() => {
+                let flags: Vec<&str> = self.apiserver_flags.iter().map(String::as_str).collect();
+                TestServer::Real(ControlPlane::start_with_apiserver_flags(&flags).expect("the API server starts"))
+            }
+            _ => TestServer::start(self.backend).expect("the API server starts"),
+        };
         let client = Client::new(server.admin_config(), ClientOptions::default()).expect("a client");
         // Pod admission needs the namespace's default ServiceAccount.
         if self.default_account {

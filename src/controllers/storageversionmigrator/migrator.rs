@@ -79,20 +79,26 @@ pub struct Migrator {
     informers: SharedInformerFactory,
     /// The queue's own limiter, asked for the delay of a `Retry-After` answer as upstream's
     /// `max(suggestedDelay, rateLimiter.When(key))`.
-    rate_limiter: MaxOfRateLimiter<String>,
+    rate_limiter: SharedLimiter,
     field_manager: &'static str,
 }
 
 impl Migrator {
-    /// `NewSVMController`; patches go through `client` with `field_manager`.
+    /// `NewSVMController`; patches go through `client` with `field_manager`. Its queue is
+    /// [`Migrator::queue`].
     pub fn new(
         migrations: Migrations,
         client: Client,
         informers: SharedInformerFactory,
         field_manager: &'static str,
     ) -> Self {
-        let rate_limiter = default_controller_rate_limiter(Arc::new(RealClock));
+        let rate_limiter = SharedLimiter(Arc::new(default_controller_rate_limiter(Arc::new(RealClock))));
         Migrator { migrations, client, informers, rate_limiter, field_manager }
+    }
+
+    /// The migrator's queue, named `name`, on the limiter it also asks for delays.
+    pub fn queue(&self, name: &str) -> WorkQueue<String> {
+        WorkQueue::with_parts(name, Box::new(self.rate_limiter.clone()), Arc::new(RealClock))
     }
 
     /// `processNext`: a `Retry-After` answer waits the longer of the server's delay and the
@@ -100,7 +106,6 @@ impl Migrator {
     pub fn process_next(&self, name: &str) -> SyncResult {
         let key = name.to_string();
         let Err(e) = self.sync(name) else {
-            self.rate_limiter.forget(&key);
             return Ok(());
         };
         log::debug!("\"Error syncing SVM resource, retrying\" svm=\"{name}\" err=\"{e}\"");
@@ -236,6 +241,24 @@ impl Migrator {
     /// `failMigration`: `Failed` with "migration encountered unhandled error: <err>".
     fn fail(&self, svm: StorageVersionMigration, error: String) -> Result<(), Error> {
         self.migrations.fail(svm, format!("migration encountered unhandled error: {error}"))
+    }
+}
+
+/// The default controller rate limiter, shared by the queue and the migrator.
+#[derive(Clone)]
+struct SharedLimiter(Arc<MaxOfRateLimiter<String>>);
+
+impl RateLimiter<String> for SharedLimiter {
+    fn when(&self, item: &String) -> Duration {
+        self.0.when(item)
+    }
+
+    fn forget(&self, item: &String) {
+        self.0.forget(item)
+    }
+
+    fn num_requeues(&self, item: &String) -> u32 {
+        self.0.num_requeues(item)
     }
 }
 

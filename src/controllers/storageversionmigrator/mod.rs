@@ -73,13 +73,9 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let informer = context.informers.informer::<StorageVersionMigration>();
     let migrations = Migrations { client: context.client.clone(), informer: informer.clone() };
 
-    let svm_queue = WorkQueue::new(config.name);
-    let migrator = Arc::new(migrator::Migrator::new(
-        migrations.clone(),
-        fast.clone(),
-        context.informers.clone(),
-        config.name,
-    ));
+    let migrator =
+        Arc::new(migrator::Migrator::new(migrations.clone(), fast.clone(), context.informers.clone(), config.name));
+    let svm_queue = migrator.queue(config.name);
     migrator::watch(&informer, &svm_queue);
 
     // Upstream names the runner's queue after the resource version controller, as here.
