@@ -15,8 +15,9 @@ use crate::controllers::{
     attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, devicetainteviction,
     disruption, endpoint, endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace,
     nodeipam, nodelifecycle, persistentvolume, podautoscaler, podgc, pvcprotection, pvprotection, replicaset,
-    resourceclaim, resourcepoolstatusrequest, resourcequota, root_ca_publisher, serviceaccount, servicecidrs, statefulset, storageversionmigrator, tainteviction, ttl,
-    ttlafterfinished, vacprotection, validatingadmissionpolicystatus,
+    resourceclaim, resourcepoolstatusrequest, resourcequota, root_ca_publisher, serviceaccount, servicecidrs,
+    statefulset, storageversionmigrator, tainteviction, ttl, ttlafterfinished, vacprotection,
+    validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 

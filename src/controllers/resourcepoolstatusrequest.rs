@@ -129,12 +129,8 @@ impl PoolStatusController {
             return Ok(());
         }
         log::info!("\"Processing ResourcePoolStatusRequest\" request=\"{name}\" driver=\"{driver}\"");
-        let status = calculate_pool_status(
-            &request,
-            &self.slices.store().list(),
-            &self.claims.store().list(),
-            Timestamp::now(),
-        );
+        let status =
+            calculate_pool_status(&request, &self.slices.store().list(), &self.claims.store().list(), Timestamp::now());
         // Drivers may still be publishing the missing slices: retry before answering.
         if status.pools.iter().flatten().any(|pool| pool.validation_error.is_some()) {
             return Err(SyncError::failed("incomplete pools detected, requeueing"));
@@ -261,8 +257,10 @@ pub fn calculate_pool_status(
 
     let allocated = allocations(claims, driver);
     // One driver, so upstream's sort by driver and then pool name is the BTreeMap's order.
-    let all: Vec<PoolStatus> =
-        pools.into_iter().map(|(pool, info)| pool_status(driver, pool, &info, allocated_in(&allocated, pool))).collect();
+    let all: Vec<PoolStatus> = pools
+        .into_iter()
+        .map(|(pool, info)| pool_status(driver, pool, &info, allocated_in(&allocated, pool)))
+        .collect();
     let pool_count = i32::try_from(all.len()).unwrap_or(i32::MAX);
     let limit = usize::try_from(request.spec.limit.unwrap_or(LIMIT_DEFAULT)).unwrap_or(0);
     let returned: Vec<PoolStatus> = all.into_iter().take(limit).collect();
@@ -405,7 +403,6 @@ fn metrics() -> &'static Metrics {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,12 +498,8 @@ mod tests {
     #[test]
     fn the_pool_name_filters_and_the_limit_cuts_but_the_count_does_not() {
         let slices = [slice("a", 1, 1, None, 1), slice("b", 1, 1, None, 1), slice("c", 1, 1, None, 1)];
-        let filtered = calculate_pool_status(
-            &request(json!({"driver": "gpu.example.com", "poolName": "b"})),
-            &slices,
-            &[],
-            now(),
-        );
+        let filtered =
+            calculate_pool_status(&request(json!({"driver": "gpu.example.com", "poolName": "b"})), &slices, &[], now());
         assert_eq!(pools(&filtered).iter().map(|p| p.pool_name.as_str()).collect::<Vec<_>>(), ["b"]);
         let limited =
             calculate_pool_status(&request(json!({"driver": "gpu.example.com", "limit": 2})), &slices, &[], now());

@@ -33,7 +33,10 @@ fn start(backend: Backend) -> Cluster {
     harness::with(&[named("resourcepoolstatusrequest-controller")])
         .on(backend)
         .without_nodes()
-        .apiserver_flags(&["--feature-gates=DRAResourcePoolStatus=true", "--runtime-config=resource.k8s.io/v1alpha3=true"])
+        .apiserver_flags(&[
+            "--feature-gates=DRAResourcePoolStatus=true",
+            "--runtime-config=resource.k8s.io/v1alpha3=true",
+        ])
         .flags(&["--feature-gates=DRAResourcePoolStatus=true"])
         .start_with(|client, _| {
             // pool-a: both of its slices; pool-b: one node's slice; pool-c: one slice of two.
@@ -81,7 +84,13 @@ fn pools(request: &ResourcePoolStatusRequest) -> Vec<PoolStatus> {
 }
 
 fn counts(pool: &PoolStatus) -> (Option<i32>, Option<i32>, Option<i32>, Option<i32>, Option<i32>) {
-    (pool.resource_slice_count, pool.total_devices, pool.allocated_devices, pool.available_devices, pool.unavailable_devices)
+    (
+        pool.resource_slice_count,
+        pool.total_devices,
+        pool.allocated_devices,
+        pool.available_devices,
+        pool.unavailable_devices,
+    )
 }
 
 fn a_request_is_answered_from_slices_and_claims(backend: Backend) {
@@ -100,7 +109,10 @@ fn a_request_is_answered_from_slices_and_claims(backend: Backend) {
     assert!(pools_all.iter().all(|p| p.driver == DRIVER && p.generation == 1 && p.validation_error.is_none()));
     let condition = &status.conditions.as_ref().expect("conditions")[0];
     assert_eq!((condition.type_.as_str(), condition.status.as_str()), ("Complete", "True"));
-    assert_eq!((condition.reason.as_str(), condition.message.as_str()), ("CalculationComplete", "Calculated status for 2 pools"));
+    assert_eq!(
+        (condition.reason.as_str(), condition.message.as_str()),
+        ("CalculationComplete", "Calculated status for 2 pools")
+    );
 
     request(&cluster, "limited", json!({"driver": DRIVER, "limit": 1}));
     let limited = answered(&cluster, "limited");
@@ -108,7 +120,10 @@ fn a_request_is_answered_from_slices_and_claims(backend: Backend) {
     assert_eq!(pools(&limited).iter().map(|p| p.pool_name.as_str()).collect::<Vec<_>>(), ["pool-a"]);
 
     request(&cluster, "filtered", json!({"driver": DRIVER, "poolName": "pool-b"}));
-    assert_eq!(pools(&answered(&cluster, "filtered")).iter().map(|p| p.pool_name.as_str()).collect::<Vec<_>>(), ["pool-b"]);
+    assert_eq!(
+        pools(&answered(&cluster, "filtered")).iter().map(|p| p.pool_name.as_str()).collect::<Vec<_>>(),
+        ["pool-b"]
+    );
 
     // An answered request is not computed again: its status stays as written.
     let written = requests(&cluster).get("all").expect("request read");

@@ -83,7 +83,8 @@ fn gadgets_stored_in_v1_then_v2(client: &Client) {
 }
 
 fn create_gadget(client: &Client, name: &str) -> kcm::client::Result<Gadget> {
-    let gadget: Gadget = from(json!({"apiVersion": format!("{GROUP}/v2"), "kind": "Gadget", "metadata": {"name": name}}));
+    let gadget: Gadget =
+        from(json!({"apiVersion": format!("{GROUP}/v2"), "kind": "Gadget", "metadata": {"name": name}}));
     Api::<Gadget>::namespaced(client, "default").create(&gadget, &PostParams::default())
 }
 

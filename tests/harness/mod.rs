@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::{Event, Namespace, ReplicationController, Servic
 use kcm::app::controllers::ControllerDescriptor;
 use kcm::app::flags::Options;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
-pub use kcm::envtest::{Backend, TestServer};
 use kcm::envtest::ControlPlane;
+pub use kcm::envtest::{Backend, TestServer};
 use kcm::runtime::controller::ControllerSet;
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
 use kcm::sandbox::server::Sandbox;

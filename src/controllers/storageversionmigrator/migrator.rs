@@ -198,7 +198,8 @@ impl Migrator {
         let gvr_name = gvr_string(gvr);
         for object in objects {
             let meta = &object.metadata;
-            let (namespace, name) = (meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default());
+            let (namespace, name) =
+                (meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default());
             let object_rv = meta.resource_version.as_deref().unwrap_or_default();
             match compare_resource_version(object_rv, list_rv) {
                 Err(e) => {

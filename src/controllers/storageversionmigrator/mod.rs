@@ -155,7 +155,13 @@ pub fn is_running(svm: &StorageVersionMigration) -> bool {
 
 /// `setStatusConditions`: appends a `True` condition of `type_`, unless the migration already
 /// has one of that type that is `True` or `False` (a condition is set only once).
-pub fn set_status_conditions(svm: &mut StorageVersionMigration, type_: &str, reason: &str, message: &str, now: Timestamp) {
+pub fn set_status_conditions(
+    svm: &mut StorageVersionMigration,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) {
     let existing = find_condition(conditions(svm), type_);
     if existing.is_some_and(|c| c.status == "True" || c.status == "False") {
         return;

@@ -8,8 +8,8 @@ use std::time::Instant;
 use jiff::Timestamp;
 use k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration;
 
-use super::{Migrations, discover, gvr_string, is_condition_true, is_terminal, resource_for, within_discovery_grace};
 use super::MIGRATION_RUNNING;
+use super::{Migrations, discover, gvr_string, is_condition_true, is_terminal, resource_for, within_discovery_grace};
 use crate::apimachinery::resourceversion::compare_resource_version;
 use crate::client::discovery::{ApiResource, Discovery};
 use crate::client::metadata::MetadataApi;
@@ -101,7 +101,9 @@ impl ResourceVersions {
             return self.fail(svm, format!("latest resourceVersion for {} is not valid: {e}", gvr_string(&gvr)));
         }
         svm.status.get_or_insert_default().resource_version = Some(latest);
-        self.migrations.update_status(&svm).map_err(|e| format!("error updating status for {name}: {}", e.message()))?;
+        self.migrations
+            .update_status(&svm)
+            .map_err(|e| format!("error updating status for {name}: {}", e.message()))?;
         log::debug!(
             "\"Resource version has been successfully added\" svm=\"{name}\" elapsed=\"{:?}\"",
             started.elapsed()

@@ -163,7 +163,8 @@ impl Runner {
     ) -> Result<(), Error> {
         let name = crd.metadata.name.as_deref().unwrap_or_default();
         let body = status_apply(crd, condition, stored_version, Timestamp::now());
-        let params = PostParams { field_manager: Some(CONTROLLER_NAME.to_string()), force: true, ..PostParams::default() };
+        let params =
+            PostParams { field_manager: Some(CONTROLLER_NAME.to_string()), force: true, ..PostParams::default() };
         self.crds().patch_status(name, &Patch::Apply(body), &params).map(|_| ())
     }
 

@@ -85,10 +85,12 @@ fn the_oldest_waiting_migration_of_a_resource_is_promoted_unless_one_runs() {
 #[test]
 fn a_finished_running_migration_is_cleaned_up() {
     let migrations = [
-        svm("done", "2026-01-01T10:00:00Z", "widgets", &[
-            condition(MIGRATION_RUNNING, "True"),
-            condition(MIGRATION_FAILED, "True"),
-        ]),
+        svm(
+            "done",
+            "2026-01-01T10:00:00Z",
+            "widgets",
+            &[condition(MIGRATION_RUNNING, "True"), condition(MIGRATION_FAILED, "True")],
+        ),
         svm("next", "2026-01-01T11:00:00Z", "widgets", &[]),
     ];
     let (clean, promote) = svms_for_resource(&migrations, &widgets());
