@@ -110,10 +110,14 @@ fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
             std::fs::write(&ca_cert, server.ca_pem()).expect("ca.crt written");
             std::fs::write(&ca_key, server.ca_key_pem()).expect("ca.key written");
         });
+    // Those whose feature gates are off by default (resourcepoolstatusrequest, svm) stay off:
+    // the servers do not serve their alpha and beta APIs.
+    let defaults = harness::options(&["--allocate-node-cidrs", "--controllers=*,bootstrapsigner,tokencleaner"]);
+    let built = kcm::app::controllers::built();
     assert_eq!(
         cluster.controller_names().len(),
-        kcm::app::controllers::built().len(),
-        "every built controller started"
+        built.iter().filter(|c| defaults.starts_controller(c.name)).count(),
+        "every built controller whose gates are on started"
     );
 
     let text = kcm::metrics::global().render();

@@ -83,7 +83,10 @@ fn pools(request: &ResourcePoolStatusRequest) -> Vec<PoolStatus> {
     request.status.as_ref().and_then(|s| s.pools.clone()).unwrap_or_default()
 }
 
-fn counts(pool: &PoolStatus) -> (Option<i32>, Option<i32>, Option<i32>, Option<i32>, Option<i32>) {
+/// A pool's slices, devices, allocated, available and unavailable devices.
+type Counts = (Option<i32>, Option<i32>, Option<i32>, Option<i32>, Option<i32>);
+
+fn counts(pool: &PoolStatus) -> Counts {
     (
         pool.resource_slice_count,
         pool.total_devices,

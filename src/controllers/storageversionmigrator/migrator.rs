@@ -174,7 +174,7 @@ impl Migrator {
         }
         let mut svm = match self.run_migration(&gvr, &monitor.list_metadata(), svm, &list_rv)? {
             Outcome::Failed => return Ok(()),
-            Outcome::Migrated(svm) => svm,
+            Outcome::Migrated(svm) => *svm,
         };
         super::set_status_conditions(&mut svm, MIGRATION_SUCCEEDED, MIGRATION_SUCCESS_REASON, "", Timestamp::now());
         self.migrations.update_status(&svm)?;
@@ -236,7 +236,7 @@ impl Migrator {
                 }
             }
         }
-        Ok(Outcome::Migrated(svm))
+        Ok(Outcome::Migrated(Box::new(svm)))
     }
 
     /// `failMigration`: `Failed` with "migration encountered unhandled error: <err>".
@@ -266,7 +266,7 @@ impl RateLimiter<String> for SharedLimiter {
 /// What `runMigration` ended with.
 enum Outcome {
     /// Every object was migrated (or needed no migration).
-    Migrated(StorageVersionMigration),
+    Migrated(Box<StorageVersionMigration>),
     /// The migration was marked `Failed`.
     Failed,
 }
