@@ -833,7 +833,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 42);
+        assert_eq!(implemented().len(), 44);
     }
 
     fn options(root_ca_file: &str) -> Options {
