@@ -62,6 +62,8 @@ mod protection;
 mod replicaset;
 #[path = "controllers/resourceclaim.rs"]
 mod resourceclaim;
+#[path = "controllers/resourcepoolstatusrequest.rs"]
+mod resourcepoolstatusrequest;
 #[path = "controllers/resourcequota.rs"]
 mod resourcequota;
 #[path = "controllers/selinuxwarning.rs"]
@@ -76,6 +78,8 @@ mod side_by_side;
 mod statefulset;
 #[path = "controllers/storageversiongc.rs"]
 mod storageversiongc;
+#[path = "controllers/storageversionmigrator.rs"]
+mod storageversionmigrator;
 #[path = "controllers/ttl.rs"]
 mod ttl;
 #[path = "controllers/ttlafterfinished.rs"]

@@ -94,17 +94,18 @@ fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
     let (ca_cert, ca_key) = (key_file.with_extension("ca.crt"), key_file.with_extension("ca.key"));
     let ca_cert_flag = format!("--cluster-signing-cert-file={}", ca_cert.display());
     let ca_key_flag = format!("--cluster-signing-key-file={}", ca_key.display());
+    let selection = [
+        "--allocate-node-cidrs",
+        "--cluster-cidr=10.244.0.0/16",
+        "--controllers=*,bootstrapsigner,tokencleaner,selinux-warning-controller",
+        // The publisher's gate; its queue exists whether or not the API is served.
+        "--feature-gates=ClusterTrustBundle=true",
+    ];
     let cluster = harness::with(&kcm::app::controllers::built())
         .on(backend)
         .without_nodes()
-        .flags(&[
-            key_flag.as_str(),
-            "--allocate-node-cidrs",
-            "--cluster-cidr=10.244.0.0/16",
-            "--controllers=*,bootstrapsigner,tokencleaner,selinux-warning-controller",
-            // The publisher's gate; its queue exists whether or not the API is served.
-            "--feature-gates=ClusterTrustBundle=true",
-        ])
+        .flags(&[key_flag.as_str()])
+        .flags(&selection)
         .flags(&[ca_cert_flag.as_str(), ca_key_flag.as_str()])
         .remove_on_drop(key_file.clone())
         .remove_on_drop(ca_cert.clone())
@@ -114,8 +115,8 @@ fn every_built_controller_names_its_queues_as_upstream(backend: Backend) {
             std::fs::write(&ca_cert, server.ca_pem()).expect("ca.crt written");
             std::fs::write(&ca_key, server.ca_key_pem()).expect("ca.key written");
         });
-    // Those whose feature gates are off by default (e.g. `podgroup-protection-controller`) stay off.
-    let startable = harness::options(&["--controllers=*,bootstrapsigner,tokencleaner"]);
+    // Those whose feature gates stay off (e.g. `podgroup-protection-controller`) do not start.
+    let startable = harness::options(&selection);
     let expected_count = kcm::app::controllers::built().iter().filter(|d| startable.starts_controller(d.name)).count();
     assert_eq!(cluster.controller_names().len(), expected_count, "every built controller the gates allow started");
 

@@ -15,9 +15,9 @@ use crate::controllers::{
     attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, devicetainteviction,
     disruption, endpoint, endpointslice, endpointslicemirroring, ephemeral, expand, garbagecollector, job, namespace,
     nodeipam, nodelifecycle, persistentvolume, podautoscaler, podgc, podgroupprotection, pvcprotection, pvprotection,
-    replicaset, resourceclaim, resourcequota, root_ca_publisher, selinuxwarning, serviceaccount, servicecidrs,
-    statefulset, storageversiongc, tainteviction, ttl, ttlafterfinished, vacprotection,
-    validatingadmissionpolicystatus,
+    replicaset, resourceclaim, resourcepoolstatusrequest, resourcequota, root_ca_publisher, selinuxwarning,
+    serviceaccount, servicecidrs, statefulset, storageversiongc, storageversionmigrator, tainteviction, ttl,
+    ttlafterfinished, vacprotection, validatingadmissionpolicystatus,
 };
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
@@ -407,7 +407,8 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             resourceclaim::new(c, resourceclaim::Config { workers: workers(o.concurrency.resource_claim_syncs), features })
         }),
     gated("resourcepoolstatusrequest-controller", &[], &["DRAResourcePoolStatus"])
-        .account("resourcepoolstatusrequest-controller"),
+        .account("resourcepoolstatusrequest-controller")
+        .starts(|c, _| resourcepoolstatusrequest::new(c, resourcepoolstatusrequest::Config::default())),
     plain("resourcequota-controller", &["resourcequota"]).account("resourcequota-controller").starts(|c, o| {
         let config = resourcequota::Config {
             workers: workers(o.concurrency.resource_quota_syncs),
@@ -455,7 +456,14 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         }),
     // Its constructor (`newSVMController`) also needs client-go's InformerResourceVersion.
     gated("storage-version-migrator-controller", &["svm"], &["StorageVersionMigrator", "InformerResourceVersion"])
-        .account("storage-version-migrator-controller"),
+        .account("storage-version-migrator-controller")
+        .starts(|c, o| {
+            // It reads the garbage collector's monitors.
+            if !o.garbage_collector.enabled {
+                return Err("storage version migrator requires garbage collector".to_string());
+            }
+            storageversionmigrator::new(c, storageversionmigrator::Config::default())
+        }),
     gated(
         "storageversion-garbage-collector-controller",
         &["storage-version-gc"],
@@ -869,7 +877,7 @@ mod tests {
     #[test]
     fn the_token_controller_starts_first() {
         assert_eq!(implemented()[0], "serviceaccount-token-controller");
-        assert_eq!(implemented().len(), 47);
+        assert_eq!(implemented().len(), 49);
     }
 
     fn options_with(flags: &[&str]) -> Options {
@@ -885,6 +893,8 @@ mod tests {
             ("podcertificaterequest-cleaner-controller", "--feature-gates=PodCertificateRequest=true"),
             ("podgroup-protection-controller", "--feature-gates=GenericWorkload=true"),
             ("storageversion-garbage-collector-controller", "--feature-gates=StorageVersionAPI=true"),
+            ("resourcepoolstatusrequest-controller", "--feature-gates=DRAResourcePoolStatus=true"),
+            ("storage-version-migrator-controller", "--feature-gates=StorageVersionMigrator=true"),
         ];
         for (name, gate) in cases {
             assert!(is_implemented(name), "{name} is built");

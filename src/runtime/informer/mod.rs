@@ -527,6 +527,36 @@ impl SharedInformerFactory {
         resource::typed_for_resource(self, resource).unwrap_or_else(|| self.metadata_informer(resource))
     }
 
+    /// The running informer of `resource` (the one [`SharedInformerFactory::for_resource`]
+    /// hands out) if one has been requested and started, e.g. as a garbage collector monitor;
+    /// never creates one. What the storage version migrator reads instead of upstream's
+    /// `GraphBuilder.GetMonitor`.
+    pub fn started_for_resource(&self, resource: &ApiResource) -> Option<Arc<dyn ResourceInformer>> {
+        struct Started<'a>(&'a SharedInformerFactory);
+        impl resource::KindVisitor for Started<'_> {
+            type Out = Option<Arc<dyn ResourceInformer>>;
+            fn visit<K: Informable>(self) -> Self::Out {
+                let informer: Arc<dyn ResourceInformer> = self.0.started::<K>(&Key::Typed(TypeId::of::<K>()))?;
+                Some(informer)
+            }
+        }
+        match resource::visit_builtin_kind(resource, Started(self)) {
+            Some(typed) => typed,
+            None => {
+                let informer: Arc<dyn ResourceInformer> =
+                    self.started::<PartialObjectMetadata>(&metadata_key(resource))?;
+                Some(informer)
+            }
+        }
+    }
+
+    /// The informer registered under `key` if it has been started.
+    fn started<K: Cached>(&self, key: &Key) -> Option<Arc<Informer<K>>> {
+        let state = self.inner.state.lock();
+        let registered = state.informers.iter().find(|r| r.key == *key && r.started)?;
+        registered.informer.clone().into_any().downcast::<Informer<K>>().ok()
+    }
+
     /// The informer registered under `key`, or a new one from `create`.
     fn shared<K: Cached>(&self, key: Key, create: impl FnOnce() -> Informer<K>) -> Arc<Informer<K>> {
         let mut state = self.inner.state.lock();

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use k8s_openapi::api::{admissionregistration, apiserverinternal, autoscaling, certificates, node, scheduling};
 use k8s_openapi::api::{apps, batch, coordination, core, discovery, networking, policy, rbac, storage};
 
-use super::{Cached, Event, Informer, SharedInformerFactory};
+use super::{Cached, Event, Informable, Informer, SharedInformerFactory};
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::PartialObjectMetadata;
 
@@ -31,6 +31,9 @@ pub trait ResourceInformer: Send + Sync {
 
     /// The metadata of every cached object.
     fn list_metadata(&self) -> Vec<Arc<PartialObjectMetadata>>;
+
+    /// The resourceVersion its reflector last synced to (client-go's `LastSyncResourceVersion`).
+    fn last_sync_resource_version(&self) -> String;
 }
 
 impl<K: Cached> ResourceInformer for Informer<K> {
@@ -44,6 +47,10 @@ impl<K: Cached> ResourceInformer for Informer<K> {
 
     fn list_metadata(&self) -> Vec<Arc<PartialObjectMetadata>> {
         self.store().list().iter().map(as_metadata).collect()
+    }
+
+    fn last_sync_resource_version(&self) -> String {
+        Informer::last_sync_resource_version(self)
     }
 }
 
@@ -71,15 +78,20 @@ fn metadata_event<K: Cached>(event: &Event<K>) -> Event<PartialObjectMetadata> {
     }
 }
 
-/// Maps `group/version/plural` of a built-in kind to the factory's typed informer of it.
+/// What to do with the built-in kind a resource names (a generic closure).
+pub(super) trait KindVisitor {
+    type Out;
+    fn visit<K: Informable>(self) -> Self::Out;
+}
+
+/// Calls `visitor` with the built-in kind whose `group/version/plural` is the resource's.
 macro_rules! typed_table {
-    ($factory:expr, $resource:expr, $( $t:ty ),* $(,)?) => {{
+    ($visitor:expr, $resource:expr, $( $t:ty ),* $(,)?) => {{
         use k8s_openapi::Resource as _;
         let r = $resource;
         $(
             if r.group == <$t>::GROUP && r.version == <$t>::VERSION && r.plural == <$t>::URL_PATH_SEGMENT {
-                let informer: Arc<dyn ResourceInformer> = $factory.informer::<$t>();
-                return Some(informer);
+                return Some($visitor.visit::<$t>());
             }
         )*
         None
@@ -94,8 +106,20 @@ pub(super) fn typed_for_resource(
     factory: &SharedInformerFactory,
     resource: &ApiResource,
 ) -> Option<Arc<dyn ResourceInformer>> {
+    struct Create<'a>(&'a SharedInformerFactory);
+    impl KindVisitor for Create<'_> {
+        type Out = Arc<dyn ResourceInformer>;
+        fn visit<K: Informable>(self) -> Self::Out {
+            self.0.informer::<K>()
+        }
+    }
+    visit_builtin_kind(resource, Create(factory))
+}
+
+/// `visitor`'s answer for the built-in kind `resource` names, if it names one of them.
+pub(super) fn visit_builtin_kind<V: KindVisitor>(resource: &ApiResource, visitor: V) -> Option<V::Out> {
     typed_table!(
-        factory,
+        visitor,
         resource,
         core::v1::Pod,
         core::v1::ReplicationController,
@@ -187,5 +211,34 @@ mod tests {
         assert!(typed_for_resource(&factory, &widgets).is_none());
         let first = factory.metadata_informer(&widgets);
         assert!(Arc::ptr_eq(&first, &factory.metadata_informer(&widgets)));
+    }
+
+    #[test]
+    fn only_started_informers_are_found_and_none_is_created() {
+        let config = crate::client::RestConfig {
+            server: "https://127.0.0.1:1".into(),
+            tls: Default::default(),
+            auth: crate::client::config::Auth::None,
+            source: "test".into(),
+        };
+        let client = crate::client::Client::new(config, crate::client::ClientOptions::default()).expect("a client");
+        let factory = SharedInformerFactory::new(client, std::time::Duration::ZERO);
+        let pods = ApiResource::of::<core::v1::Pod>(true);
+        let widgets = ApiResource { group: "example.com".into(), plural: "widgets".into(), ..pods.clone() };
+        assert!(factory.started_for_resource(&pods).is_none());
+        assert!(factory.started_for_resource(&widgets).is_none());
+        let (_, created) = factory.recording(|| factory.started_for_resource(&pods));
+        assert!(created.0.is_empty(), "a lookup creates no informer");
+        let typed = factory.informer::<core::v1::Pod>();
+        let metadata = factory.metadata_informer(&widgets);
+        assert!(factory.started_for_resource(&pods).is_none(), "not started yet");
+        factory.start();
+        let found = factory.started_for_resource(&pods).expect("the started pod informer");
+        let typed_dyn: Arc<dyn ResourceInformer> = typed;
+        assert!(std::ptr::addr_eq(Arc::as_ptr(&typed_dyn), Arc::as_ptr(&found)));
+        let found = factory.started_for_resource(&widgets).expect("the started metadata informer");
+        let metadata_dyn: Arc<dyn ResourceInformer> = metadata;
+        assert!(std::ptr::addr_eq(Arc::as_ptr(&metadata_dyn), Arc::as_ptr(&found)));
+        factory.shutdown();
     }
 }
