@@ -3,7 +3,9 @@
 //! finalizer names and `IsPodTerminated` of `pkg/volume/util`, the pod index by claim of
 //! `pkg/controller/volume/common` and the helpers of `k8s.io/component-helpers/storage/ephemeral`.
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::apimachinery::pod::phase;
@@ -16,6 +18,49 @@ pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// `volumeutil.VACProtectionFinalizer`.
 pub const VAC_PROTECTION_FINALIZER: &str = "kubernetes.io/vac-protection";
+/// `getPVCFromCache` (the attach/detach and SELinux warning controllers'): the claim from the
+/// cache, which must be bound to a volume.
+pub fn bound_claim_from_cache(
+    claims: &Informer<PersistentVolumeClaim>,
+    namespace: &str,
+    name: &str,
+) -> Result<Arc<PersistentVolumeClaim>, String> {
+    let claim = claims.store().get(&format!("{namespace}/{name}")).ok_or_else(|| {
+        format!("failed to find PVC {namespace}/{name} in PVCInformer cache: persistentvolumeclaim {name:?} not found")
+    })?;
+    let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default();
+    let volume = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).unwrap_or_default();
+    if phase != "Bound" || volume.is_empty() {
+        return Err(format!(
+            "PVC {namespace}/{name} has non-bound phase ({phase:?}) or empty pvc.Spec.VolumeName ({volume:?})"
+        ));
+    }
+    Ok(claim)
+}
+
+/// `getPVSpecFromCache`: the volume from the cache, which must be bound to the claim `claim_uid`.
+pub fn bound_volume_from_cache(
+    volumes: &Informer<PersistentVolume>,
+    name: &str,
+    claim_uid: &str,
+) -> Result<Arc<PersistentVolume>, String> {
+    let pv = volumes.store().get(name).ok_or_else(|| {
+        format!("failed to find PV {name:?} in PVInformer cache: persistentvolume {name:?} not found")
+    })?;
+    let Some(claim_ref) = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+        return Err(format!(
+            "found PV object {name:?} but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim"
+        ));
+    };
+    let uid = claim_ref.uid.as_deref().unwrap_or_default();
+    if uid != claim_uid {
+        return Err(format!(
+            "found PV object {name:?} but its pv.Spec.ClaimRef.UID ({uid:?}) does not point to claim.UID ({claim_uid:?})"
+        ));
+    }
+    Ok(pv)
+}
+
 /// The volume annotation of an in-tree resize in progress (`util.AnnPreResizeCapacity`): the
 /// capacity the claim had before, which the binder reports as the claim's until the resize ends.
 pub const PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";

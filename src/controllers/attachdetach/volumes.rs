@@ -8,7 +8,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::api::storage::v1::CSIDriver;
 
-use crate::controllers::volumeutil::{ephemeral_claim_name, volume_is_for_pod};
+use crate::controllers::volumeutil::{
+    bound_claim_from_cache, bound_volume_from_cache, ephemeral_claim_name, volume_is_for_pod,
+};
 use crate::runtime::informer::Informer;
 
 /// The CSI plugin's name (`csi.CSIPluginName`).
@@ -68,8 +70,7 @@ impl Lookups {
     pub fn attachable(&self, pod: &Pod, volume: &Volume) -> Result<Option<VolumeSpec>, String> {
         let Some(claim_name) = claim_name(pod, volume) else { return Ok(None) };
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-        let claim = self
-            .bound_claim(namespace, &claim_name)
+        let claim = bound_claim_from_cache(&self.claims, namespace, &claim_name)
             .map_err(|e| format!("error processing PVC {namespace:?}/{claim_name:?}: {e}"))?;
         if volume.ephemeral.is_some() && !volume_is_for_pod(pod, &claim) {
             let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
@@ -78,8 +79,7 @@ impl Lookups {
             ));
         }
         let pv_name = claim.spec.as_ref().and_then(|s| s.volume_name.clone()).unwrap_or_default();
-        let pv = self
-            .bound_volume(&pv_name, claim.metadata.uid.as_deref().unwrap_or_default())
+        let pv = bound_volume_from_cache(&self.volumes, &pv_name, claim.metadata.uid.as_deref().unwrap_or_default())
             .map_err(|e| format!("error processing PVC {namespace:?}/{claim_name:?}: {e}"))?;
         Ok(self.spec_of(&pv))
     }
@@ -104,42 +104,6 @@ impl Lookups {
     fn attach_required(&self, driver: &str) -> bool {
         let found = self.drivers.store().get(driver);
         found.and_then(|d| d.spec.attach_required) != Some(false)
-    }
-
-    /// `getPVCFromCache`.
-    fn bound_claim(&self, namespace: &str, name: &str) -> Result<Arc<PersistentVolumeClaim>, String> {
-        let claim = self.claims.store().get(&format!("{namespace}/{name}")).ok_or_else(|| {
-            format!(
-                "failed to find PVC {namespace}/{name} in PVCInformer cache: persistentvolumeclaim {name:?} not found"
-            )
-        })?;
-        let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default();
-        let volume = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).unwrap_or_default();
-        if phase != "Bound" || volume.is_empty() {
-            return Err(format!(
-                "PVC {namespace}/{name} has non-bound phase ({phase:?}) or empty pvc.Spec.VolumeName ({volume:?})"
-            ));
-        }
-        Ok(claim)
-    }
-
-    /// `getPVSpecFromCache`.
-    fn bound_volume(&self, name: &str, claim_uid: &str) -> Result<Arc<PersistentVolume>, String> {
-        let pv = self.volumes.store().get(name).ok_or_else(|| {
-            format!("failed to find PV {name:?} in PVInformer cache: persistentvolume {name:?} not found")
-        })?;
-        let Some(claim_ref) = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
-            return Err(format!(
-                "found PV object {name:?} but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim"
-            ));
-        };
-        let uid = claim_ref.uid.as_deref().unwrap_or_default();
-        if uid != claim_uid {
-            return Err(format!(
-                "found PV object {name:?} but its pv.Spec.ClaimRef.UID ({uid:?}) does not point to claim.UID ({claim_uid:?})"
-            ));
-        }
-        Ok(pv)
     }
 }
 

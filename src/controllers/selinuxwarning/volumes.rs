@@ -17,7 +17,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::storage::v1::CSIDriver;
 
-use crate::controllers::volumeutil::{ephemeral_claim_name, volume_is_for_pod};
+use crate::controllers::volumeutil::{
+    bound_claim_from_cache, bound_volume_from_cache, ephemeral_claim_name, volume_is_for_pod,
+};
 use crate::runtime::informer::Informer;
 
 /// A volume as a plugin sees it (`volume.Spec`): a pod's inline volume or a PersistentVolume.
@@ -189,7 +191,7 @@ impl Lookups {
         }
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         let processing = |e: String| format!("error processing PVC {namespace:?}/{claim_name:?}: {e}");
-        let claim = self.bound_claim(namespace, &claim_name).map_err(processing)?;
+        let claim = bound_claim_from_cache(&self.claims, namespace, &claim_name).map_err(processing)?;
         if volume.ephemeral.is_some() && !volume_is_for_pod(pod, &claim) {
             let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
             return Err(format!(
@@ -197,45 +199,9 @@ impl Lookups {
             ));
         }
         let pv_name = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).unwrap_or_default();
-        let pv = self.bound_volume(pv_name, claim.metadata.uid.as_deref().unwrap_or_default()).map_err(processing)?;
+        let claim_uid = claim.metadata.uid.as_deref().unwrap_or_default();
+        let pv = bound_volume_from_cache(&self.volumes, pv_name, claim_uid).map_err(processing)?;
         Ok(VolumeSpec::Persistent(pv))
-    }
-
-    /// `getPVCFromCache`.
-    fn bound_claim(&self, namespace: &str, name: &str) -> Result<Arc<PersistentVolumeClaim>, String> {
-        let claim = self.claims.store().get(&format!("{namespace}/{name}")).ok_or_else(|| {
-            format!(
-                "failed to find PVC {namespace}/{name} in PVCInformer cache: persistentvolumeclaim {name:?} not found"
-            )
-        })?;
-        let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default();
-        let volume = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).unwrap_or_default();
-        if phase != "Bound" || volume.is_empty() {
-            return Err(format!(
-                "PVC {namespace}/{name} has non-bound phase ({phase:?}) or empty pvc.Spec.VolumeName ({volume:?})"
-            ));
-        }
-        Ok(claim)
-    }
-
-    /// `getPVSpecFromCache`.
-    fn bound_volume(&self, name: &str, claim_uid: &str) -> Result<Arc<PersistentVolume>, String> {
-        let pv = self.volumes.store().get(name).ok_or_else(|| {
-            format!("failed to find PV {name:?} in PVInformer cache: persistentvolume {name:?} not found")
-        })?;
-        let Some(claim_ref) = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
-            return Err(format!(
-                "found PV object {name:?} but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim"
-            ));
-        };
-        let uid = claim_ref.uid.as_deref().unwrap_or_default();
-        if uid != claim_uid {
-            return Err(format!(
-                "found PV object {name:?} but its pv.Spec.ClaimRef.UID ({uid:?}) does not point to claim.UID \
-                 ({claim_uid:?})"
-            ));
-        }
-        Ok(pv)
     }
 
     /// `SupportsSELinuxContextMount` of the spec's plugin (none: false). FC and iSCSI always
