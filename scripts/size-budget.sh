@@ -4,7 +4,9 @@
 # Binary size, and the dependency tree of the packaged build (no dev API server): how many
 # crates and how deep. The release build (fat LTO, one codegen unit, opt-level s) has issue
 # 15's budget, 10 MiB; CI's `ci-package` profile (the same code without LTO, 16 codegen units)
-# 14 MiB. Limits can be raised deliberately with KCM_MAX_BINARY_MIB, KCM_MAX_CRATES and
+# 17 MiB: 14 until issue 33, whose move to v1.36 (k8s-openapi's v1_36 types, ten more
+# controllers, the 240-gate table) took it from 13.0 to 15.8 MiB; bringing it back down is open
+# work (README, "Footprint"). Limits can be raised deliberately with KCM_MAX_BINARY_MIB, KCM_MAX_CRATES and
 # KCM_MAX_DEPTH. `cargo bench --bench footprint -- --size-only` shows what takes the room.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +14,7 @@ cd "$(dirname "$0")/.."
 binary=${1:?usage: $0 <binary> [profile]}
 case ${2:-release} in
     release) default_mib=10 ;;
-    *) default_mib=14 ;;
+    *) default_mib=17 ;;
 esac
 max_mib=${KCM_MAX_BINARY_MIB:-$default_mib}
 max_crates=${KCM_MAX_CRATES:-70}
