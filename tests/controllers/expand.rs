@@ -114,7 +114,10 @@ fn claims_grow_through_the_external_resizer(backend: Backend) {
         (claim_json(&cluster, "legacy")["metadata"]["annotations"][RESIZER_ANNOTATION] == "ebs.csi.aws.com")
             .then_some(())
     });
-    let messages = cluster.event_messages("default", "legacy", "ExternalExpanding");
+    // The Event is recorded beside the annotation's patch and reaches the server on its own.
     let expected = "CSI migration enabled for kubernetes.io/aws-ebs; waiting for external resizer to expand the pvc";
-    assert!(messages.iter().any(|m| m == expected), "{messages:?}");
+    eventually("the ExternalExpanding Event", || {
+        let messages = cluster.event_messages("default", "legacy", "ExternalExpanding");
+        messages.iter().any(|m| m == expected).then_some(())
+    });
 }
