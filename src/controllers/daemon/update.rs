@@ -4,6 +4,7 @@
 //! once the new one is available.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -13,8 +14,9 @@ use super::util::{
     is_pod_updated, min_ready_seconds, node_should_run_daemon_pod, surge_count, template_generation, unavailable_count,
 };
 use super::{DaemonSetsController, name_of, node_name};
-use crate::apimachinery::pod::is_pod_available;
+use crate::apimachinery::pod::{is_pod_available, is_pod_ready};
 use crate::runtime::controller::{SyncError, SyncResult};
+use crate::runtime::informer::object_key;
 
 /// The limits of one rolling step (`updatedDesiredNodeCounts`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,6 +164,7 @@ impl DaemonSetsController {
                 (Some(new), Some(old)) => {
                     if !available(new) {
                         surging += 1;
+                        self.requeue_when_ready_for_min_ready(ds, new, min_ready);
                         continue;
                     }
                     log::debug!("DaemonSet pod on node is available, remove old pod node={node_name}");
@@ -179,6 +182,20 @@ impl DaemonSetsController {
         let remaining = (limits.max_surge - surging).max(0) as usize;
         allowed_nodes.extend(candidate_nodes.into_iter().take(remaining));
         self.sync_nodes(ds, &old_to_delete, &allowed_nodes, hash)
+    }
+
+    /// Not upstream's: requeues the DaemonSet `minReadySeconds` (and a second) after now when
+    /// a surge pod is ready but not yet available beside its old pod. Upstream relies on the
+    /// requeue its pod handler schedules when the pod turns ready, but a rate-limited requeue
+    /// in between (a stale-cache skip) replaces that delayed one in the queue (the queue keeps
+    /// one wake-up per key, the earlier), and its status requeue looks only at the oldest
+    /// pod of each node, the old one here: the rollout then waited for the informers' resync,
+    /// hours. Only the time of a sync changes, never what a sync does.
+    fn requeue_when_ready_for_min_ready(&self, ds: &DaemonSet, new: &Pod, min_ready: i32) {
+        if min_ready > 0 && is_pod_ready(new) {
+            let delay = Duration::from_secs(min_ready as u64 + 1);
+            self.queue.add_after(object_key(&ds.metadata), delay);
+        }
     }
 }
 
