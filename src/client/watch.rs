@@ -161,20 +161,21 @@ impl<K: DeserializeOwned> WatchStream<K> {
 pub fn decode_event<K: DeserializeOwned>(raw: RawEvent) -> Result<WatchEvent<K>> {
     let object = raw.object.get();
     let typed = |o: &str| {
-        serde_json::from_str::<K>(o).map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
+        crate::client::from_json::<K>(o.as_bytes())
+            .map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
     };
     match raw.event_type.as_str() {
         "ADDED" => Ok(WatchEvent::Added(typed(object)?)),
         "MODIFIED" => Ok(WatchEvent::Modified(typed(object)?)),
         "DELETED" => Ok(WatchEvent::Deleted(typed(object)?)),
         "BOOKMARK" => {
-            let bookmark: BookmarkObject =
-                serde_json::from_str(object).map_err(|e| Error::Decode(format!("watch BOOKMARK event: {e}")))?;
+            let bookmark: BookmarkObject = crate::client::from_json(object.as_bytes())
+                .map_err(|e| Error::Decode(format!("watch BOOKMARK event: {e}")))?;
             Ok(WatchEvent::Bookmark { resource_version: bookmark.metadata.resource_version })
         }
         "ERROR" => {
-            let status: Status =
-                serde_json::from_str(object).map_err(|e| Error::Decode(format!("watch ERROR event: {e}")))?;
+            let status: Status = crate::client::from_json(object.as_bytes())
+                .map_err(|e| Error::Decode(format!("watch ERROR event: {e}")))?;
             Err(ApiError::from_status(status, 500, None).into())
         }
         other => Err(Error::Decode(format!("unknown watch event type {other:?}"))),

@@ -198,7 +198,7 @@ impl From<RawList> for Page {
 
 /// Decodes one listed object.
 fn decode_item<K: DeserializeOwned>(item: &RawValue) -> Result<K> {
-    serde_json::from_str(item.get()).map_err(|e| Error::Decode(format!("listed object: {e}")))
+    crate::client::from_json(item.get().as_bytes()).map_err(|e| Error::Decode(format!("listed object: {e}")))
 }
 
 /// How a reflector lists and watches its collection (client-go's `ListerWatcher`): typed

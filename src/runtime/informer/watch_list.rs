@@ -56,7 +56,8 @@ struct BookmarkMetadata {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(raw: &RawEvent) -> Result<T> {
-    serde_json::from_str(raw.object.get()).map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
+    crate::client::from_json(raw.object.get().as_bytes())
+        .map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
 }
 
 /// Whether a BOOKMARK carries `k8s.io/initial-events-end: "true"`.
