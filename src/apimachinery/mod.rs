@@ -14,6 +14,7 @@ pub mod field;
 pub mod flowcontrol;
 pub mod gojson;
 pub mod intstr;
+pub mod json;
 pub mod labels;
 pub mod net;
 pub mod nodeaffinity;

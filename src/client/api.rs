@@ -195,7 +195,7 @@ impl DeleteParams {
         if options == DeleteOptions::default() {
             return Ok(None);
         }
-        let mut value = serde_json::to_value(&options).map_err(|e| Error::Request(e.to_string()))?;
+        let mut value = crate::apimachinery::json::to_value(&options).map_err(|e| Error::Request(e.to_string()))?;
         value["kind"] = "DeleteOptions".into();
         value["apiVersion"] = "v1".into();
         Body::json(&value).map(Some)

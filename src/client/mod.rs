@@ -491,14 +491,7 @@ where
 
 /// Decodes an answer; an error names the type it should have been (`List<Pod>: …`).
 pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
-    from_json(body).map_err(|e| Error::Decode(format!("{}: {e}", short_type_name::<T>())))
-}
-
-/// Every typed object the client and the informers read goes through here, from bytes:
-/// `serde_json` compiles a kind's whole deserializer once per input type (`&str`, `&[u8]`,
-/// `Value`, a reader), and a Pod's is large, so one input type keeps one copy in the binary.
-pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
-    serde_json::from_slice(bytes)
+    crate::apimachinery::json::from_bytes(body).map_err(|e| Error::Decode(format!("{}: {e}", short_type_name::<T>())))
 }
 
 /// `List<Pod>` for `k8s_openapi::List<k8s_openapi::api::core::v1::Pod>`.

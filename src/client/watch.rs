@@ -161,7 +161,7 @@ impl<K: DeserializeOwned> WatchStream<K> {
 pub fn decode_event<K: DeserializeOwned>(raw: RawEvent) -> Result<WatchEvent<K>> {
     let object = raw.object.get();
     let typed = |o: &str| {
-        crate::client::from_json::<K>(o.as_bytes())
+        crate::apimachinery::json::from_bytes::<K>(o.as_bytes())
             .map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
     };
     match raw.event_type.as_str() {
@@ -169,12 +169,12 @@ pub fn decode_event<K: DeserializeOwned>(raw: RawEvent) -> Result<WatchEvent<K>>
         "MODIFIED" => Ok(WatchEvent::Modified(typed(object)?)),
         "DELETED" => Ok(WatchEvent::Deleted(typed(object)?)),
         "BOOKMARK" => {
-            let bookmark: BookmarkObject = crate::client::from_json(object.as_bytes())
+            let bookmark: BookmarkObject = crate::apimachinery::json::from_bytes(object.as_bytes())
                 .map_err(|e| Error::Decode(format!("watch BOOKMARK event: {e}")))?;
             Ok(WatchEvent::Bookmark { resource_version: bookmark.metadata.resource_version })
         }
         "ERROR" => {
-            let status: Status = crate::client::from_json(object.as_bytes())
+            let status: Status = crate::apimachinery::json::from_bytes(object.as_bytes())
                 .map_err(|e| Error::Decode(format!("watch ERROR event: {e}")))?;
             Err(ApiError::from_status(status, 500, None).into())
         }

@@ -33,7 +33,7 @@ pub const HASH_LABEL: &str = "controller.kubernetes.io/hash";
 
 /// `getPatch` of a DaemonSet or StatefulSet: its template, to be restored whole.
 pub fn template_patch(template: &PodTemplateSpec) -> Value {
-    let mut template = serde_json::to_value(template).unwrap_or_else(|_| json!({}));
+    let mut template = crate::apimachinery::json::to_value(template).unwrap_or_else(|_| json!({}));
     with_go_zero_fields(&mut template);
     template["$patch"] = json!("replace");
     json!({"spec": {"template": template}})

@@ -253,7 +253,11 @@ fn update_taints(
 /// `PatchNodeTaints`: a strategic merge patch replacing `spec.taints` (a list without merge
 /// key) and carrying the node's resourceVersion, so that a concurrent change conflicts.
 fn patch_node_taints(api: &Api<Node>, node: &Node, taints: &[Taint]) -> Result<Node, Error> {
-    let taints = if taints.is_empty() { Value::Null } else { serde_json::to_value(taints).unwrap_or(Value::Null) };
+    let taints = if taints.is_empty() {
+        Value::Null
+    } else {
+        crate::apimachinery::json::to_value(taints).unwrap_or(Value::Null)
+    };
     let patch = json!({"metadata": {"resourceVersion": node.metadata.resource_version}, "spec": {"taints": taints}});
     api.patch(name_of(node), &Patch::Strategic(patch), &PostParams::default())
 }

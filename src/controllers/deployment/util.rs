@@ -464,7 +464,7 @@ pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
         if let Some(labels) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
             labels.remove(POD_TEMPLATE_HASH);
         }
-        semantic(serde_json::to_value(t).unwrap_or(Value::Null))
+        semantic(crate::apimachinery::json::to_value(&t).unwrap_or(Value::Null))
     };
     strip(a) == strip(b)
 }

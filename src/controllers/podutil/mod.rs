@@ -33,7 +33,7 @@ pub fn patch_pod_status(client: &Client, pod: &Pod, new: &PodStatus) -> Result<O
 /// `conditions` list, merged by `type`), wrapped with the UID precondition. Other lists must
 /// not differ.
 pub fn status_patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Result<Option<Value>, String> {
-    let to_map = |status: &PodStatus| match serde_json::to_value(status) {
+    let to_map = |status: &PodStatus| match crate::apimachinery::json::to_value(status) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Ok(Map::new()),
         Err(e) => Err(format!("cannot encode a pod status: {e}")),

@@ -89,7 +89,7 @@ pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) ->
 
 /// What go-spew's `%#v` prints for the Go `v1.PodTemplateSpec` upstream's informer holds.
 fn spew_text(template: &PodTemplateSpec) -> String {
-    let json = serde_json::to_value(template).unwrap_or(Value::Null);
+    let json = crate::apimachinery::json::to_value(template).unwrap_or(Value::Null);
     let mut text = String::new();
     print_typed(&mut text, "v1.PodTemplateSpec", &Kind::Struct(&schema::V1_POD_TEMPLATE_SPEC), Some(&json));
     text

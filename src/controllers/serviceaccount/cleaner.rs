@@ -241,7 +241,7 @@ fn object_name(secret: &Secret) -> String {
 
 /// `podutil.VisitPodSecretNames`: every Secret a pod references.
 pub fn pod_secret_names(pod: &Pod) -> Vec<String> {
-    let Ok(pod) = serde_json::to_value(pod) else { return Vec::new() };
+    let Ok(pod) = crate::apimachinery::json::to_value(pod) else { return Vec::new() };
     let spec = &pod["spec"];
     let mut names = Vec::new();
     let mut push = |value: &Value| {

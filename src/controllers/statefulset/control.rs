@@ -59,7 +59,7 @@ pub fn apply_revision(set: &StatefulSet, revision: &ControllerRevision) -> Resul
         if let Some(object) = template.as_object_mut() {
             object.remove("$patch");
         }
-        let template: PodTemplateSpec = serde_json::from_value(template).map_err(|e| e.to_string())?;
+        let template: PodTemplateSpec = crate::apimachinery::json::from_value(&template).map_err(|e| e.to_string())?;
         clone.spec.get_or_insert_with(Default::default).template = template;
     }
     Ok(clone)

@@ -198,7 +198,8 @@ impl From<RawList> for Page {
 
 /// Decodes one listed object.
 fn decode_item<K: DeserializeOwned>(item: &RawValue) -> Result<K> {
-    crate::client::from_json(item.get().as_bytes()).map_err(|e| Error::Decode(format!("listed object: {e}")))
+    crate::apimachinery::json::from_bytes(item.get().as_bytes())
+        .map_err(|e| Error::Decode(format!("listed object: {e}")))
 }
 
 /// How a reflector lists and watches its collection (client-go's `ListerWatcher`): typed

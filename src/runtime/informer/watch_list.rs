@@ -56,7 +56,7 @@ struct BookmarkMetadata {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(raw: &RawEvent) -> Result<T> {
-    crate::client::from_json(raw.object.get().as_bytes())
+    crate::apimachinery::json::from_bytes(raw.object.get().as_bytes())
         .map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
 }
 
