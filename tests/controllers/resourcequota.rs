@@ -1,7 +1,10 @@
 //! The resource quota controller on both backends with simulated nodes: `status.used`
 //! matches a hand count after creates and deletes of pods, services, configmaps, secrets,
 //! claims per storage class, deployments and resource claims per device class; scopes select
-//! pods; a terminal pod stops counting; `status.hard` follows `spec.hard`.
+//! pods; a terminal pod stops counting; `status.hard` follows `spec.hard`. On the real server
+//! (the sandbox serves no CustomResourceDefinitions), a custom resource defined after the
+//! controller started is discovered and counted (`count/widgets.example.com`), and its deletion
+//! replenishes the quota.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -358,4 +361,95 @@ fn resource_claims_count_their_devices_per_class(backend: Backend) {
             ("fpga.deviceclass.resource.k8s.io/devices", "0"),
         ],
     );
+}
+
+/// Real server only: the sandbox serves no CustomResourceDefinitions.
+mod custom_resources_are_discovered_and_counted {
+    #[test]
+    fn real_server() {
+        crate::harness::run_on(crate::harness::Backend::Real, super::custom_resources_are_discovered_and_counted);
+    }
+}
+
+const WIDGETS: &str = "count/widgets.example.com";
+
+/// A namespaced custom resource without a schema of its own.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Widget {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+}
+
+impl k8s_openapi::Resource for Widget {
+    const API_VERSION: &'static str = "example.com/v1";
+    const GROUP: &'static str = "example.com";
+    const KIND: &'static str = "Widget";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "widgets";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for Widget {
+    type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    fn metadata(&self) -> &Self::Ty {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut Self::Ty {
+        &mut self.metadata
+    }
+}
+
+/// As upstream's e2e spec "should create a ResourceQuota and capture the life of a custom
+/// resource": the definition comes after the controller started, so only its discovery resync
+/// (every 30 s) finds it; the quota is updated until its usage appears, as the spec does.
+fn custom_resources_are_discovered_and_counted(backend: Backend) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let cluster = start(backend, &["widgets"], |_| {});
+    let definitions = Api::<CustomResourceDefinition>::cluster(&cluster.client);
+    let definition: CustomResourceDefinition = from(json!({"metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}));
+    definitions.create(&definition, &PostParams::default()).expect("CRD created");
+    harness::eventually("the CRD established", || {
+        let conditions = definitions.get("widgets.example.com").ok()?.status?.conditions?;
+        conditions.iter().any(|c| c.type_ == "Established" && c.status == "True").then_some(())
+    });
+
+    create::<ResourceQuota>(
+        &cluster.client,
+        "widgets",
+        json!({"metadata": {"name": "q"}, "spec": {"hard": {WIDGETS: "2"}}}),
+    );
+    // `updateResourceQuotaUntilUsageAppears`: a new `spec.hard` every 2 s makes the controller
+    // sync the quota again; once its monitor of widgets exists, the usage is there.
+    let quotas = Api::<ResourceQuota>::namespaced(&cluster.client, "widgets");
+    let (mut limit, mut patched) = (2, std::time::Instant::now());
+    harness::eventually("usage of widgets in widgets/q", || {
+        let quota = quotas.get("q").ok()?;
+        if quota.status.as_ref()?.used.as_ref().is_some_and(|used| used.contains_key(WIDGETS)) {
+            return Some(());
+        }
+        if patched.elapsed() >= Duration::from_secs(2) {
+            limit += 1;
+            let patch = Patch::Merge(json!({"spec": {"hard": {WIDGETS: limit.to_string()}}}));
+            quotas.patch("q", &patch, &PostParams::default()).expect("quota updated");
+            patched = std::time::Instant::now();
+        }
+        None
+    });
+    cluster.wait_for_usage("widgets", "q", &[(WIDGETS, "0")]);
+
+    // Admission charges the widget (it refuses widgets while the quota has no usage of them).
+    let widgets = Api::<Widget>::namespaced(&cluster.client, "widgets");
+    let widget: Widget = from(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}));
+    widgets.create(&widget, &PostParams::default()).expect("widget created");
+    cluster.wait_for_usage("widgets", "q", &[(WIDGETS, "1")]);
+    // Its deletion is replenished by the controller's monitor of widgets.
+    widgets.delete("w", &DeleteParams::default()).expect("widget deleted");
+    cluster.wait_for_usage("widgets", "q", &[(WIDGETS, "0")]);
 }

@@ -8,12 +8,16 @@
 //! `--resource-quota-sync-period`; and replenishment: when an object changes so that usage may
 //! drop (a pod turns terminal, a Service changes type, anything is deleted), the namespace's
 //! quotas that track its resource are synced again (`monitor.rs`). Creations need no
-//! replenishment: admission charges them to `status.used` as it admits them.
+//! replenishment: admission charges them to `status.used` as it admits them. The quotable
+//! resources are discovered when this process starts leading and again every 30 s (`Sync`),
+//! so that custom resources are counted (`count/<resource>.<group>`) too.
 
 mod monitor;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaStatus};
@@ -23,7 +27,7 @@ use crate::quota::resources::{self, ResourceList, from_api, to_api};
 use crate::quota::scopes::selector_requirements;
 use crate::quota::{GroupResource, Registry, calculate_usage};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
-use crate::runtime::informer::{Event, Informer, object_key};
+use crate::runtime::informer::{Event, Informer, SharedInformerFactory, object_key};
 use crate::runtime::workqueue::WorkQueue;
 
 /// `startResourceQuotaController` + `NewController`.
@@ -60,8 +64,10 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         queue: WorkQueue::new("resourcequota_primary"),
         missing_usage: WorkQueue::new("resourcequota_priority"),
         resource_changes: WorkQueue::new("resource_quota_controller_resource_changes"),
-        next_change: AtomicU64::new(0),
+        next_change: Arc::new(AtomicU64::new(0)),
         registry: registry.clone(),
+        informers: context.informers.clone(),
+        monitors: Mutex::new(monitor::Monitors::default()),
         use_status_resources: config.use_status_resources,
         dra: config.dra,
     });
@@ -70,6 +76,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     quotas.add_handler(move |event: &Event<ResourceQuota>| handler.on_quota_event(event));
     let workers = config.workers;
     let (primary, priority, changes) = (controller.clone(), controller.clone(), controller.clone());
+    let (starter, discoverer) = (controller.clone(), controller.clone());
     let built = Controller::new()
         .with_queue(&controller.queue, workers, move |key: &String| {
             primary.sync_resource_quota_from_key(key).map_err(SyncError::Failed)
@@ -80,7 +87,14 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         .with_queue(&controller.resource_changes, workers, move |change: &ResourceChange| {
             changes.replenish_quota(&change.resource, &change.namespace);
             Ok(())
-        });
+        })
+        // Discovery is read with the controller's own identity, only while leading: when this
+        // process starts leading, then every 30 s (`Sync`).
+        .on_start(move || {
+            starter.sync_discovery();
+            Ok(())
+        })
+        .resync_every("discovery", monitor::DISCOVERY_PERIOD, move || discoverer.sync_discovery());
     if config.resync_period.is_zero() {
         log::info!("periodic quota controller resync disabled");
         return Ok(built);
@@ -98,8 +112,12 @@ pub struct QuotaController {
     missing_usage: WorkQueue<String>,
     /// The quota monitor's `resourceChanges`: one item per change that may lower usage.
     resource_changes: WorkQueue<ResourceChange>,
-    next_change: AtomicU64,
+    next_change: Arc<AtomicU64>,
     registry: Arc<Registry>,
+    /// The factory the monitors of discovered resources take their informers from.
+    informers: SharedInformerFactory,
+    /// The quota monitor's resources and discovered monitors.
+    monitors: Mutex<monitor::Monitors>,
     /// The InPlacePodVerticalScaling gate: pods are charged what the kubelet reports when larger.
     use_status_resources: bool,
     dra: DraGates,
@@ -160,8 +178,17 @@ impl QuotaController {
     /// The quota monitor's handlers: a change of a `resource` object in `namespace` that may
     /// lower usage, queued on `resource_quota_controller_resource_changes`.
     fn resource_changed(&self, resource: &GroupResource, namespace: &str) {
-        let seq = self.next_change.fetch_add(1, Ordering::Relaxed);
-        self.resource_changes.add(ResourceChange { seq, resource: resource.clone(), namespace: namespace.to_string() });
+        (self.resource_changes_sender())(resource, namespace);
+    }
+
+    /// What [`QuotaController::resource_changed`] does, for handlers that do not hold the
+    /// controller.
+    fn resource_changes_sender(&self) -> impl Fn(&GroupResource, &str) + Send + Sync + 'static {
+        let (queue, next) = (self.resource_changes.clone(), self.next_change.clone());
+        move |resource, namespace| {
+            let seq = next.fetch_add(1, Ordering::Relaxed);
+            queue.add(ResourceChange { seq, resource: resource.clone(), namespace: namespace.to_string() });
+        }
     }
 
     /// `replenishQuota`: a `resource` object in `namespace` changed so that usage may drop; the

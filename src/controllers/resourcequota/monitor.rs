@@ -4,13 +4,19 @@
 //! which adds an object-count evaluator (`count/<resource>.<group>`) for a resource that has
 //! none and replenishes quotas on deletions and on updates `DefaultUpdateFilter` lets through.
 //!
-//! Upstream discovers the quotable resources (namespaced, with create, list, watch and delete)
-//! and watches them through the metadata informer factory. Here they are the kinds with typed
-//! informers the API server serves ([`monitor_typed_resources`]); a discovered resource plugs
-//! in the same way through [`QuotaController::resource_changed`] and `Registry::add`. Changes
-//! go through upstream's `resource_quota_controller_resource_changes` queue.
+//! As upstream, the quotable resources (namespaced, with create, list, watch and delete, minus
+//! the ignored ones: [`quotable_resources`]) are discovered when the controller starts and
+//! every 30 s (`Sync`), and each is watched through the informer factory's `ForResource` (the
+//! typed informer of a built-in kind, a metadata-only one otherwise); monitors follow the
+//! resources that appear and go ([`QuotaController::sync_discovery`]). The built-in kinds this
+//! process knows are also monitored from the start through their typed informers
+//! ([`monitor_typed_resources`], which the workers wait for, as upstream waits for its first
+//! monitors), so discovery adds monitors only for the others, e.g. custom resources. Changes go
+//! through upstream's `resource_quota_controller_resource_changes` queue.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -28,6 +34,8 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 
 use super::QuotaController;
+use crate::client::discovery::{self, ApiResource, Discovery};
+use crate::client::metadata::PartialObjectMetadata;
 use crate::quota::generic::{ListFn, ListingEvaluator};
 use crate::quota::resourceclaims::{self, EXTENDED_RESOURCE_CLAIM_ANNOTATION, ExtendedResources};
 use crate::quota::resources::{self, ResourceList, from_api};
@@ -35,8 +43,56 @@ use crate::quota::{GroupResource, LEGACY_OBJECT_COUNT_ALIASES, claims, pods, ser
 use crate::runtime::controller::ControllerContext;
 use crate::runtime::informer::{Event, Informable, Informer};
 
-/// `ignoredResources` of the quota configuration for controllers.
-const IGNORED_RESOURCES: &[(&str, &str)] = &[("", "events")];
+/// `ignoredResources` of the quota configuration for controllers (`pkg/quota/v1/install`):
+/// virtual resources that are not stored, and events.
+const IGNORED_RESOURCES: &[(&str, &str)] = &[
+    ("", "bindings"),
+    ("", "componentstatuses"),
+    ("authentication.k8s.io", "tokenreviews"),
+    ("authentication.k8s.io", "selfsubjectreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "localsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("", "events"),
+    ("events.k8s.io", "events"),
+];
+
+/// How often discovery is read again (`Sync`'s period in `startResourceQuotaController`).
+pub(super) const DISCOVERY_PERIOD: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn ignored(group: &str, resource: &str) -> bool {
+    IGNORED_RESOURCES.contains(&(group, resource))
+}
+
+/// `GetQuotableResources` over `ServerPreferredNamespacedResources`, minus the ignored
+/// resources: preferred namespaced resources supporting create, list, watch and delete.
+pub(super) fn quotable_resources(discovered: &Discovery) -> Vec<ApiResource> {
+    discovered
+        .preferred()
+        .into_iter()
+        .filter(|r| r.namespaced && r.supports_all(&["create", "list", "watch", "delete"]))
+        .filter(|r| !ignored(&r.group, &r.plural))
+        .collect()
+}
+
+/// A monitor key: `group/version/plural` (upstream's monitors are keyed by GroupVersionResource).
+fn monitor_key(resource: &ApiResource) -> String {
+    format!("{}/{}/{}", resource.group, resource.version, resource.plural)
+}
+
+/// The quota monitor's state beyond the typed monitors.
+#[derive(Default)]
+pub(super) struct Monitors {
+    /// The resources with typed monitors (registered at construction).
+    typed: BTreeSet<GroupResource>,
+    /// Monitors added for discovered resources, by monitor key; each flag is cleared when its
+    /// resource leaves discovery, and its handler then drops events (the shared informer
+    /// itself keeps running, as the garbage collector's monitors do).
+    discovered: HashMap<String, (ApiResource, Arc<AtomicBool>)>,
+    /// The quotable resources of the last discovery that was acted on (`oldResources`).
+    known: BTreeMap<String, ApiResource>,
+}
 
 /// A kind the quota monitor watches, with `DefaultUpdateFilter`'s verdict on its updates.
 pub(super) trait Monitored: Informable {
@@ -295,9 +351,10 @@ fn legacy_count<K: Informable>(context: &ControllerContext<'_>, controller: &Quo
 /// `controllerFor` + the evaluator half of `SyncMonitors` for one kind.
 fn monitor<K: Monitored>(context: &ControllerContext<'_>, controller: &Arc<QuotaController>) {
     let resource = group_resource::<K>();
-    if IGNORED_RESOURCES.contains(&(resource.group.as_str(), resource.resource.as_str())) {
+    if ignored(&resource.group, &resource.resource) {
         return;
     }
+    controller.monitors.lock().typed.insert(resource.clone());
     let informer = context.informers.informer::<K>();
     if controller.registry.get(&resource).is_none() {
         let evaluator = ListingEvaluator::object_count(resource.clone(), lister(informer.clone()), None);
@@ -361,6 +418,115 @@ pub(super) fn register_evaluators_and_monitors(context: &ControllerContext<'_>, 
     monitor_typed_resources(context, controller);
 }
 
+impl QuotaController {
+    /// One pass of `Sync`: reads discovery and follows the quotable resources that appear and
+    /// go (when this process starts leading, then every [`DISCOVERY_PERIOD`]).
+    pub(super) fn sync_discovery(&self) {
+        let (discovered, error) = match discovery::server_resources(&self.client) {
+            Ok(d) => (d, None),
+            Err(e) => (Discovery::default(), Some(e.to_string())),
+        };
+        let mut resources: BTreeMap<String, ApiResource> =
+            quotable_resources(&discovered).into_iter().map(|r| (monitor_key(&r), r)).collect();
+        let mut monitors = self.monitors.lock();
+        if let Some(e) = error {
+            log::error!("Error during resource discovery: failed to discover resources: {e}");
+            return;
+        }
+        if discovered.is_partial() {
+            let groups: Vec<&String> = discovered.failed.keys().collect();
+            log::error!(
+                "Error during resource discovery: unable to retrieve the complete list of server APIs: {groups:?}"
+            );
+            if resources.is_empty() {
+                return;
+            }
+            // The resources of the failed groups that were known stay monitored.
+            for (key, resource) in &monitors.known {
+                if discovered.failed.contains_key(&resource.api_version()) {
+                    resources.insert(key.clone(), resource.clone());
+                }
+            }
+        }
+        let (old, new): (BTreeSet<&String>, BTreeSet<&String>) =
+            (monitors.known.keys().collect(), resources.keys().collect());
+        if old == new {
+            log::debug!("no resource updates from discovery, skipping resource quota sync");
+            return;
+        }
+        let added: Vec<&&String> = new.difference(&old).collect();
+        let removed: Vec<&&String> = old.difference(&new).collect();
+        log::info!(
+            "syncing resource quota controller with updated resources from discovery: added: {added:?}, removed: {removed:?}"
+        );
+        self.sync_monitors(&mut monitors, &resources);
+        monitors.known = resources;
+        drop(monitors);
+        // `StartMonitors`: the informers of new monitors start now.
+        self.informers.start();
+        log::info!("synced quota controller");
+    }
+
+    /// `SyncMonitors` for the resources without typed monitors: a monitor for each of
+    /// `resources`, none for the rest.
+    fn sync_monitors(&self, monitors: &mut Monitors, resources: &BTreeMap<String, ApiResource>) {
+        let wanted: BTreeMap<&String, &ApiResource> = resources
+            .iter()
+            .filter(|(_, r)| !monitors.typed.contains(&GroupResource::new(&r.group, &r.plural)))
+            .collect();
+        let gone: Vec<String> = monitors.discovered.keys().filter(|k| !wanted.contains_key(k)).cloned().collect();
+        for key in &gone {
+            if let Some((_, active)) = monitors.discovered.remove(key) {
+                active.store(false, Ordering::Release);
+            }
+        }
+        let (mut added, mut kept) = (0, 0);
+        for (key, resource) in wanted {
+            if monitors.discovered.contains_key(key) {
+                kept += 1;
+                continue;
+            }
+            let active = self.monitor_discovered(resource);
+            monitors.discovered.insert(key.clone(), (resource.clone(), active));
+            added += 1;
+        }
+        log::debug!("quota synced monitors: added {added}, kept {kept}, removed {}", gone.len());
+    }
+
+    /// `controllerFor` + the evaluator half of `SyncMonitors` for a discovered resource: its
+    /// deletions replenish (`DefaultUpdateFilter` lets no update of it through), and a resource
+    /// without an evaluator gets an object-count one over the monitor's informer.
+    fn monitor_discovered(&self, resource: &ApiResource) -> Arc<AtomicBool> {
+        let informer = self.informers.for_resource(resource);
+        let group_resource = GroupResource::new(&resource.group, &resource.plural);
+        if self.registry.get(&group_resource).is_none() {
+            let lister = informer.clone();
+            let not_ready = format!("{resource} not yet synced");
+            let list: ListFn<PartialObjectMetadata> = Box::new(move |namespace| {
+                if !lister.has_synced() {
+                    return Err(not_ready.clone());
+                }
+                let all = lister.list_metadata();
+                Ok(all.into_iter().filter(|o| o.metadata.namespace.as_deref().unwrap_or("") == namespace).collect())
+            });
+            let evaluator = ListingEvaluator::object_count(group_resource.clone(), list, None);
+            self.registry.add(Arc::new(evaluator));
+            log::info!("QuotaMonitor created object count evaluator for {group_resource}");
+        }
+        let active = Arc::new(AtomicBool::new(true));
+        let (on, changes) = (active.clone(), self.resource_changes_sender());
+        informer.add_metadata_handler(Box::new(move |event: &Event<PartialObjectMetadata>| {
+            if !on.load(Ordering::Acquire) {
+                return;
+            }
+            if let Event::Deleted { object, .. } = event {
+                changes(&group_resource, object.metadata.namespace.as_deref().unwrap_or(""));
+            }
+        }));
+        active
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -402,5 +568,40 @@ mod tests {
         let claim = PersistentVolumeClaim::default();
         assert!(PersistentVolumeClaim::update_requires_replenishment(&claim, &claim, true));
         assert!(!ConfigMap::update_requires_replenishment(&ConfigMap::default(), &ConfigMap::default(), true));
+    }
+
+    fn api_resource(group: &str, plural: &str, namespaced: bool, verbs: &[&str]) -> ApiResource {
+        ApiResource {
+            group: group.into(),
+            version: "v1".into(),
+            kind: "K".into(),
+            plural: plural.into(),
+            namespaced,
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn quotable_resources_are_namespaced_with_create_list_watch_delete_and_not_ignored() {
+        let all = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+        let discovery = Discovery {
+            all: vec![
+                api_resource("example.com", "widgets", true, &all),
+                api_resource("", "configmaps", true, &all),
+                // Cluster-scoped.
+                api_resource("example.com", "clusterwidgets", false, &all),
+                // Not every verb.
+                api_resource("", "bindings", true, &["create"]),
+                api_resource("example.com", "readonly", true, &["get", "list", "watch"]),
+                api_resource("example.com", "nowatch", true, &["create", "list", "delete"]),
+                // Ignored.
+                api_resource("", "events", true, &all),
+                api_resource("events.k8s.io", "events", true, &all),
+                api_resource("authorization.k8s.io", "localsubjectaccessreviews", true, &all),
+            ],
+            failed: BTreeMap::new(),
+        };
+        let names: Vec<String> = quotable_resources(&discovery).iter().map(ApiResource::group_resource).collect();
+        assert_eq!(names, ["widgets.example.com", "configmaps"]);
     }
 }
