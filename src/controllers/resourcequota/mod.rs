@@ -16,11 +16,10 @@ mod monitor;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaStatus};
+use parking_lot::Mutex;
 
 use crate::client::{Api, Client, PostParams};
 use crate::quota::resources::{self, ResourceList, from_api, to_api};
