@@ -242,14 +242,6 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
         }
     }
 
-    fn type_name(&self) -> &str {
-        &self.type_name
-    }
-
-    fn source(&self) -> Arc<dyn ListerWatcher<K>> {
-        self.source.clone()
-    }
-
     fn mark_synced(&self) {
         self.synced.store(true, Ordering::Release);
     }
@@ -373,11 +365,7 @@ impl<K: Cached> Managed for Informer<K> {
         if let Some(metrics) = &self.fifo_metrics {
             metrics.start();
         }
-        let name = format!("informer-{}", self.source.label());
-        let (running, ended) = crossbeam_channel::bounded(0);
-        let reflector = Reflector::new(self, client, watch_list, stop, running);
-        std::thread::Builder::new().name(name).spawn(move || reflector.run())?;
-        Ok(ended)
+        Reflector::spawn(self, client, watch_list, stop)
     }
 
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {

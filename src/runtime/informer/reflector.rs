@@ -11,6 +11,12 @@
 //! resyncs; when the watch ends, a new short-lived thread carries on from there. So an idle
 //! process holds no thread per informer (the garbage collector alone watches ~50 resources).
 //!
+//! # One reflector for every kind
+//!
+//! The reflector is not generic: it reaches its informer through [`ReflectorTarget`], whose
+//! few operations (list a page, open a watch, decode and apply what came as JSON) are the only
+//! code compiled once per informed kind. The loop below is compiled once for all of them.
+//!
 //! # The cycle (client-go's `Run` → `BackoffUntil(ListAndWatch)`)
 //!
 //! Each `ListAndWatch` first syncs the cache with the server's current state — with a
@@ -278,6 +284,122 @@ impl ListerWatcher<PartialObjectMetadata> for MetadataOnly {
     }
 }
 
+/// What the reflector needs of the informer it feeds: the few operations that depend on the
+/// informed kind, on JSON as it comes from the server. Implemented for every [`Informer`], so
+/// that the reflector itself (its list, watch and backoff loop) is compiled once rather than
+/// once per kind.
+pub(super) trait ReflectorTarget: Send + Sync + 'static {
+    /// client-go's name for the kind in logs, e.g. `*v1.ConfigMap`.
+    fn type_name(&self) -> &str;
+
+    /// The source's short lowercase name for threads and logs (`pod`, `replicasets.apps`).
+    fn label(&self) -> String;
+
+    /// How often every cached object is delivered again.
+    fn resync_period(&self) -> Option<Duration>;
+
+    /// One page of the collection, from the informer's source.
+    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page>;
+
+    /// Opens a watch of the collection, from the informer's source.
+    fn open_watch(&self, client: &Client, params: &WatchParams) -> Result<WatchConnection>;
+
+    /// Makes the cache what a list or a watch-list found at `resource_version` (see
+    /// [`Informer::replace`]). The objects are decoded one at a time as they are applied; one
+    /// that does not decode fails the replace before any deletion is delivered.
+    fn replace(&self, objects: Vec<Box<RawValue>>, resource_version: &str) -> Result<()>;
+
+    /// Decodes one watch event and applies it to the cache. Returns the resourceVersion it
+    /// moves the last synced one to (already recorded as the informer's), if any; an ERROR
+    /// event, or one that does not decode, is an error and changes nothing.
+    fn apply_event(&self, event: RawEvent) -> Result<Option<String>>;
+
+    /// Delivers every cached object again.
+    fn resync(&self);
+
+    /// How many objects the cache holds.
+    fn cached(&self) -> usize;
+
+    /// The informer has its first full list.
+    fn mark_synced(&self);
+
+    /// Records the resourceVersion the reflector last synced to.
+    fn set_last_sync_resource_version(&self, version: &str);
+}
+
+impl<K: Cached> ReflectorTarget for Informer<K> {
+    fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    fn label(&self) -> String {
+        self.source.label()
+    }
+
+    fn resync_period(&self) -> Option<Duration> {
+        self.resync
+    }
+
+    fn list_page(&self, client: &Client, params: &ListParams) -> Result<Page> {
+        self.source.list_page(client, params)
+    }
+
+    fn open_watch(&self, client: &Client, params: &WatchParams) -> Result<WatchConnection> {
+        self.source.open_watch(client, params)
+    }
+
+    fn replace(&self, objects: Vec<Box<RawValue>>, resource_version: &str) -> Result<()> {
+        let source = &self.source;
+        let decoded = objects.into_iter().map(|item| source.decode_item(&item).map(ingest));
+        Informer::replace(self, decoded, resource_version)
+    }
+
+    fn apply_event(&self, event: RawEvent) -> Result<Option<String>> {
+        // The last synced resourceVersion moves before the handlers see the change.
+        let advance = |object: &K| {
+            let version = object.metadata().resource_version.as_ref().filter(|v| !v.is_empty()).cloned();
+            if let Some(version) = &version {
+                self.store_last_sync_resource_version(version);
+            }
+            version
+        };
+        Ok(match self.source.decode(event)? {
+            WatchEvent::Added(object) | WatchEvent::Modified(object) => {
+                let version = advance(&object);
+                self.upsert(ingest(object));
+                version
+            }
+            WatchEvent::Deleted(object) => {
+                let version = advance(&object);
+                self.delete(ingest(object));
+                version
+            }
+            WatchEvent::Bookmark { resource_version } if !resource_version.is_empty() => {
+                self.bookmark(&resource_version);
+                self.store_last_sync_resource_version(&resource_version);
+                Some(resource_version)
+            }
+            WatchEvent::Bookmark { .. } => None,
+        })
+    }
+
+    fn resync(&self) {
+        Informer::resync(self);
+    }
+
+    fn cached(&self) -> usize {
+        self.store.len()
+    }
+
+    fn mark_synced(&self) {
+        Informer::mark_synced(self);
+    }
+
+    fn set_last_sync_resource_version(&self, version: &str) {
+        self.store_last_sync_resource_version(version);
+    }
+}
+
 /// The reflector was told to stop.
 pub(super) struct Stopped;
 
@@ -334,8 +456,8 @@ enum Step {
 }
 
 /// A reflector while its watch is open: the poller's handler of that watch.
-struct Watching<K> {
-    reflector: Reflector<K>,
+struct Watching {
+    reflector: Reflector,
     opened: Instant,
     events: usize,
     /// A watch-list before the bookmark that ends its initial events: where they go.
@@ -344,9 +466,9 @@ struct Watching<K> {
     end: Option<Next>,
 }
 
-impl<K: Cached> Watching<K> {
+impl Watching {
     /// `reflector`'s watch, opened just now; `initial`: a watch-list's temporary store.
-    fn new(reflector: Reflector<K>, initial: Option<Box<InitialEvents>>) -> Self {
+    fn new(reflector: Reflector, initial: Option<Box<InitialEvents>>) -> Self {
         Watching { reflector, opened: Instant::now(), events: 0, initial, end: None }
     }
 
@@ -391,16 +513,18 @@ impl<K: Cached> Watching<K> {
     }
 }
 
-impl<K: Cached> WatchHandler for Watching<K> {
+impl WatchHandler for Watching {
     fn event(&mut self, event: Result<RawEvent>) -> bool {
         if self.initial.is_some() {
             return self.initial_event(event);
         }
         let reflector = &mut self.reflector;
-        match event.and_then(|raw| reflector.source.decode(raw)) {
-            Ok(event) => {
+        match event.and_then(|raw| reflector.target.apply_event(raw)) {
+            Ok(version) => {
                 self.events += 1;
-                reflector.apply(event);
+                if let Some(version) = version {
+                    reflector.resource_version = version;
+                }
                 true
             }
             // A broken stream ends the watch as a close does (client-go's `StreamWatcher`
@@ -422,7 +546,7 @@ impl<K: Cached> WatchHandler for Watching<K> {
             None => self.closed(error),
         };
         let reflector = self.reflector;
-        let name = format!("informer-{}", reflector.source.label());
+        let name = format!("informer-{}", reflector.target.label());
         // Fatal, as Go's `newosproc`: an informer that stops would leave its cache stale for good.
         // The binary's panic hook ends the process (`app::limits`).
         if let Err(e) = std::thread::Builder::new().name(name.clone()).spawn(move || reflector.drive(next)) {
@@ -450,9 +574,9 @@ impl<K: Cached> WatchHandler for Watching<K> {
 }
 
 /// One informer's list-and-watch loop; see [`Reflector::run`].
-pub(super) struct Reflector<K> {
-    informer: Arc<Informer<K>>,
-    source: Arc<dyn ListerWatcher<K>>,
+pub(super) struct Reflector {
+    /// The informer it feeds, and through it the source it lists and watches.
+    target: Arc<dyn ReflectorTarget>,
     client: Client,
     stop: Receiver<()>,
     /// Each `ListAndWatch` syncs with a watch-list first (the `WatchListClient` gate).
@@ -472,20 +596,19 @@ pub(super) struct Reflector<K> {
     _running: Sender<()>,
 }
 
-impl<K: Cached> Reflector<K> {
-    /// A reflector that runs until `stop` disconnects; `running` disconnects when it ends.
-    /// `watch_list`: sync with a watch-list first (see the module documentation).
+impl Reflector {
+    /// A reflector of `target` that runs until `stop` disconnects; `running` disconnects when
+    /// it ends. `watch_list`: sync with a watch-list first (see the module documentation).
     pub(super) fn new(
-        informer: Arc<Informer<K>>,
+        target: Arc<dyn ReflectorTarget>,
         client: Client,
         watch_list: bool,
         stop: Receiver<()>,
         running: Sender<()>,
     ) -> Self {
-        let resync = informer.resync_period().map(Resync::new);
+        let resync = target.resync_period().map(Resync::new);
         Reflector {
-            source: informer.source(),
-            informer,
+            target,
             client,
             stop,
             watch_list,
@@ -498,18 +621,33 @@ impl<K: Cached> Reflector<K> {
         }
     }
 
+    /// Starts the reflector of `target` on its own thread; the receiver disconnects once it
+    /// has ended.
+    pub(super) fn spawn(
+        target: Arc<dyn ReflectorTarget>,
+        client: Client,
+        watch_list: bool,
+        stop: Receiver<()>,
+    ) -> std::io::Result<Receiver<()>> {
+        let name = format!("informer-{}", target.label());
+        let (running, ended) = crossbeam_channel::bounded(0);
+        let reflector = Reflector::new(target, client, watch_list, stop, running);
+        std::thread::Builder::new().name(name).spawn(move || reflector.run())?;
+        Ok(ended)
+    }
+
     /// Lists and watches until the stop channel closes: client-go's `Run`, a
     /// `BackoffUntil(ListAndWatch)` that backs off after each return. Runs on a short-lived
     /// thread until a watch is open, which then goes to the watch poller with the reflector
     /// as its handler; when the watch ends, a new thread takes over from there.
     pub(super) fn run(self) {
-        let resync = self.informer.resync_period().map_or("no resync".to_string(), |p| format!("resync every {p:?}"));
+        let resync = self.target.resync_period().map_or("no resync".to_string(), |p| format!("resync every {p:?}"));
         log::debug!("Starting reflector {} ({resync})", self.name());
         self.drive(Next::ListAndWatch { pause: None });
     }
 
     fn name(&self) -> &str {
-        self.informer.type_name()
+        self.target.type_name()
     }
 
     /// Steps until a watch is open (handed to the poller) or the reflector is stopped.
@@ -574,9 +712,9 @@ impl<K: Cached> Reflector<K> {
         let page_size = self.page_size(&from);
         log::debug!("Listing and watching {} from resourceVersion {from:?}", self.name());
         let client = self.client.clone();
-        let source = self.source.clone();
-        let thread = format!("list-{}", source.label());
-        let answer = background(thread, move || list_with_fallback(source.as_ref(), &client, &from, page_size));
+        let target = self.target.clone();
+        let thread = format!("list-{}", target.label());
+        let answer = background(thread, move || list_with_fallback(target.as_ref(), &client, &from, page_size));
         let listed = match self.wait(&answer, None)? {
             Wait::Got(listed) => listed,
             Wait::Closed | Wait::TimedOut => return Ok(Err(Error::Transport("the list thread gave no answer".into()))),
@@ -602,11 +740,9 @@ impl<K: Cached> Reflector<K> {
     /// one at a time as they are applied; one that does not decode fails the sync before any
     /// deletion is delivered.
     fn sync_with(&mut self, objects: Vec<Box<RawValue>>, resource_version: String) -> Result<()> {
-        let source = self.source.clone();
-        let decoded = objects.into_iter().map(|item| source.decode_item(&item).map(ingest));
-        self.informer.replace(decoded, &resource_version)?;
+        self.target.replace(objects, &resource_version)?;
         self.set_resource_version(resource_version);
-        self.informer.mark_synced();
+        self.target.mark_synced();
         log::debug!("Caches populated for {}", self.name());
         Ok(())
     }
@@ -635,7 +771,7 @@ impl<K: Cached> Reflector<K> {
     }
 
     fn set_resource_version(&mut self, version: String) {
-        self.informer.set_last_sync_resource_version(&version);
+        self.target.set_last_sync_resource_version(&version);
         self.resource_version = version;
     }
 
@@ -684,10 +820,10 @@ impl<K: Cached> Reflector<K> {
     /// Opens a watch on a helper thread; with the idle timeout its poller applies.
     fn open(&mut self, params: WatchParams) -> Result<Result<(WatchConnection, Duration)>, Stopped> {
         let client = self.client.clone();
-        let source = self.source.clone();
-        let thread = format!("watch-open-{}", source.label());
+        let target = self.target.clone();
+        let thread = format!("watch-open-{}", target.label());
         let idle_timeout = params.idle_timeout();
-        let opening = background(thread, move || source.open_watch(&client, &params));
+        let opening = background(thread, move || target.open_watch(&client, &params));
         Ok(match self.wait(&opening, None)? {
             Wait::Got(opened) => opened.map(|connection| (connection, idle_timeout)),
             Wait::Closed | Wait::TimedOut => Err(Error::Transport("the watch thread gave no answer".into())),
@@ -791,35 +927,11 @@ impl<K: Cached> Reflector<K> {
         ))
     }
 
-    fn apply(&mut self, event: WatchEvent<K>) {
-        match event {
-            WatchEvent::Added(object) | WatchEvent::Modified(object) => {
-                self.advance(&object);
-                self.informer.upsert(ingest(object));
-            }
-            WatchEvent::Deleted(object) => {
-                self.advance(&object);
-                self.informer.delete(ingest(object));
-            }
-            WatchEvent::Bookmark { resource_version } if !resource_version.is_empty() => {
-                self.informer.bookmark(&resource_version);
-                self.set_resource_version(resource_version);
-            }
-            WatchEvent::Bookmark { .. } => {}
-        }
-    }
-
-    fn advance(&mut self, object: &K) {
-        if let Some(version) = object.metadata().resource_version.as_ref().filter(|v| !v.is_empty()) {
-            self.set_resource_version(version.clone());
-        }
-    }
-
     /// Delivers every cached object again when the resync period is up.
     fn resync_if_due(&mut self, now: Instant) {
         if self.resync.as_mut().is_some_and(|r| r.due(now)) {
-            log::debug!("{}: resyncing {} objects", self.name(), self.informer.store().len());
-            self.informer.resync();
+            log::debug!("{}: resyncing {} objects", self.name(), self.target.cached());
+            self.target.resync();
         }
     }
 
@@ -868,7 +980,7 @@ impl<K> Informer<K> {
         self.last_sync_resource_version.lock().clone()
     }
 
-    fn set_last_sync_resource_version(&self, version: &str) {
+    fn store_last_sync_resource_version(&self, version: &str) {
         version.clone_into(&mut self.last_sync_resource_version.lock());
     }
 }
@@ -888,12 +1000,7 @@ struct Listed {
 /// The requests of client-go's `Reflector.list`: a list from `from` with the pager; if that
 /// is answered 410 Expired or "too large resource version", at once a list of the latest
 /// state ("") with the same pager (so with the same page size).
-fn list_with_fallback<K: Cached>(
-    source: &dyn ListerWatcher<K>,
-    client: &Client,
-    from: &str,
-    page_size: Option<u32>,
-) -> Listed {
+fn list_with_fallback(source: &dyn ReflectorTarget, client: &Client, from: &str, page_size: Option<u32>) -> Listed {
     let mut paginated = false;
     let result = list_pages(source, client, from, page_size, &mut paginated);
     match result {
@@ -910,8 +1017,8 @@ fn list_with_fallback<K: Cached>(
 /// request without a limit). If a continue token expires between pages, lists everything at
 /// once at the requested resourceVersion. The objects stay JSON until they are applied.
 /// `paginated` is set when an answer carried a continue token.
-fn list_pages<K: Cached>(
-    source: &dyn ListerWatcher<K>,
+fn list_pages(
+    source: &dyn ReflectorTarget,
     client: &Client,
     from: &str,
     page_size: Option<u32>,
@@ -1054,6 +1161,7 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Status, StatusCause, StatusDetails};
     use parking_lot::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     fn config_map(name: &str, version: &str) -> ConfigMap {
         ConfigMap {
@@ -1105,9 +1213,9 @@ mod tests {
     /// never opened: each is answered the next of `watch_failures`, or a transport error.
     #[derive(Default)]
     struct FakeLister {
-        objects: usize,
+        objects: AtomicUsize,
         /// Each page ends with an object that does not decode.
-        garbage: bool,
+        garbage: AtomicBool,
         failures: Mutex<Vec<Option<Error>>>,
         requests: Mutex<Vec<Request>>,
         watch_failures: Mutex<Vec<Error>>,
@@ -1117,7 +1225,7 @@ mod tests {
 
     impl FakeLister {
         fn with(objects: usize, failures: Vec<Option<Error>>) -> Self {
-            FakeLister { objects, failures: Mutex::new(failures), ..FakeLister::default() }
+            FakeLister { objects: AtomicUsize::new(objects), failures: Mutex::new(failures), ..FakeLister::default() }
         }
 
         fn requests(&self) -> Vec<Request> {
@@ -1139,13 +1247,18 @@ mod tests {
                 return Err(e);
             }
             let start: usize = params.continue_token.as_deref().map_or(0, |t| t.parse().expect("a numeric token"));
-            let end = params.limit.map_or(self.objects, |l| (start + l as usize).min(self.objects));
+            let objects = self.objects.load(Ordering::Relaxed);
+            let end = params.limit.map_or(objects, |l| (start + l as usize).min(objects));
             Ok(Page {
                 items: (start..end)
                     .map(|i| serde_json::value::to_raw_value(&config_map(&format!("cm-{i:04}"), "100")).unwrap())
-                    .chain(self.garbage.then(|| RawValue::from_string("{\"metadata\": 7}".into()).unwrap()))
+                    .chain(
+                        self.garbage
+                            .load(Ordering::Relaxed)
+                            .then(|| RawValue::from_string("{\"metadata\": 7}".into()).unwrap()),
+                    )
                     .collect(),
-                continue_token: (end < self.objects).then(|| end.to_string()),
+                continue_token: (end < objects).then(|| end.to_string()),
                 resource_version: Some("100".into()),
             })
         }
@@ -1187,12 +1300,19 @@ mod tests {
         Request { resource_version: resource_version.map(str::to_string), limit, continued }
     }
 
-    /// A reflector over `fake` that syncs with watch-lists, with the stop channel's sender to
-    /// keep it running.
-    fn reflector(fake: Arc<FakeLister>) -> (Reflector<ConfigMap>, crossbeam_channel::Sender<()>) {
+    /// A reflector over `fake` that syncs with watch-lists, with the informer it feeds and the
+    /// stop channel's sender to keep it running.
+    fn reflector(fake: Arc<FakeLister>) -> (Reflector, Arc<Informer<ConfigMap>>, crossbeam_channel::Sender<()>) {
         let informer = Arc::new(Informer::with_source(None, fake));
         let (stop_tx, stop) = crossbeam_channel::bounded(0);
-        (Reflector::new(informer, unreachable_client(), true, stop, crossbeam_channel::bounded(0).0), stop_tx)
+        let reflector =
+            Reflector::new(informer.clone(), unreachable_client(), true, stop, crossbeam_channel::bounded(0).0);
+        (reflector, informer, stop_tx)
+    }
+
+    /// An informer over `fake`, as the pager sees it.
+    fn target(fake: &Arc<FakeLister>) -> Informer<ConfigMap> {
+        Informer::with_source(None, fake.clone())
     }
 
     #[test]
@@ -1206,10 +1326,10 @@ mod tests {
 
     #[test]
     fn lists_in_pages_of_500_following_continue_tokens() {
-        let fake = FakeLister::with(1200, vec![]);
+        let fake = Arc::new(FakeLister::with(1200, vec![]));
         let mut paginated = false;
         let (objects, version) =
-            list_pages(&fake, &unreachable_client(), "", Some(PAGE_SIZE), &mut paginated).expect("a list");
+            list_pages(&target(&fake), &unreachable_client(), "", Some(PAGE_SIZE), &mut paginated).expect("a list");
         assert_eq!(version, "100");
         assert_eq!(objects.len(), 1200);
         let mut names: Vec<_> = objects.iter().filter_map(|o| fake.decode_item(o).unwrap().metadata.name).collect();
@@ -1225,10 +1345,10 @@ mod tests {
     #[test]
     fn an_expired_continue_token_falls_back_to_one_full_list() {
         // The second page's token has expired (etcd compacted its revision meanwhile).
-        let fake = FakeLister::with(1200, vec![None, Some(expired())]);
+        let fake = Arc::new(FakeLister::with(1200, vec![None, Some(expired())]));
         let mut paginated = false;
         let (objects, _) =
-            list_pages(&fake, &unreachable_client(), "0", Some(PAGE_SIZE), &mut paginated).expect("a list");
+            list_pages(&target(&fake), &unreachable_client(), "0", Some(PAGE_SIZE), &mut paginated).expect("a list");
         assert_eq!(objects.len(), 1200, "the first page is not kept twice");
         assert_eq!(
             fake.requests(),
@@ -1240,21 +1360,22 @@ mod tests {
             ]
         );
         // An expired first page is the caller's problem: the pager does not retry it.
-        let fake = FakeLister::with(10, vec![Some(expired())]);
-        assert!(list_pages(&fake, &unreachable_client(), "7", None, &mut paginated).is_err_and(|e| e.is_gone()));
+        let fake = Arc::new(FakeLister::with(10, vec![Some(expired())]));
+        let listed = list_pages(&target(&fake), &unreachable_client(), "7", None, &mut paginated);
+        assert!(listed.is_err_and(|e| e.is_gone()));
         assert_eq!(fake.requests().len(), 1);
     }
 
     #[test]
     fn a_list_at_the_last_synced_version_is_not_paged_and_falls_back_to_the_latest() {
         let fake = Arc::new(FakeLister::with(600, vec![]));
-        let (mut reflector, _stop) = reflector(fake.clone());
+        let (mut reflector, informer, _stop) = reflector(fake.clone());
         // The first list: at "0", paged (the watch cache ignores the limit; the fake does not).
         assert!(matches!(reflector.list(), Ok(Ok(()))));
         assert_eq!(fake.requests()[0], request(Some("0"), Some(500), false));
-        assert_eq!(reflector.informer.store().len(), 600);
-        assert_eq!(reflector.informer.last_sync_resource_version(), "100");
-        let cached = reflector.informer.store().list();
+        assert_eq!(informer.store().len(), 600);
+        assert_eq!(informer.last_sync_resource_version(), "100");
+        let cached = informer.store().list();
         assert!(cached.iter().all(|o| o.metadata.managed_fields.is_none()), "managedFields dropped on ingest");
 
         // A paginated answer at "0": the server does not serve from a watch cache, keep paging.
@@ -1300,34 +1421,39 @@ mod tests {
 
     #[test]
     fn a_list_with_an_object_that_does_not_decode_fails_before_any_deletion() {
-        let (mut healthy, _stop) = reflector(Arc::new(FakeLister::with(3, vec![])));
-        assert!(matches!(healthy.list(), Ok(Ok(()))));
-        let (mut broken, _stop) =
-            reflector(Arc::new(FakeLister { objects: 1, garbage: true, ..FakeLister::default() }));
-        broken.informer = healthy.informer.clone();
-        assert!(matches!(broken.list(), Ok(Err(Error::Decode(_)))));
-        assert_eq!(broken.informer.store().len(), 3, "nothing deleted on the strength of a list cut short");
-        assert_eq!(broken.informer.last_sync_resource_version(), "100", "from the list before");
+        let fake = Arc::new(FakeLister::with(3, vec![]));
+        let (mut reflector, informer, _stop) = reflector(fake.clone());
+        assert!(matches!(reflector.list(), Ok(Ok(()))));
+        // The next list has one object left, then one that does not decode.
+        fake.objects.store(1, Ordering::Relaxed);
+        fake.garbage.store(true, Ordering::Relaxed);
+        assert!(matches!(reflector.list(), Ok(Err(Error::Decode(_)))));
+        assert_eq!(informer.store().len(), 3, "nothing deleted on the strength of a list cut short");
+        assert_eq!(informer.last_sync_resource_version(), "100", "from the list before");
     }
 
     #[test]
     fn bookmarks_and_events_move_the_last_synced_version() {
         let fake = Arc::new(FakeLister::with(1, vec![]));
-        let (mut reflector, _stop) = reflector(fake);
+        let (mut reflector, informer, _stop) = reflector(fake);
         assert!(matches!(reflector.list(), Ok(Ok(()))));
-        reflector.apply(WatchEvent::Modified(config_map("cm-0000", "120")));
-        assert_eq!(reflector.list_resource_version(), "120");
-        reflector.apply(WatchEvent::Bookmark { resource_version: "150".into() });
-        assert_eq!(reflector.list_resource_version(), "150");
-        assert_eq!(reflector.informer.last_sync_resource_version(), "150");
-        let cached = reflector.informer.store().get("default/cm-0000").expect("cached");
+        let mut watching = Watching::new(reflector, None);
+        let modified = serde_json::to_value(config_map("cm-0000", "120")).unwrap();
+        assert!(watching.event(Ok(raw("MODIFIED", modified))));
+        assert_eq!(watching.reflector.list_resource_version(), "120");
+        assert_eq!(informer.last_sync_resource_version(), "120");
+        assert!(watching.event(Ok(raw("BOOKMARK", serde_json::json!({"metadata": {"resourceVersion": "150"}})))));
+        assert_eq!(watching.reflector.list_resource_version(), "150");
+        assert_eq!(informer.last_sync_resource_version(), "150");
+        assert_eq!(watching.events, 2);
+        let cached = informer.store().get("default/cm-0000").expect("cached");
         assert_eq!(cached.metadata.resource_version.as_deref(), Some("120"));
         assert!(cached.metadata.managed_fields.is_none(), "managedFields dropped from watch events too");
     }
 
     #[test]
     fn how_a_watch_ends_decides_between_rewatch_and_relist() {
-        let (reflector, _stop) = reflector(Arc::new(FakeLister::default()));
+        let (reflector, _informer, _stop) = reflector(Arc::new(FakeLister::default()));
         let second = Duration::from_secs(1);
         let broken = || Some(Error::Transport("watch stream broken: connection reset".into()));
         assert!(matches!(reflector.watch_closed(second * 300, 0, None), WatchEnd::Rewatch));
@@ -1388,7 +1514,7 @@ mod tests {
     }
 
     /// A watch-list in progress over `reflector`, opened long enough ago not to be "very short".
-    fn watch_listing(reflector: Reflector<ConfigMap>) -> Watching<ConfigMap> {
+    fn watch_listing(reflector: Reflector) -> Watching {
         let mut watching = Watching::new(reflector, Some(Box::new(InitialEvents::new(Instant::now()))));
         watching.opened = Instant::now().checked_sub(Duration::from_secs(5)).unwrap_or(watching.opened);
         watching
@@ -1427,7 +1553,7 @@ mod tests {
             None,
         );
         *fake.watch_failures.lock() = vec![refused];
-        let (mut reflector, _stop) = reflector(fake.clone());
+        let (mut reflector, informer, _stop) = reflector(fake.clone());
         let next = match reflector.step(Next::ListAndWatch { pause: None }) {
             Ok(Step::Next(next)) => next,
             _ => panic!("the fake opens no watch"),
@@ -1443,7 +1569,7 @@ mod tests {
         // The fallback: a list at "0" in the same ListAndWatch, then a plain watch from its version.
         assert!(matches!(reflector.step(next), Ok(Step::Next(Next::ListAndWatch { pause: Some(_) }))));
         assert_eq!(fake.requests()[0], request(Some("0"), Some(500), false));
-        assert!(reflector.informer.has_synced());
+        assert!(informer.has_synced());
         let watch = fake.watches.lock()[1].clone();
         assert!(watch.starts_with("?watch=true&resourceVersion=100&allowWatchBookmarks=true"), "{watch}");
         assert!(!watch.contains("sendInitialEvents"));
@@ -1468,7 +1594,7 @@ mod tests {
 
     #[test]
     fn watch_list_errors_retry_or_fall_back_as_client_go_does() {
-        let (mut reflector, _stop) = reflector(Arc::new(FakeLister::default()));
+        let (mut reflector, _informer, _stop) = reflector(Arc::new(FakeLister::default()));
         reflector.resource_version = "100".into();
         let refused = Error::Transport("GET https://127.0.0.1:1/api: io: Connection refused (os error 111)".into());
         assert!(matches!(reflector.watch_list_failed(refused), Next::WatchList { pause: Some(_) }));
@@ -1500,9 +1626,8 @@ mod tests {
     #[test]
     fn initial_events_wait_for_the_end_bookmark_then_replace_the_cache() {
         let fake = Arc::new(FakeLister::with(3, vec![]));
-        let (mut reflector, _stop) = reflector(fake);
+        let (mut reflector, informer, _stop) = reflector(fake);
         assert!(matches!(reflector.list(), Ok(Ok(()))));
-        let informer = reflector.informer.clone();
         let seen = recorded(&informer);
         seen.lock().clear();
         let mut watching = watch_listing(reflector);
@@ -1539,8 +1664,7 @@ mod tests {
 
     #[test]
     fn a_first_watch_list_syncs_the_informer_at_its_end_bookmark() {
-        let (reflector, _stop) = reflector(Arc::new(FakeLister::default()));
-        let informer = reflector.informer.clone();
+        let (reflector, informer, _stop) = reflector(Arc::new(FakeLister::default()));
         let mut watching = watch_listing(reflector);
         assert!(watching.event(Ok(raw("ADDED", cm_json("a", "7")))));
         assert!(!informer.has_synced());
@@ -1553,8 +1677,7 @@ mod tests {
 
     #[test]
     fn a_watch_list_that_ends_before_its_end_bookmark_is_tried_again_or_falls_back() {
-        let (reflector, _stop) = reflector(Arc::new(FakeLister::default()));
-        let informer = reflector.informer.clone();
+        let (reflector, informer, _stop) = reflector(Arc::new(FakeLister::default()));
         let mut watching = watch_listing(reflector);
         assert!(watching.event(Ok(raw("ADDED", cm_json("a", "7")))));
         // Closed, cleanly or broken, after an event: again at once.
@@ -1582,9 +1705,8 @@ mod tests {
     #[test]
     fn an_initial_object_that_does_not_decode_falls_back_to_a_list_before_any_deletion() {
         let fake = Arc::new(FakeLister::with(2, vec![]));
-        let (mut reflector, _stop) = reflector(fake);
+        let (mut reflector, informer, _stop) = reflector(fake);
         assert!(matches!(reflector.list(), Ok(Ok(()))));
-        let informer = reflector.informer.clone();
         let mut watching = watch_listing(reflector);
         let garbage = serde_json::json!({"metadata": {"namespace": "default", "name": "bad", "resourceVersion": "120"}, "data": 7});
         assert!(watching.event(Ok(raw("ADDED", garbage))));
@@ -1596,7 +1718,7 @@ mod tests {
 
     #[test]
     fn the_end_bookmark_warning_ticks_with_the_resyncs() {
-        let (reflector, _stop) = reflector(Arc::new(FakeLister::default()));
+        let (reflector, _informer, _stop) = reflector(Arc::new(FakeLister::default()));
         let mut watching = watch_listing(reflector);
         let warning = watching.initial.as_deref().map(InitialEvents::next_warning);
         assert_eq!(watching.next_tick(), warning, "no resync period: the warning alone");
