@@ -12,8 +12,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kcm::app::controllers::named;
 use kcm::app::flags::Options;
 use kcm::client::{Api, Patch, PostParams};
@@ -23,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::harness;
 
+use harness::widgets::{self, Widget};
 use harness::{Backend, Cluster, eventually, from};
 
 const DELETION_TIMEOUT: Duration = Duration::from_secs(8);
@@ -306,46 +306,6 @@ fn a_stale_disruption_target_condition_is_reset(backend: Backend) {
     assert_eq!(target("by-kubelet").map(|c| c.status), Some("True".to_string()));
 }
 
-/// A namespaced custom resource with a `/scale` subresource (`replicas` in its spec).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-struct Widget {
-    #[serde(rename = "apiVersion")]
-    api_version: String,
-    kind: String,
-    metadata: ObjectMeta,
-    spec: Value,
-}
-
-impl k8s_openapi::Resource for Widget {
-    const API_VERSION: &'static str = "example.com/v1";
-    const GROUP: &'static str = "example.com";
-    const KIND: &'static str = "Widget";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "widgets";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for Widget {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-fn widgets_definition() -> CustomResourceDefinition {
-    from(json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-        "scope": "Namespaced",
-        "versions": [{"name": "v1", "served": true, "storage": true,
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
-                "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}},
-            "subresources": {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}}]}}))
-}
-
 on_both_backends!(a_custom_resources_scale_is_expected);
 fn a_custom_resources_scale_is_expected(backend: Backend) {
     if backend == Backend::Sandbox {
@@ -353,15 +313,8 @@ fn a_custom_resources_scale_is_expected(backend: Backend) {
         return;
     }
     let cluster = harness::with(&controllers(&[])).on(backend).without_nodes().start();
-    let definitions = Api::<CustomResourceDefinition>::cluster(&cluster.client);
-    definitions.create(&widgets_definition(), &PostParams::default()).expect("CRD created");
-    eventually("the CRD established", || {
-        let crd = definitions.get("widgets.example.com").ok()?;
-        let conditions = crd.status?.conditions?;
-        conditions.iter().any(|c| c.type_ == "Established" && c.status == "True").then_some(())
-    });
-    let widget: Widget = from(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
-        "spec": {"replicas": 3}}));
+    widgets::define(&cluster);
+    let widget = widgets::widget("w", json!({"replicas": 3}));
     // Served a moment after it is established.
     let widgets = cluster.api::<Widget>();
     let widget = eventually("the widget created", || match widgets.create(&widget, &PostParams::default()) {

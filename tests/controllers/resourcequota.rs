@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::harness;
 
+use harness::widgets::{self, Widget};
 use harness::{Backend, Cluster, Namespaced, create, from};
 
 /// A sandbox with two simulated nodes, namespaces `namespaces` (with their default
@@ -373,52 +374,12 @@ mod custom_resources_are_discovered_and_counted {
 
 const WIDGETS: &str = "count/widgets.example.com";
 
-/// A namespaced custom resource without a schema of its own.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-struct Widget {
-    #[serde(rename = "apiVersion")]
-    api_version: String,
-    kind: String,
-    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-}
-
-impl k8s_openapi::Resource for Widget {
-    const API_VERSION: &'static str = "example.com/v1";
-    const GROUP: &'static str = "example.com";
-    const KIND: &'static str = "Widget";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "widgets";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for Widget {
-    type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    fn metadata(&self) -> &Self::Ty {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut Self::Ty {
-        &mut self.metadata
-    }
-}
-
 /// As upstream's e2e spec "should create a ResourceQuota and capture the life of a custom
 /// resource": the definition comes after the controller started, so only its discovery resync
 /// (every 30 s) finds it; the quota is updated until its usage appears, as the spec does.
 fn custom_resources_are_discovered_and_counted(backend: Backend) {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-
     let cluster = start(backend, &["widgets"], |_| {});
-    let definitions = Api::<CustomResourceDefinition>::cluster(&cluster.client);
-    let definition: CustomResourceDefinition = from(json!({"metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}));
-    definitions.create(&definition, &PostParams::default()).expect("CRD created");
-    harness::eventually("the CRD established", || {
-        let conditions = definitions.get("widgets.example.com").ok()?.status?.conditions?;
-        conditions.iter().any(|c| c.type_ == "Established" && c.status == "True").then_some(())
-    });
+    widgets::define(&cluster);
 
     create::<ResourceQuota>(
         &cluster.client,
@@ -446,8 +407,7 @@ fn custom_resources_are_discovered_and_counted(backend: Backend) {
 
     // Admission charges the widget (it refuses widgets while the quota has no usage of them).
     let widgets = Api::<Widget>::namespaced(&cluster.client, "widgets");
-    let widget: Widget = from(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}));
-    widgets.create(&widget, &PostParams::default()).expect("widget created");
+    widgets.create(&widgets::widget("w", Value::Null), &PostParams::default()).expect("widget created");
     cluster.wait_for_usage("widgets", "q", &[(WIDGETS, "1")]);
     // Its deletion is replenished by the controller's monitor of widgets.
     widgets.delete("w", &DeleteParams::default()).expect("widget deleted");

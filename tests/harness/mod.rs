@@ -12,6 +12,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+#[allow(dead_code)] // Used by the controllers binary only.
+pub mod widgets;
+
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Namespace, ReplicationController, ServiceAccount};
 use kcm::app::controllers::ControllerDescriptor;
