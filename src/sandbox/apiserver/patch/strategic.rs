@@ -93,9 +93,10 @@ fn merge_field(
     }
     let (strategy, child) = schema::field(schema, &key);
     let Some(slot) = original.get_mut(&key) else {
-        // Taken as it is, less its directives; for `$deleteFromPrimitiveList` this adds the
-        // items to delete, as kube-apiserver does when the list is absent.
-        if let Some(value) = without_directives(value) {
+        // Taken as it is, less its directives. A `$deleteFromPrimitiveList` of an absent list
+        // is skipped (`mergeMap`'s `isDeleteList`): deleting a finalizer twice (a retried
+        // patch) must not add it back.
+        if !delete_list && let Some(value) = without_directives(value) {
             original.insert(key, value);
         }
         return Ok(());
@@ -105,6 +106,8 @@ fn merge_field(
         (Value::Array(current), Value::Array(patch)) => {
             Some(Value::Array(merge_list(current, patch, strategy, child, delete_list)?))
         }
+        // Of another type: a delete list leaves it as it is, as upstream's.
+        (current, _) if delete_list => Some(current),
         (_, value) => without_directives(value),
     };
     match merged {
