@@ -39,6 +39,12 @@ pub struct ApiResource {
 }
 
 impl ApiResource {
+    /// `group/version/plural`: what monitors of discovered resources are keyed by (upstream's
+    /// GroupVersionResource).
+    pub fn monitor_key(&self) -> String {
+        format!("{}/{}/{}", self.group, self.version, self.plural)
+    }
+
     /// The resource of a `k8s_openapi` kind (its verbs are unknown, hence empty).
     pub fn of<K: k8s_openapi::Resource>(namespaced: bool) -> ApiResource {
         ApiResource {

@@ -196,11 +196,6 @@ pub fn deletable_resources(discovered: &Discovery) -> Vec<ApiResource> {
         .collect()
 }
 
-/// A monitor key: `group/version/plural`.
-fn monitor_key(resource: &ApiResource) -> String {
-    format!("{}/{}/{}", resource.group, resource.version, resource.plural)
-}
-
 /// One monitored resource.
 struct Monitor {
     resource: ApiResource,
@@ -259,7 +254,7 @@ impl GarbageCollector {
 impl GarbageCollector {
     /// `syncMonitors`: a monitor for each of `resources`, none for the rest.
     fn resync_monitors(&self, resources: &[ApiResource], known: &mut BTreeSet<String>) -> Result<(), String> {
-        let wanted: BTreeMap<String, &ApiResource> = resources.iter().map(|r| (monitor_key(r), r)).collect();
+        let wanted: BTreeMap<String, &ApiResource> = resources.iter().map(|r| (r.monitor_key(), r)).collect();
         let mut monitors = self.monitors.lock();
         let gone: Vec<String> = monitors.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
         for key in &gone {
@@ -338,7 +333,7 @@ impl GarbageCollector {
                 return;
             }
             self.keep_failed_groups(&discovered, &mut resources);
-            let wanted: BTreeSet<String> = resources.iter().map(monitor_key).collect();
+            let wanted: BTreeSet<String> = resources.iter().map(ApiResource::monitor_key).collect();
             if wanted == *known {
                 log::trace!("no resource updates from discovery, skipping garbage collector sync");
                 return;
@@ -376,7 +371,7 @@ impl GarbageCollector {
         let kept = monitors.values().filter(|m| discovered.failed.contains_key(&m.resource.api_version()));
         let kept: Vec<ApiResource> = kept.filter(|m| m.informer.has_synced()).map(|m| m.resource.clone()).collect();
         for resource in kept {
-            if !resources.iter().any(|r| monitor_key(r) == monitor_key(&resource)) {
+            if !resources.iter().any(|r| r.monitor_key() == resource.monitor_key()) {
                 resources.push(resource);
             }
         }

@@ -76,11 +76,6 @@ pub(super) fn quotable_resources(discovered: &Discovery) -> Vec<ApiResource> {
         .collect()
 }
 
-/// A monitor key: `group/version/plural` (upstream's monitors are keyed by GroupVersionResource).
-fn monitor_key(resource: &ApiResource) -> String {
-    format!("{}/{}/{}", resource.group, resource.version, resource.plural)
-}
-
 /// The quota monitor's state beyond the typed monitors.
 #[derive(Default)]
 pub(super) struct Monitors {
@@ -427,7 +422,7 @@ impl QuotaController {
             Err(e) => (Discovery::default(), Some(e.to_string())),
         };
         let mut resources: BTreeMap<String, ApiResource> =
-            quotable_resources(&discovered).into_iter().map(|r| (monitor_key(&r), r)).collect();
+            quotable_resources(&discovered).into_iter().map(|r| (r.monitor_key(), r)).collect();
         let mut monitors = self.monitors.lock();
         if let Some(e) = error {
             log::error!("Error during resource discovery: failed to discover resources: {e}");
