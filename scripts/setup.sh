@@ -125,5 +125,14 @@ case $what in
         quietly bash "$shared_k8s/unpack.sh"
       fi
     fi
+    # Upstream's e2e suite (e2e.test and ginkgo), for tests/e2e.rs and `kcm-sandbox e2e` (or set
+    # KCM_E2E_DIR to a folder holding both).
+    if [ -z "${KCM_E2E_DIR:-}" ]; then
+      if [ ! -f "$shared_k8s/e2e/unpack.sh" ]; then
+        echo "setup: no $shared_k8s/e2e/unpack.sh and KCM_E2E_DIR unset: the e2e specs will be SKIPPED (and fail under CI=true)" >&2
+      else
+        quietly bash "$shared_k8s/e2e/unpack.sh"
+      fi
+    fi
     ;;
 esac

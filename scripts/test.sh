@@ -4,10 +4,11 @@
 #
 # - One build first, with cargo's progress, so that a compile error shows once and every binary
 #   starts from the same build.
-# - The `sandbox` integration binary (its longest tests, the two demos, mostly wait) runs beside
-#   the others instead of after them, KCM_SANDBOX_TEST_THREADS tests at a time (default 2), while
-#   the others keep RUST_TEST_THREADS (4, from .cargo/config.toml): six at once on two cores,
-#   which the tests' waits allow. Its output is printed when it ends.
+# - The integration binaries that mostly wait run beside the others instead of after them:
+#   `sandbox` (its longest tests, the two demos), `runtime` (leader election, HA, chaos) and `e2e`
+#   (upstream's e2e specs), KCM_SANDBOX_TEST_THREADS tests at a time each (default 2), while the
+#   others keep RUST_TEST_THREADS (4, from .cargo/config.toml): up to ten at once on two cores,
+#   which the tests' waits and deadlines allow. Their output is printed when they end.
 # - Every other binary (the library's unit tests, the binaries', each `tests/*.rs`, the doc
 #   tests) runs in turn, each whatever the ones before it did.
 # - The summary names every binary with its result and every failed test, and ends with one
@@ -18,23 +19,26 @@ cd "$(dirname "$0")/.."
 cargo test --no-run || exit
 
 logs=$(mktemp -d)
-sandbox_pid=
-# The background run ends with this script (a non-interactive shell's background job would
+beside=(sandbox runtime e2e)
+declare -A beside_pid
+# The background runs end with this script (a non-interactive shell's background job would
 # otherwise ignore Ctrl-C and live on).
-trap '[ -z "$sandbox_pid" ] || kill "$sandbox_pid" 2>/dev/null; rm -rf "$logs"' EXIT
+trap 'for pid in "${beside_pid[@]}"; do kill "$pid" 2>/dev/null; done; rm -rf "$logs"' EXIT
 trap 'exit 130' INT TERM
 
 # --no-fail-fast everywhere: `--bins` is two executables, and the first failing one would
 # keep cargo from running the second.
-RUST_TEST_THREADS=${KCM_SANDBOX_TEST_THREADS:-2} cargo test --quiet --no-fail-fast --test sandbox -- "$@" \
-  >"$logs/sandbox" 2>&1 &
-sandbox_pid=$!
+for name in "${beside[@]}"; do
+  RUST_TEST_THREADS=${KCM_SANDBOX_TEST_THREADS:-2} cargo test --quiet --no-fail-fast --test "$name" -- "$@" \
+    >"$logs/$name" 2>&1 &
+  beside_pid[$name]=$!
+done
 
 # name: cargo's target arguments.
 targets=("lib:--lib" "bins:--bins")
 for t in tests/*.rs; do
   b=$(basename "$t" .rs)
-  [[ $b == sandbox ]] || targets+=("$b:--test=$b")
+  [[ " ${beside[*]} " == *" $b "* ]] || targets+=("$b:--test=$b")
 done
 targets+=("doc:--doc")
 
@@ -50,13 +54,15 @@ for entry in "${targets[@]}"; do
   echo "== test binary: $name: exit ${status[$name]} after $((SECONDS - started)) s"
 done
 
-wait "$sandbox_pid"
-status[sandbox]=$?
-sandbox_pid=
-names+=(sandbox)
-echo "== test binary: sandbox (run beside the others)"
-cat "$logs/sandbox"
-echo "== test binary: sandbox: exit ${status[sandbox]}"
+for name in "${beside[@]}"; do
+  wait "${beside_pid[$name]}"
+  status[$name]=$?
+  unset "beside_pid[$name]"
+  names+=("$name")
+  echo "== test binary: $name (run beside the others)"
+  cat "$logs/$name"
+  echo "== test binary: $name: exit ${status[$name]}"
+done
 
 # The summary: each binary's result, the names libtest lists under its last `failures:`, and
 # the totals of every `test result:` line.

@@ -7,6 +7,7 @@
 
 mod assets;
 pub mod chaos;
+pub mod e2e;
 pub mod faultproxy;
 pub mod metrics_api;
 pub mod process;

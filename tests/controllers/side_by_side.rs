@@ -46,6 +46,11 @@ fn a_deployment_rolls_out_as_upstream_rolls_it_out() {
 }
 
 #[test]
+fn a_custom_resource_is_counted_by_its_quota_as_upstream_counts_it() {
+    run("resourcequota-custom");
+}
+
+#[test]
 fn a_new_namespace_is_furnished_as_upstream_furnishes_it() {
     run("serviceaccounts-rootca");
 }

@@ -295,6 +295,48 @@ fn pods_that_tolerate_nothing_avoid_tainted_nodes() {
     assert!(message.contains("1 node(s) didn't match Pod's node affinity/selector"), "{message}");
 }
 
+/// The kubelet's admission: a pod given a node by its creator whose host port is taken there is
+/// rejected (phase Failed, reason `NodePorts`), as upstream's StatefulSet e2e spec expects.
+#[test]
+fn a_pod_whose_host_port_is_taken_is_rejected_by_the_kubelet() {
+    let cluster = start(&["node-a"], fast());
+    let port = json!([{"name": "p", "containerPort": 21017, "hostPort": 21017}]);
+    cluster.create_pod(
+        "first",
+        json!({"nodeName": "node-a", "containers": [{"name": "c", "image": "agnhost", "ports": port}]}),
+    );
+    cluster.wait_running("first");
+    cluster.create_pod(
+        "second",
+        json!({"nodeName": "node-a", "containers": [{"name": "c", "image": "agnhost", "ports": port}]}),
+    );
+    let rejected = cluster.wait_pod("second", "Failed", |p| phase(p) == "Failed");
+    let status = rejected.status.clone().expect("a status");
+    assert_eq!(status.reason.as_deref(), Some("NodePorts"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some(
+            "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+        )
+    );
+}
+
+/// kube-scheduler's VolumeBinding: a pod whose claim is being deleted is unschedulable.
+#[test]
+fn a_pod_whose_claim_is_being_deleted_stays_pending() {
+    let cluster = start(&["node-a"], fast());
+    let claims = Api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::namespaced(&cluster.client, "default");
+    let claim = from(json!({"metadata": {"name": "data", "finalizers": ["example.com/hold"]},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}));
+    claims.create(&claim, &PostParams::default()).expect("claim created");
+    claims.delete("data", &DeleteParams::default()).expect("claim deleted");
+    cluster.create_pod("user", json!({"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}));
+    let pod = cluster.wait_pod("user", "unschedulable", |p| condition(p, "PodScheduled") == Some("False"));
+    let message = pod_condition(&pod, "PodScheduled").and_then(|c| c.message.clone()).unwrap_or_default();
+    assert!(message.contains("persistentvolumeclaim \"data\" is being deleted"), "{message}");
+    assert!(pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none());
+}
+
 #[test]
 fn a_strict_scheduler_waits_for_the_not_ready_taint_to_go() {
     let cluster = start(&["node-a"], NodeOptions { strict_not_ready_taint: true, ..fast() });
@@ -468,6 +510,31 @@ fn stop_ends_every_write() {
     assert_eq!(node_of(&pod), "", "nothing schedules after stop");
 }
 
+/// A readiness probe's initial delay keeps a running pod unready that long; an image that does
+/// not exist keeps its pod Pending in `ImagePullBackOff`.
+#[test]
+fn readiness_probes_delay_ready_and_missing_images_never_start() {
+    let cluster = start(&["node-a"], fast());
+    let probed = |name: &str, delay: u32| {
+        cluster.create_pod(
+            name,
+            json!({"containers": [{"name": "app", "image": "nginx:1.27",
+            "readinessProbe": {"httpGet": {"path": "/", "port": 80}, "initialDelaySeconds": delay}}]}),
+        );
+    };
+    probed("slow", 3600);
+    probed("quick", 1);
+    cluster.create_pod("missing", json!({"containers": [{"name": "app", "image": "webserver:404"}]}));
+    let running = cluster.wait_pod("slow", "Running", |p| phase(p) == "Running");
+    assert_eq!(condition(&running, "Ready"), Some("False"), "ready before its probe's initial delay");
+    assert_eq!(container_status(&running).started, Some(true));
+    cluster.wait_pod("quick", "Ready", |p| condition(p, "Ready") == Some("True"));
+    let missing = cluster.wait_pod("missing", "ImagePullBackOff", |p| {
+        container_status(p).state.and_then(|s| s.waiting).and_then(|w| w.reason).as_deref() == Some("ImagePullBackOff")
+    });
+    assert_eq!(phase(&missing), "Pending");
+}
+
 // ---- Scripted run-to-completion pods (annotations `kcm-sandbox.dev/*`) ----
 
 /// A pod owned by Job `job_uid` (no Job object needed: nothing here collects garbage), with
@@ -537,6 +604,34 @@ fn scripted_pods_fail_restart_and_are_evicted(backend: harness::Backend) {
 }
 
 on_both_backends!(scripted_pods_fail_restart_and_are_evicted);
+
+/// Unannotated run-to-completion pods run what their container says, as the e2e suite's Job
+/// pods do: the pause image runs until deleted, `sh -c 'exit 1'` fails, the fail-once marker
+/// fails the first run of a pod and restarts it in place under `OnFailure`.
+#[test]
+fn unannotated_pods_run_their_containers_program() {
+    let cluster = start(&["node-a"], fast());
+    let program = |name: &str, restart: &str, container: Value| {
+        let mut pod = json!({"metadata": {"name": name}, "spec": {"restartPolicy": restart,
+            "volumes": [{"name": "data", "emptyDir": {}}], "containers": [container]}});
+        pod["spec"]["containers"][0]["name"] = json!("c");
+        pod["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "data", "mountPath": "/data"}]);
+        cluster.pods().create(&from::<Pod>(pod), &PostParams::default()).expect("pod created");
+    };
+    program("forever", "Never", json!({"image": "registry.k8s.io/pause:3.10.1"}));
+    program("fails", "Never", json!({"image": "busybox", "command": ["/bin/sh", "-c", "exit 1"]}));
+    let fail_once = "if [[ -r /data/foo ]]\nthen\n  exit 0\nelse\n  touch /data/foo\n  exit 1\nfi";
+    program("once", "OnFailure", json!({"image": "busybox", "command": ["/bin/sh", "-c"], "args": [fail_once]}));
+
+    let failed = cluster.wait_pod("fails", "Failed", |p| phase(p) == "Failed");
+    assert_eq!(terminated(&failed), (1, Some("Error".into())));
+    let done = cluster.wait_pod("once", "Succeeded", |p| phase(p) == "Succeeded");
+    assert_eq!(container_status(&done).restart_count, 1);
+    // Two run times have passed since it started (the other pods ran twice meanwhile), and a
+    // little more: the pause container still runs.
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(phase(&cluster.pods().get("forever").expect("pod read")), "Running");
+}
 
 /// With the kubelet's crash-loop back-off, the second exit waits in `CrashLoopBackOff` (not
 /// ready) before the container starts again; both servers take those statuses.

@@ -1,7 +1,8 @@
-//! The `kcm-sandbox` command line: `serve`, `demo` (the narrated tour, in [`demo`]), `nodes`
-//! and `side-by-side`.
+//! The `kcm-sandbox` command line: `serve`, `demo` (the narrated tour, in [`demo`]), `nodes`,
+//! `side-by-side` and `e2e` (in [`e2e`]).
 
 pub mod demo;
+pub mod e2e;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -27,6 +28,8 @@ Usage:
   kcm-sandbox side-by-side [options]
                                 run scripted scenarios on a real kube-apiserver, once with upstream's
                                 kube-controller-manager and once with ours, and print what differs
+  kcm-sandbox e2e [options]     run upstream's e2e suite (e2e.test v1.36.2) on its controller specs against
+                                a real kube-apiserver, simulated kubelets and a kube-controller-manager
 
 serve options:
   --listen ADDR               address to listen on (default 127.0.0.1:6443; port 0 picks a free one)
@@ -69,6 +72,20 @@ side-by-side options:
   --ours PATH                 our kube-controller-manager (default: next to kcm-sandbox)
   --upstream PATH             upstream's (default: the real control plane's assets)
   --logs DIR                  where the controller managers' logs go (default: a temporary folder)
+
+e2e options (../shared/k8s/v1.36.2/e2e, or KCM_E2E_DIR holding e2e.test and ginkgo):
+  --ours PATH                 our kube-controller-manager (default: next to kcm-sandbox); run by default
+  --upstream[=PATH]           run upstream's instead (default: the real control plane's assets)
+  --both                      run upstream's, then ours, each alone; print the specs whose outcome differs
+                              and fail if one passed with upstream's and not with ours
+  --ci                        only the short list of fast specs CI runs
+  --list                      print the selected specs (a dry run of the suite) and exit
+  --focus RE, --skip RE       ginkgo regexes of one's own (default: the controller specs and the skip list)
+  --procs N                   ginkgo's parallel processes (default 2)
+  --nodes N                   simulated nodes (default 3)
+  --timeout DUR               the suite's time limit (default 75m)
+  --out DIR                   reports, ginkgo's output and the controller manager's log (default: a temporary folder)
+  -v, --verbose               print every spec's outcome
 ";
 
 /// Runs the command line; `Err` is a usage error (exit status 2).
@@ -87,6 +104,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, String>
         "demo" => crate::sandbox::cli::demo::run(crate::sandbox::cli::demo::parse(&mut parser)?),
         "nodes" => nodes(parse_nodes(&mut parser)?),
         "side-by-side" => side_by_side(&mut parser),
+        "e2e" => e2e::run(e2e::parse(&mut parser, upstream_binary)?),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     }
 }
@@ -417,6 +435,11 @@ fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, String
         nodes.stop();
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Upstream's kube-controller-manager among the real control plane's assets.
+fn upstream_binary() -> Result<PathBuf, String> {
+    crate::envtest::Assets::locate().map(|assets| assets.kube_controller_manager)
 }
 
 /// `side-by-side`: runs the chosen scenarios and prints each one's differences; fails when a run

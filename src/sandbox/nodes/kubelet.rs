@@ -15,6 +15,10 @@ const KUBELET_CONDITIONS: [&str; 4] = ["PodReadyToStartContainers", "Initialized
 pub enum Stage {
     /// Sandbox and containers being created (phase Pending, `ContainerCreating`).
     Creating,
+    /// The image cannot be pulled (phase Pending, `ImagePullBackOff`): see [`image_pullable`].
+    PullFailed,
+    /// The containers run but a readiness probe has not passed yet (its `initialDelaySeconds`).
+    Unready,
     Running,
     /// Every container exited 0.
     Succeeded,
@@ -34,7 +38,7 @@ pub enum Stage {
 impl Stage {
     /// The containers run (again).
     fn running(self) -> bool {
-        matches!(self, Stage::Running | Stage::Restarted(_))
+        matches!(self, Stage::Running | Stage::Unready | Stage::Restarted(_))
     }
 }
 
@@ -73,8 +77,8 @@ pub fn status_patch(pod: &Pod, stage: Stage, host_ip: &str, pod_ip: Option<&str>
         spec.containers.iter().map(|c| ctx.status(c, existing(&c.name, false), ContainerRole::App)).collect();
     let mut status = json!({
         "phase": match stage {
-            Stage::Creating => "Pending",
-            Stage::Running | Stage::Restarted(_) | Stage::BackOff(..) => "Running",
+            Stage::Creating | Stage::PullFailed => "Pending",
+            Stage::Running | Stage::Unready | Stage::Restarted(_) | Stage::BackOff(..) => "Running",
             Stage::Succeeded => "Succeeded",
             Stage::Failed(_) | Stage::Evicted => "Failed",
         },
@@ -131,7 +135,8 @@ fn conditions(pod: &Pod, stage: Stage, now: &str) -> Vec<Value> {
         .collect();
     let app_names: Vec<&str> =
         sidecars.iter().map(|c| c.name.as_str()).chain(spec.containers.iter().map(|c| c.name.as_str())).collect();
-    let sandbox_ready = if stage.running() || matches!(stage, Stage::BackOff(..)) { "True" } else { "False" };
+    let sandbox_ready =
+        if stage.running() || matches!(stage, Stage::BackOff(..) | Stage::PullFailed) { "True" } else { "False" };
     let initialized = match stage {
         Stage::Creating if !init_names.is_empty() || !sidecars.is_empty() => {
             let all: Vec<&str> = spec.init_containers.iter().flatten().map(|c| c.name.as_str()).collect();
@@ -146,7 +151,7 @@ fn conditions(pod: &Pod, stage: Stage, now: &str) -> Vec<Value> {
         _ => condition("Initialized", "True", None, None),
     };
     let containers_ready = match stage {
-        Stage::Creating | Stage::BackOff(..) => condition(
+        Stage::Creating | Stage::BackOff(..) | Stage::PullFailed | Stage::Unready => condition(
             "ContainersReady",
             "False",
             Some("ContainersNotReady"),
@@ -322,14 +327,27 @@ impl ContainerContext<'_> {
                 );
                 status["state"] = json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}});
             }
-            (Stage::Creating, ContainerRole::Init | ContainerRole::Sidecar) => {
+            (Stage::PullFailed, ContainerRole::App) => {
+                let reference = container.image.as_deref().unwrap_or_default();
+                let message = format!(
+                    "Back-off pulling image \"{reference}\": ErrImagePull: failed to pull and unpack image \"{image}\": \
+                     pull access denied, repository does not exist or may require authorization"
+                );
+                status["state"] = json!({"waiting": {"reason": "ImagePullBackOff", "message": message}});
+            }
+            (Stage::Unready, ContainerRole::App | ContainerRole::Sidecar) => {
+                with_id(&mut status);
+                status["started"] = true.into();
+                status["state"] = json!({"running": {"startedAt": started_at.unwrap_or_else(|| self.now.to_string())}});
+            }
+            (Stage::Creating | Stage::PullFailed, ContainerRole::Init | ContainerRole::Sidecar) => {
                 status["state"] = json!({"waiting": {"reason": "PodInitializing"}});
             }
             (Stage::Creating, ContainerRole::App) => {
                 let reason = if self.has_init { "PodInitializing" } else { "ContainerCreating" };
                 status["state"] = json!({"waiting": {"reason": reason}});
             }
-            (Stage::Running | Stage::Restarted(_) | Stage::BackOff(..), ContainerRole::Init)
+            (Stage::Running | Stage::Unready | Stage::Restarted(_) | Stage::BackOff(..), ContainerRole::Init)
             | (Stage::Succeeded, _) => {
                 with_id(&mut status);
                 status["ready"] = (role == ContainerRole::Init).into();
@@ -403,6 +421,27 @@ fn volume_mounts(container: &Container) -> Vec<Value> {
             mount
         })
         .collect()
+}
+
+/// Whether the simulated container runtime can pull `image`: not when its tag is `404` (the
+/// e2e suite's `webserver:404`, an image that does not exist) or its name says it does not exist
+/// (`nonexistent`, `non-existent`, `does-not-exist`).
+pub fn image_pullable(image: &str) -> bool {
+    let name = image.split('@').next().unwrap_or_default();
+    let last = name.rsplit('/').next().unwrap_or_default();
+    let tag = last.split_once(':').map(|(_, tag)| tag);
+    let missing = ["nonexistent", "non-existent", "does-not-exist"].iter().any(|word| name.contains(word));
+    tag != Some("404") && !missing
+}
+
+/// How long a container's readiness probe keeps the pod unready once it runs: the longest
+/// `initialDelaySeconds` among the app containers' readiness probes (simulated probes pass from
+/// their first try).
+pub fn readiness_delay(pod: &Pod) -> std::time::Duration {
+    let spec = pod.spec.as_ref();
+    let delays = spec.into_iter().flat_map(|s| s.containers.iter()).filter_map(|c| c.readiness_probe.as_ref());
+    let seconds = delays.map(|p| p.initial_delay_seconds.unwrap_or(0).max(0)).max().unwrap_or(0);
+    std::time::Duration::from_secs(seconds as u64)
 }
 
 /// An image reference as containerd reports it: `nginx` → `docker.io/library/nginx:latest`.
@@ -480,6 +519,36 @@ mod tests {
             .flatten()
             .map(|c| c["type"].as_str().unwrap_or("").to_string())
             .collect()
+    }
+
+    #[test]
+    fn missing_images_cannot_be_pulled() {
+        assert!(!image_pullable("webserver:404"));
+        assert!(!image_pullable("registry.example/nonexistent:1"));
+        assert!(image_pullable("registry.k8s.io/e2e-test-images/httpd:2.4.38-4"));
+        assert!(image_pullable("localhost:404/app"));
+    }
+
+    #[test]
+    fn pull_failures_and_unready_containers() {
+        let p = pod(json!({"containers": [{"name": "app", "image": "webserver:404"}]}));
+        let patch = status_patch(&p, Stage::PullFailed, "10.0.0.1", None, "2026-01-01T00:00:00Z");
+        let status = &patch["status"];
+        assert_eq!(status["phase"], "Pending");
+        let waiting = &status["containerStatuses"][0]["state"]["waiting"];
+        assert_eq!(waiting["reason"], "ImagePullBackOff");
+        assert!(waiting["message"].as_str().unwrap().starts_with("Back-off pulling image \"webserver:404\""));
+        let unready = status_patch(&p, Stage::Unready, "10.0.0.1", Some("10.244.0.5"), "2026-01-01T00:00:00Z");
+        let container = &unready["status"]["containerStatuses"][0];
+        assert_eq!((&container["ready"], &container["started"]), (&json!(false), &json!(true)));
+        assert!(container["state"]["running"].is_object());
+        let ready = unready["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap();
+        assert_eq!((&ready["status"], &ready["reason"]), (&json!("False"), &json!("ContainersNotReady")));
+        assert_eq!(unready["status"]["phase"], "Running");
+        let probed = pod(json!({"containers": [{"name": "app", "image": "x",
+            "readinessProbe": {"httpGet": {"port": 80}, "initialDelaySeconds": 20}}, {"name": "b", "image": "y"}]}));
+        assert_eq!(readiness_delay(&probed), std::time::Duration::from_secs(20));
+        assert_eq!(readiness_delay(&p), std::time::Duration::ZERO);
     }
 
     #[test]

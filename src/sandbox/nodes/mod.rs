@@ -10,7 +10,10 @@
 //!   status when a condition differs from what it would say (e.g. after the controller manager
 //!   marked it Unknown) or every `status_report_interval`;
 //! - runs the pods bound to it: `ContainerCreating`, then Running and Ready with IPs after
-//!   `pod_start_delay`; pods that run to completion (Job pods, restartPolicy Never/OnFailure)
+//!   `pod_start_delay` (Ready only once the longest readiness probe's `initialDelaySeconds` has
+//!   passed: simulated probes pass from their first try); a pod with an image that cannot be
+//!   pulled (`kubelet::image_pullable`: tag `404`, or `nonexistent` in the name) stays Pending in
+//!   `ImagePullBackOff`; pods that run to completion (Job pods, restartPolicy Never/OnFailure)
 //!   exit after `job_pod_run_time` with code 0 (phase Succeeded), unless scripted (below);
 //! - stops deleted pods: their containers are killed (reason `Error`, exit 137, phase Failed;
 //!   conditions others own, such as `DisruptionTarget`, are kept), then the pod is deleted for
@@ -49,12 +52,18 @@
 //!   when they start, so a retried pod takes the next entry. An invalid annotation is logged (a
 //!   warning naming the pod) and the pod runs unscripted.
 //!
+//! A run-to-completion pod without these annotations runs its first container's program when
+//! the `program` module recognises it (the e2e suite's: pause and agnhost's servers run until
+//! killed, `sleep N`, `sh -c 'exit 1'`, the fail-once marker file); else it exits 0 after
+//! `job_pod_run_time`.
+//!
 //! One background thread does all of it, from list+watch caches of pods and nodes.
 
 pub mod csi;
 mod kubelet;
 mod mirror;
 mod node;
+mod program;
 pub mod provisioner;
 mod resizer;
 mod scheduler;
@@ -452,6 +461,9 @@ struct Worker {
     records: HashMap<String, PodRecord>,
     /// Pods the scheduler bound that the watch has not shown bound yet: UID → (pod as bound, when).
     assumed: HashMap<String, (Pod, Instant)>,
+    /// Pods whose Binding the server refused: UID → (failed attempts, not before). The
+    /// scheduler backs off as kube-scheduler's queue does (1 s, doubling, at most 10 s).
+    bind_back_off: HashMap<String, (u32, Instant)>,
     /// Runs started per script key (Job uid or pod uid, completion index): the next run of
     /// that key takes the script's entry at this position.
     runs: HashMap<(String, Option<i64>), usize>,
@@ -504,6 +516,7 @@ impl Worker {
             volume_waits: HashMap::new(),
             records: HashMap::new(),
             assumed: HashMap::new(),
+            bind_back_off: HashMap::new(),
             runs: HashMap::new(),
             stop,
         }
@@ -815,13 +828,29 @@ impl Worker {
         };
         let started = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref()).is_some_and(|c| !c.is_empty());
         match (phase.as_str(), running_since) {
+            ("Pending" | "", _) if !started && self.host_ports_taken(pod, i) => {
+                self.reject(
+                    pod,
+                    i,
+                    "NodePorts",
+                    &format!("Predicate NodePorts failed: {}", scheduler::NODE_PORTS_REASON),
+                );
+            }
             ("Pending" | "", _) if !started => {
                 self.write_status(pod, i, Stage::Creating, "creating containers");
             }
+            ("Pending" | "", _) if !pullable(pod) => {
+                // Written once; the pod then waits for its deletion.
+                if kubelet::conditions_current(pod, Stage::PullFailed) {
+                    return;
+                }
+                self.write_status(pod, i, Stage::PullFailed, "cannot pull its image");
+            }
             ("Pending" | "", _) => {
+                let stage = if kubelet::readiness_delay(pod).is_zero() { Stage::Running } else { Stage::Unready };
                 if now.duration_since(seen) >= self.options.pod_start_delay
                     && self.volumes_attached(pod, &self.kubelets[i].machine.name)
-                    && self.write_status(pod, i, Stage::Running, "started").is_some()
+                    && self.write_status(pod, i, stage, "started").is_some()
                     && let Some(record) = self.records.get_mut(&uid)
                 {
                     record.running_since = Some(now);
@@ -836,19 +865,59 @@ impl Worker {
             }
             ("Running", Some(since)) => {
                 let ending = runs_to_completion(pod).then(|| self.current_run(pod, i)).flatten();
+                let ready = now.duration_since(since) >= kubelet::readiness_delay(pod);
+                let stage = if ready { Stage::Running } else { Stage::Unready };
                 if let Some((run_time, exit)) = ending
                     && now.duration_since(since) >= run_time
                 {
                     self.end_run(pod, i, exit, now);
-                } else if kubelet::conditions_current(pod, Stage::Running) {
-                    if let Some(record) = self.records.get_mut(&uid) {
+                } else if kubelet::conditions_current(pod, stage) {
+                    if let Some(record) = self.records.get_mut(&uid).filter(|_| ready) {
                         record.checked = pod.metadata.resource_version.clone();
                     }
                 } else {
-                    self.write_status(pod, i, Stage::Running, "updated readiness");
+                    self.write_status(pod, i, stage, "updated readiness");
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Whether a host port the pod asks for is taken by a pod the kubelet already admitted (the
+    /// kubelet's admission runs the scheduler's NodePorts filter again: a pod given a
+    /// `nodeName` by its creator skipped the scheduler).
+    fn host_ports_taken(&self, pod: &Pod, i: usize) -> bool {
+        let Some(spec) = pod.spec.as_ref() else { return false };
+        let node = &self.kubelets[i].machine.name;
+        let admitted = self.pods.values().filter(|other| {
+            let spec = other.spec.as_ref();
+            let started =
+                other.status.as_ref().and_then(|s| s.container_statuses.as_ref()).is_some_and(|c| !c.is_empty());
+            uid_of(other) != uid_of(pod)
+                && spec.and_then(|s| s.node_name.as_deref()) == Some(node.as_str())
+                && !is_terminal(apimachinery::pod::phase(other))
+                && started
+        });
+        scheduler::host_ports_taken(spec, admitted.filter_map(|p| p.spec.as_ref()))
+    }
+
+    /// The kubelet refuses the pod (`rejectPod`): phase Failed with the admission's reason and
+    /// message, nothing started.
+    fn reject(&mut self, pod: &Pod, i: usize, reason: &str, message: &str) {
+        let (namespace, name) = namespace_and_name(pod);
+        let patch = json!({"metadata": {"resourceVersion": pod.metadata.resource_version},
+            "status": {"phase": "Failed", "reason": reason, "message": format!("Pod was rejected: {message}")}});
+        let node = &self.kubelets[i].machine.name;
+        match Api::<Pod>::namespaced(&self.shared.client, namespace).patch_status(
+            name,
+            &Patch::Merge(patch),
+            &PostParams::default(),
+        ) {
+            Ok(updated) => {
+                log::debug!("kubelet {node}: pod {namespace}/{name} rejected: {reason}");
+                self.pods.observe(updated);
+            }
+            Err(e) => log_error(&format!("kubelet {node}: cannot reject pod {namespace}/{name}"), &e),
         }
     }
 
@@ -1032,6 +1101,7 @@ impl Worker {
         }
         let present: HashMap<&str, &Pod> = self.pods.values().map(|p| (uid_of(p), p)).collect();
         self.records.retain(|uid, _| present.contains_key(uid.as_str()));
+        self.bind_back_off.retain(|uid, _| present.contains_key(uid.as_str()));
         let now = Instant::now();
         self.assumed.retain(|uid, (_, since)| {
             let unconfirmed = present
@@ -1040,6 +1110,13 @@ impl Worker {
             unconfirmed && now.duration_since(*since) < ASSUME_TTL
         });
     }
+}
+
+/// Whether every container image of the pod can be pulled.
+fn pullable(pod: &Pod) -> bool {
+    let spec = pod.spec.as_ref();
+    let containers = spec.into_iter().flat_map(|s| s.init_containers.iter().flatten().chain(s.containers.iter()));
+    containers.filter_map(|c| c.image.as_deref()).all(kubelet::image_pullable)
 }
 
 /// Pods whose containers exit when done: Job pods and pods that are not restarted.

@@ -244,6 +244,10 @@ impl Worker {
             let Some(claim) = self.claims.get(namespace, &source.claim_name) else {
                 return Err(format!("persistentvolumeclaim \"{}\" not found", source.claim_name));
             };
+            // kube-scheduler's VolumeBinding PreFilter (`podHasPVCs`).
+            if claim.metadata.deletion_timestamp.is_some() {
+                return Err(format!("persistentvolumeclaim \"{}\" is being deleted", source.claim_name));
+            }
             if is_bound(claim) {
                 continue;
             }

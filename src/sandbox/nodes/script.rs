@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::program::Program;
+
 /// How long the containers run before they exit, in decimal seconds.
 pub const RUN_SECONDS: &str = "kcm-sandbox.dev/run-seconds";
 /// How the runs end, in the order the kubelets start them: `0`, `1`, `evicted`, … (the last
@@ -51,8 +53,14 @@ impl Script {
             .filter(|o| o.kind == "Job" && o.api_version == "batch/v1")
             .max_by_key(|o| o.controller == Some(true))
             .map(|o| o.uid.clone());
-        let key = (owner.unwrap_or_else(|| pod.metadata.uid.clone().unwrap_or_default()), index);
+        let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
+        let key = (owner.unwrap_or_else(|| pod_uid.clone()), index);
         let default = Script { run_time: default_run_time, exits: vec![Exit::Code(0)], key: key.clone() };
+        let annotated =
+            annotations.keys().any(|k| k == RUN_SECONDS || k == EXIT_CODES || k.starts_with(EXIT_CODES_INDEX_PREFIX));
+        if !annotated && let Some(program) = super::program::of(pod) {
+            return (Script::of_program(program, default, pod_uid), None);
+        }
         let mut script = default.clone();
         if let Some(value) = annotations.get(RUN_SECONDS) {
             match parse_seconds(value) {
@@ -72,6 +80,19 @@ impl Script {
             }
         }
         (script, None)
+    }
+
+    /// The script of a recognised program (see the `program` module): a program that runs
+    /// forever never ends its run.
+    fn of_program(program: Program, default: Script, pod_uid: String) -> Script {
+        match program {
+            Program::Forever => Script { run_time: Duration::MAX, ..default },
+            Program::Exits { run_time, codes, per_pod } => Script {
+                run_time: run_time.unwrap_or(default.run_time),
+                exits: codes.into_iter().map(Exit::Code).collect(),
+                key: if per_pod { (pod_uid, default.key.1) } else { default.key },
+            },
+        }
     }
 
     /// The end of run `n` (from 0): the n-th entry, the last one repeating.
@@ -175,6 +196,20 @@ mod tests {
         assert!(error.contains(EXIT_CODES) && error.contains("boom"), "{error}");
         let (_, error) = Script::of(&pod(json!({RUN_SECONDS: "soon"})), default);
         assert!(error.expect("an error").contains(RUN_SECONDS));
+    }
+
+    #[test]
+    fn unannotated_pods_run_their_program() {
+        let mut p: Pod = serde_json::from_value(json!({"metadata": {"uid": "u1"},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1"}]}}))
+        .expect("a Pod");
+        assert_eq!(Script::of(&p, Duration::ZERO).0.run_time, Duration::MAX);
+        p.spec.as_mut().expect("a spec").containers[0].command = Some(vec!["sh".into(), "-c".into(), "exit 2".into()]);
+        let (script, _) = Script::of(&p, Duration::from_secs(3));
+        assert_eq!((script.run_time, script.exits), (Duration::from_secs(3), vec![Exit::Code(2)]));
+        // Annotations win over the program.
+        p.metadata.annotations = Some([(EXIT_CODES.to_string(), "0".to_string())].into());
+        assert_eq!(Script::of(&p, Duration::ZERO).0.exits, vec![Exit::Code(0)]);
     }
 
     #[test]

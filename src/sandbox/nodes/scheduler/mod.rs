@@ -5,8 +5,10 @@
 
 mod plugins;
 
+pub(super) use plugins::{NODE_PORTS_REASON, host_ports_taken};
+
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -17,6 +19,15 @@ use super::{Worker, is_terminal, log_error, namespace_and_name, node, uid_of};
 use crate::apimachinery;
 use crate::client::{Api, Patch, PostParams};
 
+/// kube-scheduler's pod back-off after a failed attempt: initial and longest.
+const BIND_BACK_OFF_INITIAL: Duration = Duration::from_secs(1);
+const BIND_BACK_OFF_MAX: Duration = Duration::from_secs(10);
+
+/// How long a pod waits after its `attempts`-th failed Binding.
+fn bind_back_off(attempts: u32) -> Duration {
+    BIND_BACK_OFF_INITIAL.saturating_mul(1 << attempts.saturating_sub(1).min(8)).min(BIND_BACK_OFF_MAX)
+}
+
 /// The node the scheduler chose for a delayed claim.
 const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 
@@ -24,12 +35,14 @@ impl Worker {
     /// Binds every pending pod it can; marks the others unschedulable.
     pub(super) fn schedule(&mut self) {
         self.bind_waiting_for_volumes();
+        let now = Instant::now();
         let candidates: Vec<Pod> = self
             .pods
             .values()
             .filter(|p| {
                 needs_scheduling(p)
                     && !self.assumed.contains_key(uid_of(p))
+                    && self.bind_back_off.get(uid_of(p)).is_none_or(|(_, until)| now >= *until)
                     && !self.volume_waits.contains_key(uid_of(p))
             })
             .cloned()
@@ -200,8 +213,17 @@ impl Worker {
                 let mut bound = pod.clone();
                 bound.spec.get_or_insert_default().node_name = Some(node.to_string());
                 self.assumed.insert(uid_of(pod).to_string(), (bound, Instant::now()));
+                self.bind_back_off.remove(uid_of(pod));
             }
-            Err(e) => log_error(&format!("scheduler: cannot bind pod {namespace}/{name} to {node}"), &e),
+            Err(e) => {
+                let attempts = self.bind_back_off.get(uid_of(pod)).map_or(0, |(n, _)| *n) + 1;
+                let wait = bind_back_off(attempts);
+                self.bind_back_off.insert(uid_of(pod).to_string(), (attempts, Instant::now() + wait));
+                log_error(
+                    &format!("scheduler: cannot bind pod {namespace}/{name} to {node} (next try in {wait:?})"),
+                    &e,
+                )
+            }
         }
     }
 
@@ -257,4 +279,16 @@ fn needs_scheduling(pod: &Pod) -> bool {
         && spec.scheduling_gates.as_ref().is_none_or(|g| g.is_empty())
         && pod.metadata.deletion_timestamp.is_none()
         && !is_terminal(apimachinery::pod::phase(pod))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_bindings_back_off_as_kube_scheduler_does() {
+        let waits: Vec<u64> = (1..=6).map(|n| bind_back_off(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 10, 10]);
+        assert_eq!(bind_back_off(u32::MAX), BIND_BACK_OFF_MAX);
+    }
 }

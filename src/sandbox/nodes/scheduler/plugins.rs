@@ -106,12 +106,8 @@ fn filter(pod: &Pod, candidate: &Candidate<'_>, strict_not_ready: bool) -> Resul
         return Err(Failure::one("node(s) didn't match Pod's node affinity/selector"));
     }
     // NodePorts.
-    let wanted = host_ports(&spec);
-    if !wanted.is_empty() {
-        let used: BTreeSet<_> = candidate.pods.iter().filter_map(|p| p.spec.as_ref()).flat_map(host_ports).collect();
-        if wanted.iter().any(|w| used.iter().any(|u| ports_conflict(w, u))) {
-            return Err(Failure::one("node(s) didn't have free ports for the requested pod ports"));
-        }
+    if host_ports_taken(&spec, candidate.pods.iter().filter_map(|p| p.spec.as_ref())) {
+        return Err(Failure::one(NODE_PORTS_REASON));
     }
     // NodeResourcesFit.
     let reasons = insufficient_resources(&spec, candidate);
@@ -146,6 +142,20 @@ fn implicit_taints(candidate: &Candidate<'_>) -> Vec<Taint> {
 /// Whether any toleration tolerates the taint (`Toleration.ToleratesTaint`).
 pub fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
     tolerations.iter().any(|t| tolerates(t, taint))
+}
+
+/// NodePorts' reason, which the kubelet's admission repeats.
+pub const NODE_PORTS_REASON: &str = "node(s) didn't have free ports for the requested pod ports";
+
+/// Whether a host port `spec` asks for is taken by one of `others` (NodePorts' filter, which
+/// the kubelet's admission runs again).
+pub fn host_ports_taken<'a>(spec: &PodSpec, others: impl Iterator<Item = &'a PodSpec>) -> bool {
+    let wanted = host_ports(spec);
+    if wanted.is_empty() {
+        return false;
+    }
+    let used: BTreeSet<_> = others.flat_map(host_ports).collect();
+    wanted.iter().any(|w| used.iter().any(|u| ports_conflict(w, u)))
 }
 
 /// (protocol, hostIP, hostPort) of every container port that claims a host port.
