@@ -81,9 +81,16 @@ fn unpacked_shared_binaries() -> Result<PathBuf, String> {
             unpack.display()
         ));
     }
+    run_unpack(&unpack, Some(&dir))?;
+    Ok(dir)
+}
+
+/// Runs one of `../shared`'s `unpack.sh` scripts (into `dir`, else its default folder); returns
+/// what it printed. The error names the script and what it said.
+pub(super) fn run_unpack(unpack: &Path, dir: Option<&Path>) -> Result<String, String> {
     let output = Command::new("bash")
-        .arg(&unpack)
-        .arg(&dir)
+        .arg(unpack)
+        .args(dir)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", unpack.display()))?;
     if !output.status.success() {
@@ -94,7 +101,7 @@ fn unpacked_shared_binaries() -> Result<PathBuf, String> {
             String::from_utf8_lossy(&output.stderr).trim()
         ));
     }
-    Ok(dir)
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 fn etcd() -> Result<PathBuf, String> {

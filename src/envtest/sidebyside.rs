@@ -2247,7 +2247,7 @@ fn resource_quota_of_a_custom_resource(steps: &mut Steps) -> Result<(), String> 
             return Ok(Some(()));
         }
         polls.set(polls.get() + 1);
-        if polls.get() % 10 == 0 {
+        if polls.get().is_multiple_of(10) {
             s.patch(QUOTA, hard(2 + polls.get() / 10 % 2))?;
         }
         Ok(None)

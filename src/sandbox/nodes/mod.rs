@@ -904,21 +904,9 @@ impl Worker {
     /// The kubelet refuses the pod (`rejectPod`): phase Failed with the admission's reason and
     /// message, nothing started.
     fn reject(&mut self, pod: &Pod, i: usize, reason: &str, message: &str) {
-        let (namespace, name) = namespace_and_name(pod);
         let patch = json!({"metadata": {"resourceVersion": pod.metadata.resource_version},
             "status": {"phase": "Failed", "reason": reason, "message": format!("Pod was rejected: {message}")}});
-        let node = &self.kubelets[i].machine.name;
-        match Api::<Pod>::namespaced(&self.shared.client, namespace).patch_status(
-            name,
-            &Patch::Merge(patch),
-            &PostParams::default(),
-        ) {
-            Ok(updated) => {
-                log::debug!("kubelet {node}: pod {namespace}/{name} rejected: {reason}");
-                self.pods.observe(updated);
-            }
-            Err(e) => log_error(&format!("kubelet {node}: cannot reject pod {namespace}/{name}"), &e),
-        }
+        self.patch_status(pod, i, patch, &format!("rejected ({reason})"));
     }
 
     /// The script of a running run-to-completion pod, and how its current run ends: drawn from
@@ -1016,6 +1004,12 @@ impl Worker {
             _ => self.pod_ip(pod, i),
         };
         let patch = kubelet::status_patch(pod, stage, &host_ip, pod_ip.as_deref(), &node::now());
+        self.patch_status(pod, i, patch, &format!("{what} ({stage:?})"))
+    }
+
+    /// Sends a merge patch of the pod's `status` subresource; returns the updated pod. A failed
+    /// write is tried again at a later tick.
+    fn patch_status(&mut self, pod: &Pod, i: usize, patch: serde_json::Value, what: &str) -> Option<Pod> {
         let (namespace, name) = namespace_and_name(pod);
         let node = &self.kubelets[i].machine.name;
         match Api::<Pod>::namespaced(&self.shared.client, namespace).patch_status(
@@ -1024,7 +1018,7 @@ impl Worker {
             &PostParams::default(),
         ) {
             Ok(updated) => {
-                log::debug!("kubelet {node}: pod {namespace}/{name} {what} ({:?})", stage);
+                log::debug!("kubelet {node}: pod {namespace}/{name} {what}");
                 self.pods.observe(updated.clone());
                 Some(updated)
             }
