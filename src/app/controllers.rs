@@ -418,6 +418,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 dynamic_resource_allocation: o.generic.feature_gates.is_enabled("DynamicResourceAllocation"),
                 extended_resource: o.generic.feature_gates.is_enabled("DRAExtendedResource"),
             },
+            volume_attributes_class: o.generic.feature_gates.is_enabled("VolumeAttributesClass"),
         };
         resourcequota::new(c, config)
     }),

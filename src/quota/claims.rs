@@ -1,9 +1,12 @@
 //! The persistent volume claim evaluator (`pkg/quota/v1/evaluator/core/persistent_volume_claims.go`):
 //! claims and storage, also per StorageClass (`<class>.storageclass.storage.k8s.io/<resource>`).
 
+use std::collections::BTreeSet;
+
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use super::resources::ResourceList;
+use super::scopes::ScopeRequirement;
 use crate::quantity::Quantity;
 
 /// `pvcObjectCountName`.
@@ -57,6 +60,44 @@ pub fn usage(claim: &PersistentVolumeClaim) -> ResourceList {
     result
 }
 
+/// The quota scope of VolumeAttributesClass (`ResourceQuotaScopeVolumeAttributesClass`).
+pub const VOLUME_ATTRIBUTES_CLASS_SCOPE: &str = "VolumeAttributesClass";
+
+/// `pvcMatchesScopeFunc` (VolumeAttributesClass on): a claim is in the VolumeAttributesClass
+/// scope through any class it names (spec, status, or the target of a modification); other
+/// scopes never match a claim.
+pub fn matches_scope(selector: &ScopeRequirement, claim: &PersistentVolumeClaim) -> Result<bool, String> {
+    if selector.scope_name != VOLUME_ATTRIBUTES_CLASS_SCOPE {
+        return Ok(false);
+    }
+    let classes = referenced_volume_attributes_classes(claim);
+    if selector.operator == "Exists" {
+        return Ok(!classes.is_empty());
+    }
+    let matches =
+        |class| selector.matches_label(class).map_err(|e| format!("failed to parse and convert selector: {e}"));
+    if classes.is_empty() {
+        return matches(None);
+    }
+    for class in classes {
+        if matches(Some(class))? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// `getReferencedVolumeAttributesClassNames`.
+fn referenced_volume_attributes_classes(claim: &PersistentVolumeClaim) -> BTreeSet<&str> {
+    let spec = claim.spec.as_ref().and_then(|s| s.volume_attributes_class_name.as_deref());
+    let status = claim.status.as_ref();
+    let current = status.and_then(|s| s.current_volume_attributes_class_name.as_deref());
+    let target = status
+        .and_then(|s| s.modify_volume_status.as_ref())
+        .map(|m| m.target_volume_attributes_class_name.as_deref().unwrap_or(""));
+    [spec, current, target].into_iter().flatten().filter(|c| !c.is_empty()).collect()
+}
+
 /// `getStorageUsage`: the request in whole bytes, or the allocated size when larger (only
 /// looked at when there is a request).
 fn storage_usage(claim: &PersistentVolumeClaim) -> Option<Quantity> {
@@ -86,6 +127,29 @@ mod tests {
 
     fn claim(value: serde_json::Value) -> PersistentVolumeClaim {
         serde_json::from_value(value).expect("a claim")
+    }
+
+    #[test]
+    fn the_volume_attributes_class_scope() {
+        let scope = |operator: &str, values: &[&str]| ScopeRequirement {
+            scope_name: VOLUME_ATTRIBUTES_CLASS_SCOPE.into(),
+            operator: operator.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        };
+        let gold = claim(json!({"spec": {"volumeAttributesClassName": "gold"}}));
+        let moving = claim(json!({"spec": {"volumeAttributesClassName": "silver"},
+            "status": {"currentVolumeAttributesClassName": "gold", "modifyVolumeStatus": {"targetVolumeAttributesClassName": "silver", "status": "InProgress"}}}));
+        let none = claim(json!({"spec": {}}));
+        assert_eq!(matches_scope(&scope("In", &["gold"]), &gold), Ok(true));
+        assert_eq!(matches_scope(&scope("In", &["silver"]), &gold), Ok(false));
+        assert_eq!(matches_scope(&scope("In", &["gold"]), &moving), Ok(true));
+        assert_eq!(matches_scope(&scope("In", &["silver"]), &moving), Ok(true));
+        assert_eq!(matches_scope(&scope("Exists", &[]), &none), Ok(false));
+        assert_eq!(matches_scope(&scope("DoesNotExist", &[]), &none), Ok(true));
+        assert_eq!(matches_scope(&scope("NotIn", &["gold"]), &none), Ok(true));
+        assert!(matches_scope(&scope("In", &[]), &gold).is_err());
+        let other = ScopeRequirement::exists("BestEffort");
+        assert_eq!(matches_scope(&other, &gold), Ok(false));
     }
 
     #[test]

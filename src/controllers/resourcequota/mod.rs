@@ -41,6 +41,9 @@ pub struct Config {
     pub use_status_resources: bool,
     /// The DRA gates the resource claim evaluator follows.
     pub dra: DraGates,
+    /// The VolumeAttributesClass gate: claims are in the VolumeAttributesClass scope of the
+    /// classes they name.
+    pub volume_attributes_class: bool,
 }
 
 /// The feature gates of dynamic resource allocation that quota follows.
@@ -69,6 +72,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         monitors: Mutex::new(monitor::Monitors::default()),
         use_status_resources: config.use_status_resources,
         dra: config.dra,
+        volume_attributes_class: config.volume_attributes_class,
     });
     monitor::register_evaluators_and_monitors(context, &controller);
     let handler = controller.clone();
@@ -120,6 +124,7 @@ pub struct QuotaController {
     /// The InPlacePodVerticalScaling gate: pods are charged what the kubelet reports when larger.
     use_status_resources: bool,
     dra: DraGates,
+    volume_attributes_class: bool,
 }
 
 /// A change of a `resource` object in `namespace` that may lower usage. Upstream queues each

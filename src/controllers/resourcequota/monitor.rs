@@ -230,7 +230,11 @@ fn register_core_evaluators(context: &ControllerContext<'_>, controller: &QuotaC
         group_resource::<PersistentVolumeClaim>(),
         lister(context.informers.informer::<PersistentVolumeClaim>()),
         Box::new(claims::matching_resources),
-        crate::quota::generic::matches_no_scope,
+        if controller.volume_attributes_class {
+            claims::matches_scope
+        } else {
+            crate::quota::generic::matches_no_scope
+        },
         Box::new(claims::usage),
     )));
     if controller.dra.dynamic_resource_allocation {
