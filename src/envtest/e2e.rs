@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::ControlPlane;
 use super::process::OwnedProcess;
-use super::sidebyside::{Side, node_options, start_controller_manager};
+use super::sidebyside::{Side, node_options, node_usable, start_controller_manager};
 use crate::client::{Client, ClientOptions};
 use crate::sandbox::nodes::SimulatedNodes;
 
@@ -340,7 +340,7 @@ pub fn run(suite: &Suite, options: &RunOptions) -> Result<Report, String> {
     let admin = Client::new(plane.admin_config(), ClientOptions::default()).map_err(|e| e.to_string())?;
     wait_until_usable(&admin, &mut manager, &names)?;
     let started = Instant::now();
-    let status = run_ginkgo(suite, options, &admin_kubeconfig, &mut manager)?;
+    let status = run_ginkgo(suite, options, &admin_kubeconfig)?;
     let wall = started.elapsed();
     let manager_exited = manager.exited().map(|status| format!("{status}\n{}", manager.log_tail(20)));
     manager.stop(Duration::from_secs(10));
@@ -368,15 +368,8 @@ fn wait_until_usable(admin: &Client, manager: &mut OwnedProcess, nodes: &[String
         }
         let account = admin.get_json::<Value>("/api/v1/namespaces/default/serviceaccounts/default").is_ok();
         let schedulable = admin.get_json::<Value>("/api/v1/nodes").is_ok_and(|list| {
-            let items = list["items"].as_array().cloned().unwrap_or_default();
-            let usable = items.iter().filter(|node| {
-                let ready = node["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
-                let tainted = node["spec"]["taints"].as_array().is_some_and(|t| !t.is_empty());
-                ready && !tainted
-            });
-            usable.count() == nodes.len()
+            let items = list["items"].as_array().map(Vec::as_slice).unwrap_or_default();
+            items.iter().filter(|node| node_usable(node)).count() == nodes.len()
         });
         if account && schedulable {
             return Ok(());
@@ -447,24 +440,17 @@ pub fn ginkgo_args(suite: &Suite, options: &RunOptions, kubeconfig: &Path) -> Ve
 }
 
 /// Runs ginkgo to its end (its exit status is non-zero whenever a spec failed, which is a
-/// result, not an error here).
-fn run_ginkgo(
-    suite: &Suite,
-    options: &RunOptions,
-    kubeconfig: &Path,
-    manager: &mut OwnedProcess,
-) -> Result<std::process::ExitStatus, String> {
+/// result, not an error here). The controller manager's exit does not stop the suite: its specs
+/// then fail, which is what the report should say.
+fn run_ginkgo(suite: &Suite, options: &RunOptions, kubeconfig: &Path) -> Result<std::process::ExitStatus, String> {
     let _ = std::fs::remove_file(options.out.join("report.json"));
     let mut command = Command::new(&suite.ginkgo);
     command.args(ginkgo_args(suite, options, kubeconfig)).current_dir(&options.out);
     let mut ginkgo = OwnedProcess::spawn("ginkgo", command, &options.out.join("ginkgo.log"))?;
-    // The controller manager's exit does not stop the suite: its specs then fail, which is
-    // what the report should say.
     loop {
         if let Some(status) = ginkgo.exited() {
             return Ok(status);
         }
-        let _ = manager.exited();
         std::thread::sleep(Duration::from_millis(500));
     }
 }

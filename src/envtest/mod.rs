@@ -82,6 +82,21 @@ rules:
 - level: None
 ";
 
+/// `widgets.example.com`, the namespaced custom resource of the tests and scenarios that need
+/// one: kind `Widget`, any fields, and a `/scale` subresource on `spec.replicas` /
+/// `status.replicas`.
+pub fn widgets_definition() -> serde_json::Value {
+    serde_json::json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+        "scope": "Namespaced",
+        "versions": [{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+                "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}},
+            "subresources": {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}}]}})
+}
+
 /// etcd and kube-apiserver, running until dropped.
 pub struct ControlPlane {
     // Field order is drop order: the API server goes before its etcd.

@@ -525,12 +525,7 @@ impl Steps<'_> {
         })?;
         self.wait("every node Ready and schedulable", |s| {
             let listed = s.list("/api/v1/nodes")?;
-            let ready = listed.iter().filter(|n| {
-                let taints = n["spec"]["taints"].as_array().map(Vec::as_slice).unwrap_or_default();
-                condition(n, "Ready") == Some("True")
-                    && !taints.iter().any(|t| t["key"].as_str().is_some_and(|k| k.starts_with("node.kubernetes.io/")))
-            });
-            Ok((ready.count() == nodes.len()).then_some(()))
+            Ok((listed.iter().filter(|n| node_usable(n)).count() == nodes.len()).then_some(()))
         })
     }
 
@@ -694,6 +689,14 @@ fn send(client: &Client, method: Method, path: &str, body: Option<Body>) -> Resu
 
 fn create(client: &Client, path: &str, object: Value) -> Result<Value, String> {
     send(client, Method::POST, path, Some(json_body(&object)?))
+}
+
+/// Whether a Node (JSON) is Ready and free of the node lifecycle's `node.kubernetes.io/` taints
+/// (not-ready, unreachable), so that pods land on it.
+pub fn node_usable(node: &Value) -> bool {
+    let taints = node["spec"]["taints"].as_array().map(Vec::as_slice).unwrap_or_default();
+    condition(node, "Ready") == Some("True")
+        && !taints.iter().any(|t| t["key"].as_str().is_some_and(|k| k.starts_with("node.kubernetes.io/")))
 }
 
 /// The status of condition `type` of an object.
@@ -2219,14 +2222,7 @@ fn resource_quota_of_a_custom_resource(steps: &mut Steps) -> Result<(), String> 
     const WIDGETS: &str = "/apis/example.com/v1/namespaces/sbs/widgets";
     const QUOTA: &str = "/api/v1/namespaces/sbs/resourcequotas/widgets";
     steps.cluster_objects.push(format!("{CRDS}/widgets.example.com"));
-    steps.create(
-        CRDS,
-        json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-            "scope": "Namespaced",
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                "type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}),
-    )?;
+    steps.create(CRDS, super::widgets_definition())?;
     steps.wait("the CRD established", |s| {
         let crd = s.get(&format!("{CRDS}/widgets.example.com"))?.unwrap_or_default();
         Ok((condition(&crd, "Established") == Some("True")).then_some(()))

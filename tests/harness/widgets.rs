@@ -55,12 +55,5 @@ pub fn define(cluster: &Cluster) {
 }
 
 fn definition() -> CustomResourceDefinition {
-    from(json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-        "scope": "Namespaced",
-        "versions": [{"name": "v1", "served": true, "storage": true,
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
-                "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}},
-            "subresources": {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}}]}}))
+    from(kcm::envtest::widgets_definition())
 }
