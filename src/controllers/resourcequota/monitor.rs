@@ -505,8 +505,7 @@ impl QuotaController {
                 if !lister.has_synced() {
                     return Err(not_ready.clone());
                 }
-                let all = lister.list_metadata();
-                Ok(all.into_iter().filter(|o| o.metadata.namespace.as_deref().unwrap_or("") == namespace).collect())
+                Ok(lister.namespace_metadata(namespace))
             });
             let evaluator = ListingEvaluator::object_count(group_resource.clone(), list, None);
             self.registry.add(Arc::new(evaluator));

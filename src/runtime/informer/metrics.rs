@@ -86,7 +86,13 @@ impl FifoMetrics {
         FifoMetrics::new(name, K::GROUP, K::VERSION, &format!("{}s", K::KIND.to_lowercase()))
     }
 
-    fn labels(&self) -> [&str; 4] {
+    /// The series upstream's typed informer of `resource` has, for a metadata-only informer
+    /// standing in for it (same informer-gen resource: the kind in lower case plus `s`).
+    pub(super) fn of_resource(name: &str, resource: &crate::client::discovery::ApiResource) -> Self {
+        FifoMetrics::new(name, &resource.group, &resource.version, &format!("{}s", resource.kind.to_lowercase()))
+    }
+
+    pub(super) fn labels(&self) -> [&str; 4] {
         [&self.labels[0], &self.labels[1], &self.labels[2], &self.labels[3]]
     }
 

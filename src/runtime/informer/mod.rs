@@ -502,17 +502,38 @@ impl SharedInformerFactory {
     /// The metadata-only informer of a resource found by discovery (client-go's
     /// `metadatainformer.SharedInformerFactory.ForResource`), created on first request.
     pub fn metadata_informer(&self, resource: &ApiResource) -> Arc<Informer<PartialObjectMetadata>> {
+        self.metadata_informer_measured(resource, None)
+    }
+
+    /// [`SharedInformerFactory::metadata_informer`], keeping `metrics` if it creates it.
+    fn metadata_informer_measured(
+        &self,
+        resource: &ApiResource,
+        metrics: Option<FifoMetrics>,
+    ) -> Arc<Informer<PartialObjectMetadata>> {
         let (resync, atomic_fifo) = (randomized(self.inner.options.resync), self.inner.options.atomic_fifo);
         self.shared(metadata_key(resource), || {
-            Informer::metadata_only(resync, resource).reporting_store_version(atomic_fifo)
+            Informer::metadata_only(resync, resource).reporting_store_version(atomic_fifo).measured(metrics)
         })
     }
 
     /// The informer of a resource for handlers that only need metadata, as upstream's
     /// `informerfactory.ForResource`: the typed informer when `resource` is a built-in kind
     /// (so controllers reading that kind share one watch with it), else the metadata-only one.
+    /// Where upstream's typed factory knows the resource but this process has no typed
+    /// informer of its kind, the metadata-only informer keeps the series upstream's typed one
+    /// has, so that the metrics show the same informers.
     pub fn for_resource(&self, resource: &ApiResource) -> Arc<dyn ResourceInformer> {
-        resource::typed_for_resource(self, resource).unwrap_or_else(|| self.metadata_informer(resource))
+        if let Some(typed) = resource::typed_for_resource(self, resource) {
+            return typed;
+        }
+        let metrics = match self.inner.options.name {
+            Some(name) if resource::client_go_typed_factory_knows(resource) => {
+                Some(FifoMetrics::of_resource(name, resource))
+            }
+            _ => None,
+        };
+        self.metadata_informer_measured(resource, metrics)
     }
 
     /// The running informer of `resource` (the one [`SharedInformerFactory::for_resource`]
@@ -722,7 +743,21 @@ mod tests {
             namespaced: true,
             verbs: Vec::new(),
         };
-        assert!(factory.metadata_informer(&widgets).fifo_metrics.is_none());
+        factory.for_resource(&widgets);
+        assert!(factory.metadata_informer(&widgets).fifo_metrics.is_none(), "a custom resource has no series");
+        let ingress_classes = ApiResource {
+            group: "networking.k8s.io".into(),
+            version: "v1".into(),
+            kind: "IngressClass".into(),
+            plural: "ingressclasses".into(),
+            namespaced: true,
+            verbs: Vec::new(),
+        };
+        factory.for_resource(&ingress_classes);
+        let measured =
+            factory.metadata_informer(&ingress_classes).fifo_metrics.as_ref().map(|m| m.labels().map(str::to_string));
+        let expected = ["t-informer-metrics", "networking.k8s.io", "v1", "ingressclasss"].map(str::to_string);
+        assert_eq!(measured, Some(expected), "a kind upstream's typed factory informs keeps its series");
         let unnamed = SharedInformerFactory::new(unreachable_client(), Duration::ZERO);
         assert!(unnamed.informer::<ConfigMap>().fifo_metrics.is_none());
     }

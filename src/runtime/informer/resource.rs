@@ -32,6 +32,10 @@ pub trait ResourceInformer: Send + Sync {
     /// The metadata of every cached object.
     fn list_metadata(&self) -> Vec<Arc<PartialObjectMetadata>>;
 
+    /// The metadata of the cached objects of one namespace (empty: cluster-scoped objects),
+    /// through the namespace index: what upstream's listers' `ByNamespace` reads.
+    fn namespace_metadata(&self, namespace: &str) -> Vec<Arc<PartialObjectMetadata>>;
+
     /// The resourceVersion its reflector last synced to (client-go's `LastSyncResourceVersion`).
     fn last_sync_resource_version(&self) -> String;
 }
@@ -47,6 +51,11 @@ impl<K: Cached> ResourceInformer for Informer<K> {
 
     fn list_metadata(&self) -> Vec<Arc<PartialObjectMetadata>> {
         self.store().list().iter().map(as_metadata).collect()
+    }
+
+    fn namespace_metadata(&self, namespace: &str) -> Vec<Arc<PartialObjectMetadata>> {
+        let metadata = self.store().namespace_metadata(namespace).into_iter();
+        metadata.map(|meta| Arc::new(PartialObjectMetadata::from_metadata(meta))).collect()
     }
 
     fn last_sync_resource_version(&self) -> String {
@@ -114,6 +123,158 @@ pub(super) fn typed_for_resource(
         }
     }
     visit_builtin_kind(resource, Create(factory))
+}
+
+/// Every resource upstream's typed informer factory serves (client-go v1.36's
+/// `informers/generic.go`, `ForResource`), as (group, version, plural).
+const CLIENT_GO_TYPED_RESOURCES: &[(&str, &str, &str)] = &[
+    ("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "v1alpha1", "mutatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "v1alpha1", "mutatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "v1alpha1", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "v1alpha1", "validatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "v1beta1", "mutatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "v1beta1", "mutatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "v1beta1", "mutatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "v1beta1", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "v1beta1", "validatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "v1beta1", "validatingwebhookconfigurations"),
+    ("apps", "v1", "controllerrevisions"),
+    ("apps", "v1", "daemonsets"),
+    ("apps", "v1", "deployments"),
+    ("apps", "v1", "replicasets"),
+    ("apps", "v1", "statefulsets"),
+    ("apps", "v1beta1", "controllerrevisions"),
+    ("apps", "v1beta1", "deployments"),
+    ("apps", "v1beta1", "statefulsets"),
+    ("apps", "v1beta2", "controllerrevisions"),
+    ("apps", "v1beta2", "daemonsets"),
+    ("apps", "v1beta2", "deployments"),
+    ("apps", "v1beta2", "replicasets"),
+    ("apps", "v1beta2", "statefulsets"),
+    ("autoscaling", "v1", "horizontalpodautoscalers"),
+    ("autoscaling", "v2", "horizontalpodautoscalers"),
+    ("batch", "v1", "cronjobs"),
+    ("batch", "v1", "jobs"),
+    ("batch", "v1beta1", "cronjobs"),
+    ("certificates.k8s.io", "v1", "certificatesigningrequests"),
+    ("certificates.k8s.io", "v1alpha1", "clustertrustbundles"),
+    ("certificates.k8s.io", "v1beta1", "certificatesigningrequests"),
+    ("certificates.k8s.io", "v1beta1", "clustertrustbundles"),
+    ("certificates.k8s.io", "v1beta1", "podcertificaterequests"),
+    ("coordination.k8s.io", "v1", "leases"),
+    ("coordination.k8s.io", "v1alpha2", "leasecandidates"),
+    ("coordination.k8s.io", "v1beta1", "leases"),
+    ("coordination.k8s.io", "v1beta1", "leasecandidates"),
+    ("", "v1", "componentstatuses"),
+    ("", "v1", "configmaps"),
+    ("", "v1", "endpoints"),
+    ("", "v1", "events"),
+    ("", "v1", "limitranges"),
+    ("", "v1", "namespaces"),
+    ("", "v1", "nodes"),
+    ("", "v1", "persistentvolumes"),
+    ("", "v1", "persistentvolumeclaims"),
+    ("", "v1", "pods"),
+    ("", "v1", "podtemplates"),
+    ("", "v1", "replicationcontrollers"),
+    ("", "v1", "resourcequotas"),
+    ("", "v1", "secrets"),
+    ("", "v1", "services"),
+    ("", "v1", "serviceaccounts"),
+    ("discovery.k8s.io", "v1", "endpointslices"),
+    ("discovery.k8s.io", "v1beta1", "endpointslices"),
+    ("events.k8s.io", "v1", "events"),
+    ("events.k8s.io", "v1beta1", "events"),
+    ("extensions", "v1beta1", "daemonsets"),
+    ("extensions", "v1beta1", "deployments"),
+    ("extensions", "v1beta1", "ingresses"),
+    ("extensions", "v1beta1", "networkpolicies"),
+    ("extensions", "v1beta1", "replicasets"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta1", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta1", "prioritylevelconfigurations"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta2", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta2", "prioritylevelconfigurations"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta3", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta3", "prioritylevelconfigurations"),
+    ("internal.apiserver.k8s.io", "v1alpha1", "storageversions"),
+    ("networking.k8s.io", "v1", "ipaddresses"),
+    ("networking.k8s.io", "v1", "ingresses"),
+    ("networking.k8s.io", "v1", "ingressclasses"),
+    ("networking.k8s.io", "v1", "networkpolicies"),
+    ("networking.k8s.io", "v1", "servicecidrs"),
+    ("networking.k8s.io", "v1beta1", "ipaddresses"),
+    ("networking.k8s.io", "v1beta1", "ingresses"),
+    ("networking.k8s.io", "v1beta1", "ingressclasses"),
+    ("networking.k8s.io", "v1beta1", "servicecidrs"),
+    ("node.k8s.io", "v1", "runtimeclasses"),
+    ("node.k8s.io", "v1alpha1", "runtimeclasses"),
+    ("node.k8s.io", "v1beta1", "runtimeclasses"),
+    ("policy", "v1", "poddisruptionbudgets"),
+    ("policy", "v1beta1", "poddisruptionbudgets"),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles"),
+    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+    ("rbac.authorization.k8s.io", "v1", "roles"),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings"),
+    ("rbac.authorization.k8s.io", "v1alpha1", "clusterroles"),
+    ("rbac.authorization.k8s.io", "v1alpha1", "clusterrolebindings"),
+    ("rbac.authorization.k8s.io", "v1alpha1", "roles"),
+    ("rbac.authorization.k8s.io", "v1alpha1", "rolebindings"),
+    ("rbac.authorization.k8s.io", "v1beta1", "clusterroles"),
+    ("rbac.authorization.k8s.io", "v1beta1", "clusterrolebindings"),
+    ("rbac.authorization.k8s.io", "v1beta1", "roles"),
+    ("rbac.authorization.k8s.io", "v1beta1", "rolebindings"),
+    ("resource.k8s.io", "v1", "deviceclasses"),
+    ("resource.k8s.io", "v1", "resourceclaims"),
+    ("resource.k8s.io", "v1", "resourceclaimtemplates"),
+    ("resource.k8s.io", "v1", "resourceslices"),
+    ("resource.k8s.io", "v1alpha3", "devicetaintrules"),
+    ("resource.k8s.io", "v1alpha3", "resourcepoolstatusrequests"),
+    ("resource.k8s.io", "v1beta1", "deviceclasses"),
+    ("resource.k8s.io", "v1beta1", "resourceclaims"),
+    ("resource.k8s.io", "v1beta1", "resourceclaimtemplates"),
+    ("resource.k8s.io", "v1beta1", "resourceslices"),
+    ("resource.k8s.io", "v1beta2", "deviceclasses"),
+    ("resource.k8s.io", "v1beta2", "devicetaintrules"),
+    ("resource.k8s.io", "v1beta2", "resourceclaims"),
+    ("resource.k8s.io", "v1beta2", "resourceclaimtemplates"),
+    ("resource.k8s.io", "v1beta2", "resourceslices"),
+    ("scheduling.k8s.io", "v1", "priorityclasses"),
+    ("scheduling.k8s.io", "v1alpha2", "podgroups"),
+    ("scheduling.k8s.io", "v1alpha2", "workloads"),
+    ("scheduling.k8s.io", "v1beta1", "priorityclasses"),
+    ("storage.k8s.io", "v1", "csidrivers"),
+    ("storage.k8s.io", "v1", "csinodes"),
+    ("storage.k8s.io", "v1", "csistoragecapacities"),
+    ("storage.k8s.io", "v1", "storageclasses"),
+    ("storage.k8s.io", "v1", "volumeattachments"),
+    ("storage.k8s.io", "v1", "volumeattributesclasses"),
+    ("storage.k8s.io", "v1alpha1", "csistoragecapacities"),
+    ("storage.k8s.io", "v1alpha1", "volumeattachments"),
+    ("storage.k8s.io", "v1alpha1", "volumeattributesclasses"),
+    ("storage.k8s.io", "v1beta1", "csidrivers"),
+    ("storage.k8s.io", "v1beta1", "csinodes"),
+    ("storage.k8s.io", "v1beta1", "csistoragecapacities"),
+    ("storage.k8s.io", "v1beta1", "storageclasses"),
+    ("storage.k8s.io", "v1beta1", "volumeattachments"),
+    ("storage.k8s.io", "v1beta1", "volumeattributesclasses"),
+    ("storagemigration.k8s.io", "v1beta1", "storageversionmigrations"),
+];
+
+/// Whether upstream's typed factory (client-go's `informers.SharedInformerFactory`) has an
+/// informer of `resource`, so that upstream's `informerfactory.ForResource` hands out a typed
+/// informer for it rather than a metadata-only one.
+pub(super) fn client_go_typed_factory_knows(resource: &ApiResource) -> bool {
+    CLIENT_GO_TYPED_RESOURCES.iter().any(|&(group, version, plural)| {
+        resource.group == group && resource.version == version && resource.plural == plural
+    })
 }
 
 /// `visitor`'s answer for the built-in kind `resource` names, if it names one of them.

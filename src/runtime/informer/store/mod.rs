@@ -149,6 +149,16 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
         kept.filter_map(|slot| self.object(slot)).collect()
     }
 
+    /// The metadata of the objects of `namespace` (the `namespace` index), without unpacking
+    /// the rest of any object.
+    pub fn namespace_metadata(&self, namespace: &str) -> Vec<ObjectMeta> {
+        let inner = self.inner.read();
+        let Some(keys) = inner.indexes.get(NAMESPACE_INDEX).and_then(|i| i.keys_by_value.get(namespace)) else {
+            return Vec::new();
+        };
+        keys.iter().filter_map(|key| inner.items.get(key)).map(|slot| slot.metadata().clone()).collect()
+    }
+
     /// The object with this key (`namespace/name`, or `name` for cluster-scoped kinds).
     pub fn get(&self, key: &str) -> Option<Arc<K>> {
         self.inner.read().items.get(key).and_then(|slot| self.object(slot))
@@ -342,6 +352,10 @@ mod tests {
         store.insert("a/two".into(), config_map("a", "two", Some("u1"), "blue"));
         store.insert("b/three".into(), config_map("b", "three", None, "red"));
         assert_eq!(names(store.list_namespace("a")), ["a/one", "a/two"]);
+        let mut metadata = store.namespace_metadata("a").into_iter().map(|m| object_key(&m)).collect::<Vec<_>>();
+        metadata.sort();
+        assert_eq!(metadata, ["a/one", "a/two"], "the namespace's metadata alone");
+        assert!(store.namespace_metadata("c").is_empty());
         assert_eq!(names(store.by_index(OWNER_UID_INDEX, "u1")), ["a/one", "a/two"]);
         assert_eq!(names(store.by_index("color", "red")), ["a/one", "b/three"]);
 
