@@ -1,5 +1,5 @@
 //! The chaos bench (issue 21): every fault of `kcm::envtest::chaos` during every workload,
-//! with our `kube-controller-manager` and then upstream's v1.33.5 (from the envtest assets,
+//! with our `kube-controller-manager` and then upstream's v1.36.2 (from the envtest assets,
 //! started as kubeadm starts it), each fault on a fresh real control plane. Prints a table:
 //! fault × workload → seconds to converge after the fault (ours, upstream), and whether the
 //! invariants held (the violations otherwise).

@@ -4,7 +4,7 @@
 //! SIGKILL, and the time from the signal to the new holder's `acquireTime` in the Lease is
 //! measured (the Lease's own timestamp, written by the standby as it attempts, so how fast the
 //! bench notices does not count). After each round a fresh standby is started beside the new
-//! leader. Ours (its standby watches the Lease; SIGTERM releases it) and upstream's v1.33.5
+//! leader. Ours (its standby watches the Lease; SIGTERM releases it) and upstream's v1.36.2
 //! (polls; no release) run in turn, each on a fresh control plane.
 //!
 //! Run with `cargo bench --bench failover [-- --rounds N] [-- --only ours|upstream]`.
@@ -62,7 +62,10 @@ fn main() {
             }
         }
     }
-    println!("\nfailover on a real kube-apiserver v1.33.5, kubeadm's lease 15 s / renew 10 s / retry 2 s");
+    println!(
+        "\nfailover on a real kube-apiserver {}, kubeadm's lease 15 s / renew 10 s / retry 2 s",
+        kcm::envtest::KUBERNETES_VERSION
+    );
     println!("the new holder's acquireTime in the Lease, after the signal and after the old holder's last");
     println!("renewTime + 15 s (the expiry; negative: released before); {rounds} rounds each\n");
     println!("{:<10} {:<8} {:>29} | {:>29}", "", "", "after the signal", "after the expiry");

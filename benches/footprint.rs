@@ -1,5 +1,5 @@
 //! Footprint figures, printed (not asserted): our static release `kube-controller-manager` and
-//! upstream's v1.33.5, one after the other, each on a fresh real kube-apiserver + etcd
+//! upstream's v1.36.2, one after the other, each on a fresh real kube-apiserver + etcd
 //! (`kcm::envtest`) with simulated kubelets, kubeadm's flags and the same `--controllers`, run
 //! the same steps while a thread samples `/proc/<pid>/status` and `/proc/<pid>/stat` every
 //! 250 ms:
@@ -23,15 +23,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams, PropagationPolicy};
 use kcm::envtest::process::OwnedProcess;
+use kcm::envtest::sampler::{Sample, Sampler, machine, mib};
 use kcm::envtest::sidebyside::{Side, controller_manager_args};
 use kcm::envtest::{Assets, Backend, KUBERNETES_VERSION, TestServer};
 use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
@@ -90,7 +88,7 @@ fn main() {
             }
         }
     }
-    println!("{}", machine());
+    println!("\n{}", machine());
     if failed {
         std::process::exit(1);
     }
@@ -324,7 +322,7 @@ fn run(config: Config, backend: Backend, binary: &Path, log: &Path, options: &Op
     let mut command = Command::new(binary);
     command.args(&args);
     let mut manager = OwnedProcess::spawn(&format!("kube-controller-manager ({})", config.name()), command, log)?;
-    let sampler = Sampler::start(manager.pid());
+    let sampler = Sampler::start(manager.pid(), SAMPLE_EVERY);
     let result = steps(&admin, &mut manager, &sampler, options, binary_bytes);
     manager.stop(Duration::from_secs(10));
     sampler.stop();
@@ -579,99 +577,6 @@ fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sampling /proc
-// ---------------------------------------------------------------------------------------------
-
-/// One reading of the process: at a phase's end, `cpu` is that phase's CPU seconds.
-#[derive(Debug, Clone, Copy, Default)]
-struct Sample {
-    rss: u64,
-    hwm: u64,
-    threads: u64,
-    /// utime + stime since the process started, in seconds.
-    total_cpu: f64,
-    cpu: f64,
-}
-
-/// The highest values sampled within a phase.
-#[derive(Debug, Clone, Copy, Default)]
-struct Peaks {
-    rss: u64,
-    threads: u64,
-}
-
-/// A thread reading `/proc/<pid>` every `SAMPLE_EVERY`, keeping the current phase's peaks.
-struct Sampler {
-    pid: u32,
-    stop: Arc<AtomicBool>,
-    state: Arc<Mutex<(Peaks, f64)>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Sampler {
-    fn start(pid: u32) -> Sampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let state = Arc::new(Mutex::new((Peaks::default(), 0.0)));
-        let thread = {
-            let (stop, state) = (stop.clone(), state.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    if let Some(sample) = read_proc(pid) {
-                        let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
-                        state.0.rss = state.0.rss.max(sample.rss);
-                        state.0.threads = state.0.threads.max(sample.threads);
-                    }
-                    std::thread::sleep(SAMPLE_EVERY);
-                }
-            })
-        };
-        Sampler { pid, stop, state, thread: Some(thread) }
-    }
-
-    /// Ends the current phase and starts the next: the process now, with the phase's CPU
-    /// seconds, and the phase's peaks.
-    fn phase_end(&self) -> (Sample, Peaks) {
-        let mut now = read_proc(self.pid).unwrap_or_default();
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let peaks = Peaks { rss: state.0.rss.max(now.rss), threads: state.0.threads.max(now.threads) };
-        now.cpu = now.total_cpu - state.1;
-        *state = (Peaks::default(), now.total_cpu);
-        (now, peaks)
-    }
-
-    fn stop(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// VmRSS, VmHWM and Threads from `/proc/<pid>/status`, utime + stime from `/proc/<pid>/stat`.
-fn read_proc(pid: u32) -> Option<Sample> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-    };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = rest.get(11)?.parse::<u64>().ok()? + rest.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no memory effects.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Some(Sample {
-        rss: field("VmRSS:")? * 1024,
-        hwm: field("VmHWM:")? * 1024,
-        threads: field("Threads:")?,
-        total_cpu: ticks as f64 / per_second,
-        cpu: 0.0,
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
 // The table
 // ---------------------------------------------------------------------------------------------
 
@@ -795,10 +700,6 @@ fn thousands(n: usize) -> String {
         out.push(c);
     }
     out
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1041,30 +942,4 @@ fn split_top_level<'a>(s: &'a str, separator: &str) -> Option<(&'a str, &'a str)
         }
     }
     None
-}
-
-// ---------------------------------------------------------------------------------------------
-// The machine
-// ---------------------------------------------------------------------------------------------
-
-fn machine() -> String {
-    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-    let cpuinfo = read("/proc/cpuinfo");
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|v| v.split_once(':')).map(|(_, v)| v.trim().to_string()))
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let memory = read("/proc/meminfo")
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or("?".into(), |kb| format!("{:.1} GiB", kb as f64 / 1024.0 / 1024.0));
-    let load = read("/proc/loadavg");
-    let load: Vec<&str> = load.split_whitespace().take(3).collect();
-    format!(
-        "\nMachine: {cpus} CPUs (nproc), {model}, {memory} RAM, Linux {}, load average now {}",
-        read("/proc/sys/kernel/osrelease").trim(),
-        load.join(" ")
-    )
 }

@@ -42,6 +42,8 @@ mod leader_election;
 mod limits;
 #[path = "runtime/metrics_parity.rs"]
 mod metrics_parity;
+#[path = "runtime/scale.rs"]
+mod scale;
 #[path = "runtime/secure_serving.rs"]
 mod secure_serving;
 #[path = "runtime/standby.rs"]

@@ -11,6 +11,8 @@ pub mod e2e;
 pub mod faultproxy;
 pub mod metrics_api;
 pub mod process;
+pub mod sampler;
+pub mod scale;
 pub mod sidebyside;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
