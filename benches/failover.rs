@@ -146,7 +146,12 @@ impl Bed<'_> {
     fn round(&mut self, leader: &mut Replica, signal: i32) -> Result<(Replica, Figure), String> {
         self.started += 1;
         let standby = self.start(self.started)?;
-        wait("the standby's first attempt", || logged(&standby, "attempting to acquire leader lease").then_some(()))?;
+        // client-go v1.36 logs "Attempting to acquire leader lease...", v1.33 and ours "attempting ...".
+        let attempted = || {
+            logged(&standby, "attempting to acquire leader lease")
+                || logged(&standby, "Attempting to acquire leader lease")
+        };
+        wait("the standby's first attempt", || attempted().then_some(()))?;
         let settled = Instant::now() + SETTLE;
         if self.side == Side::Ours {
             wait("the leader's controllers", || logged(&leader.process, "workers of ").then_some(()))?;

@@ -10,7 +10,8 @@
 //! 3. **rollout**: a new pod template for every Deployment (25 % surge and unavailable);
 //! 4. **relist**: the controller manager is stopped and started again with every pod in place
 //!    (its Lease deleted, so that neither binary waits for it), while one Deployment asks
-//!    for a pod more: timed until that pod is available, so every informer has listed;
+//!    for a pod more: timed from the new process's start until that pod is available, which
+//!    needs every informer the Deployment and ReplicaSet controllers wait for listed;
 //! 5. **scale down**: every Deployment to half;
 //! 6. **node failure**: the kubelets of a fraction of one zone's nodes stop; the node
 //!    lifecycle controller marks them unreachable and taints them at the rate its zone's state
@@ -243,10 +244,12 @@ impl Bed<'_> {
         steps.push(self.step_end("rollout", started)?);
         queue_wait.push(self.queue_wait()?);
 
-        let started = Instant::now();
+        // Timed from the new process's start: how long the old one takes to stop (upstream's
+        // waits for its controllers up to --controller-shutdown-timeout) is not the relist's.
         self.stop_manager();
         delete_lease(&self.admin)?;
         patch_deployment(&self.admin, 0, &json!({"spec": {"replicas": replicas + 1}})).map_err(|e| e.to_string())?;
+        let started = Instant::now();
         self.start_manager()?;
         let mut want = vec![replicas; deployments];
         want[0] = replicas + 1;
