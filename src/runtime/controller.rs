@@ -434,7 +434,11 @@ impl ControllerSet {
         informer_options: InformerOptions,
         specs: Vec<ControllerSpec<'_>>,
     ) -> Result<ControllerSet, String> {
-        let informers = SharedInformerFactory::with_options(root.clone(), informer_options);
+        // The informers' lists and watches have their own rate limit budget, as upstream's
+        // "shared-informers" client: with root's, a start hook's informers (the garbage
+        // collector's ~60 monitors) would hold back every later controller's ServiceAccount
+        // lookup, and so its start, by seconds.
+        let informers = SharedInformerFactory::with_options(root.for_controller("shared-informers"), informer_options);
         let mut controllers = Vec::new();
         for spec in specs {
             let identity = spec.identity;
@@ -494,11 +498,15 @@ impl ControllerSet {
     /// A failing start hook stops the start: the error (`starting <name>: …`) is for the caller
     /// to end the process with, as upstream exits when a controller fails to start.
     pub fn run_workers(&mut self) -> Result<(), String> {
+        // Two passes, as upstream builds every controller (its ServiceAccount got or created
+        // then) before it runs any: every account and start hook first, then every controller's
+        // workers together, so that no controller starts seconds after the ones it works with
+        // (a ReplicaSet controller starting behind the Deployment controller with a backlog
+        // lets new pods come before old ones go, past maxSurge).
         let mut ensured = std::collections::HashSet::new();
-        for running in &mut self.controllers {
-            if running.started {
-                continue;
-            }
+        let starting: Vec<usize> = (0..self.controllers.len()).filter(|&i| !self.controllers[i].started).collect();
+        for &i in &starting {
+            let running = &mut self.controllers[i];
             running.started = true;
             let name = running.identity.name;
             if let Some(account) = running.identity.service_account
@@ -509,35 +517,45 @@ impl ControllerSet {
             for start in running.on_start.drain(..) {
                 start().map_err(|e| format!("starting {name}: {e}"))?;
             }
-            running_controllers().set(&["kube-controller-manager", name], 1.0);
-            let mut gated_pools = Vec::new();
-            for queue in &running.queues {
-                let pool = queue.pool(name);
-                if queue.gated() {
-                    gated_pools.push(pool.clone());
-                } else {
-                    pool.open();
-                }
-                running.pools.push(pool);
-            }
-            let tasks: Vec<Task> = (running.periodic.iter())
-                .map(|task| Task {
-                    thread: format!("{name}-{}", task.name),
-                    schedule: task.schedule,
-                    run: task.task.clone(),
-                })
-                .collect();
-            if gated_pools.is_empty() && tasks.is_empty() {
-                continue;
-            }
-            let gate = StartGate::new(name, running.caches.clone(), running.ready.clone());
-            self.scheduler.add(Gated {
-                open: Box::new(move || gate.is_open()),
-                on_open: Box::new(move || gated_pools.iter().for_each(|pool| pool.open())),
-                tasks,
-            });
+        }
+        for &i in &starting {
+            self.open_workers(i);
         }
         Ok(())
+    }
+
+    /// Opens controller `i`'s ungated worker pools, and schedules its gated pools and periodic
+    /// tasks to start once its caches have synced.
+    fn open_workers(&mut self, i: usize) {
+        let running = &mut self.controllers[i];
+        let name = running.identity.name;
+        running_controllers().set(&["kube-controller-manager", name], 1.0);
+        let mut gated_pools = Vec::new();
+        for queue in &running.queues {
+            let pool = queue.pool(name);
+            if queue.gated() {
+                gated_pools.push(pool.clone());
+            } else {
+                pool.open();
+            }
+            running.pools.push(pool);
+        }
+        let tasks: Vec<Task> = (running.periodic.iter())
+            .map(|task| Task {
+                thread: format!("{name}-{}", task.name),
+                schedule: task.schedule,
+                run: task.task.clone(),
+            })
+            .collect();
+        if gated_pools.is_empty() && tasks.is_empty() {
+            return;
+        }
+        let gate = StartGate::new(name, running.caches.clone(), running.ready.clone());
+        self.scheduler.add(Gated {
+            open: Box::new(move || gate.is_open()),
+            on_open: Box::new(move || gated_pools.iter().for_each(|pool| pool.open())),
+            tasks,
+        });
     }
 
     /// Stops taking work, lets running syncs and periodic runs finish within `drain`, stops
@@ -873,6 +891,50 @@ mod tests {
         set.run_workers().unwrap();
         running.recv_timeout(Duration::from_secs(60)).expect("the sync starts");
         (set, release)
+    }
+
+    #[test]
+    fn no_controller_works_before_every_controller_has_started() {
+        let config = crate::client::config::RestConfig {
+            server: "https://127.0.0.1:1".into(),
+            tls: crate::client::config::TlsSettings::default(),
+            auth: crate::client::config::Auth::None,
+            source: "test".into(),
+        };
+        let client = Client::new(config, crate::client::ClientOptions::default()).unwrap();
+        let (synced, syncs) = crossbeam_channel::unbounded::<()>();
+        let first: BuildFn<'static> = Box::new(move |_: &ControllerContext<'_>| {
+            let queue = WorkQueue::<String>::new("first-controller");
+            queue.add("ns/a".to_string());
+            let synced = synced.clone();
+            Ok(Controller::new().with_queue(&queue, 1, move |_: &String| {
+                let _ = synced.send(());
+                Ok(())
+            }))
+        });
+        // The later controller's start hook (a slow one, as the garbage collector's) sees
+        // whether the earlier controller's worker ran meanwhile; it cannot, so the hook waits
+        // out its whole window.
+        let (seen, saw) = crossbeam_channel::bounded::<bool>(1);
+        let early = syncs.clone();
+        let second: BuildFn<'static> = Box::new(move |_: &ControllerContext<'_>| {
+            let (seen, early) = (seen.clone(), early.clone());
+            Ok(Controller::new().on_start(move || {
+                let _ = seen.send(early.recv_timeout(Duration::from_secs(2)).is_ok());
+                Ok(())
+            }))
+        });
+        let identity =
+            |name| ControllerIdentity { name, client_name: name, service_account: None, event_component: name };
+        let specs = vec![
+            ControllerSpec { identity: identity("first-controller"), build: first },
+            ControllerSpec { identity: identity("second-controller"), build: second },
+        ];
+        let mut set = ControllerSet::start(&client, Duration::from_secs(3600), specs).unwrap();
+        set.run_workers().unwrap();
+        assert_eq!(saw.recv_timeout(Duration::from_secs(60)), Ok(false), "the first worked during the second's start");
+        syncs.recv_timeout(Duration::from_secs(60)).expect("the first works once every controller started");
+        assert!(set.shut_down(Some(Duration::from_secs(10))));
     }
 
     #[test]

@@ -192,10 +192,47 @@ pub fn pods_to_delete(mut pods: Vec<Arc<Pod>>, related: &[Arc<Pod>], count: usiz
             *on_node.entry(node_of(pod)).or_default() += 1;
         }
         let rank = |p: &Pod| on_node.get(&node_of(p)).copied().unwrap_or(0);
-        pods.sort_by(|a, b| deletion_order(a, rank(a), b, rank(b), now));
+        // Not `sort_by`: upstream's `ActivePodsWithRanks.Less` is not a total order (pods
+        // ready within one logarithmic bucket compare by UID, pods ready at the same instant
+        // by restarts and age), which Go's sort tolerates and Rust's may panic on.
+        merge_sort_by(&mut pods, |a, b| deletion_order(a, rank(a), b, rank(b), now));
     }
     pods.truncate(count);
     pods
+}
+
+/// A stable bottom-up merge sort that ends, with a permutation of `items`, whatever `order`
+/// answers: `slice::sort_by` may panic when `order` is not a total order. For a total order
+/// it sorts as `sort_by` does (both are stable).
+fn merge_sort_by<T: Clone>(items: &mut Vec<T>, order: impl Fn(&T, &T) -> Ordering) {
+    let len = items.len();
+    let mut from = std::mem::take(items);
+    let mut into = Vec::with_capacity(len);
+    let mut width = 1;
+    while width < len {
+        into.clear();
+        let mut start = 0;
+        while start < len {
+            let (middle, end) = ((start + width).min(len), (start + 2 * width).min(len));
+            let (mut left, mut right) = (start, middle);
+            while left < middle && right < end {
+                // Only a strictly smaller right item goes first: equal ones keep their order.
+                if order(&from[right], &from[left]) == Ordering::Less {
+                    into.push(from[right].clone());
+                    right += 1;
+                } else {
+                    into.push(from[left].clone());
+                    left += 1;
+                }
+            }
+            into.extend_from_slice(&from[left..middle]);
+            into.extend_from_slice(&from[right..end]);
+            start = end;
+        }
+        std::mem::swap(&mut from, &mut into);
+        width *= 2;
+    }
+    *items = from;
 }
 
 fn node_of(pod: &Pod) -> String {
@@ -241,6 +278,26 @@ mod tests {
         // Deleting them all needs no ranking (upstream does not sort then).
         assert_eq!(pods_to_delete(pods.clone(), &[], 5, now).len(), 5);
         assert_eq!(names(&pods_to_delete(pods, &[], 2, now)), ["unassigned", "pending"]);
+    }
+
+    #[test]
+    fn the_merge_sort_is_stable_and_ends_on_an_order_that_is_not_total() {
+        let mut pairs = vec![(3, 'a'), (1, 'b'), (3, 'c'), (2, 'd'), (1, 'e'), (0, 'f'), (2, 'g')];
+        let mut expected = pairs.clone();
+        expected.sort_by(|a, b| a.0.cmp(&b.0));
+        merge_sort_by(&mut pairs, |a, b| a.0.cmp(&b.0));
+        assert_eq!(pairs, expected, "as the standard library's stable sort");
+        // Rock, paper, scissors: every item beats one and loses to another.
+        let beats = |a: &u8, b: &u8| if (a + 1) % 3 == *b { Ordering::Less } else { Ordering::Greater };
+        let mut cycle: Vec<u8> = (0..40).map(|i| (i * 7 % 3) as u8).collect();
+        let mut before = cycle.clone();
+        merge_sort_by(&mut cycle, beats);
+        let mut after = cycle.clone();
+        (before.sort(), after.sort());
+        assert_eq!(after, before, "a permutation of the input");
+        let mut none: Vec<u8> = Vec::new();
+        merge_sort_by(&mut none, beats);
+        assert!(none.is_empty());
     }
 
     #[test]
