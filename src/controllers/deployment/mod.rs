@@ -169,7 +169,6 @@ impl DeploymentController {
             return Ok(());
         }
         let mut rs_list = self.replica_sets_for_deployment(&d)?;
-        let pod_map = self.pod_map_for_deployment(&rs_list);
         if d.metadata.deletion_timestamp.is_some() {
             return self.sync_status_only(&mut d, rs_list);
         }
@@ -185,7 +184,12 @@ impl DeploymentController {
             return self.sync(&mut d, rs_list);
         }
         match util::strategy_type(&d) {
-            "Recreate" => self.rollout_recreate(&mut d, rs_list, &pod_map),
+            "Recreate" => {
+                // Only Recreate reads the pods (upstream lists them on every sync: free from
+                // its cache, an unpacking of each one from ours).
+                let pod_map = self.pod_map_for_deployment(&rs_list);
+                self.rollout_recreate(&mut d, rs_list, &pod_map)
+            }
             "RollingUpdate" => self.rollout_rolling(&mut d, rs_list),
             other => Err(format!("unexpected deployment strategy type: {other}").into()),
         }

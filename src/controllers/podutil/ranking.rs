@@ -284,7 +284,7 @@ mod tests {
     fn the_merge_sort_is_stable_and_ends_on_an_order_that_is_not_total() {
         let mut pairs = vec![(3, 'a'), (1, 'b'), (3, 'c'), (2, 'd'), (1, 'e'), (0, 'f'), (2, 'g')];
         let mut expected = pairs.clone();
-        expected.sort_by(|a, b| a.0.cmp(&b.0));
+        expected.sort_by_key(|pair| pair.0);
         merge_sort_by(&mut pairs, |a, b| a.0.cmp(&b.0));
         assert_eq!(pairs, expected, "as the standard library's stable sort");
         // Rock, paper, scissors: every item beats one and loses to another.
@@ -293,7 +293,8 @@ mod tests {
         let mut before = cycle.clone();
         merge_sort_by(&mut cycle, beats);
         let mut after = cycle.clone();
-        (before.sort(), after.sort());
+        before.sort();
+        after.sort();
         assert_eq!(after, before, "a permutation of the input");
         let mut none: Vec<u8> = Vec::new();
         merge_sort_by(&mut none, beats);

@@ -36,10 +36,10 @@ use crate::controllers::podutil::ranking::{pod_key, pods_to_delete};
 use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
 use crate::runtime::consistency::{ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
-use crate::runtime::controller_ref::claim_candidate;
+use crate::runtime::controller_ref::{add_pod_controller_uid_index, claim_candidate, pods_controlled_by_or_orphaned};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::expectations::Expectations;
-use crate::runtime::informer::{Event, Informer, split_key};
+use crate::runtime::informer::{Event, Informer};
 use crate::runtime::slow_start::slow_start_batch;
 use crate::runtime::workqueue::WorkQueue;
 
@@ -103,6 +103,7 @@ fn start<K: ReplicaKind>(
     });
     let handler = manager.clone();
     manager.controllers.add_handler(move |event: &Event<K>| handler.on_controller_event(event));
+    add_pod_controller_uid_index(&manager.pods);
     let handler = manager.clone();
     manager.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
     Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| manager.sync_replica_set(key)))
@@ -225,10 +226,9 @@ impl<K: ReplicaKind> ReplicaManager<K> {
                 return Ok(());
             }
         };
-        let (namespace, _) = split_key(key);
         let owner_uid = rs.metadata().uid.as_ref();
-        let candidates =
-            self.pods.store().list_namespace_where(namespace, |m| claim_candidate(owner_uid, &selector, m));
+        let mut candidates = pods_controlled_by_or_orphaned(&self.pods, rs.metadata());
+        candidates.retain(|pod| claim_candidate(owner_uid, &selector, &pod.metadata));
         // Only pods this ReplicaSet controls count as terminating (none are claimed).
         let terminating: Option<Vec<Arc<Pod>>> = self.terminating_replicas.then(|| {
             let owned_terminating = candidates.iter().filter(|p| status::is_terminating_replica(&*rs, &selector, p));
