@@ -513,6 +513,18 @@ fn short_type_name<T>() -> String {
     short
 }
 
+/// A client of a server nobody listens on, for unit tests whose code never reaches the API.
+#[cfg(test)]
+pub(crate) fn unreachable_client() -> Client {
+    let config = RestConfig {
+        server: "https://127.0.0.1:1".into(),
+        tls: Default::default(),
+        auth: config::Auth::None,
+        source: "test".into(),
+    };
+    Client::new(config, ClientOptions::default()).expect("a client")
+}
+
 #[cfg(test)]
 mod fuzz_tests;
 

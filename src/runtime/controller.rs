@@ -866,13 +866,7 @@ mod tests {
     /// A set of one controller, `name`, whose queue holds one key and whose handler reports
     /// that it started, then waits until `release` has a message (or is dropped).
     fn set_with_a_running_sync(name: &'static str) -> (ControllerSet, crossbeam_channel::Sender<()>) {
-        let config = crate::client::config::RestConfig {
-            server: "https://127.0.0.1:1".into(),
-            tls: crate::client::config::TlsSettings::default(),
-            auth: crate::client::config::Auth::None,
-            source: "test".into(),
-        };
-        let client = Client::new(config, crate::client::ClientOptions::default()).unwrap();
+        let client = crate::client::unreachable_client();
         let (release, released) = crossbeam_channel::bounded::<()>(1);
         let (started, running) = crossbeam_channel::bounded::<()>(1);
         let build: BuildFn<'static> = Box::new(move |_: &ControllerContext<'_>| {
@@ -895,13 +889,7 @@ mod tests {
 
     #[test]
     fn no_controller_works_before_every_controller_has_started() {
-        let config = crate::client::config::RestConfig {
-            server: "https://127.0.0.1:1".into(),
-            tls: crate::client::config::TlsSettings::default(),
-            auth: crate::client::config::Auth::None,
-            source: "test".into(),
-        };
-        let client = Client::new(config, crate::client::ClientOptions::default()).unwrap();
+        let client = crate::client::unreachable_client();
         let (synced, syncs) = crossbeam_channel::unbounded::<()>();
         let first: BuildFn<'static> = Box::new(move |_: &ControllerContext<'_>| {
             let queue = WorkQueue::<String>::new("first-controller");

@@ -702,22 +702,12 @@ mod tests {
         seen
     }
 
-    fn unreachable_client() -> Client {
-        let config = crate::client::RestConfig {
-            server: "https://127.0.0.1:1".into(),
-            tls: Default::default(),
-            auth: crate::client::config::Auth::None,
-            source: "test".into(),
-        };
-        Client::new(config, crate::client::ClientOptions::default()).expect("a client")
-    }
-
     /// The named factory's typed informers time each delta; metadata-only informers and the
     /// informers of an unnamed factory keep no series (client-go's unreserved identifiers).
     #[test]
     fn a_named_factorys_typed_informers_time_each_delta() {
         let options = InformerOptions { name: Some("t-informer-metrics"), ..InformerOptions::new(Duration::ZERO) };
-        let factory = SharedInformerFactory::with_options(unreachable_client(), options);
+        let factory = SharedInformerFactory::with_options(crate::client::unreachable_client(), options);
         let informer = factory.informer::<ConfigMap>();
         informer.upsert(config_map("a", "1"));
         informer.upsert(config_map("a", "2"));
@@ -758,7 +748,7 @@ mod tests {
             factory.metadata_informer(&ingress_classes).fifo_metrics.as_ref().map(|m| m.labels().map(str::to_string));
         let expected = ["t-informer-metrics", "networking.k8s.io", "v1", "ingressclasss"].map(str::to_string);
         assert_eq!(measured, Some(expected), "a kind upstream's typed factory informs keeps its series");
-        let unnamed = SharedInformerFactory::new(unreachable_client(), Duration::ZERO);
+        let unnamed = SharedInformerFactory::new(crate::client::unreachable_client(), Duration::ZERO);
         assert!(unnamed.informer::<ConfigMap>().fifo_metrics.is_none());
     }
 

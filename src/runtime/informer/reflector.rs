@@ -1286,16 +1286,6 @@ mod tests {
         }
     }
 
-    fn unreachable_client() -> Client {
-        let config = crate::client::RestConfig {
-            server: "https://127.0.0.1:1".into(),
-            tls: Default::default(),
-            auth: crate::client::config::Auth::None,
-            source: "test".into(),
-        };
-        Client::new(config, crate::client::ClientOptions::default()).expect("a client")
-    }
-
     fn request(resource_version: Option<&str>, limit: Option<u32>, continued: bool) -> Request {
         Request { resource_version: resource_version.map(str::to_string), limit, continued }
     }
@@ -1305,8 +1295,13 @@ mod tests {
     fn reflector(fake: Arc<FakeLister>) -> (Reflector, Arc<Informer<ConfigMap>>, crossbeam_channel::Sender<()>) {
         let informer = Arc::new(Informer::with_source(None, fake));
         let (stop_tx, stop) = crossbeam_channel::bounded(0);
-        let reflector =
-            Reflector::new(informer.clone(), unreachable_client(), true, stop, crossbeam_channel::bounded(0).0);
+        let reflector = Reflector::new(
+            informer.clone(),
+            crate::client::unreachable_client(),
+            true,
+            stop,
+            crossbeam_channel::bounded(0).0,
+        );
         (reflector, informer, stop_tx)
     }
 
@@ -1329,7 +1324,8 @@ mod tests {
         let fake = Arc::new(FakeLister::with(1200, vec![]));
         let mut paginated = false;
         let (objects, version) =
-            list_pages(&target(&fake), &unreachable_client(), "", Some(PAGE_SIZE), &mut paginated).expect("a list");
+            list_pages(&target(&fake), &crate::client::unreachable_client(), "", Some(PAGE_SIZE), &mut paginated)
+                .expect("a list");
         assert_eq!(version, "100");
         assert_eq!(objects.len(), 1200);
         let mut names: Vec<_> = objects.iter().filter_map(|o| fake.decode_item(o).unwrap().metadata.name).collect();
@@ -1348,7 +1344,8 @@ mod tests {
         let fake = Arc::new(FakeLister::with(1200, vec![None, Some(expired())]));
         let mut paginated = false;
         let (objects, _) =
-            list_pages(&target(&fake), &unreachable_client(), "0", Some(PAGE_SIZE), &mut paginated).expect("a list");
+            list_pages(&target(&fake), &crate::client::unreachable_client(), "0", Some(PAGE_SIZE), &mut paginated)
+                .expect("a list");
         assert_eq!(objects.len(), 1200, "the first page is not kept twice");
         assert_eq!(
             fake.requests(),
@@ -1361,7 +1358,7 @@ mod tests {
         );
         // An expired first page is the caller's problem: the pager does not retry it.
         let fake = Arc::new(FakeLister::with(10, vec![Some(expired())]));
-        let listed = list_pages(&target(&fake), &unreachable_client(), "7", None, &mut paginated);
+        let listed = list_pages(&target(&fake), &crate::client::unreachable_client(), "7", None, &mut paginated);
         assert!(listed.is_err_and(|e| e.is_gone()));
         assert_eq!(fake.requests().len(), 1);
     }
@@ -1586,7 +1583,7 @@ mod tests {
         let informer = Arc::new(Informer::with_source(None, fake.clone()));
         let (_stop_tx, stop) = crossbeam_channel::bounded(0);
         let mut reflector =
-            Reflector::new(informer, unreachable_client(), false, stop, crossbeam_channel::bounded(0).0);
+            Reflector::new(informer, crate::client::unreachable_client(), false, stop, crossbeam_channel::bounded(0).0);
         assert!(matches!(reflector.step(Next::ListAndWatch { pause: None }), Ok(Step::Next(_))));
         assert_eq!(fake.requests(), [request(Some("0"), Some(500), false)]);
         assert!(!fake.watches.lock()[0].contains("sendInitialEvents"));
