@@ -125,13 +125,7 @@ mod tests {
 
     #[test]
     fn the_state_collector_counts_each_state_per_plugin() {
-        let config = crate::client::RestConfig {
-            server: "https://127.0.0.1:1".into(),
-            tls: Default::default(),
-            auth: crate::client::config::Auth::None,
-            source: "test".into(),
-        };
-        let client = crate::client::Client::new(config, crate::client::ClientOptions::default()).expect("a client");
+        let client = crate::client::unreachable_client();
         let informers = SharedInformerFactory::new(client, std::time::Duration::ZERO);
         let sources = StateSources {
             desired: Arc::new(DesiredState::default()),

@@ -315,13 +315,7 @@ mod tests {
     }
 
     fn lookups(mount_rwop: bool) -> Lookups {
-        let config = crate::client::RestConfig {
-            server: "https://127.0.0.1:1".into(),
-            tls: Default::default(),
-            auth: crate::client::config::Auth::None,
-            source: "test".into(),
-        };
-        let client = crate::client::Client::new(config, Default::default()).expect("client");
+        let client = crate::client::unreachable_client();
         let informers = SharedInformerFactory::new(client, std::time::Duration::ZERO);
         Lookups {
             claims: informers.informer(),

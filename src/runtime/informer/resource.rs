@@ -354,13 +354,7 @@ mod tests {
 
     #[test]
     fn built_in_kinds_map_to_typed_informers() {
-        let config = crate::client::RestConfig {
-            server: "https://127.0.0.1:1".into(),
-            tls: Default::default(),
-            auth: crate::client::config::Auth::None,
-            source: "test".into(),
-        };
-        let client = crate::client::Client::new(config, crate::client::ClientOptions::default()).expect("a client");
+        let client = crate::client::unreachable_client();
         let factory = SharedInformerFactory::new(client, std::time::Duration::ZERO);
         let pods = ApiResource::of::<core::v1::Pod>(true);
         assert!(typed_for_resource(&factory, &pods).is_some());
@@ -376,13 +370,7 @@ mod tests {
 
     #[test]
     fn only_started_informers_are_found_and_none_is_created() {
-        let config = crate::client::RestConfig {
-            server: "https://127.0.0.1:1".into(),
-            tls: Default::default(),
-            auth: crate::client::config::Auth::None,
-            source: "test".into(),
-        };
-        let client = crate::client::Client::new(config, crate::client::ClientOptions::default()).expect("a client");
+        let client = crate::client::unreachable_client();
         let factory = SharedInformerFactory::new(client, std::time::Duration::ZERO);
         let pods = ApiResource::of::<core::v1::Pod>(true);
         let widgets = ApiResource { group: "example.com".into(), plural: "widgets".into(), ..pods.clone() };
