@@ -36,7 +36,15 @@ fn serve_flags_and_sigterm() {
     // The simulated node registers; watches are cut periodically.
     let nodes = Api::<Node>::all(&client);
     let started = Instant::now();
-    let mut stream = nodes.watch(&WatchParams { timeout_seconds: Some(60), ..WatchParams::default() }).unwrap();
+    let params = WatchParams { timeout_seconds: Some(60), ..WatchParams::default() };
+    // The server cuts watches every 700 ms, at times while one is being opened (a broken pipe
+    // as the request is written): an informer opens it again, so does this test.
+    let mut stream = loop {
+        match nodes.watch(&params) {
+            Ok(stream) => break stream,
+            Err(e) => assert!(started.elapsed() < Duration::from_secs(30), "no watch opened: {e}"),
+        }
+    };
     while stream.next().is_some_and(|event| event.is_ok()) {
         assert!(started.elapsed() < Duration::from_secs(30), "the watch was never cut");
     }
