@@ -499,7 +499,7 @@ fn scratch_dir() -> Result<PathBuf, String> {
 }
 
 /// Three loopback ports free at the time of asking (all held at once, so they differ).
-fn free_ports() -> Result<[u16; 3], String> {
+pub(crate) fn free_ports() -> Result<[u16; 3], String> {
     let bind = || TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).map_err(|e| e.to_string());
     let listeners = [bind()?, bind()?, bind()?];
     let port = |l: &TcpListener| l.local_addr().map(|a| a.port()).map_err(|e| e.to_string());

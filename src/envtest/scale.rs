@@ -296,7 +296,7 @@ impl Bed<'_> {
     // ---- The controller manager ----
 
     fn start_manager(&mut self) -> Result<(), String> {
-        let port = free_port()?;
+        let [port, ..] = super::free_ports()?;
         let beside = |name: &str| self.kubeconfig.with_file_name(name).display().to_string();
         let extra = [
             format!("--kube-api-qps={}", self.options.qps),
@@ -561,11 +561,6 @@ fn delete_lease(admin: &Client) -> Result<(), String> {
 
 fn from<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, String> {
     serde_json::from_value(value).map_err(|e| e.to_string())
-}
-
-fn free_port() -> Result<u16, String> {
-    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("no free port: {e}"))?;
-    listener.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }
 
 // ---- Reading /metrics ----
