@@ -3,8 +3,14 @@
 //! Endpoints object of the same name listing the selected pods' addresses (ready or not) and
 //! ports, repacked into canonical subsets, written only when it changed; the Endpoints of a
 //! deleted Service are deleted.
+//!
+//! One deliberate difference: a Service whose sync failed because the Endpoints cache had not
+//! yet seen our last write is queued again when the cache catches up. Upstream only retries it,
+//! rate limited, and after 15 failures drops it; if the cache is still behind then, nothing
+//! queues it again and the Endpoints stay short of addresses until the Service or a pod
+//! changes (kubernetes/kubernetes#126578).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +60,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         batch_period: config.batch_period,
         trigger_times: util::TriggerTimeTracker::default(),
         stale: Mutex::new(HashMap::new()),
+        waiting_for_cache: Mutex::new(HashSet::new()),
     });
     let handler = controller.clone();
     controller
@@ -62,11 +69,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
     let handler = controller.clone();
-    controller.endpoints.add_handler(move |event: &Event<Endpoints>| {
-        if let Event::Deleted { object, .. } = event {
-            handler.queue.add(object_key(&object.metadata));
-        }
-    });
+    controller.endpoints.add_handler(move |event: &Event<Endpoints>| handler.on_endpoints_event(event));
     let leftovers = controller.clone();
     Ok(Controller::new()
         .with_queue(&queue, config.workers, move |key: &String| controller.sync(key).map_err(SyncError::Failed))
@@ -101,6 +104,9 @@ pub struct EndpointsController {
     /// `staleEndpointsTracker`: the resourceVersion each Endpoints had before our last update
     /// of it; a cache still holding it is stale.
     stale: Mutex<HashMap<String, String>>,
+    /// The Services whose last sync failed on a stale Endpoints cache: queued again as soon
+    /// as the cache moves past the stale version, whatever their retry count.
+    waiting_for_cache: Mutex<HashSet<String>>,
 }
 
 impl EndpointsController {
@@ -141,6 +147,9 @@ impl EndpointsController {
             Some(current) => {
                 let version = current.metadata.resource_version.clone().unwrap_or_default();
                 if self.stale.lock().get(key) == Some(&version) {
+                    self.waiting_for_cache.lock().insert(key.to_string());
+                    // The cache may have moved on since it was read: its event found no key.
+                    self.requeue_if_cache_caught_up(key);
                     return Err(format!(
                         "endpoints informer cache is out of date, resource version {version} already processed for endpoints {key}"
                     ));
@@ -164,6 +173,26 @@ impl EndpointsController {
         }
         let desired = desired_endpoints(&current, subsets, &service, trigger_time);
         self.write(key, &current, &desired, create)
+    }
+
+    /// Upstream's `onEndpointsDelete`, and the requeue of a Service whose sync waits for
+    /// the cache to catch up with our last write.
+    fn on_endpoints_event(&self, event: &Event<Endpoints>) {
+        match event {
+            Event::Deleted { object, .. } => self.queue.add(object_key(&object.metadata)),
+            Event::Added(object) | Event::Updated { new: object, .. } => {
+                self.requeue_if_cache_caught_up(&object_key(&object.metadata));
+            }
+        }
+    }
+
+    /// Queues `key` again if a sync of it is waiting for the Endpoints cache and the cache no
+    /// longer holds the version our last write replaced.
+    fn requeue_if_cache_caught_up(&self, key: &str) {
+        let cached = self.endpoints.store().metadata(key).and_then(|meta| meta.resource_version);
+        if self.stale.lock().get(key) != cached.as_ref() && self.waiting_for_cache.lock().remove(key) {
+            self.queue.add(key.to_string());
+        }
     }
 
     /// Creates or updates the Endpoints, with upstream's events on failure.

@@ -1,4 +1,5 @@
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointSubset, Pod, Service};
 use serde_json::{Value, json};
@@ -208,4 +209,61 @@ fn written_endpoints_read_back_as_up_to_date() {
     let mut unlabelled = stored.clone();
     unlabelled.metadata.labels.as_mut().unwrap().remove(LABEL_MANAGED_BY);
     assert!(!up_to_date(&unlabelled, &subsets, &svc));
+}
+
+/// A controller over informers that watch nothing: the tests feed them.
+fn controller() -> Arc<EndpointsController> {
+    let informers =
+        crate::runtime::informer::SharedInformerFactory::new(crate::client::unreachable_client(), Duration::ZERO);
+    let controller = Arc::new(EndpointsController {
+        client: crate::client::unreachable_client(),
+        services: informers.informer(),
+        pods: informers.informer(),
+        endpoints: informers.informer(),
+        queue: WorkQueue::new("endpoint-test"),
+        recorder: EventRecorder::new(crate::client::unreachable_client(), "endpoint-controller"),
+        batch_period: Duration::ZERO,
+        trigger_times: util::TriggerTimeTracker::default(),
+        stale: Mutex::new(HashMap::new()),
+        waiting_for_cache: Mutex::new(HashSet::new()),
+    });
+    let handler = controller.clone();
+    controller.endpoints.add_handler(move |event: &Event<Endpoints>| handler.on_endpoints_event(event));
+    controller
+}
+
+fn endpoints(version: &str) -> Endpoints {
+    serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "ns", "resourceVersion": version}}))
+        .expect("endpoints")
+}
+
+/// kubernetes/kubernetes#126578: a sync that fails on a stale cache is queued again when the
+/// cache catches up, whatever its retry count, and not before.
+#[test]
+fn a_sync_waiting_for_the_cache_is_queued_again_when_it_catches_up() {
+    let controller = controller();
+    controller.services.apply_for_test(service(json!({"selector": {"app": "web"}})));
+    controller.endpoints.apply_for_test(endpoints("5"));
+    controller.stale.lock().insert("ns/web".into(), "5".into());
+    let error = controller.sync_service("ns/web").expect_err("the cache holds the version our write replaced");
+    assert!(error.contains("endpoints informer cache is out of date"), "{error}");
+    assert_eq!(controller.queue.len(), 0, "nothing to requeue while the cache is behind");
+    controller.endpoints.apply_for_test(endpoints("5"));
+    assert_eq!(controller.queue.len(), 0, "the same version again is no catching up");
+    controller.endpoints.apply_for_test(endpoints("7"));
+    assert_eq!(controller.queue.len(), 1, "queued once the cache moved past the stale version");
+    controller.endpoints.apply_for_test(endpoints("8"));
+    assert_eq!(controller.queue.len(), 1, "once");
+    assert!(controller.waiting_for_cache.lock().is_empty());
+}
+
+/// The cache may catch up between the sync's read and its parking: the sync queues itself.
+#[test]
+fn a_cache_that_caught_up_during_the_sync_requeues_at_once() {
+    let controller = controller();
+    controller.endpoints.apply_for_test(endpoints("7"));
+    controller.stale.lock().insert("ns/web".into(), "5".into());
+    controller.waiting_for_cache.lock().insert("ns/web".into());
+    controller.requeue_if_cache_caught_up("ns/web");
+    assert_eq!(controller.queue.len(), 1);
 }

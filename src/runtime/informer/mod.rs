@@ -246,6 +246,13 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
         self.synced.store(true, Ordering::Release);
     }
 
+    /// Caches `object` and announces it, as a watch event would: for other modules' unit
+    /// tests, which have no server to watch.
+    #[cfg(test)]
+    pub(crate) fn apply_for_test(&self, object: K) {
+        self.upsert(object);
+    }
+
     /// Caches an added or modified object and announces it.
     fn upsert(&self, object: K) {
         self.process(|| {
