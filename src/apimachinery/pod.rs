@@ -1,19 +1,138 @@
 //! Pod helpers of `k8s.io/kubernetes/pkg/api/v1/pod` (readiness, availability, conditions) and
-//! `IsPodActive` of `pkg/controller`, on typed pods. The sandbox, which holds pods as JSON,
-//! reads the same fields with its own few lines.
+//! `IsPodActive` of `pkg/controller`. The helpers read a pod through [`PodFields`], so they
+//! answer the same for a whole `Pod` and for the [`PodSummary`] the pod informer keeps beside
+//! each packed pod (a controller that counts its pods then decodes none of them). The sandbox,
+//! which holds pods as JSON, reads the same fields with its own few lines.
+
+use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+/// A pod's `Ready` condition as the helpers read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Readiness {
+    /// The condition's status is `True`.
+    pub ready: bool,
+    /// Its `lastTransitionTime`, if set.
+    pub since: Option<Timestamp>,
+}
+
+/// What the helpers of this module read of a pod: its metadata, phase, node and `Ready`
+/// condition. Implemented by `Pod` and by [`PodSummary`], and through `&`, `Arc` and `Box`.
+pub trait PodFields {
+    /// `metadata`.
+    fn pod_metadata(&self) -> &ObjectMeta;
+    /// `status.phase`, empty when unset.
+    fn pod_phase(&self) -> &str;
+    /// `spec.nodeName`, empty when unset.
+    fn pod_node_name(&self) -> &str;
+    /// The first `Ready` condition (`GetPodReadyCondition`), if any.
+    fn pod_readiness(&self) -> Option<Readiness>;
+}
+
+impl PodFields for Pod {
+    fn pod_metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn pod_phase(&self) -> &str {
+        self.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
+    }
+
+    fn pod_node_name(&self) -> &str {
+        self.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default()
+    }
+
+    fn pod_readiness(&self) -> Option<Readiness> {
+        get_pod_ready_condition(self).map(readiness)
+    }
+}
+
+/// The helpers' reading of a `Ready` condition.
+fn readiness(condition: &PodCondition) -> Readiness {
+    Readiness { ready: condition.status == "True", since: condition.last_transition_time.as_ref().map(|t| t.0) }
+}
+
+/// The fields of a pod that [`PodFields`] reads, and nothing else: about a hundred bytes beside
+/// the metadata, where a decoded `Pod` takes ~17 KiB. The pod informer keeps one beside each
+/// packed pod, so that a sync which only counts and filters its pods (the ReplicaSet
+/// controller's, on every pod event) decodes none of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodSummary {
+    /// The pod's metadata, whole.
+    pub metadata: ObjectMeta,
+    /// `status.phase`.
+    pub phase: Option<Box<str>>,
+    /// `spec.nodeName`.
+    pub node_name: Option<Box<str>>,
+    /// The `Ready` condition.
+    pub readiness: Option<Readiness>,
+}
+
+impl PodSummary {
+    /// The summary of `pod`.
+    pub fn of(pod: &Pod) -> PodSummary {
+        PodSummary {
+            metadata: pod.metadata.clone(),
+            phase: pod.status.as_ref().and_then(|s| s.phase.as_deref()).map(Box::from),
+            node_name: pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).map(Box::from),
+            readiness: pod.pod_readiness(),
+        }
+    }
+}
+
+impl PodFields for PodSummary {
+    fn pod_metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn pod_phase(&self) -> &str {
+        self.phase.as_deref().unwrap_or_default()
+    }
+
+    fn pod_node_name(&self) -> &str {
+        self.node_name.as_deref().unwrap_or_default()
+    }
+
+    fn pod_readiness(&self) -> Option<Readiness> {
+        self.readiness
+    }
+}
+
+macro_rules! pod_fields_through {
+    ($($wrapper:ty),*) => {$(
+        impl<P: PodFields + ?Sized> PodFields for $wrapper {
+            fn pod_metadata(&self) -> &ObjectMeta {
+                (**self).pod_metadata()
+            }
+
+            fn pod_phase(&self) -> &str {
+                (**self).pod_phase()
+            }
+
+            fn pod_node_name(&self) -> &str {
+                (**self).pod_node_name()
+            }
+
+            fn pod_readiness(&self) -> Option<Readiness> {
+                (**self).pod_readiness()
+            }
+        }
+    )*};
+}
+
+pod_fields_through!(&P, Arc<P>, Box<P>);
 
 /// `status.phase`, empty when unset.
-pub fn phase(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
+pub fn phase<P: PodFields + ?Sized>(pod: &P) -> &str {
+    pod.pod_phase()
 }
 
 /// `IsPodActive`: not Succeeded, not Failed and not being deleted.
-pub fn is_pod_active(pod: &Pod) -> bool {
-    !matches!(phase(pod), "Succeeded" | "Failed") && pod.metadata.deletion_timestamp.is_none()
+pub fn is_pod_active<P: PodFields + ?Sized>(pod: &P) -> bool {
+    !matches!(pod.pod_phase(), "Succeeded" | "Failed") && pod.pod_metadata().deletion_timestamp.is_none()
 }
 
 /// `GetPodReadyCondition`: the first `Ready` condition.
@@ -22,23 +141,29 @@ pub fn get_pod_ready_condition(pod: &Pod) -> Option<&PodCondition> {
 }
 
 /// `IsPodReady`: the pod's Ready condition is True.
-pub fn is_pod_ready(pod: &Pod) -> bool {
-    get_pod_ready_condition(pod).is_some_and(|c| c.status == "True")
+pub fn is_pod_ready<P: PodFields + ?Sized>(pod: &P) -> bool {
+    pod.pod_readiness().is_some_and(|r| r.ready)
+}
+
+/// `podReadyTime` and the like: when a ready pod became ready; `None` when it is not ready or
+/// its Ready condition has no `lastTransitionTime`.
+pub fn ready_since<P: PodFields + ?Sized>(pod: &P) -> Option<Timestamp> {
+    pod.pod_readiness().filter(|r| r.ready).and_then(|r| r.since)
 }
 
 /// `IsPodAvailable`: ready, and either `min_ready_seconds` is 0 or the Ready condition's
 /// `lastTransitionTime + min_ready_seconds <= now`. v1.36 made the boundary inclusive (v1.33
 /// required the sum to be before `now`), so a pod is available at exactly the second it is
 /// due, the time the controllers' availability requeues aim at.
-pub fn is_pod_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+pub fn is_pod_available<P: PodFields + ?Sized>(pod: &P, min_ready_seconds: i32, now: Timestamp) -> bool {
     if !is_pod_ready(pod) {
         return false;
     }
     if min_ready_seconds <= 0 {
         return true;
     }
-    let since = get_pod_ready_condition(pod).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0);
-    let due = since.and_then(|t| t.checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds))).ok());
+    let due =
+        ready_since(pod).and_then(|t| t.checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds))).ok());
     due.is_some_and(|due| due <= now)
 }
 
@@ -148,5 +273,40 @@ mod tests {
         assert!(!is_pod_ready(&unready));
         assert!(!is_pod_active(&unready));
         assert_eq!(phase(&pod(json!({}))), "");
+    }
+
+    #[test]
+    fn a_summary_answers_as_its_pod() {
+        let since = "1970-01-01T00:00:10Z";
+        let pods = [
+            pod(json!({})),
+            pod(json!({"phase": "Running", "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": since, "reason": "r", "message": "m"},
+                {"type": "Ready", "status": "False"}]})),
+            pod(
+                json!({"phase": "Pending", "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": since}]}),
+            ),
+            pod(json!({"phase": "Failed"})),
+        ];
+        for mut whole in pods {
+            whole.spec =
+                Some(k8s_openapi::api::core::v1::PodSpec { node_name: Some("n1".into()), ..Default::default() });
+            let summary = PodSummary::of(&whole);
+            assert_eq!(summary.pod_metadata(), whole.pod_metadata());
+            assert_eq!((phase(&summary), summary.pod_node_name()), (phase(&whole), "n1"));
+            assert_eq!(summary.pod_readiness(), whole.pod_readiness());
+            assert_eq!(
+                (is_pod_ready(&summary), is_pod_active(&summary)),
+                (is_pod_ready(&whole), is_pod_active(&whole))
+            );
+            for (min_ready, now) in [(0, 0), (5, 14), (5, 15)] {
+                assert_eq!(
+                    is_pod_available(&summary, min_ready, at(now)),
+                    is_pod_available(&whole, min_ready, at(now))
+                );
+            }
+            assert_eq!(ready_since(&Arc::new(summary)), ready_since(&&whole));
+        }
     }
 }

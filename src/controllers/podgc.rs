@@ -17,7 +17,6 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -31,6 +30,7 @@ use crate::controllers::podutil::patch_pod_status;
 use crate::metrics::ValueFamily;
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::Informer;
+use crate::runtime::slow_start::map_concurrently;
 use crate::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
 
 /// `gcCheckPeriod`.
@@ -213,16 +213,7 @@ fn deletion_metrics() -> &'static (Arc<ValueFamily>, Arc<ValueFamily>) {
 
 /// Runs `f` on every item with at most `PARALLEL_DELETIONS` threads.
 fn for_each_parallel<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..PARALLEL_DELETIONS.min(items.len()) {
-            scope.spawn(|| {
-                while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    f(item);
-                }
-            });
-        }
-    });
+    map_concurrently(items, PARALLEL_DELETIONS, f);
 }
 
 impl PodGc {

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::apimachinery::labels::Selector;
+use crate::apimachinery::pod::PodSummary;
 use crate::client::{Api, Client, Error, Patch, PostParams};
 use crate::runtime::informer::Informer;
 
@@ -32,6 +33,11 @@ pub fn claim_candidate(owner_uid: Option<&String>, selector: &Selector, meta: &O
         Some(owner) => Some(&owner.uid) == owner_uid,
         None => selector.matches(meta.labels.as_ref()),
     }
+}
+
+/// The metadata of an object of kind `K`, owned or shared.
+fn metadata_of<K: Metadata<Ty = ObjectMeta> + 'static, T: Borrow<K>>(object: &T) -> &ObjectMeta {
+    object.borrow().metadata()
 }
 
 /// `controller.PodControllerUIDIndex`: pods by their controller's UID, orphans by
@@ -60,13 +66,15 @@ pub fn add_pod_controller_uid_index(pods: &Informer<Pod>) {
 
 /// `controller.FilterPodsByOwner` with orphans: the pods `owner` controls and the orphans of
 /// its namespace, from the index [`add_pod_controller_uid_index`] added (not the namespace's
-/// every pod, which made a ReplicaSet's sync cost grow with its namespace).
-pub fn pods_controlled_by_or_orphaned(pods: &Informer<Pod>, owner: &ObjectMeta) -> Vec<Arc<Pod>> {
+/// every pod, which made a ReplicaSet's sync cost grow with its namespace), as the informer's
+/// summaries: no pod is unpacked for a sync that only counts them.
+pub fn pods_controlled_by_or_orphaned(pods: &Informer<Pod>, owner: &ObjectMeta) -> Vec<Arc<PodSummary>> {
     let namespace = owner.namespace.as_deref().unwrap_or("");
     let store = pods.store();
-    let mut found = owner.uid.as_deref().map_or_else(Vec::new, |uid| store.by_index(POD_CONTROLLER_UID_INDEX, uid));
+    let mut found =
+        owner.uid.as_deref().map_or_else(Vec::new, |uid| store.summaries_by_index(POD_CONTROLLER_UID_INDEX, uid));
     found.retain(|pod| pod.metadata.namespace.as_deref().unwrap_or("") == namespace);
-    found.extend(store.by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(namespace)));
+    found.extend(store.summaries_by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(namespace)));
     found
 }
 
@@ -107,7 +115,7 @@ impl ControllerRefManager<'_> {
     /// `objects` are of kind `K`, owned or shared (`Arc<K>`).
     pub fn claim<K, T>(&self, objects: Vec<T>) -> Result<Vec<T>, String>
     where
-        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned + 'static,
         T: Borrow<K>,
     {
         self.claim_filtered::<K, T>(objects, |_| true)
@@ -117,14 +125,28 @@ impl ControllerRefManager<'_> {
     /// but `filter` refuses is treated as not matching (an owned one is released).
     pub fn claim_filtered<K, T>(&self, objects: Vec<T>, filter: impl Fn(&ObjectMeta) -> bool) -> Result<Vec<T>, String>
     where
-        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
+        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned + 'static,
         T: Borrow<K>,
+    {
+        self.claim_by::<K, T>(objects, metadata_of::<K, T>, filter)
+    }
+
+    /// [`claim_filtered`](Self::claim_filtered) over anything that has the metadata of a `K`
+    /// (`metadata_of`), such as the pod informer's summaries.
+    pub fn claim_by<K, T>(
+        &self,
+        objects: Vec<T>,
+        metadata_of: impl Fn(&T) -> &ObjectMeta,
+        filter: impl Fn(&ObjectMeta) -> bool,
+    ) -> Result<Vec<T>, String>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
     {
         let can_adopt = OnceCell::new();
         let mut claimed = Vec::new();
         let mut errors = Vec::new();
         for object in objects {
-            let meta = object.borrow().metadata();
+            let meta = metadata_of(&object);
             let matches = self.selector.matches(meta.labels.as_ref()) && filter(meta);
             match self.claim_one::<K>(meta, matches, &can_adopt) {
                 Ok(true) => claimed.push(object),

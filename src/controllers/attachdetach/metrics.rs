@@ -89,16 +89,17 @@ impl Collector for StateCollector {
 /// `getVolumeInUseCount`: attachable volumes of scheduled pods, per node and plugin.
 fn volumes_in_use(sources: &StateSources) -> BTreeMap<(String, String), u64> {
     let mut counts = BTreeMap::new();
-    for pod in sources.pods.store().list() {
+    // One pod unpacked at a time (a scrape must not decode the whole cache at once).
+    sources.pods.store().for_each(|pod| {
         if node_of(&pod).is_empty() {
-            continue;
+            return;
         }
         for volume in pod_volumes(&pod) {
             if let Ok(Some(spec)) = sources.lookups.attachable(&pod, volume) {
                 *counts.entry((node_of(&pod).to_string(), plugin_name(&spec.driver))).or_insert(0) += 1;
             }
         }
-    }
+    });
     counts
 }
 

@@ -321,8 +321,10 @@ impl AttachDetach {
 
     /// `populateDesiredStateOfWorld`: every pod's volumes, and their specs for the volumes
     /// already attached.
+    /// The pods are read one at a time: the packed cache unpacks each, and all of them at once
+    /// were the controller manager's peak memory after a restart.
     fn populate_desired_state(&self) {
-        for pod in self.pods.store().list() {
+        self.pods.store().for_each(|pod| {
             self.pod_add(&pod);
             let node = node_of(&pod);
             for volume in pod_volumes(&pod) {
@@ -336,7 +338,7 @@ impl AttachDetach {
                     None => log::error!("Failed to find device path: Volume {name} not found on node {node}"),
                 }
             }
-        }
+        });
     }
 
     /// `getNodeVolumeDevicePath`.
@@ -356,11 +358,11 @@ impl AttachDetach {
         }
         *last = Some(Instant::now());
         drop(last);
-        for pod in self.pods.store().list() {
+        self.pods.store().for_each(|pod| {
             if !node_of(&pod).is_empty() && !is_pod_terminated(&pod) {
                 self.process_pod_volumes(&pod, true);
             }
-        }
+        });
     }
 
     /// `findAndRemoveDeletedPods`.

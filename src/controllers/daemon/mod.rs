@@ -292,7 +292,8 @@ impl DaemonSetsController {
     where
         K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
             + k8s_openapi::Metadata<Ty = ObjectMeta>
-            + serde::de::DeserializeOwned,
+            + serde::de::DeserializeOwned
+            + 'static,
     {
         let can_adopt = || recheck_deletion_timestamp::<DaemonSet>(&self.client, &ds.metadata, "DaemonSet ");
         let manager = ControllerRefManager {

@@ -15,6 +15,7 @@ use crate::runtime::controller_ref::controller_ref;
 use crate::runtime::events::EventType;
 use crate::runtime::informer::object_key;
 use crate::runtime::slow_start::slow_start_batch;
+use crate::runtime::slow_start::{MAX_CONCURRENT_WRITES, map_concurrently};
 
 impl DaemonSetsController {
     /// `syncNodes`: deletes `to_delete` and creates a pod on each node of `needing`, at most
@@ -59,12 +60,8 @@ impl DaemonSetsController {
         log::debug!(
             "Pods to delete for daemon set, deleting daemonset={key} toDeleteCount={to_delete:?} deleteCount={delete_count}"
         );
-        let delete_errors: Vec<SyncError> = std::thread::scope(|scope| {
-            let key = &key;
-            let threads: Vec<_> =
-                doomed.iter().map(|name| scope.spawn(move || self.delete_pod(ds, key, name))).collect();
-            threads.into_iter().filter_map(|t| t.join().ok()).filter_map(Result::err).collect()
-        });
+        let deletions = map_concurrently(&doomed, MAX_CONCURRENT_WRITES, |name| self.delete_pod(ds, &key, name));
+        let delete_errors: Vec<SyncError> = deletions.into_iter().filter_map(Result::err).collect();
         match create_error.into_iter().chain(delete_errors).next() {
             Some(e) => Err(e),
             None => Ok(()),

@@ -25,7 +25,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use crate::apimachinery::labels::Selector;
 use crate::client::{Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
-use crate::runtime::controller_ref::{ControllerRefManager, controller_of, controller_ref, recheck_deletion_timestamp};
+use crate::runtime::controller_ref::{
+    ControllerRefManager, claim_candidate, controller_of, controller_ref, recheck_deletion_timestamp,
+};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Informer, OWNER_UID_INDEX};
 use crate::runtime::workqueue::WorkQueue;
@@ -198,11 +200,16 @@ impl DeploymentController {
     /// `getReplicaSetsForDeployment`: the namespace's ReplicaSets, claimed (adopted or released)
     /// through the Deployment's selector.
     fn replica_sets_for_deployment(&self, d: &Deployment) -> DeploymentResult<Vec<ReplicaSet>> {
-        let all: Vec<ReplicaSet> = (self.replica_sets.store().list_namespace(namespace(d)).into_iter())
-            .map(|rs| (*self.replica_sets.newest(rs)).clone())
-            .collect();
         let selector = Selector::from_label_selector(&selector_of(d))
             .map_err(|e| format!("deployment {}/{} has invalid label selector: {e}", namespace(d), name(d)))?;
+        // Only ours and the orphans the selector matches can be claimed: the namespace's other
+        // ReplicaSets are not copied.
+        let owner_uid = d.metadata.uid.as_ref();
+        let all: Vec<ReplicaSet> = (self.replica_sets.store().list_namespace(namespace(d)).into_iter())
+            .map(|rs| self.replica_sets.newest(rs))
+            .filter(|rs| claim_candidate(owner_uid, &selector, &rs.metadata))
+            .map(|rs| (*rs).clone())
+            .collect();
         let can_adopt = || recheck_deletion_timestamp::<Deployment>(&self.client, &d.metadata, "Deployment ");
         let manager = ControllerRefManager {
             client: &self.client,

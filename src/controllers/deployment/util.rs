@@ -464,9 +464,17 @@ pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
         if let Some(labels) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
             labels.remove(POD_TEMPLATE_HASH);
         }
-        semantic(crate::apimachinery::json::to_value(&t).unwrap_or(Value::Null))
+        t
     };
-    strip(a) == strip(b)
+    let (a, b) = (strip(a), strip(b));
+    // Equal fields are semantically equal: the JSON comparison, which also equates nil and
+    // empty and compares quantities by value, is only needed when they differ (this runs for
+    // every ReplicaSet of a Deployment on every sync).
+    a == b || {
+        let semantic_json =
+            |t: &PodTemplateSpec| semantic(crate::apimachinery::json::to_value(t).unwrap_or(Value::Null));
+        semantic_json(&a) == semantic_json(&b)
+    }
 }
 
 fn creation(rs: &ReplicaSet) -> Option<Timestamp> {

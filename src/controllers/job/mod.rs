@@ -428,10 +428,10 @@ impl JobController {
         // cache the pods come from, so a stale pod never counts twice.
         let expected_removals = self.finalizer_expectations.expected(key);
         let pods = self.pods_for_job(&job)?;
-        let active: Vec<Arc<Pod>> = pods.iter().filter(|p| is_pod_active(p)).cloned().collect();
+        let active: Vec<Arc<Pod>> = pods.iter().filter(is_pod_active).cloned().collect();
         let mut ctx = SyncCtx {
             key: key.to_string(),
-            ready: active.iter().filter(|p| is_pod_ready(p)).count() as i32,
+            ready: active.iter().filter(is_pod_ready).count() as i32,
             terminating: pods.iter().filter(|p| is_terminating(p)).count() as i32,
             active,
             pods,

@@ -28,6 +28,7 @@ use crate::runtime::controller::SyncError;
 use crate::runtime::controller_ref::controller_ref;
 use crate::runtime::events::EventType;
 use crate::runtime::slow_start::slow_start_batch;
+use crate::runtime::slow_start::{MAX_CONCURRENT_WRITES, map_concurrently};
 
 /// What `manageJob` did: active pods afterwards, the metrics' action, the first error.
 type Managed = (i32, &'static str, Option<SyncError>);
@@ -243,12 +244,10 @@ impl Deletion {
     }
 }
 
-/// Runs `call` for every pod on its own thread (upstream's goroutine per pod), in order.
+/// Runs `call` for every pod concurrently (upstream's goroutine per pod, here on the runtime's
+/// bounded threads), answering in order.
 pub(super) fn concurrently<R: Send>(pods: &[Arc<Pod>], call: impl Fn(&Pod) -> R + Sync) -> Vec<R> {
-    std::thread::scope(|scope| {
-        let threads: Vec<_> = pods.iter().map(|pod| scope.spawn(|| call(pod))).collect();
-        threads.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    })
+    map_concurrently(pods, MAX_CONCURRENT_WRITES, |pod| call(pod))
 }
 
 /// `activePodsForRemoval`: duplicate and out-of-range indexes first, then the lowest-ranked

@@ -48,6 +48,7 @@ use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
 
 use crate::controllers::tainteviction::TaintEviction;
+use crate::runtime::slow_start::map_concurrently;
 
 pub use health::GracePeriods;
 use health::NodeHealth;
@@ -349,20 +350,10 @@ impl NodeLifecycle {
         nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         self.observe_node_set(&nodes);
         let zone_conditions: Mutex<BTreeMap<String, Vec<Option<NodeCondition>>>> = Mutex::new(BTreeMap::new());
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let workers = NODE_UPDATE_WORKERS.min(nodes.len());
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(node) = nodes.get(i) else { break };
-                        let started = Instant::now();
-                        self.update_node(node, &zone_conditions);
-                        metrics::update_node_health_duration().observe(&[], started.elapsed().as_secs_f64());
-                    }
-                });
-            }
+        map_concurrently(&nodes, NODE_UPDATE_WORKERS, |node| {
+            let started = Instant::now();
+            self.update_node(node, &zone_conditions);
+            metrics::update_node_health_duration().observe(&[], started.elapsed().as_secs_f64());
         });
         self.handle_disruption(&zone_conditions.into_inner(), &nodes);
     }

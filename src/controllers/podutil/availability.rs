@@ -6,20 +6,23 @@
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::apimachinery::clock::Clock;
-use crate::apimachinery::pod::{get_pod_ready_condition, is_pod_ready};
+use crate::apimachinery::pod::{PodFields, is_pod_ready, ready_since};
 
 /// `nextPodAvailabilityCheck`: how long after `now` the pod will have been ready for
 /// `min_ready_seconds` (counted from its Ready condition's `lastTransitionTime`). None when it is
 /// not ready, has no transition time, `min_ready_seconds` is not positive, or that time is not
 /// after `now`.
-pub fn next_pod_availability_check(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> Option<Duration> {
+pub fn next_pod_availability_check<P: PodFields + ?Sized>(
+    pod: &P,
+    min_ready_seconds: i32,
+    now: Timestamp,
+) -> Option<Duration> {
     if !is_pod_ready(pod) || min_ready_seconds <= 0 {
         return None;
     }
-    let since = get_pod_ready_condition(pod)?.last_transition_time.as_ref()?.0;
+    let since = ready_since(pod)?;
     let available_at = since.checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds))).ok()?;
     let wait = now.duration_until(available_at);
     (wait > SignedDuration::ZERO).then(|| wait.unsigned_abs())
@@ -27,12 +30,12 @@ pub fn next_pod_availability_check(pod: &Pod, min_ready_seconds: i32, now: Times
 
 /// `findMinNextPodAvailabilitySimpleCheck`: the soonest [`next_pod_availability_check`] over
 /// `pods`, and the first pod that has it.
-fn find_min_next_pod_availability_simple_check<'a>(
-    pods: impl IntoIterator<Item = &'a Pod>,
+fn find_min_next_pod_availability_simple_check<'a, P: PodFields + 'a>(
+    pods: impl IntoIterator<Item = &'a P>,
     min_ready_seconds: i32,
     now: Timestamp,
-) -> Option<(Duration, &'a Pod)> {
-    let mut soonest: Option<(Duration, &Pod)> = None;
+) -> Option<(Duration, &'a P)> {
+    let mut soonest: Option<(Duration, &P)> = None;
     for pod in pods {
         if let Some(next) = next_pod_availability_check(pod, min_ready_seconds, now)
             && soonest.is_none_or(|(min, _)| next < min)
@@ -48,8 +51,8 @@ fn find_min_next_pod_availability_simple_check<'a>(
 /// soonest after that evaluation (so that none is missed) is then measured against the clock's
 /// current time; if its moment has passed meanwhile, the answer is zero (check now). None when
 /// no pod is waiting to become available.
-pub fn find_min_next_pod_availability_check<'a>(
-    pods: impl IntoIterator<Item = &'a Pod>,
+pub fn find_min_next_pod_availability_check<'a, P: PodFields + 'a>(
+    pods: impl IntoIterator<Item = &'a P>,
     min_ready_seconds: i32,
     last_owner_status_evaluation: Timestamp,
     clock: &dyn Clock,
@@ -61,6 +64,8 @@ pub fn find_min_next_pod_availability_check<'a>(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
     use crate::apimachinery::clock::FakeClock;
@@ -105,6 +110,6 @@ mod tests {
         // Nobody waits: the pods are all available or not ready.
         assert_eq!(find_min_next_pod_availability_check(&pods, 10, at(120), &clock_at(120, 0)), None);
         assert_eq!(find_min_next_pod_availability_check(&pods, 0, at(104), &clock_at(104, 0)), None);
-        assert_eq!(find_min_next_pod_availability_check(&[], 10, at(104), &clock_at(104, 0)), None);
+        assert_eq!(find_min_next_pod_availability_check::<Pod>(&[], 10, at(104), &clock_at(104, 0)), None);
     }
 }

@@ -188,7 +188,7 @@ pub fn active_pods_order(a: &Pod, b: &Pod) -> Ordering {
 pub fn pods_to_delete(mut pods: Vec<Arc<Pod>>, related: &[Arc<Pod>], count: usize, now: Timestamp) -> Vec<Arc<Pod>> {
     if count < pods.len() {
         let mut on_node: HashMap<String, usize> = HashMap::new();
-        for pod in related.iter().filter(|p| is_pod_active(p)) {
+        for pod in related.iter().filter(is_pod_active) {
             *on_node.entry(node_of(pod)).or_default() += 1;
         }
         let rank = |p: &Pod| on_node.get(&node_of(p)).copied().unwrap_or(0);

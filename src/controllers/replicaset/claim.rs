@@ -10,12 +10,18 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::ReplicaManager;
 use super::kind::{ReplicaKind, Selector};
+use crate::apimachinery::pod::PodSummary;
 use crate::runtime::controller_ref::{ControllerRefManager, recheck_deletion_timestamp};
 
 impl<K: ReplicaKind> ReplicaManager<K> {
     /// `claimPods` / `ClaimPods`: the pods `rs` owns after adopting and releasing. An error
     /// from any adoption or release is returned after all pods were looked at.
-    pub(super) fn claim_pods(&self, rs: &K, selector: &Selector, pods: Vec<Arc<Pod>>) -> Result<Vec<Arc<Pod>>, String> {
+    pub(super) fn claim_pods(
+        &self,
+        rs: &K,
+        selector: &Selector,
+        pods: Vec<Arc<PodSummary>>,
+    ) -> Result<Vec<Arc<PodSummary>>, String> {
         let can_adopt = || recheck_deletion_timestamp::<K>(&self.client, rs.metadata(), "");
         // Adoptions are pod writes (`RealPodControl.PatchPod` calls `OnWrite`).
         let on_write = |pod: &ObjectMeta| self.consistency.pod_written(pod);
@@ -28,6 +34,6 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             finalizers: &[],
             on_write: Some(&on_write),
         };
-        manager.claim::<Pod, _>(pods)
+        manager.claim_by::<Pod, _>(pods, |pod| &pod.metadata, |_| true)
     }
 }

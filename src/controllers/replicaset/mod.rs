@@ -29,7 +29,8 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use crate::apimachinery::pod::is_pod_ready;
+use crate::apimachinery::clock::RealClock;
+use crate::apimachinery::pod::{PodSummary, is_pod_ready};
 use crate::apimachinery::schema::GroupResource;
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::controllers::podutil::ranking::{pod_key, pods_to_delete};
@@ -39,8 +40,8 @@ use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::{add_pod_controller_uid_index, claim_candidate, pods_controlled_by_or_orphaned};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::expectations::Expectations;
-use crate::runtime::informer::{Event, Informer};
-use crate::runtime::slow_start::slow_start_batch;
+use crate::runtime::informer::{Event, Informer, object_key};
+use crate::runtime::slow_start::{MAX_CONCURRENT_WRITES, map_concurrently, slow_start_batch};
 use crate::runtime::workqueue::WorkQueue;
 
 use crate::apimachinery::pod::is_pod_active;
@@ -180,12 +181,12 @@ fn sorting_deletion_age_ratio() -> &'static HistogramVec {
 fn report_sorting_deletion_age_ratio(pods: &[Arc<Pod>], doomed: &[Arc<Pod>], now: Timestamp) {
     let created = |pod: &Pod| pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
     let age_ms = |since: Option<Timestamp>| since.map_or(i64::MAX, |t| now.duration_since(t).as_millis() as i64);
-    let youngest = pods.iter().filter(|p| is_pod_ready(p)).filter_map(|p| created(p)).max();
+    let youngest = pods.iter().filter(is_pod_ready).filter_map(|p| created(p)).max();
     let youngest_age = age_ms(youngest);
     if youngest_age == 0 {
         return;
     }
-    for pod in doomed.iter().filter(|p| is_pod_ready(p)) {
+    for pod in doomed.iter().filter(is_pod_ready) {
         sorting_deletion_age_ratio().observe(&[], (age_ms(created(pod)) / youngest_age) as f64);
     }
 }
@@ -230,11 +231,11 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         let mut candidates = pods_controlled_by_or_orphaned(&self.pods, rs.metadata());
         candidates.retain(|pod| claim_candidate(owner_uid, &selector, &pod.metadata));
         // Only pods this ReplicaSet controls count as terminating (none are claimed).
-        let terminating: Option<Vec<Arc<Pod>>> = self.terminating_replicas.then(|| {
+        let terminating: Option<Vec<Arc<PodSummary>>> = self.terminating_replicas.then(|| {
             let owned_terminating = candidates.iter().filter(|p| status::is_terminating_replica(&*rs, &selector, p));
             owned_terminating.cloned().collect()
         });
-        let active: Vec<Arc<Pod>> = candidates.into_iter().filter(|p| is_pod_active(p)).collect();
+        let active: Vec<Arc<PodSummary>> = candidates.into_iter().filter(is_pod_active).collect();
         let pods = self.claim_pods(&rs, &selector, active)?;
         let manage_error = if needs_sync && rs.metadata().deletion_timestamp.is_none() {
             self.manage_replicas(&pods, &rs).err()
@@ -255,14 +256,14 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         if let Some(error) = manage_error {
             return Err(error);
         }
-        if let Some(delay) = availability_requeue(&updated, &pods, now, Timestamp::now()) {
+        if let Some(delay) = availability_requeue(&updated, &pods, now, &RealClock) {
             self.queue.add_after(key.to_string(), delay);
         }
         Ok(())
     }
 
     /// `manageReplicas`: creates or deletes pods to reach `spec.replicas`.
-    fn manage_replicas(&self, pods: &[Arc<Pod>], rs: &K) -> Result<(), String> {
+    fn manage_replicas(&self, pods: &[Arc<PodSummary>], rs: &K) -> Result<(), String> {
         let wanted = usize::try_from(rs.replicas()).unwrap_or(0);
         if pods.len() < wanted {
             self.create_replicas((wanted - pods.len()).min(BURST_REPLICAS), rs)
@@ -332,20 +333,20 @@ impl<K: ReplicaKind> ReplicaManager<K> {
     }
 
     /// The deleting half of `manageReplicas`: the lowest-ranked pods are deleted concurrently;
-    /// the expectations of failed deletions are lowered; the first error is returned.
-    fn delete_replicas(&self, pods: &[Arc<Pod>], count: usize, rs: &K) -> Result<(), String> {
+    /// the expectations of failed deletions are lowered; the first error is returned. The
+    /// ranking reads more of a pod than its summary holds, so the pods are unpacked here.
+    fn delete_replicas(&self, pods: &[Arc<PodSummary>], count: usize, rs: &K) -> Result<(), String> {
         let key = crate::runtime::informer::object_key(rs.metadata());
+        let store = self.pods.store();
+        let pods: Vec<Arc<Pod>> = pods.iter().filter_map(|p| store.get(&object_key(&p.metadata))).collect();
         let related = self.indirectly_related_pods(rs);
-        let doomed = pods_to_delete(pods.to_vec(), &related, count, Timestamp::now());
+        let doomed = pods_to_delete(pods.clone(), &related, count, Timestamp::now());
         if count < pods.len() {
-            report_sorting_deletion_age_ratio(pods, &doomed, Timestamp::now());
+            report_sorting_deletion_age_ratio(&pods, &doomed, Timestamp::now());
         }
         self.expectations.expect_deletions(&key, doomed.iter().map(|p| pod_key(p)).collect());
         log::debug!("too many replicas for {} {key}: deleting {count}", K::KIND);
-        let results: Vec<Result<(), Option<String>>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = doomed.iter().map(|pod| scope.spawn(|| self.delete_pod(rs, pod))).collect();
-            threads.into_iter().filter_map(|t| t.join().ok()).collect()
-        });
+        let results = map_concurrently(&doomed, MAX_CONCURRENT_WRITES, |pod| self.delete_pod(rs, pod));
         let errors = results.into_iter().filter_map(Result::err);
         errors.into_iter().flatten().next().map_or(Ok(()), Err)
     }

@@ -1,16 +1,13 @@
 //! Status of a replica controller: upstream's `calculateStatus` and `updateReplicaSetStatus`
 //! (`pkg/controller/replicaset/replica_set_utils.go`).
 
-use std::sync::Arc;
-
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::kind::{Condition, ReplicaKind, ReplicaStatus, Selector};
-use crate::apimachinery::pod::{is_pod_available, is_pod_ready, phase};
+use crate::apimachinery::pod::{PodFields, is_pod_available, is_pod_ready, phase};
 use crate::client::{Api, Client, PostParams};
-use crate::controllers::podutil::ranking::controller_of;
+use crate::runtime::controller_ref::controller_of;
 
 /// `ReplicaSetReplicaFailure` (and the RC's `ReplicationControllerReplicaFailure`).
 pub const REPLICA_FAILURE: &str = "ReplicaFailure";
@@ -20,10 +17,10 @@ pub const REPLICA_FAILURE: &str = "ReplicaFailure";
 /// (`None` when not tracked: the gate is off or the kind has no such field), and the
 /// ReplicaFailure condition set on a manageReplicas error (FailedCreate when short of pods,
 /// FailedDelete when over) or removed once it succeeds.
-pub fn calculate_status<K: ReplicaKind>(
+pub fn calculate_status<K: ReplicaKind, P: PodFields>(
     rs: &K,
-    pods: &[Arc<Pod>],
-    terminating: Option<&[Arc<Pod>]>,
+    pods: &[P],
+    terminating: Option<&[P]>,
     manage_error: Option<&str>,
     now: Timestamp,
 ) -> ReplicaStatus {
@@ -32,7 +29,7 @@ pub fn calculate_status<K: ReplicaKind>(
         rs.template().and_then(|t| t.metadata.as_ref()).and_then(|m| m.labels.clone()).unwrap_or_default();
     let template = Selector::from_map(&template_labels);
     let min_ready = rs.min_ready_seconds();
-    let count = |f: &dyn Fn(&Pod) -> bool| pods.iter().filter(|p| f(p)).count() as i32;
+    let count = |f: &dyn Fn(&P) -> bool| pods.iter().filter(|p| f(p)).count() as i32;
     let has_failure = status.conditions.iter().any(|c| c.type_ == REPLICA_FAILURE);
     match manage_error {
         Some(message) if !has_failure => {
@@ -54,8 +51,8 @@ pub fn calculate_status<K: ReplicaKind>(
         _ => {}
     }
     status.replicas = pods.len() as i32;
-    status.fully_labeled_replicas = count(&|p| template.matches(p.metadata.labels.as_ref()));
-    status.ready_replicas = count(&is_pod_ready);
+    status.fully_labeled_replicas = count(&|p| template.matches(p.pod_metadata().labels.as_ref()));
+    status.ready_replicas = count(&|p| is_pod_ready(p));
     status.available_replicas = count(&|p| is_pod_available(p, min_ready, now));
     status.terminating_replicas = terminating.map(|pods| pods.len() as i32);
     status
@@ -65,13 +62,16 @@ pub fn calculate_status<K: ReplicaKind>(
 /// whether `pod` counts in `terminatingReplicas` of `rs`. Its controller reference names `rs`
 /// (kind, name and UID, the pod index's key), its labels match `selector`, it is being deleted
 /// and its phase is not terminal (`IsPodTerminating`).
-pub fn is_terminating_replica<K: ReplicaKind>(rs: &K, selector: &Selector, pod: &Pod) -> bool {
-    let meta = rs.metadata();
-    let owned = controller_of(pod).is_some_and(|owner| {
+pub fn is_terminating_replica<K: ReplicaKind, P: PodFields + ?Sized>(rs: &K, selector: &Selector, pod: &P) -> bool {
+    let (meta, pod_meta) = (rs.metadata(), pod.pod_metadata());
+    // The cheap tests first: this runs for every pod of the ReplicaSet on every sync.
+    if pod_meta.deletion_timestamp.is_none() || matches!(phase(pod), "Succeeded" | "Failed") {
+        return false;
+    }
+    let owned = controller_of(pod_meta).is_some_and(|owner| {
         owner.kind == K::KIND && Some(&owner.name) == meta.name.as_ref() && Some(&owner.uid) == meta.uid.as_ref()
     });
-    let terminal = matches!(phase(pod), "Succeeded" | "Failed");
-    owned && selector.matches(pod.metadata.labels.as_ref()) && pod.metadata.deletion_timestamp.is_some() && !terminal
+    owned && selector.matches(pod_meta.labels.as_ref())
 }
 
 /// Whether `status` is what `rs` reports already, for its current generation.
@@ -115,6 +115,9 @@ pub fn update_status<K: ReplicaKind>(client: &Client, rs: &K, mut status: Replic
 mod tests {
     use k8s_openapi::api::apps::v1::ReplicaSet;
     use k8s_openapi::api::core::v1::ReplicationController;
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::Pod;
     use serde_json::{Value, json};
 
     use super::*;

@@ -50,7 +50,9 @@ impl<K: Cached> ResourceInformer for Informer<K> {
     }
 
     fn list_metadata(&self) -> Vec<Arc<PartialObjectMetadata>> {
-        self.store().list().iter().map(as_metadata).collect()
+        // From the metadata alone: a packed kind is not unpacked, all of it at once, for this.
+        let metadata = self.store().all_metadata().into_iter();
+        metadata.map(|meta| Arc::new(PartialObjectMetadata::from_metadata(meta))).collect()
     }
 
     fn namespace_metadata(&self, namespace: &str) -> Vec<Arc<PartialObjectMetadata>> {

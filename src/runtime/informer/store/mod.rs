@@ -9,7 +9,9 @@
 //! unpack, so every reader still gets an `Arc<Pod>` equal to what the server sent; readers
 //! avoid holding many at once: [`Store::list_namespace_where`] filters on metadata first, so
 //! that a controller looking for its own pods unpacks only those, and [`Store::filter`] and
-//! [`Store::for_each`] unpack one object at a time.
+//! [`Store::for_each`] unpack one object at a time. A reader that needs no more of a pod than
+//! its metadata, phase, node and readiness reads its [`PodSummary`], kept unpacked beside it
+//! ([`Store::summaries_by_index`]), and unpacks nothing.
 //!
 //! Only the informer's reflector writes; any thread may read.
 
@@ -20,9 +22,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::Metadata;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::RwLock;
 
+use crate::apimachinery::pod::PodSummary;
 use packed::{Packed, Packing};
 
 /// The built-in index of objects by `metadata.namespace` (client-go's `NamespaceIndex`).
@@ -73,7 +77,17 @@ impl<K: Metadata<Ty = ObjectMeta>> Slot<K> {
     fn metadata(&self) -> &ObjectMeta {
         match self {
             Slot::Shared(object) => object.metadata(),
-            Slot::Packed(packed) => &packed.metadata,
+            Slot::Packed(packed) => &packed.summary.metadata,
+        }
+    }
+}
+
+impl Slot<Pod> {
+    /// The pod's summary: kept beside a packed pod, computed for one kept as it is.
+    fn summary(&self) -> Arc<PodSummary> {
+        match self {
+            Slot::Shared(pod) => Arc::new(PodSummary::of(pod)),
+            Slot::Packed(packed) => packed.summary.clone(),
         }
     }
 }
@@ -157,6 +171,11 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
             return Vec::new();
         };
         keys.iter().filter_map(|key| inner.items.get(key)).map(|slot| slot.metadata().clone()).collect()
+    }
+
+    /// The metadata of every cached object, without unpacking the rest of any object.
+    pub fn all_metadata(&self) -> Vec<ObjectMeta> {
+        self.inner.read().items.values().map(|slot| slot.metadata().clone()).collect()
     }
 
     /// The object with this key (`namespace/name`, or `name` for cluster-scoped kinds).
@@ -296,6 +315,18 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
     }
 }
 
+impl Store<Pod> {
+    /// The summaries of the pods whose index function returned `value` (see
+    /// [`Store::by_index`]): their metadata, phase, node and readiness, no pod unpacked.
+    pub fn summaries_by_index(&self, index: &str, value: &str) -> Vec<Arc<PodSummary>> {
+        let inner = self.inner.read();
+        let Some(keys) = inner.indexes.get(index).and_then(|i| i.keys_by_value.get(value)) else {
+            return Vec::new();
+        };
+        keys.iter().filter_map(|key| inner.items.get(key)).map(Slot::summary).collect()
+    }
+}
+
 /// The UIDs of an object's owners.
 fn owner_uids(meta: &ObjectMeta) -> Vec<String> {
     meta.owner_references.iter().flatten().map(|owner| owner.uid.clone()).collect()
@@ -356,6 +387,7 @@ mod tests {
         metadata.sort();
         assert_eq!(metadata, ["a/one", "a/two"], "the namespace's metadata alone");
         assert!(store.namespace_metadata("c").is_empty());
+        assert_eq!(store.all_metadata().len(), 3, "every object's metadata");
         assert_eq!(names(store.by_index(OWNER_UID_INDEX, "u1")), ["a/one", "a/two"]);
         assert_eq!(names(store.by_index("color", "red")), ["a/one", "b/three"]);
 
@@ -397,6 +429,40 @@ mod tests {
         assert_eq!(store.last_store_sync_resource_version(), "12");
         store.set_resource_version("15");
         assert_eq!(store.last_store_sync_resource_version(), "15");
+    }
+
+    #[test]
+    fn pod_summaries_are_read_without_unpacking_and_follow_updates() {
+        use crate::apimachinery::pod::{PodFields, is_pod_ready};
+        let pod = |name: &str, phase: &str, ready: &str| -> Arc<Pod> {
+            let status = serde_json::json!({"phase": phase, "conditions": [{"type": "Ready", "status": ready}]});
+            let metadata = serde_json::json!({"namespace": "a", "name": name, "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u1", "controller": true}]});
+            let pod = serde_json::json!({"metadata": metadata, "spec": {"nodeName": "n1", "containers": []}, "status": status});
+            Arc::new(serde_json::from_value(pod).expect("a pod"))
+        };
+        let store = Store::<Pod>::new();
+        store.insert("a/one".into(), pod("one", "Pending", "False"));
+        store.insert("a/two".into(), pod("two", "Running", "True"));
+        let mut summaries = store.summaries_by_index(OWNER_UID_INDEX, "u1");
+        summaries.sort_by_key(|s| object_key(&s.metadata));
+        let read = |s: &Arc<PodSummary>| (s.pod_phase().to_string(), s.pod_node_name().to_string(), is_pod_ready(s));
+        assert_eq!(
+            summaries.iter().map(read).collect::<Vec<_>>(),
+            [("Pending".to_string(), "n1".to_string(), false), ("Running".to_string(), "n1".to_string(), true)]
+        );
+        store.insert("a/one".into(), pod("one", "Running", "True"));
+        let one = store
+            .summaries_by_index(NAMESPACE_INDEX, "a")
+            .into_iter()
+            .find(|s| s.metadata.name.as_deref() == Some("one"));
+        assert_eq!(
+            one.as_ref().map(read),
+            Some(("Running".to_string(), "n1".to_string(), true)),
+            "the summary follows the update"
+        );
+        assert_eq!(one.map(|s| (*s).clone()), store.get("a/one").map(|p| PodSummary::of(&p)));
+        assert!(store.summaries_by_index(OWNER_UID_INDEX, "u2").is_empty());
     }
 
     #[test]

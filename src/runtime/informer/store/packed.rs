@@ -1,5 +1,6 @@
 //! Packed Pods: the metadata kept as it is (what controllers filter on: namespace, labels,
-//! owners, deletion), the spec and status as compact JSON, delta-coded against a sibling's.
+//! owners, deletion) in a [`PodSummary`] with the phase, node and readiness (what the replica
+//! controllers count), the spec and status as compact JSON, delta-coded against a sibling's.
 //!
 //! A `k8s_openapi::api::core::v1::Pod` with two containers and the service-account volume is
 //! ~17 KiB in memory, because every `Option` field of the large structs (a `Container` is 2 KiB,
@@ -20,11 +21,12 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::delta;
+use crate::apimachinery::pod::PodSummary;
 
 /// One packed object.
 pub(super) struct Packed {
-    /// The object's metadata, unpacked.
-    pub(super) metadata: ObjectMeta,
+    /// The object's metadata and the few fields readers count on, unpacked.
+    pub(super) summary: Arc<PodSummary>,
     /// The JSON this object's body is coded against, shared with its siblings.
     reference: Option<Arc<[u8]>>,
     /// The rest of the object: its compact JSON, delta-coded against `reference`.
@@ -60,8 +62,8 @@ impl<K: 'static> Packing<K> {
         let name = || {
             format!(
                 "{}/{}",
-                packed.metadata.namespace.as_deref().unwrap_or(""),
-                packed.metadata.name.as_deref().unwrap_or("")
+                packed.summary.metadata.namespace.as_deref().unwrap_or(""),
+                packed.summary.metadata.name.as_deref().unwrap_or("")
             )
         };
         (self.unpack)(packed).map_err(|e| log::error!("cannot unpack cached object {}: {e}", name())).ok()
@@ -135,13 +137,13 @@ fn pack_pod<K: 'static>(object: &K, references: &References) -> Result<Packed, S
     let json = serde_json::to_vec(&PodBodyRef { spec: pod.spec.as_ref(), status: pod.status.as_ref() })
         .map_err(|e| e.to_string())?;
     let (reference, body) = references.code(pod_group(&pod.metadata), json);
-    Ok(Packed { metadata: pod.metadata.clone(), reference, body })
+    Ok(Packed { summary: Arc::new(PodSummary::of(pod)), reference, body })
 }
 
 fn unpack_pod<K: 'static>(packed: &Packed) -> Result<K, String> {
     let json = delta::decode(packed.reference.as_deref().unwrap_or_default(), &packed.body)?;
     let body: PodBody = serde_json::from_slice(&json).map_err(|e| e.to_string())?;
-    let pod = Pod { metadata: packed.metadata.clone(), spec: body.spec, status: body.status };
+    let pod = Pod { metadata: packed.summary.metadata.clone(), spec: body.spec, status: body.status };
     let boxed: Box<dyn Any> = Box::new(pod);
     boxed.downcast::<K>().map(|k| *k).map_err(|_| "not a Pod".to_string())
 }

@@ -142,7 +142,7 @@ fn wait_db(client: &Client, ns: &str, count: usize) -> Result<Vec<String>, Strin
     let params = ListParams { label_selector: Some("app=db".into()), ..Default::default() };
     let mut pods = wait_for(&format!("{count} db pods Ready"), STEP_TIMEOUT, || {
         let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params).map_err(api_error)?;
-        let ready = pods.iter().filter(|p| is_pod_ready(p)).count();
+        let ready = pods.iter().filter(is_pod_ready).count();
         Ok((pods.len() == count && ready == count).then_some(pods))
     })?;
     pods.sort_by_key(|p| p.metadata.name.clone());
