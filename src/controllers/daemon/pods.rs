@@ -60,7 +60,7 @@ impl DaemonSetsController {
         log::debug!(
             "Pods to delete for daemon set, deleting daemonset={key} toDeleteCount={to_delete:?} deleteCount={delete_count}"
         );
-        let deletions = map_concurrently(&doomed, MAX_CONCURRENT_WRITES, |name| self.delete_pod(ds, &key, name));
+        let deletions = map_concurrently(doomed, MAX_CONCURRENT_WRITES, |name| self.delete_pod(ds, &key, name));
         let delete_errors: Vec<SyncError> = deletions.into_iter().filter_map(Result::err).collect();
         match create_error.into_iter().chain(delete_errors).next() {
             Some(e) => Err(e),

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-use crate::apimachinery::pod::{get_pod_ready_condition, is_pod_active, is_pod_ready, phase};
+use crate::apimachinery::pod::{PodFields, get_pod_ready_condition, is_pod_active, is_pod_ready, phase};
 
 /// `PodDeletionCost` annotation (`controller.kubernetes.io/pod-deletion-cost`).
 pub const DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
@@ -185,13 +185,19 @@ pub fn active_pods_order(a: &Pod, b: &Pod) -> Ordering {
 
 /// `getPodsToDelete` with `getPodsRankedByRelatedPodsOnSameNode`: the first `count` pods to
 /// delete, ranking pods on nodes crowded with related pods first.
-pub fn pods_to_delete(mut pods: Vec<Arc<Pod>>, related: &[Arc<Pod>], count: usize, now: Timestamp) -> Vec<Arc<Pod>> {
+/// The related pods are counted only, so their summaries do.
+pub fn pods_to_delete<P: PodFields>(
+    mut pods: Vec<Arc<Pod>>,
+    related: &[P],
+    count: usize,
+    now: Timestamp,
+) -> Vec<Arc<Pod>> {
     if count < pods.len() {
-        let mut on_node: HashMap<String, usize> = HashMap::new();
+        let mut on_node: HashMap<&str, usize> = HashMap::new();
         for pod in related.iter().filter(is_pod_active) {
-            *on_node.entry(node_of(pod)).or_default() += 1;
+            *on_node.entry(pod.pod_node_name()).or_default() += 1;
         }
-        let rank = |p: &Pod| on_node.get(&node_of(p)).copied().unwrap_or(0);
+        let rank = |p: &Pod| on_node.get(p.pod_node_name()).copied().unwrap_or(0);
         // Not `sort_by`: upstream's `ActivePodsWithRanks.Less` is not a total order (pods
         // ready within one logarithmic bucket compare by UID, pods ready at the same instant
         // by restarts and age), which Go's sort tolerates and Rust's may panic on.
@@ -273,11 +279,11 @@ mod tests {
             pod("unassigned", "", "Pending", None),
             pod("ready-recently", "n2", "Running", Some("2024-01-01T23:59:00Z")),
         ];
-        let order = pods_to_delete(pods.clone(), &[], 4, now);
+        let order = pods_to_delete::<Pod>(pods.clone(), &[], 4, now);
         assert_eq!(names(&order), ["unassigned", "pending", "running-unready", "ready-recently"]);
         // Deleting them all needs no ranking (upstream does not sort then).
-        assert_eq!(pods_to_delete(pods.clone(), &[], 5, now).len(), 5);
-        assert_eq!(names(&pods_to_delete(pods, &[], 2, now)), ["unassigned", "pending"]);
+        assert_eq!(pods_to_delete::<Pod>(pods.clone(), &[], 5, now).len(), 5);
+        assert_eq!(names(&pods_to_delete::<Pod>(pods, &[], 2, now)), ["unassigned", "pending"]);
     }
 
     #[test]

@@ -40,7 +40,7 @@ use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::{add_pod_controller_uid_index, claim_candidate, pods_controlled_by_or_orphaned};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::expectations::Expectations;
-use crate::runtime::informer::{Event, Informer, object_key};
+use crate::runtime::informer::{Event, Informer, NAMESPACE_INDEX, object_key};
 use crate::runtime::slow_start::{MAX_CONCURRENT_WRITES, map_concurrently, slow_start_batch};
 use crate::runtime::workqueue::WorkQueue;
 
@@ -378,7 +378,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
     /// controlling owner as `rs` (e.g. all ReplicaSets of a Deployment), each pod once. An
     /// object without a controlling owner has no related pods (`getReplicaSetsWithSameController`
     /// answers nothing), so the deletion ranking does not count co-located pods for it.
-    fn indirectly_related_pods(&self, rs: &K) -> Vec<Arc<Pod>> {
+    fn indirectly_related_pods(&self, rs: &K) -> Vec<Arc<PodSummary>> {
         let meta = rs.metadata();
         let Some(owner) = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)) else {
             log::debug!("{} {}/{} has no controller", K::KIND, namespace_of(meta), name_of(meta));
@@ -390,12 +390,10 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             refs.into_iter().any(|r| r.controller == Some(true) && r.uid == owner.uid)
         });
         let selectors: Vec<_> = siblings.filter_map(|sibling| sibling.selector().ok()).collect();
-        let pods = self
-            .pods
-            .store()
-            .list_namespace_where(namespace, |m| selectors.iter().any(|s| s.matches(m.labels.as_ref())));
+        // The ranking only counts them per node: their summaries, no pod unpacked.
+        let pods = self.pods.store().summaries_by_index(NAMESPACE_INDEX, namespace);
         let mut seen = std::collections::HashSet::new();
-        let mut related: Vec<Arc<Pod>> = Vec::new();
+        let mut related: Vec<Arc<PodSummary>> = Vec::new();
         for selector in &selectors {
             for pod in pods.iter().filter(|p| selector.matches(p.metadata.labels.as_ref())) {
                 if seen.insert(pod.metadata.uid.clone()) {
