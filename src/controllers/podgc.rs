@@ -211,11 +211,6 @@ fn deletion_metrics() -> &'static (Arc<ValueFamily>, Arc<ValueFamily>) {
     })
 }
 
-/// Runs `f` on every item with at most `PARALLEL_DELETIONS` threads.
-fn for_each_parallel<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
-    map_concurrently(items, PARALLEL_DELETIONS, f);
-}
-
 impl PodGc {
     /// `gc`: one pass over the cached pods and nodes.
     fn gc(&self) {
@@ -242,7 +237,7 @@ impl PodGc {
             return;
         }
         log::info!("Garbage collecting pods numPods={}", doomed.len());
-        for_each_parallel(&doomed, |pod| {
+        map_concurrently(&doomed, PARALLEL_DELETIONS, |pod| {
             self.delete_counted(pod, None, REASON_TERMINATED);
         });
     }
@@ -257,7 +252,7 @@ impl PodGc {
             "garbage collecting {} pods that are terminating on nodes tainted with {TAINT_NODE_OUT_OF_SERVICE}",
             doomed.len()
         );
-        for_each_parallel(&doomed, |pod| {
+        map_concurrently(&doomed, PARALLEL_DELETIONS, |pod| {
             self.delete_counted(pod, None, REASON_OUT_OF_SERVICE);
         });
     }

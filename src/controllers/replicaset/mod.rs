@@ -336,7 +336,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
     /// the expectations of failed deletions are lowered; the first error is returned. The
     /// ranking reads more of a pod than its summary holds, so the pods are unpacked here.
     fn delete_replicas(&self, pods: &[Arc<PodSummary>], count: usize, rs: &K) -> Result<(), String> {
-        let key = crate::runtime::informer::object_key(rs.metadata());
+        let key = object_key(rs.metadata());
         let store = self.pods.store();
         let pods: Vec<Arc<Pod>> = pods.iter().filter_map(|p| store.get(&object_key(&p.metadata))).collect();
         let related = self.indirectly_related_pods(rs);
