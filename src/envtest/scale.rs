@@ -52,6 +52,9 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 const POLL_EVERY: Duration = Duration::from_secs(2);
 /// How many writers create and change the Deployments at once.
 const WRITERS: usize = 8;
+/// Simulated nodes per kubelet thread, and the most threads.
+const NODES_PER_KUBELET_THREAD: usize = 100;
+const MAX_KUBELET_THREADS: usize = 8;
 /// The label that marks a node's taint by the node lifecycle controller for eviction.
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 
@@ -98,6 +101,13 @@ impl ScaleOptions {
             ));
         }
         Ok(())
+    }
+
+    /// The simulated kubelets' threads: one per [`NODES_PER_KUBELET_THREAD`] nodes, at most
+    /// [`MAX_KUBELET_THREADS`], so that the kubelets keep up with the pods the controller
+    /// manager creates (a thread writes about 150 requests a second).
+    pub fn kubelet_threads(&self) -> usize {
+        (self.nodes / NODES_PER_KUBELET_THREAD).clamp(1, MAX_KUBELET_THREADS)
     }
 
     /// How long a step may take before the run fails.
@@ -169,6 +179,7 @@ pub fn run(side: Side, binary: &Path, options: &ScaleOptions) -> Result<ScaleRun
     let node_options = NodeOptions {
         zones: ZONES.iter().map(|z| z.to_string()).collect(),
         strict_not_ready_taint: true,
+        kubelet_threads: options.kubelet_threads(),
         ..NodeOptions::default()
     };
     let nodes = SimulatedNodes::start(plane.admin_config(), names, node_options)?;
@@ -640,7 +651,7 @@ pub fn table(options: &ScaleOptions, runs: &[ScaleRun]) -> String {
     let upstream = runs.iter().find(|r| r.side == Side::Upstream);
     let mut out = format!(
         "Scale: {} nodes in {} zones, {} Deployments × {} replicas = {} pods, --kube-api-qps={} --kube-api-burst={}, \
-         {} failed nodes of zone-a\n\n| | ours | upstream v1.36.2 | ours / upstream |\n|---|---|---|---|\n",
+         {} failed nodes of zone-a, {} simulated kubelet threads\n\n| | ours | upstream v1.36.2 | ours / upstream |\n|---|---|---|---|\n",
         options.nodes,
         ZONES.len(),
         options.deployments,
@@ -648,7 +659,8 @@ pub fn table(options: &ScaleOptions, runs: &[ScaleRun]) -> String {
         options.pods(),
         options.qps,
         options.burst,
-        options.failed_nodes().len()
+        options.failed_nodes().len(),
+        options.kubelet_threads()
     );
     let mut row = |what: String, get: &dyn Fn(&ScaleRun) -> Option<f64>, digits: usize| {
         let (a, b) = (ours.and_then(get), upstream.and_then(get));

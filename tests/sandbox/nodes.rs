@@ -692,6 +692,49 @@ fn a_script_runs_across_a_jobs_retried_pods() {
     assert_eq!(ends, ["Failed:1", "Failed:137Evicted", "Succeeded:0", "Succeeded:0"]);
 }
 
+/// Kubelets shared out over two threads: each thread runs its own nodes' pods, every node
+/// keeps its Lease, the one scheduler places pods on nodes of both, and a Job's script counts
+/// the runs of its pods whichever thread's node runs them.
+#[test]
+fn kubelets_on_two_threads_run_the_pods_of_every_node() {
+    let names = ["node-a", "node-b", "node-c", "node-d"];
+    let cluster = start(&names, NodeOptions { kubelet_threads: 2, ..fast() });
+    for name in names {
+        let before = cluster.renew_time(name);
+        wait_for(&format!("{name}'s lease to be renewed"), || (cluster.renew_time(name) != before).then_some(()));
+    }
+    let pods: Vec<String> = (0..8).map(|i| format!("web-{i}")).collect();
+    for name in &pods {
+        cluster.create_pod(name, json!({}));
+    }
+    let mut placed: Vec<String> = pods.iter().map(|n| node_of(&cluster.wait_running(n)).to_string()).collect();
+    placed.sort();
+    assert_eq!(placed, ["node-a", "node-a", "node-b", "node-b", "node-c", "node-c", "node-d", "node-d"]);
+
+    // Node i runs on thread i % 2: the retries alternate between the threads.
+    let uid = "6b1b2d0e-0000-4000-8000-00000000a009";
+    let annotations = json!({"kcm-sandbox.dev/run-seconds": "0.1", "kcm-sandbox.dev/exit-codes": "1,2,0"});
+    let mut ends = Vec::new();
+    for (n, node) in ["node-a", "node-b", "node-c"].into_iter().enumerate() {
+        let name = format!("try-{n}");
+        let mut pod = job_pod(&name, uid, "Never", annotations.clone());
+        pod.spec.get_or_insert_default().node_name = Some(node.to_string());
+        cluster.pods().create(&pod, &PostParams::default()).expect("pod created");
+        let pod = cluster.wait_pod(&name, "terminated", |p| matches!(phase(p), "Succeeded" | "Failed"));
+        ends.push(format!("{}:{}", phase(&pod), terminated(&pod).0));
+    }
+    assert_eq!(ends, ["Failed:1", "Failed:2", "Succeeded:0"]);
+
+    for name in &pods {
+        cluster.pods().delete(name, &DeleteParams::default()).expect("delete accepted");
+    }
+    for name in &pods {
+        wait_for(&format!("pod {name} to be gone"), || {
+            cluster.pods().get_opt(name).expect("pod read").is_none().then_some(())
+        });
+    }
+}
+
 #[test]
 fn an_index_override_scripts_only_its_index() {
     let cluster = start(&["node-a"], fast());

@@ -34,10 +34,14 @@ pub struct AuditEvent {
     pub namespace: String,
     pub name: String,
     pub code: u16,
+    /// `responseStatus.reason` of a failed request (`Timeout`, `Conflict`, …).
+    pub reason: String,
     pub received: Timestamp,
     pub completed: Timestamp,
     /// The response object, logged at RequestResponse level only.
     pub response: Option<Value>,
+    /// The request's object, logged at Request level and above.
+    pub request: Option<Value>,
 }
 
 impl AuditEvent {
@@ -60,15 +64,24 @@ impl AuditEvent {
             namespace: text(&object["namespace"]),
             name: text(&object["name"]),
             code: e["responseStatus"]["code"].as_u64().and_then(|c| u16::try_from(c).ok()).unwrap_or(0),
+            reason: text(&e["responseStatus"]["reason"]),
             received: time(&e["requestReceivedTimestamp"])?,
             completed: time(&e["stageTimestamp"]).or_else(|| time(&e["requestReceivedTimestamp"]))?,
             response: e.get("responseObject").cloned(),
+            request: e.get("requestObject").cloned(),
         })
     }
 
     /// Whether the request succeeded (2xx).
     pub fn succeeded(&self) -> bool {
         (200..300).contains(&self.code)
+    }
+
+    /// Whether the request may have taken effect though it failed: kube-apiserver answers 504
+    /// `Timeout` when its client goes away (a SIGKILLed controller manager) while the write to
+    /// etcd goes on and may commit (`finisher.FinishRequest` returns on the request's context).
+    pub fn outcome_unknown(&self) -> bool {
+        self.code == 504 && self.reason == "Timeout"
     }
 
     /// Whether the controller manager sent it (its own identity or a kube-system ServiceAccount).
@@ -151,14 +164,27 @@ fn surge_bound(deployment: &Value) -> (i64, i64) {
 }
 
 /// Each ReplicaSet's `spec.replicas` over time, from its creates and updates (logged with the
-/// response at RequestResponse level), by namespace and name.
+/// response at RequestResponse level), by namespace and name. A create or update whose
+/// outcome is unknown ([`AuditEvent::outcome_unknown`]) counts as applied when it failed: its
+/// request's spec, which a later sync may have read from the server.
 fn replica_set_specs(events: &[AuditEvent]) -> HashMap<(String, String), Vec<(Timestamp, i64)>> {
     let mut specs: HashMap<(String, String), Vec<(Timestamp, i64)>> = HashMap::new();
-    let writes = events.iter().filter(|e| e.resource == "replicasets" && e.subresource.is_empty() && e.succeeded());
+    let writes = events.iter().filter(|e| e.resource == "replicasets" && e.subresource.is_empty());
     for write in writes.filter(|e| matches!(e.verb.as_str(), "create" | "update" | "patch")) {
-        let Some(rs) = &write.response else { continue };
+        let object = if write.succeeded() {
+            write.response.as_ref()
+        } else if write.outcome_unknown() && write.verb != "patch" {
+            write.request.as_ref()
+        } else {
+            None
+        };
+        let Some(rs) = object else { continue };
         let Some(replicas) = rs["spec"]["replicas"].as_i64() else { continue };
-        specs.entry(key(rs)).or_default().push((write.completed, replicas));
+        let (namespace, name) = key(rs);
+        // A create's request may carry no namespace, or only a generateName.
+        let namespace = if namespace.is_empty() { write.namespace.clone() } else { namespace };
+        let name = if name.is_empty() { write.name.clone() } else { name };
+        specs.entry((namespace, name)).or_default().push((write.completed, replicas));
     }
     specs
 }
@@ -170,7 +196,9 @@ fn replica_set_specs(events: &[AuditEvent]) -> HashMap<(String, String), Vec<(Ti
 ///   `NewRSNewReplicas`).
 /// - (b) A ReplicaSet never creates a pod beyond its `spec.replicas` (the spec in force when
 ///   the create was received, the one just before, which a sync may have read, or the next
-///   one: a write completing as kube-apiserver is SIGKILLed leaves no audit line).
+///   one: a write completing as kube-apiserver is SIGKILLed leaves no audit line). A write
+///   of a SIGKILLed controller manager is logged as a 504 Timeout yet may commit: its spec
+///   counts from its audit line on.
 ///
 /// Together they bound the pods by replicas + maxSurge, except while an old ReplicaSet's
 /// scale-down (its spec already lowered) waits for the ReplicaSet controller to delete the pod:
@@ -633,6 +661,35 @@ mod tests {
         let raced =
             [scale("web-a", 2, 0.5), create("a1", "web-a", 1.0), scale("web-a", 1, 1.05), create("a2", "web-a", 1.1)];
         assert_eq!(surge_violations(&parse(&raced.join("\n")), &deployments, &replica_sets), Vec::<String>::new());
+    }
+
+    /// A ReplicaSet update by a controller manager SIGKILLed mid-request: audited as a 504
+    /// Timeout with no response, though it may have committed.
+    fn scale_cut_off(rs: &str, replicas: i64, t: f64) -> String {
+        let mut e: Value = serde_json::from_str(&scale(rs, replicas, t)).expect("an audit line");
+        e.as_object_mut().expect("an object").remove("responseObject");
+        e["responseStatus"] = json!({"code": 504, "status": "Failure", "reason": "Timeout",
+            "message": "Timeout: request did not complete within requested timeout - context canceled"});
+        e["requestObject"] = json!({"metadata": {"namespace": "ns", "name": rs}, "spec": {"replicas": replicas}});
+        e.to_string()
+    }
+
+    #[test]
+    fn a_write_cut_off_by_a_killed_leader_counts_as_possibly_applied() {
+        let (deployments, replica_sets) = state();
+        // The killed leader's 1 -> 2 committed; the next leader's ReplicaSet controller acts on it.
+        let lines = [
+            scale("web-b", 1, 0.5),
+            create("b1", "web-b", 1.0),
+            scale_cut_off("web-b", 2, 2.0),
+            create("b2", "web-b", 5.0),
+        ];
+        assert_eq!(surge_violations(&parse(&lines.join("\n")), &deployments, &replica_sets), Vec::<String>::new());
+        // Any other failure is no write.
+        let refused = lines.join("\n").replace("\"code\":504", "\"code\":409");
+        let violations = surge_violations(&parse(&refused), &deployments, &replica_sets);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].contains("2 live pods"), "{violations:?}");
     }
 
     #[test]

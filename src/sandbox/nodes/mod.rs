@@ -57,7 +57,11 @@
 //! killed, `sleep N`, `sh -c 'exit 1'`, the fail-once marker file); else it exits 0 after
 //! `job_pod_run_time`.
 //!
-//! One background thread does all of it, from list+watch caches of pods and nodes.
+//! One background thread does all of it, from list+watch caches of pods and nodes; with
+//! [`NodeOptions::kubelet_threads`] above one, the kubelets are shared out among that many
+//! threads (each with its own caches), the first of which also runs the scheduler, the
+//! provisioner and the CSI driver. A real node's kubelet writes beside the others; one thread
+//! writing for a thousand nodes would make the simulation, not the API server, the bound.
 
 pub mod csi;
 mod kubelet;
@@ -121,6 +125,10 @@ pub struct NodeOptions {
     /// doubling up to 5 minutes, with the container waiting in `CrashLoopBackOff` meanwhile.
     /// `None` (the default) restarts every exit at once, so that scripted Jobs run quickly.
     pub crash_loop_back_off: Option<Duration>,
+    /// How many threads run the kubelets (node `i` on thread `i % kubelet_threads`). Each
+    /// writes one request at a time, about 150 a second against kube-apiserver: a scale test
+    /// with a thousand nodes needs several.
+    pub kubelet_threads: usize,
 }
 
 impl Default for NodeOptions {
@@ -135,6 +143,7 @@ impl Default for NodeOptions {
             reregister_deleted_nodes: false,
             strict_not_ready_taint: false,
             crash_loop_back_off: None,
+            kubelet_threads: 1,
         }
     }
 }
@@ -155,8 +164,9 @@ const DELETE_RETRY: Duration = Duration::from_secs(5);
 /// Running simulated nodes; dropping them stops them too.
 pub struct SimulatedNodes {
     shared: Arc<Shared>,
+    /// Dropped to stop the workers (they all hold its receiver).
     stop: Option<Sender<()>>,
-    worker: Option<JoinHandle<()>>,
+    workers: Vec<JoinHandle<()>>,
 }
 
 /// What the handle and the worker thread share.
@@ -175,6 +185,10 @@ struct Shared {
     next_index: std::sync::atomic::AtomicUsize,
     zones: Vec<String>,
     stopping: AtomicBool,
+    /// Runs started per script key (Job uid or pod uid, completion index): the next run of
+    /// that key takes the script's entry at this position. Shared, as a Job's pods run on
+    /// nodes of every worker.
+    runs: Mutex<HashMap<(String, Option<i64>), usize>>,
 }
 
 impl Shared {
@@ -191,7 +205,8 @@ struct Control {
 }
 
 impl SimulatedNodes {
-    /// Registers the nodes (with their Leases), then runs them on a background thread.
+    /// Registers the nodes (with their Leases), then runs them on `kubelet_threads` background
+    /// threads.
     pub fn start(config: RestConfig, names: Vec<String>, options: NodeOptions) -> Result<SimulatedNodes, String> {
         let unique: BTreeSet<&String> = names.iter().collect();
         if unique.len() != names.len() {
@@ -219,15 +234,25 @@ impl SimulatedNodes {
             next_index: std::sync::atomic::AtomicUsize::new(names.len()),
             zones: options.zones.clone(),
             stopping: AtomicBool::new(false),
+            runs: Mutex::new(HashMap::new()),
         });
+        let threads = options.kubelet_threads.max(1);
+        let mut shares: Vec<Vec<Machine>> = (0..threads).map(|_| Vec::new()).collect();
+        for (i, machine) in machines.into_iter().enumerate() {
+            shares[i % threads].push(machine);
+        }
         let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
-        let mut worker = Worker::new(shared.clone(), machines, options, stop_rx);
-        worker.start_up()?;
-        let handle = std::thread::Builder::new()
-            .name("sandbox-nodes".into())
-            .spawn(move || worker.run())
-            .map_err(|e| format!("simulated nodes: cannot start the worker thread: {e}"))?;
-        Ok(SimulatedNodes { shared, stop: Some(stop_tx), worker: Some(handle) })
+        let mut nodes = SimulatedNodes { shared: shared.clone(), stop: Some(stop_tx), workers: Vec::new() };
+        for (index, machines) in shares.into_iter().enumerate() {
+            let mut worker = Worker::new(shared.clone(), index, machines, options.clone(), stop_rx.clone());
+            worker.start_up()?;
+            let handle = std::thread::Builder::new()
+                .name(format!("sandbox-nodes-{index}"))
+                .spawn(move || worker.run())
+                .map_err(|e| format!("simulated nodes: cannot start a worker thread: {e}"))?;
+            nodes.workers.push(handle);
+        }
+        Ok(nodes)
     }
 
     /// The kubelet of `node` dies: no more lease renewals, status reports or pod work there.
@@ -347,12 +372,12 @@ impl SimulatedNodes {
 
     fn shutdown(&mut self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
-        // Disconnecting the channel wakes the worker.
+        // Disconnecting the channel wakes the workers.
         self.stop.take();
-        if let Some(worker) = self.worker.take()
-            && worker.join().is_err()
-        {
-            log::error!("the simulated nodes' worker thread panicked");
+        for worker in self.workers.drain(..) {
+            if worker.join().is_err() {
+                log::error!("a worker thread of the simulated nodes panicked");
+            }
         }
     }
 }
@@ -438,9 +463,12 @@ impl PodRecord {
     }
 }
 
-/// The background thread: all kubelets and the scheduler.
+/// A background thread: its share of the kubelets and, the first one, the scheduler, the
+/// provisioner and the CSI driver.
 struct Worker {
     shared: Arc<Shared>,
+    /// Its place among the workers; worker 0 runs the cluster-wide parts.
+    index: usize,
     options: NodeOptions,
     kubelets: Vec<Kubelet>,
     pods: Mirror<Pod>,
@@ -464,14 +492,17 @@ struct Worker {
     /// Pods whose Binding the server refused: UID → (failed attempts, not before). The
     /// scheduler backs off as kube-scheduler's queue does (1 s, doubling, at most 10 s).
     bind_back_off: HashMap<String, (u32, Instant)>,
-    /// Runs started per script key (Job uid or pod uid, completion index): the next run of
-    /// that key takes the script's entry at this position.
-    runs: HashMap<(String, Option<i64>), usize>,
     stop: Receiver<()>,
 }
 
 impl Worker {
-    fn new(shared: Arc<Shared>, machines: Vec<Machine>, options: NodeOptions, stop: Receiver<()>) -> Worker {
+    fn new(
+        shared: Arc<Shared>,
+        index: usize,
+        machines: Vec<Machine>,
+        options: NodeOptions,
+        stop: Receiver<()>,
+    ) -> Worker {
         let client = shared.client.clone();
         let now = Instant::now();
         let kubelets = machines.into_iter().map(|machine| Kubelet::new(machine, now)).collect();
@@ -504,6 +535,7 @@ impl Worker {
         });
         Worker {
             shared,
+            index,
             options,
             kubelets,
             pods,
@@ -517,17 +549,19 @@ impl Worker {
             records: HashMap::new(),
             assumed: HashMap::new(),
             bind_back_off: HashMap::new(),
-            runs: HashMap::new(),
             stop,
         }
     }
 
-    /// Lists pods and nodes, then registers every node with its Lease; any failure is fatal.
+    /// Lists pods and nodes, then registers each of its nodes with its Lease; any failure is
+    /// fatal.
     fn start_up(&mut self) -> Result<(), String> {
         self.nodes.sync().map_err(|e| format!("simulated nodes: cannot list nodes: {e}"))?;
         self.pods.sync().map_err(|e| format!("simulated nodes: cannot list pods: {e}"))?;
-        self.ensure_default_class()?;
-        self.ensure_csi_driver()?;
+        if self.runs_cluster_parts() {
+            self.ensure_default_class()?;
+            self.ensure_csi_driver()?;
+        }
         for i in 0..self.kubelets.len() {
             let name = self.kubelets[i].machine.name.clone();
             self.register(i).map_err(|e| format!("simulated node {name}: cannot register: {e}"))?;
@@ -542,6 +576,12 @@ impl Worker {
             self.tick();
         }
         log::debug!("simulated nodes stopped");
+    }
+
+    /// Whether this worker runs the scheduler, the provisioner, the resizer and the CSI driver
+    /// (one worker does, for the whole cluster).
+    fn runs_cluster_parts(&self) -> bool {
+        self.index == 0
     }
 
     fn stopping(&self) -> bool {
@@ -568,10 +608,15 @@ impl Worker {
             }
             self.heartbeat(i);
         }
-        self.provision();
-        self.resize();
-        self.schedule();
-        self.run_csi();
+        if self.runs_cluster_parts() {
+            self.provision();
+            self.resize();
+            self.schedule();
+            self.run_csi();
+        } else {
+            // The kubelets read attachable volumes from the CSI caches.
+            self.csi.sync();
+        }
         self.run_pods();
         self.forget_gone();
     }
@@ -765,7 +810,9 @@ impl Worker {
     /// Moves every pod of a live kubelet one step along its life.
     fn run_pods(&mut self) {
         let now = Instant::now();
-        let alive = self.alive_nodes();
+        let mut alive = self.alive_nodes();
+        let own: BTreeSet<&str> = self.kubelets.iter().map(|k| k.machine.name.as_str()).collect();
+        alive.retain(|name| own.contains(name.as_str()));
         let work: Vec<(Pod, String)> = self
             .pods
             .values()
@@ -928,7 +975,8 @@ impl Worker {
         let exit = match record.exit {
             Some(exit) => exit,
             None => {
-                let run = self.runs.entry(script.key.clone()).or_insert(0);
+                let mut runs = self.shared.runs.lock();
+                let run = runs.entry(script.key.clone()).or_insert(0);
                 let exit = script.exit(*run);
                 *run += 1;
                 record.exit = Some(exit);

@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use self::plugins::{Candidate, Placement};
 use super::{Worker, is_terminal, log_error, namespace_and_name, node, uid_of};
 use crate::apimachinery;
-use crate::client::{Api, Patch, PostParams};
+use crate::client::{Api, Client, Error, Patch, PostParams};
+use crate::runtime::slow_start::map_concurrently;
 
 /// kube-scheduler's pod back-off after a failed attempt: initial and longest.
 const BIND_BACK_OFF_INITIAL: Duration = Duration::from_secs(1);
@@ -30,6 +31,10 @@ fn bind_back_off(attempts: u32) -> Duration {
 
 /// The most pods one scheduling pass places; the rest wait for the next tick, in queue order.
 const PODS_PER_PASS: usize = 256;
+
+/// How many Bindings are POSTed at once (kube-scheduler runs each binding cycle in its own
+/// goroutine, beside the scheduling of the next pods).
+const CONCURRENT_BINDINGS: usize = 16;
 
 /// The node the scheduler chose for a delayed claim.
 const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
@@ -72,14 +77,21 @@ impl Worker {
         // tick rather than every pending pod times them.
         pending.truncate(PODS_PER_PASS);
         let decisions = self.decide(&pending);
-        for (pod, placement) in pending.iter().zip(decisions) {
+        let mut placed = Vec::new();
+        for (pod, placement) in pending.into_iter().zip(decisions) {
             if self.stopping() {
                 return;
             }
             match placement {
-                Placement::Node(node) => self.bind_with_volumes(pod, &node),
-                Placement::Unschedulable(message) => self.mark_unschedulable(pod, &message),
+                Placement::Node(node) if !self.waits_for_volumes(&pod, &node) => placed.push((pod, node)),
+                Placement::Node(_) => {}
+                Placement::Unschedulable(message) => self.mark_unschedulable(&pod, &message),
             }
+        }
+        let client = self.shared.client.clone();
+        let bound = map_concurrently(&placed, CONCURRENT_BINDINGS, |(pod, node)| post_binding(&client, pod, node));
+        for ((pod, node), result) in placed.iter().zip(bound) {
+            self.count_binding(pod, node, result);
         }
     }
 
@@ -152,10 +164,10 @@ impl Worker {
 
     /// Binds the pod, or first hands its unbound delayed claims to the node
     /// (`volume.kubernetes.io/selected-node`, VolumeBinding's PreBind) and waits for them.
-    fn bind_with_volumes(&mut self, pod: &Pod, node: &str) {
+    fn waits_for_volumes(&mut self, pod: &Pod, node: &str) -> bool {
         let delayed = self.pod_claims(pod).unwrap_or_default();
         if delayed.is_empty() {
-            return self.bind(pod, node);
+            return false;
         }
         for claim in &delayed {
             let (namespace, name) =
@@ -165,15 +177,14 @@ impl Worker {
             match api.patch(name, &Patch::Merge(patch), &PostParams::default()) {
                 Ok(updated) => self.claims.observe(updated),
                 Err(e) => {
-                    return log_error(
-                        &format!("scheduler: cannot select node {node} for claim {namespace}/{name}"),
-                        &e,
-                    );
+                    log_error(&format!("scheduler: cannot select node {node} for claim {namespace}/{name}"), &e);
+                    return true;
                 }
             }
         }
         log::debug!("scheduler: pod {} waits for its volumes on {node}", uid_of(pod));
         self.volume_waits.insert(uid_of(pod).to_string(), node.to_string());
+        true
     }
 
     /// Binds the pods waiting for volumes whose claims are all bound now; forgets those gone.
@@ -188,34 +199,20 @@ impl Worker {
                 Some(pod) => {
                     if self.pod_claims(&pod).is_ok_and(|delayed| delayed.is_empty()) {
                         self.volume_waits.remove(&uid);
-                        self.bind(&pod, &node);
+                        let result = post_binding(&self.shared.client, &pod, &node);
+                        self.count_binding(&pod, &node, result);
                     }
                 }
             }
         }
     }
 
-    /// POSTs the pod's Binding; the scheduler counts the pod on the node until the watch shows
-    /// it bound.
-    fn bind(&mut self, pod: &Pod, node: &str) {
+    /// After the pod's Binding was POSTed: the scheduler counts the pod on the node until the
+    /// watch shows it bound, or backs off.
+    fn count_binding(&mut self, pod: &Pod, node: &str, result: Result<(), Error>) {
         let (namespace, name) = namespace_and_name(pod);
-        let binding = Binding {
-            metadata: ObjectMeta {
-                name: Some(name.to_string()),
-                namespace: Some(namespace.to_string()),
-                uid: pod.metadata.uid.clone(),
-                ..ObjectMeta::default()
-            },
-            target: ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Node".into()),
-                name: Some(node.to_string()),
-                ..ObjectReference::default()
-            },
-        };
-        let api = Api::<Pod>::namespaced(&self.shared.client, namespace);
-        match api.create_subresource::<_, Value>("binding", name, &binding, &PostParams::default()) {
-            Ok(_) => {
+        match result {
+            Ok(()) => {
                 log::debug!("scheduler: bound pod {namespace}/{name} to {node}");
                 let mut bound = pod.clone();
                 bound.spec.get_or_insert_default().node_name = Some(node.to_string());
@@ -276,6 +273,27 @@ impl Worker {
             Err(e) => log_error(&format!("scheduler: cannot update pod {namespace}/{name}"), &e),
         }
     }
+}
+
+/// POSTs the pod's Binding to `node`.
+fn post_binding(client: &Client, pod: &Pod, node: &str) -> Result<(), Error> {
+    let (namespace, name) = namespace_and_name(pod);
+    let binding = Binding {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            uid: pod.metadata.uid.clone(),
+            ..ObjectMeta::default()
+        },
+        target: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(node.to_string()),
+            ..ObjectReference::default()
+        },
+    };
+    let api = Api::<Pod>::namespaced(client, namespace);
+    api.create_subresource::<_, Value>("binding", name, &binding, &PostParams::default()).map(|_| ())
 }
 
 /// A pending pod for the default scheduler: unbound, not being deleted, not gated.
