@@ -52,6 +52,9 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 const POLL_EVERY: Duration = Duration::from_secs(2);
 /// How many writers create and change the Deployments at once.
 const WRITERS: usize = 8;
+/// The pod network: room for 4,096 nodes' /24s (the node IPAM controller's default mask).
+const CLUSTER_CIDR: &str = "10.128.0.0/12";
+const MAX_NODES: usize = 4096;
 /// Simulated nodes per kubelet thread, and the most threads.
 const NODES_PER_KUBELET_THREAD: usize = 100;
 const MAX_KUBELET_THREADS: usize = 8;
@@ -99,6 +102,9 @@ impl ScaleOptions {
                 "a scale run needs at least {} nodes, a Deployment and an even number of replicas: {self:?}",
                 ZONES.len()
             ));
+        }
+        if self.nodes > MAX_NODES {
+            return Err(format!("{CLUSTER_CIDR} has pod CIDRs for {MAX_NODES} nodes, not {}", self.nodes));
         }
         Ok(())
     }
@@ -324,6 +330,10 @@ impl Bed<'_> {
         for arg in &mut args {
             if arg.starts_with("-v=") {
                 *arg = "-v=2".into();
+            }
+            // The side-by-side tests' /16 has room for 256 nodes' /24s.
+            if arg.starts_with("--cluster-cidr=") {
+                *arg = format!("--cluster-cidr={CLUSTER_CIDR}");
             }
         }
         let mut command = Command::new(&self.binary);
