@@ -159,11 +159,15 @@ impl<K: DeserializeOwned> WatchStream<K> {
 /// Decodes one wire event: its object as `K`, a BOOKMARK's resourceVersion, an ERROR's
 /// `Status` as [`Error::Api`] (e.g. 410 Gone: relist).
 pub fn decode_event<K: DeserializeOwned>(raw: RawEvent) -> Result<WatchEvent<K>> {
+    decode_event_with(raw, crate::apimachinery::json::from_bytes::<K>)
+}
+
+/// [`decode_event`], with the object decoded by `decode` (the informers' passes over
+/// `managedFields`).
+pub fn decode_event_with<K>(raw: RawEvent, decode: fn(&[u8]) -> serde_json::Result<K>) -> Result<WatchEvent<K>> {
     let object = raw.object.get();
-    let typed = |o: &str| {
-        crate::apimachinery::json::from_bytes::<K>(o.as_bytes())
-            .map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)))
-    };
+    let typed =
+        |o: &str| decode(o.as_bytes()).map_err(|e| Error::Decode(format!("watch {} event: {e}", raw.event_type)));
     match raw.event_type.as_str() {
         "ADDED" => Ok(WatchEvent::Added(typed(object)?)),
         "MODIFIED" => Ok(WatchEvent::Modified(typed(object)?)),

@@ -23,7 +23,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 
 use crate::apimachinery::clock::{Clock, RealClock};
-use crate::apimachinery::pod::{observed_generation, phase, update_pod_condition};
+use crate::apimachinery::pod::{PodFields, observed_generation, phase, update_pod_condition};
 use crate::client::{Api, Client, DeleteParams};
 use crate::controllers::nodeutil::{TAINT_NODE_OUT_OF_SERVICE, is_node_ready, taint_key_exists};
 use crate::controllers::podutil::patch_pod_status;
@@ -97,12 +97,12 @@ pub struct PodGc {
 }
 
 /// `isPodTerminated`.
-fn is_terminated(pod: &Pod) -> bool {
-    !matches!(phase(pod), "Pending" | "Running" | "Unknown")
+fn is_terminated(pod: &impl PodFields) -> bool {
+    !matches!(pod.pod_phase(), "Pending" | "Running" | "Unknown")
 }
 
-fn node_name_of(pod: &Pod) -> &str {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default()
+fn node_name_of(pod: &impl PodFields) -> &str {
+    pod.pod_node_name()
 }
 
 fn pod_ref(pod: &Pod) -> String {
@@ -216,8 +216,9 @@ impl PodGc {
     fn gc(&self) {
         let nodes = self.nodes.store().list();
         let existing: BTreeSet<&str> = nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
-        // Only the pods some pass below can act on: the cache is not decoded whole every 20 s.
-        let pods = self.pods.store().filter(|pod| {
+        // Only the pods some pass below can act on, told by their summaries: the cache is
+        // not decoded every 20 s (at 10,000 pods that was a tenth of our CPU in a rollout).
+        let pods = self.pods.store().filter_by_summary(|pod| {
             let node = node_name_of(pod);
             is_terminated(pod)
                 || pod.metadata.deletion_timestamp.is_some()

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use super::actual::ActualState;
 use super::desired::DesiredState;
 use super::volumes::{Lookups, node_of, plugin_name, pod_volumes};
+use crate::controllers::volumeutil::POD_PVC_INDEX;
 use crate::metrics::{Collector, CounterVec, GaugeVec};
 use crate::runtime::informer::Informer;
 
@@ -89,8 +90,9 @@ impl Collector for StateCollector {
 /// `getVolumeInUseCount`: attachable volumes of scheduled pods, per node and plugin.
 fn volumes_in_use(sources: &StateSources) -> BTreeMap<(String, String), u64> {
     let mut counts = BTreeMap::new();
-    // One pod unpacked at a time (a scrape must not decode the whole cache at once).
-    sources.pods.store().for_each(|pod| {
+    // One pod unpacked at a time (a scrape must not decode the whole cache at once), and only
+    // those naming a claim, as only they can have an attachable volume.
+    sources.pods.store().for_each_indexed(POD_PVC_INDEX, |pod| {
         if node_of(&pod).is_empty() {
             return;
         }

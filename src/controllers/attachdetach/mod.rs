@@ -324,7 +324,8 @@ impl AttachDetach {
     /// The pods are read one at a time: the packed cache unpacks each, and all of them at once
     /// were the controller manager's peak memory after a restart.
     fn populate_desired_state(&self) {
-        self.pods.store().for_each(|pod| {
+        // Only pods naming a claim can have an attachable volume (`attachable`).
+        self.pods.store().for_each_indexed(POD_PVC_INDEX, |pod| {
             self.pod_add(&pod);
             let node = node_of(&pod);
             for volume in pod_volumes(&pod) {
@@ -358,7 +359,7 @@ impl AttachDetach {
         }
         *last = Some(Instant::now());
         drop(last);
-        self.pods.store().for_each(|pod| {
+        self.pods.store().for_each_indexed(POD_PVC_INDEX, |pod| {
             if !node_of(&pod).is_empty() && !is_pod_terminated(&pod) {
                 self.process_pod_volumes(&pod, true);
             }

@@ -25,7 +25,8 @@
 //! synced resourceVersion forward, so a re-watch starts from a recent revision even when the
 //! watched kind itself is quiet. A watch silent for the client's `watch_idle_timeout` (90 s: a
 //! minute between bookmarks plus slack) is taken for a stalled connection and opened again from
-//! there. `managedFields` are dropped as objects arrive.
+//! there. `managedFields` are passed over as objects are decoded (upstream's controller manager
+//! trims them as they arrive), and never cached.
 //!
 //! ## Watch-list (`watchList`; the `WatchListClient` gate, on by default since v1.35)
 //!
@@ -96,7 +97,8 @@ use super::Informer;
 use super::watch_list::InitialEvents;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
-use crate::client::watch::{RawEvent, decode_event};
+use crate::apimachinery::json::from_bytes_without_managed_fields;
+use crate::client::watch::{RawEvent, decode_event_with};
 use crate::client::watch_connection::WatchConnection;
 use crate::client::watch_poller::{self, WatchHandler};
 use crate::client::{Api, Client, Error, ListParams, RawList, Result, WatchEvent, WatchParams};
@@ -204,8 +206,7 @@ impl From<RawList> for Page {
 
 /// Decodes one listed object.
 fn decode_item<K: DeserializeOwned>(item: &RawValue) -> Result<K> {
-    crate::apimachinery::json::from_bytes(item.get().as_bytes())
-        .map_err(|e| Error::Decode(format!("listed object: {e}")))
+    from_bytes_without_managed_fields(item.get().as_bytes()).map_err(|e| Error::Decode(format!("listed object: {e}")))
 }
 
 /// How a reflector lists and watches its collection (client-go's `ListerWatcher`): typed
@@ -251,7 +252,7 @@ impl<K: Informable> ListerWatcher<K> for Typed<K> {
     }
 
     fn decode(&self, event: RawEvent) -> Result<WatchEvent<K>> {
-        decode_event(event)
+        decode_event_with(event, from_bytes_without_managed_fields::<K>)
     }
 
     fn label(&self) -> String {
@@ -276,7 +277,7 @@ impl ListerWatcher<PartialObjectMetadata> for MetadataOnly {
     }
 
     fn decode(&self, event: RawEvent) -> Result<WatchEvent<PartialObjectMetadata>> {
-        decode_event(event)
+        decode_event_with(event, from_bytes_without_managed_fields::<PartialObjectMetadata>)
     }
 
     fn label(&self) -> String {
@@ -1158,6 +1159,7 @@ impl Resync {
 mod tests {
     use super::*;
     use crate::client::ApiError;
+    use crate::client::watch::decode_event;
     use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Status, StatusCause, StatusDetails};
     use parking_lot::Mutex;

@@ -222,6 +222,22 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
         kept
     }
 
+    /// Calls `visit` with every object the index `index` lists under any value (say, each pod
+    /// that names a claim), once each and one at a time as [`Store::for_each`] does: a pass
+    /// over the few objects that matter unpacks none of the others.
+    pub fn for_each_indexed(&self, index: &str, mut visit: impl FnMut(Arc<K>)) {
+        let keys: HashSet<String> = {
+            let inner = self.inner.read();
+            let Some(index) = inner.indexes.get(index) else { return };
+            index.keys_by_value.values().flatten().cloned().collect()
+        };
+        for key in keys {
+            if let Some(object) = self.get(&key) {
+                visit(object);
+            }
+        }
+    }
+
     /// The cached objects of one namespace (the built-in `namespace` index).
     pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
         self.by_index(NAMESPACE_INDEX, namespace)
@@ -324,6 +340,16 @@ impl Store<Pod> {
             return Vec::new();
         };
         keys.iter().filter_map(|key| inner.items.get(key)).map(Slot::summary).collect()
+    }
+
+    /// The pods whose summary `keep` accepts, unpacking only those: a periodic pass over every
+    /// pod (the pod GC's, every 20 s) decodes just the few it acts on.
+    pub fn filter_by_summary(&self, keep: impl Fn(&PodSummary) -> bool) -> Vec<Arc<Pod>> {
+        let kept: Vec<String> = {
+            let inner = self.inner.read();
+            inner.items.iter().filter(|(_, slot)| keep(&slot.summary())).map(|(key, _)| key.clone()).collect()
+        };
+        kept.iter().filter_map(|key| self.get(key)).collect()
     }
 }
 
@@ -463,6 +489,29 @@ mod tests {
         );
         assert_eq!(one.map(|s| (*s).clone()), store.get("a/one").map(|p| PodSummary::of(&p)));
         assert!(store.summaries_by_index(OWNER_UID_INDEX, "u2").is_empty());
+
+        store.insert("a/three".into(), pod("three", "Failed", "False"));
+        let failed = store.filter_by_summary(|s| s.pod_phase() == "Failed");
+        assert_eq!(failed.iter().map(|p| object_key(&p.metadata)).collect::<Vec<_>>(), ["a/three"]);
+        assert_eq!(failed[0], store.get("a/three").expect("cached"), "the whole pod, unpacked");
+    }
+
+    #[test]
+    fn for_each_indexed_visits_each_object_an_index_lists_once() {
+        let store = Store::<ConfigMap>::new();
+        let colors = |o: &ConfigMap| -> Vec<String> {
+            color(o).iter().flat_map(|c| c.split(',')).filter(|c| !c.is_empty()).map(str::to_string).collect()
+        };
+        store.add_index("colors", Box::new(colors));
+        for (name, color) in [("one", "red"), ("two", ""), ("three", "red,blue")] {
+            store.insert(format!("a/{name}"), config_map("a", name, None, color));
+        }
+        let mut seen = Vec::new();
+        store.for_each_indexed("colors", |o| seen.push(o));
+        assert_eq!(names(seen), ["a/one", "a/three"], "listed under two values, visited once; unlisted, not at all");
+        let mut none = Vec::new();
+        store.for_each_indexed("no-such-index", |o| none.push(o));
+        assert!(none.is_empty());
     }
 
     #[test]
