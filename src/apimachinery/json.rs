@@ -11,9 +11,7 @@
 //! on paths that are not hot (a template hashed or compared once per sync).
 
 use serde::Serialize;
-use serde::de::{
-    DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, IntoDeserializer, MapAccess, Visitor,
-};
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, IntoDeserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 /// Decodes `T` from JSON bytes.
@@ -232,9 +230,14 @@ mod tests {
             "data": {"managedFields": "x", "metadata": "y"}});
         let config_map: ConfigMap = from_bytes_without_managed_fields(&serde_json::to_vec(&data).unwrap()).unwrap();
         let data = config_map.data.unwrap_or_default();
-        assert_eq!((data.get("managedFields").map(String::as_str), data.get("metadata").map(String::as_str)), (Some("x"), Some("y")));
+        assert_eq!(
+            (data.get("managedFields").map(String::as_str), data.get("metadata").map(String::as_str)),
+            (Some("x"), Some("y"))
+        );
         // Without metadata, or with a null one, as from_bytes.
-        for object in [json!({"apiVersion": "v1", "kind": "Pod"}), json!({"apiVersion": "v1", "kind": "Pod", "metadata": null})] {
+        for object in
+            [json!({"apiVersion": "v1", "kind": "Pod"}), json!({"apiVersion": "v1", "kind": "Pod", "metadata": null})]
+        {
             let bytes = serde_json::to_vec(&object).unwrap();
             assert_eq!(from_bytes_without_managed_fields::<Pod>(&bytes).unwrap(), from_bytes::<Pod>(&bytes).unwrap());
         }

@@ -128,7 +128,7 @@ fn sort_by_eviction_and_creation(pods: &mut [Arc<Pod>]) {
 
 /// The terminated pods beyond `threshold`, in deletion order (`gcTerminated`).
 fn terminated_beyond_threshold(pods: &[Arc<Pod>], threshold: i32) -> Vec<Arc<Pod>> {
-    let mut terminated: Vec<Arc<Pod>> = pods.iter().filter(|p| is_terminated(p)).cloned().collect();
+    let mut terminated: Vec<Arc<Pod>> = pods.iter().filter(is_terminated).cloned().collect();
     let keep = usize::try_from(threshold).unwrap_or(0);
     if terminated.len() <= keep {
         return Vec::new();
@@ -158,7 +158,7 @@ fn terminating_on_out_of_service_nodes(pods: &[Arc<Pod>], node: impl Fn(&str) ->
 
 /// The nodes pods are bound to that the cache does not have.
 fn unknown_nodes<'a>(pods: &'a [Arc<Pod>], existing: &BTreeSet<&str>) -> BTreeSet<&'a str> {
-    pods.iter().map(|p| node_name_of(p)).filter(|n| !n.is_empty() && !existing.contains(n)).collect()
+    pods.iter().map(node_name_of).filter(|n| !n.is_empty() && !existing.contains(n)).collect()
 }
 
 /// Node names waiting out their quarantine (upstream's delaying `nodeQueue`).

@@ -95,9 +95,9 @@ use serde_json::value::RawValue;
 
 use super::Informer;
 use super::watch_list::InitialEvents;
+use crate::apimachinery::json::from_bytes_without_managed_fields;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
-use crate::apimachinery::json::from_bytes_without_managed_fields;
 use crate::client::watch::{RawEvent, decode_event_with};
 use crate::client::watch_connection::WatchConnection;
 use crate::client::watch_poller::{self, WatchHandler};
