@@ -11,8 +11,12 @@
 //! on paths that are not hot (a template hashed or compared once per sync).
 
 use serde::Serialize;
-use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, IntoDeserializer, MapAccess, Visitor};
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Decodes `T` from JSON bytes.
 pub fn from_bytes<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
@@ -23,142 +27,101 @@ pub fn from_bytes<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
 /// informers drop anyway (upstream's controller manager trims them as they arrive,
 /// `trim.TrimManagedFields`): the server sends one entry per field manager, each a tree of
 /// field names that would be decoded into maps only to be thrown away, often the larger part
-/// of a Pod's JSON. Everything else is decoded as [`from_bytes`] decodes it.
+/// of a Pod's JSON. Everything else is decoded as [`from_bytes`] decodes it, by the same
+/// decoder: the field's value is cut out of the bytes first ([`without_managed_fields`]), so
+/// no kind's decoder is compiled twice.
 pub fn from_bytes_without_managed_fields<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
+    match without_managed_fields(bytes) {
+        Cow::Borrowed(bytes) => from_bytes(bytes),
+        // An error's line and column are those of the bytes as served.
+        Cow::Owned(trimmed) => from_bytes(&trimmed).or_else(|_| from_bytes(bytes)),
+    }
+}
+
+/// The object's JSON with the value of its `metadata.managedFields` replaced by `null` (which
+/// decodes as no managed fields), or the bytes as they are when they have no such value or are
+/// not a JSON object: the decoder then reports what is wrong with them. Only the top-level
+/// `metadata` is looked into, so a key of that name anywhere else (a ConfigMap's data, an
+/// annotation, an env var) is data and stays.
+pub fn without_managed_fields(bytes: &[u8]) -> Cow<'_, [u8]> {
+    let Some(metadata) = raw_field(bytes, "metadata") else { return Cow::Borrowed(bytes) };
+    let Some(managed_fields) = raw_field(metadata.as_bytes(), "managedFields") else { return Cow::Borrowed(bytes) };
+    let Some(span) = span_within(bytes, managed_fields.as_bytes()) else { return Cow::Borrowed(bytes) };
+    if managed_fields == "null" {
+        return Cow::Borrowed(bytes);
+    }
+    let mut trimmed = Vec::with_capacity(bytes.len() - span.len() + 4);
+    trimmed.extend_from_slice(&bytes[..span.start]);
+    trimmed.extend_from_slice(b"null");
+    trimmed.extend_from_slice(&bytes[span.end..]);
+    Cow::Owned(trimmed)
+}
+
+/// The raw JSON of field `name` of the object `bytes` holds, borrowed from `bytes`. Reading
+/// stops at that field: what follows is the decoder's to check.
+fn raw_field<'a>(bytes: &'a [u8], name: &'static str) -> Option<&'a str> {
+    let mut found = None;
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = T::deserialize(Trimmed { inner: &mut deserializer, level: Level::Object })?;
-    deserializer.end()?;
-    Ok(value)
+    // Stopping early is reported by serde_json as an object left unfinished: that error is
+    // expected, and `found` says whether the field was there.
+    let _ = deserializer.deserialize_map(FieldFinder { name, found: &mut found });
+    found
 }
 
-/// Where in the object a [`Trimmed`] deserializer is.
-#[derive(Clone, Copy)]
-enum Level {
-    /// The object itself: its `metadata` is trimmed.
-    Object,
-    /// Its `metadata`: `managedFields` is passed over.
-    Metadata,
+/// Hands out the raw value of one field of an object, passing over (not decoding) the others.
+struct FieldFinder<'f, 'de> {
+    name: &'static str,
+    found: &'f mut Option<&'de str>,
 }
 
-/// A deserializer that hands the visitor a map without the keys [`Level`] drops. Only maps
-/// (and an optional map) are looked into; anything else goes to the inner deserializer as it
-/// is, so a value of another shape gets the inner deserializer's error.
-struct Trimmed<D> {
-    inner: D,
-    level: Level,
-}
-
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for Trimmed<D> {
-    type Error = D::Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_any(TrimmedVisitor { inner: visitor, level: self.level })
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_struct(name, fields, TrimmedVisitor { inner: visitor, level: self.level })
-    }
-
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_map(TrimmedVisitor { inner: visitor, level: self.level })
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_option(TrimmedVisitor { inner: visitor, level: self.level })
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
-        unit_struct newtype_struct seq tuple tuple_struct enum identifier ignored_any
-    }
-}
-
-/// The visitor's view through a [`Trimmed`] deserializer.
-struct TrimmedVisitor<V> {
-    inner: V,
-    level: Level,
-}
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for TrimmedVisitor<V> {
-    type Value = V::Value;
+impl<'de> Visitor<'de> for FieldFinder<'_, 'de> {
+    type Value = ();
 
     fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
-        self.inner.expecting(formatter)
+        formatter.write_str("a JSON object")
     }
 
-    fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<V::Value, M::Error> {
-        self.inner.visit_map(TrimmedMap { inner: map, level: self.level, metadata_next: false })
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<V::Value, D::Error> {
-        self.inner.visit_some(Trimmed { inner: deserializer, level: self.level })
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<V::Value, E> {
-        self.inner.visit_none()
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<V::Value, E> {
-        self.inner.visit_unit()
-    }
-}
-
-/// An object's fields without those its [`Level`] drops.
-struct TrimmedMap<M> {
-    inner: M,
-    level: Level,
-    /// The key just handed out was the object's `metadata`.
-    metadata_next: bool,
-}
-
-impl<'de, M: MapAccess<'de>> MapAccess<'de> for TrimmedMap<M> {
-    type Error = M::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, M::Error> {
-        loop {
-            let Some(key) = self.inner.next_key::<String>()? else { return Ok(None) };
-            match self.level {
-                Level::Metadata if key == "managedFields" => {
-                    self.inner.next_value::<IgnoredAny>()?;
-                    continue;
-                }
-                Level::Metadata => {}
-                Level::Object => self.metadata_next = key == "metadata",
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        while let Some(is_wanted) = map.next_key_seed(KeyIs(self.name))? {
+            if is_wanted {
+                let raw: &'de RawValue = map.next_value()?;
+                *self.found = Some(raw.get());
+                return Ok(());
             }
-            return seed.deserialize(key.into_deserializer()).map(Some);
+            map.next_value::<IgnoredAny>()?;
         }
-    }
-
-    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, M::Error> {
-        if std::mem::take(&mut self.metadata_next) {
-            self.inner.next_value_seed(TrimmedSeed { inner: seed, level: Level::Metadata })
-        } else {
-            self.inner.next_value_seed(seed)
-        }
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        self.inner.size_hint()
+        Ok(())
     }
 }
 
-/// Deserializes a value through a [`Trimmed`] deserializer.
-struct TrimmedSeed<S> {
-    inner: S,
-    level: Level,
+/// Whether an object's key is the one named, without allocating it.
+struct KeyIs(&'static str);
+
+impl<'de> DeserializeSeed<'de> for KeyIs {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_str(self)
+    }
 }
 
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for TrimmedSeed<S> {
-    type Value = S::Value;
+impl Visitor<'_> for KeyIs {
+    type Value = bool;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<S::Value, D::Error> {
-        self.inner.deserialize(Trimmed { inner: deserializer, level: self.level })
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("an object key")
     }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<bool, E> {
+        Ok(key == self.0)
+    }
+}
+
+/// Where `part`, a slice borrowed from `whole`, lies in it.
+fn span_within(whole: &[u8], part: &[u8]) -> Option<Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some(start..end)
 }
 
 /// `serde_json::to_value`, through bytes.
@@ -240,6 +203,31 @@ mod tests {
         {
             let bytes = serde_json::to_vec(&object).unwrap();
             assert_eq!(from_bytes_without_managed_fields::<Pod>(&bytes).unwrap(), from_bytes::<Pod>(&bytes).unwrap());
+        }
+    }
+
+    #[test]
+    fn only_the_value_of_the_top_level_metadata_managed_fields_is_cut() {
+        let cut = |json: &str| String::from_utf8(without_managed_fields(json.as_bytes()).into_owned()).unwrap();
+        assert_eq!(
+            cut(r#"{"kind":"Pod","metadata":{"name":"a","managedFields":[{"manager":"m"}],"uid":"u"},"spec":{}}"#),
+            r#"{"kind":"Pod","metadata":{"name":"a","managedFields":null,"uid":"u"},"spec":{}}"#
+        );
+        // The key as the decoder reads it, escapes and all; spacing as served.
+        assert_eq!(
+            cut("{ \"metadata\" : { \"managedF\\u0069elds\" : [ 1 ] } }"),
+            "{ \"metadata\" : { \"managedF\\u0069elds\" : null } }"
+        );
+        for untouched in [
+            r#"{"kind":"Pod","spec":{"managedFields":[1]},"metadata":{"name":"a"}}"#,
+            r#"{"data":{"metadata":{"managedFields":[1]}}}"#,
+            r#"{"metadata":{"managedFields":null}}"#,
+            r#"{"metadata":null}"#,
+            r#"[{"metadata":{"managedFields":[1]}}]"#,
+            r#"{"metadata":{"managedFields":[1}}"#,
+            "",
+        ] {
+            assert!(matches!(without_managed_fields(untouched.as_bytes()), Cow::Borrowed(_)), "{untouched}");
         }
     }
 

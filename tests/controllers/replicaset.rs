@@ -360,3 +360,53 @@ fn a_replica_set_is_not_synced_until_its_informers_have_seen_its_pods() {
     cluster.wait_rs_status("stale", 2);
     assert_eq!(cluster.owned_pods(&uid).len(), 2);
 }
+
+on_both_backends!(a_scale_down_deletes_first_the_pod_beside_most_of_its_siblings_pods);
+/// `getIndirectlyRelatedPods`: the ReplicaSets of one Deployment (same controller, each
+/// selecting its own pod-template-hash) count each other's pods per node, and a scale-down
+/// deletes first the pod on the node most crowded with them (the ranking's "doubled up").
+fn a_scale_down_deletes_first_the_pod_beside_most_of_its_siblings_pods(backend: Backend) {
+    // The old ReplicaSet's pods, one on each node, to be adopted: created before the
+    // controllers start, so that the ReplicaSet's event cannot overtake theirs (see above).
+    // old-b is created once old-a has been ready for 3 s: without the count of related pods,
+    // the ranking's later rules (more recently ready, then newer, goes first) would pick it.
+    let cluster = start_with(backend, |client| {
+        let pods = Api::<Pod>::namespaced(client, "default");
+        for (name, node) in [("old-a", "node-a"), ("old-b", "node-b")] {
+            let mut pod = new_pod(name, json!({"app": "web", "pod-template-hash": "old"}), None);
+            pod.spec.as_mut().expect("a spec").node_name = Some(node.into());
+            pods.create(&pod, &PostParams::default()).expect("pod created");
+            eventually(&format!("{name} ready for 3 s"), || {
+                let status = pods.get(name).ok()?.status?;
+                let ready = status.conditions?.into_iter().find(|c| c.type_ == "Ready" && c.status == "True")?;
+                let since = ready.last_transition_time?.0;
+                (jiff::Timestamp::now() >= since + jiff::SignedDuration::from_secs(3)).then_some(())
+            });
+        }
+    });
+    let owner = json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "9d0c1f4e-0000-4000-8000-00000000d001",
+        "controller": true}]);
+    let replica_set = |hash: &str, replicas: i32, node: &str| -> ReplicaSet {
+        let labels = json!({"app": "web", "pod-template-hash": hash});
+        from(json!({"metadata": {"name": format!("web-{hash}"), "ownerReferences": owner, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+                "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx:1.27"}]}}}}))
+    };
+    // The new ReplicaSet's pods all run on node-a.
+    let old = cluster.api::<ReplicaSet>().create(&replica_set("old", 2, "node-a"), &PostParams::default()).expect("rs");
+    let new = cluster.api::<ReplicaSet>().create(&replica_set("new", 3, "node-a"), &PostParams::default()).expect("rs");
+    assert_eq!(
+        Cluster::names(&cluster.wait_owned(&uid_of(&old.metadata), 2)),
+        ["old-a", "old-b"].map(String::from).into()
+    );
+    cluster.wait_owned(&uid_of(&new.metadata), 3);
+    for name in ["web-old", "web-new"] {
+        wait_rs(&cluster, name, "every pod ready", |s| s.ready_replicas == Some(s.replicas));
+    }
+    cluster.scale("web-old", 1);
+    eventually("the pod beside the new ReplicaSet's pods deleted", || {
+        let deleted = cluster.event_messages("default", "web-old", "SuccessfulDelete");
+        (!deleted.is_empty()).then_some(deleted)
+    });
+    assert_eq!(cluster.event_messages("default", "web-old", "SuccessfulDelete"), ["Deleted pod: old-a"]);
+}

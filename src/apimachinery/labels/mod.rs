@@ -16,6 +16,10 @@ use super::validation::{is_qualified_name, is_valid_label_value};
 
 mod parser;
 
+/// `apps.DefaultDeploymentUniqueLabelKey`: the label a Deployment gives each of its
+/// ReplicaSets' selectors and pods, the hash of the pod template.
+pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+
 /// A set of labels a selector can be matched against (upstream's `labels.Labels`).
 pub trait Labels {
     /// The value of `key`, if the key is there.
@@ -187,6 +191,16 @@ impl Selector {
     /// Whether a label set satisfies the selector. `None` stands for an object without labels.
     pub fn matches(&self, labels: impl Labels) -> bool {
         !self.matches_nothing && self.requirements.iter().all(|r| r.matches(&labels))
+    }
+
+    /// The one value `key` must have for a label set to match (`key=v`, `key==v`, `key in
+    /// (v)`), if the selector requires one: a lookup by that label's value finds every object
+    /// the selector can match.
+    pub fn required_value(&self, key: &str) -> Option<&str> {
+        self.requirements.iter().find_map(|r| match (r.operator, r.values.as_slice()) {
+            (Operator::Equals | Operator::DoubleEquals | Operator::In, [value]) if r.key == key => Some(value.as_str()),
+            _ => None,
+        })
     }
 
     /// Whether a JSON object's `metadata.labels` (absent: no labels) satisfy the selector.

@@ -387,3 +387,14 @@ fn label_selectors_print_as_gos_generated_string() {
     );
     assert_eq!(label_selector_go_string(None), "nil");
 }
+
+#[test]
+fn the_value_a_selector_requires_of_a_key() {
+    let required = |text: &str| Selector::parse(text).unwrap().required_value("hash").map(str::to_string);
+    assert_eq!(required("app=web,hash=abc"), Some("abc".into()));
+    assert_eq!(required("hash==abc"), Some("abc".into()));
+    assert_eq!(required("hash in (abc)"), Some("abc".into()));
+    for none in ["app=web", "hash in (a,b)", "hash!=abc", "hash", "!hash", ""] {
+        assert_eq!(required(none), None, "{none}");
+    }
+}

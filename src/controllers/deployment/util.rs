@@ -26,8 +26,7 @@ pub const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
 pub const DEPRECATED_ROLLBACK_TO: &str = "deprecated.deployment.rollback.to";
 /// `v1.LastAppliedConfigAnnotation`.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-/// `apps.DefaultDeploymentUniqueLabelKey`.
-pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+pub use crate::apimachinery::labels::POD_TEMPLATE_HASH;
 
 /// `maxRevHistoryLengthInChars` of sync.go.
 pub const MAX_REV_HISTORY_LENGTH: usize = 2000;
@@ -469,12 +468,35 @@ pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
     let (a, b) = (strip(a), strip(b));
     // Equal fields are semantically equal: the JSON comparison, which also equates nil and
     // empty and compares quantities by value, is only needed when they differ (this runs for
-    // every ReplicaSet of a Deployment on every sync).
-    a == b || {
-        let semantic_json =
-            |t: &PodTemplateSpec| semantic(crate::apimachinery::json::to_value(t).unwrap_or(Value::Null));
-        semantic_json(&a) == semantic_json(&b)
+    // every ReplicaSet of a Deployment on every sync), and not when a field it compares
+    // exactly differs (a rollout's new image or annotation, against every old ReplicaSet).
+    a == b
+        || !differ_in_strings(&a, &b) && {
+            let semantic_json =
+                |t: &PodTemplateSpec| semantic(crate::apimachinery::json::to_value(t).unwrap_or(Value::Null));
+            semantic_json(&a) == semantic_json(&b)
+        }
+}
+
+/// Whether two templates differ in a field that semantic equality compares as it is: the
+/// labels and annotations (a missing map is an empty one), the containers' names and images.
+/// Templates that do are not semantically equal; templates that do not may still differ
+/// elsewhere (a missing image and an empty one included), which the JSON comparison tells.
+fn differ_in_strings(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
+    fn non_empty(map: Option<&BTreeMap<String, String>>) -> Option<&BTreeMap<String, String>> {
+        map.filter(|m| !m.is_empty())
     }
+    fn labels(t: &PodTemplateSpec) -> Option<&BTreeMap<String, String>> {
+        non_empty(t.metadata.as_ref().and_then(|m| m.labels.as_ref()))
+    }
+    fn annotations(t: &PodTemplateSpec) -> Option<&BTreeMap<String, String>> {
+        non_empty(t.metadata.as_ref().and_then(|m| m.annotations.as_ref()))
+    }
+    fn containers(t: &PodTemplateSpec) -> impl Iterator<Item = (&str, &str)> {
+        let containers = t.spec.as_ref().map(|s| s.containers.as_slice()).unwrap_or_default();
+        containers.iter().map(|c| (c.name.as_str(), c.image.as_deref().unwrap_or("")))
+    }
+    labels(a) != labels(b) || annotations(a) != annotations(b) || !containers(a).eq(containers(b))
 }
 
 fn creation(rs: &ReplicaSet) -> Option<Timestamp> {

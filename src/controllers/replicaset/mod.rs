@@ -22,6 +22,7 @@ mod handlers;
 pub mod kind;
 mod status;
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
 use jiff::Timestamp;
@@ -30,6 +31,7 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::apimachinery::clock::RealClock;
+use crate::apimachinery::labels::POD_TEMPLATE_HASH;
 use crate::apimachinery::pod::{PodSummary, is_pod_ready};
 use crate::apimachinery::schema::GroupResource;
 use crate::client::{Api, Client, DeleteParams, PostParams};
@@ -105,9 +107,22 @@ fn start<K: ReplicaKind>(
     let handler = manager.clone();
     manager.controllers.add_handler(move |event: &Event<K>| handler.on_controller_event(event));
     add_pod_controller_uid_index(&manager.pods);
+    if !manager.pods.store().has_index(POD_TEMPLATE_HASH_INDEX) {
+        manager.pods.add_index(POD_TEMPLATE_HASH_INDEX, pod_template_hash_keys);
+    }
     let handler = manager.clone();
     manager.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
     Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| manager.sync_replica_set(key)))
+}
+
+/// Pods by `<namespace>/<pod-template-hash label>`: the pods a Deployment's ReplicaSet can
+/// select, without a pass over the namespace (see `indirectly_related_pods`).
+const POD_TEMPLATE_HASH_INDEX: &str = "podTemplateHash";
+
+fn pod_template_hash_keys(pod: &Pod) -> Vec<String> {
+    let hash = pod.metadata.labels.as_ref().and_then(|labels| labels.get(POD_TEMPLATE_HASH));
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+    hash.map(|hash| vec![format!("{namespace}/{hash}")]).unwrap_or_default()
 }
 
 /// The controller of one kind (upstream's `ReplicaSetController`).
@@ -390,18 +405,23 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             refs.into_iter().any(|r| r.controller == Some(true) && r.uid == owner.uid)
         });
         let selectors: Vec<_> = siblings.filter_map(|sibling| sibling.selector().ok()).collect();
-        // The ranking only counts them per node: their summaries, no pod unpacked.
-        let pods = self.pods.store().summaries_by_index(NAMESPACE_INDEX, namespace);
-        let mut seen = std::collections::HashSet::new();
-        let mut related: Vec<Arc<PodSummary>> = Vec::new();
-        for selector in &selectors {
-            for pod in pods.iter().filter(|p| selector.matches(p.metadata.labels.as_ref())) {
-                if seen.insert(pod.metadata.uid.clone()) {
-                    related.push(pod.clone());
-                }
-            }
+        // The ranking only counts them per node, so their order does not matter: each pod
+        // once, no pod unpacked.
+        let selected = |pod: &PodSummary| selectors.iter().any(|s| s.matches(pod.metadata.labels.as_ref()));
+        let store = self.pods.store();
+        // A Deployment's ReplicaSets each select one pod-template-hash: their pods come from
+        // that index. Upstream lists the namespace for every one, so a scale-down by one pod
+        // cost a pass over every pod of the namespace (quadratic in a rollout).
+        let hashes: Option<BTreeSet<&str>> = selectors.iter().map(|s| s.required_value(POD_TEMPLATE_HASH)).collect();
+        match hashes {
+            Some(hashes) => hashes
+                .into_iter()
+                .flat_map(|hash| {
+                    store.summaries_by_index_where(POD_TEMPLATE_HASH_INDEX, &format!("{namespace}/{hash}"), selected)
+                })
+                .collect(),
+            None => store.summaries_by_index_where(NAMESPACE_INDEX, namespace, selected),
         }
-        related
     }
 }
 

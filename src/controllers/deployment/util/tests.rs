@@ -139,6 +139,14 @@ fn the_new_replica_set_is_the_oldest_with_the_template_ignoring_the_hash() {
     assert!(equal_ignore_hash(&a, &b));
     b.spec.as_mut().unwrap().containers[0].image = Some("nginx:1.28".into());
     assert!(!equal_ignore_hash(&a, &b));
+    // A new annotation makes a new template; a field other than those compared first still
+    // counts (the JSON comparison).
+    let (a, mut b) = (template(&d), template(&d));
+    b.spec.as_mut().unwrap().termination_grace_period_seconds = Some(7);
+    assert!(!equal_ignore_hash(&a, &b));
+    let mut b = a.clone();
+    b.metadata.as_mut().unwrap().annotations = Some([("restartedAt".to_string(), "now".to_string())].into());
+    assert!(!equal_ignore_hash(&a, &b));
 }
 
 #[test]

@@ -335,11 +335,22 @@ impl Store<Pod> {
     /// The summaries of the pods whose index function returned `value` (see
     /// [`Store::by_index`]): their metadata, phase, node and readiness, no pod unpacked.
     pub fn summaries_by_index(&self, index: &str, value: &str) -> Vec<Arc<PodSummary>> {
+        self.summaries_by_index_where(index, value, |_| true)
+    }
+
+    /// [`Store::summaries_by_index`], only those `keep` accepts: a pass over a large index (a
+    /// namespace's pods, for the few a selector picks) keeps no list of the others.
+    pub fn summaries_by_index_where(
+        &self,
+        index: &str,
+        value: &str,
+        keep: impl Fn(&PodSummary) -> bool,
+    ) -> Vec<Arc<PodSummary>> {
         let inner = self.inner.read();
         let Some(keys) = inner.indexes.get(index).and_then(|i| i.keys_by_value.get(value)) else {
             return Vec::new();
         };
-        keys.iter().filter_map(|key| inner.items.get(key)).map(Slot::summary).collect()
+        keys.iter().filter_map(|key| inner.items.get(key)).map(Slot::summary).filter(|s| keep(s)).collect()
     }
 
     /// The pods whose summary `keep` accepts, unpacking only those: a periodic pass over every
@@ -489,6 +500,9 @@ mod tests {
         );
         assert_eq!(one.map(|s| (*s).clone()), store.get("a/one").map(|p| PodSummary::of(&p)));
         assert!(store.summaries_by_index(OWNER_UID_INDEX, "u2").is_empty());
+        let running = store.summaries_by_index_where(NAMESPACE_INDEX, "a", |s| s.pod_phase() == "Running");
+        assert_eq!(running.len(), 2, "both pods run now");
+        assert!(store.summaries_by_index_where(NAMESPACE_INDEX, "a", |s| s.pod_phase() == "Failed").is_empty());
 
         store.insert("a/three".into(), pod("three", "Failed", "False"));
         let failed = store.filter_by_summary(|s| s.pod_phase() == "Failed");
