@@ -1,8 +1,9 @@
 //! How long the informers take to decode a Pod as kube-apiserver v1.36.2 serves it (the
 //! fixture `common/served-pod.json`, a running pod of the scale bench with the managedFields
 //! of its two writers: 4.7 KB, a third of it managedFields), printed (not asserted): decoded
-//! in full then trimmed, as the informers did, and with `managedFields` passed over while
-//! decoding (`json::from_bytes_without_managed_fields`), as they do now.
+//! in full then trimmed, as the informers did, and with the value of `managedFields` cut out
+//! of the bytes before the same decoder (`json::from_bytes_without_managed_fields`), as they
+//! do now.
 //!
 //! `cargo bench --bench decode` (release profile).
 
@@ -30,7 +31,7 @@ fn main() {
     let (full, passed) = (per_pod(full_1, full_2), per_pod(passed_1, passed_2));
     println!("decode benchmark: one served Pod ({} bytes), {ROUNDS} decodes each way, twice", SERVED_POD.len());
     println!("  decoded in full, managedFields then dropped: {full:>6.2} µs per pod");
-    println!("  managedFields passed over while decoding:    {passed:>6.2} µs per pod ({:.2}×)", passed / full);
+    println!("  managedFields cut out before decoding:       {passed:>6.2} µs per pod ({:.2}×)", passed / full);
 }
 
 fn time(decode: impl Fn() -> Pod) -> Duration {
