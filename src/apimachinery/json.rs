@@ -57,9 +57,9 @@ pub fn without_managed_fields(bytes: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(trimmed)
 }
 
-/// The raw JSON of field `name` of the object `bytes` holds, borrowed from `bytes`. Reading
-/// stops at that field: what follows is the decoder's to check.
-fn raw_field<'a>(bytes: &'a [u8], name: &'static str) -> Option<&'a str> {
+/// The raw JSON of field `name` of the object `bytes` holds, borrowed from `bytes`, without
+/// decoding the rest. Reading stops at that field: what follows is the decoder's to check.
+pub fn raw_field<'a>(bytes: &'a [u8], name: &'static str) -> Option<&'a str> {
     let mut found = None;
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     // Stopping early is reported by serde_json as an object left unfinished: that error is

@@ -7,6 +7,14 @@
 //! silent past its idle timeout, when its handler declines an event, or when its handler says
 //! its owner stopped (checked on every wake; owners call [`wake`] after stopping). The ended
 //! watch's handler is given back through [`WatchHandler::ended`], except after a stop.
+//!
+//! The events of every connection that has data when the poller wakes are delivered in the
+//! order of their resourceVersions, not connection by connection: objects written one after
+//! the other (a PersistentVolume, then a pod that uses it; a ResourceClaimTemplate, then its
+//! pods) reach the informers in the order they were written, as upstream's informers, each
+//! on its own goroutine, almost always see them. Delivered connection by connection, a pod
+//! could reach a controller before the volume it names, which then handled the pod as if
+//! the volume did not exist.
 
 use std::os::fd::RawFd;
 use std::sync::OnceLock;
@@ -83,6 +91,10 @@ struct Watch {
     /// The connection must be read once before waiting on it: its TLS layer may hold
     /// plaintext read along with the answer's head.
     fresh: bool,
+    /// The next complete event read and not yet delivered, with its resourceVersion.
+    pending: Option<(u64, Result<RawEvent>)>,
+    /// The stream has ended: once its events are delivered, the watch is over.
+    at_end: bool,
 }
 
 /// Why a watch is over.
@@ -95,7 +107,15 @@ enum End {
 
 impl Watch {
     fn new(connection: WatchConnection, idle_timeout: Duration, handler: Box<dyn WatchHandler>) -> Watch {
-        Watch { connection, handler: Some(handler), idle_timeout, last_read: Instant::now(), fresh: true }
+        Watch {
+            connection,
+            handler: Some(handler),
+            idle_timeout,
+            last_read: Instant::now(),
+            fresh: true,
+            pending: None,
+            at_end: false,
+        }
     }
 
     fn handler(&mut self) -> &mut dyn WatchHandler {
@@ -104,19 +124,51 @@ impl Watch {
 
     /// Reads what the connection has and delivers its complete events.
     fn read(&mut self) -> Option<End> {
-        self.fresh = false;
-        let ended = match self.connection.read_available(READ_BUDGET) {
-            Ok(ended) => ended,
-            Err(e) => return Some(End::Broken(Error::Transport(format!("watch stream broken: {e}")))),
-        };
-        self.last_read = Instant::now();
-        while let Some(event) = self.connection.next_event() {
-            let failed = event.is_err();
-            if !self.handler().event(event) || failed {
-                return Some(End::Closed);
+        if let Some(end) = self.fill() {
+            return Some(end);
+        }
+        while self.next_version().is_some() {
+            if let Some(end) = self.deliver_next() {
+                return Some(end);
             }
         }
-        ended.then_some(End::Closed)
+        self.finished()
+    }
+
+    /// Reads what the connection has, delivering nothing yet.
+    fn fill(&mut self) -> Option<End> {
+        self.fresh = false;
+        match self.connection.read_available(READ_BUDGET) {
+            Ok(ended) => {
+                self.at_end |= ended;
+                self.last_read = Instant::now();
+                None
+            }
+            Err(e) => Some(End::Broken(Error::Transport(format!("watch stream broken: {e}")))),
+        }
+    }
+
+    /// The resourceVersion of the next complete event read, if there is one (0 for an event
+    /// without one, such as an error, which then goes first).
+    fn next_version(&mut self) -> Option<u64> {
+        if self.pending.is_none() {
+            let event = self.connection.next_event()?;
+            let version = event.as_ref().ok().and_then(|e| resource_version_of(e.object.get())).unwrap_or(0);
+            self.pending = Some((version, event));
+        }
+        self.pending.as_ref().map(|(version, _)| *version)
+    }
+
+    /// Delivers the event [`Watch::next_version`] looked at; `Some` if the watch is over.
+    fn deliver_next(&mut self) -> Option<End> {
+        let (_, event) = self.pending.take()?;
+        let failed = event.is_err();
+        (!self.handler().event(event) || failed).then_some(End::Closed)
+    }
+
+    /// Whether the stream has ended with every event delivered.
+    fn finished(&self) -> Option<End> {
+        (self.at_end && self.pending.is_none()).then_some(End::Closed)
     }
 
     /// Runs a due tick, ends an idle watch, and says when this watch next needs a look.
@@ -212,17 +264,44 @@ impl Poller {
             if fds[0].revents != 0 {
                 self.drain_wakes();
             }
-            // Back to front, so that removing a watch leaves the indices still to visit alone.
-            for index in (0..watches.len()).rev() {
-                if fds[index + 1].revents == 0 {
-                    continue;
-                }
-                if let Some(end) = watches[index].read() {
-                    watches.swap_remove(index).finish(end);
-                }
+            let ready: Vec<usize> = (0..watches.len()).filter(|&index| fds[index + 1].revents != 0).collect();
+            for (index, end) in deliver_in_order(&mut watches, &ready) {
+                watches.swap_remove(index).finish(end);
             }
         }
     }
+}
+
+/// Reads the `ready` watches, then delivers their events oldest resourceVersion first. Returns
+/// the watches that are over, highest index first (so that removing each in turn leaves the
+/// indices still to remove alone).
+fn deliver_in_order(watches: &mut [Watch], ready: &[usize]) -> Vec<(usize, End)> {
+    let mut over: Vec<(usize, End)> = Vec::new();
+    let mut live: Vec<usize> = Vec::new();
+    for &index in ready {
+        match watches[index].fill() {
+            Some(end) => over.push((index, end)),
+            None => live.push(index),
+        }
+    }
+    loop {
+        let oldest = live.iter().filter_map(|&index| watches[index].next_version().map(|v| (v, index))).min();
+        let Some((_, index)) = oldest else { break };
+        if let Some(end) = watches[index].deliver_next() {
+            live.retain(|&i| i != index);
+            over.push((index, end));
+        }
+    }
+    over.extend(live.into_iter().filter_map(|index| watches[index].finished().map(|end| (index, end))));
+    over.sort_by_key(|(index, _)| std::cmp::Reverse(*index));
+    over
+}
+
+/// An object's `metadata.resourceVersion` as a number, read without decoding the object.
+fn resource_version_of(object: &str) -> Option<u64> {
+    let metadata = crate::apimachinery::json::raw_field(object.as_bytes(), "metadata")?;
+    let version = crate::apimachinery::json::raw_field(metadata.as_bytes(), "resourceVersion")?;
+    version.strip_prefix('"')?.strip_suffix('"')?.parse().ok()
 }
 
 #[cfg(test)]
@@ -230,6 +309,7 @@ mod tests {
     use super::*;
     use crate::client::watch_connection::WatchRequest;
     use crossbeam_channel::{Receiver, Sender};
+    use parking_lot::Mutex;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
     use std::sync::Arc;
@@ -308,6 +388,85 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         register(connection, idle, Box::new(Recorder { seen, stop: stop.clone() }));
         (rx, stop)
+    }
+
+    /// Records the kind and resourceVersion of each object delivered, in one list shared by
+    /// several watches.
+    struct OrderRecorder(Arc<Mutex<Vec<String>>>);
+
+    impl WatchHandler for OrderRecorder {
+        fn event(&mut self, event: Result<RawEvent>) -> bool {
+            let object: serde_json::Value = serde_json::from_str(event.unwrap().object.get()).unwrap();
+            self.0.lock().push(format!("{} {}", object["kind"], object["metadata"]["resourceVersion"]));
+            true
+        }
+
+        fn ended(self: Box<Self>, _: Option<Error>) {}
+
+        fn next_tick(&self) -> Option<Instant> {
+            None
+        }
+
+        fn tick(&mut self, _: Instant) {}
+
+        fn stopped(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn the_events_of_one_wakeup_are_delivered_oldest_resource_version_first() {
+        let event = |kind: &str, version: &str| {
+            format!(
+                r#"{{"type":"ADDED","object":{{"kind":"{kind}","metadata":{{"name":"x","resourceVersion":"{version}"}}}}}}"#
+            ) + "\n"
+        };
+        let delivered = Arc::new(Mutex::new(Vec::new()));
+        let (mut watches, mut sockets) = (Vec::new(), Vec::new());
+        // The pods' watch comes first; the volumes were written in between.
+        for lines in [
+            [event("Pod", "12"), event("Pod", "15")],
+            [event("PersistentVolume", "11"), event("PersistentVolume", "14")],
+        ] {
+            let (url, accepted) = watch_server();
+            let request = WatchRequest {
+                server: &url,
+                path_and_query: "/api/v1/pods?watch=true",
+                headers: Vec::new(),
+                connect_timeout: WAIT,
+            };
+            let connection = WatchConnection::open(&request, None).unwrap().ok().expect("a 200");
+            let mut watch = Watch::new(connection, WAIT, Box::new(OrderRecorder(delivered.clone())));
+            let mut socket = accepted.recv().unwrap();
+            // Both events in one write, as one chunk: once the first is in, so is the second.
+            chunk(&mut socket, lines.concat().as_bytes());
+            let deadline = Instant::now() + WAIT;
+            while watch.next_version().is_none() && Instant::now() < deadline {
+                assert!(watch.fill().is_none(), "the watch goes on");
+                std::thread::yield_now();
+            }
+            watches.push(watch);
+            sockets.push(socket);
+        }
+        assert!(deliver_in_order(&mut watches, &[0, 1]).is_empty(), "both watches go on");
+        assert_eq!(
+            *delivered.lock(),
+            [r#""PersistentVolume" "11""#, r#""Pod" "12""#, r#""PersistentVolume" "14""#, r#""Pod" "15""#]
+        );
+        // An event without a resourceVersion (an ERROR's Status) goes first; a stream that ends
+        // is over once its events are delivered.
+        chunk(&mut sockets[1], b"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"metadata\":{}}}\n");
+        chunk(&mut sockets[0], event("Pod", "16").as_bytes());
+        sockets[0].write_all(b"0\r\n\r\n").unwrap();
+        let deadline = Instant::now() + WAIT;
+        while (watches[0].next_version().is_none() || watches[1].next_version().is_none()) && Instant::now() < deadline
+        {
+            let _ = (watches[0].fill(), watches[1].fill());
+            std::thread::yield_now();
+        }
+        let over = deliver_in_order(&mut watches, &[0, 1]);
+        assert_eq!(&delivered.lock()[4..], [r#""Status" null"#, r#""Pod" "16""#]);
+        assert_eq!(over.iter().map(|(index, _)| *index).collect::<Vec<_>>(), [0], "the ended stream is over");
     }
 
     #[test]

@@ -332,6 +332,15 @@ pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[
                  retried sync (the claim race above) changes; the pods themselves are compared",
     },
     KnownDifference {
+        scenario: "",
+        subject_contains: "ClusterIPNotAllocated",
+        path_prefix: "",
+        value_contains: "",
+        reason: "recorded by kube-apiserver's own ipallocator-repair-controller, not by the controller \
+                 manager: its periodic repair pass sometimes runs between a Service's creation and the \
+                 commit of its cluster IP's allocation, and reports the IP as not allocated",
+    },
+    KnownDifference {
         scenario: "resourceclaim",
         subject_contains: "resource claim template \"gpu\": resourceclaimtemplate.resource.k8s.io \"gpu\" not found",
         path_prefix: "",
