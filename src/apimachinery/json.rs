@@ -46,10 +46,10 @@ pub fn from_bytes_without_managed_fields<T: DeserializeOwned>(bytes: &[u8]) -> s
 pub fn without_managed_fields(bytes: &[u8]) -> Cow<'_, [u8]> {
     let Some(metadata) = raw_field(bytes, "metadata") else { return Cow::Borrowed(bytes) };
     let Some(managed_fields) = raw_field(metadata.as_bytes(), "managedFields") else { return Cow::Borrowed(bytes) };
-    let Some(span) = span_within(bytes, managed_fields.as_bytes()) else { return Cow::Borrowed(bytes) };
     if managed_fields == "null" {
         return Cow::Borrowed(bytes);
     }
+    let Some(span) = span_within(bytes, managed_fields.as_bytes()) else { return Cow::Borrowed(bytes) };
     let mut trimmed = Vec::with_capacity(bytes.len() - span.len() + 4);
     trimmed.extend_from_slice(&bytes[..span.start]);
     trimmed.extend_from_slice(b"null");

@@ -122,7 +122,11 @@ const POD_TEMPLATE_HASH_INDEX: &str = "podTemplateHash";
 fn pod_template_hash_keys(pod: &Pod) -> Vec<String> {
     let hash = pod.metadata.labels.as_ref().and_then(|labels| labels.get(POD_TEMPLATE_HASH));
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-    hash.map(|hash| vec![format!("{namespace}/{hash}")]).unwrap_or_default()
+    hash.map(|hash| vec![pod_template_hash_key(namespace, hash)]).unwrap_or_default()
+}
+
+fn pod_template_hash_key(namespace: &str, hash: &str) -> String {
+    format!("{namespace}/{hash}")
 }
 
 /// The controller of one kind (upstream's `ReplicaSetController`).
@@ -417,7 +421,11 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             Some(hashes) => hashes
                 .into_iter()
                 .flat_map(|hash| {
-                    store.summaries_by_index_where(POD_TEMPLATE_HASH_INDEX, &format!("{namespace}/{hash}"), selected)
+                    store.summaries_by_index_where(
+                        POD_TEMPLATE_HASH_INDEX,
+                        &pod_template_hash_key(namespace, hash),
+                        selected,
+                    )
                 })
                 .collect(),
             None => store.summaries_by_index_where(NAMESPACE_INDEX, namespace, selected),
