@@ -282,7 +282,8 @@ impl Client {
     }
 
     /// Opens a streaming GET (a watch) on its own connection, closed by shutting `agent` down.
-    /// Returns the body reader of a 2xx answer.
+    /// Returns the body reader of a 2xx answer. Not rate limited: see
+    /// [`Client::open_watch_connection`].
     pub(crate) fn open_stream(
         &self,
         path_and_query: &str,
@@ -301,13 +302,13 @@ impl Client {
     }
 
     /// Opens a watch on a connection of its own that [`watch_poller`] reads without a
-    /// thread: the same rate limiter, credentials, metrics and request log as every request.
+    /// thread: the same credentials, metrics and request log as every request, and, as
+    /// client-go's `Request.Watch`, no wait for the rate limiter.
     pub(crate) fn open_watch_connection(
         &self,
         path_and_query: &str,
         accept: &str,
     ) -> Result<watch_connection::WatchConnection> {
-        self.throttle("GET", 0);
         let server = self.shared.config.server.as_str();
         let uri = format!("{server}{path_and_query}");
         let started = Instant::now();
@@ -340,11 +341,12 @@ impl Client {
         body: Option<&Body>,
         accept: &str,
     ) -> Result<Answer> {
+        self.throttle(method.as_str(), body.map_or(0, |b| b.bytes.len()));
         let timeout = Timeout::Total(self.timeout);
         self.round_trip(&self.shared.agent, method, path_and_query, body, timeout, accept)
     }
 
-    /// One HTTP exchange up to the answer's headers, after waiting for the rate limiter.
+    /// One HTTP exchange up to the answer's headers.
     fn round_trip(
         &self,
         agent: &ureq::Agent,
@@ -354,7 +356,6 @@ impl Client {
         timeout: Timeout,
         accept: &str,
     ) -> Result<Answer> {
-        self.throttle(method.as_str(), body.map_or(0, |b| b.bytes.len()));
         let uri = format!("{}{path_and_query}", self.shared.config.server);
         let started = Instant::now();
         let mut builder = http::Request::builder()
@@ -387,7 +388,8 @@ impl Client {
     }
 
     /// Waits for the rate limiter, then records the wait and the request's size, as client-go's
-    /// `tryThrottle` and `request` do for every request.
+    /// `tryThrottle` and `request` do for every request but a watch (client-go's `Watch`
+    /// leaves the limiter alone, so that an informer's watch opens right after its list).
     fn throttle(&self, method: &str, body_len: usize) {
         let started = Instant::now();
         self.limiter.acquire();

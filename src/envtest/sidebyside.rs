@@ -702,6 +702,31 @@ impl Steps<'_> {
         Ok(())
     }
 
+    /// Waits until kube-apiserver's watch cache of `collection` has caught up with `written`
+    /// (an object as a write returned it): a list at its resourceVersion with `NotOlderThan`
+    /// is served only then, and the cache hands the change to its watches (the controller
+    /// manager's informers) as it does so.
+    ///
+    /// Each kind has its own cache, fed by its own etcd watch, so a controller can see a
+    /// second write (a DaemonSet) before a first of another kind (its node's taint): a race
+    /// either binary can lose. A scenario whose outcome depends on that order calls this
+    /// between the two writes.
+    pub fn wait_cached(&mut self, collection: &str, written: &Value) -> Result<(), String> {
+        let name = written["metadata"]["name"].as_str().ok_or("the written object has no name")?;
+        let version = written["metadata"]["resourceVersion"].as_str().ok_or("the written object has no version")?;
+        let path = format!(
+            "{collection}?fieldSelector=metadata.name={name}&resourceVersion={version}&resourceVersionMatch=NotOlderThan"
+        );
+        // A cache more than a few seconds behind answers 504 ("Too large resource version").
+        self.wait(&format!("the watch cache of {collection} at {name}'s write"), |s| {
+            match s.client.get_json::<Value>(&path) {
+                Ok(_) => Ok(Some(())),
+                Err(e) if e.code() == Some(504) => Ok(None),
+                Err(e) => Err(format!("GET {path}: {e}")),
+            }
+        })
+    }
+
     /// Waits until `path` no longer exists.
     pub fn wait_gone(&mut self, path: &str) -> Result<(), String> {
         self.wait(&format!("{path} to be gone"), |s| Ok(s.get(path)?.is_none().then_some(())))
@@ -2503,10 +2528,13 @@ fn daemon_set_rolled_out(steps: &mut Steps, name: &str, count: i64) -> Result<()
 }
 
 fn daemon_set(steps: &mut Steps) -> Result<(), String> {
-    steps.patch(
+    let tainted = steps.patch(
         "/api/v1/nodes/node-3",
         json!({"spec": {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]}}),
     )?;
+    // Seen before the DaemonSet, or a pod goes to node-3 and stays Pending (a NoSchedule taint
+    // does not evict it), whichever binary runs.
+    steps.wait_cached("/api/v1/nodes", &tainted)?;
     let mut spec = json!({"selector": {"matchLabels": {"app": "agent"}},
         "template": template("agent", "registry.k8s.io/pause:3.10"),
         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}});

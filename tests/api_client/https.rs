@@ -250,6 +250,32 @@ fn watch_decodes_events_bookmarks_and_a_410_error() {
     );
 }
 
+/// As client-go's `Request.Watch`, a watch does not wait for the rate limiter; every other
+/// request does.
+#[test]
+fn a_watch_opens_whatever_the_rate_limiter_holds() {
+    let pki = pki();
+    let server = TestServer::https(&pki.serving, None, |r| match r.target.contains("watch=true") {
+        true => Reply::Stream { chunks: vec![event("ADDED", &pod_json("a", "10"))], end: StreamEnd::Clean },
+        false => Reply::json(200, VERSION),
+    });
+    let config = rest_config(server.url("https"), &pki.ca.cert_pem, None, Auth::None);
+    // One request a quarter of an hour once the burst is spent.
+    let options = ClientOptions { qps: 1.0 / 900.0, burst: 1, timeout: Duration::from_secs(20) };
+    let c = Client::new(config, options).expect("client");
+    c.get_json::<serde_json::Value>("/version").expect("the burst");
+    let (opened, receiver) = std::sync::mpsc::channel();
+    let watcher = c.clone();
+    std::thread::spawn(move || {
+        let events: Vec<_> =
+            Api::<Pod>::all(&watcher).watch(&WatchParams::default()).map(|w| w.count()).into_iter().collect();
+        let _ = opened.send(events);
+    });
+    // Generous: a throttled watch would wait 15 minutes.
+    let events = receiver.recv_timeout(Duration::from_secs(120)).expect("the watch opened without waiting");
+    assert_eq!(events, [1], "one event, then the end of the stream");
+}
+
 #[test]
 fn a_dropped_watch_connection_is_an_error_not_a_hang() {
     let pki = pki();

@@ -474,6 +474,31 @@ fn informers_sync_with_a_watch_list_or_fall_back_to_a_list() {
     }
 }
 
+/// client-go does not rate limit watches (`Request.Watch`): an informer's watch opens as soon
+/// as its list is done, however many requests the client's limiter holds back. A watch behind
+/// the limiter left a synced cache blind for seconds at start-up, so a controller could see a
+/// pod before the volume written before it.
+// Sandbox only: it counts the watch in its audit log.
+#[test]
+fn an_informer_watches_right_after_its_list_whatever_the_rate_limiter_holds() {
+    let sandbox = sandbox();
+    let admin = client(sandbox.admin_config());
+    create(&admin, &config_map("before", &[]));
+    // One request a quarter of an hour once the burst is spent: the list takes the burst.
+    let options = ClientOptions { qps: 1.0 / 900.0, burst: 1, timeout: Duration::from_secs(30) };
+    let limited = Client::new(sandbox.admin_config(), options).expect("a client");
+    let options = InformerOptions { watch_list: false, ..InformerOptions::new(NO_RESYNC) };
+    let factory = SharedInformerFactory::with_options(limited, options);
+    let informer = factory.informer::<ConfigMap>();
+    factory.start();
+    assert!(factory.wait_for_sync(DEADLINE), "synced");
+    eventually("the watch", || config_map_requests(&sandbox, "watch") == 1);
+    create(&admin, &config_map("after", &[]));
+    eventually("the new ConfigMap in the cache", || informer.store().get("default/after").is_some());
+    assert_eq!(config_map_requests(&sandbox, "list"), 1);
+    factory.shutdown();
+}
+
 /// Bookmarks carry the revision of writes to other kinds: after the history is compacted past
 /// the last ConfigMap change and the watch is cut, the reflector watches again from the
 /// bookmark's resourceVersion, which the server still has, instead of relisting.
