@@ -6,6 +6,7 @@
 //! to read, watch, patch and delete objects of kinds they have no types for.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use ureq::http::Method;
 
@@ -115,13 +116,24 @@ impl MetadataApi {
         Ok(format!("{}/{name}", self.collection_path()))
     }
 
-    /// GETs one object's metadata.
+    /// GETs one object's metadata, without its managedFields (which no controller reads, as
+    /// the informers' caches drop them): the garbage collector reads every dependent it
+    /// deletes this way, and their managedFields are most of their metadata.
     pub fn get(&self, name: &str) -> Result<PartialObjectMetadata> {
-        decode(&self.client.send_accepting(Method::GET, &self.object_path(name)?, None, ACCEPT_OBJECT)?)
+        let body = self.client.send_accepting(Method::GET, &self.object_path(name)?, None, ACCEPT_OBJECT)?;
+        crate::apimachinery::json::from_bytes_without_managed_fields(&body)
+            .map_err(|e| Error::Decode(format!("PartialObjectMetadata: {e}")))
     }
 
     /// One page of the collection.
     pub fn list(&self, params: &ListParams) -> Result<PartialObjectMetadataList> {
+        self.list_as(params)
+    }
+
+    /// One page of the collection decoded as `T`: a caller that reads a few fields of each
+    /// item declares only those, and the rest of each item (its managedFields above all) is
+    /// passed over instead of decoded.
+    pub fn list_as<T: DeserializeOwned>(&self, params: &ListParams) -> Result<T> {
         let path = format!("{}{}", self.collection_path(), params.query());
         decode(&self.client.send_accepting(Method::GET, &path, None, ACCEPT_LIST)?)
     }

@@ -66,6 +66,13 @@ fn metadata_client_gets_lists_watches_patches_and_deletes(backend: Backend) {
     let got = api.get("one").expect("get");
     assert_eq!((got.kind.as_str(), got.api_version.as_str()), ("PartialObjectMetadata", "meta.k8s.io/v1"));
     assert_eq!(got.metadata.uid, created.metadata.uid);
+    // managedFields are left out of a metadata GET (kube-apiserver sends them; the sandbox
+    // keeps none).
+    assert_eq!(got.metadata.managed_fields, None);
+    if backend == Backend::Real {
+        let full = Api::<ConfigMap>::namespaced(&client, "default").get("one").expect("get");
+        assert!(full.metadata.managed_fields.is_some_and(|m| !m.is_empty()), "the server sends managedFields");
+    }
 
     let list = api.list(&ListParams::default()).expect("list");
     assert!(list.items.iter().any(|o| o.metadata.name.as_deref() == Some("one") && o.kind == "PartialObjectMetadata"));

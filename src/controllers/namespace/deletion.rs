@@ -13,6 +13,7 @@ use std::fmt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Namespace, NamespaceSpec, Pod};
 use parking_lot::Mutex;
+use serde::Deserialize;
 
 use super::conditions::{ConditionUpdater, RemainingContent};
 use crate::client::discovery::{self, ApiResource};
@@ -363,7 +364,8 @@ impl Deleter {
         if !(resource.group.is_empty() && resource.plural == "pods") {
             return Ok(0);
         }
-        let pods = Api::<Pod>::namespaced(&self.client, namespace).list(&ListParams::default())?;
+        let path = Api::<Pod>::namespaced(&self.client, namespace).collection_path();
+        let pods: GracePodList = self.client.get_json(&path)?;
         Ok(remaining_estimate(pods_grace_estimate(&pods.items), deleted_at, now))
     }
 
@@ -391,16 +393,9 @@ impl Deleter {
         if !self.op_cache.is_supported(Operation::List, resource) {
             return Ok(None);
         }
-        match MetadataApi::new(&self.client, resource, Some(namespace)).list(&ListParams::default()) {
-            Ok(list) => Ok(Some(
-                list.items
-                    .into_iter()
-                    .map(|o| Item {
-                        name: o.metadata.name.unwrap_or_default(),
-                        finalizers: o.metadata.finalizers.unwrap_or_default(),
-                    })
-                    .collect(),
-            )),
+        let api = MetadataApi::new(&self.client, resource, Some(namespace));
+        match api.list_as::<ItemList>(&ListParams::default()) {
+            Ok(list) => Ok(Some(list.items.into_iter().map(|listed| listed.metadata).collect())),
             Err(e) if e.is_method_not_supported() || e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
@@ -436,10 +431,25 @@ fn aggregate(estimate: i64, mut errors: Vec<String>) -> Result<i64, String> {
 }
 
 /// An object still in the namespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 struct Item {
+    #[serde(default)]
     name: String,
+    #[serde(default, deserialize_with = "crate::client::null_as_default")]
     finalizers: Vec<String>,
+}
+
+/// What `listCollection` reads of a list: each item's name and finalizers, nothing else
+/// decoded (a namespace's whole content is listed on every pass of its deletion).
+#[derive(Debug, Default, Deserialize)]
+struct ItemList {
+    #[serde(default, deserialize_with = "crate::client::null_as_default")]
+    items: Vec<Listed>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Listed {
+    metadata: Item,
 }
 
 fn background() -> DeleteParams {
@@ -455,13 +465,39 @@ fn finalized(namespace: &Namespace) -> bool {
     namespace.spec.as_ref().and_then(|s| s.finalizers.as_ref()).is_none_or(|f| f.is_empty())
 }
 
+/// A namespace's pods as the grace estimate reads them: upstream lists them whole on every
+/// pass of the namespace's deletion, and so do we (the same request), but a whole decoded copy
+/// of every pod of a large namespace was the controller manager's highest memory of a run.
+#[derive(Debug, Default, Deserialize)]
+struct GracePodList {
+    #[serde(default, deserialize_with = "crate::client::null_as_default")]
+    items: Vec<GracePod>,
+}
+
+/// The two fields of a pod the estimate reads.
+#[derive(Debug, Default, Deserialize)]
+struct GracePod {
+    #[serde(default)]
+    spec: GraceSpec,
+    #[serde(default)]
+    status: GraceStatus,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GraceSpec {
+    termination_grace_period_seconds: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct GraceStatus {
+    phase: Option<String>,
+}
+
 /// `estimateGracefulTerminationForPods`: the longest grace period of the pods not yet finished.
-fn pods_grace_estimate(pods: &[Pod]) -> i64 {
-    let running = pods.iter().filter(|pod| {
-        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-        !matches!(phase, Some("Succeeded" | "Failed"))
-    });
-    running.filter_map(|pod| pod.spec.as_ref()?.termination_grace_period_seconds).max().unwrap_or(0).max(0)
+fn pods_grace_estimate(pods: &[GracePod]) -> i64 {
+    let running = pods.iter().filter(|pod| !matches!(pod.status.phase.as_deref(), Some("Succeeded" | "Failed")));
+    running.filter_map(|pod| pod.spec.termination_grace_period_seconds).max().unwrap_or(0).max(0)
 }
 
 /// The estimate still to wait: none once the namespace has been deleting for that long.
@@ -500,7 +536,8 @@ fn remaining_content(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
+    use k8s_openapi::api::core::v1::{Container, PodSpec, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn resource(group: &str, version: &str, plural: &str, verbs: &[&str]) -> ApiResource {
         ApiResource {
@@ -513,12 +550,20 @@ mod tests {
         }
     }
 
-    fn pod(grace: Option<i64>, phase: &str) -> Pod {
-        Pod {
-            spec: Some(PodSpec { termination_grace_period_seconds: grace, ..PodSpec::default() }),
+    /// A pod as the server lists it, read as the estimate reads it.
+    fn pod(grace: Option<i64>, phase: &str) -> GracePod {
+        let pod = Pod {
+            metadata: ObjectMeta { name: Some("web".into()), ..ObjectMeta::default() },
+            spec: Some(PodSpec {
+                termination_grace_period_seconds: grace,
+                containers: vec![Container { name: "app".into(), ..Container::default() }],
+                ..PodSpec::default()
+            }),
             status: Some(PodStatus { phase: Some(phase.into()), ..PodStatus::default() }),
-            ..Pod::default()
-        }
+        };
+        let list = serde_json::json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [pod]});
+        let mut listed: GracePodList = serde_json::from_value(list).expect("a pod list");
+        listed.items.pop().expect("one pod")
     }
 
     fn item(name: &str, finalizers: &[&str]) -> Item {
@@ -549,10 +594,25 @@ mod tests {
     }
 
     #[test]
+    fn a_listed_collection_gives_each_item_its_name_and_finalizers() {
+        let list = r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},
+            "items":[{"metadata":{"name":"a","finalizers":["example.com/keep"],"managedFields":[{"manager":"m",
+                "fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:finalizers":{".":{}}}}}]}},
+              {"metadata":{"name":"b","finalizers":null}}]}"#;
+        let listed: ItemList = serde_json::from_str(list).expect("a list");
+        let items: Vec<Item> = listed.items.into_iter().map(|l| l.metadata).collect();
+        assert_eq!(items, [item("a", &["example.com/keep"]), item("b", &[])]);
+        let empty: ItemList = serde_json::from_str(r#"{"metadata":{},"items":null}"#).expect("an empty list");
+        assert!(empty.items.is_empty());
+    }
+
+    #[test]
     fn pod_estimate_is_the_longest_grace_period_of_unfinished_pods() {
         let pods = [pod(Some(30), "Running"), pod(Some(90), "Succeeded"), pod(None, "Pending"), pod(Some(5), "Failed")];
         assert_eq!(pods_grace_estimate(&pods), 30);
         assert_eq!(pods_grace_estimate(&[]), 0);
+        let bare: GracePodList = serde_json::from_str(r#"{"items":[{"metadata":{"name":"x"}}]}"#).expect("a list");
+        assert_eq!(pods_grace_estimate(&bare.items), 0, "a pod without spec or status");
         let deleted = Timestamp::from_second(1_000).unwrap();
         assert_eq!(remaining_estimate(30, deleted, Timestamp::from_second(1_010).unwrap()), 30);
         assert_eq!(remaining_estimate(30, deleted, Timestamp::from_second(1_030).unwrap()), 0);
