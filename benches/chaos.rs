@@ -25,8 +25,9 @@ use kcm::envtest::sidebyside::Side;
 use serde_json::Value;
 
 const OURS: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
-/// kube-controller-manager's default renew deadline.
+/// kube-controller-manager's default renew deadline and retry period.
 const RENEW_DEADLINE: Duration = Duration::from_secs(10);
+const RETRY: Duration = Duration::from_secs(2);
 /// Past the renew deadline: the leader gives up and exits.
 const STALL: Duration = Duration::from_secs(14);
 /// How long the last Events may take to land after the last workload converged.
@@ -87,7 +88,7 @@ fn run(side: Side, binary: &Path, fault: Fault, logs: &Path) -> Result<Outcome, 
     let mut bed = Bed::start(side, binary, replicas, &flags, &dir)?;
     bed.wait_leader(None, Duration::from_secs(90))?;
     let timings = workloads::ALL.iter().map(|w| (w.name, timed(&mut bed, w, fault))).collect();
-    let found = bed.settled_invariants(RENEW_DEADLINE, SETTLE)?;
+    let found = bed.settled_invariants(RENEW_DEADLINE + RETRY, SETTLE)?;
     eprintln!("chaos bench: {} ({}): pods past maxSurge: {:?}", fault.name(), side.name(), found.pods_over_surge);
     let outcome = Outcome { timings, violations: found.violations(), pods_over_surge: found.pods_over_surge };
     // Kept for reading afterwards (e.g. which ReplicaSet created pods past the surge).

@@ -66,19 +66,18 @@ impl Runner {
             lost: self.lost.clone(),
         };
         log::info!("attempting to acquire leader lease {}...", self.election.describe());
-        let Some(acquired_at) = self.acquire() else {
+        if !self.acquire() {
             return;
-        };
+        }
         self.start_leading();
-        match self.renew(acquired_at) {
+        match self.renew() {
             Ended::Lost => self.lose(),
             Ended::Stopped => self.stop_leading(),
         }
     }
 
-    /// Tries to acquire until it succeeds (returns when the successful attempt started) or the
-    /// elector stops (`None`).
-    fn acquire(&mut self) -> Option<Instant> {
+    /// Tries to acquire until it succeeds (`true`) or the elector stops (`false`).
+    fn acquire(&mut self) -> bool {
         loop {
             let started = Instant::now();
             let result = self.election.try_acquire_or_renew(started + self.timing.renew_deadline);
@@ -86,12 +85,12 @@ impl Runner {
             if self.stopping() {
                 // Told to stop as the attempt ended: give up a lease it may just have won.
                 self.give_up();
-                return None;
+                return false;
             }
             match result {
                 Ok(()) => {
                     self.watch.stop();
-                    return Some(started);
+                    return true;
                 }
                 Err(AttemptError::HeldBy(holder)) => {
                     log::debug!("lock is held by {holder} and has not yet expired: {}", self.election.describe())
@@ -100,7 +99,7 @@ impl Runner {
             }
             let due = self.election.next_attempt(Instant::now() + jittered(self.timing.retry_period));
             if self.wait_for_attempt(due) {
-                return None;
+                return false;
             }
         }
     }
@@ -167,12 +166,10 @@ impl Runner {
     /// Renews until a renewal round fails or the elector stops: a round at once (client-go's
     /// `wait.Until` runs its first round without waiting, so an acquisition that took long is
     /// followed by a renewal straight away), then one a retry period after each success.
-    fn renew(&mut self, acquired_at: Instant) -> Ended {
-        let mut last_renewal = acquired_at;
+    fn renew(&mut self) -> Ended {
         loop {
-            match self.renew_round(last_renewal) {
-                Ok(renewed_at) => last_renewal = renewed_at,
-                Err(ended) => return ended,
+            if let Err(ended) = self.renew_round() {
+                return ended;
             }
             if self.sleep(self.timing.retry_period) {
                 return Ended::Stopped;
@@ -180,15 +177,15 @@ impl Runner {
         }
     }
 
-    /// Tries to renew every retry period until it succeeds (returns when the successful
-    /// attempt started), or the renew deadline since `last_renewal` passes. Measuring from the
-    /// start of the last successful attempt is conservative: the write landed after it, and
-    /// standbys count the lease duration from when they saw the write.
-    fn renew_round(&mut self, last_renewal: Instant) -> Result<Instant, Ended> {
-        let deadline = last_renewal + self.timing.renew_deadline;
+    /// Tries to renew every retry period until it succeeds, or the renew deadline since the
+    /// round began passes (client-go's `PollUntilContextTimeout(retryPeriod, renewDeadline)`
+    /// in `renew`): a leader cut off gives up between one renew deadline and a retry period
+    /// more after its last successful renewal, as upstream's does, which is still within the
+    /// lease duration that standbys wait (kube-controller-manager refuses flags where it is not).
+    fn renew_round(&mut self) -> Result<(), Ended> {
+        let deadline = Instant::now() + self.timing.renew_deadline;
         loop {
-            let started = Instant::now();
-            if started >= deadline {
+            if Instant::now() >= deadline {
                 return Err(Ended::Lost);
             }
             let result = self.election.try_acquire_or_renew(deadline);
@@ -199,7 +196,7 @@ impl Runner {
             match result {
                 Ok(()) => {
                     log::trace!("successfully renewed lease {}", self.election.describe());
-                    return Ok(started);
+                    return Ok(());
                 }
                 Err(e) => log::info!("failed to renew lease {}: {e}", self.election.describe()),
             }

@@ -38,8 +38,9 @@ const SLACK: Duration = Duration::from_secs(8);
 const SHUTDOWN: Duration = Duration::from_secs(15);
 /// How long the last Events may take to land after convergence.
 const SETTLE: Duration = Duration::from_secs(20);
-/// The replicas' default renew deadline (kube-controller-manager's 10 s).
+/// The replicas' default renew deadline and retry period (kube-controller-manager's 10 s, 2 s).
 const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
+const DEFAULT_RETRY: Duration = Duration::from_secs(2);
 
 /// Where a test's logs go; kept when it fails.
 struct Logs(PathBuf);
@@ -116,7 +117,8 @@ fn a_rollout_converges_through_apiserver_and_etcd_kills_and_a_compaction() {
         });
         let took = bed.converge_supervised(&workload).expect("the rollout converges");
         eprintln!("chaos: rollout converged {took:?} after the last fault");
-        let found = bed.settled_invariants(DEFAULT_RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
+        let found =
+            bed.settled_invariants(DEFAULT_RENEW_DEADLINE + DEFAULT_RETRY, SETTLE).expect("the invariants can be read");
         assert_eq!(found.violations(), Vec::<String>::new());
         bed.stop();
     });
@@ -190,7 +192,7 @@ fn two_replicas_hand_over_on_sigkill_and_sigterm_during_a_rollout() {
 
         let took = bed.converge(&workload).expect("the rollout converges");
         eprintln!("chaos: rollout converged {took:?} after the second handover");
-        let found = bed.settled_invariants(RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
+        let found = bed.settled_invariants(RENEW_DEADLINE + RETRY, SETTLE).expect("the invariants can be read");
         eprintln!("chaos: {} writes of outgoing leaders within their renew deadline", found.in_flight_writes);
         eprintln!(
             "chaos: live pods past replicas + maxSurge while a scale-down was pending: {:?}",
@@ -224,7 +226,7 @@ fn a_leader_behind_a_stalled_apiserver_or_etcd_exits_and_its_restart_carries_on(
         bed.restart_replica(0).expect("restarted as systemd would");
         bed.wait_leader(None, Duration::from_secs(60)).expect("the restarted replica leads again");
 
-        let found = bed.settled_invariants(RENEW_DEADLINE, SETTLE).expect("the invariants can be read");
+        let found = bed.settled_invariants(RENEW_DEADLINE + RETRY, SETTLE).expect("the invariants can be read");
         assert_eq!(found.writers, Vec::<String>::new(), "one writer at a time");
         bed.stop();
     });

@@ -401,13 +401,14 @@ pub fn lease_terms(events: &[AuditEvent], lease: &str) -> Vec<Term> {
 
 /// Invariant 3: one writer at a time. Every successful write by the controller manager's
 /// identities comes from the address holding the Lease when kube-apiserver received it, except
-/// the outgoing holder's in-flight requests: a leader stops writing at the latest a renew
-/// deadline after its last successful renewal (client-go's `renewDeadline`, after which it
-/// gives up leading), so its writes received before `last renewal + renew_deadline` pass.
-/// Returns the violations, and how many writes passed only by that allowance.
-pub fn writer_violations(events: &[AuditEvent], lease: &str, renew_deadline: Duration) -> (Vec<String>, usize) {
+/// the outgoing holder's in-flight requests: a leader stops writing at the latest
+/// `leading_after_renewal` after its last successful renewal (client-go's renewal round starts
+/// a retry period after the last success and gives up leading a renew deadline later), so its
+/// writes received before `last renewal + leading_after_renewal` pass. Returns the
+/// violations, and how many writes passed only by that allowance.
+pub fn writer_violations(events: &[AuditEvent], lease: &str, leading_after_renewal: Duration) -> (Vec<String>, usize) {
     let terms = lease_terms(events, lease);
-    let deadline = SignedDuration::try_from(renew_deadline).unwrap_or(SignedDuration::MAX);
+    let deadline = SignedDuration::try_from(leading_after_renewal).unwrap_or(SignedDuration::MAX);
     let (mut violations, mut in_flight) = (Vec::new(), 0);
     for write in events.iter().filter(|e| e.by_controller_manager() && e.is_write()) {
         let current = terms.iter().rev().find(|t| t.start <= write.received);

@@ -16,7 +16,7 @@
 //! (workload.change)(&bed)?;
 //! Fault::KillApiserver.inject(&mut bed)?;          // or any closure over &mut Bed
 //! let took = bed.converge(&workload)?;
-//! assert!(bed.invariants(Duration::from_secs(10))?.violations().is_empty());
+//! assert!(bed.invariants(Duration::from_secs(12))?.violations().is_empty());
 //! ```
 
 pub mod audit;
@@ -254,15 +254,17 @@ impl Bed {
     }
 
     /// Checks the invariants on the audit log and the server's state now (see [`audit`]);
-    /// `renew_deadline` is the replicas' `--leader-elect-renew-deadline`.
-    pub fn invariants(&self, renew_deadline: Duration) -> Result<Invariants, String> {
+    /// `leading_after_renewal` is how long a replica may go on leading after its last
+    /// successful renewal: its `--leader-elect-renew-deadline` and one
+    /// `--leader-elect-retry-period` (see [`audit::writer_violations`]).
+    pub fn invariants(&self, leading_after_renewal: Duration) -> Result<Invariants, String> {
         let events = self.audit_events()?;
         let deployments = self.list("/apis/apps/v1/deployments")?;
         let replica_sets = self.list("/apis/apps/v1/replicasets")?;
         let slices = self.list("/apis/discovery.k8s.io/v1/endpointslices")?;
         let endpoints = self.list("/api/v1/endpoints")?;
         let k8s_events = self.list("/api/v1/events")?;
-        let (writers, in_flight) = audit::writer_violations(&events, LEASE, renew_deadline);
+        let (writers, in_flight) = audit::writer_violations(&events, LEASE, leading_after_renewal);
         Ok(Invariants {
             surge: audit::surge_violations(&events, &deployments, &replica_sets),
             pods_over_surge: audit::surge_peaks(&events, &deployments, &replica_sets)
@@ -285,10 +287,10 @@ impl Bed {
 
     /// [`Bed::invariants`] once they hold, or after `timeout` with what they found: Events
     /// are posted asynchronously (and retried), so the last ones may land after convergence.
-    pub fn settled_invariants(&self, renew_deadline: Duration, timeout: Duration) -> Result<Invariants, String> {
+    pub fn settled_invariants(&self, leading_after_renewal: Duration, timeout: Duration) -> Result<Invariants, String> {
         let deadline = Instant::now() + timeout;
         loop {
-            let found = self.invariants(renew_deadline)?;
+            let found = self.invariants(leading_after_renewal)?;
             if found.violations().is_empty() || Instant::now() > deadline {
                 return Ok(found);
             }
