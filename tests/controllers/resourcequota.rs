@@ -343,6 +343,16 @@ fn resource_claims_count_their_devices_per_class(backend: Backend) {
         "dra",
         json!({"metadata": {"name": "many"}, "spec": {"devices": {"requests": [request("a", "gpu", "All"), first_available]}}}),
     );
+    // kube-apiserver's admission charged both creates; a recount of ours started before the
+    // claims reached its cache (the retry of a conflicting start-up write) may undercount them,
+    // in upstream's controller too, and creates do not trigger a recount. A claim deleted after
+    // them does, from a cache that has them (one watch, in order): that recount is ours.
+    create::<ResourceClaim>(
+        &cluster.client,
+        "dra",
+        json!({"metadata": {"name": "probe"}, "spec": {"devices": {"requests": [request("a", "gpu", "ExactCount")]}}}),
+    );
+    cluster.delete::<ResourceClaim>("dra", "probe");
     cluster.wait_for_usage(
         "dra",
         "q",
