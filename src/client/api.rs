@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use ureq::http::Method;
 
 use super::url::query;
-use super::{Body, Client, Error, Result, decode};
+use super::{Body, Client, Error, Result, decode, decode_without_managed_fields};
 
 /// Operations on one kind `K`, in one namespace, across all namespaces, or cluster-wide.
 pub struct Api<K> {
@@ -213,6 +213,17 @@ pub enum Deleted<K> {
     Gone(Box<Status>),
 }
 
+/// The answer to a DELETE: a `Status` once the object is gone, else the object (held by
+/// finalizers or a grace period), decoded without its managedFields. The kind is read without
+/// decoding the answer, which is then decoded once.
+pub(super) fn deleted<K: DeserializeOwned>(body: &[u8]) -> Result<Deleted<K>> {
+    if crate::apimachinery::json::raw_field(body, "kind") == Some("\"Status\"") {
+        Ok(Deleted::Gone(decode(body)?))
+    } else {
+        Ok(Deleted::Object(decode_without_managed_fields(body)?))
+    }
+}
+
 impl<K> Api<K>
 where
     K: Resource + DeserializeOwned,
@@ -294,7 +305,7 @@ where
             return Err(Error::Request(format!("creating a {}: a namespaced kind needs a namespace", K::KIND)));
         }
         let path = format!("{}{}", self.collection_path(), params.query());
-        decode(&self.client.send(Method::POST, &path, Some(Body::json(object)?))?)
+        decode_without_managed_fields(&self.client.send(Method::POST, &path, Some(Body::json(object)?))?)
     }
 
     /// PUTs the whole object; fails with Conflict if its resourceVersion is stale.
@@ -332,7 +343,7 @@ where
         params: &PostParams,
     ) -> Result<T> {
         let path = format!("{}{}", self.object_path(name, subresource)?, params.query());
-        decode(&self.client.send(Method::PUT, &path, Some(Body::json(body)?))?)
+        decode_without_managed_fields(&self.client.send(Method::PUT, &path, Some(Body::json(body)?))?)
     }
 
     /// POSTs a body to a subresource (`token`, `eviction`, `binding`).
@@ -344,7 +355,7 @@ where
         params: &PostParams,
     ) -> Result<T> {
         let path = format!("{}{}", self.object_path(name, Some(subresource))?, params.query());
-        decode(&self.client.send(Method::POST, &path, Some(Body::json(body)?))?)
+        decode_without_managed_fields(&self.client.send(Method::POST, &path, Some(Body::json(body)?))?)
     }
 
     /// PATCHes the object.
@@ -376,19 +387,13 @@ where
         params: &PostParams,
     ) -> Result<T> {
         let path = format!("{}{}", self.object_path(name, subresource)?, params.query());
-        decode(&self.client.send(Method::PATCH, &path, Some(patch.body()?))?)
+        decode_without_managed_fields(&self.client.send(Method::PATCH, &path, Some(patch.body()?))?)
     }
 
     /// DELETEs the object: see [`Deleted`] for what comes back.
     pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<Deleted<K>> {
         let path = self.object_path(name, None)?;
-        let body = self.client.send(Method::DELETE, &path, params.body()?)?;
-        let value: serde_json::Value = decode(&body)?;
-        if value.get("kind").and_then(|k| k.as_str()) == Some("Status") {
-            Ok(Deleted::Gone(decode(&body)?))
-        } else {
-            Ok(Deleted::Object(decode(&body)?))
-        }
+        deleted(&self.client.send(Method::DELETE, &path, params.body()?)?)
     }
 
     /// Deletes every object in the namespace (or cluster) that the selectors match.

@@ -10,10 +10,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use ureq::http::Method;
 
-use super::api::{DeleteParams, Deleted, ListParams, Patch, PostParams, RawList};
+use super::api::{DeleteParams, Deleted, ListParams, Patch, PostParams, RawList, deleted};
 use super::discovery::ApiResource;
 use super::watch::{WatchParams, WatchReceiver, WatchStream};
-use super::{Client, Error, Result, decode};
+use super::{Client, Error, Result, decode, decode_without_managed_fields};
 
 /// `Accept` for one object (and watch events) as metadata only.
 pub const ACCEPT_OBJECT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
@@ -120,9 +120,12 @@ impl MetadataApi {
     /// the informers' caches drop them): the garbage collector reads every dependent it
     /// deletes this way, and their managedFields are most of their metadata.
     pub fn get(&self, name: &str) -> Result<PartialObjectMetadata> {
-        let body = self.client.send_accepting(Method::GET, &self.object_path(name)?, None, ACCEPT_OBJECT)?;
-        crate::apimachinery::json::from_bytes_without_managed_fields(&body)
-            .map_err(|e| Error::Decode(format!("PartialObjectMetadata: {e}")))
+        decode_without_managed_fields(&self.client.send_accepting(
+            Method::GET,
+            &self.object_path(name)?,
+            None,
+            ACCEPT_OBJECT,
+        )?)
     }
 
     /// One page of the collection.
@@ -164,7 +167,12 @@ impl MetadataApi {
     /// PATCHes one object (e.g. its owner references or finalizers); returns its metadata.
     pub fn patch(&self, name: &str, patch: &Patch, params: &PostParams) -> Result<PartialObjectMetadata> {
         let path = format!("{}{}", self.object_path(name)?, params.query());
-        decode(&self.client.send_accepting(Method::PATCH, &path, Some(patch.body()?), ACCEPT_OBJECT)?)
+        decode_without_managed_fields(&self.client.send_accepting(
+            Method::PATCH,
+            &path,
+            Some(patch.body()?),
+            ACCEPT_OBJECT,
+        )?)
     }
 
     /// Deletes one object: its remaining metadata while finalizers or a grace period hold it,
@@ -172,12 +180,7 @@ impl MetadataApi {
     pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<Deleted<PartialObjectMetadata>> {
         let body =
             self.client.send_accepting(Method::DELETE, &self.object_path(name)?, params.body()?, ACCEPT_OBJECT)?;
-        let value: serde_json::Value = decode(&body)?;
-        if value.get("kind").and_then(|k| k.as_str()) == Some("Status") {
-            Ok(Deleted::Gone(decode(&body)?))
-        } else {
-            Ok(Deleted::Object(decode(&body)?))
-        }
+        deleted(&body)
     }
 
     /// Deletes every object of the namespace (or cluster) that `list`'s selectors match.

@@ -496,6 +496,15 @@ pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
     crate::apimachinery::json::from_bytes(body).map_err(|e| Error::Decode(format!("{}: {e}", short_type_name::<T>())))
 }
 
+/// Decodes an object without its managedFields (the answer to a write, a metadata GET): no
+/// controller reads them (the informers' caches and the mutation cache drop them too), and
+/// they are often most of an answer's JSON (a ReplicaSet's status write answers with its
+/// template's field sets).
+pub(crate) fn decode_without_managed_fields<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
+    crate::apimachinery::json::from_bytes_without_managed_fields(body)
+        .map_err(|e| Error::Decode(format!("{}: {e}", short_type_name::<T>())))
+}
+
 /// `List<Pod>` for `k8s_openapi::List<k8s_openapi::api::core::v1::Pod>`.
 fn short_type_name<T>() -> String {
     let full = std::any::type_name::<T>();
@@ -602,5 +611,26 @@ mod tests {
         assert!(!is_reset(&transport("timeout: global")));
         assert!(!is_reset(&transport("invalid peer certificate: UnknownIssuer")));
         assert!(!is_reset(&Error::Decode("EOF while parsing".into())));
+    }
+
+    #[test]
+    fn a_delete_answers_with_a_status_or_the_object_without_its_managed_fields() {
+        use k8s_openapi::api::core::v1::Pod;
+        let pod = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web","managedFields":[{"manager":"m",
+            "operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}],
+            "deletionTimestamp":"2026-11-30T06:00:00Z"},"status":{"phase":"Running"}}"#;
+        match api::deleted::<Pod>(pod).expect("a pod") {
+            api::Deleted::Object(pod) => {
+                assert_eq!(pod.metadata.name.as_deref(), Some("web"));
+                assert!(pod.metadata.deletion_timestamp.is_some());
+                assert_eq!(pod.metadata.managed_fields, None);
+            }
+            api::Deleted::Gone(status) => panic!("a pod, not {status:?}"),
+        }
+        // "kind" anywhere but first, and a "kind" key inside the details: still a Status.
+        let gone = br#"{"apiVersion":"v1","status":"Success","details":{"kind":"pods","name":"web"},"kind":"Status"}"#;
+        assert!(matches!(api::deleted::<Pod>(gone), Ok(api::Deleted::Gone(_))));
+        let error = api::deleted::<Pod>(br#"{"kind":"Pod","metadata":{"name":7}}"#).expect_err("a bad pod");
+        assert!(error.to_string().contains("Pod"), "{error}");
     }
 }
