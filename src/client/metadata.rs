@@ -120,12 +120,8 @@ impl MetadataApi {
     /// the informers' caches drop them): the garbage collector reads every dependent it
     /// deletes this way, and their managedFields are most of their metadata.
     pub fn get(&self, name: &str) -> Result<PartialObjectMetadata> {
-        decode_without_managed_fields(&self.client.send_accepting(
-            Method::GET,
-            &self.object_path(name)?,
-            None,
-            ACCEPT_OBJECT,
-        )?)
+        let body = self.client.send_accepting(Method::GET, &self.object_path(name)?, None, ACCEPT_OBJECT)?;
+        decode_without_managed_fields(&body)
     }
 
     /// One page of the collection.
@@ -167,12 +163,8 @@ impl MetadataApi {
     /// PATCHes one object (e.g. its owner references or finalizers); returns its metadata.
     pub fn patch(&self, name: &str, patch: &Patch, params: &PostParams) -> Result<PartialObjectMetadata> {
         let path = format!("{}{}", self.object_path(name)?, params.query());
-        decode_without_managed_fields(&self.client.send_accepting(
-            Method::PATCH,
-            &path,
-            Some(patch.body()?),
-            ACCEPT_OBJECT,
-        )?)
+        let body = self.client.send_accepting(Method::PATCH, &path, Some(patch.body()?), ACCEPT_OBJECT)?;
+        decode_without_managed_fields(&body)
     }
 
     /// Deletes one object: its remaining metadata while finalizers or a grace period hold it,

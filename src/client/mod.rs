@@ -493,7 +493,7 @@ where
 
 /// Decodes an answer; an error names the type it should have been (`List<Pod>: …`).
 pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
-    crate::apimachinery::json::from_bytes(body).map_err(|e| Error::Decode(format!("{}: {e}", short_type_name::<T>())))
+    crate::apimachinery::json::from_bytes(body).map_err(decode_error::<T>)
 }
 
 /// Decodes an object without its managedFields (the answer to a write, a metadata GET): no
@@ -501,8 +501,12 @@ pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
 /// they are often most of an answer's JSON (a ReplicaSet's status write answers with its
 /// template's field sets).
 pub(crate) fn decode_without_managed_fields<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
-    crate::apimachinery::json::from_bytes_without_managed_fields(body)
-        .map_err(|e| Error::Decode(format!("{}: {e}", short_type_name::<T>())))
+    crate::apimachinery::json::from_bytes_without_managed_fields(body).map_err(decode_error::<T>)
+}
+
+/// A decoding error naming the type the answer should have been.
+fn decode_error<T>(error: serde_json::Error) -> Error {
+    Error::Decode(format!("{}: {error}", short_type_name::<T>()))
 }
 
 /// `List<Pod>` for `k8s_openapi::List<k8s_openapi::api::core::v1::Pod>`.

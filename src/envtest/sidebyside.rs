@@ -358,9 +358,9 @@ pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[
         reason: "a race, in both: the pods are created right after their template, on another watch; a \
                  controller whose pod event comes before the template's syncs the pod against a cache \
                  without the template (upstream's templateLister.Get), records FailedResourceClaimCreation \
-                 and retries, then generates the claim. Ours reads every watch on one thread, so it takes \
-                 the two events of one wakeup in the order of its connections and loses this race more \
-                 often than upstream. The missing template's Event (pod lost) is still compared",
+                 and retries, then generates the claim. Each kind has its own watch cache in \
+                 kube-apiserver, so either binary may get the pod first. The missing template's Event \
+                 (pod lost) is still compared",
     },
 ];
 
