@@ -49,6 +49,7 @@ use crate::runtime::controller_ref::{
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informer::{Event, Informer, object_key};
+use crate::runtime::slow_start::WriteThreads;
 use crate::runtime::workqueue::WorkQueue;
 
 use backoff::Backoff;
@@ -125,6 +126,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         node_queue: node_queue.clone(),
         recorder: context.recorder.clone(),
         expectations: Expectations::default(),
+        write_threads: WriteThreads::default(),
         failed_pods_backoff: Backoff::default(),
         consistency: consistency(context, &config),
     });
@@ -157,6 +159,8 @@ struct DaemonSetsController {
     recorder: EventRecorder,
     /// Pod creations and deletions awaited, by DaemonSet key.
     expectations: Expectations,
+    /// The spare threads its workers' pod writes share.
+    write_threads: WriteThreads,
     /// `failedPodsBackoff`: per DaemonSet, generation and node, how soon a failed pod may be
     /// deleted again.
     failed_pods_backoff: Backoff,

@@ -15,7 +15,6 @@ use crate::runtime::controller_ref::controller_ref;
 use crate::runtime::events::EventType;
 use crate::runtime::informer::object_key;
 use crate::runtime::slow_start::slow_start_batch;
-use crate::runtime::slow_start::{MAX_CONCURRENT_WRITES, map_concurrently};
 
 impl DaemonSetsController {
     /// `syncNodes`: deletes `to_delete` and creates a pod on each node of `needing`, at most
@@ -39,7 +38,7 @@ impl DaemonSetsController {
         let generation = template_generation(ds).ok().flatten();
         let template = create_pod_template(&spec(ds).template, generation, hash);
         let next = AtomicUsize::new(0);
-        let (created, create_error) = slow_start_batch(create_count, || {
+        let (created, create_error) = slow_start_batch(create_count, &self.write_threads, || {
             let node = &needing[next.fetch_add(1, Ordering::SeqCst)];
             self.create_pod(ds, &template, node).inspect_err(|_| {
                 log::info!("Failed creation, decrementing expectations for daemon set daemonset={key}");
@@ -60,7 +59,7 @@ impl DaemonSetsController {
         log::debug!(
             "Pods to delete for daemon set, deleting daemonset={key} toDeleteCount={to_delete:?} deleteCount={delete_count}"
         );
-        let deletions = map_concurrently(doomed, MAX_CONCURRENT_WRITES, |name| self.delete_pod(ds, &key, name));
+        let deletions = self.write_threads.map(doomed, |name| self.delete_pod(ds, &key, name));
         let delete_errors: Vec<SyncError> = deletions.into_iter().filter_map(Result::err).collect();
         match create_error.into_iter().chain(delete_errors).next() {
             Some(e) => Err(e),

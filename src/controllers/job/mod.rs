@@ -52,6 +52,7 @@ use crate::runtime::controller_ref::{
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informer::{Event, Informer};
+use crate::runtime::slow_start::WriteThreads;
 use crate::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
 
 use backoff::{BackoffRecord, BackoffStore};
@@ -140,6 +141,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         orphans: orphans.clone(),
         recorder: context.recorder.clone(),
         expectations: Expectations::default(),
+        write_threads: WriteThreads::default(),
         finalizer_expectations: FinalizerExpectations::default(),
         backoff: BackoffStore::default(),
         finished: FinishedJobExpectations::default(),
@@ -232,6 +234,8 @@ struct JobController {
     recorder: EventRecorder,
     /// Pod creations and deletions awaited.
     expectations: Expectations,
+    /// The spare threads its workers' pod writes share.
+    write_threads: WriteThreads,
     finalizer_expectations: FinalizerExpectations,
     backoff: BackoffStore,
     finished: FinishedJobExpectations,

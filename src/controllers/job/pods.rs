@@ -27,8 +27,8 @@ use crate::controllers::podutil::ranking::{active_pods_order, pod_key};
 use crate::runtime::controller::SyncError;
 use crate::runtime::controller_ref::controller_ref;
 use crate::runtime::events::EventType;
+use crate::runtime::slow_start::WriteThreads;
 use crate::runtime::slow_start::slow_start_batch;
-use crate::runtime::slow_start::{MAX_CONCURRENT_WRITES, map_concurrently};
 
 /// What `manageJob` did: active pods afterwards, the metrics' action, the first error.
 type Managed = (i32, &'static str, Option<SyncError>);
@@ -88,7 +88,7 @@ impl JobController {
         log::debug!("Too few pods running key={key} need={wanted} creating={count}");
         let template = creation_template(&job);
         let next = AtomicUsize::new(0);
-        let (created, error) = slow_start_batch(count, || {
+        let (created, error) = slow_start_batch(count, &self.write_threads, || {
             let index = indexes.get(next.fetch_add(1, Ordering::SeqCst)).copied();
             self.create_pod(&job, ctx, &template, index)
         });
@@ -195,7 +195,7 @@ impl JobController {
     /// `deleteJobPods`: finalizer removed, then the pod deleted, all concurrently. Returns
     /// (ready pods deleted, pods deleted, first error).
     fn delete_job_pods(&self, job: &Job, key: &str, pods: &[Arc<Pod>]) -> (i32, i32, Option<SyncError>) {
-        let outcomes = concurrently(pods, |pod| {
+        let outcomes = concurrently(&self.write_threads, pods, |pod| {
             let failed = |e: crate::client::Error, context: &str| {
                 self.expectations.deletion_observed(key, &pod_key(pod));
                 (!e.is_not_found()).then(|| SyncError::from(e).context(context))
@@ -221,7 +221,7 @@ impl JobController {
 
     /// `deleteActivePods`: the Job finished; pods keep their finalizers until counted.
     pub(super) fn delete_active_pods(&self, job: &Job, pods: &[Arc<Pod>]) -> (i32, i32, Option<SyncError>) {
-        let outcomes = concurrently(pods, |pod| Deletion {
+        let outcomes = concurrently(&self.write_threads, pods, |pod| Deletion {
             error: self.delete_pod(job, pod).err().map(SyncError::from),
             ready: is_pod_ready(pod),
         });
@@ -244,10 +244,14 @@ impl Deletion {
     }
 }
 
-/// Runs `call` for every pod concurrently (upstream's goroutine per pod, here on the runtime's
-/// bounded threads), answering in order.
-pub(super) fn concurrently<R: Send>(pods: &[Arc<Pod>], call: impl Fn(&Pod) -> R + Sync) -> Vec<R> {
-    map_concurrently(pods, MAX_CONCURRENT_WRITES, |pod| call(pod))
+/// Runs `call` for every pod concurrently (upstream's goroutine per pod, here on the
+/// controller's shared write threads), answering in order.
+pub(super) fn concurrently<R: Send>(
+    threads: &WriteThreads,
+    pods: &[Arc<Pod>],
+    call: impl Fn(&Pod) -> R + Sync,
+) -> Vec<R> {
+    threads.map(pods, |pod| call(pod))
 }
 
 /// `activePodsForRemoval`: duplicate and out-of-range indexes first, then the lowest-ranked

@@ -206,7 +206,7 @@ impl JobController {
     /// `removeTrackingFinalizerFromPods`, concurrently; a pod gone counts as done.
     fn remove_tracking_finalizers(&self, key: &str, pods: &[Arc<Pod>]) -> (Vec<bool>, Option<SyncError>) {
         self.finalizer_expectations.expect_removed(key, pods.iter().map(|p| uid_of(p).to_string()));
-        let outcomes = concurrently(pods, |pod| match self.remove_finalizer(pod) {
+        let outcomes = concurrently(&self.write_threads, pods, |pod| match self.remove_finalizer(pod) {
             Ok(()) => (true, None),
             Err(e) => {
                 self.finalizer_expectations.observed(key, uid_of(pod));

@@ -4,7 +4,6 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
@@ -103,33 +102,67 @@ fn uid(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or("")
 }
 
-/// The first rules of both rankings: unassigned before assigned, Pending before Unknown
-/// before Running, not ready before ready.
-fn placement_order(a: &Pod, b: &Pod) -> Ordering {
-    let (node_a, node_b) = (node_of(a), node_of(b));
-    if node_a != node_b && (node_a.is_empty() || node_b.is_empty()) {
-        return if node_a.is_empty() { Ordering::Less } else { Ordering::Greater };
+/// The first rules of both rankings, read once from a pod: unassigned before assigned,
+/// Pending before Unknown before Running, not ready before ready.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Placement {
+    assigned: bool,
+    phase: u8,
+    ready: bool,
+}
+
+impl Placement {
+    fn of(pod: &Pod) -> Placement {
+        Placement { assigned: !node_of(pod).is_empty(), phase: phase_ordinal(pod), ready: is_pod_ready(pod) }
     }
-    let by_phase = phase_ordinal(a).cmp(&phase_ordinal(b));
-    if by_phase != Ordering::Equal {
-        return by_phase;
+
+    /// Two pods on different nodes of which one has none: the unassigned one first; pods both
+    /// assigned (or both not) go on to the phase, then readiness.
+    fn order(&self, other: &Placement) -> Ordering {
+        (self.assigned.cmp(&other.assigned)).then(self.phase.cmp(&other.phase)).then(self.ready.cmp(&other.ready))
     }
-    if is_pod_ready(a) != is_pod_ready(b) {
-        return if is_pod_ready(a) { Ordering::Greater } else { Ordering::Less };
+}
+
+/// What `ActivePodsWithRanks.Less` reads of a pod, read once. The ranking compares each pod
+/// with many others; this way a pod is unpacked from the cache once, for this, and not kept
+/// unpacked while the others are (a scale-down of a large ReplicaSet held them all), and no
+/// annotation is parsed again at every comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeletionRank {
+    placement: Placement,
+    node: String,
+    cost: i32,
+    ready_time: Option<Timestamp>,
+    restarts: (i32, i32),
+    created: Option<Timestamp>,
+    uid: String,
+}
+
+impl DeletionRank {
+    /// The rank of `pod`.
+    pub fn of(pod: &Pod) -> DeletionRank {
+        DeletionRank {
+            placement: Placement::of(pod),
+            node: node_of(pod),
+            cost: deletion_cost(pod),
+            ready_time: ready_time(pod),
+            restarts: max_restarts(pod),
+            created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            uid: uid(pod).to_string(),
+        }
     }
-    Ordering::Equal
 }
 
 /// `ActivePodsWithRanks.Less`: which of two pods to delete first. `rank_*`: how many related
 /// pods share each pod's node.
-pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Timestamp) -> Ordering {
+pub fn deletion_order(a: &DeletionRank, rank_a: usize, b: &DeletionRank, rank_b: usize, now: Timestamp) -> Ordering {
     // 1-3. Unassigned < assigned, Pending < Unknown < Running, not ready < ready.
-    let first = placement_order(a, b);
+    let first = a.placement.order(&b.placement);
     if first != Ordering::Equal {
         return first;
     }
     // 4. Lower pod-deletion-cost < higher.
-    let by_cost = deletion_cost(a).cmp(&deletion_cost(b));
+    let by_cost = a.cost.cmp(&b.cost);
     if by_cost != Ordering::Equal {
         return by_cost;
     }
@@ -138,14 +171,11 @@ pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Times
         return rank_b.cmp(&rank_a);
     }
     // 6. Ready for a shorter time < longer.
-    if is_pod_ready(a) && is_pod_ready(b) {
-        let (ta, tb) = (ready_time(a), ready_time(b));
-        if ta != tb {
-            return time_order(ta, tb, now, (uid(a), uid(b)));
-        }
+    if a.placement.ready && b.placement.ready && a.ready_time != b.ready_time {
+        return time_order(a.ready_time, b.ready_time, now, (&a.uid, &b.uid));
     }
     // 7. More container restarts < fewer.
-    let (ra, rb) = (max_restarts(a), max_restarts(b));
+    let (ra, rb) = (a.restarts, b.restarts);
     if ra.0 != rb.0 {
         return rb.0.cmp(&ra.0);
     }
@@ -153,10 +183,8 @@ pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Times
         return rb.1.cmp(&ra.1);
     }
     // 8. Newer < older.
-    let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    let (ca, cb) = (created(a), created(b));
-    if ca != cb {
-        return time_order(ca, cb, now, (uid(a), uid(b)));
+    if a.created != b.created {
+        return time_order(a.created, b.created, now, (&a.uid, &b.uid));
     }
     Ordering::Equal
 }
@@ -165,7 +193,7 @@ pub fn deletion_order(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize, now: Times
 /// ready, ready for a shorter time, more restarts, newer pods first; no deletion cost, no
 /// node ranking and plain (not logarithmic) times.
 pub fn active_pods_order(a: &Pod, b: &Pod) -> Ordering {
-    let first = placement_order(a, b);
+    let first = Placement::of(a).order(&Placement::of(b));
     if first != Ordering::Equal {
         return first;
     }
@@ -183,28 +211,29 @@ pub fn active_pods_order(a: &Pod, b: &Pod) -> Ordering {
     after_or_zero(created(a), created(b))
 }
 
-/// `getPodsToDelete` with `getPodsRankedByRelatedPodsOnSameNode`: the first `count` pods to
-/// delete, ranking pods on nodes crowded with related pods first.
+/// `getPodsToDelete` with `getPodsRankedByRelatedPodsOnSameNode`: of `pods`, each with its
+/// rank, the first `count` to delete, ranking pods on nodes crowded with related pods first.
 /// The related pods are counted only, so their summaries do.
-pub fn pods_to_delete<P: PodFields>(
-    mut pods: Vec<Arc<Pod>>,
+pub fn pods_to_delete<T: Clone, P: PodFields>(
+    pods: Vec<(T, DeletionRank)>,
     related: &[P],
     count: usize,
     now: Timestamp,
-) -> Vec<Arc<Pod>> {
+) -> Vec<T> {
+    let mut pods = pods;
     if count < pods.len() {
         let mut on_node: HashMap<&str, usize> = HashMap::new();
         for pod in related.iter().filter(is_pod_active) {
             *on_node.entry(pod.pod_node_name()).or_default() += 1;
         }
-        let rank = |p: &Pod| on_node.get(p.pod_node_name()).copied().unwrap_or(0);
+        let rank = |r: &DeletionRank| on_node.get(r.node.as_str()).copied().unwrap_or(0);
         // Not `sort_by`: upstream's `ActivePodsWithRanks.Less` is not a total order (pods
         // ready within one logarithmic bucket compare by UID, pods ready at the same instant
         // by restarts and age), which Go's sort tolerates and Rust's may panic on.
-        merge_sort_by(&mut pods, |a, b| deletion_order(a, rank(a), b, rank(b), now));
+        merge_sort_by(&mut pods, |(_, a), (_, b)| deletion_order(a, rank(a), b, rank(b), now));
     }
     pods.truncate(count);
-    pods
+    pods.into_iter().map(|(pod, _)| pod).collect()
 }
 
 /// A stable bottom-up merge sort that ends, with a permutation of `items`, whatever `order`
@@ -249,6 +278,7 @@ fn node_of(pod: &Pod) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn pod(name: &str, node: &str, phase: &str, ready: Option<&str>) -> Arc<Pod> {
         let mut conditions = vec![];
@@ -265,6 +295,10 @@ mod tests {
         .expect("a pod")
     }
 
+    fn ranked(pods: &[Arc<Pod>]) -> Vec<(Arc<Pod>, DeletionRank)> {
+        pods.iter().map(|pod| (pod.clone(), DeletionRank::of(pod))).collect()
+    }
+
     fn names(pods: &[Arc<Pod>]) -> Vec<&str> {
         pods.iter().map(|p| p.metadata.name.as_deref().unwrap_or("")).collect()
     }
@@ -279,11 +313,11 @@ mod tests {
             pod("unassigned", "", "Pending", None),
             pod("ready-recently", "n2", "Running", Some("2024-01-01T23:59:00Z")),
         ];
-        let order = pods_to_delete::<Pod>(pods.clone(), &[], 4, now);
+        let order = pods_to_delete::<_, Pod>(ranked(&pods), &[], 4, now);
         assert_eq!(names(&order), ["unassigned", "pending", "running-unready", "ready-recently"]);
         // Deleting them all needs no ranking (upstream does not sort then).
-        assert_eq!(pods_to_delete::<Pod>(pods.clone(), &[], 5, now).len(), 5);
-        assert_eq!(names(&pods_to_delete::<Pod>(pods, &[], 2, now)), ["unassigned", "pending"]);
+        assert_eq!(pods_to_delete::<_, Pod>(ranked(&pods), &[], 5, now).len(), 5);
+        assert_eq!(names(&pods_to_delete::<_, Pod>(ranked(&pods), &[], 2, now)), ["unassigned", "pending"]);
     }
 
     #[test]
@@ -313,6 +347,6 @@ mod tests {
         let a = pod("alone", "n1", "Running", None);
         let b = pod("crowded", "n2", "Running", None);
         let related = vec![b.clone(), pod("other", "n2", "Running", None), a.clone()];
-        assert_eq!(names(&pods_to_delete(vec![a, b], &related, 1, now)), ["crowded"]);
+        assert_eq!(names(&pods_to_delete(ranked(&[a, b]), &related, 1, now)), ["crowded"]);
     }
 }

@@ -35,7 +35,7 @@ use crate::apimachinery::labels::POD_TEMPLATE_HASH;
 use crate::apimachinery::pod::{PodSummary, is_pod_ready};
 use crate::apimachinery::schema::GroupResource;
 use crate::client::{Api, Client, DeleteParams, PostParams};
-use crate::controllers::podutil::ranking::{pod_key, pods_to_delete};
+use crate::controllers::podutil::ranking::{DeletionRank, pods_to_delete};
 use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
 use crate::runtime::consistency::{ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
@@ -43,7 +43,7 @@ use crate::runtime::controller_ref::{add_pod_controller_uid_index, claim_candida
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informer::{Event, Informer, NAMESPACE_INDEX, object_key};
-use crate::runtime::slow_start::{MAX_CONCURRENT_WRITES, map_concurrently, slow_start_batch};
+use crate::runtime::slow_start::{WriteThreads, slow_start_batch};
 use crate::runtime::workqueue::WorkQueue;
 
 use crate::apimachinery::pod::is_pod_active;
@@ -99,6 +99,7 @@ fn start<K: ReplicaKind>(
         controllers: context.informers.informer::<K>(),
         pods: context.informers.informer::<Pod>(),
         expectations: Expectations::default(),
+        write_threads: WriteThreads::default(),
         queue: queue.clone(),
         recorder: context.recorder.clone(),
         terminating_replicas: config.terminating_replicas && K::STATUS_TERMINATING_REPLICAS,
@@ -135,6 +136,8 @@ pub struct ReplicaManager<K: ReplicaKind> {
     controllers: Arc<Informer<K>>,
     pods: Arc<Informer<Pod>>,
     expectations: Expectations,
+    /// The spare threads its workers' pod writes share.
+    write_threads: WriteThreads,
     queue: WorkQueue<String>,
     recorder: EventRecorder,
     /// The gate and the kind's `EnableStatusTerminatingReplicas`: count terminating pods.
@@ -197,8 +200,8 @@ fn sorting_deletion_age_ratio() -> &'static HistogramVec {
 /// `reportSortingDeletionAgeRatioMetric`: for each ready pod chosen, its age over the youngest
 /// ready pod's age, in whole milliseconds divided as Go's integers (a zero age, on which
 /// upstream's division would panic, is skipped).
-fn report_sorting_deletion_age_ratio(pods: &[Arc<Pod>], doomed: &[Arc<Pod>], now: Timestamp) {
-    let created = |pod: &Pod| pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
+fn report_sorting_deletion_age_ratio(pods: &[Arc<PodSummary>], doomed: &[Arc<PodSummary>], now: Timestamp) {
+    let created = |pod: &PodSummary| pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
     let age_ms = |since: Option<Timestamp>| since.map_or(i64::MAX, |t| now.duration_since(t).as_millis() as i64);
     let youngest = pods.iter().filter(is_pod_ready).filter_map(|p| created(p)).max();
     let youngest_age = age_ms(youngest);
@@ -299,7 +302,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         let key = crate::runtime::informer::object_key(rs.metadata());
         self.expectations.expect_creations(&key, count);
         log::debug!("too few replicas for {} {key}: creating {count}", K::KIND);
-        let (created, error) = slow_start_batch(count, || self.create_pod(rs));
+        let (created, error) = slow_start_batch(count, &self.write_threads, || self.create_pod(rs));
         for _ in created..count {
             self.expectations.creation_observed(&key);
         }
@@ -353,36 +356,40 @@ impl<K: ReplicaKind> ReplicaManager<K> {
 
     /// The deleting half of `manageReplicas`: the lowest-ranked pods are deleted concurrently;
     /// the expectations of failed deletions are lowered; the first error is returned. The
-    /// ranking reads more of a pod than its summary holds, so the pods are unpacked here.
+    /// ranking reads more of a pod than its summary holds (its restarts), so each pod is
+    /// unpacked in turn for its [`DeletionRank`], and dropped before the next.
     fn delete_replicas(&self, pods: &[Arc<PodSummary>], count: usize, rs: &K) -> Result<(), String> {
         let key = object_key(rs.metadata());
         let store = self.pods.store();
-        let pods: Vec<Arc<Pod>> = pods.iter().filter_map(|p| store.get(&object_key(&p.metadata))).collect();
+        let rank =
+            |p: &Arc<PodSummary>| store.get(&object_key(&p.metadata)).map(|pod| (p.clone(), DeletionRank::of(&pod)));
+        let ranked: Vec<(Arc<PodSummary>, DeletionRank)> = pods.iter().filter_map(rank).collect();
+        let pods: Vec<Arc<PodSummary>> = ranked.iter().map(|(pod, _)| pod.clone()).collect();
         let related = self.indirectly_related_pods(rs);
-        let doomed = pods_to_delete(pods.clone(), &related, count, Timestamp::now());
+        let doomed = pods_to_delete(ranked, &related, count, Timestamp::now());
         if count < pods.len() {
             report_sorting_deletion_age_ratio(&pods, &doomed, Timestamp::now());
         }
-        self.expectations.expect_deletions(&key, doomed.iter().map(|p| pod_key(p)).collect());
+        self.expectations.expect_deletions(&key, doomed.iter().map(|p| object_key(&p.metadata)).collect());
         log::debug!("too many replicas for {} {key}: deleting {count}", K::KIND);
-        let results = map_concurrently(&doomed, MAX_CONCURRENT_WRITES, |pod| self.delete_pod(rs, pod));
+        let results = self.write_threads.map(&doomed, |pod| self.delete_pod(rs, &pod.metadata));
         let errors = results.into_iter().filter_map(Result::err);
         errors.into_iter().flatten().next().map_or(Ok(()), Err)
     }
 
     /// `RealPodControl.DeletePod`, recording SuccessfulDelete or FailedDelete. `Err(None)`: the
     /// pod was gone already; `Err(Some(_))`: the deletion failed. Either lowers the expectations.
-    fn delete_pod(&self, rs: &K, pod: &Pod) -> Result<(), Option<String>> {
+    fn delete_pod(&self, rs: &K, pod: &ObjectMeta) -> Result<(), Option<String>> {
         let key = crate::runtime::informer::object_key(rs.metadata());
-        let name = name_of(&pod.metadata);
-        let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
+        let name = name_of(pod);
+        let api = Api::<Pod>::namespaced(&self.client, namespace_of(pod));
         match api.delete(name, &DeleteParams::default()) {
             Ok(_) => {
                 self.recorder.event_for(rs, EventType::Normal, SUCCESSFUL_DELETE, &format!("Deleted pod: {name}"));
                 Ok(())
             }
             Err(e) => {
-                self.expectations.deletion_observed(&key, &pod_key(pod));
+                self.expectations.deletion_observed(&key, &object_key(pod));
                 if e.is_not_found() {
                     return Err(None);
                 }
