@@ -30,6 +30,8 @@ pub trait PodFields {
     fn pod_node_name(&self) -> &str;
     /// The first `Ready` condition (`GetPodReadyCondition`), if any.
     fn pod_readiness(&self) -> Option<Readiness>;
+    /// `status.reason` (`Evicted`, …), empty when unset.
+    fn pod_status_reason(&self) -> &str;
 }
 
 impl PodFields for Pod {
@@ -47,6 +49,10 @@ impl PodFields for Pod {
 
     fn pod_readiness(&self) -> Option<Readiness> {
         get_pod_ready_condition(self).map(readiness)
+    }
+
+    fn pod_status_reason(&self) -> &str {
+        self.status.as_ref().and_then(|s| s.reason.as_deref()).unwrap_or_default()
     }
 }
 
@@ -69,6 +75,8 @@ pub struct PodSummary {
     pub node_name: Option<Box<str>>,
     /// The `Ready` condition.
     pub readiness: Option<Readiness>,
+    /// `status.reason`: the pod GC deletes evicted pods first.
+    pub status_reason: Option<Box<str>>,
 }
 
 impl PodSummary {
@@ -79,6 +87,7 @@ impl PodSummary {
             phase: pod.status.as_ref().and_then(|s| s.phase.as_deref()).map(Box::from),
             node_name: pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).map(Box::from),
             readiness: pod.pod_readiness(),
+            status_reason: pod.status.as_ref().and_then(|s| s.reason.as_deref()).map(Box::from),
         }
     }
 }
@@ -99,6 +108,10 @@ impl PodFields for PodSummary {
     fn pod_readiness(&self) -> Option<Readiness> {
         self.readiness
     }
+
+    fn pod_status_reason(&self) -> &str {
+        self.status_reason.as_deref().unwrap_or_default()
+    }
 }
 
 macro_rules! pod_fields_through {
@@ -118,6 +131,10 @@ macro_rules! pod_fields_through {
 
             fn pod_readiness(&self) -> Option<Readiness> {
                 (**self).pod_readiness()
+            }
+
+            fn pod_status_reason(&self) -> &str {
+                (**self).pod_status_reason()
             }
         }
     )*};
@@ -171,8 +188,8 @@ pub fn is_pod_available<P: PodFields + ?Sized>(pod: &P, min_ready_seconds: i32, 
 /// PodObservedGenerationTracking GA and locked on since v1.35 (it was alpha and off in v1.33),
 /// the `observedGeneration` a controller writes in a pod condition or the pod status is the
 /// pod's `metadata.generation`; `None` for 0, which Go's `omitempty` leaves out.
-pub fn observed_generation(pod: &Pod) -> Option<i64> {
-    pod.metadata.generation.filter(|generation| *generation != 0)
+pub fn observed_generation<P: PodFields + ?Sized>(pod: &P) -> Option<i64> {
+    pod.pod_metadata().generation.filter(|generation| *generation != 0)
 }
 
 /// `UpdatePodCondition`: sets `condition` in `status`, keeping the old `lastTransitionTime`

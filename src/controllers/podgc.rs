@@ -23,7 +23,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 
 use crate::apimachinery::clock::{Clock, RealClock};
-use crate::apimachinery::pod::{PodFields, observed_generation, phase, update_pod_condition};
+use crate::apimachinery::pod::{PodFields, PodSummary, observed_generation, phase, update_pod_condition};
 use crate::client::{Api, Client, DeleteParams};
 use crate::controllers::nodeutil::{TAINT_NODE_OUT_OF_SERVICE, is_node_ready, taint_key_exists};
 use crate::controllers::podutil::patch_pod_status;
@@ -105,30 +105,30 @@ fn node_name_of(pod: &impl PodFields) -> &str {
     pod.pod_node_name()
 }
 
-fn pod_ref(pod: &Pod) -> String {
-    let meta = &pod.metadata;
+fn pod_ref(pod: &impl PodFields) -> String {
+    let meta = pod.pod_metadata();
     format!("{}/{}", meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default())
 }
 
 /// `eviction.PodIsEvicted`.
-fn is_evicted(pod: &Pod) -> bool {
-    let status = pod.status.as_ref();
-    phase(pod) == "Failed" && status.and_then(|s| s.reason.as_deref()) == Some("Evicted")
+fn is_evicted(pod: &impl PodFields) -> bool {
+    phase(pod) == "Failed" && pod.pod_status_reason() == "Evicted"
 }
 
 /// `byEvictionAndCreationTimestamp`: evicted pods first, then oldest first, then by name.
-fn sort_by_eviction_and_creation(pods: &mut [Arc<Pod>]) {
+fn sort_by_eviction_and_creation<P: PodFields>(pods: &mut [P]) {
     pods.sort_by(|a, b| {
+        let (meta_a, meta_b) = (a.pod_metadata(), b.pod_metadata());
         is_evicted(b)
             .cmp(&is_evicted(a))
-            .then_with(|| a.metadata.creation_timestamp.cmp(&b.metadata.creation_timestamp))
-            .then_with(|| a.metadata.name.cmp(&b.metadata.name))
+            .then_with(|| meta_a.creation_timestamp.cmp(&meta_b.creation_timestamp))
+            .then_with(|| meta_a.name.cmp(&meta_b.name))
     });
 }
 
 /// The terminated pods beyond `threshold`, in deletion order (`gcTerminated`).
-fn terminated_beyond_threshold(pods: &[Arc<Pod>], threshold: i32) -> Vec<Arc<Pod>> {
-    let mut terminated: Vec<Arc<Pod>> = pods.iter().filter(is_terminated).cloned().collect();
+fn terminated_beyond_threshold<P: PodFields + Clone>(pods: &[P], threshold: i32) -> Vec<P> {
+    let mut terminated: Vec<P> = pods.iter().filter(|p| is_terminated(*p)).cloned().collect();
     let keep = usize::try_from(threshold).unwrap_or(0);
     if terminated.len() <= keep {
         return Vec::new();
@@ -140,9 +140,12 @@ fn terminated_beyond_threshold(pods: &[Arc<Pod>], threshold: i32) -> Vec<Arc<Pod
 }
 
 /// Terminating pods on NotReady nodes with the out-of-service taint (`gcTerminating`).
-fn terminating_on_out_of_service_nodes(pods: &[Arc<Pod>], node: impl Fn(&str) -> Option<Arc<Node>>) -> Vec<Arc<Pod>> {
+fn terminating_on_out_of_service_nodes<P: PodFields + Clone>(
+    pods: &[P],
+    node: impl Fn(&str) -> Option<Arc<Node>>,
+) -> Vec<P> {
     let mut doomed = Vec::new();
-    for pod in pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some()) {
+    for pod in pods.iter().filter(|p| p.pod_metadata().deletion_timestamp.is_some()) {
         let Some(node) = node(node_name_of(pod)) else {
             log::error!("failed to get node {:?} of terminating pod {}", node_name_of(pod), pod_ref(pod));
             continue;
@@ -157,8 +160,8 @@ fn terminating_on_out_of_service_nodes(pods: &[Arc<Pod>], node: impl Fn(&str) ->
 }
 
 /// The nodes pods are bound to that the cache does not have.
-fn unknown_nodes<'a>(pods: &'a [Arc<Pod>], existing: &BTreeSet<&str>) -> BTreeSet<&'a str> {
-    pods.iter().map(node_name_of).filter(|n| !n.is_empty() && !existing.contains(n)).collect()
+fn unknown_nodes<'a, P: PodFields>(pods: &'a [P], existing: &BTreeSet<&str>) -> BTreeSet<&'a str> {
+    pods.iter().map(|p| node_name_of(p)).filter(|n| !n.is_empty() && !existing.contains(n)).collect()
 }
 
 /// Node names waiting out their quarantine (upstream's delaying `nodeQueue`).
@@ -217,8 +220,9 @@ impl PodGc {
         let nodes = self.nodes.store().list();
         let existing: BTreeSet<&str> = nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
         // Only the pods some pass below can act on, told by their summaries: the cache is
-        // not decoded every 20 s (at 10,000 pods that was a tenth of our CPU in a rollout).
-        let pods = self.pods.store().filter_by_summary(|pod| {
+        // not decoded every 20 s (at 10,000 pods that was a tenth of our CPU in a rollout),
+        // and a pod is unpacked only to patch its status before its deletion.
+        let pods = self.pods.store().summaries_where(|pod| {
             let node = node_name_of(pod);
             is_terminated(pod)
                 || pod.metadata.deletion_timestamp.is_some()
@@ -232,7 +236,7 @@ impl PodGc {
         self.gc_unscheduled_terminating(&pods);
     }
 
-    fn gc_terminated(&self, pods: &[Arc<Pod>]) {
+    fn gc_terminated(&self, pods: &[Arc<PodSummary>]) {
         let doomed = terminated_beyond_threshold(pods, self.terminated_pod_threshold);
         if doomed.is_empty() {
             return;
@@ -243,7 +247,7 @@ impl PodGc {
         });
     }
 
-    fn gc_terminating(&self, pods: &[Arc<Pod>]) {
+    fn gc_terminating(&self, pods: &[Arc<PodSummary>]) {
         let store = self.nodes.store();
         let doomed = terminating_on_out_of_service_nodes(pods, |name| store.get(name));
         if doomed.is_empty() {
@@ -260,7 +264,7 @@ impl PodGc {
 
     /// `gcOrphaned`: quarantines newly unknown nodes, then deletes the pods of the nodes whose
     /// quarantine is over and that a GET confirms are gone.
-    fn gc_orphaned(&self, pods: &[Arc<Pod>], existing: &BTreeSet<&str>) {
+    fn gc_orphaned(&self, pods: &[Arc<PodSummary>], existing: &BTreeSet<&str>) {
         for node in unknown_nodes(pods, existing) {
             self.quarantine.add(node);
         }
@@ -287,8 +291,9 @@ impl PodGc {
         }
     }
 
-    fn gc_unscheduled_terminating(&self, pods: &[Arc<Pod>]) {
-        let unscheduled = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some() && node_name_of(p).is_empty());
+    fn gc_unscheduled_terminating(&self, pods: &[Arc<PodSummary>]) {
+        let unscheduled =
+            pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some() && node_name_of(*p).is_empty());
         for pod in unscheduled {
             log::debug!("found unscheduled terminating pod {} not assigned to any node, deleting", pod_ref(pod));
             if self.delete_counted(pod, None, REASON_UNSCHEDULED) {
@@ -298,7 +303,7 @@ impl PodGc {
     }
 
     /// `markFailedAndDeletePodWithCondition` with the deletion metrics; true on success.
-    fn delete_counted(&self, pod: &Pod, condition: Option<PodCondition>, reason: &str) -> bool {
+    fn delete_counted(&self, pod: &PodSummary, condition: Option<PodCondition>, reason: &str) -> bool {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         let (total, errors) = deletion_metrics();
         total.inc(&[namespace, reason]);
@@ -312,12 +317,15 @@ impl PodGc {
         }
     }
 
-    fn mark_failed_and_delete(&self, pod: &Pod, condition: Option<PodCondition>) -> Result<(), String> {
+    fn mark_failed_and_delete(&self, pod: &PodSummary, condition: Option<PodCondition>) -> Result<(), String> {
         let (namespace, name) = (pod.metadata.namespace.as_deref().unwrap_or_default(), pod.metadata.name.as_deref());
         log::info!("PodGC is force deleting Pod pod={:?}", pod_ref(pod));
         if !matches!(phase(pod), "Succeeded" | "Failed") {
-            let status = failed_status(pod, condition, Timestamp::now());
-            patch_pod_status(&self.client, pod, &status)
+            // The patch carries the pod's status, which its summary does not hold.
+            let whole = (self.pods.store().get(&pod_ref(pod)))
+                .ok_or_else(|| format!("failed to patch status for pod {}: no longer cached", pod_ref(pod)))?;
+            let status = failed_status(&whole, condition, Timestamp::now());
+            patch_pod_status(&self.client, &whole, &status)
                 .map_err(|e| format!("failed to patch status for pod {}: {e}", pod_ref(pod)))?;
         }
         let params = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
@@ -331,7 +339,7 @@ impl PodGc {
 /// The condition `gcOrphaned` gives a pod whose node is gone: DisruptionTarget, reason
 /// `DeletionByPodGC`, with the pod's generation as `observedGeneration` (v1.36; v1.33 had none,
 /// PodObservedGenerationTracking being off).
-fn orphaned_condition(pod: &Pod) -> PodCondition {
+fn orphaned_condition(pod: &impl PodFields) -> PodCondition {
     PodCondition {
         type_: "DisruptionTarget".into(),
         observed_generation: observed_generation(pod),
@@ -380,8 +388,8 @@ mod tests {
         Arc::new(serde_json::from_value(value).expect("a pod"))
     }
 
-    fn names(pods: &[Arc<Pod>]) -> Vec<&str> {
-        pods.iter().map(|p| p.metadata.name.as_deref().unwrap_or_default()).collect()
+    fn names<P: PodFields>(pods: &[P]) -> Vec<&str> {
+        pods.iter().map(|p| p.pod_metadata().name.as_deref().unwrap_or_default()).collect()
     }
 
     #[test]
@@ -397,6 +405,9 @@ mod tests {
             pod("evicted", 60, "Failed", json!({"status": {"reason": "Evicted"}})),
         ];
         assert_eq!(names(&terminated_beyond_threshold(&pods, 2)), ["evicted", "old-failed", "a-same-time"]);
+        // The pass runs on the cache's summaries, which tell the evicted pod too.
+        let summaries: Vec<Arc<PodSummary>> = pods.iter().map(|p| Arc::new(PodSummary::of(p))).collect();
+        assert_eq!(names(&terminated_beyond_threshold(&summaries, 2)), ["evicted", "old-failed", "a-same-time"]);
         assert_eq!(names(&terminated_beyond_threshold(&pods, 5)), Vec::<&str>::new());
         assert_eq!(terminated_beyond_threshold(&pods, 0).len(), 5);
         // A pod without a phase counts as terminated, as upstream's check reads.
