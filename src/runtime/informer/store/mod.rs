@@ -100,13 +100,21 @@ struct Index<K> {
 
 impl<K> Index<K> {
     fn add(&mut self, key: &str, object: &K) {
-        for value in (self.function)(object) {
+        self.add_values(key, (self.function)(object));
+    }
+
+    fn add_values(&mut self, key: &str, values: Vec<String>) {
+        for value in values {
             self.keys_by_value.entry(value).or_default().insert(key.to_string());
         }
     }
 
     fn remove(&mut self, key: &str, object: &K) {
-        for value in (self.function)(object) {
+        self.remove_values(key, (self.function)(object));
+    }
+
+    fn remove_values(&mut self, key: &str, values: Vec<String>) {
+        for value in values {
             if let Some(keys) = self.keys_by_value.get_mut(&value) {
                 keys.remove(key);
                 if keys.is_empty() {
@@ -114,6 +122,18 @@ impl<K> Index<K> {
                 }
             }
         }
+    }
+
+    /// client-go's `updateSingleIndex`: moves `key` from `old`'s values to `new`'s, and leaves
+    /// the index as it is when they are the same, as they mostly are (a pod's status changed,
+    /// not its namespace, owners or node).
+    fn update(&mut self, key: &str, old: &K, new: &K) {
+        let (old_values, new_values) = ((self.function)(old), (self.function)(new));
+        if old_values == new_values {
+            return;
+        }
+        self.remove_values(key, old_values);
+        self.add_values(key, new_values);
     }
 }
 
@@ -312,10 +332,10 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
         let mut inner = self.inner.write();
         let old = inner.items.insert(key.clone(), slot).and_then(|old| self.object(&old));
         for index in inner.indexes.values_mut() {
-            if let Some(old) = &old {
-                index.remove(&key, old);
+            match &old {
+                Some(old) => index.update(&key, old, &object),
+                None => index.add(&key, &object),
             }
-            index.add(&key, &object);
         }
         old
     }
@@ -430,6 +450,10 @@ mod tests {
         assert_eq!(old.map(|o| color(&o)), Some(vec!["red".to_string()]));
         assert_eq!(names(store.by_index("color", "red")), ["b/three"]);
         assert_eq!(names(store.by_index(OWNER_UID_INDEX, "u1")), ["a/two"]);
+        // An update that keeps an object's index values leaves it where it was.
+        store.insert("a/one".into(), config_map("a", "one", None, "blue"));
+        assert_eq!(names(store.by_index("color", "blue")), ["a/one", "a/two"]);
+        assert_eq!(names(store.list_namespace("a")), ["a/one", "a/two"]);
 
         assert!(store.remove("a/two").is_some());
         assert!(store.remove("a/two").is_none());
