@@ -200,7 +200,12 @@ fn scrape_when_ready(manager: &Manager) -> String {
     let started = Instant::now();
     loop {
         let text = manager.get("/metrics").body;
-        if text.contains("node_collector_zone_size{") && text.contains("workqueue_queue_duration_seconds_bucket{") {
+        // Upstream sets the zone's size, health and unhealthy nodes one after the other
+        // (`handleDisruption`): a scrape can fall between them, so wait for the last one.
+        let zone_families = ["node_collector_zone_size{", "node_collector_unhealthy_nodes_in_zone{"];
+        if zone_families.iter().all(|family| text.contains(family))
+            && text.contains("workqueue_queue_duration_seconds_bucket{")
+        {
             return text;
         }
         assert!(started.elapsed() < DEADLINE, "/metrics never showed the node and work queue families:\n{text}");
