@@ -29,7 +29,7 @@ use crate::controllers::nodeutil::{TAINT_NODE_OUT_OF_SERVICE, is_node_ready, tai
 use crate::controllers::podutil::patch_pod_status;
 use crate::metrics::ValueFamily;
 use crate::runtime::controller::{Controller, ControllerContext};
-use crate::runtime::informer::Informer;
+use crate::runtime::informer::{Informer, object_key};
 use crate::runtime::slow_start::map_concurrently;
 use crate::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
 
@@ -322,7 +322,7 @@ impl PodGc {
         log::info!("PodGC is force deleting Pod pod={:?}", pod_ref(pod));
         if !matches!(phase(pod), "Succeeded" | "Failed") {
             // The patch carries the pod's status, which its summary does not hold.
-            let whole = (self.pods.store().get(&pod_ref(pod)))
+            let whole = (self.pods.store().get(&object_key(&pod.metadata)))
                 .ok_or_else(|| format!("failed to patch status for pod {}: no longer cached", pod_ref(pod)))?;
             let status = failed_status(&whole, condition, Timestamp::now());
             patch_pod_status(&self.client, &whole, &status)

@@ -27,7 +27,6 @@ use crate::controllers::podutil::ranking::{active_pods_order, pod_key};
 use crate::runtime::controller::SyncError;
 use crate::runtime::controller_ref::controller_ref;
 use crate::runtime::events::EventType;
-use crate::runtime::slow_start::WriteThreads;
 use crate::runtime::slow_start::slow_start_batch;
 
 /// What `manageJob` did: active pods afterwards, the metrics' action, the first error.
@@ -195,7 +194,7 @@ impl JobController {
     /// `deleteJobPods`: finalizer removed, then the pod deleted, all concurrently. Returns
     /// (ready pods deleted, pods deleted, first error).
     fn delete_job_pods(&self, job: &Job, key: &str, pods: &[Arc<Pod>]) -> (i32, i32, Option<SyncError>) {
-        let outcomes = concurrently(&self.write_threads, pods, |pod| {
+        let outcomes = self.write_threads.map(pods, |pod| {
             let failed = |e: crate::client::Error, context: &str| {
                 self.expectations.deletion_observed(key, &pod_key(pod));
                 (!e.is_not_found()).then(|| SyncError::from(e).context(context))
@@ -221,7 +220,7 @@ impl JobController {
 
     /// `deleteActivePods`: the Job finished; pods keep their finalizers until counted.
     pub(super) fn delete_active_pods(&self, job: &Job, pods: &[Arc<Pod>]) -> (i32, i32, Option<SyncError>) {
-        let outcomes = concurrently(&self.write_threads, pods, |pod| Deletion {
+        let outcomes = self.write_threads.map(pods, |pod| Deletion {
             error: self.delete_pod(job, pod).err().map(SyncError::from),
             ready: is_pod_ready(pod),
         });
@@ -242,16 +241,6 @@ impl Deletion {
         let deleted = outcomes.iter().filter(|d| d.error.is_none()).count() as i32;
         (ready, deleted, outcomes.into_iter().find_map(|d| d.error))
     }
-}
-
-/// Runs `call` for every pod concurrently (upstream's goroutine per pod, here on the
-/// controller's shared write threads), answering in order.
-pub(super) fn concurrently<R: Send>(
-    threads: &WriteThreads,
-    pods: &[Arc<Pod>],
-    call: impl Fn(&Pod) -> R + Sync,
-) -> Vec<R> {
-    threads.map(pods, |pod| call(pod))
 }
 
 /// `activePodsForRemoval`: duplicate and out-of-range indexes first, then the lowest-ranked

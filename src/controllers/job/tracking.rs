@@ -10,7 +10,6 @@ use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::indexes::{Intervals, completion_index, valid_index};
-use super::pods::concurrently;
 use super::{
     JobController, MAX_UNCOUNTED_PODS, SyncCtx, completion_mode_label, completions, condition_true, ensure_condition,
     failed_for_target, has_backoff_limit_per_index, has_tracking_finalizer, is_indexed, is_pod_failed, jobs_resource,
@@ -206,7 +205,7 @@ impl JobController {
     /// `removeTrackingFinalizerFromPods`, concurrently; a pod gone counts as done.
     fn remove_tracking_finalizers(&self, key: &str, pods: &[Arc<Pod>]) -> (Vec<bool>, Option<SyncError>) {
         self.finalizer_expectations.expect_removed(key, pods.iter().map(|p| uid_of(p).to_string()));
-        let outcomes = concurrently(&self.write_threads, pods, |pod| match self.remove_finalizer(pod) {
+        let outcomes = self.write_threads.map(pods, |pod| match self.remove_finalizer(pod) {
             Ok(()) => (true, None),
             Err(e) => {
                 self.finalizer_expectations.observed(key, uid_of(pod));

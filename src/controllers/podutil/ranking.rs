@@ -113,7 +113,7 @@ struct Placement {
 
 impl Placement {
     fn of(pod: &Pod) -> Placement {
-        Placement { assigned: !node_of(pod).is_empty(), phase: phase_ordinal(pod), ready: is_pod_ready(pod) }
+        Placement { assigned: !pod.pod_node_name().is_empty(), phase: phase_ordinal(pod), ready: is_pod_ready(pod) }
     }
 
     /// Two pods on different nodes of which one has none: the unassigned one first; pods both
@@ -143,7 +143,7 @@ impl DeletionRank {
     pub fn of(pod: &Pod) -> DeletionRank {
         DeletionRank {
             placement: Placement::of(pod),
-            node: node_of(pod),
+            node: pod.pod_node_name().to_string(),
             cost: deletion_cost(pod),
             ready_time: ready_time(pod),
             restarts: max_restarts(pod),
@@ -215,12 +215,11 @@ pub fn active_pods_order(a: &Pod, b: &Pod) -> Ordering {
 /// rank, the first `count` to delete, ranking pods on nodes crowded with related pods first.
 /// The related pods are counted only, so their summaries do.
 pub fn pods_to_delete<T: Clone, P: PodFields>(
-    pods: Vec<(T, DeletionRank)>,
+    mut pods: Vec<(T, DeletionRank)>,
     related: &[P],
     count: usize,
     now: Timestamp,
 ) -> Vec<T> {
-    let mut pods = pods;
     if count < pods.len() {
         let mut on_node: HashMap<&str, usize> = HashMap::new();
         for pod in related.iter().filter(is_pod_active) {
@@ -268,10 +267,6 @@ fn merge_sort_by<T: Clone>(items: &mut Vec<T>, order: impl Fn(&T, &T) -> Orderin
         width *= 2;
     }
     *items = from;
-}
-
-fn node_of(pod: &Pod) -> String {
-    pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default()
 }
 
 #[cfg(test)]
