@@ -16,6 +16,7 @@ const WATCH_TIMEOUT_SECONDS: u32 = 300;
 
 type ListFn<K> = Box<dyn Fn(&ListParams) -> Result<(Vec<K>, String)> + Send>;
 type WatchFn<K> = Box<dyn Fn(&WatchParams) -> Result<WatchReceiver<K>> + Send>;
+type KeepFn<K> = Box<dyn Fn(&K) -> bool + Send>;
 
 /// How to list and watch the collection (closures, so that the mirror works for any kind the
 /// client can list and watch).
@@ -33,6 +34,9 @@ pub struct Mirror<K> {
     watch: Option<WatchReceiver<K>>,
     /// The next sync lists everything again (no list yet, or the watch fell too far behind).
     needs_list: bool,
+    /// Which objects the mirror holds (all without one). A worker's kubelets need only the
+    /// pods bound to their nodes: at 30,000 pods, eight full copies would not fit the machine.
+    keep: Option<KeepFn<K>>,
 }
 
 impl<K> Mirror<K>
@@ -40,7 +44,25 @@ where
     K: Metadata<Ty = ObjectMeta> + Clone,
 {
     pub fn new(source: Source<K>) -> Mirror<K> {
-        Mirror { source, objects: BTreeMap::new(), resource_version: String::new(), watch: None, needs_list: true }
+        Mirror {
+            source,
+            objects: BTreeMap::new(),
+            resource_version: String::new(),
+            watch: None,
+            needs_list: true,
+            keep: None,
+        }
+    }
+
+    /// The same mirror holding only the objects `keep` accepts; an object it stops accepting
+    /// is dropped at its next event.
+    pub fn keeping(mut self, keep: impl Fn(&K) -> bool + Send + 'static) -> Mirror<K> {
+        self.keep = Some(Box::new(keep));
+        self
+    }
+
+    fn keeps(&self, object: &K) -> bool {
+        self.keep.as_ref().is_none_or(|keep| keep(object))
     }
 
     /// Takes in the changes the watch has delivered; lists again and restarts the watch when
@@ -78,7 +100,7 @@ where
 
     fn relist(&mut self) -> Result<()> {
         let (items, resource_version) = (self.source.list)(&ListParams::default())?;
-        self.objects = items.into_iter().map(|o| (key_of(&o), o)).collect();
+        self.objects = items.into_iter().filter(|o| self.keeps(o)).map(|o| (key_of(&o), o)).collect();
         self.resource_version = resource_version;
         self.needs_list = false;
         self.watch = None;
@@ -124,9 +146,14 @@ where
         }
     }
 
-    /// Records an object we just read or wrote, unless the mirror already has a newer copy.
+    /// Records an object we just read or wrote, unless the mirror already has a newer copy (or
+    /// does not keep such objects).
     pub fn observe(&mut self, object: K) {
         let key = key_of(&object);
+        if !self.keeps(&object) {
+            self.objects.remove(&key);
+            return;
+        }
         if let Some(current) = self.objects.get(&key)
             && is_older(object.metadata().resource_version.as_deref(), current.metadata().resource_version.as_deref())
             && object.metadata().uid == current.metadata().uid
@@ -182,7 +209,46 @@ pub fn is_transient(error: &Error) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::{Pod, PodSpec};
+
     use super::*;
+
+    fn pod(name: &str, node: Option<&str>, resource_version: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(resource_version.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PodSpec { node_name: node.map(String::from), ..PodSpec::default() }),
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn a_keeping_mirror_holds_only_what_it_keeps() {
+        let listed = vec![pod("a", Some("node-a"), "1"), pod("b", Some("node-b"), "2"), pod("c", None, "3")];
+        let source = Source {
+            list: Box::new(move |_: &ListParams| Ok((listed.clone(), "3".to_string()))),
+            watch: Box::new(|_: &WatchParams| Err(Error::Request("no watch in this test".into()))),
+        };
+        let on_node_a = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some("node-a");
+        let mut mirror = Mirror::new(source).keeping(on_node_a);
+        mirror.relist().expect("listed");
+        let names =
+            |m: &Mirror<Pod>| m.values().map(|p| p.metadata.name.clone().unwrap_or_default()).collect::<Vec<_>>();
+        assert_eq!(names(&mirror), ["a"]);
+
+        // Bound to the kept node: taken in; an update that it no longer accepts drops it.
+        mirror.apply(WatchEvent::Modified(pod("c", Some("node-a"), "4")));
+        assert_eq!(names(&mirror), ["a", "c"]);
+        mirror.observe(pod("a", Some("node-b"), "5"));
+        assert_eq!(names(&mirror), ["c"]);
+        mirror.apply(WatchEvent::Added(pod("d", Some("node-b"), "6")));
+        assert_eq!(names(&mirror), ["c"]);
+        assert_eq!(mirror.resource_version, "6", "events it does not keep still move the watch on");
+    }
 
     #[test]
     fn resource_versions_compare_as_numbers() {

@@ -83,7 +83,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use serde_json::json;
 
 use self::kubelet::{KILLED_EXIT_CODE, Stage};
@@ -471,6 +471,9 @@ struct Worker {
     index: usize,
     options: NodeOptions,
     kubelets: Vec<Kubelet>,
+    /// The names of its kubelets' nodes, which its pod mirror keeps the pods of (worker 0,
+    /// which schedules, keeps every pod).
+    own_nodes: Arc<RwLock<BTreeSet<String>>>,
     pods: Mirror<Pod>,
     nodes: Mirror<Node>,
     /// Claims and StorageClasses, for the simulated provisioner.
@@ -505,13 +508,21 @@ impl Worker {
     ) -> Worker {
         let client = shared.client.clone();
         let now = Instant::now();
+        let own_nodes: BTreeSet<String> = machines.iter().map(|m| m.name.clone()).collect();
+        let own_nodes = Arc::new(RwLock::new(own_nodes));
         let kubelets = machines.into_iter().map(|machine| Kubelet::new(machine, now)).collect();
         let (pod_list, pod_watch) = (Api::<Pod>::all(&client), Api::<Pod>::all(&client));
         let (node_list, node_watch) = (Api::<Node>::all(&client), Api::<Node>::all(&client));
-        let pods = Mirror::new(Source {
+        let mut pods = Mirror::new(Source {
             list: Box::new(move |params| pod_list.list_all(params)),
             watch: Box::new(move |params| pod_watch.watch_channel(params, WATCH_CAPACITY)),
         });
+        if index != 0 {
+            let own = Arc::clone(&own_nodes);
+            pods = pods.keeping(move |pod: &Pod| {
+                pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|node| own.read().contains(node))
+            });
+        }
         let nodes = Mirror::new(Source {
             list: Box::new(move |params| node_list.list_all(params)),
             watch: Box::new(move |params| node_watch.watch_channel(params, WATCH_CAPACITY)),
@@ -538,6 +549,7 @@ impl Worker {
             index,
             options,
             kubelets,
+            own_nodes,
             pods,
             nodes,
             claims,
@@ -630,6 +642,11 @@ impl Worker {
         }
         let controls = self.shared.controls.lock();
         self.kubelets.retain(|k| controls.contains_key(&k.machine.name));
+        let mut own_nodes = self.own_nodes.write();
+        if own_nodes.len() != self.kubelets.len() || self.kubelets.iter().any(|k| !own_nodes.contains(&k.machine.name))
+        {
+            *own_nodes = self.kubelets.iter().map(|k| k.machine.name.clone()).collect();
+        }
     }
 
     /// Runs `f` while holding node `name`'s lock, if its kubelet is alive. `f` gets whether the
