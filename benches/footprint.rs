@@ -17,7 +17,7 @@
 //! profile), and the machine the figures come from.
 //!
 //! Without the real binaries (etcd, `../shared/k8s`) it says so and runs ours alone against the
-//! in-process sandbox API server. Run with `cargo bench --bench footprint`; README "Footprint
+//! in-process sandbox API server. Run with `cargo bench --bench footprint`; docs/footprint.md "Footprint
 //! bench" lists the options (`-- --size-only`, `-- --ours PATH`, ...).
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The house rules of src/ that the compiler cannot check (README, "Architecture"):
+# The house rules of src/ that the compiler cannot check (docs/architecture.md):
 #  1. Layers: no module imports one above it. From the bottom:
 #       0  apimachinery quantity random metrics logging jwt x509   (ports and leaf utilities)
 #       1  client quota                                             (the API client; quota math)

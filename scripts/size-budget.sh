@@ -6,7 +6,7 @@
 # 15's budget, 10 MiB; CI's `ci-package` profile (the same code without LTO, 16 codegen units)
 # 17 MiB: 14 until issue 33, whose move to v1.36 (k8s-openapi's v1_36 types, ten more
 # controllers, the 240-gate table) took it from 13.0 to 15.8 MiB; bringing it back down is open
-# work (README, "Footprint"). Limits can be raised deliberately with KCM_MAX_BINARY_MIB, KCM_MAX_CRATES and
+# work (docs/footprint.md). Limits can be raised deliberately with KCM_MAX_BINARY_MIB, KCM_MAX_CRATES and
 # KCM_MAX_DEPTH. `cargo bench --bench footprint -- --size-only` shows what takes the room.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 //! Shared settings of the property tests that feed generated bad input to the parsers and
-//! decoders (README, "Fuzzing"): a fixed seed and no failure files, so that CI runs the same
+//! decoders (docs/reliability.md, "Fuzzing"): a fixed seed and no failure files, so that CI runs the same
 //! cases every time; `PROPTEST_CASES` and `PROPTEST_RNG_SEED` explore further locally.
 
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed};

@@ -1,7 +1,7 @@
 //! Upstream's own e2e suite as the judge, CI's share of it: the short list of fast controller
 //! specs (`kcm::envtest::e2e::CI_SPECS`) that pass with upstream's binary, run through ginkgo
 //! against our kube-controller-manager on a real kube-apiserver with simulated kubelets. The full
-//! selection, both binaries, is `kcm-sandbox e2e --both` (README, "Upstream's e2e suite").
+//! selection, both binaries, is `kcm-sandbox e2e --both` (docs/testing.md, "Upstream's e2e suite").
 
 #![cfg(feature = "sandbox")]
 

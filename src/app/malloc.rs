@@ -19,7 +19,7 @@
 //!   (`madvise(MADV_DONTNEED)`), as Go's scavenger does for upstream's binary.
 //!
 //! A dedicated allocator crate (mimalloc, jemalloc) would add a C build to the static binary
-//! for a problem these two settings already solve (README, "Footprint", has the figures).
+//! for a problem these two settings already solve (docs/footprint.md has the figures).
 //! `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_` or `GLIBC_TUNABLES`
 //! in the environment take precedence: these defaults are skipped then.
 

@@ -1,4 +1,4 @@
-//! Generated list answers (README, "Fuzzing"): a PodList with fields dropped or set to values
+//! Generated list answers (docs/reliability.md, "Fuzzing"): a PodList with fields dropped or set to values
 //! of the wrong type, `null`, huge numbers, deep nesting, and its text truncated. The typed,
 //! raw (one object at a time) and metadata-only decoders must decode it or refuse it with one
 //! line naming the type; what decodes as a whole decodes one object at a time alike.

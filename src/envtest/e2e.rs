@@ -6,7 +6,7 @@
 //!
 //! The selection is [`FOCUS`] minus [`SKIPS`] (each skip says why it is out of reach of a
 //! simulated cluster), or the short [`CI_SPECS`] list that CI runs. `kcm-sandbox e2e` is the
-//! command (README, "Upstream's e2e suite").
+//! command (docs/testing.md, "Upstream's e2e suite").
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -522,7 +522,7 @@ pub fn compare(upstream: &Report, ours: &Report) -> Vec<Difference> {
         .collect()
 }
 
-/// A JSON summary of a report, for the README's figures and for scripts.
+/// A JSON summary of a report, for docs/testing.md's figures and for scripts.
 pub fn summary(report: &Report) -> Value {
     let (passed, failed, skipped) = report.counts();
     json!({

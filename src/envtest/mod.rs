@@ -658,7 +658,7 @@ impl TestServer {
         }
     }
 
-    /// The metrics APIs (README "Metrics APIs"): the sandbox serves them itself (`None`); a real
+    /// The metrics APIs (docs/sandbox.md, "Metrics APIs"): the sandbox serves them itself (`None`); a real
     /// control plane gets them registered as aggregated APIs, for as long as the handle lives.
     pub fn serve_metrics_apis(&self) -> Result<Option<MetricsApis>, String> {
         match self {

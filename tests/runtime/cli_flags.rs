@@ -198,7 +198,7 @@ fn node_cidr_mask_must_fit_the_cluster_cidr() {
     );
 }
 
-/// Generated command lines (README, "Fuzzing"), each refused by one bad argument among valid
+/// Generated command lines (docs/reliability.md, "Fuzzing"), each refused by one bad argument among valid
 /// flags in either syntax (no `--help`: it wins over a positional argument): the binary exits 1,
 /// as upstream's, with exactly the parser's message (after the usage text where pflag refused
 /// the line), whatever the bytes (non-UTF-8 included). Few cases: each spawns the binary.

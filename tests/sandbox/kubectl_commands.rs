@@ -237,7 +237,7 @@ spec:
     image: nginx:1.27
 ";
 
-/// `kubectl top` reads the metrics APIs the sandbox serves (README "Metrics APIs").
+/// `kubectl top` reads the metrics APIs the sandbox serves (docs/sandbox.md, "Metrics APIs").
 #[test]
 fn kubectl_top_shows_annotated_usage() {
     if !kubectl::available("kubectl_top_shows_annotated_usage") {

@@ -1,4 +1,4 @@
-//! The metrics APIs (README "Metrics APIs"): the same annotations give the same answers from
+//! The metrics APIs (docs/sandbox.md, "Metrics APIs"): the same annotations give the same answers from
 //! the sandbox, which serves them in-process, and from a real kube-apiserver, through its
 //! aggregator to `kcm::envtest`'s metrics API server.
 

@@ -1,4 +1,4 @@
-//! Generated command lines (README, "Fuzzing"): every flag of the table with values of every
+//! Generated command lines (docs/reliability.md, "Fuzzing"): every flag of the table with values of every
 //! shape, unknown flags, all dash syntaxes, empty, huge and non-UTF-8 arguments, repeats. The
 //! parser must answer each with a command or one clear line naming the problem, never panic.
 

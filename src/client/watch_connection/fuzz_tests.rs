@@ -1,4 +1,4 @@
-//! Generated watch bodies (README, "Fuzzing"): valid event streams, chunked with random chunk
+//! Generated watch bodies (docs/reliability.md, "Fuzzing"): valid event streams, chunked with random chunk
 //! sizes, extensions and trailers and cut into random reads, must give the same events as
 //! written; random bytes, mutated and truncated streams, bad or oversized chunk sizes must give
 //! events, an end or an error with a clear message, never a panic or a hang.

@@ -31,7 +31,7 @@ enum Evaluator {
     Service,
     Claim,
     /// ResourceClaims (`claimEvaluator`), without the `DRAExtendedResource` charges: the sandbox
-    /// does not map device classes to extended resources here (README, the sandbox's known gaps).
+    /// does not map device classes to extended resources here (docs/sandbox.md, the sandbox's known gaps).
     ResourceClaim,
     /// Any other resource: one object counts 1 towards these names (`NewObjectCountEvaluator`).
     Count(Vec<String>),

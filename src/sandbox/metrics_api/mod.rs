@@ -3,7 +3,7 @@
 //! `external.metrics.k8s.io/v1beta1` (as the custom-metrics adapters do) — computed from the
 //! objects in an API server through a [`Source`]. The sandbox serves them in-process over its
 //! store; `kcm::envtest` serves them as an aggregated API over a real kube-apiserver. The rules
-//! are in [`usage`] and in the README's "Metrics APIs".
+//! are in [`usage`] and in docs/sandbox.md, "Metrics APIs".
 
 pub mod usage;
 

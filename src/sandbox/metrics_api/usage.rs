@@ -1,5 +1,5 @@
 //! The usage rules: what a pod, a container and a node use, from annotations on the objects
-//! in the API server (see the README's "Metrics APIs").
+//! in the API server (see docs/sandbox.md, "Metrics APIs").
 
 use std::collections::BTreeMap;
 

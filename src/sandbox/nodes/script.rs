@@ -1,5 +1,5 @@
 //! Scripted pods: annotations that tell the simulated kubelets how long a run-to-completion pod's
-//! containers run and how each run ends (see the module doc of `nodes` and the README).
+//! containers run and how each run ends (see the module doc of `nodes` and docs/sandbox.md).
 
 use std::time::Duration;
 

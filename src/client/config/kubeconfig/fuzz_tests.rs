@@ -1,4 +1,4 @@
-//! Generated kubeconfigs (README, "Fuzzing"): a valid file's structure with fields dropped,
+//! Generated kubeconfigs (docs/reliability.md, "Fuzzing"): a valid file's structure with fields dropped,
 //! mistyped, set to bad base64, bad PEM, missing files or huge values, names that point
 //! nowhere or repeat, as YAML or JSON, plus broken YAML text. Each must give a config or one
 //! clear line starting with the file and naming the field; the same document as YAML or as
