@@ -7,6 +7,7 @@ mod plugins;
 
 pub(super) use plugins::{NODE_PORTS_REASON, host_ports_taken};
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -44,7 +45,9 @@ impl Worker {
     pub(super) fn schedule(&mut self) {
         self.bind_waiting_for_volumes();
         let now = Instant::now();
-        let candidates: Vec<Pod> = self
+        // The scheduling queue's order: higher priority first, then older first. Only the
+        // queue's head is copied out: a scale test has tens of thousands of pending pods.
+        let mut queue: Vec<(Reverse<i32>, Option<jiff::Timestamp>, &str, &str)> = self
             .pods
             .values()
             .filter(|p| {
@@ -53,10 +56,25 @@ impl Worker {
                     && self.bind_back_off.get(uid_of(p)).is_none_or(|(_, until)| now >= *until)
                     && !self.volume_waits.contains_key(uid_of(p))
             })
-            .cloned()
+            .map(|p| {
+                let priority = p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+                let created = p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+                let (namespace, name) = namespace_and_name(p);
+                (Reverse(priority), created, namespace, name)
+            })
             .collect();
+        queue.sort();
+        let queue: Vec<(String, String)> =
+            queue.into_iter().map(|(_, _, namespace, name)| (namespace.to_string(), name.to_string())).collect();
+        // kube-scheduler takes pods one at a time; a pass here places a batch, so that a burst
+        // of thousands of pending pods (a scale test's) costs a batch times the nodes' pods per
+        // tick rather than every pending pod times them.
         let mut pending = Vec::new();
-        for pod in candidates {
+        for (namespace, name) in queue {
+            if pending.len() == PODS_PER_PASS {
+                break;
+            }
+            let Some(pod) = self.pods.get(&namespace, &name).cloned() else { continue };
             if self.prefilter_volumes(&pod) {
                 pending.push(pod);
             }
@@ -64,18 +82,6 @@ impl Worker {
         if pending.is_empty() {
             return;
         }
-        // The scheduling queue's order: higher priority first, then older first.
-        pending.sort_by(|a, b| {
-            let priority = |p: &Pod| p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
-            priority(b).cmp(&priority(a)).then_with(|| {
-                let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
-                created(a).cmp(&created(b))
-            })
-        });
-        // kube-scheduler takes pods one at a time; a pass here places a batch, so that a burst
-        // of thousands of pending pods (a scale test's) costs a batch times the nodes' pods per
-        // tick rather than every pending pod times them.
-        pending.truncate(PODS_PER_PASS);
         let decisions = self.decide(&pending);
         let mut placed = Vec::new();
         for (pod, placement) in pending.into_iter().zip(decisions) {
