@@ -9,6 +9,7 @@
 #       5  envtest sandbox                                          (development tools around it all)
 #     A module may use its own layer and those below. Comments and unit-test files
 #     (`tests.rs`, `*_tests.rs`) are not looked at: a unit test may build fixtures with the sandbox.
+#     A grouped import (`use crate::{a::X, b::{c, d}}`, on one line or many) is checked path by path.
 #  2. A controller's canonical name appears once in the controller manager's code (src/ but the
 #     development tools), in the table of src/app/controllers.rs: comments, unit tests and
 #     upstream's help texts quoted in the flag table aside (a path segment such as
@@ -35,9 +36,51 @@ code_lines() {
   awk 'FNR == 1 { in_test = 0 } /^#\[cfg\(test\)\]/ { in_test = 1 } !in_test && !/^[[:space:]]*\/\// { print FILENAME ":" FNR ":" $0 }' "$@"
 }
 
+# `code_lines` with each `use` statement on one line and its groups spelled out path by path
+# (`use crate::{client::Client, runtime::{a, b}};` becomes
+# `use crate::client::Client crate::runtime::a crate::runtime::b`), so that a grouped import is
+# checked as its paths are.
+use_paths() {
+  code_lines "$@" | awk '
+    function expand(tree,    open, depth, i, c, shut, prefix, inner, item, out, start) {
+      open = index(tree, "{")
+      if (open == 0) return tree
+      depth = 0
+      for (i = open; i <= length(tree); i++) {
+        c = substr(tree, i, 1)
+        if (c == "{") depth++
+        else if (c == "}" && --depth == 0) { shut = i; break }
+      }
+      prefix = substr(tree, 1, open - 1); inner = substr(tree, open + 1, shut - open - 1)
+      out = ""; depth = 0; start = 1
+      for (i = 1; i <= length(inner) + 1; i++) {
+        c = substr(inner, i, 1)
+        if (c == "{") depth++
+        else if (c == "}") depth--
+        else if ((c == "," && depth == 0) || i > length(inner)) {
+          item = substr(inner, start, i - start); start = i + 1
+          if (item != "") out = out " " expand(prefix item)
+        }
+      }
+      return substr(out, 2)
+    }
+    FNR == 1 { statement = "" }
+    {
+      split($0, parts, ":"); text = substr($0, length(parts[1]) + length(parts[2]) + 3)
+      if (statement == "" && text !~ /^[[:space:]]*(pub(\([a-z]+\))?[[:space:]]+)?use[[:space:]]/) { print; next }
+      if (statement == "") where = parts[1] ":" parts[2] ":"
+      statement = statement text
+      if (text !~ /;/) next
+      tree = statement; sub(/^[[:space:]]*(pub(\([a-z]+\))?[[:space:]]+)?use[[:space:]]+/, "", tree)
+      sub(/;.*/, "", tree); gsub(/[[:space:]]/, "", tree)
+      print where "use " expand(tree)
+      statement = ""
+    }'
+}
+
 ranks=$(for module in "${!rank[@]}"; do echo "$module ${rank[$module]}"; done)
 mapfile -t files < <(find src -name '*.rs' ! -name 'tests.rs' ! -name '*_tests.rs' | sort)
-violations=$(code_lines "${files[@]}" | grep -E 'crate::[a-z_0-9]+' | awk -v ranks="$ranks" '
+violations=$(use_paths "${files[@]}" | grep -E 'crate::[a-z_0-9]+' | awk -v ranks="$ranks" '
   BEGIN { n = split(ranks, lines, "\n"); for (i = 1; i <= n; i++) { split(lines[i], f, " "); rank[f[1]] = f[2] } }
   {
     split($0, parts, "/"); module = parts[2]; sub(/\.rs:.*/, "", module); sub(/:.*/, "", module)
@@ -47,7 +90,7 @@ violations=$(code_lines "${files[@]}" | grep -E 'crate::[a-z_0-9]+' | awk -v ran
       used = substr(text, RSTART + 7, RLENGTH - 7); text = substr(text, RSTART + RLENGTH)
       if ((used in rank) && rank[used] > rank[module]) print "layering: " module " (layer " rank[module] ") uses " used " (layer " rank[used] "): " $0
     }
-  }')
+  }' | awk '!seen[$0]++')
 if [[ -n $violations ]]; then
   echo "$violations" >&2
   failed=1
@@ -73,7 +116,7 @@ fi
 # Modules of src/controllers that are shared helpers rather than controllers.
 shared='podutil|nodeutil|endpointutil|jobutil|history|volumeutil|resourceclaimutil'
 mapfile -t files < <(find src/controllers -name '*.rs' ! -name 'tests.rs' ! -name '*_tests.rs' | sort)
-if hits=$(code_lines "${files[@]}" | awk -v shared="^($shared)$" '
+if hits=$(use_paths "${files[@]}" | awk -v shared="^($shared)$" '
   {
     split($0, parts, "/"); owner = parts[3]; sub(/\.rs:.*/, "", owner); sub(/:.*/, "", owner)
     text = $0
