@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The house rules of src/ that the compiler cannot check (docs/architecture.md):
 #  1. Layers: no module imports one above it. From the bottom:
-#       0  apimachinery quantity random metrics logging jwt x509   (ports and leaf utilities)
+#       0  apimachinery quantity random metrics logging jwt x509 http1   (ports and leaf utilities)
 #       1  client quota                                             (the API client; quota math)
 #       2  runtime leader server                                    (controller machinery, election, secure port)
 #       3  controllers                                              (one module per controller)
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 declare -A rank=(
-  [apimachinery]=0 [quantity]=0 [random]=0 [metrics]=0 [logging]=0 [jwt]=0 [x509]=0
+  [apimachinery]=0 [quantity]=0 [random]=0 [metrics]=0 [logging]=0 [jwt]=0 [x509]=0 [http1]=0
   [client]=1 [quota]=1
   [runtime]=2 [leader]=2 [server]=2
   [controllers]=3

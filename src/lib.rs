@@ -13,6 +13,7 @@ pub mod controllers;
 pub mod envtest;
 #[cfg(test)]
 mod fuzz;
+pub mod http1;
 pub mod jwt;
 pub mod leader;
 pub mod logging;

@@ -18,6 +18,7 @@ use rustls::ClientConnection;
 use super::tls::TlsConnector;
 use super::watch::RawEvent;
 use super::{ApiError, Error, Result};
+use crate::http1::chunked::ChunkedDecoder;
 
 /// The longest answer head accepted (kube-apiserver's are a few hundred bytes).
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -423,7 +424,7 @@ impl Head {
 
     fn body_decoder(&self) -> BodyDecoder {
         match (self.chunked, self.content_length) {
-            (true, _) => BodyDecoder::Chunked(ChunkState::Size(Vec::new())),
+            (true, _) => BodyDecoder::Chunked(ChunkedDecoder::new()),
             (false, Some(length)) => BodyDecoder::Length(length),
             (false, None) => BodyDecoder::UntilClose,
         }
@@ -441,29 +442,15 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// How the body is framed.
 #[derive(Debug)]
 enum BodyDecoder {
-    Chunked(ChunkState),
+    Chunked(ChunkedDecoder),
     /// This many bytes are left.
     Length(usize),
     UntilClose,
 }
 
-/// Where a chunked body's decoder is.
-#[derive(Debug)]
-enum ChunkState {
-    /// Reading a chunk-size line (the bytes so far).
-    Size(Vec<u8>),
-    /// Inside a chunk: this many data bytes are left.
-    Data(usize),
-    /// After a chunk's data: its CRLF (how many of the two bytes are left).
-    DataEnd(u8),
-    /// After the last chunk: trailers up to the empty line (the current line so far).
-    Trailer(Vec<u8>),
-    Done,
-}
-
 impl BodyDecoder {
     /// Appends the body bytes of `input` to `out`; returns whether the body is complete.
-    fn decode(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> io::Result<bool> {
+    fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> io::Result<bool> {
         match self {
             BodyDecoder::UntilClose => {
                 out.extend_from_slice(input);
@@ -475,75 +462,13 @@ impl BodyDecoder {
                 *left -= take;
                 Ok(*left == 0)
             }
-            BodyDecoder::Chunked(state) => {
-                while !input.is_empty() {
-                    match state {
-                        ChunkState::Size(line) => {
-                            let end = input.iter().position(|b| *b == b'\n');
-                            let take = end.map_or(input.len(), |e| e + 1);
-                            line.extend_from_slice(&input[..take]);
-                            input = &input[take..];
-                            if line.len() > 1024 {
-                                return Err(invalid("a chunk-size line longer than 1 KiB"));
-                            }
-                            if end.is_some() {
-                                let size = chunk_size(line)?;
-                                *state =
-                                    if size == 0 { ChunkState::Trailer(Vec::new()) } else { ChunkState::Data(size) };
-                            }
-                        }
-                        ChunkState::Data(left) => {
-                            let take = input.len().min(*left);
-                            out.extend_from_slice(&input[..take]);
-                            input = &input[take..];
-                            *left -= take;
-                            if *left == 0 {
-                                *state = ChunkState::DataEnd(2);
-                            }
-                        }
-                        ChunkState::DataEnd(left) => {
-                            let expected = if *left == 2 { b'\r' } else { b'\n' };
-                            if input[0] != expected {
-                                return Err(invalid("a chunk's data is not followed by CRLF"));
-                            }
-                            input = &input[1..];
-                            *left -= 1;
-                            if *left == 0 {
-                                *state = ChunkState::Size(Vec::new());
-                            }
-                        }
-                        ChunkState::Trailer(line) => {
-                            let byte = input[0];
-                            input = &input[1..];
-                            line.push(byte);
-                            if line.len() > MAX_HEAD_BYTES {
-                                return Err(invalid("a chunked body's trailer line longer than 64 KiB"));
-                            }
-                            if byte == b'\n' {
-                                if line.len() <= 2 {
-                                    *state = ChunkState::Done;
-                                } else {
-                                    line.clear();
-                                }
-                            }
-                        }
-                        ChunkState::Done => input = &[],
-                    }
-                }
-                Ok(matches!(state, ChunkState::Done))
+            BodyDecoder::Chunked(decoder) => {
+                // What follows a finished body is not read: the server closes the connection.
+                decoder.decode(input, out)?;
+                Ok(decoder.is_done())
             }
         }
     }
-}
-
-/// The size of a chunk-size line (`1a3f;ext\r\n`).
-fn chunk_size(line: &[u8]) -> io::Result<usize> {
-    let text = std::str::from_utf8(line).map_err(|_| invalid("a chunk-size line is not text"))?;
-    let digits = text.trim_end_matches(['\r', '\n']).split(';').next().unwrap_or_default().trim();
-    // from_str_radix alone would take a sign (`+5`); Go's chunked reader takes hex digits only.
-    let hex = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit());
-    let size = hex.then(|| usize::from_str_radix(digits, 16).ok()).flatten();
-    size.ok_or_else(|| invalid(&format!("bad chunk size {digits:?}")))
 }
 
 /// The answer to a refused watch as the client's error.
@@ -573,12 +498,12 @@ mod tests {
     fn chunked_bodies_decode_across_any_split() {
         let wire: &[u8] = b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nTrailer: x\r\n\r\n";
         for split in 0..wire.len() {
-            let mut decoder = BodyDecoder::Chunked(ChunkState::Size(Vec::new()));
+            let mut decoder = BodyDecoder::Chunked(ChunkedDecoder::new());
             let (out, done) = decode_all(&mut decoder, &[&wire[..split], &wire[split..]]);
             assert_eq!(out, b"hello, world", "split at {split}");
             assert!(done);
         }
-        let mut decoder = BodyDecoder::Chunked(ChunkState::Size(Vec::new()));
+        let mut decoder = BodyDecoder::Chunked(ChunkedDecoder::new());
         assert!(decoder.decode(b"zz\r\n", &mut Vec::new()).is_err());
     }
 

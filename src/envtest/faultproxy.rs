@@ -29,6 +29,7 @@ use serde_json::json;
 
 use super::ControlPlane;
 use crate::client::RestConfig;
+use crate::http1::chunked;
 
 /// How often blocked reads look up whether the proxy stopped or was cut.
 const TICK: Duration = Duration::from_millis(200);
@@ -697,7 +698,7 @@ fn invalid(message: String) -> io::Error {
 fn read_body(reader: &mut impl BufRead, headers: &[(String, String)]) -> io::Result<Vec<u8>> {
     let mut body = Vec::new();
     if header(headers, "transfer-encoding").is_some_and(|t| t.to_ascii_lowercase().contains("chunked")) {
-        while copy_chunk(reader, &mut body)? {}
+        chunked::copy_body(reader, &mut body)?;
     } else if let Some(length) = header(headers, "content-length").and_then(|l| l.trim().parse::<u64>().ok()) {
         reader.take(length).read_to_end(&mut body)?;
         if body.len() as u64 != length {
@@ -705,35 +706,6 @@ fn read_body(reader: &mut impl BufRead, headers: &[(String, String)]) -> io::Res
         }
     }
     Ok(body)
-}
-
-/// Copies one chunk (size line, data, line end; the last chunk with its trailers) to `out`;
-/// `false` after the last chunk.
-fn copy_chunk(reader: &mut impl BufRead, out: &mut impl Write) -> io::Result<bool> {
-    let mut size_line = String::new();
-    if reader.read_line(&mut size_line)? == 0 {
-        return Err(invalid("end of stream inside a chunked body".into()));
-    }
-    let size_text = size_line.trim_end().split(';').next().unwrap_or("").trim();
-    let size = u64::from_str_radix(size_text, 16).map_err(|_| invalid(format!("bad chunk size {size_line:?}")))?;
-    out.write_all(size_line.as_bytes())?;
-    if size == 0 {
-        loop {
-            let mut trailer = String::new();
-            if reader.read_line(&mut trailer)? == 0 {
-                return Err(invalid("end of stream inside trailers".into()));
-            }
-            out.write_all(trailer.as_bytes())?;
-            if trailer.trim_end().is_empty() {
-                return Ok(false);
-            }
-        }
-    }
-    let copied = io::copy(&mut reader.take(size + 2), out)?;
-    if copied != size + 2 {
-        return Err(invalid("end of stream inside a chunk".into()));
-    }
-    Ok(true)
 }
 
 /// Sends the request upstream (connecting first if needed, and once more on a fresh connection
@@ -824,18 +796,8 @@ fn relay(
                 return Ok(Relayed::End(End::CloseAbruptly));
             }
         }
-        Framing::Chunked => {
-            let mut chunk = Vec::new();
-            loop {
-                chunk.clear();
-                let more = copy_chunk(upstream, &mut chunk)?;
-                out.write_all(&chunk)?;
-                out.flush()?; // each watch event as it comes
-                if !more {
-                    break;
-                }
-            }
-        }
+        // Flushed as it comes: each watch event passes at once.
+        Framing::Chunked => chunked::copy_body(upstream, out)?,
         Framing::UntilClose => {
             io::copy(upstream, out)?;
             out.flush()?;

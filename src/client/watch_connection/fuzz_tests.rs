@@ -6,9 +6,11 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::{BodyDecoder, ChunkState, EventBody, Head, Target};
+use super::{BodyDecoder, EventBody, Head, Target};
 use crate::client::Error;
 use crate::fuzz::{assert_clear, config};
+use crate::http1::chunked::ChunkedDecoder;
+use crate::http1::testing::{chunked, chunked_with_offsets};
 
 /// An event as its type and object text, or the error's message.
 type Decoded = Result<(String, String), String>;
@@ -34,31 +36,6 @@ fn event() -> impl Strategy<Value = (String, String)> {
 
 fn line((kind, object): &(String, String)) -> String {
     format!("{{\"type\":{},\"object\":{object}}}\n", json!(kind))
-}
-
-/// `body` as a chunked body: chunks of the given sizes (the last takes the rest), each with
-/// or without an extension and in upper or lower case hex, then trailers.
-fn chunked(body: &[u8], sizes: &[usize], decorate: bool) -> Vec<u8> {
-    chunked_with_offsets(body, sizes, decorate).0
-}
-
-/// [`chunked`], and where each byte of `body` is on the wire.
-fn chunked_with_offsets(body: &[u8], sizes: &[usize], decorate: bool) -> (Vec<u8>, Vec<usize>) {
-    let mut wire = Vec::new();
-    let mut offsets = Vec::new();
-    let mut rest = body;
-    let mut sizes = sizes.iter().cycle();
-    while !rest.is_empty() {
-        let size = (*sizes.next().unwrap()).clamp(1, rest.len());
-        let head = if decorate { format!("{size:X};name=\"v\"\r\n") } else { format!("{size:x}\r\n") };
-        wire.extend_from_slice(head.as_bytes());
-        offsets.extend(wire.len()..wire.len() + size);
-        wire.extend_from_slice(&rest[..size]);
-        wire.extend_from_slice(b"\r\n");
-        rest = &rest[size..];
-    }
-    wire.extend_from_slice(if decorate { b"0\r\nX-Trailer: 1\r\n\r\n" } else { b"0\r\n\r\n" });
-    (wire, offsets)
 }
 
 /// Feeds `wire` cut at `cuts` (positions into it) and takes every event as it completes, then
@@ -102,7 +79,7 @@ fn check_errors(events: &[Decoded]) {
 }
 
 fn chunked_decoder() -> BodyDecoder {
-    BodyDecoder::Chunked(ChunkState::Size(Vec::new()))
+    BodyDecoder::Chunked(ChunkedDecoder::new())
 }
 
 proptest! {
@@ -209,24 +186,12 @@ proptest! {
     }
 }
 
-/// The decoder's refusals, each found or sharpened by the generated streams.
+/// The refusals a watch adds to the chunked decoder's (`crate::http1::chunked`, whose tests
+/// hold the framing's), as the watch's errors.
 #[test]
 fn bad_framing_is_refused() {
-    let refused = |wire: &[u8]| {
-        let error = chunked_decoder().decode(wire, &mut Vec::new()).unwrap_err().to_string();
-        assert_clear(&error);
-        error
-    };
-    // A sign was taken as part of the size; Go's reader takes hex digits only.
-    assert_eq!(refused(b"+5\r\nhello\r\n"), "bad chunk size \"+5\"");
-    assert_eq!(refused(b"\r\n"), "bad chunk size \"\"");
-    assert_eq!(refused(b"10000000000000000\r\n"), "bad chunk size \"10000000000000000\"");
-    // The two bytes after a chunk's data were skipped whatever they were.
-    assert_eq!(refused(b"5\r\nhelloXY5\r\nworld\r\n"), "a chunk's data is not followed by CRLF");
-    // A trailer line without an end grew without bound.
-    let mut endless = b"0\r\n".to_vec();
-    endless.resize(70 * 1024, b'x');
-    assert_eq!(refused(&endless), "a chunked body's trailer line longer than 64 KiB");
+    let error = chunked_decoder().decode(b"+5\r\nhello\r\n", &mut Vec::new()).unwrap_err().to_string();
+    assert_eq!(error, "bad chunk size \"+5\"");
     let error = Head::parse(b"HTTP/1.1 200 OK\r\nContent-Length: -1").err().unwrap().to_string();
     assert_eq!(error, "bad Content-Length \"-1\"");
 }
