@@ -19,9 +19,8 @@ use super::tls::TlsConnector;
 use super::watch::RawEvent;
 use super::{ApiError, Error, Result};
 use crate::http1::chunked::ChunkedDecoder;
+use crate::http1::head;
 
-/// The longest answer head accepted (kube-apiserver's are a few hundred bytes).
-const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// The longest error answer body read.
 const MAX_ERROR_BODY_BYTES: usize = 1024 * 1024;
 /// The longest single watch event accepted; a bigger one ends the watch (a server bug or not
@@ -190,16 +189,16 @@ impl WatchConnection {
         let mut raw = Vec::new();
         let mut buffer = [0u8; 4096];
         loop {
-            if let Some(end) = find(&raw, b"\r\n\r\n") {
-                let head = Head::parse(&raw[..end])?;
+            if let Some((response, length)) = head::parse_response(&raw)? {
+                let head = Head::of(&response)?;
                 self.body = EventBody::new(head.body_decoder());
-                let rest = raw[end + 4..].to_vec();
+                let rest = raw[length..].to_vec();
                 if !rest.is_empty() {
                     self.body.feed(&rest)?;
                 }
                 return Ok(head);
             }
-            if raw.len() > MAX_HEAD_BYTES {
+            if raw.len() > head::MAX_HEAD {
                 return Err(io::Error::new(io::ErrorKind::InvalidData, "the answer's head is larger than 64 KiB"));
             }
             let n = self.read_blocking(&mut buffer, deadline)?;
@@ -395,31 +394,22 @@ struct Head {
 }
 
 impl Head {
+    /// A whole answer head (the empty line that ends it included).
+    #[cfg(test)]
     fn parse(raw: &[u8]) -> io::Result<Head> {
-        let text = std::str::from_utf8(raw).map_err(|_| invalid("the answer's head is not UTF-8"))?;
-        let mut lines = text.split("\r\n");
-        let status = lines.next().unwrap_or_default();
-        let mut parts = status.splitn(3, ' ');
-        let version = parts.next().unwrap_or_default();
-        if !version.starts_with("HTTP/1.") {
-            return Err(invalid(&format!("not an HTTP/1.x answer: {status:?}")));
-        }
-        let code = parts.next().and_then(|c| c.parse::<u16>().ok()).ok_or_else(|| invalid("no status code"))?;
-        let mut head = Head { code, chunked: false, content_length: None, retry_after: None };
-        for line in lines {
-            let Some((name, value)) = line.split_once(':') else { continue };
-            let value = value.trim();
-            match name.trim().to_ascii_lowercase().as_str() {
-                "transfer-encoding" => head.chunked = value.to_ascii_lowercase().contains("chunked"),
-                "content-length" => {
-                    let length = value.parse().map_err(|_| invalid(&format!("bad Content-Length {value:?}")))?;
-                    head.content_length = Some(length);
-                }
-                "retry-after" => head.retry_after = value.parse::<u64>().ok().map(Duration::from_secs),
-                _ => {}
+        Head::of(&head::whole_response(raw)?)
+    }
+
+    fn of(response: &head::Response) -> io::Result<Head> {
+        let (chunked, content_length) = match head::framing(&response.headers)? {
+            head::Framing::Chunked => (true, None),
+            head::Framing::Length(length) => {
+                (false, Some(usize::try_from(length).map_err(|_| invalid("a Content-Length too large"))?))
             }
-        }
-        Ok(head)
+            head::Framing::Unframed => (false, None),
+        };
+        let retry_after = head::header(&response.headers, "retry-after").and_then(|v| v.parse().ok());
+        Ok(Head { code: response.code, chunked, content_length, retry_after: retry_after.map(Duration::from_secs) })
     }
 
     fn body_decoder(&self) -> BodyDecoder {
@@ -433,10 +423,6 @@ impl Head {
 
 fn invalid(message: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, message.to_string())
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// How the body is framed.
@@ -509,11 +495,12 @@ mod tests {
 
     #[test]
     fn heads_give_status_framing_and_retry_after() {
-        let head = Head::parse(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 10").unwrap();
+        let head =
+            Head::parse(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 10\r\n\r\n").unwrap();
         assert_eq!((head.code, head.content_length, head.retry_after), (429, Some(10), Some(Duration::from_secs(3))));
-        let head = Head::parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked").unwrap();
+        let head = Head::parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
         assert!(head.chunked && matches!(head.body_decoder(), BodyDecoder::Chunked(_)));
-        assert!(Head::parse(b"SSH-2.0-OpenSSH").is_err());
+        assert!(Head::parse(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
     }
 
     #[test]

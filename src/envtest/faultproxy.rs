@@ -30,13 +30,12 @@ use serde_json::json;
 use super::ControlPlane;
 use crate::client::RestConfig;
 use crate::http1::chunked;
+use crate::http1::head::{self, Framing};
 
 /// How often blocked reads look up whether the proxy stopped or was cut.
 const TICK: Duration = Duration::from_millis(200);
 /// How long connecting to kube-apiserver may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest request or response head accepted.
-const MAX_HEAD: usize = 64 * 1024;
 /// APF's answer body (`tooManyRequests` in apiserver's `filters/priority-and-fairness.go`: plain
 /// text through `http.Error`, not a Status).
 const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.\n";
@@ -560,13 +559,9 @@ impl RequestHead {
     /// Reads the next request's head; `None` when the client closed the connection between
     /// requests.
     fn read(reader: &mut impl BufRead) -> io::Result<Option<RequestHead>> {
-        let Some(lines) = read_head(reader)? else { return Ok(None) };
-        let mut parts = lines[0].splitn(3, ' ');
-        let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(invalid(format!("bad request line {:?}", lines[0])));
-        };
-        let headers = parse_headers(&lines[1..])?;
-        Ok(Some(RequestHead { method: method.into(), target: target.into(), version: version.into(), headers }))
+        let Some(raw) = head::read(reader)? else { return Ok(None) };
+        let head::Request { method, target, minor_version, headers } = head::whole_request(&raw)?;
+        Ok(Some(RequestHead { method, target, version: format!("HTTP/1.{minor_version}"), headers }))
     }
 
     fn is_watch(&self) -> bool {
@@ -575,7 +570,7 @@ impl RequestHead {
     }
 
     fn header(&self, name: &str) -> Option<&str> {
-        header(&self.headers, name)
+        head::header(&self.headers, name)
     }
 
     /// Replaces any `X-Remote-*` the caller sent with the authenticated caller (unless it
@@ -613,81 +608,22 @@ struct ResponseHead {
 
 impl ResponseHead {
     fn read(reader: &mut impl BufRead) -> io::Result<ResponseHead> {
-        let lines = read_head(reader)?.ok_or_else(|| invalid("kube-apiserver closed the connection".into()))?;
-        let code = lines[0]
-            .split(' ')
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .ok_or_else(|| invalid(format!("bad status line {:?}", lines[0])))?;
-        let headers = parse_headers(&lines[1..])?;
-        let mut raw = lines.join("\r\n").into_bytes();
-        raw.extend_from_slice(b"\r\n\r\n");
+        let raw = head::read(reader)?.ok_or_else(|| invalid("kube-apiserver closed the connection".into()))?;
+        let head::Response { code, headers } = head::whole_response(&raw)?;
         Ok(ResponseHead { code, raw, headers })
     }
 
-    fn framing(&self, request: &RequestHead) -> Framing {
+    /// How the body is delimited; a body-less answer's as a body of length 0.
+    fn framing(&self, request: &RequestHead) -> io::Result<Framing> {
         if request.method == "HEAD" || self.code == 204 || self.code == 304 || self.code < 200 {
-            return Framing::Length(0);
+            return Ok(Framing::Length(0));
         }
-        if header(&self.headers, "transfer-encoding").is_some_and(|t| t.to_ascii_lowercase().contains("chunked")) {
-            return Framing::Chunked;
-        }
-        match header(&self.headers, "content-length").and_then(|l| l.trim().parse().ok()) {
-            Some(length) => Framing::Length(length),
-            None => Framing::UntilClose,
-        }
+        head::framing(&self.headers)
     }
 
     fn closes(&self) -> bool {
-        header(&self.headers, "connection").is_some_and(|c| c.eq_ignore_ascii_case("close"))
+        head::header(&self.headers, "connection").is_some_and(|c| c.eq_ignore_ascii_case("close"))
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    Length(u64),
-    Chunked,
-    UntilClose,
-}
-
-/// The lines of a head (request or status line first), without line ends; `None` at a clean
-/// end of stream before any byte.
-fn read_head(reader: &mut impl BufRead) -> io::Result<Option<Vec<String>>> {
-    let mut lines = Vec::new();
-    let mut size = 0;
-    loop {
-        let mut line = String::new();
-        let n = reader.read_line(&mut line)?;
-        if n == 0 {
-            return if lines.is_empty() { Ok(None) } else { Err(invalid("end of stream inside a head".into())) };
-        }
-        size += n;
-        if size > MAX_HEAD {
-            return Err(invalid("head too large".into()));
-        }
-        let line = line.trim_end_matches(['\r', '\n']).to_string();
-        if line.is_empty() {
-            if lines.is_empty() {
-                continue; // a stray line end between requests, as RFC 9112 allows
-            }
-            return Ok(Some(lines));
-        }
-        lines.push(line);
-    }
-}
-
-fn parse_headers(lines: &[String]) -> io::Result<Vec<(String, String)>> {
-    lines
-        .iter()
-        .map(|line| {
-            let (name, value) = line.split_once(':').ok_or_else(|| invalid(format!("bad header {line:?}")))?;
-            Ok((name.trim().to_string(), value.trim().to_string()))
-        })
-        .collect()
-}
-
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
 fn invalid(message: String) -> io::Error {
@@ -697,13 +633,15 @@ fn invalid(message: String) -> io::Error {
 /// A request body, raw as it came (chunked bodies with their framing).
 fn read_body(reader: &mut impl BufRead, headers: &[(String, String)]) -> io::Result<Vec<u8>> {
     let mut body = Vec::new();
-    if header(headers, "transfer-encoding").is_some_and(|t| t.to_ascii_lowercase().contains("chunked")) {
-        chunked::copy_body(reader, &mut body)?;
-    } else if let Some(length) = header(headers, "content-length").and_then(|l| l.trim().parse::<u64>().ok()) {
-        reader.take(length).read_to_end(&mut body)?;
-        if body.len() as u64 != length {
-            return Err(invalid("request body shorter than its Content-Length".into()));
+    match head::framing(headers)? {
+        Framing::Chunked => chunked::copy_body(reader, &mut body)?,
+        Framing::Length(length) => {
+            reader.take(length).read_to_end(&mut body)?;
+            if body.len() as u64 != length {
+                return Err(invalid("request body shorter than its Content-Length".into()));
+            }
         }
+        Framing::Unframed => {}
     }
     Ok(body)
 }
@@ -772,7 +710,7 @@ fn relay(
     let out = client.get_mut();
     out.write_all(&response.raw)?;
     out.flush()?;
-    let framing = response.framing(request);
+    let framing = response.framing(request)?;
     match fault {
         Some(Fault::ResetMidResponse) => {
             partial(upstream, out, framing)?;
@@ -798,7 +736,7 @@ fn relay(
         }
         // Flushed as it comes: each watch event passes at once.
         Framing::Chunked => chunked::copy_body(upstream, out)?,
-        Framing::UntilClose => {
+        Framing::Unframed => {
             io::copy(upstream, out)?;
             out.flush()?;
             return Ok(Relayed::End(End::Close));
@@ -813,7 +751,7 @@ fn partial(upstream: &mut UpstreamStream, out: &mut impl Write, framing: Framing
     let limit = match framing {
         Framing::Length(0) => return Ok(()),
         Framing::Length(length) => (length / 2).max(1) as usize,
-        Framing::Chunked | Framing::UntilClose => usize::MAX,
+        Framing::Chunked | Framing::Unframed => usize::MAX,
     };
     let available = upstream.fill_buf()?;
     let n = available.len().min(limit).div_ceil(2).min(limit);
@@ -923,10 +861,11 @@ mod tests {
             headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
         };
         let get = request("/");
-        assert_eq!(response(&[("Transfer-Encoding", "chunked")]).framing(&get), Framing::Chunked);
-        assert_eq!(response(&[("Content-Length", "12")]).framing(&get), Framing::Length(12));
-        assert_eq!(response(&[]).framing(&get), Framing::UntilClose);
-        assert_eq!(ResponseHead { code: 204, ..response(&[]) }.framing(&get), Framing::Length(0));
+        assert_eq!(response(&[("Transfer-Encoding", "chunked")]).framing(&get).unwrap(), Framing::Chunked);
+        assert_eq!(response(&[("Content-Length", "12")]).framing(&get).unwrap(), Framing::Length(12));
+        assert_eq!(response(&[]).framing(&get).unwrap(), Framing::Unframed);
+        assert_eq!(ResponseHead { code: 204, ..response(&[]) }.framing(&get).unwrap(), Framing::Length(0));
+        assert!(response(&[("Content-Length", "+12")]).framing(&get).is_err());
     }
 
     #[test]

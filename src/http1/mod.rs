@@ -4,5 +4,6 @@
 //! for all three (docs/reliability.md, "Fuzzing").
 
 pub mod chunked;
+pub mod head;
 #[cfg(test)]
 pub(crate) mod testing;

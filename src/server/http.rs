@@ -15,10 +15,8 @@ use parking_lot::Mutex;
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 use rustls_pki_types::CertificateDer;
 
-use crate::http1::chunked;
+use crate::http1::{chunked, head};
 
-/// The longest request head (request line and headers) we accept.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// The largest request body we accept (kube-apiserver's limit is 3 MiB for most objects).
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// How long a kept-alive connection may sit idle between requests, by default.
@@ -483,85 +481,31 @@ fn serve_requests<S: Read + Write>(
     }
 }
 
-/// Reads one line of at most `limit` bytes (a line that does not end within it is an error,
-/// so a client cannot grow our memory with an endless line).
-fn read_bounded_line<S: Read>(reader: &mut BufReader<S>, line: &mut String, limit: usize) -> io::Result<usize> {
-    let n = reader.by_ref().take(limit as u64 + 1).read_line(line)?;
-    if n > limit || (n > 0 && !line.ends_with('\n')) {
-        return Err(invalid("line too long or cut short"));
-    }
-    Ok(n)
-}
-
 /// Reads one request; `Ok(None)` when the client closed the connection between requests.
 fn read_request<S: Read + Write>(
     reader: &mut BufReader<S>,
     remote: SocketAddr,
     peer: &[CertificateDer<'static>],
 ) -> io::Result<Option<Request>> {
-    let mut head_bytes = 0;
-    let mut line = String::new();
-    // Tolerate blank lines before a request line (RFC 9112 §2.2).
-    loop {
-        line.clear();
-        let n = read_bounded_line(reader, &mut line, MAX_HEAD_BYTES.saturating_sub(head_bytes))?;
-        if n == 0 {
-            return Ok(None);
-        }
-        head_bytes += n;
-        if !line.trim().is_empty() {
-            break;
-        }
-    }
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(target), Some(_version)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(invalid("malformed request line"));
-    };
-    let (method, target) = (method.to_string(), target.to_string());
-    let mut headers = Vec::new();
-    loop {
-        let mut header = String::new();
-        let n = read_bounded_line(reader, &mut header, MAX_HEAD_BYTES.saturating_sub(head_bytes))?;
-        head_bytes += n;
-        if n == 0 || head_bytes > MAX_HEAD_BYTES {
-            return Err(invalid("request head too large or cut short"));
-        }
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let (name, value) = header.split_once(':').ok_or_else(|| invalid("malformed header"))?;
-        headers.push((name.trim().to_string(), value.trim().to_string()));
-    }
-    let find = |name: &str| {
-        headers.iter().find(|(n, _): &&(String, String)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())
-    };
-    if find("Expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
+    let Some(raw) = head::read(reader)? else { return Ok(None) };
+    let head::Request { method, target, headers, .. } = head::whole_request(&raw)?;
+    if head::header(&headers, "Expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
         reader.get_mut().write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
     }
-    let body = if find("Transfer-Encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
-        chunked::read_body(reader, MAX_BODY_BYTES)?
-    } else {
-        let length = match find("Content-Length") {
-            Some(v) => content_length(&v).ok_or_else(|| invalid("bad Content-Length"))?,
-            None => 0,
-        };
-        if length > MAX_BODY_BYTES {
+    let body = match head::framing(&headers)? {
+        head::Framing::Chunked => chunked::read_body(reader, MAX_BODY_BYTES)?,
+        head::Framing::Length(length) if length > MAX_BODY_BYTES as u64 => {
             return Err(invalid("request body too large"));
         }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body)?;
-        body
+        head::Framing::Length(length) => {
+            let mut body = vec![0; length as usize];
+            reader.read_exact(&mut body)?;
+            body
+        }
+        head::Framing::Unframed => Vec::new(),
     };
     let (path, query) = split_target(&target);
     Ok(Some(Request { method, path, query, headers, body, peer_certificates: peer.to_vec(), remote }))
-}
-
-/// A Content-Length's value: decimal digits only, as Go's `net/http` reads it (Rust's
-/// `parse` would take a sign, `+5`).
-fn content_length(value: &str) -> Option<usize> {
-    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
-    digits.then(|| value.parse().ok()).flatten()
 }
 
 fn split_target(target: &str) -> (String, Vec<(String, String)>) {

@@ -192,7 +192,7 @@ proptest! {
 fn bad_framing_is_refused() {
     let error = chunked_decoder().decode(b"+5\r\nhello\r\n", &mut Vec::new()).unwrap_err().to_string();
     assert_eq!(error, "bad chunk size \"+5\"");
-    let error = Head::parse(b"HTTP/1.1 200 OK\r\nContent-Length: -1").err().unwrap().to_string();
+    let error = Head::parse(b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n").err().unwrap().to_string();
     assert_eq!(error, "bad Content-Length \"-1\"");
 }
 
