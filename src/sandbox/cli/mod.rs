@@ -445,7 +445,7 @@ fn upstream_binary() -> Result<PathBuf, String> {
 /// `side-by-side`: runs the chosen scenarios and prints each one's differences; fails when a run
 /// failed or a difference is not a known one.
 fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
-    use crate::envtest::sidebyside::{self, RunOptions, SCENARIOS};
+    use crate::envtest::sidebyside::{self, RunOptions, scenarios};
     let mut chosen = Vec::new();
     let mut options = RunOptions {
         ours: crate::sandbox::cli::demo::default_controller_manager(),
@@ -456,11 +456,11 @@ fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
         match arg {
             Long("scenario") => {
                 let name = text(parser, "--scenario")?;
-                let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                let known: Vec<&str> = scenarios::all().map(|s| s.name).collect();
                 chosen.push(sidebyside::scenario(&name).ok_or(format!("unknown scenario {name:?}; known: {known:?}"))?);
             }
             Long("list") => {
-                SCENARIOS.iter().for_each(|s| println!("{:<24} {}", s.name, s.summary));
+                scenarios::all().for_each(|s| println!("{:<24} {}", s.name, s.summary));
                 return Ok(ExitCode::SUCCESS);
             }
             Long("ours") => options.ours = PathBuf::from(text(parser, "--ours")?),
@@ -470,7 +470,7 @@ fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
         }
     }
     if chosen.is_empty() {
-        chosen = SCENARIOS.iter().collect();
+        chosen = scenarios::all().collect();
     }
     let mut clean = true;
     for scenario in chosen {
