@@ -24,3 +24,31 @@ pub(crate) fn chunked_with_offsets(body: &[u8], sizes: &[usize], decorate: bool)
     wire.extend_from_slice(if decorate { b"0\r\nX-Trailer: 1\r\n\r\n" } else { b"0\r\n\r\n" });
     (wire, offsets)
 }
+
+/// One change to a wire: at a position, a byte replaced (kind 0) or inserted (1), or the wire
+/// cut there (2).
+pub(crate) type Damage = (proptest::sample::Index, u8, u8);
+
+/// One to three changes to a wire.
+pub(crate) fn damages() -> impl proptest::strategy::Strategy<Value = Vec<Damage>> {
+    use proptest::prelude::*;
+    proptest::collection::vec((any::<proptest::sample::Index>(), any::<u8>(), 0u8..3), 1..4)
+}
+
+/// Applies `damage` to `wire`; returns where its first damaged byte is (its length if none).
+pub(crate) fn apply(wire: &mut Vec<u8>, damage: &[Damage]) -> usize {
+    let mut first_damaged = wire.len();
+    for (at, byte, how) in damage {
+        if wire.is_empty() {
+            break;
+        }
+        let at = at.index(wire.len());
+        first_damaged = first_damaged.min(at);
+        match how {
+            0 => wire[at] = *byte,
+            1 => wire.insert(at, *byte),
+            _ => wire.truncate(at),
+        }
+    }
+    first_damaged
+}

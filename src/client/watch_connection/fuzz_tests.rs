@@ -10,7 +10,7 @@ use super::{BodyDecoder, EventBody, Head, Target};
 use crate::client::Error;
 use crate::fuzz::{assert_clear, config};
 use crate::http1::chunked::ChunkedDecoder;
-use crate::http1::testing::{chunked, chunked_with_offsets};
+use crate::http1::testing::{apply, chunked, chunked_with_offsets, damages};
 
 /// An event as its type and object text, or the error's message.
 type Decoded = Result<(String, String), String>;
@@ -110,23 +110,11 @@ proptest! {
         events in proptest::collection::vec(event(), 1..5),
         sizes in proptest::collection::vec(1usize..64, 1..8),
         cuts in proptest::collection::vec(any::<usize>(), 0..8),
-        damage in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
+        damage in damages(),
     ) {
         let body: String = events.iter().map(line).collect();
         let (mut wire, offsets) = chunked_with_offsets(body.as_bytes(), &sizes, false);
-        let mut first_damaged = wire.len();
-        for (at, byte, how) in &damage {
-            if wire.is_empty() {
-                break;
-            }
-            let at = at.index(wire.len());
-            first_damaged = first_damaged.min(at);
-            match how {
-                0 => wire[at] = *byte,
-                1 => wire.insert(at, *byte),
-                _ => wire.truncate(at),
-            }
-        }
+        let first_damaged = apply(&mut wire, &damage);
         let (got, _) = decode(chunked_decoder(), &wire, &cuts);
         check_errors(&got);
         // The events whose newline reached the wire before the first damaged byte come through

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::fuzz::{assert_clear, config};
-use crate::http1::testing::{chunked, chunked_with_offsets};
+use crate::http1::testing::{apply, chunked, chunked_with_offsets, damages};
 
 /// What a way of reading made of a wire: the body's data and how many wire bytes it took, or
 /// a refusal (including a wire that ends inside the body).
@@ -98,24 +98,12 @@ proptest! {
     fn damaged_bodies_get_one_answer_from_all_three(
         body in proptest::collection::vec(any::<u8>(), 1..200),
         sizes in proptest::collection::vec(1usize..64, 1..8),
-        damage in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
+        damage in damages(),
         cuts in proptest::collection::vec(any::<usize>(), 0..8),
         capacity in 1usize..64,
     ) {
         let (mut wire, offsets) = chunked_with_offsets(&body, &sizes, false);
-        let mut first_damaged = wire.len();
-        for (at, byte, how) in &damage {
-            if wire.is_empty() {
-                break;
-            }
-            let at = at.index(wire.len());
-            first_damaged = first_damaged.min(at);
-            match how {
-                0 => wire[at] = *byte,
-                1 => wire.insert(at, *byte),
-                _ => wire.truncate(at),
-            }
-        }
+        let first_damaged = apply(&mut wire, &damage);
         if let Outcome::Body { data, .. } = agreed(&wire, &cuts, capacity) {
             // Whatever a damaged wire still gives, the data before the damage is the body's.
             let intact = offsets.iter().take_while(|o| **o < first_damaged).count();

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::fuzz::{assert_clear, config};
+use crate::http1::testing::{apply, damages};
 
 fn header_pair() -> impl Strategy<Value = (String, String)> {
     ("[A-Za-z][A-Za-z0-9-]{0,12}", "[ -~]{0,20}").prop_map(|(n, v)| (n, v.trim().to_string()))
@@ -82,21 +83,11 @@ proptest! {
     #[test]
     fn damaged_heads_parse_or_fail_clearly(
         headers in proptest::collection::vec(header_pair(), 0..8),
-        damage in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
+        damage in damages(),
     ) {
         for first_line in ["GET /healthz HTTP/1.1", "HTTP/1.1 200 OK"] {
             let mut wire = written(first_line, &headers, "\r\n");
-            for (at, byte, how) in &damage {
-                if wire.is_empty() {
-                    break;
-                }
-                let at = at.index(wire.len());
-                match how {
-                    0 => wire[at] = *byte,
-                    1 => wire.insert(at, *byte),
-                    _ => wire.truncate(at),
-                }
-            }
+            apply(&mut wire, &damage);
             read_and_parse(&wire);
         }
     }
