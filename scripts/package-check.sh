@@ -24,10 +24,10 @@ ldd_says=$(ldd "$binary" 2>&1 || true)
 grep -qE 'not a dynamic executable|statically linked' <<<"$ldd_says" || fail "ldd: $ldd_says"
 ! readelf -dW "$binary" | grep -q '(NEEDED)' || fail "the binary needs shared libraries"
 ! readelf -lW "$binary" | grep -q 'program interpreter' || fail "the binary needs a program interpreter"
-# `--version` says the Kubernetes release matched, as upstream's binary does (src/apimachinery/version.rs).
+# `--version` says the Kubernetes release matched, as upstream's binary does (crates/base/src/apimachinery/version.rs).
 release=$(sed -n 's/^pub const KUBERNETES_RELEASE: Release = Release { major: \([0-9]*\), minor: \([0-9]*\), patch: \([0-9]*\) };$/v\1.\2.\3/p' \
-    src/apimachinery/version.rs)
-[ -n "$release" ] || fail "cannot read KUBERNETES_RELEASE from src/apimachinery/version.rs"
+    crates/base/src/apimachinery/version.rs)
+[ -n "$release" ] || fail "cannot read KUBERNETES_RELEASE from crates/base/src/apimachinery/version.rs"
 "$binary" --version | grep -qx "Kubernetes $release" || fail "--version: $("$binary" --version), expected Kubernetes $release"
 scripts/size-budget.sh "$binary" "$profile"
 ! cargo tree --quiet -e normal --no-default-features --prefix none | grep -q '^rcgen ' ||

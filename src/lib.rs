@@ -4,28 +4,22 @@
 
 #![warn(missing_docs)]
 
-pub mod apimachinery;
+#[cfg(test)]
+use kcm_base::fuzz;
+pub use kcm_base::{apimachinery, http1, jwt, logging, metrics, quantity, random, x509};
+
 pub mod app;
 pub mod cel;
 pub mod client;
 pub mod controllers;
 #[cfg(feature = "sandbox")]
 pub mod envtest;
-#[cfg(test)]
-mod fuzz;
-pub mod http1;
-pub mod jwt;
 pub mod leader;
-pub mod logging;
-pub mod metrics;
-pub mod quantity;
 pub mod quota;
-pub mod random;
 pub mod runtime;
 #[cfg(feature = "sandbox")]
 pub mod sandbox;
 pub mod server;
-pub mod x509;
 
 /// This machine's host name, from `/proc/sys/kernel/hostname` or `$HOSTNAME` (as Go's
 /// `os.Hostname`), or `None` when neither gives one.

@@ -91,7 +91,7 @@ impl<K: Send + Sync + 'static> ListingEvaluator<K> {
     /// `NewObjectCountEvaluator`: each object counts 1 towards `count/<resource>.<group>` and
     /// the legacy `alias` (`configmaps`, `secrets`, ...) when given; no scopes.
     pub fn object_count(group_resource: GroupResource, list: ListFn<K>, alias: Option<&str>) -> Self {
-        let mut names = vec![group_resource.object_count_name()];
+        let mut names = vec![crate::quota::object_count_name(&group_resource)];
         names.extend(alias.map(str::to_string));
         let counted = names.clone();
         let matching: MatchingFn = Box::new(move |input| resources::intersection(input, &names));
@@ -172,7 +172,7 @@ mod tests {
         let options = UsageStatsOptions { scopes: &scopes, ..options };
         assert_eq!(pretty(&evaluator.usage_stats(&options).expect("usage")), "configmaps=0,count/configmaps=0");
         let deployments = GroupResource::new("apps", "deployments");
-        assert_eq!(deployments.object_count_name(), "count/deployments.apps");
+        assert_eq!(crate::quota::object_count_name(&deployments), "count/deployments.apps");
     }
 
     #[test]

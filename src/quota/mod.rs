@@ -26,14 +26,12 @@ use scopes::ScopeRequirement;
 
 pub use crate::apimachinery::schema::GroupResource;
 
-impl GroupResource {
-    /// `ObjectCountQuotaResourceNameFor`: `count/<resource>` or `count/<resource>.<group>`.
-    pub fn object_count_name(&self) -> String {
-        if self.group.is_empty() {
-            format!("count/{}", self.resource)
-        } else {
-            format!("count/{}.{}", self.resource, self.group)
-        }
+/// `ObjectCountQuotaResourceNameFor`: `count/<resource>` or `count/<resource>.<group>`.
+pub fn object_count_name(group_resource: &GroupResource) -> String {
+    if group_resource.group.is_empty() {
+        format!("count/{}", group_resource.resource)
+    } else {
+        format!("count/{}.{}", group_resource.resource, group_resource.group)
     }
 }
 

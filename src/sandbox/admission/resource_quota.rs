@@ -59,7 +59,7 @@ impl Evaluator {
             ("", "persistentvolumeclaims") => Evaluator::Claim,
             ("resource.k8s.io", "resourceclaims") => Evaluator::ResourceClaim,
             _ => {
-                let mut names = vec![group_resource.object_count_name()];
+                let mut names = vec![crate::quota::object_count_name(&group_resource)];
                 let legacy = LEGACY_OBJECT_COUNT_ALIASES
                     .iter()
                     .find(|(r, _)| resource.group.is_empty() && *r == resource.plural);

@@ -100,7 +100,7 @@ fn string_value(input: &[u8]) -> Option<String> {
 }
 
 /// Reads one element with the expected tag: its content and what follows it.
-pub(crate) fn read(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
+pub fn read(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
     if *input.first()? != tag {
         return None;
     }
@@ -111,7 +111,7 @@ pub(crate) fn read(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
 }
 
 /// Skips one element of any tag.
-pub(crate) fn skip(input: &[u8]) -> Option<&[u8]> {
+pub fn skip(input: &[u8]) -> Option<&[u8]> {
     read(input, *input.first()?).map(|(_, rest)| rest)
 }
 

@@ -5,5 +5,5 @@
 
 pub mod chunked;
 pub mod head;
-#[cfg(test)]
-pub(crate) mod testing;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod testing;

@@ -2,12 +2,12 @@
 
 /// `body` as a chunked body: chunks of the given sizes (cycled; the last takes the rest),
 /// each with or without an extension and in upper or lower case hex, then trailers.
-pub(crate) fn chunked(body: &[u8], sizes: &[usize], decorate: bool) -> Vec<u8> {
+pub fn chunked(body: &[u8], sizes: &[usize], decorate: bool) -> Vec<u8> {
     chunked_with_offsets(body, sizes, decorate).0
 }
 
 /// [`chunked`], and where each byte of `body` is on the wire.
-pub(crate) fn chunked_with_offsets(body: &[u8], sizes: &[usize], decorate: bool) -> (Vec<u8>, Vec<usize>) {
+pub fn chunked_with_offsets(body: &[u8], sizes: &[usize], decorate: bool) -> (Vec<u8>, Vec<usize>) {
     let mut wire = Vec::new();
     let mut offsets = Vec::new();
     let mut rest = body;
@@ -27,16 +27,16 @@ pub(crate) fn chunked_with_offsets(body: &[u8], sizes: &[usize], decorate: bool)
 
 /// One change to a wire: at a position, a byte replaced (kind 0) or inserted (1), or the wire
 /// cut there (2).
-pub(crate) type Damage = (proptest::sample::Index, u8, u8);
+pub type Damage = (proptest::sample::Index, u8, u8);
 
 /// One to three changes to a wire.
-pub(crate) fn damages() -> impl proptest::strategy::Strategy<Value = Vec<Damage>> {
+pub fn damages() -> impl proptest::strategy::Strategy<Value = Vec<Damage>> {
     use proptest::prelude::*;
     proptest::collection::vec((any::<proptest::sample::Index>(), any::<u8>(), 0u8..3), 1..4)
 }
 
 /// Applies `damage` to `wire`; returns where its first damaged byte is (its length if none).
-pub(crate) fn apply(wire: &mut Vec<u8>, damage: &[Damage]) -> usize {
+pub fn apply(wire: &mut Vec<u8>, damage: &[Damage]) -> usize {
     let mut first_damaged = wire.len();
     for (at, byte, how) in damage {
         if wire.is_empty() {

@@ -10,7 +10,7 @@ const SEED: u64 = 21;
 /// A config running `cases` cases (or `PROPTEST_CASES`) from the fixed seed (or
 /// `PROPTEST_RNG_SEED`), without writing failures to files: a found input becomes a regular
 /// regression test instead.
-pub(crate) fn config(cases: u32) -> Config {
+pub fn config(cases: u32) -> Config {
     let from_env = Config::default();
     let set = |name: &str| std::env::var_os(name).is_some();
     Config {
@@ -25,7 +25,7 @@ pub(crate) fn config(cases: u32) -> Config {
 }
 
 /// Checks an error message for what every refusal of bad input must give: one non-empty line.
-pub(crate) fn assert_clear(message: &str) {
+pub fn assert_clear(message: &str) {
     assert!(!message.trim().is_empty(), "an empty error message");
     assert!(!message.contains('\n'), "a message on more than one line: {message:?}");
 }

@@ -61,19 +61,19 @@ pub struct CertificateRequest {
     /// The DER SubjectPublicKeyInfo, copied into the certificate as is.
     pub spki: Vec<u8>,
     /// The DER certificationRequestInfo the signature covers.
-    pub(crate) info: Vec<u8>,
+    pub info: Vec<u8>,
     signature_algorithm: Vec<u8>,
     signature: Vec<u8>,
 }
 
 /// One DER element: the whole element, its content and what follows it.
-pub(crate) fn element(input: &[u8], tag: u8) -> Option<(&[u8], &[u8], &[u8])> {
+pub fn element(input: &[u8], tag: u8) -> Option<(&[u8], &[u8], &[u8])> {
     let (content, rest) = read(input, tag)?;
     Some((&input[..input.len() - rest.len()], content, rest))
 }
 
 /// A BIT STRING's bytes (no unused bits expected).
-pub(crate) fn bit_string(content: &[u8]) -> Option<&[u8]> {
+pub fn bit_string(content: &[u8]) -> Option<&[u8]> {
     content.split_first().filter(|(unused, _)| **unused == 0).map(|(_, bits)| bits)
 }
 
@@ -149,7 +149,7 @@ fn read_attributes(mut attributes: &[u8], csr: &mut CertificateRequest) -> Optio
 }
 
 /// `parseSANExtension`: DNS names, emails, URIs and IPs; other name forms are ignored.
-pub(crate) fn read_general_names(value: &[u8], csr: &mut SubjectAltNames) -> Option<()> {
+pub fn read_general_names(value: &[u8], csr: &mut SubjectAltNames) -> Option<()> {
     let (mut names, _) = read(value, 0x30)?;
     while !names.is_empty() {
         let tag = *names.first()?;
@@ -331,12 +331,12 @@ fn public_key(spki: &[u8]) -> Result<(KeyAlgorithm, &[u8]), String> {
 }
 
 /// Requests made with rcgen, for unit tests here and in the CSR controllers and the sandbox.
-#[cfg(test)]
-pub(crate) mod fixtures {
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures {
     use super::*;
 
     /// A request's PEM for `cn` in `orgs` with DNS or IP `sans`.
-    pub(crate) fn request_pem(cn: &str, orgs: &[&str], sans: &[&str]) -> String {
+    pub fn request_pem(cn: &str, orgs: &[&str], sans: &[&str]) -> String {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
         params.distinguished_name = rcgen::DistinguishedName::new();
@@ -348,7 +348,7 @@ pub(crate) mod fixtures {
     }
 
     /// The same request, parsed.
-    pub(crate) fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
+    pub fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
         parse_csr(request_pem(cn, orgs, sans).as_bytes()).unwrap()
     }
 }

@@ -215,13 +215,13 @@ pub fn update_pod_condition(status: &mut PodStatus, mut condition: PodCondition,
 }
 
 /// Pod conditions and times for unit tests here and in the controllers.
-#[cfg(test)]
-pub(crate) mod fixtures {
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures {
     use jiff::Timestamp;
     use k8s_openapi::api::core::v1::PodCondition;
 
     /// A condition of `type_` in `status` for `reason`.
-    pub(crate) fn condition(type_: &str, status: &str, reason: &str) -> PodCondition {
+    pub fn condition(type_: &str, status: &str, reason: &str) -> PodCondition {
         PodCondition {
             type_: type_.into(),
             status: status.into(),
@@ -231,7 +231,7 @@ pub(crate) mod fixtures {
     }
 
     /// `seconds` after the epoch.
-    pub(crate) fn at(seconds: i64) -> Timestamp {
+    pub fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(seconds).expect("a time")
     }
 }

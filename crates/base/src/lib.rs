@@ -1,0 +1,22 @@
+//! The bottom layer of kube-controller-manager (Rust): ports of upstream's apimachinery
+//! helpers (labels, selectors, quantities, intstr, node affinity, pod helpers, cron), the
+//! metrics registry and its text format, logging, the random source, JWTs, X.509 and HTTP/1.1
+//! framing — the modules every other layer may use and that use nothing else of ours. A crate of its own, so
+//! that the compiler holds the rule: nothing here can name the API client, the runtime, a
+//! controller or the development tools (docs/architecture.md, "Architecture").
+//!
+//! The `kcm` library re-exports each module under its own name (`kcm::apimachinery`, …), so
+//! paths are the same on either side of the crate boundary.
+
+#![warn(missing_docs)]
+
+pub mod apimachinery;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fuzz;
+pub mod http1;
+pub mod jwt;
+pub mod logging;
+pub mod metrics;
+pub mod quantity;
+pub mod random;
+pub mod x509;
