@@ -3,7 +3,8 @@
 #  1. Layers: no module imports one above it. From the bottom:
 #       0  apimachinery quantity random metrics logging jwt x509 http1   (ports and leaf utilities:
 #          the crate crates/base, which the compiler holds; listed for the paths that reach it)
-#       1  client quota                                             (the API client; quota math)
+#       1  client quota                                             (the API client; quota math:
+#          the crates crates/client and crates/quota, which the compiler holds)
 #       2  runtime leader server                                    (controller machinery, election, secure port)
 #       3  controllers                                              (one module per controller)
 #       4  app                                                      (composition root: flags, the table, the process)

@@ -9,8 +9,9 @@
 #   (upstream's e2e specs), KCM_SANDBOX_TEST_THREADS tests at a time each (default 2), while the
 #   others keep RUST_TEST_THREADS (4, from .cargo/config.toml): up to ten at once on two cores,
 #   which the tests' waits and deadlines allow. Their output is printed when they end.
-# - Every other binary (the bottom crate's tests, `crates/base`; the library's unit tests, the
-#   binaries', each `tests/*.rs`, the doc tests) runs in turn, each whatever the ones before it did.
+# - Every other binary (the tests of the crates below the library's, `crates/*`; the library's
+#   unit tests, the binaries', each `tests/*.rs`, the doc tests) runs in turn, each whatever the
+#   ones before it did.
 # - The summary names every binary with its result and every failed test, and ends with one
 #   line `tests: N passed, N failed`; the exit status is non-zero if anything failed.
 set -uo pipefail
@@ -35,7 +36,7 @@ for name in "${beside[@]}"; do
 done
 
 # name: cargo's target arguments.
-targets=("base:--package=kcm-base" "lib:--lib" "bins:--bins")
+targets=("base:--package=kcm-base" "client:--package=kcm-client" "quota:--package=kcm-quota" "lib:--lib" "bins:--bins")
 for t in tests/*.rs; do
   b=$(basename "$t" .rs)
   [[ " ${beside[*]} " == *" $b "* ]] || targets+=("$b:--test=$b")

@@ -7,15 +7,15 @@
 #[cfg(test)]
 use kcm_base::fuzz;
 pub use kcm_base::{apimachinery, http1, jwt, logging, metrics, quantity, random, x509};
+pub use kcm_client::client;
+pub use kcm_quota::quota;
 
 pub mod app;
 pub mod cel;
-pub mod client;
 pub mod controllers;
 #[cfg(feature = "sandbox")]
 pub mod envtest;
 pub mod leader;
-pub mod quota;
 pub mod runtime;
 #[cfg(feature = "sandbox")]
 pub mod sandbox;

@@ -20,7 +20,7 @@ pub mod tls;
 pub mod url;
 pub mod watch;
 pub mod watch_connection;
-pub(crate) mod watch_poller;
+pub mod watch_poller;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -226,13 +226,13 @@ impl Client {
 
     /// Sends a request and returns the body of a 2xx answer; any other answer becomes an
     /// [`Error::Api`]. Waits for the rate limiter first, and honours `Retry-After` on 429/5xx.
-    pub(crate) fn send(&self, method: http::Method, path_and_query: &str, body: Option<Body>) -> Result<Vec<u8>> {
+    pub fn send(&self, method: http::Method, path_and_query: &str, body: Option<Body>) -> Result<Vec<u8>> {
         self.send_accepting(method, path_and_query, body, ACCEPT_JSON)
     }
 
     /// [`Client::send`] asking for another representation (`Accept`), e.g. the metadata-only
     /// `application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`.
-    pub(crate) fn send_accepting(
+    pub fn send_accepting(
         &self,
         method: http::Method,
         path_and_query: &str,
@@ -304,7 +304,7 @@ impl Client {
     /// Opens a watch on a connection of its own that [`watch_poller`] reads without a
     /// thread: the same credentials, metrics and request log as every request, and, as
     /// client-go's `Request.Watch`, no wait for the rate limiter.
-    pub(crate) fn open_watch_connection(
+    pub fn open_watch_connection(
         &self,
         path_and_query: &str,
         accept: &str,
@@ -429,12 +429,15 @@ impl Client {
 }
 
 /// A request body with its content type.
-pub(crate) struct Body {
+pub struct Body {
+    /// The `Content-Type` it is sent with.
     pub content_type: &'static str,
+    /// The encoded body.
     pub bytes: Vec<u8>,
 }
 
 impl Body {
+    /// `value` encoded as JSON.
     pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Body> {
         let bytes = serde_json::to_vec(value).map_err(|e| Error::Request(format!("cannot encode the body: {e}")))?;
         Ok(Body { content_type: "application/json", bytes })
@@ -483,7 +486,7 @@ fn retry_after<B>(response: &http::Response<B>) -> Option<Duration> {
 /// Reads an explicit `null` as the type's default. Go encodes a nil slice or map as `null`: kubectl
 /// writes kubeconfigs so, and kube-apiserver answers an empty metadata-only list with
 /// `"items": null`. `#[serde(default)]` alone covers only an absent field.
-pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
+pub fn null_as_default<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: serde::Deserialize<'de> + Default,
@@ -529,8 +532,8 @@ fn short_type_name<T>() -> String {
 }
 
 /// A client of a server nobody listens on, for unit tests whose code never reaches the API.
-#[cfg(test)]
-pub(crate) fn unreachable_client() -> Client {
+#[cfg(any(test, feature = "fixtures"))]
+pub fn unreachable_client() -> Client {
     let config = RestConfig {
         server: "https://127.0.0.1:1".into(),
         tls: Default::default(),

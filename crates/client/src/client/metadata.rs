@@ -155,7 +155,7 @@ impl MetadataApi {
     }
 
     /// Opens a watch of the collection for the watch poller (no thread of its own).
-    pub(crate) fn open_polled_watch(&self, params: &WatchParams) -> Result<super::watch_connection::WatchConnection> {
+    pub fn open_polled_watch(&self, params: &WatchParams) -> Result<super::watch_connection::WatchConnection> {
         let path = format!("{}{}", self.collection_path(), params.query());
         self.client.open_watch_connection(&path, ACCEPT_OBJECT)
     }

@@ -70,7 +70,8 @@ pub struct WatchParams {
 }
 
 impl WatchParams {
-    pub(crate) fn query(&self) -> String {
+    /// The watch's query string (`?watch=true&…`).
+    pub fn query(&self) -> String {
         query(&[
             ("watch", Some("true".to_string())),
             ("labelSelector", self.label_selector.clone()),
@@ -83,7 +84,9 @@ impl WatchParams {
         ])
     }
 
-    pub(crate) fn idle_timeout(&self) -> Duration {
+    /// How long the watch may go without a byte before it is taken for dead: the asked
+    /// `timeoutSeconds` and a grace, or the default.
+    pub fn idle_timeout(&self) -> Duration {
         self.idle_timeout.unwrap_or_else(|| match self.timeout_seconds {
             Some(t) => Duration::from_secs(t.into()) + IDLE_GRACE,
             None => DEFAULT_IDLE_TIMEOUT,

@@ -93,7 +93,7 @@ impl TlsConnector {
 
     /// A TLS client connection to `host` (a URL's host, without brackets), for connections
     /// made outside ureq (watches, see `watch_connection`).
-    pub(crate) fn client_connection(&self, host: &str) -> Result<ClientConnection, String> {
+    pub fn client_connection(&self, host: &str) -> Result<ClientConnection, String> {
         let name = match &self.server_name {
             Some(name) => name.clone(),
             None => ServerName::try_from(host.to_string()).map_err(|_| format!("{host:?} is not a valid TLS name"))?,

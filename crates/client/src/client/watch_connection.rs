@@ -28,7 +28,7 @@ const MAX_ERROR_BODY_BYTES: usize = 1024 * 1024;
 const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// Where and how to send one watch request.
-pub(crate) struct WatchRequest<'a> {
+pub struct WatchRequest<'a> {
     /// `https://host:port[/prefix]` of the server.
     pub server: &'a str,
     /// The path and query of the watch, e.g. `/api/v1/pods?watch=true&…`.
@@ -40,7 +40,7 @@ pub(crate) struct WatchRequest<'a> {
 }
 
 /// The answer to a watch request that was not a 2xx.
-pub(crate) struct Refused {
+pub struct Refused {
     /// The HTTP status code.
     pub code: u16,
     /// The answer's `Retry-After`.
@@ -87,7 +87,7 @@ struct EventBody {
 impl WatchConnection {
     /// Sends `request` and reads the answer's head. A 2xx answer gives the open connection,
     /// switched to non-blocking reads; any other answer gives its code and body.
-    pub(crate) fn open(
+    pub fn open(
         request: &WatchRequest<'_>,
         tls: Option<&TlsConnector>,
     ) -> Result<std::result::Result<WatchConnection, Refused>> {
@@ -116,18 +116,18 @@ impl WatchConnection {
     }
 
     /// The socket to poll for readability.
-    pub(crate) fn raw_fd(&self) -> RawFd {
+    pub fn raw_fd(&self) -> RawFd {
         self.transport.socket().as_raw_fd()
     }
 
     /// Whether the TLS layer has bytes to send (a key update, an alert) when the socket allows.
-    pub(crate) fn wants_write(&self) -> bool {
+    pub fn wants_write(&self) -> bool {
         matches!(&self.transport, Transport::Tls(stream) if stream.conn.wants_write())
     }
 
     /// Reads what the socket has without blocking, at most about `budget` bytes, and decodes
     /// it into the pending body. Returns whether the stream has ended.
-    pub(crate) fn read_available(&mut self, budget: usize) -> io::Result<bool> {
+    pub fn read_available(&mut self, budget: usize) -> io::Result<bool> {
         let mut buffer = [0u8; 16 * 1024];
         let mut read = 0;
         while read < budget && !self.body.ended {
@@ -158,7 +158,7 @@ impl WatchConnection {
     }
 
     /// The next complete event of the body read so far.
-    pub(crate) fn next_event(&mut self) -> Option<Result<RawEvent>> {
+    pub fn next_event(&mut self) -> Option<Result<RawEvent>> {
         self.body.next_event()
     }
 
@@ -457,9 +457,9 @@ impl BodyDecoder {
     }
 }
 
-/// The answer to a refused watch as the client's error.
 impl Refused {
-    pub(crate) fn into_error(self) -> Error {
+    /// The answer to a refused watch as the client's error.
+    pub fn into_error(self) -> Error {
         ApiError::from_response(self.code, &self.body, self.retry_after).into()
     }
 }

@@ -245,7 +245,7 @@ where
     }
 
     /// `/api/v1/namespaces/ns/pods`, `/apis/apps/v1/deployments`, …
-    pub(crate) fn collection_path(&self) -> String {
+    pub fn collection_path(&self) -> String {
         let group_version = if K::GROUP.is_empty() {
             format!("/api/{}", K::VERSION)
         } else {
@@ -418,10 +418,7 @@ where
     }
 
     /// Opens a watch of the collection for the watch poller (no thread of its own).
-    pub(crate) fn open_polled_watch(
-        &self,
-        params: &super::WatchParams,
-    ) -> Result<super::watch_connection::WatchConnection> {
+    pub fn open_polled_watch(&self, params: &super::WatchParams) -> Result<super::watch_connection::WatchConnection> {
         let path = format!("{}{}", self.collection_path(), params.query());
         self.client.open_watch_connection(&path, super::ACCEPT_JSON)
     }

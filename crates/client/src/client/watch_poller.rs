@@ -32,7 +32,7 @@ const READ_BUDGET: usize = 256 * 1024;
 const MAX_SLEEP: Duration = Duration::from_secs(10);
 
 /// What a watch's owner does with its events.
-pub(crate) trait WatchHandler: Send {
+pub trait WatchHandler: Send {
     /// One event, or the reason it could not be decoded; false ends the watch (its handler
     /// then learns of the end through [`WatchHandler::ended`] with no error).
     fn event(&mut self, event: Result<RawEvent>) -> bool;
@@ -47,14 +47,14 @@ pub(crate) trait WatchHandler: Send {
 }
 
 /// Hands an open watch to the poller; it is read from now on.
-pub(crate) fn register(connection: WatchConnection, idle_timeout: Duration, handler: Box<dyn WatchHandler>) {
+pub fn register(connection: WatchConnection, idle_timeout: Duration, handler: Box<dyn WatchHandler>) {
     let poller = poller();
     poller.incoming.lock().push(Watch::new(connection, idle_timeout, handler));
     poller.wake();
 }
 
 /// Makes the poller look at its watches' owners now (e.g. right after a stop).
-pub(crate) fn wake() {
+pub fn wake() {
     if let Some(poller) = POLLER.get() {
         poller.wake();
     }
