@@ -5,7 +5,8 @@
 #          the crate crates/base, which the compiler holds; listed for the paths that reach it)
 #       1  client quota                                             (the API client; quota math:
 #          the crates crates/client and crates/quota, which the compiler holds)
-#       2  runtime leader server                                    (controller machinery, election, secure port)
+#       2  runtime leader server                                    (controller machinery, election, secure port:
+#          the crates crates/runtime, crates/leader and crates/server, which the compiler holds)
 #       3  controllers                                              (one module per controller)
 #       4  app                                                      (composition root: flags, the table, the process)
 #       5  envtest sandbox                                          (development tools around it all)

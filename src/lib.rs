@@ -6,28 +6,17 @@
 
 #[cfg(test)]
 use kcm_base::fuzz;
-pub use kcm_base::{apimachinery, http1, jwt, logging, metrics, quantity, random, x509};
+pub use kcm_base::{apimachinery, hostname, http1, jwt, logging, metrics, quantity, random, x509};
 pub use kcm_client::client;
+pub use kcm_leader::leader;
 pub use kcm_quota::quota;
+pub use kcm_runtime::runtime;
+pub use kcm_server::server;
 
 pub mod app;
 pub mod cel;
 pub mod controllers;
 #[cfg(feature = "sandbox")]
 pub mod envtest;
-pub mod leader;
-pub mod runtime;
 #[cfg(feature = "sandbox")]
 pub mod sandbox;
-pub mod server;
-
-/// This machine's host name, from `/proc/sys/kernel/hostname` or `$HOSTNAME` (as Go's
-/// `os.Hostname`), or `None` when neither gives one.
-pub fn hostname() -> Option<String> {
-    let from_kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
-    [from_kernel, std::env::var("HOSTNAME").ok()]
-        .into_iter()
-        .flatten()
-        .map(|name| name.trim().to_string())
-        .find(|name| !name.is_empty())
-}

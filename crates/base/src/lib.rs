@@ -20,3 +20,14 @@ pub mod metrics;
 pub mod quantity;
 pub mod random;
 pub mod x509;
+
+/// This machine's host name, from `/proc/sys/kernel/hostname` or `$HOSTNAME` (as Go's
+/// `os.Hostname`), or `None` when neither gives one.
+pub fn hostname() -> Option<String> {
+    let from_kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    [from_kernel, std::env::var("HOSTNAME").ok()]
+        .into_iter()
+        .flatten()
+        .map(|name| name.trim().to_string())
+        .find(|name| !name.is_empty())
+}

@@ -248,8 +248,8 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Informer<K> {
 
     /// Caches `object` and announces it, as a watch event would: for other modules' unit
     /// tests, which have no server to watch.
-    #[cfg(test)]
-    pub(crate) fn apply_for_test(&self, object: K) {
+    #[cfg(any(test, feature = "fixtures"))]
+    pub fn apply_for_test(&self, object: K) {
         self.upsert(object);
     }
 

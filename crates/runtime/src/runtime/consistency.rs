@@ -18,10 +18,10 @@
 //!
 //! use k8s_openapi::api::apps::v1::ReplicaSet;
 //! use k8s_openapi::api::core::v1::Pod;
-//! use kcm::apimachinery::schema::GroupResource;
-//! use kcm::runtime::consistency::{ConsistencyStore, LastSyncRvGetter, NoopConsistencyStore, RealConsistencyStore};
-//! use kcm::runtime::controller::SyncResult;
-//! use kcm::runtime::informer::SharedInformerFactory;
+//! use kcm_base::apimachinery::schema::GroupResource;
+//! use kcm_runtime::runtime::consistency::{ConsistencyStore, LastSyncRvGetter, NoopConsistencyStore, RealConsistencyStore};
+//! use kcm_runtime::runtime::controller::SyncResult;
+//! use kcm_runtime::runtime::informer::SharedInformerFactory;
 //!
 //! // In the constructor: a real store when the controller's gate is on, else a no-op one.
 //! fn consistency_store(informers: &SharedInformerFactory, gate_enabled: bool) -> Arc<dyn ConsistencyStore> {
