@@ -36,7 +36,7 @@ for name in "${beside[@]}"; do
 done
 
 # name: cargo's target arguments.
-targets=("base:--package=kcm-base" "client:--package=kcm-client" "quota:--package=kcm-quota" "runtime-crate:--package=kcm-runtime" "leader:--package=kcm-leader" "server:--package=kcm-server" "lib:--lib" "bins:--bins")
+targets=("base:--package=kcm-base" "client:--package=kcm-client" "quota:--package=kcm-quota" "runtime-crate:--package=kcm-runtime" "leader:--package=kcm-leader" "server:--package=kcm-server" "cel:--package=kcm-cel" "controllers-crate:--package=kcm-controllers" "lib:--lib" "bins:--bins")
 for t in tests/*.rs; do
   b=$(basename "$t" .rs)
   [[ " ${beside[*]} " == *" $b "* ]] || targets+=("$b:--test=$b")

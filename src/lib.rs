@@ -7,15 +7,15 @@
 #[cfg(test)]
 use kcm_base::fuzz;
 pub use kcm_base::{apimachinery, hostname, http1, jwt, logging, metrics, quantity, random, x509};
+pub use kcm_cel::cel;
 pub use kcm_client::client;
+pub use kcm_controllers::controllers;
 pub use kcm_leader::leader;
 pub use kcm_quota::quota;
 pub use kcm_runtime::runtime;
 pub use kcm_server::server;
 
 pub mod app;
-pub mod cel;
-pub mod controllers;
 #[cfg(feature = "sandbox")]
 pub mod envtest;
 #[cfg(feature = "sandbox")]

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Generates src/controllers/podutil/template_hash/schema.rs: the Go struct layout of
+"""Generates crates/controllers/src/controllers/podutil/template_hash/schema.rs: the Go struct layout of
 k8s.io/api/core/v1.PodTemplateSpec (Kubernetes 1.36) and everything it reaches, from the Go
 declarations in schema/core_v1_types.go and schema/meta_v1_types.go.
 
-Usage: tools/pod-template-hash/gen_schema.py > src/controllers/podutil/template_hash/schema.rs
+Usage: tools/pod-template-hash/gen_schema.py > crates/controllers/src/controllers/podutil/template_hash/schema.rs
 """
 import os
 import re

@@ -1,4 +1,4 @@
-//! The scenarios, one file per controller (named as its module under `src/controllers/`), each
+//! The scenarios, one file per controller (named as its module under `crates/controllers/src/controllers/`), each
 //! with its table entries (`SCENARIOS`) and its steps; the helpers two or more share are here.
 //! Adding a controller's scenario adds a file and a line to [`all`].
 

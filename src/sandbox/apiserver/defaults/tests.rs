@@ -910,3 +910,30 @@ fn pod_level_limits_give_pod_level_requests() {
     );
     assert!(template["template"]["spec"]["resources"].get("requests").is_none());
 }
+
+/// The sandbox's defaulting turns a bare Deployment template into what kube-apiserver stores:
+/// the hand-written stored form of the pod-template-hash cases' `minimal` case, whose hash the
+/// Deployment controller computes as upstream's does.
+#[test]
+fn a_defaulted_template_hashes_like_upstreams_stored_one() {
+    use crate::controllers::podutil::template_hash::compute_hash;
+    use crate::sandbox::storage::resources;
+    const CASES: &str = include_str!("../../../../tools/pod-template-hash/cases.json");
+    let cases: Vec<Value> = serde_json::from_str(CASES).expect("cases.json parses");
+    let mut deployment = serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "nginx", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "nginx"}},
+            "template": {
+                "metadata": {"labels": {"app": "nginx"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}
+            }
+        }
+    });
+    apply(resources::by_kind("apps/v1", "Deployment").expect("served kind"), &mut deployment);
+    assert_eq!(deployment["spec"]["template"], cases[0]["template"]);
+    let template = serde_json::from_value(deployment["spec"]["template"].clone()).expect("a PodTemplateSpec");
+    assert_eq!(compute_hash(&template, None), "7cd5cff77d");
+}

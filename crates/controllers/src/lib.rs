@@ -1,0 +1,20 @@
+//! The controllers of kube-controller-manager (Rust), one module each after upstream's
+//! `pkg/controller`, plus the helpers several share. Above the machinery (`kcm-runtime`), the
+//! client and the bottom layer, and using nothing else of ours, which the compiler holds: no
+//! controller can reach the flags, the process or the development tools. The `kcm` library
+//! re-exports it as `kcm::controllers`; the modules below are in scope here under their names.
+
+#![warn(missing_docs)]
+
+pub mod controllers;
+
+#[allow(unused_imports)]
+use kcm_base::{apimachinery, hostname, jwt, metrics, quantity, random, x509};
+#[allow(unused_imports)]
+use kcm_cel::cel;
+#[allow(unused_imports)]
+use kcm_client::client;
+#[allow(unused_imports)]
+use kcm_quota::quota;
+#[allow(unused_imports)]
+use kcm_runtime::runtime;
