@@ -36,7 +36,9 @@ for name in "${beside[@]}"; do
 done
 
 # name: cargo's target arguments.
-targets=("base:--package=kcm-base" "client:--package=kcm-client" "quota:--package=kcm-quota" "runtime-crate:--package=kcm-runtime" "leader:--package=kcm-leader" "server:--package=kcm-server" "cel:--package=kcm-cel" "controllers-crate:--package=kcm-controllers" "lib:--lib" "bins:--bins")
+# `crates`: every crate of crates/ at once, with the features of the build above (one crate at
+# a time would resolve other features for some dependencies and build them again).
+targets=("crates:--workspace --exclude=kube-controller-manager" "lib:--lib" "bins:--bins")
 for t in tests/*.rs; do
   b=$(basename "$t" .rs)
   [[ " ${beside[*]} " == *" $b "* ]] || targets+=("$b:--test=$b")
@@ -50,7 +52,8 @@ for entry in "${targets[@]}"; do
   names+=("$name")
   echo "== test binary: $name"
   started=$SECONDS
-  cargo test --quiet --no-fail-fast "${entry#*:}" -- "$@" 2>&1 | tee "$logs/$name"
+  read -ra selection <<<"${entry#*:}"
+  cargo test --quiet --no-fail-fast "${selection[@]}" -- "$@" 2>&1 | tee "$logs/$name"
   status[$name]=${PIPESTATUS[0]}
   echo "== test binary: $name: exit ${status[$name]} after $((SECONDS - started)) s"
 done
