@@ -12,5 +12,4 @@ pub mod client;
 
 #[cfg(test)]
 use kcm_base::fuzz;
-#[allow(unused_imports)]
-use kcm_base::{apimachinery, http1, jwt, logging, metrics, quantity, random, x509};
+use kcm_base::{apimachinery, http1, jwt, metrics, random, x509};

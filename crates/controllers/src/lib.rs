@@ -8,13 +8,8 @@
 
 pub mod controllers;
 
-#[allow(unused_imports)]
-use kcm_base::{apimachinery, hostname, jwt, metrics, quantity, random, x509};
-#[allow(unused_imports)]
+use kcm_base::{apimachinery, jwt, metrics, quantity, random, x509};
 use kcm_cel::cel;
-#[allow(unused_imports)]
 use kcm_client::client;
-#[allow(unused_imports)]
 use kcm_quota::quota;
-#[allow(unused_imports)]
 use kcm_runtime::runtime;

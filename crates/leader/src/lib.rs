@@ -6,7 +6,5 @@
 
 pub mod leader;
 
-#[allow(unused_imports)]
 use kcm_base::{apimachinery, hostname, metrics, random};
-#[allow(unused_imports)]
 use kcm_client::client;

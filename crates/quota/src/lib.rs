@@ -7,5 +7,4 @@
 
 pub mod quota;
 
-#[allow(unused_imports)]
 use kcm_base::{apimachinery, quantity};

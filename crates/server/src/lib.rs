@@ -6,7 +6,5 @@
 
 pub mod server;
 
-#[allow(unused_imports)]
 use kcm_base::{apimachinery, hostname, http1, metrics, random, x509};
-#[allow(unused_imports)]
 use kcm_client::client;
