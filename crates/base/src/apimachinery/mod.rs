@@ -1,5 +1,5 @@
 //! Ports of the Kubernetes helper packages that several layers need: name and label rules,
-//! field errors, Go quoting, JSON and durations, label selectors, CIDRs, clocks, token buckets and pod
+//! field errors, aggregated errors, Go quoting, JSON and durations, label selectors, CIDRs, clocks, token buckets and pod
 //! helpers.
 //!
 //! Each file follows one upstream package, with its semantics and its wording, so that the
@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod cron;
 pub mod duration;
+pub mod errors;
 pub mod field;
 pub mod flowcontrol;
 pub mod gojson;

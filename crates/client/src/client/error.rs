@@ -145,6 +145,13 @@ fn generic_status(code: u16, body: &[u8]) -> Status {
 }
 
 impl Error {
+    /// client-go's `errors.As(err, &statusErr)`: the API client's error inside any error's
+    /// source chain (through wrappers and every member of an aggregate), so a caller that got a
+    /// wrapped error can still ask [`Error::is_not_found`] & co.
+    pub fn find<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a Error> {
+        crate::apimachinery::errors::find_in_chain::<Error>(error)
+    }
+
     fn api(&self) -> Option<&ApiError> {
         match self {
             Error::Api(e) => Some(e),

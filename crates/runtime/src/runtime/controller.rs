@@ -20,6 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::apimachinery::clock::RealClock;
+use crate::apimachinery::errors::BoxError;
 use crate::client::Client;
 
 use super::events::EventRecorder;
@@ -67,6 +68,29 @@ impl SyncError {
         }
     }
 
+    /// Any error as the workqueue acts on it: the kind of the first API error in its source
+    /// chain (a conflict, a `Retry-After`; see `From<client::Error>`), its whole text as the
+    /// message. Wrappers keep the kind as client-go's `%w` does, so a handler may return its
+    /// own error type and let `?` or `map_err(SyncError::of)` classify it here.
+    pub fn of<E: std::error::Error + 'static>(error: E) -> SyncError {
+        let message = error.to_string();
+        match crate::client::Error::find(&error) {
+            Some(api) => SyncError::from_api(api, message),
+            None => SyncError::Failed(message),
+        }
+    }
+
+    /// The kind the workqueue gives an API error, with `message` as its text.
+    fn from_api(error: &crate::client::Error, message: String) -> SyncError {
+        if error.is_conflict() {
+            SyncError::Conflict(message)
+        } else if let Some(delay) = error.retry_after() {
+            SyncError::RetryAfter { delay, message }
+        } else {
+            SyncError::Failed(message)
+        }
+    }
+
     /// The same kind of error with `context: ` before its message.
     pub fn context(self, context: impl fmt::Display) -> SyncError {
         let wrap = |m: String| format!("{context}: {m}");
@@ -103,13 +127,8 @@ impl From<&str> for SyncError {
 /// name another object than the key's (e.g. the namespace of a pod being created).
 impl From<crate::client::Error> for SyncError {
     fn from(error: crate::client::Error) -> SyncError {
-        if error.is_conflict() {
-            SyncError::Conflict(error.to_string())
-        } else if let Some(delay) = error.retry_after() {
-            SyncError::RetryAfter { delay, message: error.to_string() }
-        } else {
-            SyncError::Failed(error.to_string())
-        }
+        let message = error.to_string();
+        SyncError::from_api(&error, message)
     }
 }
 
@@ -129,7 +148,7 @@ pub struct ControllerContext<'a> {
     pub recorder: EventRecorder,
 }
 
-type StartHook = Box<dyn FnOnce() -> Result<(), String> + Send>;
+type StartHook = Box<dyn FnOnce() -> Result<(), BoxError> + Send>;
 type ReadyCheck = Box<dyn Fn() -> bool + Send + Sync>;
 
 /// A constructed controller: its queues and their handlers, its periodic tasks, what its
@@ -238,7 +257,7 @@ impl Controller {
     /// constructor does with the API (discovery, a first list through the controller's own
     /// client). An error stops the process, as a controller that fails to start stops
     /// upstream's.
-    pub fn on_start(mut self, start: impl FnOnce() -> Result<(), String> + Send + 'static) -> Controller {
+    pub fn on_start(mut self, start: impl FnOnce() -> Result<(), BoxError> + Send + 'static) -> Controller {
         self.on_start.push(Box::new(start));
         self
     }
@@ -376,7 +395,7 @@ pub struct ControllerIdentity {
 pub const SERVICE_ACCOUNT_NAMESPACE: &str = "kube-system";
 
 /// Builds a controller in its context.
-pub type BuildFn<'a> = Box<dyn FnOnce(&ControllerContext<'_>) -> Result<Controller, String> + 'a>;
+pub type BuildFn<'a> = Box<dyn FnOnce(&ControllerContext<'_>) -> Result<Controller, BoxError> + 'a>;
 
 /// One controller for [`ControllerSet::start`]: who it is and how to build it.
 pub struct ControllerSpec<'a> {
@@ -798,6 +817,30 @@ mod tests {
         assert!(matches!(SyncError::from(api_error(404, None)), SyncError::Failed(_)));
         let wrapped = SyncError::from(api_error(409, None)).context("updating status");
         assert!(matches!(&wrapped, SyncError::Conflict(m) if m.starts_with("updating status: ")));
+    }
+
+    /// A handler's own error wrapping an API error, as a controller module declares one.
+    #[derive(Debug, thiserror::Error)]
+    #[error("updating status of {key}: {source}")]
+    struct StatusUpdate {
+        key: String,
+        source: Error,
+    }
+
+    #[test]
+    fn any_error_is_classified_by_the_api_error_in_its_chain() {
+        let wrapped = StatusUpdate { key: "ns/a".into(), source: api_error(409, None) };
+        let text = wrapped.to_string();
+        assert!(matches!(SyncError::of(wrapped), SyncError::Conflict(m) if m == text));
+        let throttled = StatusUpdate { key: "ns/a".into(), source: api_error(429, Some(Duration::from_secs(2))) };
+        assert!(
+            matches!(SyncError::of(throttled), SyncError::RetryAfter { delay, .. } if delay == Duration::from_secs(2))
+        );
+        let members: Vec<crate::apimachinery::errors::BoxError> = vec!["local".into(), Box::new(api_error(409, None))];
+        let batch = crate::apimachinery::errors::Aggregate::from_errors(members).unwrap_err();
+        assert!(matches!(SyncError::of(batch), SyncError::Conflict(m) if m.starts_with("[local, ")));
+        let local = StatusUpdate { key: "ns/a".into(), source: Error::Request("bad name".into()) };
+        assert!(matches!(SyncError::of(local), SyncError::Failed(_)));
     }
 
     fn queue(clock: &Arc<FakeClock>) -> WorkQueue<String> {

@@ -129,7 +129,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
             None => Ok(()),
         })
         .wait_for(move || synced.get().is_some_and(|p| p.has_synced()))
-        .on_start(move || starter.start()))
+        .on_start(move || starter.start().map_err(Into::into)))
 }
 
 /// `syncClusterTrustBundle`, recorded in the publisher's metrics as upstream's deferred

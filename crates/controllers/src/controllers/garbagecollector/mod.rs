@@ -127,7 +127,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         })
         // `Run` waits for `dependencyGraphBuilder.IsSynced` before its workers start.
         .wait_for(move || synced.is_synced())
-        .on_start(move || starter.start())
+        .on_start(move || starter.start().map_err(Into::into))
         .resync_every("discovery", SYNC_PERIOD, move || collector.resync_discovery()))
 }
 

@@ -144,7 +144,7 @@ pub fn new(context: &ControllerContext<'_>, params: AllocatorParams) -> Result<C
     let (workers, starter) = (allocator.clone(), allocator);
     Ok(Controller::new()
         .with_queue(&queue, CIDR_UPDATE_WORKERS, move |key: &String| workers.sync_node(key).map_err(SyncError::Failed))
-        .on_start(move || starter.occupy_listed_nodes()))
+        .on_start(move || starter.occupy_listed_nodes().map_err(Into::into)))
 }
 
 /// Upstream's `rangeAllocator`.
