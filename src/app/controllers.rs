@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+use crate::apimachinery::errors::BoxError;
 use crate::app::flags::{FlagError, Options, validate};
 use crate::client::Client;
 use crate::controllers::{
@@ -22,7 +23,7 @@ use crate::controllers::{
 use crate::runtime::controller::{Controller, ControllerContext, ControllerIdentity};
 
 /// Builds a controller from the flags (upstream's `startXController` functions).
-pub type StartFn = fn(&ControllerContext<'_>, &Options) -> Result<Controller, String>;
+pub type StartFn = fn(&ControllerContext<'_>, &Options) -> Result<Controller, BoxError>;
 
 /// Checks a controller's own flags (part of upstream's `Validate`).
 pub type FlagCheck = fn(&Options) -> Result<(), FlagError>;
@@ -179,23 +180,23 @@ fn workers(flag: i32) -> usize {
 pub static CONTROLLERS: &[ControllerDescriptor] = &[
     off_by_default("bootstrap-signer-controller", &["bootstrapsigner"])
         .account("bootstrap-signer")
-        .starts(|c, _| bootstrap::signer::new(c)),
+        .starts(|c, _| Ok(bootstrap::signer::new(c)?)),
     plain("certificatesigningrequest-approving-controller", &["csrapproving"])
         .account("certificate-controller")
-        .starts(|c, _| certificates::approver::new(c, certificates::approver::Config::default())),
+        .starts(|c, _| Ok(certificates::approver::new(c, certificates::approver::Config::default())?)),
     plain("certificatesigningrequest-cleaner-controller", &["csrcleaner"])
         .account("certificate-controller")
-        .starts(|c, _| certificates::cleaner::new(c, certificates::cleaner::Config::default())),
+        .starts(|c, _| Ok(certificates::cleaner::new(c, certificates::cleaner::Config::default())?)),
     plain("certificatesigningrequest-signing-controller", &["csrsigning"])
         .account("certificate-controller")
-        .starts(|c, o| certificates::signer::new(c, csr_signing(&o.csr_signing))),
+        .starts(|c, o| Ok(certificates::signer::new(c, csr_signing(&o.csr_signing))?)),
     cloud("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
     plain("clusterrole-aggregation-controller", &["clusterrole-aggregation"])
         .account("clusterrole-aggregation-controller")
-        .starts(|c, _| clusterroleaggregation::new(c)),
+        .starts(|c, _| Ok(clusterroleaggregation::new(c)?)),
     plain("cronjob-controller", &["cronjob"])
         .account("cronjob-controller")
-        .starts(|c, o| cronjob::new(c, cronjob::Config { workers: workers(o.concurrency.cron_job_syncs) })),
+        .starts(|c, o| Ok(cronjob::new(c, cronjob::Config { workers: workers(o.concurrency.cron_job_syncs) })?)),
     plain("daemonset-controller", &["daemonset"])
         .account("daemon-set-controller")
         .starts(|c, o| {
@@ -203,7 +204,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 workers: workers(o.concurrency.daemonset_syncs),
                 stale_controller_consistency: o.generic.feature_gates.is_enabled("StaleControllerConsistencyDaemonSet"),
             };
-            daemon::new(c, config)
+            Ok(daemon::new(c, config)?)
         }),
     plain("deployment-controller", &["deployment"])
         .account("deployment-controller")
@@ -212,18 +213,18 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 workers: workers(o.concurrency.deployment_syncs),
                 terminating_replicas: o.generic.feature_gates.is_enabled("DeploymentReplicaSetTerminatingReplicas"),
             };
-            deployment::new(c, config)
+            Ok(deployment::new(c, config)?)
         }),
     gated("device-taint-eviction-controller", &[], &["DynamicResourceAllocation", "DRADeviceTaints"])
         .account("device-taint-eviction-controller")
         .starts(|c, o| {
             let device_taint_rules = o.generic.feature_gates.is_enabled("DRADeviceTaintRules");
-            devicetainteviction::new(c, devicetainteviction::Config { workers: workers(o.concurrency.device_taint_eviction_syncs), device_taint_rules })
+            Ok(devicetainteviction::new(c, devicetainteviction::Config { workers: workers(o.concurrency.device_taint_eviction_syncs), device_taint_rules })?)
         }),
     plain("disruption-controller", &["disruption"])
         .account("disruption-controller")
         .events("controllermanager")
-        .starts(|c, _| disruption::new(c, disruption::Config::default())),
+        .starts(|c, _| Ok(disruption::new(c, disruption::Config::default())?)),
     plain("endpoints-controller", &["endpoint"])
         .account("endpoint-controller")
         .events("endpoint-controller")
@@ -232,7 +233,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 workers: workers(o.concurrency.endpoint_syncs),
                 batch_period: o.endpoints.endpoint_updates_batch_period,
             };
-            endpoint::new(c, config)
+            Ok(endpoint::new(c, config)?)
         }),
     plain("endpointslice-controller", &["endpointslice"])
         .account("endpointslice-controller")
@@ -243,7 +244,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 max_endpoints_per_slice: usize::try_from(o.endpoints.max_endpoints_per_slice).unwrap_or(100).max(1),
                 batch_period: o.endpoints.endpointslice_updates_batch_period,
             };
-            endpointslice::new(c, config)
+            Ok(endpointslice::new(c, config)?)
         }),
     plain("endpointslice-mirroring-controller", &["endpointslicemirroring"])
         .account("endpointslicemirroring-controller")
@@ -256,16 +257,16 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                     .max(1),
                 batch_period: o.endpoints.mirroring_updates_batch_period,
             };
-            endpointslicemirroring::new(c, config)
+            Ok(endpointslicemirroring::new(c, config)?)
         }),
     plain("ephemeral-volume-controller", &["ephemeral-volume"])
         .account("ephemeral-volume-controller")
         .events("ephemeral_volume")
-        .starts(|c, o| ephemeral::new(c, ephemeral::Config { workers: workers(o.concurrency.ephemeral_volume_syncs) })),
+        .starts(|c, o| Ok(ephemeral::new(c, ephemeral::Config { workers: workers(o.concurrency.ephemeral_volume_syncs) })?)),
     plain("garbage-collector-controller", &["garbagecollector"])
         .account("generic-garbage-collector")
         .off_when(|o| !o.garbage_collector.enabled)
-        .starts(|c, o| garbagecollector::new(c, garbagecollector::Config { workers: workers(o.concurrency.gc_syncs) })),
+        .starts(|c, o| Ok(garbagecollector::new(c, garbagecollector::Config { workers: workers(o.concurrency.gc_syncs) })?)),
     plain("horizontal-pod-autoscaler-controller", &["horizontalpodautoscaling"])
         .account("horizontal-pod-autoscaler")
         .events("horizontal-pod-autoscaler")
@@ -283,7 +284,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 pod_level_resources: o.generic.feature_gates.is_enabled("PodLevelResources"),
                 scale_to_zero: o.generic.feature_gates.is_enabled("HPAScaleToZero"),
             };
-            podautoscaler::new_with_gates(c, config, gates)
+            Ok(podautoscaler::new_with_gates(c, config, gates)?)
         }),
     plain("job-controller", &["job"])
         .account("job-controller")
@@ -296,7 +297,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 mutable_scheduling_directives: gates.is_enabled("MutableSchedulingDirectivesForSuspendedJobs"),
                 stale_controller_consistency: gates.is_enabled("StaleControllerConsistencyJob"),
             };
-            job::new(c, config)
+            Ok(job::new(c, config)?)
         }),
     gated("kube-apiserver-serving-clustertrustbundle-publisher-controller", &[], &["ClusterTrustBundle"])
         .account("kube-apiserver-serving-clustertrustbundle-publisher")
@@ -305,7 +306,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("legacy-service-account-token-cleaner")
         .starts(|c, o| {
             let config = serviceaccount::CleanerConfig { period: o.service_account.legacy_token_clean_up_period };
-            serviceaccount::new_legacy_token_cleaner(c, config)
+            Ok(serviceaccount::new_legacy_token_cleaner(c, config)?)
         }),
     plain("namespace-controller", &["namespace"]).account("namespace-controller").starts(|c, o| {
         let config = namespace::Config {
@@ -313,7 +314,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             resync_period: o.namespace.sync_period,
             ordered_deletion: o.generic.feature_gates.is_enabled("OrderedNamespaceDeletion"),
         };
-        namespace::new(c, config)
+        Ok(namespace::new(c, config)?)
     }),
     plain("node-ipam-controller", &["nodeipam"])
         .account("node-controller")
@@ -331,11 +332,11 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .checks(validate::attach_detach)
         .starts(|c, o| {
             let options = &o.attach_detach;
-            attachdetach::new(c, attachdetach::Config {
+            Ok(attachdetach::new(c, attachdetach::Config {
                 reconcile_sync_period: options.reconcile_sync_period,
                 disable_reconcile_sync: options.disable_reconcile_sync,
                 disable_force_detach_on_timeout: options.disable_force_detach_on_timeout,
-            })
+            })?)
         }),
     plain("persistentvolume-binder-controller", &["persistentvolume-binder"])
         .account("persistent-volume-binder")
@@ -346,28 +347,28 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 enable_dynamic_provisioning: o.persistent_volume.enable_dynamic_provisioning,
                 volume_attributes_class: o.generic.feature_gates.is_enabled("VolumeAttributesClass"),
             };
-            persistentvolume::new(c, config)
+            Ok(persistentvolume::new(c, config)?)
         }),
     plain("persistentvolume-expander-controller", &["persistentvolume-expander"])
         .account("expand-controller")
         .events("volume_expand")
-        .starts(|c, _| expand::new(c)),
+        .starts(|c, _| Ok(expand::new(c)?)),
     plain("persistentvolume-protection-controller", &["pv-protection"])
         .account("pv-protection-controller")
-        .starts(|c, _| pvprotection::new(c, pvprotection::Config::default())),
+        .starts(|c, _| Ok(pvprotection::new(c, pvprotection::Config::default())?)),
     plain("persistentvolumeclaim-protection-controller", &["pvc-protection"])
         .account("pvc-protection-controller")
-        .starts(|c, _| pvcprotection::new(c, pvcprotection::Config::default())),
+        .starts(|c, _| Ok(pvcprotection::new(c, pvcprotection::Config::default())?)),
     plain("pod-garbage-collector-controller", &["podgc"]).account("pod-garbage-collector").starts(|c, o| {
         let threshold = o.pod_gc.terminated_pod_gc_threshold;
-        podgc::new(c, podgc::Config { terminated_pod_threshold: threshold, ..podgc::Config::default() })
+        Ok(podgc::new(c, podgc::Config { terminated_pod_threshold: threshold, ..podgc::Config::default() })?)
     }),
     gated("podcertificaterequest-cleaner-controller", &[], &["PodCertificateRequest"])
         .account("podcertificaterequestcleaner")
-        .starts(|c, _| certificates::pcrcleaner::new(c, certificates::pcrcleaner::Config::default())),
+        .starts(|c, _| Ok(certificates::pcrcleaner::new(c, certificates::pcrcleaner::Config::default())?)),
     gated("podgroup-protection-controller", &[], &["GenericWorkload"])
         .account("podgroup-protection-controller")
-        .starts(|c, _| podgroupprotection::new(c, podgroupprotection::Config::default())),
+        .starts(|c, _| Ok(podgroupprotection::new(c, podgroupprotection::Config::default())?)),
     plain("replicaset-controller", &["replicaset"])
         .account("replicaset-controller")
         .starts(|c, o| {
@@ -379,7 +380,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                     .feature_gates
                     .is_enabled("StaleControllerConsistencyReplicaSet"),
             };
-            replicaset::new_replica_sets(c, config)
+            Ok(replicaset::new_replica_sets(c, config)?)
         }),
     plain("replicationcontroller-controller", &["replicationcontroller"])
         .account("replication-controller")
@@ -392,7 +393,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 // Upstream's replication manager has no gate: it always uses the no-op store.
                 stale_controller_consistency: false,
             };
-            replicaset::new_replication_controllers(c, config)
+            Ok(replicaset::new_replication_controllers(c, config)?)
         }),
     gated("resourceclaim-controller", &["resource-claim-controller"], &["DynamicResourceAllocation"])
         .account("resource-claim-controller")
@@ -404,11 +405,11 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 prioritized_list: gates.is_enabled("DRAPrioritizedList"),
                 workload_resource_claims: gates.is_enabled("DRAWorkloadResourceClaims"),
             };
-            resourceclaim::new(c, resourceclaim::Config { workers: workers(o.concurrency.resource_claim_syncs), features })
+            Ok(resourceclaim::new(c, resourceclaim::Config { workers: workers(o.concurrency.resource_claim_syncs), features })?)
         }),
     gated("resourcepoolstatusrequest-controller", &[], &["DRAResourcePoolStatus"])
         .account("resourcepoolstatusrequest-controller")
-        .starts(|c, _| resourcepoolstatusrequest::new(c, resourcepoolstatusrequest::Config::default())),
+        .starts(|c, _| Ok(resourcepoolstatusrequest::new(c, resourcepoolstatusrequest::Config::default())?)),
     plain("resourcequota-controller", &["resourcequota"]).account("resourcequota-controller").starts(|c, o| {
         let config = resourcequota::Config {
             workers: workers(o.concurrency.resource_quota_syncs),
@@ -420,11 +421,11 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             },
             volume_attributes_class: o.generic.feature_gates.is_enabled("VolumeAttributesClass"),
         };
-        resourcequota::new(c, config)
+        Ok(resourcequota::new(c, config)?)
     }),
     plain("root-ca-certificate-publisher-controller", &["root-ca-cert-publisher"])
         .account("root-ca-cert-publisher")
-        .starts(|c, o| root_ca_publisher::new(c, root_ca_publisher::Config { root_ca: root_ca(o, &c.client)? })),
+        .starts(|c, o| Ok(root_ca_publisher::new(c, root_ca_publisher::Config { root_ca: root_ca(o, &c.client)? })?)),
     off_by_default_gated("selinux-warning-controller", &[], &["SELinuxChangePolicy"])
         .account("selinux-warning-controller")
         .events("selinux_warning")
@@ -434,15 +435,15 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 mount_rwop: gates.is_enabled("SELinuxMountReadWriteOncePod"),
                 change_policy: gates.is_enabled("SELinuxChangePolicy"),
             };
-            selinuxwarning::new(c, config)
+            Ok(selinuxwarning::new(c, config)?)
         }),
     gated("service-cidr-controller", &[], &["MultiCIDRServiceAllocator"])
         .account("service-cidrs-controller")
-        .starts(|c, _| servicecidrs::new(c, servicecidrs::Config::default())),
+        .starts(|c, _| Ok(servicecidrs::new(c, servicecidrs::Config::default())?)),
     cloud("service-lb-controller", &["service"]),
     plain("serviceaccount-controller", &["serviceaccount"])
         .account("service-account-controller")
-        .starts(|c, _| serviceaccount::new_accounts(c)),
+        .starts(|c, _| Ok(serviceaccount::new_accounts(c)?)),
     plain("serviceaccount-token-controller", &["serviceaccount-token"]).first().starts(start_token_controller),
     plain("statefulset-controller", &["statefulset"])
         .account("statefulset-controller")
@@ -453,7 +454,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 semantic_revision_comparison: gates.is_enabled("StatefulSetSemanticRevisionComparison"),
                 stale_controller_consistency: gates.is_enabled("StaleControllerConsistencyStatefulSet"),
             };
-            statefulset::new(c, config)
+            Ok(statefulset::new(c, config)?)
         }),
     // Its constructor (`newSVMController`) also needs client-go's InformerResourceVersion.
     gated("storage-version-migrator-controller", &["svm"], &["StorageVersionMigrator", "InformerResourceVersion"])
@@ -461,9 +462,9 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .starts(|c, o| {
             // It reads the garbage collector's monitors.
             if !o.garbage_collector.enabled {
-                return Err("storage version migrator requires garbage collector".to_string());
+                return Err("storage version migrator requires garbage collector".into());
             }
-            storageversionmigrator::new(c, storageversionmigrator::Config::default())
+            Ok(storageversionmigrator::new(c, storageversionmigrator::Config::default())?)
         }),
     gated(
         "storageversion-garbage-collector-controller",
@@ -471,41 +472,41 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         &["APIServerIdentity", "StorageVersionAPI"],
     )
         .account("storage-version-garbage-collector")
-        .starts(|c, _| storageversiongc::new(c)),
+        .starts(|c, _| Ok(storageversiongc::new(c)?)),
     gated("taint-eviction-controller", &[], &["SeparateTaintEvictionController"])
         .account("node-controller")
-        .starts(|c, _| tainteviction::new(c)),
+        .starts(|c, _| Ok(tainteviction::new(c)?)),
     off_by_default("token-cleaner-controller", &["tokencleaner"])
         .account("token-cleaner")
-        .starts(|c, _| bootstrap::cleaner::new(c)),
+        .starts(|c, _| Ok(bootstrap::cleaner::new(c)?)),
     plain("ttl-after-finished-controller", &["ttl-after-finished"])
         .account("ttl-after-finished-controller")
         .starts(|c, o| {
             let config = ttlafterfinished::Config { workers: workers(o.concurrency.ttl_after_finished_syncs) };
-            ttlafterfinished::new(c, config)
+            Ok(ttlafterfinished::new(c, config)?)
         }),
-    plain("ttl-controller", &["ttl"]).account("ttl-controller").starts(|c, _| ttl::new(c)),
+    plain("ttl-controller", &["ttl"]).account("ttl-controller").starts(|c, _| Ok(ttl::new(c)?)),
     plain("validatingadmissionpolicy-status-controller", &[])
         .account("validatingadmissionpolicy-status-controller")
         .starts(|c, o| {
             let workers = workers(o.concurrency.validating_admission_policy_status_syncs);
-            validatingadmissionpolicystatus::new(c, validatingadmissionpolicystatus::Config { workers })
+            Ok(validatingadmissionpolicystatus::new(c, validatingadmissionpolicystatus::Config { workers })?)
         }),
     gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"])
         .account("volumeattributesclass-protection-controller")
-        .starts(|c, _| vacprotection::new(c, vacprotection::Config::default())),
+        .starts(|c, _| Ok(vacprotection::new(c, vacprotection::Config::default())?)),
 ];
 
 /// `startNodeIpamController`: off without `--allocate-node-cidrs`; the range allocator only.
-fn start_node_ipam(context: &ControllerContext<'_>, options: &Options) -> Result<Controller, String> {
+fn start_node_ipam(context: &ControllerContext<'_>, options: &Options) -> Result<Controller, BoxError> {
     let ipam = &options.node_ipam;
     if !ipam.allocate_node_cidrs {
         return Ok(Controller::disabled("--allocate-node-cidrs is false"));
     }
     if ipam.cidr_allocator_type != "RangeAllocator" {
-        return Err(format!("invalid CIDR allocator type: {}", ipam.cidr_allocator_type));
+        return Err(format!("invalid CIDR allocator type: {}", ipam.cidr_allocator_type).into());
     }
-    nodeipam::new(context, node_ipam_params(ipam)?)
+    Ok(nodeipam::new(context, node_ipam_params(ipam)?)?)
 }
 
 /// The range allocator's parameters from the flags, with the start-up checks.
@@ -521,7 +522,7 @@ fn node_ipam_params(ipam: &crate::app::flags::NodeIpamOptions) -> Result<nodeipa
 
 /// `startNodeLifecycleController`; with the SeparateTaintEvictionController gate off it runs
 /// the taint eviction controller inside itself, recording as that controller.
-fn start_node_lifecycle(context: &ControllerContext<'_>, options: &Options) -> Result<Controller, String> {
+fn start_node_lifecycle(context: &ControllerContext<'_>, options: &Options) -> Result<Controller, BoxError> {
     let flags = &options.node_lifecycle;
     let taint_eviction = descriptor("taint-eviction-controller").expect("in the table");
     let separate = taint_eviction.feature_gates.iter().all(|gate| options.generic.feature_gates.is_enabled(gate));
@@ -539,11 +540,11 @@ fn start_node_lifecycle(context: &ControllerContext<'_>, options: &Options) -> R
         },
         embedded_taint_eviction: (!separate).then(|| taint_eviction.event_component()),
     };
-    nodelifecycle::new(context, config)
+    Ok(nodelifecycle::new(context, config)?)
 }
 
 /// `startServiceAccountTokenController`: skipped without a private key.
-fn start_token_controller(context: &ControllerContext<'_>, options: &Options) -> Result<Controller, String> {
+fn start_token_controller(context: &ControllerContext<'_>, options: &Options) -> Result<Controller, BoxError> {
     let key_file = &options.service_account.private_key_file;
     if key_file.is_empty() {
         return Ok(Controller::disabled("Controller is disabled because there is no private key"));
@@ -553,7 +554,7 @@ fn start_token_controller(context: &ControllerContext<'_>, options: &Options) ->
         private_key_file: key_file.into(),
         root_ca: root_ca(options, &context.client)?,
     };
-    serviceaccount::new_tokens(context, config)
+    Ok(serviceaccount::new_tokens(context, config)?)
 }
 
 /// `newKubeAPIServerSignerClusterTrustBundledPublisherController`: the CA of
@@ -561,15 +562,15 @@ fn start_token_controller(context: &ControllerContext<'_>, options: &Options) ->
 fn start_cluster_trust_bundle_publisher(
     context: &ControllerContext<'_>,
     options: &Options,
-) -> Result<Controller, String> {
+) -> Result<Controller, BoxError> {
     let ca_bundle = root_ca(options, &context.client)?;
     if ca_bundle.is_empty() {
         return Ok(Controller::disabled("no kube-apiserver serving CA to publish"));
     }
-    certificates::clustertrustbundlepublisher::new(
+    Ok(certificates::clustertrustbundlepublisher::new(
         context,
         certificates::clustertrustbundlepublisher::Config { ca_bundle },
-    )
+    )?)
 }
 
 /// The CA bundle put in token Secrets and `kube-root-ca.crt`: `--root-ca-file` (which must hold

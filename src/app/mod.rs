@@ -141,7 +141,7 @@ pub fn start_controllers(
         .filter(|d| options.starts_controller(d.name))
         .filter_map(|d| {
             let start = d.start?;
-            let build = Box::new(move |context: &ControllerContext<'_>| start(context, options).map_err(Into::into));
+            let build = Box::new(move |context: &ControllerContext<'_>| start(context, options));
             Some(ControllerSpec { identity: d.identity(use_accounts), build })
         })
         .collect();

@@ -29,11 +29,14 @@ const DELETION_TIMEOUT: Duration = Duration::from_secs(8);
 const STALE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The controller with short timeouts.
-fn fast_disruption(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, String> {
-    disruption::new(
+fn fast_disruption(
+    context: &ControllerContext<'_>,
+    _: &Options,
+) -> Result<Controller, kcm::apimachinery::errors::BoxError> {
+    Ok(disruption::new(
         context,
         disruption::Config { deletion_timeout: DELETION_TIMEOUT, stale_pod_disruption_timeout: STALE_TIMEOUT },
-    )
+    )?)
 }
 
 fn controllers(others: &[&str]) -> Vec<kcm::app::controllers::ControllerDescriptor> {

@@ -28,14 +28,14 @@ const WAIT: Duration = harness::DEADLINE;
 
 /// The controller with a 1 s sync period and no cpu initialisation period, so that samples of
 /// pods that just started count.
-fn fast_hpa(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, String> {
+fn fast_hpa(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, kcm::apimachinery::errors::BoxError> {
     let config = podautoscaler::Config {
         sync_period: Duration::from_secs(1),
         cpu_initialization_period: Duration::ZERO,
         initial_readiness_delay: Duration::ZERO,
         ..podautoscaler::Config::default()
     };
-    podautoscaler::new(context, config)
+    Ok(podautoscaler::new(context, config)?)
 }
 
 fn start(backend: Backend) -> (Cluster, Option<MetricsApis>) {

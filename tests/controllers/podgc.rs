@@ -25,14 +25,17 @@ use harness::{Backend, Cluster, eventually, from};
 const HOLD: &str = "example.com/hold";
 
 /// The controller with a 1 s period and a 3 s quarantine.
-fn fast_pod_gc(context: &ControllerContext<'_>, options: &Options) -> Result<Controller, String> {
+fn fast_pod_gc(
+    context: &ControllerContext<'_>,
+    options: &Options,
+) -> Result<Controller, kcm::apimachinery::errors::BoxError> {
     let config = podgc::Config {
         terminated_pod_threshold: options.pod_gc.terminated_pod_gc_threshold,
         period: Duration::from_secs(1),
         quarantine: Duration::from_secs(3),
         clock: Arc::new(RealClock),
     };
-    podgc::new(context, config)
+    Ok(podgc::new(context, config)?)
 }
 
 fn start(backend: Backend) -> Cluster {

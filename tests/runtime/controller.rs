@@ -54,7 +54,7 @@ impl Marker {
     }
 }
 
-fn init(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, String> {
+fn init(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, kcm::apimachinery::errors::BoxError> {
     let configmaps = context.informers.informer::<ConfigMap>();
     let queue = WorkQueue::new(context.name);
     enqueue_object_keys(&configmaps, &queue);
@@ -159,7 +159,10 @@ impl LeaseCounter {
     }
 }
 
-fn init_lease_counter(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, String> {
+fn init_lease_counter(
+    context: &ControllerContext<'_>,
+    _: &Options,
+) -> Result<Controller, kcm::apimachinery::errors::BoxError> {
     let leases = context.informers.informer::<k8s_openapi::api::coordination::v1::Lease>();
     let queue = WorkQueue::new(context.name);
     enqueue_object_keys(&leases, &queue);
@@ -220,7 +223,7 @@ impl Stuck {
     }
 }
 
-fn init_stuck(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, String> {
+fn init_stuck(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, kcm::apimachinery::errors::BoxError> {
     let configmaps = context.informers.informer::<ConfigMap>();
     let queue = WorkQueue::new(context.name);
     enqueue_object_keys(&configmaps, &queue);
