@@ -1,4 +1,4 @@
-//! The chaos bench (issue 21): every fault of `kcm::envtest::chaos` during every workload,
+//! The chaos bench (issue 21): every fault of `kcm_envtest::envtest::chaos` during every workload,
 //! with our `kube-controller-manager` and then upstream's v1.36.2 (from the envtest assets,
 //! started as kubeadm starts it), each fault on a fresh real control plane. Prints a table:
 //! fault × workload → seconds to converge after the fault (ours, upstream), and whether the
@@ -19,9 +19,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kcm::envtest::Assets;
-use kcm::envtest::chaos::{Bed, Fault, Workload, workloads};
-use kcm::envtest::sidebyside::Side;
+use kcm_envtest::envtest::Assets;
+use kcm_envtest::envtest::chaos::{Bed, Fault, Workload, workloads};
+use kcm_envtest::envtest::sidebyside::Side;
 use serde_json::Value;
 
 const OURS: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
@@ -122,7 +122,7 @@ fn stuck(bed: &Bed) -> String {
     for namespace in ["chaos", "chaos-doomed"] {
         let pods = bed.list(&format!("/api/v1/namespaces/{namespace}/pods")).unwrap_or_default();
         for pod in pods {
-            let ready = kcm::envtest::chaos::condition(&pod, "Ready").unwrap_or("-").to_string();
+            let ready = kcm_envtest::envtest::chaos::condition(&pod, "Ready").unwrap_or("-").to_string();
             let phase = pod["status"]["phase"].as_str().unwrap_or("-");
             let terminating = !pod["metadata"]["deletionTimestamp"].is_null();
             if phase == "Succeeded" || (phase == "Running" && ready == "True" && !terminating) {

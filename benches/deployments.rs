@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kcm::client::{Api, Client, ListParams, PostParams};
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm_sandbox::sandbox::nodes::{NodeOptions, SimulatedNodes};
 use serde_json::json;
 
 #[allow(dead_code)] // realistic_pod and resident_bytes serve the other benchmarks.

@@ -1,4 +1,4 @@
-//! Failover figures, printed (not asserted): on a real kube-apiserver + etcd (`kcm::envtest`),
+//! Failover figures, printed (not asserted): on a real kube-apiserver + etcd (`kcm_envtest::envtest`),
 //! two replicas of a kube-controller-manager run with kubeadm's flags and its default leader
 //! election (lease 15 s, renew deadline 10 s, retry period 2 s); the leader is sent SIGTERM or
 //! SIGKILL, and the time from the signal to the new holder's `acquireTime` in the Lease is
@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kcm::client::{Api, Client, ClientOptions};
-use kcm::envtest::process::OwnedProcess;
-use kcm::envtest::sidebyside::{Side, controller_manager_args};
-use kcm::envtest::{Assets, ControlPlane};
+use kcm_envtest::envtest::process::OwnedProcess;
+use kcm_envtest::envtest::sidebyside::{Side, controller_manager_args};
+use kcm_envtest::envtest::{Assets, ControlPlane};
 
 const OURS: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 const LEASE_NAMESPACE: &str = "kube-system";
@@ -64,7 +64,7 @@ fn main() {
     }
     println!(
         "\nfailover on a real kube-apiserver {}, kubeadm's lease 15 s / renew 10 s / retry 2 s",
-        kcm::envtest::KUBERNETES_VERSION
+        kcm_envtest::envtest::KUBERNETES_VERSION
     );
     println!("the new holder's acquireTime in the Lease, after the signal and after the old holder's last");
     println!("renewTime + 15 s (the expiry; negative: released before); {rounds} rounds each\n");

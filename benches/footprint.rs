@@ -1,6 +1,6 @@
 //! Footprint figures, printed (not asserted): our static release `kube-controller-manager` and
 //! upstream's v1.36.2, one after the other, each on a fresh real kube-apiserver + etcd
-//! (`kcm::envtest`) with simulated kubelets, kubeadm's flags and the same `--controllers`, run
+//! (`kcm_envtest::envtest`) with simulated kubelets, kubeadm's flags and the same `--controllers`, run
 //! the same steps while a thread samples `/proc/<pid>/status` and `/proc/<pid>/stat` every
 //! 250 ms:
 //! 1. idle for 60 s after start on an empty cluster;
@@ -28,11 +28,11 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams, PropagationPolicy};
-use kcm::envtest::process::OwnedProcess;
-use kcm::envtest::sampler::{Sample, Sampler, machine, mib};
-use kcm::envtest::sidebyside::{Side, controller_manager_args};
-use kcm::envtest::{Assets, Backend, KUBERNETES_VERSION, TestServer};
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm_envtest::envtest::process::OwnedProcess;
+use kcm_envtest::envtest::sampler::{Sample, Sampler, machine, mib};
+use kcm_envtest::envtest::sidebyside::{Side, controller_manager_args};
+use kcm_envtest::envtest::{Assets, Backend, KUBERNETES_VERSION, TestServer};
+use kcm_sandbox::sandbox::nodes::{NodeOptions, SimulatedNodes};
 use serde_json::{Value, json};
 
 const NAMESPACE: &str = "footprint";
@@ -96,7 +96,7 @@ fn main() {
 
 const USAGE: &str = "usage: cargo bench --bench footprint [-- OPTIONS]
   --ours PATH          our kube-controller-manager (default: scripts/build-static.sh builds it)
-  --upstream PATH      upstream's (default: the one kcm::envtest finds in ../shared/k8s)
+  --upstream PATH      upstream's (default: the one kcm_envtest::envtest finds in ../shared/k8s)
   --sandbox            ours alone against the in-process sandbox, even where the real binaries are
   --only NAME[,NAME]   run only these of: ours, upstream, upstream-kubeadm
   --idle SECONDS       the idle phase (default 60)

@@ -12,7 +12,6 @@
 //!
 //! Run with `cargo bench --bench sandbox` (release profile).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -33,7 +32,8 @@ const UPDATES: usize = 4_000;
 const MIB: f64 = 1024.0 * 1024.0;
 
 fn main() {
-    let binary = PathBuf::from(env!("CARGO_BIN_EXE_kcm-sandbox"));
+    let binary = kcm_envtest::envtest::built_beside(env!("CARGO_BIN_EXE_kube-controller-manager"), "kcm-sandbox")
+        .unwrap_or_else(|e| panic!("{e}"));
     let dir = std::env::temp_dir().join(format!("kcm-sandbox-bench-{}", std::process::id()));
     let (mut server, kubeconfig) = start_sandbox_server(&binary, &dir, &[]).expect("kcm-sandbox serve");
     let outcome = admin_client(&kubeconfig, Duration::from_secs(60)).and_then(|client| run(&client, server.id()));

@@ -1,6 +1,6 @@
 //! The scale bench (issue 35): upstream's kube-controller-manager v1.36.2 and ours in turn,
 //! same flags, same steps, each on a fresh real control plane with simulated nodes
-//! (`kcm::envtest::scale` says what the steps are and how convergence is read). Prints one
+//! (`kcm_envtest::envtest::scale` says what the steps are and how convergence is read). Prints one
 //! table with both binaries and ours/upstream, and the machine.
 //!
 //! `CARGO_PROFILE_BENCH_LTO=false CARGO_PROFILE_BENCH_CODEGEN_UNITS=16 cargo bench --bench scale
@@ -12,10 +12,10 @@
 
 use std::path::PathBuf;
 
-use kcm::envtest::sampler::machine;
-use kcm::envtest::scale::{self, ScaleOptions};
-use kcm::envtest::sidebyside::Side;
-use kcm::envtest::{Assets, Backend};
+use kcm_envtest::envtest::sampler::machine;
+use kcm_envtest::envtest::scale::{self, ScaleOptions};
+use kcm_envtest::envtest::sidebyside::Side;
+use kcm_envtest::envtest::{Assets, Backend};
 
 const USAGE: &str = "usage: cargo bench --bench scale -- [--nodes N] [--deployments N] [--replicas N] \
 [--fail-fraction F] [--qps N] [--burst N] [--toleration-seconds N] [--only ours|upstream] [--ours PATH] [--upstream PATH]";

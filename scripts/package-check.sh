@@ -30,8 +30,8 @@ release=$(sed -n 's/^pub const KUBERNETES_RELEASE: Release = Release { major: \(
 [ -n "$release" ] || fail "cannot read KUBERNETES_RELEASE from crates/base/src/apimachinery/version.rs"
 "$binary" --version | grep -qx "Kubernetes $release" || fail "--version: $("$binary" --version), expected Kubernetes $release"
 scripts/size-budget.sh "$binary" "$profile"
-! cargo tree --quiet -e normal --no-default-features --prefix none | grep -q '^rcgen ' ||
-    fail "the packaged build contains the development API server's rcgen"
+! cargo tree --quiet -p kube-controller-manager -e normal --prefix none | grep -qE '^(rcgen|kcm-sandbox|kcm-envtest) ' ||
+    fail "the packaged build contains a development tool (the sandbox, the test bed or rcgen)"
 
 echo "-- shipped flags are accepted by the binary"
 # shellcheck disable=SC1091

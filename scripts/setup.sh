@@ -91,7 +91,7 @@ case $what in
     [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
     ;;
   test)
-    # The real-server tests (src/envtest) run etcd from Debian's etcd-server and unpack
+    # The real-server tests (crates/envtest/src/envtest) run etcd from Debian's etcd-server and unpack
     # ../shared/k8s/v1.36.2's xz-compressed kube-apiserver and kube-controller-manager.
     missing=()
     [ -n "${KCM_ETCD:-}" ] || command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
@@ -115,7 +115,7 @@ case $what in
       fi
       echo "setup: installed kubectl ($(command -v kubectl))"
     fi
-    # The real control plane, unpacked where src/envtest looks for it (or set KCM_K8S_ASSETS to
+    # The real control plane, unpacked where crates/envtest/src/envtest looks for it (or set KCM_K8S_ASSETS to
     # a folder holding kube-apiserver and kube-controller-manager).
     shared_k8s="$(pwd)/../shared/k8s/v1.36.2"
     if [ -z "${KCM_K8S_ASSETS:-}" ]; then

@@ -9,9 +9,9 @@
 #   (upstream's e2e specs), KCM_SANDBOX_TEST_THREADS tests at a time each (default 2), while the
 #   others keep RUST_TEST_THREADS (4, from .cargo/config.toml): up to ten at once on two cores,
 #   which the tests' waits and deadlines allow. Their output is printed when they end.
-# - Every other binary (the tests of the crates below the library's, `crates/*`; the library's
-#   unit tests, the binaries', each `tests/*.rs`, the doc tests) runs in turn, each whatever the
-#   ones before it did.
+# - Every other binary (the tests of the crates, `crates/*`: unit, binary and doc tests; the
+#   controller manager's binary's, each `tests/*.rs`) runs in turn, each whatever the ones
+#   before it did.
 # - The summary names every binary with its result and every failed test, and ends with one
 #   line `tests: N passed, N failed`; the exit status is non-zero if anything failed.
 set -uo pipefail
@@ -27,8 +27,8 @@ declare -A beside_pid
 trap 'for pid in "${beside_pid[@]}"; do kill "$pid" 2>/dev/null; done; rm -rf "$logs"' EXIT
 trap 'exit 130' INT TERM
 
-# --no-fail-fast everywhere: `--bins` is two executables, and the first failing one would
-# keep cargo from running the second.
+# --no-fail-fast everywhere: a selection of several executables would otherwise stop at the
+# first failing one.
 for name in "${beside[@]}"; do
   RUST_TEST_THREADS=${KCM_SANDBOX_TEST_THREADS:-2} cargo test --quiet --no-fail-fast --test "$name" -- "$@" \
     >"$logs/$name" 2>&1 &
@@ -37,13 +37,13 @@ done
 
 # name: cargo's target arguments.
 # `crates`: every crate of crates/ at once, with the features of the build above (one crate at
-# a time would resolve other features for some dependencies and build them again).
-targets=("crates:--workspace --exclude=kube-controller-manager" "lib:--lib" "bins:--bins")
+# a time would resolve other features for some dependencies and build them again). The root
+# package's library only names the crates (no tests of its own); its binary has unit tests.
+targets=("crates:--workspace --exclude=kube-controller-manager" "bins:-p kube-controller-manager --bins")
 for t in tests/*.rs; do
   b=$(basename "$t" .rs)
   [[ " ${beside[*]} " == *" $b "* ]] || targets+=("$b:--test=$b")
 done
-targets+=("doc:--doc")
 
 declare -A status
 names=()

@@ -5,7 +5,6 @@
 //! links the whole library, and linking dominated CI's time while each file was its own binary.
 //! The tests share this process; none reads process-wide state another could change (the metric
 //! registry's exact contents are checked by `workqueue_names`, its own binary for that reason).
-#![cfg(feature = "sandbox")]
 
 #[macro_use]
 mod harness;

@@ -1,16 +1,14 @@
 //! Upstream's own e2e suite as the judge, CI's share of it: the short list of fast controller
-//! specs (`kcm::envtest::e2e::CI_SPECS`) that pass with upstream's binary, run through ginkgo
+//! specs (`kcm_envtest::envtest::e2e::CI_SPECS`) that pass with upstream's binary, run through ginkgo
 //! against our kube-controller-manager on a real kube-apiserver with simulated kubelets. The full
 //! selection, both binaries, is `kcm-sandbox e2e --both` (docs/testing.md, "Upstream's e2e suite").
-
-#![cfg(feature = "sandbox")]
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kcm::envtest::Backend;
-use kcm::envtest::e2e::{self, RunOptions, Selection, Suite};
-use kcm::envtest::sidebyside::Side;
+use kcm_envtest::envtest::Backend;
+use kcm_envtest::envtest::e2e::{self, RunOptions, Selection, Suite};
+use kcm_envtest::envtest::sidebyside::Side;
 
 /// The suite's binaries, or why the test cannot run: a skip said out loud, and a failure under
 /// `CI=true` (CI installs everything it needs).

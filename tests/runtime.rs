@@ -8,7 +8,6 @@
 //! metadata informers would, which is one reason the controllers are another binary).
 
 // The runtime's tests run on the harness's backends but start no `Cluster` of controllers.
-#[cfg(feature = "sandbox")]
 #[macro_use]
 #[allow(dead_code)]
 mod harness;

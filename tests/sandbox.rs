@@ -1,7 +1,6 @@
 //! kcm-sandbox: its API against kube-apiserver's semantics (and against a real kube-apiserver,
 //! `conformance`), its simulated nodes, RBAC, validation, protobuf and tables, `kubectl` against
 //! it, and `kcm-sandbox` as a process. One module per topic in `tests/sandbox/`.
-#![cfg(feature = "sandbox")]
 
 // Only `rbac` (simulated nodes) and `table` (a cluster of controllers) use the harness.
 #[macro_use]

@@ -5,7 +5,6 @@
 //!
 //! A test binary of its own: it checks the exact set of queue names in the process-wide metric
 //! registry, to which any other test's queues would add theirs.
-#![cfg(feature = "sandbox")]
 
 use std::collections::BTreeSet;
 

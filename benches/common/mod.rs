@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kcm::client::{Api, Client, ClientOptions, PostParams};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::json;
 
 /// A pod of the size a real workload's has: labels, an owner, two containers with env, resources

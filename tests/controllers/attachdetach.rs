@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, 
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kcm::app::controllers::named;
 use kcm::client::{Api, DeleteParams, Patch, PostParams};
-use kcm::sandbox::nodes::csi::DRIVER;
+use kcm_sandbox::sandbox::nodes::csi::DRIVER;
 use serde_json::json;
 
 use crate::harness;

@@ -15,9 +15,9 @@ use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kcm::app::controllers::named;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
 use kcm::controllers::certificates::cleaner;
-use kcm::sandbox::auth::{Credentials, rest_config};
 use kcm::x509::certificate::certificate_validity;
 use kcm::x509::pem_blocks;
+use kcm_sandbox::sandbox::auth::{Credentials, rest_config};
 use serde_json::json;
 
 use crate::harness;

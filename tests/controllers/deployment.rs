@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kcm::app::controllers::named;
 use kcm::client::{Api, Client, Patch, PostParams};
 use kcm::controllers::podutil::template_hash::compute_hash;
-use kcm::sandbox::nodes::NodeOptions;
+use kcm_sandbox::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
 use crate::harness;

@@ -14,7 +14,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kcm::app::controllers::ControllerDescriptor;
 use kcm::app::controllers::named;
 use kcm::client::{Api, DeleteParams, ListParams, Patch, PostParams};
-use kcm::sandbox::nodes::NodeOptions;
+use kcm_sandbox::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
 use crate::harness;

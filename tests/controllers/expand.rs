@@ -16,7 +16,7 @@ use crate::harness;
 
 use harness::{Backend, Cluster, eventually, from};
 
-const DRIVER: &str = kcm::sandbox::nodes::csi::DRIVER;
+const DRIVER: &str = kcm_sandbox::sandbox::nodes::csi::DRIVER;
 const RESIZER_ANNOTATION: &str = "volume.kubernetes.io/storage-resizer";
 
 fn create_class(cluster: &Cluster, name: &str, expandable: bool) {

@@ -16,8 +16,8 @@ use kcm::app::controllers::named;
 use kcm::app::flags::Options;
 use kcm::client::{ListParams, Patch, PostParams, WatchEvent, WatchParams};
 use kcm::controllers::podautoscaler;
-use kcm::envtest::MetricsApis;
 use kcm::runtime::controller::{Controller, ControllerContext};
+use kcm_envtest::envtest::MetricsApis;
 use serde_json::{Value, json};
 
 use crate::harness;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, Node};
 use kcm::app::controllers::named;
 use kcm::client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
-use kcm::sandbox::nodes::NodeOptions;
+use kcm_sandbox::sandbox::nodes::NodeOptions;
 use serde_json::json;
 
 use crate::harness;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint};
 use kcm::app::controllers::named;
 use kcm::client::{Api, Patch, PostParams};
-use kcm::sandbox::nodes::NodeOptions;
+use kcm_sandbox::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
 use crate::harness;

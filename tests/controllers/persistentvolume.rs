@@ -15,7 +15,7 @@ use crate::harness;
 
 use harness::{Backend, Cluster, eventually, from};
 
-const PROVISIONER: &str = kcm::sandbox::nodes::csi::DRIVER;
+const PROVISIONER: &str = kcm_sandbox::sandbox::nodes::csi::DRIVER;
 
 fn start(backend: Backend) -> Cluster {
     let controllers = [

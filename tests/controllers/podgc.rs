@@ -14,7 +14,7 @@ use kcm::app::flags::Options;
 use kcm::client::{Api, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::podgc;
 use kcm::runtime::controller::{Controller, ControllerContext};
-use kcm::sandbox::nodes::NodeOptions;
+use kcm_sandbox::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
 use crate::harness;

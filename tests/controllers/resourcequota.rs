@@ -16,7 +16,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kcm::app::controllers::named;
 use kcm::client::{Api, Client, DeleteParams, Patch, PostParams};
 use kcm::quantity::Quantity;
-use kcm::sandbox::nodes::NodeOptions;
+use kcm_sandbox::sandbox::nodes::NodeOptions;
 use serde_json::{Value, json};
 
 use crate::harness;

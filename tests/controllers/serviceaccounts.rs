@@ -17,7 +17,7 @@ use kcm::client::config::{Auth, RestConfig, TlsSettings};
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, Deleted, ListParams, Patch, PostParams};
 use kcm::controllers::root_ca_publisher::{self};
 use kcm::jwt;
-use kcm::sandbox::server::CONTROLLER_MANAGER_USER;
+use kcm_sandbox::sandbox::server::CONTROLLER_MANAGER_USER;
 use serde_json::{Value, json};
 
 use crate::harness;

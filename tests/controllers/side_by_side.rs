@@ -1,12 +1,12 @@
 //! Our kube-controller-manager beside upstream's v1.36.2 on a real kube-apiserver: the same
-//! scripted steps (see `kcm::envtest::sidebyside`) with each binary, and the resulting objects and
+//! scripted steps (see `kcm_envtest::envtest::sidebyside`) with each binary, and the resulting objects and
 //! Events compared. Only the differences in `KNOWN_DIFFERENCES` (each with its reason) may
 //! appear. Skipped, loudly, where the real server's binaries are missing.
 
 use std::path::PathBuf;
 
-use kcm::envtest::Backend;
-use kcm::envtest::sidebyside::{self, RunOptions};
+use kcm_envtest::envtest::Backend;
+use kcm_envtest::envtest::sidebyside::{self, RunOptions};
 
 fn run(scenario: &str) {
     if !Backend::Real.available() {

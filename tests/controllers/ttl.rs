@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::Node;
 use kcm::app::controllers::named;
 use kcm::client::{Api, Patch, PostParams};
 use kcm::controllers::ttl::OBJECT_TTL_ANNOTATION;
-use kcm::sandbox::nodes::NodeOptions;
+use kcm_sandbox::sandbox::nodes::NodeOptions;
 use serde_json::json;
 
 use crate::harness;

@@ -12,7 +12,7 @@ use crate::harness;
 use harness::{Backend, eventually, from};
 
 fn policy(name: &str, validations: Value) -> ValidatingAdmissionPolicy {
-    from(kcm::envtest::sidebyside::deployment_policy(name, validations))
+    from(kcm_envtest::envtest::sidebyside::deployment_policy(name, validations))
 }
 
 /// The `(fieldRef, warning)` pairs once the status has observed the policy's generation.

@@ -20,11 +20,11 @@ use k8s_openapi::api::core::v1::{Event, Namespace, ReplicationController, Servic
 use kcm::app::controllers::ControllerDescriptor;
 use kcm::app::flags::Options;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
-use kcm::envtest::ControlPlane;
-pub use kcm::envtest::{Backend, TestServer};
 use kcm::runtime::controller::ControllerSet;
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::Sandbox;
+use kcm_envtest::envtest::ControlPlane;
+pub use kcm_envtest::envtest::{Backend, TestServer};
+use kcm_sandbox::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm_sandbox::sandbox::server::Sandbox;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -123,7 +123,9 @@ pub fn stored_object(server: &TestServer, resource: &str, namespace: &str, name:
             let answer: Value = serde_json::from_str(&text).expect("etcd answers JSON");
             let value = answer["kvs"][0]["value"].as_str()?;
             let bytes = BASE64.decode(value).expect("base64 from etcd");
-            Some(kcm::sandbox::apiserver::protobuf::decode_body(&bytes).unwrap_or_else(|e| panic!("{key}: {e}")))
+            Some(
+                kcm_sandbox::sandbox::apiserver::protobuf::decode_body(&bytes).unwrap_or_else(|e| panic!("{key}: {e}")),
+            )
         }
     }
 }

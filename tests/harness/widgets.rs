@@ -55,5 +55,5 @@ pub fn define(cluster: &Cluster) {
 }
 
 fn definition() -> CustomResourceDefinition {
-    from(kcm::envtest::widgets_definition())
+    from(kcm_envtest::envtest::widgets_definition())
 }

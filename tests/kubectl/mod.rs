@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
 use serde_json::Value;
 

@@ -1,5 +1,5 @@
 //! The chaos suite's CI tier (issue 21): faults during real work, then the invariants read
-//! from kube-apiserver's audit log and the final state (`kcm::envtest::chaos`).
+//! from kube-apiserver's audit log and the final state (`kcm_envtest::envtest::chaos`).
 //!
 //! Real server only: the faults are the real control plane's (etcd and kube-apiserver killed,
 //! stalled, etcd compacted) and the invariants read kube-apiserver's audit log; the sandbox
@@ -8,14 +8,13 @@
 //! bounds are client-go's guarantees (and our binary's shutdown bound) plus slack for a loaded
 //! 2-core machine, measured from a moment when only the hand-over is left to happen. The longer
 //! run, every fault × workload with our binary and upstream's, is `benches/chaos.rs`.
-#![cfg(feature = "sandbox")]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use kcm::envtest::chaos::{Bed, Fault, audit, replica_source, workloads};
-use kcm::envtest::sidebyside::Side;
+use kcm_envtest::envtest::chaos::{Bed, Fault, audit, replica_source, workloads};
+use kcm_envtest::envtest::sidebyside::Side;
 use serde_json::Value;
 
 use crate::harness::{self, Backend};
@@ -164,7 +163,7 @@ fn two_replicas_hand_over_on_sigkill_and_sigterm_during_a_rollout() {
         let handover = micro_time(&lease, "acquireTime").duration_since(terminated);
         // The outgoing term's last Lease write is the release, the next term's first the
         // acquisition (kube-apiserver's times for both).
-        let terms = audit::lease_terms(&bed.audit_events().expect("the audit log"), kcm::envtest::chaos::LEASE);
+        let terms = audit::lease_terms(&bed.audit_events().expect("the audit log"), kcm_envtest::envtest::chaos::LEASE);
         let [.., outgoing, incoming] = terms.as_slice() else { panic!("two terms at least: {terms:?}") };
         assert_eq!(outgoing.source_ip, replica_source(second).to_string(), "{terms:?}");
         let taken = incoming.start.duration_since(outgoing.last_renewal);
@@ -237,7 +236,7 @@ fn a_leader_behind_a_stalled_apiserver_or_etcd_exits_and_its_restart_carries_on(
 fn stall_until_the_leader_exits(
     bed: &mut Bed,
     what: &str,
-    process: impl Fn(&mut Bed) -> &mut kcm::envtest::process::OwnedProcess,
+    process: impl Fn(&mut Bed) -> &mut kcm_envtest::envtest::process::OwnedProcess,
 ) {
     process(bed).signal(libc::SIGSTOP);
     let stalled = Instant::now();

@@ -1,7 +1,6 @@
 //! Discovery, the metadata client and metadata informers against both backends: the sandbox
 //! serves `PartialObjectMetadata(List)` as kube-apiserver does when asked through `Accept`,
 //! down to the `"items": null` of an empty list.
-#![cfg(feature = "sandbox")]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -155,8 +154,8 @@ fn metadata_informers_sync_and_deliver_changes(backend: Backend) {
 #[test]
 fn metadata_informers_sync_with_a_watch_list() {
     let listen = "127.0.0.1:0".parse().expect("an address");
-    let options = kcm::sandbox::server::SandboxOptions { listen, watch_list: true, ..Default::default() };
-    let sandbox = kcm::sandbox::server::Sandbox::start(options).expect("the sandbox starts");
+    let options = kcm_sandbox::sandbox::server::SandboxOptions { listen, watch_list: true, ..Default::default() };
+    let sandbox = kcm_sandbox::sandbox::server::Sandbox::start(options).expect("the sandbox starts");
     let client = Client::new(sandbox.admin_config(), ClientOptions::default()).expect("a client");
     let resource = config_maps(&discovery::server_resources(&client).expect("discovery"));
     create_config_map(&client, "before");

@@ -1,7 +1,6 @@
 //! The controller runtime end to end against both backends: a test controller built from a
 //! descriptor gets its informer, its queue fed by events, worker threads calling its sync,
 //! rate-limited retries of failures, and a clean stop.
-#![cfg(feature = "sandbox")]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +13,7 @@ use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
 use kcm::runtime::controller::{Controller, ControllerContext, SyncResult, enqueue_object_keys};
 use kcm::runtime::informer::{Informer, split_key};
 use kcm::runtime::workqueue::WorkQueue;
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
 use serde_json::json;
 

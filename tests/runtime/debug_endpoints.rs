@@ -4,8 +4,6 @@
 //! both started as kubeadm starts them, with the same flags, then asked the same requests.
 //! `KCM_DEBUG_ENDPOINTS_DUMP=<dir>` keeps both answers there, for a closer look.
 
-#![cfg(feature = "sandbox")]
-
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -13,10 +11,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kcm::envtest::process::OwnedProcess;
-use kcm::envtest::sidebyside::{Side, start_controller_manager};
-use kcm::envtest::{Assets, ControlPlane};
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm_envtest::envtest::process::OwnedProcess;
+use kcm_envtest::envtest::sidebyside::{Side, start_controller_manager};
+use kcm_envtest::envtest::{Assets, ControlPlane};
+use kcm_sandbox::sandbox::nodes::{NodeOptions, SimulatedNodes};
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use rustls_pki_types::ServerName;
 use serde_json::Value;

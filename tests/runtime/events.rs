@@ -2,8 +2,6 @@
 //! (and kube-apiserver's validation accepts), repeats patched, similar events aggregated, spam
 //! dropped, and recording that never blocks while the API server is down.
 
-#![cfg(feature = "sandbox")]
-
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Event, Node, Pod};

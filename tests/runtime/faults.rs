@@ -5,7 +5,6 @@
 //! Real server only: the sandbox has its own fault injection (`SandboxOptions`' faults, tested
 //! in `tests/sandbox`), and the proxy's point is kube-apiserver's real answers around the faults.
 //! Bounds on time are lower bounds (a wait the client must have honoured) or generous deadlines.
-#![cfg(feature = "sandbox")]
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -15,7 +14,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kcm::client::Patch;
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm_sandbox::sandbox::nodes::{NodeOptions, SimulatedNodes};
 use serde_json::json;
 
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenRequest, TokenRequestSpec};
@@ -23,9 +22,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kcm::client::config::Auth;
 use kcm::client::{Api, Client, ClientOptions, ListParams, PostParams, RestConfig};
-use kcm::envtest::ControlPlane;
-use kcm::envtest::faultproxy::{Fault, FaultProxy, Rule};
 use kcm::runtime::informer::SharedInformerFactory;
+use kcm_envtest::envtest::ControlPlane;
+use kcm_envtest::envtest::faultproxy::{Fault, FaultProxy, Rule};
 
 use crate::harness::{self, Backend};
 

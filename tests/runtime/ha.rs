@@ -11,7 +11,6 @@
 //!
 //! Bounds are what client-go guarantees plus [`SLACK`] for a loaded 2-core machine; the Lease's
 //! own timestamps are compared, so how fast the test notices a change does not matter.
-#![cfg(feature = "sandbox")]
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -24,7 +23,7 @@ use std::time::{Duration, Instant};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kcm::client::{Api, Client, ClientOptions};
-use kcm::envtest::chaos::{Proxy, replica_source};
+use kcm_envtest::envtest::chaos::{Proxy, replica_source};
 use parking_lot::Mutex;
 
 use crate::harness;

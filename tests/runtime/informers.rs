@@ -7,8 +7,6 @@
 //! every connection of a sandbox, and on the real server means killing kube-apiserver and
 //! starting it again (whose fresh watch cache then answers older resourceVersions with 410).
 
-#![cfg(feature = "sandbox")]
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -19,7 +17,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams, RestConfig};
 use kcm::runtime::informer::{Event, Informer, InformerOptions, SharedInformerFactory, object_key, split_key};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 use parking_lot::Mutex;
 use serde_json::json;
 

@@ -7,8 +7,6 @@
 //! Every wait is bounded by a generous deadline; timing assertions only compare times the
 //! election itself guarantees an order for, so that the tests hold on a loaded machine.
 
-#![cfg(feature = "sandbox")]
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,6 @@
 //! kubelet restarts, never in a stuck process (`kcm::app::limits`). The limits are lowered with
 //! `prlimit(2)` on the running process, once its controllers work, so the tests depend neither
 //! on the binary's size nor on how many descriptors its start-up takes.
-#![cfg(feature = "sandbox")]
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};

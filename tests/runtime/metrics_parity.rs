@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use kcm::client::{Api, Client, ClientOptions, PostParams, RestConfig};
-use kcm::envtest::process::OwnedProcess;
-use kcm::envtest::sidebyside::{Side, start_controller_manager};
-use kcm::envtest::{Backend, ControlPlane};
+use kcm_envtest::envtest::process::OwnedProcess;
+use kcm_envtest::envtest::sidebyside::{Side, start_controller_manager};
+use kcm_envtest::envtest::{Backend, ControlPlane};
 
 use crate::support::http;
 

@@ -1,15 +1,14 @@
-//! The scale bench's CI-sized check (issue 35): `kcm::envtest::scale`'s steps with ours on
+//! The scale bench's CI-sized check (issue 35): `kcm_envtest::envtest::scale`'s steps with ours on
 //! the real server at a small size, so that the bench (`cargo bench --bench scale`, upstream's
 //! binary and ours at 1,000 nodes) keeps working. Each step must converge; the figures are
 //! printed. The node failure takes one of zone-a's two nodes out: the node lifecycle
 //! controller taints it and the pods there are replaced elsewhere.
-#![cfg(feature = "sandbox")]
 
 use std::path::PathBuf;
 
-use kcm::envtest::Backend;
-use kcm::envtest::scale::{self, ScaleOptions};
-use kcm::envtest::sidebyside::Side;
+use kcm_envtest::envtest::Backend;
+use kcm_envtest::envtest::scale::{self, ScaleOptions};
+use kcm_envtest::envtest::sidebyside::Side;
 
 #[test]
 fn every_step_of_the_scale_run_converges_with_ours() {

@@ -2,8 +2,6 @@
 //! TokenReviews and SubjectAccessReviews: certificates (self-signed, kept in `--cert-dir`,
 //! given as files), health endpoints, `/metrics`, and upstream's 401/403 answers.
 
-#![cfg(feature = "sandbox")]
-
 use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
@@ -17,8 +15,8 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use kcm::app::flags::{Command, Options};
 use kcm::client::config::ClientIdentity;
 use kcm::client::{Api, Client, ClientOptions, PostParams};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
 use kcm::server::{HealthChecks, SecureServer};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 use rustls::client::danger::ServerCertVerifier;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};

@@ -4,7 +4,6 @@
 //! leading), and with `--use-service-account-credentials` no controller makes a request as its
 //! own ServiceAccount (nor has that account created) before this process leads, as upstream,
 //! which builds its controllers only once it leads. Once the Lease is released they catch up.
-#![cfg(feature = "sandbox")]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -17,7 +16,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, ServiceAccoun
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kcm::client::{Api, Client, ClientOptions, ListParams, PostParams};
 use kcm::runtime::controller::SERVICE_ACCOUNT_NAMESPACE;
-use kcm::sandbox::nodes::SimulatedNodes;
+use kcm_sandbox::sandbox::nodes::SimulatedNodes;
 use serde_json::json;
 
 use crate::harness;

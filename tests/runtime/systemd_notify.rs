@@ -2,14 +2,13 @@
 //! it says `READY=1` once its secure port listens and leader election runs, then `WATCHDOG=1`
 //! every half `$WATCHDOG_USEC` while healthy, and `STOPPING=1` on SIGTERM. Its kubeconfig names
 //! the server `localhost`, which the binary resolves itself (no NSS).
-#![cfg(feature = "sandbox")]
 
 use std::net::TcpStream;
 use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 

@@ -21,7 +21,7 @@ use kcm::client::{
     Api, ApiError, Client, ClientMetrics, ClientOptions, DeleteParams, Deleted, Error, ListParams, Patch, PostParams,
     Preconditions, PropagationPolicy, WatchEvent, WatchParams, WatchReceiver,
 };
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -1933,7 +1933,7 @@ fn errors_are_status_objects() {
         raw(&sandbox, "POST", "/api/v1/namespaces/default/configmaps", &[("Content-Type", "text/plain")], b"data");
     assert_eq!(unknown_media.code, 415);
     assert_eq!(unknown_media.json()["reason"], "UnsupportedMediaType");
-    // Protobuf is decoded (src/sandbox/protobuf): an envelope without an object is a bad request.
+    // Protobuf is decoded (crates/sandbox/src/sandbox/apiserver/protobuf): an envelope without an object is a bad request.
     let protobuf = raw(
         &sandbox,
         "POST",

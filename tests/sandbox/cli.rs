@@ -15,7 +15,7 @@ use crate::support::http;
 fn serve_flags_and_sigterm() {
     let dir = std::env::temp_dir().join(format!("kcm-sandbox-cli-{}", std::process::id()));
     let kubeconfig = dir.join("admin.conf");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kcm-sandbox"))
+    let mut child = Command::new(kcm_sandbox_binary())
         .args(["serve", "--listen", "127.0.0.1:0", "--nodes", "1", "--fail-next", "1:503:1"])
         .args(["--close-watches-every", "700ms", "--kubeconfig-out"])
         .arg(&kubeconfig)
@@ -68,7 +68,7 @@ struct Served {
 impl Served {
     fn start(name: &str, flags: &[&str]) -> Served {
         let dir = std::env::temp_dir().join(format!("kcm-sandbox-cli-{name}-{}", std::process::id()));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kcm-sandbox"))
+        let mut child = Command::new(kcm_sandbox_binary())
             .args(["serve", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
             .arg(dir.join("admin.conf"))
             .args(flags)
@@ -211,4 +211,10 @@ fn health_probes_are_spared_injected_errors() {
     assert_eq!((code, retry_after.as_deref()), (429, Some("7")), "{body}");
     assert!(body.contains("injected fault"), "{body}");
     assert_eq!(plain_get(&served.url, "/api/v1/namespaces").0, 200);
+}
+
+/// The `kcm-sandbox` command, a package of its own, built beside our controller manager.
+fn kcm_sandbox_binary() -> std::path::PathBuf {
+    kcm_envtest::envtest::built_beside(env!("CARGO_BIN_EXE_kube-controller-manager"), "kcm-sandbox")
+        .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kcm::client::RestConfig;
-use kcm::envtest::{Backend, TestServer};
-use kcm::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
+use kcm_envtest::envtest::{Backend, TestServer};
+use kcm_sandbox::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
 use serde_json::{Value, json};
 
 use crate::support::http;

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use kcm::envtest::Backend;
+use kcm_envtest::envtest::Backend;
 
 #[test]
 fn the_demo_converges_on_the_sandbox() {
@@ -19,7 +19,8 @@ fn the_demo_converges_on_the_real_server() {
 }
 
 fn the_demo_converges(extra: &[&str]) {
-    let sandbox = env!("CARGO_BIN_EXE_kcm-sandbox");
+    let sandbox = kcm_envtest::envtest::built_beside(env!("CARGO_BIN_EXE_kube-controller-manager"), "kcm-sandbox")
+        .unwrap_or_else(|e| panic!("{e}"));
     let controller_manager = env!("CARGO_BIN_EXE_kube-controller-manager");
     let output = Command::new(sandbox)
         .args(["demo", "--controller-manager", controller_manager])

@@ -296,8 +296,8 @@ fn budget_status(allowed: i32) -> String {
 /// disruption (kubectl retries until its timeout), done once it allows one.
 #[test]
 fn kubectl_drain_respects_a_disruption_budget() {
-    use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-    use kcm::sandbox::server::{Sandbox, SandboxOptions};
+    use kcm_sandbox::sandbox::nodes::{NodeOptions, SimulatedNodes};
+    use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 
     if !kubectl::available("kubectl_drain_respects_a_disruption_budget") {
         return;

@@ -1,11 +1,11 @@
 //! The metrics APIs (docs/sandbox.md, "Metrics APIs"): the same annotations give the same answers from
 //! the sandbox, which serves them in-process, and from a real kube-apiserver, through its
-//! aggregator to `kcm::envtest`'s metrics API server.
+//! aggregator to `kcm_envtest::envtest`'s metrics API server.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
 use kcm::client::{Api, Client, ClientOptions, Error, PostParams};
-use kcm::envtest::MetricsApis;
-use kcm::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
+use kcm_envtest::envtest::MetricsApis;
+use kcm_sandbox::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
 use serde_json::{Value, json};
 
 use crate::harness::{Backend, TestServer, from};

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, ServiceAccount};
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, Patch, PostParams};
-use kcm::sandbox::nodes::{NodeOptions, SimulatedNodes};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::nodes::{NodeOptions, SimulatedNodes};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 use serde_json::{Value, json};
 
 use crate::harness;
@@ -902,7 +902,7 @@ on_both_backends!(claims_of_the_default_class_are_provisioned_and_bound);
 fn the_simulated_csi_driver_attaches_and_the_kubelet_waits(backend: harness::Backend) {
     use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
     use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, VolumeAttachment};
-    use kcm::sandbox::nodes::csi::{ATTACHER_FINALIZER, DRIVER};
+    use kcm_sandbox::sandbox::nodes::csi::{ATTACHER_FINALIZER, DRIVER};
     let cluster = harness::with(&[]).on(backend).nodes(&["node-a"]).node_options(fast()).start();
     let driver = Api::<CSIDriver>::cluster(&cluster.client).get(DRIVER).expect("the CSIDriver");
     assert_eq!(driver.spec.attach_required, Some(true));
@@ -967,8 +967,9 @@ on_both_backends!(the_simulated_csi_driver_attaches_and_the_kubelet_waits);
 fn the_sandbox_starts_with_the_csi_driver() {
     use k8s_openapi::api::storage::v1::CSIDriver;
     let cluster = harness::with(&[]).without_nodes().start();
-    let driver =
-        Api::<CSIDriver>::cluster(&cluster.client).get(kcm::sandbox::nodes::csi::DRIVER).expect("the CSIDriver");
+    let driver = Api::<CSIDriver>::cluster(&cluster.client)
+        .get(kcm_sandbox::sandbox::nodes::csi::DRIVER)
+        .expect("the CSIDriver");
     assert_eq!(driver.spec.attach_required, Some(true));
     assert_eq!(driver.spec.pod_info_on_mount, Some(false));
     assert_eq!(driver.spec.volume_lifecycle_modes, Some(vec!["Persistent".to_string()]));

@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::sync::Arc;
 
 use base64::Engine;
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 use kubectl::{Bed, PATIENCE};
 use rustls::{ClientConnection, StreamOwned};
 use serde_json::{Value, json};

@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kcm::client::{Api, Client, ClientOptions, DeleteParams, Error, ListParams, Patch, PostParams};
-use kcm::sandbox::nodes::SimulatedNodes;
-use kcm::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::nodes::SimulatedNodes;
+use kcm_sandbox::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
 use serde_json::json;
 
 use crate::harness;

@@ -8,7 +8,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController, Service, ServiceAccount};
 use kcm::client::{Api, ApiError, Client, ClientOptions, Error, Patch, PostParams};
-use kcm::sandbox::server::{Sandbox, SandboxOptions};
+use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 

@@ -1,0 +1,550 @@
+//! The `kcm-sandbox` command line: `serve`, `demo` (the narrated tour, in [`demo`]), `nodes`,
+//! `side-by-side` and `e2e` (in [`e2e`]).
+
+pub mod demo;
+pub mod e2e;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use lexopt::prelude::*;
+use parking_lot::Mutex;
+
+use crate::apimachinery::duration::parse_go_duration;
+use crate::sandbox::server::{Sandbox, SandboxOptions};
+
+const USAGE: &str = "\
+Usage:
+  kcm-sandbox serve [options]   run the development API server until SIGINT/SIGTERM; prints one line
+                                when ready, and /readyz answers ok from then on (faults spare the
+                                health probes; only a restart's downtime interrupts them)
+  kcm-sandbox demo [options]    run the server, simulated nodes and kube-controller-manager, and narrate
+  kcm-sandbox nodes --kubeconfig F --names a,b,c
+                                run simulated nodes (kubelets and a scheduler) against any API server,
+                                e.g. a real kube-apiserver, until SIGINT/SIGTERM
+  kcm-sandbox side-by-side [options]
+                                run scripted scenarios on a real kube-apiserver, once with upstream's
+                                kube-controller-manager and once with ours, and print what differs
+  kcm-sandbox e2e [options]     run upstream's e2e suite (e2e.test v1.36.2) on its controller specs against
+                                a real kube-apiserver, simulated kubelets and a kube-controller-manager
+
+serve options:
+  --listen ADDR               address to listen on (default 127.0.0.1:6443; port 0 picks a free one)
+  --nodes N                   simulated nodes to register (default 0)
+  --kubeconfig-out PATH       write the admin kubeconfig here, controller-manager.conf and sa.key beside it
+                              (default ./sandbox/admin.conf)
+  --plain-http                serve plain HTTP; requests without credentials act as a cluster admin
+  --authorization-mode MODE   AlwaysAllow (default) or RBAC (also Node,RBAC): enforce upstream's bootstrap
+                              RBAC policy; simulated nodes act as the admin
+  --history N                 changes kept for watches; older resourceVersions are Gone (default 10000)
+  --bookmark-interval DUR     how often watches get a BOOKMARK (default 1m0s)
+
+serve faults (health probes /healthz, /livez, /readyz are never failed nor delayed):
+  --fail-next N:CODE[:SECS]   answer the next N API requests with HTTP CODE (500, 429, 503), Retry-After SECS
+  --latency DUR               delay every API request by DUR
+  --close-watches-every DUR   cut every open watch (and connection) this often
+  --compact-every DUR         forget the change history this often (older resourceVersions are Gone)
+  --restart-every DUR         stop the server this often and listen again on the same port after
+                              --restart-downtime, the stored objects kept (open watches end)
+  --restart-downtime DUR      how long a restart leaves the port closed (default 1s)
+
+serve signals:
+  SIGUSR1                     close every open watch (and connection) now
+  SIGUSR2                     restart now: stop, wait --restart-downtime, listen on the same port, state kept
+  SIGINT, SIGTERM             stop and exit
+
+serve (with --nodes) and nodes read commands on standard input, answering ok or error: ...:
+  add-node NAME               a new simulated node registers and runs its pods
+  remove-node NAME            a simulated node stops for good; its Node and Lease are deleted
+
+demo options:
+  --controller-manager PATH   the kube-controller-manager binary (default: next to kcm-sandbox)
+  --nodes N                   simulated nodes (default 3)
+  --real-server               run against etcd + kube-apiserver v1.36.2 (../shared/k8s, or
+                              KCM_K8S_ASSETS; etcd from PATH or KCM_ETCD) instead of the sandbox
+
+side-by-side options:
+  --scenario NAME             run only this scenario (repeatable; default: all of them)
+  --list                      list the scenarios and exit
+  --ours PATH                 our kube-controller-manager (default: next to kcm-sandbox)
+  --upstream PATH             upstream's (default: the real control plane's assets)
+  --logs DIR                  where the controller managers' logs go (default: a temporary folder)
+
+e2e options (../shared/k8s/v1.36.2/e2e, or KCM_E2E_DIR holding e2e.test and ginkgo):
+  --ours PATH                 our kube-controller-manager (default: next to kcm-sandbox); run by default
+  --upstream[=PATH]           run upstream's instead (default: the real control plane's assets)
+  --both                      run upstream's, then ours, each alone; print the specs whose outcome differs
+                              and fail if one passed with upstream's and not with ours
+  --ci                        only the short list of fast specs CI runs
+  --list                      print the selected specs (a dry run of the suite) and exit
+  --focus RE, --skip RE       ginkgo regexes of one's own (default: the controller specs and the skip list)
+  --procs N                   ginkgo's parallel processes (default 2)
+  --nodes N                   simulated nodes (default 3)
+  --timeout DUR               the suite's time limit (default 75m)
+  --out DIR                   reports, ginkgo's output and the controller manager's log (default: a temporary folder)
+  -v, --verbose               print every spec's outcome
+";
+
+/// Runs the command line; `Err` is a usage error (exit status 2).
+pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, String> {
+    let mut parser = lexopt::Parser::from_iter(std::iter::once(OsString::from("kcm-sandbox")).chain(args));
+    let command = match parser.next().map_err(|e| e.to_string())? {
+        Some(Value(command)) => command.string().map_err(|e| e.to_string())?,
+        Some(Long("help") | Short('h')) | None => {
+            print!("{USAGE}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(other) => return Err(format!("{}\n{USAGE}", other.unexpected())),
+    };
+    match command.as_str() {
+        "serve" => serve(parse_serve(&mut parser)?),
+        "demo" => crate::cli::demo::run(crate::cli::demo::parse(&mut parser)?),
+        "nodes" => nodes(parse_nodes(&mut parser)?),
+        "side-by-side" => side_by_side(&mut parser),
+        "e2e" => e2e::run(e2e::parse(&mut parser, upstream_binary)?),
+        other => Err(format!("unknown command {other:?}\n{USAGE}")),
+    }
+}
+
+/// Options of `serve`.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The server's own options (`--listen`, `--plain-http`, `--authorization-mode`, `--history`, ...).
+    pub sandbox: SandboxOptions,
+    /// `--nodes`: simulated nodes to register.
+    pub nodes: usize,
+    /// `--kubeconfig-out`: where admin.conf goes, controller-manager.conf and sa.key beside it.
+    pub kubeconfig_out: PathBuf,
+    /// `--fail-next N:CODE[:SECS]`: (count, HTTP code, Retry-After seconds).
+    pub fail_next: Option<(usize, u16, Option<u64>)>,
+    /// `--latency`: a delay added to every API request.
+    pub latency: Option<Duration>,
+    /// `--close-watches-every`: how often every open watch is cut.
+    pub close_watches_every: Option<Duration>,
+    /// `--compact-every`: how often the change history is forgotten.
+    pub compact_every: Option<Duration>,
+    /// `--restart-every`: how often the server restarts.
+    pub restart_every: Option<Duration>,
+    /// How long a restart (periodic or by SIGUSR2) keeps the port closed.
+    pub restart_downtime: Duration,
+}
+
+/// The port stays closed this long during a restart unless `--restart-downtime` says otherwise.
+pub const DEFAULT_RESTART_DOWNTIME: Duration = Duration::from_secs(1);
+
+fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
+    let mut options = ServeOptions {
+        sandbox: SandboxOptions::default(),
+        nodes: 0,
+        kubeconfig_out: PathBuf::from("sandbox/admin.conf"),
+        fail_next: None,
+        latency: None,
+        close_watches_every: None,
+        compact_every: None,
+        restart_every: None,
+        restart_downtime: DEFAULT_RESTART_DOWNTIME,
+    };
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        let flag = match &arg {
+            Long(name) => format!("--{name}"),
+            other => return Err(format!("{}\n{USAGE}", other.clone().unexpected())),
+        };
+        match arg {
+            Long("plain-http") => options.sandbox.plain_http = true,
+            Long("authorization-mode") => options.sandbox.authorization_mode = value(parser, &flag)?,
+            Long("listen") => options.sandbox.listen = value(parser, &flag)?,
+            Long("nodes") => options.nodes = value(parser, &flag)?,
+            Long("kubeconfig-out") => options.kubeconfig_out = PathBuf::from(text(parser, &flag)?),
+            Long("history") => options.sandbox.history = value(parser, &flag)?,
+            Long("bookmark-interval") => options.sandbox.bookmark_interval = duration(parser, &flag)?,
+            Long("latency") => options.latency = Some(duration(parser, &flag)?),
+            Long("fail-next") => options.fail_next = Some(parse_fail_next(&text(parser, &flag)?)?),
+            Long("close-watches-every") => options.close_watches_every = Some(period(parser, &flag)?),
+            Long("compact-every") => options.compact_every = Some(period(parser, &flag)?),
+            Long("restart-every") => options.restart_every = Some(period(parser, &flag)?),
+            Long("restart-downtime") => options.restart_downtime = duration(parser, &flag)?,
+            Long("help") => {
+                print!("{USAGE}");
+                std::process::exit(0);
+            }
+            _ => return Err(format!("unknown flag: {flag}")),
+        }
+    }
+    Ok(options)
+}
+
+fn text(parser: &mut lexopt::Parser, flag: &str) -> Result<String, String> {
+    parser.value().map_err(|e| format!("{flag}: {e}"))?.string().map_err(|_| format!("{flag}: not valid UTF-8"))
+}
+
+fn value<T: std::str::FromStr>(parser: &mut lexopt::Parser, flag: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    let raw = text(parser, flag)?;
+    raw.parse().map_err(|e| format!("invalid argument {raw:?} for {flag}: {e}"))
+}
+
+fn duration(parser: &mut lexopt::Parser, flag: &str) -> Result<Duration, String> {
+    let raw = text(parser, flag)?;
+    parse_go_duration(&raw).map_err(|e| format!("invalid argument {raw:?} for {flag}: {e}"))
+}
+
+/// The period of a repeated fault: a positive duration.
+fn period(parser: &mut lexopt::Parser, flag: &str) -> Result<Duration, String> {
+    let period = duration(parser, flag)?;
+    if period.is_zero() {
+        return Err(format!("invalid argument for {flag}: the period must be positive"));
+    }
+    Ok(period)
+}
+
+fn parse_fail_next(raw: &str) -> Result<(usize, u16, Option<u64>), String> {
+    let bad = || format!("invalid argument {raw:?} for --fail-next: want COUNT:CODE or COUNT:CODE:RETRY_AFTER_SECONDS");
+    let parts: Vec<&str> = raw.split(':').collect();
+    let (count, code, retry) = match parts.as_slice() {
+        [count, code] => (count, code, None),
+        [count, code, retry] => (count, code, Some(retry.parse::<u64>().map_err(|_| bad())?)),
+        _ => return Err(bad()),
+    };
+    Ok((count.parse().map_err(|_| bad())?, code.parse().map_err(|_| bad())?, retry))
+}
+
+/// A running `serve`: the sandbox, its simulated nodes and what restarts it.
+pub struct Served {
+    /// The running server.
+    pub sandbox: Arc<Sandbox>,
+    /// The simulated nodes, when `--nodes` asked for some.
+    pub nodes: Option<crate::sandbox::nodes::SimulatedNodes>,
+    /// Restarts the server (periodically, on SIGUSR2) and stops restarts at shutdown.
+    pub restarter: Arc<Restarter>,
+}
+
+/// Starts the sandbox with its nodes, applies the fault flags and writes the kubeconfigs.
+pub fn start(options: &ServeOptions) -> Result<Served, String> {
+    let sandbox = Arc::new(Sandbox::start(options.sandbox.clone())?);
+    let restarter = Arc::new(Restarter::new(&sandbox, options.restart_downtime));
+    if let Some(every) = options.close_watches_every {
+        repeat(&sandbox, every, Sandbox::close_watches);
+    }
+    if let Some(every) = options.compact_every {
+        repeat(&sandbox, every, Sandbox::compact);
+    }
+    if let Some(every) = options.restart_every {
+        restarter.repeat(every);
+    }
+    if let Some((count, code, retry)) = options.fail_next {
+        sandbox.faults().fail_next(count, code, retry)?;
+    }
+    sandbox.faults().set_latency(options.latency);
+    sandbox.write_kubeconfigs(&options.kubeconfig_out)?;
+    let nodes = (options.nodes > 0).then(|| {
+        let names = (1..=options.nodes).map(|i| format!("node-{i}")).collect();
+        crate::sandbox::nodes::SimulatedNodes::start(
+            sandbox.admin_config(),
+            names,
+            crate::sandbox::nodes::NodeOptions::default(),
+        )
+    });
+    Ok(Served { sandbox, nodes: nodes.transpose()?, restarter })
+}
+
+/// Runs a fault every `period` for as long as the sandbox lives.
+fn repeat(sandbox: &Arc<Sandbox>, period: Duration, fault: fn(&Sandbox)) {
+    every(Arc::downgrade(sandbox), period, move |sandbox| {
+        fault(sandbox);
+        true
+    });
+}
+
+/// Calls `tick` on `target` every `period` on a thread of its own, until the target is gone or
+/// `tick` answers false.
+fn every<T: Send + Sync + 'static>(target: Weak<T>, period: Duration, tick: impl Fn(&T) -> bool + Send + 'static) {
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(period);
+            let Some(target) = target.upgrade() else { return };
+            if !tick(&target) {
+                return;
+            }
+        }
+    });
+}
+
+/// Stops the server and listens again on the same address after a downtime, the store kept, as
+/// a kube-apiserver restarting in front of the same etcd. One restart runs at a time, and none
+/// after [`Restarter::shut_down`], so a restart in progress cannot reopen a stopped server.
+pub struct Restarter {
+    sandbox: Weak<Sandbox>,
+    downtime: Duration,
+    /// Held for the whole of a restart; `true` once shut down.
+    shut_down: Mutex<bool>,
+}
+
+impl Restarter {
+    /// A restarter that keeps the port closed for `downtime` during each restart.
+    pub fn new(sandbox: &Arc<Sandbox>, downtime: Duration) -> Restarter {
+        Restarter { sandbox: Arc::downgrade(sandbox), downtime, shut_down: Mutex::new(false) }
+    }
+
+    /// Restarts the server now; `Ok(false)` when the sandbox is gone or shut down.
+    pub fn restart(&self) -> Result<bool, String> {
+        let shut_down = self.shut_down.lock();
+        let Some(sandbox) = self.sandbox.upgrade().filter(|_| !*shut_down) else {
+            return Ok(false);
+        };
+        log::info!("restarting: the server stops for {:?}, its state kept", self.downtime);
+        sandbox.pause();
+        std::thread::sleep(self.downtime);
+        sandbox.resume()?;
+        log::info!("restarted: serving {} again", sandbox.url());
+        Ok(true)
+    }
+
+    /// Restarts in the background (for a signal handler), logging a failure.
+    pub fn restart_in_background(self: &Arc<Self>) {
+        let restarter = self.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = restarter.restart() {
+                log::error!("restart failed: {e}");
+            }
+        });
+    }
+
+    /// Restarts every `period` until the sandbox is gone or shut down.
+    fn repeat(self: &Arc<Self>, period: Duration) {
+        every(Arc::downgrade(self), period, |restarter| match restarter.restart() {
+            Ok(keep_going) => keep_going,
+            Err(e) => {
+                log::error!("restart failed: {e}");
+                true
+            }
+        });
+    }
+
+    /// Waits for a restart in progress and prevents any further one.
+    pub fn shut_down(&self) {
+        *self.shut_down.lock() = true;
+    }
+}
+
+fn serve(options: ServeOptions) -> Result<ExitCode, String> {
+    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1, SIGUSR2])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let Served { sandbox, nodes, restarter } = match start(&options) {
+        Ok(served) => served,
+        Err(e) => {
+            eprintln!("kcm-sandbox: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    println!(
+        "kcm-sandbox: serving {} with {} simulated node(s); admin kubeconfig {} (controller-manager.conf and sa.key beside it)",
+        sandbox.url(),
+        options.nodes,
+        options.kubeconfig_out.display()
+    );
+    let nodes = nodes.map(Arc::new);
+    if let Some(nodes) = &nodes {
+        node_commands(Arc::downgrade(nodes));
+    }
+    for signal in signals.forever() {
+        match signal {
+            SIGUSR1 => {
+                log::info!("SIGUSR1: closing every open watch");
+                sandbox.close_watches();
+            }
+            SIGUSR2 => {
+                log::info!("SIGUSR2: restarting the server");
+                restarter.restart_in_background();
+            }
+            _ => {
+                log::info!("received signal {signal}; shutting down");
+                break;
+            }
+        }
+    }
+    restarter.shut_down();
+    // The command reader holds the nodes only while it runs a command.
+    if let Some(Ok(nodes)) = nodes.map(Arc::try_unwrap) {
+        nodes.stop();
+    }
+    sandbox.stop();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads `add-node NAME` and `remove-node NAME` lines from standard input and adds or removes
+/// simulated nodes at run time, answering `ok` or `error: …` on one line each.
+fn node_commands(nodes: Weak<crate::sandbox::nodes::SimulatedNodes>) {
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { return };
+            let Some(nodes) = nodes.upgrade() else { return };
+            let answer = match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+                ["add-node", name] => nodes.add_node(name),
+                ["remove-node", name] => nodes.remove_node(name),
+                [] => continue,
+                _ => Err(format!("unknown command {line:?}: want add-node NAME or remove-node NAME")),
+            };
+            match answer {
+                Ok(()) => println!("ok"),
+                Err(e) => println!("error: {e}"),
+            }
+        }
+    });
+}
+
+/// `nodes`: the kubeconfig and the node names.
+fn parse_nodes(parser: &mut lexopt::Parser) -> Result<(PathBuf, Vec<String>), String> {
+    let (mut kubeconfig, mut names) = (None, Vec::new());
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("kubeconfig") => kubeconfig = Some(PathBuf::from(text(parser, "--kubeconfig")?)),
+            Long("names") => names = text(parser, "--names")?.split(',').map(str::to_string).collect(),
+            other => return Err(format!("{}\n{USAGE}", other.unexpected())),
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    let kubeconfig = kubeconfig.ok_or("nodes: --kubeconfig is required")?;
+    if names.is_empty() {
+        return Err("nodes: --names is required".into());
+    }
+    Ok((kubeconfig, names))
+}
+
+/// Runs simulated nodes against the server of `kubeconfig` until SIGINT/SIGTERM.
+fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let config = crate::client::config::load(Some(&kubeconfig), None).map_err(|e| e.to_string())?;
+    let count = names.len();
+    let nodes = Arc::new(crate::sandbox::nodes::SimulatedNodes::start(
+        config,
+        names,
+        crate::sandbox::nodes::NodeOptions::default(),
+    )?);
+    println!("kcm-sandbox: running {count} simulated node(s)");
+    node_commands(Arc::downgrade(&nodes));
+    signals.forever().next();
+    if let Ok(nodes) = Arc::try_unwrap(nodes) {
+        nodes.stop();
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Upstream's kube-controller-manager among the real control plane's assets.
+fn upstream_binary() -> Result<PathBuf, String> {
+    crate::envtest::Assets::locate().map(|assets| assets.kube_controller_manager)
+}
+
+/// `side-by-side`: runs the chosen scenarios and prints each one's differences; fails when a run
+/// failed or a difference is not a known one.
+fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
+    use crate::envtest::sidebyside::{self, RunOptions, scenarios};
+    let mut chosen = Vec::new();
+    let mut options = RunOptions {
+        ours: crate::cli::demo::default_controller_manager(),
+        upstream: None,
+        log_dir: std::env::temp_dir().join(format!("kcm-side-by-side-{}", std::process::id())),
+    };
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("scenario") => {
+                let name = text(parser, "--scenario")?;
+                let known: Vec<&str> = scenarios::all().map(|s| s.name).collect();
+                chosen.push(sidebyside::scenario(&name).ok_or(format!("unknown scenario {name:?}; known: {known:?}"))?);
+            }
+            Long("list") => {
+                scenarios::all().for_each(|s| println!("{:<24} {}", s.name, s.summary));
+                return Ok(ExitCode::SUCCESS);
+            }
+            Long("ours") => options.ours = PathBuf::from(text(parser, "--ours")?),
+            Long("upstream") => options.upstream = Some(PathBuf::from(text(parser, "--upstream")?)),
+            Long("logs") => options.log_dir = PathBuf::from(text(parser, "--logs")?),
+            other => return Err(format!("side-by-side: {}", other.unexpected())),
+        }
+    }
+    if chosen.is_empty() {
+        chosen = scenarios::all().collect();
+    }
+    let mut clean = true;
+    for scenario in chosen {
+        println!("--- {}: {} (upstream and ours, at once)", scenario.name, scenario.summary);
+        let outcome = sidebyside::compare(scenario, &options)?;
+        print!("{outcome}");
+        clean &= outcome.upstream.error.is_none() && outcome.ours.error.is_none() && outcome.unexpected().is_empty();
+    }
+    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ServeOptions, String> {
+        let mut parser = lexopt::Parser::from_iter(std::iter::once("kcm-sandbox").chain(args.iter().copied()));
+        parse_serve(&mut parser)
+    }
+
+    #[test]
+    fn nodes_need_a_kubeconfig_and_names() {
+        let nodes = |args: &[&str]| {
+            let mut parser = lexopt::Parser::from_iter(std::iter::once("kcm-sandbox").chain(args.iter().copied()));
+            parse_nodes(&mut parser)
+        };
+        let (kubeconfig, names) = nodes(&["--kubeconfig", "a.conf", "--names", "n1,n2,"]).unwrap();
+        assert_eq!((kubeconfig, names), (PathBuf::from("a.conf"), vec!["n1".to_string(), "n2".to_string()]));
+        assert!(nodes(&["--names", "n1"]).unwrap_err().contains("--kubeconfig"));
+        assert!(nodes(&["--kubeconfig", "a.conf"]).unwrap_err().contains("--names"));
+        assert!(nodes(&["--kubeconfig", "a.conf", "--names", "n1", "--bogus"]).is_err());
+    }
+
+    #[test]
+    fn fault_flags_parse() {
+        let options = parse(&[
+            "--fail-next",
+            "3:429:2",
+            "--latency",
+            "250ms",
+            "--close-watches-every",
+            "30s",
+            "--compact-every",
+            "1m",
+            "--restart-every",
+            "2m",
+            "--restart-downtime",
+            "3s",
+        ])
+        .unwrap();
+        assert_eq!(options.fail_next, Some((3, 429, Some(2))));
+        assert_eq!(options.latency, Some(Duration::from_millis(250)));
+        assert_eq!(options.close_watches_every, Some(Duration::from_secs(30)));
+        assert_eq!(options.compact_every, Some(Duration::from_secs(60)));
+        assert_eq!(options.restart_every, Some(Duration::from_secs(120)));
+        assert_eq!(options.restart_downtime, Duration::from_secs(3));
+    }
+
+    #[test]
+    fn restarts_default_to_none_with_a_one_second_downtime() {
+        let options = parse(&[]).unwrap();
+        assert_eq!((options.restart_every, options.restart_downtime), (None, DEFAULT_RESTART_DOWNTIME));
+    }
+
+    #[test]
+    fn bad_fault_flags_are_refused_by_name() {
+        for (args, needle) in [
+            (["--restart-every", "0s"], "--restart-every: the period must be positive"),
+            (["--close-watches-every", "0"], "--close-watches-every: the period must be positive"),
+            (["--restart-downtime", "soon"], "for --restart-downtime"),
+            (["--fail-next", "2"], "for --fail-next"),
+        ] {
+            let error = parse(&args).unwrap_err();
+            assert!(error.contains(needle), "{error}");
+        }
+    }
+}
