@@ -27,17 +27,25 @@ pub struct Quantity {
     format: Format,
 }
 
-/// Text that is not a quantity.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QuantityError(pub String);
-
-impl fmt::Display for QuantityError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Text that is not a quantity (apimachinery's `ErrFormatWrong`), or one beyond what is kept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    /// Not the quantity grammar (`ErrFormatWrong`).
+    #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
+    FormatWrong,
+    /// More significant digits than are kept.
+    #[error("quantity {text:?} is too large or too precise")]
+    TooLargeOrPrecise {
+        /// The text.
+        text: String,
+    },
+    /// A value beyond what is kept.
+    #[error("quantity {text:?} is too large")]
+    TooLarge {
+        /// The text.
+        text: String,
+    },
 }
-
-impl std::error::Error for QuantityError {}
 
 const NANOS_PER_UNIT: i128 = 1_000_000_000;
 /// apimachinery's `MaxMilliValue`: the largest value whose milli-value fits an int64.
@@ -52,12 +60,7 @@ const BINARY_SUFFIXES: &[(&str, u32)] = &[("Ki", 10), ("Mi", 20), ("Gi", 30), ("
 impl Quantity {
     /// Parses `text` as `ParseQuantity` does (no surrounding spaces allowed).
     pub fn parse(text: &str) -> Result<Quantity, QuantityError> {
-        let wrong = || {
-            QuantityError(
-                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-                    .to_string(),
-            )
-        };
+        let wrong = || QuantityError::FormatWrong;
         let (negative, rest) = match text.as_bytes().first() {
             Some(b'-') => (true, &text[1..]),
             Some(b'+') => (false, &text[1..]),
@@ -77,10 +80,10 @@ impl Quantity {
         let digits = format!("{whole}{fraction}");
         let digits = digits.trim_start_matches('0');
         if digits.len() > MAX_DIGITS {
-            return Err(QuantityError(format!("quantity {text:?} is too large or too precise")));
+            return Err(QuantityError::TooLargeOrPrecise { text: text.to_string() });
         }
         let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().map_err(|_| wrong())? };
-        let too_large = || QuantityError(format!("quantity {text:?} is too large"));
+        let too_large = || QuantityError::TooLarge { text: text.to_string() };
         let mut value = mantissa.checked_mul(1i128.checked_shl(base2).ok_or_else(too_large)?).ok_or_else(too_large)?;
         let scale = exp10 + 9 - fraction.len() as i32;
         if scale >= 0 {

@@ -12,7 +12,127 @@ use jiff::civil::{Date, DateTime};
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp, ToSpan};
 
+use super::duration::ParseDurationError;
 use super::strconv::quote;
+
+/// A zone name `time.LoadLocation` refuses, in Go's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocationError {
+    /// A name that would leave the zone database (`..`, a leading slash).
+    #[error("time: invalid location name")]
+    InvalidName,
+    /// A name the zone database does not hold.
+    #[error("unknown time zone {name}")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+    },
+}
+
+/// A schedule robfig/cron's `ParseStandard` refuses, in its words (they reach the CronJob's
+/// validation message and its Events).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// The empty schedule.
+    #[error("empty spec string")]
+    Empty,
+    /// Not five fields (`found` of them, shown space-separated as Go's `%v` of a slice).
+    #[error("expected exactly 5 fields, found {}: [{}]", .fields.len(), .fields.join(" "))]
+    FieldCount {
+        /// The fields found.
+        fields: Vec<String>,
+    },
+    /// A `TZ=`/`CRON_TZ=` prefix naming a zone that cannot be loaded.
+    #[error("provided bad location {name}: {source}")]
+    BadLocation {
+        /// The zone name.
+        name: String,
+        /// Why it cannot be loaded.
+        source: LocationError,
+    },
+    /// `@` and not a known descriptor nor `@every`.
+    #[error("unrecognized descriptor: {spec}")]
+    UnknownDescriptor {
+        /// The whole schedule.
+        spec: String,
+    },
+    /// `@every` with a duration that does not parse.
+    #[error("failed to parse duration {spec}: {source}")]
+    Duration {
+        /// The whole schedule.
+        spec: String,
+        /// The duration's error.
+        source: ParseDurationError,
+    },
+    /// A range with more than one `-`.
+    #[error("too many hyphens: {expression}")]
+    TooManyHyphens {
+        /// The range.
+        expression: String,
+    },
+    /// A range with more than one `/`.
+    #[error("too many slashes: {expression}")]
+    TooManySlashes {
+        /// The range.
+        expression: String,
+    },
+    /// A range starting below the field's minimum.
+    #[error("beginning of range ({start}) below minimum ({min}): {expression}")]
+    BelowMinimum {
+        /// The range's start.
+        start: u64,
+        /// The field's minimum.
+        min: u64,
+        /// The range.
+        expression: String,
+    },
+    /// A range ending above the field's maximum.
+    #[error("end of range ({end}) above maximum ({max}): {expression}")]
+    AboveMaximum {
+        /// The range's end.
+        end: u64,
+        /// The field's maximum.
+        max: u64,
+        /// The range.
+        expression: String,
+    },
+    /// A range whose start is after its end.
+    #[error("beginning of range ({start}) beyond end of range ({end}): {expression}")]
+    StartBeyondEnd {
+        /// The range's start.
+        start: u64,
+        /// The range's end.
+        end: u64,
+        /// The range.
+        expression: String,
+    },
+    /// A step of zero.
+    #[error("step of range should be a positive number: {expression}")]
+    ZeroStep {
+        /// The range.
+        expression: String,
+    },
+    /// A number that is not one (`strconv.Atoi`'s syntax error).
+    #[error("failed to parse int from {text}: strconv.Atoi: parsing {}: invalid syntax", quote(.text))]
+    IntSyntax {
+        /// The text.
+        text: String,
+    },
+    /// A number beyond an `int` (`strconv.Atoi`'s range error).
+    #[error("failed to parse int from {text}: strconv.Atoi: parsing {}: value out of range", quote(.text))]
+    IntRange {
+        /// The text.
+        text: String,
+    },
+    /// A negative number.
+    #[error("negative number ({number}) not allowed: {text}")]
+    Negative {
+        /// Its value.
+        number: i64,
+        /// The text.
+        text: String,
+    },
+}
 
 /// A parsed schedule (`cron.Schedule`).
 #[derive(Debug, Clone)]
@@ -59,38 +179,39 @@ const DAYS_OF_WEEK: Bounds = Bounds { min: 0, max: 6, names: &["sun", "mon", "tu
 /// Go's `time.LoadLocation`: `""` and `UTC` are UTC, `Local` the system's zone, anything else
 /// an IANA name looked up in the system's time zone database (case-sensitively, as Go reads
 /// the files). The error is Go's text.
-pub fn load_location(name: &str) -> Result<TimeZone, String> {
+pub fn load_location(name: &str) -> Result<TimeZone, LocationError> {
     match name {
         "" | "UTC" => return Ok(TimeZone::UTC),
         "Local" => return Ok(TimeZone::system()),
         _ => {}
     }
     if name.contains("..") || name.starts_with(['/', '\\']) {
-        return Err("time: invalid location name".into());
+        return Err(LocationError::InvalidName);
     }
     match TimeZone::get(name) {
         // jiff looks names up without regard to case; Go opens the file of that exact name.
         Ok(zone) if zone.iana_name().is_none_or(|found| found == name) => Ok(zone),
-        _ => Err(format!("unknown time zone {name}")),
+        _ => Err(LocationError::Unknown { name: name.to_string() }),
     }
 }
 
 /// robfig/cron v3's `ParseStandard`: five fields (minute, hour, day of month, month, day of
 /// week) or a descriptor, optionally after `TZ=<zone> ` or `CRON_TZ=<zone> `.
-pub fn parse_standard(spec: &str) -> Result<Schedule, String> {
+pub fn parse_standard(spec: &str) -> Result<Schedule, ParseError> {
     if spec.is_empty() {
-        return Err("empty spec string".into());
+        return Err(ParseError::Empty);
     }
     let mut spec = spec;
     let mut location = None;
     if spec.starts_with("TZ=") || spec.starts_with("CRON_TZ=") {
         // Go slices up to the first space; with none it would panic: refused as no fields.
         let Some(space) = spec.find(' ') else {
-            return Err("expected exactly 5 fields, found 0: []".into());
+            return Err(ParseError::FieldCount { fields: Vec::new() });
         };
         let eq = spec.find('=').unwrap_or_default();
         let name = &spec[eq + 1..space];
-        location = Some(load_location(name).map_err(|e| format!("provided bad location {name}: {e}"))?);
+        location =
+            Some(load_location(name).map_err(|source| ParseError::BadLocation { name: name.to_string(), source })?);
         spec = spec[space..].trim();
     }
     let location = location.unwrap_or_else(TimeZone::system);
@@ -99,7 +220,7 @@ pub fn parse_standard(spec: &str) -> Result<Schedule, String> {
     }
     let fields: Vec<&str> = spec.split_whitespace().collect();
     if fields.len() != 5 {
-        return Err(format!("expected exactly 5 fields, found {}: [{}]", fields.len(), fields.join(" ")));
+        return Err(ParseError::FieldCount { fields: fields.iter().map(|f| f.to_string()).collect() });
     }
     Ok(Schedule::Spec(SpecSchedule {
         second: 1 << SECONDS.min,
@@ -113,7 +234,7 @@ pub fn parse_standard(spec: &str) -> Result<Schedule, String> {
 }
 
 /// `parseDescriptor`.
-fn descriptor(spec: &str, location: TimeZone) -> Result<Schedule, String> {
+fn descriptor(spec: &str, location: TimeZone) -> Result<Schedule, ParseError> {
     let all = |b: &Bounds| bits(b.min, b.max, 1) | STAR_BIT;
     let first = |b: &Bounds| 1u64 << b.min;
     let (hour, dom, month, dow) = match spec {
@@ -129,26 +250,27 @@ fn descriptor(spec: &str, location: TimeZone) -> Result<Schedule, String> {
 }
 
 /// `@every <duration>` (`cron.Every`): at least a second, whole seconds.
-fn every(spec: &str) -> Result<Schedule, String> {
+fn every(spec: &str) -> Result<Schedule, ParseError> {
     let Some(text) = spec.strip_prefix("@every ") else {
-        return Err(format!("unrecognized descriptor: {spec}"));
+        return Err(ParseError::UnknownDescriptor { spec: spec.to_string() });
     };
     let seconds = match super::duration::parse_go_duration(text) {
         Ok(duration) => duration.as_secs().max(1),
         // Go's `time.ParseDuration` takes negative durations, which `Every` raises to 1 s.
-        Err(message) if message.starts_with("negative duration") => 1,
-        Err(message) => return Err(format!("failed to parse duration {spec}: {message}")),
+        Err(ParseDurationError::Negative { .. }) => 1,
+        Err(source) => return Err(ParseError::Duration { spec: spec.to_string(), source }),
     };
     Ok(Schedule::Every(SignedDuration::from_secs(seconds as i64)))
 }
 
 /// `getField`: comma-separated ranges.
-fn field(text: &str, bounds: &Bounds) -> Result<u64, String> {
+fn field(text: &str, bounds: &Bounds) -> Result<u64, ParseError> {
     text.split(',').filter(|e| !e.is_empty()).try_fold(0, |acc, expression| Ok(acc | range(expression, bounds)?))
 }
 
 /// `getRange`: `*`, `N`, `N-M`, each with an optional `/step`.
-fn range(expression: &str, bounds: &Bounds) -> Result<u64, String> {
+fn range(expression: &str, bounds: &Bounds) -> Result<u64, ParseError> {
+    let expression_text = || expression.to_string();
     let range_and_step: Vec<&str> = expression.split('/').collect();
     let low_and_high: Vec<&str> = range_and_step[0].split('-').collect();
     let mut extra = 0;
@@ -160,7 +282,7 @@ fn range(expression: &str, bounds: &Bounds) -> Result<u64, String> {
         match low_and_high.len() {
             1 => (start, start),
             2 => (start, int_or_name(low_and_high[1], bounds.names)?),
-            _ => return Err(format!("too many hyphens: {expression}")),
+            _ => return Err(ParseError::TooManyHyphens { expression: expression_text() }),
         }
     };
     let step = match range_and_step.len() {
@@ -175,19 +297,19 @@ fn range(expression: &str, bounds: &Bounds) -> Result<u64, String> {
             }
             step
         }
-        _ => return Err(format!("too many slashes: {expression}")),
+        _ => return Err(ParseError::TooManySlashes { expression: expression_text() }),
     };
     if start < bounds.min {
-        return Err(format!("beginning of range ({start}) below minimum ({}): {expression}", bounds.min));
+        return Err(ParseError::BelowMinimum { start, min: bounds.min, expression: expression_text() });
     }
     if end > bounds.max {
-        return Err(format!("end of range ({end}) above maximum ({}): {expression}", bounds.max));
+        return Err(ParseError::AboveMaximum { end, max: bounds.max, expression: expression_text() });
     }
     if start > end {
-        return Err(format!("beginning of range ({start}) beyond end of range ({end}): {expression}"));
+        return Err(ParseError::StartBeyondEnd { start, end, expression: expression_text() });
     }
     if step == 0 {
-        return Err(format!("step of range should be a positive number: {expression}"));
+        return Err(ParseError::ZeroStep { expression: expression_text() });
     }
     Ok(bits(start, end, step) | extra)
 }
@@ -197,7 +319,7 @@ fn bits(min: u64, max: u64, step: u64) -> u64 {
     (min..=max).step_by(step as usize).fold(0, |acc, i| acc | 1 << i)
 }
 
-fn int_or_name(text: &str, names: &[&str]) -> Result<u64, String> {
+fn int_or_name(text: &str, names: &[&str]) -> Result<u64, ParseError> {
     let lower = text.to_lowercase();
     match names.iter().position(|n| *n == lower) {
         // Month names count from 1, weekday names from 0.
@@ -207,15 +329,13 @@ fn int_or_name(text: &str, names: &[&str]) -> Result<u64, String> {
 }
 
 /// `mustParseInt`: Go's `strconv.Atoi`, then no negatives.
-fn parse_int(text: &str) -> Result<u64, String> {
+fn parse_int(text: &str) -> Result<u64, ParseError> {
     let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("failed to parse int from {text}: strconv.Atoi: parsing {}: invalid syntax", quote(text)));
+        return Err(ParseError::IntSyntax { text: text.to_string() });
     }
-    let number: i64 = text.parse().map_err(|_| {
-        format!("failed to parse int from {text}: strconv.Atoi: parsing {}: value out of range", quote(text))
-    })?;
-    u64::try_from(number).map_err(|_| format!("negative number ({number}) not allowed: {text}"))
+    let number: i64 = text.parse().map_err(|_| ParseError::IntRange { text: text.to_string() })?;
+    u64::try_from(number).map_err(|_| ParseError::Negative { number, text: text.to_string() })
 }
 
 impl Schedule {

@@ -12,12 +12,44 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 /// Go's `time.Duration` is an `int64` of nanoseconds; larger values are rejected as upstream does.
 const MAX_NANOS: u64 = i64::MAX as u64;
 
+/// Text that is not a duration, worded as Go's `time.ParseDuration` words it (`{text:?}` is
+/// Go's `quote` of the whole text for every text the parser can reach).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseDurationError {
+    /// Not the grammar, or beyond what an `int64` of nanoseconds holds.
+    #[error("time: invalid duration {text:?}")]
+    Invalid {
+        /// The whole text.
+        text: String,
+    },
+    /// A number without a unit after it.
+    #[error("time: missing unit in duration {text:?}")]
+    MissingUnit {
+        /// The whole text.
+        text: String,
+    },
+    /// A unit Go does not know.
+    #[error("time: unknown unit {unit:?} in duration {text:?}")]
+    UnknownUnit {
+        /// The unit as written.
+        unit: String,
+        /// The whole text.
+        text: String,
+    },
+    /// A negative duration, which Go accepts and we refuse.
+    #[error("negative duration {text:?} is not allowed")]
+    Negative {
+        /// The whole text.
+        text: String,
+    },
+}
+
 /// Parses a Go duration such as `5m0s`, `1h30m`, `1.5h`, `500ms`, `300us` or `0`.
 ///
 /// The grammar and error texts are Go's `time.ParseDuration`, except that negative durations
 /// (which Go accepts) are refused: no flag of the controller manager means anything by them.
-pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
-    let invalid = || format!("time: invalid duration {text:?}");
+pub fn parse_go_duration(text: &str) -> Result<Duration, ParseDurationError> {
+    let invalid = || ParseDurationError::Invalid { text: text.to_string() };
     let (negative, mut rest) = match text.as_bytes().first() {
         Some(b'-') => (true, &text[1..]),
         Some(b'+') => (false, &text[1..]),
@@ -46,12 +78,12 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
         }
         let unit_len = rest.find(|c: char| c == '.' || c.is_ascii_digit()).unwrap_or(rest.len());
         if unit_len == 0 {
-            return Err(format!("time: missing unit in duration {text:?}"));
+            return Err(ParseDurationError::MissingUnit { text: text.to_string() });
         }
         let (unit_text, after_unit) = rest.split_at(unit_len);
         rest = after_unit;
-        let unit =
-            unit_nanos(unit_text).ok_or_else(|| format!("time: unknown unit {unit_text:?} in duration {text:?}"))?;
+        let unit = unit_nanos(unit_text)
+            .ok_or_else(|| ParseDurationError::UnknownUnit { unit: unit_text.to_string(), text: text.to_string() })?;
         let mut value = whole.checked_mul(unit).filter(|v| *v <= 1 << 63).ok_or_else(invalid)?;
         if fraction > 0 {
             // As Go: float64 keeps nanosecond accuracy for fractions of the largest unit (hours).
@@ -63,7 +95,11 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
         total = total.checked_add(value).filter(|v| *v <= 1 << 63).ok_or_else(invalid)?;
     }
     if negative {
-        return if total == 0 { Ok(Duration::ZERO) } else { Err(format!("negative duration {text:?} is not allowed")) };
+        return if total == 0 {
+            Ok(Duration::ZERO)
+        } else {
+            Err(ParseDurationError::Negative { text: text.to_string() })
+        };
     }
     if total > MAX_NANOS {
         return Err(invalid());
@@ -232,7 +268,7 @@ mod tests {
             ("-5s", r#"negative duration "-5s" is not allowed"#),
         ];
         for (text, want) in cases {
-            assert_eq!(parse_go_duration(text), Err(want.to_string()), "{text}");
+            assert_eq!(parse_go_duration(text).map_err(|e| e.to_string()), Err(want.to_string()), "{text}");
         }
     }
 

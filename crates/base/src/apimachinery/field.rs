@@ -179,25 +179,49 @@ impl fmt::Display for Error {
     }
 }
 
-/// `ErrorList.ToAggregate().Error()`: each distinct message once, in order; one alone, several
-/// in brackets. `None` for an empty list.
-pub fn aggregate(errors: &[Error]) -> Option<String> {
-    aggregate_messages(errors.iter().map(Error::to_string))
+/// `field.Error` is an `error` in Go too.
+impl std::error::Error for Error {}
+
+/// `ErrorList.ToAggregate()`: the errors of one validation as one error; never empty. Build it
+/// with [`aggregate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorList {
+    errors: Vec<Error>,
 }
 
-/// [`aggregate`] of messages already formatted.
-pub fn aggregate_messages(messages: impl IntoIterator<Item = String>) -> Option<String> {
-    let mut unique: Vec<String> = Vec::new();
-    for message in messages {
-        if !unique.contains(&message) {
-            unique.push(message);
+impl ErrorList {
+    /// The errors, in order, repeats included (a `Status`' causes list every one).
+    pub fn errors(&self) -> &[Error] {
+        &self.errors
+    }
+}
+
+/// `ToAggregate().Error()`: each distinct message once, in order; one alone, several in brackets.
+impl fmt::Display for ErrorList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut unique: Vec<String> = Vec::new();
+        for message in self.errors.iter().map(Error::to_string) {
+            if !unique.contains(&message) {
+                unique.push(message);
+            }
+        }
+        match unique.as_slice() {
+            [one] => f.write_str(one),
+            many => write!(f, "[{}]", many.join(", ")),
         }
     }
-    match unique.len() {
-        0 => None,
-        1 => unique.pop(),
-        _ => Some(format!("[{}]", unique.join(", "))),
+}
+
+/// The first error is its source, as for `Aggregate` (a field error has no source of its own).
+impl std::error::Error for ErrorList {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.errors.first().map(|e| e as &(dyn std::error::Error + 'static))
     }
+}
+
+/// `ErrorList.ToAggregate()`: `Ok` for no error (Go's nil), otherwise every error as one.
+pub fn aggregate(errors: &[Error]) -> Result<(), ErrorList> {
+    if errors.is_empty() { Ok(()) } else { Err(ErrorList { errors: errors.to_vec() }) }
 }
 
 /// A bad value held as JSON, as the message shows it: a string quoted as Go's `%q`, anything
@@ -244,8 +268,11 @@ mod tests {
     fn aggregates_drop_repeats() {
         let a = Error::forbidden("a", "no");
         let b = Error::forbidden("b", "no");
-        assert_eq!(aggregate(&[]), None);
-        assert_eq!(aggregate(&[a.clone(), a.clone()]), Some("a: Forbidden: no".to_string()));
-        assert_eq!(aggregate(&[a, b]), Some("[a: Forbidden: no, b: Forbidden: no]".to_string()));
+        assert_eq!(aggregate(&[]), Ok(()));
+        assert_eq!(aggregate(&[a.clone(), a.clone()]).map_err(|e| e.to_string()), Err("a: Forbidden: no".to_string()));
+        assert_eq!(
+            aggregate(&[a, b]).map_err(|e| e.to_string()),
+            Err("[a: Forbidden: no, b: Forbidden: no]".to_string())
+        );
     }
 }

@@ -3,6 +3,14 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 
+/// Text that is not a CIDR, as Go's `net.ParseError` words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid CIDR address: {text}")]
+pub struct ParseCidrError {
+    /// The text.
+    pub text: String,
+}
+
 /// An IP network in CIDR notation, stored with the host bits cleared as Go's `ParseCIDR` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cidr {
@@ -14,8 +22,8 @@ pub struct Cidr {
 
 impl Cidr {
     /// Parses `10.244.0.0/16` or `fd00::/108`.
-    pub fn parse(text: &str) -> Result<Cidr, String> {
-        let invalid = || format!("invalid CIDR address: {text}");
+    pub fn parse(text: &str) -> Result<Cidr, ParseCidrError> {
+        let invalid = || ParseCidrError { text: text.to_string() };
         let (address, prefix) = text.split_once('/').ok_or_else(invalid)?;
         let address: IpAddr = address.parse().map_err(|_| invalid())?;
         if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_digit()) {

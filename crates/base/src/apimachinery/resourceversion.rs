@@ -4,20 +4,12 @@
 //! written as decimal integers: two of the same resource compare as numbers, of any length.
 
 use std::cmp::Ordering;
-use std::fmt;
 
 /// A resourceVersion that is not a positive decimal integer without leading zeros
 /// (`InvalidResourceVersion`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("resource version is not well formed: {0}")]
 pub struct InvalidResourceVersion(pub String);
-
-impl fmt::Display for InvalidResourceVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "resource version is not well formed: {}", self.0)
-    }
-}
-
-impl std::error::Error for InvalidResourceVersion {}
 
 /// `CompareResourceVersion`: how `a` compares to `b`, two resourceVersions of the same
 /// resource. Either must be a positive decimal integer with no leading zero ("0", the

@@ -25,13 +25,21 @@ impl fmt::Display for GroupResource {
     }
 }
 
+/// A group-version with more than one `/`, in Go's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unexpected GroupVersion string: {api_version}")]
+pub struct ParseGroupVersionError {
+    /// The text.
+    pub api_version: String,
+}
+
 /// `schema.ParseGroupVersion`: `apps/v1` → (`apps`, `v1`), `v1` → (``, `v1`), `` → (``, ``);
 /// more than one `/` is Go's error.
-pub fn parse_group_version(api_version: &str) -> Result<(&str, &str), String> {
+pub fn parse_group_version(api_version: &str) -> Result<(&str, &str), ParseGroupVersionError> {
     match api_version.split('/').collect::<Vec<_>>().as_slice() {
         [version] => Ok(("", version)),
         [group, version] => Ok((group, version)),
-        _ => Err(format!("unexpected GroupVersion string: {api_version}")),
+        _ => Err(ParseGroupVersionError { api_version: api_version.to_string() }),
     }
 }
 
@@ -51,6 +59,9 @@ mod tests {
         assert_eq!(parse_group_version("v1"), Ok(("", "v1")));
         assert_eq!(parse_group_version(""), Ok(("", "")));
         assert_eq!(parse_group_version("/"), Ok(("", "")));
-        assert_eq!(parse_group_version("a/b/c"), Err("unexpected GroupVersion string: a/b/c".to_string()));
+        assert_eq!(
+            parse_group_version("a/b/c").map_err(|e| e.to_string()),
+            Err("unexpected GroupVersion string: a/b/c".to_string())
+        );
     }
 }

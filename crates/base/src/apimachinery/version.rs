@@ -76,16 +76,63 @@ impl fmt::Display for Version {
     }
 }
 
+/// Text that is not a version, in the words of upstream's `k8s.io/apimachinery/pkg/util/version`
+/// (texts are quoted as Go's `%q`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// No leading number.
+    #[error("could not parse {} as version", quote(.text))]
+    NotAVersion {
+        /// The whole text.
+        text: String,
+    },
+    /// The wrong number of components (three for a semantic version, at least two otherwise).
+    #[error("illegal version string {}", quote(.text))]
+    Illegal {
+        /// The whole text.
+        text: String,
+    },
+    /// A component (or numeric pre-release part) with a leading zero.
+    #[error("illegal zero-prefixed version component {} in {}", quote(.component), quote(.text))]
+    ZeroPrefixed {
+        /// The component.
+        component: String,
+        /// The whole text.
+        text: String,
+    },
+    /// A component beyond a `uint`.
+    #[error(
+        "illegal non-numeric version component {} in {}: strconv.ParseUint: parsing {}: value out of range",
+        quote(.component),
+        quote(.text),
+        quote(.component)
+    )]
+    OutOfRange {
+        /// The component.
+        component: String,
+        /// The whole text.
+        text: String,
+    },
+    /// What follows a semantic version's numbers is not `-pre-release+metadata`.
+    #[error("could not parse pre-release/metadata ({extra}) in version {}", quote(.text))]
+    PreRelease {
+        /// The text after the numbers.
+        extra: String,
+        /// The whole text.
+        text: String,
+    },
+}
+
 /// Upstream `version.Parse`: a semantic version (`1.34.0`, `v1.34.0-rc.1+b`) if the text is one,
 /// else a generic one (`1.34`, with anything after the numbers ignored). The error is the
 /// generic parser's.
-pub fn parse(text: &str) -> Result<Version, String> {
+pub fn parse(text: &str) -> Result<Version, ParseError> {
     parse_as(text, true).or_else(|_| parse_as(text, false))
 }
 
 /// Upstream `version.ParseSemantic`: `major.minor.patch`, an optional `v` before it and an
 /// optional pre-release and build metadata after it.
-pub fn parse_semantic(text: &str) -> Result<Version, String> {
+pub fn parse_semantic(text: &str) -> Result<Version, ParseError> {
     parse_as(text, true)
 }
 
@@ -95,40 +142,35 @@ fn is_space(c: char) -> bool {
 }
 
 /// Upstream's `parse(str, semver)`, whose `versionMatchRE` is `^\s*v?([0-9]+(?:\.[0-9]+)*)(.*)*$`.
-fn parse_as(text: &str, semver: bool) -> Result<Version, String> {
+fn parse_as(text: &str, semver: bool) -> Result<Version, ParseError> {
     let rest = text.trim_start_matches(is_space);
     let rest = rest.strip_prefix('v').unwrap_or(rest);
     let numbers_end = numbers_len(rest);
     if numbers_end == 0 {
-        return Err(format!("could not parse {} as version", quote(text)));
+        return Err(ParseError::NotAVersion { text: text.to_string() });
     }
     let (numbers, extra) = rest.split_at(numbers_end);
     let parts: Vec<&str> = numbers.split('.').collect();
     if (semver && parts.len() != 3) || (!semver && parts.len() < 2) {
-        return Err(format!("illegal version string {}", quote(text)));
+        return Err(ParseError::Illegal { text: text.to_string() });
     }
     let mut components = Vec::with_capacity(parts.len());
     for (i, part) in parts.iter().enumerate() {
         if (i == 0 || semver) && part.starts_with('0') && *part != "0" {
-            return Err(format!("illegal zero-prefixed version component {} in {}", quote(part), quote(text)));
+            return Err(ParseError::ZeroPrefixed { component: part.to_string(), text: text.to_string() });
         }
-        let number = part.parse::<u64>().map_err(|_| {
-            format!(
-                "illegal non-numeric version component {} in {}: strconv.ParseUint: parsing {}: value out of range",
-                quote(part),
-                quote(text),
-                quote(part)
-            )
-        })?;
+        let number = part
+            .parse::<u64>()
+            .map_err(|_| ParseError::OutOfRange { component: part.to_string(), text: text.to_string() })?;
         components.push(number);
     }
     let mut version = Version { components, pre_release: String::new(), build_metadata: String::new() };
     if semver && !extra.is_empty() {
         let (pre, build) = pre_release_and_build(extra)
-            .ok_or_else(|| format!("could not parse pre-release/metadata ({extra}) in version {}", quote(text)))?;
+            .ok_or_else(|| ParseError::PreRelease { extra: extra.to_string(), text: text.to_string() })?;
         for part in pre.split('.') {
             if part.bytes().all(|b| b.is_ascii_digit()) && part.starts_with('0') && part != "0" {
-                return Err(format!("illegal zero-prefixed version component {} in {}", quote(part), quote(text)));
+                return Err(ParseError::ZeroPrefixed { component: part.to_string(), text: text.to_string() });
             }
         }
         version.pre_release = pre.to_string();
@@ -197,12 +239,15 @@ mod tests {
 
     #[test]
     fn errors_are_upstreams() {
-        assert_eq!(parse("abc"), Err(r#"could not parse "abc" as version"#.into()));
-        assert_eq!(parse(""), Err(r#"could not parse "" as version"#.into()));
-        assert_eq!(parse("1"), Err(r#"illegal version string "1""#.into()));
-        assert_eq!(parse("01.2"), Err(r#"illegal zero-prefixed version component "01" in "01.2""#.into()));
+        assert_eq!(parse("abc").map_err(|e| e.to_string()), Err(r#"could not parse "abc" as version"#.into()));
+        assert_eq!(parse("").map_err(|e| e.to_string()), Err(r#"could not parse "" as version"#.into()));
+        assert_eq!(parse("1").map_err(|e| e.to_string()), Err(r#"illegal version string "1""#.into()));
         assert_eq!(
-            parse("1.99999999999999999999"),
+            parse("01.2").map_err(|e| e.to_string()),
+            Err(r#"illegal zero-prefixed version component "01" in "01.2""#.into())
+        );
+        assert_eq!(
+            parse("1.99999999999999999999").map_err(|e| e.to_string()),
             Err(r#"illegal non-numeric version component "99999999999999999999" in "1.99999999999999999999": strconv.ParseUint: parsing "99999999999999999999": value out of range"#.into())
         );
     }
@@ -210,10 +255,13 @@ mod tests {
     #[test]
     fn semantic_versions_need_three_components() {
         assert_eq!(parse_semantic("v1.36.2-custom+abc").map(|v| v.patch()), Ok(2));
-        assert_eq!(parse_semantic("v1.36"), Err(r#"illegal version string "v1.36""#.into()));
-        assert_eq!(parse_semantic("v1.36.2.1"), Err(r#"illegal version string "v1.36.2.1""#.into()));
+        assert_eq!(parse_semantic("v1.36").map_err(|e| e.to_string()), Err(r#"illegal version string "v1.36""#.into()));
         assert_eq!(
-            parse_semantic("1.36.2_x"),
+            parse_semantic("v1.36.2.1").map_err(|e| e.to_string()),
+            Err(r#"illegal version string "v1.36.2.1""#.into())
+        );
+        assert_eq!(
+            parse_semantic("1.36.2_x").map_err(|e| e.to_string()),
             Err(r#"could not parse pre-release/metadata (_x) in version "1.36.2_x""#.into())
         );
     }

@@ -3,6 +3,8 @@
 //! `EC PRIVATE KEY` block; other blocks such as `EC PARAMETERS` are skipped), their public
 //! halves, and the key ID upstream derives from them (`keyIDFromPublicKey`).
 
+use std::path::PathBuf;
+
 use base64::Engine;
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
@@ -39,6 +41,63 @@ const OID_P256: &[u8] = &[0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 
 const OID_P384: &[u8] = &[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22];
 const OID_P521: &[u8] = &[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23];
 
+/// A private key that cannot be read or used for signing tokens; the texts reach the controller
+/// manager's start-up error for `--service-account-private-key-file`.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The key file cannot be read.
+    #[error("cannot read private key file {}: {source}", .path.display())]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The key file holds no usable key.
+    #[error("private key file {}: {source}", .path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: Box<KeyError>,
+    },
+    /// No private key block in the PEM data.
+    #[error("data does not contain a valid RSA or ECDSA private key")]
+    NoKey,
+    /// The PEM data cannot be read.
+    #[error("not valid PEM: {0}")]
+    Pem(#[source] pem::Error),
+    /// A key of another type (Ed25519, …).
+    #[error("unsupported private key type, must be RSA or ECDSA")]
+    UnsupportedType,
+    /// An RSA key ring refuses.
+    #[error("invalid RSA private key: {0}")]
+    InvalidRsa(#[source] ring::error::KeyRejected),
+    /// An ECDSA key on P-521, which ring cannot sign with.
+    #[error("ECDSA P-521 keys (ES512) are not supported: only P-256 and P-384 can sign here")]
+    P521,
+    /// An ECDSA key on no curve ring knows.
+    #[error("unknown private key curve, must be P-256 or P-384")]
+    UnknownCurve,
+    /// An ECDSA key ring refuses (on the last curve tried).
+    #[error("invalid ECDSA private key: {0}")]
+    InvalidEcdsa(#[source] ring::error::KeyRejected),
+    /// A SEC1 key without the curve's name.
+    #[error("EC private key without named curve parameters")]
+    NoNamedCurve,
+}
+
+/// A signature ring could not make (it says no more than that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignError {
+    /// With an RSA key.
+    #[error("RSA signing failed")]
+    Rsa,
+    /// With an ECDSA key.
+    #[error("ECDSA signing failed")]
+    Ecdsa,
+}
+
 enum Signer {
     Rsa(RsaKeyPair),
     Ecdsa(EcdsaKeyPair),
@@ -64,17 +123,17 @@ pub struct PublicKey {
 impl SigningKey {
     /// Reads a key file; errors name the file, as upstream's "error reading key for service
     /// account token controller" does.
-    pub fn from_pem_file(path: &std::path::Path) -> Result<SigningKey, String> {
-        let pem = std::fs::read(path).map_err(|e| format!("cannot read private key file {}: {e}", path.display()))?;
-        SigningKey::from_pem(&pem).map_err(|e| format!("private key file {}: {e}", path.display()))
+    pub fn from_pem_file(path: &std::path::Path) -> Result<SigningKey, KeyError> {
+        let pem = std::fs::read(path).map_err(|source| KeyError::ReadFile { path: path.to_path_buf(), source })?;
+        SigningKey::from_pem(&pem).map_err(|e| KeyError::File { path: path.to_path_buf(), source: Box::new(e) })
     }
 
     /// Parses the first private key of a PEM document: PKCS#1 RSA, PKCS#8 (RSA or ECDSA) or
     /// SEC1 ECDSA. ECDSA keys must be on P-256 or P-384 (ring cannot sign with P-521).
-    pub fn from_pem(pem: &[u8]) -> Result<SigningKey, String> {
+    pub fn from_pem(pem: &[u8]) -> Result<SigningKey, KeyError> {
         let der = PrivateKeyDer::from_pem_slice(pem).map_err(|e| match e {
-            pem::Error::NoItemsFound => "data does not contain a valid RSA or ECDSA private key".to_string(),
-            other => format!("not valid PEM: {other}"),
+            pem::Error::NoItemsFound => KeyError::NoKey,
+            other => KeyError::Pem(other),
         })?;
         match der {
             PrivateKeyDer::Pkcs1(key) => rsa(RsaKeyPair::from_der(key.secret_pkcs1_der())),
@@ -87,7 +146,7 @@ impl SigningKey {
                 }
             }
             PrivateKeyDer::Sec1(key) => ecdsa(&sec1_to_pkcs8(key.secret_sec1_der())?),
-            _ => Err("unsupported private key type, must be RSA or ECDSA".into()),
+            _ => Err(KeyError::UnsupportedType),
         }
     }
 
@@ -97,18 +156,16 @@ impl SigningKey {
     }
 
     /// Signs `message` with the key's algorithm (JWS form: ECDSA signatures are `r || s`).
-    pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, String> {
+    pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, SignError> {
         let rng = SystemRandom::new();
+        // ring's `Unspecified` carries nothing to keep: the variant says all there is.
         match &self.signer {
             Signer::Rsa(key) => {
                 let mut signature = vec![0; key.public().modulus_len()];
-                key.sign(&signature::RSA_PKCS1_SHA256, &rng, message, &mut signature)
-                    .map_err(|_| "RSA signing failed".to_string())?;
+                key.sign(&signature::RSA_PKCS1_SHA256, &rng, message, &mut signature).map_err(|_| SignError::Rsa)?;
                 Ok(signature)
             }
-            Signer::Ecdsa(key) => {
-                key.sign(&rng, message).map(|s| s.as_ref().to_vec()).map_err(|_| "ECDSA signing failed".to_string())
-            }
+            Signer::Ecdsa(key) => key.sign(&rng, message).map(|s| s.as_ref().to_vec()).map_err(|_| SignError::Ecdsa),
         }
     }
 }
@@ -132,30 +189,30 @@ impl PublicKey {
     }
 }
 
-fn rsa(parsed: Result<RsaKeyPair, ring::error::KeyRejected>) -> Result<SigningKey, String> {
-    let key = parsed.map_err(|e| format!("invalid RSA private key: {e}"))?;
+fn rsa(parsed: Result<RsaKeyPair, ring::error::KeyRejected>) -> Result<SigningKey, KeyError> {
+    let key = parsed.map_err(KeyError::InvalidRsa)?;
     let public = PublicKey::new(Algorithm::Rs256, key.public().as_ref().to_vec());
     Ok(SigningKey { signer: Signer::Rsa(key), public })
 }
 
 /// An ECDSA key from PKCS#8, on P-256 (ES256) or P-384 (ES384).
-fn ecdsa(pkcs8: &[u8]) -> Result<SigningKey, String> {
+fn ecdsa(pkcs8: &[u8]) -> Result<SigningKey, KeyError> {
     if pkcs8.windows(OID_P521.len()).any(|w| w == OID_P521) {
-        return Err("ECDSA P-521 keys (ES512) are not supported: only P-256 and P-384 can sign here".into());
+        return Err(KeyError::P521);
     }
     let rng = SystemRandom::new();
     let candidates = [
         (&signature::ECDSA_P256_SHA256_FIXED_SIGNING, Algorithm::Es256),
         (&signature::ECDSA_P384_SHA384_FIXED_SIGNING, Algorithm::Es384),
     ];
-    let mut last_error = String::from("unknown private key curve, must be P-256 or P-384");
+    let mut last_error = KeyError::UnknownCurve;
     for (signing, algorithm) in candidates {
         match EcdsaKeyPair::from_pkcs8(signing, pkcs8, &rng) {
             Ok(key) => {
                 let public = PublicKey::new(algorithm, key.public_key().as_ref().to_vec());
                 return Ok(SigningKey { signer: Signer::Ecdsa(key), public });
             }
-            Err(e) => last_error = format!("invalid ECDSA private key: {e}"),
+            Err(e) => last_error = KeyError::InvalidEcdsa(e),
         }
     }
     Err(last_error)
@@ -163,11 +220,11 @@ fn ecdsa(pkcs8: &[u8]) -> Result<SigningKey, String> {
 
 /// Wraps a SEC1 `ECPrivateKey` in PKCS#8 (ring reads only the latter), naming the curve its
 /// parameters give.
-fn sec1_to_pkcs8(sec1: &[u8]) -> Result<Vec<u8>, String> {
+fn sec1_to_pkcs8(sec1: &[u8]) -> Result<Vec<u8>, KeyError> {
     let curve = [OID_P256, OID_P384, OID_P521]
         .into_iter()
         .find(|oid| sec1.windows(oid.len()).any(|w| w == *oid))
-        .ok_or("EC private key without named curve parameters")?;
+        .ok_or(KeyError::NoNamedCurve)?;
     let algorithm = der(0x30, &[OID_EC_PUBLIC_KEY, curve].concat());
     let version = [0x02, 0x01, 0x00];
     Ok(der(0x30, &[&version[..], &algorithm, &der(0x04, sec1)].concat()))
@@ -257,11 +314,11 @@ mod tests {
         let err = SigningKey::from_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
             .err()
             .expect("no key");
-        assert_eq!(err, "data does not contain a valid RSA or ECDSA private key");
-        let err = SigningKey::from_pem(EC_P521_SEC1.as_bytes()).err().expect("P-521");
+        assert_eq!(err.to_string(), "data does not contain a valid RSA or ECDSA private key");
+        let err = SigningKey::from_pem(EC_P521_SEC1.as_bytes()).err().expect("P-521").to_string();
         assert!(err.contains("P-521"), "{err}");
         let garbage = "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n";
-        let err = SigningKey::from_pem(garbage.as_bytes()).err().expect("garbage");
+        let err = SigningKey::from_pem(garbage.as_bytes()).err().expect("garbage").to_string();
         assert!(err.starts_with("invalid RSA private key"), "{err}");
         let ed25519 = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).expect("key").serialize_pem();
         assert!(SigningKey::from_pem(ed25519.as_bytes()).is_err());
@@ -270,7 +327,7 @@ mod tests {
     #[test]
     fn key_files_are_named_in_errors() {
         let path = std::path::Path::new("/nonexistent/sa.key");
-        let err = SigningKey::from_pem_file(path).err().expect("missing");
+        let err = SigningKey::from_pem_file(path).err().expect("missing").to_string();
         assert!(err.starts_with("cannot read private key file /nonexistent/sa.key"), "{err}");
     }
 

@@ -11,7 +11,7 @@ mod keys;
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-pub use keys::{Algorithm, PublicKey, SigningKey};
+pub use keys::{Algorithm, KeyError, PublicKey, SignError, SigningKey};
 
 /// `serviceaccount.LegacyIssuer`.
 pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
@@ -46,19 +46,51 @@ pub fn legacy_claims(namespace: &str, account: &str, account_uid: &str, secret: 
     }
 }
 
+/// A token that cannot be made, read or verified.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// The header or claims cannot be written as JSON.
+    #[error(transparent)]
+    Encode(serde_json::Error),
+    /// The key cannot sign.
+    #[error(transparent)]
+    Sign(#[from] SignError),
+    /// Not three dot-separated parts.
+    #[error("not a JWT: expected three dot-separated parts")]
+    NotAJwt,
+    /// A part that is not unpadded base64url.
+    #[error("bad base64url: {0}")]
+    Base64(#[source] base64::DecodeError),
+    /// A header that is not a JSON object.
+    #[error("bad JWT header: {0}")]
+    Header(#[source] serde_json::Error),
+    /// Claims that are not a JSON object.
+    #[error("bad JWT claims: {0}")]
+    Claims(#[source] serde_json::Error),
+    /// An `alg` header other than the key's (shown as JSON, `null` when absent).
+    #[error("unexpected signing algorithm {alg}")]
+    UnexpectedAlgorithm {
+        /// The header's `alg`.
+        alg: Value,
+    },
+    /// A signature the key does not verify.
+    #[error("invalid signature")]
+    InvalidSignature,
+}
+
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn unb64(part: &str) -> Result<Vec<u8>, String> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part).map_err(|e| format!("bad base64url: {e}"))
+fn unb64(part: &str) -> Result<Vec<u8>, TokenError> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part).map_err(TokenError::Base64)
 }
 
 /// Signs `claims` into a compact JWS (`jwtTokenGenerator.GenerateToken`).
-pub fn sign(key: &SigningKey, claims: &Map<String, Value>) -> Result<String, String> {
+pub fn sign(key: &SigningKey, claims: &Map<String, Value>) -> Result<String, TokenError> {
     let public = key.public_key();
     let header = json!({"alg": public.algorithm.name(), "kid": public.key_id});
-    let encode = |v: &Value| serde_json::to_vec(v).map_err(|e| e.to_string());
+    let encode = |v: &Value| serde_json::to_vec(v).map_err(TokenError::Encode);
     let signing_input = format!("{}.{}", b64(&encode(&header)?), b64(&encode(&Value::Object(claims.clone()))?));
     let signature = key.sign(signing_input.as_bytes())?;
     Ok(format!("{signing_input}.{}", b64(&signature)))
@@ -74,28 +106,28 @@ pub struct Parsed {
 }
 
 /// Splits and decodes a compact JWS without checking its signature.
-pub fn decode_unverified(token: &str) -> Result<Parsed, String> {
+pub fn decode_unverified(token: &str) -> Result<Parsed, TokenError> {
     let parts: Vec<&str> = token.trim().split('.').collect();
     let [header, claims, _] = parts.as_slice() else {
-        return Err("not a JWT: expected three dot-separated parts".into());
+        return Err(TokenError::NotAJwt);
     };
-    let header: Value = serde_json::from_slice(&unb64(header)?).map_err(|e| format!("bad JWT header: {e}"))?;
-    let claims: Map<String, Value> =
-        serde_json::from_slice(&unb64(claims)?).map_err(|e| format!("bad JWT claims: {e}"))?;
+    let header: Value = serde_json::from_slice(&unb64(header)?).map_err(TokenError::Header)?;
+    let claims: Map<String, Value> = serde_json::from_slice(&unb64(claims)?).map_err(TokenError::Claims)?;
     Ok(Parsed { header, claims })
 }
 
 /// Verifies a compact JWS against `key` (the `alg` header must be the key's) and returns it
 /// decoded.
-pub fn verify(token: &str, key: &PublicKey) -> Result<Parsed, String> {
+pub fn verify(token: &str, key: &PublicKey) -> Result<Parsed, TokenError> {
     let token = token.trim();
     let parsed = decode_unverified(token)?;
     if parsed.header["alg"].as_str() != Some(key.algorithm.name()) {
-        return Err(format!("unexpected signing algorithm {}", parsed.header["alg"]));
+        return Err(TokenError::UnexpectedAlgorithm { alg: parsed.header["alg"].clone() });
     }
-    let (signing_input, signature) = token.rsplit_once('.').ok_or("not a JWT")?;
+    // `decode_unverified` found three parts, so there is a last dot.
+    let (signing_input, signature) = token.rsplit_once('.').ok_or(TokenError::NotAJwt)?;
     if !key.verify(signing_input.as_bytes(), &unb64(signature)?) {
-        return Err("invalid signature".into());
+        return Err(TokenError::InvalidSignature);
     }
     Ok(parsed)
 }
@@ -142,7 +174,10 @@ mod tests {
         let token = sign(&keys[0], &legacy_claims("ns", "a", "u", "s")).expect("signed");
         let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
         parts[1] = b64(br#"{"iss":"kubernetes/serviceaccount","sub":"system:serviceaccount:kube-system:admin"}"#);
-        assert_eq!(verify(&parts.join("."), keys[0].public_key()).err().as_deref(), Some("invalid signature"));
+        assert_eq!(
+            verify(&parts.join("."), keys[0].public_key()).err().map(|e| e.to_string()).as_deref(),
+            Some("invalid signature")
+        );
         assert!(verify(&token, keys[1].public_key()).is_err(), "another key's algorithm");
         let other_rsa = SigningKey::from_pem(include_bytes!("testdata/rsa-pkcs8.pem")).expect("RSA");
         assert_eq!(other_rsa.public_key(), keys[0].public_key(), "same key in PKCS#8");

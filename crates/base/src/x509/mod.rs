@@ -17,36 +17,69 @@ pub struct CertificateSubject {
     pub organizations: Vec<String>,
 }
 
+/// A certificate whose subject cannot be read: the part of the DER that is wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SubjectError {
+    /// Not a DER SEQUENCE.
+    #[error("not a DER certificate")]
+    NotDer,
+    /// No tbsCertificate SEQUENCE.
+    #[error("no tbsCertificate")]
+    NoTbsCertificate,
+    /// A field before the subject cannot be skipped (`version`, `serialNumber`, `signature`,
+    /// `issuer`, `validity`).
+    #[error("bad {field}")]
+    BadField {
+        /// The field's ASN.1 name.
+        field: &'static str,
+    },
+    /// No subject Name after the validity.
+    #[error("no subject")]
+    NoSubject,
+    /// A relative distinguished name that is not a SET.
+    #[error("bad subject RDN")]
+    BadRdn,
+    /// An attribute that is not a SEQUENCE.
+    #[error("bad subject attribute")]
+    BadAttribute,
+    /// An attribute without an OID.
+    #[error("bad attribute type")]
+    BadAttributeType,
+    /// An attribute value that is not a string.
+    #[error("bad attribute value")]
+    BadAttributeValue,
+}
+
 /// Reads the subject of a DER-encoded X.509 certificate.
-pub fn subject(der: &[u8]) -> Result<CertificateSubject, String> {
-    let (certificate, _) = read(der, 0x30).ok_or("not a DER certificate")?;
-    let (tbs, _) = read(certificate, 0x30).ok_or("no tbsCertificate")?;
+pub fn subject(der: &[u8]) -> Result<CertificateSubject, SubjectError> {
+    let (certificate, _) = read(der, 0x30).ok_or(SubjectError::NotDer)?;
+    let (tbs, _) = read(certificate, 0x30).ok_or(SubjectError::NoTbsCertificate)?;
     let mut rest = tbs;
     // Optional explicit [0] version.
     if rest.first() == Some(&0xa0) {
-        rest = skip(rest).ok_or("bad version")?;
+        rest = skip(rest).ok_or(SubjectError::BadField { field: "version" })?;
     }
     // serialNumber, signature, issuer, validity, then subject.
     for field in ["serialNumber", "signature", "issuer", "validity"] {
-        rest = skip(rest).ok_or_else(|| format!("bad {field}"))?;
+        rest = skip(rest).ok_or(SubjectError::BadField { field })?;
     }
-    let (name, _) = read(rest, 0x30).ok_or("no subject")?;
+    let (name, _) = read(rest, 0x30).ok_or(SubjectError::NoSubject)?;
     read_name(name)
 }
 
 /// The common name and organizations of a DER Name's content.
-fn read_name(name: &[u8]) -> Result<CertificateSubject, String> {
+fn read_name(name: &[u8]) -> Result<CertificateSubject, SubjectError> {
     let mut subject = CertificateSubject::default();
     let mut rdns = name;
     while !rdns.is_empty() {
-        let (set, next) = read(rdns, 0x31).ok_or("bad subject RDN")?;
+        let (set, next) = read(rdns, 0x31).ok_or(SubjectError::BadRdn)?;
         rdns = next;
         let mut attributes = set;
         while !attributes.is_empty() {
-            let (attribute, next) = read(attributes, 0x30).ok_or("bad subject attribute")?;
+            let (attribute, next) = read(attributes, 0x30).ok_or(SubjectError::BadAttribute)?;
             attributes = next;
-            let (oid, value) = read(attribute, 0x06).ok_or("bad attribute type")?;
-            let text = string_value(value).ok_or("bad attribute value")?;
+            let (oid, value) = read(attribute, 0x06).ok_or(SubjectError::BadAttributeType)?;
+            let text = string_value(value).ok_or(SubjectError::BadAttributeValue)?;
             if oid == OID_COMMON_NAME {
                 subject.common_name = text;
             } else if oid == OID_ORGANIZATION {

@@ -77,17 +77,61 @@ pub fn bit_string(content: &[u8]) -> Option<&[u8]> {
     content.split_first().filter(|(unused, _)| **unused == 0).map(|(_, bits)| bits)
 }
 
+/// A certificate request that cannot be read or whose signature does not hold, in the words of
+/// Go's `crypto/x509` and `capihelper` (they reach the CSR's conditions and Events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The first PEM block is not a request.
+    #[error("PEM block type must be CERTIFICATE REQUEST")]
+    NotARequest,
+    /// The DER is not a CertificationRequest.
+    #[error("x509: malformed certificate request")]
+    Malformed,
+    /// A public key that cannot be read, or of an algorithm Go does not know.
+    #[error("x509: unsupported public key")]
+    UnsupportedPublicKey,
+    /// An ECDSA key on a curve other than P-256 and P-384.
+    #[error("x509: unsupported elliptic curve")]
+    UnsupportedCurve,
+    /// A signature algorithm that cannot be verified (Go's `ErrUnsupportedAlgorithm`).
+    #[error("x509: cannot verify signature: algorithm unimplemented")]
+    UnsupportedAlgorithm,
+    /// A signature algorithm Go refuses as insecure (MD5).
+    #[error("x509: cannot verify signature: insecure algorithm {name}")]
+    InsecureAlgorithm {
+        /// Go's name of the algorithm.
+        name: &'static str,
+    },
+    /// A signature algorithm for another key family than the request's key.
+    #[error("x509: signature algorithm specifies an {expected} public key, but have public key of type {have}")]
+    KeyMismatch {
+        /// The family the algorithm needs (`RSA`, `ECDSA`, `Ed25519`).
+        expected: &'static str,
+        /// Go's `%T` of the key the request has.
+        have: &'static str,
+    },
+    /// An RSA signature that does not verify.
+    #[error("crypto/rsa: verification error")]
+    RsaVerification,
+    /// An ECDSA signature that does not verify.
+    #[error("x509: ECDSA verification failure")]
+    EcdsaVerification,
+    /// An Ed25519 signature that does not verify.
+    #[error("x509: Ed25519 verification failure")]
+    Ed25519Verification,
+}
+
 /// `capihelper.ParseCSR`: the first PEM block must be a CERTIFICATE REQUEST.
-pub fn parse_csr(pem: &[u8]) -> Result<CertificateRequest, String> {
+pub fn parse_csr(pem: &[u8]) -> Result<CertificateRequest, RequestError> {
     match pem_blocks(pem).into_iter().next() {
         Some((label, der)) if label == "CERTIFICATE REQUEST" => parse_csr_der(&der),
-        _ => Err("PEM block type must be CERTIFICATE REQUEST".to_string()),
+        _ => Err(RequestError::NotARequest),
     }
 }
 
 /// `x509.ParseCertificateRequest`.
-pub fn parse_csr_der(der: &[u8]) -> Result<CertificateRequest, String> {
-    let malformed = || "x509: malformed certificate request".to_string();
+pub fn parse_csr_der(der: &[u8]) -> Result<CertificateRequest, RequestError> {
+    let malformed = || RequestError::Malformed;
     let (request, _) = read(der, 0x30).ok_or_else(malformed)?;
     let (info, info_content, rest) = element(request, 0x30).ok_or_else(malformed)?;
     let (algorithm, rest) = read(rest, 0x30).ok_or_else(malformed)?;
@@ -207,38 +251,29 @@ fn parse_name(der: &[u8]) -> Option<Name> {
 
 impl CertificateRequest {
     /// `CertificateRequest.CheckSignature`.
-    pub fn check_signature(&self) -> Result<(), String> {
+    pub fn check_signature(&self) -> Result<(), RequestError> {
         let (algorithm, key) = public_key(&self.spki)?;
         let Some(&(_, name, expected, verify)) =
             SIGNATURE_ALGORITHMS.iter().find(|(oid, ..)| *oid == self.signature_algorithm.as_slice())
         else {
-            return Err(UNSUPPORTED.to_string());
+            return Err(RequestError::UnsupportedAlgorithm);
         };
         if expected == Expected::Insecure {
-            return Err(format!("x509: cannot verify signature: insecure algorithm {name}"));
+            return Err(RequestError::InsecureAlgorithm { name });
         }
         let family = algorithm.family();
         if expected != family {
-            return Err(format!(
-                "x509: signature algorithm specifies an {} public key, but have public key of type {}",
-                expected.name(),
-                family.go_type()
-            ));
+            return Err(RequestError::KeyMismatch { expected: expected.name(), have: family.go_type() });
         }
-        let verify = verify(algorithm).ok_or_else(|| UNSUPPORTED.to_string())?;
-        signature::UnparsedPublicKey::new(verify, key).verify(&self.info, &self.signature).map_err(|_| {
-            match family {
-                Expected::Rsa => "crypto/rsa: verification error",
-                Expected::Ecdsa => "x509: ECDSA verification failure",
-                _ => "x509: Ed25519 verification failure",
-            }
-            .to_string()
+        let verify = verify(algorithm).ok_or(RequestError::UnsupportedAlgorithm)?;
+        // ring's `Unspecified` says no more than the variant does.
+        signature::UnparsedPublicKey::new(verify, key).verify(&self.info, &self.signature).map_err(|_| match family {
+            Expected::Rsa => RequestError::RsaVerification,
+            Expected::Ecdsa => RequestError::EcdsaVerification,
+            _ => RequestError::Ed25519Verification,
         })
     }
 }
-
-/// Go's `ErrUnsupportedAlgorithm`.
-const UNSUPPORTED: &str = "x509: cannot verify signature: algorithm unimplemented";
 
 /// The public key family a signature algorithm needs (Go's `pubKeyAlgo`), or an insecure one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,8 +345,8 @@ impl KeyAlgorithm {
 }
 
 /// The algorithm and raw key of a SubjectPublicKeyInfo.
-fn public_key(spki: &[u8]) -> Result<(KeyAlgorithm, &[u8]), String> {
-    let bad = || "x509: unsupported public key".to_string();
+fn public_key(spki: &[u8]) -> Result<(KeyAlgorithm, &[u8]), RequestError> {
+    let bad = || RequestError::UnsupportedPublicKey;
     let (content, _) = read(spki, 0x30).ok_or_else(bad)?;
     let (algorithm, rest) = read(content, 0x30).ok_or_else(bad)?;
     let (key, _) = read(rest, 0x03).ok_or_else(bad)?;
@@ -323,7 +358,7 @@ fn public_key(spki: &[u8]) -> Result<(KeyAlgorithm, &[u8]), String> {
         OID_EC_PUBLIC_KEY => match read(parameters, 0x06).map(|(curve, _)| curve) {
             Some(OID_P256) => KeyAlgorithm::P256,
             Some(OID_P384) => KeyAlgorithm::P384,
-            _ => return Err("x509: unsupported elliptic curve".to_string()),
+            _ => return Err(RequestError::UnsupportedCurve),
         },
         _ => return Err(bad()),
     };
@@ -368,9 +403,9 @@ mod tests {
         assert_eq!(csr.check_signature(), Ok(()));
         let mut tampered = csr.clone();
         *tampered.info.last_mut().unwrap() ^= 1;
-        assert_eq!(tampered.check_signature().unwrap_err(), "x509: ECDSA verification failure");
-        assert_eq!(parse_csr(b"nothing").unwrap_err(), "PEM block type must be CERTIFICATE REQUEST");
-        assert_eq!(parse_csr_der(b"junk").unwrap_err(), "x509: malformed certificate request");
+        assert_eq!(tampered.check_signature().unwrap_err().to_string(), "x509: ECDSA verification failure");
+        assert_eq!(parse_csr(b"nothing").unwrap_err().to_string(), "PEM block type must be CERTIFICATE REQUEST");
+        assert_eq!(parse_csr_der(b"junk").unwrap_err().to_string(), "x509: malformed certificate request");
     }
 
     #[test]
@@ -378,13 +413,16 @@ mod tests {
         let csr = request("alice", &[], &[]);
         let with_algorithm = |oid: &[u8]| CertificateRequest { signature_algorithm: oid.to_vec(), ..csr.clone() };
         assert_eq!(
-            with_algorithm(OID_SHA256_RSA).check_signature().unwrap_err(),
+            with_algorithm(OID_SHA256_RSA).check_signature().unwrap_err().to_string(),
             "x509: signature algorithm specifies an RSA public key, but have public key of type *ecdsa.PublicKey"
         );
         assert_eq!(
-            with_algorithm(OID_MD5_RSA).check_signature().unwrap_err(),
+            with_algorithm(OID_MD5_RSA).check_signature().unwrap_err().to_string(),
             "x509: cannot verify signature: insecure algorithm MD5-RSA"
         );
-        assert_eq!(with_algorithm(&[0x2a, 0x03]).check_signature().unwrap_err(), UNSUPPORTED);
+        assert_eq!(
+            with_algorithm(&[0x2a, 0x03]).check_signature().unwrap_err().to_string(),
+            "x509: cannot verify signature: algorithm unimplemented"
+        );
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use super::errors::{Issue, Source};
+use super::errors::{Issue, Issues, Source};
 use super::parser::{Expr, ExprKind, parse};
 use super::types::Type;
 
@@ -29,12 +29,15 @@ impl Env {
 }
 
 /// Parses and checks `text`: its type, or the issues as cel-go displays them.
-pub fn compile(env: &Env, text: &str) -> Result<Type, String> {
+pub fn compile(env: &Env, text: &str) -> Result<Type, Issues> {
     let source = Source::new(text);
-    let expr = parse(&source).map_err(|issue| source.display(&[issue]))?;
+    let expr = match parse(&source) {
+        Ok(expr) => expr,
+        Err(issue) => return Err(Issues::new(source, vec![issue])),
+    };
     let mut checker = Checker { env, scopes: Vec::new(), issues: Vec::new() };
     let t = checker.check(&expr);
-    if checker.issues.is_empty() { Ok(t) } else { Err(source.display(&checker.issues)) }
+    if checker.issues.is_empty() { Ok(t) } else { Err(Issues::new(source, checker.issues)) }
 }
 
 /// One overload: receiver-style or global, parameter types (the receiver first), result.
@@ -585,7 +588,7 @@ mod tests {
     }
 
     fn err(text: &str) -> String {
-        compile(&env(), text).expect_err(text)
+        compile(&env(), text).expect_err(text).to_string()
     }
 
     fn ok(text: &str) -> Type {

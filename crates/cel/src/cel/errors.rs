@@ -2,7 +2,7 @@
 //! `ERROR: <input>:1:8: message`, then the source line and a caret under the column.
 
 /// An expression's text, with its line starts for locations.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Source {
     /// The expression.
     pub text: String,
@@ -15,6 +15,27 @@ pub struct Issue {
     pub pos: usize,
     /// cel-go's message.
     pub message: String,
+}
+
+/// An expression that does not compile: its issues, displayed as cel-go's `Issues.Err()` (the
+/// text the policy status and the admission's "compilation failed" messages carry).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", .expression.display(.issues))]
+pub struct Issues {
+    expression: Source,
+    issues: Vec<Issue>,
+}
+
+impl Issues {
+    /// The issues of `expression`; at least one.
+    pub fn new(expression: Source, issues: Vec<Issue>) -> Issues {
+        Issues { expression, issues }
+    }
+
+    /// The issues, in the order they were found.
+    pub fn issues(&self) -> &[Issue] {
+        &self.issues
+    }
 }
 
 impl Source {

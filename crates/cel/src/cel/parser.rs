@@ -140,7 +140,7 @@ impl Lexer<'_> {
         }
     }
 
-    fn next(&mut self) -> Result<(usize, Tok), (usize, String)> {
+    fn next(&mut self) -> Result<(usize, Tok), (usize, LexError)> {
         self.skip_space();
         let start = self.i;
         let Some(c) = self.peek(0) else { return Ok((start, Tok::Eof)) };
@@ -174,10 +174,10 @@ impl Lexer<'_> {
                 return Ok((start, Tok::Punct(p)));
             }
         }
-        Err((start, format!("token recognition error at: '{c}'")))
+        Err((start, LexError::Unrecognized(c)))
     }
 
-    fn number(&mut self, start: usize) -> Result<Tok, (usize, String)> {
+    fn number(&mut self, start: usize) -> Result<Tok, (usize, LexError)> {
         if self.peek(0) == Some('0') && matches!(self.peek(1), Some('x' | 'X')) {
             self.i += 2;
             let digits_start = self.i;
@@ -185,7 +185,7 @@ impl Lexer<'_> {
                 self.i += 1;
             }
             let digits: String = self.chars[digits_start..self.i].iter().collect();
-            let value = u64::from_str_radix(&digits, 16).map_err(|_| (start, "invalid int literal".to_string()))?;
+            let value = u64::from_str_radix(&digits, 16).map_err(|_| (start, LexError::InvalidInt))?;
             return self.int_suffix(start, value);
         }
         let mut float = false;
@@ -207,21 +207,21 @@ impl Lexer<'_> {
         }
         let text: String = self.chars[start..self.i].iter().collect();
         if float {
-            return text.parse().map(Tok::Double).map_err(|_| (start, "invalid double literal".to_string()));
+            return text.parse().map(Tok::Double).map_err(|_| (start, LexError::InvalidDouble));
         }
-        let value: u64 = text.parse().map_err(|_| (start, "invalid int literal".to_string()))?;
+        let value: u64 = text.parse().map_err(|_| (start, LexError::InvalidInt))?;
         self.int_suffix(start, value)
     }
 
-    fn int_suffix(&mut self, start: usize, value: u64) -> Result<Tok, (usize, String)> {
+    fn int_suffix(&mut self, start: usize, value: u64) -> Result<Tok, (usize, LexError)> {
         if matches!(self.peek(0), Some('u' | 'U')) {
             self.i += 1;
             return Ok(Tok::Uint(value));
         }
-        i64::try_from(value).map(Tok::Int).map_err(|_| (start, "invalid int literal".to_string()))
+        i64::try_from(value).map(Tok::Int).map_err(|_| (start, LexError::InvalidInt))
     }
 
-    fn string(&mut self, raw: bool) -> Result<String, (usize, String)> {
+    fn string(&mut self, raw: bool) -> Result<String, (usize, LexError)> {
         let start = self.i;
         let quote = self.peek(0).unwrap_or('"');
         let triple = self.peek(1) == Some(quote) && self.peek(2) == Some(quote);
@@ -229,7 +229,7 @@ impl Lexer<'_> {
         let mut out = String::new();
         loop {
             let Some(c) = self.peek(0) else {
-                return Err((start, "token recognition error at: 'unterminated string'".into()));
+                return Err((start, LexError::UnterminatedString));
             };
             if triple && c == quote && self.peek(1) == Some(quote) && self.peek(2) == Some(quote) {
                 self.i += 3;
@@ -240,7 +240,7 @@ impl Lexer<'_> {
                 return Ok(out);
             }
             if !triple && c == '\n' {
-                return Err((start, "token recognition error at: 'unterminated string'".into()));
+                return Err((start, LexError::UnterminatedString));
             }
             self.i += 1;
             if c == '\\' && !raw {
@@ -258,6 +258,23 @@ impl Lexer<'_> {
             }
         }
     }
+}
+
+/// A token the lexer cannot read, in cel-go's words (after `Syntax error: `).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum LexError {
+    /// A character that starts no token.
+    #[error("token recognition error at: '{0}'")]
+    Unrecognized(char),
+    /// A string without its closing quote (on its line, unless triple-quoted).
+    #[error("token recognition error at: 'unterminated string'")]
+    UnterminatedString,
+    /// An integer literal beyond its type.
+    #[error("invalid int literal")]
+    InvalidInt,
+    /// A floating-point literal that does not parse.
+    #[error("invalid double literal")]
+    InvalidDouble,
 }
 
 /// The parser: tokens with one token of look-ahead, and the macro-var counter.

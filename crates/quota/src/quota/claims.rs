@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use super::resources::ResourceList;
-use super::scopes::ScopeRequirement;
+use super::scopes::{MatchError, ScopeRequirement};
 use crate::quantity::Quantity;
 
 /// `pvcObjectCountName`.
@@ -66,7 +66,7 @@ pub const VOLUME_ATTRIBUTES_CLASS_SCOPE: &str = "VolumeAttributesClass";
 /// `pvcMatchesScopeFunc` (VolumeAttributesClass on): a claim is in the VolumeAttributesClass
 /// scope through any class it names (spec, status, or the target of a modification); other
 /// scopes never match a claim.
-pub fn matches_scope(selector: &ScopeRequirement, claim: &PersistentVolumeClaim) -> Result<bool, String> {
+pub fn matches_scope(selector: &ScopeRequirement, claim: &PersistentVolumeClaim) -> Result<bool, MatchError> {
     if selector.scope_name != VOLUME_ATTRIBUTES_CLASS_SCOPE {
         return Ok(false);
     }
@@ -74,8 +74,7 @@ pub fn matches_scope(selector: &ScopeRequirement, claim: &PersistentVolumeClaim)
     if selector.operator == "Exists" {
         return Ok(!classes.is_empty());
     }
-    let matches =
-        |class| selector.matches_label(class).map_err(|e| format!("failed to parse and convert selector: {e}"));
+    let matches = |class| selector.matches_label(class).map_err(MatchError::from);
     if classes.is_empty() {
         return matches(None);
     }

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use super::resources::{self, ResourceList};
-use super::scopes::ScopeRequirement;
+use super::scopes::{MatchError, ScopeRequirement};
 use super::{Evaluator, GroupResource};
+use crate::apimachinery::errors::BoxError;
 use crate::quantity::Quantity;
 
 /// `quota.UsageStatsOptions`.
@@ -21,18 +22,30 @@ pub struct UsageStatsOptions<'a> {
     pub scope_selector: &'a [ScopeRequirement],
 }
 
-/// Lists a namespace's objects (`ListFuncByNamespace`); an error until the cache has synced.
-pub type ListFn<K> = Box<dyn Fn(&str) -> Result<Vec<Arc<K>>, String> + Send + Sync>;
+/// Lists a namespace's objects (`ListFuncByNamespace`); an error (any: the lister's own) until
+/// the cache has synced.
+pub type ListFn<K> = Box<dyn Fn(&str) -> Result<Vec<Arc<K>>, BoxError> + Send + Sync>;
 /// `MatchesScopeFunc`.
-pub type MatchesScopeFn<K> = fn(&ScopeRequirement, &K) -> Result<bool, String>;
+pub type MatchesScopeFn<K> = fn(&ScopeRequirement, &K) -> Result<bool, MatchError>;
 /// `UsageFunc`.
 pub type UsageFn<K> = Box<dyn Fn(&K) -> ResourceList + Send + Sync>;
 /// `MatchingResourceNamesFunc`.
 pub type MatchingFn = Box<dyn Fn(&[String]) -> Vec<String> + Send + Sync>;
 
 /// `MatchesNoScopeFunc`: objects without scopes match no scope.
-pub fn matches_no_scope<K>(_: &ScopeRequirement, _: &K) -> Result<bool, String> {
+pub fn matches_no_scope<K>(_: &ScopeRequirement, _: &K) -> Result<bool, MatchError> {
     Ok(false)
+}
+
+/// A namespace's usage that cannot be counted (`UsageStats`' error).
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    /// The objects cannot be listed (the cache has not synced yet).
+    #[error("failed to list content: {source}")]
+    List {
+        /// The lister's error.
+        source: BoxError,
+    },
 }
 
 /// `CalculateUsageStats`: the sum of the usage of the objects in all scopes. A scope that
@@ -42,9 +55,9 @@ pub fn calculate_usage_stats<K>(
     list: &ListFn<K>,
     matches_scope: MatchesScopeFn<K>,
     usage: &UsageFn<K>,
-) -> Result<ResourceList, String> {
+) -> Result<ResourceList, UsageError> {
     let mut result: ResourceList = options.resources.iter().map(|name| (name.clone(), Quantity::zero())).collect();
-    let items = list(options.namespace).map_err(|e| format!("failed to list content: {e}"))?;
+    let items = list(options.namespace).map_err(|source| UsageError::List { source })?;
     for item in items {
         let mut matches = true;
         for scope in options.scopes {
@@ -110,7 +123,7 @@ impl<K: Send + Sync + 'static> Evaluator for ListingEvaluator<K> {
         (self.matching)(input)
     }
 
-    fn usage_stats(&self, options: &UsageStatsOptions<'_>) -> Result<ResourceList, String> {
+    fn usage_stats(&self, options: &UsageStatsOptions<'_>) -> Result<ResourceList, UsageError> {
         calculate_usage_stats(options, &self.list, self.matches_scope, &self.usage)
     }
 }
@@ -206,7 +219,23 @@ mod tests {
         let limits = hard(&[("pods", "10"), ("count/configmaps", "5")]);
         let (usage, errors) = calculate_usage("ns", &[], &limits, &registry, &[]);
         assert_eq!(pretty(&usage), "pods=1");
-        assert_eq!(errors, ["failed to list content: configmaps not yet synced"]);
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(messages, ["failed to list content: configmaps not yet synced"]);
+    }
+
+    /// A lister's own error (an API error, in the controller) stays findable inside the usage
+    /// error, as `errors.As` finds it through upstream's `%w`-less wrapping of a typed error.
+    #[test]
+    fn a_listers_error_is_kept_as_the_source() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("not yet synced")]
+        struct NotSynced;
+        let failing: ListFn<ConfigMap> = Box::new(|_| Err(NotSynced.into()));
+        let evaluator = ListingEvaluator::object_count(GroupResource::new("", "configmaps"), failing, None);
+        let options = UsageStatsOptions { namespace: "ns", scopes: &[], resources: &[], scope_selector: &[] };
+        let error = evaluator.usage_stats(&options).expect_err("the lister fails");
+        assert_eq!(error.to_string(), "failed to list content: not yet synced");
+        assert!(crate::apimachinery::errors::find_in_chain::<NotSynced>(&error).is_some());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-pub use generic::{ListingEvaluator, UsageStatsOptions};
+pub use generic::{ListingEvaluator, UsageError, UsageStatsOptions};
 pub use resources::ResourceList;
 use scopes::ScopeRequirement;
 
@@ -51,7 +51,7 @@ pub trait Evaluator: Send + Sync {
     /// The names among `input` it can measure.
     fn matching_resources(&self, input: &[String]) -> Vec<String>;
     /// The usage of a namespace's objects (`UsageStats`).
-    fn usage_stats(&self, options: &UsageStatsOptions<'_>) -> Result<ResourceList, String>;
+    fn usage_stats(&self, options: &UsageStatsOptions<'_>) -> Result<ResourceList, UsageError>;
 }
 
 /// The evaluators by group/resource (`quota.Registry`).
@@ -89,14 +89,15 @@ impl Registry {
 }
 
 /// `CalculateUsage`: the usage of the resources in `hard` that some evaluator measures. On
-/// errors the usage holds the resources whose evaluators succeeded, and the errors are given.
+/// errors the usage holds the resources whose evaluators succeeded, and the errors are given,
+/// each whole (upstream aggregates them: `Aggregate::from_errors`).
 pub fn calculate_usage(
     namespace: &str,
     scopes: &[String],
     hard: &ResourceList,
     registry: &Registry,
     scope_selector: &[ScopeRequirement],
-) -> (ResourceList, Vec<String>) {
+) -> (ResourceList, Vec<UsageError>) {
     let hard_resources = resources::resource_names(hard);
     let evaluators = registry.list();
     let potential: Vec<String> = evaluators.iter().flat_map(|e| e.matching_resources(&hard_resources)).collect();

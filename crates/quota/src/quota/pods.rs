@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodAffinityTerm};
 
 use super::resources::{self, ResourceList, add_into, contains_prefix, from_api, max_into};
-use super::scopes::ScopeRequirement;
+use super::scopes::{MatchError, ScopeRequirement};
 use crate::quantity::Quantity;
 
 /// `podObjectCountName`.
@@ -70,7 +70,7 @@ pub fn matching_resources(input: &[String]) -> Vec<String> {
 }
 
 /// `podMatchesScopeFunc`.
-pub fn matches_scope(selector: &ScopeRequirement, pod: &Pod) -> Result<bool, String> {
+pub fn matches_scope(selector: &ScopeRequirement, pod: &Pod) -> Result<bool, MatchError> {
     let spec = pod.spec.as_ref();
     Ok(match selector.scope_name.as_str() {
         "Terminating" => is_terminating(pod),
@@ -79,11 +79,7 @@ pub fn matches_scope(selector: &ScopeRequirement, pod: &Pod) -> Result<bool, Str
         "NotBestEffort" => !is_best_effort(pod),
         "PriorityClass" => {
             let class = spec.and_then(|s| s.priority_class_name.as_deref()).filter(|c| !c.is_empty());
-            if selector.operator == "Exists" {
-                class.is_some()
-            } else {
-                selector.matches_label(class).map_err(|e| format!("failed to parse and convert selector: {e}"))?
-            }
+            if selector.operator == "Exists" { class.is_some() } else { selector.matches_label(class)? }
         }
         "CrossNamespacePodAffinity" => uses_cross_namespace_pod_affinity(pod),
         _ => false,
@@ -207,10 +203,28 @@ pub fn compute_usage(requests: &ResourceList, limits: &ResourceList) -> Resource
     result
 }
 
+/// Containers that do not state a resource a quota on the pod requires (`podEvaluator.Constraints`'
+/// error): for each resource, the names of the containers without it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must specify {}", missing_text(.missing))]
+pub struct MissingResources {
+    /// By resource, the containers (regular and init) that do not state it; never empty.
+    pub missing: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// `cpu for: a,b; memory for: a`.
+fn missing_text(missing: &BTreeMap<String, BTreeSet<String>>) -> String {
+    let parts: Vec<String> = missing
+        .iter()
+        .map(|(resource, names)| format!("{resource} for: {}", names.iter().cloned().collect::<Vec<_>>().join(",")))
+        .collect();
+    parts.join("; ")
+}
+
 /// `podEvaluator.Constraints`: a quota on cpu or memory makes every container state them.
-pub fn constraints(required: &[String], pod: &Pod) -> Result<(), String> {
+pub fn constraints(required: &[String], pod: &Pod) -> Result<(), MissingResources> {
     let required: BTreeSet<&str> = required.iter().map(String::as_str).filter(|r| VALIDATION_SET.contains(r)).collect();
-    let mut missing: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let mut missing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let spec = pod.spec.as_ref();
     let containers = spec.map(|s| s.containers.iter()).into_iter().flatten();
     let init_containers = spec.and_then(|s| s.init_containers.as_ref()).into_iter().flatten();
@@ -221,17 +235,10 @@ pub fn constraints(required: &[String], pod: &Pod) -> Result<(), String> {
             &from_api(resources.and_then(|r| r.limits.as_ref())),
         );
         for resource in required.iter().filter(|r| !usage.contains_key(**r)) {
-            missing.entry(resource).or_default().insert(container.name.clone());
+            missing.entry(resource.to_string()).or_default().insert(container.name.clone());
         }
     }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let parts: Vec<String> = missing
-        .iter()
-        .map(|(resource, names)| format!("{resource} for: {}", names.iter().cloned().collect::<Vec<_>>().join(",")))
-        .collect();
-    Err(format!("must specify {}", parts.join("; ")))
+    if missing.is_empty() { Ok(()) } else { Err(MissingResources { missing }) }
 }
 
 /// Statuses by container name, both kinds (`AggregateContainerRequests`' map).
@@ -515,9 +522,12 @@ mod tests {
     fn constraints_name_missing_resources_per_container() {
         let p = pod(json!({"containers": [container("a", json!({"cpu": "1"}), json!({})),
             container("b", json!({}), json!({}))], "initContainers": [container("i", json!({"cpu": "1"}), json!({}))]}));
-        assert_eq!(constraints(&names(&["requests.cpu", "pods"]), &p), Err("must specify requests.cpu for: b".into()));
         assert_eq!(
-            constraints(&names(&["limits.memory", "cpu"]), &p),
+            constraints(&names(&["requests.cpu", "pods"]), &p).map_err(|e| e.to_string()),
+            Err("must specify requests.cpu for: b".into())
+        );
+        assert_eq!(
+            constraints(&names(&["limits.memory", "cpu"]), &p).map_err(|e| e.to_string()),
             Err("must specify cpu for: b; limits.memory for: a,b,i".into())
         );
         assert_eq!(constraints(&names(&["pods", "requests.storage"]), &p), Ok(()));

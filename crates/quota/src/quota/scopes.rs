@@ -3,6 +3,43 @@
 
 use k8s_openapi::api::core::v1::{ResourceQuotaSpec, ScopeSelector};
 
+/// A scope requirement that is not a valid selector, in the words of
+/// `ScopedResourceSelectorRequirementsAsSelector` (the `labels.NewRequirement` field errors,
+/// with the scope as the field path).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    /// `In`/`NotIn` without values.
+    #[error("{scope_name}: values: Invalid value: for 'in', 'notin' operators, values set can't be empty")]
+    NoValues {
+        /// The scope.
+        scope_name: String,
+    },
+    /// `Exists`/`DoesNotExist` with values.
+    #[error("{scope_name}: values: Invalid value: values set must be empty for exists and does not exist")]
+    UnexpectedValues {
+        /// The scope.
+        scope_name: String,
+    },
+    /// An operator other than `In`, `NotIn`, `Exists`, `DoesNotExist` (quoted as Go's `%q`).
+    #[error("{operator:?} is not a valid scope selector operator")]
+    InvalidOperator {
+        /// The operator given.
+        operator: String,
+    },
+}
+
+/// Whether an object is in a scope cannot be told (`MatchesScopeFunc`'s error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MatchError {
+    /// The scope requirement is not a valid selector.
+    #[error("failed to parse and convert selector: {source}")]
+    Selector {
+        /// Why.
+        #[from]
+        source: SelectorError,
+    },
+}
+
 /// `corev1.ScopedResourceSelectorRequirement`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeRequirement {
@@ -28,22 +65,19 @@ impl ScopeRequirement {
 
     /// The requirement as a label selector on the single label `scopeName=value` (absent when
     /// `value` is `None`): `ScopedResourceSelectorRequirementsAsSelector` then `Matches`.
-    pub fn matches_label(&self, value: Option<&str>) -> Result<bool, String> {
+    pub fn matches_label(&self, value: Option<&str>) -> Result<bool, SelectorError> {
         let in_values = || value.is_some_and(|v| self.values.iter().any(|x| x == v));
+        let scope_name = || self.scope_name.clone();
         match self.operator.as_str() {
-            "In" | "NotIn" if self.values.is_empty() => Err(format!(
-                "{}: values: Invalid value: for 'in', 'notin' operators, values set can't be empty",
-                self.scope_name
-            )),
-            "Exists" | "DoesNotExist" if !self.values.is_empty() => Err(format!(
-                "{}: values: Invalid value: values set must be empty for exists and does not exist",
-                self.scope_name
-            )),
+            "In" | "NotIn" if self.values.is_empty() => Err(SelectorError::NoValues { scope_name: scope_name() }),
+            "Exists" | "DoesNotExist" if !self.values.is_empty() => {
+                Err(SelectorError::UnexpectedValues { scope_name: scope_name() })
+            }
             "In" => Ok(in_values()),
             "NotIn" => Ok(!in_values()),
             "Exists" => Ok(value.is_some()),
             "DoesNotExist" => Ok(value.is_none()),
-            other => Err(format!("{other:?} is not a valid scope selector operator")),
+            other => Err(SelectorError::InvalidOperator { operator: other.to_string() }),
         }
     }
 }
@@ -101,6 +135,10 @@ mod tests {
         assert!(requirement("In", &[]).matches_label(Some("x")).is_err());
         assert!(requirement("Exists", &["x"]).matches_label(Some("x")).is_err());
         let bad = requirement("", &[]).matches_label(Some("x")).unwrap_err();
-        assert_eq!(bad, "\"\" is not a valid scope selector operator");
+        assert_eq!(bad.to_string(), "\"\" is not a valid scope selector operator");
+        assert_eq!(
+            MatchError::from(bad).to_string(),
+            "failed to parse and convert selector: \"\" is not a valid scope selector operator"
+        );
     }
 }

@@ -42,8 +42,18 @@ fn schedules_parse_as_robfig_cron_does() {
         ("", "empty spec string"),
     ];
     for (spec, message) in cases {
-        assert_eq!(parse_standard(spec).map(drop), Err(message.to_string()), "{spec}");
+        assert_eq!(parse_standard(spec).map(drop).map_err(|e| e.to_string()), Err(message.to_string()), "{spec}");
     }
+}
+
+#[test]
+fn a_bad_duration_or_zone_is_kept_as_the_source() {
+    let error = parse_standard("@every 5").expect_err("no unit");
+    let source = std::error::Error::source(&error).and_then(|e| e.downcast_ref::<ParseDurationError>());
+    assert_eq!(source, Some(&ParseDurationError::MissingUnit { text: "5".into() }));
+    let error = parse_standard("TZ=Mars/Olympus 0 * * * *").expect_err("no such zone");
+    let source = std::error::Error::source(&error).and_then(|e| e.downcast_ref::<LocationError>());
+    assert_eq!(source, Some(&LocationError::Unknown { name: "Mars/Olympus".into() }));
 }
 
 #[test]
@@ -57,9 +67,9 @@ fn locations_load_as_go_loads_them() {
             assert!(load_location(link).is_ok(), "{link}");
         }
     }
-    assert_eq!(load_location("Foo/Bar").unwrap_err(), "unknown time zone Foo/Bar");
-    assert_eq!(load_location("europe/berlin").unwrap_err(), "unknown time zone europe/berlin");
-    assert_eq!(load_location("../etc/passwd").unwrap_err(), "time: invalid location name");
+    assert_eq!(load_location("Foo/Bar").unwrap_err().to_string(), "unknown time zone Foo/Bar");
+    assert_eq!(load_location("europe/berlin").unwrap_err().to_string(), "unknown time zone europe/berlin");
+    assert_eq!(load_location("../etc/passwd").unwrap_err().to_string(), "time: invalid location name");
 }
 
 #[test]

@@ -20,6 +20,71 @@ mod parser;
 /// ReplicaSets' selectors and pods, the hash of the pod template.
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 
+/// A label selector that cannot be parsed or converted, in upstream's words (`labels.Parse`'s,
+/// `NewRequirement`'s field errors, `LabelSelectorAsSelector`'s); the JSON form adds the
+/// decoding errors of a `metav1.LabelSelector`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SelectorError {
+    /// The text form: a token other than the ones the grammar allows there.
+    #[error("found '{found}', expected: {expected}")]
+    Unexpected {
+        /// The token's text.
+        found: String,
+        /// What the grammar allows, as upstream lists it.
+        expected: &'static str,
+    },
+    /// The text form: no `(` after `in`/`notin` (upstream's message has no comma here).
+    #[error("found '{found}' expected: '('")]
+    ExpectedOpenParenthesis {
+        /// The token's text.
+        found: String,
+    },
+    /// The text form: one requirement failed (`unable to parse requirement: <why>`).
+    #[error("unable to parse requirement: {source}")]
+    Requirement {
+        /// Why.
+        source: Box<SelectorError>,
+    },
+    /// The text form: a key that is not a qualified name (field path `<nil>`).
+    #[error(transparent)]
+    InvalidKey(field::Error),
+    /// A requirement `NewRequirement` refuses: its field errors, aggregated.
+    #[error(transparent)]
+    Invalid(field::ErrorList),
+    /// An operator other than `In`, `NotIn`, `Exists`, `DoesNotExist`.
+    #[error("{} is not a valid label selector operator", quote(.operator))]
+    InvalidOperator {
+        /// The operator given.
+        operator: String,
+    },
+    /// The JSON form: neither null nor an object.
+    #[error("invalid label selector: expected an object, got {found}")]
+    NotAnObject {
+        /// The value found.
+        found: Value,
+    },
+    /// The JSON form: `matchLabels` or `matchExpressions` of the wrong JSON type.
+    #[error("{member} must be {expected}")]
+    MemberType {
+        /// The member.
+        member: String,
+        /// The JSON type it must have (`an object`, `an array`).
+        expected: &'static str,
+    },
+    /// The JSON form: a `matchLabels` value that is not a string.
+    #[error("matchLabels[{key}] must be a string")]
+    LabelNotAString {
+        /// The label's key.
+        key: String,
+    },
+    /// The JSON form: a `matchExpressions` entry's `values` that is not an array.
+    #[error("matchExpressions values must be an array")]
+    ValuesNotAnArray,
+    /// The JSON form: a `matchExpressions` entry's value that is not a string.
+    #[error("matchExpressions values must be strings")]
+    ValueNotAString,
+}
+
 /// A set of labels a selector can be matched against (upstream's `labels.Labels`).
 pub trait Labels {
     /// The value of `key`, if the key is there.
@@ -96,7 +161,7 @@ impl Selector {
 
     /// Parses the text form (`?labelSelector=`, `kubectl -l`), as `labels.Parse`. The empty
     /// string selects everything.
-    pub fn parse(text: &str) -> Result<Selector, String> {
+    pub fn parse(text: &str) -> Result<Selector, SelectorError> {
         let mut requirements = parser::Parser::new(text).parse()?;
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(Selector { requirements, matches_nothing: false })
@@ -104,7 +169,7 @@ impl Selector {
 
     /// `metav1.LabelSelectorAsSelector` of a typed selector: an empty one selects everything;
     /// keys, values and operators are validated as `NewRequirement` does.
-    pub fn from_label_selector(selector: &LabelSelector) -> Result<Selector, String> {
+    pub fn from_label_selector(selector: &LabelSelector) -> Result<Selector, SelectorError> {
         let match_labels = selector.match_labels.iter().flatten().map(|(k, v)| Ok((k.as_str(), v.as_str())));
         let expressions = selector.match_expressions.iter().flatten().map(|expression| {
             let values = expression.values.clone().unwrap_or_default();
@@ -115,26 +180,26 @@ impl Selector {
 
     /// `metav1.LabelSelectorAsSelector` of a selector held as JSON (`spec.selector` of a stored
     /// object): null matches nothing, an empty object everything.
-    pub fn from_label_selector_object(selector: &Value) -> Result<Selector, String> {
+    pub fn from_label_selector_object(selector: &Value) -> Result<Selector, SelectorError> {
         let fields = match selector {
             Value::Null => return Ok(Selector::nothing()),
             Value::Object(fields) => fields,
-            other => return Err(format!("invalid label selector: expected an object, got {other}")),
+            other => return Err(SelectorError::NotAnObject { found: other.clone() }),
         };
         let match_labels = optional_member(fields, "matchLabels", Value::as_object, "an object")?;
         let expressions = optional_member(fields, "matchExpressions", Value::as_array, "an array")?;
         let labels = match_labels.into_iter().flatten().map(|(key, value)| match value.as_str() {
             Some(value) => Ok((key.as_str(), value)),
-            None => Err(format!("matchLabels[{key}] must be a string")),
+            None => Err(SelectorError::LabelNotAString { key: key.clone() }),
         });
         Selector::from_parts(labels, expressions.into_iter().flatten().map(json_expression))
     }
 
     /// The conversion both forms share: `matchLabels` as equalities, then the expressions.
     fn from_parts<'a>(
-        match_labels: impl IntoIterator<Item = Result<(&'a str, &'a str), String>>,
-        expressions: impl IntoIterator<Item = Result<(&'a str, &'a str, Vec<String>), String>>,
-    ) -> Result<Selector, String> {
+        match_labels: impl IntoIterator<Item = Result<(&'a str, &'a str), SelectorError>>,
+        expressions: impl IntoIterator<Item = Result<(&'a str, &'a str, Vec<String>), SelectorError>>,
+    ) -> Result<Selector, SelectorError> {
         let mut match_labels = match_labels.into_iter().peekable();
         let mut expressions = expressions.into_iter().peekable();
         if match_labels.peek().is_none() && expressions.peek().is_none() {
@@ -152,7 +217,7 @@ impl Selector {
                 "NotIn" => Operator::NotIn,
                 "Exists" => Operator::Exists,
                 "DoesNotExist" => Operator::DoesNotExist,
-                other => return Err(format!("{} is not a valid label selector operator", quote(other))),
+                other => return Err(SelectorError::InvalidOperator { operator: other.to_string() }),
             };
             requirements.push(Requirement::new(key, operator, values)?);
         }
@@ -227,16 +292,18 @@ fn optional_member<'a, T: ?Sized>(
     fields: &'a Map<String, Value>,
     name: &str,
     cast: fn(&'a Value) -> Option<&'a T>,
-    expected: &str,
-) -> Result<Option<&'a T>, String> {
+    expected: &'static str,
+) -> Result<Option<&'a T>, SelectorError> {
     match fields.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(value) => cast(value).map(Some).ok_or_else(|| format!("{name} must be {expected}")),
+        Some(value) => {
+            cast(value).map(Some).ok_or_else(|| SelectorError::MemberType { member: name.to_string(), expected })
+        }
     }
 }
 
 /// One `matchExpressions` entry held as JSON: its key, operator and values.
-fn json_expression(expression: &Value) -> Result<(&str, &str, Vec<String>), String> {
+fn json_expression(expression: &Value) -> Result<(&str, &str, Vec<String>), SelectorError> {
     let text = |name: &str| expression.get(name).and_then(Value::as_str).unwrap_or_default();
     let operator = text("operator");
     if !matches!(operator, "In" | "NotIn" | "Exists" | "DoesNotExist") {
@@ -246,11 +313,9 @@ fn json_expression(expression: &Value) -> Result<(&str, &str, Vec<String>), Stri
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
             .iter()
-            .map(|v| {
-                v.as_str().map(str::to_string).ok_or_else(|| "matchExpressions values must be strings".to_string())
-            })
+            .map(|v| v.as_str().map(str::to_string).ok_or(SelectorError::ValueNotAString))
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("matchExpressions values must be an array".to_string()),
+        Some(_) => return Err(SelectorError::ValuesNotAnArray),
     };
     Ok((text("key"), operator, values))
 }
@@ -258,7 +323,7 @@ fn json_expression(expression: &Value) -> Result<(&str, &str, Vec<String>), Stri
 impl Requirement {
     /// Validates a requirement as `labels.NewRequirement` with no field path: errors name the
     /// paths `key`, `values` and `values[i][key]`.
-    fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Requirement, String> {
+    fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Requirement, SelectorError> {
         let mut errors = Vec::new();
         let key_errors = is_qualified_name(key);
         if !key_errors.is_empty() {
@@ -271,10 +336,8 @@ impl Requirement {
                 errors.push(field::Error::invalid_str(&format!("values[{i}][{key}]"), value, &value_errors.join("; ")));
             }
         }
-        match field::aggregate(&errors) {
-            Some(message) => Err(message),
-            None => Ok(Requirement { key: key.to_string(), operator, values }),
-        }
+        field::aggregate(&errors).map_err(SelectorError::Invalid)?;
+        Ok(Requirement { key: key.to_string(), operator, values })
     }
 
     fn has_value(&self, value: &str) -> bool {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Operator, Requirement};
+use super::{Operator, Requirement, SelectorError};
 use crate::apimachinery::field;
 use crate::apimachinery::validation::is_qualified_name;
 
@@ -25,6 +25,11 @@ enum Token {
     NotEquals,
     NotIn,
     OpenPar,
+}
+
+/// Upstream's "found '…', expected: …" error.
+fn unexpected(found: String, expected: &'static str) -> SelectorError {
+    SelectorError::Unexpected { found, expected }
 }
 
 /// The binary operators as upstream lists them in "expected" errors.
@@ -180,39 +185,39 @@ impl Parser {
         item
     }
 
-    pub(super) fn parse(&mut self) -> Result<Vec<Requirement>, String> {
+    pub(super) fn parse(&mut self) -> Result<Vec<Requirement>, SelectorError> {
         let mut requirements = Vec::new();
         loop {
             let (token, literal) = self.lookahead(Context::Values);
             match token {
                 Token::Identifier | Token::DoesNotExist => {
                     let requirement =
-                        self.parse_requirement().map_err(|e| format!("unable to parse requirement: {e}"))?;
+                        self.parse_requirement().map_err(|e| SelectorError::Requirement { source: Box::new(e) })?;
                     requirements.push(requirement);
                     if self.parse_separator()? {
                         return Ok(requirements);
                     }
                 }
                 Token::EndOfString => return Ok(requirements),
-                _ => return Err(format!("found '{literal}', expected: !, identifier, or 'end of string'")),
+                _ => return Err(unexpected(literal, "!, identifier, or 'end of string'")),
             }
         }
     }
 
     /// After a requirement: the end (true) or a comma followed by another requirement (false).
-    fn parse_separator(&mut self) -> Result<bool, String> {
+    fn parse_separator(&mut self) -> Result<bool, SelectorError> {
         let (token, literal) = self.consume(Context::Values);
         match token {
             Token::EndOfString => Ok(true),
             Token::Comma => match self.lookahead(Context::Values) {
                 (Token::Identifier | Token::DoesNotExist, _) => Ok(false),
-                (_, next) => Err(format!("found '{next}', expected: identifier after ','")),
+                (_, next) => Err(unexpected(next, "identifier after ','")),
             },
-            _ => Err(format!("found '{literal}', expected: ',' or 'end of string'")),
+            _ => Err(unexpected(literal, "',' or 'end of string'")),
         }
     }
 
-    fn parse_requirement(&mut self) -> Result<Requirement, String> {
+    fn parse_requirement(&mut self) -> Result<Requirement, SelectorError> {
         let (key, unary) = self.parse_key_and_infer_operator()?;
         if let Some(operator) = unary {
             return Requirement::new(&key, operator, Vec::new());
@@ -226,7 +231,7 @@ impl Parser {
     }
 
     /// The key, and the operator when it is unary: `!key` (whatever follows) or a bare `key`.
-    fn parse_key_and_infer_operator(&mut self) -> Result<(String, Option<Operator>), String> {
+    fn parse_key_and_infer_operator(&mut self) -> Result<(String, Option<Operator>), SelectorError> {
         let mut operator = None;
         let (mut token, mut literal) = self.consume(Context::Values);
         if token == Token::DoesNotExist {
@@ -234,11 +239,15 @@ impl Parser {
             (token, literal) = self.consume(Context::Values);
         }
         if token != Token::Identifier {
-            return Err(format!("found '{literal}', expected: identifier"));
+            return Err(unexpected(literal, "identifier"));
         }
         let key_errors = is_qualified_name(&literal);
         if !key_errors.is_empty() {
-            return Err(field::Error::invalid_str("<nil>", &literal, &key_errors.join("; ")).to_string());
+            return Err(SelectorError::InvalidKey(field::Error::invalid_str(
+                "<nil>",
+                &literal,
+                &key_errors.join("; "),
+            )));
         }
         let (next, _) = self.lookahead(Context::Values);
         if operator.is_none() && matches!(next, Token::EndOfString | Token::Comma) {
@@ -247,7 +256,7 @@ impl Parser {
         Ok((literal, operator))
     }
 
-    fn parse_operator(&mut self) -> Result<Operator, String> {
+    fn parse_operator(&mut self) -> Result<Operator, SelectorError> {
         let (token, literal) = self.consume(Context::KeyAndOperator);
         Ok(match token {
             Token::In => Operator::In,
@@ -257,22 +266,22 @@ impl Parser {
             Token::LessThan => Operator::LessThan,
             Token::NotIn => Operator::NotIn,
             Token::NotEquals => Operator::NotEquals,
-            _ => return Err(format!("found '{literal}', expected: {BINARY_OPERATORS}")),
+            _ => return Err(unexpected(literal, BINARY_OPERATORS)),
         })
     }
 
     /// `(a,b,...)`: a set, so sorted and deduplicated; `()` is the one empty value.
-    fn parse_values(&mut self) -> Result<Vec<String>, String> {
+    fn parse_values(&mut self) -> Result<Vec<String>, SelectorError> {
         let (token, literal) = self.consume(Context::Values);
         if token != Token::OpenPar {
-            return Err(format!("found '{literal}' expected: '('"));
+            return Err(SelectorError::ExpectedOpenParenthesis { found: literal });
         }
         let (token, literal) = self.lookahead(Context::Values);
         match token {
             Token::Identifier | Token::Comma => {
                 let values = self.parse_identifiers_list()?;
                 if self.consume(Context::Values).0 != Token::ClosedPar {
-                    return Err(format!("found '{literal}', expected: ')'"));
+                    return Err(unexpected(literal, "')'"));
                 }
                 Ok(values.into_iter().collect())
             }
@@ -280,12 +289,12 @@ impl Parser {
                 self.consume(Context::Values);
                 Ok(vec![String::new()])
             }
-            _ => Err(format!("found '{literal}', expected: ',', ')' or identifier")),
+            _ => Err(unexpected(literal, "',', ')' or identifier")),
         }
     }
 
     /// A comma-separated list of possibly empty identifiers, up to (not including) `)`.
-    fn parse_identifiers_list(&mut self) -> Result<BTreeSet<String>, String> {
+    fn parse_identifiers_list(&mut self) -> Result<BTreeSet<String>, SelectorError> {
         let mut values = BTreeSet::new();
         loop {
             let (token, literal) = self.consume(Context::Values);
@@ -295,7 +304,7 @@ impl Parser {
                     match self.lookahead(Context::Values) {
                         (Token::Comma, _) => continue,
                         (Token::ClosedPar, _) => return Ok(values),
-                        (_, next) => return Err(format!("found '{next}', expected: ',' or ')'")),
+                        (_, next) => return Err(unexpected(next, "',' or ')'")),
                     }
                 }
                 Token::Comma => {
@@ -313,19 +322,19 @@ impl Parser {
                         _ => {}
                     }
                 }
-                _ => return Err(format!("found '{literal}', expected: ',', or identifier")),
+                _ => return Err(unexpected(literal, "',', or identifier")),
             }
         }
     }
 
     /// The single value of `=`, `==`, `!=`, `>`, `<`; missing means the empty value.
-    fn parse_exact_value(&mut self) -> Result<Vec<String>, String> {
+    fn parse_exact_value(&mut self) -> Result<Vec<String>, SelectorError> {
         if matches!(self.lookahead(Context::Values).0, Token::EndOfString | Token::Comma) {
             return Ok(vec![String::new()]);
         }
         match self.consume(Context::Values) {
             (Token::Identifier, literal) => Ok(vec![literal]),
-            (_, literal) => Err(format!("found '{literal}', expected: identifier")),
+            (_, literal) => Err(unexpected(literal, "identifier")),
         }
     }
 }

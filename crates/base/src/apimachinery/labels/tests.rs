@@ -13,7 +13,7 @@ fn selects(selector: &str, set: Value) -> bool {
 }
 
 fn parse_error(selector: &str) -> String {
-    Selector::parse(selector).expect_err("test selector is invalid")
+    Selector::parse(selector).expect_err("test selector is invalid").to_string()
 }
 
 const NAME_RULE: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end \
@@ -263,7 +263,7 @@ fn go_quoting_of_bad_values() {
 // --- metav1.LabelSelector ---
 
 fn from_object(selector: Value) -> Result<Selector, String> {
-    Selector::from_label_selector_object(&selector)
+    Selector::from_label_selector_object(&selector).map_err(|e| e.to_string())
 }
 
 #[test]
