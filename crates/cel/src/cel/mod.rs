@@ -1,7 +1,8 @@
 //! CEL for the ValidatingAdmissionPolicy status controller and the sandbox's validation: our
 //! own parser (with cel-go's node positions and error display) and type checker, typing
 //! expressions against CEL types made from OpenAPI schemas. See `vendor-docs/cel.md` for why
-//! it is ours and the docs/controllers.md ("ValidatingAdmissionPolicy status") for what it covers.
+//! it is ours and docs/controllers/api-objects.md ("ValidatingAdmissionPolicy status") for what
+//! it covers.
 
 pub mod checker;
 pub mod errors;
