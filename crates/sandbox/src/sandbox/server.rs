@@ -113,7 +113,8 @@ impl Sandbox {
         let store = Arc::new(Store::new(options.history));
         let service_account_key_pem =
             rcgen::KeyPair::generate().map_err(|e| format!("service account key: {e}"))?.serialize_pem();
-        let service_account_key = crate::jwt::SigningKey::from_pem(service_account_key_pem.as_bytes())?;
+        let service_account_key =
+            crate::jwt::SigningKey::from_pem(service_account_key_pem.as_bytes()).map_err(|e| e.to_string())?;
         let api = Arc::new(ApiServer {
             store,
             tokens: Arc::new(Tokens::default()),

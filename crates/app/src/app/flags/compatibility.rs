@@ -93,7 +93,7 @@ fn kube_version(items: &[String]) -> Result<Option<KubeVersion>, String> {
             Some((component, text)) => (component.trim(), text.trim()),
             None => ("kube", item.as_str()),
         };
-        let version = parse(text)?;
+        let version = parse(text).map_err(|e| e.to_string())?;
         if version.patch() != 0 {
             return Err(format!("patch version not allowed, got: {component}={version}"));
         }

@@ -261,7 +261,7 @@ impl FlagValue for GoDuration {
     type Target = Duration;
     const KIND: ValueKind = ValueKind::required("duration", DefaultStyle::Plain);
     fn assign(target: &mut Duration, raw: &str, _: SetMode) -> Result<(), String> {
-        *target = parse_go_duration(raw)?;
+        *target = parse_go_duration(raw).map_err(|e| e.to_string())?;
         Ok(())
     }
 }
@@ -365,7 +365,7 @@ impl FlagValue for Cidrs {
         let cidrs = if text.is_empty() {
             Vec::new()
         } else {
-            text.split(',').map(|item| Cidr::parse(item.trim())).collect::<Result<Vec<_>, _>>()?
+            text.split(',').map(|item| Cidr::parse(item.trim())).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?
         };
         match cidrs.as_slice() {
             [] | [_] => {}
@@ -715,7 +715,7 @@ fn check_reported_version(version: &str) -> Result<(), String> {
     if version == default {
         return Ok(());
     }
-    let parsed = parse_semantic(version)?;
+    let parsed = parse_semantic(version).map_err(|e| e.to_string())?;
     let release = KUBERNETES_RELEASE;
     if (parsed.major(), parsed.minor(), parsed.patch())
         != (u64::from(release.major), u64::from(release.minor), u64::from(release.patch))

@@ -149,7 +149,7 @@ fn request_client_certificate(client: &Client, server: &TestServer) -> Result<(C
         Ok(certificate.filter(|_| approved).and_then(|c| String::from_utf8(c).ok()))
     })?;
     let der = pem_blocks(pem.as_bytes()).into_iter().next().map(|(_, der)| der).ok_or("no certificate in the PEM")?;
-    let subject = crate::x509::subject(&der)?;
+    let subject = crate::x509::subject(&der).map_err(|e| e.to_string())?;
     let (_, not_after) = certificate_validity(&der).ok_or("the certificate has no validity")?;
     let described = format!(
         "CSR {name} → CN={}, O={}, valid until {not_after}",

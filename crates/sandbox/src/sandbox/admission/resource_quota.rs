@@ -103,7 +103,7 @@ impl Evaluator {
     /// Whether the object is in a quota scope; only pods have scopes.
     fn matches_scope(selector: &ScopeRequirement, object: &Typed) -> Result<bool, String> {
         match object {
-            Typed::Pod(pod) => pods::matches_scope(selector, pod),
+            Typed::Pod(pod) => pods::matches_scope(selector, pod).map_err(|e| e.to_string()),
             _ => Ok(false),
         }
     }
@@ -123,7 +123,7 @@ impl Evaluator {
     /// Requirements a matching quota puts on the object itself.
     fn constraints(required: &[String], object: &Typed) -> Result<(), String> {
         match object {
-            Typed::Pod(pod) => pods::constraints(required, pod),
+            Typed::Pod(pod) => pods::constraints(required, pod).map_err(|e| e.to_string()),
             _ => Ok(()),
         }
     }

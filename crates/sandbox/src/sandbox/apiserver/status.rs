@@ -137,8 +137,8 @@ impl ApiError {
     pub fn new_invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> ApiError {
         let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
         let message = match field::aggregate(errors) {
-            Some(summary) => format!("{qualified} \"{name}\" is invalid: {summary}"),
-            None => format!("{qualified} \"{name}\" is invalid"),
+            Err(summary) => format!("{qualified} \"{name}\" is invalid: {summary}"),
+            Ok(()) => format!("{qualified} \"{name}\" is invalid"),
         };
         let causes: Vec<Value> =
             errors.iter().map(|e| json!({"reason": e.reason(), "message": e.body(), "field": e.field})).collect();

@@ -75,7 +75,7 @@ impl Query<'_> {
     fn selector(&self) -> Result<Selector, Answer> {
         match self.param("labelSelector").filter(|s| !s.is_empty()) {
             None => Ok(Selector::everything()),
-            Some(text) => Selector::parse(text).map_err(|e| status(400, "BadRequest", &e, None)),
+            Some(text) => Selector::parse(text).map_err(|e| status(400, "BadRequest", &e.to_string(), None)),
         }
     }
 

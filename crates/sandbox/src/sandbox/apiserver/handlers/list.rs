@@ -223,7 +223,7 @@ impl ObjectFilter {
         let labels = request
             .query_param("labelSelector")
             .filter(|s| !s.is_empty())
-            .map(|s| Selector::parse(s).map_err(ApiError::bad_request))
+            .map(|s| Selector::parse(s).map_err(|e| ApiError::bad_request(e.to_string())))
             .transpose()?;
         let fields = request
             .query_param("fieldSelector")

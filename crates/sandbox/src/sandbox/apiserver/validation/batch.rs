@@ -169,8 +169,8 @@ fn job_template(template: &Value) -> Vec<FieldError> {
 /// `validateScheduleFormat`.
 fn schedule_format(schedule: &str, tz_allowed: bool, has_time_zone: bool) -> Vec<FieldError> {
     let mut causes = Vec::new();
-    if let Err(message) = crate::apimachinery::cron::parse_standard(schedule) {
-        causes.push(FieldError::invalid("spec.schedule", quote(schedule), &message));
+    if let Err(error) = crate::apimachinery::cron::parse_standard(schedule) {
+        causes.push(FieldError::invalid("spec.schedule", quote(schedule), &error.to_string()));
     }
     if schedule.contains("TZ") {
         if tz_allowed && has_time_zone {

@@ -89,7 +89,7 @@ pub(super) fn csr(object: &Value) -> Vec<FieldError> {
 /// `validateCSR`: why `spec.request` (base64 in JSON) is not a CSR with a valid signature, as
 /// `certificates.ParseCSR` and `CheckSignature` say.
 fn request_error(request: &Value) -> Option<String> {
-    x509::request::parse_csr(&decoded(request)).and_then(|csr| csr.check_signature()).err()
+    x509::request::parse_csr(&decoded(request)).and_then(|csr| csr.check_signature()).err().map(|e| e.to_string())
 }
 
 /// `apivalidation.ValidateSignerName`: `<domain with a dot>/<path>`, each dot-separated part a
