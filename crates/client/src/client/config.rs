@@ -17,6 +17,9 @@ use parking_lot::Mutex;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 pub use in_cluster::{in_cluster, in_cluster_from};
+pub use kubeconfig::{FieldError, KubeconfigError};
+pub use pem::PemError;
+pub use token_file::TokenFileError;
 
 /// Builds the REST config from the `--kubeconfig` and `--master` flags, like client-go's
 /// `clientcmd.BuildConfigFromFlags`:
@@ -39,55 +42,104 @@ pub fn load(kubeconfig: Option<&Path>, master: Option<&str>) -> Result<RestConfi
 
 /// `--master` without a kubeconfig: an unauthenticated connection to that server.
 fn master_only(master: &str) -> Result<RestConfig, ConfigError> {
-    let server = server_url(master, true).map_err(|e| ConfigError::new(format!("--master: {e}")))?;
+    let server = server_url(master, true).map_err(ConfigError::Master)?;
     Ok(RestConfig { source: format!("--master {server}"), server, tls: TlsSettings::default(), auth: Auth::None })
 }
 
 /// Checks an API server URL and returns it with a lowercase scheme and no trailing slash.
 /// Only `https` is accepted unless `allow_http`.
-fn server_url(raw: &str, allow_http: bool) -> Result<String, String> {
+fn server_url(raw: &str, allow_http: bool) -> Result<String, ServerUrlError> {
     let expected = if allow_http { "an http:// or https:// URL" } else { "an https:// URL" };
+    let raw_owned = || raw.to_string();
     let Some((scheme, rest)) = raw.split_once("://") else {
-        return Err(format!("{raw:?} is not {expected}"));
+        return Err(ServerUrlError::NotAUrl { raw: raw_owned(), expected });
     };
     let rest = rest.trim_end_matches('/');
     let scheme = scheme.to_ascii_lowercase();
     match scheme.as_str() {
         "https" => {}
         "http" if allow_http => {}
-        "http" => {
-            let reason = "credentials are never sent in plaintext";
-            return Err(format!("{raw:?} is not {expected} ({reason})"));
-        }
-        _ => return Err(format!("{raw:?} is not {expected}")),
+        "http" => return Err(ServerUrlError::Plaintext { raw: raw_owned(), expected }),
+        _ => return Err(ServerUrlError::NotAUrl { raw: raw_owned(), expected }),
     }
     if rest.is_empty() || rest.starts_with('/') {
-        return Err(format!("{raw:?} has no host"));
+        return Err(ServerUrlError::NoHost { raw: raw_owned() });
     }
     if rest.contains(['?', '#']) {
-        return Err(format!("{raw:?} must not have a query or fragment"));
+        return Err(ServerUrlError::QueryOrFragment { raw: raw_owned() });
     }
     Ok(format!("{scheme}://{rest}"))
 }
 
+/// Why a server URL (a kubeconfig cluster's `server`, `--master`) is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerUrlError {
+    /// No scheme, or one that is neither `https` nor (where allowed) `http`.
+    #[error("{raw:?} is not {expected}")]
+    NotAUrl {
+        /// The URL as given.
+        raw: String,
+        /// What was expected instead.
+        expected: &'static str,
+    },
+    /// `http://` where credentials may be sent.
+    #[error("{raw:?} is not {expected} (credentials are never sent in plaintext)")]
+    Plaintext {
+        /// The URL as given.
+        raw: String,
+        /// What was expected instead.
+        expected: &'static str,
+    },
+    /// Nothing between the scheme and the path.
+    #[error("{raw:?} has no host")]
+    NoHost {
+        /// The URL as given.
+        raw: String,
+    },
+    /// A `?` or `#` in the URL.
+    #[error("{raw:?} must not have a query or fragment")]
+    QueryOrFragment {
+        /// The URL as given.
+        raw: String,
+    },
+}
+
+/// client-go's `ErrNotInCluster` text, kept so that operators recognise it.
+const NOT_IN_CLUSTER: &str = "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST \
+                              and KUBERNETES_SERVICE_PORT must be defined";
+
 /// Why a REST config could not be built: one line naming the file (or flag, or variable) and
-/// the field at fault.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError(String);
-
-impl ConfigError {
-    fn new(message: impl Into<String>) -> Self {
-        ConfigError(message.into())
-    }
+/// the field at fault, worded as operators (and `kubectl` users) know it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `--master` without a kubeconfig is not a usable server URL.
+    #[error("--master: {0}")]
+    Master(#[source] ServerUrlError),
+    /// A kubeconfig file could not be used: `kubeconfig <path>: [<field>: ]<reason>`.
+    #[error("kubeconfig {}: {problem}", path.display())]
+    Kubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        problem: KubeconfigError,
+    },
+    /// Not in a cluster: a service variable is not set (`detail` says which).
+    #[error("{NOT_IN_CLUSTER} ({detail})")]
+    NotInCluster {
+        /// Which variable is missing.
+        detail: &'static str,
+    },
+    /// `KUBERNETES_SERVICE_PORT` is not a number.
+    #[error("in-cluster config: KUBERNETES_SERVICE_PORT {port:?} is not a port number")]
+    ServicePort {
+        /// The variable's value.
+        port: String,
+    },
+    /// The service-account token cannot be read.
+    #[error("in-cluster config: {0}")]
+    ServiceAccountToken(#[source] TokenFileError),
 }
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// Everything the API client needs to reach one API server.
 #[derive(Debug)]
@@ -180,7 +232,8 @@ pub(crate) struct CachedToken {
     /// resolution can be coarse.
     pub(crate) len: u64,
     pub(crate) checked_at: Instant,
-    /// The last re-read failure, so that a lasting problem is logged once, not every second.
+    /// The text of the last re-read failure logged, so that a lasting problem is logged once,
+    /// not every second.
     pub(crate) last_error: Option<String>,
 }
 

@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use super::config::{Auth, RestConfig, TlsSettings};
 use super::{Api, Client, PostParams};
 use crate::apimachinery::clock::{Clock, RealClock};
+use crate::apimachinery::errors::BoxError;
 
 /// `defaultExpirationSeconds`: the lifetime asked for.
 pub const EXPIRATION_SECONDS: i64 = 3600;
@@ -41,7 +42,7 @@ pub struct IssuedToken {
     pub lifetime: Duration,
 }
 
-type Fetch = Box<dyn Fn() -> Result<IssuedToken, String> + Send + Sync>;
+type Fetch = Box<dyn Fn() -> Result<IssuedToken, BoxError> + Send + Sync>;
 
 /// A bearer token kept until it is due for renewal (`cachingTokenSource`).
 pub struct TokenSource {
@@ -60,13 +61,17 @@ struct Cached {
 
 impl TokenSource {
     /// A source that gets tokens from `fetch` (a TokenRequest) and times their renewal by `clock`.
-    pub fn new(fetch: impl Fn() -> Result<IssuedToken, String> + Send + Sync + 'static, clock: Arc<dyn Clock>) -> Self {
+    /// A fetch may fail with any error; [`TokenSource::token`] hands it on as it is.
+    pub fn new(
+        fetch: impl Fn() -> Result<IssuedToken, BoxError> + Send + Sync + 'static,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         TokenSource { fetch: Box::new(fetch), clock, cached: Mutex::new(None) }
     }
 
     /// The token to send now: the cached one until `CACHE_LEEWAY` before its expiry, else a new
     /// one. A failed renewal keeps the old token (client-go's "Unable to rotate token").
-    pub fn token(&self) -> Result<String, String> {
+    pub fn token(&self) -> Result<String, BoxError> {
         let mut cached = self.cached.lock();
         let now = self.clock.now();
         if let Some(current) = cached.as_ref()
@@ -123,7 +128,7 @@ pub fn service_account_client(
     controller: &str,
 ) -> super::Result<Client> {
     let (root_for_tokens, namespace_owned, account_owned) = (root.clone(), namespace.to_string(), account.to_string());
-    let fetch = move || fetch_with_backoff(&root_for_tokens, &namespace_owned, &account_owned);
+    let fetch = move || Ok(fetch_with_backoff(&root_for_tokens, &namespace_owned, &account_owned)?);
     let source = Arc::new(TokenSource::new(fetch, Arc::new(RealClock)));
     let username = crate::jwt::service_account_username(namespace, account);
     root.with_token_source(anonymous(root.config()), source, &username, controller)
@@ -144,23 +149,34 @@ fn anonymous(config: &RestConfig) -> RestConfig {
     }
 }
 
+/// No token could be had for a service account within the backoff (`wait.ErrWaitTimeout`
+/// after `tokenSourceImpl.Token`'s retries, each of which was logged).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failed to get token for {namespace}/{account}: timed out waiting for the condition")]
+pub struct TokenFetchError {
+    /// The account's namespace.
+    pub namespace: String,
+    /// The account.
+    pub account: String,
+}
+
 /// `tokenSourceImpl.Token`: ensure the account, then ask for a token, with a short backoff.
-fn fetch_with_backoff(root: &Client, namespace: &str, account: &str) -> Result<IssuedToken, String> {
+fn fetch_with_backoff(root: &Client, namespace: &str, account: &str) -> Result<IssuedToken, TokenFetchError> {
     let mut wait = FETCH_BACKOFF;
     for attempt in 1..=FETCH_ATTEMPTS {
-        let result = get_or_create_service_account(root, namespace, account)
-            .map_err(|e| format!("get or create service account failed: {e}"))
-            .and_then(|_| request_token(root, namespace, account).map_err(|e| format!("get token failed: {e}")));
-        match result {
-            Ok(issued) => return Ok(issued),
-            Err(e) => log::warn!("{e}"),
+        match get_or_create_service_account(root, namespace, account) {
+            Err(e) => log::warn!("get or create service account failed: {e}"),
+            Ok(_) => match request_token(root, namespace, account) {
+                Ok(issued) => return Ok(issued),
+                Err(e) => log::warn!("get token failed: {e}"),
+            },
         }
         if attempt < FETCH_ATTEMPTS {
             std::thread::sleep(wait);
             wait *= 2;
         }
     }
-    Err(format!("failed to get token for {namespace}/{account}: timed out waiting for the condition"))
+    Err(TokenFetchError { namespace: namespace.to_string(), account: account.to_string() })
 }
 
 /// POSTs a TokenRequest for `EXPIRATION_SECONDS`.
@@ -275,7 +291,7 @@ mod tests {
         let clock = Arc::new(FakeClock::new());
         let (source, _, failing) = counting_source(clock.clone(), Duration::from_secs(3600));
         failing.store(1, Ordering::SeqCst);
-        assert_eq!(source.token().err().as_deref(), Some("server down"));
+        assert_eq!(source.token().err().map(|e| e.to_string()).as_deref(), Some("server down"));
         failing.store(0, Ordering::SeqCst);
         assert_eq!(source.token().unwrap(), "token-1");
         failing.store(1, Ordering::SeqCst);

@@ -114,9 +114,11 @@ struct Shared {
 impl Client {
     /// Sets up a client for the server in `config`. No request is made yet.
     pub fn new(config: RestConfig, options: ClientOptions) -> Result<Client> {
-        let tls = tls::client_config(&config.tls).map_err(Error::Request)?;
-        let connector = TlsConnector::new(Arc::new(tls), config.tls.server_name.as_deref()).map_err(Error::Request)?;
-        let host = url::host_port(&config.server).map_err(Error::Request)?;
+        // `Error::Request` carries a text: a client that cannot be set up has no API kind to keep.
+        let tls = tls::client_config(&config.tls).map_err(|e| Error::Request(e.to_string()))?;
+        let connector = TlsConnector::new(Arc::new(tls), config.tls.server_name.as_deref())
+            .map_err(|e| Error::Request(e.to_string()))?;
+        let host = url::host_port(&config.server).map_err(|e| Error::Request(e.to_string()))?;
         ClientMetrics::global().transport_created(tls_cache_key(&config.tls));
         let agent = new_agent(&connector);
         let limiter = Arc::new(RequestLimiter::new(options.qps, options.burst));

@@ -11,7 +11,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls_pki_types::{CertificateDer, InvalidDnsNameError, ServerName, UnixTime};
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, Transport, TransportAdapter,
 };
@@ -32,11 +32,61 @@ pub fn crypto_provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// Why the TLS side of a connection to the API server cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// rustls refused the configuration or the connection.
+    #[error("TLS setup: {0}")]
+    Setup(#[source] rustls::Error),
+    /// The client certificate and key cannot be used.
+    #[error("client certificate: {0}")]
+    ClientCertificate(#[source] rustls::Error),
+    /// A configured CA certificate cannot be a trust anchor.
+    #[error("certificate authority: {0}")]
+    CertificateAuthority(#[source] rustls::Error),
+    /// No CA was given and the system has no bundle.
+    #[error("no certificate authority given and no system CA bundle found")]
+    NoSystemBundle,
+    /// The system CA bundle cannot be read.
+    #[error("{path}: {source}")]
+    SystemBundle {
+        /// The bundle file.
+        path: String,
+        /// Why it cannot be read.
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    /// The system CA bundle has no certificate rustls can use.
+    #[error("the system CA bundle {path} holds no usable certificate")]
+    EmptySystemBundle {
+        /// The bundle file.
+        path: String,
+    },
+    /// `tls-server-name` is not a DNS name or IP address.
+    #[error("tls-server-name {name:?}: {source}")]
+    ServerName {
+        /// The name given.
+        name: String,
+        /// Why it is not one.
+        #[source]
+        source: InvalidDnsNameError,
+    },
+    /// The URL's host cannot be checked against a certificate.
+    #[error("{host:?} is not a valid TLS name")]
+    HostName {
+        /// The host.
+        host: String,
+        /// Why it is not a name.
+        #[source]
+        source: InvalidDnsNameError,
+    },
+}
+
 /// Builds the rustls client config for the API server from kubeconfig TLS settings.
-pub fn client_config(tls: &TlsSettings) -> Result<ClientConfig, String> {
+pub fn client_config(tls: &TlsSettings) -> Result<ClientConfig, TlsError> {
     let builder = ClientConfig::builder_with_provider(crypto_provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?;
+        .map_err(TlsError::Setup)?;
     let builder = if tls.insecure_skip_verify {
         builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert(crypto_provider())))
     } else {
@@ -45,17 +95,17 @@ pub fn client_config(tls: &TlsSettings) -> Result<ClientConfig, String> {
     match &tls.client_identity {
         Some(id) => builder
             .with_client_auth_cert(id.cert_chain.clone(), id.key.clone_key())
-            .map_err(|e| format!("client certificate: {e}")),
+            .map_err(TlsError::ClientCertificate),
         None => Ok(builder.with_no_client_auth()),
     }
 }
 
-fn root_store(ca_certs: Option<&[CertificateDer<'static>]>) -> Result<RootCertStore, String> {
+fn root_store(ca_certs: Option<&[CertificateDer<'static>]>) -> Result<RootCertStore, TlsError> {
     let mut store = RootCertStore::empty();
     match ca_certs {
         Some(certs) => {
             for cert in certs {
-                store.add(cert.clone()).map_err(|e| format!("certificate authority: {e}"))?;
+                store.add(cert.clone()).map_err(TlsError::CertificateAuthority)?;
             }
         }
         None => {
@@ -63,11 +113,14 @@ fn root_store(ca_certs: Option<&[CertificateDer<'static>]>) -> Result<RootCertSt
             let from_env = std::env::var("SSL_CERT_FILE").ok().filter(|p| !p.is_empty());
             let path = from_env
                 .or_else(|| SYSTEM_CA_BUNDLES.iter().find(|p| std::path::Path::new(p).exists()).map(|p| p.to_string()))
-                .ok_or("no certificate authority given and no system CA bundle found")?;
-            let certs = CertificateDer::pem_file_iter(&path).map_err(|e| format!("{path}: {e}"))?;
+                .ok_or(TlsError::NoSystemBundle)?;
+            let certs = match CertificateDer::pem_file_iter(&path) {
+                Ok(certs) => certs,
+                Err(source) => return Err(TlsError::SystemBundle { path, source }),
+            };
             let (added, _ignored) = store.add_parsable_certificates(certs.flatten());
             if added == 0 {
-                return Err(format!("the system CA bundle {path} holds no usable certificate"));
+                return Err(TlsError::EmptySystemBundle { path });
             }
         }
     }
@@ -84,21 +137,25 @@ pub struct TlsConnector {
 
 impl TlsConnector {
     /// A connector for `config`, verifying the server as `server_name` instead of the URL's host when given.
-    pub fn new(config: Arc<ClientConfig>, server_name: Option<&str>) -> Result<TlsConnector, String> {
+    pub fn new(config: Arc<ClientConfig>, server_name: Option<&str>) -> Result<TlsConnector, TlsError> {
         let server_name = server_name
-            .map(|n| ServerName::try_from(n.to_string()).map_err(|e| format!("tls-server-name {n:?}: {e}")))
+            .map(|name| {
+                ServerName::try_from(name.to_string())
+                    .map_err(|source| TlsError::ServerName { name: name.to_string(), source })
+            })
             .transpose()?;
         Ok(TlsConnector { config, server_name })
     }
 
     /// A TLS client connection to `host` (a URL's host, without brackets), for connections
     /// made outside ureq (watches, see `watch_connection`).
-    pub fn client_connection(&self, host: &str) -> Result<ClientConnection, String> {
+    pub fn client_connection(&self, host: &str) -> Result<ClientConnection, TlsError> {
         let name = match &self.server_name {
             Some(name) => name.clone(),
-            None => ServerName::try_from(host.to_string()).map_err(|_| format!("{host:?} is not a valid TLS name"))?,
+            None => ServerName::try_from(host.to_string())
+                .map_err(|source| TlsError::HostName { host: host.to_string(), source })?,
         };
-        ClientConnection::new(self.config.clone(), name).map_err(|e| format!("TLS setup: {e}"))
+        ClientConnection::new(self.config.clone(), name).map_err(TlsError::Setup)
     }
 
     fn server_name(&self, details: &ConnectionDetails) -> Result<ServerName<'static>, ureq::Error> {

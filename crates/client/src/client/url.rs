@@ -19,12 +19,23 @@ pub fn query(pairs: &[(&str, Option<String>)]) -> String {
     if parts.is_empty() { String::new() } else { format!("?{}", parts.join("&")) }
 }
 
+/// Why a server URL has no `host:port`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostPortError {
+    /// No `scheme://`.
+    #[error("server URL {0:?} has no scheme")]
+    NoScheme(String),
+    /// Nothing after `scheme://`.
+    #[error("server URL {0:?} has no host")]
+    NoHost(String),
+}
+
 /// `host:port` of a server URL, the `host` label of the client metrics.
-pub fn host_port(server: &str) -> Result<String, String> {
-    let (scheme, rest) = server.split_once("://").ok_or_else(|| format!("server URL {server:?} has no scheme"))?;
+pub fn host_port(server: &str) -> Result<String, HostPortError> {
+    let (scheme, rest) = server.split_once("://").ok_or_else(|| HostPortError::NoScheme(server.to_string()))?;
     let authority = rest.split('/').next().unwrap_or_default();
     if authority.is_empty() {
-        return Err(format!("server URL {server:?} has no host"));
+        return Err(HostPortError::NoHost(server.to_string()));
     }
     let has_port = match authority.rfind(']') {
         Some(bracket) => authority[bracket..].contains(':'),

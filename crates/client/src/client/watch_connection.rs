@@ -97,7 +97,7 @@ impl WatchConnection {
         let transport = match (target.tls, tls) {
             (false, _) => Transport::Plain(socket),
             (true, Some(tls)) => {
-                let connection = tls.client_connection(&target.host).map_err(Error::Request)?;
+                let connection = tls.client_connection(&target.host).map_err(|e| Error::Request(e.to_string()))?;
                 Transport::Tls(Box::new(rustls::StreamOwned::new(connection, socket)))
             }
             (true, None) => return Err(Error::Request("no TLS configuration for an https server".into())),
@@ -301,7 +301,7 @@ impl Target {
             Some(slash) => (&rest[..slash], rest[slash..].trim_end_matches('/')),
             None => (rest, ""),
         };
-        let host_port = super::url::host_port(server).map_err(Error::Request)?;
+        let host_port = super::url::host_port(server).map_err(|e| Error::Request(e.to_string()))?;
         let (host, port) = host_port.rsplit_once(':').ok_or_else(|| bad("no port"))?;
         let port = port.parse::<u16>().map_err(|_| bad("the port is not a number"))?;
         let host = host.trim_start_matches('[').trim_end_matches(']').to_string();

@@ -6,7 +6,6 @@
 //! term runs out `leaseDurationSeconds` after that moment. Clock skew between machines thus
 //! does not matter, only their clock rates do.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,21 +15,32 @@ use super::record::{Record, micro};
 use crate::apimachinery::clock::Clock;
 
 /// Why a lock operation failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    /// The request failed or got no answer in time (worded for the log).
-    Failed(String),
+    /// The API server refused the request, or it got no HTTP answer.
+    #[error("{0}")]
+    Api(#[from] crate::client::Error),
+    /// An update before any get or create: there is no object to update.
+    #[error("lease not initialized, call get or create first")]
+    NotInitialized,
+    /// An Event before any get or create: there is no Lease to record it on.
+    #[error("no Lease to record the event on")]
+    NoLease,
+    /// The worker thread that makes the requests has ended.
+    #[error("the leader election worker has stopped")]
+    WorkerStopped,
+    /// The worker dropped the request without answering.
+    #[error("the request was dropped")]
+    Dropped,
+    /// No answer came before the call's deadline (the request is abandoned).
+    #[error("no answer from the API server before the deadline")]
+    Deadline,
+    /// The worker answered a read with a write's answer.
+    #[error("unexpected answer to a read")]
+    UnexpectedAnswer,
     /// The elector is stopping: the caller no longer waits for answers.
+    #[error("the leader elector is stopping")]
     Cancelled,
-}
-
-impl fmt::Display for LockError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LockError::Failed(message) => f.write_str(message),
-            LockError::Cancelled => f.write_str("the leader elector is stopping"),
-        }
-    }
 }
 
 /// The object that carries the record (client-go's `resourcelock.Interface`). Every write is
@@ -46,24 +56,26 @@ pub trait Lock {
 }
 
 /// Why an attempt to acquire or renew did not succeed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum AttemptError {
     /// Another candidate holds a term that has not run out yet.
+    #[error("lock is held by {0} and has not yet expired")]
     HeldBy(String),
-    Get(LockError),
-    Create(LockError),
-    Update(LockError),
+    #[error("error retrieving resource lock: {0}")]
+    Get(#[source] LockError),
+    #[error("error initially creating leader election record: {0}")]
+    Create(#[source] LockError),
+    #[error("failed to update lock: {0}")]
+    Update(#[source] LockError),
 }
 
-impl fmt::Display for AttemptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AttemptError::HeldBy(holder) => write!(f, "lock is held by {holder} and has not yet expired"),
-            AttemptError::Get(e) => write!(f, "error retrieving resource lock: {e}"),
-            AttemptError::Create(e) => write!(f, "error initially creating leader election record: {e}"),
-            AttemptError::Update(e) => write!(f, "failed to update lock: {e}"),
-        }
-    }
+/// The healthz watchdog's failure: we hold the Lease by the last record we saw, but have not
+/// renewed it for longer than the lease duration plus the tolerance (client-go's words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failed election to renew leadership on lease {lease}")]
+pub struct LeaseNotRenewed {
+    /// The Lease's name.
+    pub lease: String,
 }
 
 /// The record as last seen, and when it was seen to change (local monotonic time).
@@ -189,13 +201,13 @@ impl Shared {
 
     /// client-go's `Check`: an error when the record names us but we have not renewed it for
     /// longer than the lease duration plus `tolerance`. Standbys are always healthy.
-    pub fn check(&self, tolerance: Duration) -> Result<(), String> {
+    pub fn check(&self, tolerance: Duration) -> Result<(), LeaseNotRenewed> {
         let state = self.state.lock();
         let Some(observed) = state.observed.as_ref().filter(|_| self.holds(&state)) else {
             return Ok(());
         };
         if self.clock.now().saturating_duration_since(observed.at) > self.lease_duration + tolerance {
-            return Err(format!("failed election to renew leadership on lease {}", self.name));
+            return Err(LeaseNotRenewed { lease: self.name.clone() });
         }
         Ok(())
     }
@@ -376,6 +388,11 @@ mod tests {
         calls: usize,
     }
 
+    fn api_error(code: u16, reason: &str) -> crate::client::Error {
+        let status = serde_json::json!({"status": "Failure", "reason": reason, "code": code}).to_string();
+        crate::client::ApiError::from_response(code, status.as_bytes(), None).into()
+    }
+
     impl MemoryLock {
         fn new(store: &Arc<Mutex<Store>>) -> MemoryLock {
             MemoryLock { store: store.clone(), seen: None, cancelled: false, calls: 0 }
@@ -403,7 +420,7 @@ mod tests {
             self.call()?;
             let mut store = self.store.lock();
             if store.object.is_some() {
-                return Err(LockError::Failed("already exists".into()));
+                return Err(LockError::Api(api_error(409, "AlreadyExists")));
             }
             store.next_version += 1;
             store.object = Some((record.clone(), store.next_version));
@@ -416,7 +433,7 @@ mod tests {
             let mut store = self.store.lock();
             let current = store.object.as_ref().map(|(_, version)| *version);
             if self.seen.is_none() || current != self.seen {
-                return Err(LockError::Failed("conflict".into()));
+                return Err(LockError::Api(api_error(409, "Conflict")));
             }
             store.next_version += 1;
             store.object = Some((record.clone(), store.next_version));
@@ -426,6 +443,13 @@ mod tests {
     }
 
     const LEASE: Duration = Duration::from_secs(15);
+
+    #[test]
+    fn an_api_error_keeps_its_kind_through_an_attempt() {
+        let attempt = AttemptError::Update(LockError::Api(api_error(409, "Conflict")));
+        assert!(attempt.to_string().starts_with("failed to update lock: "), "{attempt}");
+        assert!(crate::client::Error::find(&attempt).is_some_and(|e| e.is_conflict()));
+    }
 
     fn candidate(name: &str, store: &Arc<Mutex<Store>>, clock: &Arc<FakeClock>) -> Election<MemoryLock> {
         let shared = Arc::new(Shared::new(name, "test", LEASE, clock.clone()));
@@ -474,9 +498,9 @@ mod tests {
         let skewed = clock.wall() - jiff::SignedDuration::from_hours(1);
         overwrite(&store, |r| r.renew_time = Some(skewed));
         let mut b = candidate("b", &store, &clock);
-        assert_eq!(b.try_acquire_or_renew(far()), Err(AttemptError::HeldBy("a".into())));
+        assert!(matches!(b.try_acquire_or_renew(far()), Err(AttemptError::HeldBy(h)) if h == "a"));
         clock.advance(Duration::from_millis(14_900));
-        assert_eq!(b.try_acquire_or_renew(far()), Err(AttemptError::HeldBy("a".into())));
+        assert!(matches!(b.try_acquire_or_renew(far()), Err(AttemptError::HeldBy(h)) if h == "a"));
         clock.advance(Duration::from_millis(200));
         b.try_acquire_or_renew(far()).expect("taken over after expiry");
         let record = stored(&store);
@@ -576,7 +600,7 @@ mod tests {
         a.try_acquire_or_renew(far()).expect("acquired");
         a.lock.cancelled = true;
         a.lock.calls = 0;
-        assert_eq!(a.try_acquire_or_renew(far()), Err(AttemptError::Update(LockError::Cancelled)));
+        assert!(matches!(a.try_acquire_or_renew(far()), Err(AttemptError::Update(LockError::Cancelled))));
         assert_eq!(a.lock.calls, 1, "no read after the cancelled renewal");
     }
 
@@ -589,7 +613,7 @@ mod tests {
         assert!(b.try_acquire_or_renew(far()).is_err());
         clock.advance(LEASE + Duration::from_secs(1));
         b.try_acquire_or_renew(far()).expect("taken over");
-        assert_eq!(a.try_acquire_or_renew(far()), Err(AttemptError::HeldBy("b".into())));
+        assert!(matches!(a.try_acquire_or_renew(far()), Err(AttemptError::HeldBy(h)) if h == "b"));
         assert!(!a.shared.holds_lock());
         assert_eq!(a.take_new_leader().as_deref(), Some("b"));
     }
@@ -603,7 +627,7 @@ mod tests {
         assert_eq!(a.take_new_leader().as_deref(), Some("a"));
         assert!(b.try_acquire_or_renew(far()).is_err());
         clock.advance(Duration::from_secs(1));
-        assert_eq!(a.release(far()), Ok(true));
+        assert!(matches!(a.release(far()), Ok(true)));
         let released = stored(&store);
         assert_eq!(released.holder_identity, "");
         assert_eq!(released.lease_duration_seconds, 1);
@@ -611,7 +635,7 @@ mod tests {
         assert_eq!(released.renew_time, Some(clock.wall()));
         assert_eq!(released.leader_transitions, 0);
         assert!(!a.shared.holds_lock());
-        assert_eq!(a.release(far()), Ok(false), "nothing left to release");
+        assert!(matches!(a.release(far()), Ok(false)), "nothing left to release");
         assert_eq!(b.take_new_leader().as_deref(), Some("a"));
         b.try_acquire_or_renew(far()).expect("taken at once");
         assert_eq!(stored(&store).leader_transitions, 1);
@@ -643,7 +667,7 @@ mod tests {
         a.try_acquire_or_renew(far()).expect("acquired");
         let Wake::HeldUntil(expiry) = b.observe(Some(stored(&store))) else { panic!("held by a") };
         clock.advance(LEASE - Duration::from_millis(1));
-        assert_eq!(b.try_acquire_or_renew(far()), Err(AttemptError::HeldBy("a".into())), "not yet");
+        assert!(matches!(b.try_acquire_or_renew(far()), Err(AttemptError::HeldBy(h)) if h == "a"), "not yet");
         clock.advance(Duration::from_millis(1));
         assert_eq!(clock.now(), expiry);
         b.try_acquire_or_renew(far()).expect("the read finds the record unchanged since the watch saw it");
@@ -657,7 +681,7 @@ mod tests {
         let mut b = candidate("b", &store, &clock);
         a.try_acquire_or_renew(far()).expect("acquired");
         assert!(matches!(b.observe(Some(stored(&store))), Wake::HeldUntil(_)));
-        assert_eq!(a.release(far()), Ok(true));
+        assert!(matches!(a.release(far()), Ok(true)));
         assert_eq!(b.observe(Some(stored(&store))), Wake::Now);
         assert_eq!(b.observe(None), Wake::Now, "a deleted Lease is free to create");
         b.try_acquire_or_renew(far()).expect("taken at once");
@@ -677,7 +701,7 @@ mod tests {
         let soon = clock.now() + Duration::from_secs(2);
         assert_eq!(b.next_attempt(soon), soon, "the retry comes first");
         assert_eq!(a.next_attempt(regular), regular, "our own term is renewed, not waited for");
-        assert_eq!(a.release(far()), Ok(true));
+        assert!(matches!(a.release(far()), Ok(true)));
         assert!(matches!(b.observe(Some(stored(&store))), Wake::Now));
         assert_eq!(b.next_attempt(regular), regular, "a released lock has no term to wait for");
     }
@@ -693,7 +717,7 @@ mod tests {
         clock.advance(LEASE + tolerance);
         assert_eq!(a.shared.check(tolerance), Ok(()));
         clock.advance(Duration::from_millis(1));
-        let error = a.shared.check(tolerance).expect_err("stalled");
+        let error = a.shared.check(tolerance).expect_err("stalled").to_string();
         assert_eq!(error, "failed election to renew leadership on lease test");
         assert_eq!(b.shared.check(tolerance), Ok(()), "standbys are healthy");
     }

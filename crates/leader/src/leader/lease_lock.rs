@@ -37,7 +37,7 @@ struct LeaseLock {
 
 impl LeaseLock {
     fn get(&mut self) -> Result<Option<Record>, LockError> {
-        let lease = self.leases.get_opt(&self.name).map_err(api_error)?;
+        let lease = self.leases.get_opt(&self.name)?;
         let record = lease.as_ref().map(|l| Record::from_spec(l.spec.as_ref().unwrap_or(&LeaseSpec::default())));
         self.lease = lease;
         Ok(record)
@@ -52,26 +52,26 @@ impl LeaseLock {
             },
             spec: Some(record.to_spec()),
         };
-        self.lease = Some(self.leases.create(&lease, &PostParams::default()).map_err(api_error)?);
+        self.lease = Some(self.leases.create(&lease, &PostParams::default())?);
         Ok(())
     }
 
     fn update(&mut self, record: &Record) -> Result<(), LockError> {
         let Some(mut lease) = self.lease.clone() else {
-            return Err(LockError::Failed("lease not initialized, call get or create first".into()));
+            return Err(LockError::NotInitialized);
         };
         lease.spec = Some(record.to_spec());
-        self.lease = Some(self.leases.replace(&self.name, &lease, &PostParams::default()).map_err(api_error)?);
+        self.lease = Some(self.leases.replace(&self.name, &lease, &PostParams::default())?);
         Ok(())
     }
 
     /// Records a `LeaderElection` Event on the Lease: "<identity> <what>".
     fn record_event(&self, what: &str) -> Result<(), LockError> {
         let Some(lease) = &self.lease else {
-            return Err(LockError::Failed("no Lease to record the event on".into()));
+            return Err(LockError::NoLease);
         };
         let event = leader_event(lease, &format!("{} {what}", self.identity), Timestamp::now());
-        self.events.create(&event, &PostParams::default()).map_err(api_error)?;
+        self.events.create(&event, &PostParams::default())?;
         Ok(())
     }
 
@@ -83,10 +83,6 @@ impl LeaseLock {
             Op::Event(what) => self.record_event(&what).map(|()| Done::Written),
         }
     }
-}
-
-fn api_error(e: crate::client::Error) -> LockError {
-    LockError::Failed(e.to_string())
 }
 
 /// A core/v1 Event about `lease`, shaped as client-go's recorder makes it (name
@@ -164,7 +160,7 @@ impl RemoteLock {
         name: &str,
         identity: &str,
         stop: Receiver<()>,
-    ) -> Result<RemoteLock, String> {
+    ) -> std::io::Result<RemoteLock> {
         let lock = LeaseLock {
             leases: Api::namespaced(client, namespace),
             events: Api::namespaced(client, namespace),
@@ -174,10 +170,7 @@ impl RemoteLock {
             lease: None,
         };
         let (jobs, queue) = crossbeam_channel::unbounded();
-        std::thread::Builder::new()
-            .name("leader-election-api".into())
-            .spawn(move || serve(lock, &queue))
-            .map_err(|e| format!("cannot start the leader election worker: {e}"))?;
+        std::thread::Builder::new().name("leader-election-api".into()).spawn(move || serve(lock, &queue))?;
         Ok(RemoteLock { jobs, stop, honour_stop: true, describe: format!("{namespace}/{name}") })
     }
 
@@ -196,16 +189,14 @@ impl RemoteLock {
 
     fn call(&self, op: Op, deadline: Instant) -> Result<Done, LockError> {
         let (reply, answer) = crossbeam_channel::bounded(1);
-        self.jobs
-            .send(Job { op, deadline, reply: Some(reply) })
-            .map_err(|_| LockError::Failed("the leader election worker has stopped".into()))?;
+        self.jobs.send(Job { op, deadline, reply: Some(reply) }).map_err(|_| LockError::WorkerStopped)?;
         let never = crossbeam_channel::never();
         let stop = if self.honour_stop { &self.stop } else { &never };
         let timeout = deadline.saturating_duration_since(Instant::now());
         crossbeam_channel::select! {
-            recv(answer) -> done => done.unwrap_or_else(|_| Err(LockError::Failed("the request was dropped".into()))),
+            recv(answer) -> done => done.unwrap_or(Err(LockError::Dropped)),
             recv(stop) -> _ => Err(LockError::Cancelled),
-            default(timeout) => Err(LockError::Failed("no answer from the API server before the deadline".into())),
+            default(timeout) => Err(LockError::Deadline),
         }
     }
 
@@ -222,7 +213,7 @@ impl Lock for RemoteLock {
     fn get(&mut self, deadline: Instant) -> Result<Option<Record>, LockError> {
         match self.call(Op::Get, deadline)? {
             Done::Read(record) => Ok(record),
-            Done::Written => Err(LockError::Failed("unexpected answer to a read".into())),
+            Done::Written => Err(LockError::UnexpectedAnswer),
         }
     }
 

@@ -36,9 +36,11 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::client::Client;
+pub use election::LeaseNotRenewed;
 use election::{Election, Shared};
 
 use crate::apimachinery::clock::RealClock;
+use crate::apimachinery::errors::BoxError;
 use lease_lock::RemoteLock;
 use metrics::LeaderMetrics;
 use run::{JITTER_FACTOR, Runner, Timing};
@@ -71,30 +73,73 @@ pub struct LeaderElectionConfig {
 impl LeaderElectionConfig {
     /// client-go's `NewLeaderElector` checks, plus: the lease duration in the whole seconds
     /// the Lease records must still exceed the renew deadline.
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ConfigError> {
         if self.namespace.is_empty() || self.name.is_empty() {
-            return Err("the leader election lease needs a namespace and a name".into());
+            return Err(ConfigError::NoLease);
         }
         if self.identity.is_empty() {
-            return Err("Lock identity is empty".into());
+            return Err(ConfigError::NoIdentity);
         }
         if self.retry_period.is_zero() || self.renew_deadline.is_zero() {
-            return Err("retryPeriod and renewDeadline must be greater than zero".into());
+            return Err(ConfigError::ZeroPeriod);
         }
         if self.lease_duration <= self.renew_deadline {
-            return Err("leaseDuration must be greater than renewDeadline".into());
+            return Err(ConfigError::LeaseNotLongerThanRenewDeadline);
         }
         if Duration::from_secs(self.lease_duration.as_secs()) <= self.renew_deadline {
-            return Err(format!(
-                "leaseDuration in whole seconds ({}s, as the Lease records it) must be greater than renewDeadline",
-                self.lease_duration.as_secs()
-            ));
+            return Err(ConfigError::WholeSecondsNotLongerThanRenewDeadline { seconds: self.lease_duration.as_secs() });
         }
         if self.renew_deadline <= self.retry_period.mul_f64(JITTER_FACTOR) {
-            return Err("renewDeadline must be greater than retryPeriod*JitterFactor".into());
+            return Err(ConfigError::RenewDeadlineTooShort);
         }
         Ok(())
     }
+}
+
+/// Why a [`LeaderElectionConfig`] is refused (client-go's `NewLeaderElector` words, where it has them).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// No Lease namespace or name.
+    #[error("the leader election lease needs a namespace and a name")]
+    NoLease,
+    /// No candidate identity.
+    #[error("Lock identity is empty")]
+    NoIdentity,
+    /// A zero retry period or renew deadline.
+    #[error("retryPeriod and renewDeadline must be greater than zero")]
+    ZeroPeriod,
+    /// The lease duration does not exceed the renew deadline.
+    #[error("leaseDuration must be greater than renewDeadline")]
+    LeaseNotLongerThanRenewDeadline,
+    /// The lease duration, cut to the whole seconds the Lease records, does not exceed the renew deadline.
+    #[error("leaseDuration in whole seconds ({seconds}s, as the Lease records it) must be greater than renewDeadline")]
+    WholeSecondsNotLongerThanRenewDeadline {
+        /// The lease duration in whole seconds.
+        seconds: u64,
+    },
+    /// The renew deadline leaves no room for a jittered retry.
+    #[error("renewDeadline must be greater than retryPeriod*JitterFactor")]
+    RenewDeadlineTooShort,
+}
+
+/// Why [`LeaderElector::start`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is refused.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// A thread of the election could not be started.
+    #[error("cannot start thread {name}: {source}")]
+    Thread {
+        /// The thread's name.
+        name: &'static str,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The thread that talks to the API server could not be started.
+    #[error("cannot start the leader election worker: {0}")]
+    Worker(#[source] std::io::Error),
 }
 
 /// A fresh candidate identity, `<hostname>_<random UUID>`, as kube-controller-manager's.
@@ -138,7 +183,7 @@ impl LeaderElector {
         client: Client,
         config: LeaderElectionConfig,
         on_event: impl Fn(&LeaderEvent) + Send + Sync + 'static,
-    ) -> Result<LeaderElector, String> {
+    ) -> Result<LeaderElector, StartError> {
         config.validate()?;
         // Its own rate limit budget and User-Agent, as upstream's "leader-election" client.
         let client = client.for_controller("leader-election");
@@ -148,7 +193,8 @@ impl LeaderElector {
         let (stop, stopped) = crossbeam_channel::bounded(0);
         let (lost_sender, lost) = crossbeam_channel::bounded(1);
         let (events, event_queue) = crossbeam_channel::unbounded::<LeaderEvent>();
-        let lock = RemoteLock::spawn(&client, &config.namespace, &config.name, &config.identity, stopped.clone())?;
+        let lock = RemoteLock::spawn(&client, &config.namespace, &config.name, &config.identity, stopped.clone())
+            .map_err(StartError::Worker)?;
         let watch = LeaseWatch::new(client.clone(), &config.namespace, &config.name);
         let dispatcher_thread = spawn("leader-election-events", move || {
             for event in event_queue {
@@ -208,21 +254,21 @@ impl LeaderElector {
     /// The healthz watchdog (client-go's `HealthzAdaptor`): an error when the last record we
     /// saw names us but we have not renewed it for the lease duration plus
     /// [`HEALTHZ_TOLERANCE`]; a leader that lost the lease and did not exit fails it too.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), LeaseNotRenewed> {
         self.shared.check(HEALTHZ_TOLERANCE)
     }
 
-    /// [`LeaderElector::check`] as a closure for the health server. It holds only the
-    /// election's shared state, not the elector, so a server thread running a check never keeps
-    /// the elector from being stopped (and the Lease from being released).
-    pub fn health_check(&self) -> impl Fn() -> Result<(), String> + Send + Sync + 'static {
+    /// [`LeaderElector::check`] as a closure for the health server, which takes any error. It
+    /// holds only the election's shared state, not the elector, so a server thread running a
+    /// check never keeps the elector from being stopped (and the Lease from being released).
+    pub fn health_check(&self) -> impl Fn() -> Result<(), BoxError> + Send + Sync + 'static {
         let shared = self.shared.clone();
-        move || shared.check(HEALTHZ_TOLERANCE)
+        move || Ok(shared.check(HEALTHZ_TOLERANCE)?)
     }
 
     /// [`LeaderElector::check`] with another tolerance than [`HEALTHZ_TOLERANCE`] (tests).
     #[doc(hidden)]
-    pub fn check_with_tolerance(&self, tolerance: Duration) -> Result<(), String> {
+    pub fn check_with_tolerance(&self, tolerance: Duration) -> Result<(), LeaseNotRenewed> {
         self.shared.check(tolerance)
     }
 
@@ -258,8 +304,8 @@ impl Drop for LeaderElector {
     }
 }
 
-fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, String> {
-    std::thread::Builder::new().name(name.into()).spawn(body).map_err(|e| format!("cannot start thread {name}: {e}"))
+fn spawn(name: &'static str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, StartError> {
+    std::thread::Builder::new().name(name.into()).spawn(body).map_err(|source| StartError::Thread { name, source })
 }
 
 #[cfg(test)]
@@ -288,7 +334,7 @@ mod tests {
         let check = |edit: fn(&mut LeaderElectionConfig)| {
             let mut c = config();
             edit(&mut c);
-            c.validate().expect_err("invalid")
+            c.validate().expect_err("invalid").to_string()
         };
         assert_eq!(check(|c| c.renew_deadline = c.lease_duration), "leaseDuration must be greater than renewDeadline");
         assert!(check(|c| c.lease_duration = Duration::from_millis(10_900)).contains("whole seconds (10s"));

@@ -133,7 +133,7 @@ impl std::error::Error for ConsistencyError {}
 /// Upstream returns it from the sync, and `processNextWorkItem` requeues with `AddRateLimited`.
 impl From<ConsistencyError> for SyncError {
     fn from(error: ConsistencyError) -> SyncError {
-        SyncError::Failed(error.to_string())
+        SyncError::of(error)
     }
 }
 

@@ -405,6 +405,52 @@ pub struct ControllerSpec<'a> {
     pub build: BuildFn<'a>,
 }
 
+/// Why a controller of a [`ControllerSet`] did not start: which one, and its error as the
+/// source (`starting <name>: …`, the text upstream exits with).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Its ServiceAccount's client cannot be set up (`--use-service-account-credentials`).
+    #[error("{controller}: cannot set up the credentials of service account {account}: {source}")]
+    Credentials {
+        /// The controller.
+        controller: &'static str,
+        /// Its ServiceAccount, in [`SERVICE_ACCOUNT_NAMESPACE`].
+        account: &'static str,
+        /// Why its client cannot be built.
+        #[source]
+        source: crate::client::Error,
+    },
+    /// Its constructor failed.
+    #[error("starting {controller}: {source}")]
+    Build {
+        /// The controller.
+        controller: &'static str,
+        /// The constructor's error.
+        #[source]
+        source: BoxError,
+    },
+    /// One of its start hooks ([`Controller::on_start`]) failed.
+    #[error("starting {controller}: {source}")]
+    Start {
+        /// The controller.
+        controller: &'static str,
+        /// The hook's error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl StartError {
+    /// The controller that did not start.
+    pub fn controller(&self) -> &'static str {
+        match self {
+            StartError::Credentials { controller, .. }
+            | StartError::Build { controller, .. }
+            | StartError::Start { controller, .. } => controller,
+        }
+    }
+}
+
 /// How long after the drain deadline an Event sink may take to finish the write it has in
 /// flight at shutdown.
 const IN_FLIGHT_EVENT_WRITE: Duration = Duration::from_secs(5);
@@ -442,7 +488,7 @@ impl ControllerSet {
         root: &Client,
         min_resync_period: Duration,
         specs: Vec<ControllerSpec<'_>>,
-    ) -> Result<ControllerSet, String> {
+    ) -> Result<ControllerSet, StartError> {
         Self::start_with(root, InformerOptions::new(min_resync_period), specs)
     }
 
@@ -452,7 +498,7 @@ impl ControllerSet {
         root: &Client,
         informer_options: InformerOptions,
         specs: Vec<ControllerSpec<'_>>,
-    ) -> Result<ControllerSet, String> {
+    ) -> Result<ControllerSet, StartError> {
         // The informers' lists and watches have their own rate limit budget, as upstream's
         // "shared-informers" client: with root's, a start hook's informers (the garbage
         // collector's ~60 monitors) would hold back every later controller's ServiceAccount
@@ -471,7 +517,7 @@ impl ControllerSet {
                 recorder: recorder.clone(),
             };
             let (built, caches) = informers.recording(|| (spec.build)(&context));
-            let controller = built.map_err(|e| format!("starting {name}: {e}"))?;
+            let controller = built.map_err(|source| StartError::Build { controller: name, source })?;
             if let Some(why) = controller.disabled {
                 log::info!("{name}: {why}");
                 recorder.shutdown();
@@ -516,7 +562,7 @@ impl ControllerSet {
     ///
     /// A failing start hook stops the start: the error (`starting <name>: …`) is for the caller
     /// to end the process with, as upstream exits when a controller fails to start.
-    pub fn run_workers(&mut self) -> Result<(), String> {
+    pub fn run_workers(&mut self) -> Result<(), StartError> {
         // Two passes, as upstream builds every controller (its ServiceAccount got or created
         // then) before it runs any: every account and start hook first, then every controller's
         // workers together, so that no controller starts seconds after the ones it works with
@@ -534,7 +580,7 @@ impl ControllerSet {
                 ensure_service_account(&self.root, name, account);
             }
             for start in running.on_start.drain(..) {
-                start().map_err(|e| format!("starting {name}: {e}"))?;
+                start().map_err(|source| StartError::Start { controller: name, source })?;
             }
         }
         for &i in &starting {
@@ -716,12 +762,12 @@ fn ensure_service_account(root: &Client, controller: &str, account: &str) {
 /// The client a controller runs with: as its ServiceAccount when it has one (upstream's
 /// dynamic client builder); otherwise the root credentials with its own User-Agent and rate
 /// limit (the simple client builder).
-fn controller_client(root: &Client, identity: &ControllerIdentity) -> Result<Client, String> {
+fn controller_client(root: &Client, identity: &ControllerIdentity) -> Result<Client, StartError> {
     let name = identity.name;
     match identity.service_account {
         Some(account) => {
             crate::client::credentials::service_account_client(root, SERVICE_ACCOUNT_NAMESPACE, account, name)
-                .map_err(|e| format!("{name}: cannot set up the credentials of service account {account}: {e}"))
+                .map_err(|source| StartError::Credentials { controller: name, account, source })
         }
         None => Ok(root.for_controller(identity.client_name)),
     }
@@ -966,6 +1012,32 @@ mod tests {
         assert_eq!(saw.recv_timeout(Duration::from_secs(60)), Ok(false), "the first worked during the second's start");
         syncs.recv_timeout(Duration::from_secs(60)).expect("the first works once every controller started");
         assert!(set.shut_down(Some(Duration::from_secs(10))));
+    }
+
+    #[test]
+    fn a_failing_controller_is_named_and_its_error_kept_as_the_source() {
+        let client = crate::client::unreachable_client();
+        let identity =
+            |name| ControllerIdentity { name, client_name: name, service_account: None, event_component: name };
+        let broken: BuildFn<'static> = Box::new(|_: &ControllerContext<'_>| Err("no informer".into()));
+        let specs = vec![ControllerSpec { identity: identity("broken-controller"), build: broken }];
+        let Err(error) = ControllerSet::start(&client, Duration::from_secs(3600), specs) else {
+            panic!("a constructor's error stops the start")
+        };
+        assert_eq!(error.controller(), "broken-controller");
+        assert_eq!(error.to_string(), "starting broken-controller: no informer");
+        assert_eq!(std::error::Error::source(&error).map(ToString::to_string).as_deref(), Some("no informer"));
+
+        // A start hook's API error stays findable through the start error, as client-go's `%w`.
+        let hook: BuildFn<'static> =
+            Box::new(|_: &ControllerContext<'_>| Ok(Controller::new().on_start(|| Err(api_error(409, None).into()))));
+        let specs = vec![ControllerSpec { identity: identity("hooked-controller"), build: hook }];
+        let mut set = ControllerSet::start(&client, Duration::from_secs(3600), specs).unwrap();
+        let error = set.run_workers().expect_err("the hook fails");
+        assert!(matches!(error, StartError::Start { controller: "hooked-controller", .. }));
+        assert!(error.to_string().starts_with("starting hooked-controller: "), "{error}");
+        assert!(Error::find(&error).is_some_and(Error::is_conflict));
+        set.stop(Duration::ZERO);
     }
 
     #[test]

@@ -6,14 +6,16 @@
 
 use std::borrow::Borrow;
 use std::cell::OnceCell;
+use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::{Metadata, NamespaceResourceScope, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::apimachinery::errors::{Aggregate, BoxError};
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::PodSummary;
 use crate::client::{Api, Client, Error, Patch, PostParams};
@@ -100,8 +102,9 @@ pub struct ControllerRefManager<'a> {
     pub owner_ref: OwnerReference,
     /// The controller's selector: orphans that match it are adopted, owned objects that no longer match are released.
     pub selector: &'a Selector,
-    /// `RecheckDeletionTimestamp`: called once, before the first adoption.
-    pub can_adopt: &'a dyn Fn() -> Result<(), String>,
+    /// `RecheckDeletionTimestamp`: called once, before the first adoption; its error is every
+    /// adoption's.
+    pub can_adopt: &'a dyn Fn() -> Result<(), RecheckError>,
     /// Finalizers an adoption adds (the Job controller's `batch.kubernetes.io/job-tracking`).
     pub finalizers: &'a [&'a str],
     /// Told the metadata each adoption or release patch returned (upstream's
@@ -113,7 +116,7 @@ impl ControllerRefManager<'_> {
     /// `ClaimObject` over every object: those owned afterwards. Errors of single adoptions or
     /// releases are joined and returned after all objects were looked at.
     /// `objects` are of kind `K`, owned or shared (`Arc<K>`).
-    pub fn claim<K, T>(&self, objects: Vec<T>) -> Result<Vec<T>, String>
+    pub fn claim<K, T>(&self, objects: Vec<T>) -> Result<Vec<T>, ClaimError>
     where
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned + 'static,
         T: Borrow<K>,
@@ -123,7 +126,11 @@ impl ControllerRefManager<'_> {
 
     /// [`claim`](Self::claim) with upstream's extra `filters`: an object the selector matches
     /// but `filter` refuses is treated as not matching (an owned one is released).
-    pub fn claim_filtered<K, T>(&self, objects: Vec<T>, filter: impl Fn(&ObjectMeta) -> bool) -> Result<Vec<T>, String>
+    pub fn claim_filtered<K, T>(
+        &self,
+        objects: Vec<T>,
+        filter: impl Fn(&ObjectMeta) -> bool,
+    ) -> Result<Vec<T>, ClaimError>
     where
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned + 'static,
         T: Borrow<K>,
@@ -138,7 +145,7 @@ impl ControllerRefManager<'_> {
         objects: Vec<T>,
         metadata_of: impl Fn(&T) -> &ObjectMeta,
         filter: impl Fn(&ObjectMeta) -> bool,
-    ) -> Result<Vec<T>, String>
+    ) -> Result<Vec<T>, ClaimError>
     where
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
     {
@@ -154,15 +161,16 @@ impl ControllerRefManager<'_> {
                 Err(e) => errors.push(e),
             }
         }
-        if errors.is_empty() { Ok(claimed) } else { Err(errors.join("; ")) }
+        Aggregate::from_errors(errors).map_err(ClaimError)?;
+        Ok(claimed)
     }
 
     fn claim_one<K>(
         &self,
         meta: &ObjectMeta,
         matches: bool,
-        can_adopt: &OnceCell<Result<(), String>>,
-    ) -> Result<bool, String>
+        can_adopt: &OnceCell<Result<(), Arc<RecheckError>>>,
+    ) -> Result<bool, BoxError>
     where
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
     {
@@ -177,7 +185,7 @@ impl ControllerRefManager<'_> {
             if self.owner.deletion_timestamp.is_some() {
                 return Ok(false);
             }
-            return self.release::<K>(meta).map(|()| false);
+            return Ok(self.release::<K>(meta).map(|()| false)?);
         }
         if self.owner.deletion_timestamp.is_some() || !matches || meta.deletion_timestamp.is_some() {
             return Ok(false);
@@ -185,12 +193,13 @@ impl ControllerRefManager<'_> {
         if meta.namespace != self.owner.namespace {
             return Ok(false);
         }
-        can_adopt.get_or_init(|| (self.can_adopt)()).clone()?;
-        self.adopt::<K>(meta)
+        // As upstream's `CanAdopt` (a `sync.Once`): one recheck, its error shared by every orphan.
+        can_adopt.get_or_init(|| (self.can_adopt)().map_err(Arc::new)).clone()?;
+        Ok(self.adopt::<K>(meta)?)
     }
 
     /// Adopts an orphan; one gone meanwhile is not claimed.
-    fn adopt<K>(&self, meta: &ObjectMeta) -> Result<bool, String>
+    fn adopt<K>(&self, meta: &ObjectMeta) -> Result<bool, Error>
     where
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
     {
@@ -201,7 +210,7 @@ impl ControllerRefManager<'_> {
         match self.patch::<K>(meta, patch) {
             Ok(()) => Ok(true),
             Err(e) if e.is_not_found() => Ok(false),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         }
     }
 
@@ -218,37 +227,103 @@ impl ControllerRefManager<'_> {
     }
 
     /// Removes our owner reference; an object gone or changed meanwhile is fine.
-    fn release<K>(&self, meta: &ObjectMeta) -> Result<(), String>
+    fn release<K>(&self, meta: &ObjectMeta) -> Result<(), Error>
     where
         K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
     {
         let delete = json!({"$patch": "delete", "uid": self.owner.uid});
         let patch = json!({"metadata": {"ownerReferences": [delete], "uid": meta.uid}});
         match self.patch::<K>(meta, patch) {
-            Err(e) if !e.is_not_found() && !e.is_invalid() => Err(e.to_string()),
+            Err(e) if !e.is_not_found() && !e.is_invalid() => Err(e),
             _ => Ok(()),
         }
     }
 }
 
+/// Why a claim did not finish: the errors of single adoptions and releases (API errors, or the
+/// owner's [`RecheckError`]), every one kept, so a caller can still find an API error's kind
+/// inside (`client::Error::find`). Upstream aggregates them; the text joins them with `; `.
+#[derive(Debug)]
+pub struct ClaimError(Aggregate);
+
+impl ClaimError {
+    /// The errors, in the order the objects were looked at; never empty.
+    pub fn errors(&self) -> &[BoxError] {
+        self.0.errors()
+    }
+}
+
+impl fmt::Display for ClaimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, error) in self.0.errors().iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The aggregate is the source, so `find_in_chain` looks into every member.
+impl std::error::Error for ClaimError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Why [`recheck_deletion_timestamp`] refuses adoptions.
+#[derive(Debug, thiserror::Error)]
+pub enum RecheckError {
+    /// The fresh read of the owner failed.
+    #[error("{0}")]
+    Get(#[from] Error),
+    /// The owner was deleted and another made under its name.
+    #[error("original {kind}{namespace}/{name} is gone: got uid {got}, wanted {wanted}")]
+    Replaced {
+        /// The owner's kind and a space, or nothing (see [`recheck_deletion_timestamp`]).
+        kind: String,
+        /// The owner's namespace.
+        namespace: String,
+        /// The owner's name.
+        name: String,
+        /// The UID read now.
+        got: String,
+        /// The UID of the owner that claims.
+        wanted: String,
+    },
+    /// The owner is being deleted.
+    #[error("{namespace}/{name} has just been deleted at {}", .at.0)]
+    Deleted {
+        /// The owner's namespace.
+        namespace: String,
+        /// The owner's name.
+        name: String,
+        /// Its `deletionTimestamp`.
+        at: Time,
+    },
+}
+
 /// `RecheckDeletionTimestamp`: before adopting, a fresh read must show the same, live owner.
 /// `kind` names it in the error as upstream's controller does (`"Job "`, `"Deployment "`; the
 /// ReplicaSet controller names none).
-pub fn recheck_deletion_timestamp<K>(client: &Client, owner: &ObjectMeta, kind: &str) -> Result<(), String>
+pub fn recheck_deletion_timestamp<K>(client: &Client, owner: &ObjectMeta, kind: &str) -> Result<(), RecheckError>
 where
     K: Resource<Scope = NamespaceResourceScope> + Metadata<Ty = ObjectMeta> + DeserializeOwned,
 {
     let (namespace, name) = (owner.namespace.as_deref().unwrap_or(""), owner.name.as_deref().unwrap_or(""));
-    let fresh = Api::<K>::namespaced(client, namespace).get(name).map_err(|e| e.to_string())?;
+    let fresh = Api::<K>::namespaced(client, namespace).get(name)?;
     if fresh.metadata().uid != owner.uid {
-        return Err(format!(
-            "original {kind}{namespace}/{name} is gone: got uid {}, wanted {}",
-            fresh.metadata().uid.as_deref().unwrap_or(""),
-            owner.uid.as_deref().unwrap_or("")
-        ));
+        return Err(RecheckError::Replaced {
+            kind: kind.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            got: fresh.metadata().uid.clone().unwrap_or_default(),
+            wanted: owner.uid.clone().unwrap_or_default(),
+        });
     }
     if let Some(at) = &fresh.metadata().deletion_timestamp {
-        return Err(format!("{namespace}/{name} has just been deleted at {}", at.0));
+        return Err(RecheckError::Deleted { namespace: namespace.to_string(), name: name.to_string(), at: at.clone() });
     }
     Ok(())
 }
@@ -266,7 +341,73 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::ApiError;
+    use crate::runtime::controller::SyncError;
     use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn config_map(name: &str, owner_uid: Option<&str>) -> ConfigMap {
+        let owners = owner_uid.map(|uid| {
+            json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+            "uid": uid, "controller": true}])
+        });
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns", "ownerReferences": owners}}))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_claim_keeps_every_error_and_rechecks_the_owner_once() {
+        let client = crate::client::unreachable_client();
+        let owner = ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("ns".into()),
+            uid: Some("u-1".into()),
+            ..ObjectMeta::default()
+        };
+        let rechecks = std::cell::Cell::new(0);
+        let can_adopt = || {
+            rechecks.set(rechecks.get() + 1);
+            Err(RecheckError::Get(Error::from(ApiError::from_response(409, b"", None))))
+        };
+        let selector = Selector::everything();
+        let manager = ControllerRefManager {
+            client: &client,
+            owner: &owner,
+            owner_ref: OwnerReference::default(),
+            selector: &selector,
+            can_adopt: &can_adopt,
+            finalizers: &[],
+            on_write: None,
+        };
+        // Two orphans to adopt, and one owned object the filter no longer wants (its release
+        // fails: nobody listens).
+        let objects = vec![config_map("a", None), config_map("b", None), config_map("c", Some("u-1"))];
+        let error = manager
+            .claim_filtered::<ConfigMap, _>(objects, |meta| meta.name.as_deref() != Some("c"))
+            .expect_err("nothing can be adopted or released");
+        assert_eq!(rechecks.get(), 1, "one recheck for every adoption, as upstream's sync.Once");
+        assert_eq!(error.errors().len(), 3);
+        let recheck = "the server reported a conflict (409 Conflict): unknown";
+        assert!(error.to_string().starts_with(&format!("{recheck}; {recheck}; transport error: ")), "{error}");
+        // The recheck's conflict reaches the queue as one.
+        assert!(Error::find(&error).is_some_and(Error::is_conflict));
+        assert!(matches!(SyncError::of(error), SyncError::Conflict(_)));
+    }
+
+    #[test]
+    fn recheck_errors_read_as_upstream_s() {
+        let replaced = RecheckError::Replaced {
+            kind: "Job ".into(),
+            namespace: "ns".into(),
+            name: "pi".into(),
+            got: "u-2".into(),
+            wanted: "u-1".into(),
+        };
+        assert_eq!(replaced.to_string(), "original Job ns/pi is gone: got uid u-2, wanted u-1");
+        let at: Time = serde_json::from_value(json!("2026-01-02T03:04:05Z")).unwrap();
+        let deleted = RecheckError::Deleted { namespace: "ns".into(), name: "pi".into(), at };
+        assert_eq!(deleted.to_string(), "ns/pi has just been deleted at 2026-01-02T03:04:05Z");
+    }
 
     #[test]
     fn controller_ref_names_the_owner_and_blocks_deletion() {

@@ -9,6 +9,7 @@
 //! up to date by re-reading it every minute ([`Authenticator::refresh`]).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +25,7 @@ use rustls_pki_types::{CertificateDer, UnixTime};
 
 use super::cache::TtlCache;
 use super::http::Request;
+use crate::apimachinery::errors::BoxError;
 use crate::client::{Api, Client, ClientOptions, PostParams, config};
 use crate::server::options::AuthenticationOptions;
 
@@ -86,7 +88,181 @@ enum Outcome {
     /// The request carries no credentials of this kind.
     NoCredentials,
     /// It carries some, and they are not valid.
-    Failed(String),
+    Failed(Rejection),
+}
+
+/// Why the configured authenticators cannot be set up (the secure port then does not start).
+#[derive(Debug, thiserror::Error)]
+pub enum AuthenticatorError {
+    /// The TokenReview client cannot be set up.
+    #[error("{0}")]
+    Delegation(#[from] DelegationError),
+    /// `--client-ca-file` or `--requestheader-client-ca-file` is unusable.
+    #[error("{0}")]
+    CaFile(#[from] CaFileError),
+    /// The front-proxy configuration could not be read from the ConfigMap, and that is not tolerated.
+    #[error("unable to load configmap based request-header-client-ca-file: {0}")]
+    RequestHeaderLookup(#[source] LookupError),
+}
+
+/// Why the client for TokenReviews or SubjectAccessReviews cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum DelegationError {
+    /// The kubeconfig is unusable.
+    #[error("failed to get delegated {purpose} kubeconfig: {source}")]
+    Kubeconfig {
+        /// `authentication` or `authorization`.
+        purpose: String,
+        /// What is wrong with it (boxed: a kubeconfig's error is large, and rare).
+        #[source]
+        source: Box<config::ConfigError>,
+    },
+    /// The client cannot be built from it.
+    #[error("delegated {purpose} client: {source}")]
+    Client {
+        /// `authentication` or `authorization`.
+        purpose: String,
+        /// Why not.
+        #[source]
+        source: crate::client::Error,
+    },
+}
+
+/// A `--client-ca-file` or `--requestheader-client-ca-file` that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CaFileError {
+    /// The file cannot be read.
+    #[error("unable to load client CA file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Its bundle is unusable.
+    #[error("unable to load client CA file {path}: {source}")]
+    Bundle {
+        /// The file.
+        path: String,
+        /// What is wrong with the bundle.
+        #[source]
+        source: CaBundleError,
+    },
+}
+
+/// A CA bundle (from a file or the ConfigMap) that cannot verify client certificates.
+#[derive(Debug, thiserror::Error)]
+pub enum CaBundleError {
+    /// The ConfigMap has no bundle under the key.
+    #[error("missing content for CA bundle {name:?}")]
+    Missing {
+        /// The bundle's name.
+        name: String,
+    },
+    /// The PEM is malformed.
+    #[error("CA bundle {name:?}: {source}")]
+    Pem {
+        /// The bundle's name.
+        name: String,
+        /// The parser's error.
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    /// No certificate in it.
+    #[error("CA bundle {name:?}: no CERTIFICATE block found")]
+    Empty {
+        /// The bundle's name.
+        name: String,
+    },
+    /// A certificate cannot be a trust anchor.
+    #[error("CA bundle {name:?}: {source}")]
+    Root {
+        /// The bundle's name.
+        name: String,
+        /// Why rustls refused it.
+        #[source]
+        source: rustls::Error,
+    },
+    /// No verifier can be built from it.
+    #[error("CA bundle {name:?}: {source}")]
+    Verifier {
+        /// The bundle's name.
+        name: String,
+        /// Why not.
+        #[source]
+        source: rustls::server::VerifierBuilderError,
+    },
+}
+
+/// Why the authentication ConfigMap could not be read or its front-proxy settings taken in.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    /// The ConfigMap could not be read.
+    #[error("{0}")]
+    Read(#[from] crate::client::Error),
+    /// A `requestheader-*` key is not a JSON list of strings.
+    #[error("{key}: {source}")]
+    HeaderList {
+        /// The key.
+        key: &'static str,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Why a request's credentials were refused (401): every authenticator's reason, joined by
+/// `, ` as upstream's union authenticator does.
+#[derive(Debug)]
+pub struct AuthenticationError {
+    rejections: Vec<Rejection>,
+}
+
+impl AuthenticationError {
+    /// Each refusing authenticator's reason, in the order they ran; never empty.
+    pub fn rejections(&self) -> &[Rejection] {
+        &self.rejections
+    }
+}
+
+impl fmt::Display for AuthenticationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, rejection) in self.rejections.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{rejection}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The first refusal is the source.
+impl std::error::Error for AuthenticationError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.rejections.first().map(|r| r as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Why one authenticator refused a request's credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum Rejection {
+    /// The client certificate chain does not verify against the CA.
+    #[error("verifying certificate failed: {0}")]
+    Certificate(#[source] rustls::Error),
+    /// The verified client certificate cannot be read.
+    #[error("reading the client certificate: {0}")]
+    Subject(#[source] BoxError),
+    /// The front proxy's certificate names a proxy that is not allowed.
+    #[error("x509: subject with cn={0} is not in the allowed list")]
+    ProxyNotAllowed(String),
+    /// The TokenReview failed.
+    #[error("token review: {0}")]
+    TokenReview(#[source] crate::client::Error),
+    /// The API server says the token is not valid.
+    #[error("invalid bearer token")]
+    InvalidToken,
 }
 
 /// The union of the configured authenticators, falling back to anonymous.
@@ -113,7 +289,7 @@ struct Lookup {
 impl Authenticator {
     /// Builds the authenticators the flags configure: the client CA files are read now, and so
     /// is the ConfigMap for what they leave out (upstream's `DelegatingAuthenticationOptions.ApplyTo`).
-    pub fn new(options: &AuthenticationOptions) -> Result<Authenticator, String> {
+    pub fn new(options: &AuthenticationOptions) -> Result<Authenticator, AuthenticatorError> {
         let client = delegation_client(&options.kubeconfig, "authentication")?;
         let client_cert = match options.client_ca_file.as_str() {
             "" => None,
@@ -154,9 +330,9 @@ impl Authenticator {
     /// `ConfigMapCAController.RunOnce`); failing to read the request-header configuration is,
     /// unless `--authentication-tolerate-lookup-failure`, which then leaves it out for good. A
     /// missing ConfigMap is no failure.
-    fn first_lookup(&self, tolerate_failure: bool) -> Result<(), String> {
+    fn first_lookup(&self, tolerate_failure: bool) -> Result<(), AuthenticatorError> {
         let Some(lookup) = &self.lookup else { return Ok(()) };
-        let configmap = read_configmap(&lookup.client);
+        let configmap = read_configmap(&lookup.client).map_err(LookupError::Read);
         if lookup.client_ca {
             log::info!(
                 "Starting controller name=\"client-ca::{AUTHENTICATION_CONFIGMAP_NAMESPACE}::{AUTHENTICATION_CONFIGMAP}::{CLIENT_CA_KEY}\""
@@ -186,14 +362,14 @@ impl Authenticator {
                 );
                 Ok(())
             }
-            Err(e) => Err(format!("unable to load configmap based request-header-client-ca-file: {e}")),
+            Err(e) => Err(AuthenticatorError::RequestHeaderLookup(e)),
         }
     }
 
     /// Reads the ConfigMap again and takes in what changed; errors keep what was loaded (the
     /// periodic re-check of upstream's `ConfigMapCAController` and
     /// `RequestHeaderAuthRequestController`).
-    pub fn refresh(&self) -> Result<(), String> {
+    pub fn refresh(&self) -> Result<(), LookupError> {
         let Some(lookup) = &self.lookup else { return Ok(()) };
         let configmap = read_configmap(&lookup.client)?;
         if lookup.client_ca {
@@ -236,7 +412,7 @@ impl Authenticator {
     /// Takes the front-proxy CA and header names from the ConfigMap (upstream's
     /// `DynamicRequestHeaderController`): the CA as [`Self::update_client_ca`] does; the header
     /// names, JSON string arrays, are kept when the ConfigMap is missing or one is malformed.
-    fn update_request_header(&self, configmap: Option<&ConfigMap>) -> Result<(), String> {
+    fn update_request_header(&self, configmap: Option<&ConfigMap>) -> Result<(), LookupError> {
         let name = format!(
             "request-header::{AUTHENTICATION_CONFIGMAP_NAMESPACE}::{AUTHENTICATION_CONFIGMAP}::{REQUEST_HEADER_CA_KEY}"
         );
@@ -282,8 +458,8 @@ impl Authenticator {
 
     /// The caller: the first authenticator that accepts the request decides; if none does,
     /// any failure refuses the request, and no credentials at all make it anonymous.
-    pub fn authenticate(&self, request: &Request) -> Result<User, String> {
-        let mut failures = Vec::new();
+    pub fn authenticate(&self, request: &Request) -> Result<User, AuthenticationError> {
+        let mut rejections = Vec::new();
         let (request_header, client_cert) = (self.request_header.read().clone(), self.client_cert.read().clone());
         let outcomes = [
             request_header.map(|h| h.authenticate(request)),
@@ -293,17 +469,17 @@ impl Authenticator {
         for outcome in outcomes.into_iter().flatten() {
             match outcome {
                 Outcome::User(user) => return Ok(user.with_authenticated_group()),
-                Outcome::Failed(reason) => failures.push(reason),
+                Outcome::Failed(rejection) => rejections.push(rejection),
                 Outcome::NoCredentials => {}
             }
         }
-        if failures.is_empty() { Ok(User::anonymous()) } else { Err(failures.join(", ")) }
+        if rejections.is_empty() { Ok(User::anonymous()) } else { Err(AuthenticationError { rejections }) }
     }
 }
 
 /// The client for TokenReviews or SubjectAccessReviews: from `kubeconfig`, else the
 /// in-cluster config when running in a pod, else none (upstream's optional remote kubeconfig).
-pub fn delegation_client(kubeconfig: &str, purpose: &str) -> Result<Option<Client>, String> {
+pub fn delegation_client(kubeconfig: &str, purpose: &str) -> Result<Option<Client>, DelegationError> {
     let rest = if kubeconfig.is_empty() {
         match config::in_cluster() {
             Ok(rest) => rest,
@@ -316,11 +492,13 @@ pub fn delegation_client(kubeconfig: &str, purpose: &str) -> Result<Option<Clien
         }
     } else {
         config::load(Some(Path::new(kubeconfig)), None)
-            .map_err(|e| format!("failed to get delegated {purpose} kubeconfig: {e}"))?
+            .map_err(|e| DelegationError::Kubeconfig { purpose: purpose.to_string(), source: Box::new(e) })?
     };
     // High limits: this client bounds how fast the secure port can answer (as upstream's).
     let options = ClientOptions { qps: 200.0, burst: 400, timeout: REVIEW_TIMEOUT };
-    Client::new(rest, options).map(Some).map_err(|e| format!("delegated {purpose} client: {e}"))
+    Client::new(rest, options)
+        .map(Some)
+        .map_err(|source| DelegationError::Client { purpose: purpose.to_string(), source })
 }
 
 /// Whether to look `what` up in the cluster, warning as upstream does when it cannot be.
@@ -339,7 +517,7 @@ fn wants_lookup(options: &AuthenticationOptions, client: &Option<Client>, key: &
 }
 
 /// The ConfigMap; `None` when it does not exist.
-fn read_configmap(client: &Client) -> Result<Option<ConfigMap>, String> {
+fn read_configmap(client: &Client) -> Result<Option<ConfigMap>, crate::client::Error> {
     match Api::<ConfigMap>::namespaced(client, AUTHENTICATION_CONFIGMAP_NAMESPACE).get(AUTHENTICATION_CONFIGMAP) {
         Ok(configmap) => Ok(Some(configmap)),
         Err(e) if e.is_not_found() => Ok(None),
@@ -349,9 +527,9 @@ fn read_configmap(client: &Client) -> Result<Option<ConfigMap>, String> {
                  'kubectl create rolebinding -n {AUTHENTICATION_CONFIGMAP_NAMESPACE} ROLEBINDING_NAME \
                  --role=extension-apiserver-authentication-reader --serviceaccount=YOUR_NS:YOUR_SA'"
             );
-            Err(e.to_string())
+            Err(e)
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     }
 }
 
@@ -368,13 +546,13 @@ fn ca_from_configmap(
     key: &str,
     name: &str,
     current: Option<&CertVerifier>,
-) -> Result<CaChange, String> {
+) -> Result<CaChange, CaBundleError> {
     let Some(configmap) = configmap else {
         return Ok(if current.is_some() { CaChange::To(None) } else { CaChange::Same });
     };
     let bundle = configmap.data.as_ref().and_then(|d| d.get(key)).map(String::as_str).unwrap_or_default();
     if bundle.is_empty() {
-        return Err(format!("missing content for CA bundle {name:?}"));
+        return Err(CaBundleError::Missing { name: name.to_string() });
     }
     let verifier = CertVerifier::from_pem(bundle.as_bytes(), name)?;
     Ok(if current.is_some_and(|c| c.cas == verifier.cas) { CaChange::Same } else { CaChange::To(Some(verifier)) })
@@ -388,35 +566,36 @@ struct CertVerifier {
 }
 
 impl CertVerifier {
-    fn from_file(path: &str) -> Result<CertVerifier, String> {
-        let pem = std::fs::read(path).map_err(|e| format!("unable to load client CA file {path}: {e}"))?;
-        Self::from_pem(&pem, path).map_err(|e| format!("unable to load client CA file {path}: {e}"))
+    fn from_file(path: &str) -> Result<CertVerifier, CaFileError> {
+        let pem = std::fs::read(path).map_err(|source| CaFileError::Read { path: path.to_string(), source })?;
+        Self::from_pem(&pem, path).map_err(|source| CaFileError::Bundle { path: path.to_string(), source })
     }
 
     /// From a PEM bundle; `name` says where it came from.
-    fn from_pem(pem: &[u8], name: &str) -> Result<CertVerifier, String> {
+    fn from_pem(pem: &[u8], name: &str) -> Result<CertVerifier, CaBundleError> {
+        let name = || name.to_string();
         let cas = CertificateDer::pem_slice_iter(pem)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("CA bundle {name:?}: {e}"))?;
+            .map_err(|source| CaBundleError::Pem { name: name(), source })?;
         if cas.is_empty() {
-            return Err(format!("CA bundle {name:?}: no CERTIFICATE block found"));
+            return Err(CaBundleError::Empty { name: name() });
         }
         let mut roots = rustls::RootCertStore::empty();
         for ca in &cas {
-            roots.add(ca.clone()).map_err(|e| format!("CA bundle {name:?}: {e}"))?;
+            roots.add(ca.clone()).map_err(|source| CaBundleError::Root { name: name(), source })?;
         }
         let verifier =
             WebPkiClientVerifier::builder_with_provider(Arc::new(roots), crate::client::tls::crypto_provider())
                 .build()
-                .map_err(|e| format!("CA bundle {name:?}: {e}"))?;
+                .map_err(|source| CaBundleError::Verifier { name: name(), source })?;
         Ok(CertVerifier { cas, verifier })
     }
 
     /// Checks the request's certificate chain: `None` when it has none.
-    fn verify(&self, request: &Request) -> Option<Result<(), String>> {
+    fn verify(&self, request: &Request) -> Option<Result<(), Rejection>> {
         let (leaf, intermediates) = request.peer_certificates.split_first()?;
         let result = self.verifier.verify_client_cert(leaf, intermediates, UnixTime::now());
-        Some(result.map(|_| ()).map_err(|e| format!("verifying certificate failed: {e}")))
+        Some(result.map(|_| ()).map_err(Rejection::Certificate))
     }
 }
 
@@ -436,7 +615,7 @@ fn client_certificate_user(verifier: &CertVerifier, request: &Request) -> Outcom
             Ok(subject) => {
                 Outcome::User(User { name: subject.common_name, groups: subject.organizations, ..User::default() })
             }
-            Err(e) => Outcome::Failed(format!("reading the client certificate: {e}")),
+            Err(e) => Outcome::Failed(Rejection::Subject(e.into())),
         },
     }
 }
@@ -463,11 +642,11 @@ struct RequestHeaderNames {
 impl RequestHeaderNames {
     /// The `requestheader-*` keys, JSON string arrays; a missing key is an empty list
     /// (upstream's `deserializeStrings`).
-    fn from_configmap(configmap: &ConfigMap) -> Result<RequestHeaderNames, String> {
-        let list = |key: &str| -> Result<Vec<String>, String> {
+    fn from_configmap(configmap: &ConfigMap) -> Result<RequestHeaderNames, LookupError> {
+        let list = |key: &'static str| -> Result<Vec<String>, LookupError> {
             match configmap.data.as_ref().and_then(|d| d.get(key)).map(String::as_str).unwrap_or_default() {
                 "" => Ok(Vec::new()),
-                json => serde_json::from_str(json).map_err(|e| format!("{key}: {e}")),
+                json => serde_json::from_str(json).map_err(|source| LookupError::HeaderList { key, source }),
             }
         };
         Ok(RequestHeaderNames {
@@ -522,16 +701,12 @@ impl RequestHeader {
         })
     }
 
-    fn check_allowed_name(&self, request: &Request) -> Result<(), String> {
+    fn check_allowed_name(&self, request: &Request) -> Result<(), Rejection> {
         if self.names.allowed_names.is_empty() {
             return Ok(());
         }
         let cn = crate::x509::subject(&request.peer_certificates[0]).map(|s| s.common_name).unwrap_or_default();
-        if self.names.allowed_names.contains(&cn) {
-            Ok(())
-        } else {
-            Err(format!("x509: subject with cn={cn} is not in the allowed list"))
-        }
+        if self.names.allowed_names.contains(&cn) { Ok(()) } else { Err(Rejection::ProxyNotAllowed(cn)) }
     }
 }
 
@@ -588,18 +763,18 @@ impl TokenReviewer {
                         self.cache.insert(key, answer.clone(), self.ttl);
                         answer
                     }
-                    Err(e) => return Outcome::Failed(e),
+                    Err(e) => return Outcome::Failed(Rejection::TokenReview(e)),
                 }
             }
         };
         match answer {
             Some(user) => Outcome::User(user),
-            None => Outcome::Failed("invalid bearer token".into()),
+            None => Outcome::Failed(Rejection::InvalidToken),
         }
     }
 
     /// The user the API server says the token belongs to; `None` when it is not valid.
-    fn review(&self, token: &str) -> Result<Option<User>, String> {
+    fn review(&self, token: &str) -> Result<Option<User>, crate::client::Error> {
         let review = TokenReview {
             spec: TokenReviewSpec { token: token.to_string(), audiences: None },
             ..TokenReview::default()
@@ -608,7 +783,7 @@ impl TokenReviewer {
         let answer = Api::<TokenReview>::all(&self.client).create(&review, &PostParams::default());
         let code = super::metrics::review_code(answer.as_ref().map(|_| ()).map_err(|e| e.code()));
         super::metrics::delegated_authentication(&code, started.elapsed());
-        let answer = answer.map_err(|e| format!("token review: {e}"))?;
+        let answer = answer?;
         let status = answer.status.unwrap_or_default();
         if status.authenticated != Some(true) {
             if let Some(error) = status.error.filter(|e| !e.is_empty()) {

@@ -40,6 +40,75 @@ pub struct PemPair {
     pub key_pem: String,
 }
 
+/// Why the serving certificate cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    /// One of `--tls-cert-file` and `--tls-private-key-file` without the other.
+    #[error("missing filename for serving cert: --tls-cert-file and --tls-private-key-file go together")]
+    MissingFile,
+    /// One file of a `--cert-dir` pair exists without the other (upstream's words).
+    #[error("error reading {}, certificate and key must be supplied as a pair", missing.display())]
+    HalfAPair {
+        /// The file that cannot be read.
+        missing: PathBuf,
+    },
+    /// A file or folder cannot be read, created or written.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file or folder.
+        path: PathBuf,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The certificate PEM is malformed.
+    #[error("{origin}: bad certificate PEM: {source}")]
+    CertificatePem {
+        /// Where the pair came from (its files, or "generated certificate").
+        origin: String,
+        /// The parser's error.
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    /// No certificate in the PEM.
+    #[error("{origin}: no CERTIFICATE block found")]
+    NoCertificate {
+        /// Where the pair came from.
+        origin: String,
+    },
+    /// No private key in the key's PEM.
+    #[error("{origin}: no usable private key: {source}")]
+    NoPrivateKey {
+        /// Where the pair came from.
+        origin: String,
+        /// The parser's error.
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    // ring's errors say nothing more (and are no `std::error::Error` in our build of it).
+    /// A new key could not be generated.
+    #[error("cannot generate an ECDSA key")]
+    GenerateKey,
+    /// The generated key could not be loaded.
+    #[error("cannot load the generated ECDSA key")]
+    LoadKey,
+    /// No random bytes for the serial number.
+    #[error("no randomness for the serial number")]
+    Randomness,
+    /// The certificate could not be signed.
+    #[error("cannot sign the certificate")]
+    Sign,
+    /// A validity bound is not a time.
+    #[error("certificate time: {0}")]
+    Time(#[source] jiff::Error),
+}
+
+impl CertError {
+    fn file(path: &Path) -> impl FnOnce(std::io::Error) -> CertError + '_ {
+        move |source| CertError::File { path: path.to_path_buf(), source }
+    }
+}
+
 /// The serving certificate for the secure port, as upstream chooses it:
 /// - `cert_file` and `key_file` given: those files;
 /// - else `cert_dir` given: `kube-controller-manager.{crt,key}` there, generated and written
@@ -48,12 +117,15 @@ pub struct PemPair {
 ///
 /// A generated certificate names `localhost`, this host's name, 127.0.0.1 and `bind`
 /// (when it is a specific address).
-pub fn load_or_generate(cert_file: &str, key_file: &str, cert_dir: &str, bind: IpAddr) -> Result<ServingCert, String> {
+pub fn load_or_generate(
+    cert_file: &str,
+    key_file: &str,
+    cert_dir: &str,
+    bind: IpAddr,
+) -> Result<ServingCert, CertError> {
     if !cert_file.is_empty() || !key_file.is_empty() {
         if cert_file.is_empty() || key_file.is_empty() {
-            return Err(
-                "missing filename for serving cert: --tls-cert-file and --tls-private-key-file go together".into()
-            );
+            return Err(CertError::MissingFile);
         }
         return read_pair(Path::new(cert_file), Path::new(key_file));
     }
@@ -78,49 +150,41 @@ pub fn pair_paths(dir: &Path) -> (PathBuf, PathBuf) {
 
 /// Whether both files of a pair can be read; an error when only one can (upstream's
 /// `CanReadCertAndKey`).
-fn can_read_pair(cert: &Path, key: &Path) -> Result<bool, String> {
+fn can_read_pair(cert: &Path, key: &Path) -> Result<bool, CertError> {
     let readable = |p: &Path| std::fs::File::open(p).is_ok();
     match (readable(cert), readable(key)) {
         (false, false) => Ok(false),
         (true, true) => Ok(true),
-        (false, true) => Err(pair_error(cert)),
-        (true, false) => Err(pair_error(key)),
+        (false, true) => Err(CertError::HalfAPair { missing: cert.to_path_buf() }),
+        (true, false) => Err(CertError::HalfAPair { missing: key.to_path_buf() }),
     }
 }
 
-fn pair_error(missing: &Path) -> String {
-    format!("error reading {}, certificate and key must be supplied as a pair", missing.display())
-}
-
 /// Reads a PEM certificate chain and private key.
-pub fn read_pair(cert: &Path, key: &Path) -> Result<ServingCert, String> {
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+pub fn read_pair(cert: &Path, key: &Path) -> Result<ServingCert, CertError> {
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(CertError::file(p));
     let pair = PemPair { cert_pem: read(cert)?, key_pem: read(key)? };
     parse_pair(&pair, &format!("{} and {}", cert.display(), key.display()))
 }
 
-fn parse_pair(pair: &PemPair, source: &str) -> Result<ServingCert, String> {
+fn parse_pair(pair: &PemPair, origin: &str) -> Result<ServingCert, CertError> {
     let chain = CertificateDer::pem_slice_iter(pair.cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{source}: bad certificate PEM: {e}"))?;
+        .map_err(|source| CertError::CertificatePem { origin: origin.to_string(), source })?;
     if chain.is_empty() {
-        return Err(format!("{source}: no CERTIFICATE block found"));
+        return Err(CertError::NoCertificate { origin: origin.to_string() });
     }
     let key = PrivateKeyDer::from_pem_slice(pair.key_pem.as_bytes())
-        .map_err(|e| format!("{source}: no usable private key: {e}"))?;
+        .map_err(|source| CertError::NoPrivateKey { origin: origin.to_string(), source })?;
     Ok(ServingCert { chain, key })
 }
 
 /// Writes a pair as upstream does: the certificate world-readable, the key for its owner only.
-fn write_pair(pair: &PemPair, cert: &Path, key: &Path) -> Result<(), String> {
+fn write_pair(pair: &PemPair, cert: &Path, key: &Path) -> Result<(), CertError> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     for path in [cert, key] {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o755)
-                .create(dir)
-                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::DirBuilder::new().recursive(true).mode(0o755).create(dir).map_err(CertError::file(dir))?;
         }
     }
     // Written beside the target and renamed into place, so a crash never leaves half a pair and
@@ -136,7 +200,7 @@ fn write_pair(pair: &PemPair, cert: &Path, key: &Path) -> Result<(), String> {
             .open(&temporary)
             .and_then(|mut f| f.write_all(contents.as_bytes()).and_then(|()| f.sync_all()))
             .and_then(|()| std::fs::rename(&temporary, path))
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(CertError::file(path))
     };
     write(cert, &pair.cert_pem, 0o644)?;
     write(key, &pair.key_pem, 0o600)
@@ -164,15 +228,15 @@ fn ip_addresses(bind: IpAddr) -> Vec<IpAddr> {
 
 /// A new self-signed ECDSA P-256 serving certificate for `dns_names` and `ips`, valid from an
 /// hour ago for a year, with its PKCS#8 key.
-pub fn self_signed(dns_names: &[String], ips: &[IpAddr]) -> Result<PemPair, String> {
+pub fn self_signed(dns_names: &[String], ips: &[IpAddr]) -> Result<PemPair, CertError> {
     let rng = SystemRandom::new();
-    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng)
-        .map_err(|_| "cannot generate an ECDSA key".to_string())?;
+    let pkcs8 =
+        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng).map_err(|_| CertError::GenerateKey)?;
     let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref(), &rng)
-        .map_err(|_| "cannot load the generated ECDSA key".to_string())?;
+        .map_err(|_| CertError::LoadKey)?;
     let now = jiff::Timestamp::now().as_second();
     let mut serial = [0u8; 16];
-    rng.fill(&mut serial).map_err(|_| "no randomness for the serial number".to_string())?;
+    rng.fill(&mut serial).map_err(|_| CertError::Randomness)?;
     let template = Template {
         serial,
         common_name: format!("{}@{now}", dns_names.first().map_or("localhost", String::as_str)),
@@ -182,7 +246,7 @@ pub fn self_signed(dns_names: &[String], ips: &[IpAddr]) -> Result<PemPair, Stri
         ips,
     };
     let tbs = template.tbs_certificate(key.public_key().as_ref())?;
-    let signature = key.sign(&rng, &tbs).map_err(|_| "cannot sign the certificate".to_string())?;
+    let signature = key.sign(&rng, &tbs).map_err(|_| CertError::Sign)?;
     let cert = der::sequence(&[tbs, der::ecdsa_with_sha256(), der::bit_string(signature.as_ref())]);
     Ok(PemPair { cert_pem: pem_encode("CERTIFICATE", &cert), key_pem: pem_encode("PRIVATE KEY", pkcs8.as_ref()) })
 }
@@ -201,7 +265,7 @@ struct Template<'a> {
 impl Template<'_> {
     /// The DER `TBSCertificate`: v3, issuer = subject, with key usage, extended key usage
     /// (server auth), basic constraints (not a CA) and subject alternative names.
-    fn tbs_certificate(&self, public_key: &[u8]) -> Result<Vec<u8>, String> {
+    fn tbs_certificate(&self, public_key: &[u8]) -> Result<Vec<u8>, CertError> {
         let mut serial = self.serial;
         // A positive INTEGER whose first byte is neither 0x00 nor sign-extending: minimal DER.
         serial[0] = (serial[0] & 0x7f) | 0x40;
@@ -294,8 +358,8 @@ mod der {
     }
 
     /// A `Time` from Unix seconds.
-    pub fn time(unix_seconds: i64) -> Result<Vec<u8>, String> {
-        let at = jiff::Timestamp::from_second(unix_seconds).map_err(|e| format!("certificate time: {e}"))?;
+    pub fn time(unix_seconds: i64) -> Result<Vec<u8>, super::CertError> {
+        let at = jiff::Timestamp::from_second(unix_seconds).map_err(super::CertError::Time)?;
         Ok(crate::x509::der::time(at))
     }
 }
@@ -369,14 +433,14 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
         std::fs::remove_file(&cert).unwrap();
-        let err = load_or_generate("", "", dir.to_str().unwrap(), loopback).unwrap_err();
+        let err = load_or_generate("", "", dir.to_str().unwrap(), loopback).unwrap_err().to_string();
         assert!(err.contains("certificate and key must be supplied as a pair"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn cert_and_key_files_go_together() {
-        let err = load_or_generate("a.crt", "", "", IpAddr::from([0, 0, 0, 0])).unwrap_err();
+        let err = load_or_generate("a.crt", "", "", IpAddr::from([0, 0, 0, 0])).unwrap_err().to_string();
         assert!(err.contains("missing filename for serving cert"), "{err}");
     }
 }

@@ -7,8 +7,11 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-/// A check: `Ok` when healthy, else why not (logged, never shown to callers of the root path).
-type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+use crate::apimachinery::errors::BoxError;
+
+/// A check: `Ok` when healthy, else why not (logged, never shown to callers of the root path),
+/// as any error (upstream's `HealthChecker.Check` returns an `error`).
+type Check = Arc<dyn Fn() -> Result<(), BoxError> + Send + Sync>;
 
 /// The name of the check that stands in while none is registered (upstream's `PingHealthz`).
 const PING: &str = "ping";
@@ -36,7 +39,7 @@ impl HealthChecks {
 
     /// Adds a check, or replaces the one of the same name. Checks run on every request to a
     /// health path, in the order they were added, so they must be quick.
-    pub fn add(&self, name: &str, check: impl Fn() -> Result<(), String> + Send + Sync + 'static) {
+    pub fn add(&self, name: &str, check: impl Fn() -> Result<(), BoxError> + Send + Sync + 'static) {
         let mut checks = self.checks.write();
         let check: Check = Arc::new(check);
         match checks.iter_mut().find(|(n, _)| n == name) {

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use health::HealthChecks;
-pub use tls::curve_preferences;
+pub use tls::{CurveError, TlsError, curve_preferences};
 pub use zpages::{DebugPages, Statusz};
 
 use auth::Authenticator;
@@ -52,6 +52,32 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(32);
 /// The longest one write to a client that does not read may block.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Why the secure port did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The authenticators cannot be set up.
+    #[error("{0}")]
+    Authentication(#[from] auth::AuthenticatorError),
+    /// The authorizer cannot be set up.
+    #[error("{0}")]
+    Authorization(#[from] authz::AuthorizerError),
+    /// The serving certificate cannot be had.
+    #[error("{0}")]
+    Certificate(#[from] certs::CertError),
+    /// The TLS configuration cannot be built.
+    #[error("{0}")]
+    Tls(#[from] TlsError),
+    /// The port cannot be bound (upstream's words).
+    #[error("failed to create listener: failed to listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why not.
+        #[source]
+        source: io::Error,
+    },
+}
+
 /// The running HTTPS server.
 pub struct SecureServer {
     server: HttpServer,
@@ -67,7 +93,7 @@ impl SecureServer {
         authentication: &AuthenticationOptions,
         authorization: &AuthorizationOptions,
         checks: Arc<HealthChecks>,
-    ) -> Result<Option<SecureServer>, String> {
+    ) -> Result<Option<SecureServer>, ServeError> {
         Self::start_with_pages(serving, authentication, authorization, checks, DebugPages::default())
     }
 
@@ -78,7 +104,7 @@ impl SecureServer {
         authorization: &AuthorizationOptions,
         checks: Arc<HealthChecks>,
         pages: DebugPages,
-    ) -> Result<Option<SecureServer>, String> {
+    ) -> Result<Option<SecureServer>, ServeError> {
         if serving.port == 0 {
             return Ok(None);
         }
@@ -137,7 +163,7 @@ fn spawn_lookup_refresh(authn: Arc<Authenticator>, period: Duration) -> crossbea
 
 /// Binds the port. An unspecified IPv4 address listens on `[::]` (both families, as Go does)
 /// and falls back to `0.0.0.0` on hosts without IPv6.
-fn listen(bind: IpAddr, port: u16, tls: TlsSource, handler: Arc<SecureHandler>) -> Result<HttpServer, String> {
+fn listen(bind: IpAddr, port: u16, tls: TlsSource, handler: Arc<SecureHandler>) -> Result<HttpServer, ServeError> {
     let limits = Limits {
         max_connections: Some(MAX_CONNECTIONS),
         max_connections_per_ip: Some(MAX_CONNECTIONS_PER_IP),
@@ -149,7 +175,7 @@ fn listen(bind: IpAddr, port: u16, tls: TlsSource, handler: Arc<SecureHandler>) 
     let start = |ip: IpAddr| {
         let addr = SocketAddr::new(ip, port);
         HttpServer::start_with_limits(addr, Some(tls.clone()), handler.clone(), limits.clone())
-            .map_err(|e| format!("failed to create listener: failed to listen on {addr}: {e}"))
+            .map_err(|source| ServeError::Listen { addr, source })
     };
     if bind == IpAddr::from([0, 0, 0, 0])
         && let Ok(server) = start(IpAddr::V6(Ipv6Addr::UNSPECIFIED))
@@ -211,7 +237,7 @@ impl SecureHandler {
             }
             Decision::Error(e) => {
                 log::error!("authorizing {} for {}: {e}", request.path, user.name);
-                Answer::internal_error(request, &e)
+                Answer::internal_error(request, &e.to_string())
             }
         }
     }

@@ -17,24 +17,62 @@ use rustls_pki_types::{CertificateDer, UnixTime};
 use super::certs::ServingCert;
 use crate::server::options::SecureServingOptions;
 
+/// Why the secure port's TLS configuration cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// `--tls-curve-preferences` is invalid.
+    #[error("{0}")]
+    Curves(#[from] CurveError),
+    /// None of the preferred curves is in this build: no client could connect.
+    #[error("none of the --tls-curve-preferences is available in this build: {} (it has {})", missing.join(", "), available.join(", "))]
+    NoCurve {
+        /// The preferred curves this build lacks, as `<Go name> (<id>)`.
+        missing: Vec<String>,
+        /// The curves it has.
+        available: Vec<String>,
+    },
+    /// rustls refused the protocol versions or suites.
+    #[error("TLS setup: {0}")]
+    Setup(#[source] rustls::Error),
+    /// The serving certificate and key cannot be used.
+    #[error("serving certificate: {0}")]
+    ServingCertificate(#[source] rustls::Error),
+    /// A client CA cannot be named in the handshake.
+    #[error("client certificate authority: {0}")]
+    ClientCa(#[source] rustls::Error),
+}
+
+/// Why `--tls-curve-preferences` is refused (upstream's `cliflag.TLSCurvePreferences` words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CurveError {
+    /// Not a 16-bit curve ID, or 0.
+    #[error("curve preference {0} is out of range (must be 1-{max})", max = u16::MAX)]
+    OutOfRange(i32),
+    /// Listed twice.
+    #[error("duplicate curve preference {0}")]
+    Duplicate(i32),
+    /// Not a curve Go knows.
+    #[error("curve preference {0} is not supported by the current Go version")]
+    Unsupported(i32),
+}
+
 /// The server config for `serving`, asking clients for a certificate issued by one of
 /// `client_cas` (none: no certificate is asked for).
 pub fn server_config(
     options: &SecureServingOptions,
     serving: ServingCert,
     client_cas: &[CertificateDer<'static>],
-) -> Result<Arc<ServerConfig>, String> {
+) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = Arc::new(provider(&options.tls_cipher_suites, &options.tls_curve_preferences)?);
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(protocol_versions(&options.tls_min_version))
-        .map_err(|e| format!("TLS setup: {e}"))?;
+        .map_err(TlsError::Setup)?;
     let builder = if client_cas.is_empty() {
         builder.with_no_client_auth()
     } else {
         builder.with_client_cert_verifier(Arc::new(RequestClientCert::new(provider, client_cas)?))
     };
-    let config =
-        builder.with_single_cert(serving.chain, serving.key).map_err(|e| format!("serving certificate: {e}"))?;
+    let config = builder.with_single_cert(serving.chain, serving.key).map_err(TlsError::ServingCertificate)?;
     Ok(Arc::new(config))
 }
 
@@ -54,7 +92,7 @@ impl ServerConfigs {
         serving: ServingCert,
         generation: u64,
         client_cas: &[CertificateDer<'static>],
-    ) -> Result<ServerConfigs, String> {
+    ) -> Result<ServerConfigs, TlsError> {
         warn_about_missing_curves(&options.tls_curve_preferences)?;
         let first = server_config(options, clone_cert(&serving), client_cas)?;
         Ok(ServerConfigs { options: options.clone(), serving, built: Mutex::new((generation, first)) })
@@ -105,18 +143,15 @@ const GO_CURVES: &[(u16, &str)] = &[
 
 /// Upstream `cliflag.TLSCurvePreferences`: the `--tls-curve-preferences` CurveIDs, each in range,
 /// once, and known to Go.
-pub fn curve_preferences(ids: &[i32]) -> Result<Vec<u16>, String> {
+pub fn curve_preferences(ids: &[i32]) -> Result<Vec<u16>, CurveError> {
     let mut curves = Vec::with_capacity(ids.len());
     for &id in ids {
-        let curve = u16::try_from(id)
-            .ok()
-            .filter(|c| *c != 0)
-            .ok_or_else(|| format!("curve preference {id} is out of range (must be 1-{})", u16::MAX))?;
+        let curve = u16::try_from(id).ok().filter(|c| *c != 0).ok_or(CurveError::OutOfRange(id))?;
         if curves.contains(&curve) {
-            return Err(format!("duplicate curve preference {id}"));
+            return Err(CurveError::Duplicate(id));
         }
         if !GO_CURVES.iter().any(|(known, _)| *known == curve) {
-            return Err(format!("curve preference {id} is not supported by the current Go version"));
+            return Err(CurveError::Unsupported(id));
         }
         curves.push(curve);
     }
@@ -126,7 +161,7 @@ pub fn curve_preferences(ids: &[i32]) -> Result<Vec<u16>, String> {
 /// Logs once the preferred curves this build cannot offer (its crypto provider has X25519,
 /// P-256 and P-384; Go also has P-521 and the ML-KEM hybrids): the handshake uses the others.
 /// When none is left no client could connect, so the secure port does not start.
-fn warn_about_missing_curves(ids: &[i32]) -> Result<(), String> {
+fn warn_about_missing_curves(ids: &[i32]) -> Result<(), TlsError> {
     let curves = curve_preferences(ids)?;
     let ours: Vec<u16> = crate::client::tls::crypto_provider().kx_groups.iter().map(|g| u16::from(g.name())).collect();
     let name = |id: &u16| {
@@ -138,12 +173,7 @@ fn warn_about_missing_curves(ids: &[i32]) -> Result<(), String> {
         return Ok(());
     }
     if missing.len() == curves.len() {
-        let available: Vec<String> = ours.iter().map(name).collect();
-        return Err(format!(
-            "none of the --tls-curve-preferences is available in this build: {} (it has {})",
-            missing.join(", "),
-            available.join(", ")
-        ));
+        return Err(TlsError::NoCurve { missing, available: ours.iter().map(name).collect() });
     }
     log::warn!("--tls-curve-preferences: {} not available in this build; the others are used", missing.join(", "));
     Ok(())
@@ -153,7 +183,7 @@ fn warn_about_missing_curves(ids: &[i32]) -> Result<(), String> {
 /// CurveIDs) and its TLS 1.2 suites to `names` when given. As in Go, the suite list does not
 /// restrict TLS 1.3, and the order of the curves does not matter. Named suites rustls does not
 /// implement (CBC, RC4, 3DES, RSA key exchange) are ignored with a warning.
-fn provider(names: &[String], curves: &[i32]) -> Result<CryptoProvider, String> {
+fn provider(names: &[String], curves: &[i32]) -> Result<CryptoProvider, CurveError> {
     let mut provider = (*crate::client::tls::crypto_provider()).clone();
     let curves = curve_preferences(curves)?;
     if !curves.is_empty() {
@@ -188,10 +218,10 @@ struct RequestClientCert {
 }
 
 impl RequestClientCert {
-    fn new(provider: Arc<CryptoProvider>, cas: &[CertificateDer<'static>]) -> Result<Self, String> {
+    fn new(provider: Arc<CryptoProvider>, cas: &[CertificateDer<'static>]) -> Result<Self, TlsError> {
         let mut roots = rustls::RootCertStore::empty();
         for ca in cas {
-            roots.add(ca.clone()).map_err(|e| format!("client certificate authority: {e}"))?;
+            roots.add(ca.clone()).map_err(TlsError::ClientCa)?;
         }
         Ok(RequestClientCert { provider, root_hints: roots.subjects() })
     }
@@ -280,6 +310,7 @@ mod tests {
 
     #[test]
     fn curve_preferences_are_checked_as_upstream_and_narrow_the_key_exchange() {
+        let curve_preferences = |ids: &[i32]| curve_preferences(ids).map_err(|e| e.to_string());
         assert_eq!(curve_preferences(&[29, 4588, 23]), Ok(vec![29, 4588, 23]));
         assert_eq!(curve_preferences(&[0]), Err("curve preference 0 is out of range (must be 1-65535)".into()));
         assert_eq!(curve_preferences(&[65536]), Err("curve preference 65536 is out of range (must be 1-65535)".into()));
@@ -294,7 +325,7 @@ mod tests {
         assert_eq!(groups(&provider(&[], &[]).unwrap()), [29, 23, 24]);
         assert!(warn_about_missing_curves(&[25, 29]).is_ok());
         assert_eq!(
-            warn_about_missing_curves(&[25, 4588]),
+            warn_about_missing_curves(&[25, 4588]).map_err(|e| e.to_string()),
             Err("none of the --tls-curve-preferences is available in this build: CurveP521 (25), X25519MLKEM768 \
                  (4588) (it has X25519 (29), CurveP256 (23), CurveP384 (24))"
                 .into())

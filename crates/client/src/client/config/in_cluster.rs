@@ -4,14 +4,10 @@
 use std::fs;
 use std::path::Path;
 
-use super::{Auth, ConfigError, RestConfig, TlsSettings, TokenFile, pem};
+use super::{Auth, ConfigError, PemError, RestConfig, TlsSettings, TokenFile, pem};
 
 /// Where the kubelet mounts the pod's service-account token and the cluster CA.
 const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
-
-/// client-go's `ErrNotInCluster` text, kept so that operators recognise it.
-const NOT_IN_CLUSTER: &str = "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST \
-                              and KUBERNETES_SERVICE_PORT must be defined";
 
 /// The in-cluster config from `KUBERNETES_SERVICE_HOST`, `KUBERNETES_SERVICE_PORT` and the
 /// service-account files under `/var/run/secrets/kubernetes.io/serviceaccount`.
@@ -28,7 +24,7 @@ pub fn in_cluster_from(host: Option<&str>, port: Option<&str>, dir: &Path) -> Re
     let (host, port) = service_address(host, port)?;
     // IPv6 literals need brackets in a URL (Go's net.JoinHostPort does the same).
     let server = if host.contains(':') { format!("https://[{host}]:{port}") } else { format!("https://{host}:{port}") };
-    let token = TokenFile::new(dir.join("token")).map_err(|e| ConfigError::new(format!("in-cluster config: {e}")))?;
+    let token = TokenFile::new(dir.join("token")).map_err(ConfigError::ServiceAccountToken)?;
     Ok(RestConfig {
         source: format!("in-cluster ({server})"),
         server,
@@ -43,22 +39,16 @@ fn service_address<'a>(host: Option<&'a str>, port: Option<&'a str>) -> Result<(
     let port = port.filter(|p| !p.is_empty());
     let (host, port) = match (host, port) {
         (Some(host), Some(port)) => (host, port),
-        (None, None) => return Err(not_in_cluster("neither is set")),
-        (None, Some(_)) => return Err(not_in_cluster("KUBERNETES_SERVICE_HOST is not set")),
-        (Some(_), None) => return Err(not_in_cluster("KUBERNETES_SERVICE_PORT is not set")),
+        (None, None) => return Err(ConfigError::NotInCluster { detail: "neither is set" }),
+        (None, Some(_)) => return Err(ConfigError::NotInCluster { detail: "KUBERNETES_SERVICE_HOST is not set" }),
+        (Some(_), None) => return Err(ConfigError::NotInCluster { detail: "KUBERNETES_SERVICE_PORT is not set" }),
     };
-    let port = port.parse().map_err(|_| {
-        ConfigError::new(format!("in-cluster config: KUBERNETES_SERVICE_PORT {port:?} is not a port number"))
-    })?;
+    let port = port.parse().map_err(|_| ConfigError::ServicePort { port: port.to_string() })?;
     Ok((host.trim_start_matches('[').trim_end_matches(']'), port))
 }
 
-fn not_in_cluster(detail: &str) -> ConfigError {
-    ConfigError::new(format!("{NOT_IN_CLUSTER} ({detail})"))
-}
-
 fn ca_certs(path: &Path) -> Option<Vec<rustls_pki_types::CertificateDer<'static>>> {
-    let certs = fs::read(path).map_err(|e| format!("cannot read: {e}")).and_then(|bytes| pem::ca_certificates(&bytes));
+    let certs = fs::read(path).map_err(CaFileError::Read).and_then(|bytes| Ok(pem::ca_certificates(&bytes)?));
     match certs {
         Ok(certs) => Some(certs),
         Err(e) => {
@@ -69,4 +59,13 @@ fn ca_certs(path: &Path) -> Option<Vec<rustls_pki_types::CertificateDer<'static>
             None
         }
     }
+}
+
+/// Why the cluster CA file is not used (logged; the system trust store is used instead).
+#[derive(Debug, thiserror::Error)]
+enum CaFileError {
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("{0}")]
+    Pem(#[from] PemError),
 }

@@ -4,7 +4,6 @@
 //! and credential plugins are refused instead of run.
 
 use std::collections::HashSet;
-use std::fmt::Display;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -14,10 +13,12 @@ use rustls_pki_types::CertificateDer;
 use serde::Deserialize;
 use serde_yaml_ng::Value;
 
-use super::pem::{self, PairError};
+use super::pem::{self, PairError, PemError};
 use crate::client::null_as_default;
 
-use super::{Auth, ClientIdentity, ConfigError, RestConfig, TlsSettings, TokenFile, server_url};
+use super::{
+    Auth, ClientIdentity, ConfigError, RestConfig, ServerUrlError, TlsSettings, TokenFile, TokenFileError, server_url,
+};
 
 /// The deepest `[`/`{` nesting parsed. The YAML parser takes time quadratic in the depth (a
 /// file of 40 000 `[` took 10 s, a megabyte of them would stall the start for many minutes);
@@ -41,6 +42,119 @@ fn too_deep(text: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// What is wrong with a kubeconfig file (the `<path>` of [`ConfigError::Kubeconfig`] comes before).
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    /// The file cannot be read.
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    /// More brackets open at once than [`MAX_FLOW_DEPTH`].
+    #[error("invalid YAML: nested more than {MAX_FLOW_DEPTH} levels deep at line {line}")]
+    TooDeep {
+        /// Where the limit was passed.
+        line: usize,
+    },
+    /// Not YAML, or not a kubeconfig's shape.
+    #[error("invalid YAML: {source}{}", line.map(|line| format!(" at line {line}")).unwrap_or_default())]
+    Yaml {
+        /// The parser's error.
+        #[source]
+        source: serde_yaml_ng::Error,
+        /// The line, when the parser's text does not already say it.
+        line: Option<usize>,
+    },
+    /// One field is wrong: `<field>: <reason>`.
+    #[error("{field}: {reason}")]
+    Field {
+        /// The field, as a path into the file (`users[admin].client-key`) or `--master`.
+        field: String,
+        /// What is wrong with it.
+        #[source]
+        reason: FieldError,
+    },
+}
+
+/// What is wrong with one field of a kubeconfig.
+#[derive(Debug, thiserror::Error)]
+pub enum FieldError {
+    /// A name used twice in one list.
+    #[error("defined more than once")]
+    Duplicate,
+    /// `current-context` names no context.
+    #[error("context {0:?} is not defined in contexts")]
+    UndefinedContext(String),
+    /// A required field is missing or empty.
+    #[error("not set")]
+    NotSet,
+    /// A context names a cluster or user that is not there.
+    #[error("{name:?} is not defined in {list}")]
+    Undefined {
+        /// The name given.
+        name: String,
+        /// The list it should be in (`clusters`, `users`).
+        list: &'static str,
+    },
+    /// An unusable server URL.
+    #[error("{0}")]
+    Server(#[from] ServerUrlError),
+    /// `proxy-url`.
+    #[error("proxies are not supported")]
+    Proxy,
+    /// `username`/`password`.
+    #[error("basic authentication is not supported")]
+    BasicAuth,
+    /// `exec`.
+    #[error("exec credential plugins are not supported")]
+    Exec,
+    /// `auth-provider`.
+    #[error("auth provider plugins are not supported")]
+    AuthProvider,
+    /// `as`, `as-uid`, `as-groups`, `as-user-extra`.
+    #[error("impersonation is not supported")]
+    Impersonation,
+    /// A CA together with `insecure-skip-tls-verify` (client-go's transport refuses it in these words).
+    #[error("specifying a root certificates file with the insecure flag is not allowed")]
+    CaWithInsecure,
+    /// A client certificate without its key.
+    #[error("not set, but a client certificate is")]
+    KeyMissing,
+    /// A client key without its certificate.
+    #[error("not set, but a client key is")]
+    CertificateMissing,
+    /// The PEM material is unusable.
+    #[error("{0}")]
+    Pem(#[from] PemError),
+    /// The client certificate cannot be parsed.
+    #[error("not a valid X.509 certificate: {0}")]
+    BadCertificate(#[source] rustls::Error),
+    /// The client key is not the certificate's.
+    #[error("private key does not match the client certificate")]
+    KeyMismatch,
+    /// `tokenFile` gives no token.
+    #[error("{0}")]
+    TokenFile(#[from] TokenFileError),
+    /// Both the inline and the file form of some material.
+    #[error("{data_field} and {path_field} are both set; set only one")]
+    BothSet {
+        /// The inline field (`*-data`).
+        data_field: &'static str,
+        /// The path field.
+        path_field: &'static str,
+    },
+    /// Inline material that is not base64.
+    #[error("invalid base64: {0}")]
+    Base64(#[source] base64::DecodeError),
+    /// A file the field names cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file, resolved against the kubeconfig's folder.
+        path: PathBuf,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The parts of a kubeconfig this loader reads. Unknown fields are ignored, as in client-go.
@@ -127,7 +241,7 @@ struct Selected<'c> {
 /// Loads `path` and builds the config of its current context; `master` replaces the server.
 pub(super) fn load(path: &Path, master: Option<&str>) -> Result<RestConfig, ConfigError> {
     let file = Origin::new(path);
-    let text = fs::read_to_string(path).map_err(|e| file.whole_file(format!("cannot read: {e}")))?;
+    let text = fs::read_to_string(path).map_err(|e| file.whole_file(KubeconfigError::Read(e)))?;
     from_text(&file, &text, master)
 }
 
@@ -139,7 +253,7 @@ fn from_text(file: &Origin, text: &str, master: Option<&str>) -> Result<RestConf
     let cluster_field = format!("clusters[{}]", selected.cluster_name);
     let user_field = format!("users[{}]", selected.user_name);
     let server = match master {
-        Some(master) => server_url(master, false).map_err(|e| file.error("--master", e))?,
+        Some(master) => server_url(master, false).map_err(|e| file.error("--master", e.into()))?,
         None => file.server(&cluster_field, selected.cluster)?,
     };
     file.refuse_unsupported(&cluster_field, selected.cluster, &user_field, selected.user)?;
@@ -169,8 +283,8 @@ impl<'a> Origin<'a> {
     }
 
     /// `kubeconfig <path>: <field>: <reason>`.
-    fn error(&self, field: &str, reason: impl Display) -> ConfigError {
-        ConfigError::new(format!("kubeconfig {}: {field}: {reason}", self.path.display()))
+    fn error(&self, field: &str, reason: FieldError) -> ConfigError {
+        self.whole_file(KubeconfigError::Field { field: field.to_string(), reason })
     }
 
     /// A path from the file, relative to the file's folder unless absolute (client-go's
@@ -190,8 +304,8 @@ impl<'a> Origin<'a> {
     }
 
     /// `kubeconfig <path>: <reason>`, for problems of the file as a whole.
-    fn whole_file(&self, reason: String) -> ConfigError {
-        ConfigError::new(format!("kubeconfig {}: {reason}", self.path.display()))
+    fn whole_file(&self, problem: KubeconfigError) -> ConfigError {
+        ConfigError::Kubeconfig { path: self.path.to_path_buf(), problem }
     }
 
     fn parse(&self, text: &str) -> Result<KubeconfigFile, ConfigError> {
@@ -199,16 +313,13 @@ impl<'a> Origin<'a> {
             return Ok(KubeconfigFile::default());
         }
         if let Some(line) = too_deep(text) {
-            let reason = format!("invalid YAML: nested more than {MAX_FLOW_DEPTH} levels deep at line {line}");
-            return Err(self.whole_file(reason));
+            return Err(self.whole_file(KubeconfigError::TooDeep { line }));
         }
-        serde_yaml_ng::from_str(text).map_err(|e| {
-            let mut reason = format!("invalid YAML: {e}");
+        serde_yaml_ng::from_str(text).map_err(|source| {
             // Most YAML errors already say where they are; add the line to those that do not.
-            if let Some(location) = e.location().filter(|_| !reason.contains(" line ")) {
-                reason.push_str(&format!(" at line {}", location.line()));
-            }
-            self.whole_file(reason)
+            let says_where = format!("invalid YAML: {source}").contains(" line ");
+            let line = source.location().filter(|_| !says_where).map(|location| location.line());
+            self.whole_file(KubeconfigError::Yaml { source, line })
         })
     }
 
@@ -222,7 +333,7 @@ impl<'a> Origin<'a> {
     fn unique<'n>(&self, list: &str, mut names: impl Iterator<Item = &'n str>) -> Result<(), ConfigError> {
         let mut seen = HashSet::new();
         match names.find(|name| !seen.insert(*name)) {
-            Some(name) => Err(self.error(&format!("{list}[{name}]"), "defined more than once")),
+            Some(name) => Err(self.error(&format!("{list}[{name}]"), FieldError::Duplicate)),
             None => Ok(()),
         }
     }
@@ -231,8 +342,7 @@ impl<'a> Origin<'a> {
     fn select<'c>(&self, config: &'c KubeconfigFile) -> Result<Selected<'c>, ConfigError> {
         let context = self.required("current-context", &config.current_context)?;
         let Some(entry) = config.contexts.iter().find(|c| c.name == context) else {
-            let reason = format!("context {context:?} is not defined in contexts");
-            return Err(self.error("current-context", reason));
+            return Err(self.error("current-context", FieldError::UndefinedContext(context.to_string())));
         };
         let cluster_ref = format!("contexts[{context}].cluster");
         let cluster_name = self.required(&cluster_ref, &entry.context.cluster)?;
@@ -247,17 +357,17 @@ impl<'a> Origin<'a> {
 
     /// A string field that must be set.
     fn required<'v>(&self, field: &str, value: &'v Option<String>) -> Result<&'v str, ConfigError> {
-        set(value).ok_or_else(|| self.error(field, "not set"))
+        set(value).ok_or_else(|| self.error(field, FieldError::NotSet))
     }
 
-    fn undefined(&self, field: &str, name: &str, list: &str) -> ConfigError {
-        self.error(field, format!("{name:?} is not defined in {list}"))
+    fn undefined(&self, field: &str, name: &str, list: &'static str) -> ConfigError {
+        self.error(field, FieldError::Undefined { name: name.to_string(), list })
     }
 
     fn server(&self, section: &str, cluster: &Cluster) -> Result<String, ConfigError> {
         let field = format!("{section}.server");
         let server = self.required(&field, &cluster.server)?;
-        server_url(server, false).map_err(|e| self.error(&field, e))
+        server_url(server, false).map_err(|e| self.error(&field, e.into()))
     }
 
     /// Fields whose meaning this client cannot honour; ignoring them would connect by another
@@ -269,23 +379,20 @@ impl<'a> Origin<'a> {
         user_section: &str,
         user: &User,
     ) -> Result<(), ConfigError> {
-        const BASIC: &str = "basic authentication is not supported";
-        const IMPERSONATION: &str = "impersonation is not supported";
-        const EXEC: &str = "exec credential plugins are not supported";
-        const AUTH_PROVIDER: &str = "auth provider plugins are not supported";
-        let refused = [
-            (cluster_section, "proxy-url", set(&cluster.proxy_url).is_some(), "proxies are not supported"),
-            (user_section, "username", set(&user.username).is_some(), BASIC),
-            (user_section, "password", set(&user.password).is_some(), BASIC),
-            (user_section, "exec", user.exec.is_some(), EXEC),
-            (user_section, "auth-provider", user.auth_provider.is_some(), AUTH_PROVIDER),
-            (user_section, "as", set(&user.impersonate).is_some(), IMPERSONATION),
-            (user_section, "as-uid", set(&user.as_uid).is_some(), IMPERSONATION),
-            (user_section, "as-groups", user.as_groups.is_some(), IMPERSONATION),
-            (user_section, "as-user-extra", user.as_user_extra.is_some(), IMPERSONATION),
+        use FieldError::{AuthProvider, BasicAuth, Exec, Impersonation, Proxy};
+        let refused: [(_, _, _, fn() -> FieldError); 9] = [
+            (cluster_section, "proxy-url", set(&cluster.proxy_url).is_some(), || Proxy),
+            (user_section, "username", set(&user.username).is_some(), || BasicAuth),
+            (user_section, "password", set(&user.password).is_some(), || BasicAuth),
+            (user_section, "exec", user.exec.is_some(), || Exec),
+            (user_section, "auth-provider", user.auth_provider.is_some(), || AuthProvider),
+            (user_section, "as", set(&user.impersonate).is_some(), || Impersonation),
+            (user_section, "as-uid", set(&user.as_uid).is_some(), || Impersonation),
+            (user_section, "as-groups", user.as_groups.is_some(), || Impersonation),
+            (user_section, "as-user-extra", user.as_user_extra.is_some(), || Impersonation),
         ];
         match refused.into_iter().find(|(_, _, present, _)| *present) {
-            Some((section, field, _, reason)) => Err(self.error(&format!("{section}.{field}"), reason)),
+            Some((section, field, _, reason)) => Err(self.error(&format!("{section}.{field}"), reason())),
             None => Ok(()),
         }
     }
@@ -313,10 +420,9 @@ impl<'a> Origin<'a> {
         };
         if cluster.insecure_skip_tls_verify == Some(true) {
             // The same refusal, in the same words, as client-go's transport.
-            let reason = "specifying a root certificates file with the insecure flag is not allowed";
-            return Err(self.error(&format!("{section}.insecure-skip-tls-verify"), reason));
+            return Err(self.error(&format!("{section}.insecure-skip-tls-verify"), FieldError::CaWithInsecure));
         }
-        let certs = pem::ca_certificates(&ca.bytes).map_err(|e| self.error(&ca.field, e))?;
+        let certs = pem::ca_certificates(&ca.bytes).map_err(|e| self.error(&ca.field, e.into()))?;
         Ok(Some(certs))
     }
 
@@ -331,20 +437,16 @@ impl<'a> Origin<'a> {
         let (cert, key) = match (cert, key) {
             (None, None) => return Ok(None),
             (Some(cert), Some(key)) => (cert, key),
-            (Some(_), None) => {
-                let reason = "not set, but a client certificate is";
-                return Err(self.error(&format!("{section}.client-key"), reason));
-            }
+            (Some(_), None) => return Err(self.error(&format!("{section}.client-key"), FieldError::KeyMissing)),
             (None, Some(_)) => {
-                let reason = "not set, but a client key is";
-                return Err(self.error(&format!("{section}.client-certificate"), reason));
+                return Err(self.error(&format!("{section}.client-certificate"), FieldError::CertificateMissing));
             }
         };
-        let cert_chain = pem::certificates(&cert.bytes).map_err(|e| self.error(&cert.field, e))?;
-        let (key_der, signer) = pem::private_key(&key.bytes).map_err(|e| self.error(&key.field, e))?;
+        let cert_chain = pem::certificates(&cert.bytes).map_err(|e| self.error(&cert.field, e.into()))?;
+        let (key_der, signer) = pem::private_key(&key.bytes).map_err(|e| self.error(&key.field, e.into()))?;
         pem::check_pair(&cert_chain, signer).map_err(|e| match e {
-            PairError::BadCertificate(reason) => self.error(&cert.field, reason),
-            PairError::KeyMismatch => self.error(&key.field, "private key does not match the client certificate"),
+            PairError::BadCertificate(source) => self.error(&cert.field, FieldError::BadCertificate(source)),
+            PairError::KeyMismatch => self.error(&key.field, FieldError::KeyMismatch),
         })?;
         Ok(Some(ClientIdentity { cert_chain, key: key_der }))
     }
@@ -365,7 +467,7 @@ impl<'a> Origin<'a> {
                 );
                 Ok(Auth::TokenFile(TokenFile::with_fallback(path, token.to_owned())))
             }
-            (Err(e), None) => Err(self.error(&format!("{section}.tokenFile"), e)),
+            (Err(e), None) => Err(self.error(&format!("{section}.tokenFile"), e.into())),
         }
     }
 
@@ -374,14 +476,13 @@ impl<'a> Origin<'a> {
     fn material(
         &self,
         section: &str,
-        (path_field, path): (&str, &Option<String>),
-        (data_field, data): (&str, &Option<String>),
+        (path_field, path): (&'static str, &Option<String>),
+        (data_field, data): (&'static str, &Option<String>),
     ) -> Result<Option<Material>, ConfigError> {
         match (set(path), set(data)) {
             (None, None) => Ok(None),
             (Some(_), Some(_)) => {
-                let reason = format!("{data_field} and {path_field} are both set; set only one");
-                Err(self.error(&format!("{section}.{data_field}"), reason))
+                Err(self.error(&format!("{section}.{data_field}"), FieldError::BothSet { data_field, path_field }))
             }
             (None, Some(data)) => self.decode(format!("{section}.{data_field}"), data).map(Some),
             (Some(path), None) => self.read(format!("{section}.{path_field}"), path).map(Some),
@@ -393,7 +494,7 @@ impl<'a> Origin<'a> {
         let compact: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
         match BASE64.decode(compact) {
             Ok(bytes) => Ok(Material { field, bytes }),
-            Err(e) => Err(self.error(&field, format!("invalid base64: {e}"))),
+            Err(e) => Err(self.error(&field, FieldError::Base64(e))),
         }
     }
 
@@ -401,7 +502,7 @@ impl<'a> Origin<'a> {
         let resolved = self.resolve(path);
         match fs::read(&resolved) {
             Ok(bytes) => Ok(Material { field: format!("{field} ({})", resolved.display()), bytes }),
-            Err(e) => Err(self.error(&field, format!("cannot read {}: {e}", resolved.display()))),
+            Err(source) => Err(self.error(&field, FieldError::Read { path: resolved, source })),
         }
     }
 }

@@ -7,16 +7,16 @@ use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 
-use super::{CachedToken, ConfigError, TokenFile};
+use super::{CachedToken, TokenFile};
 
 /// How often [`TokenFile::token`] looks at the file; between looks it costs one lock.
 const RECHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 impl TokenFile {
     /// Reads the token once; fails if the file cannot be read or holds only whitespace.
-    pub fn new(path: impl Into<PathBuf>) -> Result<TokenFile, ConfigError> {
+    pub fn new(path: impl Into<PathBuf>) -> Result<TokenFile, TokenFileError> {
         let path = path.into();
-        let (token, stamp) = read_token(&path).map_err(ConfigError::new)?;
+        let (token, stamp) = read_token(&path)?;
         Ok(TokenFile::with_token(path, token, stamp))
     }
 
@@ -48,18 +48,20 @@ impl TokenFile {
         let mut cached = self.cached.lock();
         if now.saturating_duration_since(cached.checked_at) >= RECHECK_INTERVAL {
             cached.checked_at = now;
-            if let Err(error) = self.refresh(&mut cached)
-                && cached.last_error.as_ref() != Some(&error)
-            {
-                log::warn!("{error}; keeping the previous token");
-                cached.last_error = Some(error);
+            if let Err(error) = self.refresh(&mut cached) {
+                // The text is what is compared: the same problem again is not logged again.
+                let message = error.to_string();
+                if cached.last_error.as_ref() != Some(&message) {
+                    log::warn!("{message}; keeping the previous token");
+                    cached.last_error = Some(message);
+                }
             }
         }
         cached.token.clone()
     }
 
     /// Re-reads the file if it changed since the cached token was read.
-    fn refresh(&self, cached: &mut CachedToken) -> Result<(), String> {
+    fn refresh(&self, cached: &mut CachedToken) -> Result<(), TokenFileError> {
         let stamp = Stamp::of(&self.path)?;
         if stamp == (Stamp { modified: cached.modified, len: cached.len }) {
             return Ok(());
@@ -73,6 +75,32 @@ impl TokenFile {
     }
 }
 
+/// Why a token file gives no token.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    /// The file cannot be read (or looked at).
+    #[error("cannot read token file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file holds only whitespace.
+    #[error("token file {} is empty", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl TokenFileError {
+    fn read(path: &Path) -> impl FnOnce(std::io::Error) -> TokenFileError + '_ {
+        move |source| TokenFileError::Read { path: path.to_path_buf(), source }
+    }
+}
+
 /// What a token file looked like when it was read; a different stamp means it changed.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Stamp {
@@ -81,20 +109,20 @@ struct Stamp {
 }
 
 impl Stamp {
-    fn of(path: &Path) -> Result<Stamp, String> {
-        let meta = fs::metadata(path).map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
+    fn of(path: &Path) -> Result<Stamp, TokenFileError> {
+        let meta = fs::metadata(path).map_err(TokenFileError::read(path))?;
         Ok(Stamp { modified: meta.modified().ok(), len: meta.len() })
     }
 }
 
 /// Reads and trims a token (as client-go does), taking the stamp first so that a write racing
 /// with the read shows up as a change at the next look.
-fn read_token(path: &Path) -> Result<(String, Stamp), String> {
+fn read_token(path: &Path) -> Result<(String, Stamp), TokenFileError> {
     let stamp = Stamp::of(path)?;
-    let text = fs::read_to_string(path).map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
+    let text = fs::read_to_string(path).map_err(TokenFileError::read(path))?;
     let token = text.trim();
     if token.is_empty() {
-        return Err(format!("token file {} is empty", path.display()));
+        return Err(TokenFileError::Empty { path: path.to_path_buf() });
     }
     Ok((token.to_owned(), stamp))
 }

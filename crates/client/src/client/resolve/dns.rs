@@ -30,6 +30,54 @@ pub enum Answer {
     NoSuchName,
 }
 
+/// Why one server gave no usable answer to one question.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The look-up's deadline passed before the question could be asked.
+    #[error("the request's time limit passed")]
+    Deadline,
+    /// The name is longer than 253 bytes.
+    #[error("{0:?} is longer than a DNS name may be")]
+    NameTooLong(String),
+    /// The name has an empty or over-long label.
+    #[error("{name:?} is not a valid DNS name (label {label:?})")]
+    InvalidName {
+        /// The name.
+        name: String,
+        /// Its bad label.
+        label: String,
+    },
+    /// The UDP exchange failed.
+    #[error("UDP: {0}")]
+    Udp(#[source] std::io::Error),
+    /// No UDP answer came in time.
+    #[error("UDP: no answer within {0:?}")]
+    UdpTimeout(Duration),
+    /// The TCP exchange (after a truncated UDP answer) failed.
+    #[error("TCP (the UDP answer was truncated): {0}")]
+    Tcp(#[source] std::io::Error),
+    /// The TCP answer carries another query's id.
+    #[error("TCP: the answer does not belong to the query")]
+    TcpMismatch,
+    /// The answer cannot be parsed.
+    #[error("the DNS answer is malformed")]
+    Malformed,
+    /// The message is a query, not a response.
+    #[error("the DNS answer is not a response")]
+    NotAResponse,
+    /// The server answered with an error code other than NXDOMAIN.
+    #[error("the server answered {}", rcode_name(*.0))]
+    Rcode(u16),
+    /// The answer is about another name.
+    #[error("the DNS answer is about {asked:?}, not {name:?}")]
+    OtherName {
+        /// The name the answer is about.
+        asked: String,
+        /// The name we asked about.
+        name: String,
+    },
+}
+
 /// Asks `server` for the `record` addresses of `name` within `timeout` (and before `deadline`),
 /// over UDP, then over TCP if the answer was truncated. An error says what went wrong.
 pub fn ask(
@@ -38,7 +86,7 @@ pub fn ask(
     record: RecordType,
     timeout: Duration,
     deadline: Option<Instant>,
-) -> Result<Answer, String> {
+) -> Result<Answer, Error> {
     let id = crate::random::u64() as u16;
     let query = encode_query(id, name, record)?;
     let wait = time_left(timeout, deadline)?;
@@ -51,27 +99,27 @@ pub fn ask(
     decode_answer(&reply, name, record)
 }
 
-fn time_left(timeout: Duration, deadline: Option<Instant>) -> Result<Duration, String> {
+fn time_left(timeout: Duration, deadline: Option<Instant>) -> Result<Duration, Error> {
     let Some(deadline) = deadline else { return Ok(timeout) };
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err("the request's time limit passed".into());
+        return Err(Error::Deadline);
     }
     Ok(timeout.min(left))
 }
 
 /// A standard query with recursion desired and one question.
-pub fn encode_query(id: u16, name: &str, record: RecordType) -> Result<Vec<u8>, String> {
+pub fn encode_query(id: u16, name: &str, record: RecordType) -> Result<Vec<u8>, Error> {
     let mut message = Vec::with_capacity(HEADER_LEN + name.len() + 6);
     for word in [id, FLAG_RECURSION_DESIRED, 1, 0, 0, 0] {
         message.extend_from_slice(&word.to_be_bytes());
     }
     if name.len() > 253 {
-        return Err(format!("{name:?} is longer than a DNS name may be"));
+        return Err(Error::NameTooLong(name.to_string()));
     }
     for label in name.split('.') {
         if label.is_empty() || label.len() > 63 {
-            return Err(format!("{name:?} is not a valid DNS name (label {label:?})"));
+            return Err(Error::InvalidName { name: name.to_string(), label: label.to_string() });
         }
         message.push(label.len() as u8);
         message.extend_from_slice(label.as_bytes());
@@ -82,12 +130,12 @@ pub fn encode_query(id: u16, name: &str, record: RecordType) -> Result<Vec<u8>, 
     Ok(message)
 }
 
-fn udp_exchange(server: SocketAddr, query: &[u8], id: u16, wait: Duration) -> Result<Vec<u8>, String> {
+fn udp_exchange(server: SocketAddr, query: &[u8], id: u16, wait: Duration) -> Result<Vec<u8>, Error> {
     let local: SocketAddr = match server {
         SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
         SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
-    let io = |e: std::io::Error| format!("UDP: {e}");
+    let io = Error::Udp;
     let socket = UdpSocket::bind(local).map_err(io)?;
     // A connected socket only receives datagrams from the server itself.
     socket.connect(server).map_err(io)?;
@@ -97,7 +145,7 @@ fn udp_exchange(server: SocketAddr, query: &[u8], id: u16, wait: Duration) -> Re
     loop {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("UDP: no answer within {wait:?}"));
+            return Err(Error::UdpTimeout(wait));
         }
         socket.set_read_timeout(Some(left)).map_err(io)?;
         match socket.recv(&mut buffer) {
@@ -105,15 +153,15 @@ fn udp_exchange(server: SocketAddr, query: &[u8], id: u16, wait: Duration) -> Re
             Ok(n) if n >= HEADER_LEN && buffer[..2] == id.to_be_bytes() => return Ok(buffer[..n].to_vec()),
             Ok(_) => continue,
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                return Err(format!("UDP: no answer within {wait:?}"));
+                return Err(Error::UdpTimeout(wait));
             }
             Err(e) => return Err(io(e)),
         }
     }
 }
 
-fn tcp_exchange(server: SocketAddr, query: &[u8], id: u16, wait: Duration) -> Result<Vec<u8>, String> {
-    let io = |e: std::io::Error| format!("TCP (the UDP answer was truncated): {e}");
+fn tcp_exchange(server: SocketAddr, query: &[u8], id: u16, wait: Duration) -> Result<Vec<u8>, Error> {
+    let io = Error::Tcp;
     let mut stream = TcpStream::connect_timeout(&server, wait).map_err(io)?;
     stream.set_read_timeout(Some(wait)).map_err(io)?;
     stream.set_write_timeout(Some(wait)).map_err(io)?;
@@ -125,7 +173,7 @@ fn tcp_exchange(server: SocketAddr, query: &[u8], id: u16, wait: Duration) -> Re
     let mut reply = vec![0; u16::from_be_bytes(length) as usize];
     stream.read_exact(&mut reply).map_err(io)?;
     if reply.len() < HEADER_LEN || reply[..2] != id.to_be_bytes() {
-        return Err("TCP: the answer does not belong to the query".into());
+        return Err(Error::TcpMismatch);
     }
     Ok(reply)
 }
@@ -136,27 +184,27 @@ fn header_flags(message: &[u8]) -> u16 {
 
 /// Reads the addresses of type `record` from an answer to the question (`name`, `record`).
 /// Records of other types (the CNAME chain a recursive server adds) are skipped.
-pub fn decode_answer(message: &[u8], name: &str, record: RecordType) -> Result<Answer, String> {
-    let malformed = || "the DNS answer is malformed".to_string();
+pub fn decode_answer(message: &[u8], name: &str, record: RecordType) -> Result<Answer, Error> {
+    let malformed = || Error::Malformed;
     if message.len() < HEADER_LEN {
         return Err(malformed());
     }
     let flags = header_flags(message);
     let count = |at: usize| u16::from_be_bytes([message[at], message[at + 1]]);
     if flags & FLAG_RESPONSE == 0 {
-        return Err("the DNS answer is not a response".into());
+        return Err(Error::NotAResponse);
     }
     match flags & 0x000f {
         0 => {}
         RCODE_NXDOMAIN => return Ok(Answer::NoSuchName),
-        code => return Err(format!("the server answered {}", rcode_name(code))),
+        code => return Err(Error::Rcode(code)),
     }
     let (questions, answers) = (count(4), count(6));
     let mut at = HEADER_LEN;
     for _ in 0..questions {
         let (asked, next) = read_name(message, at).ok_or_else(malformed)?;
         if !asked.eq_ignore_ascii_case(name) {
-            return Err(format!("the DNS answer is about {asked:?}, not {name:?}"));
+            return Err(Error::OtherName { asked, name: name.to_string() });
         }
         at = next + 4;
     }
@@ -246,7 +294,7 @@ pub(crate) mod tests {
         let expected =
             [&[0xab, 0xcd, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0][..], b"\x03api\x03k8s\x00", &[0, 28, 0, 1]].concat();
         assert_eq!(query, expected);
-        assert!(encode_query(1, "a..b", RecordType::A).unwrap_err().contains("not a valid DNS name"));
+        assert!(encode_query(1, "a..b", RecordType::A).unwrap_err().to_string().contains("not a valid DNS name"));
         assert!(encode_query(1, &"x".repeat(64), RecordType::A).is_err());
     }
 
@@ -265,13 +313,18 @@ pub(crate) mod tests {
         let query = encode_query(7, "api.example", RecordType::A).unwrap();
         let nx = decode_answer(&reply(&query, 3, false, &[]), "api.example", RecordType::A).unwrap();
         assert_eq!(nx, Answer::NoSuchName);
-        let servfail = decode_answer(&reply(&query, 2, false, &[]), "api.example", RecordType::A).unwrap_err();
+        let servfail =
+            decode_answer(&reply(&query, 2, false, &[]), "api.example", RecordType::A).unwrap_err().to_string();
         assert_eq!(servfail, "the server answered SERVFAIL");
-        let other = decode_answer(&reply(&query, 0, false, &[]), "other.example", RecordType::A).unwrap_err();
+        let other =
+            decode_answer(&reply(&query, 0, false, &[]), "other.example", RecordType::A).unwrap_err().to_string();
         assert!(other.contains("not \"other.example\""), "{other}");
         let mut cut = reply(&query, 0, false, &[(1, vec![10, 0, 0, 1])]);
         cut.truncate(cut.len() - 2);
-        assert_eq!(decode_answer(&cut, "api.example", RecordType::A).unwrap_err(), "the DNS answer is malformed");
+        assert_eq!(
+            decode_answer(&cut, "api.example", RecordType::A).unwrap_err().to_string(),
+            "the DNS answer is malformed"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 mod dns;
 mod files;
 
+use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -19,6 +20,7 @@ use ureq::http::Uri;
 use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::NextTimeout;
 
+pub use dns::Error as DnsError;
 use dns::{Answer, RecordType};
 pub use files::{ResolvConf, hosts_lookup};
 
@@ -52,7 +54,7 @@ impl NameResolver {
 
     /// The addresses of `host` (an IP literal, possibly in brackets, or a name), IPv4 first.
     /// Gives up at `deadline`. The error names the host and everything that was tried.
-    pub fn lookup(&self, host: &str, deadline: Option<Instant>) -> Result<Vec<IpAddr>, String> {
+    pub fn lookup(&self, host: &str, deadline: Option<Instant>) -> Result<Vec<IpAddr>, LookupError> {
         let literal = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
         if let Ok(ip) = literal.parse::<IpAddr>() {
             return Ok(vec![ip]);
@@ -64,29 +66,29 @@ impl NameResolver {
                 if !found.is_empty() {
                     return Ok(found);
                 }
-                tried.push(format!("not in {}", self.hosts.display()));
+                tried.push(Attempt::NotInHosts(self.hosts.clone()));
             }
-            Err(e) => tried.push(format!("cannot read {}: {e}", self.hosts.display())),
+            Err(source) => tried.push(Attempt::Hosts { path: self.hosts.clone(), source }),
         }
         if is_localhost(host) {
             return Ok(vec![IpAddr::from([127, 0, 0, 1]), IpAddr::from(std::net::Ipv6Addr::LOCALHOST)]);
         }
         let conf = match std::fs::read_to_string(&self.resolv_conf) {
             Ok(text) => ResolvConf::parse(&text),
-            Err(e) => {
-                tried.push(format!("cannot read {} ({e}): asking 127.0.0.1", self.resolv_conf.display()));
+            Err(source) => {
+                tried.push(Attempt::ResolvConf { path: self.resolv_conf.clone(), source });
                 ResolvConf::parse("")
             }
         };
         for name in conf.candidates(host) {
             match self.ask_servers(&conf, &name, deadline) {
                 Ok(Some(found)) if !found.is_empty() => return Ok(found),
-                Ok(Some(_)) => tried.push(format!("{name}: no A or AAAA records")),
-                Ok(None) => tried.push(format!("{name}: no such name (NXDOMAIN)")),
-                Err(e) => tried.push(format!("{name}: {e}")),
+                Ok(Some(_)) => tried.push(Attempt::NoAddresses(name)),
+                Ok(None) => tried.push(Attempt::NoSuchName(name)),
+                Err(source) => tried.push(Attempt::Unanswered { name, source }),
             }
         }
-        Err(format!("cannot resolve host {host:?}: {}", tried.join("; ")))
+        Err(LookupError { host: host.to_string(), tried })
     }
 
     /// The A, then AAAA addresses of one fully qualified name; `None` when it does not exist, an
@@ -97,7 +99,7 @@ impl NameResolver {
         conf: &ResolvConf,
         name: &str,
         deadline: Option<Instant>,
-    ) -> Result<Option<Vec<IpAddr>>, String> {
+    ) -> Result<Option<Vec<IpAddr>>, NoAnswer> {
         let mut addresses = match self.ask_one_type(conf, name, RecordType::A, deadline)? {
             Answer::NoSuchName => return Ok(None),
             Answer::Addresses(v4) => v4,
@@ -118,27 +120,150 @@ impl NameResolver {
         name: &str,
         record: RecordType,
         deadline: Option<Instant>,
-    ) -> Result<Answer, String> {
-        let mut failures = Vec::new();
+    ) -> Result<Answer, NoAnswer> {
+        let mut failures: Vec<ServerFailure> = Vec::new();
         for _ in 0..conf.attempts {
             for server in &conf.nameservers {
                 let server = SocketAddr::new(*server, self.dns_port);
                 match dns::ask(server, name, record, conf.timeout, deadline) {
                     Ok(answer) => return Ok(answer),
-                    Err(e) => {
-                        let failure = format!("{server}: {e}");
-                        if !failures.contains(&failure) {
+                    Err(error) => {
+                        // The same failure of the same server is listed once, whatever the round.
+                        let failure = ServerFailure { server, error };
+                        let text = failure.to_string();
+                        if !failures.iter().any(|seen| seen.to_string() == text) {
                             failures.push(failure);
                         }
                         if deadline.is_some_and(|d| Instant::now() >= d) {
-                            return Err(failures.join(", "));
+                            return Err(NoAnswer { failures, attempts: None });
                         }
                     }
                 }
             }
         }
-        Err(format!("{} (after {} attempts)", failures.join(", "), conf.attempts))
+        Err(NoAnswer { failures, attempts: Some(conf.attempts) })
     }
+}
+
+/// Why a host name could not be resolved: the host and everything that was tried, in order
+/// (`cannot resolve host "api": not in /etc/hosts; api.corp: no such name (NXDOMAIN); …`).
+#[derive(Debug)]
+pub struct LookupError {
+    host: String,
+    tried: Vec<Attempt>,
+}
+
+impl LookupError {
+    /// The host that was looked up.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// What was tried, in order.
+    pub fn tried(&self) -> &[Attempt] {
+        &self.tried
+    }
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot resolve host {:?}: ", self.host)?;
+        join(f, &self.tried, "; ")
+    }
+}
+
+/// The last attempt is the source: the one that left the host unresolved.
+impl std::error::Error for LookupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.tried.last().map(|attempt| attempt as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// One step of a failed look-up.
+#[derive(Debug, thiserror::Error)]
+pub enum Attempt {
+    /// The hosts file does not list the name.
+    #[error("not in {}", .0.display())]
+    NotInHosts(PathBuf),
+    /// The hosts file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Hosts {
+        /// The hosts file.
+        path: PathBuf,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `resolv.conf` cannot be read, so 127.0.0.1 was asked.
+    #[error("cannot read {} ({source}): asking 127.0.0.1", path.display())]
+    ResolvConf {
+        /// The `resolv.conf` file.
+        path: PathBuf,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The name exists but has no address.
+    #[error("{0}: no A or AAAA records")]
+    NoAddresses(String),
+    /// NXDOMAIN.
+    #[error("{0}: no such name (NXDOMAIN)")]
+    NoSuchName(String),
+    /// No server answered about the name.
+    #[error("{name}: {source}")]
+    Unanswered {
+        /// The fully qualified name asked about.
+        name: String,
+        /// What each server did.
+        #[source]
+        source: NoAnswer,
+    },
+}
+
+/// No nameserver answered one question: each server's failure, once, and the number of rounds
+/// when they all ran (none when the deadline cut them short).
+#[derive(Debug)]
+pub struct NoAnswer {
+    failures: Vec<ServerFailure>,
+    attempts: Option<u32>,
+}
+
+impl fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        join(f, &self.failures, ", ")?;
+        match self.attempts {
+            Some(attempts) => write!(f, " (after {attempts} attempts)"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The last server's failure is the source.
+impl std::error::Error for NoAnswer {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.failures.last().map(|failure| failure as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// One server's failure to answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{server}: {error}")]
+pub struct ServerFailure {
+    /// The server.
+    pub server: SocketAddr,
+    /// What went wrong.
+    #[source]
+    pub error: DnsError,
+}
+
+fn join(f: &mut fmt::Formatter<'_>, items: &[impl fmt::Display], separator: &str) -> fmt::Result {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(separator)?;
+        }
+        write!(f, "{item}")?;
+    }
+    Ok(())
 }
 
 /// `localhost` and names under it are the loopback addresses even when the hosts file does not

@@ -240,7 +240,7 @@ fn failure_names_the_host_and_what_was_tried() {
     let dns = Responder::start(&[("nowhere", "none")], &[]);
     let (hosts, conf) = files("missing", "", "nameserver 127.0.0.1\nsearch corp.example\noptions ndots:1\n");
     let resolver = NameResolver::with_files(&hosts, conf).with_dns_port(dns.port);
-    let error = resolver.lookup("nowhere", None).unwrap_err();
+    let error = resolver.lookup("nowhere", None).unwrap_err().to_string();
     let expected = format!(
         "cannot resolve host \"nowhere\": not in {}; nowhere.corp.example: no such name (NXDOMAIN); nowhere: no A or AAAA records",
         hosts.display()
@@ -252,7 +252,8 @@ fn failure_names_the_host_and_what_was_tried() {
     let port = closed.local_addr().unwrap().port();
     drop(closed);
     let (hosts, conf) = files("down", "", "nameserver 127.0.0.1\noptions timeout:1 attempts:2\n");
-    let error = NameResolver::with_files(hosts, conf).with_dns_port(port).lookup("api.example", None).unwrap_err();
+    let error =
+        NameResolver::with_files(hosts, conf).with_dns_port(port).lookup("api.example", None).unwrap_err().to_string();
     assert!(error.starts_with("cannot resolve host \"api.example\": not in "), "{error}");
     assert!(error.contains(&format!("api.example: 127.0.0.1:{port}: UDP: ")), "{error}");
     assert!(error.ends_with("(after 2 attempts)"), "{error}");

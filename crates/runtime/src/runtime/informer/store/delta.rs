@@ -48,27 +48,46 @@ pub(super) fn encode(reference: &[u8], target: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Why an encoded body does not decode (a corrupt cache entry: never expected).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum DecodeError {
+    #[error("a number cut short")]
+    NumberCutShort,
+    #[error("a number longer than 64 bits")]
+    NumberTooLong,
+    #[error("a length beyond memory")]
+    LengthBeyondMemory,
+    #[error("a position beyond memory")]
+    PositionBeyondMemory,
+    #[error("an output longer than {MAX_OUTPUT} bytes")]
+    OutputTooLong,
+    #[error("a literal past the end")]
+    LiteralPastEnd,
+    #[error("a copy from {start}, past the {decoded} bytes decoded")]
+    CopyPastWindow { start: usize, decoded: usize },
+}
+
 /// Decodes what [`encode`] made of some target against the same `reference`.
-pub(super) fn decode(reference: &[u8], encoded: &[u8]) -> Result<Vec<u8>, String> {
+pub(super) fn decode(reference: &[u8], encoded: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let mut out = Vec::with_capacity(reference.len().max(encoded.len() * 2));
     let mut input = encoded;
     while !input.is_empty() {
         let header = take_varint(&mut input)?;
         let copy = header & 1 == 1;
-        let length =
-            usize::try_from(header >> 1).map_err(|_| "a length beyond memory")? + if copy { MIN_MATCH } else { 0 };
+        let length = usize::try_from(header >> 1).map_err(|_| DecodeError::LengthBeyondMemory)?
+            + if copy { MIN_MATCH } else { 0 };
         if length > MAX_OUTPUT.saturating_sub(out.len()) {
-            return Err(format!("an output longer than {MAX_OUTPUT} bytes"));
+            return Err(DecodeError::OutputTooLong);
         }
         if !copy {
-            let (literal, rest) = input.split_at_checked(length).ok_or("a literal past the end")?;
+            let (literal, rest) = input.split_at_checked(length).ok_or(DecodeError::LiteralPastEnd)?;
             out.extend_from_slice(literal);
             input = rest;
             continue;
         }
-        let start = usize::try_from(take_varint(&mut input)?).map_err(|_| "a position beyond memory")?;
+        let start = usize::try_from(take_varint(&mut input)?).map_err(|_| DecodeError::PositionBeyondMemory)?;
         if start >= reference.len() + out.len() {
-            return Err(format!("a copy from {start}, past the {} bytes decoded", reference.len() + out.len()));
+            return Err(DecodeError::CopyPastWindow { start, decoded: reference.len() + out.len() });
         }
         copy_within_window(reference, &mut out, start, length);
     }
@@ -155,17 +174,17 @@ fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
-fn take_varint(input: &mut &[u8]) -> Result<u64, String> {
+fn take_varint(input: &mut &[u8]) -> Result<u64, DecodeError> {
     let mut value = 0u64;
     for shift in (0..64).step_by(7) {
-        let (&byte, rest) = input.split_first().ok_or("a number cut short")?;
+        let (&byte, rest) = input.split_first().ok_or(DecodeError::NumberCutShort)?;
         *input = rest;
         value |= u64::from(byte & 0x7f) << shift;
         if byte & 0x80 == 0 {
             return Ok(value);
         }
     }
-    Err("a number longer than 64 bits".into())
+    Err(DecodeError::NumberTooLong)
 }
 
 #[cfg(test)]

@@ -35,8 +35,8 @@ pub(super) struct Packed {
 
 /// How a kind is packed and unpacked.
 pub(super) struct Packing<K> {
-    pack: fn(&K, &References) -> Result<Packed, String>,
-    unpack: fn(&Packed) -> Result<K, String>,
+    pack: fn(&K, &References) -> Result<Packed, PackError>,
+    unpack: fn(&Packed) -> Result<K, PackError>,
     references: References,
 }
 
@@ -132,20 +132,34 @@ fn pod_group(metadata: &ObjectMeta) -> Option<&str> {
     metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)).map(|o| o.uid.as_str())
 }
 
-fn pack_pod<K: 'static>(object: &K, references: &References) -> Result<Packed, String> {
-    let pod = (object as &dyn Any).downcast_ref::<Pod>().ok_or("not a Pod")?;
-    let json = serde_json::to_vec(&PodBodyRef { spec: pod.spec.as_ref(), status: pod.status.as_ref() })
-        .map_err(|e| e.to_string())?;
+/// Why an object cannot be packed or unpacked (logged; the store then keeps it as it is, or
+/// has no object to give).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PackError {
+    /// The kind is not the one the packing is for.
+    #[error("not a Pod")]
+    NotAPod,
+    /// The body does not encode to JSON, or its JSON does not decode.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// The delta-coded body is corrupt.
+    #[error("{0}")]
+    Delta(#[from] delta::DecodeError),
+}
+
+fn pack_pod<K: 'static>(object: &K, references: &References) -> Result<Packed, PackError> {
+    let pod = (object as &dyn Any).downcast_ref::<Pod>().ok_or(PackError::NotAPod)?;
+    let json = serde_json::to_vec(&PodBodyRef { spec: pod.spec.as_ref(), status: pod.status.as_ref() })?;
     let (reference, body) = references.code(pod_group(&pod.metadata), json);
     Ok(Packed { summary: Arc::new(PodSummary::of(pod)), reference, body })
 }
 
-fn unpack_pod<K: 'static>(packed: &Packed) -> Result<K, String> {
+fn unpack_pod<K: 'static>(packed: &Packed) -> Result<K, PackError> {
     let json = delta::decode(packed.reference.as_deref().unwrap_or_default(), &packed.body)?;
-    let body: PodBody = serde_json::from_slice(&json).map_err(|e| e.to_string())?;
+    let body: PodBody = serde_json::from_slice(&json)?;
     let pod = Pod { metadata: packed.summary.metadata.clone(), spec: body.spec, status: body.status };
     let boxed: Box<dyn Any> = Box::new(pod);
-    boxed.downcast::<K>().map(|k| *k).map_err(|_| "not a Pod".to_string())
+    boxed.downcast::<K>().map(|k| *k).map_err(|_| PackError::NotAPod)
 }
 
 #[cfg(test)]
