@@ -259,7 +259,7 @@ fn the_controller_runs_only_when_allocating_and_refuses_nodes_with_foreign_block
         &[named("node-ipam-controller")],
     )
     .expect("built: the controller lists nodes when it starts, once leading");
-    let err = set.run_workers().expect_err("a block outside the cluster CIDR stops the start");
+    let err = set.run_workers().expect_err("a block outside the cluster CIDR stops the start").to_string();
     assert!(err.starts_with("starting node-ipam-controller: failed to mark cidr[192.168.0.0/24]"), "{err}");
     set.stop(Duration::ZERO);
     let off = harness::options(&[]);

@@ -453,7 +453,7 @@ fn the_health_check_fails_when_renewals_stall(backend: Backend) {
         TestServer::Real(_) => cluster.signal_apiserver(libc::SIGSTOP),
     }
     assert_eq!(a.elector.leader_lost().recv_timeout(DEADLINE), Ok(()));
-    let error = wait_for("the health check to fail", || a.elector.check_with_tolerance(tolerance).err());
+    let error = wait_for("the health check to fail", || a.elector.check_with_tolerance(tolerance).err()).to_string();
     assert_eq!(error, format!("failed election to renew leadership on lease {name}"));
     assert_eq!(a.elector.check(), Ok(()), "the default tolerance is 20s past the lease");
     if backend == Backend::Real {

@@ -120,6 +120,7 @@ pub fn serve_securely(options: &Options, checks: Arc<HealthChecks>) -> Result<Op
         checks,
         pages,
     )
+    .map_err(|e| e.to_string())
 }
 
 /// Builds the controllers of `descriptors` that `options` starts (in upstream's start order),
@@ -154,5 +155,5 @@ pub fn start_controllers(
         // `CreateControllerContext`'s `cache.NewInformerName("kube-controller-manager")`.
         name: Some("kube-controller-manager"),
     };
-    ControllerSet::start_with(client, informers, specs)
+    ControllerSet::start_with(client, informers, specs).map_err(|e| e.to_string())
 }

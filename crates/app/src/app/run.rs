@@ -132,7 +132,7 @@ fn lead_and_work(
             }
         }
     }
-    exit_if_lost_meanwhile(lost, || controllers.run_workers())?;
+    exit_if_lost_meanwhile(lost, || controllers.run_workers().map_err(|e| e.to_string()))?;
     for name in controllers.names() {
         // As upstream, whose controller checks are added once the controllers start (after
         // `leaderElection`): the default check of a running controller passes.
@@ -213,7 +213,8 @@ fn start_election(options: &Options, client: &Client) -> Result<Option<LeaderEle
         LeaderEvent::StartedLeading => log::info!("started leading"),
         LeaderEvent::StoppedLeading => log::info!("stopped leading"),
         LeaderEvent::NewLeader(identity) => log::info!("new leader elected: {identity}"),
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     Ok(Some(elector))
 }
 
