@@ -11,8 +11,9 @@ use std::sync::Arc;
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use serde_json::{Value, json};
 
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::labels::Selector;
-use crate::client::{Api, Client, Patch, PostParams};
+use crate::client::{self, Api, Client, Patch, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
@@ -20,8 +21,25 @@ use crate::runtime::workqueue::WorkQueue;
 /// `startClusterRoleAggregationController` runs five workers.
 const WORKERS: usize = 5;
 
-/// `NewClusterRoleAggregation`.
-pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+/// Why a ClusterRole could not be aggregated.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    /// One of its `clusterRoleSelectors` is no valid selector.
+    #[error("{0}")]
+    Selector(#[source] BoxError),
+    /// Writing its rules failed.
+    #[error("{0}")]
+    Api(#[from] client::Error),
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `NewClusterRoleAggregation`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>) -> Controller {
     let queue = WorkQueue::new("ClusterRoleAggregator");
     let controller = Arc::new(Aggregator {
         // Upstream's field manager is the controller's name.
@@ -35,10 +53,10 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
             enqueue.add(role.metadata.name.clone().unwrap_or_default());
         }
     });
-    Ok(Controller::new().with_queue(&queue, WORKERS, move |key: &String| controller.sync(key)).on_start(|| {
+    Controller::new().with_queue(&queue, WORKERS, move |key: &String| controller.sync(key)).on_start(|| {
         log::info!("Starting ClusterRoleAggregator controller");
         Ok(())
-    }))
+    })
 }
 
 struct Aggregator {
@@ -62,11 +80,11 @@ fn same_rules(a: &[PolicyRule], b: &[PolicyRule]) -> bool {
 }
 
 /// The rules `role` aggregates from `all` (`syncClusterRole`'s loop).
-fn aggregated_rules(role: &ClusterRole, all: &[Arc<ClusterRole>]) -> Result<Vec<PolicyRule>, String> {
+fn aggregated_rules(role: &ClusterRole, all: &[Arc<ClusterRole>]) -> Result<Vec<PolicyRule>, Error> {
     let mut rules: Vec<PolicyRule> = Vec::new();
     let selectors = role.aggregation_rule.as_ref().and_then(|a| a.cluster_role_selectors.as_ref());
     for selector in selectors.into_iter().flatten() {
-        let selector = Selector::from_label_selector(selector)?;
+        let selector = Selector::from_label_selector(selector).map_err(|e| Error::Selector(e.into()))?;
         let mut matched: Vec<&Arc<ClusterRole>> =
             all.iter().filter(|r| selector.matches(r.metadata.labels.as_ref())).collect();
         matched.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
@@ -121,7 +139,7 @@ impl Aggregator {
         if role.aggregation_rule.is_none() {
             return Ok(());
         }
-        let rules = aggregated_rules(&role, &self.roles.store().list()).map_err(SyncError::Failed)?;
+        let rules = aggregated_rules(&role, &self.roles.store().list())?;
         if same_rules(&rules, role.rules.as_deref().unwrap_or_default()) {
             return Ok(());
         }
@@ -133,9 +151,9 @@ impl Aggregator {
             Err(e) if e.code() == Some(415) => {
                 let mut updated = (*role).clone();
                 updated.rules = Some(rules);
-                api.replace(name, &updated, &PostParams::default()).map(drop).map_err(SyncError::from)
+                api.replace(name, &updated, &PostParams::default()).map(drop).map_err(|e| Error::from(e).into())
             }
-            other => other.map(drop).map_err(SyncError::from),
+            other => other.map(drop).map_err(|e| Error::from(e).into()),
         }
     }
 }

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use crate::client::{Api, Client, PostParams};
+use crate::client::{self, Api, Client, PostParams};
 use crate::controllers::volumeutil::{POD_PVC_INDEX, add_pod_pvc_index, ephemeral_claim_name, volume_is_for_pod};
 use crate::metrics::ValueFamily;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
@@ -32,8 +32,28 @@ pub struct Config {
 /// `events.FailedBinding`.
 const FAILED_BINDING: &str = "FailedBinding";
 
-/// `ephemeral.NewController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// Why a pod's ephemeral volume has no claim of its own.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    /// A claim of the volume's name exists and is not the pod's (`ephemeral.VolumeIsForPod`).
+    #[error("PVC {claim} was not created for pod {pod} (pod is not owner)")]
+    NotOwner { claim: String, pod: String },
+    /// Creating the claim failed.
+    #[error("create PVC {name}: {source}")]
+    Create { name: String, source: client::Error },
+    /// One of the above for one volume of a pod, as the sync reports it.
+    #[error("pod {key}, ephemeral volume {volume}: {source}")]
+    Volume { key: String, volume: String, source: Box<Error> },
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `ephemeral.NewController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("ephemeral_volume");
     create_metrics();
     let pods = context.informers.informer::<Pod>();
@@ -57,7 +77,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
             handler.on_claim_delete(object);
         }
     });
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.sync(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.sync(key))
 }
 
 /// `ephemeral_volume_controller_create_total` and `..._create_failures_total`, registered when
@@ -88,15 +108,11 @@ fn volumes(pod: &Pod) -> &[Volume] {
 }
 
 /// `ephemeral.VolumeIsForPod` with its error.
-fn check_volume_is_for_pod(pod: &Pod, claim: &PersistentVolumeClaim) -> Result<(), String> {
+fn check_volume_is_for_pod(pod: &Pod, claim: &PersistentVolumeClaim) -> Result<(), Error> {
     if volume_is_for_pod(pod, claim) {
         return Ok(());
     }
-    Err(format!(
-        "PVC {} was not created for pod {} (pod is not owner)",
-        object_key(&claim.metadata),
-        object_key(&pod.metadata)
-    ))
+    Err(Error::NotOwner { claim: object_key(&claim.metadata), pod: object_key(&pod.metadata) })
 }
 
 /// The claim for an ephemeral volume: the template's labels, annotations and spec, controlled
@@ -163,14 +179,16 @@ impl Ephemeral {
             if let Err(e) = self.handle_volume(&pod, volume) {
                 let message = format!("ephemeral volume {}: {e}", volume.name);
                 self.recorder.event_for(&*pod, EventType::Warning, FAILED_BINDING, &message);
-                return Err(SyncError::failed(format!("pod {key}, ephemeral volume {}: {e}", volume.name)));
+                return Err(
+                    Error::Volume { key: key.to_string(), volume: volume.name.clone(), source: Box::new(e) }.into()
+                );
             }
         }
         Ok(())
     }
 
     /// `handleVolume`: creates the volume's claim unless it exists (and is the pod's).
-    fn handle_volume(&self, pod: &Pod, volume: &Volume) -> Result<(), String> {
+    fn handle_volume(&self, pod: &Pod, volume: &Volume) -> Result<(), Error> {
         let Some(claim) = claim_for(pod, volume) else { return Ok(()) };
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         let name = ephemeral_claim_name(pod, volume);
@@ -182,9 +200,9 @@ impl Ephemeral {
         let (attempts, failures) = create_metrics();
         attempts.inc(&[]);
         let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace);
-        if let Err(e) = api.create(&claim, &PostParams::default()) {
+        if let Err(source) = api.create(&claim, &PostParams::default()) {
             failures.inc(&[]);
-            return Err(format!("create PVC {name}: {e}"));
+            return Err(Error::Create { name, source });
         }
         Ok(())
     }
@@ -227,11 +245,26 @@ mod tests {
         let pod = pod();
         let mut claim = claim_for(&pod, &volumes(&pod)[0]).expect("a claim");
         claim.metadata.namespace = Some("team".into());
-        assert_eq!(check_volume_is_for_pod(&pod, &claim), Ok(()));
+        assert_eq!(check_volume_is_for_pod(&pod, &claim).map_err(|e| e.to_string()), Ok(()));
         claim.metadata.owner_references = None;
         assert_eq!(
-            check_volume_is_for_pod(&pod, &claim),
+            check_volume_is_for_pod(&pod, &claim).map_err(|e| e.to_string()),
             Err("PVC team/web-scratch was not created for pod team/web (pod is not owner)".to_string())
         );
+    }
+
+    /// A 409 Conflict as the API server answers an update of a stale object.
+    fn conflict() -> client::Error {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
+        client::ApiError::from_response(409, body, None).into()
+    }
+
+    /// A failed claim creation keeps its kind through the volume's context.
+    #[test]
+    fn a_conflicting_creation_reaches_the_queue_as_a_conflict() {
+        let inner = Error::Create { name: "web-scratch".into(), source: conflict() };
+        let error = Error::Volume { key: "team/web".into(), volume: "scratch".into(), source: Box::new(inner) };
+        let SyncError::Conflict(message) = SyncError::from(error) else { panic!("a conflict") };
+        assert!(message.starts_with("pod team/web, ephemeral volume scratch: create PVC web-scratch: "), "{message}");
     }
 }

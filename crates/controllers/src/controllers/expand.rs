@@ -17,7 +17,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use serde_json::json;
 
-use crate::client::{Api, Client, Patch, PostParams};
+use crate::client::{self, Api, Client, Patch, PostParams};
 use crate::controllers::volumeutil::PRE_RESIZE_CAPACITY;
 use crate::quantity::Quantity;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
@@ -32,8 +32,33 @@ pub const RESIZER_ANNOTATION: &str = "volume.kubernetes.io/storage-resizer";
 /// `events.ExternalExpanding`.
 const EXTERNAL_EXPANDING: &str = "ExternalExpanding";
 
-/// `NewExpandController`.
-pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+/// Why a claim's expansion could not be looked at or handed on.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    /// The claim names no volume (client-go refuses the GET before sending it).
+    #[error("failed to get PV \"\": resource name may not be empty")]
+    NoVolumeName,
+    /// The GET of its volume failed.
+    #[error("failed to get PV {name:?}: {source}")]
+    GetVolume { name: String, source: client::Error },
+    /// The volume is bound to another claim.
+    #[error("persistent Volume is not bound to PVC being updated : {key}")]
+    NotBound { key: String },
+    /// The resizer annotation could not be written (also the Warning Event's text).
+    #[error(
+        "error setting resizer annotation to pvc {key}, with error patchPVCStatus failed to patch PVC {name:?}: {source}"
+    )]
+    SetResizer { key: String, name: String, source: client::Error },
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `NewExpandController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>) -> Controller {
     let queue = WorkQueue::new("volume_expand");
     let controller = Arc::new(Expand {
         client: context.client.clone(),
@@ -43,7 +68,7 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
     });
     let handler = controller.clone();
     controller.claims.add_handler(move |event: &Event<PersistentVolumeClaim>| handler.on_claim_event(event));
-    Ok(Controller::new().with_queue(&queue, WORKERS, move |key: &String| controller.sync(key)))
+    Controller::new().with_queue(&queue, WORKERS, move |key: &String| controller.sync(key))
 }
 
 /// Upstream's `expandController`.
@@ -131,14 +156,13 @@ impl Expand {
         let Some(claim) = self.claims.store().get(key) else { return Ok(()) };
         let volume_name = claim.spec.as_ref().and_then(|s| s.volume_name.clone()).unwrap_or_default();
         if volume_name.is_empty() {
-            // client-go refuses the GET before sending it.
-            return Err(SyncError::failed("failed to get PV \"\": resource name may not be empty"));
+            return Err(Error::NoVolumeName.into());
         }
         let volume = Api::<PersistentVolume>::cluster(&self.client)
             .get(&volume_name)
-            .map_err(|e| SyncError::failed(format!("failed to get PV {volume_name:?}: {e}")))?;
+            .map_err(|source| Error::GetVolume { name: volume_name.clone(), source })?;
         if !bound_to(&volume, &claim) {
-            return Err(SyncError::failed(format!("persistent Volume is not bound to PVC being updated : {key}")));
+            return Err(Error::NotBound { key: key.to_string() }.into());
         }
         if !needs_expansion(&claim, &volume) {
             return Ok(());
@@ -178,12 +202,10 @@ impl Expand {
         let patch = json!({"metadata": {"resourceVersion": claim.metadata.resource_version,
             "annotations": {RESIZER_ANNOTATION: driver}}});
         let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace);
-        if let Err(e) = api.patch_status(name, &Patch::Strategic(patch), &PostParams::default()) {
-            let message = format!(
-                "error setting resizer annotation to pvc {key}, with error patchPVCStatus failed to patch PVC {name:?}: {e}"
-            );
-            self.recorder.event_for(claim, EventType::Warning, EXTERNAL_EXPANDING, &message);
-            return Err(SyncError::failed(message));
+        if let Err(source) = api.patch_status(name, &Patch::Strategic(patch), &PostParams::default()) {
+            let error = Error::SetResizer { key: key.to_string(), name: name.to_string(), source };
+            self.recorder.event_for(claim, EventType::Warning, EXTERNAL_EXPANDING, &error.to_string());
+            return Err(error.into());
         }
         Ok(())
     }
@@ -236,5 +258,17 @@ mod tests {
         let csi = json!({"csi": {"driver": "d", "volumeHandle": "h"}});
         assert!(bound_to(&volume(csi.clone(), "c1"), &claim("2Gi", None)));
         assert!(!bound_to(&volume(csi, "other"), &claim("2Gi", None)));
+    }
+
+    /// A volume GET answered `429 Retry-After` now waits the server's delay (it was a plain
+    /// failure, retried at the queue's rate).
+    #[test]
+    fn a_retry_after_on_the_volume_get_reaches_the_queue() {
+        let delay = std::time::Duration::from_secs(3);
+        let source: client::Error = client::ApiError::from_response(429, b"", Some(delay)).into();
+        let error = Error::GetVolume { name: "pv1".into(), source };
+        let SyncError::RetryAfter { delay: waited, message } = SyncError::from(error) else { panic!("a retry-after") };
+        assert_eq!(waited, delay);
+        assert!(message.starts_with("failed to get PV \"pv1\": "), "{message}");
     }
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::Error;
 use super::volumes::VolumeSpec;
 
 /// `AttachState`.
@@ -134,12 +135,10 @@ impl ActualState {
     }
 
     /// `SetDetachRequestTime`: how long ago detaching was first wanted.
-    pub fn set_detach_request_time(&self, volume: &str, node: &str) -> Result<Duration, String> {
+    pub fn set_detach_request_time(&self, volume: &str, node: &str) -> Result<Duration, Error> {
         let mut inner = self.inner.lock();
         let found = inner.volumes.get_mut(volume).and_then(|v| v.nodes.get_mut(node));
-        let n = found.ok_or_else(|| {
-            format!("failed to set detach request time with error: volume {volume:?} is not attached to node {node:?}")
-        })?;
+        let n = found.ok_or_else(|| Error::NotAttached { volume: volume.to_string(), node: node.to_string() })?;
         Ok(n.detach_requested.get_or_insert_with(Instant::now).elapsed())
     }
 

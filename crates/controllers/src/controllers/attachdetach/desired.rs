@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use parking_lot::Mutex;
 
+use super::Error;
 use super::volumes::VolumeSpec;
 
 /// A pod that needs a volume: enough to record Events on it.
@@ -46,13 +47,12 @@ impl DesiredState {
     }
 
     /// `DeleteNode`: refused while pods still need volumes there.
-    pub fn delete_node(&self, node: &str) -> Result<(), String> {
+    pub fn delete_node(&self, node: &str) -> Result<(), Error> {
         let mut nodes = self.nodes.lock();
         match nodes.get(node) {
-            Some(volumes) if !volumes.is_empty() => Err(format!(
-                "failed to delete node {node:?} from list of nodes managed by attach/detach controller--the node still contains {} volumes in its list of volumes to attach",
-                volumes.len()
-            )),
+            Some(volumes) if !volumes.is_empty() => {
+                Err(Error::NodeStillHasVolumes { node: node.to_string(), volumes: volumes.len() })
+            }
             _ => {
                 nodes.remove(node);
                 Ok(())
@@ -65,10 +65,10 @@ impl DesiredState {
     }
 
     /// `AddPod`: the pod needs `spec` on `node`; an error when the node is not managed.
-    pub fn add_pod(&self, pod: PodRef, spec: &VolumeSpec, node: &str) -> Result<String, String> {
+    pub fn add_pod(&self, pod: PodRef, spec: &VolumeSpec, node: &str) -> Result<String, Error> {
         let mut nodes = self.nodes.lock();
         let Some(volumes) = nodes.get_mut(node) else {
-            return Err(format!("no node with the name {node:?} exists in the list of managed nodes"));
+            return Err(Error::NodeNotManaged { node: node.to_string() });
         };
         let name = spec.unique_name();
         let volume = volumes.entry(name.clone()).or_insert_with(|| DesiredVolume {

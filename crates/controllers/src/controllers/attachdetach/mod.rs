@@ -33,6 +33,8 @@ use self::desired::{DesiredState, PodRef};
 use self::reconciler::{Operations, Reconciler, Settings};
 use self::statusupdater::NodeStatusUpdater;
 use self::volumes::{Lookups, node_of, pod_volumes};
+use crate::apimachinery::errors::BoxError;
+use crate::client;
 use crate::controllers::volumeutil::{POD_PVC_INDEX, add_pod_pvc_index, is_pod_terminated};
 use crate::runtime::controller::{Controller, ControllerContext, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key};
@@ -57,8 +59,66 @@ pub struct Config {
     pub disable_force_detach_on_timeout: bool,
 }
 
-/// `NewAttachDetachController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// Why a volume could not be looked at, a state not changed, or an attach or detach failed.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    /// The claim a pod volume names is not (yet) usable, or its volume is not.
+    #[error("error processing PVC {namespace:?}/{claim:?}: {source}")]
+    ProcessClaim { namespace: String, claim: String, source: BoxError },
+    /// The claim of a pod's generic ephemeral volume is not the pod's.
+    #[error("PVC {namespace}/{claim} was not created for pod {namespace}/{pod} (pod is not owner)")]
+    NotPodOwner { namespace: String, claim: String, pod: String },
+    /// A node still needing volumes cannot leave the desired state.
+    #[error(
+        "failed to delete node {node:?} from list of nodes managed by attach/detach controller--the node still contains {volumes} volumes in its list of volumes to attach"
+    )]
+    NodeStillHasVolumes { node: String, volumes: usize },
+    /// A pod's volume on a node the controller does not manage.
+    #[error("no node with the name {node:?} exists in the list of managed nodes")]
+    NodeNotManaged { node: String },
+    /// The volume is not attached to the node.
+    #[error("failed to set detach request time with error: volume {volume:?} is not attached to node {node:?}")]
+    NotAttached { volume: String, node: String },
+    /// Some nodes' `volumesAttached` could not be written.
+    #[error("unable to update {failed} nodes")]
+    UpdateNodes { failed: usize },
+    /// The VolumeAttachment could not be created.
+    #[error("csi: attacher.Attach failed: {0}")]
+    CreateAttachment(#[source] client::Error),
+    /// The VolumeAttachment waited for is being deleted.
+    #[error("volume attachment is being deleted")]
+    AttachmentDeleting,
+    /// The external attacher's `attachError` or `detachError` message.
+    #[error("{0}")]
+    Attacher(String),
+    /// The external attacher did not answer in time.
+    #[error("timed out waiting for external-attacher of {driver} CSI driver to {operation} volume {handle}")]
+    Timeout { driver: String, operation: &'static str, handle: String },
+    /// The controller stopped while an operation waited.
+    #[error("the controller stopped while waiting to {operation} volume {handle}")]
+    Stopped { operation: &'static str, handle: String },
+    /// The node could not be read to tell whether the volume is still in use.
+    #[error("DetachVolume failed fetching node from API server: {0}")]
+    FetchNode(#[source] client::Error),
+    /// The node still lists the volume in `volumesInUse`.
+    #[error("volume is still in use by node, according to Node status")]
+    StillInUse,
+    /// The volume's unique name is no CSI one.
+    #[error("volumeName missing expected data")]
+    MissingVolumeData,
+    /// The VolumeAttachment could not be deleted.
+    #[error("csi: detacher.Detach failed to delete VolumeAttachment [{name}]: {source}")]
+    DeleteAttachment { name: String, source: client::Error },
+    /// The attach operation failed (also its `FailedAttachVolume` Events' text).
+    #[error("AttachVolume.Attach failed for volume {spec_name:?} : {source}")]
+    AttachFailed { spec_name: String, source: Box<Error> },
+    /// The detach operation failed.
+    #[error("DetachVolume.Detach failed for volume {spec_name:?} : {source}")]
+    DetachFailed { spec_name: String, source: Box<Error> },
+}
+
+/// `NewAttachDetachController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let informers = context.informers;
     let pods = informers.informer::<Pod>();
     let nodes = informers.informer::<Node>();
@@ -112,10 +172,10 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     controller.watch();
     let (looping, populating) = (controller.clone(), controller.clone());
     let loop_period = controller.reconciler.settings.loop_period;
-    Ok(Controller::new()
+    Controller::new()
         .with_queue(&queue, 1, move |key: &String| controller.sync_pvc_by_key(key))
         .every("reconciler", loop_period, move || looping.reconcile_loop())
-        .every("desired-state-populator", POPULATOR_LOOP_SLEEP_PERIOD, move || populating.populator_loop()))
+        .every("desired-state-populator", POPULATOR_LOOP_SLEEP_PERIOD, move || populating.populator_loop())
 }
 
 /// Upstream's `attachDetachController`.

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use k8s_openapi::api::storage::v1::{VolumeAttachment, VolumeAttachmentSource, VolumeAttachmentSpec};
 use parking_lot::Mutex;
 
+use super::Error;
 use super::actual::{ActualState, AttachState, Attachment};
 use super::desired::{DesiredState, PodRef, VolumeToAttach};
 use super::metrics::{FORCE_DETACH_REASON_OUT_OF_SERVICE, FORCE_DETACH_REASON_TIMEOUT, forced_detaches};
@@ -86,7 +87,8 @@ impl Reconciler {
         }
         self.attach_desired_volumes();
         if let Err(e) = self.updater.update_node_statuses() {
-            log::info!("UpdateNodeStatuses failed err={e:?}");
+            // Go's `%v` of the error (this log line quoted the text).
+            log::info!("UpdateNodeStatuses failed err={:?}", e.to_string());
         }
     }
 
@@ -103,7 +105,10 @@ impl Reconciler {
         let elapsed = match self.actual.set_detach_request_time(volume, node) {
             Ok(elapsed) => elapsed,
             Err(e) => {
-                log::error!("Cannot trigger detach because it fails to set detach request time with error err={e:?}");
+                log::error!(
+                    "Cannot trigger detach because it fails to set detach request time with error err={:?}",
+                    e.to_string()
+                );
                 return;
             }
         };
@@ -203,7 +208,7 @@ impl Reconciler {
     /// The attach operation (`GenerateAttachVolumeFunc` with the CSI attacher's `Attach`). As
     /// v1.36, the volume is marked attached before the `SuccessfulAttachVolume` Events (v1.33
     /// recorded them first).
-    fn attach(&self, wanted: &VolumeToAttach) -> Result<(), String> {
+    fn attach(&self, wanted: &VolumeToAttach) -> Result<(), Error> {
         match self.attach_volume(wanted) {
             Ok(()) => {
                 self.actual.mark_attached(&wanted.volume, Some(wanted.spec.clone()), &wanted.node, "");
@@ -216,17 +221,18 @@ impl Reconciler {
             }
             Err(e) => {
                 self.actual.mark_uncertain(&wanted.volume, Some(wanted.spec.clone()), &wanted.node);
-                let message = simple_msg("AttachVolume.Attach failed", &format!(": {e}"), &wanted.spec.name);
+                let error = Error::AttachFailed { spec_name: wanted.spec.name.clone(), source: Box::new(e) };
+                let message = error.to_string();
                 for pod in &wanted.pods {
                     self.recorder.event(&pod_reference(pod), EventType::Warning, "FailedAttachVolume", &message);
                 }
-                Err(message)
+                Err(error)
             }
         }
     }
 
     /// `csiAttacher.Attach`: the VolumeAttachment created unless it exists, then waited for.
-    fn attach_volume(&self, wanted: &VolumeToAttach) -> Result<(), String> {
+    fn attach_volume(&self, wanted: &VolumeToAttach) -> Result<(), Error> {
         let spec = &wanted.spec;
         let name = attachment_name(&spec.handle, &spec.driver, &wanted.node);
         if self.attachments.store().get(&name).is_none() {
@@ -253,7 +259,7 @@ impl Reconciler {
                         spec.handle
                     )
                 }
-                Err(e) => return Err(format!("csi: attacher.Attach failed: {e}")),
+                Err(e) => return Err(Error::CreateAttachment(e)),
             }
         }
         self.wait(&spec.driver, &spec.handle, "attach", || {
@@ -263,7 +269,7 @@ impl Reconciler {
     }
 
     /// The detach operation (`GenerateDetachVolumeFunc` with the CSI detacher's `Detach`).
-    fn detach(&self, attached: &Attachment, verify_safe: bool) -> Result<(), String> {
+    fn detach(&self, attached: &Attachment, verify_safe: bool) -> Result<(), Error> {
         let result = if verify_safe { self.verify_safe_to_detach(attached) } else { Ok(()) };
         match result.and_then(|()| self.detach_volume(attached)) {
             Ok(()) => {
@@ -278,39 +284,39 @@ impl Reconciler {
             }
             Err(e) => {
                 self.actual.mark_uncertain(&attached.volume, attached.spec.clone(), &attached.node);
-                Err(simple_msg("DetachVolume.Detach failed", &format!(": {e}"), &spec_name(attached)))
+                Err(Error::DetachFailed { spec_name: spec_name(attached), source: Box::new(e) })
             }
         }
     }
 
     /// `verifyVolumeIsSafeToDetach`: the node (read fresh) must not list the volume in use.
-    fn verify_safe_to_detach(&self, attached: &Attachment) -> Result<(), String> {
+    fn verify_safe_to_detach(&self, attached: &Attachment) -> Result<(), Error> {
         let node = match Api::<Node>::cluster(&self.client).get(&attached.node) {
             Ok(node) => node,
             Err(e) if e.is_not_found() => return Ok(()),
-            Err(e) => return Err(format!("DetachVolume failed fetching node from API server: {e}")),
+            Err(e) => return Err(Error::FetchNode(e)),
         };
         let in_use = node.status.as_ref().and_then(|s| s.volumes_in_use.as_ref());
         if in_use.into_iter().flatten().any(|v| *v == attached.volume) {
-            return Err("volume is still in use by node, according to Node status".to_string());
+            return Err(Error::StillInUse);
         }
         Ok(())
     }
 
     /// `csiAttacher.Detach`: the VolumeAttachment deleted, then waited for until gone.
-    fn detach_volume(&self, attached: &Attachment) -> Result<(), String> {
-        let (driver, handle) = split_unique_name(&attached.volume).ok_or("volumeName missing expected data")?;
+    fn detach_volume(&self, attached: &Attachment) -> Result<(), Error> {
+        let (driver, handle) = split_unique_name(&attached.volume).ok_or(Error::MissingVolumeData)?;
         let name = attachment_name(handle, driver, &attached.node);
         match Api::<VolumeAttachment>::cluster(&self.client).delete(&name, &DeleteParams::default()) {
             Ok(_) => {}
             Err(e) if e.is_not_found() => return Ok(()),
-            Err(e) => return Err(format!("csi: detacher.Detach failed to delete VolumeAttachment [{name}]: {e}")),
+            Err(source) => return Err(Error::DeleteAttachment { name, source }),
         }
         self.wait(driver, handle, "detach", || {
             // `verifyDetachmentStatus`: gone is detached; a `detachError` fails the wait.
             let Some(found) = self.attachments.store().get(&name) else { return Ok(true) };
             match found.status.as_ref().and_then(|s| s.detach_error.as_ref()) {
-                Some(error) => Err(error.message.clone().unwrap_or_default()),
+                Some(error) => Err(Error::Attacher(error.message.clone().unwrap_or_default())),
                 None => Ok(false),
             }
         })
@@ -321,21 +327,19 @@ impl Reconciler {
         &self,
         driver: &str,
         handle: &str,
-        operation: &str,
-        verify: impl Fn() -> Result<bool, String>,
-    ) -> Result<(), String> {
+        operation: &'static str,
+        verify: impl Fn() -> Result<bool, Error>,
+    ) -> Result<(), Error> {
         let deadline = Instant::now() + CSI_TIMEOUT;
         loop {
             if verify()? {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(format!(
-                    "timed out waiting for external-attacher of {driver} CSI driver to {operation} volume {handle}"
-                ));
+                return Err(Error::Timeout { driver: driver.to_string(), operation, handle: handle.to_string() });
             }
             if (self.stopping)() {
-                return Err(format!("the controller stopped while waiting to {operation} volume {handle}"));
+                return Err(Error::Stopped { operation, handle: handle.to_string() });
             }
             std::thread::sleep(POLL);
         }
@@ -381,17 +385,17 @@ fn multi_attach_detail(users: &[PodRef], namespace: &str) -> String {
 }
 
 /// `verifyAttachmentStatus`.
-fn verify_attachment_status(attachment: Option<&VolumeAttachment>) -> Result<bool, String> {
+fn verify_attachment_status(attachment: Option<&VolumeAttachment>) -> Result<bool, Error> {
     let Some(attachment) = attachment else { return Ok(false) };
     if attachment.metadata.deletion_timestamp.is_some() {
-        return Err("volume attachment is being deleted".to_string());
+        return Err(Error::AttachmentDeleting);
     }
     let status = attachment.status.as_ref();
     if status.is_some_and(|s| s.attached) {
         return Ok(true);
     }
     match status.and_then(|s| s.attach_error.as_ref()) {
-        Some(error) => Err(error.message.clone().unwrap_or_default()),
+        Some(error) => Err(Error::Attacher(error.message.clone().unwrap_or_default())),
         None => Ok(false),
     }
 }
@@ -446,7 +450,7 @@ impl Operations {
     }
 
     /// Runs `operation` on a thread of its own; a failure is logged and backs the key off.
-    pub fn start(&self, key: String, operation: impl FnOnce() -> Result<(), String> + Send + 'static) {
+    pub fn start(&self, key: String, operation: impl FnOnce() -> Result<(), Error> + Send + 'static) {
         self.state.lock().entry(key.clone()).or_default().running = true;
         let (state, running) = (self.state.clone(), key.clone());
         let spawned = std::thread::Builder::new().name("attachdetach-op".to_string()).spawn(move || {
@@ -466,7 +470,7 @@ impl Operations {
     }
 }
 
-fn finish(state: &Mutex<HashMap<String, OperationState>>, key: &str, result: Result<(), String>) {
+fn finish(state: &Mutex<HashMap<String, OperationState>>, key: &str, result: Result<(), Error>) {
     let mut state = state.lock();
     match result {
         Ok(()) => {
@@ -504,7 +508,7 @@ mod tests {
         let (done_tx, done_rx) = crossbeam_channel::bounded(1);
         operations.start("v".to_string(), move || {
             done_tx.send(()).ok();
-            Err("boom".to_string())
+            Err(Error::Attacher("boom".to_string()))
         });
         done_rx.recv_timeout(Duration::from_secs(10)).expect("ran");
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -514,7 +518,7 @@ mod tests {
         assert!(!operations.running("v"));
         let backoff = operations.state.lock()["v"].backoff.expect("backing off");
         assert_eq!(backoff.1, INITIAL_BACKOFF);
-        finish(&operations.state, "v", Err("again".to_string()));
+        finish(&operations.state, "v", Err(Error::Attacher("again".to_string())));
         assert_eq!(operations.state.lock()["v"].backoff.expect("backing off").1, INITIAL_BACKOFF * 2);
         finish(&operations.state, "v", Ok(()));
         assert!(operations.can_start("v"));
@@ -527,9 +531,10 @@ mod tests {
                 "spec": {"attacher": "d", "nodeName": "n", "source": {}}, "status": status}))
             .expect("an attachment")
         };
-        assert_eq!(verify_attachment_status(None), Ok(false));
-        assert_eq!(verify_attachment_status(Some(&attachment(serde_json::json!({"attached": true})))), Ok(true));
+        let verify = |a: Option<&VolumeAttachment>| verify_attachment_status(a).map_err(|e| e.to_string());
+        assert_eq!(verify(None), Ok(false));
+        assert_eq!(verify(Some(&attachment(serde_json::json!({"attached": true})))), Ok(true));
         let failed = attachment(serde_json::json!({"attached": false, "attachError": {"message": "no"}}));
-        assert_eq!(verify_attachment_status(Some(&failed)), Err("no".to_string()));
+        assert_eq!(verify(Some(&failed)), Err("no".to_string()));
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
+use super::Error as UpdateError;
 use super::actual::ActualState;
 use crate::client::{Api, Client, Error, Patch, PostParams};
 use crate::runtime::informer::Informer;
@@ -19,14 +20,14 @@ pub struct NodeStatusUpdater {
 
 impl NodeStatusUpdater {
     /// `UpdateNodeStatuses`: every flagged node.
-    pub fn update_node_statuses(&self) -> Result<(), String> {
+    pub fn update_node_statuses(&self) -> Result<(), UpdateError> {
         let failed = self
             .actual
             .volumes_to_report_attached()
             .into_iter()
             .filter(|(node, volumes)| self.process_node_volumes(node, volumes).is_err())
             .count();
-        if failed > 0 { Err(format!("unable to update {failed} nodes")) } else { Ok(()) }
+        if failed > 0 { Err(UpdateError::UpdateNodes { failed }) } else { Ok(()) }
     }
 
     /// `UpdateNodeStatusForNode`: this node, if flagged.

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::api::storage::v1::CSIDriver;
 
+use super::Error;
+use crate::apimachinery::errors::BoxError;
 use crate::controllers::volumeutil::{
     bound_claim_from_cache, bound_volume_from_cache, ephemeral_claim_name, volume_is_for_pod,
 };
@@ -67,20 +69,25 @@ pub struct Lookups {
 impl Lookups {
     /// `CreateVolumeSpec` then `FindAttachablePluginBySpec`: `Ok(None)` for a volume that is
     /// no claim or not attachable, an error when the claim or volume is not (yet) usable.
-    pub fn attachable(&self, pod: &Pod, volume: &Volume) -> Result<Option<VolumeSpec>, String> {
+    pub fn attachable(&self, pod: &Pod, volume: &Volume) -> Result<Option<VolumeSpec>, Error> {
         let Some(claim_name) = claim_name(pod, volume) else { return Ok(None) };
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-        let claim = bound_claim_from_cache(&self.claims, namespace, &claim_name)
-            .map_err(|e| format!("error processing PVC {namespace:?}/{claim_name:?}: {e}"))?;
+        let processing = |source: BoxError| Error::ProcessClaim {
+            namespace: namespace.to_string(),
+            claim: claim_name.clone(),
+            source,
+        };
+        let claim = bound_claim_from_cache(&self.claims, namespace, &claim_name).map_err(|e| processing(e.into()))?;
         if volume.ephemeral.is_some() && !volume_is_for_pod(pod, &claim) {
-            let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-            return Err(format!(
-                "PVC {namespace}/{claim_name} was not created for pod {namespace}/{pod_name} (pod is not owner)"
-            ));
+            return Err(Error::NotPodOwner {
+                namespace: namespace.to_string(),
+                claim: claim_name.clone(),
+                pod: pod.metadata.name.clone().unwrap_or_default(),
+            });
         }
         let pv_name = claim.spec.as_ref().and_then(|s| s.volume_name.clone()).unwrap_or_default();
         let pv = bound_volume_from_cache(&self.volumes, &pv_name, claim.metadata.uid.as_deref().unwrap_or_default())
-            .map_err(|e| format!("error processing PVC {namespace:?}/{claim_name:?}: {e}"))?;
+            .map_err(|e| processing(e.into()))?;
         Ok(self.spec_of(&pv))
     }
 

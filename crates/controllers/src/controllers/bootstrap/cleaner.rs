@@ -16,8 +16,8 @@ use crate::runtime::workqueue::WorkQueue;
 /// `api.NamespaceSystem`.
 const TOKEN_NAMESPACE: &str = "kube-system";
 
-/// `NewTokenCleaner` with `DefaultTokenCleanerOptions` (no resync).
-pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+/// `NewTokenCleaner` with `DefaultTokenCleanerOptions` (no resync). It cannot fail.
+pub fn new(context: &ControllerContext<'_>) -> Controller {
     let queue = WorkQueue::new("token_cleaner");
     let cleaner = Arc::new(TokenCleaner {
         client: context.client.clone(),
@@ -32,10 +32,10 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
         _ => {}
     });
     // One worker (`wait.UntilWithContext(ctx, tc.worker, 10*time.Second)`).
-    Ok(Controller::new().with_queue(&queue, 1, move |key: &String| cleaner.sync(key)).on_start(|| {
+    Controller::new().with_queue(&queue, 1, move |key: &String| cleaner.sync(key)).on_start(|| {
         log::info!("Starting token cleaner controller");
         Ok(())
-    }))
+    })
 }
 
 struct TokenCleaner {

@@ -22,8 +22,9 @@ const CONFIG_MAP_NAMESPACE: &str = "kube-public";
 /// `api.NamespaceSystem`: where the tokens live.
 const TOKEN_NAMESPACE: &str = "kube-system";
 
-/// `NewSigner` with `DefaultSignerOptions` (no resync).
-pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+/// `NewSigner` with `DefaultSignerOptions` (no resync). It cannot fail: its informers are
+/// the shared ones.
+pub fn new(context: &ControllerContext<'_>) -> Controller {
     let queue = WorkQueue::new("bootstrap_signer_queue");
     let signer = Arc::new(Signer {
         client: context.client.clone(),
@@ -52,7 +53,7 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
         }
     });
     // `serviceConfigMapQueue` runs in one goroutine.
-    Ok(Controller::new().with_queue(&queue, 1, move |_: &String| signer.sign_config_map()))
+    Controller::new().with_queue(&queue, 1, move |_: &String| signer.sign_config_map())
 }
 
 struct Signer {

@@ -63,13 +63,24 @@ pub fn remaining(secret: &Secret, now: Timestamp) -> Option<Duration> {
     Some(left.unsigned_abs())
 }
 
+/// Why an `expiration` is not an RFC 3339 time.
+#[derive(Debug, thiserror::Error)]
+enum ParseTimeError {
+    /// Not of the `T`-separated shape Go's layout requires.
+    #[error("parsing time {0:?} as RFC3339")]
+    Layout(String),
+    /// Of that shape, but no valid time.
+    #[error(transparent)]
+    Invalid(#[from] jiff::Error),
+}
+
 /// Go's `time.Parse(time.RFC3339, …)`: a `T` date-time with `Z` or a numeric offset.
-fn parse_rfc3339(text: &str) -> Result<Timestamp, String> {
+fn parse_rfc3339(text: &str) -> Result<Timestamp, ParseTimeError> {
     let strict = text.len() > 19 && text.as_bytes()[10] == b'T' && !text.contains('[');
     if !strict {
-        return Err(format!("parsing time {text:?} as RFC3339"));
+        return Err(ParseTimeError::Layout(text.to_string()));
     }
-    text.parse().map_err(|e: jiff::Error| e.to_string())
+    Ok(text.parse()?)
 }
 
 fn name_of(secret: &Secret) -> &str {

@@ -12,7 +12,8 @@ use k8s_openapi::api::certificates::v1::{
 };
 
 use super::{KUBE_APISERVER_CLIENT_KUBELET, approval_condition, certificate_controller, validation};
-use crate::client::{Api, Client, PostParams};
+use crate::apimachinery::errors::BoxError;
+use crate::client::{self, Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::x509::request::{CertificateRequest, parse_csr};
 
@@ -23,10 +24,33 @@ const WORKERS: usize = 5;
 #[derive(Debug, Clone, Default)]
 pub struct Config {}
 
-/// `NewCSRApprovingController`.
-pub fn new(context: &ControllerContext<'_>, _config: Config) -> Result<Controller, String> {
+/// Why a CSR could not be approved.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    /// The CSR's request does not parse.
+    #[error("unable to parse csr {name:?}: {source}")]
+    ParseCsr { name: String, source: BoxError },
+    /// The SubjectAccessReview could not be made.
+    #[error("{0}")]
+    Review(#[source] client::Error),
+    /// Writing the Approved condition failed.
+    #[error("error updating approval for csr: {0}")]
+    Approve(#[source] client::Error),
+    /// Recognized, but no review allowed it.
+    #[error("recognized csr {name:?} as [{}] but subject access review was not approved", .tried.join(" "))]
+    NotApproved { name: String, tried: Vec<&'static str> },
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `NewCSRApprovingController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, _config: Config) -> Controller {
     let approver = Arc::new(SarApprover { client: context.client.clone() });
-    Ok(certificate_controller(context, Controller::new(), WORKERS, move |csr| approver.handle(csr)))
+    certificate_controller(context, Controller::new(), WORKERS, move |csr| approver.handle(csr))
 }
 
 /// A `csrRecognizer`.
@@ -73,8 +97,8 @@ impl SarApprover {
             return Ok(());
         }
         let name = csr.metadata.name.clone().unwrap_or_default();
-        let request = parse_csr(&csr.spec.request.0)
-            .map_err(|e| SyncError::failed(format!("unable to parse csr {name:?}: {e}")))?;
+        let request =
+            parse_csr(&csr.spec.request.0).map_err(|e| Error::ParseCsr { name: name.clone(), source: e.into() })?;
         let mut tried = Vec::new();
         for recognizer in &RECOGNIZERS {
             if !(recognizer.recognize)(&csr, &request) {
@@ -94,20 +118,17 @@ impl SarApprover {
             });
             Api::<CertificateSigningRequest>::cluster(&self.client)
                 .replace_subresource::<_, CertificateSigningRequest>("approval", &name, &csr, &PostParams::default())
-                .map_err(|e| SyncError::from(e).context("error updating approval for csr"))?;
+                .map_err(Error::Approve)?;
             return Ok(());
         }
         if !tried.is_empty() {
-            return Err(SyncError::failed(format!(
-                "recognized csr {name:?} as [{}] but subject access review was not approved",
-                tried.join(" ")
-            )));
+            return Err(Error::NotApproved { name, tried }.into());
         }
         Ok(())
     }
 
     /// `sarApprover.authorize`: a SubjectAccessReview for the requester of `csr`.
-    fn authorize(&self, csr: &CertificateSigningRequest, subresource: &str) -> Result<bool, SyncError> {
+    fn authorize(&self, csr: &CertificateSigningRequest, subresource: &str) -> Result<bool, Error> {
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: csr.spec.username.clone(),
@@ -128,7 +149,7 @@ impl SarApprover {
         };
         let review = Api::<SubjectAccessReview>::cluster(&self.client)
             .create(&review, &PostParams::default())
-            .map_err(SyncError::from)?;
+            .map_err(Error::Review)?;
         Ok(review.status.is_some_and(|s| s.allowed))
     }
 }

@@ -11,11 +11,69 @@ use jiff::Timestamp;
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, RsaKeyPair};
 
+use crate::apimachinery::errors::BoxError;
 use crate::x509::certificate::{ParsedCertificate, parse_certificate};
 use crate::x509::der::{extension, integer, time, tlv};
 use crate::x509::oid::*;
 use crate::x509::request::{CertificateRequest, Name};
 use crate::x509::{pem_blocks, read, skip};
+
+/// Why a CA could not be read or could not sign.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The key PEM holds no key ring can sign with.
+    #[error("data does not contain a valid RSA or ECDSA private key")]
+    InvalidKey,
+    /// The key refused to sign.
+    #[error("failed to sign certificate")]
+    SignFailed,
+    /// The CA file does not hold exactly one certificate.
+    #[error("error reading CA cert file \"{name}\": expected 1 certificate, found {found}")]
+    CertificateCount {
+        /// The CA file.
+        name: String,
+        /// How many certificates it holds.
+        found: usize,
+    },
+    /// The CA certificate does not parse.
+    #[error("error reading CA cert file \"{name}\": malformed certificate")]
+    MalformedCertificate {
+        /// The CA file.
+        name: String,
+    },
+    /// The CA key does not parse.
+    #[error("error reading CA key file \"{name}\": {source}")]
+    Key {
+        /// The CA file (upstream names the certificate file here too).
+        name: String,
+        /// Why the key is not usable.
+        source: Box<Error>,
+    },
+    /// The request's signature is not its key's.
+    #[error("unable to verify certificate request signature: {0}")]
+    RequestSignature(#[source] BoxError),
+    /// No randomness for the serial number.
+    #[error("unable to generate a serial number for {common_name}: no randomness")]
+    Serial {
+        /// The request's subject common name.
+        common_name: String,
+    },
+    /// The CA expires before the certificate would start.
+    #[error("the signer has expired: NotAfter={}", go_time(*.not_after))]
+    SignerExpired {
+        /// The CA's NotAfter.
+        not_after: Timestamp,
+    },
+    /// The CA has expired.
+    #[error("refusing to sign a certificate that expired in the past: NotAfter={}", go_time(*.not_after))]
+    ExpiredInThePast {
+        /// The CA's NotAfter.
+        not_after: Timestamp,
+    },
+    /// Usages that are neither key usages nor extended ones.
+    #[error("unrecognized usage values: [{}]", .0.iter().map(|u| format!("{u:?}")).collect::<Vec<_>>().join(" "))]
+    UnrecognizedUsages(Vec<String>),
+}
 
 /// The CA's signing key.
 enum SigningKey {
@@ -26,7 +84,7 @@ enum SigningKey {
 
 impl SigningKey {
     /// `keyutil.ParsePrivateKeyPEM`: PKCS#1 RSA, SEC1 EC or PKCS#8 keys.
-    fn from_pem(pem: &[u8]) -> Result<SigningKey, String> {
+    fn from_pem(pem: &[u8]) -> Result<SigningKey, Error> {
         let rng = SystemRandom::new();
         for (label, der) in pem_blocks(pem) {
             let key = match label.as_str() {
@@ -40,9 +98,9 @@ impl SigningKey {
                     .or_else(|| Ed25519KeyPair::from_pkcs8_maybe_unchecked(&der).ok().map(SigningKey::Ed25519)),
                 _ => continue,
             };
-            return key.ok_or_else(|| "data does not contain a valid RSA or ECDSA private key".to_string());
+            return key.ok_or(Error::InvalidKey);
         }
-        Err("data does not contain a valid RSA or ECDSA private key".to_string())
+        Err(Error::InvalidKey)
     }
 
     /// The AlgorithmIdentifier of signatures (`x509.CreateCertificate`'s default per key type).
@@ -55,9 +113,9 @@ impl SigningKey {
         }
     }
 
-    fn sign(&self, message: &[u8]) -> Result<Vec<u8>, String> {
+    fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
         let rng = SystemRandom::new();
-        let failed = |_| "failed to sign certificate".to_string();
+        let failed = |_| Error::SignFailed;
         match self {
             SigningKey::Rsa(key) => {
                 let mut out = vec![0; key.public().modulus_len()];
@@ -109,17 +167,15 @@ pub struct CertificateAuthority {
 
 impl CertificateAuthority {
     /// `caProvider.setCA`: exactly one certificate and a private key.
-    pub fn from_pem(cert_pem: &[u8], key_pem: &[u8], name: &str) -> Result<CertificateAuthority, String> {
+    pub fn from_pem(cert_pem: &[u8], key_pem: &[u8], name: &str) -> Result<CertificateAuthority, Error> {
         let certs: Vec<_> = pem_blocks(cert_pem).into_iter().filter(|(label, _)| label == "CERTIFICATE").collect();
         if certs.len() != 1 {
-            return Err(format!(
-                "error reading CA cert file \"{name}\": expected 1 certificate, found {}",
-                certs.len()
-            ));
+            return Err(Error::CertificateCount { name: name.to_string(), found: certs.len() });
         }
-        let ParsedCertificate { raw_subject, subject_key_id, not_after, .. } = parse_certificate(&certs[0].1)
-            .ok_or_else(|| format!("error reading CA cert file \"{name}\": malformed certificate"))?;
-        let key = SigningKey::from_pem(key_pem).map_err(|e| format!("error reading CA key file \"{name}\": {e}"))?;
+        let ParsedCertificate { raw_subject, subject_key_id, not_after, .. } =
+            parse_certificate(&certs[0].1).ok_or_else(|| Error::MalformedCertificate { name: name.to_string() })?;
+        let key =
+            SigningKey::from_pem(key_pem).map_err(|e| Error::Key { name: name.to_string(), source: Box::new(e) })?;
         Ok(CertificateAuthority {
             raw_cert: cert_pem.to_vec(),
             raw_key: key_pem.to_vec(),
@@ -131,12 +187,11 @@ impl CertificateAuthority {
     }
 
     /// `CertificateAuthority.Sign` with the `PermissiveSigningPolicy`: the DER certificate.
-    pub fn sign(&self, csr: &CertificateRequest, policy: &SigningPolicy) -> Result<Vec<u8>, String> {
-        csr.check_signature().map_err(|e| format!("unable to verify certificate request signature: {e}"))?;
+    pub fn sign(&self, csr: &CertificateRequest, policy: &SigningPolicy) -> Result<Vec<u8>, Error> {
+        csr.check_signature().map_err(|e| Error::RequestSignature(e.into()))?;
         let mut serial = [0u8; 16];
-        ring::rand::SecureRandom::fill(&SystemRandom::new(), &mut serial).map_err(|_| {
-            format!("unable to generate a serial number for {}: no randomness", csr.subject.common_name)
-        })?;
+        ring::rand::SecureRandom::fill(&SystemRandom::new(), &mut serial)
+            .map_err(|_| Error::Serial { common_name: csr.subject.common_name.clone() })?;
         let (not_before, not_after) = policy.validity(self.not_after)?;
         let (key_usage, ext_key_usages) = key_usages_from_strings(&policy.usages)?;
         let subject = encode_name(&csr.subject);
@@ -206,7 +261,7 @@ pub struct SigningPolicy {
 
 impl SigningPolicy {
     /// `apply`'s NotBefore and NotAfter, and its refusals of an expired signer.
-    pub fn validity(&self, signer_not_after: Timestamp) -> Result<(Timestamp, Timestamp), String> {
+    pub fn validity(&self, signer_not_after: Timestamp) -> Result<(Timestamp, Timestamp), Error> {
         let sub = |d: Duration| self.now - jiff::SignedDuration::try_from(d).unwrap_or_default();
         let add = |d: Duration| self.now + jiff::SignedDuration::try_from(d).unwrap_or_default();
         let not_before = sub(self.backdate);
@@ -216,13 +271,10 @@ impl SigningPolicy {
             not_after = signer_not_after;
         }
         if not_before >= signer_not_after {
-            return Err(format!("the signer has expired: NotAfter={}", go_time(signer_not_after)));
+            return Err(Error::SignerExpired { not_after: signer_not_after });
         }
         if self.now >= signer_not_after {
-            return Err(format!(
-                "refusing to sign a certificate that expired in the past: NotAfter={}",
-                go_time(signer_not_after)
-            ));
+            return Err(Error::ExpiredInThePast { not_after: signer_not_after });
         }
         Ok((not_before, not_after))
     }
@@ -285,7 +337,7 @@ const EXT_KEY_USAGE_OIDS: [&[u8]; 12] = [
 ];
 
 /// `keyUsagesFromStrings`: the key usage bits and the sorted, distinct extended usages.
-pub fn key_usages_from_strings(usages: &[String]) -> Result<(u16, Vec<u8>), String> {
+pub fn key_usages_from_strings(usages: &[String]) -> Result<(u16, Vec<u8>), Error> {
     let mut key_usage = 0;
     let mut ext = Vec::new();
     let mut unrecognized = Vec::new();
@@ -295,11 +347,11 @@ pub fn key_usages_from_strings(usages: &[String]) -> Result<(u16, Vec<u8>), Stri
         } else if let Some(value) = ext_key_usage(usage) {
             ext.push(value);
         } else {
-            unrecognized.push(format!("{usage:?}"));
+            unrecognized.push(usage.clone());
         }
     }
     if !unrecognized.is_empty() {
-        return Err(format!("unrecognized usage values: [{}]", unrecognized.join(" ")));
+        return Err(Error::UnrecognizedUsages(unrecognized));
     }
     ext.sort_unstable();
     ext.dedup();
@@ -413,13 +465,16 @@ mod tests {
             policy(year, &[], now)
                 .validity(past)
                 .unwrap_err()
+                .to_string()
                 .starts_with("the signer has expired: NotAfter=2026-11-26 09:00:00 +0000 UTC")
         );
     }
 
     #[test]
     fn usages_map_as_upstream() {
-        let usages = |u: &[&str]| key_usages_from_strings(&u.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let usages = |u: &[&str]| {
+            key_usages_from_strings(&u.iter().map(|s| s.to_string()).collect::<Vec<_>>()).map_err(|e| e.to_string())
+        };
         assert_eq!(usages(&["signing", "client auth", "server auth", "client auth"]), Ok((1, vec![1, 2])));
         assert_eq!(usages(&["cert sign", "decipher only"]), Ok((0x120, vec![])));
         assert_eq!(usages(&["bogus", "other"]), Err(r#"unrecognized usage values: ["bogus" "other"]"#.to_string()));

@@ -40,14 +40,14 @@ impl Default for Config {
     }
 }
 
-/// `NewCSRCleanerController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// `NewCSRCleanerController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let cleaner = Arc::new(Cleaner {
         client: context.client.clone(),
         csrs: context.informers.informer(),
         config: config.clone(),
     });
-    Ok(Controller::new().every("csr-cleaner", config.polling_interval, move || cleaner.worker()))
+    Controller::new().every("csr-cleaner", config.polling_interval, move || cleaner.worker())
 }
 
 struct Cleaner {

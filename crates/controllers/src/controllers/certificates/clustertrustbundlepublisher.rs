@@ -101,6 +101,14 @@ pub fn bundle_name(signer_name: &str, bundle: &[u8]) -> String {
     format!("{}:{hash}", signer_name.replace('/', ":"))
 }
 
+/// Why the publisher could not start.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    /// The discovery of a ClusterTrustBundle version failed (other than a 404).
+    #[error("discovery failed for ClusterTrustBundle: {0}")]
+    Discovery(#[source] crate::client::Error),
+}
+
 /// The publisher of the version discovery chose, type-erased for the controller.
 trait Publishing: Send + Sync {
     fn sync(&self) -> Result<(), crate::client::Error>;
@@ -108,8 +116,9 @@ trait Publishing: Send + Sync {
 }
 
 /// `NewBetaClusterTrustBundlePublisher` / `NewAlphaClusterTrustBundlePublisher`, with the
-/// start function's discovery made when the controller starts.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// start function's discovery made when the controller starts. It cannot fail: the discovery's
+/// error is the start hook's.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     metrics();
     let queue = WorkQueue::new(QUEUE);
     let chosen: Arc<OnceLock<Arc<dyn Publishing>>> = Arc::new(OnceLock::new());
@@ -123,13 +132,13 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     };
     let worker = chosen.clone();
     let synced = chosen;
-    Ok(Controller::new()
+    Controller::new()
         .with_queue(&queue, 1, move |_: &String| match worker.get() {
             Some(publisher) => sync(publisher.as_ref()),
             None => Ok(()),
         })
         .wait_for(move || synced.get().is_some_and(|p| p.has_synced()))
-        .on_start(move || starter.start().map_err(Into::into)))
+        .on_start(move || starter.start().map_err(Into::into))
 }
 
 /// `syncClusterTrustBundle`, recorded in the publisher's metrics as upstream's deferred
@@ -160,7 +169,7 @@ struct Starter {
 }
 
 impl Starter {
-    fn start(self) -> Result<(), String> {
+    fn start(self) -> Result<(), Error> {
         let publisher: Arc<dyn Publishing> = if self.available(v1beta1::ClusterTrustBundle::API_VERSION)? {
             self.publisher::<v1beta1::ClusterTrustBundle>()
         } else if self.available(v1alpha1::ClusterTrustBundle::API_VERSION)? {
@@ -179,11 +188,11 @@ impl Starter {
 
     /// `clusterTrustBundlesAvailable`: whether the group-version's discovery document lists
     /// `clustertrustbundles`; a 404 means it is not served.
-    fn available(&self, group_version: &str) -> Result<bool, String> {
+    fn available(&self, group_version: &str) -> Result<bool, Error> {
         match self.client.get_json::<serde_json::Value>(&format!("/apis/{group_version}")) {
             Ok(list) => Ok(serves_bundles(&list)),
             Err(e) if e.is_not_found() => Ok(false),
-            Err(e) => Err(format!("discovery failed for ClusterTrustBundle: {e}")),
+            Err(e) => Err(Error::Discovery(e)),
         }
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::certificates::v1beta1::PodCertificateRequest;
 
-use crate::client::{Api, Client, DeleteParams, Preconditions};
+use crate::client::{self, Api, Client, DeleteParams, Preconditions};
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::{Informer, object_key};
 
@@ -31,14 +31,22 @@ impl Default for Config {
     }
 }
 
-/// `NewPCRCleanerController` + `Run`: one `wait.Until` loop over the informer's cache.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// Why a PodCertificateRequest could not be cleaned.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error("unable to delete PodCertificateRequest \"{namespace}/{name}\": {source}")]
+    Delete { namespace: String, name: String, source: client::Error },
+}
+
+/// `NewPCRCleanerController` + `Run`: one `wait.Until` loop over the informer's cache. It
+/// cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let cleaner = Arc::new(PcrCleaner {
         client: context.client.clone(),
         requests: context.informers.informer(),
         threshold: config.threshold,
     });
-    Ok(Controller::new().every("pcr-cleaner", config.polling_interval, move || cleaner.worker()))
+    Controller::new().every("pcr-cleaner", config.polling_interval, move || cleaner.worker())
 }
 
 struct PcrCleaner {
@@ -63,7 +71,7 @@ impl PcrCleaner {
 
     /// `handle`: a request old enough is deleted if it is still the same object; one already
     /// gone is fine.
-    fn handle(&self, request: &PodCertificateRequest, now: Timestamp) -> Result<(), String> {
+    fn handle(&self, request: &PodCertificateRequest, now: Timestamp) -> Result<(), Error> {
         if !is_expired(request, self.threshold, now) {
             return Ok(());
         }
@@ -78,7 +86,7 @@ impl PcrCleaner {
             Ok(_) => Ok(()),
             // Someone else deleted it already.
             Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(format!("unable to delete PodCertificateRequest \"{namespace}/{name}\": {e}")),
+            Err(source) => Err(Error::Delete { namespace: namespace.to_string(), name: name.to_string(), source }),
         }
     }
 }

@@ -15,12 +15,13 @@ use k8s_openapi::api::certificates::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use parking_lot::Mutex;
 
-use super::authority::{CertificateAuthority, SigningPolicy};
+use super::authority::{self, CertificateAuthority, SigningPolicy};
 use super::{
     KUBE_APISERVER_CLIENT, KUBE_APISERVER_CLIENT_KUBELET, KUBELET_SERVING, LEGACY_UNKNOWN, certificate_controller,
     has_true_condition, is_approved, validation,
 };
-use crate::client::{Api, Client, PostParams};
+use crate::apimachinery::errors::BoxError;
+use crate::client::{self, Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::x509::request::{CertificateRequest, parse_csr};
 
@@ -32,6 +33,61 @@ const SHORT: Duration = Duration::from_secs(8 * 3600);
 const MIN_DURATION: Duration = Duration::from_secs(10 * 60);
 /// Workers per signer (upstream's `Run(ctx, 5)`).
 const WORKERS: usize = 5;
+
+/// Why a signer could not start, or could not sign a CSR.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A signer's CA could not be loaded.
+    #[error("failed to start {signer_name} certificate controller: {source}")]
+    Start {
+        /// The signer whose CA failed.
+        signer_name: &'static str,
+        /// Why.
+        source: Box<Error>,
+    },
+    /// The CA certificate file cannot be read.
+    #[error("error reading CA cert file \"{file}\": {source}")]
+    ReadCert {
+        /// The file.
+        file: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The CA key file cannot be read.
+    #[error("error reading CA key file \"{file}\": {source}")]
+    ReadKey {
+        /// The file.
+        file: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The CA's content is not usable.
+    #[error("{0}")]
+    Authority(#[from] authority::Error),
+    /// The CSR's request does not parse.
+    #[error("unable to parse csr {name:?}: {source}")]
+    ParseCsr {
+        /// The CSR.
+        name: String,
+        /// Why.
+        source: BoxError,
+    },
+    /// Writing the `Failed` condition of a CSR the signer's rules refuse failed.
+    #[error("error adding failure condition for csr: {0}")]
+    AddFailureCondition(#[source] client::Error),
+    /// The CA could not sign.
+    #[error("error auto signing csr: {0}")]
+    Sign(#[source] authority::Error),
+    /// Writing the certificate failed.
+    #[error("error updating signature for csr: {0}")]
+    UpdateSignature(#[source] client::Error),
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
 
 /// One signer's CA files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +124,7 @@ pub fn signers_from_files(cluster: (&str, &str), per_signer: [(&str, &str); 4]) 
 }
 
 /// `startCertificateSigningRequestSigningController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, Error> {
     if config.signers.is_empty() {
         return Ok(Controller::disabled("Skipping CSR signer controller because no csr cert/key was specified"));
     }
@@ -76,7 +132,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     for ca in config.signers {
         let signer = Arc::new(
             Signer::new(context.client.clone(), &ca, config.duration)
-                .map_err(|e| format!("failed to start {} certificate controller: {e}", ca.signer_name))?,
+                .map_err(|e| Error::Start { signer_name: ca.signer_name, source: Box::new(e) })?,
         );
         controller = certificate_controller(context, controller, WORKERS, move |csr| signer.handle(csr));
     }
@@ -90,14 +146,14 @@ struct CaProvider {
 }
 
 impl CaProvider {
-    fn new(files: &SignerCa) -> Result<CaProvider, String> {
+    fn new(files: &SignerCa) -> Result<CaProvider, Error> {
         let (cert, key) = read_files(files)?;
         let ca = CertificateAuthority::from_pem(&cert, &key, &files.cert_file)?;
         Ok(CaProvider { files: files.clone(), current: Mutex::new(Arc::new(ca)) })
     }
 
     /// `currentCA`: unreadable files keep the last good CA (the dynamic loader keeps its content).
-    fn current(&self) -> Result<Arc<CertificateAuthority>, String> {
+    fn current(&self) -> Result<Arc<CertificateAuthority>, authority::Error> {
         let current = self.current.lock().clone();
         let Ok((cert, key)) = read_files(&self.files) else { return Ok(current) };
         if cert == current.raw_cert && key == current.raw_key {
@@ -110,11 +166,11 @@ impl CaProvider {
     }
 }
 
-fn read_files(files: &SignerCa) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let cert = std::fs::read(&files.cert_file)
-        .map_err(|e| format!("error reading CA cert file \"{}\": {e}", files.cert_file))?;
+fn read_files(files: &SignerCa) -> Result<(Vec<u8>, Vec<u8>), Error> {
+    let cert =
+        std::fs::read(&files.cert_file).map_err(|source| Error::ReadCert { file: files.cert_file.clone(), source })?;
     let key =
-        std::fs::read(&files.key_file).map_err(|e| format!("error reading CA key file \"{}\": {e}", files.key_file))?;
+        std::fs::read(&files.key_file).map_err(|source| Error::ReadKey { file: files.key_file.clone(), source })?;
     Ok((cert, key))
 }
 
@@ -128,7 +184,7 @@ struct Signer {
 }
 
 impl Signer {
-    fn new(client: Client, files: &SignerCa, cert_ttl: Duration) -> Result<Signer, String> {
+    fn new(client: Client, files: &SignerCa, cert_ttl: Duration) -> Result<Signer, Error> {
         Ok(Signer { client, ca: CaProvider::new(files)?, cert_ttl, signer_name: files.signer_name })
     }
 
@@ -138,31 +194,28 @@ impl Signer {
             return Ok(());
         }
         let name = csr.metadata.name.clone().unwrap_or_default();
-        let request = parse_csr(&csr.spec.request.0)
-            .map_err(|e| SyncError::failed(format!("unable to parse csr {name:?}: {e}")))?;
+        let request =
+            parse_csr(&csr.spec.request.0).map_err(|e| Error::ParseCsr { name: name.clone(), source: e.into() })?;
         let usages = csr.spec.usages.clone().unwrap_or_default();
         let api = Api::<CertificateSigningRequest>::cluster(&self.client);
-        if let Err(message) = validate(self.signer_name, &request, &usages) {
+        if let Err(invalid) = validate(self.signer_name, &request, &usages) {
             let status = csr.status.get_or_insert_with(CertificateSigningRequestStatus::default);
             status.conditions.get_or_insert_with(Vec::new).push(CertificateSigningRequestCondition {
                 type_: "Failed".to_string(),
                 status: "True".to_string(),
                 reason: Some("SignerValidationFailure".to_string()),
-                message: Some(message),
+                message: Some(invalid.to_string()),
                 last_update_time: Some(Time(Timestamp::now())),
                 ..Default::default()
             });
-            api.replace_status(&name, &csr, &PostParams::default())
-                .map_err(|e| SyncError::from(e).context("error adding failure condition for csr"))?;
+            api.replace_status(&name, &csr, &PostParams::default()).map_err(Error::AddFailureCondition)?;
             return Ok(());
         }
-        let certificate = self
-            .sign(&request, &usages, csr.spec.expiration_seconds, Timestamp::now())
-            .map_err(|e| SyncError::failed(format!("error auto signing csr: {e}")))?;
+        let certificate =
+            self.sign(&request, &usages, csr.spec.expiration_seconds, Timestamp::now()).map_err(Error::Sign)?;
         csr.status.get_or_insert_with(CertificateSigningRequestStatus::default).certificate =
             Some(ByteString(certificate.into_bytes()));
-        api.replace_status(&name, &csr, &PostParams::default())
-            .map_err(|e| SyncError::from(e).context("error updating signature for csr"))?;
+        api.replace_status(&name, &csr, &PostParams::default()).map_err(Error::UpdateSignature)?;
         Ok(())
     }
 
@@ -173,7 +226,7 @@ impl Signer {
         usages: &[String],
         expiration: Option<i32>,
         now: Timestamp,
-    ) -> Result<String, String> {
+    ) -> Result<String, authority::Error> {
         let ca = self.ca.current()?;
         let policy = SigningPolicy {
             ttl: duration(self.cert_ttl, expiration),
@@ -188,7 +241,7 @@ impl Signer {
 }
 
 /// `getCSRVerificationFuncForSignerName` applied: the signer's rules for the request.
-pub fn validate(signer_name: &str, request: &CertificateRequest, usages: &[String]) -> Result<(), String> {
+pub fn validate(signer_name: &str, request: &CertificateRequest, usages: &[String]) -> Result<(), validation::Error> {
     match signer_name {
         KUBELET_SERVING => validation::kubelet_serving(request, usages),
         KUBE_APISERVER_CLIENT_KUBELET => validation::kubelet_client(request, usages),
@@ -246,7 +299,7 @@ mod tests {
         std::fs::remove_file(&files.cert_file).unwrap();
         assert!(Arc::ptr_eq(&second, &provider.current().unwrap()), "unreadable files keep the last CA");
         let _ = std::fs::remove_file(&files.key_file);
-        let missing = CaProvider::new(&files).err().unwrap();
+        let missing = CaProvider::new(&files).err().unwrap().to_string();
         assert!(missing.starts_with("error reading CA cert file"), "{missing}");
     }
 

@@ -16,8 +16,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
 use crate::apimachinery::cron::{load_location, parse_standard};
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::strconv::quote;
-use crate::client::{Api, Client, DeleteParams, PostParams, PropagationPolicy};
+use crate::client::{self, Api, Client, DeleteParams, PostParams, PropagationPolicy};
 use crate::controllers::jobutil::{finished_condition, is_succeeded};
 use crate::metrics::{HistogramVec, exponential_buckets};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
@@ -38,8 +39,28 @@ pub struct Config {
     pub workers: usize,
 }
 
-/// `NewControllerV2`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// Why a CronJob's sync failed.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    /// A request failed: reading the CronJob or a Job, creating a Job, writing the status.
+    #[error("{0}")]
+    Api(#[from] client::Error),
+    /// A running Job could not be deleted for `concurrencyPolicy: Replace`.
+    #[error("could not replace job {namespace}/{name}")]
+    ReplaceJob { namespace: String, name: String },
+    /// The Job could not be made from the template (its `timeZone` does not load).
+    #[error("{0}")]
+    JobTemplate(#[source] BoxError),
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `NewControllerV2`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("cronjob");
     creation_skew().ensure(&[]);
     let controller = Arc::new(CronJobController {
@@ -53,7 +74,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     controller.jobs.add_handler(move |event: &Event<Job>| handler.on_job_event(event));
     let handler = controller.clone();
     controller.cron_jobs.add_handler(move |event: &Event<CronJob>| handler.on_cron_job_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process(key))
 }
 
 /// Upstream's `ControllerV2`.
@@ -85,7 +106,7 @@ fn creation_skew() -> &'static HistogramVec {
 struct SyncOutcome {
     requeue_after: Option<Duration>,
     update_status: bool,
-    error: Option<SyncError>,
+    error: Option<Error>,
 }
 
 impl CronJobController {
@@ -180,7 +201,7 @@ impl CronJobController {
     }
 
     /// `sync`: clean up finished Jobs beyond the limits, reconcile, write the status once.
-    fn sync(&self, key: &str) -> Result<Option<Duration>, SyncError> {
+    fn sync(&self, key: &str) -> Result<Option<Duration>, Error> {
         let Some(cached) = self.cron_jobs.get_newest(key) else {
             log::debug!("CronJob not found, may be it is deleted cronjob={key}");
             return Ok(None);
@@ -200,7 +221,7 @@ impl CronJobController {
                     "Unable to update status for cronjob cronjob={key} resourceVersion={} err={e}",
                     cached.metadata.resource_version.as_deref().unwrap_or_default()
                 );
-                SyncError::from(e)
+                Error::from(e)
             })?;
             self.cron_jobs.mutation(written);
         }
@@ -244,7 +265,7 @@ impl CronJobController {
                 let (namespace, name) = (namespace_of(&cron_job.metadata), name_of(&cron_job.metadata));
                 let read = match Api::<CronJob>::namespaced(&self.client, namespace).get(name) {
                     Ok(read) => read,
-                    Err(e) => outcome!(None, Some(SyncError::from(e))),
+                    Err(e) => outcome!(None, Some(Error::from(e))),
                 };
                 if in_active_list(&read, uid) {
                     fresh = Some(read);
@@ -299,7 +320,7 @@ impl CronJobController {
                     update_status = true;
                 }
                 Ok(Some(_)) => {}
-                Err(e) => outcome!(None, Some(SyncError::from(e))),
+                Err(e) => outcome!(None, Some(Error::from(e))),
             }
         }
 
@@ -382,11 +403,12 @@ impl CronJobController {
                     Err(e) => {
                         let message = format!("Get job: {}", e.message());
                         self.recorder.event_for(cron_job, EventType::Warning, "FailedGet", &message);
-                        outcome!(None, Some(SyncError::from(e)));
+                        outcome!(None, Some(Error::from(e)));
                     }
                 };
                 if !self.delete_job(cron_job, &job) {
-                    outcome!(None, Some(SyncError::failed(format!("could not replace job {namespace}/{name}"))));
+                    let (namespace, name) = (namespace.to_string(), name.to_string());
+                    outcome!(None, Some(Error::ReplaceJob { namespace, name }));
                 }
                 update_status = true;
             }
@@ -396,19 +418,19 @@ impl CronJobController {
             Ok(request) => request,
             Err(error) => {
                 log::error!("Unable to make Job from template cronjob={key}: {error}");
-                outcome!(None, Some(SyncError::failed(error)));
+                outcome!(None, Some(error));
             }
         };
         let namespace = namespace_of(&cron_job.metadata).to_string();
         let jobs_api = Api::<Job>::namespaced(&self.client, &namespace);
         let (created, already_existed) = match jobs_api.create(&request, &PostParams::default()) {
             Ok(created) => (created, false),
-            Err(e) if e.has_status_cause("NamespaceTerminating") => outcome!(None, Some(SyncError::from(e))),
+            Err(e) if e.has_status_cause("NamespaceTerminating") => outcome!(None, Some(Error::from(e))),
             Err(e) if e.is_already_exists() => {
                 // Created before (the status update may have failed), or by someone else.
                 let existing = match jobs_api.get(&job_name) {
                     Ok(existing) => existing,
-                    Err(e) => outcome!(None, Some(SyncError::from(e))),
+                    Err(e) => outcome!(None, Some(Error::from(e))),
                 };
                 let ours =
                     controller_of(&existing.metadata).is_some_and(|r| Some(&r.uid) == cron_job.metadata.uid.as_ref());
@@ -420,7 +442,7 @@ impl CronJobController {
             Err(e) => {
                 let message = format!("Error creating job: {}", e.message());
                 self.recorder.event_for(cron_job, EventType::Warning, "FailedCreate", &message);
-                outcome!(None, Some(SyncError::from(e)));
+                outcome!(None, Some(Error::from(e)));
             }
         };
         if already_existed {
@@ -574,11 +596,12 @@ fn format_schedule(cron_job: &CronJob, recorder: Option<&EventRecorder>) -> Stri
 /// `getJobFromTemplate2`: the template's labels and annotations (with the scheduled time, in
 /// the CronJob's zone, as RFC 3339: the `CronJobsScheduledAnnotation` gate is GA and locked on
 /// in v1.33), the CronJob as controller, the template's spec.
-fn job_from_template(cron_job: &CronJob, scheduled: Timestamp) -> Result<Job, String> {
+fn job_from_template(cron_job: &CronJob, scheduled: Timestamp) -> Result<Job, Error> {
     let template = cron_job.spec.job_template.clone();
     let template_meta = template.metadata.unwrap_or_default();
     let mut annotations = template_meta.annotations.unwrap_or_default();
-    let zone = load_location(cron_job.spec.time_zone.as_deref().unwrap_or_default())?;
+    let zone = load_location(cron_job.spec.time_zone.as_deref().unwrap_or_default())
+        .map_err(|e| Error::JobTemplate(e.into()))?;
     annotations.insert(SCHEDULED_TIMESTAMP_ANNOTATION.to_string(), rfc3339_in(scheduled, &zone));
     let labels = template_meta.labels.unwrap_or_default();
     Ok(Job {

@@ -16,6 +16,14 @@ const NEXT_SCHEDULE_DELTA: SignedDuration = SignedDuration::from_millis(100);
 /// More missed start times than this get `TooManyMissedTimes`.
 const MANY_MISSED: i64 = 100;
 
+/// Why a schedule has no next time to run at.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum ScheduleError {
+    /// The schedule is valid grammar but names no time (`59 23 31 2 *`).
+    #[error("time difference between two schedules is less than 1 second")]
+    TooClose,
+}
+
 /// `missedSchedulesType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Missed {
@@ -33,7 +41,7 @@ pub(super) struct MostRecent {
     pub most_recent: Option<Timestamp>,
     pub missed: Missed,
     /// The schedule is valid grammar but names no time (`59 23 31 2 *`).
-    pub error: Option<String>,
+    pub error: Option<ScheduleError>,
 }
 
 /// Go's zero `time.Time`, for a CronJob without a creation time.
@@ -60,12 +68,7 @@ pub(super) fn most_recent_schedule_time(
     {
         earliest = scheduling_deadline;
     }
-    let none = |missed, error: Option<&str>| MostRecent {
-        earliest,
-        most_recent: None,
-        missed,
-        error: error.map(str::to_string),
-    };
+    let none = |missed, error: Option<ScheduleError>| MostRecent { earliest, most_recent: None, missed, error };
     let t1 = schedule.next(earliest);
     let t2 = t1.and_then(|t| schedule.next(t));
     if t1.is_some_and(|t1| now < t1) {
@@ -75,11 +78,11 @@ pub(super) fn most_recent_schedule_time(
         return MostRecent { earliest, most_recent: t1, missed: Missed::None, error: None };
     }
     let (Some(t1), Some(t2)) = (t1, t2) else {
-        return none(Missed::None, Some("time difference between two schedules is less than 1 second"));
+        return none(Missed::None, Some(ScheduleError::TooClose));
     };
     let between = t2.duration_since(t1).as_secs_f64().round() as i64;
     if between < 1 {
-        return none(Missed::None, Some("time difference between two schedules is less than 1 second"));
+        return none(Missed::None, Some(ScheduleError::TooClose));
     }
     let elapsed = now.duration_since(t1).as_secs();
     let missed_count = elapsed / between + 1;
@@ -128,7 +131,7 @@ pub(super) fn next_schedule_time(
     now: Timestamp,
     schedule: &Schedule,
     recorder: &EventRecorder,
-) -> Result<Option<Timestamp>, String> {
+) -> Result<Option<Timestamp>, ScheduleError> {
     let found = most_recent_schedule_time(cron_job, now, schedule, true);
     let Some(most_recent) = found.most_recent.filter(|t| *t <= now) else {
         return found.error.map_or(Ok(None), Err);

@@ -34,15 +34,18 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::{is_pod_available, is_pod_ready, phase};
 use crate::apimachinery::schema::GroupResource;
-use crate::client::Client;
+use crate::client::{self, Client};
 use crate::controllers::history::CONTROLLER_REVISION_HASH_LABEL;
 use crate::controllers::nodeutil::add_node_name_index;
 use crate::metrics::{CounterVec, global};
-use crate::runtime::consistency::{ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips};
-use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
+use crate::runtime::consistency::{
+    ConsistencyError, ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips,
+};
+use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::{
     ControllerRefManager, claim_candidate, controller_ref, recheck_deletion_timestamp,
 };
@@ -109,9 +112,109 @@ fn consistency(context: &ControllerContext<'_>, config: &Config) -> ControllerCo
     ControllerConsistency::new(config.stale_controller_consistency, informers, stale_sync_skips_total())
 }
 
+/// Why a DaemonSet's sync failed, with the context upstream's `fmt.Errorf` gives it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The informers have not yet seen the controller's last writes for the DaemonSet.
+    #[error("{0}")]
+    Consistency(#[from] ConsistencyError),
+    /// A request failed.
+    #[error("{0}")]
+    Api(#[from] client::Error),
+    /// The DaemonSet's selector is not valid.
+    #[error("{0}")]
+    Selector(#[source] BoxError),
+    /// Adopting or releasing pods or revisions failed.
+    #[error("{0}")]
+    Claim(#[source] BoxError),
+    /// `constructHistory` failed.
+    #[error("failed to construct revisions of DaemonSet: {0}")]
+    ConstructHistory(#[source] Box<Error>),
+    /// `cleanupHistory` failed.
+    #[error("failed to clean up revisions of DaemonSet: {0}")]
+    CleanupHistory(#[source] Box<Error>),
+    /// The DaemonSet's pods could not be told by node.
+    #[error("couldn't get node to daemon pod mapping for daemon set {name:?}: {source}")]
+    NodePodMapping {
+        /// The DaemonSet's name.
+        name: String,
+        /// Why.
+        source: Box<Error>,
+    },
+    /// The status could not be written.
+    #[error("error storing status for daemon set {key}: {source}")]
+    StoreStatus {
+        /// The DaemonSet's key.
+        key: String,
+        /// The API error.
+        source: client::Error,
+    },
+    /// The pod template has no labels.
+    #[error("unable to create pods, no labels")]
+    NoLabels,
+    /// Another writer moved `status.collisionCount` since the DaemonSet was read.
+    #[error(
+        "found a stale collision count ({}, expected {}) of DaemonSet {name:?} while processing; will retry until it is updated",
+        show_count(*.ours),
+        show_count(*.theirs)
+    )]
+    StaleCollisionCount {
+        /// The count the sync read.
+        ours: Option<i32>,
+        /// The count the server holds.
+        theirs: Option<i32>,
+        /// The DaemonSet's name.
+        name: String,
+    },
+    /// `maxSurge` or `maxUnavailable` does not scale.
+    #[error("{0}")]
+    ScaledValue(#[source] BoxError),
+    /// `maxUnavailable` is not valid.
+    #[error("invalid value for MaxUnavailable: {0}")]
+    InvalidMaxUnavailable(#[source] Box<Error>),
+    /// `maxSurge` is not valid.
+    #[error("invalid value for MaxSurge: {0}")]
+    InvalidMaxSurge(#[source] Box<Error>),
+    /// The rolling update's limits could not be computed.
+    #[error("couldn't get unavailable numbers: {0}")]
+    UnavailableNumbers(#[source] Box<Error>),
+    /// A node of the DaemonSet's pods is not in the cache.
+    #[error("couldn't get node for nodeName {name:?}: not found")]
+    NodeNotFound {
+        /// The node's name.
+        name: String,
+    },
+    /// The deprecated template generation annotation is not a number.
+    #[error("invalid template generation {value:?}: {source}")]
+    TemplateGeneration {
+        /// The annotation's value.
+        value: String,
+        /// Why it does not parse.
+        source: std::num::ParseIntError,
+    },
+}
+
+/// Go's `%d` of an `*int32`: the number, or `<nil>`.
+fn show_count(count: Option<i32>) -> String {
+    count.map_or("<nil>".to_string(), |c| c.to_string())
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+impl Error {
+    /// `couldn't get node to daemon pod mapping for daemon set …` around `self`.
+    fn node_pod_mapping(self, ds: &DaemonSet) -> Error {
+        Error::NodePodMapping { name: name_of(&ds.metadata).to_string(), source: Box::new(self) }
+    }
+}
+
 /// `NewDaemonSetsController` + `Run`: the DaemonSet and node-update queues, `workers` workers
-/// each, and the failed-pod backoff's collection every minute.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// each, and the failed-pod backoff's collection every minute. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("daemonset");
     let node_queue = WorkQueue::new("daemonset-node-updates");
     let pods = context.informers.informer::<Pod>();
@@ -139,12 +242,12 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let handler = controller.clone();
     controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event));
     let (worker, node_worker, collector) = (controller.clone(), controller.clone(), controller);
-    Ok(Controller::new()
-        .with_queue(&queue, config.workers, move |key: &String| worker.sync_daemon_set(key))
+    Controller::new()
+        .with_queue(&queue, config.workers, move |key: &String| Ok(worker.sync_daemon_set(key)?))
         .with_queue(&node_queue, config.workers, move |node: &String| node_worker.sync_node_update(node))
         .every("daemonset-failed-pods-backoff-gc", BACKOFF_GC_INTERVAL, move || {
             collector.failed_pods_backoff.gc(Instant::now())
-        }))
+        })
 }
 
 /// Upstream's `DaemonSetsController`.
@@ -180,10 +283,10 @@ fn namespace_of(meta: &ObjectMeta) -> &str {
 }
 
 /// The DaemonSet's selector; `None` when it has none (selects nothing).
-fn selector_of(ds: &DaemonSet) -> Result<Selector, String> {
+fn selector_of(ds: &DaemonSet) -> Result<Selector, Error> {
     match spec(ds).selector.match_labels.is_none() && spec(ds).selector.match_expressions.is_none() {
         true => Ok(Selector::nothing()),
-        false => Selector::from_label_selector(&spec(ds).selector),
+        false => Selector::from_label_selector(&spec(ds).selector).map_err(|e| Error::Selector(e.into())),
     }
 }
 
@@ -207,14 +310,14 @@ fn failed_pods_backoff_key(ds: &DaemonSet, node: &str) -> String {
 
 impl DaemonSetsController {
     /// `syncDaemonSet`.
-    fn sync_daemon_set(&self, key: &str) -> SyncResult {
+    fn sync_daemon_set(&self, key: &str) -> Result<(), Error> {
         let started = Instant::now();
         let result = self.sync(key);
         log::debug!("Finished syncing daemon set daemonset={key} time={:?}", started.elapsed());
         result
     }
 
-    fn sync(&self, key: &str) -> SyncResult {
+    fn sync(&self, key: &str) -> Result<(), Error> {
         // Until the informers have seen our last writes for it, what they hold may make us
         // create pods again; the error requeues the key rate-limited.
         self.consistency.ensure_ready(key)?;
@@ -235,8 +338,7 @@ impl DaemonSetsController {
         if ds.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
-        let (current, old) =
-            self.construct_history(&ds).map_err(|e| e.context("failed to construct revisions of DaemonSet"))?;
+        let (current, old) = self.construct_history(&ds).map_err(|e| Error::ConstructHistory(Box::new(e)))?;
         let hash = hash_label(current.metadata.labels.as_ref()).to_string();
         if !self.expectations.satisfied(key) {
             // Only the status; the generation was not processed.
@@ -262,17 +364,17 @@ impl DaemonSetsController {
         hash: &str,
         key: &str,
         old: &[Arc<ControllerRevision>],
-    ) -> SyncResult {
+    ) -> Result<(), Error> {
         self.manage(ds, nodes, hash)?;
         if self.expectations.satisfied(key) && util::strategy_type(ds) == "RollingUpdate" {
             self.rolling_update(ds, nodes, hash)?;
         }
-        self.cleanup_history(ds, old).map_err(|e| e.context("failed to clean up revisions of DaemonSet"))
+        self.cleanup_history(ds, old).map_err(|e| Error::CleanupHistory(Box::new(e)))
     }
 
     /// `getDaemonPods`: the pods the DaemonSet owns after adopting and releasing.
-    fn daemon_pods(&self, ds: &DaemonSet) -> Result<Vec<Arc<Pod>>, SyncError> {
-        let selector = selector_of(ds).map_err(SyncError::Failed)?;
+    fn daemon_pods(&self, ds: &DaemonSet) -> Result<Vec<Arc<Pod>>, Error> {
+        let selector = selector_of(ds)?;
         let owner_uid = ds.metadata.uid.as_ref();
         let candidates = self
             .pods
@@ -292,7 +394,7 @@ impl DaemonSetsController {
         selector: &Selector,
         objects: Vec<Arc<K>>,
         on_write: Option<&dyn Fn(&ObjectMeta)>,
-    ) -> Result<Vec<Arc<K>>, SyncError>
+    ) -> Result<Vec<Arc<K>>, Error>
     where
         K: k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope>
             + k8s_openapi::Metadata<Ty = ObjectMeta>
@@ -309,12 +411,12 @@ impl DaemonSetsController {
             finalizers: &[],
             on_write,
         };
-        manager.claim::<K, _>(objects).map_err(SyncError::Failed)
+        manager.claim::<K, _>(objects).map_err(|e| Error::Claim(e.into()))
     }
 
     /// `getNodesToDaemonPods`: the claimed pods by node; terminal pods being deleted are left
     /// out unless `include_deleted_terminal`.
-    fn nodes_to_daemon_pods(&self, ds: &DaemonSet, include_deleted_terminal: bool) -> Result<NodePods, SyncError> {
+    fn nodes_to_daemon_pods(&self, ds: &DaemonSet, include_deleted_terminal: bool) -> Result<NodePods, Error> {
         let mut result = NodePods::new();
         for pod in self.daemon_pods(ds)? {
             if !include_deleted_terminal && is_terminal(&pod) && pod.metadata.deletion_timestamp.is_some() {
@@ -330,10 +432,8 @@ impl DaemonSetsController {
     }
 
     /// `manage`: pods created where missing, deleted where not wanted.
-    fn manage(&self, ds: &DaemonSet, nodes: &[Arc<Node>], hash: &str) -> SyncResult {
-        let node_pods = self.nodes_to_daemon_pods(ds, false).map_err(|e| {
-            e.context(format!("couldn't get node to daemon pod mapping for daemon set {:?}", name_of(&ds.metadata)))
-        })?;
+    fn manage(&self, ds: &DaemonSet, nodes: &[Arc<Node>], hash: &str) -> Result<(), Error> {
+        let node_pods = self.nodes_to_daemon_pods(ds, false).map_err(|e| e.node_pod_mapping(ds))?;
         let mut needing = Vec::new();
         let mut to_delete = Vec::new();
         for node in nodes {
@@ -475,5 +575,25 @@ mod tests {
                     skipped due to a stale watch cache.\n# TYPE daemonset_controller_stale_sync_skips_total counter\n";
         assert!(text.contains(help), "{text}");
         assert!(text.contains("daemonset_controller_stale_sync_skips_total{group=\"apps\",resource=\"daemonsets\"} "));
+    }
+
+    /// A 409 Conflict as the API server answers an update of a stale object.
+    fn conflict() -> crate::client::Error {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
+        crate::client::ApiError::from_response(409, body, None).into()
+    }
+
+    /// A conflict deep in a sync keeps its kind through the contexts upstream adds.
+    #[test]
+    fn a_conflict_keeps_its_kind_through_the_contexts() {
+        let mapping = Error::NodePodMapping { name: "ds".into(), source: Box::new(Error::Api(conflict())) };
+        let error = Error::CleanupHistory(Box::new(mapping));
+        let SyncError::Conflict(message) = SyncError::from(error) else { panic!("a conflict") };
+        assert!(
+            message.starts_with(
+                "failed to clean up revisions of DaemonSet: couldn't get node to daemon pod mapping for daemon set \"ds\": "
+            ),
+            "{message}"
+        );
     }
 }

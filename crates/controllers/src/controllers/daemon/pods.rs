@@ -8,9 +8,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::util::{create_pod_template, replace_node_name_affinity, spec, template_generation};
-use super::{BURST_REPLICAS, DaemonSetsController, name_of, namespace_of};
+use super::{BURST_REPLICAS, DaemonSetsController, Error, name_of, namespace_of};
 use crate::client::{Api, DeleteParams, PostParams};
-use crate::runtime::controller::{SyncError, SyncResult};
 use crate::runtime::controller_ref::controller_ref;
 use crate::runtime::events::EventType;
 use crate::runtime::informer::object_key;
@@ -25,7 +24,7 @@ impl DaemonSetsController {
         to_delete: &[String],
         needing: &[String],
         hash: &str,
-    ) -> SyncResult {
+    ) -> Result<(), Error> {
         let key = object_key(&ds.metadata);
         let namespace = namespace_of(&ds.metadata);
         let create_count = needing.len().min(BURST_REPLICAS);
@@ -60,7 +59,7 @@ impl DaemonSetsController {
             "Pods to delete for daemon set, deleting daemonset={key} toDeleteCount={to_delete:?} deleteCount={delete_count}"
         );
         let deletions = self.write_threads.map(doomed, |name| self.delete_pod(ds, &key, name));
-        let delete_errors: Vec<SyncError> = deletions.into_iter().filter_map(Result::err).collect();
+        let delete_errors: Vec<Error> = deletions.into_iter().filter_map(Result::err).collect();
         match create_error.into_iter().chain(delete_errors).next() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -75,7 +74,7 @@ impl DaemonSetsController {
         ds: &DaemonSet,
         template: &k8s_openapi::api::core::v1::PodTemplateSpec,
         node: &str,
-    ) -> SyncResult {
+    ) -> Result<(), Error> {
         let mut template = template.clone();
         let pod_spec = template.spec.get_or_insert_with(Default::default);
         pod_spec.affinity = Some(replace_node_name_affinity(pod_spec.affinity.take(), node));
@@ -94,7 +93,7 @@ impl DaemonSetsController {
             status: None,
         };
         if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            return Err(SyncError::Failed("unable to create pods, no labels".into()));
+            return Err(Error::NoLabels);
         }
         match Api::<Pod>::namespaced(&self.client, namespace_of(&ds.metadata)).create(&pod, &PostParams::default()) {
             Ok(created) => {
@@ -107,14 +106,14 @@ impl DaemonSetsController {
             Err(e) => {
                 let message = format!("Error creating: {}", e.message());
                 self.recorder.event_for(ds, EventType::Warning, "FailedCreate", &message);
-                Err(SyncError::from(e))
+                Err(Error::Api(e))
             }
         }
     }
 
     /// `DeletePod`, recording `SuccessfulDelete` or `FailedDelete`; a failure (or a pod gone)
     /// lowers the expectations, and only a failure is an error.
-    pub(super) fn delete_pod(&self, ds: &DaemonSet, key: &str, name: &str) -> SyncResult {
+    pub(super) fn delete_pod(&self, ds: &DaemonSet, key: &str, name: &str) -> Result<(), Error> {
         let namespace = namespace_of(&ds.metadata);
         match Api::<Pod>::namespaced(&self.client, namespace).delete(name, &DeleteParams::default()) {
             Ok(_) => {
@@ -129,7 +128,7 @@ impl DaemonSetsController {
                 log::info!("Failed deletion, decremented expectations for daemon set daemonset={key}");
                 let message = format!("Error deleting: {}", e.message());
                 self.recorder.event_for(ds, EventType::Warning, "FailedDelete", &message);
-                Err(SyncError::from(e))
+                Err(Error::Api(e))
             }
         }
     }

@@ -16,11 +16,10 @@ use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use serde_json::{Value, json};
 
 use super::util::spec;
-use super::{DaemonSetsController, hash_label, name_of, namespace_of, selector_of};
+use super::{DaemonSetsController, Error, hash_label, name_of, namespace_of, selector_of};
 use crate::client::{Api, DeleteParams, Patch, PostParams};
 use crate::controllers::history::{CONTROLLER_REVISION_HASH_LABEL, template_patch};
 use crate::controllers::podutil::template_hash::compute_hash;
-use crate::runtime::controller::SyncError;
 use crate::runtime::controller_ref::controller_ref;
 
 /// `Match`: the revision holds the DaemonSet's current template.
@@ -61,7 +60,7 @@ impl DaemonSetsController {
     pub(super) fn construct_history(
         &self,
         ds: &DaemonSet,
-    ) -> Result<(Arc<ControllerRevision>, Vec<Arc<ControllerRevision>>), SyncError> {
+    ) -> Result<(Arc<ControllerRevision>, Vec<Arc<ControllerRevision>>), Error> {
         let api = Api::<ControllerRevision>::namespaced(&self.client, namespace_of(&ds.metadata));
         let patch = template_patch(&spec(ds).template);
         let mut current = Vec::new();
@@ -97,8 +96,8 @@ impl DaemonSetsController {
     }
 
     /// `controlledHistories`: the namespace's revisions the DaemonSet owns after claiming.
-    fn controlled_histories(&self, ds: &DaemonSet) -> Result<Vec<Arc<ControllerRevision>>, SyncError> {
-        let selector = selector_of(ds).map_err(SyncError::Failed)?;
+    fn controlled_histories(&self, ds: &DaemonSet) -> Result<Vec<Arc<ControllerRevision>>, Error> {
+        let selector = selector_of(ds)?;
         let revisions = self.revisions.store().list_namespace(namespace_of(&ds.metadata));
         self.claim::<ControllerRevision>(ds, &selector, revisions, None)
     }
@@ -109,7 +108,7 @@ impl DaemonSetsController {
         &self,
         ds: &DaemonSet,
         mut current: Vec<Arc<ControllerRevision>>,
-    ) -> Result<Arc<ControllerRevision>, SyncError> {
+    ) -> Result<Arc<ControllerRevision>, Error> {
         if current.len() == 1 {
             return Ok(current.remove(0));
         }
@@ -139,7 +138,7 @@ impl DaemonSetsController {
 
     /// `snapshot`: creates the current revision. A name taken by another template bumps the
     /// DaemonSet's `status.collisionCount` and fails, so that the next sync hashes anew.
-    fn snapshot(&self, ds: &DaemonSet, patch: Value, revision: i64) -> Result<ControllerRevision, SyncError> {
+    fn snapshot(&self, ds: &DaemonSet, patch: Value, revision: i64) -> Result<ControllerRevision, Error> {
         let namespace = namespace_of(&ds.metadata);
         let api = Api::<ControllerRevision>::namespaced(&self.client, namespace);
         let history = new_revision(ds, patch.clone(), revision);
@@ -158,13 +157,7 @@ impl DaemonSetsController {
         let ours = ds.status.as_ref().and_then(|s| s.collision_count);
         let theirs = current.status.as_ref().and_then(|s| s.collision_count);
         if ours != theirs {
-            let show = |c: Option<i32>| c.map_or("<nil>".to_string(), |c| c.to_string());
-            return Err(SyncError::Failed(format!(
-                "found a stale collision count ({}, expected {}) of DaemonSet {:?} while processing; will retry until it is updated",
-                show(ours),
-                show(theirs),
-                name_of(&ds.metadata)
-            )));
+            return Err(Error::StaleCollisionCount { ours, theirs, name: name_of(&ds.metadata).to_string() });
         }
         let status = current.status.get_or_insert_with(Default::default);
         let count = status.collision_count.unwrap_or(0) + 1;
@@ -179,10 +172,8 @@ impl DaemonSetsController {
 
     /// `cleanupHistory`: old revisions beyond `revisionHistoryLimit` deleted, oldest first,
     /// except those a pod still carries the hash of.
-    pub(super) fn cleanup_history(&self, ds: &DaemonSet, old: &[Arc<ControllerRevision>]) -> Result<(), SyncError> {
-        let node_pods = self.nodes_to_daemon_pods(ds, true).map_err(|e| {
-            e.context(format!("couldn't get node to daemon pod mapping for daemon set {:?}", name_of(&ds.metadata)))
-        })?;
+    pub(super) fn cleanup_history(&self, ds: &DaemonSet, old: &[Arc<ControllerRevision>]) -> Result<(), Error> {
+        let node_pods = self.nodes_to_daemon_pods(ds, true).map_err(|e| e.node_pod_mapping(ds))?;
         let keep = spec(ds).revision_history_limit.unwrap_or(10).max(0) as usize;
         let Some(mut to_kill) = old.len().checked_sub(keep).filter(|n| *n > 0) else { return Ok(()) };
         let live: HashSet<&str> = node_pods

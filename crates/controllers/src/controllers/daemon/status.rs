@@ -9,10 +9,11 @@ use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::Node;
 
 use super::util::{creation_order, is_pod_updated, min_ready_seconds, node_should_run_daemon_pod, template_generation};
-use super::{DaemonSetsController, STATUS_UPDATE_RETRIES, daemon_sets_resource, name_of, namespace_of, node_name};
+use super::{
+    DaemonSetsController, Error, STATUS_UPDATE_RETRIES, daemon_sets_resource, name_of, namespace_of, node_name,
+};
 use crate::apimachinery::pod::{is_pod_available, is_pod_ready};
 use crate::client::{Api, PostParams};
-use crate::runtime::controller::{SyncError, SyncResult};
 use crate::runtime::informer::object_key;
 
 impl DaemonSetsController {
@@ -24,11 +25,9 @@ impl DaemonSetsController {
         nodes: &[Arc<Node>],
         hash: &str,
         update_observed_generation: bool,
-    ) -> SyncResult {
+    ) -> Result<(), Error> {
         log::debug!("Updating daemon set status");
-        let node_pods = self.nodes_to_daemon_pods(ds, false).map_err(|e| {
-            e.context(format!("couldn't get node to daemon pod mapping for daemon set {:?}", name_of(&ds.metadata)))
-        })?;
+        let node_pods = self.nodes_to_daemon_pods(ds, false).map_err(|e| e.node_pod_mapping(ds))?;
         let now = Timestamp::now();
         let generation = template_generation(ds).ok().flatten();
         let mut counts = Counts::default();
@@ -55,9 +54,8 @@ impl DaemonSetsController {
                 counts.updated += 1;
             }
         }
-        self.store_status(ds, &counts, update_observed_generation).map_err(|e| {
-            SyncError::from(e).context(format!("error storing status for daemon set {}", object_key(&ds.metadata)))
-        })?;
+        self.store_status(ds, &counts, update_observed_generation)
+            .map_err(|source| Error::StoreStatus { key: object_key(&ds.metadata), source })?;
         let min_ready = min_ready_seconds(ds);
         if min_ready > 0 && counts.ready != counts.available {
             self.queue.add_after(object_key(&ds.metadata), Duration::from_secs(min_ready as u64));

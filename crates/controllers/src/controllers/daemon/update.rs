@@ -13,9 +13,8 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use super::util::{
     is_pod_updated, min_ready_seconds, node_should_run_daemon_pod, surge_count, template_generation, unavailable_count,
 };
-use super::{DaemonSetsController, name_of, node_name};
+use super::{DaemonSetsController, Error, name_of, node_name};
 use crate::apimachinery::pod::{is_pod_available, is_pod_ready};
-use crate::runtime::controller::{SyncError, SyncResult};
 use crate::runtime::informer::object_key;
 
 /// The limits of one rolling step (`updatedDesiredNodeCounts`).
@@ -28,10 +27,9 @@ pub struct Limits {
 
 /// `updatedDesiredNodeCounts`: the scaled limits for `desired` nodes; with neither surge nor
 /// unavailability allowed, one pod may be unavailable.
-pub fn limits(ds: &DaemonSet, desired: i32) -> Result<Limits, String> {
-    let mut max_unavailable =
-        unavailable_count(ds, desired).map_err(|e| format!("invalid value for MaxUnavailable: {e}"))?;
-    let max_surge = surge_count(ds, desired).map_err(|e| format!("invalid value for MaxSurge: {e}"))?;
+pub fn limits(ds: &DaemonSet, desired: i32) -> Result<Limits, Error> {
+    let mut max_unavailable = unavailable_count(ds, desired).map_err(|e| Error::InvalidMaxUnavailable(Box::new(e)))?;
+    let max_surge = surge_count(ds, desired).map_err(|e| Error::InvalidMaxSurge(Box::new(e)))?;
     if desired > 0 && max_unavailable == 0 && max_surge == 0 {
         log::info!("DaemonSet is not configured for surge or unavailability, defaulting to accepting unavailability");
         max_unavailable = 1;
@@ -59,10 +57,8 @@ fn updated_pods_on_node<'p>(ds: &DaemonSet, pods: &'p [Arc<Pod>], hash: &str) ->
 
 impl DaemonSetsController {
     /// `rollingUpdate`.
-    pub(super) fn rolling_update(&self, ds: &DaemonSet, nodes: &[Arc<Node>], hash: &str) -> SyncResult {
-        let mut node_pods = self.nodes_to_daemon_pods(ds, false).map_err(|e| {
-            e.context(format!("couldn't get node to daemon pod mapping for daemon set {:?}", name_of(&ds.metadata)))
-        })?;
+    pub(super) fn rolling_update(&self, ds: &DaemonSet, nodes: &[Arc<Node>], hash: &str) -> Result<(), Error> {
+        let mut node_pods = self.nodes_to_daemon_pods(ds, false).map_err(|e| e.node_pod_mapping(ds))?;
         let mut desired = 0;
         for node in nodes {
             if node_should_run_daemon_pod(node, ds).0 {
@@ -70,8 +66,7 @@ impl DaemonSetsController {
                 node_pods.entry(node_name(node).to_string()).or_default();
             }
         }
-        let limits =
-            limits(ds, desired).map_err(|e| SyncError::Failed(format!("couldn't get unavailable numbers: {e}")))?;
+        let limits = limits(ds, desired).map_err(|e| Error::UnavailableNumbers(Box::new(e)))?;
         let now = Timestamp::now();
         let min_ready = min_ready_seconds(ds);
         let available = |pod: &Pod| is_pod_available(pod, min_ready, now);
@@ -135,11 +130,9 @@ impl DaemonSetsController {
             {
                 number_available += 1;
             }
-            let should_run = |name: &str| -> Result<bool, SyncError> {
+            let should_run = |name: &str| -> Result<bool, Error> {
                 let node =
-                    self.nodes.store().get(name).ok_or_else(|| {
-                        SyncError::Failed(format!("couldn't get node for nodeName {name:?}: not found"))
-                    })?;
+                    self.nodes.store().get(name).ok_or_else(|| Error::NodeNotFound { name: name.to_string() })?;
                 Ok(node_should_run_daemon_pod(&node, ds).0)
             };
             match (new, old) {

@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{
     PodTemplateSpec, Taint, Toleration,
 };
 
+use super::Error;
 use crate::apimachinery::intstr::scaled_value;
 use crate::apimachinery::nodeaffinity::matches_required_node_affinity;
 use crate::controllers::history::CONTROLLER_REVISION_HASH_LABEL;
@@ -50,11 +51,11 @@ pub fn strategy_type(ds: &DaemonSet) -> &str {
 }
 
 /// `GetTemplateGeneration`: the deprecated annotation, `Err` when it does not parse.
-pub fn template_generation(ds: &DaemonSet) -> Result<Option<i64>, String> {
+pub fn template_generation(ds: &DaemonSet) -> Result<Option<i64>, Error> {
     let Some(value) = ds.metadata.annotations.as_ref().and_then(|a| a.get(TEMPLATE_GENERATION_ANNOTATION)) else {
         return Ok(None);
     };
-    value.parse().map(Some).map_err(|e| format!("invalid template generation {value:?}: {e}"))
+    value.parse().map(Some).map_err(|source| Error::TemplateGeneration { value: value.clone(), source })
 }
 
 /// `AddOrUpdateTolerationInPodSpec`: replaces a toleration with the same key, operator, value
@@ -108,19 +109,19 @@ pub fn create_pod_template(template: &PodTemplateSpec, generation: Option<i64>, 
 }
 
 /// `SurgeCount`: `maxSurge` scaled to the nodes (rounded up); 0 unless rolling.
-pub fn surge_count(ds: &DaemonSet, number_to_schedule: i32) -> Result<i32, String> {
+pub fn surge_count(ds: &DaemonSet, number_to_schedule: i32) -> Result<i32, Error> {
     if strategy_type(ds) != "RollingUpdate" {
         return Ok(0);
     }
     let rolling = spec(ds).update_strategy.as_ref().and_then(|s| s.rolling_update.as_ref());
     match rolling.and_then(|r| r.max_surge.as_ref()) {
-        Some(value) => scaled_value(value, number_to_schedule, true),
+        Some(value) => scaled_value(value, number_to_schedule, true).map_err(|e| Error::ScaledValue(e.into())),
         None => Ok(0),
     }
 }
 
 /// `UnavailableCount`: `maxUnavailable` scaled to the nodes (rounded up); 0 unless rolling.
-pub fn unavailable_count(ds: &DaemonSet, number_to_schedule: i32) -> Result<i32, String> {
+pub fn unavailable_count(ds: &DaemonSet, number_to_schedule: i32) -> Result<i32, Error> {
     if strategy_type(ds) != "RollingUpdate" {
         return Ok(0);
     }
@@ -128,7 +129,7 @@ pub fn unavailable_count(ds: &DaemonSet, number_to_schedule: i32) -> Result<i32,
         return Ok(0);
     };
     match rolling.max_unavailable.as_ref() {
-        Some(value) => scaled_value(value, number_to_schedule, true),
+        Some(value) => scaled_value(value, number_to_schedule, true).map_err(|e| Error::ScaledValue(e.into())),
         // A nil IntOrString scales to 0 (GetScaledValueFromIntOrPercent of nil).
         None => Ok(0),
     }
@@ -316,13 +317,13 @@ mod tests {
             )
         };
         let d = rolling(json!("10%"), json!(0));
-        assert_eq!((surge_count(&d, 3), unavailable_count(&d, 3)), (Ok(1), Ok(0)));
+        assert_eq!((surge_count(&d, 3).unwrap(), unavailable_count(&d, 3).unwrap()), (1, 0));
         assert!(allows_surge(&d));
         let d = rolling(json!(0), json!("50%"));
-        assert_eq!((surge_count(&d, 3), unavailable_count(&d, 3)), (Ok(0), Ok(2)));
+        assert_eq!((surge_count(&d, 3).unwrap(), unavailable_count(&d, 3).unwrap()), (0, 2));
         assert!(!allows_surge(&d));
         let on_delete = ds(json!({"updateStrategy": {"type": "OnDelete"}}));
-        assert_eq!((surge_count(&on_delete, 3), unavailable_count(&on_delete, 3)), (Ok(0), Ok(0)));
+        assert_eq!((surge_count(&on_delete, 3).unwrap(), unavailable_count(&on_delete, 3).unwrap()), (0, 0));
     }
 
     #[test]

@@ -22,8 +22,9 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::labels::Selector;
-use crate::client::{Api, Client, PostParams};
+use crate::client::{self, Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::controller_ref::{
     ControllerRefManager, claim_candidate, controller_of, controller_ref, recheck_deletion_timestamp,
@@ -45,8 +46,8 @@ pub struct Config {
     pub terminating_replicas: bool,
 }
 
-/// `NewDeploymentController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// `NewDeploymentController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("deployment");
     let controller = Arc::new(DeploymentController {
         client: context.client.clone(),
@@ -58,7 +59,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         terminating_replicas: config.terminating_replicas,
     });
     controller.add_handlers();
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_key(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_key(key))
 }
 
 /// Upstream's `DeploymentController`.
@@ -73,13 +74,70 @@ pub struct DeploymentController {
     terminating_replicas: bool,
 }
 
-/// Why a sync failed; a terminating namespace is not retried (`handleErr`).
-#[derive(Debug)]
-pub struct DeploymentError {
-    /// The error, with the kind the worker acts on (a conflict, a `Retry-After`, a failure).
-    error: SyncError,
+/// Why a sync failed. An API error keeps its kind for the worker (a conflict, a
+/// `Retry-After`, a failure); a write refused because the namespace is being deleted is not
+/// retried (`handleErr`).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A request failed.
+    #[error("{0}")]
+    Api(#[from] client::Error),
+    /// Adopting or releasing ReplicaSets failed.
+    #[error("{0}")]
+    Claim(#[source] BoxError),
+    /// The Deployment's selector is not valid.
+    #[error("deployment {namespace}/{name} has invalid label selector: {source}")]
+    InvalidSelector {
+        /// The Deployment's namespace.
+        namespace: String,
+        /// The Deployment's name.
+        name: String,
+        /// Why.
+        source: BoxError,
+    },
+    /// `spec.strategy.type` is neither `Recreate` nor `RollingUpdate`.
+    #[error("unexpected deployment strategy type: {0}")]
+    UnexpectedStrategy(String),
+    /// `NewRSNewReplicas` of a strategy it does not know.
+    #[error("deployment type {0} isn't supported")]
+    UnsupportedStrategy(String),
+    /// The rolling update found no new ReplicaSet after creating it.
+    #[error("the new replica set was not created")]
+    NewReplicaSetNotCreated,
+    /// The new ReplicaSet already exists on the server but not in the cache.
+    #[error("replicaset.apps {0:?} not found")]
+    ReplicaSetNotFound(String),
+    /// `maxSurge` or `maxUnavailable` does not scale.
+    #[error("{0}")]
+    ScaledValue(#[source] BoxError),
+    /// A ReplicaSet's revision annotation is not a number (Go's `strconv.ParseInt` text).
+    #[error("strconv.ParseInt: parsing {0:?}: invalid syntax")]
+    InvalidRevision(String),
+    /// Cleaning up unhealthy replicas would scale the ReplicaSet up.
+    #[error("when cleaning up unhealthy replicas, got invalid request to scale down {namespace}/{name} {size} -> {to}")]
+    InvalidScaleDown {
+        /// The ReplicaSet's namespace.
+        namespace: String,
+        /// The ReplicaSet's name.
+        name: String,
+        /// Its size.
+        size: i32,
+        /// The size asked for.
+        to: i32,
+    },
+}
+
+impl Error {
     /// The write was refused because the namespace is being deleted.
-    namespace_terminating: bool,
+    fn namespace_terminating(&self) -> bool {
+        matches!(self, Error::Api(e) if namespace_terminating(e))
+    }
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
 }
 
 /// `HasStatusCause(err, NamespaceTerminatingCause)`.
@@ -89,20 +147,8 @@ fn namespace_terminating(error: &crate::client::Error) -> bool {
     causes.into_iter().flatten().any(|c| c.reason.as_deref() == Some("NamespaceTerminating"))
 }
 
-impl From<crate::client::Error> for DeploymentError {
-    fn from(error: crate::client::Error) -> Self {
-        DeploymentError { namespace_terminating: namespace_terminating(&error), error: error.into() }
-    }
-}
-
-impl From<String> for DeploymentError {
-    fn from(message: String) -> Self {
-        DeploymentError { error: SyncError::Failed(message), namespace_terminating: false }
-    }
-}
-
 /// What a sync step returns; its error says whether to retry.
-pub type DeploymentResult<T = ()> = Result<T, DeploymentError>;
+pub type DeploymentResult<T = ()> = Result<T, Error>;
 
 /// Pods of the Deployment grouped by the uid of their controlling ReplicaSet (`podMap`).
 pub type PodMap = HashMap<String, Vec<Arc<Pod>>>;
@@ -112,10 +158,10 @@ impl DeploymentController {
     fn process_key(&self, key: &str) -> SyncResult {
         match self.sync_deployment(key) {
             Ok(()) => Ok(()),
-            Err(e) if e.namespace_terminating => Ok(()),
-            Err(e) if self.queue.num_requeues(&key.to_string()) < MAX_RETRIES => Err(e.error),
+            Err(e) if e.namespace_terminating() => Ok(()),
+            Err(e) if self.queue.num_requeues(&key.to_string()) < MAX_RETRIES => Err(e.into()),
             Err(e) => {
-                log::info!("Dropping deployment out of the queue: deployment {key}: {}", e.error);
+                log::info!("Dropping deployment out of the queue: deployment {key}: {e}");
                 Ok(())
             }
         }
@@ -193,15 +239,18 @@ impl DeploymentController {
                 self.rollout_recreate(&mut d, rs_list, &pod_map)
             }
             "RollingUpdate" => self.rollout_rolling(&mut d, rs_list),
-            other => Err(format!("unexpected deployment strategy type: {other}").into()),
+            other => Err(Error::UnexpectedStrategy(other.to_string())),
         }
     }
 
     /// `getReplicaSetsForDeployment`: the namespace's ReplicaSets, claimed (adopted or released)
     /// through the Deployment's selector.
     fn replica_sets_for_deployment(&self, d: &Deployment) -> DeploymentResult<Vec<ReplicaSet>> {
-        let selector = Selector::from_label_selector(&selector_of(d))
-            .map_err(|e| format!("deployment {}/{} has invalid label selector: {e}", namespace(d), name(d)))?;
+        let selector = Selector::from_label_selector(&selector_of(d)).map_err(|e| Error::InvalidSelector {
+            namespace: namespace(d).to_string(),
+            name: name(d).to_string(),
+            source: e.into(),
+        })?;
         // Only ours and the orphans the selector matches can be claimed: the namespace's other
         // ReplicaSets are not copied.
         let owner_uid = d.metadata.uid.as_ref();
@@ -220,7 +269,7 @@ impl DeploymentController {
             finalizers: &[],
             on_write: None,
         };
-        Ok(manager.claim::<ReplicaSet, _>(all)?)
+        manager.claim::<ReplicaSet, _>(all).map_err(|e| Error::Claim(e.into()))
     }
 
     /// `getPodMapForDeployment`: by ReplicaSet, the pods it controls (`FilterPodsByOwner`

@@ -4,7 +4,7 @@
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use super::util::{self, replicas, rs_available, rs_replicas};
-use super::{DeploymentController, DeploymentResult};
+use super::{DeploymentController, DeploymentResult, Error};
 
 /// `reconcileOldReplicaSets`'s bound: how many old replicas may go now, keeping
 /// `replicas - maxUnavailable` available and counting the new ReplicaSet's unavailable ones.
@@ -20,7 +20,7 @@ impl DeploymentController {
     pub(super) fn rollout_rolling(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> DeploymentResult {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, true)?;
         let Some(new_rs) = new_rs else {
-            return Err("the new replica set was not created".to_string().into());
+            return Err(Error::NewReplicaSetNotCreated);
         };
         let all: Vec<ReplicaSet> = old.iter().cloned().chain(std::iter::once(new_rs.clone())).collect();
         if self.reconcile_new_replica_set(&all, &new_rs, d)? {
@@ -141,16 +141,16 @@ impl DeploymentController {
 /// How many unavailable replicas `cleanupUnhealthyReplicas` takes off `rs`, at most `remaining`.
 /// A status that lags a lowered spec (more available than the spec asks for) would make the
 /// "scale-down" a scale-up past maxSurge: refused, as upstream does, with its error.
-fn cleanup_count(rs: &ReplicaSet, remaining: i32) -> Result<i32, String> {
+fn cleanup_count(rs: &ReplicaSet, remaining: i32) -> Result<i32, Error> {
     let (size, available) = (rs_replicas(rs), rs_available(rs));
     let count = remaining.min(size - available);
     if size - count > size {
-        let (namespace, name) =
-            (rs.metadata.namespace.as_deref().unwrap_or_default(), rs.metadata.name.as_deref().unwrap_or_default());
-        return Err(format!(
-            "when cleaning up unhealthy replicas, got invalid request to scale down {namespace}/{name} {size} -> {}",
-            size - count
-        ));
+        return Err(Error::InvalidScaleDown {
+            namespace: rs.metadata.namespace.clone().unwrap_or_default(),
+            name: rs.metadata.name.clone().unwrap_or_default(),
+            size,
+            to: size - count,
+        });
     }
     Ok(count)
 }
@@ -172,12 +172,12 @@ mod tests {
 
     #[test]
     fn cleanup_takes_off_unavailable_replicas_but_never_scales_up() {
-        assert_eq!(cleanup_count(&rs(3, 1), 5), Ok(2));
-        assert_eq!(cleanup_count(&rs(3, 1), 1), Ok(1));
+        assert_eq!(cleanup_count(&rs(3, 1), 5).map_err(|e| e.to_string()), Ok(2));
+        assert_eq!(cleanup_count(&rs(3, 1), 1).map_err(|e| e.to_string()), Ok(1));
         // Found by the chaos suite: the spec lowered 2 -> 1 a moment ago, the status still
         // counts 2 available; "cleaning up" -1 replicas scaled the old ReplicaSet back to 2,
         // past maxSurge, after a leader handover.
-        let lagging = cleanup_count(&rs(1, 2), 1);
+        let lagging = cleanup_count(&rs(1, 2), 1).map_err(|e| e.to_string());
         assert_eq!(
             lagging,
             Err("when cleaning up unhealthy replicas, got invalid request to scale down ns/old 1 -> 2".to_string())

@@ -6,7 +6,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, Repli
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::util::{self, POD_TEMPLATE_HASH, replicas, rs_name, rs_replicas};
-use super::{DeploymentController, DeploymentResult, name, namespace, namespace_terminating};
+use super::{DeploymentController, DeploymentResult, Error, name, namespace, namespace_terminating};
 use crate::client::{Api, DeleteParams, PostParams};
 use crate::controllers::podutil::template_hash::compute_hash;
 use crate::runtime::controller_ref::{controller_of, controller_ref};
@@ -179,7 +179,7 @@ impl DeploymentController {
                 // A slow cache or a hash collision: ours only if we control it with our template.
                 already_exists = true;
                 let Some(found) = self.replica_sets.store().get_by_name(namespace(d), rs_name(&new_rs)) else {
-                    return Err(format!("replicaset.apps {:?} not found", rs_name(&new_rs)).into());
+                    return Err(Error::ReplicaSetNotFound(rs_name(&new_rs).to_string()));
                 };
                 let ours = controller_of(&found.metadata).is_some_and(|r| Some(&r.uid) == d.metadata.uid.as_ref());
                 let same = found

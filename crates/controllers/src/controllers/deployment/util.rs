@@ -2,6 +2,7 @@
 //! ReplicaSet sort orders of `pkg/controller/controller_utils.go`): annotations, revisions,
 //! maxSurge/maxUnavailable, proportions, new/old ReplicaSet selection and condition helpers.
 
+use super::Error;
 use crate::apimachinery::clock::whole_seconds;
 use crate::apimachinery::intstr::scaled_value;
 use std::cmp::Ordering;
@@ -145,10 +146,13 @@ pub fn resolve_fenceposts(
     max_surge: Option<&IntOrString>,
     max_unavailable: Option<&IntOrString>,
     desired: i32,
-) -> Result<(i32, i32), String> {
+) -> Result<(i32, i32), Error> {
     let zero = IntOrString::Int(0);
-    let surge = scaled_value(max_surge.unwrap_or(&zero), desired, true)?;
-    let mut unavailable = scaled_value(max_unavailable.unwrap_or(&zero), desired, false)?;
+    let scaled = |value: Option<&IntOrString>, round_up| {
+        scaled_value(value.unwrap_or(&zero), desired, round_up).map_err(|e| Error::ScaledValue(e.into()))
+    };
+    let surge = scaled(max_surge, true)?;
+    let mut unavailable = scaled(max_unavailable, false)?;
     if surge == 0 && unavailable == 0 {
         // Rounding may bring both to zero; surge might be blocked by quota, so allow one down.
         unavailable = 1;
@@ -250,10 +254,10 @@ pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
 }
 
 /// `Revision`: the revision annotation (0 when missing); an unparsable one is an error.
-pub fn revision(rs: &ReplicaSet) -> Result<i64, String> {
+pub fn revision(rs: &ReplicaSet) -> Result<i64, Error> {
     match annotation(&rs.metadata.annotations, REVISION) {
         None => Ok(0),
-        Some(v) => v.parse().map_err(|_| format!("strconv.ParseInt: parsing {v:?}: invalid syntax")),
+        Some(v) => v.parse().map_err(|_| Error::InvalidRevision(v.to_string())),
     }
 }
 
@@ -601,12 +605,13 @@ pub fn find_active_or_latest(new: Option<&ReplicaSet>, old: &mut [ReplicaSet]) -
 }
 
 /// `NewRSNewReplicas`: the size of the new ReplicaSet this step may reach.
-pub fn new_rs_new_replicas(d: &Deployment, all: &[ReplicaSet], new_rs: &ReplicaSet) -> Result<i32, String> {
+pub fn new_rs_new_replicas(d: &Deployment, all: &[ReplicaSet], new_rs: &ReplicaSet) -> Result<i32, Error> {
     match strategy_type(d) {
         "RollingUpdate" => {
             let rolling = d.spec.as_ref().and_then(|s| s.strategy.as_ref()).and_then(|s| s.rolling_update.as_ref());
             let zero = IntOrString::Int(0);
-            let surge = scaled_value(rolling.and_then(|r| r.max_surge.as_ref()).unwrap_or(&zero), replicas(d), true)?;
+            let surge = scaled_value(rolling.and_then(|r| r.max_surge.as_ref()).unwrap_or(&zero), replicas(d), true)
+                .map_err(|e| Error::ScaledValue(e.into()))?;
             let current = spec_replicas_sum(all);
             let max_total = replicas(d) + surge;
             if current >= max_total {
@@ -616,7 +621,7 @@ pub fn new_rs_new_replicas(d: &Deployment, all: &[ReplicaSet], new_rs: &ReplicaS
             Ok(rs_replicas(new_rs) + scale_up)
         }
         "Recreate" => Ok(replicas(d)),
-        other => Err(format!("deployment type {other} isn't supported")),
+        other => Err(Error::UnsupportedStrategy(other.to_string())),
     }
 }
 

@@ -31,8 +31,9 @@ use k8s_openapi::api::resource::v1beta2::DeviceTaintRule;
 use parking_lot::Mutex;
 
 use crate::apimachinery::clock::{Clock, RealClock, whole_seconds};
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::pod::update_pod_condition;
-use crate::client::{Api, Client, DeleteParams, Patch, PostParams, Preconditions};
+use crate::client::{self, Api, Client, DeleteParams, Patch, PostParams, Preconditions};
 use crate::controllers::podutil::patch_pod_status;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::events::{EventRecorder, EventType};
@@ -69,8 +70,28 @@ pub enum WorkItem {
     Rule(ObjectRef),
 }
 
-/// `New` + `Run`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// Why a work item could not be handled.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    /// Reading or deleting the pod failed.
+    #[error("{0}")]
+    Api(#[from] client::Error),
+    /// The pod's `DisruptionTarget` condition could not be written.
+    #[error("failed to patch status for pod \"{namespace}/{name}\": {source}")]
+    PatchPodStatus { namespace: String, name: String, source: BoxError },
+    /// The rule's `EvictionInProgress` condition could not be applied.
+    #[error("add condition to DeviceTaintRule status: {0}")]
+    RuleStatus(#[source] client::Error),
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `New` + `Run`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     // Registered with the controller, as upstream's `metrics.Register()`: both show at zero.
     pod_deletions_total();
     pod_deletion_duration();
@@ -117,7 +138,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         let (old, new) = pair(event);
         handler.changed(|tracker, pods| tracker.slice_changed(old, new, pods));
     });
-    Ok(Controller::new().with_queue(&queue, config.workers, move |item: &WorkItem| controller.handle_work(item)))
+    Controller::new().with_queue(&queue, config.workers, move |item: &WorkItem| controller.handle_work(item))
 }
 
 /// The old and the new object of an informer event (`None`: added, or deleted).
@@ -219,7 +240,7 @@ impl DeviceTaintEviction {
 
     /// `maybeDeletePod`: deletes the pod if its deletion is still pending and due; `Some`:
     /// check again after that long.
-    fn maybe_delete_pod(&self, pod: &ObjectRef) -> Result<Option<Duration>, SyncError> {
+    fn maybe_delete_pod(&self, pod: &ObjectRef) -> Result<Option<Duration>, Error> {
         let eviction = {
             let mut state = self.state.lock();
             let evicted = state.evicted.has(&pod.uid);
@@ -262,7 +283,7 @@ impl DeviceTaintEviction {
     /// `addConditionAndDeletePod`: `Ok(true)` when the pod was deleted (or was being deleted
     /// already), `Ok(false)` when it is gone (or replaced by another of the same name), which
     /// is not counted.
-    fn add_condition_and_delete_pod(&self, reference: &ObjectRef) -> Result<bool, SyncError> {
+    fn add_condition_and_delete_pod(&self, reference: &ObjectRef) -> Result<bool, Error> {
         let api = Api::<Pod>::namespaced(&self.client, &reference.namespace);
         let pod = match api.get(&reference.name) {
             Ok(pod) => pod,
@@ -286,11 +307,10 @@ impl DeviceTaintEviction {
         };
         if update_pod_condition(&mut status, condition, self.clock.wall()) {
             // Upstream wraps this error with `%v`: even a 404 is a failure to retry.
-            patch_pod_status(&self.client, &pod, &status).map_err(|e| {
-                SyncError::failed(format!(
-                    "failed to patch status for pod \"{}/{}\": {e}",
-                    reference.namespace, reference.name
-                ))
+            patch_pod_status(&self.client, &pod, &status).map_err(|e| Error::PatchPodStatus {
+                namespace: reference.namespace.clone(),
+                name: reference.name.clone(),
+                source: e.into(),
             })?;
         }
         // The UID precondition: a pod recreated under the name meanwhile stays.
@@ -321,7 +341,7 @@ impl DeviceTaintEviction {
 
     /// `maybeUpdateRuleStatus`: applies the rule's `EvictionInProgress` condition when it
     /// changed, at most every `ruleStatusPeriod` for one generation.
-    fn maybe_update_rule_status(&self, reference: &ObjectRef) -> Result<Option<Duration>, SyncError> {
+    fn maybe_update_rule_status(&self, reference: &ObjectRef) -> Result<Option<Duration>, Error> {
         let Some(rules) = &self.rules else { return Ok(None) };
         let Some(rule) = rules.store().get(&reference.name) else {
             log::trace!("DeviceTaintRule got deleted, removing from work queue rule=\"{reference}\"");
@@ -346,7 +366,7 @@ impl DeviceTaintEviction {
         let patch = Patch::Apply(rule_status::apply_patch(&rule, &condition));
         Api::<DeviceTaintRule>::cluster(&self.client)
             .patch_status(&reference.name, &patch, &params)
-            .map_err(|e| SyncError::from(e).context("add condition to DeviceTaintRule status"))?;
+            .map_err(Error::RuleStatus)?;
         Ok(None)
     }
 
@@ -403,4 +423,23 @@ fn pod_deletion_duration() -> &'static crate::metrics::HistogramVec {
         crate::metrics::global().register(metric.clone());
         metric
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 409 Conflict as the API server answers an update of a stale object.
+    fn conflict() -> crate::client::Error {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
+        crate::client::ApiError::from_response(409, body, None).into()
+    }
+
+    /// The pod status patch's error is held, not its text: a conflict now reaches the queue.
+    #[test]
+    fn a_conflicting_pod_status_patch_reaches_the_queue_as_a_conflict() {
+        let error = Error::PatchPodStatus { namespace: "ns".into(), name: "p".into(), source: conflict().into() };
+        let SyncError::Conflict(message) = SyncError::from(error) else { panic!("a conflict") };
+        assert!(message.starts_with("failed to patch status for pod \"ns/p\": "), "{message}");
+    }
 }

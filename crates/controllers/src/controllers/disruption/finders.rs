@@ -12,9 +12,9 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::Error;
 use crate::apimachinery::intstr::scaled_value;
 use crate::apimachinery::schema::parse_group_version;
-use crate::apimachinery::strconv::quote;
 use crate::client::scale::ScaleClient;
 use crate::runtime::controller_ref::controller_of;
 use crate::runtime::informer::Informer;
@@ -43,8 +43,8 @@ pub struct Expected {
 }
 
 /// `verifyGroupKind`: the reference is to `kind` in one of `groups`.
-fn verify_group_kind(reference: &OwnerReference, kind: &str, groups: &[&str]) -> Result<bool, String> {
-    let (group, _) = parse_group_version(&reference.api_version)?;
+fn verify_group_kind(reference: &OwnerReference, kind: &str, groups: &[&str]) -> Result<bool, Error> {
+    let (group, _) = parse_group_version(&reference.api_version).map_err(|e| Error::GroupVersion(e.into()))?;
     Ok(reference.kind == kind && groups.contains(&group))
 }
 
@@ -55,7 +55,7 @@ fn uid_matches(uid: Option<&String>, reference: &OwnerReference) -> bool {
 
 impl Finders {
     /// `getPodReplicationController`.
-    fn replication_controller(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, String> {
+    fn replication_controller(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, Error> {
         if !verify_group_kind(reference, "ReplicationController", &[""])? {
             return Ok(None);
         }
@@ -67,7 +67,7 @@ impl Finders {
     }
 
     /// The ReplicaSet referenced, when cached with that uid.
-    fn replica_set(&self, reference: &OwnerReference, namespace: &str) -> Result<Option<Arc<ReplicaSet>>, String> {
+    fn replica_set(&self, reference: &OwnerReference, namespace: &str) -> Result<Option<Arc<ReplicaSet>>, Error> {
         if !verify_group_kind(reference, "ReplicaSet", &["apps", "extensions"])? {
             return Ok(None);
         }
@@ -76,7 +76,7 @@ impl Finders {
     }
 
     /// `getPodDeployment`: the Deployment controlling the pod's ReplicaSet.
-    fn deployment(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, String> {
+    fn deployment(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, Error> {
         let Some(rs) = self.replica_set(reference, namespace)? else { return Ok(None) };
         let Some(owner) = controller_of(&rs.metadata) else { return Ok(None) };
         if !verify_group_kind(owner, "Deployment", &["apps", "extensions"])? {
@@ -90,7 +90,7 @@ impl Finders {
     }
 
     /// `getPodReplicaSet`: a ReplicaSet no Deployment controls.
-    fn replica_set_alone(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, String> {
+    fn replica_set_alone(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, Error> {
         let Some(rs) = self.replica_set(reference, namespace)? else { return Ok(None) };
         if controller_of(&rs.metadata).is_some_and(|owner| owner.kind == "Deployment") {
             return Ok(None);
@@ -99,7 +99,7 @@ impl Finders {
     }
 
     /// `getPodStatefulSet`.
-    fn stateful_set(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, String> {
+    fn stateful_set(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, Error> {
         if !verify_group_kind(reference, "StatefulSet", &["apps"])? {
             return Ok(None);
         }
@@ -111,29 +111,31 @@ impl Finders {
     }
 
     /// `getScaleController`: any kind, through its `/scale` subresource.
-    fn scale_controller(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, String> {
-        let (group, version) = parse_group_version(&reference.api_version)?;
-        let mappings = self.scales.mappings(group, &reference.kind).map_err(|e| e.message())?;
+    fn scale_controller(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, Error> {
+        let (group, version) =
+            parse_group_version(&reference.api_version).map_err(|e| Error::GroupVersion(e.into()))?;
+        let mappings = self.scales.mappings(group, &reference.kind).map_err(Error::ScaleMappings)?;
         // `RESTMapping(gk, version)`: that version only.
         let resource = match mappings.iter().find(|m| version.is_empty() || m.version == version) {
             Some(resource) => resource,
             None => {
-                return Err(format!(
-                    "no matches for kind \"{}\" in version \"{}\"",
-                    reference.kind, reference.api_version
-                ));
+                return Err(Error::NoMatchesForKind {
+                    kind: reference.kind.clone(),
+                    api_version: reference.api_version.clone(),
+                });
             }
         };
         let scale = match self.scales.get(resource, namespace, &reference.name) {
             Ok(scale) => scale,
             Err(e) if e.is_not_found() => {
                 // Not found: the object is missing, or its kind has no scale subresource.
-                if !self.scales.implements_scale(resource).map_err(|e| e.message())? {
-                    return Err(format!("{} does not implement the scale subresource", resource.group_resource()));
+                if !self.scales.implements_scale(resource).map_err(Error::Scale)? {
+                    let group_resource = resource.group_resource().to_string();
+                    return Err(Error::NoScaleSubresource { group_resource });
                 }
                 return Ok(None);
             }
-            Err(e) => return Err(e.message()),
+            Err(e) => return Err(Error::Scale(e)),
         };
         if !uid_matches(scale.metadata.uid.as_ref(), reference) {
             return Ok(None);
@@ -142,8 +144,8 @@ impl Finders {
     }
 
     /// The finders in upstream's order (`finders()`): the first to find the controller wins.
-    fn find(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, String> {
-        type Finder = fn(&Finders, &OwnerReference, &str) -> Result<Found, String>;
+    fn find(&self, reference: &OwnerReference, namespace: &str) -> Result<Found, Error> {
+        type Finder = fn(&Finders, &OwnerReference, &str) -> Result<Found, Error>;
         let finders: [Finder; 5] = [
             Finders::replication_controller,
             Finders::deployment,
@@ -161,7 +163,7 @@ impl Finders {
 
     /// `getExpectedScale`: the sum of the scales of the pods' controllers, each counted once;
     /// pods without a controller are listed apart.
-    fn expected_scale(&self, pods: &[&Pod]) -> Result<(i32, Vec<String>), String> {
+    fn expected_scale(&self, pods: &[&Pod]) -> Result<(i32, Vec<String>), Error> {
         let mut scales: HashMap<String, i32> = HashMap::new();
         let mut unmanaged = Vec::new();
         for pod in pods {
@@ -179,7 +181,7 @@ impl Finders {
                     scales.insert(uid, scale);
                 }
                 None => {
-                    return Err(format!("found no controllers for pod {}", quote(&name)));
+                    return Err(Error::NoControllers { pod: name });
                 }
             }
         }
@@ -187,7 +189,7 @@ impl Finders {
     }
 
     /// `getExpectedPodCount` for `pods`.
-    pub fn expected_pod_count(&self, pdb: &PodDisruptionBudget, pods: &[&Pod]) -> Result<Expected, String> {
+    pub fn expected_pod_count(&self, pdb: &PodDisruptionBudget, pods: &[&Pod]) -> Result<Expected, Error> {
         expected_pod_count(pdb, pods.len(), || self.expected_scale(pods))
     }
 }
@@ -198,12 +200,12 @@ impl Finders {
 fn expected_pod_count(
     pdb: &PodDisruptionBudget,
     pods: usize,
-    scale: impl FnOnce() -> Result<(i32, Vec<String>), String>,
-) -> Result<Expected, String> {
+    scale: impl FnOnce() -> Result<(i32, Vec<String>), Error>,
+) -> Result<Expected, Error> {
     let spec = pdb.spec.clone().unwrap_or_default();
     if let Some(max_unavailable) = &spec.max_unavailable {
         let (count, unmanaged) = scale()?;
-        let max = scaled_value(max_unavailable, count, true)?;
+        let max = scaled_value(max_unavailable, count, true).map_err(|e| Error::ScaledValue(e.into()))?;
         return Ok(Expected { count, desired_healthy: (count - max).max(0), unmanaged });
     }
     match &spec.min_available {
@@ -212,7 +214,8 @@ fn expected_pod_count(
         }
         Some(percent) => {
             let (count, unmanaged) = scale()?;
-            Ok(Expected { count, desired_healthy: scaled_value(percent, count, true)?, unmanaged })
+            let desired_healthy = scaled_value(percent, count, true).map_err(|e| Error::ScaledValue(e.into()))?;
+            Ok(Expected { count, desired_healthy, unmanaged })
         }
         None => Ok(Expected::default()),
     }
@@ -234,16 +237,16 @@ mod tests {
 
     #[test]
     fn group_versions_and_kinds_are_verified_as_upstream() {
-        assert_eq!(
-            verify_group_kind(&reference("apps/v1", "ReplicaSet"), "ReplicaSet", &["apps", "extensions"]),
-            Ok(true)
+        assert!(
+            verify_group_kind(&reference("apps/v1", "ReplicaSet"), "ReplicaSet", &["apps", "extensions"])
+                .expect("valid")
         );
-        assert_eq!(
-            verify_group_kind(&reference("extensions/v1beta1", "ReplicaSet"), "ReplicaSet", &["apps", "extensions"]),
-            Ok(true)
+        assert!(
+            verify_group_kind(&reference("extensions/v1beta1", "ReplicaSet"), "ReplicaSet", &["apps", "extensions"])
+                .expect("valid")
         );
-        assert_eq!(verify_group_kind(&reference("v1", "ReplicaSet"), "ReplicaSet", &["apps"]), Ok(false));
-        assert_eq!(verify_group_kind(&reference("apps/v1", "StatefulSet"), "ReplicaSet", &["apps"]), Ok(false));
+        assert!(!verify_group_kind(&reference("v1", "ReplicaSet"), "ReplicaSet", &["apps"]).expect("valid"));
+        assert!(!verify_group_kind(&reference("apps/v1", "StatefulSet"), "ReplicaSet", &["apps"]).expect("valid"));
         assert!(verify_group_kind(&reference("a/b/c", "ReplicaSet"), "ReplicaSet", &["apps"]).is_err());
     }
 
@@ -252,14 +255,19 @@ mod tests {
     }
 
     fn count(spec: serde_json::Value, pods: usize, scale: i32) -> Result<Expected, String> {
-        expected_pod_count(&budget(spec), pods, || Ok((scale, vec!["orphan".to_string()])))
+        expected_pod_count(&budget(spec), pods, || Ok((scale, vec!["orphan".to_string()]))).map_err(|e| e.to_string())
+    }
+
+    /// A failure of the scale lookup, as the finders give one.
+    fn failing(text: &str) -> Result<(i32, Vec<String>), Error> {
+        Err(Error::GroupVersion(text.into()))
     }
 
     #[test]
     fn expected_counts_round_percentages_up() {
         // A number minAvailable counts the pods, not the scale (which is not even asked).
-        let fixed = expected_pod_count(&budget(serde_json::json!({"minAvailable": 2})), 3, || Err("not asked".into()));
-        assert_eq!(fixed, Ok(Expected { count: 3, desired_healthy: 2, unmanaged: vec![] }));
+        let fixed = expected_pod_count(&budget(serde_json::json!({"minAvailable": 2})), 3, || failing("not asked"));
+        assert_eq!(fixed.map_err(|e| e.to_string()), Ok(Expected { count: 3, desired_healthy: 2, unmanaged: vec![] }));
         let half = count(serde_json::json!({"minAvailable": "50%"}), 2, 5).expect("counted");
         assert_eq!((half.count, half.desired_healthy, half.unmanaged), (5, 3, vec!["orphan".to_string()]));
         let unavailable = count(serde_json::json!({"maxUnavailable": 1}), 2, 4).expect("counted");
@@ -269,7 +277,7 @@ mod tests {
         assert_eq!(count(serde_json::json!({"maxUnavailable": 9}), 4, 4).map(|e| e.desired_healthy), Ok(0));
         assert_eq!(count(serde_json::json!({}), 4, 4), Ok(Expected::default()));
         assert!(count(serde_json::json!({"minAvailable": "half"}), 4, 4).is_err());
-        let failed = expected_pod_count(&budget(serde_json::json!({"maxUnavailable": 1})), 1, || Err("boom".into()));
-        assert_eq!(failed, Err("boom".to_string()));
+        let failed = expected_pod_count(&budget(serde_json::json!({"maxUnavailable": 1})), 1, || failing("boom"));
+        assert_eq!(failed.map_err(|e| e.to_string()), Err("boom".to_string()));
     }
 }

@@ -20,10 +20,11 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
 
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::labels::{Selector, label_selector_go_string};
 use crate::apimachinery::strconv::quote;
 use crate::client::scale::ScaleClient;
-use crate::client::{Api, Client, PostParams};
+use crate::client::{self, Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
@@ -49,8 +50,50 @@ impl Default for Config {
     }
 }
 
-/// `NewDisruptionController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// Why a budget's status could not be computed or written. API errors read as Go's
+/// `err.Error()` (the message alone) where the text reaches the `DisruptionAllowed` condition.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    /// The budget's selector is not valid.
+    #[error("{0}")]
+    Selector(#[source] BoxError),
+    /// An owner reference's `apiVersion` does not parse.
+    #[error("{0}")]
+    GroupVersion(#[source] BoxError),
+    /// The REST mappings of an owner's kind could not be read.
+    #[error("{}", .0.message())]
+    ScaleMappings(#[source] client::Error),
+    /// No mapping of an owner's kind in its version.
+    #[error("no matches for kind \"{kind}\" in version \"{api_version}\"")]
+    NoMatchesForKind { kind: String, api_version: String },
+    /// The owner's resource has no `/scale` subresource.
+    #[error("{group_resource} does not implement the scale subresource")]
+    NoScaleSubresource { group_resource: String },
+    /// The owner's `/scale` could not be read.
+    #[error("{}", .0.message())]
+    Scale(#[source] client::Error),
+    /// A pod's controller is nowhere to be found.
+    #[error("found no controllers for pod {}", quote(.pod))]
+    NoControllers { pod: String },
+    /// `minAvailable` or `maxUnavailable` is not a valid number or percentage.
+    #[error("{0}")]
+    ScaledValue(#[source] BoxError),
+    /// Writing the budget's status failed.
+    #[error("{}", .0.message())]
+    WriteStatus(#[source] client::Error),
+    /// Resetting a pod's stale `DisruptionTarget` condition failed.
+    #[error("error syncing Pod {key} to clear DisruptionTarget condition: {source}")]
+    ClearDisruptionTarget { key: String, source: client::Error },
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `NewDisruptionController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("disruption");
     let recheck = WorkQueue::new("disruption_recheck");
     let stale = WorkQueue::new("stale_pod_disruption");
@@ -76,14 +119,14 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
     let (worker, requeue, cleaner) = (controller.clone(), queue.clone(), controller);
-    Ok(Controller::new()
+    Controller::new()
         .with_queue(&queue, 1, move |key: &String| worker.sync(key))
         // `processNextRecheckWorkItem`: back to the main queue, rate-limited.
         .with_queue(&recheck, 1, move |key: &String| {
             requeue.add_rate_limited(key.clone());
             Ok(())
         })
-        .with_queue(&stale, 1, move |key: &String| cleaner.sync_stale_pod_disruption(key)))
+        .with_queue(&stale, 1, move |key: &String| Ok(cleaner.sync_stale_pod_disruption(key)?))
 }
 
 /// Upstream's `DisruptionController`.
@@ -100,10 +143,10 @@ struct Disruption {
 }
 
 /// `metav1.LabelSelectorAsSelector`: no selector selects nothing, an empty one everything.
-fn selector_of(pdb: &PodDisruptionBudget) -> Result<Selector, String> {
+fn selector_of(pdb: &PodDisruptionBudget) -> Result<Selector, Error> {
     match pdb.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         None => Ok(Selector::nothing()),
-        Some(selector) => Selector::from_label_selector(selector),
+        Some(selector) => Selector::from_label_selector(selector).map_err(|e| Error::Selector(e.into())),
     }
 }
 
@@ -168,21 +211,22 @@ impl Disruption {
         };
         match self.try_sync(&pdb) {
             Ok(()) => Ok(()),
-            Err(e @ SyncError::Conflict(_)) => Err(e),
+            // `apierrors.IsConflict(err)`: retried without the fail-safe.
+            Err(e) if client::Error::find(&e).is_some_and(client::Error::is_conflict) => Err(e.into()),
             Err(e) => {
                 log::error!("Failed to sync PDB podDisruptionBudget={key}: {e}");
-                self.fail_safe(&pdb, e.message())
+                Ok(self.fail_safe(&pdb, &e.to_string())?)
             }
         }
     }
 
     /// `trySync`.
-    fn try_sync(&self, pdb: &PodDisruptionBudget) -> SyncResult {
+    fn try_sync(&self, pdb: &PodDisruptionBudget) -> Result<(), Error> {
         let pods = match self.pods_for_pdb(pdb) {
             Ok(pods) => pods,
             Err(e) => {
                 self.recorder.event_for(pdb, EventType::Warning, "NoPods", &format!("Failed to get pods: {e}"));
-                return Err(SyncError::Failed(e));
+                return Err(e);
             }
         };
         if pods.is_empty() {
@@ -214,7 +258,7 @@ impl Disruption {
     }
 
     /// `getPodsForPdb`: the cached pods of the budget's namespace its selector matches.
-    fn pods_for_pdb(&self, pdb: &PodDisruptionBudget) -> Result<Vec<Arc<Pod>>, String> {
+    fn pods_for_pdb(&self, pdb: &PodDisruptionBudget) -> Result<Vec<Arc<Pod>>, Error> {
         let selector = selector_of(pdb)?;
         let namespace = pdb.metadata.namespace.as_deref().unwrap_or_default();
         Ok(self.pods.store().list_namespace_where(namespace, |meta| selector.matches(meta.labels.as_ref())))
@@ -250,24 +294,24 @@ impl Disruption {
     }
 
     /// `failSafe`: at least `disruptionsAllowed` 0, so that the Eviction API refuses.
-    fn fail_safe(&self, pdb: &PodDisruptionBudget, error: &str) -> SyncResult {
+    fn fail_safe(&self, pdb: &PodDisruptionBudget, error: &str) -> Result<(), Error> {
         self.write_status(pdb, fail_safe_status(pdb, error))
     }
 
     /// `writePdbStatus`: an update of the status subresource, not retried here.
-    fn write_status(&self, pdb: &PodDisruptionBudget, status: PodDisruptionBudgetStatus) -> SyncResult {
+    fn write_status(&self, pdb: &PodDisruptionBudget, status: PodDisruptionBudgetStatus) -> Result<(), Error> {
         let mut updated = pdb.clone();
         updated.status = Some(status);
         let name = pdb.metadata.name.as_deref().unwrap_or_default();
         let api =
             Api::<PodDisruptionBudget>::namespaced(&self.client, pdb.metadata.namespace.as_deref().unwrap_or_default());
-        let written = api.replace_status(name, &updated, &PostParams::default()).map_err(go_error)?;
+        let written = api.replace_status(name, &updated, &PostParams::default()).map_err(Error::WriteStatus)?;
         self.pdbs.mutation(written);
         Ok(())
     }
 
     /// `syncStalePodDisruption`: the condition set to False once stale, through `pods/status`.
-    fn sync_stale_pod_disruption(&self, key: &str) -> SyncResult {
+    fn sync_stale_pod_disruption(&self, key: &str) -> Result<(), Error> {
         let (namespace, name) = split_key(key);
         let Some(pod) = self.pods.store().get(key) else {
             log::debug!("Skipping clearing DisruptionTarget condition because pod was deleted pod={key}");
@@ -288,18 +332,10 @@ impl Disruption {
         }
         Api::<Pod>::namespaced(&self.client, namespace)
             .replace_status(name, &updated, &PostParams::default())
-            .map_err(|e| {
-                SyncError::from(e).context(format!("error syncing Pod {key} to clear DisruptionTarget condition"))
-            })?;
+            .map_err(|source| Error::ClearDisruptionTarget { key: key.to_string(), source })?;
         log::info!("Reset stale DisruptionTarget condition to False pod={key}");
         Ok(())
     }
-}
-
-/// A write's error with Go's `err.Error()` text (what `failSafe` puts in the condition); a
-/// conflict stays one, so that it is retried without the fail-safe.
-fn go_error(error: crate::client::Error) -> SyncError {
-    if error.is_conflict() { SyncError::Conflict(error.message()) } else { SyncError::Failed(error.message()) }
 }
 
 /// `Add`, `Update`, `Remove`, as upstream's handlers log.
@@ -326,5 +362,20 @@ mod tests {
         let labels = std::collections::BTreeMap::from([("app".to_string(), "web".to_string())]);
         assert!(!selector_of(&budget(serde_json::Value::Null)).expect("valid").matches(&labels));
         assert!(selector_of(&budget(json!({}))).expect("valid").matches(&labels), "empty selects everything");
+    }
+
+    /// A 409 Conflict as the API server answers an update of a stale object.
+    fn conflict() -> crate::client::Error {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
+        crate::client::ApiError::from_response(409, body, None).into()
+    }
+
+    /// A conflicting status write is retried as a conflict, so that `sync` skips the
+    /// fail-safe for it; its text is Go's, as the condition shows it.
+    #[test]
+    fn a_conflicting_status_write_stays_a_conflict() {
+        let error = Error::WriteStatus(conflict());
+        assert!(client::Error::find(&error).is_some_and(client::Error::is_conflict));
+        assert_eq!(SyncError::from(error), SyncError::Conflict("the object has been modified".into()));
     }
 }

@@ -22,7 +22,7 @@ use super::endpointutil::{
     self as util, ANNOTATION_OVER_CAPACITY, ANNOTATION_TRIGGER_TIME, LABEL_HEADLESS, repack_subsets,
 };
 use crate::apimachinery::pod::is_pod_ready;
-use crate::client::{Api, Client, DeleteParams, PostParams};
+use crate::client::{self, Api, Client, DeleteParams, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
@@ -47,8 +47,42 @@ pub struct Config {
     pub batch_period: Duration,
 }
 
-/// `NewEndpointController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// Why a Service's Endpoints could not be synced. An API error reads as Go's `err.Error()`
+/// (its message alone), as upstream's log lines show it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Deleting the Endpoints of a deleted Service failed.
+    #[error("{}", .0.message())]
+    Delete(#[source] client::Error),
+    /// The Endpoints cache still holds the version our last write replaced.
+    #[error(
+        "endpoints informer cache is out of date, resource version {version} already processed for endpoints {key}"
+    )]
+    StaleCache {
+        /// The cached (already replaced) resourceVersion.
+        version: String,
+        /// The Service's key.
+        key: String,
+    },
+    /// Creating or updating the Endpoints failed.
+    #[error("{}", .0.message())]
+    Write(#[source] client::Error),
+    /// The pod has no IP of the Service's family.
+    #[error("failed to find a matching endpoint for service {service}")]
+    NoMatchingAddress {
+        /// The Service's name.
+        service: String,
+    },
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `NewEndpointController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("endpoint");
     let controller = Arc::new(EndpointsController {
         client: context.client.clone(),
@@ -71,9 +105,9 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let handler = controller.clone();
     controller.endpoints.add_handler(move |event: &Event<Endpoints>| handler.on_endpoints_event(event));
     let leftovers = controller.clone();
-    Ok(Controller::new()
-        .with_queue(&queue, config.workers, move |key: &String| controller.sync(key).map_err(SyncError::Failed))
-        .once_synced("leftovers", move || leftovers.check_leftover_endpoints()))
+    Controller::new()
+        .with_queue(&queue, config.workers, move |key: &String| Ok(controller.sync(key)?))
+        .once_synced("leftovers", move || leftovers.check_leftover_endpoints())
 }
 
 impl EndpointsController {
@@ -110,7 +144,7 @@ pub struct EndpointsController {
 }
 
 impl EndpointsController {
-    fn sync(&self, key: &str) -> Result<(), String> {
+    fn sync(&self, key: &str) -> Result<(), Error> {
         util::retry_or_drop(&self.queue, key, self.sync_service(key))
     }
 }
@@ -124,14 +158,14 @@ impl EndpointsController {
     }
 
     /// `syncService`.
-    fn sync_service(&self, key: &str) -> Result<(), String> {
+    fn sync_service(&self, key: &str) -> Result<(), Error> {
         let (namespace, name) = split_key(key);
         let Some(service) = self.services.store().get(key) else {
             let api = Api::<Endpoints>::namespaced(&self.client, namespace);
             match api.delete(name, &DeleteParams::default()) {
                 Ok(_) => {}
                 Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(e.message()),
+                Err(e) => return Err(Error::Delete(e)),
             }
             self.trigger_times.delete_service(namespace, name);
             self.stale.lock().remove(key);
@@ -150,9 +184,7 @@ impl EndpointsController {
                     self.waiting_for_cache.lock().insert(key.to_string());
                     // The cache may have moved on since it was read: its event found no key.
                     self.requeue_if_cache_caught_up(key);
-                    return Err(format!(
-                        "endpoints informer cache is out of date, resource version {version} already processed for endpoints {key}"
-                    ));
+                    return Err(Error::StaleCache { version, key: key.to_string() });
                 }
                 (*current).clone()
             }
@@ -196,7 +228,7 @@ impl EndpointsController {
     }
 
     /// Creates or updates the Endpoints, with upstream's events on failure.
-    fn write(&self, key: &str, current: &Endpoints, desired: &Endpoints, create: bool) -> Result<(), String> {
+    fn write(&self, key: &str, current: &Endpoints, desired: &Endpoints, create: bool) -> Result<(), Error> {
         let (namespace, name) = split_key(key);
         let api = Api::<Endpoints>::namespaced(&self.client, namespace);
         let result = if create {
@@ -222,7 +254,7 @@ impl EndpointsController {
                     ("FailedToUpdateEndpoint", format!("Failed to update endpoint {key}: {text}"))
                 };
                 self.recorder.event_for(desired, EventType::Warning, reason, &message);
-                Err(text)
+                Err(Error::Write(e))
             }
         }
     }
@@ -231,7 +263,7 @@ impl EndpointsController {
 /// `podToEndpointAddressForService`: the pod IP of the Service's (first) IP family, with node
 /// name and target reference. Without `ipFamilies` (v1.36 infers it where v1.33 panicked) the
 /// family is the ClusterIP's, or for a headless Service the pod IP's.
-pub fn pod_address_for_service(service: &Service, pod: &Pod) -> Result<EndpointAddress, String> {
+pub fn pod_address_for_service(service: &Service, pod: &Pod) -> Result<EndpointAddress, Error> {
     let spec = service.spec.as_ref();
     let family = spec.and_then(|s| s.ip_families.as_ref()).and_then(|f| f.first().cloned());
     let want_v6 = match family {
@@ -245,8 +277,7 @@ pub fn pod_address_for_service(service: &Service, pod: &Pod) -> Result<EndpointA
     let ips = pod.status.as_ref().and_then(|s| s.pod_ips.as_ref());
     let ip = ips.into_iter().flatten().map(|ip| ip.ip.as_str()).find(|ip| util::is_ipv6(ip) == want_v6);
     let Some(ip) = ip else {
-        let name = service.metadata.name.as_deref().unwrap_or("");
-        return Err(format!("failed to find a matching endpoint for service {name}"));
+        return Err(Error::NoMatchingAddress { service: service.metadata.name.clone().unwrap_or_default() });
     };
     Ok(EndpointAddress {
         ip: ip.to_string(),

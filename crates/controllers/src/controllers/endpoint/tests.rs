@@ -245,7 +245,8 @@ fn a_sync_waiting_for_the_cache_is_queued_again_when_it_catches_up() {
     controller.services.apply_for_test(service(json!({"selector": {"app": "web"}})));
     controller.endpoints.apply_for_test(endpoints("5"));
     controller.stale.lock().insert("ns/web".into(), "5".into());
-    let error = controller.sync_service("ns/web").expect_err("the cache holds the version our write replaced");
+    let error =
+        controller.sync_service("ns/web").expect_err("the cache holds the version our write replaced").to_string();
     assert!(error.contains("endpoints informer cache is out of date"), "{error}");
     assert_eq!(controller.queue.len(), 0, "nothing to requeue while the cache is behind");
     controller.endpoints.apply_for_test(endpoints("5"));
@@ -266,4 +267,18 @@ fn a_cache_that_caught_up_during_the_sync_requeues_at_once() {
     controller.waiting_for_cache.lock().insert("ns/web".into());
     controller.requeue_if_cache_caught_up("ns/web");
     assert_eq!(controller.queue.len(), 1);
+}
+
+/// A 409 Conflict as the API server answers an update of a stale object.
+fn conflict() -> crate::client::Error {
+    let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
+    crate::client::ApiError::from_response(409, body, None).into()
+}
+
+/// A conflicting write of the Endpoints reaches the queue as a conflict (it was a plain
+/// failure), with Go's text of the error.
+#[test]
+fn a_conflicting_write_reaches_the_queue_as_a_conflict() {
+    let error = SyncError::from(Error::Write(conflict()));
+    assert_eq!(error, SyncError::Conflict("the object has been modified".into()));
 }

@@ -17,6 +17,8 @@ use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use parking_lot::Mutex;
 
+use crate::apimachinery::errors::Aggregate;
+use crate::client;
 use crate::controllers::endpointutil::{self as util, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, slices_of};
 use crate::metrics::{CounterVec, global};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
@@ -44,8 +46,74 @@ pub struct Config {
     pub batch_period: Duration,
 }
 
-/// `NewController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// Why a Service's EndpointSlices could not be synced. An API error reads as Go's
+/// `err.Error()` (its message alone), as upstream's texts show it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `StaleInformerCache`: the sync found the slice cache behind the controller's writes.
+    #[error("EndpointSlice informer cache is out of date")]
+    StaleInformerCache,
+    /// A selected pod's Node is not in the cache (the pod is left out).
+    #[error("skipping Pod {pod} for Service {service}: Node {node} Not Found")]
+    NodeNotFound {
+        /// The pod's name.
+        pod: String,
+        /// The Service's key.
+        service: String,
+        /// The Node's name.
+        node: String,
+    },
+    /// Creating a slice failed.
+    #[error("failed to create EndpointSlice for Service {service}: {}", .source.message())]
+    CreateSlice {
+        /// The Service's key.
+        service: String,
+        /// The API error.
+        source: client::Error,
+    },
+    /// Updating a slice failed.
+    #[error("failed to update {name} EndpointSlice for Service {service}: {}", .source.message())]
+    UpdateSlice {
+        /// The slice's name.
+        name: String,
+        /// The Service's key.
+        service: String,
+        /// The API error.
+        source: client::Error,
+    },
+    /// Deleting a slice the plan no longer needs failed.
+    #[error("failed to delete {name} EndpointSlice for Service {service}: {}", .source.message())]
+    DeleteSlice {
+        /// The slice's name.
+        name: String,
+        /// The Service's key.
+        service: String,
+        /// The API error.
+        source: client::Error,
+    },
+    /// Deleting a slice of an address type the Service no longer has failed.
+    #[error("error deleting {name} EndpointSlice for Service {service}: {}", .source.message())]
+    DeleteUnsupportedSlice {
+        /// The slice's name.
+        name: String,
+        /// The Service's key.
+        service: String,
+        /// The API error.
+        source: client::Error,
+    },
+    /// Several of the above (`utilerrors.NewAggregate`).
+    #[error("{0}")]
+    Aggregate(#[from] Aggregate),
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `NewController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     syncs();
     metrics::families();
     let queue = util::slice_queue("endpoint_slice", MAX_SYNC_BACKOFF);
@@ -82,8 +150,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     });
     let handler = controller.clone();
     controller.slices.add_handler(move |event: &Event<EndpointSlice>| handler.on_slice_event(event));
-    Ok(Controller::new()
-        .with_queue(&queue, config.workers, move |key: &String| controller.sync(key).map_err(SyncError::Failed)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| Ok(controller.sync(key)?))
 }
 
 /// Upstream's endpointslice `Controller`.
@@ -107,15 +174,12 @@ pub struct EndpointSliceController {
 }
 
 impl EndpointSliceController {
-    fn sync(&self, key: &str) -> Result<(), String> {
+    fn sync(&self, key: &str) -> Result<(), Error> {
         let result = self.sync_service(key);
         track_sync(&result);
         util::retry_or_drop(&self.queue, key, result)
     }
 }
-
-/// `StaleInformerCache`'s message: the sync found the slice cache behind the controller's writes.
-const STALE_INFORMER_CACHE: &str = "EndpointSlice informer cache is out of date";
 
 /// `endpoint_slice_controller_syncs{result}`, registered with the controller
 /// (`RegisterMetrics`).
@@ -133,10 +197,10 @@ fn syncs() -> &'static CounterVec {
 }
 
 /// `trackSync`: `success`, `stale` or `error`, as the queue's error handler counts each sync.
-fn track_sync(result: &Result<(), String>) {
+fn track_sync(result: &Result<(), Error>) {
     let label = match result {
         Ok(()) => "success",
-        Err(e) if e == STALE_INFORMER_CACHE => "stale",
+        Err(Error::StaleInformerCache) => "stale",
         Err(_) => "error",
     };
     syncs().inc(&[label]);
@@ -214,7 +278,7 @@ impl EndpointSliceController {
     }
 
     /// `syncService`.
-    fn sync_service(&self, key: &str) -> Result<(), String> {
+    fn sync_service(&self, key: &str) -> Result<(), Error> {
         let (namespace, name) = split_key(key);
         let Some(service) = self.services.store().get(key) else {
             self.trigger_times.delete_service(namespace, name);
@@ -233,7 +297,7 @@ impl EndpointSliceController {
             self.behind.lock().insert(key.to_string());
             existing = cached();
             if self.tracker.stale_slices(&service, &existing) {
-                return Err(STALE_INFORMER_CACHE.into());
+                return Err(Error::StaleInformerCache);
             }
         }
         self.behind.lock().remove(key);

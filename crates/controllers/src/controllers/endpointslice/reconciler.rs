@@ -11,13 +11,15 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
 
+use super::Error;
 use super::hints::traffic_distribution;
 use super::metrics::{Cache, Efficiency, PortCache, families};
 use super::utils::{
     address_types_for_service, endpoint_ports, endpoint_slice_labels, new_endpoint_slice, owned_by, pod_to_endpoint,
     set_trigger_time, slice_to_fill,
 };
-use crate::client::{Api, Client, DeleteParams, PostParams};
+use crate::apimachinery::errors::Aggregate;
+use crate::client::{self, Api, Client, DeleteParams, PostParams};
 use crate::controllers::endpointutil::{
     self as util, EndpointSet, EndpointSliceTracker, endpoint_count, endpoints_equal_beyond_hash, port_map_key,
 };
@@ -73,15 +75,6 @@ pub struct SliceReconciler {
     pub metrics: Cache,
 }
 
-/// Go's `utilerrors.NewAggregate(errs).Error()`.
-fn aggregate(errors: Vec<String>) -> Result<(), String> {
-    match errors.len() {
-        0 => Ok(()),
-        1 => Err(errors.into_iter().next().unwrap_or_default()),
-        _ => Err(format!("[{}]", errors.join(", "))),
-    }
-}
-
 impl SliceReconciler {
     /// `Reconcile`: slices of address types the Service no longer has are deleted; each of
     /// its address types is reconciled.
@@ -92,7 +85,7 @@ impl SliceReconciler {
         existing: Vec<Arc<EndpointSlice>>,
         trigger_time: Option<jiff::Timestamp>,
         node: &dyn Fn(&str) -> Option<Arc<Node>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let types = address_types_for_service(service);
         let mut by_type: BTreeMap<&str, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
         let mut unsupported = Vec::new();
@@ -110,15 +103,16 @@ impl SliceReconciler {
             }
         }
         for slice in unsupported {
-            if let Err(e) = self.delete_slice(service, &slice) {
-                let name = slice.metadata.name.as_deref().unwrap_or("");
-                errors.push(format!(
-                    "error deleting {name} EndpointSlice for Service {}: {e}",
-                    object_key(&service.metadata)
-                ));
+            if let Err(source) = self.delete_slice(service, &slice) {
+                errors.push(Error::DeleteUnsupportedSlice {
+                    name: slice.metadata.name.clone().unwrap_or_default(),
+                    service: object_key(&service.metadata),
+                    source,
+                });
             }
         }
-        aggregate(errors)
+        // `utilerrors.NewAggregate(errs)`.
+        Ok(Aggregate::from_errors(errors)?)
     }
 
     /// `reconcileByAddressType`.
@@ -130,14 +124,15 @@ impl SliceReconciler {
         trigger_time: Option<jiff::Timestamp>,
         address_type: &str,
         node: &dyn Fn(&str) -> Option<Arc<Node>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let (desired, mut errors) = desired_endpoints(service, pods, address_type, node);
         let mut plan = self.plan(service, existing, desired, address_type);
         self.record_plan(service, &mut plan);
         if let Err(e) = self.finalize(service, plan, trigger_time) {
             errors.push(e);
         }
-        aggregate(errors)
+        // `utilerrors.NewAggregate(errs)`.
+        Ok(Aggregate::from_errors(errors)?)
     }
 
     /// The observations `reconcileByAddressType` makes once it has planned.
@@ -309,7 +304,7 @@ impl SliceReconciler {
 
     /// `finalize`: creates (not for a Service being deleted), updates, then deletes, tracking
     /// each write.
-    fn finalize(&self, service: &Service, plan: Plan, trigger_time: Option<jiff::Timestamp>) -> Result<(), String> {
+    fn finalize(&self, service: &Service, plan: Plan, trigger_time: Option<jiff::Timestamp>) -> Result<(), Error> {
         let namespace = service.metadata.namespace.as_deref().unwrap_or("");
         let key = object_key(&service.metadata);
         let api = Api::<EndpointSlice>::namespaced(&self.client, namespace);
@@ -325,7 +320,7 @@ impl SliceReconciler {
                     }
                     // Creations in a terminating namespace keep failing: drop the item.
                     Err(e) if e.has_status_cause(util::NAMESPACE_TERMINATING) => return Ok(()),
-                    Err(e) => return Err(format!("failed to create EndpointSlice for Service {key}: {}", e.message())),
+                    Err(source) => return Err(Error::CreateSlice { service: key, source }),
                 }
             }
         }
@@ -337,15 +332,13 @@ impl SliceReconciler {
                     self.tracker.update(&updated);
                     changes.inc(&["update"]);
                 }
-                Err(e) => {
-                    return Err(format!("failed to update {name} EndpointSlice for Service {key}: {}", e.message()));
-                }
+                Err(source) => return Err(Error::UpdateSlice { name, service: key, source }),
             }
         }
         for slice in plan.delete {
-            if let Err(e) = self.delete_slice(service, &slice) {
-                let name = slice.metadata.name.as_deref().unwrap_or("");
-                return Err(format!("failed to delete {name} EndpointSlice for Service {key}: {e}"));
+            if let Err(source) = self.delete_slice(service, &slice) {
+                let name = slice.metadata.name.clone().unwrap_or_default();
+                return Err(Error::DeleteSlice { name, service: key, source });
             }
         }
         // Our topology cache is off, so the topology label is always `Disabled`.
@@ -355,7 +348,7 @@ impl SliceReconciler {
     }
 
     /// `deleteEndpointSlice`: a slice already gone is fine.
-    fn delete_slice(&self, service: &Service, slice: &EndpointSlice) -> Result<(), String> {
+    fn delete_slice(&self, service: &Service, slice: &EndpointSlice) -> Result<(), client::Error> {
         let namespace = service.metadata.namespace.as_deref().unwrap_or("");
         let api = Api::<EndpointSlice>::namespaced(&self.client, namespace);
         match api.delete(slice.metadata.name.as_deref().unwrap_or(""), &DeleteParams::default()) {
@@ -365,7 +358,7 @@ impl SliceReconciler {
                 Ok(())
             }
             Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(e.message()),
+            Err(e) => Err(e),
         }
     }
 }
@@ -377,7 +370,7 @@ pub fn desired_endpoints(
     pods: &[Arc<Pod>],
     address_type: &str,
     node: &dyn Fn(&str) -> Option<Arc<Node>>,
-) -> (BTreeMap<String, Desired>, Vec<String>) {
+) -> (BTreeMap<String, Desired>, Vec<Error>) {
     let mut desired: BTreeMap<String, Desired> = BTreeMap::new();
     let mut errors = Vec::new();
     let key = object_key(&service.metadata);
@@ -392,7 +385,7 @@ pub fn desired_endpoints(
         if found.is_none() && !util::publish_not_ready(service) {
             let name = pod.metadata.name.as_deref().unwrap_or("");
             log::info!("skipping Pod {name} for Service {key}, Node {node_name} not found");
-            errors.push(format!("skipping Pod {name} for Service {key}: Node {node_name} Not Found"));
+            errors.push(Error::NodeNotFound { pod: name.to_string(), service: key.clone(), node: node_name });
             continue;
         }
         let endpoint = pod_to_endpoint(pod, found.as_deref(), service, address_type);

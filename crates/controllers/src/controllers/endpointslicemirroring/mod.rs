@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
+use crate::client;
 use crate::controllers::endpointutil::{
     self as util, ANNOTATION_LEADER, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, service_key_of, slices_of,
 };
@@ -37,8 +38,68 @@ pub struct Config {
     pub batch_period: Duration,
 }
 
-/// `NewController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// Why an Endpoints object could not be mirrored. An API error reads as Go's `err.Error()`
+/// (its message alone), as upstream's texts show it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The sync found the slice cache behind the controller's writes.
+    #[error("EndpointSlice informer cache is out of date")]
+    StaleInformerCache,
+    /// Creating a slice failed.
+    #[error("failed to create EndpointSlice for Endpoints {endpoints}: {}", .source.message())]
+    CreateSlice {
+        /// The Endpoints' key.
+        endpoints: String,
+        /// The API error.
+        source: client::Error,
+    },
+    /// Updating a slice failed.
+    #[error("failed to update {name} EndpointSlice for Endpoints {endpoints}: {}", .source.message())]
+    UpdateSlice {
+        /// The slice's name.
+        name: String,
+        /// The Endpoints' key.
+        endpoints: String,
+        /// The API error.
+        source: client::Error,
+    },
+    /// Deleting a slice the plan no longer needs failed.
+    #[error("failed to delete {name} EndpointSlice for Endpoints {endpoints}: {}", .source.message())]
+    DeleteSlice {
+        /// The slice's name.
+        name: String,
+        /// The Endpoints' key.
+        endpoints: String,
+        /// The API error.
+        source: client::Error,
+    },
+    /// Deleting the mirrored slices of Endpoints no longer mirrored failed, for some of them.
+    #[error(
+        "error(s) deleting {failed}/{total} EndpointSlices for {namespace}/{name} Endpoints, including: {}",
+        .source.message()
+    )]
+    DeleteAll {
+        /// How many deletions failed.
+        failed: usize,
+        /// How many slices there were.
+        total: usize,
+        /// The Endpoints' namespace.
+        namespace: String,
+        /// The Endpoints' name.
+        name: String,
+        /// The first deletion's error.
+        source: client::Error,
+    },
+}
+
+impl From<Error> for SyncError {
+    fn from(e: Error) -> SyncError {
+        SyncError::of(e)
+    }
+}
+
+/// `NewController`. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     sync_duration();
     metrics::families();
     let queue = util::slice_queue("endpoint_slice_mirroring", MAX_SYNC_BACKOFF);
@@ -65,8 +126,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     controller.endpoints.add_handler(move |event: &Event<Endpoints>| handler.on_endpoints_event(event));
     let handler = controller.clone();
     controller.slices.add_handler(move |event: &Event<EndpointSlice>| handler.on_slice_event(event));
-    Ok(Controller::new()
-        .with_queue(&queue, config.workers, move |key: &String| controller.sync(key).map_err(SyncError::Failed)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| Ok(controller.sync(key)?))
 }
 
 /// Upstream's mirroring `Controller`.
@@ -82,7 +142,7 @@ pub struct MirroringController {
 }
 
 impl MirroringController {
-    fn sync(&self, key: &str) -> Result<(), String> {
+    fn sync(&self, key: &str) -> Result<(), Error> {
         let started = Instant::now();
         let result = self.sync_endpoints(key);
         // Whole milliseconds, as upstream's deferred observation.
@@ -187,14 +247,14 @@ impl MirroringController {
     }
 
     /// `deleteMirroredSlices`.
-    fn delete_mirrored(&self, namespace: &str, name: &str) -> Result<(), String> {
+    fn delete_mirrored(&self, namespace: &str, name: &str) -> Result<(), Error> {
         let slices = slices_of(&self.slices, namespace, name, CONTROLLER_NAME);
         self.tracker.delete_service(namespace, name);
         self.reconciler.delete_all(namespace, name, &slices)
     }
 
     /// `syncEndpoints`.
-    fn sync_endpoints(&self, key: &str) -> Result<(), String> {
+    fn sync_endpoints(&self, key: &str) -> Result<(), Error> {
         let (namespace, name) = split_key(key);
         let Some(endpoints) = self.endpoints.store().get(key) else {
             return self.delete_mirrored(namespace, name);
@@ -210,7 +270,7 @@ impl MirroringController {
         }
         let existing = slices_of(&self.slices, namespace, name, CONTROLLER_NAME);
         if self.tracker.stale_slices(&service, &existing) {
-            return Err("EndpointSlice informer cache is out of date".into());
+            return Err(Error::StaleInformerCache);
         }
         self.reconciler.reconcile(&endpoints, existing)
     }

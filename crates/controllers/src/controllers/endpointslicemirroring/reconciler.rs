@@ -19,6 +19,7 @@ use crate::controllers::endpointutil::{
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::object_key;
 
+use super::Error;
 use super::metrics::{Cache, Efficiency, PortCache, families};
 
 /// `controllerName`: the managed-by label value of mirrored slices.
@@ -336,7 +337,7 @@ pub struct MirroringReconciler {
 
 impl MirroringReconciler {
     /// `reconcile`: events for skipped addresses, then the writes.
-    pub fn reconcile(&self, endpoints: &Endpoints, existing: Vec<Arc<EndpointSlice>>) -> Result<(), String> {
+    pub fn reconcile(&self, endpoints: &Endpoints, existing: Vec<Arc<EndpointSlice>>) -> Result<(), Error> {
         let max = self.max_endpoints_per_subset;
         let (desired, skipped) = desired_state(endpoints, max);
         if skipped.invalid > 0 {
@@ -361,7 +362,7 @@ impl MirroringReconciler {
     }
 
     /// `finalize`.
-    fn finalize(&self, endpoints: &Endpoints, plan: Plan) -> Result<(), String> {
+    fn finalize(&self, endpoints: &Endpoints, plan: Plan) -> Result<(), Error> {
         let key = object_key(&endpoints.metadata);
         let api = Api::<EndpointSlice>::namespaced(&self.client, endpoints.metadata.namespace.as_deref().unwrap_or(""));
         if endpoints.metadata.deletion_timestamp.is_none() {
@@ -372,9 +373,7 @@ impl MirroringReconciler {
                         families().changes.inc(&["create"]);
                     }
                     Err(e) if e.has_status_cause(util::NAMESPACE_TERMINATING) => return Ok(()),
-                    Err(e) => {
-                        return Err(format!("failed to create EndpointSlice for Endpoints {key}: {}", e.message()));
-                    }
+                    Err(source) => return Err(Error::CreateSlice { endpoints: key, source }),
                 }
             }
         }
@@ -385,15 +384,13 @@ impl MirroringReconciler {
                     self.tracker.update(&updated);
                     families().changes.inc(&["update"]);
                 }
-                Err(e) => {
-                    return Err(format!("failed to update {name} EndpointSlice for Endpoints {key}: {}", e.message()));
-                }
+                Err(source) => return Err(Error::UpdateSlice { name, endpoints: key, source }),
             }
         }
         for slice in plan.delete {
             let name = slice.metadata.name.clone().unwrap_or_default();
-            if let Err(e) = api.delete(&name, &DeleteParams::default()) {
-                return Err(format!("failed to delete {name} EndpointSlice for Endpoints {key}: {}", e.message()));
+            if let Err(source) = api.delete(&name, &DeleteParams::default()) {
+                return Err(Error::DeleteSlice { name, endpoints: key, source });
             }
             self.tracker.expect_deletion(&slice);
             families().changes.inc(&["delete"]);
@@ -402,21 +399,19 @@ impl MirroringReconciler {
     }
 
     /// `deleteEndpoints`: deletes every mirrored slice of the Endpoints.
-    pub fn delete_all(&self, namespace: &str, name: &str, slices: &[Arc<EndpointSlice>]) -> Result<(), String> {
+    pub fn delete_all(&self, namespace: &str, name: &str, slices: &[Arc<EndpointSlice>]) -> Result<(), Error> {
         self.metrics.delete_endpoints(&format!("{namespace}/{name}"));
         let api = Api::<EndpointSlice>::namespaced(&self.client, namespace);
-        let errors: Vec<String> = (slices.iter())
-            .filter_map(|s| api.delete(s.metadata.name.as_deref().unwrap_or(""), &DeleteParams::default()).err())
-            .map(|e| e.message())
-            .collect();
-        match errors.first() {
-            None => Ok(()),
-            Some(first) => Err(format!(
-                "error(s) deleting {}/{} EndpointSlices for {namespace}/{name} Endpoints, including: {first}",
-                errors.len(),
-                slices.len()
-            )),
-        }
+        let mut errors = (slices.iter())
+            .filter_map(|s| api.delete(s.metadata.name.as_deref().unwrap_or(""), &DeleteParams::default()).err());
+        let Some(first) = errors.next() else { return Ok(()) };
+        Err(Error::DeleteAll {
+            failed: 1 + errors.count(),
+            total: slices.len(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            source: first,
+        })
     }
 }
 

@@ -71,7 +71,11 @@ pub fn slice_queue(name: &str, max_backoff: Duration) -> WorkQueue<String> {
 
 /// `handleErr`: a failed sync is retried (by the runtime, rate limited) until it failed
 /// [`MAX_RETRIES`] times; then it is dropped (`Ok`, so the runtime forgets it) with a log line.
-pub fn retry_or_drop(queue: &WorkQueue<String>, key: &str, result: Result<(), String>) -> Result<(), String> {
+pub fn retry_or_drop<E: std::fmt::Display>(
+    queue: &WorkQueue<String>,
+    key: &str,
+    result: Result<(), E>,
+) -> Result<(), E> {
     match result {
         Err(e) if queue.num_requeues(&key.to_string()) >= MAX_RETRIES => {
             log::info!("Retry budget exceeded, dropping service {key:?} out of the queue: {e}");
@@ -116,9 +120,17 @@ pub fn hostname_for(pod: &Pod, service: &Service) -> Option<String> {
     should_set_hostname(pod, service).then(|| pod.spec.as_ref().and_then(|s| s.hostname.clone())).flatten()
 }
 
+/// A named target port that no container of the pod declares (`FindPort`'s error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no suitable port for manifest: {pod_uid}")]
+pub struct NoSuitablePort {
+    /// The pod's uid.
+    pub pod_uid: String,
+}
+
 /// `FindPort`: a numeric target port as is; a named one looked up (same protocol) in the
 /// containers' ports, then in those of sidecar (restartable init) containers.
-pub fn find_port(pod: &Pod, service_port: &ServicePort) -> Result<i32, String> {
+pub fn find_port(pod: &Pod, service_port: &ServicePort) -> Result<i32, NoSuitablePort> {
     let protocol = service_port.protocol.as_deref().unwrap_or("TCP");
     match &service_port.target_port {
         Some(IntOrString::Int(port)) => return Ok(*port),
@@ -138,7 +150,7 @@ pub fn find_port(pod: &Pod, service_port: &ServicePort) -> Result<i32, String> {
         // The API server defaults targetPort to the port; an undefaulted one means the same.
         None => return Ok(service_port.port),
     }
-    Err(format!("no suitable port for manifest: {}", pod.metadata.uid.as_deref().unwrap_or("")))
+    Err(NoSuitablePort { pod_uid: pod.metadata.uid.clone().unwrap_or_default() })
 }
 
 /// `helper.IsServiceIPSet`: a cluster IP that is neither empty nor `None`.

@@ -45,7 +45,10 @@ fn ports_resolve_by_number_or_by_name_and_protocol() {
     assert_eq!(find_port(&pod, &service_port(json!("admin"), "TCP")), Ok(9901), "sidecar ports count");
     assert!(find_port(&pod, &service_port(json!("dns"), "TCP")).is_err(), "the protocol must match");
     assert!(find_port(&pod, &service_port(json!("setup"), "TCP")).is_err(), "plain init containers do not count");
-    assert_eq!(find_port(&pod, &service_port(json!("nope"), "TCP")), Err("no suitable port for manifest: u1".into()));
+    assert_eq!(
+        find_port(&pod, &service_port(json!("nope"), "TCP")).map_err(|e| e.to_string()),
+        Err("no suitable port for manifest: u1".into())
+    );
 }
 
 #[test]

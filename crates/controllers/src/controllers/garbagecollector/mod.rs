@@ -32,6 +32,7 @@ use k8s_openapi::api::core::v1::ObjectReference as CoreObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use parking_lot::Mutex;
 
+use crate::apimachinery::errors::Aggregate;
 use crate::client::discovery::{self, ApiResource, Discovery};
 use crate::client::metadata::PartialObjectMetadata;
 use crate::client::{Client, PropagationPolicy};
@@ -77,8 +78,8 @@ pub struct Config {
 
 /// `NewGarbageCollector` + `Run`: the attemptToDelete and attemptToOrphan workers, the graph
 /// builder (which feeds them from the monitors' events, so it does not wait for them to sync)
-/// and the discovery resync every [`SYNC_PERIOD`].
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+/// and the discovery resync every [`SYNC_PERIOD`]. It cannot fail.
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     // Registered at start, as upstream's `metrics.Register()`, so that it reads 0 until an error.
     sync_errors();
     // Each deletion takes two requests: upstream doubles the collector's QPS. (The client's
@@ -114,12 +115,10 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let (deleter, orphaner, graph, synced, starter) =
         (c(&collector), c(&collector), c(&collector), c(&collector), c(&collector));
     let changes = collector.changes.queue.clone();
-    Ok(Controller::new()
-        .with_queue(&queue, config.workers, move |uid: &String| {
-            deleter.attempt_to_delete_worker(uid).map_err(SyncError::Failed)
-        })
+    Controller::new()
+        .with_queue(&queue, config.workers, move |uid: &String| Ok(deleter.attempt_to_delete_worker(uid)?))
         .with_queue(&collector.orphan_queue, config.workers, move |uid: &String| {
-            orphaner.attempt_to_orphan_worker(uid).map_err(SyncError::Failed)
+            Ok(orphaner.attempt_to_orphan_worker(uid)?)
         })
         .with_queue_before_sync(&changes, 1, move |change: &GraphChange| {
             graph.graph.process_graph_change(&change.event);
@@ -127,8 +126,11 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         })
         // `Run` waits for `dependencyGraphBuilder.IsSynced` before its workers start.
         .wait_for(move || synced.is_synced())
-        .on_start(move || starter.start().map_err(Into::into))
-        .resync_every("discovery", SYNC_PERIOD, move || collector.resync_discovery()))
+        .on_start(move || {
+            starter.start();
+            Ok(())
+        })
+        .resync_every("discovery", SYNC_PERIOD, move || collector.resync_discovery())
 }
 
 /// One graph change on the `garbage_collector_graph_changes` queue. Upstream queues `*event`
@@ -228,13 +230,19 @@ pub struct GarbageCollector {
 type Classified = (Vec<OwnerReference>, Vec<OwnerReference>, Vec<OwnerReference>);
 
 /// What a queue item's processing asks for (`workQueueItemAction`).
-type Outcome = Result<(), String>;
+type Outcome = Result<(), GcError>;
+
+impl From<GcError> for SyncError {
+    fn from(e: GcError) -> SyncError {
+        SyncError::of(e)
+    }
+}
 
 impl GarbageCollector {
     /// `startGarbageCollectorController` and `Run`: the first discovery (as the collector's own
     /// identity) and the monitors start only while leading, as upstream's (the graph reports
-    /// invalid owner references as Events).
-    fn start(&self) -> Result<(), String> {
+    /// invalid owner references as Events). Discovery's failure is only logged.
+    fn start(&self) {
         let discovered = discovery::server_resources(&self.client).unwrap_or_else(|e| {
             log::info!("failed to discover preferred resources: {e}");
             Discovery::default()
@@ -243,17 +251,15 @@ impl GarbageCollector {
         self.operations.mapper.reset(discovered.clone());
         log::info!("Starting controller garbagecollector");
         let mut known = self.known.lock();
-        if let Err(e) = self.resync_monitors(&deletable_resources(&discovered), &mut known) {
-            log::error!("failed to sync resource monitors: {e}");
-        }
+        self.resync_monitors(&deletable_resources(&discovered), &mut known);
         self.informers.start();
-        Ok(())
     }
 }
 
 impl GarbageCollector {
-    /// `syncMonitors`: a monitor for each of `resources`, none for the rest.
-    fn resync_monitors(&self, resources: &[ApiResource], known: &mut BTreeSet<String>) -> Result<(), String> {
+    /// `syncMonitors`: a monitor for each of `resources`, none for the rest. It cannot fail:
+    /// a monitor's informer is made without a request.
+    fn resync_monitors(&self, resources: &[ApiResource], known: &mut BTreeSet<String>) {
         let wanted: BTreeMap<String, &ApiResource> = resources.iter().map(|r| (r.monitor_key(), r)).collect();
         let mut monitors = self.monitors.lock();
         let gone: Vec<String> = monitors.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
@@ -273,7 +279,6 @@ impl GarbageCollector {
         drop(monitors);
         log::debug!("synced monitors; added {added}, kept {}, removed {}", wanted.len() - added, gone.len());
         *known = wanted.keys().cloned().collect();
-        Ok(())
     }
 
     /// `controllerFor`: a handler turning the resource's events into graph changes.
@@ -344,11 +349,7 @@ impl GarbageCollector {
                 "syncing garbage collector with updated resources from discovery: added: {added:?}, removed: {removed:?}"
             );
             self.operations.mapper.reset(Arc::new(discovered));
-            if let Err(e) = self.resync_monitors(&resources, &mut known) {
-                log::error!("failed to sync resource monitors: {e}");
-                sync_errors().inc(&[]);
-                return;
-            }
+            self.resync_monitors(&resources, &mut known);
             // `startMonitors`: the informers of new monitors start now (those of the first
             // sync start with every other controller's).
             self.informers.start();
@@ -401,12 +402,12 @@ impl GarbageCollector {
         match self.attempt_to_delete_item(&node) {
             Ok(()) => {}
             Err(GcError::VirtualDeleteEnqueued | GcError::NamespacedOwnerOfClusterScoped) => return Ok(()),
-            Err(e) => return Err(format!("error syncing item {}: {e}", node.identity)),
+            Err(e) => return Err(GcError::SyncItem { item: Box::new(node.identity.clone()), source: Box::new(e) }),
         }
         // Requeued until observed by an informer, so that a virtual node for an object added
         // and removed while a watch was down does not stay in the graph.
         if self.graph.node(uid).is_some_and(|n| n.virtual_) {
-            return Err(format!("item {} hasn't been observed via informer yet", node.identity));
+            return Err(GcError::NotObserved { item: Box::new(node.identity.clone()) });
         }
         Ok(())
     }
@@ -569,22 +570,21 @@ impl GarbageCollector {
             });
             match result {
                 // A dependent already gone needs no orphaning.
-                Err(e) if !e.is_not_found() => errors.push(format!("orphaning {} failed, {e}", dependent.identity)),
+                Err(e) if !e.is_not_found() => errors.push(GcError::OrphanDependent {
+                    dependent: Box::new(dependent.identity.clone()),
+                    source: Box::new(e),
+                }),
                 _ => {}
             }
         }
-        if !errors.is_empty() {
-            return Err(format!(
-                "orphanDependents for {} failed with failed to orphan dependents of owner {}, got errors: [{}]",
-                owner.identity,
-                owner.identity,
-                errors.join(", ")
-            ));
+        if let Err(errors) = Aggregate::from_errors(errors) {
+            return Err(GcError::OrphanDependents { owner: Box::new(owner.identity.clone()), errors });
         }
         log::trace!("successfully updated all dependents of owner {}", owner.identity);
-        self.operations
-            .remove_finalizer(&owner, FINALIZER_ORPHAN)
-            .map_err(|e| format!("removeOrphanFinalizer for {} failed with {e}", owner.identity))
+        self.operations.remove_finalizer(&owner, FINALIZER_ORPHAN).map_err(|e| GcError::RemoveOrphanFinalizer {
+            owner: Box::new(owner.identity.clone()),
+            source: Box::new(e),
+        })
     }
 }
 
@@ -619,5 +619,32 @@ mod tests {
         };
         let names: Vec<String> = deletable_resources(&discovered).iter().map(ApiResource::group_resource).collect();
         assert_eq!(names, ["pods", "replicasets.apps"]);
+    }
+
+    /// A 409 Conflict as the API server answers an update of a stale object.
+    fn conflict() -> crate::client::Error {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
+        crate::client::ApiError::from_response(409, body, None).into()
+    }
+
+    /// A conflict of a patch inside `attemptToDeleteItem` reaches the queue as one (every
+    /// error was a plain failure).
+    #[test]
+    fn a_conflict_of_an_attempt_reaches_the_queue_as_one() {
+        let item = ObjectReference { name: "web".into(), ..ObjectReference::default() };
+        let error = GcError::SyncItem { item: Box::new(item), source: Box::new(GcError::Api(conflict())) };
+        assert!(matches!(SyncError::from(error), SyncError::Conflict(_)));
+        let orphaned =
+            GcError::OrphanDependent { dependent: Box::default(), source: Box::new(GcError::Api(conflict())) };
+        let owner = Box::default();
+        let error =
+            GcError::OrphanDependents { owner, errors: Aggregate::from_errors([orphaned]).expect_err("one error") };
+        let SyncError::Conflict(message) = SyncError::from(error) else { panic!("a conflict") };
+        assert!(
+            message.ends_with(
+                "got errors: [orphaning [/, namespace: , name: , uid: ] failed, the object has been modified (409 Conflict)]"
+            ),
+            "{message}"
+        );
     }
 }

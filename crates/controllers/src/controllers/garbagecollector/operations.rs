@@ -10,6 +10,7 @@ use parking_lot::RwLock;
 use serde_json::{Value, json};
 
 use super::graph::{Node, ObjectReference};
+use crate::apimachinery::errors::Aggregate;
 use crate::client::discovery::{self, ApiResource, Discovery};
 use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
 use crate::client::{Client, DeleteParams, Error, Patch, PostParams, Preconditions, PropagationPolicy};
@@ -22,37 +23,86 @@ const RETRY_STEPS: u32 = 4;
 const RETRY_FIRST: Duration = Duration::from_millis(10);
 
 /// Why an attempt did not complete.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum GcError {
     /// A virtual delete event was produced; the graph builder handles it (`enqueuedVirtualDeleteEventErr`).
+    #[error("enqueued virtual delete event")]
     VirtualDeleteEnqueued,
     /// A cluster-scoped object names a namespaced owner: retrying cannot help.
+    #[error("cluster-scoped objects cannot refer to namespaced owners")]
     NamespacedOwnerOfClusterScoped,
     /// The kind of a reference has no REST mapping (`restMappingError`).
-    RestMapping(String),
+    #[error(
+        "unable to get REST mapping for {0}.  If {0} is an invalid resource, then you should manually remove ownerReferences that refer to {0} objects."
+    )]
+    RestMapping(
+        /// `<apiVersion>/<kind>`.
+        String,
+    ),
     /// An API error.
-    Api(Error),
-    /// Any other failure, with its message.
-    Other(String),
+    #[error("{0}")]
+    Api(#[from] Error),
+    /// The owner whose finalizer is to go could not be read.
+    #[error("cannot finalize owner {owner}, because cannot get it: {source}. The garbage collector will retry later")]
+    FinalizeOwner {
+        /// The owner.
+        owner: Box<ObjectReference>,
+        /// Why.
+        source: Box<GcError>,
+    },
+    /// Every try to remove the finalizer met a conflict.
+    #[error("updateMaxRetries({RETRY_STEPS}) has reached. The garbage collector will retry later for owner {owner}")]
+    UpdateMaxRetries {
+        /// The owner.
+        owner: Box<ObjectReference>,
+    },
+    /// An attempt to delete an item failed.
+    #[error("error syncing item {item}: {source}")]
+    SyncItem {
+        /// The item.
+        item: Box<ObjectReference>,
+        /// Why.
+        source: Box<GcError>,
+    },
+    /// The item is still virtual: requeued until an informer observes it.
+    #[error("item {item} hasn't been observed via informer yet")]
+    NotObserved {
+        /// The item.
+        item: Box<ObjectReference>,
+    },
+    /// Removing the owner from one dependent's references failed.
+    #[error("orphaning {dependent} failed, {source}")]
+    OrphanDependent {
+        /// The dependent.
+        dependent: Box<ObjectReference>,
+        /// Why.
+        source: Box<GcError>,
+    },
+    /// Some dependents could not be orphaned.
+    #[error(
+        "orphanDependents for {owner} failed with failed to orphan dependents of owner {owner}, got errors: [{}]",
+        bracketed(.errors)
+    )]
+    OrphanDependents {
+        /// The owner.
+        owner: Box<ObjectReference>,
+        /// Each dependent's [`GcError::OrphanDependent`].
+        #[source]
+        errors: Aggregate,
+    },
+    /// The owner's `orphan` finalizer could not be removed.
+    #[error("removeOrphanFinalizer for {owner} failed with {source}")]
+    RemoveOrphanFinalizer {
+        /// The owner.
+        owner: Box<ObjectReference>,
+        /// Why.
+        source: Box<GcError>,
+    },
 }
 
-impl From<Error> for GcError {
-    fn from(e: Error) -> Self {
-        GcError::Api(e)
-    }
-}
-
-impl std::fmt::Display for GcError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GcError::VirtualDeleteEnqueued => f.write_str("enqueued virtual delete event"),
-            GcError::NamespacedOwnerOfClusterScoped => {
-                f.write_str("cluster-scoped objects cannot refer to namespaced owners")
-            }
-            GcError::RestMapping(message) | GcError::Other(message) => f.write_str(message),
-            GcError::Api(e) => write!(f, "{e}"),
-        }
-    }
+/// The members of an aggregate joined by `, ` (the brackets are the message's, even for one).
+fn bracketed(errors: &Aggregate) -> String {
+    errors.errors().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 impl GcError {
@@ -92,10 +142,7 @@ impl RestMapper {
                 return Ok(found);
             }
         }
-        let version_kind = format!("{api_version}/{kind}");
-        Err(GcError::RestMapping(format!(
-            "unable to get REST mapping for {version_kind}.  If {version_kind} is an invalid resource, then you should manually remove ownerReferences that refer to {version_kind} objects."
-        )))
+        Err(GcError::RestMapping(format!("{api_version}/{kind}")))
     }
 
     fn lookup(&self, api_version: &str, kind: &str) -> Option<ApiResource> {
@@ -200,10 +247,10 @@ impl Operations {
                 Ok(object) => object,
                 Err(e) if e.is_not_found() => return Ok(()),
                 Err(e) => {
-                    return Err(GcError::Other(format!(
-                        "cannot finalize owner {}, because cannot get it: {e}. The garbage collector will retry later",
-                        owner.identity
-                    )));
+                    return Err(GcError::FinalizeOwner {
+                        owner: Box::new(owner.identity.clone()),
+                        source: Box::new(e),
+                    });
                 }
             };
             let finalizers = object.metadata.finalizers.clone().unwrap_or_default();
@@ -227,10 +274,7 @@ impl Operations {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(GcError::Other(format!(
-            "updateMaxRetries({RETRY_STEPS}) has reached. The garbage collector will retry later for owner {}",
-            owner.identity
-        )))
+        Err(GcError::UpdateMaxRetries { owner: Box::new(owner.identity.clone()) })
     }
 }
 

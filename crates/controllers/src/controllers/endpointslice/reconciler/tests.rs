@@ -296,3 +296,23 @@ fn plan_counts_added_and_removed_endpoints_and_slices_per_port_set() {
     let placeholder = plan.efficiency[&port_map_key(&[])];
     assert_eq!((placeholder.endpoints, placeholder.slices), (0, 1));
 }
+
+/// A 409 Conflict as the API server answers an update of a stale object.
+fn conflict() -> crate::client::Error {
+    let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
+    crate::client::ApiError::from_response(409, body, None).into()
+}
+
+/// A conflicting slice update, inside the aggregate of a Service's address types, reaches the
+/// queue as a conflict (it was a plain failure), the text as upstream's aggregate reads.
+#[test]
+fn a_conflict_inside_the_aggregate_reaches_the_queue_as_one() {
+    use crate::runtime::controller::SyncError;
+    let update = Error::UpdateSlice { name: "web-abc".into(), service: "ns/web".into(), source: conflict() };
+    let missing = Error::NodeNotFound { pod: "p".into(), service: "ns/web".into(), node: "n".into() };
+    let inner = Aggregate::from_errors([missing, update]).map_err(Error::from).unwrap_err();
+    let outer = Aggregate::from_errors([inner]).map_err(Error::from).unwrap_err();
+    let text = "[skipping Pod p for Service ns/web: Node n Not Found, \
+                failed to update web-abc EndpointSlice for Service ns/web: the object has been modified]";
+    assert_eq!(SyncError::from(outer), SyncError::Conflict(text.into()));
+}

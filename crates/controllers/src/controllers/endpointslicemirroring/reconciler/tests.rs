@@ -116,3 +116,18 @@ fn skip_mirror_and_leader_locks_are_not_mirrored() {
     ep.metadata.annotations = Some([(util::ANNOTATION_LEADER.to_string(), "{}".to_string())].into());
     assert!(!crate::controllers::endpointslicemirroring::should_mirror(&ep));
 }
+
+/// A 409 Conflict as the API server answers an update of a stale object.
+fn conflict() -> crate::client::Error {
+    let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
+    crate::client::ApiError::from_response(409, body, None).into()
+}
+
+/// A conflicting slice update reaches the queue as a conflict (it was a plain failure).
+#[test]
+fn a_conflicting_update_reaches_the_queue_as_a_conflict() {
+    use crate::runtime::controller::SyncError;
+    let error = Error::UpdateSlice { name: "db-x".into(), endpoints: "ns/db".into(), source: conflict() };
+    let text = "failed to update db-x EndpointSlice for Endpoints ns/db: the object has been modified";
+    assert_eq!(SyncError::from(error), SyncError::Conflict(text.into()));
+}
