@@ -244,7 +244,7 @@ fn the_cleaner_deletes_old_csrs(backend: Backend) {
             denied_expiration: short,
             pending_expiration: Duration::from_secs(24 * 3600),
         };
-        Ok(cleaner::new(c, config)?)
+        Ok(cleaner::new(c, config))
     });
     let cluster = harness::with(&[cleaner]).on(backend).without_nodes().start();
     let csrs = Api::<CertificateSigningRequest>::all(&cluster.client);
@@ -273,7 +273,7 @@ fn the_cleaner_deletes_approved_csrs_never_issued(backend: Backend) {
             denied_expiration: Duration::from_secs(24 * 3600),
             pending_expiration: Duration::from_secs(2),
         };
-        Ok(cleaner::new(c, config)?)
+        Ok(cleaner::new(c, config))
     });
     // Approved before the cleaner starts, which would otherwise delete it as pending after 2 s.
     let cluster = harness::with(&[cleaner]).on(backend).without_nodes().start_with(|client, _| {

@@ -36,7 +36,7 @@ fn fast_disruption(
     Ok(disruption::new(
         context,
         disruption::Config { deletion_timeout: DELETION_TIMEOUT, stale_pod_disruption_timeout: STALE_TIMEOUT },
-    )?)
+    ))
 }
 
 fn controllers(others: &[&str]) -> Vec<kcm::app::controllers::ControllerDescriptor> {

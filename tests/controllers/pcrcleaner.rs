@@ -30,7 +30,7 @@ mod a_request_goes_once_it_is_as_old_as_the_threshold {
 fn start(backend: Backend) -> Cluster {
     let cleaner = named("podcertificaterequest-cleaner-controller").started_by(|c, _| {
         let config = pcrcleaner::Config { threshold: THRESHOLD, polling_interval: Duration::from_millis(250) };
-        Ok(pcrcleaner::new(c, config)?)
+        Ok(pcrcleaner::new(c, config))
     });
     harness::with(&[cleaner])
         .on(backend)

@@ -180,23 +180,23 @@ fn workers(flag: i32) -> usize {
 pub static CONTROLLERS: &[ControllerDescriptor] = &[
     off_by_default("bootstrap-signer-controller", &["bootstrapsigner"])
         .account("bootstrap-signer")
-        .starts(|c, _| Ok(bootstrap::signer::new(c)?)),
+        .starts(|c, _| Ok(bootstrap::signer::new(c))),
     plain("certificatesigningrequest-approving-controller", &["csrapproving"])
         .account("certificate-controller")
-        .starts(|c, _| Ok(certificates::approver::new(c, certificates::approver::Config::default())?)),
+        .starts(|c, _| Ok(certificates::approver::new(c, certificates::approver::Config::default()))),
     plain("certificatesigningrequest-cleaner-controller", &["csrcleaner"])
         .account("certificate-controller")
-        .starts(|c, _| Ok(certificates::cleaner::new(c, certificates::cleaner::Config::default())?)),
+        .starts(|c, _| Ok(certificates::cleaner::new(c, certificates::cleaner::Config::default()))),
     plain("certificatesigningrequest-signing-controller", &["csrsigning"])
         .account("certificate-controller")
         .starts(|c, o| Ok(certificates::signer::new(c, csr_signing(&o.csr_signing))?)),
     cloud("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
     plain("clusterrole-aggregation-controller", &["clusterrole-aggregation"])
         .account("clusterrole-aggregation-controller")
-        .starts(|c, _| Ok(clusterroleaggregation::new(c)?)),
+        .starts(|c, _| Ok(clusterroleaggregation::new(c))),
     plain("cronjob-controller", &["cronjob"])
         .account("cronjob-controller")
-        .starts(|c, o| Ok(cronjob::new(c, cronjob::Config { workers: workers(o.concurrency.cron_job_syncs) })?)),
+        .starts(|c, o| Ok(cronjob::new(c, cronjob::Config { workers: workers(o.concurrency.cron_job_syncs) }))),
     plain("daemonset-controller", &["daemonset"])
         .account("daemon-set-controller")
         .starts(|c, o| {
@@ -204,7 +204,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 workers: workers(o.concurrency.daemonset_syncs),
                 stale_controller_consistency: o.generic.feature_gates.is_enabled("StaleControllerConsistencyDaemonSet"),
             };
-            Ok(daemon::new(c, config)?)
+            Ok(daemon::new(c, config))
         }),
     plain("deployment-controller", &["deployment"])
         .account("deployment-controller")
@@ -213,18 +213,18 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 workers: workers(o.concurrency.deployment_syncs),
                 terminating_replicas: o.generic.feature_gates.is_enabled("DeploymentReplicaSetTerminatingReplicas"),
             };
-            Ok(deployment::new(c, config)?)
+            Ok(deployment::new(c, config))
         }),
     gated("device-taint-eviction-controller", &[], &["DynamicResourceAllocation", "DRADeviceTaints"])
         .account("device-taint-eviction-controller")
         .starts(|c, o| {
             let device_taint_rules = o.generic.feature_gates.is_enabled("DRADeviceTaintRules");
-            Ok(devicetainteviction::new(c, devicetainteviction::Config { workers: workers(o.concurrency.device_taint_eviction_syncs), device_taint_rules })?)
+            Ok(devicetainteviction::new(c, devicetainteviction::Config { workers: workers(o.concurrency.device_taint_eviction_syncs), device_taint_rules }))
         }),
     plain("disruption-controller", &["disruption"])
         .account("disruption-controller")
         .events("controllermanager")
-        .starts(|c, _| Ok(disruption::new(c, disruption::Config::default())?)),
+        .starts(|c, _| Ok(disruption::new(c, disruption::Config::default()))),
     plain("endpoints-controller", &["endpoint"])
         .account("endpoint-controller")
         .events("endpoint-controller")
@@ -233,7 +233,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 workers: workers(o.concurrency.endpoint_syncs),
                 batch_period: o.endpoints.endpoint_updates_batch_period,
             };
-            Ok(endpoint::new(c, config)?)
+            Ok(endpoint::new(c, config))
         }),
     plain("endpointslice-controller", &["endpointslice"])
         .account("endpointslice-controller")
@@ -244,7 +244,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 max_endpoints_per_slice: usize::try_from(o.endpoints.max_endpoints_per_slice).unwrap_or(100).max(1),
                 batch_period: o.endpoints.endpointslice_updates_batch_period,
             };
-            Ok(endpointslice::new(c, config)?)
+            Ok(endpointslice::new(c, config))
         }),
     plain("endpointslice-mirroring-controller", &["endpointslicemirroring"])
         .account("endpointslicemirroring-controller")
@@ -257,16 +257,16 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                     .max(1),
                 batch_period: o.endpoints.mirroring_updates_batch_period,
             };
-            Ok(endpointslicemirroring::new(c, config)?)
+            Ok(endpointslicemirroring::new(c, config))
         }),
     plain("ephemeral-volume-controller", &["ephemeral-volume"])
         .account("ephemeral-volume-controller")
         .events("ephemeral_volume")
-        .starts(|c, o| Ok(ephemeral::new(c, ephemeral::Config { workers: workers(o.concurrency.ephemeral_volume_syncs) })?)),
+        .starts(|c, o| Ok(ephemeral::new(c, ephemeral::Config { workers: workers(o.concurrency.ephemeral_volume_syncs) }))),
     plain("garbage-collector-controller", &["garbagecollector"])
         .account("generic-garbage-collector")
         .off_when(|o| !o.garbage_collector.enabled)
-        .starts(|c, o| Ok(garbagecollector::new(c, garbagecollector::Config { workers: workers(o.concurrency.gc_syncs) })?)),
+        .starts(|c, o| Ok(garbagecollector::new(c, garbagecollector::Config { workers: workers(o.concurrency.gc_syncs) }))),
     plain("horizontal-pod-autoscaler-controller", &["horizontalpodautoscaling"])
         .account("horizontal-pod-autoscaler")
         .events("horizontal-pod-autoscaler")
@@ -336,7 +336,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 reconcile_sync_period: options.reconcile_sync_period,
                 disable_reconcile_sync: options.disable_reconcile_sync,
                 disable_force_detach_on_timeout: options.disable_force_detach_on_timeout,
-            })?)
+            }))
         }),
     plain("persistentvolume-binder-controller", &["persistentvolume-binder"])
         .account("persistent-volume-binder")
@@ -352,7 +352,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     plain("persistentvolume-expander-controller", &["persistentvolume-expander"])
         .account("expand-controller")
         .events("volume_expand")
-        .starts(|c, _| Ok(expand::new(c)?)),
+        .starts(|c, _| Ok(expand::new(c))),
     plain("persistentvolume-protection-controller", &["pv-protection"])
         .account("pv-protection-controller")
         .starts(|c, _| Ok(pvprotection::new(c, pvprotection::Config::default())?)),
@@ -365,7 +365,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
     }),
     gated("podcertificaterequest-cleaner-controller", &[], &["PodCertificateRequest"])
         .account("podcertificaterequestcleaner")
-        .starts(|c, _| Ok(certificates::pcrcleaner::new(c, certificates::pcrcleaner::Config::default())?)),
+        .starts(|c, _| Ok(certificates::pcrcleaner::new(c, certificates::pcrcleaner::Config::default()))),
     gated("podgroup-protection-controller", &[], &["GenericWorkload"])
         .account("podgroup-protection-controller")
         .starts(|c, _| Ok(podgroupprotection::new(c, podgroupprotection::Config::default())?)),
@@ -478,7 +478,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .starts(|c, _| Ok(tainteviction::new(c)?)),
     off_by_default("token-cleaner-controller", &["tokencleaner"])
         .account("token-cleaner")
-        .starts(|c, _| Ok(bootstrap::cleaner::new(c)?)),
+        .starts(|c, _| Ok(bootstrap::cleaner::new(c))),
     plain("ttl-after-finished-controller", &["ttl-after-finished"])
         .account("ttl-after-finished-controller")
         .starts(|c, o| {
@@ -570,7 +570,7 @@ fn start_cluster_trust_bundle_publisher(
     Ok(certificates::clustertrustbundlepublisher::new(
         context,
         certificates::clustertrustbundlepublisher::Config { ca_bundle },
-    )?)
+    ))
 }
 
 /// The CA bundle put in token Secrets and `kube-root-ca.crt`: `--root-ca-file` (which must hold
