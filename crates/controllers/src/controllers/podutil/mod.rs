@@ -7,6 +7,8 @@
 pub mod availability;
 pub mod ranking;
 pub mod template_hash;
+#[cfg(test)]
+pub mod testing;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::{Map, Value, json};
