@@ -62,7 +62,7 @@ impl Default for Config {
 }
 
 /// `NewController` + `Run`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("");
     let controller = Arc::new(PoolStatusController {
         client: context.client.clone(),
@@ -77,9 +77,9 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     log::info!("ResourcePoolStatusRequest controller initialized");
     let cleaner = controller.clone();
     let worker = controller.clone();
-    Ok(Controller::new()
+    Controller::new()
         .with_queue(&queue, config.workers, move |name: &String| worker.process_next_work_item(name))
-        .every("cleanup", CLEANUP_PERIOD, move || cleaner.cleanup_expired_requests()))
+        .every("cleanup", CLEANUP_PERIOD, move || cleaner.cleanup_expired_requests())
 }
 
 /// Upstream's `Controller`.

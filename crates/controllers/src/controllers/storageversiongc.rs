@@ -38,7 +38,7 @@ const LEASE_NAMESPACE: &str = "kube-system";
 pub const ALL_ENCODING_VERSIONS_EQUAL: &str = "AllEncodingVersionsEqual";
 
 /// `NewStorageVersionGC` + `Run`.
-pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>) -> Controller {
     let lease_queue = WorkQueue::new("storage_version_garbage_collector_leases");
     let storage_version_queue = WorkQueue::new("storage_version_garbage_collector_storageversions");
     let controller = Arc::new(StorageVersionGc {
@@ -58,9 +58,9 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
     let storage_versions = controller;
     // Identity Leases go and StorageVersions change rarely: one worker each; they may conflict
     // on an update, which is retried.
-    Ok(Controller::new()
+    Controller::new()
         .with_queue(&lease_queue, 1, move |name: &String| leases.process_deleted_lease(name))
-        .with_queue(&storage_version_queue, 1, move |name: &String| storage_versions.process_storage_version(name)))
+        .with_queue(&storage_version_queue, 1, move |name: &String| storage_versions.process_storage_version(name))
 }
 
 /// Whether `lease` is a kube-apiserver's identity Lease (by its label only; the callers look in

@@ -26,7 +26,7 @@ pub struct Config {
 }
 
 /// `ttlafterfinished.New`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("ttl_jobs_to_delete");
     deletion_duration().ensure(&[]);
     let controller = Arc::new(TtlAfterFinished {
@@ -36,7 +36,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     });
     let handler = controller.clone();
     controller.jobs.add_handler(move |event: &Event<Job>| handler.on_job_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_job(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_job(key))
 }
 
 /// Upstream's TTL-after-finished `Controller`.
