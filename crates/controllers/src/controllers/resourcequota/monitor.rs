@@ -202,7 +202,7 @@ fn lister<K: Informable>(informer: Arc<Informer<K>>) -> ListFn<K> {
     let not_ready = format!("{group_version}, Resource={} not yet synced", K::URL_PATH_SEGMENT);
     Box::new(move |namespace| {
         if !informer.has_synced() {
-            return Err(not_ready.clone());
+            return Err(not_ready.clone().into());
         }
         Ok(informer.store().list_namespace(namespace))
     })
@@ -503,7 +503,7 @@ impl QuotaController {
             let not_ready = format!("{resource} not yet synced");
             let list: ListFn<PartialObjectMetadata> = Box::new(move |namespace| {
                 if !lister.has_synced() {
-                    return Err(not_ready.clone());
+                    return Err(not_ready.clone().into());
                 }
                 Ok(lister.namespace_metadata(namespace))
             });
