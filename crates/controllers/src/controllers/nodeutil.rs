@@ -353,7 +353,10 @@ mod tests {
         assert_eq!(error.to_string(), format!("{text}, {text}"));
         let found = crate::client::Error::find(&error).expect("the API error inside");
         assert!(found.is_conflict());
-        assert!(matches!(crate::runtime::controller::SyncError::of(error), crate::runtime::controller::SyncError::Conflict(_)));
+        assert!(matches!(
+            crate::runtime::controller::SyncError::of(error),
+            crate::runtime::controller::SyncError::Conflict(_)
+        ));
     }
 
     fn node(value: serde_json::Value) -> Node {

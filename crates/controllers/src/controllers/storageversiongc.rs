@@ -94,9 +94,11 @@ pub fn new(context: &ControllerContext<'_>) -> Controller {
     let storage_versions = controller;
     // Identity Leases go and StorageVersions change rarely: one worker each; they may conflict
     // on an update, which is retried.
-    Controller::new()
-        .with_queue(&lease_queue, 1, move |name: &String| leases.process_deleted_lease(name))
-        .with_queue(&storage_version_queue, 1, move |name: &String| storage_versions.process_storage_version(name))
+    Controller::new().with_queue(&lease_queue, 1, move |name: &String| leases.process_deleted_lease(name)).with_queue(
+        &storage_version_queue,
+        1,
+        move |name: &String| storage_versions.process_storage_version(name),
+    )
 }
 
 /// Whether `lease` is a kube-apiserver's identity Lease (by its label only; the callers look in

@@ -54,7 +54,9 @@ pub enum Error {
         name: String,
     },
     /// The volume is bound to another claim.
-    #[error("found PV object {name:?} but its pv.Spec.ClaimRef.UID ({uid:?}) does not point to claim.UID ({claim_uid:?})")]
+    #[error(
+        "found PV object {name:?} but its pv.Spec.ClaimRef.UID ({uid:?}) does not point to claim.UID ({claim_uid:?})"
+    )]
     VolumeBoundElsewhere {
         /// The volume.
         name: String,

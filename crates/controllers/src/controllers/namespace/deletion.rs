@@ -702,7 +702,10 @@ mod tests {
     fn errors_aggregate_like_utilerrors_and_pods_are_core_v1() {
         let aggregate = |errors: Vec<Error>| Aggregate::from_errors(errors).map_err(|e| Error::from(e).to_string());
         assert_eq!(aggregate(Vec::new()), Ok(()));
-        assert_eq!(aggregate(vec![Error::UidChanged]), Err("invalid request: namespace uid has changed across retries".into()));
+        assert_eq!(
+            aggregate(vec![Error::UidChanged]),
+            Err("invalid request: namespace uid has changed across retries".into())
+        );
         let gv = |v: &str| Error::GroupVersion { group_version: v.into() };
         assert_eq!(
             aggregate(vec![gv("a"), gv("b")]),

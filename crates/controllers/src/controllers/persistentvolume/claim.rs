@@ -6,10 +6,10 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::{Error, PvController};
 use super::index::{check_volume_satisfy_claim, find_best_match_for_claim};
 use super::metrics;
 use super::util::*;
+use super::{Error, PvController};
 use crate::client::{Api, PostParams};
 use crate::controllers::volumeutil::PRE_RESIZE_CAPACITY;
 use crate::runtime::events::EventType;

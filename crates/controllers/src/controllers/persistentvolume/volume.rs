@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use super::{Error, PvController};
 use super::claim::SyncOutcome;
 use super::metrics;
 use super::util::*;
+use super::{Error, PvController};
 use crate::client::{Api, PostParams};
 use crate::controllers::volumeutil::{POD_PVC_INDEX, is_pod_terminated};
 use crate::runtime::events::EventType;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Error, ReplicaManager};
 use super::kind::{ReplicaKind, Selector};
+use super::{Error, ReplicaManager};
 use crate::apimachinery::pod::PodSummary;
 use crate::runtime::controller_ref::{ControllerRefManager, recheck_deletion_timestamp};
 

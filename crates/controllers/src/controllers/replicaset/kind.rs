@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::{NamespaceResourceScope, Resource};
 use serde::Serialize;
 
-pub use crate::apimachinery::labels::Selector;
 use crate::apimachinery::errors::BoxError;
+pub use crate::apimachinery::labels::Selector;
 use crate::runtime::informer::Informable;
 
 /// A status condition, in the shape both kinds share.

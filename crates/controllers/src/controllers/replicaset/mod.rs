@@ -31,10 +31,10 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::apimachinery::clock::RealClock;
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::labels::POD_TEMPLATE_HASH;
 use crate::apimachinery::pod::{PodSummary, is_pod_ready};
 use crate::apimachinery::schema::GroupResource;
-use crate::apimachinery::errors::BoxError;
 use crate::client::{self, Api, Client, DeleteParams, PostParams};
 use crate::controllers::podutil::ranking::{DeletionRank, pods_to_delete};
 use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};

@@ -87,11 +87,7 @@ const STATUS_UPDATE_RETRIES: usize = 1;
 
 /// `updateReplicaSetStatus`: writes `status` (with observedGeneration) through the status
 /// subresource when it differs; returns the object as written (or as it was).
-pub fn update_status<K: ReplicaKind>(
-    client: &Client,
-    rs: &K,
-    mut status: ReplicaStatus,
-) -> Result<K, client::Error> {
+pub fn update_status<K: ReplicaKind>(client: &Client, rs: &K, mut status: ReplicaStatus) -> Result<K, client::Error> {
     if unchanged(rs, &status) {
         return Ok(rs.clone());
     }

@@ -69,8 +69,7 @@ impl ResourceClaimController {
     fn reserve_allocated_claims(&self, pod: &Pod) -> SyncResult {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         for pod_claim in super::pod_claims(pod) {
-            let ClaimName { name, must_check_owner } =
-                resourceclaimutil::name(pod, pod_claim).map_err(Error::from)?;
+            let ClaimName { name, must_check_owner } = resourceclaimutil::name(pod, pod_claim).map_err(Error::from)?;
             let Some(name) = name else { continue };
             let Some(claim) = self.claims.store().get_by_name(namespace, &name) else { return Ok(()) };
             if must_check_owner {

@@ -196,6 +196,8 @@ fn group_resource<K: Informable>() -> GroupResource {
 
 /// `ListerFuncForResourceFunc` + `ListResourceUsingListerFunc`: the namespace's cached objects,
 /// an error until the informer has synced.
+// `.into()`: the lister's error is the quota crate's to type; the text converts to it.
+#[allow(clippy::useless_conversion)]
 fn lister<K: Informable>(informer: Arc<Informer<K>>) -> ListFn<K> {
     let group_version =
         if K::GROUP.is_empty() { K::VERSION.to_string() } else { format!("{}/{}", K::GROUP, K::VERSION) };
@@ -501,6 +503,8 @@ impl QuotaController {
         if self.registry.get(&group_resource).is_none() {
             let lister = informer.clone();
             let not_ready = format!("{resource} not yet synced");
+            // `.into()`: the lister's error is the quota crate's to type; the text converts to it.
+            #[allow(clippy::useless_conversion)]
             let list: ListFn<PartialObjectMetadata> = Box::new(move |namespace| {
                 if !lister.has_synced() {
                     return Err(not_ready.clone().into());

@@ -61,7 +61,7 @@ pub enum Error {
         /// The claim.
         claim: String,
         /// Why.
-        source: volumeutil::Error,
+        source: Box<volumeutil::Error>,
     },
     /// A generic ephemeral volume's claim belongs to another pod.
     #[error("PVC {namespace}/{claim} was not created for pod {namespace}/{pod} (pod is not owner)")]

@@ -192,8 +192,11 @@ impl Lookups {
             return Ok(VolumeSpec::Inline(Box::new(volume.clone())));
         }
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-        let processing =
-            |source| Error::ProcessingClaim { namespace: namespace.into(), claim: claim_name.clone(), source };
+        let processing = |source| Error::ProcessingClaim {
+            namespace: namespace.into(),
+            claim: claim_name.clone(),
+            source: Box::new(source),
+        };
         let claim = bound_claim_from_cache(&self.claims, namespace, &claim_name).map_err(processing)?;
         if volume.ephemeral.is_some() && !volume_is_for_pod(pod, &claim) {
             let pod = pod.metadata.name.clone().unwrap_or_default();

@@ -234,9 +234,8 @@ impl TokensController {
             return Ok(None);
         }
         let live = Api::<ServiceAccount>::namespaced(&self.client, namespace).get_opt(name);
-        let live = live.map_err(|source| {
-            (true, Error::GetAccount { namespace: namespace.into(), name: name.into(), source })
-        })?;
+        let live = live
+            .map_err(|source| (true, Error::GetAccount { namespace: namespace.into(), name: name.into(), source }))?;
         Ok(live.filter(matches))
     }
 

@@ -292,8 +292,7 @@ impl StatefulSetController {
         let owner_uid = set.metadata.uid.as_ref();
         let candidates = self.pods.store().list_namespace_where(namespace, |m| claim_candidate(owner_uid, selector, m));
         let candidates = candidates.into_iter().map(|p| self.pods.newest(p)).collect();
-        let can_adopt =
-            || recheck_deletion_timestamp::<StatefulSet>(&self.client, &set.metadata, "StatefulSet ").map_err(Into::into);
+        let can_adopt = || recheck_deletion_timestamp::<StatefulSet>(&self.client, &set.metadata, "StatefulSet ");
         let on_write = |pod: &ObjectMeta| self.consistency.pod_written(pod);
         let manager = ControllerRefManager {
             client: &self.client,

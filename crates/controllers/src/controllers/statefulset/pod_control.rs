@@ -9,12 +9,12 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use super::Error;
 use super::utils::{
     Owner, has_stale_owner_ref, has_unexpected_controller, identity_matches, is_claim_owner_up_to_date, name_of,
     namespace_of, ordinal, pod_claims, retention_policy, spec, storage_matches, update_claim_owner_refs,
     update_identity, update_storage,
 };
-use super::Error;
 use crate::apimachinery::errors::Aggregate;
 use crate::apimachinery::schema::GroupResource;
 use crate::client::{Api, Client, DeleteParams, PostParams};

@@ -13,12 +13,12 @@ use jiff::Timestamp;
 use k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration;
 use serde_json::json;
 
+use super::Error;
 use super::{MIGRATION_SUCCEEDED, Migrations, discover, gvr_string, is_terminal, resource_for, within_discovery_grace};
 use crate::apimachinery::clock::RealClock;
 use crate::apimachinery::resourceversion::compare_resource_version;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
-use super::Error;
 use crate::client::{self, Client, Patch, PostParams};
 use crate::runtime::controller::{SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, ResourceInformer, SharedInformerFactory};
