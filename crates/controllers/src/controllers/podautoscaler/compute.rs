@@ -115,12 +115,9 @@ impl HorizontalController {
             }
         }
         let (first_condition, error) = match first_failure {
-            Some(Failure { condition, error: ReconcileError { error, spec } }) => {
-                let first = Box::new(error);
-                (
-                    condition,
-                    Some(ReconcileError { error: Error::InvalidMetrics { invalid, total: specs.len(), first }, spec }),
-                )
+            Some(Failure { condition, error: ReconcileError { error: first, spec } }) => {
+                let error = Box::new(Error::InvalidMetrics { invalid, total: specs.len(), first });
+                (condition, Some(ReconcileError { error, spec }))
             }
             None => (None, None),
         };
@@ -277,7 +274,7 @@ impl HorizontalController {
             _ => {
                 let error = Error::UnknownMetricSourceType(spec.type_.clone());
                 let condition = self.unable(hpa, "InvalidMetricSourceType", &error.to_string());
-                Err(Failure { condition: Some(condition), error: ReconcileError { error, spec: true } })
+                Err(Failure { condition: Some(condition), error: ReconcileError::spec(error) })
             }
         }
     }

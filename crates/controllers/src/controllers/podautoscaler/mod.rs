@@ -177,13 +177,18 @@ struct HorizontalController {
 /// A failed reconciliation: the error and whether the HPA's spec is at fault (`errSpec`).
 #[derive(Debug)]
 struct ReconcileError {
-    error: Error,
+    error: Box<Error>,
     spec: bool,
 }
 
 impl ReconcileError {
     fn internal(error: Error) -> ReconcileError {
-        ReconcileError { error, spec: false }
+        ReconcileError { error: Box::new(error), spec: false }
+    }
+
+    /// One the HPA's spec is at fault for.
+    fn spec(error: Error) -> ReconcileError {
+        ReconcileError { error: Box::new(error), spec: true }
     }
 }
 
@@ -295,7 +300,7 @@ impl HorizontalController {
                 let e = Error::Parse(e.into());
                 self.failed_get_scale(&mut hpa, &original, &e.to_string());
                 let error = e.context("invalid API version in scale target reference");
-                return Err(ReconcileError { error, spec: true });
+                return Err(ReconcileError::spec(error));
             }
         };
         let mappings = match self.scales.mappings(group, &target.kind) {
@@ -385,7 +390,7 @@ impl HorizontalController {
                 self.recorder.event_for(&hpa, EventType::Warning, "FailedComputeMetricsReplicas", &message);
                 let context =
                     format!("failed to compute desired number of replicas based on listed metrics for {reference}");
-                return Err(ReconcileError { error: err.error.context(context), spec: err.spec });
+                return Err(ReconcileError { error: Box::new(err.error.context(context)), spec: err.spec });
             }
             ret_err = computed.error;
             let proposing =
