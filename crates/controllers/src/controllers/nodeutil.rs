@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 
+use crate::apimachinery::errors::Aggregate;
 use crate::apimachinery::pod::update_pod_condition;
 use crate::client::{Api, Client, Error, Patch, PostParams};
 use crate::runtime::events::{EventRecorder, EventType};
@@ -262,6 +263,17 @@ fn patch_node_taints(api: &Api<Node>, node: &Node, taints: &[Taint]) -> Result<N
     api.patch(name_of(node), &Patch::Strategic(patch), &PostParams::default())
 }
 
+/// Why [`mark_pods_not_ready`] failed: the status writes that failed, each kept whole. It
+/// reads as their texts joined with `, ` (as it always has here; upstream's aggregate would
+/// bracket several).
+#[derive(Debug, thiserror::Error)]
+#[error("{}", joined(.0))]
+pub struct MarkPodsNotReadyError(#[source] Aggregate);
+
+fn joined(errors: &Aggregate) -> String {
+    errors.errors().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
 /// `MarkPodsNotReady`: sets the Ready condition of each pod on `node_name` to False (through
 /// `pods/status`) and records `NodeNotReady` on it. Errors other than NotFound are collected.
 pub fn mark_pods_not_ready(
@@ -269,7 +281,7 @@ pub fn mark_pods_not_ready(
     recorder: &EventRecorder,
     pods: &[Arc<Pod>],
     node_name: &str,
-) -> Result<(), String> {
+) -> Result<(), MarkPodsNotReadyError> {
     log::debug!("update ready status of pods on node {node_name}");
     let mut errors = Vec::new();
     for pod in pods {
@@ -291,12 +303,12 @@ pub fn mark_pods_not_ready(
             Err(e) if e.is_not_found() => continue,
             Err(e) => {
                 log::info!("failed to update status for pod {namespace}/{name}: {e}");
-                errors.push(e.to_string());
+                errors.push(e);
             }
         }
         recorder.event_for(&pod, EventType::Warning, "NodeNotReady", "Node is not ready");
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors.join(", ")) }
+    Aggregate::from_errors(errors).map_err(MarkPodsNotReadyError)
 }
 
 /// The pod index by `spec.nodeName` both node controllers use (`nodeNameKeyIndex`).
@@ -321,6 +333,31 @@ pub fn pods_on_node(pods: &Informer<Pod>, node: &str) -> Vec<Arc<Pod>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_failed_status_writes_keep_their_kind() {
+        let server = crate::controllers::podutil::testing::ErrorServer::conflict();
+        let recorder = EventRecorder::new(server.client.clone(), "node-controller");
+        let pod = |name: &str| -> Arc<Pod> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": name, "namespace": "ns"},
+                    "spec": {"nodeName": "n1", "containers": []},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+                }))
+                .expect("a pod"),
+            )
+        };
+        let error = mark_pods_not_ready(&server.client, &recorder, &[pod("a"), pod("b")], "n1").unwrap_err();
+        let text = "the test server answers 409 Conflict (409 Conflict)";
+        assert_eq!(error.to_string(), format!("{text}, {text}"));
+        let found = crate::client::Error::find(&error).expect("the API error inside");
+        assert!(found.is_conflict());
+        assert!(matches!(
+            crate::runtime::controller::SyncError::of(error),
+            crate::runtime::controller::SyncError::Conflict(_)
+        ));
+    }
 
     fn node(value: serde_json::Value) -> Node {
         serde_json::from_value(value).expect("a node")

@@ -24,9 +24,9 @@ use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 
 use crate::apimachinery::clock::{Clock, RealClock};
 use crate::apimachinery::pod::{PodFields, PodSummary, observed_generation, phase, update_pod_condition};
-use crate::client::{Api, Client, DeleteParams};
+use crate::client::{self, Api, Client, DeleteParams};
 use crate::controllers::nodeutil::{TAINT_NODE_OUT_OF_SERVICE, is_node_ready, taint_key_exists};
-use crate::controllers::podutil::patch_pod_status;
+use crate::controllers::podutil::{self, patch_pod_status};
 use crate::metrics::ValueFamily;
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::{Informer, object_key};
@@ -47,6 +47,33 @@ const REASON_TERMINATED: &str = "terminated";
 const REASON_OUT_OF_SERVICE: &str = "out-of-service";
 const REASON_ORPHANED: &str = "orphaned";
 const REASON_UNSCHEDULED: &str = "unscheduled";
+
+/// Why a pod could not be force-deleted (logged and counted; the next pass tries again).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The pod left the cache before its status could be patched.
+    #[error("failed to patch status for pod {pod}: no longer cached")]
+    NotCached {
+        /// `namespace/name`.
+        pod: String,
+    },
+    /// Marking the pod Failed failed.
+    #[error("failed to patch status for pod {pod}: {source}")]
+    PatchStatus {
+        /// `namespace/name`.
+        pod: String,
+        /// The patch's error.
+        source: podutil::Error,
+    },
+    /// The deletion failed.
+    #[error("failed to delete pod {pod}: {source}")]
+    Delete {
+        /// `namespace/name`.
+        pod: String,
+        /// The deletion's error.
+        source: client::Error,
+    },
+}
 
 /// The controller's settings; the timings other than upstream's are for tests
 /// (`NewPodGCInternal`).
@@ -75,7 +102,7 @@ impl Default for Config {
 }
 
 /// `NewPodGC`: a garbage collection pass every period.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let Config { terminated_pod_threshold, period, quarantine, clock } = config;
     let controller = PodGc {
         client: context.client.clone(),
@@ -84,7 +111,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         quarantine: Quarantine::new(quarantine, clock),
         terminated_pod_threshold,
     };
-    Ok(Controller::new().every("gc", period, move || controller.gc()))
+    Controller::new().every("gc", period, move || controller.gc())
 }
 
 /// Upstream's `PodGCController`.
@@ -317,22 +344,22 @@ impl PodGc {
         }
     }
 
-    fn mark_failed_and_delete(&self, pod: &PodSummary, condition: Option<PodCondition>) -> Result<(), String> {
+    fn mark_failed_and_delete(&self, pod: &PodSummary, condition: Option<PodCondition>) -> Result<(), Error> {
         let (namespace, name) = (pod.metadata.namespace.as_deref().unwrap_or_default(), pod.metadata.name.as_deref());
         log::info!("PodGC is force deleting Pod pod={:?}", pod_ref(pod));
         if !matches!(phase(pod), "Succeeded" | "Failed") {
             // The patch carries the pod's status, which its summary does not hold.
             let whole = (self.pods.store().get(&object_key(&pod.metadata)))
-                .ok_or_else(|| format!("failed to patch status for pod {}: no longer cached", pod_ref(pod)))?;
+                .ok_or_else(|| Error::NotCached { pod: pod_ref(pod) })?;
             let status = failed_status(&whole, condition, Timestamp::now());
             patch_pod_status(&self.client, &whole, &status)
-                .map_err(|e| format!("failed to patch status for pod {}: {e}", pod_ref(pod)))?;
+                .map_err(|source| Error::PatchStatus { pod: pod_ref(pod), source })?;
         }
         let params = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
         Api::<Pod>::namespaced(&self.client, namespace)
             .delete(name.unwrap_or_default(), &params)
             .map(|_| ())
-            .map_err(|e| format!("failed to delete pod {}: {e}", pod_ref(pod)))
+            .map_err(|source| Error::Delete { pod: pod_ref(pod), source })
     }
 }
 

@@ -42,7 +42,7 @@ impl Default for Config {
 }
 
 /// `NewPodGroupProtectionController` + `Run`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("podgroupprotection");
     let pods = context.informers.informer::<Pod>();
     // `addActivePodSchedulingGroupIndexer`; the pod informer is shared, the index may be there.
@@ -59,7 +59,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     controller.pod_groups.add_handler(move |event: &Event<PodGroup>| handler.on_pod_group_event(event));
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_pod_group(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_pod_group(key))
 }
 
 /// `isPodTerminated`: Succeeded or Failed.

@@ -44,7 +44,7 @@ impl Default for Config {
 }
 
 /// `NewPVCProtectionController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("pvcprotection");
     // Upstream's `namespaceQueue` is an unnamed plain queue: no metrics.
     let namespaces = WorkQueue::plain("");
@@ -65,14 +65,14 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
     let main = controller.clone();
-    Ok(Controller::new().with_queue(&queue, 1, move |key: &String| main.process_next_work_item(key)).with_queue(
+    Controller::new().with_queue(&queue, 1, move |key: &String| main.process_next_work_item(key)).with_queue(
         &namespaces,
         config.workers,
         move |namespace: &String| {
             controller.process_pvcs_by_namespace(namespace);
             Ok(())
         },
-    ))
+    )
 }
 
 fn volumes(pod: &Pod) -> &[Volume] {

@@ -31,7 +31,7 @@ impl Default for Config {
 }
 
 /// `NewPVProtectionController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("pvprotection");
     let controller = Arc::new(PvProtection {
         client: context.client.clone(),
@@ -40,7 +40,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     });
     let handler = controller.clone();
     controller.volumes.add_handler(move |event: &Event<PersistentVolume>| handler.on_volume_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_pv(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_pv(key))
 }
 
 /// `isBeingUsed`: a Bound volume is in use.

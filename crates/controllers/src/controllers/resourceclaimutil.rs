@@ -28,20 +28,68 @@ const SCHEDULING_GROUP: &str = "scheduling.k8s.io";
 
 /// Why [`name`] has no name: upstream's `ErrAPIUnsupported` and `ErrClaimNotFound`, with their
 /// messages.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
     /// Neither `resourceClaimName` nor `resourceClaimTemplateName` is set.
-    ApiUnsupported(String),
+    #[error("pod \"{namespace}/{pod}\", spec.resourceClaim {claim}: none of the supported fields are set")]
+    ApiUnsupported {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod.
+        pod: String,
+        /// The entry's name, quoted as Go's `%q`.
+        claim: String,
+    },
     /// A template claim without its entry in `status.resourceClaimStatuses` yet.
-    ClaimNotFound(String),
+    #[error("pod \"{namespace}/{pod}\": ResourceClaim not created yet")]
+    ClaimNotFound {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod.
+        pod: String,
+    },
 }
 
-impl std::fmt::Display for NameError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NameError::ApiUnsupported(m) | NameError::ClaimNotFound(m) => f.write_str(m),
-        }
-    }
+/// Why a claim is not the pod's ([`is_for_pod`]) or cannot be bound to it ([`bind_to`]), with
+/// upstream's messages.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The claim is in another namespace.
+    #[error("ResourceClaim {claim} is not in the same namespace as Pod {pod}")]
+    OtherNamespace {
+        /// `namespace/name` of the claim.
+        claim: String,
+        /// `namespace/name` of the pod.
+        pod: String,
+    },
+    /// Neither the pod nor its PodGroup controls the claim.
+    #[error("ResourceClaim {claim} was not created for Pod {pod} (neither Pod nor PodGroup {group} is the owner)")]
+    NotForPodOrGroup {
+        /// `namespace/name` of the claim.
+        claim: String,
+        /// `namespace/name` of the pod.
+        pod: String,
+        /// The pod's PodGroup.
+        group: String,
+    },
+    /// The pod does not control the claim.
+    #[error("ResourceClaim {claim} was not created for Pod {pod} (Pod is not owner)")]
+    NotForPod {
+        /// `namespace/name` of the claim.
+        claim: String,
+        /// `namespace/name` of the pod.
+        pod: String,
+    },
+    /// The pod's entry names neither a claim nor a template.
+    #[error("Pod {namespace}/{pod} claim {claim}: none of the supported fields are set")]
+    NoClaimSource {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod.
+        pod: String,
+        /// The entry's name.
+        claim: String,
+    },
 }
 
 /// The name of a claim and whether [`is_for_pod`] must check it (it was generated).
@@ -71,24 +119,22 @@ pub fn name(pod: &Pod, pod_claim: &PodResourceClaim) -> Result<ClaimName, NameEr
         if let Some(status) = statuses.iter().find(|s| s.name == pod_claim.name) {
             return Ok(ClaimName { name: status.resource_claim_name.clone(), must_check_owner: true });
         }
-        let (namespace, pod) = (namespace(pod), pod_name(pod));
-        return Err(NameError::ClaimNotFound(format!("pod \"{namespace}/{pod}\": ResourceClaim not created yet")));
+        return Err(NameError::ClaimNotFound { namespace: namespace(pod).into(), pod: pod_name(pod).into() });
     }
-    Err(NameError::ApiUnsupported(format!(
-        "pod \"{}/{}\", spec.resourceClaim {}: none of the supported fields are set",
-        namespace(pod),
-        pod_name(pod),
-        crate::apimachinery::strconv::quote(&pod_claim.name),
-    )))
+    Err(NameError::ApiUnsupported {
+        namespace: namespace(pod).into(),
+        pod: pod_name(pod).into(),
+        claim: crate::apimachinery::strconv::quote(&pod_claim.name),
+    })
 }
 
 /// `resourceclaim.IsForPod`: the claim is controlled by the pod (or, with
 /// `accept_pod_group_owner`, by the pod's PodGroup), with upstream's error otherwise.
-pub fn is_for_pod(pod: &Pod, claim: &ResourceClaim, accept_pod_group_owner: bool) -> Result<(), String> {
+pub fn is_for_pod(pod: &Pod, claim: &ResourceClaim, accept_pod_group_owner: bool) -> Result<(), Error> {
     let claim_namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
     let (claim_key, pod_key) = (object_key(&claim.metadata), object_key(&pod.metadata));
     if claim_namespace != namespace(pod) {
-        return Err(format!("ResourceClaim {claim_key} is not in the same namespace as Pod {pod_key}"));
+        return Err(Error::OtherNamespace { claim: claim_key, pod: pod_key });
     }
     let controlled = controller_of(&claim.metadata).is_some_and(|c| Some(&c.uid) == pod.metadata.uid.as_ref());
     if controlled {
@@ -98,12 +144,10 @@ pub fn is_for_pod(pod: &Pod, claim: &ResourceClaim, accept_pod_group_owner: bool
         if is_for_pod_group_by_pod(pod, claim) {
             return Ok(());
         }
-        let group = pod_group_name(pod).unwrap_or_default();
-        return Err(format!(
-            "ResourceClaim {claim_key} was not created for Pod {pod_key} (neither Pod nor PodGroup {group} is the owner)"
-        ));
+        let group = pod_group_name(pod).unwrap_or_default().to_string();
+        return Err(Error::NotForPodOrGroup { claim: claim_key, pod: pod_key, group });
     }
-    Err(format!("ResourceClaim {claim_key} was not created for Pod {pod_key} (Pod is not owner)"))
+    Err(Error::NotForPod { claim: claim_key, pod: pod_key })
 }
 
 /// `spec.schedulingGroup.podGroupName`.
@@ -144,14 +188,13 @@ pub fn can_be_reserved(_claim: &ResourceClaim) -> bool {
 
 /// `resourceclaim.BindTo` without a PodGroup: the pod, as `{apiGroup: "", resource: pods}`
 /// (the empty group is omitted, as Go's `omitempty` does).
-pub fn bind_to(pod: &Pod, pod_claim: &PodResourceClaim) -> Result<ResourceClaimConsumerReference, String> {
+pub fn bind_to(pod: &Pod, pod_claim: &PodResourceClaim) -> Result<ResourceClaimConsumerReference, Error> {
     if pod_claim.resource_claim_name.is_none() && pod_claim.resource_claim_template_name.is_none() {
-        return Err(format!(
-            "Pod {}/{} claim {}: none of the supported fields are set",
-            namespace(pod),
-            pod_name(pod),
-            pod_claim.name
-        ));
+        return Err(Error::NoClaimSource {
+            namespace: namespace(pod).into(),
+            pod: pod_name(pod).into(),
+            claim: pod_claim.name.clone(),
+        });
     }
     Ok(ResourceClaimConsumerReference {
         api_group: None,
@@ -216,7 +259,8 @@ mod tests {
     fn a_template_claim_is_named_by_the_pod_status() {
         let templated = pod_claim(json!({"name": "gpu", "resourceClaimTemplateName": "t"}));
         let not_yet = name(&pod(json!({})), &templated);
-        assert_eq!(not_yet, Err(NameError::ClaimNotFound("pod \"team/web\": ResourceClaim not created yet".into())));
+        assert!(matches!(not_yet, Err(NameError::ClaimNotFound { .. })));
+        assert_eq!(not_yet.unwrap_err().to_string(), "pod \"team/web\": ResourceClaim not created yet");
         let created = pod(json!({"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "web-gpu-x1y2z"}]}));
         let expected = ClaimName { name: Some("web-gpu-x1y2z".into()), must_check_owner: true };
         assert_eq!(name(&created, &templated), Ok(expected));
@@ -228,9 +272,11 @@ mod tests {
     fn a_claim_with_neither_field_is_an_unsupported_api() {
         let empty = pod_claim(json!({"name": "gpu"}));
         let expected = "pod \"team/web\", spec.resourceClaim \"gpu\": none of the supported fields are set";
-        assert_eq!(name(&pod(json!({})), &empty), Err(NameError::ApiUnsupported(expected.into())));
+        let unsupported = name(&pod(json!({})), &empty).unwrap_err();
+        assert!(matches!(unsupported, NameError::ApiUnsupported { .. }));
+        assert_eq!(unsupported.to_string(), expected);
         assert_eq!(
-            bind_to(&pod(json!({})), &empty),
+            bind_to(&pod(json!({})), &empty).map_err(|e| e.to_string()),
             Err("Pod team/web claim gpu: none of the supported fields are set".into())
         );
     }
@@ -243,12 +289,12 @@ mod tests {
         let not_owned = claim(json!({"metadata": {"ownerReferences": [
             {"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": "p1"}]}, "spec": {}}));
         assert_eq!(
-            is_for_pod(&pod(json!({})), &not_owned, false),
+            is_for_pod(&pod(json!({})), &not_owned, false).map_err(|e| e.to_string()),
             Err("ResourceClaim team/web-gpu-x1y2z was not created for Pod team/web (Pod is not owner)".into())
         );
         let elsewhere = claim(json!({"metadata": {"namespace": "other"}, "spec": {}}));
         assert_eq!(
-            is_for_pod(&pod(json!({})), &elsewhere, false),
+            is_for_pod(&pod(json!({})), &elsewhere, false).map_err(|e| e.to_string()),
             Err("ResourceClaim other/web-gpu-x1y2z is not in the same namespace as Pod team/web".into())
         );
     }
@@ -261,7 +307,7 @@ mod tests {
         assert_eq!(is_for_pod(&pod(json!({})), &by_group, true), Ok(()));
         let other = claim(json!({"spec": {}}));
         assert_eq!(
-            is_for_pod(&pod(json!({})), &other, true),
+            is_for_pod(&pod(json!({})), &other, true).map_err(|e| e.to_string()),
             Err("ResourceClaim team/web-gpu-x1y2z was not created for Pod team/web (neither Pod nor PodGroup gang is \
                  the owner)"
                 .into())

@@ -25,7 +25,7 @@ use k8s_openapi::api::resource::v1alpha3::{PoolStatus, ResourcePoolStatusRequest
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::apimachinery::clock::whole_seconds;
-use crate::client::{Api, Client, DeleteParams, PostParams, Preconditions};
+use crate::client::{self, Api, Client, DeleteParams, PostParams, Preconditions};
 use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer};
@@ -61,8 +61,24 @@ impl Default for Config {
     }
 }
 
+/// Why a request could not be answered.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Some pools are incomplete: the drivers may still be publishing their slices.
+    #[error("incomplete pools detected, requeueing")]
+    IncompletePools,
+    /// The answer could not be written.
+    #[error("failed to update status for request {name}: {source}")]
+    UpdateStatus {
+        /// The request.
+        name: String,
+        /// The write's error.
+        source: client::Error,
+    },
+}
+
 /// `NewController` + `Run`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("");
     let controller = Arc::new(PoolStatusController {
         client: context.client.clone(),
@@ -77,9 +93,9 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     log::info!("ResourcePoolStatusRequest controller initialized");
     let cleaner = controller.clone();
     let worker = controller.clone();
-    Ok(Controller::new()
+    Controller::new()
         .with_queue(&queue, config.workers, move |name: &String| worker.process_next_work_item(name))
-        .every("cleanup", CLEANUP_PERIOD, move || cleaner.cleanup_expired_requests()))
+        .every("cleanup", CLEANUP_PERIOD, move || cleaner.cleanup_expired_requests())
 }
 
 /// Upstream's `Controller`.
@@ -133,7 +149,7 @@ impl PoolStatusController {
             calculate_pool_status(&request, &self.slices.store().list(), &self.claims.store().list(), Timestamp::now());
         // Drivers may still be publishing the missing slices: retry before answering.
         if status.pools.iter().flatten().any(|pool| pool.validation_error.is_some()) {
-            return Err(SyncError::failed("incomplete pools detected, requeueing"));
+            return Err(SyncError::of(Error::IncompletePools));
         }
         let pool_count = status.pools.as_ref().map_or(0, Vec::len);
         let mut answered = (*request).clone();
@@ -150,8 +166,10 @@ impl PoolStatusController {
         }
         if let Err(e) = written {
             metrics.errors.inc(&[driver]);
-            // Upstream requeues every error with `AddRateLimited`: a 429 too.
-            return Err(SyncError::failed(format!("failed to update status for request {name}: {e}")));
+            // Upstream requeues every error with `AddRateLimited`, a 429 too: the API error's
+            // kind is deliberately not passed on to the queue.
+            let error = Error::UpdateStatus { name: name.to_string(), source: e };
+            return Err(SyncError::failed(error.to_string()));
         }
         log::info!("\"Successfully processed ResourcePoolStatusRequest\" request=\"{name}\" poolCount={pool_count}");
         Ok(())

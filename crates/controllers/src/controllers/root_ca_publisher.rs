@@ -36,7 +36,7 @@ pub struct Config {
 }
 
 /// `NewPublisher`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let root_ca = config.root_ca;
     metrics();
     let queue = WorkQueue::new("root_ca_cert_publisher");
@@ -66,7 +66,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         }
         _ => {}
     });
-    Ok(Controller::new().with_queue(&queue, WORKERS, move |key: &String| publisher.sync(key)))
+    Controller::new().with_queue(&queue, WORKERS, move |key: &String| publisher.sync(key))
 }
 
 struct Publisher {

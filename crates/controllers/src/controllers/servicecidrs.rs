@@ -52,7 +52,7 @@ impl Default for Config {
 }
 
 /// `servicecidrs.NewController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("ipaddresses");
     let controller = Arc::new(ServiceCidrs {
         client: context.client.clone(),
@@ -66,7 +66,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     controller.cidrs.add_handler(move |event: &Event<ServiceCIDR>| handler.on_cidr_event(event));
     let handler = controller.clone();
     controller.addresses.add_handler(move |event: &Event<IPAddress>| handler.on_address_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.sync(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.sync(key))
 }
 
 /// Upstream's `Controller`.

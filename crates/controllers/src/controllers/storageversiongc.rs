@@ -23,7 +23,8 @@ use k8s_openapi::api::apiserverinternal::v1alpha1::{ServerStorageVersion, Storag
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::client::{Api, Client, DeleteParams, ListParams, PostParams};
+use crate::apimachinery::errors::Aggregate;
+use crate::client::{self, Api, Client, DeleteParams, ListParams, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
@@ -37,8 +38,43 @@ const LEASE_NAMESPACE: &str = "kube-system";
 /// `v1alpha1.AllEncodingVersionsEqual`.
 pub const ALL_ENCODING_VERSIONS_EQUAL: &str = "AllEncodingVersionsEqual";
 
+/// Why a Lease's or a StorageVersion's sync failed. API errors are kept whole, so that a
+/// conflict or a server's `Retry-After` reaches the queue with its kind.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A call to the API server failed.
+    #[error("{0}")]
+    Api(#[from] client::Error),
+    /// Several StorageVersions failed (`utilerrors.NewAggregate`): `[a, b]`.
+    #[error("{0}")]
+    Aggregate(#[from] Aggregate),
+    /// The sync of a deleted Lease failed.
+    #[error("lease {name} failed with: {source}")]
+    Lease {
+        /// The Lease.
+        name: String,
+        /// Why.
+        source: Box<Error>,
+    },
+    /// The sync of a StorageVersion failed.
+    #[error("storage version {name} failed with: {source}")]
+    StorageVersion {
+        /// The StorageVersion.
+        name: String,
+        /// Why.
+        source: Box<Error>,
+    },
+}
+
+/// The queue acts on the kind of the API error inside, if any.
+impl From<Error> for SyncError {
+    fn from(error: Error) -> SyncError {
+        SyncError::of(error)
+    }
+}
+
 /// `NewStorageVersionGC` + `Run`.
-pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>) -> Controller {
     let lease_queue = WorkQueue::new("storage_version_garbage_collector_leases");
     let storage_version_queue = WorkQueue::new("storage_version_garbage_collector_storageversions");
     let controller = Arc::new(StorageVersionGc {
@@ -58,9 +94,11 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
     let storage_versions = controller;
     // Identity Leases go and StorageVersions change rarely: one worker each; they may conflict
     // on an update, which is retried.
-    Ok(Controller::new()
-        .with_queue(&lease_queue, 1, move |name: &String| leases.process_deleted_lease(name))
-        .with_queue(&storage_version_queue, 1, move |name: &String| storage_versions.process_storage_version(name)))
+    Controller::new().with_queue(&lease_queue, 1, move |name: &String| leases.process_deleted_lease(name)).with_queue(
+        &storage_version_queue,
+        1,
+        move |name: &String| storage_versions.process_storage_version(name),
+    )
 }
 
 /// Whether `lease` is a kube-apiserver's identity Lease (by its label only; the callers look in
@@ -131,18 +169,6 @@ fn set_status_condition(conditions: &mut Vec<StorageVersionCondition>, new: Stor
     existing.observed_generation = new.observed_generation;
 }
 
-/// `utilerrors.NewAggregate`: one error keeps its kind; several are one failure, `[a, b]`.
-fn aggregate(mut errors: Vec<SyncError>) -> SyncResult {
-    match errors.len() {
-        0 => Ok(()),
-        1 => Err(errors.remove(0)),
-        _ => {
-            let messages: Vec<&str> = errors.iter().map(SyncError::message).collect();
-            Err(SyncError::failed(format!("[{}]", messages.join(", "))))
-        }
-    }
-}
-
 /// Upstream's storage version GC `Controller`.
 struct StorageVersionGc {
     client: Client,
@@ -192,10 +218,10 @@ impl StorageVersionGc {
     /// `processNextLease` + `processDeletedLease`: if the Lease is really gone, every
     /// StorageVersion with an entry of that server loses it.
     fn process_deleted_lease(&self, name: &str) -> SyncResult {
-        self.deleted_lease(name).map_err(|e| e.context(format!("lease {name} failed with")))
+        Ok(self.deleted_lease(name).map_err(|e| Error::Lease { name: name.into(), source: Box::new(e) })?)
     }
 
-    fn deleted_lease(&self, name: &str) -> SyncResult {
+    fn deleted_lease(&self, name: &str) -> Result<(), Error> {
         match self.lease_api().get(name) {
             // The lease is back (or never went): nothing to do.
             Ok(_) => return Ok(()),
@@ -210,16 +236,18 @@ impl StorageVersionGc {
                 errors.push(e);
             }
         }
-        aggregate(errors)
+        Ok(Aggregate::from_errors(errors)?)
     }
 
     /// `processNextStorageVersion` + `syncStorageVersion`: the entries of servers whose identity
     /// Lease cannot be read go.
     fn process_storage_version(&self, name: &str) -> SyncResult {
-        self.sync_storage_version(name).map_err(|e| e.context(format!("storage version {name} failed with")))
+        Ok(self
+            .sync_storage_version(name)
+            .map_err(|e| Error::StorageVersion { name: name.into(), source: Box::new(e) })?)
     }
 
-    fn sync_storage_version(&self, name: &str) -> SyncResult {
+    fn sync_storage_version(&self, name: &str) -> Result<(), Error> {
         let storage_version = match self.storage_version_api().get(name) {
             Ok(sv) => sv,
             // Gone since it was seen: nothing to do.
@@ -245,7 +273,11 @@ impl StorageVersionGc {
 
     /// `updateOrDeleteStorageVersion`: no entry left deletes the StorageVersion, else its status
     /// is written with the remaining entries.
-    fn update_or_delete(&self, mut storage_version: StorageVersion, rest: Vec<ServerStorageVersion>) -> SyncResult {
+    fn update_or_delete(
+        &self,
+        mut storage_version: StorageVersion,
+        rest: Vec<ServerStorageVersion>,
+    ) -> Result<(), Error> {
         let name = storage_version.metadata.name.clone().unwrap_or_default();
         if rest.is_empty() {
             self.storage_version_api().delete(&name, &DeleteParams::default())?;
@@ -360,9 +392,14 @@ mod tests {
 
     #[test]
     fn several_errors_are_one_failure_in_brackets() {
-        assert_eq!(aggregate(Vec::new()), Ok(()));
-        let conflict = SyncError::Conflict("c".into());
-        assert_eq!(aggregate(vec![conflict.clone()]), Err(conflict.clone()), "one error keeps its kind");
-        assert_eq!(aggregate(vec![conflict, SyncError::failed("f")]), Err(SyncError::failed("[c, f]")));
+        let api = |code: u16| Error::Api(client::ApiError::from_response(code, b"", None).into());
+        assert!(Aggregate::from_errors(Vec::<Error>::new()).is_ok());
+        let conflict = api(409).to_string();
+        let one: Error = Aggregate::from_errors([api(409)]).unwrap_err().into();
+        let one = Error::Lease { name: "x".into(), source: Box::new(one) };
+        assert_eq!(SyncError::of(one), SyncError::Conflict(format!("lease x failed with: {conflict}")), "its kind");
+        let both: Error = Aggregate::from_errors([api(409), api(422)]).unwrap_err().into();
+        let invalid = api(422).to_string();
+        assert_eq!(both.to_string(), format!("[{conflict}, {invalid}]"));
     }
 }

@@ -69,7 +69,7 @@ impl ClusterSize {
 }
 
 /// `NewTTLController`.
-pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>) -> Controller {
     let queue = WorkQueue::new("ttlcontroller");
     let controller = Arc::new(TtlController {
         client: context.client.clone(),
@@ -79,7 +79,7 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
     let handler = controller.clone();
     let handler_queue = queue.clone();
     controller.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event, &handler_queue));
-    Ok(Controller::new().with_queue(&queue, WORKERS, move |key: &String| controller.update_node_if_needed(key)))
+    Controller::new().with_queue(&queue, WORKERS, move |key: &String| controller.update_node_if_needed(key))
 }
 
 /// Upstream's TTL `Controller`.

@@ -26,7 +26,7 @@ pub struct Config {
 }
 
 /// `ttlafterfinished.New`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("ttl_jobs_to_delete");
     deletion_duration().ensure(&[]);
     let controller = Arc::new(TtlAfterFinished {
@@ -36,7 +36,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     });
     let handler = controller.clone();
     controller.jobs.add_handler(move |event: &Event<Job>| handler.on_job_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_job(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.process_job(key))
 }
 
 /// Upstream's TTL-after-finished `Controller`.
@@ -84,14 +84,32 @@ enum Verdict {
     Expired(Timestamp),
 }
 
+/// Why a finished Job's expiry could not be told.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Its finished condition has no time.
+    #[error("unable to find the time when the Job {job} finished")]
+    NoFinishTime {
+        /// `namespace/name`.
+        job: String,
+    },
+    /// Its finish time plus the TTL is beyond the clock's range.
+    #[error("the expiry of Job {job}: {source}")]
+    Expiry {
+        /// `namespace/name`.
+        job: String,
+        /// Why.
+        source: jiff::Error,
+    },
+}
+
 /// `processTTL` without its requeue: the verdict for `job` at `now`.
-fn verdict(job: &Job, now: Timestamp) -> Result<Verdict, String> {
+fn verdict(job: &Job, now: Timestamp) -> Result<Verdict, Error> {
     if job.metadata.deletion_timestamp.is_some() || !needs_cleanup(job) {
         return Ok(Verdict::NotDue);
     }
     let name = object_key(&job.metadata);
-    let finished =
-        finished_time(job).flatten().ok_or_else(|| format!("unable to find the time when the Job {name} finished"))?;
+    let finished = finished_time(job).flatten().ok_or_else(|| Error::NoFinishTime { job: name.clone() })?;
     if finished > now {
         log::info!(
             "Warning: Found Job finished in the future. This is likely due to time skew in the cluster. Job cleanup will be deferred. job={name}"
@@ -100,7 +118,7 @@ fn verdict(job: &Job, now: Timestamp) -> Result<Verdict, String> {
     let ttl = job.spec.as_ref().and_then(|s| s.ttl_seconds_after_finished).unwrap_or_default();
     let expire_at = finished
         .checked_add(jiff::SignedDuration::from_secs(i64::from(ttl)))
-        .map_err(|e| format!("the expiry of Job {name}: {e}"))?;
+        .map_err(|source| Error::Expiry { job: name.clone(), source })?;
     let remaining = now.duration_until(expire_at);
     log::debug!(
         "Found Job finished job={name} finishTime={finished} remainingTTL={remaining:#} deadlineTTL={expire_at}"
@@ -123,7 +141,7 @@ impl TtlAfterFinished {
 
     /// `processTTL`: the verdict, with the key queued again for when it expires.
     fn process_ttl(&self, key: &str, job: &Job) -> Result<Option<Timestamp>, SyncError> {
-        match verdict(job, Timestamp::now()).map_err(SyncError::Failed)? {
+        match verdict(job, Timestamp::now()).map_err(SyncError::of)? {
             Verdict::NotDue => Ok(None),
             Verdict::Later(remaining) => {
                 self.queue.add_after(key.to_string(), remaining);
@@ -192,19 +210,19 @@ mod tests {
     fn the_ttl_runs_from_the_finished_condition() {
         let complete = json!([{"type": "Complete", "status": "True", "lastTransitionTime": "2026-11-26T10:00:00Z"}]);
         let pi = job(Some(100), complete);
-        assert_eq!(verdict(&pi, at("2026-11-26T10:00:40Z")), Ok(Verdict::Later(Duration::from_secs(60))));
-        assert_eq!(verdict(&pi, at("2026-11-26T10:01:40Z")), Ok(Verdict::Expired(at("2026-11-26T10:01:40Z"))));
-        assert_eq!(verdict(&pi, at("2026-11-26T10:05:00Z")), Ok(Verdict::Expired(at("2026-11-26T10:01:40Z"))));
+        assert_eq!(verdict(&pi, at("2026-11-26T10:00:40Z")).ok(), Some(Verdict::Later(Duration::from_secs(60))));
+        assert_eq!(verdict(&pi, at("2026-11-26T10:01:40Z")).ok(), Some(Verdict::Expired(at("2026-11-26T10:01:40Z"))));
+        assert_eq!(verdict(&pi, at("2026-11-26T10:05:00Z")).ok(), Some(Verdict::Expired(at("2026-11-26T10:01:40Z"))));
         let mut deleting = pi.clone();
         deleting.metadata.deletion_timestamp =
             Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at("2026-11-26T10:02:00Z")));
-        assert_eq!(verdict(&deleting, at("2026-11-26T10:05:00Z")), Ok(Verdict::NotDue));
+        assert_eq!(verdict(&deleting, at("2026-11-26T10:05:00Z")).ok(), Some(Verdict::NotDue));
     }
 
     #[test]
     fn a_finished_condition_without_a_time_is_an_error() {
         let untimed = job(Some(0), json!([{"type": "Complete", "status": "True"}]));
-        let error = verdict(&untimed, at("2026-11-26T10:00:00Z")).unwrap_err();
+        let error = verdict(&untimed, at("2026-11-26T10:00:00Z")).unwrap_err().to_string();
         assert_eq!(error, "unable to find the time when the Job default/pi finished");
     }
 }

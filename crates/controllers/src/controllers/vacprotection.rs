@@ -45,7 +45,7 @@ impl Default for Config {
 }
 
 /// `NewVACProtectionController` + `Run`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("vacprotection");
     let volumes = context.informers.informer::<PersistentVolume>();
     let claims = context.informers.informer::<PersistentVolumeClaim>();
@@ -68,7 +68,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     controller.claims.add_handler(move |event: &Event<PersistentVolumeClaim>| handler.on_claim_event(event));
     let handler = controller.clone();
     controller.volumes.add_handler(move |event: &Event<PersistentVolume>| handler.on_volume_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |name: &String| controller.process_vac(name)))
+    Controller::new().with_queue(&queue, config.workers, move |name: &String| controller.process_vac(name))
 }
 
 /// `getPVCReferencedVACNames`: the class the claim asks for, the one it has and the one it is

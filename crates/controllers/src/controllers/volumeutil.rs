@@ -18,22 +18,75 @@ pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// `volumeutil.VACProtectionFinalizer`.
 pub const VAC_PROTECTION_FINALIZER: &str = "kubernetes.io/vac-protection";
+/// Why a claim or volume from the cache is not (yet) usable by a pod.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The claim is not in the cache.
+    #[error("failed to find PVC {namespace}/{name} in PVCInformer cache: persistentvolumeclaim {name:?} not found")]
+    ClaimNotCached {
+        /// The claim's namespace.
+        namespace: String,
+        /// The claim.
+        name: String,
+    },
+    /// The claim is not bound to a volume.
+    #[error("PVC {namespace}/{name} has non-bound phase ({phase:?}) or empty pvc.Spec.VolumeName ({volume:?})")]
+    ClaimNotBound {
+        /// The claim's namespace.
+        namespace: String,
+        /// The claim.
+        name: String,
+        /// Its phase.
+        phase: String,
+        /// Its `spec.volumeName`.
+        volume: String,
+    },
+    /// The volume is not in the cache.
+    #[error("failed to find PV {name:?} in PVInformer cache: persistentvolume {name:?} not found")]
+    VolumeNotCached {
+        /// The volume.
+        name: String,
+    },
+    /// The volume has no `claimRef`.
+    #[error("found PV object {name:?} but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim")]
+    VolumeNotBound {
+        /// The volume.
+        name: String,
+    },
+    /// The volume is bound to another claim.
+    #[error(
+        "found PV object {name:?} but its pv.Spec.ClaimRef.UID ({uid:?}) does not point to claim.UID ({claim_uid:?})"
+    )]
+    VolumeBoundElsewhere {
+        /// The volume.
+        name: String,
+        /// The uid its `claimRef` names.
+        uid: String,
+        /// The claim's uid.
+        claim_uid: String,
+    },
+}
+
 /// `getPVCFromCache` (the attach/detach and SELinux warning controllers'): the claim from the
 /// cache, which must be bound to a volume.
 pub fn bound_claim_from_cache(
     claims: &Informer<PersistentVolumeClaim>,
     namespace: &str,
     name: &str,
-) -> Result<Arc<PersistentVolumeClaim>, String> {
-    let claim = claims.store().get(&format!("{namespace}/{name}")).ok_or_else(|| {
-        format!("failed to find PVC {namespace}/{name} in PVCInformer cache: persistentvolumeclaim {name:?} not found")
-    })?;
+) -> Result<Arc<PersistentVolumeClaim>, Error> {
+    let claim = claims
+        .store()
+        .get(&format!("{namespace}/{name}"))
+        .ok_or_else(|| Error::ClaimNotCached { namespace: namespace.into(), name: name.into() })?;
     let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default();
     let volume = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).unwrap_or_default();
     if phase != "Bound" || volume.is_empty() {
-        return Err(format!(
-            "PVC {namespace}/{name} has non-bound phase ({phase:?}) or empty pvc.Spec.VolumeName ({volume:?})"
-        ));
+        return Err(Error::ClaimNotBound {
+            namespace: namespace.into(),
+            name: name.into(),
+            phase: phase.into(),
+            volume: volume.into(),
+        });
     }
     Ok(claim)
 }
@@ -43,20 +96,14 @@ pub fn bound_volume_from_cache(
     volumes: &Informer<PersistentVolume>,
     name: &str,
     claim_uid: &str,
-) -> Result<Arc<PersistentVolume>, String> {
-    let pv = volumes.store().get(name).ok_or_else(|| {
-        format!("failed to find PV {name:?} in PVInformer cache: persistentvolume {name:?} not found")
-    })?;
+) -> Result<Arc<PersistentVolume>, Error> {
+    let pv = volumes.store().get(name).ok_or_else(|| Error::VolumeNotCached { name: name.into() })?;
     let Some(claim_ref) = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
-        return Err(format!(
-            "found PV object {name:?} but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim"
-        ));
+        return Err(Error::VolumeNotBound { name: name.into() });
     };
     let uid = claim_ref.uid.as_deref().unwrap_or_default();
     if uid != claim_uid {
-        return Err(format!(
-            "found PV object {name:?} but its pv.Spec.ClaimRef.UID ({uid:?}) does not point to claim.UID ({claim_uid:?})"
-        ));
+        return Err(Error::VolumeBoundElsewhere { name: name.into(), uid: uid.into(), claim_uid: claim_uid.into() });
     }
     Ok(pv)
 }

@@ -224,8 +224,7 @@ impl JobController {
                 self.handle_orphan_pod(&pod)
             }
             OrphanKey::Selector { namespace, selector } => {
-                let selector =
-                    Selector::parse(selector).map_err(|e| SyncError::Failed(format!("invalid label selector: {e}")))?;
+                let selector = Selector::parse(selector).map_err(|e| super::Error::OrphanSelector(e.into()))?;
                 let pods = self.pods.store().list_namespace_where(namespace, |m| selector.matches(m.labels.as_ref()));
                 for pod in pods {
                     if let Err(e) = self.handle_orphan_pod(&pod) {

@@ -39,6 +39,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use parking_lot::Mutex;
 
 use crate::apimachinery::clock::{RealClock, whole_seconds};
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::{is_pod_active, is_pod_ready, phase};
 use crate::apimachinery::schema::GroupResource;
@@ -129,8 +130,32 @@ impl Gates {
     }
 }
 
+/// Why a sync failed for a reason of the controller's own. API errors reach the queue as
+/// `SyncError`s of their kind; these through `SyncError::of`, which finds an API error inside.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The Job's selector is invalid.
+    #[error("couldn't convert Job selector: {0}")]
+    Selector(#[source] BoxError),
+    /// The selector of an orphan-pod queue item does not parse.
+    #[error("invalid label selector: {0}")]
+    OrphanSelector(#[source] BoxError),
+    /// Adopting or releasing pods failed.
+    #[error("{0}")]
+    Claim(#[source] BoxError),
+    /// The pod template has no labels, so the Job could not find its pods.
+    #[error("unable to create pods, no labels")]
+    NoLabels,
+}
+
+impl From<Error> for SyncError {
+    fn from(error: Error) -> SyncError {
+        SyncError::of(error)
+    }
+}
+
 /// `NewController` + `Run`: the Job and orphan-pod queues, `workers` workers each.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = api_backoff_queue("job");
     let orphans = api_backoff_queue("job_orphan_pod");
     let controller = Arc::new(JobController {
@@ -158,11 +183,11 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
     let orphan_worker = controller.clone();
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.sync_job(key)).with_queue(
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.sync_job(key)).with_queue(
         &orphans,
         config.workers,
         move |key: &OrphanKey| orphan_worker.sync_orphan_pod(key),
-    ))
+    )
 }
 
 /// A queue retried from 1 s doubling to 1 min (`DefaultJobApiBackOff`, `MaxJobApiBackOff`).
@@ -610,8 +635,7 @@ impl JobController {
     /// `getPodsForJob`: the pods the Job owns after claiming; adopted pods count as carrying
     /// the tracking finalizer (the adoption added it).
     fn pods_for_job(&self, job: &Job) -> Result<Vec<Arc<Pod>>, SyncError> {
-        let selector =
-            job_selector(job).map_err(|e| SyncError::Failed(format!("couldn't convert Job selector: {e}")))?;
+        let selector = job_selector(job).map_err(Error::Selector)?;
         let namespace = job.metadata.namespace.as_deref().unwrap_or("");
         let owner_uid = job.metadata.uid.as_ref();
         let candidates =
@@ -628,7 +652,7 @@ impl JobController {
             finalizers: &[TRACKING_FINALIZER],
             on_write: Some(&on_write),
         };
-        let claimed = manager.claim::<Pod, _>(candidates).map_err(SyncError::Failed)?;
+        let claimed = manager.claim::<Pod, _>(candidates).map_err(|e| Error::Claim(e.into()))?;
         Ok(claimed
             .into_iter()
             .map(|pod| {
@@ -682,9 +706,9 @@ fn set_suspended_condition(job: &mut Job, gates: Gates, now: Timestamp) -> Optio
 }
 
 /// The Job's `spec.selector` as a selector; an empty one selects nothing.
-fn job_selector(job: &Job) -> Result<Selector, String> {
+fn job_selector(job: &Job) -> Result<Selector, BoxError> {
     match spec(job).selector.as_ref() {
-        Some(selector) => Selector::from_label_selector(selector),
+        Some(selector) => Selector::from_label_selector(selector).map_err(Into::into),
         None => Ok(Selector::nothing()),
     }
 }

@@ -153,7 +153,7 @@ impl JobController {
             status: None,
         };
         if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            return Err(SyncError::Failed("unable to create pods, no labels".into()));
+            return Err(super::Error::NoLabels.into());
         }
         let namespace = job.metadata.namespace.as_deref().unwrap_or("");
         match Api::<Pod>::namespaced(&self.client, namespace).create(&pod, &PostParams::default()) {

@@ -8,7 +8,6 @@
 //! through `namespaces/<name>/finalize`.
 
 use std::collections::{BTreeMap, HashSet};
-use std::fmt;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Namespace, NamespaceSpec, Pod};
@@ -16,14 +15,57 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 
 use super::conditions::{ConditionUpdater, RemainingContent};
+use crate::apimachinery::errors::Aggregate;
 use crate::client::discovery::{self, ApiResource};
 use crate::client::metadata::MetadataApi;
-use crate::client::{Api, Client, DeleteParams, Error, ListParams, PostParams, PropagationPolicy};
+use crate::client::{self, Api, Client, DeleteParams, ListParams, PostParams, PropagationPolicy};
 
 /// `finalizerEstimateSeconds`: how long to wait for objects held by finalizers.
 pub const FINALIZER_ESTIMATE_SECONDS: i64 = 15;
 /// `v1.FinalizerKubernetes`, the token this controller removes.
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
+
+/// Why a pass of [`Deleter::delete`] failed. API errors are kept whole, so that a conflict or
+/// a server's `Retry-After` reaches the queue with its kind; each reads as upstream's error
+/// does (the content errors are also summarised in the namespace's conditions).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A call to the API server failed: Go's `err.Error()`, the server's message alone.
+    #[error("{}", .0.message())]
+    Api(#[from] client::Error),
+    /// The namespace was replaced by another of the same name while its update was retried
+    /// (read as it did when it was a refused request of the client).
+    #[error("invalid request: namespace uid has changed across retries")]
+    UidChanged,
+    /// Discovery failed, for some group versions or as a whole.
+    #[error("{0}")]
+    Discovery(#[from] DiscoveryError),
+    /// A deletable resource's group version does not parse.
+    #[error("unexpected GroupVersion string: {group_version}")]
+    GroupVersion {
+        /// `group/version` as discovery gave it.
+        group_version: String,
+    },
+    /// Objects with neither a grace period nor a finalizer are still there after the deletes.
+    #[error("unexpected items still remain in namespace: {namespace} for gvr: {gvr}")]
+    ItemsRemain {
+        /// The namespace.
+        namespace: String,
+        /// `GroupVersionResource.String()`.
+        gvr: String,
+    },
+    /// Emptying the pods, which go first, failed.
+    #[error("failed to delete pods for namespace: {namespace}, err: {source}")]
+    DeletePods {
+        /// The namespace.
+        namespace: String,
+        /// Why.
+        source: Box<Error>,
+    },
+    /// Several resources failed (`utilerrors.NewAggregate`): `[a, b]`.
+    #[error("{0}")]
+    Aggregate(#[from] Aggregate),
+}
 
 /// What [`Deleter::delete`] leaves to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,18 +117,30 @@ impl OperationCache {
 
 /// A failed discovery (`discoverResourcesFn`'s error): of some group versions
 /// (`ErrGroupDiscoveryFailed`), or of the whole API.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiscoveryError {
-    /// How many group versions failed; `None` when discovery failed as a whole.
-    pub failed_groups: Option<usize>,
-    /// The discovery error's message.
-    pub message: String,
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    /// Discovery failed as a whole: the server's message alone.
+    #[error("{}", .0.message())]
+    Whole(#[source] client::Error),
+    /// `ErrGroupDiscoveryFailed`: these group versions failed; its text lists them sorted.
+    #[error("unable to retrieve the complete list of server APIs: {}", group_failures(.0))]
+    Groups(BTreeMap<String, client::Error>),
 }
 
-impl fmt::Display for DiscoveryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+impl DiscoveryError {
+    /// How many group versions failed; `None` when discovery failed as a whole.
+    pub fn failed_groups(&self) -> Option<usize> {
+        match self {
+            DiscoveryError::Whole(_) => None,
+            DiscoveryError::Groups(failed) => Some(failed.len()),
+        }
     }
+}
+
+/// `ErrGroupDiscoveryFailed.Error()`'s list: `group/version: message`, sorted, comma-separated.
+fn group_failures(failed: &BTreeMap<String, client::Error>) -> String {
+    let groups: Vec<String> = failed.iter().map(|(gv, e)| format!("{gv}: {}", e.message())).collect();
+    groups.join(", ")
 }
 
 /// `ServerPreferredNamespacedResources`: the preferred version of every namespaced resource,
@@ -95,31 +149,24 @@ pub fn preferred_namespaced_resources(client: &Client) -> (Vec<ApiResource>, Opt
     match discovery::server_resources(client) {
         Ok(found) => {
             let resources = found.preferred().into_iter().filter(|r| r.namespaced).collect();
-            (resources, group_discovery_error(&found.failed))
+            (resources, group_discovery_error(found.failed))
         }
-        Err(e) => (Vec::new(), Some(DiscoveryError { failed_groups: None, message: e.message() })),
+        Err(e) => (Vec::new(), Some(DiscoveryError::Whole(e))),
     }
 }
 
-/// `ErrGroupDiscoveryFailed.Error()`: the failing group versions, sorted.
-fn group_discovery_error(failed: &BTreeMap<String, Error>) -> Option<DiscoveryError> {
-    if failed.is_empty() {
-        return None;
-    }
-    let groups: Vec<String> = failed.iter().map(|(gv, e)| format!("{gv}: {}", e.message())).collect();
-    Some(DiscoveryError {
-        failed_groups: Some(failed.len()),
-        message: format!("unable to retrieve the complete list of server APIs: {}", groups.join(", ")),
-    })
+/// `ErrGroupDiscoveryFailed`: the failing group versions, if any.
+fn group_discovery_error(failed: BTreeMap<String, client::Error>) -> Option<DiscoveryError> {
+    (!failed.is_empty()).then_some(DiscoveryError::Groups(failed))
 }
 
 /// `discovery.GroupVersionResources` after `FilteredBy(SupportsAllVerbs{"delete"})`: the
 /// deletable resources, or the first group version that does not parse (then none at all, as
 /// upstream returns no map with the error).
-fn deletable_resources(resources: &[ApiResource]) -> Result<Vec<ApiResource>, String> {
+fn deletable_resources(resources: &[ApiResource]) -> Result<Vec<ApiResource>, Error> {
     let deletable: Vec<ApiResource> = resources.iter().filter(|r| r.supports_all(&["delete"])).cloned().collect();
     match deletable.iter().find(|r| !parses_as_group_version(r)) {
-        Some(bad) => Err(format!("unexpected GroupVersion string: {}", bad.api_version())),
+        Some(bad) => Err(Error::GroupVersion { group_version: bad.api_version() }),
         None => Ok(deletable),
     }
 }
@@ -175,11 +222,11 @@ impl Deleter {
     }
 
     /// `Delete`: moves a namespace being deleted towards its removal.
-    pub fn delete(&self, name: &str) -> Result<Outcome, String> {
+    pub fn delete(&self, name: &str) -> Result<Outcome, Error> {
         let namespace = match self.namespaces().get(name) {
             Ok(namespace) => namespace,
             Err(e) if e.is_not_found() => return Ok(Outcome::Done),
-            Err(e) => return Err(e.message()),
+            Err(e) => return Err(e.into()),
         };
         if namespace.metadata.deletion_timestamp.is_none() {
             return Ok(Outcome::Done);
@@ -187,8 +234,8 @@ impl Deleter {
         // Ensure the status says Terminating; a namespace gone meanwhile is done.
         let namespace = match self.retry_on_conflict(namespace, |ns| self.update_namespace_status(ns)) {
             Ok(namespace) => namespace,
-            Err(e) if e.is_not_found() => return Ok(Outcome::Done),
-            Err(e) => return Err(e.message()),
+            Err(Error::Api(e)) if e.is_not_found() => return Ok(Outcome::Done),
+            Err(e) => return Err(e),
         };
         if namespace.metadata.deletion_timestamp.is_none() || finalized(&namespace) {
             return Ok(Outcome::Done);
@@ -198,8 +245,9 @@ impl Deleter {
             return Ok(Outcome::ResourcesRemaining(estimate));
         }
         match self.retry_on_conflict(namespace, |ns| self.finalize_namespace(ns)) {
-            Err(e) if !e.is_not_found() => Err(e.message()),
-            _ => Ok(Outcome::Done),
+            Err(Error::Api(e)) if e.is_not_found() => Ok(Outcome::Done),
+            Err(e) => Err(e),
+            Ok(_) => Ok(Outcome::Done),
         }
     }
 
@@ -208,24 +256,24 @@ impl Deleter {
     fn retry_on_conflict(
         &self,
         mut namespace: Namespace,
-        update: impl Fn(&Namespace) -> Result<Namespace, Error>,
+        update: impl Fn(&Namespace) -> Result<Namespace, client::Error>,
     ) -> Result<Namespace, Error> {
         loop {
             match update(&namespace) {
                 Err(e) if e.is_conflict() => {
                     let latest = self.namespaces().get(namespace.metadata.name.as_deref().unwrap_or_default())?;
                     if latest.metadata.uid != namespace.metadata.uid {
-                        return Err(Error::Request("namespace uid has changed across retries".into()));
+                        return Err(Error::UidChanged);
                     }
                     namespace = latest;
                 }
-                other => return other,
+                other => return Ok(other?),
             }
         }
     }
 
     /// `updateNamespaceStatusFunc`: phase `Terminating` once deleting.
-    fn update_namespace_status(&self, namespace: &Namespace) -> Result<Namespace, Error> {
+    fn update_namespace_status(&self, namespace: &Namespace) -> Result<Namespace, client::Error> {
         let phase = namespace.status.as_ref().and_then(|s| s.phase.as_deref());
         if namespace.metadata.deletion_timestamp.is_none() || phase == Some("Terminating") {
             return Ok(namespace.clone());
@@ -237,7 +285,7 @@ impl Deleter {
 
     /// `finalizeNamespace`: `spec.finalizers` without ours (sorted, as upstream's set), through
     /// the `finalize` subresource.
-    fn finalize_namespace(&self, namespace: &Namespace) -> Result<Namespace, Error> {
+    fn finalize_namespace(&self, namespace: &Namespace) -> Result<Namespace, client::Error> {
         let mut finalizers: Vec<String> = namespace
             .spec
             .iter()
@@ -257,7 +305,7 @@ impl Deleter {
 
     /// `deleteAllContent`: deletes what every deletable resource holds in the namespace and
     /// updates the conditions; the longest estimate of what remains, or the errors met.
-    fn delete_all_content(&self, mut namespace: Namespace) -> Result<i64, String> {
+    fn delete_all_content(&self, mut namespace: Namespace) -> Result<i64, Error> {
         let name = name_of(&namespace).to_string();
         let deleted_at = namespace.metadata.deletion_timestamp.as_ref().map(|t| t.0).unwrap_or_else(Timestamp::now);
         let mut conditions = ConditionUpdater::new(Timestamp::now());
@@ -265,11 +313,11 @@ impl Deleter {
         let (resources, discovery_error) = preferred_namespaced_resources(&self.client);
         if let Some(e) = discovery_error {
             // Not fatal: what was discovered is still emptied.
-            conditions.process_discovery_error(e.failed_groups, &e.message);
-            errors.push(e.message);
+            conditions.process_discovery_error(e.failed_groups(), &e.to_string());
+            errors.push(Error::from(e));
         }
         let deletable = deletable_resources(&resources).unwrap_or_else(|e| {
-            conditions.process_group_version_error(&e);
+            conditions.process_group_version_error(&e.to_string());
             errors.push(e);
             Vec::new()
         });
@@ -281,21 +329,22 @@ impl Deleter {
             // runs on without, say, the NetworkPolicy that guarded it.
             let (deletion, error) = self.delete_all_content_for_resource(pods, &name, deleted_at);
             if let Some(e) = error {
-                conditions.process_delete_content_error(&e);
-                errors.push(format!("failed to delete pods for namespace: {name}, err: {e}"));
+                conditions.process_delete_content_error(&e.to_string());
+                errors.push(Error::DeletePods { namespace: name.clone(), source: Box::new(e) });
             }
             estimate = estimate.max(deletion.estimate);
             if deletion.remaining > 0 {
                 log::debug!("{}: pods still remain in {name:?}, delaying deletion of other resources", self.name);
                 // As upstream, the conditions are written without the content totals here.
                 self.write_conditions(&mut namespace, conditions);
-                return aggregate(estimate, errors);
+                Aggregate::from_errors(errors)?;
+                return Ok(estimate);
             }
         }
         for resource in deletable.iter().filter(|r| pods.is_none() || !is_pods(r)) {
             let (deletion, error) = self.delete_all_content_for_resource(resource, &name, deleted_at);
             if let Some(e) = error {
-                conditions.process_delete_content_error(&e);
+                conditions.process_delete_content_error(&e.to_string());
                 errors.push(e);
             }
             estimate = estimate.max(deletion.estimate);
@@ -309,8 +358,10 @@ impl Deleter {
         conditions.process_content_totals(&totals);
         // Always written when changed: a condition may have gone back to "ok".
         self.write_conditions(&mut namespace, conditions);
-        log::debug!("{}: deleteAllContent {name:?}: estimate {estimate}, errors {errors:?}", self.name);
-        aggregate(estimate, errors)
+        let texts: Vec<String> = errors.iter().map(Error::to_string).collect();
+        log::debug!("{}: deleteAllContent {name:?}: estimate {estimate}, errors {texts:?}", self.name);
+        Aggregate::from_errors(errors)?;
+        Ok(estimate)
     }
 
     /// Sets the deletion conditions and writes the status if they changed; a failed write is
@@ -330,10 +381,10 @@ impl Deleter {
         resource: &ApiResource,
         namespace: &str,
         deleted_at: Timestamp,
-    ) -> (ResourceDeletion, Option<String>) {
+    ) -> (ResourceDeletion, Option<Error>) {
         let estimate = match self.estimate_graceful_termination(resource, namespace, deleted_at, Timestamp::now()) {
             Ok(estimate) => estimate,
-            Err(e) => return (ResourceDeletion::default(), Some(e.message())),
+            Err(e) => return (ResourceDeletion::default(), Some(e.into())),
         };
         let with_estimate = ResourceDeletion { estimate, ..ResourceDeletion::default() };
         let emptied = match self.delete_collection(resource, namespace) {
@@ -342,12 +393,12 @@ impl Deleter {
             Err(e) => Err(e),
         };
         if let Err(e) = emptied {
-            return (with_estimate, Some(e.message()));
+            return (with_estimate, Some(e.into()));
         }
         let items = match self.list_collection(resource, namespace) {
             Ok(Some(items)) => items,
             Ok(None) => return (with_estimate, None),
-            Err(e) => return (with_estimate, Some(e.message())),
+            Err(e) => return (with_estimate, Some(e.into())),
         };
         remaining_content(resource, namespace, estimate, &items)
     }
@@ -360,7 +411,7 @@ impl Deleter {
         namespace: &str,
         deleted_at: Timestamp,
         now: Timestamp,
-    ) -> Result<i64, Error> {
+    ) -> Result<i64, client::Error> {
         if !(resource.group.is_empty() && resource.plural == "pods") {
             return Ok(0);
         }
@@ -370,7 +421,7 @@ impl Deleter {
     }
 
     /// `deleteCollection`: true when delete-collection is served (and then done, or failed).
-    fn delete_collection(&self, resource: &ApiResource, namespace: &str) -> Result<bool, Error> {
+    fn delete_collection(&self, resource: &ApiResource, namespace: &str) -> Result<bool, client::Error> {
         if !self.op_cache.is_supported(Operation::DeleteCollection, resource) {
             return Ok(false);
         }
@@ -389,7 +440,7 @@ impl Deleter {
 
     /// `listCollection`: the names and finalizers of what remains; `None` when listing is not
     /// served.
-    fn list_collection(&self, resource: &ApiResource, namespace: &str) -> Result<Option<Vec<Item>>, Error> {
+    fn list_collection(&self, resource: &ApiResource, namespace: &str) -> Result<Option<Vec<Item>>, client::Error> {
         if !self.op_cache.is_supported(Operation::List, resource) {
             return Ok(None);
         }
@@ -402,7 +453,7 @@ impl Deleter {
     }
 
     /// `deleteEachItem`.
-    fn delete_each_item(&self, resource: &ApiResource, namespace: &str) -> Result<(), Error> {
+    fn delete_each_item(&self, resource: &ApiResource, namespace: &str) -> Result<(), client::Error> {
         let Some(items) = self.list_collection(resource, namespace)? else {
             return Ok(());
         };
@@ -419,15 +470,6 @@ impl Deleter {
 
 fn is_pods(resource: &ApiResource) -> bool {
     resource.group.is_empty() && resource.version == "v1" && resource.plural == "pods"
-}
-
-/// `utilerrors.NewAggregate`: the estimate, or the errors (one alone, several in brackets).
-fn aggregate(estimate: i64, mut errors: Vec<String>) -> Result<i64, String> {
-    match errors.len() {
-        0 => Ok(estimate),
-        1 => Err(errors.remove(0)),
-        _ => Err(format!("[{}]", errors.join(", "))),
-    }
 }
 
 /// An object still in the namespace.
@@ -514,7 +556,7 @@ fn remaining_content(
     namespace: &str,
     estimate: i64,
     items: &[Item],
-) -> (ResourceDeletion, Option<String>) {
+) -> (ResourceDeletion, Option<Error>) {
     if items.is_empty() {
         return (ResourceDeletion::default(), None);
     }
@@ -529,7 +571,7 @@ fn remaining_content(
     if !by_finalizer.is_empty() {
         return (ResourceDeletion { estimate: FINALIZER_ESTIMATE_SECONDS, remaining, by_finalizer }, None);
     }
-    let error = format!("unexpected items still remain in namespace: {namespace} for gvr: {}", gvr_string(resource));
+    let error = Error::ItemsRemain { namespace: namespace.to_string(), gvr: gvr_string(resource) };
     (ResourceDeletion { estimate, remaining, by_finalizer: BTreeMap::new() }, Some(error))
 }
 
@@ -588,9 +630,10 @@ mod tests {
     fn only_deletable_resources_are_emptied_and_bad_group_versions_stop_everything() {
         let pods = resource("", "v1", "pods", &["delete"]);
         let bindings = resource("", "v1", "bindings", &["create"]);
-        assert_eq!(deletable_resources(&[pods.clone(), bindings]), Ok(vec![pods.clone()]));
+        assert_eq!(deletable_resources(&[pods.clone(), bindings]).unwrap(), vec![pods.clone()]);
         let bad = resource("a", "b/c", "things", &["delete"]);
-        assert_eq!(deletable_resources(&[pods, bad]), Err("unexpected GroupVersion string: a/b/c".to_string()));
+        let error = deletable_resources(&[pods, bad]).unwrap_err();
+        assert_eq!(error.to_string(), "unexpected GroupVersion string: a/b/c");
     }
 
     #[test]
@@ -621,34 +664,35 @@ mod tests {
     #[test]
     fn remaining_objects_are_counted_by_finalizer_with_upstream_estimates() {
         let configmaps = resource("", "v1", "configmaps", &[]);
-        assert_eq!(remaining_content(&configmaps, "ns", 0, &[]), (ResourceDeletion::default(), None));
+        let (nothing, error) = remaining_content(&configmaps, "ns", 0, &[]);
+        assert!(nothing == ResourceDeletion::default() && error.is_none());
         let held = [item("a", &["example.com/block"]), item("b", &["example.com/block", "other"])];
         let (deletion, error) = remaining_content(&configmaps, "ns", 0, &held);
-        assert_eq!(error, None);
+        assert!(error.is_none());
         assert_eq!(deletion.estimate, FINALIZER_ESTIMATE_SECONDS);
         assert_eq!(deletion.remaining, 2);
         assert_eq!(deletion.by_finalizer, BTreeMap::from([("example.com/block".into(), 2), ("other".into(), 1)]));
         let (graceful, error) = remaining_content(&configmaps, "ns", 30, &[item("p", &[])]);
-        assert_eq!((graceful.estimate, graceful.remaining, error), (30, 1, None));
+        assert!((graceful.estimate, graceful.remaining, error.is_none()) == (30, 1, true));
         let (stuck, error) = remaining_content(&configmaps, "ns", 0, &[item("c", &[])]);
         assert_eq!(stuck.remaining, 1);
         assert_eq!(
-            error.as_deref(),
+            error.map(|e| e.to_string()).as_deref(),
             Some("unexpected items still remain in namespace: ns for gvr: /v1, Resource=configmaps")
         );
     }
 
     #[test]
     fn group_discovery_errors_read_like_client_go() {
-        assert_eq!(group_discovery_error(&BTreeMap::new()), None);
+        assert!(group_discovery_error(BTreeMap::new()).is_none());
         let failed = BTreeMap::from([
-            ("metrics.k8s.io/v1beta1".to_string(), Error::Transport("down".into())),
-            ("a.example.com/v1".to_string(), Error::Decode("bad".into())),
+            ("metrics.k8s.io/v1beta1".to_string(), client::Error::Transport("down".into())),
+            ("a.example.com/v1".to_string(), client::Error::Decode("bad".into())),
         ]);
-        let error = group_discovery_error(&failed).expect("an error");
-        assert_eq!(error.failed_groups, Some(2));
+        let error = group_discovery_error(failed).expect("an error");
+        assert_eq!(error.failed_groups(), Some(2));
         assert_eq!(
-            error.message,
+            error.to_string(),
             "unable to retrieve the complete list of server APIs: a.example.com/v1: cannot decode the server's \
              answer: bad, metrics.k8s.io/v1beta1: transport error: down"
         );
@@ -656,9 +700,17 @@ mod tests {
 
     #[test]
     fn errors_aggregate_like_utilerrors_and_pods_are_core_v1() {
-        assert_eq!(aggregate(15, Vec::new()), Ok(15));
-        assert_eq!(aggregate(15, vec!["a".into()]), Err("a".into()));
-        assert_eq!(aggregate(0, vec!["a".into(), "b".into()]), Err("[a, b]".into()));
+        let aggregate = |errors: Vec<Error>| Aggregate::from_errors(errors).map_err(|e| Error::from(e).to_string());
+        assert_eq!(aggregate(Vec::new()), Ok(()));
+        assert_eq!(
+            aggregate(vec![Error::UidChanged]),
+            Err("invalid request: namespace uid has changed across retries".into())
+        );
+        let gv = |v: &str| Error::GroupVersion { group_version: v.into() };
+        assert_eq!(
+            aggregate(vec![gv("a"), gv("b")]),
+            Err("[unexpected GroupVersion string: a, unexpected GroupVersion string: b]".into())
+        );
         assert!(is_pods(&resource("", "v1", "pods", &[])));
         assert!(!is_pods(&resource("metrics.k8s.io", "v1beta1", "pods", &[])));
     }

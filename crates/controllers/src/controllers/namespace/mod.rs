@@ -22,6 +22,8 @@ use crate::runtime::workqueue::{BucketRateLimiter, ItemExponentialFailureRateLim
 
 use deletion::{Deleter, Outcome};
 
+pub use deletion::Error;
+
 /// `namespaceDeletionGracePeriod`: lets HA API servers' lifecycle admission see the deletion
 /// and last-minute creations land before the namespace is purged.
 pub const DELETION_GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -41,7 +43,7 @@ pub struct Config {
 }
 
 /// `NewNamespaceController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let client = context.client.with_rate_limit_factors(QPS_FACTOR, BURST_FACTOR);
     let queue = WorkQueue::with_parts("namespace", Box::new(rate_limiter()), Arc::new(RealClock));
     let namespaces = context.informers.informer::<Namespace>();
@@ -55,8 +57,8 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let controller =
         Arc::new(NamespaceController { name, deleter, queue: queue.clone(), namespaces: namespaces.clone() });
     let (worker, starter, resync) = (controller.clone(), controller, queue.clone());
-    Ok(Controller::new()
-        .with_queue(&queue, config.workers, move |name: &String| worker.sync(name).map_err(SyncError::Failed))
+    Controller::new()
+        .with_queue(&queue, config.workers, move |name: &String| worker.sync(name).map_err(SyncError::of))
         .on_start(move || {
             // The deleter's discovery, which upstream's constructor reads, once this process leads.
             starter.deleter.init_op_cache();
@@ -66,7 +68,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         // each cached namespace goes through `enqueue_namespace` again.
         .resync_every("resync", config.resync_period, move || {
             namespaces.store().list().iter().for_each(|ns| enqueue_namespace(&resync, ns));
-        }))
+        })
 }
 
 /// `nsControllerRateLimiter`: retries at least every minute, and overall at 10 qps (burst 100).
@@ -95,7 +97,7 @@ struct NamespaceController {
 
 impl NamespaceController {
     /// `syncNamespaceFromKey` and the worker's handling of `ResourcesRemainingError`.
-    fn sync(&self, key: &str) -> Result<(), String> {
+    fn sync(&self, key: &str) -> Result<(), Error> {
         if self.namespaces.store().get_by_name("", key).is_none() {
             log::info!("{}: namespace has been deleted: {key}", self.name);
             return Ok(());
@@ -124,6 +126,14 @@ mod tests {
     use super::*;
     use crate::apimachinery::clock::FakeClock;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+    #[test]
+    fn a_conflict_reaches_the_queue_as_a_conflict() {
+        let server = crate::controllers::podutil::testing::ErrorServer::conflict();
+        let deleter = Deleter::new("namespace-controller", server.client.clone(), true);
+        let error = deleter.delete("team").expect_err("the server refuses");
+        assert_eq!(SyncError::of(error), SyncError::Conflict("the test server answers 409 Conflict".into()));
+    }
 
     #[test]
     fn requeue_waits_half_the_estimate_plus_one_second() {

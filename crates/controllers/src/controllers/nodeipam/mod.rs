@@ -26,14 +26,14 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use crate::apimachinery::net::Cidr;
-use crate::client::{Api, Client, Error, ListParams, Patch, PostParams};
+use crate::client::{self, Api, Client, ListParams, Patch, PostParams};
 use crate::controllers::nodeutil::record_node_status_change;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
 
-use cidrset::CidrSet;
+use cidrset::{CidrSet, CidrSetError};
 
 /// `cidrUpdateWorkers`.
 const CIDR_UPDATE_WORKERS: usize = 30;
@@ -42,6 +42,86 @@ const CIDR_UPDATE_RETRIES: usize = 3;
 /// `nodePollInterval` and `apiserverStartupGracePeriod`: how the first list of Nodes is retried.
 const NODE_POLL_INTERVAL: Duration = Duration::from_secs(10);
 const APISERVER_STARTUP_GRACE_PERIOD: Duration = Duration::from_secs(600);
+
+/// Why the allocator could not be built or started, or a node's sync failed. API errors are
+/// kept whole, so that a conflict or a server's `Retry-After` reaches the queue with its kind.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A cluster CIDR and its node mask make no CIDR set.
+    #[error("{0}")]
+    CidrSet(#[from] CidrSetError),
+    /// A node's `podCIDRs` entry does not parse.
+    #[error("failed to parse node {node}, CIDR {cidr}")]
+    ParseCidr {
+        /// The node.
+        node: String,
+        /// The entry.
+        cidr: String,
+    },
+    /// A node's `podCIDRs` has more entries than there are cluster CIDRs.
+    #[error(
+        "node:{node} has an allocated cidr: {cidr} at index:{index} that does not exist in cluster cidrs configuration"
+    )]
+    NoClusterCidr {
+        /// The node.
+        node: String,
+        /// The entry.
+        cidr: String,
+        /// Its index.
+        index: usize,
+    },
+    /// A node's block could not be marked used.
+    #[error("failed to mark cidr[{cidr}] at idx [{index}] as occupied for node: {node}: {source}")]
+    Occupy {
+        /// The block.
+        cidr: Cidr,
+        /// Its index.
+        index: usize,
+        /// The node.
+        node: String,
+        /// Why.
+        source: CidrSetError,
+    },
+    /// A node's block could not be given back.
+    #[error("error when releasing CIDR {cidr}: {source}")]
+    Release {
+        /// The block as the node has it.
+        cidr: String,
+        /// Why.
+        source: CidrSetError,
+    },
+    /// The Nodes could not be listed within the API server's startup grace period.
+    #[error(
+        "failed to list all nodes in {grace:?}, cannot proceed without updating CIDR map: {source}",
+        grace = APISERVER_STARTUP_GRACE_PERIOD
+    )]
+    ListNodes {
+        /// The last list's error.
+        source: client::Error,
+    },
+    /// The node could not be read before reserving its blocks.
+    #[error("failed while getting node {node} for updating Node.Spec.PodCIDRs: {source}")]
+    GetNode {
+        /// The node.
+        node: String,
+        /// The read's error.
+        source: client::Error,
+    },
+    /// A cluster CIDR has no block left.
+    #[error("failed to allocate cidr from cluster cidr at idx:{index}: {source}")]
+    Allocate {
+        /// The cluster CIDR's index.
+        index: usize,
+        /// Why.
+        source: CidrSetError,
+    },
+    /// The node's patch failed at every try.
+    #[error("failed to patch node CIDR: {source}")]
+    Patch {
+        /// The last try's error.
+        source: client::Error,
+    },
+}
 
 /// What the range allocator is built from (upstream `CIDRAllocatorParams`).
 #[derive(Debug, Clone, PartialEq)]
@@ -59,10 +139,10 @@ pub struct AllocatorParams {
 impl AllocatorParams {
     /// Fresh CIDR sets with the service ranges taken out and every block `nodes` have occupied
     /// (`NewCIDRRangeAllocator`). A node CIDR that does not fit is an error.
-    fn build_sets(&self, nodes: &[Node]) -> Result<Vec<CidrSet>, String> {
+    fn build_sets(&self, nodes: &[Node]) -> Result<Vec<CidrSet>, Error> {
         let mut sets = Vec::with_capacity(self.cluster_cidrs.len());
         for (cidr, mask) in self.cluster_cidrs.iter().zip(&self.node_masks) {
-            sets.push(CidrSet::new(*cidr, *mask).map_err(|e| e.to_string())?);
+            sets.push(CidrSet::new(*cidr, *mask)?);
         }
         for service in [&self.service_cidr, &self.secondary_service_cidr].into_iter().flatten() {
             filter_out_service_range(&mut sets, service);
@@ -99,28 +179,26 @@ fn pod_cidrs(node: &Node) -> &[String] {
 }
 
 /// `occupyCIDRs` / `ReleaseCIDR`: the node's `podCIDRs[i]` in cluster CIDR `i`.
-fn change_node_cidrs(sets: &mut [CidrSet], node: &Node, change: Change) -> Result<(), String> {
+fn change_node_cidrs(sets: &mut [CidrSet], node: &Node, change: Change) -> Result<(), Error> {
     let name = node_name(node);
     for (index, text) in pod_cidrs(node).iter().enumerate() {
-        let cidr = Cidr::parse(text).map_err(|_| format!("failed to parse node {name}, CIDR {text}"))?;
+        // As upstream, the parse error itself is not reported.
+        let cidr = Cidr::parse(text).map_err(|_| Error::ParseCidr { node: name.into(), cidr: text.clone() })?;
         let Some(set) = sets.get_mut(index) else {
-            return Err(format!(
-                "node:{name} has an allocated cidr: {text} at index:{index} that does not exist in cluster cidrs \
-                 configuration"
-            ));
+            return Err(Error::NoClusterCidr { node: name.into(), cidr: text.clone(), index });
         };
         match change {
-            Change::Occupy => set.occupy(&cidr).map_err(|e| {
-                format!("failed to mark cidr[{cidr}] at idx [{index}] as occupied for node: {name}: {e}")
-            })?,
-            Change::Release => set.release(&cidr).map_err(|e| format!("error when releasing CIDR {text}: {e}"))?,
+            Change::Occupy => {
+                set.occupy(&cidr).map_err(|source| Error::Occupy { cidr, index, node: name.into(), source })?
+            }
+            Change::Release => set.release(&cidr).map_err(|source| Error::Release { cidr: text.clone(), source })?,
         }
     }
     Ok(())
 }
 
 /// `NewNodeIpamController` with the range allocator (`NewCIDRRangeAllocator`).
-pub fn new(context: &ControllerContext<'_>, params: AllocatorParams) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, params: AllocatorParams) -> Result<Controller, Error> {
     let queue = WorkQueue::new("cidrallocator_node");
     for (service, what) in [(&params.service_cidr, "Service"), (&params.secondary_service_cidr, "Secondary Service")] {
         if service.is_none() {
@@ -143,7 +221,7 @@ pub fn new(context: &ControllerContext<'_>, params: AllocatorParams) -> Result<C
     allocator.nodes.add_handler(move |event: &Event<Node>| handler.on_node_event(event, &handler_queue));
     let (workers, starter) = (allocator.clone(), allocator);
     Ok(Controller::new()
-        .with_queue(&queue, CIDR_UPDATE_WORKERS, move |key: &String| workers.sync_node(key).map_err(SyncError::Failed))
+        .with_queue(&queue, CIDR_UPDATE_WORKERS, move |key: &String| workers.sync_node(key).map_err(SyncError::of))
         .on_start(move || starter.occupy_listed_nodes().map_err(Into::into)))
 }
 
@@ -174,7 +252,7 @@ impl RangeAllocator {
     /// cannot answer). The sets stay locked during each attempt, so that a deletion seen during
     /// the list is released from the new sets; not between attempts, so that a slow API server
     /// holds back no informer handler for long.
-    fn occupy_listed_nodes(&self) -> Result<(), String> {
+    fn occupy_listed_nodes(&self) -> Result<(), Error> {
         let deadline = Instant::now() + APISERVER_STARTUP_GRACE_PERIOD;
         loop {
             let mut sets = self.sets.lock();
@@ -188,18 +266,13 @@ impl RangeAllocator {
                     log::error!("failed to list all nodes: {e}");
                     std::thread::sleep(NODE_POLL_INTERVAL);
                 }
-                Err(e) => {
-                    return Err(format!(
-                        "failed to list all nodes in {APISERVER_STARTUP_GRACE_PERIOD:?}, cannot proceed without \
-                         updating CIDR map: {e}"
-                    ));
-                }
+                Err(source) => return Err(Error::ListNodes { source }),
             }
         }
     }
 
     /// `syncNode`.
-    fn sync_node(&self, key: &str) -> Result<(), String> {
+    fn sync_node(&self, key: &str) -> Result<(), Error> {
         let Some(node) = self.nodes.store().get(key) else {
             log::debug!("node {key} has been deleted");
             return Ok(());
@@ -219,14 +292,14 @@ impl RangeAllocator {
     /// second one: `podCIDRs` is a merge list in a strategic merge patch, so kube-apiserver
     /// would see both and refuse the update (422, "may specify no more than one CIDR for each IP
     /// family"). Upstream v1.33 trusts its lister here and logs those 422s in the same race.
-    fn allocate_or_occupy(&self, cached: &Node) -> Result<(), String> {
+    fn allocate_or_occupy(&self, cached: &Node) -> Result<(), Error> {
         if !pod_cidrs(cached).is_empty() {
             return change_node_cidrs(&mut self.sets.lock(), cached, Change::Occupy);
         }
         let name = node_name(cached);
         let fresh = Api::<Node>::all(&self.client)
             .get_opt(name)
-            .map_err(|e| format!("failed while getting node {name} for updating Node.Spec.PodCIDRs: {e}"))?;
+            .map_err(|source| Error::GetNode { node: name.into(), source })?;
         let Some(node) = fresh else {
             log::debug!("node {name} has been deleted");
             return Ok(());
@@ -247,7 +320,7 @@ impl RangeAllocator {
                         release_all(&mut sets, &allocated);
                         drop(sets);
                         record_node_status_change(&self.recorder, &node, EventType::Warning, "CIDRNotAvailable");
-                        return Err(format!("failed to allocate cidr from cluster cidr at idx:{index}: {e}"));
+                        return Err(Error::Allocate { index, source: e });
                     }
                 }
             }
@@ -260,21 +333,22 @@ impl RangeAllocator {
     /// `updateCIDRsAllocation`: patches the reserved blocks into `node`, which the API server
     /// has just shown without any (upstream checks its lister here instead; see
     /// [`RangeAllocator::allocate_or_occupy`]).
-    fn update_cidrs_allocation(&self, node: &Node, allocated: &[Cidr]) -> Result<(), String> {
+    fn update_cidrs_allocation(&self, node: &Node, allocated: &[Cidr]) -> Result<(), Error> {
         let name = node_name(node);
         let wanted: Vec<String> = allocated.iter().map(Cidr::to_string).collect();
-        let mut last_error = None;
-        for _ in 0..CIDR_UPDATE_RETRIES {
+        let mut tries = 0;
+        let error = loop {
+            tries += 1;
             match patch_node_cidrs(&self.client, name, &wanted) {
                 Ok(()) => {
                     log::info!("Set node PodCIDR node={name:?} podCIDRs={wanted:?}");
                     return Ok(());
                 }
-                Err(e) => last_error = Some(e),
+                Err(e) if tries >= CIDR_UPDATE_RETRIES => break e,
+                Err(_) => {}
             }
-        }
-        let timed_out = last_error.as_ref().is_some_and(Error::is_server_timeout);
-        let error = last_error.map_or_else(String::new, |e| e.to_string());
+        };
+        let timed_out = error.is_server_timeout();
         log::error!("failed to update node {name} PodCIDR {wanted:?} after multiple attempts: {error}");
         record_node_status_change(&self.recorder, node, EventType::Warning, "CIDRAssignmentFailed");
         // A timed-out patch may still have gone through: then keep the blocks (a restart
@@ -282,7 +356,7 @@ impl RangeAllocator {
         if !timed_out {
             release_all(&mut self.sets.lock(), allocated);
         }
-        Err(format!("failed to patch node CIDR: {error}"))
+        Err(Error::Patch { source: error })
     }
 }
 
@@ -296,7 +370,7 @@ fn release_all(sets: &mut [CidrSet], allocated: &[Cidr]) {
 
 /// `PatchNodeCIDRs` (component-helpers): a strategic merge patch setting `spec.podCIDR` to
 /// the first block and `spec.podCIDRs` to all.
-pub fn patch_node_cidrs(client: &Client, name: &str, cidrs: &[String]) -> Result<(), Error> {
+pub fn patch_node_cidrs(client: &Client, name: &str, cidrs: &[String]) -> Result<(), client::Error> {
     let patch = node_cidrs_patch(cidrs);
     log::trace!("cidrs patch bytes: {patch}");
     Api::<Node>::all(client).patch(name, &Patch::Strategic(patch), &PostParams::default()).map(|_| ())
@@ -360,13 +434,38 @@ mod tests {
     }
 
     #[test]
+    fn a_conflict_reaches_the_queue_as_a_conflict() {
+        let server = crate::controllers::podutil::testing::ErrorServer::conflict();
+        let client = server.client.clone();
+        let informers = crate::runtime::informer::SharedInformerFactory::new(client.clone(), Duration::ZERO);
+        let params = params(&["10.0.0.0/16"], &[24], &[]);
+        let allocator = RangeAllocator {
+            client: client.clone(),
+            nodes: informers.informer::<Node>(),
+            sets: Mutex::new(params.build_sets(&[]).unwrap()),
+            params,
+            recorder: EventRecorder::new(client, "cidrAllocator"),
+        };
+        allocator.nodes.apply_for_test(node("a", &[]));
+        let error = allocator.sync_node("a").unwrap_err();
+        assert_eq!(
+            SyncError::of(error),
+            SyncError::Conflict(
+                "failed while getting node a for updating Node.Spec.PodCIDRs: the test server answers 409 Conflict \
+                 (409 Conflict)"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
     fn node_blocks_that_do_not_fit_stop_the_start() {
         let p = params(&["10.0.0.0/16"], &[24], &[]);
-        let err = p.build_sets(&[node("a", &["10.1.0.0/24"])]).unwrap_err();
+        let err = p.build_sets(&[node("a", &["10.1.0.0/24"])]).unwrap_err().to_string();
         assert!(err.contains("failed to mark cidr[10.1.0.0/24] at idx [0] as occupied for node: a"), "{err}");
-        let err = p.build_sets(&[node("b", &["10.0.1.0/24", "fd00::/64"])]).unwrap_err();
+        let err = p.build_sets(&[node("b", &["10.0.1.0/24", "fd00::/64"])]).unwrap_err().to_string();
         assert!(err.contains("that does not exist in cluster cidrs configuration"), "{err}");
-        let err = p.build_sets(&[node("c", &["garbage"])]).unwrap_err();
+        let err = p.build_sets(&[node("c", &["garbage"])]).unwrap_err().to_string();
         assert_eq!(err, "failed to parse node c, CIDR garbage");
     }
 

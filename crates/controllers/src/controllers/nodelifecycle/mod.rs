@@ -35,7 +35,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use crate::apimachinery::clock::RealClock;
-use crate::client::{Api, Client, Error, Patch, PostParams};
+use crate::client::{self, Api, Client, Patch, PostParams};
 use crate::controllers::nodeutil::{
     self, NO_EXECUTE, NO_SCHEDULE, TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_NETWORK_UNAVAILABLE,
     TAINT_NOT_READY, TAINT_PID_PRESSURE, TAINT_UNREACHABLE, TAINT_UNSCHEDULABLE, node_condition, node_taints, taint,
@@ -111,11 +111,50 @@ pub struct Config {
     pub embedded_taint_eviction: Option<&'static str>,
 }
 
+/// Why the controller could not be built, or a node or pod update failed. API errors are kept
+/// whole, so that a conflict or a server's `Retry-After` reaches the pod queue with its kind.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `--node-monitor-period` is zero.
+    #[error("--node-monitor-period must be greater than zero")]
+    MonitorPeriod,
+    /// The node's NoSchedule taints could not be swapped.
+    #[error("failed to swap taints of node {node}")]
+    SwapTaints {
+        /// The node.
+        node: String,
+    },
+    /// The node's labels could not be patched.
+    #[error("failed update labels for node {node}: {source}")]
+    UpdateLabels {
+        /// The node.
+        node: String,
+        /// The patch's error.
+        source: client::Error,
+    },
+    /// The pod's node is not in the cache.
+    #[error("failed to read node {node}")]
+    NodeNotCached {
+        /// The node.
+        node: String,
+    },
+    /// The pod could not be marked NotReady.
+    #[error("unable to mark pod {pod} NotReady on node {node}: {source}")]
+    MarkPodNotReady {
+        /// `namespace/name`.
+        pod: String,
+        /// The node.
+        node: String,
+        /// Why.
+        source: nodeutil::MarkPodsNotReadyError,
+    },
+}
+
 /// `NewNodeLifecycleController` + `Run`: node and pod updates on their queues, the health
 /// monitor every `--node-monitor-period` and the NoExecute tainting pass every 100 ms.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, Error> {
     if config.monitor_period.is_zero() {
-        return Err("--node-monitor-period must be greater than zero".into());
+        return Err(Error::MonitorPeriod);
     }
     metrics::register();
     // The context's client and recorder are upstream's `node-controller` ones.
@@ -156,7 +195,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
             Ok(())
         })
         .with_queue(&monitor.pod_queue.clone(), NODE_UPDATE_WORKERS, move |key: &String| {
-            pods.process_pod(key).map_err(SyncError::Failed)
+            pods.process_pod(key).map_err(SyncError::of)
         })
         .every("monitor", config.monitor_period, move || monitor.monitor_pass())
         .every("tainting", NODE_EVICTION_PERIOD, move || tainting.do_no_execute_tainting_pass());
@@ -246,20 +285,20 @@ impl NodeLifecycle {
 
     /// `doNoScheduleTaintingPass`: the node's NoSchedule condition taints and the unschedulable
     /// taint follow its conditions and `spec.unschedulable`.
-    fn do_no_schedule_tainting_pass(&self, name: &str) -> Result<(), String> {
+    fn do_no_schedule_tainting_pass(&self, name: &str) -> Result<(), Error> {
         let Some(node) = self.nodes.store().get(name) else { return Ok(()) };
         let (to_add, to_remove) = no_schedule_taint_changes(&node);
         if to_add.is_empty() && to_remove.is_empty() {
             return Ok(());
         }
         if !nodeutil::swap_node_controller_taint(&self.client, &to_add, &to_remove, &node) {
-            return Err(format!("failed to swap taints of node {name}"));
+            return Err(Error::SwapTaints { node: name.into() });
         }
         Ok(())
     }
 
     /// `reconcileNodeLabels`.
-    fn reconcile_node_labels(&self, name: &str) -> Result<(), String> {
+    fn reconcile_node_labels(&self, name: &str) -> Result<(), Error> {
         let Some(node) = self.nodes.store().get(name) else { return Ok(()) };
         let Some(labels) = node.metadata.labels.as_ref() else { return Ok(()) };
         let mut updates = serde_json::Map::new();
@@ -276,13 +315,13 @@ impl NodeLifecycle {
         Api::<Node>::cluster(&self.client)
             .patch(name, &Patch::Strategic(patch), &PostParams::default())
             .map(|_| ())
-            .map_err(|e| format!("failed update labels for node {name}: {e}"))
+            .map_err(|source| Error::UpdateLabels { node: name.into(), source })
     }
 
     // ---- Pod updates ----
 
     /// `processPod`: a pod bound to a node that is not Ready is marked NotReady.
-    fn process_pod(&self, key: &str) -> Result<(), String> {
+    fn process_pod(&self, key: &str) -> Result<(), Error> {
         let Some(pod) = self.pods.store().get(key) else { return Ok(()) };
         let node_name = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
         let Some(ready) =
@@ -291,12 +330,12 @@ impl NodeLifecycle {
             return Ok(());
         };
         if self.nodes.store().get(&node_name).is_none() {
-            return Err(format!("failed to read node {node_name}"));
+            return Err(Error::NodeNotCached { node: node_name });
         }
         let Some(ready) = ready else { return Ok(()) };
         if ready.status != "True" {
             nodeutil::mark_pods_not_ready(&self.client, &self.recorder, &[pod], &node_name)
-                .map_err(|e| format!("unable to mark pod {key} NotReady on node {node_name}: {e}"))?;
+                .map_err(|source| Error::MarkPodNotReady { pod: key.into(), node: node_name, source })?;
         }
         Ok(())
     }
@@ -451,7 +490,7 @@ impl NodeLifecycle {
 
     /// `tryUpdateNodeHealth`: the judgement, with the Unknown conditions written through
     /// `nodes/status`. Returns the observed and the current Ready condition.
-    fn try_update_node_health(&self, node: &mut Node) -> Result<(NodeCondition, Option<NodeCondition>), Error> {
+    fn try_update_node_health(&self, node: &mut Node) -> Result<(NodeCondition, Option<NodeCondition>), client::Error> {
         let name = name_of(node).to_string();
         let saved = self.health.lock().get(&name).cloned();
         let lease = self.leases.store().get_by_name(health::LEASE_NAMESPACE, &name);
@@ -527,13 +566,13 @@ impl NodeLifecycle {
     }
 
     /// `markNodeAsReachable`: removes both NoExecute taints and takes the node off its queue.
-    fn mark_node_as_reachable(&self, node: &Node) -> Result<bool, Error> {
+    fn mark_node_as_reachable(&self, node: &Node) -> Result<bool, client::Error> {
         self.mark_reachable(node, Some(node))
     }
 
     /// [`Self::mark_node_as_reachable`], skipping the API when `seen` (the node as last seen)
     /// has neither taint; with `None` the node is read from the API.
-    fn mark_reachable(&self, node: &Node, seen: Option<&Node>) -> Result<bool, Error> {
+    fn mark_reachable(&self, node: &Node, seen: Option<&Node>) -> Result<bool, client::Error> {
         let name = name_of(node);
         nodeutil::remove_taints(&self.client, name, seen, &[taint(TAINT_UNREACHABLE, NO_EXECUTE)])?;
         nodeutil::remove_taints(&self.client, name, seen, &[taint(TAINT_NOT_READY, NO_EXECUTE)])?;

@@ -6,16 +6,16 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::PvController;
 use super::index::{check_volume_satisfy_claim, find_best_match_for_claim};
 use super::metrics;
 use super::util::*;
+use super::{Error, PvController};
 use crate::client::{Api, PostParams};
 use crate::controllers::volumeutil::PRE_RESIZE_CAPACITY;
 use crate::runtime::events::EventType;
 
-/// A sync's failure: upstream logs it and the resync retries.
-pub type SyncOutcome = Result<(), String>;
+/// A sync's outcome: a failure is logged and the key requeued with the queue's backoff.
+pub type SyncOutcome = Result<(), Error>;
 
 fn set_annotation(meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str, value: &str) {
     meta.annotations.get_or_insert_with(Default::default).insert(key.to_string(), value.to_string());
@@ -89,10 +89,7 @@ impl PvController {
             return self.update_claim_status(claim, "Pending", None).map(drop);
         }
         let other = claim_ref(&volume).map(claim_ref_key).unwrap_or_default();
-        Err(format!(
-            "invalid binding of claim {:?} to volume {volume_name:?}: volume already claimed by {other:?}",
-            claim_key(claim)
-        ))
+        Err(Error::InvalidBinding { claim: claim_key(claim), volume: volume_name.to_string(), other })
     }
 
     /// The unbound claim names no volume: bind the best match, or have one provisioned.
@@ -101,14 +98,14 @@ impl PvController {
         let delay_binding = is_delay_binding_mode(claim, class.as_deref())?;
         let volumes: Vec<PersistentVolume> = self.volumes.list().iter().map(|v| (**v).clone()).collect();
         let found = find_best_match_for_claim(claim, &volumes, delay_binding, self.volume_attributes_class)
-            .map_err(|e| format!("error finding PV for claim {:?}: {e}", claim_key(claim)))?;
+            .map_err(|e| Error::FindVolume { claim: claim_key(claim), source: Box::new(e) })?;
         if let Some(volume) = found {
             return self.bind(volume, claim);
         }
         match self.assign_default_storage_class(claim) {
-            Err(e) => {
+            Err(source) => {
                 metrics::retroactive_storage_class(false);
-                return Err(format!("can't update PersistentVolumeClaim[{:?}]: {e}", claim_key(claim)));
+                return Err(Error::AssignDefaultClass { claim: claim_key(claim), source });
             }
             Ok(true) => {
                 metrics::retroactive_storage_class(true);
@@ -191,7 +188,7 @@ impl PvController {
         &self,
         volume: &PersistentVolume,
         claim: &PersistentVolumeClaim,
-    ) -> Result<Arc<PersistentVolume>, String> {
+    ) -> Result<Arc<PersistentVolume>, Error> {
         let mut clone = volume.clone();
         let mut dirty = false;
         let reference = claim_ref(volume);
@@ -216,7 +213,7 @@ impl PvController {
         &self,
         claim: &PersistentVolumeClaim,
         volume: &PersistentVolume,
-    ) -> Result<Arc<PersistentVolumeClaim>, String> {
+    ) -> Result<Arc<PersistentVolumeClaim>, Error> {
         let mut clone = claim.clone();
         let mut dirty = false;
         let name = volume.metadata.name.clone().unwrap_or_default();
@@ -238,9 +235,9 @@ impl PvController {
     }
 
     /// An update of the claim, stored in the controller's cache.
-    fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<Arc<PersistentVolumeClaim>, String> {
+    fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<Arc<PersistentVolumeClaim>, Error> {
         let name = claim.metadata.name.as_deref().unwrap_or("");
-        let updated = self.claim_api(claim).replace(name, claim, &PostParams::default()).map_err(|e| e.message())?;
+        let updated = self.claim_api(claim).replace(name, claim, &PostParams::default())?;
         let updated = Arc::new(updated);
         self.claims.update(updated.clone());
         Ok(updated)
@@ -253,7 +250,7 @@ impl PvController {
         claim: &PersistentVolumeClaim,
         phase: &str,
         volume: Option<&PersistentVolume>,
-    ) -> Result<Arc<PersistentVolumeClaim>, String> {
+    ) -> Result<Arc<PersistentVolumeClaim>, Error> {
         let mut clone = claim.clone();
         let status = clone.status.get_or_insert_with(Default::default);
         let mut dirty = false;
@@ -276,10 +273,7 @@ impl PvController {
                 }
                 if claim_phase(claim) != phase {
                     let capacity = spec.capacity.as_ref().and_then(|c| c.get("storage")).ok_or_else(|| {
-                        format!(
-                            "PersistentVolume {:?} is without a storage capacity",
-                            volume.metadata.name.as_deref().unwrap_or("")
-                        )
+                        Error::NoCapacity { volume: volume.metadata.name.clone().unwrap_or_default() }
                     })?;
                     let current = status.capacity.as_ref().and_then(|c| c.get("storage"));
                     let same = current.is_some_and(|q| {
@@ -310,8 +304,7 @@ impl PvController {
             return Ok(Arc::new(claim.clone()));
         }
         let name = claim.metadata.name.as_deref().unwrap_or("");
-        let updated =
-            self.claim_api(claim).replace_status(name, &clone, &PostParams::default()).map_err(|e| e.message())?;
+        let updated = self.claim_api(claim).replace_status(name, &clone, &PostParams::default())?;
         let updated = Arc::new(updated);
         self.claims.update(updated.clone());
         Ok(updated)
@@ -335,7 +328,7 @@ impl PvController {
     }
 
     /// `assignDefaultStorageClass`: a claim without any class gets the default one.
-    fn assign_default_storage_class(&self, claim: &PersistentVolumeClaim) -> Result<bool, String> {
+    fn assign_default_storage_class(&self, claim: &PersistentVolumeClaim) -> Result<bool, crate::client::Error> {
         if claim_has_class(claim) {
             return Ok(false);
         }
@@ -343,7 +336,7 @@ impl PvController {
         let mut clone = claim.clone();
         clone.spec.get_or_insert_with(Default::default).storage_class_name = class.metadata.name.clone();
         let name = claim.metadata.name.as_deref().unwrap_or("");
-        self.claim_api(claim).replace(name, &clone, &PostParams::default()).map_err(|e| e.message())?;
+        self.claim_api(claim).replace(name, &clone, &PostParams::default())?;
         log::info!(
             "Assigned default StorageClass to claim PVC={:?} storageClassName={:?}",
             claim_key(claim),
@@ -395,7 +388,7 @@ impl PvController {
         &self,
         claim: &PersistentVolumeClaim,
         provisioner: &str,
-    ) -> Result<Arc<PersistentVolumeClaim>, String> {
+    ) -> Result<Arc<PersistentVolumeClaim>, Error> {
         let current = claim.metadata.annotations.as_ref().and_then(|a| a.get(ANN_STORAGE_PROVISIONER));
         if current.is_some_and(|p| p == provisioner) {
             return Ok(Arc::new(claim.clone()));

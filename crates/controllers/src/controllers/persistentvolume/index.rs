@@ -11,6 +11,7 @@ use crate::apimachinery::labels::Selector;
 use crate::quantity::Quantity;
 
 use super::util::{claim_class, is_volume_bound_to_claim, volume_class};
+use super::{Error, Mismatch};
 
 /// The storage a claim requests (0 when none).
 pub fn requested_storage(claim: &PersistentVolumeClaim) -> Quantity {
@@ -72,19 +73,17 @@ pub fn find_matching_volume<'a>(
     volumes: &[&'a PersistentVolume],
     delay_binding: bool,
     vac_enabled: bool,
-) -> Result<Option<&'a PersistentVolume>, String> {
+) -> Result<Option<&'a PersistentVolume>, Error> {
     if !vac_enabled && !claim_attributes_class(claim).is_empty() {
-        return Err(format!(
-            "unsupported volumeAttributesClassName is set on claim {} when the feature-gate VolumeAttributesClass is disabled",
-            super::util::claim_key(claim)
-        ));
+        return Err(Error::AttributesClassDisabled { claim: super::util::claim_key(claim) });
     }
     let requested = requested_storage(claim);
     let class = claim_class(claim);
     let selector = match claim.spec.as_ref().and_then(|s| s.selector.as_ref()) {
-        Some(selector) => Some(Selector::from_label_selector(selector).map_err(|e| {
-            format!("error creating internal label selector for claim: {}: {e}", super::util::claim_key(claim))
-        })?),
+        Some(selector) => Some(
+            Selector::from_label_selector(selector)
+                .map_err(|e| Error::ClaimSelector { claim: super::util::claim_key(claim), source: e.into() })?,
+        ),
         None => None,
     };
     let mut smallest: Option<(&PersistentVolume, Quantity)> = None;
@@ -125,7 +124,7 @@ pub fn find_best_match_for_claim<'a>(
     volumes: &'a [PersistentVolume],
     delay_binding: bool,
     vac_enabled: bool,
-) -> Result<Option<&'a PersistentVolume>, String> {
+) -> Result<Option<&'a PersistentVolume>, Error> {
     let wanted = claim_modes(claim);
     let mut groups: Vec<BTreeSet<&str>> = volumes.iter().map(volume_modes).collect();
     groups.sort();
@@ -147,30 +146,28 @@ pub fn check_volume_satisfy_claim(
     volume: &PersistentVolume,
     claim: &PersistentVolumeClaim,
     vac_enabled: bool,
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     if volume.metadata.deletion_timestamp.is_some() {
-        return Err(format!("the volume is marked for deletion {:?}", volume.metadata.name.as_deref().unwrap_or("")));
+        return Err(Mismatch::BeingDeleted { volume: volume.metadata.name.clone().unwrap_or_default() });
     }
     if volume_storage(volume).value() < requested_storage(claim).value() {
-        return Err("requested PV is too small".into());
+        return Err(Mismatch::TooSmall);
     }
     if volume_class(volume) != claim_class(claim) {
-        return Err("storageClassName does not match".into());
+        return Err(Mismatch::StorageClass);
     }
     let (claim_vac, volume_vac) = (claim_attributes_class(claim), volume_attributes_class(volume));
     if vac_enabled && claim_vac != volume_vac {
-        return Err("volumeAttributesClassName does not match".into());
+        return Err(Mismatch::AttributesClass);
     }
     if !vac_enabled && (!claim_vac.is_empty() || !volume_vac.is_empty()) {
-        return Err(
-            "volumeAttributesClassName is not supported when the feature-gate VolumeAttributesClass is disabled".into(),
-        );
+        return Err(Mismatch::AttributesClassDisabled);
     }
     if volume_mode_mismatch(claim, volume) {
-        return Err("incompatible volumeMode".into());
+        return Err(Mismatch::VolumeMode);
     }
     if !check_access_modes(claim, volume) {
-        return Err("incompatible accessMode".into());
+        return Err(Mismatch::AccessMode);
     }
     Ok(())
 }
@@ -254,15 +251,18 @@ mod tests {
     fn a_named_volume_is_checked() {
         let wanted = claim("2Gi", &["ReadWriteOnce"], "");
         assert_eq!(
-            check_volume_satisfy_claim(&volume("v", "1Gi", &["ReadWriteOnce"], ""), &wanted, true),
+            check_volume_satisfy_claim(&volume("v", "1Gi", &["ReadWriteOnce"], ""), &wanted, true)
+                .map_err(|e| e.to_string()),
             Err("requested PV is too small".into())
         );
         assert_eq!(
-            check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadWriteOnce"], "x"), &wanted, true),
+            check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadWriteOnce"], "x"), &wanted, true)
+                .map_err(|e| e.to_string()),
             Err("storageClassName does not match".into())
         );
         assert_eq!(
-            check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadOnlyMany"], ""), &wanted, true),
+            check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadOnlyMany"], ""), &wanted, true)
+                .map_err(|e| e.to_string()),
             Err("incompatible accessMode".into())
         );
         assert_eq!(check_volume_satisfy_claim(&volume("v", "2Gi", &["ReadWriteOnce"], ""), &wanted, true), Ok(()));
@@ -279,9 +279,9 @@ mod tests {
         let found = find_best_match_for_claim(&wanted, &volumes, false, true).unwrap();
         assert_eq!(found.and_then(|v| v.metadata.name.as_deref()), Some("gold"));
         assert_eq!(check_volume_satisfy_claim(&gold, &wanted, true), Ok(()));
-        let mismatch = check_volume_satisfy_claim(&plain, &wanted, true);
+        let mismatch = check_volume_satisfy_claim(&plain, &wanted, true).map_err(|e| e.to_string());
         assert_eq!(mismatch, Err("volumeAttributesClassName does not match".into()));
-        let off = find_best_match_for_claim(&wanted, &volumes, false, false).unwrap_err();
+        let off = find_best_match_for_claim(&wanted, &volumes, false, false).unwrap_err().to_string();
         assert!(off.contains("when the feature-gate VolumeAttributesClass is disabled"), "{off}");
         let unset = claim("1Gi", &["ReadWriteOnce"], "");
         let found = find_best_match_for_claim(&unset, &volumes, false, false).unwrap();

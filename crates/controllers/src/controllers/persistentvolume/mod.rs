@@ -16,6 +16,7 @@
 //! `--pvclaimbinder-sync-period`): a failed sync is requeued with the per-item backoff.
 
 mod claim;
+mod error;
 mod index;
 mod metrics;
 mod util;
@@ -35,6 +36,8 @@ use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncR
 use crate::runtime::events::EventRecorder;
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
+
+pub use error::{Error, Mismatch};
 
 /// What the controller takes from the flags.
 #[derive(Debug, Clone)]
@@ -59,7 +62,7 @@ impl Default for Config {
 }
 
 /// `NewController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let volume_queue = WorkQueue::new("volumes");
     let claim_queue = WorkQueue::new("claims");
     let pods = context.informers.informer::<Pod>();
@@ -88,14 +91,14 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     });
     let (init, resync, volume_worker, claim_worker) =
         (controller.clone(), controller.clone(), controller.clone(), controller.clone());
-    Ok(Controller::new()
+    Controller::new()
         .once_synced("persistent volume caches", move || {
             init.initialize_caches();
             metrics::register(init.clone());
         })
         .resync_every("persistent volume resync", config.sync_period, move || resync.resync())
         .with_queue(&volume_queue, 1, move |key: &String| volume_worker.volume_work(key))
-        .with_queue(&claim_queue, 1, move |key: &String| claim_worker.claim_work(key)))
+        .with_queue(&claim_queue, 1, move |key: &String| claim_worker.claim_work(key))
 }
 
 /// The controller's own cache of one kind (`storeObjectUpdate`): an object replaces the cached
@@ -188,7 +191,7 @@ impl PvController {
         if let Some(volume) = self.volume_informer.store().get(key) {
             if self.volumes.update(volume.clone()) {
                 self.sync_volume(&volume)
-                    .map_err(|e| SyncError::failed(format!("Could not sync volume volumeName={key:?} err={e}")))?;
+                    .map_err(|e| SyncError::of(Error::SyncVolume { key: key.into(), source: Box::new(e) }))?;
             }
             return Ok(());
         }
@@ -210,7 +213,7 @@ impl PvController {
         if let Some(claim) = self.claim_informer.store().get(key) {
             if self.claims.update(claim.clone()) {
                 self.sync_claim(&claim)
-                    .map_err(|e| SyncError::failed(format!("Could not sync claim PVC={key:?} err={e}")))?;
+                    .map_err(|e| SyncError::of(Error::SyncClaim { key: key.into(), source: Box::new(e) }))?;
             }
             return Ok(());
         }

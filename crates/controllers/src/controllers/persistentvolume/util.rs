@@ -6,6 +6,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 
+use super::Error;
+
 /// The claim is fully bound (set by this controller only).
 pub const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 /// The binding was made by this controller, not pre-bound by a user.
@@ -113,14 +115,14 @@ pub fn default_class(classes: &[Arc<StorageClass>]) -> Option<Arc<StorageClass>>
 
 /// `IsDelayBindingMode`: the claim's class binds `WaitForFirstConsumer`. A missing class is
 /// not delayed; a class without a binding mode is an error.
-pub fn is_delay_binding_mode(claim: &PersistentVolumeClaim, class: Option<&StorageClass>) -> Result<bool, String> {
+pub fn is_delay_binding_mode(claim: &PersistentVolumeClaim, class: Option<&StorageClass>) -> Result<bool, Error> {
     let name = claim_class(claim);
     if name.is_empty() {
         return Ok(false);
     }
     let Some(class) = class else { return Ok(false) };
     match class.volume_binding_mode.as_deref() {
-        None => Err(format!("VolumeBindingMode not set for StorageClass {name:?}")),
+        None => Err(Error::NoBindingMode { class: name.to_string() }),
         Some(mode) => Ok(mode == "WaitForFirstConsumer"),
     }
 }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use super::PvController;
 use super::claim::SyncOutcome;
 use super::metrics;
 use super::util::*;
+use super::{Error, PvController};
 use crate::client::{Api, PostParams};
 use crate::controllers::volumeutil::{POD_PVC_INDEX, is_pod_terminated};
 use crate::runtime::events::EventType;
@@ -17,18 +17,16 @@ use crate::runtime::events::EventType;
 /// `findDeletablePlugin` with no in-tree deleter built: `Ok` for a volume an external deleter
 /// deletes (provisioned by an external provisioner, or, not provisioned, a CSI or migrated
 /// volume); the error for any other.
-fn find_deletable_plugin(volume: &PersistentVolume) -> Result<(), String> {
+fn find_deletable_plugin(volume: &PersistentVolume) -> Result<(), Error> {
     let name = volume.metadata.name.as_deref().unwrap_or("");
     let provisioner = volume.metadata.annotations.as_ref().and_then(|a| a.get(ANN_DYNAMICALLY_PROVISIONED));
     let external_spec =
         has_annotation(&volume.metadata, ANN_MIGRATED_TO) || volume.spec.as_ref().is_some_and(|s| s.csi.is_some());
     match provisioner.filter(|p| !p.is_empty()) {
         Some(provisioner) if !provisioner.starts_with("kubernetes.io/") => Ok(()),
-        Some(_) => Err("no deletable volume plugin matched".to_string()),
+        Some(_) => Err(Error::NoDeleter),
         None if external_spec => Ok(()),
-        None => {
-            Err(format!("error getting deleter volume plugin for volume {name:?}: no deletable volume plugin matched"))
-        }
+        None => Err(Error::NoDeleterFor { volume: name.to_string() }),
     }
 }
 
@@ -82,7 +80,7 @@ impl PvController {
 
     /// The volume's claim: from the controller's cache, else (unless the volume is already
     /// Released or Failed) the informer, else the API.
-    fn claim_of(&self, volume: &PersistentVolume) -> Result<Option<Arc<PersistentVolumeClaim>>, String> {
+    fn claim_of(&self, volume: &PersistentVolume) -> Result<Option<Arc<PersistentVolumeClaim>>, Error> {
         let Some(reference) = claim_ref(volume) else { return Ok(None) };
         let key = claim_ref_key(reference);
         let namespace = reference.namespace.as_deref().unwrap_or("");
@@ -92,7 +90,7 @@ impl PvController {
             claim = self.claim_informer.store().get(&key);
             if claim.is_none() {
                 let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace);
-                claim = api.get_opt(name).map_err(|e| e.message())?.map(Arc::new);
+                claim = api.get_opt(name)?.map(Arc::new);
             }
         }
         if let Some(found) = &claim
@@ -100,7 +98,7 @@ impl PvController {
         {
             // The cache may be stale: check the API before releasing.
             let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace);
-            claim = api.get_opt(name).map_err(|e| e.message())?.map(Arc::new);
+            claim = api.get_opt(name)?.map(Arc::new);
         }
         Ok(claim)
     }
@@ -158,7 +156,7 @@ impl PvController {
     /// still in use.
     fn recycle_volume(&self, volume: &PersistentVolume) -> SyncOutcome {
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        let Some(fresh) = self.volume_api().get_opt(name).map_err(|e| e.message())? else { return Ok(()) };
+        let Some(fresh) = self.volume_api().get_opt(name)? else { return Ok(()) };
         if !self.is_volume_released(&fresh) {
             return Ok(());
         }
@@ -191,7 +189,8 @@ impl PvController {
     /// and checked it was still released, before looking for the plugin).
     fn delete_volume_operation(&self, volume: &PersistentVolume) -> SyncOutcome {
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        if let Err(message) = find_deletable_plugin(volume) {
+        if let Err(why) = find_deletable_plugin(volume) {
+            let message = why.to_string();
             self.update_volume_phase_with_event(volume, "Failed", EventType::Warning, "VolumeFailedDelete", &message)
                 .inspect_err(|e| log::debug!("DeleteVolumeOperation: failed to mark volume {name:?} as failed: {e}"))?;
         }
@@ -252,9 +251,9 @@ impl PvController {
     }
 
     /// An update of the volume, stored in the controller's cache.
-    pub(super) fn update_volume(&self, volume: &PersistentVolume) -> Result<Arc<PersistentVolume>, String> {
+    pub(super) fn update_volume(&self, volume: &PersistentVolume) -> Result<Arc<PersistentVolume>, Error> {
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        let updated = self.volume_api().replace(name, volume, &PostParams::default()).map_err(|e| e.message())?;
+        let updated = self.volume_api().replace(name, volume, &PostParams::default())?;
         let updated = Arc::new(updated);
         self.volumes.update(updated.clone());
         Ok(updated)
@@ -266,7 +265,7 @@ impl PvController {
         volume: &PersistentVolume,
         phase: &str,
         message: &str,
-    ) -> Result<Arc<PersistentVolume>, String> {
+    ) -> Result<Arc<PersistentVolume>, Error> {
         if volume_phase(volume) == phase {
             return Ok(Arc::new(volume.clone()));
         }
@@ -275,8 +274,7 @@ impl PvController {
         status.phase = Some(phase.to_string());
         status.message = Some(message.to_string()).filter(|m| !m.is_empty());
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        let updated =
-            self.volume_api().replace_status(name, &clone, &PostParams::default()).map_err(|e| e.message())?;
+        let updated = self.volume_api().replace_status(name, &clone, &PostParams::default())?;
         let updated = Arc::new(updated);
         self.volumes.update(updated.clone());
         Ok(updated)
@@ -313,17 +311,12 @@ mod tests {
     #[test]
     fn only_volumes_of_external_deleters_find_no_plugin_error() {
         let provisioned = |by: &str| volume(json!({ANN_DYNAMICALLY_PROVISIONED: by}), json!({}));
-        assert_eq!(find_deletable_plugin(&provisioned("example.com/csi")), Ok(()));
+        let find = |volume: &PersistentVolume| find_deletable_plugin(volume).map_err(|e| e.to_string());
+        assert_eq!(find(&provisioned("example.com/csi")), Ok(()));
+        assert_eq!(find(&provisioned("kubernetes.io/gce-pd")), Err("no deletable volume plugin matched".into()));
+        assert_eq!(find(&volume(json!({}), json!({"csi": {"driver": "d", "volumeHandle": "h"}}))), Ok(()));
         assert_eq!(
-            find_deletable_plugin(&provisioned("kubernetes.io/gce-pd")),
-            Err("no deletable volume plugin matched".into())
-        );
-        assert_eq!(
-            find_deletable_plugin(&volume(json!({}), json!({"csi": {"driver": "d", "volumeHandle": "h"}}))),
-            Ok(())
-        );
-        assert_eq!(
-            find_deletable_plugin(&volume(json!({}), json!({"hostPath": {"path": "/data"}}))),
+            find(&volume(json!({}), json!({"hostPath": {"path": "/data"}}))),
             Err("error getting deleter volume plugin for volume \"pv1\": no deletable volume plugin matched".into())
         );
     }

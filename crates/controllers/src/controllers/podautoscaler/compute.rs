@@ -18,7 +18,7 @@ use super::replica_calculator::{
     external_per_pod_replicas, external_total, per_pod_replicas, usage_ratio_replica_count,
 };
 use super::status::{Condition, SCALING_ACTIVE};
-use super::{HorizontalController, ReconcileError, go_error};
+use super::{Error, HorizontalController, ReconcileError};
 use crate::apimachinery::labels::{Selector, label_selector_go_string};
 use crate::apimachinery::schema::parse_group_version;
 use crate::quantity::{Format, Quantity};
@@ -62,8 +62,9 @@ fn target_milli(q: Option<&KQuantity>) -> Option<i64> {
     q.and_then(|q| Quantity::parse(&q.0).ok()).map(|q| q.milli_value() as i64)
 }
 
-fn metric_selector(selector: Option<&LabelSelector>) -> Result<Selector, String> {
-    selector.map_or(Ok(Selector::everything()), Selector::from_label_selector)
+fn metric_selector(selector: Option<&LabelSelector>) -> Result<Selector, Error> {
+    let parsed = selector.map_or(Ok(Selector::everything()), Selector::from_label_selector);
+    parsed.map_err(|e| Error::Parse(e.into()))
 }
 
 fn spec_name(spec: &MetricSpec) -> String {
@@ -113,19 +114,17 @@ impl HorizontalController {
                 }
             }
         }
-        let error = first_failure.as_ref().map(|f| ReconcileError {
-            message: format!(
-                "invalid metrics ({invalid} invalid out of {}), first error is: {}",
-                specs.len(),
-                f.error.message
-            ),
-            spec: f.error.spec,
-        });
+        let (first_condition, error) = match first_failure {
+            Some(Failure { condition, error: ReconcileError { error: first, spec } }) => {
+                let error = Box::new(Error::InvalidMetrics { invalid, total: specs.len(), first });
+                (condition, Some(ReconcileError { error, spec }))
+            }
+            None => (None, None),
+        };
         let statuses = Some(statuses).filter(|s| !s.is_empty());
         if invalid >= specs.len() || (invalid > 0 && replicas < spec_replicas) {
             // Go's zero condition when no metric was listed.
-            let condition =
-                first_failure.and_then(|f| f.condition).unwrap_or_else(|| Condition::new("", false, "", ""));
+            let condition = first_condition.unwrap_or_else(|| Condition::new("", false, "", ""));
             self.set_invalid_condition(hpa, condition);
             // With no metric at all there is no error either (the API server defaults one).
             let timestamp = Timestamp::UNIX_EPOCH;
@@ -151,10 +150,10 @@ impl HorizontalController {
     }
 
     /// `validateAndParseSelector`.
-    fn validate_and_parse_selector(&self, hpa: &mut HorizontalPodAutoscaler, raw: &str) -> Result<Selector, String> {
+    fn validate_and_parse_selector(&self, hpa: &mut HorizontalPodAutoscaler, raw: &str) -> Result<Selector, Error> {
         if raw.is_empty() {
-            let message = "selector is required";
-            self.recorder.event_for(hpa, EventType::Warning, "SelectorRequired", message);
+            let error = Error::SelectorRequired;
+            self.recorder.event_for(hpa, EventType::Warning, "SelectorRequired", &error.to_string());
             let condition = Condition::new(
                 SCALING_ACTIVE,
                 false,
@@ -162,15 +161,16 @@ impl HorizontalController {
                 "the HPA target's scale is missing a selector",
             );
             self.set_condition(hpa, condition);
-            return Err(message.into());
+            return Err(error);
         }
         let selector = match Selector::parse(raw) {
             Ok(selector) => selector,
             Err(e) => {
-                let message = format!("couldn't convert selector into a corresponding internal selector object: {e}");
+                let error = Error::InvalidSelector(e.into());
+                let message = error.to_string();
                 self.recorder.event_for(hpa, EventType::Warning, "InvalidSelector", &message);
-                self.set_condition(hpa, Condition::new(SCALING_ACTIVE, false, "InvalidSelector", message.clone()));
-                return Err(message);
+                self.set_condition(hpa, Condition::new(SCALING_ACTIVE, false, "InvalidSelector", message));
+                return Err(error);
             }
         };
         let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
@@ -179,10 +179,11 @@ impl HorizontalController {
         let pods = self.pods(&namespace, &selector);
         let selecting = self.selectors.controlling(&pods);
         if selecting.len() > 1 {
-            let message = format!("pods by selector {raw} are controlled by multiple HPAs: [{}]", selecting.join(" "));
+            let error = Error::AmbiguousSelector { selector: raw.to_string(), hpas: selecting.join(" ") };
+            let message = error.to_string();
             self.recorder.event_for(hpa, EventType::Warning, "AmbiguousSelector", &message);
-            self.set_condition(hpa, Condition::new(SCALING_ACTIVE, false, "AmbiguousSelector", message.clone()));
-            return Err(message);
+            self.set_condition(hpa, Condition::new(SCALING_ACTIVE, false, "AmbiguousSelector", message));
+            return Err(error);
         }
         Ok(selector)
     }
@@ -215,7 +216,8 @@ impl HorizontalController {
         Condition::new(SCALING_ACTIVE, false, reason, message)
     }
 
-    fn failure(&self, hpa: &HorizontalPodAutoscaler, reason: &str, inner: &str, outer: String) -> Failure {
+    /// A metric's failure: `inner`'s text in the Event and the condition, `outer` the error.
+    fn failure(&self, hpa: &HorizontalPodAutoscaler, reason: &str, inner: &str, outer: Error) -> Failure {
         Failure { condition: Some(self.unable(hpa, reason, inner)), error: ReconcileError::internal(outer) }
     }
 
@@ -236,8 +238,9 @@ impl HorizontalController {
                 let (replicas, value, timestamp, metric) = self
                     .resource_metric_generic(hpa, spec_replicas, &r.target, &r.name, "", selector, false)
                     .map_err(|e| {
-                        let outer = format!("failed to get {} resource metric value: {e}", r.name);
-                        self.failure(hpa, "FailedGetResourceMetric", &e, outer)
+                        let inner = e.to_string();
+                        let outer = e.context(format!("failed to get {} resource metric value", r.name));
+                        self.failure(hpa, "FailedGetResourceMetric", &inner, outer)
                     })?;
                 let status = MetricStatus {
                     type_: "Resource".into(),
@@ -250,8 +253,9 @@ impl HorizontalController {
                 let (replicas, value, timestamp, metric) = self
                     .resource_metric_generic(hpa, spec_replicas, &r.target, &r.name, &r.container, selector, true)
                     .map_err(|e| {
-                        let outer = format!("failed to get {} container metric value: {e}", r.container);
-                        self.failure(hpa, "FailedGetContainerResourceMetric", &e, outer)
+                        let inner = e.to_string();
+                        let outer = e.context(format!("failed to get {} container metric value", r.container));
+                        self.failure(hpa, "FailedGetContainerResourceMetric", &inner, outer)
                     })?;
                 let status = MetricStatus {
                     type_: "ContainerResource".into(),
@@ -268,9 +272,9 @@ impl HorizontalController {
                 self.external_metric(hpa, spec, spec_replicas, status_replicas, selector)
             }
             _ => {
-                let message = format!("unknown metric source type {:?}", spec.type_);
-                let condition = self.unable(hpa, "InvalidMetricSourceType", &message);
-                Err(Failure { condition: Some(condition), error: ReconcileError { message, spec: true } })
+                let error = Error::UnknownMetricSourceType(spec.type_.clone());
+                let condition = self.unable(hpa, "InvalidMetricSourceType", &error.to_string());
+                Err(Failure { condition: Some(condition), error: ReconcileError::spec(error) })
             }
         }
     }
@@ -286,14 +290,14 @@ impl HorizontalController {
         container: &str,
         selector: &Selector,
         is_container: bool,
-    ) -> Result<(i32, MetricValueStatus, Timestamp, String), String> {
+    ) -> Result<(i32, MetricValueStatus, Timestamp, String), Error> {
         let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
         let tolerances = self.tolerances(hpa);
         let now = Timestamp::now();
         let fetch = || {
             self.metrics
                 .resource_metric(resource, namespace, &selector.to_string(), container)
-                .map_err(|e| format!("unable to get metrics for resource {resource}: {e}"))
+                .map_err(|e| e.context(format!("unable to get metrics for resource {resource}")))
         };
         if let Some(average) = target_milli(target.average_value.as_ref()) {
             let (replicas, usage, timestamp) = fetch()
@@ -301,28 +305,33 @@ impl HorizontalController {
                     let pods = self.pods(namespace, selector);
                     let (replicas, usage) = self
                         .calculator
-                        .plain_metric_replicas(&pods, samples, current, average, resource, tolerances, now)
-                        .map_err(|e| pod_list_error(&e))?;
+                        .plain_metric_replicas(&pods, samples, current, average, resource, tolerances, now)?;
                     Ok((replicas, usage, timestamp))
                 })
-                .map_err(|e| format!("failed to get {resource} usage: {e}"))?;
+                .map_err(|e| e.context(format!("failed to get {resource} usage")))?;
             let value =
                 MetricValueStatus { average_value: Some(build_quantity(resource, usage)), ..Default::default() };
             return Ok((replicas, value, timestamp, format!("{resource} resource")));
         }
         let Some(utilization) = target.average_utilization else {
-            return Err("invalid resource metric source: neither an average utilization target nor an average value (usage) target was set".into());
+            return Err(Error::NoResourceTarget);
         };
         let (replicas, percentage, raw, timestamp) = fetch()
             .and_then(|(samples, timestamp)| {
                 let pods = self.pods(namespace, selector);
-                let (replicas, percentage, raw) = self
-                    .calculator
-                    .resource_replicas(&pods, samples, current, utilization, resource, tolerances, container, now)
-                    .map_err(|e| pod_list_error(&e))?;
+                let (replicas, percentage, raw) = self.calculator.resource_replicas(
+                    &pods,
+                    samples,
+                    current,
+                    utilization,
+                    resource,
+                    tolerances,
+                    container,
+                    now,
+                )?;
                 Ok((replicas, percentage, raw, timestamp))
             })
-            .map_err(|e| format!("failed to get {resource} utilization: {e}"))?;
+            .map_err(|e| e.context(format!("failed to get {resource} utilization")))?;
         let metric = if is_container {
             format!("{resource} container resource utilization (percentage of request)")
         } else {
@@ -348,25 +357,25 @@ impl HorizontalController {
         let metric = &pods_spec.metric;
         let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
         let metric_selector = metric_selector(metric.selector.as_ref()).map_err(|e| {
-            self.failure(hpa, "FailedGetPodsMetric", &e, format!("failed to get pods metric value: {e}"))
+            let inner = e.to_string();
+            self.failure(hpa, "FailedGetPodsMetric", &inner, e.context("failed to get pods metric value"))
         })?;
         let target = target_milli(pods_spec.target.average_value.as_ref()).unwrap_or(0);
         let computed = self
             .metrics
             .raw_metric(&metric.name, namespace, &selector.to_string(), &metric_selector.to_string())
-            .map_err(|e| format!("unable to get metric {}: {e}", metric.name))
+            .map_err(|e| e.context(format!("unable to get metric {}", metric.name)))
             .and_then(|(samples, timestamp)| {
                 let pods = self.pods(namespace, selector);
                 let now = Timestamp::now();
                 let tolerances = self.tolerances(hpa);
-                let (replicas, usage) = self
-                    .calculator
-                    .plain_metric_replicas(&pods, samples, current, target, "", tolerances, now)
-                    .map_err(|e| pod_list_error(&e))?;
+                let (replicas, usage) =
+                    self.calculator.plain_metric_replicas(&pods, samples, current, target, "", tolerances, now)?;
                 Ok((replicas, usage, timestamp))
             });
         let (replicas, usage, timestamp) = computed.map_err(|e| {
-            self.failure(hpa, "FailedGetPodsMetric", &e, format!("failed to get pods metric value: {e}"))
+            let inner = e.to_string();
+            self.failure(hpa, "FailedGetPodsMetric", &inner, e.context("failed to get pods metric value"))
         })?;
         let status = MetricStatus {
             type_: "Pods".into(),
@@ -392,15 +401,16 @@ impl HorizontalController {
         let metric = &object.metric;
         let described = &object.described_object;
         let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
-        let outer = |e: &str| format!("failed to get object metric value: {e}");
+        let outer = |e: Error| e.context("failed to get object metric value");
         let metric_selector = metric_selector(metric.selector.as_ref())
-            .map_err(|e| self.failure(hpa, "FailedGetObjectMetric", &e, outer(&e)))?;
-        let fetch = || -> Result<(i64, Timestamp), String> {
-            let (group, _) = parse_group_version(described.api_version.as_deref().unwrap_or(""))?;
+            .map_err(|e| self.failure(hpa, "FailedGetObjectMetric", &e.to_string(), outer(e)))?;
+        let fetch = || -> Result<(i64, Timestamp), Error> {
+            let (group, _) = parse_group_version(described.api_version.as_deref().unwrap_or(""))
+                .map_err(|e| Error::Parse(e.into()))?;
             let resource = if described.kind == "Namespace" && group.is_empty() {
                 "namespaces".to_string()
             } else {
-                let mapping = self.scales.mappings(group, &described.kind).map_err(|e| go_error(&e))?;
+                let mapping = self.scales.mappings(group, &described.kind)?;
                 let first = &mapping[0];
                 if first.group.is_empty() { first.plural.clone() } else { format!("{}.{}", first.plural, first.group) }
             };
@@ -412,8 +422,12 @@ impl HorizontalController {
                 &metric_selector.to_string(),
             )
         };
-        let fetch_error = |e: String| {
-            format!("unable to get metric {}: {} on {} {}/{e}", metric.name, described.kind, namespace, described.name)
+        let fetch_error = |e: Error| Error::ObjectMetric {
+            metric: metric.name.clone(),
+            kind: described.kind.clone(),
+            namespace: namespace.to_string(),
+            name: described.name.clone(),
+            source: Box::new(e),
         };
         let tolerances = self.tolerances(hpa);
         let mut status = ObjectMetricStatus {
@@ -430,15 +444,16 @@ impl HorizontalController {
                     let ratio = usage as f64 / target as f64;
                     Ok((usage_ratio_replica_count(spec_replicas, ratio, tolerances, &pods)?, usage))
                 })
-                .map_err(|e| self.failure(hpa, "FailedGetObjectMetric", &e, outer(&e)))?;
+                .map_err(|e| self.failure(hpa, "FailedGetObjectMetric", &e.to_string(), outer(e)))?;
             status.current.value = Some(milli_quantity(usage));
             // Upstream leaves this proposal's timestamp unset.
             (replicas, Timestamp::UNIX_EPOCH, format!("{} metric {}", described.kind, metric.name))
         } else if object.target.type_ == "AverageValue" && object.target.average_value.is_some() {
             let target = target_milli(object.target.average_value.as_ref()).unwrap_or(1);
             let (total, timestamp) = fetch().map_err(fetch_error).map_err(|e| {
-                let inner = format!("failed to get {} object metric: {e}", metric.name);
-                self.failure(hpa, "FailedGetObjectMetric", &e, outer(&inner))
+                let event = e.to_string();
+                let inner = e.context(format!("failed to get {} object metric", metric.name));
+                self.failure(hpa, "FailedGetObjectMetric", &event, outer(inner))
             })?;
             let (replicas, usage) = per_pod_replicas(status_replicas, target, total, tolerances);
             status.current.average_value = Some(milli_quantity(usage));
@@ -446,8 +461,8 @@ impl HorizontalController {
                 format!("external metric {}({})", metric.name, label_selector_go_string(metric.selector.as_ref()));
             (replicas, timestamp, name)
         } else {
-            let e = "invalid object metric source: neither a value target nor an average value target was set";
-            return Err(self.failure(hpa, "FailedGetObjectMetric", e, outer(e)));
+            let e = Error::NoObjectTarget;
+            return Err(self.failure(hpa, "FailedGetObjectMetric", &e.to_string(), outer(e)));
         };
         let status = MetricStatus { type_: "Object".into(), object: Some(status), ..Default::default() };
         Ok(Proposal { replicas, metric: name, timestamp, status })
@@ -465,21 +480,22 @@ impl HorizontalController {
         let external = spec.external.as_ref().expect("matched on external");
         let metric = &external.metric;
         let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
-        let outer = |e: &str| format!("failed to get {} external metric value: {e}", metric.name);
+        let outer = |e: Error| e.context(format!("failed to get {} external metric value", metric.name));
         let shown = label_selector_go_string(metric.selector.as_ref());
-        let fetch = || -> Result<(Vec<i64>, Timestamp), String> {
+        let fetch = || -> Result<(Vec<i64>, Timestamp), Error> {
             let metric_selector = metric_selector(metric.selector.as_ref())?;
             self.metrics
                 .external_metric(&metric.name, namespace, &metric_selector.to_string())
-                .map_err(|e| format!("unable to get external metric {namespace}/{}/{shown}: {e}", metric.name))
+                .map_err(|e| e.context(format!("unable to get external metric {namespace}/{}/{shown}", metric.name)))
         };
         let tolerances = self.tolerances(hpa);
         let name = format!("external metric {}({shown})", metric.name);
         let mut current = MetricValueStatus::default();
         let (replicas, timestamp) = if let Some(target) = target_milli(external.target.average_value.as_ref()) {
             let (values, timestamp) = fetch().map_err(|e| {
-                let inner = format!("failed to get {} external metric: {e}", metric.name);
-                self.failure(hpa, "FailedGetExternalMetric", &e, outer(&inner))
+                let event = e.to_string();
+                let inner = e.context(format!("failed to get {} external metric", metric.name));
+                self.failure(hpa, "FailedGetExternalMetric", &event, outer(inner))
             })?;
             let (replicas, usage) = external_per_pod_replicas(status_replicas, target, &values, tolerances);
             current.average_value = Some(milli_quantity(usage));
@@ -493,14 +509,15 @@ impl HorizontalController {
                     Ok((usage_ratio_replica_count(spec_replicas, ratio, tolerances, &pods)?, usage))
                 })
                 .map_err(|e| {
-                    let inner = format!("failed to get external metric {}: {e}", metric.name);
-                    self.failure(hpa, "FailedGetExternalMetric", &e, outer(&inner))
+                    let event = e.to_string();
+                    let inner = e.context(format!("failed to get external metric {}", metric.name));
+                    self.failure(hpa, "FailedGetExternalMetric", &event, outer(inner))
                 })?;
             current.value = Some(milli_quantity(usage));
             (replicas, Timestamp::UNIX_EPOCH)
         } else {
-            let e = "invalid external metric source: neither a value target nor an average value target was set";
-            return Err(self.failure(hpa, "FailedGetExternalMetric", e, outer(e)));
+            let e = Error::NoExternalTarget;
+            return Err(self.failure(hpa, "FailedGetExternalMetric", &e.to_string(), outer(e)));
         };
         let status = MetricStatus {
             type_: "External".into(),
@@ -516,10 +533,6 @@ fn identifier(metric: &MetricIdentifier) -> MetricIdentifier {
 }
 
 /// The calculator's errors pass as they are (upstream lists pods inside it).
-fn pod_list_error(error: &str) -> String {
-    error.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use jiff::Timestamp;
 use serde_json::Value;
 
-use super::go_error;
+use super::Error;
 use super::replica_calculator::{PodMetric, PodMetricsInfo};
 use crate::apimachinery::duration::parse_go_duration;
 use crate::client::Client;
@@ -57,20 +57,20 @@ impl MetricsClient {
     }
 
     /// The custom metrics API's group-version (`PreferredVersion`), from discovery.
-    fn custom_group_version(&self) -> Result<String, String> {
+    fn custom_group_version(&self) -> Result<String, Error> {
         let mut cached = self.custom_version.lock();
         if let Some((at, version)) = cached.as_ref()
             && at.elapsed() < self.invalidate_after
         {
             return Ok(version.clone());
         }
-        let groups: Value = self.client.get_json("/apis").map_err(|e| go_error(&e))?;
+        let groups: Value = self.client.get_json("/apis")?;
         let group = groups
             .get("groups")
             .and_then(Value::as_array)
             .and_then(|g| g.iter().find(|g| g.get("name").and_then(Value::as_str) == Some("custom.metrics.k8s.io")))
-            .ok_or("no custom metrics API (custom.metrics.k8s.io) registered")?;
-        let version = choose_custom_version(group).ok_or("no known available metric versions found")?;
+            .ok_or(Error::NoCustomMetricsApi)?;
+        let version = choose_custom_version(group).ok_or(Error::NoKnownMetricVersions)?;
         *cached = Some((Instant::now(), version.clone()));
         Ok(version)
     }
@@ -82,7 +82,7 @@ impl MetricsClient {
         namespace: &str,
         selector: &str,
         container: &str,
-    ) -> Result<(PodMetricsInfo, Timestamp), String> {
+    ) -> Result<(PodMetricsInfo, Timestamp), Error> {
         let path = format!(
             "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods{}",
             query(&[("labelSelector", Some(selector.to_string()).filter(|s| !s.is_empty()))])
@@ -90,9 +90,9 @@ impl MetricsClient {
         let list: Value = self
             .client
             .get_json(&path)
-            .map_err(|e| format!("unable to fetch metrics from resource metrics API: {}", go_error(&e)))?;
+            .map_err(|e| Error::Api(e).context("unable to fetch metrics from resource metrics API"))?;
         let items = items(&list);
-        let Some(first) = items.first() else { return Err("no metrics returned from resource metrics API".into()) };
+        let Some(first) = items.first() else { return Err(Error::NoMetricsReturned("resource")) };
         Ok((pod_metrics(items, resource, container), timestamp(first)))
     }
 
@@ -103,9 +103,9 @@ impl MetricsClient {
         namespace: &str,
         selector: &str,
         metric_selector: &str,
-    ) -> Result<(PodMetricsInfo, Timestamp), String> {
+    ) -> Result<(PodMetricsInfo, Timestamp), Error> {
         let version =
-            self.custom_group_version().map_err(|e| format!("unable to fetch metrics from custom metrics API: {e}"))?;
+            self.custom_group_version().map_err(|e| e.context("unable to fetch metrics from custom metrics API"))?;
         let path = format!(
             "/apis/{version}/namespaces/{namespace}/pods/*/{metric}{}",
             query(&[
@@ -116,9 +116,9 @@ impl MetricsClient {
         let list: Value = self
             .client
             .get_json(&path)
-            .map_err(|e| format!("unable to fetch metrics from custom metrics API: {}", go_error(&e)))?;
+            .map_err(|e| Error::Api(e).context("unable to fetch metrics from custom metrics API"))?;
         let items = items(&list);
-        let Some(first) = items.first() else { return Err("no metrics returned from custom metrics API".into()) };
+        let Some(first) = items.first() else { return Err(Error::NoMetricsReturned("custom")) };
         let mut samples = PodMetricsInfo::with_capacity(items.len());
         for m in items {
             let window =
@@ -139,25 +139,22 @@ impl MetricsClient {
         resource: &str,
         object: &str,
         metric_selector: &str,
-    ) -> Result<(i64, Timestamp), String> {
+    ) -> Result<(i64, Timestamp), Error> {
         let selector = query(&[("metricLabelSelector", Some(metric_selector.to_string()).filter(|s| !s.is_empty()))]);
-        let fetch = || -> Result<Value, String> {
+        let fetch = || -> Result<Value, Error> {
             let version = self.custom_group_version()?;
             let path = if resource == "namespaces" {
                 format!("/apis/{version}/namespaces/{namespace}/metrics/{metric}{selector}")
             } else {
                 format!("/apis/{version}/namespaces/{namespace}/{resource}/{object}/{metric}{selector}")
             };
-            let list: Value = self.client.get_json(&path).map_err(|e| go_error(&e))?;
+            let list: Value = self.client.get_json(&path)?;
             match items(&list) {
                 [one] => Ok(one.clone()),
-                other => Err(format!(
-                    "the custom metrics API server returned {} results when we asked for exactly one",
-                    other.len()
-                )),
+                other => Err(Error::NotExactlyOneResult(other.len())),
             }
         };
-        let value = fetch().map_err(|e| format!("unable to fetch metrics from custom metrics API: {e}"))?;
+        let value = fetch().map_err(|e| e.context("unable to fetch metrics from custom metrics API"))?;
         Ok((milli(value.get("value")).unwrap_or(0), timestamp(&value)))
     }
 
@@ -167,7 +164,7 @@ impl MetricsClient {
         metric: &str,
         namespace: &str,
         selector: &str,
-    ) -> Result<(Vec<i64>, Timestamp), String> {
+    ) -> Result<(Vec<i64>, Timestamp), Error> {
         let path = format!(
             "/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}{}",
             query(&[("labelSelector", Some(selector.to_string()).filter(|s| !s.is_empty()))])
@@ -175,9 +172,9 @@ impl MetricsClient {
         let list: Value = self
             .client
             .get_json(&path)
-            .map_err(|e| format!("unable to fetch metrics from external metrics API: {}", go_error(&e)))?;
+            .map_err(|e| Error::Api(e).context("unable to fetch metrics from external metrics API"))?;
         let items = items(&list);
-        let Some(first) = items.first() else { return Err("no metrics returned from external metrics API".into()) };
+        let Some(first) = items.first() else { return Err(Error::NoMetricsReturned("external")) };
         Ok((items.iter().map(|m| milli(m.get("value")).unwrap_or(0)).collect(), timestamp(first)))
     }
 }

@@ -12,6 +12,7 @@
 
 mod behavior;
 mod compute;
+mod error;
 mod metrics_client;
 mod monitor;
 mod replica_calculator;
@@ -38,6 +39,7 @@ use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::{RateLimiter, WorkQueue};
 
 use behavior::{Args, Stabilizer};
+pub use error::Error;
 use metrics_client::MetricsClient;
 use monitor::{Action, ErrorKind, monitor};
 use replica_calculator::{ReplicaCalculator, Tolerances};
@@ -115,12 +117,12 @@ impl RateLimiter<String> for FixedItemIntervalRateLimiter {
 }
 
 /// `NewHorizontalController`, with the other gates at their defaults.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     new_with_gates(context, config, Gates::default())
 }
 
 /// `NewHorizontalController`.
-pub fn new_with_gates(context: &ControllerContext<'_>, config: Config, gates: Gates) -> Result<Controller, String> {
+pub fn new_with_gates(context: &ControllerContext<'_>, config: Config, gates: Gates) -> Controller {
     let clock: Arc<dyn Clock> = Arc::new(RealClock);
     let limiter = FixedItemIntervalRateLimiter { interval: config.sync_period };
     let queue = WorkQueue::with_parts("horizontalpodautoscaler", Box::new(limiter), clock);
@@ -148,11 +150,11 @@ pub fn new_with_gates(context: &ControllerContext<'_>, config: Config, gates: Ga
     controller.hpas.add_handler(move |event: &Event<HorizontalPodAutoscaler>| handler.on_hpa_event(event));
     let worker = controller.clone();
     let resync = controller.clone();
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| worker.process(key)).resync_every(
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| worker.process(key)).resync_every(
         "hpa-resync",
         config.sync_period,
         move || resync.resync(),
-    ))
+    )
 }
 
 /// Upstream's `HorizontalController`.
@@ -172,16 +174,21 @@ struct HorizontalController {
     gates: Gates,
 }
 
-/// A failed reconciliation: its message and whether the HPA's spec is at fault (`errSpec`).
-#[derive(Debug, Clone, PartialEq)]
+/// A failed reconciliation: the error and whether the HPA's spec is at fault (`errSpec`).
+#[derive(Debug)]
 struct ReconcileError {
-    message: String,
+    error: Box<Error>,
     spec: bool,
 }
 
 impl ReconcileError {
-    fn internal(message: impl Into<String>) -> ReconcileError {
-        ReconcileError { message: message.into(), spec: false }
+    fn internal(error: Error) -> ReconcileError {
+        ReconcileError { error: Box::new(error), spec: false }
+    }
+
+    /// One the HPA's spec is at fault for.
+    fn spec(error: Error) -> ReconcileError {
+        ReconcileError { error: Box::new(error), spec: true }
     }
 }
 
@@ -229,7 +236,7 @@ impl HorizontalController {
         let deleted = match self.reconcile_key(key) {
             Ok(deleted) => deleted,
             Err(e) => {
-                log::error!("{}: {}", self.name, e.message);
+                log::error!("{}: {}", self.name, e.error);
                 false
             }
         };
@@ -265,7 +272,7 @@ impl HorizontalController {
         let message = format!("the HPA controller was unable to get the target's current scale: {err}");
         self.set_condition(hpa, Condition::new(ABLE_TO_SCALE, false, "FailedGetScale", message));
         if let Err(e) = self.update_status_if_needed(original, hpa) {
-            log::error!("{}: {}", self.name, e.message);
+            log::error!("{}: {}", self.name, e.error);
         }
     }
 
@@ -290,28 +297,29 @@ impl HorizontalController {
         let group = match parse_group_version(target.api_version.as_deref().unwrap_or("")).map(|(group, _)| group) {
             Ok(group) => group,
             Err(e) => {
-                self.failed_get_scale(&mut hpa, &original, &e);
-                let message = format!("invalid API version in scale target reference: {e}");
-                return Err(ReconcileError { message, spec: true });
+                let e = Error::Parse(e.into());
+                self.failed_get_scale(&mut hpa, &original, &e.to_string());
+                let error = e.context("invalid API version in scale target reference");
+                return Err(ReconcileError::spec(error));
             }
         };
         let mappings = match self.scales.mappings(group, &target.kind) {
             Ok(mappings) => mappings,
             Err(e) => {
-                let e = go_error(&e);
-                self.failed_get_scale(&mut hpa, &original, &e);
-                return Err(ReconcileError::internal(format!(
-                    "unable to determine resource for scale target reference: {e}"
-                )));
+                let e = Error::Api(e);
+                self.failed_get_scale(&mut hpa, &original, &e.to_string());
+                return Err(ReconcileError::internal(
+                    e.context("unable to determine resource for scale target reference"),
+                ));
             }
         };
         let (scale, resource) = match self.scale_for_resource_mappings(&namespace, &target.name, &mappings) {
             Ok(found) => found,
             Err(e) => {
-                self.failed_get_scale(&mut hpa, &original, &e);
-                return Err(ReconcileError::internal(format!(
-                    "failed to query scale subresource for {reference}: {e}"
-                )));
+                self.failed_get_scale(&mut hpa, &original, &e.to_string());
+                return Err(ReconcileError::internal(
+                    e.context(format!("failed to query scale subresource for {reference}")),
+                ));
             }
         };
         self.set_condition(
@@ -368,22 +376,21 @@ impl HorizontalController {
             needs_metric_computation = false;
         }
         if needs_metric_computation {
-            let computed = self.compute_replicas_for_metrics(&mut hpa, &scale, spec.metrics.as_deref().unwrap_or(&[]));
-            metric_statuses = computed.statuses;
-            if let (Some(err), -1) = (&computed.error, computed.replicas) {
-                let err = err.clone();
+            let mut computed =
+                self.compute_replicas_for_metrics(&mut hpa, &scale, spec.metrics.as_deref().unwrap_or(&[]));
+            metric_statuses = computed.statuses.take();
+            if computed.replicas == -1
+                && let Some(err) = computed.error.take()
+            {
                 self.set_current_replicas_and_metrics(&mut hpa, current, metric_statuses);
                 if let Err(e) = self.update_status_if_needed(&original, &hpa) {
-                    log::error!("{}: {}", self.name, e.message);
+                    log::error!("{}: {}", self.name, e.error);
                 }
-                self.recorder.event_for(&hpa, EventType::Warning, "FailedComputeMetricsReplicas", &err.message);
-                return Err(ReconcileError {
-                    message: format!(
-                        "failed to compute desired number of replicas based on listed metrics for {reference}: {}",
-                        err.message
-                    ),
-                    spec: err.spec,
-                });
+                let message = err.error.to_string();
+                self.recorder.event_for(&hpa, EventType::Warning, "FailedComputeMetricsReplicas", &message);
+                let context =
+                    format!("failed to compute desired number of replicas based on listed metrics for {reference}");
+                return Err(ReconcileError { error: Box::new(err.error.context(context)), spec: err.spec });
             }
             ret_err = computed.error;
             let proposing =
@@ -426,9 +433,9 @@ impl HorizontalController {
                 self.set_condition(&mut hpa, Condition::new(ABLE_TO_SCALE, false, "FailedUpdateScale", message));
                 self.set_current_replicas_and_metrics(&mut hpa, current, metric_statuses);
                 if let Err(e) = self.update_status_if_needed(&original, &hpa) {
-                    log::error!("{}: {}", self.name, e.message);
+                    log::error!("{}: {}", self.name, e.error);
                 }
-                return Err(ReconcileError::internal(format!("failed to rescale {reference}: {e}")));
+                return Err(ReconcileError::internal(e.context(format!("failed to rescale {reference}"))));
             }
             let message = format!("the HPA controller was able to update the target scale to {desired}");
             self.set_condition(&mut hpa, Condition::new(ABLE_TO_SCALE, true, "SucceededRescale", message));
@@ -467,7 +474,7 @@ impl HorizontalController {
         reference: &str,
         mut scale: Scale,
         desired: i32,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         retry::on_conflict_with(retry::DEFAULT_RETRY, || {
             scale.spec.get_or_insert_with(Default::default).replicas = Some(desired);
             let error = match self.scales.update(resource, namespace, name, &scale) {
@@ -483,7 +490,7 @@ impl HorizontalController {
             }
             Err(error)
         })
-        .map_err(|e| go_error(&e))
+        .map_err(Error::Api)
     }
 
     /// `normalizeDesiredReplicas` or, with a `behavior`, `normalizeDesiredReplicasWithBehaviors`,
@@ -510,17 +517,16 @@ impl HorizontalController {
         namespace: &str,
         name: &str,
         mappings: &[ApiResource],
-    ) -> Result<(Scale, ApiResource), String> {
+    ) -> Result<(Scale, ApiResource), Error> {
         let mut first = None;
         for mapping in mappings {
             match self.scales.get(mapping, namespace, name) {
                 Ok(scale) => return Ok((scale, mapping.clone())),
-                Err(e) => {
-                    first.get_or_insert(go_error(&e));
-                }
+                Err(e) if first.is_none() => first = Some(e),
+                Err(_) => {}
             }
         }
-        Err(first.unwrap_or_else(|| "unrecognized resource".into()))
+        Err(first.map_or(Error::UnrecognizedResource, Error::Api))
     }
 
     /// `setCurrentReplicasAndMetricsInStatus`.
@@ -548,9 +554,9 @@ impl HorizontalController {
         let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
         let name = hpa.metadata.name.as_deref().unwrap_or_default();
         let api = Api::<HorizontalPodAutoscaler>::namespaced(&self.client, namespace);
-        if let Err(e) = api.replace_status(name, hpa, &PostParams::default()).map_err(|e| go_error(&e)) {
-            self.recorder.event_for(hpa, EventType::Warning, "FailedUpdateStatus", &e);
-            return Err(ReconcileError::internal(format!("failed to update status for {name}: {e}")));
+        if let Err(e) = api.replace_status(name, hpa, &PostParams::default()).map_err(Error::Api) {
+            self.recorder.event_for(hpa, EventType::Warning, "FailedUpdateStatus", &e.to_string());
+            return Err(ReconcileError::internal(e.context(format!("failed to update status for {name}"))));
         }
         log::debug!("Successfully updated status HPA=\"{namespace}/{name}\"");
         Ok(())

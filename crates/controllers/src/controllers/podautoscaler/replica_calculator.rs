@@ -9,6 +9,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 
+use super::Error;
 use crate::apimachinery::pod::{get_pod_ready_condition, is_pod_ready};
 use crate::quantity::Quantity;
 use crate::quota::pods::{is_pod_level_requests_set, pod_requests};
@@ -142,15 +143,15 @@ impl ReplicaCalculator {
         tolerances: Tolerances,
         container: &str,
         now: Timestamp,
-    ) -> Result<(i32, i32, i64), String> {
+    ) -> Result<(i32, i32, i64), Error> {
         if pods.is_empty() {
-            return Err("no pods returned by selector while calculating replica count".into());
+            return Err(Error::NoPods);
         }
         let groups = self.group_pods(pods, &metrics, resource, now);
         remove(&mut metrics, &groups.ignored);
         remove(&mut metrics, &groups.unready);
         if metrics.is_empty() {
-            return Err("did not receive metrics for targeted pods (pods might be unready)".into());
+            return Err(Error::NoPodMetrics);
         }
         let requests = calculate_requests(pods, container, resource, self.pod_level_resources)?;
         let (ratio, utilization, raw) = resource_utilization_ratio(&metrics, &requests, target_utilization)?;
@@ -195,15 +196,15 @@ impl ReplicaCalculator {
         resource: &str,
         tolerances: Tolerances,
         now: Timestamp,
-    ) -> Result<(i32, i64), String> {
+    ) -> Result<(i32, i64), Error> {
         if pods.is_empty() {
-            return Err("no pods returned by selector while calculating replica count".into());
+            return Err(Error::NoPods);
         }
         let groups = self.group_pods(pods, &metrics, resource, now);
         remove(&mut metrics, &groups.ignored);
         remove(&mut metrics, &groups.unready);
         if metrics.is_empty() {
-            return Err("did not receive metrics for targeted pods (pods might be unready)".into());
+            return Err(Error::NoPodMetrics);
         }
         let (ratio, usage) = metric_usage_ratio(&metrics, target_usage);
         let scale_up_with_unready = !groups.unready.is_empty() && ratio > 1.0;
@@ -267,7 +268,7 @@ pub fn usage_ratio_replica_count(
     ratio: f64,
     tolerances: Tolerances,
     pods: &[Arc<Pod>],
-) -> Result<i32, String> {
+) -> Result<i32, Error> {
     if current == 0 {
         return Ok(ceil(ratio));
     }
@@ -275,9 +276,7 @@ pub fn usage_ratio_replica_count(
         return Ok(current);
     }
     if pods.is_empty() {
-        return Err(
-            "unable to calculate ready pods: no pods returned by selector while calculating replica count".into()
-        );
+        return Err(Error::NoReadyPods);
     }
     let ready = pods
         .iter()
@@ -340,7 +339,7 @@ pub fn calculate_requests(
     container: &str,
     resource: &str,
     pod_level_resources: bool,
-) -> Result<HashMap<String, i64>, String> {
+) -> Result<HashMap<String, i64>, Error> {
     let mut requests = HashMap::with_capacity(pods.len());
     for pod in pods {
         let name = pod.metadata.name.clone().unwrap_or_default();
@@ -356,25 +355,22 @@ pub fn calculate_requests(
 
 /// `calculatePodLevelRequests`: the pod's `PodRequests` of `resource` (pod-level where set,
 /// else its containers', plus the overhead).
-fn pod_level_request(pod: &Pod, resource: &str) -> Result<i64, String> {
+fn pod_level_request(pod: &Pod, resource: &str) -> Result<i64, Error> {
     let requests = pod_requests(pod, false);
     let Some(request) = requests.get(resource) else {
-        let name = pod.metadata.name.as_deref().unwrap_or_default();
-        return Err(format!("missing pod-level request for {resource} in Pod {name}"));
+        let pod = pod.metadata.name.clone().unwrap_or_default();
+        return Err(Error::MissingPodLevelRequest { resource: resource.into(), pod });
     };
     Ok(request.milli_value() as i64)
 }
 
 /// `calculatePodRequestsFromContainers`: the requests of the pod's containers and restartable
 /// init containers, or of `container` alone (which, since v1.36, must exist).
-fn container_requests(pod: &Pod, container: &str, resource: &str) -> Result<i64, String> {
+fn container_requests(pod: &Pod, container: &str, resource: &str) -> Result<i64, Error> {
     let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let not_found = || Error::ContainerNotFound { container: container.into(), pod: name.into() };
     let Some(spec) = pod.spec.as_ref() else {
-        return if container.is_empty() {
-            Ok(0)
-        } else {
-            Err(format!("container {container} not found in Pod {name}"))
-        };
+        return if container.is_empty() { Ok(0) } else { Err(not_found()) };
     };
     let sidecars = spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
     let mut sum = 0i64;
@@ -382,7 +378,8 @@ fn container_requests(pod: &Pod, container: &str, resource: &str) -> Result<i64,
         if container.is_empty() || container == c.name {
             let request = c.resources.as_ref().and_then(|r| r.requests.as_ref()).and_then(|r| r.get(resource));
             let Some(request) = request else {
-                return Err(format!("missing request for {resource} in container {} of Pod {name}", c.name));
+                let (resource, container, pod) = (resource.into(), c.name.clone(), name.into());
+                return Err(Error::MissingRequest { resource, container, pod });
             };
             sum += Quantity::parse(&request.0).map(|q| q.milli_value() as i64).unwrap_or(0);
         }
@@ -392,7 +389,7 @@ fn container_requests(pod: &Pod, container: &str, resource: &str) -> Result<i64,
         }
     }
     if !container.is_empty() {
-        return Err(format!("container {container} not found in Pod {name}"));
+        return Err(not_found());
     }
     Ok(sum)
 }
@@ -402,7 +399,7 @@ pub fn resource_utilization_ratio(
     metrics: &PodMetricsInfo,
     requests: &HashMap<String, i64>,
     target_utilization: i32,
-) -> Result<(f64, i32, i64), String> {
+) -> Result<(f64, i32, i64), Error> {
     let (mut metrics_total, mut requests_total, mut entries) = (0i64, 0i64, 0i64);
     for (pod, metric) in metrics {
         // Samples of pods without a request are extraneous.
@@ -412,7 +409,7 @@ pub fn resource_utilization_ratio(
         entries += 1;
     }
     if requests_total == 0 {
-        return Err("no metrics returned matched known pods".into());
+        return Err(Error::NoMatchingMetrics);
     }
     let utilization = (metrics_total * 100 / requests_total) as i32;
     Ok((f64::from(utilization) / f64::from(target_utilization), utilization, metrics_total / entries))

@@ -7,11 +7,38 @@
 pub mod availability;
 pub mod ranking;
 pub mod template_hash;
+#[cfg(test)]
+pub mod testing;
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::{Map, Value, json};
 
-use crate::client::{Api, Client, Error, Patch, PostParams};
+use crate::client::{self, Api, Client, Patch, PostParams};
+
+/// Why [`patch_pod_status`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The patch request failed: the API error as it reads.
+    #[error("{0}")]
+    Api(#[from] client::Error),
+    /// The patch could not be built (it reads as the client's refused request did).
+    #[error("invalid request: {0}")]
+    Patch(#[from] StatusPatchError),
+}
+
+/// Why [`status_patch`] could not build a patch.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusPatchError {
+    /// A status did not encode as JSON.
+    #[error("cannot encode a pod status: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// A list other than `conditions` differs: its patch is not supported.
+    #[error("a patch of status.{field} is not supported")]
+    UnsupportedList {
+        /// The status field.
+        field: String,
+    },
+}
 
 /// `PatchPodStatus`: patches the pod's status from `old` to `new` with a strategic merge patch
 /// carrying the pod's UID (so a pod recreated under the same name is not touched). `Ok(None)`
@@ -19,24 +46,24 @@ use crate::client::{Api, Client, Error, Patch, PostParams};
 pub fn patch_pod_status(client: &Client, pod: &Pod, new: &PodStatus) -> Result<Option<Pod>, Error> {
     let old = pod.status.clone().unwrap_or_default();
     let uid = pod.metadata.uid.clone().unwrap_or_default();
-    let Some(patch) = status_patch(&uid, &old, new).map_err(Error::Request)? else {
+    let Some(patch) = status_patch(&uid, &old, new)? else {
         return Ok(None);
     };
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let api = Api::<Pod>::namespaced(client, namespace);
-    api.patch_status(name, &Patch::Strategic(patch), &PostParams::default()).map(Some)
+    Ok(api.patch_status(name, &Patch::Strategic(patch), &PostParams::default()).map(Some)?)
 }
 
 /// The two-way strategic merge patch between two pod statuses (client-go's
 /// `CreateTwoWayMergePatch` for what controllers change: scalar fields, objects and the
 /// `conditions` list, merged by `type`), wrapped with the UID precondition. Other lists must
 /// not differ.
-pub fn status_patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Result<Option<Value>, String> {
+pub fn status_patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Result<Option<Value>, StatusPatchError> {
     let to_map = |status: &PodStatus| match crate::apimachinery::json::to_value(status) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Ok(Map::new()),
-        Err(e) => Err(format!("cannot encode a pod status: {e}")),
+        Err(e) => Err(StatusPatchError::Encode(e)),
     };
     let (old, new) = (to_map(old)?, to_map(new)?);
     let mut diff = Map::new();
@@ -49,7 +76,7 @@ pub fn status_patch(uid: &str, old: &PodStatus, new: &PodStatus) -> Result<Optio
             let list = |v: Option<&Value>| v.and_then(Value::as_array).cloned().unwrap_or_default();
             merge_keyed_list_diff(&mut diff, key, &list(before), &list(after), "type");
         } else if before.is_some_and(Value::is_array) || after.is_some_and(Value::is_array) {
-            return Err(format!("a patch of status.{key} is not supported"));
+            return Err(StatusPatchError::UnsupportedList { field: key.clone() });
         } else {
             diff.insert(key.clone(), value_diff(before, after));
         }
@@ -153,7 +180,7 @@ mod tests {
                 },
             })
         );
-        assert_eq!(status_patch("u-1", &old, &old), Ok(None));
+        assert!(matches!(status_patch("u-1", &old, &old), Ok(None)));
     }
 
     #[test]

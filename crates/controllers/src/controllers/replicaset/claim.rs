@@ -8,8 +8,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::ReplicaManager;
 use super::kind::{ReplicaKind, Selector};
+use super::{Error, ReplicaManager};
 use crate::apimachinery::pod::PodSummary;
 use crate::runtime::controller_ref::{ControllerRefManager, recheck_deletion_timestamp};
 
@@ -21,7 +21,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         rs: &K,
         selector: &Selector,
         pods: Vec<Arc<PodSummary>>,
-    ) -> Result<Vec<Arc<PodSummary>>, String> {
+    ) -> Result<Vec<Arc<PodSummary>>, Error> {
         let can_adopt = || recheck_deletion_timestamp::<K>(&self.client, rs.metadata(), "");
         // Adoptions are pod writes (`RealPodControl.PatchPod` calls `OnWrite`).
         let on_write = |pod: &ObjectMeta| self.consistency.pod_written(pod);
@@ -34,6 +34,6 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             finalizers: &[],
             on_write: Some(&on_write),
         };
-        manager.claim_by::<Pod, _>(pods, |pod| &pod.metadata, |_| true)
+        manager.claim_by::<Pod, _>(pods, |pod| &pod.metadata, |_| true).map_err(|e| Error::Claim(e.into()))
     }
 }

@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::{NamespaceResourceScope, Resource};
 use serde::Serialize;
 
+use crate::apimachinery::errors::BoxError;
 pub use crate::apimachinery::labels::Selector;
 use crate::runtime::informer::Informable;
 
@@ -60,7 +61,7 @@ pub trait ReplicaKind: Informable + Resource<Scope = NamespaceResourceScope> + C
     /// `spec.minReadySeconds` (0 when unset).
     fn min_ready_seconds(&self) -> i32;
     /// The pod selector (`spec.selector`).
-    fn selector(&self) -> Result<Selector, String>;
+    fn selector(&self) -> Result<Selector, BoxError>;
     /// The pod template (`spec.template`), if any.
     fn template(&self) -> Option<&PodTemplateSpec>;
     /// The status in the common shape.
@@ -89,8 +90,8 @@ macro_rules! replica_kind {
                 self.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0)
             }
 
-            fn selector(&self) -> Result<Selector, String> {
-                let select: fn(&$kind) -> Result<Selector, String> = $selector;
+            fn selector(&self) -> Result<Selector, BoxError> {
+                let select: fn(&$kind) -> Result<Selector, BoxError> = $selector;
                 select(self)
             }
 
@@ -154,7 +155,10 @@ replica_kind!(
     ReplicaSet,
     ReplicaSetStatus,
     ReplicaSetCondition,
-    |rs| Selector::from_label_selector(&rs.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default()),
+    |rs| {
+        let selector = rs.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default();
+        Selector::from_label_selector(&selector).map_err(Into::into)
+    },
     true,
     |s| s.terminating_replicas,
     |s, terminating| s.terminating_replicas = terminating

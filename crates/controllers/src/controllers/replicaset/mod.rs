@@ -31,10 +31,11 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::apimachinery::clock::RealClock;
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::labels::POD_TEMPLATE_HASH;
 use crate::apimachinery::pod::{PodSummary, is_pod_ready};
 use crate::apimachinery::schema::GroupResource;
-use crate::client::{Api, Client, DeleteParams, PostParams};
+use crate::client::{self, Api, Client, DeleteParams, PostParams};
 use crate::controllers::podutil::ranking::{DeletionRank, pods_to_delete};
 use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
 use crate::runtime::consistency::{ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips};
@@ -59,6 +60,28 @@ const FAILED_CREATE: &str = "FailedCreate";
 const SUCCESSFUL_DELETE: &str = "SuccessfulDelete";
 const FAILED_DELETE: &str = "FailedDelete";
 
+/// Why a sync failed. API errors are kept whole, so that a conflict or a server's
+/// `Retry-After` reaches the queue with its kind; each reads as upstream's error does (a pod
+/// failure's text also goes into the `ReplicaFailure` condition).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Adopting or releasing pods failed.
+    #[error("{0}")]
+    Claim(#[source] BoxError),
+    /// The pod template has no labels, so no pod could be found again.
+    #[error("unable to create pods, no labels")]
+    NoLabels,
+    /// A pod could not be created: the server's message alone.
+    #[error("{}", .0.message())]
+    CreatePod(#[source] client::Error),
+    /// A pod could not be deleted.
+    #[error("unable to delete pods: {}", .0.message())]
+    DeletePod(#[source] client::Error),
+    /// The status could not be written.
+    #[error("{0}")]
+    UpdateStatus(#[source] client::Error),
+}
+
 /// The settings of either controller.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
@@ -74,23 +97,19 @@ pub struct Config {
 }
 
 /// `NewReplicaSetController`.
-pub fn new_replica_sets(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new_replica_sets(context: &ControllerContext<'_>, config: Config) -> Controller {
     start::<ReplicaSet>(context, "replicaset", config)
 }
 
 /// `NewReplicationManager`.
-pub fn new_replication_controllers(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new_replication_controllers(context: &ControllerContext<'_>, config: Config) -> Controller {
     let config = Config { stale_controller_consistency: false, ..config };
     start::<ReplicationController>(context, "replicationmanager", config)
 }
 
 /// `NewBaseController` + `Run`: informers of the kind and of pods, handlers feeding the queue,
 /// named `queue_name` as upstream's (its `queueName`: `replicaset`, `replicationmanager`).
-fn start<K: ReplicaKind>(
-    context: &ControllerContext<'_>,
-    queue_name: &str,
-    config: Config,
-) -> Result<Controller, String> {
+fn start<K: ReplicaKind>(context: &ControllerContext<'_>, queue_name: &str, config: Config) -> Controller {
     sorting_deletion_age_ratio();
     let queue = WorkQueue::new(queue_name);
     let consistency = consistency::<K>(context, config.stale_controller_consistency);
@@ -113,7 +132,7 @@ fn start<K: ReplicaKind>(
     }
     let handler = manager.clone();
     manager.pods.add_handler(move |event: &Event<Pod>| handler.on_pod_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| manager.sync_replica_set(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| manager.sync_replica_set(key))
 }
 
 /// Pods by `<namespace>/<pod-template-hash label>`: the pods a Deployment's ReplicaSet can
@@ -227,11 +246,11 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         // Until the informers have seen our last writes for it, what they hold may make us
         // create pods again; the error requeues the key rate-limited.
         self.consistency.ensure_ready(key)?;
-        self.sync_ready_replica_set(key).map_err(SyncError::Failed)
+        self.sync_ready_replica_set(key).map_err(SyncError::of)
     }
 
     /// The rest of `syncReplicaSet`, once the informers have seen our writes.
-    fn sync_ready_replica_set(&self, key: &str) -> Result<(), String> {
+    fn sync_ready_replica_set(&self, key: &str) -> Result<(), Error> {
         // Our own last status write, if the watch has not brought it yet (a sync queued while
         // the previous one ran starts right after it): its next write then does not carry the
         // old resourceVersion and meet a Conflict.
@@ -267,8 +286,9 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         // One time for the availability in the status and the next availability check, so
         // that a pod counted unavailable is one the check waits for.
         let now = Timestamp::now();
-        let new_status = status::calculate_status(&*rs, &pods, terminating.as_deref(), manage_error.as_deref(), now);
-        let updated = status::update_status(&self.client, &*rs, new_status)?;
+        let failure = manage_error.as_ref().map(Error::to_string);
+        let new_status = status::calculate_status(&*rs, &pods, terminating.as_deref(), failure.as_deref(), now);
+        let updated = status::update_status(&self.client, &*rs, new_status).map_err(Error::UpdateStatus)?;
         // Upstream records the update's resourceVersion under the UID of the cached object.
         let written = updated.metadata().resource_version.as_deref();
         self.consistency.wrote_for(rs.metadata(), &resource_of::<K>(), written);
@@ -285,7 +305,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
     }
 
     /// `manageReplicas`: creates or deletes pods to reach `spec.replicas`.
-    fn manage_replicas(&self, pods: &[Arc<PodSummary>], rs: &K) -> Result<(), String> {
+    fn manage_replicas(&self, pods: &[Arc<PodSummary>], rs: &K) -> Result<(), Error> {
         let wanted = usize::try_from(rs.replicas()).unwrap_or(0);
         if pods.len() < wanted {
             self.create_replicas((wanted - pods.len()).min(BURST_REPLICAS), rs)
@@ -298,7 +318,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
 
     /// The creating half of `manageReplicas`: slow-start batches, expectations lowered for
     /// the creations that were skipped or failed.
-    fn create_replicas(&self, count: usize, rs: &K) -> Result<(), String> {
+    fn create_replicas(&self, count: usize, rs: &K) -> Result<(), Error> {
         let key = crate::runtime::informer::object_key(rs.metadata());
         self.expectations.expect_creations(&key, count);
         log::debug!("too few replicas for {} {key}: creating {count}", K::KIND);
@@ -331,10 +351,10 @@ impl<K: ReplicaKind> ReplicaManager<K> {
     }
 
     /// `RealPodControl.CreatePods`, recording SuccessfulCreate or FailedCreate.
-    fn create_pod(&self, rs: &K) -> Result<(), String> {
+    fn create_pod(&self, rs: &K) -> Result<(), Error> {
         let pod = self.pod_from_template(rs);
         if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            return Err("unable to create pods, no labels".into());
+            return Err(Error::NoLabels);
         }
         let api = Api::<Pod>::namespaced(&self.client, namespace_of(rs.metadata()));
         match api.create(&pod, &PostParams::default()) {
@@ -349,7 +369,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
             Err(e) => {
                 let text = e.message();
                 self.recorder.event_for(rs, EventType::Warning, FAILED_CREATE, &format!("Error creating: {text}"));
-                Err(text)
+                Err(Error::CreatePod(e))
             }
         }
     }
@@ -358,7 +378,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
     /// the expectations of failed deletions are lowered; the first error is returned. The
     /// ranking reads more of a pod than its summary holds (its restarts), so each pod is
     /// unpacked in turn for its [`DeletionRank`], and dropped before the next.
-    fn delete_replicas(&self, pods: &[Arc<PodSummary>], count: usize, rs: &K) -> Result<(), String> {
+    fn delete_replicas(&self, pods: &[Arc<PodSummary>], count: usize, rs: &K) -> Result<(), Error> {
         let key = object_key(rs.metadata());
         let store = self.pods.store();
         let rank =
@@ -373,29 +393,29 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         self.expectations.expect_deletions(&key, doomed.iter().map(|p| object_key(&p.metadata)).collect());
         log::debug!("too many replicas for {} {key}: deleting {count}", K::KIND);
         let results = self.write_threads.map(&doomed, |pod| self.delete_pod(rs, &pod.metadata));
-        let errors = results.into_iter().filter_map(Result::err);
-        errors.into_iter().flatten().next().map_or(Ok(()), Err)
+        results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
     }
 
-    /// `RealPodControl.DeletePod`, recording SuccessfulDelete or FailedDelete. `Err(None)`: the
-    /// pod was gone already; `Err(Some(_))`: the deletion failed. Either lowers the expectations.
-    fn delete_pod(&self, rs: &K, pod: &ObjectMeta) -> Result<(), Option<String>> {
+    /// `RealPodControl.DeletePod`, recording SuccessfulDelete or FailedDelete: `Ok(true)` when
+    /// deleted, `Ok(false)` when the pod was gone already. Gone or failed lowers the
+    /// expectations.
+    fn delete_pod(&self, rs: &K, pod: &ObjectMeta) -> Result<bool, Error> {
         let key = crate::runtime::informer::object_key(rs.metadata());
         let name = name_of(pod);
         let api = Api::<Pod>::namespaced(&self.client, namespace_of(pod));
         match api.delete(name, &DeleteParams::default()) {
             Ok(_) => {
                 self.recorder.event_for(rs, EventType::Normal, SUCCESSFUL_DELETE, &format!("Deleted pod: {name}"));
-                Ok(())
+                Ok(true)
             }
             Err(e) => {
                 self.expectations.deletion_observed(&key, &object_key(pod));
                 if e.is_not_found() {
-                    return Err(None);
+                    return Ok(false);
                 }
                 let text = e.message();
                 self.recorder.event_for(rs, EventType::Warning, FAILED_DELETE, &format!("Error deleting: {text}"));
-                Err(Some(format!("unable to delete pods: {text}")))
+                Err(Error::DeletePod(e))
             }
         }
     }

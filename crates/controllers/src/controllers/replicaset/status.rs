@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::kind::{Condition, ReplicaKind, ReplicaStatus, Selector};
 use crate::apimachinery::pod::{PodFields, is_pod_available, is_pod_ready, phase};
-use crate::client::{Api, Client, PostParams};
+use crate::client::{self, Api, Client, PostParams};
 use crate::runtime::controller_ref::controller_of;
 
 /// `ReplicaSetReplicaFailure` (and the RC's `ReplicationControllerReplicaFailure`).
@@ -87,7 +87,7 @@ const STATUS_UPDATE_RETRIES: usize = 1;
 
 /// `updateReplicaSetStatus`: writes `status` (with observedGeneration) through the status
 /// subresource when it differs; returns the object as written (or as it was).
-pub fn update_status<K: ReplicaKind>(client: &Client, rs: &K, mut status: ReplicaStatus) -> Result<K, String> {
+pub fn update_status<K: ReplicaKind>(client: &Client, rs: &K, mut status: ReplicaStatus) -> Result<K, client::Error> {
     if unchanged(rs, &status) {
         return Ok(rs.clone());
     }
@@ -101,13 +101,13 @@ pub fn update_status<K: ReplicaKind>(client: &Client, rs: &K, mut status: Replic
         log::debug!("updating status of {} {namespace}/{name}: replicas {}", K::KIND, status.replicas);
         let error = match api.replace_status(name, &current.with_status(&status), &PostParams::default()) {
             Ok(written) => return Ok(written),
-            Err(e) => e.to_string(),
+            Err(e) => e,
         };
         if attempt >= STATUS_UPDATE_RETRIES {
             return Err(error);
         }
         attempt += 1;
-        current = api.get(name).map_err(|e| e.to_string())?;
+        current = api.get(name)?;
     }
 }
 
@@ -130,6 +130,17 @@ mod tests {
                      "template": {"metadata": {"labels": {"app": "web"}}}},
         }))
         .expect("a replicaset")
+    }
+
+    #[test]
+    fn a_conflict_writing_the_status_reaches_the_queue_as_a_conflict() {
+        use crate::runtime::controller::SyncError;
+        let server = crate::controllers::podutil::testing::ErrorServer::conflict();
+        let rs = replica_set();
+        let status = ReplicaStatus { replicas: 1, ..rs.status() };
+        let error = super::super::Error::UpdateStatus(update_status(&server.client, &rs, status).unwrap_err());
+        assert!(matches!(SyncError::of(error), SyncError::Conflict(_)));
+        assert_eq!(server.requests(), 2, "one retry on a fresh read, which fails too");
     }
 
     /// A pod of `app`, controlled by `owner` (kind, name, uid), in `phase`, being deleted or not.

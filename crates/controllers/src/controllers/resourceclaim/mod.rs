@@ -75,10 +75,56 @@ const CLAIM_CACHE_TTL: Duration = Duration::from_secs(3600);
 /// `NewIntegerResourceVersionMutationCache`'s LRU size.
 const CLAIM_CACHE_SIZE: usize = 100;
 
+/// Why the controller could not be built, or a sync failed for a reason of its own (API errors
+/// reach the queue as `SyncError`s of their kind, with upstream's messages).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// DRAWorkloadResourceClaims is on: PodGroup claims are not built.
+    #[error("the DRAWorkloadResourceClaims feature (ResourceClaims of PodGroups) is not supported here")]
+    WorkloadClaimsUnsupported,
+    /// A claim is not the pod's, or cannot be bound to it.
+    #[error("{0}")]
+    Claim(#[from] resourceclaimutil::Error),
+    /// A pod's claim has no name.
+    #[error("{0}")]
+    Name(#[from] resourceclaimutil::NameError),
+    /// A pod's entry could not be looked up before creating its claim.
+    #[error("checking for claim before creating it: {0}")]
+    CheckBeforeCreate(#[source] resourceclaimutil::NameError),
+    /// The pod's template is not in the cache.
+    #[error("resource claim template {quoted}: resourceclaimtemplate.resource.k8s.io {quoted} not found")]
+    TemplateNotFound {
+        /// The template's name, quoted as Go's `%q`.
+        quoted: String,
+    },
+    /// The template asks for admin access, whose feature is off.
+    #[error("admin access is requested, but the feature is disabled")]
+    AdminAccessDisabled,
+    /// The template has a prioritized list, whose feature is off.
+    #[error("template includes a prioritized list of subrequests, but the feature is disabled")]
+    PrioritizedListDisabled,
+    /// A queue key without a prefix.
+    #[error("unexpected key: {0}")]
+    UnexpectedKey(String),
+    /// A queue key of an unknown prefix.
+    #[error("unexpected key prefix: {0}:")]
+    UnexpectedKeyPrefix(String),
+    /// A queue key whose object part is no `namespace/name`.
+    #[error("unexpected key format: {0}")]
+    UnexpectedKeyFormat(String),
+}
+
+/// The queue acts on the kind of the API error inside, if any.
+impl From<Error> for SyncError {
+    fn from(error: Error) -> SyncError {
+        SyncError::of(error)
+    }
+}
+
 /// `resourceclaim.NewController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, Error> {
     if config.features.workload_resource_claims {
-        return Err("the DRAWorkloadResourceClaims feature (ResourceClaims of PodGroups) is not supported here".into());
+        return Err(Error::WorkloadClaimsUnsupported);
     }
     let queue = WorkQueue::new("resource_claim");
     let pods = context.informers.informer::<Pod>();
@@ -324,24 +370,24 @@ impl ResourceClaimController {
     /// `syncHandler`: `pod:` and `claim:` keys.
     fn sync(&self, key: &str) -> SyncResult {
         let Some((prefix, object)) = key.split_once(':') else {
-            return Err(SyncError::failed(format!("unexpected key: {key}")));
+            return Err(Error::UnexpectedKey(key.to_string()).into());
         };
         let (namespace, name) = split_meta_namespace_key(object)?;
         match prefix {
             "pod" => self.sync_pod(namespace, name),
             "claim" => self.sync_claim(namespace, name),
-            _ => Err(SyncError::failed(format!("unexpected key prefix: {prefix}:"))),
+            _ => Err(Error::UnexpectedKeyPrefix(prefix.to_string()).into()),
         }
     }
 }
 
 /// `cache.SplitMetaNamespaceKey`: `name` or `namespace/name`.
-fn split_meta_namespace_key(key: &str) -> Result<(&str, &str), SyncError> {
+fn split_meta_namespace_key(key: &str) -> Result<(&str, &str), Error> {
     let parts: Vec<&str> = key.split('/').collect();
     match parts[..] {
         [name] => Ok(("", name)),
         [namespace, name] => Ok((namespace, name)),
-        _ => Err(SyncError::failed(format!("unexpected key format: {}", crate::apimachinery::strconv::quote(key)))),
+        _ => Err(Error::UnexpectedKeyFormat(crate::apimachinery::strconv::quote(key))),
     }
 }
 

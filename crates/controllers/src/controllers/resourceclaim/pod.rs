@@ -9,7 +9,9 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReferen
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde_json::{Value, json};
 
-use super::{CLAIM_POD_OWNER_INDEX, ResourceClaimController, api_error, claim_pod_owner_index, metrics, node_name};
+use super::{
+    CLAIM_POD_OWNER_INDEX, Error, ResourceClaimController, api_error, claim_pod_owner_index, metrics, node_name,
+};
 use crate::apimachinery::strconv::quote;
 use crate::client::{Api, Patch, PostParams};
 use crate::controllers::resourceclaimutil::{
@@ -67,19 +69,18 @@ impl ResourceClaimController {
     fn reserve_allocated_claims(&self, pod: &Pod) -> SyncResult {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         for pod_claim in super::pod_claims(pod) {
-            let ClaimName { name, must_check_owner } =
-                resourceclaimutil::name(pod, pod_claim).map_err(|e| SyncError::failed(e.to_string()))?;
+            let ClaimName { name, must_check_owner } = resourceclaimutil::name(pod, pod_claim).map_err(Error::from)?;
             let Some(name) = name else { continue };
             let Some(claim) = self.claims.store().get_by_name(namespace, &name) else { return Ok(()) };
             if must_check_owner {
-                is_for_pod(pod, &claim, self.features.workload_resource_claims)?;
+                is_for_pod(pod, &claim, self.features.workload_resource_claims).map_err(Error::from)?;
             }
             let allocated = claim.status.as_ref().is_some_and(|s| s.allocation.is_some());
             if allocated
                 && !is_reserved_for_pod(pod, &claim, self.features.workload_resource_claims)
                 && can_be_reserved(&claim)
             {
-                let consumer = resourceclaimutil::bind_to(pod, pod_claim)?;
+                let consumer = resourceclaimutil::bind_to(pod, pod_claim).map_err(Error::from)?;
                 self.reserve_for(consumer, &claim)?;
             }
         }
@@ -92,8 +93,8 @@ impl ResourceClaimController {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         // Called for named claims too: an entry this code does not know fails here.
         match resourceclaimutil::name(pod, pod_claim) {
-            Err(NameError::ClaimNotFound(_)) => {}
-            Err(e) => return Err(SyncError::failed(format!("checking for claim before creating it: {e}"))),
+            Err(NameError::ClaimNotFound { .. }) => {}
+            Err(e) => return Err(Error::CheckBeforeCreate(e).into()),
             Ok(ClaimName { name: None, .. }) => return Ok(()),
             Ok(ClaimName { name: Some(name), must_check_owner }) if !name.is_empty() => {
                 // The claim is recorded in the pod status; it is created again if it was deleted
@@ -118,7 +119,7 @@ impl ResourceClaimController {
         }
         let Some(template_name) = &pod_claim.resource_claim_template_name else { return Ok(()) };
         // Without PodGroups (DRAWorkloadResourceClaims) the claim binds to the pod.
-        resourceclaimutil::bind_to(pod, pod_claim)?;
+        resourceclaimutil::bind_to(pod, pod_claim).map_err(Error::from)?;
         // An orphan covers a create whose pod status update failed.
         let claim = match self.find_pod_resource_claim(pod, pod_claim) {
             Some(claim) => claim,
@@ -139,18 +140,13 @@ impl ResourceClaimController {
     ) -> Result<Arc<ResourceClaim>, SyncError> {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         let Some(template) = self.templates.store().get_by_name(namespace, template_name) else {
-            let quoted = quote(template_name);
-            return Err(SyncError::failed(format!(
-                "resource claim template {quoted}: resourceclaimtemplate.resource.k8s.io {quoted} not found"
-            )));
+            return Err(Error::TemplateNotFound { quoted: quote(template_name) }.into());
         };
         if !self.features.admin_access && needs_admin_access(&template) {
-            return Err(SyncError::failed("admin access is requested, but the feature is disabled"));
+            return Err(Error::AdminAccessDisabled.into());
         }
         if !self.features.prioritized_list && has_prioritized_list(&template) {
-            return Err(SyncError::failed(
-                "template includes a prioritized list of subrequests, but the feature is disabled",
-            ));
+            return Err(Error::PrioritizedListDisabled.into());
         }
         let claim = claim_from_template(pod, pod_claim, &template);
         let admin_access = metrics::admin_access_label(&claim);

@@ -235,5 +235,5 @@ fn keys_are_split_as_cache_split_meta_namespace_key_splits_them() {
     assert_eq!(split_meta_namespace_key("team/web").ok(), Some(("team", "web")));
     assert_eq!(split_meta_namespace_key("web").ok(), Some(("", "web")));
     let error = split_meta_namespace_key("a/b/c").expect_err("three parts");
-    assert_eq!(error.message(), "unexpected key format: \"a/b/c\"");
+    assert_eq!(error.to_string(), "unexpected key format: \"a/b/c\"");
 }

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaStatus};
 use parking_lot::Mutex;
 
-use crate::client::{Api, Client, PostParams};
+use crate::apimachinery::errors::{Aggregate, BoxError};
+use crate::client::{self, Api, Client, PostParams};
 use crate::quota::resources::{self, ResourceList, from_api, to_api};
 use crate::quota::scopes::selector_requirements;
 use crate::quota::{GroupResource, Registry, calculate_usage};
@@ -55,9 +56,24 @@ pub struct DraGates {
     pub extended_resource: bool,
 }
 
+/// Why a quota's sync failed (the key is requeued). The status write's API error is kept whole,
+/// so that a conflict or a server's `Retry-After` reaches the queue with its kind.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The usage of a resource could not be counted.
+    #[error("{0}")]
+    Usage(#[source] BoxError),
+    /// The status could not be written.
+    #[error("{0}")]
+    UpdateStatus(#[source] client::Error),
+    /// Several steps failed (`utilerrors.NewAggregate`): `[a, b]`.
+    #[error("{0}")]
+    Aggregate(#[from] Aggregate),
+}
+
 /// `NewController` + `Run`: the primary and priority queues of quota keys, the monitors'
 /// resource changes, and the periodic full recount.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let quotas = context.informers.informer::<ResourceQuota>();
     let registry = Arc::new(Registry::default());
     let controller = Arc::new(QuotaController {
@@ -82,10 +98,10 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let (starter, discoverer) = (controller.clone(), controller.clone());
     let built = Controller::new()
         .with_queue(&controller.queue, workers, move |key: &String| {
-            primary.sync_resource_quota_from_key(key).map_err(SyncError::Failed)
+            primary.sync_resource_quota_from_key(key).map_err(SyncError::of)
         })
         .with_queue(&controller.missing_usage, workers, move |key: &String| {
-            priority.sync_resource_quota_from_key(key).map_err(SyncError::Failed)
+            priority.sync_resource_quota_from_key(key).map_err(SyncError::of)
         })
         .with_queue(&controller.resource_changes, workers, move |change: &ResourceChange| {
             changes.replenish_quota(&change.resource, &change.namespace);
@@ -100,9 +116,9 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         .resync_every("discovery", monitor::DISCOVERY_PERIOD, move || discoverer.sync_discovery());
     if config.resync_period.is_zero() {
         log::info!("periodic quota controller resync disabled");
-        return Ok(built);
+        return built;
     }
-    Ok(built.every("resync", config.resync_period, move || controller.enqueue_all()))
+    built.every("resync", config.resync_period, move || controller.enqueue_all())
 }
 
 /// The controller (upstream's `resourcequota.Controller`).
@@ -212,7 +228,7 @@ impl QuotaController {
     }
 
     /// `syncResourceQuotaFromKey`.
-    fn sync_resource_quota_from_key(&self, key: &str) -> Result<(), String> {
+    fn sync_resource_quota_from_key(&self, key: &str) -> Result<(), Error> {
         let started = Instant::now();
         let result = match self.quotas.store().get(key) {
             None => {
@@ -228,7 +244,7 @@ impl QuotaController {
     /// `syncResourceQuota`: recounts the quota's usage and writes the status when the hard
     /// limits or the usage differ from what it says. On counting errors the resources that
     /// could be counted are still written, and the errors returned (the key is requeued).
-    fn sync_resource_quota(&self, quota: &ResourceQuota) -> Result<(), String> {
+    fn sync_resource_quota(&self, quota: &ResourceQuota) -> Result<(), Error> {
         let (status, mut errors) = updated_status(quota, &self.registry);
         if let Some(status) = status {
             let mut usage = quota.clone();
@@ -237,10 +253,10 @@ impl QuotaController {
             let api = Api::<ResourceQuota>::namespaced(&self.client, namespace);
             let name = quota.metadata.name.as_deref().unwrap_or("");
             if let Err(e) = api.replace_status(name, &usage, &PostParams::default()) {
-                errors.push(e.to_string());
+                errors.push(Error::UpdateStatus(e));
             }
         }
-        aggregate(errors)
+        Ok(Aggregate::from_errors(errors)?)
     }
 }
 
@@ -260,7 +276,7 @@ fn missing_usage(quota: &ResourceQuota, registry: &Registry) -> bool {
 /// The counting half of `syncResourceQuota`: the status to write (`None` when hard limits and
 /// usage are what the status says, compared by value as `quota.Equals` does) and the counting
 /// errors. Resources that could not be counted keep their last usage.
-fn updated_status(quota: &ResourceQuota, registry: &Registry) -> (Option<ResourceQuotaStatus>, Vec<String>) {
+fn updated_status(quota: &ResourceQuota, registry: &Registry) -> (Option<ResourceQuotaStatus>, Vec<Error>) {
     let (status_hard, status_used) = status_of(quota);
     let hard = spec_hard(quota);
     let status = quota.status.as_ref();
@@ -282,16 +298,7 @@ fn updated_status(quota: &ResourceQuota, registry: &Registry) -> (Option<Resourc
     // Empty lists are left out, as Go's `omitempty` does.
     let non_empty = |list: &ResourceList| (!list.is_empty()).then(|| to_api(list));
     let status = dirty.then(|| ResourceQuotaStatus { hard: non_empty(&hard), used: non_empty(&used) });
-    (status, errors)
-}
-
-/// `utilerrors.NewAggregate(errs).Error()`: nothing, the one message, or `[a, b]`.
-fn aggregate(errors: Vec<String>) -> Result<(), String> {
-    match errors.len() {
-        0 => Ok(()),
-        1 => Err(errors.into_iter().next().unwrap_or_default()),
-        _ => Err(format!("[{}]", errors.join(", "))),
-    }
+    (status, errors.into_iter().map(|e| Error::Usage(e.into())).collect())
 }
 
 #[cfg(test)]
@@ -349,6 +356,7 @@ mod tests {
         assert_eq!(text(status.hard.as_ref()), "configmaps=3,pods=5,requests.cpu=2");
         // configmaps could not be counted: no usage for it, and the error is reported.
         assert_eq!(text(status.used.as_ref()), "pods=2,requests.cpu=1");
+        let errors: Vec<String> = errors.iter().map(Error::to_string).collect();
         assert_eq!(errors, ["failed to list content: /v1, Resource=configmaps not yet synced"]);
     }
 
@@ -392,8 +400,10 @@ mod tests {
 
     #[test]
     fn aggregate_errors_as_upstream() {
+        let usage = |text: &str| Error::Usage(text.into());
+        let aggregate = |errors: Vec<Error>| Aggregate::from_errors(errors).map_err(|e| Error::from(e).to_string());
         assert_eq!(aggregate(vec![]), Ok(()));
-        assert_eq!(aggregate(vec!["a".into()]), Err("a".into()));
-        assert_eq!(aggregate(vec!["a".into(), "b".into()]), Err("[a, b]".into()));
+        assert_eq!(aggregate(vec![usage("a")]), Err("a".into()));
+        assert_eq!(aggregate(vec![usage("a"), usage("b")]), Err("[a, b]".into()));
     }
 }

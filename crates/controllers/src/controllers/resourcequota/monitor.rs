@@ -196,13 +196,15 @@ fn group_resource<K: Informable>() -> GroupResource {
 
 /// `ListerFuncForResourceFunc` + `ListResourceUsingListerFunc`: the namespace's cached objects,
 /// an error until the informer has synced.
+// `.into()`: the lister's error is the quota crate's to type; the text converts to it.
+#[allow(clippy::useless_conversion)]
 fn lister<K: Informable>(informer: Arc<Informer<K>>) -> ListFn<K> {
     let group_version =
         if K::GROUP.is_empty() { K::VERSION.to_string() } else { format!("{}/{}", K::GROUP, K::VERSION) };
     let not_ready = format!("{group_version}, Resource={} not yet synced", K::URL_PATH_SEGMENT);
     Box::new(move |namespace| {
         if !informer.has_synced() {
-            return Err(not_ready.clone());
+            return Err(not_ready.clone().into());
         }
         Ok(informer.store().list_namespace(namespace))
     })
@@ -501,9 +503,11 @@ impl QuotaController {
         if self.registry.get(&group_resource).is_none() {
             let lister = informer.clone();
             let not_ready = format!("{resource} not yet synced");
+            // `.into()`: the lister's error is the quota crate's to type; the text converts to it.
+            #[allow(clippy::useless_conversion)]
             let list: ListFn<PartialObjectMetadata> = Box::new(move |namespace| {
                 if !lister.has_synced() {
-                    return Err(not_ready.clone());
+                    return Err(not_ready.clone().into());
                 }
                 Ok(lister.namespace_metadata(namespace))
             });

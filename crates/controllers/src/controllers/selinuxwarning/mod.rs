@@ -17,14 +17,69 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSIDriver;
 use parking_lot::Mutex;
 
-use crate::controllers::volumeutil::{POD_PVC_INDEX, add_pod_pvc_index};
+use crate::apimachinery::errors::Aggregate;
+use crate::controllers::volumeutil::{self, POD_PVC_INDEX, add_pod_pvc_index};
 use crate::metrics::{Collector, GaugeVec};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
 use cache::{Conflict, PodKey, VolumeCache};
-use volumes::{Lookups, MOUNT_OPTION, Plugin, RECURSIVE, VolumeSpec, mounted_volumes};
+use volumes::{Lookups, MOUNT_OPTION, MultipleLabels, Plugin, RECURSIVE, VolumeSpec, mounted_volumes};
+
+/// Why a pod's volumes could not all be recorded (the pod is retried).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No plugin the controller knows supports the volume.
+    #[error("no volume plugin matched")]
+    NoPlugin,
+    /// Several plugins support the volume.
+    #[error("multiple volume plugins matched: {names}")]
+    MultiplePlugins {
+        /// Their names, comma-separated.
+        names: String,
+    },
+    /// The plugin gives the volume no name.
+    #[error("failed to GetVolumeName from volumePlugin for volumeSpec {volume:?}")]
+    NoVolumeName {
+        /// The volume spec's name.
+        volume: String,
+    },
+    /// The volume's unique name could not be made.
+    #[error("failed to get unique volume name for volume {volume:?}: {source}")]
+    UniqueName {
+        /// The volume spec's name.
+        volume: String,
+        /// Why.
+        source: Box<Error>,
+    },
+    /// The pod's claim, or its volume, is not usable (yet).
+    #[error("error processing PVC {namespace:?}/{claim:?}: {source}")]
+    ProcessingClaim {
+        /// The claim's namespace.
+        namespace: String,
+        /// The claim.
+        claim: String,
+        /// Why.
+        source: Box<volumeutil::Error>,
+    },
+    /// A generic ephemeral volume's claim belongs to another pod.
+    #[error("PVC {namespace}/{claim} was not created for pod {namespace}/{pod} (pod is not owner)")]
+    NotOwner {
+        /// The namespace.
+        namespace: String,
+        /// The claim.
+        claim: String,
+        /// The pod.
+        pod: String,
+    },
+    /// The containers mount the volume with different labels.
+    #[error("{0}")]
+    MultipleLabels(#[from] MultipleLabels),
+    /// Several volumes failed (`utilerrors.NewAggregate`): `[a, b]`.
+    #[error("{0}")]
+    Aggregate(#[from] Aggregate),
+}
 
 /// `startSELinuxWarningController` runs one worker.
 const WORKERS: usize = 1;
@@ -41,7 +96,7 @@ pub struct Config {
 }
 
 /// `NewController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue: WorkQueue<PodKey> = WorkQueue::new("selinux_warning");
     let pods: Arc<Informer<Pod>> = context.informers.informer();
     add_pod_pvc_index(&pods);
@@ -61,7 +116,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     controller.add_handlers(&queue);
     register_metrics(&controller.cache);
     let worker = controller.clone();
-    Ok(Controller::new().with_queue(&queue, WORKERS, move |key: &PodKey| worker.sync(key)))
+    Controller::new().with_queue(&queue, WORKERS, move |key: &PodKey| worker.sync(key))
 }
 
 struct SELinuxWarning {
@@ -203,7 +258,7 @@ impl SELinuxWarning {
                         format!("Volume {mount:?} is mounted twice with different SELinux labels inside this pod");
                     self.recorder.event_for(pod, EventType::Warning, "MultipleSELinuxLabels", &message);
                     log::debug!("failed to get SELinux label pod={key} volume={mount}: {e}");
-                    errors.push(e.to_string());
+                    errors.push(Error::from(e));
                     continue;
                 }
             };
@@ -212,11 +267,7 @@ impl SELinuxWarning {
                 errors.push(e);
             }
         }
-        match errors.as_slice() {
-            [] => Ok(()),
-            [one] => Err(SyncError::failed(one.clone())),
-            many => Err(SyncError::failed(format!("[{}]", many.join(", ")))),
-        }
+        Aggregate::from_errors(errors).map_err(|e| SyncError::of(Error::from(e)))
     }
 
     /// The pod's `seLinuxChangePolicy`, when the gate lets it count.
@@ -232,7 +283,7 @@ impl SELinuxWarning {
         spec: &VolumeSpec,
         label: &str,
         supports_context_mount: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         // The controller knows only the plugins that matter for SELinux.
         let plugin = match Plugin::for_spec(spec) {
             Ok(plugin) => plugin,
@@ -243,7 +294,7 @@ impl SELinuxWarning {
         };
         let unique_name = plugin
             .unique_volume_name(spec)
-            .map_err(|e| format!("failed to get unique volume name for volume {:?}: {e}", spec.name()))?;
+            .map_err(|e| Error::UniqueName { volume: spec.name().to_string(), source: Box::new(e) })?;
         let mut change_policy = pod
             .spec
             .as_ref()

@@ -22,6 +22,8 @@ use crate::controllers::volumeutil::{
 };
 use crate::runtime::informer::Informer;
 
+use super::Error;
+
 /// A volume as a plugin sees it (`volume.Spec`): a pod's inline volume or a PersistentVolume.
 #[derive(Debug, Clone)]
 pub enum VolumeSpec {
@@ -99,14 +101,14 @@ impl Plugin {
     }
 
     /// `VolumePluginMgr.FindPluginBySpec`: the one plugin that supports the spec.
-    pub fn for_spec(spec: &VolumeSpec) -> Result<Plugin, String> {
+    pub fn for_spec(spec: &VolumeSpec) -> Result<Plugin, Error> {
         let matching: Vec<Plugin> = Plugin::ALL.into_iter().filter(|p| p.can_support(spec)).collect();
         match matching.as_slice() {
             [plugin] => Ok(*plugin),
-            [] => Err("no volume plugin matched".to_string()),
+            [] => Err(Error::NoPlugin),
             many => {
                 let names: Vec<&str> = many.iter().map(|p| p.name()).collect();
-                Err(format!("multiple volume plugins matched: {}", names.join(",")))
+                Err(Error::MultiplePlugins { names: names.join(",") })
             }
         }
     }
@@ -152,10 +154,10 @@ impl Plugin {
     }
 
     /// `GetUniqueVolumeNameFromSpec`: `<plugin name>/<volume name>`.
-    pub fn unique_volume_name(self, spec: &VolumeSpec) -> Result<String, String> {
+    pub fn unique_volume_name(self, spec: &VolumeSpec) -> Result<String, Error> {
         match self.volume_name(spec) {
             Some(name) => Ok(format!("{}/{name}", self.name())),
-            None => Err(format!("failed to GetVolumeName from volumePlugin for volumeSpec {:?}", spec.name())),
+            None => Err(Error::NoVolumeName { volume: spec.name().to_string() }),
         }
     }
 }
@@ -180,7 +182,7 @@ pub struct Lookups {
 impl Lookups {
     /// `CreateVolumeSpec` (without CSI migration): an inline volume as it is, a claim (or a
     /// generic ephemeral volume's claim) as its bound PersistentVolume.
-    pub fn volume_spec(&self, pod: &Pod, volume: &Volume) -> Result<VolumeSpec, String> {
+    pub fn volume_spec(&self, pod: &Pod, volume: &Volume) -> Result<VolumeSpec, Error> {
         let claim_name = match (&volume.persistent_volume_claim, &volume.ephemeral) {
             (_, Some(_)) => ephemeral_claim_name(pod, volume),
             (Some(source), None) => source.claim_name.clone(),
@@ -190,13 +192,15 @@ impl Lookups {
             return Ok(VolumeSpec::Inline(Box::new(volume.clone())));
         }
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-        let processing = |e: String| format!("error processing PVC {namespace:?}/{claim_name:?}: {e}");
+        let processing = |source| Error::ProcessingClaim {
+            namespace: namespace.into(),
+            claim: claim_name.clone(),
+            source: Box::new(source),
+        };
         let claim = bound_claim_from_cache(&self.claims, namespace, &claim_name).map_err(processing)?;
         if volume.ephemeral.is_some() && !volume_is_for_pod(pod, &claim) {
-            let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-            return Err(format!(
-                "PVC {namespace}/{claim_name} was not created for pod {namespace}/{pod_name} (pod is not owner)"
-            ));
+            let pod = pod.metadata.name.clone().unwrap_or_default();
+            return Err(Error::NotOwner { namespace: namespace.into(), claim: claim_name, pod });
         }
         let pv_name = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).unwrap_or_default();
         let claim_uid = claim.metadata.uid.as_deref().unwrap_or_default();
@@ -260,14 +264,9 @@ pub struct MountLabel {
 }
 
 /// `MultipleSELinuxLabelsError`: one volume, several labels in one pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("multiple SELinux labels found: {}", .0.join(","))]
 pub struct MultipleLabels(pub Vec<String>);
-
-impl std::fmt::Display for MultipleLabels {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "multiple SELinux labels found: {}", self.0.join(","))
-    }
-}
 
 /// `ControllerSELinuxTranslator.SELinuxOptionsToFileLabel`: the parts joined with `:`, with no
 /// defaults (the controller cannot read the nodes' `/etc/selinux`); all empty is "".
@@ -347,9 +346,12 @@ mod tests {
         assert_eq!(name(&csi).unwrap(), "kubernetes.io/csi/d^h");
         assert_eq!(csi.csi_driver(), Some("d"));
         let inline_csi = VolumeSpec::Inline(Box::new(from(json!({"name": "v", "csi": {"driver": "d"}}))));
-        assert_eq!(name(&inline_csi).unwrap_err(), "failed to GetVolumeName from volumePlugin for volumeSpec \"v\"");
+        assert_eq!(
+            name(&inline_csi).unwrap_err().to_string(),
+            "failed to GetVolumeName from volumePlugin for volumeSpec \"v\""
+        );
         let empty_dir = VolumeSpec::Inline(Box::new(from(json!({"name": "v", "emptyDir": {}}))));
-        assert_eq!(Plugin::for_spec(&empty_dir).unwrap_err(), "no volume plugin matched");
+        assert_eq!(Plugin::for_spec(&empty_dir).unwrap_err().to_string(), "no volume plugin matched");
     }
 
     #[test]

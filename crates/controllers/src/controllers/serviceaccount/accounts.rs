@@ -8,6 +8,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use super::Error;
+use crate::apimachinery::errors::Aggregate;
 use crate::client::{Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer};
@@ -20,7 +22,7 @@ pub const ACCOUNTS_TO_ENSURE: &[&str] = &["default"];
 const WORKERS: usize = 1;
 
 /// `NewServiceAccountsController`.
-pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>) -> Controller {
     let queue = WorkQueue::new("serviceaccount");
     let controller = Arc::new(ServiceAccountsController {
         client: context.client.clone(),
@@ -42,8 +44,8 @@ pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
             on_account.add(object.metadata.namespace.clone().unwrap_or_default());
         }
     });
-    Ok(Controller::new()
-        .with_queue(&queue, WORKERS, move |namespace: &String| controller.sync(namespace).map_err(SyncError::Failed)))
+    Controller::new()
+        .with_queue(&queue, WORKERS, move |namespace: &String| controller.sync(namespace).map_err(SyncError::of))
 }
 
 struct ServiceAccountsController {
@@ -54,7 +56,7 @@ struct ServiceAccountsController {
 
 impl ServiceAccountsController {
     /// `syncNamespace`.
-    fn sync(&self, namespace: &str) -> Result<(), String> {
+    fn sync(&self, namespace: &str) -> Result<(), Error> {
         let Some(ns) = self.namespaces.store().get(namespace) else {
             return Ok(());
         };
@@ -79,9 +81,9 @@ impl ServiceAccountsController {
             match api.create(&account, &PostParams::default()) {
                 Ok(_) => log::debug!("created service account {namespace}/{name}"),
                 Err(e) if e.is_already_exists() || e.has_status_cause("NamespaceTerminating") => {}
-                Err(e) => failures.push(e.to_string()),
+                Err(e) => failures.push(e),
             }
         }
-        if failures.is_empty() { Ok(()) } else { Err(failures.join(", ")) }
+        Aggregate::from_errors(failures).map_err(Error::CreateAccounts)
     }
 }

@@ -20,7 +20,7 @@ use jiff::tz::TimeZone;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount};
 use serde_json::{Value, json};
 
-use super::{SERVICE_ACCOUNT_NAME_ANNOTATION, SERVICE_ACCOUNT_UID_ANNOTATION, TOKEN_SECRET_TYPE};
+use super::{Error, SERVICE_ACCOUNT_NAME_ANNOTATION, SERVICE_ACCOUNT_UID_ANNOTATION, TOKEN_SECRET_TYPE};
 use crate::client::{Api, Client, DeleteParams, Patch, PostParams, Preconditions};
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::Informer;
@@ -45,12 +45,10 @@ pub struct Config {
 }
 
 /// `NewLegacySATokenCleaner`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, Error> {
     let period = config.period;
     if period.is_zero() {
-        return Err(format!(
-            "failed to start the legacy service account token cleaner: invalid CleanUpPeriod: {period:?}"
-        ));
+        return Err(Error::InvalidCleanUpPeriod(period));
     }
     let cleaner = Arc::new(LegacyTokenCleaner {
         name: context.name,
@@ -93,7 +91,7 @@ pub enum Action {
 
 impl LegacyTokenCleaner {
     /// `evaluateSATokens`.
-    fn evaluate(&self, now: Timestamp) -> Result<(), String> {
+    fn evaluate(&self, now: Timestamp) -> Result<(), Error> {
         let tracked_since = self.tracked_since()?;
         let mut mounted: HashMap<String, HashSet<String>> = HashMap::new();
         let secrets = self.secrets.store().list();
@@ -140,14 +138,14 @@ impl LegacyTokenCleaner {
     }
 
     /// `latestPossibleTrackedSinceTime`: the day after kube-apiserver began tracking use.
-    fn tracked_since(&self) -> Result<Timestamp, String> {
+    fn tracked_since(&self) -> Result<Timestamp, Error> {
         let config_map = Api::<ConfigMap>::namespaced(&self.client, "kube-system").get(TRACKING_CONFIG_MAP);
-        let config_map = config_map.map_err(|e| format!("Getting lastest possible tracked_since time: {e}"))?;
+        let config_map = config_map.map_err(Error::TrackingConfigMap)?;
         let since = config_map.data.as_ref().and_then(|d| d.get(TRACKING_SINCE_KEY));
-        let since = since.ok_or("configMap does not have since label")?;
-        let date = parse_date(since).ok_or_else(|| format!("error parsing trackedSince time: {since:?}"))?;
-        let next_day = date.tomorrow().map_err(|e| e.to_string())?;
-        next_day.to_zoned(TimeZone::UTC).map(|z| z.timestamp()).map_err(|e| e.to_string())
+        let since = since.ok_or(Error::NoTrackedSince)?;
+        let date = parse_date(since).ok_or_else(|| Error::ParseTrackedSince(since.clone()))?;
+        let next_day = date.tomorrow()?;
+        Ok(next_day.to_zoned(TimeZone::UTC).map(|z| z.timestamp())?)
     }
 
     /// `getServiceAccount`: the account a Secret names, if it exists with the named UID.

@@ -3,6 +3,11 @@
 //! `serviceaccount-token-controller` (legacy token Secrets, signed with
 //! `--service-account-private-key-file`) and `legacy-serviceaccount-token-cleaner-controller`.
 
+use std::time::Duration;
+
+use crate::apimachinery::errors::{Aggregate, BoxError};
+use crate::client;
+
 mod accounts;
 mod cleaner;
 mod tokens;
@@ -18,3 +23,88 @@ pub const SERVICE_ACCOUNT_NAME_ANNOTATION: &str = "kubernetes.io/service-account
 pub const SERVICE_ACCOUNT_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 /// `v1.SecretTypeServiceAccountToken`.
 pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
+
+/// Why a controller of this module could not start, or a sync failed. API errors are kept
+/// whole, so that a conflict or a server's `Retry-After` reaches the queue with its kind.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Some default accounts could not be created: their errors, joined with `, `.
+    #[error("{}", joined(.0))]
+    CreateAccounts(#[source] Aggregate),
+    /// The cleaner's period is zero.
+    #[error("failed to start the legacy service account token cleaner: invalid CleanUpPeriod: {0:?}")]
+    InvalidCleanUpPeriod(Duration),
+    /// The ConfigMap saying since when kube-apiserver tracks token use could not be read.
+    #[error("Getting lastest possible tracked_since time: {0}")]
+    TrackingConfigMap(#[source] client::Error),
+    /// That ConfigMap has no date.
+    #[error("configMap does not have since label")]
+    NoTrackedSince,
+    /// Its date does not parse.
+    #[error("error parsing trackedSince time: {0:?}")]
+    ParseTrackedSince(String),
+    /// The day after it is out of the calendar's range.
+    #[error("{0}")]
+    Date(#[from] jiff::Error),
+    /// The tokens' signing key could not be read.
+    #[error("error reading key for service account token controller: {0}")]
+    ReadKey(#[source] BoxError),
+    /// A queue key lacks a part.
+    #[error("invalid key {0}")]
+    InvalidKey(String),
+    /// The account could not be read.
+    #[error("getting service account {namespace}/{name}: {source}")]
+    GetAccount {
+        /// The namespace.
+        namespace: String,
+        /// The account.
+        name: String,
+        /// The read's error.
+        source: client::Error,
+    },
+    /// A token Secret could not be deleted.
+    #[error("deleting token {namespace}/{name}: {source}")]
+    DeleteToken {
+        /// The namespace.
+        namespace: String,
+        /// The Secret.
+        name: String,
+        /// The deletion's error.
+        source: client::Error,
+    },
+    /// Several token Secrets could not be deleted: their errors, joined with `, `.
+    #[error("{}", joined(.0))]
+    DeleteTokens(#[source] Aggregate),
+    /// A token Secret could not be read.
+    #[error("getting secret {namespace}/{name}: {source}")]
+    GetSecret {
+        /// The namespace.
+        namespace: String,
+        /// The Secret.
+        name: String,
+        /// The read's error.
+        source: client::Error,
+    },
+    /// A token could not be signed.
+    #[error("signing a token: {0}")]
+    Sign(#[source] BoxError),
+    /// A token Secret could not be filled.
+    #[error("populating token {namespace}/{name}: {source}")]
+    PopulateToken {
+        /// The namespace.
+        namespace: String,
+        /// The Secret.
+        name: String,
+        /// The update's error.
+        source: client::Error,
+    },
+    /// A Secret's reference could not be dropped from its account.
+    #[error("{0}")]
+    RemoveReference(#[source] client::Error),
+}
+
+/// The errors of an aggregate joined with `, ` (as these controllers have always reported
+/// them; upstream's aggregate would bracket several).
+fn joined(errors: &Aggregate) -> String {
+    errors.errors().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}

@@ -14,7 +14,8 @@ use std::time::Duration;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 
-use super::{SERVICE_ACCOUNT_NAME_ANNOTATION, SERVICE_ACCOUNT_UID_ANNOTATION, TOKEN_SECRET_TYPE};
+use super::{Error, SERVICE_ACCOUNT_NAME_ANNOTATION, SERVICE_ACCOUNT_UID_ANNOTATION, TOKEN_SECRET_TYPE};
+use crate::apimachinery::errors::Aggregate;
 use crate::client::{Api, Client, DeleteParams, PostParams, Preconditions};
 use crate::jwt::{self, SigningKey};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
@@ -44,9 +45,8 @@ pub struct Config {
 }
 
 /// `NewTokensController`.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
-    let key = SigningKey::from_pem_file(&config.private_key_file)
-        .map_err(|e| format!("error reading key for service account token controller: {e}"))?;
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, Error> {
+    let key = SigningKey::from_pem_file(&config.private_key_file).map_err(|e| Error::ReadKey(e.into()))?;
     let root_ca = config.root_ca;
     let queue = WorkQueue::new("serviceaccount_tokens_service");
     let secret_queue = WorkQueue::new("serviceaccount_tokens_secret");
@@ -110,9 +110,9 @@ impl AccountKey {
     }
 
     /// `parseServiceAccountKey`'s rules: every part is required.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Error> {
         match [&self.namespace, &self.name, &self.uid].iter().any(|part| part.is_empty()) {
-            true => Err(format!("invalid key {self:?}")),
+            true => Err(Error::InvalidKey(format!("{self:?}"))),
             false => Ok(()),
         }
     }
@@ -131,16 +131,16 @@ impl SecretKey {
     }
 
     /// `parseSecretQueueKey`'s rules: every part but the account UID is required.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Error> {
         match [&self.namespace, &self.name, &self.uid, &self.account].iter().any(|part| part.is_empty()) {
-            true => Err(format!("invalid key {self:?}")),
+            true => Err(Error::InvalidKey(format!("{self:?}"))),
             false => Ok(()),
         }
     }
 }
 
 /// The outcome of one step: an error, and whether it is worth a retry.
-type Step = Result<(), (bool, String)>;
+type Step = Result<(), (bool, Error)>;
 
 struct TokensController {
     /// The controller's name, for its logs.
@@ -176,7 +176,7 @@ impl TokensController {
     fn retry_or_forget<K: QueueItem>(&self, step: Step, queue: &WorkQueue<K>, key: &K) -> SyncResult {
         match step {
             Ok(()) => Ok(()),
-            Err((true, e)) if queue.num_requeues(key) < MAX_RETRIES => Err(SyncError::Failed(e)),
+            Err((true, e)) if queue.num_requeues(key) < MAX_RETRIES => Err(SyncError::of(e)),
             Err((_, e)) => {
                 log::error!("{}: {e}", self.name);
                 Ok(())
@@ -225,7 +225,7 @@ impl TokensController {
         name: &str,
         uid: &str,
         fetch_on_miss: bool,
-    ) -> Result<Option<ServiceAccount>, (bool, String)> {
+    ) -> Result<Option<ServiceAccount>, (bool, Error)> {
         let matches = |sa: &ServiceAccount| uid.is_empty() || sa.metadata.uid.as_deref() == Some(uid);
         if let Some(sa) = self.accounts.store().get_by_name(namespace, name).filter(|sa| matches(sa)) {
             return Ok(Some((*sa).clone()));
@@ -234,7 +234,8 @@ impl TokensController {
             return Ok(None);
         }
         let live = Api::<ServiceAccount>::namespaced(&self.client, namespace).get_opt(name);
-        let live = live.map_err(|e| (true, format!("getting service account {namespace}/{name}: {e}")))?;
+        let live = live
+            .map_err(|source| (true, Error::GetAccount { namespace: namespace.into(), name: name.into(), source }))?;
         Ok(live.filter(matches))
     }
 
@@ -253,7 +254,7 @@ impl TokensController {
                 errors.push(e);
             }
         }
-        if errors.is_empty() { Ok(()) } else { Err((retry, errors.join(", "))) }
+        Aggregate::from_errors(errors).map_err(|all| (retry, Error::DeleteTokens(all)))
     }
 
     /// `deleteToken`, with the Secret's UID as precondition; gone or replaced is fine.
@@ -262,8 +263,8 @@ impl TokensController {
             (!uid.is_empty()).then(|| Preconditions { uid: Some(uid.to_string()), resource_version: None });
         let params = DeleteParams { preconditions, ..DeleteParams::default() };
         match Api::<Secret>::namespaced(&self.client, namespace).delete(name, &params) {
-            Err(e) if !e.is_not_found() && !e.is_conflict() => {
-                Err((true, format!("deleting token {namespace}/{name}: {e}")))
+            Err(source) if !source.is_not_found() && !source.is_conflict() => {
+                Err((true, Error::DeleteToken { namespace: namespace.into(), name: name.into(), source }))
             }
             _ => Ok(()),
         }
@@ -286,7 +287,10 @@ impl TokensController {
         let api = Api::<Secret>::namespaced(&self.client, &namespace);
         let mut live = match api.get(&name) {
             Ok(live) => live,
-            Err(e) => return Err((!e.is_not_found(), format!("getting secret {namespace}/{name}: {e}"))),
+            Err(source) => {
+                let retry = !source.is_not_found();
+                return Err((retry, Error::GetSecret { namespace, name, source }));
+            }
         };
         if live.metadata.resource_version != cached.metadata.resource_version {
             // The update event will bring us back.
@@ -311,7 +315,7 @@ impl TokensController {
                 &text(&sa.metadata.uid),
                 &name,
             );
-            let token = jwt::sign(&self.key, &claims).map_err(|e| (false, format!("signing a token: {e}")))?;
+            let token = jwt::sign(&self.key, &claims).map_err(|e| (false, Error::Sign(e.into())))?;
             data.insert(TOKEN_KEY.into(), ByteString(token.into_bytes()));
         }
         let annotations = live.metadata.annotations.get_or_insert_default();
@@ -320,7 +324,7 @@ impl TokensController {
         match api.replace(&name, &live, &PostParams::default()) {
             // Someone else changed it (we will hear of it) or it is gone.
             Err(e) if e.is_conflict() || e.is_not_found() => Ok(()),
-            Err(e) => Err((true, format!("populating token {namespace}/{name}: {e}"))),
+            Err(source) => Err((true, Error::PopulateToken { namespace, name, source })),
             Ok(_) => Ok(()),
         }
     }
@@ -332,10 +336,10 @@ impl TokensController {
         account: &str,
         account_uid: &str,
         secret: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let api = Api::<ServiceAccount>::namespaced(&self.client, namespace);
         for attempt in 1..=REMOVE_REFERENCE_TRIES {
-            let Some(mut sa) = api.get_opt(account).map_err(|e| e.to_string())? else { return Ok(()) };
+            let Some(mut sa) = api.get_opt(account).map_err(Error::RemoveReference)? else { return Ok(()) };
             if !account_uid.is_empty() && sa.metadata.uid.as_deref() != Some(account_uid) {
                 return Ok(());
             }
@@ -351,7 +355,7 @@ impl TokensController {
                     let jitter = crate::random::below(REMOVE_REFERENCE_INTERVAL.as_millis() as u64);
                     std::thread::sleep(REMOVE_REFERENCE_INTERVAL + Duration::from_millis(jitter));
                 }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(Error::RemoveReference(e)),
             }
         }
         Ok(())
@@ -374,7 +378,7 @@ mod tests {
     #[test]
     fn keys_need_their_parts() {
         let account = AccountKey { namespace: "ns".into(), name: "a".into(), uid: "u".into() };
-        assert_eq!(account.check(), Ok(()));
+        assert!(account.check().is_ok());
         let secret = SecretKey {
             namespace: "ns".into(),
             name: "a-token".into(),
@@ -382,7 +386,7 @@ mod tests {
             account: "odd/name\"".into(),
             account_uid: "".into(),
         };
-        assert_eq!(secret.check(), Ok(()));
+        assert!(secret.check().is_ok());
         assert!(AccountKey { uid: "".into(), ..account }.check().is_err(), "no uid");
         assert!(SecretKey { account: "".into(), ..secret }.check().is_err(), "no account name");
     }

@@ -11,14 +11,14 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 
-use super::pod_control::aggregate;
 use super::revisions::{UpdateRevision, choose_update_revision, set_matches_latest_existing_revision};
 use super::utils::{
     allows_burst, complete_rolling_update, end_ordinal, in_ordinal_range, inconsistent_status, is_created, is_finished,
     is_pending, is_running_and_available, is_running_and_ready, is_terminating, is_unavailable, name_of, namespace_of,
     new_versioned_pod, ordinal, replicas, revision_of, spec, start_ordinal,
 };
-use super::{StatefulSetController, sets_resource};
+use super::{Error, StatefulSetController, sets_resource};
+use crate::apimachinery::errors::Aggregate;
 use crate::apimachinery::labels::Selector;
 use crate::client::{Api, PostParams};
 use crate::controllers::history;
@@ -51,7 +51,7 @@ pub fn new_revision(set: &StatefulSet, revision: i64, collision_count: Option<i3
 }
 
 /// `ApplyRevision`: the set with the revision's template (the patch replaces `spec.template`).
-pub fn apply_revision(set: &StatefulSet, revision: &ControllerRevision) -> Result<StatefulSet, String> {
+pub fn apply_revision(set: &StatefulSet, revision: &ControllerRevision) -> Result<StatefulSet, Error> {
     let mut clone = set.clone();
     let data = revision.data.as_ref().map(|d| &d.0);
     if let Some(template) = data.and_then(|d| d.get("spec")).and_then(|s| s.get("template")) {
@@ -59,7 +59,7 @@ pub fn apply_revision(set: &StatefulSet, revision: &ControllerRevision) -> Resul
         if let Some(object) = template.as_object_mut() {
             object.remove("$patch");
         }
-        let template: PodTemplateSpec = crate::apimachinery::json::from_value(&template).map_err(|e| e.to_string())?;
+        let template: PodTemplateSpec = crate::apimachinery::json::from_value(&template)?;
         clone.spec.get_or_insert_with(Default::default).template = template;
     }
     Ok(clone)
@@ -107,8 +107,8 @@ fn update_status(
 fn run_for_all(
     count: usize,
     monotonic: bool,
-    f: &(dyn Fn(usize) -> (bool, Result<(), String>) + Sync),
-) -> (bool, Option<String>) {
+    f: &(dyn Fn(usize) -> (bool, Result<(), Error>) + Sync),
+) -> (bool, Option<Error>) {
     if monotonic {
         for i in 0..count {
             let (exit, result) = f(i);
@@ -121,9 +121,8 @@ fn run_for_all(
     let mut next = 0;
     let mut batch = count.min(1);
     while batch > 0 {
-        let errors = run_batch(next..next + batch, f);
-        if !errors.is_empty() {
-            return (true, aggregate(&errors));
+        if let Err(errors) = Aggregate::from_errors(run_batch(next..next + batch, f)) {
+            return (true, Some(errors.into()));
         }
         next += batch;
         batch = (2 * batch).min(count - next).min(MAX_BATCH_SIZE);
@@ -133,7 +132,7 @@ fn run_for_all(
 
 /// One slow-start batch: every index run, on at most [`BATCH_THREADS`] threads (upstream runs
 /// a goroutine each; most calls are quick checks of pods that need nothing). The errors.
-fn run_batch(indexes: std::ops::Range<usize>, f: &(dyn Fn(usize) -> (bool, Result<(), String>) + Sync)) -> Vec<String> {
+fn run_batch(indexes: std::ops::Range<usize>, f: &(dyn Fn(usize) -> (bool, Result<(), Error>) + Sync)) -> Vec<Error> {
     if indexes.len() == 1 {
         return f(indexes.start).1.err().into_iter().collect();
     }
@@ -165,22 +164,27 @@ impl StatefulSetController {
         set: &StatefulSet,
         pods: &[Arc<Pod>],
         now: Timestamp,
-    ) -> Result<StatefulSetStatus, String> {
+    ) -> Result<StatefulSetStatus, Error> {
         let mut revisions = self.list_revisions(set)?;
         history::sort_revisions(&mut revisions);
         let (current, update, result) = self.perform_update(set, pods, &revisions, now);
         let truncated = self.truncate_history(set, pods, &revisions, current.as_ref(), update.as_ref());
-        match (result, truncated) {
-            (Ok(status), Ok(())) => Ok(status),
-            (Ok(_), Err(e)) => Err(e),
-            (Err(e), Ok(())) => Err(e),
-            (Err(a), Err(b)) => Err(format!("[{a}, {b}]")),
-        }
+        // As upstream, a failed update and a failed truncation are reported together
+        // (`utilerrors.NewAggregate`: one alone reads as itself, both as `[a, b]`), each kept
+        // whole for its kind; the placeholder status is never returned with an error.
+        let mut errors = Vec::new();
+        let status = result.unwrap_or_else(|e| {
+            errors.push(e);
+            StatefulSetStatus::default()
+        });
+        errors.extend(truncated.err());
+        Aggregate::from_errors(errors)?;
+        Ok(status)
     }
 
     /// `ListRevisions`: the revisions the set's selector matches.
-    pub(super) fn list_revisions(&self, set: &StatefulSet) -> Result<Vec<Arc<ControllerRevision>>, String> {
-        let selector = Selector::from_label_selector(&spec(set).selector)?;
+    pub(super) fn list_revisions(&self, set: &StatefulSet) -> Result<Vec<Arc<ControllerRevision>>, Error> {
+        let selector = Selector::from_label_selector(&spec(set).selector).map_err(|e| Error::Selector(e.into()))?;
         Ok(self.history.list(&set.metadata, &selector))
     }
 
@@ -191,14 +195,14 @@ impl StatefulSetController {
         pods: &[Arc<Pod>],
         revisions: &[Arc<ControllerRevision>],
         now: Timestamp,
-    ) -> (Option<ControllerRevision>, Option<ControllerRevision>, Result<StatefulSetStatus, String>) {
+    ) -> (Option<ControllerRevision>, Option<ControllerRevision>, Result<StatefulSetStatus, Error>) {
         let (current, update, collision_count) = match self.revisions(set, revisions) {
             Ok(found) => found,
             Err(e) => return (None, None, Err(e)),
         };
-        let (status, error) = self.update_pods(set, &current, &update, collision_count, pods, now);
-        let Some(mut status) = status else {
-            return (Some(current), Some(update), Err(error.unwrap_or_default()));
+        let (mut status, error) = match self.update_pods(set, &current, &update, collision_count, pods, now) {
+            Ok(updated) => updated,
+            Err(e) => return (Some(current), Some(update), Err(e)),
         };
         let status_error = self.update_status(set, &mut status).err();
         let result = match (error, status_error) {
@@ -229,7 +233,7 @@ impl StatefulSetController {
         revisions: &[Arc<ControllerRevision>],
         current: Option<&ControllerRevision>,
         update: Option<&ControllerRevision>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let mut live: HashSet<&str> = pods.iter().map(|p| revision_of(p)).collect();
         live.extend(current.iter().chain(update.iter()).map(|r| name_of(&r.metadata)));
         let old: Vec<&Arc<ControllerRevision>> =
@@ -239,7 +243,7 @@ impl StatefulSetController {
             return Ok(());
         }
         for revision in &old[..old.len() - limit as usize] {
-            self.history.delete(revision).map_err(|e| e.message())?;
+            self.history.delete(revision)?;
         }
         Ok(())
     }
@@ -251,7 +255,7 @@ impl StatefulSetController {
         &self,
         set: &StatefulSet,
         revisions: &[Arc<ControllerRevision>],
-    ) -> Result<(ControllerRevision, ControllerRevision, i32), String> {
+    ) -> Result<(ControllerRevision, ControllerRevision, i32), Error> {
         let mut collision_count = set.status.as_ref().and_then(|s| s.collision_count).unwrap_or(0);
         let candidate = new_revision(set, history::next_revision(revisions), Some(collision_count));
         let matches_latest = |latest: &ControllerRevision| {
@@ -260,12 +264,8 @@ impl StatefulSetController {
         };
         let update = match choose_update_revision(revisions, &candidate, matches_latest) {
             UpdateRevision::Latest(latest) => (**latest).clone(),
-            UpdateRevision::Renumber(found) => {
-                self.history.update_revision_number(found, candidate.revision).map_err(|e| e.message())?
-            }
-            UpdateRevision::Create => {
-                self.history.create(&set.metadata, &candidate, &mut collision_count).map_err(|e| e.message())?
-            }
+            UpdateRevision::Renumber(found) => self.history.update_revision_number(found, candidate.revision)?,
+            UpdateRevision::Create => self.history.create(&set.metadata, &candidate, &mut collision_count)?,
         };
         let current_name = set.status.as_ref().and_then(|s| s.current_revision.as_deref()).unwrap_or("");
         let current = revisions
@@ -277,7 +277,8 @@ impl StatefulSetController {
 
     /// `updateStatefulSet`: replicas created, recreated or fixed in ordinal order, condemned
     /// pods deleted from the highest ordinal, then the rolling update. Returns the status
-    /// computed (None if the revisions could not be applied) and the error.
+    /// computed and the error of the update (an error alone if the revisions could not be
+    /// applied).
     fn update_pods(
         &self,
         set: &StatefulSet,
@@ -286,11 +287,8 @@ impl StatefulSetController {
         collision_count: i32,
         pods: &[Arc<Pod>],
         now: Timestamp,
-    ) -> (Option<StatefulSetStatus>, Option<String>) {
-        let (current_set, update_set) = match (apply_revision(set, current), apply_revision(set, update)) {
-            (Ok(c), Ok(u)) => (c, u),
-            (Err(e), _) | (_, Err(e)) => return (None, Some(e)),
-        };
+    ) -> Result<(StatefulSetStatus, Option<Error>), Error> {
+        let (current_set, update_set) = (apply_revision(set, current)?, apply_revision(set, update)?);
         let (current_name, update_name) = (name_of(&current.metadata), name_of(&update.metadata));
         let min_ready = spec(set).min_ready_seconds.unwrap_or(0);
         let mut status = StatefulSetStatus {
@@ -337,7 +335,7 @@ impl StatefulSetController {
             );
         }
         if set.metadata.deletion_timestamp.is_some() {
-            return (Some(status), None);
+            return Ok((status, None));
         }
         let monotonic = !allows_burst(set);
         let recount = |status: &mut StatefulSetStatus| {
@@ -349,7 +347,7 @@ impl StatefulSetController {
         let (exit, error) = run_for_all(replicas.len(), monotonic, &process_replica);
         if exit || error.is_some() {
             recount(&mut status);
-            return (Some(status), error);
+            return Ok((status, error));
         }
 
         let fix_claims = |i: usize| {
@@ -364,7 +362,7 @@ impl StatefulSetController {
         let (exit, error) = run_for_all(condemned.len(), monotonic, &fix_claims);
         if exit || error.is_some() {
             recount(&mut status);
-            return (Some(status), error);
+            return Ok((status, error));
         }
 
         let process_condemned =
@@ -372,13 +370,13 @@ impl StatefulSetController {
         let (exit, error) = run_for_all(condemned.len(), monotonic, &process_condemned);
         if exit || error.is_some() {
             recount(&mut status);
-            return (Some(status), error);
+            return Ok((status, error));
         }
         recount(&mut status);
 
         let strategy = spec(set).update_strategy.as_ref();
         if strategy.and_then(|s| s.type_.as_deref()) == Some("OnDelete") {
-            return (Some(status), None);
+            return Ok((status, None));
         }
         // The RollingUpdate strategy (MaxUnavailableStatefulSet, Beta, is off by default in
         // v1.36 and not ported): from the highest ordinal down to the partition, one pod at a
@@ -394,10 +392,10 @@ impl StatefulSetController {
                     name_of(&pod.metadata)
                 );
                 if let Err(e) = self.pod_control.delete_pod(set, pod) {
-                    return (Some(status), Some(e));
+                    return Ok((status, Some(e)));
                 }
                 status.current_replicas = Some(status.current_replicas.unwrap_or(0) - 1);
-                return (Some(status), None);
+                return Ok((status, None));
             }
             if is_unavailable(pod, min_ready, now) {
                 log::debug!(
@@ -405,10 +403,10 @@ impl StatefulSetController {
                     key(set),
                     name_of(&pod.metadata)
                 );
-                return (Some(status), None);
+                return Ok((status, None));
             }
         }
-        (Some(status), None)
+        Ok((status, None))
     }
 
     /// `processReplica`: (exit, error) for the replica at one ordinal.
@@ -419,7 +417,7 @@ impl StatefulSetController {
         monotonic: bool,
         pod: &Pod,
         now: Timestamp,
-    ) -> (bool, Result<(), String>) {
+    ) -> (bool, Result<(), Error>) {
         let control = &self.pod_control;
         let pod_key = || format!("{}/{}", namespace_of(&set.metadata), name_of(&pod.metadata));
         // Failed or succeeded pods are deleted; the next sync creates their replacement.
@@ -487,7 +485,7 @@ impl StatefulSetController {
         monotonic: bool,
         pod: &Pod,
         now: Timestamp,
-    ) -> (bool, Result<(), String>) {
+    ) -> (bool, Result<(), Error>) {
         let name = name_of(&pod.metadata);
         if is_terminating(pod) {
             if monotonic {
@@ -518,7 +516,7 @@ impl StatefulSetController {
 
     /// `updateStatefulSetStatus` with the status updater: written when it differs, retried on
     /// conflict against the cached set.
-    fn update_status(&self, set: &StatefulSet, status: &mut StatefulSetStatus) -> Result<(), String> {
+    fn update_status(&self, set: &StatefulSet, status: &mut StatefulSetStatus) -> Result<(), Error> {
         complete_rolling_update(set, status);
         if !inconsistent_status(set, status) {
             return Ok(());
@@ -545,7 +543,7 @@ impl StatefulSetController {
                 Err(e) => {
                     attempt += 1;
                     if !e.is_conflict() || attempt >= STATUS_RETRIES {
-                        return Err(e.message());
+                        return Err(e.into());
                     }
                     if let Some(fresh) = self.sets.get_newest(&key(&set)) {
                         set = (*fresh).clone();
@@ -570,17 +568,17 @@ mod tests {
         let seen = std::sync::Mutex::new(Vec::new());
         let f = |i: usize| {
             seen.lock().unwrap().push(i);
-            (false, if i == 4 { Err("boom".to_string()) } else { Ok(()) })
+            (false, if i == 4 { Err(Error::Selector("boom".into())) } else { Ok(()) })
         };
         let (exit, error) = run_for_all(10, false, &f);
         assert!(exit);
-        assert_eq!(error.as_deref(), Some("boom"));
+        assert_eq!(error.map(|e| e.to_string()).as_deref(), Some("boom"));
         // Batches 1, 2, 4: indexes 0..7 ran, 7.. did not.
         let mut seen = seen.into_inner().unwrap();
         seen.sort();
         assert_eq!(seen, (0..7).collect::<Vec<_>>());
         let stop_at_2 = |i: usize| (i == 2, Ok(()));
-        assert_eq!(run_for_all(5, true, &stop_at_2), (true, None));
+        assert!(matches!(run_for_all(5, true, &stop_at_2), (true, None)));
     }
 
     #[test]

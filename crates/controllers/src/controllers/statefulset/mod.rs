@@ -34,9 +34,10 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::apimachinery::clock::{Clock, RealClock};
+use crate::apimachinery::errors::{Aggregate, BoxError};
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::schema::GroupResource;
-use crate::client::Client;
+use crate::client::{self, Client};
 use crate::controllers::history;
 use crate::controllers::podutil::availability::find_min_next_pod_availability_check;
 use crate::metrics::CounterVec;
@@ -51,6 +52,60 @@ use crate::runtime::workqueue::WorkQueue;
 use pod_control::{PodControl, claims_resource};
 use revisions::RevisionEqualityCache;
 use utils::{is_member_of, namespace_of, spec};
+
+/// Why a sync of a StatefulSet failed. API errors are kept whole, so that a conflict or a
+/// server's `Retry-After` reaches the queue with its kind (`SyncError::of`); each reads as
+/// upstream's error does, which the pods' Events quote.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A call to the API server failed: Go's `err.Error()`, the server's message alone.
+    #[error("{}", .0.message())]
+    Api(#[from] client::Error),
+    /// The set's selector is invalid.
+    #[error("{0}")]
+    Selector(#[source] BoxError),
+    /// A ControllerRevision's template does not decode.
+    #[error("{0}")]
+    RevisionData(#[from] serde_json::Error),
+    /// The set could not be read back live before adopting its orphaned revisions.
+    #[error("can't adopt ControllerRevisions: {0}")]
+    CannotAdoptRevisions(#[source] BoxError),
+    /// Adopting or releasing revisions or pods failed.
+    #[error("{0}")]
+    Claim(#[source] BoxError),
+    /// A claim's owner references could not be brought in line with the retention policy.
+    #[error("could not update claim {name} for delete policy ownerRefs: {}", .source.message())]
+    UpdateClaimOwnerRefs {
+        /// The claim.
+        name: String,
+        /// The update's error.
+        source: client::Error,
+    },
+    /// A pod's claim could not be created.
+    #[error("failed to create PVC {name}: {}", .source.message())]
+    CreateClaim {
+        /// The claim.
+        name: String,
+        /// The creation's error.
+        source: client::Error,
+    },
+    /// A pod's claim is being deleted, so the pod waits for its replacement.
+    #[error("pvc {name} is being deleted")]
+    ClaimBeingDeleted {
+        /// The claim.
+        name: String,
+    },
+    /// Several steps failed (`utilerrors.NewAggregate`): `[a, b]`.
+    #[error("{0}")]
+    Aggregate(#[from] Aggregate),
+}
+
+/// The queue acts on the kind of the API error inside, if any.
+impl From<Error> for SyncError {
+    fn from(error: Error) -> SyncError {
+        SyncError::of(error)
+    }
+}
 
 /// What the controller takes from the flags.
 #[derive(Debug, Clone)]
@@ -95,7 +150,7 @@ fn consistency(context: &ControllerContext<'_>, config: &Config) -> ControllerCo
 }
 
 /// `NewStatefulSetController` + `Run`: the `statefulset` queue, `workers` workers.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new("statefulset");
     let pods = context.informers.informer::<Pod>();
     let claims = context.informers.informer::<PersistentVolumeClaim>();
@@ -124,7 +179,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     controller.pods.add_handler(move |event| handler.on_pod_event(event));
     let handler = controller.clone();
     controller.sets.add_handler(move |event| handler.on_set_event(event));
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.sync(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.sync(key))
 }
 
 /// Upstream's `StatefulSetController` with its `defaultStatefulSetControl`.
@@ -168,8 +223,8 @@ impl StatefulSetController {
                 return Ok(());
             }
         };
-        self.adopt_orphan_revisions(&set).map_err(SyncError::Failed)?;
-        let pods = self.pods_for_set(&set, &selector).map_err(SyncError::Failed)?;
+        self.adopt_orphan_revisions(&set)?;
+        let pods = self.pods_for_set(&set, &selector)?;
         self.sync_stateful_set(key, &set, &pods)
     }
 
@@ -179,7 +234,7 @@ impl StatefulSetController {
     fn sync_stateful_set(&self, key: &str, set: &StatefulSet, pods: &[Arc<Pod>]) -> SyncResult {
         log::debug!("Syncing StatefulSet with pods statefulSet={key} pods={}", pods.len());
         let now = self.clock.wall();
-        let status = self.update_stateful_set(set, pods, now).map_err(SyncError::Failed)?;
+        let status = self.update_stateful_set(set, pods, now)?;
         log::debug!("Successfully synced StatefulSet statefulSet={key}");
         if let Some(delay) = self.next_availability_check(set, &status, pods, now) {
             self.queue.add_after(key.to_string(), delay);
@@ -206,19 +261,16 @@ impl StatefulSetController {
         Some(next.unwrap_or(Duration::from_secs(min_ready as u64)))
     }
 
-    fn can_adopt(&self, set: &StatefulSet) -> Result<(), String> {
-        recheck_deletion_timestamp::<StatefulSet>(&self.client, &set.metadata, "StatefulSet ")
-    }
-
     /// `adoptOrphanRevisions`: revisions the selector matches that have no controller.
-    fn adopt_orphan_revisions(&self, set: &StatefulSet) -> Result<(), String> {
+    fn adopt_orphan_revisions(&self, set: &StatefulSet) -> Result<(), Error> {
         let revisions = self.list_revisions(set)?;
         let orphans: Vec<Arc<ControllerRevision>> =
             revisions.into_iter().filter(|r| controller_of(&r.metadata).is_none()).collect();
         if orphans.is_empty() {
             return Ok(());
         }
-        self.can_adopt(set).map_err(|e| format!("can't adopt ControllerRevisions: {e}"))?;
+        recheck_deletion_timestamp::<StatefulSet>(&self.client, &set.metadata, "StatefulSet ")
+            .map_err(|e| Error::CannotAdoptRevisions(e.into()))?;
         let selector = Selector::everything();
         let can_adopt = || Ok(());
         let manager = ControllerRefManager {
@@ -230,17 +282,17 @@ impl StatefulSetController {
             finalizers: &[],
             on_write: None,
         };
-        manager.claim::<ControllerRevision, _>(orphans).map(|_| ())
+        manager.claim::<ControllerRevision, _>(orphans).map(|_| ()).map_err(|e| Error::Claim(e.into()))
     }
 
     /// `getPodsForStatefulSet`: the set's pods after claiming; only pods whose name makes
     /// them members count as matching (orphans adopted, owned non-members released).
-    fn pods_for_set(&self, set: &StatefulSet, selector: &Selector) -> Result<Vec<Arc<Pod>>, String> {
+    fn pods_for_set(&self, set: &StatefulSet, selector: &Selector) -> Result<Vec<Arc<Pod>>, Error> {
         let namespace = namespace_of(&set.metadata);
         let owner_uid = set.metadata.uid.as_ref();
         let candidates = self.pods.store().list_namespace_where(namespace, |m| claim_candidate(owner_uid, selector, m));
         let candidates = candidates.into_iter().map(|p| self.pods.newest(p)).collect();
-        let can_adopt = || self.can_adopt(set);
+        let can_adopt = || recheck_deletion_timestamp::<StatefulSet>(&self.client, &set.metadata, "StatefulSet ");
         let on_write = |pod: &ObjectMeta| self.consistency.pod_written(pod);
         let manager = ControllerRefManager {
             client: &self.client,
@@ -251,7 +303,7 @@ impl StatefulSetController {
             finalizers: &[],
             on_write: Some(&on_write),
         };
-        manager.claim_filtered::<Pod, _>(candidates, |m| is_member_of(set, m))
+        manager.claim_filtered::<Pod, _>(candidates, |m| is_member_of(set, m)).map_err(|e| Error::Claim(e.into()))
     }
 
     fn enqueue(&self, set: &StatefulSet) {
@@ -266,6 +318,54 @@ impl StatefulSetController {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controllers::podutil::testing::ErrorServer;
+    use crate::runtime::events::EventRecorder;
+
+    /// The controller over a client of `server`, its informers fed by hand (the revisions'
+    /// returned beside it).
+    fn controller(server: &ErrorServer) -> (StatefulSetController, Arc<Informer<ControllerRevision>>) {
+        let client = server.client.clone();
+        let informers = crate::runtime::informer::SharedInformerFactory::new(client.clone(), Duration::ZERO);
+        let (pods, claims) = (informers.informer::<Pod>(), informers.informer::<PersistentVolumeClaim>());
+        let (sets, revisions) = (informers.informer::<StatefulSet>(), informers.informer::<ControllerRevision>());
+        let stores: [(GroupResource, Arc<dyn LastSyncRvGetter>); 0] = [];
+        let consistency = ControllerConsistency::new(false, stores, stale_sync_skips_total());
+        let recorder = EventRecorder::new(client.clone(), "statefulset-controller");
+        let controller = StatefulSetController {
+            client: client.clone(),
+            sets,
+            pods: pods.clone(),
+            history: history::History::new(client.clone(), revisions.clone()),
+            pod_control: PodControl { client, pods, claims, recorder, consistency: consistency.clone() },
+            queue: WorkQueue::new("statefulset"),
+            semantic_revision_comparison: true,
+            revision_equality: RevisionEqualityCache::default(),
+            clock: Arc::new(RealClock),
+            consistency,
+        };
+        (controller, revisions)
+    }
+
+    #[test]
+    fn a_conflict_writing_the_status_reaches_the_queue_as_a_conflict() {
+        let server = ErrorServer::conflict();
+        let (controller, revisions) = controller(&server);
+        let set: StatefulSet = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u", "generation": 1},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}, "serviceName": "s",
+                "template": {"metadata": {"labels": {"app": "web"}}}}
+        }))
+        .unwrap();
+        // The set's revision exists: the sync's only write is its status, refused with a 409
+        // at every one of the status updater's attempts.
+        controller.sets.apply_for_test(set.clone());
+        revisions.apply_for_test(control::new_revision(&set, 1, Some(0)));
+        match controller.sync("ns/web") {
+            Err(SyncError::Conflict(message)) => assert_eq!(message, "the test server answers 409 Conflict"),
+            other => panic!("a conflict, not {other:?}"),
+        }
+        assert_eq!(server.requests(), 5, "the status updater's five attempts");
+    }
 
     #[test]
     fn stale_sync_skips_are_counted_but_never_exposed_as_upstreams() {

@@ -9,25 +9,18 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use super::Error;
 use super::utils::{
     Owner, has_stale_owner_ref, has_unexpected_controller, identity_matches, is_claim_owner_up_to_date, name_of,
     namespace_of, ordinal, pod_claims, retention_policy, spec, storage_matches, update_claim_owner_refs,
     update_identity, update_storage,
 };
+use crate::apimachinery::errors::Aggregate;
 use crate::apimachinery::schema::GroupResource;
 use crate::client::{Api, Client, DeleteParams, PostParams};
 use crate::runtime::consistency::{ControllerConsistency, pods_resource};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::Informer;
-
-/// Go's `utilerrors.NewAggregate(...).Error()`: one error as it is, several in brackets.
-pub fn aggregate(errors: &[String]) -> Option<String> {
-    match errors {
-        [] => None,
-        [one] => Some(one.clone()),
-        many => Some(format!("[{}]", many.join(", "))),
-    }
-}
 
 /// `retry.DefaultBackoff`'s delays: 10 ms × 5ⁿ, four attempts.
 const CONFLICT_BACKOFF: [Duration; 3] =
@@ -59,10 +52,10 @@ impl PodControl {
     }
 
     /// `CreateStatefulPod`: the claims first, then the pod, then the claims' owner references.
-    pub fn create_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
-        if let Err(message) = self.create_claims(set, pod) {
-            self.record_pod_event("create", set, pod, Some(&message));
-            return Err(message);
+    pub fn create_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), Error> {
+        if let Err(error) = self.create_claims(set, pod) {
+            self.record_pod_event("create", set, pod, Some(&error));
+            return Err(error);
         }
         let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
         let result = match api.create(pod, &PostParams::default()) {
@@ -72,20 +65,20 @@ impl PodControl {
                 Ok(())
             }
             // An existing pod is only waited for: no Event, no claim update.
-            Err(e) if e.is_already_exists() => return Err(e.message()),
-            Err(e) => Err(e.message()),
+            Err(e) if e.is_already_exists() => return Err(e.into()),
+            Err(e) => Err(Error::from(e)),
         };
-        if let Err(message) = self.update_claims_for_retention_policy(set, pod) {
-            self.record_pod_event("update", set, pod, Some(&message));
-            return Err(message);
+        if let Err(error) = self.update_claims_for_retention_policy(set, pod) {
+            self.record_pod_event("update", set, pod, Some(&error));
+            return Err(error);
         }
-        self.record_pod_event("create", set, pod, result.as_ref().err().map(String::as_str));
+        self.record_pod_event("create", set, pod, result.as_ref().err());
         result
     }
 
     /// `UpdateStatefulPod`: identity, storage and claim references brought in line, retried on
     /// conflict with the cached pod.
-    pub fn update_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+    pub fn update_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), Error> {
         let mut pod = pod.clone();
         let mut attempted = false;
         let mut delays = CONFLICT_BACKOFF.iter();
@@ -98,15 +91,15 @@ impl PodControl {
             if !storage_matches(set, &pod) {
                 update_storage(set, &mut pod);
                 consistent = false;
-                if let Err(message) = self.create_claims(set, &pod) {
-                    self.record_pod_event("update", set, &pod, Some(&message));
-                    break Err(message);
+                if let Err(error) = self.create_claims(set, &pod) {
+                    self.record_pod_event("update", set, &pod, Some(&error));
+                    break Err(error);
                 }
             }
             if !self.claims_match_retention_policy(set, &pod) {
-                if let Err(message) = self.update_claims_for_retention_policy(set, &pod) {
-                    self.record_pod_event("update", set, &pod, Some(&message));
-                    break Err(message);
+                if let Err(error) = self.update_claims_for_retention_policy(set, &pod) {
+                    self.record_pod_event("update", set, &pod, Some(&error));
+                    break Err(error);
                 }
                 consistent = false;
             }
@@ -129,26 +122,26 @@ impl PodControl {
                     }
                     match delays.next() {
                         Some(delay) if e.is_conflict() => std::thread::sleep(*delay),
-                        _ => break Err(e.message()),
+                        _ => break Err(e.into()),
                     }
                 }
             }
         };
         if attempted {
-            self.record_pod_event("update", set, &pod, result.as_ref().err().map(String::as_str));
+            self.record_pod_event("update", set, &pod, result.as_ref().err());
         }
         result
     }
 
     /// `DeleteStatefulPod`: a pod already gone counts as deleted (since v1.34 a NotFound is a
     /// success with its Normal Event, where v1.33 recorded a `FailedDelete`).
-    pub fn delete_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+    pub fn delete_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), Error> {
         let api = Api::<Pod>::namespaced(&self.client, namespace_of(&pod.metadata));
         match api.delete(name_of(&pod.metadata), &DeleteParams::default()) {
             Err(e) if !e.is_not_found() => {
-                let message = e.message();
-                self.record_pod_event("delete", set, pod, Some(&message));
-                Err(message)
+                let error = Error::from(e);
+                self.record_pod_event("delete", set, pod, Some(&error));
+                Err(error)
             }
             _ => {
                 self.record_pod_event("delete", set, pod, None);
@@ -174,7 +167,7 @@ impl PodControl {
     }
 
     /// `UpdatePodClaimForRetentionPolicy`.
-    pub fn update_claims_for_retention_policy(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+    pub fn update_claims_for_retention_policy(&self, set: &StatefulSet, pod: &Pod) -> Result<(), Error> {
         let ordinal = ordinal(pod);
         for template in spec(set).volume_claim_templates.iter().flatten() {
             let name = super::utils::claim_name(set, template, ordinal);
@@ -197,12 +190,7 @@ impl PodControl {
                         self.wrote(set, &claims_resource(), &updated.metadata);
                         self.claims.mutation(updated);
                     }
-                    Err(e) => {
-                        return Err(format!(
-                            "could not update claim {name} for delete policy ownerRefs: {}",
-                            e.message()
-                        ));
-                    }
+                    Err(source) => return Err(Error::UpdateClaimOwnerRefs { name, source }),
                 }
             }
         }
@@ -222,17 +210,17 @@ impl PodControl {
     }
 
     /// `createMissingPersistentVolumeClaims`.
-    pub fn create_missing_claims(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+    pub fn create_missing_claims(&self, set: &StatefulSet, pod: &Pod) -> Result<(), Error> {
         self.create_claims(set, pod)?;
-        if let Err(message) = self.update_claims_for_retention_policy(set, pod) {
-            self.record_pod_event("update", set, pod, Some(&message));
-            return Err(message);
+        if let Err(error) = self.update_claims_for_retention_policy(set, pod) {
+            self.record_pod_event("update", set, pod, Some(&error));
+            return Err(error);
         }
         Ok(())
     }
 
     /// `createPersistentVolumeClaims`: the pod's claims that do not exist yet.
-    pub fn create_claims(&self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+    pub fn create_claims(&self, set: &StatefulSet, pod: &Pod) -> Result<(), Error> {
         let mut errors = Vec::new();
         for claim in pod_claims(set, ordinal(pod)).values() {
             let name = name_of(&claim.metadata);
@@ -246,27 +234,27 @@ impl PodControl {
                             self.record_claim_event("create", set, pod, name, None);
                         }
                         Err(e) => {
-                            let message = e.message();
-                            errors.push(format!("failed to create PVC {name}: {message}"));
                             if !e.is_already_exists() {
-                                self.record_claim_event("create", set, pod, name, Some(&message));
+                                self.record_claim_event("create", set, pod, name, Some(&e.message()));
                             }
+                            errors.push(Error::CreateClaim { name: name.to_string(), source: e });
                         }
                     }
                 }
                 Some(existing) if existing.metadata.deletion_timestamp.is_some() => {
-                    errors.push(format!("pvc {name} is being deleted"));
+                    errors.push(Error::ClaimBeingDeleted { name: name.to_string() });
                 }
                 Some(_) => {}
             }
         }
-        aggregate(&errors).map_or(Ok(()), Err)
+        Ok(Aggregate::from_errors(errors)?)
     }
 
     /// `recordPodEvent`.
-    fn record_pod_event(&self, verb: &str, set: &StatefulSet, pod: &Pod, error: Option<&str>) {
-        let (reason, message) = pod_event(verb, name_of(&pod.metadata), name_of(&set.metadata), error);
-        self.recorder.event_for(set, event_type(error), &reason, &message);
+    fn record_pod_event(&self, verb: &str, set: &StatefulSet, pod: &Pod, error: Option<&Error>) {
+        let error = error.map(Error::to_string);
+        let (reason, message) = pod_event(verb, name_of(&pod.metadata), name_of(&set.metadata), error.as_deref());
+        self.recorder.event_for(set, event_type(error.as_deref()), &reason, &message);
     }
 
     /// `recordClaimEvent`.

@@ -13,12 +13,13 @@ use jiff::Timestamp;
 use k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration;
 use serde_json::json;
 
+use super::Error;
 use super::{MIGRATION_SUCCEEDED, Migrations, discover, gvr_string, is_terminal, resource_for, within_discovery_grace};
 use crate::apimachinery::clock::RealClock;
 use crate::apimachinery::resourceversion::compare_resource_version;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::{MetadataApi, PartialObjectMetadata};
-use crate::client::{Client, Error, Patch, PostParams};
+use crate::client::{self, Client, Patch, PostParams};
 use crate::runtime::controller::{SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, ResourceInformer, SharedInformerFactory};
 use crate::runtime::workqueue::{MaxOfRateLimiter, RateLimiter, WorkQueue, default_controller_rate_limiter};
@@ -39,36 +40,6 @@ pub fn watch(informer: &Informer<StorageVersionMigration>, queue: &WorkQueue<Str
         }
         Event::Deleted { .. } => {}
     });
-}
-
-/// Why a sync did not finish.
-#[derive(Debug)]
-enum SyncFailure {
-    /// A server error: a `Retry-After` is honoured.
-    Api(Error),
-    /// Anything else.
-    Other(String),
-}
-
-impl From<Error> for SyncFailure {
-    fn from(e: Error) -> Self {
-        SyncFailure::Api(e)
-    }
-}
-
-impl From<String> for SyncFailure {
-    fn from(e: String) -> Self {
-        SyncFailure::Other(e)
-    }
-}
-
-impl std::fmt::Display for SyncFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SyncFailure::Api(e) => f.write_str(&e.message()),
-            SyncFailure::Other(e) => f.write_str(e),
-        }
-    }
 }
 
 /// Upstream's `SVMController`.
@@ -110,17 +81,18 @@ impl Migrator {
         };
         log::debug!("\"Error syncing SVM resource, retrying\" svm=\"{name}\" err=\"{e}\"");
         match e {
-            SyncFailure::Api(error) if error.retry_after().is_some() => {
+            Error::Api(error) if error.retry_after().is_some() => {
                 let suggested = error.retry_after().unwrap_or_default();
                 let delay = suggested.max(self.rate_limiter.when(&key));
                 Err(SyncError::RetryAfter { delay, message: error.to_string() })
             }
+            // Upstream's `AddRateLimited`, whatever the error's kind.
             other => Err(SyncError::failed(other.to_string())),
         }
     }
 
     /// `sync`.
-    fn sync(&self, name: &str) -> Result<(), SyncFailure> {
+    fn sync(&self, name: &str) -> Result<(), Error> {
         let started = Instant::now();
         let Some(svm) = self.migrations.get(name) else {
             return Ok(());
@@ -142,19 +114,17 @@ impl Migrator {
             log::debug!("\"resource does not exist in our rest mapper\" gvr=\"{group}/{resource}\"");
             if within_discovery_grace(&svm, Timestamp::now()) {
                 // Upstream wraps a nil error here.
-                return Err("resource does not exist in rest mapper, requeuing to attempt again: %!w(<nil>)"
-                    .to_string()
-                    .into());
+                return Err(Error::NotInRestMapperNil);
             }
             return Ok(self.fail(svm, "unable to obtain GVR from discovery".to_string())?);
         };
         let Some(monitor) = self.informers.started_for_resource(&gvr) else {
-            return Err(format!("no monitor found for resource {}", gvr_string(&gvr)).into());
+            return Err(Error::NoMonitor { gvr: gvr_string(&gvr) });
         };
         if !wait_for_sync(monitor.as_ref(), MONITOR_SYNC_TIMEOUT) {
             log::debug!("\"resource does not exist in GC\" gvr=\"{}\"", gvr_string(&gvr));
             if within_discovery_grace(&svm, Timestamp::now()) {
-                return Err("resource does not exist in GC, requeuing to attempt again: %!w(<nil>)".to_string().into());
+                return Err(Error::NotInGc);
             }
             return Ok(self.fail(svm, "resource does not exist in GC: %!w(<nil>)".to_string())?);
         }
@@ -165,10 +135,7 @@ impl Migrator {
                 return Ok(self.fail(svm, message)?);
             }
             Ok(Ordering::Less) => {
-                return Err(format!(
-                    "GC cache is not up to date, requeuing to attempt again. gcListResourceVersion: {gc_rv}, listResourceVersion: {list_rv}"
-                )
-                .into());
+                return Err(Error::GcBehind { gc_rv, list_rv });
             }
             Ok(_) => {}
         }
@@ -194,7 +161,7 @@ impl Migrator {
         objects: &[Arc<PartialObjectMetadata>],
         svm: StorageVersionMigration,
         list_rv: &str,
-    ) -> Result<Outcome, SyncFailure> {
+    ) -> Result<Outcome, Error> {
         let gvr_name = gvr_string(gvr);
         for object in objects {
             let meta = &object.metadata;
@@ -226,7 +193,7 @@ impl Migrator {
                         "\"Resource ignored due to conflict\" namespace=\"{namespace}\" name=\"{name}\" gvr=\"{gvr_name}\" err=\"{e}\""
                     );
                 }
-                Err(e) if is_retriable(&e) => return Err(SyncFailure::Api(e)),
+                Err(e) if is_retriable(&e) => return Err(Error::Api(e)),
                 Err(e) => {
                     log::error!(
                         "\"Failed to migrate the resource\" err=\"{e}\" namespace=\"{namespace}\" name=\"{name}\" gvr=\"{gvr_name}\""
@@ -240,7 +207,7 @@ impl Migrator {
     }
 
     /// `failMigration`: `Failed` with "migration encountered unhandled error: <err>".
-    fn fail(&self, svm: StorageVersionMigration, error: String) -> Result<(), Error> {
+    fn fail(&self, svm: StorageVersionMigration, error: String) -> Result<(), client::Error> {
         self.migrations.fail(svm, format!("migration encountered unhandled error: {error}"))
     }
 }
@@ -285,7 +252,7 @@ pub fn migration_patch(gvr: &ApiResource, object: &PartialObjectMetadata) -> ser
 
 /// `isRetriableError`: connection trouble, a timeout, throttling, an unavailable or failing
 /// server.
-pub fn is_retriable(error: &Error) -> bool {
+pub fn is_retriable(error: &client::Error) -> bool {
     error.is_transport()
         || error.is_server_timeout()
         || error.is_too_many_requests()

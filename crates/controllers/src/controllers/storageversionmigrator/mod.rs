@@ -33,7 +33,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::apimachinery::clock::whole_seconds;
 use crate::client::discovery::{self, ApiResource, Discovery};
-use crate::client::{Api, Client, PostParams};
+use crate::client::{self, Api, Client, PostParams};
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::informer::Informer;
 use crate::runtime::workqueue::WorkQueue;
@@ -63,10 +63,74 @@ impl Default for Config {
     }
 }
 
+/// Why a sync of a migration failed. API errors are kept whole; the loops requeue every
+/// failure with the queue's rate limit as upstream does (the migrator honours a `Retry-After`).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A call to the API server failed: the server's message alone.
+    #[error("{}", .0.message())]
+    Api(#[from] client::Error),
+    /// Marking a migration failed did not work (the resource version loop's text).
+    #[error("{0}")]
+    MarkFailed(#[source] client::Error),
+    /// The resource is not in discovery yet; it may be soon.
+    #[error("resource does not exist in our rest mapper, requeuing to attempt again")]
+    NotInRestMapper,
+    /// The migrator's form of [`Error::NotInRestMapper`] (upstream wraps a nil error).
+    #[error("resource does not exist in rest mapper, requeuing to attempt again: %!w(<nil>)")]
+    NotInRestMapperNil,
+    /// The discovery of the resource's group version failed: that error's text (the error
+    /// itself stays with the discovery that holds it).
+    #[error("{0}")]
+    GroupDiscovery(String),
+    /// The resource is in a group version discovery serves, but not listed there.
+    #[error("resource \"{gvr}\" not found in discovery")]
+    NotInDiscovery {
+        /// `GroupVersionResource.String()`.
+        gvr: String,
+    },
+    /// The migration's status could not be written.
+    #[error("error updating status for {name}: {}", .source.message())]
+    UpdateStatus {
+        /// The migration.
+        name: String,
+        /// The update's error.
+        source: client::Error,
+    },
+    /// The resource's latest resourceVersion could not be listed.
+    #[error("error getting latest resourceVersion for {gvr}: {}", .source.message())]
+    LatestResourceVersion {
+        /// `GroupVersionResource.String()`.
+        gvr: String,
+        /// The list's error.
+        source: client::Error,
+    },
+    /// The garbage collector has no monitor of the resource.
+    #[error("no monitor found for resource {gvr}")]
+    NoMonitor {
+        /// `GroupVersionResource.String()`.
+        gvr: String,
+    },
+    /// The garbage collector's monitor of the resource has not synced yet.
+    #[error("resource does not exist in GC, requeuing to attempt again: %!w(<nil>)")]
+    NotInGc,
+    /// The garbage collector's cache is older than the migration's resourceVersion.
+    #[error(
+        "GC cache is not up to date, requeuing to attempt again. gcListResourceVersion: {gc_rv}, listResourceVersion: \
+         {list_rv}"
+    )]
+    GcBehind {
+        /// The monitor's resourceVersion.
+        gc_rv: String,
+        /// The migration's.
+        list_rv: String,
+    },
+}
+
 /// `newSVMController`: the three loops on one informer. Discovery, the migration's patches and
 /// the CustomResourceDefinitions go through a client with 20× the QPS and 100× the burst
 /// (`config.QPS *= 20; config.Burst *= 100`), status updates through the controller's own.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let fast = context.client.with_rate_limit_factors(20.0, 100);
     let informer = context.informers.informer::<StorageVersionMigration>();
     let migrations = Migrations { client: context.client.clone(), informer: informer.clone() };
@@ -85,10 +149,10 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
     let runner = Arc::new(runner::Runner::new(migrations, fast));
     runner::watch(&informer, &runner_queue);
 
-    Ok(Controller::new()
+    Controller::new()
         .with_queue(&svm_queue, config.workers, move |key: &String| migrator.process_next(key))
         .with_queue(&rv_queue, 1, move |key: &String| versions.process_next(key))
-        .with_queue(&runner_queue, 1, move |key: &runner::GroupResource| runner.process_next(key)))
+        .with_queue(&runner_queue, 1, move |key: &runner::GroupResource| runner.process_next(key))
 }
 
 /// The migrations as the three loops read and write them.

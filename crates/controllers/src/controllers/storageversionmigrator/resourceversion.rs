@@ -8,7 +8,7 @@ use std::time::Instant;
 use jiff::Timestamp;
 use k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration;
 
-use super::MIGRATION_RUNNING;
+use super::{Error, MIGRATION_RUNNING};
 use super::{Migrations, discover, gvr_string, is_condition_true, is_terminal, resource_for, within_discovery_grace};
 use crate::apimachinery::resourceversion::compare_resource_version;
 use crate::client::discovery::{ApiResource, Discovery};
@@ -50,16 +50,17 @@ impl ResourceVersions {
         ResourceVersions { migrations, client }
     }
 
-    /// `processNext`: every error is retried with the queue's rate limit.
+    /// `processNext`: every error is retried with the queue's rate limit (upstream's
+    /// `AddRateLimited`, whatever the error's kind).
     pub fn process_next(&self, name: &str) -> SyncResult {
         self.sync(name).map_err(|e| {
             log::debug!("\"Error syncing SVM resource, retrying\" svm=\"{name}\" err=\"{e}\"");
-            SyncError::failed(e)
+            SyncError::failed(e.to_string())
         })
     }
 
     /// `sync`.
-    fn sync(&self, name: &str) -> Result<(), String> {
+    fn sync(&self, name: &str) -> Result<(), Error> {
         let started = Instant::now();
         let Some(mut svm) = self.migrations.get(name) else {
             return Ok(());
@@ -77,10 +78,10 @@ impl ResourceVersions {
             return Ok(());
         }
         let (group, resource) = super::group_resource(&svm);
-        let discovered = discover(&self.client).map_err(|e| e.message())?;
+        let discovered = discover(&self.client)?;
         let Some(gvr) = resource_for(&discovered, &group, &resource) else {
             if within_discovery_grace(&svm, Timestamp::now()) {
-                return Err("resource does not exist in our rest mapper, requeuing to attempt again".to_string());
+                return Err(Error::NotInRestMapper);
             }
             return self.fail(svm, "resource does not exist in discovery".to_string());
         };
@@ -101,9 +102,7 @@ impl ResourceVersions {
             return self.fail(svm, format!("latest resourceVersion for {} is not valid: {e}", gvr_string(&gvr)));
         }
         svm.status.get_or_insert_default().resource_version = Some(latest);
-        self.migrations
-            .update_status(&svm)
-            .map_err(|e| format!("error updating status for {name}: {}", e.message()))?;
+        self.migrations.update_status(&svm).map_err(|source| Error::UpdateStatus { name: name.into(), source })?;
         log::debug!(
             "\"Resource version has been successfully added\" svm=\"{name}\" elapsed=\"{:?}\"",
             started.elapsed()
@@ -113,32 +112,32 @@ impl ResourceVersions {
 
     /// `getLatestResourceVersion`: the resourceVersion of a one-object list of the resource,
     /// in [`FAKE_NAMESPACE`] if it is namespaced (an empty list, as cheap as it gets).
-    fn latest_resource_version(&self, gvr: &ApiResource) -> Result<String, String> {
+    fn latest_resource_version(&self, gvr: &ApiResource) -> Result<String, Error> {
         let api = MetadataApi::new(&self.client, gvr, Some(FAKE_NAMESPACE));
         let list = api
             .list(&ListParams { limit: Some(1), ..ListParams::default() })
-            .map_err(|e| format!("error getting latest resourceVersion for {}: {}", gvr_string(gvr), e.message()))?;
+            .map_err(|source| Error::LatestResourceVersion { gvr: gvr_string(gvr), source })?;
         Ok(list.metadata.resource_version.unwrap_or_default())
     }
 
-    fn fail(&self, svm: StorageVersionMigration, message: String) -> Result<(), String> {
-        self.migrations.fail(svm, message).map_err(|e| e.to_string())
+    fn fail(&self, svm: StorageVersionMigration, message: String) -> Result<(), Error> {
+        self.migrations.fail(svm, message).map_err(Error::MarkFailed)
     }
 }
 
 /// `isResourceMigratable`: whether discovery lists `update`, `patch` and `list` for the
 /// resource. A group-version discovery does not serve is not migratable (upstream's NotFound);
 /// one whose discovery failed is an error.
-pub fn is_resource_migratable(discovered: &Discovery, gvr: &ApiResource) -> Result<bool, String> {
+pub fn is_resource_migratable(discovered: &Discovery, gvr: &ApiResource) -> Result<bool, Error> {
     let in_version = |r: &&ApiResource| r.group == gvr.group && r.version == gvr.version;
     if let Some(found) = discovered.all.iter().filter(in_version).find(|r| r.plural == gvr.plural) {
         return Ok(found.supports_all(&VERBS_REQUIRED_FOR_MIGRATION));
     }
     if let Some(e) = discovered.failed.get(&gvr.api_version()) {
-        return Err(e.to_string());
+        return Err(Error::GroupDiscovery(e.to_string()));
     }
     if !discovered.all.iter().any(|r| in_version(&r)) {
         return Ok(false);
     }
-    Err(format!("resource \"{}\" not found in discovery", gvr_string(gvr)))
+    Err(Error::NotInDiscovery { gvr: gvr_string(gvr) })
 }

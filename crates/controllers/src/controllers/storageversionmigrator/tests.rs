@@ -155,11 +155,11 @@ fn discovery_gives_the_preferred_version_and_whether_it_can_be_migrated() {
     let widgets = resource_for(&discovered, "example.com", "widgets").expect("found");
     assert_eq!(widgets.version, "v2");
     assert!(resource_for(&discovered, "example.com", "gadgets").is_none());
-    assert_eq!(is_resource_migratable(&discovered, &widgets), Ok(true));
+    assert_eq!(is_resource_migratable(&discovered, &widgets).ok(), Some(true));
     let readonly = resource_for(&discovered, "example.com", "readonly").expect("found");
-    assert_eq!(is_resource_migratable(&discovered, &readonly), Ok(false));
+    assert_eq!(is_resource_migratable(&discovered, &readonly).ok(), Some(false));
     let elsewhere = resource("other.com", "v1", "things", &all);
-    assert_eq!(is_resource_migratable(&discovered, &elsewhere), Ok(false), "an unknown group-version");
+    assert_eq!(is_resource_migratable(&discovered, &elsewhere).ok(), Some(false), "an unknown group-version");
     let missing = resource("example.com", "v2", "gadgets", &all);
     assert!(is_resource_migratable(&discovered, &missing).is_err());
     assert_eq!(gvr_string(&widgets), "example.com/v2, Resource=widgets");

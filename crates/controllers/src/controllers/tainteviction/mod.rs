@@ -25,10 +25,10 @@ use parking_lot::Mutex;
 
 use crate::apimachinery::clock::{Clock, RealClock};
 use crate::apimachinery::pod::{observed_generation, update_pod_condition};
-use crate::client::{Api, Client, DeleteParams, Error};
+use crate::client::{self, Api, Client, DeleteParams};
 use crate::controllers::nodeutil::{NO_EXECUTE, matching_tolerations};
 use crate::controllers::nodeutil::{add_node_name_index, pods_on_node};
-use crate::controllers::podutil::patch_pod_status;
+use crate::controllers::podutil::{self, patch_pod_status};
 use crate::runtime::controller::{Controller, ControllerContext};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key};
@@ -43,13 +43,25 @@ const DELETE_RETRY_SLEEP: Duration = Duration::from_millis(10);
 /// `UpdateWorkerSize`: the workers of each queue when it runs on its own.
 const WORKERS: usize = 8;
 
+/// Why a pod could not be marked and deleted (`addConditionAndDeletePod`): logged after the
+/// last try.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or deleting the pod failed.
+    #[error("{0}")]
+    Api(#[from] client::Error),
+    /// Adding the `DisruptionTarget` condition failed.
+    #[error("{0}")]
+    PatchStatus(#[from] podutil::Error),
+}
+
 /// `New` + `Run`: the controller on its own.
-pub fn new(context: &ControllerContext<'_>) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>) -> Controller {
     // Registered with the controller, as upstream's `metrics.Register()`: both show at zero.
     pod_deletions_total();
     pod_deletion_duration();
     let controller = TaintEviction::start(context.name, context, context.recorder.clone());
-    Ok(controller.serve(Controller::new(), WORKERS))
+    controller.serve(Controller::new(), WORKERS)
 }
 
 /// upstream's `tainteviction.Controller`.
@@ -314,18 +326,21 @@ impl TaintEviction {
         log::info!("{}: deleting pod {key}", self.name);
         self.emit(key, &format!("Marking for deletion Pod {key}"));
         let (namespace, name) = crate::runtime::informer::split_key(key);
-        let mut result = Err(String::new());
+        let mut failure = None;
         for _ in 0..DELETE_TRIES {
-            result = self.add_condition_and_delete_pod(namespace, name).map_err(|e| e.to_string());
-            if result.is_ok() {
-                pod_deletions_total().inc(&[]);
-                let latency = self.clock.now().saturating_duration_since(started.fire_at);
-                pod_deletion_duration().observe(&[], latency.as_secs_f64());
-                break;
+            match self.add_condition_and_delete_pod(namespace, name) {
+                Ok(()) => {
+                    failure = None;
+                    pod_deletions_total().inc(&[]);
+                    let latency = self.clock.now().saturating_duration_since(started.fire_at);
+                    pod_deletion_duration().observe(&[], latency.as_secs_f64());
+                    break;
+                }
+                Err(e) => failure = Some(e),
             }
             std::thread::sleep(DELETE_RETRY_SLEEP);
         }
-        if let Err(e) = result {
+        if let Some(e) = failure {
             log::error!("{}: timed worker failed for pod {key}: {e}", self.name);
         }
         self.evictions.finish(key, started);
@@ -340,7 +355,8 @@ impl TaintEviction {
         if update_pod_condition(&mut new, eviction_condition(&pod), Timestamp::now()) {
             patch_pod_status(&self.client, &pod, &new)?;
         }
-        api.delete(name, &DeleteParams::default()).map(|_| ())
+        api.delete(name, &DeleteParams::default())?;
+        Ok(())
     }
 
     /// `emitPodDeletionEvent` / `emitCancelPodDeletionEvent`: Normal `TaintManagerEviction`.

@@ -32,7 +32,7 @@ pub struct Config {
 }
 
 /// `NewController`: policies are queued on add and update, by name.
-pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller, String> {
+pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let queue = WorkQueue::new(CONTROLLER_NAME);
     let controller = Arc::new(PolicyStatus {
         client: context.client.clone(),
@@ -45,7 +45,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         }
         Event::Deleted { .. } => {}
     });
-    Ok(Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.reconcile(key)))
+    Controller::new().with_queue(&queue, config.workers, move |key: &String| controller.reconcile(key))
 }
 
 struct PolicyStatus {
