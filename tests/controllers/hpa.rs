@@ -35,7 +35,7 @@ fn fast_hpa(context: &ControllerContext<'_>, _: &Options) -> Result<Controller, 
         initial_readiness_delay: Duration::ZERO,
         ..podautoscaler::Config::default()
     };
-    Ok(podautoscaler::new(context, config)?)
+    Ok(podautoscaler::new(context, config))
 }
 
 fn start(backend: Backend) -> (Cluster, Option<MetricsApis>) {

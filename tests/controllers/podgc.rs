@@ -35,7 +35,7 @@ fn fast_pod_gc(
         quarantine: Duration::from_secs(3),
         clock: Arc::new(RealClock),
     };
-    Ok(podgc::new(context, config)?)
+    Ok(podgc::new(context, config))
 }
 
 fn start(backend: Backend) -> Cluster {

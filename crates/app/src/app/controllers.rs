@@ -284,7 +284,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 pod_level_resources: o.generic.feature_gates.is_enabled("PodLevelResources"),
                 scale_to_zero: o.generic.feature_gates.is_enabled("HPAScaleToZero"),
             };
-            Ok(podautoscaler::new_with_gates(c, config, gates)?)
+            Ok(podautoscaler::new_with_gates(c, config, gates))
         }),
     plain("job-controller", &["job"])
         .account("job-controller")
@@ -297,7 +297,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 mutable_scheduling_directives: gates.is_enabled("MutableSchedulingDirectivesForSuspendedJobs"),
                 stale_controller_consistency: gates.is_enabled("StaleControllerConsistencyJob"),
             };
-            Ok(job::new(c, config)?)
+            Ok(job::new(c, config))
         }),
     gated("kube-apiserver-serving-clustertrustbundle-publisher-controller", &[], &["ClusterTrustBundle"])
         .account("kube-apiserver-serving-clustertrustbundle-publisher")
@@ -314,7 +314,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             resync_period: o.namespace.sync_period,
             ordered_deletion: o.generic.feature_gates.is_enabled("OrderedNamespaceDeletion"),
         };
-        Ok(namespace::new(c, config)?)
+        Ok(namespace::new(c, config))
     }),
     plain("node-ipam-controller", &["nodeipam"])
         .account("node-controller")
@@ -347,7 +347,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 enable_dynamic_provisioning: o.persistent_volume.enable_dynamic_provisioning,
                 volume_attributes_class: o.generic.feature_gates.is_enabled("VolumeAttributesClass"),
             };
-            Ok(persistentvolume::new(c, config)?)
+            Ok(persistentvolume::new(c, config))
         }),
     plain("persistentvolume-expander-controller", &["persistentvolume-expander"])
         .account("expand-controller")
@@ -355,20 +355,20 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .starts(|c, _| Ok(expand::new(c))),
     plain("persistentvolume-protection-controller", &["pv-protection"])
         .account("pv-protection-controller")
-        .starts(|c, _| Ok(pvprotection::new(c, pvprotection::Config::default())?)),
+        .starts(|c, _| Ok(pvprotection::new(c, pvprotection::Config::default()))),
     plain("persistentvolumeclaim-protection-controller", &["pvc-protection"])
         .account("pvc-protection-controller")
-        .starts(|c, _| Ok(pvcprotection::new(c, pvcprotection::Config::default())?)),
+        .starts(|c, _| Ok(pvcprotection::new(c, pvcprotection::Config::default()))),
     plain("pod-garbage-collector-controller", &["podgc"]).account("pod-garbage-collector").starts(|c, o| {
         let threshold = o.pod_gc.terminated_pod_gc_threshold;
-        Ok(podgc::new(c, podgc::Config { terminated_pod_threshold: threshold, ..podgc::Config::default() })?)
+        Ok(podgc::new(c, podgc::Config { terminated_pod_threshold: threshold, ..podgc::Config::default() }))
     }),
     gated("podcertificaterequest-cleaner-controller", &[], &["PodCertificateRequest"])
         .account("podcertificaterequestcleaner")
         .starts(|c, _| Ok(certificates::pcrcleaner::new(c, certificates::pcrcleaner::Config::default()))),
     gated("podgroup-protection-controller", &[], &["GenericWorkload"])
         .account("podgroup-protection-controller")
-        .starts(|c, _| Ok(podgroupprotection::new(c, podgroupprotection::Config::default())?)),
+        .starts(|c, _| Ok(podgroupprotection::new(c, podgroupprotection::Config::default()))),
     plain("replicaset-controller", &["replicaset"])
         .account("replicaset-controller")
         .starts(|c, o| {
@@ -380,7 +380,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                     .feature_gates
                     .is_enabled("StaleControllerConsistencyReplicaSet"),
             };
-            Ok(replicaset::new_replica_sets(c, config)?)
+            Ok(replicaset::new_replica_sets(c, config))
         }),
     plain("replicationcontroller-controller", &["replicationcontroller"])
         .account("replication-controller")
@@ -393,7 +393,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 // Upstream's replication manager has no gate: it always uses the no-op store.
                 stale_controller_consistency: false,
             };
-            Ok(replicaset::new_replication_controllers(c, config)?)
+            Ok(replicaset::new_replication_controllers(c, config))
         }),
     gated("resourceclaim-controller", &["resource-claim-controller"], &["DynamicResourceAllocation"])
         .account("resource-claim-controller")
@@ -409,7 +409,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         }),
     gated("resourcepoolstatusrequest-controller", &[], &["DRAResourcePoolStatus"])
         .account("resourcepoolstatusrequest-controller")
-        .starts(|c, _| Ok(resourcepoolstatusrequest::new(c, resourcepoolstatusrequest::Config::default())?)),
+        .starts(|c, _| Ok(resourcepoolstatusrequest::new(c, resourcepoolstatusrequest::Config::default()))),
     plain("resourcequota-controller", &["resourcequota"]).account("resourcequota-controller").starts(|c, o| {
         let config = resourcequota::Config {
             workers: workers(o.concurrency.resource_quota_syncs),
@@ -421,11 +421,11 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             },
             volume_attributes_class: o.generic.feature_gates.is_enabled("VolumeAttributesClass"),
         };
-        Ok(resourcequota::new(c, config)?)
+        Ok(resourcequota::new(c, config))
     }),
     plain("root-ca-certificate-publisher-controller", &["root-ca-cert-publisher"])
         .account("root-ca-cert-publisher")
-        .starts(|c, o| Ok(root_ca_publisher::new(c, root_ca_publisher::Config { root_ca: root_ca(o, &c.client)? })?)),
+        .starts(|c, o| Ok(root_ca_publisher::new(c, root_ca_publisher::Config { root_ca: root_ca(o, &c.client)? }))),
     off_by_default_gated("selinux-warning-controller", &[], &["SELinuxChangePolicy"])
         .account("selinux-warning-controller")
         .events("selinux_warning")
@@ -435,15 +435,15 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 mount_rwop: gates.is_enabled("SELinuxMountReadWriteOncePod"),
                 change_policy: gates.is_enabled("SELinuxChangePolicy"),
             };
-            Ok(selinuxwarning::new(c, config)?)
+            Ok(selinuxwarning::new(c, config))
         }),
     gated("service-cidr-controller", &[], &["MultiCIDRServiceAllocator"])
         .account("service-cidrs-controller")
-        .starts(|c, _| Ok(servicecidrs::new(c, servicecidrs::Config::default())?)),
+        .starts(|c, _| Ok(servicecidrs::new(c, servicecidrs::Config::default()))),
     cloud("service-lb-controller", &["service"]),
     plain("serviceaccount-controller", &["serviceaccount"])
         .account("service-account-controller")
-        .starts(|c, _| Ok(serviceaccount::new_accounts(c)?)),
+        .starts(|c, _| Ok(serviceaccount::new_accounts(c))),
     plain("serviceaccount-token-controller", &["serviceaccount-token"]).first().starts(start_token_controller),
     plain("statefulset-controller", &["statefulset"])
         .account("statefulset-controller")
@@ -454,7 +454,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
                 semantic_revision_comparison: gates.is_enabled("StatefulSetSemanticRevisionComparison"),
                 stale_controller_consistency: gates.is_enabled("StaleControllerConsistencyStatefulSet"),
             };
-            Ok(statefulset::new(c, config)?)
+            Ok(statefulset::new(c, config))
         }),
     // Its constructor (`newSVMController`) also needs client-go's InformerResourceVersion.
     gated("storage-version-migrator-controller", &["svm"], &["StorageVersionMigrator", "InformerResourceVersion"])
@@ -464,7 +464,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
             if !o.garbage_collector.enabled {
                 return Err("storage version migrator requires garbage collector".into());
             }
-            Ok(storageversionmigrator::new(c, storageversionmigrator::Config::default())?)
+            Ok(storageversionmigrator::new(c, storageversionmigrator::Config::default()))
         }),
     gated(
         "storageversion-garbage-collector-controller",
@@ -472,10 +472,10 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         &["APIServerIdentity", "StorageVersionAPI"],
     )
         .account("storage-version-garbage-collector")
-        .starts(|c, _| Ok(storageversiongc::new(c)?)),
+        .starts(|c, _| Ok(storageversiongc::new(c))),
     gated("taint-eviction-controller", &[], &["SeparateTaintEvictionController"])
         .account("node-controller")
-        .starts(|c, _| Ok(tainteviction::new(c)?)),
+        .starts(|c, _| Ok(tainteviction::new(c))),
     off_by_default("token-cleaner-controller", &["tokencleaner"])
         .account("token-cleaner")
         .starts(|c, _| Ok(bootstrap::cleaner::new(c))),
@@ -483,18 +483,18 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .account("ttl-after-finished-controller")
         .starts(|c, o| {
             let config = ttlafterfinished::Config { workers: workers(o.concurrency.ttl_after_finished_syncs) };
-            Ok(ttlafterfinished::new(c, config)?)
+            Ok(ttlafterfinished::new(c, config))
         }),
-    plain("ttl-controller", &["ttl"]).account("ttl-controller").starts(|c, _| Ok(ttl::new(c)?)),
+    plain("ttl-controller", &["ttl"]).account("ttl-controller").starts(|c, _| Ok(ttl::new(c))),
     plain("validatingadmissionpolicy-status-controller", &[])
         .account("validatingadmissionpolicy-status-controller")
         .starts(|c, o| {
             let workers = workers(o.concurrency.validating_admission_policy_status_syncs);
-            Ok(validatingadmissionpolicystatus::new(c, validatingadmissionpolicystatus::Config { workers })?)
+            Ok(validatingadmissionpolicystatus::new(c, validatingadmissionpolicystatus::Config { workers }))
         }),
     gated("volumeattributesclass-protection-controller", &[], &["VolumeAttributesClass"])
         .account("volumeattributesclass-protection-controller")
-        .starts(|c, _| Ok(vacprotection::new(c, vacprotection::Config::default())?)),
+        .starts(|c, _| Ok(vacprotection::new(c, vacprotection::Config::default()))),
 ];
 
 /// `startNodeIpamController`: off without `--allocate-node-cidrs`; the range allocator only.

@@ -114,7 +114,8 @@ fn secure_serving(serving: &SecureServingOptions) -> Result<(), FlagError> {
     // Upstream checks the curves when it builds the serving config, which it does only when
     // it serves.
     if serving.port != 0 {
-        crate::server::curve_preferences(&serving.tls_curve_preferences).map_err(|e| FlagError::Invalid(e.to_string()))?;
+        crate::server::curve_preferences(&serving.tls_curve_preferences)
+            .map_err(|e| FlagError::Invalid(e.to_string()))?;
     }
     Ok(())
 }

@@ -365,7 +365,10 @@ impl FlagValue for Cidrs {
         let cidrs = if text.is_empty() {
             Vec::new()
         } else {
-            text.split(',').map(|item| Cidr::parse(item.trim())).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?
+            text.split(',')
+                .map(|item| Cidr::parse(item.trim()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?
         };
         match cidrs.as_slice() {
             [] | [_] => {}

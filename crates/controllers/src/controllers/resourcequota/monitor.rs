@@ -194,17 +194,23 @@ fn group_resource<K: Informable>() -> GroupResource {
     GroupResource::new(K::GROUP, K::URL_PATH_SEGMENT)
 }
 
+/// A quota lister asked before its informer's first full list: `<resource> not yet synced`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{resource} not yet synced")]
+struct NotSynced {
+    /// The resource as upstream names it (`v1, Resource=pods`, or a discovered resource).
+    resource: String,
+}
+
 /// `ListerFuncForResourceFunc` + `ListResourceUsingListerFunc`: the namespace's cached objects,
 /// an error until the informer has synced.
-// `.into()`: the lister's error is the quota crate's to type; the text converts to it.
-#[allow(clippy::useless_conversion)]
 fn lister<K: Informable>(informer: Arc<Informer<K>>) -> ListFn<K> {
     let group_version =
         if K::GROUP.is_empty() { K::VERSION.to_string() } else { format!("{}/{}", K::GROUP, K::VERSION) };
-    let not_ready = format!("{group_version}, Resource={} not yet synced", K::URL_PATH_SEGMENT);
+    let not_ready = NotSynced { resource: format!("{group_version}, Resource={}", K::URL_PATH_SEGMENT) };
     Box::new(move |namespace| {
         if !informer.has_synced() {
-            return Err(not_ready.clone().into());
+            return Err(Box::new(not_ready.clone()));
         }
         Ok(informer.store().list_namespace(namespace))
     })
@@ -502,12 +508,10 @@ impl QuotaController {
         let group_resource = GroupResource::new(&resource.group, &resource.plural);
         if self.registry.get(&group_resource).is_none() {
             let lister = informer.clone();
-            let not_ready = format!("{resource} not yet synced");
-            // `.into()`: the lister's error is the quota crate's to type; the text converts to it.
-            #[allow(clippy::useless_conversion)]
+            let not_ready = NotSynced { resource: resource.to_string() };
             let list: ListFn<PartialObjectMetadata> = Box::new(move |namespace| {
                 if !lister.has_synced() {
-                    return Err(not_ready.clone().into());
+                    return Err(Box::new(not_ready.clone()));
                 }
                 Ok(lister.namespace_metadata(namespace))
             });

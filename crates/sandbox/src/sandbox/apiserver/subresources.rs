@@ -331,7 +331,7 @@ fn issue_token(api: &ApiServer, request: &Request, target: &Target, name: &str) 
     let (token, expires) = match &api.service_account_key {
         Some(key) => {
             let claims = bound_token_claims(&user, ns, name, &token_request["spec"]["audiences"], lifetime);
-            let token = crate::jwt::sign(key, &claims).map_err(|e| ApiError::internal(&e.to_string()))?;
+            let token = crate::jwt::sign(key, &claims).map_err(|e| ApiError::internal(e.to_string()))?;
             let expires = std::time::SystemTime::now() + lifetime;
             api.tokens.add(&token, user, Some(expires));
             (token, expires)
