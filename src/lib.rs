@@ -8,7 +8,7 @@
 #![warn(missing_docs)]
 
 pub use kcm_app::app;
-pub use kcm_base::{apimachinery, hostname, http1, jwt, logging, metrics, quantity, random, x509};
+pub use kcm_base::{apimachinery, hostname, http1, jwt, logging, lru, metrics, quantity, random, x509};
 pub use kcm_cel::cel;
 pub use kcm_client::client;
 pub use kcm_controllers::controllers;

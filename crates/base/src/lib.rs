@@ -16,6 +16,7 @@ pub mod fuzz;
 pub mod http1;
 pub mod jwt;
 pub mod logging;
+pub mod lru;
 pub mod metrics;
 pub mod quantity;
 pub mod random;

@@ -8,7 +8,7 @@
 
 pub mod controllers;
 
-use kcm_base::{apimachinery, jwt, metrics, quantity, random, x509};
+use kcm_base::{apimachinery, jwt, lru, metrics, quantity, random, x509};
 use kcm_cel::cel;
 use kcm_client::client;
 use kcm_quota::quota;

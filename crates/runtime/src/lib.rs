@@ -6,5 +6,5 @@
 
 pub mod runtime;
 
-use kcm_base::{apimachinery, hostname, metrics, random};
+use kcm_base::{apimachinery, hostname, lru, metrics, random};
 use kcm_client::client;

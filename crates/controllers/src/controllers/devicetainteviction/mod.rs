@@ -20,7 +20,6 @@
 
 mod rule_status;
 pub mod tracker;
-mod uid_cache;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +34,7 @@ use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::pod::update_pod_condition;
 use crate::client::{self, Api, Client, DeleteParams, Patch, PostParams, Preconditions};
 use crate::controllers::podutil::patch_pod_status;
+use crate::lru::LruSet;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer};
@@ -42,7 +42,9 @@ use crate::runtime::workqueue::WorkQueue;
 
 use rule_status::Counts;
 use tracker::{Action, Eviction, NO_EXECUTE, ObjectRef, PodLister, Tracker};
-use uid_cache::{MAX_UID_CACHE_ENTRIES, UidCache};
+
+/// `maxUIDCacheEntries`: the evicted pods remembered.
+const MAX_UID_CACHE_ENTRIES: usize = 500;
 
 /// What the controller takes from the flags.
 #[derive(Debug, Clone)]
@@ -108,7 +110,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
         slices: context.informers.informer::<ResourceSlice>(),
         rules: config.device_taint_rules.then(|| context.informers.informer::<DeviceTaintRule>()),
         clock: Arc::new(RealClock),
-        state: Mutex::new(State { tracker: Tracker::default(), evicted: UidCache::new(MAX_UID_CACHE_ENTRIES) }),
+        state: Mutex::new(State { tracker: Tracker::default(), evicted: LruSet::new(MAX_UID_CACHE_ENTRIES) }),
     });
     let handler = controller.clone();
     controller.claims.add_handler(move |event: &Event<ResourceClaim>| {
@@ -153,8 +155,9 @@ fn pair<K>(event: &Event<K>) -> (Option<&Arc<K>>, Option<&Arc<K>>) {
 /// What the lock guards (the fields under upstream's `mutex`).
 struct State {
     tracker: Tracker,
-    /// `evictedPods`.
-    evicted: UidCache,
+    /// `evictedPods` (upstream's `uid_cache.go`): the pods already evicted, so that a work item
+    /// queued again for one does nothing.
+    evicted: LruSet<String>,
 }
 
 /// The pods of the informer's cache.
@@ -243,7 +246,7 @@ impl DeviceTaintEviction {
     fn maybe_delete_pod(&self, pod: &ObjectRef) -> Result<Option<Duration>, Error> {
         let eviction = {
             let mut state = self.state.lock();
-            let evicted = state.evicted.has(&pod.uid);
+            let evicted = state.evicted.contains(&pod.uid);
             state.tracker.pending(pod).cloned().filter(|_| !evicted)
         };
         let Some(eviction) = eviction else {
@@ -260,7 +263,7 @@ impl DeviceTaintEviction {
             // Done either way: forget it, and do not look at the pod again.
             let mut state = self.state.lock();
             state.tracker.forget(pod);
-            state.evicted.add(&pod.uid);
+            state.evicted.insert(pod.uid.clone(), ());
             if deleted {
                 state.tracker.count_evicted(&eviction.reasons);
             }

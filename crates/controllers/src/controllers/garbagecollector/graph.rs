@@ -14,14 +14,18 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use parking_lot::Mutex;
 
-use super::uid_cache::ReferenceCache;
 use crate::client::metadata::PartialObjectMetadata;
+use crate::lru::LruSet;
 use crate::runtime::workqueue::WorkQueue;
 
 /// `metav1.FinalizerOrphanDependents`.
 pub const FINALIZER_ORPHAN: &str = "orphan";
 /// `metav1.FinalizerDeleteDependents`.
 pub const FINALIZER_DELETE_DEPENDENTS: &str = "foregroundDeletion";
+
+/// Upstream's `ReferenceCache` (`uid_cache.go`): the owners the API server said do not exist,
+/// so that dependents of a deleted owner do not each look it up again.
+pub type ReferenceCache = Mutex<LruSet<ObjectReference>>;
 
 /// Upstream's `objectReference`: an owner reference's coordinates plus a namespace.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -383,7 +387,7 @@ impl GraphBuilder {
                     // Some dependents disagree on the owner's coordinates: keep the node.
                     remove_existing = false;
                     if !matching.is_empty() {
-                        self.absent_owners.add(deleted.clone());
+                        self.absent_owners.lock().insert(deleted.clone(), ());
                         matching.iter().for_each(|d| self.enqueue_delete(d));
                     }
                     if existing.identity == deleted
@@ -401,7 +405,7 @@ impl GraphBuilder {
                 remove_existing = false;
                 let (matching, _) = partition_dependents(nodes, &dependents, &deleted);
                 if !matching.is_empty() {
-                    self.absent_owners.add(deleted);
+                    self.absent_owners.lock().insert(deleted, ());
                     matching.iter().for_each(|d| self.enqueue_delete(d));
                 }
             }
@@ -412,7 +416,7 @@ impl GraphBuilder {
         let Some(removed) = nodes.remove(uid) else { return };
         remove_dependent_from_owners(nodes, uid, &removed.owners);
         if !removed.dependents.is_empty() {
-            self.absent_owners.add(event.identity());
+            self.absent_owners.lock().insert(event.identity(), ());
         }
         removed.dependents.iter().for_each(|d| self.enqueue_delete(d));
         for owner in &removed.owners {
@@ -649,7 +653,7 @@ mod tests {
         let (queue, orphan_queue) = (WorkQueue::new(""), WorkQueue::new(""));
         let reports = Arc::new(PlMutex::new(Vec::new()));
         let sink = reports.clone();
-        let absent = Arc::new(ReferenceCache::new(10));
+        let absent = Arc::new(Mutex::new(LruSet::new(10)));
         let report: InvalidOwnerReporter = Box::new(move |dependent, owner| {
             sink.lock().push(format!("{} -> {owner}", dependent.name));
         });
@@ -708,7 +712,7 @@ mod tests {
             uid: "p1".into(),
             namespace: "ns".into(),
         };
-        assert!(h.absent.has(&identity));
+        assert!(h.absent.lock().contains(&identity));
     }
 
     #[test]
@@ -777,7 +781,7 @@ mod tests {
         h.builder.process_graph_change(&GraphEvent::virtual_delete(&virtual_identity));
         let replaced = h.builder.node("p1").expect("kept for the other identity");
         assert_eq!(replaced.identity.kind, "Secret");
-        assert!(h.absent.has(&virtual_identity));
+        assert!(h.absent.lock().contains(&virtual_identity));
         // (The replacement is queued again rate-limited, so it may or may not be there yet.)
         assert!(h.drain().contains(&"delete/c1".to_string()), "the dependent naming the absent identity is checked");
     }

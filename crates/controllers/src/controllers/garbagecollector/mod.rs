@@ -20,7 +20,6 @@
 
 pub mod graph;
 pub mod operations;
-pub mod uid_cache;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
@@ -36,6 +35,7 @@ use crate::apimachinery::errors::Aggregate;
 use crate::client::discovery::{self, ApiResource, Discovery};
 use crate::client::metadata::PartialObjectMetadata;
 use crate::client::{Client, PropagationPolicy};
+use crate::lru::LruSet;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType as RecordedEventType};
 use crate::runtime::informer::{Event, ResourceInformer, SharedInformerFactory};
@@ -45,8 +45,9 @@ use graph::{
     EventType, FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN, GraphBuilder, GraphEvent, Node, ObjectReference,
 };
 use operations::{GcError, Operations, RestMapper};
-use uid_cache::{ABSENT_OWNER_CACHE_SIZE, ReferenceCache};
 
+/// Upstream's `NewReferenceCache(500)`: the absent owners remembered.
+const ABSENT_OWNER_CACHE_SIZE: usize = 500;
 /// How often discovery is read again (`syncPeriod` in `startGarbageCollectorController`).
 pub const SYNC_PERIOD: Duration = Duration::from_secs(30);
 /// Resources never monitored (`DefaultIgnoredResources`): events, in both groups.
@@ -93,7 +94,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
         graph: GraphBuilder::new(
             queue.clone(),
             orphan_queue.clone(),
-            Arc::new(ReferenceCache::new(ABSENT_OWNER_CACHE_SIZE)),
+            Arc::new(Mutex::new(LruSet::new(ABSENT_OWNER_CACHE_SIZE))),
             {
                 let recorder = context.recorder.clone();
                 Box::new(move |dependent, owner| report_invalid_namespace(&recorder, dependent, owner))
@@ -522,11 +523,11 @@ impl GarbageCollector {
     fn is_dangling(&self, reference: &OwnerReference, item: &Node) -> Result<Option<PartialObjectMetadata>, GcError> {
         let absent = self.graph.absent_owners();
         let mut key = ObjectReference::of_owner(reference, "");
-        if absent.has(&key) {
+        if absent.lock().contains(&key) {
             return Ok(None);
         }
         key.namespace.clone_from(&item.identity.namespace);
-        if absent.has(&key) {
+        if absent.lock().contains(&key) {
             return Ok(None);
         }
         let resource = self.operations.mapper.resource(&reference.api_version, &reference.kind)?;
@@ -544,12 +545,12 @@ impl GarbageCollector {
         }
         match self.operations.get_owner(&resource, &item.identity.namespace, &reference.name) {
             Err(e) if e.is_not_found() => {
-                absent.add(key);
+                absent.lock().insert(key, ());
                 Ok(None)
             }
             Err(e) => Err(e.into()),
             Ok(owner) if owner.metadata.uid.as_deref() != Some(reference.uid.as_str()) => {
-                absent.add(key);
+                absent.lock().insert(key, ());
                 Ok(None)
             }
             Ok(owner) => Ok(Some(owner)),

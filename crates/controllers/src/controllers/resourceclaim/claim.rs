@@ -166,7 +166,7 @@ impl ResourceClaimController {
     /// deleted goes at once; one the informer lacks is looked up on the API server, since
     /// dropping the reservation of a pod being scheduled would be bad.
     fn keep_reservation(&self, namespace: &str, reserved: &ResourceClaimConsumerReference) -> Result<bool, SyncError> {
-        if self.deleted_objects.has(&reserved.uid) {
+        if self.deleted_objects.lock().contains(&reserved.uid) {
             return Ok(keep_pod_reservation(reserved, PodSeen::Deleted));
         }
         if let Some(pod) = self.pods.store().get_by_name(namespace, &reserved.name) {

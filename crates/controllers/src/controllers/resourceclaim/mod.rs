@@ -22,7 +22,6 @@
 mod claim;
 mod metrics;
 mod pod;
-mod uid_cache;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -30,14 +29,15 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use parking_lot::Mutex;
 
 use crate::client::Client;
 use crate::controllers::resourceclaimutil::{self, can_be_reserved, is_for_pod, is_reserved_for_pod};
+use crate::lru::LruSet;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::events::EventRecorder;
 use crate::runtime::informer::{Event, Informer, MutationCache, object_key};
 use crate::runtime::workqueue::WorkQueue;
-use uid_cache::{MAX_UID_CACHE_ENTRIES, UidCache};
 
 /// Which features are on (upstream's `Features`, from the feature gates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +74,8 @@ const POD_KEY_PREFIX: &str = "pod:";
 const CLAIM_CACHE_TTL: Duration = Duration::from_secs(3600);
 /// `NewIntegerResourceVersionMutationCache`'s LRU size.
 const CLAIM_CACHE_SIZE: usize = 100;
+/// `maxUIDCacheEntries`: the deleted pods remembered.
+const MAX_UID_CACHE_ENTRIES: usize = 500;
 
 /// Why the controller could not be built, or a sync failed for a reason of its own (API errors
 /// reach the queue as `SyncError`s of their kind, with upstream's messages).
@@ -142,7 +144,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
         claim_cache: MutationCache::bounded(CLAIM_CACHE_TTL, CLAIM_CACHE_SIZE),
         recorder: context.recorder.clone(),
         queue: queue.clone(),
-        deleted_objects: UidCache::new(MAX_UID_CACHE_ENTRIES),
+        deleted_objects: Mutex::new(LruSet::new(MAX_UID_CACHE_ENTRIES)),
     });
     let handler = controller.clone();
     controller.pods.add_handler(move |event: &Event<Pod>| match event {
@@ -302,8 +304,9 @@ struct ResourceClaimController {
     claim_cache: MutationCache<ResourceClaim>,
     recorder: EventRecorder,
     queue: WorkQueue<String>,
-    /// `deletedObjects`: pods seen deleted, whose reservations can go without asking the server.
-    deleted_objects: UidCache,
+    /// `deletedObjects` (upstream's `uid_cache.go`): pods seen deleted, whose reservations can go
+    /// without asking the server.
+    deleted_objects: Mutex<LruSet<String>>,
 }
 
 impl ResourceClaimController {
@@ -316,7 +319,7 @@ impl ResourceClaimController {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         if deleted {
             log::trace!("ResourceClaim: pod got deleted pod={:?}", object_key(&pod.metadata));
-            self.deleted_objects.add(pod.metadata.uid.as_deref().unwrap_or_default());
+            self.deleted_objects.lock().insert(pod.metadata.uid.clone().unwrap_or_default(), ());
         }
         let (needs_claims, reason) = pod_needs_claims(pod, deleted);
         if !needs_claims {

@@ -4,7 +4,6 @@
 //! restoring it re-derives the same revision. That is how a set whose revision v1.33 wrote
 //! (with `creationTimestamp: null` in its data) keeps it instead of rolling its pods.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
@@ -12,6 +11,7 @@ use parking_lot::Mutex;
 
 use super::control::{apply_revision, new_revision};
 use crate::controllers::history;
+use crate::lru::LruSet;
 
 /// `maxRevisionEqualityCacheEntries`.
 const MAX_REVISION_EQUALITY_CACHE_ENTRIES: usize = 10_000;
@@ -37,60 +37,11 @@ impl RevisionEqualityKey {
 
 /// Upstream's `lru.New(maxRevisionEqualityCacheEntries)` of the equal combinations, so that a
 /// steady set is compared once, not on every sync.
-pub struct RevisionEqualityCache {
-    inner: Mutex<Lru>,
-}
-
-struct Lru {
-    capacity: usize,
-    tick: u64,
-    /// Each key's last use.
-    used: HashMap<RevisionEqualityKey, u64>,
-    /// Keys by last use, oldest first.
-    order: BTreeMap<u64, RevisionEqualityKey>,
-}
+pub struct RevisionEqualityCache(Mutex<LruSet<RevisionEqualityKey>>);
 
 impl Default for RevisionEqualityCache {
     fn default() -> Self {
-        RevisionEqualityCache::with_capacity(MAX_REVISION_EQUALITY_CACHE_ENTRIES)
-    }
-}
-
-impl RevisionEqualityCache {
-    fn with_capacity(capacity: usize) -> RevisionEqualityCache {
-        let lru = Lru { capacity: capacity.max(1), tick: 0, used: HashMap::new(), order: BTreeMap::new() };
-        RevisionEqualityCache { inner: Mutex::new(lru) }
-    }
-
-    /// `Get`: whether the key is cached; a hit counts as a use.
-    fn get(&self, key: &RevisionEqualityKey) -> bool {
-        let mut lru = self.inner.lock();
-        if !lru.used.contains_key(key) {
-            return false;
-        }
-        lru.touch(key.clone());
-        true
-    }
-
-    /// `Add`, evicting the least recently used key when full.
-    fn add(&self, key: RevisionEqualityKey) {
-        let mut lru = self.inner.lock();
-        lru.touch(key);
-        while lru.used.len() > lru.capacity {
-            let Some((_, oldest)) = lru.order.pop_first() else { break };
-            lru.used.remove(&oldest);
-        }
-    }
-}
-
-impl Lru {
-    fn touch(&mut self, key: RevisionEqualityKey) {
-        self.tick += 1;
-        let tick = self.tick;
-        if let Some(previous) = self.used.insert(key.clone(), tick) {
-            self.order.remove(&previous);
-        }
-        self.order.insert(tick, key);
+        RevisionEqualityCache(Mutex::new(LruSet::new(MAX_REVISION_EQUALITY_CACHE_ENTRIES)))
     }
 }
 
@@ -111,13 +62,13 @@ pub fn set_matches_latest_existing_revision(
         return false;
     }
     let key = RevisionEqualityKey::new(set, latest);
-    if memory.get(&key) {
+    if memory.0.lock().contains(&key) {
         return true;
     }
     let Ok(latest_set) = apply_revision(set, latest) else { return false };
     let reconstructed = new_revision(&latest_set, -1, None);
     if history::equal_revision(proposed, &reconstructed) {
-        memory.add(key);
+        memory.0.lock().insert(key, ());
         return true;
     }
     false
@@ -240,21 +191,5 @@ mod tests {
         let mut next_generation = set.clone();
         next_generation.metadata.generation = Some(2);
         assert!(!set_matches_latest_existing_revision(true, &next_generation, &other, &latest, &memory));
-    }
-
-    #[test]
-    fn the_cache_forgets_the_least_recently_used_key() {
-        let cache = RevisionEqualityCache::with_capacity(2);
-        let key = |rv: &str| RevisionEqualityKey {
-            set_uid: "u".into(),
-            set_generation: 1,
-            revision_resource_version: rv.into(),
-        };
-        cache.add(key("1"));
-        cache.add(key("2"));
-        assert!(cache.get(&key("1")));
-        cache.add(key("3"));
-        assert!(cache.get(&key("1")) && cache.get(&key("3")));
-        assert!(!cache.get(&key("2")));
     }
 }

@@ -12,7 +12,7 @@
 //! Every cache is an LRU of 4096 entries, as upstream's. The keys are upstream's: the fields
 //! concatenated without a separator.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 
 use crate::apimachinery::clock::Clock;
 use crate::apimachinery::flowcontrol::TokenBucket;
+use crate::lru::Lru;
 
 /// Entries of each correlator cache (upstream's `maxLruCacheEntries`).
 pub const MAX_LRU_CACHE_ENTRIES: usize = 4096;
@@ -142,60 +143,9 @@ fn seconds_between(earlier: Timestamp, later: Timestamp) -> f64 {
     later.duration_since(earlier).as_secs_f64().max(0.0)
 }
 
-/// A least-recently-used map with string keys, upstream's `groupcache/lru`.
-struct Lru<V> {
-    capacity: usize,
-    entries: HashMap<String, (V, u64)>,
-    /// Keys by their last use.
-    order: BTreeMap<u64, String>,
-    tick: u64,
-}
-
-impl<V> Lru<V> {
-    fn new(capacity: usize) -> Lru<V> {
-        Lru { capacity: capacity.max(1), entries: HashMap::new(), order: BTreeMap::new(), tick: 0 }
-    }
-
-    /// The entry for `key`, created by `make` if missing; it becomes the most recently used.
-    fn entry(&mut self, key: &str, make: impl FnOnce() -> V) -> &mut V {
-        if !self.entries.contains_key(key) {
-            self.insert(key.to_string(), make());
-        }
-        self.get_mut(key).expect("the entry was just inserted")
-    }
-
-    /// The entry for `key`, which becomes the most recently used.
-    fn get_mut(&mut self, key: &str) -> Option<&mut V> {
-        self.tick += 1;
-        let (value, used) = self.entries.get_mut(key)?;
-        self.order.remove(used);
-        *used = self.tick;
-        self.order.insert(self.tick, key.to_string());
-        Some(value)
-    }
-
-    /// Adds or replaces an entry, evicting the least recently used beyond the capacity.
-    fn insert(&mut self, key: String, value: V) {
-        self.tick += 1;
-        if let Some((_, used)) = self.entries.insert(key.clone(), (value, self.tick)) {
-            self.order.remove(&used);
-        }
-        self.order.insert(self.tick, key);
-        while self.entries.len() > self.capacity {
-            let Some((_, oldest)) = self.order.pop_first() else { break };
-            self.entries.remove(&oldest);
-        }
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.entries.len()
-    }
-}
-
 /// Upstream's `EventSourceObjectSpamFilter`: limits the events one source sends about one object.
 pub struct SpamFilter {
-    cache: Lru<TokenBucket>,
+    cache: Lru<String, TokenBucket>,
     burst: u32,
     qps: f64,
 }
@@ -224,7 +174,7 @@ struct AggregateRecord {
 
 /// Upstream's `EventAggregator`, grouping by `EventAggregatorByReasonFunc`.
 pub struct Aggregator {
-    cache: Lru<AggregateRecord>,
+    cache: Lru<String, AggregateRecord>,
     max_events: usize,
     interval: Duration,
 }
@@ -304,7 +254,7 @@ impl Observation {
 
 /// Upstream's `eventLogger`: counts occurrences of each event to turn repeats into patches.
 pub struct Observations {
-    cache: Lru<Observation>,
+    cache: Lru<String, Observation>,
 }
 
 impl Observations {
@@ -447,20 +397,6 @@ pub(crate) mod tests {
         assert_eq!(aggregate_keys(&other).0, group);
         other.involved_object.field_path = Some("spec.containers{app}".into());
         assert_ne!(event_key(&other), event_key(&pod_event("web", "Created", "bye")));
-    }
-
-    #[test]
-    fn lru_evicts_the_least_recently_used() {
-        let mut lru = Lru::new(2);
-        lru.insert("a".into(), 1);
-        lru.insert("b".into(), 2);
-        assert_eq!(lru.get_mut("a"), Some(&mut 1));
-        lru.insert("c".into(), 3);
-        assert_eq!(lru.len(), 2);
-        assert!(lru.get_mut("b").is_none());
-        assert_eq!(*lru.entry("a", || 9), 1);
-        assert_eq!(*lru.entry("d", || 4), 4);
-        assert!(lru.get_mut("c").is_none());
     }
 
     #[test]
