@@ -204,6 +204,19 @@ pub fn global() -> &'static Registry {
     })
 }
 
+/// A metric registered in the [`global`] registry the first time it is asked for: `make` builds
+/// it once into `cell`, a function's `static`, as upstream registers a package's metric once.
+pub fn registered<T: Collector + 'static>(
+    cell: &'static OnceLock<Arc<T>>,
+    make: impl FnOnce() -> T,
+) -> &'static Arc<T> {
+    cell.get_or_init(|| {
+        let metric = Arc::new(make());
+        global().register(metric.clone());
+        metric
+    })
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
     Counter,
@@ -565,6 +578,19 @@ mod tests {
         assert!(out.contains("d_seconds_sum{verb=\"GET\"} 5.55\n"));
         assert!(out.contains("d_seconds_count{verb=\"GET\"} 3\n"));
         assert_eq!(h.count(&["GET"]), 3);
+    }
+
+    #[test]
+    fn a_registered_cell_is_built_and_registered_once() {
+        static CELL: OnceLock<Arc<CounterVec>> = OnceLock::new();
+        let make = || CounterVec::counter("registered_once_test_total", "[ALPHA] Test.", &[]).at_zero();
+        let first = registered(&CELL, make);
+        first.inc(&[]);
+        let again = registered(&CELL, || unreachable!("built once"));
+        assert!(Arc::ptr_eq(first, again));
+        let rendered = global().render();
+        assert_eq!(rendered.matches("# HELP registered_once_test_total ").count(), 1);
+        assert!(rendered.contains("registered_once_test_total 1\n"));
     }
 
     #[test]

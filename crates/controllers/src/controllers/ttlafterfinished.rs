@@ -13,7 +13,7 @@ use k8s_openapi::api::batch::v1::Job;
 
 use crate::client::{Api, Client, DeleteParams, Preconditions, PropagationPolicy};
 use crate::controllers::jobutil::{finished_condition, is_finished};
-use crate::metrics::{HistogramVec, exponential_buckets};
+use crate::metrics::{HistogramVec, exponential_buckets, registered};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -50,15 +50,13 @@ struct TtlAfterFinished {
 /// eligible for deletion to its delete.
 fn deletion_duration() -> &'static HistogramVec {
     static METRIC: OnceLock<Arc<HistogramVec>> = OnceLock::new();
-    METRIC.get_or_init(|| {
-        let metric = Arc::new(HistogramVec::new(
+    registered(&METRIC, || {
+        HistogramVec::new(
             "ttl_after_finished_controller_job_deletion_duration_seconds",
             "[ALPHA] The time it took to delete the job since it became eligible for deletion",
             &[],
             &exponential_buckets(0.1, 2.0, 14),
-        ));
-        crate::metrics::global().register(metric.clone());
-        metric
+        )
     })
 }
 

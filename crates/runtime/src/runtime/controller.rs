@@ -776,14 +776,12 @@ fn controller_client(root: &Client, identity: &ControllerIdentity) -> Result<Cli
 /// `running_managed_controllers{manager,name}`: 1 for each controller whose workers run.
 fn running_controllers() -> &'static crate::metrics::GaugeVec {
     static GAUGE: std::sync::OnceLock<Arc<crate::metrics::GaugeVec>> = std::sync::OnceLock::new();
-    GAUGE.get_or_init(|| {
-        let gauge = Arc::new(crate::metrics::GaugeVec::gauge(
+    crate::metrics::registered(&GAUGE, || {
+        crate::metrics::GaugeVec::gauge(
             "running_managed_controllers",
             "[BETA] Indicates where instances of a controller are currently running",
             &["manager", "name"],
-        ));
-        crate::metrics::global().register(gauge.clone());
-        gauge
+        )
     })
 }
 

@@ -12,7 +12,7 @@ use super::actual::ActualState;
 use super::desired::DesiredState;
 use super::volumes::{Lookups, node_of, plugin_name, pod_volumes};
 use crate::controllers::volumeutil::POD_PVC_INDEX;
-use crate::metrics::{Collector, CounterVec, GaugeVec};
+use crate::metrics::{Collector, CounterVec, GaugeVec, registered};
 use crate::runtime::informer::Informer;
 
 /// `ForceDetachReasonTimeout`.
@@ -23,14 +23,12 @@ pub const FORCE_DETACH_REASON_OUT_OF_SERVICE: &str = "out-of-service";
 /// `ForceDetachMetricCounter` (subsystem `attach_detach_controller`).
 pub fn forced_detaches() -> &'static CounterVec {
     static METRIC: OnceLock<Arc<CounterVec>> = OnceLock::new();
-    METRIC.get_or_init(|| {
-        let metric = Arc::new(CounterVec::counter(
+    registered(&METRIC, || {
+        CounterVec::counter(
             "attach_detach_controller_attachdetach_controller_forced_detaches",
             "[ALPHA] Number of times the A/D Controller performed a forced detach",
             &["reason"],
-        ));
-        crate::metrics::global().register(metric.clone());
-        metric
+        )
     })
 }
 
@@ -50,11 +48,7 @@ struct StateCollector {
 
 fn collector() -> &'static StateCollector {
     static COLLECTOR: OnceLock<Arc<StateCollector>> = OnceLock::new();
-    COLLECTOR.get_or_init(|| {
-        let collector = Arc::new(StateCollector { sources: Mutex::new(None) });
-        crate::metrics::global().register(collector.clone());
-        collector
-    })
+    registered(&COLLECTOR, || StateCollector { sources: Mutex::new(None) })
 }
 
 /// `metrics.Register`.

@@ -20,7 +20,7 @@ use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::strconv::quote;
 use crate::client::{self, Api, Client, DeleteParams, PostParams, PropagationPolicy};
 use crate::controllers::jobutil::{finished_condition, is_succeeded};
-use crate::metrics::{HistogramVec, exponential_buckets};
+use crate::metrics::{HistogramVec, exponential_buckets, registered};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::controller_ref::{controller_of, controller_ref};
 use crate::runtime::events::{EventRecorder, EventType, object_reference};
@@ -90,15 +90,13 @@ struct CronJobController {
 /// creation.
 fn creation_skew() -> &'static HistogramVec {
     static METRIC: OnceLock<Arc<HistogramVec>> = OnceLock::new();
-    METRIC.get_or_init(|| {
-        let metric = Arc::new(HistogramVec::new(
+    registered(&METRIC, || {
+        HistogramVec::new(
             "cronjob_controller_job_creation_skew_duration_seconds",
             "[STABLE] Time between when a cronjob is scheduled to be run, and when the corresponding job is created",
             &[],
             &exponential_buckets(1.0, 2.0, 10),
-        ));
-        crate::metrics::global().register(metric.clone());
-        metric
+        )
     })
 }
 

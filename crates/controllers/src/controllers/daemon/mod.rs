@@ -41,7 +41,7 @@ use crate::apimachinery::schema::GroupResource;
 use crate::client::{self, Client};
 use crate::controllers::history::CONTROLLER_REVISION_HASH_LABEL;
 use crate::controllers::nodeutil::add_node_name_index;
-use crate::metrics::{CounterVec, global};
+use crate::metrics::{CounterVec, registered};
 use crate::runtime::consistency::{
     ConsistencyError, ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips,
 };
@@ -91,16 +91,13 @@ fn daemon_sets_resource() -> GroupResource {
 /// controller's constructor (upstream's `metrics.Register`).
 fn stale_sync_skips_total() -> Arc<CounterVec> {
     static COUNTER: OnceLock<Arc<CounterVec>> = OnceLock::new();
-    COUNTER
-        .get_or_init(|| {
-            let counter = Arc::new(stale_sync_skips(
-                "daemonset_controller_stale_sync_skips_total",
-                "[ALPHA] Total number of DaemonSet syncs skipped due to a stale watch cache.",
-            ));
-            global().register(counter.clone());
-            counter
-        })
-        .clone()
+    registered(&COUNTER, || {
+        stale_sync_skips(
+            "daemonset_controller_stale_sync_skips_total",
+            "[ALPHA] Total number of DaemonSet syncs skipped due to a stale watch cache.",
+        )
+    })
+    .clone()
 }
 
 /// `NewDaemonSetsController`'s choice of store: over the pod and DaemonSet informers when
@@ -566,6 +563,7 @@ impl DaemonSetsController {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::global;
 
     #[test]
     fn stale_sync_skips_are_exposed_as_upstreams_once_counted() {

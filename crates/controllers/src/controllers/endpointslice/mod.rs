@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use crate::apimachinery::errors::Aggregate;
 use crate::client;
 use crate::controllers::endpointutil::{self as util, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, slices_of};
-use crate::metrics::{CounterVec, global};
+use crate::metrics::{CounterVec, registered};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
@@ -185,14 +185,8 @@ impl EndpointSliceController {
 /// (`RegisterMetrics`).
 fn syncs() -> &'static CounterVec {
     static COUNTER: OnceLock<Arc<CounterVec>> = OnceLock::new();
-    COUNTER.get_or_init(|| {
-        let counter = Arc::new(CounterVec::counter(
-            "endpoint_slice_controller_syncs",
-            "[ALPHA] Number of EndpointSlice syncs",
-            &["result"],
-        ));
-        global().register(counter.clone());
-        counter
+    registered(&COUNTER, || {
+        CounterVec::counter("endpoint_slice_controller_syncs", "[ALPHA] Number of EndpointSlice syncs", &["result"])
     })
 }
 

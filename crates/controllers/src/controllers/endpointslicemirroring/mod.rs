@@ -18,7 +18,7 @@ use crate::client;
 use crate::controllers::endpointutil::{
     self as util, ANNOTATION_LEADER, EndpointSliceTracker, LABEL_SERVICE_NAME, managed_by, service_key_of, slices_of,
 };
-use crate::metrics::{HistogramVec, exponential_buckets, global};
+use crate::metrics::{HistogramVec, exponential_buckets, registered};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -156,15 +156,13 @@ impl MirroringController {
 /// (`RegisterMetrics`).
 fn sync_duration() -> &'static HistogramVec {
     static HISTOGRAM: OnceLock<Arc<HistogramVec>> = OnceLock::new();
-    HISTOGRAM.get_or_init(|| {
-        let histogram = Arc::new(HistogramVec::new(
+    registered(&HISTOGRAM, || {
+        HistogramVec::new(
             "endpoint_slice_mirroring_controller_endpoints_sync_duration",
             "[ALPHA] Duration of syncEndpoints() in seconds",
             &[],
             &exponential_buckets(0.001, 2.0, 15),
-        ));
-        global().register(histogram.clone());
-        histogram
+        )
     })
 }
 

@@ -56,17 +56,13 @@ const IGNORED_RESOURCES: &[(&str, &str)] = &[("", "events"), ("events.k8s.io", "
 /// `garbagecollector_controller_resources_sync_error_total`.
 fn sync_errors() -> &'static crate::metrics::ValueFamily {
     static COUNTER: std::sync::OnceLock<Arc<crate::metrics::ValueFamily>> = std::sync::OnceLock::new();
-    COUNTER.get_or_init(|| {
-        let counter = Arc::new(
-            crate::metrics::ValueFamily::counter(
-                "garbagecollector_controller_resources_sync_error_total",
-                "[ALPHA] Number of garbage collector resources sync errors",
-                &[],
-            )
-            .at_zero(),
-        );
-        crate::metrics::global().register(counter.clone());
-        counter
+    crate::metrics::registered(&COUNTER, || {
+        crate::metrics::ValueFamily::counter(
+            "garbagecollector_controller_resources_sync_error_total",
+            "[ALPHA] Number of garbage collector resources sync errors",
+            &[],
+        )
+        .at_zero()
     })
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::metrics::{CounterVec, GaugeVec, HistogramVec, exponential_buckets, global};
+use crate::metrics::{CounterVec, GaugeVec, HistogramVec, exponential_buckets, registered};
 
 /// Registers every family, as upstream's `Register` does when the controller is created (the
 /// label-less histograms then show at zero).
@@ -14,17 +14,6 @@ pub fn register() {
     evictions_total();
     update_node_health_duration();
     update_all_nodes_health_duration();
-}
-
-fn registered<T: crate::metrics::Collector + 'static>(
-    cell: &'static OnceLock<Arc<T>>,
-    make: impl FnOnce() -> T,
-) -> &'static T {
-    cell.get_or_init(|| {
-        let metric = Arc::new(make());
-        global().register(metric.clone());
-        metric
-    })
 }
 
 /// `node_collector_zone_health`: percentage of healthy nodes per zone.

@@ -37,7 +37,7 @@ use crate::apimachinery::pod::{PodSummary, is_pod_ready};
 use crate::apimachinery::schema::GroupResource;
 use crate::client::{self, Api, Client, DeleteParams, PostParams};
 use crate::controllers::podutil::ranking::{DeletionRank, pods_to_delete};
-use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
+use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, registered};
 use crate::runtime::consistency::{ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::{add_pod_controller_uid_index, claim_candidate, pods_controlled_by_or_orphaned};
@@ -182,37 +182,30 @@ fn consistency<K: ReplicaKind>(context: &ControllerContext<'_>, enabled: bool) -
 /// controller's other metrics (upstream's `metrics.Register`).
 fn stale_sync_skips_total() -> Arc<CounterVec> {
     static COUNTER: OnceLock<Arc<CounterVec>> = OnceLock::new();
-    COUNTER
-        .get_or_init(|| {
-            let counter = Arc::new(stale_sync_skips(
-                "replicaset_controller_stale_sync_skips_total",
-                "[ALPHA] Total number of ReplicaSet syncs skipped due to a stale watch cache.",
-            ));
-            global().register(counter.clone());
-            counter
-        })
-        .clone()
+    registered(&COUNTER, || {
+        stale_sync_skips(
+            "replicaset_controller_stale_sync_skips_total",
+            "[ALPHA] Total number of ReplicaSet syncs skipped due to a stale watch cache.",
+        )
+    })
+    .clone()
 }
 
 /// `replicaset_controller_sorting_deletion_age_ratio`, registered when either controller is
 /// created (upstream's `metrics.Register`); both kinds observe it, as upstream's shared code.
 fn sorting_deletion_age_ratio() -> &'static HistogramVec {
     static HISTOGRAM: OnceLock<Arc<HistogramVec>> = OnceLock::new();
-    HISTOGRAM.get_or_init(|| {
-        let histogram = Arc::new(
-            HistogramVec::new(
-                "replicaset_controller_sorting_deletion_age_ratio",
-                "[ALPHA] The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). \
+    registered(&HISTOGRAM, || {
+        HistogramVec::new(
+            "replicaset_controller_sorting_deletion_age_ratio",
+            "[ALPHA] The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). \
                  Should be <2. The intent of this metric is to measure the rough efficacy of the \
                  LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods when a replicaset \
                  scales down. This only considers Ready pods when calculating and reporting.",
-                &[],
-                &exponential_buckets(0.25, 2.0, 6),
-            )
-            .at_zero(),
-        );
-        global().register(histogram.clone());
-        histogram
+            &[],
+            &exponential_buckets(0.25, 2.0, 6),
+        )
+        .at_zero()
     })
 }
 
@@ -463,6 +456,7 @@ impl<K: ReplicaKind> ReplicaManager<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::global;
 
     #[test]
     fn stale_sync_skips_are_exposed_as_upstreams_once_counted() {

@@ -340,11 +340,7 @@ struct ConflictCollector {
 
 fn register_metrics(cache: &Arc<VolumeCache>) {
     static COLLECTOR: OnceLock<Arc<ConflictCollector>> = OnceLock::new();
-    let collector = COLLECTOR.get_or_init(|| {
-        let collector = Arc::new(ConflictCollector { caches: Mutex::new(Vec::new()) });
-        crate::metrics::global().register(collector.clone());
-        collector
-    });
+    let collector = crate::metrics::registered(&COLLECTOR, || ConflictCollector { caches: Mutex::new(Vec::new()) });
     let mut caches = collector.caches.lock();
     caches.retain(|c| c.strong_count() > 0);
     caches.push(Arc::downgrade(cache));

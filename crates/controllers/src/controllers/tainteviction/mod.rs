@@ -390,34 +390,28 @@ fn eviction_condition(pod: &Pod) -> PodCondition {
 /// `taint_eviction_controller_pod_deletions_total`.
 fn pod_deletions_total() -> &'static crate::metrics::CounterVec {
     static CELL: std::sync::OnceLock<Arc<crate::metrics::CounterVec>> = std::sync::OnceLock::new();
-    CELL.get_or_init(|| {
-        let metric = Arc::new(
-            crate::metrics::CounterVec::counter(
-                "taint_eviction_controller_pod_deletions_total",
-                "[ALPHA] Total number of Pods deleted by TaintEvictionController since its start.",
-                &[],
-            )
-            .at_zero(),
-        );
-        crate::metrics::global().register(metric.clone());
-        metric
+    crate::metrics::registered(&CELL, || {
+        crate::metrics::CounterVec::counter(
+            "taint_eviction_controller_pod_deletions_total",
+            "[ALPHA] Total number of Pods deleted by TaintEvictionController since its start.",
+            &[],
+        )
+        .at_zero()
     })
 }
 
 /// `taint_eviction_controller_pod_deletion_duration_seconds`.
 fn pod_deletion_duration() -> &'static crate::metrics::HistogramVec {
     static CELL: std::sync::OnceLock<Arc<crate::metrics::HistogramVec>> = std::sync::OnceLock::new();
-    CELL.get_or_init(|| {
-        let metric = Arc::new(crate::metrics::HistogramVec::new(
+    crate::metrics::registered(&CELL, || {
+        crate::metrics::HistogramVec::new(
             "taint_eviction_controller_pod_deletion_duration_seconds",
             "[ALPHA] Latency, in seconds, between the time when a taint effect has been activated for the Pod and its \
              deletion via TaintEvictionController.",
             &[],
             &[0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 30.0, 60.0, 120.0, 180.0, 240.0],
         )
-        .at_zero());
-        crate::metrics::global().register(metric.clone());
-        metric
+        .at_zero()
     })
 }
 
