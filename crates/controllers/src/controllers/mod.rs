@@ -1,6 +1,6 @@
 //! The controllers, one module (or folder) each, as upstream's `pkg/controller/<name>`, plus the
 //! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`, `history`,
-//! `resourceclaimutil`). A controller exports a constructor taking a
+//! `resourceclaimutil`, `syncmetrics`). A controller exports a constructor taking a
 //! [`crate::runtime::controller::ControllerContext`] and a plain config struct; the table in
 //! `crate::app::controllers` names it and builds it from the flags.
 
@@ -46,6 +46,7 @@ pub mod servicecidrs;
 pub mod statefulset;
 pub mod storageversiongc;
 pub mod storageversionmigrator;
+pub mod syncmetrics;
 pub mod tainteviction;
 pub mod ttl;
 pub mod ttlafterfinished;

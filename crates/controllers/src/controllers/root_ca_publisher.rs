@@ -4,14 +4,14 @@
 //! edited or deleted. The queue holds namespace names.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::client::{Api, Client, PostParams};
-use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
+use crate::controllers::syncmetrics::SyncMetrics;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
@@ -38,7 +38,7 @@ pub struct Config {
 /// `NewPublisher`.
 pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
     let root_ca = config.root_ca;
-    metrics();
+    METRICS.register();
     let queue = WorkQueue::new("root_ca_cert_publisher");
     let publisher = Arc::new(Publisher {
         client: context.client.clone(),
@@ -86,13 +86,7 @@ impl Publisher {
     fn sync(&self, namespace: &str) -> SyncResult {
         let started = Instant::now();
         let result = self.sync_namespace(namespace);
-        let code = match &result {
-            Ok(()) => "200".to_string(),
-            Err(e) => e.code().filter(|c| *c != 0).unwrap_or(500).to_string(),
-        };
-        let metrics = metrics();
-        metrics.duration.observe(&[&code], started.elapsed().as_secs_f64());
-        metrics.syncs.inc(&[&code]);
+        METRICS.record(&result, started);
         result.map_err(SyncError::from)
     }
 
@@ -129,28 +123,12 @@ impl Publisher {
     }
 }
 
-/// The publisher's families (upstream's `rootcacertpublisher/metrics.go`).
-struct Metrics {
-    syncs: Arc<CounterVec>,
-    duration: Arc<HistogramVec>,
-}
+/// The help of both families: upstream's histogram has the counter's.
+const SYNC_HELP: &str = "[ALPHA] Number of namespace syncs happened in root ca cert publisher.";
 
-/// Registered when the controller is created (`registerMetrics`).
-fn metrics() -> &'static Metrics {
-    static METRICS: OnceLock<Metrics> = OnceLock::new();
-    METRICS.get_or_init(|| {
-        const HELP: &str = "[ALPHA] Number of namespace syncs happened in root ca cert publisher.";
-        let metrics = Metrics {
-            syncs: Arc::new(CounterVec::counter("root_ca_cert_publisher_sync_total", HELP, &["code"])),
-            duration: Arc::new(HistogramVec::new(
-                "root_ca_cert_publisher_sync_duration_seconds",
-                HELP,
-                &["code"],
-                &exponential_buckets(0.001, 2.0, 15),
-            )),
-        };
-        global().register(metrics.syncs.clone());
-        global().register(metrics.duration.clone());
-        metrics
-    })
-}
+/// The publisher's families (upstream's `rootcacertpublisher/metrics.go`), registered when the
+/// controller is created (`registerMetrics`).
+static METRICS: SyncMetrics = SyncMetrics::new(
+    ("root_ca_cert_publisher_sync_total", SYNC_HELP),
+    ("root_ca_cert_publisher_sync_duration_seconds", SYNC_HELP),
+);

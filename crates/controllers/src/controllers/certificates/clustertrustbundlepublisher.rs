@@ -22,7 +22,7 @@ use k8s_openapi::{ClusterResourceScope, Resource};
 use serde::Serialize;
 
 use crate::client::{Api, Client, DeleteParams, PostParams};
-use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, global};
+use crate::controllers::syncmetrics::SyncMetrics;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informable, Informer, SharedInformerFactory};
 use crate::runtime::workqueue::WorkQueue;
@@ -119,7 +119,7 @@ trait Publishing: Send + Sync {
 /// start function's discovery made when the controller starts. It cannot fail: the discovery's
 /// error is the start hook's.
 pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
-    metrics();
+    METRICS.register();
     let queue = WorkQueue::new(QUEUE);
     let chosen: Arc<OnceLock<Arc<dyn Publishing>>> = Arc::new(OnceLock::new());
     let starter = Starter {
@@ -146,13 +146,7 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Controller {
 fn sync(publisher: &dyn Publishing) -> SyncResult {
     let started = Instant::now();
     let result = publisher.sync();
-    let code = match &result {
-        Ok(()) => "200".to_string(),
-        Err(e) => e.code().filter(|c| *c != 0).unwrap_or(500).to_string(),
-    };
-    let metrics = metrics();
-    metrics.duration.observe(&[&code], started.elapsed().as_secs_f64());
-    metrics.syncs.inc(&[&code]);
+    METRICS.record(&result, started);
     log::debug!("Finished syncing ClusterTrustBundle signerName={SIGNER_NAME:?} elapsedTime={:?}", started.elapsed());
     result.map_err(SyncError::from)
 }
@@ -261,35 +255,16 @@ impl<K: BundleVersion> Publishing for Publisher<K> {
     }
 }
 
-/// The publisher's families (upstream's `clustertrustbundlepublisher/metrics.go`).
-struct Metrics {
-    syncs: Arc<CounterVec>,
-    duration: Arc<HistogramVec>,
-}
-
-/// Registered when the controller is created (upstream registers them at package init; a
-/// family without samples is not exposed either way).
-fn metrics() -> &'static Metrics {
-    static METRICS: OnceLock<Metrics> = OnceLock::new();
-    METRICS.get_or_init(|| {
-        let metrics = Metrics {
-            syncs: Arc::new(CounterVec::counter(
-                "clustertrustbundle_publisher_sync_total",
-                "[ALPHA] Number of syncs that occurred in cluster trust bundle publisher.",
-                &["code"],
-            )),
-            duration: Arc::new(HistogramVec::new(
-                "clustertrustbundle_publisher_sync_duration_seconds",
-                "[ALPHA] The time it took to sync a cluster trust bundle.",
-                &["code"],
-                &exponential_buckets(0.001, 2.0, 15),
-            )),
-        };
-        global().register(metrics.syncs.clone());
-        global().register(metrics.duration.clone());
-        metrics
-    })
-}
+/// The publisher's families (upstream's `clustertrustbundlepublisher/metrics.go`), registered
+/// when the controller is created (upstream registers them at package init; a family without
+/// samples is not exposed either way).
+static METRICS: SyncMetrics = SyncMetrics::new(
+    (
+        "clustertrustbundle_publisher_sync_total",
+        "[ALPHA] Number of syncs that occurred in cluster trust bundle publisher.",
+    ),
+    ("clustertrustbundle_publisher_sync_duration_seconds", "[ALPHA] The time it took to sync a cluster trust bundle."),
+);
 
 #[cfg(test)]
 mod tests {
