@@ -67,18 +67,29 @@ pub fn node_taints(node: &Node) -> &[Taint] {
     node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default()
 }
 
-/// `Toleration.ToleratesTaint`.
+/// `Toleration.ToleratesTaint` with `TaintTolerationComparisonOperators` off (alpha in v1.36):
+/// `Lt` and `Gt` match nothing.
 pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != taint.effect {
+    let Toleration { effect, key, operator, value, .. } = toleration;
+    tolerates_fields([effect, key, operator, value], (&taint.effect, &taint.key, &taint.value))
+}
+
+/// The match of `ToleratesTaint` over the fields it reads, the toleration's effect, key,
+/// operator and value and the taint's effect, key and value (unset is empty): an empty effect
+/// or key matches any; `Exists` matches any value, `Equal` (or no operator) only the same
+/// value; another operator matches nothing. DRA's `resourceclaim.ToleratesTaint` is upstream's
+/// copy of the core one for devices, so [`tolerates`] and the DRA one share it.
+pub(crate) fn tolerates_fields(toleration: [&Option<String>; 4], taint: (&str, &str, &Option<String>)) -> bool {
+    let [effect, key, operator, value] = toleration.map(|field| field.as_deref().unwrap_or_default());
+    let (taint_effect, taint_key, taint_value) = taint;
+    if !effect.is_empty() && effect != taint_effect {
         return false;
     }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    if !key.is_empty() && key != taint.key {
+    if !key.is_empty() && key != taint_key {
         return false;
     }
-    match toleration.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => toleration.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default(),
+    match operator {
+        "" | "Equal" => value == taint_value.as_deref().unwrap_or_default(),
         "Exists" => true,
         _ => false,
     }

@@ -11,6 +11,7 @@
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
 use k8s_openapi::api::resource::v1::{DeviceTaint, DeviceToleration, ResourceClaim, ResourceClaimConsumerReference};
 
+use crate::controllers::nodeutil::tolerates_fields;
 use crate::runtime::controller_ref::controller_of;
 use crate::runtime::informer::object_key;
 
@@ -208,19 +209,8 @@ pub fn bind_to(pod: &Pod, pod_claim: &PodResourceClaim) -> Result<ResourceClaimC
 /// value, `Equal` (or no operator) only the same value; another operator matches nothing.
 /// Callers check the effect they react to themselves.
 pub fn tolerates_taint(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != taint.effect {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => toleration.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default(),
-        "Exists" => true,
-        _ => false,
-    }
+    let DeviceToleration { effect, key, operator, value, .. } = toleration;
+    tolerates_fields([effect, key, operator, value], (&taint.effect, &taint.key, &taint.value))
 }
 
 #[cfg(test)]
