@@ -10,7 +10,7 @@
 use std::fmt;
 
 use crate::apimachinery::errors::BoxError;
-use crate::app::flags::{FlagError, Options, validate};
+use crate::app::flags::{Options, ValidationError, validate};
 use crate::client::Client;
 use crate::controllers::{
     attachdetach, bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, devicetainteviction,
@@ -26,7 +26,46 @@ use crate::runtime::controller::{Controller, ControllerContext, ControllerIdenti
 pub type StartFn = fn(&ControllerContext<'_>, &Options) -> Result<Controller, BoxError>;
 
 /// Checks a controller's own flags (part of upstream's `Validate`).
-pub type FlagCheck = fn(&Options) -> Result<(), FlagError>;
+pub type FlagCheck = fn(&Options) -> Result<(), ValidationError>;
+
+/// Why a controller of the table cannot be built from the flags (before its own constructor,
+/// whose errors its start function passes on as they are).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `--cidr-allocator-type` is not the range allocator.
+    #[error("invalid CIDR allocator type: {0}")]
+    CidrAllocatorType(String),
+    /// The storage version migrator without the garbage collector, whose monitors it reads.
+    #[error("storage version migrator requires garbage collector")]
+    GarbageCollectorOff,
+    /// The node IPAM flags refused (the start-up checks, as upstream's).
+    #[error("{0}")]
+    NodeIpam(#[from] ValidationError),
+    /// `--root-ca-file` cannot be read.
+    #[error("error parsing root-ca-file at {file}: {source}")]
+    ReadRootCa {
+        /// The file.
+        file: String,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `--root-ca-file` is not PEM.
+    #[error("error parsing root-ca-file at {file}: {source}")]
+    ParseRootCa {
+        /// The file.
+        file: String,
+        /// Why not.
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    /// `--root-ca-file` holds no certificate (upstream's `readCA`).
+    #[error("error parsing root-ca-file at {file}: data does not contain any valid RSA or ECDSA certificates")]
+    NoRootCa {
+        /// The file.
+        file: String,
+    },
+}
 
 /// One controller of the upstream controller manager.
 #[derive(Debug, Clone, Copy)]
@@ -462,7 +501,7 @@ pub static CONTROLLERS: &[ControllerDescriptor] = &[
         .starts(|c, o| {
             // It reads the garbage collector's monitors.
             if !o.garbage_collector.enabled {
-                return Err("storage version migrator requires garbage collector".into());
+                return Err(Error::GarbageCollectorOff.into());
             }
             Ok(storageversionmigrator::new(c, storageversionmigrator::Config::default()))
         }),
@@ -504,14 +543,14 @@ fn start_node_ipam(context: &ControllerContext<'_>, options: &Options) -> Result
         return Ok(Controller::disabled("--allocate-node-cidrs is false"));
     }
     if ipam.cidr_allocator_type != "RangeAllocator" {
-        return Err(format!("invalid CIDR allocator type: {}", ipam.cidr_allocator_type).into());
+        return Err(Error::CidrAllocatorType(ipam.cidr_allocator_type.clone()).into());
     }
     Ok(nodeipam::new(context, node_ipam_params(ipam)?)?)
 }
 
 /// The range allocator's parameters from the flags, with the start-up checks.
-fn node_ipam_params(ipam: &crate::app::flags::NodeIpamOptions) -> Result<nodeipam::AllocatorParams, String> {
-    let node_masks = crate::app::flags::node_cidr_mask_sizes(ipam).map_err(|e| e.to_string())?;
+fn node_ipam_params(ipam: &crate::app::flags::NodeIpamOptions) -> Result<nodeipam::AllocatorParams, Error> {
+    let node_masks = crate::app::flags::node_cidr_mask_sizes(ipam)?;
     Ok(nodeipam::AllocatorParams {
         cluster_cidrs: ipam.cluster_cidrs.clone(),
         service_cidr: ipam.service_cidrs.first().copied(),
@@ -575,20 +614,19 @@ fn start_cluster_trust_bundle_publisher(
 
 /// The CA bundle put in token Secrets and `kube-root-ca.crt`: `--root-ca-file` (which must hold
 /// certificates: upstream's `readCA`), else the CA data of the client's kubeconfig.
-fn root_ca(options: &Options, client: &Client) -> Result<String, String> {
+fn root_ca(options: &Options, client: &Client) -> Result<String, Error> {
     use rustls_pki_types::CertificateDer;
     use rustls_pki_types::pem::PemObject;
     let file = &options.service_account.root_ca_file;
     if file.is_empty() {
         return Ok(client.ca_pem().unwrap_or_default());
     }
-    let parse_error = |e: String| format!("error parsing root-ca-file at {file}: {e}");
-    let pem = std::fs::read_to_string(file).map_err(|e| parse_error(e.to_string()))?;
+    let pem = std::fs::read_to_string(file).map_err(|source| Error::ReadRootCa { file: file.clone(), source })?;
     let certificates = CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<Vec<_>, _>>();
     match certificates {
         Ok(certificates) if !certificates.is_empty() => Ok(pem),
-        Ok(_) => Err(parse_error("data does not contain any valid RSA or ECDSA certificates".into())),
-        Err(e) => Err(parse_error(e.to_string())),
+        Ok(_) => Err(Error::NoRootCa { file: file.clone() }),
+        Err(source) => Err(Error::ParseRootCa { file: file.clone(), source }),
     }
 }
 
@@ -931,10 +969,10 @@ mod tests {
         let path = std::env::temp_dir().join(format!("kcm-root-ca-{}.crt", std::process::id()));
         std::fs::write(&path, ca.pem()).unwrap();
         let from_file = root_ca(&options(&path.to_string_lossy()), &client(None));
-        assert_eq!(from_file.as_deref(), Ok(ca.pem().as_str()));
+        assert_eq!(from_file.map_err(|e| e.to_string()).as_deref(), Ok(ca.pem().as_str()));
 
         std::fs::write(&path, "not a certificate").unwrap();
-        let err = root_ca(&options(&path.to_string_lossy()), &client(None)).unwrap_err();
+        let err = root_ca(&options(&path.to_string_lossy()), &client(None)).unwrap_err().to_string();
         assert_eq!(
             err,
             format!(
@@ -948,7 +986,8 @@ mod tests {
         let pem = root_ca(&options(""), &kubeconfig_ca).unwrap();
         let parsed: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<_, _>>().unwrap();
         assert_eq!(parsed, [ca.der().clone()]);
-        assert_eq!(root_ca(&options(""), &client(None)).as_deref(), Ok(""), "no CA data: empty, as upstream");
+        let none = root_ca(&options(""), &client(None)).map_err(|e| e.to_string());
+        assert_eq!(none.as_deref(), Ok(""), "no CA data: empty, as upstream");
     }
 
     #[test]
@@ -967,8 +1006,9 @@ mod tests {
         assert_eq!(p.secondary_service_cidr, Some(cidr("fd01::/108")));
         let bad = crate::app::flags::NodeIpamOptions { node_cidr_mask_size: 24, ..ipam };
         assert_eq!(
-            node_ipam_params(&bad).unwrap_err(),
+            node_ipam_params(&bad).unwrap_err().to_string(),
             "usage of --node-cidr-mask-size is not allowed with dual-stack clusters"
         );
+        assert!(matches!(node_ipam_params(&bad), Err(Error::NodeIpam(ValidationError::GenericMaskDualStack))));
     }
 }

@@ -10,10 +10,66 @@
 use std::collections::BTreeMap;
 
 use super::values::{KUBE_VERSION, KubeVersion};
-use crate::apimachinery::version::{KUBERNETES_RELEASE, Version, parse};
+use crate::apimachinery::errors::Aggregate;
+use crate::apimachinery::version::{self, KUBERNETES_RELEASE, Version, parse};
 
 /// The oldest emulated and minimum compatibility version upstream accepts.
 pub const FLOOR: KubeVersion = KubeVersion { major: KUBE_VERSION.major, minor: KUBE_VERSION.minor - 3 };
+
+/// Why `--emulated-version` or `--min-compatibility-version` is refused, in the compatibility
+/// registry's words.
+#[derive(Debug, thiserror::Error)]
+pub enum CompatibilityError {
+    /// An item's version is not a version.
+    #[error("{0}")]
+    Version(#[from] version::ParseError),
+    /// A version with a patch number.
+    #[error("patch version not allowed, got: {component}={version}")]
+    PatchVersion {
+        /// The component the item names (`kube`).
+        component: String,
+        /// Its version.
+        version: Box<Version>,
+    },
+    /// Two items for one component.
+    #[error("duplicate version flag, {component}={first} and {component}={second}")]
+    Duplicate {
+        /// The component.
+        component: String,
+        /// The version of the first item.
+        first: Box<Version>,
+        /// The version of the second.
+        second: Box<Version>,
+    },
+    /// A component other than `kube`.
+    #[error("component not registered: {0}")]
+    UnregisteredComponent(String),
+    /// A major or minor number beyond 32 bits.
+    #[error("version {0} is out of range")]
+    OutOfRange(Box<Version>),
+    /// The emulated version is newer than the binary or older than the floor.
+    #[error(
+        "emulation version {version} is not between [{floor}, {}.{}.0]",
+        KUBERNETES_RELEASE.major,
+        KUBERNETES_RELEASE.minor,
+        floor = FLOOR
+    )]
+    Emulation {
+        /// The emulated version.
+        version: KubeVersion,
+    },
+    /// The minimum compatibility version is newer than the emulated one or older than the floor.
+    #[error("minCompatibilityVersion version {version} is not between [{floor}, {emulation}]", floor = FLOOR)]
+    MinCompatibility {
+        /// The minimum compatibility version.
+        version: KubeVersion,
+        /// The emulated version.
+        emulation: KubeVersion,
+    },
+    /// Both versions out of range, reported together (`utilerrors.NewAggregate`).
+    #[error("{0}")]
+    Several(#[source] Aggregate),
+}
 
 /// The two flags as given (pflag string slices), and the versions they set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +99,7 @@ impl Compatibility {
     /// Sets both versions from the flags (upstream's registry `Set`, up to the feature gates):
     /// the emulated version, which moves the minimum compatibility version to one minor before
     /// it (not below the floor), then the minimum compatibility version.
-    pub(crate) fn set(&mut self) -> Result<(), String> {
+    pub(crate) fn set(&mut self) -> Result<(), CompatibilityError> {
         if let Some(version) = kube_version(&self.emulated_version_flag)? {
             self.emulation = version;
             self.min_compatibility = version.previous().max(FLOOR);
@@ -56,22 +112,21 @@ impl Compatibility {
 
     /// Upstream `effectiveVersion.Validate`: each version within its range, both errors
     /// reported together.
-    pub(crate) fn validate(&self) -> Result<(), String> {
-        let binary = format!("{}.{}.0", KUBERNETES_RELEASE.major, KUBERNETES_RELEASE.minor);
+    pub(crate) fn validate(&self) -> Result<(), CompatibilityError> {
         let mut errors = Vec::new();
         if self.emulation > KUBE_VERSION || self.emulation < FLOOR {
-            errors.push(format!("emulation version {} is not between [{FLOOR}, {binary}]", self.emulation));
+            errors.push(CompatibilityError::Emulation { version: self.emulation });
         }
         if self.min_compatibility > self.emulation || self.min_compatibility < FLOOR {
-            errors.push(format!(
-                "minCompatibilityVersion version {} is not between [{FLOOR}, {}]",
-                self.min_compatibility, self.emulation
-            ));
+            errors.push(CompatibilityError::MinCompatibility {
+                version: self.min_compatibility,
+                emulation: self.emulation,
+            });
         }
         match errors.len() {
-            0 => Ok(()),
+            // One is reported as itself, so that it can be matched (an aggregate of one reads the same).
             1 => Err(errors.remove(0)),
-            _ => Err(format!("[{}]", errors.join(", "))),
+            _ => Aggregate::from_errors(errors).map_err(CompatibilityError::Several),
         }
     }
 
@@ -86,27 +141,34 @@ impl Compatibility {
 
 /// The version the items give the `kube` component, if any (upstream `toVersionMap`, then the
 /// registry's check that each component is registered).
-fn kube_version(items: &[String]) -> Result<Option<KubeVersion>, String> {
+fn kube_version(items: &[String]) -> Result<Option<KubeVersion>, CompatibilityError> {
     let mut versions: BTreeMap<String, Version> = BTreeMap::new();
     for item in items {
         let (component, text) = match item.split_once('=') {
             Some((component, text)) => (component.trim(), text.trim()),
             None => ("kube", item.as_str()),
         };
-        let version = parse(text).map_err(|e| e.to_string())?;
+        let version = parse(text)?;
         if version.patch() != 0 {
-            return Err(format!("patch version not allowed, got: {component}={version}"));
+            return Err(CompatibilityError::PatchVersion {
+                component: component.to_string(),
+                version: Box::new(version),
+            });
         }
         if let Some(existing) = versions.get(component) {
-            return Err(format!("duplicate version flag, {component}={existing} and {component}={version}"));
+            return Err(CompatibilityError::Duplicate {
+                component: component.to_string(),
+                first: Box::new(existing.clone()),
+                second: Box::new(version),
+            });
         }
         versions.insert(component.to_string(), version);
     }
     if let Some(component) = versions.keys().find(|c| *c != "kube") {
-        return Err(format!("component not registered: {component}"));
+        return Err(CompatibilityError::UnregisteredComponent(component.clone()));
     }
-    let minor_version = |v: &Version| -> Result<KubeVersion, String> {
-        let part = |n: u64| u32::try_from(n).map_err(|_| format!("version {v} is out of range"));
+    let minor_version = |v: &Version| -> Result<KubeVersion, CompatibilityError> {
+        let part = |n: u64| u32::try_from(n).map_err(|_| CompatibilityError::OutOfRange(Box::new(v.clone())));
         Ok(KubeVersion { major: part(v.major())?, minor: part(v.minor())? })
     };
     versions.get("kube").map(minor_version).transpose()
@@ -116,14 +178,15 @@ fn kube_version(items: &[String]) -> Result<Option<KubeVersion>, String> {
 mod tests {
     use super::*;
 
+    /// The versions the flags set, or the error's message.
     fn set(emulated: &[&str], min: &[&str]) -> Result<Compatibility, String> {
         let mut c = Compatibility {
             emulated_version_flag: emulated.iter().map(|s| s.to_string()).collect(),
             min_compatibility_version_flag: min.iter().map(|s| s.to_string()).collect(),
             ..Compatibility::default()
         };
-        c.set()?;
-        c.validate()?;
+        c.set().map_err(|e| e.to_string())?;
+        c.validate().map_err(|e| e.to_string())?;
         Ok(c)
     }
 

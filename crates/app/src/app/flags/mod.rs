@@ -22,14 +22,13 @@ pub(crate) mod validate;
 mod values;
 
 use std::ffi::OsString;
-use std::fmt;
 
 use lexopt::Arg;
 
 pub use crate::apimachinery::duration::{format_go_duration, parse_go_duration};
 pub use crate::apimachinery::version::KUBERNETES_RELEASE;
-pub use compatibility::Compatibility;
-pub use feature_gates::FeatureGates;
+pub use compatibility::{Compatibility, CompatibilityError};
+pub use feature_gates::{FeatureGateError, FeatureGates};
 pub use options::{
     AttachDetachOptions, AuthenticationOptions, AuthorizationOptions, ClientConnection, CloudOptions,
     ConcurrencyOptions, CsrSigningOptions, Debugging, EndpointsOptions, GarbageCollectorOptions, GenericOptions,
@@ -38,8 +37,8 @@ pub use options::{
     ResourceQuotaOptions, SecureServingOptions, ServiceAccountOptions, SignerFiles,
 };
 pub use table::{FLAGS, FlagSpec, FlagStatus, Group, lookup};
-pub use validate::node_cidr_mask_sizes;
-pub use values::{Cidr, KUBE_VERSION, KubeVersion, NamedCertKey, VModuleItem, ValueKind};
+pub use validate::{ValidationError, node_cidr_mask_sizes};
+pub use values::{Cidr, KUBE_VERSION, KubeVersion, NamedCertKey, VModuleItem, ValueError, ValueKind};
 
 use table::ParseState;
 use values::{SetMode, VersionRequest};
@@ -56,11 +55,13 @@ pub enum Command {
 }
 
 /// A command line that cannot be run. Its `Display` is one line naming the flag and the problem.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum FlagError {
     /// `--foo` is not a flag (`unknown flag: --foo`).
+    #[error("unknown flag: {}", one_line(.0))]
     UnknownFlag(String),
     /// `-x` is not a one-letter flag.
+    #[error("unknown shorthand flag: '{}' in -{}", .letter.escape_debug(), one_line(.rest))]
     UnknownShorthand {
         /// The letter that names no flag.
         letter: char,
@@ -68,46 +69,45 @@ pub enum FlagError {
         rest: String,
     },
     /// Dashes that do not form a flag (`---x`, `--=x`).
+    #[error("bad flag syntax: {}", one_line(.0))]
     BadSyntax(String),
+    /// An argument the command line reader cannot take apart.
+    #[error("bad flag syntax: {}", one_line(&.0.to_string()))]
+    Unreadable(#[source] lexopt::Error),
     /// A flag that takes a value was last on the line (`--kubeconfig` or `'v' in -v`).
+    #[error("flag needs an argument: {0}")]
     MissingValue(String),
     /// A value the flag's type refuses.
+    #[error("invalid argument {} for \"{flag}\" flag: {reason}", values::go_quote(.value))]
     InvalidValue {
         /// The flag as pflag names it: `--kube-api-qps`, `-v, --v`.
         flag: String,
         /// The value as given.
         value: String,
         /// Why the type refuses it (`not a number`).
-        reason: String,
+        #[source]
+        reason: ValueError,
     },
     /// Arguments that are not flags; the controller manager takes none.
+    #[error(
+        "\"kube-controller-manager\" does not take any arguments, got [{}]",
+        .0.iter().map(|a| values::go_quote(a)).collect::<Vec<_>>().join(" ")
+    )]
     UnexpectedArguments(Vec<String>),
+    /// A value of one of upstream's string-typed flags, which upstream refuses only after
+    /// parsing, by validation: the problem alone, without the flag.
+    #[error("{0}")]
+    Value(#[source] ValueError),
+    /// `--emulated-version` or `--min-compatibility-version` refused.
+    #[error("{0}")]
+    Compatibility(#[from] CompatibilityError),
+    /// `--feature-gates` refused at the emulated version.
+    #[error("{0}")]
+    FeatureGates(#[from] FeatureGateError),
     /// Flags that parse but do not fit together (or a value outside what upstream allows).
-    Invalid(String),
+    #[error("{0}")]
+    Invalid(#[from] ValidationError),
 }
-
-impl fmt::Display for FlagError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FlagError::UnknownFlag(flag) => write!(f, "unknown flag: {}", one_line(flag)),
-            FlagError::UnknownShorthand { letter, rest } => {
-                write!(f, "unknown shorthand flag: '{}' in -{}", letter.escape_debug(), one_line(rest))
-            }
-            FlagError::BadSyntax(arg) => write!(f, "bad flag syntax: {}", one_line(arg)),
-            FlagError::MissingValue(flag) => write!(f, "flag needs an argument: {flag}"),
-            FlagError::InvalidValue { flag, value, reason } => {
-                write!(f, "invalid argument {} for \"{flag}\" flag: {reason}", values::go_quote(value))
-            }
-            FlagError::UnexpectedArguments(args) => {
-                let quoted: Vec<String> = args.iter().map(|a| values::go_quote(a)).collect();
-                write!(f, "\"kube-controller-manager\" does not take any arguments, got [{}]", quoted.join(" "))
-            }
-            FlagError::Invalid(message) => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for FlagError {}
 
 impl FlagError {
     /// Whether pflag itself refuses the line (upstream then prints its usage before the
@@ -117,9 +117,14 @@ impl FlagError {
             FlagError::UnknownFlag(_)
             | FlagError::UnknownShorthand { .. }
             | FlagError::BadSyntax(_)
+            | FlagError::Unreadable(_)
             | FlagError::MissingValue(_) => true,
             FlagError::InvalidValue { flag, .. } => pflag_refuses_values_of(flag),
-            FlagError::UnexpectedArguments(_) | FlagError::Invalid(_) => false,
+            FlagError::UnexpectedArguments(_)
+            | FlagError::Value(_)
+            | FlagError::Compatibility(_)
+            | FlagError::FeatureGates(_)
+            | FlagError::Invalid(_) => false,
         }
     }
 }
@@ -222,7 +227,7 @@ pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, FlagE
         let arg = match parser.next() {
             Ok(Some(arg)) => arg,
             Ok(None) => break,
-            Err(e) => return Err(FlagError::BadSyntax(e.to_string())),
+            Err(e) => return Err(FlagError::Unreadable(e)),
         };
         match arg {
             Arg::Long(name) => {
@@ -258,7 +263,7 @@ fn defer_validation(applied: Result<(), FlagError>, refused_later: &mut Option<F
     match applied {
         Err(e) if e.is_parse_error() => Err(e),
         Err(FlagError::InvalidValue { reason, .. }) => {
-            refused_later.get_or_insert(FlagError::Invalid(reason));
+            refused_later.get_or_insert(FlagError::Value(reason));
             Ok(())
         }
         Err(e) => {
@@ -288,7 +293,7 @@ fn take_value(
     raw.into_string().map_err(|raw| FlagError::InvalidValue {
         flag: flag.display_name(),
         value: raw.to_string_lossy().into_owned(),
-        reason: "not valid UTF-8".to_string(),
+        reason: ValueError::NotUtf8,
     })
 }
 
@@ -320,9 +325,9 @@ fn finish(state: ParseState, positional: Vec<String>, refused_later: Option<Flag
     // Upstream's `PersistentPreRunE`: the compatibility registry sets the emulated and minimum
     // compatibility versions, then the feature gates at them, before `--version` is looked at.
     let generic = &mut options.generic;
-    generic.compatibility.set().map_err(FlagError::Invalid)?;
+    generic.compatibility.set()?;
     let (emulation, min_compatibility) = (generic.compatibility.emulation, generic.compatibility.min_compatibility);
-    generic.feature_gates.set(emulation, min_compatibility).map_err(FlagError::Invalid)?;
+    generic.feature_gates.set(emulation, min_compatibility)?;
     match state.version {
         VersionRequest::Print => return Ok(Command::Version(version_string())),
         VersionRequest::Raw => return Ok(Command::Version(raw_version_string())),
@@ -400,6 +405,17 @@ mod tests {
         match parse(args.iter().map(OsString::from)) {
             Err(e) => e.to_string(),
             Ok(command) => panic!("{args:?} parsed: {command:?}"),
+        }
+    }
+
+    /// The message of a line refused after parsing, by the checks upstream logs the error of.
+    fn invalid(args: &[&str]) -> Result<(), String> {
+        match parse(args.iter().map(OsString::from)) {
+            Err(e) => {
+                assert!(matches!(refusal(&e), Refusal::Logged(_)), "{args:?}: {e} is refused while parsing");
+                Err(e.to_string())
+            }
+            Ok(_) => Ok(()),
         }
     }
 
@@ -722,7 +738,7 @@ mod tests {
         assert_eq!(refusal(&positional), Refusal::Printed(format!("Error: {positional}\n")));
         // Found after parsing, as upstream: a later unknown flag, positional argument or
         // --help wins over a bad --controllers.
-        assert_eq!(refused(&["--controllers=nope", "--foo"]), FlagError::UnknownFlag("--foo".into()));
+        assert!(matches!(refused(&["--controllers=nope", "--foo"]), FlagError::UnknownFlag(flag) if flag == "--foo"));
         assert!(matches!(refused(&["--controllers=nope", "x"]), FlagError::UnexpectedArguments(_)));
         assert!(matches!(parse(["--controllers=nope", "--help"].map(OsString::from)), Ok(Command::Help(_))));
     }
@@ -854,13 +870,43 @@ mod tests {
             (&["--tls-curve-preferences=29,29"], "duplicate curve preference 29"),
         ];
         for (args, want) in validated {
-            assert_eq!(run(args).map(|_| ()), Err(FlagError::Invalid(want.to_string())), "{args:?}");
+            assert_eq!(invalid(args), Err(want.to_string()), "{args:?}");
         }
         // Curves are checked only when the port serves, as upstream.
         assert!(run(&["--tls-curve-preferences=1", "--secure-port=0"]).is_ok());
         // Unknown gates are only warned about.
         let o = run(&["--feature-gates=NoSuchGate=true"]).unwrap();
         assert_eq!(o.warnings(), ["unrecognized feature gate: NoSuchGate"]);
+    }
+
+    #[test]
+    fn refusals_keep_what_refused_the_value_as_their_source() {
+        use crate::apimachinery::duration::ParseDurationError;
+        use crate::apimachinery::errors::find_in_chain;
+        use crate::apimachinery::net::ParseCidrError;
+        use crate::server::CurveError;
+        let refused = |args: &[&str]| parse(args.iter().map(OsString::from)).expect_err("refused");
+        let duration = refused(&["--min-resync-period=soon"]);
+        assert!(matches!(find_in_chain::<ParseDurationError>(&duration), Some(ParseDurationError::Invalid { .. })));
+        let cidr = refused(&["--cluster-cidr=10.0.0.0/33"]);
+        assert_eq!(find_in_chain::<ParseCidrError>(&cidr).map(|e| e.text.as_str()), Some("10.0.0.0/33"));
+        let curves = refused(&["--tls-curve-preferences=29,29"]);
+        assert_eq!(find_in_chain::<CurveError>(&curves), Some(&CurveError::Duplicate(29)));
+        let version = refused(&["--emulated-version=abc"]);
+        assert!(find_in_chain::<crate::apimachinery::version::ParseError>(&version).is_some());
+        let gates = refused(&["--feature-gates=SidecarContainers=false,InOrderInformers=false"]);
+        let Some(FeatureGateError::Several(both)) = find_in_chain::<FeatureGateError>(&gates) else {
+            panic!("two refusals are aggregated: {gates:?}")
+        };
+        let locked = |e: &crate::apimachinery::errors::BoxError| {
+            matches!(e.downcast_ref::<FeatureGateError>(), Some(FeatureGateError::Locked { value: false, .. }))
+        };
+        assert!(both.errors().len() == 2 && both.errors().iter().all(locked), "{both:?}");
+        let unknown = refused(&["--controllers=nope"]);
+        assert_eq!(
+            find_in_chain::<crate::app::controllers::UnknownController>(&unknown).map(|e| e.0.as_str()),
+            Some("nope")
+        );
     }
 
     #[test]
@@ -949,7 +995,9 @@ mod tests {
             ),
         ];
         for (args, want) in cases {
-            assert_eq!(ok(args).map(|_| ()), Err(FlagError::Invalid(want.to_string())), "{args:?}");
+            let mut all = vec!["--allocate-node-cidrs"];
+            all.extend_from_slice(args);
+            assert_eq!(invalid(&all), Err(want.to_string()), "{args:?}");
         }
     }
 

@@ -3,7 +3,7 @@
 //! defaults, `--help` and warnings all read this table; a flag's status is changed here only.
 
 use super::options::Options;
-use super::values::{self, FlagValue, SetMode, ValueKind, VersionRequest};
+use super::values::{self, FlagValue, SetMode, ValueError, ValueKind, VersionRequest};
 
 /// Whether this implementation acts on a flag yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +208,7 @@ pub(crate) struct ParseState {
 }
 
 /// Parses a raw value into the state; the error describes the value's problem.
-type Setter = fn(&mut ParseState, &str, SetMode) -> Result<(), String>;
+type Setter = fn(&mut ParseState, &str, SetMode) -> Result<(), ValueError>;
 
 /// One flag of the table.
 #[derive(Debug, Clone, Copy)]

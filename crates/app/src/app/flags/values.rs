@@ -11,9 +11,10 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::feature_gates::FeatureGates;
-use crate::apimachinery::duration::parse_go_duration;
-use crate::apimachinery::version::{KUBERNETES_RELEASE, Release, parse_semantic};
-use crate::app::controllers::ControllerSelection;
+use crate::apimachinery::duration::{ParseDurationError, parse_go_duration};
+use crate::apimachinery::net::ParseCidrError;
+use crate::apimachinery::version::{self, KUBERNETES_RELEASE, Release, parse_semantic};
+use crate::app::controllers::{ControllerSelection, UnknownController};
 
 /// How a value is being set, for the types where repeating a flag accumulates (pflag's string
 /// slices and maps): the first explicit use replaces the default, later uses add to it.
@@ -81,25 +82,151 @@ pub(crate) trait FlagValue {
     const KIND: ValueKind;
     /// Parses `raw` into `target`. The error says what is wrong with the value; the caller
     /// adds which flag and value it was.
-    fn assign(target: &mut Self::Target, raw: &str, mode: SetMode) -> Result<(), String>;
+    fn assign(target: &mut Self::Target, raw: &str, mode: SetMode) -> Result<(), ValueError>;
+}
+
+/// Why a flag's type refuses a value: the problem alone, worded as pflag (or upstream's check
+/// of that flag) words it. [`FlagError`](super::FlagError) adds which flag and value it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// The argument is not UTF-8.
+    #[error("not valid UTF-8")]
+    NotUtf8,
+    /// Not one of Go's boolean spellings.
+    #[error("not a boolean (use true or false)")]
+    NotABool,
+    /// Not Go integer syntax.
+    #[error("not an integer")]
+    NotAnInteger,
+    /// An integer beyond what the flag's type holds.
+    #[error("value out of range for a {bits}-bit integer")]
+    IntegerOutOfRange {
+        /// The width of the type (32 or 64).
+        bits: u32,
+    },
+    /// Not Go float syntax.
+    #[error("not a number")]
+    NotANumber,
+    /// A float beyond what the flag's type holds.
+    #[error("value out of range")]
+    FloatOutOfRange,
+    /// A quoted CSV field not closed, or followed by more text (Go's `csv.ErrQuote`).
+    #[error("extraneous or missing \" in quoted-field")]
+    CsvQuote,
+    /// A quote inside an unquoted CSV field (Go's `csv.ErrBareQuote`).
+    #[error("bare \" in non-quoted-field")]
+    CsvBareQuote,
+    /// Not a Go duration.
+    #[error("{0}")]
+    Duration(#[from] ParseDurationError),
+    /// A port number outside 0..=65535.
+    #[error("must be between 0 and 65535, inclusive (0 turns it off)")]
+    PortOutOfRange,
+    /// Not an IP address.
+    #[error("failed to parse IP: {}", go_quote(.text))]
+    Ip {
+        /// The value as given.
+        text: String,
+    },
+    /// Not a CIDR.
+    #[error("{0}")]
+    Cidr(#[from] ParseCidrError),
+    /// Two CIDRs of one IP family.
+    #[error("two CIDRs must be one IPv4 and one IPv6 range (dual-stack)")]
+    CidrsOfOneFamily,
+    /// More than two CIDRs.
+    #[error("at most two CIDRs (one per IP family) are allowed")]
+    TooManyCidrs,
+    /// A name in `--controllers` that names no controller.
+    #[error("{0}")]
+    UnknownController(#[from] UnknownController),
+    /// A `stringToString` item without `=`.
+    #[error("{item} must be formatted as key=value")]
+    NotKeyValue {
+        /// The item (the whole value when it has no `=` at all).
+        item: String,
+    },
+    /// `cert,key:` with nothing after the colon.
+    #[error("empty names list is not allowed")]
+    EmptyNames,
+    /// Not `cert,key`.
+    #[error("expected comma separated certificate and key file paths")]
+    NotCertAndKey,
+    /// Not a Kubernetes quantity (its own error says no more than the expression it must match).
+    #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
+    NotAQuantity,
+    /// A negative quantity.
+    #[error("must not be negative")]
+    NegativeQuantity,
+    /// A quantity beyond 64 bits.
+    #[error("too large")]
+    QuantityTooLarge,
+    /// A verbosity that is not digits.
+    #[error("not a non-negative integer")]
+    NotALevel,
+    /// A verbosity beyond 32 bits.
+    #[error("value out of range for a verbosity level")]
+    LevelOutOfRange,
+    /// A `--vmodule` item that is not `pattern=N`.
+    #[error("{item:?} does not have the pattern=N format")]
+    NotPatternLevel {
+        /// The item.
+        item: String,
+    },
+    /// A `--vmodule` item whose level is not a verbosity.
+    #[error("parsing verbosity in {item:?}: not a valid level")]
+    PatternLevel {
+        /// The item.
+        item: String,
+    },
+    /// A log format that is not registered.
+    #[error("format: Invalid value: {}: Unsupported log format", go_quote(.format))]
+    LogFormat {
+        /// The format as given.
+        format: String,
+    },
+    /// Not a Go TLS version name.
+    #[error("unknown tls version {} (use one of {})", go_quote(.version), TLS_VERSIONS.join(", "))]
+    TlsVersion {
+        /// The version as given.
+        version: String,
+    },
+    /// Not a cipher suite Go knows by name.
+    #[error("cipher suite {suite} not supported or doesn't exist")]
+    CipherSuite {
+        /// The suite as given.
+        suite: String,
+    },
+    /// A `--version=v…` that is not a semantic version.
+    #[error("{0}")]
+    Version(#[from] version::ParseError),
+    /// A `--version=v…` of another release than this binary's.
+    #[error(
+        "version {} must match major/minor/patch of default version {}",
+        go_quote(.version),
+        go_quote(&KUBERNETES_RELEASE.git_version())
+    )]
+    OtherRelease {
+        /// The version as given.
+        version: String,
+    },
 }
 
 /// Go's `%q`, as pflag quotes values in its errors.
 pub(crate) use crate::apimachinery::strconv::quote as go_quote;
 
 /// Go's `strconv.ParseBool`.
-pub(crate) fn parse_go_bool(text: &str) -> Result<bool, String> {
+pub(crate) fn parse_go_bool(text: &str) -> Result<bool, ValueError> {
     match text {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        _ => Err("not a boolean (use true or false)".to_string()),
+        _ => Err(ValueError::NotABool),
     }
 }
 
 /// Go's `strconv.ParseInt(text, 0, bits)`: optional sign, then decimal, `0x` hex, `0o`/`0`
 /// octal or `0b` binary, with `_` between digits allowed only after such a prefix.
-pub(crate) fn parse_go_int(text: &str, bits: u32) -> Result<i64, String> {
-    let not_integer = || "not an integer".to_string();
+pub(crate) fn parse_go_int(text: &str, bits: u32) -> Result<i64, ValueError> {
     let (negative, body) = match text.as_bytes().first() {
         Some(b'-') => (true, &text[1..]),
         Some(b'+') => (false, &text[1..]),
@@ -118,13 +245,14 @@ pub(crate) fn parse_go_int(text: &str, bits: u32) -> Result<i64, String> {
         (10, lower.as_str(), false)
     };
     if digits.contains('_') && (!prefixed || digits.ends_with('_') || digits.contains("__")) {
-        return Err(not_integer());
+        return Err(ValueError::NotAnInteger);
     }
     let cleaned: String = digits.chars().filter(|c| *c != '_').collect();
     if cleaned.is_empty() || !cleaned.chars().all(|c| c.is_digit(radix)) {
-        return Err(not_integer());
+        return Err(ValueError::NotAnInteger);
     }
-    let out_of_range = || format!("value out of range for a {bits}-bit integer");
+    let out_of_range = || ValueError::IntegerOutOfRange { bits };
+    // Only the size can fail here: the digits were checked above.
     let magnitude = u64::from_str_radix(&cleaned, radix).map_err(|_| out_of_range())?;
     let limit = 1u64 << (bits - 1);
     if negative {
@@ -140,7 +268,7 @@ pub(crate) fn parse_go_int(text: &str, bits: u32) -> Result<i64, String> {
 }
 
 /// Go's `strconv.ParseFloat` for the decimal forms flags use, as an `f64`.
-fn parse_go_float(text: &str) -> Result<f64, String> {
+fn parse_go_float(text: &str) -> Result<f64, ValueError> {
     let plain = text.trim_start_matches(['+', '-']);
     let word = plain.eq_ignore_ascii_case("inf")
         || plain.eq_ignore_ascii_case("infinity")
@@ -148,18 +276,18 @@ fn parse_go_float(text: &str) -> Result<f64, String> {
     let numeric =
         !plain.is_empty() && plain.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
     if !(word || numeric) {
-        return Err("not a number".to_string());
+        return Err(ValueError::NotANumber);
     }
-    let value: f64 = text.parse().map_err(|_| "not a number".to_string())?;
+    let value: f64 = text.parse().map_err(|_| ValueError::NotANumber)?;
     if value.is_infinite() && !word {
-        return Err("value out of range".to_string());
+        return Err(ValueError::FloatOutOfRange);
     }
     Ok(value)
 }
 
 /// One record of Go's `encoding/csv` with default settings, which is how pflag splits string
 /// slices: commas separate fields, a field may be double-quoted (`""` is a quote inside it).
-pub(crate) fn read_csv_record(text: &str) -> Result<Vec<String>, String> {
+pub(crate) fn read_csv_record(text: &str) -> Result<Vec<String>, ValueError> {
     let mut fields = Vec::new();
     let mut chars = text.chars().peekable();
     loop {
@@ -168,16 +296,14 @@ pub(crate) fn read_csv_record(text: &str) -> Result<Vec<String>, String> {
             chars.next();
             loop {
                 match chars.next() {
-                    None => return Err("extraneous or missing \" in quoted-field".to_string()),
+                    None => return Err(ValueError::CsvQuote),
                     Some('"') => match chars.peek() {
                         Some('"') => {
                             chars.next();
                             field.push('"');
                         }
                         Some(',') | Some('\n') | Some('\r') | None => break,
-                        Some(_) => {
-                            return Err("extraneous or missing \" in quoted-field".to_string());
-                        }
+                        Some(_) => return Err(ValueError::CsvQuote),
                     },
                     Some(c) => field.push(c),
                 }
@@ -188,7 +314,7 @@ pub(crate) fn read_csv_record(text: &str) -> Result<Vec<String>, String> {
                     break;
                 }
                 if c == '"' {
-                    return Err("bare \" in non-quoted-field".to_string());
+                    return Err(ValueError::CsvBareQuote);
                 }
                 field.push(c);
                 chars.next();
@@ -204,7 +330,7 @@ pub(crate) fn read_csv_record(text: &str) -> Result<Vec<String>, String> {
 }
 
 /// pflag's string-slice syntax: empty text is an empty list, anything else one CSV record.
-fn read_list(text: &str) -> Result<Vec<String>, String> {
+fn read_list(text: &str) -> Result<Vec<String>, ValueError> {
     if text.is_empty() { Ok(Vec::new()) } else { read_csv_record(text) }
 }
 
@@ -224,7 +350,7 @@ impl FlagValue for Bool {
     type Target = bool;
     const KIND: ValueKind =
         ValueKind { type_name: "bool", no_value_default: Some("true"), default_style: DefaultStyle::Plain };
-    fn assign(target: &mut bool, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut bool, raw: &str, _: SetMode) -> Result<(), ValueError> {
         *target = parse_go_bool(raw)?;
         Ok(())
     }
@@ -236,7 +362,7 @@ pub(crate) struct Str;
 impl FlagValue for Str {
     type Target = String;
     const KIND: ValueKind = ValueKind::required("string", DefaultStyle::Quoted);
-    fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), ValueError> {
         *target = raw.to_string();
         Ok(())
     }
@@ -248,7 +374,7 @@ pub(crate) struct Strings;
 impl FlagValue for Strings {
     type Target = Vec<String>;
     const KIND: ValueKind = ValueKind::required("strings", DefaultStyle::List);
-    fn assign(target: &mut Vec<String>, raw: &str, mode: SetMode) -> Result<(), String> {
+    fn assign(target: &mut Vec<String>, raw: &str, mode: SetMode) -> Result<(), ValueError> {
         merge_list(target, read_list(raw)?, mode);
         Ok(())
     }
@@ -260,8 +386,8 @@ pub(crate) struct GoDuration;
 impl FlagValue for GoDuration {
     type Target = Duration;
     const KIND: ValueKind = ValueKind::required("duration", DefaultStyle::Plain);
-    fn assign(target: &mut Duration, raw: &str, _: SetMode) -> Result<(), String> {
-        *target = parse_go_duration(raw).map_err(|e| e.to_string())?;
+    fn assign(target: &mut Duration, raw: &str, _: SetMode) -> Result<(), ValueError> {
+        *target = parse_go_duration(raw)?;
         Ok(())
     }
 }
@@ -272,9 +398,8 @@ pub(crate) struct Int32;
 impl FlagValue for Int32 {
     type Target = i32;
     const KIND: ValueKind = ValueKind::required("int32", DefaultStyle::Plain);
-    fn assign(target: &mut i32, raw: &str, _: SetMode) -> Result<(), String> {
-        *target =
-            i32::try_from(parse_go_int(raw, 32)?).map_err(|_| "value out of range for a 32-bit integer".to_string())?;
+    fn assign(target: &mut i32, raw: &str, _: SetMode) -> Result<(), ValueError> {
+        *target = i32::try_from(parse_go_int(raw, 32)?).map_err(|_| ValueError::IntegerOutOfRange { bits: 32 })?;
         Ok(())
     }
 }
@@ -285,7 +410,7 @@ pub(crate) struct Int;
 impl FlagValue for Int {
     type Target = i64;
     const KIND: ValueKind = ValueKind::required("int", DefaultStyle::Plain);
-    fn assign(target: &mut i64, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut i64, raw: &str, _: SetMode) -> Result<(), ValueError> {
         *target = parse_go_int(raw, 64)?;
         Ok(())
     }
@@ -297,10 +422,9 @@ pub(crate) struct Port;
 impl FlagValue for Port {
     type Target = u16;
     const KIND: ValueKind = ValueKind::required("int", DefaultStyle::Plain);
-    fn assign(target: &mut u16, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut u16, raw: &str, _: SetMode) -> Result<(), ValueError> {
         let value = parse_go_int(raw, 64)?;
-        *target =
-            u16::try_from(value).map_err(|_| "must be between 0 and 65535, inclusive (0 turns it off)".to_string())?;
+        *target = u16::try_from(value).map_err(|_| ValueError::PortOutOfRange)?;
         Ok(())
     }
 }
@@ -311,11 +435,11 @@ pub(crate) struct Float32;
 impl FlagValue for Float32 {
     type Target = f32;
     const KIND: ValueKind = ValueKind::required("float32", DefaultStyle::Plain);
-    fn assign(target: &mut f32, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut f32, raw: &str, _: SetMode) -> Result<(), ValueError> {
         let value = parse_go_float(raw)?;
         let narrowed = value as f32;
         if narrowed.is_infinite() && value.is_finite() {
-            return Err("value out of range".to_string());
+            return Err(ValueError::FloatOutOfRange);
         }
         *target = narrowed;
         Ok(())
@@ -328,7 +452,7 @@ pub(crate) struct Float64;
 impl FlagValue for Float64 {
     type Target = f64;
     const KIND: ValueKind = ValueKind::required("float64", DefaultStyle::Plain);
-    fn assign(target: &mut f64, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut f64, raw: &str, _: SetMode) -> Result<(), ValueError> {
         *target = parse_go_float(raw)?;
         Ok(())
     }
@@ -340,12 +464,12 @@ pub(crate) struct Ip;
 impl FlagValue for Ip {
     type Target = Option<IpAddr>;
     const KIND: ValueKind = ValueKind::required("ip", DefaultStyle::Plain);
-    fn assign(target: &mut Option<IpAddr>, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut Option<IpAddr>, raw: &str, _: SetMode) -> Result<(), ValueError> {
         let text = raw.trim();
         *target = if text.is_empty() {
             None
         } else {
-            Some(text.parse().map_err(|_| format!("failed to parse IP: {}", go_quote(raw)))?)
+            Some(text.parse().map_err(|_| ValueError::Ip { text: raw.to_string() })?)
         };
         Ok(())
     }
@@ -360,23 +484,18 @@ pub(crate) struct Cidrs;
 impl FlagValue for Cidrs {
     type Target = Vec<Cidr>;
     const KIND: ValueKind = ValueKind::required("string", DefaultStyle::Quoted);
-    fn assign(target: &mut Vec<Cidr>, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut Vec<Cidr>, raw: &str, _: SetMode) -> Result<(), ValueError> {
         let text = raw.trim();
         let cidrs = if text.is_empty() {
             Vec::new()
         } else {
-            text.split(',')
-                .map(|item| Cidr::parse(item.trim()))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| e.to_string())?
+            text.split(',').map(|item| Cidr::parse(item.trim())).collect::<Result<Vec<_>, _>>()?
         };
         match cidrs.as_slice() {
             [] | [_] => {}
             [a, b] if a.is_ipv6() != b.is_ipv6() => {}
-            [_, _] => {
-                return Err("two CIDRs must be one IPv4 and one IPv6 range (dual-stack)".to_string());
-            }
-            _ => return Err("at most two CIDRs (one per IP family) are allowed".to_string()),
+            [_, _] => return Err(ValueError::CidrsOfOneFamily),
+            _ => return Err(ValueError::TooManyCidrs),
         }
         *target = cidrs;
         Ok(())
@@ -389,12 +508,12 @@ pub(crate) struct Controllers;
 impl FlagValue for Controllers {
     type Target = ControllerSelection;
     const KIND: ValueKind = ValueKind::required("strings", DefaultStyle::List);
-    fn assign(target: &mut ControllerSelection, raw: &str, mode: SetMode) -> Result<(), String> {
+    fn assign(target: &mut ControllerSelection, raw: &str, mode: SetMode) -> Result<(), ValueError> {
         if mode.replaces() {
             *target = ControllerSelection::none();
         }
         for item in read_list(raw)? {
-            target.push(&item).map_err(|e| e.to_string())?;
+            target.push(&item)?;
         }
         Ok(())
     }
@@ -407,7 +526,7 @@ pub(crate) struct Gates;
 impl FlagValue for Gates {
     type Target = FeatureGates;
     const KIND: ValueKind = ValueKind::required("colonSeparatedMultimapStringString", DefaultStyle::Quoted);
-    fn assign(target: &mut FeatureGates, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut FeatureGates, raw: &str, _: SetMode) -> Result<(), ValueError> {
         target.add_flag_value(raw);
         Ok(())
     }
@@ -420,11 +539,11 @@ pub(crate) struct Int32Slice;
 impl FlagValue for Int32Slice {
     type Target = Vec<i32>;
     const KIND: ValueKind = ValueKind::required("int32Slice", DefaultStyle::AlwaysList);
-    fn assign(target: &mut Vec<i32>, raw: &str, mode: SetMode) -> Result<(), String> {
+    fn assign(target: &mut Vec<i32>, raw: &str, mode: SetMode) -> Result<(), ValueError> {
         let mut values = Vec::new();
         for item in read_list(raw)? {
             let value = parse_go_int(item.trim(), 32)?;
-            values.push(i32::try_from(value).map_err(|_| "value out of range for a 32-bit integer".to_string())?);
+            values.push(i32::try_from(value).map_err(|_| ValueError::IntegerOutOfRange { bits: 32 })?);
         }
         merge_list(target, values, mode);
         Ok(())
@@ -437,15 +556,17 @@ pub(crate) struct StringMap;
 impl FlagValue for StringMap {
     type Target = BTreeMap<String, String>;
     const KIND: ValueKind = ValueKind::required("stringToString", DefaultStyle::AlwaysList);
-    fn assign(target: &mut BTreeMap<String, String>, raw: &str, mode: SetMode) -> Result<(), String> {
+    fn assign(target: &mut BTreeMap<String, String>, raw: &str, mode: SetMode) -> Result<(), ValueError> {
         let pairs = match raw.matches('=').count() {
-            0 => return Err(format!("{raw} must be formatted as key=value")),
+            0 => return Err(ValueError::NotKeyValue { item: raw.to_string() }),
             1 => vec![raw.trim_matches('"').to_string()],
             _ => read_csv_record(raw)?,
         };
         let mut parsed = BTreeMap::new();
         for pair in pairs {
-            let (key, value) = pair.split_once('=').ok_or_else(|| format!("{pair} must be formatted as key=value"))?;
+            let Some((key, value)) = pair.split_once('=') else {
+                return Err(ValueError::NotKeyValue { item: pair });
+            };
             parsed.insert(key.to_string(), value.to_string());
         }
         if mode.replaces() {
@@ -465,12 +586,12 @@ pub(crate) struct NamedCertKeys;
 impl FlagValue for NamedCertKeys {
     type Target = Vec<NamedCertKey>;
     const KIND: ValueKind = ValueKind::required("namedCertKey", DefaultStyle::AlwaysList);
-    fn assign(target: &mut Vec<NamedCertKey>, raw: &str, mode: SetMode) -> Result<(), String> {
+    fn assign(target: &mut Vec<NamedCertKey>, raw: &str, mode: SetMode) -> Result<(), ValueError> {
         let (files, names) = match raw.split_once(':') {
             Some((files, names)) => {
                 let names = names.trim();
                 if names.is_empty() {
-                    return Err("empty names list is not allowed".to_string());
+                    return Err(ValueError::EmptyNames);
                 }
                 let names = names.split(',').map(|n| n.trim().to_string()).collect();
                 (files.trim(), names)
@@ -478,7 +599,7 @@ impl FlagValue for NamedCertKeys {
             None => (raw.trim(), Vec::new()),
         };
         let Some((cert_file, key_file)) = files.split_once(',').filter(|(_, key)| !key.contains(',')) else {
-            return Err("expected comma separated certificate and key file paths".to_string());
+            return Err(ValueError::NotCertAndKey);
         };
         let pair =
             NamedCertKey { cert_file: cert_file.trim().to_string(), key_file: key_file.trim().to_string(), names };
@@ -493,7 +614,7 @@ pub(crate) struct Quantity;
 impl FlagValue for Quantity {
     type Target = u64;
     const KIND: ValueKind = ValueKind::required("quantity", DefaultStyle::Plain);
-    fn assign(target: &mut u64, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut u64, raw: &str, _: SetMode) -> Result<(), ValueError> {
         *target = parse_quantity(raw)?;
         Ok(())
     }
@@ -501,14 +622,13 @@ impl FlagValue for Quantity {
 
 /// Parses a non-negative quantity into a whole number, rounding fractions up as
 /// `Quantity.Value()` does.
-fn parse_quantity(text: &str) -> Result<u64, String> {
-    let quantity = crate::quantity::Quantity::parse(text).map_err(|_| {
-        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".to_string()
-    })?;
+fn parse_quantity(text: &str) -> Result<u64, ValueError> {
+    // Upstream's flag reports the expression alone, not where the text departs from it.
+    let quantity = crate::quantity::Quantity::parse(text).map_err(|_| ValueError::NotAQuantity)?;
     if quantity.is_negative() {
-        return Err("must not be negative".to_string());
+        return Err(ValueError::NegativeQuantity);
     }
-    u64::try_from(quantity.value()).map_err(|_| "too large".to_string())
+    u64::try_from(quantity.value()).map_err(|_| ValueError::QuantityTooLarge)
 }
 
 /// klog's `-v`: a non-negative 32-bit verbosity level.
@@ -517,18 +637,19 @@ pub(crate) struct Verbosity;
 impl FlagValue for Verbosity {
     type Target = u32;
     const KIND: ValueKind = ValueKind::required("Level", DefaultStyle::Plain);
-    fn assign(target: &mut u32, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut u32, raw: &str, _: SetMode) -> Result<(), ValueError> {
         *target = parse_level(raw)?;
         Ok(())
     }
 }
 
 /// Go's `strconv.ParseUint(text, 10, bits)`.
-fn parse_level(text: &str) -> Result<u32, String> {
+fn parse_level(text: &str) -> Result<u32, ValueError> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("not a non-negative integer".to_string());
+        return Err(ValueError::NotALevel);
     }
-    text.parse().map_err(|_| "value out of range for a verbosity level".to_string())
+    // Only the size can fail here: the digits were checked above.
+    text.parse().map_err(|_| ValueError::LevelOutOfRange)
 }
 
 /// One `pattern=N` item of `--vmodule`.
@@ -546,17 +667,17 @@ pub(crate) struct VModule;
 impl FlagValue for VModule {
     type Target = Vec<VModuleItem>;
     const KIND: ValueKind = ValueKind::required("pattern=N,...", DefaultStyle::Quoted);
-    fn assign(target: &mut Vec<VModuleItem>, raw: &str, mode: SetMode) -> Result<(), String> {
+    fn assign(target: &mut Vec<VModuleItem>, raw: &str, mode: SetMode) -> Result<(), ValueError> {
         let mut items = Vec::new();
         for item in raw.split(',').filter(|item| !item.is_empty()) {
             let (pattern, level) = match item.split('=').collect::<Vec<_>>()[..] {
                 [pattern, level] if !pattern.is_empty() && !level.is_empty() => (pattern, level),
-                _ => return Err(format!("{item:?} does not have the pattern=N format")),
+                _ => return Err(ValueError::NotPatternLevel { item: item.to_string() }),
             };
             let verbosity = parse_level(level)
                 .ok()
                 .filter(|v| *v <= i32::MAX as u32)
-                .ok_or_else(|| format!("parsing verbosity in {item:?}: not a valid level"))?;
+                .ok_or_else(|| ValueError::PatternLevel { item: item.to_string() })?;
             items.push(VModuleItem { pattern: pattern.to_string(), verbosity });
         }
         merge_list(target, items, mode);
@@ -570,10 +691,10 @@ pub(crate) struct LogFormat;
 impl FlagValue for LogFormat {
     type Target = String;
     const KIND: ValueKind = Str::KIND;
-    fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), ValueError> {
         if !matches!(raw, "text" | "json") {
             // Upstream's logging configuration validation (`format: Invalid value: …`).
-            return Err(format!("format: Invalid value: {}: Unsupported log format", go_quote(raw)));
+            return Err(ValueError::LogFormat { format: raw.to_string() });
         }
         *target = raw.to_string();
         Ok(())
@@ -589,9 +710,9 @@ pub(crate) struct TlsVersion;
 impl FlagValue for TlsVersion {
     type Target = String;
     const KIND: ValueKind = Str::KIND;
-    fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut String, raw: &str, _: SetMode) -> Result<(), ValueError> {
         if !raw.is_empty() && !TLS_VERSIONS.contains(&raw) {
-            return Err(format!("unknown tls version {} (use one of {})", go_quote(raw), TLS_VERSIONS.join(", ")));
+            return Err(ValueError::TlsVersion { version: raw.to_string() });
         }
         *target = raw.to_string();
         Ok(())
@@ -636,10 +757,10 @@ pub(crate) struct CipherSuites;
 impl FlagValue for CipherSuites {
     type Target = Vec<String>;
     const KIND: ValueKind = Strings::KIND;
-    fn assign(target: &mut Vec<String>, raw: &str, mode: SetMode) -> Result<(), String> {
+    fn assign(target: &mut Vec<String>, raw: &str, mode: SetMode) -> Result<(), ValueError> {
         let suites = read_list(raw)?;
         if let Some(unknown) = suites.iter().find(|s| !CIPHER_SUITES.contains(&s.as_str())) {
-            return Err(format!("cipher suite {unknown} not supported or doesn't exist"));
+            return Err(ValueError::CipherSuite { suite: unknown.clone() });
         }
         merge_list(target, suites, mode);
         Ok(())
@@ -696,7 +817,7 @@ impl FlagValue for Version {
     type Target = VersionRequest;
     const KIND: ValueKind =
         ValueKind { type_name: "version", no_value_default: Some("true"), default_style: DefaultStyle::Plain };
-    fn assign(target: &mut VersionRequest, raw: &str, _: SetMode) -> Result<(), String> {
+    fn assign(target: &mut VersionRequest, raw: &str, _: SetMode) -> Result<(), ValueError> {
         *target = if raw == "raw" {
             VersionRequest::Raw
         } else if raw.starts_with('v') {
@@ -713,21 +834,16 @@ impl FlagValue for Version {
 
 /// Upstream `validateDynamicVersion`: a version to report must be semantic (`v1.36.2`,
 /// `v1.36.2-rc.1+build`) with the major, minor and patch of the release this binary matches.
-fn check_reported_version(version: &str) -> Result<(), String> {
-    let default = KUBERNETES_RELEASE.git_version();
-    if version == default {
+fn check_reported_version(version: &str) -> Result<(), ValueError> {
+    if version == KUBERNETES_RELEASE.git_version() {
         return Ok(());
     }
-    let parsed = parse_semantic(version).map_err(|e| e.to_string())?;
+    let parsed = parse_semantic(version)?;
     let release = KUBERNETES_RELEASE;
     if (parsed.major(), parsed.minor(), parsed.patch())
         != (u64::from(release.major), u64::from(release.minor), u64::from(release.patch))
     {
-        return Err(format!(
-            "version {} must match major/minor/patch of default version {}",
-            go_quote(version),
-            go_quote(&default)
-        ));
+        return Err(ValueError::OtherRelease { version: version.to_string() });
     }
     Ok(())
 }
@@ -736,9 +852,10 @@ fn check_reported_version(version: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// The value, or the error's message.
     fn set<V: FlagValue>(raw: &str) -> Result<V::Target, String> {
         let mut target = V::Target::default();
-        V::assign(&mut target, raw, SetMode::First).map(|()| target)
+        V::assign(&mut target, raw, SetMode::First).map(|()| target).map_err(|e| e.to_string())
     }
 
     #[test]

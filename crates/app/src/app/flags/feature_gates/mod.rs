@@ -13,8 +13,70 @@ mod known;
 use std::collections::BTreeMap;
 
 use super::values::{KubeVersion, go_quote};
+use crate::apimachinery::errors::Aggregate;
 use crate::apimachinery::version::KUBERNETES_RELEASE;
 use known::KNOWN_GATES;
+
+/// Why `--feature-gates` is refused, in component-base's words.
+#[derive(Debug, thiserror::Error)]
+pub enum FeatureGateError {
+    /// Items with and without the `kube:` prefix.
+    #[error("set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use")]
+    MixedPrefixes,
+    /// A component other than `kube`.
+    #[error("component not registered: {0}")]
+    UnregisteredComponent(String),
+    /// A name without `=value`.
+    #[error("missing bool value for {0}")]
+    MissingValue(String),
+    /// A value that is not a Go boolean.
+    #[error(
+        "invalid value of {name}={value}, err: strconv.ParseBool: parsing {}: invalid syntax",
+        go_quote(.value)
+    )]
+    NotABool {
+        /// The gate.
+        name: String,
+        /// The value as given.
+        value: String,
+    },
+    /// A locked gate set away from its default.
+    #[error("cannot set feature gate {name} to {value}, feature is locked to {locked_to}")]
+    Locked {
+        /// The gate.
+        name: String,
+        /// The value asked for.
+        value: bool,
+        /// The only value it takes.
+        locked_to: bool,
+    },
+    /// A gate that does not exist yet at the emulated version.
+    #[error(
+        "cannot set feature gate {name} to {value}, feature is PreAlpha at emulated version {emulation}, min \
+         compatibility version {min_compatibility}"
+    )]
+    PreAlpha {
+        /// The gate.
+        name: String,
+        /// The value asked for.
+        value: bool,
+        /// The emulated version.
+        emulation: KubeVersion,
+        /// The minimum compatibility version.
+        min_compatibility: KubeVersion,
+    },
+    /// A gate on while gates it needs are off.
+    #[error("{gate} is enabled, but depends on features that are disabled: [{}]", .off.join(" "))]
+    UnmetDependencies {
+        /// The gate.
+        gate: &'static str,
+        /// The gates it needs that are off.
+        off: Vec<&'static str>,
+    },
+    /// Several refusals of one step, reported together (`utilerrors.NewAggregate`).
+    #[error("{0}")]
+    Several(#[source] Aggregate),
+}
 
 /// Maturity of a feature gate at a version (upstream `prerelease`); `AllAlpha`/`AllBeta`
 /// switch every gate of their stage.
@@ -226,7 +288,11 @@ impl FeatureGates {
     /// `unsafeSetFromMap` (unknown names are skipped, locked gates and gates that do not exist
     /// yet are refused, then the dependencies are checked). Several errors of one step are
     /// reported together as `[a, b]` (`utilerrors.NewAggregate`).
-    pub(crate) fn set(&mut self, emulation: KubeVersion, min_compatibility: KubeVersion) -> Result<(), String> {
+    pub(crate) fn set(
+        &mut self,
+        emulation: KubeVersion,
+        min_compatibility: KubeVersion,
+    ) -> Result<(), FeatureGateError> {
         self.emulation = emulation;
         self.min_compatibility = min_compatibility;
         let mut by_component: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -234,13 +300,10 @@ impl FeatureGates {
             by_component.entry(component.as_str()).or_default().push(pair.as_str());
         }
         if by_component.contains_key("") && by_component.contains_key("kube") {
-            return Err(
-                "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use"
-                    .to_string(),
-            );
+            return Err(FeatureGateError::MixedPrefixes);
         }
         if let Some(component) = by_component.keys().find(|c| !matches!(**c, "" | "kube")) {
-            return Err(format!("component not registered: {component}"));
+            return Err(FeatureGateError::UnregisteredComponent(component.to_string()));
         }
         let joined = by_component.values().flatten().copied().collect::<Vec<_>>().join(",");
         self.explicit = parse_pairs(&joined)?;
@@ -250,34 +313,35 @@ impl FeatureGates {
 
     /// Upstream `unsafeSetFromMap`'s refusals: locked gates set away from their default, and
     /// gates that do not exist yet at the emulated version.
-    fn refused(&self) -> Vec<String> {
+    fn refused(&self) -> Vec<FeatureGateError> {
         let mut errors = Vec::new();
         for (name, value) in &self.explicit {
             let Some(gate) = lookup(name) else { continue };
             match self.spec(gate) {
-                Some(spec) if spec.locked && spec.default != *value => errors
-                    .push(format!("cannot set feature gate {name} to {value}, feature is locked to {}", spec.default)),
+                Some(spec) if spec.locked && spec.default != *value => {
+                    errors.push(FeatureGateError::Locked { name: name.clone(), value: *value, locked_to: spec.default })
+                }
                 Some(_) => {}
-                None => errors.push(format!(
-                    "cannot set feature gate {name} to {value}, feature is PreAlpha at emulated version {}, min \
-                     compatibility version {}",
-                    self.emulation, self.min_compatibility
-                )),
+                None => errors.push(FeatureGateError::PreAlpha {
+                    name: name.clone(),
+                    value: *value,
+                    emulation: self.emulation,
+                    min_compatibility: self.min_compatibility,
+                }),
             }
         }
         errors
     }
 
     /// Gates that are on while a gate they depend on is off (upstream's dependency check).
-    fn unmet_dependencies(&self) -> Vec<String> {
+    fn unmet_dependencies(&self) -> Vec<FeatureGateError> {
         KNOWN_GATES
             .iter()
             .filter(|gate| !gate.depends_on.is_empty() && self.is_enabled(gate.name))
             .filter_map(|gate| {
-                let off: Vec<&str> = gate.depends_on.iter().copied().filter(|dep| !self.is_enabled(dep)).collect();
-                (!off.is_empty()).then(|| {
-                    format!("{} is enabled, but depends on features that are disabled: [{}]", gate.name, off.join(" "))
-                })
+                let off: Vec<&'static str> =
+                    gate.depends_on.iter().copied().filter(|dep| !self.is_enabled(dep)).collect();
+                (!off.is_empty()).then_some(FeatureGateError::UnmetDependencies { gate: gate.name, off })
             })
             .collect()
     }
@@ -320,34 +384,29 @@ impl FeatureGates {
 }
 
 /// Upstream `featureGate.Set`: `Name=bool` pairs separated by commas; a later value wins.
-fn parse_pairs(joined: &str) -> Result<BTreeMap<String, bool>, String> {
+fn parse_pairs(joined: &str) -> Result<BTreeMap<String, bool>, FeatureGateError> {
     let mut gates = BTreeMap::new();
     for pair in joined.split(',').filter(|p| !p.is_empty()) {
         let Some((name, value)) = pair.split_once('=') else {
-            return Err(format!("missing bool value for {}", pair.trim()));
+            return Err(FeatureGateError::MissingValue(pair.trim().to_string()));
         };
         let (name, value) = (name.trim(), value.trim());
         let enabled = match value {
             "1" | "t" | "T" | "TRUE" | "true" | "True" => true,
             "0" | "f" | "F" | "FALSE" | "false" | "False" => false,
-            _ => {
-                return Err(format!(
-                    "invalid value of {name}={value}, err: strconv.ParseBool: parsing {}: invalid syntax",
-                    go_quote(value)
-                ));
-            }
+            _ => return Err(FeatureGateError::NotABool { name: name.to_string(), value: value.to_string() }),
         };
         gates.insert(name.to_string(), enabled);
     }
     Ok(gates)
 }
 
-/// `utilerrors.NewAggregate`'s message: one error as it is, several as `[a, b]`.
-fn aggregate(mut errors: Vec<String>) -> Result<(), String> {
+/// `utilerrors.NewAggregate` of one step's refusals: one is reported as itself (so that it can
+/// be matched; an aggregate of one reads the same), several as `[a, b]`.
+fn aggregate(mut errors: Vec<FeatureGateError>) -> Result<(), FeatureGateError> {
     match errors.len() {
-        0 => Ok(()),
         1 => Err(errors.remove(0)),
-        _ => Err(format!("[{}]", errors.join(", "))),
+        _ => Aggregate::from_errors(errors).map_err(FeatureGateError::Several),
     }
 }
 

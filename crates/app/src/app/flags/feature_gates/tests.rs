@@ -15,7 +15,7 @@ fn gates_at(values: &[&str], emulation: KubeVersion, min: KubeVersion) -> Result
     for value in values {
         gates.add_flag_value(value);
     }
-    gates.set(emulation, min)?;
+    gates.set(emulation, min).map_err(|e| e.to_string())?;
     Ok(gates)
 }
 
