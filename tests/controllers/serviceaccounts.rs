@@ -457,7 +457,8 @@ fn a_bad_private_key_file_is_an_error_naming_it() {
     let client = Client::new(config, ClientOptions::default()).expect("a client");
     let error = kcm::app::start_controllers(&client, &options, &[named("serviceaccount-token-controller")])
         .err()
-        .expect("refused");
+        .expect("refused")
+        .to_string();
     let _ = std::fs::remove_file(&path);
     assert_eq!(
         error,

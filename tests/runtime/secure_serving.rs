@@ -61,7 +61,7 @@ fn start(flags: &[String], checks: Arc<HealthChecks>) -> SecureServer {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let mut args = vec!["--bind-address=127.0.0.1".to_string(), format!("--secure-port={port}")];
         args.extend_from_slice(flags);
-        match kcm::app::serve_securely(&options(&args), checks.clone()) {
+        match kcm::app::serve_securely(&options(&args), checks.clone()).map_err(|e| e.to_string()) {
             Ok(Some(server)) => return server,
             Ok(None) => panic!("no server started"),
             Err(e) if e.contains("failed to create listener") => continue,
@@ -626,7 +626,8 @@ fn a_failed_lookup_stops_the_start_unless_tolerated() {
     };
     // The ConfigMap read (the first request of each start) fails.
     cluster.sandbox.faults().fail_next(1, 500, None).unwrap();
-    let refused = kcm::app::serve_securely(&flags(&[]), HealthChecks::new()).err().expect("the start fails");
+    let refused =
+        kcm::app::serve_securely(&flags(&[]), HealthChecks::new()).err().expect("the start fails").to_string();
     assert!(refused.starts_with("unable to load configmap based request-header-client-ca-file: "), "{refused}");
     cluster.sandbox.faults().fail_next(1, 500, None).unwrap();
     let tolerated =

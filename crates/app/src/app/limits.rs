@@ -117,7 +117,7 @@ pub struct FdWatch {
 impl FdWatch {
     /// Probes when a probe is due; `Err` with the reason to exit once the process has been
     /// unable to open a descriptor for [`FD_EXHAUSTION_LIMIT`].
-    pub fn check(&mut self, now: Instant) -> Result<(), String> {
+    pub fn check(&mut self, now: Instant) -> Result<(), FdExhausted> {
         if self.last_probe.is_some_and(|last| now.duration_since(last) < FD_PROBE_PERIOD) {
             return Ok(());
         }
@@ -125,7 +125,7 @@ impl FdWatch {
         self.record(now, can_open_descriptor())
     }
 
-    fn record(&mut self, now: Instant, can_open: bool) -> Result<(), String> {
+    fn record(&mut self, now: Instant, can_open: bool) -> Result<(), FdExhausted> {
         if can_open {
             if self.exhausted_since.take().is_some() {
                 log::info!("file descriptors are available again");
@@ -139,12 +139,34 @@ impl FdWatch {
         if now.duration_since(since) < FD_EXHAUSTION_LIMIT {
             return Ok(());
         }
-        Err(format!(
-            "out of file descriptors for {} s ({}): no connection or watch can be opened; exiting so that \
-             the supervisor restarts the process (raise LimitNOFILE if the limit is too low)",
-            now.duration_since(since).as_secs(),
-            nofile_limit()
-        ))
+        Err(FdExhausted { seconds: now.duration_since(since).as_secs(), limit: nofile_limit() })
+    }
+}
+
+/// The process has been unable to open a file descriptor for [`FD_EXHAUSTION_LIMIT`] or
+/// longer: the reason it exits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "out of file descriptors for {seconds} s ({limit}): no connection or watch can be opened; exiting so that \
+     the supervisor restarts the process (raise LimitNOFILE if the limit is too low)"
+)]
+pub struct FdExhausted {
+    /// How long it has lasted, in whole seconds.
+    pub seconds: u64,
+    /// The process's `RLIMIT_NOFILE`.
+    pub limit: NofileLimit,
+}
+
+/// `RLIMIT_NOFILE`'s soft limit, when it can be read; shown as `RLIMIT_NOFILE N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NofileLimit(pub Option<u64>);
+
+impl std::fmt::Display for NofileLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(limit) => write!(f, "RLIMIT_NOFILE {limit}"),
+            None => f.write_str("limit unknown"),
+        }
     }
 }
 
@@ -162,14 +184,14 @@ fn can_open_descriptor() -> bool {
     !matches!(error, Some(libc::EMFILE | libc::ENFILE))
 }
 
-/// `RLIMIT_NOFILE` as "limit N", for the messages.
-fn nofile_limit() -> String {
+/// `RLIMIT_NOFILE`'s soft limit now, for the messages.
+fn nofile_limit() -> NofileLimit {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes into the struct it is given.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return "limit unknown".to_string();
+        return NofileLimit(None);
     }
-    format!("RLIMIT_NOFILE {}", limit.rlim_cur)
+    NofileLimit(Some(limit.rlim_cur))
 }
 
 #[cfg(test)]
@@ -182,7 +204,7 @@ mod tests {
         let mut watch = FdWatch::default();
         assert!(watch.record(start, false).is_ok());
         assert!(watch.record(start + Duration::from_secs(10), false).is_ok());
-        let error = watch.record(start + FD_EXHAUSTION_LIMIT, false).unwrap_err();
+        let error = watch.record(start + FD_EXHAUSTION_LIMIT, false).unwrap_err().to_string();
         assert!(error.contains("out of file descriptors for 15 s"), "{error}");
         assert!(error.contains("RLIMIT_NOFILE"), "{error}");
     }

@@ -53,12 +53,15 @@ fn allow_lists(mapping: &BTreeMap<String, String>) -> BTreeMap<String, BTreeMap<
 /// The YAML map of `--allow-metric-labels-manifest`; as upstream, an unreadable or malformed
 /// file is logged and ignored.
 fn read_manifest(path: &str) -> BTreeMap<String, String> {
-    let parsed =
-        std::fs::read_to_string(path).map_err(|e| format!("Failed to read allow list manifest: {e}")).and_then(
-            |text| serde_yaml_ng::from_str(&text).map_err(|e| format!("Failed to parse allow list manifest: {e}")),
-        );
-    parsed.unwrap_or_else(|e| {
-        log::error!("{e}");
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            log::error!("Failed to read allow list manifest: {e}");
+            return BTreeMap::new();
+        }
+    };
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| {
+        log::error!("Failed to parse allow list manifest: {e}");
         BTreeMap::new()
     })
 }

@@ -16,14 +16,14 @@ pub mod sd_notify;
 use std::process::ExitCode;
 
 use crate::client::{Client, ClientOptions, config};
-use crate::runtime::controller::{ControllerContext, ControllerSet, ControllerSpec};
+use crate::runtime::controller::{ControllerContext, ControllerSet, ControllerSpec, StartError};
 use crate::runtime::informer::InformerOptions;
-use crate::server::{HealthChecks, SecureServer};
+use crate::server::{HealthChecks, SecureServer, ServeError};
 use controllers::{ControllerDescriptor, in_start_order};
 use flags::{Command, Options};
 use std::sync::Arc;
 
-pub use run::{Exit, run};
+pub use run::{Exit, RunError, run};
 
 /// The `kube-controller-manager` binary: parses `args` (without the program name), then runs
 /// until a signal or the loss of the Lease.
@@ -58,14 +58,15 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     match connect_and_run(&options) {
         Ok(Exit::Signalled) => ExitCode::SUCCESS,
         Ok(Exit::LeaderElectionLost | Exit::OutOfFileDescriptors) => ExitCode::FAILURE,
-        Err(message) => {
-            log::error!("{message}");
+        // The CLI's final message: the error's own line, its sources included in it.
+        Err(error) => {
+            log::error!("{error}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn connect_and_run(options: &Options) -> Result<Exit, String> {
+fn connect_and_run(options: &Options) -> Result<Exit, RunError> {
     // Upstream's first line, then which build of this implementation it is.
     log::info!("\"Starting\" version=\"{}\"", flags::KUBERNETES_RELEASE.git_version());
     log::info!("kube-controller-manager v{} (Rust)", env!("CARGO_PKG_VERSION"));
@@ -75,14 +76,14 @@ fn connect_and_run(options: &Options) -> Result<Exit, String> {
     let connection = &options.generic.client_connection;
     let kubeconfig = Some(connection.kubeconfig.as_str()).filter(|k| !k.is_empty()).map(std::path::Path::new);
     let master = Some(connection.master.as_str()).filter(|m| !m.is_empty());
-    let rest = config::load(kubeconfig, master).map_err(|e| format!("invalid API server configuration: {e}"))?;
+    let rest = config::load(kubeconfig, master).map_err(RunError::Config)?;
     log::info!("using {}", rest.source);
     let client_options = ClientOptions {
         qps: connection.qps,
         burst: u32::try_from(connection.burst).unwrap_or(0),
         ..ClientOptions::default()
     };
-    let client = Client::new(rest, client_options).map_err(|e| format!("cannot set up the API client: {e}"))?;
+    let client = Client::new(rest, client_options).map_err(RunError::Client)?;
     let version = wait_for_api_server(&client)?;
     log::info!("connected to {} (Kubernetes {})", client.server(), version["gitVersion"].as_str().unwrap_or("unknown"));
     run(options, &client)
@@ -92,7 +93,7 @@ fn connect_and_run(options: &Options) -> Result<Exit, String> {
 const API_SERVER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Asks the server for its version until it answers or [`API_SERVER_WAIT`] has passed.
-fn wait_for_api_server(client: &Client) -> Result<serde_json::Value, String> {
+fn wait_for_api_server(client: &Client) -> Result<serde_json::Value, RunError> {
     let deadline = std::time::Instant::now() + API_SERVER_WAIT;
     let probe = client.with_request_timeout(std::time::Duration::from_secs(5));
     loop {
@@ -104,14 +105,14 @@ fn wait_for_api_server(client: &Client) -> Result<serde_json::Value, String> {
                 log::info!("waiting for the API server at {}: {e}", client.server());
                 std::thread::sleep(std::time::Duration::from_millis(500));
             }
-            Err(e) => return Err(format!("cannot reach the API server at {}: {e}", client.server())),
+            Err(source) => return Err(RunError::ApiServer { server: client.server().to_string(), source }),
         }
     }
 }
 
 /// Starts the secure port (`/healthz`, `/metrics`, …) from the flags; `None` when
 /// `--secure-port` is 0.
-pub fn serve_securely(options: &Options, checks: Arc<HealthChecks>) -> Result<Option<SecureServer>, String> {
+pub fn serve_securely(options: &Options, checks: Arc<HealthChecks>) -> Result<Option<SecureServer>, ServeError> {
     let pages = debug_pages::debug_pages(options);
     SecureServer::start_with_pages(
         &options.secure_serving,
@@ -120,7 +121,6 @@ pub fn serve_securely(options: &Options, checks: Arc<HealthChecks>) -> Result<Op
         checks,
         pages,
     )
-    .map_err(|e| e.to_string())
 }
 
 /// Builds the controllers of `descriptors` that `options` starts (in upstream's start order),
@@ -130,7 +130,7 @@ pub fn start_controllers(
     client: &Client,
     options: &Options,
     descriptors: &[ControllerDescriptor],
-) -> Result<ControllerSet, String> {
+) -> Result<ControllerSet, StartError> {
     let use_accounts = options.generic.use_service_account_credentials;
     if use_accounts && options.service_account.private_key_file.is_empty() {
         // Another controller manager may be minting the tokens; if none is, TokenRequest still works.
@@ -155,5 +155,5 @@ pub fn start_controllers(
         // `CreateControllerContext`'s `cache.NewInformerName("kube-controller-manager")`.
         name: Some("kube-controller-manager"),
     };
-    ControllerSet::start_with(client, informers, specs).map_err(|e| e.to_string())
+    ControllerSet::start_with(client, informers, specs)
 }

@@ -13,10 +13,10 @@ use super::controllers::{CONTROLLERS, is_implemented};
 use super::limits::{FD_PROBE_PERIOD, FdWatch};
 use super::sd_notify;
 use crate::app::flags::Options;
-use crate::client::Client;
-use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderEvent};
-use crate::runtime::controller::ControllerSet;
-use crate::server::HealthChecks;
+use crate::client::{self, Client, config::ConfigError};
+use crate::leader::{self, LeaderElectionConfig, LeaderElector, LeaderEvent};
+use crate::runtime::controller::{ControllerSet, StartError};
+use crate::server::{HealthChecks, ServeError};
 
 /// Why the controller manager stopped.
 #[derive(Debug, PartialEq, Eq)]
@@ -31,11 +31,56 @@ pub enum Exit {
     OutOfFileDescriptors,
 }
 
+/// Why the controller manager could not start, or stopped with an error: the lower layers'
+/// errors as sources, each message as upstream's (or ours where upstream has none).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The kubeconfig (or in-cluster configuration) is unusable.
+    #[error("invalid API server configuration: {0}")]
+    Config(#[source] ConfigError),
+    /// The API client cannot be built from it.
+    #[error("cannot set up the API client: {0}")]
+    Client(#[source] client::Error),
+    /// The API server did not answer `/version` in time, or refused.
+    #[error("cannot reach the API server at {server}: {source}")]
+    ApiServer {
+        /// The server's URL.
+        server: String,
+        /// Its last answer.
+        #[source]
+        source: client::Error,
+    },
+    /// SIGINT and SIGTERM cannot be caught.
+    #[error("cannot install signal handlers: {0}")]
+    SignalHandlers(#[source] std::io::Error),
+    /// The thread that reads the signals cannot be started.
+    #[error("cannot start the signal thread: {0}")]
+    SignalThread(#[source] std::io::Error),
+    /// The secure port cannot serve.
+    #[error("{0}")]
+    Serve(#[from] ServeError),
+    /// A controller cannot be built.
+    #[error("{0}")]
+    BuildControllers(#[source] StartError),
+    /// The leader election cannot start.
+    #[error("{0}")]
+    LeaderElection(#[from] leader::StartError),
+    /// The systemd watchdog cannot start.
+    #[error("{0}")]
+    Watchdog(#[from] sd_notify::Error),
+    /// A controller failed to start once leading (upstream's "Error starting controllers").
+    #[error("error starting controllers: {0}")]
+    StartControllers(#[source] StartError),
+    /// On a signal, the controllers did not stop within `--controller-shutdown-timeout`.
+    #[error("controller shutdown timeout reached")]
+    ShutdownTimeout,
+}
+
 /// The health check of the leader election, named as upstream's.
 const LEADER_ELECTION_CHECK: &str = "leaderElection";
 
 /// Runs the controller manager until a signal or the loss of the Lease.
-pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
+pub fn run(options: &Options, client: &Client) -> Result<Exit, RunError> {
     let signals = signal_channel()?;
     report_selection(options);
     super::metrics::register(options);
@@ -49,7 +94,7 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
     if let Some(server) = &server {
         log::info!("serving securely on {}", server.addr());
     }
-    let mut controllers = super::start_controllers(client, options, CONTROLLERS)?;
+    let mut controllers = super::start_controllers(client, options, CONTROLLERS).map_err(RunError::BuildControllers)?;
     let elector = start_election(options, client)?;
     if let Some(elector) = &elector {
         checks.add(LEADER_ELECTION_CHECK, elector.health_check());
@@ -77,7 +122,7 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
             if let Some(elector) = elector {
                 elector.abandon();
             }
-            return Err(format!("error starting controllers: {e}"));
+            return Err(RunError::StartControllers(e));
         }
     };
     match outcome {
@@ -92,7 +137,7 @@ pub fn run(options: &Options, client: &Client) -> Result<Exit, String> {
                 elector.stop();
             }
             if !terminated {
-                return Err("controller shutdown timeout reached".to_string());
+                return Err(RunError::ShutdownTimeout);
             }
             log::info!("stopped");
         }
@@ -119,7 +164,7 @@ fn lead_and_work(
     elector: Option<&LeaderElector>,
     signals: &Receiver<i32>,
     checks: &HealthChecks,
-) -> Result<Exit, String> {
+) -> Result<Exit, StartError> {
     let never = crossbeam_channel::never();
     let lost = elector.map_or(&never, |e| e.leader_lost());
     let tick = Duration::from_millis(200);
@@ -132,7 +177,7 @@ fn lead_and_work(
             }
         }
     }
-    exit_if_lost_meanwhile(lost, || controllers.run_workers().map_err(|e| e.to_string()))?;
+    exit_if_lost_meanwhile(lost, || controllers.run_workers())?;
     for name in controllers.names() {
         // As upstream, whose controller checks are added once the controllers start (after
         // `leaderElection`): the default check of a running controller passes.
@@ -193,7 +238,7 @@ fn interrupted(signals: &Receiver<i32>, lost: &Receiver<()>, fds: &mut FdWatch) 
 }
 
 /// Starts the election when `--leader-elect` is on.
-fn start_election(options: &Options, client: &Client) -> Result<Option<LeaderElector>, String> {
+fn start_election(options: &Options, client: &Client) -> Result<Option<LeaderElector>, leader::StartError> {
     let flags = &options.generic.leader_election;
     if !flags.leader_elect {
         log::info!("leader election is off (--leader-elect=false): controllers run at once");
@@ -213,8 +258,7 @@ fn start_election(options: &Options, client: &Client) -> Result<Option<LeaderEle
         LeaderEvent::StartedLeading => log::info!("started leading"),
         LeaderEvent::StoppedLeading => log::info!("stopped leading"),
         LeaderEvent::NewLeader(identity) => log::info!("new leader elected: {identity}"),
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     Ok(Some(elector))
 }
 
@@ -228,9 +272,9 @@ fn releases_lease_on_exit(options: &Options) -> bool {
 }
 
 /// SIGINT and SIGTERM as a channel.
-fn signal_channel() -> Result<Receiver<i32>, String> {
+fn signal_channel() -> Result<Receiver<i32>, RunError> {
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
-        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+        .map_err(RunError::SignalHandlers)?;
     let (tx, rx) = crossbeam_channel::bounded(4);
     std::thread::Builder::new()
         .name("signals".into())
@@ -241,7 +285,7 @@ fn signal_channel() -> Result<Receiver<i32>, String> {
                 }
             }
         })
-        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+        .map_err(RunError::SignalThread)?;
     Ok(rx)
 }
 
@@ -271,6 +315,19 @@ mod tests {
             Ok(Command::Run(options)) => *options,
             other => panic!("expected options, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn start_up_errors_read_as_before_and_keep_what_failed() {
+        let forbidden = client::Error::Api(Box::new(client::ApiError::from_response(403, b"", None)));
+        let error = RunError::ApiServer { server: "https://10.0.0.1:6443".into(), source: forbidden };
+        assert!(error.to_string().starts_with("cannot reach the API server at https://10.0.0.1:6443: "), "{error}");
+        assert!(client::Error::find(&error).is_some_and(client::Error::is_forbidden), "the API error's kind is kept");
+        let hook = StartError::Start { controller: "ttl-controller", source: "boom".into() };
+        let error = RunError::StartControllers(hook);
+        assert_eq!(error.to_string(), "error starting controllers: starting ttl-controller: boom");
+        let found = crate::apimachinery::errors::find_in_chain::<StartError>(&error);
+        assert!(matches!(found, Some(StartError::Start { controller: "ttl-controller", .. })));
     }
 
     #[test]

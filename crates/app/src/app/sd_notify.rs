@@ -13,6 +13,38 @@ use crossbeam_channel::{Sender, bounded};
 
 use crate::server::HealthChecks;
 
+/// Why systemd cannot be notified.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `$NOTIFY_SOCKET` is neither an absolute path nor an abstract name.
+    #[error("NOTIFY_SOCKET={socket:?} is neither a path nor an @abstract name")]
+    NotASocketName {
+        /// The variable's value.
+        socket: String,
+    },
+    /// `$NOTIFY_SOCKET` is not a usable socket address (too long, say).
+    #[error("NOTIFY_SOCKET={socket:?}: {source}")]
+    SocketAddress {
+        /// The variable's value.
+        socket: String,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No datagram socket could be opened.
+    #[error("cannot open a Unix datagram socket: {0}")]
+    Socket(#[source] std::io::Error),
+    /// `$WATCHDOG_USEC` is not a number.
+    #[error("WATCHDOG_USEC={usec:?} is not a number of microseconds")]
+    WatchdogUsec {
+        /// The variable's value.
+        usec: String,
+    },
+    /// The watchdog thread could not be started.
+    #[error("cannot start the watchdog thread: {0}")]
+    WatchdogThread(#[source] std::io::Error),
+}
+
 /// Where to send notifications, and how often systemd wants to hear that all is well.
 pub struct Notifier {
     socket: UnixDatagram,
@@ -40,7 +72,7 @@ impl Notifier {
         watchdog_usec: Option<&str>,
         watchdog_pid: Option<&str>,
         pid: u32,
-    ) -> Result<Option<Notifier>, String> {
+    ) -> Result<Option<Notifier>, Error> {
         if notify_socket.is_empty() {
             return Ok(None);
         }
@@ -49,17 +81,17 @@ impl Notifier {
         } else if notify_socket.starts_with('/') {
             SocketAddr::from_pathname(notify_socket)
         } else {
-            return Err(format!("NOTIFY_SOCKET={notify_socket:?} is neither a path nor an @abstract name"));
+            return Err(Error::NotASocketName { socket: notify_socket.to_string() });
         }
-        .map_err(|e| format!("NOTIFY_SOCKET={notify_socket:?}: {e}"))?;
-        let socket = UnixDatagram::unbound().map_err(|e| format!("cannot open a Unix datagram socket: {e}"))?;
+        .map_err(|source| Error::SocketAddress { socket: notify_socket.to_string(), source })?;
+        let socket = UnixDatagram::unbound().map_err(Error::Socket)?;
         let ours = watchdog_pid.is_none_or(|p| p.trim().parse::<u32>() == Ok(pid));
         let watchdog = match watchdog_usec.filter(|_| ours) {
             None => None,
             Some(text) => match text.trim().parse::<u64>() {
                 Ok(0) => None,
                 Ok(usec) => Some(Duration::from_micros(usec) / 2),
-                Err(_) => return Err(format!("WATCHDOG_USEC={text:?} is not a number of microseconds")),
+                Err(_) => return Err(Error::WatchdogUsec { usec: text.to_string() }),
             },
         };
         Ok(Some(Notifier { socket, target, watchdog }))
@@ -98,7 +130,7 @@ pub struct Watchdog {
 
 impl Watchdog {
     /// Starts beating when systemd asked for a watchdog; `None` otherwise.
-    pub fn start(notifier: Arc<Notifier>, checks: Arc<HealthChecks>) -> Result<Option<Watchdog>, String> {
+    pub fn start(notifier: Arc<Notifier>, checks: Arc<HealthChecks>) -> Result<Option<Watchdog>, Error> {
         let Some(interval) = notifier.watchdog_interval() else { return Ok(None) };
         let (stop, stopped) = bounded::<()>(0);
         let thread = std::thread::Builder::new()
@@ -111,7 +143,7 @@ impl Watchdog {
                     }
                 }
             })
-            .map_err(|e| format!("cannot start the watchdog thread: {e}"))?;
+            .map_err(Error::WatchdogThread)?;
         Ok(Some(Watchdog { stop: Some(stop), thread: Some(thread) }))
     }
 }
@@ -174,9 +206,9 @@ mod tests {
         let ours = Notifier::new("@x", Some("1000"), Some("8"), 8).unwrap().unwrap();
         assert_eq!(ours.watchdog_interval(), Some(Duration::from_micros(500)));
         assert_eq!(Notifier::new("@x", Some("0"), None, 8).unwrap().unwrap().watchdog_interval(), None);
-        let bad = Notifier::new("@x", Some("soon"), None, 8).err().unwrap();
+        let bad = Notifier::new("@x", Some("soon"), None, 8).err().unwrap().to_string();
         assert_eq!(bad, "WATCHDOG_USEC=\"soon\" is not a number of microseconds");
-        let relative = Notifier::new("run/notify", None, None, 8).err().unwrap();
+        let relative = Notifier::new("run/notify", None, None, 8).err().unwrap().to_string();
         assert!(relative.contains("neither a path nor an @abstract name"), "{relative}");
     }
 
