@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 
 use super::uid_cache::ReferenceCache;
 use crate::client::metadata::PartialObjectMetadata;
+use crate::controllers::finalizerutil::has_finalizer;
 use crate::runtime::workqueue::WorkQueue;
 
 /// `metav1.FinalizerOrphanDependents`.
@@ -196,10 +197,6 @@ pub struct GraphBuilder {
     orphan_queue: WorkQueue<String>,
     absent_owners: Arc<ReferenceCache>,
     report_invalid: InvalidOwnerReporter,
-}
-
-fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
-    meta.finalizers.iter().flatten().any(|f| f == finalizer)
 }
 
 fn being_deleted(meta: &ObjectMeta) -> bool {
