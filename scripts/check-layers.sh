@@ -79,7 +79,7 @@ if hits=$(code_lines "${files[@]}" | grep -vE '^crates/app/src/app/flags/table\.
 fi
 
 # Modules of the controllers crate that are shared helpers rather than controllers.
-shared='podutil|nodeutil|endpointutil|jobutil|history|volumeutil|resourceclaimutil|syncmetrics'
+shared='podutil|nodeutil|endpointutil|jobutil|history|volumeutil|resourceclaimutil|finalizerutil|syncmetrics'
 mapfile -t files < <(find crates/controllers/src/controllers -name '*.rs' ! -name 'tests.rs' ! -name '*_tests.rs' | sort)
 if hits=$(use_paths "${files[@]}" | awk -v shared="^($shared)$" '
   {

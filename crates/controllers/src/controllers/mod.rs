@@ -1,8 +1,8 @@
 //! The controllers, one module (or folder) each, as upstream's `pkg/controller/<name>`, plus the
 //! helpers several of them share (`podutil`, `nodeutil`, `endpointutil`, `jobutil`, `history`,
-//! `resourceclaimutil`, `syncmetrics`). A controller exports a constructor taking a
-//! [`crate::runtime::controller::ControllerContext`] and a plain config struct; the table in
-//! `crate::app::controllers` names it and builds it from the flags.
+//! `volumeutil`, `resourceclaimutil`, `finalizerutil`, `syncmetrics`). A controller exports a
+//! constructor taking a [`crate::runtime::controller::ControllerContext`] and a plain config
+//! struct; the table in `crate::app::controllers` names it and builds it from the flags.
 
 pub mod attachdetach;
 pub mod bootstrap;
@@ -19,6 +19,7 @@ pub mod endpointslicemirroring;
 pub mod endpointutil;
 pub mod ephemeral;
 pub mod expand;
+pub mod finalizerutil;
 pub mod garbagecollector;
 pub mod history;
 pub mod job;

@@ -16,8 +16,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 
 use crate::apimachinery::pod::phase;
-use crate::client::{Api, Client, PostParams};
-use crate::controllers::volumeutil::{is_deletion_candidate, without_finalizer};
+use crate::client::{Api, Client};
+use crate::controllers::finalizerutil::{is_deletion_candidate, update_finalizer};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -176,12 +176,9 @@ impl PodGroupProtection {
     fn remove_finalizer(&self, group: &PodGroup) -> SyncResult {
         let key = object_key(&group.metadata);
         let namespace = group.metadata.namespace.as_deref().unwrap_or_default();
-        let name = group.metadata.name.as_deref().unwrap_or_default();
-        let mut updated = group.clone();
-        updated.metadata.finalizers = without_finalizer(&group.metadata, POD_GROUP_PROTECTION_FINALIZER);
-        match Api::<PodGroup>::namespaced(&self.client, namespace).replace(name, &updated, &PostParams::default()) {
-            Ok(written) => {
-                self.pod_groups.mutation(written);
+        let api = Api::<PodGroup>::namespaced(&self.client, namespace);
+        match update_finalizer(&api, &self.pod_groups, group, POD_GROUP_PROTECTION_FINALIZER, false) {
+            Ok(()) => {
                 log::info!("Removed protection finalizer from PodGroup podGroup=\"{key}\"");
                 Ok(())
             }

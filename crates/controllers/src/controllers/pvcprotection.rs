@@ -21,10 +21,11 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use parking_lot::Mutex;
 
 use crate::apimachinery::clock::RealClock;
-use crate::client::{Api, Client, ListParams, PostParams};
+use crate::client::{Api, Client, ListParams};
+use crate::controllers::finalizerutil::{is_deletion_candidate, need_to_add_finalizer, update_finalizer};
 use crate::controllers::volumeutil::{
-    POD_PVC_INDEX, PVC_PROTECTION_FINALIZER, add_pod_pvc_index, ephemeral_claim_name, is_deletion_candidate,
-    is_pod_terminated, need_to_add_finalizer, volume_is_for_pod, without_finalizer,
+    POD_PVC_INDEX, PVC_PROTECTION_FINALIZER, add_pod_pvc_index, ephemeral_claim_name, is_pod_terminated,
+    volume_is_for_pod,
 };
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
@@ -236,10 +237,8 @@ impl PvcProtection {
 
     /// `addFinalizer`.
     fn add_finalizer(&self, claim: &PersistentVolumeClaim) -> SyncResult {
-        let mut updated = claim.clone();
-        updated.metadata.finalizers.get_or_insert_with(Vec::new).push(PVC_PROTECTION_FINALIZER.to_string());
         let key = object_key(&claim.metadata);
-        self.update(&updated).inspect_err(|e| {
+        self.update(claim, true).inspect_err(|e| {
             log::error!("Error adding protection finalizer to PVC err=\"{}\" PVC=\"{key}\"", e.message());
         })?;
         log::info!("Added protection finalizer to PVC PVC=\"{key}\"");
@@ -248,24 +247,18 @@ impl PvcProtection {
 
     /// `removeFinalizer`.
     fn remove_finalizer(&self, claim: &PersistentVolumeClaim) -> SyncResult {
-        let mut updated = claim.clone();
-        updated.metadata.finalizers = without_finalizer(&claim.metadata, PVC_PROTECTION_FINALIZER);
         let key = object_key(&claim.metadata);
-        self.update(&updated).inspect_err(|e| {
+        self.update(claim, false).inspect_err(|e| {
             log::error!("Error removing protection finalizer from PVC err=\"{}\" PVC=\"{key}\"", e.message());
         })?;
         log::info!("Removed protection finalizer from PVC PVC=\"{key}\"");
         Ok(())
     }
 
-    fn update(&self, claim: &PersistentVolumeClaim) -> SyncResult {
+    fn update(&self, claim: &PersistentVolumeClaim, add: bool) -> SyncResult {
         let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
-        let name = claim.metadata.name.as_deref().unwrap_or_default();
-        let written = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace)
-            .replace(name, claim, &PostParams::default())
-            .map_err(SyncError::from)?;
-        self.claims.mutation(written);
-        Ok(())
+        let api = Api::<PersistentVolumeClaim>::namespaced(&self.client, namespace);
+        update_finalizer(&api, &self.claims, claim, PVC_PROTECTION_FINALIZER, add).map_err(SyncError::from)
     }
 
     /// `isBeingUsed`: the cache first; when it shows no user, the live list.

@@ -9,10 +9,9 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
 
-use crate::client::{Api, Client, PostParams};
-use crate::controllers::volumeutil::{
-    PV_PROTECTION_FINALIZER, is_deletion_candidate, need_to_add_finalizer, without_finalizer,
-};
+use crate::client::{Api, Client};
+use crate::controllers::finalizerutil::{is_deletion_candidate, need_to_add_finalizer, update_finalizer};
+use crate::controllers::volumeutil::PV_PROTECTION_FINALIZER;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer};
 use crate::runtime::workqueue::WorkQueue;
@@ -100,20 +99,14 @@ impl PvProtection {
     /// `addFinalizer` (`add`) or `removeFinalizer`.
     fn write(&self, volume: &PersistentVolume, add: bool) -> SyncResult {
         let name = volume.metadata.name.as_deref().unwrap_or_default();
-        let mut updated = volume.clone();
-        if add {
-            updated.metadata.finalizers.get_or_insert_with(Vec::new).push(PV_PROTECTION_FINALIZER.to_string());
-        } else {
-            updated.metadata.finalizers = without_finalizer(&volume.metadata, PV_PROTECTION_FINALIZER);
-        }
         let (done, failed) = if add {
             ("Added protection finalizer to PV", "Error adding protection finalizer to PV")
         } else {
             ("Removed protection finalizer from PV", "Error removing protection finalizer from PV")
         };
-        match Api::<PersistentVolume>::cluster(&self.client).replace(name, &updated, &PostParams::default()) {
-            Ok(written) => {
-                self.volumes.mutation(written);
+        let api = Api::<PersistentVolume>::cluster(&self.client);
+        match update_finalizer(&api, &self.volumes, volume, PV_PROTECTION_FINALIZER, add) {
+            Ok(()) => {
                 log::info!("{done} PV=\"{name}\"");
                 Ok(())
             }

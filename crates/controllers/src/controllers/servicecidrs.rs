@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use crate::apimachinery::net::Cidr;
 use crate::client::{Api, Client, Patch, PostParams};
+use crate::controllers::finalizerutil::has_finalizer;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::informer::{Event, Informer};
@@ -282,7 +283,7 @@ impl ServiceCidrs {
 
     /// `addServiceCIDRFinalizerIfNeeded`: a strategic merge patch adding the finalizer.
     fn add_finalizer_if_needed(&self, cidr: &ServiceCIDR) -> SyncResult {
-        if has_finalizer(cidr) {
+        if has_finalizer(&cidr.metadata, SERVICE_CIDR_PROTECTION_FINALIZER) {
             return Ok(());
         }
         self.patch_finalizers(cidr, json!({"metadata": {"finalizers": [SERVICE_CIDR_PROTECTION_FINALIZER]}}))?;
@@ -292,7 +293,7 @@ impl ServiceCidrs {
 
     /// `removeServiceCIDRFinalizerIfNeeded`: `$deleteFromPrimitiveList` of the finalizer.
     fn remove_finalizer_if_needed(&self, cidr: &ServiceCIDR) -> SyncResult {
-        if !has_finalizer(cidr) {
+        if !has_finalizer(&cidr.metadata, SERVICE_CIDR_PROTECTION_FINALIZER) {
             return Ok(());
         }
         let patch = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [SERVICE_CIDR_PROTECTION_FINALIZER]}});
@@ -313,10 +314,6 @@ impl ServiceCidrs {
             Err(e) => Err(SyncError::from(e)),
         }
     }
-}
-
-fn has_finalizer(cidr: &ServiceCIDR) -> bool {
-    cidr.metadata.finalizers.iter().flatten().any(|f| f == SERVICE_CIDR_PROTECTION_FINALIZER)
 }
 
 #[cfg(test)]

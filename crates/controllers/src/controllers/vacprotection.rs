@@ -20,10 +20,9 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 
-use crate::client::{Api, Client, PostParams};
-use crate::controllers::volumeutil::{
-    VAC_PROTECTION_FINALIZER, is_deletion_candidate, need_to_add_finalizer, without_finalizer,
-};
+use crate::client::{Api, Client};
+use crate::controllers::finalizerutil::{is_deletion_candidate, need_to_add_finalizer, update_finalizer};
+use crate::controllers::volumeutil::VAC_PROTECTION_FINALIZER;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -193,20 +192,14 @@ impl VacProtection {
     /// `addFinalizer` (`add`) or `removeFinalizer`: an `Update` of the cached class.
     fn write(&self, class: &VolumeAttributesClass, add: bool) -> SyncResult {
         let name = class.metadata.name.as_deref().unwrap_or_default();
-        let mut updated = class.clone();
-        if add {
-            updated.metadata.finalizers.get_or_insert_with(Vec::new).push(VAC_PROTECTION_FINALIZER.to_string());
-        } else {
-            updated.metadata.finalizers = without_finalizer(&class.metadata, VAC_PROTECTION_FINALIZER);
-        }
         let (done, failed) = if add {
             ("Added protection finalizer to VAC", "Error adding protection finalizer to VAC")
         } else {
             ("Removed protection finalizer from VAC", "Error removing protection finalizer from VAC")
         };
-        match Api::<VolumeAttributesClass>::cluster(&self.client).replace(name, &updated, &PostParams::default()) {
-            Ok(written) => {
-                self.classes.mutation(written);
+        let api = Api::<VolumeAttributesClass>::cluster(&self.client);
+        match update_finalizer(&api, &self.classes, class, VAC_PROTECTION_FINALIZER, add) {
+            Ok(()) => {
                 log::info!("{done} VAC=\"{name}\"");
                 Ok(())
             }

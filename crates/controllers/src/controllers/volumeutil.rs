@@ -1,12 +1,12 @@
 //! What the volume controllers (PVC, PV and VolumeAttributesClass protection, ephemeral volumes,
-//! attach/detach, the binder) share, after upstream's `pkg/controller/volume/protectionutil`, the
-//! finalizer names and `IsPodTerminated` of `pkg/volume/util`, the pod index by claim of
-//! `pkg/controller/volume/common` and the helpers of `k8s.io/component-helpers/storage/ephemeral`.
+//! attach/detach, the binder) share: the finalizer names and `IsPodTerminated` of
+//! `pkg/volume/util`, the pod index by claim of `pkg/controller/volume/common` and the helpers
+//! of `k8s.io/component-helpers/storage/ephemeral`. (Upstream's
+//! `pkg/controller/volume/protectionutil` is [`super::finalizerutil`].)
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::apimachinery::pod::phase;
 use crate::runtime::controller_ref::controller_of;
@@ -112,26 +112,6 @@ pub fn bound_volume_from_cache(
 /// capacity the claim had before, which the binder reports as the claim's until the resize ends.
 pub const PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
 
-fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
-    meta.finalizers.iter().flatten().any(|f| f == finalizer)
-}
-
-/// `IsDeletionCandidate`: being deleted and still holding `finalizer`.
-pub fn is_deletion_candidate(meta: &ObjectMeta, finalizer: &str) -> bool {
-    meta.deletion_timestamp.is_some() && has_finalizer(meta, finalizer)
-}
-
-/// `NeedToAddFinalizer`: not being deleted and lacking `finalizer`.
-pub fn need_to_add_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
-    meta.deletion_timestamp.is_none() && !has_finalizer(meta, finalizer)
-}
-
-/// The finalizers without `finalizer` (`slice.RemoveString`), `None` when none are left.
-pub fn without_finalizer(meta: &ObjectMeta, finalizer: &str) -> Option<Vec<String>> {
-    let rest: Vec<String> = meta.finalizers.iter().flatten().filter(|f| *f != finalizer).cloned().collect();
-    (!rest.is_empty()).then_some(rest)
-}
-
 /// The pod index by claim key (`common.PodPVCIndex`).
 pub const POD_PVC_INDEX: &str = "pod-pvc-index";
 
@@ -191,25 +171,4 @@ pub fn is_pod_terminated(pod: &Pod) -> bool {
         && not_running(status.and_then(|s| s.init_container_statuses.as_ref()))
         && not_running(status.and_then(|s| s.container_statuses.as_ref()))
         && not_running(status.and_then(|s| s.ephemeral_container_statuses.as_ref()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-    #[test]
-    fn a_deleted_object_with_the_finalizer_is_a_candidate_and_a_live_one_without_it_needs_it() {
-        let mut meta =
-            ObjectMeta { finalizers: Some(vec!["a".into(), PV_PROTECTION_FINALIZER.into()]), ..ObjectMeta::default() };
-        assert!(!need_to_add_finalizer(&meta, PV_PROTECTION_FINALIZER));
-        assert!(!is_deletion_candidate(&meta, PV_PROTECTION_FINALIZER));
-        assert!(need_to_add_finalizer(&meta, PVC_PROTECTION_FINALIZER));
-        meta.deletion_timestamp = Some(Time("2026-11-26T10:00:00Z".parse().expect("time")));
-        assert!(is_deletion_candidate(&meta, PV_PROTECTION_FINALIZER));
-        assert!(!need_to_add_finalizer(&meta, PVC_PROTECTION_FINALIZER), "never added while deleting");
-        assert_eq!(without_finalizer(&meta, PV_PROTECTION_FINALIZER), Some(vec!["a".to_string()]));
-        meta.finalizers = Some(vec![PV_PROTECTION_FINALIZER.into()]);
-        assert_eq!(without_finalizer(&meta, PV_PROTECTION_FINALIZER), None);
-    }
 }

@@ -2,10 +2,14 @@
 //! for any namespaced kind: a controller claims the objects its selector matches, adopting
 //! orphans and releasing owned objects that stopped matching; objects controlled by someone
 //! else are never touched. The patches are upstream's `ownerRefControllerPatch` and
-//! `GenerateDeleteOwnerRefStrategicMergeBytes`.
+//! `GenerateDeleteOwnerRefStrategicMergeBytes`. Also how an informer handler finds the
+//! controllers concerned by an object: the one its controller reference names
+//! (`resolveControllerRef`), or, for an orphan, those whose selector matches it (client-go's
+//! `GetPodReplicaSets` and the like).
 
 use std::borrow::Borrow;
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -90,6 +94,43 @@ pub fn controller_ref<O: Resource + Metadata<Ty = ObjectMeta>>(owner: &O) -> Own
         controller: Some(true),
         block_owner_deletion: Some(true),
     }
+}
+
+/// `resolveControllerRef`: the cached object of kind `K` that a controller reference of an object
+/// in `namespace` names. None when the reference is of another kind, or names an object the
+/// cache does not have or has under another UID (deleted and created again).
+pub fn resolve_controller_ref<K>(informer: &Informer<K>, namespace: &str, reference: &OwnerReference) -> Option<Arc<K>>
+where
+    K: Resource + Metadata<Ty = ObjectMeta> + 'static,
+{
+    if reference.kind != K::KIND {
+        return None;
+    }
+    let owner = informer.store().get_by_name(namespace, &reference.name)?;
+    (owner.metadata().uid.as_deref() == Some(reference.uid.as_str())).then_some(owner)
+}
+
+/// client-go's `GetPodReplicaSets`, `GetPodControllers`, `GetPodDaemonSets`,
+/// `GetHistoryDaemonSets`, `GetPodStatefulSets`, `GetPodJobs` and `GetDeploymentsForReplicaSet`:
+/// the objects of `namespace` that may adopt an orphan with these labels, those whose selector
+/// (`None`: not valid) is not empty and matches. An orphan without labels has none: upstream's
+/// listers answer it with an error (`no ReplicaSets found for pod … because it has no labels`),
+/// which their callers drop. The log line when more than one selects the orphan is each
+/// caller's.
+pub fn selecting_orphan<K>(
+    informer: &Informer<K>,
+    namespace: &str,
+    labels: Option<&BTreeMap<String, String>>,
+    selector: impl Fn(&K) -> Option<Selector>,
+) -> Vec<Arc<K>>
+where
+    K: Metadata<Ty = ObjectMeta> + 'static,
+{
+    if labels.is_none_or(BTreeMap::is_empty) {
+        return Vec::new();
+    }
+    let selects = |object: &Arc<K>| selector(object).is_some_and(|s| !s.is_empty() && s.matches(labels));
+    informer.store().list_namespace(namespace).into_iter().filter(selects).collect()
 }
 
 /// What one claim needs to know of the controller.
@@ -343,8 +384,10 @@ mod tests {
     use super::*;
     use crate::client::ApiError;
     use crate::runtime::controller::SyncError;
-    use k8s_openapi::api::apps::v1::Deployment;
+    use crate::runtime::informer::SharedInformerFactory;
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
     use k8s_openapi::api::core::v1::ConfigMap;
+    use std::time::Duration;
 
     fn config_map(name: &str, owner_uid: Option<&str>) -> ConfigMap {
         let owners = owner_uid.map(|uid| {
@@ -407,6 +450,67 @@ mod tests {
         let at: Time = serde_json::from_value(json!("2026-01-02T03:04:05Z")).unwrap();
         let deleted = RecheckError::Deleted { namespace: "ns".into(), name: "pi".into(), at };
         assert_eq!(deleted.to_string(), "ns/pi has just been deleted at 2026-01-02T03:04:05Z");
+    }
+
+    fn replica_set(name: &str, uid: &str, selector: Value) -> ReplicaSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": uid},
+            "spec": {"selector": selector, "template": {}},
+        }))
+        .unwrap()
+    }
+
+    /// An informer of ReplicaSets holding `sets`.
+    fn replica_sets(sets: impl IntoIterator<Item = ReplicaSet>) -> Arc<Informer<ReplicaSet>> {
+        let factory = SharedInformerFactory::new(crate::client::unreachable_client(), Duration::ZERO);
+        let informer = factory.informer::<ReplicaSet>();
+        sets.into_iter().for_each(|set| informer.apply_for_test(set));
+        informer
+    }
+
+    #[test]
+    fn a_controller_ref_resolves_to_the_cached_object_of_its_kind_name_and_uid() {
+        let informer = replica_sets([replica_set("web", "u-1", json!({}))]);
+        let reference = |kind: &str, name: &str, uid: &str| OwnerReference {
+            kind: kind.into(),
+            name: name.into(),
+            uid: uid.into(),
+            ..OwnerReference::default()
+        };
+        let found = resolve_controller_ref(&informer, "ns", &reference("ReplicaSet", "web", "u-1"));
+        assert_eq!(found.and_then(|rs| rs.metadata.uid.clone()).as_deref(), Some("u-1"));
+        assert!(resolve_controller_ref(&informer, "ns", &reference("ReplicaSet", "web", "u-2")).is_none(), "replaced");
+        assert!(resolve_controller_ref(&informer, "ns", &reference("Deployment", "web", "u-1")).is_none());
+        assert!(resolve_controller_ref(&informer, "other", &reference("ReplicaSet", "web", "u-1")).is_none());
+        assert!(resolve_controller_ref(&informer, "ns", &reference("ReplicaSet", "api", "u-1")).is_none());
+    }
+
+    #[test]
+    fn an_orphan_is_selected_by_the_non_empty_selectors_that_match_it_and_without_labels_by_none() {
+        let informer = replica_sets([
+            replica_set("web", "u-1", json!({"matchLabels": {"app": "web"}})),
+            replica_set(
+                "not-db",
+                "u-2",
+                json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["db"]}]}),
+            ),
+            replica_set("everything", "u-3", json!({})),
+            replica_set("invalid", "u-4", json!({"matchExpressions": [{"key": "app", "operator": "Near"}]})),
+        ]);
+        let selector = |rs: &ReplicaSet| Selector::from_label_selector(&rs.spec.as_ref()?.selector).ok();
+        let names = |labels: Option<&BTreeMap<String, String>>| {
+            let mut names: Vec<String> = selecting_orphan(&informer, "ns", labels, selector)
+                .iter()
+                .filter_map(|rs| rs.metadata.name.clone())
+                .collect();
+            names.sort();
+            names
+        };
+        let web = BTreeMap::from([("app".to_string(), "web".to_string())]);
+        assert_eq!(names(Some(&web)), ["not-db", "web"], "neither the empty nor the invalid selector");
+        assert!(names(None).is_empty(), "no labels: selected by none, though `app notin (db)` matches them");
+        assert!(names(Some(&BTreeMap::new())).is_empty());
+        assert!(selecting_orphan(&informer, "other", Some(&web), selector).is_empty(), "another namespace");
     }
 
     #[test]

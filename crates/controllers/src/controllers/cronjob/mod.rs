@@ -13,7 +13,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::apimachinery::cron::{load_location, parse_standard};
 use crate::apimachinery::errors::BoxError;
@@ -22,7 +22,7 @@ use crate::client::{self, Api, Client, DeleteParams, PostParams, PropagationPoli
 use crate::controllers::jobutil::{finished_condition, is_succeeded};
 use crate::metrics::{HistogramVec, exponential_buckets, registered};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
-use crate::runtime::controller_ref::{controller_of, controller_ref};
+use crate::runtime::controller_ref::{controller_of, controller_ref, resolve_controller_ref};
 use crate::runtime::events::{EventRecorder, EventType, object_reference};
 use crate::runtime::informer::{Event, Informer, object_key, split_key};
 use crate::runtime::workqueue::WorkQueue;
@@ -124,7 +124,8 @@ impl CronJobController {
                 let (old_ref, new_ref) = (controller_of(&old.metadata), controller_of(&new.metadata));
                 if old_ref != new_ref
                     && let Some(old_ref) = old_ref
-                    && let Some(cron_job) = self.resolve_controller_ref(namespace_of(&old.metadata), old_ref)
+                    && let Some(cron_job) =
+                        resolve_controller_ref(&self.cron_jobs, namespace_of(&old.metadata), old_ref)
                 {
                     self.queue.add(object_key(&cron_job.metadata));
                 }
@@ -136,19 +137,10 @@ impl CronJobController {
 
     fn enqueue_controller_of(&self, job: &Job) {
         if let Some(reference) = controller_of(&job.metadata)
-            && let Some(cron_job) = self.resolve_controller_ref(namespace_of(&job.metadata), reference)
+            && let Some(cron_job) = resolve_controller_ref(&self.cron_jobs, namespace_of(&job.metadata), reference)
         {
             self.queue.add(object_key(&cron_job.metadata));
         }
-    }
-
-    /// `resolveControllerRef`: the cached CronJob of that name and uid.
-    fn resolve_controller_ref(&self, namespace: &str, reference: &OwnerReference) -> Option<Arc<CronJob>> {
-        if reference.kind != "CronJob" {
-            return None;
-        }
-        let cron_job = self.cron_jobs.store().get_by_name(namespace, &reference.name)?;
-        (cron_job.metadata.uid.as_deref() == Some(reference.uid.as_str())).then_some(cron_job)
     }
 
     /// Added and deleted CronJobs are synced at once; `updateCronJob` for the rest.

@@ -17,7 +17,7 @@ use crate::apimachinery::pod::is_pod_ready;
 use crate::controllers::nodeutil::pods_on_node;
 use crate::controllers::podutil::ranking::pod_key;
 use crate::runtime::controller::SyncResult;
-use crate::runtime::controller_ref::controller_of;
+use crate::runtime::controller_ref::{controller_of, resolve_controller_ref, selecting_orphan};
 use crate::runtime::informer::{Event, object_key};
 
 impl DaemonSetsController {
@@ -48,27 +48,17 @@ impl DaemonSetsController {
 
     /// `resolveControllerRef`: the cached DaemonSet a controller reference names.
     fn resolve(&self, namespace: &str, owner: &OwnerReference) -> Option<Arc<DaemonSet>> {
-        if owner.kind != "DaemonSet" {
-            return None;
-        }
-        let ds = self.daemon_sets.store().get(&format!("{namespace}/{}", owner.name))?;
-        (ds.metadata.uid.as_deref() == Some(owner.uid.as_str())).then_some(ds)
+        resolve_controller_ref(&self.daemon_sets, namespace, owner)
     }
 
     /// `GetPodDaemonSets` / `GetHistoryDaemonSets`: the DaemonSets of the namespace whose
-    /// selector matches the labels.
+    /// selector matches the labels (none without labels).
     fn selecting(
         &self,
         namespace: &str,
         labels: Option<&std::collections::BTreeMap<String, String>>,
     ) -> Vec<Arc<DaemonSet>> {
-        let sets: Vec<Arc<DaemonSet>> = self
-            .daemon_sets
-            .store()
-            .list_namespace(namespace)
-            .into_iter()
-            .filter(|ds| selector_of(ds).is_ok_and(|s| !s.is_empty() && s.matches(labels)))
-            .collect();
+        let sets = selecting_orphan(&self.daemon_sets, namespace, labels, |ds| selector_of(ds).ok());
         if sets.len() > 1 {
             log::error!("user error! more than one daemon is selecting pods with labels: {labels:?}");
         }
@@ -87,10 +77,8 @@ impl DaemonSetsController {
                     // Owned: its DaemonSet has nothing to do until it changes.
                     return;
                 }
-                if revision.metadata.labels.as_ref().is_some_and(|l| !l.is_empty()) {
-                    for ds in self.selecting(namespace, revision.metadata.labels.as_ref()) {
-                        self.enqueue(&ds);
-                    }
+                for ds in self.selecting(namespace, revision.metadata.labels.as_ref()) {
+                    self.enqueue(&ds);
                 }
             }
             Event::Updated { old, new } => self.on_revision_updated(old, new),
@@ -125,9 +113,7 @@ impl DaemonSetsController {
             }
             return;
         }
-        if (changed || old.metadata.labels != new.metadata.labels)
-            && new.metadata.labels.as_ref().is_some_and(|l| !l.is_empty())
-        {
+        if changed || old.metadata.labels != new.metadata.labels {
             for ds in self.selecting(namespace, new.metadata.labels.as_ref()) {
                 self.enqueue(&ds);
             }

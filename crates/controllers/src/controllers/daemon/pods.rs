@@ -4,14 +4,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use super::util::{create_pod_template, replace_node_name_affinity, spec, template_generation};
-use super::{BURST_REPLICAS, DaemonSetsController, Error, name_of, namespace_of};
-use crate::client::{Api, DeleteParams, PostParams};
-use crate::runtime::controller_ref::controller_ref;
-use crate::runtime::events::EventType;
+use super::{BURST_REPLICAS, DaemonSetsController, Error, namespace_of};
+use crate::controllers::podutil::control::{CreateError, PodControl, pod_from_template};
 use crate::runtime::informer::object_key;
 use crate::runtime::slow_start::slow_start_batch;
 
@@ -69,67 +66,34 @@ impl DaemonSetsController {
     /// `CreatePods` of one daemon pod for `node` (`GetPodFromTemplate` with the node affinity
     /// replaced), recording `SuccessfulCreate` or `FailedCreate`. A terminating namespace is
     /// no error.
-    pub(super) fn create_pod(
-        &self,
-        ds: &DaemonSet,
-        template: &k8s_openapi::api::core::v1::PodTemplateSpec,
-        node: &str,
-    ) -> Result<(), Error> {
+    pub(super) fn create_pod(&self, ds: &DaemonSet, template: &PodTemplateSpec, node: &str) -> Result<(), Error> {
         let mut template = template.clone();
         let pod_spec = template.spec.get_or_insert_with(Default::default);
         pod_spec.affinity = Some(replace_node_name_affinity(pod_spec.affinity.take(), node));
-        let meta = template.metadata.unwrap_or_default();
-        let pod = Pod {
-            metadata: ObjectMeta {
-                generate_name: Some(format!("{}-", name_of(&ds.metadata))),
-                namespace: ds.metadata.namespace.clone(),
-                labels: meta.labels,
-                annotations: meta.annotations,
-                finalizers: meta.finalizers,
-                owner_references: Some(vec![controller_ref(ds)]),
-                ..ObjectMeta::default()
-            },
-            spec: template.spec,
-            status: None,
-        };
-        if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            return Err(Error::NoLabels);
-        }
-        match Api::<Pod>::namespaced(&self.client, namespace_of(&ds.metadata)).create(&pod, &PostParams::default()) {
-            Ok(created) => {
-                self.consistency.pod_written(&created.metadata);
-                let message = format!("Created pod: {}", name_of(&created.metadata));
-                self.recorder.event_for(ds, EventType::Normal, "SuccessfulCreate", &message);
-                Ok(())
-            }
-            Err(e) if e.has_status_cause("NamespaceTerminating") => Ok(()),
-            Err(e) => {
-                let message = format!("Error creating: {}", e.message());
-                self.recorder.event_for(ds, EventType::Warning, "FailedCreate", &message);
-                Err(Error::Api(e))
-            }
-        }
+        let pod = pod_from_template(template, ds, None);
+        self.pod_control().create(ds, &pod).map_err(|e| match e {
+            CreateError::NoLabels => Error::NoLabels,
+            CreateError::Api(e) => Error::Api(e),
+        })
     }
 
     /// `DeletePod`, recording `SuccessfulDelete` or `FailedDelete`; a failure (or a pod gone)
     /// lowers the expectations, and only a failure is an error.
     pub(super) fn delete_pod(&self, ds: &DaemonSet, key: &str, name: &str) -> Result<(), Error> {
         let namespace = namespace_of(&ds.metadata);
-        match Api::<Pod>::namespaced(&self.client, namespace).delete(name, &DeleteParams::default()) {
-            Ok(_) => {
-                self.recorder.event_for(ds, EventType::Normal, "SuccessfulDelete", &format!("Deleted pod: {name}"));
-                Ok(())
-            }
-            Err(e) => {
-                self.expectations.deletion_observed(key, &format!("{namespace}/{name}"));
-                if e.is_not_found() {
-                    return Ok(());
-                }
-                log::info!("Failed deletion, decremented expectations for daemon set daemonset={key}");
-                let message = format!("Error deleting: {}", e.message());
-                self.recorder.event_for(ds, EventType::Warning, "FailedDelete", &message);
-                Err(Error::Api(e))
-            }
+        let deleted = self.pod_control().delete(ds, namespace, name);
+        if deleted.as_ref().is_ok_and(|deleted| *deleted) {
+            return Ok(());
         }
+        self.expectations.deletion_observed(key, &format!("{namespace}/{name}"));
+        deleted.map(drop).map_err(|e| {
+            log::info!("Failed deletion, decremented expectations for daemon set daemonset={key}");
+            Error::Api(e)
+        })
+    }
+
+    /// `dsc.podControl`.
+    fn pod_control(&self) -> PodControl<'_> {
+        PodControl { client: &self.client, recorder: &self.recorder, consistency: &self.consistency }
     }
 }

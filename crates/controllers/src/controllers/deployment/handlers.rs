@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::{DeploymentController, selector_of};
 use crate::apimachinery::labels::Selector;
-use crate::runtime::controller_ref::controller_of;
+use crate::runtime::controller_ref::{controller_of, resolve_controller_ref, selecting_orphan};
 use crate::runtime::informer::{Event, object_key};
 
 impl DeploymentController {
@@ -88,24 +88,15 @@ impl DeploymentController {
 
     /// `resolveControllerRef`: the Deployment a reference names, if the cached one has its uid.
     fn resolve(&self, rs: &ReplicaSet, owner: Option<&OwnerReference>) -> Option<Arc<Deployment>> {
-        let owner = owner.filter(|o| o.kind == "Deployment")?;
-        let namespace = rs.metadata.namespace.as_deref().unwrap_or("");
-        let d = self.deployments.store().get_by_name(namespace, &owner.name)?;
-        (d.metadata.uid.as_deref() == Some(owner.uid.as_str())).then_some(d)
+        resolve_controller_ref(&self.deployments, rs.metadata.namespace.as_deref().unwrap_or(""), owner?)
     }
 
-    /// `getDeploymentsForReplicaSet`: Deployments whose (non-empty) selector matches an orphan.
+    /// `getDeploymentsForReplicaSet`: Deployments whose (non-empty) selector matches an orphan;
+    /// a ReplicaSet without labels belongs to no Deployment.
     fn selecting(&self, rs: &ReplicaSet) -> Vec<Arc<Deployment>> {
-        if rs.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            return Vec::new(); // A ReplicaSet without labels belongs to no Deployment.
-        }
         let namespace = rs.metadata.namespace.as_deref().unwrap_or("");
-        let matching: Vec<Arc<Deployment>> = (self.deployments.store().list_namespace(namespace).into_iter())
-            .filter(|d| {
-                Selector::from_label_selector(&selector_of(d))
-                    .is_ok_and(|s| !s.is_empty() && s.matches(rs.metadata.labels.as_ref()))
-            })
-            .collect();
+        let selector = |d: &Deployment| Selector::from_label_selector(&selector_of(d)).ok();
+        let matching = selecting_orphan(&self.deployments, namespace, rs.metadata.labels.as_ref(), selector);
         if matching.len() > 1 {
             log::info!(
                 "user error! more than one deployment is selecting replica set {}/{}",
@@ -143,12 +134,8 @@ impl DeploymentController {
 
     /// `getDeploymentForPod`: the Deployment controlling the pod's ReplicaSet.
     fn deployment_for_pod(&self, pod: &Pod) -> Option<Arc<Deployment>> {
-        let owner = controller_of(&pod.metadata).filter(|o| o.kind == "ReplicaSet")?;
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-        let rs = self.replica_sets.store().get_by_name(namespace, &owner.name)?;
-        if rs.metadata.uid.as_deref() != Some(owner.uid.as_str()) {
-            return None;
-        }
+        let rs = resolve_controller_ref(&self.replica_sets, namespace, controller_of(&pod.metadata)?)?;
         self.resolve(&rs, controller_of(&rs.metadata))
     }
 }

@@ -15,6 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use parking_lot::Mutex;
 
 use crate::client::metadata::PartialObjectMetadata;
+use crate::controllers::finalizerutil::has_finalizer;
 use crate::lru::LruSet;
 use crate::runtime::workqueue::WorkQueue;
 
@@ -200,10 +201,6 @@ pub struct GraphBuilder {
     orphan_queue: WorkQueue<String>,
     absent_owners: Arc<ReferenceCache>,
     report_invalid: InvalidOwnerReporter,
-}
-
-fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
-    meta.finalizers.iter().flatten().any(|f| f == finalizer)
 }
 
 fn being_deleted(meta: &ObjectMeta) -> bool {

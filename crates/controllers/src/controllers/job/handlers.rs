@@ -16,7 +16,7 @@ use crate::apimachinery::pod::phase;
 use crate::controllers::jobutil::is_finished;
 use crate::controllers::podutil::ranking::pod_key;
 use crate::runtime::controller::{SyncError, SyncResult};
-use crate::runtime::controller_ref::controller_of;
+use crate::runtime::controller_ref::{controller_of, resolve_controller_ref, selecting_orphan};
 use crate::runtime::informer::{Event, object_key};
 
 impl JobController {
@@ -53,11 +53,7 @@ impl JobController {
 
     /// `resolveControllerRef`: the cached Job a controller reference names.
     fn resolve(&self, namespace: &str, owner: &OwnerReference) -> Option<Arc<Job>> {
-        if owner.kind != "Job" {
-            return None;
-        }
-        let job = self.jobs.store().get(&format!("{namespace}/{}", owner.name))?;
-        (job.metadata.uid.as_deref() == Some(owner.uid.as_str())).then_some(job)
+        resolve_controller_ref(&self.jobs, namespace, owner)
     }
 
     /// `enqueueSyncJobBatched`.
@@ -65,17 +61,11 @@ impl JobController {
         self.queue.add_after(object_key(&job.metadata), SYNC_BATCH_PERIOD);
     }
 
-    /// `getPodJobs`: the Jobs whose selector matches an orphan's labels.
+    /// `getPodJobs`: the Jobs whose selector matches an orphan's labels (none without labels).
     fn pod_jobs(&self, pod: &Pod) -> Vec<Arc<Job>> {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
         let labels = pod.metadata.labels.as_ref();
-        let jobs: Vec<Arc<Job>> = self
-            .jobs
-            .store()
-            .list_namespace(namespace)
-            .into_iter()
-            .filter(|job| job_selector(job).is_ok_and(|s| !s.is_empty() && s.matches(labels)))
-            .collect();
+        let jobs = selecting_orphan(&self.jobs, namespace, labels, |job| job_selector(job).ok());
         if jobs.len() > 1 {
             log::error!("user error! more than one job is selecting pods with labels: {labels:?}");
         }

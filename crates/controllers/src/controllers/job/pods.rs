@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::indexes::{
     COMPLETION_INDEX, COMPLETION_INDEX_ENV, INDEX_FAILURE_COUNT, INDEX_IGNORED_FAILURE_COUNT, Intervals,
@@ -22,11 +21,9 @@ use super::{
     suspended,
 };
 use crate::apimachinery::pod::is_pod_ready;
-use crate::client::{Api, DeleteParams, PostParams};
+use crate::controllers::podutil::control::{CreateError, PodControl, pod_from_template};
 use crate::controllers::podutil::ranking::{active_pods_order, pod_key};
 use crate::runtime::controller::SyncError;
-use crate::runtime::controller_ref::controller_ref;
-use crate::runtime::events::EventType;
 use crate::runtime::slow_start::slow_start_batch;
 
 /// What `manageJob` did: active pods afterwards, the metrics' action, the first error.
@@ -119,13 +116,13 @@ impl JobController {
     ) -> Result<(), SyncError> {
         let name = job.metadata.name.as_deref().unwrap_or("");
         let mut template = template.clone();
-        let mut generate_name = format!("{name}-");
+        let mut generate_name = None;
         if let Some(index) = index {
             let meta = template.metadata.get_or_insert_with(Default::default);
             meta.annotations.get_or_insert_with(BTreeMap::new).insert(COMPLETION_INDEX.into(), index.to_string());
             meta.labels.get_or_insert_with(BTreeMap::new).insert(COMPLETION_INDEX.into(), index.to_string());
             template.spec.get_or_insert_with(Default::default).hostname = Some(format!("{name}-{index}"));
-            generate_name = generate_name_with_index(name, index);
+            generate_name = Some(generate_name_with_index(name, index));
             if has_backoff_limit_per_index(job) {
                 let replaced = ctx.delayed_deletion.get(&index).map(|p| &**p);
                 let counted =
@@ -138,57 +135,22 @@ impl JobController {
                 }
             }
         }
-        let template_meta = template.metadata.unwrap_or_default();
-        let pod = Pod {
-            metadata: ObjectMeta {
-                generate_name: Some(generate_name),
-                namespace: job.metadata.namespace.clone(),
-                labels: template_meta.labels,
-                annotations: template_meta.annotations,
-                finalizers: template_meta.finalizers,
-                owner_references: Some(vec![controller_ref(job)]),
-                ..ObjectMeta::default()
-            },
-            spec: template.spec,
-            status: None,
-        };
-        if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            return Err(super::Error::NoLabels.into());
-        }
-        let namespace = job.metadata.namespace.as_deref().unwrap_or("");
-        match Api::<Pod>::namespaced(&self.client, namespace).create(&pod, &PostParams::default()) {
-            Ok(created) => {
-                self.consistency.pod_written(&created.metadata);
-                let message = format!("Created pod: {}", created.metadata.name.as_deref().unwrap_or(""));
-                self.recorder.event_for(job, EventType::Normal, "SuccessfulCreate", &message);
-                Ok(())
-            }
-            // A namespace being torn down: every later creation fails the same way.
-            Err(e) if e.has_status_cause("NamespaceTerminating") => Ok(()),
-            Err(e) => {
-                let message = format!("Error creating: {}", e.message());
-                self.recorder.event_for(job, EventType::Warning, "FailedCreate", &message);
-                Err(SyncError::from(e))
-            }
-        }
+        let pod = pod_from_template(template, job, generate_name);
+        self.pod_control().create(job, &pod).map_err(|e| match e {
+            CreateError::NoLabels => super::Error::NoLabels.into(),
+            CreateError::Api(e) => SyncError::from(e),
+        })
     }
 
     /// `RealPodControl.DeletePod`, with its Events; Ok(false) when the pod was gone.
     fn delete_pod(&self, job: &Job, pod: &Pod) -> Result<bool, crate::client::Error> {
         let name = pod.metadata.name.as_deref().unwrap_or("");
-        let namespace = job.metadata.namespace.as_deref().unwrap_or("");
-        match Api::<Pod>::namespaced(&self.client, namespace).delete(name, &DeleteParams::default()) {
-            Ok(_) => {
-                self.recorder.event_for(job, EventType::Normal, "SuccessfulDelete", &format!("Deleted pod: {name}"));
-                Ok(true)
-            }
-            Err(e) if e.is_not_found() => Ok(false),
-            Err(e) => {
-                let message = format!("Error deleting: {}", e.message());
-                self.recorder.event_for(job, EventType::Warning, "FailedDelete", &message);
-                Err(e)
-            }
-        }
+        self.pod_control().delete(job, job.metadata.namespace.as_deref().unwrap_or(""), name)
+    }
+
+    /// `jm.podControl`.
+    fn pod_control(&self) -> PodControl<'_> {
+        PodControl { client: &self.client, recorder: &self.recorder, consistency: &self.consistency }
     }
 
     /// `deleteJobPods`: finalizer removed, then the pod deleted, all concurrently. Returns

@@ -1,10 +1,13 @@
 //! Pod helpers several controllers share: `pkg/util/pod.PatchPodStatus` (a strategic merge
-//! patch of the status with the pod's UID as a precondition), the deletion rankings
-//! (`ranking`), when pods become available (`availability`), and `controller.ComputeHash` of a
-//! pod template (`template_hash`: the Deployment's `pod-template-hash`, the DaemonSet's revision
-//! hash). (`UpdatePodCondition` and the other pure pod helpers are in [`crate::apimachinery::pod`].)
+//! patch of the status with the pod's UID as a precondition), `controller.RealPodControl` and
+//! `GetPodFromTemplate` (`control`: pods created from a template and deleted, with their
+//! Events), the deletion rankings (`ranking`), when pods become available (`availability`), and
+//! `controller.ComputeHash` of a pod template (`template_hash`: the Deployment's
+//! `pod-template-hash`, the DaemonSet's revision hash). (`UpdatePodCondition` and the other
+//! pure pod helpers are in [`crate::apimachinery::pod`].)
 
 pub mod availability;
+pub mod control;
 pub mod ranking;
 pub mod template_hash;
 #[cfg(test)]

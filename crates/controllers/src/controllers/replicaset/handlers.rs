@@ -12,6 +12,7 @@ use super::ReplicaManager;
 use super::kind::ReplicaKind;
 use crate::apimachinery::pod::is_pod_ready;
 use crate::controllers::podutil::ranking::{controller_of, pod_key};
+use crate::runtime::controller_ref::{resolve_controller_ref, selecting_orphan};
 use crate::runtime::informer::{Event, object_key};
 
 impl<K: ReplicaKind> ReplicaManager<K> {
@@ -52,19 +53,14 @@ impl<K: ReplicaKind> ReplicaManager<K> {
     /// `resolveControllerRef`: the controller a reference names, if it is of our kind and the
     /// cached object has the referenced UID.
     fn resolve(&self, namespace: &str, owner: &OwnerReference) -> Option<Arc<K>> {
-        if owner.kind != K::KIND {
-            return None;
-        }
-        let rs = self.controllers.store().get_by_name(namespace, &owner.name)?;
-        (rs.metadata().uid.as_deref() == Some(owner.uid.as_str())).then_some(rs)
+        resolve_controller_ref(&self.controllers, namespace, owner)
     }
 
-    /// `getPodReplicaSets`: the controllers whose selector matches an orphan pod.
+    /// `getPodReplicaSets`: the controllers whose selector matches an orphan pod (none without
+    /// labels).
     fn selecting(&self, pod: &Pod) -> Vec<Arc<K>> {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-        let matching: Vec<Arc<K>> = (self.controllers.store().list_namespace(namespace).into_iter())
-            .filter(|rs| rs.selector().is_ok_and(|s| !s.is_empty() && s.matches(pod.metadata.labels.as_ref())))
-            .collect();
+        let labels = pod.metadata.labels.as_ref();
+        let matching = selecting_orphan(&self.controllers, Self::namespace(pod), labels, |rs| rs.selector().ok());
         if matching.len() > 1 {
             log::info!("user error: more than one {} selects pod {}", K::KIND, pod_key(pod));
         }

@@ -35,13 +35,14 @@ use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::labels::POD_TEMPLATE_HASH;
 use crate::apimachinery::pod::{PodSummary, is_pod_ready};
 use crate::apimachinery::schema::GroupResource;
-use crate::client::{self, Api, Client, DeleteParams, PostParams};
+use crate::client::{self, Client};
+use crate::controllers::podutil::control::{CreateError, PodControl, pod_from_template};
 use crate::controllers::podutil::ranking::{DeletionRank, pods_to_delete};
 use crate::metrics::{CounterVec, HistogramVec, exponential_buckets, registered};
 use crate::runtime::consistency::{ControllerConsistency, LastSyncRvGetter, pods_resource, stale_sync_skips};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError};
 use crate::runtime::controller_ref::{add_pod_controller_uid_index, claim_candidate, pods_controlled_by_or_orphaned};
-use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::events::EventRecorder;
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informer::{Event, Informer, NAMESPACE_INDEX, object_key};
 use crate::runtime::slow_start::{WriteThreads, slow_start_batch};
@@ -53,12 +54,6 @@ use kind::ReplicaKind;
 
 /// `BurstReplicas`: at most this many pods are created or deleted in one sync.
 pub const BURST_REPLICAS: usize = 500;
-
-/// Event reasons of upstream's `RealPodControl`.
-const SUCCESSFUL_CREATE: &str = "SuccessfulCreate";
-const FAILED_CREATE: &str = "FailedCreate";
-const SUCCESSFUL_DELETE: &str = "SuccessfulDelete";
-const FAILED_DELETE: &str = "FailedDelete";
 
 /// Why a sync failed. API errors are kept whole, so that a conflict or a server's
 /// `Retry-After` reaches the queue with its kind; each reads as upstream's error does (a pod
@@ -327,44 +322,19 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         crate::runtime::controller_ref::controller_ref(rs)
     }
 
-    /// `GetPodFromTemplate`: a pod named `<rs-name>-<random>` from the template.
-    fn pod_from_template(&self, rs: &K) -> Pod {
-        let template = rs.template().cloned().unwrap_or_default();
-        let template_meta = template.metadata.unwrap_or_default();
-        let metadata = ObjectMeta {
-            generate_name: Some(format!("{}-", name_of(rs.metadata()))),
-            namespace: rs.metadata().namespace.clone(),
-            labels: template_meta.labels,
-            annotations: template_meta.annotations,
-            finalizers: template_meta.finalizers,
-            owner_references: Some(vec![self.controller_ref(rs)]),
-            ..ObjectMeta::default()
-        };
-        Pod { metadata, spec: template.spec, status: None }
+    /// `RealPodControl.CreatePods` of a pod from the template (`GetPodFromTemplate`), recording
+    /// SuccessfulCreate or FailedCreate.
+    fn create_pod(&self, rs: &K) -> Result<(), Error> {
+        let pod = pod_from_template(rs.template().cloned().unwrap_or_default(), rs, None);
+        self.pod_control().create(rs, &pod).map_err(|e| match e {
+            CreateError::NoLabels => Error::NoLabels,
+            CreateError::Api(e) => Error::CreatePod(e),
+        })
     }
 
-    /// `RealPodControl.CreatePods`, recording SuccessfulCreate or FailedCreate.
-    fn create_pod(&self, rs: &K) -> Result<(), Error> {
-        let pod = self.pod_from_template(rs);
-        if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            return Err(Error::NoLabels);
-        }
-        let api = Api::<Pod>::namespaced(&self.client, namespace_of(rs.metadata()));
-        match api.create(&pod, &PostParams::default()) {
-            Ok(created) => {
-                self.consistency.pod_written(&created.metadata);
-                let message = format!("Created pod: {}", name_of(&created.metadata));
-                self.recorder.event_for(rs, EventType::Normal, SUCCESSFUL_CREATE, &message);
-                Ok(())
-            }
-            // Creations in a terminating namespace fail quietly and count as done.
-            Err(e) if e.has_status_cause("NamespaceTerminating") => Ok(()),
-            Err(e) => {
-                let text = e.message();
-                self.recorder.event_for(rs, EventType::Warning, FAILED_CREATE, &format!("Error creating: {text}"));
-                Err(Error::CreatePod(e))
-            }
-        }
+    /// `rsc.podControl`.
+    fn pod_control(&self) -> PodControl<'_> {
+        PodControl { client: &self.client, recorder: &self.recorder, consistency: &self.consistency }
     }
 
     /// The deleting half of `manageReplicas`: the lowest-ranked pods are deleted concurrently;
@@ -393,24 +363,11 @@ impl<K: ReplicaKind> ReplicaManager<K> {
     /// deleted, `Ok(false)` when the pod was gone already. Gone or failed lowers the
     /// expectations.
     fn delete_pod(&self, rs: &K, pod: &ObjectMeta) -> Result<bool, Error> {
-        let key = crate::runtime::informer::object_key(rs.metadata());
-        let name = name_of(pod);
-        let api = Api::<Pod>::namespaced(&self.client, namespace_of(pod));
-        match api.delete(name, &DeleteParams::default()) {
-            Ok(_) => {
-                self.recorder.event_for(rs, EventType::Normal, SUCCESSFUL_DELETE, &format!("Deleted pod: {name}"));
-                Ok(true)
-            }
-            Err(e) => {
-                self.expectations.deletion_observed(&key, &object_key(pod));
-                if e.is_not_found() {
-                    return Ok(false);
-                }
-                let text = e.message();
-                self.recorder.event_for(rs, EventType::Warning, FAILED_DELETE, &format!("Error deleting: {text}"));
-                Err(Error::DeletePod(e))
-            }
+        let deleted = self.pod_control().delete(rs, namespace_of(pod), name_of(pod));
+        if !deleted.as_ref().is_ok_and(|deleted| *deleted) {
+            self.expectations.deletion_observed(&object_key(rs.metadata()), &object_key(pod));
         }
+        deleted.map_err(Error::DeletePod)
     }
 
     /// `getIndirectlyRelatedPods`: the pods selected by any controller object with the same

@@ -12,7 +12,7 @@ use super::StatefulSetController;
 use super::utils::{namespace_of, spec};
 use crate::apimachinery::labels::Selector;
 use crate::apimachinery::pod::is_pod_ready;
-use crate::runtime::controller_ref::controller_of;
+use crate::runtime::controller_ref::{controller_of, resolve_controller_ref, selecting_orphan};
 use crate::runtime::informer::{Event, object_key};
 
 impl StatefulSetController {
@@ -35,25 +35,15 @@ impl StatefulSetController {
 
     /// `resolveControllerRef`.
     fn resolve(&self, namespace: &str, owner: &OwnerReference) -> Option<Arc<StatefulSet>> {
-        if owner.kind != "StatefulSet" {
-            return None;
-        }
-        let set = self.cached_set(namespace, &owner.name)?;
-        (set.metadata.uid.as_deref() == Some(owner.uid.as_str())).then_some(set)
+        resolve_controller_ref(&self.sets, namespace, owner)
     }
 
-    /// `getStatefulSetsForPod` (`GetPodStatefulSets`): the sets whose selector matches an orphan.
+    /// `getStatefulSetsForPod` (`GetPodStatefulSets`): the sets whose selector matches an orphan
+    /// (none without labels).
     fn sets_for_pod(&self, pod: &Pod) -> Vec<Arc<StatefulSet>> {
         let labels = pod.metadata.labels.as_ref();
-        let sets: Vec<Arc<StatefulSet>> = self
-            .sets
-            .store()
-            .list_namespace(namespace_of(&pod.metadata))
-            .into_iter()
-            .filter(|set| {
-                Selector::from_label_selector(&spec(set).selector).is_ok_and(|s| !s.is_empty() && s.matches(labels))
-            })
-            .collect();
+        let selector = |set: &StatefulSet| Selector::from_label_selector(&spec(set).selector).ok();
+        let sets = selecting_orphan(&self.sets, namespace_of(&pod.metadata), labels, selector);
         if sets.len() > 1 {
             let names: Vec<&str> = sets.iter().map(|s| s.metadata.name.as_deref().unwrap_or("")).collect();
             log::error!(

@@ -309,10 +309,6 @@ impl StatefulSetController {
     fn enqueue(&self, set: &StatefulSet) {
         self.queue.add(object_key(&set.metadata));
     }
-
-    fn cached_set(&self, namespace: &str, name: &str) -> Option<Arc<StatefulSet>> {
-        self.sets.store().get_by_name(namespace, name)
-    }
 }
 
 #[cfg(test)]
