@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::apimachinery::field::Error as FieldError;
 use crate::apimachinery::labels::Selector;
+use crate::sandbox::apiserver::handlers::patch::json_patch_error;
 use crate::sandbox::apiserver::handlers::update::write_update;
 use crate::sandbox::apiserver::patch;
 use crate::sandbox::apiserver::protobuf;
@@ -159,13 +160,7 @@ fn update_scale(
         let scale = if request.method == "PATCH" {
             let content_type = request.header("Content-Type").unwrap_or_default();
             if content_type.starts_with("application/json-patch+json") {
-                patch::json_patch(&current, &document).map_err(|e| {
-                    if e.starts_with("json: cannot unmarshal") {
-                        ApiError::bad_request(e)
-                    } else {
-                        ApiError::new(422, "Invalid", e, None)
-                    }
-                })?
+                patch::json_patch(&current, &document).map_err(json_patch_error)?
             } else {
                 // Scale has no list fields: merge and strategic merge patches agree.
                 patch::json_merge_patch(&current, &document)

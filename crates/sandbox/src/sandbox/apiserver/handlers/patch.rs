@@ -65,13 +65,7 @@ fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, doc
         // stops sending are kept.
         APPLY => patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind)
             .map_err(strategic_error),
-        "application/json-patch+json" => patch::json_patch(current, document).map_err(|e| {
-            if e.starts_with("json: cannot unmarshal") {
-                ApiError::bad_request(e)
-            } else {
-                ApiError::new(422, "Invalid", e, None)
-            }
-        }),
+        "application/json-patch+json" => patch::json_patch(current, document).map_err(json_patch_error),
         "application/strategic-merge-patch+json" => {
             patch::strategic_merge_patch(current, document, &resource.group_version(), resource.kind)
                 .map_err(strategic_error)
@@ -80,15 +74,25 @@ fn apply_patch(resource: &ResourceType, content_type: &str, current: &Value, doc
     }
 }
 
+/// The status kube-apiserver answers a JSON patch failure with: a body that is not a list of
+/// operations is 400 BadRequest, a failing operation 422 Invalid.
+pub(crate) fn json_patch_error(error: patch::JsonPatchError) -> ApiError {
+    match error {
+        patch::JsonPatchError::Decode(_) => ApiError::bad_request(error.to_string()),
+        _ => ApiError::new(422, "Invalid", error.to_string(), None),
+    }
+}
+
 /// The status kube-apiserver answers each strategic-merge-patch failure with.
-fn strategic_error(message: String) -> ApiError {
-    if message.starts_with("strategic merge patch is not supported") {
-        ApiError::new(415, "UnsupportedMediaType", message, None)
-    } else if message.starts_with("json: cannot unmarshal") || message.starts_with("invalid patch format") {
-        ApiError::bad_request(message)
-    } else if message.contains("lists of lists are not supported") {
-        ApiError::new(422, "Invalid", message, None)
-    } else {
-        ApiError::internal(message)
+fn strategic_error(error: patch::StrategicPatchError) -> ApiError {
+    use patch::StrategicPatchError as E;
+    let message = error.to_string();
+    match error {
+        E::NotSupported { .. } => ApiError::new(415, "UnsupportedMediaType", message, None),
+        E::Unmarshal { .. } | E::PrimitiveListFormat | E::RetainKeysFormat | E::SetElementOrderFormat => {
+            ApiError::bad_request(message)
+        }
+        E::ListOfLists => ApiError::new(422, "Invalid", message, None),
+        _ => ApiError::internal(message),
     }
 }

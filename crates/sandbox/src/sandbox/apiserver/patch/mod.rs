@@ -20,6 +20,9 @@ mod strategic;
 
 use serde_json::{Map, Value};
 
+pub use json_patch::{AccessError as JsonPatchAccessError, Atoi, Error as JsonPatchError, FieldError, Unmarshal};
+pub use strategic::Error as StrategicPatchError;
+
 /// Applies a JSON merge patch (RFC 7386): `null` deletes a member, objects merge recursively,
 /// anything else replaces. Like evanphx/json-patch, `null` members are also dropped from
 /// values that are added whole (including objects inside added lists), while a list put in
@@ -38,7 +41,7 @@ pub fn json_merge_patch(target: &Value, patch: &Value) -> Value {
 
 /// Applies JSON patch operations (RFC 6902): add, remove, replace, move, copy, test, with
 /// JSON pointers (`~0`, `~1`, `-` to append). Stops at the first failing operation.
-pub fn json_patch(target: &Value, operations: &Value) -> Result<Value, String> {
+pub fn json_patch(target: &Value, operations: &Value) -> Result<Value, JsonPatchError> {
     json_patch::apply(target, operations)
 }
 
@@ -48,7 +51,12 @@ pub fn json_patch(target: &Value, operations: &Value) -> Result<Value, String> {
 /// `$patch` (`replace`, `delete`), `$retainKeys`, `$setElementOrder/<list>` and
 /// `$deleteFromPrimitiveList/<list>` are honoured, and `null` deletes. Kinds that are not
 /// built in are refused: kube-apiserver does not accept this patch type for custom resources.
-pub fn strategic_merge_patch(target: &Value, patch: &Value, api_version: &str, kind: &str) -> Result<Value, String> {
+pub fn strategic_merge_patch(
+    target: &Value,
+    patch: &Value,
+    api_version: &str,
+    kind: &str,
+) -> Result<Value, StrategicPatchError> {
     strategic::apply(target, patch, api_version, kind)
 }
 

@@ -21,25 +21,100 @@ const SET_ELEMENT_ORDER: &str = "$setElementOrder";
 const MAP_TYPE: &str = "map[string]interface {}";
 const LIST_TYPE: &str = "[]interface {}";
 
-const ERR_NO_LIST_OF_LISTS: &str = "lists of lists are not supported";
-const ERR_PRIMITIVE_LIST: &str = "invalid patch format of primitive list";
-const ERR_RETAIN_KEYS: &str = "invalid patch format of retainKeys";
-const ERR_SET_ELEMENT_ORDER: &str = "invalid patch format of setElementOrder list";
+/// Why a strategic merge patch was not applied, in k8s.io/apimachinery's words. The caller
+/// picks the status by variant (see the module docs of `patch`).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A kind that is not built in (custom resources): 415.
+    #[error("strategic merge patch is not supported for {kind}")]
+    NotSupported {
+        /// The object's kind.
+        kind: String,
+    },
+    /// A patch that is not an object: 400.
+    #[error("json: cannot unmarshal {found} into Go value of type map[string]interface {{}}")]
+    Unmarshal {
+        /// The JSON kind of the patch.
+        found: &'static str,
+    },
+    /// A malformed `$deleteFromPrimitiveList` directive: 400.
+    #[error("invalid patch format of primitive list")]
+    PrimitiveListFormat,
+    /// A malformed `$retainKeys` directive, or one that omits a patched field: 400.
+    #[error("invalid patch format of retainKeys")]
+    RetainKeysFormat,
+    /// A malformed `$setElementOrder` directive: 400.
+    #[error("invalid patch format of setElementOrder list")]
+    SetElementOrderFormat,
+    /// A list of lists: 422.
+    #[error("lists of lists are not supported")]
+    ListOfLists,
+    /// A list of maps with no merge key in the schema.
+    #[error("cannot merge lists without merge key for type string")]
+    NoMergeKeyForType,
+    /// `mergepatch.ErrNoMergeKey`.
+    #[error("map: {item} does not contain declared merge key: {merge_key}")]
+    NoMergeKey {
+        /// The item, as Go prints it.
+        item: String,
+        /// The merge key.
+        merge_key: String,
+    },
+    /// `mergepatch.ErrBadArgType`.
+    #[error("expected a {expected}, but received a {actual}")]
+    BadArgType {
+        /// The Go type expected.
+        expected: &'static str,
+        /// The Go type found.
+        actual: &'static str,
+    },
+    /// `mergepatch.ErrBadPatchType`.
+    #[error("unknown patch type: {directive} in map: {map}")]
+    BadPatchType {
+        /// The `$patch` value, as Go prints it.
+        directive: String,
+        /// The map holding it, as Go prints it.
+        map: String,
+    },
+    /// `$patch: merge` in a list.
+    #[error("merging lists cannot yet be specified in the patch")]
+    MergeDirectiveInList,
+    /// A list item that is not a map where maps are merged by key.
+    #[error("value for key {index} is not a map.")]
+    NotAMap {
+        /// The item's index.
+        index: usize,
+    },
+    /// `$setElementOrder` that does not follow the patch list.
+    #[error("The order in patch list:\n{patch}\n doesn't match $setElementOrder list:\n{order}\n")]
+    OrderMismatch {
+        /// The patch list, as Go prints it.
+        patch: String,
+        /// The order list, as Go prints it.
+        order: String,
+    },
+    /// Lists whose items are not all of one type.
+    #[error("list element types are not identical: [{lists}]")]
+    MixedElementTypes {
+        /// The lists, as Go prints them, space-separated.
+        lists: String,
+    },
+    /// `sliceElementType` of empty lists.
+    #[error("no elements in any of the given slices")]
+    NoElements,
+}
 
 /// Applies a strategic merge patch to an object of a built-in kind.
-pub fn apply(target: &Value, patch: &Value, api_version: &str, kind: &str) -> Result<Value, String> {
+pub fn apply(target: &Value, patch: &Value, api_version: &str, kind: &str) -> Result<Value, Error> {
     let Some(root) = schema::for_kind(api_version, kind) else {
-        return Err(format!("strategic merge patch is not supported for {kind}"));
+        return Err(Error::NotSupported { kind: kind.to_string() });
     };
     let patch = match patch {
         Value::Object(patch) => patch.clone(),
         // `json.Unmarshal` of `null` leaves the patch empty.
         Value::Null => Object::new(),
         other => {
-            return Err(format!(
-                "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                gofmt::json_kind(other)
-            ));
+            return Err(Error::Unmarshal { found: gofmt::json_kind(other) });
         }
     };
     let original = target.as_object().cloned().unwrap_or_default();
@@ -47,7 +122,7 @@ pub fn apply(target: &Value, patch: &Value, api_version: &str, kind: &str) -> Re
 }
 
 /// `mergeMap`: merges the fields of `patch` into `original`.
-fn merge_map(mut original: Object, mut patch: Object, schema: Schema) -> Result<Object, String> {
+fn merge_map(mut original: Object, mut patch: Object, schema: Schema) -> Result<Object, Error> {
     if let Some(directive) = patch.get(DIRECTIVE).cloned() {
         return map_directive(&directive, patch);
     }
@@ -55,7 +130,7 @@ fn merge_map(mut original: Object, mut patch: Object, schema: Schema) -> Result<
     merge_ordered_lists(&mut original, &mut patch, schema)?;
     for (key, value) in patch {
         if key.starts_with(DELETE_FROM_PRIMITIVE_LIST) {
-            let field = extract_key(&key, DELETE_FROM_PRIMITIVE_LIST, ERR_PRIMITIVE_LIST)?;
+            let field = extract_key(&key, DELETE_FROM_PRIMITIVE_LIST, Error::PrimitiveListFormat)?;
             merge_field(&mut original, field, value, schema, true)?;
         } else {
             merge_field(&mut original, key, value, schema, false)?;
@@ -66,7 +141,7 @@ fn merge_map(mut original: Object, mut patch: Object, schema: Schema) -> Result<
 
 /// `handleDirectiveInMergeMap`: `$patch` on a map. Only `replace` and `delete` are accepted
 /// there; `merge` is refused like any other value.
-fn map_directive(directive: &Value, mut patch: Object) -> Result<Object, String> {
+fn map_directive(directive: &Value, mut patch: Object) -> Result<Object, Error> {
     match directive.as_str() {
         Some(REPLACE) => {
             patch.remove(DIRECTIVE);
@@ -86,7 +161,7 @@ fn merge_field(
     value: Value,
     schema: Schema,
     delete_list: bool,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if value.is_null() {
         original.remove(&key);
         return Ok(());
@@ -143,7 +218,7 @@ fn merge_list(
     strategy: Strategy,
     items: Schema,
     delete_list: bool,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, Error> {
     if strategy.merges() {
         merge_slice(original, patch, strategy.merge_key(), items, delete_list)
     } else {
@@ -160,7 +235,7 @@ fn merge_slice(
     merge_key: &str,
     items: Schema,
     delete_list: bool,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, Error> {
     if original.is_empty() && patch.is_empty() {
         return Ok(original);
     }
@@ -173,7 +248,7 @@ fn merge_slice(
         (original, patch, merged)
     } else {
         if merge_key.is_empty() {
-            return Err("cannot merge lists without merge key for type string".to_string());
+            return Err(Error::NoMergeKeyForType);
         }
         let (original, patch) = apply_list_directives(original, patch, merge_key)?;
         let merged = merge_by_key(original.clone(), &patch, merge_key, items)?;
@@ -189,7 +264,7 @@ fn apply_list_directives(
     mut original: Vec<Value>,
     patch: Vec<Value>,
     merge_key: &str,
-) -> Result<(Vec<Value>, Vec<Value>), String> {
+) -> Result<(Vec<Value>, Vec<Value>), Error> {
     let mut plain = Vec::with_capacity(patch.len());
     let mut replace = false;
     for item in patch {
@@ -208,7 +283,7 @@ fn apply_list_directives(
             }
             // Other `$patch` items are still checked.
             Some(REPLACE) => replace = true,
-            Some(MERGE) => return Err("merging lists cannot yet be specified in the patch".to_string()),
+            Some(MERGE) => return Err(Error::MergeDirectiveInList),
             _ => return Err(bad_patch_type(directive, &item)),
         }
     }
@@ -222,7 +297,7 @@ fn merge_by_key(
     patch: &[Value],
     merge_key: &str,
     items: Schema,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, Error> {
     for item in patch {
         let Some(key_value) = item.get(merge_key) else {
             return Err(no_merge_key(item, merge_key));
@@ -243,10 +318,10 @@ fn merge_by_key(
 }
 
 /// `findMapInSliceBasedOnKeyValue`: the index of the first map whose `key` is `value`.
-fn find_by_key(list: &[Value], key: &str, value: &Value) -> Result<Option<usize>, String> {
+fn find_by_key(list: &[Value], key: &str, value: &Value) -> Result<Option<usize>, Error> {
     for (index, item) in list.iter().enumerate() {
         let Value::Object(map) = item else {
-            return Err(format!("value for key {index} is not a map."));
+            return Err(Error::NotAMap { index });
         };
         if map.get(key) == Some(value) {
             return Ok(Some(index));
@@ -257,7 +332,7 @@ fn find_by_key(list: &[Value], key: &str, value: &Value) -> Result<Option<usize>
 
 /// `partitionMapsByPresentInList` / `partitionPrimitivesByPresentInList`: splits `merged`
 /// into the items present in `by` and the others.
-fn partition(merged: Vec<Value>, by: &[Value], merge_key: &str) -> Result<(Vec<Value>, Vec<Value>), String> {
+fn partition(merged: Vec<Value>, by: &[Value], merge_key: &str) -> Result<(Vec<Value>, Vec<Value>), Error> {
     let mut present = Vec::new();
     let mut others = Vec::new();
     for item in merged {
@@ -290,7 +365,7 @@ fn normalize_element_order(
     server_order: &[Value],
     merge_key: &str,
     kind: Kind,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, Error> {
     let patch_items = normalize_slice_order(patch_items, patch_order, merge_key, kind)?;
     let server_only = normalize_slice_order(server_only, server_order, merge_key, kind)?;
     Ok(merge_sorted(server_only, patch_items, server_order, merge_key, kind))
@@ -303,7 +378,7 @@ fn normalize_slice_order(
     order: &[Value],
     merge_key: &str,
     kind: Kind,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, Error> {
     let mut deletions = Vec::new();
     if kind == Kind::Map {
         validate_merge_keys(merge_key, &items)?;
@@ -365,7 +440,7 @@ fn position(list: &[Value], item: &Value, merge_key: &str, kind: Kind) -> Option
 }
 
 /// `validateMergeKeyInLists`.
-fn validate_merge_keys(merge_key: &str, list: &[Value]) -> Result<(), String> {
+fn validate_merge_keys(merge_key: &str, list: &[Value]) -> Result<(), Error> {
     for item in list {
         if !item.is_object() {
             return Err(bad_arg_type(MAP_TYPE, item));
@@ -382,12 +457,12 @@ fn is_delete_item(item: &Value) -> bool {
 }
 
 /// `applyRetainKeysDirective`: `$retainKeys` clears the original's fields it does not name.
-fn apply_retain_keys(original: &mut Object, patch: &mut Object) -> Result<(), String> {
+fn apply_retain_keys(original: &mut Object, patch: &mut Object) -> Result<(), Error> {
     let Some(retain) = patch.remove(RETAIN_KEYS) else {
         return Ok(());
     };
     let Value::Array(retain) = retain else {
-        return Err(ERR_RETAIN_KEYS.to_string());
+        return Err(Error::RetainKeysFormat);
     };
     let retained = |key: &str| retain.iter().any(|k| k.as_str() == Some(key));
     let unlisted = patch.iter().any(|(key, value)| {
@@ -397,7 +472,7 @@ fn apply_retain_keys(original: &mut Object, patch: &mut Object) -> Result<(), St
             && !retained(key)
     });
     if unlisted {
-        return Err(ERR_RETAIN_KEYS.to_string());
+        return Err(Error::RetainKeysFormat);
     }
     original.retain(|key, _| retained(key));
     Ok(())
@@ -406,7 +481,7 @@ fn apply_retain_keys(original: &mut Object, patch: &mut Object) -> Result<(), St
 /// `mergePatchIntoOriginal`: merges each list that has a `$setElementOrder/<field>` directive
 /// and orders it as the directive says (its items first in that order, interleaved with
 /// the original's other items).
-fn merge_ordered_lists(original: &mut Object, patch: &mut Object, schema: Schema) -> Result<(), String> {
+fn merge_ordered_lists(original: &mut Object, patch: &mut Object, schema: Schema) -> Result<(), Error> {
     let directives: Vec<String> = patch.keys().filter(|key| key.starts_with(SET_ELEMENT_ORDER)).cloned().collect();
     for directive in directives {
         let Some(order) = patch.remove(&directive) else {
@@ -415,7 +490,7 @@ fn merge_ordered_lists(original: &mut Object, patch: &mut Object, schema: Schema
         let Value::Array(order) = order else {
             return Err(bad_arg_type(LIST_TYPE, &order));
         };
-        let field = extract_key(&directive, SET_ELEMENT_ORDER, ERR_SET_ELEMENT_ORDER)?;
+        let field = extract_key(&directive, SET_ELEMENT_ORDER, Error::SetElementOrderFormat)?;
         let original_list = list_field(original, &field)?;
         let patch_list = list_field(patch, &field)?;
         let (strategy, items) = schema::field(schema, &field);
@@ -439,7 +514,7 @@ fn merge_ordered_lists(original: &mut Object, patch: &mut Object, schema: Schema
 }
 
 /// `validatePatchWithSetOrderList`: the patch items must appear in the order list, in order.
-fn validate_order(patch_list: &[Value], order: &[Value], merge_key: &str) -> Result<(), String> {
+fn validate_order(patch_list: &[Value], order: &[Value], merge_key: &str) -> Result<(), Error> {
     if order.is_empty() || patch_list.is_empty() {
         return Ok(());
     }
@@ -459,17 +534,16 @@ fn validate_order(patch_list: &[Value], order: &[Value], merge_key: &str) -> Res
         o += 1;
     }
     if p < items.len() {
-        return Err(format!(
-            "The order in patch list:\n{}\n doesn't match {SET_ELEMENT_ORDER} list:\n{}\n",
-            gofmt::value(&Value::Array(patch_list.to_vec())),
-            gofmt::value(&Value::Array(order.to_vec())),
-        ));
+        return Err(Error::OrderMismatch {
+            patch: gofmt::value(&Value::Array(patch_list.to_vec())),
+            order: gofmt::value(&Value::Array(order.to_vec())),
+        });
     }
     Ok(())
 }
 
 /// `mergeKeyValueEqual`.
-fn merge_key_equal(left: &Value, right: &Value, merge_key: &str) -> Result<bool, String> {
+fn merge_key_equal(left: &Value, right: &Value, merge_key: &str) -> Result<bool, Error> {
     if merge_key.is_empty() {
         return Ok(left == right);
     }
@@ -486,7 +560,7 @@ fn merge_key_equal(left: &Value, right: &Value, merge_key: &str) -> Result<bool,
 }
 
 /// A list field of a map, if present.
-fn list_field(map: &Object, field: &str) -> Result<Option<Vec<Value>>, String> {
+fn list_field(map: &Object, field: &str) -> Result<Option<Vec<Value>>, Error> {
     match map.get(field) {
         None => Ok(None),
         Some(Value::Array(items)) => Ok(Some(items.clone())),
@@ -495,10 +569,10 @@ fn list_field(map: &Object, field: &str) -> Result<Option<Vec<Value>>, String> {
 }
 
 /// `extractKey`: the field a `<prefix>/<field>` directive is about.
-fn extract_key(directive: &str, prefix: &str, error: &str) -> Result<String, String> {
+fn extract_key(directive: &str, prefix: &str, error: Error) -> Result<String, Error> {
     match directive.split_once('/') {
         Some((head, field)) if head == prefix => Ok(field.to_string()),
-        _ => Err(error.to_string()),
+        _ => Err(error),
     }
 }
 
@@ -527,21 +601,21 @@ fn kind_of(value: &Value) -> Kind {
 }
 
 /// `sliceElementType`: the one kind of all the lists' items.
-fn element_kind(lists: &[&[Value]]) -> Result<Kind, String> {
+fn element_kind(lists: &[&[Value]]) -> Result<Kind, Error> {
     let mut kind = None;
     for item in lists.iter().flat_map(|list| list.iter()) {
         let item_kind = kind_of(item);
         match kind {
-            None if item_kind == Kind::List => return Err(ERR_NO_LIST_OF_LISTS.to_string()),
+            None if item_kind == Kind::List => return Err(Error::ListOfLists),
             None => kind = Some(item_kind),
             Some(kind) if kind != item_kind => {
                 let lists: Vec<String> = lists.iter().map(|list| gofmt::value(&Value::Array(list.to_vec()))).collect();
-                return Err(format!("list element types are not identical: [{}]", lists.join(" ")));
+                return Err(Error::MixedElementTypes { lists: lists.join(" ") });
             }
             Some(_) => {}
         }
     }
-    kind.ok_or_else(|| "no elements in any of the given slices".to_string())
+    kind.ok_or(Error::NoElements)
 }
 
 /// The distinct items, in first-seen order.
@@ -584,19 +658,19 @@ fn is_directive(key: &str) -> bool {
 }
 
 /// `mergepatch.ErrNoMergeKey`.
-fn no_merge_key(item: &Value, merge_key: &str) -> String {
-    format!("map: {} does not contain declared merge key: {merge_key}", gofmt::value(item))
+fn no_merge_key(item: &Value, merge_key: &str) -> Error {
+    Error::NoMergeKey { item: gofmt::value(item), merge_key: merge_key.to_string() }
 }
 
 /// `mergepatch.ErrBadArgType`.
-fn bad_arg_type(expected: &str, actual: &Value) -> String {
+fn bad_arg_type(expected: &'static str, actual: &Value) -> Error {
     let actual = if actual.is_null() { "%!s(<nil>)" } else { gofmt::type_name(actual) };
-    format!("expected a {expected}, but received a {actual}")
+    Error::BadArgType { expected, actual }
 }
 
 /// `mergepatch.ErrBadPatchType`.
-fn bad_patch_type(directive: &Value, map: &Value) -> String {
-    format!("unknown patch type: {} in map: {}", gofmt::string(directive), gofmt::value(map))
+fn bad_patch_type(directive: &Value, map: &Value) -> Error {
+    Error::BadPatchType { directive: gofmt::string(directive), map: gofmt::value(map) }
 }
 
 #[cfg(test)]

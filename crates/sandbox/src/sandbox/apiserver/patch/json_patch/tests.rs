@@ -7,7 +7,7 @@ fn patched(target: Value, operations: Value) -> Value {
 }
 
 fn error(target: Value, operations: Value) -> String {
-    apply(&target, &operations).unwrap_err()
+    apply(&target, &operations).unwrap_err().to_string()
 }
 
 /// RFC 6902 appendix A, where kube-apiserver agrees with the RFC.

@@ -1,6 +1,9 @@
 use serde_json::{Value, json};
 
-use super::apply;
+/// The patch's result, its error as the text kube-apiserver answers.
+fn apply(target: &Value, patch: &Value, api_version: &str, kind: &str) -> Result<Value, String> {
+    super::apply(target, patch, api_version, kind).map_err(|e| e.to_string())
+}
 
 fn deployment() -> Value {
     json!({
