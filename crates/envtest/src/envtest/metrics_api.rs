@@ -20,6 +20,7 @@ use ureq::http::Method;
 
 use crate::client::{Body, Client, ClientOptions, Error};
 use crate::sandbox::auth::Pki;
+use kcm_base::apimachinery::errors::BoxError;
 use crate::sandbox::metrics_api::{self, GROUPS, Source};
 use crate::server::http::{Handler, HttpServer, Request, ResponseWriter};
 
@@ -184,25 +185,25 @@ impl ServerSource {
 }
 
 impl Source for ServerSource {
-    fn pods(&self, namespace: Option<&str>) -> Result<Vec<Value>, String> {
-        self.namespaced_items("pods", namespace)
+    fn pods(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError> {
+        Ok(self.namespaced_items("pods", namespace)?)
     }
 
-    fn services(&self, namespace: Option<&str>) -> Result<Vec<Value>, String> {
-        self.namespaced_items("services", namespace)
+    fn services(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError> {
+        Ok(self.namespaced_items("services", namespace)?)
     }
 
-    fn nodes(&self) -> Result<Vec<Value>, String> {
-        self.items("/api/v1/nodes")
+    fn nodes(&self) -> Result<Vec<Value>, BoxError> {
+        Ok(self.items("/api/v1/nodes")?)
     }
 
-    fn object(&self, namespace: &str, group: &str, plural: &str, name: &str) -> Result<Option<Value>, String> {
+    fn object(&self, namespace: &str, group: &str, plural: &str, name: &str) -> Result<Option<Value>, BoxError> {
         let group_version = if group.is_empty() {
             "api/v1".to_string()
         } else {
             let Some(entry) = self.get_opt(&format!("/apis/{group}"))? else { return Ok(None) };
             format!("apis/{}", entry["preferredVersion"]["groupVersion"].as_str().unwrap_or_default())
         };
-        self.get_opt(&format!("/{group_version}/namespaces/{namespace}/{plural}/{name}"))
+        Ok(self.get_opt(&format!("/{group_version}/namespaces/{namespace}/{plural}/{name}"))?)
     }
 }

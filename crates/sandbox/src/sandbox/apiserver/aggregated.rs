@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::apimachinery::errors::BoxError;
 use crate::sandbox::metrics_api::{self, Answer, Source};
 use crate::sandbox::storage::resources::RESOURCES;
 use crate::sandbox::storage::store::Store;
@@ -18,19 +19,19 @@ fn owned(objects: Vec<Arc<Value>>) -> Vec<Value> {
 }
 
 impl Source for StoreSource<'_> {
-    fn pods(&self, namespace: Option<&str>) -> Result<Vec<Value>, String> {
+    fn pods(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError> {
         Ok(owned(self.0.list("pods", namespace).0))
     }
 
-    fn services(&self, namespace: Option<&str>) -> Result<Vec<Value>, String> {
+    fn services(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError> {
         Ok(owned(self.0.list("services", namespace).0))
     }
 
-    fn nodes(&self) -> Result<Vec<Value>, String> {
+    fn nodes(&self) -> Result<Vec<Value>, BoxError> {
         Ok(owned(self.0.list("nodes", None).0))
     }
 
-    fn object(&self, namespace: &str, group: &str, plural: &str, name: &str) -> Result<Option<Value>, String> {
+    fn object(&self, namespace: &str, group: &str, plural: &str, name: &str) -> Result<Option<Value>, BoxError> {
         let Some(resource) = RESOURCES.iter().find(|r| r.group == group && r.plural == plural && r.namespaced) else {
             return Ok(None);
         };

@@ -63,6 +63,48 @@ enum Rejection {
     MetadataOnly,
 }
 
+/// Why a `fieldSelector` was refused, in `fields.ParseSelector`'s and the field label
+/// conversions' words (a 400 BadRequest).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A term without an operator.
+    #[error("invalid selector: '{selector}'; can't understand '{term}'")]
+    Syntax {
+        /// The whole selector.
+        selector: String,
+        /// The term.
+        term: String,
+    },
+    /// A backslash before anything but `\\`, `,`, `=` (or at the end: empty).
+    #[error("invalid field selector: invalid escape sequence: \\{0}")]
+    InvalidEscape(String),
+    /// A bare `,` or `=` in a value (upstream formats the rune with %v: its code point).
+    #[error("invalid field selector: unescaped character in value: {}", *.0 as u32)]
+    Unescaped(char),
+    /// `field label not supported: <label>` (most registered kinds).
+    #[error("field label not supported: {0}")]
+    LabelNotSupported(String),
+    /// `field label "<label>" not supported for <kind>` (batch/v1 Job).
+    #[error("field label {} not supported for {kind}", quote(.label))]
+    LabelNotSupportedForKind {
+        /// The label.
+        label: String,
+        /// The kind.
+        kind: &'static str,
+    },
+    /// `field label not supported for <gvk>: <label>`.
+    #[error("field label not supported for {gvk}: {label}")]
+    LabelNotSupportedForGvk {
+        /// The label.
+        label: String,
+        /// The group, version and kind.
+        gvk: &'static str,
+    },
+    /// Kinds with no registered conversion: only the metadata labels.
+    #[error("{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"", quote(.0))]
+    NotKnown(String),
+}
+
 /// A kind's accepted labels (aliases included) and what each reads.
 struct FieldRules {
     fields: &'static [(&'static str, Projection)],
@@ -78,7 +120,7 @@ impl FieldSelector {
     /// Parses `?fieldSelector=` for a resource, as `fields.ParseSelector` followed by the kind's
     /// field label conversion: syntax errors first, then the first unsupported label in sorted
     /// term order. The empty string selects everything.
-    pub fn parse(text: &str, resource: &ResourceType) -> Result<FieldSelector, String> {
+    pub fn parse(text: &str, resource: &ResourceType) -> Result<FieldSelector, Error> {
         let raw_terms = parse_field_terms(text)?;
         let rules = field_rules(resource);
         let terms = raw_terms.into_iter().map(|term| rules.resolve(term)).collect::<Result<_, _>>()?;
@@ -104,7 +146,7 @@ struct RawTerm {
 }
 
 impl FieldRules {
-    fn resolve(&self, term: RawTerm) -> Result<FieldTerm, String> {
+    fn resolve(&self, term: RawTerm) -> Result<FieldTerm, Error> {
         let Some(&(_, projection)) = self.fields.iter().find(|(label, _)| *label == term.label) else {
             return Err(self.rejection.message(&term.label));
         };
@@ -113,17 +155,13 @@ impl FieldRules {
 }
 
 impl Rejection {
-    fn message(self, label: &str) -> String {
+    fn message(self, label: &str) -> Error {
+        let label = label.to_string();
         match self {
-            Rejection::NotSupported => format!("field label not supported: {label}"),
-            Rejection::NotSupportedForKind(kind) => format!("field label {} not supported for {kind}", quote(label)),
-            Rejection::NotSupportedForGvk(gvk) => format!("field label not supported for {gvk}: {label}"),
-            Rejection::MetadataOnly => {
-                format!(
-                    "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
-                    quote(label)
-                )
-            }
+            Rejection::NotSupported => Error::LabelNotSupported(label),
+            Rejection::NotSupportedForKind(kind) => Error::LabelNotSupportedForKind { label, kind },
+            Rejection::NotSupportedForGvk(gvk) => Error::LabelNotSupportedForGvk { label, gvk },
+            Rejection::MetadataOnly => Error::NotKnown(label),
         }
     }
 }
@@ -169,15 +207,15 @@ fn event_source(object: &Value) -> String {
 }
 
 /// Splits on unescaped commas, sorts (as upstream), and parses each non-empty term.
-fn parse_field_terms(text: &str) -> Result<Vec<RawTerm>, String> {
+fn parse_field_terms(text: &str) -> Result<Vec<RawTerm>, Error> {
     let mut parts = split_terms(text);
     parts.sort_unstable();
     parts.into_iter().filter(|part| !part.is_empty()).map(|part| parse_field_term(text, part)).collect()
 }
 
-fn parse_field_term(selector: &str, part: &str) -> Result<RawTerm, String> {
+fn parse_field_term(selector: &str, part: &str) -> Result<RawTerm, Error> {
     let Some((label, operator, value)) = split_term(part) else {
-        return Err(format!("invalid selector: '{selector}'; can't understand '{part}'"));
+        return Err(Error::Syntax { selector: selector.to_string(), term: part.to_string() });
     };
     Ok(RawTerm { label: label.to_string(), value: unescape_value(value)?, negated: operator == "!=" })
 }
@@ -218,13 +256,13 @@ fn split_term(term: &str) -> Option<(&str, &'static str, &str)> {
 }
 
 /// `UnescapeValue`: `\\`, `\,` and `\=` are the only escapes; a bare `,` or `=` is an error.
-fn unescape_value(value: &str) -> Result<String, String> {
+fn unescape_value(value: &str) -> Result<String, Error> {
     let mut unescaped = String::with_capacity(value.len());
     let mut escaped = false;
     for c in value.chars() {
         if escaped {
             if !matches!(c, '\\' | ',' | '=') {
-                return Err(format!("invalid field selector: invalid escape sequence: \\{c}"));
+                return Err(Error::InvalidEscape(c.to_string()));
             }
             unescaped.push(c);
             escaped = false;
@@ -232,13 +270,13 @@ fn unescape_value(value: &str) -> Result<String, String> {
             escaped = true;
         } else if c == ',' || c == '=' {
             // Upstream formats the rune with %v: its code point in decimal.
-            return Err(format!("invalid field selector: unescaped character in value: {}", c as u32));
+            return Err(Error::Unescaped(c));
         } else {
             unescaped.push(c);
         }
     }
     if escaped {
-        return Err("invalid field selector: invalid escape sequence: \\".to_string());
+        return Err(Error::InvalidEscape(String::new()));
     }
     Ok(unescaped)
 }
@@ -416,7 +454,7 @@ mod tests {
     }
 
     fn field_error(text: &str, on: &ResourceType) -> String {
-        FieldSelector::parse(text, on).expect_err("field selector is invalid")
+        FieldSelector::parse(text, on).expect_err("field selector is invalid").to_string()
     }
 
     #[test]

@@ -101,7 +101,7 @@ fn review_answer(resource: &ResourceType, mut body: Value, status: Value) -> Val
 
 pub(super) fn body(request: &Request) -> ApiResult<Value> {
     if protobuf::is_protobuf(request.header("Content-Type")) {
-        return protobuf::decode_body(&request.body).map_err(ApiError::bad_request);
+        return protobuf::decode_body(&request.body).map_err(|e| ApiError::bad_request(e.to_string()));
     }
     serde_json::from_slice(&request.body)
         .map_err(|e| ApiError::bad_request(format!("cannot decode the request body: {e}")))

@@ -10,6 +10,7 @@ pub mod usage;
 use serde_json::{Value, json};
 
 use self::usage::{Usage, annotated_quantity, container_usage, is_running, pod_key, service_shares};
+use crate::apimachinery::errors::BoxError;
 use crate::apimachinery::labels::Selector;
 
 /// metrics-server's group.
@@ -26,17 +27,26 @@ pub const EXTERNAL_CONFIGMAP: &str = "kcm-sandbox-external-metrics";
 /// metrics-server's reporting window, `window` of every PodMetrics and NodeMetrics.
 const WINDOW_SECONDS: i64 = 15;
 
-/// Where the objects come from. Errors are messages, answered as 500s.
+/// Why a metrics request failed: the [`Source`] did (answered as a 500 with its text).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading the objects failed.
+    #[error(transparent)]
+    Source(#[from] BoxError),
+}
+
+/// Where the objects come from. Errors are any error (Go's `error`), answered as 500s with
+/// their text.
 pub trait Source {
     /// The pods of a namespace, or of all namespaces.
-    fn pods(&self, namespace: Option<&str>) -> Result<Vec<Value>, String>;
+    fn pods(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError>;
     /// The Services of a namespace, or of all namespaces.
-    fn services(&self, namespace: Option<&str>) -> Result<Vec<Value>, String>;
+    fn services(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError>;
     /// All nodes.
-    fn nodes(&self) -> Result<Vec<Value>, String>;
+    fn nodes(&self) -> Result<Vec<Value>, BoxError>;
     /// A namespaced object by group, plural and name (`None` when it does not exist or the
     /// resource is not served).
-    fn object(&self, namespace: &str, group: &str, plural: &str, name: &str) -> Result<Option<Value>, String>;
+    fn object(&self, namespace: &str, group: &str, plural: &str, name: &str) -> Result<Option<Value>, BoxError>;
 }
 
 /// An answer: status code and JSON body.
@@ -58,7 +68,7 @@ pub fn answer(path: &str, query: &[(String, String)], source: &dyn Source, now: 
             _ => external_metrics(tail, &request, source),
         },
     };
-    Some(answer.unwrap_or_else(|message| status(500, "InternalError", &message, None)))
+    Some(answer.unwrap_or_else(|error| status(500, "InternalError", &error.to_string(), None)))
 }
 
 struct Query<'a> {
@@ -148,7 +158,7 @@ pub fn aggregated_discovery_item(group: &str, version: &str) -> Value {
 
 // ---- metrics.k8s.io --------------------------------------------------------------------
 
-fn resource_metrics(tail: &[&str], request: &Query<'_>, source: &dyn Source) -> Result<Answer, String> {
+fn resource_metrics(tail: &[&str], request: &Query<'_>, source: &dyn Source) -> Result<Answer, Error> {
     match tail {
         ["pods"] => pod_metrics(None, None, request, source),
         ["namespaces", ns, "pods"] => pod_metrics(Some(ns), None, request, source),
@@ -163,7 +173,7 @@ fn resource_metrics(tail: &[&str], request: &Query<'_>, source: &dyn Source) -> 
 type PodUsage = (Value, Vec<(String, Usage)>);
 
 /// The pods, and every running one's containers' usage.
-fn pods_and_usage(namespace: Option<&str>, source: &dyn Source) -> Result<(Vec<Value>, Vec<PodUsage>), String> {
+fn pods_and_usage(namespace: Option<&str>, source: &dyn Source) -> Result<(Vec<Value>, Vec<PodUsage>), Error> {
     let pods = source.pods(namespace)?;
     let running: Vec<Value> = pods.iter().filter(|p| is_running(p)).cloned().collect();
     let shares = service_shares(&running, &source.services(namespace)?);
@@ -183,7 +193,7 @@ fn pod_metrics(
     name: Option<&str>,
     request: &Query<'_>,
     source: &dyn Source,
-) -> Result<Answer, String> {
+) -> Result<Answer, Error> {
     let selector = match request.selector() {
         Ok(selector) => selector,
         Err(answer) => return Ok(answer),
@@ -227,7 +237,7 @@ fn pod_metrics(
     Ok((200, json!({"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {}, "items": items})))
 }
 
-fn node_metrics(name: Option<&str>, request: &Query<'_>, source: &dyn Source) -> Result<Answer, String> {
+fn node_metrics(name: Option<&str>, request: &Query<'_>, source: &dyn Source) -> Result<Answer, Error> {
     let selector = match request.selector() {
         Ok(selector) => selector,
         Err(answer) => return Ok(answer),
@@ -272,7 +282,7 @@ fn node_metrics(name: Option<&str>, request: &Query<'_>, source: &dyn Source) ->
 
 // ---- custom.metrics.k8s.io -------------------------------------------------------------
 
-fn custom_metrics(tail: &[&str], request: &Query<'_>, source: &dyn Source) -> Result<Answer, String> {
+fn custom_metrics(tail: &[&str], request: &Query<'_>, source: &dyn Source) -> Result<Answer, Error> {
     let ["namespaces", ns, resource, name, metric] = tail else { return Ok(not_found_page()) };
     let (plural, group) = resource.split_once('.').unwrap_or((resource, ""));
     let list = |items: Vec<Value>| {
@@ -332,7 +342,7 @@ fn metric_value(object: &Value, metric: &str, value: crate::quantity::Quantity, 
 
 // ---- external.metrics.k8s.io -----------------------------------------------------------
 
-fn external_metrics(tail: &[&str], request: &Query<'_>, source: &dyn Source) -> Result<Answer, String> {
+fn external_metrics(tail: &[&str], request: &Query<'_>, source: &dyn Source) -> Result<Answer, Error> {
     let ["namespaces", ns, metric] = tail else { return Ok(not_found_page()) };
     let selector = match request.selector() {
         Ok(selector) => selector,

@@ -11,16 +11,16 @@ impl Objects {
 }
 
 impl Source for Objects {
-    fn pods(&self, namespace: Option<&str>) -> Result<Vec<Value>, String> {
+    fn pods(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError> {
         Ok(self.of("pods", namespace))
     }
-    fn services(&self, namespace: Option<&str>) -> Result<Vec<Value>, String> {
+    fn services(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError> {
         Ok(self.of("services", namespace))
     }
-    fn nodes(&self) -> Result<Vec<Value>, String> {
+    fn nodes(&self) -> Result<Vec<Value>, BoxError> {
         Ok(self.of("nodes", None))
     }
-    fn object(&self, namespace: &str, group: &str, plural: &str, name: &str) -> Result<Option<Value>, String> {
+    fn object(&self, namespace: &str, group: &str, plural: &str, name: &str) -> Result<Option<Value>, BoxError> {
         let kind = if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") };
         Ok(self.of(&kind, Some(namespace)).into_iter().find(|o| o["metadata"]["name"] == name))
     }

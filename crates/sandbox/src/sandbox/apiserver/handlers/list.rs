@@ -228,7 +228,7 @@ impl ObjectFilter {
         let fields = request
             .query_param("fieldSelector")
             .filter(|s| !s.is_empty())
-            .map(|s| FieldSelector::parse(s, resource).map_err(ApiError::bad_request))
+            .map(|s| FieldSelector::parse(s, resource).map_err(|e| ApiError::bad_request(e.to_string())))
             .transpose()?;
         Ok(ObjectFilter { labels, fields })
     }

@@ -71,7 +71,7 @@ pub(super) fn body_json(request: &Request) -> ApiResult<Value> {
     }
     let content_type = request.header("Content-Type").unwrap_or("application/json");
     if protobuf::is_protobuf(Some(content_type)) {
-        return protobuf::decode_body(&request.body).map_err(ApiError::bad_request);
+        return protobuf::decode_body(&request.body).map_err(|e| ApiError::bad_request(e.to_string()));
     }
     let media_type = content_type.split(';').next().unwrap_or_default().trim();
     if !(media_type.is_empty() || media_type.ends_with("json") || media_type.ends_with("yaml")) {

@@ -129,30 +129,107 @@ const fn message(name: &'static str, array: bool, fields: &'static [Field]) -> M
     Message { name, array, fields }
 }
 
+/// Why a protobuf body did not decode, in the words of Go's serializer and gogo/protobuf.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No body at all.
+    #[error("empty data")]
+    EmptyData,
+    /// A body without the `k8s\0` prefix (Go prints the prefix with `%v`).
+    #[error("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]")]
+    NoMagic,
+    /// The prefix alone.
+    #[error("empty body")]
+    EmptyBody,
+    /// An envelope without a kind.
+    #[error("Object 'Kind' is missing in the protobuf envelope ({len} bytes)")]
+    MissingKind {
+        /// The envelope's length.
+        len: usize,
+    },
+    /// A kind the tables do not hold.
+    #[error("no kind {kind:?} is registered for version {version:?} in scheme \"pkg/runtime/scheme.go:100\"")]
+    NotRegistered {
+        /// The envelope's kind.
+        kind: String,
+        /// The envelope's apiVersion (`v1` when empty).
+        version: String,
+    },
+    /// A compressed (or otherwise encoded) envelope.
+    #[error("unsupported content encoding {0:?} of the protobuf body")]
+    UnsupportedEncoding(String),
+    /// A field number beyond 32 bits.
+    #[error("proto: illegal field number {0}")]
+    IllegalFieldNumber(u64),
+    /// Field number 0.
+    #[error("proto: illegal tag 0 (wire type 0)")]
+    IllegalTagZero,
+    /// Data that ends inside a value.
+    #[error("unexpected EOF")]
+    UnexpectedEof,
+    /// A varint longer than 64 bits.
+    #[error("proto: integer overflow")]
+    IntegerOverflow,
+    /// A length that does not fit memory.
+    #[error("proto: negative length found during unmarshaling")]
+    NegativeLength,
+    /// An unknown wire type.
+    #[error("proto: illegal wireType {0}")]
+    IllegalWireType(u8),
+    /// A field whose wire type is not its kind's.
+    #[error("proto: wrong wireType = {actual}, expected {expected}")]
+    WrongWireType {
+        /// The wire type found.
+        actual: u8,
+        /// The kind's wire type.
+        expected: u8,
+    },
+    /// Messages nested too deep.
+    #[error("proto: exceeded maximum recursion depth")]
+    MaxDepth,
+    /// A field of a message did not decode.
+    #[error("{message}.{field}: {source}")]
+    Field {
+        /// The message's short name.
+        message: &'static str,
+        /// The field's JSON name.
+        field: &'static str,
+        /// Why the field did not decode.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A `RawExtension` whose bytes are not JSON.
+    #[error("embedded object is not JSON: {0}")]
+    EmbeddedNotJson(#[source] serde_json::Error),
+    /// A time out of range.
+    #[error("invalid time: {0}")]
+    InvalidTime(#[source] jiff::Error),
+    /// A kind the table marks special but the decoder does not know (a table bug).
+    #[error("{0} is not a special type")]
+    NotSpecial(String),
+}
+
 /// Decodes a protobuf request body into its JSON object, `apiVersion` and `kind` taken from the
 /// envelope (checked against the endpoint afterwards, as for JSON bodies). Mirrors
 /// `serializer/protobuf.Serializer.Decode`.
-pub fn decode_body(body: &[u8]) -> Result<Value, String> {
+pub fn decode_body(body: &[u8]) -> Result<Value, Error> {
     if body.is_empty() {
-        return Err("empty data".into());
+        return Err(Error::EmptyData);
     }
     let Some(data) = body.strip_prefix(MAGIC) else {
         // Go prints the prefix with `%v`.
-        return Err("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]".into());
+        return Err(Error::NoMagic);
     };
     if data.is_empty() {
-        return Err("empty body".into());
+        return Err(Error::EmptyBody);
     }
     let envelope = Envelope::parse(data)?;
     if envelope.kind.is_empty() {
-        return Err(format!("Object 'Kind' is missing in the protobuf envelope ({} bytes)", data.len()));
+        return Err(Error::MissingKind { len: data.len() });
     }
     let index = message_for(&envelope.api_version, &envelope.kind).ok_or_else(|| {
         let version = if envelope.api_version.is_empty() { "v1" } else { envelope.api_version.as_str() };
-        format!(
-            "no kind {:?} is registered for version {version:?} in scheme \"pkg/runtime/scheme.go:100\"",
-            envelope.kind
-        )
+        Error::NotRegistered { kind: envelope.kind.clone(), version: version.to_string() }
     })?;
     let decoded = decode_message(&envelope.raw, index, 0)?;
     let mut object = Map::new();
@@ -176,7 +253,7 @@ struct Envelope {
 }
 
 impl Envelope {
-    fn parse(data: &[u8]) -> Result<Envelope, String> {
+    fn parse(data: &[u8]) -> Result<Envelope, Error> {
         let mut envelope = Envelope::default();
         let mut reader = Reader::new(data);
         while let Some((number, wire)) = reader.key()? {
@@ -195,7 +272,7 @@ impl Envelope {
                 (3, WIRE_LEN) => {
                     let encoding = utf8(reader.bytes()?);
                     if !encoding.is_empty() {
-                        return Err(format!("unsupported content encoding {encoding:?} of the protobuf body"));
+                        return Err(Error::UnsupportedEncoding(encoding));
                     }
                 }
                 _ => reader.skip(wire)?,
@@ -241,59 +318,59 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field's number and wire type, `None` at the end.
-    fn key(&mut self) -> Result<Option<(u32, u8)>, String> {
+    fn key(&mut self) -> Result<Option<(u32, u8)>, Error> {
         if self.done() {
             return Ok(None);
         }
         let key = self.varint()?;
-        let number = u32::try_from(key >> 3).map_err(|_| format!("proto: illegal field number {}", key >> 3))?;
+        let number = u32::try_from(key >> 3).map_err(|_| Error::IllegalFieldNumber(key >> 3))?;
         if number == 0 {
-            return Err("proto: illegal tag 0 (wire type 0)".into());
+            return Err(Error::IllegalTagZero);
         }
         Ok(Some((number, (key & 7) as u8)))
     }
 
-    fn varint(&mut self) -> Result<u64, String> {
+    fn varint(&mut self) -> Result<u64, Error> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
-            let byte = *self.data.get(self.at).ok_or("unexpected EOF")?;
+            let byte = *self.data.get(self.at).ok_or(Error::UnexpectedEof)?;
             self.at += 1;
             value |= u64::from(byte & 0x7f) << shift;
             if byte < 0x80 {
                 return Ok(value);
             }
         }
-        Err("proto: integer overflow".into())
+        Err(Error::IntegerOverflow)
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.at.checked_add(n).filter(|end| *end <= self.data.len()).ok_or("unexpected EOF")?;
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        let end = self.at.checked_add(n).filter(|end| *end <= self.data.len()).ok_or(Error::UnexpectedEof)?;
         let bytes = &self.data[self.at..end];
         self.at = end;
         Ok(bytes)
     }
 
-    fn bytes(&mut self) -> Result<&'a [u8], String> {
+    fn bytes(&mut self) -> Result<&'a [u8], Error> {
         let n = self.varint()?;
-        self.take(usize::try_from(n).map_err(|_| "proto: negative length found during unmarshaling")?)
+        self.take(usize::try_from(n).map_err(|_| Error::NegativeLength)?)
     }
 
-    fn fixed32(&mut self) -> Result<u32, String> {
+    fn fixed32(&mut self) -> Result<u32, Error> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
 
-    fn fixed64(&mut self) -> Result<u64, String> {
+    fn fixed64(&mut self) -> Result<u64, Error> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
 
     /// Skips a field this table does not know (a newer field, or one the table leaves out).
-    fn skip(&mut self, wire: u8) -> Result<(), String> {
+    fn skip(&mut self, wire: u8) -> Result<(), Error> {
         match wire {
             WIRE_VARINT => self.varint().map(drop),
             WIRE_64 => self.take(8).map(drop),
             WIRE_LEN => self.bytes().map(drop),
             WIRE_32 => self.take(4).map(drop),
-            other => Err(format!("proto: illegal wireType {other}")),
+            other => Err(Error::IllegalWireType(other)),
         }
     }
 }
@@ -303,9 +380,9 @@ fn utf8(bytes: &[u8]) -> String {
 }
 
 /// Decodes one message into the JSON Go would write for it.
-fn decode_message(data: &[u8], index: usize, depth: usize) -> Result<Value, String> {
+fn decode_message(data: &[u8], index: usize, depth: usize) -> Result<Value, Error> {
     if depth > MAX_DEPTH {
-        return Err("proto: exceeded maximum recursion depth".into());
+        return Err(Error::MaxDepth);
     }
     let message = &MESSAGES[index];
     let mut object = Map::new();
@@ -315,7 +392,8 @@ fn decode_message(data: &[u8], index: usize, depth: usize) -> Result<Value, Stri
             reader.skip(wire)?;
             continue;
         };
-        let context = |e: String| format!("{}.{}: {e}", short_name(message.name), field.json);
+        let context =
+            |e: Error| Error::Field { message: short_name(message.name), field: field.json, source: Box::new(e) };
         match field.label {
             Label::Opt => {
                 let value = decode_value(&mut reader, wire, field.kind, depth).map_err(context)?;
@@ -362,12 +440,12 @@ fn decode_message(data: &[u8], index: usize, depth: usize) -> Result<Value, Stri
     Ok(Value::Object(object))
 }
 
-fn short_name(name: &str) -> &str {
+fn short_name(name: &'static str) -> &'static str {
     name.rsplit('.').next().unwrap_or(name)
 }
 
 /// A map entry message: key = 1, value = 2 (a missing one is its type's zero value).
-fn decode_entry(data: &[u8], key_kind: Kind, value_kind: Kind, depth: usize) -> Result<(String, Value), String> {
+fn decode_entry(data: &[u8], key_kind: Kind, value_kind: Kind, depth: usize) -> Result<(String, Value), Error> {
     let mut reader = Reader::new(data);
     let (mut key, mut value) = (None, None);
     while let Some((number, wire)) = reader.key()? {
@@ -390,7 +468,7 @@ fn decode_entry(data: &[u8], key_kind: Kind, value_kind: Kind, depth: usize) -> 
 }
 
 /// The JSON of a field's zero value (a map entry without its value).
-fn zero_value(kind: Kind, depth: usize) -> Result<Value, String> {
+fn zero_value(kind: Kind, depth: usize) -> Result<Value, Error> {
     Ok(match kind {
         Kind::Str | Kind::Bytes => "".into(),
         Kind::Bool => false.into(),
@@ -419,11 +497,11 @@ fn packed_wire(kind: Kind) -> u8 {
     }
 }
 
-fn expect_wire(actual: u8, expected: u8) -> Result<(), String> {
-    if actual == expected { Ok(()) } else { Err(format!("proto: wrong wireType = {actual}, expected {expected}")) }
+fn expect_wire(actual: u8, expected: u8) -> Result<(), Error> {
+    if actual == expected { Ok(()) } else { Err(Error::WrongWireType { actual, expected }) }
 }
 
-fn decode_value(reader: &mut Reader, wire: u8, kind: Kind, depth: usize) -> Result<Value, String> {
+fn decode_value(reader: &mut Reader, wire: u8, kind: Kind, depth: usize) -> Result<Value, Error> {
     expect_wire(wire, packed_wire(kind))?;
     Ok(match kind {
         Kind::Str => Value::String(utf8(reader.bytes()?)),
@@ -455,7 +533,7 @@ fn float(v: f64) -> Value {
 }
 
 /// The JSON of apimachinery's types with custom JSON marshalling, from their message bytes.
-fn special(kind: Kind, data: &[u8]) -> Result<Value, String> {
+fn special(kind: Kind, data: &[u8]) -> Result<Value, Error> {
     let fields = small_fields(data)?;
     let int = |n: u32| fields.iter().rev().find(|(number, _)| *number == n).and_then(|(_, v)| v.as_int());
     let text = |n: u32| fields.iter().rev().find(|(number, _)| *number == n).and_then(|(_, v)| v.as_bytes()).map(utf8);
@@ -476,10 +554,10 @@ fn special(kind: Kind, data: &[u8]) -> Result<Value, String> {
             if raw.is_empty() {
                 Value::Null
             } else {
-                serde_json::from_slice(raw).map_err(|e| format!("embedded object is not JSON: {e}"))?
+                serde_json::from_slice(raw).map_err(Error::EmbeddedNotJson)?
             }
         }
-        _ => return Err(format!("{kind:?} is not a special type")),
+        _ => return Err(Error::NotSpecial(format!("{kind:?}"))),
     })
 }
 
@@ -505,7 +583,7 @@ impl<'a> Small<'a> {
 }
 
 /// The fields of one of the small special messages (varints and byte strings only).
-fn small_fields(data: &[u8]) -> Result<Vec<(u32, Small<'_>)>, String> {
+fn small_fields(data: &[u8]) -> Result<Vec<(u32, Small<'_>)>, Error> {
     let mut reader = Reader::new(data);
     let mut fields = Vec::new();
     while let Some((number, wire)) = reader.key()? {
@@ -519,8 +597,8 @@ fn small_fields(data: &[u8]) -> Result<Vec<(u32, Small<'_>)>, String> {
 }
 
 /// `time.Time.Format(RFC3339)` in UTC, or RFC3339Micro (`.000000`) for MicroTime.
-fn rfc3339(seconds: i64, nanos: i64, micro: bool) -> Result<String, String> {
-    let at = jiff::Timestamp::from_second(seconds).map_err(|e| format!("invalid time: {e}"))?;
+fn rfc3339(seconds: i64, nanos: i64, micro: bool) -> Result<String, Error> {
+    let at = jiff::Timestamp::from_second(seconds).map_err(Error::InvalidTime)?;
     let base = at.strftime("%Y-%m-%dT%H:%M:%S").to_string();
     Ok(if micro { format!("{base}.{:06}Z", nanos.clamp(0, 999_999_999) / 1000) } else { format!("{base}Z") })
 }

@@ -4,6 +4,11 @@ use serde_json::json;
 
 use super::*;
 
+/// The decoder, its error as the text of the 400 answer.
+fn decode_body(body: &[u8]) -> Result<Value, String> {
+    super::decode_body(body).map_err(|e| e.to_string())
+}
+
 /// A minimal protobuf encoder for the tests.
 #[derive(Default)]
 struct Enc(Vec<u8>);
