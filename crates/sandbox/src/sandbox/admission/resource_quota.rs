@@ -17,7 +17,8 @@ use super::resource_list::{self, ResourceList};
 use super::{AdmissionContext, Operation, Phase, forbidden, text};
 use crate::quantity::Quantity;
 use crate::quota::resources::{self, intersection, mask, pretty, subtract_non_negative};
-use crate::quota::scopes::{ScopeRequirement, quota_scope_requirements};
+use crate::quota::pods::MissingResources;
+use crate::quota::scopes::{MatchError, ScopeRequirement, quota_scope_requirements};
 use crate::quota::{GroupResource, LEGACY_OBJECT_COUNT_ALIASES, claims, pods, resourceclaims, services};
 use crate::sandbox::apiserver::status::ApiResult;
 use crate::sandbox::storage::objects::name_of;
@@ -46,8 +47,22 @@ enum Typed {
     Other,
 }
 
-fn decode<K: DeserializeOwned>(object: &Value) -> Result<Box<K>, String> {
-    serde_json::from_value(object.clone()).map(Box::new).map_err(|e| format!("cannot decode the object for quota: {e}"))
+/// Why quota admission could not evaluate an object (the reason of its 403).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Error {
+    /// The object does not decode into its evaluator's type.
+    #[error("cannot decode the object for quota: {0}")]
+    Decode(#[source] serde_json::Error),
+    /// A scope selector the pod evaluator cannot apply.
+    #[error(transparent)]
+    Scope(#[from] MatchError),
+    /// A quota constraint the pod does not meet (resources it does not set).
+    #[error(transparent)]
+    Constraints(#[from] MissingResources),
+}
+
+fn decode<K: DeserializeOwned>(object: &Value) -> Result<Box<K>, Error> {
+    serde_json::from_value(object.clone()).map(Box::new).map_err(Error::Decode)
 }
 
 impl Evaluator {
@@ -79,7 +94,7 @@ impl Evaluator {
     }
 
     /// The object in the evaluator's type.
-    fn decode(&self, object: &Value) -> Result<Typed, String> {
+    fn decode(&self, object: &Value) -> Result<Typed, Error> {
         Ok(match self {
             Evaluator::Pod => Typed::Pod(decode(object)?),
             Evaluator::Service => Typed::Service(decode(object)?),
@@ -101,9 +116,9 @@ impl Evaluator {
     }
 
     /// Whether the object is in a quota scope; only pods have scopes.
-    fn matches_scope(selector: &ScopeRequirement, object: &Typed) -> Result<bool, String> {
+    fn matches_scope(selector: &ScopeRequirement, object: &Typed) -> Result<bool, Error> {
         match object {
-            Typed::Pod(pod) => pods::matches_scope(selector, pod).map_err(|e| e.to_string()),
+            Typed::Pod(pod) => Ok(pods::matches_scope(selector, pod)?),
             _ => Ok(false),
         }
     }
@@ -121,9 +136,9 @@ impl Evaluator {
     }
 
     /// Requirements a matching quota puts on the object itself.
-    fn constraints(required: &[String], object: &Typed) -> Result<(), String> {
+    fn constraints(required: &[String], object: &Typed) -> Result<(), Error> {
         match object {
-            Typed::Pod(pod) => pods::constraints(required, pod).map_err(|e| e.to_string()),
+            Typed::Pod(pod) => Ok(pods::constraints(required, pod)?),
             _ => Ok(()),
         }
     }
@@ -148,7 +163,7 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &mut Txn
         return Ok(());
     }
     let refuse = |why: String| forbidden(ctx, object, Phase::Validating, &why);
-    let typed = evaluator.decode(object).map_err(refuse)?;
+    let typed = evaluator.decode(object).map_err(|e| refuse(e.to_string()))?;
 
     // The quotas that cover this object, checking their constraints on the way.
     let mut covering = Vec::new();
@@ -157,7 +172,7 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &mut Txn
         let matching = evaluator.matching_resources(&resources::resource_names(&hard));
         let mut in_scope = true;
         for selector in quota_scope_requirements(typed_spec(quota).as_ref()) {
-            in_scope &= Evaluator::matches_scope(&selector, &typed).map_err(&refuse)?;
+            in_scope &= Evaluator::matches_scope(&selector, &typed).map_err(|e| refuse(e.to_string()))?;
         }
         if matching.is_empty() || !in_scope {
             continue;
@@ -181,7 +196,7 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &mut Txn
     if ctx.operation == Operation::Update
         && let Some(old) = ctx.old.filter(|old| !text(old, "/metadata/resourceVersion").is_empty())
     {
-        let old = evaluator.decode(old).map_err(refuse)?;
+        let old = evaluator.decode(old).map_err(|e| refuse(e.to_string()))?;
         delta = subtract_non_negative(&delta, &evaluator.usage(&old));
     }
     delta.retain(|_, q| !q.is_zero());

@@ -86,7 +86,7 @@ fn check(ctx: &AdmissionContext<'_>, pod: &Value, txn: &Txn<'_>, phase: Phase) -
     if enforces_mountable_secrets(&account)
         && let Err(why) = limit_secret_references(&account, pod)
     {
-        return Err(forbidden(ctx, pod, phase, &why));
+        return Err(forbidden(ctx, pod, phase, &why.to_string()));
     }
     Ok(())
 }
@@ -166,18 +166,60 @@ fn enforces_mountable_secrets(account: &Value) -> bool {
     )
 }
 
+/// A secret the pod names but its service account does not reference
+/// (`limitSecretReferences`' refusals).
+#[derive(Debug, thiserror::Error)]
+enum UnreferencedSecret {
+    /// A secret volume.
+    #[error(
+        "volume with secret.secretName=\"{secret}\" is not allowed because service account {account} does not reference that secret"
+    )]
+    Volume {
+        /// The secret.
+        secret: String,
+        /// The service account.
+        account: String,
+    },
+    /// A container's env var from a secret key.
+    #[error(
+        "{what} {container} with envVar {env} referencing secret.secretName=\"{secret}\" is not allowed because service account {account} does not reference that secret"
+    )]
+    EnvVar {
+        /// "init container" or "container".
+        what: &'static str,
+        /// The container.
+        container: String,
+        /// The env var.
+        env: String,
+        /// The secret.
+        secret: String,
+        /// The service account.
+        account: String,
+    },
+    /// An image pull secret.
+    #[error(
+        "imagePullSecrets[{index}].name=\"{secret}\" is not allowed because service account {account} does not reference that imagePullSecret"
+    )]
+    ImagePull {
+        /// Its index in the pod's list.
+        index: usize,
+        /// The secret.
+        secret: String,
+        /// The service account.
+        account: String,
+    },
+}
+
 /// `limitSecretReferences`: secret volumes, secret env vars and pull secrets must be ones the
 /// account lists.
-fn limit_secret_references(account: &Value, pod: &Value) -> Result<(), String> {
+fn limit_secret_references(account: &Value, pod: &Value) -> Result<(), UnreferencedSecret> {
     let account_name = text(account, "/metadata/name");
     let mountable: Vec<&str> = items(account, "/secrets").iter().map(|s| text(s, "/name")).collect();
     for volume in items(pod, "/spec/volumes") {
         if let Some(secret) = volume.get("secret").filter(|s| s.is_object()) {
             let name = text(secret, "/secretName");
             if !mountable.contains(&name) {
-                return Err(format!(
-                    "volume with secret.secretName=\"{name}\" is not allowed because service account {account_name} does not reference that secret"
-                ));
+                return Err(UnreferencedSecret::Volume { secret: name.to_string(), account: account_name.to_string() });
             }
         }
     }
@@ -189,11 +231,13 @@ fn limit_secret_references(account: &Value, pod: &Value) -> Result<(), String> {
                 };
                 let name = text(reference, "/name");
                 if !mountable.contains(&name) {
-                    return Err(format!(
-                        "{what} {} with envVar {} referencing secret.secretName=\"{name}\" is not allowed because service account {account_name} does not reference that secret",
-                        text(container, "/name"),
-                        text(env, "/name"),
-                    ));
+                    return Err(UnreferencedSecret::EnvVar {
+                        what,
+                        container: text(container, "/name").to_string(),
+                        env: text(env, "/name").to_string(),
+                        secret: name.to_string(),
+                        account: account_name.to_string(),
+                    });
                 }
             }
         }
@@ -202,9 +246,11 @@ fn limit_secret_references(account: &Value, pod: &Value) -> Result<(), String> {
     for (i, reference) in items(pod, "/spec/imagePullSecrets").iter().enumerate() {
         let name = text(reference, "/name");
         if !pullable.contains(&name) {
-            return Err(format!(
-                "imagePullSecrets[{i}].name=\"{name}\" is not allowed because service account {account_name} does not reference that imagePullSecret"
-            ));
+            return Err(UnreferencedSecret::ImagePull {
+                index: i,
+                secret: name.to_string(),
+                account: account_name.to_string(),
+            });
         }
     }
     Ok(())

@@ -11,6 +11,14 @@ use parking_lot::Mutex;
 
 use crate::sandbox::apiserver::status::ApiError;
 
+/// A fault that cannot be injected.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A status other than 500, 429 and 503.
+    #[error("cannot inject HTTP {0}: choose 500, 429 or 503")]
+    UnsupportedCode(u16),
+}
+
 /// Faults the API layer applies to the next requests.
 #[derive(Default)]
 pub struct Faults {
@@ -27,7 +35,7 @@ pub struct Faults {
 impl Faults {
     /// Answers the next `count` API requests with `code` (500, 429 or 503; 429 and 503 carry
     /// `retry_after` seconds when given).
-    pub fn fail_next(&self, count: usize, code: u16, retry_after: Option<u64>) -> Result<(), String> {
+    pub fn fail_next(&self, count: usize, code: u16, retry_after: Option<u64>) -> Result<(), Error> {
         let error = match code {
             500 => ApiError::internal("injected fault: internal error"),
             429 => {
@@ -37,7 +45,7 @@ impl Faults {
                 "injected fault: the server is currently unable to handle the request",
                 retry_after,
             ),
-            other => return Err(format!("cannot inject HTTP {other}: choose 500, 429 or 503")),
+            other => return Err(Error::UnsupportedCode(other)),
         };
         self.errors.lock().extend(std::iter::repeat_n(error, count));
         Ok(())

@@ -37,7 +37,7 @@ impl FieldValidation {
 /// Lists, for each stored kind, the k8s-openapi type it decodes into.
 macro_rules! typed_kinds {
     ($($group:literal / $kind:literal => $ty:ty),* $(,)?) => {
-        fn round_trip(group: &str, kind: &str, object: &Value) -> Option<Result<Value, String>> {
+        fn round_trip(group: &str, kind: &str, object: &Value) -> Option<Result<Value, serde_json::Error>> {
             match (group, kind) {
                 $(($group, $kind) => Some(via::<$ty>(object)),)*
                 _ => None,
@@ -98,9 +98,9 @@ typed_kinds! {
     "apiregistration.k8s.io" / "APIService" => k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
 }
 
-fn via<T: DeserializeOwned + Serialize>(object: &Value) -> Result<Value, String> {
-    let typed: T = serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
-    serde_json::to_value(&typed).map_err(|e| e.to_string())
+fn via<T: DeserializeOwned + Serialize>(object: &Value) -> Result<Value, serde_json::Error> {
+    let typed: T = serde_json::from_value(object.clone())?;
+    serde_json::to_value(&typed)
 }
 
 /// Maps whose values are resource quantities; JSON numbers there are quantities too.
@@ -143,7 +143,7 @@ fn decode(resource: &ResourceType, object: Value, validation: FieldValidation, b
     let Some(result) = round_trip(group, kind, &object) else { return Ok(object) };
     let cannot_handle =
         |e: String| format!("{kind} in version \"{}\" cannot be handled as a {kind}: {e}", resource.version);
-    let decoded = result.map_err(|e| ApiError::bad_request(cannot_handle(e)))?;
+    let decoded = result.map_err(|e| ApiError::bad_request(cannot_handle(e.to_string())))?;
     if validation == FieldValidation::Ignore {
         return Ok(decoded);
     }

@@ -333,9 +333,35 @@ fn success_policy(spec: &Value, path: &str) -> Vec<FieldError> {
     causes
 }
 
+/// Why a list of indexes (`completedIndexes`, `failedIndexes`, a success policy's
+/// `succeededIndexes`) does not parse, in `validateIndexesFormat`'s words.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum IndexesError {
+    /// An interval not after the previous one, or `x-y` with `x >= y`.
+    #[error("non-increasing order, previous: {previous}, current: {current}")]
+    NonIncreasing {
+        /// The previous interval's end, or `x`.
+        previous: i64,
+        /// The interval's start, or `y`.
+        current: i64,
+    },
+    /// `a-b-c`.
+    #[error(
+        "the fragment {} violates the requirement that an index interval can have at most two parts separated by '-'",
+        quote(.0)
+    )]
+    TooManyParts(String),
+    /// A limit that is not an integer.
+    #[error("cannot convert string to integer for index: {}", quote(.0))]
+    NotAnInteger(String),
+    /// A limit not below `completions`.
+    #[error("too large index: {}", quote(.0))]
+    TooLarge(String),
+}
+
 /// `validateIndexesFormat`: `1,3-5,7`, increasing, each below `completions`; the number of
 /// indexes.
-pub(super) fn indexes_format(indexes: &str, completions: i64) -> Result<i64, String> {
+pub(super) fn indexes_format(indexes: &str, completions: i64) -> Result<i64, IndexesError> {
     if indexes.is_empty() {
         return Ok(0);
     }
@@ -346,7 +372,7 @@ pub(super) fn indexes_format(indexes: &str, completions: i64) -> Result<i64, Str
         if let Some(last) = last
             && last >= x
         {
-            return Err(format!("non-increasing order, previous: {last}, current: {x}"));
+            return Err(IndexesError::NonIncreasing { previous: last, current: x });
         }
         total += y - x + 1;
         last = Some(y);
@@ -355,30 +381,27 @@ pub(super) fn indexes_format(indexes: &str, completions: i64) -> Result<i64, Str
 }
 
 /// `parseIndexInterval`.
-fn index_interval(interval: &str, completions: i64) -> Result<(i64, i64), String> {
+fn index_interval(interval: &str, completions: i64) -> Result<(i64, i64), IndexesError> {
     let limits: Vec<&str> = interval.split('-').collect();
     if limits.len() > 2 {
-        return Err(format!(
-            "the fragment {} violates the requirement that an index interval can have at most two parts separated by '-'",
-            quote(interval)
-        ));
+        return Err(IndexesError::TooManyParts(interval.to_string()));
     }
     let parse = |text: &str| {
-        go_atoi(text).ok_or_else(|| format!("cannot convert string to integer for index: {}", quote(text)))
+        go_atoi(text).ok_or_else(|| IndexesError::NotAnInteger(text.to_string()))
     };
     let x = parse(limits[0])?;
     if x >= completions {
-        return Err(format!("too large index: {}", quote(limits[0])));
+        return Err(IndexesError::TooLarge(limits[0].to_string()));
     }
     if limits.len() == 1 {
         return Ok((x, x));
     }
     let y = parse(limits[1])?;
     if y >= completions {
-        return Err(format!("too large index: {}", quote(limits[1])));
+        return Err(IndexesError::TooLarge(limits[1].to_string()));
     }
     if x >= y {
-        return Err(format!("non-increasing order, previous: {x}, current: {y}"));
+        return Err(IndexesError::NonIncreasing { previous: x, current: y });
     }
     Ok((x, y))
 }
@@ -774,6 +797,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The parser, its error as the text of the field error's detail.
+    fn indexes_format(indexes: &str, completions: i64) -> Result<i64, String> {
+        super::indexes_format(indexes, completions).map_err(|e| e.to_string())
+    }
 
     fn lines(causes: &[FieldError]) -> Vec<String> {
         causes.iter().map(|c| c.to_string()).collect()
