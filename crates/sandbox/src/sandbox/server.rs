@@ -1,6 +1,7 @@
 //! The sandbox as one running thing: store, PKI, API layer, HTTP(S) listener and the objects
 //! kube-apiserver creates at start-up, with the handles tests use to inject faults.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,6 +43,49 @@ pub struct SandboxOptions {
     pub authorization_mode: AuthorizationMode,
 }
 
+/// Why the sandbox did not start or listen again.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The PKI or the TLS config.
+    #[error(transparent)]
+    Pki(#[from] auth::Error),
+    /// Generating the service-account key.
+    #[error("service account key: {0}")]
+    ServiceAccountKey(#[source] rcgen::Error),
+    /// Loading the generated service-account key.
+    #[error(transparent)]
+    SigningKey(#[from] crate::jwt::KeyError),
+    /// Binding the listen address.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The bind error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Binding the address again after a pause (the last of the attempts).
+    #[error("cannot listen on {addr} again: {source}")]
+    Relisten {
+        /// The address.
+        addr: SocketAddr,
+        /// The last bind error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// An `--authorization-mode` the sandbox does not implement.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuthorizationModeError {
+    /// A mode other than AlwaysAllow, Node and RBAC.
+    #[error("authorization mode {0:?} is not supported by the sandbox (AlwaysAllow, Node, RBAC)")]
+    Unsupported(String),
+    /// Node alone.
+    #[error("authorization mode Node needs RBAC in the sandbox: use Node,RBAC")]
+    NodeWithoutRbac,
+}
+
 /// How requests are authorized (kube-apiserver's `--authorization-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AuthorizationMode {
@@ -53,19 +97,17 @@ pub enum AuthorizationMode {
 }
 
 impl std::str::FromStr for AuthorizationMode {
-    type Err = String;
+    type Err = AuthorizationModeError;
 
     /// A comma-separated list as kube-apiserver takes it: `AlwaysAllow`, `RBAC`, `Node,RBAC`.
-    fn from_str(raw: &str) -> Result<AuthorizationMode, String> {
+    fn from_str(raw: &str) -> Result<AuthorizationMode, AuthorizationModeError> {
         let modes: Vec<&str> = raw.split(',').map(str::trim).collect();
         if let Some(bad) = modes.iter().find(|m| !matches!(**m, "AlwaysAllow" | "RBAC" | "Node")) {
-            return Err(format!(
-                "authorization mode {bad:?} is not supported by the sandbox (AlwaysAllow, Node, RBAC)"
-            ));
+            return Err(AuthorizationModeError::Unsupported(bad.to_string()));
         }
         match (modes.contains(&"RBAC"), modes.contains(&"Node")) {
             (true, _) => Ok(AuthorizationMode::Rbac),
-            (false, true) => Err("authorization mode Node needs RBAC in the sandbox: use Node,RBAC".into()),
+            (false, true) => Err(AuthorizationModeError::NodeWithoutRbac),
             (false, false) => Ok(AuthorizationMode::AlwaysAllow),
         }
     }
@@ -106,15 +148,14 @@ pub const CONTROLLER_MANAGER_USER: &str = "system:kube-controller-manager";
 impl Sandbox {
     /// Generates the PKI and the service-account key, creates what kube-apiserver creates when it
     /// starts, and starts listening.
-    pub fn start(options: SandboxOptions) -> Result<Sandbox, String> {
+    pub fn start(options: SandboxOptions) -> Result<Sandbox, Error> {
         let pki = Pki::generate(options.listen.ip())?;
         let admin = pki.client_credentials(ADMIN_USER, &["system:masters"])?;
         let controller_manager = pki.client_credentials(CONTROLLER_MANAGER_USER, &[])?;
         let store = Arc::new(Store::new(options.history));
         let service_account_key_pem =
-            rcgen::KeyPair::generate().map_err(|e| format!("service account key: {e}"))?.serialize_pem();
-        let service_account_key =
-            crate::jwt::SigningKey::from_pem(service_account_key_pem.as_bytes()).map_err(|e| e.to_string())?;
+            rcgen::KeyPair::generate().map_err(Error::ServiceAccountKey)?.serialize_pem();
+        let service_account_key = crate::jwt::SigningKey::from_pem(service_account_key_pem.as_bytes())?;
         let api = Arc::new(ApiServer {
             store,
             tokens: Arc::new(Tokens::default()),
@@ -134,13 +175,13 @@ impl Sandbox {
         // resourceVersion since (`resourceVersion=1`) gets those changes (checked against it;
         // v1.33's caches started after the bootstrap, which made such watches too old).
         api.store.start_watch_window();
-        bootstrap(&api, options.service_range, &options.listen, &pki.ca_pem)?;
+        bootstrap(&api, options.service_range, &options.listen, &pki.ca_pem);
         let tls = if options.plain_http { None } else { Some(pki.server_config()?) };
         let server = HttpServer::start(options.listen, tls, api.clone())
-            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+            .map_err(|source| Error::Listen { addr: options.listen, source })?;
         let addr = server.addr();
         let scheme = if options.plain_http { "http" } else { "https" };
-        kubeadm_cluster_info(&api, &format!("{scheme}://{addr}"), &pki.ca_pem)?;
+        kubeadm_cluster_info(&api, &format!("{scheme}://{addr}"), &pki.ca_pem);
         Ok(Sandbox {
             api,
             pki,
@@ -210,7 +251,7 @@ impl Sandbox {
     }
 
     /// A client config authenticating with a client certificate for any user.
-    pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, String> {
+    pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, auth::Error> {
         let credentials = self.pki.client_credentials(user, groups)?;
         Ok(self.rest_config(&credentials, user))
     }
@@ -231,7 +272,7 @@ impl Sandbox {
     /// beside it as `controller-manager.conf`, the service-account key as `sa.key` and the CA as
     /// `ca.crt`. Returns
     /// both kubeconfig paths.
-    pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), String> {
+    pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), auth::Error> {
         auth::write_kubeadm_files(
             path,
             &self.url(),
@@ -266,25 +307,30 @@ impl Sandbox {
     }
 
     /// Listens again on the same address after [`Sandbox::pause`].
-    pub fn resume(&self) -> Result<(), String> {
+    pub fn resume(&self) -> Result<(), Error> {
         let mut slot = self.server.lock();
         if slot.is_some() {
             return Ok(());
         }
         let tls = if self.plain_http { None } else { Some(self.pki.server_config()?) };
-        // The old socket may linger briefly; retry the bind for a moment.
-        let mut last_error = String::new();
-        for _ in 0..50 {
+        // The old socket may linger briefly; retry the bind for a moment (50 attempts, 100ms
+        // apart).
+        let mut attempts = 0;
+        loop {
             match HttpServer::start(self.addr, tls.clone(), self.api.clone()) {
                 Ok(server) => {
                     *slot = Some(server);
                     return Ok(());
                 }
-                Err(e) => last_error = e.to_string(),
+                Err(source) => {
+                    attempts += 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                    if attempts == 50 {
+                        return Err(Error::Relisten { addr: self.addr, source });
+                    }
+                }
             }
-            std::thread::sleep(Duration::from_millis(100));
         }
-        Err(format!("cannot listen on {} again: {last_error}", self.addr))
     }
 
     /// Stops the server for good.
@@ -302,7 +348,7 @@ impl Drop for Sandbox {
 /// What kube-apiserver creates when it starts: the four system namespaces, the `kubernetes`
 /// Service and its endpoints, the system PriorityClasses, the bootstrap RBAC policy, and the
 /// ConfigMaps of its start-up hooks. `client_ca_pem` is the CA of its client certificates.
-fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_ca_pem: &str) -> Result<(), String> {
+fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_ca_pem: &str) {
     let now = objects::now();
     let meta = |name: &str, ns: Option<&str>| {
         let mut m = json!({"name": name, "uid": crate::random::uuid(), "creationTimestamp": now});
@@ -415,19 +461,14 @@ fn bootstrap(api: &ApiServer, range: ServiceRange, listen: &SocketAddr, client_c
         }
         objects.push((storage, object));
     }
-    api.store.write::<_, String>(|txn| {
-        for (storage, object) in objects {
-            txn.put(storage, object);
-        }
-        Ok(())
-    })
+    put_all(api, objects);
 }
 
 /// What `kubeadm init` writes for joining nodes (its `bootstrap-token` phase,
 /// `clusterinfo.CreateBootstrapConfigMapIfNotExists`): `kube-public/cluster-info` with a
 /// kubeconfig naming only the cluster (clientcmd's rendering of an unnamed cluster), and, with
 /// RBAC, the Role and RoleBinding that let anonymous clients read it.
-fn kubeadm_cluster_info(api: &ApiServer, server: &str, ca_pem: &str) -> Result<(), String> {
+fn kubeadm_cluster_info(api: &ApiServer, server: &str, ca_pem: &str) {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     let kubeconfig = format!(
@@ -452,12 +493,18 @@ fn kubeadm_cluster_info(api: &ApiServer, server: &str, ca_pem: &str) -> Result<(
                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"}]}),
         ));
     }
-    api.store.write::<_, String>(|txn| {
+    put_all(api, objects);
+}
+
+/// Stores the objects in one write (which cannot fail: nothing is checked).
+fn put_all(api: &ApiServer, objects: Vec<(&'static str, Value)>) {
+    let written = api.store.write::<_, Infallible>(|txn| {
         for (storage, object) in objects {
             txn.put(storage, object);
         }
         Ok(())
-    })
+    });
+    let Ok(()) = written;
 }
 
 /// The ConfigMap in kube-system that tells delegating servers how kube-apiserver
@@ -486,7 +533,7 @@ mod tests {
         assert_eq!("AlwaysAllow".parse::<AuthorizationMode>(), Ok(AuthorizationMode::AlwaysAllow));
         assert_eq!("RBAC".parse::<AuthorizationMode>(), Ok(AuthorizationMode::Rbac));
         assert_eq!("Node,RBAC".parse::<AuthorizationMode>(), Ok(AuthorizationMode::Rbac));
-        assert!("Node".parse::<AuthorizationMode>().unwrap_err().contains("Node,RBAC"));
-        assert!("Webhook,RBAC".parse::<AuthorizationMode>().unwrap_err().contains("\"Webhook\""));
+        assert!("Node".parse::<AuthorizationMode>().unwrap_err().to_string().contains("Node,RBAC"));
+        assert!("Webhook,RBAC".parse::<AuthorizationMode>().unwrap_err().to_string().contains("\"Webhook\""));
     }
 }

@@ -24,6 +24,56 @@ use crate::client::RestConfig;
 use crate::client::config::{Auth, ClientIdentity, TlsSettings};
 use crate::x509;
 
+/// Why the PKI, a TLS config or a credentials file could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Generating the CA's key.
+    #[error("CA key: {0}")]
+    CaKey(#[source] rcgen::Error),
+    /// Self-signing the CA certificate.
+    #[error("CA certificate: {0}")]
+    CaCertificate(#[source] rcgen::Error),
+    /// Generating a certificate's key.
+    #[error("key: {0}")]
+    Key(#[source] rcgen::Error),
+    /// Signing a certificate.
+    #[error("certificate: {0}")]
+    Certificate(#[source] rcgen::Error),
+    /// Certificate parameters (a subject alternative name that is not valid).
+    #[error(transparent)]
+    Params(rcgen::Error),
+    /// A PEM certificate or key that does not parse.
+    #[error(transparent)]
+    Pem(#[from] rustls_pki_types::pem::Error),
+    /// rustls refused the certificates, the key or the protocol versions.
+    #[error(transparent)]
+    Tls(#[from] rustls::Error),
+    /// The client certificate verifier could not be built.
+    #[error(transparent)]
+    Verifier(#[from] rustls::server::VerifierBuilderError),
+    /// A kubeconfig that does not serialize.
+    #[error(transparent)]
+    Yaml(#[from] serde_yaml_ng::Error),
+    /// Creating a directory or writing a file.
+    #[error("{}: {source}", .path.display())]
+    Write {
+        /// The directory or file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Writing the CA certificate.
+    #[error("cannot write {}: {source}", .path.display())]
+    WriteCa {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// An authenticated caller, as kube-apiserver's `user.Info`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserInfo {
@@ -71,14 +121,14 @@ pub struct Pki {
 
 impl Pki {
     /// A new CA and a serving certificate for localhost, the given IP and the in-cluster names.
-    pub fn generate(ip: IpAddr) -> Result<Pki, String> {
-        let key = KeyPair::generate().map_err(|e| format!("CA key: {e}"))?;
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+    pub fn generate(ip: IpAddr) -> Result<Pki, Error> {
+        let key = KeyPair::generate().map_err(Error::CaKey)?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(Error::Params)?;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages =
             vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::CrlSign];
         params.distinguished_name.push(DnType::CommonName, "kubernetes");
-        let ca = params.self_signed(&key).map_err(|e| format!("CA certificate: {e}"))?;
+        let ca = params.self_signed(&key).map_err(Error::CaCertificate)?;
         let issuer = Issuer::new(params, key);
         let names = vec![
             "localhost".to_string(),
@@ -89,7 +139,7 @@ impl Pki {
             "127.0.0.1".into(),
             ip.to_string(),
         ];
-        let serving = sign(&issuer, CertificateParams::new(names).map_err(|e| e.to_string())?)?;
+        let serving = sign(&issuer, CertificateParams::new(names).map_err(Error::Params)?)?;
         Ok(Pki { ca_pem: ca.pem(), issuer, serving })
     }
 
@@ -99,8 +149,8 @@ impl Pki {
     }
 
     /// A client certificate for `user` in `groups` (subject CN and O, as kube-apiserver reads them).
-    pub fn client_credentials(&self, user: &str, groups: &[&str]) -> Result<Credentials, String> {
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+    pub fn client_credentials(&self, user: &str, groups: &[&str]) -> Result<Credentials, Error> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(Error::Params)?;
         params.distinguished_name.push(DnType::CommonName, user);
         for group in groups {
             params.distinguished_name.push(DnType::OrganizationName, *group);
@@ -110,41 +160,38 @@ impl Pki {
 
     /// The TLS config of the server: our serving certificate; client certificates signed by our
     /// CA are verified when presented, and bearer tokens serve clients without one.
-    pub fn server_config(&self) -> Result<Arc<ServerConfig>, String> {
+    pub fn server_config(&self) -> Result<Arc<ServerConfig>, Error> {
         self.server_config_trusting(&self.ca_pem)
     }
 
     /// [`Pki::server_config`] verifying client certificates against another CA (an aggregated
     /// API server trusts kube-apiserver's front-proxy CA).
-    pub fn server_config_trusting(&self, client_ca_pem: &str) -> Result<Arc<ServerConfig>, String> {
+    pub fn server_config_trusting(&self, client_ca_pem: &str) -> Result<Arc<ServerConfig>, Error> {
         let provider = crate::client::tls::crypto_provider();
         let mut roots = rustls::RootCertStore::empty();
         for cert in pem_certs(client_ca_pem)? {
-            roots.add(cert).map_err(|e| e.to_string())?;
+            roots.add(cert)?;
         }
         let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
             .allow_unauthenticated()
-            .build()
-            .map_err(|e| e.to_string())?;
-        let key = PrivateKeyDer::from_pem_slice(self.serving.key_pem.as_bytes()).map_err(|e| e.to_string())?;
+            .build()?;
+        let key = PrivateKeyDer::from_pem_slice(self.serving.key_pem.as_bytes())?;
         let config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .with_safe_default_protocol_versions()?
             .with_client_cert_verifier(verifier)
-            .with_single_cert(pem_certs(&self.serving.cert_pem)?, key)
-            .map_err(|e| e.to_string())?;
+            .with_single_cert(pem_certs(&self.serving.cert_pem)?, key)?;
         Ok(Arc::new(config))
     }
 }
 
-fn sign(issuer: &Issuer<'static, KeyPair>, params: CertificateParams) -> Result<Credentials, String> {
-    let key = KeyPair::generate().map_err(|e| format!("key: {e}"))?;
-    let cert = params.signed_by(&key, issuer).map_err(|e| format!("certificate: {e}"))?;
+fn sign(issuer: &Issuer<'static, KeyPair>, params: CertificateParams) -> Result<Credentials, Error> {
+    let key = KeyPair::generate().map_err(Error::Key)?;
+    let cert = params.signed_by(&key, issuer).map_err(Error::Certificate)?;
     Ok(Credentials { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
 }
 
-fn pem_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<_, _>>().map_err(|e| e.to_string())
+fn pem_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, Error> {
+    Ok(CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<_, _>>()?)
 }
 
 /// Bearer tokens the server accepts: static ones and those issued by the TokenRequest API.
@@ -337,7 +384,7 @@ fn mark_last_used(store: &crate::sandbox::storage::store::Store, secret: &serde_
     let meta = &secret["metadata"];
     let (namespace, name, uid) = (meta["namespace"].as_str(), meta["name"].as_str(), meta["uid"].clone());
     let (Some(namespace), Some(name)) = (namespace, name) else { return };
-    let _ = store.write::<_, String>(|txn| {
+    let _ = store.write::<_, Error>(|txn| {
         let Some(current) = txn.get("secrets", namespace, name).filter(|c| c["metadata"]["uid"] == uid) else {
             return Ok(());
         };
@@ -383,14 +430,14 @@ pub fn write_kubeadm_files(
     admin: &Credentials,
     controller_manager: &Credentials,
     service_account_key_pem: &str,
-) -> Result<(PathBuf, PathBuf), String> {
+) -> Result<(PathBuf, PathBuf), Error> {
     use crate::sandbox::server::{ADMIN_USER, CONTROLLER_MANAGER_USER};
     write_kubeconfig(path, server, ca_pem, ADMIN_USER, Some(admin), None)?;
     let kcm = path.with_file_name("controller-manager.conf");
     write_kubeconfig(&kcm, server, ca_pem, CONTROLLER_MANAGER_USER, Some(controller_manager), None)?;
     write_private(&path.with_file_name("sa.key"), service_account_key_pem.as_bytes())?;
     let ca = path.with_file_name("ca.crt");
-    std::fs::write(&ca, ca_pem).map_err(|e| format!("cannot write {}: {e}", ca.display()))?;
+    std::fs::write(&ca, ca_pem).map_err(|source| Error::WriteCa { path: ca.clone(), source })?;
     write_private(&path.with_file_name("ca.key"), ca_key_pem.as_bytes())?;
     Ok((path.to_path_buf(), kcm))
 }
@@ -403,7 +450,7 @@ pub fn write_kubeconfig(
     user: &str,
     credentials: Option<&Credentials>,
     token: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     use base64::Engine;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let mut user_entry = json!({});
@@ -426,15 +473,15 @@ pub fn write_kubeconfig(
         "contexts": [{"name": format!("{user}@sandbox"), "context": {"cluster": "sandbox", "user": user}}],
         "current-context": format!("{user}@sandbox"),
     });
-    let text = serde_yaml_ng::to_string(&config).map_err(|e| e.to_string())?;
+    let text = serde_yaml_ng::to_string(&config)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| Error::Write { path: dir.to_path_buf(), source })?;
     }
     write_private(path, text.as_bytes())
 }
 
 /// Writes a file readable by its owner only (it holds private keys).
-pub fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
+pub fn write_private(path: &Path, contents: &[u8]) -> Result<(), Error> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
@@ -443,8 +490,8 @@ pub fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
         .truncate(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    file.write_all(contents).map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|source| Error::Write { path: path.to_path_buf(), source })?;
+    file.write_all(contents).map_err(|source| Error::Write { path: path.to_path_buf(), source })
 }
 
 #[cfg(test)]
