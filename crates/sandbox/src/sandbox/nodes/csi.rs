@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::mirror::{Mirror, Source, WATCH_CAPACITY};
-use super::{Worker, is_terminal, log_error};
+use super::{NodesError, Worker, is_terminal, log_error};
 use crate::client::{Api, Client, Patch, PostParams};
 
 /// The simulated CSI driver: StorageClass provisioner, CSIDriver name, PV `spec.csi.driver`,
@@ -94,12 +94,12 @@ impl Csi {
 
 impl Worker {
     /// Creates the CSIDriver unless one of that name exists.
-    pub(super) fn ensure_csi_driver(&self) -> Result<(), String> {
-        let driver: CSIDriver = serde_json::from_value(csi_driver()).map_err(|e| e.to_string())?;
+    pub(super) fn ensure_csi_driver(&self) -> Result<(), NodesError> {
+        let driver: CSIDriver = serde_json::from_value(csi_driver())?;
         match Api::<CSIDriver>::cluster(&self.shared.client).create(&driver, &PostParams::default()) {
             Ok(_) => Ok(()),
             Err(e) if e.is_already_exists() => Ok(()),
-            Err(e) => Err(format!("simulated CSI driver: cannot create CSIDriver {DRIVER}: {e}")),
+            Err(source) => Err(NodesError::CsiDriver { driver: DRIVER, source }),
         }
     }
 

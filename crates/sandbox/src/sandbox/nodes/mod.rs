@@ -204,19 +204,126 @@ struct Control {
     restarted: bool,
 }
 
+/// Why the simulated nodes did not start, or a node operation failed. API errors are kept
+/// as sources, with their kind.
+#[derive(Debug, thiserror::Error)]
+pub enum NodesError {
+    /// The same name twice.
+    #[error("simulated node names must be unique: {0:?}")]
+    DuplicateNames(Vec<String>),
+    /// The API client could not be built.
+    #[error("simulated nodes: cannot set up the API client: {0}")]
+    Client(#[source] Error),
+    /// A worker thread could not be spawned.
+    #[error("simulated nodes: cannot start a worker thread: {0}")]
+    Thread(#[source] std::io::Error),
+    /// The first list of nodes failed.
+    #[error("simulated nodes: cannot list nodes: {0}")]
+    ListNodes(#[source] Error),
+    /// The first list of pods failed.
+    #[error("simulated nodes: cannot list pods: {0}")]
+    ListPods(#[source] Error),
+    /// A node's registration failed.
+    #[error("simulated node {node}: cannot register: {source}")]
+    Register {
+        /// The node.
+        node: String,
+        /// The API error.
+        #[source]
+        source: Error,
+    },
+    /// A node's Lease could not be created.
+    #[error("simulated node {node}: cannot create its Lease: {source}")]
+    CreateLease {
+        /// The node.
+        node: String,
+        /// The API error.
+        #[source]
+        source: Error,
+    },
+    /// A built-in object (the default StorageClass, the CSIDriver) does not decode.
+    #[error(transparent)]
+    Decode(#[from] serde_json::Error),
+    /// The default StorageClass could not be created.
+    #[error("simulated provisioner: cannot create StorageClass {class}: {source}")]
+    DefaultClass {
+        /// The class.
+        class: &'static str,
+        /// The API error.
+        #[source]
+        source: Error,
+    },
+    /// The CSIDriver could not be created.
+    #[error("simulated CSI driver: cannot create CSIDriver {driver}: {source}")]
+    CsiDriver {
+        /// The driver.
+        driver: &'static str,
+        /// The API error.
+        #[source]
+        source: Error,
+    },
+    /// Reading or patching a pod to fail failed.
+    #[error("pod {pod}: {source}")]
+    Pod {
+        /// `namespace/name`.
+        pod: String,
+        /// The API error.
+        #[source]
+        source: Error,
+    },
+    /// The pod to fail is not bound.
+    #[error("pod {pod} is not bound to a node")]
+    NotBound {
+        /// `namespace/name`.
+        pod: String,
+    },
+    /// The pod to fail has terminated.
+    #[error("pod {pod} has already terminated ({phase})")]
+    AlreadyTerminated {
+        /// `namespace/name`.
+        pod: String,
+        /// Its phase.
+        phase: String,
+    },
+    /// Every attempt to fail the pod met a conflict.
+    #[error("pod {pod}: the pod kept changing; gave up marking it Failed")]
+    KeptChanging {
+        /// `namespace/name`.
+        pod: String,
+    },
+    /// add_node of a node that exists.
+    #[error("simulated node {0} exists already")]
+    Exists(String),
+    /// add_node: the Node did not appear in time.
+    #[error("simulated node {0} did not register within 30 s")]
+    NotRegistered(String),
+    /// remove_node of a node not simulated here.
+    #[error("no simulated node {0}")]
+    NoSuchNode(String),
+    /// remove_node: deleting the Node or its Lease failed.
+    #[error("simulated node {node}: {source}")]
+    Delete {
+        /// The node.
+        node: String,
+        /// The API error.
+        #[source]
+        source: Error,
+    },
+}
+
 impl SimulatedNodes {
     /// Registers the nodes (with their Leases), then runs them on `kubelet_threads` background
     /// threads.
-    pub fn start(config: RestConfig, names: Vec<String>, options: NodeOptions) -> Result<SimulatedNodes, String> {
+    pub fn start(config: RestConfig, names: Vec<String>, options: NodeOptions) -> Result<SimulatedNodes, NodesError> {
         let unique: BTreeSet<&String> = names.iter().collect();
         if unique.len() != names.len() {
-            return Err(format!("simulated node names must be unique: {names:?}"));
+            return Err(NodesError::DuplicateNames(names));
         }
         let nodes = names.len().max(1) as f32;
         let client_options =
             ClientOptions { qps: 50.0 * nodes, burst: (100.0 * nodes) as u32, timeout: Duration::from_secs(15) };
         let client = Client::new(config, client_options)
-            .map_err(|e| format!("simulated nodes: cannot set up the API client: {e}"))?
+            .map_err(NodesError::Client)?
             .for_controller("sandbox-kubelet");
         let machines: Vec<Machine> =
             names.iter().enumerate().map(|(i, name)| Machine::new(name, i, &options.zones)).collect();
@@ -249,7 +356,7 @@ impl SimulatedNodes {
             let handle = std::thread::Builder::new()
                 .name(format!("sandbox-nodes-{index}"))
                 .spawn(move || worker.run())
-                .map_err(|e| format!("simulated nodes: cannot start a worker thread: {e}"))?;
+                .map_err(NodesError::Thread)?;
             nodes.workers.push(handle);
         }
         Ok(nodes)
@@ -282,18 +389,18 @@ impl SimulatedNodes {
 
     /// Marks a pod Failed as its kubelet would when its containers fail: every container
     /// terminated with exit code 1 (reason `Error`). The pod must be bound and not terminated.
-    pub fn fail_pod(&self, namespace: &str, name: &str) -> Result<(), String> {
+    pub fn fail_pod(&self, namespace: &str, name: &str) -> Result<(), NodesError> {
         let pods = Api::<Pod>::namespaced(&self.shared.client, namespace);
-        let what = format!("pod {namespace}/{name}");
+        let what = format!("{namespace}/{name}");
         for _ in 0..10 {
-            let pod = pods.get(name).map_err(|e| format!("{what}: {e}"))?;
+            let pod = pods.get(name).map_err(|source| NodesError::Pod { pod: what.clone(), source })?;
             let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
             if node.is_empty() {
-                return Err(format!("{what} is not bound to a node"));
+                return Err(NodesError::NotBound { pod: what });
             }
             let phase = apimachinery::pod::phase(&pod);
             if is_terminal(phase) {
-                return Err(format!("{what} has already terminated ({phase})"));
+                return Err(NodesError::AlreadyTerminated { pod: what, phase: phase.to_string() });
             }
             let status = pod.status.clone().unwrap_or_default();
             let host_ip =
@@ -301,14 +408,14 @@ impl SimulatedNodes {
             let patch = kubelet::status_patch(&pod, Stage::Failed(1), &host_ip, status.pod_ip.as_deref(), &node::now());
             match pods.patch_status(name, &Patch::Merge(patch), &PostParams::default()) {
                 Ok(_) => {
-                    log::debug!("kubelet {node}: {what} failed (exit code 1)");
+                    log::debug!("kubelet {node}: pod {what} failed (exit code 1)");
                     return Ok(());
                 }
                 Err(e) if e.is_conflict() => continue,
-                Err(e) => return Err(format!("{what}: {e}")),
+                Err(source) => return Err(NodesError::Pod { pod: what, source }),
             }
         }
-        Err(format!("{what}: the pod kept changing; gave up marking it Failed"))
+        Err(NodesError::KeptChanging { pod: what })
     }
 
     /// The simulated nodes' names.
@@ -318,11 +425,11 @@ impl SimulatedNodes {
 
     /// A new node joins: its kubelet starts, registers its Node (with its Lease) and runs the
     /// pods bound to it. Returns once the Node exists (at most 30 s).
-    pub fn add_node(&self, name: &str) -> Result<(), String> {
+    pub fn add_node(&self, name: &str) -> Result<(), NodesError> {
         {
             let mut controls = self.shared.controls.lock();
             if controls.contains_key(name) {
-                return Err(format!("simulated node {name} exists already"));
+                return Err(NodesError::Exists(name.to_string()));
             }
             let index = self.shared.next_index.fetch_add(1, Ordering::SeqCst);
             let machine = Machine::new(name, index, &self.shared.zones);
@@ -342,20 +449,21 @@ impl SimulatedNodes {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Err(format!("simulated node {name} did not register within 30 s"))
+        Err(NodesError::NotRegistered(name.to_string()))
     }
 
     /// A node leaves the cluster: its kubelet stops for good and its Node and Lease are
     /// deleted. Pods bound to it stay, as on a real cluster, until the pod garbage collector
     /// deletes them.
-    pub fn remove_node(&self, name: &str) -> Result<(), String> {
-        let control = self.shared.controls.lock().remove(name).ok_or_else(|| format!("no simulated node {name}"))?;
+    pub fn remove_node(&self, name: &str) -> Result<(), NodesError> {
+        let control =
+            self.shared.controls.lock().remove(name).ok_or_else(|| NodesError::NoSuchNode(name.to_string()))?;
         // Waits for a write in progress for the node; none follows.
         control.lock().alive = false;
         self.shared.names.lock().retain(|n| n != name);
         self.shared.host_ips.lock().remove(name);
         let gone = |result: Result<_, Error>| match result {
-            Err(e) if !e.is_not_found() => Err(format!("simulated node {name}: {e}")),
+            Err(source) if !source.is_not_found() => Err(NodesError::Delete { node: name.to_string(), source }),
             _ => Ok(()),
         };
         gone(Api::<Node>::cluster(&self.shared.client).delete(name, &DeleteParams::default()).map(|_| ()))?;
@@ -567,17 +675,17 @@ impl Worker {
 
     /// Lists pods and nodes, then registers each of its nodes with its Lease; any failure is
     /// fatal.
-    fn start_up(&mut self) -> Result<(), String> {
-        self.nodes.sync().map_err(|e| format!("simulated nodes: cannot list nodes: {e}"))?;
-        self.pods.sync().map_err(|e| format!("simulated nodes: cannot list pods: {e}"))?;
+    fn start_up(&mut self) -> Result<(), NodesError> {
+        self.nodes.sync().map_err(NodesError::ListNodes)?;
+        self.pods.sync().map_err(NodesError::ListPods)?;
         if self.runs_cluster_parts() {
             self.ensure_default_class()?;
             self.ensure_csi_driver()?;
         }
         for i in 0..self.kubelets.len() {
             let name = self.kubelets[i].machine.name.clone();
-            self.register(i).map_err(|e| format!("simulated node {name}: cannot register: {e}"))?;
-            self.renew_lease(i).map_err(|e| format!("simulated node {name}: cannot create its Lease: {e}"))?;
+            self.register(i).map_err(|source| NodesError::Register { node: name.clone(), source })?;
+            self.renew_lease(i).map_err(|source| NodesError::CreateLease { node: name, source })?;
         }
         Ok(())
     }

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::{Value, json};
 
-use super::{Worker, log_error};
+use super::{NodesError, Worker, log_error};
 use crate::client::{Api, DeleteParams, Patch, PostParams, Preconditions};
 
 /// The simulated CSI driver's name, which is its provisioner's (a StorageClass's `provisioner`).
@@ -108,15 +108,30 @@ fn provisioned_volume(
     Some(volume)
 }
 
+/// Why VolumeBinding's PreFilter finds a pod unschedulable, in kube-scheduler's words (the
+/// reason in the pod's PodScheduled condition).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unschedulable {
+    /// A claim the pod names does not exist.
+    #[error("persistentvolumeclaim \"{0}\" not found")]
+    ClaimNotFound(String),
+    /// A claim the pod names is being deleted.
+    #[error("persistentvolumeclaim \"{0}\" is being deleted")]
+    ClaimBeingDeleted(String),
+    /// An Immediate claim is not bound yet.
+    #[error("pod has unbound immediate PersistentVolumeClaims")]
+    UnboundImmediateClaims,
+}
+
 impl Worker {
     /// Creates the default StorageClass unless some class of that name exists.
-    pub(super) fn ensure_default_class(&self) -> Result<(), String> {
+    pub(super) fn ensure_default_class(&self) -> Result<(), NodesError> {
         let api = Api::<StorageClass>::cluster(&self.shared.client);
-        let class: StorageClass = serde_json::from_value(default_class()).map_err(|e| e.to_string())?;
+        let class: StorageClass = serde_json::from_value(default_class())?;
         match api.create(&class, &PostParams::default()) {
             Ok(_) => Ok(()),
             Err(e) if e.is_already_exists() => Ok(()),
-            Err(e) => Err(format!("simulated provisioner: cannot create StorageClass {DEFAULT_CLASS}: {e}")),
+            Err(source) => Err(NodesError::DefaultClass { class: DEFAULT_CLASS, source }),
         }
     }
 
@@ -235,18 +250,18 @@ impl Worker {
     pub(super) fn pod_claims(
         &self,
         pod: &k8s_openapi::api::core::v1::Pod,
-    ) -> Result<Vec<PersistentVolumeClaim>, String> {
+    ) -> Result<Vec<PersistentVolumeClaim>, Unschedulable> {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
         let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
         let mut delayed = Vec::new();
         let mut immediate_unbound = false;
         for source in volumes.into_iter().flatten().filter_map(|v| v.persistent_volume_claim.as_ref()) {
             let Some(claim) = self.claims.get(namespace, &source.claim_name) else {
-                return Err(format!("persistentvolumeclaim \"{}\" not found", source.claim_name));
+                return Err(Unschedulable::ClaimNotFound(source.claim_name.clone()));
             };
             // kube-scheduler's VolumeBinding PreFilter (`podHasPVCs`).
             if claim.metadata.deletion_timestamp.is_some() {
-                return Err(format!("persistentvolumeclaim \"{}\" is being deleted", source.claim_name));
+                return Err(Unschedulable::ClaimBeingDeleted(source.claim_name.clone()));
             }
             if is_bound(claim) {
                 continue;
@@ -258,7 +273,7 @@ impl Worker {
             }
         }
         if immediate_unbound {
-            return Err("pod has unbound immediate PersistentVolumeClaims".into());
+            return Err(Unschedulable::UnboundImmediateClaims);
         }
         Ok(delayed)
     }

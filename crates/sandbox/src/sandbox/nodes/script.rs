@@ -101,20 +101,34 @@ impl Script {
     }
 }
 
+/// Why a script annotation does not parse.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// Not a decimal number.
+    #[error("not a number of seconds (decimal, e.g. \"0.5\" or \"20\")")]
+    NotSeconds,
+    /// A number too large for a duration.
+    #[error("not a duration: {0}")]
+    NotDuration(#[source] std::time::TryFromFloatSecsError),
+    /// An entry of an exit script that is neither an exit code nor `evicted`.
+    #[error("entry {0:?} is neither an exit code (0-255) nor \"evicted\"")]
+    NotAnExit(String),
+}
+
 /// Decimal seconds, `0.5` or `20`: finite and not negative.
-pub fn parse_seconds(value: &str) -> Result<Duration, String> {
+pub fn parse_seconds(value: &str) -> Result<Duration, ScriptError> {
     let text = value.trim();
     let valid = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.');
     let seconds: f64 = text
         .parse()
         .ok()
         .filter(|_| valid)
-        .ok_or_else(|| "not a number of seconds (decimal, e.g. \"0.5\" or \"20\")".to_string())?;
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("not a duration: {e}"))
+        .ok_or(ScriptError::NotSeconds)?;
+    Duration::try_from_secs_f64(seconds).map_err(ScriptError::NotDuration)
 }
 
 /// A comma-separated script: exit codes (0–255) and `evicted`.
-pub fn parse_exits(value: &str) -> Result<Vec<Exit>, String> {
+pub fn parse_exits(value: &str) -> Result<Vec<Exit>, ScriptError> {
     value
         .split(',')
         .map(|entry| {
@@ -127,7 +141,7 @@ pub fn parse_exits(value: &str) -> Result<Vec<Exit>, String> {
                 .ok()
                 .filter(|c| (0..=MAX_EXIT_CODE).contains(c))
                 .map(Exit::Code)
-                .ok_or_else(|| format!("entry {entry:?} is neither an exit code (0-255) nor \"evicted\""))
+                .ok_or_else(|| ScriptError::NotAnExit(entry.to_string()))
         })
         .collect()
 }
