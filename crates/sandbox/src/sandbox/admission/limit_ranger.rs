@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::resource_list::{self, ResourceList};
+use crate::apimachinery::errors::Aggregate;
 use super::{AdmissionContext, Operation, Phase, forbidden, items, text};
 use crate::quantity::{Quantity, common_precision, fits_milli};
 use crate::sandbox::apiserver::status::ApiResult;
@@ -119,6 +120,86 @@ fn merge_defaults(container: &mut Value, field: &str, defaults: &ResourceList) -
     missing.into_iter().map(|(name, _)| name.clone()).collect()
 }
 
+/// A constraint of a LimitRange item that an object breaks (`minConstraint`, `maxConstraint`,
+/// `limitRequestRatioConstraint`), in upstream's words.
+#[derive(Debug, thiserror::Error)]
+enum Breach {
+    /// Below the minimum, or nothing to compare with it.
+    #[error("minimum {name} usage per {kind} is {enforced}{found}")]
+    Min {
+        /// The resource.
+        name: String,
+        /// The item's type (Container, Pod, PersistentVolumeClaim).
+        kind: String,
+        /// The minimum.
+        enforced: Quantity,
+        /// What the object has.
+        found: Found,
+    },
+    /// Above the maximum, or nothing to compare with it.
+    #[error("maximum {name} usage per {kind} is {enforced}{found}")]
+    Max {
+        /// The resource.
+        name: String,
+        /// The item's type.
+        kind: String,
+        /// The maximum.
+        enforced: Quantity,
+        /// What the object has.
+        found: Found,
+    },
+    /// A limit to request ratio above the maximum, or no ratio to compare.
+    #[error("{name} max limit to request ratio per {kind} is {enforced}, but {found}")]
+    Ratio {
+        /// The resource.
+        name: String,
+        /// The item's type.
+        kind: String,
+        /// The maximum ratio.
+        enforced: Quantity,
+        /// What the object has.
+        found: RatioFound,
+    },
+}
+
+/// What a min or max constraint found, as the end of upstream's message.
+#[derive(Debug)]
+enum Found {
+    NoRequest,
+    NoLimit,
+    Request(Quantity),
+    Limit(Quantity),
+}
+
+impl std::fmt::Display for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Found::NoRequest => f.write_str(".  No request is specified"),
+            Found::NoLimit => f.write_str(".  No limit is specified"),
+            Found::Request(req) => write!(f, ", but request is {req}"),
+            Found::Limit(lim) => write!(f, ", but limit is {lim}"),
+        }
+    }
+}
+
+/// What a ratio constraint found, as the end of upstream's message.
+#[derive(Debug)]
+enum RatioFound {
+    NoRequest,
+    NoLimit,
+    Ratio(f64),
+}
+
+impl std::fmt::Display for RatioFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RatioFound::NoRequest => f.write_str("no request is specified or request is 0"),
+            RatioFound::NoLimit => f.write_str("no limit is specified or limit is 0"),
+            RatioFound::Ratio(observed) => write!(f, "provided ratio is {observed:.6}"),
+        }
+    }
+}
+
 /// The validating half (`PodValidateLimitFunc`, `PersistentVolumeClaimValidateLimitFunc`):
 /// the first LimitRange that the object breaks refuses it, listing every breach.
 pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &Txn<'_>) -> ApiResult<()> {
@@ -127,15 +208,15 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &Txn<'_>
     }
     for limit_range in limit_ranges(ctx, txn) {
         let items = limit_items(&limit_range);
-        let errors = if ctx.is_core("pods") { pod_breaches(&items, object) } else { claim_breaches(&items, object) };
-        if !errors.is_empty() {
-            return Err(forbidden(ctx, object, Phase::Validating, &aggregate(errors)));
+        let breaches = if ctx.is_core("pods") { pod_breaches(&items, object) } else { claim_breaches(&items, object) };
+        if let Err(aggregate) = aggregate(breaches) {
+            return Err(forbidden(ctx, object, Phase::Validating, &aggregate.to_string()));
         }
     }
     Ok(())
 }
 
-fn pod_breaches(items: &[LimitItem], pod: &Value) -> Vec<String> {
+fn pod_breaches(items: &[LimitItem], pod: &Value) -> Vec<Breach> {
     let mut errors = Vec::new();
     for item in items {
         match item.kind.as_str() {
@@ -160,7 +241,7 @@ fn pod_breaches(items: &[LimitItem], pod: &Value) -> Vec<String> {
 }
 
 /// Claims: min against the requests, max against the requests only (`maxRequestConstraint`).
-fn claim_breaches(items: &[LimitItem], claim: &Value) -> Vec<String> {
+fn claim_breaches(items: &[LimitItem], claim: &Value) -> Vec<Breach> {
     let requests = resource_list::parse(&claim["spec"]["resources"]["requests"]);
     let mut errors = Vec::new();
     for item in items.iter().filter(|i| i.kind == "PersistentVolumeClaim") {
@@ -168,22 +249,25 @@ fn claim_breaches(items: &[LimitItem], claim: &Value) -> Vec<String> {
             errors.extend(min_breach(&item.kind, name, enforced, &requests, &ResourceList::new()));
         }
         for (name, enforced) in &item.max {
-            let kind = &item.kind;
-            match requests.get(name) {
-                None => errors.push(format!("maximum {name} usage per {kind} is {enforced}.  No request is specified")),
+            let found = match requests.get(name) {
+                None => Some(Found::NoRequest),
                 Some(req) => {
                     let (req_value, _, enforced_value) = common_precision(req, &Quantity::zero(), enforced);
-                    if req_value > enforced_value {
-                        errors.push(format!("maximum {name} usage per {kind} is {enforced}, but request is {req}"));
-                    }
+                    (req_value > enforced_value).then_some(Found::Request(*req))
                 }
-            }
+            };
+            errors.extend(found.map(|found| Breach::Max {
+                name: name.clone(),
+                kind: item.kind.clone(),
+                enforced: *enforced,
+                found,
+            }));
         }
     }
     errors
 }
 
-fn check_item(item: &LimitItem, requests: &ResourceList, limits: &ResourceList, errors: &mut Vec<String>) {
+fn check_item(item: &LimitItem, requests: &ResourceList, limits: &ResourceList, errors: &mut Vec<Breach>) {
     let kind = &item.kind;
     for (name, enforced) in &item.min {
         errors.extend(min_breach(kind, name, enforced, requests, limits));
@@ -203,20 +287,17 @@ fn min_breach(
     enforced: &Quantity,
     requests: &ResourceList,
     limits: &ResourceList,
-) -> Option<String> {
+) -> Option<Breach> {
     let zero = Quantity::zero();
     let (req, lim) = (requests.get(name), limits.get(name));
     let (req_value, lim_value, enforced_value) = common_precision(req.unwrap_or(&zero), lim.unwrap_or(&zero), enforced);
-    match (req, lim) {
-        (None, _) => Some(format!("minimum {name} usage per {kind} is {enforced}.  No request is specified")),
-        (Some(req), _) if req_value < enforced_value => {
-            Some(format!("minimum {name} usage per {kind} is {enforced}, but request is {req}"))
-        }
-        (_, Some(lim)) if lim_value < enforced_value => {
-            Some(format!("minimum {name} usage per {kind} is {enforced}, but limit is {lim}"))
-        }
-        _ => None,
-    }
+    let found = match (req, lim) {
+        (None, _) => Found::NoRequest,
+        (Some(req), _) if req_value < enforced_value => Found::Request(*req),
+        (_, Some(lim)) if lim_value < enforced_value => Found::Limit(*lim),
+        _ => return None,
+    };
+    Some(Breach::Min { name: name.to_string(), kind: kind.to_string(), enforced: *enforced, found })
 }
 
 /// `maxConstraint`.
@@ -226,20 +307,17 @@ fn max_breach(
     enforced: &Quantity,
     requests: &ResourceList,
     limits: &ResourceList,
-) -> Option<String> {
+) -> Option<Breach> {
     let zero = Quantity::zero();
     let (req, lim) = (requests.get(name), limits.get(name));
     let (req_value, lim_value, enforced_value) = common_precision(req.unwrap_or(&zero), lim.unwrap_or(&zero), enforced);
-    match (req, lim) {
-        (_, None) => Some(format!("maximum {name} usage per {kind} is {enforced}.  No limit is specified")),
-        (_, Some(lim)) if lim_value > enforced_value => {
-            Some(format!("maximum {name} usage per {kind} is {enforced}, but limit is {lim}"))
-        }
-        (Some(req), _) if req_value > enforced_value => {
-            Some(format!("maximum {name} usage per {kind} is {enforced}, but request is {req}"))
-        }
-        _ => None,
-    }
+    let found = match (req, lim) {
+        (_, None) => Found::NoLimit,
+        (_, Some(lim)) if lim_value > enforced_value => Found::Limit(*lim),
+        (Some(req), _) if req_value > enforced_value => Found::Request(*req),
+        _ => return None,
+    };
+    Some(Breach::Max { name: name.to_string(), kind: kind.to_string(), enforced: *enforced, found })
 }
 
 /// `limitRequestRatioConstraint`.
@@ -249,19 +327,16 @@ fn ratio_breach(
     enforced: &Quantity,
     requests: &ResourceList,
     limits: &ResourceList,
-) -> Option<String> {
+) -> Option<Breach> {
     let zero = Quantity::zero();
     let (req, lim) = (requests.get(name), limits.get(name));
     let (req_value, lim_value, _) = common_precision(req.unwrap_or(&zero), lim.unwrap_or(&zero), enforced);
+    let breach = |found| Breach::Ratio { name: name.to_string(), kind: kind.to_string(), enforced: *enforced, found };
     if req.is_none() || req_value == 0 {
-        return Some(format!(
-            "{name} max limit to request ratio per {kind} is {enforced}, but no request is specified or request is 0"
-        ));
+        return Some(breach(RatioFound::NoRequest));
     }
     if lim.is_none() || lim_value == 0 {
-        return Some(format!(
-            "{name} max limit to request ratio per {kind} is {enforced}, but no limit is specified or limit is 0"
-        ));
+        return Some(breach(RatioFound::NoLimit));
     }
     let observed = lim_value as f64 / req_value as f64;
     let (compared, allowed) = if fits_milli(enforced) {
@@ -269,20 +344,23 @@ fn ratio_breach(
     } else {
         (observed, enforced.value() as f64)
     };
-    (compared > allowed).then(|| {
-        format!("{name} max limit to request ratio per {kind} is {enforced}, but provided ratio is {observed:.6}")
-    })
+    (compared > allowed).then(|| breach(RatioFound::Ratio(observed)))
 }
 
-/// `utilerrors.NewAggregate(...).Error()`: one message as is, several (deduplicated) in brackets.
-fn aggregate(errors: Vec<String>) -> String {
-    let mut unique: Vec<String> = Vec::new();
-    for e in errors {
-        if !unique.contains(&e) {
-            unique.push(e);
+/// `utilerrors.NewAggregate(...)`: `Err` when anything breaks. Breaches with the same message
+/// are kept once, as upstream's `aggregate.Error()` prints each message once: one message as
+/// is, several in brackets.
+fn aggregate(breaches: Vec<Breach>) -> Result<(), Aggregate> {
+    let mut seen: Vec<String> = Vec::new();
+    let unique = breaches.into_iter().filter(|breach| {
+        let message = breach.to_string();
+        let new = !seen.contains(&message);
+        if new {
+            seen.push(message);
         }
-    }
-    if unique.len() == 1 { unique.remove(0) } else { format!("[{}]", unique.join(", ")) }
+        new
+    });
+    Aggregate::from_errors(unique)
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub struct Script {
 impl Script {
     /// The script of `pod`: its annotations over the defaults (`default_run_time`, exit 0). An
     /// invalid annotation makes the whole pod unscripted; the error names it.
-    pub fn of(pod: &Pod, default_run_time: Duration) -> (Script, Option<String>) {
+    pub fn of(pod: &Pod, default_run_time: Duration) -> (Script, Option<AnnotationError>) {
         let annotations = pod.metadata.annotations.clone().unwrap_or_default();
         let index = annotations.get(COMPLETION_INDEX).and_then(|i| i.parse::<i64>().ok()).filter(|i| *i >= 0);
         let owner = pod
@@ -65,7 +65,10 @@ impl Script {
         if let Some(value) = annotations.get(RUN_SECONDS) {
             match parse_seconds(value) {
                 Ok(run_time) => script.run_time = run_time,
-                Err(e) => return (default, Some(format!("annotation {RUN_SECONDS}={value:?}: {e}"))),
+                Err(source) => {
+                    let error = AnnotationError { annotation: RUN_SECONDS.to_string(), value: value.clone(), source };
+                    return (default, Some(error));
+                }
             }
         }
         let indexed = index.map(|i| format!("{EXIT_CODES_INDEX_PREFIX}{i}"));
@@ -76,7 +79,10 @@ impl Script {
         if let Some((annotation, value)) = chosen {
             match parse_exits(value) {
                 Ok(exits) => script.exits = exits,
-                Err(e) => return (default, Some(format!("annotation {annotation}={value:?}: {e}"))),
+                Err(source) => {
+                    let error = AnnotationError { annotation, value: value.clone(), source };
+                    return (default, Some(error));
+                }
             }
         }
         (script, None)
@@ -113,6 +119,19 @@ pub enum ScriptError {
     /// An entry of an exit script that is neither an exit code nor `evicted`.
     #[error("entry {0:?} is neither an exit code (0-255) nor \"evicted\"")]
     NotAnExit(String),
+}
+
+/// An invalid script annotation on a pod, which then runs unscripted.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("annotation {annotation}={value:?}: {source}")]
+pub struct AnnotationError {
+    /// The annotation.
+    pub annotation: String,
+    /// Its value.
+    pub value: String,
+    /// Why it does not parse.
+    #[source]
+    pub source: ScriptError,
 }
 
 /// Decimal seconds, `0.5` or `20`: finite and not negative.
@@ -206,10 +225,10 @@ mod tests {
         let default = Duration::from_secs(3);
         let (script, error) = Script::of(&pod(json!({RUN_SECONDS: "2", EXIT_CODES: "1,boom"})), default);
         assert_eq!((script.run_time, script.exits), (default, vec![Exit::Code(0)]));
-        let error = error.expect("an error");
+        let error = error.expect("an error").to_string();
         assert!(error.contains(EXIT_CODES) && error.contains("boom"), "{error}");
         let (_, error) = Script::of(&pod(json!({RUN_SECONDS: "soon"})), default);
-        assert!(error.expect("an error").contains(RUN_SECONDS));
+        assert!(error.expect("an error").to_string().contains(RUN_SECONDS));
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub(super) fn csr(object: &Value) -> Vec<FieldError> {
     let spec = &object["spec"];
     let mut errors = Vec::new();
     if let Some(why) = request_error(&spec["request"]) {
-        errors.push(FieldError::invalid("spec.request", go_bytes(&spec["request"]), &why));
+        errors.push(FieldError::invalid("spec.request", go_bytes(&spec["request"]), &why.to_string()));
     }
     let usages: Vec<&str> =
         spec["usages"].as_array().map(|u| u.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
@@ -88,8 +88,8 @@ pub(super) fn csr(object: &Value) -> Vec<FieldError> {
 
 /// `validateCSR`: why `spec.request` (base64 in JSON) is not a CSR with a valid signature, as
 /// `certificates.ParseCSR` and `CheckSignature` say.
-fn request_error(request: &Value) -> Option<String> {
-    x509::request::parse_csr(&decoded(request)).and_then(|csr| csr.check_signature()).err().map(|e| e.to_string())
+fn request_error(request: &Value) -> Option<x509::request::RequestError> {
+    x509::request::parse_csr(&decoded(request)).and_then(|csr| csr.check_signature()).err()
 }
 
 /// `apivalidation.ValidateSignerName`: `<domain with a dot>/<path>`, each dot-separated part a
@@ -141,23 +141,37 @@ fn first_part_errors(field: &str, segment: &str, parts: &[&str], check: fn(&str)
 fn certificate_error(object: &Value) -> Option<FieldError> {
     let pem = decoded(&object["status"]["certificate"]);
     let why = certificate_pem_error(&pem)?;
-    Some(FieldError::invalid("status.certificate", quote("<certificate data>"), &why))
+    Some(FieldError::invalid("status.certificate", quote("<certificate data>"), &why.to_string()))
 }
 
-fn certificate_pem_error(pem: &[u8]) -> Option<String> {
+/// Why `status.certificate` is refused (the detail of its field error).
+#[derive(Debug, thiserror::Error)]
+enum CertificatePemError {
+    /// A PEM block of another type.
+    #[error("only CERTIFICATE PEM blocks are allowed, found {}", quote(.0))]
+    NotACertificate(String),
+    /// A CERTIFICATE block that does not parse.
+    #[error("x509: malformed certificate")]
+    Malformed,
+    /// Data without PEM blocks.
+    #[error("must contain at least one CERTIFICATE PEM block")]
+    NoBlocks,
+}
+
+fn certificate_pem_error(pem: &[u8]) -> Option<CertificatePemError> {
     if pem.is_empty() {
         return None;
     }
     let blocks = x509::pem_blocks(pem);
     for (label, der) in &blocks {
         if label != "CERTIFICATE" {
-            return Some(format!("only CERTIFICATE PEM blocks are allowed, found {}", quote(label)));
+            return Some(CertificatePemError::NotACertificate(label.to_string()));
         }
         if x509::certificate::parse_certificate(der).is_none() {
-            return Some("x509: malformed certificate".to_string());
+            return Some(CertificatePemError::Malformed);
         }
     }
-    blocks.is_empty().then(|| "must contain at least one CERTIFICATE PEM block".to_string())
+    blocks.is_empty().then_some(CertificatePemError::NoBlocks)
 }
 
 fn decoded(bytes: &Value) -> Vec<u8> {
