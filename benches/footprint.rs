@@ -308,7 +308,7 @@ fn run(config: Config, backend: Backend, binary: &Path, log: &Path, options: &Op
     let names: Vec<String> = (1..=NODES).map(|i| format!("node-{i}")).collect();
     // Kubelet defaults, and kube-scheduler's respect for the not-ready taint.
     let node_options = NodeOptions { strict_not_ready_taint: true, ..NodeOptions::default() };
-    let nodes = SimulatedNodes::start(server.admin_config(), names, node_options)?;
+    let nodes = SimulatedNodes::start(server.admin_config(), names, node_options).map_err(|e| e.to_string())?;
 
     let mut args = controller_manager_args(config.side(), &kubeconfig, &[]);
     for arg in &mut args {

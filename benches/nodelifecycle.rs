@@ -49,7 +49,7 @@ fn run(binary: &std::path::Path) -> Result<Vec<String>, String> {
     let (sandbox, client) = sandbox_and_admin(Duration::from_secs(120))?;
     let dir = std::env::temp_dir().join(format!("kcm-bench-nodelifecycle-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let (_, kcm_kubeconfig) = sandbox.write_kubeconfigs(&dir.join("admin.conf"))?;
+    let (_, kcm_kubeconfig) = sandbox.write_kubeconfigs(&dir.join("admin.conf")).map_err(|e| e.to_string())?;
 
     let started = Instant::now();
     create_nodes(&client)?;

@@ -190,7 +190,7 @@ struct Shared {
 impl FaultProxy {
     /// Starts a proxy on a free loopback port in front of `plane`'s kube-apiserver.
     pub fn start(plane: &ControlPlane) -> Result<FaultProxy, String> {
-        let mut server = (*plane.pki.server_config()?).clone();
+        let mut server = (*plane.pki.server_config().map_err(|e| e.to_string())?).clone();
         server.alpn_protocols = vec![b"http/1.1".to_vec()];
         let read = |name: &str| std::fs::read_to_string(plane.dir().join(name)).map_err(|e| format!("{name}: {e}"));
         let upstream =
@@ -250,6 +250,7 @@ impl FaultProxy {
             &plane.controller_manager,
             &plane.service_account_key_pem,
         )
+        .map_err(|e| e.to_string())
     }
 
     /// Adds a rule; the first live rule matching a request decides its fault.

@@ -64,7 +64,7 @@ impl ControlPlane {
                 .map_err(|e| e.to_string())?;
         let front_proxy_ca = std::fs::read_to_string(self.dir().join("front-proxy-ca.crt"))
             .map_err(|e| format!("front-proxy-ca.crt: {e}"))?;
-        let tls = Pki::generate(Ipv4Addr::LOCALHOST.into())?.server_config_trusting(&front_proxy_ca)?;
+        let tls = Pki::generate(Ipv4Addr::LOCALHOST.into()).map_err(|e| e.to_string())?.server_config_trusting(&front_proxy_ca).map_err(|e| e.to_string())?;
         let handler = Arc::new(MetricsHandler { source: ServerSource { client: client.clone() } });
         let server = HttpServer::start(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), Some(tls), handler)
             .map_err(|e| format!("metrics API server: {e}"))?;

@@ -259,7 +259,7 @@ impl ControlPlane {
 
     /// A client certificate for any user and groups.
     pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, String> {
-        let credentials = self.pki.client_credentials(user, groups)?;
+        let credentials = self.pki.client_credentials(user, groups).map_err(|e| e.to_string())?;
         Ok(auth::rest_config(&self.url, Some(&self.pki.ca_pem), Some(&credentials), format!("envtest ({user})")))
     }
 
@@ -274,6 +274,7 @@ impl ControlPlane {
             &self.controller_manager,
             &self.service_account_key_pem,
         )
+        .map_err(|e| e.to_string())
     }
 
     /// kube-apiserver's process, to stop, stall (SIGSTOP) or read the log of.
@@ -422,13 +423,15 @@ struct Files {
 
 impl Files {
     fn write(dir: &Path) -> Result<Files, String> {
-        let pki = Pki::generate(KUBERNETES_SERVICE_IP.parse().expect("an IP"))?;
-        let front_proxy = Pki::generate(Ipv4Addr::LOCALHOST.into())?;
+        let pki = Pki::generate(KUBERNETES_SERVICE_IP.parse().expect("an IP")).map_err(|e| e.to_string())?;
+        let front_proxy = Pki::generate(Ipv4Addr::LOCALHOST.into()).map_err(|e| e.to_string())?;
         let service_account_key = rcgen::KeyPair::generate().map_err(|e| format!("service account key: {e}"))?;
         let service_account_key_pem = service_account_key.serialize_pem();
-        let kubelet_client = pki.client_credentials("kube-apiserver-kubelet-client", &["kubeadm:cluster-admins"])?;
-        let front_proxy_client = front_proxy.client_credentials("front-proxy-client", &[])?;
-        let write = |name: &str, contents: &str| auth::write_private(&dir.join(name), contents.as_bytes());
+        let kubelet_client = pki.client_credentials("kube-apiserver-kubelet-client", &["kubeadm:cluster-admins"]).map_err(|e| e.to_string())?;
+        let front_proxy_client = front_proxy.client_credentials("front-proxy-client", &[]).map_err(|e| e.to_string())?;
+        let write = |name: &str, contents: &str| {
+            auth::write_private(&dir.join(name), contents.as_bytes()).map_err(|e| e.to_string())
+        };
         write("ca.crt", &pki.ca_pem)?;
         write("ca.key", &pki.ca_key_pem())?;
         write("apiserver.crt", &pki.serving.cert_pem)?;
@@ -443,8 +446,8 @@ impl Files {
         write("audit-policy.yaml", AUDIT_POLICY)?;
         Ok(Files {
             dir: dir.to_path_buf(),
-            admin: pki.client_credentials(ADMIN_USER, &["system:masters"])?,
-            controller_manager: pki.client_credentials(CONTROLLER_MANAGER_USER, &[])?,
+            admin: pki.client_credentials(ADMIN_USER, &["system:masters"]).map_err(|e| e.to_string())?,
+            controller_manager: pki.client_credentials(CONTROLLER_MANAGER_USER, &[]).map_err(|e| e.to_string())?,
             pki,
             service_account_key_pem,
         })
@@ -580,7 +583,7 @@ impl TestServer {
         match backend {
             Backend::Sandbox => {
                 let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-                Ok(TestServer::Sandbox(Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() })?))
+                Ok(TestServer::Sandbox(Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).map_err(|e| e.to_string())?))
             }
             Backend::Real => Ok(TestServer::Real(ControlPlane::start()?)),
         }
@@ -653,7 +656,7 @@ impl TestServer {
     /// A client certificate for any user and groups.
     pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, String> {
         match self {
-            TestServer::Sandbox(s) => s.user_config(user, groups),
+            TestServer::Sandbox(s) => s.user_config(user, groups).map_err(|e| e.to_string()),
             TestServer::Real(r) => r.user_config(user, groups),
         }
     }
@@ -671,7 +674,7 @@ impl TestServer {
     /// sa.key and ca.crt beside it.
     pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), String> {
         match self {
-            TestServer::Sandbox(s) => s.write_kubeconfigs(path),
+            TestServer::Sandbox(s) => s.write_kubeconfigs(path).map_err(|e| e.to_string()),
             TestServer::Real(r) => r.write_kubeconfigs(path),
         }
     }

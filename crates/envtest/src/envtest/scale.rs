@@ -189,7 +189,7 @@ pub fn run(side: Side, binary: &Path, options: &ScaleOptions) -> Result<ScaleRun
         kubelet_threads: options.kubelet_threads(),
         ..NodeOptions::default()
     };
-    let nodes = SimulatedNodes::start(plane.admin_config(), names, node_options)?;
+    let nodes = SimulatedNodes::start(plane.admin_config(), names, node_options).map_err(|e| e.to_string())?;
     let mut bed = Bed {
         side,
         binary: binary.to_path_buf(),

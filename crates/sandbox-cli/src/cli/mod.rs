@@ -225,7 +225,7 @@ pub struct Served {
 
 /// Starts the sandbox with its nodes, applies the fault flags and writes the kubeconfigs.
 pub fn start(options: &ServeOptions) -> Result<Served, String> {
-    let sandbox = Arc::new(Sandbox::start(options.sandbox.clone())?);
+    let sandbox = Arc::new(Sandbox::start(options.sandbox.clone()).map_err(|e| e.to_string())?);
     let restarter = Arc::new(Restarter::new(&sandbox, options.restart_downtime));
     if let Some(every) = options.close_watches_every {
         repeat(&sandbox, every, Sandbox::close_watches);
@@ -237,10 +237,10 @@ pub fn start(options: &ServeOptions) -> Result<Served, String> {
         restarter.repeat(every);
     }
     if let Some((count, code, retry)) = options.fail_next {
-        sandbox.faults().fail_next(count, code, retry)?;
+        sandbox.faults().fail_next(count, code, retry).map_err(|e| e.to_string())?;
     }
     sandbox.faults().set_latency(options.latency);
-    sandbox.write_kubeconfigs(&options.kubeconfig_out)?;
+    sandbox.write_kubeconfigs(&options.kubeconfig_out).map_err(|e| e.to_string())?;
     let nodes = (options.nodes > 0).then(|| {
         let names = (1..=options.nodes).map(|i| format!("node-{i}")).collect();
         crate::sandbox::nodes::SimulatedNodes::start(
@@ -249,7 +249,7 @@ pub fn start(options: &ServeOptions) -> Result<Served, String> {
             crate::sandbox::nodes::NodeOptions::default(),
         )
     });
-    Ok(Served { sandbox, nodes: nodes.transpose()?, restarter })
+    Ok(Served { sandbox, nodes: nodes.transpose().map_err(|e| e.to_string())?, restarter })
 }
 
 /// Runs a fault every `period` for as long as the sandbox lives.
@@ -299,7 +299,7 @@ impl Restarter {
         log::info!("restarting: the server stops for {:?}, its state kept", self.downtime);
         sandbox.pause();
         std::thread::sleep(self.downtime);
-        sandbox.resume()?;
+        sandbox.resume().map_err(|e| e.to_string())?;
         log::info!("restarted: serving {} again", sandbox.url());
         Ok(true)
     }
@@ -385,8 +385,8 @@ fn node_commands(nodes: Weak<crate::sandbox::nodes::SimulatedNodes>) {
             let Ok(line) = line else { return };
             let Some(nodes) = nodes.upgrade() else { return };
             let answer = match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-                ["add-node", name] => nodes.add_node(name),
-                ["remove-node", name] => nodes.remove_node(name),
+                ["add-node", name] => nodes.add_node(name).map_err(|e| e.to_string()),
+                ["remove-node", name] => nodes.remove_node(name).map_err(|e| e.to_string()),
                 [] => continue,
                 _ => Err(format!("unknown command {line:?}: want add-node NAME or remove-node NAME")),
             };
@@ -427,7 +427,7 @@ fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, String
         config,
         names,
         crate::sandbox::nodes::NodeOptions::default(),
-    )?);
+    ).map_err(|e| e.to_string())?);
     println!("kcm-sandbox: running {count} simulated node(s)");
     node_commands(Arc::downgrade(&nodes));
     signals.forever().next();

@@ -91,7 +91,7 @@ impl Bed {
             .for_controller("chaos");
         let (_, kubeconfig) = plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
         let names: Vec<String> = (1..=NODES).map(|i| format!("node-{i}")).collect();
-        let nodes = SimulatedNodes::start(plane.admin_config(), names, node_options())?;
+        let nodes = SimulatedNodes::start(plane.admin_config(), names, node_options()).map_err(|e| e.to_string())?;
         let mut bed = Bed {
             replicas: Vec::new(),
             nodes,

@@ -41,13 +41,13 @@ pub(super) fn daemonset_start(
     narrator.ok(&format!("one agent pod Running on each node: {}", describe(&placed)));
 
     narrator.step(&format!("{JOINING_NODE} joins the cluster"));
-    nodes.add_node(JOINING_NODE)?;
+    nodes.add_node(JOINING_NODE).map_err(|e| e.to_string())?;
     let placed = wait_agents(client, ns, nodes.names().len())?;
     let pod = placed.get(JOINING_NODE).cloned().unwrap_or_default();
     narrator.ok(&format!("daemonset-controller placed {pod} on it (required node affinity on metadata.name)"));
 
     narrator.step(&format!("{JOINING_NODE} leaves the cluster (its Node is deleted)"));
-    nodes.remove_node(JOINING_NODE)?;
+    nodes.remove_node(JOINING_NODE).map_err(|e| e.to_string())?;
     narrator.ok("its agent pod is an orphan now: pod-garbage-collector deletes it after 40 s, checked near the end");
     Ok(true)
 }

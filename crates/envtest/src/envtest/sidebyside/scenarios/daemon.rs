@@ -58,7 +58,7 @@ pub(super) fn daemon_set(steps: &mut Steps) -> Result<(), String> {
     let pods = steps.live_pods(NAMESPACE, "app=agent")?;
     let failed = pods.iter().find(|p| p["spec"]["nodeName"] == "node-2").ok_or("no pod on node-2")?;
     let failed = failed["metadata"]["name"].as_str().unwrap_or_default().to_string();
-    steps.nodes.fail_pod(NAMESPACE, &failed)?;
+    steps.nodes.fail_pod(NAMESPACE, &failed).map_err(|e| e.to_string())?;
     steps.wait("the failed pod replaced", |s| {
         let pods = s.live_pods(NAMESPACE, "app=agent")?;
         let replaced = pods.iter().any(|p| {
@@ -81,8 +81,8 @@ pub(super) fn daemon_set(steps: &mut Steps) -> Result<(), String> {
     daemon_set_rolled_out(steps, "agent", 2)?;
     steps.checkpoint("rolled with maxSurge")?;
     // node-1 leaves (its pod stays until the pod GC's 40 s quarantine ends), node-4 joins.
-    steps.nodes.remove_node("node-1")?;
-    steps.nodes.add_node("node-4")?;
+    steps.nodes.remove_node("node-1").map_err(|e| e.to_string())?;
+    steps.nodes.add_node("node-4").map_err(|e| e.to_string())?;
     steps.wait("node-4 schedulable", |s| {
         let node = s.get("/api/v1/nodes/node-4")?.unwrap_or_default();
         let taints = node["spec"]["taints"].as_array().map(Vec::as_slice).unwrap_or_default();
