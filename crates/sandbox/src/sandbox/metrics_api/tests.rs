@@ -133,3 +133,29 @@ fn discovery_documents_and_other_paths() {
     assert_eq!(get("/apis/metrics.k8s.io/v1/nodes", &[]).0, 404);
     assert!(answer("/apis/apps/v1", &[], &objects(), jiff::Timestamp::now()).is_none());
 }
+
+/// A source whose reads fail, as a real API server's can.
+struct Failing;
+
+impl Source for Failing {
+    fn pods(&self, _: Option<&str>) -> Result<Vec<Value>, BoxError> {
+        Err("GET /api/v1/pods: connection refused".into())
+    }
+    fn services(&self, _: Option<&str>) -> Result<Vec<Value>, BoxError> {
+        Ok(Vec::new())
+    }
+    fn nodes(&self) -> Result<Vec<Value>, BoxError> {
+        Ok(Vec::new())
+    }
+    fn object(&self, _: &str, _: &str, _: &str, _: &str) -> Result<Option<Value>, BoxError> {
+        Ok(None)
+    }
+}
+
+#[test]
+fn a_failing_source_is_a_500_with_its_message() {
+    let (code, body) =
+        answer("/apis/metrics.k8s.io/v1beta1/pods", &[], &Failing, jiff::Timestamp::now()).expect("a metrics path");
+    assert_eq!((code, &body["reason"]), (500, &json!("InternalError")));
+    assert_eq!(body["message"], "GET /api/v1/pods: connection refused");
+}

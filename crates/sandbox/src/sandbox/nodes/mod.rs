@@ -1331,6 +1331,32 @@ mod tests {
 
     use super::*;
 
+    fn api_error(code: u16, reason: &str) -> Error {
+        let status = k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
+            code: Some(code.into()),
+            reason: Some(reason.into()),
+            message: Some(format!("{reason} for the test")),
+            ..Default::default()
+        };
+        crate::client::ApiError::from_status(status, code, None).into()
+    }
+
+    /// The API error behind a node operation's failure keeps its kind (it was a string before),
+    /// and the message reads as it did.
+    #[test]
+    fn node_errors_keep_the_api_error() {
+        let source = api_error(409, "Conflict");
+        let text = source.to_string();
+        let error = NodesError::Pod { pod: "default/web-0".into(), source };
+        assert_eq!(error.to_string(), format!("pod default/web-0: {text}"));
+        assert!(Error::find(&error).is_some_and(Error::is_conflict));
+
+        let error = NodesError::Register { node: "node-1".into(), source: api_error(404, "NotFound") };
+        assert!(Error::find(&error).is_some_and(Error::is_not_found));
+        assert!(error.to_string().starts_with("simulated node node-1: cannot register: "));
+        assert!(Error::find(&NodesError::NotRegistered("node-1".into())).is_none());
+    }
+
     #[test]
     fn pod_cidrs() {
         let (start, end) = ipv4_range("10.244.3.0/24").expect("a range");

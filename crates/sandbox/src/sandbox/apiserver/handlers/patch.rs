@@ -96,3 +96,38 @@ fn strategic_error(error: patch::StrategicPatchError) -> ApiError {
         _ => ApiError::internal(message),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn strategic(target: Value, document: Value, kind: &str) -> ApiError {
+        let version = if kind == "Deployment" { "apps/v1" } else { "v1" };
+        patch::strategic_merge_patch(&target, &document, version, kind).map_err(strategic_error).unwrap_err()
+    }
+
+    /// Each failure answers with kube-apiserver's status, now picked by the error's variant.
+    #[test]
+    fn patch_failures_answer_upstream_s_status() {
+        let json_patch = |document| patch::json_patch(&json!({}), &document).map_err(json_patch_error).unwrap_err();
+        let error = json_patch(json!({"op": "add"}));
+        assert_eq!((error.code, error.message()), (400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch"));
+        let error = json_patch(json!([{"op": "remove", "path": "/a"}]));
+        assert_eq!((error.code, error.reason()), (422, "Invalid"));
+        assert_eq!(error.message(), "error in remove for path: '/a': Unable to remove nonexistent key: a: missing value");
+
+        let error = strategic(json!({}), json!({}), "Widget");
+        assert_eq!((error.code, error.message()), (415, "strategic merge patch is not supported for Widget"));
+        assert_eq!(strategic(json!({}), json!([1]), "Deployment").code, 400);
+        let named = json!({"metadata": {"name": "web"}});
+        assert_eq!(strategic(named, json!({"metadata": {"$deleteFromPrimitiveList": ["a"]}}), "Deployment").code, 400);
+        let pod = json!({"metadata": {"finalizers": []}});
+        assert_eq!(strategic(pod, json!({"metadata": {"finalizers": [["x"]]}}), "Pod").code, 422);
+        let missing_key = json!({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}});
+        let deployment = json!({"spec": {"template": {"spec": {"containers": [{"name": "app"}]}}}});
+        let error = strategic(deployment, missing_key, "Deployment");
+        assert_eq!((error.code, error.message()), (500, "map: map[image:x] does not contain declared merge key: name"));
+    }
+}
