@@ -53,7 +53,8 @@ fn run(binary: &Path, flags: &[&str]) -> Result<(Duration, u64), String> {
     let (_, kcm_kubeconfig) = sandbox.write_kubeconfigs(&dir.join("admin.conf")).map_err(|e| e.to_string())?;
     create_default_account(&client, "default")?;
     let names: Vec<String> = (0..NODES).map(|i| format!("node-{i}")).collect();
-    let nodes = SimulatedNodes::start(sandbox.admin_config(), names, NodeOptions::default()).map_err(|e| e.to_string())?;
+    let nodes =
+        SimulatedNodes::start(sandbox.admin_config(), names, NodeOptions::default()).map_err(|e| e.to_string())?;
 
     let controllers = "--controllers=deployment-controller,replicaset-controller";
     let mut child = start_controller_manager(binary, &kcm_kubeconfig, &dir, &[&[controllers], flags].concat())?;

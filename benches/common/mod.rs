@@ -127,7 +127,8 @@ pub fn stop(child: &mut Child) {
 /// limit whose requests time out after `timeout`.
 pub fn sandbox_and_admin(timeout: Duration) -> Result<(Sandbox, Client), String> {
     let sandbox =
-        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() }).map_err(|e| e.to_string())?;
+        Sandbox::start(SandboxOptions { listen: "127.0.0.1:0".parse().unwrap(), ..SandboxOptions::default() })
+            .map_err(|e| e.to_string())?;
     let client = Client::new(sandbox.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout })
         .map_err(|e| e.to_string())?;
     Ok((sandbox, client))

@@ -20,9 +20,9 @@ use ureq::http::Method;
 
 use crate::client::{Body, Client, ClientOptions, Error};
 use crate::sandbox::auth::Pki;
-use kcm_base::apimachinery::errors::BoxError;
 use crate::sandbox::metrics_api::{self, GROUPS, Source};
 use crate::server::http::{Handler, HttpServer, Request, ResponseWriter};
+use kcm_base::apimachinery::errors::BoxError;
 
 /// The Service in kube-system the APIServices point at.
 const SERVICE: &str = "kcm-metrics-apis";
@@ -64,7 +64,10 @@ impl ControlPlane {
                 .map_err(|e| e.to_string())?;
         let front_proxy_ca = std::fs::read_to_string(self.dir().join("front-proxy-ca.crt"))
             .map_err(|e| format!("front-proxy-ca.crt: {e}"))?;
-        let tls = Pki::generate(Ipv4Addr::LOCALHOST.into()).map_err(|e| e.to_string())?.server_config_trusting(&front_proxy_ca).map_err(|e| e.to_string())?;
+        let tls = Pki::generate(Ipv4Addr::LOCALHOST.into())
+            .map_err(|e| e.to_string())?
+            .server_config_trusting(&front_proxy_ca)
+            .map_err(|e| e.to_string())?;
         let handler = Arc::new(MetricsHandler { source: ServerSource { client: client.clone() } });
         let server = HttpServer::start(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), Some(tls), handler)
             .map_err(|e| format!("metrics API server: {e}"))?;

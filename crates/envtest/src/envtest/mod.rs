@@ -427,8 +427,11 @@ impl Files {
         let front_proxy = Pki::generate(Ipv4Addr::LOCALHOST.into()).map_err(|e| e.to_string())?;
         let service_account_key = rcgen::KeyPair::generate().map_err(|e| format!("service account key: {e}"))?;
         let service_account_key_pem = service_account_key.serialize_pem();
-        let kubelet_client = pki.client_credentials("kube-apiserver-kubelet-client", &["kubeadm:cluster-admins"]).map_err(|e| e.to_string())?;
-        let front_proxy_client = front_proxy.client_credentials("front-proxy-client", &[]).map_err(|e| e.to_string())?;
+        let kubelet_client = pki
+            .client_credentials("kube-apiserver-kubelet-client", &["kubeadm:cluster-admins"])
+            .map_err(|e| e.to_string())?;
+        let front_proxy_client =
+            front_proxy.client_credentials("front-proxy-client", &[]).map_err(|e| e.to_string())?;
         let write = |name: &str, contents: &str| {
             auth::write_private(&dir.join(name), contents.as_bytes()).map_err(|e| e.to_string())
         };
@@ -583,7 +586,10 @@ impl TestServer {
         match backend {
             Backend::Sandbox => {
                 let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-                Ok(TestServer::Sandbox(Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() }).map_err(|e| e.to_string())?))
+                Ok(TestServer::Sandbox(
+                    Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() })
+                        .map_err(|e| e.to_string())?,
+                ))
             }
             Backend::Real => Ok(TestServer::Real(ControlPlane::start()?)),
         }

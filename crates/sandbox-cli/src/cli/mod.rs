@@ -423,11 +423,10 @@ fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, String
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let config = crate::client::config::load(Some(&kubeconfig), None).map_err(|e| e.to_string())?;
     let count = names.len();
-    let nodes = Arc::new(crate::sandbox::nodes::SimulatedNodes::start(
-        config,
-        names,
-        crate::sandbox::nodes::NodeOptions::default(),
-    ).map_err(|e| e.to_string())?);
+    let nodes = Arc::new(
+        crate::sandbox::nodes::SimulatedNodes::start(config, names, crate::sandbox::nodes::NodeOptions::default())
+            .map_err(|e| e.to_string())?,
+    );
     println!("kcm-sandbox: running {count} simulated node(s)");
     node_commands(Arc::downgrade(&nodes));
     signals.forever().next();

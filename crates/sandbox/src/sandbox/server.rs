@@ -153,8 +153,7 @@ impl Sandbox {
         let admin = pki.client_credentials(ADMIN_USER, &["system:masters"])?;
         let controller_manager = pki.client_credentials(CONTROLLER_MANAGER_USER, &[])?;
         let store = Arc::new(Store::new(options.history));
-        let service_account_key_pem =
-            rcgen::KeyPair::generate().map_err(Error::ServiceAccountKey)?.serialize_pem();
+        let service_account_key_pem = rcgen::KeyPair::generate().map_err(Error::ServiceAccountKey)?.serialize_pem();
         let service_account_key = crate::jwt::SigningKey::from_pem(service_account_key_pem.as_bytes())?;
         let api = Arc::new(ApiServer {
             store,

@@ -278,7 +278,8 @@ fn run_steps(
     let (_, kubeconfig) = plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
     create(&admin, "/api/v1/namespaces", json!({"metadata": {"name": NAMESPACE}}))?;
     let names: Vec<String> = (1..=scenario.nodes).map(|i| format!("node-{i}")).collect();
-    let nodes = SimulatedNodes::start(plane.admin_config(), names.clone(), node_options()).map_err(|e| e.to_string())?;
+    let nodes =
+        SimulatedNodes::start(plane.admin_config(), names.clone(), node_options()).map_err(|e| e.to_string())?;
     let mut manager = start_controller_manager(side, binary, &kubeconfig, scenario.flags, log)?;
     let mut steps = Steps {
         client: admin,

@@ -165,7 +165,8 @@ fn scenario(options: &DemoOptions, workdir: &Path, narrator: &mut Narrator) -> R
 
     narrator.step(&format!("Registering {} simulated nodes", options.nodes));
     let names: Vec<String> = (1..=options.nodes).map(|i| format!("node-{i}")).collect();
-    let nodes = SimulatedNodes::start(server.admin_config(), names.clone(), NodeOptions::default()).map_err(|e| e.to_string())?;
+    let nodes = SimulatedNodes::start(server.admin_config(), names.clone(), NodeOptions::default())
+        .map_err(|e| e.to_string())?;
     wait_for("every node Ready", STEP_TIMEOUT, || {
         let (nodes, _) = Api::<Node>::all(&client).list_all(&ListParams::default()).map_err(|e| e.to_string())?;
         Ok((nodes.iter().filter(|n| node_ready(n) == Some("True")).count() == options.nodes).then_some(()))
@@ -223,7 +224,8 @@ fn start_server(real_server: bool, narrator: &mut Narrator) -> Result<TestServer
         listen: "127.0.0.1:0".parse().expect("address"),
         authorization_mode: AuthorizationMode::Rbac,
         ..SandboxOptions::default()
-    }).map_err(|e| e.to_string())?;
+    })
+    .map_err(|e| e.to_string())?;
     Ok(TestServer::Sandbox(sandbox))
 }
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::resource_list::{self, ResourceList};
-use crate::apimachinery::errors::Aggregate;
 use super::{AdmissionContext, Operation, Phase, forbidden, items, text};
+use crate::apimachinery::errors::Aggregate;
 use crate::quantity::{Quantity, common_precision, fits_milli};
 use crate::sandbox::apiserver::status::ApiResult;
 use crate::sandbox::storage::objects::{is_deleting, metadata_mut};

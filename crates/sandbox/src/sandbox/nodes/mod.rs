@@ -322,9 +322,7 @@ impl SimulatedNodes {
         let nodes = names.len().max(1) as f32;
         let client_options =
             ClientOptions { qps: 50.0 * nodes, burst: (100.0 * nodes) as u32, timeout: Duration::from_secs(15) };
-        let client = Client::new(config, client_options)
-            .map_err(NodesError::Client)?
-            .for_controller("sandbox-kubelet");
+        let client = Client::new(config, client_options).map_err(NodesError::Client)?.for_controller("sandbox-kubelet");
         let machines: Vec<Machine> =
             names.iter().enumerate().map(|(i, name)| Machine::new(name, i, &options.zones)).collect();
         let shared = Arc::new(Shared {

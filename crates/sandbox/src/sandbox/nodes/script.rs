@@ -138,11 +138,7 @@ pub struct AnnotationError {
 pub fn parse_seconds(value: &str) -> Result<Duration, ScriptError> {
     let text = value.trim();
     let valid = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-    let seconds: f64 = text
-        .parse()
-        .ok()
-        .filter(|_| valid)
-        .ok_or(ScriptError::NotSeconds)?;
+    let seconds: f64 = text.parse().ok().filter(|_| valid).ok_or(ScriptError::NotSeconds)?;
     Duration::try_from_secs_f64(seconds).map_err(ScriptError::NotDuration)
 }
 

@@ -113,10 +113,16 @@ mod tests {
     fn patch_failures_answer_upstream_s_status() {
         let json_patch = |document| patch::json_patch(&json!({}), &document).map_err(json_patch_error).unwrap_err();
         let error = json_patch(json!({"op": "add"}));
-        assert_eq!((error.code, error.message()), (400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch"));
+        assert_eq!(
+            (error.code, error.message()),
+            (400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+        );
         let error = json_patch(json!([{"op": "remove", "path": "/a"}]));
         assert_eq!((error.code, error.reason()), (422, "Invalid"));
-        assert_eq!(error.message(), "error in remove for path: '/a': Unable to remove nonexistent key: a: missing value");
+        assert_eq!(
+            error.message(),
+            "error in remove for path: '/a': Unable to remove nonexistent key: a: missing value"
+        );
 
         let error = strategic(json!({}), json!({}), "Widget");
         assert_eq!((error.code, error.message()), (415, "strategic merge patch is not supported for Widget"));

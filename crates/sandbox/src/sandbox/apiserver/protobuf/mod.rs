@@ -551,11 +551,7 @@ fn special(kind: Kind, data: &[u8]) -> Result<Value, Error> {
         Kind::IntOrString => (int(2).unwrap_or(0) as i32).into(),
         Kind::RawJson => {
             let raw = fields.iter().rev().find(|(n, _)| *n == 1).and_then(|(_, v)| v.as_bytes()).unwrap_or(&[]);
-            if raw.is_empty() {
-                Value::Null
-            } else {
-                serde_json::from_slice(raw).map_err(Error::EmbeddedNotJson)?
-            }
+            if raw.is_empty() { Value::Null } else { serde_json::from_slice(raw).map_err(Error::EmbeddedNotJson)? }
         }
         _ => return Err(Error::NotSpecial(format!("{kind:?}"))),
     })

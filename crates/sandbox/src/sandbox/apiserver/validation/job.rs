@@ -386,9 +386,7 @@ fn index_interval(interval: &str, completions: i64) -> Result<(i64, i64), Indexe
     if limits.len() > 2 {
         return Err(IndexesError::TooManyParts(interval.to_string()));
     }
-    let parse = |text: &str| {
-        go_atoi(text).ok_or_else(|| IndexesError::NotAnInteger(text.to_string()))
-    };
+    let parse = |text: &str| go_atoi(text).ok_or_else(|| IndexesError::NotAnInteger(text.to_string()));
     let x = parse(limits[0])?;
     if x >= completions {
         return Err(IndexesError::TooLarge(limits[0].to_string()));
