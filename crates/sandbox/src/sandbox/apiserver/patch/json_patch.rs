@@ -125,11 +125,9 @@ pub enum AccessError {
     #[error(transparent)]
     Atoi(#[from] Atoi),
     /// add: a token that is not a number, on an array.
-    #[error("value was not a proper array index: '{key}': {source}")]
+    #[error("value was not a proper array index: '{key}': {source}", key = .source.key)]
     NotAnIndex {
-        /// The token.
-        key: String,
-        /// Why it is not a number.
+        /// Why the token is not a number.
         #[source]
         source: Atoi,
     },
@@ -140,15 +138,21 @@ pub enum AccessError {
 
 /// Go's `strconv.Atoi` error.
 #[derive(Debug, thiserror::Error)]
-#[error("strconv.Atoi: parsing {key:?}: {reason}")]
+#[error("strconv.Atoi: parsing {key:?}: {}", go_reason(.source))]
 pub struct Atoi {
     /// The token.
     key: String,
-    /// "value out of range" or "invalid syntax".
-    reason: &'static str,
     /// The parse error.
     #[source]
     source: std::num::ParseIntError,
+}
+
+/// Go's words for why a number does not parse.
+fn go_reason(error: &std::num::ParseIntError) -> &'static str {
+    match error.kind() {
+        std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+        _ => "invalid syntax",
+    }
 }
 
 /// Applies the operations in order; the first failure stops and is returned.
@@ -341,7 +345,7 @@ fn insert(container: &mut Value, key: &str, value: Value) -> Result<(), AccessEr
             Ok(())
         }
         Value::Array(items) => {
-            let index = atoi(key).map_err(|source| AccessError::NotAnIndex { key: key.to_string(), source })?;
+            let index = atoi(key).map_err(|source| AccessError::NotAnIndex { source })?;
             // One past the end is allowed.
             let index = resolve_index(index, items.len() + 1)?;
             items.insert(index, value);
@@ -397,13 +401,7 @@ fn resolve_index(index: i64, len: usize) -> Result<usize, AccessError> {
 
 /// Go's `strconv.Atoi`, with its error messages.
 fn atoi(key: &str) -> Result<i64, Atoi> {
-    key.parse::<i64>().map_err(|source| {
-        let reason = match source.kind() {
-            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
-            _ => "invalid syntax",
-        };
-        Atoi { key: key.to_string(), reason, source }
-    })
+    key.parse::<i64>().map_err(|source| Atoi { key: key.to_string(), source })
 }
 
 /// `lazyNode.equal`: objects match when every member of the document's object is in the
