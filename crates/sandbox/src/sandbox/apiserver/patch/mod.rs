@@ -5,13 +5,15 @@
 //! - `application/strategic-merge-patch+json`: [`strategic_merge_patch`]
 //!   (k8s.io/apimachinery strategicpatch, with the merge keys of k8s.io/api in [`schema`]).
 //!
-//! Errors are kube-apiserver's messages; the caller picks the status:
-//! - JSON patch: a body that is not a list of objects ("json: cannot unmarshal ...") is
-//!   400 BadRequest; any failing operation is 422 Invalid.
-//! - Strategic merge patch: `strategic merge patch is not supported for <kind>` is 415
-//!   UnsupportedMediaType (custom resources); a body that is not an object, "invalid patch
-//!   format of ..." are 400 BadRequest; "lists of lists are not supported" is 422 Invalid;
-//!   the rest (missing merge key, unknown `$patch` value, ...) is 500 InternalError.
+//! Errors are typed ([`JsonPatchError`], [`StrategicPatchError`]) and read as kube-apiserver's
+//! messages; the caller picks the status by variant:
+//! - JSON patch: a body that is not a list of objects ([`JsonPatchError::Decode`], "json: cannot
+//!   unmarshal ...") is 400 BadRequest; any failing operation is 422 Invalid.
+//! - Strategic merge patch: [`StrategicPatchError::NotSupported`] (`strategic merge patch is not
+//!   supported for <kind>`) is 415 UnsupportedMediaType (custom resources); a body that is not
+//!   an object, "invalid patch format of ..." are 400 BadRequest; "lists of lists are not
+//!   supported" is 422 Invalid; the rest (missing merge key, unknown `$patch` value, ...) is
+//!   500 InternalError.
 
 mod gofmt;
 mod json_patch;
@@ -20,7 +22,10 @@ mod strategic;
 
 use serde_json::{Map, Value};
 
-pub use json_patch::{AccessError as JsonPatchAccessError, Atoi, Error as JsonPatchError, FieldError, Unmarshal};
+pub use json_patch::{
+    AccessError as JsonPatchAccessError, Atoi as JsonPatchAtoi, Error as JsonPatchError,
+    FieldError as JsonPatchFieldError, Unmarshal as JsonPatchUnmarshal,
+};
 pub use strategic::Error as StrategicPatchError;
 
 /// Applies a JSON merge patch (RFC 7386): `null` deletes a member, objects merge recursively,
