@@ -9,7 +9,7 @@
 pub mod envtest;
 
 use kcm_app::app;
-use kcm_base::{http1, random, x509};
+use kcm_base::{apimachinery, http1, random, x509};
 use kcm_client::client;
 use kcm_sandbox::sandbox;
 use kcm_server::server;

@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::ControlPlane;
-use super::process::OwnedProcess;
+use super::process::{self, OwnedProcess};
 use super::sidebyside::{Side, node_options, node_usable, start_controller_manager};
-use crate::client::{Client, ClientOptions};
+use crate::apimachinery::errors::BoxError;
+use crate::client::{self, Client, ClientOptions};
 use crate::sandbox::nodes::SimulatedNodes;
 
 /// A folder holding `e2e.test` and `ginkgo` (default: what `../shared/k8s/v1.36.2/e2e/unpack.sh`
@@ -143,42 +144,138 @@ pub struct Suite {
     pub ginkgo: PathBuf,
 }
 
+/// Why the suite cannot be found, run or read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The control plane did not start (or its binaries are missing).
+    #[error(transparent)]
+    TestBed(#[from] super::Error),
+    /// The suite's `unpack.sh` failed.
+    #[error(transparent)]
+    Unpack(#[from] super::AssetsError),
+    /// The controller manager or ginkgo did not start.
+    #[error(transparent)]
+    Process(#[from] process::Error),
+    /// The admin client could not be built.
+    #[error(transparent)]
+    Client(#[from] client::Error),
+    /// The simulated nodes did not start.
+    #[error("{0}")]
+    Nodes(#[source] BoxError),
+    /// A folder cannot be created.
+    #[error("cannot create {}: {source}", .dir.display())]
+    CreateDir {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `e2e.test` or `ginkgo` is not in the suite's folder.
+    #[error(
+        "{name} not found in {} (set {E2E_DIR_ENV} to a folder holding e2e.test and ginkgo v1.36.2, \
+         or unpack {SHARED_E2E_DIR} with its unpack.sh)",
+        .dir.display()
+    )]
+    MissingBinary {
+        /// The binary's name.
+        name: &'static str,
+        /// The folder looked in.
+        dir: PathBuf,
+    },
+    /// The suite is not unpacked and its `unpack.sh` is not there.
+    #[error(
+        "the e2e suite is not there: {} does not exist (set {E2E_DIR_ENV} to a folder holding e2e.test and ginkgo)",
+        .unpack.display()
+    )]
+    NoUnpackScript {
+        /// The missing script.
+        unpack: PathBuf,
+    },
+    /// The suite's `unpack.sh` did not print where it unpacked.
+    #[error("{} printed no folder", .unpack.display())]
+    NoFolder {
+        /// The script.
+        unpack: PathBuf,
+    },
+    /// Ginkgo ended without its report.
+    #[error("ginkgo ({status}) wrote no report at {}: {source}; see {log}", .path.display())]
+    NoReport {
+        /// How ginkgo ended.
+        status: std::process::ExitStatus,
+        /// Where the report should be.
+        path: PathBuf,
+        /// Why it cannot be read.
+        #[source]
+        source: std::io::Error,
+        /// Ginkgo's own log.
+        log: String,
+    },
+    /// The controller manager ended before the cluster was usable.
+    #[error("kube-controller-manager exited ({status}):\n{output}")]
+    ManagerExited {
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// The last lines of its log.
+        output: String,
+    },
+    /// The cluster did not become usable.
+    #[error("the cluster was not usable after 300 s (default ServiceAccount, nodes Ready and untainted)")]
+    NotUsable,
+    /// The dry run could not be started.
+    #[error("cannot run {}: {source}", .binary.display())]
+    DryRun {
+        /// `e2e.test`.
+        binary: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The dry run ended without its report.
+    #[error("the dry run ({status}) wrote no report: {source}\n{stderr}")]
+    DryRunNoReport {
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// Why the report cannot be read.
+        #[source]
+        source: std::io::Error,
+        /// What it said on stderr.
+        stderr: String,
+    },
+    /// Ginkgo's report does not parse.
+    #[error("ginkgo's report is not JSON: {source}")]
+    ReportNotJson {
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 impl Suite {
     /// `$KCM_E2E_DIR`, else the folder `../shared/k8s/v1.36.2/e2e/unpack.sh` unpacks into (run
     /// here; it is cheap once unpacked). The error says what is missing.
-    pub fn locate() -> Result<Suite, String> {
+    pub fn locate() -> Result<Suite, Error> {
         let dir = match std::env::var_os(E2E_DIR_ENV) {
             Some(dir) => PathBuf::from(dir),
             None => unpack_shared_suite()?,
         };
-        let binary = |name: &str| {
+        let binary = |name: &'static str| {
             let path = dir.join(name);
-            if path.is_file() {
-                Ok(path)
-            } else {
-                Err(format!(
-                    "{name} not found in {} (set {E2E_DIR_ENV} to a folder holding e2e.test and ginkgo v1.36.2, \
-                     or unpack {SHARED_E2E_DIR} with its unpack.sh)",
-                    dir.display()
-                ))
-            }
+            if path.is_file() { Ok(path) } else { Err(Error::MissingBinary { name, dir: dir.clone() }) }
         };
         Ok(Suite { e2e_test: binary("e2e.test")?, ginkgo: binary("ginkgo")? })
     }
 }
 
-fn unpack_shared_suite() -> Result<PathBuf, String> {
+fn unpack_shared_suite() -> Result<PathBuf, Error> {
     let unpack = Path::new(super::assets::REPOSITORY).join(SHARED_E2E_DIR).join("unpack.sh");
     if !unpack.exists() {
-        return Err(format!(
-            "the e2e suite is not there: {} does not exist (set {E2E_DIR_ENV} to a folder holding e2e.test and ginkgo)",
-            unpack.display()
-        ));
+        return Err(Error::NoUnpackScript { unpack });
     }
     let printed = super::assets::run_unpack(&unpack, None)?;
     let dir = printed.lines().last().unwrap_or_default().trim();
     if dir.is_empty() {
-        return Err(format!("{} printed no folder", unpack.display()));
+        return Err(Error::NoFolder { unpack });
     }
     Ok(PathBuf::from(dir))
 }
@@ -328,17 +425,17 @@ fn node_names(count: usize) -> Vec<String> {
 
 /// Runs the selection against a fresh control plane with `options.binary` as its controller
 /// manager, and reads ginkgo's report.
-pub fn run(suite: &Suite, options: &RunOptions) -> Result<Report, String> {
-    std::fs::create_dir_all(&options.out).map_err(|e| format!("cannot create {}: {e}", options.out.display()))?;
+pub fn run(suite: &Suite, options: &RunOptions) -> Result<Report, Error> {
+    std::fs::create_dir_all(&options.out).map_err(|source| Error::CreateDir { dir: options.out.clone(), source })?;
     let plane = ControlPlane::start()?;
     let (admin_kubeconfig, manager_kubeconfig) =
         plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
     let names = node_names(options.nodes);
     let nodes =
-        SimulatedNodes::start(plane.admin_config(), names.clone(), node_options()).map_err(|e| e.to_string())?;
+        SimulatedNodes::start(plane.admin_config(), names.clone(), node_options()).map_err(|e| Error::Nodes(e.into()))?;
     let log = options.out.join("kube-controller-manager.log");
     let mut manager = start_controller_manager(options.side, &options.binary, &manager_kubeconfig, &[], &log)?;
-    let admin = Client::new(plane.admin_config(), ClientOptions::default()).map_err(|e| e.to_string())?;
+    let admin = Client::new(plane.admin_config(), ClientOptions::default())?;
     wait_until_usable(&admin, &mut manager, &names)?;
     let started = Instant::now();
     let status = run_ginkgo(suite, options, &admin_kubeconfig)?;
@@ -348,9 +445,10 @@ pub fn run(suite: &Suite, options: &RunOptions) -> Result<Report, String> {
     nodes.stop();
     drop(plane);
     let report_path = options.out.join("report.json");
-    let text = std::fs::read_to_string(&report_path).map_err(|e| {
-        format!("ginkgo ({status}) wrote no report at {}: {e}; see {}", report_path.display(), ginkgo_log(options))
-    })?;
+    let text = match std::fs::read_to_string(&report_path) {
+        Ok(text) => text,
+        Err(source) => return Err(Error::NoReport { status, path: report_path, source, log: ginkgo_log(options) }),
+    };
     let (specs, suite_failure) = parse_report(&text)?;
     Ok(Report { side: options.side, specs, suite_failure, wall, manager_exited, out: options.out.clone() })
 }
@@ -361,11 +459,11 @@ fn ginkgo_log(options: &RunOptions) -> String {
 
 /// Waits until the controller manager has made namespaces usable (the default ServiceAccount)
 /// and every node schedulable, as the suite's setup expects.
-fn wait_until_usable(admin: &Client, manager: &mut OwnedProcess, nodes: &[String]) -> Result<(), String> {
+fn wait_until_usable(admin: &Client, manager: &mut OwnedProcess, nodes: &[String]) -> Result<(), Error> {
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         if let Some(status) = manager.exited() {
-            return Err(format!("kube-controller-manager exited ({status}):\n{}", manager.log_tail(20)));
+            return Err(Error::ManagerExited { status, output: manager.log_tail(20) });
         }
         let account = admin.get_json::<Value>("/api/v1/namespaces/default/serviceaccounts/default").is_ok();
         let schedulable = admin.get_json::<Value>("/api/v1/nodes").is_ok_and(|list| {
@@ -376,19 +474,19 @@ fn wait_until_usable(admin: &Client, manager: &mut OwnedProcess, nodes: &[String
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(
-                "the cluster was not usable after 300 s (default ServiceAccount, nodes Ready and untainted)".into()
-            );
+            return Err(Error::NotUsable);
         }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
 
 /// The specs `selection` selects, from a dry run of the suite (no cluster needed).
-pub fn list(suite: &Suite, selection: &Selection) -> Result<Vec<String>, String> {
+pub fn list(suite: &Suite, selection: &Selection) -> Result<Vec<String>, Error> {
     let (focus, skip) = selection.regexes();
     let dir = std::env::temp_dir().join(format!("kcm-e2e-list-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    if let Err(source) = std::fs::create_dir_all(&dir) {
+        return Err(Error::CreateDir { dir, source });
+    }
     let report = dir.join("report.json");
     let mut command = Command::new(&suite.e2e_test);
     command.args([
@@ -401,9 +499,11 @@ pub fn list(suite: &Suite, selection: &Selection) -> Result<Vec<String>, String>
     if !skip.is_empty() {
         command.arg(format!("--ginkgo.skip={skip}"));
     }
-    let output = command.output().map_err(|e| format!("cannot run {}: {e}", suite.e2e_test.display()))?;
-    let text = std::fs::read_to_string(&report).map_err(|e| {
-        format!("the dry run ({}) wrote no report: {e}\n{}", output.status, String::from_utf8_lossy(&output.stderr))
+    let output = command.output().map_err(|source| Error::DryRun { binary: suite.e2e_test.clone(), source })?;
+    let text = std::fs::read_to_string(&report).map_err(|source| Error::DryRunNoReport {
+        status: output.status,
+        source,
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     });
     let _ = std::fs::remove_dir_all(&dir);
     let (specs, _) = parse_report(&text?)?;
@@ -443,7 +543,7 @@ pub fn ginkgo_args(suite: &Suite, options: &RunOptions, kubeconfig: &Path) -> Ve
 /// Runs ginkgo to its end (its exit status is non-zero whenever a spec failed, which is a
 /// result, not an error here). The controller manager's exit does not stop the suite: its specs
 /// then fail, which is what the report should say.
-fn run_ginkgo(suite: &Suite, options: &RunOptions, kubeconfig: &Path) -> Result<std::process::ExitStatus, String> {
+fn run_ginkgo(suite: &Suite, options: &RunOptions, kubeconfig: &Path) -> Result<std::process::ExitStatus, Error> {
     let _ = std::fs::remove_file(options.out.join("report.json"));
     let mut command = Command::new(&suite.ginkgo);
     command.args(ginkgo_args(suite, options, kubeconfig)).current_dir(&options.out);
@@ -458,8 +558,8 @@ fn run_ginkgo(suite: &Suite, options: &RunOptions, kubeconfig: &Path) -> Result<
 
 /// The selected specs of ginkgo's JSON report and their outcomes, and the suite's own failure
 /// if any. Specs the focus or skip left out are `skipped` with no message: they are not listed.
-pub fn parse_report(text: &str) -> Result<(BTreeMap<String, Outcome>, Option<String>), String> {
-    let suites: Vec<Value> = serde_json::from_str(text).map_err(|e| format!("ginkgo's report is not JSON: {e}"))?;
+pub fn parse_report(text: &str) -> Result<(BTreeMap<String, Outcome>, Option<String>), Error> {
+    let suites: Vec<Value> = serde_json::from_str(text).map_err(|source| Error::ReportNotJson { source })?;
     let mut specs = BTreeMap::new();
     let mut suite_failure = None;
     for report in suites.iter().flat_map(|suite| suite["SpecReports"].as_array().into_iter().flatten()) {
@@ -570,7 +670,7 @@ mod tests {
         ]}]);
         let (_, suite_failure) = parse_report(&report.to_string()).unwrap();
         assert!(suite_failure.unwrap().contains("nodes not ready"));
-        assert!(parse_report("not json").unwrap_err().contains("not JSON"));
+        assert!(parse_report("not json").unwrap_err().to_string().contains("not JSON"));
     }
 
     #[test]

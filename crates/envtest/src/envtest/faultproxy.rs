@@ -28,6 +28,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
 
 use super::ControlPlane;
+use crate::apimachinery::errors::BoxError;
 use crate::client::RestConfig;
 use crate::http1::chunked;
 use crate::http1::head::{self, Framing};
@@ -187,19 +188,66 @@ struct Shared {
     source_ip: IpAddr,
 }
 
+/// Why a fault proxy did not start, or its kubeconfig files could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The sandbox's PKI or kubeconfig files failed.
+    #[error("{0}")]
+    Sandbox(#[source] BoxError),
+    /// A key or certificate file of the control plane cannot be read.
+    #[error("{name}: {source}")]
+    File {
+        /// The file in the control plane's folder.
+        name: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// kube-apiserver's URL is not `https://<ip>:<port>`.
+    #[error("{url}: {source}")]
+    Address {
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    /// The proxy cannot listen, or its accepting thread cannot start.
+    #[error(transparent)]
+    Listen(io::Error),
+    /// A PEM block does not parse.
+    #[error(transparent)]
+    Pem(#[from] rustls_pki_types::pem::Error),
+    /// The TLS configuration towards kube-apiserver is refused.
+    #[error(transparent)]
+    Tls(#[from] rustls::Error),
+    /// The front proxy's client certificate is refused.
+    #[error("front-proxy client certificate: {source}")]
+    ClientCertificate {
+        /// Why.
+        #[source]
+        source: rustls::Error,
+    },
+}
+
 impl FaultProxy {
     /// Starts a proxy on a free loopback port in front of `plane`'s kube-apiserver.
-    pub fn start(plane: &ControlPlane) -> Result<FaultProxy, String> {
-        let mut server = (*plane.pki.server_config().map_err(|e| e.to_string())?).clone();
+    pub fn start(plane: &ControlPlane) -> Result<FaultProxy, Error> {
+        let mut server = (*plane.pki.server_config().map_err(|e| Error::Sandbox(e.into()))?).clone();
         server.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let read = |name: &str| std::fs::read_to_string(plane.dir().join(name)).map_err(|e| format!("{name}: {e}"));
+        let read = |name: &str| {
+            std::fs::read_to_string(plane.dir().join(name)).map_err(|source| Error::File { name: name.to_string(), source })
+        };
         let upstream =
             upstream_config(&plane.pki.ca_pem, &read("front-proxy-client.crt")?, &read("front-proxy-client.key")?)?;
-        let upstream_addr =
-            plane.url().trim_start_matches("https://").parse().map_err(|e| format!("{}: {e}", plane.url()))?;
-        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).map_err(|e| e.to_string())?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let upstream_addr = plane
+            .url()
+            .trim_start_matches("https://")
+            .parse()
+            .map_err(|source| Error::Address { url: plane.url().to_string(), source })?;
+        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).map_err(Error::Listen)?;
+        let addr = listener.local_addr().map_err(Error::Listen)?;
+        listener.set_nonblocking(true).map_err(Error::Listen)?;
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let source_ip = IpAddr::V4(Ipv4Addr::new(127, 0, 1 + (n / 250) as u8, 1 + (n % 250) as u8));
@@ -218,7 +266,7 @@ impl FaultProxy {
         let accept = std::thread::Builder::new()
             .name("faultproxy-accept".into())
             .spawn(move || accept_loop(listener, accepting))
-            .map_err(|e| e.to_string())?;
+            .map_err(Error::Listen)?;
         Ok(FaultProxy { shared, source_ip, addr, accept: Some(accept) })
     }
 
@@ -240,7 +288,7 @@ impl FaultProxy {
 
     /// kubeadm's files for a controller manager (see [`ControlPlane::write_kubeconfigs`]) with
     /// the proxy as the server.
-    pub fn write_kubeconfigs(&self, plane: &ControlPlane, path: &Path) -> Result<(PathBuf, PathBuf), String> {
+    pub fn write_kubeconfigs(&self, plane: &ControlPlane, path: &Path) -> Result<(PathBuf, PathBuf), Error> {
         crate::sandbox::auth::write_kubeadm_files(
             path,
             &self.url(),
@@ -250,7 +298,7 @@ impl FaultProxy {
             &plane.controller_manager,
             &plane.service_account_key_pem,
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| Error::Sandbox(e.into()))
     }
 
     /// Adds a rule; the first live rule matching a request decides its fault.
@@ -321,21 +369,18 @@ impl Shared {
     }
 }
 
-fn upstream_config(ca_pem: &str, cert_pem: &str, key_pem: &str) -> Result<ClientConfig, String> {
+fn upstream_config(ca_pem: &str, cert_pem: &str, key_pem: &str) -> Result<ClientConfig, Error> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        roots.add(cert?)?;
     }
-    let chain = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
-    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| e.to_string())?;
+    let chain = CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>()?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())?;
     let mut config = ClientConfig::builder_with_provider(crate::client::tls::crypto_provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)
         .with_client_auth_cert(chain, key)
-        .map_err(|e| format!("front-proxy client certificate: {e}"))?;
+        .map_err(|source| Error::ClientCertificate { source })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
 }

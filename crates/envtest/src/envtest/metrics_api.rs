@@ -18,16 +18,69 @@ use serde_json::{Value, json};
 use super::ControlPlane;
 use ureq::http::Method;
 
-use crate::client::{Body, Client, ClientOptions, Error};
+use crate::apimachinery::errors::BoxError;
+use crate::client::{self, Body, Client, ClientOptions};
 use crate::sandbox::auth::Pki;
 use crate::sandbox::metrics_api::{self, GROUPS, Source};
 use crate::server::http::{Handler, HttpServer, Request, ResponseWriter};
-use kcm_base::apimachinery::errors::BoxError;
 
 /// The Service in kube-system the APIServices point at.
 const SERVICE: &str = "kcm-metrics-apis";
 /// How long the APIServices may take to become Available on a loaded machine.
 const AVAILABLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why the metrics API server could not be started or registered.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The admin client cannot be built, or an APIService cannot be read.
+    #[error(transparent)]
+    Client(#[from] client::Error),
+    /// The front proxy's CA (which kube-apiserver's proxied requests are checked against).
+    #[error("front-proxy-ca.crt: {source}")]
+    FrontProxyCa {
+        /// Why it cannot be read.
+        #[source]
+        source: io::Error,
+    },
+    /// The server's certificate or TLS configuration (the sandbox's PKI).
+    #[error("{0}")]
+    Tls(#[source] BoxError),
+    /// The HTTPS server did not start.
+    #[error("metrics API server: {source}")]
+    Server {
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Creating the Service or an APIService failed (`what` names it).
+    #[error("{what}: {source}")]
+    Register {
+        /// `Service` or `APIService <version>.<group>`.
+        what: String,
+        /// The API error.
+        #[source]
+        source: client::Error,
+    },
+    /// An APIService did not become Available in time.
+    #[error("APIService {name} not Available after {timeout:?}: {condition:?}")]
+    NotAvailable {
+        /// `<version>.<group>`.
+        name: String,
+        /// How long it was waited for.
+        timeout: Duration,
+        /// Its `Available` condition, if any.
+        condition: Option<Value>,
+    },
+    /// Reading what the metrics are computed from.
+    #[error("GET {path}: {source}")]
+    Get {
+        /// The API path.
+        path: String,
+        /// The API error.
+        #[source]
+        source: client::Error,
+    },
+}
 
 /// The metrics API server, registered; unregistered and stopped when dropped.
 pub struct MetricsApis {
@@ -58,19 +111,16 @@ impl Drop for MetricsApis {
 impl ControlPlane {
     /// Starts the metrics API server, registers its three APIServices and waits until
     /// kube-apiserver reports each `Available`.
-    pub fn serve_metrics_apis(&self) -> Result<MetricsApis, String> {
+    pub fn serve_metrics_apis(&self) -> Result<MetricsApis, Error> {
         let client =
-            Client::new(self.admin_config(), ClientOptions { timeout: Duration::from_secs(10), ..Default::default() })
-                .map_err(|e| e.to_string())?;
+            Client::new(self.admin_config(), ClientOptions { timeout: Duration::from_secs(10), ..Default::default() })?;
         let front_proxy_ca = std::fs::read_to_string(self.dir().join("front-proxy-ca.crt"))
-            .map_err(|e| format!("front-proxy-ca.crt: {e}"))?;
-        let tls = Pki::generate(Ipv4Addr::LOCALHOST.into())
-            .map_err(|e| e.to_string())?
-            .server_config_trusting(&front_proxy_ca)
-            .map_err(|e| e.to_string())?;
+            .map_err(|source| Error::FrontProxyCa { source })?;
+        let pki = Pki::generate(Ipv4Addr::LOCALHOST.into()).map_err(|e| Error::Tls(e.into()))?;
+        let tls = pki.server_config_trusting(&front_proxy_ca).map_err(|e| Error::Tls(e.into()))?;
         let handler = Arc::new(MetricsHandler { source: ServerSource { client: client.clone() } });
         let server = HttpServer::start(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), Some(tls), handler)
-            .map_err(|e| format!("metrics API server: {e}"))?;
+            .map_err(|source| Error::Server { source })?;
         let apis = MetricsApis { server: Some(server), client };
         register(&apis.client, apis.addr().port())?;
         wait_available(&apis.client)?;
@@ -79,12 +129,12 @@ impl ControlPlane {
 }
 
 /// The ExternalName Service and the APIServices, with metrics-server's priorities.
-fn register(client: &Client, port: u16) -> Result<(), String> {
+fn register(client: &Client, port: u16) -> Result<(), Error> {
     let service = json!({"apiVersion": "v1", "kind": "Service",
         "metadata": {"name": SERVICE, "namespace": "kube-system"},
         "spec": {"type": "ExternalName", "externalName": "localhost",
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}});
-    post(client, "/api/v1/namespaces/kube-system/services", &service).map_err(|e| format!("Service: {e}"))?;
+    post(client, "/api/v1/namespaces/kube-system/services", &service).map_err(|source| Error::Register { what: "Service".into(), source })?;
     for (group, version) in GROUPS {
         let api_service = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
             "metadata": {"name": format!("{version}.{group}")},
@@ -92,7 +142,7 @@ fn register(client: &Client, port: u16) -> Result<(), String> {
                 "group": group, "version": version, "insecureSkipTLSVerify": true,
                 "groupPriorityMinimum": 100, "versionPriority": 100}});
         post(client, "/apis/apiregistration.k8s.io/v1/apiservices", &api_service)
-            .map_err(|e| format!("APIService {version}.{group}: {e}"))?;
+            .map_err(|source| Error::Register { what: format!("APIService {version}.{group}"), source })?;
     }
     Ok(())
 }
@@ -101,21 +151,23 @@ fn post(client: &Client, path: &str, object: &Value) -> crate::client::Result<Ve
     client.send(Method::POST, path, Some(Body::json(object)?))
 }
 
-fn wait_available(client: &Client) -> Result<(), String> {
+fn wait_available(client: &Client) -> Result<(), Error> {
     let deadline = Instant::now() + AVAILABLE_TIMEOUT;
     for (group, version) in GROUPS {
         let path = format!("/apis/apiregistration.k8s.io/v1/apiservices/{version}.{group}");
         loop {
-            let api_service: Value = client.get_json(&path).map_err(|e| e.to_string())?;
+            let api_service: Value = client.get_json(&path)?;
             let conditions = api_service["status"]["conditions"].as_array().cloned().unwrap_or_default();
             let available = conditions.iter().find(|c| c["type"] == "Available");
             if available.is_some_and(|c| c["status"] == "True") {
                 break;
             }
             if Instant::now() > deadline {
-                return Err(format!(
-                    "APIService {version}.{group} not Available after {AVAILABLE_TIMEOUT:?}: {available:?}"
-                ));
+                return Err(Error::NotAvailable {
+                    name: format!("{version}.{group}"),
+                    timeout: AVAILABLE_TIMEOUT,
+                    condition: available.cloned(),
+                });
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -165,12 +217,13 @@ struct ServerSource {
 }
 
 impl ServerSource {
-    fn items(&self, path: &str) -> Result<Vec<Value>, String> {
-        let list: Value = self.client.get_json(path).map_err(|e| format!("GET {path}: {e}"))?;
+    fn items(&self, path: &str) -> Result<Vec<Value>, Error> {
+        let list: Value =
+            self.client.get_json(path).map_err(|source| Error::Get { path: path.to_string(), source })?;
         Ok(list["items"].as_array().cloned().unwrap_or_default())
     }
 
-    fn namespaced_items(&self, plural: &str, namespace: Option<&str>) -> Result<Vec<Value>, String> {
+    fn namespaced_items(&self, plural: &str, namespace: Option<&str>) -> Result<Vec<Value>, Error> {
         match namespace {
             Some(ns) => self.items(&format!("/api/v1/namespaces/{ns}/{plural}")),
             None => self.items(&format!("/api/v1/{plural}")),
@@ -178,35 +231,38 @@ impl ServerSource {
     }
 
     /// `None` where kube-apiserver answers 404.
-    fn get_opt(&self, path: &str) -> Result<Option<Value>, String> {
+    fn get_opt(&self, path: &str) -> Result<Option<Value>, Error> {
         match self.client.get_json(path) {
             Ok(value) => Ok(Some(value)),
-            Err(Error::Api(e)) if e.code == 404 => Ok(None),
-            Err(e) => Err(format!("GET {path}: {e}")),
+            Err(client::Error::Api(e)) if e.code == 404 => Ok(None),
+            Err(source) => Err(Error::Get { path: path.to_string(), source }),
         }
     }
 }
 
+// The sandbox's `Source` trait returns any error (Go's `error`): this module's own, boxed.
 impl Source for ServerSource {
     fn pods(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError> {
-        Ok(self.namespaced_items("pods", namespace)?)
+        self.namespaced_items("pods", namespace).map_err(BoxError::from)
     }
 
     fn services(&self, namespace: Option<&str>) -> Result<Vec<Value>, BoxError> {
-        Ok(self.namespaced_items("services", namespace)?)
+        self.namespaced_items("services", namespace).map_err(BoxError::from)
     }
 
     fn nodes(&self) -> Result<Vec<Value>, BoxError> {
-        Ok(self.items("/api/v1/nodes")?)
+        self.items("/api/v1/nodes").map_err(BoxError::from)
     }
 
     fn object(&self, namespace: &str, group: &str, plural: &str, name: &str) -> Result<Option<Value>, BoxError> {
         let group_version = if group.is_empty() {
             "api/v1".to_string()
         } else {
-            let Some(entry) = self.get_opt(&format!("/apis/{group}"))? else { return Ok(None) };
+            let Some(entry) = self.get_opt(&format!("/apis/{group}"))? else {
+                return Ok(None);
+            };
             format!("apis/{}", entry["preferredVersion"]["groupVersion"].as_str().unwrap_or_default())
         };
-        Ok(self.get_opt(&format!("/{group_version}/namespaces/{namespace}/{plural}/{name}"))?)
+        self.get_opt(&format!("/{group_version}/namespaces/{namespace}/{plural}/{name}")).map_err(BoxError::from)
     }
 }

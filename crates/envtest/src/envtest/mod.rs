@@ -17,15 +17,16 @@ pub mod sidebyside;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-pub use assets::{ASSETS_ENV, Assets, ETCD_ENV, KUBERNETES_VERSION, built_beside};
+pub use assets::{ASSETS_ENV, Assets, ETCD_ENV, Error as AssetsError, KUBERNETES_VERSION, built_beside};
 pub use metrics_api::MetricsApis;
 use process::OwnedProcess;
 
-use crate::client::{Client, ClientOptions, RestConfig};
+use crate::apimachinery::errors::BoxError;
+use crate::client::{self, Client, ClientOptions, RestConfig};
 use crate::sandbox::auth::{self, Credentials, Pki};
 use crate::sandbox::server::{ADMIN_USER, CONTROLLER_MANAGER_USER, Sandbox, SandboxOptions};
 
@@ -99,6 +100,117 @@ pub fn widgets_definition() -> serde_json::Value {
             "subresources": {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}}]}})
 }
 
+/// Why a test bed's API server did not start, or a step on its processes failed: a missing
+/// binary, a process that did not come up (with its log's tail), etcd not answering.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The binaries are missing (the message says how to get them).
+    #[error(transparent)]
+    Assets(#[from] assets::Error),
+    /// etcd or kube-apiserver could not be started.
+    #[error(transparent)]
+    Process(#[from] process::Error),
+    /// The admin client could not be built.
+    #[error(transparent)]
+    Client(#[from] client::Error),
+    /// A process ended while it was waited for.
+    #[error("{name} exited ({status}):\n{output}")]
+    Exited {
+        /// `etcd` or `kube-apiserver`.
+        name: String,
+        /// How it ended.
+        status: ExitStatus,
+        /// The last lines of its log.
+        output: String,
+    },
+    /// kube-apiserver did not become ready in time.
+    #[error("kube-apiserver at {url} not ready after {timeout:?}:\n{output}")]
+    NotReady {
+        /// Its URL.
+        url: String,
+        /// How long it was waited for.
+        timeout: Duration,
+        /// The last lines of its log.
+        output: String,
+    },
+    /// etcd answered a range read without a revision.
+    #[error("etcd's range answer has no revision: {answer}")]
+    NoRevision {
+        /// What it answered.
+        answer: serde_json::Value,
+    },
+    /// etcd did not answer after it was started again.
+    #[error("etcd not answering {timeout:?} after its restart: {source}")]
+    EtcdNotAnswering {
+        /// How long it was waited for.
+        timeout: Duration,
+        /// The last failure.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A request to etcd's JSON gateway failed.
+    #[error("etcd at {url}: {source}")]
+    EtcdRequest {
+        /// The gateway's URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: ureq::Error,
+    },
+    /// etcd's JSON gateway answered something that is not JSON.
+    #[error("etcd at {url}: {source}: {text}")]
+    EtcdAnswer {
+        /// The gateway's URL.
+        url: String,
+        /// Why it does not parse.
+        #[source]
+        source: serde_json::Error,
+        /// What it answered.
+        text: String,
+    },
+    /// The service-account signing key could not be generated.
+    #[error("service account key: {source}")]
+    ServiceAccountKey {
+        /// Why.
+        #[source]
+        source: rcgen::Error,
+    },
+    /// The control plane's folder could not be created.
+    #[error("cannot create {}: {source}", .dir.display())]
+    CreateDir {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No free loopback port.
+    #[error(transparent)]
+    FreePort(std::io::Error),
+    /// The sandbox (its server, PKI or kubeconfig files) failed.
+    #[error("{0}")]
+    Sandbox(#[source] BoxError),
+    /// The metrics APIs could not be served.
+    #[error(transparent)]
+    MetricsApis(#[from] metrics_api::Error),
+}
+
+impl Error {
+    /// Whether a process did not come up because a port chosen for it was taken in between
+    /// (worth one more try on other ports).
+    fn port_taken(&self) -> bool {
+        match self {
+            Error::Exited { output, .. } | Error::NotReady { output, .. } => output.contains("address already in use"),
+            _ => false,
+        }
+    }
+}
+
+/// The sandbox's errors (text until its helper types them), kept as the source.
+fn sandbox_error(e: impl Into<BoxError>) -> Error {
+    Error::Sandbox(e.into())
+}
+
 /// etcd and kube-apiserver, running until dropped.
 pub struct ControlPlane {
     // Field order is drop order: the API server goes before its etcd.
@@ -124,7 +236,7 @@ pub struct ControlPlane {
 impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until the server is ready and its system
     /// namespaces exist. Retries once on a port taken between choosing and binding it.
-    pub fn start() -> Result<ControlPlane, String> {
+    pub fn start() -> Result<ControlPlane, Error> {
         ControlPlane::start_with_apiserver_flags(&[])
     }
 
@@ -132,15 +244,15 @@ impl ControlPlane {
     /// how a test of a gated controller serves the alpha API it needs, e.g.
     /// `--feature-gates=PodCertificateRequest=true` and
     /// `--runtime-config=certificates.k8s.io/v1alpha1=true`.
-    pub fn start_with_apiserver_flags(extra: &[&str]) -> Result<ControlPlane, String> {
+    pub fn start_with_apiserver_flags(extra: &[&str]) -> Result<ControlPlane, Error> {
         let assets = Assets::locate()?;
         match ControlPlane::start_once(&assets, extra) {
-            Err(e) if e.contains("address already in use") => ControlPlane::start_once(&assets, extra),
+            Err(e) if e.port_taken() => ControlPlane::start_once(&assets, extra),
             other => other,
         }
     }
 
-    fn start_once(assets: &Assets, extra: &[&str]) -> Result<ControlPlane, String> {
+    fn start_once(assets: &Assets, extra: &[&str]) -> Result<ControlPlane, Error> {
         let dir = scratch_dir()?;
         let files = Files::write(&dir)?;
         let [etcd_client, etcd_peer, secure] = free_ports()?;
@@ -174,15 +286,18 @@ impl ControlPlane {
 
     /// Polls `/readyz` and the system namespaces; fails early, with the log's tail, when either
     /// process ends.
-    fn wait_until_ready(&mut self) -> Result<(), String> {
+    fn wait_until_ready(&mut self) -> Result<(), Error> {
         let client =
-            Client::new(self.admin_config(), ClientOptions { timeout: Duration::from_secs(5), ..Default::default() })
-                .map_err(|e| e.to_string())?;
+            Client::new(self.admin_config(), ClientOptions { timeout: Duration::from_secs(5), ..Default::default() })?;
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             for process in [&mut self.etcd, &mut self.apiserver] {
                 if let Some(status) = process.exited() {
-                    return Err(format!("{} exited ({status}):\n{}", process.name(), process.log_tail(30)));
+                    return Err(Error::Exited {
+                        name: process.name().to_string(),
+                        status,
+                        output: process.log_tail(30),
+                    });
                 }
             }
             let ready = client.get_text("/readyz").is_ok_and(|body| body.trim() == "ok")
@@ -193,11 +308,11 @@ impl ControlPlane {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(format!(
-                    "kube-apiserver at {} not ready after {READY_TIMEOUT:?}:\n{}",
-                    self.url,
-                    self.apiserver.log_tail(30)
-                ));
+                return Err(Error::NotReady {
+                    url: self.url.clone(),
+                    timeout: READY_TIMEOUT,
+                    output: self.apiserver.log_tail(30),
+                });
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -258,13 +373,13 @@ impl ControlPlane {
     }
 
     /// A client certificate for any user and groups.
-    pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, String> {
-        let credentials = self.pki.client_credentials(user, groups).map_err(|e| e.to_string())?;
+    pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, Error> {
+        let credentials = self.pki.client_credentials(user, groups).map_err(sandbox_error)?;
         Ok(auth::rest_config(&self.url, Some(&self.pki.ca_pem), Some(&credentials), format!("envtest ({user})")))
     }
 
     /// kubeadm's files for a controller manager (see [`auth::write_kubeadm_files`]).
-    pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), String> {
+    pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), Error> {
         auth::write_kubeadm_files(
             path,
             &self.url,
@@ -274,7 +389,7 @@ impl ControlPlane {
             &self.controller_manager,
             &self.service_account_key_pem,
         )
-        .map_err(|e| e.to_string())
+        .map_err(sandbox_error)
     }
 
     /// kube-apiserver's process, to stop, stall (SIGSTOP) or read the log of.
@@ -287,7 +402,7 @@ impl ControlPlane {
     /// flags, on the same port, against the same etcd; waits until it is ready. Its clients'
     /// connections and watches are cut, and its watch cache starts afresh: a watch from an
     /// older resourceVersion gets 410 Gone.
-    pub fn restart_apiserver(&mut self) -> Result<(), String> {
+    pub fn restart_apiserver(&mut self) -> Result<(), Error> {
         self.apiserver.stop(Duration::from_secs(5));
         self.apiserver_restarts += 1;
         let mut command = Command::new(&self.assets.kube_apiserver);
@@ -311,13 +426,13 @@ impl ControlPlane {
     /// Stops etcd unless it has ended (SIGTERM, then SIGKILL after 5 s; send SIGKILL through
     /// [`ControlPlane::etcd`] first for a crash) and starts it again with the same flags and
     /// data dir; waits until kube-apiserver, which reconnects by itself, is ready again.
-    pub fn restart_etcd(&mut self) -> Result<(), String> {
+    pub fn restart_etcd(&mut self) -> Result<(), Error> {
         self.respawn_etcd()?;
         self.wait_until_ready()
     }
 
     /// Stops etcd (unless it has ended) and starts it again with the same flags and data dir.
-    fn respawn_etcd(&mut self) -> Result<(), String> {
+    fn respawn_etcd(&mut self) -> Result<(), Error> {
         self.etcd.stop(Duration::from_secs(5));
         let mut command = Command::new(&self.assets.etcd);
         command.args(etcd_flags(&self.dir, &self.etcd_url, self.etcd_peer));
@@ -326,10 +441,10 @@ impl ControlPlane {
     }
 
     /// etcd's current revision (the header of a range read, through its JSON gateway).
-    pub fn etcd_revision(&self) -> Result<u64, String> {
+    pub fn etcd_revision(&self) -> Result<u64, Error> {
         let answer = self.etcd_post("/v3/kv/range", &serde_json::json!({"key": "AA=="}))?;
         let revision = answer["header"]["revision"].as_str().and_then(|r| r.parse().ok());
-        revision.ok_or_else(|| format!("etcd's range answer has no revision: {answer}"))
+        revision.ok_or(Error::NoRevision { answer })
     }
 
     /// Compacts etcd past the revision kube-apiserver's watches on it hold, so that they
@@ -341,7 +456,7 @@ impl ControlPlane {
     /// an older resourceVersion than it now holds gets `410 Gone`. (Compacting at the current
     /// revision alone ends nothing: a watch that has caught up is past it.) Returns the
     /// revision compacted at.
-    pub fn compact_etcd(&mut self) -> Result<u64, String> {
+    pub fn compact_etcd(&mut self) -> Result<u64, Error> {
         self.apiserver.signal(libc::SIGSTOP);
         let compacted = self.restart_etcd_and_compact();
         self.apiserver.signal(libc::SIGCONT);
@@ -350,12 +465,12 @@ impl ControlPlane {
         Ok(revision)
     }
 
-    fn restart_etcd_and_compact(&mut self) -> Result<u64, String> {
+    fn restart_etcd_and_compact(&mut self) -> Result<u64, Error> {
         self.respawn_etcd()?;
         let started = Instant::now();
         while let Err(e) = self.etcd_revision() {
             if started.elapsed() > READY_TIMEOUT {
-                return Err(format!("etcd not answering {READY_TIMEOUT:?} after its restart: {e}"));
+                return Err(Error::EtcdNotAnswering { timeout: READY_TIMEOUT, source: Box::new(e) });
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -373,11 +488,13 @@ impl ControlPlane {
         Ok(revision)
     }
 
-    fn etcd_post(&self, path: &str, body: &serde_json::Value) -> Result<serde_json::Value, String> {
+    fn etcd_post(&self, path: &str, body: &serde_json::Value) -> Result<serde_json::Value, Error> {
         let url = format!("{}{path}", self.etcd_url);
-        let response = ureq::post(&url).send(&body.to_string()).map_err(|e| format!("etcd at {url}: {e}"))?;
-        let text = response.into_body().read_to_string().map_err(|e| format!("etcd at {url}: {e}"))?;
-        serde_json::from_str(&text).map_err(|e| format!("etcd at {url}: {e}: {text}"))
+        let response =
+            ureq::post(&url).send(&body.to_string()).map_err(|source| Error::EtcdRequest { url: url.clone(), source })?;
+        let text =
+            response.into_body().read_to_string().map_err(|source| Error::EtcdRequest { url: url.clone(), source })?;
+        serde_json::from_str(&text).map_err(|source| Error::EtcdAnswer { url, source, text })
     }
 }
 
@@ -422,18 +539,19 @@ struct Files {
 }
 
 impl Files {
-    fn write(dir: &Path) -> Result<Files, String> {
-        let pki = Pki::generate(KUBERNETES_SERVICE_IP.parse().expect("an IP")).map_err(|e| e.to_string())?;
-        let front_proxy = Pki::generate(Ipv4Addr::LOCALHOST.into()).map_err(|e| e.to_string())?;
-        let service_account_key = rcgen::KeyPair::generate().map_err(|e| format!("service account key: {e}"))?;
+    fn write(dir: &Path) -> Result<Files, Error> {
+        let service_ip = std::net::IpAddr::V4(Ipv4Addr::new(10, 96, 0, 1));
+        debug_assert_eq!(service_ip.to_string(), KUBERNETES_SERVICE_IP);
+        let pki = Pki::generate(service_ip).map_err(sandbox_error)?;
+        let front_proxy = Pki::generate(Ipv4Addr::LOCALHOST.into()).map_err(sandbox_error)?;
+        let service_account_key = rcgen::KeyPair::generate().map_err(|source| Error::ServiceAccountKey { source })?;
         let service_account_key_pem = service_account_key.serialize_pem();
         let kubelet_client = pki
             .client_credentials("kube-apiserver-kubelet-client", &["kubeadm:cluster-admins"])
-            .map_err(|e| e.to_string())?;
-        let front_proxy_client =
-            front_proxy.client_credentials("front-proxy-client", &[]).map_err(|e| e.to_string())?;
+            .map_err(sandbox_error)?;
+        let front_proxy_client = front_proxy.client_credentials("front-proxy-client", &[]).map_err(sandbox_error)?;
         let write = |name: &str, contents: &str| {
-            auth::write_private(&dir.join(name), contents.as_bytes()).map_err(|e| e.to_string())
+            auth::write_private(&dir.join(name), contents.as_bytes()).map_err(sandbox_error)
         };
         write("ca.crt", &pki.ca_pem)?;
         write("ca.key", &pki.ca_key_pem())?;
@@ -449,8 +567,8 @@ impl Files {
         write("audit-policy.yaml", AUDIT_POLICY)?;
         Ok(Files {
             dir: dir.to_path_buf(),
-            admin: pki.client_credentials(ADMIN_USER, &["system:masters"]).map_err(|e| e.to_string())?,
-            controller_manager: pki.client_credentials(CONTROLLER_MANAGER_USER, &[]).map_err(|e| e.to_string())?,
+            admin: pki.client_credentials(ADMIN_USER, &["system:masters"]).map_err(sandbox_error)?,
+            controller_manager: pki.client_credentials(CONTROLLER_MANAGER_USER, &[]).map_err(sandbox_error)?,
             pki,
             service_account_key_pem,
         })
@@ -494,21 +612,23 @@ impl Files {
 
 /// A fresh folder for one control plane: in /dev/shm where there is one (etcd fsyncs a lot), else
 /// the temp dir.
-fn scratch_dir() -> Result<PathBuf, String> {
+fn scratch_dir() -> Result<PathBuf, Error> {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let shm = Path::new("/dev/shm");
     let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
     let dir = base.join(format!("kcm-envtest-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    if let Err(source) = std::fs::create_dir_all(&dir) {
+        return Err(Error::CreateDir { dir, source });
+    }
     Ok(dir)
 }
 
 /// Three loopback ports free at the time of asking (all held at once, so they differ).
-pub(crate) fn free_ports() -> Result<[u16; 3], String> {
-    let bind = || TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).map_err(|e| e.to_string());
+pub(crate) fn free_ports() -> Result<[u16; 3], Error> {
+    let bind = || TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).map_err(Error::FreePort);
     let listeners = [bind()?, bind()?, bind()?];
-    let port = |l: &TcpListener| l.local_addr().map(|a| a.port()).map_err(|e| e.to_string());
+    let port = |l: &TcpListener| l.local_addr().map(|a| a.port()).map_err(Error::FreePort);
     Ok([port(&listeners[0])?, port(&listeners[1])?, port(&listeners[2])?])
 }
 
@@ -582,14 +702,12 @@ impl TestServer {
     /// Starts `backend`: a sandbox on a free loopback port with RBAC off (every authenticated
     /// user may do anything, as the tests' controllers were written against), or a real control plane
     /// (RBAC on, as kubeadm's).
-    pub fn start(backend: Backend) -> Result<TestServer, String> {
+    pub fn start(backend: Backend) -> Result<TestServer, Error> {
         match backend {
             Backend::Sandbox => {
                 let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-                Ok(TestServer::Sandbox(
-                    Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() })
-                        .map_err(|e| e.to_string())?,
-                ))
+                let sandbox = Sandbox::start(SandboxOptions { listen, ..SandboxOptions::default() });
+                Ok(TestServer::Sandbox(sandbox.map_err(sandbox_error)?))
             }
             Backend::Real => Ok(TestServer::Real(ControlPlane::start()?)),
         }
@@ -660,27 +778,27 @@ impl TestServer {
     }
 
     /// A client certificate for any user and groups.
-    pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, String> {
+    pub fn user_config(&self, user: &str, groups: &[&str]) -> Result<RestConfig, Error> {
         match self {
-            TestServer::Sandbox(s) => s.user_config(user, groups).map_err(|e| e.to_string()),
+            TestServer::Sandbox(s) => s.user_config(user, groups).map_err(sandbox_error),
             TestServer::Real(r) => r.user_config(user, groups),
         }
     }
 
     /// The metrics APIs (docs/sandbox.md, "Metrics APIs"): the sandbox serves them itself (`None`); a real
     /// control plane gets them registered as aggregated APIs, for as long as the handle lives.
-    pub fn serve_metrics_apis(&self) -> Result<Option<MetricsApis>, String> {
+    pub fn serve_metrics_apis(&self) -> Result<Option<MetricsApis>, Error> {
         match self {
             TestServer::Sandbox(_) => Ok(None),
-            TestServer::Real(r) => r.serve_metrics_apis().map(Some),
+            TestServer::Real(r) => Ok(Some(r.serve_metrics_apis()?)),
         }
     }
 
     /// kubeadm's files for a controller manager: admin.conf at `path`, controller-manager.conf,
     /// sa.key and ca.crt beside it.
-    pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), String> {
+    pub fn write_kubeconfigs(&self, path: &Path) -> Result<(PathBuf, PathBuf), Error> {
         match self {
-            TestServer::Sandbox(s) => s.write_kubeconfigs(path).map_err(|e| e.to_string()),
+            TestServer::Sandbox(s) => s.write_kubeconfigs(path).map_err(sandbox_error),
             TestServer::Real(r) => r.write_kubeconfigs(path),
         }
     }

@@ -6,6 +6,40 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Why a child process could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Its log file cannot be opened.
+    #[error("cannot open {}: {source}", .log.display())]
+    OpenLog {
+        /// The log file.
+        log: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Its log file cannot be shared between stdout and stderr.
+    #[error("{}: {source}", .log.display())]
+    ShareLog {
+        /// The log file.
+        log: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The process did not start.
+    #[error("cannot start {name} ({program:?}): {source}")]
+    Spawn {
+        /// The name given to the process.
+        name: String,
+        /// The program run.
+        program: std::ffi::OsString,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// A running child process with its output in a log file.
 pub struct OwnedProcess {
     name: String,
@@ -17,13 +51,13 @@ impl OwnedProcess {
     /// Starts `command` with stdout and stderr appended to `log`. On Linux the child gets SIGKILL
     /// when the thread that spawned it exits (`PR_SET_PDEATHSIG`): start it from a thread that
     /// outlives it (a test's own thread, `main`).
-    pub fn spawn(name: &str, mut command: Command, log: &Path) -> Result<OwnedProcess, String> {
+    pub fn spawn(name: &str, mut command: Command, log: &Path) -> Result<OwnedProcess, Error> {
         let file = File::options()
             .create(true)
             .append(true)
             .open(log)
-            .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
-        let err = file.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
+            .map_err(|source| Error::OpenLog { log: log.to_path_buf(), source })?;
+        let err = file.try_clone().map_err(|source| Error::ShareLog { log: log.to_path_buf(), source })?;
         command.stdin(Stdio::null()).stdout(file).stderr(err);
         #[cfg(target_os = "linux")]
         {
@@ -38,7 +72,11 @@ impl OwnedProcess {
                 });
             }
         }
-        let child = command.spawn().map_err(|e| format!("cannot start {name} ({:?}): {e}", command.get_program()))?;
+        let child = command.spawn().map_err(|source| Error::Spawn {
+            name: name.to_string(),
+            program: command.get_program().to_os_string(),
+            source,
+        })?;
         Ok(OwnedProcess { name: name.to_string(), child, log: log.to_path_buf() })
     }
 

@@ -33,12 +33,13 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde_json::{Value, json};
 
 use super::ControlPlane;
-use super::process::OwnedProcess;
+use super::process::{self, OwnedProcess};
 use super::sampler::{Sampler, mib};
 use super::sidebyside::{Side, controller_manager_args};
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::MetadataApi;
-use crate::client::{Api, Client, ClientOptions, DeleteParams, Error, ListParams, Patch, PostParams};
+use crate::apimachinery::errors::BoxError;
+use crate::client::{self, Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
 use crate::sandbox::nodes::{NodeOptions, SimulatedNodes};
 
 /// The namespace of the run's Deployments.
@@ -60,6 +61,130 @@ const NODES_PER_KUBELET_THREAD: usize = 100;
 const MAX_KUBELET_THREADS: usize = 8;
 /// The label that marks a node's taint by the node lifecycle controller for eviction.
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+
+/// Why a scale run could not be set up, or a step of it did not converge.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The options ask for too small a run.
+    #[error(
+        "a scale run needs at least {} nodes, a Deployment and an even number of replicas: {options:?}",
+        ZONES.len()
+    )]
+    TooSmall {
+        /// The options given.
+        options: Box<ScaleOptions>,
+    },
+    /// The options ask for more nodes than the cluster CIDR has room for.
+    #[error("{CLUSTER_CIDR} has pod CIDRs for {MAX_NODES} nodes, not {nodes}")]
+    TooManyNodes {
+        /// The nodes asked for.
+        nodes: usize,
+    },
+    /// The run's folder cannot be created.
+    #[error("{}: {source}", .dir.display())]
+    Dir {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The control plane did not start (or its binaries are missing).
+    #[error(transparent)]
+    TestBed(#[from] super::Error),
+    /// The controller manager did not start.
+    #[error(transparent)]
+    Process(#[from] process::Error),
+    /// A request failed, or a client could not be built.
+    #[error(transparent)]
+    Client(#[from] client::Error),
+    /// An object could not be built from its JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A Deployment could not be built from its JSON (shown as the client's invalid request).
+    #[error("invalid request: deployment {name}: {source}")]
+    Deployment {
+        /// The Deployment.
+        name: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The simulated nodes did not start.
+    #[error("{0}")]
+    Nodes(#[source] BoxError),
+    /// The namespace could not be deleted.
+    #[error("cannot delete namespace {NAMESPACE}: {source}")]
+    DeleteNamespace {
+        /// The API error.
+        #[source]
+        source: client::Error,
+    },
+    /// The controller manager's Lease could not be deleted.
+    #[error("cannot delete the controller manager's Lease: {source}")]
+    DeleteLease {
+        /// The API error.
+        #[source]
+        source: client::Error,
+    },
+    /// A failed node could not be read.
+    #[error("node {name}: {source}")]
+    Node {
+        /// The node.
+        name: String,
+        /// The API error.
+        #[source]
+        source: client::Error,
+    },
+    /// No controller manager runs to scrape.
+    #[error("no controller manager is running")]
+    NoManager,
+    /// No sampler runs to read.
+    #[error("no sampler")]
+    NoSampler,
+    /// The controller manager's `/metrics` did not answer in time.
+    #[error("cannot scrape /metrics: {source}")]
+    Scrape {
+        /// The last failure.
+        #[source]
+        source: client::Error,
+    },
+    /// The controller manager ended during a step.
+    #[error("{step}: the controller manager exited ({status}):\n{output}")]
+    ManagerExited {
+        /// The step.
+        step: String,
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// The last lines of its log.
+        output: String,
+    },
+    /// A step did not converge in time.
+    #[error(
+        "{step}: not converged after {patience:?} (last error: {:?})",
+        .last_error.as_ref().map(ToString::to_string).unwrap_or_default()
+    )]
+    NotConverged {
+        /// The step.
+        step: String,
+        /// How long it was given.
+        patience: Duration,
+        /// The last failure of its check, if any.
+        #[source]
+        last_error: Option<Box<Error>>,
+    },
+    /// Some of a step's parallel writes failed.
+    #[error("{count} writes failed, first: {name}: {source}")]
+    Writes {
+        /// How many failed.
+        count: usize,
+        /// The Deployment of the first failure.
+        name: String,
+        /// The first failure.
+        #[source]
+        source: Box<Error>,
+    },
+}
 
 /// The size and shape of a run.
 #[derive(Debug, Clone)]
@@ -96,15 +221,12 @@ impl ScaleOptions {
         zone.into_iter().take(count).map(node_name).collect()
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Error> {
         if self.nodes < ZONES.len() || self.deployments == 0 || self.replicas < 2 || self.replicas % 2 != 0 {
-            return Err(format!(
-                "a scale run needs at least {} nodes, a Deployment and an even number of replicas: {self:?}",
-                ZONES.len()
-            ));
+            return Err(Error::TooSmall { options: Box::new(self.clone()) });
         }
         if self.nodes > MAX_NODES {
-            return Err(format!("{CLUSTER_CIDR} has pod CIDRs for {MAX_NODES} nodes, not {}", self.nodes));
+            return Err(Error::TooManyNodes { nodes: self.nodes });
         }
         Ok(())
     }
@@ -173,14 +295,13 @@ impl ScaleRun {
 }
 
 /// Runs `binary` as `side` through every step on a fresh control plane.
-pub fn run(side: Side, binary: &Path, options: &ScaleOptions) -> Result<ScaleRun, String> {
+pub fn run(side: Side, binary: &Path, options: &ScaleOptions) -> Result<ScaleRun, Error> {
     options.check()?;
-    std::fs::create_dir_all(&options.dir).map_err(|e| format!("{}: {e}", options.dir.display()))?;
+    std::fs::create_dir_all(&options.dir).map_err(|source| Error::Dir { dir: options.dir.clone(), source })?;
     let plane = ControlPlane::start()?;
     let (_, kubeconfig) = plane.write_kubeconfigs(&options.dir.join(side.name()).join("admin.conf"))?;
     let admin =
-        Client::new(plane.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(120) })
-            .map_err(|e| e.to_string())?
+        Client::new(plane.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(120) })?
             .for_controller("scale-bench");
     let names: Vec<String> = (0..options.nodes).map(node_name).collect();
     let node_options = NodeOptions {
@@ -189,7 +310,7 @@ pub fn run(side: Side, binary: &Path, options: &ScaleOptions) -> Result<ScaleRun
         kubelet_threads: options.kubelet_threads(),
         ..NodeOptions::default()
     };
-    let nodes = SimulatedNodes::start(plane.admin_config(), names, node_options).map_err(|e| e.to_string())?;
+    let nodes = SimulatedNodes::start(plane.admin_config(), names, node_options).map_err(|e| Error::Nodes(e.into()))?;
     let mut bed = Bed {
         side,
         binary: binary.to_path_buf(),
@@ -237,13 +358,13 @@ struct Bed<'a> {
 }
 
 impl Bed<'_> {
-    fn steps(&mut self, nodes: &SimulatedNodes) -> Result<ScaleRun, String> {
+    fn steps(&mut self, nodes: &SimulatedNodes) -> Result<ScaleRun, Error> {
         let options = self.options.clone();
         let (deployments, replicas) = (options.deployments, options.replicas);
         let mut steps = Vec::new();
         let mut queue_wait = Vec::new();
         let namespace: Namespace = from(json!({"metadata": {"name": NAMESPACE}}))?;
-        Api::<Namespace>::cluster(&self.admin).create(&namespace, &PostParams::default()).map_err(|e| e.to_string())?;
+        Api::<Namespace>::cluster(&self.admin).create(&namespace, &PostParams::default())?;
 
         let started = Instant::now();
         self.start_manager()?;
@@ -266,7 +387,7 @@ impl Bed<'_> {
         // waits for its controllers up to --controller-shutdown-timeout) is not the relist's.
         self.stop_manager();
         delete_lease(&self.admin)?;
-        patch_deployment(&self.admin, 0, &json!({"spec": {"replicas": replicas + 1}})).map_err(|e| e.to_string())?;
+        patch_deployment(&self.admin, 0, &json!({"spec": {"replicas": replicas + 1}}))?;
         let started = Instant::now();
         self.start_manager()?;
         let mut want = vec![replicas; deployments];
@@ -298,11 +419,11 @@ impl Bed<'_> {
         }
         let namespaces = Api::<Namespace>::cluster(&self.admin);
         match namespaces.delete(NAMESPACE, &DeleteParams::default()) {
-            Err(e) if !e.is_not_found() => return Err(format!("cannot delete namespace {NAMESPACE}: {e}")),
+            Err(source) if !source.is_not_found() => return Err(Error::DeleteNamespace { source }),
             _ => {}
         }
         self.wait("delete", |bed| {
-            Api::<Namespace>::cluster(&bed.admin).get_opt(NAMESPACE).map(|n| n.is_none()).map_err(|e| e.to_string())
+            Ok(Api::<Namespace>::cluster(&bed.admin).get_opt(NAMESPACE)?.is_none())
         })?;
         steps.push(self.step_end("delete", started)?);
         // VmHWM is updated lazily by the kernel; a sampled VmRSS may be above it.
@@ -313,7 +434,7 @@ impl Bed<'_> {
 
     // ---- The controller manager ----
 
-    fn start_manager(&mut self) -> Result<(), String> {
+    fn start_manager(&mut self) -> Result<(), Error> {
         let [port, ..] = super::free_ports()?;
         let beside = |name: &str| self.kubeconfig.with_file_name(name).display().to_string();
         let extra = [
@@ -348,7 +469,7 @@ impl Bed<'_> {
         config.tls.ca_certs = None;
         config.tls.insecure_skip_verify = true;
         let options = ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(30) };
-        self.metrics = Some(Client::new(config, options).map_err(|e| e.to_string())?.for_controller("scale-bench"));
+        self.metrics = Some(Client::new(config, options)?.for_controller("scale-bench"));
         self.requests_before = 0.0;
         Ok(())
     }
@@ -368,30 +489,30 @@ impl Bed<'_> {
         self.manager.as_ref().and_then(|m| super::sampler::read_proc(m.pid())).map_or(0, |s| s.hwm)
     }
 
-    fn scrape(&self) -> Result<String, String> {
-        let metrics = self.metrics.as_ref().ok_or("no controller manager is running")?;
+    fn scrape(&self) -> Result<String, Error> {
+        let metrics = self.metrics.as_ref().ok_or(Error::NoManager)?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             match metrics.get_text("/metrics") {
                 Ok(text) => return Ok(text),
-                Err(e) if Instant::now() > deadline => return Err(format!("cannot scrape /metrics: {e}")),
+                Err(source) if Instant::now() > deadline => return Err(Error::Scrape { source }),
                 Err(_) => std::thread::sleep(Duration::from_secs(1)),
             }
         }
     }
 
-    fn queue_wait(&self) -> Result<(f64, f64), String> {
+    fn queue_wait(&self) -> Result<(f64, f64), Error> {
         let text = self.scrape()?;
         let buckets = histogram_buckets(&text, "workqueue_queue_duration_seconds");
         Ok((quantile(&buckets, 0.5), quantile(&buckets, 0.99)))
     }
 
-    fn step_end(&mut self, name: &'static str, started: Instant) -> Result<StepFigures, String> {
+    fn step_end(&mut self, name: &'static str, started: Instant) -> Result<StepFigures, Error> {
         let seconds = started.elapsed().as_secs_f64();
         let requests_now = counter_sum(&self.scrape()?, "rest_client_requests_total");
         let requests = requests_now - self.requests_before;
         self.requests_before = requests_now;
-        let sampler = self.sampler.as_ref().ok_or("no sampler")?;
+        let sampler = self.sampler.as_ref().ok_or(Error::NoSampler)?;
         let (now, peaks) = sampler.phase_end();
         let figures = StepFigures {
             name,
@@ -413,31 +534,28 @@ impl Bed<'_> {
     }
 
     /// Polls `done` until it holds, the controller manager exits or the step's patience ends.
-    fn wait(&mut self, step: &str, mut done: impl FnMut(&Self) -> Result<bool, String>) -> Result<(), String> {
+    fn wait(&mut self, step: &str, mut done: impl FnMut(&Self) -> Result<bool, Error>) -> Result<(), Error> {
         let deadline = Instant::now() + self.options.patience();
-        let mut last_error = String::new();
+        let mut last_error = None;
         loop {
             if let Some(manager) = self.manager.as_mut()
                 && let Some(status) = manager.exited()
             {
-                return Err(format!("{step}: the controller manager exited ({status}):\n{}", manager.log_tail(30)));
+                return Err(Error::ManagerExited { step: step.to_string(), status, output: manager.log_tail(30) });
             }
             match done(self) {
                 Ok(true) => return Ok(()),
                 Ok(false) => {}
-                Err(e) => last_error = e,
+                Err(e) => last_error = Some(Box::new(e)),
             }
             if Instant::now() > deadline {
-                return Err(format!(
-                    "{step}: not converged after {:?} (last error: {last_error:?})",
-                    self.options.patience()
-                ));
+                return Err(Error::NotConverged { step: step.to_string(), patience: self.options.patience(), last_error });
             }
             std::thread::sleep(POLL_EVERY);
         }
     }
 
-    fn parallel(&self, count: usize, write: impl Fn(&Client, usize) -> Result<(), Error> + Sync) -> Result<(), String> {
+    fn parallel(&self, count: usize, write: impl Fn(&Client, usize) -> Result<(), Error> + Sync) -> Result<(), Error> {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let errors = parking_lot::Mutex::new(Vec::new());
         std::thread::scope(|scope| {
@@ -449,21 +567,26 @@ impl Bed<'_> {
                             break;
                         }
                         if let Err(e) = write(&self.admin, i) {
-                            errors.lock().push(format!("{}: {e}", deployment_name(i)));
+                            errors.lock().push((deployment_name(i), e));
                         }
                     }
                 });
             }
         });
-        let errors = errors.into_inner();
-        if errors.is_empty() { Ok(()) } else { Err(format!("{} writes failed, first: {}", errors.len(), errors[0])) }
+        let mut errors = errors.into_inner();
+        let count = errors.len();
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let (name, first) = errors.swap_remove(0);
+        Err(Error::Writes { count, name, source: Box::new(first) })
     }
 
     // ---- Convergence ----
 
     /// Every node has a pod CIDR and no `not-ready` taint.
-    fn nodes_ready(&self) -> Result<bool, String> {
-        let nodes = Api::<Node>::cluster(&self.admin).list(&ListParams::default()).map_err(|e| e.to_string())?;
+    fn nodes_ready(&self) -> Result<bool, Error> {
+        let nodes = Api::<Node>::cluster(&self.admin).list(&ListParams::default())?;
         Ok(nodes.items.len() == self.options.nodes
             && nodes.items.iter().all(|n| {
                 let spec = n.spec.as_ref();
@@ -478,9 +601,9 @@ impl Bed<'_> {
     /// Every Deployment `i` has observed its spec and has `want[i]` replicas, all updated and
     /// available, and the namespace holds exactly that many pods, none terminating but on
     /// `dead` nodes (whose kubelets cannot finish a deletion).
-    fn converged(&self, want: &[i32], dead: &[String]) -> Result<bool, String> {
+    fn converged(&self, want: &[i32], dead: &[String]) -> Result<bool, Error> {
         let list = Api::<Deployment>::namespaced(&self.admin, NAMESPACE).list(&ListParams::default());
-        let deployments = list.map_err(|e| e.to_string())?.items;
+        let deployments = list?.items;
         if deployments.len() != want.len() {
             return Ok(false);
         }
@@ -496,7 +619,7 @@ impl Bed<'_> {
             }
         }
         let pods = MetadataApi::new(&self.admin, &ApiResource::of::<Pod>(true), Some(NAMESPACE));
-        let items = pods.list(&ListParams::default()).map_err(|e| e.to_string())?.items;
+        let items = pods.list(&ListParams::default())?.items;
         let running = items.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count();
         let terminating = items.len() - running;
         let total: i32 = want.iter().sum();
@@ -510,7 +633,7 @@ impl Bed<'_> {
         let mut on_dead = 0;
         for node in dead {
             let params = ListParams { field_selector: Some(format!("spec.nodeName={node}")), ..ListParams::default() };
-            let pods = Api::<Pod>::namespaced(&self.admin, NAMESPACE).list(&params).map_err(|e| e.to_string())?.items;
+            let pods = Api::<Pod>::namespaced(&self.admin, NAMESPACE).list(&params)?.items;
             if pods.iter().any(|p| p.metadata.deletion_timestamp.is_none()) {
                 return Ok(false);
             }
@@ -520,17 +643,17 @@ impl Bed<'_> {
     }
 
     /// Every node of `failed` has the `unreachable` NoExecute taint.
-    fn all_tainted(&self, failed: &[String]) -> Result<bool, String> {
+    fn all_tainted(&self, failed: &[String]) -> Result<bool, Error> {
         Ok(self.taint_times(failed)?.iter().all(Option::is_some))
     }
 
     /// When each of `failed` got its `unreachable` NoExecute taint, if it has it.
-    fn taint_times(&self, failed: &[String]) -> Result<Vec<Option<jiff::Timestamp>>, String> {
+    fn taint_times(&self, failed: &[String]) -> Result<Vec<Option<jiff::Timestamp>>, Error> {
         let api = Api::<Node>::cluster(&self.admin);
         failed
             .iter()
             .map(|name| {
-                let node = api.get(name).map_err(|e| format!("node {name}: {e}"))?;
+                let node = api.get(name).map_err(|source| Error::Node { name: name.clone(), source })?;
                 let taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
                 let taint = taints.into_iter().find(|t| t.key == UNREACHABLE && t.effect == "NoExecute");
                 Ok(taint.and_then(|t| t.time_added).map(|at| at.0))
@@ -538,7 +661,7 @@ impl Bed<'_> {
             .collect()
     }
 
-    fn taint_offsets(&self, failed: &[String]) -> Result<Vec<f64>, String> {
+    fn taint_offsets(&self, failed: &[String]) -> Result<Vec<f64>, Error> {
         let mut times: Vec<jiff::Timestamp> = self.taint_times(failed)?.into_iter().flatten().collect();
         times.sort();
         let Some(first) = times.first().copied() else { return Ok(Vec::new()) };
@@ -563,26 +686,28 @@ fn create_deployment(admin: &Client, i: usize, replicas: i32, toleration_seconds
             },
         },
     }))
-    .map_err(|e| Error::Request(format!("deployment {name}: {e}")))?;
-    Api::<Deployment>::namespaced(admin, NAMESPACE).create(&deployment, &PostParams::default()).map(drop)
+    .map_err(|source| Error::Deployment { name, source })?;
+    Api::<Deployment>::namespaced(admin, NAMESPACE).create(&deployment, &PostParams::default())?;
+    Ok(())
 }
 
 fn patch_deployment(admin: &Client, i: usize, patch: &Value) -> Result<(), Error> {
     let api = Api::<Deployment>::namespaced(admin, NAMESPACE);
-    api.patch(&deployment_name(i), &Patch::Merge(patch.clone()), &PostParams::default()).map(drop)
+    api.patch(&deployment_name(i), &Patch::Merge(patch.clone()), &PostParams::default())?;
+    Ok(())
 }
 
 /// Deletes the controller manager's Lease, so that the next process leads at once whichever
 /// binary it is (upstream's does not release it on exit).
-fn delete_lease(admin: &Client) -> Result<(), String> {
+fn delete_lease(admin: &Client) -> Result<(), Error> {
     match Api::<Lease>::namespaced(admin, "kube-system").delete("kube-controller-manager", &DeleteParams::default()) {
-        Err(e) if !e.is_not_found() => Err(format!("cannot delete the controller manager's Lease: {e}")),
+        Err(source) if !source.is_not_found() => Err(Error::DeleteLease { source }),
         _ => Ok(()),
     }
 }
 
-fn from<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, String> {
-    serde_json::from_value(value).map_err(|e| e.to_string())
+fn from<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, Error> {
+    Ok(serde_json::from_value(value)?)
 }
 
 // ---- Reading /metrics ----

@@ -9,7 +9,7 @@
 //! [`Fault::inject`]), and [`Bed::converge`] times how long the workload takes to converge
 //! after it; [`Bed::invariants`] checks the audit log and the final state ([`audit`]).
 //!
-//! ```text
+//! ```ignore
 //! let mut bed = Bed::start(Side::Ours, &binary, 1, &[])?;
 //! let workload = workloads::ROLLOUT;
 //! (workload.prepare)(&bed)?;
@@ -34,9 +34,10 @@ use ureq::http::Method;
 pub use self::proxy::Proxy;
 pub use self::workloads::Workload;
 use super::ControlPlane;
-use super::process::OwnedProcess;
+use super::process::{self, OwnedProcess};
 use super::sidebyside::{Side, controller_manager_args, node_options};
-use crate::client::{Body, Client, ClientOptions};
+use crate::apimachinery::errors::BoxError;
+use crate::client::{self, Body, Client, ClientOptions};
 use crate::sandbox::nodes::SimulatedNodes;
 
 /// The controller manager's Lease in kube-system.
@@ -45,6 +46,99 @@ pub const LEASE: &str = "kube-controller-manager";
 pub const CONVERGE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Simulated nodes of every bed (`node-1` …).
 const NODES: usize = 3;
+
+/// Why a chaos bed did not start, a fault could not be injected or a workload did not converge.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The control plane did not start, or a fault on it (a restart) failed.
+    #[error(transparent)]
+    TestBed(#[from] super::Error),
+    /// A replica did not start.
+    #[error(transparent)]
+    Process(#[from] process::Error),
+    /// A replica's proxy did not start.
+    #[error(transparent)]
+    Proxy(#[from] proxy::Error),
+    /// The admin client could not be built, or a request body encoded.
+    #[error(transparent)]
+    Client(#[from] client::Error),
+    /// The simulated nodes did not start.
+    #[error("{0}")]
+    Nodes(#[source] BoxError),
+    /// The log folder cannot be created.
+    #[error("{}: {source}", .dir.display())]
+    LogDir {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// kube-apiserver's URL is not `https://<ip>:<port>`.
+    #[error("https://<ip>:<port>")]
+    ApiserverAddress,
+    /// A replica's kubeconfig cannot be read or written.
+    #[error(transparent)]
+    Kubeconfig(std::io::Error),
+    /// The audit log cannot be read.
+    #[error("the audit log: {source}")]
+    AuditLog {
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A request failed (`what`: its method and path).
+    #[error("{what}: {source}")]
+    Api {
+        /// E.g. `GET /api/v1/nodes`.
+        what: String,
+        /// The API error.
+        #[source]
+        source: client::Error,
+    },
+    /// A request's answer is not JSON.
+    #[error("{what}: {source}")]
+    Decode {
+        /// E.g. `POST /api/v1/namespaces`.
+        what: String,
+        /// Why it does not parse.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A wait's check still failed when its time ran out.
+    #[error("{what}: {source}")]
+    Check {
+        /// What was waited for.
+        what: String,
+        /// The check's last failure.
+        #[source]
+        source: Box<Error>,
+    },
+    /// What was waited for did not come in time.
+    #[error("timed out after {timeout:?} waiting for {what}")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// How long.
+        timeout: Duration,
+    },
+    /// A replica exited otherwise than for a lost Lease.
+    #[error("replica {index} exited ({status}), not for a lost Lease:\n{output}")]
+    ReplicaExited {
+        /// The replica.
+        index: usize,
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// The last lines of its log.
+        output: String,
+    },
+    /// The leader to kill has no running process.
+    #[error("the leader is not running")]
+    LeaderNotRunning,
+    /// A workload found the cluster otherwise than it expects (the message says how).
+    #[error("{0}")]
+    Workload(String),
+}
 
 /// One controller-manager process and its way to the API server.
 pub struct Replica {
@@ -83,15 +177,15 @@ impl Bed {
     /// A fresh control plane with [`NODES`] simulated nodes (Ready, schedulable) and `count`
     /// replicas of `binary` started as kubeadm starts kube-controller-manager, with `flags`
     /// added (e.g. the leader-election terms, a workload's).
-    pub fn start(side: Side, binary: &Path, count: usize, flags: &[&str], log_dir: &Path) -> Result<Bed, String> {
-        std::fs::create_dir_all(log_dir).map_err(|e| format!("{}: {e}", log_dir.display()))?;
+    pub fn start(side: Side, binary: &Path, count: usize, flags: &[&str], log_dir: &Path) -> Result<Bed, Error> {
+        std::fs::create_dir_all(log_dir).map_err(|source| Error::LogDir { dir: log_dir.to_path_buf(), source })?;
         let plane = ControlPlane::start()?;
-        let admin = Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })
-            .map_err(|e| e.to_string())?
-            .for_controller("chaos");
+        let admin =
+            Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })?.for_controller("chaos");
         let (_, kubeconfig) = plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
         let names: Vec<String> = (1..=NODES).map(|i| format!("node-{i}")).collect();
-        let nodes = SimulatedNodes::start(plane.admin_config(), names, node_options()).map_err(|e| e.to_string())?;
+        let nodes =
+            SimulatedNodes::start(plane.admin_config(), names, node_options()).map_err(|e| Error::Nodes(e.into()))?;
         let mut bed = Bed {
             replicas: Vec::new(),
             nodes,
@@ -123,13 +217,13 @@ impl Bed {
 
     /// Starts replica `index` (again, after it exited or was killed), through a new proxy
     /// from the same source address; its log is appended to.
-    pub fn start_replica(&mut self, index: usize) -> Result<Replica, String> {
+    pub fn start_replica(&mut self, index: usize) -> Result<Replica, Error> {
         let upstream: SocketAddr =
-            self.plane.url().strip_prefix("https://").and_then(|a| a.parse().ok()).ok_or("https://<ip>:<port>")?;
+            self.plane.url().strip_prefix("https://").and_then(|a| a.parse().ok()).ok_or(Error::ApiserverAddress)?;
         let proxy = Proxy::start(upstream, replica_source(index))?;
-        let text = std::fs::read_to_string(&self.kubeconfig).map_err(|e| e.to_string())?;
+        let text = std::fs::read_to_string(&self.kubeconfig).map_err(Error::Kubeconfig)?;
         let kubeconfig = self.kubeconfig.with_file_name(format!("controller-manager-{index}.conf"));
-        std::fs::write(&kubeconfig, text.replace(self.plane.url(), &proxy.url())).map_err(|e| e.to_string())?;
+        std::fs::write(&kubeconfig, text.replace(self.plane.url(), &proxy.url())).map_err(Error::Kubeconfig)?;
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
         let mut command = Command::new(&self.binary);
         command.args(controller_manager_args(self.side, &kubeconfig, &flags));
@@ -139,7 +233,7 @@ impl Bed {
     }
 
     /// Restarts replica `index` as systemd would (`Restart=always`) once it has exited.
-    pub fn restart_replica(&mut self, index: usize) -> Result<(), String> {
+    pub fn restart_replica(&mut self, index: usize) -> Result<(), Error> {
         if let Some(mut old) = self.replicas[index].take() {
             old.process.stop(Duration::from_secs(5));
         }
@@ -150,7 +244,7 @@ impl Bed {
 
     /// The replica whose address last wrote the Lease successfully (from the audit log: the
     /// same for both binaries, whatever identity they take).
-    pub fn leader(&self) -> Result<Option<usize>, String> {
+    pub fn leader(&self) -> Result<Option<usize>, Error> {
         let events = self.audit_events()?;
         let terms = audit::lease_terms(&events, LEASE);
         let Some(term) = terms.last() else { return Ok(None) };
@@ -158,13 +252,13 @@ impl Bed {
     }
 
     /// The controller manager's Lease, as stored.
-    pub fn lease(&self) -> Result<Option<Value>, String> {
+    pub fn lease(&self) -> Result<Option<Value>, Error> {
         self.get(&format!("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{LEASE}"))
     }
 
     /// Waits until a replica other than `not` holds the Lease: polls the Lease's holder (cheap),
     /// and reads the audit log once it changed. Returns the replica and the Lease.
-    pub fn wait_leader(&self, not: Option<usize>, timeout: Duration) -> Result<(usize, Value), String> {
+    pub fn wait_leader(&self, not: Option<usize>, timeout: Duration) -> Result<(usize, Value), Error> {
         let holder = |lease: &Value| lease["spec"]["holderIdentity"].as_str().unwrap_or_default().to_string();
         let before = match not {
             Some(_) => self.lease()?.map(|l| holder(&l)).unwrap_or_default(),
@@ -181,8 +275,8 @@ impl Bed {
     }
 
     /// The audit log so far.
-    pub fn audit_events(&self) -> Result<Vec<audit::AuditEvent>, String> {
-        let text = std::fs::read_to_string(self.plane.audit_log()).map_err(|e| format!("the audit log: {e}"))?;
+    pub fn audit_events(&self) -> Result<Vec<audit::AuditEvent>, Error> {
+        let text = std::fs::read_to_string(self.plane.audit_log()).map_err(|source| Error::AuditLog { source })?;
         Ok(audit::parse(&text))
     }
 
@@ -191,26 +285,28 @@ impl Bed {
         &self,
         what: &str,
         timeout: Duration,
-        mut check: impl FnMut(&Bed) -> Result<Option<T>, String>,
-    ) -> Result<T, String> {
+        mut check: impl FnMut(&Bed) -> Result<Option<T>, Error>,
+    ) -> Result<T, Error> {
         let deadline = Instant::now() + timeout;
         loop {
             // A request failing while a fault lasts is no answer yet.
             match check(self) {
                 Ok(Some(value)) => return Ok(value),
                 Ok(None) => {}
-                Err(e) if Instant::now() > deadline => return Err(format!("{what}: {e}")),
+                Err(e) if Instant::now() > deadline => {
+                    return Err(Error::Check { what: what.to_string(), source: Box::new(e) });
+                }
                 Err(_) => {}
             }
             if Instant::now() > deadline {
-                return Err(format!("timed out after {timeout:?} waiting for {what}"));
+                return Err(Error::Timeout { what: what.to_string(), timeout });
             }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
 
     /// Waits until `workload` converged; the time it took.
-    pub fn converge(&self, workload: &Workload) -> Result<Duration, String> {
+    pub fn converge(&self, workload: &Workload) -> Result<Duration, Error> {
         let started = Instant::now();
         self.wait(&format!("{} to converge", workload.name), CONVERGE_TIMEOUT, workload.converged)?;
         Ok(started.elapsed())
@@ -222,14 +318,14 @@ impl Bed {
     /// machine) exits with `leaderelection lost`, as upstream's does: the fault's doing, not
     /// the workload's.
     /// Any other exit (a panic, status 2) is an error, not restarted: it would hide a crash.
-    pub fn restart_exited(&mut self) -> Result<Vec<usize>, String> {
+    pub fn restart_exited(&mut self) -> Result<Vec<usize>, Error> {
         let mut restarted = Vec::new();
         for index in 0..self.replicas.len() {
             let Some(replica) = self.replicas[index].as_mut() else { continue };
             let Some(status) = replica.process.exited() else { continue };
             let log = replica.process.log_tail(20);
             if status.code() != Some(1) || !log.contains("leaderelection lost") {
-                return Err(format!("replica {index} exited ({status}), not for a lost Lease:\n{log}"));
+                return Err(Error::ReplicaExited { index, status, output: log });
             }
             self.disruptions.push(jiff::Timestamp::now());
             self.restart_replica(index)?;
@@ -239,7 +335,7 @@ impl Bed {
     }
 
     /// [`Bed::converge`] with the replicas supervised ([`Bed::restart_exited`]) meanwhile.
-    pub fn converge_supervised(&mut self, workload: &Workload) -> Result<Duration, String> {
+    pub fn converge_supervised(&mut self, workload: &Workload) -> Result<Duration, Error> {
         let started = Instant::now();
         loop {
             self.restart_exited()?;
@@ -247,7 +343,8 @@ impl Bed {
                 return Ok(started.elapsed());
             }
             if started.elapsed() > CONVERGE_TIMEOUT {
-                return Err(format!("timed out after {CONVERGE_TIMEOUT:?} waiting for {} to converge", workload.name));
+                let what = format!("{} to converge", workload.name);
+                return Err(Error::Timeout { what, timeout: CONVERGE_TIMEOUT });
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -257,7 +354,7 @@ impl Bed {
     /// `leading_after_renewal` is how long a replica may go on leading after its last
     /// successful renewal: its `--leader-elect-renew-deadline` and one
     /// `--leader-elect-retry-period` (see [`audit::writer_violations`]).
-    pub fn invariants(&self, leading_after_renewal: Duration) -> Result<Invariants, String> {
+    pub fn invariants(&self, leading_after_renewal: Duration) -> Result<Invariants, Error> {
         let events = self.audit_events()?;
         let deployments = self.list("/apis/apps/v1/deployments")?;
         let replica_sets = self.list("/apis/apps/v1/replicasets")?;
@@ -287,7 +384,7 @@ impl Bed {
 
     /// [`Bed::invariants`] once they hold, or after `timeout` with what they found: Events
     /// are posted asynchronously (and retried), so the last ones may land after convergence.
-    pub fn settled_invariants(&self, leading_after_renewal: Duration, timeout: Duration) -> Result<Invariants, String> {
+    pub fn settled_invariants(&self, leading_after_renewal: Duration, timeout: Duration) -> Result<Invariants, Error> {
         let deadline = Instant::now() + timeout;
         loop {
             let found = self.invariants(leading_after_renewal)?;
@@ -299,40 +396,44 @@ impl Bed {
     }
 
     /// GETs an object; `None` when it does not exist.
-    pub fn get(&self, path: &str) -> Result<Option<Value>, String> {
+    pub fn get(&self, path: &str) -> Result<Option<Value>, Error> {
         match self.admin.get_json::<Value>(path) {
             Ok(value) => Ok(Some(value)),
             Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(format!("GET {path}: {e}")),
+            Err(source) => Err(Error::Api { what: format!("GET {path}"), source }),
         }
     }
 
     /// The items of a list.
-    pub fn list(&self, path: &str) -> Result<Vec<Value>, String> {
-        let list: Value = self.admin.get_json(path).map_err(|e| format!("GET {path}: {e}"))?;
+    pub fn list(&self, path: &str) -> Result<Vec<Value>, Error> {
+        let list: Value =
+            self.admin.get_json(path).map_err(|source| Error::Api { what: format!("GET {path}"), source })?;
         Ok(list["items"].as_array().cloned().unwrap_or_default())
     }
 
     /// POSTs `object` to the collection at `path`.
-    pub fn create(&self, path: &str, object: Value) -> Result<Value, String> {
-        self.send(Method::POST, path, Some(Body::json(&object).map_err(|e| e.to_string())?))
+    pub fn create(&self, path: &str, object: Value) -> Result<Value, Error> {
+        self.send(Method::POST, path, Some(Body::json(&object)?))
     }
 
     /// A JSON merge patch.
-    pub fn patch(&self, path: &str, patch: Value) -> Result<Value, String> {
-        let body = Body::json(&patch).map_err(|e| e.to_string())?;
+    pub fn patch(&self, path: &str, patch: Value) -> Result<Value, Error> {
+        let body = Body::json(&patch)?;
         self.send(Method::PATCH, path, Some(Body { content_type: "application/merge-patch+json", ..body }))
     }
 
     /// DELETE (the kind's default propagation).
-    pub fn delete(&self, path: &str) -> Result<(), String> {
+    pub fn delete(&self, path: &str) -> Result<(), Error> {
         self.send(Method::DELETE, path, None).map(|_| ())
     }
 
-    fn send(&self, method: Method, path: &str, body: Option<Body>) -> Result<Value, String> {
+    fn send(&self, method: Method, path: &str, body: Option<Body>) -> Result<Value, Error> {
         let what = format!("{method} {path}");
-        let bytes = self.admin.send(method, path, body).map_err(|e| format!("{what}: {e}"))?;
-        serde_json::from_slice(&bytes).map_err(|e| format!("{what}: {e}"))
+        let bytes = match self.admin.send(method, path, body) {
+            Ok(bytes) => bytes,
+            Err(source) => return Err(Error::Api { what, source }),
+        };
+        serde_json::from_slice(&bytes).map_err(|source| Error::Decode { what, source })
     }
 
     /// Stops every replica (SIGTERM) and the nodes; the control plane goes when dropped.
@@ -428,7 +529,7 @@ impl Fault {
     }
 
     /// Injects the fault and returns once it is over (the process restarted, resumed).
-    pub fn inject(self, bed: &mut Bed) -> Result<(), String> {
+    pub fn inject(self, bed: &mut Bed) -> Result<(), Error> {
         if self != Fault::None {
             bed.disruptions.push(jiff::Timestamp::now());
         }
@@ -436,13 +537,16 @@ impl Fault {
             Fault::None => Ok(()),
             Fault::KillApiserver => {
                 bed.plane.apiserver().signal(libc::SIGKILL);
-                bed.plane.restart_apiserver()
+                Ok(bed.plane.restart_apiserver()?)
             }
             Fault::KillEtcd => {
                 bed.plane.etcd().signal(libc::SIGKILL);
-                bed.plane.restart_etcd()
+                Ok(bed.plane.restart_etcd()?)
             }
-            Fault::CompactEtcd => bed.plane.compact_etcd().map(|_| ()),
+            Fault::CompactEtcd => {
+                bed.plane.compact_etcd()?;
+                Ok(())
+            }
             Fault::StallApiserver(d) => {
                 bed.plane.apiserver().signal(libc::SIGSTOP);
                 std::thread::sleep(d);
@@ -457,7 +561,7 @@ impl Fault {
             }
             Fault::KillLeader => {
                 let (leader, _) = bed.wait_leader(None, Duration::from_secs(60))?;
-                let replica = bed.replicas[leader].as_mut().ok_or("the leader is not running")?;
+                let replica = bed.replicas[leader].as_mut().ok_or(Error::LeaderNotRunning)?;
                 replica.process.signal(libc::SIGKILL);
                 replica.process.exited();
                 Ok(())

@@ -25,12 +25,27 @@ struct State {
     sockets: Vec<TcpStream>,
 }
 
+/// Why a replica's proxy did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No loopback port to listen on.
+    #[error("proxy: {source}")]
+    Bind {
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The port it listens on cannot be read.
+    #[error(transparent)]
+    Addr(std::io::Error),
+}
+
 impl Proxy {
     /// Listens on 127.0.0.1:<free port> and forwards to `upstream` from `source` (any
     /// 127.0.0.0/8 address: Linux answers the whole range on loopback).
-    pub fn start(upstream: SocketAddr, source: Ipv4Addr) -> Result<Proxy, String> {
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("proxy: {e}"))?;
-        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    pub fn start(upstream: SocketAddr, source: Ipv4Addr) -> Result<Proxy, Error> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| Error::Bind { source })?;
+        let port = listener.local_addr().map_err(Error::Addr)?.port();
         let state = Arc::new(Mutex::new(State::default()));
         let shared = state.clone();
         // The thread ends with the process; a blocked accept cannot be woken portably.

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Bed, condition, named};
+use super::{Bed, Error, condition, named};
 
 /// A workload on a [`Bed`].
 pub struct Workload {
@@ -12,11 +12,11 @@ pub struct Workload {
     /// Flags the replicas need for it (e.g. the node monitor's periods).
     pub flags: &'static [&'static str],
     /// Creates the objects and waits until they settled.
-    pub prepare: fn(&Bed) -> Result<(), String>,
+    pub prepare: fn(&Bed) -> Result<(), Error>,
     /// The change whose convergence is measured.
-    pub change: fn(&Bed) -> Result<(), String>,
+    pub change: fn(&Bed) -> Result<(), Error>,
     /// `Some(())` once the server's state is the expected one.
-    pub converged: fn(&Bed) -> Result<Option<()>, String>,
+    pub converged: fn(&Bed) -> Result<Option<()>, Error>,
 }
 
 /// Every workload, in the bench's order.
@@ -63,7 +63,7 @@ const DEPLOYMENTS: usize = 20;
 const IMAGE: &str = "registry.k8s.io/pause:3.10";
 const NEW_IMAGE: &str = "registry.k8s.io/pause:3.9";
 
-fn nothing(_: &Bed) -> Result<(), String> {
+fn nothing(_: &Bed) -> Result<(), Error> {
     Ok(())
 }
 
@@ -73,7 +73,7 @@ fn template(labels: Value, image: &str) -> Value {
 }
 
 /// The workloads' namespace, once its default ServiceAccount exists (pods need it).
-fn ensure_namespace(bed: &Bed, name: &str) -> Result<(), String> {
+fn ensure_namespace(bed: &Bed, name: &str) -> Result<(), Error> {
     if bed.get(&format!("/api/v1/namespaces/{name}"))?.is_none() {
         bed.create("/api/v1/namespaces", named(name))?;
     }
@@ -82,7 +82,7 @@ fn ensure_namespace(bed: &Bed, name: &str) -> Result<(), String> {
 }
 
 /// Live (not terminating) pods matching `selector` in `namespace`.
-fn live_pods(bed: &Bed, namespace: &str, selector: &str) -> Result<Vec<Value>, String> {
+fn live_pods(bed: &Bed, namespace: &str, selector: &str) -> Result<Vec<Value>, Error> {
     let pods = bed.list(&format!("/api/v1/namespaces/{namespace}/pods?labelSelector={selector}"))?;
     Ok(pods.into_iter().filter(|p| p["metadata"]["deletionTimestamp"].is_null()).collect())
 }
@@ -93,7 +93,7 @@ fn running_and_ready(pod: &Value) -> bool {
 
 // --- rollout ---------------------------------------------------------------------------------
 
-fn rollout_prepare(bed: &Bed) -> Result<(), String> {
+fn rollout_prepare(bed: &Bed) -> Result<(), Error> {
     ensure_namespace(bed, NAMESPACE)?;
     let service = json!({"metadata": {"name": "web"},
         "spec": {"selector": {"tier": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}});
@@ -108,7 +108,7 @@ fn rollout_prepare(bed: &Bed) -> Result<(), String> {
     bed.wait("20 Deployments available", super::CONVERGE_TIMEOUT, |b| rolled_out(b, IMAGE))
 }
 
-fn rollout_change(bed: &Bed) -> Result<(), String> {
+fn rollout_change(bed: &Bed) -> Result<(), Error> {
     for i in 0..DEPLOYMENTS {
         let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": NEW_IMAGE}]}}}});
         bed.patch(&format!("/apis/apps/v1/namespaces/{NAMESPACE}/deployments/web-{i}"), patch)?;
@@ -116,13 +116,13 @@ fn rollout_change(bed: &Bed) -> Result<(), String> {
     Ok(())
 }
 
-fn rollout_converged(bed: &Bed) -> Result<Option<()>, String> {
+fn rollout_converged(bed: &Bed) -> Result<Option<()>, Error> {
     rolled_out(bed, NEW_IMAGE)
 }
 
 /// Every Deployment observed its spec and has 2 updated, ready, available replicas, exactly 2
 /// live pods of `image`, Running and Ready, and the Service's slices list all 40 once, ready.
-fn rolled_out(bed: &Bed, image: &str) -> Result<Option<()>, String> {
+fn rolled_out(bed: &Bed, image: &str) -> Result<Option<()>, Error> {
     let deployments = bed.list(&format!("/apis/apps/v1/namespaces/{NAMESPACE}/deployments"))?;
     let done = deployments.len() == DEPLOYMENTS
         && deployments.iter().all(|d| {
@@ -158,7 +158,7 @@ fn rolled_out(bed: &Bed, image: &str) -> Result<Option<()>, String> {
 
 const DOOMED: &str = "chaos-doomed";
 
-fn namespace_prepare(bed: &Bed) -> Result<(), String> {
+fn namespace_prepare(bed: &Bed) -> Result<(), Error> {
     ensure_namespace(bed, DOOMED)?;
     let ns = |path: &str| format!("/api/v1/namespaces/{DOOMED}/{path}");
     for name in ["settings", "more-settings"] {
@@ -179,11 +179,11 @@ fn namespace_prepare(bed: &Bed) -> Result<(), String> {
     })
 }
 
-fn namespace_change(bed: &Bed) -> Result<(), String> {
+fn namespace_change(bed: &Bed) -> Result<(), Error> {
     bed.delete(&format!("/api/v1/namespaces/{DOOMED}"))
 }
 
-fn namespace_converged(bed: &Bed) -> Result<Option<()>, String> {
+fn namespace_converged(bed: &Bed) -> Result<Option<()>, Error> {
     Ok(bed.get(&format!("/api/v1/namespaces/{DOOMED}"))?.is_none().then_some(()))
 }
 
@@ -194,12 +194,12 @@ fn namespace_converged(bed: &Bed) -> Result<Option<()>, String> {
 const FAILING: &str = "chaos.kcm.dev/failing";
 
 /// The node marked [`FAILING`], if any.
-fn failing_node(bed: &Bed) -> Result<Option<String>, String> {
+fn failing_node(bed: &Bed) -> Result<Option<String>, Error> {
     let nodes = bed.list(&format!("/api/v1/nodes?labelSelector={FAILING}"))?;
     Ok(nodes.first().and_then(|n| n["metadata"]["name"].as_str()).map(str::to_string))
 }
 
-fn node_failure_prepare(bed: &Bed) -> Result<(), String> {
+fn node_failure_prepare(bed: &Bed) -> Result<(), Error> {
     ensure_namespace(bed, NAMESPACE)?;
     // Pods tolerate an unreachable or not-ready node for 2 s (DefaultTolerationSeconds: 300 s).
     let mut pod = template(json!({"app": "evictable"}), IMAGE);
@@ -218,13 +218,13 @@ fn node_failure_prepare(bed: &Bed) -> Result<(), String> {
     bed.patch(&format!("/api/v1/nodes/{node}"), json!({"metadata": {"labels": {FAILING: "true"}}})).map(|_| ())
 }
 
-fn node_failure_change(bed: &Bed) -> Result<(), String> {
-    let node = failing_node(bed)?.ok_or("no node marked to fail")?;
+fn node_failure_change(bed: &Bed) -> Result<(), Error> {
+    let node = failing_node(bed)?.ok_or_else(|| Error::Workload("no node marked to fail".into()))?;
     bed.nodes.stop_heartbeat(&node);
     Ok(())
 }
 
-fn node_failure_converged(bed: &Bed) -> Result<Option<()>, String> {
+fn node_failure_converged(bed: &Bed) -> Result<Option<()>, Error> {
     let Some(failing) = failing_node(bed)? else { return Ok(None) };
     let node = bed.get(&format!("/api/v1/nodes/{failing}"))?.unwrap_or_default();
     let taints = node["spec"]["taints"].as_array().cloned().unwrap_or_default();
@@ -237,7 +237,7 @@ fn node_failure_converged(bed: &Bed) -> Result<Option<()>, String> {
 
 // --- Job -------------------------------------------------------------------------------------
 
-fn job_change(bed: &Bed) -> Result<(), String> {
+fn job_change(bed: &Bed) -> Result<(), Error> {
     ensure_namespace(bed, NAMESPACE)?;
     let mut pod = template(json!({"app": "batch"}), IMAGE);
     pod["spec"]["restartPolicy"] = json!("Never");
@@ -246,7 +246,7 @@ fn job_change(bed: &Bed) -> Result<(), String> {
     bed.create(&format!("/apis/batch/v1/namespaces/{NAMESPACE}/jobs"), job).map(|_| ())
 }
 
-fn job_converged(bed: &Bed) -> Result<Option<()>, String> {
+fn job_converged(bed: &Bed) -> Result<Option<()>, Error> {
     let job = bed.get(&format!("/apis/batch/v1/namespaces/{NAMESPACE}/jobs/batch"))?.unwrap_or_default();
     let done = job["status"]["succeeded"] == 6 && condition(&job, "Complete") == Some("True");
     Ok(done.then_some(()))
@@ -256,7 +256,7 @@ fn job_converged(bed: &Bed) -> Result<Option<()>, String> {
 
 const STATEFUL_SETS: &str = "/apis/apps/v1/namespaces/chaos/statefulsets";
 
-fn stateful_set_prepare(bed: &Bed) -> Result<(), String> {
+fn stateful_set_prepare(bed: &Bed) -> Result<(), Error> {
     ensure_namespace(bed, NAMESPACE)?;
     let set = json!({"metadata": {"name": "db"},
         "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
@@ -267,17 +267,17 @@ fn stateful_set_prepare(bed: &Bed) -> Result<(), String> {
     bed.wait("StatefulSet db: 2 ready", super::CONVERGE_TIMEOUT, |b| stateful_set_ready(b, 2))
 }
 
-fn stateful_set_change(bed: &Bed) -> Result<(), String> {
+fn stateful_set_change(bed: &Bed) -> Result<(), Error> {
     bed.patch(&format!("{STATEFUL_SETS}/db"), json!({"spec": {"replicas": 4}})).map(|_| ())
 }
 
-fn stateful_set_converged(bed: &Bed) -> Result<Option<()>, String> {
+fn stateful_set_converged(bed: &Bed) -> Result<Option<()>, Error> {
     stateful_set_ready(bed, 4)
 }
 
 /// The set observed its generation with `replicas` ready, current and updated, exactly
 /// `replicas` live pods Running and Ready, and a Bound claim for each.
-fn stateful_set_ready(bed: &Bed, replicas: i64) -> Result<Option<()>, String> {
+fn stateful_set_ready(bed: &Bed, replicas: i64) -> Result<Option<()>, Error> {
     let set = bed.get(&format!("{STATEFUL_SETS}/db"))?.unwrap_or_default();
     let status = &set["status"];
     let done = status["observedGeneration"] == set["metadata"]["generation"]

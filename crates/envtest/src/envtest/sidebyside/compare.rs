@@ -6,7 +6,10 @@ use super::*;
 /// Everything that differs between two runs of one scenario.
 pub fn diff_runs(upstream: &Run, ours: &Run) -> Vec<Difference> {
     let mut out = Vec::new();
-    if upstream.error != ours.error {
+    // The runs' errors meet by their text: each side's has its own paths and ports only where
+    // the two runs differ anyway.
+    let (upstream_error, ours_error) = (upstream.error.as_ref().map(ToString::to_string), ours.error.as_ref().map(ToString::to_string));
+    if upstream_error != ours_error {
         // The first line: the whole error (a log's tail, say) is shown once, by the outcome.
         let describe = |e: &Option<String>| {
             e.as_deref().map_or("finished".to_string(), |e| format!("failed: {}", e.lines().next().unwrap_or_default()))
@@ -15,8 +18,8 @@ pub fn diff_runs(upstream: &Run, ours: &Run) -> Vec<Difference> {
             checkpoint: "-".into(),
             subject: "run".into(),
             path: String::new(),
-            upstream: describe(&upstream.error),
-            ours: describe(&ours.error),
+            upstream: describe(&upstream_error),
+            ours: describe(&ours_error),
         });
     }
     // Checkpoints meet by label; a failed run's last state is labelled `final`.
@@ -165,7 +168,7 @@ impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "=== {} ===", self.scenario)?;
         for run in [&self.upstream, &self.ours] {
-            let status = run.error.as_deref().map_or("finished".to_string(), |e| format!("FAILED: {e}"));
+            let status = run.error.as_ref().map_or("finished".to_string(), |e| format!("FAILED: {e}"));
             writeln!(
                 f,
                 "{:>8}: {status} in {:.1}s; 409 answers to writes: {}; log {}",

@@ -30,9 +30,10 @@ use serde_json::{Map, Value, json};
 use ureq::http::Method;
 
 use super::ControlPlane;
-use super::metrics_api::MetricsApis;
-use super::process::OwnedProcess;
-use crate::client::{Body, Client, ClientOptions};
+use super::metrics_api::{self, MetricsApis};
+use super::process::{self, OwnedProcess};
+use crate::apimachinery::errors::BoxError;
+use crate::client::{self, Body, Client, ClientOptions};
 use crate::sandbox::nodes::{NodeOptions, SimulatedNodes};
 
 /// The namespace every scenario starts with.
@@ -45,6 +46,92 @@ const SETTLE_QUIET: Duration = Duration::from_millis(1500);
 const SETTLE_LIMIT: Duration = Duration::from_secs(30);
 /// How often the state is read while settling.
 const SETTLE_POLL: Duration = Duration::from_millis(300);
+
+/// Why a side-by-side run, or one of its steps, failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The control plane did not start (or its binaries are missing).
+    #[error(transparent)]
+    TestBed(#[from] super::Error),
+    /// The controller manager did not start.
+    #[error(transparent)]
+    Process(#[from] process::Error),
+    /// The metrics APIs could not be served.
+    #[error(transparent)]
+    MetricsApis(#[from] metrics_api::Error),
+    /// The admin client could not be built, or a request body encoded.
+    #[error(transparent)]
+    Client(#[from] client::Error),
+    /// The simulated nodes did not start, or a step on them failed.
+    #[error("{0}")]
+    Nodes(#[source] BoxError),
+    /// The log folder cannot be created.
+    #[error("{}: {source}", .dir.display())]
+    LogDir {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A request failed (`what`: its method and path).
+    #[error("{what}: {source}")]
+    Api {
+        /// E.g. `GET /api/v1/nodes`.
+        what: String,
+        /// The API error.
+        #[source]
+        source: client::Error,
+    },
+    /// A request's answer is not JSON.
+    #[error("{what}: {source}")]
+    Decode {
+        /// E.g. `POST /api/v1/namespaces`.
+        what: String,
+        /// Why it does not parse.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The controller manager ended while a step waited.
+    #[error("kube-controller-manager exited ({status}):\n{output}")]
+    ManagerExited {
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// The last lines of its log.
+        output: String,
+    },
+    /// A step's outcome did not come in time.
+    #[error("timed out after {timeout:?} waiting for {what}")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// How long.
+        timeout: Duration,
+    },
+    /// A time could not be computed.
+    #[error(transparent)]
+    Time(#[from] jiff::Error),
+    /// A certificate request could not be built.
+    #[error(transparent)]
+    Certificate(#[from] rcgen::Error),
+    /// An eviction a budget forbids was refused otherwise than with 429.
+    #[error("the eviction was refused otherwise: {source}")]
+    EvictionRefused {
+        /// How it was refused.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A scenario found the cluster otherwise than it expects (the message says how).
+    #[error("{0}")]
+    Scenario(String),
+}
+
+impl Error {
+    /// The API error's HTTP code, when a request failed with one.
+    pub fn code(&self) -> Option<u16> {
+        client::Error::find(self).and_then(client::Error::code)
+    }
+}
 
 /// One scripted scenario.
 pub struct Scenario {
@@ -64,7 +151,7 @@ pub struct Scenario {
     /// Whether Nodes (and their Events) are compared.
     pub compare_nodes: bool,
     /// The steps, run against a fresh control plane with the side's controller manager running.
-    pub run: fn(&mut Steps) -> Result<(), String>,
+    pub run: fn(&mut Steps) -> Result<(), Error>,
 }
 
 /// A controller manager under comparison.
@@ -103,7 +190,7 @@ pub struct Run {
     /// Which controller manager ran.
     pub side: Side,
     /// Why the run did not finish, if it did not.
-    pub error: Option<String>,
+    pub error: Option<Error>,
     /// The checkpoints taken, in order; the last one is `final`.
     pub checkpoints: Vec<Snapshot>,
     /// The 409 answers the controller manager got.
@@ -223,12 +310,13 @@ pub use steps::*;
 // ---------------------------------------------------------------------------------------------
 
 /// Runs `scenario` with upstream's binary and with ours, at once, and compares.
-pub fn compare(scenario: &'static Scenario, options: &RunOptions) -> Result<Outcome, String> {
+pub fn compare(scenario: &'static Scenario, options: &RunOptions) -> Result<Outcome, Error> {
     let upstream_binary = match &options.upstream {
         Some(path) => path.clone(),
-        None => super::Assets::locate()?.kube_controller_manager,
+        None => super::Assets::locate().map_err(super::Error::from)?.kube_controller_manager,
     };
-    std::fs::create_dir_all(&options.log_dir).map_err(|e| format!("{}: {e}", options.log_dir.display()))?;
+    std::fs::create_dir_all(&options.log_dir)
+        .map_err(|source| Error::LogDir { dir: options.log_dir.clone(), source })?;
     // Each side has its own control plane: the two run at once, halving the wait.
     let (upstream, ours) = std::thread::scope(|scope| {
         let upstream = scope.spawn(|| run(scenario, Side::Upstream, &upstream_binary, &options.log_dir));
@@ -270,16 +358,15 @@ fn run_steps(
     binary: &Path,
     log: &Path,
     checkpoints: &mut Vec<Snapshot>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let plane = ControlPlane::start_with_apiserver_flags(scenario.apiserver_flags)?;
-    let admin = Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })
-        .map_err(|e| e.to_string())?
+    let admin = Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })?
         .for_controller("side-by-side");
     let (_, kubeconfig) = plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
     create(&admin, "/api/v1/namespaces", json!({"metadata": {"name": NAMESPACE}}))?;
     let names: Vec<String> = (1..=scenario.nodes).map(|i| format!("node-{i}")).collect();
-    let nodes =
-        SimulatedNodes::start(plane.admin_config(), names.clone(), node_options()).map_err(|e| e.to_string())?;
+    let nodes = SimulatedNodes::start(plane.admin_config(), names.clone(), node_options())
+        .map_err(|e| Error::Nodes(e.into()))?;
     let mut manager = start_controller_manager(side, binary, &kubeconfig, scenario.flags, log)?;
     let mut steps = Steps {
         client: admin,
@@ -369,7 +456,7 @@ pub fn start_controller_manager(
     kubeconfig: &Path,
     extra: &[&str],
     log: &Path,
-) -> Result<OwnedProcess, String> {
+) -> Result<OwnedProcess, process::Error> {
     let mut command = Command::new(binary);
     command.args(controller_manager_args(side, kubeconfig, extra));
     OwnedProcess::spawn(&format!("kube-controller-manager ({})", side.name()), command, log)

@@ -28,7 +28,7 @@ pub struct Steps<'a> {
 impl Steps<'_> {
     /// Waits until the controller manager has made the scenario namespace usable (its default
     /// ServiceAccount) and every node schedulable (not-ready taint removed).
-    pub(super) fn ready(&mut self, nodes: &[String]) -> Result<(), String> {
+    pub(super) fn ready(&mut self, nodes: &[String]) -> Result<(), Error> {
         let account = format!("/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default");
         let root_ca = format!("/api/v1/namespaces/{NAMESPACE}/configmaps/kube-root-ca.crt");
         self.wait("the default ServiceAccount and kube-root-ca.crt", |s| {
@@ -45,25 +45,25 @@ impl Steps<'_> {
     pub fn wait<T>(
         &mut self,
         what: &str,
-        mut check: impl FnMut(&Steps) -> Result<Option<T>, String>,
-    ) -> Result<T, String> {
+        mut check: impl FnMut(&Steps) -> Result<Option<T>, Error>,
+    ) -> Result<T, Error> {
         let deadline = Instant::now() + STEP_TIMEOUT;
         loop {
             if let Some(status) = self.manager.exited() {
-                return Err(format!("kube-controller-manager exited ({status}):\n{}", self.manager.log_tail(20)));
+                return Err(Error::ManagerExited { status, output: self.manager.log_tail(20) });
             }
             if let Some(value) = check(self)? {
                 return Ok(value);
             }
             if Instant::now() > deadline {
-                return Err(format!("timed out after {STEP_TIMEOUT:?} waiting for {what}"));
+                return Err(Error::Timeout { what: what.to_string(), timeout: STEP_TIMEOUT });
             }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
 
     /// Records the state once it has settled.
-    pub fn checkpoint(&mut self, label: &str) -> Result<(), String> {
+    pub fn checkpoint(&mut self, label: &str) -> Result<(), Error> {
         let started = Instant::now();
         let mut last = self.snapshot(label)?;
         let mut quiet_since = Instant::now();
@@ -85,7 +85,7 @@ impl Steps<'_> {
         Ok(())
     }
 
-    pub(super) fn snapshot(&self, label: &str) -> Result<Snapshot, String> {
+    pub(super) fn snapshot(&self, label: &str) -> Result<Snapshot, Error> {
         let mut objects = Vec::new();
         let mut events = Vec::new();
         for ns in &self.namespaces {
@@ -119,38 +119,39 @@ impl Steps<'_> {
     }
 
     /// GETs an object; `None` when it does not exist.
-    pub fn get(&self, path: &str) -> Result<Option<Value>, String> {
+    pub fn get(&self, path: &str) -> Result<Option<Value>, Error> {
         match self.client.get_json::<Value>(path) {
             Ok(value) => Ok(Some(value)),
             Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(format!("GET {path}: {e}")),
+            Err(source) => Err(Error::Api { what: format!("GET {path}"), source }),
         }
     }
 
     /// The items of a list.
-    pub fn list(&self, path: &str) -> Result<Vec<Value>, String> {
-        let list: Value = self.client.get_json(path).map_err(|e| format!("GET {path}: {e}"))?;
+    pub fn list(&self, path: &str) -> Result<Vec<Value>, Error> {
+        let list: Value =
+            self.client.get_json(path).map_err(|source| Error::Api { what: format!("GET {path}"), source })?;
         Ok(list["items"].as_array().cloned().unwrap_or_default())
     }
 
     /// POSTs `object` to the collection at `path`.
-    pub fn create(&self, path: &str, object: Value) -> Result<Value, String> {
+    pub fn create(&self, path: &str, object: Value) -> Result<Value, Error> {
         create(&self.client, path, object)
     }
 
     /// A JSON merge patch.
-    pub fn patch(&self, path: &str, patch: Value) -> Result<Value, String> {
+    pub fn patch(&self, path: &str, patch: Value) -> Result<Value, Error> {
         let body = Body { content_type: "application/merge-patch+json", ..json_body(&patch)? };
         send(&self.client, Method::PATCH, path, Some(body))
     }
 
     /// PUT of a whole object (e.g. a subresource such as a CSR's `approval`).
-    pub fn replace(&self, path: &str, object: Value) -> Result<Value, String> {
+    pub fn replace(&self, path: &str, object: Value) -> Result<Value, Error> {
         send(&self.client, Method::PUT, path, Some(json_body(&object)?))
     }
 
     /// DELETE with a propagation policy (`None`: the kind's default).
-    pub fn delete(&self, path: &str, propagation: Option<&str>) -> Result<(), String> {
+    pub fn delete(&self, path: &str, propagation: Option<&str>) -> Result<(), Error> {
         let body = match propagation {
             Some(policy) => {
                 Some(json_body(&json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy}))?)
@@ -161,13 +162,13 @@ impl Steps<'_> {
     }
 
     /// Pods in `namespace` matching `selector` and not being deleted.
-    pub fn live_pods(&self, namespace: &str, selector: &str) -> Result<Vec<Value>, String> {
+    pub fn live_pods(&self, namespace: &str, selector: &str) -> Result<Vec<Value>, Error> {
         let pods = self.list(&format!("/api/v1/namespaces/{namespace}/pods?labelSelector={selector}"))?;
         Ok(pods.into_iter().filter(|p| p["metadata"]["deletionTimestamp"].is_null()).collect())
     }
 
     /// Waits for exactly `count` live pods matching `selector`, all Running and Ready.
-    pub fn wait_pods_ready(&mut self, namespace: &str, selector: &str, count: usize) -> Result<Vec<Value>, String> {
+    pub fn wait_pods_ready(&mut self, namespace: &str, selector: &str, count: usize) -> Result<Vec<Value>, Error> {
         self.wait(&format!("{count} ready pods {selector} in {namespace}"), |s| {
             let pods = s.live_pods(namespace, selector)?;
             let ready = pods.iter().all(|p| p["status"]["phase"] == "Running" && condition(p, "Ready") == Some("True"));
@@ -177,7 +178,7 @@ impl Steps<'_> {
 
     /// Serves the metrics APIs from annotations (`kcm_envtest::envtest`'s aggregated metrics API
     /// server), for as long as the run lasts.
-    pub fn serve_metrics_apis(&mut self) -> Result<(), String> {
+    pub fn serve_metrics_apis(&mut self) -> Result<(), Error> {
         self.metrics_apis = Some(self.plane.serve_metrics_apis()?);
         Ok(())
     }
@@ -191,9 +192,13 @@ impl Steps<'_> {
     /// second write (a DaemonSet) before a first of another kind (its node's taint): a race
     /// either binary can lose. A scenario whose outcome depends on that order calls this
     /// between the two writes.
-    pub fn wait_cached(&mut self, collection: &str, written: &Value) -> Result<(), String> {
-        let name = written["metadata"]["name"].as_str().ok_or("the written object has no name")?;
-        let version = written["metadata"]["resourceVersion"].as_str().ok_or("the written object has no version")?;
+    pub fn wait_cached(&mut self, collection: &str, written: &Value) -> Result<(), Error> {
+        let name = written["metadata"]["name"]
+            .as_str()
+            .ok_or_else(|| Error::Scenario("the written object has no name".into()))?;
+        let version = written["metadata"]["resourceVersion"]
+            .as_str()
+            .ok_or_else(|| Error::Scenario("the written object has no version".into()))?;
         let path = format!(
             "{collection}?fieldSelector=metadata.name={name}&resourceVersion={version}&resourceVersionMatch=NotOlderThan"
         );
@@ -202,28 +207,31 @@ impl Steps<'_> {
             match s.client.get_json::<Value>(&path) {
                 Ok(_) => Ok(Some(())),
                 Err(e) if e.code() == Some(504) => Ok(None),
-                Err(e) => Err(format!("GET {path}: {e}")),
+                Err(source) => Err(Error::Api { what: format!("GET {path}"), source }),
             }
         })
     }
 
     /// Waits until `path` no longer exists.
-    pub fn wait_gone(&mut self, path: &str) -> Result<(), String> {
+    pub fn wait_gone(&mut self, path: &str) -> Result<(), Error> {
         self.wait(&format!("{path} to be gone"), |s| Ok(s.get(path)?.is_none().then_some(())))
     }
 }
 
-pub(super) fn json_body(value: &Value) -> Result<Body, String> {
-    Body::json(value).map_err(|e| e.to_string())
+pub(super) fn json_body(value: &Value) -> Result<Body, Error> {
+    Ok(Body::json(value)?)
 }
 
-pub(super) fn send(client: &Client, method: Method, path: &str, body: Option<Body>) -> Result<Value, String> {
+pub(super) fn send(client: &Client, method: Method, path: &str, body: Option<Body>) -> Result<Value, Error> {
     let what = format!("{method} {path}");
-    let bytes = client.send(method, path, body).map_err(|e| format!("{what}: {e}"))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{what}: {e}"))
+    let bytes = match client.send(method, path, body) {
+        Ok(bytes) => bytes,
+        Err(source) => return Err(Error::Api { what, source }),
+    };
+    serde_json::from_slice(&bytes).map_err(|source| Error::Decode { what, source })
 }
 
-pub(super) fn create(client: &Client, path: &str, object: Value) -> Result<Value, String> {
+pub(super) fn create(client: &Client, path: &str, object: Value) -> Result<Value, Error> {
     send(client, Method::POST, path, Some(json_body(&object)?))
 }
 

@@ -27,7 +27,7 @@ pub(super) fn attachment_name(handle: &str, node: &str) -> String {
     format!("csi-{}", digest.as_ref().iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
-pub(super) fn attach_detach(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn attach_detach(steps: &mut Steps) -> Result<(), Error> {
     let driver = crate::sandbox::nodes::csi::DRIVER;
     let handle = "sbs-volume-handle";
     let attachment = format!("{VOLUME_ATTACHMENTS}/{}", attachment_name(handle, "node-1"));

@@ -26,13 +26,13 @@ pub(super) fn bootstrap_token(id: &str, signing: bool, expiration: Option<String
 }
 
 /// The token IDs cluster-info is signed for.
-pub(super) fn signed_for(steps: &Steps) -> Result<Vec<String>, String> {
+pub(super) fn signed_for(steps: &Steps) -> Result<Vec<String>, Error> {
     let info = steps.get("/api/v1/namespaces/kube-public/configmaps/cluster-info")?.unwrap_or_default();
     let data = info["data"].as_object().cloned().unwrap_or_default();
     Ok(data.keys().filter_map(|k| k.strip_prefix("jws-kubeconfig-")).map(str::to_string).collect())
 }
 
-pub(super) fn bootstrap_tokens(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn bootstrap_tokens(steps: &mut Steps) -> Result<(), Error> {
     // kubeadm's cluster-info, with a kubeconfig that is the same on both control planes so that
     // the signatures compare.
     let kubeconfig = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: Q0E=\n    server: https://control-plane.example:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\npreferences: {}\nusers: null\n";
@@ -41,7 +41,7 @@ pub(super) fn bootstrap_tokens(steps: &mut Steps) -> Result<(), String> {
     steps.namespaces.push("kube-public".into());
     let secrets = "/api/v1/namespaces/kube-system/secrets";
     let expiration = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(10);
-    let expiration = expiration.round(jiff::Unit::Second).map_err(|e| e.to_string())?.to_string();
+    let expiration = expiration.round(jiff::Unit::Second)?.to_string();
     steps.create(secrets, bootstrap_token("abcdef", true, None))?;
     steps.create(secrets, bootstrap_token("expire", true, Some(expiration)))?;
     steps.create(secrets, bootstrap_token("nosign", false, None))?;

@@ -16,21 +16,20 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
 }];
 
 /// A PEM PKCS#10 request for `cn` in `orgs` with DNS `sans`, base64 for `spec.request`.
-pub(super) fn csr_request(cn: &str, orgs: &[&str], sans: &[&str]) -> Result<String, String> {
+pub(super) fn csr_request(cn: &str, orgs: &[&str], sans: &[&str]) -> Result<String, Error> {
     use base64::Engine;
-    let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
-    let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-        .map_err(|e| e.to_string())?;
+    let key = rcgen::KeyPair::generate()?;
+    let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
     params.distinguished_name = rcgen::DistinguishedName::new();
     params.distinguished_name.push(rcgen::DnType::CommonName, cn);
     for org in orgs {
         params.distinguished_name.push(rcgen::DnType::OrganizationName, *org);
     }
-    let pem = params.serialize_request(&key).and_then(|r| r.pem()).map_err(|e| e.to_string())?;
+    let pem = params.serialize_request(&key).and_then(|r| r.pem())?;
     Ok(base64::engine::general_purpose::STANDARD.encode(pem))
 }
 
-pub(super) fn certificates(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn certificates(steps: &mut Steps) -> Result<(), Error> {
     let csr = |name: &str, request: String, signer: &str, usages: &[&str], expiration: Option<i32>| {
         json!({"metadata": {"name": name}, "spec": {"request": request, "signerName": signer,
             "usages": usages, "expirationSeconds": expiration}})
@@ -59,7 +58,7 @@ pub(super) fn certificates(steps: &mut Steps) -> Result<(), String> {
     )?;
     for name in ["sbs-serving", "sbs-short", "sbs-refused"] {
         let path = format!("{CSRS}/{name}");
-        let mut object = steps.get(&path)?.ok_or_else(|| format!("{name} is gone"))?;
+        let mut object = steps.get(&path)?.ok_or_else(|| Error::Scenario(format!("{name} is gone")))?;
         object["status"]["conditions"] = json!([{"type": "Approved", "status": "True", "reason": "SideBySide", "message": "approved by the scenario"}]);
         steps.replace(&format!("{path}/approval"), object)?;
     }

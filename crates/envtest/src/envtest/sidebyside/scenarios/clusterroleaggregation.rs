@@ -14,7 +14,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
     run: cluster_role_aggregation,
 }];
 
-pub(super) fn cluster_role_aggregation(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn cluster_role_aggregation(steps: &mut Steps) -> Result<(), Error> {
     const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
     let label = "example.com/aggregate-to-sbs";
     let rule = |verb: &str, resource: &str| json!({"apiGroups": [""], "resources": [resource], "verbs": [verb]});
@@ -28,7 +28,7 @@ pub(super) fn cluster_role_aggregation(steps: &mut Steps) -> Result<(), String> 
     )?;
     steps.create(ROLES, source("sbs-pods", json!([rule("get", "pods")])))?;
     let rules_are = |wanted: Value| {
-        move |s: &Steps| -> Result<Option<()>, String> {
+        move |s: &Steps| -> Result<Option<()>, Error> {
             let role = s.get(&format!("{ROLES}/sbs-aggregated"))?.unwrap_or_default();
             Ok((role["rules"] == wanted).then_some(()))
         }

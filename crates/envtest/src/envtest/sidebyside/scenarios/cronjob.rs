@@ -26,13 +26,13 @@ pub(super) fn cron_job(name: &str, policy: &str) -> Value {
 }
 
 /// The names of CronJob `name`'s active Jobs.
-pub(super) fn active_jobs(steps: &Steps, name: &str) -> Result<Vec<String>, String> {
+pub(super) fn active_jobs(steps: &Steps, name: &str) -> Result<Vec<String>, Error> {
     let cron_job = steps.get(&format!("{CRON_JOBS}/{name}"))?.unwrap_or_default();
     let active = cron_job["status"]["active"].as_array().cloned().unwrap_or_default();
     Ok(active.iter().filter_map(|r| r["name"].as_str().map(str::to_string)).collect())
 }
 
-pub(super) fn cron_jobs(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn cron_jobs(steps: &mut Steps) -> Result<(), Error> {
     steps.create(CRON_JOBS, cron_job("forbid", "Forbid"))?;
     steps.create(CRON_JOBS, cron_job("replace", "Replace"))?;
     let first = steps.wait("the first tick: a Job each", |s| {

@@ -18,7 +18,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
 pub(super) const DAEMON_SETS: &str = "/apis/apps/v1/namespaces/sbs/daemonsets";
 
 /// Waits until DaemonSet `name` runs `count` updated, available pods, its generation observed.
-pub(super) fn daemon_set_rolled_out(steps: &mut Steps, name: &str, count: i64) -> Result<(), String> {
+pub(super) fn daemon_set_rolled_out(steps: &mut Steps, name: &str, count: i64) -> Result<(), Error> {
     let path = format!("{DAEMON_SETS}/{name}");
     steps.wait(&format!("DaemonSet {name}: {count} pods updated and available"), |s| {
         let ds = s.get(&path)?.unwrap_or_default();
@@ -39,7 +39,7 @@ pub(super) fn daemon_set_rolled_out(steps: &mut Steps, name: &str, count: i64) -
     })
 }
 
-pub(super) fn daemon_set(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn daemon_set(steps: &mut Steps) -> Result<(), Error> {
     let tainted = steps.patch(
         "/api/v1/nodes/node-3",
         json!({"spec": {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]}}),
@@ -56,9 +56,9 @@ pub(super) fn daemon_set(steps: &mut Steps) -> Result<(), String> {
     steps.checkpoint("created")?;
     // A daemon pod fails: it is deleted (FailedDaemonPod) and replaced.
     let pods = steps.live_pods(NAMESPACE, "app=agent")?;
-    let failed = pods.iter().find(|p| p["spec"]["nodeName"] == "node-2").ok_or("no pod on node-2")?;
+    let failed = pods.iter().find(|p| p["spec"]["nodeName"] == "node-2").ok_or_else(|| Error::Scenario("no pod on node-2".into()))?;
     let failed = failed["metadata"]["name"].as_str().unwrap_or_default().to_string();
-    steps.nodes.fail_pod(NAMESPACE, &failed).map_err(|e| e.to_string())?;
+    steps.nodes.fail_pod(NAMESPACE, &failed).map_err(|e| Error::Nodes(e.into()))?;
     steps.wait("the failed pod replaced", |s| {
         let pods = s.live_pods(NAMESPACE, "app=agent")?;
         let replaced = pods.iter().any(|p| {
@@ -81,8 +81,8 @@ pub(super) fn daemon_set(steps: &mut Steps) -> Result<(), String> {
     daemon_set_rolled_out(steps, "agent", 2)?;
     steps.checkpoint("rolled with maxSurge")?;
     // node-1 leaves (its pod stays until the pod GC's 40 s quarantine ends), node-4 joins.
-    steps.nodes.remove_node("node-1").map_err(|e| e.to_string())?;
-    steps.nodes.add_node("node-4").map_err(|e| e.to_string())?;
+    steps.nodes.remove_node("node-1").map_err(|e| Error::Nodes(e.into()))?;
+    steps.nodes.add_node("node-4").map_err(|e| Error::Nodes(e.into()))?;
     steps.wait("node-4 schedulable", |s| {
         let node = s.get("/api/v1/nodes/node-4")?.unwrap_or_default();
         let taints = node["spec"]["taints"].as_array().map(Vec::as_slice).unwrap_or_default();

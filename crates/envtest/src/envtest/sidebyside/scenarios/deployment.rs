@@ -43,12 +43,12 @@ pub(super) static SCENARIOS: &[Scenario] = &[
     },
 ];
 
-pub(super) fn deployment_create(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn deployment_create(steps: &mut Steps) -> Result<(), Error> {
     steps.create(DEPLOYMENTS, deployment("web", 3, "nginx:1.27"))?;
     rolled_out(steps, "web", 3)
 }
 
-pub(super) fn deployment_scale(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn deployment_scale(steps: &mut Steps) -> Result<(), Error> {
     steps.create(DEPLOYMENTS, deployment("web", 2, "nginx:1.27"))?;
     rolled_out(steps, "web", 2)?;
     steps.patch(&format!("{DEPLOYMENTS}/web"), json!({"spec": {"replicas": 5}}))?;
@@ -58,7 +58,7 @@ pub(super) fn deployment_scale(steps: &mut Steps) -> Result<(), String> {
     rolled_out(steps, "web", 1)
 }
 
-pub(super) fn set_image(steps: &Steps, image: &str) -> Result<(), String> {
+pub(super) fn set_image(steps: &Steps, image: &str) -> Result<(), Error> {
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": image}]}}}});
     // A merge patch replaces the containers list: give the whole container.
     let mut container = template("web", image)["spec"]["containers"][0].clone();
@@ -68,7 +68,7 @@ pub(super) fn set_image(steps: &Steps, image: &str) -> Result<(), String> {
     steps.patch(&format!("{DEPLOYMENTS}/web"), patch).map(|_| ())
 }
 
-pub(super) fn deployment_rollout(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn deployment_rollout(steps: &mut Steps) -> Result<(), Error> {
     steps.create(DEPLOYMENTS, deployment("web", 3, "nginx:1.27"))?;
     rolled_out(steps, "web", 3)?;
     steps.checkpoint("first rollout")?;
@@ -76,7 +76,7 @@ pub(super) fn deployment_rollout(steps: &mut Steps) -> Result<(), String> {
     rolled_out(steps, "web", 3)
 }
 
-pub(super) fn deployment_rollback(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn deployment_rollback(steps: &mut Steps) -> Result<(), Error> {
     steps.create(DEPLOYMENTS, deployment("web", 3, "nginx:1.27"))?;
     rolled_out(steps, "web", 3)?;
     set_image(steps, "nginx:1.28")?;

@@ -30,7 +30,7 @@ pub(super) fn running_with_device(
     name: &str,
     device: &str,
     tolerations: Value,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let claim = json!({"metadata": {"name": name}, "spec": {"devices": {"requests": [
         {"name": "gpu", "exactly": {"deviceClassName": DRA_DRIVER}}]}}});
     steps.create(RESOURCE_CLAIMS, claim)?;
@@ -44,14 +44,14 @@ pub(super) fn running_with_device(
 }
 
 /// The reason of DeviceTaintRule `name`'s EvictionInProgress condition.
-pub(super) fn eviction_progress(steps: &Steps, name: &str) -> Result<Option<String>, String> {
+pub(super) fn eviction_progress(steps: &Steps, name: &str) -> Result<Option<String>, Error> {
     let rule = steps.get(&format!("{DEVICE_TAINT_RULES}/{name}"))?.unwrap_or_default();
     let conditions = rule["status"]["conditions"].as_array().cloned().unwrap_or_default();
     let condition = conditions.iter().find(|c| c["type"] == "EvictionInProgress");
     Ok(condition.and_then(|c| c["reason"].as_str()).map(str::to_string))
 }
 
-pub(super) fn device_taint(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn device_taint(steps: &mut Steps) -> Result<(), Error> {
     device_class(steps)?;
     let slice = json!({"metadata": {"name": "node-1-gpus"}, "spec": {"driver": DRA_DRIVER, "nodeName": "node-1",
         "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},

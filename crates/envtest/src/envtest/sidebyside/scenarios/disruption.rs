@@ -20,7 +20,7 @@ pub(super) const PDBS: &str = "/apis/policy/v1/namespaces/sbs/poddisruptionbudge
 
 /// Waits until budget `name` observed its generation with `allowed` disruptions of `healthy`
 /// healthy pods.
-pub(super) fn budget_status(steps: &mut Steps, name: &str, allowed: i64, healthy: i64) -> Result<(), String> {
+pub(super) fn budget_status(steps: &mut Steps, name: &str, allowed: i64, healthy: i64) -> Result<(), Error> {
     let path = format!("{PDBS}/{name}");
     steps.wait(&format!("PodDisruptionBudget {name}: {allowed} disruptions allowed, {healthy} healthy"), |s| {
         let pdb = s.get(&path)?.unwrap_or_default();
@@ -34,17 +34,17 @@ pub(super) fn budget_status(steps: &mut Steps, name: &str, allowed: i64, healthy
 }
 
 /// The name of the first live pod of app `app`, by name.
-pub(super) fn first_pod(steps: &Steps, app: &str) -> Result<String, String> {
+pub(super) fn first_pod(steps: &Steps, app: &str) -> Result<String, Error> {
     let mut names: Vec<String> = steps
         .live_pods(NAMESPACE, &format!("app={app}"))?
         .iter()
         .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
         .collect();
     names.sort();
-    names.into_iter().next().ok_or_else(|| format!("no pod of {app}"))
+    names.into_iter().next().ok_or_else(|| Error::Scenario(format!("no pod of {app}")))
 }
 
-pub(super) fn disruption(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn disruption(steps: &mut Steps) -> Result<(), Error> {
     steps.create(DEPLOYMENTS, deployment("web", 3, "nginx:1.27"))?;
     rolled_out(steps, "web", 3)?;
     let selector = |app: &str| json!({"matchLabels": {"app": app}});
@@ -71,8 +71,8 @@ pub(super) fn disruption(steps: &mut Steps) -> Result<(), String> {
     budget_status(steps, "web", 0, 3)?;
     let pod = first_pod(steps, "web")?;
     match evict(steps, &pod) {
-        Err(e) if e.contains("(429 ") => Ok(()),
-        Err(e) => Err(format!("the eviction was refused otherwise: {e}")),
-        Ok(_) => Err(format!("{pod} was evicted though the budget allows no disruption")),
+        Err(e) if e.code() == Some(429) => Ok(()),
+        Err(e) => Err(Error::EvictionRefused { source: Box::new(e) }),
+        Ok(_) => Err(Error::Scenario(format!("{pod} was evicted though the budget allows no disruption"))),
     }
 }

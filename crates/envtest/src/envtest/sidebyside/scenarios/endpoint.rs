@@ -14,7 +14,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
     run: service_endpoints,
 }];
 
-pub(super) fn service_endpoints(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn service_endpoints(steps: &mut Steps) -> Result<(), Error> {
     steps.create(
         "/api/v1/namespaces/sbs/services",
         json!({"metadata": {"name": "web"},
@@ -23,7 +23,7 @@ pub(super) fn service_endpoints(steps: &mut Steps) -> Result<(), String> {
     steps.create(RS, replica_set("web", 3))?;
     steps.wait_pods_ready(NAMESPACE, "app=web", 3)?;
     let endpoints_ready = |count: usize| {
-        move |s: &Steps| -> Result<Option<()>, String> {
+        move |s: &Steps| -> Result<Option<()>, Error> {
             let endpoints = s.get("/api/v1/namespaces/sbs/endpoints/web")?.unwrap_or_default();
             let addresses = endpoints["subsets"][0]["addresses"].as_array().map_or(0, Vec::len);
             let slices = s.list(
@@ -42,7 +42,7 @@ pub(super) fn service_endpoints(steps: &mut Steps) -> Result<(), String> {
     // The three pods tie on every deletion rule: the one on node-3 is made the cheapest to
     // delete, so that both binaries remove the same one.
     let pods = steps.live_pods(NAMESPACE, "app=web")?;
-    let doomed = pods.iter().find(|p| p["spec"]["nodeName"] == "node-3").ok_or("no pod on node-3")?;
+    let doomed = pods.iter().find(|p| p["spec"]["nodeName"] == "node-3").ok_or_else(|| Error::Scenario("no pod on node-3".into()))?;
     let name = doomed["metadata"]["name"].as_str().unwrap_or_default();
     let cost = json!({"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "-100"}}});
     steps.patch(&format!("/api/v1/namespaces/{NAMESPACE}/pods/{name}"), cost)?;

@@ -24,7 +24,7 @@ pub(super) fn ephemeral_pod(name: &str) -> Value {
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}}}}}]}})
 }
 
-pub(super) fn ephemeral(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn ephemeral(steps: &mut Steps) -> Result<(), Error> {
     let pods = format!("/api/v1/namespaces/{NAMESPACE}/pods");
     steps.create(&pods, ephemeral_pod("web"))?;
     steps.wait_pods_ready(NAMESPACE, "app=web", 1)?;

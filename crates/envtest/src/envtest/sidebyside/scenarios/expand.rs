@@ -17,7 +17,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
 
 /// A claim of class `expandable` bound to volume `sbs-<name>` with `source`, both 1Gi, as the
 /// binder would leave them.
-pub(super) fn bound_claim(steps: &mut Steps, name: &str, source: Value) -> Result<(), String> {
+pub(super) fn bound_claim(steps: &mut Steps, name: &str, source: Value) -> Result<(), Error> {
     let volume_name = format!("sbs-{name}");
     let claim = json!({"metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"],
         "storageClassName": "expandable", "volumeName": volume_name, "resources": {"requests": {"storage": "1Gi"}}}});
@@ -38,12 +38,12 @@ pub(super) fn bound_claim(steps: &mut Steps, name: &str, source: Value) -> Resul
     Ok(())
 }
 
-pub(super) fn grow_claim(steps: &mut Steps, name: &str, size: &str) -> Result<(), String> {
+pub(super) fn grow_claim(steps: &mut Steps, name: &str, size: &str) -> Result<(), Error> {
     steps.patch(&format!("{CLAIMS}/{name}"), json!({"spec": {"resources": {"requests": {"storage": size}}}}))?;
     Ok(())
 }
 
-pub(super) fn expand(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn expand(steps: &mut Steps) -> Result<(), Error> {
     let class = json!({"metadata": {"name": "expandable"}, "provisioner": CSI_DRIVER,
         "allowVolumeExpansion": true, "volumeBindingMode": "Immediate"});
     steps.create("/apis/storage.k8s.io/v1/storageclasses", class)?;

@@ -34,7 +34,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[
 
 /// A Deployment `web` of 2 rolled out, then deleted with `policy`; waits until the Deployment,
 /// its ReplicaSets and its pods are gone.
-pub(super) fn delete_deployment(steps: &mut Steps, policy: &str) -> Result<(), String> {
+pub(super) fn delete_deployment(steps: &mut Steps, policy: &str) -> Result<(), Error> {
     steps.create(DEPLOYMENTS, deployment("web", 2, "nginx:1.27"))?;
     rolled_out(steps, "web", 2)?;
     steps.delete(&format!("{DEPLOYMENTS}/web"), Some(policy))?;
@@ -46,15 +46,15 @@ pub(super) fn delete_deployment(steps: &mut Steps, policy: &str) -> Result<(), S
     })
 }
 
-pub(super) fn gc_background(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn gc_background(steps: &mut Steps) -> Result<(), Error> {
     delete_deployment(steps, "Background")
 }
 
-pub(super) fn gc_foreground(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn gc_foreground(steps: &mut Steps) -> Result<(), Error> {
     delete_deployment(steps, "Foreground")
 }
 
-pub(super) fn gc_orphan(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn gc_orphan(steps: &mut Steps) -> Result<(), Error> {
     steps.create(RS, replica_set("cache", 2))?;
     steps.wait_pods_ready(NAMESPACE, "app=cache", 2)?;
     steps.delete(&format!("{RS}/cache"), Some("Orphan"))?;

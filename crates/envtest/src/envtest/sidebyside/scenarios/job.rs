@@ -56,7 +56,7 @@ pub(super) fn job(name: &str, spec: Value, annotations: Value) -> Value {
 }
 
 /// Waits until Job `name` has condition `type_` True.
-pub(super) fn job_condition(steps: &mut Steps, name: &str, type_: &str) -> Result<(), String> {
+pub(super) fn job_condition(steps: &mut Steps, name: &str, type_: &str) -> Result<(), Error> {
     let path = format!("{JOBS}/{name}");
     steps.wait(&format!("Job {name} {type_}"), |s| {
         let job = s.get(&path)?.unwrap_or_default();
@@ -65,7 +65,7 @@ pub(super) fn job_condition(steps: &mut Steps, name: &str, type_: &str) -> Resul
 }
 
 /// Waits until the Events of Job `name` include one of each of `reasons`.
-pub(super) fn job_events(steps: &mut Steps, name: &str, reasons: &[&str]) -> Result<(), String> {
+pub(super) fn job_events(steps: &mut Steps, name: &str, reasons: &[&str]) -> Result<(), Error> {
     let events = format!("/api/v1/namespaces/{NAMESPACE}/events");
     steps.wait(&format!("Events {reasons:?} of Job {name}"), |s| {
         let listed = s.list(&events)?;
@@ -84,7 +84,7 @@ pub(super) const TTL_UNREACHED: i64 = 3600;
 /// How long `expires` has left once its TTL is shortened.
 pub(super) const TTL_LEFT: i64 = 8;
 
-pub(super) fn job_ttl(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn job_ttl(steps: &mut Steps) -> Result<(), Error> {
     // With the 8 s TTL set at creation, the first checkpoint raced the deletion: on a loaded
     // machine, waiting for both Jobs and settling (1.5 s of quiet, any change restarting it)
     // outlasted the TTL on one side and not on the other. The long TTL makes "complete, not yet
@@ -103,12 +103,12 @@ pub(super) fn job_ttl(steps: &mut Steps) -> Result<(), String> {
 
     // The TTL runs from the Complete condition's transition (whole seconds, as both
     // controllers read it): the new one ends TTL_LEFT from now.
-    let stored = steps.get(&expires)?.ok_or("Job expires is gone before its TTL was shortened")?;
+    let stored = steps.get(&expires)?.ok_or_else(|| Error::Scenario("Job expires is gone before its TTL was shortened".into()))?;
     let complete = stored["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Complete");
     let finished: jiff::Timestamp = complete
         .and_then(|c| c["lastTransitionTime"].as_str())
         .and_then(|t| t.parse().ok())
-        .ok_or_else(|| format!("Job expires has no Complete time: {stored}"))?;
+        .ok_or_else(|| Error::Scenario(format!("Job expires has no Complete time: {stored}")))?;
     let ttl = jiff::Timestamp::now().duration_since(finished).as_secs().max(0) + TTL_LEFT;
     let expiry = finished + jiff::SignedDuration::from_secs(ttl);
     steps.patch(&expires, json!({"spec": {"ttlSecondsAfterFinished": ttl}}))?;
@@ -117,7 +117,7 @@ pub(super) fn job_ttl(steps: &mut Steps) -> Result<(), String> {
         // Seen after the controller's own clock (the same machine's) passed the expiry; 1 s of
         // room for a clock adjustment.
         if deleting && jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1) < expiry {
-            return Err(format!("Job expires deleted before its TTL ran out at {expiry}"));
+            return Err(Error::Scenario(format!("Job expires deleted before its TTL ran out at {expiry}")));
         }
         Ok(deleting.then_some(()))
     })?;
@@ -125,7 +125,7 @@ pub(super) fn job_ttl(steps: &mut Steps) -> Result<(), String> {
     steps.checkpoint("the Job with a TTL deleted")
 }
 
-pub(super) fn job_completions(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn job_completions(steps: &mut Steps) -> Result<(), Error> {
     steps.create(JOBS, job("pi", json!({"completions": 4, "parallelism": 2}), json!({})))?;
     let indexed = json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed"});
     steps.create(JOBS, job("sharded", indexed, json!({})))?;
@@ -135,7 +135,7 @@ pub(super) fn job_completions(steps: &mut Steps) -> Result<(), String> {
 }
 
 /// Waits until Job `name` has `count` pods running.
-pub(super) fn job_pods_running(steps: &mut Steps, name: &str, count: usize) -> Result<(), String> {
+pub(super) fn job_pods_running(steps: &mut Steps, name: &str, count: usize) -> Result<(), Error> {
     let path = format!("/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=batch.kubernetes.io/job-name={name}");
     steps.wait(&format!("{count} pods of Job {name} running"), |s| {
         let pods = s.list(&path)?;
@@ -144,7 +144,7 @@ pub(super) fn job_pods_running(steps: &mut Steps, name: &str, count: usize) -> R
     })
 }
 
-pub(super) fn job_failures(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn job_failures(steps: &mut Steps) -> Result<(), Error> {
     let per_index = json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed", "backoffLimitPerIndex": 1});
     let index_1_fails = json!({"kcm-sandbox.dev/exit-codes-index-1": "1", "kcm-sandbox.dev/run-seconds": "1"});
     steps.create(JOBS, job("indexes", per_index, index_1_fails))?;
@@ -158,7 +158,7 @@ pub(super) fn job_failures(steps: &mut Steps) -> Result<(), String> {
     steps.checkpoint("index 1 failed twice, the evicted pod replaced")
 }
 
-pub(super) fn job_suspend(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn job_suspend(steps: &mut Steps) -> Result<(), Error> {
     let long = json!({"kcm-sandbox.dev/run-seconds": "4"});
     steps.create(JOBS, job("paused", json!({"completions": 2, "parallelism": 2}), long))?;
     job_pods_running(steps, "paused", 2)?;

@@ -98,7 +98,7 @@ pub(super) fn deployment(name: &str, replicas: i32, image: &str) -> Value {
 
 /// Waits until Deployment `name` completed its rollout: `replicas` updated and available, none
 /// old, the current generation observed.
-pub(super) fn rolled_out(steps: &mut Steps, name: &str, replicas: i64) -> Result<(), String> {
+pub(super) fn rolled_out(steps: &mut Steps, name: &str, replicas: i64) -> Result<(), Error> {
     let path = format!("{DEPLOYMENTS}/{name}");
     steps.wait(&format!("Deployment {name}: {replicas} replicas rolled out"), |s| {
         let d = s.get(&path)?.unwrap_or_default();
@@ -125,7 +125,7 @@ pub(super) const VOLUMES: &str = "/api/v1/persistentvolumes";
 pub(super) const CLAIMS: &str = "/api/v1/namespaces/sbs/persistentvolumeclaims";
 
 /// POSTs an Eviction of pod `name`.
-pub(super) fn evict(steps: &Steps, name: &str) -> Result<Value, String> {
+pub(super) fn evict(steps: &Steps, name: &str) -> Result<Value, Error> {
     let eviction =
         json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": NAMESPACE}});
     steps.create(&format!("/api/v1/namespaces/{NAMESPACE}/pods/{name}/eviction"), eviction)
@@ -150,7 +150,7 @@ pub(super) const DELETE_PROTECTION: &str = "resource.kubernetes.io/delete-protec
 pub(super) const MANUAL_SCHEDULER: &str = "sbs-manual";
 
 /// The DeviceClass of the simulated driver, compared as a cluster object.
-pub(super) fn device_class(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn device_class(steps: &mut Steps) -> Result<(), Error> {
     let class = json!({"metadata": {"name": DRA_DRIVER}, "spec": {"selectors": [
         {"cel": {"expression": format!("device.driver == '{DRA_DRIVER}'")}}]}});
     steps.create(DEVICE_CLASSES, class)?;
@@ -176,7 +176,7 @@ pub(super) fn dra_pod(name: &str, source: Value, spec: Value) -> Value {
 
 /// What kube-scheduler writes when it allocates `device` of node-1's pool to claim `name`: its
 /// finalizer first, then the allocation (with `tolerations` of the device's taints).
-pub(super) fn allocate(steps: &Steps, name: &str, device: &str, tolerations: Value) -> Result<(), String> {
+pub(super) fn allocate(steps: &Steps, name: &str, device: &str, tolerations: Value) -> Result<(), Error> {
     let path = format!("{RESOURCE_CLAIMS}/{name}");
     steps.patch(&path, json!({"metadata": {"finalizers": [DELETE_PROTECTION]}}))?;
     let mut result = json!({"request": "gpu", "driver": DRA_DRIVER, "pool": "node-1", "device": device});
@@ -191,7 +191,7 @@ pub(super) fn allocate(steps: &Steps, name: &str, device: &str, tolerations: Val
 }
 
 /// Binds pod `name` to node-1, as kube-scheduler does.
-pub(super) fn bind(steps: &Steps, name: &str) -> Result<(), String> {
+pub(super) fn bind(steps: &Steps, name: &str) -> Result<(), Error> {
     let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
         "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}});
     steps.create(&format!("{PODS}/{name}/binding"), binding)?;
@@ -199,7 +199,7 @@ pub(super) fn bind(steps: &Steps, name: &str) -> Result<(), String> {
 }
 
 /// Waits until claim `claim` is reserved for pod `pod`.
-pub(super) fn wait_reserved(steps: &mut Steps, claim: &str, pod: &str) -> Result<(), String> {
+pub(super) fn wait_reserved(steps: &mut Steps, claim: &str, pod: &str) -> Result<(), Error> {
     steps.wait(&format!("claim {claim} reserved for pod {pod}"), |s| {
         let claim = s.get(&format!("{RESOURCE_CLAIMS}/{claim}"))?.unwrap_or_default();
         let reserved = claim["status"]["reservedFor"].as_array().cloned().unwrap_or_default();
@@ -208,7 +208,7 @@ pub(super) fn wait_reserved(steps: &mut Steps, claim: &str, pod: &str) -> Result
 }
 
 /// Waits for an Event of `reason` in the scenario namespace.
-pub(super) fn wait_event(steps: &mut Steps, reason: &str) -> Result<(), String> {
+pub(super) fn wait_event(steps: &mut Steps, reason: &str) -> Result<(), Error> {
     steps.wait(&format!("the {reason} Event"), |s| {
         let events = s.list(&format!("/api/v1/namespaces/{NAMESPACE}/events"))?;
         Ok(events.iter().any(|e| e["reason"] == reason).then_some(()))

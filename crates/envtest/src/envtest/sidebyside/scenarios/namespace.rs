@@ -14,7 +14,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
     run: namespace_deletion,
 }];
 
-pub(super) fn namespace_deletion(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn namespace_deletion(steps: &mut Steps) -> Result<(), Error> {
     let ns = "sbs-doomed";
     steps.namespaces.push(ns.to_string());
     steps.create("/api/v1/namespaces", json!({"metadata": {"name": ns}}))?;

@@ -14,9 +14,9 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
     run: node_ipam,
 }];
 
-pub(super) fn node_ipam(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn node_ipam(steps: &mut Steps) -> Result<(), Error> {
     let all_allocated = |count: usize| {
-        move |s: &Steps| -> Result<Option<()>, String> {
+        move |s: &Steps| -> Result<Option<()>, Error> {
             let nodes = s.list("/api/v1/nodes")?;
             let allocated = nodes.iter().filter(|n| n["spec"]["podCIDR"].is_string()).count();
             Ok((nodes.len() == count && allocated == count).then_some(()))

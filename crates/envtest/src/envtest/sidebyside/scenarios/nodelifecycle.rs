@@ -14,7 +14,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
     run: node_failure,
 }];
 
-pub(super) fn node_failure(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn node_failure(steps: &mut Steps) -> Result<(), Error> {
     // Pods tolerate an unreachable or not-ready node for 2 s (DefaultTolerationSeconds would
     // give them 300 s).
     let mut rs = replica_set("web", 3);
@@ -26,7 +26,7 @@ pub(super) fn node_failure(steps: &mut Steps) -> Result<(), String> {
     let pods = steps.wait_pods_ready(NAMESPACE, "app=web", 3)?;
     let on_node_2 = pods.iter().filter(|p| p["spec"]["nodeName"] == "node-2").count();
     if on_node_2 == 0 {
-        return Err("no pod was scheduled on node-2".into());
+        return Err(Error::Scenario("no pod was scheduled on node-2".into()));
     }
     steps.checkpoint("running on 3 nodes")?;
     steps.nodes.stop_heartbeat("node-2");

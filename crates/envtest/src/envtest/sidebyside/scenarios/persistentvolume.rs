@@ -16,13 +16,13 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
     run: persistent_volume,
 }];
 
-pub(super) fn claim_phase(steps: &Steps, name: &str) -> Result<Option<Value>, String> {
+pub(super) fn claim_phase(steps: &Steps, name: &str) -> Result<Option<Value>, Error> {
     let claim = steps.get(&format!("{CLAIMS}/{name}"))?.unwrap_or_default();
     Ok((claim["status"]["phase"] == "Bound").then_some(claim))
 }
 
 /// Static binding, delayed and immediate provisioning, then a Retain volume released.
-pub(super) fn persistent_volume(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn persistent_volume(steps: &mut Steps) -> Result<(), Error> {
     let class = json!({"metadata": {"name": "sbs-delayed"}, "provisioner": CSI_DRIVER,
         "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer"});
     steps.create("/apis/storage.k8s.io/v1/storageclasses", class)?;

@@ -17,7 +17,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
 }];
 
 /// Waits until HPA `name` saw `current` replicas at `utilization`% of their cpu requests.
-pub(super) fn hpa_status(steps: &mut Steps, name: &str, current: i64, utilization: i64) -> Result<(), String> {
+pub(super) fn hpa_status(steps: &mut Steps, name: &str, current: i64, utilization: i64) -> Result<(), Error> {
     let path = format!("/apis/autoscaling/v2/namespaces/{NAMESPACE}/horizontalpodautoscalers/{name}");
     steps.wait(&format!("HPA {name}: {current} replicas at {utilization}%"), |s| {
         let hpa = s.get(&path)?.unwrap_or_default();
@@ -27,7 +27,7 @@ pub(super) fn hpa_status(steps: &mut Steps, name: &str, current: i64, utilizatio
     })
 }
 
-pub(super) fn horizontal_pod_autoscaler(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn horizontal_pod_autoscaler(steps: &mut Steps) -> Result<(), Error> {
     steps.serve_metrics_apis()?;
     let mut web = deployment("web", 2, "nginx:1.27");
     web["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "100m"}});

@@ -17,7 +17,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
 
 /// A claim of the default class used by a running pod, deleted: kept by its
 /// `kubernetes.io/pvc-protection` finalizer until the pod goes, then it and its volume go.
-pub(super) fn protection(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn protection(steps: &mut Steps) -> Result<(), Error> {
     let claims = format!("/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims");
     let pods = format!("/api/v1/namespaces/{NAMESPACE}/pods");
     let claim = json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],

@@ -14,7 +14,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
     run: replicaset_scale,
 }];
 
-pub(super) fn replica_set_status(steps: &mut Steps, name: &str, replicas: i64) -> Result<(), String> {
+pub(super) fn replica_set_status(steps: &mut Steps, name: &str, replicas: i64) -> Result<(), Error> {
     let path = format!("{RS}/{name}");
     steps.wait(&format!("ReplicaSet {name} status: {replicas} ready"), |s| {
         let rs = s.get(&path)?.unwrap_or_default();
@@ -26,7 +26,7 @@ pub(super) fn replica_set_status(steps: &mut Steps, name: &str, replicas: i64) -
     })
 }
 
-pub(super) fn replicaset_scale(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn replicaset_scale(steps: &mut Steps) -> Result<(), Error> {
     steps.create(RS, replica_set("cache", 3))?;
     steps.wait_pods_ready(NAMESPACE, "app=cache", 3)?;
     replica_set_status(steps, "cache", 3)?;

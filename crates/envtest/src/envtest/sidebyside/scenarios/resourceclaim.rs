@@ -17,7 +17,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
 }];
 
 /// The claim pod `pod` was given for its `gpu` entry, once its status names it.
-pub(super) fn generated_claim(steps: &Steps, pod: &str) -> Result<Option<String>, String> {
+pub(super) fn generated_claim(steps: &Steps, pod: &str) -> Result<Option<String>, Error> {
     let Some(pod) = steps.get(&format!("{PODS}/{pod}"))? else { return Ok(None) };
     let statuses = pod["status"]["resourceClaimStatuses"].as_array().cloned().unwrap_or_default();
     let name = statuses.iter().find(|s| s["name"] == "gpu").and_then(|s| s["resourceClaimName"].as_str());
@@ -27,7 +27,7 @@ pub(super) fn generated_claim(steps: &Steps, pod: &str) -> Result<Option<String>
     }
 }
 
-pub(super) fn resource_claims(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn resource_claims(steps: &mut Steps) -> Result<(), Error> {
     device_class(steps)?;
     let template = json!({"metadata": {"name": "gpu"}, "spec": {
         "metadata": {"labels": {"team": "ml"}, "annotations": {"purpose": "training"}},

@@ -14,7 +14,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
     run: service_accounts_root_ca,
 }];
 
-pub(super) fn service_accounts_root_ca(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn service_accounts_root_ca(steps: &mut Steps) -> Result<(), Error> {
     let ns = "sbs-fresh";
     steps.namespaces.push(ns.to_string());
     steps.create("/api/v1/namespaces", json!({"metadata": {"name": ns}}))?;

@@ -18,7 +18,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
 pub(super) const SERVICE_CIDRS: &str = "/apis/networking.k8s.io/v1/servicecidrs";
 
 /// The Ready condition of a ServiceCIDR: `(status, reason)`.
-pub(super) fn service_cidr_ready(steps: &Steps, name: &str) -> Result<Option<(String, String)>, String> {
+pub(super) fn service_cidr_ready(steps: &Steps, name: &str) -> Result<Option<(String, String)>, Error> {
     let Some(cidr) = steps.get(&format!("{SERVICE_CIDRS}/{name}"))? else { return Ok(None) };
     let conditions = cidr["status"]["conditions"].as_array().cloned().unwrap_or_default();
     let ready = conditions.iter().find(|c| c["type"] == "Ready");
@@ -26,7 +26,7 @@ pub(super) fn service_cidr_ready(steps: &Steps, name: &str) -> Result<Option<(St
     Ok(ready.map(|c| (text(c, "status"), text(c, "reason"))))
 }
 
-pub(super) fn service_cidr(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn service_cidr(steps: &mut Steps) -> Result<(), Error> {
     // The default ServiceCIDR and the new one are compared too.
     steps.cluster_objects = ["kubernetes", "extra"].map(|n| format!("{SERVICE_CIDRS}/{n}")).to_vec();
     steps.create(SERVICE_CIDRS, json!({"metadata": {"name": "extra"}, "spec": {"cidrs": ["10.200.0.0/24"]}}))?;

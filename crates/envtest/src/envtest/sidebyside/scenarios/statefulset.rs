@@ -24,7 +24,7 @@ pub(super) fn stateful_set_status(
     replicas: i64,
     current: i64,
     updated: i64,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let path = format!("{STATEFUL_SETS}/{name}");
     steps.wait(&format!("StatefulSet {name}: {replicas} ready, {current} current, {updated} updated"), |s| {
         let set = s.get(&path)?.unwrap_or_default();
@@ -41,7 +41,7 @@ pub(super) fn stateful_set_status(
     steps.wait_pods_ready(NAMESPACE, &format!("app={name}"), replicas as usize).map(|_| ())
 }
 
-pub(super) fn stateful_set(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn stateful_set(steps: &mut Steps) -> Result<(), Error> {
     let set = json!({"metadata": {"name": "web"},
         "spec": {"replicas": 3, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
             "template": template("web", "registry.k8s.io/pause:3.10"),
@@ -79,7 +79,7 @@ pub(super) fn stateful_set(steps: &mut Steps) -> Result<(), String> {
 
 /// The other retention policies: `whenScaled: Delete` hands a scaled-down ordinal's claim to its
 /// pod (collected with it); `whenDeleted: Retain` keeps the rest when the set goes.
-pub(super) fn stateful_set_retained(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn stateful_set_retained(steps: &mut Steps) -> Result<(), Error> {
     let set = json!({"metadata": {"name": "cache"},
         "spec": {"replicas": 2, "serviceName": "cache", "selector": {"matchLabels": {"app": "cache"}},
             "template": template("cache", "registry.k8s.io/pause:3.10"),

@@ -22,13 +22,13 @@ pub(super) const VACS: &str = "/apis/storage.k8s.io/v1/volumeattributesclasses";
 
 pub(super) const VAC_FINALIZER: &str = "kubernetes.io/vac-protection";
 
-pub(super) fn has_vac_finalizer(steps: &Steps, name: &str) -> Result<Option<()>, String> {
+pub(super) fn has_vac_finalizer(steps: &Steps, name: &str) -> Result<Option<()>, Error> {
     let vac = steps.get(&format!("{VACS}/{name}"))?.unwrap_or_default();
     let finalizers = vac["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
     Ok(finalizers.iter().any(|f| f == VAC_FINALIZER).then_some(()))
 }
 
-pub(super) fn vac_protection(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn vac_protection(steps: &mut Steps) -> Result<(), Error> {
     for (name, iops) in [("gold", "5000"), ("bronze", "500"), ("silver", "2000")] {
         let vac = json!({"metadata": {"name": name}, "driverName": CSI_DRIVER, "parameters": {"iops": iops}});
         steps.create(VACS, vac)?;

@@ -34,13 +34,13 @@ pub fn deployment_policy(name: &str, validations: Value) -> Value {
 }
 
 /// Whether the policy's status has observed its current generation.
-pub(super) fn policy_checked(steps: &Steps, name: &str) -> Result<Option<()>, String> {
+pub(super) fn policy_checked(steps: &Steps, name: &str) -> Result<Option<()>, Error> {
     let Some(policy) = steps.get(&format!("{POLICIES}/{name}"))? else { return Ok(None) };
     let observed = policy["status"]["observedGeneration"].as_i64();
     Ok((observed.is_some() && observed == policy["metadata"]["generation"].as_i64()).then_some(()))
 }
 
-pub(super) fn admission_policies(steps: &mut Steps) -> Result<(), String> {
+pub(super) fn admission_policies(steps: &mut Steps) -> Result<(), Error> {
     steps.cluster_objects = ["vap-good", "vap-wrong", "vap-quantity"].map(|n| format!("{POLICIES}/{n}")).to_vec();
     let good = json!({"expression": "object.spec.replicas <= 5 && object.metadata.name.startsWith('web')",
         "messageExpression": "'too many replicas: ' + string(object.spec.replicas)"});
