@@ -431,8 +431,8 @@ pub fn run(suite: &Suite, options: &RunOptions) -> Result<Report, Error> {
     let (admin_kubeconfig, manager_kubeconfig) =
         plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
     let names = node_names(options.nodes);
-    let nodes =
-        SimulatedNodes::start(plane.admin_config(), names.clone(), node_options()).map_err(|e| Error::Nodes(e.into()))?;
+    let nodes = SimulatedNodes::start(plane.admin_config(), names.clone(), node_options())
+        .map_err(|e| Error::Nodes(e.into()))?;
     let log = options.out.join("kube-controller-manager.log");
     let mut manager = start_controller_manager(options.side, &options.binary, &manager_kubeconfig, &[], &log)?;
     let admin = Client::new(plane.admin_config(), ClientOptions::default())?;

@@ -236,7 +236,8 @@ impl FaultProxy {
         let mut server = (*plane.pki.server_config().map_err(|e| Error::Sandbox(e.into()))?).clone();
         server.alpn_protocols = vec![b"http/1.1".to_vec()];
         let read = |name: &str| {
-            std::fs::read_to_string(plane.dir().join(name)).map_err(|source| Error::File { name: name.to_string(), source })
+            std::fs::read_to_string(plane.dir().join(name))
+                .map_err(|source| Error::File { name: name.to_string(), source })
         };
         let upstream =
             upstream_config(&plane.pki.ca_pem, &read("front-proxy-client.crt")?, &read("front-proxy-client.key")?)?;

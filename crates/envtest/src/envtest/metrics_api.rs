@@ -134,7 +134,8 @@ fn register(client: &Client, port: u16) -> Result<(), Error> {
         "metadata": {"name": SERVICE, "namespace": "kube-system"},
         "spec": {"type": "ExternalName", "externalName": "localhost",
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}});
-    post(client, "/api/v1/namespaces/kube-system/services", &service).map_err(|source| Error::Register { what: "Service".into(), source })?;
+    post(client, "/api/v1/namespaces/kube-system/services", &service)
+        .map_err(|source| Error::Register { what: "Service".into(), source })?;
     for (group, version) in GROUPS {
         let api_service = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
             "metadata": {"name": format!("{version}.{group}")},
@@ -218,8 +219,7 @@ struct ServerSource {
 
 impl ServerSource {
     fn items(&self, path: &str) -> Result<Vec<Value>, Error> {
-        let list: Value =
-            self.client.get_json(path).map_err(|source| Error::Get { path: path.to_string(), source })?;
+        let list: Value = self.client.get_json(path).map_err(|source| Error::Get { path: path.to_string(), source })?;
         Ok(list["items"].as_array().cloned().unwrap_or_default())
     }
 

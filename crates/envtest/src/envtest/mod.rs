@@ -490,8 +490,9 @@ impl ControlPlane {
 
     fn etcd_post(&self, path: &str, body: &serde_json::Value) -> Result<serde_json::Value, Error> {
         let url = format!("{}{path}", self.etcd_url);
-        let response =
-            ureq::post(&url).send(&body.to_string()).map_err(|source| Error::EtcdRequest { url: url.clone(), source })?;
+        let response = ureq::post(&url)
+            .send(&body.to_string())
+            .map_err(|source| Error::EtcdRequest { url: url.clone(), source })?;
         let text =
             response.into_body().read_to_string().map_err(|source| Error::EtcdRequest { url: url.clone(), source })?;
         serde_json::from_str(&text).map_err(|source| Error::EtcdAnswer { url, source, text })

@@ -36,9 +36,9 @@ use super::ControlPlane;
 use super::process::{self, OwnedProcess};
 use super::sampler::{Sampler, mib};
 use super::sidebyside::{Side, controller_manager_args};
+use crate::apimachinery::errors::BoxError;
 use crate::client::discovery::ApiResource;
 use crate::client::metadata::MetadataApi;
-use crate::apimachinery::errors::BoxError;
 use crate::client::{self, Api, Client, ClientOptions, DeleteParams, ListParams, Patch, PostParams};
 use crate::sandbox::nodes::{NodeOptions, SimulatedNodes};
 
@@ -422,9 +422,7 @@ impl Bed<'_> {
             Err(source) if !source.is_not_found() => return Err(Error::DeleteNamespace { source }),
             _ => {}
         }
-        self.wait("delete", |bed| {
-            Ok(Api::<Namespace>::cluster(&bed.admin).get_opt(NAMESPACE)?.is_none())
-        })?;
+        self.wait("delete", |bed| Ok(Api::<Namespace>::cluster(&bed.admin).get_opt(NAMESPACE)?.is_none()))?;
         steps.push(self.step_end("delete", started)?);
         // VmHWM is updated lazily by the kernel; a sampled VmRSS may be above it.
         let sampled = steps.iter().map(|s| s.peak_rss).max().unwrap_or(0);
@@ -549,7 +547,11 @@ impl Bed<'_> {
                 Err(e) => last_error = Some(Box::new(e)),
             }
             if Instant::now() > deadline {
-                return Err(Error::NotConverged { step: step.to_string(), patience: self.options.patience(), last_error });
+                return Err(Error::NotConverged {
+                    step: step.to_string(),
+                    patience: self.options.patience(),
+                    last_error,
+                });
             }
             std::thread::sleep(POLL_EVERY);
         }

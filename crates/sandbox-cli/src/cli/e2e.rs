@@ -8,8 +8,48 @@ use std::time::Duration;
 use lexopt::prelude::*;
 
 use super::{duration, text, value};
+use crate::envtest::AssetsError;
 use crate::envtest::e2e::{self, Report, RunOptions, Selection, Suite};
 use crate::envtest::sidebyside::Side;
+
+/// Why `e2e`'s command line is refused, or the suite could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The command line cannot be read.
+    #[error(transparent)]
+    Args(#[from] lexopt::Error),
+    /// A flag's value is refused (boxed: the command's error holds this one).
+    #[error(transparent)]
+    Flag(Box<super::Error>),
+    /// An argument `e2e` does not take.
+    #[error("e2e: {source}")]
+    Unexpected {
+        /// lexopt's account of it.
+        #[source]
+        source: lexopt::Error,
+    },
+    /// `--procs` or `--nodes` is 0.
+    #[error("e2e: --procs and --nodes must be at least 1")]
+    ZeroCount,
+    /// `--ci` with `--focus` or `--skip`.
+    #[error("e2e: --ci runs a fixed list; it takes no --focus or --skip")]
+    CiSelection,
+    /// Upstream's binary is not among the assets.
+    #[error(transparent)]
+    Upstream(#[from] AssetsError),
+    /// The suite could not be found, run or read.
+    #[error(transparent)]
+    Suite(#[from] e2e::Error),
+    /// A summary could not be written.
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// What `e2e` was asked to do.
 #[derive(Debug, Clone)]
@@ -32,12 +72,18 @@ pub struct Options {
     pub list: bool,
 }
 
+impl From<super::Error> for Error {
+    fn from(e: super::Error) -> Error {
+        Error::Flag(Box::new(e))
+    }
+}
+
 /// Parses `e2e`'s options. `upstream_default` gives upstream's binary when `--upstream` or
 /// `--both` names none.
 pub fn parse(
     parser: &mut lexopt::Parser,
-    upstream_default: impl Fn() -> Result<PathBuf, String>,
-) -> Result<Options, String> {
+    upstream_default: impl Fn() -> Result<PathBuf, AssetsError>,
+) -> Result<Options, Error> {
     let mut ours = crate::cli::demo::default_controller_manager();
     let mut upstream: Option<PathBuf> = None;
     let (mut run_ours, mut run_upstream) = (true, false);
@@ -52,7 +98,7 @@ pub fn parse(
         verbose: false,
         list: false,
     };
-    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+    while let Some(arg) = parser.next()? {
         match arg {
             Long("ours") => ours = PathBuf::from(text(parser, "--ours")?),
             Long("upstream") => {
@@ -71,15 +117,15 @@ pub fn parse(
             Long("out") => options.out = PathBuf::from(text(parser, "--out")?),
             Long("verbose") | Short('v') => options.verbose = true,
             Long("list") => options.list = true,
-            other => return Err(format!("e2e: {}", other.unexpected())),
+            other => return Err(Error::Unexpected { source: other.unexpected() }),
         }
     }
     if options.procs == 0 || options.nodes == 0 {
-        return Err("e2e: --procs and --nodes must be at least 1".into());
+        return Err(Error::ZeroCount);
     }
     options.selection = match (ci, focus, skip) {
         (true, None, None) => Selection::Ci,
-        (true, _, _) => return Err("e2e: --ci runs a fixed list; it takes no --focus or --skip".into()),
+        (true, _, _) => return Err(Error::CiSelection),
         (false, None, None) => Selection::Full,
         (false, focus, skip) => Selection::Custom {
             focus: focus.unwrap_or_else(|| e2e::FOCUS.to_string()),
@@ -98,7 +144,7 @@ pub fn parse(
 /// Runs the suite for each binary in turn (each alone on the machine), prints each report and,
 /// with both, the specs whose outcome differs. Fails when a spec failed (one binary) or when a
 /// spec that passed with upstream's binary did not pass with ours (both).
-pub fn run(options: Options) -> Result<ExitCode, String> {
+pub fn run(options: Options) -> Result<ExitCode, Error> {
     let suite = Suite::locate()?;
     if options.list {
         let specs = e2e::list(&suite, &options.selection)?;
@@ -126,7 +172,9 @@ pub fn run(options: Options) -> Result<ExitCode, String> {
         }
         let summary = serde_json::to_string_pretty(&e2e::summary(&report)).unwrap_or_default();
         let path = out.join("summary.json");
-        std::fs::write(&path, summary).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        if let Err(source) = std::fs::write(&path, summary) {
+            return Err(Error::Write { path, source });
+        }
         reports.push(report);
     }
     let clean = match reports.as_slice() {
@@ -154,7 +202,7 @@ pub fn run(options: Options) -> Result<ExitCode, String> {
 mod tests {
     use super::*;
 
-    fn parse_args(args: &[&str]) -> Result<Options, String> {
+    fn parse_args(args: &[&str]) -> Result<Options, Error> {
         let mut parser = lexopt::Parser::from_iter(std::iter::once("kcm-sandbox").chain(args.iter().copied()));
         parse(&mut parser, || Ok(PathBuf::from("/upstream/kcm")))
     }
@@ -182,9 +230,9 @@ mod tests {
 
     #[test]
     fn bad_options_are_refused_by_name() {
-        assert!(parse_args(&["--ci", "--focus", "x"]).unwrap_err().contains("--ci"));
-        assert!(parse_args(&["--procs", "0"]).unwrap_err().contains("--procs"));
-        assert!(parse_args(&["--procs", "two"]).unwrap_err().contains("--procs"));
-        assert!(parse_args(&["--bogus"]).unwrap_err().contains("--bogus"));
+        assert!(parse_args(&["--ci", "--focus", "x"]).unwrap_err().to_string().contains("--ci"));
+        assert!(parse_args(&["--procs", "0"]).unwrap_err().to_string().contains("--procs"));
+        assert!(parse_args(&["--procs", "two"]).unwrap_err().to_string().contains("--procs"));
+        assert!(parse_args(&["--bogus"]).unwrap_err().to_string().contains("--bogus"));
     }
 }

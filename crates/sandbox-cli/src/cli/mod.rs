@@ -14,6 +14,7 @@ use lexopt::prelude::*;
 use parking_lot::Mutex;
 
 use crate::apimachinery::duration::parse_go_duration;
+use crate::apimachinery::errors::BoxError;
 use crate::sandbox::server::{Sandbox, SandboxOptions};
 
 const USAGE: &str = "\
@@ -88,24 +89,147 @@ e2e options (../shared/k8s/v1.36.2/e2e, or KCM_E2E_DIR holding e2e.test and gink
   -v, --verbose               print every spec's outcome
 ";
 
+/// Why the command line is refused (a usage error) or a command could not run: what `main`
+/// prints after `kcm-sandbox: `, exiting with status 2.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The command line cannot be read.
+    #[error(transparent)]
+    Args(#[from] lexopt::Error),
+    /// An argument no command takes, with the usage.
+    #[error("{source}\n{USAGE}")]
+    Unexpected {
+        /// lexopt's account of it.
+        #[source]
+        source: lexopt::Error,
+    },
+    /// A command that does not exist, with the usage.
+    #[error("unknown command {command:?}\n{USAGE}")]
+    UnknownCommand {
+        /// The command given.
+        command: String,
+    },
+    /// A flag `serve` does not take.
+    #[error("unknown flag: {flag}")]
+    UnknownFlag {
+        /// The flag.
+        flag: String,
+    },
+    /// A flag's value is missing.
+    #[error("{flag}: {source}")]
+    MissingValue {
+        /// The flag.
+        flag: String,
+        /// lexopt's account of it.
+        #[source]
+        source: lexopt::Error,
+    },
+    /// A flag's value is not UTF-8.
+    #[error("{flag}: not valid UTF-8")]
+    ValueNotUtf8 {
+        /// The flag.
+        flag: String,
+    },
+    /// A flag's value does not parse.
+    #[error("invalid argument {raw:?} for {flag}: {source}")]
+    InvalidArgument {
+        /// The value.
+        raw: String,
+        /// The flag.
+        flag: String,
+        /// Why it does not parse.
+        #[source]
+        source: BoxError,
+    },
+    /// A repeated fault's period is zero.
+    #[error("invalid argument for {flag}: the period must be positive")]
+    NotPositive {
+        /// The flag.
+        flag: String,
+    },
+    /// `--fail-next` is not `COUNT:CODE[:RETRY_AFTER_SECONDS]`.
+    #[error("invalid argument {raw:?} for --fail-next: want COUNT:CODE or COUNT:CODE:RETRY_AFTER_SECONDS")]
+    FailNext {
+        /// The value.
+        raw: String,
+    },
+    /// A flag `nodes` needs is missing.
+    #[error("nodes: {flag} is required")]
+    Required {
+        /// The flag.
+        flag: &'static str,
+    },
+    /// A `nodes` command line on standard input that is neither `add-node` nor `remove-node`.
+    #[error("unknown command {line:?}: want add-node NAME or remove-node NAME")]
+    NodeCommand {
+        /// The line.
+        line: String,
+    },
+    /// The signal handlers cannot be installed.
+    #[error("cannot install signal handlers: {source}")]
+    Signals {
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The kubeconfig of `nodes` cannot be loaded.
+    #[error(transparent)]
+    Kubeconfig(#[from] crate::client::config::ConfigError),
+    /// The sandbox, its faults, its kubeconfig files or its simulated nodes failed.
+    #[error("{0}")]
+    Sandbox(#[source] BoxError),
+    /// Upstream's binary is not among the assets.
+    #[error(transparent)]
+    Assets(#[from] crate::envtest::AssetsError),
+    /// A scenario `side-by-side` does not know.
+    #[error("unknown scenario {name:?}; known: {known:?}")]
+    UnknownScenario {
+        /// The name given.
+        name: String,
+        /// The scenarios there are.
+        known: Vec<&'static str>,
+    },
+    /// An argument `side-by-side` does not take.
+    #[error("side-by-side: {source}")]
+    SideBySideArgument {
+        /// lexopt's account of it.
+        #[source]
+        source: lexopt::Error,
+    },
+    /// A side-by-side run could not start.
+    #[error(transparent)]
+    SideBySide(#[from] crate::envtest::sidebyside::Error),
+    /// The demo failed.
+    #[error(transparent)]
+    Demo(#[from] demo::Error),
+    /// The e2e suite failed.
+    #[error(transparent)]
+    E2e(#[from] e2e::Error),
+}
+
+/// The sandbox's errors (text until its helper types them), kept as the source.
+fn sandbox_error(e: impl Into<BoxError>) -> Error {
+    Error::Sandbox(e.into())
+}
+
 /// Runs the command line; `Err` is a usage error (exit status 2).
-pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, String> {
+pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<ExitCode, Error> {
     let mut parser = lexopt::Parser::from_iter(std::iter::once(OsString::from("kcm-sandbox")).chain(args));
-    let command = match parser.next().map_err(|e| e.to_string())? {
-        Some(Value(command)) => command.string().map_err(|e| e.to_string())?,
+    let command = match parser.next()? {
+        Some(Value(command)) => command.string()?,
         Some(Long("help") | Short('h')) | None => {
             print!("{USAGE}");
             return Ok(ExitCode::SUCCESS);
         }
-        Some(other) => return Err(format!("{}\n{USAGE}", other.unexpected())),
+        Some(other) => return Err(Error::Unexpected { source: other.unexpected() }),
     };
     match command.as_str() {
         "serve" => serve(parse_serve(&mut parser)?),
-        "demo" => crate::cli::demo::run(crate::cli::demo::parse(&mut parser)?),
+        "demo" => Ok(crate::cli::demo::run(crate::cli::demo::parse(&mut parser)?)?),
         "nodes" => nodes(parse_nodes(&mut parser)?),
         "side-by-side" => side_by_side(&mut parser),
-        "e2e" => e2e::run(e2e::parse(&mut parser, upstream_binary)?),
-        other => Err(format!("unknown command {other:?}\n{USAGE}")),
+        "e2e" => Ok(e2e::run(e2e::parse(&mut parser, upstream_binary)?)?),
+        other => Err(Error::UnknownCommand { command: other.to_string() }),
     }
 }
 
@@ -135,7 +259,7 @@ pub struct ServeOptions {
 /// The port stays closed this long during a restart unless `--restart-downtime` says otherwise.
 pub const DEFAULT_RESTART_DOWNTIME: Duration = Duration::from_secs(1);
 
-fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
+fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, Error> {
     let mut options = ServeOptions {
         sandbox: SandboxOptions::default(),
         nodes: 0,
@@ -147,10 +271,10 @@ fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
         restart_every: None,
         restart_downtime: DEFAULT_RESTART_DOWNTIME,
     };
-    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+    while let Some(arg) = parser.next()? {
         let flag = match &arg {
             Long(name) => format!("--{name}"),
-            other => return Err(format!("{}\n{USAGE}", other.clone().unexpected())),
+            other => return Err(Error::Unexpected { source: other.clone().unexpected() }),
         };
         match arg {
             Long("plain-http") => options.sandbox.plain_http = true,
@@ -170,40 +294,47 @@ fn parse_serve(parser: &mut lexopt::Parser) -> Result<ServeOptions, String> {
                 print!("{USAGE}");
                 std::process::exit(0);
             }
-            _ => return Err(format!("unknown flag: {flag}")),
+            _ => return Err(Error::UnknownFlag { flag }),
         }
     }
     Ok(options)
 }
 
-fn text(parser: &mut lexopt::Parser, flag: &str) -> Result<String, String> {
-    parser.value().map_err(|e| format!("{flag}: {e}"))?.string().map_err(|_| format!("{flag}: not valid UTF-8"))
+fn text(parser: &mut lexopt::Parser, flag: &str) -> Result<String, Error> {
+    let value = parser.value().map_err(|source| Error::MissingValue { flag: flag.to_string(), source })?;
+    value.string().map_err(|_| Error::ValueNotUtf8 { flag: flag.to_string() })
 }
 
-fn value<T: std::str::FromStr>(parser: &mut lexopt::Parser, flag: &str) -> Result<T, String>
+fn value<T: std::str::FromStr>(parser: &mut lexopt::Parser, flag: &str) -> Result<T, Error>
 where
-    T::Err: std::fmt::Display,
+    T::Err: Into<BoxError>,
 {
     let raw = text(parser, flag)?;
-    raw.parse().map_err(|e| format!("invalid argument {raw:?} for {flag}: {e}"))
+    match raw.parse() {
+        Ok(value) => Ok(value),
+        Err(e) => Err(Error::InvalidArgument { raw, flag: flag.to_string(), source: e.into() }),
+    }
 }
 
-fn duration(parser: &mut lexopt::Parser, flag: &str) -> Result<Duration, String> {
+fn duration(parser: &mut lexopt::Parser, flag: &str) -> Result<Duration, Error> {
     let raw = text(parser, flag)?;
-    parse_go_duration(&raw).map_err(|e| format!("invalid argument {raw:?} for {flag}: {e}"))
+    match parse_go_duration(&raw) {
+        Ok(duration) => Ok(duration),
+        Err(e) => Err(Error::InvalidArgument { raw, flag: flag.to_string(), source: e.into() }),
+    }
 }
 
 /// The period of a repeated fault: a positive duration.
-fn period(parser: &mut lexopt::Parser, flag: &str) -> Result<Duration, String> {
+fn period(parser: &mut lexopt::Parser, flag: &str) -> Result<Duration, Error> {
     let period = duration(parser, flag)?;
     if period.is_zero() {
-        return Err(format!("invalid argument for {flag}: the period must be positive"));
+        return Err(Error::NotPositive { flag: flag.to_string() });
     }
     Ok(period)
 }
 
-fn parse_fail_next(raw: &str) -> Result<(usize, u16, Option<u64>), String> {
-    let bad = || format!("invalid argument {raw:?} for --fail-next: want COUNT:CODE or COUNT:CODE:RETRY_AFTER_SECONDS");
+fn parse_fail_next(raw: &str) -> Result<(usize, u16, Option<u64>), Error> {
+    let bad = || Error::FailNext { raw: raw.to_string() };
     let parts: Vec<&str> = raw.split(':').collect();
     let (count, code, retry) = match parts.as_slice() {
         [count, code] => (count, code, None),
@@ -224,8 +355,8 @@ pub struct Served {
 }
 
 /// Starts the sandbox with its nodes, applies the fault flags and writes the kubeconfigs.
-pub fn start(options: &ServeOptions) -> Result<Served, String> {
-    let sandbox = Arc::new(Sandbox::start(options.sandbox.clone()).map_err(|e| e.to_string())?);
+pub fn start(options: &ServeOptions) -> Result<Served, Error> {
+    let sandbox = Arc::new(Sandbox::start(options.sandbox.clone()).map_err(sandbox_error)?);
     let restarter = Arc::new(Restarter::new(&sandbox, options.restart_downtime));
     if let Some(every) = options.close_watches_every {
         repeat(&sandbox, every, Sandbox::close_watches);
@@ -237,10 +368,10 @@ pub fn start(options: &ServeOptions) -> Result<Served, String> {
         restarter.repeat(every);
     }
     if let Some((count, code, retry)) = options.fail_next {
-        sandbox.faults().fail_next(count, code, retry).map_err(|e| e.to_string())?;
+        sandbox.faults().fail_next(count, code, retry).map_err(sandbox_error)?;
     }
     sandbox.faults().set_latency(options.latency);
-    sandbox.write_kubeconfigs(&options.kubeconfig_out).map_err(|e| e.to_string())?;
+    sandbox.write_kubeconfigs(&options.kubeconfig_out).map_err(sandbox_error)?;
     let nodes = (options.nodes > 0).then(|| {
         let names = (1..=options.nodes).map(|i| format!("node-{i}")).collect();
         crate::sandbox::nodes::SimulatedNodes::start(
@@ -249,7 +380,7 @@ pub fn start(options: &ServeOptions) -> Result<Served, String> {
             crate::sandbox::nodes::NodeOptions::default(),
         )
     });
-    Ok(Served { sandbox, nodes: nodes.transpose().map_err(|e| e.to_string())?, restarter })
+    Ok(Served { sandbox, nodes: nodes.transpose().map_err(sandbox_error)?, restarter })
 }
 
 /// Runs a fault every `period` for as long as the sandbox lives.
@@ -291,7 +422,7 @@ impl Restarter {
     }
 
     /// Restarts the server now; `Ok(false)` when the sandbox is gone or shut down.
-    pub fn restart(&self) -> Result<bool, String> {
+    pub fn restart(&self) -> Result<bool, Error> {
         let shut_down = self.shut_down.lock();
         let Some(sandbox) = self.sandbox.upgrade().filter(|_| !*shut_down) else {
             return Ok(false);
@@ -299,7 +430,7 @@ impl Restarter {
         log::info!("restarting: the server stops for {:?}, its state kept", self.downtime);
         sandbox.pause();
         std::thread::sleep(self.downtime);
-        sandbox.resume().map_err(|e| e.to_string())?;
+        sandbox.resume().map_err(sandbox_error)?;
         log::info!("restarted: serving {} again", sandbox.url());
         Ok(true)
     }
@@ -331,10 +462,10 @@ impl Restarter {
     }
 }
 
-fn serve(options: ServeOptions) -> Result<ExitCode, String> {
+fn serve(options: ServeOptions) -> Result<ExitCode, Error> {
     use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1, SIGUSR2])
-        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+        .map_err(|source| Error::Signals { source })?;
     let Served { sandbox, nodes, restarter } = match start(&options) {
         Ok(served) => served,
         Err(e) => {
@@ -385,10 +516,10 @@ fn node_commands(nodes: Weak<crate::sandbox::nodes::SimulatedNodes>) {
             let Ok(line) = line else { return };
             let Some(nodes) = nodes.upgrade() else { return };
             let answer = match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-                ["add-node", name] => nodes.add_node(name).map_err(|e| e.to_string()),
-                ["remove-node", name] => nodes.remove_node(name).map_err(|e| e.to_string()),
+                ["add-node", name] => nodes.add_node(name).map_err(sandbox_error),
+                ["remove-node", name] => nodes.remove_node(name).map_err(sandbox_error),
                 [] => continue,
-                _ => Err(format!("unknown command {line:?}: want add-node NAME or remove-node NAME")),
+                _ => Err(Error::NodeCommand { line: line.clone() }),
             };
             match answer {
                 Ok(()) => println!("ok"),
@@ -399,33 +530,33 @@ fn node_commands(nodes: Weak<crate::sandbox::nodes::SimulatedNodes>) {
 }
 
 /// `nodes`: the kubeconfig and the node names.
-fn parse_nodes(parser: &mut lexopt::Parser) -> Result<(PathBuf, Vec<String>), String> {
+fn parse_nodes(parser: &mut lexopt::Parser) -> Result<(PathBuf, Vec<String>), Error> {
     let (mut kubeconfig, mut names) = (None, Vec::new());
-    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+    while let Some(arg) = parser.next()? {
         match arg {
             Long("kubeconfig") => kubeconfig = Some(PathBuf::from(text(parser, "--kubeconfig")?)),
             Long("names") => names = text(parser, "--names")?.split(',').map(str::to_string).collect(),
-            other => return Err(format!("{}\n{USAGE}", other.unexpected())),
+            other => return Err(Error::Unexpected { source: other.unexpected() }),
         }
     }
     names.retain(|n| !n.is_empty());
-    let kubeconfig = kubeconfig.ok_or("nodes: --kubeconfig is required")?;
+    let kubeconfig = kubeconfig.ok_or(Error::Required { flag: "--kubeconfig" })?;
     if names.is_empty() {
-        return Err("nodes: --names is required".into());
+        return Err(Error::Required { flag: "--names" });
     }
     Ok((kubeconfig, names))
 }
 
 /// Runs simulated nodes against the server of `kubeconfig` until SIGINT/SIGTERM.
-fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, String> {
+fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, Error> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
-        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let config = crate::client::config::load(Some(&kubeconfig), None).map_err(|e| e.to_string())?;
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(|source| Error::Signals { source })?;
+    let config = crate::client::config::load(Some(&kubeconfig), None)?;
     let count = names.len();
     let nodes = Arc::new(
         crate::sandbox::nodes::SimulatedNodes::start(config, names, crate::sandbox::nodes::NodeOptions::default())
-            .map_err(|e| e.to_string())?,
+            .map_err(sandbox_error)?,
     );
     println!("kcm-sandbox: running {count} simulated node(s)");
     node_commands(Arc::downgrade(&nodes));
@@ -437,13 +568,13 @@ fn nodes((kubeconfig, names): (PathBuf, Vec<String>)) -> Result<ExitCode, String
 }
 
 /// Upstream's kube-controller-manager among the real control plane's assets.
-fn upstream_binary() -> Result<PathBuf, String> {
+fn upstream_binary() -> Result<PathBuf, crate::envtest::AssetsError> {
     crate::envtest::Assets::locate().map(|assets| assets.kube_controller_manager)
 }
 
 /// `side-by-side`: runs the chosen scenarios and prints each one's differences; fails when a run
 /// failed or a difference is not a known one.
-fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
+fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, Error> {
     use crate::envtest::sidebyside::{self, RunOptions, scenarios};
     let mut chosen = Vec::new();
     let mut options = RunOptions {
@@ -451,12 +582,12 @@ fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
         upstream: None,
         log_dir: std::env::temp_dir().join(format!("kcm-side-by-side-{}", std::process::id())),
     };
-    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+    while let Some(arg) = parser.next()? {
         match arg {
             Long("scenario") => {
                 let name = text(parser, "--scenario")?;
                 let known: Vec<&str> = scenarios::all().map(|s| s.name).collect();
-                chosen.push(sidebyside::scenario(&name).ok_or(format!("unknown scenario {name:?}; known: {known:?}"))?);
+                chosen.push(sidebyside::scenario(&name).ok_or(Error::UnknownScenario { name, known })?);
             }
             Long("list") => {
                 scenarios::all().for_each(|s| println!("{:<24} {}", s.name, s.summary));
@@ -465,7 +596,7 @@ fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
             Long("ours") => options.ours = PathBuf::from(text(parser, "--ours")?),
             Long("upstream") => options.upstream = Some(PathBuf::from(text(parser, "--upstream")?)),
             Long("logs") => options.log_dir = PathBuf::from(text(parser, "--logs")?),
-            other => return Err(format!("side-by-side: {}", other.unexpected())),
+            other => return Err(Error::SideBySideArgument { source: other.unexpected() }),
         }
     }
     if chosen.is_empty() {
@@ -485,7 +616,7 @@ fn side_by_side(parser: &mut lexopt::Parser) -> Result<ExitCode, String> {
 mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<ServeOptions, String> {
+    fn parse(args: &[&str]) -> Result<ServeOptions, Error> {
         let mut parser = lexopt::Parser::from_iter(std::iter::once("kcm-sandbox").chain(args.iter().copied()));
         parse_serve(&mut parser)
     }
@@ -498,8 +629,8 @@ mod tests {
         };
         let (kubeconfig, names) = nodes(&["--kubeconfig", "a.conf", "--names", "n1,n2,"]).unwrap();
         assert_eq!((kubeconfig, names), (PathBuf::from("a.conf"), vec!["n1".to_string(), "n2".to_string()]));
-        assert!(nodes(&["--names", "n1"]).unwrap_err().contains("--kubeconfig"));
-        assert!(nodes(&["--kubeconfig", "a.conf"]).unwrap_err().contains("--names"));
+        assert!(nodes(&["--names", "n1"]).unwrap_err().to_string().contains("--kubeconfig"));
+        assert!(nodes(&["--kubeconfig", "a.conf"]).unwrap_err().to_string().contains("--names"));
         assert!(nodes(&["--kubeconfig", "a.conf", "--names", "n1", "--bogus"]).is_err());
     }
 
@@ -542,7 +673,7 @@ mod tests {
             (["--restart-downtime", "soon"], "for --restart-downtime"),
             (["--fail-next", "2"], "for --fail-next"),
         ] {
-            let error = parse(&args).unwrap_err();
+            let error = parse(&args).unwrap_err().to_string();
             assert!(error.contains(needle), "{error}");
         }
     }

@@ -180,8 +180,8 @@ impl Bed {
     pub fn start(side: Side, binary: &Path, count: usize, flags: &[&str], log_dir: &Path) -> Result<Bed, Error> {
         std::fs::create_dir_all(log_dir).map_err(|source| Error::LogDir { dir: log_dir.to_path_buf(), source })?;
         let plane = ControlPlane::start()?;
-        let admin =
-            Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })?.for_controller("chaos");
+        let admin = Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })?
+            .for_controller("chaos");
         let (_, kubeconfig) = plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
         let names: Vec<String> = (1..=NODES).map(|i| format!("node-{i}")).collect();
         let nodes =

@@ -8,7 +8,8 @@ pub fn diff_runs(upstream: &Run, ours: &Run) -> Vec<Difference> {
     let mut out = Vec::new();
     // The runs' errors meet by their text: each side's has its own paths and ports only where
     // the two runs differ anyway.
-    let (upstream_error, ours_error) = (upstream.error.as_ref().map(ToString::to_string), ours.error.as_ref().map(ToString::to_string));
+    let (upstream_error, ours_error) =
+        (upstream.error.as_ref().map(ToString::to_string), ours.error.as_ref().map(ToString::to_string));
     if upstream_error != ours_error {
         // The first line: the whole error (a log's tail, say) is shown once, by the outcome.
         let describe = |e: &Option<String>| {

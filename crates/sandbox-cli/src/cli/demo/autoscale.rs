@@ -8,42 +8,44 @@ use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::json;
 
-use super::{Narrator, STEP_TIMEOUT, all_implemented, api_error, deployment_manifest, wait_for, wait_running_pods};
+use super::{Error, Narrator, STEP_TIMEOUT, all_implemented, deployment_manifest, wait_for, wait_running_pods};
 use crate::client::{Api, Client, ListParams, Patch, PostParams};
 
 /// Deployment `checkout`'s pods are drained off one node while PDB `checkout` keeps all 3 available.
-pub(super) fn drain_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+pub(super) fn drain_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), Error> {
     let needed = ["disruption-controller", "deployment-controller", "replicaset-controller"];
     narrator.step("Deployment checkout (3 replicas) with PodDisruptionBudget checkout (minAvailable 3)");
     if !all_implemented(&needed) {
         narrator.skip("a drain held back by a PodDisruptionBudget", &needed);
         return Ok(());
     }
-    Api::<Deployment>::namespaced(client, ns)
-        .create(&deployment_manifest("checkout", 3)?, &PostParams::default())
-        .map_err(api_error)?;
+    Api::<Deployment>::namespaced(client, ns).create(&deployment_manifest("checkout", 3)?, &PostParams::default())?;
     let budget: PodDisruptionBudget = serde_json::from_value(json!({"metadata": {"name": "checkout"},
-        "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "checkout"}}}}))
-    .map_err(|e| e.to_string())?;
-    Api::<PodDisruptionBudget>::namespaced(client, ns).create(&budget, &PostParams::default()).map_err(api_error)?;
+        "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "checkout"}}}}))?;
+    Api::<PodDisruptionBudget>::namespaced(client, ns).create(&budget, &PostParams::default())?;
     wait_running_pods(client, ns, "app=checkout", 3)?;
     let status = wait_budget(client, ns, 3, 0)?;
     narrator.ok(&format!("disruption-controller: {status}"));
 
-    let (pod, node) = checkout_pods(client, ns)?.into_iter().next().ok_or("no checkout pod")?;
+    let (pod, node) =
+        checkout_pods(client, ns)?.into_iter().next().ok_or_else(|| Error::Step("no checkout pod".into()))?;
     narrator.step(&format!("Draining {node} (cordon, then evict its checkout pods as `kubectl drain` does)"));
     set_unschedulable(client, &node, true)?;
     match evict(client, ns, &pod) {
-        Err(e) if e.contains("429") || e.contains("disruption budget") => {
+        // Refused by the budget: 429, as upstream's eviction API answers (known by its text, as
+        // before the errors were typed).
+        Err(e) if e.to_string().contains("429") || e.to_string().contains("disruption budget") => {
             narrator.ok(&format!("the eviction of {pod} is refused: {e}"));
         }
-        Err(e) => return Err(format!("evicting {pod}: {e}")),
-        Ok(()) => return Err(format!("the eviction of {pod} was allowed with disruptionsAllowed 0")),
+        Err(e) => return Err(Error::Eviction { pod, source: Box::new(e) }),
+        Ok(()) => return Err(Error::Step(format!("the eviction of {pod} was allowed with disruptionsAllowed 0"))),
     }
     narrator.step("Scaling checkout to 4: one pod may now be disrupted");
-    Api::<Deployment>::namespaced(client, ns)
-        .patch("checkout", &Patch::Merge(json!({"spec": {"replicas": 4}})), &PostParams::default())
-        .map_err(api_error)?;
+    Api::<Deployment>::namespaced(client, ns).patch(
+        "checkout",
+        &Patch::Merge(json!({"spec": {"replicas": 4}})),
+        &PostParams::default(),
+    )?;
     wait_running_pods(client, ns, "app=checkout", 4)?;
     let status = wait_budget(client, ns, 4, 1)?;
     narrator.ok(&format!("disruption-controller: {status}"));
@@ -59,7 +61,7 @@ pub(super) fn drain_steps(client: &Client, ns: &str, narrator: &mut Narrator) ->
 
 /// Evicts checkout's pods on `node` until none is left, retrying refused evictions as `kubectl
 /// drain` does (every 5 s there; here every 200 ms).
-fn drain_checkout_pods(client: &Client, ns: &str, node: &str) -> Result<Vec<String>, String> {
+fn drain_checkout_pods(client: &Client, ns: &str, node: &str) -> Result<Vec<String>, Error> {
     let mut evicted = Vec::new();
     wait_for(&format!("checkout's pods evicted from {node}"), STEP_TIMEOUT, || {
         let on_node: Vec<String> =
@@ -77,10 +79,10 @@ fn drain_checkout_pods(client: &Client, ns: &str, node: &str) -> Result<Vec<Stri
 
 /// Waits for PDB checkout's status to report `expected` pods and `allowed` disruptions; returns it
 /// described.
-fn wait_budget(client: &Client, ns: &str, expected: i32, allowed: i32) -> Result<String, String> {
+fn wait_budget(client: &Client, ns: &str, expected: i32, allowed: i32) -> Result<String, Error> {
     let budgets = Api::<PodDisruptionBudget>::namespaced(client, ns);
     wait_for(&format!("PDB checkout: {expected} pods expected, {allowed} disruptions allowed"), STEP_TIMEOUT, || {
-        let budget = budgets.get("checkout").map_err(api_error)?;
+        let budget = budgets.get("checkout")?;
         let Some(status) = budget.status else { return Ok(None) };
         let condition = status.conditions.iter().flatten().find(|c| c.type_ == "DisruptionAllowed");
         let done = status.expected_pods == Some(expected)
@@ -101,9 +103,9 @@ fn wait_budget(client: &Client, ns: &str, expected: i32, allowed: i32) -> Result
 }
 
 /// checkout's live pods and their nodes, by pod name.
-fn checkout_pods(client: &Client, ns: &str) -> Result<Vec<(String, String)>, String> {
+fn checkout_pods(client: &Client, ns: &str) -> Result<Vec<(String, String)>, Error> {
     let params = ListParams { label_selector: Some("app=checkout".into()), ..ListParams::default() };
-    let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params).map_err(api_error)?;
+    let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params)?;
     let mut placed: Vec<(String, String)> = pods
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -114,25 +116,25 @@ fn checkout_pods(client: &Client, ns: &str) -> Result<Vec<(String, String)>, Str
 }
 
 /// POSTs a policy/v1 Eviction for `pod`.
-fn evict(client: &Client, ns: &str, pod: &str) -> Result<(), String> {
+fn evict(client: &Client, ns: &str, pod: &str) -> Result<(), Error> {
     let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": ns}});
     Api::<Pod>::namespaced(client, ns)
         .create_subresource::<_, serde_json::Value>("eviction", pod, &eviction, &PostParams::default())
         .map(|_| ())
-        .map_err(api_error)
+        .map_err(Error::from)
 }
 
 /// Cordons (`true`) or uncordons `node`.
-fn set_unschedulable(client: &Client, node: &str, unschedulable: bool) -> Result<(), String> {
+fn set_unschedulable(client: &Client, node: &str, unschedulable: bool) -> Result<(), Error> {
     Api::<Node>::all(client)
         .patch(node, &Patch::Merge(json!({"spec": {"unschedulable": unschedulable}})), &PostParams::default())
         .map(|_| ())
-        .map_err(api_error)
+        .map_err(Error::from)
 }
 
 /// Deployment `api` behind Service `api`: HPA `api` (CPU 50 %, 2–5 replicas) scales it up
 /// when load comes and back down when it goes.
-pub(super) fn autoscaling_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), String> {
+pub(super) fn autoscaling_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), Error> {
     let needed = ["horizontal-pod-autoscaler-controller", "deployment-controller", "replicaset-controller"];
     narrator.step("Deployment api (2 replicas, 100m CPU each) behind Service api, HPA api: CPU 50%, 2 to 5 replicas");
     if !all_implemented(&needed) {
@@ -158,42 +160,38 @@ pub(super) fn autoscaling_steps(client: &Client, ns: &str, narrator: &mut Narrat
     Ok(())
 }
 
-fn create_autoscaled_api(client: &Client, ns: &str) -> Result<(), String> {
-    let mut deployment = serde_json::to_value(deployment_manifest("api", 2)?).map_err(|e| e.to_string())?;
+fn create_autoscaled_api(client: &Client, ns: &str) -> Result<(), Error> {
+    let mut deployment = serde_json::to_value(deployment_manifest("api", 2)?)?;
     deployment["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "100m"}});
-    let deployment: Deployment = serde_json::from_value(deployment).map_err(|e| e.to_string())?;
-    Api::<Deployment>::namespaced(client, ns).create(&deployment, &PostParams::default()).map_err(api_error)?;
+    let deployment: Deployment = serde_json::from_value(deployment)?;
+    Api::<Deployment>::namespaced(client, ns).create(&deployment, &PostParams::default())?;
     let service: Service = serde_json::from_value(json!({"metadata": {"name": "api",
         "annotations": {"kcm-sandbox.dev/cpu-load": "0"}},
-        "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]}}))
-    .map_err(|e| e.to_string())?;
-    Api::<Service>::namespaced(client, ns).create(&service, &PostParams::default()).map_err(api_error)?;
+        "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]}}))?;
+    Api::<Service>::namespaced(client, ns).create(&service, &PostParams::default())?;
     let autoscaler: HorizontalPodAutoscaler = serde_json::from_value(json!({"metadata": {"name": "api"}, "spec": {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
         "minReplicas": 2, "maxReplicas": 5,
         "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}],
-        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 10}}}}))
-    .map_err(|e| e.to_string())?;
-    Api::<HorizontalPodAutoscaler>::namespaced(client, ns)
-        .create(&autoscaler, &PostParams::default())
-        .map_err(api_error)?;
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 10}}}}))?;
+    Api::<HorizontalPodAutoscaler>::namespaced(client, ns).create(&autoscaler, &PostParams::default())?;
     Ok(())
 }
 
-fn set_load(client: &Client, ns: &str, cpu: &str) -> Result<(), String> {
+fn set_load(client: &Client, ns: &str, cpu: &str) -> Result<(), Error> {
     let patch = json!({"metadata": {"annotations": {"kcm-sandbox.dev/cpu-load": cpu}}});
     Api::<Service>::namespaced(client, ns)
         .patch("api", &Patch::Merge(patch), &PostParams::default())
         .map(|_| ())
-        .map_err(api_error)
+        .map_err(Error::from)
 }
 
 /// Waits until HPA api reports `replicas` current and desired replicas; returns its status
 /// described.
-fn wait_autoscaler(client: &Client, ns: &str, replicas: i32) -> Result<String, String> {
+fn wait_autoscaler(client: &Client, ns: &str, replicas: i32) -> Result<String, Error> {
     let autoscalers = Api::<HorizontalPodAutoscaler>::namespaced(client, ns);
     wait_for(&format!("HPA api at {replicas} replicas"), STEP_TIMEOUT * 2, || {
-        let Some(status) = autoscalers.get("api").map_err(api_error)?.status else { return Ok(None) };
+        let Some(status) = autoscalers.get("api")?.status else { return Ok(None) };
         let utilization = status
             .current_metrics
             .iter()

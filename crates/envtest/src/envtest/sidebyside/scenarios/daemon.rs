@@ -56,7 +56,10 @@ pub(super) fn daemon_set(steps: &mut Steps) -> Result<(), Error> {
     steps.checkpoint("created")?;
     // A daemon pod fails: it is deleted (FailedDaemonPod) and replaced.
     let pods = steps.live_pods(NAMESPACE, "app=agent")?;
-    let failed = pods.iter().find(|p| p["spec"]["nodeName"] == "node-2").ok_or_else(|| Error::Scenario("no pod on node-2".into()))?;
+    let failed = pods
+        .iter()
+        .find(|p| p["spec"]["nodeName"] == "node-2")
+        .ok_or_else(|| Error::Scenario("no pod on node-2".into()))?;
     let failed = failed["metadata"]["name"].as_str().unwrap_or_default().to_string();
     steps.nodes.fail_pod(NAMESPACE, &failed).map_err(|e| Error::Nodes(e.into()))?;
     steps.wait("the failed pod replaced", |s| {

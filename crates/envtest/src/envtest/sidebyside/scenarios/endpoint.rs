@@ -42,7 +42,10 @@ pub(super) fn service_endpoints(steps: &mut Steps) -> Result<(), Error> {
     // The three pods tie on every deletion rule: the one on node-3 is made the cheapest to
     // delete, so that both binaries remove the same one.
     let pods = steps.live_pods(NAMESPACE, "app=web")?;
-    let doomed = pods.iter().find(|p| p["spec"]["nodeName"] == "node-3").ok_or_else(|| Error::Scenario("no pod on node-3".into()))?;
+    let doomed = pods
+        .iter()
+        .find(|p| p["spec"]["nodeName"] == "node-3")
+        .ok_or_else(|| Error::Scenario("no pod on node-3".into()))?;
     let name = doomed["metadata"]["name"].as_str().unwrap_or_default();
     let cost = json!({"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "-100"}}});
     steps.patch(&format!("/api/v1/namespaces/{NAMESPACE}/pods/{name}"), cost)?;

@@ -103,7 +103,9 @@ pub(super) fn job_ttl(steps: &mut Steps) -> Result<(), Error> {
 
     // The TTL runs from the Complete condition's transition (whole seconds, as both
     // controllers read it): the new one ends TTL_LEFT from now.
-    let stored = steps.get(&expires)?.ok_or_else(|| Error::Scenario("Job expires is gone before its TTL was shortened".into()))?;
+    let stored = steps
+        .get(&expires)?
+        .ok_or_else(|| Error::Scenario("Job expires is gone before its TTL was shortened".into()))?;
     let complete = stored["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Complete");
     let finished: jiff::Timestamp = complete
         .and_then(|c| c["lastTransitionTime"].as_str())
