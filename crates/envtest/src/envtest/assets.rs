@@ -190,3 +190,52 @@ fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lines a missing binary is reported with (the real-server tests' skip notice, CI's
+    /// failure) read as they did when they were built with `format!`.
+    #[test]
+    fn missing_binaries_are_reported_with_the_same_lines() {
+        let missing = Error::MissingBinary { name: "kube-apiserver", dir: PathBuf::from("/assets") };
+        assert_eq!(
+            missing.to_string(),
+            "kube-apiserver not found in /assets (set KCM_K8S_ASSETS to a folder holding kube-apiserver and \
+             kube-controller-manager v1.36.2, or unpack ../shared/k8s/v1.36.2 with its unpack.sh)"
+        );
+        let not_built = Error::NotBuilt { path: PathBuf::from("/t/debug/kcm-sandbox") };
+        assert_eq!(
+            not_built.to_string(),
+            "/t/debug/kcm-sandbox is not built: run `cargo build --workspace --bins` (with `--release` for a bench) \
+             first (`cargo test` builds it for the kcm-sandbox-cli package's own tests)"
+        );
+        let nothing = Error::NothingToUnpack { dir: PathBuf::from("/c"), unpack: PathBuf::from("/u.sh") };
+        assert_eq!(
+            nothing.to_string(),
+            "kube-apiserver not found: /c is empty and /u.sh does not exist (set KCM_K8S_ASSETS to a folder holding \
+             kube-apiserver and kube-controller-manager v1.36.2)"
+        );
+        assert_eq!(Error::NoCacheDir.to_string(), "neither KCM_K8S_ASSETS, XDG_CACHE_HOME nor HOME is set");
+        assert_eq!(
+            Error::EtcdNotFound.to_string(),
+            "etcd not found on PATH (apt-get install etcd-server, or set KCM_ETCD)"
+        );
+        assert_eq!(
+            Error::EtcdNotExecutable { path: PathBuf::from("/x/etcd") }.to_string(),
+            "KCM_ETCD=/x/etcd is not an executable file"
+        );
+    }
+
+    #[test]
+    fn a_script_that_cannot_run_keeps_its_io_error_as_the_source() {
+        let error = Error::UnpackNotRun {
+            script: PathBuf::from("/s/unpack.sh"),
+            source: Arc::new(std::io::Error::from(std::io::ErrorKind::NotFound)),
+        };
+        assert!(error.to_string().starts_with("cannot run /s/unpack.sh: "));
+        let source = std::error::Error::source(&error).map(ToString::to_string);
+        assert_eq!(source, Some(std::io::Error::from(std::io::ErrorKind::NotFound).to_string()));
+    }
+}

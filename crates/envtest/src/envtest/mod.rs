@@ -804,3 +804,38 @@ impl TestServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[test]
+    fn a_process_that_exits_is_reported_with_its_log_tail() {
+        let exited = Error::Exited {
+            name: "kube-apiserver".into(),
+            status: ExitStatus::from_raw(1 << 8),
+            output: "E1 listen tcp 127.0.0.1:6443: bind: address already in use".into(),
+        };
+        assert_eq!(
+            exited.to_string(),
+            "kube-apiserver exited (exit status: 1):\nE1 listen tcp 127.0.0.1:6443: bind: address already in use"
+        );
+        assert!(exited.port_taken(), "a port taken between choosing and binding is retried");
+        let not_ready =
+            Error::NotReady { url: "https://127.0.0.1:1".into(), timeout: READY_TIMEOUT, output: "tail".into() };
+        assert_eq!(not_ready.to_string(), "kube-apiserver at https://127.0.0.1:1 not ready after 300s:\ntail");
+        assert!(!not_ready.port_taken());
+        let missing = Error::from(assets::Error::EtcdNotFound);
+        assert!(!missing.port_taken());
+        assert_eq!(missing.to_string(), assets::Error::EtcdNotFound.to_string(), "transparent");
+    }
+
+    #[test]
+    fn the_sandboxs_errors_are_kept_as_the_source() {
+        let error = sandbox_error("no such user".to_string());
+        assert_eq!(error.to_string(), "no such user");
+        assert_eq!(std::error::Error::source(&error).map(ToString::to_string), Some("no such user".into()));
+    }
+}

@@ -884,4 +884,16 @@ workqueue_queue_duration_seconds_bucket{name=\"b\",le=\"+Inf\"} 10
         assert_eq!(more.failed_nodes(), ["node-0000", "node-0003", "node-0006", "node-0009", "node-0012"]);
         assert!(ScaleOptions { replicas: 3, ..options }.check().is_err(), "an odd count cannot be halved");
     }
+
+    /// The last failure of a step's check is shown quoted, as the `String` it was.
+    #[test]
+    fn a_step_not_converged_names_its_last_error() {
+        let patience = Duration::from_secs(5);
+        let none = Error::NotConverged { step: "create".into(), patience, last_error: None };
+        assert_eq!(none.to_string(), "create: not converged after 5s (last error: \"\")");
+        let last = Some(Box::new(Error::NoSampler));
+        let some = Error::NotConverged { step: "create".into(), patience, last_error: last };
+        assert_eq!(some.to_string(), "create: not converged after 5s (last error: \"no sampler\")");
+        assert!(std::error::Error::source(&some).is_some());
+    }
 }

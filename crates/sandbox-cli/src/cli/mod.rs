@@ -677,4 +677,24 @@ mod tests {
             assert!(error.contains(needle), "{error}");
         }
     }
+
+    /// What `main` prints after `kcm-sandbox: ` reads as before the errors were typed.
+    #[test]
+    fn usage_errors_read_as_before() {
+        let run = |args: &[&str]| run(args.iter().map(OsString::from)).unwrap_err().to_string();
+        assert_eq!(run(&["bogus"]), format!("unknown command \"bogus\"\n{USAGE}"));
+        assert_eq!(run(&["serve", "--bogus"]), "unknown flag: --bogus");
+        assert_eq!(
+            run(&["serve", "--nodes", "x"]),
+            "invalid argument \"x\" for --nodes: invalid digit found in string"
+        );
+        assert_eq!(
+            run(&["serve", "--fail-next", "1"]),
+            "invalid argument \"1\" for --fail-next: want COUNT:CODE or COUNT:CODE:RETRY_AFTER_SECONDS"
+        );
+        assert_eq!(run(&["nodes", "--names", "a"]), "nodes: --kubeconfig is required");
+        assert!(run(&["side-by-side", "--scenario", "nope"]).starts_with("unknown scenario \"nope\"; known: ["));
+        assert_eq!(run(&["demo", "--nodes", "1"]), "--nodes: the demo needs at least 2 nodes");
+        assert_eq!(run(&["e2e", "--procs", "0"]), "e2e: --procs and --nodes must be at least 1");
+    }
 }

@@ -132,3 +132,37 @@ fn differences_name_the_path() {
         ]
     );
 }
+
+/// A 429 from an eviction reaches the scenario as the API's code through the step's wrapper
+/// (the disruption scenario tells a budget's refusal from any other by it).
+#[test]
+fn an_api_errors_code_travels_through_the_steps_wrapper() {
+    let api = client::Error::from(client::ApiError::from_response(429, b"", None));
+    let error = Error::Api { what: "POST /api/v1/namespaces/sbs/pods/web-1/eviction".into(), source: api };
+    assert_eq!(error.code(), Some(429));
+    assert!(error.to_string().starts_with("POST /api/v1/namespaces/sbs/pods/web-1/eviction: "));
+    assert!(error.to_string().contains("(429 "), "the text is the client's, as before: {error}");
+    let refused = Error::EvictionRefused { source: Box::new(error) };
+    assert_eq!(refused.code(), Some(429), "found through every wrapper");
+    assert!(refused.to_string().starts_with("the eviction was refused otherwise: POST "));
+    assert_eq!(Error::Scenario("no pod on node-2".into()).code(), None);
+}
+
+/// A failed run is told apart from the other side's by its text, as before.
+#[test]
+fn runs_failing_alike_are_no_difference() {
+    let run = |error: Option<Error>| Run {
+        side: Side::Ours,
+        error,
+        checkpoints: Vec::new(),
+        conflicts: Conflicts::default(),
+        log: PathBuf::new(),
+        elapsed: Duration::ZERO,
+    };
+    let timeout = || Error::Timeout { what: "web".into(), timeout: STEP_TIMEOUT };
+    assert!(diff_runs(&run(Some(timeout())), &run(Some(timeout()))).is_empty());
+    let differences = diff_runs(&run(None), &run(Some(timeout())));
+    assert_eq!(differences.len(), 1);
+    assert_eq!(differences[0].ours, "failed: timed out after 90s waiting for web");
+    assert_eq!(differences[0].upstream, "finished");
+}
