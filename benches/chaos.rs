@@ -85,10 +85,10 @@ fn run(side: Side, binary: &Path, fault: Fault, logs: &Path) -> Result<Outcome, 
     let replicas = if fault == Fault::KillLeader { 2 } else { 1 };
     let dir: PathBuf = logs.join(format!("{}-{}", fault.name().replace(' ', "-"), side.name()));
     let flags: Vec<&str> = workloads::ALL.iter().flat_map(|w| w.flags.iter().copied()).collect();
-    let mut bed = Bed::start(side, binary, replicas, &flags, &dir)?;
-    bed.wait_leader(None, Duration::from_secs(90))?;
+    let mut bed = Bed::start(side, binary, replicas, &flags, &dir).map_err(|e| e.to_string())?;
+    bed.wait_leader(None, Duration::from_secs(90)).map_err(|e| e.to_string())?;
     let timings = workloads::ALL.iter().map(|w| (w.name, timed(&mut bed, w, fault))).collect();
-    let found = bed.settled_invariants(RENEW_DEADLINE + RETRY, SETTLE)?;
+    let found = bed.settled_invariants(RENEW_DEADLINE + RETRY, SETTLE).map_err(|e| e.to_string())?;
     eprintln!("chaos bench: {} ({}): pods past maxSurge: {:?}", fault.name(), side.name(), found.pods_over_surge);
     let outcome = Outcome { timings, violations: found.violations(), pods_over_surge: found.pods_over_surge };
     // Kept for reading afterwards (e.g. which ReplicaSet created pods past the surge).
@@ -101,8 +101,8 @@ fn run(side: Side, binary: &Path, fault: Fault, logs: &Path) -> Result<Outcome, 
 /// from the fault's end; a timeout says what had not converged.
 fn timed(bed: &mut Bed, workload: &Workload, fault: Fault) -> Timing {
     (workload.prepare)(bed).map_err(|e| format!("prepare: {e}"))?;
-    (workload.change)(bed)?;
-    fault.inject(bed)?;
+    (workload.change)(bed).map_err(|e| e.to_string())?;
+    fault.inject(bed).map_err(|e| e.to_string())?;
     revive(bed)?;
     let started = std::time::Instant::now();
     match bed.converge(workload) {
@@ -163,7 +163,7 @@ fn revive(bed: &mut Bed) -> Result<(), String> {
     for index in 0..bed.replicas.len() {
         let exited = bed.replicas[index].as_mut().is_none_or(|r| r.process.exited().is_some());
         if exited {
-            bed.restart_replica(index)?;
+            bed.restart_replica(index).map_err(|e| e.to_string())?;
         }
     }
     Ok(())

@@ -83,9 +83,10 @@ fn main() {
 
 /// One binary's rounds: SIGTERM rounds, then SIGKILL rounds, on one fresh control plane.
 fn measure(side: Side, binary: &Path, rounds: usize) -> Result<Vec<Row>, String> {
-    let plane = ControlPlane::start()?;
+    let plane = ControlPlane::start().map_err(|e| e.to_string())?;
     let dir = plane.dir().join(format!("failover-{}", side.name()));
-    let (_, kubeconfig) = plane.write_kubeconfigs(&dir.join("kubeadm").join("admin.conf"))?;
+    let (_, kubeconfig) =
+        plane.write_kubeconfigs(&dir.join("kubeadm").join("admin.conf")).map_err(|e| e.to_string())?;
     let admin = Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })
         .map_err(|e| e.to_string())?;
     let mut bed = Bed { side, binary, kubeconfig, dir, leases: Api::namespaced(&admin, LEASE_NAMESPACE), started: 0 };
@@ -132,6 +133,7 @@ impl Bed<'_> {
         command.args(&args);
         let log = self.dir.join(format!("{}-{index}.log", self.side.name()));
         OwnedProcess::spawn(&format!("kube-controller-manager ({} #{index})", self.side.name()), command, &log)
+            .map_err(|e| e.to_string())
     }
 
     /// The first replica, alone, until it holds the Lease.

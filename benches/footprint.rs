@@ -271,7 +271,7 @@ fn run_sides(options: &Options) -> Result<String, String> {
     };
     let upstream = match &options.upstream {
         Some(path) => Some(path.clone()),
-        None if backend == Backend::Real => Some(Assets::locate()?.kube_controller_manager),
+        None if backend == Backend::Real => Some(Assets::locate().map_err(|e| e.to_string())?.kube_controller_manager),
         None => None,
     };
     let logs = target_dir().join("footprint");
@@ -295,10 +295,11 @@ fn run_sides(options: &Options) -> Result<String, String> {
 /// One configuration on a fresh server: start, idle, 1,000 pods, churn, delete, idle.
 fn run(config: Config, backend: Backend, binary: &Path, log: &Path, options: &Options) -> Result<Figures, String> {
     let binary_bytes = std::fs::metadata(binary).map_err(|e| format!("{}: {e}", binary.display()))?.len();
-    let server = TestServer::start(backend)?;
+    let server = TestServer::start(backend).map_err(|e| e.to_string())?;
     let dir = std::env::temp_dir().join(format!("kcm-footprint-{}-{}", std::process::id(), config.name()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (_, kubeconfig) = server.write_kubeconfigs(&dir.join("kubeadm").join("admin.conf"))?;
+    let (_, kubeconfig) =
+        server.write_kubeconfigs(&dir.join("kubeadm").join("admin.conf")).map_err(|e| e.to_string())?;
     let admin =
         Client::new(server.admin_config(), ClientOptions { qps: -1.0, burst: 1, timeout: Duration::from_secs(60) })
             .map_err(|e| e.to_string())?
@@ -321,7 +322,8 @@ fn run(config: Config, backend: Backend, binary: &Path, log: &Path, options: &Op
     let _ = std::fs::remove_file(log);
     let mut command = Command::new(binary);
     command.args(&args);
-    let mut manager = OwnedProcess::spawn(&format!("kube-controller-manager ({})", config.name()), command, log)?;
+    let mut manager = OwnedProcess::spawn(&format!("kube-controller-manager ({})", config.name()), command, log)
+        .map_err(|e| e.to_string())?;
     let sampler = Sampler::start(manager.pid(), SAMPLE_EVERY);
     let result = steps(&admin, &mut manager, &sampler, options, binary_bytes);
     manager.stop(Duration::from_secs(10));

@@ -93,7 +93,7 @@ fn run() -> Result<String, String> {
     }
     let upstream = match upstream {
         Some(path) => path,
-        None => Assets::locate()?.kube_controller_manager,
+        None => Assets::locate().map_err(|e| e.to_string())?.kube_controller_manager,
     };
     let mut runs = Vec::new();
     for side in [Side::Upstream, Side::Ours] {

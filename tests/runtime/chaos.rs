@@ -64,7 +64,7 @@ impl Drop for Logs {
     }
 }
 
-fn timed(what: &str, step: impl FnOnce() -> Result<(), String>) {
+fn timed<E: std::fmt::Display>(what: &str, step: impl FnOnce() -> Result<(), E>) {
     let started = Instant::now();
     step().unwrap_or_else(|e| panic!("{what}: {e}"));
     eprintln!("chaos: {what} took {:?}", started.elapsed());
