@@ -33,7 +33,7 @@ use crate::sandbox::server::{ADMIN_USER, CONTROLLER_MANAGER_USER, Sandbox, Sandb
 /// The Service CIDR kubeadm gives kube-apiserver by default.
 pub const SERVICE_CLUSTER_IP_RANGE: &str = "10.96.0.0/12";
 /// The first address of [`SERVICE_CLUSTER_IP_RANGE`]: the `kubernetes` Service's ClusterIP.
-const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
+const KUBERNETES_SERVICE_IP: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 1);
 /// How long kube-apiserver may take to become ready on a loaded machine. Waiting ends early when
 /// etcd or kube-apiserver exits, so the bound only matters for one that hangs: it is generous,
 /// since on two busy cores beside other control planes a start has taken over 90 s.
@@ -541,9 +541,7 @@ struct Files {
 
 impl Files {
     fn write(dir: &Path) -> Result<Files, Error> {
-        let service_ip = std::net::IpAddr::V4(Ipv4Addr::new(10, 96, 0, 1));
-        debug_assert_eq!(service_ip.to_string(), KUBERNETES_SERVICE_IP);
-        let pki = Pki::generate(service_ip).map_err(sandbox_error)?;
+        let pki = Pki::generate(KUBERNETES_SERVICE_IP.into()).map_err(sandbox_error)?;
         let front_proxy = Pki::generate(Ipv4Addr::LOCALHOST.into()).map_err(sandbox_error)?;
         let service_account_key = rcgen::KeyPair::generate().map_err(|source| Error::ServiceAccountKey { source })?;
         let service_account_key_pem = service_account_key.serialize_pem();
