@@ -10,7 +10,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kcm::app::controllers::{ControllerDescriptor, named};
 use kcm::app::flags::Options;
 use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
-use kcm::runtime::controller::{Controller, ControllerContext, SyncResult, enqueue_object_keys};
+use kcm::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult, enqueue_object_keys};
 use kcm::runtime::informer::{Informer, split_key};
 use kcm::runtime::workqueue::WorkQueue;
 use kcm_sandbox::sandbox::server::{Sandbox, SandboxOptions};
@@ -38,7 +38,7 @@ impl Marker {
             let mut failed = self.failed_once.lock();
             if !*failed {
                 *failed = true;
-                return Err("first attempt fails on purpose".into());
+                return Err(SyncError::failed("first attempt fails on purpose"));
             }
         }
         let annotations = configmap.metadata.annotations.clone().unwrap_or_default();
@@ -49,7 +49,7 @@ impl Marker {
         Api::<ConfigMap>::namespaced(&self.client, namespace)
             .patch(name, &patch, &PostParams::default())
             .map(|_| ())
-            .map_err(|e| e.to_string().into())
+            .map_err(SyncError::from)
     }
 }
 

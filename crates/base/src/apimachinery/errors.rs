@@ -30,20 +30,35 @@ impl Aggregate {
     }
 }
 
-/// As `aggregate.Error()`: one error alone as itself, several as `[a, b]`.
+/// As `aggregate.Error()`: one error alone as itself; several, with nested aggregates' members
+/// in their place and each message once, as `[a, b]` (or bare when one message remains).
 impl fmt::Display for Aggregate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.errors.as_slice() {
-            [one] => write!(f, "{one}"),
-            many => {
-                f.write_str("[")?;
-                for (i, error) in many.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{error}")?;
-                }
-                f.write_str("]")
+        if let [one] = self.errors.as_slice() {
+            return write!(f, "{one}");
+        }
+        let mut seen: Vec<String> = Vec::new();
+        self.visit(&mut |error| {
+            let message = error.to_string();
+            if !seen.contains(&message) {
+                seen.push(message);
+            }
+        });
+        match seen.as_slice() {
+            [one] => f.write_str(one),
+            many => write!(f, "[{}]", many.join(", ")),
+        }
+    }
+}
+
+impl Aggregate {
+    /// `aggregate.visit`: every member, a nested aggregate's members in its place (one level,
+    /// as upstream's).
+    fn visit(&self, visit: &mut dyn FnMut(&(dyn std::error::Error + 'static))) {
+        for member in &self.errors {
+            match member.downcast_ref::<Aggregate>() {
+                Some(nested) => nested.errors.iter().for_each(|e| visit(e.as_ref())),
+                None => visit(member.as_ref()),
             }
         }
     }
@@ -113,6 +128,15 @@ mod tests {
         let two = Aggregate::from_errors(["a".to_string(), "b".to_string()]).unwrap_err();
         assert_eq!(two.to_string(), "[a, b]");
         assert_eq!(two.errors().len(), 2);
+        // Each message once; one left reads bare, as upstream's.
+        let same = Aggregate::from_errors(["a".to_string(), "a".to_string()]).unwrap_err();
+        assert_eq!(same.to_string(), "a");
+        let repeated = Aggregate::from_errors(["a".to_string(), "b".to_string(), "a".to_string()]).unwrap_err();
+        assert_eq!(repeated.to_string(), "[a, b]");
+        // A nested aggregate's members stand in its place.
+        let inner = Aggregate::from_errors(["b".to_string(), "c".to_string()]).unwrap_err();
+        let members: Vec<BoxError> = vec!["a".into(), Box::new(inner)];
+        assert_eq!(Aggregate::from_errors(members).unwrap_err().to_string(), "[a, b, c]");
     }
 
     #[test]

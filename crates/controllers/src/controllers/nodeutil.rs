@@ -274,16 +274,11 @@ fn patch_node_taints(api: &Api<Node>, node: &Node, taints: &[Taint]) -> Result<N
     api.patch(name_of(node), &Patch::Strategic(patch), &PostParams::default())
 }
 
-/// Why [`mark_pods_not_ready`] failed: the status writes that failed, each kept whole. It
-/// reads as their texts joined with `, ` (as it always has here; upstream's aggregate would
-/// bracket several).
+/// Why [`mark_pods_not_ready`] failed: the status writes that failed, each kept whole, read as
+/// upstream's `utilerrors.NewAggregate` (each message once; several in brackets).
 #[derive(Debug, thiserror::Error)]
-#[error("{}", joined(.0))]
+#[error("{0}")]
 pub struct MarkPodsNotReadyError(#[source] Aggregate);
-
-fn joined(errors: &Aggregate) -> String {
-    errors.errors().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-}
 
 /// `MarkPodsNotReady`: sets the Ready condition of each pod on `node_name` to False (through
 /// `pods/status`) and records `NodeNotReady` on it. Errors other than NotFound are collected.
@@ -361,7 +356,8 @@ mod tests {
         };
         let error = mark_pods_not_ready(&server.client, &recorder, &[pod("a"), pod("b")], "n1").unwrap_err();
         let text = "the test server answers 409 Conflict (409 Conflict)";
-        assert_eq!(error.to_string(), format!("{text}, {text}"));
+        // The same message twice reads once, as upstream's aggregate.
+        assert_eq!(error.to_string(), text);
         let found = crate::client::Error::find(&error).expect("the API error inside");
         assert!(found.is_conflict());
         assert!(matches!(

@@ -111,18 +111,6 @@ impl fmt::Display for SyncError {
 
 impl std::error::Error for SyncError {}
 
-impl From<String> for SyncError {
-    fn from(message: String) -> SyncError {
-        SyncError::Failed(message)
-    }
-}
-
-impl From<&str> for SyncError {
-    fn from(message: &str) -> SyncError {
-        SyncError::Failed(message.to_string())
-    }
-}
-
 /// Conflicts and `Retry-After` answers keep their kind; a 404 stays a failure, because it may
 /// name another object than the key's (e.g. the namespace of a pod being created).
 impl From<crate::client::Error> for SyncError {

@@ -639,7 +639,7 @@ mod tests {
         let SyncError::Conflict(message) = SyncError::from(error) else { panic!("a conflict") };
         assert!(
             message.ends_with(
-                "got errors: [orphaning [/, namespace: , name: , uid: ] failed, the object has been modified (409 Conflict)]"
+                "got errors: orphaning [/, namespace: , name: , uid: ] failed, the object has been modified (409 Conflict)"
             ),
             "{message}"
         );

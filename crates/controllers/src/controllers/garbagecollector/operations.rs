@@ -80,8 +80,7 @@ pub enum GcError {
     },
     /// Some dependents could not be orphaned.
     #[error(
-        "orphanDependents for {owner} failed with failed to orphan dependents of owner {owner}, got errors: [{}]",
-        bracketed(.errors)
+        "orphanDependents for {owner} failed with failed to orphan dependents of owner {owner}, got errors: {errors}"
     )]
     OrphanDependents {
         /// The owner.
@@ -98,11 +97,6 @@ pub enum GcError {
         /// Why.
         source: Box<GcError>,
     },
-}
-
-/// The members of an aggregate joined by `, ` (the brackets are the message's, even for one).
-fn bracketed(errors: &Aggregate) -> String {
-    errors.errors().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 impl GcError {

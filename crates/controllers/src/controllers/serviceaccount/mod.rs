@@ -28,8 +28,8 @@ pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
 /// whole, so that a conflict or a server's `Retry-After` reaches the queue with its kind.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Some default accounts could not be created: their errors, joined with `, `.
-    #[error("{}", joined(.0))]
+    /// Some default accounts could not be created (`utilerrors.NewAggregate`).
+    #[error("{0}")]
     CreateAccounts(#[source] Aggregate),
     /// The cleaner's period is zero.
     #[error("failed to start the legacy service account token cleaner: invalid CleanUpPeriod: {0:?}")]
@@ -72,8 +72,8 @@ pub enum Error {
         /// The deletion's error.
         source: client::Error,
     },
-    /// Several token Secrets could not be deleted: their errors, joined with `, `.
-    #[error("{}", joined(.0))]
+    /// Several token Secrets could not be deleted (`utilerrors.NewAggregate`).
+    #[error("{0}")]
     DeleteTokens(#[source] Aggregate),
     /// A token Secret could not be read.
     #[error("getting secret {namespace}/{name}: {source}")]
@@ -101,10 +101,4 @@ pub enum Error {
     /// A Secret's reference could not be dropped from its account.
     #[error("{0}")]
     RemoveReference(#[source] client::Error),
-}
-
-/// The errors of an aggregate joined with `, ` (as these controllers have always reported
-/// them; upstream's aggregate would bracket several).
-fn joined(errors: &Aggregate) -> String {
-    errors.errors().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }

@@ -209,7 +209,7 @@ pub(super) fn validate(ctx: &AdmissionContext<'_>, object: &Value, txn: &Txn<'_>
     for limit_range in limit_ranges(ctx, txn) {
         let items = limit_items(&limit_range);
         let breaches = if ctx.is_core("pods") { pod_breaches(&items, object) } else { claim_breaches(&items, object) };
-        if let Err(aggregate) = aggregate(breaches) {
+        if let Err(aggregate) = Aggregate::from_errors(breaches) {
             return Err(forbidden(ctx, object, Phase::Validating, &aggregate.to_string()));
         }
     }
@@ -345,22 +345,6 @@ fn ratio_breach(
         (observed, enforced.value() as f64)
     };
     (compared > allowed).then(|| breach(RatioFound::Ratio(observed)))
-}
-
-/// `utilerrors.NewAggregate(...)`: `Err` when anything breaks. Breaches with the same message
-/// are kept once, as upstream's `aggregate.Error()` prints each message once: one message as
-/// is, several in brackets.
-fn aggregate(breaches: Vec<Breach>) -> Result<(), Aggregate> {
-    let mut seen: Vec<String> = Vec::new();
-    let unique = breaches.into_iter().filter(|breach| {
-        let message = breach.to_string();
-        let new = !seen.contains(&message);
-        if new {
-            seen.push(message);
-        }
-        new
-    });
-    Aggregate::from_errors(unique)
 }
 
 #[cfg(test)]
