@@ -9,7 +9,7 @@
 //! [`Fault::inject`]), and [`Bed::converge`] times how long the workload takes to converge
 //! after it; [`Bed::invariants`] checks the audit log and the final state ([`audit`]).
 //!
-//! ```ignore
+//! ```text
 //! let mut bed = Bed::start(Side::Ours, &binary, 1, &[])?;
 //! let workload = workloads::ROLLOUT;
 //! (workload.prepare)(&bed)?;
