@@ -27,13 +27,13 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use ureq::http::Method;
 
 use super::ControlPlane;
+use super::jsonapi::{Error as JsonApiError, JsonApi};
 use super::metrics_api::{self, MetricsApis};
 use super::process::{self, OwnedProcess};
 use crate::apimachinery::errors::BoxError;
-use crate::client::{self, Body, Client, ClientOptions};
+use crate::client::{self, Client, ClientOptions};
 use crate::sandbox::nodes::{NodeOptions, SimulatedNodes};
 
 /// The namespace every scenario starts with.
@@ -124,6 +124,17 @@ pub enum Error {
     /// A scenario found the cluster otherwise than it expects (the message says how).
     #[error("{0}")]
     Scenario(String),
+}
+
+impl From<JsonApiError> for Error {
+    /// A request's failure, in the same words.
+    fn from(e: JsonApiError) -> Self {
+        match e {
+            JsonApiError::Encode(e) => Error::Client(e),
+            JsonApiError::Api { what, source } => Error::Api { what, source },
+            JsonApiError::Decode { what, source } => Error::Decode { what, source },
+        }
+    }
 }
 
 impl Error {
@@ -363,7 +374,7 @@ fn run_steps(
     let admin = Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })?
         .for_controller("side-by-side");
     let (_, kubeconfig) = plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
-    create(&admin, "/api/v1/namespaces", json!({"metadata": {"name": NAMESPACE}}))?;
+    JsonApi(&admin).create("/api/v1/namespaces", &json!({"metadata": {"name": NAMESPACE}}))?;
     let names: Vec<String> = (1..=scenario.nodes).map(|i| format!("node-{i}")).collect();
     let nodes = SimulatedNodes::start(plane.admin_config(), names.clone(), node_options())
         .map_err(|e| Error::Nodes(e.into()))?;
