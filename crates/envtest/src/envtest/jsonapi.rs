@@ -7,7 +7,7 @@ use ureq::http::Method;
 
 use crate::client::{self, Body, Client};
 
-/// Why a request failed.
+/// Why a request failed (each bed's error wraps it as it is).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The request body could not be encoded.

@@ -87,24 +87,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A request failed (`what`: its method and path).
-    #[error("{what}: {source}")]
-    Api {
-        /// E.g. `GET /api/v1/nodes`.
-        what: String,
-        /// The API error.
-        #[source]
-        source: client::Error,
-    },
-    /// A request's answer is not JSON.
-    #[error("{what}: {source}")]
-    Decode {
-        /// E.g. `POST /api/v1/namespaces`.
-        what: String,
-        /// Why it does not parse.
-        #[source]
-        source: serde_json::Error,
-    },
+    /// A request failed, or its answer is not JSON (`GET /api/v1/nodes: …`).
+    #[error(transparent)]
+    Request(#[from] JsonApiError),
     /// A wait's check still failed when its time ran out.
     #[error("{what}: {source}")]
     Check {
@@ -138,17 +123,6 @@ pub enum Error {
     /// A workload found the cluster otherwise than it expects (the message says how).
     #[error("{0}")]
     Workload(String),
-}
-
-impl From<JsonApiError> for Error {
-    /// A request's failure, in the same words.
-    fn from(e: JsonApiError) -> Self {
-        match e {
-            JsonApiError::Encode(e) => Error::Client(e),
-            JsonApiError::Api { what, source } => Error::Api { what, source },
-            JsonApiError::Decode { what, source } => Error::Decode { what, source },
-        }
-    }
 }
 
 /// One controller-manager process and its way to the API server.

@@ -74,24 +74,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A request failed (`what`: its method and path).
-    #[error("{what}: {source}")]
-    Api {
-        /// E.g. `GET /api/v1/nodes`.
-        what: String,
-        /// The API error.
-        #[source]
-        source: client::Error,
-    },
-    /// A request's answer is not JSON.
-    #[error("{what}: {source}")]
-    Decode {
-        /// E.g. `POST /api/v1/namespaces`.
-        what: String,
-        /// Why it does not parse.
-        #[source]
-        source: serde_json::Error,
-    },
+    /// A request failed, or its answer is not JSON (`GET /api/v1/nodes: …`).
+    #[error(transparent)]
+    Request(#[from] JsonApiError),
     /// The controller manager ended while a step waited.
     #[error("kube-controller-manager exited ({status}):\n{output}")]
     ManagerExited {
@@ -124,17 +109,6 @@ pub enum Error {
     /// A scenario found the cluster otherwise than it expects (the message says how).
     #[error("{0}")]
     Scenario(String),
-}
-
-impl From<JsonApiError> for Error {
-    /// A request's failure, in the same words.
-    fn from(e: JsonApiError) -> Self {
-        match e {
-            JsonApiError::Encode(e) => Error::Client(e),
-            JsonApiError::Api { what, source } => Error::Api { what, source },
-            JsonApiError::Decode { what, source } => Error::Decode { what, source },
-        }
-    }
 }
 
 impl Error {

@@ -194,7 +194,7 @@ impl Steps<'_> {
             match s.client.get_json::<Value>(&path) {
                 Ok(_) => Ok(Some(())),
                 Err(e) if e.code() == Some(504) => Ok(None),
-                Err(source) => Err(Error::Api { what: format!("GET {path}"), source }),
+                Err(source) => Err(JsonApiError::Api { what: format!("GET {path}"), source }.into()),
             }
         })
     }
