@@ -2,7 +2,7 @@
 //! `conformance`), its simulated nodes, RBAC, validation, protobuf and tables, `kubectl` against
 //! it, and `kcm-sandbox` as a process. One module per topic in `tests/sandbox/`.
 
-// Only `rbac` (simulated nodes) and `table` (a cluster of controllers) use the harness.
+// Clusters (`rbac`, `nodes`, `table`) and the polling helpers; the rest goes unused here.
 #[macro_use]
 #[allow(dead_code)]
 mod harness;
@@ -33,3 +33,21 @@ mod rbac;
 mod table;
 #[path = "sandbox/validation.rs"]
 mod validation;
+
+use kcm_envtest::envtest::{Backend, TestServer};
+use kcm_sandbox::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
+
+/// The server as kubeadm's kube-apiserver: the sandbox with RBAC on, or a real control plane.
+fn rbac_server(backend: Backend) -> TestServer {
+    match backend {
+        Backend::Sandbox => TestServer::Sandbox(
+            Sandbox::start(SandboxOptions {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                authorization_mode: AuthorizationMode::Rbac,
+                ..SandboxOptions::default()
+            })
+            .expect("the sandbox starts"),
+        ),
+        Backend::Real => TestServer::start(Backend::Real).expect("the control plane starts"),
+    }
+}

@@ -54,19 +54,8 @@ fn daemon_set(name: &str, extra: Value) -> DaemonSet {
                  "template": {"metadata": {"labels": {"app": name}},
                               "spec": {"terminationGracePeriodSeconds": 1,
                                        "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}}});
-    merge(&mut ds["spec"], extra);
+    harness::merge_json(&mut ds["spec"], extra);
     from(ds)
-}
-
-fn merge(target: &mut Value, patch: Value) {
-    match (target, patch) {
-        (Value::Object(target), Value::Object(patch)) => {
-            for (key, value) in patch {
-                merge(target.entry(key).or_insert(Value::Null), value);
-            }
-        }
-        (target, patch) => *target = patch,
-    }
 }
 
 fn create(cluster: &Cluster, ds: DaemonSet) {
@@ -476,10 +465,7 @@ fn a_revision_written_by_v1_33_is_replaced_without_rolling_its_pods(backend: Bac
 /// The value of `daemonset_controller_stale_sync_skips_total{group="",resource="pods"}` in this
 /// process's registry (the harness runs the controllers in-process); 0 before the first skip.
 fn stale_pod_sync_skips() -> f64 {
-    let text = kcm::metrics::global().render();
-    let series = "daemonset_controller_stale_sync_skips_total{group=\"\",resource=\"pods\"} ";
-    let value = text.lines().find_map(|line| line.strip_prefix(series));
-    value.map_or(0.0, |v| v.parse().expect("a number"))
+    harness::metric_sample("daemonset_controller_stale_sync_skips_total{group=\"\",resource=\"pods\"}").unwrap_or(0.0)
 }
 
 /// v1.36's StaleControllerConsistencyDaemonSet (Beta, on): once the controller has created the

@@ -469,10 +469,7 @@ fn a_matching_orphan_is_adopted_with_the_tracking_finalizer(backend: Backend) {
 /// The value of `job_controller_stale_sync_skips_total{group="",resource="pods"}` in this
 /// process's registry (the harness runs the controllers in-process); 0 before the first skip.
 fn stale_pod_sync_skips() -> f64 {
-    let text = kcm::metrics::global().render();
-    let series = "job_controller_stale_sync_skips_total{group=\"\",resource=\"pods\"} ";
-    let value = text.lines().find_map(|line| line.strip_prefix(series));
-    value.map_or(0.0, |v| v.parse().expect("a number"))
+    harness::metric_sample("job_controller_stale_sync_skips_total{group=\"\",resource=\"pods\"}").unwrap_or(0.0)
 }
 
 /// v1.36's StaleControllerConsistencyJob (Beta, on): once the controller has created the pods,

@@ -9,12 +9,12 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
 use kcm::app::controllers::named;
-use kcm::client::{Api, DeleteParams, Patch, PostParams};
+use kcm::client::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
 use crate::harness;
 
-use harness::{Backend, Cluster, eventually, from};
+use harness::{Backend, Cluster, drop_finalizers, eventually, from};
 
 const PVC_FINALIZER: &str = "kubernetes.io/pvc-protection";
 const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
@@ -44,15 +44,6 @@ fn claim(cluster: &Cluster, name: &str) -> Option<PersistentVolumeClaim> {
 
 fn has(finalizers: &Option<Vec<String>>, finalizer: &str) -> bool {
     finalizers.iter().flatten().any(|f| f == finalizer)
-}
-
-fn drop_finalizers<K>(api: &Api<K>, name: &str)
-where
-    K: k8s_openapi::Resource + serde::de::DeserializeOwned + serde::Serialize + Clone + std::fmt::Debug,
-    K::Scope: kcm::client::Scope,
-{
-    api.patch(name, &Patch::Merge(json!({"metadata": {"finalizers": null}})), &PostParams::default())
-        .expect("finalizers dropped");
 }
 
 fn delete<K>(api: &Api<K>, name: &str)

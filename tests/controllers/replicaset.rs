@@ -329,10 +329,7 @@ fn availability_after_min_ready_seconds_is_reported_after_a_restart(backend: Bac
 /// The value of `replicaset_controller_stale_sync_skips_total{group="",resource="pods"}` in this
 /// process's registry (the harness runs the controllers in-process); 0 before the first skip.
 fn stale_pod_sync_skips() -> f64 {
-    let text = kcm::metrics::global().render();
-    let series = "replicaset_controller_stale_sync_skips_total{group=\"\",resource=\"pods\"} ";
-    let value = text.lines().find_map(|line| line.strip_prefix(series));
-    value.map_or(0.0, |v| v.parse().expect("a number"))
+    harness::metric_sample("replicaset_controller_stale_sync_skips_total{group=\"\",resource=\"pods\"}").unwrap_or(0.0)
 }
 
 /// v1.36's StaleControllerConsistencyReplicaSet (Beta, on): once the controller has created the

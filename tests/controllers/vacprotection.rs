@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::harness;
 
-use harness::{Backend, Cluster, eventually, from};
+use harness::{Backend, Cluster, drop_finalizers, eventually, from};
 
 const FINALIZER: &str = "kubernetes.io/vac-protection";
 
@@ -78,16 +78,6 @@ fn delete_and_expect_kept(cluster: &Cluster, name: &str) {
 
 fn wait_gone(cluster: &Cluster, name: &str) {
     eventually("the class gone", || classes(cluster).get_opt(name).expect("class read").is_none().then_some(()));
-}
-
-/// Lets an object the test deletes go at once (no protection controller of its own runs).
-fn drop_finalizers<K>(api: &Api<K>, name: &str)
-where
-    K: k8s_openapi::Resource + serde::de::DeserializeOwned + serde::Serialize + Clone + std::fmt::Debug,
-    K::Scope: kcm::client::Scope,
-{
-    api.patch(name, &Patch::Merge(json!({"metadata": {"finalizers": null}})), &PostParams::default())
-        .expect("finalizers dropped");
 }
 
 fn a_class_in_use_by_a_claim_stays_until_the_claim_goes(backend: Backend) {

@@ -19,7 +19,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Namespace, ReplicationController, ServiceAccount};
 use kcm::app::controllers::ControllerDescriptor;
 use kcm::app::flags::Options;
-use kcm::client::{Api, Client, ClientOptions, PostParams};
+use kcm::client::{Api, Client, ClientOptions, Patch, PostParams};
 use kcm::runtime::controller::ControllerSet;
 use kcm_envtest::envtest::ControlPlane;
 pub use kcm_envtest::envtest::{Backend, TestServer};
@@ -64,20 +64,68 @@ pub fn from<T: DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).expect("a valid object")
 }
 
+/// Merges `patch` into `target`: objects key by key, anything else replaced (not RFC 7386: a
+/// null is written, not a deletion).
+pub fn merge_json(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(target), Value::Object(patch)) => {
+            for (key, value) in patch {
+                merge_json(target.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (target, patch) => *target = patch,
+    }
+}
+
+/// The value of `series` (a metric name with its labels, `name{a="b"}`) in this process's
+/// registry (the harness runs the controllers in-process); `None` before it is first written.
+pub fn metric_sample(series: &str) -> Option<f64> {
+    let text = kcm::metrics::global().render();
+    let value = text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' '));
+    value.map(|v| v.trim().parse().expect("a number"))
+}
+
+/// Removes every finalizer of `name` (a merge patch setting them to null).
+pub fn drop_finalizers<K>(api: &Api<K>, name: &str)
+where
+    K: k8s_openapi::Resource + DeserializeOwned + serde::Serialize + Clone + std::fmt::Debug,
+    K::Scope: kcm::client::Scope,
+{
+    api.patch(name, &Patch::Merge(json!({"metadata": {"finalizers": null}})), &PostParams::default())
+        .expect("finalizers dropped");
+}
+
 /// Polls `check` until it gives a value, or fails with `what` after `DEADLINE`.
 pub fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
     eventually_within(DEADLINE, what, check)
 }
 
 /// Polls `check` every 100 ms until it gives a value, or fails with `what` after `deadline`.
-pub fn eventually_within<T>(deadline: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+pub fn eventually_within<T>(deadline: Duration, what: &str, check: impl FnMut() -> Option<T>) -> T {
+    poll_until(deadline, Duration::from_millis(100), what, check)
+}
+
+/// Polls `check` every `every` until it gives a value, or fails with `timed out waiting for
+/// {what}` after `deadline`.
+pub fn poll_until<T>(deadline: Duration, every: Duration, what: &str, check: impl FnMut() -> Option<T>) -> T {
+    poll_until_explained(deadline, every, what, String::new, check)
+}
+
+/// [`poll_until`] whose failure adds `explain()` (what was seen by then) to its message.
+pub fn poll_until_explained<T>(
+    deadline: Duration,
+    every: Duration,
+    what: &str,
+    explain: impl Fn() -> String,
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + deadline;
     loop {
         if let Some(value) = check() {
             return value;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
+        assert!(Instant::now() < deadline, "timed out waiting for {what}{}", explain());
+        std::thread::sleep(every);
     }
 }
 

@@ -72,11 +72,7 @@ fn cut_watches(server: &mut TestServer) {
 
 /// Polls `check` until it holds, failing the test with `what` after [`DEADLINE`].
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(POLL);
-    }
+    harness::poll_until(DEADLINE, POLL, what, || check().then_some(()));
 }
 
 /// Retries a write cut by [`cut_watches`] (which drops every connection) until the server

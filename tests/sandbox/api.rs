@@ -26,6 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::harness;
 use crate::support;
 use crate::support::http::{self, Response as RawResponse, TlsStream};
 
@@ -78,15 +79,8 @@ fn api_error(result: Result<impl std::fmt::Debug, Error>) -> ApiError {
 }
 
 /// Polls `check` until it returns `Some`, for at most [`PATIENCE`].
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(found) = check() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    harness::poll_until(PATIENCE, Duration::from_millis(20), what, check)
 }
 
 fn rv_of(object: &Value) -> u64 {

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use kcm::client::RestConfig;
 use kcm_envtest::envtest::{Backend, TestServer};
-use kcm_sandbox::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
 use serde_json::{Value, json};
 
 use crate::support::http;
@@ -63,18 +62,7 @@ struct Server {
 
 impl Server {
     fn start(backend: Backend) -> Server {
-        let server = match backend {
-            // As kubeadm's kube-apiserver: RBAC on.
-            Backend::Sandbox => TestServer::Sandbox(
-                Sandbox::start(SandboxOptions {
-                    listen: "127.0.0.1:0".parse().unwrap(),
-                    authorization_mode: AuthorizationMode::Rbac,
-                    ..SandboxOptions::default()
-                })
-                .expect("sandbox starts"),
-            ),
-            Backend::Real => TestServer::start(Backend::Real).expect("real control plane starts"),
-        };
+        let server = crate::rbac_server(backend);
         let url = server.url();
         let addr = url.trim_start_matches("https://").parse().expect("https://IP:port");
         let server = Server { server, addr };

@@ -3,12 +3,13 @@
 //! installed. Objects are created from manifests here; kubectl's typed subcommands, which send
 //! protobuf, are covered by `protobuf`.
 
+use crate::harness;
 use crate::kubectl;
 
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kubectl::{Bed, PATIENCE, collect_stdout, wait_with_deadline};
 use parking_lot::Mutex;
@@ -48,15 +49,8 @@ fn printed_objects(buffer: &Mutex<Vec<u8>>) -> Vec<Value> {
     serde_json::Deserializer::from_slice(&bytes).into_iter::<Value>().map_while(Result::ok).collect()
 }
 
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(found) = check() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    harness::poll_until(PATIENCE, Duration::from_millis(50), what, check)
 }
 
 fn images(deployment: &Value) -> Vec<(String, String)> {

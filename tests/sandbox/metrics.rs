@@ -5,7 +5,6 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
 use kcm::client::{Api, Client, ClientOptions, Error, PostParams};
 use kcm_envtest::envtest::MetricsApis;
-use kcm_sandbox::sandbox::server::{AuthorizationMode, Sandbox, SandboxOptions};
 use serde_json::{Value, json};
 
 use crate::harness::{Backend, TestServer, from};
@@ -14,17 +13,7 @@ const NS: &str = "metrics";
 
 /// The server with RBAC on, and on the real backend the metrics APIs registered with it.
 fn start(backend: Backend) -> (TestServer, Option<MetricsApis>) {
-    let server = match backend {
-        Backend::Sandbox => TestServer::Sandbox(
-            Sandbox::start(SandboxOptions {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                authorization_mode: AuthorizationMode::Rbac,
-                ..SandboxOptions::default()
-            })
-            .expect("the sandbox starts"),
-        ),
-        Backend::Real => TestServer::start(Backend::Real).expect("the control plane starts"),
-    };
+    let server = crate::rbac_server(backend);
     let apis = server.serve_metrics_apis().expect("the metrics APIs are available");
     (server, apis)
 }

@@ -5,7 +5,7 @@
 //! Every test waits for what it expects with a generous deadline and never asserts on timing,
 //! so that it holds on a loaded machine.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, ServiceAccount};
@@ -109,15 +109,8 @@ fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).expect("a valid object")
 }
 
-fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(POLL);
-    }
+fn wait_for<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    harness::poll_until(DEADLINE, POLL, what, check)
 }
 
 fn phase(pod: &Pod) -> &str {

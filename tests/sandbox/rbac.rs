@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{
@@ -246,19 +246,9 @@ fn refused(sandbox: &Sandbox) -> Vec<String> {
 }
 
 /// Polls `check` until [`DEADLINE`]; a timeout names the requests refused so far, the usual cause.
-fn eventually<T>(sandbox: &Sandbox, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; requests refused with 403:\n{}",
-            refused(sandbox).join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn eventually<T>(sandbox: &Sandbox, what: &str, check: impl FnMut() -> Option<T>) -> T {
+    let refused = || format!("; requests refused with 403:\n{}", refused(sandbox).join("\n"));
+    harness::poll_until_explained(DEADLINE, Duration::from_millis(100), what, refused, check)
 }
 
 #[test]

@@ -54,3 +54,6 @@ pub mod ttlafterfinished;
 pub mod vacprotection;
 pub mod validatingadmissionpolicystatus;
 pub mod volumeutil;
+
+#[cfg(test)]
+pub(crate) mod testutil;

@@ -9,6 +9,7 @@ mod assets;
 pub mod chaos;
 pub mod e2e;
 pub mod faultproxy;
+pub mod jsonapi;
 pub mod metrics_api;
 pub mod process;
 pub mod sampler;

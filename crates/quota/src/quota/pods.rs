@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodAffinityTerm};
 
-use super::resources::{self, ResourceList, add_into, contains_prefix, from_api, max_into};
+use super::resources::{self, ResourceList, add_into, aggregate_containers, contains_prefix, from_api, max_into};
 use super::scopes::{MatchError, ScopeRequirement};
 use crate::quantity::Quantity;
 
@@ -300,30 +300,14 @@ enum Field {
 fn aggregate(pod: &Pod, field: Field, use_status_resources: bool) -> ResourceList {
     let Some(spec) = pod.spec.as_ref() else { return ResourceList::new() };
     let statuses = if use_status_resources { statuses_by_name(pod) } else { BTreeMap::new() };
-    let mut total = ResourceList::new();
-    for container in &spec.containers {
-        add_into(&mut total, &container_list(pod, container, statuses.get(container.name.as_str()), field));
-    }
-    let mut sidecars = ResourceList::new();
-    let mut init_max = ResourceList::new();
-    for container in spec.init_containers.iter().flatten() {
-        let restartable = container.restart_policy.as_deref() == Some("Always");
+    let app = spec.containers.iter().map(|c| container_list(pod, c, statuses.get(c.name.as_str()), field));
+    let init = spec.init_containers.iter().flatten().map(|c| {
+        let restartable = c.restart_policy.as_deref() == Some("Always");
         // Only sidecars' reported resources count: plain init containers have finished.
-        let status = if restartable { statuses.get(container.name.as_str()) } else { None };
-        let own = container_list(pod, container, status, field);
-        let running = if restartable {
-            add_into(&mut total, &own);
-            add_into(&mut sidecars, &own);
-            sidecars.clone()
-        } else {
-            let mut running = own;
-            add_into(&mut running, &sidecars);
-            running
-        };
-        max_into(&mut init_max, &running);
-    }
-    max_into(&mut total, &init_max);
-    total
+        let status = if restartable { statuses.get(c.name.as_str()) } else { None };
+        (restartable, container_list(pod, c, status, field))
+    });
+    aggregate_containers(app, init)
 }
 
 fn is_pod_level_resource(name: &str) -> bool {

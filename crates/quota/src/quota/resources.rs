@@ -111,6 +111,36 @@ pub fn add_into(list: &mut ResourceList, other: &ResourceList) {
     }
 }
 
+/// `AggregateContainerRequests` / `AggregateContainerLimits` (`k8s.io/component-helpers/resource`)
+/// over each container's list: `app` containers add up; restartable (sidecar) init containers,
+/// given as `(true, list)` in spec order, add up too, and every other init container needs its
+/// own list plus the sidecars started before it while it runs, which only raises the total.
+pub fn aggregate_containers(
+    app: impl IntoIterator<Item = ResourceList>,
+    init: impl IntoIterator<Item = (bool, ResourceList)>,
+) -> ResourceList {
+    let mut total = ResourceList::new();
+    for own in app {
+        add_into(&mut total, &own);
+    }
+    let mut sidecars = ResourceList::new();
+    let mut init_max = ResourceList::new();
+    for (restartable, own) in init {
+        let running = if restartable {
+            add_into(&mut total, &own);
+            add_into(&mut sidecars, &own);
+            sidecars.clone()
+        } else {
+            let mut running = own;
+            add_into(&mut running, &sidecars);
+            running
+        };
+        max_into(&mut init_max, &running);
+    }
+    max_into(&mut total, &init_max);
+    total
+}
+
 /// `quota.prettyPrint`-style `cpu=1,pods=2`, in name order.
 pub fn pretty(list: &ResourceList) -> String {
     list.iter().map(|(name, q)| format!("{name}={q}")).collect::<Vec<_>>().join(",")

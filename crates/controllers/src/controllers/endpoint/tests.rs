@@ -5,6 +5,7 @@ use k8s_openapi::api::core::v1::{EndpointAddress, EndpointSubset, Pod, Service};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::controllers::testutil::merge_json;
 
 fn pod(name: &str, ip: &str, ready: bool, extra: Value) -> Arc<Pod> {
     let mut value = json!({
@@ -14,20 +15,8 @@ fn pod(name: &str, ip: &str, ready: bool, extra: Value) -> Arc<Pod> {
         "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
             "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}
     });
-    merge(&mut value, extra);
+    merge_json(&mut value, extra);
     Arc::new(serde_json::from_value(value).expect("a pod"))
-}
-
-/// Merges `patch` into `target` (objects merged key by key, anything else replaced).
-fn merge(target: &mut Value, patch: Value) {
-    match (target, patch) {
-        (Value::Object(target), Value::Object(patch)) => {
-            for (key, value) in patch {
-                merge(target.entry(key).or_insert(Value::Null), value);
-            }
-        }
-        (target, patch) => *target = patch,
-    }
 }
 
 fn service(spec: Value) -> Service {

@@ -460,6 +460,7 @@ pub fn complete_rolling_update(set: &StatefulSet, status: &mut StatefulSetStatus
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controllers::testutil::merge_json;
     use serde_json::json;
 
     fn set(extra: serde_json::Value) -> StatefulSet {
@@ -474,19 +475,8 @@ mod tests {
                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]
             }
         });
-        json_merge(&mut value, extra);
+        merge_json(&mut value, extra);
         serde_json::from_value(value).unwrap()
-    }
-
-    fn json_merge(target: &mut serde_json::Value, patch: serde_json::Value) {
-        match (target, patch) {
-            (serde_json::Value::Object(t), serde_json::Value::Object(p)) => {
-                for (k, v) in p {
-                    json_merge(t.entry(k).or_insert(serde_json::Value::Null), v);
-                }
-            }
-            (t, p) => *t = p,
-        }
     }
 
     fn pod_named(name: &str) -> Pod {

@@ -29,15 +29,15 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use ureq::http::Method;
 
 pub use self::proxy::Proxy;
 pub use self::workloads::Workload;
 use super::ControlPlane;
+use super::jsonapi::{Error as JsonApiError, JsonApi};
 use super::process::{self, OwnedProcess};
 use super::sidebyside::{Side, controller_manager_args, node_options};
 use crate::apimachinery::errors::BoxError;
-use crate::client::{self, Body, Client, ClientOptions};
+use crate::client::{self, Client, ClientOptions};
 use crate::sandbox::nodes::SimulatedNodes;
 
 /// The controller manager's Lease in kube-system.
@@ -87,24 +87,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A request failed (`what`: its method and path).
-    #[error("{what}: {source}")]
-    Api {
-        /// E.g. `GET /api/v1/nodes`.
-        what: String,
-        /// The API error.
-        #[source]
-        source: client::Error,
-    },
-    /// A request's answer is not JSON.
-    #[error("{what}: {source}")]
-    Decode {
-        /// E.g. `POST /api/v1/namespaces`.
-        what: String,
-        /// Why it does not parse.
-        #[source]
-        source: serde_json::Error,
-    },
+    /// A request failed, or its answer is not JSON (`GET /api/v1/nodes: …`).
+    #[error(transparent)]
+    Request(#[from] JsonApiError),
     /// A wait's check still failed when its time ran out.
     #[error("{what}: {source}")]
     Check {
@@ -397,43 +382,27 @@ impl Bed {
 
     /// GETs an object; `None` when it does not exist.
     pub fn get(&self, path: &str) -> Result<Option<Value>, Error> {
-        match self.admin.get_json::<Value>(path) {
-            Ok(value) => Ok(Some(value)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(source) => Err(Error::Api { what: format!("GET {path}"), source }),
-        }
+        Ok(JsonApi(&self.admin).get(path)?)
     }
 
     /// The items of a list.
     pub fn list(&self, path: &str) -> Result<Vec<Value>, Error> {
-        let list: Value =
-            self.admin.get_json(path).map_err(|source| Error::Api { what: format!("GET {path}"), source })?;
-        Ok(list["items"].as_array().cloned().unwrap_or_default())
+        Ok(JsonApi(&self.admin).list(path)?)
     }
 
     /// POSTs `object` to the collection at `path`.
     pub fn create(&self, path: &str, object: Value) -> Result<Value, Error> {
-        self.send(Method::POST, path, Some(Body::json(&object)?))
+        Ok(JsonApi(&self.admin).create(path, &object)?)
     }
 
     /// A JSON merge patch.
     pub fn patch(&self, path: &str, patch: Value) -> Result<Value, Error> {
-        let body = Body::json(&patch)?;
-        self.send(Method::PATCH, path, Some(Body { content_type: "application/merge-patch+json", ..body }))
+        Ok(JsonApi(&self.admin).patch(path, &patch)?)
     }
 
     /// DELETE (the kind's default propagation).
     pub fn delete(&self, path: &str) -> Result<(), Error> {
-        self.send(Method::DELETE, path, None).map(|_| ())
-    }
-
-    fn send(&self, method: Method, path: &str, body: Option<Body>) -> Result<Value, Error> {
-        let what = format!("{method} {path}");
-        let bytes = match self.admin.send(method, path, body) {
-            Ok(bytes) => bytes,
-            Err(source) => return Err(Error::Api { what, source }),
-        };
-        serde_json::from_slice(&bytes).map_err(|source| Error::Decode { what, source })
+        Ok(JsonApi(&self.admin).delete(path, None)?)
     }
 
     /// Stops every replica (SIGTERM) and the nodes; the control plane goes when dropped.

@@ -27,13 +27,13 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use ureq::http::Method;
 
 use super::ControlPlane;
+use super::jsonapi::{Error as JsonApiError, JsonApi};
 use super::metrics_api::{self, MetricsApis};
 use super::process::{self, OwnedProcess};
 use crate::apimachinery::errors::BoxError;
-use crate::client::{self, Body, Client, ClientOptions};
+use crate::client::{self, Client, ClientOptions};
 use crate::sandbox::nodes::{NodeOptions, SimulatedNodes};
 
 /// The namespace every scenario starts with.
@@ -74,24 +74,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A request failed (`what`: its method and path).
-    #[error("{what}: {source}")]
-    Api {
-        /// E.g. `GET /api/v1/nodes`.
-        what: String,
-        /// The API error.
-        #[source]
-        source: client::Error,
-    },
-    /// A request's answer is not JSON.
-    #[error("{what}: {source}")]
-    Decode {
-        /// E.g. `POST /api/v1/namespaces`.
-        what: String,
-        /// Why it does not parse.
-        #[source]
-        source: serde_json::Error,
-    },
+    /// A request failed, or its answer is not JSON (`GET /api/v1/nodes: …`).
+    #[error(transparent)]
+    Request(#[from] JsonApiError),
     /// The controller manager ended while a step waited.
     #[error("kube-controller-manager exited ({status}):\n{output}")]
     ManagerExited {
@@ -363,7 +348,7 @@ fn run_steps(
     let admin = Client::new(plane.admin_config(), ClientOptions { qps: -1.0, ..ClientOptions::default() })?
         .for_controller("side-by-side");
     let (_, kubeconfig) = plane.write_kubeconfigs(&plane.dir().join("kubeadm").join("admin.conf"))?;
-    create(&admin, "/api/v1/namespaces", json!({"metadata": {"name": NAMESPACE}}))?;
+    JsonApi(&admin).create("/api/v1/namespaces", &json!({"metadata": {"name": NAMESPACE}}))?;
     let names: Vec<String> = (1..=scenario.nodes).map(|i| format!("node-{i}")).collect();
     let nodes = SimulatedNodes::start(plane.admin_config(), names.clone(), node_options())
         .map_err(|e| Error::Nodes(e.into()))?;

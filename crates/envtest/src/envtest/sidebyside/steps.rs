@@ -120,45 +120,32 @@ impl Steps<'_> {
 
     /// GETs an object; `None` when it does not exist.
     pub fn get(&self, path: &str) -> Result<Option<Value>, Error> {
-        match self.client.get_json::<Value>(path) {
-            Ok(value) => Ok(Some(value)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(source) => Err(Error::Api { what: format!("GET {path}"), source }),
-        }
+        Ok(JsonApi(&self.client).get(path)?)
     }
 
     /// The items of a list.
     pub fn list(&self, path: &str) -> Result<Vec<Value>, Error> {
-        let list: Value =
-            self.client.get_json(path).map_err(|source| Error::Api { what: format!("GET {path}"), source })?;
-        Ok(list["items"].as_array().cloned().unwrap_or_default())
+        Ok(JsonApi(&self.client).list(path)?)
     }
 
     /// POSTs `object` to the collection at `path`.
     pub fn create(&self, path: &str, object: Value) -> Result<Value, Error> {
-        create(&self.client, path, object)
+        Ok(JsonApi(&self.client).create(path, &object)?)
     }
 
     /// A JSON merge patch.
     pub fn patch(&self, path: &str, patch: Value) -> Result<Value, Error> {
-        let body = Body { content_type: "application/merge-patch+json", ..json_body(&patch)? };
-        send(&self.client, Method::PATCH, path, Some(body))
+        Ok(JsonApi(&self.client).patch(path, &patch)?)
     }
 
     /// PUT of a whole object (e.g. a subresource such as a CSR's `approval`).
     pub fn replace(&self, path: &str, object: Value) -> Result<Value, Error> {
-        send(&self.client, Method::PUT, path, Some(json_body(&object)?))
+        Ok(JsonApi(&self.client).replace(path, &object)?)
     }
 
     /// DELETE with a propagation policy (`None`: the kind's default).
     pub fn delete(&self, path: &str, propagation: Option<&str>) -> Result<(), Error> {
-        let body = match propagation {
-            Some(policy) => {
-                Some(json_body(&json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy}))?)
-            }
-            None => None,
-        };
-        send(&self.client, Method::DELETE, path, body).map(|_| ())
+        Ok(JsonApi(&self.client).delete(path, propagation)?)
     }
 
     /// Pods in `namespace` matching `selector` and not being deleted.
@@ -207,7 +194,7 @@ impl Steps<'_> {
             match s.client.get_json::<Value>(&path) {
                 Ok(_) => Ok(Some(())),
                 Err(e) if e.code() == Some(504) => Ok(None),
-                Err(source) => Err(Error::Api { what: format!("GET {path}"), source }),
+                Err(source) => Err(JsonApiError::Api { what: format!("GET {path}"), source }.into()),
             }
         })
     }
@@ -216,23 +203,6 @@ impl Steps<'_> {
     pub fn wait_gone(&mut self, path: &str) -> Result<(), Error> {
         self.wait(&format!("{path} to be gone"), |s| Ok(s.get(path)?.is_none().then_some(())))
     }
-}
-
-pub(super) fn json_body(value: &Value) -> Result<Body, Error> {
-    Ok(Body::json(value)?)
-}
-
-pub(super) fn send(client: &Client, method: Method, path: &str, body: Option<Body>) -> Result<Value, Error> {
-    let what = format!("{method} {path}");
-    let bytes = match client.send(method, path, body) {
-        Ok(bytes) => bytes,
-        Err(source) => return Err(Error::Api { what, source }),
-    };
-    serde_json::from_slice(&bytes).map_err(|source| Error::Decode { what, source })
-}
-
-pub(super) fn create(client: &Client, path: &str, object: Value) -> Result<Value, Error> {
-    send(client, Method::POST, path, Some(json_body(&object)?))
 }
 
 /// Whether a Node (JSON) is Ready and free of the node lifecycle's `node.kubernetes.io/` taints

@@ -138,7 +138,8 @@ fn differences_name_the_path() {
 #[test]
 fn an_api_errors_code_travels_through_the_steps_wrapper() {
     let api = client::Error::from(client::ApiError::from_response(429, b"", None));
-    let error = Error::Api { what: "POST /api/v1/namespaces/sbs/pods/web-1/eviction".into(), source: api };
+    let error =
+        Error::from(JsonApiError::Api { what: "POST /api/v1/namespaces/sbs/pods/web-1/eviction".into(), source: api });
     assert_eq!(error.code(), Some(429));
     assert!(error.to_string().starts_with("POST /api/v1/namespaces/sbs/pods/web-1/eviction: "));
     assert!(error.to_string().contains("(429 "), "the text is the client's, as before: {error}");

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::quantity::Quantity;
-pub use crate::quota::resources::{ResourceList, add_into, max_into};
+pub use crate::quota::resources::ResourceList;
 
 /// The list in a JSON map; entries that are not quantities are left out (validation refuses them).
 pub fn parse(value: &Value) -> ResourceList {
@@ -22,27 +22,11 @@ pub fn container_resources(container: &Value, field: &str) -> ResourceList {
 /// upstream does: restartable (sidecar) ones add up with the app containers, the others only
 /// raise the total to what each one needs while it runs (`AggregateContainerRequests`).
 pub fn aggregate_containers(pod: &Value, field: &str) -> ResourceList {
-    let mut total = ResourceList::new();
-    for container in pod["spec"]["containers"].as_array().into_iter().flatten() {
-        add_into(&mut total, &container_resources(container, field));
-    }
-    let mut sidecars = ResourceList::new();
-    let mut init_max = ResourceList::new();
-    for container in pod["spec"]["initContainers"].as_array().into_iter().flatten() {
-        let own = container_resources(container, field);
-        let running = if container["restartPolicy"] == "Always" {
-            add_into(&mut total, &own);
-            add_into(&mut sidecars, &own);
-            sidecars.clone()
-        } else {
-            let mut running = own;
-            add_into(&mut running, &sidecars);
-            running
-        };
-        max_into(&mut init_max, &running);
-    }
-    max_into(&mut total, &init_max);
-    total
+    let containers = pod["spec"]["containers"].as_array().into_iter().flatten();
+    let app = containers.map(|c| container_resources(c, field));
+    let init_containers = pod["spec"]["initContainers"].as_array().into_iter().flatten();
+    let init = init_containers.map(|c| (c["restartPolicy"] == "Always", container_resources(c, field)));
+    crate::quota::resources::aggregate_containers(app, init)
 }
 
 #[cfg(test)]

@@ -4,10 +4,9 @@
 use serde_json::{Value, json};
 
 use super::update::{has_resource_version, is_service};
-use super::{body_json, check_kind, check_namespace, field_validation, is_dry_run};
+use super::{decode_object, is_dry_run};
 use crate::sandbox::admission::{self, AdmissionContext, Operation};
 use crate::sandbox::apiserver::status::{ApiError, ApiResult};
-use crate::sandbox::apiserver::typed;
 use crate::sandbox::apiserver::{ApiServer, Target};
 use crate::sandbox::apiserver::{convert, defaults, subresources, validation};
 use crate::sandbox::auth::UserInfo;
@@ -20,11 +19,7 @@ use crate::server::http::Request;
 /// `CreateResource`: decodes the body and creates the object; 201 with the stored object.
 pub fn create(api: &ApiServer, request: &Request, target: &Target, user: &UserInfo) -> ApiResult<(u16, Value)> {
     let resource = target.resource;
-    let mut object = convert::to_internal(resource, body_json(request)?)?;
-    check_kind(resource, &object)?;
-    check_namespace(target, &object)?;
-    convert::storage_type(resource, &mut object);
-    let object = typed::normalize(resource, object, field_validation(request)?)?;
+    let object = decode_object(target, request)?;
     if has_resource_version(&object) && !is_dry_run(request)? {
         return Err(resource_version_on_create());
     }

@@ -13,17 +13,29 @@ pub mod watch;
 use serde_json::Value;
 
 use super::Target;
-use crate::sandbox::apiserver::protobuf;
 use crate::sandbox::apiserver::status::{ApiError, ApiResult};
 use crate::sandbox::apiserver::typed::FieldValidation;
+use crate::sandbox::apiserver::{convert, protobuf, typed};
 use crate::sandbox::storage::objects;
 use crate::sandbox::storage::resources::{self, ResourceType};
 use crate::server::http::Request;
 
+/// The object a create or update body holds: decoded, its kind, apiVersion and namespace checked
+/// against the request, in the type the resource is stored as, and normalized under the
+/// request's field validation.
+pub(super) fn decode_object(target: &Target, request: &Request) -> ApiResult<Value> {
+    let resource = target.resource;
+    let mut object = convert::to_internal(resource, body_json(request)?)?;
+    check_kind(resource, &object)?;
+    check_namespace(target, &object)?;
+    convert::storage_type(resource, &mut object);
+    typed::normalize(resource, object, field_validation(request)?)
+}
+
 /// The body's kind and apiVersion, checked as the create and update handlers' decoding does:
 /// another kind fails to convert into the resource's (`transformDecodeError`), another version
 /// of the same kind is refused by name.
-pub(super) fn check_kind(resource: &ResourceType, object: &Value) -> ApiResult<()> {
+fn check_kind(resource: &ResourceType, object: &Value) -> ApiResult<()> {
     let kind = object["kind"].as_str().unwrap_or_default();
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     if !kind.is_empty() && kind != resource.kind {
@@ -55,7 +67,7 @@ pub(super) fn check_kind(resource: &ResourceType, object: &Value) -> ApiResult<(
     Ok(())
 }
 
-pub(super) fn check_namespace(target: &Target, object: &Value) -> ApiResult<()> {
+fn check_namespace(target: &Target, object: &Value) -> ApiResult<()> {
     let in_body = objects::namespace_of(object);
     match target.namespace.as_deref() {
         Some(ns) if !in_body.is_empty() && in_body != ns => Err(ApiError::bad_request(

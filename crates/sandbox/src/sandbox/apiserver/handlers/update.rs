@@ -5,11 +5,10 @@
 use serde_json::{Value, json};
 
 use super::create::{create_in, status_zero_values};
-use super::{body_json, check_kind, check_namespace, field_validation, is_dry_run};
+use super::{decode_object, is_dry_run};
 use crate::apimachinery::field::Error as FieldError;
 use crate::sandbox::admission::{self, AdmissionContext, Operation};
 use crate::sandbox::apiserver::status::{ApiError, ApiResult};
-use crate::sandbox::apiserver::typed;
 use crate::sandbox::apiserver::{ApiServer, Target};
 use crate::sandbox::apiserver::{convert, defaults, subresources, validation};
 use crate::sandbox::auth::UserInfo;
@@ -28,11 +27,7 @@ pub fn update(
     user: &UserInfo,
 ) -> ApiResult<(u16, Value)> {
     let resource = target.resource;
-    let mut object = convert::to_internal(resource, body_json(request)?)?;
-    check_kind(resource, &object)?;
-    check_namespace(target, &object)?;
-    convert::storage_type(resource, &mut object);
-    let object = typed::normalize(resource, object, field_validation(request)?)?;
+    let object = decode_object(target, request)?;
     if name_of(&object) != name {
         return Err(ApiError::bad_request(format!(
             "the name of the object ({}) does not match the name on the URL ({name})",

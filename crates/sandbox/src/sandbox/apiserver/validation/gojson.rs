@@ -3,16 +3,16 @@
 //! Go's `%#v`). The values are internal API types, which have no JSON tags: their fields are
 //! named as in Go (`{"Name":"d","NodeID":"n",…}`), in declaration order, every one written (a nil
 //! pointer, slice or map as `null`), an embedded struct's fields in its parent's place. Maps come
-//! with sorted keys, strings escaped as Go escapes them (`<`, `>`, `&` as `\u003c`, …), byte
+//! with sorted keys, strings escaped as Go ≥ 1.22 escapes them (`<`, `>`, `&` as `\u003c`, …), byte
 //! slices base64-encoded, a `RawExtension` as its raw JSON.
 //!
 //! [`Schema`]s give the shape of the internal types that validation messages show; values are
 //! read from the stored (external) JSON by their JSON names.
 
-use std::fmt::Write;
-
 use base64::Engine;
 use serde_json::Value;
+
+use crate::apimachinery::gojson::string;
 
 /// A value as Go's `encoding/json` writes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,29 +89,6 @@ impl Go {
             }
         }
     }
-}
-
-/// A Go string as `encoding/json` quotes it (HTML-safe).
-fn string(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// A JSON value of a type whose fields carry JSON tags, or of a map: objects with sorted keys.
@@ -494,6 +471,8 @@ mod tests {
     fn tagged_fields_are_left_out_when_empty_and_strings_escaped_as_go_does() {
         let selector = json!({"matchLabels": {"a": "<&>"}, "matchExpressions": []});
         assert_eq!(structure(&selector, LABEL_SELECTOR).json(), r#"{"matchLabels":{"a":"\u003c\u0026\u003e"}}"#);
+        // Go ≥ 1.22 (kube-apiserver v1.36's) writes a backspace and a form feed as `\b` and `\f`.
+        assert_eq!(untyped(&json!(["\u{8}\u{c}\u{1}"])).json(), r#"["\b\f\u0001"]"#);
         assert_eq!(bytes(Some("aGk=")), "\"aGk=\"");
         assert_eq!(bytes(None), "null");
     }

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Taint, Toleratio
 
 use crate::apimachinery::nodeaffinity::matches_required_node_affinity;
 use crate::controllers::nodeutil::tolerates;
+use crate::quota::resources::{add_into, aggregate_containers, from_api};
 
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 
@@ -204,54 +205,24 @@ fn insufficient_resources(spec: &PodSpec, candidate: &Candidate<'_>) -> Vec<Stri
     reasons
 }
 
-/// A pod's effective requests: the larger of its containers' sum (with restartable init
-/// containers) and its largest init container, plus the pod overhead.
+/// A pod's effective requests as kube-scheduler's NodeResourcesFit takes them
+/// (`resourcehelper.PodRequests`): the containers' aggregate, with restartable init containers
+/// adding up and each other init container counted with the sidecars started before it, plus
+/// the pod overhead; in base units.
 pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, f64> {
-    let requests = |c: &Container| -> BTreeMap<String, f64> {
+    let requests = |c: &Container| {
         let resources = c.resources.as_ref();
-        let explicit = resources.and_then(|r| r.requests.clone()).unwrap_or_default();
         // Without a request, a limit is the request (the API server's defaulting).
-        let limits = resources.and_then(|r| r.limits.clone()).unwrap_or_default();
-        let mut out = BTreeMap::new();
-        for (name, quantity) in limits.iter().chain(explicit.iter()) {
-            if let Some(value) = parse_quantity(&quantity.0) {
-                out.insert(name.clone(), value);
-            }
-        }
-        out
+        let mut own = from_api(resources.and_then(|r| r.limits.as_ref()));
+        own.extend(from_api(resources.and_then(|r| r.requests.as_ref())));
+        own
     };
-    let add = |total: &mut BTreeMap<String, f64>, more: &BTreeMap<String, f64>| {
-        for (name, value) in more {
-            *total.entry(name.clone()).or_default() += value;
-        }
-    };
-    let mut sum = BTreeMap::new();
-    for container in &spec.containers {
-        add(&mut sum, &requests(container));
-    }
-    let mut init_max: BTreeMap<String, f64> = BTreeMap::new();
-    for init in spec.init_containers.iter().flatten() {
-        if init.restart_policy.as_deref() == Some("Always") {
-            add(&mut sum, &requests(init));
-        } else {
-            for (name, value) in requests(init) {
-                let entry = init_max.entry(name).or_default();
-                *entry = entry.max(value);
-            }
-        }
-    }
-    for (name, value) in init_max {
-        let entry = sum.entry(name).or_default();
-        *entry = entry.max(value);
-    }
-    let overhead: BTreeMap<String, f64> = spec
-        .overhead
-        .iter()
-        .flatten()
-        .filter_map(|(name, q)| parse_quantity(&q.0).map(|v| (name.clone(), v)))
-        .collect();
-    add(&mut sum, &overhead);
-    sum
+    let app = spec.containers.iter().map(requests);
+    let init =
+        spec.init_containers.iter().flatten().map(|c| (c.restart_policy.as_deref() == Some("Always"), requests(c)));
+    let mut sum = aggregate_containers(app, init);
+    add_into(&mut sum, &from_api(spec.overhead.as_ref()));
+    sum.into_iter().map(|(name, q)| (name, q.nano_value() as f64 / 1e9)).collect()
 }
 
 /// A resource quantity (`500m`, `2`, `1.5Gi`, `1e3`, `16674816Ki`) as a number of base units.
@@ -405,6 +376,23 @@ mod tests {
         );
         let requests = pod_requests(&big.spec.clone().unwrap_or_default());
         assert_eq!(requests.get("cpu"), Some(&3.0));
+    }
+
+    #[test]
+    fn a_plain_init_container_runs_beside_the_sidecars_started_before_it() {
+        let resources = |cpu: &str, memory: &str| json!({"requests": {"cpu": cpu, "memory": memory}});
+        let p = pod(json!({
+            "containers": [{"name": "app", "image": "x", "resources": resources("500m", "100Mi")}],
+            "initContainers": [
+                {"name": "sidecar", "image": "x", "restartPolicy": "Always", "resources": resources("200m", "50Mi")},
+                {"name": "init", "image": "x", "resources": resources("1", "10Mi")},
+            ],
+            "overhead": {"cpu": "100m"},
+        }));
+        let requests = pod_requests(&p.spec.clone().unwrap_or_default());
+        // cpu: max(500m + 200m, 1 + 200m) + 100m overhead; memory: max(100Mi + 50Mi, 10Mi + 50Mi).
+        assert_eq!(requests.get("cpu"), Some(&1.3));
+        assert_eq!(requests.get("memory"), Some(&(150.0 * 1024.0 * 1024.0)));
     }
 
     #[test]
