@@ -253,11 +253,7 @@ mod tests {
         );
     }
 
-    /// A 409 Conflict as the API server answers an update of a stale object.
-    fn conflict() -> client::Error {
-        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
-        client::ApiError::from_response(409, body, None).into()
-    }
+    use crate::controllers::testutil::conflict;
 
     /// A failed claim creation keeps its kind through the volume's context.
     #[test]

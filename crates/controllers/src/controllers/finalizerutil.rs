@@ -60,6 +60,35 @@ where
     Ok(())
 }
 
+/// [`update_finalizer`] logged as the PV and VAC protection controllers log it (upstream's
+/// V(3), at info here): `Added protection finalizer to PV PV="name"`, or the failure with
+/// `err="…"`; `kind` is `PV` or `VAC`, the log key theirs use.
+pub fn update_protection_finalizer<K>(
+    api: &Api<K>,
+    informer: &Informer<K>,
+    object: &K,
+    finalizer: &str,
+    add: bool,
+    kind: &str,
+) -> Result<(), client::Error>
+where
+    K: Resource + Metadata<Ty = ObjectMeta> + Clone + Serialize + DeserializeOwned + 'static,
+    K::Scope: Scope,
+{
+    let name = object.metadata().name.as_deref().unwrap_or_default();
+    let (done, failed) = if add {
+        ("Added protection finalizer to", "Error adding protection finalizer to")
+    } else {
+        ("Removed protection finalizer from", "Error removing protection finalizer from")
+    };
+    let result = update_finalizer(api, informer, object, finalizer, add);
+    match &result {
+        Ok(()) => log::info!("{done} {kind} {kind}=\"{name}\""),
+        Err(e) => log::info!("{failed} {kind} {kind}=\"{name}\" err=\"{e}\""),
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

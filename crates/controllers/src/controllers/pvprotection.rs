@@ -10,7 +10,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use crate::client::{Api, Client};
-use crate::controllers::finalizerutil::{is_deletion_candidate, need_to_add_finalizer, update_finalizer};
+use crate::controllers::finalizerutil::{is_deletion_candidate, need_to_add_finalizer, update_protection_finalizer};
 use crate::controllers::volumeutil::PV_PROTECTION_FINALIZER;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer};
@@ -98,23 +98,9 @@ impl PvProtection {
 
     /// `addFinalizer` (`add`) or `removeFinalizer`.
     fn write(&self, volume: &PersistentVolume, add: bool) -> SyncResult {
-        let name = volume.metadata.name.as_deref().unwrap_or_default();
-        let (done, failed) = if add {
-            ("Added protection finalizer to PV", "Error adding protection finalizer to PV")
-        } else {
-            ("Removed protection finalizer from PV", "Error removing protection finalizer from PV")
-        };
         let api = Api::<PersistentVolume>::cluster(&self.client);
-        match update_finalizer(&api, &self.volumes, volume, PV_PROTECTION_FINALIZER, add) {
-            Ok(()) => {
-                log::info!("{done} PV=\"{name}\"");
-                Ok(())
-            }
-            Err(e) => {
-                log::info!("{failed} PV=\"{name}\" err=\"{e}\"");
-                Err(SyncError::from(e))
-            }
-        }
+        update_protection_finalizer(&api, &self.volumes, volume, PV_PROTECTION_FINALIZER, add, "PV")
+            .map_err(SyncError::from)
     }
 }
 

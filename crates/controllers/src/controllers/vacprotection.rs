@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 
 use crate::client::{Api, Client};
-use crate::controllers::finalizerutil::{is_deletion_candidate, need_to_add_finalizer, update_finalizer};
+use crate::controllers::finalizerutil::{is_deletion_candidate, need_to_add_finalizer, update_protection_finalizer};
 use crate::controllers::volumeutil::VAC_PROTECTION_FINALIZER;
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
 use crate::runtime::informer::{Event, Informer, object_key};
@@ -191,23 +191,9 @@ impl VacProtection {
 
     /// `addFinalizer` (`add`) or `removeFinalizer`: an `Update` of the cached class.
     fn write(&self, class: &VolumeAttributesClass, add: bool) -> SyncResult {
-        let name = class.metadata.name.as_deref().unwrap_or_default();
-        let (done, failed) = if add {
-            ("Added protection finalizer to VAC", "Error adding protection finalizer to VAC")
-        } else {
-            ("Removed protection finalizer from VAC", "Error removing protection finalizer from VAC")
-        };
         let api = Api::<VolumeAttributesClass>::cluster(&self.client);
-        match update_finalizer(&api, &self.classes, class, VAC_PROTECTION_FINALIZER, add) {
-            Ok(()) => {
-                log::info!("{done} VAC=\"{name}\"");
-                Ok(())
-            }
-            Err(e) => {
-                log::info!("{failed} VAC=\"{name}\" err=\"{e}\"");
-                Err(SyncError::from(e))
-            }
-        }
+        update_protection_finalizer(&api, &self.classes, class, VAC_PROTECTION_FINALIZER, add, "VAC")
+            .map_err(SyncError::from)
     }
 }
 

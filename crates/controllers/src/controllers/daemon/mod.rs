@@ -575,11 +575,7 @@ mod tests {
         assert!(text.contains("daemonset_controller_stale_sync_skips_total{group=\"apps\",resource=\"daemonsets\"} "));
     }
 
-    /// A 409 Conflict as the API server answers an update of a stale object.
-    fn conflict() -> crate::client::Error {
-        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
-        crate::client::ApiError::from_response(409, body, None).into()
-    }
+    use crate::controllers::testutil::conflict;
 
     /// A conflict deep in a sync keeps its kind through the contexts upstream adds.
     #[test]

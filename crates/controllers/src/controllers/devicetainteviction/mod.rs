@@ -424,11 +424,7 @@ fn pod_deletion_duration() -> &'static crate::metrics::HistogramVec {
 mod tests {
     use super::*;
 
-    /// A 409 Conflict as the API server answers an update of a stale object.
-    fn conflict() -> crate::client::Error {
-        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
-        crate::client::ApiError::from_response(409, body, None).into()
-    }
+    use crate::controllers::testutil::conflict;
 
     /// The pod status patch's error is held, not its text: a conflict now reaches the queue.
     #[test]

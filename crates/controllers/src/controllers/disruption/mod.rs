@@ -364,11 +364,7 @@ mod tests {
         assert!(selector_of(&budget(json!({}))).expect("valid").matches(&labels), "empty selects everything");
     }
 
-    /// A 409 Conflict as the API server answers an update of a stale object.
-    fn conflict() -> crate::client::Error {
-        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
-        crate::client::ApiError::from_response(409, body, None).into()
-    }
+    use crate::controllers::testutil::conflict;
 
     /// A conflicting status write is retried as a conflict, so that `sync` skips the
     /// fail-safe for it; its text is Go's, as the condition shows it.

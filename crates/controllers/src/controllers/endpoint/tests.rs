@@ -258,11 +258,7 @@ fn a_cache_that_caught_up_during_the_sync_requeues_at_once() {
     assert_eq!(controller.queue.len(), 1);
 }
 
-/// A 409 Conflict as the API server answers an update of a stale object.
-fn conflict() -> crate::client::Error {
-    let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
-    crate::client::ApiError::from_response(409, body, None).into()
-}
+use crate::controllers::testutil::conflict;
 
 /// A conflicting write of the Endpoints reaches the queue as a conflict (it was a plain
 /// failure), with Go's text of the error.

@@ -618,11 +618,7 @@ mod tests {
         assert_eq!(names, ["pods", "replicasets.apps"]);
     }
 
-    /// A 409 Conflict as the API server answers an update of a stale object.
-    fn conflict() -> crate::client::Error {
-        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
-        crate::client::ApiError::from_response(409, body, None).into()
-    }
+    use crate::controllers::testutil::conflict;
 
     /// A conflict of a patch inside `attemptToDeleteItem` reaches the queue as one (every
     /// error was a plain failure).

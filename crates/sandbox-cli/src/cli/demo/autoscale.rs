@@ -9,7 +9,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::json;
 
 use super::{Error, Narrator, STEP_TIMEOUT, all_implemented, deployment_manifest, wait_for, wait_running_pods};
-use crate::client::{Api, Client, ListParams, Patch, PostParams};
+use crate::client::{Api, Client, Patch, PostParams};
 
 /// Deployment `checkout`'s pods are drained off one node while PDB `checkout` keeps all 3 available.
 pub(super) fn drain_steps(client: &Client, ns: &str, narrator: &mut Narrator) -> Result<(), Error> {
@@ -104,15 +104,7 @@ fn wait_budget(client: &Client, ns: &str, expected: i32, allowed: i32) -> Result
 
 /// checkout's live pods and their nodes, by pod name.
 fn checkout_pods(client: &Client, ns: &str) -> Result<Vec<(String, String)>, Error> {
-    let params = ListParams { label_selector: Some("app=checkout".into()), ..ListParams::default() };
-    let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params)?;
-    let mut placed: Vec<(String, String)> = pods
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .map(|p| (p.metadata.name.unwrap_or_default(), p.spec.and_then(|s| s.node_name).unwrap_or_default()))
-        .collect();
-    placed.sort();
-    Ok(placed)
+    super::placement(client, ns, "app=checkout")
 }
 
 /// POSTs a policy/v1 Eviction for `pod`.

@@ -643,7 +643,12 @@ fn failover_replica_set(client: &Client, ns: &str, narrator: &mut Narrator) -> R
 
 /// The live (not deleting) failover pods and their nodes, by pod name.
 fn failover_placement(client: &Client, ns: &str) -> Result<Vec<(String, String)>, Error> {
-    let params = ListParams { label_selector: Some(FAILOVER_SELECTOR.into()), ..ListParams::default() };
+    placement(client, ns, FAILOVER_SELECTOR)
+}
+
+/// The live (not deleting) pods of `selector` and their nodes, by pod name.
+fn placement(client: &Client, ns: &str, selector: &str) -> Result<Vec<(String, String)>, Error> {
+    let params = ListParams { label_selector: Some(selector.into()), ..ListParams::default() };
     let (pods, _) = Api::<Pod>::namespaced(client, ns).list_all(&params)?;
     let mut placement: Vec<(String, String)> = pods
         .into_iter()

@@ -297,11 +297,7 @@ fn plan_counts_added_and_removed_endpoints_and_slices_per_port_set() {
     assert_eq!((placeholder.endpoints, placeholder.slices), (0, 1));
 }
 
-/// A 409 Conflict as the API server answers an update of a stale object.
-fn conflict() -> crate::client::Error {
-    let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
-    crate::client::ApiError::from_response(409, body, None).into()
-}
+use crate::controllers::testutil::conflict;
 
 /// A conflicting slice update, inside the aggregate of a Service's address types, reaches the
 /// queue as a conflict (it was a plain failure), the text as upstream's aggregate reads.

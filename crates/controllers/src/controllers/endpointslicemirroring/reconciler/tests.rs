@@ -117,11 +117,7 @@ fn skip_mirror_and_leader_locks_are_not_mirrored() {
     assert!(!crate::controllers::endpointslicemirroring::should_mirror(&ep));
 }
 
-/// A 409 Conflict as the API server answers an update of a stale object.
-fn conflict() -> crate::client::Error {
-    let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the object has been modified","reason":"Conflict","code":409}"#;
-    crate::client::ApiError::from_response(409, body, None).into()
-}
+use crate::controllers::testutil::conflict;
 
 /// A conflicting slice update reaches the queue as a conflict (it was a plain failure).
 #[test]
