@@ -32,6 +32,8 @@ pub trait PodFields {
     fn pod_readiness(&self) -> Option<Readiness>;
     /// `status.reason` (`Evicted`, …), empty when unset.
     fn pod_status_reason(&self) -> &str;
+    /// `maxContainerRestarts`: the most restarts of a regular container and of a sidecar.
+    fn pod_max_container_restarts(&self) -> (i32, i32);
 }
 
 impl PodFields for Pod {
@@ -53,6 +55,10 @@ impl PodFields for Pod {
 
     fn pod_status_reason(&self) -> &str {
         self.status.as_ref().and_then(|s| s.reason.as_deref()).unwrap_or_default()
+    }
+
+    fn pod_max_container_restarts(&self) -> (i32, i32) {
+        max_container_restarts(self)
     }
 }
 
@@ -77,6 +83,8 @@ pub struct PodSummary {
     pub readiness: Option<Readiness>,
     /// `status.reason`: the pod GC deletes evicted pods first.
     pub status_reason: Option<Box<str>>,
+    /// `maxContainerRestarts`: a scale-down ranks pods by it, and then need not unpack any.
+    pub max_container_restarts: (i32, i32),
 }
 
 impl PodSummary {
@@ -88,8 +96,30 @@ impl PodSummary {
             node_name: pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).map(Box::from),
             readiness: pod.pod_readiness(),
             status_reason: pod.status.as_ref().and_then(|s| s.reason.as_deref()).map(Box::from),
+            max_container_restarts: max_container_restarts(pod),
         }
     }
+}
+
+/// `maxContainerRestarts`: the most restarts of a regular container and of a sidecar (an init
+/// container with `restartPolicy: Always`), each 0 when there is none.
+pub fn max_container_restarts(pod: &Pod) -> (i32, i32) {
+    let Some(status) = pod.status.as_ref() else { return (0, 0) };
+    let regular = status.container_statuses.iter().flatten().map(|c| c.restart_count).max().unwrap_or(0);
+    let spec = pod.spec.as_ref();
+    let is_sidecar = |name: &str| {
+        spec.and_then(|s| s.init_containers.as_ref())
+            .is_some_and(|i| i.iter().any(|c| c.name == name && c.restart_policy.as_deref() == Some("Always")))
+    };
+    let sidecar = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| is_sidecar(&c.name))
+        .map(|c| c.restart_count)
+        .max()
+        .unwrap_or(0);
+    (regular, sidecar)
 }
 
 impl PodFields for PodSummary {
@@ -111,6 +141,10 @@ impl PodFields for PodSummary {
 
     fn pod_status_reason(&self) -> &str {
         self.status_reason.as_deref().unwrap_or_default()
+    }
+
+    fn pod_max_container_restarts(&self) -> (i32, i32) {
+        self.max_container_restarts
     }
 }
 
@@ -135,6 +169,10 @@ macro_rules! pod_fields_through {
 
             fn pod_status_reason(&self) -> &str {
                 (**self).pod_status_reason()
+            }
+
+            fn pod_max_container_restarts(&self) -> (i32, i32) {
+                (**self).pod_max_container_restarts()
             }
         }
     )*};

@@ -245,7 +245,7 @@ impl DeploymentController {
 
     /// `getReplicaSetsForDeployment`: the namespace's ReplicaSets, claimed (adopted or released)
     /// through the Deployment's selector.
-    fn replica_sets_for_deployment(&self, d: &Deployment) -> DeploymentResult<Vec<ReplicaSet>> {
+    fn replica_sets_for_deployment(&self, d: &Deployment) -> DeploymentResult<Vec<Arc<ReplicaSet>>> {
         let selector = Selector::from_label_selector(&selector_of(d)).map_err(|e| Error::InvalidSelector {
             namespace: namespace(d).to_string(),
             name: name(d).to_string(),
@@ -254,10 +254,9 @@ impl DeploymentController {
         // Only ours and the orphans the selector matches can be claimed: the namespace's other
         // ReplicaSets are not copied.
         let owner_uid = d.metadata.uid.as_ref();
-        let all: Vec<ReplicaSet> = (self.replica_sets.store().list_namespace(namespace(d)).into_iter())
+        let all: Vec<Arc<ReplicaSet>> = (self.replica_sets.store().list_namespace(namespace(d)).into_iter())
             .map(|rs| self.replica_sets.newest(rs))
             .filter(|rs| claim_candidate(owner_uid, &selector, &rs.metadata))
-            .map(|rs| (*rs).clone())
             .collect();
         let can_adopt = || recheck_deletion_timestamp::<Deployment>(&self.client, &d.metadata, "Deployment ");
         let manager = ControllerRefManager {
@@ -275,7 +274,7 @@ impl DeploymentController {
     /// `getPodMapForDeployment`: by ReplicaSet, the pods it controls (`FilterPodsByOwner`
     /// without orphans; inactive ones too: Recreate waits for old pods to be gone). Since v1.36
     /// the Deployment's selector no longer filters them.
-    fn pod_map_for_deployment(&self, rs_list: &[ReplicaSet]) -> PodMap {
+    fn pod_map_for_deployment(&self, rs_list: &[Arc<ReplicaSet>]) -> PodMap {
         let store = self.pods.store();
         let owned_by = |rs: &ReplicaSet| {
             let pods = store.by_index(OWNER_UID_INDEX, util::rs_uid(rs));
@@ -300,14 +299,14 @@ impl DeploymentController {
 
     /// `Update` of a ReplicaSet: the ReplicaSet as written, also given to the next syncs until
     /// the watch brings it.
-    fn update_replica_set(&self, rs: &ReplicaSet) -> Result<ReplicaSet, crate::client::Error> {
+    fn update_replica_set(&self, rs: &ReplicaSet) -> Result<Arc<ReplicaSet>, crate::client::Error> {
         let namespace = rs.metadata.namespace.as_deref().unwrap_or("");
         let written = Api::<ReplicaSet>::namespaced(&self.client, namespace).replace(
             util::rs_name(rs),
             rs,
             &PostParams::default(),
         )?;
-        Ok((*self.replica_sets.mutation(written)).clone())
+        Ok(self.replica_sets.mutation(written))
     }
 
     fn key(d: &Deployment) -> String {

@@ -2,6 +2,8 @@
 //! ReplicaFailure conditions taken over from the ReplicaSets, and the requeue of a Deployment
 //! that may time out.
 
+use std::sync::Arc;
+
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -15,8 +17,8 @@ use super::{DeploymentController, DeploymentResult, name};
 /// `terminating_replicas`) plus the Progressing condition (when there is a deadline) and the
 /// ReplicaFailure condition.
 pub(super) fn rollout_status(
-    all: &[ReplicaSet],
-    new_rs: Option<&ReplicaSet>,
+    all: &[Arc<ReplicaSet>],
+    new_rs: Option<&Arc<ReplicaSet>>,
     d: &Deployment,
     terminating_replicas: bool,
     now: Timestamp,
@@ -30,7 +32,7 @@ pub(super) fn rollout_status(
     let complete = status.replicas == status.updated_replicas
         && current.as_ref().is_some_and(|c| c.reason.as_deref() == Some(util::NEW_RS_AVAILABLE));
     if util::progress_deadline(d).is_some() && !complete {
-        let rs_name = new_rs.map(util::rs_name);
+        let rs_name = new_rs.map(|rs| util::rs_name(rs));
         let subject = |deployment: String| match rs_name {
             Some(rs) => format!("ReplicaSet {rs:?}"),
             None => deployment,
@@ -66,8 +68,8 @@ pub(super) fn rollout_status(
 }
 
 /// `getReplicaFailures`: the new ReplicaSet's ReplicaFailure conditions, else the others'.
-fn replica_failures(all: &[ReplicaSet], new_rs: Option<&ReplicaSet>) -> Vec<DeploymentCondition> {
-    let failures = |rs: &ReplicaSet| -> Vec<DeploymentCondition> {
+fn replica_failures(all: &[Arc<ReplicaSet>], new_rs: Option<&Arc<ReplicaSet>>) -> Vec<DeploymentCondition> {
+    let failures = |rs: &Arc<ReplicaSet>| -> Vec<DeploymentCondition> {
         let conditions = rs.status.as_ref().and_then(|s| s.conditions.as_ref());
         conditions
             .into_iter()
@@ -115,8 +117,8 @@ impl DeploymentController {
     /// Deployment that may be stuck so that its deadline is checked in time.
     pub(super) fn sync_rollout_status(
         &self,
-        all: &[ReplicaSet],
-        new_rs: Option<&ReplicaSet>,
+        all: &[Arc<ReplicaSet>],
+        new_rs: Option<&Arc<ReplicaSet>>,
         d: &mut Deployment,
     ) -> DeploymentResult {
         let now = Timestamp::now();

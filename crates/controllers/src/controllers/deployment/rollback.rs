@@ -4,6 +4,8 @@
 //! then becomes the new one on the next sync and gets the next revision number.
 //! (`kubectl rollout undo` on apps/v1 patches the template itself; no annotation is involved.)
 
+use std::sync::Arc;
+
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use super::util::{self, DEPRECATED_ROLLBACK_TO};
@@ -22,9 +24,9 @@ pub(super) fn rollback_to(d: &Deployment) -> Option<i64> {
 
 impl DeploymentController {
     /// `rollback`.
-    pub(super) fn rollback(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> DeploymentResult {
+    pub(super) fn rollback(&self, d: &mut Deployment, mut rs_list: Vec<Arc<ReplicaSet>>) -> DeploymentResult {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, true)?;
-        let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs).collect();
+        let all: Vec<Arc<ReplicaSet>> = old.into_iter().chain(new_rs).collect();
         let mut revision = rollback_to(d).unwrap_or(0);
         if revision == 0 {
             revision = util::last_revision(&all);

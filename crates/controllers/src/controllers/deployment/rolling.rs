@@ -1,6 +1,8 @@
 //! Upstream's `rolling.go`: the RollingUpdate strategy. The new ReplicaSet grows within
 //! maxSurge, old ones shrink within maxUnavailable, unhealthy old replicas go first.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 use super::util::{self, replicas, rs_available, rs_replicas};
@@ -8,7 +10,7 @@ use super::{DeploymentController, DeploymentResult, Error};
 
 /// `reconcileOldReplicaSets`'s bound: how many old replicas may go now, keeping
 /// `replicas - maxUnavailable` available and counting the new ReplicaSet's unavailable ones.
-pub(super) fn max_scaled_down(d: &Deployment, all: &[ReplicaSet], new_rs: &ReplicaSet) -> i32 {
+pub(super) fn max_scaled_down(d: &Deployment, all: &[Arc<ReplicaSet>], new_rs: &Arc<ReplicaSet>) -> i32 {
     let all_pods = util::spec_replicas_sum(all);
     let min_available = replicas(d) - util::max_unavailable(d);
     let new_unavailable = rs_replicas(new_rs) - rs_available(new_rs);
@@ -17,12 +19,12 @@ pub(super) fn max_scaled_down(d: &Deployment, all: &[ReplicaSet], new_rs: &Repli
 
 impl DeploymentController {
     /// `rolloutRolling`.
-    pub(super) fn rollout_rolling(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> DeploymentResult {
+    pub(super) fn rollout_rolling(&self, d: &mut Deployment, mut rs_list: Vec<Arc<ReplicaSet>>) -> DeploymentResult {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, true)?;
         let Some(new_rs) = new_rs else {
             return Err(Error::NewReplicaSetNotCreated);
         };
-        let all: Vec<ReplicaSet> = old.iter().cloned().chain(std::iter::once(new_rs.clone())).collect();
+        let all: Vec<Arc<ReplicaSet>> = old.iter().cloned().chain(std::iter::once(new_rs.clone())).collect();
         if self.reconcile_new_replica_set(&all, &new_rs, d)? {
             return self.sync_rollout_status(&all, Some(&new_rs), d);
         }
@@ -39,8 +41,8 @@ impl DeploymentController {
     /// `reconcileNewReplicaSet`: scales the new ReplicaSet toward `replicas` within maxSurge.
     fn reconcile_new_replica_set(
         &self,
-        all: &[ReplicaSet],
-        new_rs: &ReplicaSet,
+        all: &[Arc<ReplicaSet>],
+        new_rs: &Arc<ReplicaSet>,
         d: &Deployment,
     ) -> DeploymentResult<bool> {
         let wanted = replicas(d);
@@ -58,9 +60,9 @@ impl DeploymentController {
     /// as maxUnavailable allows. Errors of the scaling steps end the step quietly, as upstream.
     fn reconcile_old_replica_sets(
         &self,
-        all: &[ReplicaSet],
-        old: Vec<ReplicaSet>,
-        new_rs: &ReplicaSet,
+        all: &[Arc<ReplicaSet>],
+        old: Vec<Arc<ReplicaSet>>,
+        new_rs: &Arc<ReplicaSet>,
         d: &Deployment,
     ) -> DeploymentResult<bool> {
         if util::spec_replicas_sum(&old) == 0 {
@@ -74,7 +76,7 @@ impl DeploymentController {
             return Ok(false);
         };
         log::debug!("Cleaned up unhealthy replicas from old RSes: {cleaned_up}");
-        let all: Vec<ReplicaSet> = old.iter().cloned().chain(std::iter::once(new_rs.clone())).collect();
+        let all: Vec<Arc<ReplicaSet>> = old.iter().cloned().chain(std::iter::once(new_rs.clone())).collect();
         let Ok(scaled_down) = self.scale_down_old_replica_sets_for_rolling_update(&all, old, d) else {
             return Ok(false);
         };
@@ -85,11 +87,11 @@ impl DeploymentController {
     /// oldest first, at most `max_cleanup` in all.
     fn cleanup_unhealthy_replicas(
         &self,
-        mut old: Vec<ReplicaSet>,
+        mut old: Vec<Arc<ReplicaSet>>,
         d: &Deployment,
         max_cleanup: i32,
-    ) -> DeploymentResult<(Vec<ReplicaSet>, i32)> {
-        old.sort_by(util::by_creation);
+    ) -> DeploymentResult<(Vec<Arc<ReplicaSet>>, i32)> {
+        old.sort_by(|a, b| util::by_creation(a, b));
         let mut total = 0;
         for rs in old.iter_mut() {
             if total >= max_cleanup {
@@ -111,8 +113,8 @@ impl DeploymentController {
     /// more than `replicas - maxUnavailable` are available.
     fn scale_down_old_replica_sets_for_rolling_update(
         &self,
-        all: &[ReplicaSet],
-        mut old: Vec<ReplicaSet>,
+        all: &[Arc<ReplicaSet>],
+        mut old: Vec<Arc<ReplicaSet>>,
         d: &Deployment,
     ) -> DeploymentResult<i32> {
         let min_available = replicas(d) - util::max_unavailable(d);
@@ -120,7 +122,7 @@ impl DeploymentController {
         if available <= min_available {
             return Ok(0);
         }
-        old.sort_by(util::by_creation);
+        old.sort_by(|a, b| util::by_creation(a, b));
         let wanted = available - min_available;
         let mut total = 0;
         for rs in &old {

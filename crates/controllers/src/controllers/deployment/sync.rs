@@ -1,6 +1,8 @@
 //! Upstream's `sync.go`: finding or creating the new ReplicaSet and syncing revisions, scaling
 //! (proportionally during a rollout), cleaning up old ReplicaSets and the Deployment's status.
 
+use std::sync::Arc;
+
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -11,6 +13,10 @@ use crate::client::{Api, DeleteParams, PostParams};
 use crate::controllers::podutil::template_hash::compute_hash;
 use crate::runtime::controller_ref::{controller_of, controller_ref};
 use crate::runtime::events::EventType;
+
+/// The new ReplicaSet, if there is one, and the old ones; shared with the informer's cache
+/// (as upstream's pointers into its lister), copied only where one is written.
+type NewAndOld = (Option<Arc<ReplicaSet>>, Vec<Arc<ReplicaSet>>);
 
 fn non_zero(value: i32) -> Option<i32> {
     (value != 0).then_some(value)
@@ -36,8 +42,8 @@ pub(super) fn normalized(status: &DeploymentStatus) -> DeploymentStatus {
 /// `terminatingReplicas` too when `terminating_replicas` (the
 /// `DeploymentReplicaSetTerminatingReplicas` gate) is on.
 pub(super) fn calculate_status(
-    all: &[ReplicaSet],
-    new_rs: Option<&ReplicaSet>,
+    all: &[Arc<ReplicaSet>],
+    new_rs: Option<&Arc<ReplicaSet>>,
     d: &Deployment,
     terminating_replicas: bool,
     now: Timestamp,
@@ -81,20 +87,20 @@ pub(super) fn calculate_status(
 
 impl DeploymentController {
     /// `syncStatusOnly`: a Deployment being deleted only gets its status written.
-    pub(super) fn sync_status_only(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> DeploymentResult {
+    pub(super) fn sync_status_only(&self, d: &mut Deployment, mut rs_list: Vec<Arc<ReplicaSet>>) -> DeploymentResult {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, false)?;
-        let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs.clone()).collect();
+        let all: Vec<Arc<ReplicaSet>> = old.into_iter().chain(new_rs.clone()).collect();
         self.sync_deployment_status(&all, new_rs.as_ref(), d)
     }
 
     /// `sync`: scaling events and paused Deployments — scale, clean up when paused, status.
-    pub(super) fn sync(&self, d: &mut Deployment, mut rs_list: Vec<ReplicaSet>) -> DeploymentResult {
+    pub(super) fn sync(&self, d: &mut Deployment, mut rs_list: Vec<Arc<ReplicaSet>>) -> DeploymentResult {
         let (new_rs, mut old) = self.all_replica_sets_and_sync_revision(d, &mut rs_list, false)?;
         self.scale(d, new_rs.as_ref(), &mut old)?;
         if util::paused(d) && super::rollback::rollback_to(d).is_none() {
             self.cleanup_deployment(&old, d)?;
         }
-        let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs.clone()).collect();
+        let all: Vec<Arc<ReplicaSet>> = old.into_iter().chain(new_rs.clone()).collect();
         self.sync_deployment_status(&all, new_rs.as_ref(), d)
     }
 
@@ -133,9 +139,9 @@ impl DeploymentController {
     pub(super) fn all_replica_sets_and_sync_revision(
         &self,
         d: &mut Deployment,
-        rs_list: &mut Vec<ReplicaSet>,
+        rs_list: &mut Vec<Arc<ReplicaSet>>,
         create: bool,
-    ) -> DeploymentResult<(Option<ReplicaSet>, Vec<ReplicaSet>)> {
+    ) -> DeploymentResult<NewAndOld> {
         let old = util::find_old_replica_sets(d, rs_list);
         let new_rs = self.new_replica_set(d, rs_list, &old, create)?;
         if let Some(rs) = &new_rs {
@@ -154,10 +160,10 @@ impl DeploymentController {
     fn new_replica_set(
         &self,
         d: &mut Deployment,
-        rs_list: &mut [ReplicaSet],
-        old: &[ReplicaSet],
+        rs_list: &mut [Arc<ReplicaSet>],
+        old: &[Arc<ReplicaSet>],
         create: bool,
-    ) -> DeploymentResult<Option<ReplicaSet>> {
+    ) -> DeploymentResult<Option<Arc<ReplicaSet>>> {
         let existing = util::find_new_replica_set(d, rs_list);
         let new_revision = (util::max_revision(old) + 1).to_string();
         let sets = Api::<ReplicaSet>::namespaced(&self.client, namespace(d));
@@ -168,13 +174,14 @@ impl DeploymentController {
             return Ok(None);
         }
         let mut new_rs = self.replica_set_for(d);
-        let all: Vec<ReplicaSet> = old.iter().cloned().chain(std::iter::once(new_rs.clone())).collect();
-        let new_replicas = util::new_rs_new_replicas(d, &all, &new_rs)?;
+        let template_rs = Arc::new(new_rs.clone());
+        let all: Vec<Arc<ReplicaSet>> = old.iter().cloned().chain(std::iter::once(template_rs.clone())).collect();
+        let new_replicas = util::new_rs_new_replicas(d, &all, &template_rs)?;
         util::set_rs_replicas(&mut new_rs, new_replicas);
         util::set_new_rs_annotations(d, &mut new_rs, &new_revision, false, util::MAX_REV_HISTORY_LENGTH);
         let mut already_exists = false;
         let created = match sets.create(&new_rs, &PostParams::default()) {
-            Ok(created) => (*self.replica_sets.mutation(created)).clone(),
+            Ok(created) => self.replica_sets.mutation(created),
             Err(e) if e.is_already_exists() => {
                 // A slow cache or a hash collision: ours only if we control it with our template.
                 already_exists = true;
@@ -201,7 +208,7 @@ impl DeploymentController {
                     }
                     return Err(e.into());
                 }
-                (*found).clone()
+                found
             }
             Err(e) if namespace_terminating(&e) => return Err(e.into()),
             Err(e) => {
@@ -244,16 +251,25 @@ impl DeploymentController {
     fn sync_existing_new_replica_set(
         &self,
         d: &mut Deployment,
-        existing: ReplicaSet,
+        existing: Arc<ReplicaSet>,
         new_revision: &str,
-    ) -> DeploymentResult<ReplicaSet> {
+    ) -> DeploymentResult<Arc<ReplicaSet>> {
         let mut rs = existing;
+        // The annotations are worked out on a copy of them alone: the ReplicaSet, template and
+        // all, is copied out of the cache only when they change.
+        let mut annotated = ReplicaSet {
+            metadata: ObjectMeta { annotations: rs.metadata.annotations.clone(), ..ObjectMeta::default() },
+            ..ReplicaSet::default()
+        };
         let annotations_updated =
-            util::set_new_rs_annotations(d, &mut rs, new_revision, true, util::MAX_REV_HISTORY_LENGTH);
-        let spec = rs.spec.get_or_insert_with(Default::default);
+            util::set_new_rs_annotations(d, &mut annotated, new_revision, true, util::MAX_REV_HISTORY_LENGTH);
+        if annotated.metadata.annotations != rs.metadata.annotations {
+            Arc::make_mut(&mut rs).metadata.annotations = annotated.metadata.annotations;
+        }
         let min_ready = util::min_ready_seconds(d);
-        if annotations_updated || spec.min_ready_seconds.unwrap_or(0) != min_ready {
-            spec.min_ready_seconds = Some(min_ready);
+        let min_ready_differs = rs.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0) != min_ready;
+        if annotations_updated || min_ready_differs {
+            Arc::make_mut(&mut rs).spec.get_or_insert_with(Default::default).min_ready_seconds = Some(min_ready);
             return Ok(self.update_replica_set(&rs)?);
         }
         // The ReplicaSet's revision is the reliable one; the Deployment copies it.
@@ -310,8 +326,8 @@ impl DeploymentController {
     pub(super) fn scale(
         &self,
         d: &Deployment,
-        new_rs: Option<&ReplicaSet>,
-        old: &mut [ReplicaSet],
+        new_rs: Option<&Arc<ReplicaSet>>,
+        old: &mut [Arc<ReplicaSet>],
     ) -> DeploymentResult {
         if let Some(target) = util::find_active_or_latest(new_rs, old) {
             if rs_replicas(&target) == replicas(d) {
@@ -329,7 +345,7 @@ impl DeploymentController {
         if !util::is_rolling_update(d) {
             return Ok(());
         }
-        let mut all: Vec<ReplicaSet> = old.iter().cloned().chain(new_rs.cloned()).collect();
+        let mut all: Vec<Arc<ReplicaSet>> = old.iter().cloned().chain(new_rs.cloned()).collect();
         all = util::active(&all);
         let (sizes, _) = proportional_sizes(d, &mut all);
         for (rs, size) in all.iter().zip(sizes) {
@@ -344,11 +360,11 @@ impl DeploymentController {
     /// Unless `force`, a ReplicaSet already of `new_scale` is left alone (its annotations too).
     pub(super) fn scale_replica_set(
         &self,
-        rs: &ReplicaSet,
+        rs: &Arc<ReplicaSet>,
         new_scale: i32,
         d: &Deployment,
         force: bool,
-    ) -> DeploymentResult<(bool, ReplicaSet)> {
+    ) -> DeploymentResult<(bool, Arc<ReplicaSet>)> {
         if !force && rs_replicas(rs) == new_scale {
             return Ok((false, rs.clone()));
         }
@@ -358,7 +374,7 @@ impl DeploymentController {
             return Ok((false, rs.clone()));
         }
         let old_scale = rs_replicas(rs);
-        let mut copy = rs.clone();
+        let mut copy = ReplicaSet::clone(rs);
         util::set_rs_replicas(&mut copy, new_scale);
         util::set_replicas_annotations(&mut copy, replicas(d), max);
         let updated = self.update_replica_set(&copy)?;
@@ -373,9 +389,9 @@ impl DeploymentController {
 
     /// `cleanupDeployment`: deletes the oldest ReplicaSets beyond revisionHistoryLimit that are
     /// fully scaled down, observed and not being deleted.
-    pub(super) fn cleanup_deployment(&self, old: &[ReplicaSet], d: &Deployment) -> DeploymentResult {
+    pub(super) fn cleanup_deployment(&self, old: &[Arc<ReplicaSet>], d: &Deployment) -> DeploymentResult {
         let Some(limit) = util::revision_history_limit(d) else { return Ok(()) };
-        let mut cleanable: Vec<&ReplicaSet> =
+        let mut cleanable: Vec<&Arc<ReplicaSet>> =
             old.iter().filter(|rs| rs.metadata.deletion_timestamp.is_none()).collect();
         let diff = cleanable.len() as i64 - i64::from(limit);
         if diff <= 0 {
@@ -401,8 +417,8 @@ impl DeploymentController {
     /// `syncDeploymentStatus`: writes the calculated status when it changed.
     pub(super) fn sync_deployment_status(
         &self,
-        all: &[ReplicaSet],
-        new_rs: Option<&ReplicaSet>,
+        all: &[Arc<ReplicaSet>],
+        new_rs: Option<&Arc<ReplicaSet>>,
         d: &mut Deployment,
     ) -> DeploymentResult {
         let status = calculate_status(all, new_rs, d, self.terminating_replicas, Timestamp::now());
@@ -415,9 +431,13 @@ impl DeploymentController {
     }
 
     /// `isScalingEvent`: an active ReplicaSet was sized for a different Deployment size.
-    pub(super) fn is_scaling_event(&self, d: &mut Deployment, rs_list: &mut Vec<ReplicaSet>) -> DeploymentResult<bool> {
+    pub(super) fn is_scaling_event(
+        &self,
+        d: &mut Deployment,
+        rs_list: &mut Vec<Arc<ReplicaSet>>,
+    ) -> DeploymentResult<bool> {
         let (new_rs, old) = self.all_replica_sets_and_sync_revision(d, rs_list, false)?;
-        let all: Vec<ReplicaSet> = old.into_iter().chain(new_rs).collect();
+        let all: Vec<Arc<ReplicaSet>> = old.into_iter().chain(new_rs).collect();
         Ok(util::active(&all)
             .iter()
             .filter_map(|rs| util::int_annotation(rs, util::DESIRED_REPLICAS))
@@ -427,15 +447,15 @@ impl DeploymentController {
 
 /// The proportional half of `scale`: the new size of each of `all` (sorted as upstream sorts
 /// them) and the number of replicas to add overall.
-pub(super) fn proportional_sizes(d: &Deployment, all: &mut [ReplicaSet]) -> (Vec<i32>, i32) {
+pub(super) fn proportional_sizes(d: &Deployment, all: &mut [Arc<ReplicaSet>]) -> (Vec<i32>, i32) {
     let current = util::spec_replicas_sum(all);
     let allowed = if replicas(d) > 0 { replicas(d) + util::max_surge(d) } else { 0 };
     let to_add = allowed - current;
     // Scaling up favours newer ReplicaSets among equals, scaling down older ones.
     if to_add > 0 {
-        all.sort_by(util::by_size_newer);
+        all.sort_by(|a, b| util::by_size_newer(a, b));
     } else if to_add < 0 {
-        all.sort_by(util::by_size_older);
+        all.sort_by(|a, b| util::by_size_older(a, b));
     }
     let mut added = 0;
     let mut sizes: Vec<i32> = all

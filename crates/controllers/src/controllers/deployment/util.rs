@@ -2,6 +2,8 @@
 //! ReplicaSet sort orders of `pkg/controller/controller_utils.go`): annotations, revisions,
 //! maxSurge/maxUnavailable, proportions, new/old ReplicaSet selection and condition helpers.
 
+use std::sync::Arc;
+
 use super::Error;
 use crate::apimachinery::clock::whole_seconds;
 use crate::apimachinery::intstr::scaled_value;
@@ -262,12 +264,12 @@ pub fn revision(rs: &ReplicaSet) -> Result<i64, Error> {
 }
 
 /// `MaxRevision`: the highest revision; unparsable ones are skipped.
-pub fn max_revision<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i64 {
+pub fn max_revision<'a>(rss: impl IntoIterator<Item = &'a Arc<ReplicaSet>>) -> i64 {
     rss.into_iter().filter_map(|rs| revision(rs).ok()).max().unwrap_or(0).max(0)
 }
 
 /// `LastRevision`: the second highest revision.
-pub fn last_revision<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i64 {
+pub fn last_revision<'a>(rss: impl IntoIterator<Item = &'a Arc<ReplicaSet>>) -> i64 {
     let (mut max, mut second) = (0, 0);
     for v in rss.into_iter().filter_map(|rs| revision(rs).ok()) {
         if v >= max {
@@ -402,7 +404,7 @@ pub fn int_annotation(rs: &ReplicaSet, key: &str) -> Option<i32> {
 }
 
 /// `IsSaturated`: the new ReplicaSet runs all replicas, available, for the current size.
-pub fn is_saturated(d: &Deployment, rs: Option<&ReplicaSet>) -> bool {
+pub fn is_saturated(d: &Deployment, rs: Option<&Arc<ReplicaSet>>) -> bool {
     let Some(rs) = rs else { return false };
     let Some(desired) = int_annotation(rs, DESIRED_REPLICAS) else { return false };
     rs_replicas(rs) == replicas(d) && desired == replicas(d) && rs_available(rs) == replicas(d)
@@ -532,8 +534,8 @@ pub fn by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
 
 /// `FindNewReplicaSet`: the oldest ReplicaSet whose template equals the Deployment's (sorts
 /// `rss` by creation, as upstream does).
-pub fn find_new_replica_set(d: &Deployment, rss: &mut [ReplicaSet]) -> Option<ReplicaSet> {
-    rss.sort_by(by_creation);
+pub fn find_new_replica_set(d: &Deployment, rss: &mut [Arc<ReplicaSet>]) -> Option<Arc<ReplicaSet>> {
+    rss.sort_by(|a, b| by_creation(a, b));
     let wanted = template(d);
     rss.iter()
         .find(|rs| rs.spec.as_ref().and_then(|s| s.template.as_ref()).is_some_and(|t| equal_ignore_hash(t, &wanted)))
@@ -541,40 +543,40 @@ pub fn find_new_replica_set(d: &Deployment, rss: &mut [ReplicaSet]) -> Option<Re
 }
 
 /// `FindOldReplicaSets`: every ReplicaSet but the new one.
-pub fn find_old_replica_sets(d: &Deployment, rss: &mut [ReplicaSet]) -> Vec<ReplicaSet> {
+pub fn find_old_replica_sets(d: &Deployment, rss: &mut [Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
     let new_uid = find_new_replica_set(d, rss).map(|rs| rs_uid(&rs).to_string());
     rss.iter().filter(|rs| new_uid.as_deref() != Some(rs_uid(rs))).cloned().collect()
 }
 
 /// `FilterActiveReplicaSets`: those with `spec.replicas > 0`.
-pub fn active(rss: &[ReplicaSet]) -> Vec<ReplicaSet> {
+pub fn active(rss: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
     rss.iter().filter(|rs| rs_replicas(rs) > 0).cloned().collect()
 }
 
 /// `GetReplicaCountForReplicaSets`: the sum of `spec.replicas`.
-pub fn spec_replicas_sum(rss: &[ReplicaSet]) -> i32 {
-    rss.iter().map(rs_replicas).sum()
+pub fn spec_replicas_sum(rss: &[Arc<ReplicaSet>]) -> i32 {
+    rss.iter().map(|rs| rs_replicas(rs)).sum()
 }
 
 /// `GetActualReplicaCountForReplicaSets`: the sum of `status.replicas`.
-pub fn actual_replicas_sum(rss: &[ReplicaSet]) -> i32 {
+pub fn actual_replicas_sum(rss: &[Arc<ReplicaSet>]) -> i32 {
     rss.iter().map(|rs| rs_status(rs).0).sum()
 }
 
 /// `GetReadyReplicaCountForReplicaSets`.
-pub fn ready_replicas_sum(rss: &[ReplicaSet]) -> i32 {
+pub fn ready_replicas_sum(rss: &[Arc<ReplicaSet>]) -> i32 {
     rss.iter().map(|rs| rs_status(rs).1).sum()
 }
 
 /// `GetAvailableReplicaCountForReplicaSets`.
-pub fn available_replicas_sum(rss: &[ReplicaSet]) -> i32 {
+pub fn available_replicas_sum(rss: &[Arc<ReplicaSet>]) -> i32 {
     rss.iter().map(|rs| rs_status(rs).2).sum()
 }
 
 /// `GetTerminatingReplicaCountForReplicaSets`: the sum of the ReplicaSets'
 /// `status.terminatingReplicas`. One never synced by its controller (no observedGeneration, no
 /// count) does not count; if any other has no count, the sum is unknown (`None`).
-pub fn terminating_replicas_sum(rss: &[ReplicaSet]) -> Option<i32> {
+pub fn terminating_replicas_sum(rss: &[Arc<ReplicaSet>]) -> Option<i32> {
     let mut sum = 0;
     for status in rss.iter().map(|rs| rs.status.as_ref()) {
         let observed = status.and_then(|s| s.observed_generation).unwrap_or(0);
@@ -589,12 +591,12 @@ pub fn terminating_replicas_sum(rss: &[ReplicaSet]) -> Option<i32> {
 
 /// `FindActiveOrLatest`: the only active ReplicaSet, or the newest when none is active; None
 /// when several are active (they are scaled proportionally). Sorts `old` newest first.
-pub fn find_active_or_latest(new: Option<&ReplicaSet>, old: &mut [ReplicaSet]) -> Option<ReplicaSet> {
+pub fn find_active_or_latest(new: Option<&Arc<ReplicaSet>>, old: &mut [Arc<ReplicaSet>]) -> Option<Arc<ReplicaSet>> {
     if new.is_none() && old.is_empty() {
         return None;
     }
     old.sort_by(|a, b| by_creation(b, a));
-    let mut all: Vec<ReplicaSet> = old.to_vec();
+    let mut all: Vec<Arc<ReplicaSet>> = old.to_vec();
     all.extend(new.cloned());
     let live = active(&all);
     match live.len() {
@@ -605,7 +607,7 @@ pub fn find_active_or_latest(new: Option<&ReplicaSet>, old: &mut [ReplicaSet]) -
 }
 
 /// `NewRSNewReplicas`: the size of the new ReplicaSet this step may reach.
-pub fn new_rs_new_replicas(d: &Deployment, all: &[ReplicaSet], new_rs: &ReplicaSet) -> Result<i32, Error> {
+pub fn new_rs_new_replicas(d: &Deployment, all: &[Arc<ReplicaSet>], new_rs: &Arc<ReplicaSet>) -> Result<i32, Error> {
     match strategy_type(d) {
         "RollingUpdate" => {
             let rolling = d.spec.as_ref().and_then(|s| s.strategy.as_ref()).and_then(|s| s.rolling_update.as_ref());

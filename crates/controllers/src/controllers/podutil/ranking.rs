@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-use crate::apimachinery::pod::{PodFields, get_pod_ready_condition, is_pod_active, is_pod_ready, phase};
+use crate::apimachinery::pod::{PodFields, is_pod_active, is_pod_ready, phase};
 
 /// `PodDeletionCost` annotation (`controller.kubernetes.io/pod-deletion-cost`).
 pub const DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
@@ -25,15 +25,12 @@ pub fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
 }
 
 /// `podReadyTime`: when a ready pod became ready (None when unknown or not ready).
-fn ready_time(pod: &Pod) -> Option<Timestamp> {
-    if !is_pod_ready(pod) {
-        return None;
-    }
-    get_pod_ready_condition(pod).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
+fn ready_time<P: PodFields>(pod: &P) -> Option<Timestamp> {
+    pod.pod_readiness().filter(|readiness| readiness.ready).and_then(|readiness| readiness.since)
 }
 
 /// `podPhaseToOrdinal`: Pending (and anything unlisted) < Unknown < Running.
-fn phase_ordinal(pod: &Pod) -> u8 {
+fn phase_ordinal<P: PodFields>(pod: &P) -> u8 {
     match phase(pod) {
         "Unknown" => 1,
         "Running" => 2,
@@ -42,30 +39,9 @@ fn phase_ordinal(pod: &Pod) -> u8 {
 }
 
 /// `GetDeletionCostFromPodAnnotations`; an invalid value counts as 0.
-fn deletion_cost(pod: &Pod) -> i32 {
-    let annotations = pod.metadata.annotations.as_ref();
+fn deletion_cost<P: PodFields>(pod: &P) -> i32 {
+    let annotations = pod.pod_metadata().annotations.as_ref();
     annotations.and_then(|a| a.get(DELETION_COST_ANNOTATION)).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-}
-
-/// `maxContainerRestarts`: the most restarts of a regular container and of a sidecar (an init
-/// container with `restartPolicy: Always`).
-fn max_restarts(pod: &Pod) -> (i32, i32) {
-    let Some(status) = pod.status.as_ref() else { return (0, 0) };
-    let regular = status.container_statuses.iter().flatten().map(|c| c.restart_count).max().unwrap_or(0);
-    let spec = pod.spec.as_ref();
-    let is_sidecar = |name: &str| {
-        spec.and_then(|s| s.init_containers.as_ref())
-            .is_some_and(|i| i.iter().any(|c| c.name == name && c.restart_policy.as_deref() == Some("Always")))
-    };
-    let sidecar = status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .filter(|c| is_sidecar(&c.name))
-        .map(|c| c.restart_count)
-        .max()
-        .unwrap_or(0);
-    (regular, sidecar)
 }
 
 /// `afterOrZero`: a missing time sorts first, then later times before earlier ones.
@@ -98,10 +74,6 @@ fn time_order(a: Option<Timestamp>, b: Option<Timestamp>, now: Timestamp, uids: 
     }
 }
 
-fn uid(pod: &Pod) -> &str {
-    pod.metadata.uid.as_deref().unwrap_or("")
-}
-
 /// The first rules of both rankings, read once from a pod: unassigned before assigned,
 /// Pending before Unknown before Running, not ready before ready.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -112,7 +84,7 @@ struct Placement {
 }
 
 impl Placement {
-    fn of(pod: &Pod) -> Placement {
+    fn of<P: PodFields>(pod: &P) -> Placement {
         Placement { assigned: !pod.pod_node_name().is_empty(), phase: phase_ordinal(pod), ready: is_pod_ready(pod) }
     }
 
@@ -139,16 +111,17 @@ pub struct DeletionRank {
 }
 
 impl DeletionRank {
-    /// The rank of `pod`.
-    pub fn of(pod: &Pod) -> DeletionRank {
+    /// The rank of `pod`: a cached pod's summary has all it reads.
+    pub fn of<P: PodFields>(pod: &P) -> DeletionRank {
+        let metadata = pod.pod_metadata();
         DeletionRank {
             placement: Placement::of(pod),
             node: pod.pod_node_name().to_string(),
             cost: deletion_cost(pod),
             ready_time: ready_time(pod),
-            restarts: max_restarts(pod),
-            created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
-            uid: uid(pod).to_string(),
+            restarts: pod.pod_max_container_restarts(),
+            created: metadata.creation_timestamp.as_ref().map(|t| t.0),
+            uid: metadata.uid.clone().unwrap_or_default(),
         }
     }
 }
@@ -203,7 +176,7 @@ pub fn active_pods_order(a: &Pod, b: &Pod) -> Ordering {
             return after_or_zero(ta, tb);
         }
     }
-    let (ra, rb) = (max_restarts(a), max_restarts(b));
+    let (ra, rb) = (a.pod_max_container_restarts(), b.pod_max_container_restarts());
     if ra != rb {
         return if ra.0 != rb.0 { rb.0.cmp(&ra.0) } else { rb.1.cmp(&ra.1) };
     }
@@ -313,6 +286,26 @@ mod tests {
         // Deleting them all needs no ranking (upstream does not sort then).
         assert_eq!(pods_to_delete::<_, Pod>(ranked(&pods), &[], 5, now).len(), 5);
         assert_eq!(names(&pods_to_delete::<_, Pod>(ranked(&pods), &[], 2, now)), ["unassigned", "pending"]);
+    }
+
+    #[test]
+    fn a_pods_summary_ranks_as_the_pod() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "ns", "uid": "u1", "creationTimestamp": "2024-01-01T00:00:00Z",
+                         "annotations": {DELETION_COST_ANNOTATION: " -7 "}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "app"}],
+                     "initContainers": [{"name": "proxy", "restartPolicy": "Always"}, {"name": "setup"}]},
+            "status": {"phase": "Running",
+                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-01-01T00:01:00Z"}],
+                       "containerStatuses": [{"name": "app", "restartCount": 3}],
+                       "initContainerStatuses": [{"name": "proxy", "restartCount": 5}, {"name": "setup", "restartCount": 9}]},
+        }))
+        .expect("a pod");
+        let rank = DeletionRank::of(&pod);
+        assert_eq!(rank.restarts, (3, 5), "a sidecar's restarts apart, a plain init container's not counted");
+        assert_eq!(rank.cost, -7);
+        assert!(rank.ready_time.is_some());
+        assert_eq!(DeletionRank::of(&crate::apimachinery::pod::PodSummary::of(&pod)), rank);
     }
 
     #[test]

@@ -276,17 +276,17 @@ impl<K: ReplicaKind> ReplicaManager<K> {
         let now = Timestamp::now();
         let failure = manage_error.as_ref().map(Error::to_string);
         let new_status = status::calculate_status(&*rs, &pods, terminating.as_deref(), failure.as_deref(), now);
-        let updated = status::update_status(&self.client, &*rs, new_status).map_err(Error::UpdateStatus)?;
+        let mut updated = status::update_status(&self.client, &rs, new_status).map_err(Error::UpdateStatus)?;
         // Upstream records the update's resourceVersion under the UID of the cached object.
         let written = updated.metadata().resource_version.as_deref();
         self.consistency.wrote_for(rs.metadata(), &resource_of::<K>(), written);
         if updated.metadata().resource_version != rs.metadata().resource_version {
-            self.controllers.mutation(updated.clone());
+            updated = self.controllers.mutation(Arc::unwrap_or_clone(updated));
         }
         if let Some(error) = manage_error {
             return Err(error);
         }
-        if let Some(delay) = availability_requeue(&updated, &pods, now, &RealClock) {
+        if let Some(delay) = availability_requeue(&*updated, &pods, now, &RealClock) {
             self.queue.add_after(key.to_string(), delay);
         }
         Ok(())
@@ -339,19 +339,15 @@ impl<K: ReplicaKind> ReplicaManager<K> {
 
     /// The deleting half of `manageReplicas`: the lowest-ranked pods are deleted concurrently;
     /// the expectations of failed deletions are lowered; the first error is returned. The
-    /// ranking reads more of a pod than its summary holds (its restarts), so each pod is
-    /// unpacked in turn for its [`DeletionRank`], and dropped before the next.
+    /// ranking reads only what the pods' summaries hold: no pod is unpacked.
     fn delete_replicas(&self, pods: &[Arc<PodSummary>], count: usize, rs: &K) -> Result<(), Error> {
         let key = object_key(rs.metadata());
-        let store = self.pods.store();
-        let rank =
-            |p: &Arc<PodSummary>| store.get(&object_key(&p.metadata)).map(|pod| (p.clone(), DeletionRank::of(&pod)));
-        let ranked: Vec<(Arc<PodSummary>, DeletionRank)> = pods.iter().filter_map(rank).collect();
-        let pods: Vec<Arc<PodSummary>> = ranked.iter().map(|(pod, _)| pod.clone()).collect();
+        let ranked: Vec<(Arc<PodSummary>, DeletionRank)> =
+            pods.iter().map(|pod| (pod.clone(), DeletionRank::of(pod))).collect();
         let related = self.indirectly_related_pods(rs);
         let doomed = pods_to_delete(ranked, &related, count, Timestamp::now());
         if count < pods.len() {
-            report_sorting_deletion_age_ratio(&pods, &doomed, Timestamp::now());
+            report_sorting_deletion_age_ratio(pods, &doomed, Timestamp::now());
         }
         self.expectations.expect_deletions(&key, doomed.iter().map(|p| object_key(&p.metadata)).collect());
         log::debug!("too many replicas for {} {key}: deleting {count}", K::KIND);

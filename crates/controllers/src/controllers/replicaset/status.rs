@@ -1,6 +1,8 @@
 //! Status of a replica controller: upstream's `calculateStatus` and `updateReplicaSetStatus`
 //! (`pkg/controller/replicaset/replica_set_utils.go`).
 
+use std::sync::Arc;
+
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -87,27 +89,33 @@ const STATUS_UPDATE_RETRIES: usize = 1;
 
 /// `updateReplicaSetStatus`: writes `status` (with observedGeneration) through the status
 /// subresource when it differs; returns the object as written (or as it was).
-pub fn update_status<K: ReplicaKind>(client: &Client, rs: &K, mut status: ReplicaStatus) -> Result<K, client::Error> {
-    if unchanged(rs, &status) {
-        return Ok(rs.clone());
+/// An unchanged status returns `rs` itself (shared, not copied: most syncs change nothing);
+/// a written one, the object as the server answered.
+pub fn update_status<K: ReplicaKind>(
+    client: &Client,
+    rs: &Arc<K>,
+    mut status: ReplicaStatus,
+) -> Result<Arc<K>, client::Error> {
+    if unchanged(&**rs, &status) {
+        return Ok(Arc::clone(rs));
     }
     let meta = rs.metadata();
     let (namespace, name) = (meta.namespace.as_deref().unwrap_or(""), meta.name.as_deref().unwrap_or(""));
     let api = Api::<K>::namespaced(client, namespace);
     status.observed_generation = meta.generation.unwrap_or(0);
-    let mut current = rs.clone();
+    let mut current = Arc::clone(rs);
     let mut attempt = 0;
     loop {
         log::debug!("updating status of {} {namespace}/{name}: replicas {}", K::KIND, status.replicas);
         let error = match api.replace_status(name, &current.with_status(&status), &PostParams::default()) {
-            Ok(written) => return Ok(written),
+            Ok(written) => return Ok(Arc::new(written)),
             Err(e) => e,
         };
         if attempt >= STATUS_UPDATE_RETRIES {
             return Err(error);
         }
         attempt += 1;
-        current = api.get(name)?;
+        current = Arc::new(api.get(name)?);
     }
 }
 
@@ -136,7 +144,7 @@ mod tests {
     fn a_conflict_writing_the_status_reaches_the_queue_as_a_conflict() {
         use crate::runtime::controller::SyncError;
         let server = crate::controllers::podutil::testing::ErrorServer::conflict();
-        let rs = replica_set();
+        let rs = Arc::new(replica_set());
         let status = ReplicaStatus { replicas: 1, ..rs.status() };
         let error = super::super::Error::UpdateStatus(update_status(&server.client, &rs, status).unwrap_err());
         assert!(matches!(SyncError::of(error), SyncError::Conflict(_)));

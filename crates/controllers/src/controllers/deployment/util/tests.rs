@@ -39,8 +39,8 @@ fn deployment(replicas: i32, surge: Value, unavailable: Value) -> Deployment {
     .unwrap()
 }
 
-fn replica_set(name: &str, created: i64, replicas: i32, available: i32, annotations: Value) -> ReplicaSet {
-    serde_json::from_value(json!({
+fn replica_set(name: &str, created: i64, replicas: i32, available: i32, annotations: Value) -> Arc<ReplicaSet> {
+    serde_json::from_value::<ReplicaSet>(json!({
         "metadata": {"name": name, "namespace": "ns", "uid": format!("{name}-uid"), "creationTimestamp": time(created),
             "annotations": annotations},
         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web", POD_TEMPLATE_HASH: name}},
@@ -48,13 +48,14 @@ fn replica_set(name: &str, created: i64, replicas: i32, available: i32, annotati
                 "spec": {"containers": [{"name": "web", "image": format!("nginx:{name}")}]}}},
         "status": {"replicas": replicas, "readyReplicas": available, "availableReplicas": available},
     }))
+    .map(Arc::new)
     .unwrap()
 }
 
-fn with_template_of(mut rs: ReplicaSet, d: &Deployment, hash: &str) -> ReplicaSet {
+fn with_template_of(mut rs: Arc<ReplicaSet>, d: &Deployment, hash: &str) -> Arc<ReplicaSet> {
     let mut template = template(d);
     template.metadata.as_mut().unwrap().labels.as_mut().unwrap().insert(POD_TEMPLATE_HASH.into(), hash.into());
-    rs.spec.as_mut().unwrap().template = Some(template);
+    Arc::make_mut(&mut rs).spec.as_mut().unwrap().template = Some(template);
     rs
 }
 
@@ -90,7 +91,7 @@ fn proportional_scaling_up_shares_by_size_and_favours_newer() {
     let mut all = vec![old, new];
     let (sizes, to_add) = proportional_sizes(&d, &mut all);
     assert_eq!(to_add, 2);
-    let names: Vec<&str> = all.iter().map(rs_name).collect();
+    let names: Vec<&str> = all.iter().map(|rs| rs_name(rs)).collect();
     assert_eq!(names, ["new", "old"]);
     assert_eq!(sizes, [9, 6]);
 }
@@ -111,7 +112,7 @@ fn proportional_scaling_down_takes_from_the_largest_first_and_the_leftover_goes_
     let mut all = vec![b, a];
     let (sizes, to_add) = proportional_sizes(&d, &mut all);
     assert_eq!(to_add, -2);
-    assert_eq!(all.iter().map(rs_name).collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!(all.iter().map(|rs| rs_name(rs)).collect::<Vec<_>>(), ["a", "b"]);
     assert_eq!(sizes, [1, 1]);
     // Without the annotation the Deployment's current size is the base.
     let mut d = deployment(6, json!(0), json!(1));
@@ -161,21 +162,24 @@ fn revisions_and_revision_history() {
     let mut d = deployment(1, json!(1), json!(0));
     d.metadata.annotations = Some([("team".to_string(), "a".to_string()), (REVISION.into(), "3".into())].into());
     let mut old = replica_set("r", 0, 0, 0, json!({REVISION: "1", REVISION_HISTORY: "0"}));
-    assert!(set_new_rs_annotations(&d, &mut old, "4", true, MAX_REV_HISTORY_LENGTH));
+    assert!(set_new_rs_annotations(&d, Arc::make_mut(&mut old), "4", true, MAX_REV_HISTORY_LENGTH));
     let annotations = old.metadata.annotations.clone().unwrap();
     assert_eq!(annotations[REVISION], "4");
     assert_eq!(annotations[REVISION_HISTORY], "0,1");
     assert_eq!(annotations["team"], "a");
     assert!(!annotations.contains_key(DESIRED_REPLICAS), "existing ReplicaSets keep their replica annotations");
-    assert!(!set_new_rs_annotations(&d, &mut old, "4", true, MAX_REV_HISTORY_LENGTH), "nothing more to do");
+    assert!(
+        !set_new_rs_annotations(&d, Arc::make_mut(&mut old), "4", true, MAX_REV_HISTORY_LENGTH),
+        "nothing more to do"
+    );
     // The history is trimmed from the front to stay within the limit.
     let mut rs = replica_set("r", 0, 0, 0, json!({REVISION: "9", REVISION_HISTORY: "10,11"}));
-    assert!(set_new_rs_annotations(&d, &mut rs, "12", true, 6));
-    assert_eq!(rs.metadata.annotations.unwrap()[REVISION_HISTORY], "11,9");
+    assert!(set_new_rs_annotations(&d, Arc::make_mut(&mut rs), "12", true, 6));
+    assert_eq!(rs.metadata.annotations.clone().unwrap()[REVISION_HISTORY], "11,9");
     // A ReplicaSet about to be created gets the replica annotations.
     let mut fresh = replica_set("f", 0, 0, 0, json!({}));
-    assert!(set_new_rs_annotations(&d, &mut fresh, "1", false, MAX_REV_HISTORY_LENGTH));
-    let annotations = fresh.metadata.annotations.unwrap();
+    assert!(set_new_rs_annotations(&d, Arc::make_mut(&mut fresh), "1", false, MAX_REV_HISTORY_LENGTH));
+    let annotations = fresh.metadata.annotations.clone().unwrap();
     assert_eq!((annotations[DESIRED_REPLICAS].as_str(), annotations[MAX_REPLICAS].as_str()), ("1", "2"));
     assert!(!annotations.contains_key(REVISION_HISTORY));
 }
@@ -256,11 +260,11 @@ fn replica_failures_of_the_new_replica_set_win() {
     };
     let mut old = replica_set("old", 0, 1, 1, json!({}));
     let mut new = replica_set("new", 10, 1, 0, json!({}));
-    failure(&mut old, "old quota");
+    failure(Arc::make_mut(&mut old), "old quota");
     let all = [old.clone(), new.clone()];
     let status = rollout_status(&all, Some(&new), &d, true, at(1));
     assert_eq!(get_condition(&status, REPLICA_FAILURE).unwrap().message.as_deref(), Some("old quota"));
-    failure(&mut new, "new quota");
+    failure(Arc::make_mut(&mut new), "new quota");
     let all = [old, new.clone()];
     let status = rollout_status(&all, Some(&new), &d, true, at(1));
     assert_eq!(get_condition(&status, REPLICA_FAILURE).unwrap().message.as_deref(), Some("new quota"));
@@ -305,7 +309,7 @@ fn old_replica_sets_shrink_only_within_max_unavailable() {
 fn recreate_waits_for_every_old_pod_to_be_terminal_or_gone() {
     let old = replica_set("old", 0, 0, 0, json!({}));
     let mut old_scaled = old.clone();
-    old_scaled.status.as_mut().unwrap().replicas = 0;
+    Arc::make_mut(&mut old_scaled).status.as_mut().unwrap().replicas = 0;
     let pod =
         |phase: &str| -> Arc<Pod> { Arc::new(serde_json::from_value(json!({"status": {"phase": phase}})).unwrap()) };
     let mut map: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
@@ -317,7 +321,7 @@ fn recreate_waits_for_every_old_pod_to_be_terminal_or_gone() {
     assert!(!old_pods_running(Some(&new), &[], &map), "pods of the new ReplicaSet do not count");
     let still = replica_set("still", 0, 0, 0, json!({}));
     let mut reporting = still.clone();
-    reporting.status.as_mut().unwrap().replicas = 1;
+    Arc::make_mut(&mut reporting).status.as_mut().unwrap().replicas = 1;
     assert!(old_pods_running(None, &[reporting], &HashMap::new()));
 }
 
@@ -336,9 +340,9 @@ fn active_or_latest_and_saturation() {
 }
 
 /// A ReplicaSet's status with `observedGeneration` and `terminatingReplicas` as given.
-fn synced(name: &str, observed: Option<i64>, terminating: Option<i32>) -> ReplicaSet {
+fn synced(name: &str, observed: Option<i64>, terminating: Option<i32>) -> Arc<ReplicaSet> {
     let mut rs = replica_set(name, 0, 1, 1, json!({}));
-    let status = rs.status.as_mut().unwrap();
+    let status = Arc::make_mut(&mut rs).status.as_mut().unwrap();
     status.observed_generation = observed;
     status.terminating_replicas = terminating;
     rs
