@@ -1,6 +1,8 @@
 //! The process's one watch poller: a thread that waits on every open watch connection at once
-//! with `poll(2)` and hands each decoded event to the watch's [`WatchHandler`], so that open
-//! watches cost a socket each and no thread.
+//! with `epoll(7)` and hands each decoded event to the watch's [`WatchHandler`], so that open
+//! watches cost a socket each and no thread. Each connection is registered once; a wake-up
+//! costs what is ready, not what is open (`poll(2)`, which it used before, looked at every
+//! socket on every wake-up: 6 % of the process's CPU with 60 watches open at 3,000 pods).
 //!
 //! A handler runs on the poller's thread and must not block: the informers' handlers update
 //! their cache and enqueue keys. A watch ends when its stream ends or breaks, when it stays
@@ -30,6 +32,10 @@ use super::{Error, Result};
 const READ_BUDGET: usize = 256 * 1024;
 /// The longest the poller sleeps without looking at its deadlines.
 const MAX_SLEEP: Duration = Duration::from_secs(10);
+/// The epoll token of the wake-up pipe; watches' tokens count up from 0.
+const WAKE_TOKEN: u64 = u64::MAX;
+/// Ready connections taken from the kernel per wait (more wait for the next one).
+const MAX_READY: usize = 64;
 
 /// What a watch's owner does with its events.
 pub trait WatchHandler: Send {
@@ -49,7 +55,8 @@ pub trait WatchHandler: Send {
 /// Hands an open watch to the poller; it is read from now on.
 pub fn register(connection: WatchConnection, idle_timeout: Duration, handler: Box<dyn WatchHandler>) {
     let poller = poller();
-    poller.incoming.lock().push(Watch::new(connection, idle_timeout, handler));
+    let token = poller.next_token.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    poller.incoming.lock().push(Watch::new(token, connection, idle_timeout, handler));
     poller.wake();
 }
 
@@ -77,12 +84,20 @@ fn poller() -> &'static Poller {
 struct Poller {
     /// Watches registered since the thread last looked.
     incoming: Mutex<Vec<Watch>>,
-    /// A pipe whose read end is polled with the connections: a byte written wakes the thread.
+    /// The next watch's epoll token.
+    next_token: std::sync::atomic::AtomicU64,
+    /// The epoll instance the connections and the wake-up pipe are registered with.
+    epoll: RawFd,
+    /// A pipe whose read end is waited on with the connections: a byte written wakes the thread.
     wake_read: RawFd,
     wake_write: RawFd,
 }
 
 struct Watch {
+    /// The watch's epoll token, unique for the process's life (a descriptor number is reused).
+    token: u64,
+    /// The epoll events the connection is registered for (0 until it is registered).
+    interest: u32,
     connection: WatchConnection,
     handler: Option<Box<dyn WatchHandler>>,
     idle_timeout: Duration,
@@ -106,8 +121,10 @@ enum End {
 }
 
 impl Watch {
-    fn new(connection: WatchConnection, idle_timeout: Duration, handler: Box<dyn WatchHandler>) -> Watch {
+    fn new(token: u64, connection: WatchConnection, idle_timeout: Duration, handler: Box<dyn WatchHandler>) -> Watch {
         Watch {
+            token,
+            interest: 0,
             connection,
             handler: Some(handler),
             idle_timeout,
@@ -192,6 +209,12 @@ impl Watch {
         (None, next)
     }
 
+    /// The epoll events the connection needs: input, and output while TLS has bytes to send.
+    fn wanted_interest(&self) -> u32 {
+        let write = if self.connection.wants_write() { libc::EPOLLOUT as u32 } else { 0 };
+        libc::EPOLLIN as u32 | write
+    }
+
     fn finish(mut self, end: End) {
         let Some(handler) = self.handler.take() else { return };
         drop(self.connection);
@@ -210,7 +233,55 @@ impl Poller {
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(Poller { incoming: Mutex::new(Vec::new()), wake_read: fds[0], wake_write: fds[1] })
+        // SAFETY: creates a new epoll instance; no memory is passed.
+        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epoll < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let poller = Poller {
+            incoming: Mutex::new(Vec::new()),
+            next_token: std::sync::atomic::AtomicU64::new(0),
+            epoll,
+            wake_read: fds[0],
+            wake_write: fds[1],
+        };
+        poller.control(libc::EPOLL_CTL_ADD, fds[0], libc::EPOLLIN as u32, WAKE_TOKEN)?;
+        Ok(poller)
+    }
+
+    /// `epoll_ctl(2)` on the poller's instance.
+    fn control(&self, operation: libc::c_int, fd: RawFd, events: u32, token: u64) -> std::io::Result<()> {
+        let mut event = libc::epoll_event { events, u64: token };
+        // SAFETY: `event` is a valid epoll_event for the call; the kernel copies it.
+        if unsafe { libc::epoll_ctl(self.epoll, operation, fd, &mut event) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Registers the watch's connection, or changes what it waits for, when that changed.
+    fn register_interest(&self, watch: &mut Watch) -> Option<End> {
+        let wanted = watch.wanted_interest();
+        if wanted == watch.interest {
+            return None;
+        }
+        let operation = if watch.interest == 0 { libc::EPOLL_CTL_ADD } else { libc::EPOLL_CTL_MOD };
+        match self.control(operation, watch.connection.raw_fd(), wanted, watch.token) {
+            Ok(()) => {
+                watch.interest = wanted;
+                None
+            }
+            Err(e) => Some(End::Broken(Error::Transport(format!("watch stream cannot be waited on: {e}")))),
+        }
+    }
+
+    /// Ends a watch: its connection leaves the epoll set before it is closed.
+    fn finish(&self, watch: Watch, end: End) {
+        if watch.interest != 0 {
+            // A failure leaves nothing to undo: closing the descriptor removes it as well.
+            let _ = self.control(libc::EPOLL_CTL_DEL, watch.connection.raw_fd(), 0, watch.token);
+        }
+        watch.finish(end);
     }
 
     fn wake(&self) {
@@ -227,7 +298,7 @@ impl Poller {
 
     fn run(&self) {
         let mut watches: Vec<Watch> = Vec::new();
-        let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut events: Vec<libc::epoll_event> = vec![libc::epoll_event { events: 0, u64: 0 }; MAX_READY];
         loop {
             watches.append(&mut self.incoming.lock());
             let now = Instant::now();
@@ -239,38 +310,38 @@ impl Poller {
                 if end.is_none() && watch.fresh {
                     end = watch.read();
                 }
+                if end.is_none() {
+                    end = self.register_interest(watch);
+                }
                 match end {
-                    Some(end) => watches.swap_remove(index).finish(end),
+                    Some(end) => self.finish(watches.swap_remove(index), end),
                     None => {
                         sleep_until = sleep_until.min(next);
                         index += 1;
                     }
                 }
             }
-            fds.clear();
-            fds.push(libc::pollfd { fd: self.wake_read, events: libc::POLLIN, revents: 0 });
-            for watch in &watches {
-                let write = if watch.connection.wants_write() { libc::POLLOUT } else { 0 };
-                fds.push(libc::pollfd { fd: watch.connection.raw_fd(), events: libc::POLLIN | write, revents: 0 });
-            }
             let timeout = sleep_until.saturating_duration_since(Instant::now());
             let millis = timeout.as_millis().clamp(1, MAX_SLEEP.as_millis()) as libc::c_int;
-            // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the whole call.
-            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+            // SAFETY: `events` is a valid array of `events.len()` epoll_event structs for the call.
+            let ready =
+                unsafe { libc::epoll_wait(self.epoll, events.as_mut_ptr(), events.len() as libc::c_int, millis) };
             if ready < 0 {
                 let e = std::io::Error::last_os_error();
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    log::error!("watch poller: poll: {e}");
+                    log::error!("watch poller: epoll_wait: {e}");
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 continue;
             }
-            if fds[0].revents != 0 {
+            let tokens: Vec<u64> = events[..ready as usize].iter().map(|event| event.u64).collect();
+            if tokens.contains(&WAKE_TOKEN) {
                 self.drain_wakes();
             }
-            let ready: Vec<usize> = (0..watches.len()).filter(|&index| fds[index + 1].revents != 0).collect();
+            let ready: Vec<usize> =
+                (0..watches.len()).filter(|&index| tokens.contains(&watches[index].token)).collect();
             for (index, end) in deliver_in_order(&mut watches, &ready) {
-                watches.swap_remove(index).finish(end);
+                self.finish(watches.swap_remove(index), end);
             }
         }
     }
@@ -442,7 +513,8 @@ mod tests {
                 connect_timeout: WAIT,
             };
             let connection = WatchConnection::open(&request, None).unwrap().ok().expect("a 200");
-            let mut watch = Watch::new(connection, WAIT, Box::new(OrderRecorder(delivered.clone())));
+            let mut watch =
+                Watch::new(watches.len() as u64, connection, WAIT, Box::new(OrderRecorder(delivered.clone())));
             let mut socket = accepted.recv().unwrap();
             // Both events in one write, as one chunk: once the first is in, so is the second.
             chunk(&mut socket, lines.concat().as_bytes());

@@ -116,8 +116,13 @@ impl<K: Metadata<Ty = ObjectMeta>> MutationCache<K> {
 
     /// The newer of the informer's copy and what a write of ours returned (`GetByKey`).
     pub fn newest(&self, cached: Arc<K>) -> Arc<K> {
-        let key = object_key(cached.metadata());
         let mut entries = self.entries.lock();
+        // Most objects were not written by us lately: no key is made for them (a Deployment's
+        // sync asks this of every ReplicaSet of its namespace).
+        if entries.by_key.is_empty() {
+            return cached;
+        }
+        let key = object_key(cached.metadata());
         Self::newer_of(&mut entries, self.ttl, &key, cached)
     }
 

@@ -8,6 +8,8 @@
 //!   LEB128 number) in the *window*: the reference, then the output decoded so far. A copy may
 //!   overlap the bytes it produces, as in every LZ77 coder.
 
+use std::sync::{Arc, Weak};
+
 /// The shortest copy worth its header and position.
 const MIN_MATCH: usize = 5;
 /// Candidates tried per position: the match found is the longest of these.
@@ -25,13 +27,85 @@ pub(super) fn encode(reference: &[u8], target: &[u8]) -> Vec<u8> {
     for position in 0..reference.len() {
         chains.insert(&window, position);
     }
-    let mut out = Vec::with_capacity(target.len() / 4 + 16);
-    let mut literal_start = reference.len();
-    let mut position = reference.len();
+    encode_window(&mut chains, &window, reference.len())
+}
+
+/// How many references [`Encoder`] keeps indexed.
+const INDEXED_REFERENCES: usize = 4;
+
+/// [`encode`] with its buffers kept from one call to the next, and the hash chains of the last
+/// few references kept: a burst of one controller's pods codes against one reference in a row,
+/// and indexing every position of it again for each pod was most of the coding's time (and
+/// three large allocations a pod). ~180 KiB in all.
+pub(super) struct Encoder {
+    window: Vec<u8>,
+    chains: Chains,
+    /// The last references indexed, the most recently used last.
+    indexed: Vec<IndexedReference>,
+}
+
+/// The chains of a reference's own positions, as [`encode`] builds them before the target's.
+struct IndexedReference {
+    /// Held weakly, so that a reference lives no longer than the pods coded against it (a
+    /// weak pointer keeps the allocation, so its address is not reused while it is here).
+    reference: Weak<[u8]>,
+    head: Box<[u32]>,
+    previous: Box<[u32]>,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Encoder { window: Vec::new(), chains: Chains::new(0), indexed: Vec::new() }
+    }
+}
+
+impl Encoder {
+    /// The same bytes as [`encode`] gives.
+    pub(super) fn encode(&mut self, reference: &Arc<[u8]>, target: &[u8]) -> Vec<u8> {
+        self.window.clear();
+        self.window.extend_from_slice(reference);
+        self.window.extend_from_slice(target);
+        self.chains.previous.resize(self.window.len(), NONE);
+        match self
+            .indexed
+            .iter()
+            .position(|indexed| std::ptr::addr_eq(indexed.reference.as_ptr(), Arc::as_ptr(reference)))
+        {
+            Some(found) => {
+                let indexed = self.indexed.remove(found);
+                self.chains.head.copy_from_slice(&indexed.head);
+                self.chains.previous[..reference.len()].copy_from_slice(&indexed.previous);
+                self.indexed.push(indexed);
+            }
+            None => {
+                self.chains.head.fill(NONE);
+                for position in 0..reference.len() {
+                    self.chains.insert(&self.window, position);
+                }
+                if self.indexed.len() == INDEXED_REFERENCES {
+                    self.indexed.remove(0);
+                }
+                self.indexed.push(IndexedReference {
+                    reference: Arc::downgrade(reference),
+                    head: self.chains.head.clone().into_boxed_slice(),
+                    previous: self.chains.previous[..reference.len()].into(),
+                });
+            }
+        }
+        encode_window(&mut self.chains, &self.window, reference.len())
+    }
+}
+
+/// The coding of `window[reference_len..]`, the chains holding every position before it.
+fn encode_window(chains: &mut Chains, window: &[u8], reference_len: usize) -> Vec<u8> {
+    let target_len = window.len() - reference_len;
+    let mut out = Vec::with_capacity(target_len / 4 + 16);
+    let mut literal_start = reference_len;
+    let mut position = reference_len;
     while position < window.len() {
-        let (start, length) = chains.longest_match(&window, position);
+        let (start, length) = chains.longest_match(window, position);
         if length < MIN_MATCH {
-            chains.insert(&window, position);
+            chains.insert(window, position);
             position += 1;
             continue;
         }
@@ -39,7 +113,7 @@ pub(super) fn encode(reference: &[u8], target: &[u8]) -> Vec<u8> {
         put_varint(&mut out, (((length - MIN_MATCH) as u64) << 1) | 1);
         put_varint(&mut out, start as u64);
         for p in position..position + length {
-            chains.insert(&window, p);
+            chains.insert(window, p);
         }
         position += length;
         literal_start = position;
@@ -240,6 +314,25 @@ mod tests {
         let size = round_trip(reference.as_bytes(), sibling.as_bytes());
         assert!(size < 40, "{size} bytes for a {}-byte sibling", sibling.len());
         assert!(round_trip(reference.as_bytes(), reference.as_bytes()) <= 4, "itself is one copy");
+    }
+
+    #[test]
+    fn the_encoder_codes_as_encode_does_whether_its_reference_is_indexed_or_not() {
+        let references: Vec<Arc<[u8]>> = (0..6).map(|seed| noise(seed, 300 + seed as usize * 50).into()).collect();
+        let mut encoder = Encoder::default();
+        // Each reference twice in a row (the second from its index), then all again after
+        // more than the encoder keeps have pushed the first ones out.
+        for round in 0..2 {
+            for (i, reference) in references.iter().enumerate() {
+                for target in [noise(100 + i as u64, 400), [&reference[..200], &noise(7, 50)[..]].concat()] {
+                    let coded = encoder.encode(reference, &target);
+                    assert_eq!(coded, encode(reference, &target), "round {round}, reference {i}");
+                    assert_eq!(decode(reference, &coded).expect("decodes"), target);
+                }
+            }
+        }
+        let shorter: Arc<[u8]> = noise(0, 10).into();
+        assert_eq!(encoder.encode(&shorter, b"abcabcabc"), encode(&shorter, b"abcabcabc"), "after longer windows");
     }
 
     #[test]

@@ -62,8 +62,12 @@ pub struct Store<K> {
     resource_version: RwLock<String>,
 }
 
+/// An object's key, allocated once and shared by the items and every index that lists it
+/// (a pod's key was copied into each of its five or six indexes).
+type Key = Arc<str>;
+
 struct Inner<K> {
-    items: HashMap<String, Slot<K>>,
+    items: HashMap<Key, Slot<K>>,
     indexes: HashMap<&'static str, Index<K>>,
 }
 
@@ -95,17 +99,17 @@ impl Slot<Pod> {
 /// One index: its function and, for every value, the keys of the objects that have it.
 struct Index<K> {
     function: IndexFn<K>,
-    keys_by_value: HashMap<String, HashSet<String>>,
+    keys_by_value: HashMap<String, HashSet<Key>>,
 }
 
 impl<K> Index<K> {
-    fn add(&mut self, key: &str, object: &K) {
+    fn add(&mut self, key: &Key, object: &K) {
         self.add_values(key, (self.function)(object));
     }
 
-    fn add_values(&mut self, key: &str, values: Vec<String>) {
+    fn add_values(&mut self, key: &Key, values: Vec<String>) {
         for value in values {
-            self.keys_by_value.entry(value).or_default().insert(key.to_string());
+            self.keys_by_value.entry(value).or_default().insert(Arc::clone(key));
         }
     }
 
@@ -127,7 +131,7 @@ impl<K> Index<K> {
     /// client-go's `updateSingleIndex`: moves `key` from `old`'s values to `new`'s, and leaves
     /// the index as it is when they are the same, as they mostly are (a pod's status changed,
     /// not its namespace, owners or node).
-    fn update(&mut self, key: &str, old: &K, new: &K) {
+    fn update(&mut self, key: &Key, old: &K, new: &K) {
         let (old_values, new_values) = ((self.function)(old), (self.function)(new));
         if old_values == new_values {
             return;
@@ -246,7 +250,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
     /// that names a claim), once each and one at a time as [`Store::for_each`] does: a pass
     /// over the few objects that matter unpacks none of the others.
     pub fn for_each_indexed(&self, index: &str, mut visit: impl FnMut(Arc<K>)) {
-        let keys: HashSet<String> = {
+        let keys: HashSet<Key> = {
             let inner = self.inner.read();
             let Some(index) = inner.indexes.get(index) else { return };
             index.keys_by_value.values().flatten().cloned().collect()
@@ -280,7 +284,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
 
     /// The keys of every cached object.
     pub fn keys(&self) -> Vec<String> {
-        self.inner.read().items.keys().cloned().collect()
+        self.inner.read().items.keys().map(|key| key.to_string()).collect()
     }
 
     /// How many objects are cached.
@@ -330,7 +334,10 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
     pub(super) fn insert(&self, key: String, object: Arc<K>) -> Option<Arc<K>> {
         let slot = self.slot(object.clone());
         let mut inner = self.inner.write();
-        let old = inner.items.insert(key.clone(), slot).and_then(|old| self.object(&old));
+        let key = Key::from(key);
+        let old = inner.items.insert(Arc::clone(&key), slot).and_then(|old| self.object(&old));
+        // A replaced item keeps the key it had, which its index entries share.
+        let key = inner.items.get_key_value(&*key).map_or(key, |(kept, _)| Arc::clone(kept));
         for index in inner.indexes.values_mut() {
             match &old {
                 Some(old) => index.update(&key, old, &object),

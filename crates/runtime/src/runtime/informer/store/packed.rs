@@ -75,6 +75,8 @@ impl<K: 'static> Packing<K> {
 #[derive(Default)]
 pub(super) struct References {
     by_group: Mutex<HashMap<String, Weak<[u8]>>>,
+    /// Only the reflector packs (one thread at a time), so this lock is not contended.
+    encoder: Mutex<delta::Encoder>,
 }
 
 /// A sibling whose delta is larger than this share of its JSON becomes its group's new
@@ -89,13 +91,13 @@ impl References {
         };
         let current = self.by_group.lock().get(group).and_then(Weak::upgrade);
         if let Some(reference) = current {
-            let body = delta::encode(&reference, &json);
+            let body = self.encoder.lock().encode(&reference, &json);
             if body.len() <= json.len() / NEW_REFERENCE_ABOVE {
                 return (Some(reference), body.into_boxed_slice());
             }
         }
         let reference: Arc<[u8]> = json.into();
-        let body = delta::encode(&reference, &reference).into_boxed_slice();
+        let body = self.encoder.lock().encode(&reference, &reference).into_boxed_slice();
         self.remember(group, &reference);
         (Some(reference), body)
     }
