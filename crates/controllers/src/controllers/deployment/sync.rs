@@ -178,7 +178,8 @@ impl DeploymentController {
         let all: Vec<Arc<ReplicaSet>> = old.iter().cloned().chain(std::iter::once(template_rs.clone())).collect();
         let new_replicas = util::new_rs_new_replicas(d, &all, &template_rs)?;
         util::set_rs_replicas(&mut new_rs, new_replicas);
-        util::set_new_rs_annotations(d, &mut new_rs, &new_revision, false, util::MAX_REV_HISTORY_LENGTH);
+        let annotations = new_rs.metadata.annotations.get_or_insert_with(Default::default);
+        util::set_new_rs_annotations(d, annotations, &new_revision, false, util::MAX_REV_HISTORY_LENGTH);
         let mut already_exists = false;
         let created = match sets.create(&new_rs, &PostParams::default()) {
             Ok(created) => self.replica_sets.mutation(created),
@@ -257,14 +258,11 @@ impl DeploymentController {
         let mut rs = existing;
         // The annotations are worked out on a copy of them alone: the ReplicaSet, template and
         // all, is copied out of the cache only when they change.
-        let mut annotated = ReplicaSet {
-            metadata: ObjectMeta { annotations: rs.metadata.annotations.clone(), ..ObjectMeta::default() },
-            ..ReplicaSet::default()
-        };
+        let mut annotations = rs.metadata.annotations.clone().unwrap_or_default();
         let annotations_updated =
-            util::set_new_rs_annotations(d, &mut annotated, new_revision, true, util::MAX_REV_HISTORY_LENGTH);
-        if annotated.metadata.annotations != rs.metadata.annotations {
-            Arc::make_mut(&mut rs).metadata.annotations = annotated.metadata.annotations;
+            util::set_new_rs_annotations(d, &mut annotations, new_revision, true, util::MAX_REV_HISTORY_LENGTH);
+        if rs.metadata.annotations.as_ref() != Some(&annotations) {
+            Arc::make_mut(&mut rs).metadata.annotations = Some(annotations);
         }
         let min_ready = util::min_ready_seconds(d);
         let min_ready_differs = rs.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0) != min_ready;
@@ -376,7 +374,11 @@ impl DeploymentController {
         let old_scale = rs_replicas(rs);
         let mut copy = ReplicaSet::clone(rs);
         util::set_rs_replicas(&mut copy, new_scale);
-        util::set_replicas_annotations(&mut copy, replicas(d), max);
+        util::set_replicas_annotations(
+            copy.metadata.annotations.get_or_insert_with(Default::default),
+            replicas(d),
+            max,
+        );
         let updated = self.update_replica_set(&copy)?;
         if size_needs_update {
             let operation = if old_scale < new_scale { "up" } else { "down" };

@@ -288,9 +288,8 @@ fn skip_copy_annotation(key: &str) -> bool {
 }
 
 /// `copyDeploymentAnnotationsToReplicaSet`.
-fn copy_deployment_annotations(d: &Deployment, rs: &mut ReplicaSet) -> bool {
+fn copy_deployment_annotations(d: &Deployment, target: &mut BTreeMap<String, String>) -> bool {
     let mut changed = false;
-    let target = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
     for (key, value) in d.metadata.annotations.iter().flatten() {
         if skip_copy_annotation(key) || target.get(key) == Some(value) {
             continue;
@@ -323,15 +322,16 @@ pub fn set_deployment_annotations_to(d: &mut Deployment, rs: &ReplicaSet) {
 /// `SetNewReplicaSetAnnotations`: copies the Deployment's annotations, raises the revision to
 /// `new_revision` (keeping the old one in revision-history, within `history_limit` characters)
 /// and, for a ReplicaSet about to be created, the replica annotations. Whether anything changed.
+/// Only the ReplicaSet's annotations are read and written: a caller holding a shared
+/// ReplicaSet copies them alone, and the ReplicaSet only if they change.
 pub fn set_new_rs_annotations(
     d: &Deployment,
-    rs: &mut ReplicaSet,
+    annotations: &mut BTreeMap<String, String>,
     new_revision: &str,
     exists: bool,
     history_limit: usize,
 ) -> bool {
-    let mut changed = copy_deployment_annotations(d, rs);
-    let annotations = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    let mut changed = copy_deployment_annotations(d, annotations);
     let old_revision = annotations.get(REVISION).cloned();
     let old_int = match old_revision.as_deref() {
         None | Some("") => 0,
@@ -372,15 +372,14 @@ pub fn set_new_rs_annotations(
             }
         }
     }
-    if !exists && set_replicas_annotations(rs, replicas(d), replicas(d) + max_surge(d)) {
+    if !exists && set_replicas_annotations(annotations, replicas(d), replicas(d) + max_surge(d)) {
         changed = true;
     }
     changed
 }
 
 /// `SetReplicasAnnotations`: whether anything changed.
-pub fn set_replicas_annotations(rs: &mut ReplicaSet, desired: i32, max: i32) -> bool {
-    let annotations = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
+pub fn set_replicas_annotations(annotations: &mut BTreeMap<String, String>, desired: i32, max: i32) -> bool {
     let mut updated = false;
     for (key, value) in [(DESIRED_REPLICAS, desired.to_string()), (MAX_REPLICAS, max.to_string())] {
         if annotations.get(key) != Some(&value) {

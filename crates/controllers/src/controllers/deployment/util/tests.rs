@@ -52,6 +52,11 @@ fn replica_set(name: &str, created: i64, replicas: i32, available: i32, annotati
     .unwrap()
 }
 
+/// The annotations of a test ReplicaSet, to be changed in place.
+fn annotations_of(rs: &mut Arc<ReplicaSet>) -> &mut std::collections::BTreeMap<String, String> {
+    Arc::make_mut(rs).metadata.annotations.get_or_insert_with(Default::default)
+}
+
 fn with_template_of(mut rs: Arc<ReplicaSet>, d: &Deployment, hash: &str) -> Arc<ReplicaSet> {
     let mut template = template(d);
     template.metadata.as_mut().unwrap().labels.as_mut().unwrap().insert(POD_TEMPLATE_HASH.into(), hash.into());
@@ -162,23 +167,23 @@ fn revisions_and_revision_history() {
     let mut d = deployment(1, json!(1), json!(0));
     d.metadata.annotations = Some([("team".to_string(), "a".to_string()), (REVISION.into(), "3".into())].into());
     let mut old = replica_set("r", 0, 0, 0, json!({REVISION: "1", REVISION_HISTORY: "0"}));
-    assert!(set_new_rs_annotations(&d, Arc::make_mut(&mut old), "4", true, MAX_REV_HISTORY_LENGTH));
+    assert!(set_new_rs_annotations(&d, annotations_of(&mut old), "4", true, MAX_REV_HISTORY_LENGTH));
     let annotations = old.metadata.annotations.clone().unwrap();
     assert_eq!(annotations[REVISION], "4");
     assert_eq!(annotations[REVISION_HISTORY], "0,1");
     assert_eq!(annotations["team"], "a");
     assert!(!annotations.contains_key(DESIRED_REPLICAS), "existing ReplicaSets keep their replica annotations");
     assert!(
-        !set_new_rs_annotations(&d, Arc::make_mut(&mut old), "4", true, MAX_REV_HISTORY_LENGTH),
+        !set_new_rs_annotations(&d, annotations_of(&mut old), "4", true, MAX_REV_HISTORY_LENGTH),
         "nothing more to do"
     );
     // The history is trimmed from the front to stay within the limit.
     let mut rs = replica_set("r", 0, 0, 0, json!({REVISION: "9", REVISION_HISTORY: "10,11"}));
-    assert!(set_new_rs_annotations(&d, Arc::make_mut(&mut rs), "12", true, 6));
+    assert!(set_new_rs_annotations(&d, annotations_of(&mut rs), "12", true, 6));
     assert_eq!(rs.metadata.annotations.clone().unwrap()[REVISION_HISTORY], "11,9");
     // A ReplicaSet about to be created gets the replica annotations.
     let mut fresh = replica_set("f", 0, 0, 0, json!({}));
-    assert!(set_new_rs_annotations(&d, Arc::make_mut(&mut fresh), "1", false, MAX_REV_HISTORY_LENGTH));
+    assert!(set_new_rs_annotations(&d, annotations_of(&mut fresh), "1", false, MAX_REV_HISTORY_LENGTH));
     let annotations = fresh.metadata.annotations.clone().unwrap();
     assert_eq!((annotations[DESIRED_REPLICAS].as_str(), annotations[MAX_REPLICAS].as_str()), ("1", "2"));
     assert!(!annotations.contains_key(REVISION_HISTORY));

@@ -18,6 +18,7 @@
 mod delta;
 mod packed;
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -334,10 +335,15 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
     pub(super) fn insert(&self, key: String, object: Arc<K>) -> Option<Arc<K>> {
         let slot = self.slot(object.clone());
         let mut inner = self.inner.write();
-        let key = Key::from(key);
-        let old = inner.items.insert(Arc::clone(&key), slot).and_then(|old| self.object(&old));
         // A replaced item keeps the key it had, which its index entries share.
-        let key = inner.items.get_key_value(&*key).map_or(key, |(kept, _)| Arc::clone(kept));
+        let (key, old) = match inner.items.entry(Key::from(key)) {
+            Entry::Occupied(mut entry) => (Arc::clone(entry.key()), self.object(&entry.insert(slot))),
+            Entry::Vacant(entry) => {
+                let key = Arc::clone(entry.key());
+                entry.insert(slot);
+                (key, None)
+            }
+        };
         for index in inner.indexes.values_mut() {
             match &old {
                 Some(old) => index.update(&key, old, &object),
