@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use jiff::Timestamp;
 
 use super::oid::*;
-use super::request::{SubjectAltNames, element, read_general_names};
+use super::request::{SubjectAltNames, bit_string, element, read_general_names};
 use super::{read, skip};
 
 /// What is read of a certificate: its raw subject, validity and extensions of interest.
@@ -21,6 +21,9 @@ pub struct ParsedCertificate {
     pub not_after: Timestamp,
     /// The subject alternative names, parsed as a request's.
     pub sans: Option<SubjectAltNames>,
+    /// The subjectPublicKeyInfo's key: the BIT STRING's bytes (a DER `RSAPublicKey`, an EC
+    /// point, an Ed25519 key), to check that a CA's private key is this certificate's.
+    pub public_key: Vec<u8>,
 }
 
 /// Reads a DER certificate as far as `ParsedCertificate` goes; `None` if it is malformed.
@@ -32,10 +35,19 @@ pub fn parse_certificate(der: &[u8]) -> Option<ParsedCertificate> {
     let (validity, rest) = read(rest, 0x30)?;
     let not_after = parse_time(skip(validity)?)?;
     let not_before = parse_time(validity)?;
-    let (subject, _, mut rest) = element(rest, 0x30)?;
-    rest = skip(rest)?; // subjectPublicKeyInfo
-    let mut parsed =
-        ParsedCertificate { raw_subject: subject.to_vec(), subject_key_id: None, not_before, not_after, sans: None };
+    let (subject, _, rest) = element(rest, 0x30)?;
+    let (spki, mut rest) = read(rest, 0x30)?;
+    let (_algorithm, key) = read(spki, 0x30)?;
+    let (key, _) = read(key, 0x03)?;
+    let public_key = bit_string(key)?.to_vec();
+    let mut parsed = ParsedCertificate {
+        raw_subject: subject.to_vec(),
+        subject_key_id: None,
+        not_before,
+        not_after,
+        sans: None,
+        public_key,
+    };
     while let Some(&tag) = rest.first() {
         let (content, next) = read(rest, tag)?;
         rest = next;

@@ -4,7 +4,10 @@
 
 pub mod certificate;
 pub mod oid;
+pub mod pem;
 pub mod request;
+pub mod samples;
+pub mod strings;
 
 use oid::{OID_COMMON_NAME, OID_ORGANIZATION};
 
@@ -92,44 +95,20 @@ fn read_name(name: &[u8]) -> Result<CertificateSubject, SubjectError> {
 
 /// A PEM block of `label` around `der`, base64 in 64-column lines as Go's `pem.Encode`.
 pub fn pem_encode(label: &str, der: &[u8]) -> String {
-    use base64::Engine;
-    let body = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for line in body.as_bytes().chunks(64) {
-        out.push_str(std::str::from_utf8(line).unwrap_or_default());
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
+    pem::encode(label, der)
 }
 
-/// The PEM blocks of `input` in order, as `(label, DER)`, like repeated calls of Go's `pem.Decode`
-/// (text between blocks is skipped; a block whose body is not base64 ends the scan).
+/// The PEM blocks of `input` in order, as `(label, DER)`, as repeated calls of Go's
+/// `pem.Decode` find them (see [`pem`]).
 pub fn pem_blocks(input: &[u8]) -> Vec<(String, Vec<u8>)> {
-    use base64::Engine;
-    let text = String::from_utf8_lossy(input);
-    let mut blocks = Vec::new();
-    let mut rest: &str = &text;
-    while let Some(begin) = rest.find("-----BEGIN ") {
-        let after = &rest[begin + 11..];
-        let Some(label_end) = after.find("-----") else { break };
-        let label = &after[..label_end];
-        let body = &after[label_end + 5..];
-        let end_marker = format!("-----END {label}-----");
-        let Some(end) = body.find(&end_marker) else { break };
-        let encoded: String = body[..end].chars().filter(|c| !c.is_whitespace()).collect();
-        let Ok(der) = base64::engine::general_purpose::STANDARD.decode(encoded) else { break };
-        blocks.push((label.to_string(), der));
-        rest = &body[end + end_marker.len()..];
-    }
-    blocks
+    pem::blocks(input).into_iter().map(|b| (b.label, b.der)).collect()
 }
 
-/// A DER string value (UTF8String, PrintableString, IA5String, T61String) as text.
+/// A certificate's attribute value (`parseASN1String`): its text.
 fn string_value(input: &[u8]) -> Option<String> {
     let tag = *input.first()?;
     let (content, _) = read(input, tag)?;
-    matches!(tag, 0x0c | 0x13 | 0x16 | 0x14).then(|| String::from_utf8_lossy(content).into_owned())
+    strings::certificate_value(tag, content).ok()
 }
 
 /// Reads one element with the expected tag: its content and what follows it.
@@ -148,7 +127,9 @@ pub fn skip(input: &[u8]) -> Option<&[u8]> {
     read(input, *input.first()?).map(|(_, rest)| rest)
 }
 
-/// A DER length: its value and how many bytes it took.
+/// A DER length: its value and how many bytes it took. Only DER's definite, minimal form is
+/// read (Go's `encoding/asn1` and `cryptobyte` refuse the others): no indefinite length, no
+/// leading zero byte, no long form for a length below 128.
 fn length(input: &[u8]) -> Option<(usize, usize)> {
     let first = *input.first()?;
     if first < 0x80 {
@@ -159,7 +140,11 @@ fn length(input: &[u8]) -> Option<(usize, usize)> {
         return None;
     }
     let bytes = input.get(1..1 + count)?;
-    Some((bytes.iter().fold(0usize, |acc, b| (acc << 8) | *b as usize), 1 + count))
+    if bytes[0] == 0 {
+        return None;
+    }
+    let value = bytes.iter().fold(0usize, |acc, b| (acc << 8) | *b as usize);
+    (value >= 0x80).then_some((value, 1 + count))
 }
 
 /// DER writing: the constructs the certificates we issue need (the secure port's self-signed
@@ -199,6 +184,43 @@ pub mod der {
         tlv(0x30, &[tlv(0x06, oid), critical, tlv(0x04, value)].concat())
     }
 
+    /// A PKCS#10 `CertificationRequest`: the `certificationRequestInfo` of `subject` (a DER
+    /// Name), `spki` and `attributes` (the content of `[0]`), signed by `sign` with the
+    /// signature algorithm `algorithm` (an OID, no parameters). For the tests and the
+    /// side-by-side runner, which need requests no library writes.
+    pub fn certification_request(
+        subject: &[u8],
+        spki: &[u8],
+        attributes: &[u8],
+        algorithm: &[u8],
+        sign: impl FnOnce(&[u8]) -> Vec<u8>,
+    ) -> Vec<u8> {
+        let info = tlv(0x30, &[&[0x02, 0x01, 0x00][..], subject, spki, &tlv(0xa0, attributes)].concat());
+        let signature = sign(&info);
+        let algorithm = tlv(0x30, &tlv(0x06, algorithm));
+        tlv(0x30, &[info, algorithm, tlv(0x03, &[&[0u8][..], &signature].concat())].concat())
+    }
+
+    /// A DER Name of one RDN per `(oid, tag, value)`, the values written as they are given.
+    pub fn name(attributes: &[(&[u8], u8, &[u8])]) -> Vec<u8> {
+        let rdns: Vec<u8> = attributes
+            .iter()
+            .flat_map(|(oid, tag, value)| tlv(0x31, &tlv(0x30, &[tlv(0x06, oid), tlv(*tag, value)].concat())))
+            .collect();
+        tlv(0x30, &rdns)
+    }
+
+    /// A PKCS#9 `extensionRequest` attribute whose SET holds `values` (each a DER `Extensions`).
+    pub fn extension_request(values: &[Vec<u8>]) -> Vec<u8> {
+        tlv(0x30, &[tlv(0x06, super::oid::OID_EXTENSION_REQUEST), tlv(0x31, &values.concat())].concat())
+    }
+
+    /// A DER `Extensions` holding one subject-alternative-name extension of DNS `names`.
+    pub fn san_dns_extensions(names: &[&str]) -> Vec<u8> {
+        let names: Vec<u8> = names.iter().flat_map(|n| tlv(0x82, n.as_bytes())).collect();
+        tlv(0x30, &extension(super::oid::OID_SAN, false, &tlv(0x30, &names)))
+    }
+
     /// A `Time`: UTCTime for 1950–2049, else GeneralizedTime, to the second (RFC 5280 §4.1.2.5).
     pub fn time(at: Timestamp) -> Vec<u8> {
         let zoned = at.to_zoned(jiff::tz::TimeZone::UTC);
@@ -209,6 +231,9 @@ pub mod der {
         }
     }
 }
+
+#[cfg(test)]
+mod fuzz_tests;
 
 #[cfg(test)]
 mod tests {
@@ -232,16 +257,6 @@ mod tests {
         let subject = subject(cert.der()).unwrap();
         assert_eq!(subject.common_name, "system:kube-controller-manager");
         assert_eq!(subject.organizations, ["system:masters"]);
-    }
-
-    #[test]
-    fn pem_encodes_in_64_column_lines() {
-        let pem = pem_encode("CERTIFICATE", &[0xAB; 60]);
-        let lines: Vec<&str> = pem.lines().collect();
-        assert_eq!(lines.len(), 4);
-        assert_eq!(lines[0], "-----BEGIN CERTIFICATE-----");
-        assert_eq!(lines[1].len(), 64);
-        assert_eq!(lines[3], "-----END CERTIFICATE-----");
     }
 
     #[test]

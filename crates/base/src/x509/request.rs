@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use ring::signature;
 
 use super::oid::*;
+use super::strings::{RequestValue, request_value};
 use super::{pem_blocks, read, skip};
 
 /// The subject alternative names Go's `parseSANExtension` keeps.
@@ -62,7 +63,10 @@ pub struct CertificateRequest {
     pub spki: Vec<u8>,
     /// The DER certificationRequestInfo the signature covers.
     pub info: Vec<u8>,
+    /// The signature's AlgorithmIdentifier: its OID.
     signature_algorithm: Vec<u8>,
+    /// Its parameters (RSASSA-PSS has some), as they are.
+    signature_parameters: Vec<u8>,
     signature: Vec<u8>,
 }
 
@@ -87,6 +91,9 @@ pub enum RequestError {
     /// The DER is not a CertificationRequest.
     #[error("x509: malformed certificate request")]
     Malformed,
+    /// An extension requested twice.
+    #[error("x509: certificate request contains duplicate requested extensions")]
+    DuplicateExtensions,
     /// A public key that cannot be read, or of an algorithm Go does not know.
     #[error("x509: unsupported public key")]
     UnsupportedPublicKey,
@@ -129,67 +136,118 @@ pub fn parse_csr(pem: &[u8]) -> Result<CertificateRequest, RequestError> {
     }
 }
 
-/// `x509.ParseCertificateRequest`.
+/// `x509.ParseCertificateRequest`, with `encoding/asn1`'s reading of each part.
 pub fn parse_csr_der(der: &[u8]) -> Result<CertificateRequest, RequestError> {
     let malformed = || RequestError::Malformed;
-    let (request, _) = read(der, 0x30).ok_or_else(malformed)?;
+    let (request, trailing) = read(der, 0x30).ok_or_else(malformed)?;
+    if !trailing.is_empty() {
+        return Err(malformed());
+    }
     let (info, info_content, rest) = element(request, 0x30).ok_or_else(malformed)?;
     let (algorithm, rest) = read(rest, 0x30).ok_or_else(malformed)?;
-    let (signature_oid, _) = read(algorithm, 0x06).ok_or_else(malformed)?;
+    let (signature_oid, signature_parameters) = read(algorithm, 0x06).ok_or_else(malformed)?;
     let (signature, _) = read(rest, 0x03).ok_or_else(malformed)?;
-    let signature = bit_string(signature).ok_or_else(malformed)?;
+    let signature = right_align(signature).ok_or_else(malformed)?;
 
-    let fields = skip(info_content).ok_or_else(malformed)?; // version
-    let (subject, _, fields) = element(fields, 0x30).ok_or_else(malformed)?;
+    let (_version, fields) = read(info_content, 0x02).ok_or_else(malformed)?;
+    let (subject, _, fields) = any_element(fields).ok_or_else(malformed)?;
     let (spki, _, fields) = element(fields, 0x30).ok_or_else(malformed)?;
-    let mut csr = CertificateRequest {
+    let (attributes, _) = read(fields, 0xa0).ok_or_else(malformed)?;
+    let sans = read_extension_request(attributes)?;
+    Ok(CertificateRequest {
         subject: parse_name(subject).ok_or_else(malformed)?,
-        dns_names: Vec::new(),
-        email_addresses: Vec::new(),
-        ip_addresses: Vec::new(),
-        uris: Vec::new(),
+        dns_names: sans.dns_names,
+        email_addresses: sans.email_addresses,
+        ip_addresses: sans.ip_addresses,
+        uris: sans.uris,
         spki: spki.to_vec(),
         info: info.to_vec(),
         signature_algorithm: signature_oid.to_vec(),
-        signature: signature.to_vec(),
-    };
-    if let Some((attributes, _)) = read(fields, 0xa0) {
-        read_attributes(attributes, &mut csr).ok_or_else(malformed)?;
-    }
-    Ok(csr)
+        signature_parameters: signature_parameters.to_vec(),
+        signature,
+    })
 }
 
-/// The `extensionRequest` attribute: only its subject alternative names matter here.
-fn read_attributes(mut attributes: &[u8], csr: &mut CertificateRequest) -> Option<()> {
+/// One element of any tag: the whole element, its content and what follows it.
+fn any_element(input: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+    element(input, *input.first()?)
+}
+
+/// `asn1.BitString.RightAlign` of a BIT STRING's content, after `encoding/asn1`'s checks of
+/// its padding bits.
+fn right_align(content: &[u8]) -> Option<Vec<u8>> {
+    let (&padding, bytes) = content.split_first()?;
+    let last = bytes.last().copied().unwrap_or(0);
+    if padding > 7 || (bytes.is_empty() && padding > 0) || last & ((1u8 << padding) - 1) != 0 {
+        return None;
+    }
+    if padding == 0 {
+        return Some(bytes.to_vec());
+    }
+    let mut aligned = Vec::with_capacity(bytes.len());
+    aligned.push(bytes[0] >> padding);
+    aligned.extend(bytes.windows(2).map(|w| (w[0] << (8 - padding)) | (w[1] >> padding)));
+    Some(aligned)
+}
+
+/// `parseCSRExtensions` and the SAN extension it finds. An attribute that does not parse, or
+/// has no value, is ignored; of an `extensionRequest`, only the first value is read, and an
+/// extension requested twice makes the request invalid.
+fn read_extension_request(mut attributes: &[u8]) -> Result<SubjectAltNames, RequestError> {
+    let malformed = || RequestError::Malformed;
+    let mut requested: Vec<&[u8]> = Vec::new();
+    let mut sans = SubjectAltNames::default();
     while !attributes.is_empty() {
-        let (attribute, next) = read(attributes, 0x30)?;
+        let (attribute, _, next) = any_element(attributes).ok_or_else(malformed)?;
         attributes = next;
-        let (oid, values) = read(attribute, 0x06)?;
+        let Some((oid, first_value)) = attribute_first_value(attribute) else { continue };
         if oid != OID_EXTENSION_REQUEST {
             continue;
         }
-        let (mut values, _) = read(values, 0x31)?;
-        while !values.is_empty() {
-            let (mut extensions, next) = read(values, 0x30)?;
-            values = next;
-            while !extensions.is_empty() {
-                let (extension, next) = read(extensions, 0x30)?;
-                extensions = next;
-                let (oid, rest) = read(extension, 0x06)?;
-                let rest = if rest.first() == Some(&0x01) { skip(rest)? } else { rest };
-                let (value, _) = read(rest, 0x04)?;
-                if oid == OID_SAN {
-                    let mut sans = SubjectAltNames::default();
-                    read_general_names(value, &mut sans)?;
-                    csr.dns_names = sans.dns_names;
-                    csr.email_addresses = sans.email_addresses;
-                    csr.ip_addresses = sans.ip_addresses;
-                    csr.uris = sans.uris;
-                }
+        let (mut extensions, _) = read(first_value, 0x30).ok_or_else(malformed)?;
+        while !extensions.is_empty() {
+            let (extension, next) = read(extensions, 0x30).ok_or_else(malformed)?;
+            extensions = next;
+            let (oid, value) = read_extension(extension).ok_or_else(malformed)?;
+            if requested.contains(&oid) {
+                return Err(RequestError::DuplicateExtensions);
+            }
+            requested.push(oid);
+            if oid == OID_SAN {
+                sans = SubjectAltNames::default();
+                read_general_names(value, &mut sans).ok_or_else(malformed)?;
             }
         }
     }
-    Some(())
+    Ok(sans)
+}
+
+/// An attribute's type and first value, if it is a SEQUENCE of an OID and a non-empty SET.
+fn attribute_first_value(attribute: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (content, _) = read(attribute, 0x30)?;
+    let (oid, rest) = read(content, 0x06)?;
+    let (values, _) = read(rest, 0x31)?;
+    let (first, _, _) = any_element(values)?;
+    let mut remaining = values;
+    while !remaining.is_empty() {
+        remaining = skip(remaining)?;
+    }
+    Some((oid, first))
+}
+
+/// One `pkix.Extension`: its OID and value (the critical flag, when present, must be a DER
+/// BOOLEAN).
+fn read_extension(extension: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (oid, rest) = read(extension, 0x06)?;
+    let rest = match rest.first() {
+        Some(0x01) => {
+            let (flag, rest) = read(rest, 0x01)?;
+            matches!(flag, [0x00] | [0xff]).then_some(rest)?
+        }
+        _ => rest,
+    };
+    let (value, _) = read(rest, 0x04)?;
+    Some((oid, value))
 }
 
 /// `parseSANExtension`: DNS names, emails, URIs and IPs; other name forms are ignored.
@@ -199,11 +257,12 @@ pub fn read_general_names(value: &[u8], csr: &mut SubjectAltNames) -> Option<()>
         let tag = *names.first()?;
         let (content, next) = read(names, tag)?;
         names = next;
-        let text = || String::from_utf8_lossy(content).into_owned();
+        // Go refuses a name that is not IA5 (ASCII).
+        let text = || content.is_ascii().then(|| String::from_utf8_lossy(content).into_owned());
         match tag {
-            0x81 => csr.email_addresses.push(text()),
-            0x82 => csr.dns_names.push(text()),
-            0x86 => csr.uris.push(text()),
+            0x81 => csr.email_addresses.push(text()?),
+            0x82 => csr.dns_names.push(text()?),
+            0x86 => csr.uris.push(text()?),
             0x87 => csr.ip_addresses.push(match content.len() {
                 4 => IpAddr::from(<[u8; 4]>::try_from(content).ok()?),
                 16 => IpAddr::from(<[u8; 16]>::try_from(content).ok()?),
@@ -215,9 +274,13 @@ pub fn read_general_names(value: &[u8], csr: &mut SubjectAltNames) -> Option<()>
     Some(())
 }
 
-/// `pkix.Name.FillFromRDNSequence` of a DER Name.
+/// `pkix.Name.FillFromRDNSequence` of a DER Name, its values read as `encoding/asn1` reads
+/// them into `any` (see [`super::strings`]); `None` if Go would refuse the request.
 fn parse_name(der: &[u8]) -> Option<Name> {
-    let (mut rdns, _) = read(der, 0x30)?;
+    let (mut rdns, rest) = read(der, 0x30)?;
+    if !rest.is_empty() {
+        return None;
+    }
     let mut name = Name::default();
     while !rdns.is_empty() {
         let (mut set, next) = read(rdns, 0x31)?;
@@ -226,12 +289,8 @@ fn parse_name(der: &[u8]) -> Option<Name> {
             let (attribute, next) = read(set, 0x30)?;
             set = next;
             let (oid, value) = read(attribute, 0x06)?;
-            let tag = *value.first()?;
-            let (content, _) = read(value, tag)?;
-            if !matches!(tag, 0x0c | 0x13 | 0x16 | 0x14 | 0x12) {
-                continue;
-            }
-            let text = String::from_utf8_lossy(content).into_owned();
+            let (_, content, _) = any_element(value)?;
+            let RequestValue::Text(text) = request_value(*value.first()?, content).ok()? else { continue };
             match oid {
                 OID_COMMON_NAME => name.common_name = text,
                 OID_SERIAL_NUMBER => name.serial_number = text,
@@ -253,6 +312,9 @@ impl CertificateRequest {
     /// `CertificateRequest.CheckSignature`.
     pub fn check_signature(&self) -> Result<(), RequestError> {
         let (algorithm, key) = public_key(&self.spki)?;
+        if self.signature_algorithm == OID_RSA_PSS {
+            return self.check_pss_signature(algorithm, key);
+        }
         let Some(&(_, name, expected, verify)) =
             SIGNATURE_ALGORITHMS.iter().find(|(oid, ..)| *oid == self.signature_algorithm.as_slice())
         else {
@@ -273,6 +335,53 @@ impl CertificateRequest {
             _ => RequestError::Ed25519Verification,
         })
     }
+}
+
+impl CertificateRequest {
+    /// An RSASSA-PSS signature, with the parameters Go accepts (`getSignatureAlgorithmFromAI`):
+    /// SHA-256, -384 or -512, MGF1 with the same hash, a salt as long as the hash, the usual
+    /// trailer. ring verifies PSS from 2048 bits on (Go from 1024).
+    fn check_pss_signature(&self, algorithm: KeyAlgorithm, key: &[u8]) -> Result<(), RequestError> {
+        let verify = pss_algorithm(&self.signature_parameters).ok_or(RequestError::UnsupportedAlgorithm)?;
+        if algorithm != KeyAlgorithm::Rsa {
+            return Err(RequestError::KeyMismatch { expected: "RSA", have: algorithm.family().go_type() });
+        }
+        signature::UnparsedPublicKey::new(verify, key)
+            .verify(&self.info, &self.signature)
+            .map_err(|_| RequestError::RsaVerification)
+    }
+}
+
+/// ring's PSS verification for RSASSA-PSS `parameters`, if they are ones Go accepts.
+fn pss_algorithm(parameters: &[u8]) -> Option<&'static signature::RsaParameters> {
+    let (content, _) = read(parameters, 0x30)?;
+    let (hash, rest) = read(content, 0xa0)?;
+    let (mgf, rest) = read(rest, 0xa1)?;
+    let (salt, rest) = read(rest, 0xa2)?;
+    let hash = algorithm_without_parameters(hash)?;
+    let (mgf, _) = read(mgf, 0x30)?;
+    let (mgf_oid, mgf_hash) = read(mgf, 0x06)?;
+    if mgf_oid != OID_MGF1 || algorithm_without_parameters(mgf_hash)? != hash {
+        return None;
+    }
+    let trailer_is_default = match rest.first() {
+        None => true,
+        Some(_) => read(rest, 0xa3).and_then(|(t, _)| read(t, 0x02)).is_some_and(|(t, _)| t == [1]),
+    };
+    let (salt, _) = read(salt, 0x02)?;
+    match (hash, salt, trailer_is_default) {
+        (OID_SHA256, [32], true) => Some(&signature::RSA_PSS_2048_8192_SHA256),
+        (OID_SHA384, [48], true) => Some(&signature::RSA_PSS_2048_8192_SHA384),
+        (OID_SHA512, [64], true) => Some(&signature::RSA_PSS_2048_8192_SHA512),
+        _ => None,
+    }
+}
+
+/// The OID of an AlgorithmIdentifier whose parameters are absent or NULL.
+fn algorithm_without_parameters(identifier: &[u8]) -> Option<&[u8]> {
+    let (content, _) = read(identifier, 0x30)?;
+    let (oid, parameters) = read(content, 0x06)?;
+    matches!(parameters, [] | [0x05, 0x00]).then_some(oid)
 }
 
 /// The public key family a signature algorithm needs (Go's `pubKeyAlgo`), or an insecure one.
@@ -370,6 +479,11 @@ fn public_key(spki: &[u8]) -> Result<(KeyAlgorithm, &[u8]), RequestError> {
 pub mod fixtures {
     use super::*;
 
+    /// A 2048-bit RSA key as kubeadm's CA keys are, PKCS#1 (`RSA PRIVATE KEY`).
+    pub const RSA_KEY_PKCS1_PEM: &str = include_str!("../jwt/testdata/rsa-pkcs1.pem");
+    /// The same key, PKCS#8 (`PRIVATE KEY`), as rcgen reads it.
+    pub const RSA_KEY_PKCS8_PEM: &str = include_str!("../jwt/testdata/rsa-pkcs8.pem");
+
     /// A request's PEM for `cn` in `orgs` with DNS or IP `sans`.
     pub fn request_pem(cn: &str, orgs: &[&str], sans: &[&str]) -> String {
         let key = rcgen::KeyPair::generate().unwrap();
@@ -385,6 +499,23 @@ pub mod fixtures {
     /// The same request, parsed.
     pub fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> CertificateRequest {
         parse_csr(request_pem(cn, orgs, sans).as_bytes()).unwrap()
+    }
+
+    /// A request written byte by byte ([`der::certification_request`]) around a fresh P-256
+    /// key, signed with ECDSA-SHA256: for requests no library writes (a CN as BMPString, two
+    /// `extensionRequest` values, …).
+    ///
+    /// [`der::certification_request`]: crate::x509::der::certification_request
+    pub fn signed_request_der(subject: &[u8], attributes: &[u8]) -> Vec<u8> {
+        use rcgen::{PublicKeyData, SigningKey};
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        crate::x509::der::certification_request(
+            subject,
+            &key.subject_public_key_info(),
+            attributes,
+            OID_ECDSA_SHA256,
+            |info| key.sign(info).unwrap(),
+        )
     }
 }
 
@@ -406,6 +537,76 @@ mod tests {
         assert_eq!(tampered.check_signature().unwrap_err().to_string(), "x509: ECDSA verification failure");
         assert_eq!(parse_csr(b"nothing").unwrap_err().to_string(), "PEM block type must be CERTIFICATE REQUEST");
         assert_eq!(parse_csr_der(b"junk").unwrap_err().to_string(), "x509: malformed certificate request");
+    }
+
+    /// A BMPString of `text`.
+    fn bmp(text: &str) -> Vec<u8> {
+        text.encode_utf16().flat_map(u16::to_be_bytes).collect()
+    }
+
+    #[test]
+    fn subjects_read_as_go_reads_a_request() {
+        use super::fixtures::signed_request_der;
+        use crate::x509::der::name as name_der;
+        // Go's last CN wins, whatever its string type: a BMPString CN after a PrintableString
+        // one is the user, not the first.
+        let cn_twice = name_der(&[
+            (OID_COMMON_NAME, 0x13, b"system:kube-controller-manager"),
+            (OID_COMMON_NAME, 0x1e, &bmp("alice")),
+            (OID_ORGANIZATION, 0x1e, &bmp("dev")),
+        ]);
+        let csr = parse_csr_der(&signed_request_der(&cn_twice, &[])).unwrap();
+        assert_eq!(csr.subject.common_name, "alice");
+        assert_eq!(csr.subject.organization, ["dev"]);
+        assert_eq!(csr.check_signature(), Ok(()));
+        // A VisibleString is not a string to Go: the attribute is ignored.
+        let visible = name_der(&[(OID_COMMON_NAME, 0x13, b"bob"), (OID_COMMON_NAME, 0x1a, b"mallory")]);
+        assert_eq!(parse_csr_der(&signed_request_der(&visible, &[])).unwrap().subject.common_name, "bob");
+        // A T61String is Latin-1.
+        let t61 = name_der(&[(OID_COMMON_NAME, 0x14, b"alice\xff")]);
+        assert_eq!(parse_csr_der(&signed_request_der(&t61, &[])).unwrap().subject.common_name, "alice\u{ff}");
+        // Values Go refuses make the request malformed (kube-apiserver refuses it at create).
+        for bad in [(0x13, &b"a@b"[..]), (0x0c, b"\xff"), (0x1e, b"odd"), (0x16, b"\x80")] {
+            let name = name_der(&[(OID_COMMON_NAME, bad.0, bad.1)]);
+            assert!(parse_csr_der(&signed_request_der(&name, &[])).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn only_the_first_value_of_an_extension_request_is_read() {
+        use super::fixtures::signed_request_der;
+        use crate::x509::der::{extension_request, name as name_der, san_dns_extensions as san_extensions};
+        let subject = name_der(&[(OID_COMMON_NAME, 0x13, b"system:node:n1")]);
+        let attribute =
+            extension_request(&[san_extensions(&["n1.example"]), san_extensions(&["kubernetes.default.svc"])]);
+        let csr = parse_csr_der(&signed_request_der(&subject, &attribute)).unwrap();
+        assert_eq!(csr.dns_names, ["n1.example"], "Go reads Values[0] only");
+        // An empty SAN in the second value does not hide the first one's names either.
+        let attribute = extension_request(&[san_extensions(&["n1.example"]), san_extensions(&[])]);
+        assert_eq!(parse_csr_der(&signed_request_der(&subject, &attribute)).unwrap().dns_names, ["n1.example"]);
+        // An extension requested twice, in one attribute or in two, is refused.
+        let twice =
+            [extension_request(&[san_extensions(&["a"])]), extension_request(&[san_extensions(&["b"])])].concat();
+        let refused = parse_csr_der(&signed_request_der(&subject, &twice)).unwrap_err();
+        assert_eq!(refused.to_string(), "x509: certificate request contains duplicate requested extensions");
+        // An attribute that does not parse (here a non-minimal length) is ignored, as Go ignores it.
+        let mut unreadable = extension_request(&[san_extensions(&["kubernetes.default.svc"])]);
+        let set_at = unreadable.iter().position(|b| *b == 0x31).unwrap();
+        let set_len = unreadable[set_at + 1];
+        unreadable.splice(set_at + 1..set_at + 2, [0x81, set_len]);
+        unreadable[1] += 1;
+        let both = [extension_request(&[san_extensions(&["n1.example"])]), unreadable].concat();
+        assert_eq!(parse_csr_der(&signed_request_der(&subject, &both)).unwrap().dns_names, ["n1.example"]);
+    }
+
+    #[test]
+    fn signature_bits_are_right_aligned_as_go_does() {
+        assert_eq!(right_align(&[0, 0xab, 0xcd]), Some(vec![0xab, 0xcd]));
+        assert_eq!(right_align(&[4, 0xab, 0xc0]), Some(vec![0x0a, 0xbc]));
+        assert_eq!(right_align(&[4, 0xab, 0xc1]), None, "padding bits must be zero");
+        assert_eq!(right_align(&[8, 0xab]), None);
+        assert_eq!(right_align(&[1]), None);
+        assert_eq!(right_align(&[0]), Some(vec![]));
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub enum Error {
         /// How many certificates it holds.
         found: usize,
     },
+    /// The CA key is not the certificate's (Go's `tls.X509KeyPair`, which the dynamic loader
+    /// runs on every pair it reads).
+    #[error("tls: private key does not match public key")]
+    KeyMismatch,
     /// The CA certificate does not parse.
     #[error("error reading CA cert file \"{name}\": malformed certificate")]
     MalformedCertificate {
@@ -103,6 +107,18 @@ impl SigningKey {
         Err(Error::InvalidKey)
     }
 
+    /// Whether `public_key`, a certificate's subjectPublicKey bytes, is this key's.
+    fn is_key_of(&self, public_key: &[u8]) -> bool {
+        use ring::signature::KeyPair;
+        match self {
+            // Both are DER `RSAPublicKey`s; compared by value, whatever their leading zeros.
+            SigningKey::Rsa(key) => rsa_components(key.public().as_ref())
+                .is_some_and(|ours| rsa_components(public_key).is_some_and(|theirs| ours == theirs)),
+            SigningKey::Ecdsa(key, _) => key.public_key().as_ref() == public_key,
+            SigningKey::Ed25519(key) => key.public_key().as_ref() == public_key,
+        }
+    }
+
     /// The AlgorithmIdentifier of signatures (`x509.CreateCertificate`'s default per key type).
     fn algorithm_identifier(&self) -> Vec<u8> {
         match self {
@@ -126,6 +142,17 @@ impl SigningKey {
             SigningKey::Ed25519(key) => Ok(key.sign(message).as_ref().to_vec()),
         }
     }
+}
+
+/// The modulus and exponent of a DER `RSAPublicKey`, without leading zero bytes.
+fn rsa_components(der: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (sequence, _) = read(der, 0x30)?;
+    let (modulus, rest) = read(sequence, 0x02)?;
+    let (exponent, _) = read(rest, 0x02)?;
+    fn unpadded(n: &[u8]) -> &[u8] {
+        &n[n.iter().take_while(|b| **b == 0).count()..]
+    }
+    Some((unpadded(modulus), unpadded(exponent)))
 }
 
 fn ecdsa(pkcs8: &[u8], curve: &'static [u8], rng: &SystemRandom) -> Option<SigningKey> {
@@ -172,10 +199,13 @@ impl CertificateAuthority {
         if certs.len() != 1 {
             return Err(Error::CertificateCount { name: name.to_string(), found: certs.len() });
         }
-        let ParsedCertificate { raw_subject, subject_key_id, not_after, .. } =
+        let ParsedCertificate { raw_subject, subject_key_id, not_after, public_key, .. } =
             parse_certificate(&certs[0].1).ok_or_else(|| Error::MalformedCertificate { name: name.to_string() })?;
         let key =
             SigningKey::from_pem(key_pem).map_err(|e| Error::Key { name: name.to_string(), source: Box::new(e) })?;
+        if !key.is_key_of(&public_key) {
+            return Err(Error::KeyMismatch);
+        }
         Ok(CertificateAuthority {
             raw_cert: cert_pem.to_vec(),
             raw_key: key_pem.to_vec(),
@@ -195,7 +225,7 @@ impl CertificateAuthority {
         let (not_before, not_after) = policy.validity(self.not_after)?;
         let (key_usage, ext_key_usages) = key_usages_from_strings(&policy.usages)?;
         let subject = encode_name(&csr.subject);
-        let extensions = self.extensions(csr, key_usage, &ext_key_usages, subject.len() <= 2);
+        let extensions = self.extensions(csr, key_usage, &ext_key_usages, &subject);
         let algorithm = self.key.algorithm_identifier();
         let tbs = tlv(
             0x30,
@@ -216,7 +246,8 @@ impl CertificateAuthority {
     }
 
     /// The extensions in the order `x509.CreateCertificate` writes them.
-    fn extensions(&self, csr: &CertificateRequest, key_usage: u16, ext: &[u8], subject_empty: bool) -> Vec<Vec<u8>> {
+    fn extensions(&self, csr: &CertificateRequest, key_usage: u16, ext: &[u8], subject: &[u8]) -> Vec<Vec<u8>> {
+        let subject_empty = subject.len() <= 2;
         let mut out = Vec::new();
         if key_usage != 0 {
             out.push(extension(OID_KEY_USAGE, true, &key_usage_bits(key_usage)));
@@ -226,15 +257,21 @@ impl CertificateAuthority {
             out.push(extension(OID_EXT_KEY_USAGE, false, &tlv(0x30, &oids)));
         }
         out.push(extension(OID_BASIC_CONSTRAINTS, true, &[0x30, 0x00]));
-        if let Some(id) = self.subject_key_id.as_ref().filter(|id| !id.is_empty()) {
+        // Go names the CA's key only when the certificate's subject is not the CA's own.
+        let issued_to_the_ca_subject = *subject == self.raw_subject;
+        if let Some(id) = self.subject_key_id.as_ref().filter(|id| !id.is_empty() && !issued_to_the_ca_subject) {
             out.push(extension(OID_AKI, false, &tlv(0x30, &tlv(0x80, id))));
         }
         let mut names = Vec::new();
         names.extend(csr.dns_names.iter().flat_map(|n| tlv(0x82, n.as_bytes())));
         names.extend(csr.email_addresses.iter().flat_map(|n| tlv(0x81, n.as_bytes())));
+        // Go writes an IPv4-mapped IPv6 address as its four bytes (`To4`).
         names.extend(csr.ip_addresses.iter().flat_map(|ip| match ip {
             IpAddr::V4(v4) => tlv(0x87, &v4.octets()),
-            IpAddr::V6(v6) => tlv(0x87, &v6.octets()),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => tlv(0x87, &v4.octets()),
+                None => tlv(0x87, &v6.octets()),
+            },
         }));
         names.extend(csr.uris.iter().flat_map(|n| tlv(0x86, n.as_bytes())));
         if !names.is_empty() {
@@ -368,7 +405,7 @@ fn key_usage_bits(key_usage: u16) -> Vec<u8> {
 }
 
 /// `pkix.Name.ToRDNSequence` marshalled: one RDN per attribute type, Go's attribute order,
-/// PrintableString when the value allows it, else UTF8String.
+/// the values of an RDN sorted, PrintableString when the value allows it, else UTF8String.
 pub fn encode_name(name: &Name) -> Vec<u8> {
     let single = |value: &String| if value.is_empty() { Vec::new() } else { vec![value.clone()] };
     let attributes: [(&[u8], Vec<String>); 9] = [
@@ -386,8 +423,11 @@ pub fn encode_name(name: &Name) -> Vec<u8> {
         .iter()
         .filter(|(_, values)| !values.is_empty())
         .flat_map(|(oid, values)| {
-            let set: Vec<u8> = values.iter().flat_map(|v| tlv(0x30, &[tlv(0x06, oid), string(v)].concat())).collect();
-            tlv(0x31, &set)
+            // DER's SET OF: Go's `asn1.Marshal` sorts the encoded values (`bytes.Compare`).
+            let mut values: Vec<Vec<u8>> =
+                values.iter().map(|v| tlv(0x30, &[tlv(0x06, oid), string(v)].concat())).collect();
+            values.sort();
+            tlv(0x31, &values.concat())
         })
         .collect();
     tlv(0x30, &rdns)
@@ -489,6 +529,71 @@ mod tests {
         let cn = [tlv(0x06, OID_COMMON_NAME), tlv(0x0c, b"a*b")].concat();
         assert_eq!(der, tlv(0x30, &[tlv(0x31, &tlv(0x30, &o)), tlv(0x31, &tlv(0x30, &cn))].concat()));
         assert_eq!(encode_name(&Name::default()), vec![0x30, 0x00]);
+        // The values of one RDN are sorted by their encoding (the shorter first), as Go's
+        // `asn1.Marshal` sorts a SET OF.
+        let groups = Name { organization: vec!["bb".into(), "a".into(), "ab".into()], ..Name::default() };
+        let value = |v: &[u8]| tlv(0x30, &[tlv(0x06, OID_ORGANIZATION), tlv(0x13, v)].concat());
+        let sorted = [value(b"a"), value(b"ab"), value(b"bb")].concat();
+        assert_eq!(encode_name(&groups), tlv(0x30, &tlv(0x31, &sorted)));
+    }
+
+    #[test]
+    fn certificates_carry_what_go_writes() {
+        use crate::x509::der::name as name_der;
+        use crate::x509::request::fixtures::signed_request_der;
+        let now: Timestamp = "2026-11-26T10:00:00Z".parse().unwrap();
+        let usages = policy(Duration::from_secs(900), &["client auth"], now);
+        // A CA named as Go writes names (PrintableString), so that a certificate can have its
+        // subject byte for byte; rcgen's default would be a UTF8String.
+        let ca = {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            let name = rcgen::DnValue::PrintableString("kubernetes".try_into().unwrap());
+            params.distinguished_name.push(rcgen::DnType::CommonName, name);
+            let cert = params.self_signed(&key).unwrap();
+            CertificateAuthority::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes(), "ca.crt").unwrap()
+        };
+        let has_aki = |der: &[u8]| der.windows(OID_AKI.len() + 2).any(|w| w[0] == 0x06 && &w[2..] == OID_AKI);
+        // The CA's key is named, unless the certificate's subject is the CA's own (`CN=kubernetes`).
+        let alice = request("alice", &[], &[]);
+        assert!(has_aki(&ca.sign(&alice, &usages).unwrap()));
+        let same_subject = request("kubernetes", &[], &[]);
+        assert!(!has_aki(&ca.sign(&same_subject, &usages).unwrap()));
+        // An IPv4-mapped IPv6 address is written as its four bytes.
+        let mapped = request("alice", &[], &["::ffff:10.0.0.1"]);
+        let der = ca.sign(&mapped, &usages).unwrap();
+        let (_, ips) = crate::x509::certificate::certificate_sans(&der).unwrap();
+        assert_eq!(ips, ["10.0.0.1".parse::<IpAddr>().unwrap()]);
+        // A T61String subject (Latin-1) is written as a UTF8String.
+        let t61 = name_der(&[(OID_COMMON_NAME, 0x14, b"alice\xff")]);
+        let request = crate::x509::request::parse_csr_der(&signed_request_der(&t61, &[])).unwrap();
+        let der = ca.sign(&request, &usages).unwrap();
+        assert_eq!(crate::x509::subject(&der).unwrap().common_name, "alice\u{ff}");
+    }
+
+    #[test]
+    fn the_key_must_be_the_certificates() {
+        use crate::x509::request::fixtures::{RSA_KEY_PKCS1_PEM, RSA_KEY_PKCS8_PEM};
+        let self_signed = |key: &rcgen::KeyPair| {
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            params.self_signed(key).unwrap().pem()
+        };
+        let rsa = rcgen::KeyPair::from_pem(RSA_KEY_PKCS8_PEM).unwrap();
+        let ec = rcgen::KeyPair::generate().unwrap();
+        let (rsa_cert, ec_cert) = (self_signed(&rsa), self_signed(&ec));
+        let ec_key = ec.serialize_pem();
+        let pair = |cert: &str, key: &str| CertificateAuthority::from_pem(cert.as_bytes(), key.as_bytes(), "ca.crt");
+        assert!(pair(&rsa_cert, RSA_KEY_PKCS1_PEM).is_ok(), "kubeadm's RSA CA, PKCS#1 key");
+        assert!(pair(&rsa_cert, RSA_KEY_PKCS8_PEM).is_ok(), "the same key, PKCS#8");
+        assert!(pair(&ec_cert, &ec_key).is_ok());
+        for (cert, key) in [(&rsa_cert, ec_key.as_str()), (&ec_cert, RSA_KEY_PKCS1_PEM)] {
+            let refused = pair(cert, key).err().map(|e| e.to_string());
+            assert_eq!(refused.as_deref(), Some("tls: private key does not match public key"));
+        }
+        let other_ec = rcgen::KeyPair::generate().unwrap().serialize_pem();
+        assert!(matches!(pair(&ec_cert, &other_ec), Err(Error::KeyMismatch)), "another key of the same curve");
     }
 
     #[test]

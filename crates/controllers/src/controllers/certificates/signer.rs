@@ -143,26 +143,51 @@ pub fn new(context: &ControllerContext<'_>, config: Config) -> Result<Controller
 struct CaProvider {
     files: SignerCa,
     current: Mutex<Arc<CertificateAuthority>>,
+    /// The last content refused, so that a bad pair is logged once, not on every signature.
+    refused: Mutex<Option<(Vec<u8>, Vec<u8>)>>,
 }
 
 impl CaProvider {
     fn new(files: &SignerCa) -> Result<CaProvider, Error> {
         let (cert, key) = read_files(files)?;
         let ca = CertificateAuthority::from_pem(&cert, &key, &files.cert_file)?;
-        Ok(CaProvider { files: files.clone(), current: Mutex::new(Arc::new(ca)) })
+        Ok(CaProvider { files: files.clone(), current: Mutex::new(Arc::new(ca)), refused: Mutex::new(None) })
     }
 
-    /// `currentCA`: unreadable files keep the last good CA (the dynamic loader keeps its content).
+    /// `currentCA`. Upstream's dynamic loader keeps the pair it has when the files cannot be
+    /// read or do not hold a certificate and its own key (`tls.X509KeyPair`): a CA rotated by
+    /// writing the certificate and then the key is taken once both are written, never half.
+    /// A pair that passes that check but holds several certificates fails every signature, as
+    /// upstream's `setCA` does.
     fn current(&self) -> Result<Arc<CertificateAuthority>, authority::Error> {
         let current = self.current.lock().clone();
         let Ok((cert, key)) = read_files(&self.files) else { return Ok(current) };
         if cert == current.raw_cert && key == current.raw_key {
             return Ok(current);
         }
-        let ca = Arc::new(CertificateAuthority::from_pem(&cert, &key, &self.files.cert_file)?);
-        log::info!("Loaded a new CA for {} from {}", self.files.signer_name, self.files.cert_file);
-        *self.current.lock() = ca.clone();
-        Ok(ca)
+        match CertificateAuthority::from_pem(&cert, &key, &self.files.cert_file) {
+            Ok(ca) => {
+                let ca = Arc::new(ca);
+                log::info!("Loaded a new CA for {} from {}", self.files.signer_name, self.files.cert_file);
+                *self.current.lock() = ca.clone();
+                *self.refused.lock() = None;
+                Ok(ca)
+            }
+            Err(e @ authority::Error::CertificateCount { found: 2.., .. }) => Err(e),
+            Err(e) => {
+                let mut refused = self.refused.lock();
+                if refused.as_ref().is_none_or(|(c, k)| *c != cert || *k != key) {
+                    log::error!(
+                        "Loading CA {} and {} for {} failed, signing with the previous CA: {e}",
+                        self.files.cert_file,
+                        self.files.key_file,
+                        self.files.signer_name
+                    );
+                    *refused = Some((cert, key));
+                }
+                Ok(current)
+            }
+        }
     }
 }
 
@@ -293,14 +318,37 @@ mod tests {
         let provider = CaProvider::new(&files).unwrap();
         let first = provider.current().unwrap();
         assert!(Arc::ptr_eq(&first, &provider.current().unwrap()), "unchanged files: the same CA");
-        write(ca_pem("second"));
+        let (second_cert, second_key) = ca_pem("second");
+        // A rotation that writes the certificate, then the key: half-way, the files hold a
+        // certificate and a key that are not a pair, and the first CA goes on signing.
+        std::fs::write(&files.cert_file, &second_cert).unwrap();
+        assert!(Arc::ptr_eq(&first, &provider.current().unwrap()), "a half-written rotation keeps the CA");
+        std::fs::write(&files.key_file, &second_key).unwrap();
         let second = provider.current().unwrap();
         assert_ne!(first.raw_cert, second.raw_cert, "a new CA after the files changed");
+        assert_eq!(second.raw_cert, second_cert.as_bytes());
         std::fs::remove_file(&files.cert_file).unwrap();
         assert!(Arc::ptr_eq(&second, &provider.current().unwrap()), "unreadable files keep the last CA");
         let _ = std::fs::remove_file(&files.key_file);
         let missing = CaProvider::new(&files).err().unwrap().to_string();
         assert!(missing.starts_with("error reading CA cert file"), "{missing}");
+    }
+
+    #[test]
+    fn a_ca_whose_key_is_not_its_certificates_does_not_start() {
+        let dir = std::env::temp_dir();
+        let base = format!("kcm-signer-mismatch-{}", std::process::id());
+        let files = SignerCa {
+            signer_name: KUBELET_SERVING,
+            cert_file: dir.join(format!("{base}.crt")).display().to_string(),
+            key_file: dir.join(format!("{base}.key")).display().to_string(),
+        };
+        std::fs::write(&files.cert_file, ca_pem("one").0).unwrap();
+        std::fs::write(&files.key_file, ca_pem("other").1).unwrap();
+        let refused = CaProvider::new(&files).err().unwrap().to_string();
+        assert_eq!(refused, "tls: private key does not match public key");
+        let _ = std::fs::remove_file(&files.cert_file);
+        let _ = std::fs::remove_file(&files.key_file);
     }
 
     #[test]
