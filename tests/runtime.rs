@@ -43,6 +43,8 @@ mod limits;
 mod metrics_parity;
 #[path = "runtime/scale.rs"]
 mod scale;
+#[path = "runtime/secure_port_access.rs"]
+mod secure_port_access;
 #[path = "runtime/secure_serving.rs"]
 mod secure_serving;
 #[path = "runtime/standby.rs"]

@@ -35,7 +35,7 @@ pub fn debug_pages(options: &Options) -> DebugPages {
 }
 
 /// `/statusz`'s versions, and the paths upstream's handler lists when statusz is installed
-/// (the profiling, `/metrics/slis` and `/livez`-style paths are unlisted or absent).
+/// (the profiling and `/metrics/slis` paths are unlisted).
 fn statusz(options: &Options, flagz: bool) -> Statusz {
     let mut paths = vec!["/configz", "/healthz", "/metrics"];
     if flagz {

@@ -1,5 +1,7 @@
-//! Named health checks and the `/healthz`, `/livez` and `/readyz` answers, worded exactly as
-//! upstream's `k8s.io/apiserver/pkg/server/healthz` words them.
+//! Named health checks and the `/healthz` answer, worded exactly as upstream's
+//! `k8s.io/apiserver/pkg/server/healthz` words it. Upstream's controller manager serves
+//! `/healthz` alone: its mux routes only that exact path to the checks, so `/healthz/<check>`,
+//! `/livez` and `/readyz` are 404 there, and here.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -57,7 +59,7 @@ impl HealthChecks {
         checks.clone()
     }
 
-    /// The answer of a root health path (`name` is `healthz`, `livez` or `readyz`):
+    /// The answer of the root health path `name` (`healthz`):
     /// `?exclude=<check>` skips checks, `?verbose` lists every check. Failures are always
     /// listed, their reasons withheld (they are logged instead).
     pub fn root(&self, name: &str, query: &[(String, String)]) -> HealthAnswer {
@@ -97,15 +99,6 @@ impl HealthChecks {
         }
         HealthAnswer { code: 200, body: "ok".into() }
     }
-
-    /// The answer of `/<root>/<check>`; `None` when no check has that name.
-    pub fn single(&self, check_name: &str) -> Option<HealthAnswer> {
-        let (_, check) = self.snapshot().into_iter().find(|(n, _)| n == check_name)?;
-        Some(match check() {
-            Ok(()) => HealthAnswer { code: 200, body: "ok".into() },
-            Err(reason) => HealthAnswer { code: 500, body: format!("internal server error: {reason}\n") },
-        })
-    }
 }
 
 /// `"a","b"`, as upstream's `formatQuoted`.
@@ -132,9 +125,8 @@ mod tests {
     fn ping_stands_in_while_there_are_no_checks() {
         let checks = HealthChecks::new();
         assert_eq!(checks.root("healthz", &[]), HealthAnswer { code: 200, body: "ok".into() });
-        let verbose = checks.root("livez", &query(&[("verbose", "")]));
-        assert_eq!(verbose.body, "[+]ping ok\nlivez check passed\n");
-        assert_eq!(checks.single("ping").unwrap().body, "ok");
+        let verbose = checks.root("healthz", &query(&[("verbose", "")]));
+        assert_eq!(verbose.body, "[+]ping ok\nhealthz check passed\n");
     }
 
     #[test]
@@ -147,22 +139,13 @@ mod tests {
     #[test]
     fn exclusions_skip_checks_and_unknown_ones_are_warned_about() {
         let answer =
-            checks().root("readyz", &query(&[("exclude", "deployment"), ("exclude", "nope"), ("verbose", "")]));
+            checks().root("healthz", &query(&[("exclude", "deployment"), ("exclude", "nope"), ("verbose", "")]));
         assert_eq!(answer.code, 200);
         assert_eq!(
             answer.body,
             "[+]leaderElection ok\n[+]deployment excluded: ok\n\
-             warn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
+             warn: some health checks cannot be excluded: no matches for \"nope\"\nhealthz check passed\n"
         );
-    }
-
-    #[test]
-    fn single_checks_show_their_reason() {
-        let checks = checks();
-        assert_eq!(checks.single("leaderElection").unwrap(), HealthAnswer { code: 200, body: "ok".into() });
-        let failed = checks.single("deployment").unwrap();
-        assert_eq!(failed, HealthAnswer { code: 500, body: "internal server error: informers not synced\n".into() });
-        assert!(checks.single("ping").is_none());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The controller manager's secure port (`--secure-port`, 10257 by default): `/healthz`,
-//! `/livez`, `/readyz`, `/metrics`, `/metrics/slis`, `/configz`, `/flagz` and `/statusz` over HTTPS, behind upstream's delegated authentication
+//! `/metrics`, `/metrics/slis`, `/configz`, `/flagz` and `/statusz` over HTTPS, behind upstream's delegated authentication
 //! and authorization (k8s.io/apiserver's `SecureServingOptions`,
 //! `DelegatingAuthenticationOptions` and `DelegatingAuthorizationOptions`).
 //!
@@ -259,14 +259,11 @@ impl SecureHandler {
         if let Some(answer) = self.pages.answer(path, request.header("Accept")) {
             return answer;
         }
-        for root in ["healthz", "livez", "readyz"] {
-            let Some(rest) = path.strip_prefix('/').and_then(|p| p.strip_prefix(root)) else { continue };
-            let answer = match rest.strip_prefix('/') {
-                None if rest.is_empty() => Some(self.checks.root(root, &request.query)),
-                Some(check) => self.checks.single(check),
-                None => None,
-            };
-            return answer.map_or_else(Answer::not_found, |a| Answer::text(a.code, a.body));
+        // Upstream's mux routes the exact path `/healthz` to its checks, and nothing else
+        // (no `/healthz/<check>`, no `/livez` or `/readyz`).
+        if path == "/healthz" {
+            let answer = self.checks.root("healthz", &request.query);
+            return Answer::text(answer.code, answer.body);
         }
         Answer::not_found()
     }

@@ -35,7 +35,7 @@ pub fn global() -> &'static Slis {
 }
 
 impl Slis {
-    /// Records one run of check `name` for the root path `kind` (`healthz`, `livez`, `readyz`).
+    /// Records one run of check `name` for the root path `kind` (`healthz`).
     pub fn observe(&self, name: &str, kind: &str, passed: bool) {
         let status = if passed { "success" } else { "error" };
         self.healthcheck.lock().insert((name.into(), kind.into()), if passed { 1.0 } else { 0.0 });
