@@ -13,6 +13,7 @@ pub(super) const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningre
 /// what they say (subject, SANs, lifetime), and condition times are dropped.
 pub(super) fn summarise_csr(mut csr: Value) -> Value {
     use crate::x509::certificate::{certificate_sans, certificate_validity};
+    let request_spki = request_spki(&csr);
     csr["spec"]["request"] = json!("<request>");
     // The requester's credential: each run's control plane has its own admin certificate.
     if let Some(extra) = csr["spec"]["extra"].as_object_mut() {
@@ -36,12 +37,68 @@ pub(super) fn summarise_csr(mut csr: Value) -> Value {
         let subject = crate::x509::subject(der).unwrap_or_default();
         let (dns, ips) = certificate_sans(der).unwrap_or_default();
         let lifetime = certificate_validity(der).map(|(from, to)| from.duration_until(to).as_secs());
-        json!({"commonName": subject.common_name, "organizations": subject.organizations,
+        let mut summary = json!({"commonName": subject.common_name, "organizations": subject.organizations,
             "dnsNames": dns, "ipAddresses": ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "lifetimeSeconds": lifetime})
+            "lifetimeSeconds": lifetime});
+        if let Some(fields) = certificate_fields(der, request_spki.as_deref())
+            && let Some(summary) = summary.as_object_mut()
+        {
+            summary.extend(fields);
+        }
+        summary
     });
     csr["status"]["certificate"] = summary.unwrap_or(json!("<unreadable>"));
     csr
+}
+
+/// The SubjectPublicKeyInfo of a CSR's request, to tell whether a certificate carries it.
+fn request_spki(csr: &Value) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let pem = base64::engine::general_purpose::STANDARD.decode(csr["spec"]["request"].as_str()?).ok()?;
+    let (_, der) = crate::x509::pem_blocks(&pem).into_iter().next()?;
+    crate::x509::request::parse_csr_der(&der).ok().map(|r| r.spki)
+}
+
+/// The bytes of a certificate that both runs must write alike, read as a plain walk of its
+/// DER (not by the reader under test): the exact subject, the signature algorithm, whether
+/// the key is the request's, and every extension as written, the authority key identifier
+/// (each run's CA has its own key) reduced to its presence.
+fn certificate_fields(der: &[u8], request_spki: Option<&[u8]>) -> Option<Map<String, Value>> {
+    use crate::x509::{read, request::element, skip};
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let (certificate, _) = read(der, 0x30)?;
+    let (tbs, _) = read(certificate, 0x30)?;
+    let rest = if tbs.first() == Some(&0xa0) { skip(tbs)? } else { tbs };
+    let rest = skip(rest)?; // serialNumber
+    let (algorithm, _, rest) = element(rest, 0x30)?;
+    let rest = skip(skip(rest)?)?; // issuer, validity
+    let (subject, _, rest) = element(rest, 0x30)?;
+    let (spki, _, mut rest) = element(rest, 0x30)?;
+    let mut extensions = Vec::new();
+    while let Some(&tag) = rest.first() {
+        let (content, next) = read(rest, tag)?;
+        rest = next;
+        if tag != 0xa3 {
+            continue;
+        }
+        let (mut list, _) = read(content, 0x30)?;
+        while !list.is_empty() {
+            let (extension, _, next) = element(list, 0x30)?;
+            list = next;
+            let (inner, _) = read(extension, 0x30)?;
+            let (oid, _) = read(inner, 0x06)?;
+            let written =
+                if oid == crate::x509::oid::OID_AKI { "<the CA's key id>".to_string() } else { hex(extension) };
+            extensions.push(json!({"oid": hex(oid), "extension": written}));
+        }
+    }
+    let spki = match request_spki {
+        Some(requested) if requested == spki => json!("<the request's>"),
+        _ => json!(hex(spki)),
+    };
+    let fields = json!({"subject": hex(subject), "signatureAlgorithm": hex(algorithm), "publicKey": spki,
+        "extensions": extensions});
+    fields.as_object().cloned()
 }
 
 /// Turns the objects and Events read at one checkpoint into their comparable form.

@@ -4,16 +4,32 @@ use serde_json::json;
 
 use super::*;
 
-pub(super) static SCENARIOS: &[Scenario] = &[Scenario {
-    name: "certificates",
-    summary: "a kubelet client CSR auto-approved and signed, a serving CSR approved by the admin and signed, \
+mod hostile;
+
+pub(super) static SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "certificates",
+        summary: "a kubelet client CSR auto-approved and signed, a serving CSR approved by the admin and signed, \
                   one asking for 15 minutes, and a refused client CSR",
-    nodes: 1,
-    flags: &[],
-    apiserver_flags: &[],
-    compare_nodes: false,
-    run: certificates,
-}];
+        nodes: 1,
+        flags: &[],
+        apiserver_flags: &[],
+        compare_nodes: false,
+        run: certificates,
+    },
+    Scenario {
+        name: "certificates-hostile",
+        summary: "60 hostile and unusual CSRs: kubelet client CSRs from nodes, bootstrap tokens and a user with and \
+                  without permission; wrong names, groups, usages and SANs for each signer; names written as Go \
+                  reads them (the last CN, BMPString, the first extensionRequest value, the PEM block Go reads); \
+                  every key type and signature algorithm Go verifies; lifetimes capped",
+        nodes: 1,
+        flags: &[],
+        apiserver_flags: &[],
+        compare_nodes: false,
+        run: hostile::hostile_csrs,
+    },
+];
 
 /// A PEM PKCS#10 request for `cn` in `orgs` with DNS `sans`, base64 for `spec.request`.
 pub(super) fn csr_request(cn: &str, orgs: &[&str], sans: &[&str]) -> Result<String, Error> {
