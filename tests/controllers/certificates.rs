@@ -24,10 +24,11 @@ use crate::harness;
 
 use harness::{Backend, Cluster, TestServer, eventually, from};
 
-/// Where the test writes the server's CA for the signer (removed with the cluster).
-fn ca_files(test: &str) -> (PathBuf, PathBuf) {
+/// Where the test writes the server's CA for the signer (removed with the cluster); each
+/// backend's run of a test has its own, as the two run at once with different CAs.
+fn ca_files(backend: Backend, test: &str) -> (PathBuf, PathBuf) {
     let dir = std::env::temp_dir();
-    let base = format!("kcm-csr-{test}-{}", std::process::id());
+    let base = format!("kcm-csr-{test}-{}-{}", backend.name(), std::process::id());
     (dir.join(format!("{base}.crt")), dir.join(format!("{base}.key")))
 }
 
@@ -35,7 +36,7 @@ fn ca_files(test: &str) -> (PathBuf, PathBuf) {
 /// may create CSRs and get them approved (`nodeclient`), nodes may renew theirs (`selfnodeclient`),
 /// as kubeadm binds them.
 fn start(backend: Backend, test: &str) -> Cluster {
-    let (cert, key) = ca_files(test);
+    let (cert, key) = ca_files(backend, test);
     let flags = [
         format!("--cluster-signing-cert-file={}", cert.display()),
         format!("--cluster-signing-key-file={}", key.display()),
@@ -289,4 +290,101 @@ fn the_cleaner_deletes_approved_csrs_never_issued(backend: Backend) {
         assert!(conditions[0].last_update_time.is_some(), "the server stamps the approval");
     }
     eventually("the approved, unissued CSR deleted", || csrs.get_opt("approved").ok()?.is_none().then_some(()));
+}
+
+/// Whether the DER certificate `der` was issued and signed by the CA of `ca_pem` (P-256, as
+/// the servers' CAs and the rotated one here are): its issuer is the CA's subject and its
+/// signature verifies with the CA's key.
+fn signed_by(der: &[u8], ca_pem: &str) -> bool {
+    let ca_der = &pem_blocks(ca_pem.as_bytes())[0].1;
+    let Some(ca) = kcm::x509::certificate::parse_certificate(ca_der) else { return false };
+    let Some((tbs, issuer, signature)) = certificate_parts(der) else { return false };
+    let key = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_ASN1, &ca.public_key);
+    issuer == ca.raw_subject && key.verify(tbs, signature).is_ok()
+}
+
+/// A DER certificate's signed part, issuer and signature.
+fn certificate_parts(der: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+    use kcm::x509::{read, request::element, skip};
+    let (certificate, _) = read(der, 0x30)?;
+    let (tbs, tbs_content, rest) = element(certificate, 0x30)?;
+    let (signature, _) = read(skip(rest)?, 0x03)?;
+    let fields = if tbs_content.first() == Some(&0xa0) { skip(tbs_content)? } else { tbs_content };
+    let (issuer, _, _) = element(skip(skip(fields)?)?, 0x30)?;
+    Some((tbs, issuer, signature.get(1..)?))
+}
+
+/// A new self-signed P-256 CA: certificate and key PEM.
+fn new_ca(cn: &str) -> (String, String) {
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    (params.self_signed(&key).expect("a CA").pem(), key.serialize_pem())
+}
+
+on_both_backends!(a_ca_rotated_under_load_signs_only_once_both_files_are_written);
+/// Upstream's signers reload `--cluster-signing-*` files when they change, and only as a pair
+/// that matches (`tls.X509KeyPair`). A CA rotated the usual way — the certificate written,
+/// then the key — while CSRs keep coming: every certificate verifies against the old CA or
+/// the new one (never a mix: the new CA's name with the old key), those signed while only the
+/// certificate was new against the old, and those asked for after both files changed against
+/// the new.
+fn a_ca_rotated_under_load_signs_only_once_both_files_are_written(backend: Backend) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cluster = start(backend, "rotate");
+    let (cert_file, key_file) = ca_files(backend, "rotate");
+    let old_ca = cluster.server.ca_pem().to_string();
+    let (new_cert, new_key) = new_ca("rotated-ca");
+    let csrs = Api::<CertificateSigningRequest>::all(&cluster.client);
+    let submit = |name: &str| {
+        let (_, pem) = request(name, &[], &[], &[]);
+        let object = csr_object(name, &pem, "kubernetes.io/kube-apiserver-client", &["client auth"], None);
+        csrs.create(&object, &PostParams::default()).expect("CSR created");
+        approve(&csrs, name);
+    };
+    let phase = |prefix: &str| -> Vec<Vec<u8>> {
+        let names: Vec<String> = (0..8).map(|i| format!("{prefix}-{i}")).collect();
+        names.iter().for_each(|name| submit(name));
+        names.iter().map(|name| pem_blocks(issued(&csrs, name).1.as_bytes())[0].1.clone()).collect()
+    };
+    // Load beside the phases: CSRs submitted without pause until the rotation is over (or a
+    // phase fails: the flag is set on the way out either way, so that the scope can end).
+    let done = AtomicBool::new(false);
+    struct SetOnDrop<'a>(&'a AtomicBool);
+    impl Drop for SetOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let churned = std::thread::scope(|scope| {
+        let _stop_churn = SetOnDrop(&done);
+        let churn = scope.spawn(|| {
+            let mut names = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                let name = format!("churn-{}", names.len());
+                submit(&name);
+                names.push(name);
+            }
+            names
+        });
+        let before = phase("before");
+        assert!(before.iter().all(|der| signed_by(der, &old_ca)), "signed with the first CA");
+        std::fs::write(&cert_file, &new_cert).expect("new ca.crt");
+        let half = phase("half");
+        assert!(half.iter().all(|der| signed_by(der, &old_ca)), "a certificate without its key is not taken");
+        std::fs::write(&key_file, &new_key).expect("new ca.key");
+        let after = phase("after");
+        assert!(
+            after.iter().all(|der| signed_by(der, &new_cert)),
+            "signed with the new CA once both files are written"
+        );
+        done.store(true, Ordering::Relaxed);
+        churn.join().expect("the churn thread")
+    });
+    assert!(!churned.is_empty());
+    for name in &churned {
+        let der = pem_blocks(issued(&csrs, name).1.as_bytes())[0].1.clone();
+        assert!(signed_by(&der, &old_ca) || signed_by(&der, &new_cert), "{name}: signed by neither CA, a mixed pair");
+    }
 }
