@@ -111,6 +111,11 @@ fn csrs_are_approved_signed_and_refused_as_upstream_does() {
 }
 
 #[test]
+fn hostile_csrs_are_decided_as_upstream_decides_them() {
+    run("certificates-hostile");
+}
+
+#[test]
 fn a_service_cidr_is_guarded_and_released_as_upstream_does() {
     run("servicecidr");
 }

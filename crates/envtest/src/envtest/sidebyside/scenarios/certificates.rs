@@ -19,7 +19,7 @@ pub(super) static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "certificates-hostile",
-        summary: "60 hostile and unusual CSRs: kubelet client CSRs from nodes, bootstrap tokens and a user with and \
+        summary: "48 hostile and unusual CSRs: kubelet client CSRs from nodes, bootstrap tokens and a user with and \
                   without permission; wrong names, groups, usages and SANs for each signer; names written as Go \
                   reads them (the last CN, BMPString, the first extensionRequest value, the PEM block Go reads); \
                   every key type and signature algorithm Go verifies; lifetimes capped",
