@@ -301,15 +301,20 @@ mod tests {
         (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
     }
 
-    #[test]
-    fn the_ca_is_read_again_when_its_files_change() {
+    /// The CA files of the kubelet-serving signer for `test`, in the temporary folder.
+    fn temp_files(test: &str) -> SignerCa {
         let dir = std::env::temp_dir();
-        let base = format!("kcm-signer-reload-{}", std::process::id());
-        let files = SignerCa {
+        let base = format!("kcm-signer-{test}-{}", std::process::id());
+        SignerCa {
             signer_name: KUBELET_SERVING,
             cert_file: dir.join(format!("{base}.crt")).display().to_string(),
             key_file: dir.join(format!("{base}.key")).display().to_string(),
-        };
+        }
+    }
+
+    #[test]
+    fn the_ca_is_read_again_when_its_files_change() {
+        let files = temp_files("reload");
         let write = |(cert, key): (String, String)| {
             std::fs::write(&files.cert_file, cert).unwrap();
             std::fs::write(&files.key_file, key).unwrap();
@@ -336,13 +341,7 @@ mod tests {
 
     #[test]
     fn a_ca_whose_key_is_not_its_certificates_does_not_start() {
-        let dir = std::env::temp_dir();
-        let base = format!("kcm-signer-mismatch-{}", std::process::id());
-        let files = SignerCa {
-            signer_name: KUBELET_SERVING,
-            cert_file: dir.join(format!("{base}.crt")).display().to_string(),
-            key_file: dir.join(format!("{base}.key")).display().to_string(),
-        };
+        let files = temp_files("mismatch");
         std::fs::write(&files.cert_file, ca_pem("one").0).unwrap();
         std::fs::write(&files.key_file, ca_pem("other").1).unwrap();
         let refused = CaProvider::new(&files).err().unwrap().to_string();
