@@ -251,33 +251,44 @@ on_both_backends!(a_node_marked_unknown_is_tainted_in_the_same_monitor_pass);
 fn a_node_marked_unknown_is_tainted_in_the_same_monitor_pass(backend: Backend) {
     // A monitor pass every 30 s: v1.33 tainted on the pass after the one that wrote Unknown
     // (30 s later); v1.36 queues the node for the taint in that same pass, and the tainting
-    // pass (every 100 ms) adds it at once.
+    // pass (every 100 ms) adds it at once. That pass reads the node from the informer's cache,
+    // as upstream's reads its lister: when it runs before the cache has the Unknown condition
+    // just written, it drops the node as ready again and the next monitor pass taints it, a
+    // race upstream's binary can lose as well (seen once in CI on a loaded machine). So the
+    // node fails up to three times and one same-pass taint is enough; v1.33's order would be
+    // a period late every time.
     let cluster = start_monitoring_every(backend, "30s", &[]);
-    cluster.wait_node("node-b", "Ready without the not-ready taint", |n| {
-        condition(n, "Ready").is_some_and(|c| c.0 == "True") && !has_taint(n, NOT_READY, "NoSchedule")
-    });
-    assert!(cluster.simulated().stop_heartbeat("node-b"));
-    let tainted = cluster.wait_node("node-b", "Unknown with the unreachable NoExecute taint", |n| {
-        condition(n, "Ready").is_some_and(|c| c.0 == "Unknown") && has_taint(n, UNREACHABLE, "NoExecute")
-    });
-    let ready =
-        tainted.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|c| {
+    let mut late = Vec::new();
+    for _ in 0..3 {
+        cluster.wait_node("node-b", "Ready without the not-ready or unreachable taints", |n| {
+            condition(n, "Ready").is_some_and(|c| c.0 == "True")
+                && !has_taint(n, NOT_READY, "NoSchedule")
+                && !has_taint(n, UNREACHABLE, "NoExecute")
+        });
+        assert!(cluster.simulated().stop_heartbeat("node-b"));
+        let tainted = cluster.wait_node("node-b", "Unknown with the unreachable NoExecute taint", |n| {
+            condition(n, "Ready").is_some_and(|c| c.0 == "Unknown") && has_taint(n, UNREACHABLE, "NoExecute")
+        });
+        assert!(!has_taint(&tainted, NOT_READY, "NoExecute"));
+        let ready = tainted.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|c| {
             c.iter().find(|c| c.type_ == "Ready").and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
         });
-    let added = taints(&tainted)
-        .into_iter()
-        .find(|t| t.key == UNREACHABLE && t.effect == "NoExecute")
-        .and_then(|t| t.time_added)
-        .map(|t| t.0);
-    let (Some(unknown_since), Some(added)) = (ready, added) else {
-        panic!("the Ready condition's lastTransitionTime and the taint's timeAdded: {tainted:?}")
-    };
-    let delay = added.duration_since(unknown_since);
-    assert!(
-        delay.as_secs() < 15,
-        "tainted {delay:?} after it went Unknown (at {unknown_since}), not a monitor period later"
-    );
-    assert!(!has_taint(&tainted, NOT_READY, "NoExecute"));
+        let added = taints(&tainted)
+            .into_iter()
+            .find(|t| t.key == UNREACHABLE && t.effect == "NoExecute")
+            .and_then(|t| t.time_added)
+            .map(|t| t.0);
+        let (Some(unknown_since), Some(added)) = (ready, added) else {
+            panic!("the Ready condition's lastTransitionTime and the taint's timeAdded: {tainted:?}")
+        };
+        let delay = added.duration_since(unknown_since);
+        if delay.as_secs() < 15 {
+            return;
+        }
+        late.push(format!("{delay:?} after {unknown_since}"));
+        assert!(cluster.simulated().resume_heartbeat("node-b"));
+    }
+    panic!("tainted a monitor period after it went Unknown, three times: {late:?}");
 }
 
 on_both_backends!(with_every_node_of_the_only_zone_down_nothing_is_evicted);
