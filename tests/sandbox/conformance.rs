@@ -1374,6 +1374,24 @@ fn csrs_answer_as_kube_apiserver() {
             s.request(&user, "PUT", &format!("{CSRS}/carols/status"), &[], &s.get(&format!("{CSRS}/carols")).json());
         json!({"approve": approve.shape(), "fail": fail.shape(), "unchanged status": unchanged.code})
     });
+    pair.check("a node asks a kubelet signer for its own name only (NodeRestriction)", |s| {
+        let usages = json!(["digital signature", "client auth"]);
+        let binding = json!({"metadata": {"name": "node-csr-requesters"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-bootstrapper"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}]});
+        let bound = s.admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", &[], &binding);
+        assert_eq!(bound.code, 201, "{}", bound.text());
+        let mut shapes = Vec::new();
+        for (node, name) in [("system:node:conf", "own"), ("system:node:other", "another")] {
+            let user = s.server.user_config(node, &["system:nodes"]).expect("node credentials");
+            let object = csr(name, "kubernetes.io/kube-apiserver-client-kubelet", usages.clone(), Value::Null);
+            shapes.push(s.request(&user, "POST", CSRS, &[], &object).shape());
+        }
+        let user = s.server.user_config("system:node:other", &["system:nodes"]).expect("node credentials");
+        let other_signer = csr("other-signer", "example.com/signer", usages, Value::Null);
+        shapes.push(s.request(&user, "POST", CSRS, &[], &other_signer).shape());
+        json!(shapes)
+    });
     pair.check("a request that is not a PEM CERTIFICATE REQUEST: 422", |s| {
         use base64::Engine;
         let mut object = csr("junk", "example.com/signer", json!(["client auth"]), Value::Null);

@@ -1,7 +1,8 @@
 //! The `plugin/pkg/admission/certificates` plugins: CertificateApproval and CertificateSigning
 //! ask the authorizer whether the requester may `approve` or `sign` for the CSR's signer (the
 //! `signers` resource, by name or by `<domain>/*`); CertificateSubjectRestriction refuses
-//! `system:masters` client certificates from the kube-apiserver-client signer.
+//! `system:masters` client certificates from the kube-apiserver-client signer; NodeRestriction's
+//! rule for CSRs (`admitCSR`) lets a node ask a kubelet signer only for its own name.
 
 use serde_json::Value;
 
@@ -46,6 +47,29 @@ pub(super) fn signing(ctx: &AdmissionContext<'_>, object: &Value, txn: &Txn<'_>)
         return Ok(());
     }
     let why = format!("user not permitted to sign requests with signerName \"{signer}\"");
+    Err(forbidden(ctx, object, Phase::Validating, &why))
+}
+
+const KUBELET_SIGNERS: &[&str] = &["kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"];
+
+/// NodeRestriction's `admitCSR`: a node (a user `system:node:<name>` in `system:nodes`) may
+/// create a CSR for a kubelet signer only with the common name `system:node:<name>`.
+pub(super) fn node_restriction(ctx: &AdmissionContext<'_>, object: &Value) -> ApiResult<()> {
+    if !ctx.is_create() || !is_csr(ctx, None) || !KUBELET_SIGNERS.contains(&text(object, "/spec/signerName")) {
+        return Ok(());
+    }
+    let is_node = ctx.user.groups.iter().any(|g| g == "system:nodes");
+    let Some(node) = ctx.user.name.strip_prefix("system:node:").filter(|_| is_node) else { return Ok(()) };
+    if node.is_empty() {
+        return Err(forbidden(ctx, object, Phase::Validating, "could not determine node from user \"system:node:\""));
+    }
+    let why = match parsed_request(text(object, "/spec/request")) {
+        None => "unable to parse csr".to_string(),
+        Some(request) if request.subject.common_name != format!("system:node:{node}") => {
+            format!("can only create a node CSR with CN=system:node:{node}")
+        }
+        Some(_) => return Ok(()),
+    };
     Err(forbidden(ctx, object, Phase::Validating, &why))
 }
 

@@ -86,6 +86,7 @@ pub fn admit(ctx: &AdmissionContext<'_>, object: &mut Value, txn: &mut Txn<'_>) 
     // Validating plugins, in the same order; ResourceQuota is last, as upstream requires.
     limit_ranger::validate(ctx, object, txn)?;
     service_account::validate(ctx, object, txn)?;
+    certificates::node_restriction(ctx, object)?;
     priority::validate(ctx, object, txn)?;
     storage::persistent_volume_claim_resize(ctx, object, txn)?;
     certificates::approval(ctx, object, txn)?;
