@@ -87,7 +87,7 @@ enum SigningKey {
 }
 
 impl SigningKey {
-    /// `keyutil.ParsePrivateKeyPEM`: PKCS#1 RSA, SEC1 EC or PKCS#8 keys.
+    /// `keyutil.ParsePrivateKeyPEM`: the first block that is a PKCS#1 RSA, SEC1 EC or PKCS#8 key.
     fn from_pem(pem: &[u8]) -> Result<SigningKey, Error> {
         let rng = SystemRandom::new();
         for (label, der) in pem_blocks(pem) {
@@ -100,9 +100,12 @@ impl SigningKey {
                     .or_else(|| ecdsa(&der, OID_P256, &rng))
                     .or_else(|| ecdsa(&der, OID_P384, &rng))
                     .or_else(|| Ed25519KeyPair::from_pkcs8_maybe_unchecked(&der).ok().map(SigningKey::Ed25519)),
-                _ => continue,
+                _ => None,
             };
-            return key.ok_or(Error::InvalidKey);
+            // A block that does not parse is skipped, as `ParsePrivateKeyPEM` skips it.
+            if let Some(key) = key {
+                return Ok(key);
+            }
         }
         Err(Error::InvalidKey)
     }
@@ -601,5 +604,10 @@ mod tests {
         let key = rcgen::KeyPair::generate().unwrap();
         assert!(matches!(SigningKey::from_pem(key.serialize_pem().as_bytes()), Ok(SigningKey::Ecdsa(..))));
         assert!(SigningKey::from_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").is_err());
+        // A key block that does not parse is skipped for the next one, as Go's
+        // `keyutil.ParsePrivateKeyPEM` does.
+        let broken_then_good =
+            format!("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n{}", key.serialize_pem());
+        assert!(matches!(SigningKey::from_pem(broken_then_good.as_bytes()), Ok(SigningKey::Ecdsa(..))));
     }
 }
