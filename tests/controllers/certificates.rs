@@ -296,22 +296,11 @@ fn the_cleaner_deletes_approved_csrs_never_issued(backend: Backend) {
 /// the servers' CAs and the rotated one here are): its issuer is the CA's subject and its
 /// signature verifies with the CA's key.
 fn signed_by(der: &[u8], ca_pem: &str) -> bool {
+    use kcm::x509::certificate::{certificate_parts, parse_certificate};
     let ca_der = &pem_blocks(ca_pem.as_bytes())[0].1;
-    let Some(ca) = kcm::x509::certificate::parse_certificate(ca_der) else { return false };
-    let Some((tbs, issuer, signature)) = certificate_parts(der) else { return false };
+    let (Some(ca), Some(parts)) = (parse_certificate(ca_der), certificate_parts(der)) else { return false };
     let key = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_ASN1, &ca.public_key);
-    issuer == ca.raw_subject && key.verify(tbs, signature).is_ok()
-}
-
-/// A DER certificate's signed part, issuer and signature.
-fn certificate_parts(der: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
-    use kcm::x509::{read, request::element, skip};
-    let (certificate, _) = read(der, 0x30)?;
-    let (tbs, tbs_content, rest) = element(certificate, 0x30)?;
-    let (signature, _) = read(skip(rest)?, 0x03)?;
-    let fields = if tbs_content.first() == Some(&0xa0) { skip(tbs_content)? } else { tbs_content };
-    let (issuer, _, _) = element(skip(skip(fields)?)?, 0x30)?;
-    Some((tbs, issuer, signature.get(1..)?))
+    parts.issuer == ca.raw_subject && key.verify(parts.tbs, parts.signature).is_ok()
 }
 
 /// A new self-signed P-256 CA: certificate and key PEM.

@@ -112,7 +112,7 @@ impl Notifier {
 
     /// One watchdog beat: `WATCHDOG=1` when every health check passes. Returns whether it was sent.
     pub fn beat(&self, checks: &HealthChecks) -> bool {
-        let healthy = checks.root("healthz", &[]).code == 200;
+        let healthy = checks.healthz(&[]).code == 200;
         if healthy {
             self.notify("WATCHDOG=1");
         } else {

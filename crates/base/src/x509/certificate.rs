@@ -26,48 +26,86 @@ pub struct ParsedCertificate {
     pub public_key: Vec<u8>,
 }
 
-/// Reads a DER certificate as far as `ParsedCertificate` goes; `None` if it is malformed.
-pub fn parse_certificate(der: &[u8]) -> Option<ParsedCertificate> {
+/// A certificate's parts as DER, by a plain walk of its structure (no field is interpreted):
+/// for the reader below, and for comparing or verifying certificates byte by byte.
+pub struct CertificateParts<'a> {
+    /// The whole `tbsCertificate` element: the bytes the signature covers.
+    pub tbs: &'a [u8],
+    /// The `signature` AlgorithmIdentifier element inside the `tbsCertificate`.
+    pub signature_algorithm: &'a [u8],
+    /// The issuer Name element.
+    pub issuer: &'a [u8],
+    /// The validity SEQUENCE's content.
+    pub validity: &'a [u8],
+    /// The subject Name element.
+    pub subject: &'a [u8],
+    /// The subjectPublicKeyInfo element.
+    pub spki: &'a [u8],
+    /// Each `Extension` element, in order.
+    pub extensions: Vec<&'a [u8]>,
+    /// The signature's bytes (the BIT STRING without its unused-bits count).
+    pub signature: &'a [u8],
+}
+
+/// Splits a DER certificate into its parts; `None` if its structure is malformed.
+pub fn certificate_parts(der: &[u8]) -> Option<CertificateParts<'_>> {
     let (certificate, _) = read(der, 0x30)?;
-    let (tbs, _) = read(certificate, 0x30)?;
-    let rest = if tbs.first() == Some(&0xa0) { skip(tbs)? } else { tbs };
-    let rest = skip(skip(skip(rest)?)?)?; // serial, signature, issuer
-    let (validity, rest) = read(rest, 0x30)?;
-    let not_after = parse_time(skip(validity)?)?;
-    let not_before = parse_time(validity)?;
-    let (subject, _, rest) = element(rest, 0x30)?;
-    let (spki, mut rest) = read(rest, 0x30)?;
-    let (_algorithm, key) = read(spki, 0x30)?;
-    let (key, _) = read(key, 0x03)?;
-    let public_key = bit_string(key)?.to_vec();
-    let mut parsed = ParsedCertificate {
-        raw_subject: subject.to_vec(),
-        subject_key_id: None,
-        not_before,
-        not_after,
-        sans: None,
-        public_key,
-    };
+    let (tbs, tbs_content, rest) = element(certificate, 0x30)?;
+    let (signature, _) = read(skip(rest)?, 0x03)?;
+    let fields = if tbs_content.first() == Some(&0xa0) { skip(tbs_content)? } else { tbs_content };
+    let fields = skip(fields)?; // serialNumber
+    let (signature_algorithm, _, fields) = element(fields, 0x30)?;
+    let (issuer, _, fields) = element(fields, 0x30)?;
+    let (validity, fields) = read(fields, 0x30)?;
+    let (subject, _, fields) = element(fields, 0x30)?;
+    let (spki, _, mut rest) = element(fields, 0x30)?;
+    let mut extensions = Vec::new();
+    // issuerUniqueID [1] and subjectUniqueID [2] are skipped; extensions are [3].
     while let Some(&tag) = rest.first() {
         let (content, next) = read(rest, tag)?;
         rest = next;
         if tag != 0xa3 {
             continue;
         }
-        let (mut extensions, _) = read(content, 0x30)?;
-        while !extensions.is_empty() {
-            let (ext, next) = read(extensions, 0x30)?;
-            extensions = next;
-            let (oid, value) = read(ext, 0x06)?;
-            let value = if value.first() == Some(&0x01) { skip(value)? } else { value };
-            let (value, _) = read(value, 0x04)?;
-            if oid == OID_SKI {
-                parsed.subject_key_id = Some(read(value, 0x04)?.0.to_vec());
-            } else if oid == OID_SAN {
-                let mut sans = SubjectAltNames::default();
-                read_general_names(value, &mut sans)?;
-                parsed.sans = Some(sans);
-            }
+        let (mut list, _) = read(content, 0x30)?;
+        while !list.is_empty() {
+            let (extension, _, next) = element(list, 0x30)?;
+            extensions.push(extension);
+            list = next;
+        }
+    }
+    let signature = bit_string(signature)?;
+    Some(CertificateParts { tbs, signature_algorithm, issuer, validity, subject, spki, extensions, signature })
+}
+
+/// Reads a DER certificate as far as `ParsedCertificate` goes; `None` if it is malformed.
+pub fn parse_certificate(der: &[u8]) -> Option<ParsedCertificate> {
+    let parts = certificate_parts(der)?;
+    let not_after = parse_time(skip(parts.validity)?)?;
+    let not_before = parse_time(parts.validity)?;
+    let (spki, _) = read(parts.spki, 0x30)?;
+    let (_algorithm, key) = read(spki, 0x30)?;
+    let (key, _) = read(key, 0x03)?;
+    let public_key = bit_string(key)?.to_vec();
+    let mut parsed = ParsedCertificate {
+        raw_subject: parts.subject.to_vec(),
+        subject_key_id: None,
+        not_before,
+        not_after,
+        sans: None,
+        public_key,
+    };
+    for extension in parts.extensions {
+        let (ext, _) = read(extension, 0x30)?;
+        let (oid, value) = read(ext, 0x06)?;
+        let value = if value.first() == Some(&0x01) { skip(value)? } else { value };
+        let (value, _) = read(value, 0x04)?;
+        if oid == OID_SKI {
+            parsed.subject_key_id = Some(read(value, 0x04)?.0.to_vec());
+        } else if oid == OID_SAN {
+            let mut sans = SubjectAltNames::default();
+            read_general_names(value, &mut sans)?;
+            parsed.sans = Some(sans);
         }
     }
     Some(parsed)

@@ -188,17 +188,17 @@ pub mod der {
     /// Name), `spki` and `attributes` (the content of `[0]`), signed by `sign` with the
     /// signature algorithm `algorithm` (an OID, no parameters). For the tests and the
     /// side-by-side runner, which need requests no library writes.
-    pub fn certification_request(
+    pub fn certification_request<E>(
         subject: &[u8],
         spki: &[u8],
         attributes: &[u8],
         algorithm: &[u8],
-        sign: impl FnOnce(&[u8]) -> Vec<u8>,
-    ) -> Vec<u8> {
+        sign: impl FnOnce(&[u8]) -> Result<Vec<u8>, E>,
+    ) -> Result<Vec<u8>, E> {
         let info = tlv(0x30, &[&[0x02, 0x01, 0x00][..], subject, spki, &tlv(0xa0, attributes)].concat());
-        let signature = sign(&info);
+        let signature = sign(&info)?;
         let algorithm = tlv(0x30, &tlv(0x06, algorithm));
-        tlv(0x30, &[info, algorithm, tlv(0x03, &[&[0u8][..], &signature].concat())].concat())
+        Ok(tlv(0x30, &[info, algorithm, tlv(0x03, &[&[0u8][..], &signature].concat())].concat()))
     }
 
     /// A DER Name of one RDN per `(oid, tag, value)`, the values written as they are given.

@@ -514,8 +514,9 @@ pub mod fixtures {
             &key.subject_public_key_info(),
             attributes,
             OID_ECDSA_SHA256,
-            |info| key.sign(info).unwrap(),
+            |info| key.sign(info),
         )
+        .unwrap()
     }
 }
 

@@ -15,6 +15,9 @@ use crate::apimachinery::errors::BoxError;
 /// as any error (upstream's `HealthChecker.Check` returns an `error`).
 type Check = Arc<dyn Fn() -> Result<(), BoxError> + Send + Sync>;
 
+/// The one health path, and the `type` of its SLIs.
+const HEALTHZ: &str = "healthz";
+
 /// The name of the check that stands in while none is registered (upstream's `PingHealthz`).
 const PING: &str = "ping";
 
@@ -59,10 +62,10 @@ impl HealthChecks {
         checks.clone()
     }
 
-    /// The answer of the root health path `name` (`healthz`):
-    /// `?exclude=<check>` skips checks, `?verbose` lists every check. Failures are always
-    /// listed, their reasons withheld (they are logged instead).
-    pub fn root(&self, name: &str, query: &[(String, String)]) -> HealthAnswer {
+    /// The answer of `/healthz`: `?exclude=<check>` skips checks, `?verbose` lists every
+    /// check. Failures are always listed, their reasons withheld (they are logged instead).
+    pub fn healthz(&self, query: &[(String, String)]) -> HealthAnswer {
+        let name = HEALTHZ;
         let mut excluded: BTreeSet<&str> =
             query.iter().filter(|(k, _)| k == "exclude").map(|(_, v)| v.as_str()).collect();
         let mut listing = String::new();
@@ -73,7 +76,7 @@ impl HealthChecks {
                 continue;
             }
             let result = check();
-            // As upstream's root handler, each run is an SLI (`/metrics/slis`); `/healthz/<check>` is not.
+            // As upstream's root handler, each run is an SLI (`/metrics/slis`).
             super::slis::global().observe(&check_name, name, result.is_ok());
             match result {
                 Ok(()) => {
@@ -124,22 +127,21 @@ mod tests {
     #[test]
     fn ping_stands_in_while_there_are_no_checks() {
         let checks = HealthChecks::new();
-        assert_eq!(checks.root("healthz", &[]), HealthAnswer { code: 200, body: "ok".into() });
-        let verbose = checks.root("healthz", &query(&[("verbose", "")]));
+        assert_eq!(checks.healthz(&[]), HealthAnswer { code: 200, body: "ok".into() });
+        let verbose = checks.healthz(&query(&[("verbose", "")]));
         assert_eq!(verbose.body, "[+]ping ok\nhealthz check passed\n");
     }
 
     #[test]
     fn failures_are_listed_with_reasons_withheld() {
-        let answer = checks().root("healthz", &[]);
+        let answer = checks().healthz(&[]);
         assert_eq!(answer.code, 500);
         assert_eq!(answer.body, "[+]leaderElection ok\n[-]deployment failed: reason withheld\nhealthz check failed\n");
     }
 
     #[test]
     fn exclusions_skip_checks_and_unknown_ones_are_warned_about() {
-        let answer =
-            checks().root("healthz", &query(&[("exclude", "deployment"), ("exclude", "nope"), ("verbose", "")]));
+        let answer = checks().healthz(&query(&[("exclude", "deployment"), ("exclude", "nope"), ("verbose", "")]));
         assert_eq!(answer.code, 200);
         assert_eq!(
             answer.body,
@@ -152,6 +154,6 @@ mod tests {
     fn adding_a_check_again_replaces_it() {
         let checks = checks();
         checks.add("deployment", || Ok(()));
-        assert_eq!(checks.root("healthz", &[]).code, 200);
+        assert_eq!(checks.healthz(&[]).code, 200);
     }
 }

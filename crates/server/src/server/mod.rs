@@ -262,7 +262,7 @@ impl SecureHandler {
         // Upstream's mux routes the exact path `/healthz` to its checks, and nothing else
         // (no `/healthz/<check>`, no `/livez` or `/readyz`).
         if path == "/healthz" {
-            let answer = self.checks.root("healthz", &request.query);
+            let answer = self.checks.healthz(&request.query);
             return Answer::text(answer.code, answer.body);
         }
         Answer::not_found()

@@ -59,45 +59,27 @@ fn request_spki(csr: &Value) -> Option<Vec<u8>> {
     crate::x509::request::parse_csr_der(&der).ok().map(|r| r.spki)
 }
 
-/// The bytes of a certificate that both runs must write alike, read as a plain walk of its
-/// DER (not by the reader under test): the exact subject, the signature algorithm, whether
-/// the key is the request's, and every extension as written, the authority key identifier
-/// (each run's CA has its own key) reduced to its presence.
+/// The bytes of a certificate that both runs must write alike, from the plain walk of its
+/// structure: the exact subject, the signature algorithm, whether the key is the request's,
+/// and every extension as written, the authority key identifier (each run's CA has its own
+/// key) reduced to its presence.
 fn certificate_fields(der: &[u8], request_spki: Option<&[u8]>) -> Option<Map<String, Value>> {
-    use crate::x509::{read, request::element, skip};
+    use crate::x509::read;
     let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
-    let (certificate, _) = read(der, 0x30)?;
-    let (tbs, _) = read(certificate, 0x30)?;
-    let rest = if tbs.first() == Some(&0xa0) { skip(tbs)? } else { tbs };
-    let rest = skip(rest)?; // serialNumber
-    let (algorithm, _, rest) = element(rest, 0x30)?;
-    let rest = skip(skip(rest)?)?; // issuer, validity
-    let (subject, _, rest) = element(rest, 0x30)?;
-    let (spki, _, mut rest) = element(rest, 0x30)?;
+    let parts = crate::x509::certificate::certificate_parts(der)?;
     let mut extensions = Vec::new();
-    while let Some(&tag) = rest.first() {
-        let (content, next) = read(rest, tag)?;
-        rest = next;
-        if tag != 0xa3 {
-            continue;
-        }
-        let (mut list, _) = read(content, 0x30)?;
-        while !list.is_empty() {
-            let (extension, _, next) = element(list, 0x30)?;
-            list = next;
-            let (inner, _) = read(extension, 0x30)?;
-            let (oid, _) = read(inner, 0x06)?;
-            let written =
-                if oid == crate::x509::oid::OID_AKI { "<the CA's key id>".to_string() } else { hex(extension) };
-            extensions.push(json!({"oid": hex(oid), "extension": written}));
-        }
+    for extension in &parts.extensions {
+        let (inner, _) = read(extension, 0x30)?;
+        let (oid, _) = read(inner, 0x06)?;
+        let written = if oid == crate::x509::oid::OID_AKI { "<the CA's key id>".to_string() } else { hex(extension) };
+        extensions.push(json!({"oid": hex(oid), "extension": written}));
     }
     let spki = match request_spki {
-        Some(requested) if requested == spki => json!("<the request's>"),
-        _ => json!(hex(spki)),
+        Some(requested) if requested == parts.spki => json!("<the request's>"),
+        _ => json!(hex(parts.spki)),
     };
-    let fields = json!({"subject": hex(subject), "signatureAlgorithm": hex(algorithm), "publicKey": spki,
-        "extensions": extensions});
+    let fields = json!({"subject": hex(parts.subject), "signatureAlgorithm": hex(parts.signature_algorithm),
+        "publicKey": spki, "extensions": extensions});
     fields.as_object().cloned()
 }
 

@@ -31,18 +31,35 @@ pub(super) static SCENARIOS: &[Scenario] = &[
     },
 ];
 
-/// A PEM PKCS#10 request for `cn` in `orgs` with DNS `sans`, base64 for `spec.request`.
-pub(super) fn csr_request(cn: &str, orgs: &[&str], sans: &[&str]) -> Result<String, Error> {
-    use base64::Engine;
+/// A PEM PKCS#10 request for `cn` in `orgs` with `sans`: DNS names and IPs as rcgen reads
+/// them, or `email:`/`uri:` prefixed. (rcgen keeps one value per attribute type: a subject
+/// with repeated ones is written with `x509::der::name`.)
+fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> Result<String, Error> {
     let key = rcgen::KeyPair::generate()?;
-    let mut params = rcgen::CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
     params.distinguished_name = rcgen::DistinguishedName::new();
     params.distinguished_name.push(rcgen::DnType::CommonName, cn);
     for org in orgs {
         params.distinguished_name.push(rcgen::DnType::OrganizationName, *org);
     }
-    let pem = params.serialize_request(&key).and_then(|r| r.pem())?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(pem))
+    for san in sans {
+        params.subject_alt_names.push(if let Some(email) = san.strip_prefix("email:") {
+            rcgen::SanType::Rfc822Name(email.try_into()?)
+        } else if let Some(uri) = san.strip_prefix("uri:") {
+            rcgen::SanType::URI(uri.try_into()?)
+        } else if let Ok(ip) = san.parse() {
+            rcgen::SanType::IpAddress(ip)
+        } else {
+            rcgen::SanType::DnsName((*san).try_into()?)
+        });
+    }
+    Ok(params.serialize_request(&key)?.pem()?)
+}
+
+/// [`request`], base64 for `spec.request`.
+fn csr_request(cn: &str, orgs: &[&str], sans: &[&str]) -> Result<String, Error> {
+    use base64::Engine;
+    Ok(base64::engine::general_purpose::STANDARD.encode(request(cn, orgs, sans)?))
 }
 
 pub(super) fn certificates(steps: &mut Steps) -> Result<(), Error> {

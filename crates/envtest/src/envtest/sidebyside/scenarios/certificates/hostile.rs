@@ -17,6 +17,7 @@ use base64::Engine;
 use serde_json::json;
 
 use super::super::*;
+use super::request;
 use crate::x509::der;
 use crate::x509::oid::*;
 
@@ -98,46 +99,15 @@ impl Case {
     }
 }
 
-/// A PEM request for `cn` in `orgs` with `sans` (DNS names and IPs as rcgen reads them, or
-/// `email:`/`uri:` prefixed).
-fn request(cn: &str, orgs: &[&str], sans: &[&str]) -> Result<String, Error> {
-    let key = rcgen::KeyPair::generate()?;
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
-    for org in orgs {
-        params.distinguished_name.push(rcgen::DnType::OrganizationName, *org);
-    }
-    for san in sans {
-        params.subject_alt_names.push(if let Some(email) = san.strip_prefix("email:") {
-            rcgen::SanType::Rfc822Name(email.try_into()?)
-        } else if let Some(uri) = san.strip_prefix("uri:") {
-            rcgen::SanType::URI(uri.try_into()?)
-        } else if let Ok(ip) = san.parse() {
-            rcgen::SanType::IpAddress(ip)
-        } else {
-            rcgen::SanType::DnsName((*san).try_into()?)
-        });
-    }
-    Ok(params.serialize_request(&key)?.pem()?)
-}
-
 /// A PEM request written byte by byte: `subject` and `attributes` around a fresh P-256 key.
 fn written(subject: &[u8], attributes: &[u8]) -> Result<String, Error> {
     use rcgen::{PublicKeyData, SigningKey};
     let key = rcgen::KeyPair::generate()?;
-    let mut failed = None;
     let der =
         der::certification_request(subject, &key.subject_public_key_info(), attributes, OID_ECDSA_SHA256, |info| {
-            key.sign(info).unwrap_or_else(|e| {
-                failed = Some(e);
-                Vec::new()
-            })
-        });
-    match failed {
-        Some(e) => Err(e.into()),
-        None => Ok(crate::x509::pem_encode("CERTIFICATE REQUEST", &der)),
-    }
+            key.sign(info)
+        })?;
+    Ok(crate::x509::pem_encode("CERTIFICATE REQUEST", &der))
 }
 
 /// A subject of PrintableString organisations `orgs` then the common name `cn`, each value
