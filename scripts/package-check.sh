@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# CI's delivery check: builds the static binary, prints its size budget, builds the .deb and
-# .rpm, checks their contents and metadata, installs the .deb (as root: dpkg -i, upgrade,
-# remove, purge) and extracts the .rpm.
+# CI's delivery check: builds the static binary, prints its size budget, checks the kubeadm
+# patch against kubeadm's manifest, builds the .deb, the .rpm and the image (scripts/image-check.sh),
+# checks their contents and metadata, extracts the .rpm and, as root, upgrades a leading
+# replica by its .deb and by its image on the real server (tests/runtime/mixed_ha.rs) and
+# installs the .deb (dpkg -i, upgrade, remove, purge).
 #   scripts/package-check.sh [profile]   (ci-package by default: release without whole-program
 #                                         LTO, see packaging/README.md; `release` checks the real one)
 set -euo pipefail
@@ -15,6 +17,10 @@ trap 'rm -rf "$work"' EXIT
 
 fail() { echo "package check: $*" >&2; exit 1; }
 same() { [ "$1" = "$2" ] || fail "$3:"$'\n'"expected:"$'\n'"$2"$'\n'"got:"$'\n'"$1"; }
+
+# kubectl (the kubeadm patch) and the real control plane (the upgrade test) come with the
+# tests' setup; the rest with `scripts/setup.sh package`.
+command -v kubectl >/dev/null 2>&1 || fail "kubectl is missing: run scripts/setup.sh test (and scripts/setup.sh package)"
 
 echo "-- static binary ($profile profile)"
 started=$SECONDS
@@ -54,10 +60,24 @@ grep -q 'path: /healthz' packaging/static-pod/$name.yaml && grep -q 'port: probe
     && grep -q 'containerPort: 10257' packaging/static-pod/$name.yaml \
     && grep -q 'scheme: HTTPS' packaging/static-pod/$name.yaml || fail "the static Pod's probes are not /healthz:10257 HTTPS"
 
+echo "-- kubeadm: its manifest with our patch is our static Pod"
+# kubectl applies a strategic merge patch as kubeadm does (both use apimachinery's), offline.
+pod_json() { kubectl patch --local -f "$1" --type "$2" --patch-file "$3" -o json | jq -S .; }
+pod=packaging/static-pod/$name.yaml
+echo '{}' >"$work/empty-patch.json"
+same "$(pod_json packaging/kubeadm/$name.kubeadm.yaml strategic packaging/kubeadm/patches/$name+strategic.yaml)" \
+    "$(pod_json "$pod" merge "$work/empty-patch.json")" "kubeadm's manifest with packaging/kubeadm/patches applied, against $pod"
+same "$(pod_json "$pod" merge "$work/empty-patch.json" | jq -r '.spec.containers[0] | .image + " " + .command[0]')" \
+    "localhost/kube-controller-manager-rs:v$version kube-controller-manager" \
+    "the static Pod's image (packaging/image/build.py's name) and command (found through the image's PATH)"
+same "$(pod_json packaging/kubeadm/$name.kubeadm.yaml merge "$work/empty-patch.json" | jq -r '.spec.containers[0].image')" \
+    "registry.k8s.io/kube-controller-manager:$release" "kubeadm's manifest's image"
+
 echo "-- packages"
 deb=$(packaging/build.sh deb "$binary" "$work/out")
 rpm=$(packaging/build.sh rpm "$binary" "$work/out")
 ls -l "$deb" "$rpm"
+scripts/image-check.sh "$binary"
 
 echo "-- .deb contents and metadata"
 deb_files=$(dpkg-deb -c "$deb" | awk '{ sub("^\\./", "/", $6); print $1, $2, $6 }' | grep -v ' /$' | sort)
@@ -127,9 +147,20 @@ echo "exposure score: $score"
 awk -v s="$score" 'BEGIN { exit !(s != "" && s < 2.0) }' || fail "the unit's exposure score is ${score:-unknown}, not below 2.0"
 
 if [ "$(id -u)" != 0 ]; then
-    echo "-- not root: the install test (dpkg -i, upgrade, remove, purge) is skipped"
+    echo "-- *** not root: the upgrade of a leading replica (containerd) and the install test (dpkg -i, upgrade," \
+        "remove, purge) are SKIPPED (both need root; CI runs as root) ***" >&2
     exit 0
 fi
+
+echo "-- a leading replica upgraded by its .deb and by its image on the real server (tests/runtime/mixed_ha.rs)"
+if KCM_STATIC_BINARY=$binary cargo test --quiet --test runtime -- --ignored --exact --nocapture \
+    mixed_ha::ours_upgraded_by_deb_and_by_image_while_leading_hands_over_without_losing_work >"$work/upgrade.log" 2>&1; then
+    grep -E '^(mixed HA:|test result:)' "$work/upgrade.log"
+else
+    tail -n 80 "$work/upgrade.log" >&2
+    fail "the upgrade of a leading replica failed (above)"
+fi
+
 if dpkg -s $name >/dev/null 2>&1; then
     fail "$name is installed on this machine already: the install test needs a machine without it"
 fi

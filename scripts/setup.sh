@@ -6,7 +6,8 @@
 #     test     (the default) that, plus what the real-server tests need: etcd, xz and the
 #              real control plane's binaries from ../shared/k8s/v1.36.2, and kubectl
 #     package  the delivery check (scripts/package-check.sh): dpkg-deb, rpmbuild, rpm2cpio,
-#              cpio, readelf, systemd-analyze
+#              cpio, readelf, systemd-analyze; for its image check (scripts/image-check.sh)
+#              python3, jq, skopeo, umoci, podman, containerd and ctr
 # apt-get waits up to DPKG_LOCK_TIMEOUT seconds (default 600) for another process's dpkg lock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,6 +89,13 @@ case $what in
     command -v cpio >/dev/null 2>&1 || missing+=(cpio)
     command -v readelf >/dev/null 2>&1 || missing+=(binutils)
     command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+    # The image check: build.py (python3), jq, and the tools that must accept the image.
+    command -v python3 >/dev/null 2>&1 || missing+=(python3)
+    command -v jq >/dev/null 2>&1 || missing+=(jq)
+    command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
+    command -v umoci >/dev/null 2>&1 || missing+=(umoci)
+    command -v podman >/dev/null 2>&1 || missing+=(podman)
+    command -v containerd >/dev/null 2>&1 && command -v ctr >/dev/null 2>&1 || missing+=(containerd)
     [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
     ;;
   test)

@@ -41,6 +41,8 @@ mod leader_election;
 mod limits;
 #[path = "runtime/metrics_parity.rs"]
 mod metrics_parity;
+#[path = "runtime/mixed_ha.rs"]
+mod mixed_ha;
 #[path = "runtime/scale.rs"]
 mod scale;
 #[path = "runtime/secure_port_access.rs"]

@@ -125,6 +125,20 @@ fn created_pods(events: &[AuditEvent]) -> HashMap<(String, String), (&AuditEvent
     creates.filter(|e| e.succeeded()).filter_map(|e| e.response.as_ref().map(|pod| (key(pod), (e, pod)))).collect()
 }
 
+/// The names of the pods created for `kind` `namespace/name` (their controller owner), in the
+/// order kube-apiserver completed the creates. A controller that must create a known number of
+/// pods (a Job whose pods all succeed: its completions; a StatefulSet: each ordinal once while
+/// none is deleted) acted twice on its object when there are more.
+pub fn pods_created_for(events: &[AuditEvent], kind: &str, namespace: &str, name: &str) -> Vec<String> {
+    let creates = events.iter().filter(|e| e.resource == "pods" && e.subresource.is_empty() && e.verb == "create");
+    creates
+        .filter(|e| e.succeeded() && e.namespace == namespace)
+        .filter_map(|e| e.response.as_ref())
+        .filter(|pod| controller_owner(pod, kind) == Some(name))
+        .filter_map(|pod| pod["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
 /// When each pod's first delete was asked for (a delete of it, or a deletecollection of its
 /// namespace), from the audit log.
 fn delete_requests(
@@ -599,6 +613,21 @@ mod tests {
 
     fn delete(name: &str, t: f64) -> String {
         line("delete", "pods", "ns", name, RS_USER, "127.0.0.2", t, 200, None)
+    }
+
+    #[test]
+    fn pods_created_for_an_owner_are_its_successful_creates_in_order() {
+        let refused = line("create", "pods", "ns", "", RS_USER, "127.0.0.2", 3.0, 409, Some(pod("web-a-3", "web-a")));
+        let other_namespace = create("web-a-4", "web-a", 4.0).replace(r#""namespace":"ns""#, r#""namespace":"other""#);
+        let log = [create("web-a-1", "web-a", 1.0), create("web-b-1", "web-b", 1.5), create("web-a-2", "web-a", 2.0)]
+            .into_iter()
+            .chain([refused, other_namespace])
+            .collect::<Vec<_>>()
+            .join("\n");
+        let events = parse(&log);
+        assert_eq!(pods_created_for(&events, "ReplicaSet", "ns", "web-a"), ["web-a-1", "web-a-2"]);
+        assert_eq!(pods_created_for(&events, "ReplicaSet", "ns", "web-b"), ["web-b-1"]);
+        assert_eq!(pods_created_for(&events, "Job", "ns", "web-a"), Vec::<String>::new());
     }
 
     fn state() -> (Vec<Value>, Vec<Value>) {

@@ -135,6 +135,26 @@ pub struct Replica {
     pub log: PathBuf,
 }
 
+/// How a replica is run: `program`, then `prefix`, then the controller manager's flags. A
+/// binary run directly has no prefix; a container is e.g. `ctr … run … <image> <id>
+/// kube-controller-manager`, whose `ctr run` passes signals on and exits with the task's status.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// Whose controller manager it is.
+    pub side: Side,
+    /// What is executed.
+    pub program: PathBuf,
+    /// The arguments before the controller manager's flags.
+    pub prefix: Vec<String>,
+}
+
+impl Launch {
+    /// `side`'s binary at `path`, run directly.
+    pub fn binary(side: Side, path: &Path) -> Launch {
+        Launch { side, program: path.to_path_buf(), prefix: Vec::new() }
+    }
+}
+
 /// A control plane, simulated nodes, an admin client and the controller-manager replicas.
 pub struct Bed {
     // Field order is drop order: the replicas and nodes go before the control plane.
@@ -146,8 +166,8 @@ pub struct Bed {
     pub admin: Client,
     /// etcd and kube-apiserver.
     pub plane: ControlPlane,
-    side: Side,
-    binary: PathBuf,
+    /// How replica `i` is run (a bed may mix upstream's binary and ours, binaries and containers).
+    launches: Vec<Launch>,
     /// kubeadm's controller-manager.conf, aimed at kube-apiserver.
     kubeconfig: PathBuf,
     flags: Vec<String>,
@@ -176,15 +196,14 @@ impl Bed {
             nodes,
             admin,
             plane,
-            side,
-            binary: binary.to_path_buf(),
+            launches: vec![Launch::binary(side, binary); count],
             kubeconfig,
             flags: flags.iter().map(|f| f.to_string()).collect(),
             log_dir: log_dir.to_path_buf(),
             disruptions: Vec::new(),
         };
         for index in 0..count {
-            let _ = std::fs::remove_file(log_dir.join(format!("{}-{index}.log", side.name())));
+            let _ = std::fs::remove_file(bed.log_path(index));
             let replica = bed.start_replica(index)?;
             bed.replicas.push(Some(replica));
         }
@@ -200,6 +219,43 @@ impl Bed {
         Ok(bed)
     }
 
+    /// Adds replica `replicas.len()`, run as `launch` says, from a source address of its own
+    /// (so the audit log tells it from the replica it may replace), and starts it; its index.
+    pub fn add_replica(&mut self, launch: Launch) -> Result<usize, Error> {
+        let index = self.replicas.len();
+        self.launches.push(launch);
+        let _ = std::fs::remove_file(self.log_path(index));
+        let replica = self.start_replica(index)?;
+        self.replicas.push(Some(replica));
+        Ok(index)
+    }
+
+    /// Stops replica `index` as its supervisor stops it (systemd's stop, the kubelet removing a
+    /// static Pod): SIGTERM, up to `grace` to exit, then SIGKILL. A leader's Events and writes
+    /// in flight may go with it (invariant 4 allows for them). Its exit status.
+    pub fn stop_replica(&mut self, index: usize, grace: Duration) -> Option<std::process::ExitStatus> {
+        let mut replica = self.replicas.get_mut(index)?.take()?;
+        self.disruptions.push(jiff::Timestamp::now());
+        replica.process.stop(grace)
+    }
+
+    /// The folder of kubeadm's files that the replicas read: their kubeconfigs, the cluster CA
+    /// and its key, the service-account key (a container of a replica mounts it).
+    pub fn kubeadm_dir(&self) -> &Path {
+        self.kubeconfig.parent().unwrap_or(&self.kubeconfig)
+    }
+
+    /// Whose binary replica `index` runs.
+    pub fn side(&self, index: usize) -> Option<Side> {
+        self.launches.get(index).map(|launch| launch.side)
+    }
+
+    /// Replica `index`'s log file (`ours-0.log`, `upstream-3.log`, …).
+    pub fn log_path(&self, index: usize) -> PathBuf {
+        let side = self.launches.get(index).map_or("replica", |launch| launch.side.name());
+        self.log_dir.join(format!("{side}-{index}.log"))
+    }
+
     /// Starts replica `index` (again, after it exited or was killed), through a new proxy
     /// from the same source address; its log is appended to.
     pub fn start_replica(&mut self, index: usize) -> Result<Replica, Error> {
@@ -210,9 +266,10 @@ impl Bed {
         let kubeconfig = self.kubeconfig.with_file_name(format!("controller-manager-{index}.conf"));
         std::fs::write(&kubeconfig, text.replace(self.plane.url(), &proxy.url())).map_err(Error::Kubeconfig)?;
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
-        let mut command = Command::new(&self.binary);
-        command.args(controller_manager_args(self.side, &kubeconfig, &flags));
-        let log = self.log_dir.join(format!("{}-{index}.log", self.side.name()));
+        let launch = &self.launches[index];
+        let mut command = Command::new(&launch.program);
+        command.args(&launch.prefix).args(controller_manager_args(launch.side, &kubeconfig, &flags));
+        let log = self.log_path(index);
         let process = OwnedProcess::spawn(&format!("kube-controller-manager {index}"), command, &log)?;
         Ok(Replica { process, proxy, log })
     }

@@ -30,6 +30,15 @@ pub const ROLLOUT: Workload = Workload {
     change: rollout_change,
     converged: rollout_converged,
 };
+/// [`ROLLOUT`]'s Deployments given their first image back: their first ReplicaSets scale up
+/// again (after [`ROLLOUT`]'s change).
+pub const ROLLOUT_BACK: Workload = Workload {
+    name: "rollout back of 20 Deployments",
+    flags: &[],
+    prepare: nothing,
+    change: rollout_back_change,
+    converged: rollout_back_converged,
+};
 /// A namespace with ConfigMaps, a Secret, a Service and a ReplicaSet's pods, deleted.
 pub const NAMESPACE_DELETION: Workload = Workload {
     name: "namespace deletion",
@@ -109,15 +118,28 @@ fn rollout_prepare(bed: &Bed) -> Result<(), Error> {
 }
 
 fn rollout_change(bed: &Bed) -> Result<(), Error> {
-    for i in 0..DEPLOYMENTS {
-        let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": NEW_IMAGE}]}}}});
-        bed.patch(&format!("/apis/apps/v1/namespaces/{NAMESPACE}/deployments/web-{i}"), patch)?;
-    }
-    Ok(())
+    set_image(bed, NEW_IMAGE)
 }
 
 fn rollout_converged(bed: &Bed) -> Result<Option<()>, Error> {
     rolled_out(bed, NEW_IMAGE)
+}
+
+fn rollout_back_change(bed: &Bed) -> Result<(), Error> {
+    set_image(bed, IMAGE)
+}
+
+fn rollout_back_converged(bed: &Bed) -> Result<Option<()>, Error> {
+    rolled_out(bed, IMAGE)
+}
+
+/// Gives every Deployment's pods `image`.
+fn set_image(bed: &Bed, image: &str) -> Result<(), Error> {
+    for i in 0..DEPLOYMENTS {
+        let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": image}]}}}});
+        bed.patch(&format!("/apis/apps/v1/namespaces/{NAMESPACE}/deployments/web-{i}"), patch)?;
+    }
+    Ok(())
 }
 
 /// Every Deployment observed its spec and has 2 updated, ready, available replicas, exactly 2
