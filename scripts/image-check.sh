@@ -149,10 +149,14 @@ cmp -s <(tar -xOf "$work/layer.tar" "usr/local/bin/$name") "$binary" || fail "th
 echo "-- docker-archive"
 check_tar "$docker" "the docker-archive"
 diff_hex=${diff_id#sha256:}
-same "$(tar -tf "$docker")" "${config_digest#sha256:}.json
+# In name order (check_tar), which the digests decide: sorted here too.
+same "$(tar -tf "$docker")" "$(LC_ALL=C sort <<EOF2
+${config_digest#sha256:}.json
 $diff_hex/
 $diff_hex/layer.tar
-manifest.json" "the docker-archive's entries"
+manifest.json
+EOF2
+)" "the docker-archive's entries"
 mkdir "$work/docker"
 tar -xf "$docker" -C "$work/docker"
 same "$(jq -S . "$work/docker/manifest.json")" "$(jq -nS --arg config "${config_digest#sha256:}.json" --arg ref "$ref" \

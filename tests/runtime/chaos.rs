@@ -41,15 +41,16 @@ const SETTLE: Duration = Duration::from_secs(20);
 const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
 const DEFAULT_RETRY: Duration = Duration::from_secs(2);
 
-/// Where a test's logs go; kept when it fails.
-struct Logs(PathBuf);
+/// Where a test's logs go (`$TMPDIR/kcm-<name>-<pid>`); kept when it fails. Shared with
+/// `mixed_ha`.
+pub(crate) struct Logs(PathBuf);
 
 impl Logs {
-    fn new(name: &str) -> Logs {
-        Logs(std::env::temp_dir().join(format!("kcm-chaos-{}-{name}", std::process::id())))
+    pub(crate) fn new(name: &str) -> Logs {
+        Logs(std::env::temp_dir().join(format!("kcm-{name}-{}", std::process::id())))
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -70,11 +71,12 @@ fn timed<E: std::fmt::Display>(what: &str, step: impl FnOnce() -> Result<(), E>)
     eprintln!("chaos: {what} took {:?}", started.elapsed());
 }
 
-fn micro_time(lease: &Value, field: &str) -> Timestamp {
+/// A Lease's MicroTime field (`acquireTime`, `renewTime`).
+pub(crate) fn micro_time(lease: &Value, field: &str) -> Timestamp {
     lease["spec"][field].as_str().and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("{field} in {lease}"))
 }
 
-fn signed(d: Duration) -> jiff::SignedDuration {
+pub(crate) fn signed(d: Duration) -> jiff::SignedDuration {
     jiff::SignedDuration::try_from(d).expect("a small duration")
 }
 
@@ -93,7 +95,7 @@ fn replica_log(bed: &Bed, index: usize, from: usize) -> String {
 #[test]
 fn a_rollout_converges_through_apiserver_and_etcd_kills_and_a_compaction() {
     harness::run_on(Backend::Real, |_| {
-        let logs = Logs::new("control-plane");
+        let logs = Logs::new("chaos-control-plane");
         let mut bed = Bed::start(Side::Ours, Path::new(BINARY), 1, &[], logs.path()).expect("a bed");
         let workload = workloads::ROLLOUT;
         timed("preparing 20 Deployments", || (workload.prepare)(&bed));
@@ -126,7 +128,7 @@ fn a_rollout_converges_through_apiserver_and_etcd_kills_and_a_compaction() {
 #[test]
 fn two_replicas_hand_over_on_sigkill_and_sigterm_during_a_rollout() {
     harness::run_on(Backend::Real, |_| {
-        let logs = Logs::new("leaders");
+        let logs = Logs::new("chaos-leaders");
         let mut bed = Bed::start(Side::Ours, Path::new(BINARY), 2, TERMS, logs.path()).expect("a bed");
         let workload = workloads::ROLLOUT;
         let (first, _) = bed.wait_leader(None, Duration::from_secs(60)).expect("a leader");
@@ -206,7 +208,7 @@ fn two_replicas_hand_over_on_sigkill_and_sigterm_during_a_rollout() {
 #[test]
 fn a_leader_behind_a_stalled_apiserver_or_etcd_exits_and_its_restart_carries_on() {
     harness::run_on(Backend::Real, |_| {
-        let logs = Logs::new("stall");
+        let logs = Logs::new("chaos-stall");
         let mut bed = Bed::start(Side::Ours, Path::new(BINARY), 1, TERMS, logs.path()).expect("a bed");
         let workload = workloads::NAMESPACE_DELETION;
         bed.wait_leader(None, Duration::from_secs(60)).expect("a leader");

@@ -28,6 +28,7 @@ use kcm_envtest::envtest::chaos::{Bed, LEASE as LEASE_NAME, Launch, Workload, au
 use kcm_envtest::envtest::process::OwnedProcess;
 use kcm_envtest::envtest::sidebyside::Side;
 
+use crate::chaos::{Logs, micro_time, signed};
 use crate::harness::{self, Backend};
 
 const OURS: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
@@ -47,25 +48,6 @@ const SETTLE: Duration = Duration::from_secs(20);
 /// The resolution of the clocks compared (kube-apiserver's audit times, the standbys' own).
 const CLOCKS: Duration = Duration::from_secs(1);
 
-/// Where a test's logs go; kept when it fails.
-struct Logs(PathBuf);
-
-impl Logs {
-    fn new(name: &str) -> Logs {
-        Logs(std::env::temp_dir().join(format!("kcm-mixed-ha-{}-{name}", std::process::id())))
-    }
-}
-
-impl Drop for Logs {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("the controller managers' logs are kept in {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 /// One replacement of a replica, as the test saw it.
 struct Swap {
     /// The replica stopped and the one started in its place.
@@ -79,14 +61,6 @@ struct Swap {
     handover: Option<(usize, Side, SignedDuration, SignedDuration)>,
     /// How long the change made just before the swap took to converge after it.
     converged: Duration,
-}
-
-fn signed(d: Duration) -> SignedDuration {
-    SignedDuration::try_from(d).expect("a small duration")
-}
-
-fn micro_time(lease: &serde_json::Value, field: &str) -> Timestamp {
-    lease["spec"][field].as_str().and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("{field} in {lease}"))
 }
 
 fn log_of(bed: &Bed, index: usize) -> String {
@@ -229,8 +203,9 @@ fn three_replicas_swapped_from_upstreams_to_ours_and_back_while_work_goes_on() {
     harness::run_on(Backend::Real, |_| {
         let upstream = Assets::locate().expect("the real control plane's binaries").kube_controller_manager;
         let ours = PathBuf::from(OURS);
-        let logs = Logs::new("swap");
-        let mut bed = Bed::start(Side::Upstream, &upstream, 3, workloads::NODE_FAILURE.flags, &logs.0).expect("a bed");
+        let logs = Logs::new("mixed-ha-swap");
+        let mut bed =
+            Bed::start(Side::Upstream, &upstream, 3, workloads::NODE_FAILURE.flags, logs.path()).expect("a bed");
         leader(&bed);
         let prepared = Instant::now();
         for workload in
@@ -424,24 +399,25 @@ fn ours_upgraded_by_deb_and_by_image_while_leading_hands_over_without_losing_wor
         let Some(packaged) = std::env::var_os(STATIC_BINARY_ENV).map(PathBuf::from) else {
             panic!("{STATIC_BINARY_ENV} must name the static binary to package (scripts/build-static.sh prints it)")
         };
-        let logs = Logs::new("upgrade");
-        std::fs::create_dir_all(&logs.0).expect("the log folder");
+        let logs = Logs::new("mixed-ha-upgrade");
+        std::fs::create_dir_all(logs.path()).expect("the log folder");
         // Two nodes' installs of ours, packaged from one binary: the .deb's binary on one, the
         // image in containerd on the other.
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let deb = run(Command::new(repo.join("packaging/build.sh")).arg("deb").arg(&packaged).arg(logs.0.join("deb")));
+        let deb =
+            run(Command::new(repo.join("packaging/build.sh")).arg("deb").arg(&packaged).arg(logs.path().join("deb")));
         let deb = PathBuf::from(deb.trim());
-        let host = logs.0.join("host");
+        let host = logs.path().join("host");
         install_deb(&deb, &host);
         let from_deb = host.join("usr/bin/kube-controller-manager");
         let archives = run(Command::new("python3")
             .arg(repo.join("packaging/image/build.py"))
             .arg(&packaged)
-            .arg(logs.0.join("image")));
+            .arg(logs.path().join("image")));
         let archive = archives.lines().find(|p| p.ends_with(".oci.tar")).expect("the oci-archive built");
-        let containerd = Containerd::start(&logs.0.join("containerd"), Path::new(archive));
+        let containerd = Containerd::start(&logs.path().join("containerd"), Path::new(archive));
 
-        let mut bed = Bed::start(Side::Ours, &from_deb, 1, &[], &logs.0).expect("a bed");
+        let mut bed = Bed::start(Side::Ours, &from_deb, 1, &[], logs.path()).expect("a bed");
         let mut installs = vec![Install::Deb];
         give_to_image_user(bed.kubeadm_dir());
         leader(&bed);

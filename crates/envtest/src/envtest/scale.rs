@@ -23,6 +23,7 @@
 //! Convergence is read from the API: Deployments by their status, pods by a metadata-only list
 //! (the exact count, none terminating), nodes by their taints.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -381,7 +382,7 @@ impl Bed<'_> {
         self.parallel(deployments, |admin, i| patch_deployment(admin, i, &template))?;
         self.wait("rollout", |bed| bed.converged(&vec![replicas; deployments], &[]))?;
         steps.push(self.step_end("rollout", started)?);
-        queue_wait.push(self.queue_wait()?);
+        queue_wait.push(self.queue_wait("before the restart")?);
 
         // Timed from the new process's start: how long the old one takes to stop (upstream's
         // waits for its controllers up to --controller-shutdown-timeout) is not the relist's.
@@ -394,6 +395,8 @@ impl Bed<'_> {
         want[0] = replicas + 1;
         self.wait("relist", |bed| bed.converged(&want, &[]))?;
         steps.push(self.step_end("relist", started)?);
+        // Printed only: the table's figure after the restart is taken after the node failure.
+        self.queue_wait("after the relist")?;
 
         let started = Instant::now();
         let half = replicas / 2;
@@ -411,7 +414,7 @@ impl Bed<'_> {
         })?;
         steps.push(self.step_end("node failure", started)?);
         let taint_offsets = self.taint_offsets(&failed)?;
-        queue_wait.push(self.queue_wait()?);
+        queue_wait.push(self.queue_wait("after the restart")?);
 
         let started = Instant::now();
         for node in &failed {
@@ -499,9 +502,31 @@ impl Bed<'_> {
         }
     }
 
-    fn queue_wait(&self) -> Result<(f64, f64), Error> {
+    /// p50 and p99 of the wait over every queue; the queues whose p99 is longest are printed,
+    /// with how many keys they held: which queue makes the p99.
+    fn queue_wait(&self, when: &str) -> Result<(f64, f64), Error> {
         let text = self.scrape()?;
         let buckets = histogram_buckets(&text, "workqueue_queue_duration_seconds");
+        // The buckets are decades (client-go's: 1 s, then 10 s), so a p99 in the last finite one
+        // reads as up to 10 s by interpolation; how many keys waited past 1 s is exact.
+        let mut by_queue: Vec<(String, f64, f64, f64)> =
+            histogram_buckets_by(&text, "workqueue_queue_duration_seconds", "name")
+                .into_iter()
+                .map(|(name, b)| {
+                    let (late, total) = past_a_second(&b);
+                    (name, quantile(&b, 0.99), late, total)
+                })
+                .collect();
+        by_queue.sort_by(|a, b| b.2.total_cmp(&a.2));
+        let (late, total) = past_a_second(&buckets);
+        eprintln!("scale: {} {when}: {late} of {total} keys waited over 1 s", self.side.name());
+        for (name, p99, late, total) in by_queue.iter().take(8).filter(|q| q.2 > 0.0) {
+            eprintln!(
+                "scale: {} {when}: queue {name}: {late} of {total} keys over 1 s, p99 {:.0} ms",
+                self.side.name(),
+                p99 * 1000.0
+            );
+        }
         Ok((quantile(&buckets, 0.5), quantile(&buckets, 0.99)))
     }
 
@@ -737,6 +762,25 @@ pub fn histogram_buckets(text: &str, family: &str) -> Vec<(f64, f64)> {
     buckets
 }
 
+/// The buckets of `family` per value of the label `by` (e.g. each queue's `name`), summed as
+/// [`histogram_buckets`] sums them.
+pub fn histogram_buckets_by(text: &str, family: &str, by: &str) -> BTreeMap<String, Vec<(f64, f64)>> {
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    for (labels, value) in samples(text, &format!("{family}_bucket")) {
+        let Some(name) = label(labels, by) else { continue };
+        let line = format!("{family}_bucket{{{labels}}} {value}\n");
+        names.entry(name.to_string()).or_default().push_str(&line);
+    }
+    names.into_iter().map(|(name, lines)| (name, histogram_buckets(&lines, family))).collect()
+}
+
+/// How many of a histogram's observations are above 1 s, and how many there are.
+fn past_a_second(buckets: &[(f64, f64)]) -> (f64, f64) {
+    let total = buckets.last().map_or(0.0, |&(_, count)| count);
+    let within = buckets.iter().take_while(|(bound, _)| *bound <= 1.0).last().map_or(0.0, |&(_, count)| count);
+    (total - within, total)
+}
+
 /// Prometheus's `histogram_quantile`: linear within the bucket the rank falls in; the
 /// highest finite bound when it falls in `+Inf`; 0 without observations.
 pub fn quantile(buckets: &[(f64, f64)], q: f64) -> f64 {
@@ -865,6 +909,16 @@ workqueue_queue_duration_seconds_bucket{name=\"b\",le=\"+Inf\"} 10
         assert!((quantile(&buckets, 0.5) - 0.01).abs() < 1e-12, "rank 10 ends the second");
         assert_eq!(quantile(&buckets, 0.99), 0.01, "in +Inf: the highest finite bound");
         assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn buckets_by_queue_are_each_queues_own() {
+        let by_queue = histogram_buckets_by(SCRAPE, "workqueue_queue_duration_seconds", "name");
+        assert_eq!(by_queue.keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(by_queue["a"], vec![(0.001, 5.0), (0.01, 10.0), (f64::INFINITY, 10.0)]);
+        assert_eq!(quantile(&by_queue["b"], 0.99), 0.01, "all of b's in +Inf");
+        assert_eq!(past_a_second(&by_queue["a"]), (0.0, 10.0));
+        assert_eq!(past_a_second(&by_queue["b"]), (10.0, 10.0));
     }
 
     #[test]
