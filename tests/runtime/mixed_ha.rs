@@ -72,20 +72,6 @@ fn leader(bed: &Bed) -> usize {
     bed.wait_leader(None, Duration::from_secs(120)).expect("a leader").0
 }
 
-/// Waits until a replica other than `old` holds the Lease (`Bed::wait_leader` waits for the
-/// holder to change from the one it sees first, which here may be the next one already: ours
-/// takes a released Lease within milliseconds). The replica and the Lease.
-fn next_leader(bed: &Bed, old: usize) -> (usize, serde_json::Value) {
-    bed.wait("a new leader", LEASE * 4, |bed| {
-        let Some(lease) = bed.lease()? else { return Ok(None) };
-        if lease["spec"]["holderIdentity"].as_str().unwrap_or_default().is_empty() {
-            return Ok(None);
-        }
-        Ok(bed.leader()?.filter(|&leader| leader != old).map(|leader| (leader, lease)))
-    })
-    .expect("a new leader")
-}
-
 /// Waits until replica `index` runs as a candidate (it tried the Lease at least once), so that
 /// the next swap starts from three candidates, as a rolling replacement does.
 fn wait_candidate(bed: &Bed, index: usize) {
@@ -115,7 +101,7 @@ fn swap(bed: &mut Bed, old: usize, launch: Launch) -> Swap {
     assert!(expected, "replica {old} ({}) on SIGTERM: {status:?}", from.name());
     let started = bed.add_replica(launch).expect("the new replica starts");
     let handover = led.then(|| {
-        let (next, lease) = next_leader(bed, old);
+        let (next, lease) = bed.wait_leader(Some(old), LEASE * 4).expect("a new leader");
         let after_signal = micro_time(&lease, "acquireTime").duration_since(terminated);
         let events = bed.audit_events().expect("the audit log");
         let terms = audit::lease_terms(&events, LEASE_NAME);

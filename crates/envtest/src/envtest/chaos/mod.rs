@@ -298,21 +298,19 @@ impl Bed {
         self.get(&format!("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{LEASE}"))
     }
 
-    /// Waits until a replica other than `not` holds the Lease: polls the Lease's holder (cheap),
-    /// and reads the audit log once it changed. Returns the replica and the Lease.
+    /// Waits until a replica other than `not` holds the Lease: polls the Lease, and while it
+    /// has a holder reads the audit log, which says which replica wrote it last (the same for
+    /// both binaries, whatever identity they take). No holder is taken as `not`'s for having
+    /// come first: the hand-over may be over before the first poll (ours takes a released Lease
+    /// within milliseconds); nor for an audit log that has yet to show the new holder's write.
+    /// Returns the replica and the Lease.
     pub fn wait_leader(&self, not: Option<usize>, timeout: Duration) -> Result<(usize, Value), Error> {
-        let holder = |lease: &Value| lease["spec"]["holderIdentity"].as_str().unwrap_or_default().to_string();
-        let before = match not {
-            Some(_) => self.lease()?.map(|l| holder(&l)).unwrap_or_default(),
-            None => String::new(),
-        };
         self.wait("a leader", timeout, |bed| {
             let Some(lease) = bed.lease()? else { return Ok(None) };
-            let now = holder(&lease);
-            if now.is_empty() || (not.is_some() && now == before) {
+            if lease["spec"]["holderIdentity"].as_str().unwrap_or_default().is_empty() {
                 return Ok(None);
             }
-            Ok(bed.leader()?.filter(|l| Some(*l) != not).map(|l| (l, lease)))
+            Ok(bed.leader()?.filter(|&leader| Some(leader) != not).map(|leader| (leader, lease)))
         })
     }
 
