@@ -1,7 +1,8 @@
 //! Adoption on a live HA control plane (issue 38): three replicas share the
 //! `kube-controller-manager` Lease and are replaced one at a time, as an administrator replaces
 //! them node by node, from upstream's binary to ours and back, while a workload churns; and ours
-//! upgraded in place (its .deb's binary replaced under it, then its image's binary started).
+//! upgraded while leading (its .deb's binary replaced under it; its container, in containerd,
+//! replaced by a new one of its image).
 //!
 //! Real server only, on the chaos bed (`kcm_envtest::envtest::chaos`): every replica has its own
 //! source address, so the audit log tells the Lease's holders and every write's author apart
