@@ -32,6 +32,15 @@ pub(super) fn ephemeral(steps: &mut Steps) -> Result<(), Error> {
     let squatter = json!({"metadata": {"name": "other-scratch"}, "spec": {"accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": "1Mi"}}}});
     steps.create(CLAIMS, squatter)?;
+    // The claim informer is shared (both binaries): once the PVC-protection controller has put
+    // its finalizer on the squatter, the ephemeral controller's cache holds it too, and the
+    // pod's sync finds a claim it does not own rather than racing the informer to a create
+    // answered 409 (one Event or the other, by chance).
+    steps.wait("the squatter protected, so cached", |s| {
+        let claim = s.get(&format!("{CLAIMS}/other-scratch"))?.unwrap_or_default();
+        let finalizers = claim["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+        Ok(finalizers.iter().any(|f| f == "kubernetes.io/pvc-protection").then_some(()))
+    })?;
     steps.create(&pods, ephemeral_pod("other"))?;
     steps.wait("the FailedBinding Event", |s| {
         let events = s.list(&format!("/api/v1/namespaces/{NAMESPACE}/events"))?;
