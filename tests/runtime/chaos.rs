@@ -85,10 +85,10 @@ fn log_len(bed: &Bed, index: usize) -> usize {
     bed.replicas[index].as_ref().and_then(|r| std::fs::metadata(&r.log).ok()).map_or(0, |m| m.len() as usize)
 }
 
-/// Replica `index`'s log from byte `from` on (a restarted replica appends to it).
-fn replica_log(bed: &Bed, index: usize, from: usize) -> String {
-    let Some(replica) = &bed.replicas[index] else { return String::new() };
-    let bytes = std::fs::read(&replica.log).unwrap_or_default();
+/// Replica `index`'s log from byte `from` on (a restarted replica appends to it; a stopped
+/// one's log stays). Shared with `mixed_ha`.
+pub(crate) fn replica_log(bed: &Bed, index: usize, from: usize) -> String {
+    let bytes = std::fs::read(bed.log_path(index)).unwrap_or_default();
     String::from_utf8_lossy(bytes.get(from..).unwrap_or_default()).into_owned()
 }
 

@@ -29,7 +29,7 @@ use kcm_envtest::envtest::chaos::{Bed, LEASE as LEASE_NAME, Launch, Workload, au
 use kcm_envtest::envtest::process::OwnedProcess;
 use kcm_envtest::envtest::sidebyside::Side;
 
-use crate::chaos::{Logs, micro_time, signed};
+use crate::chaos::{Logs, micro_time, replica_log, signed};
 use crate::harness::{self, Backend};
 
 const OURS: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
@@ -64,10 +64,6 @@ struct Swap {
     converged: Duration,
 }
 
-fn log_of(bed: &Bed, index: usize) -> String {
-    std::fs::read_to_string(bed.log_path(index)).unwrap_or_default()
-}
-
 /// The current leader (waiting for one).
 fn leader(bed: &Bed) -> usize {
     bed.wait_leader(None, Duration::from_secs(120)).expect("a leader").0
@@ -78,7 +74,7 @@ fn leader(bed: &Bed) -> usize {
 fn wait_candidate(bed: &Bed, index: usize) {
     bed.wait("the new replica to try the Lease", Duration::from_secs(120), |bed| {
         // Ours logs client-go's v1.33 words, upstream's v1.36.2 "Attempting to acquire leader lease...".
-        Ok(log_of(bed, index).to_ascii_lowercase().contains("attempting to acquire leader lease").then_some(()))
+        Ok(replica_log(bed, index, 0).to_ascii_lowercase().contains("attempting to acquire leader lease").then_some(()))
     })
     .unwrap_or_else(|e| panic!("replica {index}: {e}"));
 }
@@ -110,7 +106,7 @@ fn swap(bed: &mut Bed, old: usize, launch: Launch) -> Swap {
         assert_eq!(outgoing.source_ip, replica_source(old).to_string(), "{terms:?}");
         assert_eq!(incoming.source_ip, replica_source(next).to_string(), "{terms:?}");
         let after_last_write = incoming.start.duration_since(outgoing.last_renewal);
-        let released = log_of(bed, old).contains("released lease kube-system/kube-controller-manager");
+        let released = replica_log(bed, old, 0).contains("released lease kube-system/kube-controller-manager");
         assert_eq!(released, from == Side::Ours, "only ours releases the Lease on SIGTERM (replica {old})");
         if released {
             // Taken at the standbys' next attempt (a jittered retry period), not a lease later.
