@@ -8,14 +8,14 @@ mod plugins;
 pub(super) use plugins::{NODE_PORTS_REASON, host_ports_taken};
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
-use self::plugins::{Candidate, Placement};
+use self::plugins::{Candidate, Load, Placement};
 use super::{Worker, is_terminal, log_error, namespace_and_name, node, uid_of};
 use crate::apimachinery;
 use crate::client::{Api, Client, Error, Patch, PostParams};
@@ -105,9 +105,9 @@ impl Worker {
     /// placed before it.
     fn decide(&self, pending: &[Pod]) -> Vec<Placement> {
         let alive = self.alive_nodes();
-        let mut bound: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+        let mut loads: HashMap<&str, Load> = HashMap::new();
         // An assumption the watch already confirmed is counted once, from the watch.
-        let confirmed: std::collections::HashSet<&str> = self
+        let confirmed: HashSet<&str> = self
             .pods
             .values()
             .filter(|p| !p.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default().is_empty())
@@ -117,26 +117,26 @@ impl Worker {
         for pod in self.pods.values().chain(assumed) {
             let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
             if !node.is_empty() && !is_terminal(apimachinery::pod::phase(pod)) {
-                bound.entry(node).or_default().push(pod);
+                loads.entry(node).or_default().add(pod);
             }
         }
+        let mut candidates: Vec<Candidate<'_>> = self
+            .nodes
+            .values()
+            .map(|node| {
+                let name = node.metadata.name.as_deref().unwrap_or_default();
+                Candidate::new(node, alive.contains(name), loads.remove(name).unwrap_or_default())
+            })
+            .collect();
         let mut decisions = Vec::with_capacity(pending.len());
         for pod in pending {
-            let candidates: Vec<Candidate<'_>> = self
-                .nodes
-                .values()
-                .map(|node| {
-                    let name = node.metadata.name.as_deref().unwrap_or_default();
-                    Candidate { node, alive: alive.contains(name), pods: bound.get(name).cloned().unwrap_or_default() }
-                })
-                .collect();
-            let placement = plugins::place(pod, &candidates, self.options.strict_not_ready_taint);
-            if let Placement::Node(node) = &placement
-                && let Some(name) = self.nodes.get("", node).and_then(|n| n.metadata.name.as_deref())
-            {
-                bound.entry(name).or_default().push(pod);
+            match plugins::choose(pod, &candidates, self.options.strict_not_ready_taint) {
+                Ok(i) => {
+                    candidates[i].load.add(pod);
+                    decisions.push(Placement::Node(candidates[i].node.metadata.name.clone().unwrap_or_default()));
+                }
+                Err(message) => decisions.push(Placement::Unschedulable(message)),
             }
-            decisions.push(placement);
         }
         decisions
     }

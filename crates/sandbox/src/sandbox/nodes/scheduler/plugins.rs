@@ -13,13 +13,64 @@ use crate::quota::resources::{add_into, aggregate_containers, from_api};
 
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 
-/// What the scheduler knows of one node besides its object.
+/// What the scheduler knows of one node besides its object, worked out once per pass.
 pub struct Candidate<'a> {
     pub node: &'a Node,
     /// A simulated kubelet runs it and is alive.
     pub alive: bool,
     /// The non-terminal pods bound (or being bound) to it.
-    pub pods: Vec<&'a Pod>,
+    pub load: Load,
+    /// `status.allocatable`'s pods, cpu and memory, in base units.
+    allocatable: Allocatable,
+}
+
+impl<'a> Candidate<'a> {
+    /// `node`, carrying `load`.
+    pub fn new(node: &'a Node, alive: bool, load: Load) -> Candidate<'a> {
+        let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+        let capacity_of = |name: &str| allocatable.and_then(|a| a.get(name)).and_then(|q| parse_quantity(&q.0));
+        let allocatable =
+            Allocatable { pods: capacity_of("pods"), cpu: capacity_of("cpu"), memory: capacity_of("memory") };
+        Candidate { node, alive, load, allocatable }
+    }
+}
+
+/// A node's allocatable resources, as NodeResourcesFit reads them.
+struct Allocatable {
+    pods: Option<f64>,
+    cpu: Option<f64>,
+    memory: Option<f64>,
+}
+
+/// What the pods of a node take, summed as the filters read them: each pod is counted once
+/// when it is added, so that placing a pod costs the nodes, not the nodes times their pods (a
+/// scale test places tens of thousands of pods on a thousand nodes).
+#[derive(Debug, Clone, Default)]
+pub struct Load {
+    pods: usize,
+    cpu: f64,
+    memory: f64,
+    host_ports: Vec<HostPort>,
+}
+
+impl Load {
+    /// Counts `pod` on the node.
+    pub fn add(&mut self, pod: &Pod) {
+        self.pods += 1;
+        let Some(spec) = pod.spec.as_ref() else { return };
+        let requests = pod_requests(spec);
+        self.cpu += requests.get("cpu").copied().unwrap_or(0.0);
+        self.memory += requests.get("memory").copied().unwrap_or(0.0);
+        self.host_ports.extend(host_ports(spec));
+    }
+}
+
+/// What placing one pod asks of a node, worked out once for all the nodes.
+struct Wanted<'a> {
+    spec: &'a PodSpec,
+    cpu: f64,
+    memory: f64,
+    host_ports: Vec<HostPort>,
 }
 
 /// Where a pod goes, or why it goes nowhere.
@@ -30,20 +81,39 @@ pub enum Placement {
     Unschedulable(String),
 }
 
-/// Picks the node for `pod` among `candidates` (all nodes of the cluster). Unless
-/// `strict_not_ready`, the `node.kubernetes.io/not-ready:NoSchedule` taint is ignored on a node
-/// that is Ready with a live kubelet (the taint TaintNodesByCondition puts on new nodes, which
-/// only the node lifecycle controller removes).
-pub fn place(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -> Placement {
+/// [`choose`], answering with the node's name (the tests' reading).
+#[cfg(test)]
+fn place(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -> Placement {
+    match choose(pod, candidates, strict_not_ready) {
+        Ok(i) => Placement::Node(candidates[i].node.metadata.name.clone().unwrap_or_default()),
+        Err(message) => Placement::Unschedulable(message),
+    }
+}
+
+/// Picks the node for `pod` among `candidates` (all nodes of the cluster): the index of the
+/// candidate with the fewest pods among those it fits, or kube-scheduler's `FitError` message.
+/// Unless `strict_not_ready`, the `node.kubernetes.io/not-ready:NoSchedule` taint is ignored on
+/// a node that is Ready with a live kubelet (the taint TaintNodesByCondition puts on new nodes,
+/// which only the node lifecycle controller removes).
+pub fn choose(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -> Result<usize, String> {
+    let no_spec = PodSpec::default();
+    let spec = pod.spec.as_ref().unwrap_or(&no_spec);
+    let requests = pod_requests(spec);
+    let wanted = Wanted {
+        spec,
+        cpu: requests.get("cpu").copied().unwrap_or(0.0),
+        memory: requests.get("memory").copied().unwrap_or(0.0),
+        host_ports: host_ports(spec),
+    };
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut resource_failures = 0;
-    let mut best: Option<(&Candidate<'_>, usize)> = None;
-    for candidate in candidates {
-        match filter(pod, candidate, strict_not_ready) {
+    let mut best: Option<(usize, usize)> = None;
+    for (i, candidate) in candidates.iter().enumerate() {
+        match filter(&wanted, candidate, strict_not_ready) {
             Ok(()) => {
-                let load = candidate.pods.len();
+                let load = candidate.load.pods;
                 if best.is_none_or(|(_, fewest)| load < fewest) {
-                    best = Some((candidate, load));
+                    best = Some((i, load));
                 }
             }
             Err(Failure { reasons: node_reasons, resources }) => {
@@ -55,8 +125,8 @@ pub fn place(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) ->
         }
     }
     match best {
-        Some((candidate, _)) => Placement::Node(candidate.node.metadata.name.clone().unwrap_or_default()),
-        None => Placement::Unschedulable(fit_error(candidates.len(), &reasons, resource_failures)),
+        Some((i, _)) => Ok(i),
+        None => Err(fit_error(candidates.len(), &reasons, resource_failures)),
     }
 }
 
@@ -73,28 +143,28 @@ impl Failure {
     }
 }
 
-fn filter(pod: &Pod, candidate: &Candidate<'_>, strict_not_ready: bool) -> Result<(), Failure> {
-    let spec = pod.spec.as_ref().cloned().unwrap_or_default();
+fn filter(wanted: &Wanted<'_>, candidate: &Candidate<'_>, strict_not_ready: bool) -> Result<(), Failure> {
+    let spec = wanted.spec;
     let node = candidate.node;
-    let node_spec = node.spec.clone().unwrap_or_default();
-    let tolerations = spec.tolerations.clone().unwrap_or_default();
+    let node_spec = node.spec.as_ref();
+    let tolerations = spec.tolerations.as_deref().unwrap_or_default();
     // NodeUnschedulable.
-    let unschedulable_taint = taint("node.kubernetes.io/unschedulable", "NoSchedule");
-    if node_spec.unschedulable == Some(true) && !tolerated(&tolerations, &unschedulable_taint) {
+    if node_spec.and_then(|s| s.unschedulable) == Some(true)
+        && !tolerated(tolerations, &taint("node.kubernetes.io/unschedulable", "NoSchedule"))
+    {
         return Err(Failure::one("node(s) were unschedulable"));
     }
     // TaintToleration, over the node's taints and the ones the node lifecycle controller adds
     // to a node that is not Ready (or whose kubelet is gone) — it may not have got to it yet.
-    let implicit = implicit_taints(candidate);
-    let mut taints = node_spec.taints.unwrap_or_default();
-    if !strict_not_ready && implicit.is_empty() {
-        taints.retain(|t| !(t.key == NOT_READY && t.effect == "NoSchedule"));
-    }
-    taints.extend(implicit);
+    let implicit = implicit_taint(candidate);
+    let ignored = |t: &Taint| !strict_not_ready && implicit.is_none() && t.key == NOT_READY && t.effect == "NoSchedule";
+    let taints = node_spec.and_then(|s| s.taints.as_deref()).unwrap_or_default();
     let untolerated = taints
         .iter()
+        .filter(|t| !ignored(t))
+        .chain(implicit.as_ref())
         .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-        .find(|t| !tolerated(&tolerations, t));
+        .find(|t| !tolerated(tolerations, t));
     if let Some(t) = untolerated {
         return Err(Failure::one(format!(
             "node(s) had untolerated taint {{{}: {}}}",
@@ -103,15 +173,15 @@ fn filter(pod: &Pod, candidate: &Candidate<'_>, strict_not_ready: bool) -> Resul
         )));
     }
     // NodeAffinity.
-    if !matches_required_node_affinity(&spec, node) {
+    if !matches_required_node_affinity(spec, node) {
         return Err(Failure::one("node(s) didn't match Pod's node affinity/selector"));
     }
     // NodePorts.
-    if host_ports_taken(&spec, candidate.pods.iter().filter_map(|p| p.spec.as_ref())) {
+    if wanted.host_ports.iter().any(|w| candidate.load.host_ports.iter().any(|u| ports_conflict(w, u))) {
         return Err(Failure::one(NODE_PORTS_REASON));
     }
     // NodeResourcesFit.
-    let reasons = insufficient_resources(&spec, candidate);
+    let reasons = insufficient_resources(wanted, candidate);
     if !reasons.is_empty() {
         return Err(Failure { reasons, resources: true });
     }
@@ -122,9 +192,9 @@ fn taint(key: &str, effect: &str) -> Taint {
     Taint { key: key.into(), effect: effect.into(), ..Taint::default() }
 }
 
-/// The taints the node lifecycle controller puts on a node that is not Ready: `not-ready` when
+/// The taint the node lifecycle controller puts on a node that is not Ready: `not-ready` when
 /// Ready is False, `unreachable` when it is Unknown or its kubelet stopped.
-fn implicit_taints(candidate: &Candidate<'_>) -> Vec<Taint> {
+fn implicit_taint(candidate: &Candidate<'_>) -> Option<Taint> {
     let ready = candidate
         .node
         .status
@@ -133,11 +203,11 @@ fn implicit_taints(candidate: &Candidate<'_>) -> Vec<Taint> {
         .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
         .map(|c| c.status.as_str());
     let key = match ready {
-        Some("True") if candidate.alive => return Vec::new(),
+        Some("True") if candidate.alive => return None,
         Some("False") => NOT_READY,
         _ => "node.kubernetes.io/unreachable",
     };
-    vec![taint(key, "NoSchedule")]
+    Some(taint(key, "NoSchedule"))
 }
 
 /// Whether any toleration tolerates the taint (`Toleration.ToleratesTaint`).
@@ -159,8 +229,11 @@ pub fn host_ports_taken<'a>(spec: &PodSpec, others: impl Iterator<Item = &'a Pod
     wanted.iter().any(|w| used.iter().any(|u| ports_conflict(w, u)))
 }
 
-/// (protocol, hostIP, hostPort) of every container port that claims a host port.
-fn host_ports(spec: &PodSpec) -> Vec<(String, String, i32)> {
+/// A host port a container claims: (protocol, hostIP, hostPort).
+type HostPort = (String, String, i32);
+
+/// Every container port of `spec` that claims a host port.
+fn host_ports(spec: &PodSpec) -> Vec<HostPort> {
     let containers = spec.init_containers.iter().flatten().chain(spec.containers.iter());
     containers
         .flat_map(|c| c.ports.iter().flatten())
@@ -172,33 +245,23 @@ fn host_ports(spec: &PodSpec) -> Vec<(String, String, i32)> {
         .collect()
 }
 
-fn ports_conflict(a: &(String, String, i32), b: &(String, String, i32)) -> bool {
+fn ports_conflict(a: &HostPort, b: &HostPort) -> bool {
     a.0 == b.0 && a.2 == b.2 && (a.1 == b.1 || a.1 == "0.0.0.0" || b.1 == "0.0.0.0")
 }
 
 /// NodeResourcesFit's reasons: too many pods, or not enough allocatable cpu or memory left.
-fn insufficient_resources(spec: &PodSpec, candidate: &Candidate<'_>) -> Vec<String> {
-    let allocatable = candidate.node.status.as_ref().and_then(|s| s.allocatable.clone()).unwrap_or_default();
-    let capacity_of = |name: &str| allocatable.get(name).and_then(|q| parse_quantity(&q.0));
+fn insufficient_resources(wanted: &Wanted<'_>, candidate: &Candidate<'_>) -> Vec<String> {
+    let (allocatable, load) = (&candidate.allocatable, &candidate.load);
     let mut reasons = Vec::new();
-    if let Some(pods) = capacity_of("pods")
-        && candidate.pods.len() as f64 + 1.0 > pods
+    if let Some(pods) = allocatable.pods
+        && load.pods as f64 + 1.0 > pods
     {
         reasons.push("Too many pods".to_string());
     }
-    let wanted = pod_requests(spec);
-    for resource in ["cpu", "memory"] {
-        let want = wanted.get(resource).copied().unwrap_or(0.0);
-        if want <= 0.0 {
-            continue;
-        }
-        let used: f64 = candidate
-            .pods
-            .iter()
-            .filter_map(|p| p.spec.as_ref())
-            .map(|s| pod_requests(s).get(resource).copied().unwrap_or(0.0))
-            .sum();
-        if capacity_of(resource).is_some_and(|capacity| used + want > capacity + 1e-9) {
+    let resources =
+        [("cpu", wanted.cpu, load.cpu, allocatable.cpu), ("memory", wanted.memory, load.memory, allocatable.memory)];
+    for (resource, want, used, capacity) in resources {
+        if want > 0.0 && capacity.is_some_and(|capacity| used + want > capacity + 1e-9) {
             reasons.push(format!("Insufficient {resource}"));
         }
     }
@@ -283,7 +346,7 @@ mod tests {
     }
 
     fn candidates(nodes: &[Node]) -> Vec<Candidate<'_>> {
-        nodes.iter().map(|node| Candidate { node, alive: true, pods: Vec::new() }).collect()
+        nodes.iter().map(|node| Candidate::new(node, true, Load::default())).collect()
     }
 
     #[test]
@@ -365,10 +428,10 @@ mod tests {
         let nodes = [node("a", json!({}), json!([])), node("b", json!({}), json!([]))];
         let big = pod(json!({"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "3"}}}]}));
         let mut with_load = candidates(&nodes);
-        with_load[0].pods.push(&big);
+        with_load[0].load.add(&big);
         // b has fewer pods.
         assert_eq!(place(&pod(json!({})), &with_load, true), Placement::Node("b".into()));
-        with_load[1].pods.push(&big);
+        with_load[1].load.add(&big);
         let Placement::Unschedulable(message) = place(&big, &with_load, true) else { panic!("overcommitted") };
         assert_eq!(
             message,
