@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet, ReplicaSetCondition};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
@@ -463,45 +463,93 @@ fn semantic(value: Value) -> Value {
 /// `EqualIgnoreHash`: the templates are semantically equal once their pod-template-hash labels
 /// are removed.
 pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
-    let strip = |t: &PodTemplateSpec| {
+    // Equal fields are semantically equal: the JSON comparison, which also equates nil and
+    // empty and compares quantities by value, is only needed when they differ, and not when a
+    // field it compares exactly differs (a rollout's new image or annotation, against every old
+    // ReplicaSet). Neither of the first two copies a template: this runs for every ReplicaSet
+    // of a Deployment on every sync.
+    if equal_but_hash(a, b) {
+        return true;
+    }
+    if differ_in_strings(a, b) {
+        return false;
+    }
+    let semantic_json = |t: &PodTemplateSpec| {
         let mut t = t.clone();
         if let Some(labels) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
             labels.remove(POD_TEMPLATE_HASH);
         }
-        t
+        semantic(crate::apimachinery::json::to_value(&t).unwrap_or(Value::Null))
     };
-    let (a, b) = (strip(a), strip(b));
-    // Equal fields are semantically equal: the JSON comparison, which also equates nil and
-    // empty and compares quantities by value, is only needed when they differ (this runs for
-    // every ReplicaSet of a Deployment on every sync), and not when a field it compares
-    // exactly differs (a rollout's new image or annotation, against every old ReplicaSet).
-    a == b
-        || !differ_in_strings(&a, &b) && {
-            let semantic_json =
-                |t: &PodTemplateSpec| semantic(crate::apimachinery::json::to_value(t).unwrap_or(Value::Null));
-            semantic_json(&a) == semantic_json(&b)
+    semantic_json(a) == semantic_json(b)
+}
+
+/// The labels of a template but its pod-template-hash, in order.
+fn labels_but_hash(t: &PodTemplateSpec) -> impl Iterator<Item = (&String, &String)> {
+    let labels = t.metadata.as_ref().and_then(|m| m.labels.as_ref());
+    labels.into_iter().flatten().filter(|(key, _)| key.as_str() != POD_TEMPLATE_HASH)
+}
+
+/// Whether the templates are equal, field for field, once their pod-template-hash labels are
+/// removed (`==` on the templates with the label removed, without removing it).
+fn equal_but_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
+    let metadata_equal = match (&a.metadata, &b.metadata) {
+        (None, None) => true,
+        (Some(x), Some(y)) => {
+            // Every field but the labels, named so that a field added to ObjectMeta is not
+            // left out of the comparison.
+            let ObjectMeta {
+                annotations,
+                creation_timestamp,
+                deletion_grace_period_seconds,
+                deletion_timestamp,
+                finalizers,
+                generate_name,
+                generation,
+                labels,
+                managed_fields,
+                name,
+                namespace,
+                owner_references,
+                resource_version,
+                self_link,
+                uid,
+            } = x;
+            *annotations == y.annotations
+                && *creation_timestamp == y.creation_timestamp
+                && *deletion_grace_period_seconds == y.deletion_grace_period_seconds
+                && *deletion_timestamp == y.deletion_timestamp
+                && *finalizers == y.finalizers
+                && *generate_name == y.generate_name
+                && *generation == y.generation
+                && labels.is_some() == y.labels.is_some()
+                && *managed_fields == y.managed_fields
+                && *name == y.name
+                && *namespace == y.namespace
+                && *owner_references == y.owner_references
+                && *resource_version == y.resource_version
+                && *self_link == y.self_link
+                && *uid == y.uid
         }
+        _ => false,
+    };
+    metadata_equal && labels_but_hash(a).eq(labels_but_hash(b)) && a.spec == b.spec
 }
 
 /// Whether two templates differ in a field that semantic equality compares as it is: the
-/// labels and annotations (a missing map is an empty one), the containers' names and images.
-/// Templates that do are not semantically equal; templates that do not may still differ
-/// elsewhere (a missing image and an empty one included), which the JSON comparison tells.
+/// labels but the pod-template-hash and the annotations (a missing map is an empty one), the
+/// containers' names and images. Templates that do are not semantically equal; templates that
+/// do not may still differ elsewhere (a missing image and an empty one included), which the
+/// JSON comparison tells.
 fn differ_in_strings(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
-    fn non_empty(map: Option<&BTreeMap<String, String>>) -> Option<&BTreeMap<String, String>> {
-        map.filter(|m| !m.is_empty())
-    }
-    fn labels(t: &PodTemplateSpec) -> Option<&BTreeMap<String, String>> {
-        non_empty(t.metadata.as_ref().and_then(|m| m.labels.as_ref()))
-    }
     fn annotations(t: &PodTemplateSpec) -> Option<&BTreeMap<String, String>> {
-        non_empty(t.metadata.as_ref().and_then(|m| m.annotations.as_ref()))
+        t.metadata.as_ref().and_then(|m| m.annotations.as_ref()).filter(|m| !m.is_empty())
     }
     fn containers(t: &PodTemplateSpec) -> impl Iterator<Item = (&str, &str)> {
         let containers = t.spec.as_ref().map(|s| s.containers.as_slice()).unwrap_or_default();
         containers.iter().map(|c| (c.name.as_str(), c.image.as_deref().unwrap_or("")))
     }
-    labels(a) != labels(b) || annotations(a) != annotations(b) || !containers(a).eq(containers(b))
+    !labels_but_hash(a).eq(labels_but_hash(b)) || annotations(a) != annotations(b) || !containers(a).eq(containers(b))
 }
 
 fn creation(rs: &ReplicaSet) -> Option<Timestamp> {
@@ -535,9 +583,10 @@ pub fn by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
 /// `rss` by creation, as upstream does).
 pub fn find_new_replica_set(d: &Deployment, rss: &mut [Arc<ReplicaSet>]) -> Option<Arc<ReplicaSet>> {
     rss.sort_by(|a, b| by_creation(a, b));
-    let wanted = template(d);
+    let no_template = PodTemplateSpec::default();
+    let wanted = d.spec.as_ref().map_or(&no_template, |s| &s.template);
     rss.iter()
-        .find(|rs| rs.spec.as_ref().and_then(|s| s.template.as_ref()).is_some_and(|t| equal_ignore_hash(t, &wanted)))
+        .find(|rs| rs.spec.as_ref().and_then(|s| s.template.as_ref()).is_some_and(|t| equal_ignore_hash(t, wanted)))
         .cloned()
 }
 

@@ -153,6 +153,21 @@ fn the_new_replica_set_is_the_oldest_with_the_template_ignoring_the_hash() {
     let mut b = a.clone();
     b.metadata.as_mut().unwrap().annotations = Some([("restartedAt".to_string(), "now".to_string())].into());
     assert!(!equal_ignore_hash(&a, &b));
+    // The hash label is ignored wherever it is, and only it.
+    let label = |t: &mut PodTemplateSpec, key: &str, value: &str| {
+        t.metadata.get_or_insert_default().labels.get_or_insert_default().insert(key.into(), value.into());
+    };
+    let (mut a, mut b) = (template(&d), template(&d));
+    label(&mut a, POD_TEMPLATE_HASH, "h1");
+    assert!(equal_ignore_hash(&a, &b), "a hash on one side only");
+    label(&mut b, POD_TEMPLATE_HASH, "h2");
+    assert!(equal_ignore_hash(&a, &b), "two hashes");
+    label(&mut b, "tier", "web");
+    assert!(!equal_ignore_hash(&a, &b), "another label");
+    let empty = PodTemplateSpec { metadata: Some(Default::default()), spec: None };
+    let (mut a, b) = (empty.clone(), empty);
+    label(&mut a, POD_TEMPLATE_HASH, "h1");
+    assert!(equal_ignore_hash(&a, &b), "only a hash label and no labels");
 }
 
 #[test]
