@@ -18,6 +18,7 @@ use k8s_openapi::api::storage::v1::CSIDriver;
 use parking_lot::Mutex;
 
 use crate::apimachinery::errors::Aggregate;
+use crate::apimachinery::pod::{PodFields, phase};
 use crate::controllers::volumeutil::{self, POD_PVC_INDEX, add_pod_pvc_index};
 use crate::metrics::{Collector, GaugeVec};
 use crate::runtime::controller::{Controller, ControllerContext, SyncError, SyncResult};
@@ -134,11 +135,7 @@ fn pod_key(pod: &Pod) -> PodKey {
     }
 }
 
-fn phase(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default()
-}
-
-fn is_terminal(pod: &Pod) -> bool {
+fn is_terminal(pod: &impl PodFields) -> bool {
     matches!(phase(pod), "Failed" | "Succeeded")
 }
 
@@ -217,7 +214,11 @@ impl SELinuxWarning {
 
     /// `sync`: a deleted or terminal pod's volumes are forgotten, any other pod's recorded.
     fn sync(&self, key: &PodKey) -> SyncResult {
-        match self.pods.store().get_by_name(&key.namespace, &key.name) {
+        // Whether the pod is gone or terminal is read from its summary: the pods a namespace
+        // deletion or a scale-down ends are forgotten without unpacking any.
+        let store = self.pods.store();
+        let live = store.summary_by_name(&key.namespace, &key.name).filter(|s| !is_terminal(&**s));
+        match live.and_then(|_| store.get_by_name(&key.namespace, &key.name)) {
             Some(pod) if !is_terminal(&pod) => self.sync_pod(&pod),
             _ => {
                 log::debug!("Deleting pod key={key}");

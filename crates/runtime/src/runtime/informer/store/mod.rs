@@ -365,6 +365,15 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
 }
 
 impl Store<Pod> {
+    /// The summary of the pod `namespace/name`, the pod not unpacked: enough to tell whether
+    /// it exists and what phase it is in.
+    pub fn summary_by_name(&self, namespace: &str, name: &str) -> Option<Arc<PodSummary>> {
+        let inner = self.inner.read();
+        let slot =
+            if namespace.is_empty() { inner.items.get(name) } else { inner.items.get(&*format!("{namespace}/{name}")) };
+        slot.map(Slot::summary)
+    }
+
     /// The summaries of the pods whose index function returned `value` (see
     /// [`Store::by_index`]): their metadata, phase, node and readiness, no pod unpacked.
     pub fn summaries_by_index(&self, index: &str, value: &str) -> Vec<Arc<PodSummary>> {
@@ -544,6 +553,9 @@ mod tests {
         assert_eq!(failed.iter().map(|p| object_key(&p.metadata)).collect::<Vec<_>>(), ["a/three"]);
         let three = store.get("a/three").expect("cached");
         assert_eq!(*failed[0], PodSummary::of(&three), "the pod's summary");
+        let by_name = store.summary_by_name("a", "three").expect("a summary");
+        assert_eq!(*by_name, PodSummary::of(&three), "read by name");
+        assert!(store.summary_by_name("a", "four").is_none() && store.summary_by_name("", "three").is_none());
     }
 
     #[test]
