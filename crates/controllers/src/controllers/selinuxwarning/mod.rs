@@ -219,7 +219,7 @@ impl SELinuxWarning {
         let store = self.pods.store();
         let live = store.summary_by_name(&key.namespace, &key.name).filter(|s| !is_terminal(&**s));
         match live.and_then(|_| store.get_by_name(&key.namespace, &key.name)) {
-            Some(pod) if !is_terminal(&pod) => self.sync_pod(&pod),
+            Some(pod) => self.sync_pod(&pod),
             _ => {
                 log::debug!("Deleting pod key={key}");
                 self.cache.delete_pod(key);

@@ -18,6 +18,7 @@
 mod delta;
 mod packed;
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -45,6 +46,12 @@ pub fn object_key(meta: &ObjectMeta) -> String {
         Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
         _ => name.to_string(),
     }
+}
+
+/// The key of the object `name` in `namespace` (empty for cluster-scoped kinds), without a copy
+/// for a cluster-scoped one.
+fn key_of<'a>(namespace: &str, name: &'a str) -> Cow<'a, str> {
+    if namespace.is_empty() { Cow::Borrowed(name) } else { Cow::Owned(format!("{namespace}/{name}")) }
 }
 
 /// client-go's `SplitMetaNamespaceKey`: `(namespace, name)`; the namespace is empty for a
@@ -215,7 +222,7 @@ impl<K: Metadata<Ty = ObjectMeta> + 'static> Store<K> {
 
     /// The object `name` in `namespace` (empty for cluster-scoped kinds).
     pub fn get_by_name(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
-        if namespace.is_empty() { self.get(name) } else { self.get(&format!("{namespace}/{name}")) }
+        self.get(&key_of(namespace, name))
     }
 
     /// Every cached object, in no particular order. For packed kinds this unpacks the whole
@@ -368,10 +375,7 @@ impl Store<Pod> {
     /// The summary of the pod `namespace/name`, the pod not unpacked: enough to tell whether
     /// it exists and what phase it is in.
     pub fn summary_by_name(&self, namespace: &str, name: &str) -> Option<Arc<PodSummary>> {
-        let inner = self.inner.read();
-        let slot =
-            if namespace.is_empty() { inner.items.get(name) } else { inner.items.get(&*format!("{namespace}/{name}")) };
-        slot.map(Slot::summary)
+        self.inner.read().items.get(&*key_of(namespace, name)).map(Slot::summary)
     }
 
     /// The summaries of the pods whose index function returned `value` (see

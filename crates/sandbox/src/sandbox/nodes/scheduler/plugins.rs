@@ -65,12 +65,11 @@ impl Load {
     }
 }
 
-/// What placing one pod asks of a node, worked out once for all the nodes.
+/// What placing one pod asks of a node, worked out once for all the nodes: its spec, and
+/// the load it adds.
 struct Wanted<'a> {
     spec: &'a PodSpec,
-    cpu: f64,
-    memory: f64,
-    host_ports: Vec<HostPort>,
+    load: Load,
 }
 
 /// Where a pod goes, or why it goes nowhere.
@@ -97,14 +96,9 @@ fn place(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -> Pla
 /// which only the node lifecycle controller removes).
 pub fn choose(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -> Result<usize, String> {
     let no_spec = PodSpec::default();
-    let spec = pod.spec.as_ref().unwrap_or(&no_spec);
-    let requests = pod_requests(spec);
-    let wanted = Wanted {
-        spec,
-        cpu: requests.get("cpu").copied().unwrap_or(0.0),
-        memory: requests.get("memory").copied().unwrap_or(0.0),
-        host_ports: host_ports(spec),
-    };
+    let mut load = Load::default();
+    load.add(pod);
+    let wanted = Wanted { spec: pod.spec.as_ref().unwrap_or(&no_spec), load };
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut resource_failures = 0;
     let mut best: Option<(usize, usize)> = None;
@@ -177,7 +171,7 @@ fn filter(wanted: &Wanted<'_>, candidate: &Candidate<'_>, strict_not_ready: bool
         return Err(Failure::one("node(s) didn't match Pod's node affinity/selector"));
     }
     // NodePorts.
-    if wanted.host_ports.iter().any(|w| candidate.load.host_ports.iter().any(|u| ports_conflict(w, u))) {
+    if wanted.load.host_ports.iter().any(|w| candidate.load.host_ports.iter().any(|u| ports_conflict(w, u))) {
         return Err(Failure::one(NODE_PORTS_REASON));
     }
     // NodeResourcesFit.
@@ -258,8 +252,10 @@ fn insufficient_resources(wanted: &Wanted<'_>, candidate: &Candidate<'_>) -> Vec
     {
         reasons.push("Too many pods".to_string());
     }
-    let resources =
-        [("cpu", wanted.cpu, load.cpu, allocatable.cpu), ("memory", wanted.memory, load.memory, allocatable.memory)];
+    let resources = [
+        ("cpu", wanted.load.cpu, load.cpu, allocatable.cpu),
+        ("memory", wanted.load.memory, load.memory, allocatable.memory),
+    ];
     for (resource, want, used, capacity) in resources {
         if want > 0.0 && capacity.is_some_and(|capacity| used + want > capacity + 1e-9) {
             reasons.push(format!("Insufficient {resource}"));
