@@ -7,7 +7,7 @@
 //! replenishes the quota.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service};
@@ -52,7 +52,10 @@ fn expected(entries: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
 /// would collide.
 trait ClusterExt {
     fn quota(&self, namespace: &str, name: &str) -> ResourceQuota;
+    fn usage_is(&self, namespace: &str, name: &str, want: &BTreeMap<String, Quantity>)
+    -> Result<ResourceQuota, String>;
     fn wait_for_usage(&self, namespace: &str, name: &str, used: &[(&str, &str)]) -> ResourceQuota;
+    fn wait_for_usage_nudging(&self, namespace: &str, name: &str, used: &[(&str, &str)], key: &str) -> ResourceQuota;
     fn delete<K: Namespaced>(&self, namespace: &str, name: &str);
 }
 
@@ -61,24 +64,53 @@ impl ClusterExt for Cluster {
         Api::<ResourceQuota>::namespaced(&self.client, namespace).get(name).expect("the quota")
     }
 
+    /// The quota, if its `status.used` equals `want` (by value) and `status.hard` its
+    /// `spec.hard`; else what it has instead.
+    fn usage_is(
+        &self,
+        namespace: &str,
+        name: &str,
+        want: &BTreeMap<String, Quantity>,
+    ) -> Result<ResourceQuota, String> {
+        let quota = self.quota(namespace, name);
+        let status = quota.status.as_ref();
+        let (hard, seen) =
+            (quantities(status.and_then(|s| s.hard.as_ref())), quantities(status.and_then(|s| s.used.as_ref())));
+        let spec_hard = quantities(quota.spec.as_ref().and_then(|s| s.hard.as_ref()));
+        if &seen == want && hard == spec_hard {
+            return Ok(quota);
+        }
+        let text = |list: &BTreeMap<String, Quantity>| {
+            list.iter().map(|(name, q)| format!("{name}={q}")).collect::<Vec<_>>().join(",")
+        };
+        Err(format!("used {}, hard {}", text(&seen), text(&hard)))
+    }
+
     /// Waits until the quota's `status.used` equals `used` (by value) and `status.hard` its
     /// `spec.hard`; returns the quota.
     fn wait_for_usage(&self, namespace: &str, name: &str, used: &[(&str, &str)]) -> ResourceQuota {
         let want = expected(used);
+        harness::eventually_seen(&format!("usage of {namespace}/{name}"), || self.usage_is(namespace, name, &want))
+    }
+
+    /// [`wait_for_usage`] for a usage that no event is sure to recount: every 10 s without it,
+    /// `spec.hard[key]` goes up by one, a change of the quota's spec that makes the controller
+    /// recount, as upstream's e2e `updateResourceQuotaUntilUsageAppears` does.
+    fn wait_for_usage_nudging(&self, namespace: &str, name: &str, used: &[(&str, &str)], key: &str) -> ResourceQuota {
+        let want = expected(used);
+        let mut nudged = Instant::now();
         harness::eventually_seen(&format!("usage of {namespace}/{name}"), || {
-            let quota = self.quota(namespace, name);
-            let status = quota.status.as_ref();
-            let (hard, seen) =
-                (quantities(status.and_then(|s| s.hard.as_ref())), quantities(status.and_then(|s| s.used.as_ref())));
-            let spec_hard = quantities(quota.spec.as_ref().and_then(|s| s.hard.as_ref()));
-            if seen == want && hard == spec_hard {
-                Ok(quota)
-            } else {
-                let text = |list: &BTreeMap<String, Quantity>| {
-                    list.iter().map(|(name, q)| format!("{name}={q}")).collect::<Vec<_>>().join(",")
-                };
-                Err(format!("used {}, hard {}", text(&seen), text(&hard)))
+            let usage = self.usage_is(namespace, name, &want);
+            if usage.is_err() && nudged.elapsed() >= Duration::from_secs(10) {
+                let hard = self.quota(namespace, name).spec.and_then(|s| s.hard).unwrap_or_default();
+                let limit: i64 = hard.get(key).and_then(|q| q.0.parse().ok()).expect("a whole-number limit");
+                let patch = json!({"spec": {"hard": {key: (limit + 1).to_string()}}});
+                Api::<ResourceQuota>::namespaced(&self.client, namespace)
+                    .patch(name, &Patch::Merge(patch), &PostParams::default())
+                    .expect("the quota's limit raised");
+                nudged = Instant::now();
             }
+            usage
         })
     }
 
@@ -346,14 +378,17 @@ fn resource_claims_count_their_devices_per_class(backend: Backend) {
     // kube-apiserver's admission charged both creates; a recount of ours started before the
     // claims reached its cache (the retry of a conflicting start-up write) may undercount them,
     // in upstream's controller too, and creates do not trigger a recount. A claim deleted after
-    // them does, from a cache that has them (one watch, in order): that recount is ours.
+    // them does, from a cache that has them (one watch, in order): that recount is ours. It
+    // writes only if it differs from the quota in the controller's cache, which may not have
+    // admission's charge for the probe yet (another watch): then the recount equals the cached
+    // usage and is not written, as upstream's, and the nudges make it recount again.
     create::<ResourceClaim>(
         &cluster.client,
         "dra",
         json!({"metadata": {"name": "probe"}, "spec": {"devices": {"requests": [request("a", "gpu", "ExactCount")]}}}),
     );
     cluster.delete::<ResourceClaim>("dra", "probe");
-    cluster.wait_for_usage(
+    cluster.wait_for_usage_nudging(
         "dra",
         "q",
         &[
@@ -361,6 +396,7 @@ fn resource_claims_count_their_devices_per_class(backend: Backend) {
             ("gpu.deviceclass.resource.k8s.io/devices", "34"),
             ("fpga.deviceclass.resource.k8s.io/devices", "3"),
         ],
+        "count/resourceclaims.resource.k8s.io",
     );
     cluster.delete::<ResourceClaim>("dra", "many");
     cluster.wait_for_usage(
