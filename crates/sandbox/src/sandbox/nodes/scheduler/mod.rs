@@ -135,7 +135,7 @@ impl Worker {
                     candidates[i].load.add(pod);
                     decisions.push(Placement::Node(candidates[i].node.metadata.name.clone().unwrap_or_default()));
                 }
-                Err(message) => decisions.push(Placement::Unschedulable(message)),
+                Err(plugins::FitError(message)) => decisions.push(Placement::Unschedulable(message)),
             }
         }
         decisions

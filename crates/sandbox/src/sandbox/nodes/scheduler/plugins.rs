@@ -85,16 +85,16 @@ pub enum Placement {
 fn place(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -> Placement {
     match choose(pod, candidates, strict_not_ready) {
         Ok(i) => Placement::Node(candidates[i].node.metadata.name.clone().unwrap_or_default()),
-        Err(message) => Placement::Unschedulable(message),
+        Err(FitError(message)) => Placement::Unschedulable(message),
     }
 }
 
 /// Picks the node for `pod` among `candidates` (all nodes of the cluster): the index of the
-/// candidate with the fewest pods among those it fits, or kube-scheduler's `FitError` message.
+/// candidate with the fewest pods among those it fits, or kube-scheduler's `FitError`.
 /// Unless `strict_not_ready`, the `node.kubernetes.io/not-ready:NoSchedule` taint is ignored on
 /// a node that is Ready with a live kubelet (the taint TaintNodesByCondition puts on new nodes,
 /// which only the node lifecycle controller removes).
-pub fn choose(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -> Result<usize, String> {
+pub fn choose(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -> Result<usize, FitError> {
     let no_spec = PodSpec::default();
     let mut load = Load::default();
     load.add(pod);
@@ -120,7 +120,7 @@ pub fn choose(pod: &Pod, candidates: &[Candidate<'_>], strict_not_ready: bool) -
     }
     match best {
         Some((i, _)) => Ok(i),
-        None => Err(fit_error(candidates.len(), &reasons, resource_failures)),
+        None => Err(FitError(fit_message(candidates.len(), &reasons, resource_failures))),
     }
 }
 
@@ -292,7 +292,14 @@ pub fn parse_quantity(text: &str) -> Option<f64> {
 
 /// kube-scheduler's `FitError` text: `0/3 nodes are available: 1 Insufficient cpu, 2 node(s)
 /// had untolerated taint {k: v}. preemption: 0/3 nodes are available: …`.
-fn fit_error(nodes: usize, reasons: &BTreeMap<String, usize>, resource_failures: usize) -> String {
+/// kube-scheduler's `FitError`: no node fits the pod; its message is the condition's and the
+/// `FailedScheduling` Event's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FitError(pub String);
+
+/// `FitError.Error()`: how many nodes failed for each reason, and preemption's verdict.
+fn fit_message(nodes: usize, reasons: &BTreeMap<String, usize>, resource_failures: usize) -> String {
     if nodes == 0 {
         return "no nodes available to schedule pods".to_string();
     }
