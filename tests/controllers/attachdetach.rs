@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kcm::app::controllers::named;
-use kcm::client::{Api, DeleteParams, Patch, PostParams};
+use kcm::client::{Api, Client, DeleteParams, Patch, PostParams};
 use kcm_sandbox::sandbox::nodes::csi::DRIVER;
 use serde_json::json;
 
@@ -34,28 +34,28 @@ fn unique_name() -> String {
 }
 
 /// A claim bound to a CSI volume of the simulated driver, as the binder and provisioner
-/// would leave them.
-fn bound_claim(cluster: &Cluster) {
+/// would leave them; created before the controller starts, because it looks the volume up
+/// only in its caches and has no handler for volumes (as upstream's): a volume that reached
+/// its cache after the pod would wait for the populator's pass, minutes later.
+fn bound_claim(client: &Client) {
     let claim: PersistentVolumeClaim = from(json!({"metadata": {"name": "data"}, "spec": {
         "accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": "pv-attach",
         "resources": {"requests": {"storage": "1Gi"}}}}));
-    let claim = cluster.api::<PersistentVolumeClaim>().create(&claim, &PostParams::default()).expect("claim created");
+    let claims = Api::<PersistentVolumeClaim>::namespaced(client, "default");
+    let claim = claims.create(&claim, &PostParams::default()).expect("claim created");
     let volume: PersistentVolume = from(json!({"metadata": {"name": "pv-attach"}, "spec": {
         "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}, "storageClassName": "",
         "persistentVolumeReclaimPolicy": "Retain",
         "csi": {"driver": DRIVER, "volumeHandle": HANDLE, "fsType": "ext4"},
         "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "default", "name": "data",
             "uid": claim.metadata.uid}}}));
-    let volumes = Api::<PersistentVolume>::all(&cluster.client);
+    let volumes = Api::<PersistentVolume>::all(client);
     volumes.create(&volume, &PostParams::default()).expect("volume created");
     let bound = json!({"status": {"phase": "Bound"}});
     volumes.patch_status("pv-attach", &Patch::Merge(bound.clone()), &PostParams::default()).expect("volume bound");
     let claim_status =
         json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}});
-    cluster
-        .api::<PersistentVolumeClaim>()
-        .patch_status("data", &Patch::Merge(claim_status), &PostParams::default())
-        .expect("claim bound");
+    claims.patch_status("data", &Patch::Merge(claim_status), &PostParams::default()).expect("claim bound");
 }
 
 fn attachment(cluster: &Cluster) -> Option<VolumeAttachment> {
@@ -77,8 +77,9 @@ fn in_use(node: &Node) -> Vec<String> {
 
 on_both_backends!(a_pods_csi_volume_is_attached_while_used_and_detached_after);
 fn a_pods_csi_volume_is_attached_while_used_and_detached_after(backend: Backend) {
-    let mut cluster = harness::with(&[named("persistentvolume-attach-detach-controller")]).on(backend).start();
-    bound_claim(&cluster);
+    let mut cluster = harness::with(&[named("persistentvolume-attach-detach-controller")])
+        .on(backend)
+        .start_with(|client, _| bound_claim(client));
     let pod: Pod = from(json!({"metadata": {"name": "user"}, "spec": {"nodeName": "node-a",
         "containers": [{"name": "c", "image": "nginx:1.27"}],
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}));

@@ -11,7 +11,7 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kcm::app::controllers::named;
 use kcm::client::config::{Auth, RestConfig, TlsSettings};
-use kcm::client::{Api, Client, ClientOptions, DeleteParams, PostParams};
+use kcm::client::{Api, Client, ClientOptions, DeleteParams, Patch, PostParams};
 use serde_json::json;
 
 use crate::harness;
@@ -90,11 +90,16 @@ fn tokens_sign_cluster_info_until_deleted_or_expired(backend: Backend) {
     secrets.delete("bootstrap-token-abcdef", &DeleteParams::default()).expect("deleted");
     eventually("the deleted token's signature removed", || signatures(&cluster.client).is_empty().then_some(()));
 
-    // Expiring: signed, then deleted by the cleaner at its expiration, and unsigned.
-    let expiration = in_secs(4);
-    create_token(&cluster.client, &token("expire", "fedcba9876543210", &[signing[0], ("expiration", &expiration)]));
+    // Expiring: signed, then deleted by the cleaner at its expiration, and unsigned. The
+    // expiration comes once it has signed: a token that expired before the signer got to it
+    // would never sign (a loaded machine can stall the signer for seconds).
+    create_token(&cluster.client, &token("expire", "fedcba9876543210", &signing));
     let signed = eventually("the expiring token signs", || signatures(&cluster.client).remove("expire"));
     verify(&signed, &kubeconfig, "expire", "fedcba9876543210");
+    let expiration = in_secs(3);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&expiration);
+    let patch = Patch::Merge(json!({"data": {"expiration": encoded}}));
+    secrets.patch("bootstrap-token-expire", &patch, &PostParams::default()).expect("expiration set");
     eventually("the expired token deleted", || secrets.get_opt("bootstrap-token-expire").ok()?.is_none().then_some(()));
     let expired_at: jiff::Timestamp = expiration.parse().expect("a time");
     assert!(jiff::Timestamp::now() >= expired_at, "deleted only at its expiration");

@@ -190,11 +190,12 @@ on_both_backends!(concurrency_policies_forbid_and_replace);
 fn concurrency_policies_forbid_and_replace(backend: Backend) {
     let cluster = start(backend);
     let (cron_jobs, jobs) = (cluster.api::<CronJob>(), cluster.api::<Job>());
+    // Suspended while their status is written: a tick before it would start a Job of its own.
     let forbid = cron_jobs
-        .create(&cron_job("forbid", json!({"concurrencyPolicy": "Forbid"})), &PostParams::default())
+        .create(&cron_job("forbid", json!({"concurrencyPolicy": "Forbid", "suspend": true})), &PostParams::default())
         .expect("ok");
     let replace = cron_jobs
-        .create(&cron_job("replace", json!({"concurrencyPolicy": "Replace"})), &PostParams::default())
+        .create(&cron_job("replace", json!({"concurrencyPolicy": "Replace", "suspend": true})), &PostParams::default())
         .expect("ok");
     // Each has a running Job in its active list, and a missed start time.
     let running_forbid = owned_job(&jobs, &forbid, "forbid-running");
@@ -209,6 +210,10 @@ fn concurrency_policies_forbid_and_replace(backend: Backend) {
         "replace",
         json!({"active": [reference(&running_replace)], "lastScheduleTime": minutes_ago(3)}),
     );
+    for name in ["forbid", "replace"] {
+        let resume = Patch::Merge(json!({"spec": {"suspend": false}}));
+        cron_jobs.patch(name, &resume, &PostParams::default()).expect("resumed");
+    }
 
     eventually("JobAlreadyActive", || {
         let messages = cluster.event_messages("default", "forbid", "JobAlreadyActive");

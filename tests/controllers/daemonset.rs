@@ -39,12 +39,23 @@ fn start(backend: Backend, nodes: &[&str]) -> Cluster {
 /// order, and a pod created for a node whose NoSchedule taint came too late stays there (only a
 /// NoExecute taint evicts a daemon pod).
 fn start_with_taints(backend: Backend, nodes: &[&str], taints: &[(&str, Value)]) -> Cluster {
+    start_with_taints_and(backend, nodes, taints, |_| ())
+}
+
+/// [`start_with_taints`], with what `prepare` creates also in the controller's first lists.
+fn start_with_taints_and(
+    backend: Backend,
+    nodes: &[&str],
+    taints: &[(&str, Value)],
+    prepare: impl FnOnce(&Client),
+) -> Cluster {
     harness::with(&[named("daemonset-controller")]).on(backend).nodes(nodes).start_with(|client, _| {
         for node in Api::<Node>::cluster(client).list(&Default::default()).expect("nodes").items {
             let name = node.metadata.name.unwrap_or_default();
             let wanted = taints.iter().find(|(tainted, _)| *tainted == name).map(|(_, t)| t.clone());
             set_taints(client, &name, wanted.unwrap_or(Value::Null));
         }
+        prepare(client);
     })
 }
 
@@ -222,6 +233,18 @@ fn pods_follow_nodes_joining_and_leaving(backend: Backend) {
     // node-a leaves; its pod stays until the pod GC deletes it (done here by hand, as the pod
     // GC would once its quarantine ends) and is not replaced.
     cluster.simulated().remove_node("node-a").expect("node-a removed");
+    // A Node's deletion does not sync a DaemonSet (upstream has no handler for it), and a pod
+    // deleted while the controller's cache still had node-a would be replaced there for good;
+    // so the DaemonSet is touched until a sync counts two nodes, which shows node-a has left
+    // the cache.
+    let mut touches = 0;
+    eventually("node-a gone from the controller's nodes", || {
+        touches += 1;
+        let patch = json!({"metadata": {"annotations": {"example.com/touch": touches.to_string()}}});
+        let ds = cluster.api::<DaemonSet>().patch("agent", &Patch::Merge(patch), &PostParams::default()).ok()?;
+        let desired = ds.status.map(|s| s.desired_number_scheduled);
+        (desired == Some(2)).then_some(())
+    });
     let orphan = live_pods(&cluster, "agent").into_iter().find(|p| node_of(p) == "node-a").expect("the pod on node-a");
     let name = orphan.metadata.name.clone().expect("a name");
     let force = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
@@ -351,10 +374,15 @@ fn pods_count_as_available_after_min_ready_seconds(backend: Backend) {
 
 on_both_backends!(an_orphan_pod_on_a_node_is_adopted);
 fn an_orphan_pod_on_a_node_is_adopted(backend: Backend) {
-    let cluster = start(backend, &["node-a", "node-b"]);
-    let orphan: Pod = from(json!({"metadata": {"name": "stray", "labels": {"app": "agent"}},
-        "spec": {"nodeName": "node-a", "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}));
-    cluster.api::<Pod>().create(&orphan, &PostParams::default()).expect("created");
+    // The orphan is in the controller's first list of pods: created after it started, it could
+    // reach the pod cache after the DaemonSet's first sync had made node-a a pod of its own;
+    // one of the two is then deleted, the orphan if both were made in the same second (the
+    // name breaks the tie), as upstream's would.
+    let cluster = start_with_taints_and(backend, &["node-a", "node-b"], &[], |client| {
+        let orphan: Pod = from(json!({"metadata": {"name": "stray", "labels": {"app": "agent"}},
+            "spec": {"nodeName": "node-a", "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}));
+        Api::<Pod>::namespaced(client, "default").create(&orphan, &PostParams::default()).expect("created");
+    });
     // OnDelete: the adopted pod, of no revision, is kept as it is.
     create(&cluster, daemon_set("agent", json!({"updateStrategy": {"type": "OnDelete"}})));
     let ds = cluster.api::<DaemonSet>().get("agent").expect("the DaemonSet");

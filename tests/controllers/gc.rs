@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ReplicationController};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kcm::app::controllers::named;
-use kcm::client::{Api, Client, DeleteParams, PostParams, PropagationPolicy};
+use kcm::client::{Api, Client, DeleteParams, Deleted, PostParams, PropagationPolicy};
 use serde_json::{Value, json};
 
 use crate::harness;
@@ -162,11 +162,13 @@ fn replica_set_cascades_background_foreground_and_orphan(backend: Backend) {
 
     // Foreground: the ReplicaSet waits with foregroundDeletion until its pods are gone.
     let (uid, _) = cluster.replica_set_with_pods("foreground", 2);
-    cluster
+    // The DELETE's answer is the ReplicaSet it left: a read after it could come once the
+    // collector and the kubelets had already ended the pods and the ReplicaSet.
+    let deleted = cluster
         .api::<ReplicaSet>()
         .delete("foreground", &delete_with(Some(PropagationPolicy::Foreground)))
         .expect("deleted");
-    let waiting = cluster.api::<ReplicaSet>().get("foreground").expect("still there while its pods exist");
+    let Deleted::Object(waiting) = deleted else { panic!("still there while its pods exist") };
     assert!(waiting.metadata.deletion_timestamp.is_some());
     assert_eq!(waiting.metadata.finalizers.as_deref(), Some(&["foregroundDeletion".to_string()][..]));
     cluster.wait_gone_replica_set("foreground");

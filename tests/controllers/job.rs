@@ -212,8 +212,16 @@ on_both_backends!(the_pods_of_a_deleted_job_lose_their_finalizer);
 fn the_pods_of_a_deleted_job_lose_their_finalizer(backend: Backend) {
     let cluster = start(backend);
     let jobs = cluster.api::<Job>();
-    jobs.create(&job("gone", json!({"completions": 2, "parallelism": 2})), &PostParams::default()).expect("created");
-    eventually("two pods created", || (pods_of(&cluster, "gone").len() == 2).then_some(()));
+    let long = scripted_job(
+        "gone",
+        json!({"completions": 2, "parallelism": 2}),
+        json!({"kcm-sandbox.dev/run-seconds": "120"}),
+    );
+    jobs.create(&long, &PostParams::default()).expect("created");
+    // `ready` is counted from the controller's cache of pods: once it is 2, the deletion's sync
+    // finds them there (a pod that reached the cache after its Job's deletion would keep its
+    // finalizer, as with upstream's controller, which ignores a pod whose owner is gone).
+    eventually("two pods ready", || (jobs.get("gone").ok()?.status?.ready == Some(2)).then_some(()));
     // No garbage collector runs: the pods stay, owned by a Job that is gone.
     let background =
         DeleteParams { propagation_policy: Some(kcm::client::PropagationPolicy::Background), ..Default::default() };
@@ -442,12 +450,16 @@ fn an_elastic_indexed_job_drops_the_indexes_it_no_longer_needs(backend: Backend)
 
 on_both_backends!(a_matching_orphan_is_adopted_with_the_tracking_finalizer);
 fn a_matching_orphan_is_adopted_with_the_tracking_finalizer(backend: Backend) {
-    let cluster = start(backend);
+    // The orphan is in the controller's first list of pods: created after it started, it could
+    // reach the cache after the Job's first sync had created a pod of its own. It runs long
+    // enough to be adopted while running (a pod that finished unadopted counts for no Job).
+    let cluster = harness::with(&[named("job-controller")]).on(backend).start_with(|client, _| {
+        let orphan: Pod = from(json!({"metadata": {"name": "stray", "labels": {"app": "adopt"},
+                "annotations": {"kcm-sandbox.dev/run-seconds": "15"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}));
+        Api::<Pod>::namespaced(client, "default").create(&orphan, &PostParams::default()).expect("orphan created");
+    });
     let pods = cluster.api::<Pod>();
-    let orphan: Pod = from(json!({"metadata": {"name": "stray", "labels": {"app": "adopt"},
-            "annotations": {"kcm-sandbox.dev/run-seconds": "3"}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}));
-    pods.create(&orphan, &PostParams::default()).expect("orphan created");
     let mut adopter = job("adopter", json!({"manualSelector": true, "selector": {"matchLabels": {"app": "adopt"}}}));
     adopter.spec.as_mut().expect("a spec").template.metadata = Some(from(json!({"labels": {"app": "adopt"}})));
     let jobs = cluster.api::<Job>();

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kcm::apimachinery::clock::RealClock;
 use kcm::app::controllers::named;
 use kcm::app::flags::Options;
-use kcm::client::{Api, DeleteParams, ListParams, Patch, PostParams};
+use kcm::client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
 use kcm::controllers::podgc;
 use kcm::runtime::controller::{Controller, ControllerContext};
 use kcm_sandbox::sandbox::nodes::NodeOptions;
@@ -39,13 +39,18 @@ fn fast_pod_gc(
 }
 
 fn start(backend: Backend) -> Cluster {
+    start_after(backend, |_| ())
+}
+
+/// [`start`], with what `prepare` creates in the controller's first lists.
+fn start_after(backend: Backend, prepare: impl FnOnce(&Client)) -> Cluster {
     harness::with(&[named("pod-garbage-collector-controller").started_by(fast_pod_gc)])
         .on(backend)
         .names(&["pod-garbage-collector-controller"])
         .nodes(&["node-a"])
         .node_options(NodeOptions { job_pod_run_time: Duration::from_millis(300), ..harness::fast_nodes() })
         .flags(&["--terminated-pod-gc-threshold=1"])
-        .start()
+        .start_with(|client, _| prepare(client))
 }
 
 fn phase(pod: &Pod) -> &str {
@@ -157,18 +162,21 @@ fn pods_of_a_missing_node_are_failed_with_a_disruption_condition_and_deleted(bac
 
 on_both_backends!(terminating_pods_never_scheduled_or_on_out_of_service_nodes_are_force_deleted);
 fn terminating_pods_never_scheduled_or_on_out_of_service_nodes_are_force_deleted(backend: Backend) {
-    let cluster = start(backend);
-    // Nodes fenced off with the out-of-service taint, one of them still Ready; no kubelets.
-    let nodes = Api::<Node>::all(&cluster.client);
-    for (name, ready) in [("fenced", "False"), ("fenced-but-ready", "True")] {
-        let node: Node = from(json!({
-            "metadata": {"name": name},
-            "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}]},
-        }));
-        nodes.create(&node, &PostParams::default()).expect("node created");
-        let status = json!({"status": {"conditions": [{"type": "Ready", "status": ready, "reason": "Test"}]}});
-        nodes.patch_status(name, &Patch::Merge(status), &PostParams::default()).expect("status set");
-    }
+    // Nodes fenced off with the out-of-service taint, one of them still Ready; no kubelets. In
+    // the controller's first list of nodes: a pass that saw the Ready one's pod terminating
+    // while the node's cached copy still lacked its Ready condition would force-delete it.
+    let cluster = start_after(backend, |client| {
+        let nodes = Api::<Node>::all(client);
+        for (name, ready) in [("fenced", "False"), ("fenced-but-ready", "True")] {
+            let node: Node = from(json!({
+                "metadata": {"name": name},
+                "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}]},
+            }));
+            nodes.create(&node, &PostParams::default()).expect("node created");
+            let status = json!({"status": {"conditions": [{"type": "Ready", "status": ready, "reason": "Test"}]}});
+            nodes.patch_status(name, &Patch::Merge(status), &PostParams::default()).expect("status set");
+        }
+    });
     // Deleted first: whatever pass sees the other pods terminating sees this one too.
     cluster.create_pod("on-ready", json!({"nodeName": "fenced-but-ready"}), &[HOLD]);
     cluster.create_pod("unscheduled", json!({"schedulerName": "nobody"}), &[HOLD]);

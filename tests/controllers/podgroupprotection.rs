@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use kcm::app::controllers::named;
-use kcm::client::{DeleteParams, Patch, PostParams};
+use kcm::client::{Api, Client, DeleteParams, Patch, PostParams};
 use serde_json::json;
 
 use crate::harness;
@@ -28,30 +28,33 @@ mod a_group_stays_while_an_active_pod_names_it {
     }
 }
 
-fn start(backend: Backend) -> Cluster {
+/// Starts the controller once `prepare` has created what the test needs in place first: the
+/// controller looks for a group's pods only in its cache, as upstream's, so a pod created the
+/// instant before its group's deletion may reach the cache too late to keep it.
+fn start(backend: Backend, prepare: impl FnOnce(&Client)) -> Cluster {
     harness::with(&[named("podgroup-protection-controller")])
         .on(backend)
         .without_nodes()
         .names(&["podgroup-protection-controller"])
         .apiserver_flags(&["--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1alpha2=true"])
         .flags(&["--feature-gates=GenericWorkload=true"])
-        .start()
+        .start_with(|client, _| prepare(client))
 }
 
 /// A PodGroup with the finalizer (which kube-apiserver's PodGroupProtection admission plugin
 /// adds too).
-fn create_group(cluster: &Cluster, name: &str) {
+fn create_group(client: &Client, name: &str) {
     let group: PodGroup = from(json!({"metadata": {"name": name, "finalizers": [FINALIZER]},
         "spec": {"schedulingPolicy": {"basic": {}}}}));
-    cluster.api::<PodGroup>().create(&group, &PostParams::default()).expect("PodGroup created");
+    Api::<PodGroup>::namespaced(client, "default").create(&group, &PostParams::default()).expect("PodGroup created");
 }
 
 /// A pod (never scheduled: no nodes run) in PodGroup `group`.
-fn create_pod(cluster: &Cluster, name: &str, group: &str) {
+fn create_pod(client: &Client, name: &str, group: &str) {
     let pod: Pod = from(json!({"metadata": {"name": name}, "spec": {
         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
         "schedulingGroup": {"podGroupName": group}}}));
-    cluster.api::<Pod>().create(&pod, &PostParams::default()).expect("pod created");
+    Api::<Pod>::namespaced(client, "default").create(&pod, &PostParams::default()).expect("pod created");
 }
 
 fn group(cluster: &Cluster, name: &str) -> Option<PodGroup> {
@@ -76,10 +79,11 @@ fn wait_gone(cluster: &Cluster, name: &str) {
 }
 
 fn a_group_stays_while_an_active_pod_names_it(backend: Backend) {
-    let cluster = start(backend);
-    create_group(&cluster, "gang");
-    create_pod(&cluster, "worker-0", "gang");
-    create_pod(&cluster, "worker-1", "gang");
+    let cluster = start(backend, |client| {
+        create_group(client, "gang");
+        create_pod(client, "worker-0", "gang");
+        create_pod(client, "worker-1", "gang");
+    });
 
     delete_and_expect_kept(&cluster, "gang");
 
@@ -93,7 +97,7 @@ fn a_group_stays_while_an_active_pod_names_it(backend: Backend) {
     wait_gone(&cluster, "gang");
 
     // A group no pod names goes as soon as it is deleted.
-    create_group(&cluster, "idle");
+    create_group(&cluster.client, "idle");
     cluster.api::<PodGroup>().delete("idle", &DeleteParams::default()).expect("PodGroup deleted");
     wait_gone(&cluster, "idle");
 }

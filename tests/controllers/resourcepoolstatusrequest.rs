@@ -17,6 +17,8 @@ use crate::harness;
 use harness::{Backend, Cluster, eventually, from};
 
 const DRIVER: &str = "gpu.example.com";
+/// A driver whose only pool lacks a slice, apart so that `DRIVER`'s requests are complete.
+const OTHER_DRIVER: &str = "fpga.example.com";
 
 /// How long an unanswered request is watched for staying so: five retries take well under it.
 const SETTLE: Duration = Duration::from_secs(3);
@@ -39,17 +41,24 @@ fn start(backend: Backend) -> Cluster {
         ])
         .flags(&["--feature-gates=DRAResourcePoolStatus=true"])
         .start_with(|client, _| {
-            // pool-a: both of its slices; pool-b: one node's slice; pool-c: one slice of two.
+            // pool-a: both of its slices; pool-b: one node's slice; the other driver's pool-c:
+            // one slice of two. All in the first list: a request is answered from the caches,
+            // as upstream's, so a slice created just before a request may come too late for it.
             slice(client, "pool-a-0", "pool-a", 2, json!({"allNodes": true}), 2);
             slice(client, "pool-a-1", "pool-a", 2, json!({"allNodes": true}), 3);
             slice(client, "pool-b-0", "pool-b", 1, json!({"nodeName": "node-1"}), 4);
             allocated_claim(client, "claim-b", "pool-b", "dev-0");
+            driver_slice(client, OTHER_DRIVER, "pool-c-0", "pool-c", 2, json!({"allNodes": true}), 1);
         })
 }
 
 fn slice(client: &Client, name: &str, pool: &str, count: i64, node: Value, devices: usize) {
+    driver_slice(client, DRIVER, name, pool, count, node, devices);
+}
+
+fn driver_slice(client: &Client, driver: &str, name: &str, pool: &str, count: i64, node: Value, devices: usize) {
     let devices: Vec<Value> = (0..devices).map(|i| json!({"name": format!("dev-{i}")})).collect();
-    let mut spec = json!({"driver": DRIVER, "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
+    let mut spec = json!({"driver": driver, "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
                           "devices": devices});
     spec.as_object_mut().expect("an object").extend(node.as_object().expect("an object").clone());
     let slice: ResourceSlice = from(json!({"metadata": {"name": name}, "spec": spec}));
@@ -135,8 +144,7 @@ fn a_request_is_answered_from_slices_and_claims(backend: Backend) {
     requests(&cluster).replace("all", &labelled, &PostParams::default()).expect("request updated");
 
     // A pool still missing a slice leaves the request unanswered.
-    slice(&cluster.client, "pool-c-0", "pool-c", 2, json!({"allNodes": true}), 1);
-    request(&cluster, "incomplete", json!({"driver": DRIVER, "poolName": "pool-c"}));
+    request(&cluster, "incomplete", json!({"driver": OTHER_DRIVER, "poolName": "pool-c"}));
     std::thread::sleep(SETTLE);
     let pending = requests(&cluster).get("incomplete").expect("request read");
     assert!(pending.status.is_none(), "a pool missing slices is not answered: {:?}", pending.status);
